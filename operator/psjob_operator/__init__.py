@@ -1,0 +1,1 @@
+"""psjob operator: reconciles ParameterServerJob resources (kopf)."""

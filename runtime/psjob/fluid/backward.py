@@ -1,0 +1,188 @@
+"""append_backward: derive gradient ops from the forward ops of a block.
+
+Walks the ops that lie between the parameters and the loss in reverse order
+and asks each op's registered grad maker for its gradient ops. A variable read
+by several ops receives several gradient contributions: each is written under
+a temporary `X@GRAD@RENAME@k` name and a `sum` op adds them into `X@GRAD`
+right after the last contribution (backward order guarantees every
+contribution is written before anything reads `X@GRAD`).
+
+Gradients of sparse embeddings are SelectedRows; `sum` concatenates those.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .framework import (EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, OpRole, Parameter,
+                        Variable, grad_var_name)
+from .ops.registry import GradOpSpec, get_op_def
+
+
+def _requires_grad(block, no_grad: set[str]) -> set[str]:
+    """Forward pass: names whose value depends on a trainable parameter."""
+    req = {p.name for p in block.all_parameters() if p.trainable and p.name not in no_grad}
+    for op in block.ops:
+        opdef = get_op_def(op.type)
+        if any(n in req for slot, names in op.inputs.items()
+               if slot not in opdef.no_grad_inputs for n in names):
+            for n in op.output_arg_names:
+                var = block._find_var_recursive(n)
+                if n not in no_grad and not (var is not None and var.stop_gradient and var.is_data):
+                    req.add(n)
+    return req
+
+
+def _relevant_ops(block, loss_name: str, req: set[str]) -> list:
+    """Ops on a path from a grad-requiring input to the loss, in forward order."""
+    needed = {loss_name}
+    relevant = []
+    for op in reversed(block.ops):
+        if int(op.attr("op_role", 0)) & (OpRole.Backward | OpRole.Optimize):
+            continue
+        if not any(n in needed for n in op.output_arg_names):
+            continue
+        if not any(n in req for n in op.input_arg_names):
+            continue
+        relevant.append(op)
+        opdef = get_op_def(op.type)
+        for slot, names in op.inputs.items():
+            if slot not in opdef.no_grad_inputs:
+                needed.update(n for n in names if n in req)
+    relevant.reverse()
+    return relevant
+
+
+def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callbacks=None):
+    """Append gradient ops for `loss`; returns [(param, grad_var)]."""
+    if not isinstance(loss, Variable):
+        raise TypeError(f"append_backward needs the loss Variable, got {type(loss).__name__}")
+    block = loss.block
+    program = block.program
+    if block.idx != 0:
+        raise GraphError("append_backward supports losses in the global block only")
+    numel = 1
+    for d in loss.shape:
+        numel *= max(int(d), 1)
+    if numel != 1:
+        raise GraphError(f"loss {loss.name!r} must be a scalar (shape [1]), got {list(loss.shape)}; "
+                         "reduce it with fluid.layers.mean")
+
+    no_grad = {n.name if isinstance(n, Variable) else n for n in (no_grad_set or ())}
+    no_grad.update(v.name for v in block.vars.values() if v.stop_gradient and not isinstance(v, Parameter))
+    req = _requires_grad(block, no_grad)
+    ops = _relevant_ops(block, loss.name, req)
+    if not ops:
+        raise GraphError(f"loss {loss.name!r} does not depend on any trainable parameter")
+
+    for op in block.ops:
+        if loss.name in op.output_arg_names:
+            op.attrs["op_role"] = int(OpRole.Forward | OpRole.Loss)
+
+    specs: list[GradOpSpec] = []
+    for op in reversed(ops):
+        opdef = get_op_def(op.type)
+        if opdef.grad is None:
+            raise GraphError(f"op {op.type!r} has no gradient but lies between the parameters and the loss")
+        for spec in opdef.grad(op):
+            keep = False
+            for slot, names in spec.outputs.items():
+                new = []
+                for n in names:
+                    fwd = n[: -len(GRAD_SUFFIX)] if n.endswith(GRAD_SUFFIX) else None
+                    if fwd is not None and fwd not in req:
+                        new.append(EMPTY_VAR_NAME)
+                    else:
+                        new.append(n)
+                        keep = True
+                spec.outputs[slot] = new
+            if keep:
+                specs.append(spec)
+
+    _rename_duplicate_writes(specs)
+
+    with program._backward_role_guard():
+        block.append_op(
+            type="fill_constant",
+            outputs={"Out": [grad_var_name(loss.name)]},
+            attrs={"shape": [1], "value": 1.0, "dtype": loss.dtype,
+                   "op_role": int(OpRole.Backward | OpRole.Loss)})
+        for spec in specs:
+            _declare_grad_vars(block, spec)
+            spec.attrs.pop("op_role", None)
+            spec.attrs.pop("op_role_var", None)
+            block.append_op(type=spec.type, inputs=spec.inputs, outputs=spec.outputs, attrs=spec.attrs)
+
+    params = parameter_list or [p for p in block.all_parameters() if p.trainable]
+    params_grads = []
+    for p in params:
+        p = block.var(p) if isinstance(p, str) else p
+        g = grad_var_name(p.name)
+        if p.trainable and p.name not in no_grad and block.has_var(g):
+            params_grads.append((p, block.var(g)))
+    return params_grads
+
+
+def _rename_duplicate_writes(specs: list[GradOpSpec]):
+    writers = defaultdict(list)  # grad name -> [(spec index, slot, position)]
+    for i, spec in enumerate(specs):
+        for slot, names in spec.outputs.items():
+            for j, n in enumerate(names):
+                if n != EMPTY_VAR_NAME and n.endswith(GRAD_SUFFIX):
+                    writers[n].append((i, slot, j))
+    inserts = []
+    for name, places in writers.items():
+        if len(places) < 2:
+            continue
+        parts = []
+        for k, (i, slot, j) in enumerate(places):
+            part = f"{name}@RENAME@{k}"
+            specs[i].outputs[slot][j] = part
+            parts.append(part)
+        inserts.append((places[-1][0], GradOpSpec("sum", {"X": parts}, {"Out": [name]}, {})))
+    for after, spec in sorted(inserts, key=lambda t: t[0], reverse=True):
+        specs.insert(after + 1, spec)
+
+
+def _declare_grad_vars(block, spec: GradOpSpec):
+    """Create grad vars shaped like their forward vars (infer_shape may refine)."""
+    for names in spec.outputs.values():
+        for n in names:
+            if n == EMPTY_VAR_NAME or block.has_var(n):
+                continue
+            base = n.split(GRAD_SUFFIX)[0]
+            fwd = block._find_var_recursive(base)
+            if fwd is not None:
+                block.create_var(name=n, shape=fwd.shape, dtype=fwd.dtype, lod_level=fwd.lod_level)
+            else:
+                block.create_var(name=n)
+
+
+def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
+    """d(sum of targets)/d(inputs) for scalar targets (Fluid's calc_gradient)."""
+    targets = targets if isinstance(targets, (list, tuple)) else [targets]
+    inputs = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+    if len(targets) != 1 or target_gradients is not None:
+        raise GraphError("gradients() supports one scalar target without target_gradients")
+    block = targets[0].block
+    for v in inputs:
+        v.stop_gradient = False
+    # Treat the inputs as parameters for the requires-grad pass.
+    saved = {}
+    for v in inputs:
+        if not isinstance(v, Parameter):
+            saved[v.name] = v
+            block.vars[v.name] = _as_param(v)
+    try:
+        append_backward(targets[0], no_grad_set=no_grad_set)
+    finally:
+        block.vars.update(saved)
+    return [block.vars.get(grad_var_name(v.name)) for v in inputs]
+
+
+def _as_param(v: Variable) -> Parameter:
+    p = Parameter.__new__(Parameter)
+    p.__dict__.update(v.__dict__)
+    p.trainable = True
+    p.optimize_attr = {"learning_rate": 1.0}
+    p.regularizer = p.initializer = p.gradient_clip_attr = p.do_model_average = None
+    return p

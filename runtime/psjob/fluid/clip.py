@@ -1,0 +1,1 @@
+"""fluid.clip — being written (in progress this session)."""

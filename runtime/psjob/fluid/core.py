@@ -1,0 +1,242 @@
+"""Run-time values: places, the Scope, LoD tensors and SelectedRows.
+
+The Scope maps variable names to values. A value is an array of the place's
+array module (numpy on CPUPlace, cupy on CUDAPlace) or a SelectedRows; the
+level-of-detail offsets of sequence inputs live beside it in `Scope.lods`, so
+kernels that ignore sequences see plain arrays.
+
+Fluid users read and write parameters through views:
+`scope.find_var(name).get_tensor()` → LoDTensor, `np.array(tensor)`,
+`tensor.set(array, place)`. Views hold the scope and the name, never a copy,
+so a set() through a view is visible to the next Executor.run.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+
+import numpy as np
+
+
+class PlaceError(RuntimeError):
+    pass
+
+
+class CPUPlace:
+    def array_module(self):
+        return np
+
+    def __eq__(self, other):
+        return isinstance(other, CPUPlace)
+
+    def __hash__(self):
+        return hash("cpu")
+
+    def __repr__(self):
+        return "CPUPlace"
+
+
+class CUDAPlace:
+    def __init__(self, device_id: int = 0):
+        self.device_id = int(device_id)
+
+    def array_module(self):
+        try:
+            cupy = importlib.import_module("cupy")
+            if cupy.cuda.runtime.getDeviceCount() <= self.device_id:
+                raise PlaceError(f"CUDAPlace({self.device_id}): only "
+                                 f"{cupy.cuda.runtime.getDeviceCount()} GPU(s) visible")
+        except ImportError as exc:
+            raise PlaceError(
+                f"CUDAPlace({self.device_id}) needs cupy and an NVIDIA GPU: "
+                "install psjob[cuda] on a GPU machine, or use fluid.CPUPlace()") from exc
+        except PlaceError:
+            raise
+        except Exception as exc:  # cupy present but no driver/device
+            raise PlaceError(f"CUDAPlace({self.device_id}) is not usable here: {exc}") from exc
+        cupy.cuda.Device(self.device_id).use()
+        return cupy
+
+    def __eq__(self, other):
+        return isinstance(other, CUDAPlace) and other.device_id == self.device_id
+
+    def __hash__(self):
+        return hash(("cuda", self.device_id))
+
+    def __repr__(self):
+        return f"CUDAPlace({self.device_id})"
+
+
+class CUDAPinnedPlace(CPUPlace):
+    def __repr__(self):
+        return "CUDAPinnedPlace"
+
+
+def is_compiled_with_cuda() -> bool:
+    try:
+        CUDAPlace(0).array_module()
+        return True
+    except PlaceError:
+        return False
+
+
+def to_numpy(value) -> np.ndarray:
+    """Host copy of an array of any array module (cupy arrays have .get())."""
+    if isinstance(value, np.ndarray):
+        return value
+    get = getattr(value, "get", None)
+    return get() if callable(get) else np.asarray(value)
+
+
+def scatter_add(xp, out, rows, values):
+    """out[rows[i]] += values[i], duplicates accumulated (unbuffered)."""
+    if xp is np:
+        np.add.at(out, rows, values)
+    else:
+        importlib.import_module("cupyx").scatter_add(out, rows, values)
+
+
+class SelectedRows:
+    """A sparse gradient: `values[i]` is the row `rows[i]` of a [height, ...] tensor.
+
+    Rows may repeat (two lookups of the same id in one batch); consumers that
+    need unique rows merge them by summing.
+    """
+
+    __slots__ = ("rows", "values", "height")
+
+    def __init__(self, rows, values, height: int):
+        self.rows = rows
+        self.values = values
+        self.height = int(height)
+
+    def to_dense(self, xp=np):
+        out = xp.zeros((self.height,) + tuple(self.values.shape[1:]), dtype=self.values.dtype)
+        if len(self.rows):
+            scatter_add(xp, out, self.rows, self.values)
+        return out
+
+    def get_tensor(self):
+        return self.values
+
+    def __repr__(self):
+        return f"SelectedRows(height={self.height}, rows={len(self.rows)}, dim={self.values.shape[1:]})"
+
+
+class LoDTensor:
+    """A view of one scope slot (or a detached value when fed by the user)."""
+
+    def __init__(self, scope: "Scope" | None = None, name: str | None = None):
+        self._scope = scope if scope is not None else Scope()
+        self._name = name if name is not None else "@detached@"
+
+    # -- Fluid API ---------------------------------------------------------------
+    def set(self, array, place=None):
+        xp = (place or CPUPlace()).array_module()
+        value = xp.asarray(array)
+        self._scope.vars[self._name] = value
+
+    def set_lod(self, lod):
+        self._scope.lods[self._name] = [list(map(int, level)) for level in lod]
+
+    def set_recursive_sequence_lengths(self, lengths):
+        lod = []
+        for level in lengths:
+            lod.append([0] + list(np.cumsum(level, dtype=np.int64).tolist()))
+        self.set_lod(lod)
+
+    def lod(self):
+        return self._scope.lods.get(self._name, [])
+
+    def recursive_sequence_lengths(self):
+        return [list(np.diff(level).tolist()) for level in self.lod()]
+
+    def shape(self):
+        return list(self._value().shape)
+
+    def _value(self):
+        try:
+            value = self._scope.vars[self._name]
+        except KeyError:
+            raise KeyError(f"variable {self._name!r} holds no value yet (run the startup program?)") from None
+        if isinstance(value, SelectedRows):
+            return value.values
+        return value
+
+    def __array__(self, dtype=None, copy=None):
+        arr = to_numpy(self._value())
+        return arr.astype(dtype) if dtype is not None else arr
+
+    def __repr__(self):
+        return f"LoDTensor({self._name}, shape={self.shape()}, lod={self.lod()})"
+
+
+def create_lod_tensor(data, recursive_seq_lens, place=None) -> LoDTensor:
+    """A detached LoDTensor for feeding, as fluid.create_lod_tensor builds."""
+    t = LoDTensor()
+    t.set(np.asarray(data), place)
+    t.set_recursive_sequence_lengths(recursive_seq_lens)
+    return t
+
+
+class ScopeVar:
+    """What `scope.find_var(name)` returns."""
+
+    def __init__(self, scope: "Scope", name: str):
+        self._scope, self._name = scope, name
+
+    def get_tensor(self) -> LoDTensor:
+        return LoDTensor(self._scope, self._name)
+
+    def get_selected_rows(self) -> SelectedRows:
+        value = self._scope.vars.get(self._name)
+        if not isinstance(value, SelectedRows):
+            raise TypeError(f"variable {self._name!r} does not hold SelectedRows")
+        return value
+
+    def is_initialized(self) -> bool:
+        return self._name in self._scope.vars
+
+
+class Scope:
+    """Name → value store shared by successive Executor.run calls."""
+
+    def __init__(self):
+        self.vars: dict[str, object] = {}
+        self.lods: dict[str, list] = {}
+
+    def var(self, name: str) -> ScopeVar:
+        return ScopeVar(self, name)
+
+    def find_var(self, name: str) -> ScopeVar | None:
+        return ScopeVar(self, name) if name in self.vars else None
+
+    def erase(self, names):
+        for n in names:
+            self.vars.pop(n, None)
+            self.lods.pop(n, None)
+
+    def local_var_names(self):
+        return list(self.vars)
+
+    def new_scope(self) -> "Scope":
+        return Scope()
+
+
+_global_scope = Scope()
+
+
+def global_scope() -> Scope:
+    return _global_scope
+
+
+@contextlib.contextmanager
+def scope_guard(scope: Scope):
+    global _global_scope
+    if not isinstance(scope, Scope):
+        raise TypeError(f"scope_guard needs a Scope, got {type(scope).__name__}")
+    old, _global_scope = _global_scope, scope
+    try:
+        yield
+    finally:
+        _global_scope = old

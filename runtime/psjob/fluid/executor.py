@@ -1,0 +1,293 @@
+"""Executor: interprets a Program's ops in order on a Place, in a Scope.
+
+The first run of a (program version, scope, feed names) compiles the block:
+each op is checked (every input fed, already in the scope, or produced by an
+earlier op — otherwise the program has a missing input or a cycle) and bound
+to its kernel and a reusable KernelContext. Later runs only loop over the
+bound kernels, so the per-op overhead is one Python call.
+
+Runtime services (the RPC client of a trainer, the table server of a pserver)
+register themselves in `executor.services`; kernels of distributed ops find
+them there. `close()` runs registered close hooks — for a trainer this tells
+the pservers it has completed, as `exe.close()` does in Fluid.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+import numpy as np
+
+from .core import CPUPlace, LoDTensor, Scope, SelectedRows, global_scope, to_numpy
+from .framework import EMPTY_VAR_NAME, GraphError, Program, Variable
+from .ops.registry import KernelContext, get_op_def
+
+
+class ExecutionError(RuntimeError):
+    """An op failed while running; the message names the op and its inputs."""
+
+
+class FeedError(ValueError):
+    """A fed value does not match the variable it feeds."""
+
+
+class _Compiled:
+    __slots__ = ("steps", "block")
+
+    def __init__(self, block, steps):
+        self.block = block
+        self.steps = steps  # list of (kernel, ctx)
+
+
+class Executor:
+    def __init__(self, place=None):
+        if place is not None and not hasattr(place, "array_module"):
+            raise TypeError(f"Executor needs a place (fluid.CPUPlace() or fluid.CUDAPlace(i)), got {place!r}")
+        self.place = place if place is not None else CPUPlace()
+        self._xp = None
+        self._cache: dict = {}
+        self.services: dict = {}
+        self._close_hooks: list = []
+        self._closed = False
+        # Timing of kernels, filled when `collect_timing` is set (bench/local_train.py).
+        self.collect_timing = False
+        self.kernel_seconds = defaultdict(float)
+
+    @property
+    def xp(self):
+        if self._xp is None:
+            self._xp = self.place.array_module()
+        return self._xp
+
+    def add_close_hook(self, fn):
+        self._close_hooks.append(fn)
+
+    def close(self):
+        """Release runtime resources; a trainer tells its pservers it completed."""
+        if self._closed:
+            return
+        self._closed = True
+        hooks, self._close_hooks = self._close_hooks, []
+        for fn in reversed(hooks):
+            fn()
+
+    # -- running ------------------------------------------------------------------------
+    def run(self, program=None, feed=None, fetch_list=None, feed_var_name="feed",
+            fetch_var_name="fetch", scope=None, return_numpy=True, use_program_cache=False):
+        if self._closed:
+            raise RuntimeError("Executor.run after close(): create a new Executor")
+        program = _unwrap(program)
+        scope = scope if scope is not None else global_scope()
+        if not isinstance(scope, Scope):
+            raise TypeError(f"scope must be a fluid Scope, got {type(scope).__name__}")
+        feed = feed or {}
+        if not isinstance(feed, dict):
+            raise TypeError(f"feed must be a dict of name → value, got {type(feed).__name__}")
+        block = program.global_block()
+        self._feed(block, feed, scope)
+        fetch_names = [_fetch_name(f) for f in (fetch_list or [])]
+        compiled = self._compile(program, block, scope, tuple(sorted(feed)), tuple(fetch_names))
+        self._run_steps(compiled)
+        return [self._fetch(scope, n, return_numpy) for n in fetch_names]
+
+    def run_block(self, program: Program, block_idx: int, scope: Scope):
+        """Run one block of `program` (pserver optimize blocks, sub-blocks)."""
+        block = program.block(block_idx)
+        compiled = self._compile(program, block, scope, (), ())
+        self._run_steps(compiled)
+
+    def _run_steps(self, compiled: _Compiled):
+        if self.collect_timing:
+            return self._run_steps_timed(compiled)
+        for kernel, ctx in compiled.steps:
+            try:
+                kernel(ctx)
+            except (ExecutionError, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                raise _op_error(ctx, exc) from exc
+
+    def _run_steps_timed(self, compiled: _Compiled):
+        clock = time.perf_counter
+        for kernel, ctx in compiled.steps:
+            t0 = clock()
+            try:
+                kernel(ctx)
+            except Exception as exc:
+                raise _op_error(ctx, exc) from exc
+            self.kernel_seconds[ctx.op.type] += clock() - t0
+
+    # -- compile ------------------------------------------------------------------------
+    def _compile(self, program, block, scope, feed_names, fetch_names) -> _Compiled:
+        key = (id(program), program._version, block.idx, id(scope), feed_names, fetch_names)
+        compiled = self._cache.get(key)
+        if compiled is not None:
+            return compiled
+        if len(self._cache) > 64:  # programs rebuilt in a loop must not leak
+            self._cache.clear()
+        producers = {}
+        for i, op in enumerate(block.ops):
+            for n in op.output_arg_names:
+                producers.setdefault(n, i)
+        available = set(scope.vars) | set(feed_names)
+        steps = []
+        for i, op in enumerate(block.ops):
+            opdef = get_op_def(op.type)
+            for slot, names in op.inputs.items():
+                for n in names:
+                    if n == EMPTY_VAR_NAME or n in available:
+                        continue
+                    later = producers.get(n)
+                    if later is not None and later >= i:
+                        raise GraphError(
+                            f"op #{i} {op.type!r} reads {n!r} (input {slot}) which is only written "
+                            f"later by op #{later} {block.ops[later].type!r}: the program has a cycle "
+                            "or its ops are out of order")
+                    raise GraphError(
+                        f"op #{i} {op.type!r} reads {n!r} (input {slot}) but nothing provides it: "
+                        + ("feed it" if _is_data(block, n) else
+                           "it is not fed, not initialized in the scope (did you run the startup "
+                           "program?) and no earlier op writes it"))
+            available.update(op.output_arg_names)
+            steps.append((opdef.kernel, KernelContext(op, self.xp, self.place, scope, self)))
+        for n in fetch_names:
+            if n not in available and block._find_var_recursive(n) is None:
+                raise GraphError(f"fetch target {n!r} is not a variable of the program")
+            if n not in available:
+                raise GraphError(f"fetch target {n!r} is never computed by this program and not in the scope")
+        compiled = _Compiled(block, steps)
+        self._cache[key] = compiled
+        return compiled
+
+    # -- feed / fetch -------------------------------------------------------------------
+    def _feed(self, block, feed: dict, scope: Scope):
+        xp = self.xp
+        for name, value in feed.items():
+            var = block._find_var_recursive(name)
+            if var is None:
+                raise FeedError(f"feed target {name!r} is not a variable of the program")
+            lod = None
+            if isinstance(value, LoDTensor):
+                lod = value.lod() or None
+                value = value._value()
+            elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
+                value, lod = value
+            arr = _check_feed(var, value)
+            scope.vars[name] = arr if xp is np else xp.asarray(arr)
+            if lod:
+                _check_lod(name, lod, arr.shape[0])
+                scope.lods[name] = lod
+            else:
+                scope.lods.pop(name, None)
+                if var.lod_level > 0:
+                    # One id per sequence unless told otherwise.
+                    scope.lods[name] = [list(range(arr.shape[0] + 1))]
+
+    def _fetch(self, scope, name, return_numpy):
+        try:
+            value = scope.vars[name]
+        except KeyError:
+            raise GraphError(f"fetch target {name!r} was not computed") from None
+        if not return_numpy:
+            return LoDTensor(scope, name)
+        if isinstance(value, SelectedRows):
+            return value
+        return to_numpy(value)
+
+
+def _unwrap(program):
+    from .framework import default_main_program
+    if program is None:
+        return default_main_program()
+    inner = getattr(program, "_program", None)  # CompiledProgram
+    if inner is not None:
+        program = inner
+    if not isinstance(program, Program):
+        raise TypeError(f"Executor.run needs a fluid Program or CompiledProgram, got {type(program).__name__}")
+    return program
+
+
+def _fetch_name(f) -> str:
+    if isinstance(f, Variable):
+        return f.name
+    if isinstance(f, str):
+        return f
+    raise TypeError(f"fetch_list items must be Variables or names, got {type(f).__name__}")
+
+
+def _is_data(block, name) -> bool:
+    var = block._find_var_recursive(name)
+    return var is not None and var.is_data
+
+
+def _check_feed(var, value) -> np.ndarray:
+    arr = to_numpy(value) if not isinstance(value, (list, int, float)) else np.asarray(value)
+    want = np.dtype(var.dtype)
+    if arr.dtype != want:
+        if arr.dtype.kind == "f" and want.kind in "iu":
+            raise FeedError(f"feed {var.name!r}: expected {want.name}, got {arr.dtype.name} "
+                            "(float values for an integer input)")
+        if arr.dtype.kind not in "biuf":
+            raise FeedError(f"feed {var.name!r}: expected {want.name}, got {arr.dtype}")
+        arr = arr.astype(want)
+    shape = var.shape
+    if shape:
+        if arr.ndim != len(shape):
+            raise FeedError(f"feed {var.name!r}: expected {len(shape)}-D data shaped {list(shape)}, "
+                            f"got shape {list(arr.shape)}")
+        for i, (want_d, got_d) in enumerate(zip(shape, arr.shape)):
+            if want_d >= 0 and want_d != got_d:
+                raise FeedError(f"feed {var.name!r}: dimension {i} must be {want_d} "
+                                f"(declared shape {list(shape)}), got shape {list(arr.shape)}")
+    return arr
+
+
+def _check_lod(name, lod, rows):
+    last = lod[-1]
+    if not last or last[0] != 0 or any(b < a for a, b in zip(last, last[1:])) or last[-1] != rows:
+        raise FeedError(f"feed {name!r}: LoD offsets {last[:8]}... must start at 0, never decrease "
+                        f"and end at the number of rows ({rows})")
+
+
+def _op_error(ctx: KernelContext, exc: Exception) -> ExecutionError:
+    op = ctx.op
+    shapes = []
+    for slot, names in op.inputs.items():
+        for n in names:
+            v = ctx.vals.get(n)
+            desc = getattr(v, "shape", type(v).__name__ if v is not None else "missing")
+            shapes.append(f"{slot}={n}{list(desc) if isinstance(desc, tuple) else desc}")
+    idx = op.block.ops.index(op) if op in op.block.ops else -1
+    return ExecutionError(f"op #{idx} {op.type!r} failed: {type(exc).__name__}: {exc} "
+                          f"[inputs: {', '.join(shapes)}]")
+
+
+class CompiledProgram:
+    """Fluid's CompiledProgram. psjob runs one device per process, so data
+    parallelism across devices is a no-op here; distributed training is the
+    parameter server's job."""
+
+    def __init__(self, program_or_graph, build_strategy=None):
+        if not isinstance(program_or_graph, Program):
+            raise TypeError("CompiledProgram needs a fluid Program")
+        self._program = program_or_graph
+
+    def with_data_parallel(self, loss_name=None, build_strategy=None, exec_strategy=None,
+                           share_vars_from=None, places=None):
+        return self
+
+
+class ParallelExecutor:
+    """Fluid's ParallelExecutor on one device: runs the main program with an Executor."""
+
+    def __init__(self, use_cuda=False, loss_name=None, main_program=None, share_vars_from=None,
+                 scope=None, **_ignored):
+        from .core import CUDAPlace
+        from .framework import default_main_program
+        self._exe = Executor(CUDAPlace(0) if use_cuda else CPUPlace())
+        self._program = main_program or default_main_program()
+        self._scope = scope or (share_vars_from._scope if share_vars_from else global_scope())
+
+    def run(self, fetch_list, feed=None, feed_dict=None, return_numpy=True):
+        return self._exe.run(self._program, feed=feed or feed_dict, fetch_list=fetch_list,
+                             scope=self._scope, return_numpy=return_numpy)

@@ -1,0 +1,559 @@
+"""The static-graph IR: Program → Block → (Variable, Operator).
+
+A user script builds a Program by calling layers; nothing runs until an
+Executor interprets it. Programs are plain data — names, shapes, attributes —
+so the transpiler can rewrite them and `serialize` can ship them to another
+process. Shapes use -1 for the batch dimension.
+
+Every operator carries `op_role` (Forward, Backward, Optimize, RPC, Dist,
+LRSched — the values and bit layout PaddlePaddle uses, so role tests written
+against the seeds read the same) and optimizer ops carry `op_role_var`, the
+(param, grad) pair the DistributeTranspiler keys on.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import enum
+from typing import Any, Iterable
+
+import numpy as np
+
+from . import unique_name
+
+GRAD_SUFFIX = "@GRAD"
+EMPTY_VAR_NAME = "@EMPTY@"
+OP_ROLE_ATTR_NAME = "op_role"
+OP_ROLE_VAR_ATTR_NAME = "op_role_var"
+
+
+class OpRole(enum.IntFlag):
+    Forward = 0x0000
+    Backward = 0x0001
+    Optimize = 0x0002
+    RPC = 0x0004
+    Dist = 0x0008
+    LRSched = 0x0010
+    Loss = 0x0100
+
+
+class VarType(str, enum.Enum):
+    LOD_TENSOR = "LOD_TENSOR"
+    SELECTED_ROWS = "SELECTED_ROWS"
+    RAW = "RAW"  # control-dependency placeholders (send/recv "dummy" outputs)
+
+
+class GraphError(ValueError):
+    """A program is malformed: unknown variable, bad shape, misuse of an API."""
+
+
+def grad_var_name(name: str) -> str:
+    return name + GRAD_SUFFIX
+
+
+def convert_dtype(dtype) -> str:
+    """Canonical dtype name ('float32', 'int64', ...) from a str or numpy dtype."""
+    if dtype is None:
+        return "float32"
+    if isinstance(dtype, str) and dtype in ("bool", "bool_"):
+        return "bool"
+    try:
+        return np.dtype(dtype).name
+    except TypeError as exc:
+        raise GraphError(f"unsupported dtype {dtype!r}") from exc
+
+
+class Variable:
+    """A named slot in a Block; holds no data (the Scope does)."""
+
+    def __init__(self, block: "Block", name: str, shape=None, dtype=None, *,
+                 lod_level: int = 0, persistable: bool = False,
+                 stop_gradient: bool = False, type: VarType = VarType.LOD_TENSOR,
+                 is_data: bool = False):
+        self.block = block
+        self.name = name
+        self.shape = tuple(int(d) for d in shape) if shape is not None else ()
+        self.dtype = convert_dtype(dtype)
+        self.lod_level = lod_level
+        self.persistable = persistable
+        self.stop_gradient = stop_gradient
+        self.type = VarType(type)
+        self.is_data = is_data
+
+    # Paddle scripts call var.desc.* occasionally; the Variable is its own desc.
+    @property
+    def desc(self):
+        return self
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name, "shape": list(self.shape), "dtype": self.dtype,
+            "lod_level": self.lod_level, "persistable": self.persistable,
+            "stop_gradient": self.stop_gradient, "type": self.type.value,
+            "is_data": self.is_data, "kind": "var",
+        }
+
+    def __repr__(self):
+        flags = "persist " if self.persistable else ""
+        return f"{flags}{self.type.value} {self.name} : {self.dtype}{list(self.shape)}"
+
+    __str__ = __repr__
+
+    # Arithmetic sugar as in Fluid (x + y builds an elementwise op).
+    def _binary(self, other, op_type, reverse=False):
+        from .layers import math_sugar
+        return math_sugar.binary(self, other, op_type, reverse)
+
+    def __add__(self, o):
+        return self._binary(o, "elementwise_add")
+
+    def __radd__(self, o):
+        return self._binary(o, "elementwise_add", True)
+
+    def __sub__(self, o):
+        return self._binary(o, "elementwise_sub")
+
+    def __rsub__(self, o):
+        return self._binary(o, "elementwise_sub", True)
+
+    def __mul__(self, o):
+        return self._binary(o, "elementwise_mul")
+
+    def __rmul__(self, o):
+        return self._binary(o, "elementwise_mul", True)
+
+    def __truediv__(self, o):
+        return self._binary(o, "elementwise_div")
+
+
+class Parameter(Variable):
+    """A trainable, persistable Variable created by a layer or `create_parameter`."""
+
+    def __init__(self, block, name, shape, dtype, *, trainable=True,
+                 optimize_attr=None, regularizer=None, initializer=None,
+                 gradient_clip_attr=None, do_model_average=None, **kwargs):
+        if not shape or any(d <= 0 for d in shape):
+            raise GraphError(f"parameter {name!r} needs a fully known positive shape, got {shape}")
+        kwargs.setdefault("persistable", True)
+        super().__init__(block, name, shape, dtype, **kwargs)
+        self.trainable = trainable
+        self.stop_gradient = not trainable
+        self.optimize_attr = optimize_attr or {"learning_rate": 1.0}
+        self.regularizer = regularizer
+        self.initializer = initializer
+        self.gradient_clip_attr = gradient_clip_attr
+        self.do_model_average = do_model_average
+
+    def to_dict(self):
+        d = super().to_dict()
+        d.update(kind="param", trainable=self.trainable,
+                 optimize_attr=dict(self.optimize_attr))
+        return d
+
+
+def _names(value) -> list[str]:
+    """Normalize an op input/output argument to a list of variable names."""
+    if value is None:
+        return []
+    if isinstance(value, (Variable, str)):
+        value = [value]
+    out = []
+    for v in value:
+        if isinstance(v, Variable):
+            out.append(v.name)
+        elif isinstance(v, str):
+            out.append(v)
+        else:
+            raise GraphError(f"op argument must be a Variable or a name, got {type(v).__name__}")
+    return out
+
+
+class Operator:
+    """One op: a type, named input/output slots (lists of var names), attributes."""
+
+    def __init__(self, block: "Block", type: str, inputs=None, outputs=None, attrs=None):
+        self.block = block
+        self.type = type
+        self.inputs: dict[str, list[str]] = {k: _names(v) for k, v in (inputs or {}).items()}
+        self.outputs: dict[str, list[str]] = {k: _names(v) for k, v in (outputs or {}).items()}
+        self.attrs: dict[str, Any] = dict(attrs or {})
+
+    @property
+    def desc(self):
+        return self
+
+    @property
+    def idx(self) -> int:
+        return self.block.ops.index(self)
+
+    # -- Fluid's accessor names -------------------------------------------------
+    def input(self, slot: str) -> list[str]:
+        return list(self.inputs.get(slot, []))
+
+    def output(self, slot: str) -> list[str]:
+        return list(self.outputs.get(slot, []))
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(self.inputs)
+
+    @property
+    def output_names(self) -> list[str]:
+        return list(self.outputs)
+
+    @property
+    def input_arg_names(self) -> list[str]:
+        return [n for names in self.inputs.values() for n in names]
+
+    @property
+    def output_arg_names(self) -> list[str]:
+        return [n for names in self.outputs.values() for n in names]
+
+    @property
+    def attr_names(self) -> list[str]:
+        return list(self.attrs)
+
+    def attr(self, name: str, default=None):
+        return self.attrs.get(name, default)
+
+    def has_attr(self, name: str) -> bool:
+        return name in self.attrs
+
+    def _set_attr(self, name: str, value):
+        self.attrs[name] = value
+
+    set_attr = _set_attr
+
+    def all_attrs(self) -> dict:
+        return dict(self.attrs)
+
+    def _rename_input(self, old: str, new: str):
+        for names in self.inputs.values():
+            names[:] = [new if n == old else n for n in names]
+
+    def _rename_output(self, old: str, new: str):
+        for names in self.outputs.values():
+            names[:] = [new if n == old else n for n in names]
+
+    def to_dict(self) -> dict:
+        attrs = {}
+        for k, v in self.attrs.items():
+            if isinstance(v, Block):
+                attrs[k] = {"__block__": v.idx}
+            elif isinstance(v, (list, tuple)) and v and all(isinstance(b, Block) for b in v):
+                attrs[k] = {"__blocks__": [b.idx for b in v]}
+            elif isinstance(v, np.ndarray):
+                attrs[k] = {"__ndarray__": v.tolist(), "dtype": v.dtype.name}
+            elif isinstance(v, (np.integer, np.floating)):
+                attrs[k] = v.item()
+            else:
+                attrs[k] = v
+        return {"type": self.type, "inputs": self.inputs, "outputs": self.outputs, "attrs": attrs}
+
+    def __repr__(self):
+        ins = ", ".join(f"{k}={v}" for k, v in self.inputs.items())
+        outs = ", ".join(f"{k}={v}" for k, v in self.outputs.items())
+        return f"{{{outs}}} = {self.type}({ins})"
+
+    __str__ = __repr__
+
+
+class Block:
+    def __init__(self, program: "Program", idx: int, parent_idx: int = -1):
+        self.program = program
+        self.idx = idx
+        self.parent_idx = parent_idx
+        self.forward_block_idx = -1
+        self.vars: dict[str, Variable] = {}
+        self.ops: list[Operator] = []
+
+    @property
+    def desc(self):
+        return self
+
+    @property
+    def parent_block(self):
+        return self.program.block(self.parent_idx) if self.parent_idx >= 0 else None
+
+    # -- variables ----------------------------------------------------------------
+    def create_var(self, name=None, shape=None, dtype=None, **kwargs) -> Variable:
+        if name is None:
+            name = unique_name.generate("_generated_var")
+        if name in self.vars:
+            # Fluid returns the existing var; keep that, but fill in a missing shape.
+            var = self.vars[name]
+            if shape is not None and not var.shape:
+                var.shape = tuple(shape)
+            return var
+        kwargs.pop("belong_to_optimizer", None)
+        var = Variable(self, name, shape, dtype, **kwargs)
+        self.vars[name] = var
+        self.program._bump()
+        return var
+
+    def create_parameter(self, name, shape, dtype="float32", **kwargs) -> Parameter:
+        if name in self.vars:
+            raise GraphError(f"parameter {name!r} already exists in block {self.idx}")
+        param = Parameter(self, name, shape, dtype, **kwargs)
+        self.vars[name] = param
+        self.program._bump()
+        return param
+
+    def var(self, name: str) -> Variable:
+        if not isinstance(name, str):
+            raise TypeError(f"var() takes a name, got {type(name).__name__}")
+        if name not in self.vars:
+            raise GraphError(f"variable {name!r} is not in block {self.idx}")
+        return self.vars[name]
+
+    def has_var(self, name: str) -> bool:
+        return name in self.vars
+
+    def _find_var_recursive(self, name: str):
+        block = self
+        while block is not None:
+            if name in block.vars:
+                return block.vars[name]
+            block = block.parent_block
+        return None
+
+    def _var_recursive(self, name: str) -> Variable:
+        var = self._find_var_recursive(name)
+        if var is None:
+            raise GraphError(f"variable {name!r} is not in block {self.idx} or its parents")
+        return var
+
+    def _remove_var(self, name: str):
+        self.vars.pop(name, None)
+        self.program._bump()
+
+    def _rename_var(self, old: str, new: str) -> Variable:
+        var = self.var(old)
+        del self.vars[old]
+        var.name = new
+        self.vars[new] = var
+        for op in self.ops:
+            op._rename_input(old, new)
+            op._rename_output(old, new)
+        self.program._bump()
+        return var
+
+    def _clone_variable(self, var: Variable, force_persistable=True) -> Variable:
+        """Copy a variable's declaration (not its data) into this block."""
+        new = copy.copy(var)
+        new.block = self
+        if force_persistable:
+            new.persistable = True
+        self.vars[var.name] = new
+        self.program._bump()
+        return new
+
+    def all_parameters(self) -> list[Parameter]:
+        return [v for v in self.vars.values() if isinstance(v, Parameter)]
+
+    def iter_parameters(self):
+        return iter(self.all_parameters())
+
+    # -- operators ------------------------------------------------------------------
+    def _make_op(self, type, inputs, outputs, attrs) -> Operator:
+        attrs = dict(attrs or {})
+        attrs.setdefault(OP_ROLE_ATTR_NAME, int(self.program._current_role))
+        if OP_ROLE_VAR_ATTR_NAME not in attrs and self.program._op_role_var:
+            attrs[OP_ROLE_VAR_ATTR_NAME] = list(self.program._op_role_var)
+        op = Operator(self, type, inputs, outputs, attrs)
+        from .ops.registry import infer_shape  # ops import framework; late import
+        infer_shape(op)
+        return op
+
+    def append_op(self, type, inputs=None, outputs=None, attrs=None, **_ignored) -> Operator:
+        op = self._make_op(type, inputs, outputs, attrs)
+        self.ops.append(op)
+        self.program._bump()
+        return op
+
+    def _insert_op(self, index, type, inputs=None, outputs=None, attrs=None, **_ignored) -> Operator:
+        op = self._make_op(type, inputs, outputs, attrs)
+        self.ops.insert(index, op)
+        self.program._bump()
+        return op
+
+    def _prepend_op(self, *args, **kwargs) -> Operator:
+        return self._insert_op(0, *args, **kwargs)
+
+    def _remove_op(self, index: int):
+        del self.ops[index]
+        self.program._bump()
+
+    def to_dict(self) -> dict:
+        return {
+            "idx": self.idx, "parent_idx": self.parent_idx,
+            "forward_block_idx": self.forward_block_idx,
+            "vars": [v.to_dict() for v in self.vars.values()],
+            "ops": [op.to_dict() for op in self.ops],
+        }
+
+    def __repr__(self):
+        lines = [f"block {self.idx} (parent {self.parent_idx}):"]
+        lines += [f"  {v!r}" for v in self.vars.values()]
+        lines += [f"  {op!r}" for op in self.ops]
+        return "\n".join(lines)
+
+
+class Program:
+    """A list of blocks; block 0 is the global block."""
+
+    def __init__(self):
+        self.blocks = [Block(self, 0)]
+        self.current_block_idx = 0
+        self.random_seed = 0
+        self._version = 0
+        self._current_role = OpRole.Forward
+        self._op_role_var: list[str] = []
+        self._is_distributed = False
+        self._is_chief = False
+        self._endpoints: list[str] = []
+        self._ps_endpoint = ""
+        self._distributed_lookup_table = None
+        self._parameters_on_pservers = None
+        self._trainers_endpoints: list[str] = []
+
+    def _bump(self):
+        self._version += 1
+
+    # -- blocks ---------------------------------------------------------------------
+    def global_block(self) -> Block:
+        return self.blocks[0]
+
+    def block(self, idx: int) -> Block:
+        return self.blocks[idx]
+
+    def current_block(self) -> Block:
+        return self.blocks[self.current_block_idx]
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    def _create_block(self, parent_idx=None) -> Block:
+        parent = self.current_block_idx if parent_idx is None else parent_idx
+        block = Block(self, len(self.blocks), parent)
+        self.blocks.append(block)
+        self.current_block_idx = block.idx
+        self._bump()
+        return block
+
+    def _rollback(self):
+        self.current_block_idx = self.current_block().parent_idx
+
+    def list_vars(self):
+        for block in self.blocks:
+            yield from block.vars.values()
+
+    def all_parameters(self) -> list[Parameter]:
+        return [p for b in self.blocks for p in b.all_parameters()]
+
+    # -- op roles -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _role_guard(self, role: OpRole, role_var: Iterable = ()):
+        old_role, old_var = self._current_role, self._op_role_var
+        self._current_role = role
+        self._op_role_var = [v.name if isinstance(v, Variable) else v for v in role_var]
+        try:
+            yield
+        finally:
+            self._current_role, self._op_role_var = old_role, old_var
+
+    def _optimized_guard(self, param_and_grad):
+        return self._role_guard(OpRole.Optimize, param_and_grad)
+
+    def _lr_schedule_guard(self):
+        return self._role_guard(OpRole.LRSched)
+
+    def _backward_role_guard(self):
+        return self._role_guard(OpRole.Backward)
+
+    # -- copies ---------------------------------------------------------------------
+    def clone(self, for_test: bool = False) -> "Program":
+        """Deep copy. for_test=True keeps only forward ops and sets `is_test`."""
+        from .serialization import program_from_dict
+        p = program_from_dict(self.to_dict())
+        p.random_seed = self.random_seed
+        for attr in ("_is_distributed", "_is_chief", "_endpoints", "_ps_endpoint",
+                     "_distributed_lookup_table", "_trainers_endpoints"):
+            setattr(p, attr, copy.copy(getattr(self, attr)))
+        p._parameters_on_pservers = self._parameters_on_pservers
+        if for_test:
+            training_roles = OpRole.Backward | OpRole.Optimize | OpRole.LRSched
+            for block in p.blocks:
+                block.ops = [op for op in block.ops
+                             if not (int(op.attr(OP_ROLE_ATTR_NAME, 0)) & training_roles)]
+                for op in block.ops:
+                    if "is_test" in op.attrs:
+                        op.attrs["is_test"] = True
+            p._bump()
+        return p
+
+    def _prune(self, targets) -> "Program":
+        """Keep only the ops needed to compute `targets` (forward only)."""
+        from .serialization import prune_program
+        return prune_program(self, targets)
+
+    def to_dict(self) -> dict:
+        from .serialization import program_to_dict
+        return program_to_dict(self)
+
+    def __repr__(self):
+        return "\n".join(repr(b) for b in self.blocks)
+
+    to_string = lambda self, throw_on_error=False, with_details=False: repr(self)  # noqa: E731
+
+
+# -- default programs and guards --------------------------------------------------------
+_main_program = Program()
+_startup_program = Program()
+
+
+def default_main_program() -> Program:
+    return _main_program
+
+
+def default_startup_program() -> Program:
+    return _startup_program
+
+
+def switch_main_program(program: Program) -> Program:
+    global _main_program
+    old, _main_program = _main_program, program
+    return old
+
+
+def switch_startup_program(program: Program) -> Program:
+    global _startup_program
+    old, _startup_program = _startup_program, program
+    return old
+
+
+@contextlib.contextmanager
+def program_guard(main_program: Program, startup_program: Program | None = None):
+    if not isinstance(main_program, Program):
+        raise TypeError(f"program_guard needs a Program, got {type(main_program).__name__}")
+    if startup_program is not None and not isinstance(startup_program, Program):
+        raise TypeError(f"startup_program must be a Program, got {type(startup_program).__name__}")
+    old_main = switch_main_program(main_program)
+    old_startup = switch_startup_program(startup_program) if startup_program is not None else None
+    try:
+        yield
+    finally:
+        switch_main_program(old_main)
+        if startup_program is not None:
+            switch_startup_program(old_startup)
+
+
+@contextlib.contextmanager
+def name_scope(prefix=None):
+    # Names only decorate graph visualisations in Fluid; nothing depends on them.
+    yield
+
+
+def generate_control_dev_var_name() -> str:
+    return unique_name.generate("control_dep_var")

@@ -1,0 +1,106 @@
+"""Initializers append a random or constant fill op to the startup program.
+
+Seeds: an explicit `seed` wins; otherwise, when the program has a
+`random_seed`, each parameter gets a seed derived from it and the parameter's
+name (a stable hash), so runs are reproducible and distinct parameters differ;
+with neither, values are fresh random each run, as in Fluid.
+"""
+from __future__ import annotations
+
+import math
+import zlib
+
+import numpy as np
+
+
+def _derived_seed(block, var_name, seed):
+    if seed:
+        return int(seed)
+    base = block.program.random_seed
+    if not base:
+        return 0
+    return (int(base) * 1_000_003 + zlib.crc32(var_name.encode())) % (2**31 - 1) or 1
+
+
+class Initializer:
+    def __call__(self, var, block):
+        raise NotImplementedError
+
+
+class ConstantInitializer(Initializer):
+    def __init__(self, value=0.0, force_cpu=False):
+        self.value = float(value)
+
+    def __call__(self, var, block):
+        return block.append_op(type="fill_constant", outputs={"Out": [var.name]},
+                               attrs={"shape": list(var.shape), "dtype": var.dtype, "value": self.value})
+
+
+class UniformInitializer(Initializer):
+    def __init__(self, low=-1.0, high=1.0, seed=0):
+        if low > high:
+            raise ValueError(f"UniformInitializer: low ({low}) must not exceed high ({high})")
+        self.low, self.high, self.seed = float(low), float(high), seed
+
+    def __call__(self, var, block):
+        return block.append_op(type="uniform_random", outputs={"Out": [var.name]},
+                               attrs={"shape": list(var.shape), "dtype": var.dtype, "min": self.low,
+                                      "max": self.high, "seed": _derived_seed(block, var.name, self.seed)})
+
+
+class NormalInitializer(Initializer):
+    def __init__(self, loc=0.0, scale=1.0, seed=0):
+        self.loc, self.scale, self.seed = float(loc), float(scale), seed
+
+    def __call__(self, var, block):
+        return block.append_op(type="gaussian_random", outputs={"Out": [var.name]},
+                               attrs={"shape": list(var.shape), "dtype": var.dtype, "mean": self.loc,
+                                      "std": self.scale, "seed": _derived_seed(block, var.name, self.seed)})
+
+
+class TruncatedNormalInitializer(NormalInitializer):
+    def __call__(self, var, block):
+        return block.append_op(type="truncated_gaussian_random", outputs={"Out": [var.name]},
+                               attrs={"shape": list(var.shape), "dtype": var.dtype, "mean": self.loc,
+                                      "std": self.scale, "seed": _derived_seed(block, var.name, self.seed)})
+
+
+def _fans(shape):
+    if len(shape) < 2:
+        return shape[0] if shape else 1, shape[0] if shape else 1
+    receptive = int(np.prod(shape[2:])) if len(shape) > 2 else 1
+    return shape[0] * receptive, shape[1] * receptive
+
+
+class XavierInitializer(Initializer):
+    def __init__(self, uniform=True, fan_in=None, fan_out=None, seed=0):
+        self.uniform, self.fan_in, self.fan_out, self.seed = uniform, fan_in, fan_out, seed
+
+    def __call__(self, var, block):
+        f_in, f_out = _fans(var.shape)
+        f_in = self.fan_in if self.fan_in is not None else f_in
+        f_out = self.fan_out if self.fan_out is not None else f_out
+        if self.uniform:
+            limit = math.sqrt(6.0 / (f_in + f_out))
+            return UniformInitializer(-limit, limit, self.seed)(var, block)
+        return NormalInitializer(0.0, math.sqrt(2.0 / (f_in + f_out)), self.seed)(var, block)
+
+
+class MSRAInitializer(Initializer):
+    def __init__(self, uniform=True, fan_in=None, seed=0):
+        self.uniform, self.fan_in, self.seed = uniform, fan_in, seed
+
+    def __call__(self, var, block):
+        f_in = self.fan_in if self.fan_in is not None else _fans(var.shape)[0]
+        if self.uniform:
+            limit = math.sqrt(6.0 / f_in)
+            return UniformInitializer(-limit, limit, self.seed)(var, block)
+        return NormalInitializer(0.0, math.sqrt(2.0 / f_in), self.seed)(var, block)
+
+
+Constant = ConstantInitializer
+Uniform = UniformInitializer
+Normal = NormalInitializer
+TruncatedNormal = TruncatedNormalInitializer
+Xavier = XavierInitializer
+MSRA = MSRAInitializer

@@ -1,0 +1,1 @@
+"""fluid.io — being written (in progress this session)."""

@@ -1,0 +1,21 @@
+"""`x + y`, `x * 2.0` on Variables build element-wise / scale ops."""
+from __future__ import annotations
+
+from ..framework import Variable
+
+
+def binary(x: Variable, other, op_type: str, reverse: bool):
+    from . import nn, tensor
+    if not isinstance(other, Variable):
+        value = float(other)
+        if op_type == "elementwise_add":
+            return nn.scale(x, 1.0, value)
+        if op_type == "elementwise_mul":
+            return nn.scale(x, value)
+        if op_type == "elementwise_sub":
+            return nn.scale(x, -1.0, value) if reverse else nn.scale(x, 1.0, -value)
+        if op_type == "elementwise_div" and not reverse:
+            return nn.scale(x, 1.0 / value)
+        other = tensor.fill_constant([1], x.dtype, value)
+    a, b = (other, x) if reverse else (x, other)
+    return getattr(nn, op_type)(a, b)

@@ -1,0 +1,1 @@
+"""fluid.metrics — being written (in progress this session)."""

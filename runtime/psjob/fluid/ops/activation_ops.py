@@ -1,0 +1,60 @@
+"""Activations. Gradients read the forward output where that is cheaper
+(sigmoid, tanh, relu) — as Paddle's kernels do."""
+from __future__ import annotations
+
+from .registry import register_op, same_shape, simple_grad
+
+
+def _act(name, forward, backward):
+    register_op(name, infer_shape=same_shape(),
+                grad=simple_grad(name + "_grad", keep_outputs=True))(forward)
+    register_op(name + "_grad")(backward)
+
+
+def _relu(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", ctx.xp.maximum(x, x.dtype.type(0)), lod=ctx.input_lod("X"))
+
+
+def _relu_grad(ctx):
+    out, dout = ctx.input("Out"), ctx.input("Out@GRAD")
+    ctx.set_output("X@GRAD", dout * (out > 0))
+
+
+def _sigmoid(ctx):
+    xp, x = ctx.xp, ctx.input("X")
+    # Split by sign so exp never overflows.
+    e = xp.exp(-xp.abs(x))
+    ctx.set_output("Out", xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype), lod=ctx.input_lod("X"))
+
+
+def _sigmoid_grad(ctx):
+    out, dout = ctx.input("Out"), ctx.input("Out@GRAD")
+    ctx.set_output("X@GRAD", dout * out * (1 - out))
+
+
+def _tanh(ctx):
+    ctx.set_output("Out", ctx.xp.tanh(ctx.input("X")), lod=ctx.input_lod("X"))
+
+
+def _tanh_grad(ctx):
+    out, dout = ctx.input("Out"), ctx.input("Out@GRAD")
+    ctx.set_output("X@GRAD", dout * (1 - out * out))
+
+
+def _softmax(ctx):
+    xp, x = ctx.xp, ctx.input("X")
+    z = x - x.max(axis=-1, keepdims=True)
+    e = xp.exp(z)
+    ctx.set_output("Out", e / e.sum(axis=-1, keepdims=True), lod=ctx.input_lod("X"))
+
+
+def _softmax_grad(ctx):
+    out, dout = ctx.input("Out"), ctx.input("Out@GRAD")
+    ctx.set_output("X@GRAD", out * (dout - (dout * out).sum(axis=-1, keepdims=True)))
+
+
+_act("relu", _relu, _relu_grad)
+_act("sigmoid", _sigmoid, _sigmoid_grad)
+_act("tanh", _tanh, _tanh_grad)
+_act("softmax", _softmax, _softmax_grad)

@@ -1,0 +1,205 @@
+"""The operator registry: kernel, shape inference and gradient maker per op type.
+
+Adding an op means one `@register_op` on its kernel, naming how to infer its
+output shapes (run when the op is appended to a block) and how to build its
+gradient ops (run by `append_backward`).
+
+Kernels see only arrays: `ctx.xp` is the array module of the place (numpy or
+cupy) handed in by the Executor — kernels never import an array library
+themselves, so the same kernel runs on CPU and GPU.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..framework import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, Operator
+
+
+@dataclass
+class GradOpSpec:
+    """A gradient op to append: same shape as an Operator, not yet in a block."""
+
+    type: str
+    inputs: dict[str, list[str]]
+    outputs: dict[str, list[str]]
+    attrs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OpDef:
+    type: str
+    kernel: Callable
+    infer_shape: Callable | None = None
+    grad: Callable | None = None  # (op) -> list[GradOpSpec]
+    # Inputs through which no gradient ever flows (ids, labels, lengths...).
+    no_grad_inputs: frozenset = frozenset()
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register_op(type: str, *, infer_shape=None, grad=None, no_grad_inputs=()):
+    def wrap(kernel):
+        if type in _REGISTRY:
+            raise ValueError(f"op {type!r} registered twice")
+        _REGISTRY[type] = OpDef(type, kernel, infer_shape, grad, frozenset(no_grad_inputs))
+        return kernel
+    return wrap
+
+
+def get_op_def(type: str) -> OpDef:
+    _ensure_loaded()
+    try:
+        return _REGISTRY[type]
+    except KeyError:
+        raise GraphError(f"no kernel registered for op type {type!r}") from None
+
+
+def has_op(type: str) -> bool:
+    _ensure_loaded()
+    return type in _REGISTRY
+
+
+def registered_ops() -> list[str]:
+    _ensure_loaded()
+    return sorted(_REGISTRY)
+
+
+_loaded = False
+
+
+def _ensure_loaded():
+    # The kernel modules register themselves on import; import them once,
+    # lazily, so that framework ↔ ops imports stay acyclic.
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from . import load_all
+        load_all()
+
+
+def infer_shape(op: Operator):
+    _ensure_loaded()
+    opdef = _REGISTRY.get(op.type)
+    if opdef is not None and opdef.infer_shape is not None:
+        try:
+            opdef.infer_shape(op)
+        except GraphError:
+            raise
+        except (KeyError, IndexError, ValueError) as exc:
+            raise GraphError(f"op {op.type!r}: cannot infer output shapes: {exc}") from exc
+
+
+# -- helpers for shape inference --------------------------------------------------------
+
+def in_var(op: Operator, slot: str, i: int = 0):
+    names = op.inputs.get(slot)
+    if not names:
+        raise GraphError(f"op {op.type!r} needs input {slot!r}")
+    return op.block._var_recursive(names[i])
+
+
+def out_var(op: Operator, slot: str, i: int = 0):
+    name = op.outputs[slot][i]
+    var = op.block._find_var_recursive(name)
+    if var is None:
+        var = op.block.create_var(name=name)
+    return var
+
+
+def set_out(op: Operator, slot: str, shape, dtype, lod_level=None, i: int = 0):
+    if not op.outputs.get(slot) or op.outputs[slot][i] == EMPTY_VAR_NAME:
+        return
+    var = out_var(op, slot, i)
+    var.shape = tuple(int(d) for d in shape)
+    var.dtype = dtype
+    if lod_level is not None:
+        var.lod_level = lod_level
+
+
+def same_shape(in_slot="X", out_slot="Out"):
+    def infer(op):
+        x = in_var(op, in_slot)
+        set_out(op, out_slot, x.shape, x.dtype, x.lod_level)
+    return infer
+
+
+def grad_name(name: str) -> str:
+    return name + GRAD_SUFFIX
+
+
+def simple_grad(grad_type: str, *, inputs=("X",), outputs=("Out",), keep_outputs=False,
+                grad_of=None, extra_attrs=None):
+    """A grad maker for the common shape: grad op reads forward inputs, the
+    forward outputs (if keep_outputs) and Out@GRAD, and writes X@GRAD."""
+    grad_of = grad_of or inputs
+
+    def make(op: Operator):
+        ins = {slot: op.input(slot) for slot in inputs if op.input(slot)}
+        if keep_outputs:
+            ins.update({slot: op.output(slot) for slot in outputs})
+        for slot in outputs:
+            ins[slot + GRAD_SUFFIX] = [grad_name(n) for n in op.output(slot)]
+        outs = {slot + GRAD_SUFFIX: [grad_name(n) for n in op.input(slot)]
+                for slot in grad_of if op.input(slot)}
+        attrs = dict(op.attrs)
+        attrs.update(extra_attrs or {})
+        return [GradOpSpec(grad_type, ins, outs, attrs)]
+    return make
+
+
+class KernelContext:
+    """What a kernel sees: its inputs and outputs by slot, attributes, xp.
+
+    Built once per (op, scope) when the Executor compiles a program, then
+    reused every run — it holds references to the scope's dicts, not copies.
+    """
+
+    __slots__ = ("op", "xp", "place", "vals", "lods", "ins", "outs", "attrs", "executor", "scope")
+
+    def __init__(self, op: Operator, xp, place, scope, executor):
+        self.op = op
+        self.xp = xp
+        self.place = place
+        self.scope = scope
+        self.vals = scope.vars
+        self.lods = scope.lods
+        self.ins = op.inputs
+        self.outs = op.outputs
+        self.attrs = op.attrs
+        self.executor = executor
+
+    def input(self, slot: str, i: int = 0):
+        return self.vals[self.ins[slot][i]]
+
+    def input_list(self, slot: str) -> list:
+        return [self.vals[n] for n in self.ins.get(slot, ())]
+
+    def has_input(self, slot: str) -> bool:
+        names = self.ins.get(slot)
+        return bool(names) and names[0] != EMPTY_VAR_NAME and names[0] in self.vals
+
+    def input_lod(self, slot: str, i: int = 0):
+        return self.lods.get(self.ins[slot][i])
+
+    def has_output(self, slot: str) -> bool:
+        names = self.outs.get(slot)
+        return bool(names) and names[0] != EMPTY_VAR_NAME
+
+    def output_name(self, slot: str, i: int = 0) -> str:
+        return self.outs[slot][i]
+
+    def set_output(self, slot: str, value, i: int = 0, lod=None):
+        names = self.outs.get(slot)
+        if not names or names[i] == EMPTY_VAR_NAME:
+            return
+        name = names[i]
+        self.vals[name] = value
+        if lod is not None:
+            self.lods[name] = lod
+        elif name in self.lods:
+            del self.lods[name]
+
+    def attr(self, name: str, default=None):
+        return self.attrs.get(name, default)

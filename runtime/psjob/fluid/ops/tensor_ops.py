@@ -1,0 +1,150 @@
+"""Tensor creation, copying, summing and scaling ops (and the random initializers).
+
+Random initializer ops draw from a numpy Generator seeded by the op's `seed`
+attribute, on the host, then move the result to the place: the same seed gives
+the same values on CPU and GPU, in every process — the transpiler relies on
+that so pservers and trainers agree on initial parameters.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import SelectedRows
+from ..framework import GraphError
+from .registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out
+
+
+def _shape_from_attr(op):
+    set_out(op, "Out", op.attr("shape"), op.attr("dtype", "float32"))
+
+
+def _host_rng(ctx):
+    seed = int(ctx.attr("seed", 0) or 0)
+    return np.random.default_rng(seed if seed else None)
+
+
+def _to_place(ctx, arr):
+    return arr if ctx.xp is np else ctx.xp.asarray(arr)
+
+
+@register_op("fill_constant", infer_shape=_shape_from_attr)
+def fill_constant(ctx):
+    xp = ctx.xp
+    ctx.set_output("Out", xp.full(tuple(ctx.attr("shape")), ctx.attr("value", 0.0),
+                                  dtype=ctx.attr("dtype", "float32")))
+
+
+@register_op("uniform_random", infer_shape=_shape_from_attr)
+def uniform_random(ctx):
+    rng = _host_rng(ctx)
+    arr = rng.uniform(ctx.attr("min", -1.0), ctx.attr("max", 1.0), size=tuple(ctx.attr("shape")))
+    ctx.set_output("Out", _to_place(ctx, arr.astype(ctx.attr("dtype", "float32"))))
+
+
+@register_op("gaussian_random", infer_shape=_shape_from_attr)
+def gaussian_random(ctx):
+    rng = _host_rng(ctx)
+    arr = rng.normal(ctx.attr("mean", 0.0), ctx.attr("std", 1.0), size=tuple(ctx.attr("shape")))
+    ctx.set_output("Out", _to_place(ctx, arr.astype(ctx.attr("dtype", "float32"))))
+
+
+@register_op("truncated_gaussian_random", infer_shape=_shape_from_attr)
+def truncated_gaussian_random(ctx):
+    # Redraw values beyond two standard deviations, as Paddle's op does.
+    rng = _host_rng(ctx)
+    mean, std = ctx.attr("mean", 0.0), ctx.attr("std", 1.0)
+    shape = tuple(ctx.attr("shape"))
+    arr = rng.normal(size=shape)
+    bad = np.abs(arr) > 2.0
+    while bad.any():
+        arr[bad] = rng.normal(size=int(bad.sum()))
+        bad = np.abs(arr) > 2.0
+    ctx.set_output("Out", _to_place(ctx, (arr * std + mean).astype(ctx.attr("dtype", "float32"))))
+
+
+@register_op("assign", infer_shape=same_shape(),
+             grad=lambda op: [GradOpSpec("assign", {"X": [grad_name(op.output("Out")[0])]},
+                                         {"Out": [grad_name(op.input("X")[0])]})])
+def assign(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", x.copy() if hasattr(x, "copy") else x, lod=ctx.input_lod("X"))
+
+
+def _sum_shape(op):
+    x = in_var(op, "X")
+    set_out(op, "Out", x.shape, x.dtype, x.lod_level)
+    # A sum of SelectedRows (sparse grads) stays SelectedRows.
+    out = op.block._find_var_recursive(op.output("Out")[0])
+    if out is not None:
+        out.type = x.type
+
+
+def _sum_grad(op):
+    g = grad_name(op.output("Out")[0])
+    return [GradOpSpec("assign", {"X": [g]}, {"Out": [grad_name(n)]}) for n in op.input("X")]
+
+
+@register_op("sum", infer_shape=_sum_shape, grad=_sum_grad)
+def sum_op(ctx):
+    xs = ctx.input_list("X")
+    xp = ctx.xp
+    if any(isinstance(x, SelectedRows) for x in xs):
+        sparse = [x for x in xs if isinstance(x, SelectedRows)]
+        dense = [x for x in xs if not isinstance(x, SelectedRows)]
+        if dense:
+            out = dense[0].copy()
+            for d in dense[1:]:
+                out += d
+            for s in sparse:
+                from ..core import scatter_add
+                scatter_add(xp, out, s.rows, s.values)
+            ctx.set_output("Out", out)
+        else:
+            ctx.set_output("Out", SelectedRows(xp.concatenate([s.rows for s in sparse]),
+                                               xp.concatenate([s.values for s in sparse]),
+                                               sparse[0].height))
+        return
+    out = xs[0].copy()
+    for x in xs[1:]:
+        out += x
+    ctx.set_output("Out", out)
+
+
+def _scale_grad(op):
+    return [GradOpSpec("scale", {"X": [grad_name(op.output("Out")[0])]},
+                       {"Out": [grad_name(op.input("X")[0])]},
+                       {"scale": op.attr("scale", 1.0), "bias": 0.0})]
+
+
+@register_op("scale", infer_shape=same_shape(), grad=_scale_grad)
+def scale(ctx):
+    x = ctx.input("X")
+    s, b = ctx.attr("scale", 1.0), ctx.attr("bias", 0.0)
+    after = ctx.attr("bias_after_scale", True)
+    if isinstance(x, SelectedRows):
+        if b:
+            raise GraphError("scale with a bias is not defined for SelectedRows")
+        ctx.set_output("Out", SelectedRows(x.rows, x.values * x.values.dtype.type(s), x.height))
+        return
+    dt = x.dtype.type
+    out = x * dt(s) + dt(b) if after else (x + dt(b)) * dt(s)
+    ctx.set_output("Out", out, lod=ctx.input_lod("X"))
+
+
+def _cast_shape(op):
+    x = in_var(op, "X")
+    set_out(op, "Out", x.shape, op.attr("out_dtype", "float32"), x.lod_level)
+
+
+@register_op("cast", infer_shape=_cast_shape,
+             grad=lambda op: [GradOpSpec("cast", {"X": [grad_name(op.output("Out")[0])]},
+                                         {"Out": [grad_name(op.input("X")[0])]},
+                                         {"out_dtype": op.attr("in_dtype", "float32")})])
+def cast(ctx):
+    ctx.set_output("Out", ctx.input("X").astype(ctx.attr("out_dtype")), lod=ctx.input_lod("X"))
+
+
+@register_op("increment", infer_shape=same_shape())
+def increment(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", x + x.dtype.type(ctx.attr("step", 1.0)))

@@ -1,0 +1,1 @@
+"""fluid.optimizer — being written (in progress this session)."""
