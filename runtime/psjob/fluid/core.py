@@ -137,7 +137,7 @@ class LoDTensor:
         self._scope.vars[self._name] = value
 
     def set_lod(self, lod):
-        self._scope.lods[self._name] = [list(map(int, level)) for level in lod]
+        self._scope.lods[self._name] = [np.asarray(level, dtype=np.int64) for level in lod]
 
     def set_recursive_sequence_lengths(self, lengths):
         lod = []
@@ -146,7 +146,7 @@ class LoDTensor:
         self.set_lod(lod)
 
     def lod(self):
-        return self._scope.lods.get(self._name, [])
+        return [np.asarray(level).tolist() for level in self._scope.lods.get(self._name, [])]
 
     def recursive_sequence_lengths(self):
         return [list(np.diff(level).tolist()) for level in self.lod()]

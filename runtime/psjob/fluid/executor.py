@@ -168,20 +168,19 @@ class Executor:
                 raise FeedError(f"feed target {name!r} is not a variable of the program")
             lod = None
             if isinstance(value, LoDTensor):
-                lod = value.lod() or None
+                lod = value._scope.lods.get(value._name)
                 value = value._value()
             elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
                 value, lod = value
             arr = _check_feed(var, value)
             scope.vars[name] = arr if xp is np else xp.asarray(arr)
-            if lod:
-                _check_lod(name, lod, arr.shape[0])
-                scope.lods[name] = lod
+            if lod is not None and len(lod):
+                scope.lods[name] = _check_lod(name, lod, arr.shape[0])
             else:
                 scope.lods.pop(name, None)
                 if var.lod_level > 0:
                     # One id per sequence unless told otherwise.
-                    scope.lods[name] = [list(range(arr.shape[0] + 1))]
+                    scope.lods[name] = [np.arange(arr.shape[0] + 1, dtype=np.int64)]
 
     def _fetch(self, scope, name, return_numpy):
         try:
@@ -243,10 +242,14 @@ def _check_feed(var, value) -> np.ndarray:
 
 
 def _check_lod(name, lod, rows):
-    last = lod[-1]
-    if not last or last[0] != 0 or any(b < a for a, b in zip(last, last[1:])) or last[-1] != rows:
-        raise FeedError(f"feed {name!r}: LoD offsets {last[:8]}... must start at 0, never decrease "
-                        f"and end at the number of rows ({rows})")
+    """LoD levels as int64 arrays; offsets must start at 0, not decrease, end at `rows`."""
+    levels = [np.asarray(level, dtype=np.int64) for level in lod]
+    last = levels[-1]
+    if (last.ndim != 1 or last.size == 0 or last[0] != 0 or last[-1] != rows
+            or (last.size > 1 and bool((last[1:] < last[:-1]).any()))):
+        raise FeedError(f"feed {name!r}: LoD offsets {last[:8].tolist()}... must start at 0, never "
+                        f"decrease and end at the number of rows ({rows})")
+    return levels
 
 
 def _op_error(ctx: KernelContext, exc: Exception) -> ExecutionError:

@@ -1,0 +1,49 @@
+"""The `psjob` command.
+
+    psjob launch ...            run a script as local pservers + trainers (fleetrun-style)
+    psjob run JOB.yaml          run a ParameterServerJob on this machine
+    psjob pserver / worker      the container entrypoints the operator's pods run
+    psjob checkpoint list|inspect|verify DIR
+    psjob version
+
+Sub-commands import their modules lazily so `psjob --help` stays fast and
+the operator image never loads numpy kernels it does not need.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = {
+    "launch": ("psjob.launcher.launch", "main", "run a script as local pservers and trainers"),
+    "run": ("psjob.launcher.run_job", "main", "run a ParameterServerJob YAML on this machine"),
+    "pserver": ("psjob.entrypoints", "pserver_main", "start a parameter server (container entrypoint)"),
+    "worker": ("psjob.entrypoints", "worker_main", "start a trainer (container entrypoint)"),
+    "heter-worker": ("psjob.entrypoints", "heter_worker_main", "start a heterogeneous trainer"),
+    "checkpoint": ("psjob.checkpoint.cli", "main", "list, inspect or verify checkpoints"),
+}
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print("usage: psjob COMMAND [ARGS...]\n\ncommands:")
+        for name, (_, _, desc) in COMMANDS.items():
+            print(f"  {name:<14}{desc}")
+        print(f"  {'version':<14}print the psjob version")
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd in ("version", "--version"):
+        from . import __version__
+        print(__version__)
+        return 0
+    if cmd not in COMMANDS:
+        print(f"psjob: unknown command {cmd!r} (try: {', '.join(COMMANDS)}, version)", file=sys.stderr)
+        return 2
+    module, func, _ = COMMANDS[cmd]
+    return int(getattr(importlib.import_module(module), func)(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

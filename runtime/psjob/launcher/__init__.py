@@ -1,0 +1,1 @@
+"""Local process launching and supervision (psjob launch / psjob run)."""

@@ -1,0 +1,141 @@
+"""`psjob launch`: run a Fluid/Fleet training script as N pservers + M trainers.
+
+    psjob launch --server_num 2 --worker_num 2 [--servers ip:port,...]
+                 [--heter_worker_num K] [--log_dir DIR] [--mode sync] script.py [args...]
+
+Every process runs the same script with the role environment of
+psjob.roles (PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS, ...), as
+`fleetrun` does. Unless --servers names them, pserver i listens on
+127.0.0.(i+1) at one free port shared by all, so scripts that join
+PADDLE_PSERVER_IPS with PADDLE_PSERVER_PORT (as Fluid's do) find them. One log per process in --log_dir (default ./log): serverlog.N,
+workerlog.N, heterlog.N. A per-run auth token is generated and passed by file.
+Exit status: 0 when every process exited 0, else the worst status.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import socket
+import sys
+
+from .. import roles
+from .supervisor import ProcessSpec, Supervisor, SupervisorOptions
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """n distinct free TCP ports (held open together so they differ)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def loopback_endpoints(n: int) -> list[str]:
+    """n pserver endpoints on distinct loopback addresses sharing one free port.
+
+    Fluid scripts build endpoints as PADDLE_PSERVER_IPS × PADDLE_PSERVER_PORT
+    (one port for all pservers, as on a real cluster); giving each local
+    pserver its own address in 127.0.0.0/8 keeps that contract on one host.
+    """
+    for _ in range(50):
+        port = free_ports(1)[0]
+        hosts = [f"127.0.0.{i + 1}" for i in range(n)]
+        socks = []
+        try:
+            for h in hosts:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(s)
+                s.bind((h, port))
+            return [f"{h}:{port}" for h in hosts]
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no port free on all of 127.0.0.1..127.0.0.{n}")
+
+
+def write_token(log_dir: str) -> str:
+    path = os.path.join(os.path.abspath(log_dir), "auth-token")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_urlsafe(32))
+    return path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="psjob launch", description=__doc__.split("\n\n")[0])
+    p.add_argument("--server_num", type=int, default=None, help="number of pservers on 127.0.0.1")
+    p.add_argument("--worker_num", type=int, default=1, help="number of trainers")
+    p.add_argument("--heter_worker_num", type=int, default=0, help="number of heterogeneous trainers")
+    p.add_argument("--servers", default="", help="comma-separated ip:port of the pservers")
+    p.add_argument("--log_dir", default="log", help="one log file per process goes here")
+    p.add_argument("--mode", default="sync", choices=roles.MODES)
+    p.add_argument("--k_steps", type=int, default=0, help="geo mode: local steps between exchanges")
+    p.add_argument("--job_name", default="local")
+    p.add_argument("--checkpoint_dir", default="", help="PSJOB_CHECKPOINT_DIR for every process")
+    p.add_argument("--pserver_restarts", type=int, default=0,
+                   help="restart a failed pserver this many times (it recovers from the newest checkpoint)")
+    p.add_argument("--timeout", type=float, default=0.0, help="stop everything after this many seconds")
+    p.add_argument("--no_auth", action="store_true", help="do not authenticate RPCs (not recommended)")
+    p.add_argument("script")
+    p.add_argument("script_args", nargs=argparse.REMAINDER)
+    return p
+
+
+def plan(args) -> list[ProcessSpec]:
+    if args.servers:
+        endpoints = [e.strip() for e in args.servers.split(",") if e.strip()]
+        if args.server_num is not None and args.server_num != len(endpoints):
+            raise SystemExit(f"psjob launch: --server_num {args.server_num} but --servers lists "
+                             f"{len(endpoints)} endpoints")
+    else:
+        n = 1 if args.server_num is None else args.server_num
+        if n < 1:
+            raise SystemExit("psjob launch: --server_num must be at least 1")
+        endpoints = loopback_endpoints(n)
+    if args.worker_num < 1:
+        raise SystemExit("psjob launch: --worker_num must be at least 1")
+    os.makedirs(args.log_dir, exist_ok=True)
+    token_file = "" if args.no_auth else write_token(args.log_dir)
+    heter = [f"127.0.0.1:{p}" for p in free_ports(args.heter_worker_num)] if args.heter_worker_num else []
+    topo = roles.JobTopology(
+        job_name=args.job_name, namespace="local", pserver_endpoints=tuple(endpoints),
+        trainers=args.worker_num, heter_trainers=len(heter), heter_endpoints=tuple(heter),
+        mode=args.mode, k_steps=args.k_steps or (1 if args.mode == "geo" else 0),
+        checkpoint_dir=os.path.abspath(args.checkpoint_dir) if args.checkpoint_dir else "",
+        metrics_port=0, auth_token_file=token_file, trainer_host="127.0.0.1")
+    argv = [sys.executable, "-u", args.script, *args.script_args]
+    specs = []
+    for i in range(len(endpoints)):
+        specs.append(ProcessSpec(roles.PSERVER, i, argv, roles.role_environment(topo, roles.PSERVER, i),
+                                 os.path.join(args.log_dir, f"serverlog.{i}"), args.pserver_restarts))
+    for i in range(len(heter)):
+        specs.append(ProcessSpec(roles.HETER_TRAINER, i, argv,
+                                 roles.role_environment(topo, roles.HETER_TRAINER, i),
+                                 os.path.join(args.log_dir, f"heterlog.{i}")))
+    for i in range(args.worker_num):
+        specs.append(ProcessSpec(roles.TRAINER, i, argv, roles.role_environment(topo, roles.TRAINER, i),
+                                 os.path.join(args.log_dir, f"workerlog.{i}")))
+    return specs
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if not os.path.exists(args.script):
+        print(f"psjob launch: script {args.script!r} not found", file=sys.stderr)
+        return 2
+    specs = plan(args)
+    sup = Supervisor(specs, SupervisorOptions(timeout_s=args.timeout))
+    status = sup.run()
+    for spec in specs:
+        print(f"[psjob] {spec.name}: exit {spec.exit_code} after {spec.starts} start(s), log {spec.log_path}",
+              file=sys.stderr)
+    return status

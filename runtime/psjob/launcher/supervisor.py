@@ -1,0 +1,170 @@
+"""Supervises the processes of a local job, the way Kubernetes would.
+
+Each process is described by a `ProcessSpec` (role, index, command,
+environment, log file, restart policy). The supervisor starts them all, then
+polls:
+
+- a process that exits 0 is done (trainers finish; pservers exit 0 once every
+  trainer has completed);
+- a process that fails is restarted with the same index and environment while
+  its policy allows (`restarts_left`), as a StatefulSet recreates a pserver
+  pod — it recovers from the newest checkpoint itself;
+- a failure with no restarts left stops the whole group (SIGTERM, then
+  SIGKILL after a grace period) and the group's exit status is the worst one;
+- when every trainer is done, pservers get `pserver_exit_grace_s` to exit on
+  their own, then are stopped.
+
+Ctrl-C (SIGINT/SIGTERM to the supervisor) stops everything and exits 130/143.
+Children run in their own sessions so a stop reaches their whole process trees.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+PSERVER, TRAINER, HETER_TRAINER = "PSERVER", "TRAINER", "HETER_TRAINER"
+
+
+@dataclass
+class ProcessSpec:
+    role: str
+    index: int
+    argv: list[str]
+    env: dict[str, str]
+    log_path: str
+    restarts_left: int = 0
+    # Filled while running.
+    proc: subprocess.Popen | None = None
+    exit_code: int | None = None
+    starts: int = 0
+    history: list[int] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.role.lower()}.{self.index}"
+
+
+@dataclass(frozen=True)
+class SupervisorOptions:
+    poll_interval_s: float = 0.1
+    stop_grace_s: float = 10.0
+    pserver_exit_grace_s: float = 30.0
+    timeout_s: float = 0.0  # 0 = no limit
+
+
+class JobFailed(RuntimeError):
+    pass
+
+
+def _exit_status(code: int) -> int:
+    return 128 - code if code < 0 else code  # -9 (killed by SIGKILL) → 137
+
+
+class Supervisor:
+    def __init__(self, specs: list[ProcessSpec], options: SupervisorOptions = SupervisorOptions(),
+                 on_event=None):
+        self.specs = specs
+        self.options = options
+        self.on_event = on_event or (lambda msg: print(f"[psjob] {msg}", file=sys.stderr, flush=True))
+        self._stopping = False
+        self._signal_status = 0
+
+    def _start(self, spec: ProcessSpec):
+        os.makedirs(os.path.dirname(spec.log_path) or ".", exist_ok=True)
+        log = open(spec.log_path, "ab", buffering=0)
+        env = dict(os.environ)
+        env.update(spec.env)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        spec.proc = subprocess.Popen(spec.argv, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        spec.starts += 1
+        spec.exit_code = None
+        self.on_event(f"started {spec.name} (pid {spec.proc.pid}, log {spec.log_path})")
+
+    def _signal_all(self, sig):
+        for spec in self.specs:
+            if spec.proc is not None and spec.proc.poll() is None:
+                try:
+                    os.killpg(spec.proc.pid, sig)
+                except ProcessLookupError:
+                    pass
+
+    def stop_all(self):
+        self._signal_all(signal.SIGTERM)
+        t_end = time.monotonic() + self.options.stop_grace_s
+        while time.monotonic() < t_end and any(s.proc and s.proc.poll() is None for s in self.specs):
+            time.sleep(0.05)
+        self._signal_all(signal.SIGKILL)
+        for spec in self.specs:
+            if spec.proc is not None:
+                spec.proc.wait()
+                if spec.exit_code is None:
+                    spec.exit_code = spec.proc.returncode
+
+    def _on_signal(self, signum, _frame):
+        self._stopping = True
+        self._signal_status = 128 + signum
+
+    def run(self) -> int:
+        """Run to completion; returns the group's exit status (0 = success)."""
+        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            return self._run()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+    def _run(self) -> int:
+        for spec in self.specs:
+            self._start(spec)
+        t_start = time.monotonic()
+        trainers_done_at = None
+        worst = 0
+        while True:
+            if self._stopping:
+                self.on_event("interrupted: stopping every process")
+                self.stop_all()
+                return self._signal_status
+            if self.options.timeout_s and time.monotonic() - t_start > self.options.timeout_s:
+                self.on_event(f"job exceeded {self.options.timeout_s:.0f}s: stopping every process")
+                self.stop_all()
+                return 124
+            for spec in self.specs:
+                if spec.proc is None or spec.exit_code is not None:
+                    continue
+                code = spec.proc.poll()
+                if code is None:
+                    continue
+                spec.exit_code = code
+                spec.history.append(code)
+                if code == 0:
+                    self.on_event(f"{spec.name} exited 0")
+                    continue
+                if spec.restarts_left > 0 and trainers_done_at is None:
+                    spec.restarts_left -= 1
+                    self.on_event(f"{spec.name} failed with status {_exit_status(code)}; restarting it "
+                                  f"({spec.restarts_left} restarts left)")
+                    self._start(spec)
+                    continue
+                self.on_event(f"{spec.name} failed with status {_exit_status(code)} and has no restarts "
+                              f"left: stopping the job (see {spec.log_path})")
+                self.stop_all()
+                return _exit_status(code) or 1
+            workers = [s for s in self.specs if s.role != PSERVER]
+            servers = [s for s in self.specs if s.role == PSERVER]
+            if workers and all(s.exit_code == 0 for s in workers):
+                if trainers_done_at is None:
+                    trainers_done_at = time.monotonic()
+                if all(s.exit_code is not None for s in servers):
+                    worst = max((_exit_status(s.exit_code) for s in servers), default=0)
+                    return worst
+                if time.monotonic() - trainers_done_at > self.options.pserver_exit_grace_s:
+                    self.on_event("pservers did not exit after every trainer completed: stopping them")
+                    self.stop_all()
+                    return 1
+            time.sleep(self.options.poll_interval_s)

@@ -1,0 +1,102 @@
+"""The CTR-DNN model: 26 sparse slots + 13 dense features → MLP → click probability.
+
+    ids of slot s ──embedding (one shared table "SparseFeatFactors")──sequence_pool(sum)─┐
+    dense features ──────────────────────────────────────────────────────────────────────┼─concat─fc 256 relu─fc 128 relu─fc 1
+                                                                                         ┘
+    loss = mean(sigmoid_cross_entropy_with_logits(logit, label)); auc over sigmoid(logit)
+
+With `is_distributed` the table lives on the pservers, keyed by arbitrary
+int64 feature ids (the DistributeTranspiler turns the lookups into prefetches);
+otherwise it is an ordinary [sparse_feature_dim, dim] parameter with sparse
+(SelectedRows) gradients.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import psjob.fluid as fluid
+
+TABLE_NAME = "SparseFeatFactors"
+
+
+@dataclass(frozen=True)
+class CTRConfig:
+    num_slots: int = 26
+    dense_dim: int = 13
+    embedding_dim: int = 16
+    sparse_feature_dim: int = 460_000
+    hidden: tuple = (256, 128)
+    is_distributed: bool = False
+    is_sparse: bool = True
+    optimizer: str = "adam"
+    learning_rate: float = 1e-3
+    seed: int = 2024
+
+
+@dataclass
+class CTRModel:
+    config: CTRConfig
+    dense: fluid.Variable
+    slots: list
+    label: fluid.Variable
+    loss: fluid.Variable
+    predict: fluid.Variable
+    auc: fluid.Variable
+    batch_auc: fluid.Variable
+    feed_names: list = field(default_factory=list)
+
+
+def make_optimizer(name: str, learning_rate: float):
+    table = {"sgd": fluid.optimizer.SGD, "adam": fluid.optimizer.Adam, "adagrad": fluid.optimizer.Adagrad,
+             "momentum": lambda learning_rate: fluid.optimizer.Momentum(learning_rate, momentum=0.9)}
+    if name not in table:
+        raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(table)}")
+    return table[name](learning_rate=learning_rate)
+
+
+def build_network(config: CTRConfig) -> CTRModel:
+    """Append the forward network to the default programs (no optimizer)."""
+    dense = fluid.layers.data(name="dense_input", shape=[config.dense_dim], dtype="float32")
+    slots = [fluid.layers.data(name=f"C{i + 1}", shape=[1], dtype="int64", lod_level=1)
+             for i in range(config.num_slots)]
+    label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+    init = fluid.initializer.Uniform(-0.01, 0.01)
+    pooled = []
+    for ids in slots:
+        emb = fluid.layers.embedding(
+            input=ids, size=[config.sparse_feature_dim, config.embedding_dim],
+            is_sparse=config.is_sparse, is_distributed=config.is_distributed,
+            param_attr=fluid.ParamAttr(name=TABLE_NAME, initializer=init))
+        pooled.append(fluid.layers.sequence_pool(input=emb, pool_type="sum"))
+    h = fluid.layers.concat(pooled + [dense], axis=1)
+    for size in config.hidden:
+        h = fluid.layers.fc(input=h, size=size, act="relu")
+    logit = fluid.layers.fc(input=h, size=1)
+    label_f = fluid.layers.cast(label, "float32")
+    loss = fluid.layers.mean(fluid.layers.sigmoid_cross_entropy_with_logits(x=logit, label=label_f))
+    predict = fluid.layers.sigmoid(logit)
+    # fluid.layers.auc wants two-column class probabilities.
+    two_col = fluid.layers.concat([fluid.layers.scale(predict, -1.0, 1.0), predict], axis=1)
+    auc, batch_auc, _ = fluid.layers.auc(input=two_col, label=label, num_thresholds=2 ** 12 - 1)
+    names = [dense.name] + [s.name for s in slots] + [label.name]
+    return CTRModel(config, dense, slots, label, loss, predict, auc, batch_auc, names)
+
+
+def build(config: CTRConfig, main: fluid.Program, startup: fluid.Program, with_optimizer=True,
+          optimizer=None) -> CTRModel:
+    """Build network (and optimizer) into the given programs."""
+    main.random_seed = startup.random_seed = config.seed
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        model = build_network(config)
+        if with_optimizer:
+            (optimizer or make_optimizer(config.optimizer, config.learning_rate)).minimize(model.loss)
+    return model
+
+
+def feed_dict(model: CTRModel, batch) -> dict:
+    """A stacked batch (dense [B,13], per-slot (ids [n], offsets [B+1]), labels [B,1]) → feed."""
+    dense, slots, labels = batch
+    feed = {model.dense.name: dense, model.label.name: labels}
+    for var, (ids, offsets) in zip(model.slots, slots):
+        feed[var.name] = (ids.reshape(-1, 1), [offsets])
+    return feed

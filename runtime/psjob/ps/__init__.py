@@ -1,0 +1,1 @@
+"""Parameter-server runtime: the pserver process, the trainer communicator, auth."""

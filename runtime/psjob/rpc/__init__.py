@@ -1,0 +1,1 @@
+"""gRPC data plane between trainers and parameter servers (see psjob.proto)."""

@@ -1,0 +1,204 @@
+"""The trainer's RPC client: one per process, one reused channel per pserver.
+
+The API is ps-lite's three verbs — `push`, `pull` (and `prefetch`, a pull of
+table rows by id) return a Handle at once; `Handle.wait()` returns the result.
+Calls to different pservers therefore run concurrently: issue all, then wait
+all. Payload arrays passed to `push` are encoded (copied) before `push`
+returns, so the caller may reuse its buffers immediately; arrays returned by
+`wait()` are read-only views of the reply message, owned by the caller.
+
+Failures: every call has a deadline; UNAVAILABLE and DEADLINE_EXCEEDED are
+retried with exponential backoff up to `RetryPolicy.max_attempts` (a pserver
+that is restarting, or not up yet). Pushes are retried too: an async-mode
+gradient applied twice after an ambiguous timeout is harmless compared with
+a lost trainer, and sync rounds are deduplicated by the server per trainer.
+Other errors (INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, ...) are raised
+at once as RpcError with the server's message.
+"""
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import dataclass
+
+import grpc
+import numpy as np
+
+from . import codec
+from . import psjob_pb2 as pb
+from . import psjob_pb2_grpc as pb_grpc
+
+# 1 GiB: one request may carry a large slice of a dense parameter or a big prefetch.
+MAX_MESSAGE_BYTES = 1 << 30
+CHANNEL_OPTIONS = (
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    # Detect a dead pserver on an idle connection within ~30 s.
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    # Reconnect quickly after a pserver restart (default backoff grows to 120 s).
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 2_000),
+)
+AUTH_METADATA_KEY = "x-psjob-token"
+RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+
+
+class RpcError(RuntimeError):
+    def __init__(self, endpoint: str, method: str, code, details: str):
+        super().__init__(f"{method} to pserver {endpoint} failed: {code.name if code else code}: {details}")
+        self.endpoint, self.method, self.code, self.details = endpoint, method, code, details
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    deadline_s: float = 60.0        # per attempt
+    max_attempts: int = 8
+    initial_backoff_s: float = 0.2
+    max_backoff_s: float = 5.0
+    # Barriers wait for the slowest trainer; give them a longer deadline.
+    barrier_deadline_s: float = 600.0
+
+
+class Handle:
+    """A call in flight; `wait()` returns its decoded result or raises RpcError."""
+
+    def __init__(self, client: "PSClient", endpoint, method, request, decode, deadline):
+        self._client, self._endpoint, self._method = client, endpoint, method
+        self._request, self._decode, self._deadline = request, decode, deadline
+        self._future = client._start(endpoint, method, request, deadline)
+
+    def wait(self):
+        policy = self._client.retry
+        backoff = policy.initial_backoff_s
+        attempt = 1
+        while True:
+            try:
+                reply = self._future.result()
+                return self._decode(reply)
+            except grpc.RpcError as exc:
+                code = exc.code() if hasattr(exc, "code") else None
+                if code not in RETRYABLE or attempt >= policy.max_attempts or self._client._closed:
+                    raise RpcError(self._endpoint, self._method, code,
+                                   exc.details() if hasattr(exc, "details") else str(exc)) from None
+                self._client.retries += 1
+                time.sleep(backoff * (0.5 + random.random()))
+                backoff = min(backoff * 2, policy.max_backoff_s)
+                attempt += 1
+                self._future = self._client._start(self._endpoint, self._method, self._request, self._deadline)
+
+
+class PSClient:
+    def __init__(self, endpoints, trainer_id: int = 0, *, auth_token: str = "",
+                 retry: RetryPolicy = RetryPolicy()):
+        self.endpoints = list(endpoints)
+        self.trainer_id = int(trainer_id)
+        self.retry = retry
+        self.retries = 0
+        self._metadata = ((AUTH_METADATA_KEY, auth_token),) if auth_token else ()
+        self._stubs: dict[str, pb_grpc.ParameterServerStub] = {}
+        self._channels: dict[str, grpc.Channel] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _stub(self, endpoint: str):
+        stub = self._stubs.get(endpoint)
+        if stub is None:
+            with self._lock:
+                stub = self._stubs.get(endpoint)
+                if stub is None:
+                    channel = grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+                    self._channels[endpoint] = channel
+                    stub = self._stubs[endpoint] = pb_grpc.ParameterServerStub(channel)
+        return stub
+
+    def _start(self, endpoint, method, request, deadline):
+        if self._closed:
+            raise RuntimeError("PSClient is closed")
+        return getattr(self._stub(endpoint), method).future(
+            request, timeout=deadline, metadata=self._metadata, wait_for_ready=True)
+
+    def _call(self, endpoint, method, request, decode=lambda r: r, deadline=None) -> Handle:
+        return Handle(self, endpoint, method, request, decode, deadline or self.retry.deadline_s)
+
+    # -- the verbs ----------------------------------------------------------------------
+    def push(self, endpoint: str, values: dict, *, is_delta: bool = False, lods=None) -> Handle:
+        """Send {name: array | SelectedRows} to one pserver (gradients, or geo deltas)."""
+        lods = lods or {}
+        req = pb.SendRequest(trainer_id=self.trainer_id, is_delta=is_delta,
+                             vars=[codec.encode(n, v, lods.get(n)) for n, v in values.items()])
+        return self._call(endpoint, "SendVariables", req)
+
+    def pull(self, endpoint: str, names) -> Handle:
+        """Fetch variables by name; wait() → {name: ndarray}."""
+        req = pb.GetRequest(trainer_id=self.trainer_id, names=list(names))
+        return self._call(endpoint, "GetVariables", req,
+                          lambda r: {t.name: codec.decode(t) for t in r.vars})
+
+    def prefetch(self, endpoint: str, table: str, ids) -> Handle:
+        """Rows of `table` for int64 `ids`; wait() → float array [len(ids), dim]."""
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        req = pb.PrefetchRequest(trainer_id=self.trainer_id, table=table, ids=ids.tobytes())
+        return self._call(endpoint, "Prefetch", req, lambda r: codec.decode_array(r.rows))
+
+    # -- control ------------------------------------------------------------------------
+    def barrier(self, kind: str, endpoints=None) -> list[int]:
+        k = {"send": pb.BarrierRequest.SEND, "fetch": pb.BarrierRequest.FETCH}[kind]
+        handles = [self._call(ep, "Barrier", pb.BarrierRequest(trainer_id=self.trainer_id, kind=k),
+                              lambda r: r.version, self.retry.barrier_deadline_s)
+                   for ep in (endpoints or self.endpoints)]
+        return [h.wait() for h in handles]
+
+    def checkpoint_notify(self, dirname: str, step: int = 0, tag: str = "", endpoints=None) -> dict:
+        req = pb.CheckpointRequest(dirname=dirname, step=step, tag=tag)
+        handles = {ep: self._call(ep, "CheckpointNotify", req, lambda r: list(r.files),
+                                  self.retry.barrier_deadline_s)
+                   for ep in (endpoints or self.endpoints)}
+        return {ep: h.wait() for ep, h in handles.items()}
+
+    def complete(self, endpoints=None) -> None:
+        """Tell every pserver this trainer is done (Fluid's exe.close())."""
+        handles = [self._call(ep, "Complete", pb.CompleteRequest(trainer_id=self.trainer_id),
+                              lambda r: r.trainers_remaining)
+                   for ep in (endpoints or self.endpoints)]
+        for h in handles:
+            h.wait()
+
+    def register(self, worker_name: str, endpoint=None) -> tuple[int, int]:
+        reply = self._call(endpoint or self.endpoints[0], "Register",
+                           pb.RegisterRequest(worker_name=worker_name)).wait()
+        return reply.trainer_id, reply.trainers
+
+    def status(self, endpoint: str, deadline: float = 5.0):
+        return self._call(endpoint, "Status", pb.StatusRequest(), deadline=deadline).wait()
+
+    def wait_server_ready(self, endpoints=None, timeout_s: float = 300.0) -> None:
+        """Block until every pserver answers Status, or raise TimeoutError naming the missing ones."""
+        pending = list(endpoints or self.endpoints)
+        t_end = time.monotonic() + timeout_s
+        while pending:
+            still = []
+            for ep in pending:
+                try:
+                    reply = self._stub(ep).Status(pb.StatusRequest(), timeout=2.0, metadata=self._metadata)
+                    if reply.state != "SERVING":
+                        still.append(ep)
+                except grpc.RpcError as exc:
+                    if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
+                        raise RpcError(ep, "Status", exc.code(), exc.details()) from None
+                    still.append(ep)
+            pending = still
+            if pending:
+                if time.monotonic() > t_end:
+                    raise TimeoutError(f"pservers not ready after {timeout_s:.0f}s: {', '.join(pending)}")
+                time.sleep(0.2)
+
+    def close(self):
+        self._closed = True
+        with self._lock:
+            for ch in self._channels.values():
+                ch.close()
+            self._channels.clear()
+            self._stubs.clear()

@@ -1,0 +1,174 @@
+"""The pserver's gRPC front end: decode, authenticate, dispatch, encode.
+
+The servicer holds no training logic. Each request kind maps to one method
+of a `ServerHandler` (the transport-agnostic pserver state); errors the
+handler raises for bad input become gRPC status codes with the handler's
+message, so one trainer's bad request never disturbs the others:
+
+    PayloadError, ValueError, TypeError → INVALID_ARGUMENT
+    KeyError (unknown variable/table)   → NOT_FOUND
+    PermissionError                     → PERMISSION_DENIED
+    TimeoutError                        → DEADLINE_EXCEEDED
+    anything else                       → INTERNAL (logged with traceback)
+
+Authentication: when a token is configured every call must carry it in the
+`x-psjob-token` metadata; others get UNAUTHENTICATED, are counted, and are
+logged without the secret (hmac.compare_digest: no timing side channel).
+"""
+from __future__ import annotations
+
+import enum
+import hmac
+import logging
+import time
+from concurrent import futures
+from typing import Protocol
+
+import grpc
+
+from . import codec
+from . import psjob_pb2 as pb
+from . import psjob_pb2_grpc as pb_grpc
+from .client import AUTH_METADATA_KEY, CHANNEL_OPTIONS
+
+log = logging.getLogger("psjob.rpc.server")
+
+
+class RequestKind(enum.Enum):
+    SEND = "SendVariables"
+    GET = "GetVariables"
+    PREFETCH = "Prefetch"
+    BARRIER = "Barrier"
+    CHECKPOINT = "CheckpointNotify"
+    COMPLETE = "Complete"
+    REGISTER = "Register"
+    STATUS = "Status"
+
+
+class ServerHandler(Protocol):
+    def on_send(self, trainer_id: int, values: dict, is_delta: bool) -> None: ...
+    def on_get(self, trainer_id: int, names: list[str]) -> tuple[dict, int]: ...
+    def on_prefetch(self, trainer_id: int, table: str, ids) -> object: ...
+    def on_barrier(self, trainer_id: int, kind: str) -> int: ...
+    def on_checkpoint(self, dirname: str, step: int, tag: str) -> list[str]: ...
+    def on_complete(self, trainer_id: int) -> int: ...
+    def on_register(self, worker_name: str) -> tuple[int, int]: ...
+    def on_status(self) -> dict: ...
+
+
+_STATUS_BY_ERROR = (
+    (codec.PayloadError, grpc.StatusCode.INVALID_ARGUMENT),
+    (KeyError, grpc.StatusCode.NOT_FOUND),
+    (PermissionError, grpc.StatusCode.PERMISSION_DENIED),
+    (TimeoutError, grpc.StatusCode.DEADLINE_EXCEEDED),
+    (ValueError, grpc.StatusCode.INVALID_ARGUMENT),
+    (TypeError, grpc.StatusCode.INVALID_ARGUMENT),
+)
+
+
+class _Servicer(pb_grpc.ParameterServerServicer):
+    def __init__(self, handler: ServerHandler, token: str, observer):
+        self.h = handler
+        self.token = token.encode() if token else b""
+        self.observe = observer  # (method, code name, seconds, bytes_in, bytes_out) -> None
+
+    def _run(self, kind: RequestKind, request, context, body):
+        t0 = time.perf_counter()
+        code = "OK"
+        reply = None
+        try:
+            if self.token and not self._authorized(context):
+                code = "UNAUTHENTICATED"
+                log.warning("rejected %s from %s: missing or wrong auth token", kind.value, context.peer())
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong psjob auth token")
+            try:
+                reply = body()
+                return reply
+            except Exception as exc:  # map to a status, keep serving
+                status = next((s for t, s in _STATUS_BY_ERROR if isinstance(exc, t)), None)
+                if status is None:
+                    status = grpc.StatusCode.INTERNAL
+                    log.exception("%s failed", kind.value)
+                code = status.name
+                msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+                context.abort(status, f"{kind.value}: {msg}")
+        finally:
+            if self.observe is not None:
+                self.observe(kind.value, code, time.perf_counter() - t0, request.ByteSize(),
+                             reply.ByteSize() if reply is not None else 0)
+
+    def _authorized(self, context) -> bool:
+        for key, value in context.invocation_metadata():
+            if key == AUTH_METADATA_KEY:
+                return hmac.compare_digest(value.encode(), self.token)
+        return False
+
+    def SendVariables(self, request, context):
+        def body():
+            values = {t.name: codec.decode(t) for t in request.vars}
+            lods = {t.name: codec.decode_lod(t) for t in request.vars if len(t.lod)}
+            if lods:
+                values = {n: (v, lods[n]) if n in lods else v for n, v in values.items()}
+            self.h.on_send(request.trainer_id, values, request.is_delta)
+            return pb.SendReply()
+        return self._run(RequestKind.SEND, request, context, body)
+
+    def GetVariables(self, request, context):
+        def body():
+            values, version = self.h.on_get(request.trainer_id, list(request.names))
+            return pb.GetReply(vars=[codec.encode(n, v) for n, v in values.items()], version=version)
+        return self._run(RequestKind.GET, request, context, body)
+
+    def Prefetch(self, request, context):
+        def body():
+            ids = codec.decode_ids(f"prefetch of {request.table!r}", request.ids)
+            rows = self.h.on_prefetch(request.trainer_id, request.table, ids)
+            return pb.PrefetchReply(rows=codec.encode(request.table, rows))
+        return self._run(RequestKind.PREFETCH, request, context, body)
+
+    def Barrier(self, request, context):
+        def body():
+            kind = "send" if request.kind == pb.BarrierRequest.SEND else "fetch"
+            return pb.BarrierReply(version=self.h.on_barrier(request.trainer_id, kind))
+        return self._run(RequestKind.BARRIER, request, context, body)
+
+    def CheckpointNotify(self, request, context):
+        def body():
+            return pb.CheckpointReply(files=self.h.on_checkpoint(request.dirname, request.step, request.tag))
+        return self._run(RequestKind.CHECKPOINT, request, context, body)
+
+    def Complete(self, request, context):
+        def body():
+            return pb.CompleteReply(trainers_remaining=self.h.on_complete(request.trainer_id))
+        return self._run(RequestKind.COMPLETE, request, context, body)
+
+    def Register(self, request, context):
+        def body():
+            tid, n = self.h.on_register(request.worker_name)
+            return pb.RegisterReply(trainer_id=tid, trainers=n)
+        return self._run(RequestKind.REGISTER, request, context, body)
+
+    def Status(self, request, context):
+        def body():
+            s = self.h.on_status()
+            return pb.StatusReply(state=s["state"], version=s.get("version", 0), trainers=s.get("trainers", 0),
+                                  completed_trainers=s.get("completed", []), endpoint=s.get("endpoint", ""))
+        return self._run(RequestKind.STATUS, request, context, body)
+
+
+def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_workers: int = 16,
+                 observer=None) -> tuple[grpc.Server, int]:
+    """Serve `handler` on endpoint ("host:port"; port 0 picks one). Returns (server, port).
+
+    max_workers bounds concurrent requests; sync barriers park one thread per
+    trainer, so it must exceed the number of trainers (the caller sizes it).
+    """
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ps-rpc"),
+                         options=CHANNEL_OPTIONS)
+    pb_grpc.add_ParameterServerServicer_to_server(_Servicer(handler, token, observer), server)
+    host, _, port = endpoint.rpartition(":")
+    bound = server.add_insecure_port(f"{host or '0.0.0.0'}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot listen on {endpoint} (port in use?)")
+    server.start()
+    return server, bound
