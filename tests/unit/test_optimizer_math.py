@@ -130,7 +130,7 @@ def make_state(name, hyper, shape, dtype, rng, rows_for_pow=None):
     """Arrays in ACCUMULATORS order, filled as the optimizer layer would."""
     state = {}
     for spec in opt.ACCUMULATORS[name]:
-        if spec.when and not hyper.get(spec.when):
+        if spec.used_when and not hyper.get(spec.used_when):
             continue
         if spec.shape == opt.ORIGIN_SHAPED:
             fill = hyper[spec.fill] if isinstance(spec.fill, str) else spec.fill

@@ -99,6 +99,7 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
                 specs.append(spec)
 
     _rename_duplicate_writes(specs)
+    _fill_unreached_grads(specs, grad_var_name(loss.name))
 
     with program._backward_role_guard():
         block.append_op(
@@ -141,6 +142,23 @@ def _rename_duplicate_writes(specs: list[GradOpSpec]):
         inserts.append((places[-1][0], GradOpSpec("sum", {"X": parts}, {"Out": [name]}, {})))
     for after, spec in sorted(inserts, key=lambda t: t[0], reverse=True):
         specs.insert(after + 1, spec)
+
+
+def _fill_unreached_grads(specs: list[GradOpSpec], loss_grad: str):
+    """A grad op may read the gradient of a forward output that never reaches
+    the loss (one piece of a `split`, an output in no_grad_set): nothing writes
+    it, so a `fill_zeros_like` in front supplies zeros, as Fluid does."""
+    written = {loss_grad}
+    out = []
+    for spec in specs:
+        for names in spec.inputs.values():
+            for n in names:
+                if n.endswith(GRAD_SUFFIX) and n not in written:
+                    out.append(GradOpSpec("fill_zeros_like", {"X": [n[: -len(GRAD_SUFFIX)]]}, {"Out": [n]}, {}))
+                    written.add(n)
+        out.append(spec)
+        written.update(n for names in spec.outputs.values() for n in names)
+    specs[:] = out
 
 
 def _declare_grad_vars(block, spec: GradOpSpec):

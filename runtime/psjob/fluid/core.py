@@ -165,7 +165,11 @@ class LoDTensor:
 
     def __array__(self, dtype=None, copy=None):
         arr = to_numpy(self._value())
-        return arr.astype(dtype) if dtype is not None else arr
+        if dtype is not None:
+            return arr.astype(dtype)
+        # Optimizer ops update parameters in place: hand out a snapshot
+        # unless the caller explicitly asked for no copy.
+        return arr if copy is False else arr.copy()
 
     def __repr__(self):
         return f"LoDTensor({self._name}, shape={self.shape()}, lod={self.lod()})"

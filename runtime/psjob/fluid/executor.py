@@ -191,7 +191,8 @@ class Executor:
             return LoDTensor(scope, name)
         if isinstance(value, SelectedRows):
             return value
-        return to_numpy(value)
+        # A snapshot: optimizer ops update persistable arrays in place on the next run.
+        return value.copy() if isinstance(value, np.ndarray) else to_numpy(value)
 
 
 def _unwrap(program):

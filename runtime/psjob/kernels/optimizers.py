@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 __all__ = [
     "ACCUMULATORS", "AccumulatorSpec", "DENSE_UPDATES", "ROW_UPDATES",
     "merge_duplicate_rows", "pow_is_per_row", "check_dense_shapes", "check_row_shapes",
@@ -58,14 +60,15 @@ class AccumulatorSpec:
     """One optimizer state variable, as the optimizer layer must create it.
 
     ``fill`` is the initial value: a number, or the name of the hyperparameter
-    whose value it starts at (Fluid starts beta1_pow_acc at beta1). ``when`` names
-    a boolean hyperparameter that must be true for the accumulator to exist
-    (rmsprop's mean_grad exists only when centered).
+    whose value it starts at (Fluid starts beta1_pow_acc at beta1).
+    ``used_when`` names a boolean hyperparameter without which the update
+    function does not take this state: rmsprop's mean_grad is created (and
+    saved) always, as Fluid does, but passed only when centered.
     """
     name: str
     shape: str = PARAM_SHAPED
     fill: float | str = 0.0
-    when: str | None = None
+    used_when: str | None = None
 
 
 ACCUMULATORS: dict[str, tuple[AccumulatorSpec, ...]] = {
@@ -90,7 +93,7 @@ ACCUMULATORS: dict[str, tuple[AccumulatorSpec, ...]] = {
     "rmsprop": (
         AccumulatorSpec("mean_square"),
         AccumulatorSpec("momentum"),
-        AccumulatorSpec("mean_grad", when="centered"),
+        AccumulatorSpec("mean_grad", used_when="centered"),
     ),
     "ftrl": (AccumulatorSpec("squared"), AccumulatorSpec("linear")),
 }
@@ -141,7 +144,8 @@ def _check_pow(name, param, pow_):
 def merge_duplicate_rows(xp, rows, values):
     """Sum the values of repeated row ids: ``(unique_sorted_rows, summed_values)``.
 
-    Vectorized: one sort (``unique``) and one scatter-add; no per-row loop.
+    Vectorized: one sort and one segmented sum (numpy) or scatter-add (cupy);
+    no per-row loop.
     """
     rows = xp.asarray(rows)
     if rows.ndim != 1:
@@ -149,6 +153,20 @@ def merge_duplicate_rows(xp, rows, values):
     if values.shape[:1] != rows.shape:
         raise ValueError(f"grad values have {values.shape[0] if values.ndim else 0} rows"
                          f" but rows has {rows.shape[0]} ids")
+    if xp is np:
+        # Sort once, then one reduceat over the runs of equal ids: about twice
+        # as fast as unique(return_inverse) + add.at on CTR-sized batches.
+        order = np.argsort(rows, kind="stable")
+        sorted_rows = rows[order]
+        starts_mask = np.empty(sorted_rows.shape[0], dtype=bool)
+        if starts_mask.size:
+            starts_mask[0] = True
+            np.not_equal(sorted_rows[1:], sorted_rows[:-1], out=starts_mask[1:])
+        sorted_values = values[order]
+        if starts_mask.all():
+            return sorted_rows, sorted_values
+        starts = np.flatnonzero(starts_mask)
+        return sorted_rows[starts], np.add.reduceat(sorted_values, starts, axis=0)
     unique, inverse = xp.unique(rows, return_inverse=True)
     if unique.shape[0] == rows.shape[0]:
         # Already unique: unique() sorted them; reorder the values to match.

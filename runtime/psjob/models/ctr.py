@@ -47,7 +47,10 @@ class CTRModel:
 
 
 def make_optimizer(name: str, learning_rate: float):
-    table = {"sgd": fluid.optimizer.SGD, "adam": fluid.optimizer.Adam, "adagrad": fluid.optimizer.Adagrad,
+    # Adam in lazy mode: a sparse embedding gradient touches only its rows
+    # (Fluid's default, lazy_mode=False, would sweep the whole table each step).
+    table = {"sgd": fluid.optimizer.SGD, "adagrad": fluid.optimizer.Adagrad,
+             "adam": lambda learning_rate: fluid.optimizer.Adam(learning_rate, lazy_mode=True),
              "momentum": lambda learning_rate: fluid.optimizer.Momentum(learning_rate, momentum=0.9)}
     if name not in table:
         raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(table)}")
@@ -94,9 +97,8 @@ def build(config: CTRConfig, main: fluid.Program, startup: fluid.Program, with_o
 
 
 def feed_dict(model: CTRModel, batch) -> dict:
-    """A stacked batch (dense [B,13], per-slot (ids [n], offsets [B+1]), labels [B,1]) → feed."""
-    dense, slots, labels = batch
-    feed = {model.dense.name: dense, model.label.name: labels}
-    for var, (ids, offsets) in zip(model.slots, slots):
+    """A psjob.dataset.ctr.CtrBatch (dense, per-slot ids + LoD offsets, label) → feed."""
+    feed = {model.dense.name: batch.dense, model.label.name: batch.label}
+    for var, ids, offsets in zip(model.slots, batch.ids, batch.lod):
         feed[var.name] = (ids.reshape(-1, 1), [offsets])
     return feed

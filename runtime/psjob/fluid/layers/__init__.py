@@ -5,4 +5,11 @@ Each sub-module's public names are re-exported here, as in Fluid.
 from .io import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .tensor import *  # noqa: F401,F403
+from .manip import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .sequence_lod import *  # noqa: F401,F403
+from .metric_op import *  # noqa: F401,F403
+from .learning_rate_scheduler import *  # noqa: F401,F403
 from . import io, nn, tensor  # noqa: F401
+from . import learning_rate_scheduler  # noqa: F401
+from . import loss, manip, metric_op, sequence_lod  # noqa: F401

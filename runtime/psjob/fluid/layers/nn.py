@@ -2,7 +2,15 @@
 from __future__ import annotations
 
 from ..framework import GraphError, Variable
+from ..framework import convert_dtype as _convert_dtype
+from ..initializer import ConstantInitializer as _Constant
 from ..layer_helper import LayerHelper
+from ..param_attr import ParamAttr as _ParamAttr
+from ._checks import FLOATS as _FLOATS
+from ._checks import check_choice as _check_choice
+from ._checks import check_dtype as _check_dtype
+from ._checks import check_int as _check_int
+from ._checks import check_variable as _check_variable
 
 
 def _check_var(x, what):
@@ -107,3 +115,137 @@ def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
     helper.append_op(type="scale", inputs={"X": [x]}, outputs={"Out": [out]},
                      attrs={"scale": float(scale), "bias": float(bias), "bias_after_scale": bias_after_scale})
     return helper.append_activation(out, act)
+
+
+def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=None,
+              param_attr=None, dtype="float32"):
+    """Rows of a [vocab, dim] table for int64 ids [N, 1]; the output keeps the ids' LoD.
+
+    With is_sparse the table's gradient is a SelectedRows of the looked-up rows;
+    is_distributed marks the table for the transpiler's distributed lookup table.
+    padding_idx (negative counts from the end) reads as zeros and is never updated.
+    """
+    layer = "embedding"
+    _check_variable(input, "input", layer)
+    _check_dtype(input, "input", ("int64",), layer, " (ids are int64)")
+    if not isinstance(size, (list, tuple)) or len(size) != 2:
+        raise TypeError(f"{layer}: argument 'size' must be [vocab_size, embedding_dim], got {size!r}")
+    vocab = _check_int(size[0], "size[0]", layer, minimum=1)
+    dim = _check_int(size[1], "size[1]", layer, minimum=1)
+    if input.shape and input.shape[-1] != 1:
+        raise ValueError(f"{layer}: argument 'input' {input.name}{list(input.shape)} must end in a "
+                         "dimension of 1 (declare ids with shape=[1])")
+    if padding_idx is None:
+        padding_idx = -1
+    else:
+        padding_idx = _check_int(padding_idx, "padding_idx", layer)
+        if not -vocab <= padding_idx < vocab:
+            raise ValueError(f"{layer}: argument 'padding_idx' {padding_idx} is outside [-{vocab}, {vocab})")
+        padding_idx = padding_idx + vocab if padding_idx < 0 else padding_idx
+    try:
+        dtype = _convert_dtype(dtype)
+    except GraphError:
+        raise TypeError(f"{layer}: argument 'dtype' must be a float dtype, got {dtype!r}") from None
+    _check_choice(dtype, "dtype", _FLOATS, layer)
+    helper = LayerHelper(layer)
+    w = helper.create_parameter(param_attr, [vocab, dim], dtype)
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op(type="lookup_table", inputs={"Ids": [input], "W": [w]}, outputs={"Out": [out]},
+                     attrs={"is_sparse": bool(is_sparse), "is_distributed": bool(is_distributed),
+                            # Fluid 1.x: a sparse, non-distributed table is prefetched
+                            # from the pservers once transpiled.
+                            "remote_prefetch": bool(is_sparse and not is_distributed),
+                            "padding_idx": padding_idx})
+    return out
+
+
+def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None,
+               bias_attr=None, data_layout="NCHW", in_place=False, name=None, moving_mean_name=None,
+               moving_variance_name=None, do_model_average_for_mean_and_var=False,
+               fuse_with_relu=False, use_global_stats=False):
+    """Normalize per channel with batch statistics (training) or the moving
+    mean/variance (is_test, use_global_stats); the moving statistics are
+    non-trainable persistable parameters updated with `momentum`."""
+    layer = "batch_norm"
+    _check_variable(input, "input", layer)
+    _check_dtype(input, "input", _FLOATS, layer)
+    _check_choice(data_layout, "data_layout", ("NCHW", "NHWC"), layer)
+    if len(input.shape) < 2:
+        raise ValueError(f"{layer}: argument 'input' {input.name}{list(input.shape)} needs at least "
+                         "2 dimensions [N, C, ...]")
+    if not 0.0 <= float(momentum) <= 1.0:
+        raise ValueError(f"{layer}: argument 'momentum' must lie in [0, 1], got {momentum}")
+    if float(epsilon) <= 0:
+        raise ValueError(f"{layer}: argument 'epsilon' must be positive, got {epsilon}")
+    channels = input.shape[-1 if (data_layout == "NHWC" and len(input.shape) > 2) else 1]
+    if channels <= 0:
+        raise ValueError(f"{layer}: the channel dimension of {input.name}{list(input.shape)} must be known")
+    helper = LayerHelper(layer, name)
+    dtype = input.dtype
+    scale = helper.create_parameter(param_attr, [channels], dtype,
+                                    default_initializer=_Constant(1.0))
+    bias = helper.create_parameter(bias_attr, [channels], dtype, is_bias=True)
+    mean = helper.create_parameter(
+        _ParamAttr(name=moving_mean_name, initializer=_Constant(0.0), trainable=False,
+                  do_model_average=do_model_average_for_mean_and_var), [channels], dtype)
+    variance = helper.create_parameter(
+        _ParamAttr(name=moving_variance_name, initializer=_Constant(1.0), trainable=False,
+                  do_model_average=do_model_average_for_mean_and_var), [channels], dtype)
+    saved_mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    saved_var = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    # in_place is a memory hint in Fluid; writing Y over X would hand the
+    # gradient op Y where it needs X, so the output is always a new variable.
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op(
+        type="batch_norm",
+        inputs={"X": [input], "Scale": [scale], "Bias": [bias], "Mean": [mean], "Variance": [variance]},
+        outputs={"Y": [out], "MeanOut": [mean], "VarianceOut": [variance],
+                 "SavedMean": [saved_mean], "SavedVariance": [saved_var]},
+        attrs={"momentum": float(momentum), "epsilon": float(epsilon), "is_test": bool(is_test),
+               "data_layout": data_layout, "fuse_with_relu": bool(fuse_with_relu),
+               "use_global_stats": bool(use_global_stats)})
+    return helper.append_activation(out, act)
+
+
+def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
+            dropout_implementation="downgrade_in_infer"):
+    """Zero each element with probability dropout_prob while training.
+
+    downgrade_in_infer: train x*mask, infer x*(1-p). upscale_in_train: train
+    x*mask/(1-p), infer x. A seed fixes the mask (the same mask every run).
+    """
+    layer = "dropout"
+    _check_variable(x, "x", layer)
+    _check_dtype(x, "x", _FLOATS, layer)
+    if isinstance(dropout_prob, bool) or not isinstance(dropout_prob, (int, float)) \
+            or not 0.0 <= float(dropout_prob) <= 1.0:
+        raise ValueError(f"{layer}: argument 'dropout_prob' must be a number in [0, 1], got {dropout_prob!r}")
+    _check_choice(dropout_implementation, "dropout_implementation",
+                 ("downgrade_in_infer", "upscale_in_train"), layer)
+    if seed is not None:
+        seed = _check_int(seed, "seed", layer)
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    mask = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    helper.append_op(type="dropout", inputs={"X": [x]}, outputs={"Out": [out], "Mask": [mask]},
+                     attrs={"dropout_prob": float(dropout_prob), "is_test": bool(is_test),
+                            "fix_seed": seed is not None, "seed": seed or 0,
+                            "dropout_implementation": dropout_implementation})
+    return out
+
+
+def topk(input, k, name=None):
+    """The k largest entries of the last dimension and their indices (int64)."""
+    layer = "topk"
+    _check_variable(input, "input", layer)
+    k = _check_int(k, "k", layer, minimum=1)
+    if input.shape and 0 <= input.shape[-1] < k:
+        raise ValueError(f"{layer}: argument 'k' ({k}) exceeds the last dimension of "
+                         f"{input.name}{list(input.shape)}")
+    helper = LayerHelper("top_k", name)
+    values = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    indices = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    helper.append_op(type="top_k", inputs={"X": [input]}, outputs={"Out": [values], "Indices": [indices]},
+                     attrs={"k": k})
+    return values, indices
+

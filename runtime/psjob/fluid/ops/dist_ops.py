@@ -1,0 +1,355 @@
+"""Ops of transpiled programs: cutting/merging variables, RPC, and pserver-side table ops.
+
+RPC ops (send, recv, send_barrier, fetch_barrier, prefetch, checkpoint_notify)
+talk to the parameter-server client the runtime registers as
+`executor.services["rpc"]` — any object with the ps-lite verbs of
+`psjob.fluid.transpiler.transport.PSClient` (push / pull / prefetch return a
+handle with `wait()`; barrier, checkpoint_notify, complete block). The gRPC
+client and the in-memory test client both qualify; kernels never import
+either, so this module imports no transport.
+
+`listen_and_serv` hands its program to `executor.services["pserver"]`, a
+callable (program, scope, executor) that serves until the trainers complete.
+
+Table ops map feature ids to pservers and rows only through
+`psjob.fluid.transpiler.placement`, the one replaceable placement seam.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+
+from ..core import SelectedRows, to_numpy
+from ..framework import EMPTY_VAR_NAME, GraphError, VarType
+from .registry import in_var, out_var, register_op, set_out
+
+
+def _placement():
+    from ..transpiler import placement  # late: transpiler imports the framework, not ops
+    return placement
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+def _client(ctx):
+    services = getattr(ctx.executor, "services", None) or {}
+    client = services.get("rpc")
+    if client is None:
+        raise RuntimeError(f"op {ctx.op.type!r} needs a parameter-server client in executor.services['rpc']: "
+                           "run transpiled trainer programs through psjob's trainer runtime "
+                           "(or transpiler.inmemory for tests)")
+    want = ctx.attr("trainer_id")
+    have = getattr(client, "trainer_id", None)
+    if want is not None and have is not None and int(want) != int(have):
+        raise RuntimeError(f"op {ctx.op.type!r} was transpiled for trainer {want} but runs with the client "
+                           f"of trainer {have}")
+    return client
+
+
+def _by_endpoint(names, eps, what):
+    if len(names) != len(eps):
+        raise GraphError(f"{what}: {len(names)} variables but {len(eps)} endpoints in epmap")
+    grouped: dict = {}
+    for n, ep in zip(names, eps):
+        grouped.setdefault(ep, []).append(n)
+    return grouped
+
+
+def _declared(ctx, name):
+    return ctx.op.block._find_var_recursive(name)
+
+
+def _host_ids(value) -> np.ndarray:
+    return np.asarray(to_numpy(value), dtype=np.int64).reshape(-1)
+
+
+def _to_xp(ctx, arr):
+    return arr if ctx.xp is np else ctx.xp.asarray(arr)
+
+
+# -- split / merge ------------------------------------------------------------------------
+
+def _split_shape(op, key):
+    x = in_var(op, "X")
+    for i, rows in enumerate(op.attr(key) or []):
+        set_out(op, "Out", (rows,) + tuple(x.shape[1:]), x.dtype, i=i)
+        name = op.outputs["Out"][i]
+        if name != EMPTY_VAR_NAME:
+            out_var(op, "Out", i).type = x.type
+
+
+def _check_sections(ctx, height, sections):
+    if sum(sections) != height:
+        raise GraphError(f"{ctx.op.type}: sections {sections} add up to {sum(sections)}, "
+                         f"but the input has {height} rows")
+
+
+@register_op("split_byref", infer_shape=lambda op: _split_shape(op, "sections"))
+def split_byref(ctx):
+    """Row blocks of a dense tensor (views; `copy` detaches them, as startup needs)."""
+    x = ctx.input("X")
+    sections = list(ctx.attr("sections"))
+    _check_sections(ctx, x.shape[0], sections)
+    copy = bool(ctx.attr("copy", False))
+    start = 0
+    for i, rows in enumerate(sections):
+        if ctx.outs["Out"][i] != EMPTY_VAR_NAME:
+            part = x[start:start + rows]
+            ctx.set_output("Out", part.copy() if copy else part, i=i)
+        start += rows
+
+
+@register_op("split_selected_rows", infer_shape=lambda op: _split_shape(op, "height_sections"))
+def split_selected_rows(ctx):
+    """Rows of a SelectedRows by height section, rebased to each section."""
+    x = ctx.input("X")
+    sections = list(ctx.attr("height_sections"))
+    _check_sections(ctx, x.height, sections)
+    rows = _host_ids(x.rows)
+    start = 0
+    for i, height in enumerate(sections):
+        idx = np.nonzero((rows >= start) & (rows < start + height))[0]
+        ctx.set_output("Out", SelectedRows(_to_xp(ctx, rows[idx] - start), x.values[_to_xp(ctx, idx)], height),
+                       i=i)
+        start += height
+
+
+def _split_ids_shape(op):
+    x = in_var(op, "Ids")
+    for i, name in enumerate(op.outputs.get("Out", [])):
+        if x.type == VarType.SELECTED_ROWS:
+            set_out(op, "Out", x.shape, x.dtype, i=i)
+            out_var(op, "Out", i).type = VarType.SELECTED_ROWS
+        else:
+            set_out(op, "Out", (-1, 1), x.dtype, i=i)
+
+
+@register_op("split_ids", infer_shape=_split_ids_shape)
+def split_ids(ctx):
+    """Ids (unique, sorted) or a SelectedRows gradient's rows, by the pserver holding them."""
+    placement = _placement()
+    n = len(ctx.outs["Out"])
+    inputs = ctx.input_list("Ids")
+    if len(inputs) == 1 and isinstance(inputs[0], SelectedRows):
+        sr = inputs[0]
+        rows = _host_ids(sr.rows)
+        shard = placement.shard_of(rows, n)
+        for k in range(n):
+            idx = np.nonzero(shard == k)[0]
+            ctx.set_output("Out", SelectedRows(_to_xp(ctx, rows[idx]), sr.values[_to_xp(ctx, idx)], sr.height), i=k)
+        return
+    ids = np.unique(np.concatenate([_host_ids(x) for x in inputs])) if inputs else np.zeros(0, np.int64)
+    shard = placement.shard_of(ids, n)
+    for k in range(n):
+        ctx.set_output("Out", _to_xp(ctx, ids[shard == k].reshape(-1, 1)), i=k)
+
+
+def _embedding_shape(ids_shape, width):
+    ids_shape = tuple(ids_shape)
+    base = ids_shape[:-1] if len(ids_shape) >= 2 and ids_shape[-1] == 1 else ids_shape
+    return base + (width,)
+
+
+@register_op("merge_ids")
+def merge_ids(ctx):
+    """Rows prefetched per pserver, put back in the order of each original Ids input."""
+    xp = ctx.xp
+    rows = [_host_ids(r) for r in ctx.input_list("Rows")]
+    xs = ctx.input_list("X")
+    all_ids = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+    all_x = xp.concatenate(xs, axis=0)
+    order = np.argsort(all_ids, kind="stable")
+    ordered = all_ids[order]
+    width = all_x.shape[1]
+    for j, name in enumerate(ctx.ins["Ids"]):
+        ids_val = ctx.vals[name]
+        flat = _host_ids(ids_val)
+        pos = np.searchsorted(ordered, flat)
+        ok = pos < len(ordered)
+        ok[ok] = ordered[pos[ok]] == flat[ok]
+        if not ok.all():
+            raise RuntimeError(f"merge_ids: id {int(flat[~ok][0])} of {name!r} was not prefetched")
+        vals = all_x[_to_xp(ctx, order[pos])]
+        ctx.set_output("Out", vals.reshape(_embedding_shape(ids_val.shape, width)), i=j,
+                       lod=ctx.lods.get(name))
+
+
+# -- RPC (trainer side) -------------------------------------------------------------------
+
+@register_op("send")
+def send(ctx):
+    client = _client(ctx)
+    handles = []
+    for ep, names in _by_endpoint(ctx.ins["X"], ctx.attr("epmap"), "send").items():
+        values = {n: ctx.vals[n] for n in names}
+        lods = {n: ctx.lods[n] for n in names if n in ctx.lods}
+        handles.append(client.push(ep, values, lods=lods) if lods else client.push(ep, values))
+    for h in handles:
+        h.wait()
+
+
+@register_op("recv")
+def recv(ctx):
+    client = _client(ctx)
+    outs = ctx.outs["Out"]
+    pending = {ep: client.pull(ep, names)
+               for ep, names in _by_endpoint(outs, ctx.attr("epmap"), "recv").items()}
+    got = {}
+    for ep, handle in pending.items():
+        got.update(handle.wait())
+    for i, name in enumerate(outs):
+        if name not in got:
+            raise RuntimeError(f"recv: pserver did not return {name!r}")
+        ctx.set_output("Out", _to_xp(ctx, got[name]), i=i)
+
+
+@register_op("send_barrier")
+def send_barrier(ctx):
+    _client(ctx).barrier("send", list(ctx.attr("endpoints")))
+
+
+@register_op("fetch_barrier")
+def fetch_barrier(ctx):
+    # Its outputs only order ops after the recvs; nothing is written.
+    _client(ctx).barrier("fetch", list(ctx.attr("endpoints")))
+
+
+@register_op("prefetch")
+def prefetch(ctx):
+    client = _client(ctx)
+    ins, outs = ctx.ins["X"], ctx.outs["Out"]
+    eps, tables = ctx.attr("epmap"), ctx.attr("table_names")
+    if not (len(ins) == len(outs) == len(eps) == len(tables)):
+        raise GraphError(f"prefetch: {len(ins)} inputs, {len(outs)} outputs, {len(eps)} endpoints and "
+                         f"{len(tables)} table names must match")
+    handles = {}
+    for i, name in enumerate(ins):
+        ids = _host_ids(ctx.vals[name])
+        if ids.size:
+            handles[i] = client.prefetch(eps[i], tables[i], ids)
+    for i, name in enumerate(outs):
+        if i in handles:
+            ctx.set_output("Out", _to_xp(ctx, handles[i].wait()), i=i)
+        else:
+            decl = _declared(ctx, name)
+            ctx.set_output("Out", ctx.xp.zeros((0, int(decl.shape[-1])), dtype=decl.dtype), i=i)
+
+
+@register_op("checkpoint_notify")
+def checkpoint_notify(ctx):
+    """Ask pservers to save their shards (the distributed table) under attr `dir`."""
+    _client(ctx).checkpoint_notify(ctx.attr("dir"), endpoints=list(ctx.attr("epmap")))
+
+
+# -- pserver side ---------------------------------------------------------------------------
+
+@register_op("listen_and_serv")
+def listen_and_serv(ctx):
+    serve = (getattr(ctx.executor, "services", None) or {}).get("pserver")
+    if serve is None:
+        raise RuntimeError("listen_and_serv needs a pserver runtime in executor.services['pserver'] "
+                           "(a callable (program, scope, executor) that serves until the trainers complete)")
+    serve(ctx.op.block.program, ctx.scope, ctx.executor)
+
+
+def _lookup_sparse_shape(op):
+    w = in_var(op, "W")
+    set_out(op, "Out", (-1, w.shape[-1]), w.dtype)
+
+
+@register_op("lookup_sparse_table", infer_shape=_lookup_sparse_shape, no_grad_inputs=("Ids",))
+def lookup_sparse_table(ctx):
+    """Rows of this pserver's table shard for global ids (the prefetch block's op)."""
+    placement = _placement()
+    ids = _host_ids(ctx.input("Ids"))
+    w = ctx.input("W")
+    rows = placement.local_rows(ids, int(ctx.attr("shard_index")), int(ctx.attr("shard_num")))
+    if rows.size and int(rows.max()) >= w.shape[0]:
+        bad = int(ids[rows >= w.shape[0]][0])
+        raise ValueError(f"lookup_sparse_table: id {bad} is beyond the table (its shard holds {w.shape[0]} rows)")
+    out = w[_to_xp(ctx, rows)]
+    padding = int(ctx.attr("padding_idx", -1) if ctx.attr("padding_idx") is not None else -1)
+    if padding >= 0 and (ids == padding).any():
+        out[_to_xp(ctx, np.nonzero(ids == padding)[0])] = 0
+    ctx.set_output("Out", out)
+
+
+def _localize_shape(op):
+    x = in_var(op, "X")
+    set_out(op, "Out", (int(op.attr("shard_height")),) + tuple(x.shape[1:]), x.dtype)
+    out_var(op, "Out").type = VarType.SELECTED_ROWS
+
+
+@register_op("localize_rows", infer_shape=_localize_shape)
+def localize_rows(ctx):
+    """A table gradient's global ids → rows of this pserver's shard."""
+    x = ctx.input("X")
+    rows = _placement().local_rows(_host_ids(x.rows), int(ctx.attr("shard_index")), int(ctx.attr("shard_num")))
+    height = int(ctx.attr("shard_height"))
+    if rows.size and int(rows.max()) >= height:
+        raise ValueError(f"localize_rows: a gradient row lies beyond the shard ({height} rows)")
+    ctx.set_output("Out", SelectedRows(_to_xp(ctx, rows), x.values, height))
+
+
+@register_op("select_table_shard")
+def select_table_shard(ctx):
+    """This pserver's rows of a fully initialized table (pserver startup)."""
+    x = ctx.input("X")
+    ids = _placement().shard_ids(x.shape[0], int(ctx.attr("shard_index")), int(ctx.attr("shard_num")))
+    ctx.set_output("Out", x[_to_xp(ctx, ids)].copy())
+
+
+@register_op("fake_init", infer_shape=lambda op: set_out(op, "Out", op.attr("shape"), op.attr("dtype", "float32")))
+def fake_init(ctx):
+    """The trainer's placeholder for a distributed table: the right width, no rows.
+
+    The rows live on the pservers; nothing on the trainer reads them (lookups
+    became prefetches), so no memory is spent on them.
+    """
+    shape = tuple(ctx.attr("shape"))
+    ctx.set_output("Out", ctx.xp.zeros((0,) + shape[1:], dtype=ctx.attr("dtype", "float32")))
+
+
+@register_op("delete_var")
+def delete_var(ctx):
+    for name in ctx.ins.get("X", ()):
+        ctx.vals.pop(name, None)
+        ctx.lods.pop(name, None)
+
+
+@register_op("ref_by_trainer_id",
+             infer_shape=lambda op: set_out(op, "Out", in_var(op, "X").shape, in_var(op, "X").dtype))
+def ref_by_trainer_id(ctx):
+    xs = ctx.input_list("X")
+    tid = int(_host_ids(ctx.input("TrainerId"))[0])
+    if not 0 <= tid < len(xs):
+        raise ValueError(f"ref_by_trainer_id: trainer id {tid} out of range [0, {len(xs)})")
+    ctx.set_output("Out", xs[tid])
+
+
+@register_op("sparse_table_save")
+def sparse_table_save(ctx):
+    """Write this pserver's table shard as {ids, values} keyed by global id (any pserver
+    count can load it back); the file is written under a temporary name, then renamed."""
+    dirname = ctx.input("Path")
+    if not isinstance(dirname, str) or not dirname:
+        raise ValueError("sparse_table_save: the checkpoint directory (kLookupTablePath) is not set")
+    table = to_numpy(ctx.input("X"))
+    k, n = int(ctx.attr("shard_index")), int(ctx.attr("shard_num"))
+    ids = _placement().ids_of_local_rows(table.shape[0], k, n)
+    os.makedirs(dirname, exist_ok=True)
+    fname = f"{ctx.attr('table_name')}.shard_{k}_of_{n}.npz"
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=dirname)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, ids=ids, values=table)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, os.path.join(dirname, fname))
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    ctx.set_output("Out", [fname])

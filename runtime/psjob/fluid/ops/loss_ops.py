@@ -1,0 +1,231 @@
+"""Loss ops: cross_entropy (on probabilities, as Fluid), softmax_with_cross_entropy,
+sigmoid_cross_entropy_with_logits and log_loss.
+
+Hard labels are int64 class ids of shape [..., 1]; a row whose label equals
+`ignore_index` has zero loss and zero gradient. A label outside [0, classes)
+that is not ignored is an error naming the label, not a silent wrong gather.
+Probabilities are clamped at the dtype's smallest normal number before the
+log, so a zero probability gives a large finite loss instead of inf/NaN.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..framework import GraphError
+from .registry import GradOpSpec, grad_name, in_var, register_op, set_out
+
+
+def _hard_labels(xp, label, classes, ignore_index, op_type):
+    """Flat int labels, a validity mask, and labels with ignored rows set to 0."""
+    lbl = label.reshape(-1)
+    if lbl.dtype.kind not in "iu":
+        lbl = lbl.astype(np.int64)
+    valid = lbl != ignore_index
+    if lbl.size:
+        checked = lbl[valid]
+        if checked.size:
+            lo, hi = int(checked.min()), int(checked.max())
+            if lo < 0 or hi >= classes:
+                bad = lo if lo < 0 else hi
+                raise IndexError(f"{op_type}: label {bad} is out of range for {classes} classes "
+                                 f"(labels must lie in [0, {classes}) or equal ignore_index={ignore_index})")
+    return lbl, valid, xp.where(valid, lbl, 0)
+
+
+def _tiny(dtype):
+    return dtype.type(np.finfo(dtype).tiny)
+
+
+def _label_check(op, x_slot, what):
+    x, label = in_var(op, x_slot), in_var(op, "Label")
+    if op.attr("soft_label", False):
+        if len(label.shape) != len(x.shape) or any(
+                a >= 0 and b >= 0 and a != b for a, b in zip(label.shape, x.shape)):
+            raise GraphError(f"{what}: a soft Label {label.name}{list(label.shape)} must have the "
+                             f"shape of {x_slot} {x.name}{list(x.shape)}")
+    elif not label.shape or label.shape[-1] != 1:
+        raise GraphError(f"{what}: a hard Label {label.name}{list(label.shape)} must end in a "
+                         "dimension of 1 (one class id per row)")
+    return x
+
+
+# -- cross_entropy -----------------------------------------------------------------------
+
+def _ce_shape(op):
+    x = _label_check(op, "X", "cross_entropy")
+    set_out(op, "Y", tuple(x.shape[:-1]) + (1,), x.dtype, x.lod_level)
+
+
+def _ce_grad(op):
+    return [GradOpSpec("cross_entropy_grad",
+                       {"X": op.input("X"), "Label": op.input("Label"),
+                        "Y@GRAD": [grad_name(op.output("Y")[0])]},
+                       {"X@GRAD": [grad_name(op.input("X")[0])]}, dict(op.attrs))]
+
+
+@register_op("cross_entropy", infer_shape=_ce_shape, grad=_ce_grad, no_grad_inputs=("Label",))
+def cross_entropy(ctx):
+    xp, x, label = ctx.xp, ctx.input("X"), ctx.input("Label")
+    c = x.shape[-1]
+    x2 = x.reshape(-1, c)
+    tiny = _tiny(x.dtype)
+    if ctx.attr("soft_label", False):
+        y = -(label.reshape(-1, c) * xp.log(xp.maximum(x2, tiny))).sum(axis=1)
+    else:
+        _, valid, safe = _hard_labels(xp, label, c, ctx.attr("ignore_index", -100), "cross_entropy")
+        p = x2[xp.arange(x2.shape[0]), safe]
+        y = xp.where(valid, -xp.log(xp.maximum(p, tiny)), 0)
+    ctx.set_output("Y", y.astype(x.dtype, copy=False).reshape(x.shape[:-1] + (1,)), lod=ctx.input_lod("X"))
+
+
+@register_op("cross_entropy_grad")
+def cross_entropy_grad(ctx):
+    xp, x, label, dy = ctx.xp, ctx.input("X"), ctx.input("Label"), ctx.input("Y@GRAD")
+    c = x.shape[-1]
+    x2 = x.reshape(-1, c)
+    dy = dy.reshape(-1, 1)
+    tiny = _tiny(x.dtype)
+    if ctx.attr("soft_label", False):
+        dx = -dy * label.reshape(-1, c) / xp.maximum(x2, tiny)
+    else:
+        _, valid, safe = _hard_labels(xp, label, c, ctx.attr("ignore_index", -100), "cross_entropy")
+        rows = xp.arange(x2.shape[0])
+        dx = xp.zeros_like(x2)
+        dx[rows, safe] = xp.where(valid, -dy[:, 0] / xp.maximum(x2[rows, safe], tiny), 0)
+    ctx.set_output("X@GRAD", dx.reshape(x.shape))
+
+
+# -- softmax_with_cross_entropy ------------------------------------------------------------
+
+def _swce_shape(op):
+    x = _label_check(op, "Logits", "softmax_with_cross_entropy")
+    if op.attr("axis", -1) not in (-1, len(x.shape) - 1):
+        raise GraphError("softmax_with_cross_entropy: only the last axis is supported")
+    set_out(op, "Softmax", x.shape, x.dtype, x.lod_level)
+    set_out(op, "Loss", tuple(x.shape[:-1]) + (1,), x.dtype, x.lod_level)
+
+
+def _swce_grad(op):
+    return [GradOpSpec("softmax_with_cross_entropy_grad",
+                       {"Label": op.input("Label"), "Softmax": op.output("Softmax"),
+                        "Loss@GRAD": [grad_name(op.output("Loss")[0])]},
+                       {"Logits@GRAD": [grad_name(op.input("Logits")[0])]}, dict(op.attrs))]
+
+
+@register_op("softmax_with_cross_entropy", infer_shape=_swce_shape, grad=_swce_grad,
+             no_grad_inputs=("Label",))
+def softmax_with_cross_entropy(ctx):
+    xp, logits, label = ctx.xp, ctx.input("Logits"), ctx.input("Label")
+    c = logits.shape[-1]
+    z = logits.reshape(-1, c)
+    z = z - z.max(axis=1, keepdims=True)
+    e = xp.exp(z)
+    total = e.sum(axis=1, keepdims=True)
+    log_sm = z - xp.log(total)  # log-softmax, never log(0)
+    if ctx.attr("soft_label", False):
+        loss = -(label.reshape(-1, c) * log_sm).sum(axis=1)
+    else:
+        _, valid, safe = _hard_labels(xp, label, c, ctx.attr("ignore_index", -100),
+                                      "softmax_with_cross_entropy")
+        loss = xp.where(valid, -log_sm[xp.arange(z.shape[0]), safe], 0)
+    lod = ctx.input_lod("Logits")
+    ctx.set_output("Softmax", (e / total).reshape(logits.shape), lod=lod)
+    ctx.set_output("Loss", loss.astype(logits.dtype, copy=False).reshape(logits.shape[:-1] + (1,)), lod=lod)
+
+
+@register_op("softmax_with_cross_entropy_grad")
+def softmax_with_cross_entropy_grad(ctx):
+    xp, sm, label, dloss = ctx.xp, ctx.input("Softmax"), ctx.input("Label"), ctx.input("Loss@GRAD")
+    c = sm.shape[-1]
+    dx = sm.reshape(-1, c).copy()
+    if ctx.attr("soft_label", False):
+        dx -= label.reshape(-1, c)
+        dx *= dloss.reshape(-1, 1)
+    else:
+        _, valid, safe = _hard_labels(xp, label, c, ctx.attr("ignore_index", -100),
+                                      "softmax_with_cross_entropy")
+        dx[xp.arange(dx.shape[0]), safe] -= 1
+        dx *= (dloss.reshape(-1) * valid).reshape(-1, 1)
+    ctx.set_output("Logits@GRAD", dx.reshape(sm.shape))
+
+
+# -- sigmoid_cross_entropy_with_logits -----------------------------------------------------
+
+def _sce_shape(op):
+    x, label = in_var(op, "X"), in_var(op, "Label")
+    if len(x.shape) != len(label.shape) or any(
+            a >= 0 and b >= 0 and a != b for a, b in zip(x.shape, label.shape)):
+        raise GraphError(f"sigmoid_cross_entropy_with_logits: Label {label.name}{list(label.shape)} "
+                         f"must have the shape of X {x.name}{list(x.shape)}")
+    set_out(op, "Out", x.shape, x.dtype, x.lod_level)
+
+
+def _sce_grad(op):
+    return [GradOpSpec("sigmoid_cross_entropy_with_logits_grad",
+                       {"X": op.input("X"), "Label": op.input("Label"),
+                        "Out@GRAD": [grad_name(op.output("Out")[0])]},
+                       {"X@GRAD": [grad_name(op.input("X")[0])]}, dict(op.attrs))]
+
+
+def _sce_norm(xp, valid, dtype):
+    # Paddle divides by the number of labels that are not ignored.
+    return dtype.type(max(int(valid.sum()), 1))
+
+
+@register_op("sigmoid_cross_entropy_with_logits", infer_shape=_sce_shape, grad=_sce_grad,
+             no_grad_inputs=("Label",))
+def sigmoid_cross_entropy_with_logits(ctx):
+    xp, x, label = ctx.xp, ctx.input("X"), ctx.input("Label")
+    label = label.astype(x.dtype, copy=False)
+    # max(x, 0) - x*z + log(1 + exp(-|x|)): no overflow for any x.
+    out = xp.maximum(x, 0) - x * label + xp.log1p(xp.exp(-xp.abs(x)))
+    valid = label != x.dtype.type(ctx.attr("ignore_index", -100))
+    out = xp.where(valid, out, 0).astype(x.dtype, copy=False)
+    if ctx.attr("normalize", False):
+        out = out / _sce_norm(xp, valid, x.dtype)
+    ctx.set_output("Out", out, lod=ctx.input_lod("X"))
+
+
+@register_op("sigmoid_cross_entropy_with_logits_grad")
+def sigmoid_cross_entropy_with_logits_grad(ctx):
+    xp, x, label, dout = ctx.xp, ctx.input("X"), ctx.input("Label"), ctx.input("Out@GRAD")
+    label = label.astype(x.dtype, copy=False)
+    e = xp.exp(-xp.abs(x))
+    sig = xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    valid = label != x.dtype.type(ctx.attr("ignore_index", -100))
+    dx = xp.where(valid, (sig - label) * dout, 0).astype(x.dtype, copy=False)
+    if ctx.attr("normalize", False):
+        dx = dx / _sce_norm(xp, valid, x.dtype)
+    ctx.set_output("X@GRAD", dx)
+
+
+# -- log_loss ----------------------------------------------------------------------------
+
+def _log_loss_shape(op):
+    p, label = in_var(op, "Predicted"), in_var(op, "Labels")
+    if len(p.shape) != 2 or p.shape[1] != 1 or tuple(label.shape[1:]) != (1,):
+        raise GraphError(f"log_loss: Predicted {p.name}{list(p.shape)} and Labels "
+                         f"{label.name}{list(label.shape)} must both be [N, 1]")
+    set_out(op, "Loss", p.shape, p.dtype, p.lod_level)
+
+
+def _log_loss_grad(op):
+    return [GradOpSpec("log_loss_grad",
+                       {"Predicted": op.input("Predicted"), "Labels": op.input("Labels"),
+                        "Loss@GRAD": [grad_name(op.output("Loss")[0])]},
+                       {"Predicted@GRAD": [grad_name(op.input("Predicted")[0])]}, dict(op.attrs))]
+
+
+@register_op("log_loss", infer_shape=_log_loss_shape, grad=_log_loss_grad, no_grad_inputs=("Labels",))
+def log_loss(ctx):
+    xp, p, y = ctx.xp, ctx.input("Predicted"), ctx.input("Labels")
+    eps = p.dtype.type(ctx.attr("epsilon", 1e-4))
+    loss = -y * xp.log(p + eps) - (1 - y) * xp.log(1 - p + eps)
+    ctx.set_output("Loss", loss.astype(p.dtype, copy=False))
+
+
+@register_op("log_loss_grad")
+def log_loss_grad(ctx):
+    p, y, dl = ctx.input("Predicted"), ctx.input("Labels"), ctx.input("Loss@GRAD")
+    eps = p.dtype.type(ctx.attr("epsilon", 1e-4))
+    ctx.set_output("Predicted@GRAD", (dl * (-y / (p + eps) + (1 - y) / (1 - p + eps))).astype(p.dtype, copy=False))

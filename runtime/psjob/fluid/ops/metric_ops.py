@@ -1,0 +1,153 @@
+"""Evaluation ops: top_k, accuracy and Fluid's bucketed AUC. None has a gradient.
+
+AUC, as Paddle computes it: a prediction p (the last column of Predict, i.e.
+the positive-class probability) falls in bucket int(p * num_thresholds); the
+op keeps per-bucket counts of positives and negatives in persistable int64
+"stat" variables and integrates the ROC curve over the buckets with the
+trapezoid rule. With `slide_steps == 0` the stats accumulate over every batch
+since the startup program zeroed them (the global AUC); with `slide_steps=k`
+the stat variable holds one row per recent batch, shifted each run, and the
+AUC covers the last k batches. Predictions in one bucket count as ties (half
+a correctly ordered pair), so the result is within the within-bucket pair
+fraction of the exact ROC AUC.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..framework import GraphError
+from .registry import in_var, register_op, set_out
+
+
+# -- top_k -------------------------------------------------------------------------------
+
+def _topk_shape(op):
+    x = in_var(op, "X")
+    k = int(op.attr("k", 1))
+    if k < 1 or (x.shape and 0 <= x.shape[-1] < k):
+        raise GraphError(f"top_k: k={k} must lie in [1, {x.shape[-1] if x.shape else '?'}] "
+                         f"(the last dimension of X {x.name}{list(x.shape)})")
+    shape = tuple(x.shape[:-1]) + (k,)
+    set_out(op, "Out", shape, x.dtype, x.lod_level)
+    set_out(op, "Indices", shape, "int64", x.lod_level)
+
+
+@register_op("top_k", infer_shape=_topk_shape)
+def top_k(ctx):
+    xp, x = ctx.xp, ctx.input("X")
+    k = int(ctx.attr("k", 1))
+    c = x.shape[-1]
+    if k > c:
+        raise ValueError(f"top_k: k={k} exceeds the {c} entries of the last dimension")
+    x2 = x.reshape(-1, c)
+    if k == 1:
+        idx = x2.argmax(axis=1).reshape(-1, 1)
+    else:
+        if k < c:
+            part = xp.argpartition(-x2, k - 1, axis=1)[:, :k]
+        else:
+            part = xp.broadcast_to(xp.arange(c), x2.shape)
+        order = xp.argsort(-xp.take_along_axis(x2, part, axis=1), axis=1)
+        idx = xp.take_along_axis(part, order, axis=1)
+    vals = xp.take_along_axis(x2, idx, axis=1)
+    lod = ctx.input_lod("X")
+    ctx.set_output("Out", vals.reshape(x.shape[:-1] + (k,)), lod=lod)
+    ctx.set_output("Indices", idx.astype(np.int64, copy=False).reshape(x.shape[:-1] + (k,)), lod=lod)
+
+
+# -- accuracy ----------------------------------------------------------------------------
+
+def _accuracy_shape(op):
+    idx, label = in_var(op, "Indices"), in_var(op, "Label")
+    if not label.shape or label.shape[-1] != 1:
+        raise GraphError(f"accuracy: Label {label.name}{list(label.shape)} must be [N, 1] class ids")
+    if idx.shape and label.shape and idx.shape[0] >= 0 and label.shape[0] >= 0 and idx.shape[0] != label.shape[0]:
+        raise GraphError(f"accuracy: {idx.shape[0]} predictions but {label.shape[0]} labels")
+    set_out(op, "Accuracy", (1,), "float32")
+    set_out(op, "Correct", (1,), "int32")
+    set_out(op, "Total", (1,), "int32")
+
+
+@register_op("accuracy", infer_shape=_accuracy_shape)
+def accuracy(ctx):
+    xp = ctx.xp
+    idx, label = ctx.input("Indices"), ctx.input("Label")
+    n = idx.shape[0]
+    if label.shape[0] != n:
+        raise ValueError(f"accuracy: {n} predictions but {label.shape[0]} labels")
+    hit = (idx.reshape(n, -1) == label.reshape(n, 1)).any(axis=1)
+    correct = int(hit.sum())
+    ctx.set_output("Accuracy", xp.asarray([correct / n if n else 0.0], dtype=np.float32))
+    ctx.set_output("Correct", xp.asarray([correct], dtype=np.int32))
+    ctx.set_output("Total", xp.asarray([n], dtype=np.int32))
+
+
+# -- auc ---------------------------------------------------------------------------------
+
+def bucket_counts(xp, predict, label, num_thresholds):
+    """Per-bucket (positives, negatives) of one batch, as int64 [num_thresholds+1]."""
+    p = predict.reshape(predict.shape[0], -1)[:, -1] if predict.ndim > 1 else predict
+    if p.shape[0] != label.reshape(-1).shape[0]:
+        raise ValueError(f"auc: {p.shape[0]} predictions but {label.reshape(-1).shape[0]} labels")
+    if p.size and bool(xp.isnan(p).any()):
+        raise ValueError("auc: Predict contains NaN")
+    bins = (xp.clip(p, 0.0, 1.0) * num_thresholds).astype(np.int64)
+    pos = label.reshape(-1) != 0
+    size = num_thresholds + 1
+    return (xp.bincount(bins[pos], minlength=size)[:size].astype(np.int64, copy=False),
+            xp.bincount(bins[~pos], minlength=size)[:size].astype(np.int64, copy=False))
+
+
+def auc_from_stats(xp, stat_pos, stat_neg) -> float:
+    """Trapezoid-rule ROC AUC over bucket counts, walking from the top bucket down."""
+    pos = stat_pos[::-1].astype(np.float64)
+    neg = stat_neg[::-1].astype(np.float64)
+    tp, fp = xp.cumsum(pos), xp.cumsum(neg)
+    tot_pos, tot_neg = float(tp[-1]) if tp.size else 0.0, float(fp[-1]) if fp.size else 0.0
+    if tot_pos <= 0 or tot_neg <= 0:
+        return 0.0
+    # Each bucket adds a trapezoid of width neg[b] and mean height (tp_prev + tp) / 2.
+    area = float((neg * (2 * tp - pos)).sum()) / 2.0
+    return area / tot_pos / tot_neg
+
+
+def _auc_shape(op):
+    predict, label = in_var(op, "Predict"), in_var(op, "Label")
+    if op.attr("curve", "ROC") != "ROC":
+        raise GraphError(f"auc: only curve='ROC' is implemented, got {op.attr('curve')!r}")
+    t = int(op.attr("num_thresholds", 2 ** 12 - 1))
+    steps = int(op.attr("slide_steps", 1))
+    for slot in ("StatPos", "StatNeg"):
+        v = in_var(op, slot)
+        want = (max(steps, 1), t + 1)
+        if tuple(v.shape) != want:
+            raise GraphError(f"auc: {slot} {v.name}{list(v.shape)} must have shape {list(want)} "
+                             f"(slide_steps={steps}, num_thresholds={t})")
+    if predict.shape and label.shape and predict.shape[0] >= 0 and label.shape[0] >= 0 \
+            and predict.shape[0] != label.shape[0]:
+        raise GraphError(f"auc: Predict {predict.name}{list(predict.shape)} and Label "
+                         f"{label.name}{list(label.shape)} differ in batch size")
+    set_out(op, "AUC", (1,), "float64")
+    set_out(op, "StatPosOut", (max(steps, 1), t + 1), "int64")
+    set_out(op, "StatNegOut", (max(steps, 1), t + 1), "int64")
+
+
+@register_op("auc", infer_shape=_auc_shape)
+def auc(ctx):
+    xp = ctx.xp
+    t = int(ctx.attr("num_thresholds", 2 ** 12 - 1))
+    steps = int(ctx.attr("slide_steps", 1))
+    pos, neg = bucket_counts(xp, ctx.input("Predict"), ctx.input("Label"), t)
+    stats = []
+    for slot, batch in (("StatPos", pos), ("StatNeg", neg)):
+        old = ctx.input(slot)
+        if steps == 0:
+            new = old + batch.reshape(1, -1)
+        else:
+            # A window of the last `steps` batches: drop the oldest row.
+            new = xp.concatenate([old[1:], batch.reshape(1, -1)], axis=0)
+        stats.append(new)
+    ctx.set_output("StatPosOut", stats[0])
+    ctx.set_output("StatNegOut", stats[1])
+    value = auc_from_stats(xp, stats[0].sum(axis=0), stats[1].sum(axis=0))
+    ctx.set_output("AUC", xp.asarray([value], dtype=np.float64))

@@ -1,0 +1,160 @@
+"""Optimizer ops: sgd, momentum, lars_momentum, adam, adamax, adagrad,
+decayed_adagrad, rmsprop, ftrl — Paddle's op types and slot names.
+
+The math is not here: each kernel gathers its slots and calls the matching
+update function of `psjob.kernels.optimizers` (one implementation of each
+formula in the codebase, shared with the pservers' tables and checked against
+the CUDA versions). A kernel only decides dense versus sparse:
+
+* a dense Grad calls ``<name>_update``;
+* a SelectedRows Grad calls ``<name>_update_rows``: duplicate ids are summed
+  and only the rows present change (lazy). Paddle itself densifies momentum
+  and rmsprop sparse updates and has no sparse kernel for lars_momentum,
+  adamax, decayed_adagrad and ftrl; psjob is lazy for all of them, because
+  its sparse parameters are huge embedding tables where touching every row
+  each step is what the parameter-server design avoids. The one exception is
+  adam, which keeps Paddle's `lazy_mode` switch: with lazy_mode=False (the
+  default, as in Paddle) a sparse gradient is densified and every row's
+  moments decay.
+
+Updates are in place: ParamOut names the same variable as Param (and each
+state output its state input), as the optimizer layer builds them. If an
+output names a different variable (a hand-built program), the input is copied
+there first, so the input is left untouched.
+
+Adam and adamax advance their beta-power accumulators inside the update
+(outputs Beta1PowOut/Beta2PowOut), not through separate scale ops.
+"""
+from __future__ import annotations
+
+from ...kernels import optimizers as K
+from ..core import SelectedRows
+from ..framework import GraphError, VarType
+from .registry import in_var, register_op, set_out
+
+# op type -> ((state input slot, state output slot), ...) in the positional
+# order the kernels.optimizers update functions take the states.
+_STATE_SLOTS = {
+    "sgd": (),
+    "momentum": (("Velocity", "VelocityOut"),),
+    "lars_momentum": (("Velocity", "VelocityOut"),),
+    "adam": (("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"),
+             ("Beta1Pow", "Beta1PowOut"), ("Beta2Pow", "Beta2PowOut")),
+    "adamax": (("Moment", "MomentOut"), ("InfNorm", "InfNormOut"), ("Beta1Pow", "Beta1PowOut")),
+    "adagrad": (("Moment", "MomentOut"),),
+    "decayed_adagrad": (("Moment", "MomentOut"),),
+    # MeanGrad is passed only when centered (ACCUMULATORS' used_when).
+    "rmsprop": (("MeanSquare", "MeanSquareOut"), ("Moment", "MomentOut"),
+                ("MeanGrad", "MeanGradOut")),
+    "ftrl": (("SquaredAccumulator", "SquaredAccumOut"), ("LinearAccumulator", "LinearAccumOut")),
+}
+
+# op type -> {op attribute: (kernel keyword, default)}
+_HYPER = {
+    "sgd": {},
+    "momentum": {"mu": ("mu", 0.9), "use_nesterov": ("use_nesterov", False)},
+    "lars_momentum": {"mu": ("mu", 0.9), "lars_coeff": ("lars_coeff", 0.001),
+                      "lars_weight_decay": ("lars_weight_decay", 0.0005)},
+    "adam": {"beta1": ("beta1", 0.9), "beta2": ("beta2", 0.999), "epsilon": ("epsilon", 1e-8)},
+    "adamax": {"beta1": ("beta1", 0.9), "beta2": ("beta2", 0.999), "epsilon": ("epsilon", 1e-8)},
+    "adagrad": {"epsilon": ("epsilon", 1e-6)},
+    "decayed_adagrad": {"decay": ("decay", 0.95), "epsilon": ("epsilon", 1e-6)},
+    # Paddle's rmsprop op calls rho "decay".
+    "rmsprop": {"decay": ("rho", 0.95), "epsilon": ("epsilon", 1e-6),
+                "momentum": ("momentum", 0.0), "centered": ("centered", False)},
+    "ftrl": {"l1": ("l1", 0.0), "l2": ("l2", 0.0), "lr_power": ("lr_power", -0.5)},
+}
+
+_BETA_POW_SLOTS = ("Beta1Pow", "Beta2Pow")
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def _infer(op_type):
+    """Outputs mirror their inputs; catch mismatched slots at build time."""
+    def infer(op):
+        param = in_var(op, "Param")
+        grad = in_var(op, "Grad")
+        lr = in_var(op, "LearningRate")
+        if lr.shape and _numel(lr.shape) != 1:
+            raise GraphError(f"op {op_type!r}: LearningRate {lr.name!r} must hold one value, "
+                             f"got shape {list(lr.shape)}")
+        if (grad.type != VarType.SELECTED_ROWS and grad.shape and min(grad.shape) >= 0
+                and param.shape and tuple(grad.shape) != tuple(param.shape)):
+            raise GraphError(f"op {op_type!r}: Grad {grad.name!r}{list(grad.shape)} does not match "
+                             f"Param {param.name!r}{list(param.shape)}")
+        set_out(op, "ParamOut", param.shape, param.dtype)
+        for in_slot, out_slot in _STATE_SLOTS[op_type]:
+            if not op.input(in_slot) or not op.output(out_slot):
+                continue
+            state = in_var(op, in_slot)
+            if in_slot in _BETA_POW_SLOTS:
+                if state.shape and _numel(state.shape) != 1 and state.shape[0] != param.shape[0]:
+                    raise GraphError(f"op {op_type!r}: {in_slot} {state.name!r} must have shape [1], "
+                                     f"got {list(state.shape)}")
+            elif state.shape and param.shape and tuple(state.shape) != tuple(param.shape):
+                raise GraphError(f"op {op_type!r}: {in_slot} {state.name!r}{list(state.shape)} does "
+                                 f"not match Param {param.name!r}{list(param.shape)}")
+            set_out(op, out_slot, state.shape, state.dtype)
+    return infer
+
+
+def _updatable(ctx, in_slot, out_slot):
+    """The array the kernel may update in place and that ends up in out_slot."""
+    value = ctx.input(in_slot)
+    same = ctx.has_output(out_slot) and ctx.output_name(out_slot) == ctx.ins[in_slot][0]
+    flags = getattr(value, "flags", None)
+    if not same or not getattr(flags, "writeable", True):  # cupy flags have no writeable
+        value = value.copy()
+        if ctx.has_output(out_slot):
+            ctx.set_output(out_slot, value)
+        else:  # a read-only input updated where it stands
+            ctx.vals[ctx.ins[in_slot][0]] = value
+    return value
+
+
+def _make_kernel(op_type):
+    state_slots = _STATE_SLOTS[op_type]
+    hyper_spec = _HYPER[op_type]
+    dense_fn, rows_fn = K.DENSE_UPDATES[op_type], K.ROW_UPDATES[op_type]
+    specs = K.ACCUMULATORS[op_type]
+    if len(specs) != len(state_slots):
+        raise RuntimeError(f"{op_type}: slots {state_slots} do not match accumulators {specs}")
+    used_when = tuple(spec.used_when for spec in specs)
+
+    def kernel(ctx):
+        xp = ctx.xp
+        hyper = {kw: ctx.attr(attr, default) for attr, (kw, default) in hyper_spec.items()}
+        # A state the update does not use (rmsprop's mean_grad unless
+        # centered) exists in the program, as in Paddle, but is not passed.
+        slots = [pair for pair, when in zip(state_slots, used_when) if when is None or hyper[when]]
+        for in_slot, _ in slots:
+            if not ctx.ins.get(in_slot):
+                raise GraphError(f"op {op_type!r} of parameter {ctx.ins['Param'][0]!r} needs "
+                                 f"the accumulator input {in_slot!r}")
+        param = _updatable(ctx, "Param", "ParamOut")
+        states = [_updatable(ctx, i, o) for i, o in slots]
+        grad = ctx.input("Grad")
+        lr = ctx.input("LearningRate")
+        if isinstance(grad, SelectedRows):
+            if op_type == "adam" and not ctx.attr("lazy_mode", False):
+                dense_fn(xp, param, grad.to_dense(xp), *states, lr=lr, **hyper)
+            else:
+                rows_fn(xp, param, grad.rows, grad.values, *states, lr=lr, **hyper)
+        else:
+            dense_fn(xp, param, grad, *states, lr=lr, **hyper)
+
+    kernel.__name__ = f"{op_type}_kernel"
+    kernel.__doc__ = f"{op_type}: calls psjob.kernels.optimizers.{dense_fn.__name__} / {rows_fn.__name__}."
+    return kernel
+
+
+OPTIMIZER_OP_TYPES = tuple(_STATE_SLOTS)
+
+for _t in OPTIMIZER_OP_TYPES:
+    register_op(_t, infer_shape=_infer(_t))(_make_kernel(_t))

@@ -1,0 +1,181 @@
+"""DistributeTranspiler: one single-machine program in, trainer and pserver programs out.
+
+Lifecycle (every process of a job does this itself, with its own trainer_id
+or endpoint, and gets the same plan):
+
+1. `transpile(trainer_id, program, pservers, trainers, sync_mode, startup)`
+   checks its arguments, snapshots the original programs, reads the
+   optimize pass, computes the placement plan (plan.py), rewrites the
+   trainer program and its startup program in place (trainer_pass.py) and
+   attaches the distributed-variable overview (`_parameters_on_pservers`).
+2. `get_trainer_program()` removes the optimizer and LR ops (and fakes the
+   distributed table's initializer) and returns the program.
+3. `get_pserver_program(ep)` / `get_startup_program(ep, prog)` /
+   `get_pserver_programs(ep)` build one pserver's programs from the snapshot
+   and the plan (pserver_pass.py, startup_pass.py).
+
+Programs are plain data: serialize them (transpiler.serialization) and a
+process needs nothing else — no process recomputes the plan at run time.
+"""
+from __future__ import annotations
+
+import logging
+
+from ..framework import GraphError, Program, default_main_program, default_startup_program
+from .config import DistributeTranspilerConfig, TranspilerConfigError
+from .details import parse_endpoints, wait_server_ready
+from .optimize_pass import read_optimize_pass
+from .overview import build_overview, find_distributed_lookup_table, mark_distributed
+from .plan import JobShape, TablePlan, TranspilePlan, build_plan
+from .pserver_pass import build_pserver_program
+from .startup_pass import build_pserver_startup
+from .trainer_pass import (check_rewritable, finalize_trainer_program, find_table_lookups,
+                           rewrite_trainer_program, rewrite_trainer_startup)
+
+log = logging.getLogger("psjob.transpiler")
+
+
+class DistributeTranspiler:
+    """Converts a Fluid program to parameter-server data-parallel programs.
+
+        t = fluid.DistributeTranspiler()
+        t.transpile(trainer_id, pservers="10.0.0.1:6174,10.0.0.2:6174", trainers=4)
+        if role == "PSERVER":
+            main, startup = t.get_pserver_programs(current_endpoint)
+        else:
+            main = t.get_trainer_program()
+    """
+
+    def __init__(self, config: DistributeTranspilerConfig | None = None):
+        if config is not None and not isinstance(config, DistributeTranspilerConfig):
+            raise TypeError(f"config must be a DistributeTranspilerConfig, got {type(config).__name__}")
+        self.config = config if config is not None else DistributeTranspilerConfig()
+        self.config.validate()
+        if self.config.print_log:
+            log.setLevel(logging.INFO)
+        self._plan: TranspilePlan | None = None
+        self._trainer_finalized = False
+
+    # -- 1. transpile --------------------------------------------------------------------
+    def transpile(self, trainer_id, program=None, pservers="", trainers=1, sync_mode=True,
+                  startup_program=None, current_endpoint=""):
+        self.config.validate()
+        program = program if program is not None else default_main_program()
+        startup_program = startup_program if startup_program is not None else default_startup_program()
+        if not isinstance(program, Program) or not isinstance(startup_program, Program):
+            raise TypeError("program and startup_program must be fluid Programs")
+        if getattr(program, "_is_distributed", False):
+            raise GraphError("this program was already transpiled; transpile a fresh copy "
+                             "(program.clone() before transpiling keeps the original)")
+        endpoints = parse_endpoints(pservers)
+        trainer_num = _check_trainers(trainers)
+        if isinstance(trainer_id, bool) or not isinstance(trainer_id, int) or not 0 <= trainer_id < trainer_num:
+            raise ValueError(f"trainer_id must be an int in [0, {trainer_num}) for {trainer_num} "
+                             f"trainer(s), got {trainer_id!r}")
+        sync = self.config.effective_sync_mode(sync_mode)
+        if self.config.enable_dc_asgd and sync:
+            raise TranspilerConfigError("enable_dc_asgd needs async training: pass sync_mode=False")
+
+        self.origin_program, self.startup_program = program, startup_program
+        # The pservers' programs are built from these untouched copies; the
+        # originals become the trainer's programs.
+        self._origin = program.clone()
+        self._origin_startup = startup_program.clone()
+        opt = read_optimize_pass(self._origin)
+        table = _table_plan(self._origin, opt)
+        plan = build_plan(self._origin, opt, JobShape(tuple(endpoints), trainer_num, trainer_id, sync),
+                          self.config, table)
+        sparse = [pp.param for pp in plan.params.values() if pp.sparse_grad]
+        if self.config.enable_dc_asgd and (sparse or table is not None):
+            raise TranspilerConfigError(f"enable_dc_asgd supports dense gradients only; sparse: "
+                                        f"{sparse or [table.name]}")
+        check_rewritable(program, startup_program, plan)
+        self._live_opt = read_optimize_pass(program)
+        rewrite_trainer_program(program, plan)
+        rewrite_trainer_startup(startup_program, program, plan)
+        self._overview = build_overview(plan, self._origin)
+        mark_distributed(program, plan, self._overview, current_endpoint, trainer_id == 0)
+        self._plan = plan
+        self._trainer_finalized = False
+        self.trainer_id, self.trainer_num, self.sync_mode = trainer_id, trainer_num, sync
+        self.pserver_endpoints = endpoints
+        self.vars_overview = self._overview
+        log.info("transpiled for trainer %d of %d, %s mode, pservers %s", trainer_id, trainer_num,
+                 "sync" if sync else "async", endpoints)
+
+    @property
+    def plan(self) -> TranspilePlan:
+        if self._plan is None:
+            raise RuntimeError("call DistributeTranspiler.transpile() first")
+        return self._plan
+
+    # -- 2. trainer ----------------------------------------------------------------------
+    def get_trainer_program(self, wait_port=True) -> Program:
+        plan = self.plan
+        if not self._trainer_finalized:
+            finalize_trainer_program(self.origin_program, self.startup_program, plan,
+                                     self._live_opt.opt_ops, self._live_opt.lr_ops)
+            self._trainer_finalized = True
+        if wait_port and self.config.wait_port:
+            wait_server_ready(plan.endpoints)
+        return self.origin_program
+
+    def get_trainer_startup_program(self) -> Program:
+        self.plan  # noqa: B018 - raises before transpile
+        return self.startup_program
+
+    # -- 3. pservers ---------------------------------------------------------------------
+    def _check_endpoint(self, endpoint: str) -> None:
+        if endpoint not in self.plan.endpoints:
+            raise ValueError(f"endpoint {endpoint!r} is not one of the pservers passed to transpile: "
+                             f"{', '.join(self.plan.endpoints)}")
+
+    def get_pserver_program(self, endpoint: str) -> Program:
+        self._check_endpoint(endpoint)
+        prog = build_pserver_program(self.plan, endpoint, self._origin)
+        mark_distributed(prog, self.plan, self._overview, endpoint, False)
+        return prog
+
+    def get_startup_program(self, endpoint: str, pserver_program: Program | None = None,
+                            startup_program: Program | None = None) -> Program:
+        self._check_endpoint(endpoint)
+        if pserver_program is None:
+            pserver_program = self.get_pserver_program(endpoint)
+        return build_pserver_startup(self.plan, endpoint, pserver_program, self._origin_startup)
+
+    def get_pserver_programs(self, endpoint: str) -> tuple[Program, Program]:
+        main = self.get_pserver_program(endpoint)
+        return main, self.get_startup_program(endpoint, main)
+
+
+def _check_trainers(trainers) -> int:
+    if isinstance(trainers, str):
+        if "," in trainers or ":" in trainers:
+            raise ValueError("trainers is a list of endpoints (the nccl2 form); the pserver mode "
+                             "takes the number of trainers")
+        if not trainers.strip().isdigit():
+            raise ValueError(f"trainers must be a positive number of trainers, got {trainers!r}")
+        trainers = int(trainers)
+    if isinstance(trainers, bool) or not isinstance(trainers, int) or trainers < 1:
+        raise ValueError(f"trainers must be a positive number of trainers, got {trainers!r}")
+    return trainers
+
+
+def _table_plan(program: Program, opt) -> TablePlan | None:
+    name = find_distributed_lookup_table(program)
+    if name is None:
+        return None
+    block = program.global_block()
+    grad = dict(opt.params_grads).get(name)
+    if grad is None or name not in opt.optimizer_of:
+        raise GraphError(f"the distributed table {name!r} has no optimizer op: it must be trainable")
+    var = block.var(name)
+    if len(var.shape) != 2:
+        raise GraphError(f"the distributed table {name!r} must be 2-D [ids, dim], got {list(var.shape)}")
+    paddings = {int(op.attr("padding_idx", -1) if op.attr("padding_idx") is not None else -1)
+                for op in find_table_lookups(block, name)}
+    if len(paddings) > 1:
+        raise GraphError(f"lookups of the distributed table {name!r} disagree on padding_idx: {sorted(paddings)}")
+    opt_op = opt.optimizer_of[name]
+    return TablePlan(name, grad, int(var.shape[0]), int(var.shape[1]), var.dtype, paddings.pop(),
+                     opt_op.type, opt_op.input("LearningRate")[0])

@@ -1,0 +1,65 @@
+"""Deriving the distributed-variable overview and the distributed program attributes."""
+from __future__ import annotations
+
+from ..framework import GraphError, Program
+from .plan import TranspilePlan
+from .vars_distributed import VarsDistributed, VarStruct
+
+
+def find_distributed_lookup_table(program: Program):
+    """Name of the table read by lookup_table(is_distributed=True), or None (at most one)."""
+    tables = set()
+    block = program.global_block()
+    for op in block.ops:
+        if op.type == "lookup_table" and op.attr("is_distributed"):
+            tables.add(op.input("W")[0])
+    if not tables:
+        return None
+    if len(tables) > 1:
+        raise GraphError(f"only one distributed lookup table is supported, found {sorted(tables)}")
+    name = tables.pop()
+    for op in block.ops:
+        if op.type == "lookup_table" and op.input("W") == [name] and not op.attr("is_distributed"):
+            raise GraphError(f"every lookup_table reading the distributed table {name!r} must set "
+                             "is_distributed=True")
+        if op.type not in ("lookup_table", "lookup_table_grad") and name in op.input_arg_names \
+                and int(op.attr("op_role", 0)) & 0x2 == 0:
+            raise GraphError(f"op {op.type!r} reads the distributed table {name!r}; only lookup_table "
+                             "may (the table lives on the pservers)")
+    return name
+
+
+def build_overview(plan: TranspilePlan, program: Program) -> VarsDistributed:
+    """Param pieces in plan order, then Optimizer pieces per endpoint (the seed's order)."""
+    gb = program.global_block()
+    vd = VarsDistributed()
+    for pp in plan.params.values():
+        origin = gb.var(pp.param)
+        for b in pp.blocks:
+            piece = VarStruct(b.name, tuple(b.shape), pp.dtype) if b.sliced else origin
+            vd.add_distributed_var(origin, piece, is_slice=b.sliced, block_id=b.block_id,
+                                   offset=b.element_offset, vtype="Param", endpoint=b.endpoint)
+    for ep in plan.endpoints:
+        for pp, b, _ in plan.blocks_on(ep):
+            for acc, (name, shape) in plan.accumulator_blocks(pp.param, b).items():
+                origin = gb.var(acc)
+                if not b.sliced:
+                    vd.add_distributed_var(origin, origin, vtype="Optimizer", endpoint=ep)
+                    continue
+                is_slice = tuple(shape) != tuple(origin.shape)
+                piece = VarStruct(name, tuple(shape), origin.dtype, persistable=origin.persistable)
+                vd.add_distributed_var(origin, piece, is_slice=is_slice, block_id=b.block_id,
+                                       offset=b.element_offset if is_slice else 0, vtype="Optimizer",
+                                       endpoint=ep)
+    return vd
+
+
+def mark_distributed(program: Program, plan: TranspilePlan, overview: VarsDistributed,
+                     ps_endpoint: str = "", is_chief: bool = False) -> None:
+    """The attributes the I/O code reads off a transpiled program."""
+    program._is_distributed = True
+    program._endpoints = list(plan.endpoints)
+    program._ps_endpoint = ps_endpoint
+    program._is_chief = is_chief
+    program._distributed_lookup_table = plan.table.name if plan.table is not None else None
+    program._parameters_on_pservers = overview

@@ -1,0 +1,291 @@
+"""PserverState: a pserver's behaviour, independent of any transport.
+
+It interprets one pserver program — the `listen_and_serv` op's attributes
+say which block optimizes which gradient — with a real Executor over its own
+Scope, and answers the request kinds of `transport.ServerHandler`. The gRPC
+server (psjob.rpc.server) wraps it unchanged; the in-memory transport
+(inmemory.py) calls it directly, which is how the tests drive real pserver
+programs in one process.
+
+Lifecycle: `PserverState(program)` → `run_startup(startup_program)` (state
+SERVING) → requests from trainers → every trainer `on_complete` (state STOPPING).
+
+Sync mode, per round: each trainer pushes its gradient blocks (stored in its
+own slots, `<grad>.trainer_<t>` when there are several trainers; a repeated
+push overwrites, so retries are harmless), then sends a "send" barrier. When
+every active trainer has, the LR block runs once and each optimize block
+runs (it merges the trainers' slots with sum + scale 1/trainers, then
+optimizes); the version (rounds applied) goes up. A trainer's pull waits
+until the round it took part in is applied; its "fetch" barrier ends its
+round. A repeated barrier in the same phase is ignored, so a retried barrier
+is not counted twice. A trainer that completes leaves the round; its slots
+are zeroed, so it contributes nothing from then on.
+
+Async mode: every pushed gradient block is optimized at once by its block;
+barriers return immediately. The LR block runs once per as many pushed
+blocks as this pserver optimizes (about once per trainer step).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core import CPUPlace, Scope, SelectedRows, scatter_add, to_numpy
+from ..executor import Executor
+from ..framework import GraphError, VarType
+from .pserver_pass import TABLE_PATH_VAR, TRAINER_ID_VAR
+from .slicing import get_varname_parts
+
+STARTING, SERVING, DONE = "STARTING", "SERVING", "STOPPING"
+_SENDING, _BARRIERED = "sending", "barriered"
+
+
+@dataclass(frozen=True)
+class PserverOptions:
+    # A sync round waits for the slowest trainer; past this a pull or barrier fails.
+    barrier_timeout_s: float = 600.0
+
+
+def _block_map(entries, what) -> dict:
+    out = {}
+    for e in entries or []:
+        name, sep, idx = str(e).rpartition(":")
+        if not sep or not idx.isdigit():
+            raise GraphError(f"listen_and_serv: malformed {what} entry {e!r} (want 'name:block')")
+        out[name] = int(idx)
+    return out
+
+
+def _slot_owner(name: str):
+    """The trainer whose receiving slot `name` is (`….trainer_<t>[.pserver_<k>]`), or None."""
+    part = get_varname_parts(name)[2]
+    if not part:
+        return None
+    digits = part[len("trainer_"):].split(".")[0]
+    return int(digits) if digits.isdigit() else None
+
+
+class PserverState:
+    def __init__(self, program, *, scope: Scope | None = None, executor: Executor | None = None,
+                 place=None, options: PserverOptions = PserverOptions()):
+        ops = [op for op in program.global_block().ops if op.type == "listen_and_serv"]
+        if len(ops) != 1:
+            raise GraphError(f"a pserver program has exactly one listen_and_serv op, this one has {len(ops)}")
+        op = ops[0]
+        self.program, self.options = program, options
+        self.scope = scope if scope is not None else Scope()
+        self.exe = executor if executor is not None else Executor(place or CPUPlace())
+        self.endpoint = op.attr("endpoint", "")
+        self.fanin = int(op.attr("Fanin", 1))
+        self.sync_mode = bool(op.attr("sync_mode", True))
+        self.dc_asgd = bool(op.attr("dc_asgd", False))
+        self.grad_blocks = _block_map(op.attr("grad_to_block_id"), "grad_to_block_id")
+        self.prefetch_blocks = _block_map(op.attr("prefetch_var_name_to_block_id"), "prefetch")
+        self.lr_block = int(op.attr("lr_decay_block_id", -1))
+        self.checkpoint_block = int(op.attr("checkpoint_block_id", -1))
+        self.optimize_blocks = [b.idx if hasattr(b, "idx") else int(b) for b in op.attr("optimize_blocks") or []]
+        self.recv_names = list(op.input("X"))
+        self._gb = program.global_block()
+        self._cond = threading.Condition()
+        self.state = STARTING
+        self.version = 0
+        self.active = set(range(self.fanin))
+        self.completed: list[int] = []
+        self._phase = {t: _SENDING for t in range(self.fanin)}
+        self._awaiting = {t: 0 for t in range(self.fanin)}
+        self._registered: dict[str, int] = {}
+        self._async_pushes = 0
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def run_startup(self, startup_program) -> None:
+        """Initialize this pserver's variables, then start serving."""
+        with self._cond:
+            self.exe.run(startup_program, scope=self.scope)
+            for name in self.recv_names:
+                if name not in self.scope.vars:
+                    self.scope.vars[name] = self._zero(name)
+            self.state = SERVING
+            self._cond.notify_all()
+
+    def _zero(self, name):
+        var = self._gb.var(name)
+        xp = self.exe.xp
+        if var.type == VarType.SELECTED_ROWS:
+            return SelectedRows(xp.zeros(0, dtype=np.int64), xp.zeros((0,) + tuple(var.shape[1:]), var.dtype),
+                                var.shape[0])
+        return xp.zeros(tuple(var.shape), dtype=var.dtype)
+
+    def _check_trainer(self, trainer_id: int) -> int:
+        t = int(trainer_id)
+        if not 0 <= t < self.fanin:
+            raise ValueError(f"pserver {self.endpoint}: trainer id {t} is out of range [0, {self.fanin})")
+        if self.state != SERVING and self.state != DONE:
+            raise RuntimeError(f"pserver {self.endpoint} is {self.state}, not serving yet")
+        return t
+
+    # -- requests ------------------------------------------------------------------------
+    def on_send(self, trainer_id: int, values: dict, is_delta: bool = False) -> None:
+        t = self._check_trainer(trainer_id)
+        for name in values:
+            owner = _slot_owner(name)
+            if owner is not None and owner != t:
+                raise ValueError(f"trainer {t} sent {name!r}, the slot of trainer {owner}")
+        checked = {name: self._check_value(name, value, is_delta) for name, value in values.items()}
+        with self._cond:
+            for name, value in checked.items():
+                if is_delta:
+                    self._apply_delta(name, value)
+                    continue
+                self.scope.vars[name] = value
+                if not self.sync_mode:
+                    self._optimize_async(t, name)
+
+    def _check_value(self, name, value, is_delta):
+        if isinstance(value, tuple):  # (array, lod) from the wire; LoD is irrelevant to gradients
+            value = value[0]
+        allowed = name in self._gb.vars and self._gb.var(name).persistable if is_delta else name in self.recv_names
+        if not allowed:
+            raise KeyError(f"pserver {self.endpoint} does not {'hold' if is_delta else 'receive'} {name!r}")
+        decl = self._gb.var(name)
+        xp = self.exe.xp
+        if isinstance(value, SelectedRows):
+            if tuple(value.values.shape[1:]) != tuple(decl.shape[1:]):
+                raise ValueError(f"{name!r}: rows of width {list(value.values.shape[1:])}, expected "
+                                 f"{list(decl.shape[1:])}")
+            if len(value.rows) != value.values.shape[0]:
+                raise ValueError(f"{name!r}: {len(value.rows)} row ids for {value.values.shape[0]} rows")
+            if xp is not np:
+                value = SelectedRows(xp.asarray(value.rows), xp.asarray(value.values), value.height)
+            return value
+        if tuple(value.shape) != tuple(decl.shape):
+            raise ValueError(f"{name!r}: shape {list(value.shape)}, expected {list(decl.shape)}")
+        return value if xp is np else xp.asarray(value)
+
+    def _apply_delta(self, name, value):
+        # Geo-SGD: the trainer sends parameter deltas, added in place.
+        param = self.scope.vars[name]
+        if isinstance(value, SelectedRows):
+            scatter_add(self.exe.xp, param, value.rows, value.values)
+        else:
+            param += value
+
+    def _optimize_async(self, t, name):
+        block = self.grad_blocks.get(name)
+        if block is None:
+            return
+        if self.lr_block >= 0:
+            self._async_pushes += 1
+            if (self._async_pushes - 1) % max(1, len(self.grad_blocks)) == 0:
+                self.exe.run_block(self.program, self.lr_block, self.scope)
+        if self.dc_asgd:
+            self.scope.vars[TRAINER_ID_VAR] = self.exe.xp.asarray([t], dtype=np.int64)
+        self.exe.run_block(self.program, block, self.scope)
+        self.version += 1
+
+    def on_barrier(self, trainer_id: int, kind: str) -> int:
+        t = self._check_trainer(trainer_id)
+        if kind not in ("send", "fetch"):
+            raise ValueError(f"barrier kind must be 'send' or 'fetch', got {kind!r}")
+        with self._cond:
+            if not self.sync_mode:
+                return self.version
+            if kind == "send" and self._phase[t] == _SENDING:
+                self._phase[t] = _BARRIERED
+                self._awaiting[t] = self.version + 1
+                self._maybe_apply()
+            elif kind == "fetch" and self._phase[t] == _BARRIERED and self.version >= self._awaiting[t]:
+                self._phase[t] = _SENDING
+            return self.version
+
+    def _maybe_apply(self):
+        if not self.active or any(self._phase[t] != _BARRIERED or self._awaiting[t] != self.version + 1
+                                  for t in self.active):
+            return
+        if self.lr_block >= 0:
+            self.exe.run_block(self.program, self.lr_block, self.scope)
+        for idx in self.optimize_blocks:
+            if idx != self.lr_block:
+                self.exe.run_block(self.program, idx, self.scope)
+        self.version += 1
+        self._cond.notify_all()
+
+    def on_get(self, trainer_id: int, names) -> tuple[dict, int]:
+        t = self._check_trainer(trainer_id)
+        with self._cond:
+            if self.sync_mode and self._phase[t] == _BARRIERED:
+                self._wait(lambda: self.version >= self._awaiting[t], f"round {self._awaiting[t]}")
+            out = {}
+            for name in names:
+                if name not in self._gb.vars or name not in self.scope.vars:
+                    raise KeyError(f"pserver {self.endpoint} holds no variable {name!r}")
+                value = self.scope.vars[name]
+                out[name] = value.copy()
+                if self.dc_asgd:
+                    bak = f"{name}.trainer_{t}_bak"
+                    if bak in self.scope.vars:
+                        self.scope.vars[bak] = value.copy()
+            return out, self.version
+
+    def _wait(self, ready, what):
+        if not self._cond.wait_for(ready, timeout=self.options.barrier_timeout_s):
+            missing = sorted(t for t in self.active if self._phase[t] != _BARRIERED)
+            raise TimeoutError(f"pserver {self.endpoint}: {what} not complete after "
+                               f"{self.options.barrier_timeout_s:.0f}s; waiting for trainers {missing}")
+
+    def on_prefetch(self, trainer_id: int, table: str, ids):
+        self._check_trainer(trainer_id)
+        block = self.prefetch_blocks.get(table)
+        if block is None:
+            raise KeyError(f"pserver {self.endpoint} serves no table {table!r}")
+        op = self.program.block(block).ops[0]
+        ids = np.asarray(to_numpy(ids), dtype=np.int64).reshape(-1, 1)
+        with self._cond:
+            self.scope.vars[op.input("Ids")[0]] = self.exe.xp.asarray(ids) if self.exe.xp is not np else ids
+            self.exe.run_block(self.program, block, self.scope)
+            return self.scope.vars[op.output("Out")[0]].copy()
+
+    def on_checkpoint(self, dirname: str, step: int = 0, tag: str = "") -> list:
+        """Save what this pserver alone holds (the distributed table's shard) under dirname."""
+        if self.checkpoint_block < 0:
+            return []
+        op = self.program.block(self.checkpoint_block).ops[0]
+        with self._cond:
+            self.scope.vars[TABLE_PATH_VAR] = str(dirname)
+            self.exe.run_block(self.program, self.checkpoint_block, self.scope)
+            return list(self.scope.vars[op.output("Out")[0]])
+
+    def on_complete(self, trainer_id: int) -> int:
+        t = self._check_trainer(trainer_id)
+        with self._cond:
+            if t in self.active:
+                self.active.discard(t)
+                self.completed.append(t)
+                for name in self.recv_names:
+                    if _slot_owner(name) == t:
+                        self.scope.vars[name] = self._zero(name)
+                if not self.active:
+                    self.state = DONE
+                elif self.sync_mode:
+                    self._maybe_apply()
+                self._cond.notify_all()
+            return len(self.active)
+
+    def on_register(self, worker_name: str) -> tuple[int, int]:
+        with self._cond:
+            if worker_name not in self._registered:
+                if len(self._registered) >= self.fanin:
+                    raise ValueError(f"pserver {self.endpoint}: all {self.fanin} trainer ids are taken")
+                self._registered[worker_name] = len(self._registered)
+            return self._registered[worker_name], self.fanin
+
+    def on_status(self) -> dict:
+        with self._cond:
+            return {"state": self.state, "version": self.version, "trainers": self.fanin,
+                    "completed": sorted(self.completed), "endpoint": self.endpoint}
+
+    def wait_done(self, timeout_s: float | None = None) -> bool:
+        """Block until every trainer completed (what listen_and_serv's loop waits for)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.state == DONE, timeout=timeout_s)

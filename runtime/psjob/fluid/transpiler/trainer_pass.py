@@ -1,0 +1,225 @@
+"""Rewriting the trainer's programs (the seed's trainer steps 1-6).
+
+After backward, each gradient is cut into its blocks (`split_byref` for dense,
+`split_selected_rows` for sparse gradients, rows rebased to the block) and
+sent (`send`, one endpoint per block) right where backward finishes it, so
+communication overlaps the rest of backward. In sync mode a `send_barrier`
+tells the pservers the trainer's round is complete; then `recv` fetches the
+updated parameter blocks, `fetch_barrier` closes the round and `concat`
+reassembles sliced parameters. The startup program gets the same recv/concat
+tail, so trainers start from the pservers' values.
+
+A distributed lookup table never reaches the trainer: each `lookup_table` on
+it becomes `split_ids` (ids by pserver) → `prefetch` (rows from the pservers)
+→ `merge_ids` (rows back in the ids' order), and its SelectedRows gradient is
+`split_ids`-ed by id and sent to the pservers holding those ids.
+
+Op removal (optimizer, LR schedule) waits for `get_trainer_program`, as in
+the seed, so a transpiled program can still be inspected whole.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from ..framework import (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, VarType,
+                         generate_control_dev_var_name)
+from .details import create_control_var, delete_ops, find_op_by_output_arg
+from .plan import TranspilePlan
+
+RPC = int(OpRole.RPC)
+DIST = int(OpRole.Dist)
+LOOKUP_TABLE = "lookup_table"
+
+
+def _rpc_attrs(plan: TranspilePlan, **extra) -> dict:
+    attrs = {OP_ROLE_ATTR_NAME: RPC, "trainer_id": plan.trainer_id}
+    attrs.update(extra)
+    return attrs
+
+
+def table_grad_names(plan: TranspilePlan, trainer_id: int | None = None) -> list[str]:
+    """Names of the per-pserver pieces of the table gradient sent by a trainer."""
+    t = plan.trainer_id if trainer_id is None else trainer_id
+    g = plan.table.grad
+    if plan.sync_mode:
+        return [f"{g}.trainer_{t}.pserver_{k}" for k in range(len(plan.endpoints))]
+    return [f"{g}.pserver_{k}" for k in range(len(plan.endpoints))]
+
+
+def check_rewritable(program, startup, plan: TranspilePlan) -> None:
+    """Everything the rewrite relies on, checked before the first change, so a
+    refused program is left exactly as it was."""
+    block = program.global_block()
+    for pp in plan.params.values():
+        if find_op_by_output_arg(block, pp.grad) < 0:
+            raise GraphError(f"no op writes the gradient {pp.grad!r} of {pp.param!r}: run backward "
+                             "(optimizer.minimize) before transpiling")
+    table = plan.table
+    if table is None:
+        return
+    if find_op_by_output_arg(block, table.grad) < 0:
+        raise GraphError(f"no op writes the gradient {table.grad!r} of the distributed table")
+    if block.var(table.grad).type != VarType.SELECTED_ROWS:
+        raise GraphError(f"the distributed table {table.name!r} has a dense gradient: create it with "
+                         "embedding(..., is_sparse=True, is_distributed=True)")
+    inits = [op for op in startup.global_block().ops if table.name in op.output_arg_names]
+    if len(inits) != 1:
+        raise GraphError(f"the startup program should initialize the distributed table "
+                         f"{table.name!r} with exactly one op, found {len(inits)}")
+
+
+def rewrite_trainer_program(program, plan: TranspilePlan) -> None:
+    block = program.global_block()
+    _declare_split_vars(block, plan)
+    send_deps: OrderedDict = OrderedDict()
+    for pp in plan.params.values():
+        send_deps[pp.grad] = _insert_split_and_send(block, plan, pp)
+    if plan.table is not None:
+        send_deps[plan.table.grad] = create_control_var(block, generate_control_dev_var_name())
+
+    barrier_out = None
+    if plan.sync_mode:
+        barrier_out = create_control_var(block, generate_control_dev_var_name())
+        block.append_op("send_barrier", inputs={"X": list(send_deps.values())},
+                        outputs={"Out": [barrier_out]},
+                        attrs=_rpc_attrs(plan, endpoints=list(plan.endpoints), sync_mode=True))
+
+    all_recv = []
+    for pp in plan.params.values():
+        outs = [b.name for b in pp.blocks]
+        dep = barrier_out if plan.sync_mode else send_deps[pp.grad]
+        sent_role_name = pp.grad if pp.sliced else plan.sent_grad_name(pp.grad)
+        block.append_op("recv", inputs={"X": [dep]}, outputs={"Out": outs},
+                        attrs=_rpc_attrs(plan, epmap=[b.endpoint for b in pp.blocks],
+                                         sync_mode=not plan.sync_mode,
+                                         **{OP_ROLE_VAR_ATTR_NAME: [pp.param, sent_role_name]}))
+        all_recv.extend(outs)
+    if plan.sync_mode:
+        # Outputs form a write-after-write dependency only; the kernel writes nothing.
+        block.append_op("fetch_barrier", inputs={}, outputs={"Out": all_recv},
+                        attrs=_rpc_attrs(plan, endpoints=list(plan.endpoints)))
+    for pp in plan.params.values():
+        if pp.sliced:
+            block.append_op("concat", inputs={"X": [b.name for b in pp.blocks]},
+                            outputs={"Out": [pp.param]}, attrs={"axis": 0, OP_ROLE_ATTR_NAME: DIST})
+
+    if plan.table is not None:
+        _replace_table_lookups(block, plan)
+        _split_and_send_table_grad(block, plan, send_deps[plan.table.grad])
+
+
+def _declare_split_vars(block, plan: TranspilePlan) -> None:
+    for pp in plan.params.values():
+        gvar = block.var(pp.grad)
+        if pp.sliced:
+            for b, gb in zip(pp.blocks, pp.grad_blocks):
+                block.create_var(name=b.name, shape=b.shape, dtype=pp.dtype, persistable=False)
+                block.create_var(name=plan.sent_grad_name(gb.name), shape=gb.shape, dtype=gvar.dtype,
+                                 type=gvar.type, lod_level=gvar.lod_level)
+        elif plan.per_trainer_grads:
+            block._rename_var(pp.grad, plan.sent_grad_name(pp.grad))
+
+
+def _insert_split_and_send(block, plan: TranspilePlan, pp):
+    local = pp.grad if pp.sliced else plan.sent_grad_name(pp.grad)
+    idx = find_op_by_output_arg(block, local, reverse=True)  # exists: check_rewritable
+    sent = [plan.sent_grad_name(gb.name) for gb in pp.grad_blocks]
+    if pp.sliced:
+        if pp.sparse_grad:
+            block._insert_op(idx + 1, "split_selected_rows", inputs={"X": [local]}, outputs={"Out": sent},
+                             attrs={"height_sections": pp.sections(), OP_ROLE_ATTR_NAME: DIST})
+        else:
+            block._insert_op(idx + 1, "split_byref", inputs={"X": [local]}, outputs={"Out": sent},
+                             attrs={"sections": pp.sections(), OP_ROLE_ATTR_NAME: DIST})
+        idx += 1
+    dummy = create_control_var(block, generate_control_dev_var_name())
+    block._insert_op(idx + 1, "send", inputs={"X": sent}, outputs={"Out": [dummy]},
+                     attrs=_rpc_attrs(plan, epmap=[gb.endpoint for gb in pp.grad_blocks],
+                                      sync_mode=not plan.sync_mode,
+                                      **{OP_ROLE_VAR_ATTR_NAME: [pp.param, local]}))
+    return dummy
+
+
+def find_table_lookups(block, table: str) -> list:
+    return [op for op in block.ops if op.type == LOOKUP_TABLE and op.input("W") == [table]]
+
+
+def _replace_table_lookups(block, plan: TranspilePlan) -> None:
+    table = plan.table
+    lookups = find_table_lookups(block, table.name)
+    first = block.ops.index(lookups[0])
+    ids = [op.input("Ids")[0] for op in lookups]
+    outs = [op.output("Out")[0] for op in lookups]
+    # One prefetch for all lookups (the seed's shape) when every ids variable
+    # exists before the first lookup; otherwise one per lookup, in place.
+    late = any(find_op_by_output_arg(block, n, reverse=True) >= first for n in ids)
+    groups = [(first, ids, outs, "")] if not late else [
+        (block.ops.index(op), [i], [o], f"_{j}") for j, (op, i, o) in enumerate(zip(lookups, ids, outs))]
+    delete_ops(block, lookups)
+    shift = 0
+    for pos, g_ids, g_outs, suffix in groups:
+        pos += shift  # earlier lookups each became three ops
+        ids_var, out_var = block.var(g_ids[0]), block.var(g_outs[0])
+        n = len(plan.endpoints)
+        in_names = [f"prefetch_compress_in_tmp{suffix}_{k}" for k in range(n)]
+        out_names = [f"prefetch_compress_out_tmp{suffix}_{k}" for k in range(n)]
+        for a, b in zip(in_names, out_names):
+            block.create_var(name=a, shape=(-1, 1), dtype=ids_var.dtype)
+            block.create_var(name=b, shape=(-1, table.width), dtype=out_var.dtype)
+        block._insert_op(pos, "split_ids", inputs={"Ids": g_ids}, outputs={"Out": in_names})
+        block._insert_op(pos + 1, "prefetch", inputs={"X": in_names}, outputs={"Out": out_names},
+                         attrs={"epmap": list(plan.endpoints), "table_names": [table.name] * n,
+                                "trainer_id": plan.trainer_id})
+        block._insert_op(pos + 2, "merge_ids", inputs={"Ids": g_ids, "Rows": in_names, "X": out_names},
+                         outputs={"Out": g_outs})
+        shift += 2
+
+
+def _split_and_send_table_grad(block, plan: TranspilePlan, dummy) -> None:
+    table = plan.table
+    idx = find_op_by_output_arg(block, table.grad, reverse=True)
+    gvar = block.var(table.grad)
+    names = table_grad_names(plan)
+    for n in names:
+        block.create_var(name=n, shape=gvar.shape, dtype=gvar.dtype, type=VarType.SELECTED_ROWS)
+    block._insert_op(idx + 1, "split_ids", inputs={"Ids": [table.grad]}, outputs={"Out": names},
+                     attrs={OP_ROLE_ATTR_NAME: DIST})
+    block._insert_op(idx + 2, "send", inputs={"X": names}, outputs={"Out": [dummy]},
+                     attrs=_rpc_attrs(plan, epmap=list(plan.endpoints), sync_mode=not plan.sync_mode,
+                                      **{OP_ROLE_VAR_ATTR_NAME: [table.name, table.grad]}))
+
+
+def rewrite_trainer_startup(startup, program, plan: TranspilePlan) -> None:
+    """Trainers start from the pservers' parameter values: recv, fetch_barrier, concat."""
+    sb = startup.global_block()
+    for pp in plan.params.values():
+        for b in pp.blocks:
+            if not sb.has_var(b.name):
+                sb.create_var(name=b.name, shape=b.shape, dtype=pp.dtype, persistable=False)
+        sb.append_op("recv", inputs={"X": []}, outputs={"Out": [b.name for b in pp.blocks]},
+                     attrs=_rpc_attrs(plan, epmap=[b.endpoint for b in pp.blocks]))
+    out = create_control_var(sb, generate_control_dev_var_name())
+    sb.append_op("fetch_barrier", inputs={}, outputs={"Out": [out]},
+                 attrs=_rpc_attrs(plan, endpoints=list(plan.endpoints)))
+    for pp in plan.params.values():
+        if not pp.sliced:
+            continue
+        if not sb.has_var(pp.param):
+            src = program.global_block().var(pp.param)
+            sb.create_var(name=pp.param, shape=src.shape, dtype=src.dtype, persistable=True)
+        sb.append_op("concat", inputs={"X": [b.name for b in pp.blocks]}, outputs={"Out": [pp.param]},
+                     attrs={"axis": 0})
+
+
+def finalize_trainer_program(program, startup, plan: TranspilePlan, opt_ops, lr_ops) -> None:
+    """Remove the optimize pass from the trainer; fake_init the distributed table."""
+    block = program.global_block()
+    delete_ops(block, list(opt_ops) + list(lr_ops))
+    if plan.table is None:
+        return
+    sb = startup.global_block()
+    inits = [op for op in sb.ops if plan.table.name in op.output_arg_names]  # one: check_rewritable
+    shape = list(inits[0].attr("shape") or sb.var(plan.table.name).shape)
+    sb.append_op("fake_init", inputs={}, outputs={"Out": [plan.table.name]},
+                 attrs={"shape": shape, "dtype": plan.table.dtype})
+    delete_ops(sb, inits)

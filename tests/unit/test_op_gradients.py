@@ -1,0 +1,340 @@
+"""Every op's gradient against central finite differences.
+
+For one op the harness builds a Program holding the op (and, separately,
+the op followed by the gradient ops its registered grad maker produces),
+feeds a random weight R_o for every output gradient the grad ops read, and
+compares the analytic input gradients with numeric derivatives of
+f = sum_o sum(R_o * o) computed by re-running the forward op with one input
+element nudged by ±eps. Inputs are float64 wherever the op allows it.
+
+`test_every_op_with_a_gradient_has_a_case` enumerates the registry, so an op
+added later with a grad maker fails the suite until it gets a case here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import psjob.fluid as fluid
+from psjob.fluid.core import SelectedRows
+from psjob.fluid.framework import EMPTY_VAR_NAME, GRAD_SUFFIX, VarType
+from psjob.fluid.ops import registry
+
+RNG = np.random.default_rng(20240601)
+
+
+@dataclass(frozen=True)
+class In:
+    name: str
+    value: np.ndarray
+    lod: list | None = None
+    diff: bool = True
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    op: str
+    inputs: dict  # slot -> [In]
+    outputs: dict  # slot -> number of outputs, or [names] to alias inputs (in-place)
+    attrs: dict = field(default_factory=dict)
+    eps: float = 1e-6
+    rtol: float = 1e-5
+    atol: float = 1e-7
+    samples: int = 24
+
+
+def f64(*shape, lo=-1.0, hi=1.0):
+    return RNG.uniform(lo, hi, size=shape)
+
+
+def away_from_zero(*shape):
+    v = RNG.uniform(0.2, 1.0, size=shape)
+    return v * RNG.choice([-1.0, 1.0], size=shape)
+
+
+def probs(*shape):
+    e = np.exp(f64(*shape, lo=-1, hi=1))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def ids(values, lengths=None):
+    arr = np.asarray(values, dtype=np.int64).reshape(-1, 1)
+    if lengths is None:
+        return arr, None
+    return arr, [[0] + np.cumsum(lengths).tolist()]
+
+
+def _cases():
+    c = []
+    # -- math, tensor and activation ops (the core's own) --------------------------------
+    c.append(Case("mul", "mul", {"X": [In("x", f64(3, 4))], "Y": [In("y", f64(4, 5))]}, {"Out": 1}))
+    c.append(Case("mul-num-flatten-dims", "mul", {"X": [In("x", f64(2, 3, 4))], "Y": [In("y", f64(4, 5))]},
+                  {"Out": 1}, {"x_num_col_dims": 2, "y_num_col_dims": 1}))
+    c.append(Case("mul-y-num-col-dims", "mul", {"X": [In("x", f64(3, 4))], "Y": [In("y", f64(2, 2, 3))]},
+                  {"Out": 1}, {"x_num_col_dims": 1, "y_num_col_dims": 2}))
+    for t in ("add", "sub", "mul", "div", "max"):
+        y_mid = away_from_zero(3) + (2.0 if t == "div" else 0.0)
+        x = away_from_zero(2, 3, 4)
+        c.append(Case(f"elementwise_{t}-axis1", f"elementwise_{t}",
+                      {"X": [In("x", x)], "Y": [In("y", y_mid)]}, {"Out": 1}, {"axis": 1}))
+        y_tail = away_from_zero(3, 4) * 0.5 + (2.0 if t == "div" else 0.37)
+        c.append(Case(f"elementwise_{t}-trailing", f"elementwise_{t}",
+                      {"X": [In("x", x)], "Y": [In("y", y_tail)]}, {"Out": 1}, {"axis": -1}))
+        c.append(Case(f"elementwise_{t}-same-shape", f"elementwise_{t}",
+                      {"X": [In("x", away_from_zero(3, 4))],
+                       "Y": [In("y", away_from_zero(3, 4) + (2.0 if t == "div" else 0.11))]}, {"Out": 1}))
+    c.append(Case("mean", "mean", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
+    c.append(Case("sum", "sum", {"X": [In("a", f64(2, 3)), In("b", f64(2, 3)), In("c", f64(2, 3))]}, {"Out": 1}))
+    c.append(Case("scale", "scale", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"scale": 2.5, "bias": 0.7}))
+    c.append(Case("assign", "assign", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
+    c.append(Case("cast-float64-to-float32", "cast", {"X": [In("x", f64(3, 4))]}, {"Out": 1},
+                  {"in_dtype": "float64", "out_dtype": "float32"}, eps=1e-3, rtol=1e-3, atol=1e-4))
+    c.append(Case("relu", "relu", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}))
+    c.append(Case("sigmoid", "sigmoid", {"X": [In("x", f64(3, 4, lo=-4, hi=4))]}, {"Out": 1}))
+    c.append(Case("tanh", "tanh", {"X": [In("x", f64(3, 4, lo=-2, hi=2))]}, {"Out": 1}))
+    c.append(Case("softmax", "softmax", {"X": [In("x", f64(3, 5, lo=-2, hi=2))]}, {"Out": 1}))
+
+    # -- lookup_table ----------------------------------------------------------------------
+    table = f64(7, 3)
+    dup, lod = ids([1, 4, 1, 6, 0, 4, 1], [3, 1, 3])
+    for sparse in (False, True):
+        kind = "sparse" if sparse else "dense"
+        c.append(Case(f"lookup_table-{kind}-duplicate-ids", "lookup_table",
+                      {"W": [In("w", table)], "Ids": [In("ids", dup, lod, diff=False)]}, {"Out": 1},
+                      {"is_sparse": sparse, "padding_idx": -1}, samples=21))
+        c.append(Case(f"lookup_table-{kind}-padding-idx", "lookup_table",
+                      {"W": [In("w", table)], "Ids": [In("ids", dup, lod, diff=False)]}, {"Out": 1},
+                      {"is_sparse": sparse, "padding_idx": 4}, samples=21))
+
+    # -- sequence_pool: every type, several LoD shapes ------------------------------------------
+    lods = {
+        "ragged": [2, 1, 3, 2],            # positions path, padding
+        "with-empty": [2, 0, 3, 0, 1],     # empty sequences in the middle
+        "uniform": [2, 2, 2],              # equal lengths: strided views
+        "skewed": [1, 1, 1, 1, 20],        # long tail: bincount / reduceat path
+        "empty-last": [3, 2, 0],
+    }
+    for ptype in ("SUM", "AVERAGE", "SQRT", "MAX", "FIRST", "LAST"):
+        for lname, lengths in lods.items():
+            n = sum(lengths)
+            x = RNG.permutation(n * 4).reshape(n, 4) / (n * 4) + f64(n, 4) * 1e-3  # distinct values
+            outs = {"Out": 1, "MaxIndex": 1} if ptype == "MAX" else {"Out": 1}
+            c.append(Case(f"sequence_pool-{ptype.lower()}-{lname}", "sequence_pool",
+                          {"X": [In("x", x, [[0] + np.cumsum(lengths).tolist()])]}, outs,
+                          {"pooltype": ptype, "pad_value": 0.5}, samples=16))
+
+    # -- shape ops ---------------------------------------------------------------------------
+    c.append(Case("concat-axis0", "concat", {"X": [In("a", f64(2, 3)), In("b", f64(4, 3))]}, {"Out": 1}, {"axis": 0}))
+    c.append(Case("concat-axis1", "concat", {"X": [In("a", f64(2, 3)), In("b", f64(2, 1)), In("c", f64(2, 2))]},
+                  {"Out": 1}, {"axis": 1}))
+    c.append(Case("concat-negative-axis", "concat", {"X": [In("a", f64(2, 2, 3)), In("b", f64(2, 2, 2))]},
+                  {"Out": 1}, {"axis": -1}))
+    c.append(Case("split-num", "split", {"X": [In("x", f64(4, 6))]}, {"Out": 3}, {"axis": 1, "num": 3}))
+    c.append(Case("split-sections", "split", {"X": [In("x", f64(5, 2))]}, {"Out": 2},
+                  {"axis": 0, "sections": [2, 3]}))
+    c.append(Case("reshape2", "reshape2", {"X": [In("x", f64(2, 3, 4))]}, {"Out": 1, "XShape": 1},
+                  {"shape": [0, -1]}))
+    c.append(Case("transpose2", "transpose2", {"X": [In("x", f64(2, 3, 4))]}, {"Out": 1, "XShape": 1},
+                  {"axis": [2, 0, 1]}))
+    c.append(Case("squeeze2", "squeeze2", {"X": [In("x", f64(3, 1, 4))]}, {"Out": 1, "XShape": 1}, {"axes": [1]}))
+    c.append(Case("unsqueeze2", "unsqueeze2", {"X": [In("x", f64(3, 4))]}, {"Out": 1, "XShape": 1},
+                  {"axes": [0, 2]}))
+    for t in ("reduce_sum", "reduce_mean"):
+        c.append(Case(f"{t}-dim", t, {"X": [In("x", f64(2, 3, 4))]}, {"Out": 1},
+                      {"dim": [1], "keep_dim": False, "reduce_all": False}))
+        c.append(Case(f"{t}-dims-keep", t, {"X": [In("x", f64(2, 3, 4))]}, {"Out": 1},
+                      {"dim": [0, -1], "keep_dim": True, "reduce_all": False}))
+        c.append(Case(f"{t}-all", t, {"X": [In("x", f64(2, 3))]}, {"Out": 1},
+                      {"dim": [0], "keep_dim": False, "reduce_all": True}))
+
+    # -- losses --------------------------------------------------------------------------------
+    hard = np.array([[2], [0], [-100], [4]], dtype=np.int64)
+    c.append(Case("cross_entropy-hard-ignore-index", "cross_entropy",
+                  {"X": [In("x", probs(4, 5))], "Label": [In("label", hard, diff=False)]}, {"Y": 1},
+                  {"soft_label": False, "ignore_index": -100}))
+    c.append(Case("cross_entropy-soft", "cross_entropy",
+                  {"X": [In("x", probs(4, 5))], "Label": [In("label", probs(4, 5), diff=False)]}, {"Y": 1},
+                  {"soft_label": True}))
+    c.append(Case("softmax_with_cross_entropy-hard", "softmax_with_cross_entropy",
+                  {"Logits": [In("logits", f64(4, 5, lo=-2, hi=2))], "Label": [In("label", hard, diff=False)]},
+                  {"Softmax": 1, "Loss": 1}, {"soft_label": False, "ignore_index": -100}))
+    c.append(Case("softmax_with_cross_entropy-soft", "softmax_with_cross_entropy",
+                  {"Logits": [In("logits", f64(4, 5, lo=-2, hi=2))], "Label": [In("label", probs(4, 5), diff=False)]},
+                  {"Softmax": 1, "Loss": 1}, {"soft_label": True}))
+    bin_label = np.array([[1.0, 0.0], [0.0, -100.0], [1.0, 1.0]])
+    for norm in (False, True):
+        c.append(Case(f"sigmoid_cross_entropy_with_logits-normalize-{norm}", "sigmoid_cross_entropy_with_logits",
+                      {"X": [In("x", f64(3, 2, lo=-30, hi=30))], "Label": [In("label", bin_label, diff=False)]},
+                      {"Out": 1}, {"ignore_index": -100, "normalize": norm}))
+    c.append(Case("log_loss", "log_loss",
+                  {"Predicted": [In("p", f64(4, 1, lo=0.1, hi=0.9))],
+                   "Labels": [In("y", np.array([[1.0], [0.0], [1.0], [0.0]]), diff=False)]},
+                  {"Loss": 1}, {"epsilon": 1e-4}))
+
+    # -- batch_norm and dropout ----------------------------------------------------------------
+    def bn(cid, x, c_, attrs, stats_diff=False):
+        return Case(cid, "batch_norm",
+                    {"X": [In("x", x)], "Scale": [In("scale", f64(c_, lo=0.5, hi=1.5))],
+                     "Bias": [In("bias", f64(c_))],
+                     "Mean": [In("mean", f64(c_), diff=stats_diff)],
+                     "Variance": [In("var", f64(c_, lo=0.5, hi=1.5), diff=stats_diff)]},
+                    {"Y": 1, "MeanOut": ["mean"], "VarianceOut": ["var"], "SavedMean": 1, "SavedVariance": 1},
+                    dict({"momentum": 0.9, "epsilon": 1e-5}, **attrs), rtol=1e-4, atol=1e-6)
+    c.append(bn("batch_norm-train-2d", f64(5, 3), 3, {"is_test": False}))
+    c.append(bn("batch_norm-train-nchw", f64(2, 3, 2, 2), 3, {"is_test": False, "data_layout": "NCHW"}))
+    c.append(bn("batch_norm-train-nhwc", f64(2, 2, 2, 3), 3, {"is_test": False, "data_layout": "NHWC"}))
+    c.append(bn("batch_norm-test-global-stats", f64(4, 3), 3, {"is_test": True}))
+    c.append(bn("batch_norm-fuse-with-relu", f64(6, 2) * 3, 2, {"is_test": False, "fuse_with_relu": True}))
+    for impl in ("downgrade_in_infer", "upscale_in_train"):
+        for test in (False, True):
+            c.append(Case(f"dropout-{impl}-is_test-{test}", "dropout", {"X": [In("x", f64(4, 5))]},
+                          {"Out": 1, "Mask": 1},
+                          {"dropout_prob": 0.4, "is_test": test, "fix_seed": True, "seed": 7,
+                           "dropout_implementation": impl}))
+    return c
+
+
+CASES = _cases()
+
+
+# -- harness ---------------------------------------------------------------------------------
+
+def _declare_inputs(block, case):
+    names = {}
+    for slot, items in case.inputs.items():
+        names[slot] = []
+        for it in items:
+            if not block.has_var(it.name):
+                block.create_var(name=it.name, shape=it.value.shape, dtype=it.value.dtype.name,
+                                 lod_level=1 if it.lod else 0)
+            names[slot].append(it.name)
+    return names
+
+
+def _declare_outputs(block, case):
+    names = {}
+    for slot, spec in case.outputs.items():
+        if isinstance(spec, list):  # written in place into an input var
+            names[slot] = list(spec)
+        else:
+            names[slot] = [f"out.{slot}.{i}" for i in range(spec)]
+            for n in names[slot]:
+                block.create_var(name=n)
+    return names
+
+
+def _feed(case):
+    feed = {}
+    for items in case.inputs.values():
+        for it in items:
+            feed[it.name] = (it.value, it.lod) if it.lod else it.value
+    return feed
+
+
+def _forward_program(case):
+    prog = fluid.Program()
+    block = prog.global_block()
+    op = block.append_op(type=case.op, inputs=_declare_inputs(block, case),
+                         outputs=_declare_outputs(block, case), attrs=dict(case.attrs))
+    return prog, op
+
+
+def _grad_program(case):
+    """Forward op + its grad ops; returns (program, {output grad name: forward output},
+    {input name: its grad name})."""
+    prog, op = _forward_program(case)
+    block = prog.global_block()
+    diff = {it.name for items in case.inputs.values() for it in items if it.diff}
+    specs = registry.get_op_def(case.op).grad(op)
+    produced = set()
+    out_grads = {}
+    for spec in specs:
+        for slot, names in spec.outputs.items():
+            spec.outputs[slot] = [n if n[: -len(GRAD_SUFFIX)] in diff else EMPTY_VAR_NAME for n in names]
+            for n in spec.outputs[slot]:
+                if n != EMPTY_VAR_NAME and not block.has_var(n):
+                    fwd = block.var(n[: -len(GRAD_SUFFIX)])
+                    block.create_var(name=n, shape=fwd.shape, dtype=fwd.dtype)
+                produced.add(n)
+        for names in spec.inputs.values():
+            for n in names:
+                if n.endswith(GRAD_SUFFIX) and n not in produced and n not in out_grads:
+                    fwd = n[: -len(GRAD_SUFFIX)]
+                    out_grads[n] = fwd
+                    block.create_var(name=n, shape=block.var(fwd).shape, dtype=block.var(fwd).dtype)
+        block.append_op(type=spec.type, inputs=spec.inputs, outputs=spec.outputs, attrs=spec.attrs)
+    in_grads = {name: name + GRAD_SUFFIX for name in diff if (name + GRAD_SUFFIX) in produced}
+    return prog, out_grads, in_grads
+
+
+def _objective(exe, prog, scope, feed, weights):
+    outs = exe.run(prog, feed=feed, fetch_list=list(weights), scope=scope)
+    return sum(float(np.sum(np.asarray(o, dtype=np.float64) * w)) for o, w in zip(outs, weights.values()))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_gradient_matches_central_finite_differences(case):
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    gprog, out_grads, in_grads = _grad_program(case)
+    fprog, _ = _forward_program(case)
+    feed = _feed(case)
+
+    # Output shapes are known only after a forward run (batch dims, LoD).
+    fwd_names = sorted(set(out_grads.values()))
+    fwd_vals = exe.run(fprog, feed=feed, fetch_list=fwd_names, scope=scope)
+    rng = np.random.default_rng(7)
+    weights = {n: rng.normal(size=np.shape(v)).astype(np.asarray(v).dtype) for n, v in zip(fwd_names, fwd_vals)}
+    gfeed = dict(feed)
+    gfeed.update({g: weights[f] for g, f in out_grads.items()})
+    assert in_grads, f"{case.id}: the grad ops produce no gradient for a differentiable input"
+    analytic = exe.run(gprog, feed=gfeed, fetch_list=list(in_grads.values()), scope=scope)
+
+    for (name, _), got in zip(in_grads.items(), analytic):
+        if isinstance(got, SelectedRows):
+            got = got.to_dense()
+        base = next(it for items in case.inputs.values() for it in items if it.name == name)
+        got = np.asarray(got, dtype=np.float64)
+        assert got.shape == base.value.shape, f"{case.id}: grad of {name} has shape {got.shape}"
+        flat = base.value.reshape(-1)
+        picks = np.arange(flat.size)
+        if flat.size > case.samples:
+            picks = np.random.default_rng(3).choice(flat.size, case.samples, replace=False)
+        numeric = []
+        for k in picks:
+            vals = []
+            for sign in (1, -1):
+                nudged = flat.copy()
+                nudged[k] += sign * case.eps
+                f = dict(feed)
+                arr = nudged.reshape(base.value.shape)
+                f[name] = (arr, base.lod) if base.lod else arr
+                vals.append(_objective(exe, fprog, scope, f, weights))
+            numeric.append((vals[0] - vals[1]) / (2 * case.eps))
+        np.testing.assert_allclose(got.reshape(-1)[picks], numeric, rtol=case.rtol, atol=case.atol,
+                                   err_msg=f"{case.id}: d/d{name}")
+
+
+def test_every_op_with_a_gradient_has_a_case():
+    with_grad = {t for t in registry.registered_ops() if registry.get_op_def(t).grad is not None}
+    missing = sorted(with_grad - {c.op for c in CASES})
+    assert not missing, f"ops with a grad maker but no finite-difference case: {missing}"
+
+
+def test_sparse_lookup_table_gradient_keeps_duplicate_ids_and_skips_padding_rows():
+    dup, lod = ids([1, 4, 1, 6, 0, 4, 1], [3, 1, 3])
+    case = Case("x", "lookup_table", {"W": [In("w", f64(7, 3))], "Ids": [In("ids", dup, lod, diff=False)]},
+                {"Out": 1}, {"is_sparse": True, "padding_idx": 4})
+    prog, out_grads, in_grads = _grad_program(case)
+    assert prog.global_block().var("w@GRAD").type == VarType.SELECTED_ROWS
+    dout = np.arange(21, dtype=np.float64).reshape(7, 3)
+    feed = _feed(case)
+    feed.update({g: dout for g in out_grads})
+    sr, = fluid.Executor().run(prog, feed=feed, fetch_list=["w@GRAD"], scope=fluid.Scope())
+    assert isinstance(sr, SelectedRows)
+    assert sr.height == 7
+    assert sr.rows.tolist() == [1, 1, 6, 0, 1]  # as looked up, duplicates kept, id 4 dropped
+    np.testing.assert_array_equal(sr.values, dout[[0, 2, 3, 4, 6]])
