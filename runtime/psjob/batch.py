@@ -7,6 +7,10 @@ the last, shorter list is kept unless `drop_last` is set.
 from __future__ import annotations
 
 import operator
+import sys
+import types
+
+from psjob.reader.decorator import _require_reader
 
 
 def batch(reader, batch_size, drop_last=False):
@@ -32,10 +36,17 @@ def batch(reader, batch_size, drop_last=False):
     return batch_reader
 
 
-def _require_reader(reader, who):
-    # The commonest mistake is passing `reader()` (a generator, good for one
-    # epoch only) instead of the reader function itself.
-    if not callable(reader):
-        raise TypeError(
-            f"{who}() expects a reader: a zero-argument callable returning an "
-            f"iterator, got {type(reader).__name__}; pass the function, not its result")
+class _CallableModule(types.ModuleType):
+    """`psjob.batch` is both this module and, lazily, the function in it.
+
+    Importing the submodule (`import psjob.batch`, `from psjob.batch import
+    batch`) makes Python bind the *module* as the package attribute, shadowing
+    the lazy function; a script doing `paddle.batch(reader, 8)` afterwards
+    would call a module. Making the module callable keeps that working.
+    """
+
+    def __call__(self, reader, batch_size, drop_last=False):
+        return batch(reader, batch_size, drop_last)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -15,10 +15,8 @@ and another checks that the chart's Grafana dashboard queries only names
 listed here.
 
 Label conventions: `method` is the RPC name (small fixed set), `status` a gRPC
-status code name (`OK`, `UNAUTHENTICATED`, ...). The operator labels job
-namespaces `job_namespace`, never `namespace`, because Prometheus adds its own
-`namespace` target label (the operator pod's) when it scrapes through a
-ServiceMonitor.
+status code name (`OK`, `UNAUTHENTICATED`, ...). No metric sets a label named
+`namespace`, `pod` or `job`: Prometheus adds those as target labels.
 
 `python -m psjob.metrics healthcheck` is the images' HEALTHCHECK: it fetches
 /metrics on $PSJOB_METRICS_PORT and exits 0 or 1.
@@ -31,18 +29,19 @@ import os
 import sys
 import threading
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+# The port the images and the operator's pods use when PSJOB_METRICS_PORT is unset.
+from psjob.roles import DEFAULT_METRICS_PORT
+
 _log = logging.getLogger(__name__)
 
 PREFIX = "psjob_"
 METRICS_PORT_ENV = "PSJOB_METRICS_PORT"
-# The port the images and the operator's pods use when PSJOB_METRICS_PORT is unset.
-DEFAULT_METRICS_PORT = 9100
 
 # RPC latencies of the data plane: sub-millisecond loopback up to multi-second
 # pulls of large dense blocks over a busy network.
@@ -54,7 +53,7 @@ CHECKPOINT_BUCKETS = (0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
 # How many pserver versions a gradient was behind (async / geo modes).
 STALENESS_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
 # Creation to all pods running: image pulls and GPU scheduling take minutes.
-STARTUP_BUCKETS = (1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
+STARTUP_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,13 +87,13 @@ class TrainerMetrics:
 
 @dataclasses.dataclass(frozen=True)
 class OperatorMetrics:
-    """Metrics of the operator process."""
+    """Metrics of the operator process (jobs by phase come from a scrape-time Collector)."""
 
     reconciles: Counter
-    reconcile_errors: Counter
-    reconcile_duration: Histogram
-    jobs: Gauge
-    job_startup: Histogram
+    errors: Counter
+    duration: Histogram
+    startup: Histogram
+    transitions: Counter
 
 
 def pserver_metrics(*, registry: CollectorRegistry) -> PserverMetrics:
@@ -177,30 +176,69 @@ def trainer_metrics(*, registry: CollectorRegistry) -> TrainerMetrics:
     )
 
 
-def operator_metrics(*, registry: CollectorRegistry) -> OperatorMetrics:
-    """Create and register the operator metrics in `registry`."""
+def operator_metrics(*, registry: CollectorRegistry,
+                     phases: Callable[[], Mapping[str, int]] = dict) -> OperatorMetrics:
+    """Create and register the operator metrics in `registry`.
+
+    `phases` returns the number of ParameterServerJobs in each phase; it is
+    called at scrape time (see `JobPhaseCollector`).
+    """
+    registry.register(JobPhaseCollector(phases))
     return OperatorMetrics(
         reconciles=Counter(
             "psjob_operator_reconciles_total",
-            "Handler invocations for ParameterServerJobs, by handler.",
-            ["handler"], registry=registry),
-        reconcile_errors=Counter(
+            "Reconcile passes over ParameterServerJobs, by result (success, error).",
+            ["result"], registry=registry),
+        errors=Counter(
             "psjob_operator_reconcile_errors_total",
-            "Handler invocations that failed, by handler and kind (temporary, permanent, unexpected).",
-            ["handler", "kind"], registry=registry),
-        reconcile_duration=Histogram(
+            "Failed reconcile passes, by kind (api, conflict, internal).",
+            ["kind"], registry=registry),
+        duration=Histogram(
             "psjob_operator_reconcile_duration_seconds",
-            "Time one handler invocation took, by handler.",
-            ["handler"], buckets=RPC_BUCKETS, registry=registry),
-        jobs=Gauge(
-            "psjob_operator_jobs",
-            "ParameterServerJobs known to the operator, by job namespace and phase.",
-            ["job_namespace", "phase"], registry=registry),
-        job_startup=Histogram(
+            "Time of one reconcile pass.",
+            buckets=RPC_BUCKETS, registry=registry),
+        startup=Histogram(
             "psjob_operator_job_startup_seconds",
-            "Time from a job's creation until all of its pods were running.",
+            "Time from a job's creation (or restart) until all of its pods were running.",
             buckets=STARTUP_BUCKETS, registry=registry),
+        transitions=Counter(
+            "psjob_operator_transitions_total",
+            "Job condition changes, by condition type and new status (True, False).",
+            ["condition", "status"], registry=registry),
     )
+
+
+# The phases of ParameterServerJob.status.phase (psjob_operator.status.Phase;
+# a test keeps the two equal). Every phase is exported, zero included, so a
+# dashboard shows a phase that empties instead of a gap.
+JOB_PHASES = ("Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed")
+
+
+class JobPhaseCollector(Collector):
+    """Exports `psjob_operator_jobs{phase}` from `source()` at scrape time."""
+
+    def __init__(self, source: Callable[[], Mapping[str, int]]) -> None:
+        if not callable(source):
+            raise TypeError(f"JobPhaseCollector needs a callable source, got {source!r}")
+        self._source = source
+
+    def describe(self) -> list[Metric]:
+        return [GaugeMetricFamily("psjob_operator_jobs", _JOBS_HELP, labels=["phase"])]
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily("psjob_operator_jobs", _JOBS_HELP, labels=["phase"])
+        try:
+            counts = dict(self._source())
+        except Exception:  # noqa: BLE001 — a broken source must not break the scrape
+            _log.exception("job phase source failed; exporting no job counts")
+            yield family
+            return
+        for phase in dict.fromkeys((*JOB_PHASES, *counts)):
+            family.add_metric([phase], counts.get(phase, 0))
+        yield family
+
+
+_JOBS_HELP = "ParameterServerJobs known to the operator, by phase."
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,6 +13,7 @@ the pservers it has completed, as `exe.close()` does in Fluid.
 """
 from __future__ import annotations
 
+import importlib
 import time
 from collections import defaultdict
 
@@ -21,6 +22,15 @@ import numpy as np
 from .core import CPUPlace, LoDTensor, Scope, SelectedRows, global_scope, to_numpy
 from .framework import EMPTY_VAR_NAME, GraphError, Program, Variable
 from .ops.registry import KernelContext, get_op_def
+
+
+# Runtime services a kernel may need, created on first use when nobody
+# registered one. They live in higher layers (gRPC client and server), so they
+# are named here, not imported: the framework never imports the transport.
+DEFAULT_SERVICES = {
+    "rpc": "psjob.ps.client_service:make_client",
+    "pserver": "psjob.ps.pserver:make_service",
+}
 
 
 class ExecutionError(RuntimeError):
@@ -58,6 +68,18 @@ class Executor:
         if self._xp is None:
             self._xp = self.place.array_module()
         return self._xp
+
+    def service(self, name: str, op=None):
+        """The runtime service `name`; created by its default factory on first use."""
+        svc = self.services.get(name)
+        if svc is None:
+            spec = DEFAULT_SERVICES.get(name)
+            if spec is None:
+                raise KeyError(f"no runtime service {name!r} registered on this executor")
+            module, _, attr = spec.partition(":")
+            factory = getattr(importlib.import_module(module), attr)
+            svc = self.services[name] = factory(self, op)
+        return svc
 
     def add_close_hook(self, fn):
         self._close_hooks.append(fn)
@@ -133,7 +155,7 @@ class Executor:
         steps = []
         for i, op in enumerate(block.ops):
             opdef = get_op_def(op.type)
-            for slot, names in op.inputs.items():
+            for slot, names in ({} if opdef.inputs_arrive_at_run_time else op.inputs).items():
                 for n in names:
                     if n == EMPTY_VAR_NAME or n in available:
                         continue

@@ -16,7 +16,6 @@ import queue
 import random
 import threading
 
-from psjob.batch import _require_reader
 
 __all__ = [
     "ComposeNotAligned", "buffered", "cache", "chain", "compose", "firstn",
@@ -26,6 +25,15 @@ __all__ = [
 
 class ComposeNotAligned(ValueError):
     """compose(check_alignment=True) found readers of different lengths."""
+
+
+def _require_reader(reader, who):
+    # The commonest mistake is passing `reader()` (a generator, good for one
+    # epoch only) instead of the reader function itself.
+    if not callable(reader):
+        raise TypeError(
+            f"{who}() expects a reader: a zero-argument callable returning an "
+            f"iterator, got {type(reader).__name__}; pass the function, not its result")
 
 
 def _positive_int(value, name):

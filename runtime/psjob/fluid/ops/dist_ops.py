@@ -10,6 +10,8 @@ either, so this module imports no transport.
 
 `listen_and_serv` hands its program to `executor.services["pserver"]`, a
 callable (program, scope, executor) that serves until the trainers complete.
+When none is registered, the executor creates the gRPC ones (see
+Executor.service): plain Fluid scripts need no set-up.
 
 Table ops map feature ids to pservers and rows only through
 `psjob.fluid.transpiler.placement`, the one replaceable placement seam.
@@ -34,12 +36,9 @@ def _placement():
 # -- helpers ------------------------------------------------------------------------------
 
 def _client(ctx):
-    services = getattr(ctx.executor, "services", None) or {}
-    client = services.get("rpc")
-    if client is None:
-        raise RuntimeError(f"op {ctx.op.type!r} needs a parameter-server client in executor.services['rpc']: "
-                           "run transpiled trainer programs through psjob's trainer runtime "
-                           "(or transpiler.inmemory for tests)")
+    # The gRPC client by default (psjob.ps.client_service); tests register an
+    # in-memory one in executor.services["rpc"] first.
+    client = ctx.executor.service("rpc", ctx.op)
     want = ctx.attr("trainer_id")
     have = getattr(client, "trainer_id", None)
     if want is not None and have is not None and int(want) != int(have):
@@ -108,6 +107,9 @@ def split_selected_rows(ctx):
     sections = list(ctx.attr("height_sections"))
     _check_sections(ctx, x.height, sections)
     rows = _host_ids(x.rows)
+    if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= x.height):
+        raise ValueError(f"split_selected_rows: row ids must lie in [0, {x.height}), got "
+                         f"[{int(rows.min())}, {int(rows.max())}]")
     start = 0
     for i, height in enumerate(sections):
         idx = np.nonzero((rows >= start) & (rows < start + height))[0]
@@ -245,12 +247,9 @@ def checkpoint_notify(ctx):
 
 # -- pserver side ---------------------------------------------------------------------------
 
-@register_op("listen_and_serv")
+@register_op("listen_and_serv", inputs_arrive_at_run_time=True)
 def listen_and_serv(ctx):
-    serve = (getattr(ctx.executor, "services", None) or {}).get("pserver")
-    if serve is None:
-        raise RuntimeError("listen_and_serv needs a pserver runtime in executor.services['pserver'] "
-                           "(a callable (program, scope, executor) that serves until the trainers complete)")
+    serve = ctx.executor.service("pserver", ctx.op)
     serve(ctx.op.block.program, ctx.scope, ctx.executor)
 
 

@@ -34,16 +34,21 @@ class OpDef:
     grad: Callable | None = None  # (op) -> list[GradOpSpec]
     # Inputs through which no gradient ever flows (ids, labels, lengths...).
     no_grad_inputs: frozenset = frozenset()
+    # Inputs filled while the op runs (listen_and_serv receives them over the
+    # network), so the executor must not require them beforehand.
+    inputs_arrive_at_run_time: bool = False
 
 
 _REGISTRY: dict[str, OpDef] = {}
 
 
-def register_op(type: str, *, infer_shape=None, grad=None, no_grad_inputs=()):
+def register_op(type: str, *, infer_shape=None, grad=None, no_grad_inputs=(),
+                inputs_arrive_at_run_time=False):
     def wrap(kernel):
         if type in _REGISTRY:
             raise ValueError(f"op {type!r} registered twice")
-        _REGISTRY[type] = OpDef(type, kernel, infer_shape, grad, frozenset(no_grad_inputs))
+        _REGISTRY[type] = OpDef(type, kernel, infer_shape, grad, frozenset(no_grad_inputs),
+                                inputs_arrive_at_run_time)
         return kernel
     return wrap
 

@@ -1,0 +1,72 @@
+"""The trainer's default RPC service: a gRPC client configured from the program and environment.
+
+Created by Executor.service("rpc") the first time a trainer-side RPC op runs
+(usually the `recv` ops of the trainer startup program), so a Fluid script
+needs no set-up beyond transpiling:
+
+- endpoints: every pserver named by the program's RPC ops, else
+  PADDLE_PSERVER_ENDPOINTS;
+- trainer id: the op's `trainer_id` attribute, else PADDLE_TRAINER_ID;
+- auth token: PSJOB_AUTH_TOKEN_FILE;
+- it waits (bounded by PSJOB_WAIT_SERVER_TIMEOUT, default 300 s) until every
+  pserver serves, so trainers started before their pservers do not crash;
+- async programs (send ops with `sync_mode` false, i.e. transpiled with
+  sync_mode=False) get a Communicator around the client; PSJOB_MODE=half_async
+  selects half-async.
+
+`exe.close()` flushes, tells every pserver this trainer completed, and closes
+the channels.
+"""
+from __future__ import annotations
+
+import os
+
+from ..rpc.client import PSClient
+from .auth import token_from_env
+from .communicator import Communicator, CommunicatorConfig
+
+
+def program_endpoints(program) -> list[str]:
+    seen = []
+    for block in program.blocks:
+        for op in block.ops:
+            for key in ("epmap", "endpoints"):
+                for ep in op.attr(key) or []:
+                    if ep not in seen:
+                        seen.append(ep)
+    return seen
+
+
+def _is_async(program) -> bool:
+    for op in program.global_block().ops:
+        if op.type == "send":
+            # The transpiler writes the seed's inverted flag: send.sync_mode = not sync_mode.
+            return bool(op.attr("sync_mode", False))
+    return False
+
+
+def make_client(executor, op=None, environ=None):
+    env = os.environ if environ is None else environ
+    program = op.block.program if op is not None else None
+    endpoints = program_endpoints(program) if program is not None else []
+    if not endpoints:
+        endpoints = [e for e in env.get("PADDLE_PSERVER_ENDPOINTS", "").split(",") if e]
+    if not endpoints:
+        raise RuntimeError("no pserver endpoints: the program names none and PADDLE_PSERVER_ENDPOINTS is unset")
+    trainer_id = op.attr("trainer_id") if op is not None and op.attr("trainer_id") is not None else None
+    if trainer_id is None:
+        trainer_id = int(env.get("PADDLE_TRAINER_ID", "0") or 0)
+    client = PSClient(endpoints, int(trainer_id), auth_token=token_from_env(env))
+    client.wait_server_ready(timeout_s=float(env.get("PSJOB_WAIT_SERVER_TIMEOUT", "300")))
+    service = client
+    mode = env.get("PSJOB_MODE", "")
+    if (program is not None and _is_async(program)) or mode in ("async", "half_async"):
+        service = Communicator(client, CommunicatorConfig(mode="half_async" if mode == "half_async" else "async"))
+
+    def close():
+        try:
+            service.complete()
+        finally:
+            client.close()
+    executor.add_close_hook(close)
+    return service

@@ -1,0 +1,237 @@
+"""The trainer-side communicator of async and half-async training (seed 000's modes).
+
+It wraps the RPC client with the same verbs, so the transpiled program's
+send/recv kernels need not know the mode:
+
+- `push` only enqueues: one bounded queue per (pserver, variable). A sender
+  thread drains the queues, merging up to `max_merge_var_num` queued
+  gradients of a variable into one (dense gradients summed, SelectedRows
+  concatenated — the pserver merges duplicate rows), and sends each pserver's
+  batch in one request, all pservers concurrently. A full queue blocks the
+  trainer: that bounds staleness and memory when the pservers fall behind.
+- `pull` answers from a cache refreshed by an independent receiver thread
+  after every send round (async). The first pull of a name is synchronous.
+  In half-async mode a pull first waits until this trainer's queued gradients
+  are sent, then pulls fresh values: each step sees its own updates, and no
+  trainer ever waits for another.
+- `prefetch` (embedding rows the forward pass needs now) goes straight through.
+- `complete`/`checkpoint_notify` flush the queues first, so nothing a trainer
+  computed is lost when it stops or a checkpoint is taken.
+
+Arrays given to `push` are copied before it returns (the caller may reuse
+them); arrays returned by `pull` are shared read-only cache entries.
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..fluid.core import SelectedRows
+
+
+@dataclass(frozen=True)
+class CommunicatorConfig:
+    mode: str = "async"              # async | half_async
+    max_merge_var_num: int = 20      # gradients of one variable merged into one send
+    send_queue_size: int = 20        # per-variable queue bound (trainer blocks beyond it)
+    recv_interval_s: float = 0.0     # minimum time between two background pulls
+
+
+class _Done:
+    __slots__ = ("value",)
+
+    def __init__(self, value=None):
+        self.value = value
+
+    def wait(self):
+        return self.value
+
+
+def _copy(value):
+    if isinstance(value, SelectedRows):
+        return SelectedRows(np.array(value.rows, copy=True), np.array(value.values, copy=True), value.height)
+    return np.array(value, copy=True)
+
+
+def _merge(values: list):
+    first = values[0]
+    if isinstance(first, SelectedRows):
+        if len(values) == 1:
+            return first
+        return SelectedRows(np.concatenate([v.rows for v in values]),
+                            np.concatenate([v.values for v in values]), first.height)
+    out = first if len(values) == 1 else np.sum(values, axis=0, dtype=first.dtype)
+    return out
+
+
+class Communicator:
+    def __init__(self, client, config: CommunicatorConfig = CommunicatorConfig()):
+        if config.mode not in ("async", "half_async"):
+            raise ValueError(f"Communicator mode must be async or half_async, got {config.mode!r}")
+        self.client = client
+        self.trainer_id = client.trainer_id
+        self.config = config
+        self._queues: dict[tuple, collections.deque] = {}
+        self._lods: dict[str, object] = {}
+        self._cond = threading.Condition()
+        self._in_flight = 0
+        self._cache: dict[str, np.ndarray] = {}
+        self._watched: dict[str, list] = collections.defaultdict(list)  # endpoint -> names
+        self._recv_due = threading.Event()
+        self._stopped = False
+        self._error: BaseException | None = None
+        self.sends = 0
+        self.merged = 0
+        self.staleness_rounds = 0
+        self._sender = threading.Thread(target=self._send_loop, name="psjob-send", daemon=True)
+        self._receiver = threading.Thread(target=self._recv_loop, name="psjob-recv", daemon=True)
+        self._sender.start()
+        if config.mode == "async":
+            self._receiver.start()
+
+    # -- verbs --------------------------------------------------------------------------
+    def push(self, endpoint, values: dict, *, is_delta=False, lods=None):
+        if is_delta:
+            return self.client.push(endpoint, values, is_delta=True, lods=lods)
+        self._raise_if_failed()
+        with self._cond:
+            for name, value in values.items():
+                q = self._queues.setdefault((endpoint, name), collections.deque())
+                while len(q) >= self.config.send_queue_size and not self._stopped:
+                    self._cond.wait(0.5)
+                    self._raise_if_failed()
+                q.append(_copy(value))
+                if lods and name in lods:
+                    self._lods[name] = lods[name]
+            self._cond.notify_all()
+        return _Done()
+
+    def pull(self, endpoint, names):
+        names = list(names)
+        if self.config.mode == "half_async":
+            self.flush()
+            return self.client.pull(endpoint, names)
+        missing = [n for n in names if n not in self._cache]
+        if missing:
+            fresh = self.client.pull(endpoint, missing).wait()
+            with self._cond:
+                self._cache.update(fresh)
+                self._watched[endpoint].extend(n for n in missing if n not in self._watched[endpoint])
+        return _Done({n: self._cache[n] for n in names})
+
+    def prefetch(self, endpoint, table, ids):
+        return self.client.prefetch(endpoint, table, ids)
+
+    def barrier(self, kind, endpoints=None):
+        return []  # no rounds in async modes
+
+    def checkpoint_notify(self, dirname, step=0, tag="", endpoints=None):
+        self.flush()
+        return self.client.checkpoint_notify(dirname, step, tag, endpoints)
+
+    def complete(self, endpoints=None):
+        self.stop()
+        self.client.complete(endpoints)
+
+    def __getattr__(self, name):  # register, status, wait_server_ready, close, retries...
+        return getattr(self.client, name)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def flush(self, timeout_s: float = 600.0):
+        """Block until every queued gradient has been sent."""
+        t_end = time.monotonic() + timeout_s
+        with self._cond:
+            while any(self._queues.values()) or self._in_flight:
+                self._raise_if_failed()
+                if time.monotonic() > t_end:
+                    raise TimeoutError(f"communicator could not send its queue within {timeout_s:.0f}s")
+                self._cond.wait(0.1)
+        self._raise_if_failed()
+
+    def stop(self):
+        if self._stopped:
+            return
+        self.flush()
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._recv_due.set()
+        self._sender.join(timeout=10)
+        if self._receiver.is_alive():
+            self._receiver.join(timeout=10)
+
+    def _raise_if_failed(self):
+        if self._error is not None:
+            raise RuntimeError(f"communicator failed: {self._error}") from self._error
+
+    # -- threads ------------------------------------------------------------------------
+    def _take_batch(self):
+        """Pop up to max_merge_var_num items of every non-empty queue (under the lock)."""
+        batch = collections.defaultdict(dict)
+        for (ep, name), q in self._queues.items():
+            if q:
+                n = min(len(q), self.config.max_merge_var_num)
+                items = [q.popleft() for _ in range(n)]
+                batch[ep][name] = items
+        return batch
+
+    def _send_loop(self):
+        try:
+            while True:
+                with self._cond:
+                    while not any(self._queues.values()) and not self._stopped:
+                        self._cond.wait(0.5)
+                    if self._stopped and not any(self._queues.values()):
+                        return
+                    batch = self._take_batch()
+                    self._in_flight += 1
+                    self._cond.notify_all()  # wake trainers blocked on full queues
+                try:
+                    handles = []
+                    for ep, per_name in batch.items():
+                        merged = {name: _merge(items) for name, items in per_name.items()}
+                        self.merged += sum(len(items) for items in per_name.values())
+                        handles.append(self.client.push(ep, merged, lods={
+                            n: self._lods[n] for n in merged if n in self._lods}))
+                    for h in handles:
+                        h.wait()
+                    self.sends += 1
+                    self.staleness_rounds += 1  # sends not yet reflected in pulled params
+                finally:
+                    with self._cond:
+                        self._in_flight -= 1
+                        self._cond.notify_all()
+                self._recv_due.set()
+        except BaseException as exc:  # surfaced to the trainer on its next push/flush
+            self._error = exc
+            with self._cond:
+                self._cond.notify_all()
+
+    def _recv_loop(self):
+        try:
+            last = 0.0
+            while not self._stopped:
+                self._recv_due.wait(0.5)
+                self._recv_due.clear()
+                if self._stopped:
+                    return
+                wait = self.config.recv_interval_s - (time.monotonic() - last)
+                if wait > 0:
+                    time.sleep(wait)
+                last = time.monotonic()
+                with self._cond:
+                    watched = {ep: list(names) for ep, names in self._watched.items() if names}
+                handles = {ep: self.client.pull(ep, names) for ep, names in watched.items()}
+                fresh = {}
+                for h in handles.values():
+                    fresh.update(h.wait())
+                with self._cond:
+                    self._cache.update(fresh)
+                    self.staleness_rounds = 0
+        except BaseException as exc:
+            if not self._stopped:
+                self._error = exc

@@ -1,0 +1,92 @@
+"""Per-row optimizer state and the SelectedRows update of a sparse table.
+
+The math is `psjob.kernels.optimizers` (the dense ``<name>_update`` applied
+in place to gathered row blocks); this module only decides the state columns
+(from the kernels' ``ACCUMULATORS``: parameter-shaped ones get ``dim``
+floats per row, origin-shaped beta pows one float per row, advanced only when
+the row is updated) and moves rows in and out of storage.
+
+`merge_rows` is the table's own duplicate-row merge: the kernels'
+``merge_duplicate_rows`` uses ``np.unique`` and a 2-D ``np.add.at``, which is
+several times slower on 64K-id batches (see docs/tables.md). Here one sort of
+packed (row, position) words orders the batch, the first gradient of every
+row is copied and only the repeats go through a 1-D ``np.add.at``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from psjob.kernels import optimizers as kernels
+from psjob.tables.config import OptimizerConfig
+from psjob.tables.storage import Column
+
+
+class RowOptimizer:
+    def __init__(self, config: OptimizerConfig, dim: int):
+        self._config = config
+        self._dim = dim
+        self._update = kernels.DENSE_UPDATES[config.name]
+        self._hyper = config.resolved_hyper()
+        self._fills = {}
+        self._columns = {}
+        self._passed = []          # state columns the update function takes, in order
+        for spec in kernels.ACCUMULATORS[config.name]:
+            shape = (dim,) if spec.shape == kernels.PARAM_SHAPED else (1,)
+            self._columns[spec.name] = Column(np.dtype(np.float32), shape)
+            self._fills[spec.name] = float(self._hyper[spec.fill] if isinstance(spec.fill, str) else spec.fill)
+            # Like Fluid, a conditional state (rmsprop's mean_grad) always
+            # exists but is passed only when its switch is on.
+            if spec.used_when is None or self._hyper.get(spec.used_when):
+                self._passed.append(spec.name)
+
+    @property
+    def columns(self) -> dict[str, Column]:
+        """Every state column (the names Fluid saves), in the kernels' order."""
+        return dict(self._columns)
+
+    def initialize(self, cols: dict[str, np.ndarray], rows: np.ndarray) -> None:
+        for name, fill in self._fills.items():
+            cols[name][rows] = fill
+
+    def apply(self, cols: dict[str, np.ndarray], rows: np.ndarray, grads: np.ndarray, lr) -> None:
+        """Update ``value`` and state of unique ``rows`` with summed ``grads`` in place."""
+        param = cols["value"].take(rows, axis=0)
+        states = [cols[name].take(rows, axis=0) for name in self._passed]
+        self._update(np, param, grads, *states, lr=lr, **self._hyper)
+        cols["value"][rows] = param
+        for name, state in zip(self._passed, states):
+            cols[name][rows] = state
+
+
+def merge_rows(rows: np.ndarray, values: np.ndarray):
+    """``(unique_rows ascending, summed_values)`` for non-negative int64 ``rows``.
+
+    Duplicates are summed in batch order, so the result is deterministic.
+    """
+    n = rows.size
+    if n == 0:
+        return rows.copy(), values.copy()
+    shift = max(1, int(n - 1).bit_length())
+    packed = rows << shift                       # rows < 2**(63 - shift): far above any table
+    packed |= np.arange(n, dtype=np.int64)
+    packed.sort()
+    srows = packed >> shift
+    pos = packed & ((1 << shift) - 1)
+    first = np.empty(n, bool)
+    first[0] = True
+    np.not_equal(srows[1:], srows[:-1], out=first[1:])
+    heads = np.flatnonzero(first)
+    summed = values.take(pos[heads], axis=0)
+    if heads.size < n:
+        repeats = np.flatnonzero(~first)
+        target = (np.cumsum(first) - 1)[repeats]  # index into heads
+        width = values.shape[1]
+        # Flat indices built column by column: broadcasting over a short
+        # trailing axis is several times slower in numpy.
+        flat_index = np.empty((width, repeats.size), np.int64)
+        base = target * width
+        for c in range(width):
+            np.add(base, c, out=flat_index[c])
+        addend = np.ascontiguousarray(values.take(pos[repeats], axis=0).T)
+        np.add.at(summed.reshape(-1), flat_index.reshape(-1), addend.reshape(-1))
+    return srows[heads], summed

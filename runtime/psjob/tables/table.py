@@ -1,0 +1,295 @@
+"""SparseTable: the embedding table a pserver hosts for its share of the ids.
+
+Lifecycle of a row:
+
+1. ``lookup(ids, create=True)`` finds absent ids, asks admission which of
+   them get a row, creates those rows from the initializer (a function of
+   seed, id and column only) with fresh optimizer state, and returns values.
+   Ids that are not admitted read as zeros and leave nothing behind except
+   their admission count.
+2. ``push(ids, grads)`` sums the gradients of repeated ids, runs the table's
+   optimizer on each present row once, stamps ``last_seen`` with the current
+   step and, when eviction scores are on, adds shows and clicks. Gradients
+   for absent ids (never admitted, or evicted meanwhile) are dropped and
+   counted.
+3. ``end_step()``/``tick(step)`` advance the table clock; ``evict()`` removes
+   rows by the eviction rules. An evicted id is forgotten completely: when it
+   returns it is counted, admitted and initialized as a new id.
+4. ``export()``/``import_rows()`` move rows keyed by id (see `TableShard`).
+
+Every public method takes the table's lock, so a pserver may call them from
+several threads; `stats` reads counters without it (cheap at scrape time).
+Buffers: arrays returned by `lookup` and `export` are new and belong to the
+caller; arrays passed in are only read during the call and never retained.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import numpy as np
+
+from psjob.tables import inputs
+from psjob.tables.admission import Admission
+from psjob.tables.config import TableConfig
+from psjob.tables.hashing import derive_key
+from psjob.tables.index import IdIndex
+from psjob.tables.initializers import initial_rows
+from psjob.tables.rowopt import RowOptimizer, merge_rows
+from psjob.tables.shard import TableShard
+from psjob.tables.storage import Column, RowStorage
+
+_META_DTYPES = {"last_seen": np.int32, "show": np.float32, "click": np.float32}
+
+
+@dataclasses.dataclass(frozen=True)
+class TableStats:
+    """Counters since the table was built; ``bytes`` is the resident estimate
+    (rows ever allocated × row size, plus the index and admission sketch)."""
+    rows: int
+    capacity: int
+    bytes: int
+    admitted: int
+    rejected: int
+    evicted: int
+    hits: int
+    misses: int
+    dropped: int
+    step: int
+
+
+class SparseTable:
+    def __init__(self, config: TableConfig):
+        if not isinstance(config, TableConfig):
+            raise TypeError(f"SparseTable needs a TableConfig, got {type(config).__name__}")
+        self._config = config
+        self._dim = config.dim
+        key = derive_key(config.seed, config.name)
+        self._init_key = derive_key(key, "init")
+        self._optimizer = RowOptimizer(config.optimizer, config.dim)
+        self._meta = ["last_seen"] + (["show", "click"] if config.eviction.tracks_show_click else [])
+        columns = {"id": Column(np.dtype(np.int64)), "value": Column(np.dtype(np.float32), (config.dim,))}
+        columns.update(self._optimizer.columns)
+        columns.update({name: Column(np.dtype(_META_DTYPES[name])) for name in self._meta})
+        self._storage = RowStorage(columns, config.initial_capacity)
+        self._index = IdIndex(expected=config.initial_capacity)
+        self._admission = Admission(config.admission, key)
+        self._lock = threading.Lock()
+        self._step = 0
+        self._decayed_at = 0
+        self._admitted = self._rejected = self._evicted = 0
+        self._hits = self._misses = self._dropped = 0
+
+    @property
+    def config(self) -> TableConfig:
+        return self._config
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def step(self) -> int:
+        return self._step
+
+    def __len__(self) -> int:
+        return self._storage.live_count
+
+    # ------------------------------------------------------------ lookup
+    def lookup(self, ids, *, create: bool = True) -> np.ndarray:
+        """float32 ``[len(ids), dim]`` rows of ``ids`` (a new array, owned by the caller).
+
+        With ``create`` absent ids go through admission and admitted ones get
+        a row; ids without a row read as zeros.
+        """
+        ids = inputs.check_ids(ids)
+        with self._lock:
+            rows, miss = self._index.find(ids)
+            self._hits += ids.size - miss.size
+            self._misses += miss.size
+            if miss.size and create:
+                made = self._create(ids[miss])
+                rows[miss] = made
+                miss = miss[made < 0]
+            out = self._storage.cols["value"].take(rows, axis=0, mode="clip")
+        if miss.size:
+            out[miss] = 0.0
+        return out
+
+    def _create(self, absent: np.ndarray) -> np.ndarray:
+        """Rows for absent ids (with repeats): new rows for admitted ids, -1 for the rest."""
+        unique, inverse, counts = np.unique(absent, return_inverse=True, return_counts=True)
+        admitted = self._admission.admit(unique, counts)
+        row_of = np.full(unique.size, -1, np.int64)
+        new_ids = unique[admitted]
+        if new_ids.size:
+            values = initial_rows(self._config.initializer, self._init_key, new_ids, self._dim)
+            row_of[admitted] = self._add_rows(new_ids, values)
+        self._admitted += new_ids.size
+        self._rejected += unique.size - new_ids.size
+        return row_of[inverse.reshape(-1)]
+
+    def _add_rows(self, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+        rows = self._storage.alloc(ids.size)
+        cols = self._storage.cols
+        cols["id"][rows] = ids
+        cols["value"][rows] = values
+        self._optimizer.initialize(cols, rows)
+        cols["last_seen"][rows] = self._step
+        for name in self._meta[1:]:
+            cols[name][rows] = 0.0
+        self._index.insert(ids, rows)
+        return rows
+
+    # -------------------------------------------------------------- push
+    def push(self, ids, grads, *, lr=None, shows=None, clicks=None) -> None:
+        """Apply SelectedRows gradients ``grads`` (``[len(ids), dim]``) to the rows of ``ids``.
+
+        Repeated ids have their gradients summed before one optimizer step.
+        ``lr`` overrides the configured learning rate (float or one-element
+        array). ``shows``/``clicks`` (per id, default one show and no click)
+        feed the eviction score and are ignored by tables without one.
+        """
+        ids = inputs.check_ids(ids)
+        grads = inputs.check_rows("grads", grads, ids.size, self._dim)
+        shows = inputs.check_counts("shows", shows, ids.size)
+        clicks = inputs.check_counts("clicks", clicks, ids.size)
+        lr = inputs.check_lr(lr, self._config.optimizer.lr)
+        with self._lock:
+            rows, miss = self._index.find(ids)
+            if miss.size:
+                self._dropped += miss.size
+                keep = rows >= 0
+                rows, grads = rows[keep], grads[keep]
+                shows = None if shows is None else shows[keep]
+                clicks = None if clicks is None else clicks[keep]
+            if rows.size == 0:
+                return
+            unique_rows, summed = merge_rows(rows, grads)
+            cols = self._storage.cols
+            self._optimizer.apply(cols, unique_rows, summed, lr)
+            cols["last_seen"][unique_rows] = self._step
+            if "show" in cols:
+                np.add.at(cols["show"], rows, 1.0 if shows is None else shows)
+                if clicks is not None:
+                    np.add.at(cols["click"], rows, clicks)
+
+    # ------------------------------------------------------ clock, eviction
+    def end_step(self) -> int:
+        """Advance the clock by one step; returns the new step."""
+        with self._lock:
+            self._step += 1
+            return self._step
+
+    def tick(self, step: int) -> None:
+        """Set the clock to ``step`` (never backwards), e.g. from a checkpoint manifest."""
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 0 <= step < 2**31:
+            raise ValueError(f"step must be an int in [0, 2**31), got {step!r}")
+        with self._lock:
+            if step < self._step:
+                raise ValueError(f"the table clock is at step {self._step}; it cannot go back to {step}")
+            self._step = int(step)
+
+    def evict(self) -> int:
+        """Remove rows by the eviction rules; returns how many went."""
+        rule = self._config.eviction
+        with self._lock:
+            rows = self._storage.live_rows()
+            cols = self._storage.cols
+            doomed = np.zeros(rows.size, bool)
+            if rule.delete_after_unseen_steps is not None:
+                unseen = self._step - cols["last_seen"][rows].astype(np.int64)
+                doomed |= unseen > rule.delete_after_unseen_steps
+            if rule.tracks_show_click:
+                high = self._storage.high_water
+                decay = rule.show_click_decay_rate ** (self._step - self._decayed_at)
+                if decay != 1.0:
+                    cols["show"][:high] *= decay
+                    cols["click"][:high] *= decay
+                self._decayed_at = self._step
+                show, click = cols["show"][rows], cols["click"][rows]
+                score = (show - click) * rule.nonclk_coeff + click * rule.click_coeff
+                doomed |= score < rule.delete_threshold
+            gone = rows[doomed]
+            self._index.remove(cols["id"][gone])
+            self._storage.release(gone)
+            self._evicted += gone.size
+            return int(gone.size)
+
+    # ------------------------------------------------------------ stats
+    def stats(self) -> TableStats:
+        return TableStats(
+            rows=self._storage.live_count, capacity=self._storage.capacity,
+            bytes=self._storage.resident_bytes() + self._index.nbytes + self._admission.nbytes,
+            admitted=self._admitted, rejected=self._rejected, evicted=self._evicted,
+            hits=self._hits, misses=self._misses, dropped=self._dropped, step=self._step,
+        )
+
+    # -------------------------------------------------------- checkpoints
+    def export(self) -> TableShard:
+        """Every row, keyed by id (ascending), with its optimizer state and metadata."""
+        with self._lock:
+            rows = self._storage.live_rows()
+            cols = self._storage.cols
+            ids = cols["id"][rows]
+            order = np.argsort(ids, kind="stable")
+            rows = rows[order]
+            return TableShard(
+                ids=ids[order],
+                values=cols["value"].take(rows, axis=0),
+                state={name: cols[name].take(rows, axis=0) for name in self._optimizer.columns},
+                meta={name: cols[name].take(rows) for name in self._meta},
+            )
+
+    def import_rows(self, shard: TableShard) -> None:
+        """Write the rows of ``shard`` (insert new ids, overwrite present ones).
+
+        Imported rows bypass admission (they were admitted when first made).
+        Missing ``last_seen`` defaults to the current step, missing show/click
+        to zero; show/click are ignored by tables without eviction scores.
+        """
+        values, state, meta = self._check_shard(shard)
+        ids = shard.ids
+        with self._lock:
+            rows, miss = self._index.find(ids)
+            if miss.size:
+                fresh = self._storage.alloc(miss.size)
+                rows[miss] = fresh
+                self._storage.cols["id"][fresh] = ids[miss]
+                self._index.insert(ids[miss], fresh)
+            cols = self._storage.cols
+            cols["value"][rows] = values
+            for name, array in state.items():
+                cols[name][rows] = array
+            cols["last_seen"][rows] = meta.get("last_seen", self._step)
+            for name in self._meta[1:]:
+                cols[name][rows] = meta.get(name, 0.0)
+
+    def _check_shard(self, shard):
+        if not isinstance(shard, TableShard):
+            raise TypeError(f"import_rows needs a TableShard, got {type(shard).__name__}")
+        n = len(shard)
+        values = inputs.check_rows("shard values", shard.values, n, self._dim)
+        expected = self._optimizer.columns
+        if set(shard.state) != set(expected):
+            raise ValueError(f"shard optimizer state {sorted(shard.state)} does not match this table's"
+                             f" {self._config.optimizer.name!r} state {sorted(expected)}")
+        state = {}
+        for name, column in expected.items():
+            want = (n,) + column.shape
+            array = shard.state[name]
+            if array.shape != want or array.dtype.kind != "f":
+                raise ValueError(f"shard state {name!r} must be float {want}, got {array.dtype} {array.shape}")
+            state[name] = array
+        meta = {}
+        for name, array in shard.meta.items():
+            if name not in _META_DTYPES:
+                raise ValueError(f"unknown shard metadata {name!r}; known: {sorted(_META_DTYPES)}")
+            if array.shape != (n,) or array.dtype.kind not in "iuf":
+                raise ValueError(f"shard meta {name!r} must be numeric ({n},), got {array.dtype} {array.shape}")
+            meta[name] = array
+        if n > 1:
+            ordered = shard.ids if bool((shard.ids[1:] > shard.ids[:-1]).all()) else np.sort(shard.ids)
+            if bool((ordered[1:] == ordered[:-1]).any()):
+                raise ValueError("shard ids must be unique")
+        return values, state, meta

@@ -1,0 +1,315 @@
+"""Training through transpiled programs with an in-memory transport.
+
+Real: the transpiler, the trainer and pserver programs (serialized to bytes
+and loaded back before running, as separate processes would), Executors,
+kernels, PserverState with its barriers, trainer threads. Faked: only the
+wire — InMemoryClient calls the pservers' PserverState directly instead of
+over gRPC (values are still copied both ways).
+"""
+import os
+
+import numpy as np
+import pytest
+
+import psjob.fluid as fluid
+from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
+from psjob.fluid.transpiler import deserialize_dist_program as load
+from psjob.fluid.transpiler import serialize_dist_program as dump
+from psjob.fluid.transpiler.inmemory import InMemoryCluster
+from psjob.fluid.transpiler.pserver_state import PserverOptions
+
+EPS = ["127.0.0.1:6170", "127.0.0.1:6171", "127.0.0.1:6172"]
+VOCAB, DIM = 1024, 16
+
+
+def dense_net(opt):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 7
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[64])
+        y = fluid.layers.data(name="y", shape=[1])
+        h = fluid.layers.fc(x, 256, act="tanh")
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(h, 1), y))
+        _optimizer(opt).minimize(loss)
+    return main, startup, loss
+
+
+def embedding_net(opt, distributed=False):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 11
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
+        y = fluid.layers.data(name="y", shape=[1])
+        emb = fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=True, is_distributed=distributed,
+                                     param_attr=fluid.ParamAttr(
+                                         name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5)))
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(emb, 1), y))
+        _optimizer(opt).minimize(loss)
+    return main, startup, loss
+
+
+def lr_net(opt):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[64])
+        y = fluid.layers.data(name="y", shape=[1])
+        p = fluid.layers.fc(x, 256, param_attr=fluid.ParamAttr(
+            regularizer=fluid.regularizer.L2Decay(0.01), gradient_clip=fluid.clip.GradientClipByValue(0.05)))
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(p, 1), y))
+        lr = fluid.layers.exponential_decay(0.05, 2, 0.5, staircase=True)
+        fluid.optimizer.Momentum(lr, 0.9).minimize(loss)
+    return main, startup, loss
+
+
+def _optimizer(opt):
+    return {"sgd": lambda: fluid.optimizer.SGD(0.2),
+            "slow_sgd": lambda: fluid.optimizer.SGD(0.02),
+            "adam": lambda: fluid.optimizer.Adam(0.02),
+            "lazy_adam": lambda: fluid.optimizer.Adam(0.02, lazy_mode=True)}[opt]()
+
+
+def batches(kind, steps, n):
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=(steps, n, 1)).astype("float32")
+    if kind == "dense":  # a learnable target: a fixed linear function of x
+        xs = rng.normal(size=(steps, n, 64)).astype("float32")
+        return [{"x": xs[s], "y": 0.1 * xs[s, :, :8].sum(1, keepdims=True)} for s in range(steps)]
+    ids = rng.integers(0, VOCAB, size=(steps, n, 1)).astype("int64")
+    ids[:, :3] = 5  # repeated ids inside and across trainers' batches
+    return [{"ids": ids[s], "y": y[s]} for s in range(steps)]
+
+
+def single_machine(build, feeds):
+    main, startup, loss = build()
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    for feed in feeds:
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    return {p.name: np.array(scope.vars[p.name]) for p in main.all_parameters()}, scope
+
+
+def distributed(build, feeds, trainers, pservers, sync=True, config=None, options=PserverOptions(30.0)):
+    """Transpile once per trainer (as each process would), ship every program as
+    bytes, run the pservers in memory and the trainers in threads."""
+    eps = ",".join(EPS[:pservers])
+    plans = []
+    for t in range(trainers):
+        main, startup, loss = build()
+        tr = DistributeTranspiler(config)
+        tr.transpile(t, program=main, startup_program=startup, pservers=eps, trainers=trainers, sync_mode=sync)
+        plans.append((load(dump(tr.get_trainer_program(wait_port=False))), load(dump(startup)), loss.name, tr))
+    cluster = InMemoryCluster({ep: tuple(load(dump(p)) for p in plans[0][3].get_pserver_programs(ep))
+                               for ep in EPS[:pservers]}, options=options)
+
+    def body(t, exe):
+        main, startup, loss, _ = plans[t]
+        scope = fluid.Scope()
+        exe.run(startup, scope=scope)
+        losses = []
+        for feed in feeds:
+            per = len(next(iter(feed.values()))) // trainers
+            part = {k: v[t * per:(t + 1) * per] for k, v in feed.items()}
+            losses.append(float(exe.run(main, feed=part, fetch_list=[loss], scope=scope)[0][0]))
+        return scope, losses
+    return cluster, cluster.run_trainers(body, trainers), plans[0][0]._parameters_on_pservers
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+@pytest.mark.parametrize("trainers,pservers", [(2, 2), (2, 3), (1, 2)])
+def test_sync_dense_training_equals_single_machine_training_on_the_global_batches(opt, trainers, pservers):
+    feeds = batches("dense", 4, 8)
+    ref, _ = single_machine(lambda: dense_net(opt), feeds)
+    cluster, results, overview = distributed(lambda: dense_net(opt), feeds, trainers, pservers)
+    for name, want in ref.items():
+        for scope, _ in results:  # what every trainer received after the last round
+            np.testing.assert_allclose(scope.vars[name], want, rtol=1e-5, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(cluster.gather(overview, name), want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam", "lazy_adam"])
+def test_sync_sparse_embedding_training_equals_single_machine_training(opt):
+    feeds = batches("ids", 4, 12)
+    ref, _ = single_machine(lambda: embedding_net(opt), feeds)
+    cluster, results, overview = distributed(lambda: embedding_net(opt), feeds, 2, 2)
+    assert len(overview.get_distributed_vars_by_origin("emb")) == 2  # the table is sliced
+    for name, want in ref.items():
+        for scope, _ in results:
+            np.testing.assert_allclose(scope.vars[name], want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_sync_distributed_table_training_equals_single_machine_training():
+    feeds = batches("ids", 4, 12)
+    build = lambda: embedding_net("sgd", distributed=True)  # noqa: E731
+    ref, _ = single_machine(build, feeds)
+    cluster, results, _ = distributed(build, feeds, 2, 3)
+    table = np.empty_like(ref["emb"])
+    for k, ep in enumerate(EPS[:3]):
+        table[k::3] = cluster.handler(ep).scope.vars["emb"]
+    np.testing.assert_allclose(table, ref["emb"], rtol=1e-5, atol=1e-6)
+    for name in ("fc_0.w_0", "fc_0.b_0"):
+        np.testing.assert_allclose(results[1][0].vars[name], ref[name], rtol=1e-5, atol=1e-6)
+    # the trainers never held the table's rows
+    assert results[0][0].vars["emb"].shape == (0, DIM)
+
+
+def test_lr_decay_clipping_and_weight_decay_on_pservers_equal_single_machine_training():
+    feeds = batches("dense", 5, 8)
+    ref, ref_scope = single_machine(lambda: lr_net(None), feeds)
+    cluster, results, overview = distributed(lambda: lr_net(None), feeds, 2, 2)
+    for name, want in ref.items():
+        np.testing.assert_allclose(cluster.gather(overview, name), want, rtol=1e-5, atol=1e-6, err_msg=name)
+    for state in cluster.states.values():  # one LR step per round, as one machine takes per batch
+        assert int(state.scope.vars["@LR_DECAY_COUNTER@"][0]) == int(ref_scope.vars["@LR_DECAY_COUNTER@"][0])
+
+
+def test_async_training_applies_every_pushed_gradient_and_learns():
+    feeds = batches("dense", 12, 16)
+    cluster, results, _ = distributed(lambda: dense_net("slow_sgd"), feeds, 2, 2, sync=False)
+    # each of 2 trainers pushes, per step, the blocks each pserver optimizes
+    pushed_blocks = {ep: len(s.grad_blocks) for ep, s in cluster.states.items()}
+    for ep, state in cluster.states.items():
+        assert state.version == 2 * 12 * pushed_blocks[ep]
+    losses = results[0][1]
+    assert np.mean(losses[-3:]) < np.mean(losses[:3])
+
+
+def test_dc_asgd_training_runs_asynchronously_and_learns():
+    cfg = DistributeTranspilerConfig()
+    cfg.enable_dc_asgd = True
+    feeds = batches("dense", 12, 16)
+    cluster, results, _ = distributed(lambda: dense_net("slow_sgd"), feeds, 2, 2, sync=False, config=cfg)
+    checked = 0
+    for state in cluster.states.values():
+        for name in state.scope.vars:
+            if name.endswith(".trainer_0_bak") and ".block" not in name:
+                param = name[:-len(".trainer_0_bak")]
+                for t in range(2):  # each trainer's backup is the value it last pulled
+                    np.testing.assert_array_equal(state.scope.vars[f"{param}.trainer_{t}_bak"],
+                                                  results[t][0].vars[param])
+                checked += 1
+    assert checked >= 2
+    assert np.mean(results[1][1][-3:]) < np.mean(results[1][1][:3])
+
+
+def test_a_checkpoint_notify_saves_each_table_shard_keyed_by_feature_id(tmp_path):
+    feeds = batches("ids", 2, 12)
+    cluster, results, _ = distributed(lambda: embedding_net("sgd", distributed=True), feeds, 2, 2)
+    files = cluster.client(0).checkpoint_notify(str(tmp_path))
+    assert sorted(f for fs in files.values() for f in fs) == ["emb.shard_0_of_2.npz", "emb.shard_1_of_2.npz"]
+    table = np.zeros((VOCAB, DIM), dtype="float32")
+    for f in os.listdir(tmp_path):
+        with np.load(tmp_path / f) as z:
+            table[z["ids"]] = z["values"]
+    for k, ep in enumerate(EPS[:2]):
+        np.testing.assert_array_equal(table[k::2], cluster.handler(ep).scope.vars["emb"])
+
+
+def test_a_pserver_refuses_unknown_or_misshapen_gradients_and_keeps_serving():
+    feeds = batches("dense", 1, 8)
+    cluster, _, _ = distributed(lambda: dense_net("sgd"), feeds, 2, 1)
+    state = cluster.handler(EPS[0])
+    with pytest.raises(KeyError, match="does not receive 'nope@GRAD'"):
+        state.on_send(0, {"nope@GRAD": np.zeros(3, "float32")})
+    with pytest.raises(ValueError, match=r"shape \[3\], expected \[256\]"):
+        state.on_send(0, {"fc_0.b_0@GRAD.trainer_0": np.zeros(3, "float32")})
+    with pytest.raises(ValueError, match="trainer id 5 is out of range"):
+        state.on_barrier(5, "send")
+    with pytest.raises(ValueError, match="the slot of trainer 1"):
+        state.on_send(0, {"fc_0.b_0@GRAD.trainer_1": np.zeros(256, "float32")})
+    values, _ = state.on_get(0, ["fc_0.b_0"])
+    assert values["fc_0.b_0"].shape == (256,)
+
+
+def test_a_sync_round_missing_a_trainer_times_out_naming_it():
+    main, startup, _ = dense_net("sgd")
+    tr = DistributeTranspiler()
+    tr.transpile(0, program=main, startup_program=startup, pservers=EPS[0], trainers=2)
+    cluster = InMemoryCluster({EPS[0]: tr.get_pserver_programs(EPS[0])}, options=PserverOptions(0.2))
+    state = cluster.handler(EPS[0])
+    state.on_barrier(0, "send")
+    with pytest.raises(TimeoutError, match=r"waiting for trainers \[1\]"):
+        state.on_get(0, ["fc_0.b_0"])
+    state.on_complete(1)  # trainer 1 leaves: the round completes without it
+    _, version = state.on_get(0, ["fc_0.b_0"])
+    assert version == 1
+
+
+def test_a_trainer_that_finishes_early_does_not_block_the_others():
+    feeds = batches("dense", 3, 8)
+    main0, startup0, loss0 = dense_net("sgd")
+    plans = []
+    for t in range(2):
+        m, s, l = dense_net("sgd")
+        tr = DistributeTranspiler()
+        tr.transpile(t, program=m, startup_program=s, pservers=EPS[0], trainers=2)
+        plans.append((tr.get_trainer_program(wait_port=False), s, l, tr))
+    cluster = InMemoryCluster.from_transpiler(plans[0][3], options=PserverOptions(30.0))
+
+    def body(t, exe):
+        main, startup, loss, _ = plans[t]
+        scope = fluid.Scope()
+        exe.run(startup, scope=scope)
+        for feed in feeds[:1 if t == 1 else 3]:
+            exe.run(main, feed={k: v[:4] for k, v in feed.items()}, fetch_list=[loss], scope=scope)
+    cluster.run_trainers(body, 2)
+    assert cluster.handler(EPS[0]).version == 3 and cluster.handler(EPS[0]).state == "STOPPING"
+
+
+def two_lookup_net(late_ids):
+    """One distributed table read twice: by two fed id inputs, or (late_ids) by an
+    id variable computed after the first lookup."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
+        other = fluid.layers.data(name="other", shape=[1], dtype="int64")
+        y = fluid.layers.data(name="y", shape=[1])
+        attr = fluid.ParamAttr(name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5))
+        a = fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=True, is_distributed=True, param_attr=attr)
+        second = fluid.layers.assign(other) if late_ids else other
+        b = fluid.layers.embedding(second, size=[VOCAB, DIM], is_sparse=True, is_distributed=True,
+                                   param_attr=attr)
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc([a, b], 1), y))
+        fluid.optimizer.SGD(0.3).minimize(loss)
+    return main, startup, loss
+
+
+@pytest.mark.parametrize("late_ids", [False, True])
+def test_several_lookups_of_one_distributed_table_train_like_a_single_machine(late_ids):
+    rng = np.random.default_rng(1)
+    feeds = [dict(f, other=rng.integers(0, VOCAB, size=(12, 1)).astype("int64")) for f in batches("ids", 3, 12)]
+    ref, _ = single_machine(lambda: two_lookup_net(late_ids), feeds)
+    cluster, results, _ = distributed(lambda: two_lookup_net(late_ids), feeds, 2, 2)
+    table = np.empty_like(ref["emb"])
+    for k, ep in enumerate(EPS[:2]):
+        table[k::2] = cluster.handler(ep).scope.vars["emb"]
+    np.testing.assert_allclose(table, ref["emb"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(results[0][0].vars["fc_0.w_0"], ref["fc_0.w_0"], rtol=1e-5, atol=1e-6)
+
+
+def per_param_lr_net(opt):
+    """A parameter with its own learning-rate multiplier (an LRSched|Optimize scale op)."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 9
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[64])
+        y = fluid.layers.data(name="y", shape=[1])
+        h = fluid.layers.fc(x, 8, param_attr=fluid.ParamAttr(learning_rate=3.0))
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(h, 1), y))
+        _optimizer(opt).minimize(loss)
+    return main, startup, loss
+
+
+@pytest.mark.parametrize("slice_var_up", [True, False])
+def test_per_parameter_learning_rates_and_unsliced_variables_train_like_a_single_machine(slice_var_up):
+    cfg = DistributeTranspilerConfig()
+    cfg.slice_var_up = slice_var_up
+    feeds = batches("dense", 3, 8)
+    ref, _ = single_machine(lambda: per_param_lr_net("slow_sgd"), feeds)
+    cluster, results, _ = distributed(lambda: per_param_lr_net("slow_sgd"), feeds, 2, 3, config=cfg)
+    for name, want in ref.items():
+        np.testing.assert_allclose(results[0][0].vars[name], want, rtol=1e-5, atol=1e-6, err_msg=name)
+    # 4 small parameters on 3 pservers: every pserver holds something, none twice
+    held = [n for s in cluster.states.values() for n in s.grad_blocks]
+    assert len(held) == len(set(held)) == 4
