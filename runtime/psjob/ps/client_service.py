@@ -45,7 +45,19 @@ def _is_async(program) -> bool:
     return False
 
 
+_installed = None
+
+
+def install(service) -> None:
+    """Make `service` every Executor's RPC service in this process (the Fleet's
+    init_worker does; its stop_worker completes and uninstalls it)."""
+    global _installed
+    _installed = service
+
+
 def make_client(executor, op=None, environ=None):
+    if _installed is not None:
+        return _installed
     env = os.environ if environ is None else environ
     program = op.block.program if op is not None else None
     endpoints = program_endpoints(program) if program is not None else []

@@ -352,3 +352,9 @@ def sparse_table_save(ctx):
             os.unlink(tmp)
         raise
     ctx.set_output("Out", [fname])
+
+
+@register_op("geo_sgd_step")
+def geo_sgd_step(ctx):
+    """End of a geo-mode step: every k-th call exchanges parameter deltas (psjob.ps.geo)."""
+    ctx.executor.service("rpc", ctx.op).geo_step()

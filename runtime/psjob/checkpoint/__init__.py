@@ -1,0 +1,1 @@
+"""Checkpoints of distributed jobs: loading slices into pservers, (later) coordinated saves."""

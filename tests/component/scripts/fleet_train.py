@@ -1,0 +1,102 @@
+"""A Fleet training script run by the component tests under `psjob launch`.
+
+    fleet_train.py --model {linear,ctr} --mode {sync,async,half_async,geo} --out DIR
+                   [--steps N] [--batch B] [--data DIR] [--distributed_table]
+
+Each trainer trains on its share of every global batch (trainer t takes rows
+t::trainers), so sync mode is comparable to single-process training on the
+whole global batches. Trainer 0 writes DIR/trainer0.npz with its parameters
+and DIR/trainer0.json with per-step losses (and the CTR AUC).
+"""
+import argparse
+import json
+import os
+
+import numpy as np
+
+import psjob.fluid as fluid
+from psjob import fleet
+from psjob.fleet import DistributedStrategy
+
+p = argparse.ArgumentParser()
+p.add_argument("--model", default="linear")
+p.add_argument("--mode", default="sync")
+p.add_argument("--out", required=True)
+p.add_argument("--steps", type=int, default=20)
+p.add_argument("--batch", type=int, default=32)
+p.add_argument("--k_steps", type=int, default=4)
+p.add_argument("--data", default="")
+p.add_argument("--distributed_table", action="store_true")
+p.add_argument("--optimizer", default="sgd")
+args = p.parse_args()
+
+fleet.init()
+strategy = DistributedStrategy()
+strategy.a_sync = args.mode != "sync"
+strategy.a_sync_configs = {"k_steps": args.k_steps if args.mode == "geo" else 0}
+
+main, startup = fluid.Program(), fluid.Program()
+main.random_seed = startup.random_seed = 7
+with fluid.program_guard(main, startup), fluid.unique_name.guard():
+    if args.model == "linear":
+        x = fluid.layers.data(name="x", shape=[13])
+        y = fluid.layers.data(name="y", shape=[1])
+        pred = fluid.layers.fc(x, 1, param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.1)))
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        auc = None
+        opt = fluid.optimizer.SGD(0.01) if args.optimizer == "sgd" else fluid.optimizer.Adam(0.01)
+    else:
+        from psjob.dataset import ctr
+        from psjob.models import ctr as ctr_model
+        cfg = ctr_model.CTRConfig(sparse_feature_dim=ctr.SPARSE_FEATURE_DIM,
+                                  is_distributed=args.distributed_table)
+        model = ctr_model.build_network(cfg)
+        loss, auc = model.loss, model.auc
+        opt = fluid.optimizer.Adam(1e-3, lazy_mode=True) if args.optimizer == "adam" else fluid.optimizer.SGD(0.05)
+    fleet.distributed_optimizer(opt, strategy).minimize(loss)
+
+exe = fluid.Executor(fluid.CPUPlace())
+if fleet.is_server():
+    fleet.init_server()
+    fleet.run_server()
+else:
+    tid, n = fleet.worker_index(), fleet.worker_num()
+    fleet.init_worker()
+    exe.run(fleet.startup_program)
+    losses, aucs = [], []
+    if args.model == "linear":
+        rng = np.random.default_rng(0)
+        w_true = rng.normal(size=(13, 1)).astype("float32")
+        for step in range(args.steps):
+            X = rng.normal(size=(args.batch, 13)).astype("float32")
+            Y = X @ w_true + 0.5
+            l, = exe.run(fleet.main_program, feed={"x": X[tid::n], "y": Y[tid::n]}, fetch_list=[loss])
+            losses.append(float(l[0]))
+    else:
+        from psjob.dataset import ctr
+        from psjob.models import ctr as ctr_model
+        id_mode = "hash" if args.distributed_table else "dense"
+        for step, b in enumerate(ctr.batches(args.data, args.batch, id_mode=id_mode, drop_last=True)):
+            if step >= args.steps:
+                break
+            rows = slice(tid, None, n)
+            lod = [np.asarray(o) for o in b.lod]
+            ids, offs = [], []
+            for i, o in zip(b.ids, lod):
+                sel = np.arange(len(o) - 1)[rows]
+                lens = o[sel + 1] - o[sel]
+                idx = np.concatenate([np.arange(o[s], o[s + 1]) for s in sel])
+                ids.append(i[idx])
+                offs.append(np.concatenate([[0], np.cumsum(lens)]))
+            part = ctr.CtrBatch(b.dense[rows], tuple(ids), tuple(offs), b.label[rows])
+            l, a = exe.run(fleet.main_program, feed=ctr_model.feed_dict(model, part), fetch_list=[loss, auc])
+            losses.append(float(l[0]))
+            aucs.append(float(a[0]))
+    scope = fluid.global_scope()
+    if tid == 0:
+        params = {p.name: np.array(scope.find_var(p.name).get_tensor())
+                  for p in main.all_parameters() if scope.find_var(p.name) is not None}
+        np.savez(os.path.join(args.out, "trainer0.npz"), **params)
+        with open(os.path.join(args.out, "trainer0.json"), "w") as f:
+            json.dump({"losses": losses, "aucs": aucs}, f)
+    fleet.stop_worker()
