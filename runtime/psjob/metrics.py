@@ -5,8 +5,9 @@ Lifecycle: a process builds its metrics once at start-up with one factory —
 — keeps the returned frozen dataclass, updates its fields in the hot path and
 exposes the registry with `serve_metrics(port, registry)`. Quantities that
 already live in a data structure (sparse table sizes, admission counters) are
-not counted twice: `SparseTableCollector` reads them from a callable when
-Prometheus scrapes, so the training loop pays nothing for them.
+not counted twice: `SparseTableCollector` (pservers) and `JobPhaseCollector`
+(the operator's jobs by phase) read them from a callable when Prometheus
+scrapes, so the hot loops pay nothing for them.
 
 Every factory takes `registry=` so tests build a fresh `CollectorRegistry`
 and several roles can share one process without name clashes. docs/metrics.md

@@ -28,6 +28,7 @@ p.add_argument("--k_steps", type=int, default=4)
 p.add_argument("--data", default="")
 p.add_argument("--distributed_table", action="store_true")
 p.add_argument("--optimizer", default="sgd")
+p.add_argument("--id_mode", default="dense", choices=["dense", "hash"])
 args = p.parse_args()
 
 fleet.init()
@@ -75,7 +76,7 @@ else:
     else:
         from psjob.dataset import ctr
         from psjob.models import ctr as ctr_model
-        id_mode = "hash" if args.distributed_table else "dense"
+        id_mode = args.id_mode
         for step, b in enumerate(ctr.batches(args.data, args.batch, id_mode=id_mode, drop_last=True)):
             if step >= args.steps:
                 break

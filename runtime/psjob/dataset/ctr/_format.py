@@ -85,7 +85,8 @@ def _token_table(id_mode):
     """Object array of bytes: [gid] -> id text + its slot-closing separator
     (',' or, for the last slot, newline); [gid + D] -> id text + ' ', filled
     for the multi-id slots only. Built once per id mode (~0.5 s)."""
-    values = np.concatenate([global_ids(s, np.arange(v), id_mode) for s, v in enumerate(SLOT_VOCAB)])
+    values = np.concatenate([global_ids(s, np.arange(v), id_mode)
+                             for s, v in enumerate(SLOT_VOCAB)])
     text, length = _int_texts(values)
     rows, width = text.shape
     # Left-align each text (numpy's "S" strings drop trailing NULs, so the

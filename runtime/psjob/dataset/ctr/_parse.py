@@ -85,8 +85,8 @@ def parse_line(line, ranges):
     line = line.rstrip(b"\r")
     fields = line.split(b"\t")
     if len(fields) != 3:
-        raise LineProblem(Problem.FIELD_COUNT,
-                          f"expected 3 tab-separated fields (label, dense, slots), found {len(fields)}")
+        raise LineProblem(Problem.FIELD_COUNT, "expected 3 tab-separated fields "
+                          f"(label, dense, slots), found {len(fields)}")
     label_text, dense_text, slots_text = fields
     try:
         label = int(label_text)
@@ -96,8 +96,8 @@ def parse_line(line, ranges):
         raise LineProblem(Problem.BAD_LABEL, f"label {label} is not 0 or 1")
     dense_parts = dense_text.split(b",")
     if len(dense_parts) != NUM_DENSE:
-        raise LineProblem(Problem.DENSE_COUNT,
-                          f"expected {NUM_DENSE} comma-separated dense values, found {len(dense_parts)}")
+        raise LineProblem(Problem.DENSE_COUNT, f"expected {NUM_DENSE} comma-separated "
+                          f"dense values, found {len(dense_parts)}")
     dense = np.empty(NUM_DENSE, dtype=np.float64)
     for j, text in enumerate(dense_parts):
         try:
@@ -148,7 +148,8 @@ def columns_from_rows(rows):
     for s in range(NUM_SLOTS):
         per_example = [slots[s] for slots in slot_lists]
         ids.append(np.concatenate(per_example))
-        lods.append(np.concatenate([[0], np.cumsum([len(x) for x in per_example])]).astype(np.int64))
+        counts = np.array([len(x) for x in per_example], dtype=np.int64)
+        lods.append(np.concatenate([np.zeros(1, np.int64), np.cumsum(counts)]))
     return Columns(np.stack(denses), np.array(labels, dtype=np.int64), tuple(ids), tuple(lods))
 
 

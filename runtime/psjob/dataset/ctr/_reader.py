@@ -19,7 +19,6 @@ import numpy as np
 
 from psjob.dataset.ctr._errors import (BadLine, DataError, LineProblem, Problem, ReaderStats,
                                        check_on_error)
-from psjob.dataset.ctr._layout import NUM_SLOTS
 from psjob.dataset.ctr._parse import (SLOW_LINES, Columns, columns_from_rows, id_ranges,
                                       parse_block_fast, parse_line)
 

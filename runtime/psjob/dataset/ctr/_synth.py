@@ -82,8 +82,9 @@ class Examples:
     def tail(self, start):
         """The examples from `start` on."""
         begins = self.lengths[:start].sum(axis=0)
-        return Examples(self.dense[start:], tuple(self.ids[s][begins[s]:] for s in range(NUM_SLOTS)),
-                        self.lengths[start:], self.prob[start:], self.label[start:])
+        ids = tuple(self.ids[s][begins[s]:] for s in range(NUM_SLOTS))
+        return Examples(self.dense[start:], ids, self.lengths[start:], self.prob[start:],
+                        self.label[start:])
 
 
 @dataclasses.dataclass(frozen=True)
