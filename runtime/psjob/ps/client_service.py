@@ -69,7 +69,7 @@ def make_client(executor, op=None, environ=None):
     if trainer_id is None:
         trainer_id = int(env.get("PADDLE_TRAINER_ID", "0") or 0)
     client = PSClient(endpoints, int(trainer_id), auth_token=token_from_env(env))
-    client.wait_server_ready(timeout_s=float(env.get("PSJOB_WAIT_SERVER_TIMEOUT", "300")))
+    client.wait_server_ready(timeout_s=float(env.get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300))
     service = client
     mode = env.get("PSJOB_MODE", "")
     if (program is not None and _is_async(program)) or mode in ("async", "half_async"):

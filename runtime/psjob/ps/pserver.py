@@ -40,12 +40,14 @@ class ServeOptions:
     max_workers: int = 0          # 0 = sized from the number of trainers
     barrier_timeout_s: float = 600.0
     grace_s: float = 2.0          # let in-flight replies drain before stopping
+    max_message_bytes: int = 0    # 0 = the transport default (1 GiB)
 
 
 def options_from_env(environ=None) -> ServeOptions:
     env = os.environ if environ is None else environ
     return ServeOptions(token=token_from_env(env),
-                        bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1")
+                        bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
+                        max_message_bytes=int(env.get("PSJOB_RPC_MAX_MESSAGE_BYTES", "0") or 0))
 
 
 def _listen_op(program: Program):
@@ -71,7 +73,7 @@ class PserverProcess:
         bind = f"0.0.0.0:{port}" if options.bind_all_interfaces else self.endpoint
         observer = metrics.observe_rpc if metrics is not None else None
         self.server, self.port = start_server(self.state, bind, token=options.token, max_workers=workers,
-                                              observer=observer)
+                                              observer=observer, max_message_bytes=options.max_message_bytes)
         self.options = options
         self._stop = threading.Event()
         log.info("pserver %s serving %d trainers (%s mode)", self.endpoint, fanin,

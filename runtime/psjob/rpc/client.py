@@ -17,6 +17,7 @@ at once as RpcError with the server's message.
 """
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -174,8 +175,12 @@ class PSClient:
     def status(self, endpoint: str, deadline: float = 5.0):
         return self._call(endpoint, "Status", pb.StatusRequest(), deadline=deadline).wait()
 
-    def wait_server_ready(self, endpoints=None, timeout_s: float = 300.0) -> None:
-        """Block until every pserver answers Status, or raise TimeoutError naming the missing ones."""
+    def wait_server_ready(self, endpoints=None, timeout_s: float | None = None) -> None:
+        """Block until every pserver answers Status, or raise TimeoutError naming the missing ones.
+
+        The bound defaults to PSJOB_WAIT_SERVER_TIMEOUT seconds (300 when unset)."""
+        if timeout_s is None:
+            timeout_s = float(os.environ.get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300)
         pending = list(endpoints or self.endpoints)
         t_end = time.monotonic() + timeout_s
         while pending:

@@ -157,14 +157,20 @@ class _Servicer(pb_grpc.ParameterServerServicer):
 
 
 def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_workers: int = 16,
-                 observer=None) -> tuple[grpc.Server, int]:
+                 observer=None, max_message_bytes: int = 0) -> tuple[grpc.Server, int]:
     """Serve `handler` on endpoint ("host:port"; port 0 picks one). Returns (server, port).
 
+    max_message_bytes (0 = the 1 GiB default) caps one request's size.
     max_workers bounds concurrent requests; sync barriers park one thread per
     trainer, so it must exceed the number of trainers (the caller sizes it).
     """
+    options = list(CHANNEL_OPTIONS)
+    if max_message_bytes:
+        # Larger requests are refused by gRPC itself (RESOURCE_EXHAUSTED) before decoding.
+        options = [o for o in options if o[0] != "grpc.max_receive_message_length"]
+        options.append(("grpc.max_receive_message_length", int(max_message_bytes)))
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ps-rpc"),
-                         options=CHANNEL_OPTIONS)
+                         options=options)
     pb_grpc.add_ParameterServerServicer_to_server(_Servicer(handler, token, observer), server)
     host, _, port = endpoint.rpartition(":")
     bound = server.add_insecure_port(f"{host or '0.0.0.0'}:{port}")

@@ -9,10 +9,11 @@ pservers, computes the same placement and the same random numbers.
 * `shard_of` places an id on ``mix64(id ^ SHARD_SALT) % num_shards``, reading
   the id's two's-complement bits as unsigned. It is the one function that maps
   keys to pservers (cf. ps-lite's Slicer); swap it here and nowhere else.
-* `uniform` is a counter-based generator: the number for (key, id, counter) is
-  ``mix64(mix64(id ^ key) + GAMMA * (counter + 1))`` scaled to [0, 1) by its
-  top 53 bits. No state, so a row's initial values do not depend on which
-  pserver creates it, when, or next to which other ids.
+* `random_words` is a counter-based generator: block j of (key, id) is
+  ``mix64(mix64(id ^ key) + GAMMA * (j + 1))``; its low then high 32 bits are
+  words 2j and 2j+1. `uniform` scales the top 53 bits of block j to [0, 1).
+  No state, so a row's initial values do not depend on which pserver creates
+  it, when, or next to which other ids.
 """
 from __future__ import annotations
 
@@ -63,17 +64,30 @@ def shard_of(ids, num_shards: int) -> np.ndarray:
     return x.astype(np.int64)
 
 
-def uniform(key: int, ids: np.ndarray, counters: np.ndarray) -> np.ndarray:
-    """float64 uniforms in [0, 1) of shape ``[len(ids), len(counters)]``.
-
-    Entry (i, j) depends only on (key, ids[i], counters[j]).
-    """
+def _blocks(key: int, ids: np.ndarray, counters: np.ndarray) -> np.ndarray:
     base = as_u64(ids)
     base ^= np.uint64(key)
     mix64(base)
     steps = (np.asarray(counters, dtype=np.uint64) + np.uint64(1)) * np.uint64(GAMMA)
     x = base[:, None] + steps[None, :]
-    mix64(x)
+    return mix64(x)
+
+
+def random_words(key: int, ids: np.ndarray, count: int, first_block: int = 0) -> np.ndarray:
+    """uint32 ``[len(ids), count]``: words ``2 * first_block + c`` of (key, id)."""
+    blocks = _blocks(key, ids, np.arange(first_block, first_block + (count + 1) // 2, dtype=np.uint64))
+    words = np.empty((ids.shape[0], 2 * blocks.shape[1]), np.uint32)
+    words[:, 0::2] = blocks & np.uint64(0xFFFFFFFF)   # explicit halves: endian-independent
+    words[:, 1::2] = blocks >> np.uint64(32)
+    return words[:, :count]
+
+
+def uniform(key: int, ids: np.ndarray, counters: np.ndarray) -> np.ndarray:
+    """float64 uniforms in [0, 1) of shape ``[len(ids), len(counters)]``.
+
+    Entry (i, j) depends only on (key, ids[i], counters[j]).
+    """
+    x = _blocks(key, ids, counters)
     x >>= np.uint64(11)
     out = x.astype(np.float64)
     out *= _TWO_POW_53

@@ -28,9 +28,10 @@ Insert: at most WINDOW rounds; in each, every pending id tries the slot at its
 current displacement, writes its row there if free (last writer wins among
 racing ids of one batch, checked by reading back), and the losers move on.
 
-Capacity is a power of two and doubles, re-placing every entry (ids at home
-first, so they keep the best slots), when the load would exceed MAX_LOAD or
-the overflow grows past a small fraction of the entries.
+Capacity is a power of two and doubles when the load would exceed MAX_LOAD
+or the overflow grows past a small fraction of the entries; the new table is
+filled in one sorted pass (ids that were at home first, so frequent ids keep
+the best slots).
 """
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ _MUL_INV = np.uint64(pow(0x9E3779B97F4A7C15, -1, 1 << 64))
 WINDOW = 16          # max displacement of an id from its home slot
 MAX_LOAD = 0.6
 _MIN_BITS = 10
-_MARK_SHIFT = 3      # one "may be in the overflow" flag per 8 home slots
+_NEAR = 4            # ids whose home's reach is below this are scanned over 3 slots only
+_SPILLED = WINDOW    # reach value of a home some id of which is in the overflow
 _FREE = -1
 
 
@@ -73,19 +75,23 @@ class IdIndex:
         self._flat = self._entries.reshape(-1)       # slot s is flat[2s] (id), flat[2s + 1] (row)
         self._ovf_ids = np.empty(0, np.int64)         # sorted
         self._ovf_rows = np.empty(0, np.int64)
-        self._ovf_mark = np.zeros(((1 << bits) >> _MARK_SHIFT) + 1, bool)
+        # reach[h]: the largest displacement any id with home h was placed at
+        # (or _SPILLED); never lowered until the next rehash. Lookups of ids
+        # not at home scan only that far, so absent ids mostly cost nothing.
+        self._reach = np.zeros(n_slots, np.uint8)
 
     def _poison(self, slots: np.ndarray) -> np.ndarray:
         """For each slot, a key whose home is half the table away.
 
         An id reaches slot s only if its home is in [s - WINDOW + 1, s], so no
-        lookup can match the poison key of the slot it is looking at.
+        lookup can match the poison key of the slot it is looking at. The key
+        with home (s + capacity/2) mod capacity is ((s << shift) + 2^63) * MUL^-1
+        = s * (MUL^-1 << shift) + 2^63 (mod 2^64; MUL^-1 is odd).
         """
-        cap = 1 << self._bits
-        target = ((slots + cap // 2) & (cap - 1)).astype(np.uint64)
-        target <<= self._shift
-        target *= _MUL_INV                           # invert the home hash
-        return target.view(np.int64)
+        step = np.uint64((int(_MUL_INV) << int(self._shift)) & ((1 << 64) - 1))
+        keys = slots.astype(np.uint64) * step
+        keys += np.uint64(1 << 63)
+        return keys.view(np.int64)
 
     def __len__(self) -> int:
         return self._size
@@ -96,7 +102,7 @@ class IdIndex:
 
     @property
     def nbytes(self) -> int:
-        return (self._entries.nbytes + self._ovf_mark.nbytes
+        return (self._entries.nbytes + self._reach.nbytes
                 + self._ovf_ids.nbytes + self._ovf_rows.nbytes)
 
     @property
@@ -129,9 +135,25 @@ class IdIndex:
         """``(rows, slots)`` of ids that are not at home; -1 where absent (slot
         -1 also for ids in the overflow)."""
         m = ids.size
-        # Displacement-major [WINDOW-1, m]: every elementwise step runs along
+        rows = np.full(m, _FREE, np.int64)
+        slots = np.full(m, _FREE, np.int64)
+        reach = self._reach.take(home)
+        for sel, stop in ((np.flatnonzero((reach > 0) & (reach < _NEAR)), _NEAR),
+                          (np.flatnonzero(reach >= _NEAR), WINDOW)):
+            if sel.size:
+                rows[sel], slots[sel] = self._scan(ids[sel], home[sel], stop)
+        if self._ovf_ids.size:
+            maybe = np.flatnonzero((reach == _SPILLED) & (slots < 0))
+            if maybe.size:
+                rows[maybe] = self._find_overflow(ids[maybe])
+        return rows, slots
+
+    def _scan(self, ids, home, stop):
+        """Look for ids at displacements [1, stop) with one gather."""
+        m = ids.size
+        # Displacement-major [stop-1, m]: every elementwise step runs along
         # the long id axis (numpy is slow over short trailing axes).
-        span = home[None, :] + np.arange(1, WINDOW)[:, None]
+        span = home[None, :] + np.arange(1, stop)[:, None]
         keys = self._flat.take(2 * span, mode="clip")
         hit = np.flatnonzero(keys == ids[None, :])   # an id matches at most one slot
         owner = hit % m
@@ -139,11 +161,6 @@ class IdIndex:
         slots[owner] = span.reshape(-1).take(hit)
         rows = np.full(m, _FREE, np.int64)
         rows[owner] = self._flat.take(2 * slots[owner] + 1)
-        if self._ovf_ids.size:
-            # Only ids whose home block ever overflowed can be there.
-            maybe = np.flatnonzero((slots < 0) & self._ovf_mark[home >> _MARK_SHIFT])
-            if maybe.size:
-                rows[maybe] = self._find_overflow(ids[maybe])
         return rows, slots
 
     def _find_overflow(self, ids):
@@ -159,14 +176,18 @@ class IdIndex:
         home = home[away[first]]
         occupant = self._entries.take(home, axis=0)
         occ_free = occupant[:, 1] < 0
-        ok = occ_free | (slots - self._home(np.ascontiguousarray(occupant[:, 0])) < WINDOW)
+        occ_home = self._home(np.ascontiguousarray(occupant[:, 0]))
+        ok = occ_free | (slots - occ_home < WINDOW)
         # Moves sharing a slot would clobber each other: drop them all (rare).
         touched, counts = np.unique(np.concatenate([home[ok], slots[ok]]), return_counts=True)
         if counts.size and counts.max() > 1:
             clash = touched[counts > 1]
             ok &= ~(np.isin(home, clash) | np.isin(slots, clash))
         if not ok.all():
-            home, slots, occupant, occ_free = home[ok], slots[ok], occupant[ok], occ_free[ok]
+            home, slots, occupant, occ_free, occ_home = (
+                home[ok], slots[ok], occupant[ok], occ_free[ok], occ_home[ok])
+        moved = ~occ_free
+        self._extend_reach(occ_home[moved], slots[moved] - occ_home[moved])
         self._entries[home] = self._entries.take(slots, axis=0)
         occupant[occ_free, 0] = self._poison(slots[occ_free])
         self._entries[slots] = occupant
@@ -197,7 +218,8 @@ class IdIndex:
     def _place(self, ids, rows):
         flat = self._flat
         pend = np.arange(ids.size)
-        slot = self._home(ids).copy()
+        home = self._home(ids).copy()
+        slot = home.copy()
         for _ in range(WINDOW):
             free = np.flatnonzero(flat.take(2 * slot + 1) < 0)
             if free.size:
@@ -205,6 +227,7 @@ class IdIndex:
                 flat[2 * fs + 1] = rows[fp]                # racing ids: last writer wins
                 won = flat.take(2 * fs + 1) == rows[fp]
                 flat[2 * fs[won]] = ids[fp[won]]
+                self._extend_reach(home[fp[won]], fs[won] - home[fp[won]])
                 keep = np.ones(pend.size, bool)
                 keep[free[won]] = False
                 pend, slot = pend[keep], slot[keep]
@@ -218,7 +241,10 @@ class IdIndex:
         all_rows = np.concatenate([self._ovf_rows, rows])
         order = np.argsort(all_ids, kind="stable")
         self._ovf_ids, self._ovf_rows = all_ids[order], all_rows[order]
-        self._ovf_mark[self._home(ids) >> _MARK_SHIFT] = True
+        self._reach[self._home(ids)] = _SPILLED
+
+    def _extend_reach(self, home, displacement):
+        np.maximum.at(self._reach, home, displacement.astype(np.uint8))
 
     def remove(self, ids: np.ndarray) -> np.ndarray:
         """Forget ``ids`` (unique); returns the rows they had (-1 where absent)."""
@@ -236,12 +262,44 @@ class IdIndex:
     def _rehash(self, bits: int) -> None:
         used = np.flatnonzero(self._entries[:, 1] >= 0)
         ids, rows = self._entries[used, 0], self._entries[used, 1]
-        at_home = self._home(ids) == used
-        groups = [(ids[at_home], rows[at_home]),
-                  (np.concatenate([ids[~at_home], self._ovf_ids]),
-                   np.concatenate([rows[~at_home], self._ovf_rows]))]
-        del used, ids, rows, at_home
+        displaced = self._home(ids) != used
+        ids = np.concatenate([ids, self._ovf_ids])
+        rows = np.concatenate([rows, self._ovf_rows])
+        displaced = np.concatenate([displaced, np.ones(self._ovf_ids.size, bool)])
+        del used
         self._entries = self._flat = None            # free the old slots first
         self._alloc(bits)
-        for group_ids, group_rows in groups:
-            self._place(group_ids, group_rows)
+        self._place_all(ids, rows, displaced)
+
+    def _place_all(self, ids, rows, displaced):
+        """Place every id into the empty table in one pass (no rounds).
+
+        Sorting by (home, displaced, position) and giving the i-th id slot
+        ``i + max(home_j - j for j <= i)`` is exactly linear probing in that
+        order; ids that were at home in the old table go first in their run,
+        so frequent ids keep home slots. Ids pushed beyond their window leave
+        their slot free and go to the overflow.
+        """
+        n = ids.size
+        if n == 0:
+            return
+        if n >= 1 << 32 or self._bits > 30:          # the packed sort key would not fit
+            self._place(ids, rows)
+            return
+        key = self._home(ids) << 33
+        key |= displaced.astype(np.int64) << 32
+        key |= np.arange(n, dtype=np.int64)
+        key.sort()
+        home = key >> 33
+        order = key & 0xFFFFFFFF
+        del key
+        base = np.arange(n, dtype=np.int64)
+        slot = np.maximum.accumulate(home - base) + base
+        fits = slot - home < WINDOW
+        if not fits.all():
+            spill = order[~fits]
+            slot, order, home = slot[fits], order[fits], home[fits]
+            self._add_overflow(ids[spill], rows[spill])
+        self._extend_reach(home, slot - home)
+        self._flat[2 * slot] = ids[order]
+        self._flat[2 * slot + 1] = rows[order]

@@ -1,12 +1,14 @@
 """Deterministic initial rows: value (i, c) is a function of (table key, id, column).
 
-Counter layout: column ``c`` of draw ``k`` uses counter ``k * 2**32 + c``;
-``uniform`` uses draw 0; ``normal`` uses draws 0 and 1 for a Box-Muller pair
-(only the cosine half is kept, so columns stay independent of each other);
-``truncated_normal`` redraws the entries beyond 2 std with draws (2r, 2r+1)
-in round r = 1, 2, ... (each round redraws ~4.6% of what is left, so after
-24 rounds the chance that an entry is still out of range is ~1e-32; such an
-entry would be clipped). The outcome depends only on (key, id, column).
+Random words come from `hashing.random_words` (32 bits each, two per 64-bit
+counter block). Draw k of a row is the ``dim`` words starting at block
+``k * 2**30``; ``uniform`` uses draw 0 (24 bits per value, all a float32
+keeps); ``normal`` uses draws 0 and 1 for Box-Muller (only the cosine half
+is kept, so columns stay independent); ``truncated_normal`` redraws the
+entries beyond 2 std with draws (2r, 2r+1) in round r = 1, 2, ... (each round
+redraws ~4.6% of what is left; after 24 rounds an entry still out of range,
+probability ~1e-32, would be clipped). The outcome depends only on (key, id,
+column) and never on the other ids created alongside.
 """
 from __future__ import annotations
 
@@ -15,20 +17,20 @@ import numpy as np
 from psjob.tables import hashing
 from psjob.tables.config import InitializerConfig
 
-_DRAW = 1 << 32
+_DRAW_BLOCKS = 1 << 30
 _TRUNCATE_AT = 2.0
 _MAX_ROUNDS = 24
 
 
-def _counters(dim: int, draw: int) -> np.ndarray:
-    return np.arange(dim, dtype=np.uint64) + np.uint64(draw * _DRAW)
+def _words(key: int, ids: np.ndarray, dim: int, draw: int) -> np.ndarray:
+    return hashing.random_words(key, ids, dim, first_block=draw * _DRAW_BLOCKS)
 
 
 def _normal(key: int, ids: np.ndarray, dim: int, draw: int) -> np.ndarray:
-    u1 = hashing.uniform(key, ids, _counters(dim, draw))
-    u2 = hashing.uniform(key, ids, _counters(dim, draw + 1))
-    # 1 - u1 is in (0, 1], so the log is finite.
-    return np.sqrt(-2.0 * np.log1p(-u1)) * np.cos(2.0 * np.pi * u2)
+    # Words + 1/2 scaled by 2^-32 lie strictly inside (0, 1): the log is finite.
+    u1 = (_words(key, ids, dim, draw) + 0.5) * 2.0 ** -32
+    u2 = _words(key, ids, dim, draw + 1) * 2.0 ** -32
+    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
 
 
 def initial_rows(config: InitializerConfig, key: int, ids: np.ndarray, dim: int) -> np.ndarray:
@@ -37,8 +39,11 @@ def initial_rows(config: InitializerConfig, key: int, ids: np.ndarray, dim: int)
     if config.kind == "constant":
         return np.full((n, dim), config.value, np.float32)
     if config.kind == "uniform":
-        u = hashing.uniform(key, ids, _counters(dim, 0))
-        return (config.low + (config.high - config.low) * u).astype(np.float32)
+        u = (_words(key, ids, dim, 0) >> np.uint32(8)).astype(np.float32)
+        u *= np.float32(2.0 ** -24)                     # [0, 1) exactly in float32
+        u *= np.float32(config.high - config.low)
+        u += np.float32(config.low)
+        return u
     z = _normal(key, ids, dim, 0)
     if config.kind == "truncated_normal":
         for round_ in range(1, _MAX_ROUNDS + 1):

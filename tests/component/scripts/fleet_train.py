@@ -11,6 +11,7 @@ and DIR/trainer0.json with per-step losses (and the CTR AUC).
 import argparse
 import json
 import os
+import time
 
 import numpy as np
 
@@ -29,6 +30,7 @@ p.add_argument("--data", default="")
 p.add_argument("--distributed_table", action="store_true")
 p.add_argument("--optimizer", default="sgd")
 p.add_argument("--id_mode", default="dense", choices=["dense", "hash"])
+p.add_argument("--sleep_ms", type=float, default=0.0, help="pause after each step (slow trainers in tests)")
 args = p.parse_args()
 
 fleet.init()
@@ -73,6 +75,8 @@ else:
             Y = X @ w_true + 0.5
             l, = exe.run(fleet.main_program, feed={"x": X[tid::n], "y": Y[tid::n]}, fetch_list=[loss])
             losses.append(float(l[0]))
+            if args.sleep_ms:
+                time.sleep(args.sleep_ms / 1000)
     else:
         from psjob.dataset import ctr
         from psjob.models import ctr as ctr_model

@@ -150,6 +150,9 @@ class PserverState:
             raise KeyError(f"pserver {self.endpoint} does not {'hold' if is_delta else 'receive'} {name!r}")
         decl = self._gb.var(name)
         xp = self.exe.xp
+        got = (value.values if isinstance(value, SelectedRows) else value).dtype
+        if got != np.dtype(decl.dtype):
+            raise ValueError(f"{name!r}: dtype {got}, expected {decl.dtype}")
         if isinstance(value, SelectedRows):
             if tuple(value.values.shape[1:]) != tuple(decl.shape[1:]):
                 raise ValueError(f"{name!r}: rows of width {list(value.values.shape[1:])}, expected "

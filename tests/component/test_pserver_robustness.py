@@ -1,0 +1,143 @@
+"""A real pserver process facing bad requests, a missing token, dead and late trainers."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import grpc
+import numpy as np
+import pytest
+
+from psjob import roles
+from psjob.fluid.core import SelectedRows
+from psjob.launcher.launch import loopback_endpoints, write_token
+from psjob.rpc import psjob_pb2 as pb
+from psjob.rpc.client import PSClient, RetryPolicy, RpcError
+
+QUICK = RetryPolicy(deadline_s=10, max_attempts=2, initial_backoff_s=0.05)
+
+
+def _start(script, role, index, topo, tmp_path, extra_env=None, args=()):
+    env = dict(os.environ)
+    env.update(roles.role_environment(topo, role, index))
+    env.update(extra_env or {})
+    log = open(tmp_path / f"{role}.{index}.log", "w")
+    return subprocess.Popen([sys.executable, script, *args], env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+@pytest.fixture
+def job(tmp_path, script):
+    """One pserver of the fleet_train linear model (sync, 1 trainer) with a per-run token."""
+    endpoints = loopback_endpoints(1)
+    token_file = write_token(str(tmp_path))
+    topo = roles.JobTopology(job_name="robust", namespace="local", pserver_endpoints=tuple(endpoints),
+                             trainers=1, mode="sync", metrics_port=0, auth_token_file=token_file)
+    procs = []
+
+    def start(role, index=0, extra_env=None, args=()):
+        p = _start(script("fleet_train.py"), role, index, topo, tmp_path, extra_env,
+                   ["--mode", "sync", "--out", str(tmp_path), "--steps", "5", *args])
+        procs.append(p)
+        return p
+
+    token = open(token_file).read().strip()
+    yield start, endpoints[0], token
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def _serving_client(endpoint, token, trainer_id=0):
+    client = PSClient([endpoint], trainer_id, auth_token=token, retry=QUICK)
+    client.wait_server_ready(timeout_s=60)
+    return client
+
+
+def test_bad_requests_get_named_errors_and_the_pserver_keeps_serving(job, tmp_path):
+    start, ep, token = job
+    server = start(roles.PSERVER, extra_env={"PSJOB_RPC_MAX_MESSAGE_BYTES": str(1 << 20)})
+    client = _serving_client(ep, token)
+    names = client.status(ep)
+    assert names.state == "SERVING"
+    grad = "fc_0.w_0@GRAD"
+
+    def fails(handle, code, pattern):
+        with pytest.raises(RpcError) as info:
+            handle.wait()
+        assert info.value.code == code, info.value
+        assert pattern in info.value.details, info.value.details
+
+    fails(client.push(ep, {"no_such_var@GRAD": np.zeros((13, 1), np.float32)}),
+          grpc.StatusCode.NOT_FOUND, "no_such_var@GRAD")
+    fails(client.push(ep, {grad: np.zeros((3, 3), np.float32)}),
+          grpc.StatusCode.INVALID_ARGUMENT, "shape [3, 3], expected [13, 1]")
+    fails(client.push(ep, {grad: np.zeros((13, 1), np.float64)}),
+          grpc.StatusCode.INVALID_ARGUMENT, "dtype float64, expected float32")
+    fails(client.pull(ep, ["nope"]), grpc.StatusCode.NOT_FOUND, "nope")
+    fails(client.push(ep, {grad: np.zeros((400, 1000), np.float32)}),
+          grpc.StatusCode.RESOURCE_EXHAUSTED, "")
+    stranger = PSClient([ep], 7, auth_token=token, retry=QUICK)
+    fails(stranger.push(ep, {grad: np.zeros((13, 1), np.float32)}),
+          grpc.StatusCode.INVALID_ARGUMENT, "trainer id 7 is out of range")
+    # A malformed payload (byte count disagrees with its shape) is named too.
+    from psjob.rpc import codec
+    msg = codec.encode(grad, np.zeros((13, 1), np.float32))
+    msg.data = msg.data[:10]
+    fails(client._call(ep, "SendVariables", pb.SendRequest(trainer_id=0, vars=[msg])),
+          grpc.StatusCode.INVALID_ARGUMENT, "payload has 10")
+    # Without the job's token nothing is served.
+    intruder = PSClient([ep], 0, auth_token="wrong", retry=QUICK)
+    with pytest.raises(RpcError) as info:
+        intruder.status(ep)
+    assert info.value.code == grpc.StatusCode.UNAUTHENTICATED
+    assert token not in str(info.value)
+    # The pserver is unharmed: a real trainer trains against it, and it exits 0 afterwards.
+    trainer = start(roles.TRAINER)
+    assert trainer.wait(timeout=120) == 0, (tmp_path / "TRAINER.0.log").read_text()
+    assert server.wait(timeout=60) == 0, (tmp_path / "PSERVER.0.log").read_text()
+    assert token not in (tmp_path / "PSERVER.0.log").read_text()
+
+
+def test_a_trainer_started_before_its_pserver_waits_for_it(job, tmp_path):
+    start, ep, token = job
+    trainer = start(roles.TRAINER)
+    time.sleep(3)
+    assert trainer.poll() is None, (tmp_path / "TRAINER.0.log").read_text()
+    server = start(roles.PSERVER)
+    assert trainer.wait(timeout=120) == 0, (tmp_path / "TRAINER.0.log").read_text()
+    assert server.wait(timeout=60) == 0
+
+
+def test_a_trainer_whose_pserver_never_comes_gives_up_with_a_clear_error(job, tmp_path):
+    start, ep, token = job
+    trainer = start(roles.TRAINER, extra_env={"PSJOB_WAIT_SERVER_TIMEOUT": "3"})
+    assert trainer.wait(timeout=60) != 0
+    assert "not ready after 3s" in (tmp_path / "TRAINER.0.log").read_text()
+
+
+def test_killing_one_async_trainer_leaves_the_pservers_serving_the_other(tmp_path, script):
+    endpoints = loopback_endpoints(2)
+    topo = roles.JobTopology(job_name="kill", namespace="local", pserver_endpoints=tuple(endpoints),
+                             trainers=2, mode="async", metrics_port=0)
+    args = ["--mode", "async", "--out", str(tmp_path), "--steps", "400"]
+    procs = [_start(script("fleet_train.py"), roles.PSERVER, i, topo, tmp_path, args=args) for i in range(2)]
+    # The victim is slow (20 ms a step) so it is surely mid-run when killed.
+    victim = _start(script("fleet_train.py"), roles.TRAINER, 1, topo, tmp_path, args=args + ["--sleep_ms", "20"])
+    survivor = _start(script("fleet_train.py"), roles.TRAINER, 0, topo, tmp_path, args=args)
+    procs += [victim, survivor]
+    try:
+        time.sleep(4)
+        victim.send_signal(signal.SIGKILL)
+        assert survivor.wait(timeout=120) == 0, (tmp_path / "TRAINER.0.log").read_text()
+        assert (tmp_path / "trainer0.npz").exists()
+        # The pservers still serve (they wait for the killed trainer, which a supervisor would restart).
+        client = PSClient(endpoints, 0, retry=QUICK)
+        assert [client.status(ep).state for ep in endpoints] == ["SERVING", "SERVING"]
+        assert all(p.poll() is None for p in procs[:2])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()

@@ -1,0 +1,292 @@
+"""Dockerfile.server and Dockerfile.worker, checked without a Docker engine.
+
+The Dockerfiles are parsed into stages by Docker's own parser (the
+`dockerfile` package wraps BuildKit's) and linted by hadolint; the checks are
+the ones a build would fail on or a reviewer would ask about: COPY sources in the
+build context, entry points declared in pyproject, versions that agree with
+pyproject and the chart's image tags, a non-root user and no compilers in the
+final images.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+
+import dockerfile as docker_parser
+import pytest
+import yaml
+from packaging.requirements import Requirement
+
+from psjob import metrics
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+CHART_VALUES = yaml.safe_load((ROOT / "charts" / "psjob-operator" / "values.yaml").read_text())
+# The images users run: {Dockerfile: {target stage: the console script it starts}}.
+TARGETS = {"Dockerfile.server": {"server": "psjob", "operator": "psjob-operator"},
+           "Dockerfile.worker": {"worker": "psjob"}}
+BUILD_TOOLS = re.compile(r"\b(gcc|g\+\+|clang|make|cmake|build-essential|[\w.+-]+-dev|cuda-nvcc[\w.-]*|nvcc)\b")
+
+
+@dataclasses.dataclass
+class Stage:
+    name: str
+    base: str
+    commands: list[docker_parser.Command]
+
+    def all(self, keyword: str) -> list[docker_parser.Command]:
+        return [command for command in self.commands if command.cmd == keyword]
+
+    def runs(self) -> str:
+        return " ".join(" ".join(command.value) for command in self.all("RUN"))
+
+
+def parse(name: str) -> tuple[dict[str, str], list[Stage]]:
+    """(global ARG defaults, stages in order), parsed by Docker's own (BuildKit) parser."""
+    global_args: dict[str, str] = {}
+    stages: list[Stage] = []
+    for command in docker_parser.parse_file(str(ROOT / name)):
+        if command.cmd == "FROM":
+            base = re.sub(r"\$\{(\w+)\}", lambda m: global_args[m.group(1)], command.value[0])
+            named = len(command.value) == 3 and command.value[1].upper() == "AS"
+            stages.append(Stage(command.value[2] if named else str(len(stages)), base, []))
+        elif not stages and command.cmd == "ARG":
+            key, _, value = command.value[0].partition("=")
+            global_args[key] = value
+        else:
+            stages[-1].commands.append(command)
+    return global_args, stages
+
+
+def chain(stages: list[Stage], target: str) -> list[Stage]:
+    """The target stage and the stages it is built FROM, nearest first."""
+    by_name = {stage.name: stage for stage in stages}
+    result = [by_name[target]]
+    while result[-1].base in by_name:
+        result.append(by_name[result[-1].base])
+    return result
+
+
+def nearest(stages: list[Stage], keyword: str) -> docker_parser.Command:
+    """The instruction in force in the final image: the last one, nearest stage first."""
+    found = [command for stage in stages for command in reversed(stage.all(keyword))]
+    assert found, f"no {keyword} in {[stage.name for stage in stages]}"
+    return found[0]
+
+
+def words(command: docker_parser.Command) -> list[str]:
+    return list(command.value) if command.json else shlex.split(command.value[0])
+
+
+def envs(stages: list[Stage]) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for stage in reversed(stages):  # base first, so nearer stages override
+        for command in stage.all("ENV"):
+            result.update(zip(command.value[::2], command.value[1::2], strict=True))
+    return result
+
+
+def _glob_regex(pattern: str) -> re.Pattern:
+    """Go filepath.Match plus `**` (any number of directories), as Docker reads .dockerignore."""
+    regex = ""
+    for token in re.split(r"(\*\*/|\*\*|\*|\?)", pattern):
+        regex += {"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}.get(token, re.escape(token))
+    return re.compile(regex)
+
+
+def dockerignored(path: str) -> bool:
+    """Docker's rule: the last matching pattern wins; a pattern also matches a path's parents."""
+    ignored = False
+    patterns = [p.strip() for p in (ROOT / ".dockerignore").read_text().splitlines()]
+    for pattern in (p for p in patterns if p and not p.startswith("#")):
+        negate = pattern.startswith("!")
+        regex = _glob_regex(pattern.lstrip("!").rstrip("/"))
+        parts = path.split("/")
+        if any(regex.fullmatch("/".join(parts[:n])) for n in range(1, len(parts) + 1)):
+            ignored = not negate
+    return ignored
+
+
+DOCKERFILES = sorted(TARGETS)
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_the_image_is_built_in_several_stages_with_named_targets(dockerfile):
+    _, stages = parse(dockerfile)
+    assert len(stages) >= 3
+    assert set(TARGETS[dockerfile]) <= {stage.name for stage in stages}
+
+
+def test_the_default_target_of_the_server_dockerfile_is_the_server_image():
+    _, stages = parse("Dockerfile.server")
+    assert stages[-1].name == "server"
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_every_copy_source_exists_in_the_build_context_and_is_not_dockerignored(dockerfile):
+    _, stages = parse(dockerfile)
+    names = [stage.name for stage in stages]
+    for index, stage in enumerate(stages):
+        for command in stage.all("COPY"):
+            source_stage = next((f.split("=", 1)[1] for f in command.flags if f.startswith("--from=")), None)
+            paths = command.value[:-1]
+            if source_stage is not None:
+                assert source_stage in names[:index], f"COPY --from={source_stage} is not an earlier stage"
+                continue
+            for path in paths:
+                assert (ROOT / path).exists(), f"{dockerfile}: COPY source {path} does not exist"
+                assert not dockerignored(path.rstrip("/")), f"{dockerfile}: COPY source {path} is in .dockerignore"
+
+
+def test_the_dockerignore_keeps_the_sources_and_drops_build_litter():
+    assert not dockerignored("runtime/psjob/metrics.py")
+    assert dockerignored("runtime/psjob/__pycache__/metrics.cpython-311.pyc")
+    assert dockerignored(".venv/bin/python") and dockerignored("tests/unit/test_dockerfiles.py")
+
+
+@pytest.mark.parametrize(("dockerfile", "target"), [(f, t) for f in DOCKERFILES for t in TARGETS[f]])
+def test_the_entrypoint_is_a_console_script_declared_in_pyproject(dockerfile, target):
+    _, stages = parse(dockerfile)
+    command = words(nearest(chain(stages, target), "ENTRYPOINT"))[0]
+    assert command == TARGETS[dockerfile][target]
+    assert command in PYPROJECT["project"]["scripts"]
+
+
+@pytest.mark.parametrize(("dockerfile", "target"), [("Dockerfile.server", "server"), ("Dockerfile.worker", "worker")])
+def test_the_default_command_is_a_psjob_subcommand_named_for_the_role(dockerfile, target):
+    from psjob.cli import COMMANDS  # noqa: PLC0415 — the runtime's CLI table
+
+    _, stages = parse(dockerfile)
+    subcommand = words(nearest(chain(stages, target), "CMD"))[0]
+    assert subcommand in COMMANDS and subcommand == {"server": "pserver", "worker": "worker"}[target]
+
+
+@pytest.mark.parametrize("script", ["psjob", "psjob-operator"])
+def test_the_console_scripts_point_at_functions_that_exist(script):
+    module, _, function = PYPROJECT["project"]["scripts"][script].partition(":")
+    package, _, rest = module.partition(".")
+    source_root = pathlib.Path(PYPROJECT["tool"]["setuptools"]["package-dir"][package])
+    path = ROOT / source_root / (rest.replace(".", "/") + ".py" if rest else "__init__.py")
+    if not path.exists():
+        pytest.skip(f"{module} ({path.relative_to(ROOT)}) is not written yet")
+    defined = {node.name for node in ast.parse(path.read_text()).body
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    assert function in defined
+
+
+@pytest.mark.parametrize(("dockerfile", "target"), [(f, t) for f in DOCKERFILES for t in TARGETS[f]])
+def test_the_final_image_runs_as_a_numeric_non_root_user_it_creates(dockerfile, target):
+    _, stages = parse(dockerfile)
+    stage_chain = chain(stages, target)
+    uid = nearest(stage_chain, "USER").value[0].split(":")[0]
+    assert uid.isdigit() and int(uid) != 0, "use a numeric uid so Kubernetes can enforce runAsNonRoot"
+    assert f"--uid {uid}" in " ".join(stage.runs() for stage in stage_chain)
+
+
+def test_the_chart_runs_the_operator_as_the_user_its_image_creates():
+    _, stages = parse("Dockerfile.server")
+    user = nearest(chain(stages, "operator"), "USER").value[0]
+    pod = CHART_VALUES["operator"]["podSecurityContext"]
+    assert user == f"{pod['runAsUser']}:{pod['runAsGroup']}"
+
+
+@pytest.mark.parametrize(("dockerfile", "target"), [(f, t) for f in DOCKERFILES for t in TARGETS[f]])
+def test_the_final_image_has_no_compilers_or_development_packages(dockerfile, target):
+    _, stages = parse(dockerfile)
+    stage_chain = chain(stages, target)
+    assert "devel" not in stage_chain[-1].base
+    for stage in stage_chain:
+        assert not BUILD_TOOLS.search(stage.runs()), f"{stage.name}: {stage.runs()}"
+    # What comes from build stages is the finished virtual environment only.
+    for stage in stage_chain:
+        for command in stage.all("COPY"):
+            if any(flag.startswith("--from=build") for flag in command.flags):
+                source, destination = command.value
+                assert source == destination and re.fullmatch(r"/opt/[\w-]+", source), command.original
+
+
+@pytest.mark.parametrize(("dockerfile", "target"), [(f, t) for f in DOCKERFILES for t in TARGETS[f]])
+def test_the_final_image_declares_a_healthcheck_on_the_port_it_serves(dockerfile, target):
+    _, stages = parse(dockerfile)
+    stage_chain = chain(stages, target)
+    healthcheck = nearest(stage_chain, "HEALTHCHECK")
+    assert healthcheck.json and healthcheck.value[0] == "CMD"
+    exposed = {port for stage in stage_chain for command in stage.all("EXPOSE") for port in command.value}
+    if target == "operator":
+        operator = CHART_VALUES["operator"]
+        assert exposed == {str(operator["metricsPort"]), str(operator["livenessPort"])}
+        assert f"127.0.0.1:{operator['livenessPort']}/healthz" in healthcheck.value[-1]
+    else:
+        assert exposed == {str(metrics.DEFAULT_METRICS_PORT)}
+        assert envs(stage_chain)["PSJOB_METRICS_PORT"] == str(metrics.DEFAULT_METRICS_PORT)
+        assert list(healthcheck.value[1:]) == ["python", "-m", "psjob.metrics", "healthcheck"]
+
+
+def _python_version(dockerfile: str) -> str:
+    global_args, stages = parse(dockerfile)
+    if dockerfile == "Dockerfile.server":
+        return re.match(r"python:(\d+\.\d+)", global_args["PYTHON_IMAGE"]).group(1)
+    installs = " ".join(stage.runs() for stage in stages)
+    [version] = set(re.findall(r"apt-get install[^&]*\bpython(\d+\.\d+)\b", installs))
+    return version
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_the_python_version_satisfies_pyproject_and_matches_the_chart_image_tags(dockerfile):
+    version = _python_version(dockerfile)
+    assert Requirement(f"python{PYPROJECT['project']['requires-python']}").specifier.contains(version + ".0")
+    image = CHART_VALUES["jobImages"]["server" if dockerfile == "Dockerfile.server" else "worker"]
+    assert image.endswith(f"-py{version}")
+    assert image.split(":")[1].startswith(PYPROJECT["project"]["version"] + "-")
+
+
+def test_the_worker_cuda_version_matches_cupy_and_the_chart_image_tag():
+    global_args, _ = parse("Dockerfile.worker")
+    cuda = re.match(r"nvidia/cuda:(\d+)\.(\d+)\.\d+-runtime-", global_args["CUDA_IMAGE"])
+    assert cuda, "the worker must build on a CUDA runtime (not devel) image"
+    major, minor = cuda.groups()
+    [cupy] = [Requirement(r) for r in PYPROJECT["project"]["optional-dependencies"]["cuda"]
+              if r.startswith("cupy")]
+    assert cupy.name == f"cupy-cuda{major}x" and str(cupy.specifier) == "==14.2.0"
+    assert f"-cuda{major}.{minor}-" in CHART_VALUES["jobImages"]["worker"]
+
+
+@pytest.mark.parametrize(("dockerfile", "stage", "extra"), [
+    ("Dockerfile.server", "build", None), ("Dockerfile.server", "build-operator", "operator"),
+    ("Dockerfile.worker", "build", "cuda")])
+def test_each_image_installs_the_package_with_its_extra(dockerfile, stage, extra):
+    _, stages = parse(dockerfile)
+    runs = next(s for s in stages if s.name == stage).runs()
+    wanted = f'".[{extra}]"' if extra else "install ."
+    assert wanted in runs
+
+
+def _constraints(dockerfile: str) -> dict[str, str]:
+    _, stages = parse(dockerfile)
+    runs = " ".join(stage.runs() for stage in stages)
+    pins = re.findall(r"'([\w.-]+)==([\w.]+)'", runs)
+    return {name.lower(): version for name, version in pins}
+
+
+def test_both_images_pin_the_dependencies_pyproject_leaves_as_ranges_within_those_ranges():
+    server, worker = _constraints("Dockerfile.server"), _constraints("Dockerfile.worker")
+    assert server == worker
+    for requirement in map(Requirement, PYPROJECT["project"]["dependencies"]):
+        if str(requirement.specifier).startswith("=="):
+            continue  # already pinned by pyproject itself
+        name = requirement.name.lower()
+        assert name in server, f"{name} is not pinned in the images"
+        assert requirement.specifier.contains(server[name]), f"{name}=={server[name]} outside {requirement.specifier}"
+
+
+def test_hadolint_finds_nothing_to_fix_in_either_dockerfile():
+    hadolint = pathlib.Path(sys.executable).with_name("hadolint")
+    proc = subprocess.run([str(hadolint), "--no-color", "--failure-threshold", "info", *DOCKERFILES],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
