@@ -9,7 +9,7 @@ import importlib
 __version__ = "0.1.0"
 
 _LAZY = {
-    "batch": ("psjob.batch", "batch"),
+    "batch": ("psjob._batch", "batch"),
     "reader": ("psjob.reader", None),
     "dataset": ("psjob.dataset", None),
     "fluid": ("psjob.fluid", None),

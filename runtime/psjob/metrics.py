@@ -379,7 +379,8 @@ def serve_metrics(port: int, registry: CollectorRegistry, host: str = "0.0.0.0")
 
 
 def metrics_port_from_env(environ: dict[str, str] | None = None) -> int:
-    """The port in $PSJOB_METRICS_PORT, or DEFAULT_METRICS_PORT when unset."""
+    """The port in $PSJOB_METRICS_PORT (0 = any free port, used by local runs where
+    several processes share one host), or DEFAULT_METRICS_PORT when unset."""
     raw = (os.environ if environ is None else environ).get(METRICS_PORT_ENV, "")
     if raw == "":
         return DEFAULT_METRICS_PORT
@@ -387,8 +388,8 @@ def metrics_port_from_env(environ: dict[str, str] | None = None) -> int:
         port = int(raw)
     except ValueError:
         raise ValueError(f"{METRICS_PORT_ENV} must be a port number, got {raw!r}") from None
-    if not 0 < port <= 65535:
-        raise ValueError(f"{METRICS_PORT_ENV} must be in 1..65535, got {port}")
+    if not 0 <= port <= 65535:
+        raise ValueError(f"{METRICS_PORT_ENV} must be in 0..65535 (0 = any free port), got {port}")
     return port
 
 

@@ -207,6 +207,8 @@ def test_serve_metrics_refuses_a_bad_port_before_opening_anything(port):
 def test_the_metrics_port_comes_from_the_environment_with_a_default():
     assert metrics.metrics_port_from_env({}) == metrics.DEFAULT_METRICS_PORT
     assert metrics.metrics_port_from_env({"PSJOB_METRICS_PORT": "9200"}) == 9200
-    for bad in ("http", "0", "70000"):
+    # 0 = any free port: local runs put several processes on one host.
+    assert metrics.metrics_port_from_env({"PSJOB_METRICS_PORT": "0"}) == 0
+    for bad in ("http", "-1", "70000"):
         with pytest.raises(ValueError, match="PSJOB_METRICS_PORT"):
             metrics.metrics_port_from_env({"PSJOB_METRICS_PORT": bad})

@@ -83,9 +83,14 @@ def test_lookup_sparse_table_reads_the_shard_rows_of_global_ids_and_zeroes_paddi
                {"ids": np.array([[5]]), "w": shard}, declare)
 
 
-def test_rpc_ops_without_a_client_say_which_service_is_missing():
-    with pytest.raises(ExecutionError, match=r"executor.services\['rpc'\]"):
-        run_op("send_barrier", {"X": []}, {"Out": []}, {"endpoints": ["a:1"], "trainer_id": 0})
+def test_runtime_services_resolve_to_their_default_factories_and_unknown_ones_are_named():
+    # Without a registered client, RPC ops get the gRPC client (psjob.ps.client_service);
+    # tests/component covers it against real pservers. Here: the lookup itself.
+    from psjob.fluid.executor import DEFAULT_SERVICES
+    assert DEFAULT_SERVICES["rpc"] == "psjob.ps.client_service:make_client"
+    assert DEFAULT_SERVICES["pserver"] == "psjob.ps.pserver:make_service"
+    with pytest.raises(KeyError, match="no runtime service 'nope'"):
+        fluid.Executor().service("nope")
 
 
 def test_an_rpc_op_run_with_another_trainers_client_is_refused():

@@ -28,6 +28,7 @@ from ..fluid.framework import Program
 from ..fluid.transpiler.pserver_state import PserverOptions, PserverState
 from ..rpc.server import start_server
 from .auth import token_from_env
+from .observability import telemetry_from_env
 
 log = logging.getLogger("psjob.pserver")
 
@@ -95,8 +96,8 @@ class PserverProcess:
 
 def serve(program: Program, scope, executor, options: ServeOptions | None = None):
     """The `executor.services["pserver"]` callable: serve until the trainers complete."""
-    proc = PserverProcess(program, scope, executor, options or options_from_env(),
-                          metrics=executor.services.get("pserver_metrics"))
+    telemetry = executor.services.get("pserver_metrics") or telemetry_from_env()
+    proc = PserverProcess(program, scope, executor, options or options_from_env(), metrics=telemetry)
     executor.services["pserver_process"] = proc
     previous = None
     if threading.current_thread() is threading.main_thread():
@@ -105,6 +106,8 @@ def serve(program: Program, scope, executor, options: ServeOptions | None = None
         if not proc.wait():
             raise SystemExit(143)
     finally:
+        if telemetry is not None and "pserver_metrics" not in executor.services:
+            telemetry.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

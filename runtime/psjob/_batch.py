@@ -1,5 +1,9 @@
 """`paddle.batch`: group a sample reader's items into lists of `batch_size`.
 
+The module is private (`psjob._batch`) and the function is exposed as
+`psjob.batch`: a public submodule of the same name would be bound over the
+function by any `import psjob.batch`.
+
 A reader is a zero-argument callable that returns a fresh iterator each call
 (one call per epoch). `batch` wraps one into a batch reader that yields lists;
 the last, shorter list is kept unless `drop_last` is set.
@@ -7,8 +11,6 @@ the last, shorter list is kept unless `drop_last` is set.
 from __future__ import annotations
 
 import operator
-import sys
-import types
 
 from psjob.reader.decorator import _require_reader
 
@@ -34,19 +36,3 @@ def batch(reader, batch_size, drop_last=False):
             yield buf
 
     return batch_reader
-
-
-class _CallableModule(types.ModuleType):
-    """`psjob.batch` is both this module and, lazily, the function in it.
-
-    Importing the submodule (`import psjob.batch`, `from psjob.batch import
-    batch`) makes Python bind the *module* as the package attribute, shadowing
-    the lazy function; a script doing `paddle.batch(reader, 8)` afterwards
-    would call a module. Making the module callable keeps that working.
-    """
-
-    def __call__(self, reader, batch_size, drop_last=False):
-        return batch(reader, batch_size, drop_last)
-
-
-sys.modules[__name__].__class__ = _CallableModule

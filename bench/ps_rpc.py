@@ -1,0 +1,142 @@
+"""Parameter-server data plane: gRPC over loopback next to the same calls in-process.
+
+    python bench/ps_rpc.py [--vocab 1000000] [--ids 65536] [--dense 2048x1024] [--repeat 20]
+
+Builds one program with a dense fc weight and a distributed lookup table,
+transpiles it for one async pserver, and serves the pserver program from a
+child process (a real gRPC server). The parent then times, for each
+operation, the gRPC call through psjob.rpc.client.PSClient and the same
+request handled by a PserverState in this process (no transport):
+
+    pull      dense parameter block           rows/s, MB/s
+    push      dense gradient (+ SGD apply)    rows/s, MB/s
+    prefetch  64K unique ids × dim 16         rows/s, MB/s
+    push      sparse table gradient (64K rows, + SGD apply)
+
+and prints gRPC/in-process ratios. Target (issue 6): prefetch through gRPC at
+least 0.5× the in-process lookup rate.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import time
+
+import numpy as np
+
+ENDPOINT_HOST = "127.0.0.1"
+
+
+def build(vocab: int, dense_in: int, dense_out: int, endpoint: str):
+    import psjob.fluid as fluid
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 1
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[dense_in])
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64", lod_level=1)
+        emb = fluid.layers.embedding(ids, size=[vocab, 16], is_sparse=True, is_distributed=True,
+                                     param_attr=fluid.ParamAttr(name="table"))
+        pooled = fluid.layers.sequence_pool(emb, "sum")
+        h = fluid.layers.fc(x, dense_out, param_attr=fluid.ParamAttr(name="dense_w"), bias_attr=False)
+        loss = fluid.layers.mean(fluid.layers.concat([h, pooled], axis=1))
+        fluid.optimizer.SGD(0.01).minimize(loss)
+    config = fluid.DistributeTranspilerConfig()
+    config.slice_var_up = False
+    config.wait_port = False
+    t = fluid.DistributeTranspiler(config)
+    t.transpile(0, program=main, startup_program=startup, pservers=endpoint, trainers=1, sync_mode=False)
+    return t
+
+
+def serve_child(args, endpoint, ready):
+    import psjob.fluid as fluid
+    from psjob.ps.pserver import ServeOptions, serve
+    t = build(args.vocab, args.dense_in, args.dense_out, endpoint)
+    prog, startup = t.get_pserver_programs(endpoint)
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    ready.set()
+    serve(prog, scope, exe, ServeOptions())
+
+
+def timed(fn, repeat):
+    fn()  # warm-up
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        fn()
+    return (time.perf_counter() - t0) / repeat
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--vocab", type=int, default=1_000_000)
+    p.add_argument("--ids", type=int, default=65536)
+    p.add_argument("--dense", default="2048x1024")
+    p.add_argument("--repeat", type=int, default=20)
+    args = p.parse_args()
+    args.dense_in, args.dense_out = (int(v) for v in args.dense.split("x"))
+
+    from psjob.launcher.launch import free_ports
+    endpoint = f"{ENDPOINT_HOST}:{free_ports(1)[0]}"
+    ctx = mp.get_context("spawn")
+    ready = ctx.Event()
+    child = ctx.Process(target=serve_child, args=(args, endpoint, ready), daemon=True)
+    child.start()
+
+    import psjob.fluid as fluid
+    from psjob.fluid.core import SelectedRows
+    from psjob.fluid.transpiler.pserver_state import PserverState
+    from psjob.rpc.client import PSClient
+
+    t = build(args.vocab, args.dense_in, args.dense_out, endpoint)
+    prog, startup = t.get_pserver_programs(endpoint)
+    local = PserverState(prog)
+    local.run_startup(startup)
+    table_var = next(iter(local.prefetch_blocks))  # what the trainer's prefetch op names
+    dense_grad = next(n for n in local.recv_names if n.startswith("dense_w@GRAD"))
+    table_grad = next(n for n in local.recv_names if n.startswith("table@GRAD"))
+
+    rng = np.random.default_rng(0)
+    ids = rng.choice(args.vocab, size=args.ids, replace=False).astype(np.int64)
+    g_dense = rng.normal(size=(args.dense_in, args.dense_out)).astype(np.float32) * 1e-3
+    g_rows = SelectedRows(ids, rng.normal(size=(args.ids, 16)).astype(np.float32) * 1e-3, args.vocab)
+
+    ready.wait(120)
+    client = PSClient([endpoint], 0)
+    client.wait_server_ready(timeout_s=120)
+    row_mb = args.dense_out * 4 / 1e6
+    results = []
+
+    def row(name, rows, mb, rpc_s, local_s):
+        results.append((name, rows / rpc_s, mb / rpc_s, rows / local_s, mb / local_s, local_s / rpc_s))
+
+    pull_rpc = timed(lambda: client.pull(endpoint, ["dense_w"]).wait(), args.repeat)
+    pull_loc = timed(lambda: local.on_get(0, ["dense_w"]), args.repeat)
+    row("pull dense", args.dense_in, args.dense_in * row_mb, pull_rpc, pull_loc)
+    push_rpc = timed(lambda: client.push(endpoint, {dense_grad: g_dense}).wait(), args.repeat)
+    push_loc = timed(lambda: local.on_send(0, {dense_grad: g_dense}), args.repeat)
+    row("push dense + apply", args.dense_in, args.dense_in * row_mb, push_rpc, push_loc)
+    pf_mb = args.ids * 16 * 4 / 1e6
+    pf_rpc = timed(lambda: client.prefetch(endpoint, table_var, ids).wait(), args.repeat)
+    pf_loc = timed(lambda: local.on_prefetch(0, table_var, ids), args.repeat)
+    row(f"prefetch {args.ids} ids x16", args.ids, pf_mb, pf_rpc, pf_loc)
+    sp_rpc = timed(lambda: client.push(endpoint, {table_grad: g_rows}).wait(), args.repeat)
+    sp_loc = timed(lambda: local.on_send(0, {table_grad: g_rows}), args.repeat)
+    row(f"push {args.ids} sparse rows + apply", args.ids, pf_mb, sp_rpc, sp_loc)
+
+    print(f"pserver data plane, gRPC over loopback vs in-process (same PserverState code), "
+          f"{os.cpu_count()} cores, repeat {args.repeat}")
+    print(f"{'operation':<34}{'gRPC rows/s':>14}{'gRPC MB/s':>11}{'local rows/s':>15}{'local MB/s':>12}"
+          f"{'gRPC/local':>12}")
+    for name, rr, rm, lr, lm, ratio in results:
+        print(f"{name:<34}{rr:>14,.0f}{rm:>11,.1f}{lr:>15,.0f}{lm:>12,.1f}{ratio:>12.2f}")
+    pf = next(r for r in results if r[0].startswith("prefetch"))
+    print(f"target: prefetch via gRPC >= 0.5x in-process: {pf[5]:.2f}x -> {'MET' if pf[5] >= 0.5 else 'MISSED'}")
+    client.complete()
+    client.close()
+    child.join(30)
+
+
+if __name__ == "__main__":
+    main()
