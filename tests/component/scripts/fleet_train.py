@@ -28,6 +28,7 @@ p.add_argument("--batch", type=int, default=32)
 p.add_argument("--k_steps", type=int, default=4)
 p.add_argument("--data", default="")
 p.add_argument("--distributed_table", action="store_true")
+p.add_argument("--lr", type=float, default=1e-3)
 p.add_argument("--optimizer", default="sgd")
 p.add_argument("--id_mode", default="dense", choices=["dense", "hash"])
 p.add_argument("--sleep_ms", type=float, default=0.0, help="pause after each step (slow trainers in tests)")
@@ -54,8 +55,9 @@ with fluid.program_guard(main, startup), fluid.unique_name.guard():
         cfg = ctr_model.CTRConfig(sparse_feature_dim=ctr.SPARSE_FEATURE_DIM,
                                   is_distributed=args.distributed_table)
         model = ctr_model.build_network(cfg)
-        loss, auc = model.loss, model.auc
-        opt = fluid.optimizer.Adam(1e-3, lazy_mode=True) if args.optimizer == "adam" else fluid.optimizer.SGD(0.05)
+        loss, auc = model.loss, model.batch_auc
+        opt = (fluid.optimizer.Adam(args.lr, lazy_mode=True) if args.optimizer == "adam"
+               else fluid.optimizer.SGD(args.lr))
     fleet.distributed_optimizer(opt, strategy).minimize(loss)
 
 exe = fluid.Executor(fluid.CPUPlace())
