@@ -257,8 +257,10 @@ def test_cross_entropy_is_minus_log_of_the_label_probability_and_ignores_ignore_
 def test_cross_entropy_rejects_labels_of_the_wrong_kind(prog):
     p = layers.data(name="p", shape=[4])
     soft = layers.data(name="s", shape=[4])
-    with pytest.raises(TypeError, match="'label'.*int32 or int64"):
+    with pytest.raises(ValueError, match="hard 'label' s.* must end in a dimension of 1"):
         layers.cross_entropy(p, soft)
+    with pytest.raises(TypeError, match="'label'.*int32 or int64 or float"):
+        layers.cross_entropy(p, layers.data(name="b", shape=[1], dtype="bool"))
     hard = layers.data(name="h", shape=[1], dtype="int64")
     with pytest.raises(TypeError, match="'label'.*float"):
         layers.cross_entropy(p, hard, soft_label=True)

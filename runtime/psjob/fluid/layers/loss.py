@@ -22,7 +22,9 @@ def _check_label(layer, x, label, soft_label, x_arg):
             raise ValueError(f"{layer}: a soft 'label' {label.name}{list(label.shape)} must have the "
                              f"shape of {x_arg!r} {x.name}{list(x.shape)}")
     else:
-        check_dtype(label, "label", INTS, layer, " (hard labels are class ids)")
+        # Fluid's data() defaults to float32, and its guide declares class-id
+        # labels that way; float labels are accepted and must hold whole ids.
+        check_dtype(label, "label", INTS + FLOATS, layer, " (hard labels are class ids)")
         if not label.shape or label.shape[-1] != 1:
             raise ValueError(f"{layer}: a hard 'label' {label.name}{list(label.shape)} must end in a "
                              "dimension of 1 (declare it with shape=[1])")

@@ -19,7 +19,11 @@ def _hard_labels(xp, label, classes, ignore_index, op_type):
     """Flat int labels, a validity mask, and labels with ignored rows set to 0."""
     lbl = label.reshape(-1)
     if lbl.dtype.kind not in "iu":
-        lbl = lbl.astype(np.int64)
+        as_int = lbl.astype(np.int64)
+        if lbl.size and bool((as_int != lbl).any()):
+            raise ValueError(f"{op_type}: hard labels must be whole class ids, got fractional values "
+                             "(use soft_label=True for probabilities)")
+        lbl = as_int
     valid = lbl != ignore_index
     if lbl.size:
         checked = lbl[valid]

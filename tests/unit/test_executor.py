@@ -1,0 +1,138 @@
+"""The Executor: feeding, fetching, scopes, and the errors users hit first."""
+import numpy as np
+import pytest
+
+import psjob.fluid as fluid
+from psjob.fluid.executor import ExecutionError, FeedError
+from psjob.fluid.framework import GraphError
+
+
+def _net():
+    main, startup = fluid.Program(), fluid.Program()
+    startup.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4])
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64", lod_level=1)
+        y = fluid.layers.fc(x, 2)
+        loss = fluid.layers.mean(y)
+    return main, startup, x, ids, y, loss
+
+
+def _ready():
+    main, startup, x, ids, y, loss = _net()
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    return exe, scope, main, y, loss
+
+
+def test_a_run_returns_numpy_copies_of_the_fetched_values():
+    exe, scope, main, y, loss = _ready()
+    out, l = exe.run(main, feed={"x": np.ones((3, 4), np.float32)}, fetch_list=[y, loss.name], scope=scope)
+    assert out.shape == (3, 2) and l.shape == (1,)
+    w = np.array(scope.find_var("fc_0.w_0").get_tensor())
+    np.testing.assert_allclose(out, np.ones((3, 4)) @ w, rtol=1e-6)
+
+
+def test_tensors_set_through_the_scope_are_used_by_the_next_run():
+    exe, scope, main, y, _ = _ready()
+    scope.find_var("fc_0.w_0").get_tensor().set(np.zeros((4, 2), np.float32), fluid.CPUPlace())
+    out, = exe.run(main, feed={"x": np.ones((2, 4), np.float32)}, fetch_list=[y], scope=scope)
+    np.testing.assert_array_equal(out, np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("value, message", [
+    (np.ones((3, 5), np.float32), r"dimension 1 must be 4"),
+    (np.ones((3,), np.float32), r"expected 2-D data shaped \[-1, 4\]"),
+    (np.array([["a"] * 4]), r"expected float32"),
+])
+def test_feeding_a_wrong_shape_or_dtype_names_the_input(value, message):
+    exe, scope, main, y, _ = _ready()
+    with pytest.raises(FeedError, match=f"feed 'x': {message}"):
+        exe.run(main, feed={"x": value}, fetch_list=[y], scope=scope)
+
+
+def test_feeding_floats_into_an_integer_input_is_refused():
+    exe, scope, main, y, _ = _ready()
+    with pytest.raises(FeedError, match="float values for an integer input"):
+        exe.run(main, feed={"x": np.ones((1, 4), np.float32), "ids": (np.ones((2, 1)), [[0, 2]])},
+                fetch_list=[y], scope=scope)
+
+
+def test_lod_offsets_that_do_not_cover_the_rows_are_refused():
+    exe, scope, main, y, _ = _ready()
+    with pytest.raises(FeedError, match="must start at 0, never decrease and end at the number of rows"):
+        exe.run(main, feed={"x": np.ones((1, 4), np.float32),
+                            "ids": (np.ones((3, 1), np.int64), [[0, 2, 1]])}, fetch_list=[y], scope=scope)
+
+
+def test_feeding_or_fetching_an_unknown_variable_names_it():
+    exe, scope, main, y, _ = _ready()
+    with pytest.raises(FeedError, match="feed target 'nope' is not a variable"):
+        exe.run(main, feed={"nope": np.ones(1)}, fetch_list=[y], scope=scope)
+    with pytest.raises(GraphError, match="fetch target 'ghost' is not a variable"):
+        exe.run(main, feed={"x": np.ones((1, 4), np.float32)}, fetch_list=["ghost"], scope=scope)
+
+
+def test_running_the_main_program_before_the_startup_program_says_so():
+    main, startup, *_ , y, loss = _net()
+    with pytest.raises(GraphError, match="did you run the startup program"):
+        fluid.Executor().run(main, feed={"x": np.ones((1, 4), np.float32)}, fetch_list=[y],
+                             scope=fluid.Scope())
+
+
+def test_a_missing_feed_and_a_cycle_are_distinguished():
+    exe, scope, main, y, _ = _ready()
+    with pytest.raises(GraphError, match="reads 'x' .* feed it"):
+        exe.run(main, feed={}, fetch_list=[y], scope=scope)
+    prog = fluid.Program()
+    block = prog.global_block()
+    a = block.create_var(name="a", shape=[1], dtype="float32")
+    b = block.create_var(name="b", shape=[1], dtype="float32")
+    block.append_op(type="scale", inputs={"X": [a]}, outputs={"Out": [b]}, attrs={"scale": 2.0})
+    block.append_op(type="scale", inputs={"X": [b]}, outputs={"Out": [a]}, attrs={"scale": 2.0})
+    with pytest.raises(GraphError, match="only written later by op #1 'scale': the program has a cycle"):
+        fluid.Executor().run(prog, fetch_list=[b], scope=fluid.Scope())
+
+
+def test_a_failing_kernel_is_reported_with_the_op_and_its_input_shapes():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64", lod_level=1)
+        emb = fluid.layers.embedding(ids, size=[10, 3])
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    with pytest.raises(ExecutionError, match=r"op #0 'lookup_table' failed: .*"):
+        exe.run(main, feed={"ids": (np.array([[3], [99]], np.int64), [[0, 2]])}, fetch_list=[emb],
+                scope=scope)
+
+
+def test_the_wrong_executor_argument_types_are_clear_type_errors():
+    with pytest.raises(TypeError, match="Executor needs a place"):
+        fluid.Executor("cpu")
+    with pytest.raises(TypeError, match="needs a fluid Program or CompiledProgram"):
+        fluid.Executor().run("not a program")
+
+
+def test_cuda_place_without_a_gpu_is_a_clear_error():
+    from psjob.fluid.core import PlaceError
+    with pytest.raises(PlaceError, match="needs cupy and an NVIDIA GPU|not usable here|GPU"):
+        fluid.Executor(fluid.CUDAPlace(0)).run(fluid.Program())
+
+
+def test_a_closed_executor_refuses_to_run_and_runs_its_close_hooks_once():
+    exe, calls = fluid.Executor(), []
+    exe.add_close_hook(lambda: calls.append(1))
+    exe.close()
+    exe.close()
+    assert calls == [1]
+    with pytest.raises(RuntimeError, match="after close"):
+        exe.run(fluid.Program())
+
+
+def test_compiled_and_parallel_executors_run_the_same_program():
+    exe, scope, main, y, loss = _ready()
+    feed = {"x": np.ones((2, 4), np.float32)}
+    plain, = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    compiled, = exe.run(fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name), feed=feed,
+                        fetch_list=[loss], scope=scope)
+    np.testing.assert_array_equal(plain, compiled)
