@@ -225,7 +225,8 @@ def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
 def _trainer_side_port(topology: JobTopology) -> str:
     # Fluid scripts build endpoints from PADDLE_PSERVER_IPS + PADDLE_PSERVER_PORT,
     # which only works when every pserver listens on the same port (Kubernetes).
-    # Local runs use one port per pserver: PADDLE_PSERVER_ENDPOINTS is authoritative.
+    # Local runs keep that by giving each pserver its own loopback address
+    # (local_pserver_host); PADDLE_PSERVER_ENDPOINTS stays authoritative.
     return str(split_endpoint(topology.pserver_endpoints[0])[1])
 
 
@@ -333,11 +334,23 @@ def kubernetes_topology(spec: "ParameterServerJob", namespace: str) -> JobTopolo
                      metrics_port=s.metrics_port, trainer_host="", per_process=False)
 
 
+def local_pserver_host(index: int) -> str:
+    """Loopback address of local pserver `index` (127.0.0.1, 127.0.0.2, ...)."""
+    if not 0 <= index < 254:
+        raise ValueError(f"a local run supports at most 254 pservers, got index {index}")
+    return f"127.0.0.{index + 1}"
+
+
 def local_topology(spec: "ParameterServerJob", ports: Sequence[int], workdir: str | os.PathLike,
                    metrics_port: int = 0) -> JobTopology:
     """Topology of a job run on this machine by `psjob run`.
 
     `ports` lists one free port per pserver, then one per heter trainer.
+    Pserver i listens on its own loopback address 127.0.0.(i+1), as
+    `psjob launch` places them (`launcher.launch.loopback_endpoints`), so the
+    ports may all be the same one and Fluid scripts that join
+    PADDLE_PSERVER_IPS with PADDLE_PSERVER_PORT still find every pserver;
+    heter trainers listen on 127.0.0.1.
     Checkpoints go to `<workdir>/checkpoints`; the launcher writes the per-run
     auth token to `<workdir>/auth-token`. `metrics_port` 0 lets every process
     pick a free port; otherwise process n gets `metrics_port + n`.
@@ -349,10 +362,11 @@ def local_topology(spec: "ParameterServerJob", ports: Sequence[int], workdir: st
         raise ValueError(
             f"local_topology needs {s.pserver.replicas} pserver port(s) + {heter_count} heter "
             f"port(s), got {len(ports)}")
-    endpoints = tuple(f"{LOCAL_HOST}:{int(p)}" for p in ports)
+    n = s.pserver.replicas
+    pservers = tuple(f"{local_pserver_host(i)}:{int(p)}" for i, p in enumerate(ports[:n]))
+    heter = tuple(f"{LOCAL_HOST}:{int(p)}" for p in ports[n:])
     workdir = os.fspath(workdir)
-    return _topology(job, job.namespace, endpoints[:s.pserver.replicas],
-                     endpoints[s.pserver.replicas:],
+    return _topology(job, job.namespace, pservers, heter,
                      checkpoint_dir=os.path.join(workdir, "checkpoints") if s.checkpoint.enabled else "",
                      auth_token_file=os.path.join(workdir, "auth-token"),
                      metrics_port=metrics_port, trainer_host=LOCAL_HOST, per_process=True)

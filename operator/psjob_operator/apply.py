@@ -1,0 +1,228 @@
+"""Apply built manifests to the cluster: create, patch, recreate, remove.
+
+Level-based and idempotent: for each desired child, read the live object and
+do the least that makes it match.
+
+- Missing → create (with a hash of the manifest and, for patchable kinds, the
+  manifest itself in annotations: the "last applied" state).
+- Present, hash equal → nothing; a StatefulSet whose replicas drifted (someone
+  ran `kubectl scale`) is patched back.
+- Present, hash different → a JSON merge patch from the last applied state to
+  the desired one (keys we stopped setting become null; fields defaulted by
+  the server are left alone).
+- Secrets and PersistentVolumeClaims are created once and never changed (the
+  token must not rotate under running pods; claims are mostly immutable).
+- The worker Job's pod template is immutable in Kubernetes: a changed Job is
+  deleted (Foreground, so its pods go first) and created again on a later
+  pass; only `spec.suspend` is patched in place.
+
+A live object with our name that is not controlled by this job is never
+touched: it is reported (`ChildRejected`) or, if it belongs to a deleted job
+of the same name that the garbage collector has not removed yet, waited for.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from psjob import jobspec
+
+from psjob_operator import naming
+from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, NETWORK_POLICIES, SECRETS,
+                                 SERVICES, STATEFULSETS, ApiError, KubeApi, Resource, merge_diff,
+                                 resource_for)
+
+log = logging.getLogger(__name__)
+CREATE_ONLY = (SECRETS, CLAIMS)
+# Children the operator deletes itself (recreation, specs that drop them, cleanPodPolicy All).
+# Never claims: checkpoint volumes leave only with the job, through the garbage collector.
+REMOVABLE = (STATEFULSETS, SERVICES, NETWORK_POLICIES, BATCH_JOBS, CONFIGMAPS)
+
+
+class ChildRejected(Exception):
+    """The API refused a child, or a foreign object holds its name: the spec
+    (or the cluster) must change before this job can run."""
+
+
+class WaitForChild(Exception):
+    """A child is being deleted (recreation, garbage collection): try again soon."""
+
+
+@dataclass
+class ApplyReport:
+    created: list[str] = field(default_factory=list)
+    patched: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+
+
+def manifest_hash(manifest: Mapping[str, Any]) -> str:
+    canonical = json.dumps(manifest, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _job_hash(manifest: Mapping[str, Any]) -> str:
+    # suspend is patched in place; everything else in a Job needs a new Job.
+    spec = {k: v for k, v in manifest["spec"].items() if k != "suspend"}
+    return manifest_hash({**manifest, "spec": spec})
+
+
+def _annotated(manifest: Mapping[str, Any], digest: str, last_applied: bool) -> dict[str, Any]:
+    out = dict(manifest)
+    meta = dict(out["metadata"])
+    annotations = dict(meta.get("annotations") or {})
+    annotations[naming.ANNOTATION_HASH] = digest
+    if last_applied:
+        annotations[naming.ANNOTATION_LAST_APPLIED] = json.dumps(
+            manifest, sort_keys=True, separators=(",", ":"))
+    meta["annotations"] = annotations
+    out["metadata"] = meta
+    return out
+
+
+def controller_uid(obj: Mapping[str, Any]) -> str | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == jobspec.KIND:
+            return ref.get("uid")
+    return None
+
+
+def check_owner(live: Mapping[str, Any], owner_uid: str, owner_name: str) -> None:
+    uid = controller_uid(live)
+    if uid == owner_uid:
+        return
+    kind, name = live.get("kind", "object"), live["metadata"]["name"]
+    refs = (live.get("metadata") or {}).get("ownerReferences") or []
+    if uid is not None and any(r.get("name") == owner_name for r in refs):
+        raise WaitForChild(f"{kind} {name} still belongs to a deleted job named {owner_name}; "
+                           f"waiting for the garbage collector")
+    raise ChildRejected(f"a {kind} named {name} already exists and is not controlled by this "
+                        f"job: delete it or rename the job")
+
+
+class Applier:
+    def __init__(self, api: KubeApi):
+        self.api = api
+        # Create-only children known to exist (namespace, name, owner uid): the Secret
+        # is never read back, so without this every pass would POST it again.
+        self._known: set[tuple[str, str, str]] = set()
+
+    def apply(self, desired: list[dict[str, Any]], owner_uid: str, owner_name: str,
+              live: Mapping[tuple[str, str], dict | None]) -> ApplyReport:
+        """`live` maps (kind, name) to objects already read this pass (None: absent)."""
+        report = ApplyReport()
+        for manifest in desired:
+            resource = resource_for(manifest)
+            key = (manifest["kind"], manifest["metadata"]["name"])
+            if resource in CREATE_ONLY:
+                known = (manifest["metadata"]["namespace"], key[1], owner_uid)
+                # Observed this pass (the claim): trust that; never read (the Secret):
+                # create until one attempt succeeded or found it there.
+                absent = live[key] is None if key in live else known not in self._known
+                if absent:
+                    self._create(resource, manifest, report, create_only=True)
+                self._known.add(known)
+                continue
+            meta = manifest["metadata"]
+            # rbac: CHILD_RESOURCES - CREATE_ONLY
+            current = live[key] if key in live else self.api.get(resource, meta["namespace"],
+                                                                  meta["name"])
+            if current is None:
+                self._create(resource, manifest, report)
+                continue
+            check_owner(current, owner_uid, owner_name)
+            if (current.get("metadata") or {}).get("deletionTimestamp"):
+                report.waiting.append(f"{key[0]}/{key[1]}")
+                continue
+            if resource is BATCH_JOBS:
+                self._apply_job(manifest, current, report)
+            else:
+                self._patch_if_changed(resource, manifest, current, report)
+        return report
+
+    def _create(self, resource: Resource, manifest: dict, report: ApplyReport,
+                create_only: bool = False) -> None:
+        meta = manifest["metadata"]
+        digest = _job_hash(manifest) if resource is BATCH_JOBS else manifest_hash(manifest)
+        body = _annotated(manifest, digest, last_applied=resource not in CREATE_ONLY
+                          and resource is not BATCH_JOBS)
+        try:
+            self.api.create(resource, meta["namespace"], body)  # rbac: CHILD_RESOURCES
+        except ApiError as exc:
+            if exc.conflict and create_only:
+                return  # created by an earlier pass; never read back (least privilege)
+            if exc.invalid:
+                raise ChildRejected(f"Kubernetes rejected {manifest['kind']} {meta['name']}: "
+                                    f"{exc.message}") from exc
+            raise
+        report.created.append(f"{manifest['kind']}/{meta['name']}")
+
+    def _patch_if_changed(self, resource: Resource, manifest: dict, current: dict,
+                          report: ApplyReport) -> None:
+        meta = manifest["metadata"]
+        digest = manifest_hash(manifest)
+        annotations = (current.get("metadata") or {}).get("annotations") or {}
+        drifted = (resource is STATEFULSETS and
+                   (current.get("spec") or {}).get("replicas") != manifest["spec"]["replicas"])
+        if annotations.get(naming.ANNOTATION_HASH) == digest and not drifted:
+            return
+        try:
+            last = json.loads(annotations.get(naming.ANNOTATION_LAST_APPLIED, "{}"))
+        except ValueError:
+            last = {}
+        patch = merge_diff(last, manifest) if last else dict(manifest)
+        if drifted:
+            patch.setdefault("spec", {})["replicas"] = manifest["spec"]["replicas"]
+        patch["metadata"] = {**patch.get("metadata", {}), "annotations": {
+            **(patch.get("metadata", {}).get("annotations") or {}),
+            **_annotated(manifest, digest, True)["metadata"]["annotations"]}}
+        patch.pop("apiVersion", None)
+        patch.pop("kind", None)
+        try:
+            # rbac: CHILD_RESOURCES - CREATE_ONLY - BATCH_JOBS
+            self.api.patch(resource, meta["namespace"], meta["name"], patch)
+        except ApiError as exc:
+            if exc.invalid:
+                raise ChildRejected(f"Kubernetes rejected the update of {manifest['kind']} "
+                                    f"{meta['name']}: {exc.message}") from exc
+            raise
+        report.patched.append(f"{manifest['kind']}/{meta['name']}")
+
+    def _apply_job(self, manifest: dict, current: dict, report: ApplyReport) -> None:
+        meta = manifest["metadata"]
+        annotations = (current.get("metadata") or {}).get("annotations") or {}
+        name = f"Job/{meta['name']}"
+        if annotations.get(naming.ANNOTATION_HASH) != _job_hash(manifest):
+            self.api.delete(BATCH_JOBS, meta["namespace"], meta["name"], propagation="Foreground")
+            report.deleted.append(name)
+            report.waiting.append(name)
+            return
+        want = bool(manifest["spec"].get("suspend"))
+        if bool((current.get("spec") or {}).get("suspend")) != want and not job_finished(current):
+            self.api.patch(BATCH_JOBS, meta["namespace"], meta["name"], {"spec": {"suspend": want}})
+            report.patched.append(name)
+
+    def forget(self, namespace: str, names: set[str]) -> None:
+        self._known = {k for k in self._known if not (k[0] == namespace and k[1] in names)}
+
+    def remove(self, resource: Resource, namespace: str, name: str, owner_uid: str,
+               live: dict | None, report: ApplyReport) -> None:
+        """Delete a child the spec no longer wants, if it is ours."""
+        if resource not in REMOVABLE:
+            raise ValueError(f"the operator never deletes {resource.plural}")
+        if live is None or controller_uid(live) != owner_uid:
+            return
+        if (live.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        if self.api.delete(resource, namespace, name):  # rbac: REMOVABLE
+            report.deleted.append(f"{resource.kind}/{name}")
+
+
+def job_finished(job: Mapping[str, Any]) -> bool:
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
+            return True
+    return False

@@ -1,0 +1,63 @@
+"""Checkpoint awareness: read the newest checkpoint from pserver 0's metrics.
+
+The operator cannot read the checkpoint volume, but every psjob process serves
+Prometheus metrics on PSJOB_METRICS_PORT (names from `psjob.metrics`). Pserver
+0, which commits checkpoints (writes the manifest, last and atomically),
+exports:
+
+    psjob_pserver_last_checkpoint_timestamp_seconds <unix time of the commit>
+    psjob_pserver_last_checkpoint_step{path="<checkpoint directory>"} <step>
+
+(the step gauge is optional: without it the status carries the time only).
+
+While a job runs, the reconciler fetches http://<pserver-0 pod IP>:<metricsPort>
+/metrics every `checkpoint_poll_seconds` and copies the values to
+`status.lastCheckpoint` (step, path, time). A failed probe keeps the previous
+value: status never goes backwards because a pod was briefly unreachable.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import urllib.request
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from psjob_operator.observe import format_time
+
+STEP_METRIC = "psjob_pserver_last_checkpoint_step"
+TIME_METRIC = "psjob_pserver_last_checkpoint_timestamp_seconds"
+MAX_BYTES = 4 << 20  # a metrics page is small; refuse to buffer a runaway response
+
+
+def parse_last_checkpoint(text: str) -> dict[str, Any] | None:
+    """{step, path, time} (the keys found) from a Prometheus text page, or None."""
+    step = path = stamp = None
+    try:
+        families = list(text_string_to_metric_families(text))
+    except (ValueError, TypeError):
+        return None
+    for family in families:
+        for sample in family.samples:
+            if sample.name == STEP_METRIC and (step is None or sample.value > step):
+                step, path = sample.value, sample.labels.get("path", "")
+            elif sample.name == TIME_METRIC:
+                stamp = sample.value
+    out: dict[str, Any] = {}
+    if step is not None and step >= 0:
+        out["step"] = int(step)
+    if path:
+        out["path"] = path
+    if stamp:
+        out["time"] = format_time(dt.datetime.fromtimestamp(stamp, tz=dt.timezone.utc))
+    return out or None
+
+
+def probe(url: str, timeout: float) -> dict[str, Any] | None:
+    """Fetch and parse one metrics page; None on any network or format problem."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (http only)
+            body = response.read(MAX_BYTES)
+    except (OSError, ValueError):
+        return None
+    return parse_last_checkpoint(body.decode("utf-8", "replace"))

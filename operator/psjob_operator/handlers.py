@@ -1,0 +1,67 @@
+"""kopf handlers: watch, poke, nothing else.
+
+kopf gives us the watch streams (with their re-listing after an operator
+restart), login, and the liveness endpoint. Every handler here is a one-liner
+that tells the `Controller` which job to look at; the decisions are made by
+the reconciler, level-based, from what the cluster shows. There are no
+create/update/delete handlers and no timers on purpose: those make kopf add a
+finalizer and keep per-object progress, and a finalizer left behind by a
+stopped operator blocks `kubectl delete` — a classic complaint we avoid.
+
+The registry is built per controller (no module-level state), so tests and
+`__main__` get independent operators.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from psjob import jobspec
+
+from psjob_operator import naming
+from psjob_operator.controller import Controller
+from psjob_operator.settings import OperatorSettings
+
+# The children whose events can change a job's status or need repair.
+WATCHED_CHILDREN = (("", "v1", "pods"), ("apps", "v1", "statefulsets"), ("batch", "v1", "jobs"))
+
+
+def build_registry(controller: Controller, settings: OperatorSettings) -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+    delay = settings.reconcile.child_event_delay_seconds
+
+    @kopf.on.startup(registry=registry)
+    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+        # Least privilege: watch only the resources below in the given namespaces;
+        # no cluster-wide CRD/namespace scanning, no kopf-authored events.
+        settings.scanning.disabled = True
+        settings.posting.enabled = False
+        settings.watching.server_timeout = 300  # re-open watches every 5 minutes
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> Any:
+        # In-cluster service account first, else the kubeconfig ($KUBECONFIG).
+        # This also configures the kubernetes client the reconciler uses.
+        return kopf.login_via_client(**kwargs)
+
+    @kopf.on.event(jobspec.API_GROUP, jobspec.API_VERSION, jobspec.PLURAL, registry=registry)
+    async def job_event(type: str | None, name: str, namespace: str, **_: Any) -> None:
+        if type == "DELETED":
+            controller.forget(namespace, name)
+        else:
+            controller.poke(namespace, name)
+
+    for group, version, plural in WATCHED_CHILDREN:
+        @kopf.on.event(group, version, plural, labels={naming.LABEL_JOB: kopf.PRESENT},
+                       registry=registry, id=f"child-{plural}")
+        async def child_event(labels: Any, namespace: str, **_: Any) -> None:
+            controller.poke(namespace, labels[naming.LABEL_JOB], delay)
+
+    @kopf.on.probe(id="reconciler", registry=registry)
+    def reconciler_alive(**_: Any) -> dict[str, Any]:
+        if not controller.healthy():
+            raise kopf.PermanentError("the reconcile workers have stopped")
+        return controller.stats()
+
+    return registry

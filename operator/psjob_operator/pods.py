@@ -1,0 +1,200 @@
+"""Pod templates of the three roles: entrypoint, environment, volumes, security.
+
+Pure functions of the parsed spec and the job topology. The environment comes
+from `psjob.roles.role_environment` — the same function the local launcher
+calls — with two Kubernetes-specific sources added: the pod IP (downward API)
+and, for trainers, the Indexed Job completion index as the trainer id.
+
+Security defaults (issue 10): non-root user, read-only root filesystem (with
+an emptyDir /tmp for scratch and caches), no privilege escalation, all
+capabilities dropped, RuntimeDefault seccomp, no service-account token (the
+pods never call the Kubernetes API), no service-link environment variables.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from psjob import roles
+from psjob.jobspec import Device, JobSpec, RoleSpec
+
+from psjob_operator import naming
+
+# Loading a large checkpoint can take minutes: liveness only starts after the
+# startup probe passed, so give the pserver up to 10 minutes to come up.
+STARTUP_PERIOD_SECONDS = 10
+STARTUP_FAILURE_THRESHOLD = 60
+SERVER_TERMINATION_GRACE_SECONDS = 60  # time to flush a checkpoint on SIGTERM
+GPU_RESOURCE = "nvidia.com/gpu"
+TMP_DIR = "/tmp"
+
+SUBCOMMANDS = {naming.ROLE_PSERVER: "pserver", naming.ROLE_WORKER: "worker",
+               naming.ROLE_HETER: "heter-worker"}
+ROLE_NAMES = {naming.ROLE_PSERVER: roles.PSERVER, naming.ROLE_WORKER: roles.TRAINER,
+              naming.ROLE_HETER: roles.HETER_TRAINER}
+
+
+def container_command(spec: JobSpec, role: str, role_spec: RoleSpec) -> tuple[list[str], list[str]]:
+    """(command, args): the role's override, else the job's, else `psjob <role>`."""
+    command = list(role_spec.command or spec.command or ("psjob", SUBCOMMANDS[role]))
+    args = list(role_spec.args or spec.args)
+    return command, args
+
+
+def environment(topology: roles.JobTopology, role: str, role_spec: RoleSpec) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = []
+    for name, value in roles.role_environment(topology, ROLE_NAMES[role], None).items():
+        if role == naming.ROLE_WORKER and name == "PSJOB_TRAINER_ID":
+            # The Indexed Job gives each pod a stable completion index: it is the
+            # trainer id, known before the process starts (no rendezvous needed).
+            for var in ("PADDLE_TRAINER_ID", "PSJOB_TRAINER_ID"):
+                env.append({"name": var, "valueFrom": {"fieldRef": {
+                    "fieldPath": f"metadata.annotations['{naming.ANNOTATION_COMPLETION_INDEX}']"}}})
+            continue
+        env.append({"name": name, "value": value})
+    env.append({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    env.append({"name": "PSJOB_TOPOLOGY_FILE",
+                "value": f"{naming.CONFIG_DIR}/{naming.TOPOLOGY_KEY}"})
+    user_names = {var.name for var in role_spec.env}
+    if "HOME" not in user_names:
+        env.append({"name": "HOME", "value": TMP_DIR})  # the root filesystem is read-only
+    for var in role_spec.env:
+        item: dict[str, Any] = {"name": var.name}
+        if var.value_from is not None:
+            item["valueFrom"] = dict(var.value_from)
+        else:
+            item["value"] = var.value or ""
+        env.append(item)
+    return env
+
+
+def resources(role_spec: RoleSpec) -> dict[str, Any]:
+    limits = dict(role_spec.resources.limits)
+    if role_spec.device is Device.GPU and GPU_RESOURCE not in limits:
+        limits[GPU_RESOURCE] = "1"
+    out: dict[str, Any] = {}
+    if role_spec.resources.requests:
+        out["requests"] = dict(role_spec.resources.requests)
+    if limits:
+        out["limits"] = limits
+    return out
+
+
+def _grpc_probe(port: int, period: int, failures: int) -> dict[str, Any]:
+    return {"grpc": {"port": port}, "periodSeconds": period, "failureThreshold": failures,
+            "timeoutSeconds": 5}
+
+
+def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: RoleSpec,
+              server_port: int | None) -> dict[str, Any]:
+    command, args = container_command(spec, role, role_spec)
+    ports = [{"name": naming.PORT_METRICS, "containerPort": spec.metrics_port, "protocol": "TCP"}]
+    c: dict[str, Any] = {
+        "name": naming.CONTAINER,
+        "image": spec.image,
+        "command": command,
+        "env": environment(topology, role, role_spec),
+        "ports": ports,
+        "volumeMounts": volume_mounts(spec, role_spec),
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "privileged": False,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    if args:
+        c["args"] = args
+    if spec.image_pull_policy is not None:
+        c["imagePullPolicy"] = spec.image_pull_policy.value
+    res = resources(role_spec)
+    if res:
+        c["resources"] = res
+    if server_port is not None:
+        name = naming.PORT_PSERVER if role == naming.ROLE_PSERVER else naming.PORT_HETER
+        ports.insert(0, {"name": name, "containerPort": server_port, "protocol": "TCP"})
+        # Kubernetes' native gRPC probe calls grpc.health.v1.Health/Check on the port.
+        c["startupProbe"] = _grpc_probe(server_port, STARTUP_PERIOD_SECONDS,
+                                        STARTUP_FAILURE_THRESHOLD)
+        c["readinessProbe"] = _grpc_probe(server_port, 5, 3)
+        c["livenessProbe"] = _grpc_probe(server_port, 10, 6)
+    return c
+
+
+def volume_mounts(spec: JobSpec, role_spec: RoleSpec) -> list[dict[str, Any]]:
+    mounts = [
+        {"name": "tmp", "mountPath": TMP_DIR},
+        {"name": "auth", "mountPath": os.path.dirname(roles.KUBERNETES_AUTH_TOKEN_FILE),
+         "readOnly": True},
+        {"name": "config", "mountPath": naming.CONFIG_DIR, "readOnly": True},
+    ]
+    if spec.checkpoint.enabled:
+        mounts.append({"name": "checkpoints", "mountPath": roles.KUBERNETES_CHECKPOINT_DIR})
+    if role_spec.device is Device.GPU:
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+    return mounts
+
+
+def volumes(job_name: str, spec: JobSpec, role_spec: RoleSpec) -> list[dict[str, Any]]:
+    vols: list[dict[str, Any]] = [
+        {"name": "tmp", "emptyDir": {}},
+        {"name": "auth", "secret": {
+            "secretName": naming.auth_secret(job_name),
+            "items": [{"key": naming.AUTH_TOKEN_KEY,
+                       "path": os.path.basename(roles.KUBERNETES_AUTH_TOKEN_FILE)}],
+            "defaultMode": 0o440}},  # owner root, group fsGroup: readable by the pod's group only
+        {"name": "config", "configMap": {"name": naming.config_map(job_name)}},
+    ]
+    if spec.checkpoint.enabled:
+        claim = spec.checkpoint.existing_claim or naming.checkpoint_claim(job_name)
+        vols.append({"name": "checkpoints", "persistentVolumeClaim": {"claimName": claim}})
+    if role_spec.device is Device.GPU:
+        vols.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
+    return vols
+
+
+def pod_template(job_name: str, spec: JobSpec, topology: roles.JobTopology, role: str,
+                 role_spec: RoleSpec, server_port: int | None,
+                 restart_policy: str) -> dict[str, Any]:
+    sec = spec.security_context
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": restart_policy,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": sec.run_as_user,
+            "runAsGroup": sec.run_as_group,
+            "fsGroup": sec.fs_group,
+            "fsGroupChangePolicy": "OnRootMismatch",
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container(spec, topology, role, role_spec, server_port)],
+        "volumes": volumes(job_name, spec, role_spec),
+    }
+    if server_port is not None:
+        pod_spec["terminationGracePeriodSeconds"] = SERVER_TERMINATION_GRACE_SECONDS
+    if role_spec.node_selector:
+        pod_spec["nodeSelector"] = dict(role_spec.node_selector)
+    if role_spec.tolerations:
+        pod_spec["tolerations"] = [_toleration(t) for t in role_spec.tolerations]
+    if role_spec.priority_class_name:
+        pod_spec["priorityClassName"] = role_spec.priority_class_name
+    if spec.image_pull_secrets:
+        pod_spec["imagePullSecrets"] = [{"name": n} for n in spec.image_pull_secrets]
+    labels = {**naming.job_labels(job_name), **naming.role_labels(job_name, role)}
+    return {"metadata": {"labels": labels}, "spec": pod_spec}
+
+
+def _toleration(t: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"operator": t.operator.value}
+    if t.key:
+        out["key"] = t.key
+    if t.value:
+        out["value"] = t.value
+    if t.effect is not None:
+        out["effect"] = t.effect.value
+    if t.toleration_seconds is not None:
+        out["tolerationSeconds"] = t.toleration_seconds
+    return out

@@ -1,0 +1,58 @@
+"""The Kubernetes permissions the operator needs — all of them, and no more.
+
+The Helm chart renders its Role/ClusterRole from this list. Two tests keep it
+honest: one reads the operator's source and checks that every API call
+(`api.get/list/create/patch/delete(<RESOURCE>, ...)`) is covered; one records
+every request the running operator (and kopf inside it) sends to the API
+emulator and checks each against this list.
+
+Notes on the less obvious entries:
+
+- `parameterserverjobs/finalizers: update` — children carry ownerReferences
+  with blockOwnerDeletion=true, which clusters with the
+  OwnerReferencesPermissionEnforcement admission plugin only allow to users
+  who may update the owner's finalizers.
+- `secrets: create` only — the auth Secret is created once; the operator never
+  reads Secrets (an AlreadyExists answer is enough to know it is there).
+- `persistentvolumeclaims: get, create` — never patched or deleted: checkpoint
+  volumes go only with the job, through the garbage collector.
+- `events: create` — one Event per condition transition.
+- `list, watch` on jobs, pods, statefulsets, batch jobs — kopf's watch streams.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Permission:
+    api_group: str  # "" is the core group
+    resource: str  # plural, or plural/subresource
+    verbs: tuple[str, ...]
+
+
+REQUIRED_RBAC: tuple[Permission, ...] = (
+    Permission("psjob.dev", "parameterserverjobs", ("get", "list", "watch", "delete")),
+    Permission("psjob.dev", "parameterserverjobs/status", ("patch",)),
+    Permission("psjob.dev", "parameterserverjobs/finalizers", ("update",)),
+    Permission("", "pods", ("get", "list", "watch")),
+    Permission("", "services", ("get", "create", "patch", "delete")),
+    Permission("", "configmaps", ("get", "create", "patch", "delete")),
+    Permission("", "secrets", ("create",)),
+    Permission("", "persistentvolumeclaims", ("get", "create")),
+    Permission("", "events", ("create",)),
+    Permission("apps", "statefulsets", ("get", "list", "watch", "create", "patch", "delete")),
+    Permission("batch", "jobs", ("get", "list", "watch", "create", "patch", "delete")),
+    Permission("networking.k8s.io", "networkpolicies", ("get", "create", "patch", "delete")),
+)
+
+
+def allows(api_group: str, resource: str, verb: str) -> bool:
+    return any(p.api_group == api_group and p.resource == resource and verb in p.verbs
+               for p in REQUIRED_RBAC)
+
+
+def as_rules() -> list[dict]:
+    """The list as Kubernetes PolicyRules (what a Role's `rules:` holds)."""
+    return [{"apiGroups": [p.api_group], "resources": [p.resource], "verbs": list(p.verbs)}
+            for p in REQUIRED_RBAC]

@@ -1,0 +1,272 @@
+"""One reconcile pass over one ParameterServerJob (level-based, idempotent).
+
+A pass reads the job and everything it owns, decides, acts, and writes the
+status once:
+
+1. read the job; gone or being deleted → forget it (children go with it
+   through their owner references);
+2. parse the spec (`psjob.jobspec`) and the cluster-specific checks; an error
+   ends the job Failed with a message naming the field and the fix;
+3. read the children (by their deterministic names) and the job's pods;
+4. unless the job already finished: build the desired children (running or
+   suspended) and apply them, removing children the spec no longer wants;
+5. read the newest checkpoint from pserver 0's metrics (when due);
+6. compute the status (pure, `status.py`); when it became Succeeded or Failed
+   apply `runPolicy.cleanPodPolicy`;
+7. write the status if it changed and post an Event per transition;
+8. delete the job when `ttlSecondsAfterFinished` has passed; otherwise say
+   when the next pass is due (deadline, checkpoint poll, resync).
+
+Nothing is kept between passes except probe timestamps, so an operator restart
+resumes every job from what the cluster shows.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from psjob.jobspec import CleanPodPolicy, JobSpecError, ParameterServerJob, parse_job
+
+from psjob_operator import builders, checkpoints, naming
+from psjob_operator.apply import (ApplyReport, Applier, ChildRejected, WaitForChild,
+                                  controller_uid, job_finished)
+from psjob_operator.events import EventRecorder
+from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_POLICIES, PODS,
+                                 SERVICES, STATEFULSETS, KubeApi, merge_diff)
+from psjob_operator.observe import (Children, parse_time, pod_view, server_set_view,
+                                    worker_job_view)
+from psjob_operator.settings import ReconcileSettings
+from psjob_operator.status import (TERMINAL, Observation, Phase, Reason, StatusUpdate, Verdict,
+                                   compute_status, previous_phase)
+from psjob_operator.validation import validate_for_cluster
+
+log = logging.getLogger(__name__)
+STATUS_KEYS = frozenset({"phase", "conditions", "observedGeneration", "replicaStatuses",
+                         "pserversReady", "workersReady", "startTime", "completionTime",
+                         "lastCheckpoint"})
+OPTIONAL_CHILDREN = ((STATEFULSETS, naming.heter), (SERVICES, naming.heter),
+                     (NETWORK_POLICIES, naming.network_policy), (BATCH_JOBS, naming.worker))
+OBSERVED = (STATEFULSETS, SERVICES, CONFIGMAPS, NETWORK_POLICIES, BATCH_JOBS, CLAIMS)
+RESOURCES_BY_KIND = {r.kind: r for r in OBSERVED}
+WAIT_SECONDS = 1.0
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    phase: str | None = None
+    requeue_after: float | None = None
+    forget: bool = False
+    startup_seconds: float | None = None
+    transitions: tuple = ()
+
+
+class Reconciler:
+    def __init__(self, api: KubeApi, settings: ReconcileSettings, *,
+                 clock: Callable[[], dt.datetime] = utcnow,
+                 token_factory: Callable[[], str] = lambda: secrets.token_urlsafe(32),
+                 probe: Callable[[str, float], dict | None] = checkpoints.probe,
+                 events: EventRecorder | None = None):
+        self.api = api
+        self.settings = settings
+        self.clock = clock
+        self.token_factory = token_factory
+        self.probe = probe
+        self.applier = Applier(api)
+        self.events = events or EventRecorder(api)
+        self._probed: dict[tuple[str, str], dt.datetime] = {}
+
+    def forget(self, namespace: str, name: str) -> None:
+        self._probed.pop((namespace, name), None)
+        self.applier.forget(namespace, {naming.auth_secret(name), naming.checkpoint_claim(name)})
+
+    def reconcile(self, namespace: str, name: str) -> Outcome:
+        body = self.api.get(JOBS, namespace, name)
+        if body is None or body["metadata"].get("deletionTimestamp"):
+            self.forget(namespace, name)
+            return Outcome(forget=True)
+        body.setdefault("metadata", {}).setdefault("namespace", namespace)
+        now = self.clock()
+        meta = body["metadata"]
+        generation = int(meta.get("generation") or 1)
+        previous = body.get("status") or {}
+        try:
+            job = parse_job(body)
+            validate_for_cluster(job)
+        except JobSpecError as exc:
+            problem = Verdict(Phase.FAILED, Reason.INVALID_SPEC, str(exc))
+            update = compute_status(Observation(name, generation, now, None, previous,
+                                                problem=problem))
+            # An edit that broke a running job: stop its pods (cleanPodPolicy Running,
+            # the default); fixing the spec brings them back from the newest checkpoint.
+            self._stop_pods(namespace, name, meta.get("uid", ""))
+            self._write(body, update, now)
+            return Outcome(update.phase.value, transitions=update.transitions)
+
+        owner = builders.Owner(name, meta.get("uid", ""))
+        live, children = self._observe(job)
+        report = ApplyReport()
+        problem = None
+        if previous_phase(previous, generation) not in TERMINAL:
+            try:
+                report = self._apply(job, owner, live)
+            except ChildRejected as exc:
+                problem = Verdict(Phase.FAILED, Reason.CHILD_REJECTED, str(exc))
+            except WaitForChild as exc:
+                log.info("job %s/%s: %s", namespace, name, exc)
+                report.waiting.append(str(exc))
+        checkpoint = self._checkpoint(job, children, previous, now)
+        update = compute_status(Observation(name, generation, now, job.spec, previous, children,
+                                            problem=problem, last_checkpoint=checkpoint))
+        if update.phase in TERMINAL:
+            self._finish(job, owner, live)
+        self._write(body, update, now)
+        startup = None
+        if update.became_running and update.status.get("startTime"):
+            startup = (now - parse_time(update.status["startTime"])).total_seconds()
+        if update.phase in TERMINAL and self._expired(job, update, now):
+            self.api.delete(JOBS, namespace, name, propagation="Background")
+            self.forget(namespace, name)
+            return Outcome(update.phase.value, forget=True, transitions=update.transitions)
+        return Outcome(update.phase.value, self._requeue_after(job, update, report, now),
+                       startup_seconds=startup, transitions=update.transitions)
+
+    # --- reading -----------------------------------------------------------------------
+
+    def _observe(self, job: ParameterServerJob) -> tuple[dict, Children]:
+        ns, name = job.namespace, job.name
+        wanted = [(STATEFULSETS, naming.pserver(name)), (SERVICES, naming.pserver(name)),
+                  (CONFIGMAPS, naming.config_map(name))]
+        wanted += [(res, child(name)) for res, child in OPTIONAL_CHILDREN]
+        claim = job.spec.checkpoint.existing_claim or naming.checkpoint_claim(name)
+        if job.spec.checkpoint.enabled:
+            wanted.append((CLAIMS, claim))
+        live = {(res.kind, child): self.api.get(res, ns, child)  # rbac: OBSERVED
+                for res, child in wanted}
+        pods = self.api.list(PODS, ns, label_selector=naming.job_selector(name))
+        claim_obj = live.get((CLAIMS.kind, claim))
+        children = Children(
+            pods=tuple(pod_view(p) for p in pods),
+            pserver=server_set_view(live[(STATEFULSETS.kind, naming.pserver(name))]),
+            heter=server_set_view(live[(STATEFULSETS.kind, naming.heter(name))]),
+            workers=worker_job_view(live[(BATCH_JOBS.kind, naming.worker(name))]),
+            claim_phase=((claim_obj or {}).get("status") or {}).get("phase", ""),
+        )
+        return live, children
+
+    def _checkpoint(self, job: ParameterServerJob, children: Children, previous: dict,
+                    now: dt.datetime) -> dict | None:
+        poll = self.settings.checkpoint_poll_seconds
+        if poll <= 0 or not job.spec.checkpoint.enabled:
+            return None
+        key = (job.namespace, job.name)
+        last = self._probed.get(key)
+        if last is not None and (now - last).total_seconds() < poll:
+            return None
+        pod = next((p for p in children.pods if p.name == f"{naming.pserver(job.name)}-0"
+                    and p.phase == "Running" and p.ip), None)
+        if pod is None:
+            return None
+        self._probed[key] = now
+        host = f"[{pod.ip}]" if ":" in pod.ip else pod.ip
+        found = self.probe(f"http://{host}:{job.spec.metrics_port}/metrics",
+                           self.settings.probe_timeout_seconds)
+        before = previous.get("lastCheckpoint") or {}
+        if found is None or (found.get("time", "") < before.get("time", "")
+                             or found.get("step", 0) < before.get("step", 0)):
+            return None  # keep what we had: status never goes backwards
+        return found
+
+    # --- acting ------------------------------------------------------------------------
+
+    def _apply(self, job: ParameterServerJob, owner: builders.Owner, live: dict) -> ApplyReport:
+        activity = builders.SUSPENDED if job.spec.run_policy.suspend else builders.RUNNING
+        desired = builders.build_children(job, owner, self.token_factory(), activity)
+        report = self.applier.apply(desired, owner.uid, owner.name, live)
+        wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
+        for (kind, child), obj in live.items():
+            if (kind, child) not in wanted and kind != CLAIMS.kind:
+                self.applier.remove(RESOURCES_BY_KIND[kind], job.namespace, child, owner.uid,
+                                    obj, report)
+        if report.created or report.patched or report.deleted:
+            log.info("job %s/%s: created %s patched %s deleted %s", job.namespace, job.name,
+                     report.created, report.patched, report.deleted)
+        return report
+
+    def _finish(self, job: ParameterServerJob, owner: builders.Owner, live: dict) -> None:
+        """Apply cleanPodPolicy once the job has finished (idempotent)."""
+        policy = job.spec.run_policy.clean_pod_policy
+        if policy is CleanPodPolicy.NONE:
+            return
+        ns = job.namespace
+        for name in (naming.pserver(job.name), naming.heter(job.name)):
+            sts = live.get((STATEFULSETS.kind, name))
+            if sts and _owned(sts, owner) and (sts.get("spec") or {}).get("replicas"):
+                self.api.patch(STATEFULSETS, ns, name, {"spec": {"replicas": 0}})
+        workers = live.get((BATCH_JOBS.kind, naming.worker(job.name)))
+        if not workers or not _owned(workers, owner):
+            return
+        if policy is CleanPodPolicy.ALL:
+            self.applier.remove(BATCH_JOBS, ns, naming.worker(job.name), owner.uid, workers,
+                                ApplyReport())
+        elif not job_finished(workers) and not (workers.get("spec") or {}).get("suspend"):
+            self.api.patch(BATCH_JOBS, ns, naming.worker(job.name), {"spec": {"suspend": True}})
+
+    def _stop_pods(self, namespace: str, name: str, uid: str) -> None:
+        """Stop the pods of a job whose spec cannot be read (children found by name)."""
+        for sts in (naming.pserver(name), naming.heter(name)):
+            obj = self.api.get(STATEFULSETS, namespace, sts)
+            if obj and controller_uid(obj) == uid and (obj.get("spec") or {}).get("replicas"):
+                self.api.patch(STATEFULSETS, namespace, sts, {"spec": {"replicas": 0}})
+        workers = self.api.get(BATCH_JOBS, namespace, naming.worker(name))
+        if workers and controller_uid(workers) == uid and not job_finished(workers) \
+                and not (workers.get("spec") or {}).get("suspend"):
+            self.api.patch(BATCH_JOBS, namespace, naming.worker(name), {"spec": {"suspend": True}})
+
+    def _write(self, body: dict, update: StatusUpdate, now: dt.datetime) -> None:
+        previous = {k: v for k, v in (body.get("status") or {}).items() if k in STATUS_KEYS}
+        if previous != update.status:
+            meta = body["metadata"]
+            self.api.patch(JOBS, meta["namespace"], meta["name"],
+                           {"status": merge_diff(previous, update.status)}, subresource="status")
+        if update.transitions:
+            self.events.record(body, update.transitions, now)
+
+    # --- timing ------------------------------------------------------------------------
+
+    def _expired(self, job: ParameterServerJob, update: StatusUpdate, now: dt.datetime) -> bool:
+        ttl = job.spec.run_policy.ttl_seconds_after_finished
+        done = parse_time(update.status.get("completionTime"))
+        return ttl is not None and done is not None and (now - done).total_seconds() >= ttl
+
+    def _requeue_after(self, job: ParameterServerJob, update: StatusUpdate, report: ApplyReport,
+                       now: dt.datetime) -> float:
+        delays = [self.settings.resync_seconds]
+        policy = job.spec.run_policy
+        if update.phase in TERMINAL:
+            done = parse_time(update.status.get("completionTime"))
+            if policy.ttl_seconds_after_finished is not None and done is not None:
+                due = done + dt.timedelta(seconds=policy.ttl_seconds_after_finished)
+                delays.append((due - now).total_seconds())
+            return max(0.1, min(delays))
+        start = parse_time(update.status.get("startTime"))
+        if policy.active_deadline_seconds and start is not None:
+            due = start + dt.timedelta(seconds=policy.active_deadline_seconds)
+            delays.append((due - now).total_seconds())
+        if update.phase in (Phase.RUNNING, Phase.RESTARTING) and job.spec.checkpoint.enabled \
+                and self.settings.checkpoint_poll_seconds > 0:
+            delays.append(self.settings.checkpoint_poll_seconds)
+        if report.waiting:
+            delays.append(WAIT_SECONDS)
+        return max(0.1, min(delays))
+
+
+def _owned(obj: dict[str, Any], owner: builders.Owner) -> bool:
+    return controller_uid(obj) == owner.uid

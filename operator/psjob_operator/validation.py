@@ -1,0 +1,45 @@
+"""Checks that need Kubernetes knowledge, beyond what `psjob.jobspec` checks.
+
+`psjob.jobspec` validates what any runner needs (types, ranges, cross-field
+rules mirrored in the CRD). Here: rules that only matter when pods are
+scheduled, written so the user sees the job's field and the fix instead of a
+rejected StatefulSet later.
+"""
+from __future__ import annotations
+
+from kubernetes.utils.quantity import parse_quantity
+
+from psjob.jobspec import Device, JobSpecError, ParameterServerJob, RoleSpec
+
+from psjob_operator.pods import GPU_RESOURCE
+
+
+def validate_for_cluster(job: ParameterServerJob) -> None:
+    spec = job.spec
+    roles = [("spec.pserver", spec.pserver), ("spec.worker", spec.worker)]
+    if spec.heter_worker is not None:
+        roles.append(("spec.heterWorker", spec.heter_worker))
+    for path, role in roles:
+        _check_resources(path, role)
+
+
+def _check_resources(path: str, role: RoleSpec) -> None:
+    requests, limits = role.resources.requests, role.resources.limits
+    for name, request in requests.items():
+        if name in limits and parse_quantity(request) > parse_quantity(limits[name]):
+            raise JobSpecError(
+                f"{path}.resources.requests.{name}",
+                f"{request} exceeds the limit {limits[name]}: lower the request or raise "
+                f"{path}.resources.limits.{name}")
+    if role.device is Device.GPU and GPU_RESOURCE in limits and \
+            parse_quantity(limits[GPU_RESOURCE]) < 1:
+        raise JobSpecError(f"{path}.resources.limits.{GPU_RESOURCE}",
+                           f"is {limits[GPU_RESOURCE]} but {path}.device is gpu: request at "
+                           f"least 1 GPU or set device: cpu")
+    if role.device is Device.CPU and GPU_RESOURCE in requests | limits:
+        gpus = limits.get(GPU_RESOURCE) or requests.get(GPU_RESOURCE)
+        if parse_quantity(gpus) > 0:
+            raise JobSpecError(f"{path}.device",
+                               f"is cpu but the pods request {gpus} {GPU_RESOURCE}: set "
+                               f"{path}.device: gpu so psjob uses the GPU, or drop the GPU "
+                               f"resource")

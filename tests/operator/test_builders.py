@@ -1,0 +1,224 @@
+"""Pure builders: exact child manifests, valid against the Kubernetes OpenAPI schema."""
+from __future__ import annotations
+
+import base64
+import json
+import pathlib
+
+import kubernetes_validate
+import pytest
+
+from psjob import roles
+from psjob.jobspec import JobSpecError, load_job_file, parse_job
+from psjob_operator import builders, pods
+from psjob_operator.validation import validate_for_cluster
+
+K8S_VERSION = kubernetes_validate.latest_version()
+EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+OWNER = builders.Owner("ctr", "0b7e6c1e-uid")
+
+
+def job(**spec):
+    body = {"image": "psjob:1", "args": ["--model", "ctr"], "pserver": {"replicas": 2},
+            "worker": {"replicas": 3}}
+    body.update(spec)
+    return parse_job({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
+                      "metadata": {"name": "ctr", "namespace": "ml"}, "spec": body})
+
+
+def by_kind(children, kind, name=None):
+    return next(c for c in children if c["kind"] == kind
+                and (name is None or c["metadata"]["name"] == name))
+
+
+def env_dict(container):
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+def test_a_job_builds_its_children_in_dependency_order():
+    kids = builders.build_children(job(), OWNER, "s3cret")
+    assert [(c["kind"], c["metadata"]["name"]) for c in kids] == [
+        ("Secret", "ctr-auth"), ("ConfigMap", "ctr-config"),
+        ("PersistentVolumeClaim", "ctr-checkpoint"), ("NetworkPolicy", "ctr-network"),
+        ("Service", "ctr-pserver"), ("StatefulSet", "ctr-pserver"), ("Job", "ctr-worker")]
+    for child in kids:
+        assert child["metadata"]["namespace"] == "ml"
+        assert child["metadata"]["labels"]["psjob.dev/job-name"] == "ctr"
+        assert child["metadata"]["ownerReferences"] == [{
+            "apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob", "name": "ctr",
+            "uid": "0b7e6c1e-uid", "controller": True, "blockOwnerDeletion": True}]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_every_built_manifest_validates_against_the_kubernetes_schema(example):
+    parsed = load_job_file(str(example))
+    for activity in (builders.RUNNING, builders.SUSPENDED):
+        for child in builders.build_children(parsed, OWNER, "token", activity):
+            kubernetes_validate.validate(child, K8S_VERSION, strict=True)
+
+
+def test_heter_workers_and_extra_peers_also_build_valid_manifests():
+    parsed = job(heterWorker={"replicas": 2},
+                 networkPolicy={"allowFrom": [{"namespaceSelector": {"matchLabels":
+                                                                     {"team": "eval"}}}],
+                                "metricsFrom": [{"namespaceSelector": {"matchLabels": {
+                                    "kubernetes.io/metadata.name": "monitoring"}}}]})
+    kids = builders.build_children(parsed, OWNER, "token")
+    assert ("StatefulSet", "ctr-heter") in [(c["kind"], c["metadata"]["name"]) for c in kids]
+    for child in kids:
+        kubernetes_validate.validate(child, K8S_VERSION, strict=True)
+
+
+def test_the_pserver_statefulset_has_stable_names_probes_and_the_role_environment():
+    parsed = job()
+    sts = by_kind(builders.build_children(parsed, OWNER, "t"), "StatefulSet")
+    spec = sts["spec"]
+    assert (spec["serviceName"], spec["replicas"], spec["podManagementPolicy"]) == \
+        ("ctr-pserver", 2, "Parallel")
+    assert spec["selector"] == {"matchLabels": {"psjob.dev/job-name": "ctr",
+                                                "psjob.dev/role": "pserver"}}
+    pod = spec["template"]["spec"]
+    assert pod["restartPolicy"] == "Always" and pod["terminationGracePeriodSeconds"] == 60
+    c = pod["containers"][0]
+    assert c["command"] == ["psjob", "pserver"] and c["args"] == ["--model", "ctr"]
+    assert c["ports"] == [{"name": "pserver", "containerPort": 6174, "protocol": "TCP"},
+                          {"name": "metrics", "containerPort": 9100, "protocol": "TCP"}]
+    assert c["readinessProbe"] == {"grpc": {"port": 6174}, "periodSeconds": 5,
+                                   "failureThreshold": 3, "timeoutSeconds": 5}
+    assert c["startupProbe"]["failureThreshold"] * c["startupProbe"]["periodSeconds"] == 600
+    env = env_dict(c)
+    expected = roles.role_environment(roles.kubernetes_topology(parsed, "ml"), roles.PSERVER, None)
+    assert {k: env[k] for k in expected} == expected
+    assert env["POD_IP"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert env["PSJOB_TOPOLOGY_FILE"] == "/etc/psjob/topology.json"
+
+
+def test_the_worker_job_is_indexed_and_its_index_is_the_trainer_id():
+    batch = by_kind(builders.build_children(job(), OWNER, "t"), "Job")
+    spec = batch["spec"]
+    assert (spec["completionMode"], spec["completions"], spec["parallelism"],
+            spec["backoffLimit"], spec["suspend"]) == ("Indexed", 3, 3, 3, False)
+    assert spec["podFailurePolicy"] == {"rules": [{"action": "Ignore", "onPodConditions": [
+        {"type": "DisruptionTarget"}]}]}
+    pod = spec["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    c = pod["containers"][0]
+    assert c["command"] == ["psjob", "worker"] and "readinessProbe" not in c
+    env = env_dict(c)
+    index = {"fieldRef": {"fieldPath":
+                          "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
+    assert env["PADDLE_TRAINER_ID"] == env["PSJOB_TRAINER_ID"] == index
+    assert env["PADDLE_TRAINING_ROLE"] == "TRAINER" and env["PADDLE_TRAINERS"] == "3"
+
+
+def test_pods_run_non_root_read_only_without_privileges_or_api_tokens():
+    for child in builders.build_children(job(heterWorker={"replicas": 1}), OWNER, "t"):
+        if child["kind"] not in ("StatefulSet", "Job"):
+            continue
+        pod = child["spec"]["template"]["spec"]
+        assert pod["automountServiceAccountToken"] is False
+        assert pod["enableServiceLinks"] is False
+        assert pod["securityContext"] == {
+            "runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
+            "fsGroupChangePolicy": "OnRootMismatch", "seccompProfile": {"type": "RuntimeDefault"}}
+        c = pod["containers"][0]
+        assert c["securityContext"] == {"allowPrivilegeEscalation": False,
+                                        "readOnlyRootFilesystem": True, "privileged": False,
+                                        "runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}}
+        mounts = {m["name"]: m for m in c["volumeMounts"]}
+        assert mounts["tmp"]["mountPath"] == "/tmp"
+        assert mounts["auth"] == {"name": "auth", "mountPath": "/var/run/psjob/auth",
+                                  "readOnly": True}
+        assert mounts["checkpoints"]["mountPath"] == "/var/lib/psjob/checkpoints"
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        assert volumes["auth"]["secret"] == {"secretName": "ctr-auth", "items": [
+            {"key": "token", "path": "token"}], "defaultMode": 0o440}
+        assert volumes["checkpoints"] == {"name": "checkpoints",
+                                          "persistentVolumeClaim": {"claimName": "ctr-checkpoint"}}
+
+
+def test_the_auth_secret_holds_the_token_and_is_immutable():
+    secret = by_kind(builders.build_children(job(), OWNER, "s3cret"), "Secret")
+    assert secret["immutable"] is True
+    assert base64.b64decode(secret["data"]["token"]) == b"s3cret"
+
+
+def test_the_network_policy_admits_only_the_jobs_pods_and_metrics_scrapers():
+    policy = by_kind(builders.build_children(job(), OWNER, "t"), "NetworkPolicy")
+    assert policy["spec"] == {
+        "podSelector": {"matchLabels": {"psjob.dev/job-name": "ctr"}},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"from": [{"podSelector": {"matchLabels": {"psjob.dev/job-name": "ctr"}}}]},
+            {"ports": [{"protocol": "TCP", "port": 9100}]},
+        ]}
+    disabled = builders.build_children(job(networkPolicy={"enabled": False}), OWNER, "t")
+    assert "NetworkPolicy" not in [c["kind"] for c in disabled]
+
+
+def test_the_checkpoint_claim_is_one_shared_read_write_many_volume():
+    claim = by_kind(builders.build_children(
+        job(checkpoint={"storageClassName": "nfs", "size": "50Gi"}), OWNER, "t"),
+        "PersistentVolumeClaim")
+    assert claim["spec"] == {"accessModes": ["ReadWriteMany"], "volumeMode": "Filesystem",
+                             "resources": {"requests": {"storage": "50Gi"}},
+                             "storageClassName": "nfs"}
+    own = builders.build_children(job(checkpoint={"existingClaim": "team-ckpt"}), OWNER, "t")
+    assert "PersistentVolumeClaim" not in [c["kind"] for c in own]
+    sts = by_kind(own, "StatefulSet")
+    volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["checkpoints"]["persistentVolumeClaim"] == {"claimName": "team-ckpt"}
+
+
+def test_gpu_roles_get_one_gpu_by_default_and_a_shared_memory_volume():
+    kids = builders.build_children(job(worker={"replicas": 2, "device": "gpu"}), OWNER, "t")
+    pod = by_kind(kids, "Job")["spec"]["template"]["spec"]
+    assert pod["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": "1"}}
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in pod["volumes"]
+    assert env_dict(pod["containers"][0])["PSJOB_DEVICE"] == "gpu"
+
+
+def test_suspension_scales_servers_to_zero_and_suspends_the_workers():
+    kids = builders.build_children(job(heterWorker={"replicas": 1}), OWNER, "t",
+                                   builders.SUSPENDED)
+    assert [c["spec"]["replicas"] for c in kids if c["kind"] == "StatefulSet"] == [0, 0]
+    assert by_kind(kids, "Job")["spec"]["suspend"] is True
+
+
+def test_a_custom_command_replaces_the_psjob_entrypoint_for_every_role():
+    kids = builders.build_children(job(command=["python", "train.py"], args=[]), OWNER, "t")
+    for kind in ("StatefulSet", "Job"):
+        c = by_kind(kids, kind)["spec"]["template"]["spec"]["containers"][0]
+        assert c["command"] == ["python", "train.py"] and "args" not in c
+
+
+def test_the_config_map_carries_the_topology_as_json():
+    parsed = job()
+    cm = by_kind(builders.build_children(parsed, OWNER, "t"), "ConfigMap")
+    topology = roles.topology_from_dict(json.loads(cm["data"]["topology.json"]))
+    assert topology == roles.kubernetes_topology(parsed, "ml")
+
+
+def test_user_environment_follows_psjobs_and_home_defaults_to_tmp():
+    parsed = job(worker={"env": [{"name": "DATA_DIR", "value": "/data"}]})
+    c = pods.container(parsed.spec, roles.kubernetes_topology(parsed, "ml"), "worker",
+                       parsed.spec.worker, None)
+    names = [e["name"] for e in c["env"]]
+    assert names[-2:] == ["HOME", "DATA_DIR"]
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ({"worker": {"resources": {"requests": {"cpu": "4"}, "limits": {"cpu": "2"}}}},
+     "spec.worker.resources.requests.cpu: 4 exceeds the limit 2: lower the request or raise "
+     "spec.worker.resources.limits.cpu"),
+    ({"pserver": {"device": "gpu", "resources": {"limits": {"nvidia.com/gpu": 0}}}},
+     "spec.pserver.resources.limits.nvidia.com/gpu: is 0 but spec.pserver.device is gpu: "
+     "request at least 1 GPU or set device: cpu"),
+    ({"worker": {"resources": {"limits": {"nvidia.com/gpu": 1}}}},
+     "spec.worker.device: is cpu but the pods request 1 nvidia.com/gpu: set spec.worker.device: "
+     "gpu so psjob uses the GPU, or drop the GPU resource"),
+])
+def test_cluster_checks_name_the_field_and_the_fix(spec, expected):
+    with pytest.raises(JobSpecError) as info:
+        validate_for_cluster(job(**spec))
+    assert str(info.value) == expected

@@ -1,0 +1,152 @@
+"""Parsing ParameterServerJob documents: defaults, and errors that name field and fix."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from psjob import jobspec
+from psjob.jobspec import (CleanPodPolicy, Device, JobSpecError, Mode, load_job_file, parse_job,
+                           to_manifest)
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+
+def manifest(spec=None, name="ctr", **top):
+    doc = {"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
+           "metadata": {"name": name, "namespace": "ml"},
+           "spec": {"image": "psjob:1", **(spec or {})}}
+    doc.update(top)
+    return doc
+
+
+def error_of(doc) -> str:
+    with pytest.raises(JobSpecError) as info:
+        parse_job(doc)
+    return str(info.value)
+
+
+def test_a_minimal_job_gets_every_default():
+    job = parse_job(manifest())
+    s = job.spec
+    assert (job.name, job.namespace) == ("ctr", "ml")
+    assert s.mode is Mode.SYNC and s.k_steps is None and s.effective_k_steps == 0
+    assert (s.pserver.replicas, s.pserver.port, s.pserver.device) == (1, 6174, Device.CPU)
+    assert (s.worker.replicas, s.worker.device) == (1, Device.CPU)
+    assert s.heter_worker is None
+    assert s.metrics_port == 9100
+    c = s.checkpoint
+    assert (c.enabled, c.size, c.interval_steps, c.interval_seconds, c.keep) == \
+        (True, "10Gi", 0, 600, 3)
+    r = s.run_policy
+    assert (r.backoff_limit, r.active_deadline_seconds, r.ttl_seconds_after_finished,
+            r.clean_pod_policy, r.suspend) == (3, None, None, CleanPodPolicy.RUNNING, False)
+    assert s.network_policy.enabled and s.security_context.run_as_user == 1000
+
+
+def test_geo_mode_defaults_k_steps_to_one_hundred():
+    assert parse_job(manifest({"mode": "geo"})).spec.effective_k_steps == 100
+    assert parse_job(manifest({"mode": "geo", "kSteps": 8})).spec.effective_k_steps == 8
+
+
+def test_integer_quantities_and_full_role_specs_are_accepted():
+    job = parse_job(manifest({"worker": {
+        "replicas": 4, "device": "gpu",
+        "resources": {"requests": {"cpu": 2, "memory": "8Gi"},
+                      "limits": {"nvidia.com/gpu": 1}},
+        "env": [{"name": "DATA", "value": "/data"},
+                {"name": "KEY", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
+        "nodeSelector": {"pool": "gpu"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
+                         "effect": "NoSchedule"}]}}))
+    w = job.spec.worker
+    assert w.resources.requests == {"cpu": "2", "memory": "8Gi"}
+    assert w.resources.limits == {"nvidia.com/gpu": "1"}
+    assert w.env[1].value_from == {"secretKeyRef": {"name": "s", "key": "k"}}
+    assert w.tolerations[0].operator.value == "Exists"
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ({"pserver": {"replicas": 0}}, "spec.pserver.replicas: is 0, must be >= 1"),
+    ({"worker": {"replicas": "4"}}, "spec.worker.replicas: must be an integer, got '4'"),
+    ({"mode": "asynch"},
+     "spec.mode: is 'asynch'; use one of sync, async, half_async, geo (did you mean 'async'?)"),
+    ({"kSteps": 10}, "spec.kSteps: kSteps only applies to mode geo: remove kSteps or set mode: geo"),
+    ({"pserver": {"replica": 2}}, "spec.pserver.replica: unknown field: did you mean 'replicas'?"),
+    ({"pserver": {"port": 80}}, "spec.pserver.port: is 80, must be >= 1024: pods run as non-root: "
+                                "pick a port from 1024 to 65535"),
+    ({"metricsPort": 6174}, "spec.metricsPort: metricsPort and pserver.port must differ: change "
+                            "one of them"),
+    ({"worker": {"env": [{"name": "PADDLE_TRAINERS", "value": "9"}]}},
+     "spec.worker.env: PADDLE_TRAINERS is set by psjob from the job topology: remove it (set "
+     "replicas, mode, ports or checkpoint fields instead)"),
+    ({"worker": {"env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}},
+     "spec.worker.env[1].name: duplicate 'A': each name once"),
+    ({"worker": {"resources": {"limits": {"memory": "lots"}}}},
+     "spec.worker.resources.limits.memory: 'lots' is not a quantity: use a Kubernetes quantity "
+     "such as 500m, 2, 8Gi"),
+    ({"checkpoint": {"intervalSteps": 0, "intervalSeconds": 0}},
+     "spec.checkpoint.intervalSeconds: checkpoints are enabled but intervalSteps and "
+     "intervalSeconds are both 0: set one, or set enabled: false"),
+    ({"checkpoint": {"existingClaim": "mine", "storageClassName": "nfs"}},
+     "spec.checkpoint.existingClaim: existingClaim and storageClassName exclude each other: "
+     "keep one"),
+    ({"runPolicy": {"cleanPodPolicy": "Some"}},
+     "spec.runPolicy.cleanPodPolicy: is 'Some'; use one of All, Running, None"),
+    ({"runPolicy": {"suspend": "yes"}}, "spec.runPolicy.suspend: must be true or false, got 'yes'"),
+    ({"worker": {"tolerations": [{"key": "a", "operator": "Exists", "value": "b"}]}},
+     "spec.worker.tolerations[0].value: operator Exists must not set value: remove value or use "
+     "operator Equal"),
+    ({"image": ""}, "spec.image: must not be empty: set spec.image to an image with psjob "
+                    "installed"),
+])
+def test_spec_errors_name_the_field_and_the_fix(spec, expected):
+    assert error_of(manifest(spec)) == expected
+
+
+def test_a_missing_image_is_reported_as_required():
+    doc = manifest()
+    del doc["spec"]["image"]
+    assert error_of(doc) == ("spec.image: is required: set spec.image to an image with psjob "
+                             "installed")
+
+
+def test_document_level_errors_name_the_field():
+    assert error_of(manifest(apiVersion="psjob.dev/v1")) == \
+        "apiVersion: is 'psjob.dev/v1': set apiVersion: psjob.dev/v1alpha1"
+    assert error_of(manifest(kind="TFJob")) == "kind: is 'TFJob': set kind: ParameterServerJob"
+    assert error_of(manifest(name="CTR_job")).startswith(
+        "metadata.name: 'CTR_job' must be lower-case letters, digits and '-'")
+    assert error_of(manifest(name="a" * 45)).endswith(
+        "must be at most 44 characters (children append -pserver-N): shorten metadata.name")
+    assert error_of([1, 2]) == "(document): must be a mapping, got list"
+
+
+def test_a_job_round_trips_through_its_manifest():
+    job = parse_job(manifest({"mode": "geo", "heterWorker": {"replicas": 2},
+                              "worker": {"env": [{"name": "A", "value": "1"}]}}))
+    assert parse_job(to_manifest(job)) == job
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_every_example_parses(example):
+    job = load_job_file(str(EXAMPLES / example))
+    assert job.name == pathlib.Path(example).stem
+
+
+def test_load_job_file_refuses_several_documents(tmp_path):
+    path = tmp_path / "two.yaml"
+    path.write_text("a: 1\n---\nb: 2\n")
+    with pytest.raises(JobSpecError, match="must hold exactly one YAML document, found 2"):
+        load_job_file(str(path))
+
+
+def test_every_schema_field_has_a_description():
+    def walk(cls):
+        for info in jobspec.fields_of(cls):
+            assert info.schema.doc, f"{cls.__name__}.{info.name}"
+            if info.type.kind == "object":
+                walk(info.type.inner)
+            if info.type.kind == "list" and info.type.inner.kind == "object":
+                walk(info.type.inner.inner)
+    walk(jobspec.JobSpec)
