@@ -7,8 +7,10 @@ polls:
 - a process that exits 0 is done (trainers finish; pservers exit 0 once every
   trainer has completed);
 - a process that fails is restarted with the same index and environment while
-  its policy allows (`restarts_left`), as a StatefulSet recreates a pserver
-  pod — it recovers from the newest checkpoint itself;
+  its policy allows (`restarts_left`, or a `RestartBudget` shared by several
+  processes, as a Job's backoffLimit counts the failures of all its pods), as
+  a StatefulSet recreates a pserver pod — it recovers from the newest
+  checkpoint itself;
 - a failure with no restarts left stops the whole group (SIGTERM, then
   SIGKILL after a grace period) and the group's exit status is the worst one;
 - when every trainer is done, pservers get `pserver_exit_grace_s` to exit on
@@ -30,6 +32,12 @@ PSERVER, TRAINER, HETER_TRAINER = "PSERVER", "TRAINER", "HETER_TRAINER"
 
 
 @dataclass
+class RestartBudget:
+    """Restarts shared by several ProcessSpecs; `left` goes down on each restart."""
+    left: int
+
+
+@dataclass
 class ProcessSpec:
     role: str
     index: int
@@ -37,6 +45,7 @@ class ProcessSpec:
     env: dict[str, str]
     log_path: str
     restarts_left: int = 0
+    budget: RestartBudget | None = None  # when set, restarts draw on it, not restarts_left
     # Filled while running.
     proc: subprocess.Popen | None = None
     exit_code: int | None = None
@@ -119,6 +128,18 @@ class Supervisor:
             for s, h in old.items():
                 signal.signal(s, h)
 
+    @staticmethod
+    def _take_restart(spec: ProcessSpec) -> bool:
+        if spec.budget is not None:
+            if spec.budget.left > 0:
+                spec.budget.left -= 1
+                return True
+            return False
+        if spec.restarts_left > 0:
+            spec.restarts_left -= 1
+            return True
+        return False
+
     def _run(self) -> int:
         for spec in self.specs:
             self._start(spec)
@@ -145,10 +166,10 @@ class Supervisor:
                 if code == 0:
                     self.on_event(f"{spec.name} exited 0")
                     continue
-                if spec.restarts_left > 0 and trainers_done_at is None:
-                    spec.restarts_left -= 1
+                if trainers_done_at is None and self._take_restart(spec):
+                    left = spec.budget.left if spec.budget is not None else spec.restarts_left
                     self.on_event(f"{spec.name} failed with status {_exit_status(code)}; restarting it "
-                                  f"({spec.restarts_left} restarts left)")
+                                  f"({left} restarts left)")
                     self._start(spec)
                     continue
                 self.on_event(f"{spec.name} failed with status {_exit_status(code)} and has no restarts "

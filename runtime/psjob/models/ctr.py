@@ -31,6 +31,8 @@ class CTRConfig:
     optimizer: str = "adam"
     learning_rate: float = 1e-3
     seed: int = 2024
+    # fluid.device_guard device of the MLP ("gpu": heter trainers run it in a heter job).
+    mlp_device: str = ""
 
 
 @dataclass
@@ -72,9 +74,10 @@ def build_network(config: CTRConfig) -> CTRModel:
             param_attr=fluid.ParamAttr(name=TABLE_NAME, initializer=init))
         pooled.append(fluid.layers.sequence_pool(input=emb, pool_type="sum"))
     h = fluid.layers.concat(pooled + [dense], axis=1)
-    for size in config.hidden:
-        h = fluid.layers.fc(input=h, size=size, act="relu")
-    logit = fluid.layers.fc(input=h, size=1)
+    with fluid.device_guard(config.mlp_device or None):
+        for size in config.hidden:
+            h = fluid.layers.fc(input=h, size=size, act="relu")
+        logit = fluid.layers.fc(input=h, size=1)
     label_f = fluid.layers.cast(label, "float32")
     loss = fluid.layers.mean(fluid.layers.sigmoid_cross_entropy_with_logits(x=logit, label=label_f))
     predict = fluid.layers.sigmoid(logit)

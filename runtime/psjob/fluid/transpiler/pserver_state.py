@@ -28,6 +28,8 @@ blocks as this pserver optimizes (about once per trainer step).
 from __future__ import annotations
 
 import threading
+import time
+import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +37,7 @@ import numpy as np
 from ..core import CPUPlace, Scope, SelectedRows, scatter_add, to_numpy
 from ..executor import Executor
 from ..framework import GraphError, VarType
-from .pserver_pass import TABLE_PATH_VAR, TRAINER_ID_VAR
+from .pserver_pass import TRAINER_ID_VAR
 from .slicing import get_varname_parts
 
 STARTING, SERVING, DONE = "STARTING", "SERVING", "STOPPING"
@@ -46,6 +48,9 @@ _SENDING, _BARRIERED = "sending", "barriered"
 class PserverOptions:
     # A sync round waits for the slowest trainer; past this a pull or barrier fails.
     barrier_timeout_s: float = 600.0
+    # A trainer silent this long may have its id given to a newly registering
+    # pod (a Deployment replaced a dead trainer pod under a new name).
+    reclaim_after_s: float = 30.0
 
 
 def _block_map(entries, what) -> dict:
@@ -96,7 +101,13 @@ class PserverState:
         self._phase = {t: _SENDING for t in range(self.fanin)}
         self._awaiting = {t: 0 for t in range(self.fanin)}
         self._registered: dict[str, int] = {}
+        self._last_seen: dict[int, float] = {}  # trainer id → monotonic time of its last request
         self._async_pushes = 0
+        # Checkpoints (psjob.checkpoint.pserver_side): a random id of this process, so
+        # trainer 0 notices a restart mid-checkpoint; updates wait while frozen.
+        self.incarnation = uuid.uuid4().hex
+        self._frozen_until = 0.0
+        self.restored_step = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def run_startup(self, startup_program) -> None:
@@ -123,6 +134,7 @@ class PserverState:
             raise ValueError(f"pserver {self.endpoint}: trainer id {t} is out of range [0, {self.fanin})")
         if self.state != SERVING and self.state != DONE:
             raise RuntimeError(f"pserver {self.endpoint} is {self.state}, not serving yet")
+        self._last_seen[t] = time.monotonic()
         return t
 
     # -- requests ------------------------------------------------------------------------
@@ -134,6 +146,7 @@ class PserverState:
                 raise ValueError(f"trainer {t} sent {name!r}, the slot of trainer {owner}")
         checked = {name: self._check_value(name, value, is_delta) for name, value in values.items()}
         with self._cond:
+            self._wait_while_frozen()
             for name, value in checked.items():
                 if is_delta:
                     self._apply_delta(name, value)
@@ -249,15 +262,26 @@ class PserverState:
             self.exe.run_block(self.program, block, self.scope)
             return self.scope.vars[op.output("Out")[0]].copy()
 
+    # -- checkpoints (psjob.checkpoint.pserver_side does the work) ------------------------
     def on_checkpoint(self, dirname: str, step: int = 0, tag: str = "") -> list:
-        """Save what this pserver alone holds (the distributed table's shard) under dirname."""
-        if self.checkpoint_block < 0:
-            return []
-        op = self.program.block(self.checkpoint_block).ops[0]
-        with self._cond:
-            self.scope.vars[TABLE_PATH_VAR] = str(dirname)
-            self.exe.run_block(self.program, self.checkpoint_block, self.scope)
-            return list(self.scope.vars[op.output("Out")[0]])
+        """Trainer 0's checkpoint commands (freeze / save the table shard / thaw; see
+        psjob.checkpoint.protocol); a plain tag saves the table shard under dirname."""
+        from ...checkpoint import pserver_side  # above this layer: imported when used
+        return pserver_side.handle(self, dirname, step, tag)
+
+    def restore_from_checkpoints(self, root: str):
+        """At start-up, before serving: load this pserver's part of the newest good
+        checkpoint under root (falling back past corrupt ones). Its CheckpointInfo, or None."""
+        from ...checkpoint import pserver_side
+        return pserver_side.restore(self, root)
+
+    def _wait_while_frozen(self):
+        # Called holding the lock; the freeze expires by itself (its lease).
+        while True:
+            left = self._frozen_until - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(left)
 
     def on_complete(self, trainer_id: int) -> int:
         t = self._check_trainer(trainer_id)
@@ -276,12 +300,38 @@ class PserverState:
             return len(self.active)
 
     def on_register(self, worker_name: str) -> tuple[int, int]:
+        """A trainer id for a pod without a stable index (a Deployment's pods).
+
+        The same name always gets the same id. A new name gets the lowest id
+        that nobody holds — neither registered nor seen in a request, so that
+        after this pserver restarts the running trainers keep theirs. When
+        every id is held, the new pod replaced a dead one: it takes the id of
+        the unfinished trainer silent longest, once silent for
+        `reclaim_after_s`; before that the registration is refused (the pod
+        fails and is restarted, and asks again).
+        """
         with self._cond:
-            if worker_name not in self._registered:
-                if len(self._registered) >= self.fanin:
-                    raise ValueError(f"pserver {self.endpoint}: all {self.fanin} trainer ids are taken")
-                self._registered[worker_name] = len(self._registered)
-            return self._registered[worker_name], self.fanin
+            if worker_name in self._registered:
+                return self._registered[worker_name], self.fanin
+            held = set(self._registered.values()) | set(self._last_seen)
+            free = [t for t in range(self.fanin) if t not in held]
+            now = time.monotonic()
+            if free:
+                tid = free[0]
+            else:
+                silent = sorted((self._last_seen.get(t, 0.0), t) for t in self.active
+                                if now - self._last_seen.get(t, 0.0) >= self.options.reclaim_after_s)
+                if not silent:
+                    raise ValueError(
+                        f"pserver {self.endpoint}: all {self.fanin} trainer ids are held by "
+                        f"trainers that are running or completed; {worker_name!r} can take the id "
+                        f"of a trainer silent for {self.options.reclaim_after_s:.0f}s")
+                tid = silent[0][1]
+                for name in [n for n, t in self._registered.items() if t == tid]:
+                    del self._registered[name]
+            self._registered[worker_name] = tid
+            self._last_seen[tid] = now
+            return tid, self.fanin
 
     def on_status(self) -> dict:
         with self._cond:

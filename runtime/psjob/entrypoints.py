@@ -1,0 +1,122 @@
+"""Container entrypoints: `psjob pserver`, `psjob worker`, `psjob heter-worker`.
+
+These are the commands the operator's pods run (and `psjob run` starts
+locally) when a job sets no `spec.command`. They take the job's `spec.args`
+(psjob.training.options) and read everything else from the role
+environment that psjob.roles renders — nothing is passed on the command
+line that differs between replicas, so one pod template serves them all.
+
+In a pod the identity is completed at start-up (roles.resolve_identity): a
+pserver of the StatefulSet learns its index from its hostname
+(`<job>-pserver-<i>`) and then listens on all interfaces (0.0.0.0), since
+its stable DNS name may not resolve before the pod is ready; a trainer with
+`PSJOB_TRAINER_ID=auto` (a Deployment pod) registers with pserver 0 for an id.
+
+`psjob heter-worker` is a heterogeneous trainer of the same job: when the job
+has heter trainers (PSJOB_HETER_TRAINERS > 0) the CTR model's MLP is built
+under `fluid.device_guard("gpu")`, CPU trainers send its inputs to their heter
+trainer and it runs the MLP on the role's device (psjob.fleet.heter).
+
+Exit status: 0 when the process finished its part of the job; 2 for a
+configuration problem (bad argument, incomplete environment, no GPU for a
+gpu role), with one line naming it; 1 for a failure while training.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+
+from . import roles
+
+CONFIG_EXIT = 2
+FAILED_EXIT = 1
+
+
+class EntrypointError(ValueError):
+    """The process cannot start as asked; the message says what to fix."""
+
+
+def pserver_main(argv=None) -> int:
+    return _main(roles.PSERVER, "psjob pserver", argv)
+
+
+def worker_main(argv=None) -> int:
+    return _main(roles.TRAINER, "psjob worker", argv)
+
+
+def heter_worker_main(argv=None) -> int:
+    """A heterogeneous trainer of the built-in job: it runs the CTR model's MLP section."""
+    return _main(roles.HETER_TRAINER, "psjob heter-worker", argv)
+
+
+def _main(role: str, prog: str, argv) -> int:
+    from .training import options  # lazy: `psjob --help` stays fast
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        opts = options.parse(argv, prog)
+        _prepare_environment(role, prog)
+    except (options.UsageError, EntrypointError) as exc:
+        return _fail(prog, exc, CONFIG_EXIT)
+    from .training import job  # the framework: only once the arguments are fine
+    flows = {roles.PSERVER: job.run_pserver, roles.TRAINER: job.run_trainer,
+             roles.HETER_TRAINER: job.run_heter_trainer}
+    return _run(flows[role], opts, prog)
+
+
+def _run(fn, opts, prog: str) -> int:
+    from .fleet import FleetError, RoleMakerError
+    from .fleet.heter import HeterDeviceError
+    from .fluid.core import PlaceError
+    from .fluid.transpiler.heter_split import HeterSplitError
+    from .ps.auth import AuthConfigError
+    from .rpc.client import RpcError
+    from .training.options import UsageError
+
+    try:
+        return fn(opts)
+    except (UsageError, RoleMakerError, FleetError, PlaceError, AuthConfigError, HeterSplitError,
+            HeterDeviceError) as exc:
+        return _fail(prog, exc, CONFIG_EXIT)
+    except (RpcError, TimeoutError) as exc:
+        return _fail(prog, exc, FAILED_EXIT)
+
+
+def _prepare_environment(role: str, prog: str) -> None:
+    """Check the role environment; complete what a pod learns at run time."""
+    env = os.environ
+    given = env.get("PADDLE_TRAINING_ROLE", "")
+    if not given:
+        if not (env.get("PADDLE_PSERVER_ENDPOINTS") or env.get("PADDLE_PSERVER_IPS")):
+            raise EntrypointError(
+                f"{prog} reads its job from the environment (PADDLE_TRAINING_ROLE, "
+                "PADDLE_PSERVER_ENDPOINTS, PADDLE_TRAINERS, ...), and none is set: start it with "
+                "`psjob run JOB.yaml` or through the operator")
+        env["PADDLE_TRAINING_ROLE"] = role
+    elif given != role:
+        expected = {roles.PSERVER: "psjob pserver", roles.TRAINER: "psjob worker",
+                    roles.HETER_TRAINER: "psjob heter-worker"}.get(given, "a matching command")
+        raise EntrypointError(f"started with PADDLE_TRAINING_ROLE={given}: run {expected} "
+                              f"for that role (or fix the role variable)")
+    if role != roles.PSERVER:
+        return
+    from_hostname = env.get("PSJOB_PSERVER_INDEX", roles.AUTO) == roles.AUTO
+    try:
+        resolved = roles.resolve_identity(env, socket.gethostname())
+    except ValueError as exc:
+        raise EntrypointError(str(exc)) from None
+    if (from_hostname or env.get("KUBERNETES_SERVICE_HOST")) and "PSJOB_BIND_ALL" not in env:
+        # In a pod: bind 0.0.0.0:<port> (ServeOptions.bind_all_interfaces).
+        env["PSJOB_BIND_ALL"] = "1"
+    if from_hostname:
+        print(f"[psjob] pserver index {resolved['PSJOB_PSERVER_INDEX']} from hostname "
+              f"{socket.gethostname()}; serving {resolved['PSJOB_CURRENT_ENDPOINT']}", flush=True)
+
+
+def _fail(prog: str, problem, status: int) -> int:
+    print(f"{prog}: error: {problem}", file=sys.stderr, flush=True)
+    return status

@@ -1,0 +1,146 @@
+"""The terminal view of `psjob run`: trainer progress read back from their logs.
+
+Trainers print progress lines (psjob.training.progress) to stdout, which the
+supervisor sends to one log file per process. A `LogWatcher` thread reads
+what each trainer log gained since the last look, keeps the newest progress
+of each trainer, and every `interval_s` prints one line per trainer whose
+progress changed. Reading logs (not a side channel) keeps the processes'
+environment exactly what the operator gives pods, and shows the same numbers
+`kubectl logs` would.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+import time
+
+from ..training.progress import parse_line
+
+
+def _num(value, spec: str, default: str = "-") -> str:
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return format(value, spec)
+    return default
+
+
+def describe(progress: dict) -> str:
+    """One trainer's progress as the terminal shows it."""
+    p = progress
+    if p.get("finished"):
+        head = f"done in {_num(p.get('seconds'), '.0f')}s, {_num(p.get('steps'), 'd')} steps"
+    else:
+        total = p.get("step")
+        head = f"epoch {p.get('epoch', '-')}  step {total}"
+    return (f"{head}  {_num(p.get('examples'), ',d')} ex  {_num(p.get('examples/s'), ',.0f')} ex/s  "
+            f"loss {_num(p.get('loss'), '.4f')}  auc {_num(p.get('auc'), '.4f')}  "
+            f"ckpt {p.get('checkpoint', 'none')}")
+
+
+class LogWatcher:
+    """Tails trainer logs on a thread; `latest` maps trainer id → newest progress dict."""
+
+    def __init__(self, logs: dict[int, str], interval_s: float, started: float, out=None,
+                 name: str = "worker"):
+        self.logs = logs
+        self.interval_s = interval_s
+        self.started = started
+        self.out = out or sys.stdout
+        self.name = name
+        self.latest: dict[int, dict] = {}
+        self.finals: dict[int, dict] = {}
+        self._offsets = {i: 0 for i in logs}
+        self._partial = {i: "" for i in logs}
+        self._shown: dict[int, str] = {}
+        self._drawn = 0  # lines of the progress block on a terminal, redrawn in place
+        self._tty = bool(getattr(self.out, "isatty", lambda: False)())
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="psjob-run-progress", daemon=True)
+        self._lock = threading.RLock()
+
+    def start(self) -> "LogWatcher":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the thread, read the logs one last time, print what changed."""
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.poll()
+        self.show()
+
+    def _loop(self) -> None:
+        next_show = time.monotonic() + self.interval_s
+        while not self._stop.wait(0.5):
+            self.poll()
+            if time.monotonic() >= next_show:
+                self.show()
+                next_show = time.monotonic() + self.interval_s
+
+    def poll(self) -> None:
+        for index, path in self.logs.items():
+            for line in self._new_lines(index, path):
+                progress = parse_line(line)
+                if progress is None:
+                    continue
+                with self._lock:
+                    self.latest[index] = progress
+                    if progress["finished"]:
+                        self.finals[index] = progress
+
+    def _new_lines(self, index: int, path: str) -> list[str]:
+        try:
+            size = os.path.getsize(path)
+            if size < self._offsets[index]:  # truncated or replaced: start over
+                self._offsets[index], self._partial[index] = 0, ""
+            if size == self._offsets[index]:
+                return []
+            with open(path, "rb") as f:
+                f.seek(self._offsets[index])
+                chunk = f.read(size - self._offsets[index])
+        except OSError:
+            return []
+        self._offsets[index] += len(chunk)
+        text = self._partial[index] + chunk.decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        self._partial[index] = lines.pop()
+        return lines
+
+    def show(self) -> None:
+        """Print the trainers whose progress changed; on a terminal, redraw the block in place."""
+        with self._lock:
+            items = [(i, describe(p)) for i, p in sorted(self.latest.items())]
+            changed = [(i, text) for i, text in items if self._shown.get(i) != text]
+            if not changed:
+                return
+            self._shown.update(changed)
+            if self._tty:
+                self._erase()
+                self._draw()
+            else:
+                self.out.write("".join(self._line(i, text) for i, text in changed))
+            self.out.flush()
+
+    def _line(self, index: int, text: str) -> str:
+        return f"[psjob {time.monotonic() - self.started:5.0f}s] {self.name} {index}: {text}\n"
+
+    def _draw(self) -> None:
+        self.out.write("".join(self._line(i, t) for i, t in sorted(self._shown.items())))
+        self._drawn = len(self._shown)
+
+    def note(self, message: str) -> None:
+        """Print an event line (a restart, a failure) without breaking the progress block."""
+        with self._lock:
+            if self._tty:
+                self._erase()
+            self.out.write(message + "\n")
+            if self._tty and self._shown:
+                self._draw()
+            self.out.flush()
+
+    def _erase(self) -> None:
+        if self._drawn:
+            # Cursor up to the block's first line, clear from there to the end of the screen.
+            self.out.write(f"\x1b[{self._drawn}F\x1b[J")
+            self._drawn = 0

@@ -1,0 +1,358 @@
+"""`psjob run JOB.yaml`: run a ParameterServerJob on this machine, as the operator would.
+
+    psjob run JOB.yaml [--workdir DIR] [--summary PATH] [--metrics-port P]
+
+Lifecycle:
+
+1. Parse the YAML with psjob.jobspec (a problem names the field and the fix;
+   exit 2) and check what only a cluster can provide (`valueFrom` env).
+2. Lay out the workdir (default `runs/<job>-<time>`): `auth-token` (a fresh
+   per-run token), `topology.json`, `checkpoints/` (PSJOB_CHECKPOINT_DIR),
+   `logs/<role>-<i>.log`. Reusing a workdir keeps its checkpoints, so a
+   restarted pserver — or a rerun — resumes from them.
+3. Compute the topology with `roles.local_topology` — pserver i at
+   127.0.0.(i+1) on one shared free port, like `psjob launch` — and give
+   every process exactly `roles.role_environment(...)`, the function the
+   operator's pod templates use, plus the role's literal `env`. Commands are
+   the job's (`spec.command`/`args`, per-role overrides), default
+   `psjob pserver` / `psjob worker`.
+4. Supervise as Kubernetes would (launcher.supervisor): a pserver that dies
+   is restarted with the same index and endpoint (a StatefulSet recreating
+   its pod), worker failures draw on one budget of `runPolicy.backoffLimit`
+   retries (a Job's), `activeDeadlineSeconds` ends the run. While it runs,
+   one progress line per trainer (launcher.job_progress).
+5. The job succeeded when every worker exited 0 (pservers still running then
+   are stopped, as the operator's cleanPodPolicy does). Print a summary
+   line; `--summary PATH` writes it as JSON; exit 0, else non-zero.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass
+
+from .. import jobspec, roles
+from .job_progress import LogWatcher
+from .launch import free_ports, loopback_endpoints, write_token
+from .supervisor import ProcessSpec, RestartBudget, Supervisor, SupervisorOptions
+
+# A StatefulSet recreates a crashing pserver forever, with backoff; locally a
+# pserver that keeps crashing ends the run after this many restarts instead.
+PSERVER_RESTARTS = 10
+# After every worker completed, pservers exit on their own (they saw every
+# trainer complete) or are stopped after this long: a pserver restarted late
+# never hears from trainers that had already completed.
+PSERVER_EXIT_GRACE_S = 10.0
+SUBCOMMAND = {roles.PSERVER: "pserver", roles.TRAINER: "worker", roles.HETER_TRAINER: "heter-worker"}
+LOG_NAME = {roles.PSERVER: "pserver", roles.TRAINER: "worker", roles.HETER_TRAINER: "heter-worker"}
+
+
+class RunError(ValueError):
+    """The job cannot run locally; the message names the field and the fix."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="psjob run", description="Run a ParameterServerJob YAML on "
+                                "this machine: pservers and trainers as local processes.")
+    p.add_argument("job", metavar="JOB.yaml")
+    p.add_argument("--workdir", default="", help="checkpoints, logs and the auth token go here "
+                   "(default: runs/<job>-<time>); reusing one resumes from its checkpoints")
+    p.add_argument("--summary", default="", metavar="PATH", help="write a JSON summary here")
+    p.add_argument("--metrics-port", type=int, default=0, metavar="P",
+                   help="serve /metrics of pserver i on 127.0.0.1:P+i, then heter trainers, then "
+                        "trainers (default: every process picks a free port and logs it)")
+    p.add_argument("--progress-interval", type=float, default=5.0, metavar="S",
+                   help="seconds between progress lines")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        job = jobspec.load_job_file(args.job)
+        check_local(job, args)
+        if job.spec.run_policy.suspend:
+            print(f"[psjob] {job.name} is suspended (spec.runPolicy.suspend: true): nothing to "
+                  "run; set it to false to train")
+            return 0
+        run = plan(job, args)
+    except jobspec.JobSpecError as exc:
+        return _usage(f"{args.job}: {exc}")
+    except FileNotFoundError as exc:
+        return _usage(f"{exc.filename}: no such file")
+    except (RunError, OSError) as exc:
+        return _usage(str(exc))
+    return execute(job, run, args)
+
+
+def _usage(message: str) -> int:
+    print(f"psjob run: {message}", file=sys.stderr)
+    return 2
+
+
+def check_local(job: jobspec.ParameterServerJob, args) -> None:
+    """Refuse what only a cluster can provide, naming the field; check the options."""
+    s = job.spec
+    if args.metrics_port:
+        heter = s.heter_worker.replicas if s.heter_worker is not None else 0
+        _check_metrics_ports(args.metrics_port, s.pserver.replicas + heter + s.worker.replicas)
+    if not args.progress_interval > 0:
+        raise RunError(f"--progress-interval must be > 0 seconds, got {args.progress_interval}")
+    for key, role in (("pserver", s.pserver), ("worker", s.worker), ("heterWorker", s.heter_worker)):
+        if role is None:
+            continue
+        for i, var in enumerate(role.env):
+            if var.value_from is not None:
+                raise RunError(f"spec.{key}.env[{i}].valueFrom ({var.name}): psjob run cannot read "
+                               "Secrets, ConfigMaps or pod fields; give a literal value instead")
+
+
+@dataclass(frozen=True)
+class LocalRun:
+    """What `plan` decided: the workdir, the topology, one ProcessSpec per process."""
+    workdir: str
+    topology: roles.JobTopology
+    specs: list[ProcessSpec]
+    worker_budget: RestartBudget  # runPolicy.backoffLimit, shared by every worker
+
+
+def plan(job: jobspec.ParameterServerJob, args) -> LocalRun:
+    s = job.spec
+    workdir = os.path.abspath(args.workdir or os.path.join(
+        "runs", f"{job.name}-{time.strftime('%Y%m%d-%H%M%S')}"))
+    os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)
+    n = s.pserver.replicas
+    endpoints = loopback_endpoints(n)
+    port = roles.split_endpoint(endpoints[0])[1]
+    heter = free_ports(s.heter_worker.replicas) if s.heter_worker is not None else []
+    topology = roles.local_topology(job, [port] * n + heter, workdir, metrics_port=args.metrics_port)
+    if list(topology.pserver_endpoints) != endpoints:  # psjob launch and psjob run must agree
+        raise RuntimeError(f"local_topology placed pservers at {topology.pserver_endpoints}, "
+                           f"launch at {endpoints}")
+    write_token(workdir)
+    if topology.checkpoint_dir:
+        os.makedirs(topology.checkpoint_dir, exist_ok=True)
+    topology_file = os.path.join(workdir, "topology.json")
+    with open(topology_file, "w") as f:
+        json.dump(roles.topology_to_dict(topology), f, indent=1)
+    budget = RestartBudget(s.run_policy.backoff_limit)
+    specs = []
+    for role, role_spec, count in ((roles.PSERVER, s.pserver, n),
+                                   (roles.HETER_TRAINER, s.heter_worker, len(heter)),
+                                   (roles.TRAINER, s.worker, s.worker.replicas)):
+        for i in range(count):
+            env = roles.role_environment(topology, role, i)
+            env["PSJOB_TOPOLOGY_FILE"] = topology_file
+            env.update({var.name: var.value or "" for var in role_spec.env})
+            spec = ProcessSpec(role, i, command_for(s, role, role_spec), env,
+                               os.path.join(workdir, "logs", f"{LOG_NAME[role]}-{i}.log"))
+            if role == roles.PSERVER:
+                spec.restarts_left = PSERVER_RESTARTS
+            else:
+                spec.budget = budget
+            specs.append(spec)
+    return LocalRun(workdir, topology, specs, budget)
+
+
+def command_for(spec: jobspec.JobSpec, role: str, role_spec) -> list[str]:
+    """The role's command + args, as the operator's pod template has them.
+
+    `psjob` and `python` are this interpreter, so a local run uses the psjob
+    it was started from whatever is first on PATH.
+    """
+    command = list(role_spec.command or spec.command or ("psjob", SUBCOMMAND[role]))
+    args = list(role_spec.args or spec.args)
+    if command[0] == "psjob":
+        command[:1] = [sys.executable, "-m", "psjob.cli"]
+    elif command[0] in ("python", "python3"):
+        command[:1] = [sys.executable]
+    return command + args
+
+
+def _check_metrics_ports(first: int, count: int) -> None:
+    if first < 1024:
+        raise RunError(f"--metrics-port {first}: use a port from 1024 up (0: any free port)")
+    if first + count - 1 > 65535:
+        raise RunError(f"--metrics-port {first}: {count} processes need ports up to "
+                       f"{first + count - 1}, beyond 65535")
+    for port in range(first, first + count):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                raise RunError(f"--metrics-port {first}: port {port} is in use; the job's "
+                               f"{count} processes need {first}..{first + count - 1} free") from None
+
+
+def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
+    s = job.spec
+    started = time.monotonic()
+    workers = {sp.index: sp.log_path for sp in run.specs if sp.role == roles.TRAINER}
+    out = sys.stdout
+    heter = f", {s.heter_worker.replicas} heter trainer(s)" if s.heter_worker is not None else ""
+    print(f"[psjob] {job.name}: {s.pserver.replicas} pserver(s){heter} and {s.worker.replicas} "
+          f"trainer(s), {s.mode.value} mode, on this machine; workdir {_short(run.workdir)}",
+          file=out, flush=True)
+    if args.metrics_port:
+        print(f"[psjob] metrics: pserver 0 at http://127.0.0.1:{args.metrics_port}/metrics, "
+              f"worker 0 at http://127.0.0.1:{args.metrics_port + len(run.specs) - len(workers)}"
+              "/metrics (one port per process)", file=out, flush=True)
+    watcher = LogWatcher(workers, args.progress_interval, started, out=out).start()
+    supervisor = Supervisor(run.specs, SupervisorOptions(
+        timeout_s=float(s.run_policy.active_deadline_seconds or 0),
+        pserver_exit_grace_s=PSERVER_EXIT_GRACE_S),
+        on_event=_event_printer(run.specs, started, watcher.note))
+    status = supervisor.run()
+    watcher.stop()
+    outcome = conclude(job, run, status)
+    summary = build_summary(job, run, watcher, outcome, time.monotonic() - started)
+    print(summary_line(summary), file=out, flush=True)
+    if args.summary:
+        with open(args.summary, "w") as f:
+            json.dump(summary, f, indent=1)
+    return outcome[0]
+
+
+def _short(path: str) -> str:
+    rel = os.path.relpath(path)
+    return rel if not rel.startswith("..") else path
+
+
+def _event_printer(specs, started: float, write):
+    by_name = {sp.name: sp for sp in specs}
+
+    def on_event(message: str) -> None:
+        if message.endswith(" exited 0"):
+            return  # the progress lines say when a worker is done; pservers follow them
+        if message.startswith("started "):
+            name = message.split()[1]
+            if name in by_name and by_name[name].starts <= 1:
+                return  # first starts are summed up by the opening line
+        write(f"[psjob {time.monotonic() - started:5.0f}s] {_pod_names(message)}")
+    return on_event
+
+
+def _pod_names(message: str) -> str:
+    # The supervisor names processes pserver.0 / trainer.1; say worker 1 like the job does.
+    return (message.replace("trainer.", "worker ").replace("pserver.", "pserver ")
+            .replace("heter_trainer.", "heter-worker "))
+
+
+def conclude(job, run: LocalRun, status: int) -> tuple[int, str]:
+    """(exit status, reason): success iff every worker (and heter worker) exited 0."""
+    s = job.spec
+    non_servers = [sp for sp in run.specs if sp.role != roles.PSERVER]
+    if status == 124 and s.run_policy.active_deadline_seconds:
+        return 124, (f"DeadlineExceeded: the job ran longer than runPolicy.activeDeadlineSeconds="
+                     f"{s.run_policy.active_deadline_seconds}")
+    if status in (130, 143):
+        return status, "Interrupted: stopped by a signal"
+    if non_servers and all(sp.exit_code == 0 for sp in non_servers):
+        return 0, "Succeeded: every worker completed"
+    # The process that ended the run failed on its last start (the others were stopped).
+    failed = [sp for sp in run.specs
+              if sp.history and len(sp.history) == sp.starts and sp.history[-1] != 0]
+    for sp in failed:
+        where = f"see {_short(sp.log_path)}:\n{_tail(sp.log_path)}"
+        if sp.role != roles.PSERVER:
+            total = sum(1 for x in non_servers for code in x.history if code != 0)
+            return status or 1, (
+                f"BackoffLimitExceeded: {LOG_NAME[sp.role]} {sp.index} failed (exit "
+                f"{_exit(sp.history[-1])}), worker failure {total} of this run; "
+                f"runPolicy.backoffLimit={s.run_policy.backoff_limit} allows "
+                f"{s.run_policy.backoff_limit} retries; {where}")
+        return status or 1, (f"PserverFailed: pserver {sp.index} failed {len(sp.history)} "
+                             f"time(s), last with exit {_exit(sp.history[-1])}; {where}")
+    return status or 1, f"Failed: exit status {status}"
+
+
+def _exit(code: int) -> int:
+    return 128 - code if code < 0 else code
+
+
+def _tail(path: str, lines: int = 6) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read()[-8000:]
+    except OSError:
+        return "    (no log)"
+    return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
+
+
+def build_summary(job, run: LocalRun, watcher: LogWatcher, outcome, seconds: float) -> dict:
+    finals = [watcher.finals.get(i) or watcher.latest.get(i) for i in range(job.spec.worker.replicas)]
+    finals = [f for f in finals if f]
+    examples = sum(int(f.get("examples") or 0) for f in finals)
+    steps = sum(_int_step(f) for f in finals)
+    ckpt = None
+    if run.topology.checkpoint_dir:
+        from ..checkpoint import store  # only now: the framework is not needed before
+        ckpt = store.newest_good(run.topology.checkpoint_dir)
+    return {
+        "job": job.name,
+        "status": "Succeeded" if outcome[0] == 0 else "Failed",
+        "exit_code": outcome[0],
+        "reason": outcome[1],
+        "mode": job.spec.mode.value,
+        "seconds": round(seconds, 2),
+        "steps": steps,
+        "examples": examples,
+        "loss": _clean(_weighted(finals, "loss")),
+        "auc": _clean(_weighted(finals, "auc")),
+        "trainers": [{k: _clean(v) for k, v in f.items()} for f in finals],
+        "newest_checkpoint": ({"path": ckpt.path, "step": ckpt.step} if ckpt else None),
+        "processes": [{"name": f"{LOG_NAME[sp.role]}-{sp.index}", "role": sp.role, "index": sp.index,
+                       "exit_code": None if sp.exit_code is None else _exit(sp.exit_code),
+                       "restarts": max(sp.starts - 1, 0),
+                       "exit_history": [_exit(c) for c in sp.history], "log": sp.log_path}
+                      for sp in run.specs],
+        "workdir": run.workdir,
+    }
+
+
+def _int_step(progress: dict) -> int:
+    value = progress.get("steps", progress.get("step", 0))
+    if isinstance(value, str):
+        value = value.split("/")[0]
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _weighted(finals: list[dict], key: str) -> float:
+    """Mean of the trainers' values weighted by their examples (their data shares)."""
+    pairs = [(float(f[key]), int(f.get("examples") or 0)) for f in finals
+             if isinstance(f.get(key), (int, float)) and math.isfinite(f[key])]
+    total = sum(w for _, w in pairs)
+    if not pairs:
+        return float("nan")
+    if not total:
+        return sum(v for v, _ in pairs) / len(pairs)
+    return sum(v * w for v, w in pairs) / total
+
+
+def _clean(value):
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def summary_line(summary: dict) -> str:
+    def num(v, spec):
+        return "-" if v is None else format(v, spec)
+
+    ckpt = summary["newest_checkpoint"]
+    ckpt_text = "none" if ckpt is None else (f"step {ckpt['step']}" if ckpt["step"] is not None
+                                             else ckpt["path"])
+    restarts = sum(p["restarts"] for p in summary["processes"])
+    head = (f"[psjob] {summary['job']} {summary['status'].lower()} in {summary['seconds']:.0f}s: "
+            f"{summary['steps']:,} steps, {summary['examples']:,} examples, "
+            f"loss {num(summary['loss'], '.4f')}, AUC {num(summary['auc'], '.4f')}, "
+            f"newest checkpoint {ckpt_text}, {restarts} restart(s)")
+    if summary["status"] != "Succeeded":
+        head += f"\n[psjob] {summary['reason']}"
+    return head

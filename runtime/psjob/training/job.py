@@ -1,0 +1,215 @@
+"""The built-in CTR job: one pserver or one trainer, configured by the environment.
+
+Lifecycle of every process (the same ARGS everywhere):
+
+1. `Fleet.init(PaddleCloudRoleMaker())` reads the role environment
+   (psjob.roles): role, endpoints, trainer count, mode. A trainer whose id
+   is "auto" (a Deployment pod) registers with pserver 0 for one.
+2. The CTR model (psjob.models.ctr) is built with the same seed everywhere
+   and transpiled by the job's mode (PSJOB_MODE), so every process agrees on
+   which pserver holds which slice.
+3. A pserver initializes its slices and serves until every trainer has
+   completed, then exits 0. A trainer connects, trains on its share of the
+   data (psjob.training.data) for `--epochs`, printing progress lines and
+   updating its metrics, tells the pservers it completed, prints its final
+   line and exits 0.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from .. import fluid
+from ..checkpoint import store
+from ..checkpoint.periodic import Checkpointer
+from ..dataset import ctr
+from ..fleet import DistributedStrategy, Fleet, PaddleCloudRoleMaker
+from ..fluid.core import PlaceError
+from ..fluid.transpiler import DistributeTranspilerConfig
+from ..models import ctr as ctr_model
+from . import data
+from .options import TrainOptions
+from .progress import ProgressReporter, ProgressState
+from .telemetry import TrainerTelemetry
+
+
+def strategy_for(env):
+    """The Fleet strategy of PSJOB_MODE (half_async has no DistributedStrategy spelling).
+
+    A heter trainer runs its section on the device of its role (PSJOB_DEVICE)."""
+    mode = env.get("PSJOB_MODE", "sync")
+    if mode == "half_async":
+        config = DistributeTranspilerConfig()
+        config.sync_mode = False
+        config.runtime_split_send_recv = True
+        config.half_async = True
+        return config
+    strategy = DistributedStrategy()
+    strategy.a_sync = mode != "sync"
+    k_steps = int(env.get("PSJOB_K_STEPS", "0") or 0)
+    configs = {"k_steps": max(k_steps, 1) if mode == "geo" else 0}
+    if env.get("PADDLE_TRAINING_ROLE") == "HETER_TRAINER":
+        configs["heter_worker_device_guard"] = env.get("PSJOB_DEVICE", "gpu")
+    strategy.a_sync_configs = configs
+    return strategy
+
+
+def heter_trainers(env) -> int:
+    return int(env.get("PSJOB_HETER_TRAINERS", "0") or 0)
+
+
+def place_for(device: str):
+    """CPUPlace, or CUDAPlace(0) for PSJOB_DEVICE=gpu (fails now, clearly, without a GPU)."""
+    if device == "gpu":
+        place = fluid.CUDAPlace(0)
+        try:
+            place.array_module()
+        except PlaceError as exc:
+            raise PlaceError(f"this role runs on device gpu (PSJOB_DEVICE, from the job's "
+                             f"`device` field) but {exc}; set device: cpu to train on CPUs") from None
+        return place
+    return fluid.CPUPlace()
+
+
+def build(opts: TrainOptions, fleet: Fleet, env) -> ctr_model.CTRModel:
+    """Build and transpile the model into fleet.main_program / startup_program."""
+    # In a heter job the MLP is the heter section: heter trainers run it (seed 003's split).
+    config = ctr_model.CTRConfig(sparse_feature_dim=ctr.SPARSE_FEATURE_DIM,
+                                 is_distributed=opts.distributed_table,
+                                 optimizer=opts.optimizer, learning_rate=opts.learning_rate,
+                                 mlp_device="gpu" if heter_trainers(env) else "")
+    optimizer = fleet.distributed_optimizer(
+        ctr_model.make_optimizer(config.optimizer, config.learning_rate), strategy_for(env))
+    return ctr_model.build(config, fluid.Program(), fluid.Program(), optimizer=optimizer)
+
+
+def run_pserver(opts: TrainOptions, env=None) -> int:
+    env = os.environ if env is None else env
+    fleet = Fleet()
+    fleet.init(PaddleCloudRoleMaker())
+    build(opts, fleet, env)
+    rm = fleet._rm()
+    print(f"[psjob] pserver {fleet.server_index()} of {fleet.server_num()} at "
+          f"{rm.current_endpoint()} ({env.get('PSJOB_MODE', 'sync')} mode, "
+          f"{fleet.worker_num()} trainer(s), pid {os.getpid()})", flush=True)
+    fleet._executor = fluid.Executor(place_for(env.get("PSJOB_DEVICE", "cpu")))
+    root = env.get("PSJOB_CHECKPOINT_DIR", "")
+    newest = newest_checkpoint(root)
+    if newest is not None:
+        # A restarted pserver (or a rerun in the same workdir) continues from the newest
+        # good checkpoint; init_server falls back to an older one if that one is damaged.
+        print(f"[psjob] pserver {fleet.server_index()} restores its shard from {newest.path}",
+              flush=True)
+        fleet.init_server(root)
+    else:
+        fleet.init_server()
+    fleet.run_server()
+    print(f"[psjob] pserver {fleet.server_index()}: every trainer completed", flush=True)
+    return 0
+
+
+def run_heter_trainer(opts: TrainOptions, env=None) -> int:
+    """A heterogeneous trainer: serves the MLP section of the CPU trainers assigned to it."""
+    env = os.environ if env is None else env
+    fleet = Fleet()
+    fleet.init(PaddleCloudRoleMaker())
+    build(opts, fleet, env)
+    rm = fleet._rm()
+    print(f"[psjob] heter trainer {rm.role_id()} at {rm.current_endpoint()} "
+          f"({env.get('PSJOB_MODE', 'sync')} mode, device {env.get('PSJOB_DEVICE', 'gpu')}, "
+          f"pid {os.getpid()})", flush=True)
+    fleet.init_server()
+    fleet.run_server()
+    print(f"[psjob] heter trainer {rm.role_id()}: every trainer it serves completed", flush=True)
+    return 0
+
+
+def run_trainer(opts: TrainOptions, env=None) -> int:
+    env = os.environ if env is None else env
+    fleet = Fleet()
+    fleet.init(PaddleCloudRoleMaker())
+    tid, trainers = fleet.worker_index(), fleet.worker_num()
+    share = data.share_for(opts, tid, trainers)
+    model = build(opts, fleet, env)
+    exe = fluid.Executor(place_for(env.get("PSJOB_DEVICE", "cpu")))
+    exe.collect_timing = True  # per-op timings split the batch time into push/pull/compute
+    telemetry = TrainerTelemetry.from_env(tid, env)
+    ckpt_dir = env.get("PSJOB_CHECKPOINT_DIR", "")
+    print(f"[psjob] trainer {tid} of {trainers}: {env.get('PSJOB_MODE', 'sync')} mode, "
+          f"{fleet.server_num()} pserver(s), {share.describe()}, batch {opts.batch}, "
+          f"{opts.epochs} epoch(s)", flush=True)
+    try:
+        fleet.init_worker()
+        exe.run(fleet.startup_program)
+        # Trainer 0 checkpoints every PSJOB_CHECKPOINT_INTERVAL_* (psjob.checkpoint.periodic);
+        # a restarted trainer resumes at the data position of the newest checkpoint.
+        ckpt = Checkpointer.for_fleet(fleet, exe, trainer_id=tid)  # tid may come from Register
+        position = ckpt.resume() or {}
+        state = ProgressState(tid, opts.epochs, data.steps_per_epoch(share))
+        start = Position(int(position.get("step", 0)), int(position.get("epoch", 1)),
+                         int(position.get("batch", 0)))
+        if start.step:
+            state.steps, state.examples = start.step, start.step * opts.batch
+            print(f"[psjob] trainer {tid} resumes at step {start.step} (epoch {start.epoch}, "
+                  f"batch {start.batch}) from {ckpt.resumed_from}", flush=True)
+        reporter = ProgressReporter(state, opts.log_every_s,
+                                    checkpoint=lambda: checkpoint_label(ckpt_dir),
+                                    on_window=telemetry.window)
+        _train(opts, Loop(fleet, exe, model, share, reporter, telemetry, ckpt), start)
+        fleet.stop_worker()
+        reporter.finish()
+    finally:
+        telemetry.close()
+    return 0
+
+
+@dataclass(frozen=True)
+class Position:
+    step: int = 0
+    epoch: int = 1
+    batch: int = 0   # batches of `epoch` already trained
+
+
+@dataclass(frozen=True)
+class Loop:
+    fleet: Fleet
+    exe: object
+    model: ctr_model.CTRModel
+    share: data.Share
+    reporter: ProgressReporter
+    telemetry: TrainerTelemetry
+    checkpointer: Checkpointer
+
+
+def _train(opts: TrainOptions, loop: Loop, start: Position) -> None:
+    fetch = [loop.model.loss, loop.model.auc]
+    client = getattr(loop.fleet, "_client", None)
+    step = start.step
+    for epoch in range(start.epoch, opts.epochs + 1):
+        skip = start.batch if epoch == start.epoch else 0
+        for index, batch in enumerate(loop.share, start=1):
+            if index <= skip:
+                continue
+            if opts.max_steps and step >= opts.max_steps:
+                return
+            t0 = time.perf_counter()
+            loss, auc = loop.exe.run(loop.fleet.main_program,
+                                     feed=ctr_model.feed_dict(loop.model, batch), fetch_list=fetch)
+            seconds = time.perf_counter() - t0
+            loss, auc = float(loss.reshape(-1)[0]), float(auc.reshape(-1)[0])
+            step += 1
+            loop.telemetry.step(len(batch), seconds, loss, auc, executor=loop.exe, client=client)
+            loop.reporter.step(epoch, len(batch), loss, auc)
+            loop.checkpointer.after_step(step, epoch=epoch, batch=index)
+
+
+def newest_checkpoint(root: str):
+    """The newest good checkpoint under PSJOB_CHECKPOINT_DIR (psjob.checkpoint.store), or None."""
+    return store.newest_good(root) if root else None
+
+
+def checkpoint_label(root: str) -> str:
+    """One word for progress lines: `step-120`, or `none`."""
+    newest = newest_checkpoint(root)
+    return f"step-{newest.step}" if newest is not None else "none"

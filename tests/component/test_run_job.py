@@ -1,0 +1,200 @@
+"""`psjob run JOB.yaml`: a ParameterServerJob run as real local processes.
+
+Each test writes a small job YAML, runs the real `psjob run` command (which
+starts real `psjob pserver` / `psjob worker` processes speaking gRPC on
+127.0.0.x) and checks its exit status, its terminal output and the JSON
+summary. The training data is synthetic and tiny so each run takes seconds.
+"""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+import yaml
+
+PSJOB = [sys.executable, "-m", "psjob.cli"]
+
+
+def write_job(tmp_path, name="tiny", *, args=(), spec=None):
+    body = {"image": "psjob:test", "mode": "sync",
+            "args": ["--examples", "6000", "--batch", "300", "--distributed_table", "--log_every", "0.5",
+                     *args],
+            "pserver": {"replicas": 2}, "worker": {"replicas": 2},
+            "checkpoint": {"intervalSteps": 50}, "runPolicy": {"backoffLimit": 1}}
+    body.update(spec or {})
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
+                                    "metadata": {"name": name}, "spec": body}))
+    return path
+
+
+def start_run(job, tmp_path, *extra):
+    cmd = PSJOB + ["run", str(job), "--workdir", str(tmp_path / "work"),
+                   "--summary", str(tmp_path / "summary.json"), "--progress-interval", "1", *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=tmp_path, start_new_session=True)
+
+
+def finish(proc, timeout=90):
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+        pytest.fail(f"psjob run did not finish in {timeout}s:\n{out}")
+    return proc.returncode, out
+
+
+def free_port_block(count):
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            first = s.getsockname()[1]
+        if first + count > 65535:
+            continue
+        try:
+            for port in range(first, first + count):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+    pytest.skip("no block of free ports")
+
+
+def scrape(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as response:
+        return response.read().decode()
+
+
+def sample(text, name):
+    match = re.search(rf"^{re.escape(name)} ([0-9.e+-]+)$", text, re.M)
+    return float(match.group(1)) if match else None
+
+
+def test_a_small_job_trains_to_completion_with_a_summary_while_its_trainers_serve_metrics(tmp_path):
+    job = write_job(tmp_path, args=["--examples", "16000"])
+    first = free_port_block(4)
+    proc = start_run(job, tmp_path, "--metrics-port", str(first))
+    trainer_port = first + 2  # pservers take first, first+1; then the trainers
+    scraped = None
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            text = scrape(trainer_port)
+            if (sample(text, "psjob_trainer_steps_total") or 0) >= 2:
+                scraped = text
+                break
+        except OSError:
+            pass
+        time.sleep(0.1)
+    status, out = finish(proc)
+    assert status == 0, out
+    assert scraped is not None, f"trainer 0 never served /metrics on {trainer_port}:\n{out}"
+    for name in ("psjob_trainer_examples_total", "psjob_trainer_loss", "psjob_trainer_auc",
+                 "psjob_trainer_examples_per_second"):
+        assert sample(scraped, name) is not None, name
+    assert 'psjob_trainer_batch_seconds_count{phase="push"}' in scraped
+    assert 'psjob_trainer_batch_seconds_count{phase="compute"}' in scraped
+
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "Succeeded" and summary["exit_code"] == 0
+    assert summary["examples"] == 16000
+    assert summary["steps"] == 2 * -(-8000 // 300)
+    assert 0.0 < summary["loss"] < 1.0 and 0.0 <= summary["auc"] <= 1.0
+    assert [p["exit_code"] for p in summary["processes"]] == [0, 0, 0, 0]
+    assert all(p["restarts"] == 0 for p in summary["processes"])
+    assert re.search(r"worker 1: .*ex/s +loss \d\.\d{4} +auc \d\.\d{4}", out), out
+    assert re.search(r"\[psjob\] tiny succeeded in \d+s: 54 steps, 16,000 examples, loss \d\.\d+, "
+                     r"AUC \d\.\d+", out), out
+    work = tmp_path / "work"
+    assert (work / "auth-token").stat().st_mode & 0o777 == 0o600
+    assert json.loads((work / "topology.json").read_text())["pserver_endpoints"][1].startswith("127.0.0.2:")
+
+
+def test_a_pserver_killed_mid_run_is_restarted_with_its_index_restores_a_checkpoint_and_the_job_completes(
+        tmp_path):
+    job = write_job(tmp_path, args=["--examples", "40000", "--batch", "500"],
+                    spec={"mode": "async", "checkpoint": {"intervalSteps": 5}})
+    proc = start_run(job, tmp_path)
+    logs = tmp_path / "work" / "logs"
+    pid = None
+    deadline = time.monotonic() + 60
+    while pid is None and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+        try:
+            server = (logs / "pserver-1.log").read_text()
+            worker = (logs / "worker-0.log").read_text()
+        except FileNotFoundError:
+            continue
+        found = re.search(r"pserver 1 of 2 at (127\.0\.0\.2:\d+) .*pid (\d+)", server)
+        if found and "[psjob] checkpoint step 5 saved" in worker:
+            endpoint, pid = found.group(1), int(found.group(2))
+    assert pid is not None, "the job never got going:\n" + (proc.poll() is not None and proc.stdout.read() or "")
+    os.kill(pid, signal.SIGKILL)
+    status, out = finish(proc)
+    assert status == 0, out
+    assert re.search(r"pserver 1 failed with status 137; restarting it", out), out
+    restarted = (logs / "pserver-1.log").read_text()
+    assert restarted.count(f"pserver 1 of 2 at {endpoint}") == 2  # same index, same endpoint
+    assert "pserver 1 restores its shard from" in restarted.split(f"pserver 1 of 2 at {endpoint}")[2]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    by_name = {p["name"]: p for p in summary["processes"]}
+    assert by_name["pserver-1"]["restarts"] == 1 and by_name["pserver-1"]["exit_history"][0] == 137
+    assert by_name["worker-0"]["exit_code"] == by_name["worker-1"]["exit_code"] == 0
+    assert summary["status"] == "Succeeded" and summary["examples"] == 40000
+
+
+def test_a_job_with_heter_workers_runs_the_mlp_on_them_and_completes(tmp_path):
+    job = write_job(tmp_path, spec={"mode": "async", "heterWorker": {"replicas": 1, "device": "cpu"}})
+    status, out = finish(start_run(job, tmp_path))
+    assert status == 0, out
+    heter = (tmp_path / "work" / "logs" / "heter-worker-0.log").read_text()
+    assert "serving trainers [0, 1] on CPUPlace" in heter and "every trainer it serves completed" in heter
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["examples"] == 6000
+    assert {p["name"]: p["exit_code"] for p in summary["processes"]}["heter-worker-0"] == 0
+
+
+def test_a_worker_failing_beyond_the_backoff_limit_fails_the_run_and_says_why(tmp_path):
+    job = write_job(tmp_path, spec={"worker": {"replicas": 1, "args": ["--data", str(tmp_path / "nowhere")]},
+                                    "runPolicy": {"backoffLimit": 1}})
+    status, out = finish(start_run(job, tmp_path))
+    assert status != 0, out
+    assert "BackoffLimitExceeded: worker 0 failed (exit 2), worker failure 2 of this run" in out, out
+    assert "runPolicy.backoffLimit=1 allows 1 retries" in out
+    assert "nowhere" in out  # the tail of the worker's log shows its own error
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    worker = {p["name"]: p for p in summary["processes"]}["worker-0"]
+    assert summary["status"] == "Failed"
+    assert worker["exit_history"] == [2, 2] and worker["restarts"] == 1
+
+
+def test_a_job_past_its_active_deadline_is_stopped_and_fails(tmp_path):
+    job = write_job(tmp_path, args=["--examples", "1000000"],
+                    spec={"runPolicy": {"activeDeadlineSeconds": 4}})
+    status, out = finish(start_run(job, tmp_path))
+    assert status == 124, out
+    assert "DeadlineExceeded" in out and "activeDeadlineSeconds=4" in out
+
+
+@pytest.mark.parametrize("spec, field, fix", [
+    ({"pserver": {"replicas": 0}}, "spec.pserver.replicas", "must be >= 1"),
+    ({"worker": {"replica": 2}}, "spec.worker.replica", "did you mean 'replicas'"),
+    ({"mode": "fast"}, "spec.mode", "use one of sync, async, half_async, geo"),
+    ({"worker": {"env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}},
+     "spec.worker.env[0].valueFrom", "give a literal value"),
+])
+def test_an_invalid_job_is_refused_with_the_field_and_the_fix_named(tmp_path, spec, field, fix):
+    job = write_job(tmp_path, spec=spec)
+    result = subprocess.run(PSJOB + ["run", str(job), "--workdir", str(tmp_path / "w")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert field in result.stderr and fix in result.stderr, result.stderr
+    assert not (tmp_path / "w").exists() or not any((tmp_path / "w" / "logs").iterdir())
