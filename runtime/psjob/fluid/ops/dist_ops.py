@@ -180,28 +180,83 @@ def merge_ids(ctx):
 
 # -- RPC (trainer side) -------------------------------------------------------------------
 
+class _InFlight:
+    """RPCs a trainer has issued but not yet waited for (one per executor).
+
+    Sends do not wait: each gradient is pushed as soon as backward produces
+    it, overlapping the rest of backward, and all pushes are confirmed before
+    the next barrier, recv or close. A run of consecutive recv ops pulls every
+    parameter block in one request per pserver, issued by the first of them.
+    """
+
+    def __init__(self):
+        self.sends = []
+        self.groups = {}      # id(first recv op) -> the consecutive recv ops
+        self.pulled = None    # {endpoint: {name: array}} of the current recv group
+
+    def drain(self):
+        pending, self.sends = self.sends, []
+        for h in pending:
+            h.wait()
+
+
+# Unconfirmed pushes allowed before a send waits (bounds memory in async mode).
+MAX_SENDS_IN_FLIGHT = 64
+
+
+def _inflight(ctx) -> _InFlight:
+    state = ctx.executor.services.get("_rpc_inflight")
+    if state is None:
+        state = ctx.executor.services["_rpc_inflight"] = _InFlight()
+        ctx.executor.add_close_hook(state.drain)  # runs before the client's close hook
+    return state
+
+
 @register_op("send")
 def send(ctx):
     client = _client(ctx)
-    handles = []
+    state = _inflight(ctx)
     for ep, names in _by_endpoint(ctx.ins["X"], ctx.attr("epmap"), "send").items():
         values = {n: ctx.vals[n] for n in names}
         lods = {n: ctx.lods[n] for n in names if n in ctx.lods}
-        handles.append(client.push(ep, values, lods=lods) if lods else client.push(ep, values))
-    for h in handles:
-        h.wait()
+        state.sends.append(client.push(ep, values, lods=lods) if lods else client.push(ep, values))
+    if len(state.sends) > MAX_SENDS_IN_FLIGHT:
+        state.drain()
+
+
+def _recv_group(ctx, state):
+    """The consecutive recv ops starting at this one (None if it is not the first)."""
+    key = id(ctx.op)
+    if key not in state.groups:
+        ops = ctx.op.block.ops
+        i = ops.index(ctx.op)
+        if i > 0 and ops[i - 1].type == "recv":
+            state.groups[key] = None
+        else:
+            j = i
+            while j < len(ops) and ops[j].type == "recv":
+                j += 1
+            state.groups[key] = ops[i:j]
+    return state.groups[key]
 
 
 @register_op("recv")
 def recv(ctx):
     client = _client(ctx)
-    outs = ctx.outs["Out"]
-    pending = {ep: client.pull(ep, names)
-               for ep, names in _by_endpoint(outs, ctx.attr("epmap"), "recv").items()}
-    got = {}
-    for ep, handle in pending.items():
-        got.update(handle.wait())
-    for i, name in enumerate(outs):
+    state = _inflight(ctx)
+    group = _recv_group(ctx, state)
+    if group is not None:
+        state.drain()  # our own gradients reach the pservers before we pull
+        by_ep = {}
+        for op in group:
+            for ep, names in _by_endpoint(op.outputs["Out"], op.attr("epmap"), "recv").items():
+                by_ep.setdefault(ep, []).extend(names)
+        handles = {ep: client.pull(ep, names) for ep, names in by_ep.items()}
+        state.pulled = {}
+        for handle in handles.values():
+            state.pulled.update(handle.wait())
+    got = state.pulled or {}
+    for i, name in enumerate(ctx.outs["Out"]):
         if name not in got:
             raise RuntimeError(f"recv: pserver did not return {name!r}")
         ctx.set_output("Out", _to_xp(ctx, got[name]), i=i)
@@ -209,6 +264,7 @@ def recv(ctx):
 
 @register_op("send_barrier")
 def send_barrier(ctx):
+    _inflight(ctx).drain()
     _client(ctx).barrier("send", list(ctx.attr("endpoints")))
 
 
@@ -242,6 +298,7 @@ def prefetch(ctx):
 @register_op("checkpoint_notify")
 def checkpoint_notify(ctx):
     """Ask pservers to save their shards (the distributed table) under attr `dir`."""
+    _inflight(ctx).drain()
     _client(ctx).checkpoint_notify(ctx.attr("dir"), endpoints=list(ctx.attr("epmap")))
 
 
