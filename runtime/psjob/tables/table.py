@@ -44,8 +44,15 @@ _META_DTYPES = {"last_seen": np.int32, "show": np.float32, "click": np.float32}
 
 @dataclasses.dataclass(frozen=True)
 class TableStats:
-    """Counters since the table was built; ``bytes`` is the resident estimate
-    (rows ever allocated × row size, plus the index and admission sketch)."""
+    """Counters since the table was built.
+
+    ``rows``: live rows; ``capacity``: rows allocated; ``bytes``: resident
+    estimate (rows ever handed out × row size, plus index and admission
+    sketch); ``hits``/``misses``: looked-up ids (every occurrence) found /
+    not found; ``admitted``/``rejected``: absent ids given a row / refused by
+    admission (once per distinct id per lookup); ``evicted``: rows removed;
+    ``dropped``: pushed gradient rows whose id had no row; ``step``: clock.
+    """
     rows: int
     capacity: int
     bytes: int
@@ -131,13 +138,18 @@ class SparseTable:
 
     def _add_rows(self, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
         rows = self._storage.alloc(ids.size)
+        # Fresh rows come as one ascending run: slices write several times
+        # faster than fancy indices.
+        where = rows
+        if bool((np.diff(rows) == 1).all()):
+            where = slice(int(rows[0]), int(rows[-1]) + 1)
         cols = self._storage.cols
-        cols["id"][rows] = ids
-        cols["value"][rows] = values
-        self._optimizer.initialize(cols, rows)
-        cols["last_seen"][rows] = self._step
+        cols["id"][where] = ids
+        cols["value"][where] = values
+        self._optimizer.initialize(cols, where)
+        cols["last_seen"][where] = self._step
         for name in self._meta[1:]:
-            cols[name][rows] = 0.0
+            cols[name][where] = 0.0
         self._index.insert(ids, rows)
         return rows
 

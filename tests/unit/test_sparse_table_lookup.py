@@ -1,0 +1,122 @@
+"""SparseTable lookups: rows created on first use, deterministic initial values."""
+import numpy as np
+import pytest
+
+from psjob.tables import (
+    InitializerConfig, OptimizerConfig, SparseTable, TableConfig, shard_of,
+)
+
+I64 = np.iinfo(np.int64)
+EXTREMES = np.array([I64.min, I64.min + 1, -(2**40), -1, 0, 1, 2**53 + 1, I64.max - 1, I64.max], np.int64)
+
+
+def table(dim=8, **kw):
+    return SparseTable(TableConfig("emb", dim, **kw))
+
+
+def test_ids_at_the_int64_extremes_get_distinct_rows_that_persist():
+    t = table()
+    first = t.lookup(EXTREMES)
+    assert first.shape == (EXTREMES.size, 8) and first.dtype == np.float32
+    assert np.unique(first, axis=0).shape[0] == EXTREMES.size
+    np.testing.assert_array_equal(t.lookup(EXTREMES[::-1]), first[::-1])
+    assert len(t) == EXTREMES.size
+
+
+def test_repeated_ids_in_one_batch_create_one_row_and_read_the_same_values():
+    t = table()
+    out = t.lookup([5, 5, -5, 5])
+    np.testing.assert_array_equal(out[0], out[1])
+    np.testing.assert_array_equal(out[0], out[3])
+    assert len(t) == 2
+    s = t.stats()
+    assert (s.admitted, s.misses, s.hits) == (2, 4, 0)
+    t.lookup([5, -5])
+    assert (t.stats().hits, t.stats().misses) == (2, 4)
+
+
+def test_lookup_without_create_reads_zeros_and_stores_nothing():
+    t = table()
+    stored = t.lookup([1])
+    out = t.lookup([1, 2], create=False)
+    np.testing.assert_array_equal(out[0], stored[0])
+    np.testing.assert_array_equal(out[1], np.zeros(8, np.float32))
+    assert len(t) == 1 and t.stats().admitted == 1
+
+
+def test_the_returned_rows_belong_to_the_caller():
+    t = table()
+    out = t.lookup([3])
+    saved = out.copy()
+    out[:] = 99.0
+    np.testing.assert_array_equal(t.lookup([3]), saved)
+
+
+def test_initial_rows_do_not_depend_on_arrival_order_batching_or_shard_count():
+    rng = np.random.default_rng(0)
+    ids = np.unique(rng.integers(I64.min, I64.max, size=3000, dtype=np.int64))
+    ids = np.concatenate([ids, EXTREMES])
+    cfg = TableConfig("emb", 8, seed=11, initializer=InitializerConfig("truncated_normal", std=0.5))
+    reference = SparseTable(cfg).lookup(ids)
+    # Reverse order, small batches, on one table.
+    one = SparseTable(cfg)
+    for chunk in np.array_split(ids[::-1], 17):
+        one.lookup(chunk)
+    np.testing.assert_array_equal(one.lookup(ids, create=False), reference)
+    # Spread over 3 and over 5 pservers by shard_of, each shard fed in shuffled order.
+    for shards in (3, 5):
+        owner = shard_of(ids, shards)
+        tables = [SparseTable(cfg) for _ in range(shards)]
+        for i, t in enumerate(tables):
+            mine = ids[owner == i]
+            t.lookup(mine[rng.permutation(mine.size)])
+        got = np.empty_like(reference)
+        for i, t in enumerate(tables):
+            got[owner == i] = t.lookup(ids[owner == i], create=False)
+        np.testing.assert_array_equal(got, reference)
+
+
+def test_seed_and_table_name_change_the_initial_rows():
+    ids = np.arange(50, dtype=np.int64)
+    base = SparseTable(TableConfig("a", 4, seed=1)).lookup(ids)
+    assert not np.array_equal(base, SparseTable(TableConfig("a", 4, seed=2)).lookup(ids))
+    assert not np.array_equal(base, SparseTable(TableConfig("b", 4, seed=1)).lookup(ids))
+    np.testing.assert_array_equal(base, SparseTable(TableConfig("a", 4, seed=1)).lookup(ids))
+
+
+@pytest.mark.parametrize("init, check", [
+    (InitializerConfig("uniform", low=-0.5, high=0.25),
+     lambda v: v.min() >= -0.5 and v.max() < 0.25 and abs(v.mean() + 0.125) < 0.01),
+    (InitializerConfig("normal", mean=1.0, std=2.0),
+     lambda v: abs(v.mean() - 1.0) < 0.03 and abs(v.std() - 2.0) < 0.03),
+    (InitializerConfig("truncated_normal", mean=0.0, std=1.0),
+     lambda v: np.abs(v).max() <= 2.0 and abs(v.std() - 0.88) < 0.02),
+    (InitializerConfig("constant", value=0.75), lambda v: (v == 0.75).all()),
+])
+def test_each_initializer_draws_from_its_distribution(init, check):
+    values = SparseTable(TableConfig("emb", 16, initializer=init)).lookup(np.arange(-8000, 8000))
+    assert check(values.astype(np.float64))
+
+
+def test_initial_columns_are_not_correlated():
+    values = SparseTable(TableConfig("emb", 4, initializer=InitializerConfig("normal", std=1.0))).lookup(
+        np.arange(20000))
+    corr = np.corrcoef(values.T.astype(np.float64))
+    assert np.abs(corr - np.eye(4)).max() < 0.05
+
+
+def test_storage_grows_past_its_initial_capacity_keeping_every_row():
+    t = SparseTable(TableConfig("emb", 4, initial_capacity=16))
+    ids = np.arange(-3000, 3000, dtype=np.int64) * 7919
+    first = np.concatenate([t.lookup(chunk) for chunk in np.array_split(ids, 30)])
+    np.testing.assert_array_equal(t.lookup(ids), first)
+    assert t.stats().capacity >= ids.size and len(t) == ids.size
+
+
+def test_stats_report_rows_and_a_resident_size_per_row():
+    t = SparseTable(TableConfig("emb", 16, optimizer=OptimizerConfig("adagrad")))
+    t.lookup(np.arange(50_000))
+    s = t.stats()
+    assert s.rows == 50_000 and s.admitted == 50_000 and s.rejected == 0 and s.evicted == 0
+    raw = 8 + 64 + 64
+    assert raw <= s.bytes / s.rows <= 2 * raw
