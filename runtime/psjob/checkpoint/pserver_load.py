@@ -1,76 +1,180 @@
-"""Load a pserver's slices out of a whole-model save (`fleet.init_server(model_dir)`).
+"""A pserver loads its part of a whole-model save (seed 002's `_load_distributed_persistables`).
 
-A model saved by trainer 0 (`fluid.io.save_persistables` on the original
-program, psjob.vars format) holds every parameter and optimizer accumulator
-whole. A pserver needs only the slices it hosts: the transpiler's
-`VarsDistributed` overview says, for each pserver variable, which origin it
-slices and at which element offset. Variables saved under their own name
-(not sliced) load directly; a distributed lookup table loads the rows of the
-ids its shard owns (transpiler.placement). Everything is read and checked
-before the scope is touched: a missing or mis-shaped variable raises and the
-pserver keeps its startup values.
+Trainer 0 saves every parameter and optimizer accumulator whole (it pulls the
+slices and reassembles them), and the pservers save the distributed table
+by feature id. A pserver needs only what it hosts. For each variable of its
+program (the main or the startup program — both declare the same ones):
+
+    saved under its own name          loaded whole (unsliced parameters,
+                                      accumulators, learning rates, counters)
+    a slice in the overview           cut out of the saved origin at the
+                                      slice's element offset (parameter blocks
+                                      and param-shaped accumulators such as
+                                      `<p>_moment1_0.block1`; origin-shaped
+                                      ones such as `<p>_beta1_pow_acc_0.block1`
+                                      are the whole origin)
+    the distributed table             the rows of the ids the placement gives
+                                      this pserver (tables.load_shard)
+
+so a checkpoint written with N pservers loads into M. Everything is read and
+checked (sha256, shapes) before the scope is touched: a bad file raises
+CheckpointError and the pserver keeps its previous values.
+
+`restore_newest` walks the checkpoints of a root newest first and falls back
+to an older one when a file turns out to be corrupt, logging why.
 """
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
-from ..fluid import io as fio
-from ..fluid.core import global_scope
-from ..fluid.transpiler import placement
+from ..fluid.core import global_scope, to_numpy
+from .format import CheckpointError, CorruptFileError, read_manifest, read_var
+from .pserver_side import is_state_var
+from .store import committed, mark_corrupt
+from .tables import load_shard
+
+log = logging.getLogger("psjob.checkpoint")
 
 
 def _piece(arr: np.ndarray, offset: int, shape) -> np.ndarray:
     size = int(np.prod(shape)) if len(shape) else 1
     flat = arr.reshape(-1)
     if offset + size > flat.size:
-        raise fio.CheckpointError(f"slice at offset {offset} of {size} elements exceeds the saved "
-                                  f"variable's {flat.size}")
+        raise CheckpointError(f"slice at offset {offset} of {size} elements exceeds the saved "
+                              f"variable's {flat.size}")
     return flat[offset:offset + size].reshape(shape)
 
 
-def load_pserver_slices(executor, dirname, pserver_program, overview, endpoint, scope=None):
-    scope = scope or global_scope()
-    manifest = fio._read_manifest(dirname)
-    saved = manifest["vars"]
-    block = pserver_program.global_block()
-    table = pserver_program._distributed_lookup_table
-    loaded, missing, cache = {}, [], {}
+def _endpoint_of(program, endpoint):
+    if endpoint:
+        return endpoint
+    ep = getattr(program, "_ps_endpoint", "")
+    if not ep:
+        for op in program.global_block().ops:
+            if op.type == "listen_and_serv":
+                ep = op.attr("endpoint", "")
+    if not ep:
+        raise ValueError("loading a pserver's slices needs its endpoint: pass current_endpoint to "
+                         "DistributeTranspiler.transpile, or use the program of get_pserver_program(ep)")
+    return ep
+
+
+def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None, scope=None):
+    """Load this pserver's variables from the save in `dirname`; (loaded names, missing names)."""
+    scope = scope if scope is not None else global_scope()
+    overview = overview if overview is not None else getattr(program, "_parameters_on_pservers", None)
+    endpoint = _endpoint_of(program, endpoint)
+    manifest = read_manifest(dirname)
+    saved, saved_tables = manifest["vars"], manifest.get("tables", {})
+    placement = _table_placement(program, endpoint)
+    table = placement[0] if placement else None
+    cache: dict = {}
+    npz: dict = {}
 
     def read(name):
         if name not in cache:
-            cache[name] = fio._read_array(dirname, saved[name], name, {})
+            cache[name] = read_var(dirname, name, saved[name], npz)
         return cache[name]
 
-    for var in block.vars.values():
-        if not fio.is_persistable(var):
+    loaded, missing, params = {}, [], set()
+    for var in program.global_block().vars.values():
+        if not is_state_var(var):
             continue
         shape = tuple(var.shape)
-        if var.name in saved:
-            arr = read(var.name)
-        else:
-            dv = overview.get_distributed_var_by_slice(var.name) if overview is not None else None
-            if dv is not None and dv.origin.name in saved:
-                arr = _piece(read(dv.origin.name), dv.offset, shape)
-            elif table and var.name.startswith(table) and table in saved:
-                eps = list(pserver_program._endpoints or [])
-                k = eps.index(endpoint) if endpoint in eps else 0
-                full = read(table)
-                arr = full[placement.shard_ids(full.shape[0], k, max(1, len(eps)))]
+        dv = overview.get_distributed_var_by_slice(var.name) if overview is not None else None
+        if dv is not None and dv.vtype == "Param":
+            params.add(var.name)
+        if var.name == table:
+            params.add(var.name)
+            if table in saved_tables:
+                current = scope.vars.get(table)
+                if current is None:
+                    raise CheckpointError(f"table {table!r} has no value in the scope: run the pserver "
+                                          "startup program before loading")
+                arr = load_shard(dirname, table, saved_tables[table], to_numpy(current), placement[1],
+                                 placement[2])
+            elif table in saved:
+                arr = read(table)[_table_ids(read(table).shape[0], placement)]
             else:
                 missing.append(var.name)
                 continue
+        elif var.name in saved:
+            arr = read(var.name)
+        elif dv is not None and dv.origin.name in saved:
+            origin = read(dv.origin.name)
+            if tuple(origin.shape) != tuple(dv.origin.shape):
+                raise CheckpointError(f"{dirname}: {dv.origin.name!r} was saved with shape {list(origin.shape)}, "
+                                      f"this job's program declares {list(dv.origin.shape)}")
+            arr = _piece(origin, dv.offset, shape) if dv.is_slice else origin
+        else:
+            missing.append(var.name)
+            continue
         if shape and tuple(arr.shape) != shape:
-            raise fio.CheckpointError(f"{dirname}: {var.name!r} would load shape {list(arr.shape)}, the pserver "
-                                      f"program declares {list(shape)}")
-        loaded[var.name] = np.array(arr, dtype=var.dtype, copy=True)
-    params = {p.name for p in block.all_parameters()} | {
-        v.name for v in block.vars.values() if fio.is_persistable(v) and overview is not None
-        and (overview.get_distributed_var_by_slice(v.name) or None) is not None
-        and overview.get_distributed_var_by_slice(v.name).vtype == "Param"}
+            raise CheckpointError(f"{dirname}: {var.name!r} would load shape {list(arr.shape)}, the pserver "
+                                  f"program declares {list(shape)}")
+        # Dense arrays may be shared by several variables (cached origins): each gets its own
+        # copy. The table's shard is this pserver's alone; a copy of it would double the peak.
+        loaded[var.name] = (np.asarray(arr, dtype=var.dtype) if var.name == table
+                            else np.array(arr, dtype=var.dtype, copy=True))
     lost = sorted(set(missing) & params)
     if lost:
-        raise fio.CheckpointError(f"{dirname} lacks parameters this pserver holds: {', '.join(lost[:8])}")
+        raise CheckpointError(f"{dirname} lacks parameters this pserver holds: {', '.join(lost[:8])}")
     xp = executor.xp
     for name, arr in loaded.items():
         scope.vars[name] = arr if xp is np else xp.asarray(arr)
+    if missing:
+        log.warning("pserver %s: %s holds no %s; they keep their startup values", endpoint, dirname,
+                    ", ".join(missing[:8]))
     return sorted(loaded), missing
+
+
+def _table_placement(program, endpoint):
+    table = getattr(program, "_distributed_lookup_table", None)
+    if not table:
+        return None
+    eps = list(getattr(program, "_endpoints", None) or [])
+    if endpoint not in eps:
+        raise ValueError(f"endpoint {endpoint!r} is not one of the job's pservers {eps}")
+    return table, eps.index(endpoint), len(eps)
+
+
+def _table_ids(height, placement):
+    from ..fluid.transpiler import placement as place
+    return place.shard_ids(height, placement[1], placement[2])
+
+
+def report_fallback(path, exc) -> None:
+    log.warning("checkpoint %s is unusable (%s); falling back to the previous good checkpoint", path, exc)
+    print(f"[psjob] checkpoint {path} is unusable ({exc}); falling back to the previous good checkpoint",
+          flush=True)
+
+
+def restore_newest(executor, root, program, scope=None, endpoint=None):
+    """Load the newest checkpoint under root that loads cleanly; its CheckpointInfo, or None if
+    root holds none. Raises CheckpointError if checkpoints exist but none can be loaded."""
+    problems = []
+    for info in committed(root):
+        try:
+            if not info.ok:  # found by a stat: a missing or truncated file, or marked corrupt
+                raise CheckpointError(info.reason)
+            load_pserver_slices(executor, info.path, program, endpoint=endpoint, scope=scope)
+        except CheckpointError as exc:
+            problems.append(f"{info.path}: {exc}")
+            if isinstance(exc, CorruptFileError):
+                mark_corrupt(info.path, str(exc))
+            report_fallback(info.path, exc)
+            continue
+        # serve() restores again at start-up: it skips the load when this is still the newest.
+        program._psjob_restored_from = info.path
+        msg = f"[psjob] pserver {_endpoint_of(program, endpoint)} restored step {info.step} from {info.path}"
+        if problems:
+            msg += f" (skipped {len(problems)} newer unusable checkpoint(s))"
+        print(msg, flush=True)
+        log.info(msg)
+        return info
+    if problems:
+        raise CheckpointError(f"no checkpoint under {root} could be loaded:\n  " + "\n  ".join(problems))
+    log.info("no complete checkpoint under %s yet; keeping the startup values", root)
+    return None

@@ -24,6 +24,8 @@ init_server = fleet.init_server
 run_server = fleet.run_server
 init_worker = fleet.init_worker
 stop_worker = fleet.stop_worker
+save_persistables = fleet.save_persistables
+save_inference_model = fleet.save_inference_model
 
 
 def __getattr__(name):

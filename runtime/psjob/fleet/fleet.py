@@ -49,6 +49,7 @@ class Fleet:
         self._pserver_startup = None
         self._service = None
         self._executor: Executor | None = None
+        self._heter = None  # fleet/heter.py HeterRuntime in a heter job
 
     # -- roles --------------------------------------------------------------------------
     def init(self, role_maker=None, is_collective=False):
@@ -65,7 +66,11 @@ class Fleet:
         return self._role_maker
 
     def is_server(self):
-        return self._rm().is_server()
+        # As in Fleet 2.0, heter trainers take the server path (init_server/run_server).
+        return self._rm().is_server() or self._rm().is_heter_worker()
+
+    def is_heter_worker(self):
+        return self._rm().is_heter_worker()
 
     def is_worker(self):
         return self._rm().is_worker()
@@ -108,6 +113,11 @@ class Fleet:
         rm = self._rm()
         main = loss.block.program
         startup = startup_program or framework.default_startup_program()
+        from .heter import HeterRuntime
+        self._heter = HeterRuntime.for_job(rm, self._strategy, main)
+        if rm.is_heter_worker():
+            self._heter.keep_programs(main, startup)  # sections are split per trainer in init_server
+            return
         if self._strategy.mode == "geo":
             # Keep the single-machine program (with its optimizers) for the trainers.
             self._origin_main, self._origin_startup = main.clone(), startup.clone()
@@ -131,21 +141,43 @@ class Fleet:
         else:
             self.main_program = t.get_trainer_program(wait_port=False)
             self.startup_program = t.get_trainer_startup_program()
+            if self._heter is not None:
+                self._heter.split_trainer(t, self.main_program, self.startup_program)
 
     # -- servers ------------------------------------------------------------------------
     def init_server(self, model_dir=None, **kwargs):
+        """Run this pserver's startup program; with model_dir, load its slices of a saved model.
+
+        model_dir is a whole-model save (trainer 0's save_persistables: dense variables
+        whole, the distributed table by feature id — from any number of pservers) or a
+        checkpoint root, whose newest good checkpoint is loaded (an older one when the
+        newest is corrupt). A bad save raises and corrupts nothing."""
         if not self.is_server():
             raise FleetError("init_server() is for pservers (fleet.is_server())")
+        if self.is_heter_worker():
+            if self._heter is None:
+                raise FleetError("call distributed_optimizer(...).minimize(loss) before init_server()")
+            return self._heter.init_server()
         if self._pserver_program is None:
             raise FleetError("call distributed_optimizer(...).minimize(loss) before init_server()")
         self._executor = self._executor or Executor()
         self._executor.run(self._pserver_startup)
         if model_dir:
-            from ..checkpoint.pserver_load import load_pserver_slices
-            load_pserver_slices(self._executor, model_dir, self._pserver_program,
-                                self._transpiler.vars_overview, self._rm().current_endpoint())
+            import os
+            from ..checkpoint import pserver_load, store
+            from ..checkpoint.format import CheckpointError
+            if not os.path.isdir(model_dir):
+                raise ValueError(f"There is no directory named '{model_dir}'")
+            if store.is_checkpoint_root(model_dir):
+                if pserver_load.restore_newest(self._executor, model_dir, self._pserver_program) is None:
+                    raise CheckpointError(f"{model_dir!r} holds no complete checkpoint")
+            else:
+                pserver_load.load_pserver_slices(self._executor, model_dir, self._pserver_program,
+                                                 self._transpiler.vars_overview, self._rm().current_endpoint())
 
     def run_server(self):
+        if self._heter is not None and self.is_heter_worker():
+            return self._heter.run_server()
         if self._executor is None:
             raise FleetError("call init_server() before run_server()")
         self._executor.run(self._pserver_program)
@@ -180,17 +212,98 @@ class Fleet:
         self._service = service
         self._client = client
         client_service.install(service)
+        if self._heter is not None:
+            self._heter.init_worker(token_from_env())
 
     def stop_worker(self):
         from ..ps import client_service
         if self._service is None:
             raise FleetError("stop_worker() without init_worker()")
         try:
-            self._service.complete()
+            try:
+                if self._heter is not None:
+                    self._heter.stop_worker()  # first: the heter trainer flushes this trainer's pushes
+            finally:
+                self._service.complete()
         finally:
             client_service.install(None)
             self._client.close()
             self._service = None
+
+    # -- saving (seed 000's save_persistables / save_inference_model) ----------------------
+    @staticmethod
+    def _check_save_args(api, executor, main_program):
+        from ..fluid.executor import CompiledProgram, ParallelExecutor
+        if isinstance(executor, ParallelExecutor):
+            raise TypeError(f"in fleet.{api}() function, executor must be as Executor type, "
+                            "ParallelExecutor is not allowed")
+        if not isinstance(executor, Executor):
+            raise TypeError(f"in fleet.{api}() function, executor must be as Executor type")
+        if isinstance(main_program, CompiledProgram):
+            raise TypeError(f"in fleet.{api}() function, main_program must be as Program type, "
+                            "CompiledProgram is not allowed")
+        if main_program is not None and not isinstance(main_program, Program):
+            raise TypeError(f"in fleet.{api}() function, main_program must be a Program, got "
+                            f"{type(main_program).__name__}")
+
+    def _checkpoint_target(self, program=None):
+        """(program, DistInfo) a save reads: the transpiled trainer program, or in geo mode the
+        local program, whose parameters (not optimizer state) live on the pservers."""
+        from ..checkpoint.distributed import DistInfo
+        from ..fluid.transpiler.vars_distributed import VarsDistributed
+        rm = self._rm()
+        if not rm.is_worker():
+            raise FleetError("saving is for trainers (fleet.is_worker()); trainer 0 saves the whole model")
+        if self._transpiler is None:
+            raise FleetError("call distributed_optimizer(...).minimize(loss) before saving")
+        program = program if program is not None else self.main_program
+        overview = self._transpiler.vars_overview
+        if self.mode == "geo":  # trainers run the optimizers; pservers hold parameters only
+            overview = VarsDistributed([dv for dv in overview.distributed_vars if dv.vtype == "Param"])
+        table = self._transpiler.plan.table
+        dist = DistInfo(overview, tuple(rm.get_pserver_endpoints()), table.name if table else None,
+                        rm.worker_index(), rm.worker_index() == 0)
+        return program, dist
+
+    def save_persistables(self, executor, dirname, main_program=None, **kwargs):
+        """Save every persistable of the job into dirname (call it on trainer 0).
+
+        Trainer 0 pulls the pservers' parameter and optimizer slices and writes them
+        whole, the pservers write their distributed-table shards keyed by feature id,
+        and the manifest goes in last; other trainers save only what they hold."""
+        from ..checkpoint import distributed
+        from ..fluid import io
+        self._check_save_args("save_persistables", executor, main_program)
+        program, dist = self._checkpoint_target(main_program)
+        if not dist.is_chief:
+            remote = distributed.remote_groups(program, dist)
+            io.save_vars(executor, dirname, program, vars=distributed.local_vars(program, dist, remote))
+            return None
+        return distributed.save(executor, dirname, program, dist,
+                                distributed.SaveRequest(mode=self.mode, kind="persistables"))
+
+    def save_inference_model(self, executor, dirname, feeded_var_names, target_vars, main_program=None,
+                             export_for_deployment=True):
+        """A pruned `__model__` for inference plus its parameters (from the pservers).
+
+        Without main_program the original, untranspiled program is pruned (lookups of the
+        distributed table stay local lookups, so load_inference_model(_distributed) serves
+        it in one process, the table assembled from its shards)."""
+        from ..fluid import io
+        self._check_save_args("save_inference_model", executor, main_program)
+        if main_program is not None:
+            return io.save_inference_model(dirname, feeded_var_names, target_vars, executor, main_program,
+                                           export_for_deployment=export_for_deployment)
+        program, dist = self._checkpoint_target(self._transpiler._origin)
+        if not dist.is_chief:
+            raise FleetError("save_inference_model writes the whole model: call it on trainer 0")
+        inference = program.clone()
+        inference._is_distributed, inference._is_chief = True, True
+        inference._endpoints, inference._ps_endpoint = list(dist.endpoints), ""
+        inference._distributed_lookup_table = dist.table
+        inference._parameters_on_pservers = dist.overview
+        return io.save_inference_model(dirname, feeded_var_names, target_vars, executor, inference,
+                                       export_for_deployment=export_for_deployment)
 
 
 class DistributedOptimizer:

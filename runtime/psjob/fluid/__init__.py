@@ -10,6 +10,7 @@ from .backward import append_backward, gradients  # noqa: F401
 from .core import (CPUPlace, CUDAPinnedPlace, CUDAPlace, LoDTensor, Scope, SelectedRows,  # noqa: F401
                    create_lod_tensor, global_scope, is_compiled_with_cuda, scope_guard)
 from .data_feeder import DataFeeder  # noqa: F401
+from .device_guard import device_guard  # noqa: F401
 from .executor import CompiledProgram, Executor, ParallelExecutor  # noqa: F401
 from .framework import (OpRole, Parameter, Program, Variable, default_main_program,  # noqa: F401
                         default_startup_program, name_scope, program_guard)

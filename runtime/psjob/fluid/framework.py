@@ -25,6 +25,10 @@ GRAD_SUFFIX = "@GRAD"
 EMPTY_VAR_NAME = "@EMPTY@"
 OP_ROLE_ATTR_NAME = "op_role"
 OP_ROLE_VAR_ATTR_NAME = "op_role_var"
+OP_DEVICE_ATTR_NAME = "op_device"
+# The device named by the innermost fluid.device_guard (device_guard.py sets
+# it); forward ops appended meanwhile carry it as their `op_device`.
+_current_device: str | None = None
 
 
 class OpRole(enum.IntFlag):
@@ -360,6 +364,8 @@ class Block:
         attrs.setdefault(OP_ROLE_ATTR_NAME, int(self.program._current_role))
         if OP_ROLE_VAR_ATTR_NAME not in attrs and self.program._op_role_var:
             attrs[OP_ROLE_VAR_ATTR_NAME] = list(self.program._op_role_var)
+        if _current_device is not None and self.program._current_role == OpRole.Forward:
+            attrs.setdefault(OP_DEVICE_ATTR_NAME, _current_device)
         op = Operator(self, type, inputs, outputs, attrs)
         from .ops.registry import infer_shape  # ops import framework; late import
         infer_shape(op)

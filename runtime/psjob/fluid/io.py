@@ -1,13 +1,16 @@
 """Saving and loading variables, parameters and inference models.
 
-On-disk format (version 1), one directory per save:
+On-disk format (version 1), one directory per save (docs/checkpoints.md):
 
     <dirname>/<var name>         one .npy file per variable (numpy's format,
                                  loaded with allow_pickle=False), or
     <dirname>/<filename>         all variables in one .npz when `filename` is given
-    <dirname>/__manifest__.json  {"format": "psjob.vars", "version": 1,
+    <dirname>/__tables__/...     distributed-table shards keyed by feature id
+                                 (distributed saves only)
+    <dirname>/__manifest__.json  {"format": "psjob.vars", "version": 1, "time": ...,
                                   "vars": {name: {"file", "shape", "dtype",
-                                  "bytes", "sha256", "lod"}}}
+                                  "bytes", "sha256", "lod", "file_bytes"}},
+                                  "tables": {...}, "step": ...}  (optional keys)
     <dirname>/__model__          (inference models) the pruned program plus its
                                  feed and fetch names, as psjob.program JSON
 
@@ -15,32 +18,35 @@ Every file is written under a temporary name and renamed into place, and the
 manifest is renamed in last, so a crash mid-save never leaves a directory
 that loads as complete. Loading checks each file's checksum, shape and dtype
 against the manifest and the program before anything is written into the
-scope: a bad file raises and the scope keeps its previous values.
+scope: a bad file raises and the scope keeps its previous values. The byte
+format lives in psjob.checkpoint.format, shared with distributed checkpoints.
 
-Distributed checkpoints (sharded tables, pserver slices) build on this format
-in psjob.checkpoint.
+Transpiled programs (`program._is_distributed`) are saved and loaded the
+seed's distributed way: `save_persistables` on trainer 0's program pulls the
+pservers' slices and has them save the distributed table
+(psjob.checkpoint.distributed); `load_persistables` on a pserver's main or
+startup program loads just that pserver's slices (psjob.checkpoint.pserver_load).
+Those modules are imported when used: they sit above the framework.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 
 import numpy as np
 
+from ..checkpoint.format import (FORMAT, MANIFEST, VERSION, CheckpointError, array_sha256,  # noqa: F401
+                                 atomic_write, new_manifest, read_manifest, read_var, write_array,
+                                 write_manifest)
 from .core import SelectedRows, global_scope, to_numpy
-from .executor import Executor
+from .executor import Executor, ParallelExecutor
 from .framework import Parameter, Program, Variable, VarType, default_main_program
 
-MANIFEST = "__manifest__.json"
 MODEL_FILE = "__model__"
-FORMAT = "psjob.vars"
-VERSION = 1
-
-
-class CheckpointError(ValueError):
-    """A saved directory or file is missing, corrupt, or does not fit the program."""
+__all__ = ["CheckpointError", "save_vars", "save_params", "save_persistables", "load_vars", "load_params",
+           "load_persistables", "save_inference_model", "load_inference_model",
+           "load_inference_model_distributed", "is_parameter", "is_persistable", "is_belong_to_optimizer",
+           "get_program_parameter", "get_program_persistable_vars"]
 
 
 # -- predicates -------------------------------------------------------------------------
@@ -57,9 +63,11 @@ def is_belong_to_optimizer(var) -> bool:
     return is_persistable(var) and not is_parameter(var)
 
 
-def _check_executor(executor):
+def _check_executor(executor, api="fluid.io"):
+    if isinstance(executor, ParallelExecutor):
+        raise TypeError(f"in {api}, executor must be an Executor; ParallelExecutor is not allowed")
     if not isinstance(executor, Executor):
-        raise TypeError(f"executor must be a fluid.Executor, got {type(executor).__name__}")
+        raise TypeError(f"in {api}, executor must be a fluid.Executor, got {type(executor).__name__}")
 
 
 def _check_program(program):
@@ -82,27 +90,6 @@ def _select(program, vars, predicate):
     return [v for v in program.list_vars() if predicate is None or predicate(v)]
 
 
-# -- atomic file helpers ------------------------------------------------------------------
-
-def _sha256(arr: np.ndarray) -> str:
-    return hashlib.sha256(memoryview(np.ascontiguousarray(arr)).cast("B")).hexdigest()
-
-
-def _atomic_write(path: str, write):
-    d = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _value_to_array(name, value) -> np.ndarray:
     if isinstance(value, SelectedRows):
         value = value.to_dense()
@@ -118,33 +105,37 @@ def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     scope = scope or global_scope()
     selected = _select(program, vars, predicate)
     os.makedirs(dirname, exist_ok=True)
-    arrays, entries = {}, {}
+    arrays, lods = {}, {}
     for var in selected:
         name = var.name if isinstance(var, Variable) else var
         if name not in scope.vars:
             raise CheckpointError(f"cannot save {name!r}: it has no value in the scope "
                                   "(run the startup program first)")
-        arr = _value_to_array(name, scope.vars[name])
-        arrays[name] = arr
-        entries[name] = {"file": filename or name, "shape": list(arr.shape), "dtype": arr.dtype.name,
-                         "bytes": int(arr.nbytes), "sha256": _sha256(arr),
-                         "lod": [np.asarray(level).tolist() for level in scope.lods.get(name, [])]}
+        arrays[name] = _value_to_array(name, scope.vars[name])
+        lods[name] = [np.asarray(level).tolist() for level in scope.lods.get(name, [])]
+    entries = {}
     if filename is None:
         for name, arr in arrays.items():
-            _atomic_write(os.path.join(dirname, name), lambda f, a=arr: np.save(f, a, allow_pickle=False))
+            entries[name] = write_array(os.path.join(dirname, name), arr)
+            entries[name]["file"] = name
     else:
-        _atomic_write(os.path.join(dirname, filename), lambda f: np.savez(f, **arrays))
+        atomic_write(os.path.join(dirname, filename), lambda f: np.savez(f, **arrays))
+        for name, arr in arrays.items():
+            entries[name] = {"file": filename, "shape": list(arr.shape), "dtype": arr.dtype.name,
+                             "bytes": int(arr.nbytes), "sha256": array_sha256(arr)}
+    for name in entries:
+        entries[name]["lod"] = lods[name]
     _write_manifest(dirname, entries)
 
 
 def _write_manifest(dirname, entries):
-    doc = {"format": FORMAT, "version": VERSION, "vars": entries}
+    doc = new_manifest(entries)
     existing = _read_manifest(dirname, required=False)
     if existing:  # several saves into one directory accumulate
         existing["vars"].update(entries)
+        existing["time"] = doc["time"]
         doc = existing
-    data = json.dumps(doc, indent=1, sort_keys=True).encode()
-    _atomic_write(os.path.join(dirname, MANIFEST), lambda f: f.write(data))
+    write_manifest(dirname, doc)
 
 
 def save_params(executor, dirname, main_program=None, filename=None):
@@ -152,43 +143,58 @@ def save_params(executor, dirname, main_program=None, filename=None):
 
 
 def save_persistables(executor, dirname, main_program=None, filename=None):
-    save_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename)
+    """Every persistable of the program. On a transpiled trainer program this is the seed's
+    distributed save (trainer 0 writes the whole model; see _save_distributed_persistables)."""
+    program = _check_program(main_program)
+    if getattr(program, "_is_distributed", False):
+        if filename is not None:
+            raise ValueError("distributed save_persistables writes one file per variable; filename "
+                             "is not supported")
+        return _save_distributed_persistables(executor, dirname, program)
+    save_vars(executor, dirname, program, predicate=is_persistable, filename=filename)
+
+
+def _save_distributed_persistables(executor, dirname, main_program, scope=None):
+    """save_persistables of a transpiled trainer program (seed 002).
+
+    Trainer 0 (the chief) saves everything: its own persistables, every parameter
+    and optimizer slice pulled from the pservers and reassembled whole (recv_save),
+    the pservers' state (LR counters) and the distributed table, whose shards the
+    pservers write themselves (checkpoint_notify); the manifest goes last. Other
+    trainers save only what they hold, as the seed does."""
+    from ..checkpoint import distributed
+    _check_executor(executor, "save_persistables")
+    if not isinstance(main_program, Program):
+        raise TypeError("'main_program' should be an instance of Program.")
+    if not main_program._is_distributed:
+        raise ValueError("'_save_distributed_persistables' just be designed for distributed training.")
+    dist = distributed.DistInfo.of(main_program)
+    if not dist.is_chief:
+        remote = distributed.remote_groups(main_program, dist)
+        save_vars(executor, dirname, main_program, vars=distributed.local_vars(main_program, dist, remote),
+                  scope=scope)
+        return None
+    return distributed.save(executor, dirname, main_program, dist, scope=scope)
 
 
 # -- load ---------------------------------------------------------------------------------
 
 def _read_manifest(dirname, required=True):
-    path = os.path.join(dirname, MANIFEST)
-    if not os.path.exists(path):
-        if required:
-            raise CheckpointError(f"{dirname!r} has no {MANIFEST}: not a complete psjob save "
-                                  "(an interrupted save, or the wrong directory)")
-        return None
-    try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path}: unreadable manifest: {exc}") from exc
-    if doc.get("format") != FORMAT or doc.get("version") != VERSION:
-        raise CheckpointError(f"{path}: format {doc.get('format')!r} version {doc.get('version')!r} "
-                              f"is not {FORMAT!r} version {VERSION}")
-    return doc
+    return read_manifest(dirname, required=required)
 
 
 def _read_array(dirname, entry, name, npz_cache) -> np.ndarray:
-    path = os.path.join(dirname, entry["file"])
-    try:
-        if entry["file"] != name:  # combined file
-            if path not in npz_cache:
-                npz_cache[path] = np.load(path, allow_pickle=False)
-            arr = npz_cache[path][name]
-        else:
-            arr = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, KeyError, EOFError) as exc:
-        raise CheckpointError(f"cannot read {name!r} from {path}: {exc}") from exc
-    if _sha256(arr) != entry["sha256"]:
-        raise CheckpointError(f"{path}: checksum mismatch for {name!r} (file corrupt or truncated)")
-    return arr
+    return read_var(dirname, name, entry, npz_cache)
+
+
+def _check_fits(name, arr, var):
+    want = tuple(var.shape)
+    if want and (len(want) != arr.ndim or any(w >= 0 and w != a for w, a in zip(want, arr.shape))):
+        raise CheckpointError(f"loading {name!r}: the file holds shape {list(arr.shape)} but the "
+                              f"program declares {list(want)}")
+    if arr.dtype.name != var.dtype:
+        raise CheckpointError(f"loading {name!r}: the file holds {arr.dtype.name}, "
+                              f"the program declares {var.dtype}")
 
 
 def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None,
@@ -197,22 +203,25 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     program = _check_program(main_program)
     scope = scope or global_scope()
     manifest = _read_manifest(dirname)
+    tables = manifest.get("tables", {})
     selected = _select(program, vars, predicate)
     loaded, npz_cache = {}, {}
     for var in selected:
         name = var.name
         entry = manifest["vars"].get(name)
+        if entry is None and name in tables:
+            # A distributed table saved as shards by id: the single-process view is the whole table.
+            from ..checkpoint.tables import assemble
+            height = var.shape[0] if var.shape and var.shape[0] >= 0 else None
+            arr = assemble(dirname, name, tables[name], height)
+            _check_fits(name, arr, var)
+            loaded[name] = (arr, [])
+            continue
         if entry is None:
             raise CheckpointError(f"{dirname!r} holds no variable {name!r} "
                                   f"(it has: {', '.join(sorted(manifest['vars'])[:10])}...)")
         arr = _read_array(dirname, entry, name, npz_cache)
-        want = tuple(var.shape)
-        if want and (len(want) != arr.ndim or any(w >= 0 and w != a for w, a in zip(want, arr.shape))):
-            raise CheckpointError(f"loading {name!r}: the file holds shape {list(arr.shape)} but the "
-                                  f"program declares {list(want)}")
-        if arr.dtype.name != var.dtype:
-            raise CheckpointError(f"loading {name!r}: the file holds {arr.dtype.name}, "
-                                  f"the program declares {var.dtype}")
+        _check_fits(name, arr, var)
         loaded[name] = (arr, entry.get("lod") or [])
     # Only now touch the scope: a failed load leaves it as it was.
     xp = executor.xp
@@ -227,7 +236,35 @@ def load_params(executor, dirname, main_program=None, filename=None):
 
 
 def load_persistables(executor, dirname, main_program=None, filename=None):
-    load_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename)
+    """Every persistable of the program. On a pserver's transpiled program (main or startup,
+    transpiled with current_endpoint) only that pserver's slices are loaded."""
+    program = _check_program(main_program)
+    if getattr(program, "_is_distributed", False):
+        return _load_distributed_persistables(executor, dirname, program)
+    load_vars(executor, dirname, program, predicate=is_persistable, filename=filename)
+
+
+def _load_distributed_persistables(executor, dirname, main_program=None, scope=None):
+    """Load a pserver's slices of a whole-model save (seed 002), by the overview's offsets;
+    the distributed table by feature id, so the save may come from another number of pservers.
+
+    `dirname` is a save (it has a manifest) or a checkpoint root, whose newest good
+    checkpoint is loaded (falling back past corrupt ones)."""
+    from ..checkpoint import pserver_load, store
+    _check_executor(executor, "load_persistables")
+    if not isinstance(main_program, Program):
+        raise TypeError("'main_program' should be an instance of Program.")
+    if not main_program._is_distributed:
+        raise ValueError("'_load_distributed_persistables' just be designed for distributed training.")
+    if not main_program._ps_endpoint:
+        raise ValueError("'_load_distributed_persistables' need current_endpoint set in "
+                         "DistributeTranspiler.transpile")
+    if store.is_checkpoint_root(dirname):
+        info = pserver_load.restore_newest(executor, dirname, main_program, scope=scope)
+        if info is None:
+            raise CheckpointError(f"{dirname!r} holds no complete checkpoint")
+        return info
+    return pserver_load.load_pserver_slices(executor, dirname, main_program, scope=scope)
 
 
 # -- inference models ---------------------------------------------------------------------
@@ -257,19 +294,29 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_
     doc["feed"] = list(feeded_var_names)
     doc["fetch"] = [t.name for t in targets]
     data = json.dumps(doc, sort_keys=True).encode()
-    _atomic_write(os.path.join(dirname, model_filename or MODEL_FILE), lambda f: f.write(data))
+    atomic_write(os.path.join(dirname, model_filename or MODEL_FILE), lambda f: f.write(data))
     if not program_only:
-        params = [v for v in block.vars.values() if is_persistable(v)]
-        save_vars(executor, dirname, inference, vars=params, filename=params_filename)
+        if getattr(inference, "_is_distributed", False) and params_filename is None:
+            # A transpiled program: its parameters live on the pservers (trainer 0 pulls them).
+            _save_distributed_persistables(executor, dirname, inference)
+        else:
+            params = [v for v in block.vars.values() if is_persistable(v)]
+            save_vars(executor, dirname, inference, vars=params, filename=params_filename)
     return [t.name for t in targets]
 
 
 def load_inference_model(dirname, executor, model_filename=None, params_filename=None,
                          pserver_endpoints=None):
-    """Returns (program, feed_target_names, fetch_targets)."""
+    """Returns (program, feed_target_names, fetch_targets).
+
+    `pserver_endpoints`: a model saved from a transpiled trainer program looks its
+    distributed table up on pservers; these endpoints replace the ones it was saved
+    with (same count, same order), and the table is not loaded locally."""
     from .serialization import ProgramFormatError, program_from_dict
-    _check_executor(executor)
-    path = os.path.join(dirname, model_filename or MODEL_FILE)
+    _check_executor(executor, "load_inference_model")
+    if not os.path.isdir(dirname):
+        raise ValueError(f"There is no directory named '{dirname}'")
+    path = os.path.join(dirname, os.path.basename(model_filename or MODEL_FILE))
     try:
         with open(path, "rb") as f:
             doc = json.loads(f.read())
@@ -280,10 +327,51 @@ def load_inference_model(dirname, executor, model_filename=None, params_filename
         feed, fetch = doc["feed"], doc["fetch"]
     except (ProgramFormatError, KeyError) as exc:
         raise CheckpointError(f"{path} is not a psjob inference model: {exc}") from exc
-    params = [v for v in program.global_block().vars.values() if is_persistable(v)]
+    remote_tables = _remote_tables(program)
+    if pserver_endpoints:
+        _replace_endpoints(program, pserver_endpoints)
+    params = [v for v in program.global_block().vars.values()
+              if is_persistable(v) and not (pserver_endpoints and v.name in remote_tables)]
     load_vars(executor, dirname, program, vars=params, filename=params_filename)
     block = program.global_block()
     return program, feed, [block.var(n) for n in fetch]
+
+
+def load_inference_model_distributed(dirname, executor, model_filename=None, params_filename=None,
+                                     pserver_endpoints=None):
+    """Seed 002's name for load_inference_model with pserver endpoints (see there)."""
+    return load_inference_model(dirname, executor, model_filename, params_filename, pserver_endpoints)
+
+
+def _remote_tables(program) -> set:
+    return {t for b in program.blocks for op in b.ops if op.type == "prefetch"
+            for t in op.attr("table_names") or []}
+
+
+def _replace_endpoints(program, endpoints):
+    """Point a saved program's RPC ops at other pservers (Fluid's _endpoints_replacement)."""
+    if isinstance(endpoints, str):
+        endpoints = [e for e in endpoints.split(",") if e]
+    old = []
+    for b in program.blocks:
+        for op in b.ops:
+            for key in ("epmap", "endpoints"):
+                for ep in op.attr(key) or []:
+                    if ep not in old:
+                        old.append(ep)
+    if not old:
+        return
+    if len(old) != len(endpoints):
+        raise ValueError(f"the model was saved for {len(old)} pserver(s) ({', '.join(old)}); "
+                         f"{len(endpoints)} endpoint(s) given")
+    mapping = dict(zip(old, endpoints))
+    for b in program.blocks:
+        for op in b.ops:
+            for key in ("epmap", "endpoints"):
+                if op.attr(key):
+                    op.attrs[key] = [mapping.get(ep, ep) for ep in op.attr(key)]
+    program._endpoints = list(endpoints)
+    program._bump()
 
 
 def get_program_parameter(program):

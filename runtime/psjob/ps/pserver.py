@@ -14,7 +14,10 @@ way); the process then exits non-zero only if trainers were still active.
 
 Settings come from the process environment (psjob.roles): the endpoint to
 bind is the listen_and_serv op's `endpoint` attribute, the auth token from
-PSJOB_AUTH_TOKEN_FILE, metrics on PSJOB_METRICS_PORT.
+PSJOB_AUTH_TOKEN_FILE, metrics on PSJOB_METRICS_PORT. With
+PSJOB_CHECKPOINT_DIR set, the pserver loads its part of the newest good
+checkpoint there before serving (a restarted pserver rejoins where the job's
+last checkpoint left its shard).
 """
 from __future__ import annotations
 
@@ -42,13 +45,15 @@ class ServeOptions:
     barrier_timeout_s: float = 600.0
     grace_s: float = 2.0          # let in-flight replies drain before stopping
     max_message_bytes: int = 0    # 0 = the transport default (1 GiB)
+    checkpoint_dir: str = ""      # PSJOB_CHECKPOINT_DIR: restore the newest good checkpoint before serving
 
 
 def options_from_env(environ=None) -> ServeOptions:
     env = os.environ if environ is None else environ
     return ServeOptions(token=token_from_env(env),
                         bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
-                        max_message_bytes=int(env.get("PSJOB_RPC_MAX_MESSAGE_BYTES", "0") or 0))
+                        max_message_bytes=int(env.get("PSJOB_RPC_MAX_MESSAGE_BYTES", "0") or 0),
+                        checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", "") or "")
 
 
 def _listen_op(program: Program):
@@ -66,8 +71,16 @@ class PserverProcess:
         self.endpoint = options.endpoint or op.attr("endpoint")
         self.state = PserverState(program, scope=scope, executor=executor,
                                   options=PserverOptions(barrier_timeout_s=options.barrier_timeout_s))
+        self.state.telemetry = metrics  # checkpoint duration / last checkpoint (psjob.checkpoint)
         # The scope was initialized by the startup program the script ran.
         self.state.run_startup(Program())
+        if options.checkpoint_dir:
+            # A restarted pserver (or a resumed job) rejoins from its shard of the newest
+            # good checkpoint, before it answers anyone (psjob.checkpoint, docs/checkpoints.md).
+            if self.state.restore_from_checkpoints(options.checkpoint_dir) is not None:
+                # ... and learns from its peers which trainers completed while it was away.
+                from ..checkpoint.pserver_side import adopt_peer_completions
+                adopt_peer_completions(self.state, options.token)
         fanin = int(op.attr("Fanin", 1))
         workers = options.max_workers or max(16, 4 * fanin + 4)
         host, _, port = self.endpoint.rpartition(":")

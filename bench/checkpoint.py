@@ -1,0 +1,148 @@
+"""Benchmark: checkpoint save and load throughput of a distributed table, next to plain file I/O.
+
+    .venv/bin/python bench/checkpoint.py                  # a 1 GiB table (default)
+    .venv/bin/python bench/checkpoint.py --gib 0.25       # smaller
+    .venv/bin/python bench/checkpoint.py --dir /mnt/disk  # where the files go
+
+What runs is the real path, in one process: a transpiled job with one
+pserver (a real PserverState over its pserver program) whose distributed
+lookup table holds `--gib` GiB of float32 rows (`--width` wide), and trainer 0
+of that job, wired to it by the in-memory transport (no sockets: the network
+is not what is measured).
+
+* save: `fluid.io.save_persistables` on trainer 0's program — freeze, pull
+  the dense slices, the pserver writes its table shard (ids + values, sha256
+  hashed while written, fsync, rename), thaw, manifest last;
+* load: a fresh pserver's `restore_from_checkpoints(root)` — find the newest
+  good checkpoint, read and sha256-verify the shard, place rows by id;
+* baselines, same bytes, same run, same directory: one sequential
+  `write` + `fsync` of the table's bytes, and one sequential read of that file
+  into a preallocated array (`readinto`).
+
+Rates are MB/s of table payload (values + ids; MB = 10^6 bytes). Reads are
+likely served from the page cache (this script cannot drop it), for the
+baseline and the checkpoint alike. Files are removed at the end unless --keep.
+Memory: about 3x the table size at the peak (the pserver's shard, the loaded
+copy, the baseline buffer). The script refuses to start without 2.5x the
+table size free on the target file system.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import psjob.fluid as fluid
+from psjob.checkpoint import store
+from psjob.checkpoint.format import read_manifest
+from psjob.fluid.transpiler import DistributeTranspiler
+from psjob.fluid.transpiler.inmemory import InMemoryCluster
+from psjob.fluid.transpiler.pserver_state import PserverState
+
+EP = "127.0.0.1:6170"
+
+
+def build(rows: int, width: int):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 1
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
+        y = fluid.layers.data(name="y", shape=[1])
+        emb = fluid.layers.embedding(ids, size=[rows, width], is_sparse=True, is_distributed=True,
+                                     param_attr=fluid.ParamAttr(name="table",
+                                                                initializer=fluid.initializer.Constant(0.0)))
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(emb, 1), y))
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    t = DistributeTranspiler()
+    t.transpile(0, program=main, startup_program=startup, pservers=EP, trainers=1)
+    return t
+
+
+def plain_write(path: str, arr: np.ndarray) -> float:
+    t0 = time.perf_counter()
+    with open(path, "wb") as f:
+        f.write(memoryview(arr.reshape(-1)).cast("B"))
+        f.flush()
+        os.fsync(f.fileno())
+    return time.perf_counter() - t0
+
+
+def plain_read(path: str, like: np.ndarray) -> float:
+    out = np.empty_like(like)
+    t0 = time.perf_counter()
+    with open(path, "rb") as f:
+        f.readinto(memoryview(out.reshape(-1)).cast("B"))
+    return time.perf_counter() - t0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--gib", type=float, default=1.0, help="table size in GiB (default 1)")
+    p.add_argument("--width", type=int, default=64, help="row width (floats)")
+    p.add_argument("--dir", default=tempfile.gettempdir(), help="where to write (default: the temp dir)")
+    p.add_argument("--keep", action="store_true", help="keep the files")
+    args = p.parse_args(argv)
+    rows = int(args.gib * (1 << 30)) // (4 * args.width)
+    payload = rows * args.width * 4 + rows * 8
+    free = shutil.disk_usage(args.dir).free
+    if free < 2.5 * payload:
+        print(f"not enough space in {args.dir}: {free / 1e9:.1f} GB free, need {2.5 * payload / 1e9:.1f} GB",
+              file=sys.stderr)
+        return 2
+    work = tempfile.mkdtemp(prefix="psjob-ckpt-bench-", dir=args.dir)
+    print(f"table: {rows} rows x {args.width} float32 = {rows * args.width * 4 / 2**20:.0f} MiB values "
+          f"+ {rows * 8 / 2**20:.0f} MiB ids; files in {work} ({free / 1e9:.0f} GB free)")
+    try:
+        t = build(rows, args.width)
+        cluster = InMemoryCluster.from_transpiler(t)
+        state = cluster.handler(EP)
+        state.scope.vars["table"][...] = np.random.default_rng(0).random((rows, args.width), dtype=np.float32)
+        table = state.scope.vars["table"]
+
+        results = []
+        base_w = plain_write(os.path.join(work, "plain.bin"), table)
+        results.append(("plain sequential write + fsync", base_w))
+
+        exe, scope = cluster.executor(0), fluid.Scope()
+        exe.run(t.get_trainer_startup_program(), scope=scope)
+        prog = t.get_trainer_program(wait_port=False)
+        root = os.path.join(work, "ckpt")
+        t0 = time.perf_counter()
+        fluid.io._save_distributed_persistables(exe, os.path.join(root, store.step_dirname(1)), prog, scope=scope)
+        save_s = time.perf_counter() - t0
+        results.append(("checkpoint save (trainer 0: freeze, shard + sha256, manifest)", save_s))
+        doc = read_manifest(os.path.join(root, store.step_dirname(1)))
+        frozen_s = doc["job"]["frozen_s"]
+
+        base_r = plain_read(os.path.join(work, "plain.bin"), table)
+        results.append(("plain sequential read (readinto)", base_r))
+        main_p, startup_p = t.get_pserver_programs(EP)
+        del cluster, state, table
+        fresh = PserverState(main_p, scope=fluid.Scope(), executor=fluid.Executor())
+        fresh.run_startup(startup_p)
+        t0 = time.perf_counter()
+        info = fresh.restore_from_checkpoints(root)
+        load_s = time.perf_counter() - t0
+        assert info is not None and info.step == 1
+        results.append(("checkpoint load (pserver restore: read + sha256 verify + place)", load_s))
+
+        print(f"{'':64} {'seconds':>8} {'MB/s':>8}")
+        for name, secs in results:
+            print(f"{name:<64} {secs:8.2f} {payload / 1e6 / secs:8.0f}")
+        print(f"(training was frozen for {frozen_s:.2f}s of the save; verify: "
+              f"{'ok' if store.verify(os.path.join(root, store.step_dirname(1))) == [] else 'FAILED'})")
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""`psjob checkpoint list|inspect|verify DIR`.
+
+    list DIR       the checkpoints under a root (or the one save DIR is): step, status,
+                   time, size, variables, table shards; `*` marks the newest good one
+    inspect DIR    one save's manifest: step, position, every variable and table shard
+                   (DIR is a save, or a root: its newest good checkpoint, or --step N)
+    verify DIR     read every file and check its sha256 (a save, or every checkpoint of a
+                   root); exit status 1 naming each bad file, 0 when all are good
+
+Exit status 2 for usage errors (no such directory).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+
+from .format import MANIFEST, CheckpointError, read_manifest
+from .store import INCOMPLETE, inspect_dir, newest_good, scan, step_dirname, verify
+
+
+def _when(doc) -> str:
+    t = (doc or {}).get("time")
+    if not t:
+        return "-"
+    return dt.datetime.fromtimestamp(float(t), tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def _doc_bytes(doc) -> int:
+    total = sum(e.get("file_bytes", e.get("bytes", 0)) for e in doc.get("vars", {}).values())
+    for tdoc in doc.get("tables", {}).values():
+        for shard in tdoc.get("shards", []):
+            total += sum(e.get("file_bytes", e.get("bytes", 0)) for e in shard.get("files", {}).values())
+    return total
+
+
+def _infos(path):
+    if os.path.exists(os.path.join(path, MANIFEST)):
+        return [inspect_dir(path)]
+    return scan(path)
+
+
+def cmd_list(path, out) -> int:
+    infos = _infos(path)
+    if not infos:
+        print(f"no checkpoints under {path}", file=out)
+        return 0
+    best = newest_good(path)
+    print(f"{'':1} {'STEP':>10}  {'STATUS':<10} {'TIME':<20} {'SIZE':>10} {'VARS':>5} {'SHARDS':>6}  PATH", file=out)
+    for c in infos:
+        doc = c.manifest or {}
+        shards = sum(len(t.get("shards", [])) for t in doc.get("tables", {}).values())
+        mark = "*" if best is not None and c.path == best.path else ""
+        print(f"{mark:1} {c.step:>10}  {c.status:<10} {_when(doc):<20} {_size(_doc_bytes(doc)) if doc else '-':>10} "
+              f"{len(doc.get('vars', {})) if doc else '-':>5} {shards if doc else '-':>6}  {c.path}", file=out)
+        if c.reason and c.status != INCOMPLETE:
+            print(f"{'':14}{c.reason}", file=out)
+    return 0
+
+
+def cmd_inspect(path, step, out) -> int:
+    if step is not None:
+        path = os.path.join(path, step_dirname(step))
+    elif not os.path.exists(os.path.join(path, MANIFEST)):
+        best = newest_good(path)
+        if best is None:
+            print(f"no complete checkpoint under {path}", file=sys.stderr)
+            return 1
+        path = best.path
+    try:
+        doc = read_manifest(path)
+    except CheckpointError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    info = inspect_dir(path)
+    print(f"checkpoint {path}", file=out)
+    print(f"  format   {doc['format']} version {doc['version']}", file=out)
+    print(f"  status   {info.status}{': ' + info.reason if info.reason else ''}", file=out)
+    for key in ("step", "kind"):
+        if doc.get(key) is not None:
+            print(f"  {key:<8} {doc[key]}", file=out)
+    print(f"  time     {_when(doc)}", file=out)
+    print(f"  size     {_size(_doc_bytes(doc))}", file=out)
+    if doc.get("job"):
+        print(f"  job      {doc['job']}", file=out)
+    if doc.get("position"):
+        print(f"  position {doc['position']}", file=out)
+    for tid, pos in sorted((doc.get("trainers") or {}).items()):
+        print(f"  trainer {tid}: {pos}", file=out)
+    print(f"  variables ({len(doc['vars'])}):", file=out)
+    for name, e in sorted(doc["vars"].items()):
+        print(f"    {name:<40} {e['dtype']:<8} {str(e['shape']):<16} {_size(e['bytes']):>10}  "
+              f"sha256 {e['sha256'][:16]}  {e['file'] if e['file'] != name else ''}", file=out)
+    for table, t in sorted(doc.get("tables", {}).items()):
+        print(f"  table {table}: {t['height']} x {t['width']} {t['dtype']}, {t['num_shards']} shard(s) by feature id",
+              file=out)
+        for shard in t.get("shards", []):
+            files = ", ".join(f"{part} {_size(e['bytes'])} sha256 {e['sha256'][:16]}"
+                              for part, e in sorted(shard["files"].items()))
+            print(f"    shard {shard['index']}: {shard['rows']} rows ({files})", file=out)
+    return 0
+
+
+def cmd_verify(path, out) -> int:
+    infos = _infos(path)
+    if not infos:
+        print(f"no checkpoints under {path}", file=sys.stderr)
+        return 1
+    failed = checked = 0
+    for c in infos:
+        if c.status == INCOMPLETE:
+            print(f"SKIP    {c.path}: incomplete (no manifest): not a checkpoint", file=out)
+            continue
+        checked += 1
+        problems = verify(c.path)
+        if problems:
+            failed += 1
+            print(f"FAILED  {c.path}", file=out)
+            for p in problems:
+                print(f"        {p}", file=out)
+        else:
+            doc = c.manifest or {}
+            files = len(doc.get("vars", {})) + sum(len(s.get("files", {})) for t in doc.get("tables", {}).values()
+                                                   for s in t.get("shards", []))
+            print(f"OK      {c.path}: {files} file(s), {_size(_doc_bytes(doc))}, checksums match", file=out)
+    print(f"{checked - failed} of {checked} checkpoint(s) verified"
+          + (f"; {failed} FAILED" if failed else ""), file=out)
+    return 1 if failed or not checked else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="psjob checkpoint", description="List, inspect or verify psjob checkpoints.")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list the checkpoints under DIR").add_argument("dir")
+    ins = sub.add_parser("inspect", help="show one checkpoint's contents")
+    ins.add_argument("dir")
+    ins.add_argument("--step", type=int, default=None, help="the checkpoint of this step (default: newest good)")
+    sub.add_parser("verify", help="check every file's sha256").add_argument("dir")
+    return p
+
+
+def main(argv=None, out=None) -> int:
+    out = out or sys.stdout
+    args = build_parser().parse_args(argv)
+    if not os.path.isdir(args.dir):
+        print(f"psjob checkpoint: {args.dir!r} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        if args.command == "list":
+            return cmd_list(args.dir, out)
+        if args.command == "inspect":
+            return cmd_inspect(args.dir, args.step, out)
+        return cmd_verify(args.dir, out)
+    except BrokenPipeError:  # `... | head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,279 @@
+"""Trainer 0's distributed save (seed 002's `_save_distributed_persistables`, crash-safe).
+
+What a save of a transpiled job writes into one directory:
+
+- the variables only the trainer holds, from its scope (metric states, ...);
+- every parameter and optimizer accumulator the pservers hold, whole: the
+  slices are pulled from their pservers and put back together at the
+  offsets of the transpiler's overview (`recv_save`); param-shaped
+  accumulators are sliced like their parameter, origin-shaped ones (beta
+  pows) are the same on every block and saved once;
+- the state only pservers keep (LR-decay counters, learning rates);
+- the distributed lookup table: each pserver writes its own shard, keyed by
+  feature id (`checkpoint_notify`), and answers its files' checksums;
+- last, the manifest, by atomic rename.
+
+The consistent cut: before pulling anything trainer 0 *freezes* every
+pserver (protocol.py): no update is applied anywhere until it thaws them,
+so everything saved is the state of one instant. In sync mode that instant
+is the round boundary trainer 0 stands at (no round can complete without its
+barrier); in async and geo modes it is the moment the last pserver
+acknowledged the freeze, after trainer 0 flushed its own queued gradients.
+The pulls and the table shards happen inside the freeze; the dense files
+are written after the thaw (from memory), so training waits only for the
+transfer and the table write.
+
+If a pserver restarts during the save (its incarnation changes) or a freeze
+lease expires, the save is abandoned: no manifest is written, so the
+directory never counts as a checkpoint.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..fluid.core import SelectedRows, global_scope, to_numpy
+from ..fluid.framework import VarType
+from ..fluid.transpiler.slicing import get_varname_parts
+from . import protocol
+from .format import CheckpointError, invalidate, new_manifest, write_array, write_manifest
+from .tables import table_entry
+
+log = logging.getLogger("psjob.checkpoint")
+
+
+class CheckpointAbandoned(CheckpointError):
+    """A save was given up (a pserver restarted, or a freeze expired); no manifest was written."""
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    """Where a transpiled job's variables live (the attributes of a transpiled program)."""
+
+    overview: object                 # VarsDistributed
+    endpoints: tuple
+    table: str | None = None
+    trainer_id: int = 0
+    is_chief: bool = True
+
+    @classmethod
+    def of(cls, program, trainer_id: int | None = None) -> "DistInfo":
+        if not getattr(program, "_is_distributed", False):
+            raise ValueError("not a transpiled program: it carries no distributed attributes")
+        tid = trainer_id
+        if tid is None:
+            tid = 0 if program._is_chief else _trainer_id_of(program)
+        return cls(program._parameters_on_pservers, tuple(program._endpoints),
+                   program._distributed_lookup_table, int(tid), bool(program._is_chief))
+
+
+@dataclass(frozen=True)
+class SaveRequest:
+    """What a save records besides the arrays."""
+
+    step: int | None = None
+    position: dict | None = None      # trainer 0's data position {"step", "epoch", "offset", ...}
+    trainers: dict | None = None      # other trainers' positions (async/geo)
+    mode: str = ""
+    kind: str = "persistables"        # "checkpoint" for periodic ones
+    freeze_lease_s: float = 600.0
+    extra: dict = field(default_factory=dict)
+
+
+def _trainer_id_of(program) -> int:
+    for block in program.blocks:
+        for op in block.ops:
+            if op.attr("trainer_id") is not None:
+                return int(op.attr("trainer_id"))
+    return int(os.environ.get("PADDLE_TRAINER_ID", "0") or 0)
+
+
+# -- what goes where -------------------------------------------------------------------
+
+def _saveable(var) -> bool:
+    if not var.persistable or var.type == VarType.RAW:
+        return False
+    return not get_varname_parts(var.name)[0].endswith("@GRAD")
+
+
+def remote_groups(program, dist: DistInfo) -> dict:
+    """origin name -> its pieces on the pservers, for the persistables `program` declares."""
+    declared = {v.name for v in program.list_vars() if _saveable(v)}
+    groups: dict = {}
+    if dist.overview is None:
+        return groups
+    for dv in dist.overview.get_distributed_vars_by_vtypes(["Param", "Optimizer", "RemotePrefetch"]):
+        if dv.origin.name in declared:
+            groups.setdefault(dv.origin.name, []).append(dv)
+    return groups
+
+
+def local_vars(program, dist: DistInfo, remote: dict) -> list:
+    """The persistables the trainer itself holds (seed 002's __exclude_vars)."""
+    skip = set(remote) | ({dist.table} if dist.table else set())
+    seen, out = set(), []
+    for v in program.list_vars():
+        if _saveable(v) and v.name not in skip and v.name not in seen:
+            seen.add(v.name)
+            out.append(v)
+    return out
+
+
+def assemble(origin: str, pieces: list, values: dict) -> np.ndarray:
+    """One origin variable from its pulled pieces (slices at element offsets, or whole copies)."""
+    first = pieces[0].origin
+    shape, dtype = tuple(first.shape), np.dtype(first.dtype)
+    sliced = [p for p in pieces if p.is_slice]
+    if not sliced:
+        whole = min(pieces, key=lambda p: p.block_id)
+        arr = np.asarray(values[(whole.endpoint, whole.slice.name)])
+        if tuple(arr.shape) != shape:
+            raise CheckpointError(f"{origin}: pserver {whole.endpoint} sent shape {list(arr.shape)}, "
+                                  f"expected {list(shape)}")
+        return np.array(arr, dtype=dtype, copy=True)
+    out = np.empty(int(np.prod(shape)), dtype=dtype)
+    covered = 0
+    for p in sorted(sliced, key=lambda p: p.offset):
+        part = np.asarray(values[(p.endpoint, p.slice.name)]).reshape(-1)
+        if p.offset + part.size > out.size:
+            raise CheckpointError(f"{origin}: slice {p.slice.name} at offset {p.offset} overruns {out.size}")
+        out[p.offset:p.offset + part.size] = part
+        covered += part.size
+    if covered != out.size:
+        raise CheckpointError(f"{origin}: the pservers' slices cover {covered} of {out.size} elements")
+    return out.reshape(shape)
+
+
+# -- the RPC side ----------------------------------------------------------------------
+
+def rpc_service(executor, program, dist: DistInfo):
+    """(raw client, flush or None, close or None): the trainer's own RPC service when it has
+    one (bypassing an async communicator's cache), else a temporary client."""
+    from ..ps import client_service
+    svc = executor.services.get("rpc") or client_service._installed
+    if svc is not None:
+        return getattr(svc, "client", svc), getattr(svc, "flush", None), None
+    from ..ps.auth import token_from_env
+    from ..rpc.client import PSClient
+    client = PSClient(list(dist.endpoints), dist.trainer_id, auth_token=token_from_env())
+    return client, None, client.close
+
+
+def _command(client, endpoints, dirname, step, command, **params) -> dict:
+    replies = client.checkpoint_notify(dirname, int(step or 0), protocol.tag(command, **params),
+                                       endpoints=list(endpoints))
+    return {ep: protocol.decode_reply(ep, files) for ep, files in replies.items()}
+
+
+def _pull_all(client, wanted: dict) -> dict:
+    """{(endpoint, name): array} for {endpoint: [names]}, one request per pserver, concurrently."""
+    handles = {ep: client.pull(ep, names) for ep, names in wanted.items() if names}
+    out = {}
+    for ep, h in handles.items():
+        for name, value in h.wait().items():
+            out[(ep, name)] = value.to_dense() if isinstance(value, SelectedRows) else to_numpy(value)
+    return out
+
+
+# -- save --------------------------------------------------------------------------------
+
+def save(executor, dirname: str, program, dist: DistInfo, request: SaveRequest = SaveRequest(),
+         scope=None) -> dict:
+    """Write a complete distributed save into dirname; returns the manifest written."""
+    scope = scope if scope is not None else global_scope()
+    remote = remote_groups(program, dist)
+    local = local_vars(program, dist, remote)
+    table = dist.table if dist.table and program.global_block()._find_var_recursive(dist.table) else None
+    os.makedirs(dirname, exist_ok=True)
+    invalidate(dirname)
+    client, flush, close = rpc_service(executor, program, dist)
+    try:
+        doc = _save(client, flush, dirname, program, dist, request, scope, remote, local, table)
+        try:  # let the pservers report it (metrics); the checkpoint is complete either way
+            _command(client, list(dist.endpoints), dirname, request.step, protocol.COMMIT)
+        except Exception as exc:  # noqa: BLE001 - best effort
+            log.warning("could not tell the pservers about checkpoint %s: %s", dirname, exc)
+        return doc
+    finally:
+        if close is not None:
+            close()
+
+
+def _save(client, flush, dirname, program, dist, request, scope, remote, local, table) -> dict:
+    t0 = time.monotonic()
+    if flush is not None:
+        flush()  # async: this trainer's queued gradients belong before the cut
+    eps = list(dist.endpoints)
+    frozen = _command(client, eps, dirname, request.step, protocol.FREEZE, lease=int(request.freeze_lease_s))
+    try:
+        pulled, server_vars, shards = _capture(client, dirname, request, remote, local, table, frozen)
+    finally:
+        thawed = _command(client, eps, dirname, request.step, protocol.THAW)
+    restarted = [ep for ep in eps if frozen[ep]["incarnation"] != thawed[ep]["incarnation"]]
+    expired = [ep for ep in eps if thawed[ep].get("expired")]
+    if restarted or expired:
+        why = (f"pserver(s) {', '.join(restarted)} restarted during it" if restarted else
+               f"the freeze of {', '.join(expired)} expired (raise freeze_lease_s)")
+        raise CheckpointAbandoned(f"checkpoint {dirname} abandoned: {why}; no manifest written")
+    frozen_s = time.monotonic() - t0
+
+    entries = {}
+    arrays = {v.name: _scope_value(scope, v.name) for v in local if v.name not in server_vars}
+    arrays.update({origin: assemble(origin, pieces, pulled) for origin, pieces in remote.items()})
+    arrays.update(server_vars)
+    for name, arr in arrays.items():
+        entry = write_array(os.path.join(dirname, name), arr)
+        entry["file"] = name
+        entry["lod"] = [np.asarray(level).tolist() for level in scope.lods.get(name, [])]
+        entries[name] = entry
+    tables_doc = {}
+    if table is not None:
+        var = program.global_block()._find_var_recursive(table)
+        tables_doc[table] = table_entry(var.shape[0], var.shape[1], var.dtype, shards)
+    doc = new_manifest(entries, step=request.step, kind=request.kind, tables=tables_doc or None,
+                       position=request.position, trainers=request.trainers,
+                       job={"mode": request.mode, "pservers": list(dist.endpoints), "frozen_s": round(frozen_s, 3)},
+                       **request.extra)
+    write_manifest(dirname, doc)
+    return doc
+
+
+def _capture(client, dirname, request, remote, local, table, frozen):
+    """Inside the freeze: pull the remote pieces and server-only state, have the table saved."""
+    wanted: dict = {}
+    for pieces in remote.values():
+        for p in pieces:
+            wanted.setdefault(p.endpoint, [])
+            if p.slice.name not in wanted[p.endpoint]:
+                wanted[p.endpoint].append(p.slice.name)
+    declared = {v.name for v in local}
+    owner = {}
+    for ep, reply in frozen.items():
+        for name in reply.get("persistables", []):
+            if name in declared and name not in owner:
+                owner[name] = ep
+    for name, ep in owner.items():
+        wanted.setdefault(ep, []).append(name)
+    pulled = _pull_all(client, wanted)
+    server_vars = {name: np.array(pulled[(ep, name)], copy=True) for name, ep in owner.items()}
+    shards = []
+    if table is not None:
+        saved = _command(client, list(frozen), dirname, request.step, protocol.SAVE)
+        for ep, reply in saved.items():
+            entry = reply.get("tables", {}).get(table)
+            if entry is None:
+                raise CheckpointError(f"pserver {ep} saved no shard of table {table!r}")
+            shards.append(entry)
+    return pulled, server_vars, shards
+
+
+def _scope_value(scope, name):
+    if name not in scope.vars:
+        raise CheckpointError(f"cannot save {name!r}: it has no value in the trainer's scope "
+                              "(run the startup program first)")
+    value = scope.vars[name]
+    return value.to_dense() if isinstance(value, SelectedRows) else to_numpy(value)

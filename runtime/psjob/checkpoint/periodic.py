@@ -1,0 +1,254 @@
+"""Periodic checkpoints driven by the trainers, and resuming from them.
+
+    ckpt = Checkpointer.from_env(exe, fleet.main_program)   # PSJOB_CHECKPOINT_* settings
+    position = ckpt.resume()          # None, or {"step": 120, "epoch": 1, "offset": 3840, ...}
+    for step in range(position["step"] if position else 0, steps):
+        exe.run(...)
+        ckpt.after_step(step + 1, epoch=epoch, offset=offset)
+
+Every trainer calls `after_step` after each step. Trainer 0 decides: when
+`interval_steps` steps or `interval_seconds` seconds have passed since its
+last checkpoint it saves `<root>/step-<N>/` (distributed.save: freeze,
+pull, table shards, thaw, manifest last), then applies retention (keep the
+newest `keep`). Checkpointing on trainer 0's schedule makes one process
+decide, so the pservers never disagree about which cut is which.
+
+Data positions: in sync mode every trainer is at trainer 0's step when it
+checkpoints (the rounds are lock-step), so the manifest's `position` is
+everyone's. In async and geo modes each trainer also writes its latest
+position to `<root>/positions/trainer-<i>.json` (atomically, every step,
+without fsync — it is a hint), and trainer 0 copies them into the
+manifest's `trainers` map. A resumed trainer continues from its own
+recorded position, falling back to trainer 0's; in async modes that may
+replay or skip the few steps that were in flight at the cut.
+
+A Checkpointer without a root (PSJOB_CHECKPOINT_DIR unset) does nothing, so
+scripts can call it unconditionally. A save that fails (a pserver restarted
+mid-save, a full disk) is logged and training goes on; the previous
+checkpoints stay.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..fluid.core import global_scope
+from . import distributed
+from .format import CheckpointError, invalidate, new_manifest, read_var, write_array, write_manifest
+from .store import apply_retention, committed, step_dirname
+
+log = logging.getLogger("psjob.checkpoint")
+POSITIONS = "positions"
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    root: str = ""
+    interval_steps: int = 0
+    interval_seconds: float = 0.0
+    keep: int = 3
+    trainer_id: int = 0
+    mode: str = "sync"
+    freeze_lease_s: float = 600.0
+
+    @classmethod
+    def from_env(cls, environ=None) -> "CheckpointConfig":
+        env = os.environ if environ is None else environ
+
+        def num(key, kind, default):
+            raw = env.get(key, "") or ""
+            try:
+                return kind(raw) if raw.strip() else default
+            except ValueError:
+                raise ValueError(f"{key}={raw!r} is not a number") from None
+        keep = num("PSJOB_CHECKPOINT_KEEP", int, 3)
+        return cls(root=env.get("PSJOB_CHECKPOINT_DIR", ""),
+                   interval_steps=num("PSJOB_CHECKPOINT_INTERVAL_STEPS", int, 0),
+                   interval_seconds=num("PSJOB_CHECKPOINT_INTERVAL_SECONDS", float, 0.0),
+                   keep=keep if keep > 0 else 3,
+                   trainer_id=num("PADDLE_TRAINER_ID", int, 0),
+                   mode=env.get("PSJOB_MODE", "") or "sync")
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.root)
+
+
+class Checkpointer:
+    def __init__(self, executor, program, config: CheckpointConfig, scope=None, dist=None):
+        self.exe, self.program, self.config = executor, program, config
+        self.scope = scope if scope is not None else global_scope()
+        if dist is None and getattr(program, "_is_distributed", False):
+            dist = distributed.DistInfo.of(program)
+        self.dist = dist  # None: a single-process program, checkpointed locally
+        self._last_step = None
+        self._last_time = time.monotonic()
+        self.saved: list[str] = []
+        self.failures: list[str] = []
+        self.resumed_from = None
+
+    @classmethod
+    def from_env(cls, executor, program, scope=None, environ=None) -> "Checkpointer":
+        return cls(executor, program, CheckpointConfig.from_env(environ), scope)
+
+    @classmethod
+    def for_fleet(cls, fleet, executor, scope=None, environ=None, **overrides) -> "Checkpointer":
+        """The trainer's Checkpointer under the Fleet API (any mode, geo included).
+
+        Settings come from the environment; `overrides` replace CheckpointConfig fields
+        (e.g. interval_steps=100)."""
+        fleet = getattr(fleet, "fleet", fleet)  # the psjob.fleet module or its Fleet singleton
+        program, dist = fleet._checkpoint_target()
+        config = CheckpointConfig.from_env(environ)
+        if fleet.mode:
+            config = dataclasses.replace(config, mode=fleet.mode)
+        config = dataclasses.replace(config, **overrides)
+        return cls(executor, program, config, scope, dist)
+
+    @property
+    def is_chief(self) -> bool:
+        return self.config.trainer_id == 0
+
+    # -- resume --------------------------------------------------------------------------
+    def resume(self) -> dict | None:
+        """Position recorded for this trainer in the newest good checkpoint (None: start fresh).
+
+        Also loads the trainer-local persistables the checkpoint holds (metric states...);
+        the parameters themselves come from the pservers, which restored them."""
+        if not self.config.enabled:
+            return None
+        info = None
+        for c in committed(self.config.root):
+            if c.ok:
+                info = c
+                break
+            print(f"[psjob] trainer {self.config.trainer_id}: checkpoint {c.path} is unusable ({c.reason}); "
+                  "falling back to the previous good checkpoint", flush=True)
+        if info is None:
+            return None
+        doc = info.manifest
+        mine = (doc.get("trainers") or {}).get(str(self.config.trainer_id))
+        position = dict(mine or doc.get("position") or {"step": info.step})
+        position.setdefault("step", info.step)
+        self._restore_locals(info.path, doc)
+        self._last_step = int(position["step"])
+        self.resumed_from = info.path
+        log.info("trainer %d resumes at %s from %s", self.config.trainer_id, position, info.path)
+        return position
+
+    def _restore_locals(self, path, doc):
+        if self.dist is not None:
+            remote = distributed.remote_groups(self.program, self.dist)
+            names = [v.name for v in distributed.local_vars(self.program, self.dist, remote)]
+        else:
+            names = [v.name for v in self.program.list_vars() if distributed._saveable(v)]
+        values = {}
+        for name in names:
+            entry = doc["vars"].get(name)
+            if entry is not None:
+                values[name] = read_var(path, name, entry)
+        xp = self.exe.xp
+        for name, arr in values.items():  # all read and verified first
+            self.scope.vars[name] = arr if xp.__name__ == "numpy" else xp.asarray(arr)
+
+    # -- periodic saves ------------------------------------------------------------------
+    def due(self, step: int) -> bool:
+        c = self.config
+        if self._last_step is None:
+            self._last_step = 0
+        if c.interval_steps and step - self._last_step >= c.interval_steps:
+            return True
+        return bool(c.interval_seconds) and time.monotonic() - self._last_time >= c.interval_seconds
+
+    def after_step(self, step: int, **position) -> str | None:
+        """Record this trainer's position; on trainer 0, checkpoint when due. The path saved, or None."""
+        if not self.config.enabled:
+            return None
+        position = {**position, "step": int(step)}
+        if not self.is_chief:
+            if self.config.mode != "sync":
+                self._write_position(position)
+            return None
+        if not self.due(step):
+            return None
+        return self.save(**position)
+
+    def save(self, step: int, **position) -> str | None:
+        """Checkpoint now (trainer 0). Failures are logged and counted, not raised."""
+        position = {**position, "step": int(step)}
+        path = os.path.join(self.config.root, step_dirname(step))
+        request = distributed.SaveRequest(step=int(step), position=position, trainers=self._positions(position),
+                                          mode=self.config.mode, kind="checkpoint",
+                                          freeze_lease_s=self.config.freeze_lease_s)
+        t0 = time.monotonic()
+        try:
+            if self.dist is not None:
+                distributed.save(self.exe, path, self.program, self.dist, request, scope=self.scope)
+            else:
+                save_local(path, self.program, self.scope, request)
+        except (CheckpointError, OSError, RuntimeError) as exc:
+            self.failures.append(str(exc))
+            log.warning("checkpoint at step %d failed: %s", step, exc)
+            print(f"[psjob] checkpoint at step {step} failed: {exc}", flush=True)
+            self._last_step, self._last_time = int(step), time.monotonic()
+            return None
+        self._last_step, self._last_time = int(step), time.monotonic()
+        self.saved.append(path)
+        removed = apply_retention(self.config.root, self.config.keep)
+        print(f"[psjob] checkpoint step {step} saved to {path} in {time.monotonic() - t0:.2f}s"
+              + (f"; removed {len(removed)} old" if removed else ""), flush=True)
+        return path
+
+    # -- positions -----------------------------------------------------------------------
+    def _position_path(self, trainer_id: int) -> str:
+        return os.path.join(self.config.root, POSITIONS, f"trainer-{trainer_id}.json")
+
+    def _write_position(self, position: dict) -> None:
+        path = self._position_path(self.config.trainer_id)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        try:
+            with open(tmp, "w") as f:
+                json.dump(position, f)
+            os.replace(tmp, path)  # atomic; not fsync'ed: a hint, not worth a disk flush per step
+        except OSError as exc:  # never fail training over it
+            log.debug("cannot record position: %s", exc)
+
+    def _positions(self, mine: dict) -> dict:
+        out = {"0": mine}
+        if self.config.mode == "sync":
+            return out
+        d = os.path.join(self.config.root, POSITIONS)
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            if name.startswith("trainer-") and name.endswith(".json"):
+                try:
+                    with open(os.path.join(d, name)) as f:
+                        out[name[len("trainer-"):-len(".json")]] = json.load(f)
+                except (OSError, ValueError):
+                    continue
+        return out
+
+
+def save_local(path: str, program, scope, request: distributed.SaveRequest) -> dict:
+    """A single-process checkpoint: every persistable of `program` from `scope`, manifest last."""
+    os.makedirs(path, exist_ok=True)
+    invalidate(path)
+    entries = {}
+    for var in program.list_vars():
+        if not distributed._saveable(var) or var.name in entries:
+            continue
+        arr = distributed._scope_value(scope, var.name)
+        entry = write_array(os.path.join(path, var.name), arr)
+        entry["file"] = var.name
+        entry["lod"] = [np.asarray(level).tolist() for level in scope.lods.get(var.name, [])]
+        entries[var.name] = entry
+    doc = new_manifest(entries, step=request.step, kind=request.kind, position=request.position,
+                       job={"mode": "local"})
+    write_manifest(path, doc)
+    return doc

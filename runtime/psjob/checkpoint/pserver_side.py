@@ -1,0 +1,178 @@
+"""The pserver's half of checkpoints: freeze/save/thaw commands and restore at start-up.
+
+`PserverState.on_checkpoint` and `PserverState.restore_from_checkpoints`
+delegate here, so the transport-agnostic pserver logic stays small and all
+checkpoint I/O lives in psjob.checkpoint.
+
+Freeze: `state._frozen_until` (monotonic seconds) is set under the state's
+lock; `PserverState.on_send` waits while it lies in the future, so no
+gradient or geo delta changes this pserver's variables until trainer 0
+thaws it or the lease runs out (a trainer 0 that dies mid-checkpoint cannot
+stall training for longer than the lease). Reads (pulls, prefetches) go on.
+
+Save (`psjob:save`): while frozen nothing mutates the table (async updates wait; a sync
+round cannot complete while trainer 0, who is checkpointing, has not sent its
+barrier), so the shard is written without holding the lock and prefetches
+keep being served. A plain tag (Fluid's checkpoint_notify op) runs the program's
+checkpoint block as before (`sparse_table_save`, under the lock).
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from ..fluid.framework import VarType
+from ..fluid.transpiler.pserver_pass import TABLE_PATH_VAR
+from ..fluid.transpiler.slicing import get_varname_parts
+from . import protocol, tables
+
+log = logging.getLogger("psjob.checkpoint")
+
+
+def table_placement(program):
+    """(table, shard index, shard count) of the distributed table this pserver holds, or None."""
+    table = getattr(program, "_distributed_lookup_table", None)
+    if not table:
+        return None
+    eps = list(getattr(program, "_endpoints", None) or [])
+    ep = getattr(program, "_ps_endpoint", "")
+    if ep not in eps:
+        raise RuntimeError(f"pserver program for {ep!r} does not list itself among the endpoints {eps}")
+    return table, eps.index(ep), len(eps)
+
+
+def is_state_var(var) -> bool:
+    """Persistable values a checkpoint restores: not gradients, trainer slots or RAW handles."""
+    if not var.persistable or var.type in (VarType.RAW, VarType.SELECTED_ROWS):
+        return False
+    origin, _block, trainer = get_varname_parts(var.name)
+    return not origin.endswith("@GRAD") and not trainer
+
+
+def pserver_only_persistables(program) -> list[str]:
+    """State the trainers' overview does not describe (LR decay counters, learning rates)."""
+    overview = getattr(program, "_parameters_on_pservers", None)
+    placement = table_placement(program)
+    table = placement[0] if placement else None
+    out = []
+    for var in program.global_block().vars.values():
+        if not is_state_var(var) or var.name == table:
+            continue
+        if overview is not None and overview.get_distributed_var_by_slice(var.name) is not None:
+            continue
+        out.append(var.name)
+    return sorted(out)
+
+
+def handle(state, dirname: str, step: int, tag: str) -> list[str]:
+    command, params = protocol.parse_tag(tag)
+    if command == protocol.FREEZE:
+        lease = float(params.get("lease", "600"))
+        with state._cond:
+            state._frozen_until = time.monotonic() + lease
+            version = state.version
+        log.info("pserver %s frozen for checkpoint step %s (lease %.0fs)", state.endpoint, step, lease)
+        return protocol.encode_reply({"incarnation": state.incarnation, "version": version,
+                                      "endpoint": state.endpoint,
+                                      "persistables": pserver_only_persistables(state.program)})
+    if command == protocol.THAW:
+        with state._cond:
+            expired = 0 < state._frozen_until < time.monotonic()
+            state._frozen_until = 0.0
+            state._cond.notify_all()
+        return protocol.encode_reply({"incarnation": state.incarnation, "expired": expired})
+    if command == protocol.COMMIT:
+        telemetry = getattr(state, "telemetry", None)
+        if telemetry is not None:
+            telemetry.m.last_checkpoint_timestamp.set(time.time())
+        state.last_checkpoint = (int(step), dirname)
+        return protocol.encode_reply({"incarnation": state.incarnation})
+    if command == protocol.SAVE:
+        return protocol.encode_reply({"incarnation": state.incarnation, "tables": save_table(state, dirname, step)})
+    return legacy_save(state, dirname)
+
+
+def legacy_save(state, dirname: str) -> list[str]:
+    """Fluid's checkpoint_notify: run the program's checkpoint block (`sparse_table_save`,
+    one .npz of ids and values per shard); the file names written."""
+    if state.checkpoint_block < 0:
+        return []
+    op = state.program.block(state.checkpoint_block).ops[0]
+    with state._cond:
+        state.scope.vars[TABLE_PATH_VAR] = str(dirname)
+        state.exe.run_block(state.program, state.checkpoint_block, state.scope)
+        return list(state.scope.vars[op.output("Out")[0]])
+
+
+def save_table(state, dirname: str, step: int) -> dict:
+    """Write this pserver's shard of the distributed table; {table: shard entry}."""
+    placement = table_placement(state.program)
+    if placement is None:
+        return {}
+    table, index, num = placement
+    t0 = time.monotonic()
+    outcome = "error"
+    try:
+        with state._cond:
+            frozen = state._frozen_until > time.monotonic()
+            values = state.scope.vars[table]
+            if not frozen:
+                entry = tables.save_shard(dirname, table, _host(values), index, num)
+        if frozen:
+            entry = tables.save_shard(dirname, table, _host(values), index, num)
+        outcome = "ok"
+    finally:
+        telemetry = getattr(state, "telemetry", None)
+        if telemetry is not None:
+            telemetry.m.checkpoint_duration.labels(outcome).observe(time.monotonic() - t0)
+    log.info("pserver %s saved %d rows of table %r for step %s in %.2fs", state.endpoint, entry["rows"],
+             table, step, time.monotonic() - t0)
+    return {table: entry}
+
+
+def _host(value):
+    from ..fluid.core import to_numpy
+    return to_numpy(value)
+
+
+def restore(state, root: str):
+    """Load this pserver's part of the newest good checkpoint under root (or None)."""
+    from .pserver_load import restore_newest
+    from .store import candidates
+    with state._cond:
+        done = getattr(state.program, "_psjob_restored_from", None)
+        newest = candidates(root)
+        if done is not None and newest and newest[0].path == done:
+            state.restored_step = newest[0].step  # init_server(root) loaded it already
+            return newest[0]
+        info = restore_newest(state.exe, root, state.program, state.scope)
+        if info is not None:
+            state.restored_step = info.step
+        return info
+
+
+def adopt_peer_completions(state, token: str = "", timeout_s: float = 2.0) -> list[int]:
+    """Mark completed the trainers the other pservers saw complete (a restarted pserver
+    lost that; without it, it would wait for them forever). Unreachable peers are skipped."""
+    import grpc
+
+    from ..rpc import psjob_pb2 as pb
+    from ..rpc import psjob_pb2_grpc as pb_grpc
+    from ..rpc.client import AUTH_METADATA_KEY
+    metadata = ((AUTH_METADATA_KEY, token),) if token else ()
+    done: set = set()
+    for ep in getattr(state.program, "_endpoints", None) or []:
+        if ep == state.endpoint:
+            continue
+        try:
+            with grpc.insecure_channel(ep) as channel:
+                reply = pb_grpc.ParameterServerStub(channel).Status(pb.StatusRequest(), timeout=timeout_s,
+                                                                    metadata=metadata)
+            done.update(int(t) for t in reply.completed_trainers)
+        except grpc.RpcError:
+            continue
+    for t in sorted(done):
+        state.on_complete(t)
+    if done:
+        print(f"[psjob] pserver {state.endpoint}: trainers {sorted(done)} had already completed", flush=True)
+    return sorted(done)

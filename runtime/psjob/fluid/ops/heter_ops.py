@@ -1,0 +1,68 @@
+"""Ops of a CPU trainer's program in a heterogeneous job (transpiler/heter_split.py).
+
+`send_and_recv` is one stage of the heter section: it sends its inputs `X`
+(activations, labels — with their LoD) to the heter trainer serving this
+trainer, which runs the stage's ops (forward, or backward plus the pushes of
+its parameters' gradients to the pservers) and answers with the values
+named by `Out` (the section's outputs, or the gradients of its inputs).
+
+It talks to `executor.services["heter"]`, an object with
+`run_stage(endpoint, trainer_id, stage, signature, values, lods)` →
+{name: (value, lod or None)} and `complete(endpoints)`: the gRPC client
+(psjob.rpc.heter_client, installed by the Fleet's init_worker or created by
+the default factory named below) or the in-process one of the tests
+(transpiler/heter_inmemory.py). Like every RPC kernel, this module imports no
+transport.
+
+`round_wait` closes a sync round on pservers the CPU trainer no longer
+pulls from (their parameters moved to the heter trainer): an empty pull
+returns once the round this trainer joined is applied, which is what its
+fetch barrier must follow.
+"""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from .registry import register_op
+
+HETER_SERVICE = "heter"
+# Named, not imported: the runtime layer (gRPC) sits above the kernels.
+DEFAULT_HETER_FACTORY = "psjob.ps.heter:make_client"
+
+
+def heter_service(executor, op=None):
+    svc = executor.services.get(HETER_SERVICE)
+    if svc is None:
+        module, _, attr = DEFAULT_HETER_FACTORY.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+        svc = executor.services[HETER_SERVICE] = factory(executor, op)
+    return svc
+
+
+@register_op("send_and_recv")
+def send_and_recv(ctx):
+    svc = heter_service(ctx.executor, ctx.op)
+    names = ctx.ins.get("X", [])
+    values = {n: ctx.vals[n] for n in names}
+    lods = {n: ctx.lods[n] for n in names if n in ctx.lods}
+    got = svc.run_stage(ctx.attr("endpoint"), int(ctx.attr("trainer_id")), int(ctx.attr("stage")),
+                        ctx.attr("signature", ""), values, lods)
+    for i, name in enumerate(ctx.outs.get("Out", [])):
+        if name not in got:
+            raise RuntimeError(f"heter stage {ctx.attr('stage')} did not return {name!r} "
+                               f"(got {sorted(got)})")
+        value, lod = got[name]
+        lod = [np.asarray(level, dtype=np.int64) for level in lod] if lod else None
+        if ctx.xp is not np and isinstance(value, np.ndarray):
+            value = ctx.xp.asarray(value)
+        ctx.set_output("Out", value, i=i, lod=lod)
+
+
+@register_op("round_wait")
+def round_wait(ctx):
+    client = ctx.executor.service("rpc", ctx.op)
+    handles = [client.pull(ep, []) for ep in ctx.attr("endpoints") or []]
+    for h in handles:
+        h.wait()

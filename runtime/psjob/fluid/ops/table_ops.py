@@ -1,0 +1,51 @@
+"""Ops over the pserver's hash-keyed sparse tables (psjob.tables.SparseTable).
+
+A distributed lookup table lives on each pserver as a `SparseTable` object in
+the scope (not an array): rows keyed by any int64 feature id, created on
+first use by a deterministic per-id initializer, with per-row optimizer
+state. The pserver startup program creates it (`create_sparse_table`), the
+prefetch block reads it (`lookup_sparse_table` accepts a table as W), and
+the table optimize block updates it (`sparse_table_push`). These kernels are
+host-side: table rows live in host memory and travel over the network.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ...tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig
+from ..core import SelectedRows, to_numpy
+from .registry import register_op
+
+
+def table_config_from_attrs(attrs) -> TableConfig:
+    """The TableConfig an op's attributes describe (JSON-able parts only)."""
+    init = json.loads(attrs["initializer"]) if isinstance(attrs.get("initializer"), str) else attrs["initializer"]
+    opt = json.loads(attrs["optimizer"]) if isinstance(attrs.get("optimizer"), str) else attrs["optimizer"]
+    return TableConfig(name=attrs["table_name"], dim=int(attrs["dim"]), seed=int(attrs.get("seed", 0)),
+                       initializer=InitializerConfig(**init),
+                       optimizer=OptimizerConfig(name=opt["name"], lr=float(opt.get("lr", 0.01)),
+                                                 hyper=opt.get("hyper", {})))
+
+
+@register_op("create_sparse_table")
+def create_sparse_table(ctx):
+    """Pserver startup: an empty table for this shard (rows appear on first use)."""
+    ctx.set_output("Out", SparseTable(table_config_from_attrs(ctx.attrs)))
+
+
+@register_op("sparse_table_push")
+def sparse_table_push(ctx):
+    """Apply a SelectedRows gradient keyed by feature id, with the current learning rate."""
+    table = ctx.input("W")
+    if not isinstance(table, SparseTable):
+        raise TypeError(f"sparse_table_push: {ctx.ins['W'][0]!r} holds {type(table).__name__}, not a SparseTable")
+    grad = ctx.input("Grad")
+    if not isinstance(grad, SelectedRows):
+        raise TypeError(f"sparse_table_push: the gradient must be SelectedRows, got {type(grad).__name__}")
+    if len(grad.rows) == 0:
+        return
+    lr = float(to_numpy(ctx.input("LearningRate")).reshape(-1)[0]) if ctx.has_input("LearningRate") else None
+    table.push(np.asarray(to_numpy(grad.rows), dtype=np.int64), to_numpy(grad.values), lr=lr)
+    table.end_step()

@@ -1,0 +1,132 @@
+"""The heter trainer process (role HETER_TRAINER) and the CPU trainer's default heter client.
+
+Heter trainer side. Lifecycle, as the Fleet drives it (fleet/heter.py):
+
+    sections = {t: HeterSection(split_t, executor_t) for each served trainer t}
+    state = HeterState(endpoint, sections)      # transport-agnostic (transpiler/heter_state.py)
+    serve(state)                                # gRPC on the heter endpoint; blocks
+
+`serve` starts the HeterTrainer gRPC service (psjob.rpc.heter_service) on
+this process's endpoint and returns once every CPU trainer it serves has
+sent Complete — so the process exits 0 with the job. SIGTERM stops it at
+once (non-zero exit when trainers were still active). The auth token comes
+from PSJOB_AUTH_TOKEN_FILE; PSJOB_BIND_ALL=1 binds 0.0.0.0 (pods).
+
+CPU trainer side. The `send_and_recv` kernel asks `executor.services["heter"]`;
+when nothing is registered it calls `make_client` here: the client the
+Fleet's init_worker installed for the process, or one built from the
+environment (PADDLE_HETER_TRAINER_IP_PORT_LIST, PSJOB_AUTH_TOKEN_FILE) that
+waits until its heter trainer serves and, on `exe.close()`, completes with
+it before the pservers are told (close hooks run newest first).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from dataclasses import dataclass
+
+from ..fluid.transpiler.heter_state import HeterState
+from ..rpc.heter_client import HeterClient
+from ..rpc.heter_service import start_heter_server
+from .auth import token_from_env
+
+log = logging.getLogger("psjob.heter")
+
+
+@dataclass(frozen=True)
+class HeterServeOptions:
+    token: str = ""
+    bind_all_interfaces: bool = False  # bind 0.0.0.0:<port> (pods) instead of the endpoint's host
+    max_workers: int = 0               # 0 = sized from the number of trainers served
+    grace_s: float = 2.0               # let in-flight replies drain before stopping
+
+
+def options_from_env(environ=None) -> HeterServeOptions:
+    env = os.environ if environ is None else environ
+    return HeterServeOptions(token=token_from_env(env), bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1")
+
+
+class HeterProcess:
+    """A HeterState behind a gRPC server; `wait()` until its trainers are done."""
+
+    def __init__(self, state: HeterState, options: HeterServeOptions):
+        self.state, self.options = state, options
+        host, _, port = state.endpoint.rpartition(":")
+        bind = f"0.0.0.0:{port}" if options.bind_all_interfaces else state.endpoint
+        workers = options.max_workers or max(8, 2 * len(state.sections) + 4)
+        state.start()
+        self.server, self.port = start_heter_server(state, bind, token=options.token, max_workers=workers)
+        self._stop = threading.Event()
+        log.info("heter trainer %s serving trainers %s on %s", state.endpoint, sorted(state.sections),
+                 state.device)
+
+    def wait(self) -> bool:
+        """Block until every served trainer completed (True) or stop() was called (False)."""
+        while not self._stop.is_set():
+            if self.state.wait_done(timeout_s=0.5):
+                self.server.stop(self.options.grace_s).wait()
+                log.info("heter trainer %s: every trainer completed; exiting", self.state.endpoint)
+                return True
+        self.server.stop(0).wait()
+        self.state.close()
+        return False
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def serve(state: HeterState, options: HeterServeOptions | None = None) -> None:
+    """Serve until the served trainers complete; SystemExit(143) when stopped by SIGTERM."""
+    proc = HeterProcess(state, options or options_from_env())
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, lambda *_: proc.stop())
+    try:
+        if not proc.wait():
+            raise SystemExit(143)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+# -- CPU trainer side ---------------------------------------------------------------------
+
+_installed = None
+
+
+def install_client(client) -> None:
+    """Make `client` every Executor's heter service in this process (Fleet init_worker)."""
+    global _installed
+    _installed = client
+
+
+def installed_client():
+    return _installed
+
+
+def make_client(executor, op=None, environ=None):
+    """Default factory of executor.services["heter"] (see fluid/ops/heter_ops.py)."""
+    if _installed is not None:
+        return _installed
+    env = os.environ if environ is None else environ
+    endpoints = [e for e in env.get("PADDLE_HETER_TRAINER_IP_PORT_LIST", "").split(",") if e]
+    if not endpoints and op is not None and op.attr("endpoint"):
+        endpoints = [op.attr("endpoint")]
+    if not endpoints:
+        raise RuntimeError("no heter trainer endpoints: the program names none and "
+                           "PADDLE_HETER_TRAINER_IP_PORT_LIST is unset")
+    trainer_id = op.attr("trainer_id") if op is not None and op.attr("trainer_id") is not None else \
+        int(env.get("PADDLE_TRAINER_ID", "0") or 0)
+    client = HeterClient(endpoints, int(trainer_id), auth_token=token_from_env(env))
+    own = op.attr("endpoint") if op is not None and op.attr("endpoint") else client.own_endpoint
+    client.wait_ready([own])
+
+    def close():
+        try:
+            client.complete([own])
+        finally:
+            client.close()
+    executor.add_close_hook(close)
+    return client

@@ -1,0 +1,134 @@
+"""The heter trainer's gRPC front end: decode, authenticate, dispatch, encode.
+
+Like the pserver's (server.py), it holds no training logic: each request
+kind maps to one method of a `HeterHandler` (psjob.fluid.transpiler.
+heter_state.HeterState), and the handler's errors become status codes with
+its message (the same mapping as the pserver: ValueError → INVALID_ARGUMENT,
+KeyError → NOT_FOUND, others → INTERNAL). Every call must carry the job's
+auth token in `x-psjob-token` when one is configured.
+"""
+from __future__ import annotations
+
+import enum
+import hmac
+import logging
+import time
+from concurrent import futures
+from typing import Protocol
+
+import grpc
+
+from . import codec
+from . import heter_pb2 as pb
+from . import heter_pb2_grpc as pb_grpc
+from .client import AUTH_METADATA_KEY, CHANNEL_OPTIONS
+from .server import _STATUS_BY_ERROR
+
+log = logging.getLogger("psjob.rpc.heter")
+
+
+class HeterRequestKind(enum.Enum):
+    RUN_STAGE = "RunStage"
+    COMPLETE = "Complete"
+    STATUS = "Status"
+
+
+class HeterHandler(Protocol):
+    def on_run_stage(self, trainer_id: int, stage: int, signature: str, values: dict) -> dict: ...
+    def on_complete(self, trainer_id: int) -> int: ...
+    def on_status(self) -> dict: ...
+
+
+def decode_values(tensors) -> dict:
+    """Tensor messages → {name: value or (value, lod)} (LoD kept for sequence inputs)."""
+    out = {}
+    for t in tensors:
+        value, lod = codec.decode(t), codec.decode_lod(t)
+        out[t.name] = (value, lod) if lod else value
+    return out
+
+
+def encode_values(values: dict, lods: dict | None = None) -> list:
+    """{name: value or (value, lod)} (+ separate lods) → Tensor messages."""
+    lods = lods or {}
+    msgs = []
+    for name, value in values.items():
+        lod = lods.get(name)
+        if isinstance(value, tuple):
+            value, lod = value
+        msgs.append(codec.encode(name, value, lod))
+    return msgs
+
+
+class _Servicer(pb_grpc.HeterTrainerServicer):
+    def __init__(self, handler: HeterHandler, token: str, observer):
+        self.h = handler
+        self.token = token.encode() if token else b""
+        self.observe = observer
+
+    def _run(self, kind: HeterRequestKind, request, context, body):
+        t0 = time.perf_counter()
+        code, reply = "OK", None
+        try:
+            if self.token and not self._authorized(context):
+                code = "UNAUTHENTICATED"
+                log.warning("rejected %s from %s: missing or wrong auth token", kind.value, context.peer())
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong psjob auth token")
+            try:
+                reply = body()
+                return reply
+            except Exception as exc:  # map to a status, keep serving the other trainers
+                status = next((s for t, s in _STATUS_BY_ERROR if isinstance(exc, t)), None)
+                if status is None:
+                    status = grpc.StatusCode.INTERNAL
+                    log.exception("%s failed", kind.value)
+                code = status.name
+                msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+                context.abort(status, f"{kind.value}: {msg}")
+        finally:
+            if self.observe is not None:
+                self.observe(kind.value, code, time.perf_counter() - t0, request.ByteSize(),
+                             reply.ByteSize() if reply is not None else 0)
+
+    def _authorized(self, context) -> bool:
+        for key, value in context.invocation_metadata():
+            if key == AUTH_METADATA_KEY:
+                return hmac.compare_digest(value.encode(), self.token)
+        return False
+
+    def RunStage(self, request, context):
+        def body():
+            got = self.h.on_run_stage(request.trainer_id, request.stage, request.signature,
+                                      decode_values(request.vars))
+            return pb.RunStageReply(vars=encode_values(got))
+        return self._run(HeterRequestKind.RUN_STAGE, request, context, body)
+
+    def Complete(self, request, context):
+        def body():
+            return pb.HeterCompleteReply(trainers_remaining=self.h.on_complete(request.trainer_id))
+        return self._run(HeterRequestKind.COMPLETE, request, context, body)
+
+    def Status(self, request, context):
+        def body():
+            s = self.h.on_status()
+            return pb.HeterStatusReply(state=s["state"], endpoint=s.get("endpoint", ""),
+                                       trainers=s.get("trainers", []), completed_trainers=s.get("completed", []),
+                                       stages_run=s.get("stages_run", 0), device=s.get("device", ""))
+        return self._run(HeterRequestKind.STATUS, request, context, body)
+
+
+def start_heter_server(handler: HeterHandler, endpoint: str, *, token: str = "", max_workers: int = 16,
+                       observer=None) -> tuple[grpc.Server, int]:
+    """Serve `handler` on endpoint ("host:port"; port 0 picks one). Returns (server, port).
+
+    Each served trainer holds at most one call at a time; max_workers must
+    exceed the number of trainers served (the caller sizes it)."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="heter-rpc"),
+                         options=list(CHANNEL_OPTIONS))
+    pb_grpc.add_HeterTrainerServicer_to_server(_Servicer(handler, token, observer), server)
+    host, _, port = endpoint.rpartition(":")
+    bound = server.add_insecure_port(f"{host or '0.0.0.0'}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot listen on {endpoint} (port in use?)")
+    server.start()
+    return server, bound
