@@ -69,6 +69,7 @@ class PserverMetrics:
     optimizer_duration: Histogram
     checkpoint_duration: Histogram
     last_checkpoint_timestamp: Gauge
+    last_checkpoint_step: Gauge
     auth_failures: Counter
 
 
@@ -132,6 +133,10 @@ def pserver_metrics(*, registry: CollectorRegistry) -> PserverMetrics:
             "psjob_pserver_last_checkpoint_timestamp_seconds",
             "Unix time of the newest checkpoint whose manifest was written.",
             registry=registry),
+        last_checkpoint_step=Gauge(
+            "psjob_pserver_last_checkpoint_step",
+            "Training step of the newest checkpoint whose manifest was written; `path` is its directory.",
+            ["path"], registry=registry),
         auth_failures=Counter(
             "psjob_pserver_auth_failures_total",
             "RPCs rejected as UNAUTHENTICATED, by reason (missing or invalid token).",

@@ -55,9 +55,18 @@ def _serving_client(endpoint, token, trainer_id=0):
     return client
 
 
+def _scrape(port):
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
 def test_bad_requests_get_named_errors_and_the_pserver_keeps_serving(job, tmp_path):
+    from psjob.launcher.launch import free_ports
     start, ep, token = job
-    server = start(roles.PSERVER, extra_env={"PSJOB_RPC_MAX_MESSAGE_BYTES": str(1 << 20)})
+    metrics_port = free_ports(1)[0]
+    server = start(roles.PSERVER, extra_env={"PSJOB_RPC_MAX_MESSAGE_BYTES": str(1 << 20),
+                                             "PSJOB_METRICS_PORT": str(metrics_port)})
     client = _serving_client(ep, token)
     names = client.status(ep)
     assert names.state == "SERVING"
@@ -93,6 +102,12 @@ def test_bad_requests_get_named_errors_and_the_pserver_keeps_serving(job, tmp_pa
         intruder.status(ep)
     assert info.value.code == grpc.StatusCode.UNAUTHENTICATED
     assert token not in str(info.value)
+    # Every outcome is counted on the pserver's /metrics, rejections by reason.
+    text = _scrape(metrics_port)
+    assert 'psjob_pserver_rpc_requests_total{method="SendVariables",status="NOT_FOUND"} 1.0' in text
+    assert 'psjob_pserver_rpc_requests_total{method="SendVariables",status="INVALID_ARGUMENT"}' in text
+    assert 'psjob_pserver_auth_failures_total{reason="invalid"} 1.0' in text
+    assert token not in text
     # The pserver is unharmed: a real trainer trains against it, and it exits 0 afterwards.
     trainer = start(roles.TRAINER)
     assert trainer.wait(timeout=120) == 0, (tmp_path / "TRAINER.0.log").read_text()

@@ -85,6 +85,8 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
         telemetry = getattr(state, "telemetry", None)
         if telemetry is not None:
             telemetry.m.last_checkpoint_timestamp.set(time.time())
+            telemetry.m.last_checkpoint_step.clear()  # one series: the newest checkpoint
+            telemetry.m.last_checkpoint_step.labels(dirname).set(int(step))
         state.last_checkpoint = (int(step), dirname)
         return protocol.encode_reply({"incarnation": state.incarnation})
     if command == protocol.SAVE:

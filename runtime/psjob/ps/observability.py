@@ -28,14 +28,15 @@ class PserverTelemetry:
         self.server = metrics.MetricsServer(port, self.registry)
         return self.server.port
 
-    def observe_rpc(self, method: str, status: str, seconds: float, bytes_in: int, bytes_out: int):
+    def observe_rpc(self, method: str, status: str, seconds: float, bytes_in: int, bytes_out: int,
+                    reason: str = ""):
         m = self.m
         m.rpc_duration.labels(method).observe(seconds)
         m.rpc_requests.labels(method, status).inc()
         m.received_bytes.labels(method).inc(bytes_in)
         m.sent_bytes.labels(method).inc(bytes_out)
         if status == "UNAUTHENTICATED":
-            m.auth_failures.labels("invalid_token").inc()
+            m.auth_failures.labels(reason or "invalid").inc()
         if method == "Barrier" and status == "OK":
             m.barrier_wait.labels("round").observe(seconds)
 

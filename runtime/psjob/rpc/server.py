@@ -70,16 +70,17 @@ class _Servicer(pb_grpc.ParameterServerServicer):
     def __init__(self, handler: ServerHandler, token: str, observer):
         self.h = handler
         self.token = token.encode() if token else b""
-        self.observe = observer  # (method, code name, seconds, bytes_in, bytes_out) -> None
+        self.observe = observer  # (method, code name, seconds, bytes_in, bytes_out, reason) -> None
 
     def _run(self, kind: RequestKind, request, context, body):
         t0 = time.perf_counter()
-        code = "OK"
+        code, reason = "OK", ""
         reply = None
         try:
-            if self.token and not self._authorized(context):
-                code = "UNAUTHENTICATED"
-                log.warning("rejected %s from %s: missing or wrong auth token", kind.value, context.peer())
+            auth = self._authorized(context) if self.token else "ok"
+            if auth != "ok":
+                code, reason = "UNAUTHENTICATED", auth
+                log.warning("rejected %s from %s: %s auth token", kind.value, context.peer(), auth)
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong psjob auth token")
             try:
                 reply = body()
@@ -95,13 +96,14 @@ class _Servicer(pb_grpc.ParameterServerServicer):
         finally:
             if self.observe is not None:
                 self.observe(kind.value, code, time.perf_counter() - t0, request.ByteSize(),
-                             reply.ByteSize() if reply is not None else 0)
+                             reply.ByteSize() if reply is not None else 0, reason)
 
-    def _authorized(self, context) -> bool:
+    def _authorized(self, context) -> str:
+        """"ok", "missing" or "invalid" (says nothing about the token itself)."""
         for key, value in context.invocation_metadata():
             if key == AUTH_METADATA_KEY:
-                return hmac.compare_digest(value.encode(), self.token)
-        return False
+                return "ok" if hmac.compare_digest(value.encode(), self.token) else "invalid"
+        return "missing"
 
     def SendVariables(self, request, context):
         def body():
