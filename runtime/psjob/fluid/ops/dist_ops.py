@@ -204,6 +204,16 @@ class _InFlight:
 MAX_SENDS_IN_FLIGHT = 64
 
 
+def confirm_pushes(executor) -> None:
+    """Wait until every gradient push this executor's `send` ops issued was applied.
+
+    For code that must order later work after the pushes without a barrier
+    (a heter trainer replies to its CPU trainer only after its pushes land)."""
+    state = executor.services.get("_rpc_inflight")
+    if state is not None:
+        state.drain()
+
+
 def _inflight(ctx) -> _InFlight:
     state = ctx.executor.services.get("_rpc_inflight")
     if state is None:

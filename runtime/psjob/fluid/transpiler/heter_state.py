@@ -28,6 +28,7 @@ import numpy as np
 from ..core import Scope, SelectedRows
 from ..executor import Executor
 from .heter_split import HeterSplit
+from ..ops.dist_ops import confirm_pushes
 
 STARTING, SERVING, DONE = "STARTING", "SERVING", "STOPPING"
 
@@ -47,11 +48,8 @@ def _confirm_pushes(executor) -> None:
     `send` (ops/dist_ops.py) does not wait: its pushes are confirmed at the
     executor's next barrier, recv or close. A heter section has no barrier of
     its own — the CPU trainer sends it right after this stage's reply — so the
-    stage confirms its pushes before replying (the in-flight registry is the
-    one dist_ops keeps in executor.services)."""
-    inflight = executor.services.get("_rpc_inflight")
-    if inflight is not None:
-        inflight.drain()
+    stage confirms its pushes before replying."""
+    confirm_pushes(executor)
 
 
 class HeterSection:
