@@ -13,6 +13,11 @@ request handled by a PserverState in this process (no transport):
     prefetch  64K unique ids × dim 16         rows/s, MB/s
     push      sparse table gradient (64K rows, + SGD apply)
 
+The table is the pserver's hash-keyed psjob.tables.SparseTable and the ids
+are random int64 feature ids (hashes, negatives included); the warm-up call
+creates their rows, so the timed calls measure lookups and updates of
+existing rows. `--vocab` only sizes the program's declared table.
+
 and prints gRPC/in-process ratios. Target (issue 6): prefetch through gRPC at
 least 0.5× the in-process lookup rate.
 """
@@ -98,9 +103,10 @@ def main():
     table_grad = next(n for n in local.recv_names if n.startswith("table@GRAD"))
 
     rng = np.random.default_rng(0)
-    ids = rng.choice(args.vocab, size=args.ids, replace=False).astype(np.int64)
+    ids = np.unique(rng.integers(-2**63, 2**63 - 1, size=args.ids, dtype=np.int64))
+    rng.shuffle(ids)
     g_dense = rng.normal(size=(args.dense_in, args.dense_out)).astype(np.float32) * 1e-3
-    g_rows = SelectedRows(ids, rng.normal(size=(args.ids, 16)).astype(np.float32) * 1e-3, args.vocab)
+    g_rows = SelectedRows(ids, rng.normal(size=(ids.size, 16)).astype(np.float32) * 1e-3, 0)
 
     ready.wait(120)
     client = PSClient([endpoint], 0)

@@ -41,18 +41,32 @@ def single_process_auc(ctr_data):
     return _late_auc(aucs)
 
 
-@pytest.mark.parametrize("mode, extra", [
-    ("async", ["--distributed_table"]),
-    ("geo", ["--k_steps", "5"]),
-])
-def test_distributed_ctr_training_matches_single_process_auc(tmp_path, script, launch, read_logs, ctr_data,
-                                                             single_process_auc, mode, extra):
-    r = launch(["--server_num", "2", "--worker_num", "2", "--log_dir", str(tmp_path / "log"),
+def _distributed_auc(out, launch, script, read_logs, ctr_data, mode, extra):
+    """Late AUC of trainer 0 in a 2 pservers x 2 trainers job."""
+    r = launch(["--server_num", "2", "--worker_num", "2", "--log_dir", str(out / "log"),
                 script("fleet_train.py"), "--model", "ctr", "--mode", mode, "--data", ctr_data,
-                "--batch", str(BATCH), "--steps", "100000", "--out", str(tmp_path), "--optimizer", "sgd",
+                "--batch", str(BATCH), "--steps", "100000", "--out", str(out), "--optimizer", "sgd",
                 "--lr", "1.0", *extra], timeout=600)
-    assert r.returncode == 0, r.stderr + read_logs(tmp_path / "log")
-    aucs = json.loads((tmp_path / "trainer0.json").read_text())["aucs"]
-    got = _late_auc(aucs)
+    assert r.returncode == 0, r.stderr + read_logs(out / "log")
+    return _late_auc(json.loads((out / "trainer0.json").read_text())["aucs"])
+
+
+def test_geo_ctr_training_matches_single_process_auc(tmp_path, script, launch, read_logs, ctr_data,
+                                                     single_process_auc):
+    got = _distributed_auc(tmp_path, launch, script, read_logs, ctr_data, "geo", ["--k_steps", "5"])
     assert single_process_auc > 0.68, single_process_auc
     assert abs(got - single_process_auc) < 0.01, (got, single_process_auc)
+
+
+def test_a_ctr_job_with_hashed_feature_ids_trains_to_the_auc_of_the_same_job_with_dense_ids(
+        tmp_path, script, launch, read_logs, ctr_data, single_process_auc):
+    # Random 64-bit hashes as feature ids (negatives included): only the pservers'
+    # hash-keyed SparseTables can hold them.
+    runs = {}
+    for id_mode in ("dense", "hash"):
+        (tmp_path / id_mode).mkdir()
+        runs[id_mode] = _distributed_auc(tmp_path / id_mode, launch, script, read_logs, ctr_data, "async",
+                                         ["--distributed_table", "--id_mode", id_mode])
+    assert single_process_auc > 0.68, single_process_auc
+    assert abs(runs["dense"] - single_process_auc) < 0.01, (runs, single_process_auc)
+    assert abs(runs["hash"] - runs["dense"]) < 0.01, runs

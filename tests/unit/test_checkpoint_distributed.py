@@ -14,25 +14,26 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob.checkpoint import distributed, protocol, store
-from psjob.checkpoint.format import CORRUPT_MARKER, CheckpointError, read_manifest, read_var
+from psjob.checkpoint.format import CORRUPT_MARKER, CheckpointError, read_array, read_manifest, read_var
 from psjob.checkpoint.pserver_load import load_pserver_slices, restore_newest
 from psjob.checkpoint.tables import assemble
 from psjob.fluid.transpiler import DistributeTranspiler
 from psjob.fluid.transpiler.inmemory import InMemoryClient, InMemoryCluster
 from psjob.fluid.transpiler.pserver_state import PserverState
+from psjob.tables import shard_of
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171", "127.0.0.1:6172"]
 VOCAB, DIM, TRAINERS = 1000, 8, 2
 
 
-def net():
+def net(distributed=True):
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 7
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
         x = fluid.layers.data(name="x", shape=[13])
         y = fluid.layers.data(name="y", shape=[1])
-        emb = fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=True, is_distributed=True,
+        emb = fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=True, is_distributed=distributed,
                                      param_attr=fluid.ParamAttr(name="emb",
                                                                 initializer=fluid.initializer.Uniform(-0.5, 0.5)))
         h = fluid.layers.fc(fluid.layers.concat([emb, x], axis=1), 1024, act="tanh")  # sliced: 21*1024 > 8192
@@ -88,6 +89,15 @@ def saved(path):
     return out
 
 
+def live_table(*tables):
+    """The rows the pservers' SparseTables hold, as a dense [VOCAB, DIM] array (absent ids: 0)."""
+    out = np.zeros((VOCAB, DIM), dtype="float32")
+    for table in tables:
+        rows = table.export()
+        out[rows.ids] = rows.values
+    return out
+
+
 def test_trainer_0_saves_every_slice_accumulator_counter_and_table_shard_whole(tmp_path):
     job = Job(2).train(0, 3, str(tmp_path))
     doc = read_manifest(str(tmp_path))
@@ -109,8 +119,11 @@ def test_trainer_0_saves_every_slice_accumulator_counter_and_table_shard_whole(t
     counter = job.cluster.handler(EPS[0]).scope.vars["@LR_DECAY_COUNTER@"]
     np.testing.assert_array_equal(values["@LR_DECAY_COUNTER@"], counter)
     assert int(counter[0]) >= 2
-    for k, ep in enumerate(EPS[:2]):
-        np.testing.assert_array_equal(values["emb"][k::2], job.cluster.handler(ep).scope.vars["emb"])
+    np.testing.assert_array_equal(values["emb"], live_table(*(job.cluster.handler(ep).scope.vars["emb"]
+                                                              for ep in EPS[:2])))
+    for entry in doc["tables"]["emb"]["shards"]:  # each shard holds its pserver's ids, ascending
+        ids = read_array(os.path.join(str(tmp_path), entry["files"]["ids"]["file"]), entry["files"]["ids"])
+        assert (shard_of(ids, 2) == entry["index"]).all() and (np.diff(ids) > 0).all()
     assert store.verify(str(tmp_path)) == []
 
 
@@ -210,12 +223,32 @@ def test_a_pserver_restores_the_newest_good_checkpoint_and_falls_back_past_a_cor
     assert f"checkpoint {root / store.step_dirname(4)} is unusable" in out and "checksum mismatch" in out
     assert "falling back to the previous good checkpoint" in out and "restored step 2" in out
     assert (root / store.step_dirname(4) / CORRUPT_MARKER).exists()  # later readers skip it too
-    np.testing.assert_array_equal(state.scope.vars["emb"], saved(str(root / store.step_dirname(2)))["emb"][1::2])
+    want = saved(str(root / store.step_dirname(2)))["emb"]
+    mine = shard_of(np.arange(VOCAB), 2) == 1
+    np.testing.assert_array_equal(live_table(state.scope.vars["emb"])[mine], want[mine])
     # pserver 0 reads only its own shard, yet skips the marked checkpoint as well
     main0, startup0 = job.pserver_programs[EPS[0]]
     other = PserverState(main0, scope=fluid.Scope(), executor=fluid.Executor())
     other.run_startup(startup0)
     assert other.restore_from_checkpoints(str(root)).step == 2
+
+
+def test_a_dense_table_saved_by_single_machine_training_loads_into_the_pservers_as_ids_0_to_h(tmp_path):
+    main, startup, loss = net(distributed=False)
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    exe.run(main, feed=feed(0, 0), fetch_list=[loss], scope=scope)
+    with fluid.scope_guard(scope):
+        fluid.io.save_persistables(exe, str(tmp_path), main)
+    dense = np.array(scope.vars["emb"])
+    job = Job(3, load_dir=str(tmp_path))
+    owner = shard_of(np.arange(VOCAB), 3)
+    for k, ep in enumerate(EPS[:3]):
+        rows = job.cluster.handler(ep).scope.vars["emb"].export()
+        np.testing.assert_array_equal(rows.ids, np.nonzero(owner == k)[0])
+        np.testing.assert_array_equal(rows.values, dense[owner == k])
+    np.testing.assert_array_equal(job.cluster.gather(job.programs[0][0].vars_overview, "fc_0.w_0"),
+                                  scope.vars["fc_0.w_0"])
 
 
 def test_loading_a_save_of_another_model_raises_and_keeps_the_startup_values(tmp_path):

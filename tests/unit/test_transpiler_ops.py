@@ -10,6 +10,7 @@ from psjob.fluid.core import SelectedRows
 from psjob.fluid.executor import ExecutionError
 from psjob.fluid.framework import EMPTY_VAR_NAME, VarType
 from psjob.fluid.transpiler.inmemory import InMemoryCluster
+from psjob.tables import SparseTable, TableConfig, shard_of
 
 
 def run_op(op_type, inputs, outputs, attrs=None, values=None, declare=None, services=None):
@@ -50,37 +51,58 @@ def test_split_selected_rows_rebases_rows_to_each_section():
 
 
 def test_split_ids_sends_each_unique_id_to_its_pserver_and_merge_ids_restores_the_order():
-    ids = np.array([[7], [2], [7], [4]], dtype=np.int64)
+    ids = np.array([[7], [-(2**63)], [7], [2**63 - 1], [-4]], dtype=np.int64)
+    owner = {i: int(shard_of(np.array([i]), 2)[0]) for i in ids.ravel().tolist()}
     declare = {"ids": ((-1, 1), "int64", VarType.LOD_TENSOR)}
     scope = run_op("split_ids", {"Ids": ["ids"]}, {"Out": ["p0", "p1"]}, values={"ids": ids}, declare=declare)
-    assert scope.vars["p0"].ravel().tolist() == [2, 4] and scope.vars["p1"].ravel().tolist() == [7]
-    rows = {"p0": scope.vars["p0"], "p1": scope.vars["p1"],
-            "x0": np.array([[2.0, 2.0], [4.0, 4.0]], "float32"), "x1": np.array([[7.0, 7.0]], "float32")}
+    for k in range(2):  # unique, sorted, on the pserver psjob.tables.shard_of names
+        assert scope.vars[f"p{k}"].ravel().tolist() == sorted(i for i, o in owner.items() if o == k)
+    rows = {f"p{k}": scope.vars[f"p{k}"] for k in range(2)}
+    rows.update({f"x{k}": np.repeat(scope.vars[f"p{k}"].astype("float32"), 2, axis=1) for k in range(2)})
     out = run_op("merge_ids", {"Ids": ["ids"], "Rows": ["p0", "p1"], "X": ["x0", "x1"]}, {"Out": ["emb"]},
                  values=dict(rows, ids=ids), declare=declare).vars["emb"]
-    np.testing.assert_array_equal(out[:, 0], [7, 2, 7, 4])
+    np.testing.assert_array_equal(out[:, 0], ids.ravel().astype("float32"))
     with pytest.raises(ExecutionError, match="id 9 of 'ids' was not prefetched"):
         run_op("merge_ids", {"Ids": ["ids"], "Rows": ["p0", "p1"], "X": ["x0", "x1"]}, {"Out": ["emb"]},
                values=dict(rows, ids=np.array([[9]], np.int64)), declare=declare)
 
 
-def test_split_ids_on_a_sparse_gradient_keeps_global_ids_and_values():
-    g = SelectedRows(np.array([3, 4, 6]), np.ones((3, 2), "float32"), 10)
+def test_split_ids_on_a_sparse_gradient_keeps_feature_ids_and_values_with_height_zero():
+    rows = np.array([3, -4, 2**62, 3])
+    g = SelectedRows(rows, np.arange(8, dtype="float32").reshape(4, 2), 10)
     declare = {"g": ((10, 2), "float32", VarType.SELECTED_ROWS)}
     scope = run_op("split_ids", {"Ids": ["g"]}, {"Out": ["a", "b"]}, values={"g": g}, declare=declare)
-    assert scope.vars["a"].rows.tolist() == [4, 6] and scope.vars["b"].rows.tolist() == [3]
+    owner = shard_of(rows, 2)
+    for k, name in enumerate("ab"):
+        piece = scope.vars[name]
+        assert piece.height == 0  # unbounded feature ids: the codec range-checks nothing
+        assert piece.rows.tolist() == rows[owner == k].tolist()
+        np.testing.assert_array_equal(piece.values, g.values[owner == k])
 
 
-def test_lookup_sparse_table_reads_the_shard_rows_of_global_ids_and_zeroes_padding():
-    shard = np.arange(8, dtype="float32").reshape(4, 2)  # shard 1 of 3: ids 1, 4, 7, 10
-    declare = {"ids": ((-1, 1), "int64", VarType.LOD_TENSOR), "w": ((4, 2), "float32", VarType.LOD_TENSOR)}
-    attrs = {"shard_index": 1, "shard_num": 3, "padding_idx": 7}
-    out = run_op("lookup_sparse_table", {"Ids": ["ids"], "W": ["w"]}, {"Out": ["o"]}, attrs,
-                 {"ids": np.array([[10], [1], [7]]), "w": shard}, declare).vars["o"]
-    np.testing.assert_array_equal(out, [[6, 7], [0, 1], [0, 0]])
-    with pytest.raises(ExecutionError, match="belongs to shard 2"):
-        run_op("lookup_sparse_table", {"Ids": ["ids"], "W": ["w"]}, {"Out": ["o"]}, attrs,
-               {"ids": np.array([[5]]), "w": shard}, declare)
+def test_lookup_sparse_table_reads_rows_made_by_the_per_id_initializer_and_zeroes_padding():
+    table = SparseTable(TableConfig(name="w", dim=2, seed=5))
+    declare = {"ids": ((-1, 1), "int64", VarType.LOD_TENSOR), "w": ((-1, 2), "float32", VarType.LOD_TENSOR)}
+    ids = np.array([[10], [-(2**63)], [7], [10]])
+    out = run_op("lookup_sparse_table", {"Ids": ["ids"], "W": ["w"]}, {"Out": ["o"]}, {"padding_idx": 7},
+                 {"ids": ids, "w": table}, declare).vars["o"]
+    fresh = SparseTable(TableConfig(name="w", dim=2, seed=5)).lookup(np.array([10, -(2**63)]))
+    np.testing.assert_array_equal(out, [fresh[0], fresh[1], [0, 0], fresh[0]])
+    assert len(table) == 3  # 10, -2**63 and the padding id got rows
+    with pytest.raises(ExecutionError, match="not a SparseTable"):
+        run_op("lookup_sparse_table", {"Ids": ["ids"], "W": ["w"]}, {"Out": ["o"]}, {},
+               {"ids": ids, "w": np.zeros((4, 2), "float32")}, declare)
+
+
+def test_sparse_table_push_applies_the_merged_gradient_with_the_current_learning_rate():
+    table = SparseTable(TableConfig(name="w", dim=2, seed=5))
+    before = table.lookup(np.array([3, -1]))
+    g = SelectedRows(np.array([3, -1, 3]), np.ones((3, 2), "float32"), 0)
+    declare = {"g": ((-1, 2), "float32", VarType.SELECTED_ROWS), "w": ((-1, 2), "float32", VarType.LOD_TENSOR),
+               "lr": ((1,), "float32", VarType.LOD_TENSOR)}
+    run_op("sparse_table_push", {"W": ["w"], "Grad": ["g"], "LearningRate": ["lr"]}, {}, {},
+           {"w": table, "g": g, "lr": np.array([0.5], "float32")}, declare)
+    np.testing.assert_allclose(table.lookup(np.array([3, -1])), before - 0.5 * np.array([[2, 2], [1, 1]]))
 
 
 def test_runtime_services_resolve_to_their_default_factories_and_unknown_ones_are_named():

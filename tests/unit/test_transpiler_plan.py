@@ -1,4 +1,4 @@
-"""The transpiler's pure planning pieces: slicing, dispatch, id placement, names, overview, config."""
+"""The transpiler's pure planning pieces: slicing, dispatch, names, overview, config."""
 import os
 import subprocess
 import sys
@@ -9,7 +9,6 @@ import pytest
 
 from psjob.fluid.transpiler import (DistributeTranspilerConfig, HashName, RoundRobin, TranspilerConfigError,
                                     VarsDistributed, VarStruct, get_varname_parts, slice_variable)
-from psjob.fluid.transpiler import placement
 
 
 class _Var:
@@ -68,24 +67,6 @@ def test_hash_name_gives_the_same_placement_in_processes_with_different_hash_see
         outs.add(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                                 check=True).stdout)
     assert len(outs) == 1
-
-
-# -- id placement of the distributed table ------------------------------------------------
-
-def test_feature_ids_go_to_pserver_id_mod_n_at_row_id_div_n():
-    ids = np.array([0, 1, 2, 3, 4, 7, 10], dtype=np.int64)
-    assert placement.shard_of(ids, 3).tolist() == [0, 1, 2, 0, 1, 1, 1]
-    assert placement.local_rows(np.array([1, 4, 7, 10]), 1, 3).tolist() == [0, 1, 2, 3]
-    assert placement.shard_ids(10, 1, 3).tolist() == [1, 4, 7]
-    assert [placement.shard_height(10, k, 3) for k in range(3)] == [4, 3, 3]
-    assert placement.ids_of_local_rows(3, 1, 3).tolist() == [1, 4, 7]
-
-
-def test_an_id_of_another_shard_or_a_negative_id_is_refused():
-    with pytest.raises(ValueError, match="belongs to shard 2"):
-        placement.local_rows(np.array([5]), 1, 3)
-    with pytest.raises(ValueError, match="negative"):
-        placement.shard_of(np.array([3, -1]), 2)
 
 
 # -- names --------------------------------------------------------------------------------

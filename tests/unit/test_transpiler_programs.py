@@ -9,6 +9,7 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob.fluid.framework import GraphError, OpRole
+from psjob.fluid.ops.table_ops import table_config_from_attrs
 from psjob.fluid.transpiler import (DistributeTranspiler, DistributeTranspilerConfig, HashName,
                                     TranspilerConfigError, UnsupportedOptimizerError,
                                     deserialize_dist_program, serialize_dist_program)
@@ -317,17 +318,15 @@ def test_the_distributed_table_in_every_job_shape(pservers, trainers, sync):
     (grad_split,) = [op for op in ops if op.type == "split_ids" and op.input("Ids") == ["emb@GRAD"]]
     trainer_part = ".trainer_0" if sync else ""
     assert grad_split.output("Out") == [f"emb@GRAD{trainer_part}.pserver_{k}" for k in range(pservers)]
-    rows = 0
     for k, ep in enumerate(EPS[:pservers]):
         prog = t.get_pserver_program(ep)
-        rows += prog.global_block().var("emb").shape[0]
+        assert tuple(prog.global_block().var("emb").shape) == (-1, 16)  # a SparseTable: no height
         lis = listen_and_serv(prog)
         key = "emb@GRAD" if sync else f"emb@GRAD.pserver_{k}"
         block = prog.block(int(dict(e.split(":") for e in lis.attr("grad_to_block_id"))[key]))
-        assert op_types(block) == (["sum", "scale"] if sync else []) + ["localize_rows", "sgd"]
+        assert op_types(block) == (["sum", "scale"] if sync else []) + ["sparse_table_push"]
         if sync:
             assert block.ops[0].input("X") == [f"emb@GRAD.trainer_{i}.pserver_{k}" for i in range(trainers)]
-    assert rows == 1024
 
 
 def test_a_distributed_table_lookup_becomes_split_ids_prefetch_merge_ids():
@@ -356,27 +355,37 @@ def test_a_distributed_table_lookup_becomes_split_ids_prefetch_merge_ids():
     assert prog._distributed_lookup_table == "emb"
 
 
-def test_each_pserver_gets_a_table_shard_with_optimize_prefetch_and_checkpoint_blocks():
+def test_each_pserver_gets_a_sparse_table_with_optimize_prefetch_and_checkpoint_blocks():
     t, _, _ = transpile(embedding_net, pservers=3, trainers=2, distributed=True, vocab=1000)
+    creates = []
     for k, ep in enumerate(EPS[:3]):
         prog, startup = t.get_pserver_programs(ep)
         gb = prog.global_block()
-        assert gb.var("emb").shape == ([334, 333, 333][k], 16)
+        assert tuple(gb.var("emb").shape) == (-1, 16)
         lis = listen_and_serv(prog)
         blocks = {b.idx: b for b in lis.attr("optimize_blocks")}
         g2b = dict(e.split(":") for e in lis.attr("grad_to_block_id"))
         table_block = blocks[int(g2b["emb@GRAD"])]
-        assert op_types(table_block) == ["sum", "scale", "localize_rows", "sgd"]
+        assert op_types(table_block) == ["sum", "scale", "sparse_table_push"]
         assert table_block.ops[0].input("X") == [f"emb@GRAD.trainer_{i}.pserver_{k}" for i in range(2)]
-        assert table_block.ops[2].attr("shard_index") == k and table_block.ops[2].attr("shard_num") == 3
+        push = table_block.ops[2]
+        assert push.input("W") == ["emb"] and push.input("Grad") == ["emb@GRAD"]
+        (lr,) = push.input("LearningRate")
+        assert gb.var(lr).persistable  # the table's learning rate, read at push time
         (entry,) = lis.attr("prefetch_var_name_to_block_id")
         table, idx = entry.split(":")
         assert table == "emb"
         (lookup,) = prog.block(int(idx)).ops
         assert lookup.type == "lookup_sparse_table" and lookup.input("W") == ["emb"]
         assert op_types(prog.block(lis.attr("checkpoint_block_id"))) == ["sparse_table_save"]
-        assert [op.type for op in startup.global_block().ops if "emb" in op.output_arg_names] == [
-            "select_table_shard"]
+        (create,) = [op for op in startup.global_block().ops if "emb" in op.output_arg_names]
+        assert create.type == "create_sparse_table"
+        creates.append({k: v for k, v in create.attrs.items() if k != "op_role"})
+    # Every pserver builds the same table config: an id's first row does not depend on where it lives.
+    assert creates[0] == creates[1] == creates[2]
+    config = table_config_from_attrs(creates[0])
+    assert (config.name, config.dim, config.optimizer.name) == ("emb", 16, "sgd")
+    assert config.seed != 0 and config.initializer.kind == "uniform"
 
 
 def test_async_table_gradients_go_to_each_pserver_without_trainer_suffix():
@@ -523,3 +532,25 @@ def test_a_refused_program_is_left_exactly_as_it_was():
         DistributeTranspiler().transpile(0, program=main, startup_program=startup, pservers=EPS[0])
     assert main.to_dict() == before and startup.to_dict() == before_startup
     assert not main._is_distributed
+
+
+@pytest.mark.parametrize("initializer, want", [
+    (fluid.initializer.Normal(0.5, 0.2), {"kind": "normal", "mean": 0.5, "std": 0.2}),
+    (fluid.initializer.TruncatedNormal(0.0, 0.1), {"kind": "truncated_normal", "mean": 0.0, "std": 0.1}),
+    (fluid.initializer.Constant(0.25), {"kind": "constant", "value": 0.25}),
+])
+def test_the_sparse_table_initializer_follows_the_tables_init_op(initializer, want):
+    def build():
+        main, startup = fluid.Program(), fluid.Program()
+        main.random_seed = startup.random_seed = 11
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
+            emb = fluid.layers.embedding(ids, size=[100, 4], is_sparse=True, is_distributed=True,
+                                         param_attr=fluid.ParamAttr(name="emb", initializer=initializer))
+            fluid.optimizer.SGD(0.5).minimize(fluid.layers.mean(fluid.layers.fc(emb, 1)))
+        return main, startup
+    t, _, _ = transpile(build, pservers=2)
+    _, startup = t.get_pserver_programs(EPS[0])
+    (create,) = [op for op in startup.global_block().ops if op.type == "create_sparse_table"]
+    config = table_config_from_attrs(create.attrs)
+    assert {k: getattr(config.initializer, k) for k in want} == pytest.approx(want)

@@ -17,6 +17,7 @@ from psjob.fluid.transpiler import deserialize_dist_program as load
 from psjob.fluid.transpiler import serialize_dist_program as dump
 from psjob.fluid.transpiler.inmemory import InMemoryCluster
 from psjob.fluid.transpiler.pserver_state import PserverOptions
+from psjob.tables import SparseTable, shard_of
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171", "127.0.0.1:6172"]
 VOCAB, DIM = 1024, 16
@@ -80,10 +81,12 @@ def batches(kind, steps, n):
     return [{"ids": ids[s], "y": y[s]} for s in range(steps)]
 
 
-def single_machine(build, feeds):
+def single_machine(build, feeds, init=None):
+    """Train in one process; `init` overrides startup values (a distributed table's initial rows)."""
     main, startup, loss = build()
     exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
     exe.run(startup, scope=scope)
+    scope.vars.update({k: np.array(v, copy=True) for k, v in (init or {}).items()})
     for feed in feeds:
         exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
     return {p.name: np.array(scope.vars[p.name]) for p in main.all_parameters()}, scope
@@ -115,6 +118,29 @@ def distributed(build, feeds, trainers, pservers, sync=True, config=None, option
     return cluster, cluster.run_trainers(body, trainers), plans[0][0]._parameters_on_pservers
 
 
+def table_rows(cluster, eps, name="emb", fresh=False):
+    """The distributed table as a dense [VOCAB, DIM] array, id i read from the pserver
+    `shard_of` names (fresh: the rows the table's per-id initializer gives, before training)."""
+    out = np.empty((VOCAB, DIM), dtype="float32")
+    ids = np.arange(VOCAB, dtype=np.int64)
+    owner = shard_of(ids, len(eps))
+    for k, ep in enumerate(eps):
+        table = cluster.handler(ep).scope.vars[name]
+        assert isinstance(table, SparseTable)
+        source = SparseTable(table.config) if fresh else table
+        out[owner == k] = source.lookup(ids[owner == k])
+    return out
+
+
+def distributed_table_run(build, feeds, trainers, pservers):
+    """Distributed training of a net with a distributed table, and the single-machine run
+    that starts from the same table rows (the pservers' per-id initializer)."""
+    cluster, results, overview = distributed(build, feeds, trainers, pservers)
+    init = table_rows(cluster, EPS[:pservers], fresh=True)
+    ref, _ = single_machine(build, feeds, init={"emb": init})
+    return ref, cluster, results
+
+
 @pytest.mark.parametrize("opt", ["sgd", "adam"])
 @pytest.mark.parametrize("trainers,pservers", [(2, 2), (2, 3), (1, 2)])
 def test_sync_dense_training_equals_single_machine_training_on_the_global_batches(opt, trainers, pservers):
@@ -141,12 +167,8 @@ def test_sync_sparse_embedding_training_equals_single_machine_training(opt):
 def test_sync_distributed_table_training_equals_single_machine_training():
     feeds = batches("ids", 4, 12)
     build = lambda: embedding_net("sgd", distributed=True)  # noqa: E731
-    ref, _ = single_machine(build, feeds)
-    cluster, results, _ = distributed(build, feeds, 2, 3)
-    table = np.empty_like(ref["emb"])
-    for k, ep in enumerate(EPS[:3]):
-        table[k::3] = cluster.handler(ep).scope.vars["emb"]
-    np.testing.assert_allclose(table, ref["emb"], rtol=1e-5, atol=1e-6)
+    ref, cluster, results = distributed_table_run(build, feeds, 2, 3)
+    np.testing.assert_allclose(table_rows(cluster, EPS[:3]), ref["emb"], rtol=1e-5, atol=1e-6)
     for name in ("fc_0.w_0", "fc_0.b_0"):
         np.testing.assert_allclose(results[1][0].vars[name], ref[name], rtol=1e-5, atol=1e-6)
     # the trainers never held the table's rows
@@ -197,12 +219,13 @@ def test_a_checkpoint_notify_saves_each_table_shard_keyed_by_feature_id(tmp_path
     cluster, results, _ = distributed(lambda: embedding_net("sgd", distributed=True), feeds, 2, 2)
     files = cluster.client(0).checkpoint_notify(str(tmp_path))
     assert sorted(f for fs in files.values() for f in fs) == ["emb.shard_0_of_2.npz", "emb.shard_1_of_2.npz"]
-    table = np.zeros((VOCAB, DIM), dtype="float32")
-    for f in os.listdir(tmp_path):
-        with np.load(tmp_path / f) as z:
-            table[z["ids"]] = z["values"]
     for k, ep in enumerate(EPS[:2]):
-        np.testing.assert_array_equal(table[k::2], cluster.handler(ep).scope.vars["emb"])
+        with np.load(tmp_path / f"emb.shard_{k}_of_2.npz") as z:
+            ids, values = z["ids"], z["values"]
+        assert (shard_of(ids, 2) == k).all()
+        live = cluster.handler(ep).scope.vars["emb"]
+        assert len(ids) == len(live)  # every row the pserver holds, keyed by its feature id
+        np.testing.assert_array_equal(values, live.lookup(ids))
 
 
 def test_a_pserver_refuses_unknown_or_misshapen_gradients_and_keeps_serving():
@@ -279,12 +302,8 @@ def two_lookup_net(late_ids):
 def test_several_lookups_of_one_distributed_table_train_like_a_single_machine(late_ids):
     rng = np.random.default_rng(1)
     feeds = [dict(f, other=rng.integers(0, VOCAB, size=(12, 1)).astype("int64")) for f in batches("ids", 3, 12)]
-    ref, _ = single_machine(lambda: two_lookup_net(late_ids), feeds)
-    cluster, results, _ = distributed(lambda: two_lookup_net(late_ids), feeds, 2, 2)
-    table = np.empty_like(ref["emb"])
-    for k, ep in enumerate(EPS[:2]):
-        table[k::2] = cluster.handler(ep).scope.vars["emb"]
-    np.testing.assert_allclose(table, ref["emb"], rtol=1e-5, atol=1e-6)
+    ref, cluster, results = distributed_table_run(lambda: two_lookup_net(late_ids), feeds, 2, 2)
+    np.testing.assert_allclose(table_rows(cluster, EPS[:2]), ref["emb"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(results[0][0].vars["fc_0.w_0"], ref["fc_0.w_0"], rtol=1e-5, atol=1e-6)
 
 

@@ -13,8 +13,10 @@ program (the main or the startup program — both declare the same ones):
                                       `<p>_moment1_0.block1`; origin-shaped
                                       ones such as `<p>_beta1_pow_acc_0.block1`
                                       are the whole origin)
-    the distributed table             the rows of the ids the placement gives
-                                      this pserver (tables.load_shard)
+    the distributed table             the saved rows whose ids `shard_of` gives
+                                      this pserver, imported into its SparseTable
+                                      (tables.read_rows / import_into); a dense
+                                      table saved whole loads as ids 0..H-1
 
 so a checkpoint written with N pservers loads into M. Everything is read and
 checked (sha256, shapes) before the scope is touched: a bad file raises
@@ -33,7 +35,8 @@ from ..fluid.core import global_scope, to_numpy
 from .format import CheckpointError, CorruptFileError, read_manifest, read_var
 from .pserver_side import is_state_var
 from .store import committed, mark_corrupt
-from .tables import load_shard
+from ..tables import SparseTable
+from .tables import dense_rows, import_into, read_rows
 
 log = logging.getLogger("psjob.checkpoint")
 
@@ -79,6 +82,7 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
         return cache[name]
 
     loaded, missing, params = {}, [], set()
+    table_rows = None
     for var in program.global_block().vars.values():
         if not is_state_var(var):
             continue
@@ -89,18 +93,13 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
         if var.name == table:
             params.add(var.name)
             if table in saved_tables:
-                current = scope.vars.get(table)
-                if current is None:
-                    raise CheckpointError(f"table {table!r} has no value in the scope: run the pserver "
-                                          "startup program before loading")
-                arr = load_shard(dirname, table, saved_tables[table], to_numpy(current), placement[1],
-                                 placement[2])
-            elif table in saved:
-                arr = read(table)[_table_ids(read(table).shape[0], placement)]
+                table_rows = read_rows(dirname, table, saved_tables[table], placement[1], placement[2])
+            elif table in saved:  # a dense table saved whole (single machine): ids 0..H-1
+                table_rows = [dense_rows(read(table), placement[1], placement[2])]
             else:
                 missing.append(var.name)
-                continue
-        elif var.name in saved:
+            continue
+        if var.name in saved:
             arr = read(var.name)
         elif dv is not None and dv.origin.name in saved:
             origin = read(dv.origin.name)
@@ -114,15 +113,22 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
         if shape and tuple(arr.shape) != shape:
             raise CheckpointError(f"{dirname}: {var.name!r} would load shape {list(arr.shape)}, the pserver "
                                   f"program declares {list(shape)}")
-        # Dense arrays may be shared by several variables (cached origins): each gets its own
-        # copy. The table's shard is this pserver's alone; a copy of it would double the peak.
-        loaded[var.name] = (np.asarray(arr, dtype=var.dtype) if var.name == table
-                            else np.array(arr, dtype=var.dtype, copy=True))
+        # Dense arrays may be shared by several variables (cached origins): each gets its own copy.
+        loaded[var.name] = np.array(arr, dtype=var.dtype, copy=True)
     lost = sorted(set(missing) & params)
     if lost:
         raise CheckpointError(f"{dirname} lacks parameters this pserver holds: {', '.join(lost[:8])}")
+    if table_rows is not None:
+        live = scope.vars.get(table)
+        if not isinstance(live, SparseTable):
+            raise CheckpointError(f"table {table!r} holds {type(live).__name__} in the scope, not a SparseTable: "
+                                  "run the pserver startup program before loading")
+        import_into(live, table, table_rows)
+        loaded[table] = None
     xp = executor.xp
     for name, arr in loaded.items():
+        if name == table:
+            continue
         scope.vars[name] = arr if xp is np else xp.asarray(arr)
     if missing:
         log.warning("pserver %s: %s holds no %s; they keep their startup values", endpoint, dirname,
@@ -138,11 +144,6 @@ def _table_placement(program, endpoint):
     if endpoint not in eps:
         raise ValueError(f"endpoint {endpoint!r} is not one of the job's pservers {eps}")
     return table, eps.index(endpoint), len(eps)
-
-
-def _table_ids(height, placement):
-    from ..fluid.transpiler import placement as place
-    return place.shard_ids(height, placement[1], placement[2])
 
 
 def report_fallback(path, exc) -> None:

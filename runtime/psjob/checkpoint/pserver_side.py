@@ -13,8 +13,10 @@ stall training for longer than the lease). Reads (pulls, prefetches) go on.
 Save (`psjob:save`): while frozen nothing mutates the table (async updates wait; a sync
 round cannot complete while trainer 0, who is checkpointing, has not sent its
 barrier), so the shard is written without holding the lock and prefetches
-keep being served. A plain tag (Fluid's checkpoint_notify op) runs the program's
-checkpoint block as before (`sparse_table_save`, under the lock).
+keep being served. The table is a `psjob.tables.SparseTable`; its export (rows keyed
+by id with their optimizer state) is taken under the lock unless frozen, and
+written by `tables.save_shard`. A plain tag (Fluid's checkpoint_notify op) runs the
+program's checkpoint block as before (`sparse_table_save`, under the lock).
 """
 from __future__ import annotations
 
@@ -117,11 +119,12 @@ def save_table(state, dirname: str, step: int) -> dict:
     try:
         with state._cond:
             frozen = state._frozen_until > time.monotonic()
-            values = state.scope.vars[table]
+            sparse = _sparse_table(state.scope, table)
             if not frozen:
-                entry = tables.save_shard(dirname, table, _host(values), index, num)
+                rows = sparse.export()
         if frozen:
-            entry = tables.save_shard(dirname, table, _host(values), index, num)
+            rows = sparse.export()  # consistent: a frozen pserver applies no update
+        entry = tables.save_shard(dirname, table, rows, index, num, optimizer=sparse.config.optimizer.name)
         outcome = "ok"
     finally:
         telemetry = getattr(state, "telemetry", None)
@@ -132,9 +135,13 @@ def save_table(state, dirname: str, step: int) -> dict:
     return {table: entry}
 
 
-def _host(value):
-    from ..fluid.core import to_numpy
-    return to_numpy(value)
+def _sparse_table(scope, name):
+    from ..tables import SparseTable
+    value = scope.vars.get(name)
+    if not isinstance(value, SparseTable):
+        raise RuntimeError(f"the distributed table {name!r} holds {type(value).__name__}, not a SparseTable "
+                           "(run the pserver startup program first)")
+    return value
 
 
 def restore(state, root: str):

@@ -1,23 +1,35 @@
 """Distributed lookup tables on disk: rows keyed by feature id, re-shardable.
 
-A pserver saves the shard of a distributed table it holds as two arrays —
-the global feature `ids` (int64) and their `values` — under
+A pserver hosts its share of a distributed table as a `psjob.tables.SparseTable`
+and saves it from `SparseTable.export()` — every row keyed by id, ascending —
+as one array file per part:
 
-    <dir>/__tables__/<table>.shard-<k>-of-<N>.ids
-    <dir>/__tables__/<table>.shard-<k>-of-<N>.values
+    <dir>/__tables__/<table>.shard-<k>-of-<N>.ids              int64 [n]
+    <dir>/__tables__/<table>.shard-<k>-of-<N>.values           float32 [n, dim]
+    <dir>/__tables__/<table>.shard-<k>-of-<N>.state.<name>     per-row optimizer state
+    <dir>/__tables__/<table>.shard-<k>-of-<N>.meta.<name>      per-row metadata (last_seen, ...)
 
-and returns the manifest entry of the shard (files with shape, dtype, size,
-sha256). Nothing in the files refers to local rows or to N, so a table
-written by N pservers loads into M: pserver j of M reads every saved shard
-(or only shard j when M == N, the common restart case), keeps the ids the
-placement assigns to it and writes them at their local rows. Which id lives
-where is asked of `psjob.fluid.transpiler.placement` only, the placement
-seam every other table op uses.
+(state names are the kernels' accumulator names, e.g. ``moment`` for adagrad,
+``moment1``/``moment2``/``beta1_pow_acc``/``beta2_pow_acc`` for adam; sgd has
+none). `save_shard` returns the manifest entry of the shard (files with
+shape, dtype, size, sha256). Nothing in the files refers to rows or to N, so
+a table written by N pservers loads into M: pserver j of M reads every saved
+shard (or only shard j when M == N, the common restart case), keeps the ids
+with ``psjob.tables.shard_of(ids, M) == j`` — the placement every table op
+uses — and writes them with `SparseTable.import_rows`.
+
+A dense table saved whole (single-machine `save_persistables` of a program
+with an ordinary embedding) loads as ids 0..H-1 (`dense_rows`).
 
 Manifest entry of a table (under "tables"):
 
     {"height": H, "width": W, "dtype": "float32", "num_shards": N,
-     "shards": [{"index": k, "rows": r, "files": {"ids": {...}, "values": {...}}}, ...]}
+     "shards": [{"index": k, "rows": r, "optimizer": "sgd",
+                 "files": {"ids": {...}, "values": {...}, "state.<name>": {...}, ...}}, ...]}
+
+``height`` is the table's declared height (only single-machine loads of a
+table with dense ids use it); ``optimizer`` is absent in checkpoints written
+before tables carried optimizer state (they load as values only).
 """
 from __future__ import annotations
 
@@ -25,7 +37,7 @@ import os
 
 import numpy as np
 
-from ..fluid.transpiler import placement
+from ..tables import SparseTable, TableShard, shard_of
 from .format import CheckpointError, read_array, write_array
 
 TABLE_DIR = "__tables__"
@@ -35,21 +47,27 @@ def shard_prefix(table: str, index: int, num_shards: int) -> str:
     return os.path.join(TABLE_DIR, f"{table}.shard-{index}-of-{num_shards}")
 
 
-def save_shard(dirname: str, table: str, values, index: int, num_shards: int) -> dict:
-    """Write shard `index` of `num_shards` (local rows in placement order); its manifest entry."""
-    values = np.asarray(values)
-    if values.ndim != 2:
-        raise CheckpointError(f"table {table!r}: a shard must be 2-D [rows, width], got {list(values.shape)}")
-    ids = placement.ids_of_local_rows(values.shape[0], index, num_shards)
+def save_shard(dirname: str, table: str, shard: TableShard, index: int, num_shards: int,
+               optimizer: str = "") -> dict:
+    """Write shard `index` of `num_shards` (a table's export, keyed by id); its manifest entry."""
+    if not isinstance(shard, TableShard):
+        raise CheckpointError(f"table {table!r}: save_shard needs a TableShard (SparseTable.export()), "
+                              f"got {type(shard).__name__}")
     prefix = shard_prefix(table, index, num_shards)
     os.makedirs(os.path.join(dirname, TABLE_DIR), exist_ok=True)
+    parts = [("ids", shard.ids), ("values", shard.values)]
+    parts += [(f"state.{name}", arr) for name, arr in sorted(shard.state.items())]
+    parts += [(f"meta.{name}", arr) for name, arr in sorted(shard.meta.items())]
     files = {}
-    for part, arr in (("ids", ids), ("values", values)):
+    for part, arr in parts:
         rel = f"{prefix}.{part}"
         entry = write_array(os.path.join(dirname, rel), arr)
         entry["file"] = rel
         files[part] = entry
-    return {"index": int(index), "rows": int(values.shape[0]), "files": files}
+    doc = {"index": int(index), "rows": len(shard), "files": files}
+    if optimizer:
+        doc["optimizer"] = optimizer
+    return doc
 
 
 def table_entry(height: int, width: int, dtype: str, shards: list) -> dict:
@@ -66,57 +84,101 @@ def check_complete(table: str, doc: dict) -> None:
                               f"{doc.get('num_shards')}; some pserver did not save its shard")
 
 
-def _read_shard(dirname: str, table: str, shard: dict):
+def _read_part(dirname, table, files, part):
+    return read_array(os.path.join(dirname, files[part]["file"]), files[part], f"{table} {part}")
+
+
+def _read_shard(dirname: str, table: str, shard: dict, with_state: bool = True) -> TableShard:
     files = shard["files"]
-    ids = read_array(os.path.join(dirname, files["ids"]["file"]), files["ids"], f"{table} ids")
-    values = read_array(os.path.join(dirname, files["values"]["file"]), files["values"], f"{table} values")
+    ids, values = _read_part(dirname, table, files, "ids"), _read_part(dirname, table, files, "values")
     if ids.ndim != 1 or values.ndim != 2 or ids.shape[0] != values.shape[0]:
         raise CheckpointError(f"table {table!r} shard {shard['index']}: {ids.shape[0]} ids for "
                               f"{values.shape[0]} rows")
-    return ids, values
+    groups = {"state": {}, "meta": {}}
+    if with_state:
+        for part in files:
+            group, _, name = part.partition(".")
+            if group in groups and name:
+                groups[group][name] = _read_part(dirname, table, files, part)
+    try:
+        return TableShard(ids=ids.astype(np.int64, copy=False), values=values, **groups)
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"table {table!r} shard {shard['index']}: {exc}") from exc
 
 
-def load_shard(dirname: str, table: str, doc: dict, current, index: int, num_shards: int) -> np.ndarray:
-    """This pserver's rows (`index` of `num_shards`), starting from `current` (its startup
-    values: ids the checkpoint lacks keep them). Every file read is checksum-verified."""
+def read_rows(dirname: str, table: str, doc: dict, index: int, num_shards: int) -> list[TableShard]:
+    """The saved rows pserver `index` of `num_shards` owns (by `shard_of`), one TableShard per
+    saved shard that holds any. Every file read is checksum-verified."""
     check_complete(table, doc)
-    current = np.asarray(current)
-    if current.ndim != 2 or current.shape[1] != int(doc["width"]):
-        raise CheckpointError(f"table {table!r}: the checkpoint's rows are {doc['width']} wide, this "
-                              f"pserver's shard is {list(current.shape)}")
-    out = None
+    out = []
     same_layout = int(doc["num_shards"]) == num_shards
     for shard in doc["shards"]:
         if same_layout and int(shard["index"]) != index:
             continue  # the same placement: only our own shard holds our ids
-        ids, values = _read_shard(dirname, table, shard)
-        mine = placement.shard_of(ids, num_shards) == index
-        every = bool(mine.all())
-        if not every and not mine.any():
-            continue
-        rows = placement.local_rows(ids if every else ids[mine], index, num_shards)
-        if rows.size and int(rows.max()) >= current.shape[0]:
-            bad = int((ids if every else ids[mine])[rows >= current.shape[0]][0])
-            raise CheckpointError(f"table {table!r}: id {bad} lies beyond this pserver's {current.shape[0]} rows "
-                                  "(the program declares a smaller table than the checkpoint)")
-        if (out is None and every and rows.size == current.shape[0] and values.dtype == current.dtype
-                and bool((rows == np.arange(rows.size)).all())):
-            out = values  # the saved shard is exactly this pserver's rows, in order: adopt it
-            continue
-        if out is None:
-            out = np.array(current, copy=True)
-        out[rows] = (values if every else values[mine]).astype(out.dtype, copy=False)
-    return np.array(current, copy=True) if out is None else out
+        rows = _read_shard(dirname, table, shard)
+        mine = shard_of(rows.ids, num_shards) == index
+        if bool(mine.all()):
+            out.append(rows)
+        elif mine.any():
+            out.append(rows.take(mine))
+    return out
+
+
+def dense_rows(values: np.ndarray, index: int, num_shards: int) -> TableShard:
+    """A dense [H, W] table (single-machine save) as ids 0..H-1; the ones this pserver owns."""
+    values = np.asarray(values)
+    if values.ndim != 2:
+        raise CheckpointError(f"a dense table must be 2-D [ids, width], got {list(values.shape)}")
+    ids = np.arange(values.shape[0], dtype=np.int64)
+    mine = shard_of(ids, num_shards) == index
+    return TableShard(ids=ids[mine], values=values[mine])
+
+
+def _with_fresh_state(table: SparseTable, rows: TableShard) -> TableShard:
+    """`rows` with the optimizer state a new row of `table` starts with (drawn by a scratch table
+    of the same config, so the live table's counters are untouched)."""
+    rows = rows.take(np.argsort(rows.ids, kind="stable"))
+    scratch = SparseTable(table.config)
+    scratch.lookup(rows.ids)
+    fresh = scratch.export()
+    if not np.array_equal(fresh.ids, rows.ids):
+        raise CheckpointError(f"table {table.config.name!r}: cannot give fresh optimizer state to "
+                              "saved rows the table's admission policy refuses")
+    return TableShard(ids=rows.ids, values=rows.values.astype(np.float32, copy=False), state=fresh.state,
+                      meta=rows.meta)
+
+
+def import_into(table: SparseTable, name: str, shards: list[TableShard]) -> int:
+    """Write checkpoint rows into a live table (ids the checkpoint lacks keep their rows); rows
+    saved without this table's optimizer state (values only: a dense save, or a save under
+    another optimizer) start with fresh state. Everything is checked before the table is
+    touched. Returns the rows imported."""
+    want = set(SparseTable(table.config).export().state)
+    prepared = []
+    for rows in shards:
+        if rows.dim != table.dim:
+            raise CheckpointError(f"table {name!r}: the checkpoint's rows are {rows.dim} wide, this "
+                                  f"pserver's table is {table.dim}")
+        if set(rows.state) != want:
+            rows = _with_fresh_state(table, TableShard(ids=rows.ids, values=rows.values, meta=rows.meta))
+        prepared.append(rows)
+    for rows in prepared:
+        table.import_rows(rows)
+    return sum(len(r) for r in prepared)
 
 
 def assemble(dirname: str, table: str, doc: dict, height: int | None = None) -> np.ndarray:
-    """The whole table as one dense [height, width] array (single-machine loads, inspection)."""
+    """The whole table as one dense [height, width] array (single-machine loads, inspection).
+
+    Only a table whose ids are 0..height-1 fits; hash ids raise CheckpointError."""
     check_complete(table, doc)
     height = int(doc["height"] if height is None else height)
     out = np.zeros((height, int(doc["width"])), dtype=doc["dtype"])
     for shard in doc["shards"]:
-        ids, values = _read_shard(dirname, table, shard)
+        rows = _read_shard(dirname, table, shard, with_state=False)
+        ids = rows.ids
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= height):
-            raise CheckpointError(f"table {table!r}: ids up to {int(ids.max())} do not fit {height} rows")
-        out[ids] = values
+            raise CheckpointError(f"table {table!r}: ids in [{int(ids.min())}, {int(ids.max())}] do not fit "
+                                  f"{height} dense rows (a table keyed by hashed ids has no dense form)")
+        out[ids] = rows.values
     return out

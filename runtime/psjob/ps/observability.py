@@ -2,6 +2,9 @@
 
 `PserverTelemetry.observe_rpc` is the observer psjob.rpc.server calls after
 every request (method, status code name, seconds, request and reply bytes).
+`watch_tables(source)` registers a `psjob.metrics.SparseTableCollector` that
+reads the pserver's sparse tables (`SparseTable.stats()`) when Prometheus
+scrapes, so the lookup and push paths count nothing for it.
 The /metrics endpoint listens on PSJOB_METRICS_PORT (0 = any free port; the
 bound port is logged) when that variable is set, so a pserver started by
 hand without it opens no extra port.
@@ -23,6 +26,18 @@ class PserverTelemetry:
         self.registry = registry or CollectorRegistry()
         self.m = metrics.pserver_metrics(registry=self.registry)
         self.server: metrics.MetricsServer | None = None
+        self._table_source = list
+        self._table_collector = False
+
+    def watch_tables(self, source) -> None:
+        """Export `source()` (an iterable of metrics.SparseTableStats) at every scrape.
+
+        One collector per registry (its metric names may be registered once); a later
+        source (a pserver restarted in the same process) replaces the earlier one."""
+        self._table_source = source
+        if not self._table_collector:
+            self.registry.register(metrics.SparseTableCollector(lambda: self._table_source()))
+            self._table_collector = True
 
     def serve(self, port: int) -> int:
         self.server = metrics.MetricsServer(port, self.registry)
@@ -44,6 +59,24 @@ class PserverTelemetry:
         if self.server is not None:
             self.server.close()
             self.server = None
+
+
+def table_stats_source(scope, tables: dict):
+    """A scrape-time source for `watch_tables`: {table name: shard index} of tables in `scope`."""
+    from ..tables import SparseTable
+
+    def source():
+        out = []
+        for name, shard in tables.items():
+            table = scope.vars.get(name)
+            if not isinstance(table, SparseTable):
+                continue  # not created yet (startup not run) or replaced: nothing to report
+            s = table.stats()
+            out.append(metrics.SparseTableStats(table=name, shard=int(shard), rows=s.rows, bytes=s.bytes,
+                                                admitted=s.admitted, rejected=s.rejected, evicted=s.evicted,
+                                                hits=s.hits, misses=s.misses))
+        return out
+    return source
 
 
 def telemetry_from_env(environ=None) -> PserverTelemetry | None:

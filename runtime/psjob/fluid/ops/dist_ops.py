@@ -13,8 +13,10 @@ callable (program, scope, executor) that serves until the trainers complete.
 When none is registered, the executor creates the gRPC ones (see
 Executor.service): plain Fluid scripts need no set-up.
 
-Table ops map feature ids to pservers and rows only through
-`psjob.fluid.transpiler.placement`, the one replaceable placement seam.
+Feature ids map to pservers only through `psjob.tables.shard_of` (a stable
+hash of the id: any int64 id, the one replaceable placement seam); on a
+pserver the distributed table is a `psjob.tables.SparseTable` keyed by id
+(see ops/table_ops.py), so no op here knows local rows.
 """
 from __future__ import annotations
 
@@ -23,14 +25,10 @@ import tempfile
 
 import numpy as np
 
+from ...tables import SparseTable, shard_of
 from ..core import SelectedRows, to_numpy
 from ..framework import EMPTY_VAR_NAME, GraphError, VarType
 from .registry import in_var, out_var, register_op, set_out
-
-
-def _placement():
-    from ..transpiler import placement  # late: transpiler imports the framework, not ops
-    return placement
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -130,20 +128,23 @@ def _split_ids_shape(op):
 
 @register_op("split_ids", infer_shape=_split_ids_shape)
 def split_ids(ctx):
-    """Ids (unique, sorted) or a SelectedRows gradient's rows, by the pserver holding them."""
-    placement = _placement()
+    """Ids (unique, sorted) or a SelectedRows gradient's rows, by the pserver holding them.
+
+    The gradient pieces carry height 0: their rows are feature ids of an
+    unbounded table, not rows of a sized array (the codec range-checks rows
+    only when height > 0)."""
     n = len(ctx.outs["Out"])
     inputs = ctx.input_list("Ids")
     if len(inputs) == 1 and isinstance(inputs[0], SelectedRows):
         sr = inputs[0]
         rows = _host_ids(sr.rows)
-        shard = placement.shard_of(rows, n)
+        shard = shard_of(rows, n)
         for k in range(n):
             idx = np.nonzero(shard == k)[0]
-            ctx.set_output("Out", SelectedRows(_to_xp(ctx, rows[idx]), sr.values[_to_xp(ctx, idx)], sr.height), i=k)
+            ctx.set_output("Out", SelectedRows(_to_xp(ctx, rows[idx]), sr.values[_to_xp(ctx, idx)], 0), i=k)
         return
     ids = np.unique(np.concatenate([_host_ids(x) for x in inputs])) if inputs else np.zeros(0, np.int64)
-    shard = placement.shard_of(ids, n)
+    shard = shard_of(ids, n)
     for k in range(n):
         ctx.set_output("Out", _to_xp(ctx, ids[shard == k].reshape(-1, 1)), i=k)
 
@@ -327,44 +328,21 @@ def _lookup_sparse_shape(op):
 
 @register_op("lookup_sparse_table", infer_shape=_lookup_sparse_shape, no_grad_inputs=("Ids",))
 def lookup_sparse_table(ctx):
-    """Rows of this pserver's table shard for global ids (the prefetch block's op)."""
-    placement = _placement()
+    """Rows of this pserver's SparseTable for feature ids (the prefetch block's op).
+
+    Absent ids get a row from the table's per-id initializer on first use;
+    `padding_idx` rows read as zeros (and are created like any other id, as
+    a dense table would hold a row there too)."""
     ids = _host_ids(ctx.input("Ids"))
-    w = ctx.input("W")
-    rows = placement.local_rows(ids, int(ctx.attr("shard_index")), int(ctx.attr("shard_num")))
-    if rows.size and int(rows.max()) >= w.shape[0]:
-        bad = int(ids[rows >= w.shape[0]][0])
-        raise ValueError(f"lookup_sparse_table: id {bad} is beyond the table (its shard holds {w.shape[0]} rows)")
-    out = w[_to_xp(ctx, rows)]
+    table = ctx.input("W")
+    if not isinstance(table, SparseTable):
+        raise TypeError(f"lookup_sparse_table: {ctx.ins['W'][0]!r} holds {type(table).__name__}, not a "
+                        "SparseTable (run the pserver startup program first)")
+    out = table.lookup(ids)
     padding = int(ctx.attr("padding_idx", -1) if ctx.attr("padding_idx") is not None else -1)
-    if padding >= 0 and (ids == padding).any():
-        out[_to_xp(ctx, np.nonzero(ids == padding)[0])] = 0
-    ctx.set_output("Out", out)
-
-
-def _localize_shape(op):
-    x = in_var(op, "X")
-    set_out(op, "Out", (int(op.attr("shard_height")),) + tuple(x.shape[1:]), x.dtype)
-    out_var(op, "Out").type = VarType.SELECTED_ROWS
-
-
-@register_op("localize_rows", infer_shape=_localize_shape)
-def localize_rows(ctx):
-    """A table gradient's global ids → rows of this pserver's shard."""
-    x = ctx.input("X")
-    rows = _placement().local_rows(_host_ids(x.rows), int(ctx.attr("shard_index")), int(ctx.attr("shard_num")))
-    height = int(ctx.attr("shard_height"))
-    if rows.size and int(rows.max()) >= height:
-        raise ValueError(f"localize_rows: a gradient row lies beyond the shard ({height} rows)")
-    ctx.set_output("Out", SelectedRows(_to_xp(ctx, rows), x.values, height))
-
-
-@register_op("select_table_shard")
-def select_table_shard(ctx):
-    """This pserver's rows of a fully initialized table (pserver startup)."""
-    x = ctx.input("X")
-    ids = _placement().shard_ids(x.shape[0], int(ctx.attr("shard_index")), int(ctx.attr("shard_num")))
-    ctx.set_output("Out", x[_to_xp(ctx, ids)].copy())
+    if padding >= 0:
+        out[ids == padding] = 0
+    ctx.set_output("Out", _to_xp(ctx, out))
 
 
 @register_op("fake_init", infer_shape=lambda op: set_out(op, "Out", op.attr("shape"), op.attr("dtype", "float32")))
@@ -397,20 +375,23 @@ def ref_by_trainer_id(ctx):
 
 @register_op("sparse_table_save")
 def sparse_table_save(ctx):
-    """Write this pserver's table shard as {ids, values} keyed by global id (any pserver
-    count can load it back); the file is written under a temporary name, then renamed."""
+    """Write this pserver's SparseTable as {ids, values, <optimizer state>} keyed by id (any
+    pserver count can load it back); the file is written under a temporary name, then renamed."""
     dirname = ctx.input("Path")
     if not isinstance(dirname, str) or not dirname:
         raise ValueError("sparse_table_save: the checkpoint directory (kLookupTablePath) is not set")
-    table = to_numpy(ctx.input("X"))
+    table = ctx.input("X")
+    if not isinstance(table, SparseTable):
+        raise TypeError(f"sparse_table_save: {ctx.ins['X'][0]!r} holds {type(table).__name__}, not a SparseTable")
+    shard = table.export()
     k, n = int(ctx.attr("shard_index")), int(ctx.attr("shard_num"))
-    ids = _placement().ids_of_local_rows(table.shape[0], k, n)
     os.makedirs(dirname, exist_ok=True)
     fname = f"{ctx.attr('table_name')}.shard_{k}_of_{n}.npz"
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=dirname)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, ids=ids, values=table)
+            np.savez(f, ids=shard.ids, values=shard.values,
+                     **{f"state.{name}": arr for name, arr in shard.state.items()})
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, os.path.join(dirname, fname))

@@ -19,13 +19,24 @@ from ..core import SelectedRows, to_numpy
 from .registry import register_op
 
 
+def _json_attr(attrs, name):
+    value = attrs.get(name)
+    if value is None:
+        return {}
+    return json.loads(value) if isinstance(value, str) else dict(value)
+
+
 def table_config_from_attrs(attrs) -> TableConfig:
-    """The TableConfig an op's attributes describe (JSON-able parts only)."""
-    init = json.loads(attrs["initializer"]) if isinstance(attrs.get("initializer"), str) else attrs["initializer"]
-    opt = json.loads(attrs["optimizer"]) if isinstance(attrs.get("optimizer"), str) else attrs["optimizer"]
-    return TableConfig(name=attrs["table_name"], dim=int(attrs["dim"]), seed=int(attrs.get("seed", 0)),
-                       initializer=InitializerConfig(**init),
-                       optimizer=OptimizerConfig(name=opt["name"], lr=float(opt.get("lr", 0.01)),
+    """The TableConfig an op's attributes describe (JSON-able parts only).
+
+    Every pserver's startup program carries the same attributes, hence the
+    same config: an id's initial row is the same wherever it lives."""
+    if not attrs.get("table_name") or attrs.get("dim") is None:
+        raise ValueError(f"create_sparse_table needs attrs table_name and dim, got {sorted(attrs)}")
+    opt = _json_attr(attrs, "optimizer")
+    return TableConfig(name=attrs["table_name"], dim=int(attrs["dim"]), seed=int(attrs.get("seed", 0) or 0),
+                       initializer=InitializerConfig(**_json_attr(attrs, "initializer")),
+                       optimizer=OptimizerConfig(name=opt.get("name", "sgd"), lr=float(opt.get("lr", 0.01)),
                                                  hyper=opt.get("hyper", {})))
 
 

@@ -14,8 +14,11 @@ Layout of the program for endpoint E:
               renamed onto the block (`w` → `w.block1`, `w@GRAD` →
               `w@GRAD.block1`, `w_moment1_0` → `w_moment1_0.block1`), with
               parameter-shaped accumulators cut to the block's shape.
-    table blocks (distributed lookup table): optimize (merge, localize rows,
-              sgd), prefetch (`lookup_sparse_table`), checkpoint (save shard).
+    table blocks (distributed lookup table, a `psjob.tables.SparseTable` in the
+              scope, created by the startup program's `create_sparse_table`):
+              optimize ([sum, scale] in sync mode, `sparse_table_push` of the
+              rows keyed by feature id), prefetch (`lookup_sparse_table`),
+              checkpoint (`sparse_table_save`, rows keyed by id).
 
 `listen_and_serv` carries what a server needs to dispatch requests:
 `optimize_blocks`, `grad_to_block_id` ("<grad>:<block idx>"), `Fanin`
@@ -33,7 +36,6 @@ import logging
 
 from ..framework import OP_ROLE_VAR_ATTR_NAME, GraphError, Operator, Program, VarType
 from .details import clone_block_attr, clone_var_decl
-from .placement import shard_height
 from .plan import TranspilePlan
 from .slicing import block_name, trainer_name
 from .trainer_pass import table_grad_names
@@ -85,7 +87,7 @@ def build_pserver_program(plan: TranspilePlan, endpoint: str, origin: Program) -
         recv_inputs.extend(table_recv)
         optimize_blocks.append(table_blk)
         grad_to_block_id.append(f"{table_key}:{table_blk.idx}")
-        prefetch_blk = _build_prefetch_block(prog, plan, k)
+        prefetch_blk = _build_prefetch_block(prog, plan)
         attrs["prefetch_var_name_to_block_id"] = [f"{plan.table.name}:{prefetch_blk.idx}"]
         attrs["checkpoint_block_id"] = _build_checkpoint_block(prog, plan, k).idx
         attrs["distributed_lookup_table"] = plan.table.name
@@ -216,14 +218,13 @@ def _append_dc_asgd(blk, b, grad: str, baks) -> str:
 # -- the distributed lookup table ---------------------------------------------------------
 
 def _build_table_optimize_block(prog, plan: TranspilePlan, origin, k: int):
-    """Merge the trainers' rows for this shard, map ids to local rows, apply sgd."""
+    """Merge the trainers' rows for this shard (sync), push them into the SparseTable."""
     table, gb, ogb = plan.table, prog.global_block(), origin.global_block()
-    n = len(plan.endpoints)
-    gb.create_var(name=table.name, shape=(shard_height(table.height, k, n), table.width),
-                  dtype=table.dtype, persistable=True)
+    # The table is a SparseTable object keyed by id: no height, rows appear on first use.
+    gb.create_var(name=table.name, shape=(-1, table.width), dtype=table.dtype, persistable=True)
     clone_var_decl(gb, ogb.var(table.lr_var))
     blk = prog._create_block(0)
-    grad_shape = (table.height, table.width)
+    grad_shape = (-1, table.width)
     if plan.sync_mode:
         slots = [table_grad_names(plan, t)[k] for t in range(plan.trainer_num)]
         for s in slots:
@@ -243,30 +244,24 @@ def _build_table_optimize_block(prog, plan: TranspilePlan, origin, k: int):
         gb.create_var(name=merged, shape=grad_shape, dtype=table.dtype, type=VarType.SELECTED_ROWS,
                       persistable=True)
         recv = [merged]
-    local = f"{table.grad}.local_rows"
-    gb.create_var(name=local, shape=gb.var(table.name).shape, dtype=table.dtype, type=VarType.SELECTED_ROWS)
-    blk.append_op("localize_rows", inputs={"X": [merged]}, outputs={"Out": [local]},
-                  attrs={"shard_index": k, "shard_num": n,
-                         "shard_height": gb.var(table.name).shape[0]})
     if table.optimizer_type != "sgd":
         log.warning("the distributed lookup table %r is optimized with sgd on the pservers "
                     "(its program asked for %r; the seed supports sgd only)", table.name,
                     table.optimizer_type)
-    blk.append_op("sgd", inputs={"Param": [table.name], "Grad": [local], "LearningRate": [table.lr_var]},
-                  outputs={"ParamOut": [table.name]},
-                  attrs={OP_ROLE_VAR_ATTR_NAME: [table.name, merged]})
+    blk.append_op("sparse_table_push", inputs={"W": [table.name], "Grad": [merged],
+                                               "LearningRate": [table.lr_var]},
+                  outputs={}, attrs={OP_ROLE_VAR_ATTR_NAME: [table.name, merged]})
     return blk, recv, merged
 
 
-def _build_prefetch_block(prog, plan: TranspilePlan, k: int):
+def _build_prefetch_block(prog, plan: TranspilePlan):
     table, gb = plan.table, prog.global_block()
     ids = gb.create_var(name=f"{table.name}.prefetch_ids", shape=(-1, 1), dtype="int64")
     rows = gb.create_var(name=f"{table.name}.prefetch_rows", shape=(-1, table.width), dtype=table.dtype)
     blk = prog._create_block(0)
     blk.append_op("lookup_sparse_table", inputs={"Ids": [ids.name], "W": [table.name]},
                   outputs={"Out": [rows.name]},
-                  attrs={"is_sparse": True, "is_distributed": True, "padding_idx": table.padding_idx,
-                         "shard_index": k, "shard_num": len(plan.endpoints)})
+                  attrs={"is_sparse": True, "is_distributed": True, "padding_idx": table.padding_idx})
     return blk
 
 

@@ -12,13 +12,20 @@ shape (that would give different numbers) but cut out of the full draw:
     delete_var(w)
 
 Constant fills (biases, accumulators) are simply emitted with the block's
-shape. The distributed table's shard is selected by id placement
-(`select_table_shard`). With a seeded startup program every pserver and every
-trainer therefore computes identical values.
+shape. With a seeded startup program every pserver and every trainer
+therefore computes identical values.
+
+The distributed table is not drawn at all: `create_sparse_table` makes an
+empty `psjob.tables.SparseTable` whose rows appear on first use, drawn by a
+per-id initializer derived from the table's init op (`table_initializer`).
+Every pserver gets the same TableConfig (name, seed, initializer), so an id's
+initial row does not depend on which pserver holds it.
 """
 from __future__ import annotations
 
-from ..framework import EMPTY_VAR_NAME, Program
+import json
+
+from ..framework import EMPTY_VAR_NAME, GraphError, Program
 from .details import clone_var_decl
 from .optimize_pass import is_param_shaped
 from .plan import TranspilePlan
@@ -45,7 +52,7 @@ def build_pserver_startup(plan: TranspilePlan, endpoint: str, pserver_program: P
         name = outs[0]
         slot = next(iter(op.outputs))
         if name == table:
-            _init_table_shard(sb, plan, endpoint, op, slot, osb.var(name))
+            _init_table(sb, plan, op)
         elif name in sliced:
             _init_blocks(sb, op, slot, osb.var(name), sliced[name])
         elif name in pvars:
@@ -106,14 +113,31 @@ def _init_blocks(sb, op, slot, full_var, target) -> None:
     sb.append_op("delete_var", inputs={"X": [full.name]}, outputs={})
 
 
-def _init_table_shard(sb, plan: TranspilePlan, endpoint, op, slot, full_var) -> None:
-    k, n = plan.endpoints.index(endpoint), len(plan.endpoints)
-    shard_shape = sb.var(plan.table.name).shape
+def table_initializer(op) -> dict:
+    """InitializerConfig fields (psjob.tables) equivalent to the table's startup init op."""
+    if op.type == "uniform_random":
+        return {"kind": "uniform", "low": float(op.attr("min", -1.0)), "high": float(op.attr("max", 1.0))}
+    if op.type == "gaussian_random":
+        return {"kind": "normal", "mean": float(op.attr("mean", 0.0)), "std": float(op.attr("std", 1.0))}
+    if op.type == "truncated_gaussian_random":
+        return {"kind": "truncated_normal", "mean": float(op.attr("mean", 0.0)), "std": float(op.attr("std", 1.0))}
     if op.type == "fill_constant":
-        _copy_with_output(sb, op, slot, plan.table.name, shard_shape)
-        return
-    full = clone_var_decl(sb, full_var, name=f"{plan.table.name}.full_init", persistable=False)
-    _copy_with_output(sb, op, slot, full.name)
-    sb.append_op("select_table_shard", inputs={"X": [full.name]}, outputs={"Out": [plan.table.name]},
-                 attrs={"shard_index": k, "shard_num": n})
-    sb.append_op("delete_var", inputs={"X": [full.name]}, outputs={})
+        return {"kind": "constant", "value": float(op.attr("value", 0.0))}
+    raise GraphError(f"the distributed table is initialized by {op.type!r}; a sparse table supports "
+                     "uniform_random, gaussian_random, truncated_gaussian_random and fill_constant")
+
+
+def table_seed(op, program) -> int:
+    """The op's seed, else the program's random_seed: the same on every pserver (0 is a fixed seed
+    here, not 'random', since every pserver must draw an id's row alike)."""
+    seed = int(op.attr("seed", 0) or 0) or int(program.random_seed or 0)
+    return seed % (1 << 64)
+
+
+def _init_table(sb, plan: TranspilePlan, op) -> None:
+    table = plan.table
+    sb.append_op("create_sparse_table", inputs={}, outputs={"Out": [table.name]},
+                 attrs={"table_name": table.name, "dim": int(table.width),
+                        "seed": table_seed(op, sb.program),
+                        "initializer": json.dumps(table_initializer(op)),
+                        "optimizer": json.dumps({"name": "sgd"})})
