@@ -72,6 +72,7 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
         lease = float(params.get("lease", "600"))
         with state._cond:
             state._frozen_until = time.monotonic() + lease
+            state.wait_for_updates()  # async updates already running finish before the cut
             version = state.version
         log.info("pserver %s frozen for checkpoint step %s (lease %.0fs)", state.endpoint, step, lease)
         return protocol.encode_reply({"incarnation": state.incarnation, "version": version,

@@ -103,6 +103,12 @@ class PserverState:
         self._registered: dict[str, int] = {}
         self._last_seen: dict[int, float] = {}  # trainer id → monotonic time of its last request
         self._async_pushes = 0
+        # Async mode applies updates without the global lock: one lock per block
+        # (a block's ops share its scratch variables), so a prefetch never waits
+        # for a dense optimizer step and two parameters update in parallel.
+        # `_updates_in_flight` lets a checkpoint freeze wait for running updates.
+        self._block_locks = {idx: threading.Lock() for idx in range(len(program.blocks))}
+        self._updates_in_flight = 0
         # Checkpoints (psjob.checkpoint.pserver_side): a random id of this process, so
         # trainer 0 notices a restart mid-checkpoint; updates wait while frozen.
         self.incarnation = uuid.uuid4().hex
@@ -145,6 +151,8 @@ class PserverState:
             if owner is not None and owner != t:
                 raise ValueError(f"trainer {t} sent {name!r}, the slot of trainer {owner}")
         checked = {name: self._check_value(name, value, is_delta) for name, value in values.items()}
+        if not self.sync_mode:
+            return self._send_async(t, checked, is_delta)
         with self._cond:
             self._wait_while_frozen()
             for name, value in checked.items():
@@ -152,8 +160,28 @@ class PserverState:
                     self._apply_delta(name, value)
                     continue
                 self.scope.vars[name] = value
-                if not self.sync_mode:
-                    self._optimize_async(t, name)
+
+    def _send_async(self, t, checked, is_delta):
+        with self._cond:
+            self._wait_while_frozen()
+            self._updates_in_flight += 1
+        try:
+            for name, value in checked.items():
+                block = self.grad_blocks.get(name)
+                with self._block_locks.get(block, self._block_locks[0]):
+                    if is_delta:
+                        self._apply_delta(name, value)
+                    else:
+                        self.scope.vars[name] = value
+                        self._optimize_async(t, name)
+        finally:
+            with self._cond:
+                self._updates_in_flight -= 1
+                self._cond.notify_all()
+
+    def wait_for_updates(self) -> None:
+        """Block (holding the state's condition) until no async update is running."""
+        self._cond.wait_for(lambda: self._updates_in_flight == 0)
 
     def _check_value(self, name, value, is_delta):
         if isinstance(value, tuple):  # (array, lod) from the wire; LoD is irrelevant to gradients
@@ -188,17 +216,22 @@ class PserverState:
             param += value
 
     def _optimize_async(self, t, name):
+        """Run the optimize block of gradient `name` (the caller holds that block's lock)."""
         block = self.grad_blocks.get(name)
         if block is None:
             return
         if self.lr_block >= 0:
-            self._async_pushes += 1
-            if (self._async_pushes - 1) % max(1, len(self.grad_blocks)) == 0:
-                self.exe.run_block(self.program, self.lr_block, self.scope)
+            with self._cond:
+                self._async_pushes += 1
+                due = (self._async_pushes - 1) % max(1, len(self.grad_blocks)) == 0
+            if due:
+                with self._block_locks[self.lr_block]:
+                    self.exe.run_block(self.program, self.lr_block, self.scope)
         if self.dc_asgd:
             self.scope.vars[TRAINER_ID_VAR] = self.exe.xp.asarray([t], dtype=np.int64)
         self.exe.run_block(self.program, block, self.scope)
-        self.version += 1
+        with self._cond:
+            self.version += 1
 
     def on_barrier(self, trainer_id: int, kind: str) -> int:
         t = self._check_trainer(trainer_id)
@@ -229,6 +262,10 @@ class PserverState:
 
     def on_get(self, trainer_id: int, names) -> tuple[dict, int]:
         t = self._check_trainer(trainer_id)
+        if not self.sync_mode and not self.dc_asgd:
+            # Async reads take no lock (as Hogwild-style pservers do): a copy taken
+            # while an update runs may mix old and new rows of one step.
+            return self._copies(names), self.version
         with self._cond:
             if self.sync_mode and self._phase[t] == _BARRIERED:
                 self._wait(lambda: self.version >= self._awaiting[t], f"round {self._awaiting[t]}")
@@ -244,6 +281,14 @@ class PserverState:
                         self.scope.vars[bak] = value.copy()
             return out, self.version
 
+    def _copies(self, names) -> dict:
+        out = {}
+        for name in names:
+            if name not in self._gb.vars or name not in self.scope.vars:
+                raise KeyError(f"pserver {self.endpoint} holds no variable {name!r}")
+            out[name] = self.scope.vars[name].copy()
+        return out
+
     def _wait(self, ready, what):
         if not self._cond.wait_for(ready, timeout=self.options.barrier_timeout_s):
             missing = sorted(t for t in self.active if self._phase[t] != _BARRIERED)
@@ -257,7 +302,9 @@ class PserverState:
             raise KeyError(f"pserver {self.endpoint} serves no table {table!r}")
         op = self.program.block(block).ops[0]
         ids = np.asarray(to_numpy(ids), dtype=np.int64).reshape(-1, 1)
-        with self._cond:
+        # The prefetch block's own lock: its scratch variables are per block, and
+        # the table serializes its own updates.
+        with (self._block_locks[block] if not self.sync_mode else self._cond):
             self.scope.vars[op.input("Ids")[0]] = self.exe.xp.asarray(ids) if self.exe.xp is not np else ids
             self.exe.run_block(self.program, block, self.scope)
             return self.scope.vars[op.output("Out")[0]].copy()
