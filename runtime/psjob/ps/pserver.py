@@ -14,7 +14,8 @@ way); the process then exits non-zero only if trainers were still active.
 
 Settings come from the process environment (psjob.roles): the endpoint to
 bind is the listen_and_serv op's `endpoint` attribute, the auth token from
-PSJOB_AUTH_TOKEN_FILE, metrics on PSJOB_METRICS_PORT. With
+PSJOB_AUTH_TOKEN_FILE, metrics on PSJOB_METRICS_PORT, optional TLS from
+PSJOB_TLS_CERT_FILE / PSJOB_TLS_KEY_FILE (psjob.rpc.tls, docs/security.md). With
 PSJOB_CHECKPOINT_DIR set, the pserver loads its part of the newest good
 checkpoint there before serving (a restarted pserver rejoins where the job's
 last checkpoint left its shard).
@@ -30,8 +31,9 @@ from dataclasses import dataclass
 from ..fluid.framework import Program
 from ..fluid.transpiler.pserver_state import PserverOptions, PserverState
 from ..rpc.server import start_server
+from ..rpc.tls import TlsFiles, tls_from_env
 from .auth import token_from_env
-from .observability import telemetry_from_env
+from .observability import table_stats_source, telemetry_from_env
 
 log = logging.getLogger("psjob.pserver")
 
@@ -46,6 +48,7 @@ class ServeOptions:
     grace_s: float = 2.0          # let in-flight replies drain before stopping
     max_message_bytes: int = 0    # 0 = the transport default (1 GiB)
     checkpoint_dir: str = ""      # PSJOB_CHECKPOINT_DIR: restore the newest good checkpoint before serving
+    tls: TlsFiles | None = None   # PSJOB_TLS_*: serve TLS (None = plaintext)
 
 
 def options_from_env(environ=None) -> ServeOptions:
@@ -53,7 +56,8 @@ def options_from_env(environ=None) -> ServeOptions:
     return ServeOptions(token=token_from_env(env),
                         bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
                         max_message_bytes=int(env.get("PSJOB_RPC_MAX_MESSAGE_BYTES", "0") or 0),
-                        checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", "") or "")
+                        checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", "") or "",
+                        tls=tls_from_env(env))
 
 
 def _listen_op(program: Program):
@@ -72,6 +76,9 @@ class PserverProcess:
         self.state = PserverState(program, scope=scope, executor=executor,
                                   options=PserverOptions(barrier_timeout_s=options.barrier_timeout_s))
         self.state.telemetry = metrics  # checkpoint duration / last checkpoint (psjob.checkpoint)
+        table = op.attr("distributed_lookup_table", "")
+        if metrics is not None and table:
+            metrics.watch_tables(table_stats_source(scope, {table: int(op.attr("pserver_index", 0))}))
         # The scope was initialized by the startup program the script ran.
         self.state.run_startup(Program())
         if options.checkpoint_dir:
@@ -87,7 +94,8 @@ class PserverProcess:
         bind = f"0.0.0.0:{port}" if options.bind_all_interfaces else self.endpoint
         observer = metrics.observe_rpc if metrics is not None else None
         self.server, self.port = start_server(self.state, bind, token=options.token, max_workers=workers,
-                                              observer=observer, max_message_bytes=options.max_message_bytes)
+                                              observer=observer, max_message_bytes=options.max_message_bytes,
+                                              tls=options.tls)
         self.options = options
         self._stop = threading.Event()
         log.info("pserver %s serving %d trainers (%s mode)", self.endpoint, fanin,

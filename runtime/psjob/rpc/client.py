@@ -13,7 +13,13 @@ that is restarting, or not up yet). Pushes are retried too: an async-mode
 gradient applied twice after an ambiguous timeout is harmless compared with
 a lost trainer, and sync rounds are deduplicated by the server per trainer.
 Other errors (INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, ...) are raised
-at once as RpcError with the server's message.
+at once as RpcError with the server's message. The deadlines and attempt
+count can be set per process (RetryPolicy.from_env): PSJOB_RPC_DEADLINE_S,
+PSJOB_RPC_BARRIER_DEADLINE_S, PSJOB_RPC_MAX_ATTEMPTS.
+
+Transport security: unless given `tls=`, a client takes its TLS settings from
+the environment (psjob.rpc.tls: PSJOB_TLS_*), so every client a process opens
+— trainer, Fleet, checkpoint tools — speaks TLS exactly when its pservers do.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ import grpc
 import numpy as np
 
 from . import codec
+from . import tls as tls_mod
 from . import psjob_pb2 as pb
 from . import psjob_pb2_grpc as pb_grpc
 
@@ -62,6 +69,26 @@ class RetryPolicy:
     # Barriers wait for the slowest trainer; give them a longer deadline.
     barrier_deadline_s: float = 600.0
 
+    @classmethod
+    def from_env(cls, environ=None) -> "RetryPolicy":
+        """The defaults, overridden by PSJOB_RPC_DEADLINE_S / _BARRIER_DEADLINE_S / _MAX_ATTEMPTS."""
+        env = os.environ if environ is None else environ
+        base, values = cls(), {}
+        for var, field, kind in (("PSJOB_RPC_DEADLINE_S", "deadline_s", float),
+                                 ("PSJOB_RPC_BARRIER_DEADLINE_S", "barrier_deadline_s", float),
+                                 ("PSJOB_RPC_MAX_ATTEMPTS", "max_attempts", int)):
+            raw = env.get(var, "")
+            if not raw:
+                continue
+            try:
+                value = kind(raw)
+            except ValueError:
+                raise ValueError(f"{var}={raw!r}: expected a {kind.__name__}") from None
+            if value <= 0:
+                raise ValueError(f"{var}={raw!r}: must be positive")
+            values[field] = value
+        return cls(**{**base.__dict__, **values})
+
 
 class Handle:
     """A call in flight; `wait()` returns its decoded result or raises RpcError."""
@@ -93,10 +120,17 @@ class Handle:
 
 class PSClient:
     def __init__(self, endpoints, trainer_id: int = 0, *, auth_token: str = "",
-                 retry: RetryPolicy = RetryPolicy()):
+                 retry: RetryPolicy | None = None, tls="env"):
+        """retry None = RetryPolicy.from_env(); tls "env" = psjob.rpc.tls.tls_from_env(),
+        None = plaintext, or a tls.TlsFiles."""
         self.endpoints = list(endpoints)
         self.trainer_id = int(trainer_id)
-        self.retry = retry
+        self.retry = RetryPolicy.from_env() if retry is None else retry
+        if isinstance(tls, str):
+            if tls != "env":
+                raise ValueError(f"PSClient tls={tls!r}: expected 'env', None or a psjob.rpc.tls.TlsFiles")
+            tls = tls_mod.tls_from_env()
+        self.tls = tls
         self.retries = 0
         self._metadata = ((AUTH_METADATA_KEY, auth_token),) if auth_token else ()
         self._stubs: dict[str, pb_grpc.ParameterServerStub] = {}
@@ -110,7 +144,7 @@ class PSClient:
             with self._lock:
                 stub = self._stubs.get(endpoint)
                 if stub is None:
-                    channel = grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+                    channel = tls_mod.open_channel(endpoint, CHANNEL_OPTIONS, self.tls)
                     self._channels[endpoint] = channel
                     stub = self._stubs[endpoint] = pb_grpc.ParameterServerStub(channel)
         return stub
@@ -182,6 +216,7 @@ class PSClient:
         if timeout_s is None:
             timeout_s = float(os.environ.get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300)
         pending = list(endpoints or self.endpoints)
+        last_error = ""
         t_end = time.monotonic() + timeout_s
         while pending:
             still = []
@@ -193,11 +228,13 @@ class PSClient:
                 except grpc.RpcError as exc:
                     if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
                         raise RpcError(ep, "Status", exc.code(), exc.details()) from None
+                    last_error = f" (last error from {ep}: {exc.code().name}: {exc.details()})"
                     still.append(ep)
             pending = still
             if pending:
                 if time.monotonic() > t_end:
-                    raise TimeoutError(f"pservers not ready after {timeout_s:.0f}s: {', '.join(pending)}")
+                    raise TimeoutError(f"pservers not ready after {timeout_s:.0f}s: {', '.join(pending)}"
+                                       f"{last_error}")
                 time.sleep(0.2)
 
     def close(self):

@@ -14,6 +14,9 @@ message, so one trainer's bad request never disturbs the others:
 Authentication: when a token is configured every call must carry it in the
 `x-psjob-token` metadata; others get UNAUTHENTICATED, are counted, and are
 logged without the secret (hmac.compare_digest: no timing side channel).
+
+TLS (optional, `tls=` a psjob.rpc.tls.TlsFiles): the port is bound with server
+credentials from the certificate files; the token check applies on top.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from typing import Protocol
 import grpc
 
 from . import codec
+from . import tls as tls_mod
 from . import psjob_pb2 as pb
 from . import psjob_pb2_grpc as pb_grpc
 from .client import AUTH_METADATA_KEY, CHANNEL_OPTIONS
@@ -159,10 +163,12 @@ class _Servicer(pb_grpc.ParameterServerServicer):
 
 
 def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_workers: int = 16,
-                 observer=None, max_message_bytes: int = 0) -> tuple[grpc.Server, int]:
+                 observer=None, max_message_bytes: int = 0,
+                 tls: tls_mod.TlsFiles | None = None) -> tuple[grpc.Server, int]:
     """Serve `handler` on endpoint ("host:port"; port 0 picks one). Returns (server, port).
 
     max_message_bytes (0 = the 1 GiB default) caps one request's size.
+    tls (None = plaintext) serves TLS with the given certificate files.
     max_workers bounds concurrent requests; sync barriers park one thread per
     trainer, so it must exceed the number of trainers (the caller sizes it).
     """
@@ -175,7 +181,7 @@ def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_
                          options=options)
     pb_grpc.add_ParameterServerServicer_to_server(_Servicer(handler, token, observer), server)
     host, _, port = endpoint.rpartition(":")
-    bound = server.add_insecure_port(f"{host or '0.0.0.0'}:{port}")
+    bound = tls_mod.add_port(server, f"{host or '0.0.0.0'}:{port}", tls)
     if bound == 0:
         raise OSError(f"cannot listen on {endpoint} (port in use?)")
     server.start()
