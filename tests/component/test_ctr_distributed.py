@@ -18,43 +18,46 @@ def ctr_data(tmp_path_factory):
     return str(d)
 
 
-def _late_auc(aucs):
-    """Mean batch AUC over the last third of training (the model has settled there).
+def _late_auc(predict, label):
+    """AUC of the predictions made in the second half of training, pooled.
 
-    Every run here uses SGD: Fluid 1.x updates a distributed lookup table with
-    SGD on the pservers, so SGD everywhere keeps the runs mathematically alike.
+    Pooling thousands of examples is far less noisy than averaging per-batch
+    AUCs. Every run here uses SGD: Fluid 1.x updates a distributed lookup
+    table with SGD on the pservers, so SGD everywhere keeps the runs alike.
     """
-    return float(np.mean(aucs[-max(5, len(aucs) // 3):]))
+    return float(ctr.roc_auc(np.asarray(label), np.asarray(predict)))
 
 
 @pytest.fixture(scope="module")
 def single_process_auc(ctr_data):
     cfg = ctr_model.CTRConfig(sparse_feature_dim=ctr.SPARSE_FEATURE_DIM)
     main, startup = fluid.Program(), fluid.Program()
-    model = ctr_model.build(cfg, main, startup, optimizer=fluid.optimizer.SGD(1.0))
+    model = ctr_model.build(cfg, main, startup, optimizer=fluid.optimizer.SGD(0.5))
     exe, scope = fluid.Executor(), fluid.Scope()
     exe.run(startup, scope=scope)
-    aucs = []
+    scored = []
     for b in ctr.batches(ctr_data, BATCH, drop_last=True):
-        a, = exe.run(main, feed=ctr_model.feed_dict(model, b), fetch_list=[model.batch_auc], scope=scope)
-        aucs.append(float(a[0]))
-    return _late_auc(aucs)
+        p, = exe.run(main, feed=ctr_model.feed_dict(model, b), fetch_list=[model.predict], scope=scope)
+        scored.append((p.reshape(-1), b.label.reshape(-1)))
+    half = scored[len(scored) // 2:]
+    return _late_auc(np.concatenate([p for p, _ in half]), np.concatenate([y for _, y in half]))
 
 
 def _distributed_auc(out, launch, script, read_logs, ctr_data, mode, extra):
-    """Late AUC of trainer 0 in a 2 pservers x 2 trainers job."""
+    """Late pooled AUC of trainer 0 in a 2 pservers x 2 trainers job."""
     r = launch(["--server_num", "2", "--worker_num", "2", "--log_dir", str(out / "log"),
                 script("fleet_train.py"), "--model", "ctr", "--mode", mode, "--data", ctr_data,
                 "--batch", str(BATCH), "--steps", "100000", "--out", str(out), "--optimizer", "sgd",
-                "--lr", "1.0", *extra], timeout=600)
+                "--lr", "0.5", *extra], timeout=600)
     assert r.returncode == 0, r.stderr + read_logs(out / "log")
-    return _late_auc(json.loads((out / "trainer0.json").read_text())["aucs"])
+    scores = np.load(out / "trainer0_scores.npz")
+    return _late_auc(scores["predict"], scores["label"])
 
 
 def test_geo_ctr_training_matches_single_process_auc(tmp_path, script, launch, read_logs, ctr_data,
                                                      single_process_auc):
     got = _distributed_auc(tmp_path, launch, script, read_logs, ctr_data, "geo", ["--k_steps", "5"])
-    assert single_process_auc > 0.68, single_process_auc
+    assert single_process_auc > 0.66, single_process_auc
     assert abs(got - single_process_auc) < 0.01, (got, single_process_auc)
 
 
@@ -67,6 +70,6 @@ def test_a_ctr_job_with_hashed_feature_ids_trains_to_the_auc_of_the_same_job_wit
         (tmp_path / id_mode).mkdir()
         runs[id_mode] = _distributed_auc(tmp_path / id_mode, launch, script, read_logs, ctr_data, "async",
                                          ["--distributed_table", "--id_mode", id_mode])
-    assert single_process_auc > 0.68, single_process_auc
+    assert single_process_auc > 0.66, single_process_auc
     assert abs(runs["dense"] - single_process_auc) < 0.01, (runs, single_process_auc)
     assert abs(runs["hash"] - runs["dense"]) < 0.01, runs

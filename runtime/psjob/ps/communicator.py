@@ -5,8 +5,8 @@ send/recv kernels need not know the mode:
 
 - `push` only enqueues: one bounded queue per (pserver, variable). A sender
   thread drains the queues, merging up to `max_merge_var_num` queued
-  gradients of a variable into one (dense gradients summed, SelectedRows
-  concatenated — the pserver merges duplicate rows), and sends each pserver's
+  gradients of a variable into their mean (SelectedRows concatenated and
+  scaled — the pserver merges duplicate rows), and sends each pserver's
   batch in one request, all pservers concurrently. A full queue blocks the
   trainer: that bounds staleness and memory when the pservers fall behind.
 - `pull` answers from a cache refreshed by an independent receiver thread
@@ -58,14 +58,18 @@ def _copy(value):
 
 
 def _merge(values: list):
+    """The mean of a variable's queued gradients (Paddle's communicator averages
+    for SGD; summing k stale gradients and applying them at once multiplies the
+    step by k exactly when the pservers are behind)."""
     first = values[0]
+    if len(values) == 1:
+        return first
+    scale = first.values.dtype.type(1.0 / len(values)) if isinstance(first, SelectedRows) else \
+        first.dtype.type(1.0 / len(values))
     if isinstance(first, SelectedRows):
-        if len(values) == 1:
-            return first
         return SelectedRows(np.concatenate([v.rows for v in values]),
-                            np.concatenate([v.values for v in values]), first.height)
-    out = first if len(values) == 1 else np.sum(values, axis=0, dtype=first.dtype)
-    return out
+                            np.concatenate([v.values for v in values]) * scale, first.height)
+    return np.sum(values, axis=0, dtype=first.dtype) * scale
 
 
 class Communicator:

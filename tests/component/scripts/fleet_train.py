@@ -68,7 +68,7 @@ else:
     tid, n = fleet.worker_index(), fleet.worker_num()
     fleet.init_worker()
     exe.run(fleet.startup_program)
-    losses, aucs = [], []
+    losses, aucs, scored = [], [], []
     if args.model == "linear":
         rng = np.random.default_rng(0)
         w_true = rng.normal(size=(13, 1)).astype("float32")
@@ -96,7 +96,9 @@ else:
                 ids.append(i[idx])
                 offs.append(np.concatenate([[0], np.cumsum(lens)]))
             part = ctr.CtrBatch(b.dense[rows], tuple(ids), tuple(offs), b.label[rows])
-            l, a = exe.run(fleet.main_program, feed=ctr_model.feed_dict(model, part), fetch_list=[loss, auc])
+            l, a, pr = exe.run(fleet.main_program, feed=ctr_model.feed_dict(model, part),
+                               fetch_list=[loss, auc, model.predict])
+            scored.append((pr.reshape(-1), part.label.reshape(-1)))
             losses.append(float(l[0]))
             aucs.append(float(a[0]))
     scope = fluid.global_scope()
@@ -104,6 +106,10 @@ else:
         params = {p.name: np.array(scope.find_var(p.name).get_tensor())
                   for p in main.all_parameters() if scope.find_var(p.name) is not None}
         np.savez(os.path.join(args.out, "trainer0.npz"), **params)
+        if scored:  # predictions and labels of the second half of training
+            half = scored[len(scored) // 2:]
+            np.savez(os.path.join(args.out, "trainer0_scores.npz"), predict=np.concatenate([p for p, _ in half]),
+                     label=np.concatenate([y for _, y in half]))
         with open(os.path.join(args.out, "trainer0.json"), "w") as f:
             json.dump({"losses": losses, "aucs": aucs}, f)
     fleet.stop_worker()
