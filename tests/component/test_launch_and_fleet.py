@@ -97,10 +97,13 @@ def test_sync_mode_over_real_processes_equals_single_machine_training(tmp_path, 
 @pytest.mark.parametrize("mode", ["async", "half_async", "geo"])
 def test_asynchronous_modes_train_and_every_process_exits(tmp_path, script, mode, launch, read_logs):
     r = launch(["--server_num", "2", "--worker_num", "2", "--log_dir", str(tmp_path / "log"),
-                script("fleet_train.py"), "--mode", mode, "--out", str(tmp_path), "--steps", "80"])
+                script("fleet_train.py"), "--mode", mode, "--out", str(tmp_path), "--steps", "80",
+                "--sleep_ms", "10"])
     assert r.returncode == 0, r.stderr + read_logs(tmp_path / "log")
     losses = json.loads((tmp_path / "trainer0.json").read_text())["losses"]
-    # Asynchronous trainers see parameters a few steps stale: compare averages.
+    # Asynchronous trainers see parameters a few steps stale: compare averages. The
+    # 10 ms per step stands for a model's compute: a linear model's 0.5 ms steps
+    # outrun the sends, and the communicator averages what queued up.
     assert np.mean(losses[-15:]) < 0.7 * np.mean(losses[:15]), losses
 
 

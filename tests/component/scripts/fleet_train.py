@@ -35,9 +35,14 @@ p.add_argument("--sleep_ms", type=float, default=0.0, help="pause after each ste
 args = p.parse_args()
 
 fleet.init()
-strategy = DistributedStrategy()
-strategy.a_sync = args.mode != "sync"
-strategy.a_sync_configs = {"k_steps": args.k_steps if args.mode == "geo" else 0}
+if args.mode == "half_async":
+    # Half-async is named through the transpiler config, as Fleet 1.x scripts do.
+    strategy = fluid.DistributeTranspilerConfig()
+    strategy.sync_mode, strategy.runtime_split_send_recv, strategy.half_async = False, True, True
+else:
+    strategy = DistributedStrategy()
+    strategy.a_sync = args.mode != "sync"
+    strategy.a_sync_configs = {"k_steps": args.k_steps if args.mode == "geo" else 0}
 
 main, startup = fluid.Program(), fluid.Program()
 main.random_seed = startup.random_seed = 7
