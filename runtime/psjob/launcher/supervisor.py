@@ -21,6 +21,7 @@ Children run in their own sessions so a stop reaches their whole process trees.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -65,6 +66,19 @@ class SupervisorOptions:
     timeout_s: float = 0.0  # 0 = no limit
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """In the child, before exec: get SIGKILL if the supervisor dies (Linux), so a
+    killed `psjob run`/`psjob launch` never leaves pservers serving on their own."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: the supervisor's own stop_all still applies
+
+
 class JobFailed(RuntimeError):
     pass
 
@@ -89,7 +103,8 @@ class Supervisor:
         env.update(spec.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         spec.proc = subprocess.Popen(spec.argv, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True)
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     preexec_fn=_die_with_parent)
         log.close()
         spec.starts += 1
         spec.exit_code = None
@@ -125,6 +140,9 @@ class Supervisor:
         try:
             return self._run()
         finally:
+            # Whatever path ended the run, no child outlives it.
+            if any(sp.proc is not None and sp.proc.poll() is None for sp in self.specs):
+                self.stop_all()
             for s, h in old.items():
                 signal.signal(s, h)
 
