@@ -94,6 +94,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         self._versions = itertools.count(1)
+        self._gone_uids: set[str] = set()  # uids of deleted objects (for the GC emulation)
         self.log: list[tuple[str, str, dict, str]] = []
         for resource, info in _builtin_resources().items():
             self.resources[resource] = info
@@ -148,10 +149,27 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             gc_uid = (live or {}).get("metadata", {}).get("uid")
         response = await super()._handle(request)
         if gc_uid:
+            self._gone_uids.add(gc_uid)
             await self._collect_garbage(gc_uid)
+        elif request.resource is not None and request.action == enums.action.CREATE \
+                and isinstance(request.data, dict):
+            # Kubernetes' GC controller also removes a dependent created after its owner
+            # was deleted (a reconcile that raced the deletion); do the same at once.
+            refs = (request.data.get("metadata") or {}).get("ownerReferences") or []
+            if any(ref.get("uid") in self._gone_uids for ref in refs):
+                await self._delete_orphan((request.data.get("metadata") or {}).get("uid"))
         return response
 
+    async def _delete_orphan(self, uid) -> None:
+        async with self._lock:
+            for key, obj in list(self.objects.items()):
+                if not obj.deleted and obj.raw.get("metadata", {}).get("uid") == uid:
+                    raw = obj.raw
+                    obj.delete()
+                    await self._buses[key[0]].put({"type": "DELETED", "object": raw})
+
     async def _collect_garbage(self, owner_uid: str) -> None:
+        self._gone_uids.add(owner_uid)
         doomed = []
         async with self._lock:
             for key, obj in list(self.objects.items()):
