@@ -118,6 +118,36 @@ class Handle:
                 self._future = self._client._start(self._endpoint, self._method, self._request, self._deadline)
 
 
+def wait_until_serving(endpoints, what: str, probe, unauthenticated, timeout_s: float | None = None) -> None:
+    """Poll `probe(endpoint)` (→ state string) until every endpoint says SERVING.
+
+    Unreachable servers are retried every 0.2 s up to `timeout_s` (default
+    PSJOB_WAIT_SERVER_TIMEOUT, 300 s), then TimeoutError names the missing ones
+    and the last error; UNAUTHENTICATED is final at once (`unauthenticated(ep,
+    exc)` builds the exception) — waiting would not fix a wrong token."""
+    if timeout_s is None:
+        timeout_s = float(os.environ.get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300)
+    pending = list(endpoints)
+    last_error = ""
+    t_end = time.monotonic() + timeout_s
+    while pending:
+        still = []
+        for ep in pending:
+            try:
+                if probe(ep) != "SERVING":
+                    still.append(ep)
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
+                    raise unauthenticated(ep, exc) from None
+                last_error = f" (last error from {ep}: {exc.code().name}: {exc.details()})"
+                still.append(ep)
+        pending = still
+        if pending:
+            if time.monotonic() > t_end:
+                raise TimeoutError(f"{what} not ready after {timeout_s:.0f}s: {', '.join(pending)}{last_error}")
+            time.sleep(0.2)
+
+
 class PSClient:
     def __init__(self, endpoints, trainer_id: int = 0, *, auth_token: str = "",
                  retry: RetryPolicy | None = None, tls="env"):
@@ -213,29 +243,10 @@ class PSClient:
         """Block until every pserver answers Status, or raise TimeoutError naming the missing ones.
 
         The bound defaults to PSJOB_WAIT_SERVER_TIMEOUT seconds (300 when unset)."""
-        if timeout_s is None:
-            timeout_s = float(os.environ.get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300)
-        pending = list(endpoints or self.endpoints)
-        last_error = ""
-        t_end = time.monotonic() + timeout_s
-        while pending:
-            still = []
-            for ep in pending:
-                try:
-                    reply = self._stub(ep).Status(pb.StatusRequest(), timeout=2.0, metadata=self._metadata)
-                    if reply.state != "SERVING":
-                        still.append(ep)
-                except grpc.RpcError as exc:
-                    if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
-                        raise RpcError(ep, "Status", exc.code(), exc.details()) from None
-                    last_error = f" (last error from {ep}: {exc.code().name}: {exc.details()})"
-                    still.append(ep)
-            pending = still
-            if pending:
-                if time.monotonic() > t_end:
-                    raise TimeoutError(f"pservers not ready after {timeout_s:.0f}s: {', '.join(pending)}"
-                                       f"{last_error}")
-                time.sleep(0.2)
+        wait_until_serving(
+            endpoints or self.endpoints, "pservers",
+            lambda ep: self._stub(ep).Status(pb.StatusRequest(), timeout=2.0, metadata=self._metadata).state,
+            lambda ep, exc: RpcError(ep, "Status", exc.code(), exc.details()), timeout_s)
 
     def close(self):
         self._closed = True

@@ -10,15 +10,13 @@ read-only views of the reply, owned by the caller.
 """
 from __future__ import annotations
 
-import os
 import threading
-import time
 
 import grpc
 
 from . import heter_pb2 as pb
 from . import heter_pb2_grpc as pb_grpc
-from .client import AUTH_METADATA_KEY, CHANNEL_OPTIONS
+from .client import AUTH_METADATA_KEY, CHANNEL_OPTIONS, wait_until_serving
 from .heter_service import decode_values, encode_values
 
 # A stage runs a slice of the model's forward or backward pass; generous.
@@ -94,26 +92,10 @@ class HeterClient:
         """Block until the heter trainer(s) serve, or raise TimeoutError naming the missing ones.
 
         Default: this trainer's heter trainer, bounded by PSJOB_WAIT_SERVER_TIMEOUT (300 s)."""
-        if timeout_s is None:
-            timeout_s = float(os.environ.get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300)
-        pending = list(endpoints or [self.own_endpoint])
-        t_end = time.monotonic() + timeout_s
-        while pending:
-            still = []
-            for ep in pending:
-                try:
-                    reply = self._stub(ep).Status(pb.HeterStatusRequest(), timeout=2.0, metadata=self._metadata)
-                    if reply.state != "SERVING":
-                        still.append(ep)
-                except grpc.RpcError as exc:
-                    if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
-                        raise HeterRpcError(ep, "Status", exc.code(), exc.details()) from None
-                    still.append(ep)
-            pending = still
-            if pending:
-                if time.monotonic() > t_end:
-                    raise TimeoutError(f"heter trainers not ready after {timeout_s:.0f}s: {', '.join(pending)}")
-                time.sleep(0.2)
+        wait_until_serving(
+            endpoints or [self.own_endpoint], "heter trainers",
+            lambda ep: self._stub(ep).Status(pb.HeterStatusRequest(), timeout=2.0, metadata=self._metadata).state,
+            lambda ep, exc: HeterRpcError(ep, "Status", exc.code(), exc.details()), timeout_s)
 
     def close(self) -> None:
         self._closed = True
