@@ -10,9 +10,6 @@ auth token in `x-psjob-token` when one is configured.
 from __future__ import annotations
 
 import enum
-import hmac
-import logging
-import time
 from concurrent import futures
 from typing import Protocol
 
@@ -21,10 +18,9 @@ import grpc
 from . import codec
 from . import heter_pb2 as pb
 from . import heter_pb2_grpc as pb_grpc
-from .client import AUTH_METADATA_KEY, CHANNEL_OPTIONS
-from .server import _STATUS_BY_ERROR
+from .client import CHANNEL_OPTIONS
+from .server import GuardedServicer
 
-log = logging.getLogger("psjob.rpc.heter")
 
 
 class HeterRequestKind(enum.Enum):
@@ -60,41 +56,8 @@ def encode_values(values: dict, lods: dict | None = None) -> list:
     return msgs
 
 
-class _Servicer(pb_grpc.HeterTrainerServicer):
-    def __init__(self, handler: HeterHandler, token: str, observer):
-        self.h = handler
-        self.token = token.encode() if token else b""
-        self.observe = observer
-
-    def _run(self, kind: HeterRequestKind, request, context, body):
-        t0 = time.perf_counter()
-        code, reply = "OK", None
-        try:
-            if self.token and not self._authorized(context):
-                code = "UNAUTHENTICATED"
-                log.warning("rejected %s from %s: missing or wrong auth token", kind.value, context.peer())
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong psjob auth token")
-            try:
-                reply = body()
-                return reply
-            except Exception as exc:  # map to a status, keep serving the other trainers
-                status = next((s for t, s in _STATUS_BY_ERROR if isinstance(exc, t)), None)
-                if status is None:
-                    status = grpc.StatusCode.INTERNAL
-                    log.exception("%s failed", kind.value)
-                code = status.name
-                msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-                context.abort(status, f"{kind.value}: {msg}")
-        finally:
-            if self.observe is not None:
-                self.observe(kind.value, code, time.perf_counter() - t0, request.ByteSize(),
-                             reply.ByteSize() if reply is not None else 0)
-
-    def _authorized(self, context) -> bool:
-        for key, value in context.invocation_metadata():
-            if key == AUTH_METADATA_KEY:
-                return hmac.compare_digest(value.encode(), self.token)
-        return False
+class _Servicer(GuardedServicer, pb_grpc.HeterTrainerServicer):
+    """The heter-trainer RPCs; auth, error mapping and observation come from GuardedServicer."""
 
     def RunStage(self, request, context):
         def body():

@@ -70,13 +70,19 @@ _STATUS_BY_ERROR = (
 )
 
 
-class _Servicer(pb_grpc.ParameterServerServicer):
-    def __init__(self, handler: ServerHandler, token: str, observer):
+class GuardedServicer:
+    """Authentication, error mapping and observation around every handler call.
+
+    Shared by the pserver service and the heter-trainer service (heter_service.py):
+    `_run(kind, request, context, body)` checks the token, runs `body()`, maps
+    its exceptions to status codes and reports the call to the observer."""
+
+    def __init__(self, handler, token: str, observer):
         self.h = handler
         self.token = token.encode() if token else b""
         self.observe = observer  # (method, code name, seconds, bytes_in, bytes_out, reason) -> None
 
-    def _run(self, kind: RequestKind, request, context, body):
+    def _run(self, kind, request, context, body):
         t0 = time.perf_counter()
         code, reason = "OK", ""
         reply = None
@@ -109,6 +115,8 @@ class _Servicer(pb_grpc.ParameterServerServicer):
                 return "ok" if hmac.compare_digest(value.encode(), self.token) else "invalid"
         return "missing"
 
+
+class _Servicer(GuardedServicer, pb_grpc.ParameterServerServicer):
     def SendVariables(self, request, context):
         def body():
             values = {t.name: codec.decode(t) for t in request.vars}
