@@ -374,16 +374,118 @@ def test_a_cloned_program_trains_exactly_like_the_original():
     assert not any(op.type == "adam" for op in main.clone(for_test=True).global_block().ops)
 
 
-def test_a_distributed_lookup_table_is_updated_by_plain_sgd_as_in_fluid():
+def _table_net(param_attr=None):
     def net():
         ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
         emb = fluid.layers.embedding(ids, size=[HEIGHT, WIDTH], is_sparse=True, is_distributed=True,
-                                     param_attr=fluid.ParamAttr(name="table"))
+                                     param_attr=param_attr or fluid.ParamAttr(name="table"))
         return fluid.layers.mean(fluid.layers.fc(emb, 1))
-    main, *_ , ops, params_grads = _build(lambda: fluid.optimizer.Adam(0.01), net)
+    return net
+
+
+def _table_optimizer(make_opt, table_optimizer):
+    def make():
+        opt = make_opt()
+        if table_optimizer is not None:
+            opt.table_optimizer = table_optimizer
+        return opt
+    return make
+
+
+def test_a_distributed_lookup_table_is_updated_per_row_by_the_optimizers_own_rule():
+    """Adam on the table: lazy whatever lazy_mode says, beta powers per row ([HEIGHT, 1]),
+    advanced only for the rows looked up: the rule the pservers' SparseTable runs. Checked
+    against an independent float64 Adam per row."""
+    b1, b2, eps, lr = 0.8, 0.95, 1e-6, 0.05
+    main, exe, scope, loss, ops, _ = _build(lambda: fluid.optimizer.Adam(lr, b1, b2, eps), _table_net())
+    by_param = {op.input("Param")[0]: op for op in main.global_block().ops if op.input("Param")}
+    table_op = by_param["table"]
+    assert table_op.type == "adam" and table_op.attr("lazy_mode") is True
+    assert table_op.attr("op_role_var") == ["table", "table@GRAD"]
+    assert by_param["fc_0.w_0"].attr("lazy_mode") is False  # dense parameters keep the optimizer's
+    gb = main.global_block()
+    assert list(gb.var("table_moment1_0").shape) == [HEIGHT, WIDTH]
+    assert list(gb.var("table_beta1_pow_acc_0").shape) == [HEIGHT, 1]
+    assert ops[0] is table_op
+
+    p = _read(scope, "table")
+    m1, m2 = np.zeros_like(p), np.zeros_like(p)
+    pows = np.tile([[b1, b2]], (HEIGHT, 1)).astype(np.float64)
+    rng = np.random.default_rng(3)
+    for step in range(3):
+        ids = rng.integers(0, HEIGHT // 2, size=(6, 1)).astype("int64")  # rows >= HEIGHT/2 never move
+        ids[:2] = 1  # a repeated id: its gradients are summed, one step for the row
+        w = _read(scope, "fc_0.w_0")
+        exe.run(main, feed={"ids": ids}, scope=scope)
+        g = np.zeros_like(p)
+        np.add.at(g, ids[:, 0], np.tile(w[:, 0] / len(ids), (len(ids), 1)))  # d mean(emb @ w) / d emb
+        rows = np.unique(ids)
+        m1[rows] = b1 * m1[rows] + (1 - b1) * g[rows]
+        m2[rows] = b2 * m2[rows] + (1 - b2) * g[rows] ** 2
+        corr = np.sqrt(1 - pows[rows, 1:2])
+        p[rows] -= lr * corr / (1 - pows[rows, 0:1]) * m1[rows] / (np.sqrt(m2[rows]) + eps * corr)
+        pows[rows] *= [b1, b2]
+    np.testing.assert_allclose(_read(scope, "table"), p, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(_read(scope, "table_beta1_pow_acc_0")[:, 0], pows[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(_read(scope, "table_beta2_pow_acc_0")[:, 0], pows[:, 1], rtol=1e-6)
+    assert (_read(scope, "table_beta1_pow_acc_0")[HEIGHT // 2:] == np.float32(b1)).all()
+
+
+@pytest.mark.parametrize("make_opt,rule,state", [
+    (lambda: fluid.optimizer.Adagrad(0.1), "adagrad", {"moment": [HEIGHT, WIDTH]}),
+    (lambda: fluid.optimizer.Adamax(0.1), "adamax", {"moment": [HEIGHT, WIDTH], "beta1_pow_acc": [HEIGHT, 1]}),
+    (lambda: fluid.optimizer.Momentum(0.1, 0.9), "momentum", {"velocity": [HEIGHT, WIDTH]}),
+    (lambda: fluid.optimizer.SGD(0.1), "sgd", {}),
+])
+def test_other_optimizers_update_the_table_with_their_rule_and_per_row_state(make_opt, rule, state):
+    main, *_ = _build(make_opt, _table_net())
+    gb = main.global_block()
+    assert [op.type for op in gb.ops if op.input("Param") == ["table"]] == [rule]
+    for name, shape in state.items():
+        assert list(gb.var(f"table_{name}_0").shape) == shape
+
+
+def test_table_optimizer_sgd_keeps_fluid_1x_plain_sgd_for_the_table():
+    main, *_ = _build(_table_optimizer(lambda: fluid.optimizer.Adam(0.01), "sgd"), _table_net())
     by_param = {op.input("Param")[0]: op.type for op in main.global_block().ops if op.input("Param")}
     assert by_param == {"table": "sgd", "fc_0.w_0": "adam", "fc_0.b_0": "adam"}
     assert not main.global_block().has_var("table_moment1_0")
+
+
+@pytest.mark.parametrize("bad", ["adam", "SGD", None, 1])
+def test_a_bad_table_optimizer_is_refused_naming_the_accepted_values_before_anything_is_built(bad):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        loss = _table_net()()
+        n_ops = len(main.global_block().ops)
+        opt = fluid.optimizer.Adam(0.01)
+        opt.table_optimizer = bad
+        with pytest.raises(ValueError, match="table_optimizer must be one of 'same', 'sgd'"):
+            opt.minimize(loss)
+    assert len(main.global_block().ops) == n_ops  # not even backward was appended
+
+
+def test_lars_cannot_update_a_distributed_table_per_row_and_says_how_to_use_sgd():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        loss = _table_net()()
+        with pytest.raises(GraphError, match="norm of the whole table.*table_optimizer = 'sgd'"):
+            fluid.optimizer.LarsMomentum(0.01, 0.9).minimize(loss)
+    main, *_ = _build(_table_optimizer(lambda: fluid.optimizer.LarsMomentum(0.01, 0.9), "sgd"), _table_net())
+    assert [op.type for op in main.global_block().ops if op.input("Param") == ["table"]] == ["sgd"]
+
+
+def test_clipping_and_weight_decay_are_not_applied_to_a_distributed_table(caplog):
+    attr = fluid.ParamAttr(name="table", regularizer=fluid.regularizer.L2Decay(0.5),
+                           gradient_clip=fluid.clip.GradientClipByValue(1e-4))
+    with caplog.at_level("WARNING", logger="psjob.fluid.optimizer"):
+        main, *_ = _build(lambda: fluid.optimizer.Adagrad(0.1, regularization=fluid.regularizer.L2Decay(0.1)),
+                          _table_net(attr))
+    table_op = next(op for op in main.global_block().ops if op.input("Param") == ["table"])
+    assert table_op.input("Grad") == ["table@GRAD"]  # the raw gradient: no clip, no decay op between
+    assert not [op for op in main.global_block().ops if "table@GRAD" in op.input_arg_names
+                and op.type not in ("adagrad", "lookup_table_grad")]
+    assert "without its gradient_clip and its regularizer" in caplog.text
 
 
 # --------------------------------------------------------------- regularization and clipping

@@ -384,7 +384,7 @@ def test_each_pserver_gets_a_sparse_table_with_optimize_prefetch_and_checkpoint_
     # Every pserver builds the same table config: an id's first row does not depend on where it lives.
     assert creates[0] == creates[1] == creates[2]
     config = table_config_from_attrs(creates[0])
-    assert (config.name, config.dim, config.optimizer.name) == ("emb", 16, "sgd")
+    assert (config.name, config.dim, config.optimizer.name) == ("emb", 16, "sgd")  # SGD(0.5)
     assert config.seed != 0 and config.initializer.kind == "uniform"
 
 
@@ -554,3 +554,125 @@ def test_the_sparse_table_initializer_follows_the_tables_init_op(initializer, wa
     (create,) = [op for op in startup.global_block().ops if op.type == "create_sparse_table"]
     config = table_config_from_attrs(create.attrs)
     assert {k: getattr(config.initializer, k) for k in want} == pytest.approx(want)
+
+
+# -- the distributed table's optimizer ----------------------------------------------------
+
+def table_net(make_opt):
+    def build():
+        main, startup = fluid.Program(), fluid.Program()
+        main.random_seed = startup.random_seed = 11
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
+            emb = fluid.layers.embedding(ids, size=[1000, 8], is_sparse=True, is_distributed=True,
+                                         param_attr=fluid.ParamAttr(name="emb"))
+            make_opt().minimize(fluid.layers.mean(fluid.layers.fc(emb, 1)))
+        return main, startup
+    return build
+
+
+def table_config(t, ep=EPS[0]):
+    _, startup = t.get_pserver_programs(ep)
+    (create,) = [op for op in startup.global_block().ops if op.type == "create_sparse_table"]
+    return table_config_from_attrs(create.attrs)
+
+
+@pytest.mark.parametrize("make_opt, name, hyper", [
+    (lambda: fluid.optimizer.Adam(0.01, beta1=0.8, beta2=0.99, epsilon=1e-6), "adam",
+     {"beta1": 0.8, "beta2": 0.99, "epsilon": 1e-6}),
+    (lambda: fluid.optimizer.Adagrad(0.1, epsilon=1e-5), "adagrad", {"epsilon": 1e-5}),
+    (lambda: fluid.optimizer.Momentum(0.1, 0.7, use_nesterov=True), "momentum", {"mu": 0.7, "use_nesterov": True}),
+    (lambda: fluid.optimizer.RMSProp(0.1, rho=0.9, epsilon=1e-4, momentum=0.5, centered=True), "rmsprop",
+     {"rho": 0.9, "epsilon": 1e-4, "momentum": 0.5, "centered": True}),
+    (lambda: fluid.optimizer.Ftrl(0.1, l1=0.01, l2=0.02), "ftrl", {"l1": 0.01, "l2": 0.02, "lr_power": -0.5}),
+    (lambda: fluid.optimizer.SGD(0.1), "sgd", {}),
+])
+def test_the_pservers_table_runs_the_programs_rule_with_its_hyperparameters(make_opt, name, hyper):
+    t, main, startup = transpile(table_net(make_opt), pservers=2)
+    configs = [table_config(t, ep) for ep in EPS[:2]]
+    assert configs[0] == configs[1]
+    assert configs[0].optimizer.name == name
+    assert dict(configs[0].optimizer.hyper) == pytest.approx(hyper)
+    # The table's state lives in the pservers' SparseTable rows: no [1000, ...] state on a
+    # trainer (neither declared nor initialized) or in the pserver programs' variables.
+    trainer = t.get_trainer_program(wait_port=False)
+    for prog in (trainer, startup) + t.get_pserver_programs(EPS[0]):
+        assert not [n for n in prog.global_block().vars if n.startswith("emb_")], prog
+    assert not [op for op in startup.global_block().ops
+                if any(n.startswith("emb_") for n in op.output_arg_names)]
+
+
+def test_table_optimizer_sgd_gives_the_pservers_plain_sgd_for_the_table_only():
+    cfg = DistributeTranspilerConfig()
+    cfg.table_optimizer = "sgd"
+    t, _, _ = transpile(table_net(lambda: fluid.optimizer.Adam(0.01)), pservers=2, config=cfg)
+    assert table_config(t).optimizer.name == "sgd" and dict(table_config(t).optimizer.hyper) == {}
+    prog = t.get_pserver_program(EPS[0]) if t.plan.blocks_on(EPS[0]) else t.get_pserver_program(EPS[1])
+    assert "adam" in {op.type for b in listen_and_serv(prog).attr("optimize_blocks") for op in b.ops}
+    assert cfg.as_dict()["table_optimizer"] == "sgd"
+
+
+@pytest.mark.parametrize("bad", ["adam", "", None, True])
+def test_a_bad_table_optimizer_is_refused_naming_the_accepted_values(bad):
+    cfg = DistributeTranspilerConfig()
+    cfg.table_optimizer = bad
+    with pytest.raises(TranspilerConfigError, match="table_optimizer must be one of 'same', 'sgd'"):
+        DistributeTranspiler(cfg)
+    good = DistributeTranspilerConfig()
+    t = DistributeTranspiler(good)
+    good.table_optimizer = bad  # changed after construction: refused at transpile, program untouched
+    main, startup = table_net(lambda: fluid.optimizer.Adam(0.01))()
+    before = main.to_dict()
+    with pytest.raises(TranspilerConfigError, match="'same', 'sgd'"):
+        t.transpile(0, program=main, startup_program=startup, pservers=EPS[0])
+    assert main.to_dict() == before
+
+
+def test_a_table_state_start_the_sparse_table_cannot_reproduce_is_refused():
+    build = table_net(lambda: fluid.optimizer.Adagrad(0.1, initial_accumulator_value=0.1))
+    main, startup = build()
+    before = main.to_dict()
+    with pytest.raises(TranspilerConfigError, match="initial_accumulator_value must be 0"):
+        DistributeTranspiler().transpile(0, program=main, startup_program=startup, pservers=EPS[0])
+    assert main.to_dict() == before
+    cfg = DistributeTranspilerConfig()
+    cfg.table_optimizer = "sgd"  # the way out: plain sgd has no state
+    t, _, _ = transpile(build, pservers=1, config=cfg)
+    assert table_config(t).optimizer.name == "sgd"
+
+
+@pytest.mark.parametrize("strategy_kind", ["distributed_strategy", "transpiler_config"])
+def test_a_fleet_strategy_table_optimizer_reaches_the_program_and_the_pservers(strategy_kind):
+    from psjob.fleet import Fleet
+    from psjob.fleet.role_maker import Role, UserDefinedRoleMaker
+    from psjob.fleet.strategy import DistributedStrategy
+
+    def strategy(value):
+        s = DistributedStrategy() if strategy_kind == "distributed_strategy" else DistributeTranspilerConfig()
+        if strategy_kind == "transpiler_config":
+            s.sync_mode = True
+        s.table_optimizer = value
+        return s
+
+    def fleet_build(role, value):
+        fleet = Fleet()
+        fleet.init(UserDefinedRoleMaker(current_id=0, role=role, worker_num=2, server_endpoints=EPS[:2]))
+        main, startup = fluid.Program(), fluid.Program()
+        main.random_seed = startup.random_seed = 11
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
+            emb = fluid.layers.embedding(ids, size=[1000, 8], is_sparse=True, is_distributed=True,
+                                         param_attr=fluid.ParamAttr(name="emb"))
+            opt = fluid.optimizer.Adagrad(0.1)
+            fleet.distributed_optimizer(opt, strategy(value)).minimize(fluid.layers.mean(fluid.layers.fc(emb, 1)))
+        assert opt.table_optimizer == "same"  # the user's optimizer is left as it was
+        return fleet
+
+    server = fleet_build(Role.SERVER, "sgd")
+    (create,) = [op for op in server.startup_program.global_block().ops if op.type == "create_sparse_table"]
+    assert table_config_from_attrs(create.attrs).optimizer.name == "sgd"
+    server = fleet_build(Role.SERVER, "same")
+    (create,) = [op for op in server.startup_program.global_block().ops if op.type == "create_sparse_table"]
+    assert table_config_from_attrs(create.attrs).optimizer.name == "adagrad"
+    with pytest.raises(ValueError, match="strategy.table_optimizer must be one of 'same', 'sgd'"):
+        fleet_build(Role.WORKER, "naive")

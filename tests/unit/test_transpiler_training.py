@@ -67,7 +67,13 @@ def _optimizer(opt):
     return {"sgd": lambda: fluid.optimizer.SGD(0.2),
             "slow_sgd": lambda: fluid.optimizer.SGD(0.02),
             "adam": lambda: fluid.optimizer.Adam(0.02),
-            "lazy_adam": lambda: fluid.optimizer.Adam(0.02, lazy_mode=True)}[opt]()
+            "lazy_adam": lambda: fluid.optimizer.Adam(0.02, lazy_mode=True),
+            "adagrad": lambda: fluid.optimizer.Adagrad(0.1, epsilon=1e-5),
+            "momentum": lambda: fluid.optimizer.Momentum(0.05, 0.9),
+            "rmsprop": lambda: fluid.optimizer.RMSProp(0.01, centered=True),
+            # an LR schedule: the table push reads the decayed rate every round
+            "adam_decay": lambda: fluid.optimizer.Adam(
+                fluid.layers.exponential_decay(0.05, 1, 0.7), beta1=0.8, beta2=0.99, epsilon=1e-6)}[opt]()
 
 
 def batches(kind, steps, n):
@@ -164,15 +170,57 @@ def test_sync_sparse_embedding_training_equals_single_machine_training(opt):
             np.testing.assert_allclose(scope.vars[name], want, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
-def test_sync_distributed_table_training_equals_single_machine_training():
-    feeds = batches("ids", 4, 12)
-    build = lambda: embedding_net("sgd", distributed=True)  # noqa: E731
-    ref, cluster, results = distributed_table_run(build, feeds, 2, 3)
-    np.testing.assert_allclose(table_rows(cluster, EPS[:3]), ref["emb"], rtol=1e-5, atol=1e-6)
+@pytest.mark.parametrize("opt,trainers,pservers", [
+    ("sgd", 2, 3), ("adam", 1, 2), ("adam", 2, 3), ("adagrad", 1, 2), ("adagrad", 2, 3),
+    ("momentum", 2, 2), ("rmsprop", 2, 2), ("adam_decay", 2, 2)])
+def test_sync_distributed_table_training_equals_single_machine_training(opt, trainers, pservers):
+    """The pservers' SparseTable runs the program's own per-row rule (state per row, Adam's
+    beta powers per row) with its hyperparameters and the (scheduled) learning rate of each
+    round: exactly what the single-machine program does to the dense table."""
+    feeds = batches("ids", 5, 12)
+    build = lambda: embedding_net(opt, distributed=True)  # noqa: E731
+    ref, cluster, results = distributed_table_run(build, feeds, trainers, pservers)
+    tables = [cluster.handler(ep).scope.vars["emb"] for ep in EPS[:pservers]]
+    rule = {"adam_decay": "adam"}.get(opt, opt)
+    assert {t.config.optimizer.name for t in tables} == {rule}
+    np.testing.assert_allclose(table_rows(cluster, EPS[:pservers]), ref["emb"], rtol=1e-5, atol=1e-6)
     for name in ("fc_0.w_0", "fc_0.b_0"):
-        np.testing.assert_allclose(results[1][0].vars[name], ref[name], rtol=1e-5, atol=1e-6)
-    # the trainers never held the table's rows
+        np.testing.assert_allclose(results[-1][0].vars[name], ref[name], rtol=1e-5, atol=1e-6)
+    # the trainers never held the table's rows, nor its optimizer state
     assert results[0][0].vars["emb"].shape == (0, DIM)
+    assert not [n for n in results[0][0].vars if n.startswith("emb_")]
+
+
+def test_table_optimizer_sgd_updates_the_distributed_table_with_plain_sgd():
+    """DistributeTranspilerConfig.table_optimizer="sgd" (Fluid 1.x): the pservers run sgd on the
+    table with the program's learning rate, equal to a single machine built with the optimizer's
+    table_optimizer="sgd"; dense parameters keep Adam."""
+    def build(table_optimizer):
+        def net():
+            main, startup = fluid.Program(), fluid.Program()
+            main.random_seed = startup.random_seed = 11
+            with fluid.program_guard(main, startup), fluid.unique_name.guard():
+                ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
+                y = fluid.layers.data(name="y", shape=[1])
+                emb = fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=True, is_distributed=True,
+                                             param_attr=fluid.ParamAttr(
+                                                 name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5)))
+                loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(emb, 1), y))
+                opt = fluid.optimizer.Adam(0.02)
+                opt.table_optimizer = table_optimizer
+                opt.minimize(loss)
+            return main, startup, loss
+        return net
+
+    feeds = batches("ids", 4, 12)
+    cfg = DistributeTranspilerConfig()
+    cfg.table_optimizer = "sgd"
+    cluster, results, _ = distributed(build("same"), feeds, 2, 2, config=cfg)
+    assert {cluster.handler(ep).scope.vars["emb"].config.optimizer.name for ep in EPS[:2]} == {"sgd"}
+    init = table_rows(cluster, EPS[:2], fresh=True)
+    ref, _ = single_machine(build("sgd"), feeds, init={"emb": init})
+    np.testing.assert_allclose(table_rows(cluster, EPS[:2]), ref["emb"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(results[0][0].vars["fc_0.w_0"], ref["fc_0.w_0"], rtol=1e-5, atol=1e-6)
 
 
 def test_lr_decay_clipping_and_weight_decay_on_pservers_equal_single_machine_training():
@@ -332,3 +380,80 @@ def test_per_parameter_learning_rates_and_unsliced_variables_train_like_a_single
     # 4 small parameters on 3 pservers: every pserver holds something, none twice
     held = [n for s in cluster.states.values() for n in s.grad_blocks]
     assert len(held) == len(set(held)) == 4
+
+
+def _table_export(cluster, eps, name="emb"):
+    """Every row of the pservers' table (values and per-row optimizer state) keyed by id."""
+    from psjob.tables import concat_shards
+    return concat_shards([cluster.handler(ep).scope.vars[name].export() for ep in eps])
+
+
+def _table_job(pservers, feeds, trainers=2, load_dir=None, save_dir=None):
+    """Sync job with an Adam-updated distributed table (LR schedule included): optionally load a
+    checkpoint into the pservers first (seed 004's load_persistables on the pserver startup),
+    train `feeds`, and have trainer 0 save a checkpoint (the distributed save) at the end."""
+    eps = EPS[:pservers]
+    plans = []
+    for t in range(trainers):
+        main, startup, loss = embedding_net("adam_decay", distributed=True)
+        tr = DistributeTranspiler()
+        tr.transpile(t, program=main, startup_program=startup, pservers=",".join(eps), trainers=trainers)
+        plans.append((tr, loss))
+    programs = {ep: plans[0][0].get_pserver_programs(ep) for ep in eps}
+    cluster = InMemoryCluster(programs)
+    if load_dir:
+        for ep, state in cluster.states.items():
+            with fluid.scope_guard(state.scope):
+                fluid.io.load_persistables(state.exe, load_dir, programs[ep][1])
+
+    def body(t, exe):
+        tr, loss = plans[t]
+        scope = fluid.Scope()
+        exe.run(tr.get_trainer_startup_program(), scope=scope)
+        prog = tr.get_trainer_program(wait_port=False)
+        for feed in feeds:
+            per = len(next(iter(feed.values()))) // trainers
+            exe.run(prog, feed={k: v[t * per:(t + 1) * per] for k, v in feed.items()}, fetch_list=[loss],
+                    scope=scope)
+        if t == 0 and save_dir:
+            fluid.io._save_distributed_persistables(exe, save_dir, prog, scope=scope)
+    cluster.run_trainers(body, trainers)
+    return cluster, eps
+
+
+def test_adam_table_state_survives_a_checkpoint_resharded_from_two_to_three_pservers(tmp_path):
+    """The per-row Adam state (moments and per-row beta powers) is saved with the rows, keyed by
+    id, under the table's optimizer name; three pservers load a two-pserver save with every row's
+    state intact, and training continued there equals uninterrupted training."""
+    from psjob.checkpoint.format import read_manifest
+    feeds = batches("ids", 6, 12)
+    half = str(tmp_path / "half")
+    first, eps2 = _table_job(2, feeds[:3], save_dir=half)
+    saved = _table_export(first, eps2)
+    assert set(saved.state) == {"moment1", "moment2", "beta1_pow_acc", "beta2_pow_acc"}
+    # per row: beta1 = 0.8 to the power 1 + (the steps that row was updated in)
+    assert sorted(np.unique(saved.state["beta1_pow_acc"])) == pytest.approx([0.8 ** 4, 0.8 ** 2])
+
+    doc = read_manifest(half)["tables"]["emb"]
+    assert doc["num_shards"] == 2
+    for shard in doc["shards"]:
+        assert shard["optimizer"] == "adam"
+        assert {f"state.{n}" for n in saved.state} <= set(shard["files"])
+
+    resumed, eps3 = _table_job(3, [], load_dir=half)
+    loaded = _table_export(resumed, eps3)
+    np.testing.assert_array_equal(loaded.ids, saved.ids)
+    np.testing.assert_array_equal(loaded.values, saved.values)
+    for name in saved.state:
+        np.testing.assert_array_equal(loaded.state[name], saved.state[name], err_msg=name)
+    for ep in eps3:  # each of the three holds exactly the ids shard_of gives it
+        ids = resumed.handler(ep).scope.vars["emb"].export().ids
+        assert (shard_of(ids, 3) == eps3.index(ep)).all()
+
+    continued, _ = _table_job(3, feeds[3:], load_dir=half)
+    straight, _ = _table_job(2, feeds)
+    a, b = _table_export(continued, eps3), _table_export(straight, eps2)
+    np.testing.assert_array_equal(a.ids, b.ids)
+    np.testing.assert_allclose(a.values, b.values, rtol=1e-6, atol=1e-7)
+    for name in b.state:
+        np.testing.assert_allclose(a.state[name], b.state[name], rtol=1e-6, atol=1e-9, err_msg=name)

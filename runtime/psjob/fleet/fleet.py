@@ -17,6 +17,11 @@ trainer program (async through the Communicator); geo runs the original
 program with local optimizers plus a `geo_sgd_step` op, exchanging deltas
 through the GeoCommunicator.
 
+A distributed lookup table is updated with the optimizer's own rule per row by
+default; a strategy (DistributedStrategy or DistributeTranspilerConfig) with
+`table_optimizer = "sgd"` restores Fluid 1.x's plain sgd for it (the program
+and the pservers both; docs/transpiler.md).
+
 One RPC service per process: init_worker creates it and installs it as the
 process default (psjob.ps.client_service), so every Executor the script
 creates talks through it.
@@ -26,7 +31,7 @@ from __future__ import annotations
 from ..fluid import framework
 from ..fluid.executor import Executor
 from ..fluid.framework import Program
-from ..fluid.optimizer import Optimizer
+from ..fluid.optimizer import Optimizer, check_table_optimizer
 from ..fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
 from . import strategy as strategies
 from .role_maker import PaddleCloudRoleMaker, RoleMakerBase
@@ -50,6 +55,7 @@ class Fleet:
         self._service = None
         self._executor: Executor | None = None
         self._heter = None  # fleet/heter.py HeterRuntime in a heter job
+        self._table_optimizer: str | None = None  # strategy.table_optimizer, when it sets one
 
     # -- roles --------------------------------------------------------------------------
     def init(self, role_maker=None, is_collective=False):
@@ -107,6 +113,10 @@ class Fleet:
             raise TypeError("optimizer must be a psjob.fluid.optimizer.Optimizer")
         self._rm()
         self._strategy = strategies.resolve(strategy)
+        # None: the optimizer's own table_optimizer setting (default "same") decides.
+        self._table_optimizer = getattr(strategy, "table_optimizer", None)
+        if self._table_optimizer is not None:
+            check_table_optimizer(self._table_optimizer, "strategy.table_optimizer")
         return DistributedOptimizer(self, optimizer, self._strategy)
 
     def _transpile(self, loss, startup_program):
@@ -123,6 +133,8 @@ class Fleet:
             self._origin_main, self._origin_startup = main.clone(), startup.clone()
         config = DistributeTranspilerConfig()
         config.wait_port = False  # init_worker waits, bounded, when launch_barrier is set
+        if self._table_optimizer is not None:
+            config.table_optimizer = self._table_optimizer
         t = DistributeTranspiler(config)
         t.transpile(trainer_id=rm.worker_index(), program=main, pservers=",".join(rm.get_pserver_endpoints()),
                     trainers=rm.worker_num(), sync_mode=self._strategy.sync_mode, startup_program=startup)
@@ -311,8 +323,15 @@ class DistributedOptimizer:
         self._fleet, self._optimizer, self._strategy = fleet_, optimizer, strategy
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
-        result = self._optimizer.minimize(loss, startup_program=startup_program,
-                                          parameter_list=parameter_list, no_grad_set=no_grad_set)
+        choice = self._fleet._table_optimizer
+        saved = self._optimizer.table_optimizer
+        if choice is not None:  # the program's table op follows the strategy too
+            self._optimizer.table_optimizer = choice
+        try:
+            result = self._optimizer.minimize(loss, startup_program=startup_program,
+                                              parameter_list=parameter_list, no_grad_set=no_grad_set)
+        finally:
+            self._optimizer.table_optimizer = saved
         self._fleet._transpile(loss, startup_program)
         return result
 

@@ -21,12 +21,22 @@ initialized in the startup program:
   created even when not centered, as Fluid does (Fleet's save code expects it).
 
 Sparse (SelectedRows) gradients update only their rows — see
-ops/optimizer_ops.py; Adam honours `lazy_mode` as Fluid does. A distributed
-lookup table (embedding(is_distributed=True)) is always updated by plain
-`sgd`, without clipping or decay, as in Fluid 1.x.
+ops/optimizer_ops.py; Adam honours `lazy_mode` as Fluid does.
+
+A distributed lookup table (embedding(is_distributed=True)) is updated per
+row, the way the pservers' `psjob.tables.SparseTable` updates it: by default
+with the optimizer's own rule and hyperparameters (Fluid 1.x always used
+plain sgd; `table_optimizer = "sgd"` restores that). Its state is per row:
+param-shaped accumulators as usual, beta powers `[height, 1]` (one per row,
+advanced only when the row is updated, like Paddle's SparseAdamSGDRule), and
+Adam runs lazily on it whatever `lazy_mode` says. Clipping and weight decay
+are never applied to the table, as in Fluid 1.x (the pservers' table push
+has no such step). So a single-machine program trains the table exactly as
+the pservers will (docs/transpiler.md).
 """
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 from collections import defaultdict
@@ -39,6 +49,17 @@ from .framework import (GraphError, OpRole, Parameter, Program, Variable, defaul
                         program_guard)
 from .layers.tensor import create_global_var
 from .regularizer import WeightDecayRegularizer, append_regularization_ops
+
+log = logging.getLogger("psjob.fluid.optimizer")
+
+# How a distributed lookup table is updated: "same" (default) — the
+# optimizer's own rule, per row; "sgd" — plain sgd with the optimizer's
+# learning rate (Fluid 1.x). DistributeTranspilerConfig.table_optimizer and
+# Fleet strategies accept the same values.
+TABLE_OPTIMIZERS = ("same", "sgd")
+# Rules a per-row table cannot run: lars_momentum scales by the norm of the
+# whole parameter, which no pserver holds (psjob.tables.OPTIMIZERS omits it).
+_NO_TABLE_RULE = ("lars_momentum",)
 
 __all__ = [
     "Optimizer", "SGD", "Momentum", "LarsMomentum", "Adam", "Adamax", "Adagrad",
@@ -94,6 +115,15 @@ def _numel(shape) -> int:
     return n
 
 
+def check_table_optimizer(value, owner="table_optimizer") -> str:
+    """`value` if it is one of TABLE_OPTIMIZERS, else a ValueError naming them."""
+    if not isinstance(value, str) or value not in TABLE_OPTIMIZERS:
+        raise ValueError(f"{owner} must be one of {', '.join(repr(v) for v in TABLE_OPTIMIZERS)} "
+                         f"(how the distributed lookup table is updated: 'same' = the optimizer's own "
+                         f"rule per row, 'sgd' = plain sgd as in Fluid 1.x), got {value!r}")
+    return value
+
+
 def _find_distributed_lookup_table(program: Program):
     """Name of the one table looked up with is_distributed=True, or None."""
     tables = {op.input("W")[0] for op in program.global_block().ops
@@ -109,6 +139,9 @@ class Optimizer:
 
     type = ""
     _slots: dict[str, tuple[str, str]] = {}
+    # How minimize() updates a distributed lookup table: see TABLE_OPTIMIZERS.
+    # Fleet sets it from its strategy; a plain script may set it before minimize().
+    table_optimizer = "same"
 
     def __init__(self, learning_rate, regularization=None, name=None):
         owner = type(self).__name__
@@ -233,20 +266,62 @@ class Optimizer:
                 self._append_optimize_op(block, (param, grad))
         return block.ops[start:]
 
+    def _table_rule(self) -> str:
+        """The op type that updates the distributed table (checked: the table can run it)."""
+        choice = check_table_optimizer(self.table_optimizer, f"{type(self).__name__}.table_optimizer")
+        rule = self.type if choice == "same" else "sgd"
+        if rule in _NO_TABLE_RULE:
+            raise GraphError(
+                f"{type(self).__name__} cannot update a distributed lookup table row by row: "
+                f"{rule} scales each step by the norm of the whole table, which no pserver holds; "
+                "set table_optimizer = 'sgd' on the optimizer (Fleet: strategy.table_optimizer, "
+                "transpiler: DistributeTranspilerConfig.table_optimizer) to update the table with "
+                "plain sgd as Fluid 1.x did")
+        return rule
+
     def _process_distribute_lookuptable(self, params_grads, program: Program):
-        """Split off the distributed table: Fluid 1.x updates it with plain sgd."""
+        """Split off the distributed table and append its per-row update.
+
+        The op is the one the pservers' SparseTable will run (see the module
+        docstring): the optimizer's rule (or sgd), lazy, with per-row beta
+        powers; no clipping or weight decay. The transpiler reads the table's
+        rule and hyperparameters back from this op."""
         table = _find_distributed_lookup_table(program)
         rest = [(p, g) for p, g in params_grads if p.name != table]
         found = [(p, g) for p, g in params_grads if p.name == table and g is not None]
         if not found:
             return rest, None, None
         param, grad = found[0]
+        rule = self._table_rule()
+        skipped = [what for what, on in (
+            ("its gradient_clip", getattr(param, "gradient_clip_attr", None) is not None),
+            ("its regularizer", getattr(param, "regularizer", None) is not None)) if on]
+        if skipped:
+            log.warning("the distributed lookup table %r is updated without %s: clipping and weight "
+                        "decay are not applied to a distributed table (as in Fluid 1.x; "
+                        "docs/transpiler.md)", param.name, " and ".join(skipped))
         self._create_global_learning_rate(program)
+        inputs = {"Param": [param], "Grad": [grad],
+                  "LearningRate": [self._create_param_lr((param, grad))]}
+        outputs = {"ParamOut": [param]}
+        attrs = {}
+        if rule != "sgd":
+            for spec in ACCUMULATORS[rule]:
+                if not self._has_accumulator(spec.name, param):
+                    fill = self._hyper[spec.fill] if isinstance(spec.fill, str) else spec.fill
+                    fill = self._hyper.get(f"{spec.name}_fill", fill)
+                    # Per-row beta powers: [height, 1], as the pservers' table keeps them.
+                    shape = [param.shape[0], 1] if spec.shape == ORIGIN_SHAPED else None
+                    self._add_accumulator(spec.name, param, fill_value=fill, shape=shape)
+                acc = self._get_accumulator(spec.name, param)
+                in_slot, out_slot = self._slots[spec.name]
+                inputs[in_slot] = [acc]
+                outputs[out_slot] = [acc]
+            attrs = self._op_attrs()
+            if rule == "adam":
+                attrs["lazy_mode"] = True  # a table row moves only when it is looked up
         with program._optimized_guard([param, grad]):
-            op = program.global_block().append_op(
-                type="sgd", inputs={"Param": [param], "Grad": [grad],
-                                    "LearningRate": [self._create_param_lr((param, grad))]},
-                outputs={"ParamOut": [param]})
+            op = program.global_block().append_op(type=rule, inputs=inputs, outputs=outputs, attrs=attrs)
         return rest, (param, grad), op
 
     # -- public API -----------------------------------------------------------------------
@@ -280,6 +355,8 @@ class Optimizer:
                 if not isinstance(p, (str, Parameter)):
                     raise TypeError(f"parameter_list must hold Parameters or names, got {p!r}")
         self._check_params(loss.block.program.global_block().all_parameters())
+        if _find_distributed_lookup_table(loss.block.program) is not None:
+            self._table_rule()  # refuse before backward appends anything
         with program_guard(loss.block.program, startup_program):
             return append_backward(loss, parameter_list, no_grad_set, callbacks)
 

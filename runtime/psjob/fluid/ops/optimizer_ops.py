@@ -68,6 +68,26 @@ _HYPER = {
 _BETA_POW_SLOTS = ("Beta1Pow", "Beta2Pow")
 
 
+def state_specs(op_type: str) -> dict:
+    """State input slot -> its `kernels.optimizers.AccumulatorSpec` (name, shape kind, fill)."""
+    return {in_slot: spec for (in_slot, _), spec in zip(_STATE_SLOTS[op_type], K.ACCUMULATORS[op_type])}
+
+
+def kernel_hyperparameters(op_type: str, attrs) -> dict:
+    """An optimizer op's attributes as the keyword arguments of its
+    `psjob.kernels.optimizers` update (Paddle's attribute names differ from the
+    kernels' in places: rmsprop's `decay` is `rho`), defaults filled in. The
+    transpiler builds a distributed table's OptimizerConfig from it, so the
+    pservers' per-row rule uses exactly the hyperparameters of the program's op."""
+    if op_type not in _HYPER:
+        raise ValueError(f"{op_type!r} is not an optimizer op; known: {', '.join(_HYPER)}")
+    out = {}
+    for attr, (kw, default) in _HYPER[op_type].items():
+        value = attrs.get(attr, default)
+        out[kw] = value if isinstance(value, bool) else float(value)
+    return out
+
+
 def _numel(shape) -> int:
     n = 1
     for d in shape:

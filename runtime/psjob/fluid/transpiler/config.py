@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 
+from ..optimizer import check_table_optimizer
 from .ps_dispatcher import PSDispatcher, RoundRobin
 
 log = logging.getLogger("psjob.transpiler")
@@ -44,6 +45,10 @@ class DistributeTranspilerConfig:
     sync_mode (bool|None): None follows transpile(sync_mode=...); False forces async.
     runtime_split_send_recv, half_async, geo_sgd_mode, geo_sgd_need_push_nums:
         communicator flags; half_async and geo_sgd_mode imply async programs.
+    table_optimizer (str): how the pservers update the distributed lookup
+        table: "same" (default) — the rule and hyperparameters of the program's
+        table op (the optimizer's own, per row); "sgd" — plain sgd with the
+        program's learning rate, as Fluid 1.x did.
     """
 
     def __init__(self):
@@ -59,6 +64,7 @@ class DistributeTranspilerConfig:
         self.half_async = False
         self.geo_sgd_mode = False
         self.geo_sgd_need_push_nums = 100
+        self.table_optimizer = "same"
 
     def validate(self) -> None:
         """Fill defaults and raise TranspilerConfigError naming the first bad attribute."""
@@ -84,6 +90,10 @@ class DistributeTranspilerConfig:
                 or self.geo_sgd_need_push_nums < 1:
             raise TranspilerConfigError(
                 f"geo_sgd_need_push_nums must be a positive int, got {self.geo_sgd_need_push_nums!r}")
+        try:
+            check_table_optimizer(self.table_optimizer, "DistributeTranspilerConfig.table_optimizer")
+        except ValueError as exc:
+            raise TranspilerConfigError(str(exc)) from None
 
     def effective_sync_mode(self, requested: bool) -> bool:
         """Whether the transpiled programs are synchronous (barriers, per-trainer grads)."""
@@ -104,4 +114,5 @@ class DistributeTranspilerConfig:
             "half_async": bool(self.half_async),
             "geo_sgd_mode": bool(self.geo_sgd_mode),
             "geo_sgd_need_push_nums": int(self.geo_sgd_need_push_nums),
+            "table_optimizer": self.table_optimizer,
         }

@@ -20,11 +20,15 @@ process needs nothing else — no process recomputes the plan at run time.
 from __future__ import annotations
 
 import logging
+import math
 
+from ...tables import OPTIMIZERS as TABLE_RULES
+from ...tables import OptimizerConfig as TableOptimizerConfig
 from ..framework import GraphError, Program, default_main_program, default_startup_program
 from .config import DistributeTranspilerConfig, TranspilerConfigError
 from .details import parse_endpoints, wait_server_ready
-from .optimize_pass import read_optimize_pass
+from ..ops.optimizer_ops import kernel_hyperparameters, state_specs
+from .optimize_pass import CORE_SLOTS, read_optimize_pass
 from .overview import build_overview, find_distributed_lookup_table, mark_distributed
 from .plan import JobShape, TablePlan, TranspilePlan, build_plan
 from .pserver_pass import build_pserver_program
@@ -82,7 +86,7 @@ class DistributeTranspiler:
         self._origin = program.clone()
         self._origin_startup = startup_program.clone()
         opt = read_optimize_pass(self._origin)
-        table = _table_plan(self._origin, opt)
+        table = _table_plan(self._origin, self._origin_startup, opt, self.config.table_optimizer)
         plan = build_plan(self._origin, opt, JobShape(tuple(endpoints), trainer_num, trainer_id, sync),
                           self.config, table)
         sparse = [pp.param for pp in plan.params.values() if pp.sparse_grad]
@@ -165,7 +169,7 @@ def _check_trainers(trainers) -> int:
     return trainers
 
 
-def _table_plan(program: Program, opt) -> TablePlan | None:
+def _table_plan(program: Program, startup: Program, opt, table_optimizer: str) -> TablePlan | None:
     name = find_distributed_lookup_table(program)
     if name is None:
         return None
@@ -181,5 +185,41 @@ def _table_plan(program: Program, opt) -> TablePlan | None:
     if len(paddings) > 1:
         raise GraphError(f"lookups of the distributed table {name!r} disagree on padding_idx: {sorted(paddings)}")
     opt_op = opt.optimizer_of[name]
+    state = tuple(n for slot, names in opt_op.inputs.items() if slot not in CORE_SLOTS for n in names)
     return TablePlan(name, grad, int(var.shape[0]), int(var.shape[1]), var.dtype, paddings.pop(),
-                     opt_op.type, opt_op.input("LearningRate")[0])
+                     opt_op.type, opt_op.input("LearningRate")[0],
+                     _table_optimizer_config(name, opt_op, startup, table_optimizer), state)
+
+
+def _table_optimizer_config(name: str, opt_op, startup: Program, table_optimizer: str) -> dict:
+    """The pservers' per-row rule for the table: the program's table op (the optimizer's rule;
+    see psjob.fluid.optimizer) unless the config asks for plain sgd. Refuses what a SparseTable
+    cannot reproduce, so that pservers and a single machine never silently disagree."""
+    if table_optimizer == "sgd" or opt_op.type == "sgd":
+        return {"name": "sgd", "hyper": {}}
+    rule = opt_op.type
+    if rule not in TABLE_RULES:
+        raise TranspilerConfigError(
+            f"the distributed table {name!r} is optimized by {rule!r}, which a pserver's sparse table "
+            f"cannot run per row (it supports {', '.join(TABLE_RULES)}); set "
+            "DistributeTranspilerConfig.table_optimizer = 'sgd' to update it with plain sgd")
+    hyper = kernel_hyperparameters(rule, opt_op.attrs)
+    try:
+        cfg = TableOptimizerConfig(rule, hyper=hyper)
+    except ValueError as exc:
+        raise TranspilerConfigError(f"the distributed table {name!r}: {exc}") from None
+    # The table starts every row's state at the kernels' fills; a program that starts them
+    # elsewhere (Adagrad's initial_accumulator_value) would train differently on the pservers.
+    inits = {op.output_arg_names[0]: op for op in startup.global_block().ops
+             if op.type == "fill_constant" and len(op.output_arg_names) == 1}
+    for slot, spec in state_specs(rule).items():
+        fill = float(hyper[spec.fill] if isinstance(spec.fill, str) else spec.fill)
+        for acc in opt_op.input(slot) or ():
+            init = inits.get(acc)
+            if init is not None and not math.isclose(float(init.attr("value", 0.0)), fill, rel_tol=1e-6):
+                raise TranspilerConfigError(
+                    f"the distributed table {name!r}: its {rule} state {acc!r} starts at "
+                    f"{init.attr('value')}, but a pserver's sparse table starts every row's "
+                    f"{spec.name} at {fill} (Adagrad's initial_accumulator_value must be 0 for a "
+                    "distributed table)")
+    return {"name": cfg.name, "hyper": dict(cfg.hyper)}

@@ -88,8 +88,12 @@ class TablePlan:
     width: int
     dtype: str
     padding_idx: int
-    optimizer_type: str
+    optimizer_type: str                     # the program's table op (what a single machine runs)
     lr_var: str
+    # The pservers' per-row rule: OptimizerConfig fields {"name", "hyper"} (psjob.tables),
+    # from the program's table op, or sgd when DistributeTranspilerConfig.table_optimizer="sgd".
+    optimizer: dict = field(default_factory=lambda: {"name": "sgd", "hyper": {}})
+    state_vars: tuple = ()                  # the program's table accumulators (not on trainers)
 
 
 @dataclass

@@ -244,10 +244,12 @@ def _build_table_optimize_block(prog, plan: TranspilePlan, origin, k: int):
         gb.create_var(name=merged, shape=grad_shape, dtype=table.dtype, type=VarType.SELECTED_ROWS,
                       persistable=True)
         recv = [merged]
-    if table.optimizer_type != "sgd":
-        log.warning("the distributed lookup table %r is optimized with sgd on the pservers "
-                    "(its program asked for %r; the seed supports sgd only)", table.name,
-                    table.optimizer_type)
+    if table.optimizer["name"] != table.optimizer_type:
+        log.info("the distributed lookup table %r is updated with %s on the pservers "
+                 "(table_optimizer; its program's op is %r)", table.name, table.optimizer["name"],
+                 table.optimizer_type)
+    # The table's own per-row rule (create_sparse_table's optimizer attribute) runs
+    # here, with the learning rate read at push time so LR schedules apply.
     blk.append_op("sparse_table_push", inputs={"W": [table.name], "Grad": [merged],
                                                "LearningRate": [table.lr_var]},
                   outputs={}, attrs={OP_ROLE_VAR_ATTR_NAME: [table.name, merged]})

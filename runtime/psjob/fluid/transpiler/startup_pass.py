@@ -18,8 +18,8 @@ therefore computes identical values.
 The distributed table is not drawn at all: `create_sparse_table` makes an
 empty `psjob.tables.SparseTable` whose rows appear on first use, drawn by a
 per-id initializer derived from the table's init op (`table_initializer`).
-Every pserver gets the same TableConfig (name, seed, initializer), so an id's
-initial row does not depend on which pserver holds it.
+Every pserver gets the same TableConfig (name, seed, initializer, per-row
+optimizer), so an id's initial row does not depend on which pserver holds it.
 """
 from __future__ import annotations
 
@@ -140,4 +140,6 @@ def _init_table(sb, plan: TranspilePlan, op) -> None:
                  attrs={"table_name": table.name, "dim": int(table.width),
                         "seed": table_seed(op, sb.program),
                         "initializer": json.dumps(table_initializer(op)),
-                        "optimizer": json.dumps({"name": "sgd"})})
+                        # The per-row rule; the learning rate is not here: every push
+                        # passes the program's LR variable (schedules included).
+                        "optimizer": json.dumps(table.optimizer, sort_keys=True)})

@@ -223,3 +223,13 @@ def finalize_trainer_program(program, startup, plan: TranspilePlan, opt_ops, lr_
     sb.append_op("fake_init", inputs={}, outputs={"Out": [plan.table.name]},
                  attrs={"shape": shape, "dtype": plan.table.dtype})
     delete_ops(sb, inits)
+    # The table's optimizer state (moments, per-row beta powers: [height, ...] each) lives in
+    # the pservers' SparseTable; only the removed optimizer op read it. Dropping it keeps the
+    # trainers from allocating it and checkpoints from saving it as trainer-local state.
+    state = set(plan.table.state_vars)
+    used = {n for op in block.ops for n in op.input_arg_names + op.output_arg_names}
+    state -= used
+    delete_ops(sb, [op for op in sb.ops if op.output_arg_names and set(op.output_arg_names) <= state])
+    for name in state:
+        block._remove_var(name)
+        sb._remove_var(name)
