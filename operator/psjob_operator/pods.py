@@ -27,6 +27,9 @@ STARTUP_FAILURE_THRESHOLD = 60
 SERVER_TERMINATION_GRACE_SECONDS = 60  # time to flush a checkpoint on SIGTERM
 GPU_RESOURCE = "nvidia.com/gpu"
 TMP_DIR = "/tmp"
+# spec.tls: the Secret's files, read by psjob.rpc.tls from the PSJOB_TLS_* variables.
+TLS_DIR = "/var/run/psjob/tls"
+TLS_CERT_KEY, TLS_KEY_KEY, TLS_CA_KEY = "tls.crt", "tls.key", "ca.crt"
 
 SUBCOMMANDS = {naming.ROLE_PSERVER: "pserver", naming.ROLE_WORKER: "worker",
                naming.ROLE_HETER: "heter-worker"}
@@ -68,6 +71,38 @@ def environment(topology: roles.JobTopology, role: str, role_spec: RoleSpec) -> 
     return env
 
 
+def serves_rpc(role: str) -> bool:
+    """Pservers and heter workers serve RPCs (they need the certificate and its key);
+    trainers are only clients (they need the CA, never the private key)."""
+    return role in (naming.ROLE_PSERVER, naming.ROLE_HETER)
+
+
+def tls_files(role: str) -> list[str]:
+    """The keys of the spec.tls Secret mounted into this role's pods."""
+    return [TLS_CERT_KEY, TLS_KEY_KEY, TLS_CA_KEY] if serves_rpc(role) else [TLS_CA_KEY]
+
+
+def tls_environment(spec: JobSpec, role: str) -> list[dict[str, Any]]:
+    """PSJOB_TLS_* for spec.tls (psjob.rpc.tls reads them); empty without spec.tls."""
+    if spec.tls is None:
+        return []
+    env = []
+    if serves_rpc(role):
+        env += [{"name": "PSJOB_TLS_CERT_FILE", "value": f"{TLS_DIR}/{TLS_CERT_KEY}"},
+                {"name": "PSJOB_TLS_KEY_FILE", "value": f"{TLS_DIR}/{TLS_KEY_KEY}"}]
+    env.append({"name": "PSJOB_TLS_CA_FILE", "value": f"{TLS_DIR}/{TLS_CA_KEY}"})
+    if spec.tls.server_name:
+        env.append({"name": "PSJOB_TLS_SERVER_NAME", "value": spec.tls.server_name})
+    return env
+
+
+def _with_tls(env: list[dict[str, Any]], spec: JobSpec, role: str,
+              role_spec: RoleSpec) -> list[dict[str, Any]]:
+    # psjob's variables first, the user's `env` last (as environment() orders them).
+    cut = len(env) - len(role_spec.env)
+    return env[:cut] + tls_environment(spec, role) + env[cut:]
+
+
 def resources(role_spec: RoleSpec) -> dict[str, Any]:
     limits = dict(role_spec.resources.limits)
     if role_spec.device is Device.GPU and GPU_RESOURCE not in limits:
@@ -80,9 +115,12 @@ def resources(role_spec: RoleSpec) -> dict[str, Any]:
     return out
 
 
-def _grpc_probe(port: int, period: int, failures: int) -> dict[str, Any]:
-    return {"grpc": {"port": port}, "periodSeconds": period, "failureThreshold": failures,
-            "timeoutSeconds": 5}
+def _server_probe(port: int, period: int, failures: int, tls: bool) -> dict[str, Any]:
+    # The kubelet's gRPC probe speaks plaintext only (it has no TLS option), so with
+    # spec.tls the probe is a TCP connect to the same port: the pserver binds it only
+    # once it has restored its checkpoint and serves.
+    check: dict[str, Any] = {"tcpSocket": {"port": port}} if tls else {"grpc": {"port": port}}
+    return {**check, "periodSeconds": period, "failureThreshold": failures, "timeoutSeconds": 5}
 
 
 def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: RoleSpec,
@@ -93,7 +131,7 @@ def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: 
         "name": naming.CONTAINER,
         "image": spec.image,
         "command": command,
-        "env": environment(topology, role, role_spec),
+        "env": _with_tls(environment(topology, role, role_spec), spec, role, role_spec),
         "ports": ports,
         "volumeMounts": volume_mounts(spec, role_spec),
         "securityContext": {
@@ -115,10 +153,11 @@ def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: 
         name = naming.PORT_PSERVER if role == naming.ROLE_PSERVER else naming.PORT_HETER
         ports.insert(0, {"name": name, "containerPort": server_port, "protocol": "TCP"})
         # Kubernetes' native gRPC probe calls grpc.health.v1.Health/Check on the port.
-        c["startupProbe"] = _grpc_probe(server_port, STARTUP_PERIOD_SECONDS,
-                                        STARTUP_FAILURE_THRESHOLD)
-        c["readinessProbe"] = _grpc_probe(server_port, 5, 3)
-        c["livenessProbe"] = _grpc_probe(server_port, 10, 6)
+        tls = spec.tls is not None
+        c["startupProbe"] = _server_probe(server_port, STARTUP_PERIOD_SECONDS,
+                                          STARTUP_FAILURE_THRESHOLD, tls)
+        c["readinessProbe"] = _server_probe(server_port, 5, 3, tls)
+        c["livenessProbe"] = _server_probe(server_port, 10, 6, tls)
     return c
 
 
@@ -131,12 +170,15 @@ def volume_mounts(spec: JobSpec, role_spec: RoleSpec) -> list[dict[str, Any]]:
     ]
     if spec.checkpoint.enabled:
         mounts.append({"name": "checkpoints", "mountPath": roles.KUBERNETES_CHECKPOINT_DIR})
+    if spec.tls is not None:
+        mounts.append({"name": "tls", "mountPath": TLS_DIR, "readOnly": True})
     if role_spec.device is Device.GPU:
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
     return mounts
 
 
-def volumes(job_name: str, spec: JobSpec, role_spec: RoleSpec) -> list[dict[str, Any]]:
+def volumes(job_name: str, spec: JobSpec, role_spec: RoleSpec,
+            role: str = naming.ROLE_WORKER) -> list[dict[str, Any]]:
     vols: list[dict[str, Any]] = [
         {"name": "tmp", "emptyDir": {}},
         {"name": "auth", "secret": {
@@ -149,6 +191,11 @@ def volumes(job_name: str, spec: JobSpec, role_spec: RoleSpec) -> list[dict[str,
     if spec.checkpoint.enabled:
         claim = spec.checkpoint.existing_claim or naming.checkpoint_claim(job_name)
         vols.append({"name": "checkpoints", "persistentVolumeClaim": {"claimName": claim}})
+    if spec.tls is not None:
+        vols.append({"name": "tls", "secret": {
+            "secretName": spec.tls.secret_name,
+            "items": [{"key": k, "path": k} for k in tls_files(role)],
+            "defaultMode": 0o440}})  # like the token: readable by the pod's group only
     if role_spec.device is Device.GPU:
         vols.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
     return vols
@@ -171,7 +218,7 @@ def pod_template(job_name: str, spec: JobSpec, topology: roles.JobTopology, role
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "containers": [container(spec, topology, role, role_spec, server_port)],
-        "volumes": volumes(job_name, spec, role_spec),
+        "volumes": volumes(job_name, spec, role_spec, role),
     }
     if server_port is not None:
         pod_spec["terminationGracePeriodSeconds"] = SERVER_TERMINATION_GRACE_SECONDS

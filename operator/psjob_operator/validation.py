@@ -21,6 +21,20 @@ def validate_for_cluster(job: ParameterServerJob) -> None:
         roles.append(("spec.heterWorker", spec.heter_worker))
     for path, role in roles:
         _check_resources(path, role)
+        if spec.tls is not None:
+            _check_tls_env(path, role)
+
+
+TLS_ENV = ("PSJOB_TLS_CERT_FILE", "PSJOB_TLS_KEY_FILE", "PSJOB_TLS_CA_FILE", "PSJOB_TLS_SERVER_NAME")
+
+
+def _check_tls_env(path: str, role: RoleSpec) -> None:
+    """With spec.tls the operator sets PSJOB_TLS_*; a second value would silently win or lose."""
+    for i, var in enumerate(role.env):
+        if var.name in TLS_ENV:
+            raise JobSpecError(f"{path}.env[{i}]",
+                               f"{var.name} is set by spec.tls (the Secret's files are mounted "
+                               f"and named for you): remove it, or remove spec.tls")
 
 
 def _check_resources(path: str, role: RoleSpec) -> None:

@@ -315,6 +315,21 @@ class SecuritySpec:
 
 
 @dataclass(frozen=True)
+class TlsSpec:
+    secret_name: str = spec_field(
+        "secretName", "A Secret in the job's namespace with tls.crt, tls.key and ca.crt (a "
+        "kubernetes.io/tls Secret, e.g. from cert-manager). It is mounted read-only into every "
+        "pod: pservers and heter workers serve TLS with tls.crt and tls.key, every process "
+        "trusts ca.crt (PSJOB_TLS_* files). tls.crt must name the pservers' DNS names, e.g. "
+        "*.<job>-pserver.<namespace>.svc.", min_length=1, max_length=253,
+        pattern=DNS_1123_SUBDOMAIN, fix="name a Secret holding tls.crt, tls.key and ca.crt")
+    server_name: str | None = spec_field(
+        "serverName", "Name the clients check the pserver certificate against instead of "
+        "each pserver's DNS name (PSJOB_TLS_SERVER_NAME): for a certificate with one name.",
+        None, max_length=253, pattern=DNS_1123_SUBDOMAIN)
+
+
+@dataclass(frozen=True)
 class JobSpec:
     RULES: ClassVar = (
         Rule("!has(self.kSteps) || self.mode == 'geo'",
@@ -361,6 +376,9 @@ class JobSpec:
                                                    factory=NetworkPolicySpec)
     security_context: SecuritySpec = spec_field("securityContext", "Pod user and group ids.",
                                                 factory=SecuritySpec)
+    tls: TlsSpec | None = spec_field("tls", "Optional TLS for every RPC of the job (trainers, "
+                                     "pservers, tools); absent: plaintext, authenticated by the "
+                                     "job token.", None)
 
     @property
     def effective_k_steps(self) -> int:

@@ -222,3 +222,94 @@ def test_cluster_checks_name_the_field_and_the_fix(spec, expected):
     with pytest.raises(JobSpecError) as info:
         validate_for_cluster(job(**spec))
     assert str(info.value) == expected
+
+
+# -- spec.tls -------------------------------------------------------------------------------
+
+TLS_DIR = "/var/run/psjob/tls"
+
+
+def _pod(kids, kind):
+    return by_kind(kids, kind)["spec"]["template"]["spec"]
+
+
+def test_tls_mounts_the_secret_read_only_and_names_its_files_in_the_environment():
+    parsed = job(heterWorker={"replicas": 1}, tls={"secretName": "ctr-tls", "serverName": "ps.example"})
+    kids = builders.build_children(parsed, OWNER, "t")
+    for child in kids:
+        kubernetes_validate.validate(child, K8S_VERSION, strict=True)
+    servers = [c for c in kids if c["kind"] == "StatefulSet"]
+    assert [s["metadata"]["name"] for s in servers] == ["ctr-pserver", "ctr-heter"]
+    for sts in servers:  # pservers and heter workers serve TLS: certificate, key and CA
+        pod = sts["spec"]["template"]["spec"]
+        c = pod["containers"][0]
+        assert {"name": "tls", "mountPath": TLS_DIR, "readOnly": True} in c["volumeMounts"]
+        assert {"name": "tls", "secret": {"secretName": "ctr-tls", "items": [
+            {"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"},
+            {"key": "ca.crt", "path": "ca.crt"}], "defaultMode": 0o440}} in pod["volumes"]
+        env = env_dict(c)
+        assert (env["PSJOB_TLS_CERT_FILE"], env["PSJOB_TLS_KEY_FILE"], env["PSJOB_TLS_CA_FILE"],
+                env["PSJOB_TLS_SERVER_NAME"]) == (f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key",
+                                                  f"{TLS_DIR}/ca.crt", "ps.example")
+        # The kubelet's gRPC probe cannot speak TLS: a TCP probe on the same port instead.
+        port = c["ports"][0]["containerPort"]
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            assert c[probe]["tcpSocket"] == {"port": port} and "grpc" not in c[probe], probe
+    # Trainers are clients only: the CA, never the private key.
+    pod = _pod(kids, "Job")
+    c = pod["containers"][0]
+    assert {"name": "tls", "secret": {"secretName": "ctr-tls", "items": [
+        {"key": "ca.crt", "path": "ca.crt"}], "defaultMode": 0o440}} in pod["volumes"]
+    env = env_dict(c)
+    assert env["PSJOB_TLS_CA_FILE"] == f"{TLS_DIR}/ca.crt"
+    assert "PSJOB_TLS_CERT_FILE" not in env and "PSJOB_TLS_KEY_FILE" not in env
+
+
+def test_tls_variables_are_read_back_by_the_runtime_as_one_configuration():
+    from psjob.rpc.tls import TlsFiles, tls_from_env
+    parsed = job(tls={"secretName": "ctr-tls"})
+    kids = builders.build_children(parsed, OWNER, "t")
+    server = {k: v for k, v in env_dict(_pod(kids, "StatefulSet")["containers"][0]).items()
+              if isinstance(v, str)}
+    trainer = {k: v for k, v in env_dict(_pod(kids, "Job")["containers"][0]).items()
+               if isinstance(v, str)}
+    assert tls_from_env(server) == TlsFiles(f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key", f"{TLS_DIR}/ca.crt")
+    assert tls_from_env(trainer) == TlsFiles(ca_file=f"{TLS_DIR}/ca.crt")
+    assert "PSJOB_TLS_SERVER_NAME" not in server
+
+
+def test_without_tls_nothing_is_mounted_and_the_probes_stay_grpc():
+    kids = builders.build_children(job(), OWNER, "t")
+    for kind in ("StatefulSet", "Job"):
+        pod = _pod(kids, kind)
+        assert "tls" not in [v["name"] for v in pod["volumes"]]
+        assert not [e for e in pod["containers"][0]["env"] if e["name"].startswith("PSJOB_TLS_")]
+    assert _pod(kids, "StatefulSet")["containers"][0]["livenessProbe"]["grpc"] == {"port": 6174}
+
+
+def test_tls_keeps_the_users_environment_last():
+    parsed = job(tls={"secretName": "ctr-tls"}, worker={"env": [{"name": "DATA_DIR", "value": "/d"}]})
+    c = pods.container(parsed.spec, roles.kubernetes_topology(parsed, "ml"), "worker",
+                       parsed.spec.worker, None)
+    assert [e["name"] for e in c["env"]][-3:] == ["HOME", "PSJOB_TLS_CA_FILE", "DATA_DIR"]
+
+
+@pytest.mark.parametrize("tls, expected", [
+    ({}, "spec.tls.secretName: is required: name a Secret holding tls.crt, tls.key and ca.crt"),
+    ({"secretName": "Bad_Name"}, "spec.tls.secretName: 'Bad_Name' does not match"),
+    ({"secretname": "x"}, "spec.tls.secretname: unknown field: did you mean 'secretName'?"),
+])
+def test_a_bad_tls_block_names_the_field(tls, expected):
+    with pytest.raises(JobSpecError) as info:
+        job(tls=tls)
+    assert str(info.value).startswith(expected)
+
+
+def test_tls_variables_set_by_hand_next_to_spec_tls_are_refused():
+    with pytest.raises(JobSpecError) as info:
+        validate_for_cluster(job(tls={"secretName": "ctr-tls"}, pserver={
+            "env": [{"name": "X", "value": "1"}, {"name": "PSJOB_TLS_CA_FILE", "value": "/ca"}]}))
+    assert str(info.value) == ("spec.pserver.env[1]: PSJOB_TLS_CA_FILE is set by spec.tls (the "
+                               "Secret's files are mounted and named for you): remove it, or "
+                               "remove spec.tls")
+    validate_for_cluster(job(pserver={"env": [{"name": "PSJOB_TLS_CA_FILE", "value": "/ca"}]}))

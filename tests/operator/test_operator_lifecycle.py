@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from opkit_cluster import wait_for
 from opkit_rbac import uncovered
-from opkit_jobs import (child, children, condition, event_reasons, job_manifest, phase, status,
-                        submit)
+from opkit_jobs import (child, children, condition, env_of, event_reasons, job_manifest, phase,
+                        status, submit)
 
 
 def expected_children(name: str) -> set[tuple[str, str]]:
@@ -147,6 +147,53 @@ def test_an_unschedulable_pod_is_named_in_the_running_condition(operator, plane)
     assert condition(plane, "nogpu", "Running")["message"] == (
         f"pod {worker} is unschedulable: 0/3 nodes are available: 3 Insufficient "
         f"nvidia.com/gpu.; check spec.worker.resources, nodeSelector and tolerations")
+
+
+def test_a_pserver_that_restarts_after_the_workers_completed_does_not_undo_success(operator, plane):
+    # cleanPodPolicy None keeps the pservers, so they can crash and restart after the end.
+    submit(plane, job_manifest("after", pservers=2, workers=2, runPolicy={"cleanPodPolicy": "None"}))
+    wait_for(lambda: phase(plane, "after") == "Created", what="Created")
+    plane.sync("after")
+    plane.run("after")
+    wait_for(lambda: phase(plane, "after") == "Running", what="Running")
+    # The workers complete and, in the same moment, a pserver crashes (it cannot learn
+    # that the trainers completed after a restart): the operator sees both at once.
+    for name in plane.pods("after"):
+        if name.startswith("after-worker-"):
+            plane.succeed(name)
+    plane.crash_loop("after-pserver-1", restarts=1, exit_code=137)
+    wait_for(lambda: phase(plane, "after") == "Succeeded", what="Succeeded despite the crash")
+    assert condition(plane, "after", "Restarting") == {}
+    assert condition(plane, "after", "Succeeded")["message"] == "2/2 workers completed"
+    # Later restarts of either pserver are seen (the restart count moves) but change nothing.
+    plane.sync("after")
+    plane.crash_loop("after-pserver-0", restarts=4, exit_code=1)
+    wait_for(lambda: status(plane, "after")["replicaStatuses"]["pserver"]["restarts"] == 5,
+             what="the restarts counted")
+    assert phase(plane, "after") == "Succeeded"
+    assert condition(plane, "after", "Restarting") == {}
+    assert "PserverRestarting" not in event_reasons(plane, "after")
+
+
+def test_a_tls_job_gets_its_secret_mounted_and_the_tls_environment(operator, plane):
+    submit(plane, job_manifest("tls", pservers=2, workers=1, tls={"secretName": "tls-certs"}))
+    sts = wait_for(lambda: child(plane, "statefulsets", "tls-pserver"), what="the pserver StatefulSet")
+    workers = wait_for(lambda: child(plane, "jobs", "tls-worker"), what="the worker Job")
+    server_pod, worker_pod = sts["spec"]["template"]["spec"], workers["spec"]["template"]["spec"]
+    tls_volume = {v["name"]: v for v in server_pod["volumes"]}["tls"]["secret"]
+    assert tls_volume["secretName"] == "tls-certs"
+    assert [i["key"] for i in tls_volume["items"]] == ["tls.crt", "tls.key", "ca.crt"]
+    assert [i["key"] for i in {v["name"]: v for v in worker_pod["volumes"]}["tls"]["secret"]["items"]] \
+        == ["ca.crt"]
+    server_env, worker_env = env_of(sts), env_of(workers)
+    assert server_env["PSJOB_TLS_CERT_FILE"] == "/var/run/psjob/tls/tls.crt"
+    assert server_env["PSJOB_TLS_KEY_FILE"] == "/var/run/psjob/tls/tls.key"
+    assert server_env["PSJOB_TLS_CA_FILE"] == worker_env["PSJOB_TLS_CA_FILE"] == "/var/run/psjob/tls/ca.crt"
+    assert "PSJOB_TLS_KEY_FILE" not in worker_env
+    assert server_pod["containers"][0]["readinessProbe"]["tcpSocket"] == {"port": 6174}
+    plane.sync("tls")
+    plane.run("tls")
+    wait_for(lambda: phase(plane, "tls") == "Running", what="Running")
 
 
 def test_every_api_call_made_above_is_covered_by_the_required_rbac(cluster, operator):
