@@ -19,7 +19,12 @@ creates their rows, so the timed calls measure lookups and updates of
 existing rows. `--vocab` only sizes the program's declared table.
 
 and prints gRPC/in-process ratios. Target (issue 6): prefetch through gRPC at
-least 0.5× the in-process lookup rate.
+least 0.5× the in-process lookup rate. Two more prefetch rows put that
+ratio in context: the same prefetch with two requests in flight (how a
+trainer issues them, one per pserver, while its communicator pushes), and
+the transport alone — a bare gRPC method in a second child process that
+answers a request of the prefetch's size with a reply of the prefetch's
+size and does nothing else (the ceiling any prefetch could reach here).
 """
 from __future__ import annotations
 
@@ -63,6 +68,37 @@ def serve_child(args, endpoint, ready):
     exe.run(startup, scope=scope)
     ready.set()
     serve(prog, scope, exe, ServeOptions())
+
+
+def echo_child(reply_bytes, port_queue):
+    """A bare gRPC method: bytes in, `reply_bytes` fresh bytes out, no other work."""
+    from concurrent import futures
+
+    import grpc
+    from psjob.rpc.allocator import tune_for_large_messages
+    from psjob.rpc.client import CHANNEL_OPTIONS
+    tune_for_large_messages()
+    template = bytearray(reply_bytes)
+    server = grpc.server(futures.ThreadPoolExecutor(4), options=CHANNEL_OPTIONS)
+    handler = grpc.unary_unary_rpc_method_handler(lambda request, context: bytes(template))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("bench.Echo", {"Echo": handler}),))
+    port_queue.put(server.add_insecure_port(f"{ENDPOINT_HOST}:0"))
+    server.start()
+    server.wait_for_termination()
+
+
+def pipelined(fn, repeat, depth=2):
+    """Seconds per call with `depth` calls in flight (fn() returns a handle with .wait() or .result())."""
+    fn().wait()
+    t0 = time.perf_counter()
+    inflight = []
+    for _ in range(repeat):
+        inflight.append(fn())
+        if len(inflight) >= depth:
+            inflight.pop(0).wait()
+    for h in inflight:
+        h.wait()
+    return (time.perf_counter() - t0) / repeat
 
 
 def timed(fn, repeat):
@@ -127,6 +163,10 @@ def main():
     pf_rpc = timed(lambda: client.prefetch(endpoint, table_var, ids).wait(), args.repeat)
     pf_loc = timed(lambda: local.on_prefetch(0, table_var, ids), args.repeat)
     row(f"prefetch {args.ids} ids x16", args.ids, pf_mb, pf_rpc, pf_loc)
+    pf_pipe = pipelined(lambda: client.prefetch(endpoint, table_var, ids), args.repeat)
+    row("  same, 2 requests in flight", args.ids, pf_mb, pf_pipe, pf_loc)
+    echo_rpc = time_bare_transport(ctx, ids.nbytes, args.ids * 16 * 4, args.repeat)
+    row("  transport alone (bare gRPC)", args.ids, pf_mb, echo_rpc, pf_loc)
     sp_rpc = timed(lambda: client.push(endpoint, {table_grad: g_rows}).wait(), args.repeat)
     sp_loc = timed(lambda: local.on_send(0, {table_grad: g_rows}), args.repeat)
     row(f"push {args.ids} sparse rows + apply", args.ids, pf_mb, sp_rpc, sp_loc)
@@ -142,6 +182,21 @@ def main():
     client.complete()
     client.close()
     child.join(30)
+
+
+def time_bare_transport(ctx, request_bytes, reply_bytes, repeat):
+    import grpc
+    from psjob.rpc.client import CHANNEL_OPTIONS
+    ports = ctx.Queue()
+    echo = ctx.Process(target=echo_child, args=(reply_bytes, ports), daemon=True)
+    echo.start()
+    channel = grpc.insecure_channel(f"{ENDPOINT_HOST}:{ports.get(timeout=60)}", options=CHANNEL_OPTIONS)
+    call = channel.unary_unary("/bench.Echo/Echo")
+    request = bytes(request_bytes)
+    seconds = timed(lambda: np.frombuffer(call(request, timeout=60), dtype=np.float32), repeat)
+    channel.close()
+    echo.kill()
+    return seconds
 
 
 if __name__ == "__main__":

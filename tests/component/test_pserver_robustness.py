@@ -90,12 +90,20 @@ def test_bad_requests_get_named_errors_and_the_pserver_keeps_serving(job, tmp_pa
     stranger = PSClient([ep], 7, auth_token=token, retry=QUICK)
     fails(stranger.push(ep, {grad: np.zeros((13, 1), np.float32)}),
           grpc.StatusCode.INVALID_ARGUMENT, "trainer id 7 is out of range")
-    # A malformed payload (byte count disagrees with its shape) is named too.
-    from psjob.rpc import codec
-    msg = codec.encode(grad, np.zeros((13, 1), np.float32))
-    msg.data = msg.data[:10]
-    fails(client._call(ep, "SendVariables", pb.SendRequest(trainer_id=0, vars=[msg])),
-          grpc.StatusCode.INVALID_ARGUMENT, "payload has 10")
+    # Malformed frames (psjob.rpc.frames) are named too: a payload shorter than its header
+    # says, bytes the header does not describe, something that is no frame, a broken header.
+    from psjob.rpc import frames
+    meta = pb.Tensor(name=grad, dtype="float32", shape=[13, 1])
+    short = frames.pack(pb.SendRequest(trainer_id=0, vars=[meta]), (np.zeros(10, np.uint8),))
+    fails(client._call(ep, "SendVariables", short), grpc.StatusCode.INVALID_ARGUMENT,
+          f"tensor '{grad}' needs 52 payload bytes, the frame has 16 left")
+    extra = frames.pack(pb.SendRequest(trainer_id=0, vars=[meta]), (np.zeros(16, np.float32),))
+    fails(client._call(ep, "SendVariables", extra), grpc.StatusCode.INVALID_ARGUMENT,
+          "8 payload bytes beyond what the header describes")
+    fails(client._call(ep, "Prefetch", b"GET / HTTP/1.1"), grpc.StatusCode.INVALID_ARGUMENT,
+          "not a psjob frame")
+    fails(client._call(ep, "GetVariables", b"PSJF\x05\x00\x00\x00\xff\xff\xff\xff\xff"),
+          grpc.StatusCode.INVALID_ARGUMENT, "malformed frame header")
     # Without the job's token nothing is served.
     intruder = PSClient([ep], 0, auth_token="wrong", retry=QUICK)
     with pytest.raises(RpcError) as info:

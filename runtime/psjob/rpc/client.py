@@ -17,12 +17,19 @@ at once as RpcError with the server's message. The deadlines and attempt
 count can be set per process (RetryPolicy.from_env): PSJOB_RPC_DEADLINE_S,
 PSJOB_RPC_BARRIER_DEADLINE_S, PSJOB_RPC_MAX_ATTEMPTS.
 
+Wire format: push, pull and prefetch travel as frames (frames.py) — a
+protobuf header with the tensor bytes outside it; the control calls are
+plain protobuf. `push(...).wait()` returns the pserver's async staleness for
+that push (SendReply.staleness). `retries` counts retried attempts per gRPC
+method.
+
 Transport security: unless given `tls=`, a client takes its TLS settings from
 the environment (psjob.rpc.tls: PSJOB_TLS_*), so every client a process opens
 — trainer, Fleet, checkpoint tools — speaks TLS exactly when its pservers do.
 """
 from __future__ import annotations
 
+import collections
 import os
 import random
 import threading
@@ -32,10 +39,10 @@ from dataclasses import dataclass
 import grpc
 import numpy as np
 
-from . import codec
+from . import frames
 from . import tls as tls_mod
 from . import psjob_pb2 as pb
-from . import psjob_pb2_grpc as pb_grpc
+from .allocator import tune_for_large_messages
 
 # 1 GiB: one request may carry a large slice of a dense parameter or a big prefetch.
 MAX_MESSAGE_BYTES = 1 << 30
@@ -52,6 +59,14 @@ CHANNEL_OPTIONS = (
 )
 AUTH_METADATA_KEY = "x-psjob-token"
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+
+SERVICE = "psjob.rpc.v1.ParameterServer"
+# Methods whose requests and replies are frames (bytes); the rest are protobuf messages.
+FRAMED_METHODS = frozenset({"SendVariables", "GetVariables", "Prefetch"})
+_REPLY_TYPES = {
+    "Barrier": pb.BarrierReply, "CheckpointNotify": pb.CheckpointReply, "Complete": pb.CompleteReply,
+    "Register": pb.RegisterReply, "Status": pb.StatusReply,
+}
 
 
 class RpcError(RuntimeError):
@@ -111,7 +126,7 @@ class Handle:
                 if code not in RETRYABLE or attempt >= policy.max_attempts or self._client._closed:
                     raise RpcError(self._endpoint, self._method, code,
                                    exc.details() if hasattr(exc, "details") else str(exc)) from None
-                self._client.retries += 1
+                self._client.retries[self._method] += 1
                 time.sleep(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, policy.max_backoff_s)
                 attempt += 1
@@ -161,14 +176,15 @@ class PSClient:
                 raise ValueError(f"PSClient tls={tls!r}: expected 'env', None or a psjob.rpc.tls.TlsFiles")
             tls = tls_mod.tls_from_env()
         self.tls = tls
-        self.retries = 0
+        self.retries: collections.Counter = collections.Counter()  # gRPC method → retried attempts
         self._metadata = ((AUTH_METADATA_KEY, auth_token),) if auth_token else ()
-        self._stubs: dict[str, pb_grpc.ParameterServerStub] = {}
+        self._stubs: dict[str, dict] = {}  # endpoint → {method: multi-callable}
         self._channels: dict[str, grpc.Channel] = {}
+        tune_for_large_messages()
         self._lock = threading.Lock()
         self._closed = False
 
-    def _stub(self, endpoint: str):
+    def _stub(self, endpoint: str) -> dict:
         stub = self._stubs.get(endpoint)
         if stub is None:
             with self._lock:
@@ -176,13 +192,13 @@ class PSClient:
                 if stub is None:
                     channel = tls_mod.open_channel(endpoint, CHANNEL_OPTIONS, self.tls)
                     self._channels[endpoint] = channel
-                    stub = self._stubs[endpoint] = pb_grpc.ParameterServerStub(channel)
+                    stub = self._stubs[endpoint] = _method_callables(channel)
         return stub
 
     def _start(self, endpoint, method, request, deadline):
         if self._closed:
             raise RuntimeError("PSClient is closed")
-        return getattr(self._stub(endpoint), method).future(
+        return self._stub(endpoint)[method].future(
             request, timeout=deadline, metadata=self._metadata, wait_for_ready=True)
 
     def _call(self, endpoint, method, request, decode=lambda r: r, deadline=None) -> Handle:
@@ -190,23 +206,22 @@ class PSClient:
 
     # -- the verbs ----------------------------------------------------------------------
     def push(self, endpoint: str, values: dict, *, is_delta: bool = False, lods=None) -> Handle:
-        """Send {name: array | SelectedRows} to one pserver (gradients, or geo deltas)."""
-        lods = lods or {}
-        req = pb.SendRequest(trainer_id=self.trainer_id, is_delta=is_delta,
-                             vars=[codec.encode(n, v, lods.get(n)) for n, v in values.items()])
-        return self._call(endpoint, "SendVariables", req)
+        """Send {name: array | SelectedRows} to one pserver (gradients, or geo deltas);
+        wait() → the push's async staleness (int, 0 in sync mode)."""
+        req = frames.pack_tensors(pb.SendRequest(trainer_id=self.trainer_id, is_delta=is_delta),
+                                  "vars", values, lods)
+        return self._call(endpoint, "SendVariables", req, _decode_send_reply)
 
     def pull(self, endpoint: str, names) -> Handle:
         """Fetch variables by name; wait() → {name: ndarray}."""
-        req = pb.GetRequest(trainer_id=self.trainer_id, names=list(names))
-        return self._call(endpoint, "GetVariables", req,
-                          lambda r: {t.name: codec.decode(t) for t in r.vars})
+        req = frames.pack(pb.GetRequest(trainer_id=self.trainer_id, names=list(names)), ())
+        return self._call(endpoint, "GetVariables", req, _decode_get_reply)
 
     def prefetch(self, endpoint: str, table: str, ids) -> Handle:
         """Rows of `table` for int64 `ids`; wait() → float array [len(ids), dim]."""
         ids = np.ascontiguousarray(ids, dtype=np.int64)
-        req = pb.PrefetchRequest(trainer_id=self.trainer_id, table=table, ids=ids.tobytes())
-        return self._call(endpoint, "Prefetch", req, lambda r: codec.decode_array(r.rows))
+        req = frames.pack(pb.PrefetchRequest(trainer_id=self.trainer_id, table=table), (ids,))
+        return self._call(endpoint, "Prefetch", req, _decode_prefetch_reply)
 
     # -- control ------------------------------------------------------------------------
     def barrier(self, kind: str, endpoints=None) -> list[int]:
@@ -245,7 +260,7 @@ class PSClient:
         The bound defaults to PSJOB_WAIT_SERVER_TIMEOUT seconds (300 when unset)."""
         wait_until_serving(
             endpoints or self.endpoints, "pservers",
-            lambda ep: self._stub(ep).Status(pb.StatusRequest(), timeout=2.0, metadata=self._metadata).state,
+            lambda ep: self._stub(ep)["Status"](pb.StatusRequest(), timeout=2.0, metadata=self._metadata).state,
             lambda ep, exc: RpcError(ep, "Status", exc.code(), exc.details()), timeout_s)
 
     def close(self):
@@ -255,3 +270,38 @@ class PSClient:
                 ch.close()
             self._channels.clear()
             self._stubs.clear()
+
+
+def _method_callables(channel: grpc.Channel) -> dict:
+    """{method: multi-callable} for one channel: frames pass as bytes, control calls as messages."""
+    out = {}
+    for method in FRAMED_METHODS:
+        out[method] = channel.unary_unary(f"/{SERVICE}/{method}", _registered_method=True)
+    for method, reply_cls in _REPLY_TYPES.items():
+        out[method] = channel.unary_unary(f"/{SERVICE}/{method}", request_serializer=_serialize,
+                                          response_deserializer=reply_cls.FromString, _registered_method=True)
+    return out
+
+
+def _serialize(message) -> bytes:
+    return message.SerializeToString()
+
+
+def _decode_send_reply(raw: bytes) -> int:
+    frame = frames.Frame(raw, pb.SendReply, "SendVariables reply")
+    frame.finish()
+    return int(frame.header.staleness)
+
+
+def _decode_get_reply(raw: bytes) -> dict:
+    frame = frames.Frame(raw, pb.GetReply, "GetVariables reply")
+    values = frame.tensors(frame.header.vars)
+    frame.finish()
+    return values
+
+
+def _decode_prefetch_reply(raw: bytes):
+    frame = frames.Frame(raw, pb.PrefetchReply, "Prefetch reply")
+    rows = frame.tensor(frame.header.rows)
+    frame.finish()
+    return rows

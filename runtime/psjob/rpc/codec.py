@@ -23,7 +23,7 @@ class PayloadError(ValueError):
     """A tensor payload is malformed; the message names the variable and the problem."""
 
 
-def _host(arr):
+def host_array(arr):
     get = getattr(arr, "get", None)  # cupy → host
     return get() if callable(get) and not isinstance(arr, np.ndarray) else np.asarray(arr)
 
@@ -32,28 +32,38 @@ def encode(name: str, value, lod=None) -> pb.Tensor:
     """numpy/cupy array or SelectedRows → Tensor message."""
     rows = getattr(value, "rows", None)
     if rows is not None and hasattr(value, "values"):
-        values = np.ascontiguousarray(_host(value.values))
+        values = np.ascontiguousarray(host_array(value.values))
         return pb.Tensor(name=name, dtype=values.dtype.name, shape=values.shape, data=values.tobytes(),
-                         selected_rows=True, rows=np.ascontiguousarray(_host(rows), dtype=np.int64).tobytes(),
+                         selected_rows=True, rows=np.ascontiguousarray(host_array(rows), dtype=np.int64).tobytes(),
                          height=int(value.height))
-    arr = np.ascontiguousarray(_host(value))
+    arr = np.ascontiguousarray(host_array(value))
     msg = pb.Tensor(name=name, dtype=arr.dtype.name, shape=arr.shape, data=arr.tobytes())
     if lod:
         msg.lod.extend(int(x) for x in lod[-1])
     return msg
 
 
-def decode_array(msg: pb.Tensor) -> np.ndarray:
+def check_meta(msg: pb.Tensor) -> tuple[np.dtype, tuple]:
+    """The tensor's dtype and shape, refusing dtypes that may not cross the wire and negative dimensions."""
     if msg.dtype not in ALLOWED_DTYPES:
         raise PayloadError(f"tensor {msg.name!r}: dtype {msg.dtype!r} is not allowed "
                            f"(one of {', '.join(sorted(ALLOWED_DTYPES))})")
     shape = tuple(msg.shape)
     if any(d < 0 for d in shape):
         raise PayloadError(f"tensor {msg.name!r}: negative dimension in shape {list(shape)}")
-    dtype = np.dtype(msg.dtype)
-    n = 1
-    for d in shape:
+    return np.dtype(msg.dtype), shape
+
+
+def nbytes_of(dtype: np.dtype, shape: tuple) -> int:
+    n = dtype.itemsize
+    for d in shape:  # Python ints: an absurd shape cannot overflow into a small size
         n *= d
+    return n
+
+
+def decode_array(msg: pb.Tensor) -> np.ndarray:
+    dtype, shape = check_meta(msg)
+    n = nbytes_of(dtype, shape) // dtype.itemsize
     if n * dtype.itemsize != len(msg.data):
         raise PayloadError(f"tensor {msg.name!r}: shape {list(shape)} of {msg.dtype} needs "
                            f"{n * dtype.itemsize} bytes, payload has {len(msg.data)}")
@@ -71,8 +81,12 @@ def decode(msg: pb.Tensor):
     values = decode_array(msg)
     if not msg.selected_rows:
         return values
+    return selected_rows(msg, decode_ids(msg.name, msg.rows), values)
+
+
+def selected_rows(msg: pb.Tensor, rows: np.ndarray, values: np.ndarray):
+    """SelectedRows from decoded parts, checking ids against the values and the height."""
     from ..fluid.core import SelectedRows
-    rows = decode_ids(msg.name, msg.rows)
     if values.ndim == 0 or rows.shape[0] != values.shape[0]:
         raise PayloadError(f"tensor {msg.name!r}: {rows.shape[0]} row ids for values shaped "
                            f"{list(values.shape)}")

@@ -1,5 +1,10 @@
 """The pserver's gRPC front end: decode, authenticate, dispatch, encode.
 
+SendVariables, GetVariables and Prefetch carry frames (frames.py: protobuf
+header, tensor bytes outside it) in both directions; the other methods plain
+protobuf messages. The method table is built here rather than by the
+generated servicer so each method gets the right (de)serializer.
+
 The servicer holds no training logic. Each request kind maps to one method
 of a `ServerHandler` (the transport-agnostic pserver state); errors the
 handler raises for bad input become gRPC status codes with the handler's
@@ -29,11 +34,11 @@ from typing import Protocol
 
 import grpc
 
-from . import codec
+from . import codec, frames
 from . import tls as tls_mod
 from . import psjob_pb2 as pb
-from . import psjob_pb2_grpc as pb_grpc
-from .client import AUTH_METADATA_KEY, CHANNEL_OPTIONS
+from .allocator import tune_for_large_messages
+from .client import AUTH_METADATA_KEY, CHANNEL_OPTIONS, FRAMED_METHODS, SERVICE
 
 log = logging.getLogger("psjob.rpc.server")
 
@@ -50,7 +55,8 @@ class RequestKind(enum.Enum):
 
 
 class ServerHandler(Protocol):
-    def on_send(self, trainer_id: int, values: dict, is_delta: bool) -> None: ...
+    # → the push's async staleness (None = 0); see SendReply.staleness
+    def on_send(self, trainer_id: int, values: dict, is_delta: bool) -> int | None: ...
     def on_get(self, trainer_id: int, names: list[str]) -> tuple[dict, int]: ...
     def on_prefetch(self, trainer_id: int, table: str, ids) -> object: ...
     def on_barrier(self, trainer_id: int, kind: str) -> int: ...
@@ -105,8 +111,8 @@ class GuardedServicer:
                 context.abort(status, f"{kind.value}: {msg}")
         finally:
             if self.observe is not None:
-                self.observe(kind.value, code, time.perf_counter() - t0, request.ByteSize(),
-                             reply.ByteSize() if reply is not None else 0, reason)
+                self.observe(kind.value, code, time.perf_counter() - t0, _wire_size(request),
+                             _wire_size(reply) if reply is not None else 0, reason)
 
     def _authorized(self, context) -> str:
         """"ok", "missing" or "invalid" (says nothing about the token itself)."""
@@ -116,30 +122,45 @@ class GuardedServicer:
         return "missing"
 
 
-class _Servicer(GuardedServicer, pb_grpc.ParameterServerServicer):
-    def SendVariables(self, request, context):
+def _wire_size(message) -> int:
+    return len(message) if isinstance(message, bytes) else message.ByteSize()
+
+
+class _Servicer(GuardedServicer):
+    # -- data plane: frames in, frames out --------------------------------------------------
+    def SendVariables(self, raw, context):
         def body():
-            values = {t.name: codec.decode(t) for t in request.vars}
+            frame = frames.Frame(raw, pb.SendRequest, "SendVariables request")
+            request = frame.header
+            values = frame.tensors(request.vars)
+            frame.finish()
             lods = {t.name: codec.decode_lod(t) for t in request.vars if len(t.lod)}
             if lods:
                 values = {n: (v, lods[n]) if n in lods else v for n, v in values.items()}
-            self.h.on_send(request.trainer_id, values, request.is_delta)
-            return pb.SendReply()
-        return self._run(RequestKind.SEND, request, context, body)
+            staleness = self.h.on_send(request.trainer_id, values, request.is_delta)
+            return frames.pack(pb.SendReply(staleness=int(staleness or 0)), ())
+        return self._run(RequestKind.SEND, raw, context, body)
 
-    def GetVariables(self, request, context):
+    def GetVariables(self, raw, context):
         def body():
+            frame = frames.Frame(raw, pb.GetRequest, "GetVariables request")
+            frame.finish()
+            request = frame.header
             values, version = self.h.on_get(request.trainer_id, list(request.names))
-            return pb.GetReply(vars=[codec.encode(n, v) for n, v in values.items()], version=version)
-        return self._run(RequestKind.GET, request, context, body)
+            return frames.pack_tensors(pb.GetReply(version=version), "vars", values)
+        return self._run(RequestKind.GET, raw, context, body)
 
-    def Prefetch(self, request, context):
+    def Prefetch(self, raw, context):
         def body():
-            ids = codec.decode_ids(f"prefetch of {request.table!r}", request.ids)
+            frame = frames.Frame(raw, pb.PrefetchRequest, "Prefetch request")
+            request = frame.header
+            ids = frame.rest_as_ids(f"prefetch of {request.table!r}")
             rows = self.h.on_prefetch(request.trainer_id, request.table, ids)
-            return pb.PrefetchReply(rows=codec.encode(request.table, rows))
-        return self._run(RequestKind.PREFETCH, request, context, body)
+            meta, parts = frames.tensor_header(request.table, rows)
+            return frames.pack(pb.PrefetchReply(rows=meta), parts)
+        return self._run(RequestKind.PREFETCH, raw, context, body)
 
+    # -- control: plain protobuf ------------------------------------------------------------
     def Barrier(self, request, context):
         def body():
             kind = "send" if request.kind == pb.BarrierRequest.SEND else "fetch"
@@ -170,6 +191,29 @@ class _Servicer(GuardedServicer, pb_grpc.ParameterServerServicer):
         return self._run(RequestKind.STATUS, request, context, body)
 
 
+def _method_handlers(servicer: _Servicer) -> dict:
+    handlers = {}
+    for kind in RequestKind:
+        method = getattr(servicer, kind.value)
+        if kind.value in FRAMED_METHODS:  # bytes in, bytes out: the frame codec runs inside the guard
+            handlers[kind.value] = grpc.unary_unary_rpc_method_handler(method)
+        else:
+            request_cls, reply_cls = _CONTROL_MESSAGES[kind.value]
+            handlers[kind.value] = grpc.unary_unary_rpc_method_handler(
+                method, request_deserializer=request_cls.FromString,
+                response_serializer=reply_cls.SerializeToString)
+    return handlers
+
+
+_CONTROL_MESSAGES = {
+    "Barrier": (pb.BarrierRequest, pb.BarrierReply),
+    "CheckpointNotify": (pb.CheckpointRequest, pb.CheckpointReply),
+    "Complete": (pb.CompleteRequest, pb.CompleteReply),
+    "Register": (pb.RegisterRequest, pb.RegisterReply),
+    "Status": (pb.StatusRequest, pb.StatusReply),
+}
+
+
 def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_workers: int = 16,
                  observer=None, max_message_bytes: int = 0,
                  tls: tls_mod.TlsFiles | None = None) -> tuple[grpc.Server, int]:
@@ -185,9 +229,13 @@ def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_
         # Larger requests are refused by gRPC itself (RESOURCE_EXHAUSTED) before decoding.
         options = [o for o in options if o[0] != "grpc.max_receive_message_length"]
         options.append(("grpc.max_receive_message_length", int(max_message_bytes)))
+    tune_for_large_messages()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="ps-rpc"),
                          options=options)
-    pb_grpc.add_ParameterServerServicer_to_server(_Servicer(handler, token, observer), server)
+    handlers = _method_handlers(_Servicer(handler, token, observer))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    # Registered methods skip gRPC's per-call handler lookup (as generated servicers do).
+    server.add_registered_method_handlers(SERVICE, handlers)
     host, _, port = endpoint.rpartition(":")
     bound = tls_mod.add_port(server, f"{host or '0.0.0.0'}:{port}", tls)
     if bound == 0:
