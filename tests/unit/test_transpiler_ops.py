@@ -65,6 +65,11 @@ def test_split_ids_sends_each_unique_id_to_its_pserver_and_merge_ids_restores_th
     with pytest.raises(ExecutionError, match="id 9 of 'ids' was not prefetched"):
         run_op("merge_ids", {"Ids": ["ids"], "Rows": ["p0", "p1"], "X": ["x0", "x1"]}, {"Out": ["emb"]},
                values=dict(rows, ids=np.array([[9]], np.int64)), declare=declare)
+    # Rows prefetched beyond the wanted ids are ignored.
+    some = np.array([[-4], [7], [-4]], np.int64)
+    out = run_op("merge_ids", {"Ids": ["ids"], "Rows": ["p0", "p1"], "X": ["x0", "x1"]}, {"Out": ["emb"]},
+                 values=dict(rows, ids=some), declare=declare).vars["emb"]
+    np.testing.assert_array_equal(out[:, 0], some.ravel().astype("float32"))
 
 
 def test_split_ids_on_a_sparse_gradient_keeps_feature_ids_and_values_with_height_zero():

@@ -20,6 +20,7 @@ pserver the distributed table is a `psjob.tables.SparseTable` keyed by id
 """
 from __future__ import annotations
 
+import numbers
 import os
 import tempfile
 
@@ -171,8 +172,11 @@ def _embedding_shape(ids_shape, width):
 def merge_ids(ctx):
     """Rows prefetched per pserver, put back in the order of each original Ids input.
 
-    One sort of the prefetched ids and one searchsorted over all inputs at
-    once; each output is a slice of the gathered rows."""
+    split_ids prefetched exactly the distinct ids of the inputs, so the sorted
+    distinct wanted ids equal the sorted prefetched ids: one sort of each side
+    (np.unique's inverse for the wanted ids) maps every wanted id to its row —
+    several times cheaper than a binary search per id over a batch's ~26K
+    unordered ids. Each output is a slice of the gathered rows."""
     xp = ctx.xp
     rows = [_host_ids(r) for r in ctx.input_list("Rows")]
     xs = ctx.input_list("X")
@@ -184,14 +188,16 @@ def merge_ids(ctx):
     names = ctx.ins["Ids"]
     flats = [_host_ids(ctx.vals[name]) for name in names]
     wanted = np.concatenate(flats) if flats else np.zeros(0, np.int64)
-    pos = np.searchsorted(ordered, wanted)
-    ok = pos < len(ordered)
-    ok[ok] = ordered[pos[ok]] == wanted[ok]
-    if not ok.all():
-        bad = int(wanted[~ok][0])
-        owner = names[int(np.searchsorted(np.cumsum([f.size for f in flats]), np.flatnonzero(~ok)[0], "right"))]
-        raise RuntimeError(f"merge_ids: id {bad} of {owner!r} was not prefetched")
-    gathered = all_x[_to_xp(ctx, order[pos])]
+    distinct, inverse = np.unique(wanted, return_inverse=True)
+    if distinct.shape != ordered.shape or not np.array_equal(distinct, ordered):
+        missing = np.setdiff1d(distinct, ordered, assume_unique=True)
+        if missing.size:
+            bad = int(missing[0])
+            owner = next(n for n, f in zip(names, flats) if (f == bad).any())
+            raise RuntimeError(f"merge_ids: id {bad} of {owner!r} was not prefetched")
+        # More rows than wanted ids (a caller prefetched extra): fall back to a search.
+        inverse = np.searchsorted(ordered, distinct)[inverse]
+    gathered = all_x[_to_xp(ctx, order[inverse.reshape(-1)])]
     start = 0
     for j, (name, flat) in enumerate(zip(names, flats)):
         vals = gathered[start:start + flat.size]
@@ -202,6 +208,18 @@ def merge_ids(ctx):
 
 # -- RPC (trainer side) -------------------------------------------------------------------
 
+def record_staleness(sink, result) -> None:
+    """Hand a confirmed push's staleness to `sink` (a callable(int), or None).
+
+    A push handle's `wait()` returns the pserver's async staleness of that push
+    (an int; 0 in sync mode). Anything else — None from a Communicator's queued
+    push (not applied yet: its sender thread reports it when it is), or a reply
+    object from a client without staleness — is not an observation."""
+    if sink is None or isinstance(result, bool) or not isinstance(result, numbers.Integral):
+        return
+    sink(max(int(result), 0))
+
+
 class _InFlight:
     """RPCs a trainer has issued but not yet waited for (one per executor).
 
@@ -209,17 +227,21 @@ class _InFlight:
     it, overlapping the rest of backward, and all pushes are confirmed before
     the next barrier, recv or close. A run of consecutive recv ops pulls every
     parameter block in one request per pserver, issued by the first of them.
+    Confirmed pushes report their staleness to `executor.services["staleness"]`
+    (a callable(int) the trainer's telemetry registers; none = not recorded).
     """
 
-    def __init__(self):
+    def __init__(self, services=None):
         self.sends = []
         self.groups = {}      # id(first recv op) -> the consecutive recv ops
         self.pulled = None    # {endpoint: {name: array}} of the current recv group
+        self._services = services if services is not None else {}
 
     def drain(self):
         pending, self.sends = self.sends, []
+        sink = self._services.get("staleness")
         for h in pending:
-            h.wait()
+            record_staleness(sink, h.wait())
 
 
 # Unconfirmed pushes allowed before a send waits (bounds memory in async mode).
@@ -230,7 +252,8 @@ def confirm_pushes(executor) -> None:
     """Wait until every gradient push this executor's `send` ops issued was applied.
 
     For code that must order later work after the pushes without a barrier
-    (a heter trainer replies to its CPU trainer only after its pushes land)."""
+    (a heter trainer replies to its CPU trainer only after its pushes land).
+    Each push's staleness goes to `executor.services["staleness"]` when set."""
     state = executor.services.get("_rpc_inflight")
     if state is not None:
         state.drain()
@@ -239,7 +262,7 @@ def confirm_pushes(executor) -> None:
 def _inflight(ctx) -> _InFlight:
     state = ctx.executor.services.get("_rpc_inflight")
     if state is None:
-        state = ctx.executor.services["_rpc_inflight"] = _InFlight()
+        state = ctx.executor.services["_rpc_inflight"] = _InFlight(ctx.executor.services)
         ctx.executor.add_close_hook(state.drain)  # runs before the client's close hook
     return state
 
