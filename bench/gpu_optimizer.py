@@ -10,6 +10,12 @@ from the device attributes), and the numpy-on-CPU rate of the same update
 measured in the same run (on a smaller table, so it finishes). Bytes are the
 minimum traffic: each array the update reads or writes, once (plus the row
 ids for sparse updates). Without cupy or a GPU it says so and exits 0.
+
+Then a GPU-resident pserver (docs/cuda.md, "GPU pserver"): a request's
+gradients uploaded through the pinned staging buffer next to a plain
+``cupy.asarray`` from pageable memory, a pull the other way, and a sparse
+table with its columns on the GPU next to the host table (push and lookup of
+`--table-batch` Zipf ids, adagrad), all measured in the same run.
 """
 from __future__ import annotations
 
@@ -114,6 +120,7 @@ def main(argv=None):
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--batch", type=int, default=100_000, help="rows per sparse update")
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--table-batch", type=int, default=65_536, help="ids per table push/lookup")
     args = parser.parse_args(argv)
     try:
         cp = cuda.require_cupy()
@@ -142,7 +149,54 @@ def main(argv=None):
             print(f"{label:<16}{gpu_rows / gpu_s:>14.3e}{gpu_bps / 1e9:>10.1f}{of_peak:>9}"
                   f"{cpu_rows / cpu_s:>14.3e}{cpu_bps / 1e9:>10.2f}"
                   f"{(gpu_rows / gpu_s) / (cpu_rows / cpu_s):>9.1f}")
+    residency(cp, args)
     return 0
+
+
+def _best(fn, repeats, sync):
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def residency(cp, args):
+    from psjob.ps.device_staging import DeviceStaging
+    from psjob.tables import OptimizerConfig, SparseTable, TableConfig
+
+    sync = cp.cuda.get_current_stream().synchronize
+    staging = DeviceStaging(cp, cp.cuda.Device().id)
+    print(f"\nGPU pserver residency (best of {args.repeats})")
+    for mib in (1, 16, 64):
+        grad = np.random.default_rng(0).standard_normal(mib << 18).astype(np.float32)
+        wire = np.frombuffer(grad.tobytes(), np.float32)   # a view over message bytes, as received
+        staged = _best(lambda: staging.to_device({"g": wire}), args.repeats, sync)
+        plain = _best(lambda: cp.asarray(wire), args.repeats, sync)
+        dev = cp.asarray(grad)
+        pulled = _best(lambda: staging.to_host({"g": dev}), args.repeats, sync)
+        plain_pull = _best(lambda: dev.get(), args.repeats, sync)
+        print(f"  {mib:>3} MiB push: staged {mib / 1024 / staged:6.2f} GB/s, cupy.asarray "
+              f"{mib / 1024 / plain:6.2f} GB/s; pull: staged {mib / 1024 / pulled:6.2f} GB/s, "
+              f".get() {mib / 1024 / plain_pull:6.2f} GB/s")
+    cfg = TableConfig("emb", dim=args.width, optimizer=OptimizerConfig("adagrad", lr=0.05),
+                      initial_capacity=1 << 20)
+    rng = np.random.default_rng(2)
+    batches = [(rng.zipf(1.1, args.table_batch).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+               .view(np.int64) for _ in range(8)]
+    grads = rng.standard_normal((args.table_batch, args.width)).astype(np.float32)
+    print(f"  sparse table dim {args.width}, adagrad, batches of {args.table_batch} Zipf ids:")
+    for label, table in (("host", SparseTable(cfg)),
+                         ("GPU", SparseTable(cfg).to_device(cp, transfer=staging))):
+        for ids in batches:          # warm: rows created, kernels compiled
+            table.lookup(ids)
+            table.push(ids, grads)
+        lookup = min(_best(lambda ids=ids: table.lookup(ids, create=False), 1, sync) for ids in batches)
+        push = min(_best(lambda ids=ids: table.push(ids, grads), 1, sync) for ids in batches)
+        print(f"    {label:<5} lookup {args.table_batch / lookup:>10.3e} ids/s   push "
+              f"{args.table_batch / push:>10.3e} ids/s   ({len(table)} rows)")
 
 
 if __name__ == "__main__":

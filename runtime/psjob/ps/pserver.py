@@ -19,6 +19,15 @@ PSJOB_TLS_CERT_FILE / PSJOB_TLS_KEY_FILE (psjob.rpc.tls, docs/security.md). With
 PSJOB_CHECKPOINT_DIR set, the pserver loads its part of the newest good
 checkpoint there before serving (a restarted pserver rejoins where the job's
 last checkpoint left its shard).
+
+Device (ServeOptions.device; PSJOB_PSERVER_DEVICE, else PSJOB_DEVICE, which
+the job's `spec.pserver.device` renders): "cpu", "gpu" or "gpu:N". On a GPU
+the dense blocks, their optimizer state and the sparse tables' value and
+state columns live on the device after start-up (and checkpoint restore);
+the optimize blocks run on CUDAPlace (the fused kernels of psjob.cuda);
+requests cross through pinned staging buffers (device_staging.py); table
+blocks run on a host executor, since the table keeps its id index on the
+host and does its own one-copy transfers. docs/cuda.md.
 """
 from __future__ import annotations
 
@@ -28,11 +37,16 @@ import signal
 import threading
 from dataclasses import dataclass
 
+import numpy as np
+
+from ..fluid.core import CPUPlace, CUDAPlace, SelectedRows, to_numpy
+from ..fluid.executor import Executor
 from ..fluid.framework import Program
 from ..fluid.transpiler.pserver_state import PserverOptions, PserverState
 from ..rpc.server import start_server
 from ..rpc.tls import TlsFiles, tls_from_env
 from .auth import token_from_env
+from .device_staging import DeviceStaging, array_module_for, parse_device
 from .observability import table_stats_source, telemetry_from_env
 
 log = logging.getLogger("psjob.pserver")
@@ -49,6 +63,7 @@ class ServeOptions:
     max_message_bytes: int = 0    # 0 = the transport default (1 GiB)
     checkpoint_dir: str = ""      # PSJOB_CHECKPOINT_DIR: restore the newest good checkpoint before serving
     tls: TlsFiles | None = None   # PSJOB_TLS_*: serve TLS (None = plaintext)
+    device: str = "cpu"           # cpu | gpu | gpu:N: where the pserver keeps its state
 
 
 def options_from_env(environ=None) -> ServeOptions:
@@ -57,7 +72,19 @@ def options_from_env(environ=None) -> ServeOptions:
                         bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
                         max_message_bytes=int(env.get("PSJOB_RPC_MAX_MESSAGE_BYTES", "0") or 0),
                         checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", "") or "",
-                        tls=tls_from_env(env))
+                        tls=tls_from_env(env), device=device_from_env(env))
+
+
+def device_from_env(env) -> str:
+    """PSJOB_PSERVER_DEVICE (a pserver-only override, e.g. for `psjob launch`), else the
+    role's PSJOB_DEVICE (from spec.pserver.device); validated here so a typo fails at start."""
+    name = "PSJOB_PSERVER_DEVICE" if env.get("PSJOB_PSERVER_DEVICE") else "PSJOB_DEVICE"
+    value = env.get(name, "") or "cpu"
+    try:
+        parse_device(value)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    return value
 
 
 def _listen_op(program: Program):
@@ -88,18 +115,24 @@ class PserverProcess:
                 # ... and learns from its peers which trainers completed while it was away.
                 from ..checkpoint.pserver_side import adopt_peer_completions
                 adopt_peer_completions(self.state, options.token)
+        handler = self.state
+        self.placement = None
+        if parse_device(options.device)[0] == "gpu":
+            # After start-up and restore, so both ran as the script's executor left them.
+            self.placement = place_on_device(self.state, options.device)
+            handler = OnDevice(self.state, self.placement.staging)
         fanin = int(op.attr("Fanin", 1))
         workers = options.max_workers or max(16, 4 * fanin + 4)
         host, _, port = self.endpoint.rpartition(":")
         bind = f"0.0.0.0:{port}" if options.bind_all_interfaces else self.endpoint
         observer = metrics.observe_rpc if metrics is not None else None
-        self.server, self.port = start_server(self.state, bind, token=options.token, max_workers=workers,
+        self.server, self.port = start_server(handler, bind, token=options.token, max_workers=workers,
                                               observer=observer, max_message_bytes=options.max_message_bytes,
                                               tls=options.tls)
         self.options = options
         self._stop = threading.Event()
-        log.info("pserver %s serving %d trainers (%s mode)", self.endpoint, fanin,
-                 "sync" if self.state.sync_mode else "async")
+        log.info("pserver %s serving %d trainers (%s mode, state on %s)", self.endpoint, fanin,
+                 "sync" if self.state.sync_mode else "async", options.device)
 
     def wait(self) -> bool:
         """Block until every trainer completed (True) or stop() was called (False)."""
@@ -113,6 +146,133 @@ class PserverProcess:
 
     def stop(self):
         self._stop.set()
+
+
+# -- device residency ------------------------------------------------------------------------
+
+_TABLE_OPS = frozenset({"sparse_table_push", "lookup_sparse_table", "sparse_table_save"})
+
+
+class DevicePlacement:
+    """Which executor runs each block of a GPU pserver and which values live where.
+
+    Blocks that touch a sparse table (its optimize, prefetch and checkpoint
+    blocks) run on a host executor: the table keeps its id index on the host
+    and moves rows itself (one upload per push, one download per lookup), so
+    the gradients those blocks read stay as received and never make a round
+    trip through the device. Every other block runs on `device_exe`. The
+    array module is injected (numpy in host tests: the same routing).
+    """
+
+    def __init__(self, program, device_exe, staging: DeviceStaging, host_exe=None):
+        self.program, self.staging = program, staging
+        self.device_exe = device_exe
+        self.host_exe = host_exe if host_exe is not None else Executor(CPUPlace())
+        self.xp = staging.xp
+        self.host_blocks = {blk.idx for blk in program.blocks if blk.idx != 0
+                            and any(op.type in _TABLE_OPS for op in blk.ops)}
+        host_vars, device_vars = set(), set()
+        for blk in program.blocks:
+            if blk.idx == 0:
+                continue
+            names = {n for op in blk.ops for ns in (*op.inputs.values(), *op.outputs.values()) for n in ns}
+            (host_vars if blk.idx in self.host_blocks else device_vars).update(names)
+        # A value read by both kinds of block (the table's learning rate, written by the LR
+        # block) lives on the device; host kernels read it with to_numpy.
+        self.host_names = frozenset(host_vars - device_vars)
+
+    def executor_for(self, block_idx: int):
+        return self.host_exe if block_idx in self.host_blocks else self.device_exe
+
+    def xp_for(self, name: str):
+        return np if name in self.host_names else self.xp
+
+    def to_device(self, values: dict) -> dict:
+        """Received values bound for device blocks, in one staged copy; table gradients stay."""
+        up = {n: v for n, v in values.items() if n not in self.host_names}
+        moved = self.staging.to_device(up) if up else {}
+        return {n: moved.get(n, v) for n, v in values.items()}
+
+    def to_host(self, values: dict) -> dict:
+        """New host copies: device values through one pinned buffer, the host blocks' copied."""
+        dev = {n: v for n, v in values.items() if n not in self.host_names}
+        moved = self.staging.to_host(dev) if dev else {}
+        return {n: moved[n] if n in moved else _host_copy(v) for n, v in values.items()}
+
+    def migrate(self, scope) -> dict:
+        """Move the scope's arrays (but the host blocks' own) and sparse tables to the device.
+        Returns {"arrays": n, "bytes": b, "tables": t} for the log."""
+        from ..tables import SparseTable
+        moved = {"arrays": 0, "bytes": 0, "tables": 0}
+        xp = self.xp
+        for name, value in list(scope.vars.items()):
+            if isinstance(value, SparseTable):
+                if value.array_module is np:
+                    value.to_device(xp, transfer=self.staging)
+                    moved["tables"] += 1
+            elif name in self.host_names:
+                # The table blocks' own values stay on (or come back to) the host: a script
+                # whose executor was already CUDAPlace created them as device arrays.
+                if isinstance(value, SelectedRows) and not isinstance(value.values, np.ndarray):
+                    scope.vars[name] = SelectedRows(to_numpy(value.rows), to_numpy(value.values), value.height)
+                elif hasattr(value, "get") and hasattr(value, "dtype") and not isinstance(value, np.ndarray):
+                    scope.vars[name] = to_numpy(value)
+            elif isinstance(value, np.ndarray):
+                # One at a time: a dense block can be far larger than a staging buffer should be.
+                scope.vars[name] = xp.asarray(value)
+                moved["arrays"] += 1
+                moved["bytes"] += value.nbytes
+            elif isinstance(value, SelectedRows) and isinstance(value.values, np.ndarray):
+                scope.vars[name] = SelectedRows(xp.asarray(value.rows), xp.asarray(value.values),
+                                                value.height)
+                moved["arrays"] += 1
+        return moved
+
+
+def _host_copy(value):
+    if isinstance(value, SelectedRows):
+        return SelectedRows(np.array(value.rows), np.array(value.values), value.height)
+    return np.array(value)
+
+
+def place_on_device(state, device: str, *, xp=None, device_exe=None) -> DevicePlacement:
+    """Put a started PserverState's state on `device` ("gpu" / "gpu:N"); returns the placement.
+
+    `xp`/`device_exe` are injectable so tests run the same routing with numpy."""
+    if xp is None:
+        xp, index = array_module_for(device)
+    else:
+        index = parse_device(device)[1]
+    staging = DeviceStaging(xp, index)
+    if device_exe is None:
+        device_exe = Executor(CUDAPlace(index))
+    placement = DevicePlacement(state.program, device_exe, staging)
+    with staging.device():
+        moved = placement.migrate(state.scope)
+    state.exe = device_exe
+    state.placement = placement
+    log.info("pserver %s: state on %s (%d arrays, %.1f MiB; %d sparse table(s)); table blocks %s on the host",
+             state.endpoint, device, moved["arrays"], moved["bytes"] / 2**20, moved["tables"],
+             sorted(placement.host_blocks))
+    return placement
+
+
+class OnDevice:
+    """The handler the gRPC server calls on a GPU pserver: every request runs with the
+    pserver's GPU current (cupy's current device is per thread; pool threads start on 0)."""
+
+    def __init__(self, state, staging: DeviceStaging):
+        self._state, self._staging = state, staging
+
+    def __getattr__(self, name):
+        attr = getattr(self._state, name)
+        if not (name.startswith("on_") and callable(attr)):
+            return attr
+
+        def on_device(*args, **kwargs):
+            with self._staging.device():
+                return attr(*args, **kwargs)
+        return on_device
 
 
 def serve(program: Program, scope, executor, options: ServeOptions | None = None):

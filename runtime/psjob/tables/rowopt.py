@@ -44,6 +44,24 @@ class RowOptimizer:
         """Every state column (the names Fluid saves), in the kernels' order."""
         return dict(self._columns)
 
+    @property
+    def name(self) -> str:
+        return self._config.name
+
+    @property
+    def fills(self) -> dict[str, float]:
+        """Initial value of each state column."""
+        return dict(self._fills)
+
+    @property
+    def passed(self) -> list[str]:
+        """State columns the update takes, in the kernels' argument order."""
+        return list(self._passed)
+
+    @property
+    def hyper(self) -> dict:
+        return dict(self._hyper)
+
     def initialize(self, cols: dict[str, np.ndarray], rows: np.ndarray) -> None:
         for name, fill in self._fills.items():
             cols[name][rows] = fill

@@ -59,6 +59,8 @@ class RowStorage:
         self._high = 0
         self._free = np.empty(0, np.int64)   # stack; the end is the top
         self._n_free = 0
+        self._device = None                  # tables.device.DeviceColumns after place_on
+        self._on_device: frozenset = frozenset()
 
     @property
     def capacity(self) -> int:
@@ -113,13 +115,24 @@ class RowStorage:
         """All live rows, ascending (int64)."""
         return np.flatnonzero(self.cols["live"][:self._high]).astype(np.int64)
 
+    def place_on(self, device, names) -> None:
+        """Move columns `names` to `device` (a tables.device.DeviceColumns); growth keeps them there."""
+        for name in names:
+            if name not in self._on_device:
+                self.cols[name] = device.upload_column(self.cols[name][:self._high], self._capacity)
+        self._device = device
+        self._on_device = self._on_device | frozenset(names)
+
     def _grow(self, needed: int) -> None:
         capacity = self._capacity
         while capacity < needed:
             capacity *= 2
         for name, spec in self._spec.items():
             old = self.cols[name]
-            new = aligned_empty((capacity,) + spec.shape, spec.dtype)
+            if name in self._on_device:   # a device-to-device copy of the used prefix
+                new = self._device.empty((capacity,) + spec.shape, spec.dtype)
+            else:
+                new = aligned_empty((capacity,) + spec.shape, spec.dtype)
             new[:self._high] = old[:self._high]   # rows above stay untouched (not resident)
             self.cols[name] = new
             del old

@@ -82,6 +82,7 @@ class SparseTable:
         self._index = IdIndex(expected=config.initial_capacity)
         self._admission = Admission(config.admission, key)
         self._lock = threading.Lock()
+        self._device = None          # tables.device.DeviceColumns once to_device() ran
         self._step = 0
         self._decayed_at = 0
         self._admitted = self._rejected = self._evicted = 0
@@ -102,6 +103,24 @@ class SparseTable:
     def __len__(self) -> int:
         return self._storage.live_count
 
+    # ------------------------------------------------------------ device
+    def to_device(self, xp, transfer=None) -> "SparseTable":
+        """Keep the value and optimizer-state columns in arrays of `xp` (cupy: on the GPU);
+        the id index and eviction metadata stay on the host. See tables/device.py."""
+        from psjob.tables.device import DeviceColumns
+        with self._lock:
+            if self._device is not None:
+                raise RuntimeError(f"table {self._config.name!r} is already device-resident")
+            device = DeviceColumns(xp, transfer)
+            self._storage.place_on(device, ["value"] + list(self._optimizer.columns))
+            self._device = device
+        return self
+
+    @property
+    def array_module(self):
+        """numpy for a host table, else the module of its device columns."""
+        return np if self._device is None else self._device.xp
+
     # ------------------------------------------------------------ lookup
     def lookup(self, ids, *, create: bool = True) -> np.ndarray:
         """float32 ``[len(ids), dim]`` rows of ``ids`` (a new array, owned by the caller).
@@ -118,7 +137,10 @@ class SparseTable:
                 made = self._create(ids[miss])
                 rows[miss] = made
                 miss = miss[made < 0]
-            out = self._storage.cols["value"].take(rows, axis=0, mode="clip")
+            if self._device is None:
+                out = self._storage.cols["value"].take(rows, axis=0, mode="clip")
+            else:   # gather on the device, one copy back
+                (out,) = self._device.gather([self._storage.cols["value"]], rows)
         if miss.size:
             out[miss] = 0.0
         return out
@@ -145,8 +167,12 @@ class SparseTable:
             where = slice(int(rows[0]), int(rows[-1]) + 1)
         cols = self._storage.cols
         cols["id"][where] = ids
-        cols["value"][where] = values
-        self._optimizer.initialize(cols, where)
+        if self._device is None:
+            cols["value"][where] = values
+            self._optimizer.initialize(cols, where)
+        else:
+            self._device.scatter([cols["value"]], where, [values])
+            self._device.fill([(cols[n], f) for n, f in self._optimizer.fills.items()], where)
         cols["last_seen"][where] = self._step
         for name in self._meta[1:]:
             cols[name][where] = 0.0
@@ -179,7 +205,12 @@ class SparseTable:
                 return
             unique_rows, summed = merge_rows(rows, grads)
             cols = self._storage.cols
-            self._optimizer.apply(cols, unique_rows, summed, lr)
+            if self._device is None:
+                self._optimizer.apply(cols, unique_rows, summed, lr)
+            else:   # merged on the host, one upload, the lazy row update in place on the device
+                opt = self._optimizer
+                self._device.update_rows(opt.name, cols["value"], [cols[n] for n in opt.passed],
+                                         unique_rows, summed, lr, opt.hyper)
             cols["last_seen"][unique_rows] = self._step
             if "show" in cols:
                 np.add.at(cols["show"], rows, 1.0 if shows is None else shows)
@@ -246,10 +277,17 @@ class SparseTable:
             ids = cols["id"][rows]
             order = np.argsort(ids, kind="stable")
             rows = rows[order]
+            names = list(self._optimizer.columns)
+            if self._device is None:
+                values = cols["value"].take(rows, axis=0)
+                state = {name: cols[name].take(rows, axis=0) for name in names}
+            else:   # gathered on the device, copied to the host in one transfer
+                values, *host = self._device.gather([cols["value"]] + [cols[n] for n in names], rows)
+                state = dict(zip(names, host))
             return TableShard(
                 ids=ids[order],
-                values=cols["value"].take(rows, axis=0),
-                state={name: cols[name].take(rows, axis=0) for name in self._optimizer.columns},
+                values=values,
+                state=state,
                 meta={name: cols[name].take(rows) for name in self._meta},
             )
 
@@ -270,9 +308,14 @@ class SparseTable:
                 self._storage.cols["id"][fresh] = ids[miss]
                 self._index.insert(ids[miss], fresh)
             cols = self._storage.cols
-            cols["value"][rows] = values
-            for name, array in state.items():
-                cols[name][rows] = array
+            if self._device is None:
+                cols["value"][rows] = values
+                for name, array in state.items():
+                    cols[name][rows] = array
+            else:
+                names = list(state)
+                self._device.scatter([cols["value"]] + [cols[n] for n in names], rows,
+                                     [values] + [np.asarray(state[n], np.float32) for n in names])
             cols["last_seen"][rows] = meta.get("last_seen", self._step)
             for name in self._meta[1:]:
                 cols[name][rows] = meta.get(name, 0.0)

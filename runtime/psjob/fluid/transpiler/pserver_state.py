@@ -114,6 +114,10 @@ class PserverState:
         self.incarnation = uuid.uuid4().hex
         self._frozen_until = 0.0
         self.restored_step = None
+        # A GPU pserver (psjob.ps.pserver, ServeOptions.device) sets this to an object
+        # with to_device / to_host (one staged copy per request), executor_for(block)
+        # and xp_for(name); None keeps every value in the executor's array module.
+        self.placement = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def run_startup(self, startup_program) -> None:
@@ -128,7 +132,7 @@ class PserverState:
 
     def _zero(self, name):
         var = self._gb.var(name)
-        xp = self.exe.xp
+        xp = self.exe.xp if self.placement is None else self.placement.xp_for(name)
         if var.type == VarType.SELECTED_ROWS:
             return SelectedRows(xp.zeros(0, dtype=np.int64), xp.zeros((0,) + tuple(var.shape[1:]), var.dtype),
                                 var.shape[0])
@@ -151,6 +155,8 @@ class PserverState:
             if owner is not None and owner != t:
                 raise ValueError(f"trainer {t} sent {name!r}, the slot of trainer {owner}")
         checked = {name: self._check_value(name, value, is_delta) for name, value in values.items()}
+        if self.placement is not None:
+            checked = self.placement.to_device(checked)  # one staged copy for the whole request
         if not self.sync_mode:
             return self._send_async(t, checked, is_delta)
         with self._cond:
@@ -200,12 +206,12 @@ class PserverState:
                                  f"{list(decl.shape[1:])}")
             if len(value.rows) != value.values.shape[0]:
                 raise ValueError(f"{name!r}: {len(value.rows)} row ids for {value.values.shape[0]} rows")
-            if xp is not np:
+            if xp is not np and self.placement is None:
                 value = SelectedRows(xp.asarray(value.rows), xp.asarray(value.values), value.height)
             return value
         if tuple(value.shape) != tuple(decl.shape):
             raise ValueError(f"{name!r}: shape {list(value.shape)}, expected {list(decl.shape)}")
-        return value if xp is np else xp.asarray(value)
+        return value if xp is np or self.placement is not None else xp.asarray(value)
 
     def _apply_delta(self, name, value):
         # Geo-SGD: the trainer sends parameter deltas, added in place.
@@ -226,12 +232,18 @@ class PserverState:
                 due = (self._async_pushes - 1) % max(1, len(self.grad_blocks)) == 0
             if due:
                 with self._block_locks[self.lr_block]:
-                    self.exe.run_block(self.program, self.lr_block, self.scope)
+                    self._run_block(self.lr_block)
         if self.dc_asgd:
             self.scope.vars[TRAINER_ID_VAR] = self.exe.xp.asarray([t], dtype=np.int64)
-        self.exe.run_block(self.program, block, self.scope)
+        self._run_block(block)
         with self._cond:
             self.version += 1
+
+    def _run_block(self, idx):
+        # A GPU pserver runs its table blocks on the host executor (the table does its own
+        # one-copy device transfers) and every other block on the device.
+        exe = self.exe if self.placement is None else self.placement.executor_for(idx)
+        exe.run_block(self.program, idx, self.scope)
 
     def on_barrier(self, trainer_id: int, kind: str) -> int:
         t = self._check_trainer(trainer_id)
@@ -253,10 +265,10 @@ class PserverState:
                                   for t in self.active):
             return
         if self.lr_block >= 0:
-            self.exe.run_block(self.program, self.lr_block, self.scope)
+            self._run_block(self.lr_block)
         for idx in self.optimize_blocks:
             if idx != self.lr_block:
-                self.exe.run_block(self.program, idx, self.scope)
+                self._run_block(idx)
         self.version += 1
         self._cond.notify_all()
 
@@ -274,11 +286,13 @@ class PserverState:
                 if name not in self._gb.vars or name not in self.scope.vars:
                     raise KeyError(f"pserver {self.endpoint} holds no variable {name!r}")
                 value = self.scope.vars[name]
-                out[name] = value.copy()
+                out[name] = value.copy() if self.placement is None else value
                 if self.dc_asgd:
                     bak = f"{name}.trainer_{t}_bak"
                     if bak in self.scope.vars:
                         self.scope.vars[bak] = value.copy()
+            if self.placement is not None:
+                out = self.placement.to_host(out)  # device → pinned → reply, under the lock
             return out, self.version
 
     def _copies(self, names) -> dict:
@@ -286,8 +300,8 @@ class PserverState:
         for name in names:
             if name not in self._gb.vars or name not in self.scope.vars:
                 raise KeyError(f"pserver {self.endpoint} holds no variable {name!r}")
-            out[name] = self.scope.vars[name].copy()
-        return out
+            out[name] = self.scope.vars[name] if self.placement is not None else self.scope.vars[name].copy()
+        return out if self.placement is None else self.placement.to_host(out)
 
     def _wait(self, ready, what):
         if not self._cond.wait_for(ready, timeout=self.options.barrier_timeout_s):
@@ -305,9 +319,12 @@ class PserverState:
         # The prefetch block's own lock: its scratch variables are per block, and
         # the table serializes its own updates.
         with (self._block_locks[block] if not self.sync_mode else self._cond):
-            self.scope.vars[op.input("Ids")[0]] = self.exe.xp.asarray(ids) if self.exe.xp is not np else ids
-            self.exe.run_block(self.program, block, self.scope)
-            return self.scope.vars[op.output("Out")[0]].copy()
+            xp = self.exe.xp if self.placement is None else self.placement.xp_for(op.input("Ids")[0])
+            self.scope.vars[op.input("Ids")[0]] = xp.asarray(ids) if xp is not np else ids
+            self._run_block(block)
+            name = op.output("Out")[0]
+            out = self.scope.vars[name]
+            return out.copy() if self.placement is None else self.placement.to_host({name: out})[name]
 
     # -- checkpoints (psjob.checkpoint.pserver_side does the work) ------------------------
     def on_checkpoint(self, dirname: str, step: int = 0, tag: str = "") -> list:
