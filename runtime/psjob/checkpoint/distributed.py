@@ -23,6 +23,14 @@ The pulls and the table shards happen inside the freeze; the dense files
 are written after the thaw (from memory), so training waits only for the
 transfer and the table write.
 
+The freeze has a short lease (PSJOB_CHECKPOINT_FREEZE_LEASE_S, default
+10 s) that a helper thread renews every lease/4 while the save runs, so a
+save may take as long as it needs, but a trainer 0 that dies inside the freeze
+holds the pservers for at most one lease (its restarted successor thaws them
+at once: periodic.Checkpointer.resume). Each save's freeze carries its own
+id, so a save whose freeze expired, or was released by a successor, finds
+out at the thaw.
+
 If a pserver restarts during the save (its incarnation changes) or a freeze
 lease expires, the save is abandoned: no manifest is written, so the
 directory never counts as a checkpoint.
@@ -31,7 +39,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,7 +90,7 @@ class SaveRequest:
     trainers: dict | None = None      # other trainers' positions (async/geo)
     mode: str = ""
     kind: str = "persistables"        # "checkpoint" for periodic ones
-    freeze_lease_s: float = 600.0
+    freeze_lease_s: float | None = None  # None: PSJOB_CHECKPOINT_FREEZE_LEASE_S, else 10 s
     extra: dict = field(default_factory=dict)
 
 
@@ -181,9 +191,10 @@ def _pull_all(client, wanted: dict) -> dict:
 
 # -- save --------------------------------------------------------------------------------
 
-def save(executor, dirname: str, program, dist: DistInfo, request: SaveRequest = SaveRequest(),
+def save(executor, dirname: str, program, dist: DistInfo, request: SaveRequest | None = None,
          scope=None) -> dict:
     """Write a complete distributed save into dirname; returns the manifest written."""
+    request = request if request is not None else SaveRequest()
     scope = scope if scope is not None else global_scope()
     remote = remote_groups(program, dist)
     local = local_vars(program, dist, remote)
@@ -208,16 +219,23 @@ def _save(client, flush, dirname, program, dist, request, scope, remote, local, 
     if flush is not None:
         flush()  # async: this trainer's queued gradients belong before the cut
     eps = list(dist.endpoints)
-    frozen = _command(client, eps, dirname, request.step, protocol.FREEZE, lease=int(request.freeze_lease_s))
+    lease = request.freeze_lease_s if request.freeze_lease_s is not None else protocol.freeze_lease_from_env()
+    freeze_id = uuid.uuid4().hex
+    renewal = _Renewal(client, eps, dirname, request.step, freeze_id, lease)
+    frozen = {}
     try:
+        frozen = _command(client, eps, dirname, request.step, protocol.FREEZE, id=freeze_id, lease=lease)
+        renewal.start()
         pulled, server_vars, shards = _capture(client, dirname, request, remote, local, table, frozen)
     finally:
-        thawed = _command(client, eps, dirname, request.step, protocol.THAW)
+        renewal.stop()
+        thawed = _command(client, eps, dirname, request.step, protocol.THAW, id=freeze_id)
     restarted = [ep for ep in eps if frozen[ep]["incarnation"] != thawed[ep]["incarnation"]]
     expired = [ep for ep in eps if thawed[ep].get("expired")]
     if restarted or expired:
         why = (f"pserver(s) {', '.join(restarted)} restarted during it" if restarted else
-               f"the freeze of {', '.join(expired)} expired (raise freeze_lease_s)")
+               f"the freeze of {', '.join(expired)} expired or was released before the thaw "
+               f"(lease {lease:g}s, renewed every {renewal.every_s:g}s{renewal.trouble()})")
         raise CheckpointAbandoned(f"checkpoint {dirname} abandoned: {why}; no manifest written")
     frozen_s = time.monotonic() - t0
 
@@ -240,6 +258,59 @@ def _save(client, flush, dirname, program, dist, request, scope, remote, local, 
                        **request.extra)
     write_manifest(dirname, doc)
     return doc
+
+
+class _Renewal:
+    """Renews the freeze every lease/4 from a helper thread while trainer 0 saves.
+
+    A renewal never freezes anew (the pserver extends only the freeze of this id
+    while it still holds), so a late renewal after the thaw is harmless. The thread
+    is a daemon and stop() does not wait for a renewal stuck on a dead pserver: the
+    thaw that follows reports what happened."""
+
+    def __init__(self, client, endpoints, dirname, step, freeze_id, lease_s):
+        self.client, self.endpoints, self.dirname, self.step = client, endpoints, dirname, step
+        self.freeze_id, self.lease_s = freeze_id, lease_s
+        self.every_s = lease_s / 4
+        self.renewals = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="psjob-freeze-renewal", daemon=True)
+
+    def start(self):
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=min(self.every_s, 1.0))
+
+    def trouble(self) -> str:
+        return f"; last renewal error: {self.errors[-1]}" if self.errors else ""
+
+    def _run(self):
+        while not self._stop.wait(self.every_s):
+            try:
+                replies = _command(self.client, self.endpoints, self.dirname, self.step, protocol.RENEW,
+                                   id=self.freeze_id, lease=self.lease_s)
+            except Exception as exc:  # noqa: BLE001 - the thaw decides; keep trying meanwhile
+                self.errors.append(str(exc))
+                log.warning("could not renew the checkpoint freeze of %s: %s", self.dirname, exc)
+                continue
+            self.renewals += 1
+            lost = [ep for ep, reply in replies.items() if reply.get("expired")]
+            if lost:  # nothing to save any more: the thaw will abandon it
+                log.warning("checkpoint freeze of %s lost on %s before its renewal", self.dirname,
+                            ", ".join(lost))
+                return
+
+
+def thaw_leftover(client, endpoints) -> list[str]:
+    """Release any freeze the pservers still hold (an id-less thaw): a restarted trainer 0
+    calls it at start-up, so a predecessor killed inside a save stalls no one. Returns
+    the endpoints where a live freeze was released."""
+    replies = _command(client, list(endpoints), "", 0, protocol.THAW)
+    return [ep for ep, reply in replies.items() if reply.get("released")]
 
 
 def _capture(client, dirname, request, remote, local, table, frozen):

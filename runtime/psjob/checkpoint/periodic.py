@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..fluid.core import global_scope
-from . import distributed
+from . import distributed, protocol
 from .format import CheckpointError, invalidate, new_manifest, read_var, write_array, write_manifest
 from .store import apply_retention, committed, step_dirname
 
@@ -55,7 +55,7 @@ class CheckpointConfig:
     keep: int = 3
     trainer_id: int = 0
     mode: str = "sync"
-    freeze_lease_s: float = 600.0
+    freeze_lease_s: float = protocol.DEFAULT_FREEZE_LEASE_S  # PSJOB_CHECKPOINT_FREEZE_LEASE_S
 
     @classmethod
     def from_env(cls, environ=None) -> "CheckpointConfig":
@@ -73,7 +73,8 @@ class CheckpointConfig:
                    interval_seconds=num("PSJOB_CHECKPOINT_INTERVAL_SECONDS", float, 0.0),
                    keep=keep if keep > 0 else 3,
                    trainer_id=num("PADDLE_TRAINER_ID", int, 0),
-                   mode=env.get("PSJOB_MODE", "") or "sync")
+                   mode=env.get("PSJOB_MODE", "") or "sync",
+                   freeze_lease_s=protocol.freeze_lease_from_env(env))
 
     @property
     def enabled(self) -> bool:
@@ -123,6 +124,8 @@ class Checkpointer:
         the parameters themselves come from the pservers, which restored them."""
         if not self.config.enabled:
             return None
+        if self.is_chief and self.dist is not None:
+            self._thaw_leftover()
         info = None
         for c in committed(self.config.root):
             if c.ok:
@@ -141,6 +144,27 @@ class Checkpointer:
         self.resumed_from = info.path
         log.info("trainer %d resumes at %s from %s", self.config.trainer_id, position, info.path)
         return position
+
+    def _thaw_leftover(self):
+        """A trainer 0 that restarts may have died inside a save, leaving the pservers
+        frozen (updates held) until the lease runs out: release them now. Nothing of
+        the dead save can be committed any more, so this never breaks a cut."""
+        try:
+            client, _flush, close = distributed.rpc_service(self.exe, self.program, self.dist)
+        except Exception as exc:  # noqa: BLE001 - best effort: the lease still bounds the stall
+            log.warning("cannot check the pservers for a leftover checkpoint freeze: %s", exc)
+            return
+        try:
+            released = distributed.thaw_leftover(client, self.dist.endpoints)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("cannot release a leftover checkpoint freeze: %s", exc)
+            return
+        finally:
+            if close is not None:
+                close()
+        if released:
+            print(f"[psjob] trainer 0: released the checkpoint freeze an earlier trainer 0 left on "
+                  f"{', '.join(released)} (it died inside a save; that save is abandoned)", flush=True)
 
     def _restore_locals(self, path, doc):
         if self.dist is not None:

@@ -3,13 +3,22 @@
 The RPC carries (dirname, step, tag) and answers a list of strings. psjob
 uses the tag as a command and answers one JSON document:
 
-    psjob:freeze;lease=<s>   hold every update (pushes, geo deltas) until thawed or
+    psjob:freeze;id=<f>;lease=<s>
+                             hold every update (pushes, geo deltas) until thawed or
                              until <s> seconds pass; answers the pserver's identity
-                             and the persistable variables only it holds
+                             and the persistable variables only it holds. <f> names
+                             this freeze (one save); a newer freeze replaces it
+    psjob:renew;id=<f>;lease=<s>
+                             trainer 0 is still saving: extend freeze <f> by <s>
+                             seconds from now. Never freezes anew: a freeze that
+                             expired or was replaced or released answers expired
     psjob:save               write this pserver's distributed-table shard under
                              dirname; answers the shard's manifest entries
-    psjob:thaw               release the updates; answers whether the freeze had
-                             expired meanwhile
+    psjob:thaw;id=<f>        release freeze <f>; answers whether it had expired (or
+                             had been released or replaced) meanwhile — then the
+                             save is not a consistent cut and is abandoned
+    psjob:thaw               (no id) release whatever freeze is held: a restarted
+                             trainer 0 clears the freeze its dead predecessor left
     psjob:commit             after the manifest is written: the checkpoint of `step` in
                              dirname is complete (pservers export it as a metric)
 
@@ -23,9 +32,31 @@ shard and answers the relative file names, as Fluid did.
 from __future__ import annotations
 
 import json
+import os
 
-FREEZE, SAVE, THAW, COMMIT = "psjob:freeze", "psjob:save", "psjob:thaw", "psjob:commit"
-COMMANDS = (FREEZE, SAVE, THAW, COMMIT)
+# How long a freeze holds without trainer 0 renewing it. Trainer 0 renews every
+# lease/4 while it saves, so a long save is never cut short; a trainer 0 that dies
+# inside the freeze stalls updates for at most this long (docs/checkpoints.md).
+LEASE_ENV = "PSJOB_CHECKPOINT_FREEZE_LEASE_S"
+DEFAULT_FREEZE_LEASE_S = 10.0
+
+
+def freeze_lease_from_env(environ=None) -> float:
+    """PSJOB_CHECKPOINT_FREEZE_LEASE_S (seconds, > 0), or the default when unset."""
+    env = os.environ if environ is None else environ
+    raw = (env.get(LEASE_ENV, "") or "").strip()
+    if not raw:
+        return DEFAULT_FREEZE_LEASE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{LEASE_ENV}={raw!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):  # also refuses nan
+        raise ValueError(f"{LEASE_ENV}={raw!r}: the freeze lease must be a positive number of seconds")
+    return value
+
+FREEZE, RENEW, SAVE, THAW, COMMIT = "psjob:freeze", "psjob:renew", "psjob:save", "psjob:thaw", "psjob:commit"
+COMMANDS = (FREEZE, RENEW, SAVE, THAW, COMMIT)
 
 
 def tag(command: str, **params) -> str:

@@ -7,8 +7,13 @@ checkpoint I/O lives in psjob.checkpoint.
 Freeze: `state._frozen_until` (monotonic seconds) is set under the state's
 lock; `PserverState.on_send` waits while it lies in the future, so no
 gradient or geo delta changes this pserver's variables until trainer 0
-thaws it or the lease runs out (a trainer 0 that dies mid-checkpoint cannot
-stall training for longer than the lease). Reads (pulls, prefetches) go on.
+thaws it or the lease runs out. Reads (pulls, prefetches) go on. The lease is
+short (PSJOB_CHECKPOINT_FREEZE_LEASE_S, default 10 s) and trainer 0 renews it
+while it saves, so a trainer 0 that dies mid-checkpoint stalls training for at
+most one lease — and its restarted successor thaws at once (an id-less thaw).
+`state._freeze_id` names the freeze held (one save): a renew or thaw naming
+another id — the freeze expired, was released or replaced — answers
+`expired`, and trainer 0 abandons that save.
 
 Save (`psjob:save`): while frozen nothing mutates the table (async updates wait; a sync
 round cannot complete while trainer 0, who is checkpointing, has not sent its
@@ -69,21 +74,45 @@ def pserver_only_persistables(program) -> list[str]:
 def handle(state, dirname: str, step: int, tag: str) -> list[str]:
     command, params = protocol.parse_tag(tag)
     if command == protocol.FREEZE:
-        lease = float(params.get("lease", "600"))
+        lease = _lease(params)
         with state._cond:
             state._frozen_until = time.monotonic() + lease
+            state._freeze_id = params.get("id", "")  # replaces any older freeze
             state.wait_for_updates()  # async updates already running finish before the cut
             version = state.version
-        log.info("pserver %s frozen for checkpoint step %s (lease %.0fs)", state.endpoint, step, lease)
+        log.info("pserver %s frozen for checkpoint step %s (lease %.1fs)", state.endpoint, step, lease)
         return protocol.encode_reply({"incarnation": state.incarnation, "version": version,
                                       "endpoint": state.endpoint,
                                       "persistables": pserver_only_persistables(state.program)})
-    if command == protocol.THAW:
+    if command == protocol.RENEW:
+        lease = _lease(params)
         with state._cond:
-            expired = 0 < state._frozen_until < time.monotonic()
-            state._frozen_until = 0.0
+            held = _holds(state, params.get("id", ""))
+            if held:
+                state._frozen_until = time.monotonic() + lease
+        return protocol.encode_reply({"incarnation": state.incarnation, "expired": not held})
+    if command == protocol.THAW:
+        freeze_id = params.get("id")
+        with state._cond:
+            now = time.monotonic()
+            if freeze_id is None:
+                # An id-less thaw: a (restarted) trainer 0 releases whatever is held; an
+                # older trainer's save still inside it then finds its freeze gone.
+                released = state._frozen_until > now
+                expired = 0 < state._frozen_until <= now
+                state._frozen_until, state._freeze_id = 0.0, None
+            else:
+                released = expired = False
+                if getattr(state, "_freeze_id", None) == freeze_id:
+                    expired = not state._frozen_until > now
+                    state._frozen_until, state._freeze_id = 0.0, None
+                else:
+                    expired = True  # released by someone else, or replaced: leave that freeze be
             state._cond.notify_all()
-        return protocol.encode_reply({"incarnation": state.incarnation, "expired": expired})
+        if released:
+            log.warning("pserver %s: released a checkpoint freeze left by an earlier trainer 0", state.endpoint)
+        return protocol.encode_reply({"incarnation": state.incarnation, "expired": expired,
+                                      "released": released})
     if command == protocol.COMMIT:
         telemetry = getattr(state, "telemetry", None)
         if telemetry is not None:
@@ -95,6 +124,22 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
     if command == protocol.SAVE:
         return protocol.encode_reply({"incarnation": state.incarnation, "tables": save_table(state, dirname, step)})
     return legacy_save(state, dirname)
+
+
+def _lease(params) -> float:
+    raw = params.get("lease", "")
+    try:
+        lease = float(raw) if raw else protocol.DEFAULT_FREEZE_LEASE_S
+    except ValueError:
+        raise ValueError(f"checkpoint command: lease={raw!r} is not a number of seconds") from None
+    if not 0 < lease < float("inf"):
+        raise ValueError(f"checkpoint command: lease={raw!r} must be a positive number of seconds")
+    return lease
+
+
+def _holds(state, freeze_id: str) -> bool:
+    """Under the lock: freeze `freeze_id` is the one held and its lease has not run out."""
+    return getattr(state, "_freeze_id", None) == freeze_id and state._frozen_until > time.monotonic()
 
 
 def legacy_save(state, dirname: str) -> list[str]:
@@ -163,24 +208,32 @@ def restore(state, root: str):
 
 def adopt_peer_completions(state, token: str = "", timeout_s: float = 2.0) -> list[int]:
     """Mark completed the trainers the other pservers saw complete (a restarted pserver
-    lost that; without it, it would wait for them forever). Unreachable peers are skipped."""
-    import grpc
+    lost that; without it, it would wait for them forever). Unreachable peers are skipped.
 
-    from ..rpc import psjob_pb2 as pb
-    from ..rpc import psjob_pb2_grpc as pb_grpc
-    from ..rpc.client import AUTH_METADATA_KEY
-    metadata = ((AUTH_METADATA_KEY, token),) if token else ()
-    done: set = set()
-    for ep in getattr(state.program, "_endpoints", None) or []:
-        if ep == state.endpoint:
-            continue
+    The peers are asked through a PSClient, so the call carries the job token and
+    speaks TLS exactly when this process is configured for it (PSJOB_TLS_*); one
+    attempt per peer, all peers at once, each bounded by `timeout_s`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..rpc.client import PSClient, RetryPolicy, RpcError
+    peers = [ep for ep in getattr(state.program, "_endpoints", None) or [] if ep != state.endpoint]
+    if not peers:
+        return []
+    client = PSClient(peers, auth_token=token, tls="env",
+                      retry=RetryPolicy(deadline_s=timeout_s, max_attempts=1))
+
+    def ask(ep):
         try:
-            with grpc.insecure_channel(ep) as channel:
-                reply = pb_grpc.ParameterServerStub(channel).Status(pb.StatusRequest(), timeout=timeout_s,
-                                                                    metadata=metadata)
-            done.update(int(t) for t in reply.completed_trainers)
-        except grpc.RpcError:
-            continue
+            return [int(t) for t in client.status(ep, deadline=timeout_s).completed_trainers]
+        except RpcError as exc:
+            log.info("pserver %s: peer %s did not say which trainers completed: %s", state.endpoint, ep, exc)
+            return []
+
+    try:
+        with ThreadPoolExecutor(max_workers=min(len(peers), 16)) as pool:
+            done = {t for answer in pool.map(ask, peers) for t in answer}
+    finally:
+        client.close()
     for t in sorted(done):
         state.on_complete(t)
     if done:
