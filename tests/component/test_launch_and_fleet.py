@@ -116,3 +116,50 @@ def test_an_invalid_strategy_combination_is_a_clear_error():
         strategy.resolve(s)
     with pytest.raises(ValueError, match="unknown a_sync_configs"):
         s.a_sync_configs = {"k_step": 1}
+
+
+def test_once_every_trainer_exited_0_a_dying_pserver_is_not_restarted_and_a_lingering_one_is_stopped(tmp_path):
+    """Real processes under the launcher's Supervisor: a restarted pserver could not learn
+    which trainers completed (it would wait for them forever), so after the trainers are
+    done a pserver's death is reported, not restarted, and the job has succeeded."""
+    import signal as _signal
+    import time as _time
+
+    from psjob.launcher.supervisor import PSERVER, TRAINER, ProcessSpec, Supervisor, SupervisorOptions
+    done = tmp_path / "trainer-done"
+    trainer = ["-c", f"import time; time.sleep(0.3); open({str(done)!r}, 'w').close()"]
+    # pserver 0 dies by SIGKILL once the trainer is done; pserver 1 never exits on its own.
+    dies = ["-c", f"import os, signal, time\nwhile not os.path.exists({str(done)!r}): time.sleep(0.05)\n"
+                  "time.sleep(0.3); os.kill(os.getpid(), signal.SIGKILL)"]
+    lingers = ["-c", "import time; time.sleep(600)"]
+    specs = [ProcessSpec(PSERVER, 0, [sys.executable, *dies], {}, str(tmp_path / "ps0.log"), restarts_left=3),
+             ProcessSpec(PSERVER, 1, [sys.executable, *lingers], {}, str(tmp_path / "ps1.log"), restarts_left=3),
+             ProcessSpec(TRAINER, 0, [sys.executable, *trainer], {}, str(tmp_path / "tr0.log"))]
+    events = []
+    t0 = _time.monotonic()
+    status = Supervisor(specs, SupervisorOptions(pserver_exit_grace_s=2.0, stop_grace_s=2.0),
+                        on_event=events.append).run()
+    assert status == 0, events
+    assert _time.monotonic() - t0 < 15
+    ps0, ps1, tr0 = specs
+    assert (ps0.starts, ps0.history) == (1, [-_signal.SIGKILL]), events
+    assert ps1.starts == 1 and ps1.exit_code is not None and tr0.history == [0]
+    assert "pserver.0 exited with status 137 after every trainer completed; not restarted: training is " \
+           "complete" in "\n".join(events)
+    assert any(e.startswith("pserver.1 did not exit within 2s after every trainer completed: stopping them "
+                            "(training is complete)") for e in events), events
+
+
+def test_a_pserver_that_dies_while_trainers_still_run_is_restarted(tmp_path):
+    from psjob.launcher.supervisor import PSERVER, TRAINER, ProcessSpec, Supervisor, SupervisorOptions
+    first = tmp_path / "first-start"
+    # The first start dies at once; the restarted one exits 0 when the trainer is done.
+    pserver = ["-c", f"import os, sys, time\nif not os.path.exists({str(first)!r}):\n"
+                     f"    open({str(first)!r}, 'w').close(); sys.exit(3)\ntime.sleep(1.0)"]
+    specs = [ProcessSpec(PSERVER, 0, [sys.executable, *pserver], {}, str(tmp_path / "ps0.log"), restarts_left=1),
+             ProcessSpec(TRAINER, 0, [sys.executable, "-c", "import time; time.sleep(1.0)"], {},
+                         str(tmp_path / "tr0.log"))]
+    events = []
+    assert Supervisor(specs, SupervisorOptions(pserver_exit_grace_s=5.0), on_event=events.append).run() == 0
+    assert specs[0].starts == 2 and specs[0].history == [3, 0], events
+    assert "pserver.0 failed with status 3; restarting it (0 restarts left)" in events

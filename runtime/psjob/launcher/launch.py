@@ -9,7 +9,10 @@ psjob.roles (PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS, ...), as
 127.0.0.(i+1) at one free port shared by all, so scripts that join
 PADDLE_PSERVER_IPS with PADDLE_PSERVER_PORT (as Fluid's do) find them. One log per process in --log_dir (default ./log): serverlog.N,
 workerlog.N, heterlog.N. A per-run auth token is generated and passed by file.
-Exit status: 0 when every process exited 0, else the worst status.
+Exit status: 0 when every trainer exited 0 (pservers that do not exit on
+their own afterwards are stopped, and one that dies then is not restarted:
+training is complete); otherwise the status of the process that failed with
+no restarts left.
 """
 from __future__ import annotations
 

@@ -45,8 +45,9 @@ from .supervisor import ProcessSpec, RestartBudget, Supervisor, SupervisorOption
 # pserver that keeps crashing ends the run after this many restarts instead.
 PSERVER_RESTARTS = 10
 # After every worker completed, pservers exit on their own (they saw every
-# trainer complete) or are stopped after this long: a pserver restarted late
-# never hears from trainers that had already completed.
+# trainer complete) or are stopped after this long, and the job has succeeded
+# either way: a pserver restarted late never hears from trainers that had
+# already completed, and one that dies then is not restarted (supervisor.py).
 PSERVER_EXIT_GRACE_S = 10.0
 SUBCOMMAND = {roles.PSERVER: "pserver", roles.TRAINER: "worker", roles.HETER_TRAINER: "heter-worker"}
 LOG_NAME = {roles.PSERVER: "pserver", roles.TRAINER: "worker", roles.HETER_TRAINER: "heter-worker"}
@@ -103,6 +104,10 @@ def check_local(job: jobspec.ParameterServerJob, args) -> None:
         _check_metrics_ports(args.metrics_port, s.pserver.replicas + heter + s.worker.replicas)
     if not args.progress_interval > 0:
         raise RunError(f"--progress-interval must be > 0 seconds, got {args.progress_interval}")
+    if s.tls is not None:
+        raise RunError(f"spec.tls.secretName ({s.tls.secret_name}): psjob run cannot read Secrets; "
+                       "remove spec.tls and export PSJOB_TLS_CERT_FILE, PSJOB_TLS_KEY_FILE and "
+                       "PSJOB_TLS_CA_FILE for psjob run instead (every process inherits them)")
     for key, role in (("pserver", s.pserver), ("worker", s.worker), ("heterWorker", s.heter_worker)):
         if role is None:
             continue

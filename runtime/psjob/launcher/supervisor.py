@@ -13,8 +13,14 @@ polls:
   checkpoint itself;
 - a failure with no restarts left stops the whole group (SIGTERM, then
   SIGKILL after a grace period) and the group's exit status is the worst one;
-- when every trainer is done, pservers get `pserver_exit_grace_s` to exit on
-  their own, then are stopped.
+- once every trainer (and heter trainer) has exited 0 the job has succeeded,
+  whatever the pservers do next — as on Kubernetes, where the job is
+  Succeeded when its worker Job completes. Pservers get `pserver_exit_grace_s`
+  to exit on their own, then are stopped; a pserver that dies in that window
+  is not restarted: there is no trainer left to serve, and a restarted one
+  could not learn which trainers completed (that is kept only in the
+  pservers' memory, docs/local-runs.md). Either is reported, and the exit
+  status stays 0.
 
 Ctrl-C (SIGINT/SIGTERM to the supervisor) stops everything and exits 130/143.
 Children run in their own sessions so a stop reaches their whole process trees.
@@ -163,7 +169,8 @@ class Supervisor:
             self._start(spec)
         t_start = time.monotonic()
         trainers_done_at = None
-        worst = 0
+        workers = [s for s in self.specs if s.role != PSERVER]
+        servers = [s for s in self.specs if s.role == PSERVER]
         while True:
             if self._stopping:
                 self.on_event("interrupted: stopping every process")
@@ -173,7 +180,9 @@ class Supervisor:
                 self.on_event(f"job exceeded {self.options.timeout_s:.0f}s: stopping every process")
                 self.stop_all()
                 return 124
-            for spec in self.specs:
+            # Trainers first: a pserver that dies in the same poll as the last trainer
+            # completes must see the job as done (and not be restarted).
+            for spec in workers + servers:
                 if spec.proc is None or spec.exit_code is not None:
                     continue
                 code = spec.proc.poll()
@@ -183,8 +192,16 @@ class Supervisor:
                 spec.history.append(code)
                 if code == 0:
                     self.on_event(f"{spec.name} exited 0")
+                    if trainers_done_at is None and workers and all(s.exit_code == 0 for s in workers):
+                        trainers_done_at = time.monotonic()
                     continue
-                if trainers_done_at is None and self._take_restart(spec):
+                if trainers_done_at is not None:
+                    # Only pservers can still be running: training is complete.
+                    self.on_event(f"{spec.name} exited with status {_exit_status(code)} after every trainer "
+                                  "completed; not restarted: training is complete (see "
+                                  f"{spec.log_path})")
+                    continue
+                if self._take_restart(spec):
                     left = spec.budget.left if spec.budget is not None else spec.restarts_left
                     self.on_event(f"{spec.name} failed with status {_exit_status(code)}; restarting it "
                                   f"({left} restarts left)")
@@ -194,16 +211,14 @@ class Supervisor:
                               f"left: stopping the job (see {spec.log_path})")
                 self.stop_all()
                 return _exit_status(code) or 1
-            workers = [s for s in self.specs if s.role != PSERVER]
-            servers = [s for s in self.specs if s.role == PSERVER]
-            if workers and all(s.exit_code == 0 for s in workers):
-                if trainers_done_at is None:
-                    trainers_done_at = time.monotonic()
+            if trainers_done_at is not None:
                 if all(s.exit_code is not None for s in servers):
-                    worst = max((_exit_status(s.exit_code) for s in servers), default=0)
-                    return worst
+                    return 0
                 if time.monotonic() - trainers_done_at > self.options.pserver_exit_grace_s:
-                    self.on_event("pservers did not exit after every trainer completed: stopping them")
+                    lingering = [s.name for s in servers if s.exit_code is None]
+                    self.on_event(f"{', '.join(lingering)} did not exit within "
+                                  f"{self.options.pserver_exit_grace_s:.0f}s after every trainer completed: "
+                                  "stopping them (training is complete)")
                     self.stop_all()
-                    return 1
+                    return 0
             time.sleep(self.options.poll_interval_s)
