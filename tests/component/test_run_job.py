@@ -156,7 +156,7 @@ def test_a_job_with_heter_workers_runs_the_mlp_on_them_and_completes(tmp_path):
     status, out = finish(start_run(job, tmp_path))
     assert status == 0, out
     heter = (tmp_path / "work" / "logs" / "heter-worker-0.log").read_text()
-    assert "serving trainers [0, 1] on CPUPlace" in heter and "every trainer it serves completed" in heter
+    assert "trainers [0, 1] on CPUPlace" in heter and "every trainer it serves completed" in heter
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["examples"] == 6000
     assert {p["name"]: p["exit_code"] for p in summary["processes"]}["heter-worker-0"] == 0
@@ -190,6 +190,8 @@ def test_a_job_past_its_active_deadline_is_stopped_and_fails(tmp_path):
     ({"mode": "fast"}, "spec.mode", "use one of sync, async, half_async, geo"),
     ({"worker": {"env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}},
      "spec.worker.env[0].valueFrom", "give a literal value"),
+    ({"tls": {"secretName": "ctr-tls"}}, "spec.tls.secretName (ctr-tls)",
+     "export PSJOB_TLS_CERT_FILE, PSJOB_TLS_KEY_FILE and PSJOB_TLS_CA_FILE for psjob run instead"),
 ])
 def test_an_invalid_job_is_refused_with_the_field_and_the_fix_named(tmp_path, spec, field, fix):
     job = write_job(tmp_path, spec=spec)
