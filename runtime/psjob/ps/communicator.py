@@ -17,6 +17,10 @@ send/recv kernels need not know the mode:
 - `prefetch` (embedding rows the forward pass needs now) goes straight through.
 - `complete`/`checkpoint_notify` flush the queues first, so nothing a trainer
   computed is lost when it stops or a checkpoint is taken.
+- staleness: each confirmed send reports the pservers' staleness of it (the
+  int a push handle's `wait()` returns) to `on_staleness`, a callable(int)
+  the trainer's telemetry sets (None = not recorded). The trainer's own
+  `push` returns a handle whose `wait()` is None: nothing is applied yet.
 
 Arrays given to `push` are copied before it returns (the caller may reuse
 them); arrays returned by `pull` are shared read-only cache entries.
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..fluid.core import SelectedRows
+from ..fluid.ops.dist_ops import record_staleness
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,7 @@ class Communicator:
         self.sends = 0
         self.merged = 0
         self.staleness_rounds = 0
+        self.on_staleness = None  # callable(int): the pservers' staleness of each confirmed send
         self._sender = threading.Thread(target=self._send_loop, name="psjob-send", daemon=True)
         self._receiver = threading.Thread(target=self._recv_loop, name="psjob-recv", daemon=True)
         self._sender.start()
@@ -205,7 +211,7 @@ class Communicator:
                         handles.append(self.client.push(ep, merged, lods={
                             n: self._lods[n] for n in merged if n in self._lods}))
                     for h in handles:
-                        h.wait()
+                        record_staleness(self.on_staleness, h.wait())
                     self.sends += 1
                     self.staleness_rounds += 1  # sends not yet reflected in pulled params
                 finally:

@@ -15,12 +15,17 @@ another: a slow trainer's deltas simply arrive later.
 
 The placement (which slice of which parameter lives on which pserver, at what
 element offset) is the transpiler's `VarsDistributed` overview.
+
+Each delta push's staleness (updates from other trainers' deltas a block took
+since this trainer last pulled it: what its local training did not see) goes
+to `on_staleness`, a callable(int) the trainer's telemetry sets.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..fluid.core import SelectedRows
+from ..fluid.ops.dist_ops import record_staleness
 
 
 class GeoCommunicator:
@@ -46,6 +51,7 @@ class GeoCommunicator:
             if pieces:
                 self.pieces[name] = sorted(pieces, key=lambda p: p[2])
         self.snapshot: dict[str, np.ndarray] = {}
+        self.on_staleness = None  # callable(int), see the module doc
 
     def _pull_into_scope(self):
         by_ep: dict[str, list] = {}
@@ -94,7 +100,7 @@ class GeoCommunicator:
                 by_ep.setdefault(ep, {})[slice_name] = value
         handles = [self.client.push(ep, values, is_delta=True) for ep, values in by_ep.items()]
         for h in handles:
-            h.wait()
+            record_staleness(self.on_staleness, h.wait())
         self._pull_into_scope()
         self.syncs += 1
 

@@ -141,6 +141,7 @@ def run_trainer(opts: TrainOptions, env=None) -> int:
           f"{opts.epochs} epoch(s)", flush=True)
     try:
         fleet.init_worker()
+        telemetry.attach(exe, fleet._service)  # staleness of the pushes (send ops, communicator)
         exe.run(fleet.startup_program)
         # Trainer 0 checkpoints every PSJOB_CHECKPOINT_INTERVAL_* (psjob.checkpoint.periodic);
         # a restarted trainer resumes at the data position of the newest checkpoint.

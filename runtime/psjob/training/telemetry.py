@@ -10,11 +10,20 @@ The batch time is split into push / pull / compute from the executor's
 per-op kernel timings (`Executor.collect_timing`): the RPC ops that send
 gradients are "push", those that receive parameters or prefetch embedding
 rows are "pull", everything else in the step is "compute".
+
+Staleness (async, half-async, geo): `attach(executor, service)` registers
+`observe_staleness` where confirmed pushes report the pservers' staleness —
+the executor's `send` ops (sync: always 0) and a Communicator's or
+GeoCommunicator's sender (`on_staleness`). RPC retries come from the client's
+`retries`: a Counter by gRPC method (one series per method), or — from a
+client that counts every method together — an int (method "all").
 """
 from __future__ import annotations
 
 import ipaddress
+import numbers
 import os
+from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry
 
@@ -42,7 +51,7 @@ class TrainerTelemetry:
         self.m = metrics.trainer_metrics(registry=self.registry)
         self.server: metrics.MetricsServer | None = None
         self._kernel_totals: tuple[float, float] = (0.0, 0.0)
-        self._retries = 0
+        self._retries: dict[str, int] = {}  # method → retries already exported
 
     @classmethod
     def from_env(cls, trainer: int, environ=None) -> "TrainerTelemetry":
@@ -67,11 +76,27 @@ class TrainerTelemetry:
             m.batch_duration.labels("push").observe(push)
             m.batch_duration.labels("pull").observe(pull)
         m.batch_duration.labels("compute").observe(max(seconds - push - pull, 0.0))
-        retries = getattr(client, "retries", 0) if client is not None else 0
-        if retries > self._retries:
-            # PSClient counts retries of every method together.
-            m.rpc_retries.labels("all").inc(retries - self._retries)
-            self._retries = retries
+        if client is not None:
+            self.export_retries(getattr(client, "retries", None))
+
+    def export_retries(self, retries) -> None:
+        """Add the retries counted since the last call to psjob_trainer_rpc_retries_total{method}."""
+        for method, total in retries_by_method(retries).items():
+            done = self._retries.get(method, 0)
+            if total > done:
+                self.m.rpc_retries.labels(method).inc(total - done)
+                self._retries[method] = total
+
+    def observe_staleness(self, steps: int) -> None:
+        self.m.staleness.observe(steps)
+
+    def attach(self, executor=None, service=None) -> None:
+        """Record the staleness of the pushes `executor`'s send ops and `service`
+        (a Communicator / GeoCommunicator; a bare client has no sender) confirm."""
+        if executor is not None:
+            executor.services["staleness"] = self.observe_staleness
+        if service is not None and hasattr(service, "on_staleness"):
+            service.on_staleness = self.observe_staleness
 
     def _rpc_seconds(self, executor) -> tuple[float, float]:
         timings = executor.kernel_seconds
@@ -88,3 +113,13 @@ class TrainerTelemetry:
         if self.server is not None:
             self.server.close()
             self.server = None
+
+
+def retries_by_method(retries) -> dict[str, int]:
+    """{gRPC method: retries} of a client's `retries`: a mapping by method (collections.Counter),
+    or one int for every method together ("all"); anything else counts nothing."""
+    if isinstance(retries, Mapping):
+        return {str(method): int(n) for method, n in retries.items()}
+    if isinstance(retries, numbers.Integral) and not isinstance(retries, bool):
+        return {"all": int(retries)}
+    return {}

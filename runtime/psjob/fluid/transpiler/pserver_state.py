@@ -38,6 +38,7 @@ from ..core import CPUPlace, Scope, SelectedRows, scatter_add, to_numpy
 from ..executor import Executor
 from ..framework import GraphError, VarType
 from .pserver_pass import TRAINER_ID_VAR
+from .pserver_staleness import StalenessTracker, param_of_grad
 from .slicing import get_varname_parts
 
 STARTING, SERVING, DONE = "STARTING", "SERVING", "STOPPING"
@@ -103,6 +104,8 @@ class PserverState:
         self._registered: dict[str, int] = {}
         self._last_seen: dict[int, float] = {}  # trainer id → monotonic time of its last request
         self._async_pushes = 0
+        # Async staleness of every applied gradient (returned by on_send; pserver_staleness.py).
+        self.staleness = StalenessTracker({g: param_of_grad(program, g, b) for g, b in self.grad_blocks.items()})
         # Async mode applies updates without the global lock: one lock per block
         # (a block's ops share its scratch variables), so a prefetch never waits
         # for a dense optimizer step and two parameters update in parallel.
@@ -148,7 +151,9 @@ class PserverState:
         return t
 
     # -- requests ------------------------------------------------------------------------
-    def on_send(self, trainer_id: int, values: dict, is_delta: bool = False) -> None:
+    def on_send(self, trainer_id: int, values: dict, is_delta: bool = False) -> int:
+        """Apply (async) or store (sync) one push; → its staleness: the most updates from other
+        pushes any of its blocks missed since this trainer last pulled it (0 in sync mode)."""
         t = self._check_trainer(trainer_id)
         for name in values:
             owner = _slot_owner(name)
@@ -166,15 +171,18 @@ class PserverState:
                     self._apply_delta(name, value)
                     continue
                 self.scope.vars[name] = value
+        return 0
 
     def _send_async(self, t, checked, is_delta):
         with self._cond:
             self._wait_while_frozen()
             self._updates_in_flight += 1
+        staleness = 0
         try:
             for name, value in checked.items():
                 block = self.grad_blocks.get(name)
                 with self._block_locks.get(block, self._block_locks[0]):
+                    staleness = max(staleness, self.staleness.on_update(t, name))
                     if is_delta:
                         self._apply_delta(name, value)
                     else:
@@ -184,6 +192,7 @@ class PserverState:
             with self._cond:
                 self._updates_in_flight -= 1
                 self._cond.notify_all()
+        return staleness
 
     def wait_for_updates(self) -> None:
         """Block (holding the state's condition) until no async update is running."""
@@ -274,6 +283,8 @@ class PserverState:
 
     def on_get(self, trainer_id: int, names) -> tuple[dict, int]:
         t = self._check_trainer(trainer_id)
+        if not self.sync_mode:
+            self.staleness.on_read(t, names)
         if not self.sync_mode and not self.dc_asgd:
             # Async reads take no lock (as Hogwild-style pservers do): a copy taken
             # while an update runs may mix old and new rows of one step.
@@ -310,12 +321,14 @@ class PserverState:
                                f"{self.options.barrier_timeout_s:.0f}s; waiting for trainers {missing}")
 
     def on_prefetch(self, trainer_id: int, table: str, ids):
-        self._check_trainer(trainer_id)
+        t = self._check_trainer(trainer_id)
         block = self.prefetch_blocks.get(table)
         if block is None:
             raise KeyError(f"pserver {self.endpoint} serves no table {table!r}")
         op = self.program.block(block).ops[0]
         ids = np.asarray(to_numpy(ids), dtype=np.int64).reshape(-1, 1)
+        if not self.sync_mode:
+            self.staleness.on_read(t, [table])
         # The prefetch block's own lock: its scratch variables are per block, and
         # the table serializes its own updates.
         with (self._block_locks[block] if not self.sync_mode else self._cond):

@@ -1,0 +1,106 @@
+"""psjob_trainer_staleness_steps on real jobs: `psjob run` with metrics ports, trainers scraped while they train.
+
+Real: `psjob run`, the pserver and trainer processes, gRPC (the pserver's
+staleness travels in SendReply to the trainer's push handle), the trainers'
+/metrics endpoints. Each trainer is scraped until it exits; the last scrape
+of each is checked.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+import yaml
+
+
+def free_port_block(count):
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            first = s.getsockname()[1]
+        if first + count > 65535:
+            continue
+        try:
+            for port in range(first, first + count):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+    pytest.skip("no block of free ports")
+
+
+def sample(text, name):
+    match = re.search(rf"^{re.escape(name)} ([0-9.e+-]+)$", text, re.M)
+    return float(match.group(1)) if match else None
+
+
+def run_and_scrape_trainers(tmp_path, mode):
+    """Run a 1-pserver, 2-trainer job; → ({trainer: its last /metrics text}, output)."""
+    job = tmp_path / f"{mode}.yaml"
+    table = [] if mode == "geo" else ["--distributed_table"]  # geo keeps local copies of every parameter
+    job.write_text(yaml.safe_dump({
+        "apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob", "metadata": {"name": f"stale-{mode}"},
+        "spec": {"image": "psjob:test", "mode": mode,
+                 "args": ["--examples", "12000", "--batch", "200", *table, "--log_every", "0.5"],
+                 "pserver": {"replicas": 1}, "worker": {"replicas": 2}}}))
+    first = free_port_block(3)
+    ports = {0: first + 1, 1: first + 2}  # pserver 0 on `first`, then the trainers
+    proc = subprocess.Popen([sys.executable, "-m", "psjob.cli", "run", str(job), "--workdir",
+                             str(tmp_path / "work"), "--metrics-port", str(first)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
+                            start_new_session=True)
+    last = {}
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        for trainer, port in ports.items():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1) as response:
+                    last[trainer] = response.read().decode()
+            except OSError:
+                pass
+        time.sleep(0.05)
+    try:
+        out, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+        pytest.fail(f"psjob run did not finish:\n{out}")
+    assert proc.returncode == 0, out
+    assert sorted(last) == [0, 1], f"trainers scraped: {sorted(last)}\n{out}"
+    return last, out
+
+
+def staleness(text):
+    return (sample(text, "psjob_trainer_staleness_steps_count") or 0,
+            sample(text, 'psjob_trainer_staleness_steps_bucket{le="0.0"}') or 0,
+            sample(text, "psjob_trainer_staleness_steps_sum") or 0)
+
+
+def test_async_trainers_export_the_staleness_their_gradients_were_applied_with(tmp_path):
+    last, out = run_and_scrape_trainers(tmp_path, "async")
+    found = {t: staleness(text) for t, text in last.items()}
+    assert all(count >= 3 for count, _, _ in found.values()), (found, out)
+    # Two trainers updating the same parameters concurrently: some pushes were applied on
+    # parameters the other trainer had updated since the pusher's last pull.
+    assert sum(total for _, _, total in found.values()) > 0, found
+    assert any(zeros < count for count, zeros, _ in found.values()), found
+
+
+def test_sync_trainers_export_only_zero_staleness(tmp_path):
+    last, out = run_and_scrape_trainers(tmp_path, "sync")
+    for trainer, text in last.items():
+        count, zeros, total = staleness(text)
+        assert count >= 3 and zeros == count and total == 0, (trainer, count, zeros, total)
+
+
+def test_geo_trainers_export_the_staleness_of_their_delta_pushes(tmp_path):
+    last, out = run_and_scrape_trainers(tmp_path, "geo")
+    for trainer, text in last.items():
+        count, zeros, total = staleness(text)
+        assert count >= 1 and zeros <= count, (trainer, count, zeros, total, out)
