@@ -1,8 +1,8 @@
 """The Prometheus metric catalog of psjob: one place that names every metric.
 
 Lifecycle: a process builds its metrics once at start-up with one factory —
-`pserver_metrics(registry=...)`, `trainer_metrics(...)`, `operator_metrics(...)`
-— keeps the returned frozen dataclass, updates its fields in the hot path and
+`pserver_metrics(registry=...)`, `trainer_metrics(...)`, `heter_metrics(...)`,
+`operator_metrics(...)` — keeps the returned frozen dataclass, updates its fields in the hot path and
 exposes the registry with `serve_metrics(port, registry)`. Quantities that
 already live in a data structure (sparse table sizes, admission counters) are
 not counted twice: `SparseTableCollector` (pservers) and `JobPhaseCollector`
@@ -85,6 +85,20 @@ class TrainerMetrics:
     auc: Gauge
     staleness: Histogram
     rpc_retries: Counter
+
+
+@dataclasses.dataclass(frozen=True)
+class HeterMetrics:
+    """Metrics of one heter-trainer process (role HETER_TRAINER)."""
+
+    rpc_duration: Histogram
+    rpc_requests: Counter
+    received_bytes: Counter
+    sent_bytes: Counter
+    auth_failures: Counter
+    batches: Counter
+    stage_duration: Histogram
+    staleness: Histogram
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,6 +193,48 @@ def trainer_metrics(*, registry: CollectorRegistry) -> TrainerMetrics:
             "psjob_trainer_rpc_retries_total",
             "RPCs to pservers retried after a transient failure, by method.",
             ["method"], registry=registry),
+    )
+
+
+def heter_metrics(*, registry: CollectorRegistry) -> HeterMetrics:
+    """Create and register the heter-trainer metrics in `registry`.
+
+    Its RPCs are the ones CPU trainers send it (RunStage, Complete, Status);
+    `stage` is the index of a heter stage (a forward or backward run of one
+    section, docs/heter.md), a small fixed set per program."""
+    return HeterMetrics(
+        rpc_duration=Histogram(
+            "psjob_heter_rpc_duration_seconds",
+            "Time the heter trainer spent serving one RPC from a CPU trainer, by RPC method.",
+            ["method"], buckets=STEP_BUCKETS, registry=registry),
+        rpc_requests=Counter(
+            "psjob_heter_rpc_requests_total",
+            "RPCs served to CPU trainers, by method and gRPC status code name.",
+            ["method", "status"], registry=registry),
+        received_bytes=Counter(
+            "psjob_heter_received_bytes_total",
+            "Request bytes received from CPU trainers (activations, gradients), by RPC method.",
+            ["method"], registry=registry),
+        sent_bytes=Counter(
+            "psjob_heter_sent_bytes_total",
+            "Reply bytes sent to CPU trainers, by RPC method.",
+            ["method"], registry=registry),
+        auth_failures=Counter(
+            "psjob_heter_auth_failures_total",
+            "RPCs rejected as UNAUTHENTICATED, by reason (missing or invalid token).",
+            ["reason"], registry=registry),
+        batches=Counter(
+            "psjob_heter_batches_total",
+            "Mini-batches the heter trainer ran its section for (runs of stage 0).",
+            registry=registry),
+        stage_duration=Histogram(
+            "psjob_heter_stage_seconds",
+            "Time running one stage's ops on the heter trainer's device, by stage index.",
+            ["stage"], buckets=STEP_BUCKETS, registry=registry),
+        staleness=Histogram(
+            "psjob_heter_staleness_steps",
+            "Pserver updates the section's gradients were behind when applied (async, half-async).",
+            buckets=STALENESS_BUCKETS, registry=registry),
     )
 
 

@@ -1,11 +1,14 @@
 """The heter trainer's gRPC service: a CPU trainer's stages over real gRPC on 127.0.0.1.
 
 Real: the heter split, HeterState behind psjob.ps.heter's gRPC server
-(auth token, error mapping), the HeterClient, Executors and kernels. The
+(auth token, error mapping, TLS with certificates from a throwaway CA, its
+Prometheus metrics), the HeterClient, Executors and kernels. The
 pserver the section pushes to is the in-memory PserverState (its own gRPC
 path is covered by the other component tests), so the only wire under test
 is the CPU trainer ↔ heter trainer one.
 """
+import importlib.util
+import os
 import threading
 
 import numpy as np
@@ -20,7 +23,9 @@ from psjob.fluid.transpiler.heter_state import HeterSection, HeterState
 from psjob.fluid.transpiler.inmemory import InMemoryCluster
 from psjob.launcher.launch import free_ports
 from psjob.ps.heter import HeterProcess, HeterServeOptions
+from psjob.ps.observability import HeterTelemetry
 from psjob.rpc.heter_client import HeterClient, HeterRpcError
+from psjob.rpc.tls import TlsConfigError, TlsFiles
 
 PSERVER = "127.0.0.1:6170"
 TOKEN = "heter-test-token"
@@ -82,11 +87,11 @@ def train(heter_service_for):
     return losses, state, ep
 
 
-def over_grpc(ep, state):
-    proc = HeterProcess(state, HeterServeOptions(token=TOKEN))
+def over_grpc(ep, state, *, server_tls=None, client_tls=None, telemetry=None):
+    proc = HeterProcess(state, HeterServeOptions(token=TOKEN, tls=server_tls), telemetry)
     waiter = threading.Thread(target=proc.wait, daemon=True)
     waiter.start()
-    client = HeterClient([ep], 0, auth_token=TOKEN)
+    client = HeterClient([ep], 0, auth_token=TOKEN, tls=client_tls)
     client.wait_ready(timeout_s=10)
 
     def finish():
@@ -143,3 +148,56 @@ def test_a_bad_stage_request_is_invalid_argument_with_the_heter_trainers_reason(
         client.run_stage(ep, 3, 0, "", {})
     with pytest.raises(HeterRpcError, match="built different programs"):
         client.run_stage(ep, 0, 0, "0000", {"x": np.zeros(1, "float32")})
+
+
+def make_certs(directory):
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "make_certs.py")
+    spec = importlib.util.spec_from_file_location("make_certs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_certs(str(directory))
+
+
+def test_stages_over_tls_train_like_plaintext_and_a_plaintext_client_gets_no_answer(tmp_path):
+    ca, cert, key = make_certs(tmp_path / "certs")
+    want, _, _ = train(over_grpc)
+    telemetry = HeterTelemetry()
+    clients = []
+
+    def over_tls(ep, state):
+        client, finish = over_grpc(ep, state, server_tls=TlsFiles(cert_file=cert, key_file=key),
+                                   client_tls=TlsFiles(ca_file=ca), telemetry=telemetry)
+        plain = HeterClient([ep], 0, auth_token=TOKEN, tls=None, deadline_s=2)
+        clients.append(plain)
+        # The handshake fails, whatever the token: a plaintext caller never reaches a stage.
+        with pytest.raises(HeterRpcError, match="UNAVAILABLE|DEADLINE_EXCEEDED"):
+            plain.status(ep, deadline=2)
+        return client, finish
+
+    try:
+        got, _, _ = train(over_tls)
+    finally:
+        for c in clients:
+            c.close()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+    # The heter trainer's metrics saw the 4 steps: 2 stages each, their RPCs and bytes.
+    value = telemetry.registry.get_sample_value
+    assert value("psjob_heter_rpc_requests_total", {"method": "RunStage", "status": "OK"}) == 8
+    assert value("psjob_heter_batches_total") == 4
+    assert value("psjob_heter_stage_seconds_count", {"stage": "0"}) == 4
+    assert value("psjob_heter_stage_seconds_count", {"stage": "1"}) == 4
+    assert value("psjob_heter_received_bytes_total", {"method": "RunStage"}) > 0
+    assert value("psjob_heter_sent_bytes_total", {"method": "RunStage"}) > 0
+    # Sync training: the section's gradient pushes were applied with staleness 0.
+    pushes = value("psjob_heter_staleness_steps_count")
+    assert pushes >= 4 and value("psjob_heter_staleness_steps_bucket", {"le": "0.0"}) == pushes
+
+
+def test_a_heter_trainer_with_only_a_ca_cannot_serve_tls_and_says_what_it_needs(tmp_path):
+    ca, _, _ = make_certs(tmp_path / "certs")
+    ep = f"127.0.0.1:{free_ports(1)[0]}"
+    _, _, _, _, sp = split(ep)
+    state = HeterState(ep, {0: HeterSection(sp, Executor())})
+    with pytest.raises(TlsConfigError, match="heter trainer .* needs PSJOB_TLS_CERT_FILE and PSJOB_TLS_KEY_FILE"):
+        HeterProcess(state, HeterServeOptions(token=TOKEN, tls=TlsFiles(ca_file=ca)))

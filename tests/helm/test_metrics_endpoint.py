@@ -29,6 +29,7 @@ def test_a_scrape_returns_every_catalog_metric_with_the_values_just_recorded():
     registry = CollectorRegistry()
     pserver = metrics.pserver_metrics(registry=registry)
     trainer = metrics.trainer_metrics(registry=registry)
+    heter = metrics.heter_metrics(registry=registry)
     operator = metrics.operator_metrics(registry=registry, phases=lambda: {"Running": 2})
     stats = metrics.SparseTableStats(table="emb", shard=1, rows=7, bytes=448, admitted=9, rejected=0,
                                      evicted=2, hits=5, misses=9)
@@ -38,6 +39,9 @@ def test_a_scrape_returns_every_catalog_metric_with_the_values_just_recorded():
     pserver.rpc_duration.labels(method="Push").observe(0.003)
     trainer.loss.set(0.25)
     trainer.batch_duration.labels(phase="pull").observe(0.02)
+    trainer.rpc_retries.labels(method="SendVariables").inc(2)
+    heter.stage_duration.labels(stage="1").observe(0.004)
+    heter.rpc_requests.labels(method="RunStage", status="OK").inc()
     operator.errors.labels(kind="conflict").inc()
 
     with metrics.MetricsServer(0, registry, host="127.0.0.1") as server:
@@ -56,6 +60,9 @@ def test_a_scrape_returns_every_catalog_metric_with_the_values_just_recorded():
     assert value("psjob_operator_jobs", "psjob_operator_jobs", phase="Running") == 2
     assert value("psjob_operator_reconcile_errors", "psjob_operator_reconcile_errors_total", kind="conflict") == 1
     assert value("psjob_sparse_table_rows", "psjob_sparse_table_rows", table="emb", shard="1") == 7
+    assert value("psjob_trainer_rpc_retries", "psjob_trainer_rpc_retries_total", method="SendVariables") == 2
+    assert value("psjob_heter_stage_seconds", "psjob_heter_stage_seconds_count", stage="1") == 1
+    assert value("psjob_heter_rpc_requests", "psjob_heter_rpc_requests_total", method="RunStage", status="OK") == 1
     expected_families = {name.removesuffix("_total") for name in _catalog_names()}
     assert expected_families <= set(families)
 

@@ -16,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "metrics.md"
 DASHBOARD = ROOT / "charts" / "psjob-operator" / "files" / "dashboards" / "psjob.json"
 FACTORIES = {"pserver": metrics.pserver_metrics, "trainer": metrics.trainer_metrics,
-             "operator": metrics.operator_metrics}
+             "heter trainer": metrics.heter_metrics, "operator": metrics.operator_metrics}
 # Target labels the chart's PodMonitor adds (psjob.dev/job-name and psjob.dev/role pod labels);
 # dashboard queries use them as labels, not metric names.
 TARGET_LABELS = {"psjob_job", "psjob_role"}
@@ -106,7 +106,7 @@ def test_job_panels_are_filtered_by_the_namespace_and_job_variables():
     variables = {v["name"] for v in dashboard["templating"]["list"]}
     assert {"namespace", "job", "datasource"} <= variables
     for query in dashboard_queries():
-        for name, selector in re.findall(r"\b(psjob_(?:trainer|pserver|sparse_table)_\w+)(\{[^}]*\})?", query):
+        for name, selector in re.findall(r"\b(psjob_(?:trainer|pserver|heter|sparse_table)_\w+)(\{[^}]*\})?", query):
             if query.startswith("label_values"):
                 continue
             assert 'namespace="$namespace"' in selector and 'psjob_job=~"$job"' in selector, (name, query)

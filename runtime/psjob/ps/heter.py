@@ -10,7 +10,12 @@ Heter trainer side. Lifecycle, as the Fleet drives it (fleet/heter.py):
 this process's endpoint and returns once every CPU trainer it serves has
 sent Complete — so the process exits 0 with the job. SIGTERM stops it at
 once (non-zero exit when trainers were still active). The auth token comes
-from PSJOB_AUTH_TOKEN_FILE; PSJOB_BIND_ALL=1 binds 0.0.0.0 (pods).
+from PSJOB_AUTH_TOKEN_FILE; PSJOB_BIND_ALL=1 binds 0.0.0.0 (pods). TLS is on
+when the process has PSJOB_TLS_* set (psjob.rpc.tls.tls_from_env): the heter
+trainer serves TLS with PSJOB_TLS_CERT_FILE/KEY_FILE, as a pserver does, and
+its sections' pserver clients use the same settings. With PSJOB_METRICS_PORT
+set it serves /metrics (psjob.ps.observability.HeterTelemetry): its RPCs,
+stage compute times, batches and the staleness of its sections' pushes.
 
 CPU trainer side. The `send_and_recv` kernel asks `executor.services["heter"]`;
 when nothing is registered it calls `make_client` here: the client the
@@ -28,9 +33,11 @@ import threading
 from dataclasses import dataclass
 
 from ..fluid.transpiler.heter_state import HeterState
+from ..rpc import tls as tls_mod
 from ..rpc.heter_client import HeterClient
 from ..rpc.heter_service import start_heter_server
 from .auth import token_from_env
+from .observability import HeterTelemetry, heter_telemetry_from_env
 
 log = logging.getLogger("psjob.heter")
 
@@ -41,26 +48,33 @@ class HeterServeOptions:
     bind_all_interfaces: bool = False  # bind 0.0.0.0:<port> (pods) instead of the endpoint's host
     max_workers: int = 0               # 0 = sized from the number of trainers served
     grace_s: float = 2.0               # let in-flight replies drain before stopping
+    tls: tls_mod.TlsFiles | None = None  # None = plaintext
 
 
 def options_from_env(environ=None) -> HeterServeOptions:
     env = os.environ if environ is None else environ
-    return HeterServeOptions(token=token_from_env(env), bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1")
+    return HeterServeOptions(token=token_from_env(env), bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
+                             tls=tls_mod.tls_from_env(env))
 
 
 class HeterProcess:
     """A HeterState behind a gRPC server; `wait()` until its trainers are done."""
 
-    def __init__(self, state: HeterState, options: HeterServeOptions):
-        self.state, self.options = state, options
+    def __init__(self, state: HeterState, options: HeterServeOptions, telemetry: HeterTelemetry | None = None):
+        self.state, self.options, self.telemetry = state, options, telemetry
         host, _, port = state.endpoint.rpartition(":")
         bind = f"0.0.0.0:{port}" if options.bind_all_interfaces else state.endpoint
         workers = options.max_workers or max(8, 2 * len(state.sections) + 4)
+        if telemetry is not None:
+            _observe(state, telemetry)
         state.start()
-        self.server, self.port = start_heter_server(state, bind, token=options.token, max_workers=workers)
+        self.server, self.port = start_heter_server(
+            state, bind, token=options.token, max_workers=workers, tls=options.tls,
+            observer=telemetry.observe_rpc if telemetry is not None else None)
         self._stop = threading.Event()
-        log.info("heter trainer %s serving trainers %s on %s", state.endpoint, sorted(state.sections),
-                 state.device)
+        # One line in the process log says what it serves and how (the TLS tests read it).
+        print(f"[psjob] heter trainer {state.endpoint} serves trainers {sorted(state.sections)} on "
+              f"{state.device} over {'TLS' if options.tls is not None else 'plaintext'}", flush=True)
 
     def wait(self) -> bool:
         """Block until every served trainer completed (True) or stop() was called (False)."""
@@ -77,18 +91,38 @@ class HeterProcess:
         self._stop.set()
 
 
-def serve(state: HeterState, options: HeterServeOptions | None = None) -> None:
-    """Serve until the served trainers complete; SystemExit(143) when stopped by SIGTERM."""
-    proc = HeterProcess(state, options or options_from_env())
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, lambda *_: proc.stop())
+def _observe(state: HeterState, telemetry: HeterTelemetry) -> None:
+    """Route the state's stage timings and its sections' push staleness to `telemetry`."""
+    state.observe_stage = telemetry.observe_stage
+    for section in state.sections.values():
+        section.exe.services["staleness"] = telemetry.observe_staleness  # sync: the send ops
+        service = section.exe.services.get("rpc")
+        if service is not None and hasattr(service, "on_staleness"):  # async: the Communicator
+            service.on_staleness = telemetry.observe_staleness
+
+
+def serve(state: HeterState, options: HeterServeOptions | None = None, telemetry="env") -> None:
+    """Serve until the served trainers complete; SystemExit(143) when stopped by SIGTERM.
+
+    telemetry "env" = metrics on PSJOB_METRICS_PORT when set (heter_telemetry_from_env),
+    None = none, or a HeterTelemetry the caller owns (and closes)."""
+    owned = isinstance(telemetry, str) and telemetry == "env"
+    if owned:
+        telemetry = heter_telemetry_from_env()
     try:
-        if not proc.wait():
-            raise SystemExit(143)
+        proc = HeterProcess(state, options or options_from_env(), telemetry)
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, lambda *_: proc.stop())
+        try:
+            if not proc.wait():
+                raise SystemExit(143)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if owned and telemetry is not None:
+            telemetry.close()
 
 
 # -- CPU trainer side ---------------------------------------------------------------------

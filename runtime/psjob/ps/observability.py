@@ -1,4 +1,4 @@
-"""Prometheus metrics of a pserver process, fed by the RPC front end.
+"""Prometheus metrics of a pserver process and of a heter-trainer process, fed by the RPC front ends.
 
 `PserverTelemetry.observe_rpc` is the observer psjob.rpc.server calls after
 every request (method, status code name, seconds, request and reply bytes).
@@ -8,6 +8,11 @@ scrapes, so the lookup and push paths count nothing for it.
 The /metrics endpoint listens on PSJOB_METRICS_PORT (0 = any free port; the
 bound port is logged) when that variable is set, so a pserver started by
 hand without it opens no extra port.
+
+`HeterTelemetry` is the same for a heter trainer (psjob.metrics.heter_metrics):
+`observe_rpc` for the calls CPU trainers send it, `observe_stage` (stage
+index, seconds of its ops; stage 0 counts a batch) from HeterState, and
+`observe_staleness` from its sections' pserver pushes.
 """
 from __future__ import annotations
 
@@ -87,4 +92,52 @@ def telemetry_from_env(environ=None) -> PserverTelemetry | None:
     port = tel.serve(metrics.metrics_port_from_env(env))
     log.warning("pserver metrics at http://0.0.0.0:%d/metrics", port)
     print(f"[psjob] pserver metrics on port {port}", flush=True)
+    return tel
+
+
+class HeterTelemetry:
+    """A heter trainer's metrics; `heter_telemetry_from_env()` serves them on PSJOB_METRICS_PORT."""
+
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        self.m = metrics.heter_metrics(registry=self.registry)
+        self.server: metrics.MetricsServer | None = None
+
+    def serve(self, port: int) -> int:
+        self.server = metrics.MetricsServer(port, self.registry)
+        return self.server.port
+
+    def observe_rpc(self, method: str, status: str, seconds: float, bytes_in: int, bytes_out: int,
+                    reason: str = ""):
+        m = self.m
+        m.rpc_duration.labels(method).observe(seconds)
+        m.rpc_requests.labels(method, status).inc()
+        m.received_bytes.labels(method).inc(bytes_in)
+        m.sent_bytes.labels(method).inc(bytes_out)
+        if status == "UNAUTHENTICATED":
+            m.auth_failures.labels(reason or "invalid").inc()
+
+    def observe_stage(self, stage: int, seconds: float) -> None:
+        self.m.stage_duration.labels(str(stage)).observe(seconds)
+        if stage == 0:  # every step of a served trainer runs stage 0 exactly once
+            self.m.batches.inc()
+
+    def observe_staleness(self, steps: int) -> None:
+        self.m.staleness.observe(steps)
+
+    def close(self):
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+
+def heter_telemetry_from_env(environ=None) -> HeterTelemetry | None:
+    """Metrics served on PSJOB_METRICS_PORT when it is set (pods, `psjob run`), else None."""
+    env = os.environ if environ is None else environ
+    if metrics.METRICS_PORT_ENV not in env:
+        return None
+    tel = HeterTelemetry()
+    port = tel.serve(metrics.metrics_port_from_env(env))
+    log.warning("heter trainer metrics at http://0.0.0.0:%d/metrics", port)
+    print(f"[psjob] heter trainer metrics on port {port}", flush=True)
     return tel

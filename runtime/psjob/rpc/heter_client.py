@@ -7,6 +7,10 @@ channel to become ready (`wait_for_ready`), so a heter trainer that is still
 starting is not an error; `wait_ready` bounds that wait explicitly at start-up.
 Values passed in are encoded (copied) before the call; arrays returned are
 read-only views of the reply, owned by the caller.
+
+Transport security: as PSClient, unless given `tls=` the client reads the
+process's PSJOB_TLS_* settings (psjob.rpc.tls.tls_from_env), so a CPU trainer
+speaks TLS to its heter trainer exactly when it does to its pservers.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import grpc
 
 from . import heter_pb2 as pb
 from . import heter_pb2_grpc as pb_grpc
+from . import tls as tls_mod
 from .client import AUTH_METADATA_KEY, CHANNEL_OPTIONS, wait_until_serving
 from .heter_service import decode_values, encode_values
 
@@ -32,10 +37,16 @@ class HeterRpcError(RuntimeError):
 
 class HeterClient:
     def __init__(self, endpoints, trainer_id: int, *, auth_token: str = "",
-                 deadline_s: float = STAGE_DEADLINE_S):
+                 deadline_s: float = STAGE_DEADLINE_S, tls="env"):
+        """tls "env" = psjob.rpc.tls.tls_from_env(), None = plaintext, or a tls.TlsFiles."""
         self.endpoints = list(endpoints)
         if not self.endpoints:
             raise ValueError("HeterClient needs at least one heter trainer endpoint")
+        if isinstance(tls, str):
+            if tls != "env":
+                raise ValueError(f"HeterClient tls={tls!r}: expected 'env', None or a psjob.rpc.tls.TlsFiles")
+            tls = tls_mod.tls_from_env()
+        self.tls = tls
         self.trainer_id = int(trainer_id)
         self.deadline_s = deadline_s
         self._metadata = ((AUTH_METADATA_KEY, auth_token),) if auth_token else ()
@@ -56,7 +67,7 @@ class HeterClient:
         with self._lock:
             stub = self._stubs.get(endpoint)
             if stub is None:
-                channel = grpc.insecure_channel(endpoint, options=CHANNEL_OPTIONS)
+                channel = tls_mod.open_channel(endpoint, CHANNEL_OPTIONS, self.tls)
                 self._channels[endpoint] = channel
                 stub = self._stubs[endpoint] = pb_grpc.HeterTrainerStub(channel)
         return stub

@@ -6,6 +6,11 @@ heter_state.HeterState), and the handler's errors become status codes with
 its message (the same mapping as the pserver: ValueError → INVALID_ARGUMENT,
 KeyError → NOT_FOUND, others → INTERNAL). Every call must carry the job's
 auth token in `x-psjob-token` when one is configured.
+
+TLS (optional, `tls=` a psjob.rpc.tls.TlsFiles, as for pservers): the port is
+bound with the certificate files' server credentials; the token applies on
+top. `observer(method, status, seconds, bytes_in, bytes_out, reason)` sees
+every call (the heter trainer's metrics, psjob.ps.observability).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ import grpc
 from . import codec
 from . import heter_pb2 as pb
 from . import heter_pb2_grpc as pb_grpc
+from . import tls as tls_mod
 from .client import CHANNEL_OPTIONS
 from .server import GuardedServicer
 
@@ -81,16 +87,22 @@ class _Servicer(GuardedServicer, pb_grpc.HeterTrainerServicer):
 
 
 def start_heter_server(handler: HeterHandler, endpoint: str, *, token: str = "", max_workers: int = 16,
-                       observer=None) -> tuple[grpc.Server, int]:
+                       observer=None, tls: tls_mod.TlsFiles | None = None) -> tuple[grpc.Server, int]:
     """Serve `handler` on endpoint ("host:port"; port 0 picks one). Returns (server, port).
 
     Each served trainer holds at most one call at a time; max_workers must
-    exceed the number of trainers served (the caller sizes it)."""
+    exceed the number of trainers served (the caller sizes it). tls (None =
+    plaintext) serves TLS with the given certificate and key."""
+    if tls is not None and not (tls.cert_file and tls.key_file):
+        # Checked before binding: a CA-only configuration (a client's) cannot serve TLS.
+        raise tls_mod.TlsConfigError(
+            f"TLS is configured but a heter trainer serves its trainers over TLS and needs "
+            f"{tls_mod.ENV_CERT} and {tls_mod.ENV_KEY} (its certificate must name {endpoint.rpartition(':')[0]})")
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="heter-rpc"),
                          options=list(CHANNEL_OPTIONS))
     pb_grpc.add_HeterTrainerServicer_to_server(_Servicer(handler, token, observer), server)
     host, _, port = endpoint.rpartition(":")
-    bound = server.add_insecure_port(f"{host or '0.0.0.0'}:{port}")
+    bound = tls_mod.add_port(server, f"{host or '0.0.0.0'}:{port}", tls)
     if bound == 0:
         raise OSError(f"cannot listen on {endpoint} (port in use?)")
     server.start()

@@ -18,10 +18,16 @@ and the in-process client (heter_inmemory.py) both call these handlers.
 Errors: ValueError for a request that does not fit (unknown trainer or
 stage, wrong inputs, signature of a different program), RuntimeError for a
 trainer that already completed.
+
+Observation: `HeterState.observe_stage`, when set (the heter trainer's
+metrics, psjob.ps.observability.HeterTelemetry), is called with (stage index,
+seconds) after each stage's ops ran — the section's compute time, not the
+wait for its gradient pushes or the RPC around it.
 """
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
@@ -65,8 +71,10 @@ class HeterSection:
     def trainer_id(self) -> int:
         return self.split.trainer_id
 
-    def run_stage(self, stage: int, signature: str, values: dict) -> dict:
-        """values: {name: array | SelectedRows | (array, lod)} → {name: (value, lod or None)}."""
+    def run_stage(self, stage: int, signature: str, values: dict, observe=None) -> dict:
+        """values: {name: array | SelectedRows | (array, lod)} → {name: (value, lod or None)}.
+
+        observe(stage, seconds), if given, receives the time the stage's ops ran."""
         info = self.split.stage(int(stage))
         if signature != info.signature:
             raise ValueError(f"stage {stage} of trainer {self.trainer_id}: signature {signature!r} differs from "
@@ -90,7 +98,11 @@ class HeterSection:
                     self.scope.lods[name] = [np.asarray(level, dtype=np.int64) for level in lod]
                 else:
                     self.scope.lods.pop(name, None)
+            t0 = time.perf_counter()
             self.exe.run_block(self.split.program, info.block_idx, self.scope)
+            if xp is not np:  # kernels run asynchronously; the reply copies the outputs to host anyway
+                xp.cuda.get_current_stream().synchronize()
+            seconds = time.perf_counter() - t0
             _confirm_pushes(self.exe)
             out = {}
             for name in info.outputs:
@@ -98,7 +110,9 @@ class HeterSection:
                     raise RuntimeError(f"stage {stage} of trainer {self.trainer_id} did not compute {name!r}")
                 out[name] = (self.scope.vars[name], self.scope.lods.get(name))
             self.stages_run += 1
-            return out
+        if observe is not None:
+            observe(int(stage), seconds)
+        return out
 
     def close(self) -> None:
         """Flush and release the section's pserver service (Executor close hooks)."""
@@ -112,6 +126,7 @@ class HeterState:
         self.sections: dict[int, HeterSection] = dict(sections)
         self.completed: list[int] = []
         self.state = STARTING
+        self.observe_stage = None  # callable(stage, seconds), see the module doc
         self._cond = threading.Condition()
 
     def start(self) -> None:
@@ -132,7 +147,7 @@ class HeterState:
         return section
 
     def on_run_stage(self, trainer_id: int, stage: int, signature: str, values: dict) -> dict:
-        return self._section(trainer_id).run_stage(stage, signature, values)
+        return self._section(trainer_id).run_stage(stage, signature, values, self.observe_stage)
 
     def on_complete(self, trainer_id: int) -> int:
         t = int(trainer_id)
