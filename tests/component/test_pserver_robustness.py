@@ -104,7 +104,17 @@ def test_bad_requests_get_named_errors_and_the_pserver_keeps_serving(job, tmp_pa
           "not a psjob frame")
     fails(client._call(ep, "GetVariables", b"PSJF\x05\x00\x00\x00\xff\xff\xff\xff\xff"),
           grpc.StatusCode.INVALID_ARGUMENT, "malformed frame header")
-    # Without the job's token nothing is served.
+    # The kubelet's gRPC probe (grpc.health.v1.Health/Check, no token) sees SERVING.
+    channel = grpc.insecure_channel(ep)
+    check = channel.unary_unary("/grpc.health.v1.Health/Check")
+    assert check(b"", timeout=10) == b"\x08\x01"  # HealthCheckResponse{status: SERVING}
+    name = b"psjob.rpc.v1.ParameterServer"
+    assert check(b"\x0a" + bytes([len(name)]) + name, timeout=10) == b"\x08\x01"
+    with pytest.raises(grpc.RpcError) as info:
+        check(b"\x0a\x03foo", timeout=10)
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    channel.close()
+    # Without the job's token nothing else is served.
     intruder = PSClient([ep], 0, auth_token="wrong", retry=QUICK)
     with pytest.raises(RpcError) as info:
         intruder.status(ep)

@@ -22,6 +22,10 @@ logged without the secret (hmac.compare_digest: no timing side channel).
 
 TLS (optional, `tls=` a psjob.rpc.tls.TlsFiles): the port is bound with server
 credentials from the certificate files; the token check applies on top.
+
+Health: the same port serves `grpc.health.v1.Health/Check`, which the
+kubelet's gRPC probes call (without the token: it reveals only whether the
+server is SERVING).
 """
 from __future__ import annotations
 
@@ -191,6 +195,45 @@ class _Servicer(GuardedServicer):
         return self._run(RequestKind.STATUS, request, context, body)
 
 
+HEALTH_SERVICE = "grpc.health.v1.Health"
+# The grpc.health.v1 messages, hand-encoded — two one-field messages do not justify a
+# dependency: HealthCheckRequest{string service = 1}, HealthCheckResponse{ServingStatus
+# status = 1} with SERVING = 1, NOT_SERVING = 2.
+_HEALTH_SERVING, _HEALTH_NOT_SERVING = b"\x08\x01", b"\x08\x02"
+
+
+def _health_service_name(raw: bytes) -> str:
+    """The `service` field of a HealthCheckRequest (the only field it has)."""
+    if not raw:
+        return ""
+    length, i = 0, 1
+    if raw[0] == 0x0A:  # field 1, length-delimited
+        shift = 0
+        while i < len(raw):
+            byte = raw[i]
+            length |= (byte & 0x7F) << shift
+            i += 1
+            if not byte & 0x80:
+                break
+            shift += 7
+        if i + length == len(raw):
+            return raw[i:].decode("utf-8", errors="replace")
+    raise ValueError("malformed grpc.health.v1.HealthCheckRequest")
+
+
+def health_handlers(is_serving, services=("", SERVICE)) -> grpc.GenericRpcHandler:
+    """grpc.health.v1.Health/Check answering from `is_serving()` for the named services."""
+    def check(raw, context):
+        try:
+            service = _health_service_name(raw)
+        except ValueError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if service not in services:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {service!r}")
+        return _HEALTH_SERVING if is_serving() else _HEALTH_NOT_SERVING
+    return grpc.method_handlers_generic_handler(HEALTH_SERVICE, {"Check": grpc.unary_unary_rpc_method_handler(check)})
+
+
 def _method_handlers(servicer: _Servicer) -> dict:
     handlers = {}
     for kind in RequestKind:
@@ -236,6 +279,7 @@ def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     # Registered methods skip gRPC's per-call handler lookup (as generated servicers do).
     server.add_registered_method_handlers(SERVICE, handlers)
+    server.add_generic_rpc_handlers((health_handlers(lambda: handler.on_status().get("state") == "SERVING"),))
     host, _, port = endpoint.rpartition(":")
     bound = tls_mod.add_port(server, f"{host or '0.0.0.0'}:{port}", tls)
     if bound == 0:
