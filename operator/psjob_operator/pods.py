@@ -59,6 +59,13 @@ def environment(topology: roles.JobTopology, role: str, role_spec: RoleSpec) -> 
     env.append({"name": "PSJOB_TOPOLOGY_FILE",
                 "value": f"{naming.CONFIG_DIR}/{naming.TOPOLOGY_KEY}"})
     user_names = {var.name for var in role_spec.env}
+    for var in roles.MATH_THREAD_ENV:
+        # Math-library threads = the container's CPU limit rounded up (without a limit
+        # Kubernetes gives the node's allocatable CPUs, the libraries' own default);
+        # otherwise they start one spinning thread per *node* core (roles.MATH_THREAD_ENV).
+        if var not in user_names:
+            env.append({"name": var, "valueFrom": {"resourceFieldRef": {
+                "containerName": naming.CONTAINER, "resource": "limits.cpu", "divisor": "1"}}})
     if "HOME" not in user_names:
         env.append({"name": "HOME", "value": TMP_DIR})  # the root filesystem is read-only
     for var in role_spec.env:

@@ -163,3 +163,20 @@ def test_a_pserver_that_dies_while_trainers_still_run_is_restarted(tmp_path):
     assert Supervisor(specs, SupervisorOptions(pserver_exit_grace_s=5.0), on_event=events.append).run() == 0
     assert specs[0].starts == 2 and specs[0].history == [3, 0], events
     assert "pserver.0 failed with status 3; restarting it (0 restarts left)" in events
+
+
+def test_processes_share_the_cores_math_library_threads_unless_the_user_chose(tmp_path, monkeypatch):
+    from psjob import roles
+    from psjob.launcher.supervisor import PSERVER, TRAINER, ProcessSpec, Supervisor, SupervisorOptions
+    monkeypatch.setenv("MKL_NUM_THREADS", "7")  # exported by the user: kept
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    dump = ["-c", "import os, sys; open(sys.argv[1], 'w').write(' '.join(os.environ.get(v, '-') for v in "
+                  "('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS')))"]
+    specs = [ProcessSpec(role, 0, [sys.executable, *dump, str(tmp_path / role)], {}, str(tmp_path / f"{role}.log"))
+             for role in (PSERVER, TRAINER)]
+    assert Supervisor(specs, SupervisorOptions(pserver_exit_grace_s=5.0), on_event=lambda m: None).run() == 0
+    share = str(roles.math_threads(2))
+    for role in (PSERVER, TRAINER):
+        assert (tmp_path / role).read_text() == f"{share} {share} 7"
+    assert roles.math_threads(4, cores=2) == 1 and roles.math_threads(2, cores=16) == 8

@@ -204,7 +204,16 @@ def test_user_environment_follows_psjobs_and_home_defaults_to_tmp():
     c = pods.container(parsed.spec, roles.kubernetes_topology(parsed, "ml"), "worker",
                        parsed.spec.worker, None)
     names = [e["name"] for e in c["env"]]
-    assert names[-2:] == ["HOME", "DATA_DIR"]
+    assert names[-1] == "DATA_DIR" and names.index("HOME") < names.index("DATA_DIR")
+    # Math-library threads follow the container's CPU limit unless the user sets them.
+    threads = {e["name"]: e for e in c["env"] if e["name"] in roles.MATH_THREAD_ENV}
+    assert set(threads) == set(roles.MATH_THREAD_ENV)
+    assert threads["OMP_NUM_THREADS"]["valueFrom"]["resourceFieldRef"] == {
+        "containerName": c["name"], "resource": "limits.cpu", "divisor": "1"}
+    parsed = job(worker={"env": [{"name": "OMP_NUM_THREADS", "value": "3"}]})
+    c = pods.container(parsed.spec, roles.kubernetes_topology(parsed, "ml"), "worker",
+                       parsed.spec.worker, None)
+    assert [e for e in c["env"] if e["name"] == "OMP_NUM_THREADS"] == [{"name": "OMP_NUM_THREADS", "value": "3"}]
 
 
 @pytest.mark.parametrize("spec, expected", [

@@ -35,6 +35,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from .. import roles
+
 PSERVER, TRAINER, HETER_TRAINER = "PSERVER", "TRAINER", "HETER_TRAINER"
 
 
@@ -108,6 +110,9 @@ class Supervisor:
         env = dict(os.environ)
         env.update(spec.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        threads = str(roles.math_threads(len(self.specs)))
+        for var in roles.MATH_THREAD_ENV:  # every process of the job shares this host's cores
+            env.setdefault(var, threads)
         spec.proc = subprocess.Popen(spec.argv, env=env, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True,
                                      preexec_fn=_die_with_parent)
