@@ -128,6 +128,13 @@ def test_a_heter_trainer_reports_its_status(served):
     ep, _, client = served
     reply = client.status(ep)
     assert (reply.state, list(reply.trainers), reply.device, reply.endpoint) == ("SERVING", [0], "CPUPlace", ep)
+    # ... and to the kubelet's gRPC probe (grpc.health.v1.Health/Check, no token).
+    import grpc
+    channel = grpc.insecure_channel(ep)
+    name = b"psjob.rpc.heter.v1.HeterTrainer"
+    check = channel.unary_unary("/grpc.health.v1.Health/Check")
+    assert check(b"\x0a" + bytes([len(name)]) + name, timeout=10) == b"\x08\x01"  # SERVING
+    channel.close()
 
 
 def test_calls_without_the_job_token_are_refused(served):

@@ -25,7 +25,7 @@ from . import heter_pb2 as pb
 from . import heter_pb2_grpc as pb_grpc
 from . import tls as tls_mod
 from .client import CHANNEL_OPTIONS
-from .server import GuardedServicer
+from .server import GuardedServicer, health_handlers
 
 
 
@@ -60,6 +60,9 @@ def encode_values(values: dict, lods: dict | None = None) -> list:
             value, lod = value
         msgs.append(codec.encode(name, value, lod))
     return msgs
+
+
+HETER_SERVICE = "psjob.rpc.heter.v1.HeterTrainer"
 
 
 class _Servicer(GuardedServicer, pb_grpc.HeterTrainerServicer):
@@ -101,6 +104,9 @@ def start_heter_server(handler: HeterHandler, endpoint: str, *, token: str = "",
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="heter-rpc"),
                          options=list(CHANNEL_OPTIONS))
     pb_grpc.add_HeterTrainerServicer_to_server(_Servicer(handler, token, observer), server)
+    # The kubelet's gRPC probes (heter worker pods) call grpc.health.v1.Health/Check.
+    server.add_generic_rpc_handlers((health_handlers(lambda: handler.on_status().get("state") == "SERVING",
+                                                     ("", HETER_SERVICE)),))
     host, _, port = endpoint.rpartition(":")
     bound = tls_mod.add_port(server, f"{host or '0.0.0.0'}:{port}", tls)
     if bound == 0:
