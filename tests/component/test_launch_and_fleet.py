@@ -180,3 +180,89 @@ def test_processes_share_the_cores_math_library_threads_unless_the_user_chose(tm
     for role in (PSERVER, TRAINER):
         assert (tmp_path / role).read_text() == f"{share} {share} 7"
     assert roles.math_threads(4, cores=2) == 1 and roles.math_threads(2, cores=16) == 8
+
+
+def _free_port_block(count):
+    import socket
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            first = s.getsockname()[1]
+        if first + count > 65535:
+            continue
+        try:
+            for port in range(first, first + count):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+    pytest.skip("no block of free ports")
+
+
+def test_a_fleet_script_under_launch_serves_trainer_metrics_and_shows_progress_and_a_summary(tmp_path, script,
+                                                                                            read_logs):
+    """fleet_train.py knows nothing of metrics: fleet.init_worker() observes its main program."""
+    import re
+    import time
+    import urllib.request
+    from psjob.training.progress import parse_line
+    first = _free_port_block(3)
+    log_dir = tmp_path / "log"
+    proc = subprocess.Popen([sys.executable, "-m", "psjob.cli", "launch", "--server_num", "1", "--worker_num", "2", "--log_dir", str(log_dir),
+                                     "--metrics-port", str(first), "--progress-interval", "0.5",
+                                     "--summary", str(tmp_path / "summary.json"),
+                                     script("fleet_train.py"), "--mode", "sync", "--out", str(tmp_path),
+                                     "--steps", "120", "--sleep_ms", "15"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    scraped, deadline = None, time.monotonic() + 60
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:  # trainer 1: after pserver 0, trainer 0
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{first + 2}/metrics", timeout=2) as response:
+                    text = response.read().decode()
+                steps = re.search(r"^psjob_trainer_steps_total ([0-9.]+)$", text, re.M)
+                if steps and float(steps.group(1)) >= 3:
+                    scraped = text
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out + err + read_logs(log_dir)
+    assert scraped is not None, f"trainer 1 never served /metrics on {first + 2}:\n{out}{err}{read_logs(log_dir)}"
+    loss = re.search(r"^psjob_trainer_loss ([0-9.e+-]+)$", scraped, re.M)
+    assert loss and 0 < float(loss.group(1)) < 100, scraped
+    assert re.search(r"^psjob_trainer_examples_total ([1-9][0-9.]*)$", scraped, re.M), scraped
+    assert 'psjob_trainer_batch_seconds_count{phase="push"}' in scraped
+    assert "psjob_trainer_staleness_steps_count" in scraped  # the send ops' confirmed pushes (sync: 0)
+
+    # The trainers print the progress lines, psjob launch shows them and sums them up.
+    finals = [parse_line(line) for line in (log_dir / "workerlog.0").read_text().splitlines()
+              if parse_line(line) and parse_line(line)["finished"]]
+    assert len(finals) == 1 and finals[0]["steps"] == 120 and finals[0]["examples"] == 120 * 16, finals
+    assert re.search(r"worker 1: done in \d+s, 120 steps +1,920 ex +[\d,]+ ex/s +loss \d\.\d{4} +auc - +ckpt none",
+                     out), out
+    assert re.search(r"\[psjob\] local succeeded in \d+s: 240 steps, 3,840 examples, loss \d\.\d{4}, AUC -, "
+                     r"newest checkpoint none, 0 restart\(s\)", out), out
+    assert "trainer.0 exited 0" in err  # the supervisor's events stay on stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "Succeeded" and summary["steps"] == 240 and summary["examples"] == 3840
+    assert [p["exit_code"] for p in summary["processes"]] == [0, 0, 0]
+
+
+def test_launch_refuses_metrics_ports_that_are_taken(tmp_path, script, launch):
+    import socket
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        port = busy.getsockname()[1]
+        r = launch(["--server_num", "1", "--worker_num", "1", "--log_dir", str(tmp_path / "log"),
+                    "--metrics-port", str(port), script("fleet_train.py"), "--out", str(tmp_path)], timeout=60)
+    assert r.returncode != 0
+    assert f"psjob launch: --metrics-port {port}: port {port} is in use; the job's 2 processes need " \
+           f"{port}..{port + 1} free" in r.stderr, r.stderr
+    assert not (tmp_path / "log" / "workerlog.0").exists()  # nothing started

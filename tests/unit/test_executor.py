@@ -136,3 +136,41 @@ def test_compiled_and_parallel_executors_run_the_same_program():
     compiled, = exe.run(fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name), feed=feed,
                         fetch_list=[loss], scope=scope)
     np.testing.assert_array_equal(plain, compiled)
+
+
+def test_a_step_observer_sees_every_successful_run_of_its_program_and_nothing_else():
+    from psjob.fluid.executor import observe_steps
+    exe, scope, main, y, loss = _ready()
+    seen = []
+    remove = observe_steps(main, lambda *a: seen.append(a))
+    feed = {"x": np.ones((3, 4), np.float32)}
+    out, = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    assert len(seen) == 1
+    executor, program, fed, sc, seconds = seen[0]
+    assert executor is exe and program is main and fed is feed and sc is scope and seconds > 0
+    # The run's outputs are in the scope when the observer is called: it needs no fetch of its own.
+    np.testing.assert_array_equal(sc.vars[loss.name], out)
+    exe.run(fluid.CompiledProgram(main), feed=feed, scope=scope)  # the same program, wrapped
+    fluid.Executor().run(main, feed=feed, scope=scope)              # any executor
+    assert len(seen) == 3
+    exe.run(main.clone(for_test=True), feed=feed, fetch_list=[y], scope=scope)  # a clone: not observed
+    with pytest.raises(FeedError):
+        exe.run(main, feed={"x": np.ones((3, 5), np.float32)}, scope=scope)  # failed: not a step
+    assert len(seen) == 3
+    remove()
+    exe.run(main, feed=feed, scope=scope)
+    assert len(seen) == 3
+
+
+def test_timed_runs_report_a_failing_op_as_untimed_runs_do():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64", lod_level=1)
+        emb = fluid.layers.embedding(ids, size=[10, 3])
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    exe.collect_timing = True
+    with pytest.raises(ExecutionError, match=r"op #0 'lookup_table' failed: .*"):
+        exe.run(main, feed={"ids": (np.array([[3], [99]], np.int64), [[0, 2]])}, fetch_list=[emb],
+                scope=scope)
+    assert exe.kernel_seconds["lookup_table"] == 0.0  # the failed op counted no time

@@ -12,6 +12,11 @@
         ... exe.run(fleet.main_program, feed=...)
         fleet.stop_worker()             # flushes, tells the pservers it completed
 
+A trainer reports what it trains (fleet/monitor.py): from init_worker to
+stop_worker every run of `fleet.main_program` counts toward its metrics
+(/metrics on PSJOB_METRICS_PORT) and its progress lines, which `psjob
+launch` and `psjob run` show.
+
 Modes (psjob.fleet.strategy): sync and async/half-async run the transpiled
 trainer program (async through the Communicator); geo runs the original
 program with local optimizers plus a `geo_sgd_step` op, exchanging deltas
@@ -56,6 +61,8 @@ class Fleet:
         self._executor: Executor | None = None
         self._heter = None  # fleet/heter.py HeterRuntime in a heter job
         self._table_optimizer: str | None = None  # strategy.table_optimizer, when it sets one
+        self._loss_name: str | None = None  # minimize(loss): the monitor reports it
+        self._monitor = None  # fleet/monitor.py TrainerMonitor between init_worker and stop_worker
 
     # -- roles --------------------------------------------------------------------------
     def init(self, role_maker=None, is_collective=False):
@@ -122,6 +129,7 @@ class Fleet:
     def _transpile(self, loss, startup_program):
         rm = self._rm()
         main = loss.block.program
+        self._loss_name = loss.name
         startup = startup_program or framework.default_startup_program()
         from .heter import HeterRuntime
         self._heter = HeterRuntime.for_job(rm, self._strategy, main)
@@ -226,21 +234,39 @@ class Fleet:
         client_service.install(service)
         if self._heter is not None:
             self._heter.init_worker(token_from_env())
+        self._start_monitor(service, client)
+
+    def _start_monitor(self, service, client):
+        from ..training import telemetry
+        from .monitor import TrainerMonitor
+        if self._monitor is not None:
+            self._monitor.close(finished=False)
+            self._monitor = None
+        if telemetry.current() is not None:
+            return  # the process observes its own loop (the built-in job): one telemetry per process
+        self._monitor = TrainerMonitor(self.main_program, self._rm().worker_index(), self._loss_name,
+                                       service=service, client=client)
 
     def stop_worker(self):
         from ..ps import client_service
         if self._service is None:
             raise FleetError("stop_worker() without init_worker()")
+        completed = False
         try:
             try:
                 if self._heter is not None:
                     self._heter.stop_worker()  # first: the heter trainer flushes this trainer's pushes
             finally:
                 self._service.complete()
+            completed = True
         finally:
             client_service.install(None)
             self._client.close()
             self._service = None
+            if self._monitor is not None:
+                # The final progress line only for a trainer whose pushes all landed.
+                monitor, self._monitor = self._monitor, None
+                monitor.close(finished=completed)
 
     # -- saving (seed 000's save_persistables / save_inference_model) ----------------------
     @staticmethod

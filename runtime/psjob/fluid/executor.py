@@ -10,11 +10,17 @@ Runtime services (the RPC client of a trainer, the table server of a pserver)
 register themselves in `executor.services`; kernels of distributed ops find
 them there. `close()` runs registered close hooks — for a trainer this tells
 the pservers it has completed, as `exe.close()` does in Fluid.
+
+Step observers (`observe_steps(program, fn)`) are called after every
+successful `run` of one program, by any Executor: psjob.fleet counts a
+trainer's steps, examples, loss and AUC this way without wrapping the user's
+training loop. A run of a program nobody observes costs one dict lookup.
 """
 from __future__ import annotations
 
 import importlib
 import time
+import weakref
 from collections import defaultdict
 
 import numpy as np
@@ -31,6 +37,26 @@ DEFAULT_SERVICES = {
     "rpc": "psjob.ps.client_service:make_client",
     "pserver": "psjob.ps.pserver:make_service",
 }
+
+
+# program → observers called after each run of it; weak keys, so an observer goes with its program.
+_STEP_OBSERVERS: "weakref.WeakKeyDictionary[Program, tuple]" = weakref.WeakKeyDictionary()
+
+
+def observe_steps(program, fn):
+    """Call `fn(executor, program, feed, scope, seconds)` after every successful `Executor.run`
+    of `program` (`seconds`: the whole run, feed to fetch). Returns a function that removes
+    the observer. Runs of clones of `program` are not observed."""
+    program = _unwrap(program)
+    _STEP_OBSERVERS[program] = _STEP_OBSERVERS.get(program, ()) + (fn,)
+
+    def remove():
+        rest = tuple(f for f in _STEP_OBSERVERS.get(program, ()) if f is not fn)
+        if rest:
+            _STEP_OBSERVERS[program] = rest
+        else:
+            _STEP_OBSERVERS.pop(program, None)
+    return remove
 
 
 class ExecutionError(RuntimeError):
@@ -99,6 +125,9 @@ class Executor:
         if self._closed:
             raise RuntimeError("Executor.run after close(): create a new Executor")
         program = _unwrap(program)
+        observers = _STEP_OBSERVERS.get(program) if _STEP_OBSERVERS else None
+        if observers:
+            t0 = time.perf_counter()
         scope = scope if scope is not None else global_scope()
         if not isinstance(scope, Scope):
             raise TypeError(f"scope must be a fluid Scope, got {type(scope).__name__}")
@@ -110,7 +139,12 @@ class Executor:
         fetch_names = [_fetch_name(f) for f in (fetch_list or [])]
         compiled = self._compile(program, block, scope, tuple(sorted(feed)), tuple(fetch_names))
         self._run_steps(compiled)
-        return [self._fetch(scope, n, return_numpy) for n in fetch_names]
+        fetched = [self._fetch(scope, n, return_numpy) for n in fetch_names]
+        if observers:
+            seconds = time.perf_counter() - t0
+            for fn in observers:
+                fn(self, program, feed, scope, seconds)
+        return fetched
 
     def run_block(self, program: Program, block_idx: int, scope: Scope):
         """Run one block of `program` (pserver optimize blocks, sub-blocks)."""
@@ -135,6 +169,8 @@ class Executor:
             t0 = clock()
             try:
                 kernel(ctx)
+            except (ExecutionError, KeyboardInterrupt):
+                raise  # as untimed: an inner op's error already names that op
             except Exception as exc:
                 raise _op_error(ctx, exc) from exc
             self.kernel_seconds[ctx.op.type] += clock() - t0

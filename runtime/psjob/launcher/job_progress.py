@@ -1,4 +1,4 @@
-"""The terminal view of `psjob run`: trainer progress read back from their logs.
+"""The terminal view of `psjob run` and `psjob launch`: trainer progress read back from their logs.
 
 Trainers print progress lines (psjob.training.progress) to stdout, which the
 supervisor sends to one log file per process. A `LogWatcher` thread reads
@@ -7,6 +7,9 @@ of each trainer, and every `interval_s` prints one line per trainer whose
 progress changed. Reading logs (not a side channel) keeps the processes'
 environment exactly what the operator gives pods, and shows the same numbers
 `kubectl logs` would.
+
+When the run ends, `summarize` adds up the trainers' final progress into the
+summary both commands print (`summary_line`) and write as JSON (`--summary`).
 """
 from __future__ import annotations
 
@@ -31,8 +34,8 @@ def describe(progress: dict) -> str:
     if p.get("finished"):
         head = f"done in {_num(p.get('seconds'), '.0f')}s, {_num(p.get('steps'), 'd')} steps"
     else:
-        total = p.get("step")
-        head = f"epoch {p.get('epoch', '-')}  step {total}"
+        epoch = f"epoch {p['epoch']}  " if "epoch" in p else ""  # Fleet scripts' lines have none
+        head = f"{epoch}step {p.get('step')}"
     return (f"{head}  {_num(p.get('examples'), ',d')} ex  {_num(p.get('examples/s'), ',.0f')} ex/s  "
             f"loss {_num(p.get('loss'), '.4f')}  auc {_num(p.get('auc'), '.4f')}  "
             f"ckpt {p.get('checkpoint', 'none')}")
@@ -129,12 +132,16 @@ class LogWatcher:
         self.out.write("".join(self._line(i, t) for i, t in sorted(self._shown.items())))
         self._drawn = len(self._shown)
 
-    def note(self, message: str) -> None:
-        """Print an event line (a restart, a failure) without breaking the progress block."""
+    def note(self, message: str, out=None) -> None:
+        """Print an event line (a restart, a failure) without breaking the progress block;
+        `out` is another stream for it (`psjob launch` keeps its events on stderr)."""
         with self._lock:
             if self._tty:
                 self._erase()
-            self.out.write(message + "\n")
+                self.out.flush()
+            stream = out or self.out
+            stream.write(message + "\n")
+            stream.flush()
             if self._tty and self._shown:
                 self._draw()
             self.out.flush()
@@ -144,3 +151,93 @@ class LogWatcher:
             # Cursor up to the block's first line, clear from there to the end of the screen.
             self.out.write(f"\x1b[{self._drawn}F\x1b[J")
             self._drawn = 0
+
+
+# -- the summary ---------------------------------------------------------------------------
+
+def summarize(*, job: str, mode: str, outcome: tuple[int, str], seconds: float, watcher: LogWatcher,
+              trainers: int, checkpoint_dir: str, specs, name_of) -> dict:
+    """The run's summary: the trainers' final progress added up, the newest checkpoint, and
+    per process (`specs`: supervisor ProcessSpecs; `name_of(spec)` names one) its exits."""
+    finals = [watcher.finals.get(i) or watcher.latest.get(i) for i in range(trainers)]
+    finals = [f for f in finals if f]
+    ckpt = None
+    if checkpoint_dir:
+        from ..checkpoint import store  # only now: the framework is not needed before
+        ckpt = store.newest_good(checkpoint_dir)
+    return {
+        "job": job,
+        "status": "Succeeded" if outcome[0] == 0 else "Failed",
+        "exit_code": outcome[0],
+        "reason": outcome[1],
+        "mode": mode,
+        "seconds": round(seconds, 2),
+        "steps": sum(_int_step(f) for f in finals),
+        "examples": sum(int(f.get("examples") or 0) for f in finals),
+        "loss": _clean(_weighted(finals, "loss")),
+        "auc": _clean(_weighted(finals, "auc")),
+        "trainers": [{k: _clean(v) for k, v in f.items()} for f in finals],
+        "newest_checkpoint": ({"path": ckpt.path, "step": ckpt.step} if ckpt else None),
+        "processes": [{"name": name_of(sp), "role": sp.role, "index": sp.index,
+                       "exit_code": None if sp.exit_code is None else exit_status(sp.exit_code),
+                       "restarts": max(sp.starts - 1, 0),
+                       "exit_history": [exit_status(c) for c in sp.history], "log": sp.log_path}
+                      for sp in specs],
+    }
+
+
+def exit_status(code: int) -> int:
+    """A Popen return code as a shell shows it (killed by signal N: 128+N)."""
+    return 128 - code if code < 0 else code
+
+
+def log_tail(path: str, lines: int = 6) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read()[-8000:]
+    except OSError:
+        return "    (no log)"
+    return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
+
+
+def _int_step(progress: dict) -> int:
+    value = progress.get("steps", progress.get("step", 0))
+    if isinstance(value, str):
+        value = value.split("/")[0]
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _weighted(finals: list[dict], key: str) -> float:
+    """Mean of the trainers' values weighted by their examples (their data shares)."""
+    pairs = [(float(f[key]), int(f.get("examples") or 0)) for f in finals
+             if isinstance(f.get(key), (int, float)) and math.isfinite(f[key])]
+    total = sum(w for _, w in pairs)
+    if not pairs:
+        return float("nan")
+    if not total:
+        return sum(v for v, _ in pairs) / len(pairs)
+    return sum(v * w for v, w in pairs) / total
+
+
+def _clean(value):
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def summary_line(summary: dict) -> str:
+    def num(v, spec):
+        return "-" if v is None else format(v, spec)
+
+    ckpt = summary["newest_checkpoint"]
+    ckpt_text = "none" if ckpt is None else (f"step {ckpt['step']}" if ckpt["step"] is not None
+                                             else ckpt["path"])
+    restarts = sum(p["restarts"] for p in summary["processes"])
+    head = (f"[psjob] {summary['job']} {summary['status'].lower()} in {summary['seconds']:.0f}s: "
+            f"{summary['steps']:,} steps, {summary['examples']:,} examples, "
+            f"loss {num(summary['loss'], '.4f')}, AUC {num(summary['auc'], '.4f')}, "
+            f"newest checkpoint {ckpt_text}, {restarts} restart(s)")
+    if summary["status"] != "Succeeded":
+        head += f"\n[psjob] {summary['reason']}"
+    return head

@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import socket
 import sys
 import time
 from dataclasses import dataclass
 
 from .. import jobspec, roles
-from .job_progress import LogWatcher
-from .launch import free_ports, loopback_endpoints, write_token
+from .job_progress import LogWatcher, exit_status, log_tail, summarize, summary_line
+from .launch import check_metrics_ports, free_ports, metrics_banner, loopback_endpoints, write_token
 from .supervisor import ProcessSpec, RestartBudget, Supervisor, SupervisorOptions
 
 # A StatefulSet recreates a crashing pserver forever, with backoff; locally a
@@ -101,7 +99,10 @@ def check_local(job: jobspec.ParameterServerJob, args) -> None:
     s = job.spec
     if args.metrics_port:
         heter = s.heter_worker.replicas if s.heter_worker is not None else 0
-        _check_metrics_ports(args.metrics_port, s.pserver.replicas + heter + s.worker.replicas)
+        try:
+            check_metrics_ports(args.metrics_port, s.pserver.replicas + heter + s.worker.replicas)
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
     if not args.progress_interval > 0:
         raise RunError(f"--progress-interval must be > 0 seconds, got {args.progress_interval}")
     if s.tls is not None:
@@ -179,21 +180,6 @@ def command_for(spec: jobspec.JobSpec, role: str, role_spec) -> list[str]:
     return command + args
 
 
-def _check_metrics_ports(first: int, count: int) -> None:
-    if first < 1024:
-        raise RunError(f"--metrics-port {first}: use a port from 1024 up (0: any free port)")
-    if first + count - 1 > 65535:
-        raise RunError(f"--metrics-port {first}: {count} processes need ports up to "
-                       f"{first + count - 1}, beyond 65535")
-    for port in range(first, first + count):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                raise RunError(f"--metrics-port {first}: port {port} is in use; the job's "
-                               f"{count} processes need {first}..{first + count - 1} free") from None
-
-
 def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
     s = job.spec
     started = time.monotonic()
@@ -204,9 +190,7 @@ def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
           f"trainer(s), {s.mode.value} mode, on this machine; workdir {_short(run.workdir)}",
           file=out, flush=True)
     if args.metrics_port:
-        print(f"[psjob] metrics: pserver 0 at http://127.0.0.1:{args.metrics_port}/metrics, "
-              f"worker 0 at http://127.0.0.1:{args.metrics_port + len(run.specs) - len(workers)}"
-              "/metrics (one port per process)", file=out, flush=True)
+        print(metrics_banner(args.metrics_port, len(run.specs) - len(workers)), file=out, flush=True)
     watcher = LogWatcher(workers, args.progress_interval, started, out=out).start()
     supervisor = Supervisor(run.specs, SupervisorOptions(
         timeout_s=float(s.run_policy.active_deadline_seconds or 0),
@@ -263,101 +247,23 @@ def conclude(job, run: LocalRun, status: int) -> tuple[int, str]:
     failed = [sp for sp in run.specs
               if sp.history and len(sp.history) == sp.starts and sp.history[-1] != 0]
     for sp in failed:
-        where = f"see {_short(sp.log_path)}:\n{_tail(sp.log_path)}"
+        where = f"see {_short(sp.log_path)}:\n{log_tail(sp.log_path)}"
         if sp.role != roles.PSERVER:
             total = sum(1 for x in non_servers for code in x.history if code != 0)
             return status or 1, (
                 f"BackoffLimitExceeded: {LOG_NAME[sp.role]} {sp.index} failed (exit "
-                f"{_exit(sp.history[-1])}), worker failure {total} of this run; "
+                f"{exit_status(sp.history[-1])}), worker failure {total} of this run; "
                 f"runPolicy.backoffLimit={s.run_policy.backoff_limit} allows "
                 f"{s.run_policy.backoff_limit} retries; {where}")
         return status or 1, (f"PserverFailed: pserver {sp.index} failed {len(sp.history)} "
-                             f"time(s), last with exit {_exit(sp.history[-1])}; {where}")
+                             f"time(s), last with exit {exit_status(sp.history[-1])}; {where}")
     return status or 1, f"Failed: exit status {status}"
 
 
-def _exit(code: int) -> int:
-    return 128 - code if code < 0 else code
-
-
-def _tail(path: str, lines: int = 6) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            text = f.read()[-8000:]
-    except OSError:
-        return "    (no log)"
-    return "\n".join("    " + line for line in text.strip().splitlines()[-lines:])
-
-
 def build_summary(job, run: LocalRun, watcher: LogWatcher, outcome, seconds: float) -> dict:
-    finals = [watcher.finals.get(i) or watcher.latest.get(i) for i in range(job.spec.worker.replicas)]
-    finals = [f for f in finals if f]
-    examples = sum(int(f.get("examples") or 0) for f in finals)
-    steps = sum(_int_step(f) for f in finals)
-    ckpt = None
-    if run.topology.checkpoint_dir:
-        from ..checkpoint import store  # only now: the framework is not needed before
-        ckpt = store.newest_good(run.topology.checkpoint_dir)
-    return {
-        "job": job.name,
-        "status": "Succeeded" if outcome[0] == 0 else "Failed",
-        "exit_code": outcome[0],
-        "reason": outcome[1],
-        "mode": job.spec.mode.value,
-        "seconds": round(seconds, 2),
-        "steps": steps,
-        "examples": examples,
-        "loss": _clean(_weighted(finals, "loss")),
-        "auc": _clean(_weighted(finals, "auc")),
-        "trainers": [{k: _clean(v) for k, v in f.items()} for f in finals],
-        "newest_checkpoint": ({"path": ckpt.path, "step": ckpt.step} if ckpt else None),
-        "processes": [{"name": f"{LOG_NAME[sp.role]}-{sp.index}", "role": sp.role, "index": sp.index,
-                       "exit_code": None if sp.exit_code is None else _exit(sp.exit_code),
-                       "restarts": max(sp.starts - 1, 0),
-                       "exit_history": [_exit(c) for c in sp.history], "log": sp.log_path}
-                      for sp in run.specs],
-        "workdir": run.workdir,
-    }
-
-
-def _int_step(progress: dict) -> int:
-    value = progress.get("steps", progress.get("step", 0))
-    if isinstance(value, str):
-        value = value.split("/")[0]
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _weighted(finals: list[dict], key: str) -> float:
-    """Mean of the trainers' values weighted by their examples (their data shares)."""
-    pairs = [(float(f[key]), int(f.get("examples") or 0)) for f in finals
-             if isinstance(f.get(key), (int, float)) and math.isfinite(f[key])]
-    total = sum(w for _, w in pairs)
-    if not pairs:
-        return float("nan")
-    if not total:
-        return sum(v for v, _ in pairs) / len(pairs)
-    return sum(v * w for v, w in pairs) / total
-
-
-def _clean(value):
-    return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
-def summary_line(summary: dict) -> str:
-    def num(v, spec):
-        return "-" if v is None else format(v, spec)
-
-    ckpt = summary["newest_checkpoint"]
-    ckpt_text = "none" if ckpt is None else (f"step {ckpt['step']}" if ckpt["step"] is not None
-                                             else ckpt["path"])
-    restarts = sum(p["restarts"] for p in summary["processes"])
-    head = (f"[psjob] {summary['job']} {summary['status'].lower()} in {summary['seconds']:.0f}s: "
-            f"{summary['steps']:,} steps, {summary['examples']:,} examples, "
-            f"loss {num(summary['loss'], '.4f')}, AUC {num(summary['auc'], '.4f')}, "
-            f"newest checkpoint {ckpt_text}, {restarts} restart(s)")
-    if summary["status"] != "Succeeded":
-        head += f"\n[psjob] {summary['reason']}"
-    return head
+    summary = summarize(job=job.name, mode=job.spec.mode.value, outcome=outcome, seconds=seconds,
+                        watcher=watcher, trainers=job.spec.worker.replicas,
+                        checkpoint_dir=run.topology.checkpoint_dir, specs=run.specs,
+                        name_of=lambda sp: f"{LOG_NAME[sp.role]}-{sp.index}")
+    summary["workdir"] = run.workdir
+    return summary

@@ -7,6 +7,12 @@ tails from the trainer's log file to draw its terminal view:
     [psjob] trainer=0 epoch=1/1 step=120/391 examples=61440 examples/s=2310 loss=0.5123 auc=0.6712 checkpoint=none
     [psjob] trainer=0 finished steps=391 examples=200000 examples/s=2290 loss=0.4981 auc=0.7020 checkpoint=step-500 seconds=87.3
 
+A Fleet script's trainer (psjob.fleet.monitor) prints the same lines
+without `epoch=` (Fleet does not know the script's epochs) and without a
+step total:
+
+    [psjob] trainer=1 step=40 examples=640 examples/s=310 loss=0.2210 auc=nan checkpoint=none
+
 The words are `key=value` pairs so the same line reads well and parses
 without ambiguity (`parse_line`). `auc` is the running AUC of the trainer's
 metric op over everything it trained on so far.
@@ -57,7 +63,7 @@ def _fmt(value: float, digits: int = 4) -> str:
 @dataclass
 class ProgressState:
     trainer: int
-    epochs: int
+    epochs: int | None  # None: unknown (a Fleet script's loop), the lines leave the epoch out
     steps_per_epoch: int | None
     epoch: int = 1
     steps: int = 0
@@ -105,8 +111,9 @@ class ProgressReporter:
         s = self.state
         rate = self._window_rate()
         s.checkpoint = self._checkpoint()
-        total = f"/{s.steps_per_epoch * s.epochs}" if s.steps_per_epoch else ""
-        self._print(f"{PREFIX}{s.trainer} epoch={s.epoch}/{s.epochs} step={s.steps}{total} "
+        total = f"/{s.steps_per_epoch * s.epochs}" if s.steps_per_epoch and s.epochs else ""
+        epoch = f"epoch={s.epoch}/{s.epochs} " if s.epochs else ""
+        self._print(f"{PREFIX}{s.trainer} {epoch}step={s.steps}{total} "
                     f"examples={s.examples} examples/s={rate:.0f} loss={_fmt(s.loss)} "
                     f"auc={_fmt(s.auc)} checkpoint={s.checkpoint}")
 

@@ -11,6 +11,12 @@ per-op kernel timings (`Executor.collect_timing`): the RPC ops that send
 gradients are "push", those that receive parameters or prefetch embedding
 rows are "pull", everything else in the step is "compute".
 
+One per process: `from_env` makes the new telemetry the process's
+`current()` one until `close()`. psjob.fleet starts its own for a Fleet
+script's trainer only when there is none — the built-in job
+(psjob.training.job) makes one before `fleet.init_worker()` and observes its
+own loop, so its steps are not counted twice nor /metrics served twice.
+
 Staleness (async, half-async, geo): `attach(executor, service)` registers
 `observe_staleness` where confirmed pushes report the pservers' staleness —
 the executor's `send` ops (sync: always 0) and a Communicator's or
@@ -28,6 +34,8 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry
 
 from .. import metrics
+
+_current: "TrainerTelemetry | None" = None
 
 PUSH_OPS = frozenset({"send", "send_barrier", "geo_sgd_step"})
 PULL_OPS = frozenset({"recv", "fetch_barrier", "prefetch"})
@@ -50,18 +58,26 @@ class TrainerTelemetry:
         self.registry = registry or CollectorRegistry()
         self.m = metrics.trainer_metrics(registry=self.registry)
         self.server: metrics.MetricsServer | None = None
-        self._kernel_totals: tuple[float, float] = (0.0, 0.0)
+        self._kernel_totals: dict[int, tuple[float, float]] = {}  # id(executor) → (push, pull) seen
         self._retries: dict[str, int] = {}  # method → retries already exported
 
     @classmethod
     def from_env(cls, trainer: int, environ=None) -> "TrainerTelemetry":
+        global _current
         env = os.environ if environ is None else environ
         tel = cls()
         if metrics.METRICS_PORT_ENV in env:
             tel.server = metrics.MetricsServer(metrics.metrics_port_from_env(env), tel.registry,
                                                host=metrics_host(env))
             print(f"[psjob] trainer {trainer} metrics on port {tel.server.port}", flush=True)
+        _current = tel
         return tel
+
+    def time_executor(self, executor) -> None:
+        """Turn on `executor`'s kernel timings (for the push/pull/compute split) from now on:
+        what it already counted is not this telemetry's."""
+        executor.collect_timing = True
+        self._rpc_seconds(executor)
 
     def step(self, examples: int, seconds: float, loss: float, auc: float, executor=None,
              client=None) -> None:
@@ -102,17 +118,25 @@ class TrainerTelemetry:
         timings = executor.kernel_seconds
         push = sum(timings.get(op, 0.0) for op in PUSH_OPS)
         pull = sum(timings.get(op, 0.0) for op in PULL_OPS)
-        last_push, last_pull = self._kernel_totals
-        self._kernel_totals = (push, pull)
+        last_push, last_pull = self._kernel_totals.get(id(executor), (0.0, 0.0))
+        self._kernel_totals[id(executor)] = (push, pull)
         return push - last_push, pull - last_pull
 
     def window(self, examples_per_second: float) -> None:
         self.m.examples_per_second.set(examples_per_second)
 
     def close(self) -> None:
+        global _current
+        if _current is self:
+            _current = None
         if self.server is not None:
             self.server.close()
             self.server = None
+
+
+def current() -> TrainerTelemetry | None:
+    """The trainer telemetry this process runs (made by `from_env`, not yet closed), or None."""
+    return _current
 
 
 def retries_by_method(retries) -> dict[str, int]:
