@@ -98,6 +98,8 @@ class Communicator:
         self._error: BaseException | None = None
         self.sends = 0
         self.merged = 0
+        self.merged_sends = 0  # (variable, round) pairs sent: merged / merged_sends = gradients per merge
+        self.recvs = 0  # background pulls completed
         self.staleness_rounds = 0
         self.on_staleness = None  # callable(int): the pservers' staleness of each confirmed send
         self._sender = threading.Thread(target=self._send_loop, name="psjob-send", daemon=True)
@@ -176,6 +178,12 @@ class Communicator:
         self._sender.join(timeout=10)
         if self._receiver.is_alive():
             self._receiver.join(timeout=10)
+        if self.sends:
+            # How far the trainer outran its pservers: each send averages this many gradients.
+            print(f"[psjob] communicator: {self.merged} gradients sent as {self.merged_sends} merged "
+                  f"ones in {self.sends} rounds ({self.merged / max(self.merged_sends, 1):.1f} per merge); "
+                  f"{self.recvs} background pulls",
+                  flush=True)
 
     def _raise_if_failed(self):
         if self._error is not None:
@@ -208,6 +216,7 @@ class Communicator:
                     for ep, per_name in batch.items():
                         merged = {name: _merge(items) for name, items in per_name.items()}
                         self.merged += sum(len(items) for items in per_name.values())
+                        self.merged_sends += len(merged)
                         handles.append(self.client.push(ep, merged, lods={
                             n: self._lods[n] for n in merged if n in self._lods}))
                     for h in handles:
@@ -245,6 +254,7 @@ class Communicator:
                 with self._cond:
                     self._cache.update(fresh)
                     self.staleness_rounds = 0
+                    self.recvs += 1
         except BaseException as exc:
             if not self._stopped:
                 self._error = exc

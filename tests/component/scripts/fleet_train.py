@@ -32,6 +32,8 @@ p.add_argument("--lr", type=float, default=1e-3)
 p.add_argument("--optimizer", default="sgd")
 p.add_argument("--id_mode", default="dense", choices=["dense", "hash"])
 p.add_argument("--sleep_ms", type=float, default=0.0, help="pause after each step (slow trainers in tests)")
+p.add_argument("--start_together", action="store_true",
+               help="wait until every trainer is ready before the first step (async quality tests)")
 args = p.parse_args()
 
 fleet.init()
@@ -73,6 +75,15 @@ else:
     tid, n = fleet.worker_index(), fleet.worker_num()
     fleet.init_worker()
     exe.run(fleet.startup_program)
+    if args.start_together and n > 1:
+        # An async job's quality depends on its trainers overlapping; a short job whose
+        # trainers start seconds apart (interpreter start-up) would mostly train one at a time.
+        open(os.path.join(args.out, f"ready-{tid}"), "w").close()
+        deadline = time.monotonic() + 120
+        while not all(os.path.exists(os.path.join(args.out, f"ready-{t}")) for t in range(n)):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"trainer {tid}: the other trainers were not ready within 120 s")
+            time.sleep(0.02)
     losses, aucs, scored = [], [], []
     if args.model == "linear":
         rng = np.random.default_rng(0)
