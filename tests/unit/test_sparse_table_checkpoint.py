@@ -166,3 +166,25 @@ def test_a_shard_of_another_optimizer_is_refused_and_the_table_is_unchanged():
     with pytest.raises(TypeError):
         t.import_rows(sgd_shard.values)
     _assert_same(t.export(), before)
+
+
+def test_rows_saved_under_another_rule_load_with_fresh_state_even_when_column_names_match(tmp_path):
+    # adagrad and decayed_adagrad both keep a per-row `moment`, with different meanings.
+    from psjob.checkpoint.tables import import_into, read_rows, save_shard, table_entry
+    saved = SparseTable(TableConfig("emb", 5, seed=9, optimizer=OptimizerConfig("adagrad", lr=0.1)))
+    ids = np.array([3, -8, 2**40], np.int64)
+    saved.lookup(ids)
+    saved.push(ids, np.ones((3, 5), np.float32))
+    shard = saved.export()
+    assert np.all(shard.state["moment"] > 0)
+    doc = table_entry(0, 5, "float32", [save_shard(str(tmp_path), "emb", shard, 0, 1, optimizer="adagrad")])
+    same_rule = read_rows(str(tmp_path), "emb", doc, 0, 1, optimizer="adagrad")
+    np.testing.assert_array_equal(same_rule[0].state["moment"], shard.state["moment"])
+    live = SparseTable(TableConfig("emb", 5, seed=9, optimizer=OptimizerConfig("decayed_adagrad", lr=0.1)))
+    other_rule = read_rows(str(tmp_path), "emb", doc, 0, 1, optimizer="decayed_adagrad")
+    assert other_rule[0].state == {} and "last_seen" in other_rule[0].meta
+    assert import_into(live, "emb", other_rule) == 3
+    got = live.export()
+    order = np.argsort(shard.ids)
+    np.testing.assert_array_equal(got.values, shard.values[order])  # the values carry over
+    assert np.all(got.state["moment"] == 0)                          # the state starts fresh

@@ -93,7 +93,9 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
         if var.name == table:
             params.add(var.name)
             if table in saved_tables:
-                table_rows = read_rows(dirname, table, saved_tables[table], placement[1], placement[2])
+                live = scope.vars.get(table)
+                rule = live.config.optimizer.name if isinstance(live, SparseTable) else None
+                table_rows = read_rows(dirname, table, saved_tables[table], placement[1], placement[2], rule)
             elif table in saved:  # a dense table saved whole (single machine): ids 0..H-1
                 table_rows = [dense_rows(read(table), placement[1], placement[2])]
             else:

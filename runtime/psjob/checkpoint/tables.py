@@ -88,34 +88,42 @@ def _read_part(dirname, table, files, part):
     return read_array(os.path.join(dirname, files[part]["file"]), files[part], f"{table} {part}")
 
 
-def _read_shard(dirname: str, table: str, shard: dict, with_state: bool = True) -> TableShard:
+def _read_shard(dirname: str, table: str, shard: dict, with_state: bool = True,
+                with_meta: bool = True) -> TableShard:
     files = shard["files"]
     ids, values = _read_part(dirname, table, files, "ids"), _read_part(dirname, table, files, "values")
     if ids.ndim != 1 or values.ndim != 2 or ids.shape[0] != values.shape[0]:
         raise CheckpointError(f"table {table!r} shard {shard['index']}: {ids.shape[0]} ids for "
                               f"{values.shape[0]} rows")
     groups = {"state": {}, "meta": {}}
-    if with_state:
-        for part in files:
-            group, _, name = part.partition(".")
-            if group in groups and name:
-                groups[group][name] = _read_part(dirname, table, files, part)
+    wanted = {group for group, want in (("state", with_state), ("meta", with_meta)) if want}
+    for part in files:
+        group, _, name = part.partition(".")
+        if group in wanted and name:
+            groups[group][name] = _read_part(dirname, table, files, part)
     try:
         return TableShard(ids=ids.astype(np.int64, copy=False), values=values, **groups)
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"table {table!r} shard {shard['index']}: {exc}") from exc
 
 
-def read_rows(dirname: str, table: str, doc: dict, index: int, num_shards: int) -> list[TableShard]:
+def read_rows(dirname: str, table: str, doc: dict, index: int, num_shards: int,
+              optimizer: str | None = None) -> list[TableShard]:
     """The saved rows pserver `index` of `num_shards` owns (by `shard_of`), one TableShard per
-    saved shard that holds any. Every file read is checksum-verified."""
+    saved shard that holds any. Every file read is checksum-verified.
+
+    `optimizer` (the live table's rule): a shard saved under another rule is read without
+    its state — state columns can share names across rules (adagrad's and decayed_adagrad's
+    `moment`) while meaning different things — so its rows start with fresh state."""
     check_complete(table, doc)
     out = []
     same_layout = int(doc["num_shards"]) == num_shards
     for shard in doc["shards"]:
         if same_layout and int(shard["index"]) != index:
             continue  # the same placement: only our own shard holds our ids
-        rows = _read_shard(dirname, table, shard)
+        saved_rule = shard.get("optimizer")
+        rows = _read_shard(dirname, table, shard,
+                           with_state=not (optimizer and saved_rule and saved_rule != optimizer))
         mine = shard_of(rows.ids, num_shards) == index
         if bool(mine.all()):
             out.append(rows)
@@ -175,7 +183,7 @@ def assemble(dirname: str, table: str, doc: dict, height: int | None = None) -> 
     height = int(doc["height"] if height is None else height)
     out = np.zeros((height, int(doc["width"])), dtype=doc["dtype"])
     for shard in doc["shards"]:
-        rows = _read_shard(dirname, table, shard, with_state=False)
+        rows = _read_shard(dirname, table, shard, with_state=False, with_meta=False)
         ids = rows.ids
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= height):
             raise CheckpointError(f"table {table!r}: ids in [{int(ids.min())}, {int(ids.max())}] do not fit "
