@@ -100,7 +100,6 @@ class Communicator:
         self.merged = 0
         self.merged_sends = 0  # (variable, round) pairs sent: merged / merged_sends = gradients per merge
         self.recvs = 0  # background pulls completed
-        self.staleness_rounds = 0
         self.on_staleness = None  # callable(int): the pservers' staleness of each confirmed send
         self._sender = threading.Thread(target=self._send_loop, name="psjob-send", daemon=True)
         self._receiver = threading.Thread(target=self._recv_loop, name="psjob-recv", daemon=True)
@@ -222,7 +221,6 @@ class Communicator:
                     for h in handles:
                         record_staleness(self.on_staleness, h.wait())
                     self.sends += 1
-                    self.staleness_rounds += 1  # sends not yet reflected in pulled params
                 finally:
                     with self._cond:
                         self._in_flight -= 1
@@ -253,7 +251,6 @@ class Communicator:
                     fresh.update(h.wait())
                 with self._cond:
                     self._cache.update(fresh)
-                    self.staleness_rounds = 0
                     self.recvs += 1
         except BaseException as exc:
             if not self._stopped:
