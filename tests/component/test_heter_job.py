@@ -14,7 +14,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -183,17 +182,8 @@ def sample(text, name):
 
 
 def free_port_block(count):
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            first = s.getsockname()[1]
-        if first + count > 65535:
-            continue
-        try:
-            for port in range(first, first + count):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-    pytest.skip("no block of free ports")
+    from psjob.launcher.launch import free_port_block as block
+    first = block(count)
+    if first is None:
+        pytest.skip("no block of free ports")
+    return first

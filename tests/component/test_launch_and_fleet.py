@@ -183,21 +183,11 @@ def test_processes_share_the_cores_math_library_threads_unless_the_user_chose(tm
 
 
 def _free_port_block(count):
-    import socket
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            first = s.getsockname()[1]
-        if first + count > 65535:
-            continue
-        try:
-            for port in range(first, first + count):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-    pytest.skip("no block of free ports")
+    from psjob.launcher.launch import free_port_block as block
+    first = block(count)
+    if first is None:
+        pytest.skip("no block of free ports")
+    return first
 
 
 def test_a_fleet_script_under_launch_serves_trainer_metrics_and_shows_progress_and_a_summary(tmp_path, script,

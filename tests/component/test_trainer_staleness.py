@@ -8,7 +8,6 @@ of each is checked.
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,20 +18,11 @@ import yaml
 
 
 def free_port_block(count):
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            first = s.getsockname()[1]
-        if first + count > 65535:
-            continue
-        try:
-            for port in range(first, first + count):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-    pytest.skip("no block of free ports")
+    from psjob.launcher.launch import free_port_block as block
+    first = block(count)
+    if first is None:
+        pytest.skip("no block of free ports")
+    return first
 
 
 def sample(text, name):
@@ -47,7 +37,9 @@ def run_and_scrape_trainers(tmp_path, mode):
     job.write_text(yaml.safe_dump({
         "apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob", "metadata": {"name": f"stale-{mode}"},
         "spec": {"image": "psjob:test", "mode": mode,
-                 "args": ["--examples", "12000", "--batch", "200", *table, "--log_every", "0.5"],
+                 # Geo pushes only every k steps: a longer run, so scrapes surely see some.
+                 "args": ["--examples", "40000" if mode == "geo" else "12000", "--batch", "200", *table,
+                          "--log_every", "0.5"],
                  "pserver": {"replicas": 1}, "worker": {"replicas": 2}}}))
     first = free_port_block(3)
     ports = {0: first + 1, 1: first + 2}  # pserver 0 on `first`, then the trainers

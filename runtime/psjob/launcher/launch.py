@@ -50,6 +50,22 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
             s.close()
 
 
+def free_port_block(count: int, host: str = "127.0.0.1", tries: int = 50) -> int | None:
+    """The first of `count` consecutive free ports (what `--metrics-port` numbering needs), or None."""
+    for _ in range(tries):
+        first = free_ports(1, host)[0]
+        if first + count > 65535:
+            continue
+        try:
+            for port in range(first, first + count):
+                with socket.socket() as s:
+                    s.bind((host, port))
+            return first
+        except OSError:
+            continue
+    return None
+
+
 def loopback_endpoints(n: int) -> list[str]:
     """n pserver endpoints on distinct loopback addresses sharing one free port.
 

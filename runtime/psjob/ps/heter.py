@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 from dataclasses import dataclass
 
@@ -37,6 +36,7 @@ from ..rpc import tls as tls_mod
 from ..rpc.heter_client import HeterClient
 from ..rpc.heter_service import start_heter_server
 from .auth import token_from_env
+from .lifecycle import wait_stoppable
 from .observability import HeterTelemetry, heter_telemetry_from_env
 
 log = logging.getLogger("psjob.heter")
@@ -110,16 +110,7 @@ def serve(state: HeterState, options: HeterServeOptions | None = None, telemetry
     if owned:
         telemetry = heter_telemetry_from_env()
     try:
-        proc = HeterProcess(state, options or options_from_env(), telemetry)
-        previous = None
-        if threading.current_thread() is threading.main_thread():
-            previous = signal.signal(signal.SIGTERM, lambda *_: proc.stop())
-        try:
-            if not proc.wait():
-                raise SystemExit(143)
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGTERM, previous)
+        wait_stoppable(HeterProcess(state, options or options_from_env(), telemetry))
     finally:
         if owned and telemetry is not None:
             telemetry.close()

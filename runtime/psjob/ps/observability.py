@@ -26,23 +26,14 @@ from .. import metrics
 log = logging.getLogger("psjob.pserver")
 
 
-class PserverTelemetry:
-    def __init__(self, registry: CollectorRegistry | None = None):
+class _RpcServerTelemetry:
+    """What the pserver's and the heter trainer's metrics share: the registry, the /metrics
+    endpoint and the per-request RPC series (both catalogs name them alike)."""
+
+    def __init__(self, catalog, registry: CollectorRegistry | None = None):
         self.registry = registry or CollectorRegistry()
-        self.m = metrics.pserver_metrics(registry=self.registry)
+        self.m = catalog(registry=self.registry)
         self.server: metrics.MetricsServer | None = None
-        self._table_source = list
-        self._table_collector = False
-
-    def watch_tables(self, source) -> None:
-        """Export `source()` (an iterable of metrics.SparseTableStats) at every scrape.
-
-        One collector per registry (its metric names may be registered once); a later
-        source (a pserver restarted in the same process) replaces the earlier one."""
-        self._table_source = source
-        if not self._table_collector:
-            self.registry.register(metrics.SparseTableCollector(lambda: self._table_source()))
-            self._table_collector = True
 
     def serve(self, port: int) -> int:
         self.server = metrics.MetricsServer(port, self.registry)
@@ -57,13 +48,34 @@ class PserverTelemetry:
         m.sent_bytes.labels(method).inc(bytes_out)
         if status == "UNAUTHENTICATED":
             m.auth_failures.labels(reason or "invalid").inc()
-        if method == "Barrier" and status == "OK":
-            m.barrier_wait.labels("round").observe(seconds)
 
     def close(self):
         if self.server is not None:
             self.server.close()
             self.server = None
+
+
+class PserverTelemetry(_RpcServerTelemetry):
+    def __init__(self, registry: CollectorRegistry | None = None):
+        super().__init__(metrics.pserver_metrics, registry)
+        self._table_source = list
+        self._table_collector = False
+
+    def watch_tables(self, source) -> None:
+        """Export `source()` (an iterable of metrics.SparseTableStats) at every scrape.
+
+        One collector per registry (its metric names may be registered once); a later
+        source (a pserver restarted in the same process) replaces the earlier one."""
+        self._table_source = source
+        if not self._table_collector:
+            self.registry.register(metrics.SparseTableCollector(lambda: self._table_source()))
+            self._table_collector = True
+
+    def observe_rpc(self, method: str, status: str, seconds: float, bytes_in: int, bytes_out: int,
+                    reason: str = ""):
+        super().observe_rpc(method, status, seconds, bytes_in, bytes_out, reason)
+        if method == "Barrier" and status == "OK":
+            self.m.barrier_wait.labels("round").observe(seconds)
 
 
 def table_stats_source(scope, tables: dict):
@@ -95,27 +107,11 @@ def telemetry_from_env(environ=None) -> PserverTelemetry | None:
     return tel
 
 
-class HeterTelemetry:
+class HeterTelemetry(_RpcServerTelemetry):
     """A heter trainer's metrics; `heter_telemetry_from_env()` serves them on PSJOB_METRICS_PORT."""
 
     def __init__(self, registry: CollectorRegistry | None = None):
-        self.registry = registry or CollectorRegistry()
-        self.m = metrics.heter_metrics(registry=self.registry)
-        self.server: metrics.MetricsServer | None = None
-
-    def serve(self, port: int) -> int:
-        self.server = metrics.MetricsServer(port, self.registry)
-        return self.server.port
-
-    def observe_rpc(self, method: str, status: str, seconds: float, bytes_in: int, bytes_out: int,
-                    reason: str = ""):
-        m = self.m
-        m.rpc_duration.labels(method).observe(seconds)
-        m.rpc_requests.labels(method, status).inc()
-        m.received_bytes.labels(method).inc(bytes_in)
-        m.sent_bytes.labels(method).inc(bytes_out)
-        if status == "UNAUTHENTICATED":
-            m.auth_failures.labels(reason or "invalid").inc()
+        super().__init__(metrics.heter_metrics, registry)
 
     def observe_stage(self, stage: int, seconds: float) -> None:
         self.m.stage_duration.labels(str(stage)).observe(seconds)
@@ -124,11 +120,6 @@ class HeterTelemetry:
 
     def observe_staleness(self, steps: int) -> None:
         self.m.staleness.observe(steps)
-
-    def close(self):
-        if self.server is not None:
-            self.server.close()
-            self.server = None
 
 
 def heter_telemetry_from_env(environ=None) -> HeterTelemetry | None:

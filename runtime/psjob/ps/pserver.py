@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 from dataclasses import dataclass
 
@@ -47,6 +46,7 @@ from ..rpc.server import start_server
 from ..rpc.tls import TlsFiles, tls_from_env
 from .auth import token_from_env
 from .device_staging import DeviceStaging, array_module_for, parse_device
+from .lifecycle import wait_stoppable
 from .observability import table_stats_source, telemetry_from_env
 
 log = logging.getLogger("psjob.pserver")
@@ -280,17 +280,11 @@ def serve(program: Program, scope, executor, options: ServeOptions | None = None
     telemetry = executor.services.get("pserver_metrics") or telemetry_from_env()
     proc = PserverProcess(program, scope, executor, options or options_from_env(), metrics=telemetry)
     executor.services["pserver_process"] = proc
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, lambda *_: proc.stop())
     try:
-        if not proc.wait():
-            raise SystemExit(143)
+        wait_stoppable(proc)
     finally:
         if telemetry is not None and "pserver_metrics" not in executor.services:
             telemetry.close()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def make_service(executor, op=None):
