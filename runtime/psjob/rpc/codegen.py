@@ -1,7 +1,9 @@
-"""Regenerates psjob_pb2.py and psjob_pb2_grpc.py from psjob.proto (needs grpcio-tools).
+"""Regenerates psjob_pb2.py from psjob.proto (needs grpcio-tools).
 
-`python -m psjob.rpc.codegen [OUT_DIR]`; imports inside the generated grpc
-module are rewritten to be package-relative.
+`python -m psjob.rpc.codegen [OUT_DIR]`. Only the messages are generated:
+the client and the server build their method tables themselves
+(client._method_callables, server._method_handlers), because the data-plane
+methods carry frames (frames.py), not the messages as protobuf encodes them.
 """
 from __future__ import annotations
 
@@ -16,16 +18,10 @@ def generate(out_dir: str = HERE) -> list[str]:
     import grpc_tools
     include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
     rc = protoc.main(["protoc", f"-I{HERE}", f"-I{include}", f"--python_out={out_dir}",
-                      f"--grpc_python_out={out_dir}", os.path.join(HERE, "psjob.proto")])
+                      os.path.join(HERE, "psjob.proto")])
     if rc != 0:
         raise RuntimeError(f"protoc failed with status {rc}")
-    grpc_file = os.path.join(out_dir, "psjob_pb2_grpc.py")
-    with open(grpc_file) as f:
-        text = f.read()
-    text = text.replace("import psjob_pb2 as psjob__pb2", "from . import psjob_pb2 as psjob__pb2")
-    with open(grpc_file, "w") as f:
-        f.write(text)
-    return [os.path.join(out_dir, "psjob_pb2.py"), grpc_file]
+    return [os.path.join(out_dir, "psjob_pb2.py")]
 
 
 if __name__ == "__main__":
