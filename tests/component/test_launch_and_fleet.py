@@ -24,13 +24,15 @@ def test_seed_dist_train_runs_under_psjob_launch_with_two_pservers_and_two_train
                                                                                    read_logs):
     log_dir = tmp_path / "log"
     r = launch(["--server_num", "2", "--worker_num", "2", "--log_dir", str(log_dir),
-                script("dist_train.py")], env={"EPOCH_NUM": "6"})
+                script("dist_train.py")], env={"EPOCH_NUM": "10"})
     assert r.returncode == 0, r.stderr + read_logs(log_dir)
     # Every process exited 0 on its own: pservers stop once both trainers completed.
     assert r.stderr.count("exited 0") == 4, r.stderr
     losses = _epoch_losses((log_dir / "workerlog.0").read_text())
-    assert len(losses) == 6
-    assert losses[5] < 0.7 * losses[0], losses
+    assert len(losses) == 10
+    # The seed script prints a few shuffled batches per epoch: compare the last three
+    # epochs' mean, not one epoch (one epoch's mean wandered by +-30%).
+    assert np.mean([losses[e] for e in (7, 8, 9)]) < 0.7 * losses[0], losses
 
 
 def test_seed_dist_train_runs_from_the_environment_variables_alone(tmp_path, script):
