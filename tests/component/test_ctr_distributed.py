@@ -66,22 +66,23 @@ def test_geo_ctr_training_matches_single_process_auc(tmp_path, script, launch, r
 def test_a_ctr_job_with_hashed_feature_ids_trains_to_the_auc_of_the_same_job_with_dense_ids(
         tmp_path, script, launch, read_logs, ctr_data, single_process_auc):
     # Random 64-bit hashes as feature ids (negatives included): only the pservers'
-    # hash-keyed SparseTables can hold them.
+    # hash-keyed SparseTables can hold them. Half-async, so that the comparison is of
+    # the ids, not of two async runs' timing (which alone moves the AUC by ~0.015).
     runs = {}
     for id_mode in ("dense", "hash"):
         (tmp_path / id_mode).mkdir()
-        runs[id_mode] = _distributed_auc(tmp_path / id_mode, launch, script, read_logs, ctr_data, "async",
+        runs[id_mode] = _distributed_auc(tmp_path / id_mode, launch, script, read_logs, ctr_data, "half_async",
                                          ["--distributed_table", "--id_mode", id_mode])
     assert single_process_auc > 0.66, single_process_auc
     assert abs(runs["hash"] - runs["dense"]) < 0.01, runs
+    # Half-async: each step first waits for this trainer's own queued pushes, never for another trainer.
+    assert abs(runs["dense"] - single_process_auc) < 0.01, (runs, single_process_auc)
+
+
+def test_async_ctr_training_stays_close_to_single_process_auc(tmp_path, script, launch, read_logs, ctr_data,
+                                                              single_process_auc):
     # Async trainers read parameters and embedding rows that may lack their own last
     # one or two pushes (still queued in the Communicator): measured 0.01-0.035 below
-    # the single process here; half-async (below) removes exactly that gap.
-    assert single_process_auc - 0.045 < runs["dense"] < single_process_auc + 0.01, (runs, single_process_auc)
-
-
-def test_half_async_ctr_training_matches_single_process_auc(tmp_path, script, launch, read_logs, ctr_data,
-                                                            single_process_auc):
-    # Half-async: each step first waits for this trainer's own queued pushes, never for another trainer.
-    got = _distributed_auc(tmp_path, launch, script, read_logs, ctr_data, "half_async", ["--distributed_table"])
-    assert abs(got - single_process_auc) < 0.01, (got, single_process_auc)
+    # the single process here; half-async (above) removes exactly that gap.
+    got = _distributed_auc(tmp_path, launch, script, read_logs, ctr_data, "async", ["--distributed_table"])
+    assert single_process_auc - 0.045 < got < single_process_auc + 0.01, (got, single_process_auc)
