@@ -113,11 +113,19 @@ def test_an_entrypoint_started_for_the_wrong_role_names_the_right_command():
     (["--batch", "0"], "--batch must be >= 1, got 0"),
     (["--id_mode", "hash"], "add --distributed_table"),
     (["--optimizer", "lbfgs"], "invalid choice: 'lbfgs'"),
+    (["--table_optimizer", "adam"], "invalid choice: 'adam'"),
 ])
 def test_a_bad_training_argument_is_refused_with_the_flag_named(args, message):
     topo = roles.JobTopology("j", "ml", ("127.0.0.1:7001",), trainers=1)
     result = run_entrypoint("worker", roles.role_environment(topo, roles.TRAINER, 0), *args)
     assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_the_built_in_jobs_table_optimizer_choices_are_the_transpilers():
+    from psjob.fluid.optimizer import TABLE_OPTIMIZERS
+    from psjob.training import options
+    assert options.TABLE_OPTIMIZERS == TABLE_OPTIMIZERS
+    assert options.parse(["--distributed_table", "--table_optimizer", "sgd"]).table_optimizer == "sgd"
 
 
 def pserver_state(trainers, reclaim_after_s):

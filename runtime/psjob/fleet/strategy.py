@@ -34,6 +34,9 @@ class DistributedStrategy:
     def __init__(self):
         self.a_sync = False
         self._a_sync_configs = dict(DEFAULT_A_SYNC_CONFIGS)
+        # How the distributed lookup table is updated: None leaves it to the optimizer
+        # (its table_optimizer, default "same": its own rule per row); "sgd" is Fluid 1.x's.
+        self.table_optimizer: str | None = None
 
     @property
     def a_sync_configs(self) -> dict:

@@ -79,8 +79,10 @@ def build(opts: TrainOptions, fleet: Fleet, env) -> ctr_model.CTRModel:
                                  is_distributed=opts.distributed_table,
                                  optimizer=opts.optimizer, learning_rate=opts.learning_rate,
                                  mlp_device="gpu" if heter_trainers(env) else "")
+    strategy = strategy_for(env)
+    strategy.table_optimizer = opts.table_optimizer
     optimizer = fleet.distributed_optimizer(
-        ctr_model.make_optimizer(config.optimizer, config.learning_rate), strategy_for(env))
+        ctr_model.make_optimizer(config.optimizer, config.learning_rate), strategy)
     return ctr_model.build(config, fluid.Program(), fluid.Program(), optimizer=optimizer)
 
 

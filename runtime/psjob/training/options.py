@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 MODELS = ("ctr",)
 OPTIMIZERS = ("adam", "adagrad", "sgd", "momentum")
+TABLE_OPTIMIZERS = ("same", "sgd")  # psjob.fluid.optimizer.TABLE_OPTIMIZERS
 ID_MODES = ("dense", "hash")
 SYNTHETIC = "synthetic"
 
@@ -31,6 +32,7 @@ class TrainOptions:
     learning_rate: float = 1e-3
     id_mode: str = ""              # "" = from the data set's meta.json, else dense
     distributed_table: bool = False
+    table_optimizer: str = "same"  # the distributed table's rule: "same" as --optimizer, or "sgd"
     seed: int = 0                  # synthetic data stream
     log_every_s: float = 5.0       # progress line period
     max_steps: int = 0             # 0 = no limit (per trainer)
@@ -60,6 +62,9 @@ def build_parser(prog: str = "psjob worker") -> argparse.ArgumentParser:
                    help="feature id encoding (default: the data set's, else dense)")
     p.add_argument("--distributed_table", action="store_true",
                    help="keep the embedding table on the pservers, looked up by prefetch")
+    p.add_argument("--table_optimizer", default=d.table_optimizer, choices=TABLE_OPTIMIZERS,
+                   help="how the pservers update the distributed table: 'same' rule as --optimizer, "
+                        "per row, or plain 'sgd' (Fluid 1.x)")
     p.add_argument("--seed", type=int, default=d.seed, help="synthetic data stream seed")
     p.add_argument("--log_every", dest="log_every_s", type=float, default=d.log_every_s,
                    help="seconds between progress lines")
