@@ -50,18 +50,15 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
             s.close()
 
 
-def free_port_block(count: int, host: str = "127.0.0.1", tries: int = 50) -> int | None:
-    """The first of `count` consecutive free ports (what `--metrics-port` numbering needs), or None."""
+def free_port_block(count: int, tries: int = 50) -> int | None:
+    """The first of `count` consecutive free ports on 127.0.0.1 (what `--metrics-port`
+    numbering needs), or None."""
     for _ in range(tries):
-        first = free_ports(1, host)[0]
-        if first + count > 65535:
-            continue
+        first = free_ports(1)[0]
         try:
-            for port in range(first, first + count):
-                with socket.socket() as s:
-                    s.bind((host, port))
+            check_metrics_ports(first, count)
             return first
-        except OSError:
+        except ValueError:  # one of the next ports is taken (or beyond 65535): try another
             continue
     return None
 
