@@ -175,6 +175,29 @@ def import_into(table: SparseTable, name: str, shards: list[TableShard]) -> int:
     return sum(len(r) for r in prepared)
 
 
+def assemble_state(dirname: str, table: str, doc: dict, state: str, optimizer: str,
+                   height: int) -> np.ndarray | None:
+    """One optimizer-state column of the whole table as a dense [height, ...] array: what a
+    single-process program trained by `optimizer` holds in that accumulator. Rows the table
+    never touched read as zeros (a fresh accumulator). None when some shard was saved by
+    another rule or without that state (an sgd table)."""
+    check_complete(table, doc)
+    parts = []
+    for shard in doc["shards"]:
+        if shard.get("optimizer") != optimizer or f"state.{state}" not in shard["files"]:
+            return None
+        rows = _read_shard(dirname, table, shard, with_meta=False)
+        parts.append((rows.ids, rows.state[state]))
+    width = parts[0][1].shape[1:] if parts else ()
+    out = np.zeros((int(height),) + tuple(width), dtype=parts[0][1].dtype if parts else doc["dtype"])
+    for ids, values in parts:
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= height):
+            raise CheckpointError(f"table {table!r}: ids in [{int(ids.min())}, {int(ids.max())}] do not fit "
+                                  f"{height} dense rows (a table keyed by hashed ids has no dense form)")
+        out[ids] = values
+    return out
+
+
 def assemble(dirname: str, table: str, doc: dict, height: int | None = None) -> np.ndarray:
     """The whole table as one dense [height, width] array (single-machine loads, inspection).
 

@@ -132,9 +132,10 @@ class LoDTensor:
 
     # -- Fluid API ---------------------------------------------------------------
     def set(self, array, place=None):
+        # A copy, as Paddle's: the scope's arrays are updated in place by optimizer
+        # ops, which must never rewrite the caller's array.
         xp = (place or CPUPlace()).array_module()
-        value = xp.asarray(array)
-        self._scope.vars[self._name] = value
+        self._scope.vars[self._name] = xp.array(array, copy=True)
 
     def set_lod(self, lod):
         self._scope.lods[self._name] = [np.asarray(level, dtype=np.int64) for level in lod]

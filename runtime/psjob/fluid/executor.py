@@ -231,7 +231,13 @@ class Executor:
             elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
                 value, lod = value
             arr = _check_feed(var, value)
-            scope.vars[name] = arr if xp is np else xp.asarray(arr)
+            if xp is not np:
+                arr = xp.asarray(arr)
+            elif isinstance(value, np.ndarray) and np.may_share_memory(arr, value):
+                # Fed arrays are copied, as Paddle's feed does: an op that writes its
+                # variable in place (a fed persistable, increment) must not reach the caller.
+                arr = arr.copy()
+            scope.vars[name] = arr
             if lod is not None and len(lod):
                 scope.lods[name] = _check_lod(name, lod, arr.shape[0])
             else:
