@@ -16,8 +16,18 @@ _LAZY = {
 }
 
 
+# Paddle 2.x (docs/paddle2.md): its subpackages, and its top-level functions from psjob._paddle2.
+_LAZY.update({name: (f"psjob.{name}", None)
+              for name in ("static", "nn", "optimizer", "regularizer", "tensor", "device")})
+
+
 def __getattr__(name):
     if name not in _LAZY:
+        if not name.startswith("_"):
+            from . import _paddle2
+            if name in _paddle2.__all__:
+                globals()[name] = value = getattr(_paddle2, name)
+                return value
         raise AttributeError(f"module 'psjob' has no attribute {name!r}")
     module_name, attr = _LAZY[name]
     module = importlib.import_module(module_name)

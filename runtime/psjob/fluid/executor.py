@@ -135,6 +135,7 @@ class Executor:
         if not isinstance(feed, dict):
             raise TypeError(f"feed must be a dict of name → value, got {type(feed).__name__}")
         block = program.global_block()
+        self._set_scheduled_lr(program, scope)
         self._feed(block, feed, scope)
         fetch_names = [_fetch_name(f) for f in (fetch_list or [])]
         compiled = self._compile(program, block, scope, tuple(sorted(feed)), tuple(fetch_names))
@@ -216,6 +217,15 @@ class Executor:
         compiled = _Compiled(block, steps)
         self._cache[key] = compiled
         return compiled
+
+    def _set_scheduled_lr(self, program, scope):
+        """A paddle.optimizer.lr scheduler drives the rate: write its current value, as
+        Paddle's Executor does before each run (the attribute keeps Paddle's spelling)."""
+        scheduler = getattr(program, "lr_sheduler", None)
+        if scheduler is not None and scheduler._var_name is not None:
+            var = program.global_block()._find_var_recursive(scheduler._var_name)
+            if var is not None:
+                scope.vars[var.name] = self.xp.asarray([scheduler()], dtype=var.dtype)
 
     # -- feed / fetch -------------------------------------------------------------------
     def _feed(self, block, feed: dict, scope: Scope):
