@@ -7,6 +7,7 @@ a `y` with more dimensions than `x` is refused at build time.
 """
 from __future__ import annotations
 
+import builtins
 import numbers
 
 import numpy as np
@@ -228,7 +229,7 @@ def argmax(x, axis=None, keepdim=False, dtype="int64", name=None):
     check_variable(x, "x", "argmax")
     dtype = convert_dtype(dtype)
     attrs = {"flatten": axis is None, "axis": -1 if axis is None else int(axis),
-             "keepdims": bool(keepdim), "dtype": dtype}
+             "keepdims": builtins.bool(keepdim), "dtype": dtype}
     return _op("arg_max", {"X": [x]}, attrs, dtype=dtype, name=name, stop_gradient=True)
 
 
