@@ -176,21 +176,23 @@ def import_into(table: SparseTable, name: str, shards: list[TableShard]) -> int:
 
 
 def assemble_state(dirname: str, table: str, doc: dict, state: str, optimizer: str,
-                   height: int) -> np.ndarray | None:
-    """One optimizer-state column of the whole table as a dense [height, ...] array: what a
-    single-process program trained by `optimizer` holds in that accumulator. Rows the table
-    never touched read as zeros (a fresh accumulator). None when some shard was saved by
-    another rule or without that state (an sgd table)."""
+                   fresh: np.ndarray) -> np.ndarray | None:
+    """One optimizer-state column of the whole table, dense: what a single-process program
+    trained by `optimizer` holds in that accumulator. `fresh` (the accumulator as the startup
+    program made it, [height, ...]) supplies the rows the table never held. None when some
+    shard was saved by another rule or without that state (an sgd table), or its per-row
+    state has another width than `fresh`."""
     check_complete(table, doc)
-    parts = []
+    out = np.array(fresh, copy=True)
+    height = out.shape[0]
     for shard in doc["shards"]:
         if shard.get("optimizer") != optimizer or f"state.{state}" not in shard["files"]:
             return None
         rows = _read_shard(dirname, table, shard, with_meta=False)
-        parts.append((rows.ids, rows.state[state]))
-    width = parts[0][1].shape[1:] if parts else ()
-    out = np.zeros((int(height),) + tuple(width), dtype=parts[0][1].dtype if parts else doc["dtype"])
-    for ids, values in parts:
+        values = rows.state[state]
+        if values.shape[1:] != out.shape[1:]:
+            return None
+        ids = rows.ids
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= height):
             raise CheckpointError(f"table {table!r}: ids in [{int(ids.min())}, {int(ids.max())}] do not fit "
                                   f"{height} dense rows (a table keyed by hashed ids has no dense form)")

@@ -211,7 +211,7 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
         name = var.name
         entry = manifest["vars"].get(name)
         if entry is None and name in table_states:
-            arr = _assemble_table_state(dirname, tables, table_states[name], var)
+            arr = _assemble_table_state(dirname, tables, table_states[name], var, scope)
             if arr is not None:
                 loaded[name] = (arr, [])
             continue
@@ -253,18 +253,23 @@ def _table_state_sources(program, tables) -> dict:
     return sources
 
 
-def _assemble_table_state(dirname, tables, source, var):
-    """The table's state for accumulator `var`, dense; None where the program's accumulator has
-    no per-row form (Adam's beta powers are one scalar here, one per row in the table) or the
-    table was trained by another rule: that accumulator keeps its startup value."""
+def _assemble_table_state(dirname, tables, source, var, scope):
+    """The table's state for accumulator `var`, dense, over the startup value in `scope` (the
+    fresh state of rows the table never held); None where the program's accumulator has no
+    per-row form of the table's state or the table was trained by another rule: that
+    accumulator then keeps its startup value."""
     from ..checkpoint.tables import assemble_state
     table, state, op_type = source
-    if not var.shape or var.shape[0] < 0:
+    fresh = scope.vars.get(var.name)
+    if fresh is None:
+        raise CheckpointError(f"loading {var.name!r} (the {state!r} state of table {table!r}) needs its "
+                              "startup value: run the startup program before loading")
+    fresh = to_numpy(fresh)
+    if fresh.shape != tuple(var.shape) or not fresh.shape or var.shape[0] < 0:
         return None
-    arr = assemble_state(dirname, table, tables[table], state, op_type, var.shape[0])
-    if arr is None or arr.shape != tuple(var.shape):
-        return None
-    _check_fits(var.name, arr, var)
+    arr = assemble_state(dirname, table, tables[table], state, op_type, fresh)
+    if arr is not None:
+        _check_fits(var.name, arr, var)
     return arr
 
 
