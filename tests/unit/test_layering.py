@@ -46,11 +46,16 @@ def _imports(path, module):
                 yield f"{name}.{alias.name}"
 
 
+PADDLE2_FRONTS = ("psjob.static", "psjob.nn", "psjob.optimizer", "psjob.tensor", "psjob.regularizer",
+                  "psjob.device", "psjob.param_attr", "psjob._paddle2")
 RULES = [
     # (modules whose name starts with, forbidden import prefixes)
     ("psjob.kernels", ("grpc", "kopf", "kubernetes", "psjob.rpc", "psjob.ps", "psjob.fluid", "psjob_operator")),
     ("psjob.fluid", ("grpc", "kopf", "kubernetes", "psjob.rpc", "psjob.ps", "psjob.fleet", "psjob.launcher",
-                     "psjob_operator")),
+                     "psjob_operator", *PADDLE2_FRONTS)),
+    # The Paddle 2.x fronts sit on the framework: no transport, nothing above them.
+    *[(front, ("grpc", "kopf", "kubernetes", "psjob.rpc", "psjob.ps", "psjob.fleet", "psjob.launcher",
+               "psjob_operator")) for front in PADDLE2_FRONTS],
     ("psjob.tables", ("grpc", "kopf", "kubernetes", "psjob.rpc", "psjob.ps", "psjob.fluid", "psjob_operator")),
     ("psjob.rpc", ("kopf", "kubernetes", "psjob_operator")),
     ("psjob.roles", ("numpy", "grpc", "kopf", "kubernetes", "psjob.fluid")),
