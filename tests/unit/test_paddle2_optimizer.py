@@ -181,3 +181,18 @@ def test_a_scheduler_drives_the_rate_the_program_uses():
     b = train(fluid_twin, steps=4)
     assert_same_training(a, b)
     assert next(rates) == 0.4 and sched() == 0.1 and paddle.optimizer.SGD(sched).get_lr() == 0.1
+
+
+def test_a_scheduler_on_a_transpiled_program_is_refused_rather_than_silently_ignored():
+    from psjob.fluid.transpiler import DistributeTranspiler
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x, y = fluid.layers.data("x", [5]), fluid.layers.data("y", [1])
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(x, 1), y))
+        paddle.optimizer.SGD(lr.StepDecay(0.1, 2)).minimize(loss)
+    tr = DistributeTranspiler()
+    tr.transpile(0, program=main, startup_program=startup, pservers="127.0.0.1:6170", trainers=1)
+    program = tr.get_trainer_program(wait_port=False)
+    with pytest.raises(RuntimeError, match="StepDecay does not reach the parameter servers"):
+        fluid.Executor(fluid.CPUPlace()).run(program, feed={"x": BATCHES[0][0], "y": BATCHES[0][2]},
+                                             scope=fluid.Scope())

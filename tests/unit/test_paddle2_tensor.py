@@ -146,3 +146,18 @@ def test_seed_makes_later_programs_initialize_alike():
     framework.global_seed(0)
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
+
+
+def test_the_scope_calls_paddlerec_helpers_make():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        w = paddle.create_parameter([2, 3], "float32", name="w")
+    scope = fluid.Scope()
+    with paddle.static.scope_guard(scope):
+        paddle.static.Executor(paddle.CPUPlace()).run(startup)
+        tensor = paddle.static.global_scope().find_var("w").get_tensor()
+        assert tensor._get_dims() == [2, 3] and w.name == "w" and list(w.shape) == [2, 3]
+        tensor.set(np.full((2, 3), 4.0, "float32"), paddle.CPUPlace())
+        np.testing.assert_array_equal(np.array(paddle.static.global_scope().var("w").get_tensor()),
+                                      np.full((2, 3), 4.0))
+        assert paddle.static.global_scope().find_var("nothing") is None

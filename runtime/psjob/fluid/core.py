@@ -155,6 +155,8 @@ class LoDTensor:
     def shape(self):
         return list(self._value().shape)
 
+    _get_dims = shape  # Paddle's private spelling, which PaddleRec's helpers call
+
     def _value(self):
         try:
             value = self._scope.vars[self._name]

@@ -222,6 +222,12 @@ class Executor:
         """A paddle.optimizer.lr scheduler drives the rate: write its current value, as
         Paddle's Executor does before each run (the attribute keeps Paddle's spelling)."""
         scheduler = getattr(program, "lr_sheduler", None)
+        if scheduler is not None and program._is_distributed:
+            # The optimizer ops, and the rate they read, now run on the parameter servers.
+            raise ExecutionError(
+                f"a paddle.optimizer.lr.{type(scheduler).__name__} does not reach the parameter servers "
+                "of a transpiled program: use a Fluid schedule (fluid.layers.exponential_decay, "
+                "piecewise_decay, ...), which the transpiler moves to the pservers")
         if scheduler is not None and scheduler._var_name is not None:
             var = program.global_block()._find_var_recursive(scheduler._var_name)
             if var is not None:
