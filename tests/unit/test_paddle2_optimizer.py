@@ -196,3 +196,40 @@ def test_a_scheduler_on_a_transpiled_program_is_refused_rather_than_silently_ign
     with pytest.raises(RuntimeError, match="StepDecay does not reach the parameter servers"):
         fluid.Executor(fluid.CPUPlace()).run(program, feed={"x": BATCHES[0][0], "y": BATCHES[0][2]},
                                              scope=fluid.Scope())
+
+
+def test_a_2x_model_with_adamw_and_norm_clip_trains_alike_transpiled_in_sync_mode():
+    """Decay, clip and Adam ops move to the pservers (in-process here: InMemoryCluster's real
+    PserverState, only the wire is direct calls) and give the single-process losses."""
+    from psjob.fluid.transpiler import DistributeTranspiler
+    from psjob.fluid.transpiler.inmemory import InMemoryCluster
+
+    def build():
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        main.random_seed = startup.random_seed = 3
+        with paddle.static.program_guard(main, startup), fluid.unique_name.guard():
+            x, y = paddle.static.data("x", [None, 5]), paddle.static.data("y", [None, 1])
+            h = paddle.nn.Sequential(paddle.nn.Linear(5, 8), paddle.nn.Tanh(), paddle.nn.Linear(8, 1))(x)
+            loss = paddle.mean(paddle.square(h - y))
+            paddle.optimizer.AdamW(0.1, weight_decay=0.5,
+                                   grad_clip=paddle.nn.ClipGradByNorm(0.5)).minimize(loss)
+        return main, startup, loss
+
+    feeds = [{"x": xb, "y": yb} for xb, _, yb in BATCHES]
+    main, startup, loss = build()
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    single = [exe.run(main, feed=f, fetch_list=[loss], scope=scope)[0][0] for f in feeds]
+
+    main, startup, loss = build()
+    tr = DistributeTranspiler()
+    tr.transpile(0, program=main, startup_program=startup, pservers="127.0.0.1:6170,127.0.0.1:6171",
+                 trainers=1, sync_mode=True)
+    cluster = InMemoryCluster.from_transpiler(tr)
+    exe, scope = cluster.executor(0), fluid.Scope()
+    exe.run(tr.get_trainer_startup_program(), scope=scope)
+    program = tr.get_trainer_program(wait_port=False)
+    assert not any(op.type == "adam" for op in program.global_block().ops)
+    distributed = [exe.run(program, feed=f, fetch_list=[loss], scope=scope)[0][0] for f in feeds]
+    exe.close()
+    np.testing.assert_allclose(distributed, single, rtol=1e-5)
