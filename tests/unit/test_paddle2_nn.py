@@ -2,7 +2,6 @@
 its Fluid-1.x-built twin holding the same weights; the Layer bookkeeping (parameters,
 sublayers, train/eval) behaves as Paddle's; losses match their formulas."""
 import numpy as np
-import pytest
 
 import psjob as paddle
 import psjob.fluid as fluid

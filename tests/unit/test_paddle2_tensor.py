@@ -58,7 +58,9 @@ CASES = {
     "transpose": (lambda x, y: paddle.transpose(x, [1, 0]), lambda: X.T),
     "flatten": (lambda x, y: paddle.flatten(paddle.reshape(x, [-1, 2, 2]), start_axis=1), lambda: X),
     "pow-sqrt-abs": (lambda x, y: paddle.sqrt(paddle.pow(paddle.abs(x), 2.0)), lambda: np.abs(X)),
-    "operators": (lambda x, y: [-x, 1 - x, x * 2.0, x / y, x + y], lambda: [-X, 1 - X, X * 2, X / Y, X + Y]),
+    "operators": (lambda x, y: [-x, 1 - x, x * 2.0, x / y, x + y, x @ paddle.transpose(y, [1, 0]),
+                                x.astype("int32")],
+                  lambda: [-X, 1 - X, X * 2, X / Y, X + Y, X @ Y.T, X.astype("int32")]),
     "one_hot": (lambda x, y: paddle.nn.functional.one_hot(paddle.argmax(x, axis=1), 4),
                 lambda: np.eye(4)[X.argmax(1)]),
 }

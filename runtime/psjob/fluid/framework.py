@@ -132,6 +132,15 @@ class Variable:
     def __neg__(self):
         return self._binary(-1.0, "elementwise_mul")
 
+    def __matmul__(self, o):
+        from .layers import nn
+        return nn.matmul(self, o)
+
+    def astype(self, dtype):
+        """A cast (Paddle 2.x's Variable.astype)."""
+        from .layers import tensor
+        return tensor.cast(self, convert_dtype(dtype))
+
 
 class Parameter(Variable):
     """A trainable, persistable Variable created by a layer or `create_parameter`."""
