@@ -129,7 +129,14 @@ def test_a_layer_built_before_enable_static_is_refused(monkeypatch):
         paddle.nn.Linear(2, 2)
 
 
-def test_seed_makes_later_programs_initialize_alike():
+def test_seed_makes_later_programs_initialize_alike(monkeypatch):
+    from psjob.fluid import framework
+    # paddle.seed is process-wide: put the defaults back for the tests that follow.
+    monkeypatch.setattr(framework, "_global_seed", framework._global_seed)
+    monkeypatch.setattr(framework.default_main_program(), "random_seed", framework.default_main_program().random_seed)
+    monkeypatch.setattr(framework.default_startup_program(), "random_seed",
+                        framework.default_startup_program().random_seed)
+
     def init_values():
         main, startup = fluid.Program(), fluid.Program()
         with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -144,8 +151,6 @@ def test_seed_makes_later_programs_initialize_alike():
     b = init_values()
     paddle.seed(12)
     c = init_values()
-    from psjob.fluid import framework
-    framework.global_seed(0)
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
 
