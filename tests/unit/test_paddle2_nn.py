@@ -11,9 +11,10 @@ paddle.enable_static()
 RNG = np.random.default_rng(3)
 
 
-def build(fn):
-    """fn() under fresh programs and names; returns (main, startup, fn's result)."""
+def build(fn, seed=0):
+    """fn() under fresh programs (seeded when seed) and names; returns (main, startup, fn's result)."""
     main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = seed
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         out = fn()
     return main, startup, out
@@ -236,3 +237,43 @@ def test_losses_match_their_formulas():
     np.testing.assert_allclose(got[5][:, 0], per_row, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got[6], [((p - y) ** 2).mean()], rtol=1e-5)
     np.testing.assert_array_equal(got[7], np.eye(4, dtype="float32")[[3, 0]])
+
+
+def test_sparse_embedding_and_sparse_embedding_layer_train_transpiled_as_single_process():
+    """sparse_embedding becomes the pservers' distributed table (split_ids/prefetch/merge_ids
+    on the trainer), nn.Embedding(sparse=True) a prefetched sparse parameter; in sync mode
+    with one trainer both train exactly as the untranspiled program (in-process pservers:
+    InMemoryCluster's real PserverState, only the wire is direct calls)."""
+    from psjob.fluid.transpiler import DistributeTranspiler
+    from psjob.fluid.transpiler.inmemory import InMemoryCluster
+
+    def net():
+        ids, y = paddle.static.data("ids", [None, 1], "int64"), paddle.static.data("y", [None, 1])
+        # A table's rows are drawn per id on the pservers, not as one dense draw: start them equal.
+        table = paddle.static.nn.sparse_embedding(ids, [100, 4], param_attr=paddle.ParamAttr(
+            name="table", initializer=paddle.nn.initializer.Constant(0.1)))
+        local = paddle.reshape(paddle.nn.Embedding(50, 4, sparse=True)(paddle.scale(ids, 0.5)), [-1, 4])
+        loss = paddle.mean(paddle.square(paddle.nn.Linear(8, 1)(paddle.concat([table, local], 1)) - y))
+        paddle.optimizer.Adagrad(0.1).minimize(loss)
+        return loss
+
+    rng = np.random.default_rng(1)
+    feeds = [{"ids": rng.integers(0, 100, (16, 1)), "y": rng.normal(size=(16, 1)).astype("float32")}
+             for _ in range(4)]
+    main, startup, loss = build(net, seed=2)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    single = [exe.run(main, feed=f, fetch_list=[loss], scope=scope)[0][0] for f in feeds]
+
+    main, startup, loss = build(net, seed=2)
+    tr = DistributeTranspiler()
+    tr.transpile(0, program=main, startup_program=startup, pservers="127.0.0.1:6170,127.0.0.1:6171",
+                 trainers=1, sync_mode=True)
+    program = tr.get_trainer_program(wait_port=False)
+    assert {"split_ids", "prefetch", "merge_ids"} <= {op.type for op in program.global_block().ops}
+    cluster = InMemoryCluster.from_transpiler(tr)
+    exe, scope = cluster.executor(0), fluid.Scope()
+    exe.run(tr.get_trainer_startup_program(), scope=scope)
+    distributed = [exe.run(program, feed=f, fetch_list=[loss], scope=scope)[0][0] for f in feeds]
+    exe.close()
+    np.testing.assert_allclose(distributed, single, rtol=1e-5)
