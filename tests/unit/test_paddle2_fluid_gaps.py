@@ -12,7 +12,7 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob.fluid.transpiler import DistributeTranspiler
-from psjob.fluid.transpiler.inmemory import InMemoryCluster
+from psjob.ps.inmemory import InMemoryCluster
 
 RNG = np.random.default_rng(13)
 

@@ -245,7 +245,7 @@ def test_sparse_embedding_and_sparse_embedding_layer_train_transpiled_as_single_
     with one trainer both train exactly as the untranspiled program (in-process pservers:
     InMemoryCluster's real PserverState, only the wire is direct calls)."""
     from psjob.fluid.transpiler import DistributeTranspiler
-    from psjob.fluid.transpiler.inmemory import InMemoryCluster
+    from psjob.ps.inmemory import InMemoryCluster
 
     def net():
         ids, y = paddle.static.data("ids", [None, 1], "int64"), paddle.static.data("y", [None, 1])

@@ -202,7 +202,7 @@ def test_a_2x_model_with_adamw_and_norm_clip_trains_alike_transpiled_in_sync_mod
     """Decay, clip and Adam ops move to the pservers (in-process here: InMemoryCluster's real
     PserverState, only the wire is direct calls) and give the single-process losses."""
     from psjob.fluid.transpiler import DistributeTranspiler
-    from psjob.fluid.transpiler.inmemory import InMemoryCluster
+    from psjob.ps.inmemory import InMemoryCluster
 
     def build():
         main, startup = paddle.static.Program(), paddle.static.Program()
