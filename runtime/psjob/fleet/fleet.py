@@ -165,13 +165,17 @@ class Fleet:
                 self._heter.split_trainer(t, self.main_program, self.startup_program)
 
     # -- servers ------------------------------------------------------------------------
-    def init_server(self, model_dir=None, **kwargs):
+    def init_server(self, model_dir=None, executor=None, **kwargs):
         """Run this pserver's startup program; with model_dir, load its slices of a saved model.
 
         model_dir is a whole-model save (trainer 0's save_persistables: dense variables
         whole, the distributed table by feature id — from any number of pservers) or a
         checkpoint root, whose newest good checkpoint is loaded (an older one when the
-        newest is corrupt). A bad save raises and corrupts nothing."""
+        newest is corrupt). A bad save raises and corrupts nothing. `executor` (psjob's
+        own) runs the pserver's programs, here and in run_server; an Executor() on the
+        CPU by default."""
+        if executor is not None:
+            self._executor = executor
         if not self.is_server():
             raise FleetError("init_server() is for pservers (fleet.is_server())")
         if self.is_heter_worker():
@@ -247,6 +251,17 @@ class Fleet:
             return  # the process observes its own loop (the built-in job): one telemetry per process
         self._monitor = TrainerMonitor(self.main_program, self._rm().worker_index(), self._loss_name,
                                        service=service, client=client)
+
+    @property
+    def rpc_service(self):
+        """The trainer's RPC service between init_worker and stop_worker (a Communicator in
+        the asynchronous modes, else the client), or None."""
+        return self._service
+
+    @property
+    def rpc_client(self):
+        """The trainer's gRPC client between init_worker and stop_worker, or None."""
+        return self._client if self._service is not None else None
 
     def stop_worker(self):
         from ..ps import client_service
