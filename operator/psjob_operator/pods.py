@@ -18,7 +18,7 @@ from typing import Any
 from psjob import roles
 from psjob.jobspec import Device, JobSpec, RoleSpec
 
-from psjob_operator import naming
+from psjob_operator import naming, templates
 
 # Loading a large checkpoint can take minutes: liveness only starts after the
 # startup probe passed, so give the pserver up to 10 minutes to come up.
@@ -35,6 +35,15 @@ SUBCOMMANDS = {naming.ROLE_PSERVER: "pserver", naming.ROLE_WORKER: "worker",
                naming.ROLE_HETER: "heter-worker"}
 ROLE_NAMES = {naming.ROLE_PSERVER: roles.PSERVER, naming.ROLE_WORKER: roles.TRAINER,
               naming.ROLE_HETER: roles.HETER_TRAINER}
+
+
+ROLE_FIELDS = {naming.ROLE_PSERVER: "spec.pserver", naming.ROLE_WORKER: "spec.worker",
+               naming.ROLE_HETER: "spec.heterWorker"}
+
+
+def role_image(spec: JobSpec, role_spec: RoleSpec) -> str:
+    """spec.<role>.image, else spec.image (e.g. CPU pservers beside CUDA trainers)."""
+    return role_spec.image or spec.image
 
 
 def container_command(spec: JobSpec, role: str, role_spec: RoleSpec) -> tuple[list[str], list[str]]:
@@ -58,14 +67,9 @@ def environment(topology: roles.JobTopology, role: str, role_spec: RoleSpec) -> 
     env.append({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     env.append({"name": "PSJOB_TOPOLOGY_FILE",
                 "value": f"{naming.CONFIG_DIR}/{naming.TOPOLOGY_KEY}"})
+    # Math-library threads are sized after the pod template is merged (its resources
+    # count): templates.size_math_threads.
     user_names = {var.name for var in role_spec.env}
-    for var in roles.MATH_THREAD_ENV:
-        # Math-library threads = the container's CPU limit rounded up (without a limit
-        # Kubernetes gives the node's allocatable CPUs, the libraries' own default);
-        # otherwise they start one spinning thread per *node* core (roles.MATH_THREAD_ENV).
-        if var not in user_names:
-            env.append({"name": var, "valueFrom": {"resourceFieldRef": {
-                "containerName": naming.CONTAINER, "resource": "limits.cpu", "divisor": "1"}}})
     if "HOME" not in user_names:
         env.append({"name": "HOME", "value": TMP_DIR})  # the root filesystem is read-only
     for var in role_spec.env:
@@ -136,7 +140,7 @@ def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: 
     ports = [{"name": naming.PORT_METRICS, "containerPort": spec.metrics_port, "protocol": "TCP"}]
     c: dict[str, Any] = {
         "name": naming.CONTAINER,
-        "image": spec.image,
+        "image": role_image(spec, role_spec),
         "command": command,
         "env": _with_tls(environment(topology, role, role_spec), spec, role, role_spec),
         "ports": ports,
@@ -238,7 +242,10 @@ def pod_template(job_name: str, spec: JobSpec, topology: roles.JobTopology, role
     if spec.image_pull_secrets:
         pod_spec["imagePullSecrets"] = [{"name": n} for n in spec.image_pull_secrets]
     labels = {**naming.job_labels(job_name), **naming.role_labels(job_name, role)}
-    return {"metadata": {"labels": labels}, "spec": pod_spec}
+    merged = templates.merge_pod_template({"metadata": {"labels": labels}, "spec": pod_spec},
+                                          role_spec.template, f"{ROLE_FIELDS[role]}.template")
+    templates.size_math_threads(merged)
+    return merged
 
 
 def _toleration(t: Any) -> dict[str, Any]:

@@ -365,10 +365,16 @@ def _waiting(obs: Observation, running_workers: int) -> Verdict:
         role_field = {naming.ROLE_PSERVER: "pserver", naming.ROLE_HETER: "heterWorker"}.get(
             pod.role, "worker")
         if pod.waiting_reason in IMAGE_REASONS:
+            role_spec = {"pserver": spec.pserver, "heterWorker": spec.heter_worker}.get(
+                role_field, spec.worker)
+            image, image_field = ((role_spec.image, f"spec.{role_field}.image")
+                                  if role_spec is not None and role_spec.image
+                                  else (spec.image, "spec.image"))
             return Verdict(Phase.CREATED, Reason.IMAGE_PULL,
-                           f"pod {pod.name} cannot pull image {spec.image} ({pod.waiting_reason}"
+                           f"pod {pod.name} cannot pull image {image} ({pod.waiting_reason}"
                            f"{': ' + pod.waiting_message if pod.waiting_message else ''}); "
-                           f"check spec.image and spec.imagePullSecrets")
+                           f"check {image_field} and spec.imagePullSecrets (on kind: "
+                           f"kind load docker-image {image})")
         if pod.waiting_reason in CONFIG_REASONS:
             return Verdict(Phase.CREATED, Reason.CONTAINER_CONFIG,
                            f"pod {pod.name} cannot start ({pod.waiting_reason}: "

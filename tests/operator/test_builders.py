@@ -205,15 +205,43 @@ def test_user_environment_follows_psjobs_and_home_defaults_to_tmp():
                        parsed.spec.worker, None)
     names = [e["name"] for e in c["env"]]
     assert names[-1] == "DATA_DIR" and names.index("HOME") < names.index("DATA_DIR")
-    # Math-library threads follow the container's CPU limit unless the user sets them.
+
+
+def _worker_container(parsed):
+    worker_job = by_kind(builders.build_children(parsed, OWNER, "t"), "Job")
+    return worker_job["spec"]["template"]["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize("resources, source", [
+    ({"requests": {"cpu": "4"}, "limits": {"cpu": "6"}}, "limits.cpu"),
+    # No limit: the downward API's limits.cpu would be the node's allocatable CPUs.
+    ({"requests": {"cpu": "500m"}}, "requests.cpu"),
+])
+def test_math_threads_follow_the_cpu_limit_else_the_cpu_request(resources, source):
+    c = _worker_container(job(worker={"resources": resources}))
     threads = {e["name"]: e for e in c["env"] if e["name"] in roles.MATH_THREAD_ENV}
     assert set(threads) == set(roles.MATH_THREAD_ENV)
-    assert threads["OMP_NUM_THREADS"]["valueFrom"]["resourceFieldRef"] == {
-        "containerName": c["name"], "resource": "limits.cpu", "divisor": "1"}
-    parsed = job(worker={"env": [{"name": "OMP_NUM_THREADS", "value": "3"}]})
-    c = pods.container(parsed.spec, roles.kubernetes_topology(parsed, "ml"), "worker",
-                       parsed.spec.worker, None)
-    assert [e for e in c["env"] if e["name"] == "OMP_NUM_THREADS"] == [{"name": "OMP_NUM_THREADS", "value": "3"}]
+    for var in threads.values():
+        assert var["valueFrom"]["resourceFieldRef"] == {
+            "containerName": c["name"], "resource": source, "divisor": "1"}
+
+
+def test_math_threads_are_one_without_any_cpu_resource_and_a_users_value_wins():
+    c = _worker_container(job())
+    assert {e["name"]: e.get("value") for e in c["env"]
+            if e["name"] in roles.MATH_THREAD_ENV} == dict.fromkeys(roles.MATH_THREAD_ENV, "1")
+    c = _worker_container(job(worker={"env": [{"name": "OMP_NUM_THREADS", "value": "3"}]}))
+    assert [e for e in c["env"] if e["name"] == "OMP_NUM_THREADS"] == [
+        {"name": "OMP_NUM_THREADS", "value": "3"}]
+
+
+def test_math_threads_count_a_cpu_request_given_in_the_pod_template():
+    template = {"spec": {"containers": [{"name": "psjob",
+                                         "resources": {"requests": {"cpu": "3"}}}]}}
+    c = _worker_container(job(worker={"template": template}))
+    assert c["resources"] == {"requests": {"cpu": "3"}}
+    omp = next(e for e in c["env"] if e["name"] == "OMP_NUM_THREADS")
+    assert omp["valueFrom"]["resourceFieldRef"]["resource"] == "requests.cpu"
 
 
 @pytest.mark.parametrize("spec, expected", [

@@ -174,7 +174,7 @@ def test_waiting_reasons_name_the_pod_and_the_fix():
     update = observe(pods=(pulling,))
     assert update.status["conditions"][1]["message"] == (
         "pod ctr-pserver-0 cannot pull image psjob:1 (ImagePullBackOff: not found); check "
-        "spec.image and spec.imagePullSecrets")
+        "spec.image and spec.imagePullSecrets (on kind: kind load docker-image psjob:1)")
     claim = observe(pods=(pod("ctr-pserver-0", "pserver", phase="Pending", ready=False),),
                     claim_phase="Pending")
     assert claim.status["conditions"][1]["reason"] == "CheckpointClaimPending"
