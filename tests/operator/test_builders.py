@@ -14,6 +14,9 @@ from psjob_operator import builders, pods
 from psjob_operator.validation import validate_for_cluster
 
 K8S_VERSION = kubernetes_validate.latest_version()
+# The chart's kubeVersion floor, a 1.33 cluster (schemas differ: 1.26-1.34 require
+# podFailurePolicy's onPodConditions[].status) and the newest published schema.
+K8S_VERSIONS = ("1.26.0", "1.33.0", K8S_VERSION)
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
 OWNER = builders.Owner("ctr", "0b7e6c1e-uid")
 
@@ -54,7 +57,8 @@ def test_every_built_manifest_validates_against_the_kubernetes_schema(example):
     parsed = load_job_file(str(example))
     for activity in (builders.RUNNING, builders.SUSPENDED):
         for child in builders.build_children(parsed, OWNER, "token", activity):
-            kubernetes_validate.validate(child, K8S_VERSION, strict=True)
+            for version in K8S_VERSIONS:
+                kubernetes_validate.validate(child, version, strict=True)
 
 
 def test_heter_workers_and_extra_peers_also_build_valid_manifests():
@@ -99,7 +103,7 @@ def test_the_worker_job_is_indexed_and_its_index_is_the_trainer_id():
     assert (spec["completionMode"], spec["completions"], spec["parallelism"],
             spec["backoffLimit"], spec["suspend"]) == ("Indexed", 3, 3, 3, False)
     assert spec["podFailurePolicy"] == {"rules": [{"action": "Ignore", "onPodConditions": [
-        {"type": "DisruptionTarget"}]}]}
+        {"type": "DisruptionTarget", "status": "True"}]}]}
     pod = spec["template"]["spec"]
     assert pod["restartPolicy"] == "Never"
     c = pod["containers"][0]

@@ -13,7 +13,7 @@ from psjob.jobspec import JobSpecError, parse_job
 from psjob_operator import builders, crd
 from psjob_operator.validation import validate_for_cluster
 
-K8S_VERSION = kubernetes_validate.latest_version()
+K8S_VERSIONS = ("1.26.0", "1.33.0", kubernetes_validate.latest_version())
 OWNER = builders.Owner("ctr", "uid-1")
 
 # Everything a real job tends to need, in one template.
@@ -76,7 +76,8 @@ def pod_of(kids, kind):
 def test_a_rich_template_is_merged_and_the_result_is_a_valid_statefulset_and_job():
     kids = children(job(pserver={"template": RICH_TEMPLATE}, worker={"template": RICH_TEMPLATE}))
     for child in kids:
-        kubernetes_validate.validate(child, K8S_VERSION, strict=True)
+        for version in K8S_VERSIONS:
+            kubernetes_validate.validate(child, version, strict=True)
     for kind in ("StatefulSet", "Job"):
         pod = pod_of(kids, kind)
         spec = pod["spec"]
