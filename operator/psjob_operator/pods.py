@@ -107,11 +107,22 @@ def tls_environment(spec: JobSpec, role: str) -> list[dict[str, Any]]:
     return env
 
 
-def _with_tls(env: list[dict[str, Any]], spec: JobSpec, role: str,
-              role_spec: RoleSpec) -> list[dict[str, Any]]:
+def _before_users(env: list[dict[str, Any]], more: list[dict[str, Any]],
+                  role_spec: RoleSpec) -> list[dict[str, Any]]:
     # psjob's variables first, the user's `env` last (as environment() orders them).
     cut = len(env) - len(role_spec.env)
-    return env[:cut] + tls_environment(spec, role) + env[cut:]
+    return env[:cut] + more + env[cut:]
+
+
+def _bind_all(spec: JobSpec, role_spec: RoleSpec, server_port: int | None) -> list[dict]:
+    """PSJOB_BIND_ALL=1 for the servers of a custom command (spec.command): a user's Fleet
+    or transpiler script serves through psjob's pserver, which then binds 0.0.0.0:<port>
+    instead of its DNS name's address (psjob's own `psjob pserver` decides this itself,
+    from the pod's hostname)."""
+    custom = bool(role_spec.command or spec.command)
+    if server_port is None or not custom or any(v.name == "PSJOB_BIND_ALL" for v in role_spec.env):
+        return []
+    return [{"name": "PSJOB_BIND_ALL", "value": "1"}]
 
 
 def resources(role_spec: RoleSpec) -> dict[str, Any]:
@@ -142,7 +153,9 @@ def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: 
         "name": naming.CONTAINER,
         "image": role_image(spec, role_spec),
         "command": command,
-        "env": _with_tls(environment(topology, role, role_spec), spec, role, role_spec),
+        "env": _before_users(environment(topology, role, role_spec),
+                             tls_environment(spec, role) + _bind_all(spec, role_spec, server_port),
+                             role_spec),
         "ports": ports,
         "volumeMounts": volume_mounts(spec, role_spec),
         "securityContext": {

@@ -194,6 +194,17 @@ def test_a_custom_command_replaces_the_psjob_entrypoint_for_every_role():
     for kind in ("StatefulSet", "Job"):
         c = by_kind(kids, kind)["spec"]["template"]["spec"]["containers"][0]
         assert c["command"] == ["python", "train.py"] and "args" not in c
+    # The user's script serves through psjob's pserver: it must listen on the pod's
+    # interfaces, not only on the address its DNS name resolves to.
+    pserver = by_kind(kids, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]
+    assert env_dict(pserver)["PSJOB_BIND_ALL"] == "1"
+    worker = by_kind(kids, "Job")["spec"]["template"]["spec"]["containers"][0]
+    assert "PSJOB_BIND_ALL" not in env_dict(worker)
+
+
+def test_psjobs_own_pserver_entrypoint_decides_its_bind_address_itself():
+    pserver = by_kind(builders.build_children(job(), OWNER, "t"), "StatefulSet")
+    assert "PSJOB_BIND_ALL" not in env_dict(pserver["spec"]["template"]["spec"]["containers"][0])
 
 
 def test_the_config_map_carries_the_topology_as_json():
