@@ -153,3 +153,16 @@ def test_a_finished_job_is_deleted_after_its_ttl(operator, plane):
 
 def test_every_api_call_made_above_is_covered_by_the_required_rbac(cluster, operator):
     assert uncovered(cluster.requests()) == []
+
+
+def test_a_job_secret_deleted_by_hand_comes_back_without_an_operator_restart(operator, plane):
+    running(plane, "secret", pservers=1, workers=1)
+    path = plane.path("secrets", "secret-auth")
+    first = plane.kube.get(path)
+    assert first is not None
+    plane.kube.delete(path)
+    assert plane.kube.get(path) is None
+    # The operator never reads Secrets; it POSTs the job's again once a resync has passed.
+    again = wait_for(lambda: plane.kube.get(path), what="the auth Secret recreated")
+    assert again["metadata"]["uid"] != first["metadata"]["uid"]
+    assert again["metadata"]["ownerReferences"] == first["metadata"]["ownerReferences"]
