@@ -53,6 +53,14 @@ class _Emulator(kmock.KubernetesEmulator):
         payload["groupVersion"] = payload["groupVersion"].lstrip("/")
         return payload
 
+    async def _serve_list(self, request):  # type: ignore[no-untyped-def]
+        # kmock 0.8's lists carry no kind/apiVersion; kubectl get needs them.
+        result = await super()._serve_list(request)
+        group, version = request.resource.group, request.resource.version
+        result["kind"] = f"{self.resources[request.resource].kind}List"
+        result["apiVersion"] = f"{group}/{version}" if group else version
+        return result
+
 
 class KubeAPI:
     """A kmock Kubernetes emulator serving on 127.0.0.1 from a background thread."""
@@ -78,7 +86,7 @@ class KubeAPI:
             # examples/... right after helm install, as the README does).
             emulator.resources[PSJOB_RESOURCE] = kmock.ResourceInfo(
                 kind="ParameterServerJob", singular="parameterserverjob", namespaced=True,
-                verbs=ALL_VERBS)
+                verbs=ALL_VERBS, shortnames=["psjob", "psj"])
             if self._with_monitoring:
                 for key, kind in MONITORING_RESOURCES.items():
                     emulator.resources[key] = kmock.ResourceInfo(

@@ -62,12 +62,19 @@ def kubectl(api, tmp_path: pathlib.Path, argv: list[str]) -> subprocess.Complete
 def test_the_readme_commands_install_an_operator_that_watches_the_namespace_the_job_lands_in(
         run_helm, kube_api, tmp_path):
     commands = readme_kubernetes_commands()
-    assert [c[:2] for c in commands] == [["helm", "install"], ["kubectl", "apply"],
-                                        ["kubectl", "get"]]
-    [outcome] = run_helm(kube_api, [helm_step(commands[0])])
+    assert [c[:2] for c in commands] == [
+        ["scripts/build-images.sh", "--cpu-only"], ["kind", "load"], ["helm", "install"],
+        ["kubectl", "apply"], ["kubectl", "get"]]
+    # No image engine or kind here: what the build would name is what kind loads.
+    built = subprocess.run([*commands[0], "--dry-run"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=30, check=True).stdout.split()
+    assert commands[1] == ["kind", "load", "docker-image", *built]
+    [outcome] = run_helm(kube_api, [helm_step(commands[2])])
     assert outcome["ok"], outcome
-    applied = kubectl(kube_api, tmp_path, commands[1])
+    applied = kubectl(kube_api, tmp_path, commands[3])
     assert applied.returncode == 0, applied.stderr
+    listed = kubectl(kube_api, tmp_path, [c for c in commands[4] if c != "-w"])
+    assert listed.returncode == 0 and "ctr-cpu" in listed.stdout, listed.stderr[:3000]
     objects = kube_api.objects()
     [job] = [o for o in objects if o["kind"] == "ParameterServerJob"]
     namespace = job["metadata"].get("namespace", "default")
@@ -79,9 +86,8 @@ def test_the_readme_commands_install_an_operator_that_watches_the_namespace_the_
     [role] = [o for o in objects if o["kind"] == "ClusterRole"]
     assert any("parameterserverjobs" in rule["resources"] and "watch" in rule["verbs"]
                for rule in role["rules"])
-    # The job runs the image the chart's operator runs (one CPU image, built by
-    # scripts/build-images.sh), so loading that one image into kind is enough.
-    assert job["spec"]["image"] == container["image"]
+    # The job runs the image the chart's operator runs: the one image built and loaded.
+    assert job["spec"]["image"] == container["image"] == built[0]
 
 
 def test_crds_applied_with_kubectl_first_then_the_chart_installs_without_adopting_them(
