@@ -175,3 +175,15 @@ def test_an_existing_service_account_must_be_named(run_helm, kube_api):
     assert not outcome["ok"]
     assert "serviceAccount.name is required when serviceAccount.create is false" in outcome["error"]
     assert kube_api.objects() == []
+
+
+def test_the_chart_description_names_the_kinds_the_operator_creates_for_servers_and_workers():
+    from psjob.jobspec import load_job_file  # noqa: PLC0415
+    from psjob_operator import builders  # noqa: PLC0415
+
+    job = load_job_file(str(ROOT / "examples" / "ctr-cpu.yaml"))
+    kinds = {c["kind"] for c in builders.build_children(job, builders.Owner("j", "u"), "t")}
+    description = " ".join(yaml.safe_load((CHART / "Chart.yaml").read_text())["description"].split())
+    assert "StatefulSet" in kinds and "StatefulSets" in description
+    assert "Deployment" not in kinds and "Deployment" not in description
+    assert "Job" in kinds and "worker Jobs" in description
