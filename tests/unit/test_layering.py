@@ -8,6 +8,7 @@ Runtime layers, bottom to top; a module imports only its own layer and the ones 
     tables       sparse tables keyed by id
     checkpoint   the on-disk format (format, tables, store, cli): numpy only
     fluid        framework, ops, executor, io, and the transpiler as pure planning
+    paddle2      Paddle 2.x's fronts over fluid: static, nn, optimizer, tensor, ... (docs/paddle2.md)
     rpc          frames, codec, gRPC client and server
     ps           pserver state and service, communicators, checkpoint protocol, in-memory cluster
     fleet        the Fleet facade, role makers, trainer-side checkpoints, telemetry
@@ -41,6 +42,8 @@ LAYERS = [
     ("tables", ("psjob.tables",)),
     ("checkpoint", ("psjob.checkpoint",)),
     ("fluid", ("psjob.fluid",)),
+    ("paddle2", ("psjob.static", "psjob.nn", "psjob.optimizer", "psjob.tensor", "psjob.regularizer",
+                 "psjob.device", "psjob.param_attr", "psjob._paddle2")),
     ("rpc", ("psjob.rpc",)),
     ("ps", ("psjob.ps",)),
     ("fleet", ("psjob.fleet",)),
@@ -58,6 +61,7 @@ FORBIDDEN_LIBRARIES = {
     "tables": ("grpc", "kopf", "kubernetes"),
     "checkpoint": ("grpc", "kopf", "kubernetes"),
     "fluid": ("grpc", "kopf", "kubernetes", "socket"),
+    "paddle2": ("grpc", "kopf", "kubernetes", "socket"),
     "rpc": ("kopf", "kubernetes"),
 }
 ROLES_IMPORT_ONLY_STDLIB = ("numpy", "grpc", "kopf", "kubernetes", "yaml", "prometheus_client")
