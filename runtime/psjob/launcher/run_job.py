@@ -141,7 +141,7 @@ def plan(job: jobspec.ParameterServerJob, args) -> LocalRun:
         raise RuntimeError(f"local_topology placed pservers at {topology.pserver_endpoints}, "
                            f"launch at {endpoints}")
     write_token(workdir)
-    if topology.checkpoint_dir:
+    if topology.checkpoint_dir and "://" not in topology.checkpoint_dir:  # not an object store URI
         os.makedirs(topology.checkpoint_dir, exist_ok=True)
     topology_file = os.path.join(workdir, "topology.json")
     with open(topology_file, "w") as f:
