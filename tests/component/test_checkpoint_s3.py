@@ -242,3 +242,16 @@ def test_a_launched_job_checkpoints_to_s3_and_a_killed_pserver_restores_from_the
     # retention kept the newest three; every one is whole, and the CLI agrees
     assert [c.step for c in store.candidates(root)] == [steps, steps - interval, steps - 2 * interval]
     faultkit.assert_checkpoints_sound(root)
+
+
+def test_psjob_run_takes_the_uri_from_the_job_yaml_and_checkpoints_only_to_the_bucket(root, tmp_path):
+    run_job = _load(os.path.join(HERE, "test_run_job.py"))
+    job = run_job.write_job(tmp_path, spec={"checkpoint": {"uri": root, "intervalSteps": 5,
+                                                           "credentialsSecret": "ckpt-s3"}})
+    status, out = run_job.finish(run_job.start_run(job, tmp_path))
+    assert status == 0, out
+    assert f"checkpoints go to {root} (spec.checkpoint.credentialsSecret is a cluster Secret: ignored" in out
+    newest = store.newest_good(root)
+    assert newest is not None and newest.path.startswith(root + "/step-"), store.scan(root)
+    assert store.verify(newest.path) == [] and newest.manifest["tables"]  # the sparse table's shards too
+    assert not (tmp_path / "work" / "checkpoints").exists()
