@@ -182,6 +182,29 @@ def test_an_empty_prefix_is_not_a_directory(root):
     assert done.returncode == 2 and "nothing is stored under that prefix" in done.stderr
 
 
+@pytest.mark.parametrize("filename", [None, "params"])
+def test_single_machine_save_and_load_persistables_round_trip_through_s3(root, filename):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x, y = fluid.layers.data(name="x", shape=[4]), fluid.layers.data(name="y", shape=[1])
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(x, 1), y))
+        fluid.optimizer.Adam(0.1).minimize(loss)
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    exe.run(main, feed={"x": np.ones((2, 4), "float32"), "y": np.zeros((2, 1), "float32")}, fetch_list=[loss],
+            scope=scope)
+    with fluid.scope_guard(scope):
+        fluid.io.save_persistables(exe, root, main, filename=filename)  # filename: one .npz object
+    fresh = fluid.Scope()
+    exe.run(startup, scope=fresh)
+    with fluid.scope_guard(fresh):
+        fluid.io.load_persistables(exe, root, main, filename=filename)
+    names = read_manifest(root)["vars"]
+    assert {"fc_0.w_0", "fc_0.w_0_moment1_0"} <= set(names)
+    for name in names:
+        np.testing.assert_array_equal(fresh.vars[name], scope.vars[name], err_msg=name)
+
+
 # -- distributed saves: sliced dense variables and a sparse table, through the pservers ----------
 
 @pytest.mark.parametrize("pservers", [3, 1])
