@@ -278,3 +278,15 @@ def test_psjob_run_takes_the_uri_from_the_job_yaml_and_checkpoints_only_to_the_b
     assert newest is not None and newest.path.startswith(root + "/step-"), store.scan(root)
     assert store.verify(newest.path) == [] and newest.manifest["tables"]  # the sparse table's shards too
     assert not (tmp_path / "work" / "checkpoints").exists()
+
+
+def test_a_job_whose_store_has_no_credentials_fails_at_start_up_saying_so(root, tmp_path, monkeypatch):
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    job = faultkit.Job(tmp_path, ["--server_num", "1", "--worker_num", "1", "--checkpoint-uri", root],
+                       [faultkit.CKPT_SCRIPT, "--out", str(tmp_path), "--steps", "5", "--interval_steps", "2"])
+    try:
+        assert job.wait(60) != 0
+    finally:
+        job.kill()
+    server_log = (tmp_path / "log" / "serverlog.0").read_text()
+    assert "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in server_log, server_log
