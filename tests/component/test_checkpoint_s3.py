@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
-from psjob.checkpoint import s3, storage, store
+from psjob.checkpoint import s3, s3client, storage, store
 from psjob.checkpoint.format import (CORRUPT_MARKER, CorruptFileError, new_manifest, read_manifest, read_var,
                                      write_array, write_manifest)
 from psjob.fluid.transpiler.pserver_state import PserverState
@@ -95,7 +95,7 @@ def test_a_write_that_fails_midway_leaves_no_object_and_no_pending_upload(root, 
             f.write(b"x" * (11 << 20))  # two parts sent
             raise RuntimeError("crash")
     assert not storage.for_path(path).exists(path)
-    bucket = s3.parse(root)[0]
+    bucket = s3client.parse(root)[0]
     uploads = s3.storage().client.request("GET", f"s3://{bucket}", {"uploads": ""})[2]
     assert b"<UploadId>" not in uploads  # aborted: no parts left behind
 

@@ -2,6 +2,8 @@
 
 Modules, lowest first (docs/checkpoints.md describes the format and the protocol):
 
+    storage       where the bytes live: a local directory or s3://BUCKET/PREFIX (stdlib only)
+    s3, s3client  the S3 store and psjob's own small SigV4 client
     format        array files, manifests, atomic writes, checksums (numpy + stdlib only;
                   fluid.io builds on it)
     tables        distributed-table shards keyed by feature id, re-shardable N -> M
@@ -11,7 +13,7 @@ Modules, lowest first (docs/checkpoints.md describes the format and the protocol
     pserver_load  loading a pserver's slices out of a whole-model save
     distributed   trainer 0's save: recv_save of the slices, table shards, manifest
     periodic      Checkpointer: every N steps / T seconds, positions, resume
-    cli           `psjob checkpoint list|inspect|verify DIR`
+    cli           `psjob checkpoint list|inspect|verify DIR|s3://BUCKET/PREFIX`
 
 The public names below are imported lazily: fluid.io imports `format` while
 the framework is still initializing, and `distributed` imports the framework.

@@ -2,9 +2,9 @@
 
 A saved directory holds one file per array and `__manifest__.json`, which
 lists every array with its shape, dtype, size and sha256 (docs/checkpoints.md
-has the full layout). This module is the only code that reads or writes
-those bytes; it depends on numpy and the standard library only, so the
-framework's `fluid.io` and the distributed checkpoint code share it.
+has the full layout). This module is the only code that lays out those
+bytes (storage.py moves them); it depends on numpy and the standard library
+only, so the framework's `fluid.io` and the distributed checkpoint code share it.
 
 The bytes live in a `storage.Storage`: a local directory or an S3 bucket
 (`s3://BUCKET/PREFIX`); a "directory" here is a path or URI. Crash safety
