@@ -290,3 +290,19 @@ def test_a_job_whose_store_has_no_credentials_fails_at_start_up_saying_so(root, 
         job.kill()
     server_log = (tmp_path / "log" / "serverlog.0").read_text()
     assert "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in server_log, server_log
+
+
+def test_without_keys_a_web_identity_token_assumes_the_role_as_irsa_gives_pods(root, tmp_path, monkeypatch):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    token = tmp_path / "token"
+    token.write_text("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGVhbTpwc2pvYiJ9.c2ln\n")
+    monkeypatch.setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/psjob-checkpoints")
+    monkeypatch.setenv("AWS_WEB_IDENTITY_TOKEN_FILE", str(token))
+    d = _save(root, 1, {"w": np.arange(5, dtype="float32")})  # STS at AWS_ENDPOINT_URL: moto
+    keys = s3.storage().client.keys(d)
+    assert keys.access_key.startswith("ASIA") and keys.session_token and keys.expires > 0
+    assert store.verify(d) == []
+    monkeypatch.setenv("AWS_WEB_IDENTITY_TOKEN_FILE", str(tmp_path / "missing"))
+    done = _psjob("checkpoint", "list", root, env=dict(os.environ))
+    assert done.returncode == 2 and "cannot read the web identity token" in done.stderr, done.stderr

@@ -11,15 +11,13 @@ import pytest
 from psjob.checkpoint import s3client
 from psjob.checkpoint.storage import StorageError
 
-AWS_EXAMPLE = s3client.Config(endpoint="", region="us-east-1", access_key="AKIAIOSFODNN7EXAMPLE",
-                              secret_key="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", session_token="",
-                              ca_bundle="")
+AWS_EXAMPLE = s3client.Keys("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
 def test_the_signature_of_aws_s3_get_object_example_is_the_one_aws_publishes():
     # "Example: GET Object", Signature Version 4 header-based authentication, Amazon S3 API reference.
-    headers = s3client.sign(AWS_EXAMPLE, "GET", "examplebucket.s3.amazonaws.com", "/test.txt", {},
+    headers = s3client.sign(AWS_EXAMPLE, "us-east-1", "GET", "examplebucket.s3.amazonaws.com", "/test.txt", {},
                             {"Range": "bytes=0-9"}, dt.datetime(2013, 5, 24, tzinfo=dt.timezone.utc),
                             payload_hash=EMPTY_SHA256)
     assert headers["authorization"] == (
@@ -29,8 +27,7 @@ def test_the_signature_of_aws_s3_get_object_example_is_the_one_aws_publishes():
 
 
 def test_requests_are_signed_unsigned_payload_and_carry_a_session_token_when_given():
-    cfg = s3client.Config("", "eu-west-1", "AK", "SK", "TOKEN", "")
-    headers = s3client.sign(cfg, "PUT", "b.s3.eu-west-1.amazonaws.com", "/k", {"partNumber": "1"}, {},
+    headers = s3client.sign(s3client.Keys("AK", "SK", "TOKEN"), "eu-west-1", "PUT", "b.s3.eu-west-1.amazonaws.com", "/k", {"partNumber": "1"}, {},
                             dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
     assert headers["x-amz-content-sha256"] == "UNSIGNED-PAYLOAD" and headers["x-amz-security-token"] == "TOKEN"
     assert "/20260101/eu-west-1/s3/aws4_request" in headers["authorization"]

@@ -5,9 +5,9 @@ The `Storage` of storage.py on a bucket, through psjob's own small client
 variables). Not boto3: botocore requires python-dateutil<3, which cannot be
 installed beside the kubernetes client the operator needs (python-dateutil>=3),
 and a second environment in every image would cost more than these few hundred
-lines. What that leaves out: credentials that boto3 would find on its own (web
-identity / IRSA, EKS Pod Identity, instance profiles, ~/.aws files) — give
-the pods keys from a Secret.
+lines. Credentials are keys from the environment or a web identity (IRSA);
+what that leaves out of boto3's chain: EKS Pod Identity, instance profiles,
+~/.aws files.
 
 Objects map to the local layout one to one: the file `<dir>/<rel>` is the key
 `<PREFIX>/<dir>/<rel>`. Large arrays are streamed as a multipart upload: the

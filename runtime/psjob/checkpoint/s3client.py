@@ -14,6 +14,10 @@ Configuration, from the environment as every AWS tool reads it:
                                               GCS interoperability, ...): http(s)://host[:port];
                                               buckets are then addressed by path
     AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY  the keys (AWS_SESSION_TOKEN for temporary ones)
+    AWS_ROLE_ARN, AWS_WEB_IDENTITY_TOKEN_FILE without keys: assume the role with the pod's
+                                              service-account token (EKS IRSA sets both), through
+                                              STS AssumeRoleWithWebIdentity (AWS_ENDPOINT_URL_STS,
+                                              AWS_ROLE_SESSION_NAME); renewed 5 minutes before expiry
     AWS_REGION or AWS_DEFAULT_REGION          the signing region (default us-east-1)
     AWS_CA_BUNDLE                             a CA file for an endpoint with a private CA
 """
@@ -39,6 +43,7 @@ TIMEOUT_S = 60.0       # per socket operation
 ATTEMPTS = 5           # tries of one request on a dropped connection, 500, 503 SlowDown
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 UNSIGNED = "UNSIGNED-PAYLOAD"
+KEYS_RENEW_BEFORE_S = 300  # assumed-role keys are renewed this long before they expire
 CREDENTIAL_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken",
                     "InvalidToken"}
 
@@ -62,6 +67,14 @@ def parse(uri: str) -> tuple[str, str]:
 # -- configuration and signing ------------------------------------------------------------
 
 @dataclass(frozen=True)
+class Keys:
+    access_key: str
+    secret_key: str
+    session_token: str = ""
+    expires: float = float("inf")  # time.time() after which they are no longer valid
+
+
+@dataclass(frozen=True)
 class Config:
     endpoint: str          # "" for AWS itself
     region: str
@@ -69,6 +82,10 @@ class Config:
     secret_key: str
     session_token: str
     ca_bundle: str
+    role_arn: str = ""                 # with web_identity_token_file: IRSA
+    web_identity_token_file: str = ""
+    sts_endpoint: str = ""
+    role_session_name: str = ""
 
     @classmethod
     def from_env(cls, env=None) -> "Config":
@@ -76,10 +93,15 @@ class Config:
         endpoint = (env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or "").rstrip("/")
         if endpoint and urllib.parse.urlsplit(endpoint).scheme not in ("http", "https"):
             raise StorageError(f"AWS_ENDPOINT_URL={endpoint!r} is not an http:// or https:// URL")
-        return cls(endpoint=endpoint,
-                   region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+        sts = (env.get("AWS_ENDPOINT_URL_STS") or env.get("AWS_ENDPOINT_URL") or f"https://sts.{region}.amazonaws.com")
+        return cls(endpoint=endpoint, region=region,
                    access_key=env.get("AWS_ACCESS_KEY_ID", ""), secret_key=env.get("AWS_SECRET_ACCESS_KEY", ""),
-                   session_token=env.get("AWS_SESSION_TOKEN", ""), ca_bundle=env.get("AWS_CA_BUNDLE", ""))
+                   session_token=env.get("AWS_SESSION_TOKEN", ""), ca_bundle=env.get("AWS_CA_BUNDLE", ""),
+                   role_arn=env.get("AWS_ROLE_ARN", ""),
+                   web_identity_token_file=env.get("AWS_WEB_IDENTITY_TOKEN_FILE", ""),
+                   sts_endpoint=sts.rstrip("/"),
+                   role_session_name=env.get("AWS_ROLE_SESSION_NAME", "") or f"psjob-{os.getpid()}")
 
     def where(self) -> str:
         return f" at {self.endpoint}" if self.endpoint else ""
@@ -102,25 +124,25 @@ def _quote(s: str, safe: str = "-_.~") -> str:
     return urllib.parse.quote(s, safe=safe)
 
 
-def sign(cfg: Config, method: str, host: str, path: str, query: dict, headers: dict,
+def sign(keys: Keys, region: str, method: str, host: str, path: str, query: dict, headers: dict,
          now: dt.datetime, payload_hash: str = UNSIGNED) -> dict:
     """Headers of a SigV4-signed S3 request (AWS's "Signature Version 4" algorithm)."""
     amz_date = now.strftime("%Y%m%dT%H%M%SZ")
     day = amz_date[:8]
     headers = {**{k.lower(): str(v).strip() for k, v in headers.items()}, "host": host,
                "x-amz-date": amz_date, "x-amz-content-sha256": payload_hash}
-    if cfg.session_token:
-        headers["x-amz-security-token"] = cfg.session_token
+    if keys.session_token:
+        headers["x-amz-security-token"] = keys.session_token
     names = sorted(headers)
     canonical = "\n".join([
         method, _quote(path, safe="/-_.~"),
         "&".join(f"{_quote(k)}={_quote(v)}" for k, v in sorted(query.items())),
         "".join(f"{n}:{headers[n]}\n" for n in names), ";".join(names), payload_hash])
-    scope = f"{day}/{cfg.region}/s3/aws4_request"
+    scope = f"{day}/{region}/s3/aws4_request"
     to_sign = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
-    key = _hmac(_hmac(_hmac(_hmac(f"AWS4{cfg.secret_key}".encode(), day), cfg.region), "s3"), "aws4_request")
+    key = _hmac(_hmac(_hmac(_hmac(f"AWS4{keys.secret_key}".encode(), day), region), "s3"), "aws4_request")
     signature = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-    headers["authorization"] = (f"AWS4-HMAC-SHA256 Credential={cfg.access_key}/{scope}, "
+    headers["authorization"] = (f"AWS4-HMAC-SHA256 Credential={keys.access_key}/{scope}, "
                                 f"SignedHeaders={';'.join(names)}, Signature={signature}")
     return headers
 
@@ -163,6 +185,59 @@ class Client:
         self.cfg = cfg
         self._local = threading.local()
         self._ssl = ssl.create_default_context(cafile=cfg.ca_bundle or None)
+        self._keys: Keys | None = None
+        self._keys_lock = threading.Lock()
+
+    def keys(self, uri: str) -> Keys:
+        """The keys to sign with: static ones, or the web identity's, assumed and renewed."""
+        cfg = self.cfg
+        if cfg.access_key and cfg.secret_key:
+            return Keys(cfg.access_key, cfg.secret_key, cfg.session_token)
+        if not (cfg.role_arn and cfg.web_identity_token_file):
+            raise StorageError(f"cannot reach {uri}: no S3 credentials: set AWS_ACCESS_KEY_ID and "
+                               "AWS_SECRET_ACCESS_KEY (on Kubernetes: spec.checkpoint.credentialsSecret), or "
+                               "AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE (IRSA)")
+        with self._keys_lock:
+            if self._keys is None or time.time() > self._keys.expires - KEYS_RENEW_BEFORE_S:
+                self._keys = self._assume_role_with_web_identity()
+            return self._keys
+
+    def _assume_role_with_web_identity(self) -> Keys:
+        """STS AssumeRoleWithWebIdentity (an unsigned call: the token is the proof)."""
+        cfg = self.cfg
+        try:
+            with open(cfg.web_identity_token_file) as f:
+                token = f.read().strip()
+        except OSError as exc:
+            raise StorageError(f"cannot read the web identity token AWS_WEB_IDENTITY_TOKEN_FILE="
+                               f"{cfg.web_identity_token_file}: {exc.strerror or exc}") from exc
+        body = urllib.parse.urlencode({"Action": "AssumeRoleWithWebIdentity", "Version": "2011-06-15",
+                                       "RoleArn": cfg.role_arn, "RoleSessionName": cfg.role_session_name,
+                                       "WebIdentityToken": token}).encode()
+        u = urllib.parse.urlsplit(cfg.sts_endpoint)
+        conn = self._connect(u.scheme, u.netloc)
+        try:
+            conn.request("POST", u.path or "/", body=body,
+                         headers={"content-type": "application/x-www-form-urlencoded"})
+            resp = conn.getresponse()
+            data = resp.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise StorageError(f"cannot reach STS at {cfg.sts_endpoint} to assume {cfg.role_arn}: {exc}") from exc
+        finally:
+            conn.close()
+        root = ET.fromstring(data) if data else None
+        creds = xml_find(root, "Credentials") if root is not None else []
+        if resp.status != 200 or not creds:
+            code, msg = error_of(resp.status, data)
+            raise StorageError(f"cannot assume {cfg.role_arn} with the web identity token: {code} {msg}".strip())
+        c = creds[0]
+        expiry = xml_text(c, "Expiration")
+        try:
+            expires = dt.datetime.fromisoformat(expiry.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            expires = time.time() + KEYS_RENEW_BEFORE_S * 2  # unknown: renew soon
+        return Keys(xml_text(c, "AccessKeyId"), xml_text(c, "SecretAccessKey"), xml_text(c, "SessionToken"),
+                    expires)
 
     def _connect(self, scheme: str, host: str):
         if scheme == "https":
@@ -186,10 +261,8 @@ class Client:
         """(status, headers, body bytes) — or, with stream=True, the open response of a GET whose
         connection belongs to it (close it when done). Raises S3Error for an error status."""
         cfg = self.cfg
-        if not cfg.access_key or not cfg.secret_key:
-            raise StorageError(f"cannot reach {uri}: no S3 credentials: set AWS_ACCESS_KEY_ID and "
-                               "AWS_SECRET_ACCESS_KEY (on Kubernetes: spec.checkpoint.credentialsSecret)")
         bucket, key = parse(uri)
+        keys = self.keys(uri)
         scheme, host, base = cfg.location(bucket)
         path = f"{base}/{key}" if key else (base or "/")
         query = {k: str(v) for k, v in (query or {}).items()}
@@ -199,8 +272,8 @@ class Client:
         for attempt in range(ATTEMPTS):
             if attempt:
                 time.sleep(min(0.1 * 2 ** attempt, 2.0))  # backoff between retries of a failed call
-            signed = sign(cfg, method, host, path, query, dict(headers or {}, **{"content-length": len(body)}),
-                          dt.datetime.now(dt.timezone.utc))
+            signed = sign(keys, cfg.region, method, host, path, query,
+                          dict(headers or {}, **{"content-length": len(body)}), dt.datetime.now(dt.timezone.utc))
             conn = self._connect(scheme, host) if stream else self._pooled(scheme, host)
             try:
                 conn.request(method, target, body=body, headers=signed)
