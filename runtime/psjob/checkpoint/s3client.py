@@ -43,6 +43,7 @@ TIMEOUT_S = 60.0       # per socket operation
 ATTEMPTS = 5           # tries of one request on a dropped connection, 500, 503 SlowDown
 BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")
 UNSIGNED = "UNSIGNED-PAYLOAD"
+REGION_CODES = {"PermanentRedirect", "AuthorizationHeaderMalformed"}  # AWS: signed for the wrong region
 KEYS_RENEW_BEFORE_S = 300  # assumed-role keys are renewed this long before they expire
 CREDENTIAL_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken",
                     "InvalidToken"}
@@ -306,6 +307,9 @@ class Client:
             return S3Error(f"{uri}: bucket {bucket!r} does not exist{where}", code, status)
         if code in ("NoSuchKey", "NotFound"):
             return FileNotFoundError(2, f"no such object: {uri}", uri)
+        if code in REGION_CODES:
+            return S3Error(f"{method} {uri}: {code}: the bucket lives in another region than "
+                           f"{self.cfg.region}: set AWS_REGION to the bucket's region", code, status)
         if code in CREDENTIAL_CODES:
             return S3Error(f"{method} {uri}: access denied{where} ({code}{': ' + msg if msg else ''}): check "
                            "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY and the bucket's policy", code, status)
