@@ -19,7 +19,7 @@ import psjob.fluid as fluid
 from psjob.checkpoint import s3, s3client, storage, store
 from psjob.checkpoint.format import (CORRUPT_MARKER, CorruptFileError, new_manifest, read_manifest, read_var,
                                      write_array, write_manifest)
-from psjob.fluid.transpiler.pserver_state import PserverState
+from psjob.ps.pserver_state import PserverState
 from psjob.tables import shard_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -7,8 +7,9 @@ to its kernel and a reusable KernelContext. Later runs only loop over the
 bound kernels, so the per-op overhead is one Python call.
 
 Runtime services (the RPC client of a trainer, the table server of a pserver)
-register themselves in `executor.services`; kernels of distributed ops find
-them there. `close()` runs registered close hooks — for a trainer this tells
+live in `executor.services`; kernels of distributed ops find them there. A
+service not set there is made on first use by the factory the runtime layer
+registered under its name (psjob.hooks): the framework never imports it. `close()` runs registered close hooks — for a trainer this tells
 the pservers it has completed, as `exe.close()` does in Fluid.
 
 Step observers (`observe_steps(program, fn)`) are called after every
@@ -18,13 +19,13 @@ training loop. A run of a program nobody observes costs one dict lookup.
 """
 from __future__ import annotations
 
-import importlib
 import time
 import weakref
 from collections import defaultdict
 
 import numpy as np
 
+from .. import hooks
 from .core import CPUPlace, LoDTensor, Scope, SelectedRows, global_scope, to_numpy
 from .framework import EMPTY_VAR_NAME, GraphError, Program, Variable
 from .ops.registry import KernelContext, get_op_def
@@ -33,10 +34,6 @@ from .ops.registry import KernelContext, get_op_def
 # Runtime services a kernel may need, created on first use when nobody
 # registered one. They live in higher layers (gRPC client and server), so they
 # are named here, not imported: the framework never imports the transport.
-DEFAULT_SERVICES = {
-    "rpc": "psjob.ps.client_service:make_client",
-    "pserver": "psjob.ps.pserver:make_service",
-}
 
 
 # program → observers called after each run of it; weak keys, so an observer goes with its program.
@@ -96,14 +93,14 @@ class Executor:
         return self._xp
 
     def service(self, name: str, op=None):
-        """The runtime service `name`; created by its default factory on first use."""
+        """The runtime service `name` ("rpc", "pserver", "heter"); created on first use by
+        the factory the runtime registered (psjob.hooks), unless one was set in `services`."""
         svc = self.services.get(name)
         if svc is None:
-            spec = DEFAULT_SERVICES.get(name)
-            if spec is None:
-                raise KeyError(f"no runtime service {name!r} registered on this executor")
-            module, _, attr = spec.partition(":")
-            factory = getattr(importlib.import_module(module), attr)
+            try:
+                factory = hooks.lookup(name)
+            except LookupError:
+                raise KeyError(f"no runtime service {name!r} registered on this executor") from None
             svc = self.services[name] = factory(self, op)
         return svc
 

@@ -24,9 +24,10 @@ format lives in psjob.checkpoint.format, shared with distributed checkpoints.
 Transpiled programs (`program._is_distributed`) are saved and loaded the
 seed's distributed way: `save_persistables` on trainer 0's program pulls the
 pservers' slices and has them save the distributed table
-(psjob.checkpoint.distributed); `load_persistables` on a pserver's main or
-startup program loads just that pserver's slices (psjob.checkpoint.pserver_load).
-Those modules are imported when used: they sit above the framework.
+(psjob.fleet.checkpoint_save); `load_persistables` on a pserver's main or
+startup program loads just that pserver's slices (psjob.ps.checkpoint_restore).
+Those modules sit above the framework: it calls them through the hooks they
+register (psjob.hooks), never by import.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ import os
 
 import numpy as np
 
+from .. import hooks
 from ..checkpoint import storage
 from ..checkpoint.format import (FORMAT, MANIFEST, VERSION, CheckpointError, array_sha256,  # noqa: F401
                                  atomic_write, new_manifest, read_manifest, read_var, write_array,
@@ -162,20 +164,14 @@ def _save_distributed_persistables(executor, dirname, main_program, scope=None):
     and optimizer slice pulled from the pservers and reassembled whole (recv_save),
     the pservers' state (LR counters) and the distributed table, whose shards the
     pservers write themselves (checkpoint_notify); the manifest goes last. Other
-    trainers save only what they hold, as the seed does."""
-    from ..checkpoint import distributed
+    trainers save only what they hold, as the seed does. The work is the trainer
+    runtime's (psjob.fleet.checkpoint_save), reached through the hook it registers."""
     _check_executor(executor, "save_persistables")
     if not isinstance(main_program, Program):
         raise TypeError("'main_program' should be an instance of Program.")
     if not main_program._is_distributed:
         raise ValueError("'_save_distributed_persistables' just be designed for distributed training.")
-    dist = distributed.DistInfo.of(main_program)
-    if not dist.is_chief:
-        remote = distributed.remote_groups(main_program, dist)
-        save_vars(executor, dirname, main_program, vars=distributed.local_vars(main_program, dist, remote),
-                  scope=scope)
-        return None
-    return distributed.save(executor, dirname, main_program, dist, scope=scope)
+    return hooks.lookup(hooks.DISTRIBUTED_SAVE)(executor, dirname, main_program, scope=scope)
 
 
 # -- load ---------------------------------------------------------------------------------
@@ -250,8 +246,8 @@ def _load_distributed_persistables(executor, dirname, main_program=None, scope=N
     the distributed table by feature id, so the save may come from another number of pservers.
 
     `dirname` is a save (it has a manifest) or a checkpoint root, whose newest good
-    checkpoint is loaded (falling back past corrupt ones)."""
-    from ..checkpoint import pserver_load, store
+    checkpoint is loaded (falling back past corrupt ones). The work is the pserver
+    runtime's (psjob.ps.checkpoint_restore), reached through the hook it registers."""
     _check_executor(executor, "load_persistables")
     if not isinstance(main_program, Program):
         raise TypeError("'main_program' should be an instance of Program.")
@@ -260,12 +256,7 @@ def _load_distributed_persistables(executor, dirname, main_program=None, scope=N
     if not main_program._ps_endpoint:
         raise ValueError("'_load_distributed_persistables' need current_endpoint set in "
                          "DistributeTranspiler.transpile")
-    if store.is_checkpoint_root(dirname):
-        info = pserver_load.restore_newest(executor, dirname, main_program, scope=scope)
-        if info is None:
-            raise CheckpointError(f"{dirname!r} holds no complete checkpoint")
-        return info
-    return pserver_load.load_pserver_slices(executor, dirname, main_program, scope=scope)
+    return hooks.lookup(hooks.DISTRIBUTED_LOAD)(executor, dirname, main_program, scope=scope)
 
 
 # -- inference models ---------------------------------------------------------------------
