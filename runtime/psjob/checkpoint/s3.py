@@ -1,6 +1,6 @@
 """Checkpoints on S3-compatible object storage: `s3://BUCKET/PREFIX`.
 
-The `Storage` of storage.py on a bucket, through psjob's own small client
+The `Storage` (backend.py) on a bucket, through psjob's own small client
 (s3client.py: standard library, SigV4, configured by the standard AWS_*
 variables). Not boto3: botocore requires python-dateutil<3, which cannot be
 installed beside the kubernetes client the operator needs (python-dateutil>=3),
@@ -28,7 +28,7 @@ import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 
 from .s3client import Client, Config, S3Error, error_of, xml_find, xml_text, parse
-from .storage import S3_SCHEME, Storage
+from .backend import S3_SCHEME, Storage
 
 PART_BYTES = 16 << 20  # S3's minimum part is 5 MiB (except the last)
 PARTS_PER_SIZE = 1000  # double the part size every this many parts (S3 allows 10,000)
@@ -122,9 +122,8 @@ class S3Storage(Storage):
         except FileNotFoundError:
             pass
 
-    def remove_tree(self, dirpath: str) -> None:
-        from .format import MANIFEST
-        self.remove(posixpath.join(dirpath, MANIFEST))  # no longer a checkpoint, from here on
+    def remove_tree(self, dirpath: str, first: str) -> None:
+        self.remove(posixpath.join(dirpath, first))  # the manifest: no longer a checkpoint from here on
         bucket, key = parse(dirpath)
         keys = [f"{key}/{rel}" if key else rel for rel in self.sizes(dirpath)]
         for start in range(0, len(keys), DELETE_BATCH):

@@ -37,7 +37,7 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from .storage import S3_SCHEME, StorageError
+from .backend import S3_SCHEME, StorageError
 
 TIMEOUT_S = 60.0       # per socket operation
 ATTEMPTS = 5           # tries of one request on a dropped connection, 500, 503 SlowDown

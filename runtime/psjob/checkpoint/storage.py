@@ -16,8 +16,8 @@ their I/O through it, so the layout and the guarantees are the same on both:
   locally it renames the directory to `.deleting-*` first, on S3 it deletes the
   manifest before the other objects.
 
-Local paths need nothing but the standard library; `s3://` needs the `s3`
-extra (boto3), imported only when such a path is used (psjob.checkpoint.s3).
+Both need nothing but the standard library: `s3://` is served by psjob's own
+small client (s3.py, s3client.py). The interface is in backend.py.
 
 Transport and configuration failures (no credentials, no such bucket, an
 unreachable endpoint) raise `StorageError`, an OSError, so the callers that
@@ -32,11 +32,8 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 
-S3_SCHEME = "s3://"
-
-
-class StorageError(OSError):
-    """A checkpoint store cannot be used: bad URI, no credentials, no bucket, unreachable."""
+from . import s3
+from .backend import S3_SCHEME, Storage, StorageError  # noqa: F401 - callers use storage.StorageError
 
 
 def is_uri(path: str) -> bool:
@@ -54,73 +51,16 @@ def basename(path: str) -> str:
     return posixpath.basename(str(path).rstrip("/")) if is_uri(path) else os.path.basename(os.path.normpath(path))
 
 
-def for_path(path: str) -> "Storage":
+def for_path(path: str) -> Storage:
     """The storage that holds `path` (raises StorageError for a URI it cannot serve)."""
     path = os.fspath(path)
     if path.startswith(S3_SCHEME):
-        from . import s3
         return s3.storage()
     if is_uri(path):
         scheme = path.split("://", 1)[0]
         raise StorageError(f"checkpoint store {path!r}: unsupported scheme {scheme!r}; use a local "
                            "directory or s3://BUCKET/PREFIX")
     return LOCAL
-
-
-class Storage:
-    """The operations checkpoints need. Paths are full paths or URIs (see `join`)."""
-
-    local = True  # a local filesystem (fsync and rename), not a remote object store
-
-    def open_write(self, path: str):
-        """Context manager: a binary file (write, tell) whose content appears at `path` on exit."""
-        raise NotImplementedError
-
-    def open_read(self, path: str):
-        """A binary file (read, readinto) of `path`; FileNotFoundError if it is not there."""
-        raise NotImplementedError
-
-    def exists(self, path: str) -> bool:
-        raise NotImplementedError
-
-    def is_dir(self, path: str) -> bool:
-        """A directory here: something is stored under `path/`."""
-        raise NotImplementedError
-
-    def sizes(self, dirpath: str) -> dict[str, int]:
-        """Every file under `dirpath`, recursively: {relative path with '/': size in bytes}."""
-        raise NotImplementedError
-
-    def list_dirs(self, dirpath: str) -> list[str]:
-        """Names of the directories directly under `dirpath` (none if it does not exist)."""
-        raise NotImplementedError
-
-    def remove(self, path: str) -> None:
-        """Remove one file; a missing one is fine."""
-        raise NotImplementedError
-
-    def remove_tree(self, dirpath: str) -> None:
-        """Remove a saved directory, its manifest first in effect (never a complete-looking half)."""
-        raise NotImplementedError
-
-    def makedirs(self, dirpath: str) -> None:
-        """Make sure files can be written under `dirpath` (a no-op for object stores)."""
-
-    def sync_dir(self, dirpath: str) -> None:
-        """Make the renames inside `dirpath` durable (a no-op for object stores)."""
-
-    def open_seekable(self, path: str):
-        """A seekable binary file (np.load of an .npz needs one)."""
-        return self.open_read(path)
-
-    # -- conveniences on top -------------------------------------------------------------
-    def read_bytes(self, path: str) -> bytes:
-        with self.open_read(path) as f:
-            return f.read()
-
-    def write_bytes(self, path: str, data: bytes) -> None:
-        with self.open_write(path) as f:
-            f.write(data)
 
 
 class LocalStorage(Storage):
@@ -172,9 +112,10 @@ class LocalStorage(Storage):
         except FileNotFoundError:
             pass
 
-    def remove_tree(self, dirpath: str) -> None:
+    def remove_tree(self, dirpath: str, first: str) -> None:
         # Rename first so a half-removed directory never looks like a checkpoint.
-        trash = os.path.join(os.path.dirname(os.path.normpath(dirpath)), f".deleting-{basename(dirpath)}")
+        trash = os.path.join(os.path.dirname(os.path.normpath(dirpath)),
+                             f".deleting-{os.path.basename(os.path.normpath(dirpath))}")
         os.replace(dirpath, trash)
         shutil.rmtree(trash, ignore_errors=True)
 

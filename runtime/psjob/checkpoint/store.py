@@ -175,7 +175,7 @@ def apply_retention(root: str, keep: int) -> list[str]:
         if c.path == newest.path:
             continue
         try:
-            store.remove_tree(c.path)
+            store.remove_tree(c.path, first=MANIFEST)
             removed.append(c.path)
         except OSError:
             continue
