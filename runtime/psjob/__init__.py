@@ -28,6 +28,15 @@ def __getattr__(name):
         import psjob.dataset  # noqa: F401
     elif name == "fluid":
         import psjob.fluid  # noqa: F401
+    elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device"):
+        # Paddle 2.x's subpackages (docs/paddle2.md), which build on one another.
+        import psjob.device, psjob.nn, psjob.optimizer, psjob.regularizer, psjob.static, psjob.tensor  # noqa: F401,E401
+    elif not name.startswith("_"):
+        # Paddle 2.x's top-level functions: enable_static, seed, reshape, ParamAttr, ...
+        import psjob._paddle2
+        if name not in psjob._paddle2.__all__:
+            raise AttributeError(f"module 'psjob' has no attribute {name!r}")
+        globals()[name] = getattr(psjob._paddle2, name)
     else:
         raise AttributeError(f"module 'psjob' has no attribute {name!r}")
     return globals()[name]

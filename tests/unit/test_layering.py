@@ -2,12 +2,13 @@
 
 Runtime layers, bottom to top; a module imports only its own layer and the ones below:
 
-    base         hooks, roles, progress, metrics, reader, dataset, _batch  (stdlib, numpy, prometheus)
+    base         hooks, roles, role_env, progress, metrics, reader, dataset, _batch
     jobspec      the ParameterServerJob model (uses roles' defaults)
     kernels      kernels, cuda                       optimizer math on an array module
     tables       sparse tables keyed by id
     checkpoint   the on-disk format (format, tables, store, cli): numpy only
     fluid        framework, ops, executor, io, and the transpiler as pure planning
+    paddle2      Paddle 2.x's fronts over fluid: static, nn, optimizer, tensor, ... (docs/paddle2.md)
     rpc          frames, codec, gRPC client and server
     ps           pserver state and service, communicators, checkpoint protocol, in-memory cluster
     fleet        the Fleet facade, role makers, trainer-side checkpoints, telemetry
@@ -34,13 +35,15 @@ OPERATOR = os.path.join(ROOT, "operator", "psjob_operator")
 
 # Lowest first: (layer, module prefixes).
 LAYERS = [
-    ("base", ("psjob.hooks", "psjob.roles", "psjob.progress", "psjob.metrics", "psjob.reader",
+    ("base", ("psjob.hooks", "psjob.roles", "psjob.role_env", "psjob.progress", "psjob.metrics", "psjob.reader",
               "psjob.dataset", "psjob._batch")),
     ("jobspec", ("psjob.jobspec",)),
     ("kernels", ("psjob.kernels", "psjob.cuda")),
     ("tables", ("psjob.tables",)),
     ("checkpoint", ("psjob.checkpoint",)),
     ("fluid", ("psjob.fluid",)),
+    ("paddle2", ("psjob.static", "psjob.nn", "psjob.optimizer", "psjob.tensor", "psjob.regularizer",
+                 "psjob.device", "psjob.param_attr", "psjob._paddle2")),
     ("rpc", ("psjob.rpc",)),
     ("ps", ("psjob.ps",)),
     ("fleet", ("psjob.fleet",)),
@@ -58,6 +61,7 @@ FORBIDDEN_LIBRARIES = {
     "tables": ("grpc", "kopf", "kubernetes"),
     "checkpoint": ("grpc", "kopf", "kubernetes"),
     "fluid": ("grpc", "kopf", "kubernetes", "socket"),
+    "paddle2": ("grpc", "kopf", "kubernetes", "socket"),
     "rpc": ("kopf", "kubernetes"),
 }
 ROLES_IMPORT_ONLY_STDLIB = ("numpy", "grpc", "kopf", "kubernetes", "yaml", "prometheus_client")
@@ -188,7 +192,7 @@ def _library_violations():
         else:
             rank = _layer_of(module)
             banned = FORBIDDEN_LIBRARIES.get(LAYERS[rank][0], ()) if rank is not None else ()
-            if _starts(module, "psjob.roles"):
+            if _starts(module, "psjob.roles") or _starts(module, "psjob.role_env"):
                 banned = banned + ROLES_IMPORT_ONLY_STDLIB
         for name in _imports(path, module):
             for bad in banned:

@@ -132,6 +132,7 @@ class Executor:
         if not isinstance(feed, dict):
             raise TypeError(f"feed must be a dict of name → value, got {type(feed).__name__}")
         block = program.global_block()
+        self._set_scheduled_lr(program, scope)
         self._feed(block, feed, scope)
         fetch_names = [_fetch_name(f) for f in (fetch_list or [])]
         compiled = self._compile(program, block, scope, tuple(sorted(feed)), tuple(fetch_names))
@@ -214,6 +215,21 @@ class Executor:
         self._cache[key] = compiled
         return compiled
 
+    def _set_scheduled_lr(self, program, scope):
+        """A paddle.optimizer.lr scheduler drives the rate: write its current value, as
+        Paddle's Executor does before each run (the attribute keeps Paddle's spelling)."""
+        scheduler = getattr(program, "lr_sheduler", None)
+        if scheduler is not None and program._is_distributed:
+            # The optimizer ops, and the rate they read, now run on the parameter servers.
+            raise ExecutionError(
+                f"a paddle.optimizer.lr.{type(scheduler).__name__} does not reach the parameter servers "
+                "of a transpiled program: use a Fluid schedule (fluid.layers.exponential_decay, "
+                "piecewise_decay, ...), which the transpiler moves to the pservers")
+        if scheduler is not None and scheduler._var_name is not None:
+            var = program.global_block()._find_var_recursive(scheduler._var_name)
+            if var is not None:
+                scope.vars[var.name] = self.xp.asarray([scheduler()], dtype=var.dtype)
+
     # -- feed / fetch -------------------------------------------------------------------
     def _feed(self, block, feed: dict, scope: Scope):
         xp = self.xp
@@ -228,7 +244,13 @@ class Executor:
             elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
                 value, lod = value
             arr = _check_feed(var, value)
-            scope.vars[name] = arr if xp is np else xp.asarray(arr)
+            if xp is not np:
+                arr = xp.asarray(arr)
+            elif isinstance(value, np.ndarray) and np.may_share_memory(arr, value):
+                # Fed arrays are copied, as Paddle's feed does: an op that writes its
+                # variable in place (a fed persistable, increment) must not reach the caller.
+                arr = arr.copy()
+            scope.vars[name] = arr
             if lod is not None and len(lod):
                 scope.lods[name] = _check_lod(name, lod, arr.shape[0])
             else:

@@ -138,6 +138,16 @@ class Variable:
     def __truediv__(self, o):
         return self._binary(o, "elementwise_div")
 
+    def __neg__(self):
+        return self._binary(-1.0, "elementwise_mul")
+
+    def __matmul__(self, o):
+        return self._binary(o, "matmul")
+
+    def astype(self, dtype):
+        """A cast (Paddle 2.x's Variable.astype)."""
+        return self._binary(convert_dtype(dtype), "cast")
+
 
 class Parameter(Variable):
     """A trainable, persistable Variable created by a layer or `create_parameter`."""
@@ -413,13 +423,16 @@ class Block:
         return "\n".join(lines)
 
 
+_global_seed = 0  # set by global_seed (paddle.seed)
+
+
 class Program:
     """A list of blocks; block 0 is the global block."""
 
     def __init__(self):
         self.blocks = [Block(self, 0)]
         self.current_block_idx = 0
-        self.random_seed = 0
+        self.random_seed = _global_seed
         self._version = 0
         self._current_role = OpRole.Forward
         self._op_role_var: list[str] = []
@@ -520,6 +533,12 @@ class Program:
 
 
 # -- default programs and guards --------------------------------------------------------
+def global_seed(seed: int):
+    """The random_seed of every Program created from now on (paddle.seed)."""
+    global _global_seed
+    _global_seed = int(seed)
+
+
 _main_program = Program()
 _startup_program = Program()
 

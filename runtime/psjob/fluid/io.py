@@ -202,10 +202,16 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     manifest = _read_manifest(dirname)
     tables = manifest.get("tables", {})
     selected = _select(program, vars, predicate)
+    table_states = _table_state_sources(program, tables)
     loaded, npz_cache = {}, {}
     for var in selected:
         name = var.name
         entry = manifest["vars"].get(name)
+        if entry is None and name in table_states:
+            arr = _assemble_table_state(dirname, tables, table_states[name], var, scope)
+            if arr is not None:
+                loaded[name] = (arr, [])
+            continue
         if entry is None and name in tables:
             # A distributed table saved as shards by id: the single-process view is the whole table.
             from ..checkpoint.tables import assemble
@@ -226,6 +232,42 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
         scope.vars[name] = arr if xp is np else xp.asarray(arr)
         if lod:
             scope.lods[name] = [np.asarray(level, dtype=np.int64) for level in lod]
+
+
+def _table_state_sources(program, tables) -> dict:
+    """Accumulator variable → (table, state name, optimizer op type) for the optimizer ops
+    that update a parameter saved as a distributed table: in a distributed save the table's
+    optimizer state lives only in the table shards, under the accumulator's name."""
+    from .optimizer import accumulator_slots
+    sources = {}
+    for op in program.global_block().ops:
+        params = op.input("Param") if "Param" in op.inputs else []
+        if not params or params[0] not in tables:
+            continue
+        for state, slot in accumulator_slots(op.type).items():
+            for name in op.input(slot):
+                sources[name] = (params[0], state, op.type)
+    return sources
+
+
+def _assemble_table_state(dirname, tables, source, var, scope):
+    """The table's state for accumulator `var`, dense, over the startup value in `scope` (the
+    fresh state of rows the table never held); None where the program's accumulator has no
+    per-row form of the table's state or the table was trained by another rule: that
+    accumulator then keeps its startup value."""
+    from ..checkpoint.tables import assemble_state
+    table, state, op_type = source
+    fresh = scope.vars.get(var.name)
+    if fresh is None:
+        raise CheckpointError(f"loading {var.name!r} (the {state!r} state of table {table!r}) needs its "
+                              "startup value: run the startup program before loading")
+    fresh = to_numpy(fresh)
+    if fresh.shape != tuple(var.shape) or not fresh.shape or var.shape[0] < 0:
+        return None
+    arr = assemble_state(dirname, table, tables[table], state, op_type, fresh)
+    if arr is not None:
+        _check_fits(var.name, arr, var)
+    return arr
 
 
 def load_params(executor, dirname, main_program=None, filename=None):

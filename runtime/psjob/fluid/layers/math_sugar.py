@@ -10,6 +10,10 @@ from . import nn, tensor
 
 
 def binary(x: Variable, other, op_type: str, reverse: bool):
+    if op_type == "matmul":  # x @ y
+        return nn.matmul(x, other)
+    if op_type == "cast":  # x.astype(dtype): `other` is the dtype
+        return tensor.cast(x, other)
     if not isinstance(other, Variable):
         value = float(other)
         if op_type == "elementwise_add":
