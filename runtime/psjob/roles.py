@@ -346,7 +346,7 @@ def kubernetes_topology(spec: "ParameterServerJob", namespace: str) -> JobTopolo
             f"{kubernetes_host(heter_service(job.name), namespace, i)}:{s.heter_worker.port}"
             for i in range(s.heter_worker.replicas))
     return _topology(job, namespace, pservers, heter,
-                     checkpoint_dir=KUBERNETES_CHECKPOINT_DIR if s.checkpoint.enabled else "",
+                     checkpoint_dir=(s.checkpoint.uri or KUBERNETES_CHECKPOINT_DIR) if s.checkpoint.enabled else "",
                      auth_token_file=KUBERNETES_AUTH_TOKEN_FILE,
                      metrics_port=s.metrics_port, trainer_host="", per_process=False)
 
@@ -368,7 +368,7 @@ def local_topology(spec: "ParameterServerJob", ports: Sequence[int], workdir: st
     ports may all be the same one and Fluid scripts that join
     PADDLE_PSERVER_IPS with PADDLE_PSERVER_PORT still find every pserver;
     heter trainers listen on 127.0.0.1.
-    Checkpoints go to `<workdir>/checkpoints`; the launcher writes the per-run
+    Checkpoints go to `<workdir>/checkpoints` (or `spec.checkpoint.uri`); the launcher writes the per-run
     auth token to `<workdir>/auth-token`. `metrics_port` 0 lets every process
     pick a free port; otherwise process n gets `metrics_port + n`.
     """
@@ -384,7 +384,8 @@ def local_topology(spec: "ParameterServerJob", ports: Sequence[int], workdir: st
     heter = tuple(f"{LOCAL_HOST}:{int(p)}" for p in ports[n:])
     workdir = os.fspath(workdir)
     return _topology(job, job.namespace, pservers, heter,
-                     checkpoint_dir=os.path.join(workdir, "checkpoints") if s.checkpoint.enabled else "",
+                     checkpoint_dir=(s.checkpoint.uri or os.path.join(workdir, "checkpoints"))
+                     if s.checkpoint.enabled else "",
                      auth_token_file=os.path.join(workdir, "auth-token"),
                      metrics_port=metrics_port, trainer_host=LOCAL_HOST, per_process=True)
 

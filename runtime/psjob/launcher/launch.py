@@ -36,6 +36,13 @@ from .. import roles
 from .supervisor import ProcessSpec, Supervisor, SupervisorOptions
 
 
+def checkpoint_root(where: str) -> str:
+    """The checkpoint root every process gets: a URI as given, a directory made absolute."""
+    if not where or "://" in where:
+        return where
+    return os.path.abspath(where)
+
+
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
     """n distinct free TCP ports (held open together so they differ)."""
     socks = []
@@ -129,7 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", default="sync", choices=roles.MODES)
     p.add_argument("--k_steps", type=int, default=0, help="geo mode: local steps between exchanges")
     p.add_argument("--job_name", default="local")
-    p.add_argument("--checkpoint_dir", default="", help="PSJOB_CHECKPOINT_DIR for every process")
+    p.add_argument("--checkpoint_dir", "--checkpoint-uri", default="",
+                   help="PSJOB_CHECKPOINT_DIR for every process: a directory or s3://BUCKET/PREFIX "
+                        "(configured by the AWS_* variables of this environment)")
     p.add_argument("--pserver_restarts", type=int, default=0,
                    help="restart a failed pserver this many times (it recovers from the newest checkpoint)")
     p.add_argument("--timeout", type=float, default=0.0, help="stop everything after this many seconds")
@@ -172,7 +181,7 @@ def plan(args) -> list[ProcessSpec]:
         job_name=args.job_name, namespace="local", pserver_endpoints=tuple(endpoints),
         trainers=args.worker_num, heter_trainers=len(heter), heter_endpoints=tuple(heter),
         mode=args.mode, k_steps=args.k_steps or (1 if args.mode == "geo" else 0),
-        checkpoint_dir=os.path.abspath(args.checkpoint_dir) if args.checkpoint_dir else "",
+        checkpoint_dir=checkpoint_root(args.checkpoint_dir),
         metrics_port=args.metrics_port, metrics_port_per_process=True, auth_token_file=token_file,
         trainer_host="127.0.0.1")
     argv = [sys.executable, "-u", args.script, *args.script_args]
@@ -216,7 +225,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
     summary = summarize(job=args.job_name, mode=args.mode, outcome=_outcome(args, specs, status, log_tail),
                         seconds=time.monotonic() - started, watcher=watcher, trainers=args.worker_num,
-                        checkpoint_dir=os.path.abspath(args.checkpoint_dir) if args.checkpoint_dir else "",
+                        checkpoint_dir=checkpoint_root(args.checkpoint_dir),
                         specs=specs, name_of=lambda sp: sp.name)
     summary["log_dir"] = os.path.abspath(args.log_dir)
     print(summary_line(summary), flush=True)
