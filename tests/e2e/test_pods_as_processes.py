@@ -1,0 +1,127 @@
+"""The operator's pods executed for real: kopf operator + kmock API + tests/e2e/kubelet.py.
+
+The real operator reconciles examples/ctr-cpu.yaml (shrunk) in the API emulator;
+the kubelet emulator runs every pod it leads to as local processes in their own
+namespaces, exactly as the pod specs say, and reports them back; real kubectl
+reads the job's phase. See kubelet.py for what is real and what is emulated.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "operator")]
+
+from kubelet import Kubelet  # noqa: E402
+from opkit_cluster import NAMESPACE, ClusterThread, TestClient, wait_for  # noqa: E402
+from opkit_operator import OperatorProcess  # noqa: E402
+
+REPO = HERE.parents[1]
+KUBECTL = shutil.which("kubectl")
+
+
+def _namespaces_work() -> bool:
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "--mount", "--net", "--uts", "--propagation", "private",
+                            "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+pytestmark = [
+    pytest.mark.skipif(not _namespaces_work(), reason="needs root and Linux namespaces (unshare)"),
+    pytest.mark.skipif(KUBECTL is None, reason="needs kubectl"),
+    pytest.mark.timeout(300),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with ClusterThread() as thread:
+        yield thread
+
+
+@pytest.fixture(scope="module")
+def api(cluster) -> TestClient:
+    return TestClient(cluster.url)
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(cluster, tmp_path_factory) -> pathlib.Path:
+    return cluster.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")
+
+
+@pytest.fixture(scope="module")
+def operator(kubeconfig, tmp_path_factory):
+    process = OperatorProcess(kubeconfig, tmp_path_factory.mktemp("operator") / "operator.log")
+    process.start("--resync-seconds", "5", "--checkpoint-poll-seconds", "0")
+    yield process
+    process.stop()
+
+
+@pytest.fixture()
+def kubelet(api, tmp_path):
+    with Kubelet(api, NAMESPACE, tmp_path / "node") as node:
+        yield node
+
+
+def ctr_cpu(name: str, **spec) -> dict:
+    """examples/ctr-cpu.yaml as shipped, shrunk: small data, frequent checkpoints."""
+    job = yaml.safe_load((REPO / "examples" / "ctr-cpu.yaml").read_text())
+    job["metadata"].update(name=name, namespace=NAMESPACE)
+    args = job["spec"]["args"]
+    args[args.index("--examples") + 1] = "6000"
+    args[args.index("--batch") + 1] = "300"
+    job["spec"]["worker"]["replicas"] = 2
+    job["spec"]["checkpoint"]["intervalSteps"] = 5
+    job["spec"].update(spec)
+    return job
+
+
+def kubectl(kubeconfig: pathlib.Path, *args: str) -> str:
+    proc = subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), "-n", NAMESPACE, *args],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def jobs_path(name: str = "") -> str:
+    base = f"/apis/psjob.dev/v1alpha1/namespaces/{NAMESPACE}/parameterserverjobs"
+    return f"{base}/{name}" if name else base
+
+
+def phase(api: TestClient, name: str) -> str | None:
+    return ((api.get(jobs_path(name)) or {}).get("status") or {}).get("phase")
+
+
+def wait_for_phase(api, kubelet, name: str, wanted: str, timeout: float = 180) -> None:
+    try:
+        wait_for(lambda: phase(api, name) in (wanted, "Failed"), timeout=timeout,
+                 what=f"job {name} {wanted}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{kubelet.logs()}") from None
+    assert phase(api, name) == wanted, kubelet.logs()
+
+
+def test_ctr_cpu_runs_as_its_pod_specs_say_and_kubectl_shows_it_succeed(
+        api, operator, kubelet, kubeconfig):
+    api.create(jobs_path(), ctr_cpu("ctr-cpu"))
+    wait_for_phase(api, kubelet, "ctr-cpu", "Succeeded")
+
+    out = kubectl(kubeconfig, "get", "psjob", "ctr-cpu", "-o",
+                  "custom-columns=NAME:.metadata.name,PHASE:.status.phase")
+    assert out.split() == ["NAME", "PHASE", "ctr-cpu", "Succeeded"], out
+    # Every pserver passed its gRPC probes (the kubelet's, from the node's network).
+    passed = {(pod, kind) for pod, kind, ok, _ in kubelet.probes if ok}
+    for i in range(2):
+        assert {(f"ctr-cpu-pserver-{i}", "startup"), (f"ctr-cpu-pserver-{i}", "readiness")} <= passed
+    logs = kubelet.logs()
+    assert "pserver index 1 from hostname ctr-cpu-pserver-1" in logs, logs
