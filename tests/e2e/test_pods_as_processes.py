@@ -26,6 +26,7 @@ from opkit_operator import OperatorProcess  # noqa: E402
 
 REPO = HERE.parents[1]
 KUBECTL = shutil.which("kubectl")
+PSJOB = str(pathlib.Path(sys.executable).parent / "psjob")
 
 
 def _namespaces_work() -> bool:
@@ -125,3 +126,38 @@ def test_ctr_cpu_runs_as_its_pod_specs_say_and_kubectl_shows_it_succeed(
         assert {(f"ctr-cpu-pserver-{i}", "startup"), (f"ctr-cpu-pserver-{i}", "readiness")} <= passed
     logs = kubelet.logs()
     assert "pserver index 1 from hostname ctr-cpu-pserver-1" in logs, logs
+
+
+def restart_count(api: TestClient, pod: str) -> int:
+    found = api.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}") or {}
+    return sum(s.get("restartCount", 0) for s in (found.get("status") or {}).get(
+        "containerStatuses") or [])
+
+
+def test_a_pserver_killed_mid_run_is_restarted_in_its_pod_and_the_job_still_succeeds(
+        api, operator, kubelet):
+    job = ctr_cpu("ctr-kill")
+    job["spec"]["args"][job["spec"]["args"].index("--examples") + 1] = "12000"
+    api.create(jobs_path(), job)
+    claim = kubelet.claims / "ctr-kill-checkpoint"
+    wait_for(lambda: list(claim.glob("step-*/__manifest__.json")), timeout=120,
+             what="a first checkpoint committed")
+    before = max(int(m.parent.name.split("-")[1]) for m in claim.glob("step-*/__manifest__.json"))
+    victim = kubelet.worker("ctr-kill-pserver-1")
+    assert victim.pod["spec"]["restartPolicy"] == "Always"
+    victim.kill()
+    wait_for(lambda: restart_count(api, "ctr-kill-pserver-1") == 1, timeout=60,
+             what="the pserver restarted in its pod (restartCount 1)")
+    wait_for_phase(api, kubelet, "ctr-kill", "Succeeded")
+
+    log = victim.log_path.read_text()
+    second_run = log.split("--- start 1:")[1]
+    assert "pserver index 1 from hostname ctr-kill-pserver-1" in second_run, log
+    assert "pserver 1 restores its shard from /var/lib/psjob/checkpoints/step-" in second_run, log
+    verify = subprocess.run([PSJOB, "checkpoint", "verify", str(claim)], capture_output=True,
+                            text=True)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    listing = subprocess.run([PSJOB, "checkpoint", "list", str(claim)], capture_output=True,
+                             text=True, check=True)
+    newest = [line.split() for line in listing.stdout.splitlines() if line.startswith("*")]
+    assert newest and int(newest[0][1]) > before, listing.stdout  # saved again after the restart
