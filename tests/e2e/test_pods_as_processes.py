@@ -7,6 +7,7 @@ reads the job's phase. See kubelet.py for what is real and what is emulated.
 """
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import shutil
@@ -161,3 +162,52 @@ def test_a_pserver_killed_mid_run_is_restarted_in_its_pod_and_the_job_still_succ
                              text=True, check=True)
     newest = [line.split() for line in listing.stdout.splitlines() if line.startswith("*")]
     assert newest and int(newest[0][1]) > before, listing.stdout  # saved again after the restart
+
+
+# Bring your own code (issue 15 item 3) with the fields the operator has today:
+# spec.command runs the user's Fleet script on every role; it reads its role from
+# the environment the operator gives each pod. Trainer 0 leaves its losses on the
+# shared checkpoint volume, the one volume every pod has.
+USER_FLEET_SCRIPT = """
+import json, os
+import numpy as np
+import psjob.fluid as fluid
+from psjob import fleet
+from psjob.fleet import DistributedStrategy
+
+fleet.init()
+main, startup = fluid.Program(), fluid.Program()
+with fluid.program_guard(main, startup), fluid.unique_name.guard():
+    x = fluid.layers.data(name="x", shape=[4])
+    y = fluid.layers.data(name="y", shape=[1])
+    loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(x, 1), y))
+    fleet.distributed_optimizer(fluid.optimizer.SGD(0.05), DistributedStrategy()).minimize(loss)
+exe = fluid.Executor(fluid.CPUPlace())
+if fleet.is_server():
+    fleet.init_server()
+    fleet.run_server()
+else:
+    fleet.init_worker()
+    exe.run(fleet.startup_program)
+    rng = np.random.default_rng(fleet.worker_index())
+    w = np.array([[1.0], [-2.0], [0.5], [3.0]], dtype="float32")
+    losses = []
+    for _ in range(30):
+        X = rng.normal(size=(16, 4)).astype("float32")
+        losses.append(float(exe.run(fleet.main_program, feed={"x": X, "y": X @ w},
+                                    fetch_list=[loss])[0][0]))
+    if fleet.worker_index() == 0:
+        with open(os.path.join(os.environ["PSJOB_CHECKPOINT_DIR"], "byo.json"), "w") as f:
+            json.dump({"losses": losses, "trainers": fleet.worker_num()}, f)
+    fleet.stop_worker()
+"""
+
+
+def test_a_job_running_the_users_own_fleet_script_through_spec_command_succeeds(
+        api, operator, kubelet):
+    job = ctr_cpu("byo", command=["python", "-c", USER_FLEET_SCRIPT], args=[])
+    api.create(jobs_path(), job)
+    wait_for_phase(api, kubelet, "byo", "Succeeded")
+    result = json.loads((kubelet.claims / "byo-checkpoint" / "byo.json").read_text())
+    assert result["trainers"] == 2
+    assert result["losses"][-1] < result["losses"][0] / 4, result["losses"]
