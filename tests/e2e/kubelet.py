@@ -257,14 +257,22 @@ def run(cmd: list[str], **kw: Any) -> str:
 
 # --- the kubelet -----------------------------------------------------------------------
 
+# A container runtime's default capabilities (Docker's, containerd's); securityContext
+# .capabilities drops from and adds to them. A non-root process keeps none anyway.
+DEFAULT_CAPABILITIES = ("chown", "dac_override", "fsetid", "fowner", "mknod", "net_raw", "setgid",
+                        "setuid", "setfcap", "setpcap", "net_bind_service", "sys_chroot", "kill",
+                        "audit_write")
+
+
 class Sandbox:
-    """A pod's namespaces, root filesystem and volumes (the pause container's role)."""
+    """A pod's namespaces, volumes and /etc/hosts (the pause container's role), and a
+    root filesystem per container."""
 
     def __init__(self, kubelet: "Kubelet", pod: dict):
         self.kubelet, self.pod = kubelet, pod
         meta = pod["metadata"]
         self.dir = kubelet.workdir / "pods" / f"{meta['name']}-{meta['uid'][:8]}"
-        self.root = self.dir / "rootfs"
+        (self.dir / "volumes").mkdir(parents=True)
         self.holder = subprocess.Popen(
             [TOOLS["unshare"], "--mount", "--net", "--uts", "--propagation", "private", "--",
              "sh", "-c", "echo up && exec sleep infinity"],
@@ -274,61 +282,74 @@ class Sandbox:
         stateful = pod["spec"].get("hostname") == meta["name"] and pod["spec"].get("subdomain")
         self.ip = kubelet.stable_ip(meta["name"]) if stateful else kubelet.network.new_ip()
         kubelet.network.attach(self.pid, self.ip)
-        hostname = pod["spec"].get("hostname") or meta["name"]
-        self._nsenter("-u", "hostname", hostname)
-        self._mount_filesystems(pod["spec"]["containers"][0])
+        self._nsenter("-u", "hostname", pod["spec"].get("hostname") or meta["name"])
+        self.hosts = self.dir / "hosts"
+        self.hosts.write_text(kubelet.hosts_file(pod, self.ip))
+        self.volumes = kubelet.volume_sources(pod, self.dir / "volumes")
+        self._roots: dict[str, pathlib.Path] = {}
 
     def _nsenter(self, *args: str) -> str:
         return run([TOOLS["nsenter"], "-t", str(self.pid), *args])
 
-    def _mount_filesystems(self, container: dict) -> None:
-        """Root overlay, /proc /dev /sys, volumes, /etc/hosts; read-only root if asked."""
-        for sub in ("upper", "work", "rootfs", "volumes"):
-            (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        root = shlex.quote(str(self.root))
-        steps = [f"mount -t overlay overlay -o lowerdir=/,upperdir={self.dir}/upper,"
-                 f"workdir={self.dir}/work {root}"]
+    def root(self, container: dict) -> pathlib.Path:
+        """The container's root: an overlay of this machine's / with /proc /dev /sys, its
+        volumeMounts and the pod's /etc/hosts; read-only if the container asks."""
+        if container["name"] in self._roots:
+            return self._roots[container["name"]]
+        where = self.dir / "containers" / container["name"]
+        for sub in ("upper", "work", "rootfs"):
+            (where / sub).mkdir(parents=True)
+        root = shlex.quote(str(where / "rootfs"))
+        steps = [f"mount -t overlay overlay -o lowerdir=/,upperdir={where}/upper,"
+                 f"workdir={where}/work {root}"]
         steps += [f"mount --rbind /{d} {root}/{d}" for d in ("proc", "dev", "sys")]
         # The "image": this machine's Python lives under /root; let any uid run it.
         steps.append(f"chmod o+x {root}/root")
-        hosts = self.dir / "hosts"
-        hosts.write_text(self.kubelet.hosts_file(self.pod, self.ip))
-        sources = self.kubelet.volume_sources(self.pod, self.dir / "volumes")
         for mount in container.get("volumeMounts") or []:
-            if mount["name"] not in sources:
-                raise PodConfigError(f"volumeMount {mount['name']!r} names no volume of the pod")
+            if mount["name"] not in self.volumes:
+                raise PodConfigError(f"container {container['name']}: volumeMount "
+                                     f"{mount['name']!r} names no volume of the pod")
             # Symlinks resolved as inside the root (/var/run -> /run): the root mirrors this
             # machine's /, so its realpath is the pod's; never a path outside the root.
             inside = os.path.realpath(mount["mountPath"]).lstrip("/")
-            target = shlex.quote(f"{self.root}/{inside}")
-            source = sources[mount["name"]]
+            target = shlex.quote(f"{where}/rootfs/{inside}")
+            source = self.volumes[mount["name"]]
             if mount.get("subPath"):
                 source = source / mount["subPath"]
-            steps.append(f"mkdir -p {target}" if source.is_dir() else f"touch {target}")
+            steps.append(f"mkdir -p {target}" if source.is_dir() else
+                         f"mkdir -p $(dirname {target}) && touch {target}")
             steps.append(f"mount --bind {shlex.quote(str(source))} {target}")
             if mount.get("readOnly"):
                 steps.append(f"mount -o remount,bind,ro {target}")
-        steps.append(f"mount --bind {hosts} {root}/etc/hosts")
+        steps.append(f"mount --bind {self.hosts} {root}/etc/hosts")
         if (container.get("securityContext") or {}).get("readOnlyRootFilesystem"):
             steps.append(f"mount -o remount,bind,ro {root}")
         self._nsenter("-m", "sh", "-e", "-c", " && ".join(steps))
+        self._roots[container["name"]] = where / "rootfs"
+        return where / "rootfs"
 
     def command(self, container: dict, argv: list[str]) -> list[str]:
-        """argv run inside the pod: its namespaces, its root, its user, no capabilities."""
+        """argv run inside the pod: its namespaces, the container's root and user, its
+        capabilities."""
         pod_sc = self.pod["spec"].get("securityContext") or {}
         sc = {**pod_sc, **(container.get("securityContext") or {})}
         uid, gid = int(sc.get("runAsUser", 0)), int(sc.get("runAsGroup", 0))
         if sc.get("runAsNonRoot") and uid == 0:
-            raise PodConfigError("container has runAsNonRoot and image will run as root")
+            raise PodConfigError(f"container {container['name']} has runAsNonRoot and image "
+                                 f"will run as root")
         groups = [str(g) for g in [pod_sc.get("fsGroup"), *(pod_sc.get("supplementalGroups") or [])]
                   if g is not None]
+        caps = sc.get("capabilities") or {}
+        dropped = {c.lower() for c in caps.get("drop") or []}
+        kept = [] if "all" in dropped else [c for c in DEFAULT_CAPABILITIES if c not in dropped]
+        kept += [c.lower() for c in caps.get("add") or [] if c.lower() not in kept]
         user = [TOOLS["setpriv"], f"--reuid={uid}", f"--regid={gid}",
                 f"--groups={','.join(groups)}" if groups else "--clear-groups",
-                "--inh-caps=-all", "--bounding-set=-all"]
+                "--bounding-set=" + ",".join(["-all", *(f"+{c}" for c in kept)])]
         if sc.get("allowPrivilegeEscalation") is False:
             user.append("--no-new-privs")
         return [TOOLS["nsenter"], "-t", str(self.pid), "-m", "-n", "-u", "--",
-                TOOLS["chroot"], str(self.root), *user, "--", TOOLS["env"],
+                TOOLS["chroot"], str(self.root(container)), *user, "--", TOOLS["env"],
                 f"--chdir={container.get('workingDir') or '/'}", "--", *argv]
 
     def close(self) -> None:
@@ -336,212 +357,278 @@ class Sandbox:
         self.holder.wait()
 
 
-class PodWorker:
-    """One pod: its sandbox, its container's runs and probes, its status in the API."""
+class Container:
+    """One container of a pod: its runs, its probes, its entry in the pod's status."""
 
-    def __init__(self, kubelet: "Kubelet", pod: dict):
-        self.kubelet, self.pod = kubelet, copy.deepcopy(pod)
-        self.name, self.uid = pod["metadata"]["name"], pod["metadata"]["uid"]
-        self.stopping = threading.Event()
-        self.proc: subprocess.Popen | None = None
-        self.sandbox: Sandbox | None = None
+    def __init__(self, worker: "PodWorker", spec: dict, init: bool = False):
+        self.worker, self.spec, self.init = worker, spec, init
+        self.name = spec["name"]
         self.restarts = 0
         self.ready = self.started = False
+        self.state: dict = {"waiting": {"reason": "PodInitializing" if not init
+                                        else "ContainerCreating"}}
         self.last_state: dict = {}
-        self.log_path = kubelet.workdir / "logs" / f"{self.name}.log"
-        self.thread = threading.Thread(target=self._main, daemon=True, name=f"pod-{self.name}")
-        self.thread.start()
+        self.proc: subprocess.Popen | None = None
+        pod = worker.name if len(worker.pod["spec"]["containers"]) == 1 and not init \
+            else f"{worker.name}_{self.name}"
+        self.log_path = worker.kubelet.workdir / "logs" / f"{pod}.log"
 
-    @property
-    def container(self) -> dict:
-        return self.pod["spec"]["containers"][0]
+    def status(self) -> dict:
+        return {"name": self.name, "image": self.spec.get("image", ""),
+                "ready": self.ready, "started": self.started, "restartCount": self.restarts,
+                "state": self.state, "lastState": self.last_state}
 
-    # --- status -----------------------------------------------------------------------
-
-    def _write_status(self, phase: str, state: dict, reason: str = "", message: str = "") -> None:
-        ready = self.ready and phase == "Running"
-        status: dict[str, Any] = {
-            "phase": phase, "hostIP": NODE_IP, "startTime": self.pod["status"].get("startTime"),
-            "conditions": [
-                {"type": "PodScheduled", "status": "True"},
-                {"type": "Initialized", "status": "True"},
-                {"type": "ContainersReady", "status": str(ready)},
-                {"type": "Ready", "status": str(ready),
-                 **({} if ready else {"reason": "ContainersNotReady"})}],
-            "containerStatuses": [{
-                "name": self.container["name"], "image": self.container.get("image", ""),
-                "ready": ready, "started": self.started, "restartCount": self.restarts,
-                "state": state, "lastState": self.last_state}]}
-        if self.sandbox is not None:
-            status.update(podIP=self.sandbox.ip, podIPs=[{"ip": self.sandbox.ip}])
-        if reason:
-            status["reason"] = reason
-        if message:
-            status["message"] = message
-        self.pod["status"] = status
-        if not self.stopping.is_set():
-            self.kubelet.api.patch(self.kubelet.path("pods", self.name) + "/status",
-                                   {"status": status})
-
-    # --- lifecycle ----------------------------------------------------------------------
-
-    def _main(self) -> None:
-        self.pod["status"] = {"startTime": now()}
-        try:
-            extra = [k for k in ("initContainers", "ephemeralContainers") if self.pod["spec"].get(k)]
-            if extra or len(self.pod["spec"]["containers"]) != 1:
-                raise PodConfigError(f"the kubelet emulator runs pods of one container, "
-                                     f"without {' or '.join(extra) or 'more containers'}")
-            self.sandbox = Sandbox(self.kubelet, self.pod)
-            self._supervise()
-        except PodConfigError as exc:
-            self._write_status("Pending", {"waiting": {"reason": "CreateContainerConfigError",
-                                                       "message": str(exc)}})
-            self.kubelet.note(f"pod {self.name}: {exc}")
-        finally:
-            if self.sandbox is not None:
-                self.sandbox.close()
-
-    def _supervise(self) -> None:
-        policy = self.pod["spec"].get("restartPolicy", "Always")
-        while not self.stopping.is_set():
+    def run(self, policy: str) -> int:
+        """Run until the container is done under `policy`; returns the last exit code."""
+        while True:
             code = self._run_once()
-            if self.stopping.is_set():
-                return
+            if self.worker.stopping.is_set():
+                return code
             terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
                           "finishedAt": now()}
             if policy == "Always" or (policy == "OnFailure" and code != 0):
                 self.last_state = {"terminated": terminated}
                 self.restarts += 1
-                self._write_status("Running", {"waiting": {"reason": "CrashLoopBackOff"}})
-                self.kubelet.note(f"pod {self.name}: container exited {code}; restarting")
-                if self.stopping.wait(RESTART_BACKOFF_S):
-                    return
+                self.state = {"waiting": {"reason": "CrashLoopBackOff"}}
+                self.worker.write_status()
+                self.worker.kubelet.note(f"pod {self.worker.name}: container {self.name} "
+                                         f"exited {code}; restarting")
+                if self.worker.stopping.wait(RESTART_BACKOFF_S):
+                    return code
                 continue
-            self._write_status("Succeeded" if code == 0 else "Failed", {"terminated": terminated})
-            return
+            self.state = {"terminated": terminated}
+            self.worker.write_status()
+            return code
 
     def _run_once(self) -> int:
-        assert self.sandbox is not None
-        env = self.kubelet.container_env(self.pod, self.container, self.sandbox.ip)
-        argv = [expand(a, env) for a in
-                (self.container.get("command") or []) + (self.container.get("args") or [])]
-        if not self.container.get("command"):
-            raise PodConfigError("the kubelet emulator needs a container command (no image "
-                                 "ENTRYPOINT to fall back on)")
+        worker, sandbox = self.worker, self.worker.sandbox
+        assert sandbox is not None
+        env = worker.kubelet.container_env(worker.pod, self.spec, sandbox.ip)
+        if not self.spec.get("command"):
+            raise PodConfigError(f"container {self.name}: the kubelet emulator needs a command "
+                                 f"(there is no image ENTRYPOINT to fall back on)")
+        argv = [expand(a, env) for a in self.spec["command"] + (self.spec.get("args") or [])]
+        argv_in_pod = sandbox.command(self.spec, argv)
         self.ready = self.started = False
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "a") as log:
             log.write(f"--- start {self.restarts}: {shlex.join(argv)}\n")
             log.flush()
-            self.proc = subprocess.Popen(self.sandbox.command(self.container, argv), env=env,
-                                         stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
-        started_at = now()
-        self._write_status("Running", {"running": {"startedAt": started_at}})
-        prober = Prober(self, self.proc, started_at)
+            self.proc = subprocess.Popen(argv_in_pod, env=env, stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        self.state = {"running": {"startedAt": now()}}
+        worker.write_status()
+        prober = None if self.init else Prober(self)
         code = self.proc.wait()
-        prober.stop()
+        if prober is not None:
+            prober.stop()
         return code
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
-        """The container's process dies (the test's fault injection)."""
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, sig)
 
-    def stop(self) -> None:
-        """The pod was deleted: SIGTERM, the grace period, SIGKILL, sandbox removed."""
-        self.stopping.set()
+    def terminate(self, grace: int) -> None:
         proc = self.proc
         if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
-                proc.wait(int(self.pod["spec"].get("terminationGracePeriodSeconds", 30)))
+                proc.wait(grace)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+class PodWorker:
+    """One pod: its sandbox, init containers in order, then its containers; its status."""
+
+    def __init__(self, kubelet: "Kubelet", pod: dict):
+        self.kubelet, self.pod = kubelet, copy.deepcopy(pod)
+        self.name, self.uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+        self.stopping = threading.Event()
+        self.sandbox: Sandbox | None = None
+        self.pod["status"] = {"startTime": now()}
+        spec = self.pod["spec"]
+        self.inits = [Container(self, c, init=True) for c in spec.get("initContainers") or []]
+        self.containers = [Container(self, c) for c in spec["containers"]]
+        self.initialized = not self.inits
+        self.problem = ""
+        self._status_lock = threading.Lock()
+        self.thread = threading.Thread(target=self._main, daemon=True, name=f"pod-{self.name}")
+        self.thread.start()
+
+    def container(self, name: str | None = None) -> Container:
+        return next(c for c in self.containers if name in (None, c.name))
+
+    def phase(self) -> str:
+        if self.problem or not self.initialized:
+            return "Failed" if self.problem.startswith("init") else "Pending"
+        policy = self.pod["spec"].get("restartPolicy", "Always")
+        done = [c for c in self.containers if "terminated" in c.state]
+        if policy == "Always" or len(done) < len(self.containers):
+            return "Running"
+        codes = [c.state["terminated"]["exitCode"] for c in done]
+        return "Succeeded" if not any(codes) else "Failed"
+
+    def write_status(self) -> None:
+        with self._status_lock:
+            phase = self.phase()
+            ready = phase == "Running" and all(c.ready for c in self.containers)
+            status: dict[str, Any] = {
+                "phase": phase, "hostIP": NODE_IP, "startTime": self.pod["status"]["startTime"],
+                "conditions": [
+                    {"type": "PodScheduled", "status": "True"},
+                    {"type": "Initialized", "status": str(self.initialized)},
+                    {"type": "ContainersReady", "status": str(ready)},
+                    {"type": "Ready", "status": str(ready),
+                     **({} if ready else {"reason": "ContainersNotReady"})}],
+                "containerStatuses": [c.status() for c in self.containers]}
+            if self.inits:
+                status["initContainerStatuses"] = [c.status() for c in self.inits]
+            if self.sandbox is not None:
+                status.update(podIP=self.sandbox.ip, podIPs=[{"ip": self.sandbox.ip}])
+            self.pod["status"] = status
+            if not self.stopping.is_set():
+                self.kubelet.api.patch(self.kubelet.path("pods", self.name) + "/status",
+                                       {"status": status})
+
+    def _main(self) -> None:
+        try:
+            if any(c.get("restartPolicy") for c in self.pod["spec"].get("initContainers") or []):
+                raise PodConfigError("sidecar init containers (restartPolicy on an init "
+                                     "container) are not emulated")
+            self.sandbox = Sandbox(self.kubelet, self.pod)
+            self._initialize()
+            if self.initialized:
+                policy = self.pod["spec"].get("restartPolicy", "Always")
+                runs = [threading.Thread(target=self._guarded, args=(c, policy), daemon=True,
+                                         name=f"pod-{self.name}-{c.name}")
+                        for c in self.containers]
+                for run_thread in runs:
+                    run_thread.start()
+                for run_thread in runs:
+                    run_thread.join()
+        except PodConfigError as exc:
+            self._config_error(exc)
+        finally:
+            if self.sandbox is not None:
+                self.sandbox.close()
+
+    def _initialize(self) -> None:
+        """Init containers one by one, each to success; a pod that never restarts fails
+        with its first failing init container."""
+        never = self.pod["spec"].get("restartPolicy", "Always") == "Never"
+        for init in self.inits:
+            if init.run("Never" if never else "OnFailure") != 0 or self.stopping.is_set():
+                if never and not self.stopping.is_set():
+                    self.problem = f"init container {init.name} failed"
+                    self.write_status()
+                return
+        self.initialized = True
+        self.write_status()
+
+    def _guarded(self, container: Container, policy: str) -> None:
+        try:
+            container.run(policy)
+        except PodConfigError as exc:
+            self._config_error(exc)
+
+    def _config_error(self, exc: PodConfigError) -> None:
+        for c in self.containers:
+            c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}}
+        self.write_status()
+        self.kubelet.note(f"pod {self.name}: {exc}")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """The pod's (first) container process dies: the tests' fault injection."""
+        self.containers[0].kill(sig)
+
+    @property
+    def log_path(self) -> pathlib.Path:
+        return self.containers[0].log_path
+
+    def stop(self) -> None:
+        """The pod was deleted: SIGTERM, the grace period, SIGKILL, sandbox removed."""
+        self.stopping.set()
+        grace = int(self.pod["spec"].get("terminationGracePeriodSeconds", 30))
+        stoppers = [threading.Thread(target=c.terminate, args=(grace,), daemon=True)
+                    for c in self.inits + self.containers]
+        for t in stoppers:
+            t.start()
+        for t in stoppers:
+            t.join()
         self.thread.join(30)
 
 
 class Prober:
     """startupProbe, then readinessProbe and livenessProbe, each on its own period."""
 
-    def __init__(self, worker: PodWorker, proc: subprocess.Popen, started_at: str):
-        self.worker, self.proc, self.started_at = worker, proc, started_at
+    def __init__(self, container: Container):
+        self.container = container
         self.done = threading.Event()
         self.startup_passed = threading.Event()
-        container = worker.container
-        self.threads = []
-        startup = container.get("startupProbe")
+        spec = container.spec
+        startup = spec.get("startupProbe")
         if startup is None:
             self.startup_passed.set()
-            worker.started = True
+            container.started = True
         else:
-            self._spawn("startup", startup, None)
-        if container.get("readinessProbe") is not None:
-            self._spawn("readiness", container["readinessProbe"], self.startup_passed)
+            self._start(self._loop, "startup", startup, None)
+        if spec.get("readinessProbe") is not None:
+            self._start(self._loop, "readiness", spec["readinessProbe"], self.startup_passed)
         else:
-            self._spawn_ready_on_start()
-        if container.get("livenessProbe") is not None:
-            self._spawn("liveness", container["livenessProbe"], self.startup_passed)
+            self._start(self._ready_once_started)
+        if spec.get("livenessProbe") is not None:
+            self._start(self._loop, "liveness", spec["livenessProbe"], self.startup_passed)
 
-    def _spawn_ready_on_start(self) -> None:
-        def ready_when_started():
-            if self.startup_passed.wait() and not self.done.is_set():
-                self._set_ready(True)
-        self._start(ready_when_started)
+    def _start(self, target, *args) -> None:
+        threading.Thread(target=target, args=args, daemon=True,
+                         name=f"probe-{self.container.worker.name}").start()
 
-    def _spawn(self, kind: str, probe: dict, after: threading.Event | None) -> None:
-        self._start(lambda: self._loop(kind, probe, after))
-
-    def _start(self, target) -> None:
-        thread = threading.Thread(target=target, daemon=True,
-                                  name=f"probe-{self.worker.name}")
-        self.threads.append(thread)
-        thread.start()
+    def _ready_once_started(self) -> None:
+        self.startup_passed.wait()
+        self._set_ready(True)
 
     def _loop(self, kind: str, probe: dict, after: threading.Event | None) -> None:
         if after is not None:
-            while not after.wait(0.2):
-                if self.done.is_set():
-                    return
+            after.wait()
+        container, kubelet = self.container, self.container.worker.kubelet
         period = int(probe.get("periodSeconds", 10))
         successes = failures = 0
         if self.done.wait(int(probe.get("initialDelaySeconds", 0))):
             return
         while not self.done.is_set():
-            ok, detail = self.worker.kubelet.probe(self.worker, probe)
-            self.worker.kubelet.record_probe(self.worker.name, kind, ok, detail)
+            ok, detail = kubelet.probe(container, probe)
+            kubelet.record_probe(container.worker.name, kind, ok, detail)
             successes, failures = (successes + 1, 0) if ok else (0, failures + 1)
-            if kind == "startup" and successes >= 1:
-                self.worker.started = True
+            if kind == "startup" and ok:
+                container.started = True
                 self.startup_passed.set()
-                self.worker._write_status("Running", {"running": {"startedAt": self.started_at}})
+                container.worker.write_status()
                 return
             if kind == "readiness":
-                if ok and successes >= int(probe.get("successThreshold", 1)) \
-                        and not self.worker.ready:
+                if ok and successes >= int(probe.get("successThreshold", 1)):
                     self._set_ready(True)
-                elif not ok and failures >= int(probe.get("failureThreshold", 3)) \
-                        and self.worker.ready:
+                elif not ok and failures >= int(probe.get("failureThreshold", 3)):
                     self._set_ready(False)
             if kind in ("startup", "liveness") and failures >= int(probe.get("failureThreshold", 3)):
-                self.worker.kubelet.note(f"pod {self.worker.name}: {kind} probe failed "
-                                         f"{failures} times ({detail}); killing the container")
-                self.worker.kill(signal.SIGKILL)
+                kubelet.note(f"pod {container.worker.name}: {kind} probe failed {failures} "
+                             f"times ({detail}); killing container {container.name}")
+                container.kill(signal.SIGKILL)
                 return
             if self.done.wait(period):
                 return
 
     def _set_ready(self, ready: bool) -> None:
-        if self.done.is_set() or self.proc.poll() is not None:
+        if self.done.is_set() or self.container.ready == ready:
             return
-        self.worker.ready = ready
-        self.worker._write_status("Running", {"running": {"startedAt": self.started_at}})
+        self.container.ready = ready
+        self.container.worker.write_status()
 
     def stop(self) -> None:
         self.done.set()
         self.startup_passed.set()
-        self.worker.ready = False
+        self.container.ready = False
 
 
 class Kubelet:
@@ -846,22 +933,22 @@ class Kubelet:
 
     # --- probes -------------------------------------------------------------------------
 
-    def probe(self, worker: PodWorker, probe: dict) -> tuple[bool, str]:
+    def probe(self, container: Container, probe: dict) -> tuple[bool, str]:
         timeout = int(probe.get("timeoutSeconds", 1))
-        assert worker.sandbox is not None
+        worker, sandbox = container.worker, container.worker.sandbox
+        assert sandbox is not None
         if "exec" in probe:
-            env = self.container_env(worker.pod, worker.container, worker.sandbox.ip)
+            env = self.container_env(worker.pod, container.spec, sandbox.ip)
             try:
-                proc = subprocess.run(worker.sandbox.command(worker.container,
-                                                             probe["exec"]["command"]),
+                proc = subprocess.run(sandbox.command(container.spec, probe["exec"]["command"]),
                                       env=env, capture_output=True, text=True, timeout=timeout)
             except subprocess.TimeoutExpired:
                 return False, f"exec timed out after {timeout}s"
             return proc.returncode == 0, f"exit {proc.returncode}: {proc.stdout[-200:]}"
         kind = next(k for k in ("tcpSocket", "grpc", "httpGet") if k in probe)
         spec = probe[kind]
-        request = {"kind": kind, "host": spec.get("host") or worker.sandbox.ip,
-                   "port": _port(worker.container, spec["port"]), "timeout": timeout}
+        request = {"kind": kind, "host": spec.get("host") or sandbox.ip,
+                   "port": _port(container.spec, spec["port"]), "timeout": timeout}
         if kind == "grpc":
             request["service"] = spec.get("service", "")
         if kind == "httpGet":
@@ -899,11 +986,15 @@ def _port(container: dict, port: int | str) -> int:
 
 def _with_completion_index(spec: dict, index: str) -> dict:
     """The Job controller gives every container JOB_COMPLETION_INDEX (from the annotation)."""
-    containers = copy.deepcopy(spec["containers"])
-    for c in containers:
-        c.setdefault("env", []).insert(0, {"name": "JOB_COMPLETION_INDEX", "valueFrom": {
-            "fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_KEY}']"}}})
-    return {"containers": containers}
+    update = {}
+    for key in ("initContainers", "containers"):
+        containers = copy.deepcopy(spec.get(key) or [])
+        for c in containers:
+            c.setdefault("env", []).insert(0, {"name": "JOB_COMPLETION_INDEX", "valueFrom": {
+                "fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_KEY}']"}}})
+        if containers:
+            update[key] = containers
+    return update
 
 
 def _pod_failure_action(policy: dict | None, pod: dict) -> str:
