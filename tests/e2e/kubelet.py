@@ -92,6 +92,18 @@ TOOLS = {name: shutil.which(name) or name
          for name in ("unshare", "nsenter", "ip", "mount", "chroot", "setpriv", "env")}
 
 
+def missing_requirements() -> str:
+    """Why pods cannot run here ("" when they can): root, namespaces, the tools."""
+    if os.geteuid() != 0:
+        return "the kubelet emulator needs root (mount and network namespaces)"
+    absent = [name for name, path in TOOLS.items() if shutil.which(path) is None]
+    if absent:
+        return f"the kubelet emulator needs {', '.join(absent)}"
+    probe = subprocess.run([TOOLS["unshare"], "--mount", "--net", "--uts", "--", "true"],
+                           capture_output=True, text=True)
+    return f"unshare fails here: {probe.stderr.strip()}" if probe.returncode else ""
+
+
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -656,7 +668,8 @@ class Kubelet:
         self.network.close()
 
     def note(self, text: str) -> None:
-        self.events.append(text)
+        if not self.events or self.events[-1] != text:  # a failing sync repeats itself
+            self.events.append(text)
 
     def record_probe(self, pod: str, kind: str, ok: bool, detail: str) -> None:
         self.probes.append((pod, kind, ok, detail))

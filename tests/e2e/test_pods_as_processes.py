@@ -8,7 +8,6 @@ reads the job's phase. See kubelet.py for what is real and what is emulated.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -18,42 +17,19 @@ import time
 import pytest
 import yaml
 
-HERE = pathlib.Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "operator")]
+from kubelet import missing_requirements
+from opkit_cluster import NAMESPACE, TestClient, wait_for
+from opkit_operator import OperatorProcess
 
-from kubelet import Kubelet  # noqa: E402
-from opkit_cluster import NAMESPACE, ClusterThread, TestClient, wait_for  # noqa: E402
-from opkit_operator import OperatorProcess  # noqa: E402
-
-REPO = HERE.parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 KUBECTL = shutil.which("kubectl")
 PSJOB = str(pathlib.Path(sys.executable).parent / "psjob")
 
-
-def _namespaces_work() -> bool:
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        return False
-    probe = subprocess.run(["unshare", "--mount", "--net", "--uts", "--propagation", "private",
-                            "true"], capture_output=True)
-    return probe.returncode == 0
-
-
 pytestmark = [
-    pytest.mark.skipif(not _namespaces_work(), reason="needs root and Linux namespaces (unshare)"),
+    pytest.mark.skipif(bool(missing_requirements()), reason=missing_requirements()),
     pytest.mark.skipif(KUBECTL is None, reason="needs kubectl"),
     pytest.mark.timeout(300),
 ]
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with ClusterThread() as thread:
-        yield thread
-
-
-@pytest.fixture(scope="module")
-def api(cluster) -> TestClient:
-    return TestClient(cluster.url)
 
 
 @pytest.fixture(scope="module")
@@ -67,12 +43,6 @@ def operator(kubeconfig, tmp_path_factory):
     process.start("--resync-seconds", "5", "--checkpoint-poll-seconds", "0")
     yield process
     process.stop()
-
-
-@pytest.fixture()
-def kubelet(api, tmp_path):
-    with Kubelet(api, NAMESPACE, tmp_path / "node") as node:
-        yield node
 
 
 def ctr_cpu(name: str, **spec) -> dict:
