@@ -69,7 +69,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from typing import Any
 

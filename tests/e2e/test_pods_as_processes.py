@@ -12,7 +12,6 @@ import pathlib
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 import yaml
