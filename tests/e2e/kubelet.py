@@ -69,6 +69,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -652,6 +653,7 @@ class Kubelet:
         self.claims = workdir / "claims"
         self.events: list[str] = []
         self.probes: list[tuple[str, str, bool, str]] = []  # (pod, kind, ok, detail)
+        self.started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._main, daemon=True, name="kubelet")
 
@@ -672,6 +674,8 @@ class Kubelet:
 
     def record_probe(self, pod: str, kind: str, ok: bool, detail: str) -> None:
         self.probes.append((pod, kind, ok, detail))
+        self.note(f"{time.monotonic() - self.started:6.1f}s {kind} probe of {pod}: "
+                  f"{'ok' if ok else 'failed'} ({detail[:80]})")
 
     def path(self, kind: str, name: str | None = None) -> str:
         group = {"statefulsets": "/apis/apps/v1", "jobs": "/apis/batch/v1"}.get(kind, "/api/v1")

@@ -16,7 +16,7 @@ import sys
 import pytest
 import yaml
 
-from kubelet import missing_requirements
+from kubelet import Kubelet, missing_requirements
 from opkit_cluster import NAMESPACE, TestClient, wait_for
 from opkit_operator import OperatorProcess
 
@@ -82,20 +82,37 @@ def wait_for_phase(api, kubelet, name: str, wanted: str, timeout: float = 180) -
     assert phase(api, name) == wanted, kubelet.logs()
 
 
+def declared_probes_pass(kubelet: Kubelet, pod: str) -> list[str]:
+    """Run every probe the pod's spec declares now (not at its period: a short job may end
+    before a 10 s startup period comes round); the kinds of probe, if all passed."""
+    try:
+        container = kubelet.worker(pod).container()
+    except KeyError:
+        return []
+    if container.worker.sandbox is None or "running" not in container.state:
+        return []
+    probes = [container.spec[k] for k in ("startupProbe", "readinessProbe", "livenessProbe")
+              if k in container.spec]
+    if not probes or not all(kubelet.probe(container, p)[0] for p in probes):
+        return []
+    return sorted({kind for p in probes for kind in ("grpc", "tcpSocket", "httpGet", "exec")
+                   if kind in p})
+
+
 def test_ctr_cpu_runs_as_its_pod_specs_say_and_kubectl_shows_it_succeed(
         api, operator, kubelet, kubeconfig):
     api.create(jobs_path(), ctr_cpu("ctr-cpu"))
+    for i in range(2):  # the kubelet's gRPC health probes pass against the real pservers
+        assert wait_for(lambda: declared_probes_pass(kubelet, f"ctr-cpu-pserver-{i}"),
+                        timeout=120, what=f"pserver {i} passing its probes") == ["grpc"]
     wait_for_phase(api, kubelet, "ctr-cpu", "Succeeded")
 
     out = kubectl(kubeconfig, "get", "psjob", "ctr-cpu", "-o",
                   "custom-columns=NAME:.metadata.name,PHASE:.status.phase")
     assert out.split() == ["NAME", "PHASE", "ctr-cpu", "Succeeded"], out
-    # Every pserver passed its gRPC probes (the kubelet's, from the node's network).
-    passed = {(pod, kind) for pod, kind, ok, _ in kubelet.probes if ok}
-    for i in range(2):
-        assert {(f"ctr-cpu-pserver-{i}", "startup"), (f"ctr-cpu-pserver-{i}", "readiness")} <= passed
     logs = kubelet.logs()
     assert "pserver index 1 from hostname ctr-cpu-pserver-1" in logs, logs
+    assert "trainer=1 finished steps=10 examples=3000" in logs, logs
 
 
 def restart_count(api: TestClient, pod: str) -> int:
@@ -116,7 +133,7 @@ def test_a_pserver_killed_mid_run_is_restarted_in_its_pod_and_the_job_still_succ
     victim = kubelet.worker("ctr-kill-pserver-1")
     assert victim.pod["spec"]["restartPolicy"] == "Always"
     victim.kill()
-    wait_for(lambda: restart_count(api, "ctr-kill-pserver-1") == 1, timeout=60,
+    wait_for(lambda: restart_count(api, "ctr-kill-pserver-1") >= 1, timeout=60,
              what="the pserver restarted in its pod (restartCount 1)")
     wait_for_phase(api, kubelet, "ctr-kill", "Succeeded")
 
