@@ -82,6 +82,9 @@ NODE_IP = f"{SUBNET}.1"
 CLUSTER_DOMAIN = "cluster.local"
 RESTART_BACKOFF_S = 1.0
 RESYNC_S = 0.2
+# What holds a namespace open: a shell waiting on its stdin, a pipe from this process, so
+# that it goes away with the test process however that ends.
+HOLD = "read _"
 # Every pod gets the API server's Service variables, enableServiceLinks or not.
 KUBERNETES_SERVICE_ENV = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443",
                           "KUBERNETES_SERVICE_PORT_HTTPS": "443",
@@ -180,9 +183,10 @@ class NodeNetwork:
     def __init__(self):
         script = (f"ip link set lo up && ip link add br0 type bridge && "
                   f"ip addr add {NODE_IP}/24 dev br0 && ip link set br0 up && echo up && "
-                  f"exec sleep infinity")
+                  f"{HOLD}")
         self.holder = subprocess.Popen([TOOLS["unshare"], "--net", "--", "sh", "-c", script],
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
         _wait_line(self.holder, "the node network namespace")
         self._hosts = itertools.count(2)
         self._veths = itertools.count()
@@ -287,8 +291,8 @@ class Sandbox:
         (self.dir / "volumes").mkdir(parents=True)
         self.holder = subprocess.Popen(
             [TOOLS["unshare"], "--mount", "--net", "--uts", "--propagation", "private", "--",
-             "sh", "-c", "echo up && exec sleep infinity"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             "sh", "-c", f"echo up && {HOLD}"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _wait_line(self.holder, f"the sandbox of pod {meta['name']}")
         self.pid = self.holder.pid
         stateful = pod["spec"].get("hostname") == meta["name"] and pod["spec"].get("subdomain")
@@ -355,7 +359,9 @@ class Sandbox:
         dropped = {c.lower() for c in caps.get("drop") or []}
         kept = [] if "all" in dropped else [c for c in DEFAULT_CAPABILITIES if c not in dropped]
         kept += [c.lower() for c in caps.get("add") or [] if c.lower() not in kept]
-        user = [TOOLS["setpriv"], f"--reuid={uid}", f"--regid={gid}",
+        # --pdeathsig: the container dies with the thread that started it (which waits on
+        # it), so a test process killed outright leaves no pserver running.
+        user = [TOOLS["setpriv"], "--pdeathsig=KILL", f"--reuid={uid}", f"--regid={gid}",
                 f"--groups={','.join(groups)}" if groups else "--clear-groups",
                 "--bounding-set=" + ",".join(["-all", *(f"+{c}" for c in kept)])]
         if sc.get("allowPrivilegeEscalation") is False:
@@ -664,8 +670,11 @@ class Kubelet:
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self._thread.join(10)
-        for worker in list(self.workers.values()):
-            worker.stop()
+        stoppers = [threading.Thread(target=w.stop) for w in self.workers.values()]
+        for stopper in stoppers:
+            stopper.start()
+        for stopper in stoppers:
+            stopper.join()
         self.network.close()
 
     def note(self, text: str) -> None:
