@@ -9,48 +9,54 @@ nothing in it knows about psjob.
 
 Real
 - Each pod is a sandbox of its own Linux namespaces (mount, network, UTS),
-  held by a sleeping process as the pause container holds them: its hostname is
-  the pod's (spec.hostname or the pod name), its network namespace has an eth0
-  with the pod IP (10.244.0.x) on a bridge in a private "node" network
-  namespace, so fixed ports (6174, 9100, ...) never collide with each other or
-  with the host's.
-- The container's root filesystem is an overlay of this machine's / (the
+  held open by a waiting process as the pause container holds them: its
+  hostname is the pod's (spec.hostname or the pod name), its network namespace
+  has an eth0 with the pod IP (10.244.0.x) on a bridge in a private "node"
+  network namespace, so fixed ports (6174, 9100, ...) never collide with each
+  other or with the host's.
+- Init containers run one by one to success, then the containers together.
+  Each container's root filesystem is an overlay of this machine's / (the
   "image": whatever `image` says, this checkout's virtual environment runs),
   remounted read-only when securityContext.readOnlyRootFilesystem is set;
-  volumes are bind-mounted at their mountPath (readOnly honoured): emptyDir
-  (a fresh directory), secret and configMap (files written from the objects in
-  the API, `items`, `defaultMode`), persistentVolumeClaim (one directory per
-  claim, shared by every pod that mounts it, like a ReadWriteMany volume).
+  volumes are bind-mounted at their mountPath (readOnly, subPath honoured),
+  shared by the pod's containers: emptyDir (a fresh directory), secret and
+  configMap (files written from the objects in the API, `items`,
+  `defaultMode`), persistentVolumeClaim (one directory per claim, shared by
+  every pod that mounts it, like a ReadWriteMany volume); fsGroup owns them.
   /etc/hosts is the kubelet's: the pod's own name, plus the DNS names of every
   pod behind a headless Service (`<pod>.<service>.<ns>.svc[.cluster.local]`),
   since there is no cluster DNS.
 - The process: command/args with $(VAR) expansion, env and envFrom (values,
   the downward API's fieldRef and resourceFieldRef, secretKeyRef,
   configMapKeyRef), workingDir, run as securityContext.runAsUser/runAsGroup
-  with fsGroup as a supplementary group, no capabilities, no_new_privs
-  (setpriv); runAsNonRoot with uid 0 refuses to start. The Job controller's
-  JOB_COMPLETION_INDEX and the KUBERNETES_SERVICE_* variables every pod gets.
+  with fsGroup and supplementalGroups, the runtime's default capabilities less
+  `drop` plus `add`, no_new_privs (setpriv); runAsNonRoot with uid 0 refuses
+  to start. The Job controller's JOB_COMPLETION_INDEX and the
+  KUBERNETES_SERVICE_* variables every pod gets. Output goes to
+  <workdir>/logs/<pod>.log (<pod>_<container>.log for several containers).
 - Probes: startupProbe, then readinessProbe and livenessProbe, at their
   periods, timeouts and thresholds: tcpSocket, grpc and httpGet from the node
-  network namespace (probe_agent.py), exec inside the pod's namespaces.
+  network namespace (probe_agent.py), exec inside the container.
   A failed liveness or startup probe kills the container.
-- Restarts: restartPolicy Always/OnFailure restarts the container in the same
+- Restarts: restartPolicy Always/OnFailure restarts a container in the same
   sandbox (same IP, same volumes) with restartCount and lastState; Never ends
-  the pod Succeeded or Failed by exit code. Deleting a pod in the API stops
-  its processes (SIGTERM, terminationGracePeriodSeconds, SIGKILL).
+  the pod Succeeded or Failed by exit codes. Deleting a pod in the API stops
+  its processes (SIGTERM, terminationGracePeriodSeconds, SIGKILL). Sandboxes
+  and containers die with the test process, however it ends.
 
 Emulated, minimally
 - StatefulSet: pods `<sts>-<i>` for i < replicas (all at once, as
   podManagementPolicy Parallel), hostname/subdomain set, a Failed pod replaced,
-  status replicas/readyReplicas. Indexed Job: one pod per unfinished index,
+  status replicas/readyReplicas; its pods keep their IP when re-created (a real
+  cluster updates DNS instead). Indexed Job: one pod per unfinished index,
   with the completion index annotation and label, parallelism, suspend,
   backoffLimit and podFailurePolicy (onExitCodes, onPodConditions), status
   active/succeeded/failed and Complete/Failed conditions. PersistentVolumeClaims
-  are bound at once. No scheduler, no resource accounting (limits are only
-  read, for resourceFieldRef), no image pulls, no init/sidecar containers
-  (a pod that has them is refused with a message), restart back-off of 1 s
-  instead of 10 s doubling, no cluster DNS (see /etc/hosts above), no Service
-  virtual IPs.
+  are bound at once. No scheduler, no resource enforcement (limits are only
+  read, for resourceFieldRef), no image pulls or ENTRYPOINT (`command` is
+  required), no sidecar init containers, no PID namespace, restart back-off of
+  1 s instead of 10 s doubling, no cluster DNS (see /etc/hosts above), no
+  Service virtual IPs, no NetworkPolicy.
 """
 from __future__ import annotations
 
