@@ -662,6 +662,7 @@ class Kubelet:
         self.api, self.ns, self.workdir = api, namespace, workdir
         self.network = NodeNetwork()
         self.workers: dict[str, PodWorker] = {}  # by pod uid
+        self._counted_failures: set[str] = set()  # uids of failed Job pods already counted
         self.claims = workdir / "claims"
         self.events: list[str] = []
         self.probes: list[tuple[str, str, bool, str]] = []  # (pod, kind, ok, detail)
@@ -789,20 +790,17 @@ class Kubelet:
         phase = lambda p: (p.get("status") or {}).get("phase")  # noqa: E731
         index = lambda p: p["metadata"]["annotations"][INDEX_KEY]  # noqa: E731
         succeeded = sorted({index(p) for p in pods if phase(p) == "Succeeded"}, key=int)
-        counted = set(status.get("countedFailures") or [])  # not a real field: our memory
         fail_job = ""
-        for pod in pods:
+        for pod in pods:  # failed pods stay (the operator reads them), each counted once
             uid = pod["metadata"]["uid"]
-            if phase(pod) != "Failed" or uid in counted:
+            if phase(pod) != "Failed" or uid in self._counted_failures:
                 continue
             action = _pod_failure_action(spec.get("podFailurePolicy"), pod)
             if action == "FailJob":
                 fail_job = f"pod {pod['metadata']['name']} matched a FailJob rule"
             if action != "Ignore":
                 status["failed"] = int(status.get("failed", 0)) + 1
-            counted.add(uid)
-            self.api.delete(self.path("pods", pod["metadata"]["name"]))
-        status["countedFailures"] = sorted(counted)
+            self._counted_failures.add(uid)
         active = [p for p in pods if phase(p) in (None, "Pending", "Running")]
         completions = int(spec["completions"])
         if not finished:
@@ -835,7 +833,8 @@ class Kubelet:
                                    **_with_completion_index(job["spec"]["template"]["spec"], i)})
                     active.append({"metadata": {"annotations": {INDEX_KEY: i}}})
         status.update(active=len(active), succeeded=len(succeeded),
-                      completedIndexes=",".join(succeeded), ready=0)
+                      completedIndexes=",".join(succeeded),
+                      ready=sum(1 for p in active if _is_ready(p)))
         status.setdefault("startTime", now())
         status.setdefault("failed", 0)
         if status != (job.get("status") or {}):
