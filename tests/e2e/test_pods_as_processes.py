@@ -7,6 +7,7 @@ reads the job's phase. See kubelet.py for what is real and what is emulated.
 """
 from __future__ import annotations
 
+import base64
 import json
 import pathlib
 import shutil
@@ -113,6 +114,25 @@ def test_ctr_cpu_runs_as_its_pod_specs_say_and_kubectl_shows_it_succeed(
     logs = kubelet.logs()
     assert "pserver index 1 from hostname ctr-cpu-pserver-1" in logs, logs
     assert "trainer=1 finished steps=10 examples=3000" in logs, logs
+
+
+def test_a_tls_job_runs_with_its_secret_mounted_and_tcp_probes(api, operator, kubelet,
+                                                              tmp_path):
+    names = [f"ctr-tls-pserver-{i}.ctr-tls-pserver.{NAMESPACE}.svc" for i in range(2)]
+    subprocess.run([sys.executable, str(REPO / "tests" / "component" / "scripts" /
+                                        "make_certs.py"), str(tmp_path / "certs"),
+                    *(arg for name in names for arg in ("--name", name))], check=True)
+    api.create(f"/api/v1/namespaces/{NAMESPACE}/secrets", {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "ctr-tls", "namespace": NAMESPACE},
+        "data": {key: base64.b64encode((tmp_path / "certs" / key).read_bytes()).decode()
+                 for key in ("ca.crt", "tls.crt", "tls.key")}})
+    api.create(jobs_path(), ctr_cpu("ctr-tls", tls={"secretName": "ctr-tls"}))
+    for i in range(2):  # with TLS the kubelet cannot speak gRPC: a TCP probe
+        assert wait_for(lambda: declared_probes_pass(kubelet, f"ctr-tls-pserver-{i}"),
+                        timeout=120, what=f"pserver {i} passing its probes") == ["tcpSocket"]
+    wait_for_phase(api, kubelet, "ctr-tls", "Succeeded")
+    assert "trainer=1 finished steps=10 examples=3000" in kubelet.logs()
 
 
 def restart_count(api: TestClient, pod: str) -> int:
