@@ -415,8 +415,8 @@ class Container:
                 self.restarts += 1
                 self.state = {"waiting": {"reason": "CrashLoopBackOff"}}
                 self.worker.write_status()
-                self.worker.kubelet.note(f"pod {self.worker.name}: container {self.name} "
-                                         f"exited {code}; restarting")
+                self.worker.kubelet.note(f"pod {self.worker.name}: restarting container "
+                                         f"{self.name} (restartPolicy {policy})")
                 if self.worker.stopping.wait(RESTART_BACKOFF_S):
                     return code
                 continue
@@ -443,10 +443,12 @@ class Container:
                                          start_new_session=True)
         self.state = {"running": {"startedAt": now()}}
         worker.write_status()
+        worker.kubelet.note(f"pod {worker.name}: container {self.name} started")
         prober = None if self.init else Prober(self)
         code = self.proc.wait()
         if prober is not None:
             prober.stop()
+        worker.kubelet.note(f"pod {worker.name}: container {self.name} exited {code}")
         return code
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
@@ -665,6 +667,7 @@ class Kubelet:
         self._counted_failures: set[str] = set()  # uids of failed Job pods already counted
         self.claims = workdir / "claims"
         self.events: list[str] = []
+        self._last_note = ""
         self.probes: list[tuple[str, str, bool, str]] = []  # (pod, kind, ok, detail)
         self.started = time.monotonic()
         self._stop = threading.Event()
@@ -685,13 +688,14 @@ class Kubelet:
         self.network.close()
 
     def note(self, text: str) -> None:
-        if not self.events or self.events[-1] != text:  # a failing sync repeats itself
-            self.events.append(text)
+        """A line of the node's log, with the seconds since the node started."""
+        if text != self._last_note:  # a failing sync repeats itself every resync
+            self.events.append(f"{time.monotonic() - self.started:6.1f}s {text}")
+        self._last_note = text
 
     def record_probe(self, pod: str, kind: str, ok: bool, detail: str) -> None:
         self.probes.append((pod, kind, ok, detail))
-        self.note(f"{time.monotonic() - self.started:6.1f}s {kind} probe of {pod}: "
-                  f"{'ok' if ok else 'failed'} ({detail[:80]})")
+        self.note(f"{kind} probe of {pod}: {'ok' if ok else 'failed'} ({detail[:80]})")
 
     def path(self, kind: str, name: str | None = None) -> str:
         group = {"statefulsets": "/apis/apps/v1", "jobs": "/apis/batch/v1"}.get(kind, "/api/v1")

@@ -215,6 +215,7 @@ def test_a_job_running_the_users_own_fleet_script_through_spec_command_succeeds(
     job = ctr_cpu("byo", command=["python", "-c", USER_FLEET_SCRIPT], args=[])
     api.create(jobs_path(), job)
     wait_for_phase(api, kubelet, "byo", "Succeeded")
+
     result = json.loads((kubelet.claims / "byo-checkpoint" / "byo.json").read_text())
     assert result["trainers"] == 2 and result["team"] is None
     assert result["losses"][-1] < result["losses"][0] / 4, result["losses"]
