@@ -657,76 +657,23 @@ class Prober:
         self.container.ready = False
 
 
-class Kubelet:
-    """The node: pod workers for the namespace's pods, plus the two controllers."""
+class ControlPlane:
+    """The StatefulSet and Job controllers and a volume provisioner, as far as pods go.
 
-    def __init__(self, api: TestClient, namespace: str, workdir: pathlib.Path):
-        self.api, self.ns, self.workdir = api, namespace, workdir
-        self.network = NodeNetwork()
-        self.workers: dict[str, PodWorker] = {}  # by pod uid
-        self._counted_failures: set[str] = set()  # uids of failed Job pods already counted
-        self.claims = workdir / "claims"
-        self.events: list[str] = []
-        self._last_note = ""
-        self.probes: list[tuple[str, str, bool, str]] = []  # (pod, kind, ok, detail)
-        self.started = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._main, daemon=True, name="kubelet")
+    A mixin of `Kubelet`, which gives it `path()` and `note()`; `Kubelet.sync()` calls
+    `sync_controllers()` every resync.
+    """
+    api: TestClient
+    claims: pathlib.Path  # one directory per bound claim
+    _counted_failures: set[str]  # uids of failed Job pods already counted
 
-    def __enter__(self) -> "Kubelet":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        stoppers = [threading.Thread(target=w.stop) for w in self.workers.values()]
-        for stopper in stoppers:
-            stopper.start()
-        for stopper in stoppers:
-            stopper.join()
-        self.network.close()
-
-    def note(self, text: str) -> None:
-        """A line of the node's log, with the seconds since the node started."""
-        if text != self._last_note:  # a failing sync repeats itself every resync
-            self.events.append(f"{time.monotonic() - self.started:6.1f}s {text}")
-        self._last_note = text
-
-    def record_probe(self, pod: str, kind: str, ok: bool, detail: str) -> None:
-        self.probes.append((pod, kind, ok, detail))
-        self.note(f"{kind} probe of {pod}: {'ok' if ok else 'failed'} ({detail[:80]})")
-
-    def path(self, kind: str, name: str | None = None) -> str:
-        group = {"statefulsets": "/apis/apps/v1", "jobs": "/apis/batch/v1"}.get(kind, "/api/v1")
-        base = f"{group}/namespaces/{self.ns}/{kind}"
-        return f"{base}/{name}" if name else base
-
-    # --- the loop -----------------------------------------------------------------------
-
-    def _main(self) -> None:
-        while not self._stop.wait(RESYNC_S):
-            try:
-                self.sync()
-            except Exception as exc:  # keep the node alive; the test sees the note
-                self.note(f"sync failed: {type(exc).__name__}: {exc}")
-
-    def sync(self) -> None:
+    def sync_controllers(self) -> None:
         for claim in self.api.list(self.path("persistentvolumeclaims")):
             self._bind_claim(claim)
         for sts in self.api.list(self.path("statefulsets")):
             self._sync_statefulset(sts)
         for job in self.api.list(self.path("jobs")):
             self._sync_job(job)
-        pods = {p["metadata"]["uid"]: p for p in self.api.list(self.path("pods"))}
-        for uid, worker in list(self.workers.items()):
-            if uid not in pods:
-                del self.workers[uid]
-                threading.Thread(target=worker.stop, daemon=True).start()
-        for uid, pod in pods.items():
-            if uid not in self.workers and (pod.get("status") or {}).get("phase") \
-                    in (None, "Pending"):
-                self.workers[uid] = PodWorker(self, pod)
 
     def pods_owned_by(self, owner: dict) -> list[dict]:
         uid = owner["metadata"]["uid"]
@@ -843,6 +790,74 @@ class Kubelet:
         status.setdefault("failed", 0)
         if status != (job.get("status") or {}):
             self.api.patch(self.path("jobs", name) + "/status", {"status": status})
+
+
+class Kubelet(ControlPlane):
+    """The node: pod workers for the namespace's pods, plus the two controllers."""
+
+    def __init__(self, api: TestClient, namespace: str, workdir: pathlib.Path):
+        self.api, self.ns, self.workdir = api, namespace, workdir
+        self.network = NodeNetwork()
+        self.workers: dict[str, PodWorker] = {}  # by pod uid
+        self._counted_failures: set[str] = set()  # uids of failed Job pods already counted
+        self.claims = workdir / "claims"
+        self.events: list[str] = []
+        self._last_note = ""
+        self.probes: list[tuple[str, str, bool, str]] = []  # (pod, kind, ok, detail)
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True, name="kubelet")
+
+    def __enter__(self) -> "Kubelet":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        stoppers = [threading.Thread(target=w.stop) for w in self.workers.values()]
+        for stopper in stoppers:
+            stopper.start()
+        for stopper in stoppers:
+            stopper.join()
+        self.network.close()
+
+    def note(self, text: str) -> None:
+        """A line of the node's log, with the seconds since the node started."""
+        if text != self._last_note:  # a failing sync repeats itself every resync
+            self.events.append(f"{time.monotonic() - self.started:6.1f}s {text}")
+        self._last_note = text
+
+    def record_probe(self, pod: str, kind: str, ok: bool, detail: str) -> None:
+        self.probes.append((pod, kind, ok, detail))
+        self.note(f"{kind} probe of {pod}: {'ok' if ok else 'failed'} ({detail[:80]})")
+
+    def path(self, kind: str, name: str | None = None) -> str:
+        group = {"statefulsets": "/apis/apps/v1", "jobs": "/apis/batch/v1"}.get(kind, "/api/v1")
+        base = f"{group}/namespaces/{self.ns}/{kind}"
+        return f"{base}/{name}" if name else base
+
+    # --- the loop -----------------------------------------------------------------------
+
+    def _main(self) -> None:
+        while not self._stop.wait(RESYNC_S):
+            try:
+                self.sync()
+            except Exception as exc:  # keep the node alive; the test sees the note
+                self.note(f"sync failed: {type(exc).__name__}: {exc}")
+
+    def sync(self) -> None:
+        """The controllers' pass, then the pods: start new ones, stop deleted ones."""
+        self.sync_controllers()
+        pods = {p["metadata"]["uid"]: p for p in self.api.list(self.path("pods"))}
+        for uid, worker in list(self.workers.items()):
+            if uid not in pods:
+                del self.workers[uid]
+                threading.Thread(target=worker.stop, daemon=True).start()
+        for uid, pod in pods.items():
+            if uid not in self.workers and (pod.get("status") or {}).get("phase") \
+                    in (None, "Pending"):
+                self.workers[uid] = PodWorker(self, pod)
 
     # --- what a pod sees ----------------------------------------------------------------
 
