@@ -446,6 +446,8 @@ class Container:
         worker.kubelet.note(f"pod {worker.name}: container {self.name} started")
         prober = None if self.init else Prober(self)
         code = self.proc.wait()
+        if code < 0:  # killed by a signal: the runtime reports 128 + the signal's number
+            code = 128 - code
         if prober is not None:
             prober.stop()
         worker.kubelet.note(f"pod {worker.name}: container {self.name} exited {code}")

@@ -135,10 +135,9 @@ def test_a_tls_job_runs_with_its_secret_mounted_and_tcp_probes(api, operator, ku
     assert "trainer=1 finished steps=10 examples=3000" in kubelet.logs()
 
 
-def restart_count(api: TestClient, pod: str) -> int:
+def container_status(api: TestClient, pod: str) -> dict:
     found = api.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}") or {}
-    return sum(s.get("restartCount", 0) for s in (found.get("status") or {}).get(
-        "containerStatuses") or [])
+    return ((found.get("status") or {}).get("containerStatuses") or [{}])[0]
 
 
 def test_a_pserver_killed_mid_run_is_restarted_in_its_pod_and_the_job_still_succeeds(
@@ -153,8 +152,10 @@ def test_a_pserver_killed_mid_run_is_restarted_in_its_pod_and_the_job_still_succ
     victim = kubelet.worker("ctr-kill-pserver-1")
     assert victim.pod["spec"]["restartPolicy"] == "Always"
     victim.kill()
-    wait_for(lambda: restart_count(api, "ctr-kill-pserver-1") >= 1, timeout=60,
-             what="the pserver restarted in its pod (restartCount 1)")
+    restarted = wait_for(lambda: container_status(api, "ctr-kill-pserver-1").get(
+        "restartCount", 0) >= 1 and container_status(api, "ctr-kill-pserver-1"), timeout=60,
+        what="the pserver restarted in its pod (restartCount 1)")
+    assert restarted["lastState"]["terminated"]["exitCode"] == 137  # SIGKILL, as reported
     wait_for_phase(api, kubelet, "ctr-kill", "Succeeded")
 
     log = victim.log_path.read_text()
