@@ -171,10 +171,8 @@ def test_a_pserver_killed_mid_run_is_restarted_in_its_pod_and_the_job_still_succ
     assert newest and int(newest[0][1]) > before, listing.stdout  # saved again after the restart
 
 
-# Bring your own code (issue 15 item 3) with the fields the operator has today:
-# spec.command runs the user's Fleet script on every role; it reads its role from
-# the environment the operator gives each pod. Trainer 0 leaves its losses on the
-# shared checkpoint volume, the one volume every pod has.
+# The user's own Fleet script (issue 15 item 3): it reads its role from the environment
+# the operator gives each pod. Trainer 0 leaves its losses on the shared checkpoint volume.
 USER_FLEET_SCRIPT = """
 import json, os
 import numpy as np
@@ -211,32 +209,7 @@ else:
 """
 
 
-def test_a_job_running_the_users_own_fleet_script_through_spec_command_succeeds(
-        api, operator, kubelet):
-    job = ctr_cpu("byo", command=["python", "-c", USER_FLEET_SCRIPT], args=[])
-    api.create(jobs_path(), job)
-    wait_for_phase(api, kubelet, "byo", "Succeeded")
-
-    result = json.loads((kubelet.claims / "byo-checkpoint" / "byo.json").read_text())
-    assert result["trainers"] == 2 and result["team"] is None
-    assert result["losses"][-1] < result["losses"][0] / 4, result["losses"]
-
-
-def _operator_has_pod_templates() -> bool:
-    from psjob import jobspec
-    manifest = ctr_cpu("probe")
-    manifest["spec"]["worker"]["template"] = {"metadata": {"labels": {"a": "b"}}}
-    try:
-        jobspec.parse_job(manifest)
-    except jobspec.JobSpecError:
-        return False
-    return True
-
-
-# Issue 15 item 4 (spec.<role>.template) lands from branch `cluster`; until it is merged
-# the operator rejects the field and this test is skipped, saying so.
-@pytest.mark.skipif(not _operator_has_pod_templates(),
-                    reason="spec.<role>.template is not in this checkout's operator yet")
+# Issue 15 item 4: pod templates add a ConfigMap volume with the script, labels and env.
 def test_a_job_with_pod_templates_runs_the_users_script_from_a_configmap_volume(
         api, operator, kubelet):
     api.create(f"/api/v1/namespaces/{NAMESPACE}/configmaps", {
@@ -265,9 +238,7 @@ def test_a_job_with_pod_templates_runs_the_users_script_from_a_configmap_volume(
 BYO_EXAMPLE = REPO / "examples" / "byo-fleet"
 
 
-# The shipped bring-your-own-code example (issue 15 items 3 and 4, from branch `cluster`):
-# skipped, saying so, until it is merged.
-@pytest.mark.skipif(not BYO_EXAMPLE.is_dir(), reason="examples/byo-fleet is not in this checkout")
+# The shipped bring-your-own-code example, as `kubectl apply -k` would create it.
 def test_the_byo_fleet_example_rendered_by_kubectl_kustomize_runs_to_succeeded(
         api, operator, kubelet, kubeconfig):
     rendered = list(yaml.safe_load_all(kubectl(kubeconfig, "kustomize", str(BYO_EXAMPLE))))
