@@ -13,6 +13,9 @@ _LAZY = {
     "reader": ("psjob.reader", None),
     "dataset": ("psjob.dataset", None),
     "fluid": ("psjob.fluid", None),
+    # Paddle 2.x: paddle.distributed (fleet, datasets) and paddle.io (DataLoader).
+    "distributed": ("psjob.distributed", None),
+    "io": ("psjob.io", None),
 }
 
 

@@ -105,7 +105,9 @@ class UserDefinedRoleMaker(RoleMakerBase):
 
 
 class PaddleCloudRoleMaker(RoleMakerBase):
-    """Reads PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS (or IPS+PORT), PADDLE_TRAINERS, ..."""
+    """Reads PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS (or IPS+PORT), PADDLE_TRAINERS, ...,
+    or Paddle 2.x's TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_TRAINERS_NUM,
+    PADDLE_TRAINER_ID, POD_IP + PADDLE_PORT where only those are set (roles.fluid_environment)."""
 
     def __init__(self, is_collective=False, environ=None):
         super().__init__()
@@ -116,11 +118,15 @@ class PaddleCloudRoleMaker(RoleMakerBase):
         self.generate_role()
 
     def generate_role(self):
-        env = dict(self._env)
-        env.update(roles.resolve_identity(env, socket.gethostname()))
+        try:
+            env = roles.fluid_environment(self._env)
+        except ValueError as exc:
+            raise RoleMakerError(str(exc)) from None
         role = env.get("PADDLE_TRAINING_ROLE")
         if role not in roles.ROLES:
-            raise RoleMakerError(f"PADDLE_TRAINING_ROLE must be one of {', '.join(roles.ROLES)}, got {role!r}")
+            raise RoleMakerError(f"PADDLE_TRAINING_ROLE (or TRAINING_ROLE) must be one of "
+                                 f"{', '.join(roles.ROLES)}, got {role!r}")
+        env.update(roles.resolve_identity(env, socket.gethostname()))
         endpoints = [e for e in env.get("PADDLE_PSERVER_ENDPOINTS", "").split(",") if e]
         if not endpoints:
             ips = [ip for ip in env.get("PADDLE_PSERVER_IPS", "").split(",") if ip]

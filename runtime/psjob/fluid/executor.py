@@ -146,6 +146,22 @@ class Executor:
                 fn(self, program, feed, scope, seconds)
         return fetched
 
+    def train_from_dataset(self, program=None, dataset=None, scope=None, thread=0, debug=False,
+                           fetch_list=None, fetch_info=None, print_period=100, fetch_handler=None):
+        """Run `program` over every batch of `dataset` (fluid/dataset_trainer.py); thread > 1
+        runs that many Hogwild threads over one program. Returns None, as Paddle does."""
+        from .dataset_trainer import run_dataset
+        if fetch_handler is not None:
+            raise NotImplementedError("train_from_dataset(fetch_handler=...) is not supported by psjob; "
+                                      "use fetch_list with fetch_info and print_period")
+        return run_dataset(self, program, dataset, scope, thread, fetch_list, fetch_info, print_period, debug)
+
+    def infer_from_dataset(self, program=None, dataset=None, scope=None, thread=0, debug=False,
+                           fetch_list=None, fetch_info=None, print_period=100, fetch_handler=None):
+        """train_from_dataset for an inference program (one without optimizer ops)."""
+        return self.train_from_dataset(program, dataset, scope, thread, debug, fetch_list, fetch_info,
+                                       print_period, fetch_handler)
+
     def run_block(self, program: Program, block_idx: int, scope: Scope):
         """Run one block of `program` (pserver optimize blocks, sub-blocks)."""
         block = program.block(block_idx)
