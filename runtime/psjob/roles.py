@@ -220,8 +220,8 @@ def _paddle2_environment(topology: JobTopology, role: str, index: int | None,
 
     TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST and PADDLE_TRAINERS_NUM always;
     a pserver's PADDLE_PORT (every pserver of a Kubernetes job listens on the
-    same port, so it is known before the index is); POD_IP where the index is
-    known (a pod gets its own from the downward API); PADDLE_TRAINER_ENDPOINTS
+    same port, so it is known before the index is); POD_IP in local runs (a pod
+    gets its own from the downward API); PADDLE_TRAINER_ENDPOINTS
     only where trainers have addresses — local runs, where trainer t is named
     by its host and its /metrics port (psjob trainers listen on nothing else).
     PADDLE_TRAINER_ID is the Fluid name too."""
@@ -232,8 +232,8 @@ def _paddle2_environment(topology: JobTopology, role: str, index: int | None,
     }
     if role == PSERVER:
         env["PADDLE_PORT"] = str(split_endpoint(topology.pserver_endpoints[index or 0])[1])
-    if index is not None and fluid_env.get("PADDLE_CURRENT_IP"):
-        env["POD_IP"] = fluid_env["PADDLE_CURRENT_IP"]
+    if topology.trainer_host and index is not None and fluid_env.get("PADDLE_CURRENT_IP"):
+        env["POD_IP"] = fluid_env["PADDLE_CURRENT_IP"]  # a local run's; a pod's is its own
     if topology.trainer_host and topology.metrics_port_per_process and topology.metrics_port:
         env["PADDLE_TRAINER_ENDPOINTS"] = ",".join(
             f"{topology.trainer_host}:{topology.metrics_port + _process_slot(topology, TRAINER, t)}"
