@@ -132,6 +132,8 @@ class Executor:
         if not isinstance(scope, Scope):
             raise TypeError(f"scope must be a fluid Scope, got {type(scope).__name__}")
         feed = feed or {}
+        if isinstance(feed, list) and len(feed) == 1 and isinstance(feed[0], dict):
+            feed = feed[0]  # one place's feed, as paddle.io.DataLoader yields it (return_list=False)
         if not isinstance(feed, dict):
             raise TypeError(f"feed must be a dict of name → value, got {type(feed).__name__}")
         block = program.global_block()
