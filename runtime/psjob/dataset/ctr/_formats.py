@@ -41,30 +41,38 @@ for _c in b"abcdef":
 _NIBBLE[0] = 17
 _HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
 _INTEGER = re.compile(rb"^[-+]?[0-9]+$")
+# Bytes a block may hold for the fast paths (numpy's parsers accept more than the reference's
+# rules in places — "nan", "1_0", blanks — so those blocks go to the reference parser).
+_CRITEO_BYTES = b"0123456789abcdefABCDEF+-"
+_TSV40_BYTES = b"0123456789.eE+-"
 
 
-def _only(cells, allowed: bytes) -> bool:
-    """Whether every cell is made of `allowed` bytes (what the reference parser accepts)."""
-    return not b"".join(cells.ravel().tolist()).translate(None, allowed)
+def _field_table(data: bytes, n: int, allowed: bytes):
+    """The block's [n, 40] byte-string matrix, or None when a line is not 40 fields or a byte
+    is outside `allowed` (besides TAB and newline).
 
-
-def _split_fields(data: bytes, n: int):
-    """The block's [n, 40] byte-string matrix, or None when a line is not 40 fields."""
-    if n == 0 or not data.endswith(b"\n"):
+    Works on the block as one uint8 array: the separators give every field's start and
+    length, and one gather copies the fields into a NUL-padded matrix viewed as fixed-width
+    byte strings — no Python object per field."""
+    if n == 0 or not data.endswith(b"\n") or data.translate(None, allowed + b"\t\n"):
         return None
-    fields = data.replace(b"\n", b"\t").split(b"\t")
-    if len(fields) != FIELDS * n + 1:
+    raw = np.frombuffer(data, dtype=np.uint8)
+    seps = np.flatnonzero((raw == 9) | (raw == 10))
+    if seps.size != FIELDS * n:
         return None
-    # Equal totals could hide a line with 39 fields next to one with 41: each line's
-    # fields must end exactly at one of the block's newlines.
-    lengths = np.fromiter(map(len, fields), dtype=np.int64, count=len(fields))[:-1]
-    line_end = np.cumsum(lengths.reshape(n, FIELDS).sum(axis=1) + FIELDS) - 1
-    if not np.all(np.frombuffer(data, dtype=np.uint8)[line_end] == 10):
-        return None
-    table = np.array(fields[:-1], dtype=bytes).reshape(n, FIELDS)
-    if table.dtype.itemsize == 0 or (table == b"\r").any():
-        return None
-    return table
+    kinds = raw[seps].reshape(n, FIELDS)
+    if (kinds[:, -1] != 10).any() or (kinds[:, :-1] != 9).any():
+        return None  # every line: 39 tabs, then its newline
+    starts = np.empty(seps.size, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = seps[:-1] + 1
+    lengths = seps - starts
+    width = max(int(lengths.max()), 1)
+    offsets = np.arange(width)
+    index = np.minimum(starts[:, None] + offsets, raw.size - 1)
+    chars = raw[index]
+    chars[offsets >= lengths[:, None]] = 0
+    return chars.view(f"S{width}").reshape(n, FIELDS)
 
 
 def _fast_label(column):
@@ -75,15 +83,21 @@ def _fast_label(column):
 
 def hex_values(cells):
     """Byte strings of any shape → (uint64 values, MISSING where empty; mask of the cells that
-    are not hexadecimal of at most MAX_HEX_DIGITS digits). One numpy step per digit position."""
+    are not hexadecimal of at most MAX_HEX_DIGITS digits)."""
     width = max(cells.dtype.itemsize, 1)
     chars = np.ascontiguousarray(cells.astype(f"S{width}")).view(np.uint8).reshape(cells.shape + (width,))
+    return _hex_chars(chars)
+
+
+def _hex_chars(chars):
+    """The same on a [..., width] uint8 matrix, NUL-padded. One numpy step per digit position."""
+    width = chars.shape[-1]
     nib = _NIBBLE[chars]
     pad = nib == 17
     not_hex = (nib == 16).any(axis=-1) | (pad[..., :-1] & ~pad[..., 1:]).any(axis=-1)  # NUL inside
     if width > MAX_HEX_DIGITS:
         not_hex |= ~pad[..., MAX_HEX_DIGITS:].all(axis=-1)
-    value = np.zeros(cells.shape, dtype=np.uint64)
+    value = np.zeros(chars.shape[:-1], dtype=np.uint64)
     for j in range(min(width, MAX_HEX_DIGITS)):
         digit = np.where(nib[..., j] < 16, nib[..., j], 0).astype(np.uint64)
         value = np.where(pad[..., j], value, value * np.uint64(16) + digit)
@@ -103,15 +117,13 @@ def _hash_slots(values):
 
 
 def criteo_block(data, ranges, lines=None):
-    table = _split_fields(data, data.count(b"\n") if lines is None else lines)
+    table = _field_table(data, data.count(b"\n") if lines is None else lines, _CRITEO_BYTES)
     if table is None:
         return None
     label = _fast_label(table[:, 0])
     if label is None:
         return None
     ints = table[:, 1:1 + NUM_DENSE]
-    if not _only(ints, b"0123456789+-"):
-        return None
     try:
         dense = np.where(ints == b"", b"0", ints).astype(np.int64)
     except (ValueError, OverflowError):
@@ -123,13 +135,11 @@ def criteo_block(data, ranges, lines=None):
 
 
 def tsv40_block(data, ranges, lines=None):
-    table = _split_fields(data, data.count(b"\n") if lines is None else lines)
+    table = _field_table(data, data.count(b"\n") if lines is None else lines, _TSV40_BYTES)
     if table is None:
         return None
     label = _fast_label(table[:, 0])
     if label is None or (table == b"").any():
-        return None
-    if not (_only(table[:, 1:1 + NUM_DENSE], b"0123456789.eE+-") and _only(table[:, 1 + NUM_DENSE:], b"0123456789-")):
         return None
     try:
         dense = table[:, 1:1 + NUM_DENSE].astype(np.float64)
