@@ -57,3 +57,25 @@ def test_a_sync_fleet2_script_under_launch_equals_single_process_training(tmp_pa
     worker_log = (tmp_path / "log" / "workerlog.0").read_text()
     assert "[thread 0] batch 4: loss:" in worker_log
     assert "a_sync_configs['thread_pool_size'] is accepted but ignored" in worker_log
+
+
+def test_the_same_script_runs_as_a_parameter_server_job_under_psjob_run(tmp_path, script):
+    import subprocess
+    import sys
+
+    import yaml
+    shards = write_shards(tmp_path / "data", 2, 64)
+    job = tmp_path / "fleet2.yaml"
+    job.write_text(yaml.safe_dump({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
+                                   "metadata": {"name": "fleet2"}, "spec": {
+                                       "image": "psjob:test", "mode": "sync",
+                                       "command": [sys.executable, script("fleet2_train.py")],
+                                       "args": ["--data", str(tmp_path / "data"), "--out", str(tmp_path), "--sync"],
+                                       "pserver": {"replicas": 2}, "worker": {"replicas": 2}}}))
+    r = subprocess.run([sys.executable, "-m", "psjob.cli", "run", str(job), "--workdir", str(tmp_path / "work")],
+                       capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = dict(np.load(tmp_path / "trainer0.npz"))
+    want = single_process(shards, 16, 2)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-5, err_msg=name)
