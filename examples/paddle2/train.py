@@ -66,10 +66,10 @@ def main():
     p.add_argument("--data", required=True, help="directory of psjob.dataset.ctr part-* files")
     p.add_argument("--mode", default="async", choices=["async", "geo", "sync"])
     p.add_argument("--k_steps", type=int, default=20, help="geo: local steps between exchanges")
-    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch_size", type=int, default=256)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--lr", type=float, default=0.001)
     p.add_argument("--save", default="", help="worker 0 saves the inference model here")
     args = p.parse_args()
 

@@ -218,3 +218,19 @@ def test_bad_multislot_lines_and_commands_are_named(tmp_path):
         InMemoryDataset().init(use_var=use_var, fs_name="hdfs://x")
     with pytest.raises(ValueError, match="from a URI is not supported yet"):
         dataset_of(InMemoryDataset, use_var, ["s3://bucket/part-0"], "cat").load_into_memory()
+
+
+def test_the_vectorised_multislot_path_parses_as_the_line_by_line_one():
+    from psjob.distributed.dataset import _parse_uniform, _Slot, parse_multislot
+    _, _, use_var, _ = build()
+    rng = np.random.default_rng(0)
+    lines = [f"1 {rng.integers(0, 2)} 3 {' '.join(f'{v:.4f}' for v in rng.random(3))} 2 {rng.integers(0, 50)} "
+             f"{rng.integers(0, 50)}\n" for _ in range(300)]
+    data = "".join(lines).encode()
+    slots = [_Slot(v) for v in use_var]
+    fast = _parse_uniform(data, slots)
+    assert fast is not None
+    slow = parse_multislot(data.replace(b" ", b"  "), slots, "x")  # double spaces: the line path
+    for s in range(len(slots)):
+        np.testing.assert_array_equal(fast.values[s], slow.values[s])
+        np.testing.assert_array_equal(fast.offsets[s], slow.offsets[s])

@@ -31,6 +31,7 @@ import threading
 
 import numpy as np
 
+from ..dataset._text import token_table
 from ..dataset.sources import is_uri, open_binary
 
 log = logging.getLogger("psjob.distributed")
@@ -95,13 +96,12 @@ class _Examples:
         return feed
 
 
-def parse_multislot(text: str, slots, source: str) -> _Examples:
+def parse_multislot(data: bytes, slots, source: str) -> _Examples:
     """MultiSlot lines → _Examples; a line that does not fit names its problem."""
-    lines = [line for line in text.split("\n") if line.strip()]
-    rows = [line.split() for line in lines]
-    parsed = _parse_uniform(rows, slots) if rows else None
+    parsed = _parse_uniform(data, slots)
     if parsed is not None:
         return parsed
+    rows = [line.split() for line in data.decode().split("\n") if line.strip()]
     columns = [[] for _ in slots]
     counts = [[] for _ in slots]
     for number, tokens in enumerate(rows, 1):
@@ -131,33 +131,35 @@ def parse_multislot(text: str, slots, source: str) -> _Examples:
     return _Examples(values, offsets)
 
 
-def _parse_uniform(rows, slots):
+def _parse_uniform(data: bytes, slots):
     """The vectorised path: every line has the first line's layout (same counts in the same
-    places), so the tokens form a matrix and each slot is a block of its columns."""
-    width = len(rows[0])
-    if any(len(r) != width for r in rows):
+    places, single spaces), so the tokens form a matrix and each slot is a block of columns."""
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    first = data[:data.find(b"\n")].split(b" ")
+    table = token_table(data, data.count(b"\n"), len(first), b" ")
+    if table is None:
         return None
     layout, pos = [], 0
     for slot in slots:
-        if pos >= width or not rows[0][pos].isdigit():
+        if pos >= len(first) or not first[pos].isdigit():
             return None
-        n = int(rows[0][pos])
+        n = int(first[pos])
         if n < 1 or (slot.width is not None and n != slot.width):
             return None
         layout.append((pos, n))
         pos += 1 + n
-    if pos != width:
+    if pos != len(first):
         return None
-    table = np.array(rows)
     values, offsets = [], []
     for (pos, n), slot in zip(layout, slots):
-        if not (table[:, pos] == rows[0][pos]).all():
+        if not (table[:, pos] == first[pos]).all():
             return None
         try:
             values.append(table[:, pos + 1:pos + 1 + n].astype(slot.dtype).reshape(-1))
-        except ValueError:
+        except (ValueError, OverflowError):
             return None  # the slow path names the bad value
-        offsets.append(np.arange(0, (len(rows) + 1) * n, n, dtype=np.int64))
+        offsets.append(np.arange(0, (len(table) + 1) * n, n, dtype=np.int64))
     return _Examples(values, offsets)
 
 
@@ -232,7 +234,7 @@ class DatasetBase:
             tail = proc.stderr.decode(errors="replace").strip().splitlines()[-5:]
             raise MultiSlotError(f"pipe_command {self.pipe_command!r} on {path} exited {proc.returncode}: "
                                  + " | ".join(tail))
-        return parse_multislot(proc.stdout.decode(), self._slots, f"{path} (through {self.pipe_command!r})")
+        return parse_multislot(proc.stdout, self._slots, f"{path} (through {self.pipe_command!r})")
 
     def _batches(self, examples: _Examples, order, starts=None):
         """Feed dicts of the batches beginning at `starts` (default: all, in order)."""

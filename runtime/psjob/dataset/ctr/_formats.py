@@ -27,6 +27,7 @@ import numpy as np
 from psjob.dataset.ctr._errors import LineProblem, Problem
 from psjob.dataset.ctr._layout import NUM_DENSE, NUM_SLOTS, hash_ids
 from psjob.dataset.ctr._parse import Columns
+from psjob.dataset._text import token_table
 
 FIELDS = 1 + NUM_DENSE + NUM_SLOTS
 MAX_HEX_DIGITS = 8
@@ -48,31 +49,11 @@ _TSV40_BYTES = b"0123456789.eE+-"
 
 
 def _field_table(data: bytes, n: int, allowed: bytes):
-    """The block's [n, 40] byte-string matrix, or None when a line is not 40 fields or a byte
-    is outside `allowed` (besides TAB and newline).
-
-    Works on the block as one uint8 array: the separators give every field's start and
-    length, and one gather copies the fields into a NUL-padded matrix viewed as fixed-width
-    byte strings — no Python object per field."""
-    if n == 0 or not data.endswith(b"\n") or data.translate(None, allowed + b"\t\n"):
+    """The block's [n, 40] byte-string matrix, or None when a line is not 40 fields (empty
+    fields allowed) or a byte is outside `allowed` (besides TAB and newline)."""
+    if data.translate(None, allowed + b"\t\n"):
         return None
-    raw = np.frombuffer(data, dtype=np.uint8)
-    seps = np.flatnonzero((raw == 9) | (raw == 10))
-    if seps.size != FIELDS * n:
-        return None
-    kinds = raw[seps].reshape(n, FIELDS)
-    if (kinds[:, -1] != 10).any() or (kinds[:, :-1] != 9).any():
-        return None  # every line: 39 tabs, then its newline
-    starts = np.empty(seps.size, dtype=np.int64)
-    starts[0] = 0
-    starts[1:] = seps[:-1] + 1
-    lengths = seps - starts
-    width = max(int(lengths.max()), 1)
-    offsets = np.arange(width)
-    index = np.minimum(starts[:, None] + offsets, raw.size - 1)
-    chars = raw[index]
-    chars[offsets >= lengths[:, None]] = 0
-    return chars.view(f"S{width}").reshape(n, FIELDS)
+    return token_table(data, n, FIELDS, b"\t", allow_empty=True)
 
 
 def _fast_label(column):
