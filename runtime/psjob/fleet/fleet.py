@@ -137,8 +137,11 @@ class Fleet:
             self._heter.keep_programs(main, startup)  # sections are split per trainer in init_server
             return
         if self._strategy.mode == "geo":
-            # Keep the single-machine program (with its optimizers) for the trainers.
-            self._origin_main, self._origin_startup = main.clone(), startup.clone()
+            # The trainers run the single-machine programs (with their optimizers) themselves,
+            # so those stay the default programs a Paddle 2.x script runs; the transpiler plans
+            # the pservers from copies.
+            self._origin_main, self._origin_startup = main, startup
+            main, startup = main.clone(), startup.clone()
         config = DistributeTranspilerConfig()
         config.wait_port = False  # init_worker waits, bounded, when launch_barrier is set
         if self._table_optimizer is not None:
