@@ -3,14 +3,7 @@ get_rank/get_world_size. Collective training (init_parallel_env, spawn) is refus
 with an error naming the alternative."""
 from __future__ import annotations
 
-import importlib
 import os
-
-_LAZY = {
-    "fleet": ("psjob.distributed.fleet", None),
-    "InMemoryDataset": ("psjob.distributed.dataset", "InMemoryDataset"),
-    "QueueDataset": ("psjob.distributed.dataset", "QueueDataset"),
-}
 
 
 def get_rank() -> int:
@@ -43,10 +36,12 @@ spawn = _collective("spawn")
 
 
 def __getattr__(name):
-    if name not in _LAZY:
+    # Loaded on first use: `import psjob.distributed` stays cheap.
+    if name == "fleet":
+        import psjob.distributed.fleet  # noqa: F401
+    elif name in ("InMemoryDataset", "QueueDataset"):
+        from . import dataset
+        globals().update(InMemoryDataset=dataset.InMemoryDataset, QueueDataset=dataset.QueueDataset)
+    else:
         raise AttributeError(f"module 'psjob.distributed' has no attribute {name!r}")
-    module_name, attr = _LAZY[name]
-    module = importlib.import_module(module_name)
-    value = getattr(module, attr) if attr else module
-    globals()[name] = value
-    return value
+    return globals()[name]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import MutableMapping
 
-from .core import Scope
+from .core import Scope, global_scope
 
 
 class _Overlay(MutableMapping):
@@ -66,22 +66,18 @@ def _check_threads(program, thread: int) -> None:
                          "mode (a_sync=True) for Hogwild threads")
 
 
-def run_dataset(executor, program, dataset, scope, thread, fetch_list, fetch_info, print_period, debug):
-    """The body of train_from_dataset/infer_from_dataset (see the module docstring)."""
-    from .executor import _fetch_name, _unwrap
-    from .core import global_scope
+def run_dataset(executor, program, dataset, scope, thread, names, fetch_info, print_period, debug):
+    """The body of train_from_dataset/infer_from_dataset (see the module docstring);
+    `program` is a Program, `names` the fetch targets' names."""
     if dataset is None:
         raise ValueError("train_from_dataset needs a dataset (paddle.distributed.InMemoryDataset or QueueDataset)")
     if not hasattr(dataset, "_thread_feeds"):
         raise TypeError(f"dataset must be an InMemoryDataset or QueueDataset, got {type(dataset).__name__}")
-    program = _unwrap(program)
     scope = scope if scope is not None else global_scope()
     thread = int(thread) if thread else dataset.thread_num
     if thread < 1:
         raise ValueError(f"thread must be >= 1, got {thread}")
     _check_threads(program, thread)
-    fetch_list = list(fetch_list or [])
-    names = [_fetch_name(f) for f in fetch_list]
     labels = list(fetch_info or names)
     if len(labels) != len(names):
         raise ValueError(f"fetch_info names {len(labels)} values but fetch_list has {len(names)}")

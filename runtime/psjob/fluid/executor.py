@@ -154,7 +154,8 @@ class Executor:
         if fetch_handler is not None:
             raise NotImplementedError("train_from_dataset(fetch_handler=...) is not supported by psjob; "
                                       "use fetch_list with fetch_info and print_period")
-        return run_dataset(self, program, dataset, scope, thread, fetch_list, fetch_info, print_period, debug)
+        names = [_fetch_name(f) for f in (fetch_list or [])]
+        return run_dataset(self, _unwrap(program), dataset, scope, thread, names, fetch_info, print_period, debug)
 
     def infer_from_dataset(self, program=None, dataset=None, scope=None, thread=0, debug=False,
                            fetch_list=None, fetch_info=None, print_period=100, fetch_handler=None):
