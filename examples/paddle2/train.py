@@ -3,16 +3,12 @@
     psjob launch --server_num 2 --worker_num 2 examples/paddle2/train.py --data DIR --mode async
     psjob launch --server_num 2 --worker_num 2 examples/paddle2/train.py --data DIR --mode geo
 
-It changes only imports against the Paddle original (`import psjob as paddle`,
-`import psjob.distributed.fleet as fleet`): fleet.init from the launcher's
-environment, a DistributedStrategy (async, or geo with k_steps), an
+Against the Paddle original only the imports change (`import psjob as paddle`,
+`import psjob.distributed.fleet as fleet`): the model is static_model.py's
+StaticModel (PaddleRec's, over net.py's nn.Layer DNN), fleet.init from the
+launcher's environment, a DistributedStrategy (async, or geo with k_steps), an
 InMemoryDataset whose pipe_command runs reader.py (MultiSlot lines),
 train_from_dataset with 2 Hogwild threads, and save_inference_model by worker 0.
-
-NOTE — model code: PaddleRec builds this model from paddle.nn Layers in static
-mode. psjob's paddle.nn front is being written on another branch; until it is on
-main, `build_model()` below builds the same network with psjob.fluid layers.
-It is the one function to replace by the nn.Layer version.
 """
 import argparse
 import glob
@@ -25,36 +21,17 @@ import numpy as np
 import psjob as paddle                          # Paddle: import paddle
 import psjob.distributed.fleet as fleet         # Paddle: import paddle.distributed.fleet as fleet
 
-NUM_SLOTS, NUM_DENSE = 26, 13
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from static_model import StaticModel  # noqa: E402
 
 
-def build_model(sparse_feature_dim, embedding_dim, distributed_table):
-    """The DNN of PaddleRec's rank/dnn: summed slot embeddings + dense → 400-400-400 → sigmoid.
-
-    NOTE: written with psjob.fluid layers (see the module docstring); PaddleRec's version is a
-    paddle.nn.Layer (Embedding(sparse=True), Linear, ReLU) called in static mode."""
-    fluid = paddle.fluid
-    dense = fluid.layers.data(name="dense_input", shape=[NUM_DENSE], dtype="float32")
-    slots = [fluid.layers.data(name=f"C{i + 1}", shape=[1], dtype="int64", lod_level=1) for i in range(NUM_SLOTS)]
-    label = fluid.layers.data(name="label", shape=[1], dtype="int64")
-    init = fluid.initializer.Uniform(-0.01, 0.01)
-    pooled = [fluid.layers.sequence_pool(fluid.layers.embedding(
-        s, size=[sparse_feature_dim, embedding_dim], is_sparse=True, is_distributed=distributed_table,
-        param_attr=fluid.ParamAttr(name="SparseFeatFactors", initializer=init)), "sum") for s in slots]
-    h = fluid.layers.concat(pooled + [dense], axis=1)
-    for width in (64, 32):
-        h = fluid.layers.fc(h, width, act="relu")
-    logit = fluid.layers.fc(h, 1)
-    predict = fluid.layers.sigmoid(logit)
-    loss = fluid.layers.mean(fluid.layers.sigmoid_cross_entropy_with_logits(logit, fluid.layers.cast(label, "float32")))
-    auc, _, states = fluid.layers.auc(fluid.layers.concat([fluid.layers.scale(predict, -1.0, 1.0), predict], axis=1),
-                                      label, num_thresholds=2 ** 12 - 1)
-    return [label, dense] + slots, loss, auc, predict, states[2:]
+def auc_state(program, auc):
+    """The persistable histograms behind the cumulative AUC (shared by the trainer threads)."""
+    (op,) = [op for op in program.global_block().ops if op.type == "auc" and op.output("AUC") == [auc.name]]
+    return op.input("StatPos")[0], op.input("StatNeg")[0]
 
 
 def auc_from_stats(stat_pos, stat_neg):
-    """The AUC of the accumulated positive/negative histograms (the auc op's persistable state,
-    shared by the trainer threads), as PaddleRec reads it."""
     pos, neg = stat_pos.ravel()[::-1].astype(np.float64), stat_neg.ravel()[::-1].astype(np.float64)
     tp, fp = np.cumsum(pos), np.cumsum(neg)
     area = np.sum((fp[1:] - fp[:-1]) * (tp[1:] + tp[:-1]) / 2) + fp[0] * tp[0] / 2
@@ -74,21 +51,26 @@ def main():
     args = p.parse_args()
 
     from psjob.dataset import ctr
+    paddle.enable_static()
     fleet.init()
+    model = StaticModel({"sparse_feature_number": ctr.SPARSE_FEATURE_DIM, "sparse_feature_dim": 8,
+                         "sparse_inputs_slots": 27, "dense_input_dim": 13, "fc_sizes": [64, 32],
+                         "learning_rate": args.lr})
+    feeds = model.create_feeds()
+    metrics = model.net(feeds)
     strategy = fleet.DistributedStrategy()
     strategy.a_sync = args.mode != "sync"
     if args.mode == "geo":
         strategy.a_sync_configs = {"k_steps": args.k_steps}
-    # Geo trains local copies of every parameter: the table stays a (sparse) local table there.
-    feeds, loss, auc, predict, auc_states = build_model(ctr.SPARSE_FEATURE_DIM, 8, distributed_table=args.mode != "geo")
-    fleet.distributed_optimizer(paddle.fluid.optimizer.Adam(args.lr), strategy).minimize(loss)
+    optimizer = fleet.distributed_optimizer(paddle.optimizer.Adam(args.lr, lazy_mode=True), strategy)
+    optimizer.minimize(metrics["cost"])
 
     if fleet.is_server():
         fleet.init_server()
         fleet.run_server()
         return
-    exe = paddle.fluid.Executor(paddle.fluid.CPUPlace())
-    exe.run(paddle.fluid.default_startup_program())
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(paddle.static.default_startup_program())
     fleet.init_worker()
     dataset = paddle.distributed.InMemoryDataset()
     reader = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reader.py")
@@ -96,16 +78,17 @@ def main():
                  pipe_command=f"{sys.executable} {reader}")
     dataset.set_filelist(fleet.util.get_file_shard(sorted(glob.glob(os.path.join(args.data, "part-*")))))
     dataset.load_into_memory()
-    aucs = []
+    main_program = paddle.static.default_main_program()
+    stat_names = auc_state(main_program, metrics["auc"])
     for epoch in range(args.epochs):
         dataset.local_shuffle()
-        exe.train_from_dataset(paddle.fluid.default_main_program(), dataset, thread=args.threads,
-                               fetch_list=[loss, auc], fetch_info=["loss", "auc"], print_period=20)
-        scope = paddle.fluid.global_scope()
-        aucs.append(auc_from_stats(*(np.array(scope.find_var(v.name).get_tensor()) for v in auc_states)))
-        print(json.dumps({"worker": fleet.worker_index(), "epoch": epoch, "auc": aucs[-1]}), flush=True)
+        exe.train_from_dataset(main_program, dataset, thread=args.threads, fetch_list=[metrics["cost"], metrics["auc"]],
+                               fetch_info=["loss", "auc"], print_period=50)
+        scope = paddle.static.global_scope()
+        auc = auc_from_stats(*(np.array(scope.find_var(n).get_tensor()) for n in stat_names))
+        print(json.dumps({"worker": fleet.worker_index(), "epoch": epoch, "auc": auc}), flush=True)
     if fleet.is_first_worker() and args.save:
-        fleet.save_inference_model(exe, args.save, [v.name for v in feeds[1:]], [predict])
+        fleet.save_inference_model(exe, args.save, [v.name for v in feeds[1:]], [model.predict])
     fleet.stop_worker()
 
 

@@ -358,8 +358,8 @@ class DistributedOptimizer:
         if choice is not None:  # the program's table op follows the strategy too
             self._optimizer.table_optimizer = choice
         try:
-            result = self._optimizer.minimize(loss, startup_program=startup_program,
-                                              parameter_list=parameter_list, no_grad_set=no_grad_set)
+            # Positional: Fluid names the third argument parameter_list, Paddle 2.x parameters.
+            result = self._optimizer.minimize(loss, startup_program, parameter_list, no_grad_set)
         finally:
             self._optimizer.table_optimizer = saved
         self._fleet._transpile(loss, startup_program)
