@@ -79,3 +79,31 @@ def test_the_same_script_runs_as_a_parameter_server_job_under_psjob_run(tmp_path
     want = single_process(shards, 16, 2)
     for name in want:
         np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-5, err_msg=name)
+
+
+def test_the_paddlerec_style_example_trains_async_and_saves_a_loadable_inference_model(tmp_path, launch, read_logs):
+    """examples/paddle2/train.py: StaticModel (nn.Layer DNN), a MultiSlotDataGenerator pipe_command,
+    InMemoryDataset, train_from_dataset with 2 threads, async, save_inference_model by worker 0."""
+    import json
+    import os
+
+    from psjob.dataset import ctr
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ctr.generate(tmp_path / "data", 16000, num_files=2, seed=0)
+    r = launch(["--server_num", "2", "--worker_num", "2", "--log_dir", str(tmp_path / "log"),
+                os.path.join(repo, "examples", "paddle2", "train.py"), "--data", str(tmp_path / "data"),
+                "--save", str(tmp_path / "model")])
+    assert r.returncode == 0, r.stderr + read_logs(tmp_path / "log")
+    for w in range(2):
+        (line,) = [json.loads(x) for x in (tmp_path / "log" / f"workerlog.{w}").read_text().splitlines()
+                   if x.startswith('{"worker"')]
+        assert line["worker"] == w and 0.0 < line["auc"] < 1.0
+    exe = fluid.Executor()
+    program, feeds, targets = fluid.io.load_inference_model(str(tmp_path / "model"), exe)
+    batch = next(iter(ctr.batches(tmp_path / "data", 8)))
+    feed = {"dense_input": batch.dense}
+    for s in range(ctr.NUM_SLOTS):  # the reader's rule: each slot's first id
+        feed[f"C{s + 1}"] = (batch.ids[s][batch.lod[s][:-1]].reshape(-1, 1), [np.arange(9)])
+    (prob,) = exe.run(program, feed=feed, fetch_list=targets)
+    assert feeds == [f"C{s + 1}" for s in range(26)] + ["dense_input"]
+    assert prob.shape == (8, 2) and np.allclose(prob.sum(axis=1), 1.0, atol=1e-5)
