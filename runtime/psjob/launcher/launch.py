@@ -1,12 +1,13 @@
 """`psjob launch`: run a Fluid/Fleet training script as N pservers + M trainers.
 
-    psjob launch --server_num 2 --worker_num 2 [--servers ip:port,...]
+    psjob launch --server_num 2 --worker_num 2 [--servers ip:port,...] [--workers ip:port,...]
                  [--heter_worker_num K] [--log_dir DIR] [--mode sync] [--metrics-port P]
                  [--progress-interval S] [--summary PATH] script.py [args...]
 
 Every process runs the same script with the role environment of
-psjob.roles (PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS, ...), as
-`fleetrun` does. Unless --servers names them, pserver i listens on
+psjob.roles (PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS, ..., and Paddle
+2.x's TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST, ...), as `fleetrun` does;
+fleetrun's `--workers` list is taken for its length. Unless --servers names them, pserver i listens on
 127.0.0.(i+1) at one free port shared by all, so scripts that join
 PADDLE_PSERVER_IPS with PADDLE_PSERVER_PORT (as Fluid's do) find them. One log per process in --log_dir (default ./log): serverlog.N,
 workerlog.N, heterlog.N. A per-run auth token is generated and passed by file.
