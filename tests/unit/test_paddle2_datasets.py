@@ -234,3 +234,18 @@ def test_the_vectorised_multislot_path_parses_as_the_line_by_line_one():
     for s in range(len(slots)):
         np.testing.assert_array_equal(fast.values[s], slow.values[s])
         np.testing.assert_array_equal(fast.offsets[s], slow.offsets[s])
+
+
+def test_infer_from_dataset_runs_a_test_program_and_leaves_the_parameters(files, reader_cmd, capsys):
+    main, startup, use_var, loss = build()
+    test_program = main.clone(for_test=True)
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup, scope=scope)
+    before = {p.name: np.array(scope.vars[p.name]) for p in main.all_parameters()}
+    ds = dataset_of(QueueDataset, use_var, files, reader_cmd, batch_size=25, thread_num=3)
+    exe.infer_from_dataset(test_program, ds, scope=scope, fetch_list=[loss], fetch_info=["loss"], print_period=1)
+    for name, value in before.items():
+        np.testing.assert_array_equal(scope.vars[name], value)
+    printed = capsys.readouterr().out
+    assert all(f"[thread {t}] batch 3: loss:" in printed for t in range(3))  # 3 files of 75: one per thread
