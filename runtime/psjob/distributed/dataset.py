@@ -131,15 +131,24 @@ def parse_multislot(data: bytes, slots, source: str) -> _Examples:
     return _Examples(values, offsets)
 
 
+BLOCK_BYTES = 4 << 20  # the uniform path splits the pipe's output into blocks of whole lines
+
+
+def _blocks(data: bytes):
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", min(start + BLOCK_BYTES, len(data)) - 1) + 1 or len(data)
+        yield data[start:end]
+        start = end
+
+
 def _parse_uniform(data: bytes, slots):
     """The vectorised path: every line has the first line's layout (same counts in the same
-    places, single spaces), so the tokens form a matrix and each slot is a block of columns."""
+    places, single spaces), so each block's tokens form a matrix and each slot is a block of
+    its columns. None when any line differs (the line-by-line path then names it)."""
     if not data.endswith(b"\n"):
         data += b"\n"
     first = data[:data.find(b"\n")].split(b" ")
-    table = token_table(data, data.count(b"\n"), len(first), b" ")
-    if table is None:
-        return None
     layout, pos = [], 0
     for slot in slots:
         if pos >= len(first) or not first[pos].isdigit():
@@ -151,16 +160,22 @@ def _parse_uniform(data: bytes, slots):
         pos += 1 + n
     if pos != len(first):
         return None
-    values, offsets = [], []
-    for (pos, n), slot in zip(layout, slots):
-        if not (table[:, pos] == first[pos]).all():
+    values = [[] for _ in slots]
+    rows = 0
+    for block in _blocks(data):
+        table = token_table(block, block.count(b"\n"), len(first), b" ")
+        if table is None:
             return None
-        try:
-            values.append(table[:, pos + 1:pos + 1 + n].astype(slot.dtype).reshape(-1))
-        except (ValueError, OverflowError):
-            return None  # the slow path names the bad value
-        offsets.append(np.arange(0, (len(table) + 1) * n, n, dtype=np.int64))
-    return _Examples(values, offsets)
+        for s, ((pos, n), slot) in enumerate(zip(layout, slots)):
+            if not (table[:, pos] == first[pos]).all():
+                return None
+            try:
+                values[s].append(table[:, pos + 1:pos + 1 + n].astype(slot.dtype).reshape(-1))
+            except (ValueError, OverflowError):
+                return None  # the slow path names the bad value
+        rows += len(table)
+    offsets = [np.arange(0, (rows + 1) * n, n, dtype=np.int64) for _, n in layout]
+    return _Examples([np.concatenate(v) for v in values], offsets)
 
 
 def _numbers(tokens, slot, offsets, source):
