@@ -137,8 +137,11 @@ class Fleet:
             self._heter.keep_programs(main, startup)  # sections are split per trainer in init_server
             return
         if self._strategy.mode == "geo":
-            # Keep the single-machine program (with its optimizers) for the trainers.
-            self._origin_main, self._origin_startup = main.clone(), startup.clone()
+            # The trainers run the single-machine programs (with their optimizers) themselves,
+            # so those stay the default programs a Paddle 2.x script runs; the transpiler plans
+            # the pservers from copies.
+            self._origin_main, self._origin_startup = main, startup
+            main, startup = main.clone(), startup.clone()
         config = DistributeTranspilerConfig()
         config.wait_port = False  # init_worker waits, bounded, when launch_barrier is set
         if self._table_optimizer is not None:
@@ -370,8 +373,8 @@ class DistributedOptimizer:
         if choice is not None:  # the program's table op follows the strategy too
             self._optimizer.table_optimizer = choice
         try:
-            result = self._optimizer.minimize(loss, startup_program=startup_program,
-                                              parameter_list=parameter_list, no_grad_set=no_grad_set)
+            # Positional: Fluid names the third argument parameter_list, Paddle 2.x parameters.
+            result = self._optimizer.minimize(loss, startup_program, parameter_list, no_grad_set)
         finally:
             self._optimizer.table_optimizer = saved
         self._fleet._transpile(loss, startup_program)
