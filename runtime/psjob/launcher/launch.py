@@ -1,12 +1,13 @@
 """`psjob launch`: run a Fluid/Fleet training script as N pservers + M trainers.
 
-    psjob launch --server_num 2 --worker_num 2 [--servers ip:port,...]
+    psjob launch --server_num 2 --worker_num 2 [--servers ip:port,...] [--workers ip:port,...]
                  [--heter_worker_num K] [--log_dir DIR] [--mode sync] [--metrics-port P]
                  [--progress-interval S] [--summary PATH] script.py [args...]
 
 Every process runs the same script with the role environment of
-psjob.roles (PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS, ...), as
-`fleetrun` does. Unless --servers names them, pserver i listens on
+psjob.roles (PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS, ..., and Paddle
+2.x's TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST, ...), as `fleetrun` does;
+fleetrun's `--workers` list is taken for its length. Unless --servers names them, pserver i listens on
 127.0.0.(i+1) at one free port shared by all, so scripts that join
 PADDLE_PSERVER_IPS with PADDLE_PSERVER_PORT (as Fluid's do) find them. One log per process in --log_dir (default ./log): serverlog.N,
 workerlog.N, heterlog.N. A per-run auth token is generated and passed by file.
@@ -129,7 +130,10 @@ def write_token(log_dir: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="psjob launch", description=__doc__.split("\n\n")[0])
     p.add_argument("--server_num", type=int, default=None, help="number of pservers on 127.0.0.1")
-    p.add_argument("--worker_num", type=int, default=1, help="number of trainers")
+    p.add_argument("--worker_num", type=int, default=None, help="number of trainers (default 1)")
+    p.add_argument("--workers", default="",
+                   help="fleetrun's comma-separated trainer ip:port list: psjob trainers listen on no "
+                        "port, so only its length counts (the number of trainers)")
     p.add_argument("--heter_worker_num", type=int, default=0, help="number of heterogeneous trainers")
     p.add_argument("--servers", default="", help="comma-separated ip:port of the pservers")
     p.add_argument("--log_dir", default="log", help="one log file per process goes here")
@@ -165,6 +169,13 @@ def plan(args) -> list[ProcessSpec]:
         if n < 1:
             raise SystemExit("psjob launch: --server_num must be at least 1")
         endpoints = loopback_endpoints(n)
+    if args.workers:
+        listed = len([e for e in args.workers.split(",") if e.strip()])
+        if args.worker_num is not None and args.worker_num != listed:
+            raise SystemExit(f"psjob launch: --worker_num {args.worker_num} but --workers lists {listed} endpoints")
+        args.worker_num = listed
+    elif args.worker_num is None:
+        args.worker_num = 1
     if args.worker_num < 1:
         raise SystemExit("psjob launch: --worker_num must be at least 1")
     if not args.progress_interval > 0:
