@@ -36,7 +36,7 @@ KIND = "ParameterServerJob"
 PLURAL = "parameterserverjobs"
 SINGULAR = "parameterserverjob"
 SHORT_NAMES = ("psjob", "psj")
-DEFAULT_GEO_K_STEPS = 100
+DEFAULT_GEO_K_STEPS = roles.DEFAULT_GEO_K_STEPS
 # Child names must stay valid: the pserver StatefulSet `<name>-pserver` stamps
 # pods with a controller-revision-hash label `<sts>-<10 chars>` (<= 63), so the
 # StatefulSet name is capped at 52 and the job name at 52 - len("-pserver").

@@ -42,6 +42,9 @@ TRAINER = "TRAINER"
 HETER_TRAINER = "HETER_TRAINER"
 ROLES = (PSERVER, TRAINER, HETER_TRAINER)
 MODES = ("sync", "async", "half_async", "geo")
+# Geo mode's local steps between exchanges when a job does not say: Paddle's own default
+# (GeoStrategy(update_frequency=100), DistributeTranspilerConfig.geo_sgd_need_push_nums = 100).
+DEFAULT_GEO_K_STEPS = 100
 DEVICES = ("cpu", "gpu")
 
 AUTO = "auto"

@@ -35,18 +35,13 @@ import time
 from dataclasses import dataclass
 
 from .. import jobspec, roles
-from .job_progress import LogWatcher, exit_status, log_tail, summarize, summary_line
-from .launch import check_metrics_ports, free_ports, metrics_banner, loopback_endpoints, write_token
-from .supervisor import ProcessSpec, RestartBudget, Supervisor, SupervisorOptions
+from .local import (PROGRESS_INTERVAL_S, Deadline, LocalJob, check_options, metrics_banner, run_local,
+                    place, write_token)
+from .supervisor import ProcessSpec, RestartBudget
 
 # A StatefulSet recreates a crashing pserver forever, with backoff; locally a
 # pserver that keeps crashing ends the run after this many restarts instead.
 PSERVER_RESTARTS = 10
-# After every worker completed, pservers exit on their own (they saw every
-# trainer complete) or are stopped after this long, and the job has succeeded
-# either way: a pserver restarted late never hears from trainers that had
-# already completed, and one that dies then is not restarted (supervisor.py).
-PSERVER_EXIT_GRACE_S = 10.0
 SUBCOMMAND = {roles.PSERVER: "pserver", roles.TRAINER: "worker", roles.HETER_TRAINER: "heter-worker"}
 LOG_NAME = {roles.PSERVER: "pserver", roles.TRAINER: "worker", roles.HETER_TRAINER: "heter-worker"}
 
@@ -65,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-port", type=int, default=0, metavar="P",
                    help="serve /metrics of pserver i on 127.0.0.1:P+i, then heter trainers, then "
                         "trainers (default: every process picks a free port and logs it)")
-    p.add_argument("--progress-interval", type=float, default=5.0, metavar="S",
+    p.add_argument("--progress-interval", type=float, default=PROGRESS_INTERVAL_S, metavar="S",
                    help="seconds between progress lines")
     return p
 
@@ -101,14 +96,12 @@ def _usage(message: str) -> int:
 def check_local(job: jobspec.ParameterServerJob, args) -> None:
     """Refuse what only a cluster can provide, naming the field; check the options."""
     s = job.spec
-    if args.metrics_port:
-        heter = s.heter_worker.replicas if s.heter_worker is not None else 0
-        try:
-            check_metrics_ports(args.metrics_port, s.pserver.replicas + heter + s.worker.replicas)
-        except ValueError as exc:
-            raise RunError(str(exc)) from None
-    if not args.progress_interval > 0:
-        raise RunError(f"--progress-interval must be > 0 seconds, got {args.progress_interval}")
+    heter = s.heter_worker.replicas if s.heter_worker is not None else 0
+    try:
+        check_options(args.metrics_port, s.pserver.replicas + heter + s.worker.replicas,
+                      args.progress_interval)
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
     if s.tls is not None:
         raise RunError(f"spec.tls.secretName ({s.tls.secret_name}): psjob run cannot read Secrets; "
                        "remove spec.tls and export PSJOB_TLS_CERT_FILE, PSJOB_TLS_KEY_FILE and "
@@ -171,9 +164,9 @@ def plan(job: jobspec.ParameterServerJob, args) -> LocalRun:
         "runs", f"{job.name}-{time.strftime('%Y%m%d-%H%M%S')}"))
     os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)
     n = s.pserver.replicas
-    endpoints = loopback_endpoints(n)
+    endpoints, heter_endpoints = place(n, s.heter_worker.replicas if s.heter_worker is not None else 0)
     port = roles.split_endpoint(endpoints[0])[1]
-    heter = free_ports(s.heter_worker.replicas) if s.heter_worker is not None else []
+    heter = [roles.split_endpoint(ep)[1] for ep in heter_endpoints]
     topology = roles.local_topology(job, [port] * n + heter, workdir, metrics_port=args.metrics_port)
     if list(topology.pserver_endpoints) != endpoints:  # psjob launch and psjob run must agree
         raise RuntimeError(f"local_topology placed pservers at {topology.pserver_endpoints}, "
@@ -221,33 +214,29 @@ def command_for(spec: jobspec.JobSpec, role: str, role_spec) -> list[str]:
 def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
     s = job.spec
     started = time.monotonic()
-    workers = {sp.index: sp.log_path for sp in run.specs if sp.role == roles.TRAINER}
-    out = sys.stdout
     heter = f", {s.heter_worker.replicas} heter trainer(s)" if s.heter_worker is not None else ""
-    print(f"[psjob] {job.name}: {s.pserver.replicas} pserver(s){heter} and {s.worker.replicas} "
-          f"trainer(s), {s.mode.value} mode, on this machine; workdir {_short(run.workdir)}",
-          file=out, flush=True)
+    opening = [f"[psjob] {job.name}: {s.pserver.replicas} pserver(s){heter} and {s.worker.replicas} "
+               f"trainer(s), {s.mode.value} mode, on this machine; workdir {_short(run.workdir)}"]
     if s.checkpoint.enabled and s.checkpoint.uri:
-        print(f"[psjob] checkpoints go to {s.checkpoint.uri}"
-              + (" (spec.checkpoint.credentialsSecret is a cluster Secret: ignored here; the AWS_* "
-                 "variables of this environment configure the store)" if s.checkpoint.credentials_secret else ""),
-              file=out, flush=True)
+        opening.append(f"[psjob] checkpoints go to {s.checkpoint.uri}" + (
+            " (spec.checkpoint.credentialsSecret is a cluster Secret: ignored here; the AWS_* "
+            "variables of this environment configure the store)" if s.checkpoint.credentials_secret else ""))
     if args.metrics_port:
-        print(metrics_banner(args.metrics_port, len(run.specs) - len(workers)), file=out, flush=True)
-    watcher = LogWatcher(workers, args.progress_interval, started, out=out).start()
-    supervisor = Supervisor(run.specs, SupervisorOptions(
-        timeout_s=float(s.run_policy.active_deadline_seconds or 0),
-        pserver_exit_grace_s=PSERVER_EXIT_GRACE_S),
-        on_event=_event_printer(run.specs, started, watcher.note))
-    status = supervisor.run()
-    watcher.stop()
-    outcome = conclude(job, run, status)
-    summary = build_summary(job, run, watcher, outcome, time.monotonic() - started)
-    print(summary_line(summary), file=out, flush=True)
-    if args.summary:
-        with open(args.summary, "w") as f:
-            json.dump(summary, f, indent=1)
-    return outcome[0]
+        trainers = sum(sp.role == roles.TRAINER for sp in run.specs)
+        opening.append(metrics_banner(args.metrics_port, len(run.specs) - trainers))
+    deadline = s.run_policy.active_deadline_seconds
+    local = LocalJob(
+        name=job.name, mode=s.mode.value, trainers=s.worker.replicas,
+        checkpoint_dir=run.topology.checkpoint_dir, specs=run.specs,
+        deadline=Deadline(float(deadline), "DeadlineExceeded",
+                          f"runPolicy.activeDeadlineSeconds={deadline}") if deadline else None,
+        backoff_limit=s.run_policy.backoff_limit,
+        name_of=lambda sp: f"{LOG_NAME[sp.role]}-{sp.index}",
+        label_of=lambda sp: f"{LOG_NAME[sp.role]} {sp.index}",
+        summary_extra={"workdir": run.workdir})
+    printer = _event_printer(run.specs, started)
+    return run_local(local, progress_interval=args.progress_interval, summary_path=args.summary,
+                   opening=opening, on_event=printer)
 
 
 def _short(path: str) -> str:
@@ -255,10 +244,10 @@ def _short(path: str) -> str:
     return rel if not rel.startswith("..") else path
 
 
-def _event_printer(specs, started: float, write):
+def _event_printer(specs, started: float):
     by_name = {sp.name: sp for sp in specs}
 
-    def on_event(message: str) -> None:
+    def on_event(message: str, write) -> None:
         if message.endswith(" exited 0"):
             return  # the progress lines say when a worker is done; pservers follow them
         if message.startswith("started "):
@@ -273,40 +262,3 @@ def _pod_names(message: str) -> str:
     # The supervisor names processes pserver.0 / trainer.1; say worker 1 like the job does.
     return (message.replace("trainer.", "worker ").replace("pserver.", "pserver ")
             .replace("heter_trainer.", "heter-worker "))
-
-
-def conclude(job, run: LocalRun, status: int) -> tuple[int, str]:
-    """(exit status, reason): success iff every worker (and heter worker) exited 0."""
-    s = job.spec
-    non_servers = [sp for sp in run.specs if sp.role != roles.PSERVER]
-    if status == 124 and s.run_policy.active_deadline_seconds:
-        return 124, (f"DeadlineExceeded: the job ran longer than runPolicy.activeDeadlineSeconds="
-                     f"{s.run_policy.active_deadline_seconds}")
-    if status in (130, 143):
-        return status, "Interrupted: stopped by a signal"
-    if non_servers and all(sp.exit_code == 0 for sp in non_servers):
-        return 0, "Succeeded: every worker completed"
-    # The process that ended the run failed on its last start (the others were stopped).
-    failed = [sp for sp in run.specs
-              if sp.history and len(sp.history) == sp.starts and sp.history[-1] != 0]
-    for sp in failed:
-        where = f"see {_short(sp.log_path)}:\n{log_tail(sp.log_path)}"
-        if sp.role != roles.PSERVER:
-            total = sum(1 for x in non_servers for code in x.history if code != 0)
-            return status or 1, (
-                f"BackoffLimitExceeded: {LOG_NAME[sp.role]} {sp.index} failed (exit "
-                f"{exit_status(sp.history[-1])}), worker failure {total} of this run; "
-                f"runPolicy.backoffLimit={s.run_policy.backoff_limit} allows "
-                f"{s.run_policy.backoff_limit} retries; {where}")
-        return status or 1, (f"PserverFailed: pserver {sp.index} failed {len(sp.history)} "
-                             f"time(s), last with exit {exit_status(sp.history[-1])}; {where}")
-    return status or 1, f"Failed: exit status {status}"
-
-
-def build_summary(job, run: LocalRun, watcher: LogWatcher, outcome, seconds: float) -> dict:
-    summary = summarize(job=job.name, mode=job.spec.mode.value, outcome=outcome, seconds=seconds,
-                        watcher=watcher, trainers=job.spec.worker.replicas,
-                        checkpoint_dir=run.topology.checkpoint_dir, specs=run.specs,
-                        name_of=lambda sp: f"{LOG_NAME[sp.role]}-{sp.index}")
-    summary["workdir"] = run.workdir
-    return summary

@@ -1,0 +1,78 @@
+"""psjob launch and psjob run are one launcher (psjob.launcher.local) with two fronts:
+same placement, same defaults, same outcome rules."""
+import argparse
+
+from psjob import roles
+from psjob.jobspec import parse_job
+from psjob.launcher import launch, run_job
+from psjob.launcher.local import Deadline, LocalJob, conclude
+from psjob.launcher.supervisor import ProcessSpec
+
+
+def launch_job(tmp_path, *flags):
+    args = launch.build_parser().parse_args(["--log_dir", str(tmp_path / "log"), *flags, "train.py"])
+    return launch.plan(args)
+
+
+def yaml_run(tmp_path, spec):
+    job = parse_job({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
+                     "metadata": {"name": "ctr", "namespace": "ml"}, "spec": {"image": "psjob:1", **spec}})
+    args = argparse.Namespace(workdir=str(tmp_path / "run"), metrics_port=0)
+    return run_job.plan(job, args)
+
+
+def env_of(specs, role, index=0):
+    return next(sp.env for sp in specs if sp.role == role and sp.index == index)
+
+
+def test_geo_mode_exchanges_every_100_steps_by_default_in_both_fronts(tmp_path):
+    script = launch_job(tmp_path, "--mode", "geo", "--server_num", "1")
+    job = yaml_run(tmp_path, {"mode": "geo", "pserver": {"replicas": 1}, "worker": {"replicas": 1}})
+    assert roles.DEFAULT_GEO_K_STEPS == 100
+    assert env_of(script.specs, roles.TRAINER)["PSJOB_K_STEPS"] == "100"
+    assert env_of(job.specs, roles.TRAINER)["PSJOB_K_STEPS"] == "100"
+    given = launch_job(tmp_path, "--mode", "geo", "--k_steps", "7")
+    assert env_of(given.specs, roles.TRAINER)["PSJOB_K_STEPS"] == "7"
+
+
+def test_both_fronts_place_pservers_on_loopback_addresses_sharing_one_port(tmp_path):
+    script = launch_job(tmp_path, "--server_num", "2", "--worker_num", "2", "--heter_worker_num", "1")
+    job = yaml_run(tmp_path, {"pserver": {"replicas": 2}, "worker": {"replicas": 2},
+                              "heterWorker": {"replicas": 1}})
+    for specs in (script.specs, job.specs):
+        endpoints = env_of(specs, roles.TRAINER)["PADDLE_PSERVER_ENDPOINTS"].split(",")
+        assert [ep.rsplit(":", 1)[0] for ep in endpoints] == ["127.0.0.1", "127.0.0.2"]
+        assert len({ep.rsplit(":", 1)[1] for ep in endpoints}) == 1
+        assert env_of(specs, roles.HETER_TRAINER)["PSJOB_CURRENT_ENDPOINT"].startswith("127.0.0.1:")
+        assert [sp.role for sp in specs] == [roles.PSERVER] * 2 + [roles.HETER_TRAINER, roles.TRAINER,
+                                                                   roles.TRAINER]
+
+
+def ended(role, index, *codes, tmp_path):
+    spec = ProcessSpec(role, index, ["true"], {}, str(tmp_path / f"{role}.{index}.log"))
+    spec.history = list(codes)
+    spec.starts = len(codes)
+    spec.exit_code = codes[-1] if codes else None
+    return spec
+
+
+def test_one_outcome_rule_with_each_fronts_words(tmp_path):
+    done = [ended(roles.PSERVER, 0, 0, tmp_path=tmp_path), ended(roles.TRAINER, 0, 0, tmp_path=tmp_path)]
+    job = LocalJob(name="j", mode="sync", trainers=1, checkpoint_dir="", specs=done)
+    assert conclude(job, 0) == (0, "Succeeded: every trainer completed")
+    assert conclude(job, 143) == (143, "Interrupted: stopped by a signal")
+
+    failing = [ended(roles.PSERVER, 0, tmp_path=tmp_path), ended(roles.TRAINER, 0, 2, 2, tmp_path=tmp_path)]
+    script = LocalJob(name="j", mode="sync", trainers=1, checkpoint_dir="", specs=failing,
+                      deadline=Deadline(5, "Timeout", "--timeout 5s"))
+    assert conclude(script, 124) == (124, "Timeout: the job ran longer than --timeout 5s")
+    assert conclude(script, 2)[1].startswith("trainer.0 failed (exit 2); see ")
+    yaml = LocalJob(name="j", mode="sync", trainers=1, checkpoint_dir="", specs=failing, backoff_limit=1,
+                    label_of=lambda sp: f"worker {sp.index}")
+    assert conclude(yaml, 2)[1].startswith(
+        "BackoffLimitExceeded: worker 0 failed (exit 2), worker failure 2 of this run; "
+        "runPolicy.backoffLimit=1 allows 1 retries; see ")
+
+    crashed = [ended(roles.PSERVER, 0, 1, 137, tmp_path=tmp_path), ended(roles.TRAINER, 0, tmp_path=tmp_path)]
+    assert conclude(LocalJob(name="j", mode="sync", trainers=1, checkpoint_dir="", specs=crashed), 137)[1] \
+        .startswith("PserverFailed: pserver.0 failed 2 time(s), last with exit 137; see ")
