@@ -216,8 +216,12 @@ def _summary(sampler, windows, examples, auc, name):
     return {"side": name, "rate": rate, "auc": auc, "cpu_per_1m": cpu, "rss": rss, "examples": total}
 
 
-def run_psjob(data, servers, trainers, period_s, timeout_s):
+def run_psjob(data, servers, trainers, period_s, timeout_s, source=None, side="psjob"):
+    """source: a directory holding another psjob package (a baseline checkout's runtime/),
+    put first on PYTHONPATH; None runs the installed one."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
+    if source:
+        env["PYTHONPATH"] = os.pathsep.join([source] + [p for p in [env.get("PYTHONPATH")] if p])
     worker = os.path.join(HERE, "peer_psjob_worker.py")
     with tempfile.TemporaryDirectory(prefix="peer-psjob-") as out:
         if servers == 0:
@@ -235,7 +239,7 @@ def run_psjob(data, servers, trainers, period_s, timeout_s):
             raise RuntimeError(f"psjob run failed (rc {rc}):\n{stderr[-3000:]}\n{logs}")
         results = [json.load(open(os.path.join(out, f"trainer{t}.json"))) for t in range(max(trainers, 1))]
     return _summary(sampler, [(r["t_start"], r["t_end"]) for r in results], [r["examples"] for r in results],
-                    results[0]["auc"], "psjob")
+                    results[0]["auc"], side)
 
 
 _EPOCH_LINE = re.compile(r"\[ctr (\S+) ([\d.]+)s\] epoch 0: ([\d.]+)s")
@@ -328,16 +332,21 @@ def main():
     p.add_argument("--sample_s", type=float, default=0.2, help="/proc sampling period")
     p.add_argument("--timeout", type=int, default=1200, help="seconds per run")
     p.add_argument("--json", help="also write every run's figures to this file")
+    p.add_argument("--no-paddle", action="store_true", help="psjob only (and --baseline)")
+    p.add_argument("--baseline", help="a directory holding another psjob package (e.g. `git archive main "
+                   "runtime | tar -x -C DIR` → DIR/runtime): run it as side `base` next to psjob")
     args = p.parse_args()
 
     data = os.path.join(args.data, f"rows-{args.rows}-files-{args.files}")
     ensure_data(args.anchor, data, args.rows, args.files)
-    paddle = os.access(args.paddle_python, os.X_OK)
+    paddle = os.access(args.paddle_python, os.X_OK) and not args.no_paddle
     with open("/proc/cpuinfo") as f:
         cpu_model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
     print(f"CTR-DNN (26 slots x 16 + 13 dense, fc 256-128-1, Adam 1e-3, batch 1024), {args.rows:,} rows, "
           f"1 epoch, async; {os.cpu_count()} cores ({cpu_model}); loadavg {os.getloadavg()[0]:.1f}")
-    if not paddle:
+    if args.no_paddle:
+        print("Paddle side not run (--no-paddle).")
+    elif not paddle:
         print(f"Paddle side SKIPPED: no Paddle venv at {args.paddle_python} "
               f"(create it with {os.path.join(args.anchor, 'setup_venv.sh')}); psjob runs alone.")
     configs = [_config(c) for c in args.configs.split(",")]
@@ -347,6 +356,11 @@ def main():
             pair = {"rep": rep, "config": name,
                     "psjob": run_psjob(data, servers, trainers, args.sample_s, args.timeout)}
             print(f"[rep {rep}] {name:6s} psjob  {_fmt(pair['psjob'])}", flush=True)
+            if args.baseline:
+                pair["base"] = run_psjob(data, servers, trainers, args.sample_s, args.timeout,
+                                         source=args.baseline, side="base")
+                print(f"[rep {rep}] {name:6s} base   {_fmt(pair['base'])}   "
+                      f"psjob/base {pair['psjob']['rate'] / pair['base']['rate']:.2f}x", flush=True)
             if paddle:
                 pair["paddle"] = run_paddle(args.anchor, args.paddle_python, data, servers, trainers,
                                             args.sample_s, args.timeout)
@@ -355,10 +369,10 @@ def main():
             runs.append(pair)
 
     print("\nsummary: median (min–max) over repetitions")
-    single = {r["rep"]: r["psjob"]["rate"] for r in runs if r["config"] == "single"}
+    single = {r["rep"]: r for r in runs if r["config"] == "single"}
     for name, _, _ in configs:
         mine = [r for r in runs if r["config"] == name]
-        for side in ("psjob", "paddle"):
+        for side in ("psjob", "base", "paddle"):
             rs = [r[side] for r in mine if side in r]
             if not rs:
                 continue
@@ -370,16 +384,24 @@ def main():
             print(f"  {name:6s} {side:6s} ex/s {_spread([r['rate'] for r in rs], lambda x: f'{x:,.0f}')}  "
                   f"AUC {_spread([r['auc'] for r in rs], lambda x: f'{x:.3f}')}  CPU-s/1M {cpu_text}  "
                   f"max peak RSS MiB {rss}")
+        based = [r for r in mine if "base" in r]
+        if based:
+            cpu_ratio = [sum(r["psjob"]["cpu_per_1m"].values()) / sum(r["base"]["cpu_per_1m"].values())
+                         for r in based]
+            print(f"  {name:6s} psjob/base ex/s {_spread([r['psjob']['rate'] / r['base']['rate'] for r in based], lambda x: f'{x:.2f}')}"
+                  f"  CPU-s per 1M (all roles) psjob/base {_spread(cpu_ratio, lambda x: f'{x:.2f}')}")
         pairs = [r for r in mine if "paddle" in r]
         if pairs:
             ratios = [r["psjob"]["rate"] / r["paddle"]["rate"] for r in pairs]
             gains = [r["psjob"]["auc"] - r["paddle"]["auc"] for r in pairs]
             print(f"  {name:6s} psjob/paddle ex/s {_spread(ratios, lambda x: f'{x:.2f}')}  "
                   f"AUC psjob-paddle {_spread(gains, lambda x: f'{x:+.3f}')}")
-        if name != "single" and single:
-            own = [r["psjob"]["rate"] / single[r["rep"]] for r in mine if r["rep"] in single]
-            print(f"  {name:6s} psjob / psjob single process (same repetition) "
-                  f"{_spread(own, lambda x: f'{x:.2f}')}")
+        for side in ("psjob", "base"):
+            own = [r[side]["rate"] / single[r["rep"]][side]["rate"] for r in mine
+                   if name != "single" and r["rep"] in single and side in r]
+            if own:
+                print(f"  {name:6s} {side} / {side} single process (same repetition) "
+                      f"{_spread(own, lambda x: f'{x:.2f}')}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(runs, f, indent=1)

@@ -25,6 +25,9 @@ import time
 
 import numpy as np
 
+if os.environ.get("PSJOB_STACK_SAMPLES"):
+    import stack_sampler  # noqa: F401  (bench/stack_sampler.py: profiles every thread of this role)
+
 NUM_DENSE, NUM_SLOTS = 13, 26
 COLUMNS = 1 + NUM_DENSE + NUM_SLOTS
 
