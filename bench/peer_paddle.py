@@ -143,7 +143,9 @@ class ProcSampler:
 
     def sample(self):
         for pid in _descendants(self.root):
-            if pid not in self.roles:
+            # `other` is asked again: a child seen between fork and exec still shows its
+            # launcher's environment and command line.
+            if self.roles.get(pid, "other") == "other":
                 role = _role(pid)
                 if role is None:
                     continue
@@ -193,7 +195,10 @@ def _run_sampled(cmd, env, cwd, timeout_s, period_s):
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         err += f"\n[peer_paddle] timed out after {timeout_s}s"
-    sampler.stop()
+    finally:
+        sampler.stop()
+        if proc.poll() is None:  # interrupted: take the run's processes down with us
+            os.killpg(proc.pid, signal.SIGKILL)
     return proc.returncode, out, err, sampler
 
 
@@ -216,7 +221,7 @@ def _summary(sampler, windows, examples, auc, name):
     return {"side": name, "rate": rate, "auc": auc, "cpu_per_1m": cpu, "rss": rss, "examples": total}
 
 
-def run_psjob(data, servers, trainers, period_s, timeout_s, source=None, side="psjob"):
+def run_psjob(data, servers, trainers, period_s, timeout_s, source=None, side="psjob", extra=()):
     """source: a directory holding another psjob package (a baseline checkout's runtime/),
     put first on PYTHONPATH; None runs the installed one."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -225,11 +230,11 @@ def run_psjob(data, servers, trainers, period_s, timeout_s, source=None, side="p
     worker = os.path.join(HERE, "peer_psjob_worker.py")
     with tempfile.TemporaryDirectory(prefix="peer-psjob-") as out:
         if servers == 0:
-            cmd = [sys.executable, worker, "--data", data, "--out", out, "--single"]
+            cmd = [sys.executable, worker, "--data", data, "--out", out, "--single", *extra]
         else:
             cmd = [sys.executable, "-m", "psjob.cli", "launch", "--server_num", str(servers),
                    "--worker_num", str(trainers), "--mode", "async", "--log_dir", os.path.join(out, "log"),
-                   worker, "--data", data, "--out", out, "--mode", "async"]
+                   worker, "--data", data, "--out", out, "--mode", "async", *extra]
         rc, stdout, stderr, sampler = _run_sampled(cmd, env, None, timeout_s, period_s)
         if rc != 0:
             logs = ""
@@ -335,6 +340,8 @@ def main():
     p.add_argument("--no-paddle", action="store_true", help="psjob only (and --baseline)")
     p.add_argument("--baseline", help="a directory holding another psjob package (e.g. `git archive main "
                    "runtime | tar -x -C DIR` → DIR/runtime): run it as side `base` next to psjob")
+    p.add_argument("--base-args", default="", help="extra bench/peer_psjob_worker.py arguments of the base "
+                   "side, e.g. '--prefetch_ahead 0' (with --baseline runtime: this tree without one feature)")
     args = p.parse_args()
 
     data = os.path.join(args.data, f"rows-{args.rows}-files-{args.files}")
@@ -358,7 +365,7 @@ def main():
             print(f"[rep {rep}] {name:6s} psjob  {_fmt(pair['psjob'])}", flush=True)
             if args.baseline:
                 pair["base"] = run_psjob(data, servers, trainers, args.sample_s, args.timeout,
-                                         source=args.baseline, side="base")
+                                         source=args.baseline, side="base", extra=args.base_args.split())
                 print(f"[rep {rep}] {name:6s} base   {_fmt(pair['base'])}   "
                       f"psjob/base {pair['psjob']['rate'] / pair['base']['rate']:.2f}x", flush=True)
             if paddle:
