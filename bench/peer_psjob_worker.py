@@ -82,6 +82,8 @@ def main():
     p.add_argument("--mode", default="async", choices=["sync", "async", "half_async"])
     p.add_argument("--batch", type=int, default=1024)
     p.add_argument("--single", action="store_true", help="no pservers: plain single-process training")
+    p.add_argument("--prefetch_ahead", type=int, default=1,
+                   help="1: issue batch i+1's embedding prefetch while batch i computes (async modes)")
     args = p.parse_args()
 
     import psjob.fluid as fluid
@@ -122,8 +124,13 @@ def main():
     batches = feeds(model, label, dense, ids, args.batch)
     load_s = time.time() - t_load
 
+    ahead = None
+    if not args.single and args.prefetch_ahead:
+        from psjob.ps.communicator import prefetch_ahead as ahead
     t0, c0 = time.time(), cpu_seconds()
-    for feed in batches:
+    for i, feed in enumerate(batches):
+        if ahead is not None and i + 1 < len(batches):
+            ahead(exe, program, batches[i + 1])
         loss, auc = exe.run(program, feed=feed, fetch_list=[model.loss, model.auc])
     t1, c1 = time.time(), cpu_seconds()
     if not args.single:

@@ -515,3 +515,50 @@ def test_a_max_pool_over_a_distributed_table_is_left_unfused():
     t.transpile(0, program=main, startup_program=startup, pservers=EPS[0], trainers=1)
     types = [op.type for op in t.get_trainer_program(wait_port=False).global_block().ops]
     assert "merge_ids" in types and "merge_ids_pool" not in types
+
+
+class _CountingPrefetches:
+    """The in-memory client, counting prefetch requests."""
+
+    def __init__(self, client):
+        self.client, self.prefetches = client, 0
+
+    def prefetch(self, *args):
+        self.prefetches += 1
+        return self.client.prefetch(*args)
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+@pytest.mark.parametrize("sync", [False, True])
+def test_prefetch_ahead_serves_the_next_batch_from_requests_issued_before_it_runs(sync):
+    """Async: every step's prefetch was issued by prefetch_ahead while the step before ran,
+    so the trainer makes one prefetch per step, and it still learns. Sync: refused (the
+    rounds stay exact), the prefetch ops fetch as usual."""
+    from psjob.ps.communicator import Communicator, CommunicatorConfig, prefetch_ahead
+    feeds = pooled_feeds(6, 10)
+    main, startup, loss = pooled_slots_net()
+    t = DistributeTranspiler()
+    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:2]), trainers=1,
+                sync_mode=sync)
+    program = t.get_trainer_program(wait_port=False)
+    cluster = InMemoryCluster.from_transpiler(t)
+
+    def body(tid, exe):
+        counting = _CountingPrefetches(exe.services["rpc"])
+        service = exe.services["rpc"] = counting if sync else Communicator(counting, CommunicatorConfig())
+        exe.run(startup)
+        issued, losses = [], []
+        for i, feed in enumerate(feeds):
+            if i + 1 < len(feeds):
+                issued.append(prefetch_ahead(exe, program, feeds[i + 1]))
+            losses.append(float(exe.run(program, feed=feed, fetch_list=[loss])[0][0]))
+        if not sync:
+            service.stop()
+        return issued, counting.prefetches, losses
+
+    [(issued, prefetches, losses)] = cluster.run_trainers(body, 1)
+    assert issued == [not sync] * (len(feeds) - 1)
+    assert prefetches == 2 * len(feeds)  # one per pserver per step, never twice
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
