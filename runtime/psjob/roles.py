@@ -32,10 +32,10 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pragma: no cover - typing only, keeps the import graph flat
-    from psjob.jobspec import ParameterServerJob
+# The topology builders take a psjob.jobspec.ParameterServerJob. They read its
+# fields and do not import it: jobspec imports this module's defaults (ports,
+# the reserved variables), so roles stays below jobspec.
 
 PSERVER = "PSERVER"
 TRAINER = "TRAINER"

@@ -3,7 +3,7 @@
 Heter trainer side. Lifecycle, as the Fleet drives it (fleet/heter.py):
 
     sections = {t: HeterSection(split_t, executor_t) for each served trainer t}
-    state = HeterState(endpoint, sections)      # transport-agnostic (transpiler/heter_state.py)
+    state = HeterState(endpoint, sections)      # transport-agnostic (ps/heter_state.py)
     serve(state)                                # gRPC on the heter endpoint; blocks
 
 `serve` starts the HeterTrainer gRPC service (psjob.rpc.heter_service) on
@@ -31,7 +31,7 @@ import os
 import threading
 from dataclasses import dataclass
 
-from ..fluid.transpiler.heter_state import HeterState
+from ..ps.heter_state import HeterState
 from ..rpc import tls as tls_mod
 from ..rpc.heter_client import HeterClient
 from ..rpc.heter_service import start_heter_server

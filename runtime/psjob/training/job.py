@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from .. import fluid
 from ..checkpoint import store
-from ..checkpoint.periodic import Checkpointer
+from ..fleet.checkpointer import Checkpointer
 from ..dataset import ctr
 from ..fleet import DistributedStrategy, Fleet, PaddleCloudRoleMaker
 from ..fluid.core import PlaceError
@@ -30,8 +30,8 @@ from ..fluid.transpiler import DistributeTranspilerConfig
 from ..models import ctr as ctr_model
 from . import data
 from .options import TrainOptions
-from .progress import ProgressReporter, ProgressState
-from .telemetry import TrainerTelemetry
+from ..progress import ProgressReporter, ProgressState
+from ..fleet.telemetry import TrainerTelemetry
 
 
 def strategy_for(env):
@@ -145,7 +145,7 @@ def run_trainer(opts: TrainOptions, env=None) -> int:
         fleet.init_worker()
         telemetry.attach(exe, fleet._service)  # staleness of the pushes (send ops, communicator)
         exe.run(fleet.startup_program)
-        # Trainer 0 checkpoints every PSJOB_CHECKPOINT_INTERVAL_* (psjob.checkpoint.periodic);
+        # Trainer 0 checkpoints every PSJOB_CHECKPOINT_INTERVAL_* (psjob.fleet.checkpointer);
         # a restarted trainer resumes at the data position of the newest checkpoint.
         ckpt = Checkpointer.for_fleet(fleet, exe, trainer_id=tid)  # tid may come from Register
         position = ckpt.resume() or {}
