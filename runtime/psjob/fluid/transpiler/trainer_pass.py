@@ -12,7 +12,10 @@ tail, so trainers start from the pservers' values.
 A distributed lookup table never reaches the trainer: each `lookup_table` on
 it becomes `split_ids` (ids by pserver) → `prefetch` (rows from the pservers)
 → `merge_ids` (rows back in the ids' order), and its SelectedRows gradient is
-`split_ids`-ed by id and sent to the pservers holding those ids.
+`split_ids`-ed by id and sent to the pservers holding those ids. When every
+lookup feeds a sum `sequence_pool` (the CTR shape), lookups and pools become
+`split_ids` (with an `Index`) → `prefetch` → `merge_ids_pool`, and their
+gradients one `merge_ids_pool_grad` with a row per distinct id (dist_ops.py).
 
 Op removal (optimizer, LR schedule) waits for `get_trainer_program`, as in
 the seed, so a transpiled program can still be inspected whole.
