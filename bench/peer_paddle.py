@@ -351,6 +351,7 @@ def main():
         cpu_model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
     print(f"CTR-DNN (26 slots x 16 + 13 dense, fc 256-128-1, Adam 1e-3, batch 1024), {args.rows:,} rows, "
           f"1 epoch, async; {os.cpu_count()} cores ({cpu_model}); loadavg {os.getloadavg()[0]:.1f}")
+    print(f"command: {' '.join(sys.argv)}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     if args.no_paddle:
         print("Paddle side not run (--no-paddle).")
     elif not paddle:
