@@ -31,7 +31,7 @@ import socket
 import sys
 
 from . import roles
-from .role_env import RoleEnv, RoleEnvError
+from .role_env import RoleEnv, RoleEnvError, process_environment
 
 CONFIG_EXIT = 2
 FAILED_EXIT = 1
@@ -89,11 +89,18 @@ def _run(fn, opts, role_env: RoleEnv, prog: str) -> int:
         return _fail(prog, exc, FAILED_EXIT)
 
 
+def _export(env: dict, name: str, value: str) -> None:
+    """Set a variable for this process's RoleEnv and for what reads it from the process
+    environment later (the pserver service started by the executor's listen op)."""
+    env[name] = value
+    os.environ[name] = value
+
+
 def _prepare_environment(role: str, prog: str) -> RoleEnv:
     """Read the role environment once (RoleEnv, completing what a pod learns at run time)
     and check it against the command. The variables the pserver service reads itself
-    (PADDLE_TRAINING_ROLE, PSJOB_BIND_ALL) are set in os.environ."""
-    env = os.environ
+    (PADDLE_TRAINING_ROLE, PSJOB_BIND_ALL) are also exported to os.environ."""
+    env = dict(process_environment())
     given = env.get("PADDLE_TRAINING_ROLE", "")
     if not given:
         if not (env.get("PADDLE_PSERVER_ENDPOINTS") or env.get("PADDLE_PSERVER_IPS")):
@@ -101,7 +108,7 @@ def _prepare_environment(role: str, prog: str) -> RoleEnv:
                 f"{prog} reads its job from the environment (PADDLE_TRAINING_ROLE, "
                 "PADDLE_PSERVER_ENDPOINTS, PADDLE_TRAINERS, ...), and none is set: start it with "
                 "`psjob run JOB.yaml` or through the operator")
-        env["PADDLE_TRAINING_ROLE"] = role
+        _export(env, "PADDLE_TRAINING_ROLE", role)
     elif given != role:
         expected = {roles.PSERVER: "psjob pserver", roles.TRAINER: "psjob worker",
                     roles.HETER_TRAINER: "psjob heter-worker"}.get(given, "a matching command")
@@ -116,7 +123,7 @@ def _prepare_environment(role: str, prog: str) -> RoleEnv:
     from_hostname = env.get("PSJOB_PSERVER_INDEX", roles.AUTO) == roles.AUTO
     if (from_hostname or env.get("KUBERNETES_SERVICE_HOST")) and "PSJOB_BIND_ALL" not in env:
         # In a pod: bind 0.0.0.0:<port> (ServeOptions.bind_all_interfaces).
-        env["PSJOB_BIND_ALL"] = "1"
+        _export(env, "PSJOB_BIND_ALL", "1")
     if from_hostname:
         print(f"[psjob] pserver index {role_env.index} from hostname "
               f"{socket.gethostname()}; serving {role_env.current_endpoint}", flush=True)

@@ -27,13 +27,13 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import logging
-import os
 import sys
 import threading
 import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from .role_env import process_environment
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -459,7 +459,7 @@ def serve_metrics(port: int, registry: CollectorRegistry, host: str = "0.0.0.0")
 def metrics_port_from_env(environ: dict[str, str] | None = None) -> int:
     """The port in $PSJOB_METRICS_PORT (0 = any free port, used by local runs where
     several processes share one host), or DEFAULT_METRICS_PORT when unset."""
-    raw = (os.environ if environ is None else environ).get(METRICS_PORT_ENV, "")
+    raw = (process_environment() if environ is None else environ).get(METRICS_PORT_ENV, "")
     if raw == "":
         return DEFAULT_METRICS_PORT
     try:

@@ -11,15 +11,33 @@ resolved twice.
 
 Every problem is a RoleEnvError naming the variable and what it should hold.
 Stdlib only, like psjob.roles.
+
+This module is the only one of the runtime that reads the process environment
+(tests/unit/test_layering.py checks it): `process_environment()` is what every
+`from_env`/`*_from_env` reader gets when it is given no mapping, and a RoleEnv
+keeps the environment it was built from as `settings`, so whoever holds one
+passes `role_env.settings` down instead of reading again.
 """
 from __future__ import annotations
 
+import json
 import os
 import socket
+import types
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from . import roles
+# Names, not `from . import roles`: this module is imported while the package root is still
+# loading (checkpoint.s3client), where `from . import` would reach psjob.__getattr__.
+from .roles import (AUTO, DEFAULT_PSERVER_PORT, HETER_TRAINER, MODES, PSERVER, ROLES, TRAINER,
+                    fluid_environment, job_environment, resolve_identity, split_endpoint, topology_from_dict)
+
+
+def process_environment() -> Mapping[str, str]:
+    """This process's environment, read-only: the PSJOB_*/PADDLE_* settings (and the
+    AWS_*, CPU_NUM, ... of the libraries psjob stands in for). A process that changes
+    os.environ (the container entrypoints) is seen changed by the next call."""
+    return types.MappingProxyType(dict(os.environ))
 
 
 class RoleEnvError(ValueError):
@@ -44,28 +62,32 @@ class RoleEnv:
     device: str = "cpu"
     checkpoint_dir: str = ""
     auth_token_file: str = ""
+    # The environment this role was read from, completed (resolve_identity): the
+    # settings every component of the process reads (checkpoints, RPC, TLS, metrics).
+    settings: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def is_pserver(self) -> bool:
-        return self.role == roles.PSERVER
+        return self.role == PSERVER
 
     @property
     def is_trainer(self) -> bool:
-        return self.role == roles.TRAINER
+        return self.role == TRAINER
 
     @property
     def is_heter_trainer(self) -> bool:
-        return self.role == roles.HETER_TRAINER
+        return self.role == HETER_TRAINER
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None, hostname: str | None = None) -> "RoleEnv":
         """Read, complete and check the role environment (os.environ and this host by default)."""
-        env = dict(os.environ if environ is None else environ)
+        env = dict(process_environment() if environ is None else environ)
         try:
             # Paddle 2.x launcher names (TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST, ...) where
             # only those are set; then what only the running process can tell.
-            env = roles.fluid_environment(env)
-            env = roles.resolve_identity(env, socket.gethostname() if hostname is None else hostname)
+            env = fluid_environment(env)
+            env = _with_topology_file(env)
+            env = resolve_identity(env, socket.gethostname() if hostname is None else hostname)
         except ValueError as exc:
             raise RoleEnvError(str(exc)) from None
         role = env["PADDLE_TRAINING_ROLE"]
@@ -73,17 +95,17 @@ class RoleEnv:
         heter = _endpoint_list(env, "PADDLE_HETER_TRAINER_IP_PORT_LIST")
         trainers = _int(env, "PADDLE_TRAINERS", 1, minimum=1)
         mode = env.get("PSJOB_MODE", "") or "sync"
-        if mode not in roles.MODES:
-            raise RoleEnvError(f"PSJOB_MODE must be one of {', '.join(roles.MODES)}, got {mode!r}")
+        if mode not in MODES:
+            raise RoleEnvError(f"PSJOB_MODE must be one of {', '.join(MODES)}, got {mode!r}")
         current, index = "", None
-        if role == roles.PSERVER:
+        if role == PSERVER:
             current = env.get("PSJOB_CURRENT_ENDPOINT") or (
                 f"{env.get('PADDLE_CURRENT_IP', '')}:{env.get('PADDLE_PSERVER_PORT', '')}")
             if current not in pservers:
                 raise RoleEnvError(f"this pserver's endpoint {current} is not in PADDLE_PSERVER_ENDPOINTS "
                                    f"({', '.join(pservers)})")
             index = pservers.index(current)
-        elif role == roles.HETER_TRAINER:
+        elif role == HETER_TRAINER:
             index = _int(env, "PSJOB_HETER_TRAINER_ID", 0, minimum=0)
             if heter and index >= len(heter):
                 raise RoleEnvError(f"PSJOB_HETER_TRAINER_ID {index} out of range "
@@ -91,7 +113,7 @@ class RoleEnv:
             current = env.get("PSJOB_CURRENT_ENDPOINT", "") or (heter[index] if heter else "")
         else:
             name = "PADDLE_TRAINER_ID" if "PADDLE_TRAINER_ID" in env else "PSJOB_TRAINER_ID"
-            if env.get(name, "0") != roles.AUTO:
+            if env.get(name, "0") != AUTO:
                 index = _int(env, name, 0, minimum=0)
                 if index >= trainers:
                     raise RoleEnvError(f"PADDLE_TRAINER_ID {index} out of range (PADDLE_TRAINERS={trainers})")
@@ -100,16 +122,35 @@ class RoleEnv:
                    heter_trainers=_int(env, "PSJOB_HETER_TRAINERS", 0, minimum=0),
                    job_name=env.get("PSJOB_JOB_NAME", ""), mode=mode,
                    k_steps=_int(env, "PSJOB_K_STEPS", 0, minimum=0),
-                   device=env.get("PSJOB_DEVICE", "") or ("gpu" if role == roles.HETER_TRAINER else "cpu"),
+                   device=env.get("PSJOB_DEVICE", "") or ("gpu" if role == HETER_TRAINER else "cpu"),
                    checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", ""),
-                   auth_token_file=env.get("PSJOB_AUTH_TOKEN_FILE", ""))
+                   auth_token_file=env.get("PSJOB_AUTH_TOKEN_FILE", ""),
+                   settings=types.MappingProxyType(env))
+
+
+def _with_topology_file(env: dict[str, str]) -> dict[str, str]:
+    """`env` completed from PSJOB_TOPOLOGY_FILE, the job's topology as JSON (the operator's
+    ConfigMap, `psjob run`'s workdir): the job-wide variables the environment does not set
+    come from it; a variable the environment sets wins (it is what the pod was started with)."""
+    path = env.get("PSJOB_TOPOLOGY_FILE", "")
+    role = env.get("PADDLE_TRAINING_ROLE", "")
+    if not path or role not in ROLES:
+        return env  # no file, or no role to render for: the role check below names the problem
+    try:
+        with open(path) as f:
+            topology = topology_from_dict(json.load(f))
+    except OSError as exc:
+        raise RoleEnvError(f"PSJOB_TOPOLOGY_FILE {path}: cannot read it ({exc.strerror})") from None
+    except (ValueError, TypeError) as exc:
+        raise RoleEnvError(f"PSJOB_TOPOLOGY_FILE {path}: not a job topology ({exc})") from None
+    return {**job_environment(topology, role), **env}
 
 
 def _pserver_endpoints(env: Mapping[str, str]) -> list[str]:
     endpoints = _endpoint_list(env, "PADDLE_PSERVER_ENDPOINTS")
     if not endpoints:
         ips = [ip for ip in env.get("PADDLE_PSERVER_IPS", "").split(",") if ip]
-        port = env.get("PADDLE_PSERVER_PORT", "") or str(roles.DEFAULT_PSERVER_PORT)
+        port = env.get("PADDLE_PSERVER_PORT", "") or str(DEFAULT_PSERVER_PORT)
         endpoints = [f"{ip}:{port}" for ip in ips]
         for ep in endpoints:
             _check_endpoint(ep, "PADDLE_PSERVER_IPS/PADDLE_PSERVER_PORT")
@@ -128,7 +169,7 @@ def _endpoint_list(env: Mapping[str, str], name: str) -> list[str]:
 
 def _check_endpoint(endpoint: str, name: str) -> None:
     try:
-        roles.split_endpoint(endpoint, what=f"{name} entry")
+        split_endpoint(endpoint, what=f"{name} entry")
     except ValueError as exc:
         raise RoleEnvError(str(exc)) from None
 

@@ -278,6 +278,12 @@ def fluid_environment(env: Mapping[str, str]) -> dict[str, str]:
     return resolved
 
 
+def job_environment(topology: JobTopology, role: str) -> dict[str, str]:
+    """The job-wide variables a process of `role` gets (role_environment less the
+    per-process identity): what PSJOB_TOPOLOGY_FILE stands for."""
+    return _common_environment(topology, role)
+
+
 def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
     hosts = [split_endpoint(e)[0] for e in topology.pserver_endpoints]
     env = {

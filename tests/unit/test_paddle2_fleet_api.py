@@ -142,7 +142,7 @@ def test_util_shards_files_as_paddle_does_and_reduces_only_what_it_can():
 def test_launch_takes_fleetrun_worker_lists(tmp_path):
     args = build_parser().parse_args(["--server_num=1", "--workers", "127.0.0.1:1,127.0.0.1:2",
                                       "--log_dir", str(tmp_path), "--no_auth", "x.py"])
-    specs = plan(args)
+    specs = plan(args).specs
     assert [s.role for s in specs].count(roles.TRAINER) == 2
     args = build_parser().parse_args(["--worker_num", "3", "--workers", "a:1,b:1", "--log_dir", str(tmp_path), "x.py"])
     with pytest.raises(SystemExit, match="--worker_num 3 but --workers lists 2"):

@@ -70,3 +70,25 @@ def test_a_pserver_whose_endpoint_is_not_listed_is_refused():
     env = rendered(roles.PSERVER, 0, PSJOB_CURRENT_ENDPOINT="elsewhere:1")
     with pytest.raises(RoleEnvError, match="this pserver's endpoint elsewhere:1 is not in PADDLE_PSERVER_ENDPOINTS"):
         RoleEnv.from_environ(env, hostname="x")
+
+
+def test_the_topology_file_supplies_what_the_environment_does_not_set_and_the_environment_wins(tmp_path):
+    import json
+    topology = roles.kubernetes_topology(job(mode="geo", kSteps=9), "ml")
+    path = tmp_path / "topology.json"
+    path.write_text(json.dumps(roles.topology_to_dict(topology)))
+    bare = {"PADDLE_TRAINING_ROLE": roles.TRAINER, "PADDLE_TRAINER_ID": "1", "PSJOB_TOPOLOGY_FILE": str(path)}
+    env = RoleEnv.from_environ(bare, hostname="x")
+    assert env.pserver_endpoints == topology.pserver_endpoints and (env.trainers, env.index) == (3, 1)
+    assert (env.mode, env.k_steps, env.job_name) == ("geo", 9, "ctr")
+    assert env.settings["PSJOB_AUTH_TOKEN_FILE"] == roles.KUBERNETES_AUTH_TOKEN_FILE
+    assert RoleEnv.from_environ({**bare, "PSJOB_K_STEPS": "4"}, hostname="x").k_steps == 4
+
+
+def test_an_unreadable_topology_file_is_named(tmp_path):
+    bare = {"PADDLE_TRAINING_ROLE": roles.TRAINER, "PADDLE_TRAINER_ID": "0"}
+    with pytest.raises(RoleEnvError, match="PSJOB_TOPOLOGY_FILE .*missing.json: cannot read it"):
+        RoleEnv.from_environ({**bare, "PSJOB_TOPOLOGY_FILE": str(tmp_path / "missing.json")}, hostname="x")
+    (tmp_path / "bad.json").write_text('{"pservers": 2}')
+    with pytest.raises(RoleEnvError, match="bad.json: not a job topology .*unknown JobTopology field"):
+        RoleEnv.from_environ({**bare, "PSJOB_TOPOLOGY_FILE": str(tmp_path / "bad.json")}, hostname="x")

@@ -38,6 +38,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from .backend import S3_SCHEME, StorageError
+from ..role_env import process_environment
 
 TIMEOUT_S = 60.0       # per socket operation
 ATTEMPTS = 5           # tries of one request on a dropped connection, 500, 503 SlowDown
@@ -90,7 +91,7 @@ class Config:
 
     @classmethod
     def from_env(cls, env=None) -> "Config":
-        env = os.environ if env is None else env
+        env = process_environment() if env is None else env
         endpoint = (env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or "").rstrip("/")
         if endpoint and urllib.parse.urlsplit(endpoint).scheme not in ("http", "https"):
             raise StorageError(f"AWS_ENDPOINT_URL={endpoint!r} is not an http:// or https:// URL")

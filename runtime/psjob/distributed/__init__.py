@@ -3,7 +3,7 @@ get_rank/get_world_size. Collective training (init_parallel_env, spawn) is refus
 with an error naming the alternative."""
 from __future__ import annotations
 
-import os
+from ..role_env import process_environment
 
 
 def get_rank() -> int:
@@ -12,7 +12,7 @@ def get_rank() -> int:
     from .fleet import fleet
     if fleet._role_maker is not None:
         return fleet.worker_index()
-    return int(os.environ.get("PADDLE_TRAINER_ID", "0") or 0)
+    return int(process_environment().get("PADDLE_TRAINER_ID", "0") or 0)
 
 
 def get_world_size() -> int:
@@ -20,7 +20,8 @@ def get_world_size() -> int:
     from .fleet import fleet
     if fleet._role_maker is not None:
         return fleet.worker_num()
-    return int(os.environ.get("PADDLE_TRAINERS_NUM") or os.environ.get("PADDLE_TRAINERS") or 1)
+    env = process_environment()
+    return int(env.get("PADDLE_TRAINERS_NUM") or env.get("PADDLE_TRAINERS") or 1)
 
 
 def _collective(name):

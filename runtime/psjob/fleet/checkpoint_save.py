@@ -38,7 +38,6 @@ directory never counts as a checkpoint.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 import uuid
@@ -54,6 +53,7 @@ from ..fluid.framework import VarType
 from ..fluid.io import save_vars
 from ..fluid.transpiler.slicing import get_varname_parts
 from ..ps import checkpoint_protocol as protocol
+from ..role_env import process_environment
 
 log = logging.getLogger("psjob.checkpoint")
 
@@ -101,7 +101,7 @@ def _trainer_id_of(program) -> int:
         for op in block.ops:
             if op.attr("trainer_id") is not None:
                 return int(op.attr("trainer_id"))
-    return int(os.environ.get("PADDLE_TRAINER_ID", "0") or 0)
+    return int(process_environment().get("PADDLE_TRAINER_ID", "0") or 0)
 
 
 # -- what goes where -------------------------------------------------------------------

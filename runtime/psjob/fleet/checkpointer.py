@@ -45,6 +45,7 @@ from ..checkpoint.store import apply_retention, committed, step_dirname
 from ..fluid.core import global_scope
 from ..ps import checkpoint_protocol as protocol
 from . import checkpoint_save as distributed
+from ..role_env import process_environment
 
 log = logging.getLogger("psjob.checkpoint")
 POSITIONS = "positions"
@@ -63,7 +64,7 @@ class CheckpointConfig:
 
     @classmethod
     def from_env(cls, environ=None) -> "CheckpointConfig":
-        env = os.environ if environ is None else environ
+        env = process_environment() if environ is None else environ
 
         def num(key, kind, default):
             raw = env.get(key, "") or ""
@@ -107,11 +108,12 @@ class Checkpointer:
     def for_fleet(cls, fleet, executor, scope=None, environ=None, **overrides) -> "Checkpointer":
         """The trainer's Checkpointer under the Fleet API (any mode, geo included).
 
-        Settings come from the environment; `overrides` replace CheckpointConfig fields
-        (e.g. interval_steps=100)."""
+        Settings come from the fleet's role (its RoleEnv's settings, or the process
+        environment for a user-defined role) unless `environ` is given; `overrides` replace
+        CheckpointConfig fields (e.g. interval_steps=100)."""
         fleet = getattr(fleet, "fleet", fleet)  # the psjob.fleet module or its Fleet singleton
         program, dist = fleet._checkpoint_target()
-        config = CheckpointConfig.from_env(environ)
+        config = CheckpointConfig.from_env(fleet._rm().settings() if environ is None else environ)
         if fleet.mode:
             config = dataclasses.replace(config, mode=fleet.mode)
         config = dataclasses.replace(config, **overrides)

@@ -223,7 +223,8 @@ class Fleet:
             raise FleetError("init_worker() is for trainers (fleet.is_worker())")
         if self.main_program is None:
             raise FleetError("call distributed_optimizer(...).minimize(loss) before init_worker()")
-        client = PSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token_from_env())
+        token = token_from_env(rm.settings())
+        client = PSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token)
         if self._strategy.launch_barrier:
             client.wait_server_ready()
         mode = self._strategy.mode
@@ -241,7 +242,7 @@ class Fleet:
         self._client = client
         client_service.install(service)
         if self._heter is not None:
-            self._heter.init_worker(token_from_env())
+            self._heter.init_worker(token)
         self._start_monitor(service, client)
 
     def _start_monitor(self, service, client):
@@ -252,8 +253,9 @@ class Fleet:
             self._monitor = None
         if telemetry.current() is not None:
             return  # the process observes its own loop (the built-in job): one telemetry per process
-        self._monitor = TrainerMonitor(self.main_program, self._rm().worker_index(), self._loss_name,
-                                       service=service, client=client)
+        rm = self._rm()
+        self._monitor = TrainerMonitor(self.main_program, rm.worker_index(), self._loss_name,
+                                       service=service, client=client, environ=rm.settings())
 
     @property
     def rpc_service(self):

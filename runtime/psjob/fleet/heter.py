@@ -25,7 +25,6 @@ split section cannot; heter jobs run sync, async or half-async.
 """
 from __future__ import annotations
 
-import os
 
 from ..fluid.core import CPUPlace, CUDAPlace, PlaceError
 from ..fluid.executor import Executor
@@ -33,6 +32,7 @@ from ..fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
 from ..fluid.transpiler.heter_split import (HeterSplitError, heter_device_of, marked_heter_ops,
                                             served_trainers, split_heter_program)
 from ..ps.heter_state import HeterSection, HeterState
+from ..role_env import process_environment
 
 DEVICE_GUARDS = ("cpu", "gpu", "xpu")
 
@@ -52,7 +52,7 @@ def heter_place(device_guard: str, environ=None):
     if guard == "xpu":
         raise HeterDeviceError("heter_worker_device_guard='xpu': XPU devices are not available in psjob "
                                "(no XPU runtime is built in); use 'gpu' or 'cpu'")
-    env = os.environ if environ is None else environ
+    env = process_environment() if environ is None else environ
     selected = (env.get("FLAGS_selected_gpus", "0") or "0").split(",")[0].strip()
     if not selected.isdigit():
         raise HeterDeviceError(f"FLAGS_selected_gpus={env.get('FLAGS_selected_gpus')!r} is not a GPU index")
@@ -132,7 +132,7 @@ class HeterRuntime:
         place = heter_place(self.strategy.heter_worker_device_guard)
         rm = self.rm
         index, count = rm.role_id(), len(self.heter_endpoints)
-        token = token_from_env()
+        token = token_from_env(rm.settings())
         if self.strategy.launch_barrier:
             probe = PSClient(rm.get_pserver_endpoints(), auth_token=token)
             try:

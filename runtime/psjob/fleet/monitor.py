@@ -27,12 +27,12 @@ psjob.training.job, observes its own loop), Fleet starts none.
 from __future__ import annotations
 
 import collections
-import os
 import sys
 
 from ..fluid.executor import observe_steps
 from . import telemetry as telemetry_mod
 from ..progress import ProgressReporter, ProgressState
+from ..role_env import process_environment
 
 # Seconds between progress lines, as the built-in job's default `--log_every`.
 PROGRESS_EVERY_S = 5.0
@@ -41,7 +41,7 @@ PROGRESS_EVERY_S = 5.0
 class TrainerMonitor:
     def __init__(self, program, trainer_id: int, loss_name: str | None, service=None, client=None,
                  environ=None, every_s: float = PROGRESS_EVERY_S, out=None):
-        env = os.environ if environ is None else environ
+        env = process_environment() if environ is None else environ
         self.telemetry = telemetry_mod.TrainerTelemetry.from_env(trainer_id, env)
         self.telemetry.attach(None, service)  # a Communicator's sender reports staleness
         self._client = client

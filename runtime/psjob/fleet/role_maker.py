@@ -7,11 +7,11 @@ renders (and that the operator, `psjob launch` and `psjob run` set);
 from __future__ import annotations
 
 import enum
-import os
 import socket
 
 from .. import roles
 from ..role_env import RoleEnv, RoleEnvError
+from ..role_env import process_environment
 
 
 class Role(enum.IntEnum):
@@ -37,6 +37,11 @@ class RoleMakerBase:
 
     def generate_role(self):
         self._generated = True
+
+    def settings(self):
+        """The PSJOB_*/PADDLE_* settings of this process (checkpoints, RPC, TLS, metrics): a
+        user-defined role's are the process environment; PaddleCloudRoleMaker's, its RoleEnv's."""
+        return process_environment()
 
     def is_worker(self) -> bool:
         return self._role == Role.WORKER
@@ -110,7 +115,7 @@ class PaddleCloudRoleMaker(RoleMakerBase):
     PADDLE_PSERVER_ENDPOINTS or IPS+PORT, PADDLE_TRAINERS, ..., or Paddle 2.x's TRAINING_ROLE,
     PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ID, POD_IP + PADDLE_PORT). A process that already read
     its RoleEnv (the container entrypoints) passes it as `role_env`; a Fluid script's is read
-    from `environ` (os.environ by default)."""
+    from `environ` (the process environment by default)."""
 
     def __init__(self, is_collective=False, environ=None, role_env: RoleEnv | None = None):
         super().__init__()
@@ -119,11 +124,14 @@ class PaddleCloudRoleMaker(RoleMakerBase):
                                  "use the parameter-server mode (is_collective=False)")
         if role_env is None:
             try:
-                role_env = RoleEnv.from_environ(os.environ if environ is None else environ)
+                role_env = RoleEnv.from_environ(process_environment() if environ is None else environ)
             except RoleEnvError as exc:
                 raise RoleMakerError(str(exc)) from None
         self.role_env = role_env
         self.generate_role()
+
+    def settings(self):
+        return self.role_env.settings
 
     def generate_role(self):
         env = self.role_env

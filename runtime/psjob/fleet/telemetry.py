@@ -27,12 +27,12 @@ client that counts every method together — an int (method "all").
 from __future__ import annotations
 
 import numbers
-import os
 from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry
 
 from .. import metrics
+from ..role_env import process_environment
 
 _current: "TrainerTelemetry | None" = None
 
@@ -51,7 +51,7 @@ class TrainerTelemetry:
     @classmethod
     def from_env(cls, trainer: int, environ=None) -> "TrainerTelemetry":
         global _current
-        env = os.environ if environ is None else environ
+        env = process_environment() if environ is None else environ
         tel = cls()
         if metrics.METRICS_PORT_ENV in env:
             tel.server = metrics.MetricsServer(metrics.metrics_port_from_env(env), tel.registry,

@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 
 from .. import roles
+from ..role_env import process_environment
 
 PSERVER, TRAINER, HETER_TRAINER = "PSERVER", "TRAINER", "HETER_TRAINER"
 
@@ -107,7 +108,7 @@ class Supervisor:
     def _start(self, spec: ProcessSpec):
         os.makedirs(os.path.dirname(spec.log_path) or ".", exist_ok=True)
         log = open(spec.log_path, "ab", buffering=0)
-        env = dict(os.environ)
+        env = dict(process_environment())
         env.update(spec.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         threads = str(roles.math_threads(len(self.specs)))

@@ -1,7 +1,7 @@
 """The per-job RPC secret: read from PSJOB_AUTH_TOKEN_FILE, never logged."""
 from __future__ import annotations
 
-import os
+from ..role_env import process_environment
 
 
 class AuthConfigError(RuntimeError):
@@ -23,5 +23,5 @@ def read_token(path: str) -> str:
 
 
 def token_from_env(environ=None) -> str:
-    env = os.environ if environ is None else environ
+    env = process_environment() if environ is None else environ
     return read_token(env.get("PSJOB_AUTH_TOKEN_FILE", ""))

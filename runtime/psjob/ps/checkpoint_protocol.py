@@ -32,7 +32,7 @@ shard and answers the relative file names, as Fluid did.
 from __future__ import annotations
 
 import json
-import os
+from ..role_env import process_environment
 
 # How long a freeze holds without trainer 0 renewing it. Trainer 0 renews every
 # lease/4 while it saves, so a long save is never cut short; a trainer 0 that dies
@@ -43,7 +43,7 @@ DEFAULT_FREEZE_LEASE_S = 10.0
 
 def freeze_lease_from_env(environ=None) -> float:
     """PSJOB_CHECKPOINT_FREEZE_LEASE_S (seconds, > 0), or the default when unset."""
-    env = os.environ if environ is None else environ
+    env = process_environment() if environ is None else environ
     raw = (env.get(LEASE_ENV, "") or "").strip()
     if not raw:
         return DEFAULT_FREEZE_LEASE_S

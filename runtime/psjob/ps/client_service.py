@@ -19,11 +19,11 @@ the channels.
 """
 from __future__ import annotations
 
-import os
 
 from ..rpc.client import PSClient
 from .auth import token_from_env
 from .communicator import Communicator, CommunicatorConfig
+from ..role_env import process_environment
 
 
 def program_endpoints(program) -> list[str]:
@@ -67,7 +67,7 @@ def _wait_timeout_s(env) -> float:
 def wait_for_pservers(endpoints, environ=None) -> None:
     """Block until every pserver serves (the transpiler's wait_port, a psjob.hooks hook);
     bounded by PSJOB_WAIT_SERVER_TIMEOUT (300 s), with this process's job token."""
-    env = os.environ if environ is None else environ
+    env = process_environment() if environ is None else environ
     client = PSClient(list(endpoints), auth_token=token_from_env(env))
     try:
         client.wait_server_ready(timeout_s=_wait_timeout_s(env))
@@ -78,7 +78,7 @@ def wait_for_pservers(endpoints, environ=None) -> None:
 def make_client(executor, op=None, environ=None):
     if _installed is not None:
         return _installed
-    env = os.environ if environ is None else environ
+    env = process_environment() if environ is None else environ
     program = op.block.program if op is not None else None
     endpoints = program_endpoints(program) if program is not None else []
     if not endpoints:

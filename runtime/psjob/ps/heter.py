@@ -27,7 +27,6 @@ it before the pservers are told (close hooks run newest first).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from dataclasses import dataclass
 
@@ -39,6 +38,7 @@ from ..rpc.heter_service import start_heter_server
 from .auth import token_from_env
 from .lifecycle import wait_stoppable
 from .observability import HeterTelemetry, heter_telemetry_from_env
+from ..role_env import process_environment
 
 log = logging.getLogger("psjob.heter")
 
@@ -53,7 +53,7 @@ class HeterServeOptions:
 
 
 def options_from_env(environ=None) -> HeterServeOptions:
-    env = os.environ if environ is None else environ
+    env = process_environment() if environ is None else environ
     return HeterServeOptions(token=token_from_env(env), bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
                              tls=tls_mod.tls_from_env(env))
 
@@ -136,7 +136,7 @@ def make_client(executor, op=None, environ=None):
     """Default factory of executor.services["heter"] (see fluid/ops/heter_ops.py)."""
     if _installed is not None:
         return _installed
-    env = os.environ if environ is None else environ
+    env = process_environment() if environ is None else environ
     endpoints = [e for e in env.get("PADDLE_HETER_TRAINER_IP_PORT_LIST", "").split(",") if e]
     if not endpoints and op is not None and op.attr("endpoint"):
         endpoints = [op.attr("endpoint")]

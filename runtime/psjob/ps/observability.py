@@ -17,11 +17,11 @@ index, seconds of its ops; stage 0 counts a batch) from HeterState, and
 from __future__ import annotations
 
 import logging
-import os
 
 from prometheus_client import CollectorRegistry
 
 from .. import metrics
+from ..role_env import process_environment
 
 log = logging.getLogger("psjob.pserver")
 
@@ -97,7 +97,7 @@ def table_stats_source(scope, tables: dict):
 
 
 def telemetry_from_env(environ=None) -> PserverTelemetry | None:
-    env = os.environ if environ is None else environ
+    env = process_environment() if environ is None else environ
     if "PSJOB_METRICS_PORT" not in env:
         return None
     tel = PserverTelemetry()
@@ -125,7 +125,7 @@ class HeterTelemetry(_RpcServerTelemetry):
 
 def heter_telemetry_from_env(environ=None) -> HeterTelemetry | None:
     """Metrics served on PSJOB_METRICS_PORT when it is set (pods, `psjob run`), else None."""
-    env = os.environ if environ is None else environ
+    env = process_environment() if environ is None else environ
     if metrics.METRICS_PORT_ENV not in env:
         return None
     tel = HeterTelemetry()

@@ -32,7 +32,6 @@ host and does its own one-copy transfers. docs/cuda.md.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from dataclasses import dataclass
 
@@ -49,6 +48,7 @@ from .auth import token_from_env
 from .device_staging import DeviceStaging, array_module_for, parse_device
 from .lifecycle import wait_stoppable
 from .observability import table_stats_source, telemetry_from_env
+from ..role_env import process_environment
 
 log = logging.getLogger("psjob.pserver")
 
@@ -68,7 +68,7 @@ class ServeOptions:
 
 
 def options_from_env(environ=None) -> ServeOptions:
-    env = os.environ if environ is None else environ
+    env = process_environment() if environ is None else environ
     return ServeOptions(token=token_from_env(env),
                         bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
                         max_message_bytes=int(env.get("PSJOB_RPC_MAX_MESSAGE_BYTES", "0") or 0),

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 import sys
+from ..role_env import process_environment
 
 # mallopt parameter numbers from glibc's <malloc.h>
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
@@ -32,7 +32,7 @@ def tune_for_large_messages() -> bool:
     global _done
     if _done:
         return True
-    if not sys.platform.startswith("linux") or os.environ.get("PSJOB_MALLOC_TUNING", "1") == "0":
+    if not sys.platform.startswith("linux") or process_environment().get("PSJOB_MALLOC_TUNING", "1") == "0":
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

@@ -30,7 +30,6 @@ the environment (psjob.rpc.tls: PSJOB_TLS_*), so every client a process opens
 from __future__ import annotations
 
 import collections
-import os
 import random
 import threading
 import time
@@ -43,6 +42,7 @@ from . import frames
 from . import tls as tls_mod
 from . import psjob_pb2 as pb
 from .allocator import tune_for_large_messages
+from ..role_env import process_environment
 
 # 1 GiB: one request may carry a large slice of a dense parameter or a big prefetch.
 MAX_MESSAGE_BYTES = 1 << 30
@@ -87,7 +87,7 @@ class RetryPolicy:
     @classmethod
     def from_env(cls, environ=None) -> "RetryPolicy":
         """The defaults, overridden by PSJOB_RPC_DEADLINE_S / _BARRIER_DEADLINE_S / _MAX_ATTEMPTS."""
-        env = os.environ if environ is None else environ
+        env = process_environment() if environ is None else environ
         base, values = cls(), {}
         for var, field, kind in (("PSJOB_RPC_DEADLINE_S", "deadline_s", float),
                                  ("PSJOB_RPC_BARRIER_DEADLINE_S", "barrier_deadline_s", float),
@@ -141,7 +141,7 @@ def wait_until_serving(endpoints, what: str, probe, unauthenticated, timeout_s: 
     and the last error; UNAUTHENTICATED is final at once (`unauthenticated(ep,
     exc)` builds the exception) — waiting would not fix a wrong token."""
     if timeout_s is None:
-        timeout_s = float(os.environ.get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300)
+        timeout_s = float(process_environment().get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300)
     pending = list(endpoints)
     last_error = ""
     t_end = time.monotonic() + timeout_s

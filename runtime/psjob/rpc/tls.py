@@ -22,10 +22,10 @@ channel; a rotated Secret takes effect at the next process start.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import grpc
+from ..role_env import process_environment
 
 ENV_CERT, ENV_KEY, ENV_CA = "PSJOB_TLS_CERT_FILE", "PSJOB_TLS_KEY_FILE", "PSJOB_TLS_CA_FILE"
 ENV_SERVER_NAME = "PSJOB_TLS_SERVER_NAME"
@@ -45,7 +45,7 @@ class TlsFiles:
 
 def tls_from_env(environ=None) -> TlsFiles | None:
     """The TLS settings of this process, or None when none of the file variables is set."""
-    env = os.environ if environ is None else environ
+    env = process_environment() if environ is None else environ
     files = TlsFiles(cert_file=env.get(ENV_CERT, "") or "", key_file=env.get(ENV_KEY, "") or "",
                      ca_file=env.get(ENV_CA, "") or "", server_name=env.get(ENV_SERVER_NAME, "") or "")
     if not (files.cert_file or files.key_file or files.ca_file):

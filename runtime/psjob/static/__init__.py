@@ -25,6 +25,7 @@ from ..fluid.param_attr import WeightNormParamAttr  # noqa: F401
 from . import nn  # noqa: F401
 from .io import (load, load_inference_model, load_program_state, save,  # noqa: F401
                  save_inference_model, set_program_state)
+from ..role_env import process_environment
 
 
 def data(name, shape, dtype=None, lod_level=0):
@@ -82,8 +83,7 @@ class InputSpec:
 
 def cpu_places(device_count=None):
     """`device_count` CPUPlaces (default: $CPU_NUM, else 1), as Paddle lists them."""
-    import os
-    count = device_count if device_count is not None else int(os.environ.get("CPU_NUM", "1"))
+    count = device_count if device_count is not None else int(process_environment().get("CPU_NUM", "1"))
     return [CPUPlace() for _ in range(count)]
 
 

@@ -129,7 +129,7 @@ def run_trainer(opts: TrainOptions, role: RoleEnv | None = None) -> int:
     model = build(opts, fleet, role)
     exe = fluid.Executor(place_for(role.device))
     exe.collect_timing = True  # per-op timings split the batch time into push/pull/compute
-    telemetry = TrainerTelemetry.from_env(tid)
+    telemetry = TrainerTelemetry.from_env(tid, role.settings)
     ckpt_dir = role.checkpoint_dir
     print(f"[psjob] trainer {tid} of {trainers}: {role.mode} mode, "
           f"{fleet.server_num()} pserver(s), {share.describe()}, batch {opts.batch}, "
