@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import kopf
 from prometheus_client import CollectorRegistry
 
+from psjob_operator.cache import Overlay, WatchCache
 from psjob_operator.controller import Controller
 from psjob_operator.handlers import build_registry
 from psjob_operator.kube import KubeApi
@@ -75,8 +76,10 @@ def parse_args(argv: Sequence[str] | None = None) -> OperatorSettings:
 
 async def run(settings: OperatorSettings, registry: CollectorRegistry | None = None) -> None:
     """Run kopf and the controller until kopf stops (signal) or one of them fails."""
-    api = KubeApi(timeout=settings.reconcile.request_timeout_seconds)
-    controller = Controller(Reconciler(api, settings.reconcile), settings.reconcile)
+    overlay = Overlay()
+    api = KubeApi(timeout=settings.reconcile.request_timeout_seconds, on_write=overlay.record)
+    controller = Controller(Reconciler(api, settings.reconcile, overlay=overlay),
+                            settings.reconcile, WatchCache())
     metrics = OperatorMetrics(registry or CollectorRegistry(), controller.phase_counts)
     controller.metrics = metrics
     server = metrics.serve(settings.serve.metrics_port, settings.serve.host)

@@ -17,7 +17,9 @@ Notes on the less obvious entries:
 - `persistentvolumeclaims: get, create` — never patched or deleted: checkpoint
   volumes go only with the job, through the garbage collector.
 - `events: create` — one Event per condition transition.
-- `list, watch` on jobs, pods, statefulsets, batch jobs — kopf's watch streams.
+- `list, watch` on the jobs and on every child kind — kopf's watch streams, which
+  feed the watch cache the reconciler reads (`cache.py`); the child streams
+  carry the labelSelector `psjob.dev/job-name`.
 """
 from __future__ import annotations
 
@@ -36,14 +38,15 @@ REQUIRED_RBAC: tuple[Permission, ...] = (
     Permission("psjob.dev", "parameterserverjobs/status", ("patch",)),
     Permission("psjob.dev", "parameterserverjobs/finalizers", ("update",)),
     Permission("", "pods", ("get", "list", "watch")),
-    Permission("", "services", ("get", "create", "patch", "delete")),
-    Permission("", "configmaps", ("get", "create", "patch", "delete")),
+    Permission("", "services", ("get", "list", "watch", "create", "patch", "delete")),
+    Permission("", "configmaps", ("get", "list", "watch", "create", "patch", "delete")),
     Permission("", "secrets", ("create",)),
-    Permission("", "persistentvolumeclaims", ("get", "create")),
+    Permission("", "persistentvolumeclaims", ("get", "list", "watch", "create")),
     Permission("", "events", ("create",)),
     Permission("apps", "statefulsets", ("get", "list", "watch", "create", "patch", "delete")),
     Permission("batch", "jobs", ("get", "list", "watch", "create", "patch", "delete")),
-    Permission("networking.k8s.io", "networkpolicies", ("get", "create", "patch", "delete")),
+    Permission("networking.k8s.io", "networkpolicies",
+               ("get", "list", "watch", "create", "patch", "delete")),
 )
 
 
