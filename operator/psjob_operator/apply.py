@@ -154,6 +154,11 @@ class Applier:
         except ApiError as exc:
             if exc.conflict and create_only:
                 return  # created by an earlier pass; never read back (least privilege)
+            if exc.not_found:  # the namespace exists (the job is in it): the kind does not
+                raise ChildRejected(
+                    f"the cluster does not serve {manifest['apiVersion']} {manifest['kind']}: "
+                    f"install its CRD, or run the operator without the option that needs it "
+                    f"(--gang-scheduler)") from exc
             if exc.invalid:
                 raise ChildRejected(f"Kubernetes rejected {manifest['kind']} {meta['name']}: "
                                     f"{exc.message}") from exc

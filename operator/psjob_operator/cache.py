@@ -39,7 +39,8 @@ from psjob_operator import naming
 from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_POLICIES, PODS,
                                  SERVICES, STATEFULSETS, Resource)
 
-# Every kind a pass reads. The children are watched with a server-side labelSelector.
+# Every kind a pass reads. The children are watched with a server-side labelSelector;
+# with a gang scheduler its PodGroups too (`cached_children`).
 CACHED_CHILDREN = (PODS, STATEFULSETS, BATCH_JOBS, SERVICES, CONFIGMAPS, NETWORK_POLICIES,
                    CLAIMS)
 CHILD_SELECTOR = naming.LABEL_JOB  # "the label is present": only psjob children
@@ -51,14 +52,18 @@ def index_id(resource: Resource) -> str:
     return f"cache_{resource.plural}"
 
 
-def register_indexes(registry: kopf.OperatorRegistry) -> None:
+def cached_children(podgroups: Resource | None) -> tuple[Resource, ...]:
+    return CACHED_CHILDREN + ((podgroups,) if podgroups is not None else ())
+
+
+def register_indexes(registry: kopf.OperatorRegistry, children: tuple[Resource, ...]) -> None:
     """One kopf index per cached kind: (namespace, job name) → bodies."""
     @kopf.index(jobspec.API_GROUP, jobspec.API_VERSION, jobspec.PLURAL, registry=registry,
                 id=index_id(JOBS))
     def index_job(namespace: str, name: str, body: kopf.Body, **_: Any) -> dict:
         return {(namespace, name): dict(body)}
 
-    for resource in CACHED_CHILDREN:
+    for resource in children:
         @kopf.index(resource.group, resource.version, resource.plural, registry=registry,
                     labels={naming.LABEL_JOB: kopf.PRESENT}, id=index_id(resource))
         def index_child(namespace: str, labels: Mapping[str, str], body: kopf.Body,
@@ -80,18 +85,19 @@ class Snapshot:
 class WatchCache:
     """Reads kopf's indexes. Call `snapshot` on kopf's event loop only."""
 
-    def __init__(self) -> None:
+    def __init__(self, children: tuple[Resource, ...] = CACHED_CHILDREN) -> None:
+        self.children = children
         self._indices: Mapping[str, Any] = {}
 
     def bind(self, indices: Mapping[str, Any]) -> None:
         """Take kopf's indexes (a start-up handler's keyword arguments, by index id)."""
-        self._indices = {index_id(r): indices[index_id(r)] for r in (JOBS, *CACHED_CHILDREN)}
+        self._indices = {index_id(r): indices[index_id(r)] for r in (JOBS, *self.children)}
 
     def snapshot(self, namespace: str, name: str) -> Snapshot:
         key = (namespace, name)
         jobs = list(self._values(JOBS, key))
         children: dict[tuple[str, str], dict] = {}
-        for resource in CACHED_CHILDREN:
+        for resource in self.children:
             if resource is PODS:
                 continue
             for obj in self._values(resource, key):

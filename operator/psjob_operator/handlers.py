@@ -28,13 +28,15 @@ from psjob_operator import cache, naming
 from psjob_operator.controller import Controller
 from psjob_operator.settings import OperatorSettings
 
-# Every child kind is watched (and cached); each event pokes the child's job.
+# Every child kind is watched (and cached); each event pokes the child's job. With a
+# gang scheduler, its PodGroups too (`controller.cache.children`).
 WATCHED_CHILDREN = tuple((r.group, r.version, r.plural) for r in cache.CACHED_CHILDREN)
 
 
 def build_registry(controller: Controller, settings: OperatorSettings) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     delay = settings.reconcile.child_event_delay_seconds
+    children = tuple((r.group, r.version, r.plural) for r in controller.cache.children)
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **indices: Any) -> None:
@@ -43,10 +45,11 @@ def build_registry(controller: Controller, settings: OperatorSettings) -> kopf.O
         settings.scanning.disabled = True
         settings.posting.enabled = False
         settings.watching.server_timeout = 300  # re-open watches every 5 minutes
-        settings.watching.label_selectors[_is_child] = cache.CHILD_SELECTOR
+        settings.watching.label_selectors[
+            lambda r: (r.group, r.version, r.plural) in children] = cache.CHILD_SELECTOR
         controller.cache.bind(indices)
 
-    cache.register_indexes(registry)
+    cache.register_indexes(registry, controller.cache.children)
 
     @kopf.on.login(registry=registry)
     def login(**kwargs: Any) -> Any:
@@ -61,7 +64,7 @@ def build_registry(controller: Controller, settings: OperatorSettings) -> kopf.O
         else:
             controller.poke(namespace, name)
 
-    for group, version, plural in WATCHED_CHILDREN:
+    for group, version, plural in children:
         @kopf.on.event(group, version, plural, labels={naming.LABEL_JOB: kopf.PRESENT},
                        registry=registry, id=f"child-{plural}")
         async def child_event(labels: Any, namespace: str, **_: Any) -> None:
@@ -74,7 +77,3 @@ def build_registry(controller: Controller, settings: OperatorSettings) -> kopf.O
         return controller.stats()
 
     return registry
-
-
-def _is_child(resource: Any) -> bool:
-    return (resource.group, resource.version, resource.plural) in WATCHED_CHILDREN

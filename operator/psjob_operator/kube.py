@@ -55,10 +55,13 @@ EVENTS = Resource("", "v1", "events", "Event")
 STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
 BATCH_JOBS = Resource("batch", "v1", "jobs", "Job")
 NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")
+# PodGroups of the batch schedulers (gang.py); the CRDs come with those schedulers.
+VOLCANO_PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
+PLUGINS_PODGROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
 
 # The kinds builders emit; `resource_for` maps a manifest to its endpoint.
 CHILD_RESOURCES = (SECRETS, CONFIGMAPS, CLAIMS, NETWORK_POLICIES, SERVICES, STATEFULSETS,
-                   BATCH_JOBS)
+                   BATCH_JOBS, VOLCANO_PODGROUPS, PLUGINS_PODGROUPS)
 _BY_KIND = {(r.api_version, r.kind): r for r in CHILD_RESOURCES}
 
 

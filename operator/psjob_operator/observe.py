@@ -47,6 +47,7 @@ class PodView:
     deleting: bool = False  # metadata.deletionTimestamp set
     index: int | None = None  # Indexed Job completion index
     ip: str = ""
+    scheduled: bool = False  # bound to a node (spec.nodeName, or PodScheduled == True)
 
     @property
     def crash_looping(self) -> bool:
@@ -93,6 +94,8 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         deleting=bool(meta.get("deletionTimestamp")),
         index=int(index_text) if index_text.isdigit() else None,
         ip=status.get("podIP", ""),
+        scheduled=bool((pod.get("spec") or {}).get("nodeName"))
+        or scheduled.get("status") == "True",
     )
 
 
@@ -148,6 +151,7 @@ class Children:
     heter: ServerSetView = ServerSetView()
     workers: WorkerJobView = WorkerJobView()
     claim_phase: str = ""  # PersistentVolumeClaim status.phase ("" if none)
+    gang: Any = None  # gang.GangView of the job's PodGroup (None: no gang scheduler)
 
     def role_pods(self, role: str) -> list[PodView]:
         return [p for p in self.pods if p.role == role]

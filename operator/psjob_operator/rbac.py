@@ -50,12 +50,31 @@ REQUIRED_RBAC: tuple[Permission, ...] = (
 )
 
 
-def allows(api_group: str, resource: str, verb: str) -> bool:
+# Granted only with the matching --gang-scheduler (chart value scheduling.gangScheduler):
+# the job's PodGroup is created, patched on resize and watched for its phase; it goes
+# with the job through its owner reference, so it is never deleted by the operator.
+GANG_RBAC: dict[str, tuple[Permission, ...]] = {
+    "volcano": (Permission("scheduling.volcano.sh", "podgroups",
+                           ("get", "list", "watch", "create", "patch")),),
+    "scheduler-plugins": (Permission("scheduling.x-k8s.io", "podgroups",
+                                     ("get", "list", "watch", "create", "patch")),),
+}
+
+
+def required_rbac(gang_scheduler: str = "none") -> tuple[Permission, ...]:
+    """Everything an operator running with this --gang-scheduler needs."""
+    return REQUIRED_RBAC + GANG_RBAC.get(gang_scheduler, ())
+
+
+def allows(api_group: str, resource: str, verb: str, gang_scheduler: str | None = None) -> bool:
+    """Whether the operator may do this; gang_scheduler None: with any of the schedulers."""
+    permissions = required_rbac(gang_scheduler) if gang_scheduler is not None else \
+        REQUIRED_RBAC + tuple(p for extra in GANG_RBAC.values() for p in extra)
     return any(p.api_group == api_group and p.resource == resource and verb in p.verbs
-               for p in REQUIRED_RBAC)
+               for p in permissions)
 
 
-def as_rules() -> list[dict]:
+def as_rules(gang_scheduler: str = "none") -> list[dict]:
     """The list as Kubernetes PolicyRules (what a Role's `rules:` holds)."""
     return [{"apiGroups": [p.api_group], "resources": [p.resource], "verbs": list(p.verbs)}
-            for p in REQUIRED_RBAC]
+            for p in required_rbac(gang_scheduler)]

@@ -34,7 +34,7 @@ from typing import Any
 
 from psjob.jobspec import CleanPodPolicy, JobSpecError, ParameterServerJob, parse_job
 
-from psjob_operator import builders, checkpoints, naming
+from psjob_operator import builders, checkpoints, gang, naming
 from psjob_operator.apply import (ApplyReport, Applier, ChildRejected, WaitForChild,
                                   controller_uid, job_finished)
 from psjob_operator.cache import Overlay, Snapshot
@@ -43,7 +43,7 @@ from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_P
                                  SERVICES, STATEFULSETS, KubeApi, merge_diff)
 from psjob_operator.observe import (Children, parse_time, pod_view, server_set_view,
                                     worker_job_view)
-from psjob_operator.settings import ReconcileSettings
+from psjob_operator.settings import ReconcileSettings, SchedulingSettings
 from psjob_operator.status import (TERMINAL, Observation, Phase, Reason, StatusUpdate, Verdict,
                                    compute_status, previous_phase)
 from psjob_operator.validation import validate_for_cluster
@@ -77,8 +77,10 @@ class Reconciler:
                  clock: Callable[[], dt.datetime] = utcnow,
                  token_factory: Callable[[], str] = lambda: secrets.token_urlsafe(32),
                  probe: Callable[[str, float], dict | None] = checkpoints.probe,
-                 events: EventRecorder | None = None, overlay: Overlay | None = None):
+                 events: EventRecorder | None = None, overlay: Overlay | None = None,
+                 scheduling: SchedulingSettings = SchedulingSettings()):
         self.api = api
+        self.scheduling = scheduling
         self.overlay = overlay or Overlay()
         self.settings = settings
         self.clock = clock
@@ -152,6 +154,9 @@ class Reconciler:
         wanted = [(STATEFULSETS, naming.pserver(name)), (SERVICES, naming.pserver(name)),
                   (CONFIGMAPS, naming.config_map(name))]
         wanted += [(res, child(name)) for res, child in OPTIONAL_CHILDREN]
+        podgroups = gang.podgroup_resource(self.scheduling)
+        if podgroups is not None:
+            wanted.append((podgroups, name))  # the PodGroup is named after the job
         claim = job.spec.checkpoint.existing_claim or naming.checkpoint_claim(name)
         live = {(res.kind, child): seen.child(res, child) for res, child in wanted}
         if job.spec.checkpoint.enabled:
@@ -166,6 +171,7 @@ class Reconciler:
             heter=server_set_view(live[(STATEFULSETS.kind, naming.heter(name))]),
             workers=worker_job_view(live[(BATCH_JOBS.kind, naming.worker(name))]),
             claim_phase=((claim_obj or {}).get("status") or {}).get("phase", ""),
+            gang=gang.gang_view(seen.child(podgroups, name)) if podgroups else None,
         )
         return live, children
 
@@ -196,7 +202,8 @@ class Reconciler:
 
     def _apply(self, job: ParameterServerJob, owner: builders.Owner, live: dict) -> ApplyReport:
         activity = builders.SUSPENDED if job.spec.run_policy.suspend else builders.RUNNING
-        desired = builders.build_children(job, owner, self.token_factory(), activity)
+        desired = gang.schedule(builders.build_children(job, owner, self.token_factory(),
+                                                        activity), job, owner, self.scheduling)
         report = self.applier.apply(desired, owner.uid, owner.name, live)
         wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
         for (kind, child), obj in live.items():

@@ -6,6 +6,7 @@ shorten the intervals through the same flags.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 
@@ -48,8 +49,38 @@ class ReconcileSettings:
             raise ValueError("resync_seconds must be > 0")
 
 
+class GangScheduler(str, enum.Enum):
+    NONE = "none"
+    VOLCANO = "volcano"  # scheduling.volcano.sh/v1beta1 PodGroup
+    SCHEDULER_PLUGINS = "scheduler-plugins"  # scheduling.x-k8s.io/v1alpha1 (coscheduling)
+
+
+class QueueSystem(str, enum.Enum):
+    NONE = "none"
+    KUEUE = "kueue"  # Kueue's plain-pod groups: queue-name, pod-group name and total count
+
+
+# The schedulerName pods get by default: Volcano's, and the name under which the
+# scheduler-plugins Helm chart runs its second scheduler.
+DEFAULT_SCHEDULER_NAMES = {GangScheduler.VOLCANO: "volcano",
+                           GangScheduler.SCHEDULER_PLUGINS: "scheduler-plugins-scheduler"}
+
+
+@dataclass(frozen=True)
+class SchedulingSettings:
+    """Which batch scheduler and queue system the cluster runs (docs/operator.md, Scheduling)."""
+    gang_scheduler: GangScheduler = GangScheduler.NONE
+    scheduler_name: str = ""  # "" → DEFAULT_SCHEDULER_NAMES[gang_scheduler]
+    queue_system: QueueSystem = QueueSystem.NONE
+
+    @property
+    def pod_scheduler_name(self) -> str:
+        return self.scheduler_name or DEFAULT_SCHEDULER_NAMES.get(self.gang_scheduler, "")
+
+
 @dataclass(frozen=True)
 class OperatorSettings:
     watch: WatchSettings
     serve: ServeSettings = field(default_factory=ServeSettings)
     reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
+    scheduling: SchedulingSettings = field(default_factory=SchedulingSettings)

@@ -13,7 +13,8 @@ The phase is decided by rules applied in order (first match wins):
    job was running; a failed worker not yet replaced → Restarting
 8. every pod running (pservers ready) → Running
 9. otherwise                          → Created, with the reason pods wait
-   (image pull, unschedulable, claim pending, config error)
+   (the gang not yet schedulable, image pull, unschedulable, claim pending,
+   config error)
 
 Conditions (Created, Running, Restarting, Suspended, Succeeded, Failed) follow
 the phase: the phase's condition is True, the others already present are
@@ -57,6 +58,7 @@ class ConditionType(str, enum.Enum):
 class Reason(str, enum.Enum):
     CHILDREN_CREATED = "ChildrenCreated"
     WAITING_FOR_PODS = "WaitingForPods"
+    WAITING_FOR_GANG = "WaitingForGang"
     UNSCHEDULABLE = "Unschedulable"
     IMAGE_PULL = "ImagePullBackOff"
     CONTAINER_CONFIG = "CreateContainerConfigError"
@@ -361,6 +363,15 @@ def _progress(obs: Observation, running_workers: int) -> str:
 def _waiting(obs: Observation, running_workers: int) -> Verdict:
     spec = obs.spec
     assert spec is not None
+    gang = obs.children.gang
+    if gang is not None:
+        placed = sum(1 for p in obs.children.pods if p.scheduled and not p.deleting)
+        if placed < gang.min_member:
+            detail = f": {gang.message}" if gang.message else ""
+            return Verdict(Phase.CREATED, Reason.WAITING_FOR_GANG,
+                           f"waiting for the gang: {placed} of {gang.min_member} pods "
+                           f"schedulable (PodGroup {gang.name} {gang.phase or 'Pending'}"
+                           f"{detail})")
     for pod in sorted(obs.children.pods, key=lambda p: p.name):
         role_field = {naming.ROLE_PSERVER: "pserver", naming.ROLE_HETER: "heterWorker"}.get(
             pod.role, "worker")

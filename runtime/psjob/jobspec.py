@@ -278,6 +278,24 @@ class CheckpointSpec:
 
 
 @dataclass(frozen=True)
+class SchedulingPolicy:
+    """Kubeflow's `runPolicy.schedulingPolicy`, read when the operator runs with a gang
+    scheduler (--gang-scheduler) or a queue system (--queue-system)."""
+    min_available: int | None = spec_field(
+        "minAvailable", "Pods that must be schedulable together before any of them starts (the "
+        "gang); default: every pserver, heter worker and trainer.", None, minimum=1)
+    queue: str | None = spec_field(
+        "queue", "Queue the job waits in: a Volcano Queue, or a Kueue LocalQueue with "
+        "--queue-system kueue.", None, min_length=1, max_length=253, pattern=DNS_1123_SUBDOMAIN)
+    priority_class: str | None = spec_field(
+        "priorityClass", "PriorityClass of the gang (the PodGroup's priorityClassName).", None,
+        min_length=1, max_length=253, pattern=DNS_1123_SUBDOMAIN)
+    schedule_timeout_seconds: int | None = spec_field(
+        "scheduleTimeoutSeconds", "How long the gang may wait to be scheduled before the "
+        "scheduler gives its place up (scheduler-plugins' PodGroup).", None, minimum=1)
+
+
+@dataclass(frozen=True)
 class RunPolicy:
     backoff_limit: int = spec_field("backoffLimit", "Worker failures tolerated before the job "
                                     "fails (pserver restarts do not count).", 3,
@@ -292,6 +310,9 @@ class RunPolicy:
         "unfinished workers), All (also completed workers), None.", CleanPodPolicy.RUNNING)
     suspend: bool = spec_field("suspend", "Stop all pods, keep the checkpoint volume; setting "
                                "it back to false resumes from the newest checkpoint.", False)
+    scheduling_policy: SchedulingPolicy = spec_field(
+        "schedulingPolicy", "Gang scheduling and queueing (Kubeflow's shape).",
+        factory=SchedulingPolicy)
 
 
 @dataclass(frozen=True)
