@@ -197,6 +197,10 @@ def build_worker_job(job: ParameterServerJob, owner: Owner, topology: roles.JobT
                 # not count against backoffLimit (the pod is simply recreated).
                 "podFailurePolicy": {"rules": [
                     {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+                    # A trainer whose pservers stayed unreachable (restarting) is not at fault.
+                    {"action": "Ignore", "onExitCodes": {
+                        "containerName": naming.CONTAINER, "operator": "In",
+                        "values": [roles.PSERVER_UNREACHABLE_EXIT]}},
                 ]},
                 "template": template,
             }}

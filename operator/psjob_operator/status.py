@@ -30,6 +30,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from psjob import roles
 from psjob.jobspec import JobSpec
 
 from psjob_operator import naming
@@ -325,23 +326,35 @@ def _worker_trouble(kids: Children, spec: JobSpec) -> str:
         if pod.disrupted:
             return (f"worker pod {pod.name} was disrupted ({pod.failure_reason or 'evicted'}); "
                     f"it is recreated and does not count against runPolicy.backoffLimit")
+        if _pservers_unreachable(pod):
+            return (f"worker pod {pod.name} exited {pod.exit_code}: its pservers were "
+                    f"unreachable; it is recreated and does not count against "
+                    f"runPolicy.backoffLimit")
         return (f"worker pod {pod.name} failed ({pod.exit_text or pod.failure_reason or 'error'}); "
                 f"retrying: {worker_failures(kids)} of runPolicy.backoffLimit="
                 f"{spec.run_policy.backoff_limit} failures used")
     return ""
 
 
+def _pservers_unreachable(pod) -> bool:
+    return pod.exit_code == roles.PSERVER_UNREACHABLE_EXIT
+
+
+def _counted(pod) -> bool:
+    """A failed worker pod the Job's podFailurePolicy counts against backoffLimit."""
+    return pod.phase == "Failed" and not pod.disrupted and not _pservers_unreachable(pod)
+
+
 def worker_failures(kids: Children) -> int:
     """Failures counted against backoffLimit: the Job's count, or the failed pods we
-    see if the Job controller has not counted them yet (disruptions excluded)."""
-    seen = sum(1 for p in kids.role_pods(naming.ROLE_WORKER)
-               if p.phase == "Failed" and not p.disrupted)
+    see if the Job controller has not counted them yet (disruptions and trainers whose
+    pservers were unreachable excluded, as the podFailurePolicy ignores them)."""
+    seen = sum(1 for p in kids.role_pods(naming.ROLE_WORKER) if _counted(p))
     return max(kids.workers.failed, seen)
 
 
 def _last_worker_failure(kids: Children) -> str:
-    failed = [p for p in kids.role_pods(naming.ROLE_WORKER)
-              if p.phase == "Failed" and not p.disrupted]
+    failed = [p for p in kids.role_pods(naming.ROLE_WORKER) if _counted(p)]
     if not failed:
         return ""
     pod = sorted(failed, key=lambda p: p.name)[-1]

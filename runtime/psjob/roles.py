@@ -48,6 +48,10 @@ AUTO = "auto"
 DEFAULT_PSERVER_PORT = 6174  # Paddle's customary pserver port
 DEFAULT_HETER_PORT = 6175
 DEFAULT_METRICS_PORT = 9100
+# A trainer that cannot reach its pservers past their recovery window exits with this
+# status (BSD's EX_TEMPFAIL: "try again later"). The worker Job's podFailurePolicy and
+# `psjob run` restart it without counting a failure against runPolicy.backoffLimit.
+PSERVER_UNREACHABLE_EXIT = 75
 LOCAL_HOST = "127.0.0.1"
 
 # Where the operator mounts things inside pods; the local launcher uses paths

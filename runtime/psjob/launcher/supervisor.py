@@ -11,6 +11,9 @@ polls:
   processes, as a Job's backoffLimit counts the failures of all its pods), as
   a StatefulSet recreates a pserver pod — it recovers from the newest
   checkpoint itself;
+- a trainer that exits `roles.PSERVER_UNREACHABLE_EXIT` (its pservers stayed
+  unreachable) is restarted without drawing on its budget, as the worker
+  Job's podFailurePolicy ignores that exit code;
 - a failure with no restarts left stops the whole group (SIGTERM, then
   SIGKILL after a grace period) and the group's exit status is the worst one;
 - once every trainer (and heter trainer) has exited 0 the job has succeeded,
@@ -205,6 +208,11 @@ class Supervisor:
                     self.on_event(f"{spec.name} exited with status {_exit_status(code)} after every trainer "
                                   "completed; not restarted: training is complete (see "
                                   f"{spec.log_path})")
+                    continue
+                if code == roles.PSERVER_UNREACHABLE_EXIT and spec.role != PSERVER:
+                    self.on_event(f"{spec.name} exited {code}: its pservers were unreachable; "
+                                  "restarting it (not counted against runPolicy.backoffLimit)")
+                    self._start(spec)
                     continue
                 if self._take_restart(spec):
                     left = spec.budget.left if spec.budget is not None else spec.restarts_left

@@ -8,14 +8,17 @@ returns, so the caller may reuse its buffers immediately; arrays returned by
 `wait()` are read-only views of the reply message, owned by the caller.
 
 Failures: every call has a deadline; UNAVAILABLE and DEADLINE_EXCEEDED are
-retried with exponential backoff up to `RetryPolicy.max_attempts` (a pserver
-that is restarting, or not up yet). Pushes are retried too: an async-mode
+retried with exponential backoff (a pserver that is restarting, or not up
+yet) until `RetryPolicy.max_attempts` are used *and* the pservers' recovery
+window `recovery_s` has passed since the first failure: a trainer never gives
+up on a pserver that is still within its time to restart and restore a
+checkpoint (its entrypoint then exits 75, which is not counted as a failure). Pushes are retried too: an async-mode
 gradient applied twice after an ambiguous timeout is harmless compared with
 a lost trainer, and sync rounds are deduplicated by the server per trainer.
 Other errors (INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, ...) are raised
 at once as RpcError with the server's message. The deadlines and attempt
 count can be set per process (RetryPolicy.from_env): PSJOB_RPC_DEADLINE_S,
-PSJOB_RPC_BARRIER_DEADLINE_S, PSJOB_RPC_MAX_ATTEMPTS.
+PSJOB_RPC_BARRIER_DEADLINE_S, PSJOB_RPC_MAX_ATTEMPTS, PSJOB_PSERVER_RECOVERY_S.
 
 Wire format: push, pull and prefetch travel as frames (frames.py) — a
 protobuf header with the tensor bytes outside it; the control calls are
@@ -83,6 +86,9 @@ class RetryPolicy:
     max_backoff_s: float = 5.0
     # Barriers wait for the slowest trainer; give them a longer deadline.
     barrier_deadline_s: float = 600.0
+    # A restarting pserver may take this long to come back (pod rescheduled, image
+    # pulled, newest checkpoint restored): retry at least this long after a failure.
+    recovery_s: float = 600.0
 
     @classmethod
     def from_env(cls, environ=None) -> "RetryPolicy":
@@ -91,7 +97,8 @@ class RetryPolicy:
         base, values = cls(), {}
         for var, field, kind in (("PSJOB_RPC_DEADLINE_S", "deadline_s", float),
                                  ("PSJOB_RPC_BARRIER_DEADLINE_S", "barrier_deadline_s", float),
-                                 ("PSJOB_RPC_MAX_ATTEMPTS", "max_attempts", int)):
+                                 ("PSJOB_RPC_MAX_ATTEMPTS", "max_attempts", int),
+                                 ("PSJOB_PSERVER_RECOVERY_S", "recovery_s", float)):
             raw = env.get(var, "")
             if not raw:
                 continue
@@ -117,13 +124,17 @@ class Handle:
         policy = self._client.retry
         backoff = policy.initial_backoff_s
         attempt = 1
+        first_failure = None
         while True:
             try:
                 reply = self._future.result()
                 return self._decode(reply)
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else None
-                if code not in RETRYABLE or attempt >= policy.max_attempts or self._client._closed:
+                first_failure = first_failure or time.monotonic()
+                exhausted = attempt >= policy.max_attempts and \
+                    time.monotonic() - first_failure >= policy.recovery_s
+                if code not in RETRYABLE or exhausted or self._client._closed:
                     raise RpcError(self._endpoint, self._method, code,
                                    exc.details() if hasattr(exc, "details") else str(exc)) from None
                 self._client.retries[self._method] += 1
