@@ -11,9 +11,11 @@ polls:
   processes, as a Job's backoffLimit counts the failures of all its pods), as
   a StatefulSet recreates a pserver pod — it recovers from the newest
   checkpoint itself;
-- a trainer that exits `roles.PSERVER_UNREACHABLE_EXIT` (its pservers stayed
-  unreachable) is restarted without drawing on its budget, as the worker
-  Job's podFailurePolicy ignores that exit code;
+- a trainer with a shared budget (`psjob run`: runPolicy.backoffLimit) that
+  exits `roles.PSERVER_UNREACHABLE_EXIT` (its pservers stayed unreachable) is
+  restarted without drawing on it, as the worker Job's podFailurePolicy
+  ignores that exit code (the run's deadline bounds it, as
+  activeDeadlineSeconds does on Kubernetes);
 - a failure with no restarts left stops the whole group (SIGTERM, then
   SIGKILL after a grace period) and the group's exit status is the worst one;
 - once every trainer (and heter trainer) has exited 0 the job has succeeded,
@@ -209,7 +211,8 @@ class Supervisor:
                                   "completed; not restarted: training is complete (see "
                                   f"{spec.log_path})")
                     continue
-                if code == roles.PSERVER_UNREACHABLE_EXIT and spec.role != PSERVER:
+                if code == roles.PSERVER_UNREACHABLE_EXIT and spec.role != PSERVER \
+                        and spec.budget is not None:
                     self.on_event(f"{spec.name} exited {code}: its pservers were unreachable; "
                                   "restarting it (not counted against runPolicy.backoffLimit)")
                     self._start(spec)

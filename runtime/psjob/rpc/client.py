@@ -62,6 +62,9 @@ CHANNEL_OPTIONS = (
 )
 AUTH_METADATA_KEY = "x-psjob-token"
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+# A restarting pserver may take this long to come back (pod rescheduled, image pulled,
+# newest checkpoint restored): a trainer's calls retry at least this long.
+RECOVERY_S = 600.0
 
 SERVICE = "psjob.rpc.v1.ParameterServer"
 # Methods whose requests and replies are frames (bytes); the rest are protobuf messages.
@@ -86,13 +89,14 @@ class RetryPolicy:
     max_backoff_s: float = 5.0
     # Barriers wait for the slowest trainer; give them a longer deadline.
     barrier_deadline_s: float = 600.0
-    # A restarting pserver may take this long to come back (pod rescheduled, image
-    # pulled, newest checkpoint restored): retry at least this long after a failure.
-    recovery_s: float = 600.0
+    # Retry at least this long after a first failure. 0 for a policy built in code (a probe
+    # wants a quick answer); a training process (from_env) gets RECOVERY_S by default.
+    recovery_s: float = 0.0
 
     @classmethod
     def from_env(cls, environ=None) -> "RetryPolicy":
-        """The defaults, overridden by PSJOB_RPC_DEADLINE_S / _BARRIER_DEADLINE_S / _MAX_ATTEMPTS."""
+        """The defaults, overridden by PSJOB_RPC_DEADLINE_S / _BARRIER_DEADLINE_S / _MAX_ATTEMPTS
+        and PSJOB_PSERVER_RECOVERY_S (RECOVERY_S when unset; 0: the attempts alone bound it)."""
         env = os.environ if environ is None else environ
         base, values = cls(), {}
         for var, field, kind in (("PSJOB_RPC_DEADLINE_S", "deadline_s", float),
@@ -106,9 +110,10 @@ class RetryPolicy:
                 value = kind(raw)
             except ValueError:
                 raise ValueError(f"{var}={raw!r}: expected a {kind.__name__}") from None
-            if value <= 0:
+            if value < 0 or (value == 0 and field != "recovery_s"):
                 raise ValueError(f"{var}={raw!r}: must be positive")
             values[field] = value
+        values.setdefault("recovery_s", RECOVERY_S)
         return cls(**{**base.__dict__, **values})
 
 
