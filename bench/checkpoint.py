@@ -41,8 +41,8 @@ import psjob.fluid as fluid
 from psjob.checkpoint import store
 from psjob.checkpoint.format import read_manifest
 from psjob.fluid.transpiler import DistributeTranspiler
-from psjob.fluid.transpiler.inmemory import InMemoryCluster
-from psjob.fluid.transpiler.pserver_state import PserverState
+from psjob.ps.inmemory import InMemoryCluster
+from psjob.ps.pserver_state import PserverState
 
 EP = "127.0.0.1:6170"
 

@@ -127,7 +127,7 @@ def main():
 
     import psjob.fluid as fluid
     from psjob.fluid.core import SelectedRows
-    from psjob.fluid.transpiler.pserver_state import PserverState
+    from psjob.ps.pserver_state import PserverState
     from psjob.rpc.client import PSClient
 
     t = build(args.vocab, args.dense_in, args.dense_out, endpoint)

@@ -47,6 +47,7 @@ class PodView:
     deleting: bool = False  # metadata.deletionTimestamp set
     index: int | None = None  # Indexed Job completion index
     ip: str = ""
+    node: str = ""  # spec.nodeName (set once scheduled)
     scheduled: bool = False  # bound to a node (spec.nodeName, or PodScheduled == True)
 
     @property
@@ -94,6 +95,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         deleting=bool(meta.get("deletionTimestamp")),
         index=int(index_text) if index_text.isdigit() else None,
         ip=status.get("podIP", ""),
+        node=(pod.get("spec") or {}).get("nodeName", ""),
         scheduled=bool((pod.get("spec") or {}).get("nodeName"))
         or scheduled.get("status") == "True",
     )
@@ -151,6 +153,7 @@ class Children:
     heter: ServerSetView = ServerSetView()
     workers: WorkerJobView = WorkerJobView()
     claim_phase: str = ""  # PersistentVolumeClaim status.phase ("" if none)
+    claim_access_modes: tuple[str, ...] = ()  # the claim's spec.accessModes
     gang: Any = None  # gang.GangView of the job's PodGroup (None: no gang scheduler)
 
     def role_pods(self, role: str) -> list[PodView]:

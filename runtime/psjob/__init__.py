@@ -3,24 +3,78 @@
 `import psjob` stays cheap (the operator image imports psjob.roles and
 psjob.jobspec only); the data helpers Fluid scripts reach as `paddle.batch`,
 `paddle.reader` and `paddle.dataset` are loaded on first use.
+
+This package root is also where the layers are put together: the framework
+(psjob.fluid) calls the runtime above it only through the hooks of
+psjob.hooks, and the root registers the built-in ones below as soon as any
+psjob module is imported. Each imports its layer when first called, so
+registering costs nothing and a process that never runs a distributed
+program never loads gRPC.
 """
-import importlib
+from . import hooks as _hooks
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "batch": ("psjob._batch", "batch"),
-    "reader": ("psjob.reader", None),
-    "dataset": ("psjob.dataset", None),
-    "fluid": ("psjob.fluid", None),
-}
-
 
 def __getattr__(name):
-    if name not in _LAZY:
+    # `import psjob.x` (not `from . import x`, which would ask this function again)
+    # loads the submodule and binds it as this package's attribute.
+    if name == "batch":
+        from ._batch import batch
+        globals()[name] = batch
+    elif name == "reader":
+        import psjob.reader  # noqa: F401
+    elif name == "dataset":
+        import psjob.dataset  # noqa: F401
+    elif name == "fluid":
+        import psjob.fluid  # noqa: F401
+    elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device"):
+        # Paddle 2.x's subpackages (docs/paddle2.md), which build on one another.
+        import psjob.device, psjob.nn, psjob.optimizer, psjob.regularizer, psjob.static, psjob.tensor  # noqa: F401,E401
+    elif not name.startswith("_"):
+        # Paddle 2.x's top-level functions: enable_static, seed, reshape, ParamAttr, ...
+        import psjob._paddle2
+        if name not in psjob._paddle2.__all__:
+            raise AttributeError(f"module 'psjob' has no attribute {name!r}")
+        globals()[name] = getattr(psjob._paddle2, name)
+    else:
         raise AttributeError(f"module 'psjob' has no attribute {name!r}")
-    module_name, attr = _LAZY[name]
-    module = importlib.import_module(module_name)
-    value = getattr(module, attr) if attr else module
-    globals()[name] = value
-    return value
+    return globals()[name]
+
+
+def _rpc_service(executor, op=None):
+    from .ps.client_service import make_client
+    return make_client(executor, op)
+
+
+def _pserver_service(executor, op=None):
+    from .ps.pserver import make_service
+    return make_service(executor, op)
+
+
+def _heter_service(executor, op=None):
+    from .ps.heter import make_client
+    return make_client(executor, op)
+
+
+def _wait_server_ready(endpoints):
+    from .ps.client_service import wait_for_pservers
+    return wait_for_pservers(endpoints)
+
+
+def _distributed_save(executor, dirname, program, scope=None):
+    from .fleet.checkpoint_save import save_persistables
+    return save_persistables(executor, dirname, program, scope=scope)
+
+
+def _distributed_load(executor, dirname, program, scope=None):
+    from .ps.checkpoint_restore import load_persistables
+    return load_persistables(executor, dirname, program, scope=scope)
+
+
+_hooks.register(_hooks.RPC_SERVICE, _rpc_service)
+_hooks.register(_hooks.PSERVER_SERVICE, _pserver_service)
+_hooks.register(_hooks.HETER_SERVICE, _heter_service)
+_hooks.register(_hooks.WAIT_SERVER_READY, _wait_server_ready)
+_hooks.register(_hooks.DISTRIBUTED_SAVE, _distributed_save)
+_hooks.register(_hooks.DISTRIBUTED_LOAD, _distributed_load)

@@ -11,17 +11,46 @@ the operator image never loads numpy kernels it does not need.
 """
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 
+
+def _launch(argv):
+    from .launcher import launch
+    return launch.main(argv)
+
+
+def _run(argv):
+    from .launcher import run_job
+    return run_job.main(argv)
+
+
+def _pserver(argv):
+    from . import entrypoints
+    return entrypoints.pserver_main(argv)
+
+
+def _worker(argv):
+    from . import entrypoints
+    return entrypoints.worker_main(argv)
+
+
+def _heter_worker(argv):
+    from . import entrypoints
+    return entrypoints.heter_worker_main(argv)
+
+
+def _checkpoint(argv):
+    from .checkpoint import cli
+    return cli.main(argv)
+
+
 COMMANDS = {
-    "launch": ("psjob.launcher.launch", "main", "run a script as local pservers and trainers"),
-    "run": ("psjob.launcher.run_job", "main", "run a ParameterServerJob YAML on this machine"),
-    "pserver": ("psjob.entrypoints", "pserver_main", "start a parameter server (container entrypoint)"),
-    "worker": ("psjob.entrypoints", "worker_main", "start a trainer (container entrypoint)"),
-    "heter-worker": ("psjob.entrypoints", "heter_worker_main", "start a heterogeneous trainer"),
-    "checkpoint": ("psjob.checkpoint.cli", "main", "list, inspect or verify checkpoints"),
+    "launch": (_launch, "run a script as local pservers and trainers"),
+    "run": (_run, "run a ParameterServerJob YAML on this machine"),
+    "pserver": (_pserver, "start a parameter server (container entrypoint)"),
+    "worker": (_worker, "start a trainer (container entrypoint)"),
+    "heter-worker": (_heter_worker, "start a heterogeneous trainer"),
+    "checkpoint": (_checkpoint, "list, inspect or verify checkpoints"),
 }
 
 
@@ -29,7 +58,7 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print("usage: psjob COMMAND [ARGS...]\n\ncommands:")
-        for name, (_, _, desc) in COMMANDS.items():
+        for name, (_, desc) in COMMANDS.items():
             print(f"  {name:<14}{desc}")
         print(f"  {'version':<14}print the psjob version")
         return 0
@@ -41,8 +70,8 @@ def main(argv=None) -> int:
     if cmd not in COMMANDS:
         print(f"psjob: unknown command {cmd!r} (try: {', '.join(COMMANDS)}, version)", file=sys.stderr)
         return 2
-    module, func, _ = COMMANDS[cmd]
-    return int(getattr(importlib.import_module(module), func)(rest) or 0)
+    command, _ = COMMANDS[cmd]
+    return int(command(rest) or 0)
 
 
 if __name__ == "__main__":

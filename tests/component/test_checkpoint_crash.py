@@ -20,7 +20,7 @@ from psjob.checkpoint.format import read_manifest, read_var
 CHILD = r"""
 import sys
 import psjob.fluid as fluid
-from psjob.checkpoint import CheckpointConfig, Checkpointer
+from psjob.fleet import CheckpointConfig, Checkpointer
 main, startup = fluid.Program(), fluid.Program()
 with fluid.program_guard(main, startup), fluid.unique_name.guard():
     x = fluid.layers.data(name="x", shape=[2048])

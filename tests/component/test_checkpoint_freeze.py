@@ -29,7 +29,8 @@ import numpy as np
 import pytest
 import yaml
 
-from psjob.checkpoint import protocol, store
+from psjob.checkpoint import store
+from psjob.ps import checkpoint_protocol as protocol
 from psjob.checkpoint.format import MANIFEST
 from psjob.rpc.client import PSClient, RetryPolicy
 
@@ -42,7 +43,7 @@ _spec.loader.exec_module(kit)
 # after each step of FREEZE_HOLD_STEPS, for the matching FREEZE_HOLD_SECONDS, once each.
 HOLDING_WRAPPER = r"""
 import os, runpy, sys, time
-import psjob.checkpoint.distributed as distributed
+import psjob.fleet.checkpoint_save as distributed
 
 HOLD_DIR = os.environ["FREEZE_HOLD_DIR"]
 HOLDS = list(zip([int(s) for s in os.environ["FREEZE_HOLD_STEPS"].split(",")],
@@ -98,7 +99,7 @@ def _no_manifest(root, step):
 def _pserver_state():
     import psjob.fluid as fluid
     from psjob.fluid.transpiler import DistributeTranspiler
-    from psjob.fluid.transpiler.pserver_state import PserverState
+    from psjob.ps.pserver_state import PserverState
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.layers.data(name="x", shape=[4])
@@ -117,7 +118,7 @@ def _say(state, command, **params):
 
 
 def _frozen(state):
-    return state._frozen_until > time.monotonic()
+    return state.frozen
 
 
 def test_a_freeze_is_renewed_only_by_its_own_save_and_released_by_an_id_less_thaw():
@@ -154,7 +155,7 @@ def test_the_lease_comes_from_the_environment_and_bad_values_are_named():
     for bad in ("soon", "0", "-1", "nan", "inf"):
         with pytest.raises(ValueError, match=f"PSJOB_CHECKPOINT_FREEZE_LEASE_S='{bad}'"):
             protocol.freeze_lease_from_env({"PSJOB_CHECKPOINT_FREEZE_LEASE_S": bad})
-    from psjob.checkpoint import CheckpointConfig
+    from psjob.fleet import CheckpointConfig
     assert CheckpointConfig.from_env({"PSJOB_CHECKPOINT_FREEZE_LEASE_S": "3"}).freeze_lease_s == 3.0
     with pytest.raises(ValueError, match="lease='x' is not a number"):
         _say(_pserver_state(), protocol.FREEZE, id="a", lease="x")

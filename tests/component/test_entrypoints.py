@@ -17,7 +17,7 @@ import pytest
 import psjob.fluid as fluid
 from psjob import roles
 from psjob.fluid.transpiler import DistributeTranspiler
-from psjob.fluid.transpiler.pserver_state import PserverOptions, PserverState
+from psjob.ps.pserver_state import PserverOptions, PserverState
 from psjob.launcher.launch import free_ports, write_token
 
 PSJOB = [sys.executable, "-m", "psjob.cli"]

@@ -17,10 +17,10 @@ import pytest
 import psjob.fluid as fluid
 from psjob.fluid.executor import Executor
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
-from psjob.fluid.transpiler.heter_inmemory import InMemoryHeterClient
+from psjob.ps.heter_inmemory import InMemoryHeterClient
 from psjob.fluid.transpiler.heter_split import split_heter_program
-from psjob.fluid.transpiler.heter_state import HeterSection, HeterState
-from psjob.fluid.transpiler.inmemory import InMemoryCluster
+from psjob.ps.heter_state import HeterSection, HeterState
+from psjob.ps.inmemory import InMemoryCluster
 from psjob.launcher.launch import free_ports
 from psjob.ps.heter import HeterProcess, HeterServeOptions
 from psjob.ps.observability import HeterTelemetry

@@ -198,7 +198,7 @@ def test_a_fleet_script_under_launch_serves_trainer_metrics_and_shows_progress_a
     import re
     import time
     import urllib.request
-    from psjob.training.progress import parse_line
+    from psjob.progress import parse_line
     first = _free_port_block(3)
     log_dir = tmp_path / "log"
     proc = subprocess.Popen([sys.executable, "-m", "psjob.cli", "launch", "--server_num", "1", "--worker_num", "2", "--log_dir", str(log_dir),

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from psjob.checkpoint.pserver_side import adopt_peer_completions
+from psjob.ps.checkpoint_service import adopt_peer_completions
 from psjob.rpc.client import PSClient, RetryPolicy, RpcError
 from psjob.rpc.tls import TlsConfigError, TlsFiles, tls_from_env
 
@@ -88,7 +88,7 @@ def test_a_restarted_pserver_asks_its_peers_over_tls_when_the_process_is_configu
     real pserver state served over TLS tells a restarted peer which trainers completed."""
     import psjob.fluid as fluid
     from psjob.fluid.transpiler import DistributeTranspiler
-    from psjob.fluid.transpiler.pserver_state import PserverState
+    from psjob.ps.pserver_state import PserverState
     from psjob.launcher.launch import loopback_endpoints
     from psjob.rpc.server import start_server
 

@@ -2,7 +2,7 @@
 
 Trainer 0's save pulls the pservers' slices and reassembles them; pservers load
 their slices back by offset and the table by feature id, for any number of
-pservers. The wire is InMemoryClient (psjob.fluid.transpiler.inmemory); the
+pservers. The wire is InMemoryClient (psjob.ps.inmemory); the
 component tests repeat the important cases over gRPC between processes.
 """
 import os
@@ -13,13 +13,15 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
-from psjob.checkpoint import distributed, protocol, store
+from psjob.checkpoint import store
+from psjob.fleet import checkpoint_save as distributed
+from psjob.ps import checkpoint_protocol as protocol
 from psjob.checkpoint.format import CORRUPT_MARKER, CheckpointError, read_array, read_manifest, read_var
-from psjob.checkpoint.pserver_load import load_pserver_slices, restore_newest
+from psjob.ps.checkpoint_restore import load_pserver_slices, restore_newest
 from psjob.checkpoint.tables import assemble
 from psjob.fluid.transpiler import DistributeTranspiler
-from psjob.fluid.transpiler.inmemory import InMemoryClient, InMemoryCluster
-from psjob.fluid.transpiler.pserver_state import PserverState
+from psjob.ps.inmemory import InMemoryClient, InMemoryCluster
+from psjob.ps.pserver_state import PserverState
 from psjob.tables import shard_of
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171", "127.0.0.1:6172"]
@@ -176,6 +178,20 @@ def test_a_frozen_pserver_holds_updates_until_thawed_or_until_its_lease_runs_out
     assert reply["expired"] is True
 
 
+def test_the_freeze_api_holds_one_named_freeze_that_renews_and_thaws_only_by_its_id():
+    state = _async_state()
+    version = state.freeze("save-1", 30.0)
+    assert state.frozen and version == state.version
+    assert state.renew("save-1", 30.0) and not state.renew("other", 30.0)
+    assert state.thaw("other") == (True, False) and state.frozen  # another save's thaw leaves it be
+    state.freeze("save-2", 30.0)  # a newer freeze replaces the older one
+    assert not state.renew("save-1", 30.0)
+    assert state.thaw("save-2") == (False, False) and not state.frozen
+    state.freeze("save-3", 30.0)
+    assert state.thaw() == (False, True) and not state.frozen  # an id-less thaw releases what is held
+    assert state.thaw() == (False, False)
+
+
 class RestartingClient(InMemoryClient):
     """The wire to a pserver that crashes and comes back (a new PserverState) mid-checkpoint."""
 
@@ -203,7 +219,7 @@ def test_a_save_during_which_a_pserver_restarts_is_abandoned_without_a_manifest(
         fluid.io._save_distributed_persistables(exe, str(tmp_path), prog, scope=scope)
     assert store.inspect_dir(str(tmp_path)).status == store.INCOMPLETE
     # the other pserver was thawed: it accepts updates again at once
-    assert job.cluster.handler(EPS[0])._frozen_until == 0.0
+    assert not job.cluster.handler(EPS[0]).frozen
 
 
 def test_a_pserver_restores_the_newest_good_checkpoint_and_falls_back_past_a_corrupt_one(tmp_path, capsys):

@@ -5,8 +5,8 @@ import numpy as np
 
 import psjob.fluid as fluid
 from psjob.fleet.monitor import TrainerMonitor, batch_size, running_auc_name
-from psjob.training import telemetry
-from psjob.training.progress import parse_line
+from psjob.fleet import telemetry
+from psjob.progress import parse_line
 
 
 def _classifier():

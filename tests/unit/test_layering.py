@@ -1,14 +1,30 @@
-"""The layering of STYLE.md, checked on the source (as kopf's .importlinter does).
+"""The layering of docs/architecture.md, checked on the source (as kopf's .importlinter does).
 
-    operator handlers → builders/status → (roles, jobspec)
-    runtime: ps / rpc / fleet / launcher → fluid (framework, ops, transpiler) → kernels → numpy
+Runtime layers, bottom to top; a module imports only its own layer and the ones below:
 
-Kernels and the framework never import the transport (grpc, psjob.rpc,
-psjob.ps) or Kubernetes libraries; tables import no transport; the operator
-never imports the framework, kernels or tables. Lazy imports inside functions
-count too: a layer violation is a violation wherever it is written.
+    base         hooks, roles, role_env, progress, metrics, reader, dataset, _batch
+    jobspec      the ParameterServerJob model (uses roles' defaults)
+    kernels      kernels, cuda                       optimizer math on an array module
+    tables       sparse tables keyed by id
+    checkpoint   the on-disk format (format, tables, store, cli): numpy only
+    fluid        framework, ops, executor, io, and the transpiler as pure planning
+    paddle2      Paddle 2.x's fronts over fluid: static, nn, optimizer, tensor, ... (docs/paddle2.md)
+    rpc          frames, codec, gRPC client and server
+    ps           pserver state and service, communicators, checkpoint protocol, in-memory cluster
+    fleet        the Fleet facade, role makers, trainer-side checkpoints, telemetry
+    training     built-in models and the built-in job
+    launcher     psjob launch / run, the container entrypoints
+    cli          the `psjob` command, the package root (which registers psjob.hooks), examples
+
+The operator sits beside them and shares only jobspec, roles and metrics. A lower
+layer that must call a higher one looks up a hook the higher one registered
+(psjob.hooks), so every import is written out: import-by-string of our own modules
+(importlib.import_module, __import__) is forbidden, and so is any import cycle
+between modules. Lazy imports inside functions count too: a violation is a
+violation wherever it is written.
 """
 import ast
+import functools
 import os
 
 import pytest
@@ -16,6 +32,39 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUNTIME = os.path.join(ROOT, "runtime", "psjob")
 OPERATOR = os.path.join(ROOT, "operator", "psjob_operator")
+
+# Lowest first: (layer, module prefixes).
+LAYERS = [
+    ("base", ("psjob.hooks", "psjob.roles", "psjob.role_env", "psjob.progress", "psjob.metrics", "psjob.reader",
+              "psjob.dataset", "psjob._batch")),
+    ("jobspec", ("psjob.jobspec",)),
+    ("kernels", ("psjob.kernels", "psjob.cuda")),
+    ("tables", ("psjob.tables",)),
+    ("checkpoint", ("psjob.checkpoint",)),
+    ("fluid", ("psjob.fluid",)),
+    ("paddle2", ("psjob.static", "psjob.nn", "psjob.optimizer", "psjob.tensor", "psjob.regularizer",
+                 "psjob.device", "psjob.param_attr", "psjob._paddle2")),
+    ("rpc", ("psjob.rpc",)),
+    ("ps", ("psjob.ps",)),
+    ("fleet", ("psjob.fleet",)),
+    ("training", ("psjob.training", "psjob.models")),
+    ("launcher", ("psjob.launcher", "psjob.entrypoints")),
+    ("cli", ("psjob.cli", "psjob.examples", "psjob")),
+]
+OPERATOR_SHARES = ("psjob.jobspec", "psjob.roles", "psjob.metrics")
+
+# Libraries a layer must not reach, whatever its rank says.
+FORBIDDEN_LIBRARIES = {
+    "base": ("grpc", "kopf", "kubernetes"),
+    "jobspec": ("numpy", "grpc", "kopf", "kubernetes"),
+    "kernels": ("grpc", "kopf", "kubernetes"),
+    "tables": ("grpc", "kopf", "kubernetes"),
+    "checkpoint": ("grpc", "kopf", "kubernetes"),
+    "fluid": ("grpc", "kopf", "kubernetes", "socket"),
+    "paddle2": ("grpc", "kopf", "kubernetes", "socket"),
+    "rpc": ("kopf", "kubernetes"),
+}
+ROLES_IMPORT_ONLY_STDLIB = ("numpy", "grpc", "kopf", "kubernetes", "yaml", "prometheus_client")
 
 
 def _modules(directory, package):
@@ -27,8 +76,14 @@ def _modules(directory, package):
                 yield path, f"{package}.{rel}".removesuffix(".__init__")
 
 
+@functools.lru_cache(maxsize=None)
+def _parse(path):
+    with open(path) as f:
+        return ast.parse(f.read(), path)
+
+
 def _imports(path, module):
-    tree = ast.parse(open(path).read(), path)
+    tree = _parse(path)
     pkg = module.rsplit(".", 1)[0] if not path.endswith("__init__.py") else module
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -46,42 +101,198 @@ def _imports(path, module):
                 yield f"{name}.{alias.name}"
 
 
-RULES = [
-    # (modules whose name starts with, forbidden import prefixes)
-    ("psjob.kernels", ("grpc", "kopf", "kubernetes", "psjob.rpc", "psjob.ps", "psjob.fluid", "psjob_operator")),
-    ("psjob.fluid", ("grpc", "kopf", "kubernetes", "psjob.rpc", "psjob.ps", "psjob.fleet", "psjob.launcher",
-                     "psjob_operator")),
-    ("psjob.tables", ("grpc", "kopf", "kubernetes", "psjob.rpc", "psjob.ps", "psjob.fluid", "psjob_operator")),
-    ("psjob.rpc", ("kopf", "kubernetes", "psjob_operator")),
-    ("psjob.roles", ("numpy", "grpc", "kopf", "kubernetes", "psjob.fluid")),
-    ("psjob.jobspec", ("numpy", "grpc", "kopf", "kubernetes", "psjob.fluid")),
-    ("psjob_operator", ("psjob.fluid", "psjob.kernels", "psjob.tables", "psjob.rpc", "psjob.ps", "numpy")),
-]
-
-
-def _violations():
-    found = []
+def _all_modules():
+    out = {}
     for directory, package in ((RUNTIME, "psjob"), (OPERATOR, "psjob_operator")):
         for path, module in _modules(directory, package):
-            for prefix, forbidden in RULES:
-                if module != prefix and not module.startswith(prefix + "."):
-                    continue
-                for name in _imports(path, module):
-                    for bad in forbidden:
-                        if name == bad or name.startswith(bad + "."):
-                            found.append(f"{module} imports {name} (forbidden in {prefix})")
+            out[module] = path
+    return out
+
+
+def _starts(name, prefix):
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def _layer_of(module):
+    """Index in LAYERS of the most specific prefix naming `module`, or None."""
+    best, best_len = None, -1
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if _starts(module, prefix) and len(prefix) > best_len:
+                best, best_len = rank, len(prefix)
+    return best
+
+
+def _targets(path, module, known):
+    """The modules of this tree that `module` imports: `from X import a` names X.a when that
+    is a module, else X; `import X.a` names X.a."""
+    found = set()
+    for name, names in _import_statements(path, module):
+        submodules = [f"{name}.{n}" for n in names if f"{name}.{n}" in known]
+        found.update(submodules)
+        if len(submodules) < len(names) and name in known:
+            found.add(name)
+    found.discard(module)
     return found
 
 
-def test_no_module_imports_across_its_layer():
-    assert _violations() == []
+def _import_statements(path, module):
+    """(module named, [names taken from it]) per import; `import X` takes nothing from X."""
+    tree = _parse(path)
+    pkg = module.rsplit(".", 1)[0] if not path.endswith("__init__.py") else module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, [None]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            yield name, [alias.name for alias in node.names]
+
+
+@functools.lru_cache(maxsize=None)
+def _graph():
+    known = _all_modules()
+    return {m: _targets(p, m, known) for m, p in known.items()}
+
+
+def _layer_violations(graph):
+    found = []
+    for module, targets in graph.items():
+        if module.startswith("psjob_operator"):
+            for t in targets:
+                if t.startswith("psjob.") and not any(_starts(t, s) for s in OPERATOR_SHARES):
+                    found.append(f"{module} imports {t}: the operator shares only {OPERATOR_SHARES}")
+                elif t == "psjob":
+                    found.append(f"{module} imports the psjob package root")
+            continue
+        rank = _layer_of(module)
+        if rank is None:
+            found.append(f"{module} belongs to no layer: add it to LAYERS in {__file__}")
+            continue
+        for t in targets:
+            if t.startswith("psjob_operator"):
+                found.append(f"{module} imports the operator ({t})")
+                continue
+            t_rank = _layer_of(t)
+            if t_rank is not None and t_rank > rank and not t == "psjob":
+                found.append(f"{module} ({LAYERS[rank][0]}) imports {t} ({LAYERS[t_rank][0]}), a higher layer")
+    return found
+
+
+def _library_violations():
+    found = []
+    for module, path in _all_modules().items():
+        if module.startswith("psjob_operator"):
+            banned = ("psjob.fluid", "psjob.kernels", "psjob.tables", "psjob.rpc", "psjob.ps", "numpy")
+        else:
+            rank = _layer_of(module)
+            banned = FORBIDDEN_LIBRARIES.get(LAYERS[rank][0], ()) if rank is not None else ()
+            if _starts(module, "psjob.roles") or _starts(module, "psjob.role_env"):
+                banned = banned + ROLES_IMPORT_ONLY_STDLIB
+        for name in _imports(path, module):
+            for bad in banned:
+                if _starts(name, bad):
+                    found.append(f"{module} imports {name} (forbidden in its layer)")
+    return sorted(set(found))
+
+
+_IMPORTERS = {("importlib", "import_module"), (None, "__import__"), (None, "import_module")}
+
+
+def _imports_by_string(path, module):
+    """Calls that import a module named by a string (or by any expression) of our own:
+    import_module("psjob..."), __import__(name), import_module(f"{__name__}.x")."""
+    tree = _parse(path)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        key = ((func.value.id if isinstance(func.value, ast.Name) else None), func.attr) \
+            if isinstance(func, ast.Attribute) else (None, getattr(func, "id", None))
+        if key not in _IMPORTERS or not node.args:
+            continue
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) \
+                and not arg.value.startswith((".", "psjob")):
+            continue  # a third-party module by name (cupy, loaded only on a GPU)
+        yield f"{module}:{node.lineno} imports by string ({ast.unparse(arg)})"
+
+
+def _cycles(graph):
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def test_every_module_imports_only_its_own_layer_and_lower_ones():
+    assert _layer_violations(_graph()) == []
+
+
+def test_no_layer_reaches_a_library_it_must_not_use():
+    assert _library_violations() == []
+
+
+def test_no_module_imports_one_of_ours_by_string():
+    found = [v for module, path in _all_modules().items() for v in _imports_by_string(path, module)]
+    assert found == []
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    assert _cycles(_graph()) == []
 
 
 def test_the_checker_sees_a_violation_when_there_is_one(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("import grpc\nfrom ..rpc import client\n")
+    bad.write_text("import grpc\nfrom ..rpc import client\nimport importlib\n"
+                   "importlib.import_module('psjob.ps.pserver')\n__import__(name)\n"
+                   "importlib.import_module('cupy')\n")
     names = list(_imports(str(bad), "psjob.fluid.ops.bad"))
     assert "grpc" in names and "psjob.fluid.rpc.client" in names
+    assert len(list(_imports_by_string(str(bad), "psjob.fluid.ops.bad"))) == 2
+    graph = {"psjob.fluid.io": {"psjob.fleet.checkpoint_save"}, "psjob.fleet.checkpoint_save": {"psjob.fluid.io"}}
+    assert _cycles(graph) == [["psjob.fleet.checkpoint_save", "psjob.fluid.io"]]
+    assert _layer_violations(graph) == [
+        "psjob.fluid.io (fluid) imports psjob.fleet.checkpoint_save (fleet), a higher layer"]
+
+
+def test_every_runtime_module_has_a_named_layer():
+    # The bare "psjob" prefix places the package root alone; a new module or package
+    # gets its own line in LAYERS rather than landing on the top layer unnoticed.
+    named = [p for _, prefixes in LAYERS for p in prefixes if p != "psjob"]
+    unplaced = sorted(m for m in _all_modules() if m.startswith("psjob.") and not any(_starts(m, p) for p in named))
+    assert unplaced == []
 
 
 @pytest.mark.parametrize("name", ["operator", "psjob/operator"])

@@ -194,6 +194,28 @@ def _cases():
                           {"Out": 1, "Mask": 1},
                           {"dropout_prob": 0.4, "is_test": test, "fix_seed": True, "seed": 7,
                            "dropout_implementation": impl}))
+    # The ops behind Paddle 2.x's tensor functions (ops/tensor_math_ops.py).
+    for tx in (False, True):
+        for ty in (False, True):
+            x = f64(2, 4, 3) if tx else f64(2, 3, 4)
+            y = f64(5, 4) if ty else f64(4, 5)
+            c.append(Case(f"matmul-batch-broadcast-tx{int(tx)}-ty{int(ty)}", "matmul",
+                          {"X": [In("x", x)], "Y": [In("y", y)]}, {"Out": 1},
+                          {"transpose_X": tx, "transpose_Y": ty, "alpha": 1.5}))
+    c.append(Case("square", "square", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
+    c.append(Case("exp", "exp", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
+    c.append(Case("log", "log", {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))]}, {"Out": 1}))
+    c.append(Case("abs", "abs", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}))
+    c.append(Case("sqrt", "sqrt", {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))]}, {"Out": 1}))
+    c.append(Case("pow", "pow", {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))]}, {"Out": 1}, {"factor": 2.5}))
+    c.append(Case("clip", "clip", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1},
+                  {"min": -0.6, "max": 0.6}))
+    c.append(Case("slice-negative-and-clamped-bounds", "slice", {"X": [In("x", f64(4, 5, 3))]}, {"Out": 1},
+                  {"axes": [0, 1], "starts": [1, -3], "ends": [100, -1]}))
+    c.append(Case("stack-axis1", "stack", {"X": [In("a", f64(2, 3)), In("b", f64(2, 3))]}, {"Y": 1},
+                  {"axis": 1}))
+    c.append(Case("where", "where", {"Condition": [In("c", RNG.random((3, 4)) > 0.5, diff=False)],
+                                     "X": [In("x", f64(3, 4))], "Y": [In("y", f64(3, 4))]}, {"Out": 1}))
     return c
 
 

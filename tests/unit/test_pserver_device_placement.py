@@ -15,8 +15,8 @@ import psjob.fluid as fluid
 from psjob.fluid.transpiler import DistributeTranspiler
 from psjob.fluid.transpiler import deserialize_dist_program as load
 from psjob.fluid.transpiler import serialize_dist_program as dump
-from psjob.fluid.transpiler.inmemory import InMemoryCluster
-from psjob.fluid.transpiler.pserver_state import PserverOptions
+from psjob.ps.inmemory import InMemoryCluster
+from psjob.ps.pserver_state import PserverOptions
 from psjob.ps.pserver import DevicePlacement, OnDevice, ServeOptions, options_from_env, place_on_device
 from psjob.tables import SparseTable, TableConfig
 

@@ -13,10 +13,10 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
-from psjob.fluid.transpiler.inmemory import InMemoryCluster
-from psjob.fluid.transpiler.pserver_staleness import StalenessTracker, param_of_grad
+from psjob.ps.inmemory import InMemoryCluster
+from psjob.ps.pserver_staleness import StalenessTracker, param_of_grad
 from psjob.ps.communicator import Communicator, CommunicatorConfig
-from psjob.training.telemetry import TrainerTelemetry, retries_by_method
+from psjob.fleet.telemetry import TrainerTelemetry, retries_by_method
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171"]
 

@@ -9,7 +9,7 @@ import psjob.fluid as fluid
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.executor import ExecutionError
 from psjob.fluid.framework import EMPTY_VAR_NAME, VarType
-from psjob.fluid.transpiler.inmemory import InMemoryCluster
+from psjob.ps.inmemory import InMemoryCluster
 from psjob.tables import SparseTable, TableConfig, shard_of
 
 
@@ -110,12 +110,20 @@ def test_sparse_table_push_applies_the_merged_gradient_with_the_current_learning
     np.testing.assert_allclose(table.lookup(np.array([3, -1])), before - 0.5 * np.array([[2, 2], [1, 1]]))
 
 
-def test_runtime_services_resolve_to_their_default_factories_and_unknown_ones_are_named():
-    # Without a registered client, RPC ops get the gRPC client (psjob.ps.client_service);
-    # tests/component covers it against real pservers. Here: the lookup itself.
-    from psjob.fluid.executor import DEFAULT_SERVICES
-    assert DEFAULT_SERVICES["rpc"] == "psjob.ps.client_service:make_client"
-    assert DEFAULT_SERVICES["pserver"] == "psjob.ps.pserver:make_service"
+def test_runtime_services_come_from_the_hooks_the_runtime_registered_and_unknown_ones_are_named():
+    # The framework never imports the runtime: psjob's package root registers the
+    # runtime's factories (psjob.hooks); tests/component covers them against real
+    # pservers. Here: the lookup itself, and a hook registered by a higher layer wins.
+    from psjob import hooks
+    from psjob.ps import pserver
+    assert fluid.Executor().service("pserver") is pserver.serve
+    sentinel = object()
+    previous = hooks.lookup(hooks.RPC_SERVICE)
+    hooks.register(hooks.RPC_SERVICE, lambda executor, op=None: sentinel)
+    try:
+        assert fluid.Executor().service("rpc") is sentinel
+    finally:
+        hooks.register(hooks.RPC_SERVICE, previous)
     with pytest.raises(KeyError, match="no runtime service 'nope'"):
         fluid.Executor().service("nope")
 

@@ -1,50 +1,16 @@
-"""Checkpoints of psjob jobs: the on-disk format, distributed saves, restore and retention.
+"""The checkpoint format of psjob jobs: files, manifests, table shards, a root of steps.
 
-Modules, lowest first (docs/checkpoints.md describes the format and the protocol):
+Numpy and the stdlib only: the framework (fluid.io) builds on it, and so do the
+runtime's two halves of the distributed protocol above it — the pserver's in
+psjob.ps (checkpoint_protocol, checkpoint_service, checkpoint_restore) and
+trainer 0's in psjob.fleet (checkpoint_save, checkpointer). Modules, lowest
+first (docs/checkpoints.md describes the format and the protocol):
 
-    format        array files, manifests, atomic writes, checksums (numpy + stdlib only;
-                  fluid.io builds on it)
+    format        array files, manifests, atomic writes, checksums
     tables        distributed-table shards keyed by feature id, re-shardable N -> M
     store         a checkpoint root: step-N directories, status, retention
-    protocol      the freeze / save / thaw commands over CheckpointNotify
-    pserver_side  what a pserver does on those commands; restore at start-up
-    pserver_load  loading a pserver's slices out of a whole-model save
-    distributed   trainer 0's save: recv_save of the slices, table shards, manifest
-    periodic      Checkpointer: every N steps / T seconds, positions, resume
     cli           `psjob checkpoint list|inspect|verify DIR`
-
-The public names below are imported lazily: fluid.io imports `format` while
-the framework is still initializing, and `distributed` imports the framework.
 """
-from __future__ import annotations
-
-import importlib
-
-_EXPORTS = {
-    "CheckpointError": "format",
-    "MANIFEST": "format",
-    "read_manifest": "format",
-    "CheckpointInfo": "store",
-    "scan": "store",
-    "candidates": "store",
-    "newest_good": "store",
-    "verify": "store",
-    "apply_retention": "store",
-    "step_dirname": "store",
-    "CheckpointAbandoned": "distributed",
-    "DistInfo": "distributed",
-    "SaveRequest": "distributed",
-    "Checkpointer": "periodic",
-    "CheckpointConfig": "periodic",
-    "load_pserver_slices": "pserver_load",
-    "restore_newest": "pserver_load",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'psjob.checkpoint' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+from .format import MANIFEST, CheckpointError, read_manifest  # noqa: F401
+from .store import (CheckpointInfo, apply_retention, candidates, newest_good, scan, step_dirname,  # noqa: F401
+                    verify)

@@ -175,6 +175,31 @@ def import_into(table: SparseTable, name: str, shards: list[TableShard]) -> int:
     return sum(len(r) for r in prepared)
 
 
+def assemble_state(dirname: str, table: str, doc: dict, state: str, optimizer: str,
+                   fresh: np.ndarray) -> np.ndarray | None:
+    """One optimizer-state column of the whole table, dense: what a single-process program
+    trained by `optimizer` holds in that accumulator. `fresh` (the accumulator as the startup
+    program made it, [height, ...]) supplies the rows the table never held. None when some
+    shard was saved by another rule or without that state (an sgd table), or its per-row
+    state has another width than `fresh`."""
+    check_complete(table, doc)
+    out = np.array(fresh, copy=True)
+    height = out.shape[0]
+    for shard in doc["shards"]:
+        if shard.get("optimizer") != optimizer or f"state.{state}" not in shard["files"]:
+            return None
+        rows = _read_shard(dirname, table, shard, with_meta=False)
+        values = rows.state[state]
+        if values.shape[1:] != out.shape[1:]:
+            return None
+        ids = rows.ids
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= height):
+            raise CheckpointError(f"table {table!r}: ids in [{int(ids.min())}, {int(ids.max())}] do not fit "
+                                  f"{height} dense rows (a table keyed by hashed ids has no dense form)")
+        out[ids] = values
+    return out
+
+
 def assemble(dirname: str, table: str, doc: dict, height: int | None = None) -> np.ndarray:
     """The whole table as one dense [height, width] array (single-machine loads, inspection).
 

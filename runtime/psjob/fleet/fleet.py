@@ -184,16 +184,17 @@ class Fleet:
         self._executor.run(self._pserver_startup)
         if model_dir:
             import os
-            from ..checkpoint import pserver_load, store
+            from ..checkpoint import store
             from ..checkpoint.format import CheckpointError
+            from ..ps import checkpoint_restore
             if not os.path.isdir(model_dir):
                 raise ValueError(f"There is no directory named '{model_dir}'")
             if store.is_checkpoint_root(model_dir):
-                if pserver_load.restore_newest(self._executor, model_dir, self._pserver_program) is None:
+                if checkpoint_restore.restore_newest(self._executor, model_dir, self._pserver_program) is None:
                     raise CheckpointError(f"{model_dir!r} holds no complete checkpoint")
             else:
-                pserver_load.load_pserver_slices(self._executor, model_dir, self._pserver_program,
-                                                 self._transpiler.vars_overview, self._rm().current_endpoint())
+                checkpoint_restore.load_pserver_slices(self._executor, model_dir, self._pserver_program,
+                                                       self._transpiler.vars_overview, self._rm().current_endpoint())
 
     def run_server(self):
         if self._heter is not None and self.is_heter_worker():
@@ -237,7 +238,7 @@ class Fleet:
         self._start_monitor(service, client)
 
     def _start_monitor(self, service, client):
-        from ..training import telemetry
+        from . import telemetry
         from .monitor import TrainerMonitor
         if self._monitor is not None:
             self._monitor.close(finished=False)
@@ -287,7 +288,7 @@ class Fleet:
     def _checkpoint_target(self, program=None):
         """(program, DistInfo) a save reads: the transpiled trainer program, or in geo mode the
         local program, whose parameters (not optimizer state) live on the pservers."""
-        from ..checkpoint.distributed import DistInfo
+        from .checkpoint_save import DistInfo
         from ..fluid.transpiler.vars_distributed import VarsDistributed
         rm = self._rm()
         if not rm.is_worker():
@@ -309,7 +310,7 @@ class Fleet:
         Trainer 0 pulls the pservers' parameter and optimizer slices and writes them
         whole, the pservers write their distributed-table shards keyed by feature id,
         and the manifest goes in last; other trainers save only what they hold."""
-        from ..checkpoint import distributed
+        from . import checkpoint_save as distributed
         from ..fluid import io
         self._check_save_args("save_persistables", executor, main_program)
         program, dist = self._checkpoint_target(main_program)

@@ -32,7 +32,7 @@ from ..fluid.executor import Executor
 from ..fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
 from ..fluid.transpiler.heter_split import (HeterSplitError, heter_device_of, marked_heter_ops,
                                             served_trainers, split_heter_program)
-from ..fluid.transpiler.heter_state import HeterSection, HeterState
+from ..ps.heter_state import HeterSection, HeterState
 
 DEVICE_GUARDS = ("cpu", "gpu", "xpu")
 

@@ -1,8 +1,8 @@
 """Trainer telemetry and progress lines for a Fleet script's trainer.
 
 `fleet.init_worker()` starts a `TrainerMonitor`: a TrainerTelemetry
-(psjob.training.telemetry — /metrics on PSJOB_METRICS_PORT when it is set)
-and a ProgressReporter (psjob.training.progress — a line every few seconds,
+(psjob.fleet.telemetry — /metrics on PSJOB_METRICS_PORT when it is set)
+and a ProgressReporter (psjob.progress — a line every few seconds,
 the format `psjob run` and `psjob launch` read back from the logs). It
 observes every `Executor.run` of `fleet.main_program` through the executor's
 step observers (`psjob.fluid.executor.observe_steps`), so the user's loop is
@@ -31,8 +31,8 @@ import os
 import sys
 
 from ..fluid.executor import observe_steps
-from ..training import telemetry as telemetry_mod
-from ..training.progress import ProgressReporter, ProgressState
+from . import telemetry as telemetry_mod
+from ..progress import ProgressReporter, ProgressState
 
 # Seconds between progress lines, as the built-in job's default `--log_every`.
 PROGRESS_EVERY_S = 5.0

@@ -19,4 +19,8 @@ from . import compiler  # noqa: F401
 from .transpiler import (DistributeTranspiler, DistributeTranspilerConfig, HashName,  # noqa: F401
                          RoundRobin, memory_optimize, release_memory)
 
+from .ops import load_all as _load_all_ops
+
+_load_all_ops()  # every op kernel registered, before any program is built
+
 Tensor = LoDTensor

@@ -132,9 +132,10 @@ class LoDTensor:
 
     # -- Fluid API ---------------------------------------------------------------
     def set(self, array, place=None):
+        # A copy, as Paddle's: the scope's arrays are updated in place by optimizer
+        # ops, which must never rewrite the caller's array.
         xp = (place or CPUPlace()).array_module()
-        value = xp.asarray(array)
-        self._scope.vars[self._name] = value
+        self._scope.vars[self._name] = xp.array(array, copy=True)
 
     def set_lod(self, lod):
         self._scope.lods[self._name] = [np.asarray(level, dtype=np.int64) for level in lod]
@@ -153,6 +154,8 @@ class LoDTensor:
 
     def shape(self):
         return list(self._value().shape)
+
+    _get_dims = shape  # Paddle's private spelling, which PaddleRec's helpers call
 
     def _value(self):
         try:

@@ -7,8 +7,9 @@ to its kernel and a reusable KernelContext. Later runs only loop over the
 bound kernels, so the per-op overhead is one Python call.
 
 Runtime services (the RPC client of a trainer, the table server of a pserver)
-register themselves in `executor.services`; kernels of distributed ops find
-them there. `close()` runs registered close hooks — for a trainer this tells
+live in `executor.services`; kernels of distributed ops find them there. A
+service not set there is made on first use by the factory the runtime layer
+registered under its name (psjob.hooks): the framework never imports it. `close()` runs registered close hooks — for a trainer this tells
 the pservers it has completed, as `exe.close()` does in Fluid.
 
 Step observers (`observe_steps(program, fn)`) are called after every
@@ -18,13 +19,13 @@ training loop. A run of a program nobody observes costs one dict lookup.
 """
 from __future__ import annotations
 
-import importlib
 import time
 import weakref
 from collections import defaultdict
 
 import numpy as np
 
+from .. import hooks
 from .core import CPUPlace, LoDTensor, Scope, SelectedRows, global_scope, to_numpy
 from .framework import EMPTY_VAR_NAME, GraphError, Program, Variable
 from .ops.registry import KernelContext, get_op_def
@@ -33,10 +34,6 @@ from .ops.registry import KernelContext, get_op_def
 # Runtime services a kernel may need, created on first use when nobody
 # registered one. They live in higher layers (gRPC client and server), so they
 # are named here, not imported: the framework never imports the transport.
-DEFAULT_SERVICES = {
-    "rpc": "psjob.ps.client_service:make_client",
-    "pserver": "psjob.ps.pserver:make_service",
-}
 
 
 # program → observers called after each run of it; weak keys, so an observer goes with its program.
@@ -96,14 +93,14 @@ class Executor:
         return self._xp
 
     def service(self, name: str, op=None):
-        """The runtime service `name`; created by its default factory on first use."""
+        """The runtime service `name` ("rpc", "pserver", "heter"); created on first use by
+        the factory the runtime registered (psjob.hooks), unless one was set in `services`."""
         svc = self.services.get(name)
         if svc is None:
-            spec = DEFAULT_SERVICES.get(name)
-            if spec is None:
-                raise KeyError(f"no runtime service {name!r} registered on this executor")
-            module, _, attr = spec.partition(":")
-            factory = getattr(importlib.import_module(module), attr)
+            try:
+                factory = hooks.lookup(name)
+            except LookupError:
+                raise KeyError(f"no runtime service {name!r} registered on this executor") from None
             svc = self.services[name] = factory(self, op)
         return svc
 
@@ -135,6 +132,7 @@ class Executor:
         if not isinstance(feed, dict):
             raise TypeError(f"feed must be a dict of name → value, got {type(feed).__name__}")
         block = program.global_block()
+        self._set_scheduled_lr(program, scope)
         self._feed(block, feed, scope)
         fetch_names = [_fetch_name(f) for f in (fetch_list or [])]
         compiled = self._compile(program, block, scope, tuple(sorted(feed)), tuple(fetch_names))
@@ -217,6 +215,21 @@ class Executor:
         self._cache[key] = compiled
         return compiled
 
+    def _set_scheduled_lr(self, program, scope):
+        """A paddle.optimizer.lr scheduler drives the rate: write its current value, as
+        Paddle's Executor does before each run (the attribute keeps Paddle's spelling)."""
+        scheduler = getattr(program, "lr_sheduler", None)
+        if scheduler is not None and program._is_distributed:
+            # The optimizer ops, and the rate they read, now run on the parameter servers.
+            raise ExecutionError(
+                f"a paddle.optimizer.lr.{type(scheduler).__name__} does not reach the parameter servers "
+                "of a transpiled program: use a Fluid schedule (fluid.layers.exponential_decay, "
+                "piecewise_decay, ...), which the transpiler moves to the pservers")
+        if scheduler is not None and scheduler._var_name is not None:
+            var = program.global_block()._find_var_recursive(scheduler._var_name)
+            if var is not None:
+                scope.vars[var.name] = self.xp.asarray([scheduler()], dtype=var.dtype)
+
     # -- feed / fetch -------------------------------------------------------------------
     def _feed(self, block, feed: dict, scope: Scope):
         xp = self.xp
@@ -231,7 +244,13 @@ class Executor:
             elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
                 value, lod = value
             arr = _check_feed(var, value)
-            scope.vars[name] = arr if xp is np else xp.asarray(arr)
+            if xp is not np:
+                arr = xp.asarray(arr)
+            elif isinstance(value, np.ndarray) and np.may_share_memory(arr, value):
+                # Fed arrays are copied, as Paddle's feed does: an op that writes its
+                # variable in place (a fed persistable, increment) must not reach the caller.
+                arr = arr.copy()
+            scope.vars[name] = arr
             if lod is not None and len(lod):
                 scope.lods[name] = _check_lod(name, lod, arr.shape[0])
             else:

@@ -20,9 +20,9 @@ from typing import Any, Iterable
 import numpy as np
 
 from . import unique_name
+from .base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError  # noqa: F401 - the IR's names
+from .ops.registry import infer_shape
 
-GRAD_SUFFIX = "@GRAD"
-EMPTY_VAR_NAME = "@EMPTY@"
 OP_ROLE_ATTR_NAME = "op_role"
 OP_ROLE_VAR_ATTR_NAME = "op_role_var"
 OP_DEVICE_ATTR_NAME = "op_device"
@@ -47,8 +47,14 @@ class VarType(str, enum.Enum):
     RAW = "RAW"  # control-dependency placeholders (send/recv "dummy" outputs)
 
 
-class GraphError(ValueError):
-    """A program is malformed: unknown variable, bad shape, misuse of an API."""
+# fn(x, other, op_type, reverse) -> Variable: what `x + y` builds (layers/math_sugar.py).
+_arithmetic = None
+
+
+def set_arithmetic(fn) -> None:
+    """Install the builder of Variable arithmetic (psjob.fluid.layers does, on import)."""
+    global _arithmetic
+    _arithmetic = fn
 
 
 def grad_var_name(name: str) -> str:
@@ -103,10 +109,13 @@ class Variable:
 
     __str__ = __repr__
 
-    # Arithmetic sugar as in Fluid (x + y builds an elementwise op).
+    # Arithmetic sugar as in Fluid (x + y builds an elementwise op). The ops are the
+    # layers' (above this module), which install the builder: set_arithmetic.
     def _binary(self, other, op_type, reverse=False):
-        from .layers import math_sugar
-        return math_sugar.binary(self, other, op_type, reverse)
+        if _arithmetic is None:
+            raise GraphError(f"{op_type} on Variable {self.name!r}: arithmetic on Variables is built by "
+                             "psjob.fluid.layers, which is not loaded (import psjob.fluid)")
+        return _arithmetic(self, other, op_type, reverse)
 
     def __add__(self, o):
         return self._binary(o, "elementwise_add")
@@ -128,6 +137,16 @@ class Variable:
 
     def __truediv__(self, o):
         return self._binary(o, "elementwise_div")
+
+    def __neg__(self):
+        return self._binary(-1.0, "elementwise_mul")
+
+    def __matmul__(self, o):
+        return self._binary(o, "matmul")
+
+    def astype(self, dtype):
+        """A cast (Paddle 2.x's Variable.astype)."""
+        return self._binary(convert_dtype(dtype), "cast")
 
 
 class Parameter(Variable):
@@ -367,7 +386,6 @@ class Block:
         if _current_device is not None and self.program._current_role == OpRole.Forward:
             attrs.setdefault(OP_DEVICE_ATTR_NAME, _current_device)
         op = Operator(self, type, inputs, outputs, attrs)
-        from .ops.registry import infer_shape  # ops import framework; late import
         infer_shape(op)
         return op
 
@@ -405,13 +423,16 @@ class Block:
         return "\n".join(lines)
 
 
+_global_seed = 0  # set by global_seed (paddle.seed)
+
+
 class Program:
     """A list of blocks; block 0 is the global block."""
 
     def __init__(self):
         self.blocks = [Block(self, 0)]
         self.current_block_idx = 0
-        self.random_seed = 0
+        self.random_seed = _global_seed
         self._version = 0
         self._current_role = OpRole.Forward
         self._op_role_var: list[str] = []
@@ -481,7 +502,6 @@ class Program:
     # -- copies ---------------------------------------------------------------------
     def clone(self, for_test: bool = False) -> "Program":
         """Deep copy. for_test=True keeps only forward ops and sets `is_test`."""
-        from .serialization import program_from_dict
         p = program_from_dict(self.to_dict())
         p.random_seed = self.random_seed
         for attr in ("_is_distributed", "_is_chief", "_endpoints", "_ps_endpoint",
@@ -501,11 +521,9 @@ class Program:
 
     def _prune(self, targets) -> "Program":
         """Keep only the ops needed to compute `targets` (forward only)."""
-        from .serialization import prune_program
         return prune_program(self, targets)
 
     def to_dict(self) -> dict:
-        from .serialization import program_to_dict
         return program_to_dict(self)
 
     def __repr__(self):
@@ -515,6 +533,12 @@ class Program:
 
 
 # -- default programs and guards --------------------------------------------------------
+def global_seed(seed: int):
+    """The random_seed of every Program created from now on (paddle.seed)."""
+    global _global_seed
+    _global_seed = int(seed)
+
+
 _main_program = Program()
 _startup_program = Program()
 
@@ -563,3 +587,100 @@ def name_scope(prefix=None):
 
 def generate_control_dev_var_name() -> str:
     return unique_name.generate("control_dep_var")
+
+
+# -- a Program as a document (serialization.py writes it as bytes) ----------------------
+# A serialized program is what a pserver or trainer process is started from (the
+# transpiler's plan) and what `__model__` holds in an inference model, so the format
+# is explicit and checked on load:
+#
+#     {"format": "psjob.program", "version": 1, "random_seed": 0,
+#      "blocks": [{"idx", "parent_idx", "forward_block_idx",
+#                  "vars": [{"name", "shape", "dtype", "lod_level", "persistable",
+#                            "stop_gradient", "type", "is_data", "kind", ...}],
+#                  "ops": [{"type", "inputs", "outputs", "attrs"}]}]}
+#
+# Block-valued attributes are written as {"__block__": idx} (or {"__blocks__": [...]})
+# and ndarray attributes as {"__ndarray__", "dtype"}. Loading never re-runs shape
+# inference: the shapes on disk are the truth. Program.clone() is a round trip.
+
+FORMAT = "psjob.program"
+VERSION = 1
+
+
+class ProgramFormatError(GraphError):
+    pass
+
+
+def program_to_dict(program: Program) -> dict:
+    return {"format": FORMAT, "version": VERSION, "random_seed": program.random_seed,
+            "blocks": [b.to_dict() for b in program.blocks]}
+
+
+def program_from_dict(doc: dict) -> Program:
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ProgramFormatError("not a psjob program document (missing format marker)")
+    if doc.get("version") != VERSION:
+        raise ProgramFormatError(f"program format version {doc.get('version')!r} is not supported "
+                                 f"(this psjob reads version {VERSION})")
+    try:
+        program = Program()
+        program.random_seed = int(doc.get("random_seed", 0))
+        program.blocks = []
+        for bd in doc["blocks"]:
+            block = Block(program, int(bd["idx"]), int(bd["parent_idx"]))
+            block.forward_block_idx = int(bd.get("forward_block_idx", -1))
+            program.blocks.append(block)
+        for bd, block in zip(doc["blocks"], program.blocks):
+            for vd in bd["vars"]:
+                block.vars[vd["name"]] = _var_from_dict(block, vd)
+            for od in bd["ops"]:
+                attrs = {k: _attr_from_json(program, v) for k, v in od["attrs"].items()}
+                block.ops.append(Operator(block, od["type"], od["inputs"], od["outputs"], attrs))
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise ProgramFormatError(f"malformed program document: {type(exc).__name__}: {exc}") from exc
+    program._bump()
+    return program
+
+
+def _var_from_dict(block, vd) -> Variable:
+    common = dict(lod_level=vd.get("lod_level", 0), persistable=vd.get("persistable", False),
+                  type=vd.get("type", "LOD_TENSOR"), is_data=vd.get("is_data", False))
+    if vd.get("kind") == "param":
+        p = Parameter(block, vd["name"], vd["shape"], vd["dtype"], trainable=vd.get("trainable", True),
+                      optimize_attr=vd.get("optimize_attr"), **common)
+        return p
+    v = Variable(block, vd["name"], vd["shape"], vd["dtype"], stop_gradient=vd.get("stop_gradient", False),
+                 **common)
+    return v
+
+
+def _attr_from_json(program, v):
+    if isinstance(v, dict):
+        if "__block__" in v:
+            return program.block(v["__block__"])
+        if "__blocks__" in v:
+            return [program.block(i) for i in v["__blocks__"]]
+        if "__ndarray__" in v:
+            return np.asarray(v["__ndarray__"], dtype=v["dtype"])
+    return v
+
+
+def prune_program(program: Program, targets) -> Program:
+    """A copy holding only the global-block ops needed to compute `targets`."""
+    names = {t.name if isinstance(t, Variable) else t for t in targets}
+    p = program.clone()
+    block = p.global_block()
+    needed = set(names)
+    kept = []
+    for op in reversed(block.ops):
+        if any(n in needed for n in op.output_arg_names):
+            kept.append(op)
+            needed.update(op.input_arg_names)
+    kept.reverse()
+    block.ops = kept
+    used = needed | {n for op in kept for n in op.output_arg_names}
+    block.vars = {k: v for k, v in block.vars.items() if k in used}
+    p.blocks = [block]
+    p._bump()
+    return p

@@ -98,6 +98,28 @@ class MSRAInitializer(Initializer):
         return NormalInitializer(0.0, math.sqrt(2.0 / f_in), self.seed)(var, block)
 
 
+class NumpyArrayInitializer(Initializer):
+    """Initialize with a copy of a numpy array (its shape must be the variable's).
+
+    The values travel in the startup program's `assign_value` op (Paddle's), copied
+    when the initializer is made: changing the array afterwards changes nothing."""
+
+    def __init__(self, value):
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"NumpyArrayInitializer needs a numpy array, got {type(value).__name__}")
+        if value.dtype.kind not in "biuf":
+            raise TypeError(f"NumpyArrayInitializer: unsupported dtype {value.dtype}")
+        self.value = value.copy()
+
+    def __call__(self, var, block):
+        if tuple(self.value.shape) != tuple(var.shape):
+            raise ValueError(f"NumpyArrayInitializer: the array has shape {list(self.value.shape)} but "
+                             f"{var.name!r} is declared {list(var.shape)}")
+        return block.append_op(type="assign_value", outputs={"Out": [var.name]},
+                               attrs={"shape": list(var.shape), "dtype": var.dtype,
+                                      "values": self.value.astype(var.dtype).reshape(-1).tolist()})
+
+
 Constant = ConstantInitializer
 Uniform = UniformInitializer
 Normal = NormalInitializer

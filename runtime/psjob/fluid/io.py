@@ -24,9 +24,10 @@ format lives in psjob.checkpoint.format, shared with distributed checkpoints.
 Transpiled programs (`program._is_distributed`) are saved and loaded the
 seed's distributed way: `save_persistables` on trainer 0's program pulls the
 pservers' slices and has them save the distributed table
-(psjob.checkpoint.distributed); `load_persistables` on a pserver's main or
-startup program loads just that pserver's slices (psjob.checkpoint.pserver_load).
-Those modules are imported when used: they sit above the framework.
+(psjob.fleet.checkpoint_save); `load_persistables` on a pserver's main or
+startup program loads just that pserver's slices (psjob.ps.checkpoint_restore).
+Those modules sit above the framework: it calls them through the hooks they
+register (psjob.hooks), never by import.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ import os
 
 import numpy as np
 
+from .. import hooks
 from ..checkpoint.format import (FORMAT, MANIFEST, VERSION, CheckpointError, array_sha256,  # noqa: F401
                                  atomic_write, new_manifest, read_manifest, read_var, write_array,
                                  write_manifest)
@@ -161,20 +163,14 @@ def _save_distributed_persistables(executor, dirname, main_program, scope=None):
     and optimizer slice pulled from the pservers and reassembled whole (recv_save),
     the pservers' state (LR counters) and the distributed table, whose shards the
     pservers write themselves (checkpoint_notify); the manifest goes last. Other
-    trainers save only what they hold, as the seed does."""
-    from ..checkpoint import distributed
+    trainers save only what they hold, as the seed does. The work is the trainer
+    runtime's (psjob.fleet.checkpoint_save), reached through the hook it registers."""
     _check_executor(executor, "save_persistables")
     if not isinstance(main_program, Program):
         raise TypeError("'main_program' should be an instance of Program.")
     if not main_program._is_distributed:
         raise ValueError("'_save_distributed_persistables' just be designed for distributed training.")
-    dist = distributed.DistInfo.of(main_program)
-    if not dist.is_chief:
-        remote = distributed.remote_groups(main_program, dist)
-        save_vars(executor, dirname, main_program, vars=distributed.local_vars(main_program, dist, remote),
-                  scope=scope)
-        return None
-    return distributed.save(executor, dirname, main_program, dist, scope=scope)
+    return hooks.lookup(hooks.DISTRIBUTED_SAVE)(executor, dirname, main_program, scope=scope)
 
 
 # -- load ---------------------------------------------------------------------------------
@@ -205,10 +201,16 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     manifest = _read_manifest(dirname)
     tables = manifest.get("tables", {})
     selected = _select(program, vars, predicate)
+    table_states = _table_state_sources(program, tables)
     loaded, npz_cache = {}, {}
     for var in selected:
         name = var.name
         entry = manifest["vars"].get(name)
+        if entry is None and name in table_states:
+            arr = _assemble_table_state(dirname, tables, table_states[name], var, scope)
+            if arr is not None:
+                loaded[name] = (arr, [])
+            continue
         if entry is None and name in tables:
             # A distributed table saved as shards by id: the single-process view is the whole table.
             from ..checkpoint.tables import assemble
@@ -231,6 +233,42 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
             scope.lods[name] = [np.asarray(level, dtype=np.int64) for level in lod]
 
 
+def _table_state_sources(program, tables) -> dict:
+    """Accumulator variable → (table, state name, optimizer op type) for the optimizer ops
+    that update a parameter saved as a distributed table: in a distributed save the table's
+    optimizer state lives only in the table shards, under the accumulator's name."""
+    from .optimizer import accumulator_slots
+    sources = {}
+    for op in program.global_block().ops:
+        params = op.input("Param") if "Param" in op.inputs else []
+        if not params or params[0] not in tables:
+            continue
+        for state, slot in accumulator_slots(op.type).items():
+            for name in op.input(slot):
+                sources[name] = (params[0], state, op.type)
+    return sources
+
+
+def _assemble_table_state(dirname, tables, source, var, scope):
+    """The table's state for accumulator `var`, dense, over the startup value in `scope` (the
+    fresh state of rows the table never held); None where the program's accumulator has no
+    per-row form of the table's state or the table was trained by another rule: that
+    accumulator then keeps its startup value."""
+    from ..checkpoint.tables import assemble_state
+    table, state, op_type = source
+    fresh = scope.vars.get(var.name)
+    if fresh is None:
+        raise CheckpointError(f"loading {var.name!r} (the {state!r} state of table {table!r}) needs its "
+                              "startup value: run the startup program before loading")
+    fresh = to_numpy(fresh)
+    if fresh.shape != tuple(var.shape) or not fresh.shape or var.shape[0] < 0:
+        return None
+    arr = assemble_state(dirname, table, tables[table], state, op_type, fresh)
+    if arr is not None:
+        _check_fits(var.name, arr, var)
+    return arr
+
+
 def load_params(executor, dirname, main_program=None, filename=None):
     load_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename)
 
@@ -249,8 +287,8 @@ def _load_distributed_persistables(executor, dirname, main_program=None, scope=N
     the distributed table by feature id, so the save may come from another number of pservers.
 
     `dirname` is a save (it has a manifest) or a checkpoint root, whose newest good
-    checkpoint is loaded (falling back past corrupt ones)."""
-    from ..checkpoint import pserver_load, store
+    checkpoint is loaded (falling back past corrupt ones). The work is the pserver
+    runtime's (psjob.ps.checkpoint_restore), reached through the hook it registers."""
     _check_executor(executor, "load_persistables")
     if not isinstance(main_program, Program):
         raise TypeError("'main_program' should be an instance of Program.")
@@ -259,12 +297,7 @@ def _load_distributed_persistables(executor, dirname, main_program=None, scope=N
     if not main_program._ps_endpoint:
         raise ValueError("'_load_distributed_persistables' need current_endpoint set in "
                          "DistributeTranspiler.transpile")
-    if store.is_checkpoint_root(dirname):
-        info = pserver_load.restore_newest(executor, dirname, main_program, scope=scope)
-        if info is None:
-            raise CheckpointError(f"{dirname!r} holds no complete checkpoint")
-        return info
-    return pserver_load.load_pserver_slices(executor, dirname, main_program, scope=scope)
+    return hooks.lookup(hooks.DISTRIBUTED_LOAD)(executor, dirname, main_program, scope=scope)
 
 
 # -- inference models ---------------------------------------------------------------------

@@ -578,3 +578,18 @@ Adagrad = AdagradOptimizer
 DecayedAdagrad = DecayedAdagradOptimizer
 RMSProp = RMSPropOptimizer
 Ftrl = FtrlOptimizer
+
+
+def accumulator_slots(op_type: str) -> dict[str, str]:
+    """Accumulator name → the optimizer op's input slot holding it, for an optimizer op type
+    (empty for other ops): how a loader finds which variable a saved table's state belongs to."""
+    for cls in _all_subclasses(Optimizer):
+        if cls.type == op_type:
+            return {name: slots[0] for name, slots in cls._slots.items()}
+    return {}
+
+
+def _all_subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _all_subclasses(sub)

@@ -1,6 +1,6 @@
 """The terminal view of `psjob run` and `psjob launch`: trainer progress read back from their logs.
 
-Trainers print progress lines (psjob.training.progress) to stdout, which the
+Trainers print progress lines (psjob.progress) to stdout, which the
 supervisor sends to one log file per process. A `LogWatcher` thread reads
 what each trainer log gained since the last look, keeps the newest progress
 of each trainer, and every `interval_s` prints one line per trainer whose
@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 
-from ..training.progress import parse_line
+from ..progress import parse_line
 
 
 def _num(value, spec: str, default: str = "-") -> str:

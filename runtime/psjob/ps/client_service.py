@@ -55,6 +55,26 @@ def install(service) -> None:
     _installed = service
 
 
+def installed():
+    """The service `install` made this process's, or None."""
+    return _installed
+
+
+def _wait_timeout_s(env) -> float:
+    return float(env.get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300)
+
+
+def wait_for_pservers(endpoints, environ=None) -> None:
+    """Block until every pserver serves (the transpiler's wait_port, a psjob.hooks hook);
+    bounded by PSJOB_WAIT_SERVER_TIMEOUT (300 s), with this process's job token."""
+    env = os.environ if environ is None else environ
+    client = PSClient(list(endpoints), auth_token=token_from_env(env))
+    try:
+        client.wait_server_ready(timeout_s=_wait_timeout_s(env))
+    finally:
+        client.close()
+
+
 def make_client(executor, op=None, environ=None):
     if _installed is not None:
         return _installed
@@ -69,7 +89,7 @@ def make_client(executor, op=None, environ=None):
     if trainer_id is None:
         trainer_id = int(env.get("PADDLE_TRAINER_ID", "0") or 0)
     client = PSClient(endpoints, int(trainer_id), auth_token=token_from_env(env))
-    client.wait_server_ready(timeout_s=float(env.get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300))
+    client.wait_server_ready(timeout_s=_wait_timeout_s(env))
     service = client
     mode = env.get("PSJOB_MODE", "")
     if (program is not None and _is_async(program)) or mode in ("async", "half_async"):

@@ -3,7 +3,7 @@
 Heter trainer side. Lifecycle, as the Fleet drives it (fleet/heter.py):
 
     sections = {t: HeterSection(split_t, executor_t) for each served trainer t}
-    state = HeterState(endpoint, sections)      # transport-agnostic (transpiler/heter_state.py)
+    state = HeterState(endpoint, sections)      # transport-agnostic (ps/heter_state.py)
     serve(state)                                # gRPC on the heter endpoint; blocks
 
 `serve` starts the HeterTrainer gRPC service (psjob.rpc.heter_service) on
@@ -31,7 +31,8 @@ import os
 import threading
 from dataclasses import dataclass
 
-from ..fluid.transpiler.heter_state import HeterState
+from ..ps.heter_state import HeterState
+from ..roles import split_endpoint
 from ..rpc import tls as tls_mod
 from ..rpc.heter_client import HeterClient
 from ..rpc.heter_service import start_heter_server
@@ -62,7 +63,7 @@ class HeterProcess:
 
     def __init__(self, state: HeterState, options: HeterServeOptions, telemetry: HeterTelemetry | None = None):
         self.state, self.options, self.telemetry = state, options, telemetry
-        host, _, port = state.endpoint.rpartition(":")
+        _, port = split_endpoint(state.endpoint, what="heter trainer endpoint")
         bind = f"0.0.0.0:{port}" if options.bind_all_interfaces else state.endpoint
         workers = options.max_workers or max(8, 2 * len(state.sections) + 4)
         if telemetry is not None:

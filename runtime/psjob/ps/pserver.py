@@ -41,7 +41,8 @@ import numpy as np
 from ..fluid.core import CPUPlace, CUDAPlace, SelectedRows, to_numpy
 from ..fluid.executor import Executor
 from ..fluid.framework import Program
-from ..fluid.transpiler.pserver_state import PserverOptions, PserverState
+from ..ps.pserver_state import PserverOptions, PserverState
+from ..roles import split_endpoint
 from ..rpc.server import start_server
 from ..rpc.tls import TlsFiles, tls_from_env
 from .auth import token_from_env
@@ -113,7 +114,7 @@ class PserverProcess:
             # good checkpoint, before it answers anyone (psjob.checkpoint, docs/checkpoints.md).
             if self.state.restore_from_checkpoints(options.checkpoint_dir) is not None:
                 # ... and learns from its peers which trainers completed while it was away.
-                from ..checkpoint.pserver_side import adopt_peer_completions
+                from .checkpoint_service import adopt_peer_completions
                 adopt_peer_completions(self.state, options.token)
         handler = self.state
         self.placement = None
@@ -123,7 +124,7 @@ class PserverProcess:
             handler = OnDevice(self.state, self.placement.staging)
         fanin = int(op.attr("Fanin", 1))
         workers = options.max_workers or max(16, 4 * fanin + 4)
-        host, _, port = self.endpoint.rpartition(":")
+        _, port = split_endpoint(self.endpoint, what="pserver endpoint")
         bind = f"0.0.0.0:{port}" if options.bind_all_interfaces else self.endpoint
         observer = metrics.observe_rpc if metrics is not None else None
         self.server, self.port = start_server(handler, bind, token=options.token, max_workers=workers,

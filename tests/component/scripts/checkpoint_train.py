@@ -26,7 +26,7 @@ import numpy as np
 
 import psjob.fluid as fluid
 from psjob import fleet
-from psjob.checkpoint import Checkpointer
+from psjob.fleet import Checkpointer
 from psjob.fleet import DistributedStrategy
 
 p = argparse.ArgumentParser()

@@ -1,11 +1,19 @@
-"""`x + y`, `x * 2.0` on Variables build element-wise / scale ops."""
+"""`x + y`, `x * 2.0` on Variables build element-wise / scale ops.
+
+framework.Variable's operators call `binary` once this module installed it
+(`set_arithmetic`, on import of psjob.fluid.layers): the IR stays below the layers.
+"""
 from __future__ import annotations
 
-from ..framework import Variable
+from ..framework import Variable, set_arithmetic
+from . import nn, tensor
 
 
 def binary(x: Variable, other, op_type: str, reverse: bool):
-    from . import nn, tensor
+    if op_type == "matmul":  # x @ y
+        return nn.matmul(x, other)
+    if op_type == "cast":  # x.astype(dtype): `other` is the dtype
+        return tensor.cast(x, other)
     if not isinstance(other, Variable):
         value = float(other)
         if op_type == "elementwise_add":
@@ -19,3 +27,6 @@ def binary(x: Variable, other, op_type: str, reverse: bool):
         other = tensor.fill_constant([1], x.dtype, value)
     a, b = (other, x) if reverse else (x, other)
     return getattr(nn, op_type)(a, b)
+
+
+set_arithmetic(binary)

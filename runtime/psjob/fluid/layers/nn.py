@@ -249,3 +249,20 @@ def topk(input, k, name=None):
                      attrs={"k": k})
     return values, indices
 
+
+
+def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
+    """alpha * op(x) @ op(y), op transposing the last two dimensions where asked;
+    leading (batch) dimensions broadcast. Both inputs need at least 2 dimensions."""
+    layer = "matmul"
+    _check_variable(x, "x", layer)
+    _check_variable(y, "y", layer)
+    _check_dtype(x, "x", _FLOATS, layer)
+    if y.dtype != x.dtype:
+        raise TypeError(f"{layer}: x {x.name} is {x.dtype} but y {y.name} is {y.dtype}")
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="matmul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
+                     attrs={"transpose_X": bool(transpose_x), "transpose_Y": bool(transpose_y),
+                            "alpha": float(alpha)})
+    return out

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ...kernels.optimizers import merge_duplicate_rows
 from ..core import SelectedRows
-from .registry import in_var, register_op, set_out
+from .registry import in_var, register_op, set_out, simple_grad
 
 
 def _like_x(op):
@@ -41,11 +41,19 @@ def _merged(xp, x):
     return x, lambda v: v
 
 
-@register_op("clip", infer_shape=_like_x)
+@register_op("clip", infer_shape=_like_x, grad=simple_grad("clip_grad"))
 def clip(ctx):
     values, rebuild = _merged(ctx.xp, ctx.input("X"))
     lo, hi = float(ctx.attr("min")), float(ctx.attr("max"))
     ctx.set_output("Out", rebuild(ctx.xp.clip(values, lo, hi)))
+
+
+@register_op("clip_grad")
+def clip_grad(ctx):
+    """paddle.clip on a forward tensor: the gradient passes where min < x < max (Paddle's rule)."""
+    x, dout = ctx.input("X"), ctx.input("Out@GRAD")
+    inside = (x > float(ctx.attr("min"))) & (x < float(ctx.attr("max")))
+    ctx.set_output("X@GRAD", dout * inside)
 
 
 @register_op("clip_by_norm", infer_shape=_like_x)

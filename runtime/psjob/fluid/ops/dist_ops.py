@@ -3,7 +3,7 @@
 RPC ops (send, recv, send_barrier, fetch_barrier, prefetch, checkpoint_notify)
 talk to the parameter-server client the runtime registers as
 `executor.services["rpc"]` — any object with the ps-lite verbs of
-`psjob.fluid.transpiler.transport.PSClient` (push / pull / prefetch return a
+`psjob.ps.transport.PSClient` (push / pull / prefetch return a
 handle with `wait()`; barrier, checkpoint_notify, complete block). The gRPC
 client and the in-memory test client both qualify; kernels never import
 either, so this module imports no transport.

@@ -6,13 +6,13 @@ trainer, which runs the stage's ops (forward, or backward plus the pushes of
 its parameters' gradients to the pservers) and answers with the values
 named by `Out` (the section's outputs, or the gradients of its inputs).
 
-It talks to `executor.services["heter"]`, an object with
+It talks to `executor.service("heter")`, an object with
 `run_stage(endpoint, trainer_id, stage, signature, values, lods)` →
 {name: (value, lod or None)} and `complete(endpoints)`: the gRPC client
 (psjob.rpc.heter_client, installed by the Fleet's init_worker or created by
-the default factory named below) or the in-process one of the tests
-(transpiler/heter_inmemory.py). Like every RPC kernel, this module imports no
-transport.
+the factory psjob.ps.heter registers as the "heter" hook, psjob.hooks) or the
+in-process one of the tests (ps/heter_inmemory.py). Like every RPC kernel,
+this module imports no transport.
 
 `round_wait` closes a sync round on pservers the CPU trainer no longer
 pulls from (their parameters moved to the heter trainer): an empty pull
@@ -21,29 +21,15 @@ fetch barrier must follow.
 """
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
+from ...hooks import HETER_SERVICE
 from .registry import register_op
-
-HETER_SERVICE = "heter"
-# Named, not imported: the runtime layer (gRPC) sits above the kernels.
-DEFAULT_HETER_FACTORY = "psjob.ps.heter:make_client"
-
-
-def heter_service(executor, op=None):
-    svc = executor.services.get(HETER_SERVICE)
-    if svc is None:
-        module, _, attr = DEFAULT_HETER_FACTORY.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
-        svc = executor.services[HETER_SERVICE] = factory(executor, op)
-    return svc
 
 
 @register_op("send_and_recv")
 def send_and_recv(ctx):
-    svc = heter_service(ctx.executor, ctx.op)
+    svc = ctx.executor.service(HETER_SERVICE, ctx.op)
     names = ctx.ins.get("X", [])
     values = {n: ctx.vals[n] for n in names}
     lods = {n: ctx.lods[n] for n in names if n in ctx.lods}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..framework import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, Operator
+from ..base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError
 
 
 @dataclass
@@ -54,7 +54,6 @@ def register_op(type: str, *, infer_shape=None, grad=None, no_grad_inputs=(),
 
 
 def get_op_def(type: str) -> OpDef:
-    _ensure_loaded()
     try:
         return _REGISTRY[type]
     except KeyError:
@@ -62,30 +61,14 @@ def get_op_def(type: str) -> OpDef:
 
 
 def has_op(type: str) -> bool:
-    _ensure_loaded()
     return type in _REGISTRY
 
 
 def registered_ops() -> list[str]:
-    _ensure_loaded()
     return sorted(_REGISTRY)
 
 
-_loaded = False
-
-
-def _ensure_loaded():
-    # The kernel modules register themselves on import; import them once,
-    # lazily, so that framework ↔ ops imports stay acyclic.
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import load_all
-        load_all()
-
-
-def infer_shape(op: Operator):
-    _ensure_loaded()
+def infer_shape(op):
     opdef = _REGISTRY.get(op.type)
     if opdef is not None and opdef.infer_shape is not None:
         try:
@@ -98,14 +81,14 @@ def infer_shape(op: Operator):
 
 # -- helpers for shape inference --------------------------------------------------------
 
-def in_var(op: Operator, slot: str, i: int = 0):
+def in_var(op, slot: str, i: int = 0):
     names = op.inputs.get(slot)
     if not names:
         raise GraphError(f"op {op.type!r} needs input {slot!r}")
     return op.block._var_recursive(names[i])
 
 
-def out_var(op: Operator, slot: str, i: int = 0):
+def out_var(op, slot: str, i: int = 0):
     name = op.outputs[slot][i]
     var = op.block._find_var_recursive(name)
     if var is None:
@@ -113,7 +96,7 @@ def out_var(op: Operator, slot: str, i: int = 0):
     return var
 
 
-def set_out(op: Operator, slot: str, shape, dtype, lod_level=None, i: int = 0):
+def set_out(op, slot: str, shape, dtype, lod_level=None, i: int = 0):
     if not op.outputs.get(slot) or op.outputs[slot][i] == EMPTY_VAR_NAME:
         return
     var = out_var(op, slot, i)
@@ -140,7 +123,7 @@ def simple_grad(grad_type: str, *, inputs=("X",), outputs=("Out",), keep_outputs
     forward outputs (if keep_outputs) and Out@GRAD, and writes X@GRAD."""
     grad_of = grad_of or inputs
 
-    def make(op: Operator):
+    def make(op):
         ins = {slot: op.input(slot) for slot in inputs if op.input(slot)}
         if keep_outputs:
             ins.update({slot: op.output(slot) for slot in outputs})
@@ -163,7 +146,7 @@ class KernelContext:
 
     __slots__ = ("op", "xp", "place", "vals", "lods", "ins", "outs", "attrs", "executor", "scope")
 
-    def __init__(self, op: Operator, xp, place, scope, executor):
+    def __init__(self, op, xp, place, scope, executor):
         self.op = op
         self.xp = xp
         self.place = place

@@ -1,9 +1,7 @@
 """Small program-editing helpers the transpiler passes share."""
 from __future__ import annotations
 
-import socket
-import time
-
+from ...roles import split_endpoint
 from ..framework import Block, GraphError, Operator, VarType
 
 
@@ -81,33 +79,11 @@ def parse_endpoints(pservers) -> list[str]:
     if not eps:
         raise ValueError("pservers is empty: pass the pserver endpoints as 'host:port,host:port'")
     for ep in eps:
-        host, sep, port = ep.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"pserver endpoint {ep!r} is not 'host:port' with a port in 1..65535")
+        split_endpoint(ep, what="pserver endpoint")
     dup = sorted({e for e in eps if eps.count(e) > 1})
     if dup:
         raise ValueError(f"pserver endpoints must be distinct; repeated: {', '.join(dup)}")
     return eps
-
-
-def wait_server_ready(endpoints, timeout_s: float = 300.0) -> None:
-    """Block until a TCP connect to every endpoint succeeds (the seed's wait_port)."""
-    pending = list(endpoints)
-    deadline = time.monotonic() + timeout_s
-    while pending:
-        still = []
-        for ep in pending:
-            host, _, port = ep.rpartition(":")
-            try:
-                with socket.create_connection((host, int(port)), timeout=1.0):
-                    pass
-            except OSError:
-                still.append(ep)
-        pending = still
-        if pending:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"pservers not reachable after {timeout_s:.0f}s: {', '.join(pending)}")
-            time.sleep(0.2)
 
 
 def clone_block_into(src_program, src_block: Block, dst_program, parent_idx: int) -> Block:

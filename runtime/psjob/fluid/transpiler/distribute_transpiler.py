@@ -26,7 +26,8 @@ from ...tables import OPTIMIZERS as TABLE_RULES
 from ...tables import OptimizerConfig as TableOptimizerConfig
 from ..framework import GraphError, Program, default_main_program, default_startup_program
 from .config import DistributeTranspilerConfig, TranspilerConfigError
-from .details import parse_endpoints, wait_server_ready
+from ... import hooks
+from .details import parse_endpoints
 from ..ops.optimizer_ops import kernel_hyperparameters, state_specs
 from .optimize_pass import CORE_SLOTS, read_optimize_pass
 from .overview import build_overview, find_distributed_lookup_table, mark_distributed
@@ -121,7 +122,8 @@ class DistributeTranspiler:
                                      self._live_opt.opt_ops, self._live_opt.lr_ops)
             self._trainer_finalized = True
         if wait_port and self.config.wait_port:
-            wait_server_ready(plan.endpoints)
+            # The seed's wait_port: the runtime waits (psjob.hooks); the planner opens no sockets.
+            hooks.lookup(hooks.WAIT_SERVER_READY)(plan.endpoints)
         return self.origin_program
 
     def get_trainer_startup_program(self) -> Program:

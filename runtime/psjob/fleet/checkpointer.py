@@ -38,10 +38,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..checkpoint.format import CheckpointError, invalidate, new_manifest, read_var, write_array, write_manifest
+from ..checkpoint.store import apply_retention, committed, step_dirname
 from ..fluid.core import global_scope
-from . import distributed, protocol
-from .format import CheckpointError, invalidate, new_manifest, read_var, write_array, write_manifest
-from .store import apply_retention, committed, step_dirname
+from ..ps import checkpoint_protocol as protocol
+from . import checkpoint_save as distributed
 
 log = logging.getLogger("psjob.checkpoint")
 POSITIONS = "positions"

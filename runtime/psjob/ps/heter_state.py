@@ -31,10 +31,10 @@ import time
 
 import numpy as np
 
-from ..core import Scope, SelectedRows
-from ..executor import Executor
-from .heter_split import HeterSplit
-from ..ops.dist_ops import confirm_pushes
+from ..fluid.core import Scope, SelectedRows
+from ..fluid.executor import Executor
+from ..fluid.transpiler.heter_split import HeterSplit
+from ..fluid.ops.dist_ops import confirm_pushes
 
 STARTING, SERVING, DONE = "STARTING", "SERVING", "STOPPING"
 

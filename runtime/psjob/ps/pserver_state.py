@@ -34,12 +34,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import CPUPlace, Scope, SelectedRows, scatter_add, to_numpy
-from ..executor import Executor
-from ..framework import GraphError, VarType
-from .pserver_pass import TRAINER_ID_VAR
+from ..fluid.core import CPUPlace, Scope, SelectedRows, scatter_add, to_numpy
+from ..fluid.executor import Executor
+from ..fluid.framework import GraphError, VarType
+from ..fluid.transpiler.pserver_pass import TRAINER_ID_VAR
+from . import checkpoint_service
 from .pserver_staleness import StalenessTracker, param_of_grad
-from .slicing import get_varname_parts
+from ..fluid.transpiler.slicing import get_varname_parts
 
 STARTING, SERVING, DONE = "STARTING", "SERVING", "STOPPING"
 _SENDING, _BARRIERED = "sending", "barriered"
@@ -112,10 +113,11 @@ class PserverState:
         # `_updates_in_flight` lets a checkpoint freeze wait for running updates.
         self._block_locks = {idx: threading.Lock() for idx in range(len(program.blocks))}
         self._updates_in_flight = 0
-        # Checkpoints (psjob.checkpoint.pserver_side): a random id of this process, so
+        # Checkpoints (psjob.ps.checkpoint_service): a random id of this process, so
         # trainer 0 notices a restart mid-checkpoint; updates wait while frozen.
         self.incarnation = uuid.uuid4().hex
-        self._frozen_until = 0.0
+        self._frozen_until = 0.0  # monotonic seconds; updates wait while it lies ahead
+        self._freeze_id: str | None = None  # the freeze held (one save), or None
         self.restored_step = None
         # A GPU pserver (psjob.ps.pserver, ServeOptions.device) sets this to an object
         # with to_device / to_host (one staged copy per request), executor_for(block)
@@ -339,18 +341,63 @@ class PserverState:
             out = self.scope.vars[name]
             return out.copy() if self.placement is None else self.placement.to_host({name: out})[name]
 
-    # -- checkpoints (psjob.checkpoint.pserver_side does the work) ------------------------
+    # -- checkpoints (psjob.ps.checkpoint_service does the work) ---------------------------
     def on_checkpoint(self, dirname: str, step: int = 0, tag: str = "") -> list:
         """Trainer 0's checkpoint commands (freeze / save the table shard / thaw; see
-        psjob.checkpoint.protocol); a plain tag saves the table shard under dirname."""
-        from ...checkpoint import pserver_side  # above this layer: imported when used
-        return pserver_side.handle(self, dirname, step, tag)
+        psjob.ps.checkpoint_protocol); a plain tag saves the table shard under dirname."""
+        return checkpoint_service.handle(self, dirname, step, tag)
 
     def restore_from_checkpoints(self, root: str):
         """At start-up, before serving: load this pserver's part of the newest good
         checkpoint under root (falling back past corrupt ones). Its CheckpointInfo, or None."""
-        from ...checkpoint import pserver_side
-        return pserver_side.restore(self, root)
+        return checkpoint_service.restore(self, root)
+
+    def exclusive(self):
+        """The state's lock, for `with`: no request changes the state while it is held."""
+        return self._cond
+
+    def freeze(self, freeze_id: str, lease_s: float) -> int:
+        """Stop applying updates for `lease_s` seconds (replacing any older freeze) once
+        the updates already running finished; the version at the cut. Reads go on."""
+        with self._cond:
+            self._frozen_until = time.monotonic() + lease_s
+            self._freeze_id = freeze_id
+            self.wait_for_updates()
+            return self.version
+
+    def renew(self, freeze_id: str, lease_s: float) -> bool:
+        """Extend freeze `freeze_id` by `lease_s` from now; False when it is no longer held
+        (it expired, was thawed or replaced) and nothing changed."""
+        with self._cond:
+            held = self._freeze_id == freeze_id and self._frozen_until > time.monotonic()
+            if held:
+                self._frozen_until = time.monotonic() + lease_s
+            return held
+
+    def thaw(self, freeze_id: str | None = None) -> tuple[bool, bool]:
+        """Release freeze `freeze_id`, or whatever is held when it is None (a restarted
+        trainer 0). (expired, released): `expired` when the freeze named was no longer
+        held (or, id-less, a lease had run out); `released` when an id-less thaw ended a
+        live freeze."""
+        with self._cond:
+            now = time.monotonic()
+            if freeze_id is None:
+                released = self._frozen_until > now
+                expired = 0 < self._frozen_until <= now
+                self._frozen_until, self._freeze_id = 0.0, None
+            elif self._freeze_id == freeze_id:
+                released, expired = False, not self._frozen_until > now
+                self._frozen_until, self._freeze_id = 0.0, None
+            else:
+                released, expired = False, True  # released by someone else, or replaced: leave it be
+            self._cond.notify_all()
+            return expired, released
+
+    @property
+    def frozen(self) -> bool:
+        """A freeze is held and its lease has not run out: no update changes the state."""
+        with self._cond:
+            return self._frozen_until > time.monotonic()
 
     def _wait_while_frozen(self):
         # Called holding the lock; the freeze expires by itself (its lease).

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import SelectedRows, to_numpy
-from .heter_split import heter_endpoint_for
+from ..fluid.core import SelectedRows, to_numpy
+from ..fluid.transpiler.heter_split import heter_endpoint_for
 from .heter_state import HeterState
 
 

@@ -46,12 +46,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..checkpoint.format import CheckpointError, invalidate, new_manifest, write_array, write_manifest
+from ..checkpoint.tables import table_entry
 from ..fluid.core import SelectedRows, global_scope, to_numpy
 from ..fluid.framework import VarType
+from ..fluid.io import save_vars
 from ..fluid.transpiler.slicing import get_varname_parts
-from . import protocol
-from .format import CheckpointError, invalidate, new_manifest, write_array, write_manifest
-from .tables import table_entry
+from ..ps import checkpoint_protocol as protocol
 
 log = logging.getLogger("psjob.checkpoint")
 
@@ -164,7 +165,7 @@ def rpc_service(executor, program, dist: DistInfo):
     """(raw client, flush or None, close or None): the trainer's own RPC service when it has
     one (bypassing an async communicator's cache), else a temporary client."""
     from ..ps import client_service
-    svc = executor.services.get("rpc") or client_service._installed
+    svc = executor.services.get("rpc") or client_service.installed()
     if svc is not None:
         return getattr(svc, "client", svc), getattr(svc, "flush", None), None
     from ..ps.auth import token_from_env
@@ -348,3 +349,14 @@ def _scope_value(scope, name):
                               "(run the startup program first)")
     value = scope.vars[name]
     return value.to_dense() if isinstance(value, SelectedRows) else to_numpy(value)
+
+
+def save_persistables(executor, dirname, program, scope=None):
+    """fluid.io.save_persistables of a transpiled trainer program (the DISTRIBUTED_SAVE
+    hook): trainer 0 saves the whole job; other trainers only what they hold."""
+    dist = DistInfo.of(program)
+    if not dist.is_chief:
+        save_vars(executor, dirname, program, vars=local_vars(program, dist, remote_groups(program, dist)),
+                  scope=scope)
+        return None
+    return save(executor, dirname, program, dist, scope=scope)

@@ -31,14 +31,23 @@ import logging
 
 import numpy as np
 
+from ..checkpoint.format import CheckpointError, CorruptFileError, read_manifest, read_var
+from ..checkpoint.store import committed, is_checkpoint_root, mark_corrupt
+from ..checkpoint.tables import dense_rows, import_into, read_rows
 from ..fluid.core import global_scope, to_numpy
-from .format import CheckpointError, CorruptFileError, read_manifest, read_var
-from .pserver_side import is_state_var
-from .store import committed, mark_corrupt
+from ..fluid.framework import VarType
+from ..fluid.transpiler.slicing import get_varname_parts
 from ..tables import SparseTable
-from .tables import dense_rows, import_into, read_rows
 
 log = logging.getLogger("psjob.checkpoint")
+
+
+def is_state_var(var) -> bool:
+    """Persistable values a checkpoint restores: not gradients, trainer slots or RAW handles."""
+    if not var.persistable or var.type in (VarType.RAW, VarType.SELECTED_ROWS):
+        return False
+    origin, _block, trainer = get_varname_parts(var.name)
+    return not origin.endswith("@GRAD") and not trainer
 
 
 def _piece(arr: np.ndarray, offset: int, shape) -> np.ndarray:
@@ -169,8 +178,6 @@ def restore_newest(executor, root, program, scope=None, endpoint=None):
                 mark_corrupt(info.path, str(exc))
             report_fallback(info.path, exc)
             continue
-        # serve() restores again at start-up: it skips the load when this is still the newest.
-        program._psjob_restored_from = info.path
         msg = f"[psjob] pserver {_endpoint_of(program, endpoint)} restored step {info.step} from {info.path}"
         if problems:
             msg += f" (skipped {len(problems)} newer unusable checkpoint(s))"
@@ -181,3 +188,15 @@ def restore_newest(executor, root, program, scope=None, endpoint=None):
         raise CheckpointError(f"no checkpoint under {root} could be loaded:\n  " + "\n  ".join(problems))
     log.info("no complete checkpoint under %s yet; keeping the startup values", root)
     return None
+
+
+def load_persistables(executor, dirname, program, scope=None):
+    """fluid.io.load_persistables of a pserver's transpiled program (the DISTRIBUTED_LOAD
+    hook): `dirname` is a save (it has a manifest) or a checkpoint root, whose newest good
+    checkpoint is loaded."""
+    if is_checkpoint_root(dirname):
+        info = restore_newest(executor, dirname, program, scope=scope)
+        if info is None:
+            raise CheckpointError(f"{dirname!r} holds no complete checkpoint")
+        return info
+    return load_pserver_slices(executor, dirname, program, scope=scope)

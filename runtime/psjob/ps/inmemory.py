@@ -16,8 +16,8 @@ import threading
 
 import numpy as np
 
-from ..core import CPUPlace, Scope, SelectedRows, to_numpy
-from ..executor import Executor
+from ..fluid.core import CPUPlace, Scope, SelectedRows, to_numpy
+from ..fluid.executor import Executor
 from .pserver_state import PserverOptions, PserverState
 
 

@@ -1,17 +1,17 @@
 """The pserver's half of checkpoints: freeze/save/thaw commands and restore at start-up.
 
 `PserverState.on_checkpoint` and `PserverState.restore_from_checkpoints`
-delegate here, so the transport-agnostic pserver logic stays small and all
-checkpoint I/O lives in psjob.checkpoint.
+delegate here, so the pserver's state machine stays small; the files are
+written by psjob.checkpoint (the numpy-only format, below the framework).
 
-Freeze: `state._frozen_until` (monotonic seconds) is set under the state's
-lock; `PserverState.on_send` waits while it lies in the future, so no
+Freeze: `PserverState.freeze` holds a lease (monotonic seconds) under the
+state's lock; `PserverState.on_send` waits while it lies in the future, so no
 gradient or geo delta changes this pserver's variables until trainer 0
 thaws it or the lease runs out. Reads (pulls, prefetches) go on. The lease is
 short (PSJOB_CHECKPOINT_FREEZE_LEASE_S, default 10 s) and trainer 0 renews it
 while it saves, so a trainer 0 that dies mid-checkpoint stalls training for at
 most one lease — and its restarted successor thaws at once (an id-less thaw).
-`state._freeze_id` names the freeze held (one save): a renew or thaw naming
+The freeze carries an id (one save): a renew or thaw naming
 another id — the freeze expired, was released or replaced — answers
 `expired`, and trainer 0 abandons that save.
 
@@ -28,10 +28,11 @@ from __future__ import annotations
 import logging
 import time
 
-from ..fluid.framework import VarType
+from ..checkpoint import tables
 from ..fluid.transpiler.pserver_pass import TABLE_PATH_VAR
-from ..fluid.transpiler.slicing import get_varname_parts
-from . import protocol, tables
+from ..tables import SparseTable
+from . import checkpoint_protocol as protocol
+from .checkpoint_restore import is_state_var, restore_newest
 
 log = logging.getLogger("psjob.checkpoint")
 
@@ -46,14 +47,6 @@ def table_placement(program):
     if ep not in eps:
         raise RuntimeError(f"pserver program for {ep!r} does not list itself among the endpoints {eps}")
     return table, eps.index(ep), len(eps)
-
-
-def is_state_var(var) -> bool:
-    """Persistable values a checkpoint restores: not gradients, trainer slots or RAW handles."""
-    if not var.persistable or var.type in (VarType.RAW, VarType.SELECTED_ROWS):
-        return False
-    origin, _block, trainer = get_varname_parts(var.name)
-    return not origin.endswith("@GRAD") and not trainer
 
 
 def pserver_only_persistables(program) -> list[str]:
@@ -75,40 +68,18 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
     command, params = protocol.parse_tag(tag)
     if command == protocol.FREEZE:
         lease = _lease(params)
-        with state._cond:
-            state._frozen_until = time.monotonic() + lease
-            state._freeze_id = params.get("id", "")  # replaces any older freeze
-            state.wait_for_updates()  # async updates already running finish before the cut
-            version = state.version
+        version = state.freeze(params.get("id", ""), lease)  # replaces any older freeze
         log.info("pserver %s frozen for checkpoint step %s (lease %.1fs)", state.endpoint, step, lease)
         return protocol.encode_reply({"incarnation": state.incarnation, "version": version,
                                       "endpoint": state.endpoint,
                                       "persistables": pserver_only_persistables(state.program)})
     if command == protocol.RENEW:
-        lease = _lease(params)
-        with state._cond:
-            held = _holds(state, params.get("id", ""))
-            if held:
-                state._frozen_until = time.monotonic() + lease
+        held = state.renew(params.get("id", ""), _lease(params))
         return protocol.encode_reply({"incarnation": state.incarnation, "expired": not held})
     if command == protocol.THAW:
-        freeze_id = params.get("id")
-        with state._cond:
-            now = time.monotonic()
-            if freeze_id is None:
-                # An id-less thaw: a (restarted) trainer 0 releases whatever is held; an
-                # older trainer's save still inside it then finds its freeze gone.
-                released = state._frozen_until > now
-                expired = 0 < state._frozen_until <= now
-                state._frozen_until, state._freeze_id = 0.0, None
-            else:
-                released = expired = False
-                if getattr(state, "_freeze_id", None) == freeze_id:
-                    expired = not state._frozen_until > now
-                    state._frozen_until, state._freeze_id = 0.0, None
-                else:
-                    expired = True  # released by someone else, or replaced: leave that freeze be
-            state._cond.notify_all()
+        # An id-less thaw: a (restarted) trainer 0 releases whatever is held; an
+        # older trainer's save still inside it then finds its freeze gone.
+        expired, released = state.thaw(params.get("id"))
         if released:
             log.warning("pserver %s: released a checkpoint freeze left by an earlier trainer 0", state.endpoint)
         return protocol.encode_reply({"incarnation": state.incarnation, "expired": expired,
@@ -137,18 +108,13 @@ def _lease(params) -> float:
     return lease
 
 
-def _holds(state, freeze_id: str) -> bool:
-    """Under the lock: freeze `freeze_id` is the one held and its lease has not run out."""
-    return getattr(state, "_freeze_id", None) == freeze_id and state._frozen_until > time.monotonic()
-
-
 def legacy_save(state, dirname: str) -> list[str]:
     """Fluid's checkpoint_notify: run the program's checkpoint block (`sparse_table_save`,
     one .npz of ids and values per shard); the file names written."""
     if state.checkpoint_block < 0:
         return []
     op = state.program.block(state.checkpoint_block).ops[0]
-    with state._cond:
+    with state.exclusive():
         state.scope.vars[TABLE_PATH_VAR] = str(dirname)
         state.exe.run_block(state.program, state.checkpoint_block, state.scope)
         return list(state.scope.vars[op.output("Out")[0]])
@@ -163,8 +129,8 @@ def save_table(state, dirname: str, step: int) -> dict:
     t0 = time.monotonic()
     outcome = "error"
     try:
-        with state._cond:
-            frozen = state._frozen_until > time.monotonic()
+        with state.exclusive():
+            frozen = state.frozen
             sparse = _sparse_table(state.scope, table)
             if not frozen:
                 rows = sparse.export()
@@ -182,7 +148,6 @@ def save_table(state, dirname: str, step: int) -> dict:
 
 
 def _sparse_table(scope, name):
-    from ..tables import SparseTable
     value = scope.vars.get(name)
     if not isinstance(value, SparseTable):
         raise RuntimeError(f"the distributed table {name!r} holds {type(value).__name__}, not a SparseTable "
@@ -192,14 +157,7 @@ def _sparse_table(scope, name):
 
 def restore(state, root: str):
     """Load this pserver's part of the newest good checkpoint under root (or None)."""
-    from .pserver_load import restore_newest
-    from .store import candidates
-    with state._cond:
-        done = getattr(state.program, "_psjob_restored_from", None)
-        newest = candidates(root)
-        if done is not None and newest and newest[0].path == done:
-            state.restored_step = newest[0].step  # init_server(root) loaded it already
-            return newest[0]
+    with state.exclusive():
         info = restore_newest(state.exe, root, state.program, state.scope)
         if info is not None:
             state.restored_step = info.step

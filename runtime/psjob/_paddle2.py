@@ -1,0 +1,31 @@
+"""The top-level names of Paddle 2.x's API (`paddle.enable_static`, `paddle.reshape`,
+`paddle.ParamAttr`, ...), which `psjob.__getattr__` resolves on first use."""
+from __future__ import annotations
+
+from .device import *  # noqa: F401,F403
+from .device import __all__ as _device_names
+from .fluid.framework import Variable as Tensor  # noqa: F401  (static mode: a Tensor is a Variable)
+from .param_attr import ParamAttr  # noqa: F401
+from .tensor import *  # noqa: F401,F403
+from .tensor import __all__ as _tensor_names
+
+
+def _refuse(name, alternative):
+    def refused(*args, **kwargs):
+        raise RuntimeError(f"paddle.{name} is not supported by psjob (no dygraph mode): {alternative}")
+    refused.__name__ = name
+    return refused
+
+
+save = _refuse("save", "use paddle.static.save(program, path) or fleet's save_persistables")
+load = _refuse("load", "use paddle.static.load(program, path)")
+DataParallel = _refuse("DataParallel", "psjob trains with parameter servers: use paddle.distributed.fleet")
+Model = _refuse("Model", "build a static Program and run it with paddle.static.Executor")
+
+
+def get_default_dtype():
+    return "float32"
+
+
+__all__ = (list(_device_names) + list(_tensor_names)
+           + ["Tensor", "ParamAttr", "save", "load", "DataParallel", "Model", "get_default_dtype"])

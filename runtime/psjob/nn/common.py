@@ -1,0 +1,136 @@
+"""The layers of paddle.nn that CTR models use: Linear, Embedding, activations, Dropout,
+BatchNorm1D, Flatten (each creates its parameters on construction, builds ops on call)."""
+from __future__ import annotations
+
+from .. import tensor as _t
+from ..fluid.initializer import ConstantInitializer
+from ..fluid.layers._checks import check_int
+from ..param_attr import ParamAttr
+from . import functional as F
+from .layer import Layer
+
+__all__ = ["Linear", "Embedding", "ReLU", "Sigmoid", "Tanh", "Softmax", "Dropout", "BatchNorm1D",
+           "Flatten"]
+
+
+class Linear(Layer):
+    """y = x @ weight + bias; weight is [in_features, out_features] (Paddle's layout)."""
+
+    def __init__(self, in_features, out_features, weight_attr=None, bias_attr=None, name=None):
+        super().__init__()
+        self._in = check_int(in_features, "in_features", "Linear", minimum=1)
+        self._out = check_int(out_features, "out_features", "Linear", minimum=1)
+        self.weight = self.create_parameter([self._in, self._out], weight_attr)
+        self.bias = self.create_parameter([self._out], bias_attr, is_bias=True)
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self._in}, out_features={self._out}"
+
+
+class Embedding(Layer):
+    """Rows of a [num_embeddings, embedding_dim] table; out is ids.shape + [embedding_dim].
+    sparse=True: the gradient is a SelectedRows of the looked-up rows (a sparse table under
+    Fleet and the transpiler, as Fluid's embedding(is_sparse=True))."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, sparse=False,
+                 weight_attr=None, name=None):
+        super().__init__()
+        self._num = check_int(num_embeddings, "num_embeddings", "Embedding", minimum=1)
+        self._dim = check_int(embedding_dim, "embedding_dim", "Embedding", minimum=1)
+        self._padding_idx = padding_idx
+        self._sparse = bool(sparse)
+        self.weight = self.create_parameter([self._num, self._dim], weight_attr)
+
+    def forward(self, x):
+        return F.embedding_lookup(x, self.weight, self._padding_idx, self._sparse)
+
+    def extra_repr(self):
+        return f"{self._num}, {self._dim}, sparse={self._sparse}"
+
+
+def _activation(name, fn):
+    class Activation(Layer):
+        def __init__(self, name=None):
+            super().__init__()
+
+        def forward(self, x):
+            return fn(x)
+    Activation.__name__ = Activation.__qualname__ = name
+    return Activation
+
+
+ReLU = _activation("ReLU", F.relu)
+Sigmoid = _activation("Sigmoid", F.sigmoid)
+Tanh = _activation("Tanh", F.tanh)
+
+
+class Softmax(Layer):
+    def __init__(self, axis=-1, name=None):
+        super().__init__()
+        self._axis = axis
+
+    def forward(self, x):
+        return F.softmax(x, self._axis)
+
+
+class Dropout(Layer):
+    """Zero each element with probability p while training (mode upscale_in_train by default)."""
+
+    def __init__(self, p=0.5, axis=None, mode="upscale_in_train", name=None):
+        super().__init__()
+        self._p, self._axis, self._mode = p, axis, mode
+
+    def forward(self, x):
+        return F.dropout(x, self._p, self._axis, self.training, self._mode)
+
+
+class BatchNorm1D(Layer):
+    """Batch normalization of [N, C] or [N, C, L] inputs (data_format NCL) per channel C.
+
+    Training builds the batch_norm op on batch statistics, updating the moving mean and
+    variance with `momentum`; eval() (or use_global_stats=True) builds it on the moving ones."""
+
+    def __init__(self, num_features, momentum=0.9, epsilon=1e-05, weight_attr=None, bias_attr=None,
+                 data_format="NCL", use_global_stats=None, name=None):
+        super().__init__()
+        if data_format not in ("NC", "NCL"):
+            raise ValueError(f"BatchNorm1D: data_format must be 'NC' or 'NCL', got {data_format!r}")
+        c = check_int(num_features, "num_features", "BatchNorm1D", minimum=1)
+        self._momentum, self._epsilon, self._use_global_stats = float(momentum), float(epsilon), use_global_stats
+        self.weight = self.create_parameter([c], weight_attr, default_initializer=ConstantInitializer(1.0))
+        self.bias = self.create_parameter([c], bias_attr, is_bias=True)
+        # The moving statistics: non-trainable persistable parameters, as Paddle keeps them.
+        self._mean = self.create_parameter([c], ParamAttr(initializer=ConstantInitializer(0.0), trainable=False))
+        self._variance = self.create_parameter([c], ParamAttr(initializer=ConstantInitializer(1.0),
+                                                              trainable=False))
+
+    def forward(self, x):
+        from ..fluid.layer_helper import LayerHelper
+        helper = LayerHelper("batch_norm")
+        dtype = x.dtype
+        saved_mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+        saved_var = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+        out = helper.create_variable_for_type_inference(dtype)
+        global_stats = bool(self._use_global_stats) if self._use_global_stats is not None else not self.training
+        helper.append_op(
+            type="batch_norm",
+            inputs={"X": [x], "Scale": [self.weight], "Bias": [self.bias], "Mean": [self._mean],
+                    "Variance": [self._variance]},
+            outputs={"Y": [out], "MeanOut": [self._mean], "VarianceOut": [self._variance],
+                     "SavedMean": [saved_mean], "SavedVariance": [saved_var]},
+            attrs={"momentum": self._momentum, "epsilon": self._epsilon, "is_test": not self.training,
+                   "data_layout": "NCHW", "use_global_stats": global_stats})
+        return out
+
+
+
+class Flatten(Layer):
+    def __init__(self, start_axis=1, stop_axis=-1):
+        super().__init__()
+        self._start, self._stop = start_axis, stop_axis
+
+    def forward(self, x):
+        return _t.flatten(x, self._start, self._stop)

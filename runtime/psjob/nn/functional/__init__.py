@@ -1,0 +1,181 @@
+"""paddle.nn.functional in static mode: functions that append ops to the current Program.
+
+Losses take Paddle 2.x's `reduction` ('mean', 'sum' or 'none'); 'mean' and 'sum' give a
+[1] Variable, ready to be minimized.
+"""
+from __future__ import annotations
+
+from ... import tensor as _t
+from ...fluid import layers as _layers
+from ...fluid.layer_helper import LayerHelper
+from ...fluid.layers._checks import check_int, check_variable
+from ...fluid.ops.nn_ops import NO_PADDING
+
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "linear", "embedding",
+           "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+           "cross_entropy", "softmax_with_cross_entropy", "mse_loss", "square_error_cost",
+           "embedding_lookup"]
+
+relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
+
+
+def softmax(x, axis=-1, dtype=None, name=None):
+    if axis not in (-1, len(x.shape) - 1):
+        raise ValueError(f"softmax: only the last axis is supported, got axis={axis}")
+    if dtype is not None:
+        x = _t.cast(x, dtype)
+    return _layers.softmax(x, name=name)
+
+
+def log_softmax(x, axis=-1, dtype=None, name=None):
+    return _t.log(softmax(x, axis, dtype, name))
+
+
+def dropout(x, p=0.5, axis=None, training=True, mode="upscale_in_train", name=None):
+    """Paddle 2.x's default mode is upscale_in_train (Fluid 1.x's: downgrade_in_infer)."""
+    if axis is not None:
+        raise ValueError("dropout: a per-axis mask (axis) is not supported")
+    return _layers.dropout(x, p, is_test=not training, dropout_implementation=mode, name=name)
+
+
+def linear(x, weight, bias=None, name=None):
+    """x @ weight + bias over the last dimension of x; weight is [in_features, out_features]."""
+    check_variable(x, "x", "linear")
+    check_variable(weight, "weight", "linear")
+    helper = LayerHelper("linear", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    # `mul` flattening all but the last dimension of x is matmul over the last axis.
+    helper.append_op(type="mul", inputs={"X": [x], "Y": [weight]}, outputs={"Out": [out]},
+                     attrs={"x_num_col_dims": max(len(x.shape) - 1, 1), "y_num_col_dims": 1})
+    if bias is None:
+        return out
+    return _layers.elementwise_add(out, bias, axis=-1)
+
+
+def embedding_lookup(ids, weight, padding_idx=None, sparse=False, is_distributed=False):
+    """Rows of `weight` for int64 ids of any shape; out is ids.shape + [dim] (lookup_table_v2).
+
+    Built on the lookup_table op (ids ending in 1), which the transpiler and Fleet recognize:
+    sparse=True makes the gradient a SelectedRows of the looked-up rows, as in Fluid."""
+    check_variable(ids, "x", "embedding")
+    if ids.dtype not in ("int64", "int32"):
+        raise TypeError(f"embedding: ids {ids.name} must be int64, got {ids.dtype}")
+    vocab, dim = weight.shape
+    if padding_idx is None:
+        pad = NO_PADDING
+    else:
+        pad = check_int(padding_idx, "padding_idx", "embedding")
+        if not -vocab <= pad < vocab:
+            raise ValueError(f"embedding: padding_idx {pad} is outside [-{vocab}, {vocab})")
+        pad = pad + vocab if pad < 0 else pad
+    ids_shape = list(ids.shape)
+    ends_in_one = len(ids_shape) >= 2 and ids_shape[-1] == 1
+    flat = ids if ends_in_one else _layers.reshape(ids, [-1, 1])
+    helper = LayerHelper("embedding")
+    rows = helper.create_variable_for_type_inference(weight.dtype)
+    helper.append_op(type="lookup_table", inputs={"Ids": [flat], "W": [weight]}, outputs={"Out": [rows]},
+                     attrs={"is_sparse": bool(sparse), "is_distributed": bool(is_distributed),
+                            "remote_prefetch": bool(sparse and not is_distributed), "padding_idx": pad})
+    if ends_in_one:
+        return _layers.unsqueeze(rows, [len(ids_shape) - 1])
+    if len(ids_shape) == 1:
+        return rows
+    if any(d < 0 for d in ids_shape[1:]):
+        raise ValueError(f"embedding: ids {ids.name}{ids_shape} need known dimensions after the first")
+    return _layers.reshape(rows, [-1] + ids_shape[1:] + [dim])
+
+
+def embedding(x, weight, padding_idx=None, sparse=False, name=None):
+    return embedding_lookup(x, weight, padding_idx, sparse)
+
+
+def one_hot(x, num_classes, name=None):
+    """float32 x.shape + [num_classes] (Paddle 2.x's one_hot_v2)."""
+    check_variable(x, "x", "one_hot")
+    num_classes = check_int(num_classes, "num_classes", "one_hot", minimum=1)
+    helper = LayerHelper("one_hot", name)
+    out = helper.create_variable_for_type_inference("float32", stop_gradient=True)
+    helper.append_op(type="one_hot_v2", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"depth": num_classes})
+    return out
+
+
+# -- losses -----------------------------------------------------------------------------
+
+def _reduce(loss, reduction, layer):
+    if reduction == "mean":
+        return _layers.mean(loss)
+    if reduction == "sum":
+        return _layers.reduce_sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{layer}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _weighted(loss, weight):
+    if weight is None:
+        return loss
+    check_variable(weight, "weight", "loss")
+    return _layers.elementwise_mul(loss, weight)
+
+
+def log_loss(input, label, epsilon=1e-4, name=None):
+    """-label*log(input+eps) - (1-label)*log(1-input+eps), per example (no reduction)."""
+    return _layers.log_loss(input, label, epsilon, name)
+
+
+def binary_cross_entropy(input, label, weight=None, reduction="mean", name=None):
+    """-(label*log(input) + (1-label)*log(1-input)), each log clipped below at -100 as Paddle's op."""
+    check_variable(input, "input", "binary_cross_entropy")
+    check_variable(label, "label", "binary_cross_entropy")
+    log_p = _t.clip(_t.log(input), min=-100.0)
+    log_q = _t.clip(_t.log(1.0 - input), min=-100.0)
+    loss = -(label * log_p + (1.0 - label) * log_q)
+    return _reduce(_weighted(loss, weight), reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(logit, label, weight=None, reduction="mean", pos_weight=None,
+                                     name=None):
+    if pos_weight is not None:
+        raise ValueError("binary_cross_entropy_with_logits: pos_weight is not supported; weight the "
+                         "positive examples with `weight` instead")
+    loss = _layers.sigmoid_cross_entropy_with_logits(logit, label)
+    return _reduce(_weighted(loss, weight), reduction, "binary_cross_entropy_with_logits")
+
+
+def cross_entropy(input, label, weight=None, ignore_index=-100, reduction="mean", soft_label=False,
+                  axis=-1, use_softmax=True, name=None):
+    """Softmax cross entropy of logits (use_softmax=False: of probabilities). Hard labels are
+    class ids [N, 1] (or [N]); 'mean' divides by the number of labels not equal to ignore_index,
+    as Paddle does."""
+    layer = "cross_entropy"
+    if weight is not None:
+        raise ValueError(f"{layer}: per-class weight is not supported")
+    check_variable(input, "input", layer)
+    check_variable(label, "label", layer)
+    if not soft_label and len(label.shape) == len(input.shape) - 1:
+        label = _layers.unsqueeze(label, [len(label.shape)])
+    if use_softmax:
+        loss = _layers.softmax_with_cross_entropy(input, label, soft_label, ignore_index, axis=axis)
+    else:
+        loss = _layers.cross_entropy(input, label, soft_label, ignore_index)
+    if reduction != "mean" or soft_label:
+        return _reduce(loss, reduction, layer)
+    counted = _t.cast(_t.not_equal(label, ignore_index), loss.dtype)
+    return _layers.elementwise_div(_layers.reduce_sum(loss), _layers.reduce_sum(counted))
+
+
+def softmax_with_cross_entropy(logits, label, soft_label=False, ignore_index=-100,
+                               numeric_stable_mode=True, return_softmax=False, axis=-1):
+    return _layers.softmax_with_cross_entropy(logits, label, soft_label, ignore_index,
+                                              numeric_stable_mode, return_softmax, axis)
+
+
+def square_error_cost(input, label):
+    return _layers.square_error_cost(input, label)
+
+
+def mse_loss(input, label, reduction="mean", name=None):
+    return _reduce(_layers.square_error_cost(input, label), reduction, "mse_loss")
+
+

@@ -1,0 +1,94 @@
+"""paddle.static: Paddle 2.x's static-graph API over psjob's Program and Executor.
+
+    import psjob as paddle
+    paddle.enable_static()
+    x = paddle.static.data("x", [None, 13], "float32")
+    y = paddle.static.nn.fc(x, 1)
+
+Programs, executors, scopes and the backward pass are Fluid's (psjob.fluid); this package
+adds the 2.x spellings: `data` takes the whole shape (None or -1 for the batch), the
+save functions take path prefixes (see static/io.py), and `nn` holds the layer functions.
+"""
+from __future__ import annotations
+
+from ..fluid.backward import append_backward, gradients  # noqa: F401
+from ..fluid.compiler import BuildStrategy, ExecutionStrategy  # noqa: F401
+from ..fluid.core import CPUPlace, CUDAPlace, global_scope, scope_guard  # noqa: F401
+from ..fluid.device_guard import device_guard  # noqa: F401
+from ..fluid.executor import CompiledProgram, Executor, ParallelExecutor  # noqa: F401
+from ..fluid.framework import (Parameter, Program, Variable, convert_dtype,  # noqa: F401
+                               default_main_program, default_startup_program, name_scope,
+                               program_guard)
+from ..fluid.layers import create_global_var, create_parameter  # noqa: F401
+from ..fluid.layers.metric_op import accuracy, auc  # noqa: F401
+from ..fluid.param_attr import WeightNormParamAttr  # noqa: F401
+from . import nn  # noqa: F401
+from .io import (load, load_inference_model, load_program_state, save,  # noqa: F401
+                 save_inference_model, set_program_state)
+
+
+def data(name, shape, dtype=None, lod_level=0):
+    """A fed input of exactly `shape` (None or -1 marks the batch or any unknown dimension)."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"paddle.static.data: name must be a non-empty string, got {name!r}")
+    if not isinstance(shape, (list, tuple)):
+        raise TypeError(f"paddle.static.data({name!r}): shape must be a list, got {shape!r}")
+    dims = [-1 if d is None else int(d) for d in shape]
+    if any(d < -1 for d in dims):
+        raise ValueError(f"paddle.static.data({name!r}): bad shape {list(shape)}")
+    block = default_main_program().global_block()
+    dtype = convert_dtype(dtype or "float32")
+    if block.has_var(name):
+        var = block.var(name)
+        if list(var.shape) != dims or var.dtype != dtype:
+            raise ValueError(f"paddle.static.data({name!r}) already declared as {var.dtype}"
+                             f"{list(var.shape)}, now {dtype}{dims}")
+        return var
+    return block.create_var(name=name, shape=dims, dtype=dtype, lod_level=lod_level,
+                            stop_gradient=True, is_data=True)
+
+
+class InputSpec:
+    """The shape, dtype and name of a model input (Paddle 2.x's paddle.static.InputSpec)."""
+
+    def __init__(self, shape, dtype="float32", name=None):
+        self.shape = tuple(-1 if d is None else int(d) for d in shape)
+        self.dtype = convert_dtype(dtype)
+        self.name = name
+
+    @classmethod
+    def from_tensor(cls, tensor, name=None):
+        return cls(tensor.shape, tensor.dtype, name or tensor.name)
+
+    @classmethod
+    def from_numpy(cls, ndarray, name=None):
+        return cls(ndarray.shape, ndarray.dtype, name)
+
+    def batch(self, batch_size):
+        return InputSpec((batch_size,) + self.shape, self.dtype, self.name)
+
+    def unbatch(self):
+        if not self.shape:
+            raise ValueError("InputSpec.unbatch: the spec has no dimensions")
+        return InputSpec(self.shape[1:], self.dtype, self.name)
+
+    def __eq__(self, other):
+        return (isinstance(other, InputSpec)
+                and (self.shape, self.dtype, self.name) == (other.shape, other.dtype, other.name))
+
+    def __repr__(self):
+        return f"InputSpec(shape={self.shape}, dtype={self.dtype}, name={self.name})"
+
+
+def cpu_places(device_count=None):
+    """`device_count` CPUPlaces (default: $CPU_NUM, else 1), as Paddle lists them."""
+    import os
+    count = device_count if device_count is not None else int(os.environ.get("CPU_NUM", "1"))
+    return [CPUPlace() for _ in range(count)]
+
+
+def cuda_places(device_ids=None):
+    from ..fluid.core import is_compiled_with_cuda
+    if not is_compiled_with_cuda():
+        raise RuntimeError("paddle.static.cuda_places: no CUDA device (psjob needs CuPy and a GPU)")
+    return [CUDAPlace(i) for i in (device_ids if device_ids is not None else [0])]

@@ -1,0 +1,40 @@
+"""paddle.static.nn: layer functions that create their parameters where they are called."""
+from __future__ import annotations
+
+from ..fluid import layers as _layers
+from ..fluid.layer_helper import LayerHelper
+from ..fluid.layers import batch_norm, sequence_pool  # noqa: F401
+from ..fluid.layers._checks import check_int, check_variable
+
+__all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "sequence_pool"]
+
+
+def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation=None, name=None):
+    """activation(x @ W + b), x flattened to 2-D after `num_flatten_dims`; a list x gets one W each."""
+    return _layers.fc(x, size, num_flatten_dims, param_attr=weight_attr, bias_attr=bias_attr,
+                      act=activation, name=name)
+
+
+def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=None,
+              param_attr=None, dtype="float32"):
+    """Rows of a [vocab, dim] table for int64 ids of any shape: out is ids.shape + [dim]
+    (Paddle 2.x's lookup_table_v2 shape; Fluid 1.x's embedding drops a last dimension of 1)."""
+    from ..nn.functional import embedding_lookup
+    check_variable(input, "input", "embedding")
+    if not isinstance(size, (list, tuple)) or len(size) != 2:
+        raise TypeError(f"embedding: size must be [vocab_size, embedding_dim], got {size!r}")
+    vocab, dim = check_int(size[0], "size[0]", "embedding", minimum=1), check_int(size[1], "size[1]", "embedding", minimum=1)
+    weight = LayerHelper("embedding").create_parameter(param_attr, [vocab, dim], dtype)
+    return embedding_lookup(input, weight, padding_idx, is_sparse, is_distributed)
+
+
+def sparse_embedding(input, size, padding_idx=None, is_test=False, entry=None,
+                     table_class="MemorySparseTable", param_attr=None, dtype="float32", slot=None):
+    """A distributed lookup table, as Fluid's embedding(is_sparse=True, is_distributed=True):
+    under Fleet or the transpiler its rows live on the parameter servers, keyed by id. ids end
+    in a dimension of 1 and out replaces it by `dim` (the lookup_table op's shape).
+
+    `entry` (admission policies), `table_class` and `slot` are accepted and have no effect:
+    psjob's table admits every id (docs/paddle2.md)."""
+    return _layers.embedding(input, size, is_sparse=True, is_distributed=True, padding_idx=padding_idx,
+                             param_attr=param_attr, dtype=dtype)
