@@ -56,6 +56,10 @@ def parse_args(argv: Sequence[str] | None = None) -> OperatorSettings:
     parser.add_argument("--checkpoint-poll-seconds", type=float,
                         default=defaults.checkpoint_poll_seconds,
                         help="read pserver 0's checkpoint metrics this often; 0 disables")
+    parser.add_argument("--secret-recheck-seconds", type=float,
+                        default=defaults.secret_recheck_seconds,
+                        help="re-create a job's auth Secret deleted by hand within this long "
+                             "(one request per job each time; default %(default)s)")
     parser.add_argument("--gang-scheduler", default=GangScheduler.NONE.value,
                         choices=[g.value for g in GangScheduler],
                         help="create a PodGroup per job for this batch scheduler and mark the "
@@ -83,7 +87,8 @@ def parse_args(argv: Sequence[str] | None = None) -> OperatorSettings:
         serve=ServeSettings(host=args.bind, metrics_port=args.metrics_port,
                             liveness_port=args.liveness_port),
         reconcile=ReconcileSettings(workers=args.workers, resync_seconds=args.resync_seconds,
-                                    checkpoint_poll_seconds=args.checkpoint_poll_seconds),
+                                    checkpoint_poll_seconds=args.checkpoint_poll_seconds,
+                                    secret_recheck_seconds=args.secret_recheck_seconds),
         scheduling=SchedulingSettings(gang_scheduler=GangScheduler(args.gang_scheduler),
                                       scheduler_name=args.scheduler_name,
                                       queue_system=QueueSystem(args.queue_system)),

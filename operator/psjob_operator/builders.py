@@ -199,7 +199,9 @@ def build_worker_job(job: ParameterServerJob, owner: Owner, topology: roles.JobT
                     {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
                                                                "status": "True"}]},
                     # A trainer whose pservers stayed unreachable (restarting) is not at fault.
-                    {"action": "Ignore", "onExitCodes": {
+                    # (onPodConditions: the OpenAPI schema requires the key; empty is
+                    # what the API server expects next to onExitCodes.)
+                    {"action": "Ignore", "onPodConditions": [], "onExitCodes": {
                         "containerName": naming.CONTAINER, "operator": "In",
                         "values": [roles.PSERVER_UNREACHABLE_EXIT]}},
                 ]},

@@ -86,7 +86,7 @@ class Reconciler:
         self.clock = clock
         self.token_factory = token_factory
         self.probe = probe
-        self.applier = Applier(api, recheck_seconds=settings.resync_seconds)
+        self.applier = Applier(api, recheck_seconds=settings.secret_recheck_seconds)
         self.events = events or EventRecorder(api)
         self._probed: dict[tuple[str, str], dt.datetime] = {}
 

@@ -104,8 +104,8 @@ def test_the_worker_job_is_indexed_and_its_index_is_the_trainer_id():
             spec["backoffLimit"], spec["suspend"]) == ("Indexed", 3, 3, 3, False)
     assert spec["podFailurePolicy"] == {"rules": [
         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-        {"action": "Ignore", "onExitCodes": {"containerName": "psjob", "operator": "In",
-                                             "values": [75]}}]}
+        {"action": "Ignore", "onPodConditions": [],
+         "onExitCodes": {"containerName": "psjob", "operator": "In", "values": [75]}}]}
     pod = spec["template"]["spec"]
     assert pod["restartPolicy"] == "Never"
     c = pod["containers"][0]
