@@ -159,7 +159,7 @@ class Reconciler:
             wanted.append((podgroups, name))  # the PodGroup is named after the job
         claim = job.spec.checkpoint.existing_claim or naming.checkpoint_claim(name)
         live = {(res.kind, child): seen.child(res, child) for res, child in wanted}
-        if job.spec.checkpoint.enabled:
+        if job.spec.checkpoint.uses_claim:
             # The user's own claim carries no label of ours: the one read the cache lacks.
             live[(CLAIMS.kind, claim)] = self.api.get(CLAIMS, ns, claim) \
                 if job.spec.checkpoint.existing_claim else seen.child(CLAIMS, claim)
