@@ -83,7 +83,7 @@ RESERVED_ENV = (
     "PSJOB_TRAINER_ID", "PSJOB_HETER_TRAINERS", "PSJOB_HETER_TRAINER_ID",
     "PSJOB_DEVICE", "PSJOB_CHECKPOINT_INTERVAL_STEPS",
     "PSJOB_CHECKPOINT_INTERVAL_SECONDS", "PSJOB_CHECKPOINT_KEEP",
-    "PSJOB_TOPOLOGY_FILE", "JOB_COMPLETION_INDEX", "POD_IP",
+    "PSJOB_TOPOLOGY_FILE", "JOB_COMPLETION_INDEX", "POD_IP", "PSJOB_MAX_TRAINERS",
 )
 
 
@@ -299,11 +299,12 @@ def resolve_identity(env: Mapping[str, str], hostname: str) -> dict[str, str]:
     elif role == TRAINER:
         if resolved.get("PSJOB_TRAINER_ID", AUTO) == AUTO and resolved.get("JOB_COMPLETION_INDEX"):
             index = resolved["JOB_COMPLETION_INDEX"]
-            trainers = int(resolved.get("PADDLE_TRAINERS", "0") or 0)
+            trainers = max(int(resolved.get("PADDLE_TRAINERS", "0") or 0),
+                           int(resolved.get("PSJOB_MAX_TRAINERS", "0") or 0))
             if not index.isdigit() or (trainers and int(index) >= trainers):
                 raise ValueError(
                     f"JOB_COMPLETION_INDEX={index!r} is not a trainer id below "
-                    f"PADDLE_TRAINERS={trainers}")
+                    f"{trainers} (PADDLE_TRAINERS, or PSJOB_MAX_TRAINERS in an elastic job)")
             resolved["PADDLE_TRAINER_ID"] = resolved["PSJOB_TRAINER_ID"] = index
         if not resolved.get("PADDLE_CURRENT_IP") and resolved.get("POD_IP"):
             resolved["PADDLE_CURRENT_IP"] = resolved["POD_IP"]

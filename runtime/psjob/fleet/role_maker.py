@@ -32,6 +32,7 @@ class RoleMakerBase:
         self._heter_endpoints: list[str] = []
         self._mode = "sync"
         self._k_steps = 0
+        self._worker_capacity = 0  # elastic jobs: the most trainers at once (0: not elastic)
         self._generated = False
 
     def generate_role(self):
@@ -60,6 +61,11 @@ class RoleMakerBase:
 
     def worker_num(self) -> int:
         return self._worker_num
+
+    def worker_capacity(self) -> int:
+        """Elastic jobs (PSJOB_MAX_TRAINERS): the most trainers the job may have at once,
+        which the programs are transpiled for; 0 when the trainer count is fixed."""
+        return self._worker_capacity
 
     def server_num(self) -> int:
         return len(self._server_endpoints)
@@ -136,6 +142,14 @@ class PaddleCloudRoleMaker(RoleMakerBase):
             self._worker_num = int(env.get("PADDLE_TRAINERS", "1"))
         except ValueError:
             raise RoleMakerError(f"PADDLE_TRAINERS must be an integer, got {env.get('PADDLE_TRAINERS')!r}") from None
+        try:
+            self._worker_capacity = int(env.get("PSJOB_MAX_TRAINERS", "0") or 0)
+        except ValueError:
+            raise RoleMakerError(f"PSJOB_MAX_TRAINERS must be an integer, got "
+                                 f"{env.get('PSJOB_MAX_TRAINERS')!r}") from None
+        if self._worker_capacity and self._worker_capacity < self._worker_num:
+            raise RoleMakerError(f"PSJOB_MAX_TRAINERS={self._worker_capacity} is below "
+                                 f"PADDLE_TRAINERS={self._worker_num}")
         self._mode = env.get("PSJOB_MODE", "sync")
         self._k_steps = int(env.get("PSJOB_K_STEPS", "0") or 0)
         if role == roles.PSERVER:
@@ -155,9 +169,12 @@ class PaddleCloudRoleMaker(RoleMakerBase):
             if tid == roles.AUTO:
                 tid = self._register(env)
             self._current_id = int(tid)
-            if not 0 <= self._current_id < self._worker_num:
+            limit = max(self._worker_num, self._worker_capacity)
+            if not 0 <= self._current_id < limit:
                 raise RoleMakerError(f"PADDLE_TRAINER_ID {self._current_id} out of range "
-                                     f"(PADDLE_TRAINERS={self._worker_num})")
+                                     f"(PADDLE_TRAINERS={self._worker_num}"
+                                     + (f", PSJOB_MAX_TRAINERS={self._worker_capacity})"
+                                        if self._worker_capacity else ")"))
         self._generated = True
 
     def _register(self, env) -> int:

@@ -1,0 +1,160 @@
+"""Elastic trainers with real processes: the pservers learn the trainer set at run time.
+
+A job of 2 pservers starts with 2 trainers (capacity PSJOB_MAX_TRAINERS=3); a
+third trainer joins mid-job, or one of the first two is scaled away (SIGTERM)
+mid-job. No running trainer restarts and the job succeeds. In sync mode every
+round must have had a gradient from every member it had: the pservers log each
+membership change with the version (rounds applied) at which it happened, and
+the trainers' steps must add up to the sum over rounds of the members of that
+round — a round that went ahead without a member, or a step that never made a
+round, breaks the equality.
+"""
+import dataclasses
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from psjob import roles
+from psjob.launcher.launch import loopback_endpoints
+
+BOUND_S = 90
+ARGS = ["--examples", "800", "--batch", "20", "--epochs", "2", "--log_every", "0.2"]
+
+
+class ElasticJob:
+    """2 pservers and the trainers the test starts, each a `psjob pserver|worker` process."""
+
+    def __init__(self, tmp_path, mode):
+        self.tmp, self.procs = tmp_path, {}
+        self.topology = roles.JobTopology(job_name="elastic", namespace="default",
+                                          pserver_endpoints=tuple(loopback_endpoints(2)), trainers=2,
+                                          mode=mode, metrics_port=0)
+        for i in range(2):
+            self._start(f"pserver.{i}", roles.PSERVER, i, "pserver")
+
+    def _start(self, name, role, index, subcommand, trainers=2):
+        topology = dataclasses.replace(self.topology, trainers=trainers)  # as started at that moment
+        env = dict(os.environ, **roles.role_environment(topology, role, index))
+        env.update(PADDLE_TRAINERS=str(trainers), PSJOB_MAX_TRAINERS="3", PSJOB_METRICS_PORT="0")
+        log = open(self.tmp / f"{name}.log", "w")
+        self.procs[name] = (subprocess.Popen([sys.executable, "-m", "psjob.cli", subcommand, *ARGS],
+                                             env=env, stdout=log, stderr=subprocess.STDOUT), time.monotonic())
+
+    def start_trainer(self, index, trainers=2):
+        self._start(f"trainer.{index}", roles.TRAINER, index, "worker", trainers)
+
+    def log(self, name):
+        return (self.tmp / f"{name}.log").read_text()
+
+    def steps(self, name):
+        """The newest step count the trainer printed (progress lines and the final line)."""
+        found = re.findall(r"\bsteps?=(\d+)", self.log(name))
+        return int(found[-1]) if found else 0
+
+    def wait_for(self, cond, what):
+        deadline = time.monotonic() + BOUND_S
+        while not cond():
+            if time.monotonic() > deadline:
+                self.kill()
+                pytest.fail(f"timed out waiting for {what}\n" + self.dump())
+            time.sleep(0.05)
+
+    def wait_all(self):
+        for name, (proc, _) in self.procs.items():
+            try:
+                rc = proc.wait(timeout=BOUND_S)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                pytest.fail(f"{name} hung\n" + self.dump())
+            assert rc == 0, f"{name} exited {rc}\n" + self.dump()
+
+    def kill(self):
+        for proc, _ in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def dump(self):
+        return "\n".join(f"--- {n}\n{self.log(n)[-3000:]}" for n in self.procs)
+
+    def rounds_by_members(self, pserver):
+        """[(from_version, member count)] of one pserver, from its membership log lines."""
+        changes = re.findall(r"trainer \d+ (?:joined|left) at version (\d+); members \[([\d, ]*)\]",
+                             self.log(pserver))
+        return [(int(v), len([m for m in members.split(",") if m.strip()])) for v, members in changes]
+
+
+def member_steps(changes, final_version):
+    """Σ over rounds of the members that round had: each change holds from its version on."""
+    total = 0
+    for (version, members), nxt in zip(changes, changes[1:] + [(final_version, 0)]):
+        total += members * (nxt[0] - version)
+    return total
+
+
+def final_version(job, pserver):
+    # Every trainer's final line prints its steps; the pserver's version is the rounds applied.
+    found = re.findall(r"at version (\d+); members \[\]", job.log(pserver))
+    assert found, f"{pserver} never saw its last member leave\n" + job.log(pserver)
+    return int(found[-1])
+
+
+def check_sync_rounds(job, trainers):
+    steps = sum(job.steps(t) for t in trainers)
+    for pserver in ("pserver.0", "pserver.1"):
+        changes = job.rounds_by_members(pserver)
+        assert member_steps(changes, final_version(job, pserver)) == steps, (
+            f"{pserver}: rounds × members {changes} do not account for the trainers' {steps} steps\n"
+            + job.dump())
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_third_trainer_joins_mid_job(tmp_path, mode):
+    job = ElasticJob(tmp_path, mode)
+    try:
+        job.start_trainer(0)
+        job.start_trainer(1)
+        job.wait_for(lambda: job.steps("trainer.0") >= 5, "trainer 0 to train 5 steps")
+        pids = {n: p.pid for n, (p, _) in job.procs.items()}
+        job.start_trainer(2, trainers=3)
+        job.wait_for(lambda: job.steps("trainer.2") >= 1, "the new trainer's first step")
+        resume_s = time.monotonic() - job.procs["trainer.2"][1]
+        job.wait_all()
+    finally:
+        job.kill()
+    assert {n: p.pid for n, (p, _) in job.procs.items() if n in pids} == pids  # nobody restarted
+    for name in ("trainer.0", "trainer.1", "trainer.2"):
+        assert re.search(r"finished steps=\d+", job.log(name)), job.dump()
+    assert "trainer 2 joined" in job.log("pserver.0")
+    if mode == "sync":
+        check_sync_rounds(job, ["trainer.0", "trainer.1", "trainer.2"])
+    print(f"\n[elastic] {mode}: join → first step of the new trainer {resume_s:.2f}s "
+          f"(process start included); steps redone: 0")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_trainer_scaled_away_mid_job_leaves_cleanly(tmp_path, mode):
+    job = ElasticJob(tmp_path, mode)
+    try:
+        job.start_trainer(0)
+        job.start_trainer(1)
+        job.wait_for(lambda: job.steps("trainer.1") >= 5, "trainer 1 to train 5 steps")
+        t0 = time.monotonic()
+        job.procs["trainer.1"][0].send_signal(signal.SIGTERM)
+        job.wait_for(lambda: "left the job" in job.log("trainer.1"), "trainer 1 to leave")
+        leave_s = time.monotonic() - t0
+        before = job.steps("trainer.0")
+        job.wait_for(lambda: job.steps("trainer.0") > before + 2, "trainer 0 to go on alone")
+        job.wait_all()
+    finally:
+        job.kill()
+    assert "trainer 1 left" in job.log("pserver.0")
+    assert re.search(r"finished steps=\d+", job.log("trainer.0")), job.dump()
+    if mode == "sync":
+        check_sync_rounds(job, ["trainer.0", "trainer.1"])
+    print(f"\n[elastic] {mode}: SIGTERM → trainer left {leave_s:.2f}s; steps redone: 0")
