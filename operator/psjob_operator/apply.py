@@ -25,6 +25,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -104,11 +106,16 @@ def check_owner(live: Mapping[str, Any], owner_uid: str, owner_name: str) -> Non
 
 
 class Applier:
-    def __init__(self, api: KubeApi):
+    def __init__(self, api: KubeApi, recheck_seconds: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic):
         self.api = api
-        # Create-only children known to exist (namespace, name, owner uid): the Secret
-        # is never read back, so without this every pass would POST it again.
-        self._known: set[tuple[str, str, str]] = set()
+        # Create-only children known to exist (namespace, name, owner uid) → when that was
+        # last confirmed. The Secret is never read back (least privilege), so without this
+        # every pass would POST it again; after `recheck_seconds` the next pass POSTs once
+        # more, so a Secret deleted by hand comes back within one resync (409 when present).
+        self._known: dict[tuple[str, str, str], float] = {}
+        self.recheck_seconds = recheck_seconds
+        self.clock = clock
 
     def apply(self, desired: list[dict[str, Any]], owner_uid: str, owner_name: str,
               live: Mapping[tuple[str, str], dict | None]) -> ApplyReport:
@@ -119,12 +126,16 @@ class Applier:
             key = (manifest["kind"], manifest["metadata"]["name"])
             if resource in CREATE_ONLY:
                 known = (manifest["metadata"]["namespace"], key[1], owner_uid)
+                now = self.clock()
                 # Observed this pass (the claim): trust that; never read (the Secret):
-                # create until one attempt succeeded or found it there.
-                absent = live[key] is None if key in live else known not in self._known
+                # create until one attempt succeeded or found it there, and again
+                # once the confirmation is older than recheck_seconds.
+                stale = now - self._known.get(known, float("-inf")) >= self.recheck_seconds
+                absent = live[key] is None if key in live else stale
                 if absent:
                     self._create(resource, manifest, report, create_only=True)
-                self._known.add(known)
+                if absent or key in live:
+                    self._known[known] = now
                 continue
             meta = manifest["metadata"]
             # rbac: CHILD_RESOURCES - CREATE_ONLY
@@ -206,7 +217,8 @@ class Applier:
             report.patched.append(name)
 
     def forget(self, namespace: str, names: set[str]) -> None:
-        self._known = {k for k in self._known if not (k[0] == namespace and k[1] in names)}
+        self._known = {k: t for k, t in self._known.items()
+                       if not (k[0] == namespace and k[1] in names)}
 
     def remove(self, resource: Resource, namespace: str, name: str, owner_uid: str,
                live: dict | None, report: ApplyReport) -> None:

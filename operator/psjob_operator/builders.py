@@ -196,7 +196,8 @@ def build_worker_job(job: ParameterServerJob, owner: Owner, topology: roles.JobT
                 # Evictions and preemptions are not the trainer's fault: they do
                 # not count against backoffLimit (the pod is simply recreated).
                 "podFailurePolicy": {"rules": [
-                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
+                                                               "status": "True"}]},
                 ]},
                 "template": template,
             }}

@@ -43,6 +43,8 @@ def _type_schema(t: TypeInfo, info: FieldInfo | None) -> dict[str, Any]:
         return object_schema(t.inner)
     if t.kind == "raw":
         return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    if t.kind == "podtemplate":
+        return pod_template_schema()
     if t.kind == "enum":
         return {"type": "string", "enum": [m.value for m in t.inner]}
     if t.kind == "bool":
@@ -76,6 +78,17 @@ def _type_schema(t: TypeInfo, info: FieldInfo | None) -> dict[str, Any]:
             if getattr(schema, attr) is not None:
                 out[key] = getattr(schema, attr)
     return out
+
+
+def pod_template_schema() -> dict[str, Any]:
+    """A PodTemplateSpec: metadata is closed (labels and annotations, the only fields a
+    pod template's metadata may carry here); the PodSpec is open (every Kubernetes pod
+    field, checked by the API server when the operator creates the StatefulSet or Job)."""
+    string_map = {"type": "object", "additionalProperties": {"type": "string"}}
+    return {"type": "object", "properties": {
+        "metadata": {"type": "object", "properties": {"labels": string_map,
+                                                      "annotations": string_map}},
+        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
 
 
 def _quantity() -> dict[str, Any]:

@@ -47,6 +47,7 @@ class PodView:
     deleting: bool = False  # metadata.deletionTimestamp set
     index: int | None = None  # Indexed Job completion index
     ip: str = ""
+    node: str = ""  # spec.nodeName (set once scheduled)
 
     @property
     def crash_looping(self) -> bool:
@@ -93,6 +94,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         deleting=bool(meta.get("deletionTimestamp")),
         index=int(index_text) if index_text.isdigit() else None,
         ip=status.get("podIP", ""),
+        node=(pod.get("spec") or {}).get("nodeName", ""),
     )
 
 
@@ -148,6 +150,7 @@ class Children:
     heter: ServerSetView = ServerSetView()
     workers: WorkerJobView = WorkerJobView()
     claim_phase: str = ""  # PersistentVolumeClaim status.phase ("" if none)
+    claim_access_modes: tuple[str, ...] = ()  # the claim's spec.accessModes
 
     def role_pods(self, role: str) -> list[PodView]:
         return [p for p in self.pods if p.role == role]

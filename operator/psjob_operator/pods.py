@@ -18,7 +18,7 @@ from typing import Any
 from psjob import roles
 from psjob.jobspec import Device, JobSpec, RoleSpec
 
-from psjob_operator import naming
+from psjob_operator import naming, templates
 
 # Loading a large checkpoint can take minutes: liveness only starts after the
 # startup probe passed, so give the pserver up to 10 minutes to come up.
@@ -35,6 +35,15 @@ SUBCOMMANDS = {naming.ROLE_PSERVER: "pserver", naming.ROLE_WORKER: "worker",
                naming.ROLE_HETER: "heter-worker"}
 ROLE_NAMES = {naming.ROLE_PSERVER: roles.PSERVER, naming.ROLE_WORKER: roles.TRAINER,
               naming.ROLE_HETER: roles.HETER_TRAINER}
+
+
+ROLE_FIELDS = {naming.ROLE_PSERVER: "spec.pserver", naming.ROLE_WORKER: "spec.worker",
+               naming.ROLE_HETER: "spec.heterWorker"}
+
+
+def role_image(spec: JobSpec, role_spec: RoleSpec) -> str:
+    """spec.<role>.image, else spec.image (e.g. CPU pservers beside CUDA trainers)."""
+    return role_spec.image or spec.image
 
 
 def container_command(spec: JobSpec, role: str, role_spec: RoleSpec) -> tuple[list[str], list[str]]:
@@ -58,14 +67,9 @@ def environment(topology: roles.JobTopology, role: str, role_spec: RoleSpec) -> 
     env.append({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     env.append({"name": "PSJOB_TOPOLOGY_FILE",
                 "value": f"{naming.CONFIG_DIR}/{naming.TOPOLOGY_KEY}"})
+    # Math-library threads are sized after the pod template is merged (its resources
+    # count): templates.size_math_threads.
     user_names = {var.name for var in role_spec.env}
-    for var in roles.MATH_THREAD_ENV:
-        # Math-library threads = the container's CPU limit rounded up (without a limit
-        # Kubernetes gives the node's allocatable CPUs, the libraries' own default);
-        # otherwise they start one spinning thread per *node* core (roles.MATH_THREAD_ENV).
-        if var not in user_names:
-            env.append({"name": var, "valueFrom": {"resourceFieldRef": {
-                "containerName": naming.CONTAINER, "resource": "limits.cpu", "divisor": "1"}}})
     if "HOME" not in user_names:
         env.append({"name": "HOME", "value": TMP_DIR})  # the root filesystem is read-only
     for var in role_spec.env:
@@ -103,11 +107,22 @@ def tls_environment(spec: JobSpec, role: str) -> list[dict[str, Any]]:
     return env
 
 
-def _with_tls(env: list[dict[str, Any]], spec: JobSpec, role: str,
-              role_spec: RoleSpec) -> list[dict[str, Any]]:
+def _before_users(env: list[dict[str, Any]], more: list[dict[str, Any]],
+                  role_spec: RoleSpec) -> list[dict[str, Any]]:
     # psjob's variables first, the user's `env` last (as environment() orders them).
     cut = len(env) - len(role_spec.env)
-    return env[:cut] + tls_environment(spec, role) + env[cut:]
+    return env[:cut] + more + env[cut:]
+
+
+def _bind_all(spec: JobSpec, role_spec: RoleSpec, server_port: int | None) -> list[dict]:
+    """PSJOB_BIND_ALL=1 for the servers of a custom command (spec.command): a user's Fleet
+    or transpiler script serves through psjob's pserver, which then binds 0.0.0.0:<port>
+    instead of its DNS name's address (psjob's own `psjob pserver` decides this itself,
+    from the pod's hostname)."""
+    custom = bool(role_spec.command or spec.command)
+    if server_port is None or not custom or any(v.name == "PSJOB_BIND_ALL" for v in role_spec.env):
+        return []
+    return [{"name": "PSJOB_BIND_ALL", "value": "1"}]
 
 
 def resources(role_spec: RoleSpec) -> dict[str, Any]:
@@ -136,9 +151,11 @@ def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: 
     ports = [{"name": naming.PORT_METRICS, "containerPort": spec.metrics_port, "protocol": "TCP"}]
     c: dict[str, Any] = {
         "name": naming.CONTAINER,
-        "image": spec.image,
+        "image": role_image(spec, role_spec),
         "command": command,
-        "env": _with_tls(environment(topology, role, role_spec), spec, role, role_spec),
+        "env": _before_users(environment(topology, role, role_spec),
+                             tls_environment(spec, role) + _bind_all(spec, role_spec, server_port),
+                             role_spec),
         "ports": ports,
         "volumeMounts": volume_mounts(spec, role_spec),
         "securityContext": {
@@ -238,7 +255,10 @@ def pod_template(job_name: str, spec: JobSpec, topology: roles.JobTopology, role
     if spec.image_pull_secrets:
         pod_spec["imagePullSecrets"] = [{"name": n} for n in spec.image_pull_secrets]
     labels = {**naming.job_labels(job_name), **naming.role_labels(job_name, role)}
-    return {"metadata": {"labels": labels}, "spec": pod_spec}
+    merged = templates.merge_pod_template({"metadata": {"labels": labels}, "spec": pod_spec},
+                                          role_spec.template, f"{ROLE_FIELDS[role]}.template")
+    templates.size_math_threads(merged)
+    return merged
 
 
 def _toleration(t: Any) -> dict[str, Any]:

@@ -79,7 +79,7 @@ class Reconciler:
         self.clock = clock
         self.token_factory = token_factory
         self.probe = probe
-        self.applier = Applier(api)
+        self.applier = Applier(api, recheck_seconds=settings.resync_seconds)
         self.events = events or EventRecorder(api)
         self._probed: dict[tuple[str, str], dt.datetime] = {}
 
@@ -158,6 +158,8 @@ class Reconciler:
             heter=server_set_view(live[(STATEFULSETS.kind, naming.heter(name))]),
             workers=worker_job_view(live[(BATCH_JOBS.kind, naming.worker(name))]),
             claim_phase=((claim_obj or {}).get("status") or {}).get("phase", ""),
+            claim_access_modes=tuple(((claim_obj or {}).get("spec") or {}).get("accessModes")
+                                     or ()),
         )
         return live, children
 

@@ -61,6 +61,7 @@ class Reason(str, enum.Enum):
     IMAGE_PULL = "ImagePullBackOff"
     CONTAINER_CONFIG = "CreateContainerConfigError"
     CLAIM_PENDING = "CheckpointClaimPending"
+    CLAIM_MULTI_ATTACH = "CheckpointClaimMultiAttach"
     ALL_PODS_RUNNING = "AllPodsRunning"
     PSERVER_RESTARTING = "PserverRestarting"
     HETER_RESTARTING = "HeterWorkerRestarting"
@@ -365,10 +366,16 @@ def _waiting(obs: Observation, running_workers: int) -> Verdict:
         role_field = {naming.ROLE_PSERVER: "pserver", naming.ROLE_HETER: "heterWorker"}.get(
             pod.role, "worker")
         if pod.waiting_reason in IMAGE_REASONS:
+            role_spec = {"pserver": spec.pserver, "heterWorker": spec.heter_worker}.get(
+                role_field, spec.worker)
+            image, image_field = ((role_spec.image, f"spec.{role_field}.image")
+                                  if role_spec is not None and role_spec.image
+                                  else (spec.image, "spec.image"))
             return Verdict(Phase.CREATED, Reason.IMAGE_PULL,
-                           f"pod {pod.name} cannot pull image {spec.image} ({pod.waiting_reason}"
+                           f"pod {pod.name} cannot pull image {image} ({pod.waiting_reason}"
                            f"{': ' + pod.waiting_message if pod.waiting_message else ''}); "
-                           f"check spec.image and spec.imagePullSecrets")
+                           f"check {image_field} and spec.imagePullSecrets (on kind: "
+                           f"kind load docker-image {image})")
         if pod.waiting_reason in CONFIG_REASONS:
             return Verdict(Phase.CREATED, Reason.CONTAINER_CONFIG,
                            f"pod {pod.name} cannot start ({pod.waiting_reason}: "
@@ -380,12 +387,43 @@ def _waiting(obs: Observation, running_workers: int) -> Verdict:
                            f"pod {pod.name} is unschedulable: {pod.unschedulable}; check "
                            f"spec.{role_field}.resources, nodeSelector and tolerations")
     if obs.children.claim_phase == "Pending":
+        claim = spec.checkpoint.existing_claim or naming.checkpoint_claim(obs.job_name)
+        modes = "/".join(obs.children.claim_access_modes) or spec.checkpoint.access_mode.value
         return Verdict(Phase.CREATED, Reason.CLAIM_PENDING,
-                       f"checkpoint claim {naming.checkpoint_claim(obs.job_name)} is Pending: its "
-                       f"StorageClass must provision ReadWriteMany volumes; set "
-                       f"spec.checkpoint.storageClassName or spec.checkpoint.existingClaim")
+                       f"checkpoint claim {claim} ({modes}) is Pending: no volume is bound to "
+                       f"it; the default StorageClass of kind, GKE, EKS and AKS provides no "
+                       f"ReadWriteMany volumes; set spec.checkpoint.storageClassName to a "
+                       f"class that provides {modes}, spec.checkpoint.accessMode: ReadWriteOnce "
+                       f"(all pods on one node), spec.checkpoint.existingClaim, or "
+                       f"spec.checkpoint.enabled: false (see kubectl describe pvc {claim})")
+    stuck = _multi_attach(obs)
+    if stuck is not None:
+        return stuck
     return Verdict(Phase.CREATED, Reason.WAITING_FOR_PODS,
                    "waiting for pods: " + _progress(obs, running_workers))
+
+
+def _multi_attach(obs: Observation) -> Verdict | None:
+    """A ReadWriteOnce claim attaches to one node: a pod scheduled on another node stays
+    in ContainerCreating (the kubelet's Multi-Attach error, visible only in Events)."""
+    kids, spec = obs.children, obs.spec
+    assert spec is not None
+    if not spec.checkpoint.enabled or "ReadWriteOnce" not in kids.claim_access_modes \
+            or "ReadWriteMany" in kids.claim_access_modes:
+        return None
+    nodes = sorted({p.node for p in kids.pods if p.node and not p.deleting})
+    stuck = sorted((p for p in kids.pods if p.node and p.phase == "Pending"
+                    and p.waiting_reason == "ContainerCreating"), key=lambda p: p.name)
+    if len(nodes) < 2 or not stuck:
+        return None
+    claim = spec.checkpoint.existing_claim or naming.checkpoint_claim(obs.job_name)
+    return Verdict(Phase.CREATED, Reason.CLAIM_MULTI_ATTACH,
+                   f"pod {stuck[0].name} cannot attach checkpoint claim {claim}: it is "
+                   f"ReadWriteOnce and the job's pods run on {len(nodes)} nodes "
+                   f"({', '.join(nodes)}) (Multi-Attach); use a ReadWriteMany class "
+                   f"(spec.checkpoint.accessMode: ReadWriteMany and storageClassName), keep "
+                   f"the pods on one node (an affinity in spec.<role>.template), or set "
+                   f"spec.checkpoint.enabled: false")
 
 
 def _replica_statuses(spec: JobSpec, kids: Children) -> dict[str, Any]:

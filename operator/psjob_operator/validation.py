@@ -11,6 +11,7 @@ from kubernetes.utils.quantity import parse_quantity
 
 from psjob.jobspec import Device, JobSpecError, ParameterServerJob, RoleSpec
 
+from psjob_operator import builders
 from psjob_operator.pods import GPU_RESOURCE
 
 
@@ -23,6 +24,9 @@ def validate_for_cluster(job: ParameterServerJob) -> None:
         _check_resources(path, role)
         if spec.tls is not None:
             _check_tls_env(path, role)
+    # Merging the pod templates (spec.<role>.template) raises JobSpecError naming the
+    # template field that conflicts with psjob's pod: build the children once to find out.
+    builders.build_children(job, builders.Owner(job.name, ""), auth_token="")
 
 
 TLS_ENV = ("PSJOB_TLS_CERT_FILE", "PSJOB_TLS_KEY_FILE", "PSJOB_TLS_CA_FILE", "PSJOB_TLS_SERVER_NAME")

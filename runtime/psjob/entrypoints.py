@@ -6,7 +6,9 @@ locally) when a job sets no `spec.command`. They take the job's `spec.args`
 environment that psjob.roles renders — nothing is passed on the command
 line that differs between replicas, so one pod template serves them all.
 
-In a pod the identity is completed at start-up (roles.resolve_identity): a
+The role environment is read once, at start-up, into a RoleEnv
+(psjob.role_env) that is passed to the job; it completes the identity a pod
+learns only at run time (roles.resolve_identity): a
 pserver of the StatefulSet learns its index from its hostname
 (`<job>-pserver-<i>`) and then listens on all interfaces (0.0.0.0), since
 its stable DNS name may not resolve before the pod is ready; a trainer with
@@ -29,6 +31,7 @@ import socket
 import sys
 
 from . import roles
+from .role_env import RoleEnv, RoleEnvError
 
 CONFIG_EXIT = 2
 FAILED_EXIT = 1
@@ -59,16 +62,16 @@ def _main(role: str, prog: str, argv) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         opts = options.parse(argv, prog)
-        _prepare_environment(role, prog)
+        role_env = _prepare_environment(role, prog)
     except (options.UsageError, EntrypointError) as exc:
         return _fail(prog, exc, CONFIG_EXIT)
     from .training import job  # the framework: only once the arguments are fine
     flows = {roles.PSERVER: job.run_pserver, roles.TRAINER: job.run_trainer,
              roles.HETER_TRAINER: job.run_heter_trainer}
-    return _run(flows[role], opts, prog)
+    return _run(flows[role], opts, role_env, prog)
 
 
-def _run(fn, opts, prog: str) -> int:
+def _run(fn, opts, role_env: RoleEnv, prog: str) -> int:
     from .fleet import FleetError, RoleMakerError
     from .fleet.heter import HeterDeviceError
     from .fluid.core import PlaceError
@@ -78,7 +81,7 @@ def _run(fn, opts, prog: str) -> int:
     from .training.options import UsageError
 
     try:
-        return fn(opts)
+        return fn(opts, role_env)
     except (UsageError, RoleMakerError, FleetError, PlaceError, AuthConfigError, HeterSplitError,
             HeterDeviceError) as exc:
         return _fail(prog, exc, CONFIG_EXIT)
@@ -86,8 +89,10 @@ def _run(fn, opts, prog: str) -> int:
         return _fail(prog, exc, FAILED_EXIT)
 
 
-def _prepare_environment(role: str, prog: str) -> None:
-    """Check the role environment; complete what a pod learns at run time."""
+def _prepare_environment(role: str, prog: str) -> RoleEnv:
+    """Read the role environment once (RoleEnv, completing what a pod learns at run time)
+    and check it against the command. The variables the pserver service reads itself
+    (PADDLE_TRAINING_ROLE, PSJOB_BIND_ALL) are set in os.environ."""
     env = os.environ
     given = env.get("PADDLE_TRAINING_ROLE", "")
     if not given:
@@ -102,19 +107,20 @@ def _prepare_environment(role: str, prog: str) -> None:
                     roles.HETER_TRAINER: "psjob heter-worker"}.get(given, "a matching command")
         raise EntrypointError(f"started with PADDLE_TRAINING_ROLE={given}: run {expected} "
                               f"for that role (or fix the role variable)")
-    if role != roles.PSERVER:
-        return
-    from_hostname = env.get("PSJOB_PSERVER_INDEX", roles.AUTO) == roles.AUTO
     try:
-        resolved = roles.resolve_identity(env, socket.gethostname())
-    except ValueError as exc:
+        role_env = RoleEnv.from_environ(env)
+    except RoleEnvError as exc:
         raise EntrypointError(str(exc)) from None
+    if role != roles.PSERVER:
+        return role_env
+    from_hostname = env.get("PSJOB_PSERVER_INDEX", roles.AUTO) == roles.AUTO
     if (from_hostname or env.get("KUBERNETES_SERVICE_HOST")) and "PSJOB_BIND_ALL" not in env:
         # In a pod: bind 0.0.0.0:<port> (ServeOptions.bind_all_interfaces).
         env["PSJOB_BIND_ALL"] = "1"
     if from_hostname:
-        print(f"[psjob] pserver index {resolved['PSJOB_PSERVER_INDEX']} from hostname "
-              f"{socket.gethostname()}; serving {resolved['PSJOB_CURRENT_ENDPOINT']}", flush=True)
+        print(f"[psjob] pserver index {role_env.index} from hostname "
+              f"{socket.gethostname()}; serving {role_env.current_endpoint}", flush=True)
+    return role_env
 
 
 def _fail(prog: str, problem, status: int) -> int:

@@ -49,6 +49,8 @@ LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 
 RawObject = NewType("RawObject", dict)
 """A Kubernetes object passed through as is (EnvVarSource, NetworkPolicyPeer)."""
+PodTemplate = NewType("PodTemplate", dict)
+"""A Kubernetes PodTemplateSpec (metadata + spec); the operator merges psjob's pod into it."""
 
 
 class JobSpecError(ValueError):
@@ -117,6 +119,11 @@ class ImagePullPolicy(str, enum.Enum):
     ALWAYS = "Always"
     IF_NOT_PRESENT = "IfNotPresent"
     NEVER = "Never"
+
+
+class AccessMode(str, enum.Enum):
+    READ_WRITE_MANY = "ReadWriteMany"
+    READ_WRITE_ONCE = "ReadWriteOnce"
 
 
 class TolerationOperator(str, enum.Enum):
@@ -217,6 +224,15 @@ class RoleSpec:
                                           factory=tuple)
     args: tuple[str, ...] = spec_field("args", "Overrides spec.args for this role.",
                                        factory=tuple)
+    image: str | None = spec_field(
+        "image", "Overrides spec.image for this role (e.g. the CPU image for the pservers of a "
+        "job whose trainers use the CUDA image).", None, min_length=1)
+    template: PodTemplate | None = spec_field(
+        "template", "A Kubernetes PodTemplateSpec (metadata.labels/annotations and any pod "
+        "spec field: volumes, serviceAccountName, affinity, initContainers, ...). psjob merges "
+        "its container named `psjob` into it; env, envFrom, volumeMounts and resources the "
+        "template gives that container are merged, other psjob-managed fields are rejected "
+        "naming the field. `psjob run` ignores it.", None)
 
 
 @dataclass(frozen=True)
@@ -262,10 +278,16 @@ class CheckpointSpec:
     enabled: bool = spec_field("enabled", "Write checkpoints (pserver restarts and suspend/"
                                "resume recover from the newest one).", True)
     storage_class_name: str | None = spec_field(
-        "storageClassName", "StorageClass of the job's shared ReadWriteMany claim; "
-        "empty uses the cluster default.", None)
+        "storageClassName", "StorageClass of the job's shared claim; empty uses the cluster "
+        "default.", None)
     size: str = spec_field("size", "Size of the checkpoint claim.", "10Gi", quantity=True,
                            fix="use a Kubernetes quantity such as 50Gi")
+    access_mode: AccessMode = spec_field(
+        "accessMode", "Access mode of the claim psjob creates: ReadWriteMany (pods on any "
+        "node; needs a storage class that provides it, e.g. NFS, EFS, Filestore, Azure Files) "
+        "or ReadWriteOnce (every default storage class; all of the job's pods must then run "
+        "on one node, e.g. kind, or pinned with a template's affinity).",
+        AccessMode.READ_WRITE_MANY)
     existing_claim: str | None = spec_field(
         "existingClaim", "Use this PersistentVolumeClaim instead of creating one "
         "(it survives deleting the job).", None, pattern=DNS_1123_SUBDOMAIN, max_length=253)
@@ -412,7 +434,7 @@ NAME_RULES = (
 
 @dataclass(frozen=True)
 class TypeInfo:
-    kind: str  # "str" "int" "bool" "enum" "object" "list" "map" "raw"
+    kind: str  # "str" "int" "bool" "enum" "object" "list" "map" "raw" "podtemplate"
     optional: bool = False
     inner: Any = None  # enum class, dataclass, or the list item TypeInfo
 
@@ -427,6 +449,8 @@ def describe(tp: Any) -> TypeInfo:
     origin = typing.get_origin(tp)
     if tp is RawObject:
         return TypeInfo("raw", optional)
+    if tp is PodTemplate:
+        return TypeInfo("podtemplate", optional)
     if origin is tuple:
         return TypeInfo("list", optional, describe(args[0]))
     if origin is dict:
@@ -556,6 +580,8 @@ def _parse_value(t: TypeInfo, schema: Schema, value: Any, path: str) -> Any:
         if not isinstance(value, Mapping):
             raise JobSpecError(path, f"must be a mapping, got {_kind(value)}")
         return dict(value)
+    if t.kind == "podtemplate":
+        return _parse_pod_template(value, path)
     if t.kind == "enum":
         allowed = [m.value for m in t.inner]
         if value not in allowed:
@@ -576,6 +602,38 @@ def _parse_value(t: TypeInfo, schema: Schema, value: Any, path: str) -> Any:
             raise JobSpecError(path, f"is {value}, must be <= {schema.maximum}{_fix(schema)}")
         return value
     return _scalar_string(value, schema, path)
+
+
+POD_TEMPLATE_KEYS = ("metadata", "spec")
+POD_TEMPLATE_METADATA_KEYS = ("labels", "annotations")
+
+
+def _parse_pod_template(value: Any, path: str) -> dict[str, Any]:
+    """The shape of a PodTemplateSpec: {metadata: {labels, annotations}, spec: PodSpec}.
+    The pod spec itself is checked by the operator's merge and by the API server."""
+    if not isinstance(value, Mapping):
+        raise JobSpecError(path, f"must be a mapping (a PodTemplateSpec), got {_kind(value)}")
+    for key in value:
+        if key not in POD_TEMPLATE_KEYS:
+            raise JobSpecError(f"{path}.{key}", "unknown field: a PodTemplateSpec has metadata "
+                               "and spec")
+    metadata = value.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise JobSpecError(f"{path}.metadata", f"must be a mapping, got {_kind(metadata)}")
+    for key, items in metadata.items():
+        if key not in POD_TEMPLATE_METADATA_KEYS:
+            raise JobSpecError(f"{path}.metadata.{key}", "psjob names the pods: only labels and "
+                               "annotations may be set")
+        if not isinstance(items, Mapping):
+            raise JobSpecError(f"{path}.metadata.{key}", f"must be a mapping, got {_kind(items)}")
+        for k, v in items.items():
+            if not isinstance(v, str):
+                raise JobSpecError(f"{path}.metadata.{key}.{k}",
+                                   f"must be a string, got {_kind(v)}: quote it")
+    spec = value.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        raise JobSpecError(f"{path}.spec", f"must be a mapping (a PodSpec), got {_kind(spec)}")
+    return {"metadata": {k: dict(v) for k, v in metadata.items()}, "spec": dict(spec)}
 
 
 def _scalar_string(value: Any, schema: Schema, path: str) -> str:

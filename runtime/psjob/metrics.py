@@ -25,6 +25,7 @@ status code name (`OK`, `UNAUTHENTICATED`, ...). No metric sets a label named
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import logging
 import os
 import sys
@@ -407,6 +408,21 @@ def sparse_table_collector(source: Callable[[], Iterable[SparseTableStats]], *,
     return collector
 
 
+def metrics_host(env: Mapping[str, str]) -> str:
+    """Listen on loopback when this process's own address is loopback (`psjob run`,
+    `psjob launch`: nothing outside this machine scrapes it), else on every interface
+    (pods: Prometheus scrapes the pod IP). The address comes from PADDLE_CURRENT_IP,
+    else PSJOB_CURRENT_ENDPOINT's host (pservers), else POD_IP."""
+    endpoint_host = env.get("PSJOB_CURRENT_ENDPOINT", "").rpartition(":")[0].strip("[]")
+    ip = env.get("PADDLE_CURRENT_IP") or endpoint_host or env.get("POD_IP", "")
+    try:
+        if ip and ipaddress.ip_address(ip).is_loopback:
+            return "127.0.0.1"
+    except ValueError:
+        pass
+    return "0.0.0.0"
+
+
 class MetricsServer:
     """A running /metrics HTTP endpoint; `close()` stops it and frees the port."""
 
@@ -416,6 +432,7 @@ class MetricsServer:
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ValueError(f"metrics port must be an int in 0..65535 (0 = any free port), got {port!r}")
         self._server, self._thread = start_http_server(port, addr=host, registry=registry)
+        self.host: str = host
         self.port: int = self._server.server_address[1]
 
     def close(self) -> None:

@@ -165,11 +165,12 @@ class JobTopology:
         return len(self.pserver_endpoints)
 
 
-def split_endpoint(endpoint: str) -> tuple[str, int]:
-    """'host:port' → (host, port), with a clear error for anything else."""
-    host, sep, port = endpoint.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"endpoint {endpoint!r} is not 'host:port' with a port in 1..65535")
+def split_endpoint(endpoint: str, *, what: str = "endpoint", host_optional: bool = False) -> tuple[str, int]:
+    """'host:port' → (host, port), with a clear error naming `what` for anything else: the one
+    parser of endpoints. `host_optional` accepts ':port' (a server's "every interface"), host ''."""
+    host, sep, port = str(endpoint).rpartition(":")
+    if not sep or not (host or host_optional) or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{what} {endpoint!r} is not 'host:port' with a port in 1..65535")
     return host, int(port)
 
 

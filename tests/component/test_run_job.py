@@ -190,3 +190,16 @@ def test_an_invalid_job_is_refused_with_the_field_and_the_fix_named(tmp_path, sp
     assert result.returncode == 2, result.stdout + result.stderr
     assert field in result.stderr and fix in result.stderr, result.stderr
     assert not (tmp_path / "w").exists() or not any((tmp_path / "w" / "logs").iterdir())
+
+
+def test_cluster_only_fields_such_as_a_pod_template_are_named_as_ignored(tmp_path):
+    template = {"metadata": {"annotations": {"sidecar.istio.io/inject": "false"}},
+                "spec": {"serviceAccountName": "trainer"}}
+    job = write_job(tmp_path, spec={"worker": {"replicas": 2, "template": template,
+                                               "image": "psjob:test-cuda"},
+                                    "runPolicy": {"suspend": True}})
+    result = subprocess.run(PSJOB + ["run", str(job), "--workdir", str(tmp_path / "w")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ("psjob run ignores what only a cluster uses: spec.image, spec.worker.image, "
+            "spec.worker.template\n") in result.stderr

@@ -42,6 +42,7 @@ MONITORING_RESOURCES = {
     "monitoring.coreos.com/v1/servicemonitors": "ServiceMonitor",
     "monitoring.coreos.com/v1/podmonitors": "PodMonitor",
 }
+PSJOB_RESOURCE = "psjob.dev/v1alpha1/parameterserverjobs"
 ALL_VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 
 
@@ -51,6 +52,14 @@ class _Emulator(kmock.KubernetesEmulator):
         payload = await super()._serve_version(request)
         payload["groupVersion"] = payload["groupVersion"].lstrip("/")
         return payload
+
+    async def _serve_list(self, request):  # type: ignore[no-untyped-def]
+        # kmock 0.8's lists carry no kind/apiVersion; kubectl get needs them.
+        result = await super()._serve_list(request)
+        group, version = request.resource.group, request.resource.version
+        result["kind"] = f"{self.resources[request.resource].kind}List"
+        result["apiVersion"] = f"{group}/{version}" if group else version
+        return result
 
 
 class KubeAPI:
@@ -72,6 +81,12 @@ class KubeAPI:
             with warnings.catch_warnings():  # kmock 0.8 calls the deprecated read_binary()
                 warnings.simplefilter("ignore", DeprecationWarning)
                 emulator.resources.load_bundled()
+            # A real API server serves a CRD's kind once the CRD is created; kmock does
+            # not, so ParameterServerJobs are served from the start (kubectl apply -f
+            # examples/... right after helm install, as the README does).
+            emulator.resources[PSJOB_RESOURCE] = kmock.ResourceInfo(
+                kind="ParameterServerJob", singular="parameterserverjob", namespaced=True,
+                verbs=ALL_VERBS, shortnames=["psjob", "psj"])
             if self._with_monitoring:
                 for key, kind in MONITORING_RESOURCES.items():
                     emulator.resources[key] = kmock.ResourceInfo(

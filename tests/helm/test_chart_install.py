@@ -24,7 +24,8 @@ K8S_VERSION = kubernetes_validate.latest_version()
 RELEASE, NAMESPACE = "ps", "psjob-system"
 
 SCENARIOS = {
-    "namespace-scoped defaults": {},
+    "cluster-wide defaults": {},
+    "namespace-scoped in the release namespace": {"rbac": {"scope": "namespace"}},
     "namespace-scoped over two namespaces with full monitoring": {
         "rbac": {"scope": "namespace", "watchNamespaces": ["team-a", "team-b"]},
         "monitoring": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
@@ -158,7 +159,7 @@ def test_rbac_grants_exactly_the_chart_rules_where_the_operator_watches(install,
     args = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
     account = the(objects, "ServiceAccount")["metadata"]
     subject = {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
-    cluster_scope = values.get("rbac", {}).get("scope") == "cluster"
+    cluster_scope = values.get("rbac", {}).get("scope", "cluster") == "cluster"
     cluster_rules = rules["cluster"] + (rules["namespaced"] if cluster_scope else [])
     if cluster_rules:
         cluster_role, binding = the(objects, "ClusterRole"), the(objects, "ClusterRoleBinding")
@@ -217,7 +218,7 @@ def test_metrics_objects_follow_the_values_and_select_what_they_scrape(install, 
         endpoint = spec["podMetricsEndpoints"][0]
         assert endpoint["port"] == "metrics" and endpoint["path"] == "/metrics"
         assert {r["targetLabel"] for r in endpoint["relabelings"]} == {"psjob_job", "psjob_role"}
-        if values["rbac"]["scope"] == "cluster":
+        if values.get("rbac", {}).get("scope", "cluster") == "cluster":
             assert spec["namespaceSelector"] == {"any": True}
         else:
             assert spec["namespaceSelector"] == {"matchNames": values["rbac"]["watchNamespaces"]}
@@ -249,25 +250,37 @@ def test_the_crd_is_installed_and_kept_on_uninstall_unless_disabled(install, val
     assert crd["spec"] == source["spec"]
 
 
-def test_notes_show_a_first_job_that_the_crd_accepts(install):
-    objects, notes = install({"rbac": {"watchNamespaces": ["team-a"]}})
-    assert f"kubectl -n {NAMESPACE} rollout status deployment/{RELEASE}-psjob-operator" in notes
+def _notes_job(notes: str) -> dict:
     match = re.search(r"<<'JOB' \| kubectl apply -f -\n(.*?)\n\s*JOB\n", notes, re.S)
     assert match, notes
-    job = yaml.safe_load(textwrap.dedent(match.group(1)))
+    return yaml.safe_load(textwrap.dedent(match.group(1)))
+
+
+@pytest.mark.parametrize("values, namespace", [
+    ({}, None), ({"rbac": {"scope": "namespace", "watchNamespaces": ["team-a"]}}, "team-a")])
+def test_notes_show_a_first_parameter_server_job_that_the_crd_accepts(install, values, namespace):
+    objects, notes = install(values)
+    assert f"kubectl -n {NAMESPACE} rollout status deployment/{RELEASE}-psjob-operator" in notes
+    job = _notes_job(notes)
     crd = the(objects, "CustomResourceDefinition")
     assert job["apiVersion"] == f"{crd['spec']['group']}/v1alpha1"
     assert job["kind"] == crd["spec"]["names"]["kind"]
-    assert job["metadata"]["namespace"] == "team-a"
+    # Cluster scope: the job goes wherever kubectl points; namespace scope: a watched one.
+    assert job["metadata"].get("namespace") == namespace
     [version] = [v for v in crd["spec"]["versions"] if job["apiVersion"].endswith("/" + v["name"])]
     jsonschema.validate(job, version["schema"]["openAPIV3Schema"])
     # The runtime's own parser (used by the operator and `psjob run`) accepts it too.
     from psjob.jobspec import parse_job  # noqa: PLC0415
+    from psjob.training.options import parse as parse_train_options  # noqa: PLC0415
 
     parsed = parse_job(job)
     assert parsed.spec.pserver.replicas == 2 and parsed.spec.worker.replicas == 2
-    assert job["spec"]["command"][:2] == ["python", "-m"]
-    assert importlib.util.find_spec(job["spec"]["command"][2]) is not None, "the example script must exist"
+    # A real parameter-server job: psjob's own entrypoints (`psjob pserver` / `psjob
+    # worker`) with arguments the built-in CTR job accepts, from the chart's CPU image.
+    assert not parsed.spec.command
+    parse_train_options(list(parsed.spec.args))
+    deployment = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert parsed.spec.image == deployment["image"]
 
 
 def test_upgrade_to_cluster_scope_replaces_the_roles_with_a_cluster_role(run_helm, kube_api):

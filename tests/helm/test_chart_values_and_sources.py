@@ -64,6 +64,23 @@ def test_a_service_monitor_without_the_metrics_service_is_refused_with_the_fix(r
     assert kube_api.objects() == []
 
 
+def test_the_same_port_for_metrics_and_liveness_is_refused_with_the_fix(run_helm, kube_api):
+    values = {"operator": {"metricsPort": 8080, "livenessPort": 8080}}
+    [outcome] = run_helm(kube_api, [{"action": "install", "release": "ps", "namespace": "ns", "values": values}])
+    assert not outcome["ok"]
+    assert "operator.metricsPort and operator.livenessPort are both 8080" in outcome["error"]
+    assert kube_api.objects() == []
+
+
+def test_the_extra_args_the_values_suggest_are_flags_the_operator_accepts():
+    from psjob_operator.__main__ import parse_args  # noqa: PLC0415
+
+    text = (CHART / "values.yaml").read_text()
+    suggested = re.search(r"Extra command-line arguments.*?\(e\.g\. (\[.*?\])", text, re.S).group(1)
+    # The chart's own arguments first, then the suggestion; argparse exits on an unknown flag.
+    parse_args(["--all-namespaces", *yaml.safe_load(suggested)])
+
+
 def test_monitoring_without_the_prometheus_operator_crds_fails_naming_the_kind(
         run_helm, kube_api_without_monitoring_crds):
     values = {"monitoring": {"serviceMonitor": {"enabled": True}}}
@@ -118,18 +135,13 @@ def test_the_chart_app_version_is_the_package_version():
     assert chart["appVersion"] == project["version"]
 
 
-@pytest.mark.skipif(not CRD_SOURCE.exists(), reason="crds/parameterserverjobs.psjob.dev.yaml not written yet")
 def test_the_chart_crd_is_a_byte_identical_copy_of_the_repository_crd():
+    assert CRD_SOURCE.exists(), f"{CRD_SOURCE} is missing"
     assert CRD_COPY.read_bytes() == CRD_SOURCE.read_bytes(), "run: python charts/sync-from-sources.py"
 
 
 def _required_rbac() -> set[tuple[str, str, str]]:
-    try:
-        from psjob_operator.rbac import REQUIRED_RBAC  # noqa: PLC0415
-    except ModuleNotFoundError as error:
-        if error.name in ("psjob_operator.rbac",):
-            pytest.skip("operator/psjob_operator/rbac.py not written yet")
-        raise
+    from psjob_operator.rbac import REQUIRED_RBAC  # noqa: PLC0415
     triples = set()
     for entry in REQUIRED_RBAC:  # Permission(api_group, resource, verbs) or a 3-tuple
         group, resource, verbs = ((entry.api_group, entry.resource, entry.verbs)
@@ -158,3 +170,15 @@ def test_an_existing_service_account_must_be_named(run_helm, kube_api):
     assert not outcome["ok"]
     assert "serviceAccount.name is required when serviceAccount.create is false" in outcome["error"]
     assert kube_api.objects() == []
+
+
+def test_the_chart_description_names_the_kinds_the_operator_creates_for_servers_and_workers():
+    from psjob.jobspec import load_job_file  # noqa: PLC0415
+    from psjob_operator import builders  # noqa: PLC0415
+
+    job = load_job_file(str(ROOT / "examples" / "ctr-cpu.yaml"))
+    kinds = {c["kind"] for c in builders.build_children(job, builders.Owner("j", "u"), "t")}
+    description = " ".join(yaml.safe_load((CHART / "Chart.yaml").read_text())["description"].split())
+    assert "StatefulSet" in kinds and "StatefulSets" in description
+    assert "Deployment" not in kinds and "Deployment" not in description
+    assert "Job" in kinds and "worker Jobs" in description

@@ -14,6 +14,9 @@ from psjob_operator import builders, pods
 from psjob_operator.validation import validate_for_cluster
 
 K8S_VERSION = kubernetes_validate.latest_version()
+# The chart's kubeVersion floor, a 1.33 cluster (schemas differ: 1.26-1.34 require
+# podFailurePolicy's onPodConditions[].status) and the newest published schema.
+K8S_VERSIONS = ("1.26.0", "1.33.0", K8S_VERSION)
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
 OWNER = builders.Owner("ctr", "0b7e6c1e-uid")
 
@@ -54,7 +57,8 @@ def test_every_built_manifest_validates_against_the_kubernetes_schema(example):
     parsed = load_job_file(str(example))
     for activity in (builders.RUNNING, builders.SUSPENDED):
         for child in builders.build_children(parsed, OWNER, "token", activity):
-            kubernetes_validate.validate(child, K8S_VERSION, strict=True)
+            for version in K8S_VERSIONS:
+                kubernetes_validate.validate(child, version, strict=True)
 
 
 def test_heter_workers_and_extra_peers_also_build_valid_manifests():
@@ -99,7 +103,7 @@ def test_the_worker_job_is_indexed_and_its_index_is_the_trainer_id():
     assert (spec["completionMode"], spec["completions"], spec["parallelism"],
             spec["backoffLimit"], spec["suspend"]) == ("Indexed", 3, 3, 3, False)
     assert spec["podFailurePolicy"] == {"rules": [{"action": "Ignore", "onPodConditions": [
-        {"type": "DisruptionTarget"}]}]}
+        {"type": "DisruptionTarget", "status": "True"}]}]}
     pod = spec["template"]["spec"]
     assert pod["restartPolicy"] == "Never"
     c = pod["containers"][0]
@@ -190,6 +194,17 @@ def test_a_custom_command_replaces_the_psjob_entrypoint_for_every_role():
     for kind in ("StatefulSet", "Job"):
         c = by_kind(kids, kind)["spec"]["template"]["spec"]["containers"][0]
         assert c["command"] == ["python", "train.py"] and "args" not in c
+    # The user's script serves through psjob's pserver: it must listen on the pod's
+    # interfaces, not only on the address its DNS name resolves to.
+    pserver = by_kind(kids, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]
+    assert env_dict(pserver)["PSJOB_BIND_ALL"] == "1"
+    worker = by_kind(kids, "Job")["spec"]["template"]["spec"]["containers"][0]
+    assert "PSJOB_BIND_ALL" not in env_dict(worker)
+
+
+def test_psjobs_own_pserver_entrypoint_decides_its_bind_address_itself():
+    pserver = by_kind(builders.build_children(job(), OWNER, "t"), "StatefulSet")
+    assert "PSJOB_BIND_ALL" not in env_dict(pserver["spec"]["template"]["spec"]["containers"][0])
 
 
 def test_the_config_map_carries_the_topology_as_json():
@@ -205,15 +220,43 @@ def test_user_environment_follows_psjobs_and_home_defaults_to_tmp():
                        parsed.spec.worker, None)
     names = [e["name"] for e in c["env"]]
     assert names[-1] == "DATA_DIR" and names.index("HOME") < names.index("DATA_DIR")
-    # Math-library threads follow the container's CPU limit unless the user sets them.
+
+
+def _worker_container(parsed):
+    worker_job = by_kind(builders.build_children(parsed, OWNER, "t"), "Job")
+    return worker_job["spec"]["template"]["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize("resources, source", [
+    ({"requests": {"cpu": "4"}, "limits": {"cpu": "6"}}, "limits.cpu"),
+    # No limit: the downward API's limits.cpu would be the node's allocatable CPUs.
+    ({"requests": {"cpu": "500m"}}, "requests.cpu"),
+])
+def test_math_threads_follow_the_cpu_limit_else_the_cpu_request(resources, source):
+    c = _worker_container(job(worker={"resources": resources}))
     threads = {e["name"]: e for e in c["env"] if e["name"] in roles.MATH_THREAD_ENV}
     assert set(threads) == set(roles.MATH_THREAD_ENV)
-    assert threads["OMP_NUM_THREADS"]["valueFrom"]["resourceFieldRef"] == {
-        "containerName": c["name"], "resource": "limits.cpu", "divisor": "1"}
-    parsed = job(worker={"env": [{"name": "OMP_NUM_THREADS", "value": "3"}]})
-    c = pods.container(parsed.spec, roles.kubernetes_topology(parsed, "ml"), "worker",
-                       parsed.spec.worker, None)
-    assert [e for e in c["env"] if e["name"] == "OMP_NUM_THREADS"] == [{"name": "OMP_NUM_THREADS", "value": "3"}]
+    for var in threads.values():
+        assert var["valueFrom"]["resourceFieldRef"] == {
+            "containerName": c["name"], "resource": source, "divisor": "1"}
+
+
+def test_math_threads_are_one_without_any_cpu_resource_and_a_users_value_wins():
+    c = _worker_container(job())
+    assert {e["name"]: e.get("value") for e in c["env"]
+            if e["name"] in roles.MATH_THREAD_ENV} == dict.fromkeys(roles.MATH_THREAD_ENV, "1")
+    c = _worker_container(job(worker={"env": [{"name": "OMP_NUM_THREADS", "value": "3"}]}))
+    assert [e for e in c["env"] if e["name"] == "OMP_NUM_THREADS"] == [
+        {"name": "OMP_NUM_THREADS", "value": "3"}]
+
+
+def test_math_threads_count_a_cpu_request_given_in_the_pod_template():
+    template = {"spec": {"containers": [{"name": "psjob",
+                                         "resources": {"requests": {"cpu": "3"}}}]}}
+    c = _worker_container(job(worker={"template": template}))
+    assert c["resources"] == {"requests": {"cpu": "3"}}
+    omp = next(e for e in c["env"] if e["name"] == "OMP_NUM_THREADS")
+    assert omp["valueFrom"]["resourceFieldRef"]["resource"] == "requests.cpu"
 
 
 @pytest.mark.parametrize("spec, expected", [

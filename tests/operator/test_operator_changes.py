@@ -153,3 +153,38 @@ def test_a_finished_job_is_deleted_after_its_ttl(operator, plane):
 
 def test_every_api_call_made_above_is_covered_by_the_required_rbac(cluster, operator):
     assert uncovered(cluster.requests()) == []
+
+
+def test_a_job_secret_deleted_by_hand_comes_back_without_an_operator_restart(operator, plane):
+    running(plane, "secret", pservers=1, workers=1)
+    path = plane.path("secrets", "secret-auth")
+    first = plane.kube.get(path)
+    assert first is not None
+    plane.kube.delete(path)
+    assert plane.kube.get(path) is None
+    # The operator never reads Secrets; it POSTs the job's again once a resync has passed.
+    again = wait_for(lambda: plane.kube.get(path), what="the auth Secret recreated")
+    assert again["metadata"]["uid"] != first["metadata"]["uid"]
+    assert again["metadata"]["ownerReferences"] == first["metadata"]["ownerReferences"]
+
+
+def test_a_pod_template_reaches_the_pods_and_a_conflicting_one_fails_naming_the_field(
+        operator, plane):
+    template = {"metadata": {"annotations": {"sidecar.istio.io/inject": "false"}},
+                "spec": {"serviceAccountName": "trainer",
+                         "containers": [{"name": "psjob", "command": ["python", "x.py"]}]}}
+    submit(plane, job_manifest("tmpl", pservers=1, workers=1, worker={"replicas": 1,
+                                                                       "template": template}))
+    wait_for(lambda: phase(plane, "tmpl") == "Failed", what="Failed")
+    failed = condition(plane, "tmpl", "Failed")
+    assert failed["reason"] == "InvalidSpec"
+    assert failed["message"].startswith(
+        "spec.worker.template.spec.containers[0].command: psjob manages this field")
+    assert children(plane, "tmpl") == set()
+
+    # The user drops the conflicting field (null removes it in a merge patch).
+    patch_spec(plane, "tmpl", {"worker": {"template": {"spec": {"containers": None}}}})
+    wait_for(lambda: child(plane, "jobs", "tmpl-worker"), what="the worker Job")
+    pod = child(plane, "jobs", "tmpl-worker")["spec"]["template"]
+    assert pod["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
+    assert pod["spec"]["serviceAccountName"] == "trainer"

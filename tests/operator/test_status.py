@@ -174,10 +174,45 @@ def test_waiting_reasons_name_the_pod_and_the_fix():
     update = observe(pods=(pulling,))
     assert update.status["conditions"][1]["message"] == (
         "pod ctr-pserver-0 cannot pull image psjob:1 (ImagePullBackOff: not found); check "
-        "spec.image and spec.imagePullSecrets")
+        "spec.image and spec.imagePullSecrets (on kind: kind load docker-image psjob:1)")
     claim = observe(pods=(pod("ctr-pserver-0", "pserver", phase="Pending", ready=False),),
                     claim_phase="Pending")
     assert claim.status["conditions"][1]["reason"] == "CheckpointClaimPending"
+
+
+def test_a_pending_claim_names_its_access_mode_and_every_way_out():
+    claim = observe(pods=(pod("ctr-pserver-0", "pserver", phase="Pending", ready=False),),
+                    claim_phase="Pending", claim_access_modes=("ReadWriteMany",))
+    message = claim.status["conditions"][1]["message"]
+    assert message.startswith("checkpoint claim ctr-checkpoint (ReadWriteMany) is Pending")
+    for fix in ("spec.checkpoint.storageClassName", "spec.checkpoint.accessMode: ReadWriteOnce",
+                "spec.checkpoint.existingClaim", "spec.checkpoint.enabled: false"):
+        assert fix in message
+
+
+def _placed(name, role, node, creating=False):
+    status = {"phase": "Pending" if creating else "Running",
+              "conditions": [{"type": "Ready", "status": "False" if creating else "True"}]}
+    if creating:
+        status["containerStatuses"] = [{"state": {"waiting": {"reason": "ContainerCreating"}}}]
+    return pod_view({"metadata": {"name": name, "labels": {"psjob.dev/role": role}},
+                     "spec": {"nodeName": node}, "status": status})
+
+
+def test_a_read_write_once_claim_on_pods_of_two_nodes_is_named_as_multi_attach():
+    pods = (_placed("ctr-pserver-0", "pserver", "node-a"),
+            _placed("ctr-pserver-1", "pserver", "node-b", creating=True))
+    update = observe(pods=pods, job_spec=spec(checkpoint={"accessMode": "ReadWriteOnce"}),
+                     claim_phase="Bound", claim_access_modes=("ReadWriteOnce",))
+    running = update.status["conditions"][1]
+    assert (update.phase, running["reason"]) == (Phase.CREATED, "CheckpointClaimMultiAttach")
+    assert running["message"].startswith(
+        "pod ctr-pserver-1 cannot attach checkpoint claim ctr-checkpoint: it is ReadWriteOnce "
+        "and the job's pods run on 2 nodes (node-a, node-b) (Multi-Attach)")
+    # One node (kind): the same pod is only waiting, nothing is wrong with the claim.
+    same_node = (pods[0], _placed("ctr-pserver-1", "pserver", "node-a", creating=True))
+    update = observe(pods=same_node, claim_phase="Bound", claim_access_modes=("ReadWriteOnce",))
+    assert update.status["conditions"][1]["reason"] == "WaitingForPods"
 
 
 def test_an_invalid_spec_fails_and_a_new_generation_gets_another_chance():

@@ -2,7 +2,7 @@
 
 Runtime layers, bottom to top; a module imports only its own layer and the ones below:
 
-    base         hooks, roles, progress, metrics, reader, dataset, _batch  (stdlib, numpy, prometheus)
+    base         hooks, roles, role_env, progress, metrics, reader, dataset, _batch
     jobspec      the ParameterServerJob model (uses roles' defaults)
     kernels      kernels, cuda                       optimizer math on an array module
     tables       sparse tables keyed by id
@@ -35,7 +35,7 @@ OPERATOR = os.path.join(ROOT, "operator", "psjob_operator")
 
 # Lowest first: (layer, module prefixes).
 LAYERS = [
-    ("base", ("psjob.hooks", "psjob.roles", "psjob.progress", "psjob.metrics", "psjob.reader",
+    ("base", ("psjob.hooks", "psjob.roles", "psjob.role_env", "psjob.progress", "psjob.metrics", "psjob.reader",
               "psjob.dataset", "psjob._batch")),
     ("jobspec", ("psjob.jobspec",)),
     ("kernels", ("psjob.kernels", "psjob.cuda")),
@@ -192,7 +192,7 @@ def _library_violations():
         else:
             rank = _layer_of(module)
             banned = FORBIDDEN_LIBRARIES.get(LAYERS[rank][0], ()) if rank is not None else ()
-            if _starts(module, "psjob.roles"):
+            if _starts(module, "psjob.roles") or _starts(module, "psjob.role_env"):
                 banned = banned + ROLES_IMPORT_ONLY_STDLIB
         for name in _imports(path, module):
             for bad in banned:

@@ -47,8 +47,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
+{{/* psjob's CPU image (<registry>/psjob:<version>): the operator, pservers and CPU trainers. */}}
 {{- define "psjob-operator.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* psjob's CUDA image (<registry>/psjob:<version>-cuda<X.Y>, Dockerfile.worker's CUDA version): GPU trainers. */}}
+{{- define "psjob-operator.cudaImage" -}}
+{{- printf "%s-cuda12.8" (include "psjob-operator.image" .) }}
 {{- end }}
 
 {{/* The namespaces watched in "namespace" scope, as a JSON list (the release namespace when none is given). */}}

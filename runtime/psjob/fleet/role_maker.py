@@ -11,6 +11,7 @@ import os
 import socket
 
 from .. import roles
+from ..role_env import RoleEnv, RoleEnvError
 
 
 class Role(enum.IntEnum):
@@ -111,77 +112,44 @@ class UserDefinedRoleMaker(RoleMakerBase):
 
 
 class PaddleCloudRoleMaker(RoleMakerBase):
-    """Reads PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS (or IPS+PORT), PADDLE_TRAINERS, ..."""
+    """The role of the environment's contract (psjob.role_env.RoleEnv: PADDLE_TRAINING_ROLE,
+    PADDLE_PSERVER_ENDPOINTS or IPS+PORT, PADDLE_TRAINERS, ...). A process that already read
+    its RoleEnv (the container entrypoints) passes it as `role_env`; a Fluid script's is read
+    from `environ` (os.environ by default)."""
 
-    def __init__(self, is_collective=False, environ=None):
+    def __init__(self, is_collective=False, environ=None, role_env: RoleEnv | None = None):
         super().__init__()
         if is_collective:
             raise RoleMakerError("collective (nccl2) training is not supported by psjob; "
                                  "use the parameter-server mode (is_collective=False)")
-        self._env = dict(os.environ if environ is None else environ)
+        if role_env is None:
+            try:
+                role_env = RoleEnv.from_environ(os.environ if environ is None else environ)
+            except RoleEnvError as exc:
+                raise RoleMakerError(str(exc)) from None
+        self.role_env = role_env
         self.generate_role()
 
     def generate_role(self):
-        env = dict(self._env)
-        env.update(roles.resolve_identity(env, socket.gethostname()))
-        role = env.get("PADDLE_TRAINING_ROLE")
-        if role not in roles.ROLES:
-            raise RoleMakerError(f"PADDLE_TRAINING_ROLE must be one of {', '.join(roles.ROLES)}, got {role!r}")
-        endpoints = [e for e in env.get("PADDLE_PSERVER_ENDPOINTS", "").split(",") if e]
-        if not endpoints:
-            ips = [ip for ip in env.get("PADDLE_PSERVER_IPS", "").split(",") if ip]
-            port = env.get("PADDLE_PSERVER_PORT", str(roles.DEFAULT_PSERVER_PORT))
-            endpoints = [f"{ip}:{port}" for ip in ips]
-        if not endpoints:
-            raise RoleMakerError("no pservers: set PADDLE_PSERVER_ENDPOINTS (or PADDLE_PSERVER_IPS and "
-                                 "PADDLE_PSERVER_PORT)")
-        self._server_endpoints = endpoints
-        heter = env.get("PADDLE_HETER_TRAINER_IP_PORT_LIST", "")
-        self._heter_endpoints = [e for e in heter.split(",") if e]
-        try:
-            self._worker_num = int(env.get("PADDLE_TRAINERS", "1"))
-        except ValueError:
-            raise RoleMakerError(f"PADDLE_TRAINERS must be an integer, got {env.get('PADDLE_TRAINERS')!r}") from None
-        try:
-            self._worker_capacity = int(env.get("PSJOB_MAX_TRAINERS", "0") or 0)
-        except ValueError:
-            raise RoleMakerError(f"PSJOB_MAX_TRAINERS must be an integer, got "
-                                 f"{env.get('PSJOB_MAX_TRAINERS')!r}") from None
-        if self._worker_capacity and self._worker_capacity < self._worker_num:
-            raise RoleMakerError(f"PSJOB_MAX_TRAINERS={self._worker_capacity} is below "
-                                 f"PADDLE_TRAINERS={self._worker_num}")
-        self._mode = env.get("PSJOB_MODE", "sync")
-        self._k_steps = int(env.get("PSJOB_K_STEPS", "0") or 0)
-        if role == roles.PSERVER:
-            self._role = Role.SERVER
-            current = env.get("PSJOB_CURRENT_ENDPOINT") or (
-                f"{env.get('PADDLE_CURRENT_IP', '')}:{env.get('PADDLE_PSERVER_PORT', '')}")
-            if current not in endpoints:
-                raise RoleMakerError(f"this pserver's endpoint {current} is not in PADDLE_PSERVER_ENDPOINTS "
-                                     f"({', '.join(endpoints)})")
-            self._current_id = endpoints.index(current)
-        elif role == roles.HETER_TRAINER:
-            self._role = Role.HETER_WORKER
-            self._current_id = int(env.get("PSJOB_HETER_TRAINER_ID", "0"))
-        else:
-            self._role = Role.WORKER
-            tid = env.get("PADDLE_TRAINER_ID", env.get("PSJOB_TRAINER_ID", "0"))
-            if tid == roles.AUTO:
-                tid = self._register(env)
-            self._current_id = int(tid)
-            limit = max(self._worker_num, self._worker_capacity)
-            if not 0 <= self._current_id < limit:
-                raise RoleMakerError(f"PADDLE_TRAINER_ID {self._current_id} out of range "
-                                     f"(PADDLE_TRAINERS={self._worker_num}"
-                                     + (f", PSJOB_MAX_TRAINERS={self._worker_capacity})"
-                                        if self._worker_capacity else ")"))
+        env = self.role_env
+        self._server_endpoints = list(env.pserver_endpoints)
+        self._heter_endpoints = list(env.heter_endpoints)
+        self._worker_num = env.trainers
+        self._mode, self._k_steps = env.mode, env.k_steps
+        self._worker_capacity = env.max_trainers
+        self._role = {roles.PSERVER: Role.SERVER, roles.HETER_TRAINER: Role.HETER_WORKER}.get(env.role, Role.WORKER)
+        self._current_id = env.index if env.index is not None else self._register()
+        if self._role == Role.WORKER and not 0 <= self._current_id < max(self._worker_num,
+                                                                          self._worker_capacity):
+            raise RoleMakerError(f"PADDLE_TRAINER_ID {self._current_id} out of range "
+                                 f"(PADDLE_TRAINERS={self._worker_num})")
         self._generated = True
 
-    def _register(self, env) -> int:
+    def _register(self) -> int:
         """A Deployment pod has no stable index: ask pserver 0 for a trainer id."""
         from ..rpc.client import PSClient
         from ..ps.auth import read_token
-        client = PSClient(self._server_endpoints, auth_token=read_token(env.get("PSJOB_AUTH_TOKEN_FILE", "")))
+        client = PSClient(self._server_endpoints, auth_token=read_token(self.role_env.auth_token_file))
         try:
             client.wait_server_ready(self._server_endpoints[:1])
             tid, _ = client.register(socket.gethostname())

@@ -26,7 +26,6 @@ client that counts every method together — an int (method "all").
 """
 from __future__ import annotations
 
-import ipaddress
 import numbers
 import os
 from collections.abc import Mapping
@@ -39,18 +38,6 @@ _current: "TrainerTelemetry | None" = None
 
 PUSH_OPS = frozenset({"send", "send_barrier", "geo_sgd_step"})
 PULL_OPS = frozenset({"recv", "fetch_barrier", "prefetch"})
-
-
-def metrics_host(env) -> str:
-    """Listen on loopback when this process's own address is loopback (local runs),
-    else on every interface (pods: Prometheus scrapes the pod IP)."""
-    ip = env.get("PADDLE_CURRENT_IP") or env.get("POD_IP", "")
-    try:
-        if ip and ipaddress.ip_address(ip).is_loopback:
-            return "127.0.0.1"
-    except ValueError:
-        pass
-    return "0.0.0.0"
 
 
 class TrainerTelemetry:
@@ -68,7 +55,7 @@ class TrainerTelemetry:
         tel = cls()
         if metrics.METRICS_PORT_ENV in env:
             tel.server = metrics.MetricsServer(metrics.metrics_port_from_env(env), tel.registry,
-                                               host=metrics_host(env))
+                                               host=metrics.metrics_host(env))
             print(f"[psjob] trainer {trainer} metrics on port {tel.server.port}", flush=True)
         _current = tel
         return tel

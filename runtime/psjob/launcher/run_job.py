@@ -75,6 +75,10 @@ def main(argv=None) -> int:
     try:
         job = jobspec.load_job_file(args.job)
         check_local(job, args)
+        ignored = cluster_only_fields(job)
+        if ignored:
+            print(f"[psjob] psjob run ignores what only a cluster uses: {', '.join(ignored)}",
+                  file=sys.stderr, flush=True)
         if job.spec.run_policy.suspend:
             print(f"[psjob] {job.name} is suspended (spec.runPolicy.suspend: true): nothing to "
                   "run; set it to false to train")
@@ -116,6 +120,40 @@ def check_local(job: jobspec.ParameterServerJob, args) -> None:
             if var.value_from is not None:
                 raise RunError(f"spec.{key}.env[{i}].valueFrom ({var.name}): psjob run cannot read "
                                "Secrets, ConfigMaps or pod fields; give a literal value instead")
+
+
+# Fields only the operator reads (images, scheduling, volumes, Kubernetes policies).
+CLUSTER_ONLY_JOB = ("image", "image_pull_policy", "image_pull_secrets", "network_policy",
+                    "security_context")
+CLUSTER_ONLY_ROLE = ("image", "template", "resources", "node_selector", "tolerations",
+                     "priority_class_name")
+CLUSTER_ONLY_CHECKPOINT = ("storage_class_name", "size", "existing_claim", "access_mode")
+CLUSTER_ONLY_RUN_POLICY = ("ttl_seconds_after_finished", "clean_pod_policy")
+
+
+def cluster_only_fields(job: jobspec.ParameterServerJob) -> list[str]:
+    """The cluster-only fields this job sets (other than their defaults), as YAML paths."""
+    s = job.spec
+    found = []
+
+    def check(obj, default, names, path):
+        for name in names:
+            value = getattr(obj, name)
+            if value not in (None, (), {}) and value != getattr(default, name):
+                found.append(f"{path}.{_key(type(obj), name)}")
+
+    check(s, jobspec.JobSpec(image=""), CLUSTER_ONLY_JOB, "spec")
+    for key, role in (("pserver", s.pserver), ("worker", s.worker),
+                      ("heterWorker", s.heter_worker)):
+        if role is not None:
+            check(role, type(role)(), CLUSTER_ONLY_ROLE, f"spec.{key}")
+    check(s.checkpoint, jobspec.CheckpointSpec(), CLUSTER_ONLY_CHECKPOINT, "spec.checkpoint")
+    check(s.run_policy, jobspec.RunPolicy(), CLUSTER_ONLY_RUN_POLICY, "spec.runPolicy")
+    return found
+
+
+def _key(cls: type, name: str) -> str:
+    return next(f.schema.key for f in jobspec.fields_of(cls) if f.name == name)
 
 
 @dataclass(frozen=True)

@@ -178,8 +178,6 @@ def restore_newest(executor, root, program, scope=None, endpoint=None):
                 mark_corrupt(info.path, str(exc))
             report_fallback(info.path, exc)
             continue
-        # serve() restores again at start-up: it skips the load when this is still the newest.
-        program._psjob_restored_from = info.path
         msg = f"[psjob] pserver {_endpoint_of(program, endpoint)} restored step {info.step} from {info.path}"
         if problems:
             msg += f" (skipped {len(problems)} newer unusable checkpoint(s))"

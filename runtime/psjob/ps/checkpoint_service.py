@@ -29,7 +29,6 @@ import logging
 import time
 
 from ..checkpoint import tables
-from ..checkpoint.store import candidates
 from ..fluid.transpiler.pserver_pass import TABLE_PATH_VAR
 from ..tables import SparseTable
 from . import checkpoint_protocol as protocol
@@ -159,11 +158,6 @@ def _sparse_table(scope, name):
 def restore(state, root: str):
     """Load this pserver's part of the newest good checkpoint under root (or None)."""
     with state.exclusive():
-        done = getattr(state.program, "_psjob_restored_from", None)
-        newest = candidates(root)
-        if done is not None and newest and newest[0].path == done:
-            state.restored_step = newest[0].step  # init_server(root) loaded it already
-            return newest[0]
         info = restore_newest(state.exe, root, state.program, state.scope)
         if info is not None:
             state.restored_step = info.step

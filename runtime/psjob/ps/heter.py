@@ -32,6 +32,7 @@ import threading
 from dataclasses import dataclass
 
 from ..ps.heter_state import HeterState
+from ..roles import split_endpoint
 from ..rpc import tls as tls_mod
 from ..rpc.heter_client import HeterClient
 from ..rpc.heter_service import start_heter_server
@@ -62,7 +63,7 @@ class HeterProcess:
 
     def __init__(self, state: HeterState, options: HeterServeOptions, telemetry: HeterTelemetry | None = None):
         self.state, self.options, self.telemetry = state, options, telemetry
-        host, _, port = state.endpoint.rpartition(":")
+        _, port = split_endpoint(state.endpoint, what="heter trainer endpoint")
         bind = f"0.0.0.0:{port}" if options.bind_all_interfaces else state.endpoint
         workers = options.max_workers or max(8, 2 * len(state.sections) + 4)
         if telemetry is not None:

@@ -35,8 +35,8 @@ class _RpcServerTelemetry:
         self.m = catalog(registry=self.registry)
         self.server: metrics.MetricsServer | None = None
 
-    def serve(self, port: int) -> int:
-        self.server = metrics.MetricsServer(port, self.registry)
+    def serve(self, port: int, host: str = "0.0.0.0") -> int:
+        self.server = metrics.MetricsServer(port, self.registry, host)
         return self.server.port
 
     def observe_rpc(self, method: str, status: str, seconds: float, bytes_in: int, bytes_out: int,
@@ -101,8 +101,9 @@ def telemetry_from_env(environ=None) -> PserverTelemetry | None:
     if "PSJOB_METRICS_PORT" not in env:
         return None
     tel = PserverTelemetry()
-    port = tel.serve(metrics.metrics_port_from_env(env))
-    log.warning("pserver metrics at http://0.0.0.0:%d/metrics", port)
+    host = metrics.metrics_host(env)
+    port = tel.serve(metrics.metrics_port_from_env(env), host)
+    log.warning("pserver metrics at http://%s:%d/metrics", host, port)
     print(f"[psjob] pserver metrics on port {port}", flush=True)
     return tel
 
@@ -128,7 +129,8 @@ def heter_telemetry_from_env(environ=None) -> HeterTelemetry | None:
     if metrics.METRICS_PORT_ENV not in env:
         return None
     tel = HeterTelemetry()
-    port = tel.serve(metrics.metrics_port_from_env(env))
-    log.warning("heter trainer metrics at http://0.0.0.0:%d/metrics", port)
+    host = metrics.metrics_host(env)
+    port = tel.serve(metrics.metrics_port_from_env(env), host)
+    log.warning("heter trainer metrics at http://%s:%d/metrics", host, port)
     print(f"[psjob] heter trainer metrics on port {port}", flush=True)
     return tel

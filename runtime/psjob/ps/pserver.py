@@ -42,6 +42,7 @@ from ..fluid.core import CPUPlace, CUDAPlace, SelectedRows, to_numpy
 from ..fluid.executor import Executor
 from ..fluid.framework import Program
 from ..ps.pserver_state import PserverOptions, PserverState
+from ..roles import split_endpoint
 from ..rpc.server import start_server
 from ..rpc.tls import TlsFiles, tls_from_env
 from .auth import token_from_env
@@ -123,7 +124,7 @@ class PserverProcess:
             handler = OnDevice(self.state, self.placement.staging)
         fanin = int(op.attr("Fanin", 1))
         workers = options.max_workers or max(16, 4 * fanin + 4)
-        host, _, port = self.endpoint.rpartition(":")
+        _, port = split_endpoint(self.endpoint, what="pserver endpoint")
         bind = f"0.0.0.0:{port}" if options.bind_all_interfaces else self.endpoint
         observer = metrics.observe_rpc if metrics is not None else None
         self.server, self.port = start_server(handler, bind, token=options.token, max_workers=workers,

@@ -20,6 +20,7 @@ from typing import Protocol
 
 import grpc
 
+from ..roles import split_endpoint
 from . import codec
 from . import heter_pb2 as pb
 from . import heter_pb2_grpc as pb_grpc
@@ -107,7 +108,7 @@ def start_heter_server(handler: HeterHandler, endpoint: str, *, token: str = "",
     # The kubelet's gRPC probes (heter worker pods) call grpc.health.v1.Health/Check.
     server.add_generic_rpc_handlers((health_handlers(lambda: handler.on_status().get("state") == "SERVING",
                                                      ("", HETER_SERVICE)),))
-    host, _, port = endpoint.rpartition(":")
+    host, port = split_endpoint(endpoint, what="heter trainer endpoint", host_optional=True)
     bound = tls_mod.add_port(server, f"{host or '0.0.0.0'}:{port}", tls)
     if bound == 0:
         raise OSError(f"cannot listen on {endpoint} (port in use?)")

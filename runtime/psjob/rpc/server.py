@@ -38,6 +38,7 @@ from typing import Protocol
 
 import grpc
 
+from ..roles import split_endpoint
 from . import codec, frames
 from . import tls as tls_mod
 from . import psjob_pb2 as pb
@@ -290,7 +291,7 @@ def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_
     # Registered methods skip gRPC's per-call handler lookup (as generated servicers do).
     server.add_registered_method_handlers(SERVICE, handlers)
     server.add_generic_rpc_handlers((health_handlers(lambda: handler.on_status().get("state") == "SERVING"),))
-    host, _, port = endpoint.rpartition(":")
+    host, port = split_endpoint(endpoint, what="pserver endpoint", host_optional=True)
     bound = tls_mod.add_port(server, f"{host or '0.0.0.0'}:{port}", tls)
     if bound == 0:
         raise OSError(f"cannot listen on {endpoint} (port in use?)")

@@ -2,9 +2,11 @@
 
 Lifecycle of every process (the same ARGS everywhere):
 
-1. `Fleet.init(PaddleCloudRoleMaker())` reads the role environment
-   (psjob.roles): role, endpoints, trainer count, mode. A trainer whose id
-   is "auto" (a Deployment pod) registers with pserver 0 for one.
+1. The entrypoint read the role environment once (psjob.role_env.RoleEnv:
+   role, endpoints, trainer count, mode, device, checkpoint directory) and
+   passes it here; `Fleet.init(PaddleCloudRoleMaker(role_env=...))` takes it
+   as it is. A trainer whose id is "auto" (a Deployment pod) registers with
+   pserver 0 for one.
 2. The CTR model (psjob.models.ctr) is built with the same seed everywhere
    and transpiled by the job's mode (PSJOB_MODE), so every process agrees on
    which pserver holds which slice.
@@ -39,13 +41,14 @@ from . import data
 from .options import TrainOptions
 from ..progress import ProgressReporter, ProgressState
 from ..fleet.telemetry import TrainerTelemetry
+from ..role_env import RoleEnv
 
 
-def strategy_for(env):
-    """The Fleet strategy of PSJOB_MODE (half_async has no DistributedStrategy spelling).
+def strategy_for(role: RoleEnv):
+    """The Fleet strategy of the job's mode (half_async has no DistributedStrategy spelling).
 
-    A heter trainer runs its section on the device of its role (PSJOB_DEVICE)."""
-    mode = env.get("PSJOB_MODE", "sync")
+    A heter trainer runs its section on the device of its role."""
+    mode = role.mode
     if mode == "half_async":
         config = DistributeTranspilerConfig()
         config.sync_mode = False
@@ -54,16 +57,11 @@ def strategy_for(env):
         return config
     strategy = DistributedStrategy()
     strategy.a_sync = mode != "sync"
-    k_steps = int(env.get("PSJOB_K_STEPS", "0") or 0)
-    configs = {"k_steps": max(k_steps, 1) if mode == "geo" else 0}
-    if env.get("PADDLE_TRAINING_ROLE") == "HETER_TRAINER":
-        configs["heter_worker_device_guard"] = env.get("PSJOB_DEVICE", "gpu")
+    configs = {"k_steps": max(role.k_steps, 1) if mode == "geo" else 0}
+    if role.is_heter_trainer:
+        configs["heter_worker_device_guard"] = role.device
     strategy.a_sync_configs = configs
     return strategy
-
-
-def heter_trainers(env) -> int:
-    return int(env.get("PSJOB_HETER_TRAINERS", "0") or 0)
 
 
 def place_for(device: str):
@@ -79,73 +77,69 @@ def place_for(device: str):
     return fluid.CPUPlace()
 
 
-def build(opts: TrainOptions, fleet: Fleet, env) -> ctr_model.CTRModel:
+def build(opts: TrainOptions, fleet: Fleet, role: RoleEnv) -> ctr_model.CTRModel:
     """Build and transpile the model into fleet.main_program / startup_program."""
     # In a heter job the MLP is the heter section: heter trainers run it (seed 003's split).
     config = ctr_model.CTRConfig(sparse_feature_dim=ctr.SPARSE_FEATURE_DIM,
                                  is_distributed=opts.distributed_table,
                                  optimizer=opts.optimizer, learning_rate=opts.learning_rate,
-                                 mlp_device="gpu" if heter_trainers(env) else "")
-    strategy = strategy_for(env)
+                                 mlp_device="gpu" if role.heter_trainers else "")
+    strategy = strategy_for(role)
     strategy.table_optimizer = opts.table_optimizer
     optimizer = fleet.distributed_optimizer(
         ctr_model.make_optimizer(config.optimizer, config.learning_rate), strategy)
     return ctr_model.build(config, fluid.Program(), fluid.Program(), optimizer=optimizer)
 
 
-def run_pserver(opts: TrainOptions, env=None) -> int:
-    env = os.environ if env is None else env
+def _fleet(role: RoleEnv | None) -> tuple[Fleet, RoleEnv]:
+    role = RoleEnv.from_environ() if role is None else role
     fleet = Fleet()
-    fleet.init(PaddleCloudRoleMaker())
-    build(opts, fleet, env)
-    rm = fleet._rm()
+    fleet.init(PaddleCloudRoleMaker(role_env=role))
+    return fleet, role
+
+
+def run_pserver(opts: TrainOptions, role: RoleEnv | None = None) -> int:
+    fleet, role = _fleet(role)
+    build(opts, fleet, role)
     print(f"[psjob] pserver {fleet.server_index()} of {fleet.server_num()} at "
-          f"{rm.current_endpoint()} ({env.get('PSJOB_MODE', 'sync')} mode, "
+          f"{role.current_endpoint} ({role.mode} mode, "
           f"{fleet.worker_num()} trainer(s), pid {os.getpid()})", flush=True)
-    fleet._executor = fluid.Executor(place_for(env.get("PSJOB_DEVICE", "cpu")))
-    root = env.get("PSJOB_CHECKPOINT_DIR", "")
-    newest = newest_checkpoint(root)
+    fleet._executor = fluid.Executor(place_for(role.device))
+    newest = newest_checkpoint(role.checkpoint_dir)
     if newest is not None:
         # A restarted pserver (or a rerun in the same workdir) continues from the newest
-        # good checkpoint; init_server falls back to an older one if that one is damaged.
+        # good checkpoint: the pserver service restores it once, before it answers anyone
+        # (psjob.ps.pserver), falling back to an older one if that one is damaged.
         print(f"[psjob] pserver {fleet.server_index()} restores its shard from {newest.path}",
               flush=True)
-        fleet.init_server(root)
-    else:
-        fleet.init_server()
+    fleet.init_server()
     fleet.run_server()
     print(f"[psjob] pserver {fleet.server_index()}: every trainer completed", flush=True)
     return 0
 
 
-def run_heter_trainer(opts: TrainOptions, env=None) -> int:
+def run_heter_trainer(opts: TrainOptions, role: RoleEnv | None = None) -> int:
     """A heterogeneous trainer: serves the MLP section of the CPU trainers assigned to it."""
-    env = os.environ if env is None else env
-    fleet = Fleet()
-    fleet.init(PaddleCloudRoleMaker())
-    build(opts, fleet, env)
-    rm = fleet._rm()
-    print(f"[psjob] heter trainer {rm.role_id()} at {rm.current_endpoint()} "
-          f"({env.get('PSJOB_MODE', 'sync')} mode, device {env.get('PSJOB_DEVICE', 'gpu')}, "
-          f"pid {os.getpid()})", flush=True)
+    fleet, role = _fleet(role)
+    build(opts, fleet, role)
+    print(f"[psjob] heter trainer {role.index} at {role.current_endpoint} "
+          f"({role.mode} mode, device {role.device}, pid {os.getpid()})", flush=True)
     fleet.init_server()
     fleet.run_server()
-    print(f"[psjob] heter trainer {rm.role_id()}: every trainer it serves completed", flush=True)
+    print(f"[psjob] heter trainer {role.index}: every trainer it serves completed", flush=True)
     return 0
 
 
-def run_trainer(opts: TrainOptions, env=None) -> int:
-    env = os.environ if env is None else env
-    fleet = Fleet()
-    fleet.init(PaddleCloudRoleMaker())
-    tid, trainers = fleet.worker_index(), fleet.worker_num()
+def run_trainer(opts: TrainOptions, role: RoleEnv | None = None) -> int:
+    fleet, role = _fleet(role)
+    tid, trainers = fleet.worker_index(), fleet.worker_num()  # tid may come from Register
     share = data.share_for(opts, tid, trainers)
-    model = build(opts, fleet, env)
-    exe = fluid.Executor(place_for(env.get("PSJOB_DEVICE", "cpu")))
+    model = build(opts, fleet, role)
+    exe = fluid.Executor(place_for(role.device))
     exe.collect_timing = True  # per-op timings split the batch time into push/pull/compute
-    telemetry = TrainerTelemetry.from_env(tid, env)
-    ckpt_dir = env.get("PSJOB_CHECKPOINT_DIR", "")
-    print(f"[psjob] trainer {tid} of {trainers}: {env.get('PSJOB_MODE', 'sync')} mode, "
+    telemetry = TrainerTelemetry.from_env(tid)
+    ckpt_dir = role.checkpoint_dir
+    print(f"[psjob] trainer {tid} of {trainers}: {role.mode} mode, "
           f"{fleet.server_num()} pserver(s), {share.describe()}, batch {opts.batch}, "
           f"{opts.epochs} epoch(s)", flush=True)
     try:

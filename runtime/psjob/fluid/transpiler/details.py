@@ -1,6 +1,7 @@
 """Small program-editing helpers the transpiler passes share."""
 from __future__ import annotations
 
+from ...roles import split_endpoint
 from ..framework import Block, GraphError, Operator, VarType
 
 
@@ -78,9 +79,7 @@ def parse_endpoints(pservers) -> list[str]:
     if not eps:
         raise ValueError("pservers is empty: pass the pserver endpoints as 'host:port,host:port'")
     for ep in eps:
-        host, sep, port = ep.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"pserver endpoint {ep!r} is not 'host:port' with a port in 1..65535")
+        split_endpoint(ep, what="pserver endpoint")
     dup = sorted({e for e in eps if eps.count(e) > 1})
     if dup:
         raise ValueError(f"pserver endpoints must be distinct; repeated: {', '.join(dup)}")

@@ -1,0 +1,150 @@
+"""RoleEnv: who this process is in its job, read once from the environment.
+
+A process of a job learns its role from the variables psjob.roles renders
+(the seeds' PADDLE_* names and psjob's PSJOB_*). `RoleEnv.from_environ` reads
+them once, at process start — completing what a pod learns only at run time
+(roles.resolve_identity: a StatefulSet pserver's index from its hostname, an
+Indexed-Job trainer's id from JOB_COMPLETION_INDEX) — checks them, and gives a
+typed, immutable object that is passed down: the container entrypoints build
+one and hand it to the built-in job and its role maker, so the identity is not
+resolved twice.
+
+Every problem is a RoleEnvError naming the variable and what it should hold.
+Stdlib only, like psjob.roles.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from . import roles
+
+
+class RoleEnvError(ValueError):
+    """The role environment is incomplete or contradicts itself; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class RoleEnv:
+    """This process's role. `index` is the pserver index, the trainer id or the heter trainer id;
+    None for a trainer whose id is "auto" (it registers with pserver 0 for one)."""
+
+    role: str
+    pserver_endpoints: tuple[str, ...]
+    trainers: int
+    index: int | None
+    current_endpoint: str = ""   # a pserver's or heter trainer's own "host:port"
+    heter_endpoints: tuple[str, ...] = ()
+    heter_trainers: int = 0
+    job_name: str = ""
+    mode: str = "sync"
+    k_steps: int = 0
+    device: str = "cpu"
+    checkpoint_dir: str = ""
+    auth_token_file: str = ""
+    # Elastic jobs (PSJOB_MAX_TRAINERS): the most trainers at once, which the programs are
+    # transpiled for; trainer ids run below it. 0: the trainer count is fixed.
+    max_trainers: int = 0
+
+    @property
+    def is_pserver(self) -> bool:
+        return self.role == roles.PSERVER
+
+    @property
+    def is_trainer(self) -> bool:
+        return self.role == roles.TRAINER
+
+    @property
+    def is_heter_trainer(self) -> bool:
+        return self.role == roles.HETER_TRAINER
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None, hostname: str | None = None) -> "RoleEnv":
+        """Read, complete and check the role environment (os.environ and this host by default)."""
+        env = dict(os.environ if environ is None else environ)
+        try:
+            env = roles.resolve_identity(env, socket.gethostname() if hostname is None else hostname)
+        except ValueError as exc:
+            raise RoleEnvError(str(exc)) from None
+        role = env["PADDLE_TRAINING_ROLE"]
+        pservers = _pserver_endpoints(env)
+        heter = _endpoint_list(env, "PADDLE_HETER_TRAINER_IP_PORT_LIST")
+        trainers = _int(env, "PADDLE_TRAINERS", 1, minimum=1)
+        max_trainers = _int(env, "PSJOB_MAX_TRAINERS", 0, minimum=0)
+        if max_trainers and max_trainers < trainers:
+            raise RoleEnvError(f"PSJOB_MAX_TRAINERS={max_trainers} is below PADDLE_TRAINERS={trainers}")
+        mode = env.get("PSJOB_MODE", "") or "sync"
+        if mode not in roles.MODES:
+            raise RoleEnvError(f"PSJOB_MODE must be one of {', '.join(roles.MODES)}, got {mode!r}")
+        current, index = "", None
+        if role == roles.PSERVER:
+            current = env.get("PSJOB_CURRENT_ENDPOINT") or (
+                f"{env.get('PADDLE_CURRENT_IP', '')}:{env.get('PADDLE_PSERVER_PORT', '')}")
+            if current not in pservers:
+                raise RoleEnvError(f"this pserver's endpoint {current} is not in PADDLE_PSERVER_ENDPOINTS "
+                                   f"({', '.join(pservers)})")
+            index = pservers.index(current)
+        elif role == roles.HETER_TRAINER:
+            index = _int(env, "PSJOB_HETER_TRAINER_ID", 0, minimum=0)
+            if heter and index >= len(heter):
+                raise RoleEnvError(f"PSJOB_HETER_TRAINER_ID {index} out of range "
+                                   f"(PADDLE_HETER_TRAINER_IP_PORT_LIST has {len(heter)})")
+            current = env.get("PSJOB_CURRENT_ENDPOINT", "") or (heter[index] if heter else "")
+        else:
+            name = "PADDLE_TRAINER_ID" if "PADDLE_TRAINER_ID" in env else "PSJOB_TRAINER_ID"
+            if env.get(name, "0") != roles.AUTO:
+                index = _int(env, name, 0, minimum=0)
+                if index >= max(trainers, max_trainers):
+                    raise RoleEnvError(f"PADDLE_TRAINER_ID {index} out of range (PADDLE_TRAINERS={trainers}"
+                                       + (f", PSJOB_MAX_TRAINERS={max_trainers})" if max_trainers else ")"))
+        return cls(role=role, pserver_endpoints=tuple(pservers), trainers=trainers, index=index,
+                   current_endpoint=current, heter_endpoints=tuple(heter),
+                   heter_trainers=_int(env, "PSJOB_HETER_TRAINERS", 0, minimum=0),
+                   job_name=env.get("PSJOB_JOB_NAME", ""), mode=mode,
+                   k_steps=_int(env, "PSJOB_K_STEPS", 0, minimum=0),
+                   device=env.get("PSJOB_DEVICE", "") or ("gpu" if role == roles.HETER_TRAINER else "cpu"),
+                   checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", ""),
+                   auth_token_file=env.get("PSJOB_AUTH_TOKEN_FILE", ""), max_trainers=max_trainers)
+
+
+def _pserver_endpoints(env: Mapping[str, str]) -> list[str]:
+    endpoints = _endpoint_list(env, "PADDLE_PSERVER_ENDPOINTS")
+    if not endpoints:
+        ips = [ip for ip in env.get("PADDLE_PSERVER_IPS", "").split(",") if ip]
+        port = env.get("PADDLE_PSERVER_PORT", "") or str(roles.DEFAULT_PSERVER_PORT)
+        endpoints = [f"{ip}:{port}" for ip in ips]
+        for ep in endpoints:
+            _check_endpoint(ep, "PADDLE_PSERVER_IPS/PADDLE_PSERVER_PORT")
+    if not endpoints:
+        raise RoleEnvError("no pservers: set PADDLE_PSERVER_ENDPOINTS (or PADDLE_PSERVER_IPS and "
+                           "PADDLE_PSERVER_PORT)")
+    return endpoints
+
+
+def _endpoint_list(env: Mapping[str, str], name: str) -> list[str]:
+    endpoints = [e for e in env.get(name, "").split(",") if e]
+    for ep in endpoints:
+        _check_endpoint(ep, name)
+    return endpoints
+
+
+def _check_endpoint(endpoint: str, name: str) -> None:
+    try:
+        roles.split_endpoint(endpoint, what=f"{name} entry")
+    except ValueError as exc:
+        raise RoleEnvError(str(exc)) from None
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
+    raw = env.get(name, "")
+    if raw in ("", None):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise RoleEnvError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise RoleEnvError(f"{name} must be at least {minimum}, got {value}")
+    return value
