@@ -131,6 +131,9 @@ class JobTopology:
     heter_device: str = "gpu"
     trainer_host: str = ""
     metrics_port_per_process: bool = False
+    # Elastic jobs: the most trainers at once (PSJOB_MAX_TRAINERS, and PADDLE_TRAINERS too, so
+    # that no process's environment changes when `trainers` does); 0: a fixed trainer count.
+    max_trainers: int = 0
 
     def __post_init__(self) -> None:
         # Normalise lists given by callers into tuples so the object stays hashable.
@@ -144,6 +147,9 @@ class JobTopology:
             split_endpoint(endpoint)
         if self.trainers < 1:
             raise ValueError(f"JobTopology.trainers must be >= 1, got {self.trainers}")
+        if self.max_trainers and self.max_trainers < self.trainers:
+            raise ValueError(f"JobTopology.max_trainers={self.max_trainers} is below "
+                             f"trainers={self.trainers}")
         if self.heter_endpoints and self.heter_trainers != len(self.heter_endpoints):
             raise ValueError(
                 f"JobTopology.heter_trainers={self.heter_trainers} but "
@@ -218,7 +224,7 @@ def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
         "PADDLE_PSERVER_IPS": ",".join(hosts),
         "PADDLE_PSERVER_PORT": _trainer_side_port(topology),
         "PADDLE_PSERVER_ENDPOINTS": ",".join(topology.pserver_endpoints),
-        "PADDLE_TRAINERS": str(topology.trainers),
+        "PADDLE_TRAINERS": str(topology.max_trainers or topology.trainers),
         "PSJOB_JOB_NAME": topology.job_name,
         "PSJOB_NAMESPACE": topology.namespace,
         "PSJOB_PSERVERS": str(topology.pservers),
@@ -234,6 +240,8 @@ def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
         "PSJOB_DEVICE": {PSERVER: topology.pserver_device, TRAINER: topology.trainer_device,
                          HETER_TRAINER: topology.heter_device}[role],
     }
+    if topology.max_trainers:
+        env["PSJOB_MAX_TRAINERS"] = str(topology.max_trainers)
     if topology.heter_endpoints:
         env["PADDLE_HETER_TRAINER_IP_PORT_LIST"] = ",".join(topology.heter_endpoints)
     return env

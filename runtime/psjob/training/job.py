@@ -161,7 +161,7 @@ def run_trainer(opts: TrainOptions, role: RoleEnv | None = None) -> int:
                                     checkpoint=lambda: checkpoint_label(ckpt_dir),
                                     on_window=telemetry.window)
         loop = Loop(fleet, exe, model, share, reporter, telemetry, ckpt,
-                    elastic=bool(fleet._rm().worker_capacity()))
+                    elastic=bool(role.max_trainers))
         if loop.elastic:
             signal.signal(signal.SIGTERM, lambda *_: loop.leave.set())
         _train(opts, loop, start)
