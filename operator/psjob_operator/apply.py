@@ -14,7 +14,10 @@ do the least that makes it match.
   token must not rotate under running pods; claims are mostly immutable).
 - The worker Job's pod template is immutable in Kubernetes: a changed Job is
   deleted (Foreground, so its pods go first) and created again on a later
-  pass; only `spec.suspend` is patched in place.
+  pass; only `spec.suspend` and the scale (`completions` and `parallelism`,
+  together: an elastic Indexed Job) are patched in place. An elastic job's pod
+  templates do not depend on the trainer count (psjob.roles: PADDLE_TRAINERS is
+  the capacity), so a resize patches the scale and restarts no pod.
 
 A live object with our name that is not controlled by this job is never
 touched: it is reported (`ChildRejected`) or, if it belongs to a deleted job
@@ -66,9 +69,13 @@ def manifest_hash(manifest: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+# Fields of a Job's spec patched in place; any other change needs a new Job.
+_JOB_IN_PLACE = ("suspend",)
+_JOB_SCALE = ("completions", "parallelism")
+
+
 def _job_hash(manifest: Mapping[str, Any]) -> str:
-    # suspend is patched in place; everything else in a Job needs a new Job.
-    spec = {k: v for k, v in manifest["spec"].items() if k != "suspend"}
+    spec = {k: v for k, v in manifest["spec"].items() if k not in _JOB_IN_PLACE + _JOB_SCALE}
     return manifest_hash({**manifest, "spec": spec})
 
 
@@ -211,9 +218,17 @@ class Applier:
             report.deleted.append(name)
             report.waiting.append(name)
             return
+        if job_finished(current):
+            return
+        live = current.get("spec") or {}
+        patch = {k: manifest["spec"][k] for k in _JOB_SCALE if live.get(k) != manifest["spec"][k]}
         want = bool(manifest["spec"].get("suspend"))
-        if bool((current.get("spec") or {}).get("suspend")) != want and not job_finished(current):
-            self.api.patch(BATCH_JOBS, meta["namespace"], meta["name"], {"spec": {"suspend": want}})
+        if bool(live.get("suspend")) != want:
+            patch["suspend"] = want
+        if patch:
+            # Scale changes completions and parallelism together (Kubernetes accepts that for an
+            # Indexed Job only when both move together: an elastic indexed job).
+            self.api.patch(BATCH_JOBS, meta["namespace"], meta["name"], {"spec": patch})
             report.patched.append(name)
 
     def forget(self, namespace: str, names: set[str]) -> None:

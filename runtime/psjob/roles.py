@@ -413,7 +413,8 @@ def _topology(job: "ParameterServerJob", namespace: str, pservers: tuple[str, ..
         checkpoint_keep=ckpt.keep,
         pserver_device=s.pserver.device.value, trainer_device=s.worker.device.value,
         heter_device=s.heter_worker.device.value if s.heter_worker else "gpu",
-        trainer_host=trainer_host, metrics_port_per_process=per_process)
+        trainer_host=trainer_host, metrics_port_per_process=per_process,
+        max_trainers=s.worker.max_replicas or 0)
 
 
 def topology_to_dict(topology: JobTopology) -> dict:
