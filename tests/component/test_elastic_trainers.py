@@ -10,6 +10,7 @@ round — a round that went ahead without a member, or a step that never made a
 round, breaks the equality.
 """
 import dataclasses
+import json
 import os
 import re
 import signal
@@ -18,6 +19,7 @@ import sys
 import time
 
 import pytest
+import yaml
 
 from psjob import roles
 from psjob.launcher.launch import loopback_endpoints
@@ -158,3 +160,69 @@ def test_a_trainer_scaled_away_mid_job_leaves_cleanly(tmp_path, mode):
     if mode == "sync":
         check_sync_rounds(job, ["trainer.0", "trainer.1"])
     print(f"\n[elastic] {mode}: SIGTERM → trainer left {leave_s:.2f}s; steps redone: 0")
+
+
+# -- `psjob run` + `psjob scale` ---------------------------------------------------------------
+
+def _run_job(tmp_path, worker):
+    job = tmp_path / "elastic.yaml"
+    job.write_text(yaml.safe_dump({
+        "apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob", "metadata": {"name": "elastic"},
+        "spec": {"image": "psjob:test", "mode": "sync", "args": ARGS,
+                 "pserver": {"replicas": 2}, "worker": worker}}))
+    return job
+
+
+def _scale(workdir, workers):
+    return subprocess.run([sys.executable, "-m", "psjob.cli", "scale", str(workdir), "--workers", str(workers)],
+                          capture_output=True, text=True)
+
+
+def test_psjob_scale_resizes_a_running_psjob_run(tmp_path):
+    job, work = _run_job(tmp_path, {"replicas": 2, "maxReplicas": 3}), tmp_path / "work"
+    proc = subprocess.Popen([sys.executable, "-m", "psjob.cli", "run", str(job), "--workdir", str(work)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    logs = work / "logs"
+
+    def steps(i):
+        path = logs / f"worker-{i}.log"
+        found = re.findall(r"\bsteps?=(\d+)", path.read_text()) if path.exists() else []
+        return int(found[-1]) if found else 0
+
+    def wait_for(cond, what):
+        deadline = time.monotonic() + BOUND_S
+        while not cond():
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail(f"{what}: not seen\n{proc.communicate()[0]}")
+            time.sleep(0.05)
+    try:
+        wait_for(lambda: steps(0) >= 3, "trainer 0 training")
+        assert _scale(work, 3).returncode == 0
+        wait_for(lambda: steps(2) >= 2, "trainer 2 added by psjob scale training")
+        assert _scale(work, 2).returncode == 0
+        wait_for(lambda: "left the job" in (logs / "worker-2.log").read_text(), "trainer 2 scaled away")
+        out, _ = proc.communicate(timeout=BOUND_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    pserver = (logs / "pserver-0.log").read_text()
+    assert "trainer 2 joined" in pserver and "trainer 2 left" in pserver, pserver
+    assert out.count("started worker.0") <= 1 and "restarting" not in out, out  # nobody restarted
+
+
+def test_psjob_scale_refuses_what_cannot_apply(tmp_path):
+    from psjob import roles
+    work = tmp_path / "work"
+    work.mkdir()
+    topology = roles.JobTopology(job_name="fixed", namespace="default", pserver_endpoints=("127.0.0.1:1",),
+                                 trainers=2)
+    (work / "topology.json").write_text(json.dumps(roles.topology_to_dict(topology)))
+    refused = _scale(work, 3)
+    assert refused.returncode == 2 and "spec.worker.maxReplicas" in refused.stderr
+    (work / "topology.json").write_text(json.dumps(roles.topology_to_dict(
+        dataclasses.replace(topology, max_trainers=3))))
+    refused = _scale(work, 4)
+    assert refused.returncode == 2 and "scales from 1 to spec.worker.maxReplicas=3" in refused.stderr
+    assert not (work / "scale-request.json").exists()
