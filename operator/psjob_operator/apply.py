@@ -14,10 +14,11 @@ do the least that makes it match.
   token must not rotate under running pods; claims are mostly immutable).
 - The worker Job's pod template is immutable in Kubernetes: a changed Job is
   deleted (Foreground, so its pods go first) and created again on a later
-  pass; only `spec.suspend` and the scale (`completions` and `parallelism`,
-  together: an elastic Indexed Job) are patched in place. An elastic job's pod
-  templates do not depend on the trainer count (psjob.roles: PADDLE_TRAINERS is
-  the capacity), so a resize patches the scale and restarts no pod.
+  pass; only `spec.suspend` is patched in place, and, for an elastic job's
+  worker Job (annotated `psjob.dev/elastic`), the scale: `completions` and
+  `parallelism` together (an elastic Indexed Job). Its pod template does not
+  depend on the trainer count (psjob.roles: PADDLE_TRAINERS is the capacity),
+  so a resize restarts no pod.
 
 A live object with our name that is not controlled by this job is never
 touched: it is reported (`ChildRejected`) or, if it belongs to a deleted job
@@ -74,8 +75,13 @@ _JOB_IN_PLACE = ("suspend",)
 _JOB_SCALE = ("completions", "parallelism")
 
 
+def _elastic(manifest: Mapping[str, Any]) -> bool:
+    return ((manifest.get("metadata") or {}).get("annotations") or {}).get(naming.ANNOTATION_ELASTIC) == "true"
+
+
 def _job_hash(manifest: Mapping[str, Any]) -> str:
-    spec = {k: v for k, v in manifest["spec"].items() if k not in _JOB_IN_PLACE + _JOB_SCALE}
+    in_place = _JOB_IN_PLACE + (_JOB_SCALE if _elastic(manifest) else ())
+    spec = {k: v for k, v in manifest["spec"].items() if k not in in_place}
     return manifest_hash({**manifest, "spec": spec})
 
 
@@ -221,7 +227,8 @@ class Applier:
         if job_finished(current):
             return
         live = current.get("spec") or {}
-        patch = {k: manifest["spec"][k] for k in _JOB_SCALE if live.get(k) != manifest["spec"][k]}
+        patch = {k: manifest["spec"][k] for k in _JOB_SCALE
+                 if _elastic(manifest) and live.get(k) != manifest["spec"][k]}
         want = bool(manifest["spec"].get("suspend"))
         if bool(live.get("suspend")) != want:
             patch["suspend"] = want
