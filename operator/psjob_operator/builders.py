@@ -67,7 +67,7 @@ def build_children(job: ParameterServerJob, owner: Owner, auth_token: str,
     topology = roles.kubernetes_topology(job, job.namespace)
     spec = job.spec
     children = [build_auth_secret(job, owner, auth_token), build_config_map(job, owner, topology)]
-    if spec.checkpoint.enabled and not spec.checkpoint.existing_claim:
+    if spec.checkpoint.uses_claim and not spec.checkpoint.existing_claim:
         children.append(build_checkpoint_claim(job, owner))
     if spec.network_policy.enabled:
         children.append(build_network_policy(job, owner))

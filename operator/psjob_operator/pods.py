@@ -168,6 +168,9 @@ def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: 
     }
     if args:
         c["args"] = args
+    if spec.checkpoint.enabled and spec.checkpoint.credentials_secret:
+        # The object store's AWS_* settings, every key of the Secret (docs/operator.md).
+        c["envFrom"] = [{"secretRef": {"name": spec.checkpoint.credentials_secret}}]
     if spec.image_pull_policy is not None:
         c["imagePullPolicy"] = spec.image_pull_policy.value
     res = resources(role_spec)
@@ -192,7 +195,7 @@ def volume_mounts(spec: JobSpec, role_spec: RoleSpec) -> list[dict[str, Any]]:
          "readOnly": True},
         {"name": "config", "mountPath": naming.CONFIG_DIR, "readOnly": True},
     ]
-    if spec.checkpoint.enabled:
+    if spec.checkpoint.uses_claim:
         mounts.append({"name": "checkpoints", "mountPath": roles.KUBERNETES_CHECKPOINT_DIR})
     if spec.tls is not None:
         mounts.append({"name": "tls", "mountPath": TLS_DIR, "readOnly": True})
@@ -212,7 +215,7 @@ def volumes(job_name: str, spec: JobSpec, role_spec: RoleSpec,
             "defaultMode": 0o440}},  # owner root, group fsGroup: readable by the pod's group only
         {"name": "config", "configMap": {"name": naming.config_map(job_name)}},
     ]
-    if spec.checkpoint.enabled:
+    if spec.checkpoint.uses_claim:
         claim = spec.checkpoint.existing_claim or naming.checkpoint_claim(job_name)
         vols.append({"name": "checkpoints", "persistentVolumeClaim": {"claimName": claim}})
     if spec.tls is not None:

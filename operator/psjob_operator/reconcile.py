@@ -146,7 +146,7 @@ class Reconciler:
                   (CONFIGMAPS, naming.config_map(name))]
         wanted += [(res, child(name)) for res, child in OPTIONAL_CHILDREN]
         claim = job.spec.checkpoint.existing_claim or naming.checkpoint_claim(name)
-        if job.spec.checkpoint.enabled:
+        if job.spec.checkpoint.uses_claim:
             wanted.append((CLAIMS, claim))
         live = {(res.kind, child): self.api.get(res, ns, child)  # rbac: OBSERVED
                 for res, child in wanted}

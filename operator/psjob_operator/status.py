@@ -394,7 +394,8 @@ def _waiting(obs: Observation, running_workers: int) -> Verdict:
                        f"it; the default StorageClass of kind, GKE, EKS and AKS provides no "
                        f"ReadWriteMany volumes; set spec.checkpoint.storageClassName to a "
                        f"class that provides {modes}, spec.checkpoint.accessMode: ReadWriteOnce "
-                       f"(all pods on one node), spec.checkpoint.existingClaim, or "
+                       f"(all pods on one node), spec.checkpoint.existingClaim, "
+                       f"spec.checkpoint.uri: s3://BUCKET/PREFIX (object storage, no claim), or "
                        f"spec.checkpoint.enabled: false (see kubectl describe pvc {claim})")
     stuck = _multi_attach(obs)
     if stuck is not None:
@@ -422,7 +423,8 @@ def _multi_attach(obs: Observation) -> Verdict | None:
                    f"ReadWriteOnce and the job's pods run on {len(nodes)} nodes "
                    f"({', '.join(nodes)}) (Multi-Attach); use a ReadWriteMany class "
                    f"(spec.checkpoint.accessMode: ReadWriteMany and storageClassName), keep "
-                   f"the pods on one node (an affinity in spec.<role>.template), or set "
+                   f"the pods on one node (an affinity in spec.<role>.template), store them in "
+                   f"object storage (spec.checkpoint.uri: s3://BUCKET/PREFIX, no claim), or set "
                    f"spec.checkpoint.enabled: false")
 
 

@@ -28,6 +28,9 @@ def __getattr__(name):
         import psjob.dataset  # noqa: F401
     elif name == "fluid":
         import psjob.fluid  # noqa: F401
+    elif name in ("distributed", "io"):
+        # Paddle 2.x: paddle.distributed (fleet, datasets) and paddle.io (DataLoader).
+        import psjob.distributed, psjob.io  # noqa: F401,E401
     elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device"):
         # Paddle 2.x's subpackages (docs/paddle2.md), which build on one another.
         import psjob.device, psjob.nn, psjob.optimizer, psjob.regularizer, psjob.static, psjob.tensor  # noqa: F401,E401

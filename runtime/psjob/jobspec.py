@@ -46,6 +46,7 @@ DNS_1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 ENV_NAME = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
 QUANTITY = r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+S3_URI = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$"
 
 RawObject = NewType("RawObject", dict)
 """A Kubernetes object passed through as is (EnvVarSource, NetworkPolicyPeer)."""
@@ -285,6 +286,16 @@ class CheckpointSpec:
              "set one, or set enabled: false"
              if c.enabled and not c.interval_steps and not c.interval_seconds else None,
              ".intervalSeconds"),
+        Rule("!has(self.uri) || (!has(self.existingClaim) && !has(self.storageClassName))",
+             "uri stores checkpoints in object storage, without a claim: drop existingClaim and "
+             "storageClassName, or drop uri",
+             lambda c: "uri stores checkpoints in object storage, without a claim: drop existingClaim and "
+             "storageClassName, or drop uri" if c.uri and (c.existing_claim or c.storage_class_name) else None,
+             ".uri"),
+        Rule("!has(self.credentialsSecret) || has(self.uri)",
+             "credentialsSecret is for an object store: set uri (s3://BUCKET/PREFIX) too",
+             lambda c: "credentialsSecret is for an object store: set uri (s3://BUCKET/PREFIX) too"
+             if c.credentials_secret and not c.uri else None, ".credentialsSecret"),
     )
     enabled: bool = spec_field("enabled", "Write checkpoints (pserver restarts and suspend/"
                                "resume recover from the newest one).", True)
@@ -308,6 +319,21 @@ class CheckpointSpec:
                                        600, minimum=0)
     keep: int = spec_field("keep", "How many newest checkpoints to keep.", 3,
                            minimum=1, maximum=1000)
+    uri: str | None = spec_field(
+        "uri", "Keep checkpoints in object storage instead of a claim: s3://BUCKET/PREFIX on any "
+        "S3-compatible store (endpoint, region and keys from the standard AWS_* variables, e.g. "
+        "from credentialsSecret). No claim is created or mounted. Use one prefix per job.", None,
+        pattern=S3_URI, max_length=1024, fix="use s3://BUCKET/PREFIX with a valid bucket name")
+    credentials_secret: str | None = spec_field(
+        "credentialsSecret", "A Secret in the job's namespace whose keys become environment "
+        "variables of every pod (envFrom): AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and "
+        "optionally AWS_ENDPOINT_URL, AWS_REGION, AWS_SESSION_TOKEN.", None,
+        pattern=DNS_1123_SUBDOMAIN, max_length=253)
+
+    @property
+    def uses_claim(self) -> bool:
+        """Checkpoints on the job's (or an existing) PersistentVolumeClaim, not object storage."""
+        return self.enabled and not self.uri
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,9 @@ class RoleEnv:
         """Read, complete and check the role environment (os.environ and this host by default)."""
         env = dict(os.environ if environ is None else environ)
         try:
+            # Paddle 2.x launcher names (TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST, ...) where
+            # only those are set; then what only the running process can tell.
+            env = roles.fluid_environment(env)
             env = roles.resolve_identity(env, socket.gethostname() if hostname is None else hostname)
         except ValueError as exc:
             raise RoleEnvError(str(exc)) from None

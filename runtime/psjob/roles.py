@@ -84,6 +84,9 @@ RESERVED_ENV = (
     "PSJOB_DEVICE", "PSJOB_CHECKPOINT_INTERVAL_STEPS",
     "PSJOB_CHECKPOINT_INTERVAL_SECONDS", "PSJOB_CHECKPOINT_KEEP",
     "PSJOB_TOPOLOGY_FILE", "JOB_COMPLETION_INDEX", "POD_IP", "PSJOB_MAX_TRAINERS",
+    # Paddle 2.x launchers' names (paddle.distributed.launch, fleetrun), set alongside.
+    "TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_TRAINER_ENDPOINTS",
+    "PADDLE_TRAINERS_NUM",
 )
 
 
@@ -214,7 +217,68 @@ def role_environment(topology: JobTopology, role: str, index: int | None) -> dic
             env["PADDLE_CURRENT_IP"] = topology.trainer_host
     if topology.metrics_port_per_process and topology.metrics_port and index is not None:
         env["PSJOB_METRICS_PORT"] = str(topology.metrics_port + _process_slot(topology, role, index))
+    env.update(_paddle2_environment(topology, role, index, env))
     return env
+
+
+def _paddle2_environment(topology: JobTopology, role: str, index: int | None,
+                         fluid_env: Mapping[str, str]) -> dict[str, str]:
+    """The variables Paddle 2.x launchers set, derived from the Fluid ones.
+
+    TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST and PADDLE_TRAINERS_NUM always;
+    a pserver's PADDLE_PORT (every pserver of a Kubernetes job listens on the
+    same port, so it is known before the index is); POD_IP in local runs (a pod
+    gets its own from the downward API); PADDLE_TRAINER_ENDPOINTS
+    only where trainers have addresses — local runs, where trainer t is named
+    by its host and its /metrics port (psjob trainers listen on nothing else).
+    PADDLE_TRAINER_ID is the Fluid name too."""
+    env = {
+        "TRAINING_ROLE": role,
+        "PADDLE_PSERVERS_IP_PORT_LIST": ",".join(topology.pserver_endpoints),
+        "PADDLE_TRAINERS_NUM": fluid_env["PADDLE_TRAINERS"],  # the capacity in an elastic job
+    }
+    if role == PSERVER:
+        env["PADDLE_PORT"] = str(split_endpoint(topology.pserver_endpoints[index or 0])[1])
+    if topology.trainer_host and index is not None and fluid_env.get("PADDLE_CURRENT_IP"):
+        env["POD_IP"] = fluid_env["PADDLE_CURRENT_IP"]  # a local run's; a pod's is its own
+    if topology.trainer_host and topology.metrics_port_per_process and topology.metrics_port:
+        env["PADDLE_TRAINER_ENDPOINTS"] = ",".join(
+            f"{topology.trainer_host}:{topology.metrics_port + _process_slot(topology, TRAINER, t)}"
+            for t in range(topology.max_trainers or topology.trainers))
+    return env
+
+
+# Paddle 2.x name → Fluid name, for processes started by Paddle's own launchers.
+PADDLE2_TO_FLUID = {
+    "TRAINING_ROLE": "PADDLE_TRAINING_ROLE",
+    "PADDLE_PSERVERS_IP_PORT_LIST": "PADDLE_PSERVER_ENDPOINTS",
+    "PADDLE_TRAINERS_NUM": "PADDLE_TRAINERS",
+}
+
+
+def fluid_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with the Fluid names filled in from the Paddle 2.x ones where only those are set
+    (a script started by `python -m paddle.distributed.launch` or fleetrun conventions).
+
+    A pserver's identity is POD_IP:PADDLE_PORT, which must be one of
+    PADDLE_PSERVERS_IP_PORT_LIST (Paddle's rule); a Fluid name already set wins."""
+    resolved = dict(env)
+    if resolved.get("PADDLE_TRAINING_ROLE") or not resolved.get("TRAINING_ROLE"):
+        return resolved
+    for new, old in PADDLE2_TO_FLUID.items():
+        if resolved.get(new) and not resolved.get(old):
+            resolved[old] = resolved[new]
+    role = resolved["PADDLE_TRAINING_ROLE"]
+    if role == PSERVER and resolved.get("PSJOB_PSERVER_INDEX", AUTO) == AUTO:
+        endpoints = _endpoints(resolved, "PADDLE_PSERVER_ENDPOINTS")
+        current = f"{resolved.get('POD_IP', '')}:{resolved.get('PADDLE_PORT', '')}"
+        if current not in endpoints:
+            raise ValueError(f"this pserver's POD_IP:PADDLE_PORT {current} is not in "
+                             f"PADDLE_PSERVERS_IP_PORT_LIST ({', '.join(endpoints)})")
+        resolved.update(_server_identity(endpoints, endpoints.index(current), "PSJOB_PSERVER_INDEX"))
+    elif role == TRAINER and resolved.get("PADDLE_TRAINER_ID"):
+        resolved.setdefault("PSJOB_TRAINER_ID", resolved["PADDLE_TRAINER_ID"])
+    return resolved
 
 
 def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
@@ -355,7 +419,7 @@ def kubernetes_topology(spec: "ParameterServerJob", namespace: str) -> JobTopolo
             f"{kubernetes_host(heter_service(job.name), namespace, i)}:{s.heter_worker.port}"
             for i in range(s.heter_worker.replicas))
     return _topology(job, namespace, pservers, heter,
-                     checkpoint_dir=KUBERNETES_CHECKPOINT_DIR if s.checkpoint.enabled else "",
+                     checkpoint_dir=(s.checkpoint.uri or KUBERNETES_CHECKPOINT_DIR) if s.checkpoint.enabled else "",
                      auth_token_file=KUBERNETES_AUTH_TOKEN_FILE,
                      metrics_port=s.metrics_port, trainer_host="", per_process=False)
 
@@ -377,7 +441,7 @@ def local_topology(spec: "ParameterServerJob", ports: Sequence[int], workdir: st
     ports may all be the same one and Fluid scripts that join
     PADDLE_PSERVER_IPS with PADDLE_PSERVER_PORT still find every pserver;
     heter trainers listen on 127.0.0.1.
-    Checkpoints go to `<workdir>/checkpoints`; the launcher writes the per-run
+    Checkpoints go to `<workdir>/checkpoints` (or `spec.checkpoint.uri`); the launcher writes the per-run
     auth token to `<workdir>/auth-token`. `metrics_port` 0 lets every process
     pick a free port; otherwise process n gets `metrics_port + n`.
     """
@@ -393,7 +457,8 @@ def local_topology(spec: "ParameterServerJob", ports: Sequence[int], workdir: st
     heter = tuple(f"{LOCAL_HOST}:{int(p)}" for p in ports[n:])
     workdir = os.fspath(workdir)
     return _topology(job, job.namespace, pservers, heter,
-                     checkpoint_dir=os.path.join(workdir, "checkpoints") if s.checkpoint.enabled else "",
+                     checkpoint_dir=(s.checkpoint.uri or os.path.join(workdir, "checkpoints"))
+                     if s.checkpoint.enabled else "",
                      auth_token_file=os.path.join(workdir, "auth-token"),
                      metrics_port=metrics_port, trainer_host=LOCAL_HOST, per_process=True)
 

@@ -96,7 +96,20 @@ def _no_manifest(root, step):
 
 # -- the pserver's side of the lease, on a real pserver state ------------------------------
 
-def _pserver_state():
+class SteppedClock:
+    """The freeze leases' clock, moved by the test: lease arithmetic without sleeping."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, seconds):
+        self.now += seconds
+
+
+def _pserver_state(clock=time.monotonic):
     import psjob.fluid as fluid
     from psjob.fluid.transpiler import DistributeTranspiler
     from psjob.ps.pserver_state import PserverState
@@ -108,7 +121,7 @@ def _pserver_state():
     tr = DistributeTranspiler()
     tr.transpile(0, program=main, startup_program=startup, pservers=ep, trainers=1, sync_mode=False)
     program = tr.get_pserver_program(ep)
-    state = PserverState(program, scope=fluid.Scope(), executor=fluid.Executor())
+    state = PserverState(program, scope=fluid.Scope(), executor=fluid.Executor(), clock=clock)
     state.run_startup(tr.get_startup_program(ep, program))
     return state
 
@@ -122,15 +135,16 @@ def _frozen(state):
 
 
 def test_a_freeze_is_renewed_only_by_its_own_save_and_released_by_an_id_less_thaw():
-    state = _pserver_state()
+    clock = SteppedClock()
+    state = _pserver_state(clock)
     _say(state, protocol.FREEZE, id="a", lease=0.3)
-    time.sleep(0.2)
+    clock.advance(0.2)
     assert _say(state, protocol.RENEW, id="a", lease=0.3)["expired"] is False
-    time.sleep(0.2)
+    clock.advance(0.2)
     assert _frozen(state)  # 0.4 s after a 0.3 s freeze: the renewal carried it
     assert _say(state, protocol.RENEW, id="other", lease=30)["expired"] is True  # not its freeze
-    time.sleep(0.35)
-    assert not _frozen(state)
+    clock.advance(0.3)
+    assert not _frozen(state)  # the renewed lease ended at 0.5 s
     # A renewal after the lease ran out never freezes anew: the cut is already broken.
     assert _say(state, protocol.RENEW, id="a", lease=30)["expired"] is True and not _frozen(state)
     assert _say(state, protocol.THAW, id="a")["expired"] is True

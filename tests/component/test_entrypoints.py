@@ -128,7 +128,17 @@ def test_the_built_in_jobs_table_optimizer_choices_are_the_transpilers():
     assert options.parse(["--distributed_table", "--table_optimizer", "sgd"]).table_optimizer == "sgd"
 
 
-def pserver_state(trainers, reclaim_after_s):
+class SteppedClock:
+    """The pserver's clock of trainer silence, moved by the test instead of slept through."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def pserver_state(trainers, reclaim_after_s, clock=time.monotonic):
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.layers.data(name="x", shape=[4])
@@ -137,18 +147,22 @@ def pserver_state(trainers, reclaim_after_s):
     t = DistributeTranspiler()
     t.transpile(0, program=main, pservers="127.0.0.1:7001", trainers=trainers, startup_program=startup)
     program, start = t.get_pserver_programs("127.0.0.1:7001")
-    state = PserverState(program, options=PserverOptions(reclaim_after_s=reclaim_after_s))
+    state = PserverState(program, options=PserverOptions(reclaim_after_s=reclaim_after_s), clock=clock)
     state.run_startup(start)
     return state
 
 
 def test_register_gives_stable_ids_and_a_replacement_pod_the_id_of_the_silent_trainer():
-    state = pserver_state(trainers=2, reclaim_after_s=0.3)
+    clock = SteppedClock()
+    state = pserver_state(trainers=2, reclaim_after_s=30.0, clock=clock)
     assert state.on_register("worker-a") == (0, 2) and state.on_register("worker-b") == (1, 2)
     assert state.on_register("worker-a") == (0, 2)  # a retried Register keeps its id
     with pytest.raises(ValueError, match="all 2 trainer ids are held"):
         state.on_register("worker-c")  # both trainers just spoke: nobody to replace
-    time.sleep(0.4)
+    clock.now += 29.0
+    with pytest.raises(ValueError, match="all 2 trainer ids are held"):
+        state.on_register("worker-c")  # silent for less than reclaim_after_s: still held
+    clock.now += 2.0
     state.on_get(0, [])  # trainer 0 is alive; trainer 1 (worker-b's pod) went silent
     assert state.on_register("worker-c") == (1, 2)
     with pytest.raises(ValueError, match="held"):

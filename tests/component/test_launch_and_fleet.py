@@ -1,6 +1,7 @@
 """Transpiled jobs as real processes: seed 004's script, the Fleet modes, sync equivalence."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -102,6 +103,11 @@ def test_asynchronous_modes_train_and_every_process_exits(tmp_path, script, mode
                 script("fleet_train.py"), "--mode", mode, "--out", str(tmp_path), "--steps", "80",
                 "--sleep_ms", "10"])
     assert r.returncode == 0, r.stderr + read_logs(tmp_path / "log")
+    # Each process exited 0 by itself, once: the pservers after their trainers completed,
+    # not stopped by the launcher once its grace ran out (which leaves the status 0 too).
+    exits = re.findall(r"\[psjob\] (\S+): exit (-?\d+) after (\d+) start", r.stderr)
+    assert sorted(name for name, _, _ in exits) == ["pserver.0", "pserver.1", "trainer.0", "trainer.1"], r.stderr
+    assert all((code, starts) == ("0", "1") for _, code, starts in exits), r.stderr
     losses = json.loads((tmp_path / "trainer0.json").read_text())["losses"]
     # Asynchronous trainers see parameters a few steps stale: compare averages. The
     # 10 ms per step stands for a model's compute: a linear model's 0.5 ms steps

@@ -150,6 +150,14 @@ def test_a_trainer_whose_pserver_never_comes_gives_up_with_a_clear_error(job, tm
     assert "not ready after 3s" in (tmp_path / "TRAINER.0.log").read_text()
 
 
+def _applied(client, endpoints, pushes) -> bool:
+    """Every pserver serves and has applied at least `pushes` updates."""
+    try:
+        return all(client.status(ep).version >= pushes for ep in endpoints)
+    except RpcError:
+        return False  # not serving yet
+
+
 def test_killing_one_async_trainer_leaves_the_pservers_serving_the_other(tmp_path, script):
     endpoints = loopback_endpoints(2)
     topo = roles.JobTopology(job_name="kill", namespace="local", pserver_endpoints=tuple(endpoints),
@@ -161,7 +169,15 @@ def test_killing_one_async_trainer_leaves_the_pservers_serving_the_other(tmp_pat
     survivor = _start(script("fleet_train.py"), roles.TRAINER, 0, topo, tmp_path, args=args)
     procs += [victim, survivor]
     try:
-        time.sleep(4)
+        # Kill the victim once training is under way (the pservers applied pushes) and it
+        # is still running: then it surely dies mid-run.
+        probe = PSClient(endpoints, 0, retry=QUICK)
+        deadline = time.monotonic() + 120
+        while not _applied(probe, endpoints, 50):
+            assert victim.poll() is None and time.monotonic() < deadline, (tmp_path / "TRAINER.1.log").read_text()
+            time.sleep(0.05)
+        probe.close()
+        assert victim.poll() is None, "the victim finished before it could be killed mid-run"
         victim.send_signal(signal.SIGKILL)
         assert survivor.wait(timeout=120) == 0, (tmp_path / "TRAINER.0.log").read_text()
         assert (tmp_path / "trainer0.npz").exists()

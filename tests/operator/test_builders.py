@@ -174,6 +174,21 @@ def test_the_checkpoint_claim_is_one_shared_read_write_many_volume():
     assert volumes["checkpoints"]["persistentVolumeClaim"] == {"claimName": "team-ckpt"}
 
 
+def test_an_object_store_uri_needs_no_claim_and_gives_every_pod_the_uri_and_the_credentials_secret():
+    kids = builders.build_children(job(checkpoint={"uri": "s3://team-ckpt/jobs/ctr", "credentialsSecret": "ckpt-s3"}),
+                                   OWNER, "t")
+    assert "PersistentVolumeClaim" not in [c["kind"] for c in kids]
+    for kind in ("StatefulSet", "Job"):
+        pod = by_kind(kids, kind)["spec"]["template"]["spec"]
+        assert "checkpoints" not in {v["name"] for v in pod["volumes"]}
+        container, = pod["containers"]
+        assert "checkpoints" not in {m["name"] for m in container["volumeMounts"]}
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["PSJOB_CHECKPOINT_DIR"] == "s3://team-ckpt/jobs/ctr"
+        assert container["envFrom"] == [{"secretRef": {"name": "ckpt-s3"}}]
+        kubernetes_validate.validate(by_kind(kids, kind), K8S_VERSION, strict=True)
+
+
 def test_gpu_roles_get_one_gpu_by_default_and_a_shared_memory_volume():
     kids = builders.build_children(job(worker={"replicas": 2, "device": "gpu"}), OWNER, "t")
     pod = by_kind(kids, "Job")["spec"]["template"]["spec"]

@@ -91,6 +91,15 @@ def test_integer_quantities_and_full_role_specs_are_accepted():
     ({"checkpoint": {"existingClaim": "mine", "storageClassName": "nfs"}},
      "spec.checkpoint.existingClaim: existingClaim and storageClassName exclude each other: "
      "keep one"),
+    ({"checkpoint": {"uri": "s3://team-ckpt/ctr", "existingClaim": "mine"}},
+     "spec.checkpoint.uri: uri stores checkpoints in object storage, without a claim: drop "
+     "existingClaim and storageClassName, or drop uri"),
+    ({"checkpoint": {"credentialsSecret": "ckpt-s3"}},
+     "spec.checkpoint.credentialsSecret: credentialsSecret is for an object store: set uri "
+     "(s3://BUCKET/PREFIX) too"),
+    ({"checkpoint": {"uri": "gs://team-ckpt/ctr"}},
+     "spec.checkpoint.uri: 'gs://team-ckpt/ctr' does not match ^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$: "
+     "use s3://BUCKET/PREFIX with a valid bucket name"),
     ({"runPolicy": {"cleanPodPolicy": "Some"}},
      "spec.runPolicy.cleanPodPolicy: is 'Some'; use one of All, Running, None"),
     ({"runPolicy": {"suspend": "yes"}}, "spec.runPolicy.suspend: must be true or false, got 'yes'"),

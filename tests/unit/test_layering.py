@@ -43,10 +43,11 @@ LAYERS = [
     ("checkpoint", ("psjob.checkpoint",)),
     ("fluid", ("psjob.fluid",)),
     ("paddle2", ("psjob.static", "psjob.nn", "psjob.optimizer", "psjob.tensor", "psjob.regularizer",
-                 "psjob.device", "psjob.param_attr", "psjob._paddle2")),
+                 "psjob.device", "psjob.param_attr", "psjob._paddle2", "psjob.io")),
     ("rpc", ("psjob.rpc",)),
     ("ps", ("psjob.ps",)),
     ("fleet", ("psjob.fleet",)),
+    ("distributed", ("psjob.distributed",)),  # paddle.distributed: fleet 2.x front, datasets
     ("training", ("psjob.training", "psjob.models")),
     ("launcher", ("psjob.launcher", "psjob.entrypoints")),
     ("cli", ("psjob.cli", "psjob.examples", "psjob")),

@@ -20,6 +20,10 @@ COMMON_K8S = {
     "PADDLE_PSERVER_ENDPOINTS": ("ctr-pserver-0.ctr-pserver.ml.svc:6174,"
                                  "ctr-pserver-1.ctr-pserver.ml.svc:6174"),
     "PADDLE_TRAINERS": "3",
+    # Paddle 2.x's names for the same facts.
+    "PADDLE_PSERVERS_IP_PORT_LIST": ("ctr-pserver-0.ctr-pserver.ml.svc:6174,"
+                                     "ctr-pserver-1.ctr-pserver.ml.svc:6174"),
+    "PADDLE_TRAINERS_NUM": "3",
     "PSJOB_JOB_NAME": "ctr",
     "PSJOB_NAMESPACE": "ml",
     "PSJOB_PSERVERS": "2",
@@ -38,8 +42,8 @@ COMMON_K8S = {
 
 def test_a_kubernetes_pserver_with_a_known_index_gets_its_own_host_and_port():
     env = roles.role_environment(roles.kubernetes_topology(job(), "ml"), roles.PSERVER, 1)
-    assert env == {**COMMON_K8S, "PADDLE_TRAINING_ROLE": "PSERVER",
-                   "PADDLE_CURRENT_IP": "ctr-pserver-1.ctr-pserver.ml.svc",
+    assert env == {**COMMON_K8S, "PADDLE_TRAINING_ROLE": "PSERVER", "TRAINING_ROLE": "PSERVER",
+                   "PADDLE_PORT": "6174", "PADDLE_CURRENT_IP": "ctr-pserver-1.ctr-pserver.ml.svc",
                    "PSJOB_CURRENT_ENDPOINT": "ctr-pserver-1.ctr-pserver.ml.svc:6174",
                    "PSJOB_PSERVER_INDEX": "1"}
 
@@ -55,7 +59,8 @@ def test_a_pserver_of_a_statefulset_learns_its_index_from_its_hostname():
 
 def test_a_trainer_with_unknown_id_is_marked_auto_without_a_paddle_trainer_id():
     env = roles.role_environment(roles.kubernetes_topology(job(), "ml"), roles.TRAINER, None)
-    assert env == {**COMMON_K8S, "PADDLE_TRAINING_ROLE": "TRAINER", "PSJOB_TRAINER_ID": "auto"}
+    assert env == {**COMMON_K8S, "PADDLE_TRAINING_ROLE": "TRAINER", "TRAINING_ROLE": "TRAINER",
+                   "PSJOB_TRAINER_ID": "auto"}
 
 
 def test_an_indexed_job_pod_takes_its_completion_index_as_trainer_id():

@@ -6,10 +6,14 @@ psjob.ps (checkpoint_protocol, checkpoint_service, checkpoint_restore) and
 trainer 0's in psjob.fleet (checkpoint_save, checkpointer). Modules, lowest
 first (docs/checkpoints.md describes the format and the protocol):
 
+    backend       the interface of a store (where the bytes live), StorageError
+    s3client      psjob's own small S3 client: AWS_* configuration, SigV4, HTTP (stdlib only)
+    s3            the store on s3://BUCKET/PREFIX: multipart streaming, listings, deletes
+    storage       a path's store: a local directory, or s3:// (for_path, join)
     format        array files, manifests, atomic writes, checksums
     tables        distributed-table shards keyed by feature id, re-shardable N -> M
     store         a checkpoint root: step-N directories, status, retention
-    cli           `psjob checkpoint list|inspect|verify DIR`
+    cli           `psjob checkpoint list|inspect|verify DIR|s3://BUCKET/PREFIX`
 """
 from .format import MANIFEST, CheckpointError, read_manifest  # noqa: F401
 from .store import (CheckpointInfo, apply_retention, candidates, newest_good, scan, step_dirname,  # noqa: F401

@@ -1,5 +1,8 @@
 """`psjob checkpoint list|inspect|verify DIR`.
 
+DIR is a local directory or an object-store URI, `s3://BUCKET/PREFIX`
+(configured by the standard AWS_* variables: docs/checkpoints.md).
+
     list DIR       the checkpoints under a root (or the one save DIR is): step, status,
                    time, size, variables, table shards; `*` marks the newest good one
     inspect DIR    one save's manifest: step, position, every variable and table shard
@@ -7,17 +10,18 @@
     verify DIR     read every file and check its sha256 (a save, or every checkpoint of a
                    root); exit status 1 naming each bad file, 0 when all are good
 
-Exit status 2 for usage errors (no such directory).
+Exit status 2 for usage errors (no such directory, a bad URI, a store that
+cannot be reached: no credentials, no such bucket).
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import sys
 
-from .format import MANIFEST, CheckpointError, read_manifest
-from .store import INCOMPLETE, inspect_dir, newest_good, scan, step_dirname, verify
+from . import storage
+from .format import CheckpointError, read_manifest
+from .store import INCOMPLETE, has_manifest, inspect_dir, newest_good, scan, step_dirname, verify
 
 
 def _when(doc) -> str:
@@ -44,7 +48,7 @@ def _doc_bytes(doc) -> int:
 
 
 def _infos(path):
-    if os.path.exists(os.path.join(path, MANIFEST)):
+    if has_manifest(path):
         return [inspect_dir(path)]
     return scan(path)
 
@@ -69,8 +73,8 @@ def cmd_list(path, out) -> int:
 
 def cmd_inspect(path, step, out) -> int:
     if step is not None:
-        path = os.path.join(path, step_dirname(step))
-    elif not os.path.exists(os.path.join(path, MANIFEST)):
+        path = storage.join(path, step_dirname(step))
+    elif not has_manifest(path):
         best = newest_good(path)
         if best is None:
             print(f"no complete checkpoint under {path}", file=sys.stderr)
@@ -138,23 +142,26 @@ def cmd_verify(path, out) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="psjob checkpoint", description="List, inspect or verify psjob checkpoints.")
+    p = argparse.ArgumentParser(prog="psjob checkpoint", description="List, inspect or verify psjob checkpoints "
+                                "in a directory or under s3://BUCKET/PREFIX.")
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list the checkpoints under DIR").add_argument("dir")
+    where = "a directory or s3://BUCKET/PREFIX"
+    sub.add_parser("list", help="list the checkpoints under DIR").add_argument("dir", help=where)
     ins = sub.add_parser("inspect", help="show one checkpoint's contents")
-    ins.add_argument("dir")
+    ins.add_argument("dir", help=where)
     ins.add_argument("--step", type=int, default=None, help="the checkpoint of this step (default: newest good)")
-    sub.add_parser("verify", help="check every file's sha256").add_argument("dir")
+    sub.add_parser("verify", help="check every file's sha256").add_argument("dir", help=where)
     return p
 
 
 def main(argv=None, out=None) -> int:
     out = out or sys.stdout
     args = build_parser().parse_args(argv)
-    if not os.path.isdir(args.dir):
-        print(f"psjob checkpoint: {args.dir!r} is not a directory", file=sys.stderr)
-        return 2
     try:
+        if not storage.for_path(args.dir).is_dir(args.dir):
+            print(f"psjob checkpoint: {args.dir!r} is not a directory"
+                  + (" (nothing is stored under that prefix)" if storage.is_uri(args.dir) else ""), file=sys.stderr)
+            return 2
         if args.command == "list":
             return cmd_list(args.dir, out)
         if args.command == "inspect":
@@ -162,6 +169,9 @@ def main(argv=None, out=None) -> int:
         return cmd_verify(args.dir, out)
     except BrokenPipeError:  # `... | head`
         return 0
+    except storage.StorageError as exc:
+        print(f"psjob checkpoint: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

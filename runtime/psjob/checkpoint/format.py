@@ -1,16 +1,18 @@
-"""The on-disk format of saves and checkpoints: array files and the manifest.
+"""The format of saves and checkpoints: array files and the manifest.
 
 A saved directory holds one file per array and `__manifest__.json`, which
 lists every array with its shape, dtype, size and sha256 (docs/checkpoints.md
-has the full layout). This module is the only code that reads or writes
-those bytes; it depends on numpy and the standard library only, so the
-framework's `fluid.io` and the distributed checkpoint code share it.
+has the full layout). This module is the only code that lays out those
+bytes (storage.py moves them); it depends on numpy and the standard library
+only, so the framework's `fluid.io` and the distributed checkpoint code share it.
 
-Crash safety rests on two rules:
+The bytes live in a `storage.Storage`: a local directory or an S3 bucket
+(`s3://BUCKET/PREFIX`); a "directory" here is a path or URI. Crash safety
+rests on two rules, kept by both stores:
 
-1. every file is written under a temporary name in its final directory,
-   flushed, fsync'ed and renamed into place (a reader sees the old file or
-   the new one, never a torn one);
+1. every file appears whole or not at all (locally: a temporary name,
+   fsync, rename; on S3: an object appears when its upload completes), so a
+   reader sees the old file or the new one, never a torn one;
 2. the manifest is written last, the same way, and the directory is fsync'ed
    after it: a directory without a valid manifest is not a save.
 
@@ -25,13 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import queue
-import tempfile
 import threading
 import time
 
 import numpy as np
+
+from . import storage
 
 MANIFEST = "__manifest__.json"
 # Written next to the manifest by a loader that found a corrupt file: every later
@@ -99,34 +101,10 @@ def _chunks(buf: memoryview):
 
 # -- atomic files -----------------------------------------------------------------------
 
-def fsync_dir(dirname: str) -> None:
-    """Make renames inside `dirname` durable (no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(dirname or ".", os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def atomic_write(path: str, write) -> None:
-    """Call write(file) on a temporary file next to `path`, fsync it, rename it to `path`."""
-    d = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Call write(file) on a file whose content appears at `path` whole, or not at all."""
+    with storage.for_path(path).open_write(path) as f:
+        write(f)
 
 
 # -- arrays -----------------------------------------------------------------------------
@@ -172,9 +150,11 @@ def read_array(path: str, entry: dict, what: str = "") -> np.ndarray:
     """Read an array file and check it against its manifest entry (shape, dtype, sha256).
 
     Raises CheckpointError naming the file when it is missing, truncated or corrupt."""
-    what = what or os.path.basename(path)
+    what = what or storage.basename(path)
     try:
-        f = open(path, "rb")
+        f = storage.for_path(path).open_read(path)
+    except storage.StorageError:
+        raise  # the store itself is unusable (credentials, bucket): not this file's fault
     except OSError as exc:
         raise CorruptFileError(f"{path}: cannot open {what!r}: {exc.strerror or exc}") from exc
     with f:
@@ -208,13 +188,13 @@ def read_array(path: str, entry: dict, what: str = "") -> np.ndarray:
 def read_var(dirname: str, name: str, entry: dict, npz_cache: dict | None = None) -> np.ndarray:
     """A variable of a manifest: its own .npy file, or its member of a combined .npz
     (`save_vars(filename=...)`); checksum-verified either way."""
-    path = os.path.join(dirname, entry["file"])
+    path = storage.join(dirname, entry["file"])
     if entry["file"] == name:
         return read_array(path, entry, name)
     cache = npz_cache if npz_cache is not None else {}
     try:
         if path not in cache:
-            cache[path] = np.load(path, allow_pickle=False)
+            cache[path] = np.load(storage.for_path(path).open_seekable(path), allow_pickle=False)
         arr = cache[path][name]
     except (OSError, ValueError, KeyError, EOFError) as exc:
         raise CorruptFileError(f"cannot read {name!r} from {path}: {exc}") from exc
@@ -223,11 +203,10 @@ def read_var(dirname: str, name: str, entry: dict, npz_cache: dict | None = None
     return arr
 
 
-def quick_check(path: str, entry: dict) -> str | None:
-    """Cheap test (stat only) that a file can hold its entry; a reason string if not."""
-    try:
-        size = os.stat(path).st_size
-    except OSError:
+def quick_check(path: str, entry: dict, size: int | None) -> str | None:
+    """Cheap test (its size only: a stat, or a listing) that a file can hold its entry; a reason
+    string if not. `size` is None for a missing file."""
+    if size is None:
         return f"{path}: missing"
     want = entry.get("file_bytes")
     if want is not None and size != want:
@@ -246,15 +225,16 @@ def new_manifest(vars_: dict | None = None, **extra) -> dict:
 
 
 def read_manifest(dirname: str, required: bool = True) -> dict | None:
-    path = os.path.join(dirname, MANIFEST)
-    if not os.path.exists(path):
+    path = storage.join(dirname, MANIFEST)
+    try:
+        doc = json.loads(storage.for_path(path).read_bytes(path))
+    except FileNotFoundError:
         if required:
             raise CheckpointError(f"{dirname!r} has no {MANIFEST}: not a complete psjob save "
-                                  "(an interrupted save, or the wrong directory)")
+                                  "(an interrupted save, or the wrong directory)") from None
         return None
-    try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read())
+    except storage.StorageError:
+        raise
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"{path}: unreadable manifest: {exc}") from exc
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
@@ -268,16 +248,16 @@ def read_manifest(dirname: str, required: bool = True) -> dict | None:
 def write_manifest(dirname: str, doc: dict) -> None:
     """Commit a save: the manifest goes in last, atomically, then the directory is synced."""
     data = json.dumps(doc, indent=1, sort_keys=True).encode()
-    atomic_write(os.path.join(dirname, MANIFEST), lambda f: f.write(data))
-    fsync_dir(dirname)
+    store = storage.for_path(dirname)
+    store.write_bytes(storage.join(dirname, MANIFEST), data)
+    store.sync_dir(dirname)
 
 
 def invalidate(dirname: str) -> None:
     """Remove a directory's manifest before rewriting its files (it is no save until recommitted)."""
-    path = os.path.join(dirname, MANIFEST)
-    if os.path.exists(path):
-        os.unlink(path)
-        fsync_dir(dirname)
+    store = storage.for_path(dirname)
+    store.remove(storage.join(dirname, MANIFEST))
+    store.sync_dir(dirname)
 
 
 def manifest_files(doc: dict) -> list[tuple[str, str, dict]]:

@@ -1,5 +1,8 @@
 """A checkpoint root: numbered checkpoints, which of them are good, retention.
 
+A root is a local directory or an `s3://BUCKET/PREFIX` URI (storage.py); both
+hold the same layout:
+
     <root>/step-00000120/__manifest__.json    a checkpoint (complete: it has a manifest)
     <root>/step-00000130/                     being written, or abandoned: no manifest
     <root>/positions/trainer-<i>.json         each trainer's latest data position
@@ -7,7 +10,7 @@
 Status of a checkpoint directory:
 
     ok          a valid manifest, and every file it lists exists with its
-                recorded size (a stat, no reading)
+                recorded size (one directory listing, no reading)
     incomplete  no manifest (a save in progress, or one that crashed)
     damaged     a manifest, but a file is missing or has the wrong size, or a
                 loader found a checksum mismatch and marked it (__corrupt__.txt)
@@ -20,15 +23,16 @@ fall back to the next when reading a file reveals a checksum mismatch
 Retention keeps the `keep` newest ok checkpoints and removes older ones, and
 removes incomplete or damaged directories older than the newest ok one. It
 never removes the newest ok checkpoint, whatever `keep` says, and never
-touches anything newer than it (that may be a save in progress).
+touches anything newer than it (that may be a save in progress). A removed
+checkpoint loses its manifest first (storage.Storage.remove_tree), so a
+removal cut short never leaves something that looks complete.
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from dataclasses import dataclass
 
+from . import storage
 from .format import (CORRUPT_MARKER, MANIFEST, CheckpointError, manifest_files, quick_check, read_array,
                      read_manifest, read_var)
 
@@ -54,11 +58,13 @@ class CheckpointInfo:
 
 
 def inspect_dir(path: str, step: int | None = None) -> CheckpointInfo:
-    """Status of one saved directory (stat checks only)."""
+    """Status of one saved directory (sizes only: one listing, no reading)."""
     if step is None:
-        m = STEP_RE.match(os.path.basename(os.path.normpath(path)))
+        m = STEP_RE.match(storage.basename(path))
         step = int(m.group(1)) if m else -1
-    if not os.path.exists(os.path.join(path, MANIFEST)):
+    store = storage.for_path(path)
+    sizes = store.sizes(path)
+    if MANIFEST not in sizes:
         return CheckpointInfo(path, step, INCOMPLETE, f"no {MANIFEST}")
     try:
         doc = read_manifest(path)
@@ -66,12 +72,14 @@ def inspect_dir(path: str, step: int | None = None) -> CheckpointInfo:
         return CheckpointInfo(path, step, INVALID, str(exc))
     if doc.get("step") is not None:
         step = int(doc["step"])
-    marker = os.path.join(path, CORRUPT_MARKER)
-    if os.path.exists(marker):
-        with open(marker, errors="replace") as f:
-            return CheckpointInfo(path, step, DAMAGED, f"marked corrupt: {f.read().strip()[:300]}", doc)
+    if CORRUPT_MARKER in sizes:
+        try:
+            why = store.read_bytes(storage.join(path, CORRUPT_MARKER)).decode(errors="replace")
+        except FileNotFoundError:
+            why = ""
+        return CheckpointInfo(path, step, DAMAGED, f"marked corrupt: {why.strip()[:300]}", doc)
     for rel, _what, entry in manifest_files(doc):
-        problem = quick_check(os.path.join(path, rel), entry)
+        problem = quick_check(storage.join(path, rel), entry, sizes.get(rel))
         if problem:
             return CheckpointInfo(path, step, DAMAGED, problem, doc)
     return CheckpointInfo(path, step, OK, "", doc)
@@ -79,19 +87,17 @@ def inspect_dir(path: str, step: int | None = None) -> CheckpointInfo:
 
 def scan(root: str) -> list[CheckpointInfo]:
     """Every step-N directory under root, oldest first."""
-    if not os.path.isdir(root):
-        return []
     found = []
-    for name in os.listdir(root):
+    for name in storage.for_path(root).list_dirs(root):
         m = STEP_RE.match(name)
-        if m and os.path.isdir(os.path.join(root, name)):
-            found.append(inspect_dir(os.path.join(root, name), int(m.group(1))))
+        if m:
+            found.append(inspect_dir(storage.join(root, name), int(m.group(1))))
     return sorted(found, key=lambda c: (c.step, c.path))
 
 
 def committed(root: str) -> list[CheckpointInfo]:
     """Checkpoints with a manifest (good or not), newest first; a save directory is its own list."""
-    if os.path.exists(os.path.join(root, MANIFEST)):
+    if has_manifest(root):
         return [inspect_dir(root)]
     return [c for c in reversed(scan(root)) if c.status != INCOMPLETE]
 
@@ -106,18 +112,23 @@ def newest_good(root: str) -> CheckpointInfo | None:
     return found[0] if found else None
 
 
+def has_manifest(path: str) -> bool:
+    """`path` is one save (not a root of checkpoints)."""
+    manifest = storage.join(path, MANIFEST)
+    return storage.for_path(manifest).exists(manifest)
+
+
 def mark_corrupt(path: str, reason: str) -> None:
     """Record that a checkpoint failed its checksums (readers skip it from now on)."""
+    marker = storage.join(path, CORRUPT_MARKER)
     try:
-        with open(os.path.join(path, CORRUPT_MARKER), "w") as f:
-            f.write(reason + "\n")
+        storage.for_path(marker).write_bytes(marker, (reason + "\n").encode())
     except OSError:
-        pass  # a read-only volume: every reader detects the corruption itself
+        pass  # a read-only volume or bucket: every reader detects the corruption itself
 
 
 def is_checkpoint_root(path: str) -> bool:
-    return os.path.isdir(path) and not os.path.exists(os.path.join(path, MANIFEST)) and any(
-        STEP_RE.match(n) for n in os.listdir(path))
+    return not has_manifest(path) and any(STEP_RE.match(n) for n in storage.for_path(path).list_dirs(path))
 
 
 def verify(path: str) -> list[str]:
@@ -137,7 +148,7 @@ def verify(path: str) -> list[str]:
         for shard in tdoc.get("shards", []):
             for part, entry in sorted(shard.get("files", {}).items()):
                 try:
-                    read_array(os.path.join(path, entry["file"]), entry, f"{table} shard {shard.get('index')} {part}")
+                    read_array(storage.join(path, entry["file"]), entry, f"{table} shard {shard.get('index')} {part}")
                 except CheckpointError as exc:
                     problems.append(str(exc))
     for table, tdoc in doc.get("tables", {}).items():
@@ -159,14 +170,12 @@ def apply_retention(root: str, keep: int) -> list[str]:
     doomed = [c for c in good[:-keep]]
     doomed += [c for c in found if not c.ok and c.step < newest.step]
     removed = []
+    store = storage.for_path(root)
     for c in doomed:
         if c.path == newest.path:
             continue
-        # Rename first so a half-removed directory never looks like a checkpoint.
-        trash = os.path.join(root, f".deleting-{os.path.basename(c.path)}")
         try:
-            os.replace(c.path, trash)
-            shutil.rmtree(trash, ignore_errors=True)
+            store.remove_tree(c.path, first=MANIFEST)
             removed.append(c.path)
         except OSError:
             continue

@@ -33,18 +33,17 @@ before tables carried optimizer state (they load as values only).
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..tables import SparseTable, TableShard, shard_of
+from . import storage
 from .format import CheckpointError, read_array, write_array
 
 TABLE_DIR = "__tables__"
 
 
 def shard_prefix(table: str, index: int, num_shards: int) -> str:
-    return os.path.join(TABLE_DIR, f"{table}.shard-{index}-of-{num_shards}")
+    return f"{TABLE_DIR}/{table}.shard-{index}-of-{num_shards}"
 
 
 def save_shard(dirname: str, table: str, shard: TableShard, index: int, num_shards: int,
@@ -54,14 +53,14 @@ def save_shard(dirname: str, table: str, shard: TableShard, index: int, num_shar
         raise CheckpointError(f"table {table!r}: save_shard needs a TableShard (SparseTable.export()), "
                               f"got {type(shard).__name__}")
     prefix = shard_prefix(table, index, num_shards)
-    os.makedirs(os.path.join(dirname, TABLE_DIR), exist_ok=True)
+    storage.for_path(dirname).makedirs(storage.join(dirname, TABLE_DIR))
     parts = [("ids", shard.ids), ("values", shard.values)]
     parts += [(f"state.{name}", arr) for name, arr in sorted(shard.state.items())]
     parts += [(f"meta.{name}", arr) for name, arr in sorted(shard.meta.items())]
     files = {}
     for part, arr in parts:
         rel = f"{prefix}.{part}"
-        entry = write_array(os.path.join(dirname, rel), arr)
+        entry = write_array(storage.join(dirname, rel), arr)
         entry["file"] = rel
         files[part] = entry
     doc = {"index": int(index), "rows": len(shard), "files": files}
@@ -85,7 +84,7 @@ def check_complete(table: str, doc: dict) -> None:
 
 
 def _read_part(dirname, table, files, part):
-    return read_array(os.path.join(dirname, files[part]["file"]), files[part], f"{table} {part}")
+    return read_array(storage.join(dirname, files[part]["file"]), files[part], f"{table} {part}")
 
 
 def _read_shard(dirname: str, table: str, shard: dict, with_state: bool = True,

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..checkpoint import storage
 from ..checkpoint.format import CheckpointError, invalidate, new_manifest, write_array, write_manifest
 from ..checkpoint.tables import table_entry
 from ..fluid.core import SelectedRows, global_scope, to_numpy
@@ -200,7 +201,7 @@ def save(executor, dirname: str, program, dist: DistInfo, request: SaveRequest |
     remote = remote_groups(program, dist)
     local = local_vars(program, dist, remote)
     table = dist.table if dist.table and program.global_block()._find_var_recursive(dist.table) else None
-    os.makedirs(dirname, exist_ok=True)
+    storage.for_path(dirname).makedirs(dirname)
     invalidate(dirname)
     client, flush, close = rpc_service(executor, program, dist)
     try:
@@ -245,7 +246,7 @@ def _save(client, flush, dirname, program, dist, request, scope, remote, local, 
     arrays.update({origin: assemble(origin, pieces, pulled) for origin, pieces in remote.items()})
     arrays.update(server_vars)
     for name, arr in arrays.items():
-        entry = write_array(os.path.join(dirname, name), arr)
+        entry = write_array(storage.join(dirname, name), arr)
         entry["file"] = name
         entry["lod"] = [np.asarray(level).tolist() for level in scope.lods.get(name, [])]
         entries[name] = entry

@@ -17,7 +17,8 @@ Data positions: in sync mode every trainer is at trainer 0's step when it
 checkpoints (the rounds are lock-step), so the manifest's `position` is
 everyone's. In async and geo modes each trainer also writes its latest
 position to `<root>/positions/trainer-<i>.json` (atomically, every step,
-without fsync — it is a hint), and trainer 0 copies them into the
+without fsync — it is a hint; on an object store at most once a second, a
+PUT per step would slow training), and trainer 0 copies them into the
 manifest's `trainers` map. A resumed trainer continues from its own
 recorded position, falling back to trainer 0's; in async modes that may
 replay or skip the few steps that were in flight at the cut.
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..checkpoint import storage
 from ..checkpoint.format import CheckpointError, invalidate, new_manifest, read_var, write_array, write_manifest
 from ..checkpoint.store import apply_retention, committed, step_dirname
 from ..fluid.core import global_scope
@@ -46,6 +48,7 @@ from . import checkpoint_save as distributed
 
 log = logging.getLogger("psjob.checkpoint")
 POSITIONS = "positions"
+REMOTE_POSITION_INTERVAL_S = 1.0  # object stores: one position write a second at most
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ class Checkpointer:
         self.dist = dist  # None: a single-process program, checkpointed locally
         self._last_step = None
         self._last_time = time.monotonic()
+        self._last_position_write = float("-inf")
         self.saved: list[str] = []
         self.failures: list[str] = []
         self.resumed_from = None
@@ -207,7 +211,7 @@ class Checkpointer:
     def save(self, step: int, **position) -> str | None:
         """Checkpoint now (trainer 0). Failures are logged and counted, not raised."""
         position = {**position, "step": int(step)}
-        path = os.path.join(self.config.root, step_dirname(step))
+        path = storage.join(self.config.root, step_dirname(step))
         request = distributed.SaveRequest(step=int(step), position=position, trainers=self._positions(position),
                                           mode=self.config.mode, kind="checkpoint",
                                           freeze_lease_s=self.config.freeze_lease_s)
@@ -231,17 +235,24 @@ class Checkpointer:
         return path
 
     # -- positions -----------------------------------------------------------------------
-    def _position_path(self, trainer_id: int) -> str:
-        return os.path.join(self.config.root, POSITIONS, f"trainer-{trainer_id}.json")
-
     def _write_position(self, position: dict) -> None:
-        path = self._position_path(self.config.trainer_id)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp-{os.getpid()}"
+        root = self.config.root
+        store = storage.for_path(root)
+        now = time.monotonic()
+        if not store.local and now - self._last_position_write < REMOTE_POSITION_INTERVAL_S:
+            return
+        self._last_position_write = now
+        path = storage.join(root, POSITIONS, f"trainer-{self.config.trainer_id}.json")
+        data = json.dumps(position).encode()
         try:
-            with open(tmp, "w") as f:
-                json.dump(position, f)
-            os.replace(tmp, path)  # atomic; not fsync'ed: a hint, not worth a disk flush per step
+            if store.local:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                tmp = f"{path}.tmp-{os.getpid()}"
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path)  # atomic; not fsync'ed: a hint, not worth a disk flush per step
+            else:
+                store.write_bytes(path, data)
         except OSError as exc:  # never fail training over it
             log.debug("cannot record position: %s", exc)
 
@@ -249,12 +260,12 @@ class Checkpointer:
         out = {"0": mine}
         if self.config.mode == "sync":
             return out
-        d = os.path.join(self.config.root, POSITIONS)
-        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        d = storage.join(self.config.root, POSITIONS)
+        store = storage.for_path(d)
+        for name in sorted(store.sizes(d)):
             if name.startswith("trainer-") and name.endswith(".json"):
                 try:
-                    with open(os.path.join(d, name)) as f:
-                        out[name[len("trainer-"):-len(".json")]] = json.load(f)
+                    out[name[len("trainer-"):-len(".json")]] = json.loads(store.read_bytes(storage.join(d, name)))
                 except (OSError, ValueError):
                     continue
         return out
@@ -262,14 +273,14 @@ class Checkpointer:
 
 def save_local(path: str, program, scope, request: distributed.SaveRequest) -> dict:
     """A single-process checkpoint: every persistable of `program` from `scope`, manifest last."""
-    os.makedirs(path, exist_ok=True)
+    storage.for_path(path).makedirs(path)
     invalidate(path)
     entries = {}
     for var in program.list_vars():
         if not distributed._saveable(var) or var.name in entries:
             continue
         arr = distributed._scope_value(scope, var.name)
-        entry = write_array(os.path.join(path, var.name), arr)
+        entry = write_array(storage.join(path, var.name), arr)
         entry["file"] = var.name
         entry["lod"] = [np.asarray(level).tolist() for level in scope.lods.get(var.name, [])]
         entries[var.name] = entry

@@ -137,8 +137,11 @@ class Fleet:
             self._heter.keep_programs(main, startup)  # sections are split per trainer in init_server
             return
         if self._strategy.mode == "geo":
-            # Keep the single-machine program (with its optimizers) for the trainers.
-            self._origin_main, self._origin_startup = main.clone(), startup.clone()
+            # The trainers run the single-machine programs (with their optimizers) themselves,
+            # so those stay the default programs a Paddle 2.x script runs; the transpiler plans
+            # the pservers from copies.
+            self._origin_main, self._origin_startup = main, startup
+            main, startup = main.clone(), startup.clone()
         config = DistributeTranspilerConfig()
         config.wait_port = False  # init_worker waits, bounded, when launch_barrier is set
         if self._table_optimizer is not None:
@@ -167,13 +170,17 @@ class Fleet:
                 self._heter.split_trainer(t, self.main_program, self.startup_program)
 
     # -- servers ------------------------------------------------------------------------
-    def init_server(self, model_dir=None, **kwargs):
+    def init_server(self, model_dir=None, executor=None, **kwargs):
         """Run this pserver's startup program; with model_dir, load its slices of a saved model.
 
         model_dir is a whole-model save (trainer 0's save_persistables: dense variables
         whole, the distributed table by feature id — from any number of pservers) or a
         checkpoint root, whose newest good checkpoint is loaded (an older one when the
-        newest is corrupt). A bad save raises and corrupts nothing."""
+        newest is corrupt). A bad save raises and corrupts nothing. `executor` (psjob's
+        own) runs the pserver's programs, here and in run_server; an Executor() on the
+        CPU by default."""
+        if executor is not None:
+            self._executor = executor
         if not self.is_server():
             raise FleetError("init_server() is for pservers (fleet.is_server())")
         if self.is_heter_worker():
@@ -253,15 +260,26 @@ class Fleet:
         self._monitor = TrainerMonitor(self.main_program, self._rm().worker_index(), self._loss_name,
                                        service=service, client=client)
 
+    @property
+    def rpc_service(self):
+        """The trainer's RPC service between init_worker and stop_worker (a Communicator in
+        the asynchronous modes, else the client), or None."""
+        return self._service
+
+    @property
+    def rpc_client(self):
+        """The trainer's gRPC client between init_worker and stop_worker, or None."""
+        return self._client if self._service is not None else None
+
     def worker_members(self) -> list[int]:
         """The trainers taking part now: in an elastic job pserver 0's member set (it changes
         as trainers join and leave), otherwise 0 .. worker_num()-1."""
         rm = self._rm()
         if not rm.worker_capacity():
             return list(range(rm.worker_num()))
-        if getattr(self, "_client", None) is None:
+        if self.rpc_client is None:
             raise FleetError("worker_members() of an elastic job needs init_worker() first")
-        return list(self._client.status(rm.get_pserver_endpoints()[0]).members)
+        return list(self.rpc_client.status(rm.get_pserver_endpoints()[0]).members)
 
     def stop_worker(self):
         from ..ps import client_service
@@ -370,8 +388,8 @@ class DistributedOptimizer:
         if choice is not None:  # the program's table op follows the strategy too
             self._optimizer.table_optimizer = choice
         try:
-            result = self._optimizer.minimize(loss, startup_program=startup_program,
-                                              parameter_list=parameter_list, no_grad_set=no_grad_set)
+            # Positional: Fluid names the third argument parameter_list, Paddle 2.x parameters.
+            result = self._optimizer.minimize(loss, startup_program, parameter_list, no_grad_set)
         finally:
             self._optimizer.table_optimizer = saved
         self._fleet._transpile(loss, startup_program)

@@ -113,7 +113,8 @@ class UserDefinedRoleMaker(RoleMakerBase):
 
 class PaddleCloudRoleMaker(RoleMakerBase):
     """The role of the environment's contract (psjob.role_env.RoleEnv: PADDLE_TRAINING_ROLE,
-    PADDLE_PSERVER_ENDPOINTS or IPS+PORT, PADDLE_TRAINERS, ...). A process that already read
+    PADDLE_PSERVER_ENDPOINTS or IPS+PORT, PADDLE_TRAINERS, ..., or Paddle 2.x's TRAINING_ROLE,
+    PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ID, POD_IP + PADDLE_PORT). A process that already read
     its RoleEnv (the container entrypoints) passes it as `role_env`; a Fluid script's is read
     from `environ` (os.environ by default)."""
 

@@ -9,7 +9,10 @@ The rule of seed 000 (`_get_distributed_strategy`), on a DistributedStrategy:
 
 A DistributeTranspilerConfig is mapped as Fleet 1.x maps it: sync_mode → sync;
 otherwise runtime_split_send_recv selects geo (geo_sgd_mode), half-async
-(half_async) or async, and without it half-async.
+(half_async) or async, and without it half-async. Paddle's config defaults to
+sync_mode=True; psjob's leaves it None ("not set"), and under Fleet a config
+that sets none of the asynchronous flags (sync_mode, runtime_split_send_recv,
+half_async, geo_sgd_mode) trains synchronously, as Paddle's default does.
 """
 from __future__ import annotations
 
@@ -67,6 +70,10 @@ class ResolvedStrategy:
         return self.mode == "sync"
 
 
+def _asks_for_async(config: DistributeTranspilerConfig) -> bool:
+    return bool(config.runtime_split_send_recv or config.half_async or config.geo_sgd_mode)
+
+
 def resolve(strategy) -> ResolvedStrategy:
     """Strategy (None, DistributedStrategy or DistributeTranspilerConfig) → mode and knobs."""
     if strategy is None:
@@ -91,7 +98,7 @@ def resolve(strategy) -> ResolvedStrategy:
         return ResolvedStrategy(mode, k, bool(cfg["launch_barrier"]), int(cfg["max_merge_var_num"]),
                                 int(cfg["send_queue_size"]), guard)
     if isinstance(strategy, DistributeTranspilerConfig):
-        if strategy.sync_mode:
+        if strategy.sync_mode or (strategy.sync_mode is None and not _asks_for_async(strategy)):
             return ResolvedStrategy("sync")
         if strategy.runtime_split_send_recv:
             if strategy.geo_sgd_mode:

@@ -129,6 +129,8 @@ class Executor:
         if not isinstance(scope, Scope):
             raise TypeError(f"scope must be a fluid Scope, got {type(scope).__name__}")
         feed = feed or {}
+        if isinstance(feed, list) and len(feed) == 1 and isinstance(feed[0], dict):
+            feed = feed[0]  # one place's feed, as paddle.io.DataLoader yields it (return_list=False)
         if not isinstance(feed, dict):
             raise TypeError(f"feed must be a dict of name → value, got {type(feed).__name__}")
         block = program.global_block()
@@ -143,6 +145,23 @@ class Executor:
             for fn in observers:
                 fn(self, program, feed, scope, seconds)
         return fetched
+
+    def train_from_dataset(self, program=None, dataset=None, scope=None, thread=0, debug=False,
+                           fetch_list=None, fetch_info=None, print_period=100, fetch_handler=None):
+        """Run `program` over every batch of `dataset` (fluid/dataset_trainer.py); thread > 1
+        runs that many Hogwild threads over one program. Returns None, as Paddle does."""
+        from .dataset_trainer import run_dataset
+        if fetch_handler is not None:
+            raise NotImplementedError("train_from_dataset(fetch_handler=...) is not supported by psjob; "
+                                      "use fetch_list with fetch_info and print_period")
+        names = [_fetch_name(f) for f in (fetch_list or [])]
+        return run_dataset(self, _unwrap(program), dataset, scope, thread, names, fetch_info, print_period, debug)
+
+    def infer_from_dataset(self, program=None, dataset=None, scope=None, thread=0, debug=False,
+                           fetch_list=None, fetch_info=None, print_period=100, fetch_handler=None):
+        """train_from_dataset for an inference program (one without optimizer ops)."""
+        return self.train_from_dataset(program, dataset, scope, thread, debug, fetch_list, fetch_info,
+                                       print_period, fetch_handler)
 
     def run_block(self, program: Program, block_idx: int, scope: Scope):
         """Run one block of `program` (pserver optimize blocks, sub-blocks)."""

@@ -37,6 +37,7 @@ import os
 import numpy as np
 
 from .. import hooks
+from ..checkpoint import storage
 from ..checkpoint.format import (FORMAT, MANIFEST, VERSION, CheckpointError, array_sha256,  # noqa: F401
                                  atomic_write, new_manifest, read_manifest, read_var, write_array,
                                  write_manifest)
@@ -106,7 +107,7 @@ def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     program = _check_program(main_program)
     scope = scope or global_scope()
     selected = _select(program, vars, predicate)
-    os.makedirs(dirname, exist_ok=True)
+    storage.for_path(dirname).makedirs(dirname)  # a directory, or s3://BUCKET/PREFIX
     arrays, lods = {}, {}
     for var in selected:
         name = var.name if isinstance(var, Variable) else var
@@ -118,10 +119,10 @@ def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     entries = {}
     if filename is None:
         for name, arr in arrays.items():
-            entries[name] = write_array(os.path.join(dirname, name), arr)
+            entries[name] = write_array(storage.join(dirname, name), arr)
             entries[name]["file"] = name
     else:
-        atomic_write(os.path.join(dirname, filename), lambda f: np.savez(f, **arrays))
+        atomic_write(storage.join(dirname, filename), lambda f: np.savez(f, **arrays))
         for name, arr in arrays.items():
             entries[name] = {"file": filename, "shape": list(arr.shape), "dtype": arr.dtype.name,
                              "bytes": int(arr.nbytes), "sha256": array_sha256(arr)}

@@ -1,12 +1,13 @@
 """`psjob launch`: run a Fluid/Fleet training script as N pservers + M trainers.
 
-    psjob launch --server_num 2 --worker_num 2 [--servers ip:port,...]
+    psjob launch --server_num 2 --worker_num 2 [--servers ip:port,...] [--workers ip:port,...]
                  [--heter_worker_num K] [--log_dir DIR] [--mode sync] [--metrics-port P]
                  [--progress-interval S] [--summary PATH] script.py [args...]
 
 Every process runs the same script with the role environment of
-psjob.roles (PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS, ...), as
-`fleetrun` does. Unless --servers names them, pserver i listens on
+psjob.roles (PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS, ..., and Paddle
+2.x's TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST, ...), as `fleetrun` does;
+fleetrun's `--workers` list is taken for its length. Unless --servers names them, pserver i listens on
 127.0.0.(i+1) at one free port shared by all, so scripts that join
 PADDLE_PSERVER_IPS with PADDLE_PSERVER_PORT (as Fluid's do) find them. One log per process in --log_dir (default ./log): serverlog.N,
 workerlog.N, heterlog.N. A per-run auth token is generated and passed by file.
@@ -34,6 +35,13 @@ import time
 
 from .. import roles
 from .supervisor import ProcessSpec, Supervisor, SupervisorOptions
+
+
+def checkpoint_root(where: str) -> str:
+    """The checkpoint root every process gets: a URI as given, a directory made absolute."""
+    if not where or "://" in where:
+        return where
+    return os.path.abspath(where)
 
 
 def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
@@ -122,14 +130,19 @@ def write_token(log_dir: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="psjob launch", description=__doc__.split("\n\n")[0])
     p.add_argument("--server_num", type=int, default=None, help="number of pservers on 127.0.0.1")
-    p.add_argument("--worker_num", type=int, default=1, help="number of trainers")
+    p.add_argument("--worker_num", type=int, default=None, help="number of trainers (default 1)")
+    p.add_argument("--workers", default="",
+                   help="fleetrun's comma-separated trainer ip:port list: psjob trainers listen on no "
+                        "port, so only its length counts (the number of trainers)")
     p.add_argument("--heter_worker_num", type=int, default=0, help="number of heterogeneous trainers")
     p.add_argument("--servers", default="", help="comma-separated ip:port of the pservers")
     p.add_argument("--log_dir", default="log", help="one log file per process goes here")
     p.add_argument("--mode", default="sync", choices=roles.MODES)
     p.add_argument("--k_steps", type=int, default=0, help="geo mode: local steps between exchanges")
     p.add_argument("--job_name", default="local")
-    p.add_argument("--checkpoint_dir", default="", help="PSJOB_CHECKPOINT_DIR for every process")
+    p.add_argument("--checkpoint_dir", "--checkpoint-uri", default="",
+                   help="PSJOB_CHECKPOINT_DIR for every process: a directory or s3://BUCKET/PREFIX "
+                        "(configured by the AWS_* variables of this environment)")
     p.add_argument("--pserver_restarts", type=int, default=0,
                    help="restart a failed pserver this many times (it recovers from the newest checkpoint)")
     p.add_argument("--timeout", type=float, default=0.0, help="stop everything after this many seconds")
@@ -156,6 +169,13 @@ def plan(args) -> list[ProcessSpec]:
         if n < 1:
             raise SystemExit("psjob launch: --server_num must be at least 1")
         endpoints = loopback_endpoints(n)
+    if args.workers:
+        listed = len([e for e in args.workers.split(",") if e.strip()])
+        if args.worker_num is not None and args.worker_num != listed:
+            raise SystemExit(f"psjob launch: --worker_num {args.worker_num} but --workers lists {listed} endpoints")
+        args.worker_num = listed
+    elif args.worker_num is None:
+        args.worker_num = 1
     if args.worker_num < 1:
         raise SystemExit("psjob launch: --worker_num must be at least 1")
     if not args.progress_interval > 0:
@@ -172,7 +192,7 @@ def plan(args) -> list[ProcessSpec]:
         job_name=args.job_name, namespace="local", pserver_endpoints=tuple(endpoints),
         trainers=args.worker_num, heter_trainers=len(heter), heter_endpoints=tuple(heter),
         mode=args.mode, k_steps=args.k_steps or (1 if args.mode == "geo" else 0),
-        checkpoint_dir=os.path.abspath(args.checkpoint_dir) if args.checkpoint_dir else "",
+        checkpoint_dir=checkpoint_root(args.checkpoint_dir),
         metrics_port=args.metrics_port, metrics_port_per_process=True, auth_token_file=token_file,
         trainer_host="127.0.0.1")
     argv = [sys.executable, "-u", args.script, *args.script_args]
@@ -216,7 +236,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
     summary = summarize(job=args.job_name, mode=args.mode, outcome=_outcome(args, specs, status, log_tail),
                         seconds=time.monotonic() - started, watcher=watcher, trainers=args.worker_num,
-                        checkpoint_dir=os.path.abspath(args.checkpoint_dir) if args.checkpoint_dir else "",
+                        checkpoint_dir=checkpoint_root(args.checkpoint_dir),
                         specs=specs, name_of=lambda sp: sp.name)
     summary["log_dir"] = os.path.abspath(args.log_dir)
     print(summary_line(summary), flush=True)

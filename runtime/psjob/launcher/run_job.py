@@ -183,7 +183,7 @@ def plan(job: jobspec.ParameterServerJob, args) -> LocalRun:
         raise RuntimeError(f"local_topology placed pservers at {topology.pserver_endpoints}, "
                            f"launch at {endpoints}")
     write_token(workdir)
-    if topology.checkpoint_dir:
+    if topology.checkpoint_dir and "://" not in topology.checkpoint_dir:  # not an object store URI
         os.makedirs(topology.checkpoint_dir, exist_ok=True)
     topology_file = os.path.join(workdir, "topology.json")
     with open(topology_file, "w") as f:
@@ -240,6 +240,11 @@ def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
     print(f"[psjob] {job.name}: {s.pserver.replicas} pserver(s){heter} and {s.worker.replicas} "
           f"trainer(s), {s.mode.value} mode, on this machine; workdir {_short(run.workdir)}",
           file=out, flush=True)
+    if s.checkpoint.enabled and s.checkpoint.uri:
+        print(f"[psjob] checkpoints go to {s.checkpoint.uri}"
+              + (" (spec.checkpoint.credentialsSecret is a cluster Secret: ignored here; the AWS_* "
+                 "variables of this environment configure the store)" if s.checkpoint.credentials_secret else ""),
+              file=out, flush=True)
     if args.metrics_port:
         print(metrics_banner(args.metrics_port, len(run.specs) - len(workers)), file=out, flush=True)
     watcher = LogWatcher(workers, args.progress_interval, started, out=out).start()

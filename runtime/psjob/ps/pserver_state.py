@@ -90,7 +90,7 @@ def _slot_owner(name: str):
 
 class PserverState:
     def __init__(self, program, *, scope: Scope | None = None, executor: Executor | None = None,
-                 place=None, options: PserverOptions = PserverOptions()):
+                 place=None, options: PserverOptions = PserverOptions(), clock=time.monotonic):
         ops = [op for op in program.global_block().ops if op.type == "listen_and_serv"]
         if len(ops) != 1:
             raise GraphError(f"a pserver program has exactly one listen_and_serv op, this one has {len(ops)}")
@@ -118,7 +118,7 @@ class PserverState:
         self._phase = {t: _SENDING for t in range(self.fanin)}
         self._awaiting = {t: 0 for t in range(self.fanin)}
         self._registered: dict[str, int] = {}
-        self._last_seen: dict[int, float] = {}  # trainer id → monotonic time of its last request
+        self._last_seen: dict[int, float] = {}  # trainer id → clock time of its last request
         self._async_pushes = 0
         # Async staleness of every applied gradient (returned by on_send; pserver_staleness.py).
         self.staleness = StalenessTracker({g: param_of_grad(program, g, b) for g, b in self.grad_blocks.items()})
@@ -131,7 +131,8 @@ class PserverState:
         # Checkpoints (psjob.ps.checkpoint_service): a random id of this process, so
         # trainer 0 notices a restart mid-checkpoint; updates wait while frozen.
         self.incarnation = uuid.uuid4().hex
-        self._frozen_until = 0.0  # monotonic seconds; updates wait while it lies ahead
+        self._clock = clock  # seconds of freeze leases and trainer silence (tests step it by hand)
+        self._frozen_until = 0.0  # clock seconds; updates wait while it lies ahead
         self._freeze_id: str | None = None  # the freeze held (one save), or None
         self.restored_step = None
         # A GPU pserver (psjob.ps.pserver, ServeOptions.device) sets this to an object
@@ -166,7 +167,7 @@ class PserverState:
                              f"{capacity}")
         if self.state != SERVING and self.state != DONE:
             raise RuntimeError(f"pserver {self.endpoint} is {self.state}, not serving yet")
-        self._last_seen[t] = time.monotonic()
+        self._last_seen[t] = self._clock()
         return t
 
     # -- requests ------------------------------------------------------------------------
@@ -386,7 +387,7 @@ class PserverState:
         """Stop applying updates for `lease_s` seconds (replacing any older freeze) once
         the updates already running finished; the version at the cut. Reads go on."""
         with self._cond:
-            self._frozen_until = time.monotonic() + lease_s
+            self._frozen_until = self._clock() + lease_s
             self._freeze_id = freeze_id
             self.wait_for_updates()
             return self.version
@@ -395,9 +396,9 @@ class PserverState:
         """Extend freeze `freeze_id` by `lease_s` from now; False when it is no longer held
         (it expired, was thawed or replaced) and nothing changed."""
         with self._cond:
-            held = self._freeze_id == freeze_id and self._frozen_until > time.monotonic()
+            held = self._freeze_id == freeze_id and self._frozen_until > self._clock()
             if held:
-                self._frozen_until = time.monotonic() + lease_s
+                self._frozen_until = self._clock() + lease_s
             return held
 
     def thaw(self, freeze_id: str | None = None) -> tuple[bool, bool]:
@@ -406,7 +407,7 @@ class PserverState:
         held (or, id-less, a lease had run out); `released` when an id-less thaw ended a
         live freeze."""
         with self._cond:
-            now = time.monotonic()
+            now = self._clock()
             if freeze_id is None:
                 released = self._frozen_until > now
                 expired = 0 < self._frozen_until <= now
@@ -423,12 +424,12 @@ class PserverState:
     def frozen(self) -> bool:
         """A freeze is held and its lease has not run out: no update changes the state."""
         with self._cond:
-            return self._frozen_until > time.monotonic()
+            return self._frozen_until > self._clock()
 
     def _wait_while_frozen(self):
         # Called holding the lock; the freeze expires by itself (its lease).
         while True:
-            left = self._frozen_until - time.monotonic()
+            left = self._frozen_until - self._clock()
             if left <= 0:
                 return
             self._cond.wait(left)
@@ -493,7 +494,7 @@ class PserverState:
                 return self._registered[worker_name], self.fanin
             held = set(self._registered.values()) | set(self._last_seen)
             free = [t for t in range(self.fanin) if t not in held]
-            now = time.monotonic()
+            now = self._clock()
             if free:
                 tid = free[0]
             else:

@@ -104,7 +104,6 @@ def run_pserver(opts: TrainOptions, role: RoleEnv | None = None) -> int:
     print(f"[psjob] pserver {fleet.server_index()} of {fleet.server_num()} at "
           f"{role.current_endpoint} ({role.mode} mode, "
           f"{fleet.worker_num()} trainer(s), pid {os.getpid()})", flush=True)
-    fleet._executor = fluid.Executor(place_for(role.device))
     newest = newest_checkpoint(role.checkpoint_dir)
     if newest is not None:
         # A restarted pserver (or a rerun in the same workdir) continues from the newest
@@ -112,7 +111,7 @@ def run_pserver(opts: TrainOptions, role: RoleEnv | None = None) -> int:
         # (psjob.ps.pserver), falling back to an older one if that one is damaged.
         print(f"[psjob] pserver {fleet.server_index()} restores its shard from {newest.path}",
               flush=True)
-    fleet.init_server()
+    fleet.init_server(executor=fluid.Executor(place_for(role.device)))
     fleet.run_server()
     print(f"[psjob] pserver {fleet.server_index()}: every trainer completed", flush=True)
     return 0
@@ -144,7 +143,7 @@ def run_trainer(opts: TrainOptions, role: RoleEnv | None = None) -> int:
           f"{opts.epochs} epoch(s)", flush=True)
     try:
         fleet.init_worker()
-        telemetry.attach(exe, fleet._service)  # staleness of the pushes (send ops, communicator)
+        telemetry.attach(exe, fleet.rpc_service)  # staleness of the pushes (send ops, communicator)
         exe.run(fleet.startup_program)
         # Trainer 0 checkpoints every PSJOB_CHECKPOINT_INTERVAL_* (psjob.fleet.checkpointer);
         # a restarted trainer resumes at the data position of the newest checkpoint.
@@ -206,7 +205,7 @@ class Loop:
 
 def _train(opts: TrainOptions, loop: Loop, start: Position) -> None:
     fetch = [loop.model.loss, loop.model.auc]
-    client = getattr(loop.fleet, "_client", None)
+    client = loop.fleet.rpc_client
     step = start.step
     for epoch in range(start.epoch, opts.epochs + 1):
         skip = start.batch if epoch == start.epoch else 0

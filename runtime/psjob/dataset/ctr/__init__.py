@@ -14,6 +14,8 @@ In `id_mode="dense"` ids are unique across slots, slot s using
 SLOT_OFFSETS[s] .. SLOT_OFFSETS[s]+SLOT_VOCAB[s]-1 (SPARSE_FEATURE_DIM in all);
 in `id_mode="hash"` they are 64-bit hashes of (slot, id), for tables keyed by
 arbitrary int64. Both modes hold the same examples and labels.
+`batches(..., format="criteo" | "tsv40" | "parquet")` reads the Criteo TSV
+logs, the anchor's 40-column TSV and Parquet into the same batches.
 The format and the error policy are documented in docs/data.md.
 """
 from psjob.dataset.ctr._errors import BadLine, DataError, Problem, ReaderStats
@@ -22,11 +24,12 @@ from psjob.dataset.ctr._layout import (DENSE_DECIMALS, ID_MODES, MAX_IDS_PER_SLO
                                        MULTI_ID_SLOTS, NUM_DENSE, NUM_SLOTS, SLOT_OFFSETS,
                                        SLOT_VOCAB, SPARSE_FEATURE_DIM, global_ids, hash_ids)
 from psjob.dataset.ctr._metrics import expected_auc, roc_auc
-from psjob.dataset.ctr._reader import CtrBatch, batches, list_files, reader
+from psjob.dataset.ctr._parquet import ColumnMap
+from psjob.dataset.ctr._reader import FORMATS, CtrBatch, batches, list_files, reader
 from psjob.dataset.ctr._synth import Examples, HiddenModel, sample
 
 __all__ = [
-    "BadLine", "CtrBatch", "DENSE_DECIMALS", "DataError", "Examples", "GeneratedSet",
+    "BadLine", "ColumnMap", "CtrBatch", "FORMATS", "DENSE_DECIMALS", "DataError", "Examples", "GeneratedSet",
     "HiddenModel", "ID_MODES", "MAX_IDS_PER_SLOT", "MULTI_ID_SLOTS", "NUM_DENSE", "NUM_SLOTS",
     "Problem", "ReaderStats", "SLOT_OFFSETS", "SLOT_VOCAB", "SPARSE_FEATURE_DIM", "batches",
     "expected_auc", "generate", "global_ids", "hash_ids", "list_files", "reader", "roc_auc",

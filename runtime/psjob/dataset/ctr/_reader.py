@@ -19,8 +19,10 @@ import numpy as np
 
 from psjob.dataset.ctr._errors import (BadLine, DataError, LineProblem, Problem, ReaderStats,
                                        check_on_error)
+from psjob.dataset.ctr import _formats
 from psjob.dataset.ctr._parse import (SLOW_LINES, Columns, columns_from_rows, id_ranges,
                                       parse_block_fast, parse_line)
+from psjob.dataset.sources import is_uri, open_binary
 
 log = logging.getLogger("psjob.dataset.ctr")
 
@@ -53,24 +55,39 @@ def list_files(files):
     paths = []
     for f in files:
         f = os.fspath(f)
-        if os.path.isdir(f):
+        if is_uri(f):
+            paths.append(f)  # opened (or refused) by psjob.dataset.sources
+        elif os.path.isdir(f):
             parts = sorted(name for name in os.listdir(f) if name.startswith("part-"))
             if not parts:
                 raise FileNotFoundError(f"{f}: directory holds no part-* files")
             paths += [os.path.join(f, name) for name in parts]
         else:
             paths.append(f)
-    missing = [p for p in paths if not os.path.isfile(p)]
+    missing = [p for p in paths if not is_uri(p) and not os.path.isfile(p)]
     if missing:
         raise FileNotFoundError(f"CTR data files not found: {', '.join(missing)}")
     return paths
 
 
-class _Pass:
-    """State of one pass: policy, id ranges, and the stats it reports into."""
+# format → (vectorised block parser, reference line parser); docs/data.md describes each.
+LINE_FORMATS = {
+    "ctr": (parse_block_fast, parse_line),
+    "criteo": (_formats.criteo_block, _formats.criteo_line),
+    "tsv40": (_formats.tsv40_block, _formats.tsv40_line),
+}
+FORMATS = tuple(LINE_FORMATS) + ("parquet",)
 
-    def __init__(self, id_mode, on_error, stats):
-        self.ranges = id_ranges(id_mode)
+
+class _Pass:
+    """State of one pass: format, policy, id ranges, and the stats it reports into."""
+
+    def __init__(self, id_mode, on_error, stats, fmt="ctr"):
+        if fmt not in LINE_FORMATS:
+            raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+        self.parse_block, self.parse_line = LINE_FORMATS[fmt]
+        # id_mode ranges check psjob's own format; the others carry their own ids.
+        self.ranges = id_ranges(id_mode) if fmt == "ctr" else None
         self.on_error = check_on_error(on_error)
         self.stats = stats if stats is not None else ReaderStats()
         self.skipped_before = self.stats.skipped_total
@@ -93,7 +110,7 @@ class _Pass:
                         skipped, self.stats.summary())
 
     def _parse(self, path, data, first_line, lines):
-        cols = parse_block_fast(data, self.ranges, lines)
+        cols = self.parse_block(data, self.ranges, lines)
         if cols is not None:
             self.stats.lines += len(cols)
             return [cols]
@@ -116,7 +133,7 @@ class _Pass:
                 continue
             self.stats.lines += 1
             try:
-                rows.append(parse_line(line, self.ranges))
+                rows.append(self.parse_line(line, self.ranges))
             except LineProblem as problem:
                 self.bad(path, first_line + offset, problem.problem, problem.detail)
         return columns_from_rows(rows)
@@ -127,7 +144,7 @@ def _blocks(path, ctx):
     line_no = 1
     carry = b""
     discarding = False  # inside an over-long line, looking for its end
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         while True:
             chunk = f.read(BLOCK_BYTES)
             if not chunk:
@@ -162,17 +179,17 @@ def _positive(value, name):
     return number
 
 
-def reader(files, *, id_mode="dense", on_error="skip", stats=None):
-    """A Paddle-style reader over CTR files.
+def reader(files, *, id_mode="dense", on_error="skip", stats=None, format="ctr", columns=None):
+    """A Paddle-style reader over CTR files (`format`: one of FORMATS; `columns`: parquet's mapping).
 
     Each call returns a generator of examples
     `(dense float32[13], [26 int64 arrays, one per slot, length >= 1], label int64[1])`.
     """
     paths = list_files(files)
-    _Pass(id_mode, on_error, stats)  # validate the options now, not at first read
+    _columns_of(paths, id_mode, on_error, stats, format, columns)  # validate the options now, not at first read
 
     def data_reader():
-        for cols in _Pass(id_mode, on_error, stats).columns(paths):
+        for cols in _columns_of(paths, id_mode, on_error, stats, format, columns):
             per_slot = [_split_examples(ids, lod) for ids, lod in zip(cols.ids, cols.lod)]
             dense, label = cols.dense, cols.label.reshape(-1, 1)
             for i, slots in enumerate(zip(*per_slot)):
@@ -190,12 +207,24 @@ def _split_examples(ids, lod):
 
 
 def batches(files, batch_size, *, id_mode="dense", on_error="skip", stats=None,
-            drop_last=False):
-    """Iterate CtrBatch objects of `batch_size` examples (the last may be shorter)."""
+            drop_last=False, format="ctr", columns=None):
+    """Iterate CtrBatch objects of `batch_size` examples (the last may be shorter).
+
+    `format`: "ctr" (psjob's), "criteo", "tsv40" or "parquet" (with `columns`,
+    a _parquet.ColumnMap or a dict of its fields); docs/data.md."""
     paths = list_files(files)
     size = _positive(batch_size, "batch_size")
-    ctx = _Pass(id_mode, on_error, stats)
-    return _cut(ctx.columns(paths), size, drop_last)
+    return _cut(_columns_of(paths, id_mode, on_error, stats, format, columns), size, drop_last)
+
+
+def _columns_of(paths, id_mode, on_error, stats, fmt, columns):
+    """A lazy iterator of Columns over `paths` in format `fmt` (options checked now)."""
+    if fmt == "parquet":
+        from psjob.dataset.ctr import _parquet
+        return _parquet.columns(paths, columns, on_error, stats)
+    if columns is not None:
+        raise ValueError(f"columns= maps Parquet columns; format {fmt!r} has a fixed layout")
+    return _Pass(id_mode, on_error, stats, fmt).columns(paths)
 
 
 def _cut(columns, size, drop_last):

@@ -1,0 +1,47 @@
+"""`paddle.distributed` (Paddle 2.x), parameter-server subset: `fleet`, the datasets,
+get_rank/get_world_size. Collective training (init_parallel_env, spawn) is refused
+with an error naming the alternative."""
+from __future__ import annotations
+
+import os
+
+
+def get_rank() -> int:
+    """This trainer's id: the fleet's role when fleet.init ran, else the environment
+    (PADDLE_TRAINER_ID, 0 when unset, as Paddle's ParallelEnv reads it)."""
+    from .fleet import fleet
+    if fleet._role_maker is not None:
+        return fleet.worker_index()
+    return int(os.environ.get("PADDLE_TRAINER_ID", "0") or 0)
+
+
+def get_world_size() -> int:
+    """The number of trainers (PADDLE_TRAINERS_NUM, or Fluid's PADDLE_TRAINERS; 1 when unset)."""
+    from .fleet import fleet
+    if fleet._role_maker is not None:
+        return fleet.worker_num()
+    return int(os.environ.get("PADDLE_TRAINERS_NUM") or os.environ.get("PADDLE_TRAINERS") or 1)
+
+
+def _collective(name):
+    def refuse(*args, **kwargs):
+        raise NotImplementedError(f"paddle.distributed.{name}: collective (data-parallel) training is not "
+                                  "supported by psjob; train with parameter servers (paddle.distributed.fleet "
+                                  "with is_collective=False, under psjob launch --server_num --worker_num)")
+    return refuse
+
+
+init_parallel_env = _collective("init_parallel_env")
+spawn = _collective("spawn")
+
+
+def __getattr__(name):
+    # Loaded on first use: `import psjob.distributed` stays cheap.
+    if name == "fleet":
+        import psjob.distributed.fleet  # noqa: F401
+    elif name in ("InMemoryDataset", "QueueDataset"):
+        from . import dataset
+        globals().update(InMemoryDataset=dataset.InMemoryDataset, QueueDataset=dataset.QueueDataset)
+    else:
+        raise AttributeError(f"module 'psjob.distributed' has no attribute {name!r}")
+    return globals()[name]

@@ -1,0 +1,368 @@
+"""`paddle.distributed.InMemoryDataset` and `QueueDataset`: files → pipe_command → MultiSlot → batches.
+
+    dataset = paddle.distributed.InMemoryDataset()
+    dataset.init(batch_size=32, thread_num=2, use_var=[label, dense, c1, ...],
+                 pipe_command="python reader.py")
+    dataset.set_filelist(files)
+    dataset.load_into_memory(); dataset.local_shuffle()
+    exe.train_from_dataset(main_program, dataset, thread=2)
+
+Each file goes on the stdin of `pipe_command` (a shell command, as in Paddle:
+`cat file | pipe_command`); what it prints is parsed as MultiSlot lines
+(psjob.distributed.fleet.data_generator): per example, for each variable of
+`use_var` in order, a value count and the values. An int64 variable with
+lod_level >= 1 takes any number of ids per example (fed with its LoD); any
+other variable takes exactly prod(shape[1:]) values per example.
+A malformed line stops the load with a MultiSlotError naming the file, the
+line and the problem (Paddle aborts too).
+
+InMemoryDataset keeps the parsed examples as one array per slot (values +
+offsets), so shuffling permutes an index. QueueDataset streams: each file is
+parsed when a trainer thread reaches it, and nothing is kept.
+The last batch of a pass may be smaller than batch_size, as in Paddle.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import math
+import subprocess
+import threading
+
+import numpy as np
+
+from ..dataset._text import token_table
+from ..dataset.sources import is_uri, open_binary
+
+log = logging.getLogger("psjob.distributed")
+
+
+class MultiSlotError(ValueError):
+    """A line a pipe_command printed does not fit the MultiSlot layout of use_var."""
+
+
+class _Slot:
+    def __init__(self, var):
+        self.name = var.name
+        self.dtype = np.dtype(var.dtype)
+        if self.dtype.kind not in "iuf":
+            raise TypeError(f"use_var {var.name!r}: dtype {self.dtype} is not int64 or float32")
+        self.ragged = var.lod_level > 0
+        tail = [int(d) for d in (var.shape or [])[1:]]
+        if not self.ragged and any(d < 0 for d in tail):
+            raise ValueError(f"use_var {var.name!r}: shape {list(var.shape)} has an unknown dimension "
+                             "after the batch one; give it lod_level=1 for a variable-length slot")
+        self.tail = tail
+        self.width = None if self.ragged else math.prod(tail)
+
+    def to_feed(self, values, offsets, rows):
+        if self.ragged:
+            return values.reshape(-1, 1), [offsets]
+        return values.reshape([rows] + self.tail)
+
+
+class _Examples:
+    """Parsed examples: per slot a flat value array and offsets (length n + 1)."""
+
+    def __init__(self, values, offsets):
+        self.values, self.offsets = values, offsets
+
+    def __len__(self):
+        return len(self.offsets[0]) - 1 if self.offsets else 0
+
+    @staticmethod
+    def concat(parts, slots):
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return _Examples([np.zeros(0, s.dtype) for s in slots], [np.zeros(1, np.int64) for _ in slots])
+        values, offsets = [], []
+        for s in range(len(slots)):
+            values.append(np.concatenate([p.values[s] for p in parts]))
+            shifts = np.cumsum([0] + [p.offsets[s][-1] for p in parts[:-1]])
+            offsets.append(np.concatenate([np.zeros(1, np.int64)] +
+                                          [p.offsets[s][1:] + k for p, k in zip(parts, shifts)]))
+        return _Examples(values, offsets)
+
+    def gather(self, index, slots):
+        """{name: feed value} of the examples at `index`, in that order."""
+        feed = {}
+        for s, slot in enumerate(slots):
+            off, vals = self.offsets[s], self.values[s]
+            lengths = off[index + 1] - off[index]
+            new_off = np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths)])
+            # Positions of the chosen examples' values: start of each, plus 0..length-1.
+            pos = np.repeat(off[index] - new_off[:-1], lengths) + np.arange(new_off[-1])
+            feed[slot.name] = slot.to_feed(vals[pos], new_off, len(index))
+        return feed
+
+
+def parse_multislot(data: bytes, slots, source: str) -> _Examples:
+    """MultiSlot lines → _Examples; a line that does not fit names its problem."""
+    parsed = _parse_uniform(data, slots)
+    if parsed is not None:
+        return parsed
+    rows = [line.split() for line in data.decode().split("\n") if line.strip()]
+    columns = [[] for _ in slots]
+    counts = [[] for _ in slots]
+    for number, tokens in enumerate(rows, 1):
+        pos = 0
+        for s, slot in enumerate(slots):
+            where = f"{source}: line {number}: slot {s} ({slot.name!r})"
+            if pos >= len(tokens):
+                raise MultiSlotError(f"{where}: missing (the line has {len(tokens)} values for "
+                                     f"{len(slots)} slots)")
+            try:
+                n = int(tokens[pos])
+            except ValueError:
+                raise MultiSlotError(f"{where}: count {tokens[pos]!r} is not an integer") from None
+            if n < 1 or pos + 1 + n > len(tokens):
+                raise MultiSlotError(f"{where}: count {n} but {len(tokens) - pos - 1} values follow")
+            if slot.width is not None and n != slot.width:
+                raise MultiSlotError(f"{where}: {n} values, the variable takes {slot.width} "
+                                     f"(shape {[-1] + slot.tail})")
+            columns[s].extend(tokens[pos + 1:pos + 1 + n])
+            counts[s].append(n)
+            pos += 1 + n
+        if pos != len(tokens):
+            raise MultiSlotError(f"{source}: line {number}: {len(tokens) - pos} values left after the "
+                                 f"{len(slots)} slots of use_var")
+    offsets = [np.concatenate([np.zeros(1, np.int64), np.cumsum(np.asarray(c, np.int64))]) for c in counts]
+    values = [_numbers(col, slot, off, source) for col, slot, off in zip(columns, slots, offsets)]
+    return _Examples(values, offsets)
+
+
+BLOCK_BYTES = 4 << 20  # the uniform path splits the pipe's output into blocks of whole lines
+
+
+def _blocks(data: bytes):
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", min(start + BLOCK_BYTES, len(data)) - 1) + 1 or len(data)
+        yield data[start:end]
+        start = end
+
+
+def _parse_uniform(data: bytes, slots):
+    """The vectorised path: every line has the first line's layout (same counts in the same
+    places, single spaces), so each block's tokens form a matrix and each slot is a block of
+    its columns. None when any line differs (the line-by-line path then names it)."""
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    first = data[:data.find(b"\n")].split(b" ")
+    layout, pos = [], 0
+    for slot in slots:
+        if pos >= len(first) or not first[pos].isdigit():
+            return None
+        n = int(first[pos])
+        if n < 1 or (slot.width is not None and n != slot.width):
+            return None
+        layout.append((pos, n))
+        pos += 1 + n
+    if pos != len(first):
+        return None
+    values = [[] for _ in slots]
+    rows = 0
+    for block in _blocks(data):
+        table = token_table(block, block.count(b"\n"), len(first), b" ")
+        if table is None:
+            return None
+        for s, ((pos, n), slot) in enumerate(zip(layout, slots)):
+            if not (table[:, pos] == first[pos]).all():
+                return None
+            try:
+                values[s].append(table[:, pos + 1:pos + 1 + n].astype(slot.dtype).reshape(-1))
+            except (ValueError, OverflowError):
+                return None  # the slow path names the bad value
+        rows += len(table)
+    offsets = [np.arange(0, (rows + 1) * n, n, dtype=np.int64) for _, n in layout]
+    return _Examples([np.concatenate(v) for v in values], offsets)
+
+
+def _numbers(tokens, slot, offsets, source):
+    """The slot's values as its dtype; a bad one is named with its line (found via offsets)."""
+    try:
+        return np.array(tokens).astype(slot.dtype) if tokens else np.zeros(0, slot.dtype)
+    except ValueError:
+        for k, t in enumerate(tokens):
+            try:
+                np.array([t]).astype(slot.dtype)
+            except ValueError:
+                line = int(np.searchsorted(offsets, k, side="right"))
+                raise MultiSlotError(f"{source}: line {line}: slot {slot.name!r}: value {t!r} is not "
+                                     f"{'an integer' if slot.dtype.kind in 'iu' else 'a number'}") from None
+        raise
+
+
+class DatasetBase:
+    def __init__(self):
+        self.batch_size = 1
+        self.thread_num = 1
+        self._slots: list[_Slot] = []
+        self.pipe_command = "cat"
+        self.filelist: list[str] = []
+
+    def init(self, batch_size=1, thread_num=1, use_var=None, pipe_command="cat", input_type=0,
+             fs_name="", fs_ugi="", download_cmd="cat", **kwargs):
+        if input_type != 0:
+            raise ValueError(f"input_type={input_type}: psjob reads one example per line (input_type=0)")
+        if fs_name or fs_ugi:
+            raise ValueError("fs_name/fs_ugi name an HDFS cluster, which psjob does not read; give local paths")
+        if download_cmd != "cat":
+            raise ValueError("download_cmd is for HDFS reads, which psjob does not do; give local paths")
+        self.set_batch_size(batch_size)
+        self.set_thread(thread_num)
+        self.set_use_var(use_var or [])
+        self.set_pipe_command(pipe_command)
+
+    def set_batch_size(self, batch_size):
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size = int(batch_size)
+
+    def set_thread(self, thread_num):
+        if int(thread_num) < 1:
+            raise ValueError(f"thread_num must be >= 1, got {thread_num}")
+        self.thread_num = int(thread_num)
+
+    def set_use_var(self, var_list):
+        self._slots = [_Slot(v) for v in var_list]
+
+    def set_pipe_command(self, pipe_command):
+        if not isinstance(pipe_command, str) or not pipe_command.strip():
+            raise ValueError("pipe_command must be a shell command (\"cat\" reads MultiSlot files as they are)")
+        self.pipe_command = pipe_command
+
+    def set_filelist(self, filelist):
+        files = list(filelist)
+        for f in files:
+            if not is_uri(f):
+                with open_binary(f):  # a missing file is named now, not mid-training
+                    pass
+        self.filelist = files
+
+    def _parse_file(self, path) -> _Examples:
+        if not self._slots:
+            raise ValueError("set use_var (init(use_var=[...])) before reading")
+        with open_binary(path) as stdin:
+            proc = subprocess.run(self.pipe_command, shell=True, stdin=stdin, capture_output=True)
+        if proc.returncode != 0:
+            tail = proc.stderr.decode(errors="replace").strip().splitlines()[-5:]
+            raise MultiSlotError(f"pipe_command {self.pipe_command!r} on {path} exited {proc.returncode}: "
+                                 + " | ".join(tail))
+        return parse_multislot(proc.stdout, self._slots, f"{path} (through {self.pipe_command!r})")
+
+    def _batches(self, examples: _Examples, order, starts=None):
+        """Feed dicts of the batches beginning at `starts` (default: all, in order)."""
+        for start in (starts if starts is not None else range(0, len(order), self.batch_size)):
+            yield examples.gather(order[start:start + self.batch_size], self._slots)
+
+
+class InMemoryDataset(DatasetBase):
+    def __init__(self):
+        super().__init__()
+        self._examples: _Examples | None = None
+        self._order = np.zeros(0, np.int64)
+        self._preload: threading.Thread | None = None
+        self._preload_error: BaseException | None = None
+        self._rng = np.random.default_rng()
+
+    def load_into_memory(self, is_shuffle=False):
+        """Run pipe_command over every file (thread_num at a time) and keep the examples."""
+        if not self.filelist:
+            raise ValueError("set_filelist([...]) before load_into_memory()")
+        with concurrent.futures.ThreadPoolExecutor(self.thread_num) as pool:
+            parts = list(pool.map(self._parse_file, self.filelist))
+        self._examples = _Examples.concat(parts, self._slots)
+        self._order = np.arange(len(self._examples), dtype=np.int64)
+        if is_shuffle:
+            self.local_shuffle()
+
+    def preload_into_memory(self, thread_num=None):
+        if thread_num:
+            self.set_thread(thread_num)
+
+        def load():
+            try:
+                self.load_into_memory()
+            except BaseException as exc:  # reported by wait_preload_done
+                self._preload_error = exc
+        self._preload = threading.Thread(target=load, name="psjob-dataset-preload", daemon=True)
+        self._preload.start()
+
+    def wait_preload_done(self):
+        if self._preload is None:
+            raise ValueError("wait_preload_done() without preload_into_memory()")
+        self._preload.join()
+        self._preload = None
+        if self._preload_error is not None:
+            error, self._preload_error = self._preload_error, None
+            raise error
+
+    def _loaded(self) -> _Examples:
+        if self._examples is None:
+            raise ValueError("load_into_memory() first")
+        return self._examples
+
+    def set_shuffle_seed(self, seed):
+        self._rng = np.random.default_rng(seed)
+
+    def local_shuffle(self):
+        self._loaded()
+        self._order = self._rng.permutation(self._order)
+
+    def global_shuffle(self, fleet=None, thread_num=12):
+        """Shuffle the examples. Paddle also exchanges them among trainers; psjob trainers have no
+        channel to one another, so with several trainers each shuffles its own (logged once)."""
+        if fleet is not None and fleet.worker_num() > 1:
+            _note_once("global_shuffle with several trainers shuffles each trainer's own examples "
+                       "(psjob trainers exchange no data); give each trainer a shard of shuffled files")
+        self.local_shuffle()
+
+    def release_memory(self):
+        self._examples, self._order = None, np.zeros(0, np.int64)
+
+    def get_memory_data_size(self, fleet=None):
+        size = len(self._order)
+        if fleet is not None:
+            return int(fleet.util.all_reduce(np.array([size]), "sum")[0])
+        return size
+
+    def get_shuffle_data_size(self, fleet=None):
+        return self.get_memory_data_size(fleet)
+
+    def _thread_feeds(self, threads: int):
+        """Batches dealt round-robin to `threads` streams: every example once per pass."""
+        examples = self._loaded()
+        starts = range(0, len(self._order), self.batch_size)
+        return [self._batches(examples, self._order, starts[i::threads]) for i in range(threads)]
+
+
+class QueueDataset(DatasetBase):
+    """Streams the files: thread t reads files t, t + threads, ... and batches each as it comes."""
+
+    def load_into_memory(self, *args, **kwargs):
+        raise NotImplementedError("QueueDataset streams its files; use InMemoryDataset to load them into memory")
+
+    def local_shuffle(self):
+        raise NotImplementedError("QueueDataset does not shuffle; use InMemoryDataset")
+
+    global_shuffle = local_shuffle
+
+    def _thread_feeds(self, threads: int):
+        if not self.filelist:
+            raise ValueError("set_filelist([...]) before training")
+        return [self._stream(self.filelist[i::threads]) for i in range(threads)]
+
+    def _stream(self, files):
+        for path in files:
+            examples = self._parse_file(path)
+            yield from self._batches(examples, np.arange(len(examples), dtype=np.int64))
+
+
+_noted: set[str] = set()
+
+
+def _note_once(message):
+    if message not in _noted:
+        _noted.add(message)
+        log.warning(message)

@@ -1,0 +1,79 @@
+"""Paddle 2.x's `paddle.distributed.fleet.DistributedStrategy`, parameter-server subset.
+
+It is psjob.fleet's strategy (the same mode rule: a_sync/k_steps → sync, async,
+geo) with Paddle 2.x's defaults and the fields PaddleRec's helpers set:
+
+- `a_sync` defaults to True, as in Paddle 2.x (Fluid's incubate strategy
+  defaulted to False): a script that wants synchronous training sets
+  `strategy.a_sync = False`, as Paddle's documentation says.
+- `a_sync_configs` takes every key Paddle knows. psjob honours `k_steps`,
+  `launch_barrier`, `max_merge_var_num`, `send_queue_size` and
+  `heter_worker_device_guard`; the others are accepted and logged once as
+  ignored. A key Paddle does not know either is an error.
+- `trainer_desc_configs`, `adam_d2sum`, `fs_client_param`,
+  `sparse_table_configs` (PSLib/PS-GPU settings) are stored, readable, and
+  logged once as ignored.
+"""
+from __future__ import annotations
+
+import logging
+
+from ...fleet.strategy import DEFAULT_A_SYNC_CONFIGS
+from ...fleet.strategy import DistributedStrategy as _FleetStrategy
+
+log = logging.getLogger("psjob.distributed")
+
+# a_sync_configs keys Paddle 2.x accepts that have no meaning in psjob's runtime.
+IGNORED_A_SYNC_KEYS = ("independent_recv_thread", "min_send_grad_num_before_recv", "thread_pool_size",
+                       "send_wait_times", "runtime_split_send_recv", "lr_decay_steps", "use_ps_gpu",
+                       "use_gpu_graph")
+# Strategy fields PaddleRec's helpers set; psjob stores them and ignores them.
+IGNORED_FIELDS = {"trainer_desc_configs": dict, "adam_d2sum": bool, "fs_client_param": dict,
+                  "sparse_table_configs": dict}
+
+_warned: set[str] = set()
+
+
+def _ignored(what: str) -> None:
+    if what not in _warned:
+        _warned.add(what)
+        log.warning("DistributedStrategy.%s is accepted but ignored by psjob (docs/paddle2.md)", what)
+
+
+class DistributedStrategy(_FleetStrategy):
+    def __init__(self):
+        super().__init__()
+        self.a_sync = True  # Paddle 2.x's default
+        self._ignored_fields = {name: kind() for name, kind in IGNORED_FIELDS.items()}
+
+    @property
+    def a_sync_configs(self) -> dict:
+        return self._a_sync_configs
+
+    @a_sync_configs.setter
+    def a_sync_configs(self, configs: dict):
+        if not isinstance(configs, dict):
+            raise TypeError(f"a_sync_configs must be a dict, got {type(configs).__name__}")
+        unknown = set(configs) - set(DEFAULT_A_SYNC_CONFIGS) - set(IGNORED_A_SYNC_KEYS)
+        if unknown:
+            raise ValueError(f"unknown a_sync_configs key(s) {sorted(unknown)}; known: "
+                             f"{sorted(DEFAULT_A_SYNC_CONFIGS) + sorted(IGNORED_A_SYNC_KEYS)}")
+        for key in sorted(set(configs) & set(IGNORED_A_SYNC_KEYS)):
+            _ignored(f"a_sync_configs[{key!r}]")
+        self._a_sync_configs.update({k: v for k, v in configs.items() if k in DEFAULT_A_SYNC_CONFIGS})
+
+
+def _ignored_field(name: str, kind: type) -> property:
+    def get(self):
+        return self._ignored_fields[name]
+
+    def set_(self, value):
+        if not isinstance(value, kind):
+            raise TypeError(f"DistributedStrategy.{name} must be a {kind.__name__}, got {type(value).__name__}")
+        _ignored(name)
+        self._ignored_fields[name] = value
+    return property(get, set_)
+
+
+for _name, _kind in IGNORED_FIELDS.items():
+    setattr(DistributedStrategy, _name, _ignored_field(_name, _kind))

@@ -1,0 +1,109 @@
+"""A Paddle 2.x fleet script (psjob.distributed.fleet, train_from_dataset) as real processes
+under `psjob launch`, typed as fleetrun users type it."""
+import numpy as np
+
+import psjob.fluid as fluid
+
+
+def write_shards(data_dir, shards, rows, seed=0):
+    """MultiSlot files "13 x... 1 y" of a linear target; returns the rows of each shard."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=(13, 1)).astype("float32")
+    data_dir.mkdir()
+    out = []
+    for s in range(shards):
+        X = rng.normal(size=(rows, 13)).astype("float32").round(4)
+        Y = (X @ w + 0.5).astype("float32").round(4)
+        with open(data_dir / f"part-{s}", "w") as f:
+            for xr, yr in zip(X, Y):
+                f.write(f"13 {' '.join(map(str, xr))} 1 {yr[0]}\n")
+        out.append((X, Y))
+    return out
+
+
+def single_process(shards, batch, epochs):
+    """Trainer t feeds batch i of shard t; sync mode averages their gradients, which is one
+    process feeding both halves together (equal halves: the mean of means is the mean)."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 7
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[13], dtype="float32")
+        y = fluid.layers.data(name="y", shape=[1], dtype="float32")
+        pred = fluid.layers.fc(x, 1, param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.1)))
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        fluid.optimizer.SGD(0.01).minimize(loss)
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    rows = len(shards[0][0])
+    for _ in range(epochs):
+        for start in range(0, rows, batch):
+            X = np.concatenate([X[start:start + batch] for X, _ in shards])
+            Y = np.concatenate([Y[start:start + batch] for _, Y in shards])
+            exe.run(main, feed={"x": X, "y": Y}, scope=scope)
+    return {p.name: np.array(scope.vars[p.name]) for p in main.all_parameters()}
+
+
+def test_a_sync_fleet2_script_under_launch_equals_single_process_training(tmp_path, script, launch, read_logs):
+    shards = write_shards(tmp_path / "data", 2, 96)
+    r = launch(["--server_num", "2", "--workers", "127.0.0.1:6170,127.0.0.1:6171", "--log_dir",
+                str(tmp_path / "log"), script("fleet2_train.py"), "--data", str(tmp_path / "data"),
+                "--out", str(tmp_path), "--sync"])
+    assert r.returncode == 0, r.stderr + read_logs(tmp_path / "log")
+    got = dict(np.load(tmp_path / "trainer0.npz"))
+    want = single_process(shards, 16, 2)
+    assert set(got) == set(want)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-5, err_msg=name)
+    worker_log = (tmp_path / "log" / "workerlog.0").read_text()
+    assert "[thread 0] batch 4: loss:" in worker_log
+    assert "a_sync_configs['thread_pool_size'] is accepted but ignored" in worker_log
+
+
+def test_the_same_script_runs_as_a_parameter_server_job_under_psjob_run(tmp_path, script):
+    import subprocess
+    import sys
+
+    import yaml
+    shards = write_shards(tmp_path / "data", 2, 64)
+    job = tmp_path / "fleet2.yaml"
+    job.write_text(yaml.safe_dump({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
+                                   "metadata": {"name": "fleet2"}, "spec": {
+                                       "image": "psjob:test", "mode": "sync",
+                                       "command": [sys.executable, script("fleet2_train.py")],
+                                       "args": ["--data", str(tmp_path / "data"), "--out", str(tmp_path), "--sync"],
+                                       "pserver": {"replicas": 2}, "worker": {"replicas": 2}}}))
+    r = subprocess.run([sys.executable, "-m", "psjob.cli", "run", str(job), "--workdir", str(tmp_path / "work")],
+                       capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = dict(np.load(tmp_path / "trainer0.npz"))
+    want = single_process(shards, 16, 2)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-5, err_msg=name)
+
+
+def test_the_paddlerec_style_example_trains_async_and_saves_a_loadable_inference_model(tmp_path, launch, read_logs):
+    """examples/paddle2/train.py: StaticModel (nn.Layer DNN), a MultiSlotDataGenerator pipe_command,
+    InMemoryDataset, train_from_dataset with 2 threads, async, save_inference_model by worker 0."""
+    import json
+    import os
+
+    from psjob.dataset import ctr
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ctr.generate(tmp_path / "data", 16000, num_files=2, seed=0)
+    r = launch(["--server_num", "2", "--worker_num", "2", "--log_dir", str(tmp_path / "log"),
+                os.path.join(repo, "examples", "paddle2", "train.py"), "--data", str(tmp_path / "data"),
+                "--save", str(tmp_path / "model")])
+    assert r.returncode == 0, r.stderr + read_logs(tmp_path / "log")
+    for w in range(2):
+        (line,) = [json.loads(x) for x in (tmp_path / "log" / f"workerlog.{w}").read_text().splitlines()
+                   if x.startswith('{"worker"')]
+        assert line["worker"] == w and 0.0 < line["auc"] < 1.0
+    exe = fluid.Executor()
+    program, feeds, targets = fluid.io.load_inference_model(str(tmp_path / "model"), exe)
+    batch = next(iter(ctr.batches(tmp_path / "data", 8)))
+    feed = {"dense_input": batch.dense}
+    for s in range(ctr.NUM_SLOTS):  # the reader's rule: each slot's first id
+        feed[f"C{s + 1}"] = (batch.ids[s][batch.lod[s][:-1]].reshape(-1, 1), [np.arange(9)])
+    (prob,) = exe.run(program, feed=feed, fetch_list=targets)
+    assert feeds == [f"C{s + 1}" for s in range(26)] + ["dense_input"]
+    assert prob.shape == (8, 2) and np.allclose(prob.sum(axis=1), 1.0, atol=1e-5)

@@ -1,0 +1,149 @@
+"""paddle.distributed.fleet (2.x) over psjob.fleet: role makers and the Paddle 2.x environment,
+DistributedStrategy's 2.x defaults and fields, fleet.util, and Fleet's default sync mode."""
+import logging
+
+import numpy as np
+import pytest
+
+import psjob.fluid as fluid
+from psjob import roles
+from psjob.distributed.fleet import DistributedStrategy, UtilBase
+from psjob.distributed.fleet.base.role_maker import (PaddleCloudRoleMaker, Role, RoleMakerError,
+                                                     UserDefinedRoleMaker)
+from psjob.fleet import Fleet, strategy as strategies
+from psjob.launcher.launch import build_parser, plan
+
+EPS = ("127.0.0.1:6170", "127.0.0.2:6170")
+
+
+def topology(**kw):
+    return roles.JobTopology(job_name="j", namespace="local", pserver_endpoints=EPS, trainers=3,
+                             trainer_host="127.0.0.1", metrics_port=9200, metrics_port_per_process=True, **kw)
+
+
+def test_role_environment_sets_the_paddle2_names_alongside_the_fluid_ones():
+    server = roles.role_environment(topology(), roles.PSERVER, 1)
+    assert server["TRAINING_ROLE"] == server["PADDLE_TRAINING_ROLE"] == "PSERVER"
+    assert server["PADDLE_PSERVERS_IP_PORT_LIST"] == server["PADDLE_PSERVER_ENDPOINTS"] == ",".join(EPS)
+    assert (server["POD_IP"], server["PADDLE_PORT"]) == ("127.0.0.2", "6170")
+    trainer = roles.role_environment(topology(), roles.TRAINER, 2)
+    assert trainer["PADDLE_TRAINERS_NUM"] == trainer["PADDLE_TRAINERS"] == "3"
+    assert trainer["PADDLE_TRAINER_ID"] == "2" and trainer["POD_IP"] == "127.0.0.1"
+    # Trainer t is named by its /metrics port: 9200 + 2 pservers + t.
+    assert trainer["PADDLE_TRAINER_ENDPOINTS"] == "127.0.0.1:9202,127.0.0.1:9203,127.0.0.1:9204"
+    # A pod template (index unknown): the shared pserver port, no POD_IP (the downward API's).
+    pod = roles.role_environment(topology(), roles.PSERVER, None)
+    assert pod["PADDLE_PORT"] == "6170" and "POD_IP" not in pod
+
+
+@pytest.mark.parametrize("flavour", ["fluid", "paddle2", "both"])
+def test_the_cloud_role_maker_reads_each_environment_flavour(flavour):
+    def env(role, index):
+        full = roles.role_environment(topology(), role, index)
+        paddle2 = {"TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_TRAINERS_NUM", "PADDLE_TRAINER_ID",
+                   "POD_IP", "PADDLE_PORT", "PADDLE_TRAINER_ENDPOINTS"}
+        if flavour == "paddle2":
+            return {k: v for k, v in full.items() if k in paddle2}
+        if flavour == "fluid":
+            return {k: v for k, v in full.items() if k not in paddle2 - {"PADDLE_TRAINER_ID"}}
+        return full
+    server = PaddleCloudRoleMaker(environ=env(roles.PSERVER, 1))
+    assert server.is_server() and server.server_index() == 1 and server.get_pserver_endpoints() == list(EPS)
+    trainer = PaddleCloudRoleMaker(environ=env(roles.TRAINER, 2))
+    assert trainer.is_worker() and trainer.worker_index() == 2 and trainer.worker_num() == 3
+    assert not trainer.is_first_worker() and PaddleCloudRoleMaker(environ=env(roles.TRAINER, 0)).is_first_worker()
+
+
+def test_a_paddle2_pserver_whose_pod_ip_and_port_are_not_listed_is_named():
+    env = {"TRAINING_ROLE": "PSERVER", "PADDLE_PSERVERS_IP_PORT_LIST": ",".join(EPS), "POD_IP": "10.0.0.9",
+           "PADDLE_PORT": "6170", "PADDLE_TRAINERS_NUM": "2"}
+    with pytest.raises(RoleMakerError, match="POD_IP:PADDLE_PORT 10.0.0.9:6170 is not in PADDLE_PSERVERS_IP_PORT_LIST"):
+        PaddleCloudRoleMaker(environ=env)
+    with pytest.raises(RoleMakerError, match="collective"):
+        PaddleCloudRoleMaker(is_collective=True)
+
+
+def test_the_user_defined_role_maker_takes_paddle2_arguments():
+    rm = UserDefinedRoleMaker(current_id=1, role=Role.WORKER, worker_endpoints=["a:1", "b:1", "c:1"],
+                              server_endpoints=list(EPS))
+    assert (rm.worker_num(), rm.worker_index(), rm.server_num()) == (3, 1, 2)
+    with pytest.raises(RoleMakerError, match="worker_num=2 but worker_endpoints lists 3"):
+        UserDefinedRoleMaker(worker_endpoints=["a:1", "b:1", "c:1"], worker_num=2, server_endpoints=list(EPS))
+
+
+def test_the_2x_strategy_defaults_to_async_and_accepts_paddlerec_fields(caplog):
+    from psjob.distributed.fleet import strategy as strategy_2x
+    strategy_2x._warned.clear()
+    s = DistributedStrategy()
+    assert strategies.resolve(s).mode == "async"  # Paddle 2.x: a_sync defaults to True
+    s.a_sync = False
+    assert strategies.resolve(s).mode == "sync"
+    s.a_sync = True
+    with caplog.at_level(logging.WARNING, logger="psjob.distributed"):
+        s.a_sync_configs = {"k_steps": 4, "launch_barrier": False, "send_wait_times": 3}
+        s.adam_d2sum = False
+        s.sparse_table_configs = {"table_class": "MemorySparseTable"}
+        s.adam_d2sum = True
+    resolved = strategies.resolve(s)
+    assert (resolved.mode, resolved.k_steps, resolved.launch_barrier) == ("geo", 4, False)
+    assert s.adam_d2sum is True and s.sparse_table_configs == {"table_class": "MemorySparseTable"}
+    warned = [r.getMessage() for r in caplog.records]
+    assert sum("adam_d2sum is accepted but ignored" in m for m in warned) == 1  # once
+    assert any("a_sync_configs['send_wait_times'] is accepted but ignored" in m for m in warned)
+    with pytest.raises(ValueError, match="unknown a_sync_configs key"):
+        s.a_sync_configs = {"k_step": 1}
+    with pytest.raises(TypeError, match="trainer_desc_configs must be a dict"):
+        s.trainer_desc_configs = "x"
+
+
+def test_a_transpiler_config_left_at_its_defaults_trains_synchronously_under_fleet():
+    """Paddle's DistributeTranspilerConfig.sync_mode defaults to True (seed 000, 004)."""
+    assert strategies.resolve(fluid.DistributeTranspilerConfig()).mode == "sync"
+    half = fluid.DistributeTranspilerConfig()
+    half.runtime_split_send_recv, half.half_async = True, True
+    assert strategies.resolve(half).mode == "half_async"
+    off = fluid.DistributeTranspilerConfig()
+    off.sync_mode = False
+    assert strategies.resolve(off).mode == "half_async"  # Fleet 1.x: no runtime_split_send_recv → half-async
+    fleet = Fleet()
+    fleet.init(UserDefinedRoleMaker(current_id=0, role=Role.WORKER, worker_num=2, server_endpoints=list(EPS)))
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4])
+        loss = fluid.layers.mean(fluid.layers.fc(x, 1))
+        fleet.distributed_optimizer(fluid.optimizer.SGD(0.1), fluid.DistributeTranspilerConfig()).minimize(loss)
+    assert fleet.mode == "sync"
+    assert "send_barrier" in [op.type for op in fleet.main_program.global_block().ops]
+
+
+class _Fleet:
+    def __init__(self, index, num):
+        self.index, self.num = index, num
+
+    def worker_index(self):
+        return self.index
+
+    def worker_num(self):
+        return self.num
+
+
+def test_util_shards_files_as_paddle_does_and_reduces_only_what_it_can():
+    files = [f"f{i}" for i in range(7)]
+    shards = [UtilBase(_Fleet(t, 3)).get_file_shard(files) for t in range(3)]
+    assert shards == [["f0", "f1", "f2"], ["f3", "f4"], ["f5", "f6"]]
+    one = UtilBase(_Fleet(0, 1))
+    np.testing.assert_array_equal(one.all_reduce(np.array([3.0, 4.0]), "sum"), [3.0, 4.0])
+    with pytest.raises(NotImplementedError, match=r"fleet.util.all_reduce\(comm_world='worker'\) across 2 workers"):
+        UtilBase(_Fleet(0, 2)).all_reduce(np.array([1.0]))
+    with pytest.raises(ValueError, match="all_reduce mode must be one of"):
+        one.all_reduce([1], "mean")
+
+
+def test_launch_takes_fleetrun_worker_lists(tmp_path):
+    args = build_parser().parse_args(["--server_num=1", "--workers", "127.0.0.1:1,127.0.0.1:2",
+                                      "--log_dir", str(tmp_path), "--no_auth", "x.py"])
+    specs = plan(args)
+    assert [s.role for s in specs].count(roles.TRAINER) == 2
+    args = build_parser().parse_args(["--worker_num", "3", "--workers", "a:1,b:1", "--log_dir", str(tmp_path), "x.py"])
+    with pytest.raises(SystemExit, match="--worker_num 3 but --workers lists 2"):
+        plan(args)
