@@ -106,6 +106,14 @@ def final_version(job, pserver):
     return int(found[-1])
 
 
+def resume_seconds(job, change, pserver="pserver.0"):
+    """Seconds from a membership change ("trainer 2 joined") of a sync pserver to the first round
+    applied with the new members (the pserver logs it)."""
+    log = job.log(pserver)
+    after = log[log.index(change):]
+    return float(re.search(r"applied with members \[[\d, ]*\], ([\d.]+)s after they changed", after).group(1))
+
+
 def check_sync_rounds(job, trainers):
     steps = sum(job.steps(t) for t in trainers)
     for pserver in ("pserver.0", "pserver.1"):
@@ -133,10 +141,13 @@ def test_a_third_trainer_joins_mid_job(tmp_path, mode):
     for name in ("trainer.0", "trainer.1", "trainer.2"):
         assert re.search(r"finished steps=\d+", job.log(name)), job.dump()
     assert "trainer 2 joined" in job.log("pserver.0")
+    stall = ""
     if mode == "sync":
         check_sync_rounds(job, ["trainer.0", "trainer.1", "trainer.2"])
-    print(f"\n[elastic] {mode}: join → first step of the new trainer {resume_s:.2f}s "
-          f"(process start included); steps redone: 0")
+        waited = resume_seconds(job, "trainer 2 joined")
+        stall = f"; the round in progress waited {waited:.2f}s for the joiner"
+    print(f"\n[elastic] {mode}: process start → first step of the new trainer {resume_s:.2f}s{stall}; "
+          f"steps redone: 0")
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -157,9 +168,11 @@ def test_a_trainer_scaled_away_mid_job_leaves_cleanly(tmp_path, mode):
         job.kill()
     assert "trainer 1 left" in job.log("pserver.0")
     assert re.search(r"finished steps=\d+", job.log("trainer.0")), job.dump()
+    resumed = ""
     if mode == "sync":
         check_sync_rounds(job, ["trainer.0", "trainer.1"])
-    print(f"\n[elastic] {mode}: SIGTERM → trainer left {leave_s:.2f}s; steps redone: 0")
+        resumed = f"; next round {resume_seconds(job, 'trainer 1 left'):.2f}s after the leave"
+    print(f"\n[elastic] {mode}: SIGTERM → trainer left {leave_s:.2f}s{resumed}; steps redone: 0")
 
 
 # -- `psjob run` + `psjob scale` ---------------------------------------------------------------

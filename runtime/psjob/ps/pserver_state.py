@@ -103,6 +103,7 @@ class PserverState:
         self.sync_mode = bool(op.attr("sync_mode", True))
         self.dc_asgd = bool(op.attr("dc_asgd", False))
         self.elastic = bool(op.attr("elastic", False))
+        self._changed_at = None  # sync, elastic: monotonic time of the last membership change
         self.grad_blocks = _block_map(op.attr("grad_to_block_id"), "grad_to_block_id")
         self.prefetch_blocks = _block_map(op.attr("prefetch_var_name_to_block_id"), "prefetch")
         self.lr_block = int(op.attr("lr_decay_block_id", -1))
@@ -301,6 +302,11 @@ class PserverState:
             if idx != self.lr_block:
                 self._run_block(idx)
         self.version += 1
+        if self._changed_at is not None:
+            # The time to resume: how long the first round with the new members took to apply.
+            log.info("pserver %s: round %d applied with members %s, %.2fs after they changed",
+                     self.endpoint, self.version, sorted(self.active), time.monotonic() - self._changed_at)
+            self._changed_at = None
         self._cond.notify_all()
 
     def _set_trainer_mean(self, scale: float) -> None:
@@ -477,6 +483,7 @@ class PserverState:
         # Parsed by tests/component/test_elastic_trainers.py: every round's member count.
         log.info("pserver %s: trainer %d %s at version %d; members %s", self.endpoint, t, what,
                  self.version, sorted(self.active))
+        self._changed_at = time.monotonic() if self.sync_mode and self.active else None
 
     def on_register(self, worker_name: str) -> tuple[int, int]:
         """A trainer id for a pod without a stable index (a Deployment's pods).
