@@ -35,7 +35,7 @@ class ElasticJob:
         self.tmp, self.procs = tmp_path, {}
         self.topology = roles.JobTopology(job_name="elastic", namespace="default",
                                           pserver_endpoints=tuple(loopback_endpoints(2)), trainers=2,
-                                          mode=mode, metrics_port=0)
+                                          mode=mode, metrics_port=0, k_steps=5 if mode == "geo" else 0)
         for i in range(2):
             self._start(f"pserver.{i}", roles.PSERVER, i, "pserver")
 
@@ -123,7 +123,7 @@ def check_sync_rounds(job, trainers):
             + job.dump())
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("mode", ["sync", "async", "half_async", "geo"])
 def test_a_third_trainer_joins_mid_job(tmp_path, mode):
     job = ElasticJob(tmp_path, mode)
     try:
