@@ -57,6 +57,7 @@ class RequestKind(enum.Enum):
     COMPLETE = "Complete"
     REGISTER = "Register"
     STATUS = "Status"
+    GATHER = "Gather"
 
 
 class ServerHandler(Protocol):
@@ -195,6 +196,13 @@ class _Servicer(GuardedServicer):
                                   completed_trainers=s.get("completed", []), endpoint=s.get("endpoint", ""))
         return self._run(RequestKind.STATUS, request, context, body)
 
+    def Gather(self, request, context):
+        def body():
+            values = self.h.on_gather(request.trainer_id, request.name, request.round,
+                                      codec.decode_array(request.value))
+            return pb.GatherReply(values=[codec.encode(request.name, v) for v in values])
+        return self._run(RequestKind.GATHER, request, context, body)
+
 
 HEALTH_SERVICE = "grpc.health.v1.Health"
 # The grpc.health.v1 messages, hand-encoded — two one-field messages do not justify a
@@ -255,6 +263,7 @@ _CONTROL_MESSAGES = {
     "Complete": (pb.CompleteRequest, pb.CompleteReply),
     "Register": (pb.RegisterRequest, pb.RegisterReply),
     "Status": (pb.StatusRequest, pb.StatusReply),
+    "Gather": (pb.GatherRequest, pb.GatherReply),
 }
 
 
