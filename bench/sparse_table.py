@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/sparse_table.py                 # 10M rows x dim 16
     .venv/bin/python bench/sparse_table.py --rows 100000000  # if memory allows
+    .venv/bin/python bench/sparse_table.py --scale 10000000,50000000  # table alone at 10M, then 50M
 
 Steps: draw ``--rows`` distinct random 64-bit ids; insert them all (in random
 order, ``--batch`` ids per lookup(create=True)) and time it; then draw a
@@ -69,6 +70,9 @@ def parse_args(argv):
     p.add_argument("--zipf", type=float, default=1.1, help="Zipf exponent of the id stream")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--force", action="store_true", help="run even if the memory estimate exceeds MemAvailable")
+    p.add_argument("--scale", help="comma-separated row counts, e.g. 10000000,50000000: the table alone "
+                   "(no numpy baseline) at each size in turn, its CPU lookup/update rates and bytes per "
+                   "row next to the first size's (the 50M-row check of issue 18: ~7 GiB at 50M)")
     return p.parse_args(argv)
 
 
@@ -94,8 +98,57 @@ def timings(fns, batches):
     return cpu, wall
 
 
+def table_at(n, args):
+    """Fill a table with n random ids, then time a Zipf stream of lookups and of pushes over
+    them (CPU seconds); → (lookup rows/s, update rows/s, TableStats bytes/row, RSS growth/row)."""
+    rng = np.random.default_rng(args.seed)
+    ids = np.unique(rng.integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, size=n + n // 1000 + 16,
+                                 dtype=np.int64, endpoint=True))[:n]
+    ids = ids[rng.permutation(ids.size)]
+    rss0 = rss_bytes()
+    table = SparseTable(TableConfig("bench", args.dim, seed=args.seed,
+                                    optimizer=OptimizerConfig("adagrad", lr=LR, hyper={"epsilon": EPS})))
+    for start in range(0, ids.size, args.batch):
+        table.lookup(ids[start:start + args.batch])
+    rss_row = (rss_bytes() - rss0) / ids.size
+    count = args.warmup + 2 * args.batches
+    ranks = rng.zipf(args.zipf, size=args.batch * count * 2) - 1
+    stream = ids[ranks[ranks < ids.size][:args.batch * count]]
+    batches = [stream[i * args.batch:(i + 1) * args.batch] for i in range(count)]
+    grads = rng.standard_normal((args.batch, args.dim), dtype=np.float32)
+    for b in batches[:args.warmup]:
+        table.lookup(b), table.push(b, grads)
+    cpu, _ = timings([lambda i: table.lookup(batches[i])], range(args.warmup, args.warmup + args.batches))
+    upd, _ = timings([lambda i: table.push(batches[i], grads)], range(args.warmup + args.batches, count))
+    total = args.batch * args.batches
+    return total / cpu[0], total / upd[0], table.stats().bytes / ids.size, rss_row
+
+
+def scale(args):
+    sizes = [int(v) for v in args.scale.split(",")]
+    raw_row = 8 + 8 * args.dim
+    need = max(sizes) * (raw_row * 1.6 + 8 + 16)
+    if need > mem_available() and not args.force:
+        sys.exit(f"needs about {need / 2**30:.1f} GiB, MemAvailable is {mem_available() / 2**30:.1f} GiB;"
+                 f" use smaller --scale sizes (or --force)")
+    print(f"table alone, dim {args.dim}, adagrad, batches of {args.batch:,} ids, Zipf({args.zipf}); CPU rates")
+    print(f"{'rows':>12} {'lookup rows/s':>14} {'update rows/s':>14} {'bytes/row':>10} {'RSS/row':>8} "
+          f"{'x raw':>6}  rates vs the first size (target: within 20%)")
+    first = None
+    for n in sizes:
+        look, upd, bytes_row, rss_row = table_at(n, args)
+        first = first or (look, upd)
+        mem = max(bytes_row, rss_row) / raw_row
+        rates = "met" if min(look / first[0], upd / first[1]) >= 0.8 else "MISSED"
+        print(f"{n:>12,} {look / 1e6:>12.2f} M {upd / 1e6:>12.2f} M {bytes_row:>10.1f} {rss_row:>8.1f} "
+              f"{mem:>6.2f}  lookup {look / first[0]:.2f}x, update {upd / first[1]:.2f}x ({rates}); "
+              f"memory <= 1.5x raw: {'met' if mem <= 1.5 else 'MISSED'}", flush=True)
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.scale:
+        return scale(args)
     n, dim, bs = args.rows, args.dim, args.batch
     raw_row = 8 + 4 * dim + 4 * dim                       # id + values + adagrad moment
     need = n * (raw_row * 1.6 + raw_row - 8 + 8 + 16)     # table, baseline arrays, ids, temporaries

@@ -21,7 +21,7 @@ import yaml
 from psjob import jobspec
 from psjob.jobspec import FieldInfo, Rule, TypeInfo
 
-from psjob_operator.status import ConditionStatus, ConditionType, Phase
+from psjob_operator.status import ConditionStatus, Phase
 
 CRD_NAME = f"{jobspec.PLURAL}.{jobspec.API_GROUP}"
 CRD_FILE = f"crds/{CRD_NAME}.yaml"
@@ -137,7 +137,7 @@ def status_schema() -> dict[str, Any]:
                                    "type": "object", "required": ["type", "status"],
                                    "properties": {
                                        "type": {"type": "string",
-                                                "enum": [c.value for c in ConditionType]},
+                                                "enum": [c.value for c in Phase]},
                                        "status": {"type": "string",
                                                   "enum": [s.value for s in ConditionStatus]},
                                        "reason": {"type": "string"},

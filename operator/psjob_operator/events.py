@@ -16,17 +16,17 @@ from psjob import jobspec
 
 from psjob_operator.kube import EVENTS, ApiError, KubeApi
 from psjob_operator.observe import format_time
-from psjob_operator.status import ConditionStatus, ConditionType, Transition
+from psjob_operator.status import ConditionStatus, Phase, Transition
 
 log = logging.getLogger(__name__)
 COMPONENT = "psjob-operator"
-WARNING_CONDITIONS = frozenset({ConditionType.FAILED, ConditionType.RESTARTING})
+WARNING_CONDITIONS = frozenset({Phase.FAILED, Phase.RESTARTING})
 
 
 def should_post(transition: Transition) -> bool:
     """True conditions, plus Suspended turning False (the resume)."""
     return (transition.status is ConditionStatus.TRUE
-            or transition.type is ConditionType.SUSPENDED)
+            or transition.type is Phase.SUSPENDED)
 
 
 def build_event(job: Mapping[str, Any], transition: Transition, now: dt.datetime,

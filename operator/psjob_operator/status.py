@@ -37,15 +37,8 @@ from psjob_operator.observe import (CONFIG_REASONS, IMAGE_REASONS, Children,
 
 
 class Phase(str, enum.Enum):
-    CREATED = "Created"
-    RUNNING = "Running"
-    RESTARTING = "Restarting"
-    SUSPENDED = "Suspended"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-
-
-class ConditionType(str, enum.Enum):
+    """A job's phase, and the type of its condition of the same name (one set of values:
+    the phase is the condition that is True)."""
     CREATED = "Created"
     RUNNING = "Running"
     RESTARTING = "Restarting"
@@ -83,10 +76,9 @@ class ConditionStatus(str, enum.Enum):
 TERMINAL = frozenset({Phase.SUCCEEDED, Phase.FAILED})
 # A failure the user can fix by editing the spec: not sticky across generations.
 REVIVABLE = frozenset({Reason.INVALID_SPEC.value, Reason.CHILD_REJECTED.value})
-CONDITION_ORDER = tuple(ConditionType)
-PHASE_CONDITION = {Phase.RUNNING: ConditionType.RUNNING, Phase.RESTARTING: ConditionType.RESTARTING,
-                   Phase.SUSPENDED: ConditionType.SUSPENDED,
-                   Phase.SUCCEEDED: ConditionType.SUCCEEDED, Phase.FAILED: ConditionType.FAILED}
+CONDITION_ORDER = tuple(Phase)
+# The conditions that follow the phase (Created is set once the children exist).
+PHASE_CONDITIONS = tuple(p for p in Phase if p is not Phase.CREATED)
 
 
 @dataclass(frozen=True)
@@ -98,7 +90,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Transition:
-    type: ConditionType
+    type: Phase
     status: ConditionStatus
     reason: str
     message: str
@@ -130,7 +122,7 @@ def previous_phase(previous: Mapping[str, Any], generation: int) -> Phase | None
         phase = Phase(previous.get("phase"))
     except ValueError:
         return None
-    failed = _condition(previous, ConditionType.FAILED)
+    failed = _condition(previous, Phase.FAILED)
     if (phase is Phase.FAILED and failed.get("reason") in REVIVABLE
             and previous.get("observedGeneration") != generation):
         return None
@@ -143,7 +135,7 @@ def compute_status(obs: Observation) -> StatusUpdate:
     conditions = {c["type"]: dict(c) for c in prev.get("conditions") or []}
     times = {k: prev.get(k) for k in ("startTime", "completionTime")}
     if prev_phase is None and prev.get("phase") == Phase.FAILED.value:
-        conditions.pop(ConditionType.FAILED.value, None)  # the spec changed: try again
+        conditions.pop(Phase.FAILED.value, None)  # the spec changed: try again
         times["completionTime"] = None
     if prev_phase in TERMINAL:
         verdict = None
@@ -178,7 +170,7 @@ def compute_status(obs: Observation) -> StatusUpdate:
     return StatusUpdate(status, phase, tuple(transitions), became_running)
 
 
-def _condition(status: Mapping[str, Any], ctype: ConditionType) -> Mapping[str, Any]:
+def _condition(status: Mapping[str, Any], ctype: Phase) -> Mapping[str, Any]:
     for c in status.get("conditions") or []:
         if c.get("type") == ctype.value:
             return c
@@ -190,7 +182,7 @@ def _update_conditions(conditions: dict[str, dict], verdict: Verdict, obs: Obser
     now = format_time(obs.now)
     transitions: list[Transition] = []
 
-    def put(ctype: ConditionType, status: ConditionStatus, reason: str, message: str) -> None:
+    def put(ctype: Phase, status: ConditionStatus, reason: str, message: str) -> None:
         old = conditions.get(ctype.value)
         flipped = old is None or old.get("status") != status.value
         if not flipped and old.get("reason") == reason and old.get("message") == message:
@@ -202,18 +194,18 @@ def _update_conditions(conditions: dict[str, dict], verdict: Verdict, obs: Obser
             transitions.append(Transition(ctype, status, reason, message))
 
     if obs.problem is None:
-        put(ConditionType.CREATED, ConditionStatus.TRUE, Reason.CHILDREN_CREATED.value,
+        put(Phase.CREATED, ConditionStatus.TRUE, Reason.CHILDREN_CREATED.value,
             f"created the children of job {obs.job_name}")
-    target = PHASE_CONDITION.get(verdict.phase)
-    for ctype in PHASE_CONDITION.values():
+    target = verdict.phase if verdict.phase in PHASE_CONDITIONS else None
+    for ctype in PHASE_CONDITIONS:
         old = conditions.get(ctype.value)
         if ctype is target:
             put(ctype, ConditionStatus.TRUE, verdict.reason.value, verdict.message)
-        elif ctype is ConditionType.RUNNING and obs.problem is None:
+        elif ctype is Phase.RUNNING and obs.problem is None:
             # Running=False always says why the job is not running right now.
             put(ctype, ConditionStatus.FALSE, verdict.reason.value, verdict.message)
         elif old is not None and old.get("status") == ConditionStatus.TRUE.value:
-            if ctype is ConditionType.SUSPENDED:
+            if ctype is Phase.SUSPENDED:
                 put(ctype, ConditionStatus.FALSE, Reason.RESUMED.value,
                     "runPolicy.suspend is false: pods start again and resume from the newest "
                     "checkpoint")

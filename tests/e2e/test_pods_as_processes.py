@@ -250,7 +250,7 @@ def test_the_byo_fleet_example_rendered_by_kubectl_kustomize_runs_to_succeeded(
             assert obj["kind"] == "ParameterServerJob", obj["kind"]
             args = obj["spec"].get("args") or []
             if "--steps" in args:  # shrunk: the example's script, fewer steps
-                args[args.index("--steps") + 1] = "40"
+                args[args.index("--steps") + 1] = "10"
             api.create(jobs_path(), obj)
             name = obj["metadata"]["name"]
     wait_for_phase(api, kubelet, name, "Succeeded")

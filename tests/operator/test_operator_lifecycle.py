@@ -196,5 +196,21 @@ def test_a_tls_job_gets_its_secret_mounted_and_the_tls_environment(operator, pla
     wait_for(lambda: phase(plane, "tls") == "Running", what="Running")
 
 
+def test_a_job_checkpointing_to_a_bucket_gets_no_claim_and_runs(operator, plane):
+    submit(plane, job_manifest("bucket", pservers=2, workers=1,
+                               checkpoint={"uri": "s3://team-ckpt/bucket", "credentialsSecret": "ckpt-s3"}))
+    want = expected_children("bucket") - {("PersistentVolumeClaim", "bucket-checkpoint")}
+    wait_for(lambda: children(plane, "bucket") == want, what="the children, without a claim")
+    for kind, name in (("statefulsets", "bucket-pserver"), ("jobs", "bucket-worker")):
+        owner = child(plane, kind, name)
+        assert env_of(owner)["PSJOB_CHECKPOINT_DIR"] == "s3://team-ckpt/bucket"
+        assert owner["spec"]["template"]["spec"]["containers"][0]["envFrom"] == [
+            {"secretRef": {"name": "ckpt-s3"}}]
+    plane.sync("bucket")
+    plane.run("bucket")
+    wait_for(lambda: phase(plane, "bucket") == "Running", what="Running")
+    assert children(plane, "bucket") == want  # still no claim once running
+
+
 def test_every_api_call_made_above_is_covered_by_the_required_rbac(cluster, operator):
     assert uncovered(cluster.requests()) == []

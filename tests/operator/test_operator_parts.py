@@ -11,7 +11,7 @@ from psjob_operator.apply import ChildRejected, WaitForChild, check_owner
 from psjob_operator.checkpoints import parse_last_checkpoint
 from psjob_operator.events import build_event, should_post
 from psjob_operator.kube import merge_diff
-from psjob_operator.status import ConditionStatus, ConditionType, Transition
+from psjob_operator.status import ConditionStatus, Phase, Transition
 from psjob_operator.workqueue import WorkQueue
 
 
@@ -105,10 +105,10 @@ def test_a_child_owned_by_someone_else_is_never_adopted():
 
 
 def test_events_are_posted_for_true_conditions_and_for_resuming():
-    failed = Transition(ConditionType.FAILED, ConditionStatus.TRUE, "DeadlineExceeded", "late")
+    failed = Transition(Phase.FAILED, ConditionStatus.TRUE, "DeadlineExceeded", "late")
     assert should_post(failed)
-    assert not should_post(Transition(ConditionType.RUNNING, ConditionStatus.FALSE, "x", "y"))
-    assert should_post(Transition(ConditionType.SUSPENDED, ConditionStatus.FALSE, "Resumed", ""))
+    assert not should_post(Transition(Phase.RUNNING, ConditionStatus.FALSE, "x", "y"))
+    assert should_post(Transition(Phase.SUSPENDED, ConditionStatus.FALSE, "Resumed", ""))
     import datetime as dt
     event = build_event({"metadata": {"name": "j", "namespace": "ns", "uid": "u"}}, failed,
                         dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc), "op-0")

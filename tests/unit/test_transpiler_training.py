@@ -457,3 +457,108 @@ def test_adam_table_state_survives_a_checkpoint_resharded_from_two_to_three_pser
     np.testing.assert_allclose(a.values, b.values, rtol=1e-6, atol=1e-7)
     for name in b.state:
         np.testing.assert_allclose(a.state[name], b.state[name], rtol=1e-6, atol=1e-9, err_msg=name)
+
+
+def pooled_slots_net(pooltype="sum"):
+    """Three LoD id slots sharing one distributed table, each sum-pooled (the CTR shape)."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 7
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        y = fluid.layers.data(name="y", shape=[1])
+        slots = [fluid.layers.data(name=f"s{i}", shape=[1], dtype="int64", lod_level=1) for i in range(3)]
+        attr = fluid.ParamAttr(name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5))
+        pooled = [fluid.layers.sequence_pool(fluid.layers.embedding(
+            s, size=[VOCAB, DIM], is_sparse=True, is_distributed=True, param_attr=attr), pooltype)
+            for s in slots]
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(pooled, 1), y))
+        fluid.optimizer.SGD(0.3).minimize(loss)  # not Adam: it hides a gradient's scale
+    return main, startup, loss
+
+
+def pooled_feeds(steps, n):
+    """Slot 0: one id per example; slots 1-2: 0..3 ids (empty sequences included), with
+    ids repeated inside a slot and across slots."""
+    rng = np.random.default_rng(3)
+    feeds = []
+    for _ in range(steps):
+        feed = {"y": rng.normal(size=(n, 1)).astype("float32")}
+        for i in range(3):
+            lengths = np.ones(n, np.int64) if i == 0 else rng.integers(0, 4, n)
+            lengths[0] = 0 if i else 1
+            ids = rng.integers(0, 12, size=(int(lengths.sum()), 1)).astype("int64")
+            feed[f"s{i}"] = (ids, [np.concatenate([[0], np.cumsum(lengths)]).tolist()])
+        feeds.append(feed)
+    return feeds
+
+
+@pytest.mark.parametrize("pservers", [1, 2])
+def test_fused_lookup_and_sum_pool_train_like_a_single_machine(pservers):
+    """The trainer pass fuses lookup + sum sequence_pool (and their gradients) into
+    split_ids(Index) → prefetch → merge_ids_pool / merge_ids_pool_grad; sync training
+    stays equal to single-machine training. One trainer: the helper splits feeds by rows,
+    which LoD feeds do not support."""
+    feeds = pooled_feeds(4, 10)
+    ref, cluster, results = distributed_table_run(pooled_slots_net, feeds, 1, pservers)
+    program = DistributeTranspiler()
+    main, startup, _ = pooled_slots_net()
+    program.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:pservers]), trainers=1)
+    types = [op.type for op in program.get_trainer_program(wait_port=False).global_block().ops]
+    assert "merge_ids_pool" in types and "merge_ids_pool_grad" in types
+    assert not {"sequence_pool", "lookup_table_grad", "merge_ids"} & set(types)
+    np.testing.assert_allclose(table_rows(cluster, EPS[:pservers]), ref["emb"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(results[0][0].vars["fc_0.w_0"], ref["fc_0.w_0"], rtol=1e-5, atol=1e-6)
+
+
+def test_a_max_pool_over_a_distributed_table_is_left_unfused():
+    main, startup, _ = pooled_slots_net("max")
+    t = DistributeTranspiler()
+    t.transpile(0, program=main, startup_program=startup, pservers=EPS[0], trainers=1)
+    types = [op.type for op in t.get_trainer_program(wait_port=False).global_block().ops]
+    assert "merge_ids" in types and "merge_ids_pool" not in types
+
+
+class _CountingPrefetches:
+    """The in-memory client, counting prefetch requests."""
+
+    def __init__(self, client):
+        self.client, self.prefetches = client, 0
+
+    def prefetch(self, *args):
+        self.prefetches += 1
+        return self.client.prefetch(*args)
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+@pytest.mark.parametrize("sync", [False, True])
+def test_prefetch_ahead_serves_the_next_batch_from_requests_issued_before_it_runs(sync):
+    """Async: every step's prefetch was issued by prefetch_ahead while the step before ran,
+    so the trainer makes one prefetch per step, and it still learns. Sync: refused (the
+    rounds stay exact), the prefetch ops fetch as usual."""
+    from psjob.ps.communicator import Communicator, CommunicatorConfig, prefetch_ahead
+    feeds = pooled_feeds(6, 10)
+    main, startup, loss = pooled_slots_net()
+    t = DistributeTranspiler()
+    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:2]), trainers=1,
+                sync_mode=sync)
+    program = t.get_trainer_program(wait_port=False)
+    cluster = InMemoryCluster.from_transpiler(t)
+
+    def body(tid, exe):
+        counting = _CountingPrefetches(exe.services["rpc"])
+        service = exe.services["rpc"] = counting if sync else Communicator(counting, CommunicatorConfig())
+        exe.run(startup)
+        issued, losses = [], []
+        for i, feed in enumerate(feeds):
+            if i + 1 < len(feeds):
+                issued.append(prefetch_ahead(exe, program, feeds[i + 1]))
+            losses.append(float(exe.run(program, feed=feed, fetch_list=[loss])[0][0]))
+        if not sync:
+            service.stop()
+        return issued, counting.prefetches, losses
+
+    [(issued, prefetches, losses)] = cluster.run_trainers(body, 1)
+    assert issued == [not sync] * (len(feeds) - 1)
+    assert prefetches == 2 * len(feeds)  # one per pserver per step, never twice
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]

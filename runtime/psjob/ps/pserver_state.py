@@ -291,9 +291,10 @@ class PserverState:
         if not self.sync_mode:
             self.staleness.on_read(t, names)
         if not self.sync_mode and not self.dc_asgd:
-            # Async reads take no lock (as Hogwild-style pservers do): a copy taken
-            # while an update runs may mix old and new rows of one step.
-            return self._copies(names), self.version
+            # Async reads take no lock (as Hogwild-style pservers do) and no copy: the
+            # transport encodes (copies) the live values before replying, which may mix
+            # old and new rows of one step, as a copy taken here would.
+            return self._live(names), self.version
         with self._cond:
             if self.sync_mode and self._phase[t] == _BARRIERED:
                 self._wait(lambda: self.version >= self._awaiting[t], f"round {self._awaiting[t]}")
@@ -311,12 +312,12 @@ class PserverState:
                 out = self.placement.to_host(out)  # device → pinned → reply, under the lock
             return out, self.version
 
-    def _copies(self, names) -> dict:
+    def _live(self, names) -> dict:
         out = {}
         for name in names:
             if name not in self._gb.vars or name not in self.scope.vars:
                 raise KeyError(f"pserver {self.endpoint} holds no variable {name!r}")
-            out[name] = self.scope.vars[name] if self.placement is not None else self.scope.vars[name].copy()
+            out[name] = self.scope.vars[name]
         return out if self.placement is None else self.placement.to_host(out)
 
     def _wait(self, ready, what):
@@ -341,8 +342,8 @@ class PserverState:
             self.scope.vars[op.input("Ids")[0]] = xp.asarray(ids) if xp is not np else ids
             self._run_block(block)
             name = op.output("Out")[0]
-            out = self.scope.vars[name]
-            return out.copy() if self.placement is None else self.placement.to_host({name: out})[name]
+            out = self.scope.vars[name]  # a new array per call (SparseTable.lookup): no copy
+            return out if self.placement is None else self.placement.to_host({name: out})[name]
 
     # -- checkpoints (psjob.ps.checkpoint_service does the work) ---------------------------
     def on_checkpoint(self, dirname: str, step: int = 0, tag: str = "") -> list:

@@ -49,6 +49,10 @@ class PSClient(Protocol):
 
 
 class ServerHandler(Protocol):
+    """What a transport serves. on_get and on_prefetch may return the pserver's live
+    arrays (async mode): a transport copies or encodes them before replying, and never
+    hands them to a trainer as they are."""
+
     def on_send(self, trainer_id: int, values: dict, is_delta: bool) -> None: ...
     def on_get(self, trainer_id: int, names: list) -> tuple: ...
     def on_prefetch(self, trainer_id: int, table: str, ids): ...

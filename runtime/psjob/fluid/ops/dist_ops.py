@@ -125,11 +125,15 @@ def _split_ids_shape(op):
             out_var(op, "Out", i).type = VarType.SELECTED_ROWS
         else:
             set_out(op, "Out", (-1, 1), x.dtype, i=i)
+    set_out(op, "Index", (-1,), "int64")
 
 
 @register_op("split_ids", infer_shape=_split_ids_shape)
 def split_ids(ctx):
     """Ids (unique, sorted) or a SelectedRows gradient's rows, by the pserver holding them.
+
+    With an `Index` output (ids inputs only) it also writes, for every input id, its row
+    in the outputs laid end to end: merge_ids_pool gathers with it, unsorted.
 
     The gradient pieces carry height 0: their rows are feature ids of an
     unbounded table, not rows of a sized array (the codec range-checks rows
@@ -144,10 +148,34 @@ def split_ids(ctx):
             idx = np.nonzero(shard == k)[0]
             ctx.set_output("Out", SelectedRows(_to_xp(ctx, rows[idx]), sr.values[_to_xp(ctx, idx)], 0), i=k)
         return
-    ids = _unique_sorted(np.concatenate([_host_ids(x) for x in inputs])) if inputs else np.zeros(0, np.int64)
+    wanted = np.concatenate([_host_ids(x) for x in inputs]) if inputs else np.zeros(0, np.int64)
+    done = take_ahead(ctx.executor, ctx.op, lambda entry: np.array_equal(entry[0], wanted))
+    pieces, index = done[1] if done is not None else split_wanted_ids(wanted, n, with_index=ctx.has_output("Index"))
+    for k, piece in enumerate(pieces):
+        ctx.set_output("Out", _to_xp(ctx, piece.reshape(-1, 1)), i=k)
+    if index is not None:
+        ctx.set_output("Index", index)
+
+
+def split_wanted_ids(wanted: np.ndarray, n: int, with_index: bool):
+    """([distinct ids of pserver k, ascending] for k < n, Index or None): split_ids' math."""
+    if not with_index:
+        ids = _unique_sorted(wanted)
+        shard = shard_of(ids, n)
+        return [ids[shard == k] for k in range(n)], None
+    # The one id pass of a batch (merge_ids_pool and its gradient reuse it): the distinct
+    # ids by pserver, and for every wanted id its row in the pservers' replies laid end to
+    # end (pserver 0's rows, then pserver 1's, ...; each pserver's ids ascending).
+    ids, inverse = _unique_inverse(wanted)
     shard = shard_of(ids, n)
-    for k in range(n):
-        ctx.set_output("Out", _to_xp(ctx, ids[shard == k].reshape(-1, 1)), i=k)
+    if n == 1:
+        index = inverse
+    else:
+        by_shard = np.argsort(shard, kind="stable")
+        position = np.empty(ids.size, np.int64)
+        position[by_shard] = np.arange(ids.size, dtype=np.int64)
+        index = position[inverse]
+    return [ids if n == 1 else ids[shard == k] for k in range(n)], index
 
 
 def _unique_sorted(ids: np.ndarray) -> np.ndarray:
@@ -160,6 +188,18 @@ def _unique_sorted(ids: np.ndarray) -> np.ndarray:
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])
     return s[keep]
+
+
+def _unique_inverse(ids: np.ndarray):
+    """(sorted distinct ids, index of each id's distinct value): one argsort."""
+    order = np.argsort(ids, kind="stable")
+    s = ids[order]
+    first = np.empty(s.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(s[1:], s[:-1], out=first[1:])
+    inverse = np.empty(ids.size, np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return s[first], inverse
 
 
 def _embedding_shape(ids_shape, width):
@@ -329,6 +369,25 @@ def fetch_barrier(ctx):
     _client(ctx).barrier("fetch", list(ctx.attr("endpoints")))
 
 
+PREFETCH_AHEAD = "prefetch_ahead"  # executor.services entry: {id(prefetch op): [issued batches, oldest first]}
+
+
+def take_ahead(executor, op, matches):
+    """What prefetch_ahead prepared for `op` and `matches(entry)` accepts, dropping the
+    entries prepared before it (batches no run will take); None when there is none."""
+    ahead = executor.services.get(PREFETCH_AHEAD)
+    queue = ahead.get(id(op)) if ahead else None
+    for k, entry in enumerate(queue or ()):
+        if matches(entry):
+            del queue[:k + 1]
+            return entry
+    return None
+
+
+def _same_ids(batch, wanted):
+    return len(batch) == len(wanted) and all(np.array_equal(ids, w) for (ids, _), w in zip(batch, wanted))
+
+
 @register_op("prefetch")
 def prefetch(ctx):
     client = _client(ctx)
@@ -337,10 +396,14 @@ def prefetch(ctx):
     if not (len(ins) == len(outs) == len(eps) == len(tables)):
         raise GraphError(f"prefetch: {len(ins)} inputs, {len(outs)} outputs, {len(eps)} endpoints and "
                          f"{len(tables)} table names must match")
-    handles = {}
-    for i, name in enumerate(ins):
-        ids = _host_ids(ctx.vals[name])
-        if ids.size:
+    wanted = [_host_ids(ctx.vals[name]) for name in ins]
+    issued = take_ahead(ctx.executor, ctx.op, lambda batch: _same_ids(batch, wanted))  # sent while
+    handles = {}                                                                     # the last batch ran
+    for i, ids in enumerate(wanted):
+        if issued is not None:
+            if issued[i][1] is not None:
+                handles[i] = issued[i][1]
+        elif ids.size:
             handles[i] = client.prefetch(eps[i], tables[i], ids)
     for i, name in enumerate(outs):
         if i in handles:

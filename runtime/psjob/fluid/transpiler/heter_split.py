@@ -56,7 +56,7 @@ _NOT_FORWARD = int(OpRole.Backward | OpRole.Optimize | OpRole.RPC | OpRole.Dist 
 _RPC_OR_DIST = int(OpRole.RPC | OpRole.Dist)
 # Talk to every pserver for the trainer as a whole, or serve the distributed
 # table: always the CPU trainer's.
-_CPU_ONLY_OPS = frozenset({"send_barrier", "fetch_barrier", "prefetch", "merge_ids", "checkpoint_notify",
+_CPU_ONLY_OPS = frozenset({"send_barrier", "fetch_barrier", "prefetch", "merge_ids", "merge_ids_pool", "checkpoint_notify",
                            "geo_sgd_step"})
 
 

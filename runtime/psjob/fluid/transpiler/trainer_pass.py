@@ -12,7 +12,10 @@ tail, so trainers start from the pservers' values.
 A distributed lookup table never reaches the trainer: each `lookup_table` on
 it becomes `split_ids` (ids by pserver) → `prefetch` (rows from the pservers)
 → `merge_ids` (rows back in the ids' order), and its SelectedRows gradient is
-`split_ids`-ed by id and sent to the pservers holding those ids.
+`split_ids`-ed by id and sent to the pservers holding those ids. When every
+lookup feeds a sum `sequence_pool` (the CTR shape), lookups and pools become
+`split_ids` (with an `Index`) → `prefetch` → `merge_ids_pool`, and their
+gradients one `merge_ids_pool_grad` with a row per distinct id (dist_ops.py).
 
 Op removal (optimizer, LR schedule) waits for `get_trainer_program`, as in
 the seed, so a transpiled program can still be inspected whole.
@@ -155,17 +158,16 @@ def _replace_table_lookups(block, plan: TranspilePlan) -> None:
     late = any(find_op_by_output_arg(block, n, reverse=True) >= first for n in ids)
     groups = [(first, ids, outs, "")] if not late else [
         (block.ops.index(op), [i], [o], f"_{j}") for j, (op, i, o) in enumerate(zip(lookups, ids, outs))]
+    fused = None if late else _pool_pattern(block, lookups, table)
+    if fused is not None:
+        _fuse_lookups_and_pools(block, plan, lookups, first, ids, fused)
+        return
     delete_ops(block, lookups)
     shift = 0
     for pos, g_ids, g_outs, suffix in groups:
         pos += shift  # earlier lookups each became three ops
-        ids_var, out_var = block.var(g_ids[0]), block.var(g_outs[0])
         n = len(plan.endpoints)
-        in_names = [f"prefetch_compress_in_tmp{suffix}_{k}" for k in range(n)]
-        out_names = [f"prefetch_compress_out_tmp{suffix}_{k}" for k in range(n)]
-        for a, b in zip(in_names, out_names):
-            block.create_var(name=a, shape=(-1, 1), dtype=ids_var.dtype)
-            block.create_var(name=b, shape=(-1, table.width), dtype=out_var.dtype)
+        in_names, out_names = _prefetch_vars(block, plan, block.var(g_ids[0]), block.var(g_outs[0]).dtype, suffix)
         block._insert_op(pos, "split_ids", inputs={"Ids": g_ids}, outputs={"Out": in_names})
         block._insert_op(pos + 1, "prefetch", inputs={"X": in_names}, outputs={"Out": out_names},
                          attrs={"epmap": list(plan.endpoints), "table_names": [table.name] * n,
@@ -173,6 +175,87 @@ def _replace_table_lookups(block, plan: TranspilePlan) -> None:
         block._insert_op(pos + 2, "merge_ids", inputs={"Ids": g_ids, "Rows": in_names, "X": out_names},
                          outputs={"Out": g_outs})
         shift += 2
+
+
+def _prefetch_vars(block, plan: TranspilePlan, ids_var, out_dtype, suffix=""):
+    n = len(plan.endpoints)
+    in_names = [f"prefetch_compress_in_tmp{suffix}_{k}" for k in range(n)]
+    out_names = [f"prefetch_compress_out_tmp{suffix}_{k}" for k in range(n)]
+    for a, b in zip(in_names, out_names):
+        block.create_var(name=a, shape=(-1, 1), dtype=ids_var.dtype)
+        block.create_var(name=b, shape=(-1, plan.table.width), dtype=out_dtype)
+    return in_names, out_names
+
+
+def _sole(ops):
+    return ops[0] if len(ops) == 1 else None
+
+
+def _pool_pattern(block, lookups, table):
+    """The ops a fused lookup + sum-pool replaces, when the program has exactly that shape:
+    every lookup's output feeds one sum `sequence_pool` and nothing else, backward is
+    sequence_pool_grad → lookup_table_grad per slot, summed into the table gradient.
+    Returns {"pools", "backward", "grads_of_pools", "dead_vars", "sum"} or None."""
+    pools, backward, pool_grads, dead = [], [], [], []
+    for lk in lookups:
+        if int(lk.attr("padding_idx", -1)) != -1 or not lk.attr("is_sparse", False):
+            return None
+        emb = lk.output("Out")[0]
+        readers = [op for op in block.ops if emb in op.input_arg_names]
+        pool = _sole([op for op in readers if op.type == "sequence_pool"])
+        pool_grad = _sole([op for op in readers if op.type == "sequence_pool_grad"])
+        if (pool is None or pool_grad is None or len(readers) != 2
+                or str(pool.attr("pooltype", "")).upper() != "SUM" or float(pool.attr("pad_value", 0.0)) != 0.0
+                or pool_grad.input("Out@GRAD") != [f"{pool.output('Out')[0]}@GRAD"]):
+            return None
+        emb_grad = pool_grad.output("X@GRAD")[0]
+        lk_grad = _sole([op for op in block.ops if emb_grad in op.input_arg_names])
+        if lk_grad is None or lk_grad.type != "lookup_table_grad" or lk_grad.input("W") != [table.name]:
+            return None
+        pools.append(pool)
+        backward += [pool_grad, lk_grad]
+        pool_grads.append(pool_grad.input("Out@GRAD")[0])
+        dead += [emb, emb_grad, lk_grad.output("W@GRAD")[0]]
+    parts = [op.output("W@GRAD")[0] for op in backward if op.type == "lookup_table_grad"]
+    total = None
+    if parts != [table.grad]:
+        writers = [op for op in block.ops if table.grad in op.output_arg_names]
+        total = _sole(writers)
+        if total is None or total.type != "sum" or sorted(total.input("X")) != sorted(parts):
+            return None
+        if any(set(parts) & set(op.input_arg_names) for op in block.ops if op is not total
+               and op not in backward):
+            return None
+    return {"pools": pools, "backward": backward, "grads_of_pools": pool_grads,
+            "dead_vars": [v for v in dead if v != table.grad], "sum": total}
+
+
+def _fuse_lookups_and_pools(block, plan: TranspilePlan, lookups, first, ids, fused) -> None:
+    """split_ids (+ Index) → prefetch → merge_ids_pool in place of the lookups and their
+    sum pools, and one merge_ids_pool_grad in place of their gradients and the `sum`:
+    one id pass per batch, no per-slot embedding intermediates, and a table gradient
+    with one row per distinct id (the pservers get fewer rows and merge nothing)."""
+    table = plan.table
+    pooled = [op.output("Out")[0] for op in fused["pools"]]
+    index = f"{table.name}@PREFETCH_INDEX"
+    block.create_var(name=index, shape=(-1,), dtype="int64")
+    in_names, out_names = _prefetch_vars(block, plan, block.var(ids[0]), block.var(pooled[0]).dtype)
+    last_grad = fused["sum"] or fused["backward"][-1]
+    grad_attrs = {k: v for k, v in last_grad.attrs.items() if k in (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME)}
+    grad_pos = block.ops.index(last_grad)
+    block._insert_op(grad_pos + 1, "merge_ids_pool_grad",
+                     inputs={"Ids": ids, "Index": [index], "Rows": in_names, "Out@GRAD": fused["grads_of_pools"]},
+                     outputs={"W@GRAD": [table.grad]}, attrs=dict(grad_attrs, height=table.height))
+    block._insert_op(first, "split_ids", inputs={"Ids": ids}, outputs={"Out": in_names, "Index": [index]})
+    block._insert_op(first + 1, "prefetch", inputs={"X": in_names}, outputs={"Out": out_names},
+                     attrs={"epmap": list(plan.endpoints), "table_names": [table.name] * len(in_names),
+                            "trainer_id": plan.trainer_id})
+    block._insert_op(first + 2, "merge_ids_pool", inputs={"Ids": ids, "Index": [index], "X": out_names},
+                     outputs={"Out": pooled})
+    delete_ops(block, list(lookups) + fused["pools"] + fused["backward"] + [op for op in [fused["sum"]] if op])
+    for name in fused["dead_vars"]:
+        if block.has_var(name):
+            block._remove_var(name)
 
 
 def _split_and_send_table_grad(block, plan: TranspilePlan, dummy) -> None:

@@ -1,0 +1,144 @@
+"""psjob's side of bench/peer_paddle.py: the CTR-DNN on the Paddle anchor's 40-column TSV.
+
+    python bench/peer_psjob_worker.py --data DIR --out DIR [--single]     # one process
+    psjob launch ... bench/peer_psjob_worker.py --data DIR --out DIR      # pservers + trainers
+
+The model is Paddle's (paddle_ps/paddle_ctr_ps.py): 26 slots sharing one
+embedding table of dim 16, concat with the 13 dense values, fc 256-128-1,
+sigmoid cross entropy, Adam 1e-3 (lazy), batch 1024, one epoch, no shuffle.
+Trainer t reads files[t::n] of DIR (Paddle's sharding). It writes
+OUT/trainer<t>.json: examples trained, the training window as wall-clock
+times (time.time(), so the parent can cut its /proc CPU samples at the same
+instants), the progressive AUC over the epoch (every batch is scored before
+it is trained on), and this process's own CPU-seconds in the window.
+
+The TSV is read by `load_tsv` below, a minimal vectorized loader: the data
+plane under test is training, not parsing (loading time is outside the
+window), and psjob.dataset.ctr reads its own format, not this one.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+if os.environ.get("PSJOB_STACK_SAMPLES"):
+    import stack_sampler  # noqa: F401  (bench/stack_sampler.py: profiles every thread of this role)
+
+NUM_DENSE, NUM_SLOTS = 13, 26
+COLUMNS = 1 + NUM_DENSE + NUM_SLOTS
+
+
+def load_tsv(paths):
+    """(label int64 [n, 1], dense float32 [n, 13], ids int64 [n, 26]) from 40-column TSV files."""
+    parts = []
+    for path in paths:
+        with open(path, "rb") as f:
+            data = f.read()
+        lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        # `sep=" "` matches any run of whitespace (tabs and newlines included); C parsing.
+        values = np.fromstring(data, dtype=np.float64, sep=" ")
+        if values.size != lines * COLUMNS:
+            raise ValueError(f"{path}: {values.size} numbers in {lines} lines, expected {COLUMNS} per line")
+        parts.append(values.reshape(lines, COLUMNS))
+    table = np.concatenate(parts) if parts else np.zeros((0, COLUMNS))
+    ids = table[:, 1 + NUM_DENSE:]
+    if ids.size and (ids.min() < 0 or ids.max() >= 2 ** 53 or not np.all(ids == np.floor(ids))):
+        raise ValueError("sparse ids must be non-negative integers below 2**53 (parsed as float64)")
+    return (table[:, :1].astype(np.int64), table[:, 1:1 + NUM_DENSE].astype(np.float32),
+            ids.astype(np.int64))
+
+
+def data_files(data_dir):
+    files = sorted(os.path.join(data_dir, n) for n in os.listdir(data_dir) if n.startswith("part-"))
+    if not files:
+        raise FileNotFoundError(f"{data_dir}: no part-* files (generate them with the anchor's gen_data.py)")
+    return files
+
+
+def feeds(model, label, dense, ids, batch):
+    """Feed dicts of whole batches (the tail that does not fill a batch is dropped)."""
+    lod = [np.arange(batch + 1, dtype=np.int64)]
+    out = []
+    for b in range(0, len(label) - batch + 1, batch):
+        feed = {model.dense.name: dense[b:b + batch], model.label.name: label[b:b + batch]}
+        for s, var in enumerate(model.slots):
+            feed[var.name] = (np.ascontiguousarray(ids[b:b + batch, s:s + 1]), lod)
+        out.append(feed)
+    return out
+
+
+def cpu_seconds():
+    return time.process_time()  # all threads of this process
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--data", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--mode", default="async", choices=["sync", "async", "half_async"])
+    p.add_argument("--batch", type=int, default=1024)
+    p.add_argument("--single", action="store_true", help="no pservers: plain single-process training")
+    p.add_argument("--prefetch_ahead", type=int, default=1,
+                   help="1: issue batch i+1's embedding prefetch while batch i computes (async modes)")
+    args = p.parse_args()
+
+    import psjob.fluid as fluid
+    from psjob.models import ctr as ctr_model
+
+    with open(os.path.join(args.data, "meta.json")) as f:
+        vocab = int(json.load(f)["total_vocab"])
+    cfg = ctr_model.CTRConfig(sparse_feature_dim=vocab, is_distributed=not args.single)
+    main_prog, startup = fluid.Program(), fluid.Program()
+    if args.single:
+        model = ctr_model.build(cfg, main_prog, startup)
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        tid, n, program = 0, 1, main_prog
+    else:
+        from psjob import fleet
+        from psjob.fleet import DistributedStrategy
+        fleet.init()
+        strategy = DistributedStrategy()
+        strategy.a_sync = args.mode != "sync"
+        main_prog.random_seed = startup.random_seed = cfg.seed
+        with fluid.program_guard(main_prog, startup), fluid.unique_name.guard():
+            model = ctr_model.build_network(cfg)
+            opt = ctr_model.make_optimizer(cfg.optimizer, cfg.learning_rate)
+            fleet.distributed_optimizer(opt, strategy).minimize(model.loss)
+        exe = fluid.Executor(fluid.CPUPlace())
+        if fleet.is_server():
+            fleet.init_server()
+            fleet.run_server()
+            return
+        tid, n = fleet.worker_index(), fleet.worker_num()
+        fleet.init_worker()
+        exe.run(fleet.startup_program)
+        program = fleet.main_program
+
+    t_load = time.time()
+    label, dense, ids = load_tsv(data_files(args.data)[tid::n])
+    batches = feeds(model, label, dense, ids, args.batch)
+    load_s = time.time() - t_load
+
+    ahead = None
+    if not args.single and args.prefetch_ahead:
+        from psjob.ps.communicator import prefetch_ahead as ahead
+    t0, c0 = time.time(), cpu_seconds()
+    for i, feed in enumerate(batches):
+        if ahead is not None and i + 1 < len(batches):
+            ahead(exe, program, batches[i + 1])
+        loss, auc = exe.run(program, feed=feed, fetch_list=[model.loss, model.auc])
+    t1, c1 = time.time(), cpu_seconds()
+    if not args.single:
+        fleet.stop_worker()
+    with open(os.path.join(args.out, f"trainer{tid}.json"), "w") as f:
+        json.dump({"examples": len(batches) * args.batch, "t_start": t0, "t_end": t1,
+                   "cpu_s": c1 - c0, "load_s": load_s, "loss": float(loss[0]), "auc": float(auc[0])}, f)
+
+
+if __name__ == "__main__":
+    main()

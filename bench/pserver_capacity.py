@@ -1,0 +1,173 @@
+"""How many trainers one pserver keeps busy: K synthetic trainers replaying CTR traffic.
+
+    python bench/pserver_capacity.py [--trainers 1,2,4,8] [--steps 60] [--batch 1024]
+
+The CTR-DNN (26 slots x 16 in one distributed table, 13 dense, fc 256-128-1,
+Adam) is transpiled for one async pserver and K trainers; the pserver runs in
+its own process (psjob.ps.pserver.serve, as under `psjob launch`). Each of K
+client processes replays what a trainer of that program sends per step, as
+fast as the replies come back:
+
+    prefetch  the distinct ids of one batch (26 slots x --batch examples of
+              psjob's synthetic CTR data, client k reading batches k, k+K, ...)
+    push      the dense gradients (every fc weight and bias) and the table
+              gradient with one row per distinct id (as the fused trainer sends)
+    pull      the dense parameters
+
+Gradients are random (small): the pserver's work per request does not depend
+on their values. For each K the bench prints the pserver's table rows served
+per second (prefetched + pushed rows), the pserver CPU-seconds per trainer
+step (/proc/<pserver>/stat over the timed steps: what a pserver core pays per
+trainer step, which should stay flat as K grows) and each request kind's
+latency p50/p99 as the clients saw it. On a machine with fewer cores than K + 1
+the clients compete with the pserver for CPU: read the CPU per step, not rows/s.
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import tempfile
+import time
+
+import numpy as np
+
+HOST = "127.0.0.1"
+
+
+def transpile(endpoint, trainers, trainer_id=0):
+    import psjob.fluid as fluid
+    from psjob.dataset import ctr
+    from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
+    from psjob.models import ctr as ctr_model
+    cfg = ctr_model.CTRConfig(sparse_feature_dim=ctr.SPARSE_FEATURE_DIM, is_distributed=True)
+    main, startup = fluid.Program(), fluid.Program()
+    model = ctr_model.build(cfg, main, startup)
+    config = DistributeTranspilerConfig()
+    config.wait_port = False
+    t = DistributeTranspiler(config)
+    t.transpile(trainer_id, program=main, startup_program=startup, pservers=endpoint, trainers=trainers,
+                sync_mode=False)
+    return t, model
+
+
+def serve_child(endpoint, trainers):
+    import psjob.fluid as fluid
+    from psjob.ps.pserver import ServeOptions, serve
+    t, _ = transpile(endpoint, trainers)
+    prog, startup = t.get_pserver_programs(endpoint)
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    serve(prog, scope, exe, ServeOptions())
+
+
+def traffic(endpoint, trainers, trainer_id):
+    """(table name, dense grad names and shapes, dense param names) of the trainer program."""
+    t, _ = transpile(endpoint, trainers, trainer_id)
+    block = t.get_trainer_program(wait_port=False).global_block()
+    table = next(op.attr("table_names")[0] for op in block.ops if op.type == "prefetch")
+    sends = [n for op in block.ops if op.type == "send" for n in op.input("X")]
+    dense = {n: tuple(block.var(n).shape) for n in sends if not n.startswith(table)}
+    table_grad = next(n for n in sends if n.startswith(table))
+    params = [n for op in block.ops if op.type == "recv" for n in op.output("Out")]
+    return table, table_grad, dense, params
+
+
+def client_child(endpoint, trainers, trainer_id, data, batch, steps, start, results):
+    from psjob.dataset import ctr
+    from psjob.fluid.core import SelectedRows
+    from psjob.rpc.client import PSClient
+    table, table_grad, dense, params = traffic(endpoint, trainers, trainer_id)
+    rng = np.random.default_rng(trainer_id)
+    id_sets = []
+    for i, b in enumerate(ctr.batches(data, batch, drop_last=True)):
+        if i % trainers == trainer_id:
+            id_sets.append(np.unique(np.concatenate(b.ids)))
+        if len(id_sets) == steps + 1:
+            break
+    grads = {n: (rng.standard_normal(s) * 1e-3).astype(np.float32) for n, s in dense.items()}
+    width = 16
+    client = PSClient([endpoint], trainer_id)
+    client.wait_server_ready(timeout_s=120)
+    lat = {"prefetch": [], "push": [], "pull": []}
+    rows = 0
+
+    def step(ids):
+        nonlocal rows
+        t0 = time.perf_counter()
+        client.prefetch(endpoint, table, ids).wait()
+        t1 = time.perf_counter()
+        sparse = SelectedRows(ids, (rng.standard_normal((ids.size, width)) * 1e-3).astype(np.float32), 0)
+        client.push(endpoint, dict(grads, **{table_grad: sparse})).wait()
+        t2 = time.perf_counter()
+        client.pull(endpoint, params).wait()
+        t3 = time.perf_counter()
+        rows += 2 * ids.size
+        return t1 - t0, t2 - t1, t3 - t2
+
+    step(id_sets[0])  # warm-up: connection, first rows
+    start.wait()      # every client ready: the timed window starts together
+    rows = 0
+    t0 = time.perf_counter()
+    for ids in (id_sets[1:] * steps)[:steps]:
+        for kind, seconds in zip(("prefetch", "push", "pull"), step(ids)):
+            lat[kind].append(seconds)
+    results.put((trainer_id, time.perf_counter() - t0, rows, lat))
+    client.complete()
+    client.close()
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(k, data, batch, steps):
+    from psjob.launcher.launch import free_ports
+    endpoint = f"{HOST}:{free_ports(1)[0]}"
+    ctx = mp.get_context("spawn")
+    server = ctx.Process(target=serve_child, args=(endpoint, k), daemon=True)
+    server.start()
+    start, results = ctx.Barrier(k + 1), ctx.Queue()
+    clients = [ctx.Process(target=client_child, args=(endpoint, k, t, data, batch, steps, start, results),
+                           daemon=True) for t in range(k)]
+    for c in clients:
+        c.start()
+    start.wait(timeout=600)
+    c0, w0 = cpu_seconds(server.pid), time.perf_counter()
+    got = [results.get(timeout=1800) for _ in range(k)]
+    c1, w1 = cpu_seconds(server.pid), time.perf_counter()
+    for c in clients:
+        c.join(60)
+    server.join(60)
+    rows = sum(r[2] for r in got)
+    lat = {kind: np.concatenate([r[3][kind] for r in got]) for kind in ("prefetch", "push", "pull")}
+    return {"k": k, "rows_per_s": rows / (w1 - w0), "cpu_per_step": (c1 - c0) / (k * steps),
+            "latency": {kind: (np.percentile(v, 50), np.percentile(v, 99)) for kind, v in lat.items()}}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--trainers", default="1,2,4,8")
+    p.add_argument("--steps", type=int, default=60, help="timed steps per trainer")
+    p.add_argument("--batch", type=int, default=1024)
+    p.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "psjob-capacity-ctr"))
+    args = p.parse_args()
+    from psjob.dataset import ctr
+    ks = [int(v) for v in args.trainers.split(",")]
+    examples = args.batch * (max(ks) * (min(args.steps, 50) + 1) + 1)
+    if not os.path.exists(os.path.join(args.data, "meta.json")):
+        ctr.generate(args.data, num_examples=examples, num_files=1, seed=0, overwrite=True)
+    print(f"one async pserver, K synthetic CTR trainers (prefetch, push dense + table rows, pull dense per "
+          f"step; batch {args.batch}), {args.steps} timed steps each; {os.cpu_count()} cores, "
+          f"loadavg {os.getloadavg()[0]:.1f}")
+    print(f"{'K':>3} {'rows/s':>12} {'pserver CPU ms/step':>20}   latency ms p50/p99: prefetch, push, pull")
+    for k in ks:
+        r = run(k, args.data, args.batch, args.steps)
+        lat = "   ".join(f"{1e3 * a:6.1f}/{1e3 * b:6.1f}" for a, b in r["latency"].values())
+        print(f"{k:>3} {r['rows_per_s']:>12,.0f} {1e3 * r['cpu_per_step']:>20.2f}   {lat}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
