@@ -247,8 +247,19 @@ class PserverSpec(RoleSpec):
 
 @dataclass(frozen=True)
 class WorkerSpec(RoleSpec):
+    RULES: ClassVar = (
+        Rule("!has(self.maxReplicas) || self.maxReplicas >= self.replicas",
+             "maxReplicas must be at least replicas: raise maxReplicas or lower replicas",
+             lambda w: "maxReplicas must be at least replicas: raise maxReplicas or lower replicas"
+             if w.max_replicas is not None and w.max_replicas < w.replicas else None, ".maxReplicas"),
+    )
     replicas: int = spec_field("replicas", "Number of trainers; the job succeeds when all of "
-                               "them complete.", 1, minimum=1, maximum=4096)
+                               "them complete. With maxReplicas set it may change while the "
+                               "job runs (docs/operator.md, Elasticity).", 1, minimum=1, maximum=4096)
+    max_replicas: int | None = spec_field(
+        "maxReplicas", "Makes the trainers elastic: the most trainers the job may scale to. "
+        "The pservers keep a gradient slot per possible trainer and learn the running ones at "
+        "run time, so changing replicas restarts no pod.", None, minimum=1, maximum=4096)
 
 
 @dataclass(frozen=True)
@@ -393,6 +404,11 @@ class JobSpec:
              lambda s: "metricsPort and heterWorker.port must differ: change one of them"
              if s.heter_worker and s.heter_worker.port == s.metrics_port else None,
              ".metricsPort"),
+        Rule("!has(self.heterWorker) || !has(self.worker.maxReplicas)",
+             "elastic trainers (worker.maxReplicas) are not supported with heterWorker: remove one",
+             lambda s: "elastic trainers (worker.maxReplicas) are not supported with heterWorker: "
+             "remove one" if s.heter_worker and s.worker.max_replicas is not None else None,
+             ".worker.maxReplicas"),
     )
     image: str = spec_field("image", "Container image with psjob installed.", min_length=1,
                             fix="set spec.image to an image with psjob installed")

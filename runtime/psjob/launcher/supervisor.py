@@ -97,10 +97,12 @@ def _exit_status(code: int) -> int:
 
 class Supervisor:
     def __init__(self, specs: list[ProcessSpec], options: SupervisorOptions = SupervisorOptions(),
-                 on_event=None):
+                 on_event=None, on_poll=None):
         self.specs = specs
         self.options = options
         self.on_event = on_event or (lambda msg: print(f"[psjob] {msg}", file=sys.stderr, flush=True))
+        # Called with the supervisor once per poll while the job runs (psjob run's scaling).
+        self.on_poll = on_poll or (lambda supervisor: None)
         self._stopping = False
         self._signal_status = 0
 
@@ -120,6 +122,22 @@ class Supervisor:
         spec.starts += 1
         spec.exit_code = None
         self.on_event(f"started {spec.name} (pid {spec.proc.pid}, log {spec.log_path})")
+
+    def add(self, spec: ProcessSpec) -> None:
+        """Start one more process while the job runs (a trainer added to an elastic job),
+        or start again one that exited (a trainer scaled away, then wanted again)."""
+        if spec not in self.specs:
+            self.specs.append(spec)
+        self._start(spec)
+
+    def retire(self, spec: ProcessSpec) -> None:
+        """SIGTERM one process (a trainer scaled away: it finishes its step, leaves, exits 0)."""
+        if spec.proc is not None and spec.proc.poll() is None:
+            self.on_event(f"stopping {spec.name} (scaled away)")
+            try:
+                os.killpg(spec.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
     def _signal_all(self, sig):
         for spec in self.specs:
@@ -174,9 +192,11 @@ class Supervisor:
             self._start(spec)
         t_start = time.monotonic()
         trainers_done_at = None
-        workers = [s for s in self.specs if s.role != PSERVER]
-        servers = [s for s in self.specs if s.role == PSERVER]
         while True:
+            if trainers_done_at is None:
+                self.on_poll(self)
+            workers = [s for s in self.specs if s.role != PSERVER]
+            servers = [s for s in self.specs if s.role == PSERVER]
             if self._stopping:
                 self.on_event("interrupted: stopping every process")
                 self.stop_all()

@@ -65,7 +65,8 @@ SERVICE = "psjob.rpc.v1.ParameterServer"
 FRAMED_METHODS = frozenset({"SendVariables", "GetVariables", "Prefetch"})
 _REPLY_TYPES = {
     "Barrier": pb.BarrierReply, "CheckpointNotify": pb.CheckpointReply, "Complete": pb.CompleteReply,
-    "Register": pb.RegisterReply, "Status": pb.StatusReply, "Gather": pb.GatherReply,
+    "Register": pb.RegisterReply, "Status": pb.StatusReply,
+    "Join": pb.JoinReply, "Gather": pb.GatherReply,
 }
 
 
@@ -245,6 +246,14 @@ class PSClient:
                    for ep in (endpoints or self.endpoints)]
         for h in handles:
             h.wait()
+
+    def join(self, endpoints=None) -> list[int]:
+        """Join the member set of every pserver (elastic jobs, before the first step); the
+        members pserver 0 reports after the join."""
+        handles = [self._call(ep, "Join", pb.JoinRequest(trainer_id=self.trainer_id),
+                              lambda r: list(r.members))
+                   for ep in (endpoints or self.endpoints)]
+        return [h.wait() for h in handles][0]
 
     def register(self, worker_name: str, endpoint=None) -> tuple[int, int]:
         reply = self._call(endpoint or self.endpoints[0], "Register",

@@ -57,6 +57,7 @@ class RequestKind(enum.Enum):
     COMPLETE = "Complete"
     REGISTER = "Register"
     STATUS = "Status"
+    JOIN = "Join"
     GATHER = "Gather"
 
 
@@ -70,6 +71,7 @@ class ServerHandler(Protocol):
     def on_complete(self, trainer_id: int) -> int: ...
     def on_register(self, worker_name: str) -> tuple[int, int]: ...
     def on_status(self) -> dict: ...
+    def on_join(self, trainer_id: int) -> tuple[int, list[int]]: ...  # → (version, members)
 
 
 _STATUS_BY_ERROR = (
@@ -193,9 +195,15 @@ class _Servicer(GuardedServicer):
         def body():
             s = self.h.on_status()
             return pb.StatusReply(state=s["state"], version=s.get("version", 0), trainers=s.get("trainers", 0),
-                                  completed_trainers=s.get("completed", []), endpoint=s.get("endpoint", ""))
+                                  completed_trainers=s.get("completed", []), endpoint=s.get("endpoint", ""),
+                                  members=s.get("members", []))
         return self._run(RequestKind.STATUS, request, context, body)
 
+    def Join(self, request, context):
+        def body():
+            version, members = self.h.on_join(request.trainer_id)
+            return pb.JoinReply(version=version, members=members)
+        return self._run(RequestKind.JOIN, request, context, body)
     def Gather(self, request, context):
         def body():
             values = self.h.on_gather(request.trainer_id, request.name, request.round,
@@ -263,6 +271,7 @@ _CONTROL_MESSAGES = {
     "Complete": (pb.CompleteRequest, pb.CompleteReply),
     "Register": (pb.RegisterRequest, pb.RegisterReply),
     "Status": (pb.StatusRequest, pb.StatusReply),
+    "Join": (pb.JoinRequest, pb.JoinReply),
     "Gather": (pb.GatherRequest, pb.GatherReply),
 }
 
