@@ -52,6 +52,7 @@ from ..fluid.framework import GraphError, VarType
 from ..fluid.transpiler.pserver_pass import TRAINER_ID_VAR, TRAINER_MEAN_ATTR
 from . import checkpoint_service
 from .pserver_staleness import StalenessTracker, param_of_grad
+from .trainer_gather import TrainerGather
 from ..fluid.transpiler.slicing import get_varname_parts
 
 log = logging.getLogger("psjob.pserver")
@@ -121,6 +122,7 @@ class PserverState:
         self._registered: dict[str, int] = {}
         self._last_seen: dict[int, float] = {}  # trainer id → clock time of its last request
         self._async_pushes = 0
+        self.gathers = TrainerGather(self.fanin, options.barrier_timeout_s)  # fleet.util's collectives
         # Async staleness of every applied gradient (returned by on_send; pserver_staleness.py).
         self.staleness = StalenessTracker({g: param_of_grad(program, g, b) for g, b in self.grad_blocks.items()})
         # Async mode applies updates without the global lock: one lock per block
@@ -519,6 +521,9 @@ class PserverState:
             self._registered[worker_name] = tid
             self._last_seen[tid] = now
             return tid, self.fanin
+
+    def on_gather(self, trainer_id: int, name: str, round_: int, value) -> list:
+        return self.gathers.gather(self._check_trainer(trainer_id), name, round_, np.array(value))
 
     def on_status(self) -> dict:
         with self._cond:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import grpc
 import numpy as np
 
-from . import frames
+from . import codec, frames
 from . import tls as tls_mod
 from . import psjob_pb2 as pb
 from .allocator import tune_for_large_messages
@@ -72,7 +72,7 @@ FRAMED_METHODS = frozenset({"SendVariables", "GetVariables", "Prefetch"})
 _REPLY_TYPES = {
     "Barrier": pb.BarrierReply, "CheckpointNotify": pb.CheckpointReply, "Complete": pb.CompleteReply,
     "Register": pb.RegisterReply, "Status": pb.StatusReply,
-    "Join": pb.JoinReply,
+    "Join": pb.JoinReply, "Gather": pb.GatherReply,
 }
 
 
@@ -275,6 +275,14 @@ class PSClient:
         reply = self._call(endpoint or self.endpoints[0], "Register",
                            pb.RegisterRequest(worker_name=worker_name)).wait()
         return reply.trainer_id, reply.trainers
+
+    def gather(self, name: str, round_: int, value) -> list:
+        """Every trainer's `value` for (name, round_), in trainer order, met on pserver 0
+        (ps/trainer_gather.py); waits, like a barrier, for the slowest trainer."""
+        req = pb.GatherRequest(trainer_id=self.trainer_id, name=name, round=round_,
+                               value=codec.encode(name, value))
+        return self._call(self.endpoints[0], "Gather", req,
+                          lambda r: [codec.decode_array(v) for v in r.values], self.retry.barrier_deadline_s).wait()
 
     def status(self, endpoint: str, deadline: float = 5.0):
         return self._call(endpoint, "Status", pb.StatusRequest(), deadline=deadline).wait()

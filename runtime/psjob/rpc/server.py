@@ -58,6 +58,7 @@ class RequestKind(enum.Enum):
     REGISTER = "Register"
     STATUS = "Status"
     JOIN = "Join"
+    GATHER = "Gather"
 
 
 class ServerHandler(Protocol):
@@ -203,6 +204,12 @@ class _Servicer(GuardedServicer):
             version, members = self.h.on_join(request.trainer_id)
             return pb.JoinReply(version=version, members=members)
         return self._run(RequestKind.JOIN, request, context, body)
+    def Gather(self, request, context):
+        def body():
+            values = self.h.on_gather(request.trainer_id, request.name, request.round,
+                                      codec.decode_array(request.value))
+            return pb.GatherReply(values=[codec.encode(request.name, v) for v in values])
+        return self._run(RequestKind.GATHER, request, context, body)
 
 
 HEALTH_SERVICE = "grpc.health.v1.Health"
@@ -265,6 +272,7 @@ _CONTROL_MESSAGES = {
     "Register": (pb.RegisterRequest, pb.RegisterReply),
     "Status": (pb.StatusRequest, pb.StatusReply),
     "Join": (pb.JoinRequest, pb.JoinReply),
+    "Gather": (pb.GatherRequest, pb.GatherReply),
 }
 
 
