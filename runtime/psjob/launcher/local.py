@@ -164,13 +164,14 @@ class LocalJob:
 
 
 def run_local(job: LocalJob, *, progress_interval: float, on_event, summary_path: str = "",
-            out=None, opening: list[str] = (), report_exits: bool = False) -> int:
+            out=None, opening: list[str] = (), report_exits: bool = False, on_poll=None) -> int:
     """Run the job's processes to the end under one Supervisor, with progress lines and a
     summary line (and JSON at `summary_path`); the exit status of `conclude`.
 
     `on_event(message, note)` reports a supervisor event (`note` writes through the
     progress block); `opening` lines are printed first; `report_exits` adds one line per
-    process (its exit status and starts) on stderr at the end.
+    process (its exit status and starts) on stderr at the end; `on_poll(watcher)`, when
+    given, makes the supervisor's per-poll hook (psjob run's scaling, launcher.scale).
     """
     out = out or sys.stdout
     started = time.monotonic()
@@ -181,7 +182,8 @@ def run_local(job: LocalJob, *, progress_interval: float, on_event, summary_path
     supervisor = Supervisor(job.specs, SupervisorOptions(
         timeout_s=job.deadline.seconds if job.deadline else 0.0,
         pserver_exit_grace_s=PSERVER_EXIT_GRACE_S),
-        on_event=lambda message: on_event(message, watcher.note))
+        on_event=lambda message: on_event(message, watcher.note),
+        on_poll=on_poll(watcher) if on_poll else None)
     status = supervisor.run()
     watcher.stop()
     if report_exits:

@@ -28,6 +28,7 @@ Lifecycle:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -35,8 +36,9 @@ import time
 from dataclasses import dataclass
 
 from .. import jobspec, roles
-from .local import (PROGRESS_INTERVAL_S, Deadline, LocalJob, check_options, metrics_banner, run_local,
-                    place, write_token)
+from . import scale
+from .local import (PROGRESS_INTERVAL_S, Deadline, LocalJob, check_options, metrics_banner, place,
+                    run_local, write_token)
 from .supervisor import ProcessSpec, RestartBudget
 
 # A StatefulSet recreates a crashing pserver forever, with backoff; locally a
@@ -98,7 +100,9 @@ def check_local(job: jobspec.ParameterServerJob, args) -> None:
     s = job.spec
     heter = s.heter_worker.replicas if s.heter_worker is not None else 0
     try:
-        check_options(args.metrics_port, s.pserver.replicas + heter + s.worker.replicas,
+        # An elastic job may run up to maxReplicas trainers, each with its own port.
+        check_options(args.metrics_port,
+                      s.pserver.replicas + heter + (s.worker.max_replicas or s.worker.replicas),
                       args.progress_interval)
     except ValueError as exc:
         raise RunError(str(exc)) from None
@@ -178,22 +182,31 @@ def plan(job: jobspec.ParameterServerJob, args) -> LocalRun:
     with open(topology_file, "w") as f:
         json.dump(roles.topology_to_dict(topology), f, indent=1)
     budget = RestartBudget(s.run_policy.backoff_limit)
-    specs = []
-    for role, role_spec, count in ((roles.PSERVER, s.pserver, n),
-                                   (roles.HETER_TRAINER, s.heter_worker, len(heter)),
-                                   (roles.TRAINER, s.worker, s.worker.replicas)):
-        for i in range(count):
-            env = roles.role_environment(topology, role, i)
-            env["PSJOB_TOPOLOGY_FILE"] = topology_file
-            env.update({var.name: var.value or "" for var in role_spec.env})
-            spec = ProcessSpec(role, i, command_for(s, role, role_spec), env,
-                               os.path.join(workdir, "logs", f"{LOG_NAME[role]}-{i}.log"))
-            if role == roles.PSERVER:
-                spec.restarts_left = PSERVER_RESTARTS
-            else:
-                spec.budget = budget
-            specs.append(spec)
-    return LocalRun(workdir, topology, specs, budget)
+    run = LocalRun(workdir, topology, [], budget)
+    for role, count in ((roles.PSERVER, n), (roles.HETER_TRAINER, len(heter)),
+                        (roles.TRAINER, s.worker.replicas)):
+        run.specs.extend(process_spec(job, run, role, i) for i in range(count))
+    return run
+
+
+def process_spec(job: jobspec.ParameterServerJob, run: LocalRun, role: str, index: int) -> ProcessSpec:
+    """Process `index` of `role`: its command, exactly the operator's environment, its log."""
+    s = job.spec
+    role_spec = {roles.PSERVER: s.pserver, roles.HETER_TRAINER: s.heter_worker, roles.TRAINER: s.worker}[role]
+    # An elastic job's trainer `index` may lie beyond the replicas it started with.
+    topology = run.topology
+    if role == roles.TRAINER and index >= topology.trainers:
+        topology = dataclasses.replace(topology, trainers=index + 1)
+    env = roles.role_environment(topology, role, index)
+    env["PSJOB_TOPOLOGY_FILE"] = os.path.join(run.workdir, "topology.json")
+    env.update({var.name: var.value or "" for var in role_spec.env})
+    spec = ProcessSpec(role, index, command_for(s, role, role_spec), env,
+                       os.path.join(run.workdir, "logs", f"{LOG_NAME[role]}-{index}.log"))
+    if role == roles.PSERVER:
+        spec.restarts_left = PSERVER_RESTARTS
+    else:
+        spec.budget = run.worker_budget
+    return spec
 
 
 def command_for(spec: jobspec.JobSpec, role: str, role_spec) -> list[str]:
@@ -235,8 +248,18 @@ def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
         label_of=lambda sp: f"{LOG_NAME[sp.role]} {sp.index}",
         summary_extra={"workdir": run.workdir})
     printer = _event_printer(run.specs, started)
+    # An elastic job grows when `psjob scale` asks (launcher.scale): its new trainers are watched too.
+    scaler = (lambda watcher: scale.Scaler(run.workdir, lambda i: _added_trainer(job, run, watcher, i)).poll) \
+        if run.topology.max_trainers else None
     return run_local(local, progress_interval=args.progress_interval, summary_path=args.summary,
-                   opening=opening, on_event=printer)
+                     opening=opening, on_event=printer, on_poll=scaler)
+
+
+def _added_trainer(job, run: LocalRun, watcher, index: int) -> ProcessSpec:
+    """Trainer `index` started by `psjob scale`; its progress lines are shown like the others'."""
+    spec = process_spec(job, run, roles.TRAINER, index)
+    watcher.watch(index, spec.log_path)
+    return spec
 
 
 def _short(path: str) -> str:
