@@ -1,0 +1,37 @@
+"""The ParameterServerJob.
+
+One YAML document describes a job, whether the operator runs it on Kubernetes
+or `psjob run` runs it on this machine. This package turns that document into
+frozen dataclasses, or raises `JobSpecError` naming the field path (for
+example `spec.pserver.replicas`) and the fix.
+
+Every dataclass field carries a `Schema` (JSON key, description, range,
+pattern, CEL rules). The parser enforces it here; the operator's CRD
+generator (`psjob_operator.crd`) walks the same metadata to emit the CRD's
+openAPIV3Schema, so the cluster's validation and this parser cannot drift
+(a test compares the checked-in CRD with the generated one). Cross-field
+rules are written twice, side by side in one `Rule`: as a CEL expression for
+the API server and as a Python check for `psjob run` and the operator.
+
+Stdlib only at import time; `load_job_file` imports PyYAML when called.
+
+The package, by job:
+
+- `schema`: the API identity, Schema/Rule/spec_field, describe/fields_of;
+- `model`: the frozen dataclasses (ParameterServerJob, JobSpec, the role specs, ...);
+- `parser`: parse_job, load_job_file;
+- `serializer`: to_manifest.
+
+`psjob.jobspec` re-exports their public names: the operator and `psjob run` import
+from here.
+"""
+from .schema import (API_GROUP, API_VERSION, API_VERSION_FULL, DEFAULT_GEO_K_STEPS, DNS_1035,
+                     DNS_1123_SUBDOMAIN, ENV_NAME, FieldInfo, JobSpecError, KIND, LABEL_VALUE,
+                     MAX_JOB_NAME_LENGTH, PLURAL, PodTemplate, QUANTITY, RawObject, Rule, S3_URI,
+                     SHORT_NAMES, SINGULAR, Schema, TypeInfo, describe, fields_of, spec_field)  # noqa: F401
+from .model import (AccessMode, CheckpointSpec, CleanPodPolicy, Device, EnvVar, HeterWorkerSpec,
+                    ImagePullPolicy, JobSpec, Mode, NAME_RULES, NetworkPolicySpec, ParameterServerJob,
+                    PserverSpec, Resources, RoleSpec, RunPolicy, SchedulingPolicy, SecuritySpec, TaintEffect,
+                    TlsSpec, Toleration, TolerationOperator, WorkerSpec)  # noqa: F401
+from .parser import POD_TEMPLATE_KEYS, POD_TEMPLATE_METADATA_KEYS, load_job_file, parse_job  # noqa: F401
+from .serializer import to_manifest  # noqa: F401
