@@ -55,6 +55,7 @@ class RoleEnv:
     index: int | None
     current_endpoint: str = ""   # a pserver's or heter trainer's own "host:port"
     heter_endpoints: tuple[str, ...] = ()
+    trainer_endpoints: tuple[str, ...] = ()  # PADDLE_TRAINER_ENDPOINTS: trainer t named by its /metrics port
     heter_trainers: int = 0
     job_name: str = ""
     mode: str = "sync"
@@ -96,6 +97,7 @@ class RoleEnv:
         role = env["PADDLE_TRAINING_ROLE"]
         pservers = _pserver_endpoints(env)
         heter = _endpoint_list(env, "PADDLE_HETER_TRAINER_IP_PORT_LIST")
+        trainer_endpoints = _endpoint_list(env, "PADDLE_TRAINER_ENDPOINTS")
         trainers = _int(env, "PADDLE_TRAINERS", 1, minimum=1)
         max_trainers = _int(env, "PSJOB_MAX_TRAINERS", 0, minimum=0)
         if max_trainers and max_trainers < trainers:
@@ -126,6 +128,7 @@ class RoleEnv:
                                        + (f", PSJOB_MAX_TRAINERS={max_trainers})" if max_trainers else ")"))
         return cls(role=role, pserver_endpoints=tuple(pservers), trainers=trainers, index=index,
                    current_endpoint=current, heter_endpoints=tuple(heter),
+                   trainer_endpoints=tuple(trainer_endpoints),
                    heter_trainers=_int(env, "PSJOB_HETER_TRAINERS", 0, minimum=0),
                    job_name=env.get("PSJOB_JOB_NAME", ""), mode=mode,
                    k_steps=_int(env, "PSJOB_K_STEPS", 0, minimum=0),

@@ -204,3 +204,17 @@ def test_launch_takes_fleetrun_worker_lists(tmp_path):
     args = build_parser().parse_args(["--worker_num", "3", "--workers", "a:1,b:1", "--log_dir", str(tmp_path), "x.py"])
     with pytest.raises(SystemExit, match="--worker_num 3 but --workers lists 2"):
         plan(args)
+
+
+def test_worker_endpoints_are_the_jobs_trainer_endpoints():
+    cloud = Fleet()
+    cloud.init(PaddleCloudRoleMaker(environ=roles.role_environment(topology(), roles.TRAINER, 1)))
+    assert cloud.worker_endpoints() == ["127.0.0.1:9202", "127.0.0.1:9203", "127.0.0.1:9204"]
+    assert cloud.worker_endpoints(to_string=True) == "127.0.0.1:9202,127.0.0.1:9203,127.0.0.1:9204"
+    user = Fleet()
+    user.init(UserDefinedRoleMaker(current_id=0, role=Role.WORKER, worker_endpoints=["a:1", "b:1"],
+                                   server_endpoints=list(EPS)))
+    assert user.worker_endpoints() == ["a:1", "b:1"]
+    unnamed = Fleet()
+    unnamed.init(UserDefinedRoleMaker(current_id=0, role=Role.WORKER, worker_num=2, server_endpoints=list(EPS)))
+    assert unnamed.worker_endpoints() == [] and unnamed.worker_endpoints(to_string=True) == ""

@@ -108,7 +108,10 @@ class Fleet:
         return ",".join(eps) if to_string else eps
 
     def worker_endpoints(self, to_string=False):
-        return "" if to_string else []
+        """The trainers' endpoints (PADDLE_TRAINER_ENDPOINTS, or a user-defined role's
+        worker_endpoints); a comma-separated string with to_string=True, as Paddle's."""
+        endpoints = self._rm().get_trainer_endpoints()
+        return ",".join(endpoints) if to_string else endpoints
 
     @property
     def mode(self) -> str:

@@ -31,6 +31,7 @@ class RoleMakerBase:
         self._worker_num = 1
         self._server_endpoints: list[str] = []
         self._heter_endpoints: list[str] = []
+        self._worker_endpoints: list[str] = []
         self._mode = "sync"
         self._k_steps = 0
         self._worker_capacity = 0  # elastic jobs: the most trainers at once (0: not elastic)
@@ -82,6 +83,11 @@ class RoleMakerBase:
     def get_heter_worker_endpoints(self) -> list[str]:
         return list(self._heter_endpoints)
 
+    def get_trainer_endpoints(self) -> list[str]:
+        """The trainers' endpoints as the job names them (PADDLE_TRAINER_ENDPOINTS; a psjob
+        trainer serves no RPC: its endpoint is where its /metrics are), or [] when not given."""
+        return list(self._worker_endpoints)
+
     def current_endpoint(self) -> str:
         if self.is_server():
             return self._server_endpoints[self._current_id]
@@ -96,7 +102,7 @@ class RoleMakerBase:
 
 class UserDefinedRoleMaker(RoleMakerBase):
     def __init__(self, current_id=0, role=Role.WORKER, worker_num=1, server_endpoints=None,
-                 heter_worker_endpoints=None):
+                 heter_worker_endpoints=None, worker_endpoints=None):
         super().__init__()
         if not isinstance(role, Role):
             raise RoleMakerError(f"role must be Role.WORKER, Role.SERVER or Role.HETER_WORKER, got {role!r}")
@@ -114,6 +120,7 @@ class UserDefinedRoleMaker(RoleMakerBase):
         self._role, self._current_id, self._worker_num = role, int(current_id), int(worker_num)
         self._server_endpoints = server_endpoints
         self._heter_endpoints = list(heter_worker_endpoints or [])
+        self._worker_endpoints = list(worker_endpoints or [])
 
 
 class PaddleCloudRoleMaker(RoleMakerBase):
@@ -143,6 +150,7 @@ class PaddleCloudRoleMaker(RoleMakerBase):
         env = self.role_env
         self._server_endpoints = list(env.pserver_endpoints)
         self._heter_endpoints = list(env.heter_endpoints)
+        self._worker_endpoints = list(env.trainer_endpoints)
         self._worker_num = env.trainers
         self._mode, self._k_steps = env.mode, env.k_steps
         self._worker_capacity = env.max_trainers

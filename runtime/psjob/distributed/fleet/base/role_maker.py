@@ -30,4 +30,5 @@ class UserDefinedRoleMaker(_UserDefinedRoleMaker):
         elif worker_endpoints and len(worker_endpoints) != worker_num:
             raise RoleMakerError(f"worker_num={worker_num} but worker_endpoints lists {len(worker_endpoints)}")
         super().__init__(current_id=current_id, role=role, worker_num=worker_num,
-                         server_endpoints=server_endpoints, heter_worker_endpoints=kwargs.get("heter_worker_endpoints"))
+                         server_endpoints=server_endpoints, heter_worker_endpoints=kwargs.get("heter_worker_endpoints"),
+                         worker_endpoints=worker_endpoints)
