@@ -203,3 +203,17 @@ def test_cluster_only_fields_such_as_a_pod_template_are_named_as_ignored(tmp_pat
     assert result.returncode == 0, result.stdout + result.stderr
     assert ("psjob run ignores what only a cluster uses: spec.image, spec.worker.image, "
             "spec.worker.template\n") in result.stderr
+
+
+def test_the_wide_and_deep_model_trains_its_wide_weights_beside_the_distributed_table(tmp_path):
+    job = write_job(tmp_path, "wide", args=["--model", "wide_deep"], spec={"checkpoint": {"intervalSteps": 5}})
+    status, out = finish(start_run(job, tmp_path))
+    assert status == 0, out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "Succeeded" and summary["examples"] == 6000, summary
+    assert 0.0 < summary["loss"] < 1.0 and 0.0 <= summary["auc"] <= 1.0
+    checkpoint = summary["newest_checkpoint"]["path"]
+    saved = " ".join(name for _, dirs, files in os.walk(checkpoint) for name in dirs + files)
+    manifests = " ".join(open(os.path.join(d, f)).read() for d, _, files in os.walk(checkpoint)
+                         for f in files if f.endswith(".json"))
+    assert "WideFactors" in saved + manifests and "SparseFeatFactors" in saved + manifests

@@ -5,6 +5,11 @@
                                                                                          ┘
     loss = mean(sigmoid_cross_entropy_with_logits(logit, label)); auc over sigmoid(logit)
 
+`wide=True` makes it a wide & deep model: a linear part — one weight per feature id
+(parameter "WideFactors", summed per slot; an ordinary parameter even with
+`is_distributed`: a program has one distributed table) and per dense feature — adds
+its logit to the MLP's, as Paddle's wide&deep CTR example does.
+
 With `is_distributed` the table lives on the pservers, keyed by arbitrary
 int64 feature ids (the DistributeTranspiler turns the lookups into prefetches);
 otherwise it is an ordinary [sparse_feature_dim, dim] parameter with sparse
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 import psjob.fluid as fluid
 
 TABLE_NAME = "SparseFeatFactors"
+WIDE_TABLE_NAME = "WideFactors"
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,7 @@ class CTRConfig:
     seed: int = 2024
     # fluid.device_guard device of the MLP ("gpu": heter trainers run it in a heter job).
     mlp_device: str = ""
+    wide: bool = False  # add the linear (wide) part: a wide & deep model
 
 
 @dataclass
@@ -78,6 +85,8 @@ def build_network(config: CTRConfig) -> CTRModel:
         for size in config.hidden:
             h = fluid.layers.fc(input=h, size=size, act="relu")
         logit = fluid.layers.fc(input=h, size=1)
+    if config.wide:
+        logit = fluid.layers.elementwise_add(logit, _wide_logit(config, slots, dense))
     label_f = fluid.layers.cast(label, "float32")
     loss = fluid.layers.mean(fluid.layers.sigmoid_cross_entropy_with_logits(x=logit, label=label_f))
     predict = fluid.layers.sigmoid(logit)
@@ -86,6 +95,17 @@ def build_network(config: CTRConfig) -> CTRModel:
     auc, batch_auc, _ = fluid.layers.auc(input=two_col, label=label, num_thresholds=2 ** 12 - 1)
     names = [dense.name] + [s.name for s in slots] + [label.name]
     return CTRModel(config, dense, slots, label, loss, predict, auc, batch_auc, names)
+
+
+def _wide_logit(config: CTRConfig, slots, dense) -> fluid.Variable:
+    """The wide part: sum of one weight per feature id of every slot, plus a linear map of
+    the dense features. The weights are an ordinary parameter (split over the pservers
+    like any other), never a distributed table: a program has at most one, as in Fluid."""
+    weights = [fluid.layers.sequence_pool(input=fluid.layers.embedding(
+        input=ids, size=[config.sparse_feature_dim, 1], is_sparse=config.is_sparse,
+        param_attr=fluid.ParamAttr(name=WIDE_TABLE_NAME, initializer=fluid.initializer.Constant(0.0))),
+        pool_type="sum") for ids in slots]
+    return fluid.layers.fc(input=fluid.layers.concat(weights + [dense], axis=1), size=1)
 
 
 def build(config: CTRConfig, main: fluid.Program, startup: fluid.Program, with_optimizer=True,

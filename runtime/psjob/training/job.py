@@ -23,6 +23,7 @@ on SIGTERM (scaled away) finishes its step, leaves and exits 0.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
@@ -36,7 +37,7 @@ from ..dataset import ctr
 from ..fleet import DistributedStrategy, Fleet, PaddleCloudRoleMaker
 from ..fluid.core import PlaceError
 from ..fluid.transpiler import DistributeTranspilerConfig
-from ..models import ctr as ctr_model
+from ..models import BUILT_IN as BUILT_IN_MODELS, ctr as ctr_model
 from . import data
 from .options import TrainOptions
 from ..progress import ProgressReporter, ProgressState
@@ -80,7 +81,7 @@ def place_for(device: str):
 def build(opts: TrainOptions, fleet: Fleet, role: RoleEnv) -> ctr_model.CTRModel:
     """Build and transpile the model into fleet.main_program / startup_program."""
     # In a heter job the MLP is the heter section: heter trainers run it (seed 003's split).
-    config = ctr_model.CTRConfig(sparse_feature_dim=ctr.SPARSE_FEATURE_DIM,
+    config = dataclasses.replace(BUILT_IN_MODELS[opts.model], sparse_feature_dim=ctr.SPARSE_FEATURE_DIM,
                                  is_distributed=opts.distributed_table,
                                  optimizer=opts.optimizer, learning_rate=opts.learning_rate,
                                  mlp_device="gpu" if role.heter_trainers else "")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-MODELS = ("ctr",)
+from ..models import BUILT_IN
+
+MODELS = tuple(BUILT_IN)  # psjob.models' registry
 OPTIMIZERS = ("adam", "adagrad", "sgd", "momentum")
 TABLE_OPTIMIZERS = ("same", "sgd")  # psjob.fluid.optimizer.TABLE_OPTIMIZERS
 ID_MODES = ("dense", "hash")
@@ -47,7 +49,8 @@ def build_parser(prog: str = "psjob worker") -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description="psjob's built-in CTR training job (pserver or trainer, "
                 "by PADDLE_TRAINING_ROLE); every process of a job gets the same arguments.")
     d = TrainOptions()
-    p.add_argument("--model", default=d.model, choices=MODELS, help="model to train")
+    p.add_argument("--model", default=d.model, choices=MODELS,
+                   help="built-in model to train: ctr (the CTR DNN) or wide_deep (plus a linear part)")
     p.add_argument("--data", default=d.data,
                    help="'synthetic' (generated in memory, deterministic) or a directory of "
                         "part-* CTR text files (docs/data.md)")
@@ -92,6 +95,10 @@ def _check(o: TrainOptions) -> None:
         raise UsageError(f"--lr must be > 0, got {o.learning_rate}")
     if not o.log_every_s > 0:
         raise UsageError(f"--log_every must be > 0 seconds, got {o.log_every_s}")
+    if o.id_mode == "hash" and o.model == "wide_deep":
+        raise UsageError("--model wide_deep keeps its wide weights in an ordinary [ids, 1] parameter "
+                         "(one distributed table per program), which 64-bit hashed ids do not fit: "
+                         "use --id_mode dense or --model ctr")
     if o.id_mode == "hash" and not o.distributed_table:
         raise UsageError("--id_mode hash gives 64-bit feature ids that only a table on the "
                          "pservers can hold: add --distributed_table")
