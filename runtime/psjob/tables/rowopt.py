@@ -1,7 +1,8 @@
 """Per-row optimizer state and the SelectedRows update of a sparse table.
 
-The math is `psjob.kernels.optimizers` (the dense ``<name>_update`` applied
-in place to gathered row blocks); this module only decides the state columns
+The math is `psjob.kernels.optimizers` (``<name>_update_rows`` run on the
+columns themselves: one gather of the rows, the elementwise update, one
+scatter back; no intermediate row blocks); this module only decides the state columns
 (from the kernels' ``ACCUMULATORS``: parameter-shaped ones get ``dim``
 floats per row, origin-shaped beta pows one float per row, advanced only when
 the row is updated) and moves rows in and out of storage.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from psjob.kernels import optimizers as kernels
+from psjob.kernels.rows import take_rows
 from psjob.tables.config import OptimizerConfig
 from psjob.tables.storage import Column
 
@@ -25,7 +27,7 @@ class RowOptimizer:
     def __init__(self, config: OptimizerConfig, dim: int):
         self._config = config
         self._dim = dim
-        self._update = kernels.DENSE_UPDATES[config.name]
+        self._update_rows = kernels.ROW_UPDATES[config.name]
         self._hyper = config.resolved_hyper()
         self._fills = {}
         self._columns = {}
@@ -68,12 +70,8 @@ class RowOptimizer:
 
     def apply(self, cols: dict[str, np.ndarray], rows: np.ndarray, grads: np.ndarray, lr) -> None:
         """Update ``value`` and state of unique ``rows`` with summed ``grads`` in place."""
-        param = cols["value"].take(rows, axis=0)
-        states = [cols[name].take(rows, axis=0) for name in self._passed]
-        self._update(np, param, grads, *states, lr=lr, **self._hyper)
-        cols["value"][rows] = param
-        for name, state in zip(self._passed, states):
-            cols[name][rows] = state
+        self._update_rows(np, cols["value"], rows, grads, *(cols[name] for name in self._passed),
+                          lr=lr, assume_unique=True, **self._hyper)
 
 
 def merge_rows(rows: np.ndarray, values: np.ndarray):
@@ -94,12 +92,12 @@ def merge_rows(rows: np.ndarray, values: np.ndarray):
     first[0] = True
     np.not_equal(srows[1:], srows[:-1], out=first[1:])
     heads = np.flatnonzero(first)
-    summed = values.take(pos[heads], axis=0)
+    summed = take_rows(values, pos[heads])
     if heads.size < n:
         repeats = np.flatnonzero(~first)
         target = (np.cumsum(first) - 1)[repeats]  # index into heads, ascending
         width = values.shape[1]
         flat_index = (target[:, None] * width + np.arange(width)).reshape(-1)
-        addend = values.take(pos[repeats], axis=0).reshape(-1)
+        addend = take_rows(values, pos[repeats]).reshape(-1)
         np.add.at(summed.reshape(-1), flat_index, addend)
     return srows[heads], summed

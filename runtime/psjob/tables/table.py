@@ -29,6 +29,7 @@ import threading
 
 import numpy as np
 
+from psjob.kernels.rows import take_rows
 from psjob.tables import inputs
 from psjob.tables.admission import Admission
 from psjob.tables.config import TableConfig
@@ -138,7 +139,7 @@ class SparseTable:
                 rows[miss] = made
                 miss = miss[made < 0]
             if self._device is None:
-                out = self._storage.cols["value"].take(rows, axis=0, mode="clip")
+                out = take_rows(self._storage.cols["value"], rows, mode="clip")
             else:   # gather on the device, one copy back
                 (out,) = self._device.gather([self._storage.cols["value"]], rows)
         if miss.size:
