@@ -9,9 +9,10 @@ the row is updated) and moves rows in and out of storage.
 
 `merge_rows` is the table's own duplicate-row merge, faster on 64K-id Zipf
 batches than the kernels' ``merge_duplicate_rows`` (argsort + reduceat; see
-the figures in docs/tables.md): one sort of packed (row << k | position)
-words orders the batch, the first gradient of every row is copied and only
-the repeats are summed in, with a 1-D ``np.add.at`` (numpy's fast path).
+the figures in docs/tables.md). It sorts nothing: a row-indexed scratch
+column receives each row's first batch position (``np.minimum.at``), the
+first gradient of every row is copied and only the repeats are summed in,
+with a 1-D ``np.add.at`` (numpy's fast path).
 """
 from __future__ import annotations
 
@@ -74,30 +75,34 @@ class RowOptimizer:
                           lr=lr, assume_unique=True, **self._hyper)
 
 
-def merge_rows(rows: np.ndarray, values: np.ndarray):
-    """``(unique_rows ascending, summed_values)`` for non-negative int64 ``rows``.
+def merge_rows(rows: np.ndarray, values: np.ndarray, first_pos: np.ndarray):
+    """``(unique_rows, summed_values)`` for non-negative int64 ``rows``, the
+    unique rows in the order of their first occurrence.
 
-    Duplicates are summed in batch order, so the result is deterministic.
+    ``first_pos`` is int32 scratch longer than the largest row (its contents
+    are overwritten at ``rows`` and otherwise ignored). Duplicates are summed
+    in batch order (the first gradient, then each repeat in turn), so the
+    result is deterministic and equal to a sequential sum.
     """
     n = rows.size
     if n == 0:
         return rows.copy(), values.copy()
-    shift = max(1, int(n - 1).bit_length())
-    packed = rows << shift                       # rows < 2**(63 - shift): far above any table
-    packed |= np.arange(n, dtype=np.int64)
-    packed.sort()
-    srows = packed >> shift
-    pos = packed & ((1 << shift) - 1)
-    first = np.empty(n, bool)
-    first[0] = True
-    np.not_equal(srows[1:], srows[:-1], out=first[1:])
+    if n >= np.iinfo(np.int32).max:
+        raise ValueError(f"merge_rows takes fewer than 2**31 rows, got {n}")
+    pos = np.arange(n, dtype=np.int32)
+    first_pos[rows] = n
+    np.minimum.at(first_pos, rows, pos)
+    first_of = first_pos.take(rows)              # each entry's first position
+    first = first_of == pos
     heads = np.flatnonzero(first)
-    summed = take_rows(values, pos[heads])
+    summed = take_rows(values, heads)
     if heads.size < n:
         repeats = np.flatnonzero(~first)
-        target = (np.cumsum(first) - 1)[repeats]  # index into heads, ascending
+        slot = np.empty(n, np.int64)             # position of a first occurrence -> its output row
+        slot[heads] = np.arange(heads.size)
+        target = slot.take(first_of.take(repeats))
         width = values.shape[1]
         flat_index = (target[:, None] * width + np.arange(width)).reshape(-1)
-        addend = take_rows(values, pos[repeats]).reshape(-1)
+        addend = take_rows(values, repeats).reshape(-1)
         np.add.at(summed.reshape(-1), flat_index, addend)
-    return srows[heads], summed
+    return rows.take(heads), summed

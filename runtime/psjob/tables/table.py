@@ -79,6 +79,8 @@ class SparseTable:
         columns = {"id": Column(np.dtype(np.int64)), "value": Column(np.dtype(np.float32), (config.dim,))}
         columns.update(self._optimizer.columns)
         columns.update({name: Column(np.dtype(_META_DTYPES[name])) for name in self._meta})
+        # Scratch of merge_rows (a row's first position in the pushed batch), meaningless between pushes.
+        columns["first_pos"] = Column(np.dtype(np.int32))
         self._storage = RowStorage(columns, config.initial_capacity)
         self._index = IdIndex(expected=config.initial_capacity)
         self._admission = Admission(config.admission, key)
@@ -204,7 +206,7 @@ class SparseTable:
                 clicks = None if clicks is None else clicks[keep]
             if rows.size == 0:
                 return
-            unique_rows, summed = merge_rows(rows, grads)
+            unique_rows, summed = merge_rows(rows, grads, self._storage.cols["first_pos"])
             cols = self._storage.cols
             if self._device is None:
                 self._optimizer.apply(cols, unique_rows, summed, lr)
