@@ -7,7 +7,8 @@ The chart ships two things whose source of truth lives elsewhere:
   inside the chart directory);
 - the operator's RBAC, psjob_operator.rbac.REQUIRED_RBAC (a list of
   (apiGroup, resource, verbs)), written to files/rbac-rules.yaml split into
-  cluster-scoped and namespaced rules.
+  cluster-scoped and namespaced rules, plus psjob_operator.rbac.GANG_RBAC (the
+  rules each gang scheduler adds) under "gangScheduler".
 
     python charts/sync-from-sources.py          # rewrite the chart copies
     python charts/sync-from-sources.py --check  # exit 1 if a copy is stale
@@ -46,6 +47,7 @@ RBAC_HEADER = """\
 # `python charts/sync-from-sources.py` (tests/helm checks the two are equal).
 # "cluster": cluster-scoped resources (granted by a ClusterRole whatever the scope).
 # "namespaced": granted per watched namespace (rbac.scope=namespace) or cluster-wide.
+# "gangScheduler": namespaced rules added for scheduling.gangScheduler (GANG_RBAC).
 """
 
 
@@ -89,7 +91,7 @@ def load_required_rbac() -> object | None:
         if error.name not in ("psjob_operator", "psjob_operator.rbac"):
             raise  # rbac.py exists but one of its own imports is missing
         return None
-    return module.REQUIRED_RBAC
+    return module.REQUIRED_RBAC, getattr(module, "GANG_RBAC", {})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,12 +110,21 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"skipped: {CRD_SOURCE.relative_to(ROOT)} does not exist yet")
 
-    required = load_required_rbac()
-    if required is not None:
-        wanted = rules_from_required(required)
+    loaded = load_required_rbac()
+    if loaded is not None:
+        required, gang = loaded
+        wanted: dict = rules_from_required(required)
         current = yaml.safe_load(RBAC_FILE.read_text()) if RBAC_FILE.exists() else {}
         current = current or {}
-        if any(rule_triples(wanted[scope]) != rule_triples(current.get(scope) or []) for scope in wanted):
+        stale_rbac = any(rule_triples(wanted[scope]) != rule_triples(current.get(scope) or [])
+                         for scope in wanted)
+        wanted["gangScheduler"] = {name: rules_from_required(extra)["namespaced"]
+                                   for name, extra in gang.items()}
+        current_gang = current.get("gangScheduler") or {}
+        stale_rbac = stale_rbac or set(wanted["gangScheduler"]) != set(current_gang) or any(
+            rule_triples(rules) != rule_triples(current_gang.get(name) or [])
+            for name, rules in wanted["gangScheduler"].items())
+        if stale_rbac:
             stale.append(f"{RBAC_FILE.relative_to(ROOT)} differs from psjob_operator.rbac.REQUIRED_RBAC")
             if not args.check:
                 RBAC_FILE.write_text(RBAC_HEADER + yaml.safe_dump(wanted, sort_keys=False, default_flow_style=None))

@@ -20,13 +20,16 @@ class DNNLayer(nn.Layer):
         self.num_field = num_field
         self.layer_sizes = layer_sizes
 
+        # PaddleRec initializes the table with Uniform(-1, 1); on psjob's synthetic data (Zipf
+        # slots of up to 10^5 ids) that makes every rarely seen id a large random input, and the
+        # model generalizes worse (held-out AUC 0.61 against 0.70 with this, 16k rows, one epoch).
         self.embedding = paddle.nn.Embedding(
             self.sparse_feature_number,
             self.sparse_feature_dim,
             sparse=True,
             weight_attr=paddle.ParamAttr(
                 name="SparseFeatFactors",
-                initializer=paddle.nn.initializer.Uniform()))
+                initializer=paddle.nn.initializer.Uniform(-0.01, 0.01)))
 
         sizes = [sparse_feature_dim * num_field + dense_feature_dim] + self.layer_sizes + [2]
         acts = ["relu" for _ in range(len(self.layer_sizes))] + [None]

@@ -20,12 +20,15 @@ from collections.abc import Sequence
 import kopf
 from prometheus_client import CollectorRegistry
 
+from psjob_operator import gang
+from psjob_operator.cache import Overlay, WatchCache, cached_children
 from psjob_operator.controller import Controller
 from psjob_operator.handlers import build_registry
 from psjob_operator.kube import KubeApi
 from psjob_operator.metrics import OperatorMetrics
 from psjob_operator.reconcile import Reconciler
-from psjob_operator.settings import (OperatorSettings, ReconcileSettings, ServeSettings,
+from psjob_operator.settings import (GangScheduler, OperatorSettings, QueueSystem,
+                                     ReconcileSettings, SchedulingSettings, ServeSettings,
                                      WatchSettings)
 
 log = logging.getLogger("psjob_operator")
@@ -53,6 +56,21 @@ def parse_args(argv: Sequence[str] | None = None) -> OperatorSettings:
     parser.add_argument("--checkpoint-poll-seconds", type=float,
                         default=defaults.checkpoint_poll_seconds,
                         help="read pserver 0's checkpoint metrics this often; 0 disables")
+    parser.add_argument("--secret-recheck-seconds", type=float,
+                        default=defaults.secret_recheck_seconds,
+                        help="re-create a job's auth Secret deleted by hand within this long "
+                             "(one request per job each time; default %(default)s)")
+    parser.add_argument("--gang-scheduler", default=GangScheduler.NONE.value,
+                        choices=[g.value for g in GangScheduler],
+                        help="create a PodGroup per job for this batch scheduler and mark the "
+                             "pods (default %(default)s)")
+    parser.add_argument("--scheduler-name", default="",
+                        help="schedulerName of the pods with a gang scheduler (default: volcano, "
+                             "or scheduler-plugins-scheduler)")
+    parser.add_argument("--queue-system", default=QueueSystem.NONE.value,
+                        choices=[q.value for q in QueueSystem],
+                        help="kueue: label pods of jobs with runPolicy.schedulingPolicy.queue "
+                             "for Kueue's pod groups (default %(default)s)")
     parser.add_argument("--log-level", default="INFO",
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     args = parser.parse_args(argv)
@@ -69,14 +87,22 @@ def parse_args(argv: Sequence[str] | None = None) -> OperatorSettings:
         serve=ServeSettings(host=args.bind, metrics_port=args.metrics_port,
                             liveness_port=args.liveness_port),
         reconcile=ReconcileSettings(workers=args.workers, resync_seconds=args.resync_seconds,
-                                    checkpoint_poll_seconds=args.checkpoint_poll_seconds),
+                                    checkpoint_poll_seconds=args.checkpoint_poll_seconds,
+                                    secret_recheck_seconds=args.secret_recheck_seconds),
+        scheduling=SchedulingSettings(gang_scheduler=GangScheduler(args.gang_scheduler),
+                                      scheduler_name=args.scheduler_name,
+                                      queue_system=QueueSystem(args.queue_system)),
     )
 
 
 async def run(settings: OperatorSettings, registry: CollectorRegistry | None = None) -> None:
     """Run kopf and the controller until kopf stops (signal) or one of them fails."""
-    api = KubeApi(timeout=settings.reconcile.request_timeout_seconds)
-    controller = Controller(Reconciler(api, settings.reconcile), settings.reconcile)
+    overlay = Overlay()
+    api = KubeApi(timeout=settings.reconcile.request_timeout_seconds, on_write=overlay.record)
+    reconciler = Reconciler(api, settings.reconcile, overlay=overlay,
+                            scheduling=settings.scheduling)
+    watched = cached_children(gang.podgroup_resource(settings.scheduling))
+    controller = Controller(reconciler, settings.reconcile, WatchCache(watched))
     metrics = OperatorMetrics(registry or CollectorRegistry(), controller.phase_counts)
     controller.metrics = metrics
     server = metrics.serve(settings.serve.metrics_port, settings.serve.host)

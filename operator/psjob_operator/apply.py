@@ -14,7 +14,11 @@ do the least that makes it match.
   token must not rotate under running pods; claims are mostly immutable).
 - The worker Job's pod template is immutable in Kubernetes: a changed Job is
   deleted (Foreground, so its pods go first) and created again on a later
-  pass; only `spec.suspend` is patched in place.
+  pass; only `spec.suspend` is patched in place, and, for an elastic job's
+  worker Job (annotated `psjob.dev/elastic`), the scale: `completions` and
+  `parallelism` together (an elastic Indexed Job). Its pod template does not
+  depend on the trainer count (psjob.roles: PADDLE_TRAINERS is the capacity),
+  so a resize restarts no pod.
 
 A live object with our name that is not controlled by this job is never
 touched: it is reported (`ChildRejected`) or, if it belongs to a deleted job
@@ -66,9 +70,18 @@ def manifest_hash(manifest: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
+# Fields of a Job's spec patched in place; any other change needs a new Job.
+_JOB_IN_PLACE = ("suspend",)
+_JOB_SCALE = ("completions", "parallelism")
+
+
+def _elastic(manifest: Mapping[str, Any]) -> bool:
+    return ((manifest.get("metadata") or {}).get("annotations") or {}).get(naming.ANNOTATION_ELASTIC) == "true"
+
+
 def _job_hash(manifest: Mapping[str, Any]) -> str:
-    # suspend is patched in place; everything else in a Job needs a new Job.
-    spec = {k: v for k, v in manifest["spec"].items() if k != "suspend"}
+    in_place = _JOB_IN_PLACE + (_JOB_SCALE if _elastic(manifest) else ())
+    spec = {k: v for k, v in manifest["spec"].items() if k not in in_place}
     return manifest_hash({**manifest, "spec": spec})
 
 
@@ -165,6 +178,11 @@ class Applier:
         except ApiError as exc:
             if exc.conflict and create_only:
                 return  # created by an earlier pass; never read back (least privilege)
+            if exc.not_found:  # the namespace exists (the job is in it): the kind does not
+                raise ChildRejected(
+                    f"the cluster does not serve {manifest['apiVersion']} {manifest['kind']}: "
+                    f"install its CRD, or run the operator without the option that needs it "
+                    f"(--gang-scheduler)") from exc
             if exc.invalid:
                 raise ChildRejected(f"Kubernetes rejected {manifest['kind']} {meta['name']}: "
                                     f"{exc.message}") from exc
@@ -211,9 +229,18 @@ class Applier:
             report.deleted.append(name)
             report.waiting.append(name)
             return
+        if job_finished(current):
+            return
+        live = current.get("spec") or {}
+        patch = {k: manifest["spec"][k] for k in _JOB_SCALE
+                 if _elastic(manifest) and live.get(k) != manifest["spec"][k]}
         want = bool(manifest["spec"].get("suspend"))
-        if bool((current.get("spec") or {}).get("suspend")) != want and not job_finished(current):
-            self.api.patch(BATCH_JOBS, meta["namespace"], meta["name"], {"spec": {"suspend": want}})
+        if bool(live.get("suspend")) != want:
+            patch["suspend"] = want
+        if patch:
+            # Scale changes completions and parallelism together (Kubernetes accepts that for an
+            # Indexed Job only when both move together: an elastic indexed job).
+            self.api.patch(BATCH_JOBS, meta["namespace"], meta["name"], {"spec": patch})
             report.patched.append(name)
 
     def forget(self, namespace: str, names: set[str]) -> None:

@@ -185,8 +185,13 @@ def build_worker_job(job: ParameterServerJob, owner: Owner, topology: roles.JobT
     worker = job.spec.worker
     template = pods.pod_template(job.name, job.spec, topology, naming.ROLE_WORKER, worker,
                                  server_port=None, restart_policy="Never")
+    metadata = _metadata(job, owner, naming.worker(job.name), naming.ROLE_WORKER)
+    if worker.max_replicas:
+        # Its pod template does not depend on replicas: a resize patches completions and
+        # parallelism in place (psjob_operator.apply, docs/operator.md "Elasticity").
+        metadata["annotations"] = {naming.ANNOTATION_ELASTIC: "true"}
     return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": _metadata(job, owner, naming.worker(job.name), naming.ROLE_WORKER),
+            "metadata": metadata,
             "spec": {
                 "completionMode": "Indexed",
                 "completions": worker.replicas,
@@ -198,6 +203,12 @@ def build_worker_job(job: ParameterServerJob, owner: Owner, topology: roles.JobT
                 "podFailurePolicy": {"rules": [
                     {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
                                                                "status": "True"}]},
+                    # A trainer whose pservers stayed unreachable (restarting) is not at fault.
+                    # (onPodConditions: the OpenAPI schema requires the key; empty is
+                    # what the API server expects next to onExitCodes.)
+                    {"action": "Ignore", "onPodConditions": [], "onExitCodes": {
+                        "containerName": naming.CONTAINER, "operator": "In",
+                        "values": [roles.PSERVER_UNREACHABLE_EXIT]}},
                 ]},
                 "template": template,
             }}

@@ -1,8 +1,9 @@
 """Runs reconcile passes: work queue in, worker threads, retries, metrics.
 
 kopf's watch handlers call `poke()` for every event of a job or of its
-children; N async workers take due jobs from the `WorkQueue` and run the
-(synchronous, API-bound) `Reconciler` in a thread pool. This is the one place
+children; N async workers take due jobs from the `WorkQueue`, take the job's
+snapshot from the watch cache on the event loop (where kopf writes it), and
+run the (synchronous, API-bound) `Reconciler` on it in a thread pool. This is the one place
 where failures are classified (the role `kopf.TemporaryError` plays in
 handler-style operators):
 
@@ -24,6 +25,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from psjob_operator.cache import Snapshot, WatchCache
 from psjob_operator.kube import ApiError
 from psjob_operator.metrics import OperatorMetrics
 from psjob_operator.reconcile import Outcome, Reconciler
@@ -35,9 +37,10 @@ Key = tuple[str, str]
 
 
 class Controller:
-    def __init__(self, reconciler: Reconciler, settings: ReconcileSettings,
+    def __init__(self, reconciler: Reconciler, settings: ReconcileSettings, cache: WatchCache,
                  metrics: OperatorMetrics | None = None):
         self.reconciler = reconciler
+        self.cache = cache
         self.settings = settings
         self.metrics = metrics
         self.phases: dict[Key, str] = {}  # written by worker threads, read at scrape time
@@ -97,17 +100,18 @@ class Controller:
         while True:
             key = await self._queue.get()
             try:
-                delay = await loop.run_in_executor(self._executor, self._run_once, key)
+                seen = self.cache.snapshot(*key)
+                delay = await loop.run_in_executor(self._executor, self._run_once, key, seen)
             finally:
                 self._queue.done(key)
             if delay is not None:
                 self._queue.add(key, delay)
 
-    def _run_once(self, key: Key) -> float | None:
+    def _run_once(self, key: Key, seen: Snapshot) -> float | None:
         """One pass in a worker thread; returns when to run again (None: forget)."""
         started = time.monotonic()
         try:
-            outcome = self.reconciler.reconcile(*key)
+            outcome = self.reconciler.reconcile(*key, seen)
         except ApiError as exc:
             return self._retry(key, exc, "conflict" if exc.conflict else "api")
         except Exception as exc:  # noqa: BLE001 - a bug must not stop other jobs

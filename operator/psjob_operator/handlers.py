@@ -8,6 +8,11 @@ create/update/delete handlers and no timers on purpose: those make kopf add a
 finalizer and keep per-object progress, and a finalizer left behind by a
 stopped operator blocks `kubectl delete` — a classic complaint we avoid.
 
+Every child watch carries the server-side labelSelector `psjob.dev/job-name`
+(kopf's `settings.watching.label_selectors`): the API server sends only
+objects of psjob jobs, not every pod of a shared namespace or cluster. The
+same streams feed the watch cache (`cache.py`) the reconciler reads.
+
 The registry is built per controller (no module-level state), so tests and
 `__main__` get independent operators.
 """
@@ -19,25 +24,32 @@ import kopf
 
 from psjob import jobspec
 
-from psjob_operator import naming
+from psjob_operator import cache, naming
 from psjob_operator.controller import Controller
 from psjob_operator.settings import OperatorSettings
 
-# The children whose events can change a job's status or need repair.
-WATCHED_CHILDREN = (("", "v1", "pods"), ("apps", "v1", "statefulsets"), ("batch", "v1", "jobs"))
+# Every child kind is watched (and cached); each event pokes the child's job. With a
+# gang scheduler, its PodGroups too (`controller.cache.children`).
+WATCHED_CHILDREN = tuple((r.group, r.version, r.plural) for r in cache.CACHED_CHILDREN)
 
 
 def build_registry(controller: Controller, settings: OperatorSettings) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
     delay = settings.reconcile.child_event_delay_seconds
+    children = tuple((r.group, r.version, r.plural) for r in controller.cache.children)
 
     @kopf.on.startup(registry=registry)
-    def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    def configure(settings: kopf.OperatorSettings, **indices: Any) -> None:
         # Least privilege: watch only the resources below in the given namespaces;
         # no cluster-wide CRD/namespace scanning, no kopf-authored events.
         settings.scanning.disabled = True
         settings.posting.enabled = False
         settings.watching.server_timeout = 300  # re-open watches every 5 minutes
+        settings.watching.label_selectors[
+            lambda r: (r.group, r.version, r.plural) in children] = cache.CHILD_SELECTOR
+        controller.cache.bind(indices)
+
+    cache.register_indexes(registry, controller.cache.children)
 
     @kopf.on.login(registry=registry)
     def login(**kwargs: Any) -> Any:
@@ -52,7 +64,7 @@ def build_registry(controller: Controller, settings: OperatorSettings) -> kopf.O
         else:
             controller.poke(namespace, name)
 
-    for group, version, plural in WATCHED_CHILDREN:
+    for group, version, plural in children:
         @kopf.on.event(group, version, plural, labels={naming.LABEL_JOB: kopf.PRESENT},
                        registry=registry, id=f"child-{plural}")
         async def child_event(labels: Any, namespace: str, **_: Any) -> None:

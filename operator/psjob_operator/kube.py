@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Mapping
 from urllib.parse import quote, urlencode
 
@@ -54,10 +55,13 @@ EVENTS = Resource("", "v1", "events", "Event")
 STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
 BATCH_JOBS = Resource("batch", "v1", "jobs", "Job")
 NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")
+# PodGroups of the batch schedulers (gang.py); the CRDs come with those schedulers.
+VOLCANO_PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
+PLUGINS_PODGROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
 
 # The kinds builders emit; `resource_for` maps a manifest to its endpoint.
 CHILD_RESOURCES = (SECRETS, CONFIGMAPS, CLAIMS, NETWORK_POLICIES, SERVICES, STATEFULSETS,
-                   BATCH_JOBS)
+                   BATCH_JOBS, VOLCANO_PODGROUPS, PLUGINS_PODGROUPS)
 _BY_KIND = {(r.api_version, r.kind): r for r in CHILD_RESOURCES}
 
 
@@ -92,12 +96,18 @@ class ApiError(Exception):
 
 
 class KubeApi:
-    """Synchronous calls (the reconciler runs in worker threads)."""
+    """Synchronous calls (the reconciler runs in worker threads).
 
-    def __init__(self, api_client: Any = None, timeout: float = 15.0):
+    `on_write(resource, object)` sees the API's answer to every create and
+    patch (the watch cache's overlay of the operator's own writes).
+    """
+
+    def __init__(self, api_client: Any = None, timeout: float = 15.0,
+                 on_write: Callable[[Resource, dict], None] | None = None):
         self._client = api_client
         self._lock = threading.Lock()
         self._timeout = timeout
+        self._on_write = on_write
 
     def _api_client(self) -> Any:
         # Created lazily: the configuration is loaded by the login handler first.
@@ -139,18 +149,20 @@ class KubeApi:
                 return None
             raise
 
-    def list(self, resource: Resource, namespace: str,
-             label_selector: str | None = None) -> list[dict]:
-        query = {"labelSelector": label_selector} if label_selector else None
-        return list(self.request("GET", resource.path(namespace), query=query).get("items") or [])
-
     def create(self, resource: Resource, namespace: str, body: Mapping[str, Any]) -> dict:
-        return self.request("POST", resource.path(namespace), body=dict(body))
+        return self._written(resource, self.request("POST", resource.path(namespace),
+                                                    body=dict(body)))
 
     def patch(self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any],
               subresource: str | None = None) -> dict:
-        return self.request("PATCH", resource.path(namespace, name, subresource),
-                            body=dict(patch), content_type=MERGE_PATCH)
+        return self._written(resource, self.request(
+            "PATCH", resource.path(namespace, name, subresource), body=dict(patch),
+            content_type=MERGE_PATCH))
+
+    def _written(self, resource: Resource, answer: dict) -> dict:
+        if self._on_write is not None and isinstance(answer, dict):
+            self._on_write(resource, answer)
+        return answer
 
     def delete(self, resource: Resource, namespace: str, name: str,
                propagation: str = "Background") -> bool:

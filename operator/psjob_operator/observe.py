@@ -48,6 +48,7 @@ class PodView:
     index: int | None = None  # Indexed Job completion index
     ip: str = ""
     node: str = ""  # spec.nodeName (set once scheduled)
+    scheduled: bool = False  # bound to a node (spec.nodeName, or PodScheduled == True)
 
     @property
     def crash_looping(self) -> bool:
@@ -95,6 +96,8 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         index=int(index_text) if index_text.isdigit() else None,
         ip=status.get("podIP", ""),
         node=(pod.get("spec") or {}).get("nodeName", ""),
+        scheduled=bool((pod.get("spec") or {}).get("nodeName"))
+        or scheduled.get("status") == "True",
     )
 
 
@@ -151,6 +154,7 @@ class Children:
     workers: WorkerJobView = WorkerJobView()
     claim_phase: str = ""  # PersistentVolumeClaim status.phase ("" if none)
     claim_access_modes: tuple[str, ...] = ()  # the claim's spec.accessModes
+    gang: Any = None  # gang.GangView of the job's PodGroup (None: no gang scheduler)
 
     def role_pods(self, role: str) -> list[PodView]:
         return [p for p in self.pods if p.role == role]

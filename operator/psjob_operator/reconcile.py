@@ -3,11 +3,13 @@
 A pass reads the job and everything it owns, decides, acts, and writes the
 status once:
 
-1. read the job; gone or being deleted → forget it (children go with it
-   through their owner references);
+1. take the job from the watch cache (`cache.py`: the controller hands over a
+   snapshot, merged here with the pass's own recent writes); gone or being
+   deleted → forget it (children go with it through their owner references);
 2. parse the spec (`psjob.jobspec`) and the cluster-specific checks; an error
    ends the job Failed with a message naming the field and the fix;
-3. read the children (by their deterministic names) and the job's pods;
+3. find the children (by their deterministic names) and the job's pods in the
+   snapshot — no API reads, except a user's `checkpoint.existingClaim`;
 4. unless the job already finished: build the desired children (running or
    suspended) and apply them, removing children the spec no longer wants;
 5. read the newest checkpoint from pserver 0's metrics (when due);
@@ -22,6 +24,7 @@ resumes every job from what the cluster shows.
 """
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import logging
 import secrets
@@ -31,15 +34,16 @@ from typing import Any
 
 from psjob.jobspec import CleanPodPolicy, JobSpecError, ParameterServerJob, parse_job
 
-from psjob_operator import builders, checkpoints, naming
+from psjob_operator import builders, checkpoints, gang, naming
 from psjob_operator.apply import (ApplyReport, Applier, ChildRejected, WaitForChild,
                                   controller_uid, job_finished)
+from psjob_operator.cache import Overlay, Snapshot
 from psjob_operator.events import EventRecorder
-from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_POLICIES, PODS,
+from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_POLICIES,
                                  SERVICES, STATEFULSETS, KubeApi, merge_diff)
 from psjob_operator.observe import (Children, parse_time, pod_view, server_set_view,
                                     worker_job_view)
-from psjob_operator.settings import ReconcileSettings
+from psjob_operator.settings import ReconcileSettings, SchedulingSettings
 from psjob_operator.status import (TERMINAL, Observation, Phase, Reason, StatusUpdate, Verdict,
                                    compute_status, previous_phase)
 from psjob_operator.validation import validate_for_cluster
@@ -73,22 +77,27 @@ class Reconciler:
                  clock: Callable[[], dt.datetime] = utcnow,
                  token_factory: Callable[[], str] = lambda: secrets.token_urlsafe(32),
                  probe: Callable[[str, float], dict | None] = checkpoints.probe,
-                 events: EventRecorder | None = None):
+                 events: EventRecorder | None = None, overlay: Overlay | None = None,
+                 scheduling: SchedulingSettings = SchedulingSettings()):
         self.api = api
+        self.scheduling = scheduling
+        self.overlay = overlay or Overlay()
         self.settings = settings
         self.clock = clock
         self.token_factory = token_factory
         self.probe = probe
-        self.applier = Applier(api, recheck_seconds=settings.resync_seconds)
+        self.applier = Applier(api, recheck_seconds=settings.secret_recheck_seconds)
         self.events = events or EventRecorder(api)
         self._probed: dict[tuple[str, str], dt.datetime] = {}
 
     def forget(self, namespace: str, name: str) -> None:
         self._probed.pop((namespace, name), None)
+        self.overlay.forget(namespace, name)
         self.applier.forget(namespace, {naming.auth_secret(name), naming.checkpoint_claim(name)})
 
-    def reconcile(self, namespace: str, name: str) -> Outcome:
-        body = self.api.get(JOBS, namespace, name)
+    def reconcile(self, namespace: str, name: str, seen: Snapshot) -> Outcome:
+        seen = self.overlay.merge(namespace, name, seen)
+        body = copy.deepcopy(seen.job)
         if body is None or body["metadata"].get("deletionTimestamp"):
             self.forget(namespace, name)
             return Outcome(forget=True)
@@ -106,12 +115,12 @@ class Reconciler:
                                                 problem=problem))
             # An edit that broke a running job: stop its pods (cleanPodPolicy Running,
             # the default); fixing the spec brings them back from the newest checkpoint.
-            self._stop_pods(namespace, name, meta.get("uid", ""))
+            self._stop_pods(namespace, name, meta.get("uid", ""), seen)
             self._write(body, update, now)
             return Outcome(update.phase.value, transitions=update.transitions)
 
         owner = builders.Owner(name, meta.get("uid", ""))
-        live, children = self._observe(job)
+        live, children = self._observe(job, seen)
         report = ApplyReport()
         problem = None
         if previous_phase(previous, generation) not in TERMINAL:
@@ -140,17 +149,21 @@ class Reconciler:
 
     # --- reading -----------------------------------------------------------------------
 
-    def _observe(self, job: ParameterServerJob) -> tuple[dict, Children]:
+    def _observe(self, job: ParameterServerJob, seen: Snapshot) -> tuple[dict, Children]:
         ns, name = job.namespace, job.name
         wanted = [(STATEFULSETS, naming.pserver(name)), (SERVICES, naming.pserver(name)),
                   (CONFIGMAPS, naming.config_map(name))]
         wanted += [(res, child(name)) for res, child in OPTIONAL_CHILDREN]
+        podgroups = gang.podgroup_resource(self.scheduling)
+        if podgroups is not None:
+            wanted.append((podgroups, name))  # the PodGroup is named after the job
         claim = job.spec.checkpoint.existing_claim or naming.checkpoint_claim(name)
+        live = {(res.kind, child): seen.child(res, child) for res, child in wanted}
         if job.spec.checkpoint.uses_claim:
-            wanted.append((CLAIMS, claim))
-        live = {(res.kind, child): self.api.get(res, ns, child)  # rbac: OBSERVED
-                for res, child in wanted}
-        pods = self.api.list(PODS, ns, label_selector=naming.job_selector(name))
+            # The user's own claim carries no label of ours: the one read the cache lacks.
+            live[(CLAIMS.kind, claim)] = self.api.get(CLAIMS, ns, claim) \
+                if job.spec.checkpoint.existing_claim else seen.child(CLAIMS, claim)
+        pods = seen.pods
         claim_obj = live.get((CLAIMS.kind, claim))
         children = Children(
             pods=tuple(pod_view(p) for p in pods),
@@ -160,6 +173,7 @@ class Reconciler:
             claim_phase=((claim_obj or {}).get("status") or {}).get("phase", ""),
             claim_access_modes=tuple(((claim_obj or {}).get("spec") or {}).get("accessModes")
                                      or ()),
+            gang=gang.gang_view(seen.child(podgroups, name)) if podgroups else None,
         )
         return live, children
 
@@ -190,7 +204,8 @@ class Reconciler:
 
     def _apply(self, job: ParameterServerJob, owner: builders.Owner, live: dict) -> ApplyReport:
         activity = builders.SUSPENDED if job.spec.run_policy.suspend else builders.RUNNING
-        desired = builders.build_children(job, owner, self.token_factory(), activity)
+        desired = gang.schedule(builders.build_children(job, owner, self.token_factory(),
+                                                        activity), job, owner, self.scheduling)
         report = self.applier.apply(desired, owner.uid, owner.name, live)
         wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
         for (kind, child), obj in live.items():
@@ -221,13 +236,13 @@ class Reconciler:
         elif not job_finished(workers) and not (workers.get("spec") or {}).get("suspend"):
             self.api.patch(BATCH_JOBS, ns, naming.worker(job.name), {"spec": {"suspend": True}})
 
-    def _stop_pods(self, namespace: str, name: str, uid: str) -> None:
+    def _stop_pods(self, namespace: str, name: str, uid: str, seen: Snapshot) -> None:
         """Stop the pods of a job whose spec cannot be read (children found by name)."""
         for sts in (naming.pserver(name), naming.heter(name)):
-            obj = self.api.get(STATEFULSETS, namespace, sts)
+            obj = seen.child(STATEFULSETS, sts)
             if obj and controller_uid(obj) == uid and (obj.get("spec") or {}).get("replicas"):
                 self.api.patch(STATEFULSETS, namespace, sts, {"spec": {"replicas": 0}})
-        workers = self.api.get(BATCH_JOBS, namespace, naming.worker(name))
+        workers = seen.child(BATCH_JOBS, naming.worker(name))
         if workers and controller_uid(workers) == uid and not job_finished(workers) \
                 and not (workers.get("spec") or {}).get("suspend"):
             self.api.patch(BATCH_JOBS, namespace, naming.worker(name), {"spec": {"suspend": True}})

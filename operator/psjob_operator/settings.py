@@ -6,6 +6,7 @@ shorten the intervals through the same flags.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 
@@ -38,6 +39,10 @@ class ReconcileSettings:
     retry_base_seconds: float = 1.0  # first retry after a transient API error ...
     retry_max_seconds: float = 60.0  # ... doubling up to this
     checkpoint_poll_seconds: float = 30.0  # 0 disables reading pserver 0's metrics
+    # The auth Secret is never read (least privilege): it is POSTed again this often to
+    # bring back one deleted by hand. Each recheck is one request per job, so this is
+    # much longer than the resync: 500 jobs every 600 s cost 0.8 requests/s.
+    secret_recheck_seconds: float = 600.0
     probe_timeout_seconds: float = 2.0
     request_timeout_seconds: float = 15.0
 
@@ -48,8 +53,38 @@ class ReconcileSettings:
             raise ValueError("resync_seconds must be > 0")
 
 
+class GangScheduler(str, enum.Enum):
+    NONE = "none"
+    VOLCANO = "volcano"  # scheduling.volcano.sh/v1beta1 PodGroup
+    SCHEDULER_PLUGINS = "scheduler-plugins"  # scheduling.x-k8s.io/v1alpha1 (coscheduling)
+
+
+class QueueSystem(str, enum.Enum):
+    NONE = "none"
+    KUEUE = "kueue"  # Kueue's plain-pod groups: queue-name, pod-group name and total count
+
+
+# The schedulerName pods get by default: Volcano's, and the name under which the
+# scheduler-plugins Helm chart runs its second scheduler.
+DEFAULT_SCHEDULER_NAMES = {GangScheduler.VOLCANO: "volcano",
+                           GangScheduler.SCHEDULER_PLUGINS: "scheduler-plugins-scheduler"}
+
+
+@dataclass(frozen=True)
+class SchedulingSettings:
+    """Which batch scheduler and queue system the cluster runs (docs/operator.md, Scheduling)."""
+    gang_scheduler: GangScheduler = GangScheduler.NONE
+    scheduler_name: str = ""  # "" → DEFAULT_SCHEDULER_NAMES[gang_scheduler]
+    queue_system: QueueSystem = QueueSystem.NONE
+
+    @property
+    def pod_scheduler_name(self) -> str:
+        return self.scheduler_name or DEFAULT_SCHEDULER_NAMES.get(self.gang_scheduler, "")
+
+
 @dataclass(frozen=True)
 class OperatorSettings:
     watch: WatchSettings
     serve: ServeSettings = field(default_factory=ServeSettings)
     reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
+    scheduling: SchedulingSettings = field(default_factory=SchedulingSettings)

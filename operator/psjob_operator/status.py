@@ -13,7 +13,8 @@ The phase is decided by rules applied in order (first match wins):
    job was running; a failed worker not yet replaced → Restarting
 8. every pod running (pservers ready) → Running
 9. otherwise                          → Created, with the reason pods wait
-   (image pull, unschedulable, claim pending, config error)
+   (the gang not yet schedulable, image pull, unschedulable, claim pending,
+   config error)
 
 Conditions (Created, Running, Restarting, Suspended, Succeeded, Failed) follow
 the phase: the phase's condition is True, the others already present are
@@ -29,6 +30,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from psjob import roles
 from psjob.jobspec import JobSpec
 
 from psjob_operator import naming
@@ -50,6 +52,7 @@ class Phase(str, enum.Enum):
 class Reason(str, enum.Enum):
     CHILDREN_CREATED = "ChildrenCreated"
     WAITING_FOR_PODS = "WaitingForPods"
+    WAITING_FOR_GANG = "WaitingForGang"
     UNSCHEDULABLE = "Unschedulable"
     IMAGE_PULL = "ImagePullBackOff"
     CONTAINER_CONFIG = "CreateContainerConfigError"
@@ -316,23 +319,35 @@ def _worker_trouble(kids: Children, spec: JobSpec) -> str:
         if pod.disrupted:
             return (f"worker pod {pod.name} was disrupted ({pod.failure_reason or 'evicted'}); "
                     f"it is recreated and does not count against runPolicy.backoffLimit")
+        if _pservers_unreachable(pod):
+            return (f"worker pod {pod.name} exited {pod.exit_code}: its pservers were "
+                    f"unreachable; it is recreated and does not count against "
+                    f"runPolicy.backoffLimit")
         return (f"worker pod {pod.name} failed ({pod.exit_text or pod.failure_reason or 'error'}); "
                 f"retrying: {worker_failures(kids)} of runPolicy.backoffLimit="
                 f"{spec.run_policy.backoff_limit} failures used")
     return ""
 
 
+def _pservers_unreachable(pod) -> bool:
+    return pod.exit_code == roles.PSERVER_UNREACHABLE_EXIT
+
+
+def _counted(pod) -> bool:
+    """A failed worker pod the Job's podFailurePolicy counts against backoffLimit."""
+    return pod.phase == "Failed" and not pod.disrupted and not _pservers_unreachable(pod)
+
+
 def worker_failures(kids: Children) -> int:
     """Failures counted against backoffLimit: the Job's count, or the failed pods we
-    see if the Job controller has not counted them yet (disruptions excluded)."""
-    seen = sum(1 for p in kids.role_pods(naming.ROLE_WORKER)
-               if p.phase == "Failed" and not p.disrupted)
+    see if the Job controller has not counted them yet (disruptions and trainers whose
+    pservers were unreachable excluded, as the podFailurePolicy ignores them)."""
+    seen = sum(1 for p in kids.role_pods(naming.ROLE_WORKER) if _counted(p))
     return max(kids.workers.failed, seen)
 
 
 def _last_worker_failure(kids: Children) -> str:
-    failed = [p for p in kids.role_pods(naming.ROLE_WORKER)
-              if p.phase == "Failed" and not p.disrupted]
+    failed = [p for p in kids.role_pods(naming.ROLE_WORKER) if _counted(p)]
     if not failed:
         return ""
     pod = sorted(failed, key=lambda p: p.name)[-1]
@@ -354,6 +369,15 @@ def _progress(obs: Observation, running_workers: int) -> str:
 def _waiting(obs: Observation, running_workers: int) -> Verdict:
     spec = obs.spec
     assert spec is not None
+    gang = obs.children.gang
+    if gang is not None:
+        placed = sum(1 for p in obs.children.pods if p.scheduled and not p.deleting)
+        if placed < gang.min_member:
+            detail = f": {gang.message}" if gang.message else ""
+            return Verdict(Phase.CREATED, Reason.WAITING_FOR_GANG,
+                           f"waiting for the gang: {placed} of {gang.min_member} pods "
+                           f"schedulable (PodGroup {gang.name} {gang.phase or 'Pending'}"
+                           f"{detail})")
     for pod in sorted(obs.children.pods, key=lambda p: p.name):
         role_field = {naming.ROLE_PSERVER: "pserver", naming.ROLE_HETER: "heterWorker"}.get(
             pod.role, "worker")

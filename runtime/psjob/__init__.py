@@ -75,9 +75,15 @@ def _distributed_load(executor, dirname, program, scope=None):
     return load_persistables(executor, dirname, program, scope=scope)
 
 
+def _data_storage(uri):
+    from .checkpoint.storage import for_path
+    return for_path(uri)
+
+
 _hooks.register(_hooks.RPC_SERVICE, _rpc_service)
 _hooks.register(_hooks.PSERVER_SERVICE, _pserver_service)
 _hooks.register(_hooks.HETER_SERVICE, _heter_service)
 _hooks.register(_hooks.WAIT_SERVER_READY, _wait_server_ready)
 _hooks.register(_hooks.DISTRIBUTED_SAVE, _distributed_save)
 _hooks.register(_hooks.DISTRIBUTED_LOAD, _distributed_load)
+_hooks.register(_hooks.DATA_STORAGE, _data_storage)

@@ -2,6 +2,7 @@
 
     psjob launch ...            run a script as local pservers + trainers (fleetrun-style)
     psjob run JOB.yaml          run a ParameterServerJob on this machine
+    psjob scale WORKDIR --workers N   resize a running elastic `psjob run`
     psjob pserver / worker      the container entrypoints the operator's pods run
     psjob checkpoint list|inspect|verify DIR
     psjob version
@@ -22,6 +23,11 @@ def _launch(argv):
 def _run(argv):
     from .launcher import run_job
     return run_job.main(argv)
+
+
+def _scale(argv):
+    from .launcher import scale
+    return scale.main(argv)
 
 
 def _pserver(argv):
@@ -47,6 +53,7 @@ def _checkpoint(argv):
 COMMANDS = {
     "launch": (_launch, "run a script as local pservers and trainers"),
     "run": (_run, "run a ParameterServerJob YAML on this machine"),
+    "scale": (_scale, "change the trainer count of a running elastic `psjob run`"),
     "pserver": (_pserver, "start a parameter server (container entrypoint)"),
     "worker": (_worker, "start a trainer (container entrypoint)"),
     "heter-worker": (_heter_worker, "start a heterogeneous trainer"),

@@ -21,7 +21,12 @@ trainer and it runs the MLP on the role's device (psjob.fleet.heter).
 
 Exit status: 0 when the process finished its part of the job; 2 for a
 configuration problem (bad argument, incomplete environment, no GPU for a
-gpu role), with one line naming it; 1 for a failure while training.
+gpu role), with one line naming it; 1 for a failure while training; 75
+(roles.PSERVER_UNREACHABLE_EXIT) for a trainer whose pservers stayed
+unreachable past their recovery window (PSJOB_PSERVER_RECOVERY_S) or did not
+come up at start (PSJOB_WAIT_SERVER_TIMEOUT): not the trainer's fault, so the
+worker Job's podFailurePolicy (and `psjob run`) start it again without
+counting it against runPolicy.backoffLimit.
 """
 from __future__ import annotations
 
@@ -75,9 +80,10 @@ def _run(fn, opts, role_env: RoleEnv, prog: str) -> int:
     from .fleet import FleetError, RoleMakerError
     from .fleet.heter import HeterDeviceError
     from .fluid.core import PlaceError
+    from .fluid.executor import ExecutionError
     from .fluid.transpiler.heter_split import HeterSplitError
     from .ps.auth import AuthConfigError
-    from .rpc.client import RpcError
+    from .rpc.client import RETRYABLE, RpcError
     from .training.options import UsageError
 
     try:
@@ -85,7 +91,21 @@ def _run(fn, opts, role_env: RoleEnv, prog: str) -> int:
     except (UsageError, RoleMakerError, FleetError, PlaceError, AuthConfigError, HeterSplitError,
             HeterDeviceError) as exc:
         return _fail(prog, exc, CONFIG_EXIT)
-    except (RpcError, TimeoutError) as exc:
+    except (RpcError, TimeoutError, ExecutionError) as exc:
+        # TimeoutError: the pservers never came up (wait_server_ready); an RPC that gave
+        # up on a pserver may also surface from inside an op (ExecutionError's cause).
+        cause = exc
+        while cause is not None and not isinstance(cause, RpcError):
+            cause = cause.__cause__
+        unreachable = isinstance(exc, TimeoutError) or (cause is not None
+                                                        and cause.code in RETRYABLE)
+        if unreachable and role_env.role != roles.PSERVER:
+            return _fail(prog, f"{exc}; the pservers stayed unreachable: exiting "
+                               f"{roles.PSERVER_UNREACHABLE_EXIT} to be started again without "
+                               f"counting against runPolicy.backoffLimit",
+                         roles.PSERVER_UNREACHABLE_EXIT)
+        if isinstance(exc, ExecutionError):
+            raise  # a failing op: its traceback is the report
         return _fail(prog, exc, FAILED_EXIT)
 
 

@@ -25,6 +25,9 @@ DISTRIBUTED_SAVE = "distributed_save"
 DISTRIBUTED_LOAD = "distributed_load"
 # DistributeTranspiler.get_trainer_program(wait_port=True): fn(endpoints), returns once all serve.
 WAIT_SERVER_READY = "wait_server_ready"
+# Data files at a URI (psjob.dataset.sources): fn(uri) -> the checkpoint store's Storage serving
+# it (open_seekable, is_dir, sizes), or raises an OSError naming a scheme it cannot serve.
+DATA_STORAGE = "data_storage"
 
 _registered: dict[str, Callable] = {}
 

@@ -247,8 +247,19 @@ class PserverSpec(RoleSpec):
 
 @dataclass(frozen=True)
 class WorkerSpec(RoleSpec):
+    RULES: ClassVar = (
+        Rule("!has(self.maxReplicas) || self.maxReplicas >= self.replicas",
+             "maxReplicas must be at least replicas: raise maxReplicas or lower replicas",
+             lambda w: "maxReplicas must be at least replicas: raise maxReplicas or lower replicas"
+             if w.max_replicas is not None and w.max_replicas < w.replicas else None, ".maxReplicas"),
+    )
     replicas: int = spec_field("replicas", "Number of trainers; the job succeeds when all of "
-                               "them complete.", 1, minimum=1, maximum=4096)
+                               "them complete. With maxReplicas set it may change while the "
+                               "job runs (docs/operator.md, Elasticity).", 1, minimum=1, maximum=4096)
+    max_replicas: int | None = spec_field(
+        "maxReplicas", "Makes the trainers elastic: the most trainers the job may scale to. "
+        "The pservers keep a gradient slot per possible trainer and learn the running ones at "
+        "run time, so changing replicas restarts no pod.", None, minimum=1, maximum=4096)
 
 
 @dataclass(frozen=True)
@@ -326,6 +337,24 @@ class CheckpointSpec:
 
 
 @dataclass(frozen=True)
+class SchedulingPolicy:
+    """Kubeflow's `runPolicy.schedulingPolicy`, read when the operator runs with a gang
+    scheduler (--gang-scheduler) or a queue system (--queue-system)."""
+    min_available: int | None = spec_field(
+        "minAvailable", "Pods that must be schedulable together before any of them starts (the "
+        "gang); default: every pserver, heter worker and trainer.", None, minimum=1)
+    queue: str | None = spec_field(
+        "queue", "Queue the job waits in: a Volcano Queue, or a Kueue LocalQueue with "
+        "--queue-system kueue.", None, min_length=1, max_length=253, pattern=DNS_1123_SUBDOMAIN)
+    priority_class: str | None = spec_field(
+        "priorityClass", "PriorityClass of the gang (the PodGroup's priorityClassName).", None,
+        min_length=1, max_length=253, pattern=DNS_1123_SUBDOMAIN)
+    schedule_timeout_seconds: int | None = spec_field(
+        "scheduleTimeoutSeconds", "How long the gang may wait to be scheduled before the "
+        "scheduler gives its place up (scheduler-plugins' PodGroup).", None, minimum=1)
+
+
+@dataclass(frozen=True)
 class RunPolicy:
     backoff_limit: int = spec_field("backoffLimit", "Worker failures tolerated before the job "
                                     "fails (pserver restarts do not count).", 3,
@@ -340,6 +369,9 @@ class RunPolicy:
         "unfinished workers), All (also completed workers), None.", CleanPodPolicy.RUNNING)
     suspend: bool = spec_field("suspend", "Stop all pods, keep the checkpoint volume; setting "
                                "it back to false resumes from the newest checkpoint.", False)
+    scheduling_policy: SchedulingPolicy = spec_field(
+        "schedulingPolicy", "Gang scheduling and queueing (Kubeflow's shape).",
+        factory=SchedulingPolicy)
 
 
 @dataclass(frozen=True)
@@ -393,6 +425,11 @@ class JobSpec:
              lambda s: "metricsPort and heterWorker.port must differ: change one of them"
              if s.heter_worker and s.heter_worker.port == s.metrics_port else None,
              ".metricsPort"),
+        Rule("!has(self.heterWorker) || !has(self.worker.maxReplicas)",
+             "elastic trainers (worker.maxReplicas) are not supported with heterWorker: remove one",
+             lambda s: "elastic trainers (worker.maxReplicas) are not supported with heterWorker: "
+             "remove one" if s.heter_worker and s.worker.max_replicas is not None else None,
+             ".worker.maxReplicas"),
     )
     image: str = spec_field("image", "Container image with psjob installed.", min_length=1,
                             fix="set spec.image to an image with psjob installed")

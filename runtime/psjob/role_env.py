@@ -44,6 +44,9 @@ class RoleEnv:
     device: str = "cpu"
     checkpoint_dir: str = ""
     auth_token_file: str = ""
+    # Elastic jobs (PSJOB_MAX_TRAINERS): the most trainers at once, which the programs are
+    # transpiled for; trainer ids run below it. 0: the trainer count is fixed.
+    max_trainers: int = 0
 
     @property
     def is_pserver(self) -> bool:
@@ -72,6 +75,9 @@ class RoleEnv:
         pservers = _pserver_endpoints(env)
         heter = _endpoint_list(env, "PADDLE_HETER_TRAINER_IP_PORT_LIST")
         trainers = _int(env, "PADDLE_TRAINERS", 1, minimum=1)
+        max_trainers = _int(env, "PSJOB_MAX_TRAINERS", 0, minimum=0)
+        if max_trainers and max_trainers < trainers:
+            raise RoleEnvError(f"PSJOB_MAX_TRAINERS={max_trainers} is below PADDLE_TRAINERS={trainers}")
         mode = env.get("PSJOB_MODE", "") or "sync"
         if mode not in roles.MODES:
             raise RoleEnvError(f"PSJOB_MODE must be one of {', '.join(roles.MODES)}, got {mode!r}")
@@ -93,8 +99,9 @@ class RoleEnv:
             name = "PADDLE_TRAINER_ID" if "PADDLE_TRAINER_ID" in env else "PSJOB_TRAINER_ID"
             if env.get(name, "0") != roles.AUTO:
                 index = _int(env, name, 0, minimum=0)
-                if index >= trainers:
-                    raise RoleEnvError(f"PADDLE_TRAINER_ID {index} out of range (PADDLE_TRAINERS={trainers})")
+                if index >= max(trainers, max_trainers):
+                    raise RoleEnvError(f"PADDLE_TRAINER_ID {index} out of range (PADDLE_TRAINERS={trainers}"
+                                       + (f", PSJOB_MAX_TRAINERS={max_trainers})" if max_trainers else ")"))
         return cls(role=role, pserver_endpoints=tuple(pservers), trainers=trainers, index=index,
                    current_endpoint=current, heter_endpoints=tuple(heter),
                    heter_trainers=_int(env, "PSJOB_HETER_TRAINERS", 0, minimum=0),
@@ -102,7 +109,7 @@ class RoleEnv:
                    k_steps=_int(env, "PSJOB_K_STEPS", 0, minimum=0),
                    device=env.get("PSJOB_DEVICE", "") or ("gpu" if role == roles.HETER_TRAINER else "cpu"),
                    checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", ""),
-                   auth_token_file=env.get("PSJOB_AUTH_TOKEN_FILE", ""))
+                   auth_token_file=env.get("PSJOB_AUTH_TOKEN_FILE", ""), max_trainers=max_trainers)
 
 
 def _pserver_endpoints(env: Mapping[str, str]) -> list[str]:

@@ -48,6 +48,10 @@ AUTO = "auto"
 DEFAULT_PSERVER_PORT = 6174  # Paddle's customary pserver port
 DEFAULT_HETER_PORT = 6175
 DEFAULT_METRICS_PORT = 9100
+# A trainer that cannot reach its pservers past their recovery window exits with this
+# status (BSD's EX_TEMPFAIL: "try again later"). The worker Job's podFailurePolicy and
+# `psjob run` restart it without counting a failure against runPolicy.backoffLimit.
+PSERVER_UNREACHABLE_EXIT = 75
 LOCAL_HOST = "127.0.0.1"
 
 # Where the operator mounts things inside pods; the local launcher uses paths
@@ -83,7 +87,7 @@ RESERVED_ENV = (
     "PSJOB_TRAINER_ID", "PSJOB_HETER_TRAINERS", "PSJOB_HETER_TRAINER_ID",
     "PSJOB_DEVICE", "PSJOB_CHECKPOINT_INTERVAL_STEPS",
     "PSJOB_CHECKPOINT_INTERVAL_SECONDS", "PSJOB_CHECKPOINT_KEEP",
-    "PSJOB_TOPOLOGY_FILE", "JOB_COMPLETION_INDEX", "POD_IP",
+    "PSJOB_TOPOLOGY_FILE", "JOB_COMPLETION_INDEX", "POD_IP", "PSJOB_MAX_TRAINERS",
     # Paddle 2.x launchers' names (paddle.distributed.launch, fleetrun), set alongside.
     "TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_TRAINER_ENDPOINTS",
     "PADDLE_TRAINERS_NUM",
@@ -134,6 +138,9 @@ class JobTopology:
     heter_device: str = "gpu"
     trainer_host: str = ""
     metrics_port_per_process: bool = False
+    # Elastic jobs: the most trainers at once (PSJOB_MAX_TRAINERS, and PADDLE_TRAINERS too, so
+    # that no process's environment changes when `trainers` does); 0: a fixed trainer count.
+    max_trainers: int = 0
 
     def __post_init__(self) -> None:
         # Normalise lists given by callers into tuples so the object stays hashable.
@@ -147,6 +154,9 @@ class JobTopology:
             split_endpoint(endpoint)
         if self.trainers < 1:
             raise ValueError(f"JobTopology.trainers must be >= 1, got {self.trainers}")
+        if self.max_trainers and self.max_trainers < self.trainers:
+            raise ValueError(f"JobTopology.max_trainers={self.max_trainers} is below "
+                             f"trainers={self.trainers}")
         if self.heter_endpoints and self.heter_trainers != len(self.heter_endpoints):
             raise ValueError(
                 f"JobTopology.heter_trainers={self.heter_trainers} but "
@@ -229,7 +239,7 @@ def _paddle2_environment(topology: JobTopology, role: str, index: int | None,
     env = {
         "TRAINING_ROLE": role,
         "PADDLE_PSERVERS_IP_PORT_LIST": ",".join(topology.pserver_endpoints),
-        "PADDLE_TRAINERS_NUM": str(topology.trainers),
+        "PADDLE_TRAINERS_NUM": fluid_env["PADDLE_TRAINERS"],  # the capacity in an elastic job
     }
     if role == PSERVER:
         env["PADDLE_PORT"] = str(split_endpoint(topology.pserver_endpoints[index or 0])[1])
@@ -238,7 +248,7 @@ def _paddle2_environment(topology: JobTopology, role: str, index: int | None,
     if topology.trainer_host and topology.metrics_port_per_process and topology.metrics_port:
         env["PADDLE_TRAINER_ENDPOINTS"] = ",".join(
             f"{topology.trainer_host}:{topology.metrics_port + _process_slot(topology, TRAINER, t)}"
-            for t in range(topology.trainers))
+            for t in range(topology.max_trainers or topology.trainers))
     return env
 
 
@@ -282,7 +292,7 @@ def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
         "PADDLE_PSERVER_IPS": ",".join(hosts),
         "PADDLE_PSERVER_PORT": _trainer_side_port(topology),
         "PADDLE_PSERVER_ENDPOINTS": ",".join(topology.pserver_endpoints),
-        "PADDLE_TRAINERS": str(topology.trainers),
+        "PADDLE_TRAINERS": str(topology.max_trainers or topology.trainers),
         "PSJOB_JOB_NAME": topology.job_name,
         "PSJOB_NAMESPACE": topology.namespace,
         "PSJOB_PSERVERS": str(topology.pservers),
@@ -298,6 +308,8 @@ def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
         "PSJOB_DEVICE": {PSERVER: topology.pserver_device, TRAINER: topology.trainer_device,
                          HETER_TRAINER: topology.heter_device}[role],
     }
+    if topology.max_trainers:
+        env["PSJOB_MAX_TRAINERS"] = str(topology.max_trainers)
     if topology.heter_endpoints:
         env["PADDLE_HETER_TRAINER_IP_PORT_LIST"] = ",".join(topology.heter_endpoints)
     return env
@@ -364,11 +376,12 @@ def resolve_identity(env: Mapping[str, str], hostname: str) -> dict[str, str]:
     elif role == TRAINER:
         if resolved.get("PSJOB_TRAINER_ID", AUTO) == AUTO and resolved.get("JOB_COMPLETION_INDEX"):
             index = resolved["JOB_COMPLETION_INDEX"]
-            trainers = int(resolved.get("PADDLE_TRAINERS", "0") or 0)
+            trainers = max(int(resolved.get("PADDLE_TRAINERS", "0") or 0),
+                           int(resolved.get("PSJOB_MAX_TRAINERS", "0") or 0))
             if not index.isdigit() or (trainers and int(index) >= trainers):
                 raise ValueError(
                     f"JOB_COMPLETION_INDEX={index!r} is not a trainer id below "
-                    f"PADDLE_TRAINERS={trainers}")
+                    f"{trainers} (PADDLE_TRAINERS, or PSJOB_MAX_TRAINERS in an elastic job)")
             resolved["PADDLE_TRAINER_ID"] = resolved["PSJOB_TRAINER_ID"] = index
         if not resolved.get("PADDLE_CURRENT_IP") and resolved.get("POD_IP"):
             resolved["PADDLE_CURRENT_IP"] = resolved["POD_IP"]
@@ -469,7 +482,8 @@ def _topology(job: "ParameterServerJob", namespace: str, pservers: tuple[str, ..
         checkpoint_keep=ckpt.keep,
         pserver_device=s.pserver.device.value, trainer_device=s.worker.device.value,
         heter_device=s.heter_worker.device.value if s.heter_worker else "gpu",
-        trainer_host=trainer_host, metrics_port_per_process=per_process)
+        trainer_host=trainer_host, metrics_port_per_process=per_process,
+        max_trainers=s.worker.max_replicas or 0)
 
 
 def topology_to_dict(topology: JobTopology) -> dict:

@@ -202,11 +202,11 @@ def test_sigkills_of_pservers_and_trainers_under_psjob_run_recover_within_the_re
 PAUSE_STEPS = 150
 
 def _paused_run(out, pause_s, max_attempts):
-    """A 1-pserver, 1-trainer sync job (deadline 1 s per attempt); SIGSTOP the pserver for
-    `pause_s` (or until the job ended) once 10 rounds are done. Returns (job, seconds the
-    job still ran after the SIGSTOP)."""
+    """A 1-pserver, 1-trainer sync job (deadline 1 s per attempt, no recovery window beyond
+    the attempts); SIGSTOP the pserver for `pause_s` (or until the job ended) once 10 rounds
+    are done. Returns (job, seconds the job still ran after the SIGSTOP)."""
     env = {"PSJOB_RPC_DEADLINE_S": "1", "PSJOB_RPC_BARRIER_DEADLINE_S": "1",
-           "PSJOB_RPC_MAX_ATTEMPTS": str(max_attempts)}
+           "PSJOB_RPC_MAX_ATTEMPTS": str(max_attempts), "PSJOB_PSERVER_RECOVERY_S": "0"}
     job = Job(out, ["--server_num", "1", "--worker_num", "1"],
               [FLEET_SCRIPT, "--mode", "sync", "--out", str(out), "--steps", str(PAUSE_STEPS), "--sleep_ms", "20"],
               env=env)

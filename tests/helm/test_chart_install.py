@@ -41,6 +41,13 @@ SCENARIOS = {
         "crds": {"install": False},
         "metrics": {"service": {"enabled": False}},
     },
+    "namespace-scoped with volcano gangs and kueue queues": {
+        "scheduling": {"gangScheduler": "volcano", "queueSystem": "kueue"},
+    },
+    "cluster-wide with scheduler-plugins gangs": {
+        "rbac": {"scope": "cluster"},
+        "scheduling": {"gangScheduler": "scheduler-plugins", "schedulerName": "coscheduler"},
+    },
 }
 MONITORING_KINDS = {"ServiceMonitor", "PodMonitor"}
 
@@ -156,7 +163,16 @@ def test_the_operator_runs_as_one_unprivileged_replica(install, values):
 def test_rbac_grants_exactly_the_chart_rules_where_the_operator_watches(install, values):
     objects, _ = install(values)
     rules = chart_rules()
+    scheduling = values.get("scheduling", {})
+    gang = scheduling.get("gangScheduler", "none")
+    # Only the chosen gang scheduler's podgroups are added to the operator's rules.
+    rules["namespaced"] = rules["namespaced"] + rules["gangScheduler"].get(gang, [])
     args = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert f"--gang-scheduler={gang}" in args
+    assert f"--queue-system={scheduling.get('queueSystem', 'none')}" in args
+    assert [a for a in args if a.startswith("--scheduler-name")] == (
+        [f"--scheduler-name={scheduling['schedulerName']}"] if "schedulerName" in scheduling
+        else [])
     account = the(objects, "ServiceAccount")["metadata"]
     subject = {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
     cluster_scope = values.get("rbac", {}).get("scope", "cluster") == "cluster"

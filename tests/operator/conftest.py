@@ -49,7 +49,8 @@ def operator_flags() -> tuple[str, ...]:
     """Extra command-line flags; a module overrides this fixture to change them.
     Checkpoint probing is off by default: every probe re-reads running jobs, and the
     emulator is slow enough for that to crowd out the events under test."""
-    return ("--resync-seconds", "5", "--checkpoint-poll-seconds", "0")
+    return ("--resync-seconds", "5", "--checkpoint-poll-seconds", "0",
+            "--secret-recheck-seconds", "5")
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,11 @@ does and the operator relies on, and nothing more:
 - `kind`/`apiVersion` on list responses and `groupVersion: v1` in core
   discovery (kmock answers "/v1");
 - the garbage collector: deleting an object deletes the objects whose
-  ownerReferences point at its uid (recursively, synchronously).
+  ownerReferences point at its uid (recursively, synchronously);
+- CustomResourceDefinitions: creating one serves its resource (discovery,
+  list, watch, CRUD, status subresource) as the apiextensions server would
+  once the CRD is Established — so a test installs a scheduler's CRDs with
+  `kubectl apply`.
 
 `ClusterThread` runs it on 127.0.0.1 in a background thread with its own event
 loop; `TestClient` talks to it with urllib, as an independent client.
@@ -148,6 +152,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             live = self._live(self._key(request))
             gc_uid = (live or {}).get("metadata", {}).get("uid")
         response = await super()._handle(request)
+        if request.action == enums.action.CREATE and isinstance(request.data, dict) \
+                and request.data.get("kind") == "CustomResourceDefinition":
+            self._establish(request.data)
         if gc_uid:
             self._gone_uids.add(gc_uid)
             await self._collect_garbage(gc_uid)
@@ -159,6 +166,20 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             if any(ref.get("uid") in self._gone_uids for ref in refs):
                 await self._delete_orphan((request.data.get("metadata") or {}).get("uid"))
         return response
+
+    def _establish(self, crd: dict) -> None:
+        spec = crd.get("spec") or {}
+        names = spec.get("names") or {}
+        for version in spec.get("versions") or []:
+            if not version.get("served", True):
+                continue
+            key = kmock.resource(spec["group"], version["name"], names["plural"])
+            self.resources[key] = kmock.ResourceInfo(
+                kind=names["kind"], singular=names.get("singular", names["kind"].lower()),
+                namespaced=spec.get("scope") == "Namespaced",
+                shortnames=set(names.get("shortNames") or ()),
+                subresources=set((version.get("subresources") or {}).keys()),
+                verbs={"get", "list", "watch", "create", "patch", "delete", "update"})
 
     async def _delete_orphan(self, uid) -> None:
         async with self._lock:

@@ -97,6 +97,11 @@ class FakeControlPlane:
         name = batch["metadata"]["name"]
         spec = batch["spec"]
         pods = [p for p in self.pods(job).values() if p["metadata"]["name"].startswith(name + "-")]
+        # An Indexed Job scaled down (completions and parallelism lowered together) deletes
+        # its pods of the indexes it no longer has and stops counting them.
+        for pod in [p for p in pods if int(p["metadata"]["annotations"][INDEX]) >= spec["completions"]]:
+            self.kube.delete(self.path("pods", pod["metadata"]["name"]))
+            pods.remove(pod)
         phase = lambda p: p["status"].get("phase")  # noqa: E731
         disrupted = lambda p: any(c.get("type") == "DisruptionTarget"  # noqa: E731
                                   for c in p["status"].get("conditions") or [])

@@ -102,8 +102,10 @@ def test_the_worker_job_is_indexed_and_its_index_is_the_trainer_id():
     spec = batch["spec"]
     assert (spec["completionMode"], spec["completions"], spec["parallelism"],
             spec["backoffLimit"], spec["suspend"]) == ("Indexed", 3, 3, 3, False)
-    assert spec["podFailurePolicy"] == {"rules": [{"action": "Ignore", "onPodConditions": [
-        {"type": "DisruptionTarget", "status": "True"}]}]}
+    assert spec["podFailurePolicy"] == {"rules": [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": "Ignore", "onPodConditions": [],
+         "onExitCodes": {"containerName": "psjob", "operator": "In", "values": [75]}}]}
     pod = spec["template"]["spec"]
     assert pod["restartPolicy"] == "Never"
     c = pod["containers"][0]

@@ -162,7 +162,8 @@ def test_a_job_secret_deleted_by_hand_comes_back_without_an_operator_restart(ope
     assert first is not None
     plane.kube.delete(path)
     assert plane.kube.get(path) is None
-    # The operator never reads Secrets; it POSTs the job's again once a resync has passed.
+    # The operator never reads Secrets; it POSTs the job's again after
+    # --secret-recheck-seconds (5 s in these tests).
     again = wait_for(lambda: plane.kube.get(path), what="the auth Secret recreated")
     assert again["metadata"]["uid"] != first["metadata"]["uid"]
     assert again["metadata"]["ownerReferences"] == first["metadata"]["ownerReferences"]
@@ -188,3 +189,42 @@ def test_a_pod_template_reaches_the_pods_and_a_conflicting_one_fails_naming_the_
     pod = child(plane, "jobs", "tmpl-worker")["spec"]["template"]
     assert pod["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
     assert pod["spec"]["serviceAccountName"] == "trainer"
+
+
+def test_an_elastic_job_scales_its_trainers_in_place_restarting_nothing(operator, plane):
+    """worker.maxReplicas set: changing worker.replicas patches the Indexed Job's completions and
+    parallelism together; no pod template changes, so no trainer restarts and no pserver rolls."""
+    running(plane, "elastic", pservers=2, workers=2, worker={"replicas": 2, "maxReplicas": 4})
+    workers = child(plane, "jobs", "elastic-worker")
+    sts = child(plane, "statefulsets", "elastic-pserver")
+    assert env_of(workers)["PSJOB_MAX_TRAINERS"] == env_of(sts)["PSJOB_MAX_TRAINERS"] == "4"
+    pods_before = {n: p["metadata"]["uid"] for n, p in plane.pods("elastic").items()}
+
+    patch_spec(plane, "elastic", {"worker": {"replicas": 3}})
+    wait_for(lambda: child(plane, "jobs", "elastic-worker")["spec"]["completions"] == 3,
+             what="the worker Job scaled to 3")
+    scaled = child(plane, "jobs", "elastic-worker")
+    assert scaled["metadata"]["uid"] == workers["metadata"]["uid"]  # patched, not recreated
+    assert scaled["spec"]["parallelism"] == 3
+    assert scaled["spec"]["template"] == workers["spec"]["template"]
+    wait_for(lambda: status(plane, "elastic").get("observedGeneration") == 2,
+             what="observedGeneration 2")
+    assert child(plane, "statefulsets", "elastic-pserver")["spec"]["template"] == sts["spec"]["template"]
+    plane.sync("elastic")
+    plane.run("elastic")
+    wait_for(lambda: status(plane, "elastic").get("workersReady") == "3/3", what="3 workers")
+    pods_after = {n: p["metadata"]["uid"] for n, p in plane.pods("elastic").items()}
+    assert {n: u for n, u in pods_after.items() if n in pods_before} == pods_before  # nobody restarted
+    assert len(pods_after) == len(pods_before) + 1
+
+    patch_spec(plane, "elastic", {"worker": {"replicas": 1}})
+    wait_for(lambda: child(plane, "jobs", "elastic-worker")["spec"]["parallelism"] == 1,
+             what="the worker Job scaled to 1")
+    assert child(plane, "jobs", "elastic-worker")["metadata"]["uid"] == workers["metadata"]["uid"]
+    plane.sync("elastic")
+    plane.run("elastic")
+    wait_for(lambda: status(plane, "elastic").get("workersReady") == "1/1", what="1 worker")
+    left = {n: p["metadata"]["uid"] for n, p in plane.pods("elastic").items()}
+    assert len(left) == 2 + 1  # two pservers and trainer 0: indexes 1 and 2 were removed
+    assert all(pods_before.get(n, u) == u for n, u in left.items())  # and nobody restarted
+    assert phase(plane, "elastic") == "Running"

@@ -136,6 +136,20 @@ def test_an_evicted_worker_is_restarting_without_using_the_backoff_budget():
         "count against runPolicy.backoffLimit")
 
 
+def test_a_worker_whose_pservers_were_unreachable_does_not_use_the_backoff_budget():
+    gave_up = pod("ctr-worker-1-aaaaa", "worker", phase="Failed", ready=False, index=1,
+                  containerStatuses=[{"name": "psjob", "restartCount": 0, "state": {
+                      "terminated": {"exitCode": 75, "reason": "Error"}}}])
+    running = observe(observe().status, healthy_pods()).status
+    update = observe(running, (*healthy_pods(workers=1), gave_up), now=LATER,
+                     job_spec=spec(runPolicy={"backoffLimit": 0}))
+    assert update.phase is Phase.RESTARTING
+    assert update.status["replicaStatuses"]["worker"]["failed"] == 0
+    assert update.status["conditions"][2]["message"] == (
+        "worker pod ctr-worker-1-aaaaa exited 75: its pservers were unreachable; it is "
+        "recreated and does not count against runPolicy.backoffLimit")
+
+
 def test_the_active_deadline_counts_from_the_start_time():
     job_spec = spec(runPolicy={"activeDeadlineSeconds": 60})
     started = observe(job_spec=job_spec).status

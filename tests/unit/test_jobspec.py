@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from psjob import jobspec
+from psjob import jobspec, roles
 from psjob.jobspec import (CleanPodPolicy, Device, JobSpecError, Mode, load_job_file, parse_job,
                            to_manifest)
 
@@ -159,3 +159,15 @@ def test_every_schema_field_has_a_description():
             if info.type.kind == "list" and info.type.inner.kind == "object":
                 walk(info.type.inner.inner)
     walk(jobspec.JobSpec)
+
+
+def test_worker_max_replicas_below_replicas_is_refused_naming_the_field():
+    manifest = {"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
+                "metadata": {"name": "elastic"},
+                "spec": {"image": "psjob:1", "worker": {"replicas": 3, "maxReplicas": 2}}}
+    with pytest.raises(jobspec.JobSpecError, match=r"worker.maxReplicas.*at least replicas"):
+        jobspec.parse_job(manifest)
+    manifest["spec"]["worker"]["maxReplicas"] = 4
+    job = jobspec.parse_job(manifest)
+    env = roles.role_environment(roles.kubernetes_topology(job, "default"), roles.PSERVER, 0)
+    assert env["PSJOB_MAX_TRAINERS"] == env["PADDLE_TRAINERS"] == "4"  # no replica count in it

@@ -117,8 +117,11 @@ def test_a_transpiler_config_left_at_its_defaults_trains_synchronously_under_fle
 
 
 class _Fleet:
-    def __init__(self, index, num):
+    def __init__(self, index, num, gather=None):
         self.index, self.num = index, num
+        # What a worker's fleet holds between init_worker and stop_worker: a client whose
+        # gather meets the other workers on pserver 0 (here the pserver's TrainerGather itself).
+        self.rpc_client = None if gather is None else _GatherClient(gather, index)
 
     def worker_index(self):
         return self.index
@@ -127,16 +130,70 @@ class _Fleet:
         return self.num
 
 
-def test_util_shards_files_as_paddle_does_and_reduces_only_what_it_can():
+class _GatherClient:
+    def __init__(self, gather, trainer_id):
+        self.gather_set, self.trainer_id = gather, trainer_id
+
+    def gather(self, name, round_, value):
+        return self.gather_set.gather(self.trainer_id, name, round_, value)
+
+
+def test_util_shards_files_as_paddle_does_and_reduces_one_worker_locally():
     files = [f"f{i}" for i in range(7)]
     shards = [UtilBase(_Fleet(t, 3)).get_file_shard(files) for t in range(3)]
     assert shards == [["f0", "f1", "f2"], ["f3", "f4"], ["f5", "f6"]]
     one = UtilBase(_Fleet(0, 1))
     np.testing.assert_array_equal(one.all_reduce(np.array([3.0, 4.0]), "sum"), [3.0, 4.0])
-    with pytest.raises(NotImplementedError, match=r"fleet.util.all_reduce\(comm_world='worker'\) across 2 workers"):
+    assert one.all_gather(5) == [5]
+    one.barrier()
+    with pytest.raises(NotImplementedError, match=r"across 2 workers meets them on pserver 0: call it between"):
         UtilBase(_Fleet(0, 2)).all_reduce(np.array([1.0]))
+    with pytest.raises(NotImplementedError, match=r"comm_world='server'.*pservers take no part"):
+        one.all_reduce([1.0], comm_world="server")
     with pytest.raises(ValueError, match="all_reduce mode must be one of"):
         one.all_reduce([1], "mean")
+
+
+def test_util_collectives_across_workers_meet_on_the_pservers_gather():
+    """Three workers (threads) each reduce, gather and barrier in the same order; every one
+    gets the same results, computed from all three inputs."""
+    import threading
+
+    from psjob.ps.trainer_gather import TrainerGather
+    gather = TrainerGather(3, timeout_s=30)
+    results, errors = {}, []
+
+    def worker(t):
+        try:
+            util = UtilBase(_Fleet(t, 3, gather))
+            auc_parts = np.array([[10.0 * t, 1.0], [2.0, t]])
+            results[t] = (util.all_reduce(auc_parts, "sum"), util.all_reduce(np.array([t, -t]), "max"),
+                          util.all_reduce([float(t)], "min"), util.all_gather(t * 2), util.barrier())
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    assert not errors, errors
+    for t in range(3):
+        total, largest, smallest, gathered, _ = results[t]
+        np.testing.assert_array_equal(total, [[30.0, 3.0], [6.0, 3.0]])
+        np.testing.assert_array_equal(largest, [2, 0])
+        np.testing.assert_array_equal(smallest, [0.0])
+        assert gathered == [0, 2, 4]
+    assert gather._sets == {}  # every round was collected by all and forgotten
+
+
+def test_a_gather_missing_a_worker_times_out_naming_it():
+    from psjob.ps.trainer_gather import TrainerGather
+    gather = TrainerGather(2, timeout_s=0.05)
+    with pytest.raises(TimeoutError, match=r"gather 'fleet.util.barrier' round 0: trainers \[1\] did not"):
+        UtilBase(_Fleet(0, 2, gather)).barrier()
+    with pytest.raises(ValueError, match="trainer id 5 outside 0..1"):
+        gather.gather(5, "x", 0, np.zeros(1))
 
 
 def test_launch_takes_fleetrun_worker_lists(tmp_path):

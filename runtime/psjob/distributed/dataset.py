@@ -32,7 +32,7 @@ import threading
 import numpy as np
 
 from ..dataset._text import token_table
-from ..dataset.sources import is_uri, open_binary
+from ..dataset.sources import exists, is_uri, open_binary
 
 log = logging.getLogger("psjob.distributed")
 
@@ -234,17 +234,19 @@ class DatasetBase:
 
     def set_filelist(self, filelist):
         files = list(filelist)
-        for f in files:
-            if not is_uri(f):
-                with open_binary(f):  # a missing file is named now, not mid-training
-                    pass
+        missing = [f for f in files if not exists(f)]  # named now, not mid-training
+        if missing:
+            raise FileNotFoundError(f"dataset files not found: {', '.join(map(str, missing))}")
         self.filelist = files
 
     def _parse_file(self, path) -> _Examples:
         if not self._slots:
             raise ValueError("set use_var (init(use_var=[...])) before reading")
         with open_binary(path) as stdin:
-            proc = subprocess.run(self.pipe_command, shell=True, stdin=stdin, capture_output=True)
+            if is_uri(path):  # an object's body has no file descriptor to hand the command
+                proc = subprocess.run(self.pipe_command, shell=True, input=stdin.read(), capture_output=True)
+            else:
+                proc = subprocess.run(self.pipe_command, shell=True, stdin=stdin, capture_output=True)
         if proc.returncode != 0:
             tail = proc.stderr.decode(errors="replace").strip().splitlines()[-5:]
             raise MultiSlotError(f"pipe_command {self.pipe_command!r} on {path} exited {proc.returncode}: "

@@ -146,9 +146,11 @@ class Fleet:
         config.wait_port = False  # init_worker waits, bounded, when launch_barrier is set
         if self._table_optimizer is not None:
             config.table_optimizer = self._table_optimizer
+        # An elastic job is transpiled for its capacity; the pservers learn the members at run time.
+        config.elastic = bool(rm.worker_capacity())
         t = DistributeTranspiler(config)
         t.transpile(trainer_id=rm.worker_index(), program=main, pservers=",".join(rm.get_pserver_endpoints()),
-                    trainers=rm.worker_num(), sync_mode=self._strategy.sync_mode, startup_program=startup)
+                    trainers=rm.worker_capacity() or rm.worker_num(), sync_mode=self._strategy.sync_mode, startup_program=startup)
         self._transpiler = t
         if rm.is_server():
             ep = rm.current_endpoint()
@@ -224,8 +226,11 @@ class Fleet:
         if self.main_program is None:
             raise FleetError("call distributed_optimizer(...).minimize(loss) before init_worker()")
         client = PSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token_from_env())
-        if self._strategy.launch_barrier:
+        if self._strategy.launch_barrier or rm.worker_capacity():
             client.wait_server_ready()
+        if rm.worker_capacity():
+            # Before the startup program pulls the parameters: see psjob.ps.pserver_state.
+            client.join()
         mode = self._strategy.mode
         if mode in ("async", "half_async"):
             service = Communicator(client, CommunicatorConfig(
@@ -265,6 +270,16 @@ class Fleet:
     def rpc_client(self):
         """The trainer's gRPC client between init_worker and stop_worker, or None."""
         return self._client if self._service is not None else None
+
+    def worker_members(self) -> list[int]:
+        """The trainers taking part now: in an elastic job pserver 0's member set (it changes
+        as trainers join and leave), otherwise 0 .. worker_num()-1."""
+        rm = self._rm()
+        if not rm.worker_capacity():
+            return list(range(rm.worker_num()))
+        if self.rpc_client is None:
+            raise FleetError("worker_members() of an elastic job needs init_worker() first")
+        return list(self.rpc_client.status(rm.get_pserver_endpoints()[0]).members)
 
     def stop_worker(self):
         from ..ps import client_service

@@ -33,6 +33,7 @@ class RoleMakerBase:
         self._heter_endpoints: list[str] = []
         self._mode = "sync"
         self._k_steps = 0
+        self._worker_capacity = 0  # elastic jobs: the most trainers at once (0: not elastic)
         self._generated = False
 
     def generate_role(self):
@@ -61,6 +62,11 @@ class RoleMakerBase:
 
     def worker_num(self) -> int:
         return self._worker_num
+
+    def worker_capacity(self) -> int:
+        """Elastic jobs (PSJOB_MAX_TRAINERS): the most trainers the job may have at once,
+        which the programs are transpiled for; 0 when the trainer count is fixed."""
+        return self._worker_capacity
 
     def server_num(self) -> int:
         return len(self._server_endpoints)
@@ -131,9 +137,11 @@ class PaddleCloudRoleMaker(RoleMakerBase):
         self._heter_endpoints = list(env.heter_endpoints)
         self._worker_num = env.trainers
         self._mode, self._k_steps = env.mode, env.k_steps
+        self._worker_capacity = env.max_trainers
         self._role = {roles.PSERVER: Role.SERVER, roles.HETER_TRAINER: Role.HETER_WORKER}.get(env.role, Role.WORKER)
         self._current_id = env.index if env.index is not None else self._register()
-        if self._role == Role.WORKER and not 0 <= self._current_id < self._worker_num:
+        if self._role == Role.WORKER and not 0 <= self._current_id < max(self._worker_num,
+                                                                          self._worker_capacity):
             raise RoleMakerError(f"PADDLE_TRAINER_ID {self._current_id} out of range "
                                  f"(PADDLE_TRAINERS={self._worker_num})")
         self._generated = True

@@ -62,6 +62,13 @@ class LogWatcher:
         self._thread = threading.Thread(target=self._loop, name="psjob-run-progress", daemon=True)
         self._lock = threading.RLock()
 
+    def watch(self, index: int, path: str) -> None:
+        """Tail one more trainer's log (a trainer `psjob scale` added)."""
+        with self._lock:
+            self._offsets.setdefault(index, 0)
+            self._partial.setdefault(index, "")
+            self.logs[index] = path
+
     def start(self) -> "LogWatcher":
         self._thread.start()
         return self
@@ -82,7 +89,7 @@ class LogWatcher:
                 next_show = time.monotonic() + self.interval_s
 
     def poll(self) -> None:
-        for index, path in self.logs.items():
+        for index, path in list(self.logs.items()):  # psjob scale may add trainers meanwhile
             for line in self._new_lines(index, path):
                 progress = parse_line(line)
                 if progress is None:

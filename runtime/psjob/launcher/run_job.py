@@ -28,6 +28,7 @@ Lifecycle:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from .. import jobspec, roles
 from .job_progress import LogWatcher, exit_status, log_tail, summarize, summary_line
 from .launch import check_metrics_ports, free_ports, metrics_banner, loopback_endpoints, write_token
+from . import scale
 from .supervisor import ProcessSpec, RestartBudget, Supervisor, SupervisorOptions
 
 # A StatefulSet recreates a crashing pserver forever, with backoff; locally a
@@ -104,7 +106,9 @@ def check_local(job: jobspec.ParameterServerJob, args) -> None:
     if args.metrics_port:
         heter = s.heter_worker.replicas if s.heter_worker is not None else 0
         try:
-            check_metrics_ports(args.metrics_port, s.pserver.replicas + heter + s.worker.replicas)
+            # An elastic job may run up to maxReplicas trainers, each with its own port.
+            check_metrics_ports(args.metrics_port,
+                                s.pserver.replicas + heter + (s.worker.max_replicas or s.worker.replicas))
         except ValueError as exc:
             raise RunError(str(exc)) from None
     if not args.progress_interval > 0:
@@ -185,22 +189,31 @@ def plan(job: jobspec.ParameterServerJob, args) -> LocalRun:
     with open(topology_file, "w") as f:
         json.dump(roles.topology_to_dict(topology), f, indent=1)
     budget = RestartBudget(s.run_policy.backoff_limit)
-    specs = []
-    for role, role_spec, count in ((roles.PSERVER, s.pserver, n),
-                                   (roles.HETER_TRAINER, s.heter_worker, len(heter)),
-                                   (roles.TRAINER, s.worker, s.worker.replicas)):
-        for i in range(count):
-            env = roles.role_environment(topology, role, i)
-            env["PSJOB_TOPOLOGY_FILE"] = topology_file
-            env.update({var.name: var.value or "" for var in role_spec.env})
-            spec = ProcessSpec(role, i, command_for(s, role, role_spec), env,
-                               os.path.join(workdir, "logs", f"{LOG_NAME[role]}-{i}.log"))
-            if role == roles.PSERVER:
-                spec.restarts_left = PSERVER_RESTARTS
-            else:
-                spec.budget = budget
-            specs.append(spec)
-    return LocalRun(workdir, topology, specs, budget)
+    run = LocalRun(workdir, topology, [], budget)
+    for role, count in ((roles.PSERVER, n), (roles.HETER_TRAINER, len(heter)),
+                        (roles.TRAINER, s.worker.replicas)):
+        run.specs.extend(process_spec(job, run, role, i) for i in range(count))
+    return run
+
+
+def process_spec(job: jobspec.ParameterServerJob, run: LocalRun, role: str, index: int) -> ProcessSpec:
+    """Process `index` of `role`: its command, exactly the operator's environment, its log."""
+    s = job.spec
+    role_spec = {roles.PSERVER: s.pserver, roles.HETER_TRAINER: s.heter_worker, roles.TRAINER: s.worker}[role]
+    # An elastic job's trainer `index` may lie beyond the replicas it started with.
+    topology = run.topology
+    if role == roles.TRAINER and index >= topology.trainers:
+        topology = dataclasses.replace(topology, trainers=index + 1)
+    env = roles.role_environment(topology, role, index)
+    env["PSJOB_TOPOLOGY_FILE"] = os.path.join(run.workdir, "topology.json")
+    env.update({var.name: var.value or "" for var in role_spec.env})
+    spec = ProcessSpec(role, index, command_for(s, role, role_spec), env,
+                       os.path.join(run.workdir, "logs", f"{LOG_NAME[role]}-{index}.log"))
+    if role == roles.PSERVER:
+        spec.restarts_left = PSERVER_RESTARTS
+    else:
+        spec.budget = run.worker_budget
+    return spec
 
 
 def command_for(spec: jobspec.JobSpec, role: str, role_spec) -> list[str]:
@@ -238,7 +251,9 @@ def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
     supervisor = Supervisor(run.specs, SupervisorOptions(
         timeout_s=float(s.run_policy.active_deadline_seconds or 0),
         pserver_exit_grace_s=PSERVER_EXIT_GRACE_S),
-        on_event=_event_printer(run.specs, started, watcher.note))
+        on_event=_event_printer(run.specs, started, watcher.note),
+        on_poll=scale.Scaler(run.workdir, lambda i: _added_trainer(job, run, watcher, i)).poll
+        if run.topology.max_trainers else None)
     status = supervisor.run()
     watcher.stop()
     outcome = conclude(job, run, status)
@@ -248,6 +263,13 @@ def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
         with open(args.summary, "w") as f:
             json.dump(summary, f, indent=1)
     return outcome[0]
+
+
+def _added_trainer(job, run: LocalRun, watcher: LogWatcher, index: int) -> ProcessSpec:
+    """Trainer `index` started by `psjob scale`; its progress lines are shown like the others'."""
+    spec = process_spec(job, run, roles.TRAINER, index)
+    watcher.watch(index, spec.log_path)
+    return spec
 
 
 def _short(path: str) -> str:

@@ -11,6 +11,11 @@ polls:
   processes, as a Job's backoffLimit counts the failures of all its pods), as
   a StatefulSet recreates a pserver pod — it recovers from the newest
   checkpoint itself;
+- a trainer with a shared budget (`psjob run`: runPolicy.backoffLimit) that
+  exits `roles.PSERVER_UNREACHABLE_EXIT` (its pservers stayed unreachable) is
+  restarted without drawing on it, as the worker Job's podFailurePolicy
+  ignores that exit code (the run's deadline bounds it, as
+  activeDeadlineSeconds does on Kubernetes);
 - a failure with no restarts left stops the whole group (SIGTERM, then
   SIGKILL after a grace period) and the group's exit status is the worst one;
 - once every trainer (and heter trainer) has exited 0 the job has succeeded,
@@ -97,10 +102,12 @@ def _exit_status(code: int) -> int:
 
 class Supervisor:
     def __init__(self, specs: list[ProcessSpec], options: SupervisorOptions = SupervisorOptions(),
-                 on_event=None):
+                 on_event=None, on_poll=None):
         self.specs = specs
         self.options = options
         self.on_event = on_event or (lambda msg: print(f"[psjob] {msg}", file=sys.stderr, flush=True))
+        # Called with the supervisor once per poll while the job runs (psjob run's scaling).
+        self.on_poll = on_poll or (lambda supervisor: None)
         self._stopping = False
         self._signal_status = 0
 
@@ -120,6 +127,22 @@ class Supervisor:
         spec.starts += 1
         spec.exit_code = None
         self.on_event(f"started {spec.name} (pid {spec.proc.pid}, log {spec.log_path})")
+
+    def add(self, spec: ProcessSpec) -> None:
+        """Start one more process while the job runs (a trainer added to an elastic job),
+        or start again one that exited (a trainer scaled away, then wanted again)."""
+        if spec not in self.specs:
+            self.specs.append(spec)
+        self._start(spec)
+
+    def retire(self, spec: ProcessSpec) -> None:
+        """SIGTERM one process (a trainer scaled away: it finishes its step, leaves, exits 0)."""
+        if spec.proc is not None and spec.proc.poll() is None:
+            self.on_event(f"stopping {spec.name} (scaled away)")
+            try:
+                os.killpg(spec.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
     def _signal_all(self, sig):
         for spec in self.specs:
@@ -174,9 +197,11 @@ class Supervisor:
             self._start(spec)
         t_start = time.monotonic()
         trainers_done_at = None
-        workers = [s for s in self.specs if s.role != PSERVER]
-        servers = [s for s in self.specs if s.role == PSERVER]
         while True:
+            if trainers_done_at is None:
+                self.on_poll(self)
+            workers = [s for s in self.specs if s.role != PSERVER]
+            servers = [s for s in self.specs if s.role == PSERVER]
             if self._stopping:
                 self.on_event("interrupted: stopping every process")
                 self.stop_all()
@@ -205,6 +230,12 @@ class Supervisor:
                     self.on_event(f"{spec.name} exited with status {_exit_status(code)} after every trainer "
                                   "completed; not restarted: training is complete (see "
                                   f"{spec.log_path})")
+                    continue
+                if code == roles.PSERVER_UNREACHABLE_EXIT and spec.role != PSERVER \
+                        and spec.budget is not None:
+                    self.on_event(f"{spec.name} exited {code}: its pservers were unreachable; "
+                                  "restarting it (not counted against runPolicy.backoffLimit)")
+                    self._start(spec)
                     continue
                 if self._take_restart(spec):
                     left = spec.budget.left if spec.budget is not None else spec.restarts_left

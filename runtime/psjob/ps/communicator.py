@@ -111,6 +111,7 @@ class Communicator:
         self.recvs = 0  # background pulls completed
         self._sent_since_recv = 0  # gradients sent since the receiver last started a pull
         self._flushing = 0  # callers blocked in flush()
+        self._refreshes = 0  # refresh() calls: a background pull that began before one is dropped
         self.on_staleness = None  # callable(int): the pservers' staleness of each confirmed send
         self._sender = threading.Thread(target=self._send_loop, name="psjob-send", daemon=True)
         self._receiver = threading.Thread(target=self._recv_loop, name="psjob-recv", daemon=True)
@@ -181,6 +182,20 @@ class Communicator:
             finally:
                 self._flushing -= 1
         self._raise_if_failed()
+
+    def refresh(self):
+        """Send what is queued, then pull every cached name now: the next pulls see the
+        pservers' current values (fleet.barrier_worker, once all workers have sent theirs)."""
+        self.flush()
+        with self._cond:
+            self._refreshes += 1
+            watched = {ep: list(names) for ep, names in self._watched.items() if names}
+        handles = [self.client.pull(ep, names) for ep, names in watched.items()]
+        fresh = {}
+        for h in handles:
+            fresh.update(h.wait())
+        with self._cond:
+            self._cache.update(fresh)
 
     def stop(self):
         if self._stopped:
@@ -274,12 +289,14 @@ class Communicator:
                 with self._cond:
                     watched = {ep: list(names) for ep, names in self._watched.items() if names}
                     self._sent_since_recv = 0
+                    refreshes = self._refreshes
                 handles = {ep: self.client.pull(ep, names) for ep, names in watched.items()}
                 fresh = {}
                 for h in handles.values():
                     fresh.update(h.wait())
                 with self._cond:
-                    self._cache.update(fresh)
+                    if refreshes == self._refreshes:  # else refresh() stored newer values meanwhile
+                        self._cache.update(fresh)
                     self.recvs += 1
         except BaseException as exc:
             if not self._stopped:

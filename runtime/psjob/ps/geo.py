@@ -109,9 +109,18 @@ class GeoCommunicator:
         return (rows,) + tuple(local.shape[1:]) if local.ndim else local.shape
 
     # -- the rest of the client verbs ---------------------------------------------------
-    def complete(self, endpoints=None):
+    def flush(self):
+        """Send what the current partial interval learned (stop, fleet.barrier_worker)."""
         if self.snapshot and self.steps % self.k_steps:
-            self.sync()  # send what the last partial interval learned
+            self.sync()
+
+    def refresh(self):
+        """Adopt the pservers' current values (fleet.barrier_worker, once all workers flushed)."""
+        if self.snapshot:
+            self._pull_into_scope()
+
+    def complete(self, endpoints=None):
+        self.flush()
         self.client.complete(endpoints)
 
     def __getattr__(self, name):

@@ -81,6 +81,10 @@ class InMemoryClient:
         for ep in endpoints or self.endpoints:
             self.cluster.handler(ep).on_complete(self.trainer_id)
 
+    def gather(self, name, round_, value):
+        values = self.cluster.handler(self.endpoints[0]).on_gather(self.trainer_id, name, round_, _wire_copy(value))
+        return [_wire_copy(v) for v in values]
+
 
 class InMemoryCluster:
     """Pservers started from their (main, startup) programs, keyed by endpoint."""

@@ -21,12 +21,24 @@ round. A repeated barrier in the same phase is ignored, so a retried barrier
 is not counted twice. A trainer that completes leaves the round; its slots
 are zeroed, so it contributes nothing from then on.
 
+Elastic jobs (listen_and_serv `elastic`): the member set starts empty and
+trainers join it (`on_join`) before their first step and leave it by
+completing; Fanin is only the capacity (ids 0..Fanin-1, one gradient slot
+each). A sync join takes effect at once, which is a step boundary for the
+joiner: its first pull sees the current version, so its first gradient belongs
+to the round in progress, which now waits for it too. A member that completes
+between rounds leaves at that boundary; each round averages over the members
+it had (the `trainer_mean` scale ops are reset to 1/members before it runs).
+Async, half-async and geo members join and leave immediately. The pserver is
+done when the last member has left.
+
 Async mode: every pushed gradient block is optimized at once by its block;
 barriers return immediately. The LR block runs once per as many pushed
 blocks as this pserver optimizes (about once per trainer step).
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -37,10 +49,13 @@ import numpy as np
 from ..fluid.core import CPUPlace, Scope, SelectedRows, scatter_add, to_numpy
 from ..fluid.executor import Executor
 from ..fluid.framework import GraphError, VarType
-from ..fluid.transpiler.pserver_pass import TRAINER_ID_VAR
+from ..fluid.transpiler.pserver_pass import TRAINER_ID_VAR, TRAINER_MEAN_ATTR
 from . import checkpoint_service
 from .pserver_staleness import StalenessTracker, param_of_grad
+from .trainer_gather import TrainerGather
 from ..fluid.transpiler.slicing import get_varname_parts
+
+log = logging.getLogger("psjob.pserver")
 
 STARTING, SERVING, DONE = "STARTING", "SERVING", "STOPPING"
 _SENDING, _BARRIERED = "sending", "barriered"
@@ -88,6 +103,8 @@ class PserverState:
         self.fanin = int(op.attr("Fanin", 1))
         self.sync_mode = bool(op.attr("sync_mode", True))
         self.dc_asgd = bool(op.attr("dc_asgd", False))
+        self.elastic = bool(op.attr("elastic", False))
+        self._changed_at = None  # sync, elastic: monotonic time of the last membership change
         self.grad_blocks = _block_map(op.attr("grad_to_block_id"), "grad_to_block_id")
         self.prefetch_blocks = _block_map(op.attr("prefetch_var_name_to_block_id"), "prefetch")
         self.lr_block = int(op.attr("lr_decay_block_id", -1))
@@ -98,13 +115,14 @@ class PserverState:
         self._cond = threading.Condition()
         self.state = STARTING
         self.version = 0
-        self.active = set(range(self.fanin))
+        self.active = set() if self.elastic else set(range(self.fanin))
         self.completed: list[int] = []
         self._phase = {t: _SENDING for t in range(self.fanin)}
         self._awaiting = {t: 0 for t in range(self.fanin)}
         self._registered: dict[str, int] = {}
         self._last_seen: dict[int, float] = {}  # trainer id → clock time of its last request
         self._async_pushes = 0
+        self.gathers = TrainerGather(self.fanin, options.barrier_timeout_s)  # fleet.util's collectives
         # Async staleness of every applied gradient (returned by on_send; pserver_staleness.py).
         self.staleness = StalenessTracker({g: param_of_grad(program, g, b) for g, b in self.grad_blocks.items()})
         # Async mode applies updates without the global lock: one lock per block
@@ -147,7 +165,9 @@ class PserverState:
     def _check_trainer(self, trainer_id: int) -> int:
         t = int(trainer_id)
         if not 0 <= t < self.fanin:
-            raise ValueError(f"pserver {self.endpoint}: trainer id {t} is out of range [0, {self.fanin})")
+            capacity = " (the job's trainer capacity, PSJOB_MAX_TRAINERS)" if self.elastic else ""
+            raise ValueError(f"pserver {self.endpoint}: trainer id {t} is out of range [0, {self.fanin})"
+                             f"{capacity}")
         if self.state != SERVING and self.state != DONE:
             raise RuntimeError(f"pserver {self.endpoint} is {self.state}, not serving yet")
         self._last_seen[t] = self._clock()
@@ -276,13 +296,27 @@ class PserverState:
         if not self.active or any(self._phase[t] != _BARRIERED or self._awaiting[t] != self.version + 1
                                   for t in self.active):
             return
+        if self.elastic:
+            self._set_trainer_mean(1.0 / len(self.active))
         if self.lr_block >= 0:
             self._run_block(self.lr_block)
         for idx in self.optimize_blocks:
             if idx != self.lr_block:
                 self._run_block(idx)
         self.version += 1
+        if self._changed_at is not None:
+            # The time to resume: how long the first round with the new members took to apply.
+            log.info("pserver %s: round %d applied with members %s, %.2fs after they changed",
+                     self.endpoint, self.version, sorted(self.active), time.monotonic() - self._changed_at)
+            self._changed_at = None
         self._cond.notify_all()
+
+    def _set_trainer_mean(self, scale: float) -> None:
+        # The ops read their attributes when they run: no recompile.
+        for block in self.program.blocks:
+            for op in block.ops:
+                if op.type == "scale" and op.attr(TRAINER_MEAN_ATTR, False):
+                    op._set_attr("scale", scale)
 
     def on_get(self, trainer_id: int, names) -> tuple[dict, int]:
         t = self._check_trainer(trainer_id)
@@ -415,6 +449,8 @@ class PserverState:
             if t in self.active:
                 self.active.discard(t)
                 self.completed.append(t)
+                if self.elastic:
+                    self._log_membership("left", t)
                 for name in self.recv_names:
                     if _slot_owner(name) == t:
                         self.scope.vars[name] = self._zero(name)
@@ -424,6 +460,33 @@ class PserverState:
                     self._maybe_apply()
                 self._cond.notify_all()
             return len(self.active)
+
+    def on_join(self, trainer_id: int) -> tuple[int, list]:
+        """Trainer `trainer_id` joins the member set (elastic jobs; a no-op for a member) →
+        (version, members). A trainer that completed earlier may join again (an index
+        scaled away and back). Refused once every member has left: the pserver is done."""
+        t = self._check_trainer(trainer_id)
+        with self._cond:
+            if self.state == DONE:
+                raise RuntimeError(f"pserver {self.endpoint}: every trainer has left and the pserver "
+                                   f"is stopping; trainer {t} cannot join")
+            if self.elastic and t not in self.active:
+                if t in self.completed:
+                    self.completed.remove(t)
+                self.active.add(t)
+                self._phase[t], self._awaiting[t] = _SENDING, 0
+                for name in self.recv_names:
+                    if _slot_owner(name) == t:
+                        self.scope.vars[name] = self._zero(name)
+                self._cond.notify_all()
+                self._log_membership("joined", t)
+            return self.version, sorted(self.active)
+
+    def _log_membership(self, what, t):
+        # Parsed by tests/component/test_elastic_trainers.py: every round's member count.
+        log.info("pserver %s: trainer %d %s at version %d; members %s", self.endpoint, t, what,
+                 self.version, sorted(self.active))
+        self._changed_at = time.monotonic() if self.sync_mode and self.active else None
 
     def on_register(self, worker_name: str) -> tuple[int, int]:
         """A trainer id for a pod without a stable index (a Deployment's pods).
@@ -459,10 +522,14 @@ class PserverState:
             self._last_seen[tid] = now
             return tid, self.fanin
 
+    def on_gather(self, trainer_id: int, name: str, round_: int, value) -> list:
+        return self.gathers.gather(self._check_trainer(trainer_id), name, round_, np.array(value))
+
     def on_status(self) -> dict:
         with self._cond:
             return {"state": self.state, "version": self.version, "trainers": self.fanin,
-                    "completed": sorted(self.completed), "endpoint": self.endpoint}
+                    "completed": sorted(self.completed), "endpoint": self.endpoint,
+                    "members": sorted(self.active)}
 
     def wait_done(self, timeout_s: float | None = None) -> bool:
         """Block until every trainer completed (what listen_and_serv's loop waits for)."""

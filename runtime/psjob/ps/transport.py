@@ -44,6 +44,9 @@ class PSClient(Protocol):
     def complete(self, endpoints=None) -> None:
         """This trainer is done (Fluid's exe.close())."""
 
+    def gather(self, name: str, round_: int, value) -> list:
+        """Every trainer's small array for (name, round_), in trainer order (fleet.util)."""
+
 
 class ServerHandler(Protocol):
     """What a transport serves. on_get and on_prefetch may return the pserver's live
@@ -58,3 +61,5 @@ class ServerHandler(Protocol):
     def on_complete(self, trainer_id: int) -> int: ...
     def on_register(self, worker_name: str) -> tuple: ...
     def on_status(self) -> dict: ...
+    def on_join(self, trainer_id: int) -> tuple: ...  # elastic jobs: (version, members)
+    def on_gather(self, trainer_id: int, name: str, round_: int, value) -> list: ...

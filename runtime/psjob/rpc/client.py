@@ -8,14 +8,17 @@ returns, so the caller may reuse its buffers immediately; arrays returned by
 `wait()` are read-only views of the reply message, owned by the caller.
 
 Failures: every call has a deadline; UNAVAILABLE and DEADLINE_EXCEEDED are
-retried with exponential backoff up to `RetryPolicy.max_attempts` (a pserver
-that is restarting, or not up yet). Pushes are retried too: an async-mode
+retried with exponential backoff (a pserver that is restarting, or not up
+yet) until `RetryPolicy.max_attempts` are used *and* the pservers' recovery
+window `recovery_s` has passed since the first failure: a trainer never gives
+up on a pserver that is still within its time to restart and restore a
+checkpoint (its entrypoint then exits 75, which is not counted as a failure). Pushes are retried too: an async-mode
 gradient applied twice after an ambiguous timeout is harmless compared with
 a lost trainer, and sync rounds are deduplicated by the server per trainer.
 Other errors (INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, ...) are raised
 at once as RpcError with the server's message. The deadlines and attempt
 count can be set per process (RetryPolicy.from_env): PSJOB_RPC_DEADLINE_S,
-PSJOB_RPC_BARRIER_DEADLINE_S, PSJOB_RPC_MAX_ATTEMPTS.
+PSJOB_RPC_BARRIER_DEADLINE_S, PSJOB_RPC_MAX_ATTEMPTS, PSJOB_PSERVER_RECOVERY_S.
 
 Wire format: push, pull and prefetch travel as frames (frames.py) — a
 protobuf header with the tensor bytes outside it; the control calls are
@@ -41,7 +44,7 @@ from dataclasses import dataclass
 import grpc
 import numpy as np
 
-from . import frames
+from . import codec, frames
 from . import tls as tls_mod
 from . import psjob_pb2 as pb
 from .allocator import tune_for_large_messages
@@ -61,6 +64,9 @@ CHANNEL_OPTIONS = (
 )
 AUTH_METADATA_KEY = "x-psjob-token"
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+# A restarting pserver may take this long to come back (pod rescheduled, image pulled,
+# newest checkpoint restored): a trainer's calls retry at least this long.
+RECOVERY_S = 600.0
 
 SERVICE = "psjob.rpc.v1.ParameterServer"
 # Methods whose requests and replies are frames (bytes); the rest are protobuf messages.
@@ -68,6 +74,7 @@ FRAMED_METHODS = frozenset({"SendVariables", "GetVariables", "Prefetch"})
 _REPLY_TYPES = {
     "Barrier": pb.BarrierReply, "CheckpointNotify": pb.CheckpointReply, "Complete": pb.CompleteReply,
     "Register": pb.RegisterReply, "Status": pb.StatusReply,
+    "Join": pb.JoinReply, "Gather": pb.GatherReply,
 }
 
 
@@ -85,15 +92,20 @@ class RetryPolicy:
     max_backoff_s: float = 5.0
     # Barriers wait for the slowest trainer; give them a longer deadline.
     barrier_deadline_s: float = 600.0
+    # Retry at least this long after a first failure. 0 for a policy built in code (a probe
+    # wants a quick answer); a training process (from_env) gets RECOVERY_S by default.
+    recovery_s: float = 0.0
 
     @classmethod
     def from_env(cls, environ=None) -> "RetryPolicy":
-        """The defaults, overridden by PSJOB_RPC_DEADLINE_S / _BARRIER_DEADLINE_S / _MAX_ATTEMPTS."""
+        """The defaults, overridden by PSJOB_RPC_DEADLINE_S / _BARRIER_DEADLINE_S / _MAX_ATTEMPTS
+        and PSJOB_PSERVER_RECOVERY_S (RECOVERY_S when unset; 0: the attempts alone bound it)."""
         env = os.environ if environ is None else environ
         base, values = cls(), {}
         for var, field, kind in (("PSJOB_RPC_DEADLINE_S", "deadline_s", float),
                                  ("PSJOB_RPC_BARRIER_DEADLINE_S", "barrier_deadline_s", float),
-                                 ("PSJOB_RPC_MAX_ATTEMPTS", "max_attempts", int)):
+                                 ("PSJOB_RPC_MAX_ATTEMPTS", "max_attempts", int),
+                                 ("PSJOB_PSERVER_RECOVERY_S", "recovery_s", float)):
             raw = env.get(var, "")
             if not raw:
                 continue
@@ -101,9 +113,10 @@ class RetryPolicy:
                 value = kind(raw)
             except ValueError:
                 raise ValueError(f"{var}={raw!r}: expected a {kind.__name__}") from None
-            if value <= 0:
+            if value < 0 or (value == 0 and field != "recovery_s"):
                 raise ValueError(f"{var}={raw!r}: must be positive")
             values[field] = value
+        values.setdefault("recovery_s", RECOVERY_S)
         return cls(**{**base.__dict__, **values})
 
 
@@ -119,13 +132,17 @@ class Handle:
         policy = self._client.retry
         backoff = policy.initial_backoff_s
         attempt = 1
+        first_failure = None
         while True:
             try:
                 reply = self._future.result()
                 return self._decode(reply)
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else None
-                if code not in RETRYABLE or attempt >= policy.max_attempts or self._client._closed:
+                first_failure = first_failure or time.monotonic()
+                exhausted = attempt >= policy.max_attempts and \
+                    time.monotonic() - first_failure >= policy.recovery_s
+                if code not in RETRYABLE or exhausted or self._client._closed:
                     raise RpcError(self._endpoint, self._method, code,
                                    exc.details() if hasattr(exc, "details") else str(exc)) from None
                 self._client.retries[self._method] += 1
@@ -298,10 +315,26 @@ class PSClient:
         for h in handles:
             h.wait()
 
+    def join(self, endpoints=None) -> list[int]:
+        """Join the member set of every pserver (elastic jobs, before the first step); the
+        members pserver 0 reports after the join."""
+        handles = [self._call(ep, "Join", pb.JoinRequest(trainer_id=self.trainer_id),
+                              lambda r: list(r.members))
+                   for ep in (endpoints or self.endpoints)]
+        return [h.wait() for h in handles][0]
+
     def register(self, worker_name: str, endpoint=None) -> tuple[int, int]:
         reply = self._call(endpoint or self.endpoints[0], "Register",
                            pb.RegisterRequest(worker_name=worker_name)).wait()
         return reply.trainer_id, reply.trainers
+
+    def gather(self, name: str, round_: int, value) -> list:
+        """Every trainer's `value` for (name, round_), in trainer order, met on pserver 0
+        (ps/trainer_gather.py); waits, like a barrier, for the slowest trainer."""
+        req = pb.GatherRequest(trainer_id=self.trainer_id, name=name, round=round_,
+                               value=codec.encode(name, value))
+        return self._call(self.endpoints[0], "Gather", req,
+                          lambda r: [codec.decode_array(v) for v in r.values], self.retry.barrier_deadline_s).wait()
 
     def status(self, endpoint: str, deadline: float = 5.0):
         return self._call(endpoint, "Status", pb.StatusRequest(), deadline=deadline).wait()

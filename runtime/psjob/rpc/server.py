@@ -57,6 +57,8 @@ class RequestKind(enum.Enum):
     COMPLETE = "Complete"
     REGISTER = "Register"
     STATUS = "Status"
+    JOIN = "Join"
+    GATHER = "Gather"
 
 
 class ServerHandler(Protocol):
@@ -69,6 +71,7 @@ class ServerHandler(Protocol):
     def on_complete(self, trainer_id: int) -> int: ...
     def on_register(self, worker_name: str) -> tuple[int, int]: ...
     def on_status(self) -> dict: ...
+    def on_join(self, trainer_id: int) -> tuple[int, list[int]]: ...  # → (version, members)
 
 
 _STATUS_BY_ERROR = (
@@ -192,8 +195,21 @@ class _Servicer(GuardedServicer):
         def body():
             s = self.h.on_status()
             return pb.StatusReply(state=s["state"], version=s.get("version", 0), trainers=s.get("trainers", 0),
-                                  completed_trainers=s.get("completed", []), endpoint=s.get("endpoint", ""))
+                                  completed_trainers=s.get("completed", []), endpoint=s.get("endpoint", ""),
+                                  members=s.get("members", []))
         return self._run(RequestKind.STATUS, request, context, body)
+
+    def Join(self, request, context):
+        def body():
+            version, members = self.h.on_join(request.trainer_id)
+            return pb.JoinReply(version=version, members=members)
+        return self._run(RequestKind.JOIN, request, context, body)
+    def Gather(self, request, context):
+        def body():
+            values = self.h.on_gather(request.trainer_id, request.name, request.round,
+                                      codec.decode_array(request.value))
+            return pb.GatherReply(values=[codec.encode(request.name, v) for v in values])
+        return self._run(RequestKind.GATHER, request, context, body)
 
 
 HEALTH_SERVICE = "grpc.health.v1.Health"
@@ -255,6 +271,8 @@ _CONTROL_MESSAGES = {
     "Complete": (pb.CompleteRequest, pb.CompleteReply),
     "Register": (pb.RegisterRequest, pb.RegisterReply),
     "Status": (pb.StatusRequest, pb.StatusReply),
+    "Join": (pb.JoinRequest, pb.JoinReply),
+    "Gather": (pb.GatherRequest, pb.GatherReply),
 }
 
 

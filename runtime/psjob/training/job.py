@@ -15,12 +15,19 @@ Lifecycle of every process (the same ARGS everywhere):
    data (psjob.training.data) for `--epochs`, printing progress lines and
    updating its metrics, tells the pservers it completed, prints its final
    line and exits 0.
+
+Elastic jobs (PSJOB_MAX_TRAINERS set; docs/local-runs.md "Elastic trainers"):
+a trainer joins the pservers' member set in init_worker, takes its data share
+at the start of every epoch from the members then (its rank among them), and
+on SIGTERM (scaled away) finishes its step, leaves and exits 0.
 """
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import fluid
 from ..checkpoint import store
@@ -152,8 +159,15 @@ def run_trainer(opts: TrainOptions, role: RoleEnv | None = None) -> int:
         reporter = ProgressReporter(state, opts.log_every_s,
                                     checkpoint=lambda: checkpoint_label(ckpt_dir),
                                     on_window=telemetry.window)
-        _train(opts, Loop(fleet, exe, model, share, reporter, telemetry, ckpt), start)
+        loop = Loop(fleet, exe, model, share, reporter, telemetry, ckpt,
+                    elastic=bool(role.max_trainers))
+        if loop.elastic:
+            signal.signal(signal.SIGTERM, lambda *_: loop.leave.set())
+        _train(opts, loop, start)
         fleet.stop_worker()
+        if loop.leave.is_set():
+            print(f"[psjob] trainer {tid} left the job (scaled away) after step {loop.reporter.state.steps}",
+                  flush=True)
         reporter.finish()
     finally:
         telemetry.close()
@@ -176,6 +190,17 @@ class Loop:
     reporter: ProgressReporter
     telemetry: TrainerTelemetry
     checkpointer: Checkpointer
+    elastic: bool = False
+    leave: threading.Event = field(default_factory=threading.Event)  # set by SIGTERM (elastic)
+
+    def share_for_epoch(self, opts: TrainOptions) -> data.Share:
+        """This epoch's share: an elastic trainer's rank among the members at its start."""
+        if not self.elastic:
+            return self.share
+        members = self.fleet.worker_members()
+        me = self.share.trainer
+        rank = members.index(me) if me in members else 0
+        return data.share_for(opts, rank, max(1, len(members)))
 
 
 def _train(opts: TrainOptions, loop: Loop, start: Position) -> None:
@@ -184,10 +209,10 @@ def _train(opts: TrainOptions, loop: Loop, start: Position) -> None:
     step = start.step
     for epoch in range(start.epoch, opts.epochs + 1):
         skip = start.batch if epoch == start.epoch else 0
-        for index, batch in enumerate(loop.share, start=1):
+        for index, batch in enumerate(loop.share_for_epoch(opts), start=1):
             if index <= skip:
                 continue
-            if opts.max_steps and step >= opts.max_steps:
+            if loop.leave.is_set() or (opts.max_steps and step >= opts.max_steps):
                 return
             t0 = time.perf_counter()
             loss, auc = loop.exe.run(loop.fleet.main_program,

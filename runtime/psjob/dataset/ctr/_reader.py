@@ -22,7 +22,7 @@ from psjob.dataset.ctr._errors import (BadLine, DataError, LineProblem, Problem,
 from psjob.dataset.ctr import _formats
 from psjob.dataset.ctr._parse import (SLOW_LINES, Columns, columns_from_rows, id_ranges,
                                       parse_block_fast, parse_line)
-from psjob.dataset.sources import is_uri, open_binary
+from psjob.dataset.sources import exists, list_parts, open_binary
 
 log = logging.getLogger("psjob.dataset.ctr")
 
@@ -55,16 +55,14 @@ def list_files(files):
     paths = []
     for f in files:
         f = os.fspath(f)
-        if is_uri(f):
-            paths.append(f)  # opened (or refused) by psjob.dataset.sources
-        elif os.path.isdir(f):
-            parts = sorted(name for name in os.listdir(f) if name.startswith("part-"))
-            if not parts:
-                raise FileNotFoundError(f"{f}: directory holds no part-* files")
-            paths += [os.path.join(f, name) for name in parts]
-        else:
+        parts = list_parts(f)  # local or s3:// (psjob.dataset.sources)
+        if parts is None:
             paths.append(f)
-    missing = [p for p in paths if not is_uri(p) and not os.path.isfile(p)]
+        elif not parts:
+            raise FileNotFoundError(f"{f}: directory holds no part-* files")
+        else:
+            paths += parts
+    missing = [p for p in paths if not exists(p)]
     if missing:
         raise FileNotFoundError(f"CTR data files not found: {', '.join(missing)}")
     return paths

@@ -95,7 +95,31 @@ def run_server():
 
 
 def barrier_worker():
+    """Wait for every worker (they meet on pserver 0). psjob first sends this worker's queued
+    updates and, past the barrier, refreshes its copy of the parameters: after barrier_worker()
+    every worker's program reads what all workers trained (in Paddle that depends on the
+    communicator's timing). In geo mode the flush sends the current partial interval."""
+    service = _fleet.rpc_service
+    if service is not None and hasattr(service, "flush"):
+        service.flush()
     util.barrier("worker")
+    if service is not None:
+        if hasattr(service, "refresh"):
+            service.refresh()
+        _refetch_parameters()
+
+
+def _refetch_parameters():
+    """Run the parameter fetches of the trainer's startup program again (its recv ops and the
+    concat of sliced parameters; geo's has none: its refresh wrote the scope)."""
+    from ...fluid.core import global_scope
+    from ...fluid.executor import Executor
+    fetches = _fleet.startup_program.clone()
+    block = fetches.global_block()
+    block.ops = [op for op in block.ops if op.type in ("recv", "concat")]
+    fetches._bump()
+    if block.ops:
+        Executor().run(fetches, scope=global_scope())
 
 
 def save_persistables(executor, dirname, main_program=None, mode=0):

@@ -1,16 +1,21 @@
 """`fleet.util`: Paddle 2.x's UtilBase — file sharding and small collectives among workers.
 
 Paddle runs the collectives over gloo; psjob trainers have no channel to one
-another (only to the pservers), so with more than one worker `all_reduce`,
-`all_gather` and `barrier` raise an error naming the alternative. With one
-worker they are exact (the identity), so single-process runs of a fleet
-script work unchanged.
+another, so they meet on pserver 0 (psjob/ps/trainer_gather.py): each worker
+sends its small array, gets every worker's back in worker order, and reduces
+them itself — every worker gets the same bits. They are for metrics (a few
+numbers), between init_worker() and stop_worker(), called by every worker in
+the same order, as Paddle requires. With one worker they are exact without
+any pserver (the identity), so single-process runs of a fleet script work
+unchanged. comm_world "server"/"all" (collectives including the pservers) are
+refused: psjob's pservers take no part in them.
 """
 from __future__ import annotations
 
 import numpy as np
 
 MODES = ("sum", "min", "max")
+_REDUCE = {"sum": np.sum, "min": np.min, "max": np.max}
 
 
 class CollectiveUnavailable(NotImplementedError):
@@ -20,29 +25,46 @@ class CollectiveUnavailable(NotImplementedError):
 class UtilBase:
     def __init__(self, fleet_):
         self._fleet = fleet_
+        self._calls = 0  # collectives so far: the round that pairs this worker's call with the others'
 
-    def _single_worker(self, call: str, comm_world: str) -> None:
+    def _gather(self, call: str, value, comm_world: str) -> list:
         if comm_world not in ("worker", "server", "all"):
             raise ValueError(f"comm_world must be 'worker', 'server' or 'all', got {comm_world!r}")
-        if self._fleet.worker_num() > 1 or comm_world != "worker":
+        if comm_world != "worker":
             raise CollectiveUnavailable(
-                f"fleet.util.{call}(comm_world={comm_world!r}) across {self._fleet.worker_num()} workers: psjob "
-                "trainers talk only to the pservers (Paddle uses gloo here). Compute global metrics with "
-                "the fluid.metrics/AUC state the pservers aggregate, or reduce each trainer's printed "
-                "metrics afterwards (psjob launch's summary does)")
+                f"fleet.util.{call}(comm_world={comm_world!r}): psjob's pservers take no part in collectives "
+                "(Paddle runs them over gloo); use comm_world='worker'")
+        value = np.array(value, copy=True)
+        if self._fleet.worker_num() == 1:
+            return [value]
+        client = self._fleet.rpc_client
+        if client is None:
+            raise CollectiveUnavailable(
+                f"fleet.util.{call} across {self._fleet.worker_num()} workers meets them on pserver 0: "
+                "call it between fleet.init_worker() and fleet.stop_worker()")
+        round_ = self._calls
+        self._calls += 1
+        return client.gather(f"fleet.util.{call}", round_, value)
 
     def all_reduce(self, input, mode="sum", comm_world="worker"):
+        """The element-wise sum/min/max of every worker's `input` (same shape on all)."""
         if mode not in MODES:
             raise ValueError(f"all_reduce mode must be one of {MODES}, got {mode!r}")
-        self._single_worker("all_reduce", comm_world)
-        return np.array(input, copy=True)
+        values = self._gather("all_reduce", input, comm_world)
+        shapes = {v.shape for v in values}
+        if len(shapes) != 1:
+            raise ValueError(f"fleet.util.all_reduce: the workers' inputs differ in shape: "
+                             f"{[list(v.shape) for v in values]}")
+        return _REDUCE[mode](np.stack(values), axis=0)
 
     def all_gather(self, input, comm_world="worker"):
-        self._single_worker("all_gather", comm_world)
-        return [input]
+        """Every worker's `input`, in worker order (scalars come back as Python numbers)."""
+        values = self._gather("all_gather", input, comm_world)
+        return [v.item() if v.ndim == 0 and np.ndim(input) == 0 else v for v in values]
 
     def barrier(self, comm_world="worker"):
-        self._single_worker("barrier", comm_world)
+        """Return once every worker has called barrier."""
+        self._gather("barrier", np.zeros(0, dtype=np.int8), comm_world)
 
     def get_file_shard(self, files):
         """This worker's share of `files`, split as Paddle splits them: contiguous blocks,

@@ -49,6 +49,10 @@ class DistributeTranspilerConfig:
         table: "same" (default) — the rule and hyperparameters of the program's
         table op (the optimizer's own, per row); "sgd" — plain sgd with the
         program's learning rate, as Fluid 1.x did.
+    elastic (bool): the trainer set changes at run time (psjob's elastic jobs,
+        docs/local-runs.md "Elastic trainers"): `trainers` is then the job's
+        trainer capacity — sync pservers keep a gradient slot per possible
+        trainer — and the pservers learn the members as trainers join and leave.
     """
 
     def __init__(self):
@@ -65,6 +69,7 @@ class DistributeTranspilerConfig:
         self.geo_sgd_mode = False
         self.geo_sgd_need_push_nums = 100
         self.table_optimizer = "same"
+        self.elastic = False
 
     def validate(self) -> None:
         """Fill defaults and raise TranspilerConfigError naming the first bad attribute."""

@@ -106,7 +106,8 @@ class TranspilePlan:
     table: TablePlan | None
     opt: OptimizePass                       # of the original-program snapshot
     dc_asgd: bool = False
-    opt_program: object = None              # the snapshot program the OptimizePass ops belong to
+    opt_program: object = None
+    elastic: bool = False                   # trainer_num is a capacity; members join at run time              # the snapshot program the OptimizePass ops belong to
 
     def sent_grad_name(self, merged_name: str, trainer_id: int | None = None) -> str:
         """Name under which a trainer sends a gradient block."""
@@ -185,4 +186,5 @@ def build_plan(program, opt: OptimizePass, job: JobShape, config, table: TablePl
         plans[p.name] = pp
 
     return TranspilePlan(endpoints, job.trainer_num, job.trainer_id, job.sync_mode, plans, table, opt,
-                         dc_asgd=bool(config.enable_dc_asgd), opt_program=program)
+                         dc_asgd=bool(config.enable_dc_asgd), opt_program=program,
+                         elastic=bool(config.elastic))

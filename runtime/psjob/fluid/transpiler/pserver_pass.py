@@ -24,7 +24,10 @@ Layout of the program for endpoint E:
 `optimize_blocks`, `grad_to_block_id` ("<grad>:<block idx>"), `Fanin`
 (trainers), `sync_mode`, `endpoint`, `pserver_index`, `lr_decay_block_id`,
 `prefetch_var_name_to_block_id` ("<table>:<block idx>"),
-`checkpoint_block_id`, `dc_asgd`.
+`checkpoint_block_id`, `dc_asgd`, `elastic` (Fanin is then the trainer
+capacity and the members join at run time: the `scale` ops that average the
+trainers' slots carry `trainer_mean`, which the pserver resets to
+1/members before each round).
 
 Names of accumulators and temporaries of a sliced parameter get the
 `.block<i>` suffix so two blocks of one parameter on the same pserver (which
@@ -44,6 +47,8 @@ log = logging.getLogger("psjob.transpiler")
 
 TRAINER_ID_VAR = "@TRAINER_ID@"
 TABLE_PATH_VAR = "kLookupTablePath"
+# On the `scale` ops that average the trainers' gradient slots (sync mode).
+TRAINER_MEAN_ATTR = "trainer_mean"
 
 
 def build_pserver_program(plan: TranspilePlan, endpoint: str, origin: Program) -> Program:
@@ -105,6 +110,7 @@ def build_pserver_program(plan: TranspilePlan, endpoint: str, origin: Program) -
         "grad_to_block_id": list(dict.fromkeys(grad_to_block_id)),
         "lr_decay_block_id": lr_block_id,
         "dc_asgd": plan.dc_asgd,
+        "elastic": plan.elastic,
     })
     prog.current_block_idx = 0
     gb.append_op("listen_and_serv", inputs={"X": recv_inputs}, outputs={}, attrs=attrs)
@@ -132,7 +138,7 @@ def _append_grad_merge(blk, plan: TranspilePlan, merged: str) -> None:
     slots = [trainer_name(merged, t) for t in range(plan.trainer_num)]
     blk.append_op("sum", inputs={"X": slots}, outputs={"Out": [merged]})
     blk.append_op("scale", inputs={"X": [merged]}, outputs={"Out": [merged]},
-                  attrs={"scale": 1.0 / plan.trainer_num})
+                  attrs={"scale": 1.0 / plan.trainer_num, TRAINER_MEAN_ATTR: True})
 
 
 class _Renamer:
@@ -237,7 +243,7 @@ def _build_table_optimize_block(prog, plan: TranspilePlan, origin, k: int):
         # table gradients); this keeps N trainers x batch b equal to one
         # trainer with batch N*b under a mean loss. See docs/transpiler.md.
         blk.append_op("scale", inputs={"X": [merged]}, outputs={"Out": [merged]},
-                      attrs={"scale": 1.0 / plan.trainer_num})
+                      attrs={"scale": 1.0 / plan.trainer_num, TRAINER_MEAN_ATTR: True})
         recv = slots
     else:
         merged = table_grad_names(plan)[k]

@@ -1,0 +1,241 @@
+"""Elastic trainers with real processes: the pservers learn the trainer set at run time.
+
+A job of 2 pservers starts with 2 trainers (capacity PSJOB_MAX_TRAINERS=3); a
+third trainer joins mid-job, or one of the first two is scaled away (SIGTERM)
+mid-job. No running trainer restarts and the job succeeds. In sync mode every
+round must have had a gradient from every member it had: the pservers log each
+membership change with the version (rounds applied) at which it happened, and
+the trainers' steps must add up to the sum over rounds of the members of that
+round — a round that went ahead without a member, or a step that never made a
+round, breaks the equality.
+"""
+import dataclasses
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from psjob import roles
+from psjob.launcher.launch import loopback_endpoints
+
+BOUND_S = 90
+ARGS = ["--examples", "800", "--batch", "20", "--epochs", "2", "--log_every", "0.2"]
+
+
+class ElasticJob:
+    """2 pservers and the trainers the test starts, each a `psjob pserver|worker` process."""
+
+    def __init__(self, tmp_path, mode):
+        self.tmp, self.procs = tmp_path, {}
+        self.topology = roles.JobTopology(job_name="elastic", namespace="default",
+                                          pserver_endpoints=tuple(loopback_endpoints(2)), trainers=2,
+                                          mode=mode, metrics_port=0, k_steps=5 if mode == "geo" else 0)
+        for i in range(2):
+            self._start(f"pserver.{i}", roles.PSERVER, i, "pserver")
+
+    def _start(self, name, role, index, subcommand, trainers=2):
+        topology = dataclasses.replace(self.topology, trainers=trainers)  # as started at that moment
+        env = dict(os.environ, **roles.role_environment(topology, role, index))
+        env.update(PADDLE_TRAINERS=str(trainers), PSJOB_MAX_TRAINERS="3", PSJOB_METRICS_PORT="0")
+        log = open(self.tmp / f"{name}.log", "w")
+        self.procs[name] = (subprocess.Popen([sys.executable, "-m", "psjob.cli", subcommand, *ARGS],
+                                             env=env, stdout=log, stderr=subprocess.STDOUT), time.monotonic())
+
+    def start_trainer(self, index, trainers=2):
+        self._start(f"trainer.{index}", roles.TRAINER, index, "worker", trainers)
+
+    def log(self, name):
+        return (self.tmp / f"{name}.log").read_text()
+
+    def steps(self, name):
+        """The newest step count the trainer printed (progress lines and the final line)."""
+        found = re.findall(r"\bsteps?=(\d+)", self.log(name))
+        return int(found[-1]) if found else 0
+
+    def wait_for(self, cond, what):
+        deadline = time.monotonic() + BOUND_S
+        while not cond():
+            if time.monotonic() > deadline:
+                self.kill()
+                pytest.fail(f"timed out waiting for {what}\n" + self.dump())
+            time.sleep(0.05)
+
+    def wait_all(self):
+        for name, (proc, _) in self.procs.items():
+            try:
+                rc = proc.wait(timeout=BOUND_S)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                pytest.fail(f"{name} hung\n" + self.dump())
+            assert rc == 0, f"{name} exited {rc}\n" + self.dump()
+
+    def kill(self):
+        for proc, _ in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def dump(self):
+        return "\n".join(f"--- {n}\n{self.log(n)[-3000:]}" for n in self.procs)
+
+    def rounds_by_members(self, pserver):
+        """[(from_version, member count)] of one pserver, from its membership log lines."""
+        changes = re.findall(r"trainer \d+ (?:joined|left) at version (\d+); members \[([\d, ]*)\]",
+                             self.log(pserver))
+        return [(int(v), len([m for m in members.split(",") if m.strip()])) for v, members in changes]
+
+
+def member_steps(changes, final_version):
+    """Σ over rounds of the members that round had: each change holds from its version on."""
+    total = 0
+    for (version, members), nxt in zip(changes, changes[1:] + [(final_version, 0)]):
+        total += members * (nxt[0] - version)
+    return total
+
+
+def final_version(job, pserver):
+    # Every trainer's final line prints its steps; the pserver's version is the rounds applied.
+    found = re.findall(r"at version (\d+); members \[\]", job.log(pserver))
+    assert found, f"{pserver} never saw its last member leave\n" + job.log(pserver)
+    return int(found[-1])
+
+
+def resume_seconds(job, change, pserver="pserver.0"):
+    """Seconds from a membership change ("trainer 2 joined") of a sync pserver to the first round
+    applied with the new members (the pserver logs it)."""
+    log = job.log(pserver)
+    after = log[log.index(change):]
+    return float(re.search(r"applied with members \[[\d, ]*\], ([\d.]+)s after they changed", after).group(1))
+
+
+def check_sync_rounds(job, trainers):
+    steps = sum(job.steps(t) for t in trainers)
+    for pserver in ("pserver.0", "pserver.1"):
+        changes = job.rounds_by_members(pserver)
+        assert member_steps(changes, final_version(job, pserver)) == steps, (
+            f"{pserver}: rounds × members {changes} do not account for the trainers' {steps} steps\n"
+            + job.dump())
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "half_async", "geo"])
+def test_a_third_trainer_joins_mid_job(tmp_path, mode):
+    job = ElasticJob(tmp_path, mode)
+    try:
+        job.start_trainer(0)
+        job.start_trainer(1)
+        job.wait_for(lambda: job.steps("trainer.0") >= 5, "trainer 0 to train 5 steps")
+        pids = {n: p.pid for n, (p, _) in job.procs.items()}
+        job.start_trainer(2, trainers=3)
+        job.wait_for(lambda: job.steps("trainer.2") >= 1, "the new trainer's first step")
+        resume_s = time.monotonic() - job.procs["trainer.2"][1]
+        job.wait_all()
+    finally:
+        job.kill()
+    assert {n: p.pid for n, (p, _) in job.procs.items() if n in pids} == pids  # nobody restarted
+    for name in ("trainer.0", "trainer.1", "trainer.2"):
+        assert re.search(r"finished steps=\d+", job.log(name)), job.dump()
+    assert "trainer 2 joined" in job.log("pserver.0")
+    stall = ""
+    if mode == "sync":
+        check_sync_rounds(job, ["trainer.0", "trainer.1", "trainer.2"])
+        waited = resume_seconds(job, "trainer 2 joined")
+        stall = f"; the round in progress waited {waited:.2f}s for the joiner"
+    print(f"\n[elastic] {mode}: process start → first step of the new trainer {resume_s:.2f}s{stall}; "
+          f"steps redone: 0")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_trainer_scaled_away_mid_job_leaves_cleanly(tmp_path, mode):
+    job = ElasticJob(tmp_path, mode)
+    try:
+        job.start_trainer(0)
+        job.start_trainer(1)
+        job.wait_for(lambda: job.steps("trainer.1") >= 5, "trainer 1 to train 5 steps")
+        t0 = time.monotonic()
+        job.procs["trainer.1"][0].send_signal(signal.SIGTERM)
+        job.wait_for(lambda: "left the job" in job.log("trainer.1"), "trainer 1 to leave")
+        leave_s = time.monotonic() - t0
+        before = job.steps("trainer.0")
+        job.wait_for(lambda: job.steps("trainer.0") > before + 2, "trainer 0 to go on alone")
+        job.wait_all()
+    finally:
+        job.kill()
+    assert "trainer 1 left" in job.log("pserver.0")
+    assert re.search(r"finished steps=\d+", job.log("trainer.0")), job.dump()
+    resumed = ""
+    if mode == "sync":
+        check_sync_rounds(job, ["trainer.0", "trainer.1"])
+        resumed = f"; next round {resume_seconds(job, 'trainer 1 left'):.2f}s after the leave"
+    print(f"\n[elastic] {mode}: SIGTERM → trainer left {leave_s:.2f}s{resumed}; steps redone: 0")
+
+
+# -- `psjob run` + `psjob scale` ---------------------------------------------------------------
+
+def _run_job(tmp_path, worker):
+    job = tmp_path / "elastic.yaml"
+    job.write_text(yaml.safe_dump({
+        "apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob", "metadata": {"name": "elastic"},
+        "spec": {"image": "psjob:test", "mode": "sync", "args": ARGS,
+                 "pserver": {"replicas": 2}, "worker": worker}}))
+    return job
+
+
+def _scale(workdir, workers):
+    return subprocess.run([sys.executable, "-m", "psjob.cli", "scale", str(workdir), "--workers", str(workers)],
+                          capture_output=True, text=True)
+
+
+def test_psjob_scale_resizes_a_running_psjob_run(tmp_path):
+    job, work = _run_job(tmp_path, {"replicas": 2, "maxReplicas": 3}), tmp_path / "work"
+    proc = subprocess.Popen([sys.executable, "-m", "psjob.cli", "run", str(job), "--workdir", str(work)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    logs = work / "logs"
+
+    def steps(i):
+        path = logs / f"worker-{i}.log"
+        found = re.findall(r"\bsteps?=(\d+)", path.read_text()) if path.exists() else []
+        return int(found[-1]) if found else 0
+
+    def wait_for(cond, what):
+        deadline = time.monotonic() + BOUND_S
+        while not cond():
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail(f"{what}: not seen\n{proc.communicate()[0]}")
+            time.sleep(0.05)
+    try:
+        wait_for(lambda: steps(0) >= 3, "trainer 0 training")
+        assert _scale(work, 3).returncode == 0
+        wait_for(lambda: steps(2) >= 2, "trainer 2 added by psjob scale training")
+        assert _scale(work, 2).returncode == 0
+        wait_for(lambda: "left the job" in (logs / "worker-2.log").read_text(), "trainer 2 scaled away")
+        out, _ = proc.communicate(timeout=BOUND_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    pserver = (logs / "pserver-0.log").read_text()
+    assert "trainer 2 joined" in pserver and "trainer 2 left" in pserver, pserver
+    assert out.count("started worker.0") <= 1 and "restarting" not in out, out  # nobody restarted
+
+
+def test_psjob_scale_refuses_what_cannot_apply(tmp_path):
+    from psjob import roles
+    work = tmp_path / "work"
+    work.mkdir()
+    topology = roles.JobTopology(job_name="fixed", namespace="default", pserver_endpoints=("127.0.0.1:1",),
+                                 trainers=2)
+    (work / "topology.json").write_text(json.dumps(roles.topology_to_dict(topology)))
+    refused = _scale(work, 3)
+    assert refused.returncode == 2 and "spec.worker.maxReplicas" in refused.stderr
+    (work / "topology.json").write_text(json.dumps(roles.topology_to_dict(
+        dataclasses.replace(topology, max_trainers=3))))
+    refused = _scale(work, 4)
+    assert refused.returncode == 2 and "scales from 1 to spec.worker.maxReplicas=3" in refused.stderr
+    assert not (work / "scale-request.json").exists()
