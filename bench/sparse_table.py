@@ -192,6 +192,7 @@ def main(argv=None):
     base_values = np.empty((n, dim), np.float32)
     base_values[:] = 0.01
     base_moment = np.zeros((n, dim), np.float32)
+    first_pos = np.empty(n, np.int32)                               # merge_rows scratch
 
     def base_lookup(i):
         return np.take(base_values, rows[i], axis=0)
@@ -207,7 +208,7 @@ def main(argv=None):
         base_moment[r] = m
 
     def base_update_merged(i):
-        r, g = merge_rows(rows[i], grads)
+        r, g = merge_rows(rows[i], grads, first_pos)
         p, m = np.take(base_values, r, axis=0), np.take(base_moment, r, axis=0)
         adagrad_update(np, p, g, m, lr=LR, epsilon=EPS)
         base_values[r] = p
@@ -228,7 +229,7 @@ def main(argv=None):
     look_cpu, look_wall = timings([table_lookup, base_lookup], lookup_idx)
     upd_cpu, upd_wall = timings([table_update, base_update, base_update_merged], update_idx)
     merge_ms = [min(timed(lambda: fn(np, rows[update_idx[0]], grads)) for _ in range(5)) * 1e3
-                for fn in (merge_duplicate_rows, lambda xp, r, g: merge_rows(r, g))]
+                for fn in (merge_duplicate_rows, lambda xp, r, g: merge_rows(r, g, first_pos))]
 
     bytes_row = stats.bytes / n
     rss_row = rss_table / n

@@ -124,12 +124,27 @@ def test_duplicate_ids_in_a_push_are_summed_before_one_update():
     np.testing.assert_allclose(once.lookup([9]) - start, [[-1.0, 1.0]], rtol=1e-6)
 
 
-def test_merge_rows_sums_repeats_and_sorts_the_rows():
+def test_merge_rows_sums_repeats_in_first_occurrence_order():
     rows = np.array([5, 2, 5, 9, 2, 5], np.int64)
     values = np.arange(12, dtype=np.float32).reshape(6, 2)
-    unique, summed = merge_rows(rows, values)
-    np.testing.assert_array_equal(unique, [2, 5, 9])
-    np.testing.assert_array_equal(summed, [[2 + 8, 3 + 9], [0 + 4 + 10, 1 + 5 + 11], [6, 7]])
+    scratch = np.full(10, 77, np.int32)         # stale contents must not matter
+    unique, summed = merge_rows(rows, values, scratch)
+    np.testing.assert_array_equal(unique, [5, 2, 9])
+    np.testing.assert_array_equal(summed, [[0 + 4 + 10, 1 + 5 + 11], [2 + 8, 3 + 9], [6, 7]])
+
+
+def test_merge_rows_sums_in_batch_order():
+    # float32 sums depend on their order: the result is the sequential sum in batch order.
+    rng = np.random.default_rng(3)
+    rows = rng.integers(0, 40, 2000)
+    values = (rng.standard_normal((2000, 4)) * 10.0 ** rng.integers(-4, 5, (2000, 1))).astype(np.float32)
+    unique, summed = merge_rows(rows, values, np.empty(40, np.int32))
+    for row, got in zip(unique, summed):
+        expected = np.zeros(4, np.float32)
+        for v in values[rows == row]:
+            expected += v
+        np.testing.assert_array_equal(got, expected)
+    assert sorted(unique) == sorted(set(rows))
 
 
 def test_push_lr_overrides_the_configured_rate():

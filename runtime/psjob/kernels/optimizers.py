@@ -37,6 +37,8 @@ import dataclasses
 
 import numpy as np
 
+from .rows import put_rows, take_rows
+
 __all__ = [
     "ACCUMULATORS", "AccumulatorSpec", "DENSE_UPDATES", "ROW_UPDATES",
     "merge_duplicate_rows", "pow_is_per_row", "check_dense_shapes", "check_row_shapes",
@@ -204,12 +206,12 @@ def _prepare_rows(xp, param, rows, values, states, assume_unique):
 
 
 def _rows_of(param, pow_, rows):
-    return pow_[rows] if pow_is_per_row(param, pow_) else pow_
+    return take_rows(pow_, rows) if pow_is_per_row(param, pow_) else pow_
 
 
 def _advance_pow(param, pow_, beta, rows=None):
     if rows is not None and pow_is_per_row(param, pow_):
-        pow_[rows] = pow_[rows] * beta
+        put_rows(pow_, rows, take_rows(pow_, rows) * beta)
     else:
         pow_[...] = pow_ * beta
 
@@ -223,9 +225,9 @@ def _run_dense(core, param, grad, states, *extra):
 
 def _run_rows(core, param, rows, values, states, *extra):
     """Apply an elementwise core to the gathered rows and scatter them back."""
-    new = core(param[rows], values, *(s[rows] for s in states), *extra)
+    new = core(take_rows(param, rows), values, *(take_rows(s, rows) for s in states), *extra)
     for target, value in zip((param,) + tuple(states), new):
-        target[rows] = value
+        put_rows(target, rows, value)
 
 
 # --------------------------------------------------------------- sgd

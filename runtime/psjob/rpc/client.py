@@ -33,6 +33,8 @@ the environment (psjob.rpc.tls: PSJOB_TLS_*), so every client a process opens
 from __future__ import annotations
 
 import collections
+import concurrent.futures
+import queue
 import random
 import threading
 import time
@@ -180,6 +182,55 @@ def wait_until_serving(endpoints, what: str, probe, unauthenticated, timeout_s: 
             time.sleep(0.2)
 
 
+class _CallThreads:
+    """Long-lived daemon threads that run blocking gRPC calls; `submit` → a Future.
+
+    Why not ``multi_callable.future()``: gRPC then starts a channel "spin" thread
+    each time the channel's calls in flight go from zero to one, and ends it at
+    zero — about one thread start per call for a trainer that issues and waits
+    step by step. These threads start only when every one is busy and live as
+    long as the client, so the thread count is the most calls ever in flight.
+    """
+
+    def __init__(self):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0        # threads that finished a job and will take the next one
+        self._count = 0
+
+    def submit(self, fn, *args, **kwargs) -> concurrent.futures.Future:
+        future = concurrent.futures.Future()
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+            else:
+                self._count += 1
+                threading.Thread(target=self._work, name=f"psjob-rpc-{self._count}", daemon=True).start()
+        self._jobs.put((future, fn, args, kwargs))
+        return future
+
+    def _work(self):
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            future, fn, args, kwargs = job
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args, **kwargs))
+                except BaseException as exc:     # handed to whoever waits on the future
+                    future.set_exception(exc)
+            del job, future
+            with self._lock:
+                self._idle += 1
+
+    def close(self):
+        with self._lock:
+            count, self._count, self._idle = self._count, 0, 0
+        for _ in range(count):
+            self._jobs.put(None)
+
+
 class PSClient:
     def __init__(self, endpoints, trainer_id: int = 0, *, auth_token: str = "",
                  retry: RetryPolicy | None = None, tls="env"):
@@ -200,6 +251,7 @@ class PSClient:
         tune_for_large_messages()
         self._lock = threading.Lock()
         self._closed = False
+        self._threads = _CallThreads()
 
     def _stub(self, endpoint: str) -> dict:
         stub = self._stubs.get(endpoint)
@@ -215,8 +267,8 @@ class PSClient:
     def _start(self, endpoint, method, request, deadline):
         if self._closed:
             raise RuntimeError("PSClient is closed")
-        return self._stub(endpoint)[method].future(
-            request, timeout=deadline, metadata=self._metadata, wait_for_ready=True)
+        return self._threads.submit(self._stub(endpoint)[method], request, timeout=deadline,
+                                    metadata=self._metadata, wait_for_ready=True)
 
     def _call(self, endpoint, method, request, decode=lambda r: r, deadline=None) -> Handle:
         return Handle(self, endpoint, method, request, decode, deadline or self.retry.deadline_s)
@@ -303,6 +355,7 @@ class PSClient:
                 ch.close()
             self._channels.clear()
             self._stubs.clear()
+        self._threads.close()
 
 
 def _method_callables(channel: grpc.Channel) -> dict:

@@ -1,22 +1,25 @@
 """Per-row optimizer state and the SelectedRows update of a sparse table.
 
-The math is `psjob.kernels.optimizers` (the dense ``<name>_update`` applied
-in place to gathered row blocks); this module only decides the state columns
+The math is `psjob.kernels.optimizers` (``<name>_update_rows`` run on the
+columns themselves: one gather of the rows, the elementwise update, one
+scatter back; no intermediate row blocks); this module only decides the state columns
 (from the kernels' ``ACCUMULATORS``: parameter-shaped ones get ``dim``
 floats per row, origin-shaped beta pows one float per row, advanced only when
 the row is updated) and moves rows in and out of storage.
 
 `merge_rows` is the table's own duplicate-row merge, faster on 64K-id Zipf
 batches than the kernels' ``merge_duplicate_rows`` (argsort + reduceat; see
-the figures in docs/tables.md): one sort of packed (row << k | position)
-words orders the batch, the first gradient of every row is copied and only
-the repeats are summed in, with a 1-D ``np.add.at`` (numpy's fast path).
+the figures in docs/tables.md). It sorts nothing: a row-indexed scratch
+column receives each row's first batch position (``np.minimum.at``), the
+first gradient of every row is copied and only the repeats are summed in,
+with a 1-D ``np.add.at`` (numpy's fast path).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from psjob.kernels import optimizers as kernels
+from psjob.kernels.rows import take_rows
 from psjob.tables.config import OptimizerConfig
 from psjob.tables.storage import Column
 
@@ -25,7 +28,7 @@ class RowOptimizer:
     def __init__(self, config: OptimizerConfig, dim: int):
         self._config = config
         self._dim = dim
-        self._update = kernels.DENSE_UPDATES[config.name]
+        self._update_rows = kernels.ROW_UPDATES[config.name]
         self._hyper = config.resolved_hyper()
         self._fills = {}
         self._columns = {}
@@ -68,38 +71,38 @@ class RowOptimizer:
 
     def apply(self, cols: dict[str, np.ndarray], rows: np.ndarray, grads: np.ndarray, lr) -> None:
         """Update ``value`` and state of unique ``rows`` with summed ``grads`` in place."""
-        param = cols["value"].take(rows, axis=0)
-        states = [cols[name].take(rows, axis=0) for name in self._passed]
-        self._update(np, param, grads, *states, lr=lr, **self._hyper)
-        cols["value"][rows] = param
-        for name, state in zip(self._passed, states):
-            cols[name][rows] = state
+        self._update_rows(np, cols["value"], rows, grads, *(cols[name] for name in self._passed),
+                          lr=lr, assume_unique=True, **self._hyper)
 
 
-def merge_rows(rows: np.ndarray, values: np.ndarray):
-    """``(unique_rows ascending, summed_values)`` for non-negative int64 ``rows``.
+def merge_rows(rows: np.ndarray, values: np.ndarray, first_pos: np.ndarray):
+    """``(unique_rows, summed_values)`` for non-negative int64 ``rows``, the
+    unique rows in the order of their first occurrence.
 
-    Duplicates are summed in batch order, so the result is deterministic.
+    ``first_pos`` is int32 scratch longer than the largest row (its contents
+    are overwritten at ``rows`` and otherwise ignored). Duplicates are summed
+    in batch order (the first gradient, then each repeat in turn), so the
+    result is deterministic and equal to a sequential sum.
     """
     n = rows.size
     if n == 0:
         return rows.copy(), values.copy()
-    shift = max(1, int(n - 1).bit_length())
-    packed = rows << shift                       # rows < 2**(63 - shift): far above any table
-    packed |= np.arange(n, dtype=np.int64)
-    packed.sort()
-    srows = packed >> shift
-    pos = packed & ((1 << shift) - 1)
-    first = np.empty(n, bool)
-    first[0] = True
-    np.not_equal(srows[1:], srows[:-1], out=first[1:])
+    if n >= np.iinfo(np.int32).max:
+        raise ValueError(f"merge_rows takes fewer than 2**31 rows, got {n}")
+    pos = np.arange(n, dtype=np.int32)
+    first_pos[rows] = n
+    np.minimum.at(first_pos, rows, pos)
+    first_of = first_pos.take(rows)              # each entry's first position
+    first = first_of == pos
     heads = np.flatnonzero(first)
-    summed = values.take(pos[heads], axis=0)
+    summed = take_rows(values, heads)
     if heads.size < n:
         repeats = np.flatnonzero(~first)
-        target = (np.cumsum(first) - 1)[repeats]  # index into heads, ascending
+        slot = np.empty(n, np.int64)             # position of a first occurrence -> its output row
+        slot[heads] = np.arange(heads.size)
+        target = slot.take(first_of.take(repeats))
         width = values.shape[1]
         flat_index = (target[:, None] * width + np.arange(width)).reshape(-1)
-        addend = values.take(pos[repeats], axis=0).reshape(-1)
+        addend = take_rows(values, repeats).reshape(-1)
         np.add.at(summed.reshape(-1), flat_index, addend)
-    return srows[heads], summed
+    return rows.take(heads), summed

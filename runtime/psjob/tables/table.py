@@ -29,6 +29,7 @@ import threading
 
 import numpy as np
 
+from psjob.kernels.rows import take_rows
 from psjob.tables import inputs
 from psjob.tables.admission import Admission
 from psjob.tables.config import TableConfig
@@ -78,6 +79,8 @@ class SparseTable:
         columns = {"id": Column(np.dtype(np.int64)), "value": Column(np.dtype(np.float32), (config.dim,))}
         columns.update(self._optimizer.columns)
         columns.update({name: Column(np.dtype(_META_DTYPES[name])) for name in self._meta})
+        # Scratch of merge_rows (a row's first position in the pushed batch), meaningless between pushes.
+        columns["first_pos"] = Column(np.dtype(np.int32))
         self._storage = RowStorage(columns, config.initial_capacity)
         self._index = IdIndex(expected=config.initial_capacity)
         self._admission = Admission(config.admission, key)
@@ -138,7 +141,7 @@ class SparseTable:
                 rows[miss] = made
                 miss = miss[made < 0]
             if self._device is None:
-                out = self._storage.cols["value"].take(rows, axis=0, mode="clip")
+                out = take_rows(self._storage.cols["value"], rows, mode="clip")
             else:   # gather on the device, one copy back
                 (out,) = self._device.gather([self._storage.cols["value"]], rows)
         if miss.size:
@@ -203,7 +206,7 @@ class SparseTable:
                 clicks = None if clicks is None else clicks[keep]
             if rows.size == 0:
                 return
-            unique_rows, summed = merge_rows(rows, grads)
+            unique_rows, summed = merge_rows(rows, grads, self._storage.cols["first_pos"])
             cols = self._storage.cols
             if self._device is None:
                 self._optimizer.apply(cols, unique_rows, summed, lr)

