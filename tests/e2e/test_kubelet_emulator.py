@@ -143,8 +143,9 @@ def test_a_hand_written_statefulset_and_indexed_job_run_as_their_specs_say(api, 
         assert report["secret_mode"] == "0o440" and report["root_writable"] is False
         assert report["web"] == "hello\n"
     assert reports[0]["env"]["POD_IP"] != reports[1]["env"]["POD_IP"]
-    assert any(pod == "web-0" and kind == "readiness" and ok
-               for pod, kind, ok, _ in kubelet.probes)
+    # The readiness probe runs at its own period, unordered with the Job's completion: wait for it.
+    settle(kubelet, lambda: any(pod == "web-0" and kind == "readiness" and ok
+                                for pod, kind, ok, _ in kubelet.probes), "web-0 readiness probe passed")
 
     # The liveness probe fails once /site/die exists: killed, restarted in the same pod.
     (kubelet.worker("web-0").sandbox.volumes["site"] / "die").touch()
