@@ -97,6 +97,10 @@ KUBERNETES_SERVICE_ENV = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SE
                           "KUBERNETES_PORT": "tcp://10.96.0.1:443"}
 IMAGE_PATH = f"{pathlib.Path(sys.executable).parent}:/usr/local/sbin:/usr/local/bin:/usr/sbin:" \
              "/usr/bin:/sbin:/bin"
+# The "image": this checkout (editable install) and its venv. A pod volume mounted over
+# one of their parents (an emptyDir at /tmp, with the checkout under /tmp) would hide
+# them, so each container's root binds them back after its volumes.
+IMAGE_DIRS = sorted({str(pathlib.Path(__file__).resolve().parents[2]), sys.prefix})
 TOOLS = {name: shutil.which(name) or name
          for name in ("unshare", "nsenter", "ip", "mount", "chroot", "setpriv", "env")}
 
@@ -343,6 +347,9 @@ class Sandbox:
             steps.append(f"mount --bind {shlex.quote(str(source))} {target}")
             if mount.get("readOnly"):
                 steps.append(f"mount -o remount,bind,ro {target}")
+        for image_dir in IMAGE_DIRS:
+            target = shlex.quote(f"{where}/rootfs/{image_dir.lstrip('/')}")
+            steps.append(f"mkdir -p {target} && mount --bind {shlex.quote(image_dir)} {target}")
         steps.append(f"mount --bind {self.hosts} {root}/etc/hosts")
         if (container.get("securityContext") or {}).get("readOnlyRootFilesystem"):
             steps.append(f"mount -o remount,bind,ro {root}")
