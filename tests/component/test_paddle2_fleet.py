@@ -1,11 +1,13 @@
 """A Paddle 2.x fleet script (psjob.distributed.fleet, train_from_dataset) as real processes
 under `psjob launch`, typed as fleetrun users type it."""
 import numpy as np
+import pytest
 
 import psjob.fluid as fluid
 
-# The example's run (docs/paddle2.md): 16k rows trained in geo mode for two epochs, 4k held out.
-ROWS, FILES, HOLDOUT_FILES, EPOCHS = 20000, 10, 2, 2
+# The example's runs (docs/paddle2.md): 16k rows trained in async or geo mode for three epochs at
+# the example's default learning rate (PaddleRec's 1e-3), 4k held out.
+ROWS, FILES, HOLDOUT_FILES, EPOCHS = 20000, 10, 2, 3
 
 
 def write_shards(data_dir, shards, rows, seed=0):
@@ -84,9 +86,10 @@ def test_the_same_script_runs_as_a_parameter_server_job_under_psjob_run(tmp_path
         np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-5, err_msg=name)
 
 
-def test_the_paddlerec_style_example_trains_geo_and_its_saved_model_predicts_the_same(tmp_path, launch, read_logs):
+@pytest.mark.parametrize("mode", ["async", "geo"])
+def test_the_paddlerec_style_example_trains_and_its_saved_model_predicts_the_same(tmp_path, launch, read_logs, mode):
     """examples/paddle2/train.py: StaticModel (nn.Layer DNN), a MultiSlotDataGenerator pipe_command,
-    InMemoryDataset, train_from_dataset with 2 threads, geo; the workers sum their AUC statistics
+    InMemoryDataset, train_from_dataset with 2 threads, async or geo; the workers sum their AUC statistics
     with fleet.util.all_reduce and meet at fleet.barrier_worker; worker 0 saves the inference model
     and the trained program's predictions, which this process (a fresh one) reproduces from the save."""
     import json
@@ -97,7 +100,7 @@ def test_the_paddlerec_style_example_trains_geo_and_its_saved_model_predicts_the
     ctr.generate(tmp_path / "data", ROWS, num_files=FILES, seed=0)
     r = launch(["--server_num", "2", "--worker_num", "2", "--log_dir", str(tmp_path / "log"),
                 os.path.join(repo, "examples", "paddle2", "train.py"), "--data", str(tmp_path / "data"),
-                "--mode", "geo", "--batch_size", "64", "--epochs", str(EPOCHS),
+                "--mode", mode, "--batch_size", "64", "--epochs", str(EPOCHS),
                 "--holdout_files", str(HOLDOUT_FILES), "--save", str(tmp_path / "model")])
     assert r.returncode == 0, r.stderr + read_logs(tmp_path / "log")
     lines = {w: [json.loads(x) for x in (tmp_path / "log" / f"workerlog.{w}").read_text().splitlines()
@@ -109,7 +112,7 @@ def test_the_paddlerec_style_example_trains_geo_and_its_saved_model_predicts_the
     assert [line["job_auc"] for line in epochs[0]] == [line["job_auc"] for line in epochs[1]]
     assert lines[0][-1]["job_test_auc"] == lines[1][-1]["job_test_auc"]
     # Training AUC of each epoch (statistics reset per epoch) rises past 0.7; the held-out
-    # rows, never trained on, are predicted well above chance (0.70 in the documented run).
+    # rows, never trained on, are predicted well above chance (0.69-0.71 in the documented runs).
     assert epochs[0][-1]["job_auc"] > 0.7 and epochs[0][-1]["job_auc"] > epochs[0][0]["job_auc"] + 0.05, lines
     assert lines[0][-1]["job_test_auc"] > 0.65, lines
 
