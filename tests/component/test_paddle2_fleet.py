@@ -86,25 +86,50 @@ def test_the_same_script_runs_as_a_parameter_server_job_under_psjob_run(tmp_path
         np.testing.assert_allclose(got[name], want[name], rtol=0, atol=1e-5, err_msg=name)
 
 
-@pytest.mark.parametrize("mode", ["async", "geo"])
-def test_the_paddlerec_style_example_trains_and_its_saved_model_predicts_the_same(tmp_path, launch, read_logs, mode):
+def run_example(tmp_path, runner, mode, example_args, launch, read_logs):
+    """examples/paddle2/train.py as 2 pservers and 2 workers under `psjob launch` or, as a
+    ParameterServerJob (spec.command), under `psjob run`; → the workers' log paths."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    train = os.path.join(repo, "examples", "paddle2", "train.py")
+    if runner == "launch":
+        r = launch(["--server_num", "2", "--worker_num", "2", "--log_dir", str(tmp_path / "log"), train,
+                    "--mode", mode, *example_args])
+        assert r.returncode == 0, r.stderr + read_logs(tmp_path / "log")
+        return [tmp_path / "log" / f"workerlog.{w}" for w in range(2)]
+    job = tmp_path / "example.yaml"
+    job.write_text(yaml.safe_dump({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
+                                   "metadata": {"name": "paddle2-example"}, "spec": {
+                                       "image": "psjob:test", "mode": mode, "command": [sys.executable, train],
+                                       "args": ["--mode", mode, *example_args], "pserver": {"replicas": 2},
+                                       "worker": {"replicas": 2}}}))
+    r = subprocess.run([sys.executable, "-m", "psjob.cli", "run", str(job), "--workdir", str(tmp_path / "work")],
+                       capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return [tmp_path / "work" / "logs" / f"worker-{w}.log" for w in range(2)]
+
+
+# Async under `psjob launch` (as fleetrun users type it), geo as a ParameterServerJob under `psjob run`.
+@pytest.mark.parametrize("mode, runner", [("async", "launch"), ("geo", "run")])
+def test_the_paddlerec_style_example_trains_and_its_saved_model_predicts_the_same(tmp_path, launch, read_logs,
+                                                                                mode, runner):
     """examples/paddle2/train.py: StaticModel (nn.Layer DNN), a MultiSlotDataGenerator pipe_command,
     InMemoryDataset, train_from_dataset with 2 threads, async or geo; the workers sum their AUC statistics
     with fleet.util.all_reduce and meet at fleet.barrier_worker; worker 0 saves the inference model
     and the trained program's predictions, which this process (a fresh one) reproduces from the save."""
     import json
-    import os
 
     from psjob.dataset import ctr
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     ctr.generate(tmp_path / "data", ROWS, num_files=FILES, seed=0)
-    r = launch(["--server_num", "2", "--worker_num", "2", "--log_dir", str(tmp_path / "log"),
-                os.path.join(repo, "examples", "paddle2", "train.py"), "--data", str(tmp_path / "data"),
-                "--mode", mode, "--batch_size", "64", "--epochs", str(EPOCHS),
-                "--holdout_files", str(HOLDOUT_FILES), "--save", str(tmp_path / "model")])
-    assert r.returncode == 0, r.stderr + read_logs(tmp_path / "log")
-    lines = {w: [json.loads(x) for x in (tmp_path / "log" / f"workerlog.{w}").read_text().splitlines()
-                 if x.startswith('{"worker"')] for w in range(2)}
+    example_args = ["--data", str(tmp_path / "data"), "--batch_size", "64", "--epochs", str(EPOCHS),
+                    "--holdout_files", str(HOLDOUT_FILES), "--save", str(tmp_path / "model")]
+    logs = run_example(tmp_path, runner, mode, example_args, launch, read_logs)
+    lines = {w: [json.loads(x) for x in logs[w].read_text().splitlines() if x.startswith('{"worker"')]
+             for w in range(2)}
     epochs = {w: [line for line in lines[w] if "epoch" in line] for w in range(2)}
     for w in range(2):
         assert [line["epoch"] for line in epochs[w]] == list(range(EPOCHS))
