@@ -120,7 +120,8 @@ def test_the_paddlerec_style_example_trains_and_its_saved_model_predicts_the_sam
     """examples/paddle2/train.py: StaticModel (nn.Layer DNN), a MultiSlotDataGenerator pipe_command,
     InMemoryDataset, train_from_dataset with 2 threads, async or geo; the workers sum their AUC statistics
     with fleet.util.all_reduce and meet at fleet.barrier_worker; worker 0 saves the inference model
-    and the trained program's predictions, which this process (a fresh one) reproduces from the save."""
+    and the trained program's predictions, which this process (a fresh one) reproduces from the save
+    loaded by paddle.static.load_inference_model."""
     import json
 
     from psjob.dataset import ctr
@@ -141,8 +142,14 @@ def test_the_paddlerec_style_example_trains_and_its_saved_model_predicts_the_sam
     assert epochs[0][-1]["job_auc"] > 0.7 and epochs[0][-1]["job_auc"] > epochs[0][0]["job_auc"] + 0.05, lines
     assert lines[0][-1]["job_test_auc"] > 0.65, lines
 
-    exe = fluid.Executor()
-    program, feeds, targets = fluid.io.load_inference_model(str(tmp_path / "model"), exe)
+    # As a Paddle user loads fleet.save_inference_model's directory: paddle.static with the
+    # old-form keywords (without them Paddle, and psjob, look for <prefix>.pdmodel).
+    import psjob as paddle
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    with pytest.raises(ValueError, match="model_filename=None"):
+        paddle.static.load_inference_model(str(tmp_path / "model"), exe)
+    program, feeds, targets = paddle.static.load_inference_model(str(tmp_path / "model"), exe,
+                                                                 model_filename=None, params_filename=None)
     assert feeds == [f"C{s + 1}" for s in range(26)] + ["dense_input"]
     want = dict(np.load(tmp_path / "model" / "predictions.npz"))
     rows = len(want["dense_input"])
