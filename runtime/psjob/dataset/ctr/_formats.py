@@ -36,8 +36,9 @@ MISSING = 1 << 32  # the value of an empty Criteo categorical, before hashing
 
 _HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
 _INTEGER = re.compile(rb"^[-+]?[0-9]+$")
-# Bytes a block may hold for the fast paths besides TAB and newline (pyarrow accepts no
-# spelling on these bytes that the reference parsers refuse; "nan", blanks, CR go to them).
+# Bytes a block may hold for the fast paths: on these pyarrow accepts no spelling the reference
+# parsers refuse. Elsewhere it does ("0x1" and " 1" are 1 to its int64 parser), so a block with
+# any other byte ("nan", blanks, CR, "x") goes to the reference parsers.
 _CRITEO_BYTES = b"0123456789abcdefABCDEF+-\t\n"
 _TSV40_BYTES = b"0123456789.eE+-\t\n"
 _DENSE_COLUMNS = frozenset(range(1, 1 + NUM_DENSE))
