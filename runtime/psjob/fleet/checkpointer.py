@@ -23,6 +23,16 @@ manifest's `trainers` map. A resumed trainer continues from its own
 recorded position, falling back to trainer 0's; in async modes that may
 replay or skip the few steps that were in flight at the cut.
 
+Holding for a pserver resize (`psjob scale WORKDIR --pservers M`,
+docs/local-runs.md "Resizing the pservers"): trainer 0's Checkpointer, when
+checkpoints are enabled, installs a SIGUSR1 handler. After SIGUSR1, its next
+`after_step` checkpoints at once — the consistent cut of the resize (a step
+boundary in sync mode, a freeze in the others) — and raises `HoldForResize`,
+a SystemExit with status roles.RESIZE_HOLD_EXIT: the launcher then replaces
+the pservers, which restore that checkpoint resharded N→M, and starts the
+trainers again from it. If that save fails, training goes on (no hold) and
+the launcher keeps waiting for a checkpoint it can resize from.
+
 A Checkpointer without a root (PSJOB_CHECKPOINT_DIR unset) does nothing, so
 scripts can call it unconditionally. A save that fails (a pserver restarted
 mid-save, a full disk) is logged and training goes on; the previous
@@ -34,6 +44,8 @@ import dataclasses
 import json
 import logging
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass
 
@@ -41,14 +53,14 @@ import numpy as np
 
 from ..checkpoint import storage
 from ..checkpoint.format import CheckpointError, invalidate, new_manifest, read_var, write_array, write_manifest
-from ..checkpoint.store import apply_retention, committed, step_dirname
+from ..checkpoint.store import POSITIONS, apply_retention, committed, position_path, step_dirname
 from ..fluid.core import global_scope
 from ..ps import checkpoint_protocol as protocol
 from . import checkpoint_save as distributed
 from ..role_env import process_environment
+from ..roles import RESIZE_HOLD_EXIT, RESIZE_HOLD_SIGNAL
 
 log = logging.getLogger("psjob.checkpoint")
-POSITIONS = "positions"
 REMOTE_POSITION_INTERVAL_S = 1.0  # object stores: one position write a second at most
 
 
@@ -86,6 +98,15 @@ class CheckpointConfig:
         return bool(self.root)
 
 
+class HoldForResize(SystemExit):
+    """Trainer 0 committed the resize checkpoint at `step` (in `path`) and stops there; as a
+    SystemExit it ends any training script with status roles.RESIZE_HOLD_EXIT."""
+
+    def __init__(self, step: int, path: str):
+        super().__init__(RESIZE_HOLD_EXIT)
+        self.step, self.path = step, path
+
+
 class Checkpointer:
     def __init__(self, executor, program, config: CheckpointConfig, scope=None, dist=None):
         self.exe, self.program, self.config = executor, program, config
@@ -99,6 +120,9 @@ class Checkpointer:
         self.saved: list[str] = []
         self.failures: list[str] = []
         self.resumed_from = None
+        self.hold_requested = threading.Event()  # set by roles.RESIZE_HOLD_SIGNAL (trainer 0 only)
+        if self.config.enabled and self.is_chief and threading.current_thread() is threading.main_thread():
+            signal.signal(RESIZE_HOLD_SIGNAL, lambda *_: self.hold_requested.set())
 
     @classmethod
     def from_env(cls, executor, program, scope=None, environ=None) -> "Checkpointer":
@@ -206,9 +230,23 @@ class Checkpointer:
             if self.config.mode != "sync":
                 self._write_position(position)
             return None
+        if self.hold_requested.is_set():
+            return self._hold(position)
         if not self.due(step):
             return None
         return self.save(**position)
+
+    def _hold(self, position: dict) -> str | None:
+        """The resize checkpoint, then HoldForResize; after a failed save training goes on and
+        the next step tries again."""
+        path = self.save(**position)
+        if path is None:
+            print(f"[psjob] trainer 0: the checkpoint for the pserver resize failed at step "
+                  f"{position['step']}; training goes on and the next step tries again", flush=True)
+            return None
+        print(f"[psjob] trainer 0 holds at step {position['step']} for a pserver resize; the pservers "
+              f"restore {path}", flush=True)
+        raise HoldForResize(int(position["step"]), path)
 
     def save(self, step: int, **position) -> str | None:
         """Checkpoint now (trainer 0). Failures are logged and counted, not raised."""
@@ -244,7 +282,7 @@ class Checkpointer:
         if not store.local and now - self._last_position_write < REMOTE_POSITION_INTERVAL_S:
             return
         self._last_position_write = now
-        path = storage.join(root, POSITIONS, f"trainer-{self.config.trainer_id}.json")
+        path = position_path(root, self.config.trainer_id)
         data = json.dumps(position).encode()
         try:
             if store.local:
