@@ -34,14 +34,14 @@ from typing import Any
 
 from psjob.jobspec import CleanPodPolicy, JobSpecError, ParameterServerJob, parse_job
 
-from psjob_operator import builders, checkpoints, gang, naming
+from psjob_operator import builders, checkpoints, gang, naming, resize as resizing
 from psjob_operator.apply import (ApplyReport, Applier, ChildRejected, WaitForChild,
                                   controller_uid, job_finished)
 from psjob_operator.cache import Overlay, Snapshot
 from psjob_operator.events import EventRecorder
 from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_POLICIES,
                                  SERVICES, STATEFULSETS, KubeApi, merge_diff)
-from psjob_operator.observe import (Children, parse_time, pod_view, server_set_view,
+from psjob_operator.observe import (Children, format_time, parse_time, pod_view, server_set_view,
                                     worker_job_view)
 from psjob_operator.settings import ReconcileSettings, SchedulingSettings
 from psjob_operator.status import (TERMINAL, Observation, Phase, Reason, StatusUpdate, Verdict,
@@ -51,7 +51,7 @@ from psjob_operator.validation import validate_for_cluster
 log = logging.getLogger(__name__)
 STATUS_KEYS = frozenset({"phase", "conditions", "observedGeneration", "replicaStatuses",
                          "pserversReady", "workersReady", "startTime", "completionTime",
-                         "lastCheckpoint"})
+                         "lastCheckpoint", "pserverResize"})
 OPTIONAL_CHILDREN = ((STATEFULSETS, naming.heter), (SERVICES, naming.heter),
                      (NETWORK_POLICIES, naming.network_policy), (BATCH_JOBS, naming.worker))
 OBSERVED = (STATEFULSETS, SERVICES, CONFIGMAPS, NETWORK_POLICIES, BATCH_JOBS, CLAIMS)
@@ -123,17 +123,24 @@ class Reconciler:
         live, children = self._observe(job, seen)
         report = ApplyReport()
         problem = None
+        resize = applied = None
         if previous_phase(previous, generation) not in TERMINAL:
+            resize = resizing.observe(job, live[(STATEFULSETS.kind, naming.pserver(name))], children,
+                                      previous, (previous.get("lastCheckpoint") or {}).get("step"))
+            # While a resize stops the old layout, or is refused, the pods run the old count.
+            applied = resizing.applied_job(job, resize)
             try:
-                report = self._apply(job, owner, live)
+                report = self._apply(applied, owner, live, resizing.activity(resize))
             except ChildRejected as exc:
                 problem = Verdict(Phase.FAILED, Reason.CHILD_REJECTED, str(exc))
             except WaitForChild as exc:
                 log.info("job %s/%s: %s", namespace, name, exc)
                 report.waiting.append(str(exc))
         checkpoint = self._checkpoint(job, children, previous, now)
-        update = compute_status(Observation(name, generation, now, job.spec, previous, children,
-                                            problem=problem, last_checkpoint=checkpoint))
+        update = compute_status(Observation(name, generation, now, (applied or job).spec, previous, children,
+                                            problem=problem, last_checkpoint=checkpoint,
+                                            resize=resize, resize_record=resizing.record(
+                                                resize, previous, format_time(now))))
         if update.phase in TERMINAL:
             self._finish(job, owner, live)
         self._write(body, update, now)
@@ -202,8 +209,11 @@ class Reconciler:
 
     # --- acting ------------------------------------------------------------------------
 
-    def _apply(self, job: ParameterServerJob, owner: builders.Owner, live: dict) -> ApplyReport:
-        activity = builders.SUSPENDED if job.spec.run_policy.suspend else builders.RUNNING
+    def _apply(self, job: ParameterServerJob, owner: builders.Owner, live: dict,
+               activity: builders.Activity | None = None) -> ApplyReport:
+        """Apply the job's children; `activity` (a resize's stage) overrides running/suspended."""
+        if activity is None:
+            activity = builders.SUSPENDED if job.spec.run_policy.suspend else builders.RUNNING
         desired = gang.schedule(builders.build_children(job, owner, self.token_factory(),
                                                         activity), job, owner, self.scheduling)
         report = self.applier.apply(desired, owner.uid, owner.name, live)

@@ -1,0 +1,161 @@
+"""A change of `spec.pserver.replicas` on a running job: the tables move from N pservers to M.
+
+Every pserver and trainer is built for one pserver layout (the endpoints in
+its environment and in the transpiled program: which pserver holds which
+dense block and which table rows), so a resize replaces them all; the M new
+pservers restore the newest checkpoint resharded N→M (ps/checkpoint_restore.py)
+and the trainers resume from their positions in it. Level-based, like every
+pass: the stage is read from the cluster each time —
+
+    stopping trainers   the worker Job (built for N) still exists or has pods:
+                        it is deleted, the pservers are left as they are (so
+                        nothing restarts against a half-changed layout);
+    stopping pservers   no trainer left; the pserver StatefulSet still runs pods
+                        built for N: it is scaled to 0 (not rolled: a rolling
+                        update would mix N-layout and M-layout pservers);
+    starting            no pod of the old layout left: the children of the new
+                        spec are applied — the StatefulSet at M replicas (all
+                        start together, podManagementPolicy Parallel), the
+                        topology ConfigMap and a new worker Job.
+
+The resize is recorded in `status.pserverResize` (from, to, the checkpoint
+step restored when the operator knows it, startTime; completionTime once the
+M pservers are ready and the trainers run again), the job's phase is
+`Resizing` meanwhile (reason PserverResize, an Event), then Running.
+
+Refused, with the job left running on its N pservers (nothing stopped, no
+state lost): a job that keeps no checkpoints — its tables live only in the
+pservers' memory, there would be nothing to restore — and jobs with heter
+trainers. `replicas: 0` is refused by the spec's validation (InvalidSpec).
+
+A suspended job has no pods: it simply resumes with M pservers (the restore
+reshards), no resize stage is needed.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from psjob.jobspec import ParameterServerJob
+
+from psjob_operator import builders, naming
+from psjob_operator.observe import Children
+
+STOPPING_TRAINERS = "stopping the trainers"
+STOPPING_PSERVERS = "stopping the pservers"
+STARTING = "starting the new pservers and trainers"
+
+
+@dataclass(frozen=True)
+class Resize:
+    old: int                  # pservers the running layout has
+    new: int                  # spec.pserver.replicas
+    stage: str = ""           # one of the stages above; "" when refused or done
+    refused: str = ""         # why it cannot apply (the job keeps `old` pservers)
+    checkpoint_step: int | None = None
+    done: bool = False        # the M pservers are ready and the trainers run again
+
+    @property
+    def summary(self) -> str:
+        source = (f"checkpoint step-{self.checkpoint_step}" if self.checkpoint_step is not None
+                  else "the newest checkpoint")
+        return f"resharding {self.old}→{self.new} pservers from {source}"
+
+    @property
+    def message(self) -> str:
+        return f"{self.summary}: {self.stage}" if self.stage else self.summary
+
+
+def layout_of(statefulset: Mapping[str, Any] | None) -> int:
+    """The pserver count the StatefulSet's pod template is built for (0: none or unknown)."""
+    if not statefulset:
+        return 0
+    containers = ((((statefulset.get("spec") or {}).get("template") or {}).get("spec") or {})
+                  .get("containers") or [])
+    for container in containers:
+        if container.get("name") != naming.CONTAINER:
+            continue
+        for var in container.get("env") or []:
+            if var.get("name") == "PADDLE_PSERVER_ENDPOINTS" and var.get("value"):
+                return len(var["value"].split(","))
+    return 0
+
+
+def observe(job: ParameterServerJob, statefulset: Mapping[str, Any] | None, children: Children,
+            previous: Mapping[str, Any], checkpoint_step: int | None) -> Resize | None:
+    """The resize this job is in (None: none); `previous` is the job's status."""
+    spec = job.spec
+    wanted = spec.pserver.replicas
+    record = previous.get("pserverResize") or {}
+    in_progress = record and not record.get("completionTime") and record.get("to") == wanted
+    live = layout_of(statefulset)
+    if spec.run_policy.suspend or not live:
+        return None
+    if live == wanted:
+        if not in_progress:
+            return None
+        resize = Resize(int(record["from"]), wanted, STARTING,
+                        checkpoint_step=record.get("checkpointStep"))
+        return dataclasses.replace(resize, done=_back(job, children))
+    step = record.get("checkpointStep") if in_progress else checkpoint_step
+    if not spec.checkpoint.enabled:
+        return Resize(live, wanted, refused=(
+            f"spec.pserver.replicas {live}→{wanted} cannot apply: the job keeps no checkpoints "
+            f"(spec.checkpoint.enabled is false), and a resize restores the tables from one; still "
+            f"running {live} pserver(s): enable spec.checkpoint, or set replicas back to {live}"))
+    if spec.heter_worker is not None:
+        return Resize(live, wanted, refused=(
+            f"spec.pserver.replicas {live}→{wanted} cannot apply: resizing the pservers of a job "
+            f"with heterWorker is not supported; still running {live} pserver(s)"))
+    workers = children.workers
+    if workers.exists or children.role_pods(naming.ROLE_WORKER):
+        stage = STOPPING_TRAINERS
+    elif children.role_pods(naming.ROLE_PSERVER) or children.pserver.replicas:
+        stage = STOPPING_PSERVERS
+    else:
+        stage = STARTING
+    return Resize(live, wanted, stage, checkpoint_step=step)
+
+
+def _back(job: ParameterServerJob, children: Children) -> bool:
+    """The M pservers are ready and every trainer runs (or has finished) again."""
+    spec = job.spec
+    ready = sum(1 for p in children.role_pods(naming.ROLE_PSERVER) if p.ready and not p.deleting)
+    workers = [p for p in children.role_pods(naming.ROLE_WORKER)
+               if p.phase in ("Running", "Succeeded") and not p.deleting]
+    return ready >= spec.pserver.replicas and len(workers) >= spec.worker.replicas
+
+
+def applied_job(job: ParameterServerJob, resize: Resize | None) -> ParameterServerJob:
+    """The job whose children this pass applies: while a resize stops the old layout (or is
+    refused), the running pserver count, not the spec's."""
+    if resize is None or resize.stage == STARTING:
+        return job
+    pserver = dataclasses.replace(job.spec.pserver, replicas=resize.old)
+    return dataclasses.replace(job, spec=dataclasses.replace(job.spec, pserver=pserver))
+
+
+def activity(resize: Resize | None) -> builders.Activity | None:
+    """Which pods this pass keeps (None: as the spec says)."""
+    if resize is None or resize.refused:
+        return None
+    if resize.stage == STOPPING_TRAINERS:
+        return builders.Activity(worker_job=False)
+    if resize.stage == STOPPING_PSERVERS:
+        return builders.Activity(servers=False, worker_job=False)
+    return None
+
+
+def record(resize: Resize | None, previous: Mapping[str, Any], now: str) -> dict | None:
+    """status.pserverResize after this pass (None: leave what is there)."""
+    if resize is None or resize.refused:
+        return None
+    rec = dict(previous.get("pserverResize") or {})
+    if rec.get("to") != resize.new or rec.get("completionTime"):  # a new resize starts
+        rec = {"from": resize.old, "to": resize.new, "startTime": now}
+        if resize.checkpoint_step is not None:
+            rec["checkpointStep"] = resize.checkpoint_step
+    if resize.done:
+        rec["completionTime"] = now
+    return rec
