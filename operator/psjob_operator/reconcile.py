@@ -137,10 +137,10 @@ class Reconciler:
                 log.info("job %s/%s: %s", namespace, name, exc)
                 report.waiting.append(str(exc))
         checkpoint = self._checkpoint(job, children, previous, now)
-        update = compute_status(Observation(name, generation, now, (applied or job).spec, previous, children,
-                                            problem=problem, last_checkpoint=checkpoint,
-                                            resize=resize, resize_record=resizing.record(
-                                                resize, previous, format_time(now))))
+        record = resizing.record(resize, previous, format_time(now))
+        update = compute_status(Observation(name, generation, now, (applied or job).spec, previous,
+                                            children, problem=problem, last_checkpoint=checkpoint,
+                                            resize=resize, resize_record=record))
         if update.phase in TERMINAL:
             self._finish(job, owner, live)
         self._write(body, update, now)

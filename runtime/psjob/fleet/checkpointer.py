@@ -53,7 +53,8 @@ import numpy as np
 
 from ..checkpoint import storage
 from ..checkpoint.format import CheckpointError, invalidate, new_manifest, read_var, write_array, write_manifest
-from ..checkpoint.store import POSITIONS, apply_retention, committed, position_path, step_dirname
+from ..checkpoint.store import (POSITIONS, apply_retention, committed, position_path,
+                                step_dirname)
 from ..fluid.core import global_scope
 from ..ps import checkpoint_protocol as protocol
 from . import checkpoint_save as distributed
@@ -121,7 +122,8 @@ class Checkpointer:
         self.failures: list[str] = []
         self.resumed_from = None
         self.hold_requested = threading.Event()  # set by roles.RESIZE_HOLD_SIGNAL (trainer 0 only)
-        if self.config.enabled and self.is_chief and threading.current_thread() is threading.main_thread():
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        if self.config.enabled and self.is_chief and in_main_thread:
             signal.signal(RESIZE_HOLD_SIGNAL, lambda *_: self.hold_requested.set())
 
     @classmethod

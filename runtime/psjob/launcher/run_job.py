@@ -265,7 +265,8 @@ def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
     # of a job that keeps checkpoints. New trainers are watched like the others.
     def scaler(watcher):
         scaling = scale.Scaler(run.workdir, lambda role, i: _new_process(job, run, watcher, role, i),
-                               relayout=lambda n: relayout(run, n), checkpoint_dir=run.topology.checkpoint_dir)
+                               relayout=lambda n: relayout(run, n),
+                               checkpoint_dir=run.topology.checkpoint_dir)
         local.summary_extra["pserver_resizes"] = scaling.resizes  # filled as resizes happen
         return scaling.poll
     return run_local(local, progress_interval=args.progress_interval, summary_path=args.summary,

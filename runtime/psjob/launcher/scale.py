@@ -236,11 +236,13 @@ class Scaler:
         return info.path if info is not None else None
 
     def _replace(self, supervisor) -> None:
+        info = store.newest_good(self.checkpoint_dir)
+        if info is None:  # held, but its checkpoint is not listed yet (an object store): next poll
+            return
         resize, self._resize = self._resize, None
         servers = _pservers(supervisor)
         trainers = [s for i, s in sorted(_trainers(supervisor).items()) if i not in self._retired]
         supervisor.stop_for_resize(servers + trainers)
-        info = store.newest_good(self.checkpoint_dir)
         redone = self._steps_redone(info, [t.index for t in trainers])
         self.relayout(resize.target)
         for spec in servers[resize.target:]:
