@@ -194,11 +194,18 @@ def write_topology(run: LocalRun) -> None:
         json.dump(roles.topology_to_dict(run.topology), f, indent=1)
 
 
-def relayout(run: LocalRun, pservers: int) -> None:
+def relayout(run: LocalRun, pservers: int) -> roles.JobTopology:
     """Give the run `pservers` pserver endpoints (a resize, launcher.scale): placed as `plan`
-    places them — 127.0.0.(i+1) on one free port — and written to topology.json."""
+    places them — 127.0.0.(i+1) on one free port — and written to topology.json. Returns the
+    topology it replaced (`put_layout` puts it back if the resize is abandoned)."""
+    previous = run.topology
     endpoints, _ = place(pservers, 0)
-    run.topology = dataclasses.replace(run.topology, pserver_endpoints=tuple(endpoints))
+    put_layout(run, dataclasses.replace(run.topology, pserver_endpoints=tuple(endpoints)))
+    return previous
+
+
+def put_layout(run: LocalRun, topology: roles.JobTopology) -> None:
+    run.topology = topology
     write_topology(run)
 
 
@@ -266,6 +273,7 @@ def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
     def scaler(watcher):
         scaling = scale.Scaler(run.workdir, lambda role, i: _new_process(job, run, watcher, role, i),
                                relayout=lambda n: relayout(run, n),
+                               put_layout=lambda t: put_layout(run, t),
                                checkpoint_dir=run.topology.checkpoint_dir)
         local.summary_extra["pserver_resizes"] = scaling.resizes  # filled as resizes happen
         return scaling.poll

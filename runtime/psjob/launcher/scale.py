@@ -18,26 +18,29 @@ Pservers (`--pservers M`, a job that keeps checkpoints; docs/local-runs.md,
 "Resizing the pservers"): the tables move from N pservers to M through a
 checkpoint, in this order —
 
-1. the Scaler sends trainer 0 roles.RESIZE_HOLD_SIGNAL (SIGUSR1); its
-   Checkpointer checkpoints at its next step — the consistent cut (sync: the
-   round boundary; the other modes: a freeze of every pserver) — and trainer
-   0 exits roles.RESIZE_HOLD_EXIT (fleet.checkpointer.HoldForResize);
+1. `relayout(M)` gives the run M pserver endpoints and rewrites
+   topology.json (PSJOB_TOPOLOGY_FILE of every process); trainer 0's
+   Checkpointer sees the endpoints change at its next step and checkpoints —
+   the consistent cut (sync: the round boundary; the other modes: a freeze of
+   every pserver) — then exits roles.RESIZE_HOLD_EXIT
+   (fleet.checkpointer.HoldForResize);
 2. as soon as that checkpoint is committed (its manifest written) or trainer
    0 held, every trainer and the N pservers are stopped (SIGKILL: the
    checkpoint is the state kept; what the other trainers did after it is
    redone — counted and reported as "steps redone");
-3. `relayout(M)` gives the run M pserver endpoints (topology.json rewritten);
-   the M pservers start and restore that checkpoint, the tables resharded
-   N→M (ps.checkpoint_restore: each keeps the rows `shard_of(id, M)` gives it;
-   dense parameters are cut from the saved whole values by the new plan);
+3. the M pservers start on the new endpoints and restore that checkpoint,
+   the tables resharded N→M (ps.checkpoint_restore: each keeps the rows
+   `shard_of(id, M)` gives it; dense parameters are cut from the saved whole
+   values by the new plan);
 4. every trainer that had not been scaled away starts again with the new
    endpoints — so it transpiles its program for M pservers (the dense blocks'
    and the table's placement follow the pserver count) — and resumes at its
    position in the checkpoint.
 
 Nothing of this counts against runPolicy.backoffLimit or a pserver's
-restarts. Trainers learn the new endpoint set by being started again with
-it: their program split depends on the pserver count, and a new process is
+restarts. The operator does the same with its ConfigMap (docs/operator.md).
+Trainers learn the new endpoint set from the topology file (trainer 0, to
+hold) and by being started again with it: their program split depends on the pserver count, and a new process is
 the one place the whole plan (transpiler, communicator, RPC clients) is built
 from scratch — the simplest sound way, at the cost of the process start-up.
 """
@@ -118,8 +121,8 @@ class PendingResize:
     """A pserver resize asked of trainer 0 and not yet applied."""
     target: int
     asked_at: float          # time.monotonic() of the request
-    chief_start: int         # trainer 0's start the signal went to (a restart needs it again)
     before: str | None       # the newest checkpoint when asked: a newer one is the resize's
+    layout: object = None    # the run's topology before the resize (the processes still run it)
 
 
 class Scaler:
@@ -127,12 +130,14 @@ class Scaler:
 
     `new_process(role, index)` builds the ProcessSpec of a process under the run's current
     topology (psjob.launcher.run_job); `relayout(pservers)` gives the run that many pserver
-    endpoints (topology.json rewritten); `checkpoint_dir` is the run's checkpoint root."""
+    endpoints (topology.json rewritten) and returns the topology it replaced, which
+    `put_layout(topology)` puts back; `checkpoint_dir` is the run's checkpoint root."""
 
-    def __init__(self, workdir: str, new_process, relayout=None, checkpoint_dir: str = ""):
+    def __init__(self, workdir: str, new_process, relayout=None, put_layout=None,
+                 checkpoint_dir: str = ""):
         self.path = os.path.join(workdir, REQUEST_FILE)
         self.new_process = new_process
-        self.relayout = relayout
+        self.relayout, self.put_layout = relayout, put_layout
         self.checkpoint_dir = checkpoint_dir
         self._seen = None  # (mtime_ns, size) of the request last read
         self._applied: dict[str, int] = {}  # the counts of the request last read, by role
@@ -182,6 +187,7 @@ class Scaler:
         current = len(_pservers(supervisor))
         if self._resize is not None:
             self._resize.target = wanted
+            self.relayout(wanted)  # a new layout again; `layout` stays the one that runs
             supervisor.on_event(f"pserver resize now to {wanted} (trainer 0 is checkpointing)")
             return
         if wanted == current:
@@ -192,17 +198,10 @@ class Scaler:
             supervisor.on_event(f"pserver resize {current}→{wanted} not applied: trainer 0 is not running "
                                 f"(it takes the checkpoint the resize restores)")
             return
-        self._resize = PendingResize(wanted, time.monotonic(), chief.starts, self._newest())
-        self._signal_chief(supervisor, chief)
+        # Trainer 0 sees the new endpoints in topology.json at its next step.
+        self._resize = PendingResize(wanted, time.monotonic(), self._newest(), self.relayout(wanted))
         supervisor.on_event(f"resizing the pservers {current}→{wanted}: trainer 0 checkpoints at its "
                             "next step, then every process is replaced")
-
-    @staticmethod
-    def _signal_chief(supervisor, chief) -> None:
-        try:
-            os.kill(chief.proc.pid, roles.RESIZE_HOLD_SIGNAL)
-        except ProcessLookupError:
-            pass  # it just exited: _advance_resize sees how
 
     def _advance_resize(self, supervisor) -> None:
         chief = _trainers(supervisor).get(0)
@@ -214,22 +213,23 @@ class Scaler:
             chief.history.append(code)
         held = chief.exit_code == roles.RESIZE_HOLD_EXIT
         if self._resize is None:
-            if held:  # a hold nobody asked for (SIGUSR1 by hand): replace in place, the job goes on
-                self._resize = PendingResize(len(_pservers(supervisor)), time.monotonic(), chief.starts,
-                                             None)
-            else:
+            if not held:
                 return
+            # A hold nobody asked for (topology.json edited by hand): every process is replaced
+            # on a fresh layout of the same size; the job goes on.
+            self._resize = PendingResize(len(_pservers(supervisor)), time.monotonic(), None)
+            self.relayout(self._resize.target)
         if held or self._newest() != self._resize.before:
             # Trainer 0 held, or its checkpoint is committed (the manifest is written last):
             # replace at once, so that the other trainers redo as few steps as possible.
             self._replace(supervisor)
         elif code is not None and chief.exit_code is not None:
+            # Trainer 0 finished (or failed for good) before its checkpoint: the processes
+            # running keep the old layout, and so does topology.json.
+            self.put_layout(self._resize.layout)
             supervisor.on_event(f"pserver resize to {self._resize.target} abandoned: trainer 0 exited "
                                 f"{code} before its checkpoint")
             self._resize = None
-        elif chief.starts != self._resize.chief_start and chief.exit_code is None:
-            self._resize.chief_start = chief.starts  # restarted after a failure: ask again
-            self._signal_chief(supervisor, chief)
 
     def _newest(self) -> str | None:
         info = store.newest_good(self.checkpoint_dir)
@@ -244,7 +244,6 @@ class Scaler:
         trainers = [s for i, s in sorted(_trainers(supervisor).items()) if i not in self._retired]
         supervisor.stop_for_resize(servers + trainers)
         redone = self._steps_redone(info, [t.index for t in trainers])
-        self.relayout(resize.target)
         for spec in servers[resize.target:]:
             supervisor.specs.remove(spec)
         for index in range(resize.target):
