@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from psjob import roles
 from psjob.jobspec import CleanPodPolicy, JobSpecError, ParameterServerJob, parse_job
 
 from psjob_operator import builders, checkpoints, gang, naming, resize as resizing
@@ -57,6 +58,7 @@ OPTIONAL_CHILDREN = ((STATEFULSETS, naming.heter), (SERVICES, naming.heter),
 OBSERVED = (STATEFULSETS, SERVICES, CONFIGMAPS, NETWORK_POLICIES, BATCH_JOBS, CLAIMS)
 RESOURCES_BY_KIND = {r.kind: r for r in OBSERVED}
 WAIT_SECONDS = 1.0
+RESIZE_RECHECK_SECONDS = 5.0
 
 
 def utcnow() -> dt.datetime:
@@ -126,11 +128,13 @@ class Reconciler:
         resize = applied = None
         if previous_phase(previous, generation) not in TERMINAL:
             resize = resizing.observe(job, live[(STATEFULSETS.kind, naming.pserver(name))], children,
-                                      previous, (previous.get("lastCheckpoint") or {}).get("step"))
+                                      previous, (previous.get("lastCheckpoint") or {}).get("step"),
+                                      now)
             # While a resize stops the old layout, or is refused, the pods run the old count.
             applied = resizing.applied_job(job, resize)
             try:
-                report = self._apply(applied, owner, live, resizing.activity(resize))
+                report = self._apply(applied, owner, live, resizing.activity(resize),
+                                     resizing.config_job(job, resize))
             except ChildRejected as exc:
                 problem = Verdict(Phase.FAILED, Reason.CHILD_REJECTED, str(exc))
             except WaitForChild as exc:
@@ -210,12 +214,18 @@ class Reconciler:
     # --- acting ------------------------------------------------------------------------
 
     def _apply(self, job: ParameterServerJob, owner: builders.Owner, live: dict,
-               activity: builders.Activity | None = None) -> ApplyReport:
-        """Apply the job's children; `activity` (a resize's stage) overrides running/suspended."""
+               activity: builders.Activity | None = None,
+               config_job: ParameterServerJob | None = None) -> ApplyReport:
+        """Apply the job's children; `activity` (a resize's stage) overrides running/suspended,
+        `config_job` (a resize) is the job whose topology the ConfigMap carries."""
         if activity is None:
             activity = builders.SUSPENDED if job.spec.run_policy.suspend else builders.RUNNING
-        desired = gang.schedule(builders.build_children(job, owner, self.token_factory(),
-                                                        activity), job, owner, self.scheduling)
+        children = builders.build_children(job, owner, self.token_factory(), activity)
+        if config_job is not None:
+            topology = roles.kubernetes_topology(config_job, config_job.namespace)
+            children = [builders.build_config_map(config_job, owner, topology)
+                        if m["kind"] == "ConfigMap" else m for m in children]
+        desired = gang.schedule(children, job, owner, self.scheduling)
         report = self.applier.apply(desired, owner.uid, owner.name, live)
         wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
         for (kind, child), obj in live.items():
@@ -292,6 +302,8 @@ class Reconciler:
             delays.append(self.settings.checkpoint_poll_seconds)
         if report.waiting:
             delays.append(WAIT_SECONDS)
+        if update.phase is Phase.RESIZING:  # trainer 0's hold has a deadline (resize.HOLD_TIMEOUT_S)
+            delays.append(RESIZE_RECHECK_SECONDS)
         return max(0.1, min(delays))
 
 

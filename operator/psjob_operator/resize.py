@@ -3,10 +3,18 @@
 Every pserver and trainer is built for one pserver layout (the endpoints in
 its environment and in the transpiled program: which pserver holds which
 dense block and which table rows), so a resize replaces them all; the M new
-pservers restore the newest checkpoint resharded N→M (ps/checkpoint_restore.py)
-and the trainers resume from their positions in it. Level-based, like every
-pass: the stage is read from the cluster each time —
+pservers restore a checkpoint resharded N→M (ps/checkpoint_restore.py) and the
+trainers resume from their positions in it. Level-based, like every pass: the
+stage is read from the cluster each time —
 
+    holding             the topology ConfigMap already lists the M endpoints;
+                        trainer 0 reads it (its volume is refreshed by the
+                        kubelet), checkpoints at its next step — the
+                        consistent cut — and exits roles.RESIZE_HOLD_EXIT (the
+                        worker Job's podFailurePolicy ignores it). Waited for
+                        at most HOLD_TIMEOUT_S (a script that never checkpoints
+                        through psjob's Checkpointer): then the newest periodic
+                        checkpoint is the one restored;
     stopping trainers   the worker Job (built for N) still exists or has pods:
                         it is deleted, the pservers are left as they are (so
                         nothing restarts against a half-changed layout);
@@ -15,8 +23,8 @@ pass: the stage is read from the cluster each time —
                         update would mix N-layout and M-layout pservers);
     starting            no pod of the old layout left: the children of the new
                         spec are applied — the StatefulSet at M replicas (all
-                        start together, podManagementPolicy Parallel), the
-                        topology ConfigMap and a new worker Job.
+                        start together, podManagementPolicy Parallel) and a new
+                        worker Job.
 
 The resize is recorded in `status.pserverResize` (from, to, the checkpoint
 step restored when the operator knows it, startTime; completionTime once the
@@ -34,14 +42,20 @@ reshards), no resize stage is needed.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from psjob import roles
 from psjob.jobspec import ParameterServerJob
 
 from psjob_operator import builders, naming
-from psjob_operator.observe import Children
+from psjob_operator.observe import Children, parse_time
 
+# How long trainer 0 gets to see the new topology (a ConfigMap volume is refreshed within
+# the kubelet's sync period, about a minute) and checkpoint.
+HOLD_TIMEOUT_S = 180.0
+HOLDING = "waiting for trainer 0's checkpoint"
 STOPPING_TRAINERS = "stopping the trainers"
 STOPPING_PSERVERS = "stopping the pservers"
 STARTING = "starting the new pservers and trainers"
@@ -83,7 +97,8 @@ def layout_of(statefulset: Mapping[str, Any] | None) -> int:
 
 
 def observe(job: ParameterServerJob, statefulset: Mapping[str, Any] | None, children: Children,
-            previous: Mapping[str, Any], checkpoint_step: int | None) -> Resize | None:
+            previous: Mapping[str, Any], checkpoint_step: int | None,
+            now: dt.datetime | None = None) -> Resize | None:
     """The resize this job is in (None: none); `previous` is the job's status."""
     spec = job.spec
     wanted = spec.pserver.replicas
@@ -109,13 +124,28 @@ def observe(job: ParameterServerJob, statefulset: Mapping[str, Any] | None, chil
             f"spec.pserver.replicas {live}→{wanted} cannot apply: resizing the pservers of a job "
             f"with heterWorker is not supported; still running {live} pserver(s)"))
     workers = children.workers
-    if workers.exists or children.role_pods(naming.ROLE_WORKER):
+    started = parse_time(record.get("startTime")) if in_progress else None
+    waited = (now - started).total_seconds() if now is not None and started is not None else 0.0
+    if (workers.exists and not workers.deleting and _training(children) and not _held(children)
+            and waited < HOLD_TIMEOUT_S):
+        stage = HOLDING
+    elif workers.exists or children.role_pods(naming.ROLE_WORKER):
         stage = STOPPING_TRAINERS
     elif children.role_pods(naming.ROLE_PSERVER) or children.pserver.replicas:
         stage = STOPPING_PSERVERS
     else:
         stage = STARTING
     return Resize(live, wanted, stage, checkpoint_step=step)
+
+
+def _training(children: Children) -> bool:
+    return any(p.phase == "Running" and not p.deleting for p in children.role_pods(naming.ROLE_WORKER))
+
+
+def _held(children: Children) -> bool:
+    """Trainer 0 checkpointed and stopped for the resize."""
+    return any(p.index == 0 and p.exit_code == roles.RESIZE_HOLD_EXIT
+               for p in children.role_pods(naming.ROLE_WORKER))
 
 
 def _back(job: ParameterServerJob, children: Children) -> bool:
@@ -134,6 +164,14 @@ def applied_job(job: ParameterServerJob, resize: Resize | None) -> ParameterServ
         return job
     pserver = dataclasses.replace(job.spec.pserver, replicas=resize.old)
     return dataclasses.replace(job, spec=dataclasses.replace(job.spec, pserver=pserver))
+
+
+def config_job(job: ParameterServerJob, resize: Resize | None) -> ParameterServerJob | None:
+    """The job whose topology the ConfigMap carries while the old layout stops: the new one
+    (trainer 0 holds when it reads it); None when the ConfigMap follows the applied job."""
+    if resize is None or resize.refused or resize.stage == STARTING:
+        return None
+    return job
 
 
 def activity(resize: Resize | None) -> builders.Activity | None:

@@ -349,7 +349,8 @@ def _pservers_unreachable(pod) -> bool:
 
 def _counted(pod) -> bool:
     """A failed worker pod the Job's podFailurePolicy counts against backoffLimit."""
-    return pod.phase == "Failed" and not pod.disrupted and not _pservers_unreachable(pod)
+    return (pod.phase == "Failed" and not pod.disrupted and not _pservers_unreachable(pod)
+            and pod.exit_code != roles.RESIZE_HOLD_EXIT)
 
 
 def worker_failures(kids: Children) -> int:

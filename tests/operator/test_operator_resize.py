@@ -1,6 +1,7 @@
 """Changing spec.pserver.replicas of a running job, through the real operator and the emulator.
 
-The resize replaces every pod of the old layout in order — trainers first (the worker Job
+The resize publishes the new layout in the ConfigMap (trainer 0 checkpoints and holds when
+it reads it), then replaces every pod of the old layout in order — trainers (the worker Job
 is deleted), then the pservers (the StatefulSet scaled to 0, not rolled), then the children
 of the new spec — and says so in the job's phase, conditions, status.pserverResize and
 Events. The fake controllers (`plane.sync`) play the StatefulSet and Job controllers, so each
@@ -11,6 +12,8 @@ from __future__ import annotations
 import json
 
 from opkit_cluster import wait_for
+from opkit_fakes import INDEX
+from psjob import roles
 from opkit_jobs import (child, condition, env_of, event_reasons, job_manifest, patch_spec, phase,
                         status, submit)
 
@@ -25,28 +28,41 @@ def test_changing_pserver_replicas_replaces_the_layout_in_order_and_reports_it(o
     running(plane, "grow", pservers=2, workers=2)
     assert len(endpoints(child(plane, "statefulsets", "grow-pserver"))) == 2
 
+    workers_before = child(plane, "jobs", "grow-worker")
     patch_spec(plane, "grow", {"pserver": {"replicas": 3}})
-    # 1. The trainers go first; the pservers are not touched while any trainer runs.
+    # 1. The new layout is published in the ConfigMap, which trainer 0 watches; every pod
+    #    stays as it is until trainer 0 has checkpointed and held.
     wait_for(lambda: phase(plane, "grow") == "Resizing", what="phase Resizing")
     resizing = condition(plane, "grow", "Resizing")
     assert resizing["status"] == "True" and resizing["reason"] == "PserverResize"
-    assert resizing["message"].startswith("resharding 2→3 pservers from the newest checkpoint")
+    assert resizing["message"] == ("resharding 2→3 pservers from the newest checkpoint: "
+                                   "waiting for trainer 0's checkpoint")
+
+    def topology():
+        return json.loads(next(iter(child(plane, "configmaps", "grow-config")["data"].values())))
+    wait_for(lambda: len(topology()["pserver_endpoints"]) == 3, what="the ConfigMap's 3 endpoints")
+    assert len(endpoints(child(plane, "statefulsets", "grow-pserver"))) == 2
+    assert child(plane, "statefulsets", "grow-pserver")["spec"]["replicas"] == 2
+    assert child(plane, "jobs", "grow-worker")["metadata"]["uid"] == workers_before["metadata"]["uid"]
+    trainer0 = next(n for n, p in plane.pods("grow").items()
+                    if p["metadata"].get("annotations", {}).get(INDEX) == "0")
+    plane.fail(trainer0, exit_code=roles.RESIZE_HOLD_EXIT)  # it checkpointed and held
+    # 2. The trainers go; the pservers are not touched while any trainer runs.
     wait_for(lambda: child(plane, "jobs", "grow-worker") is None, what="the worker Job deleted")
-    # 2. Then the pservers stop, all of them (scaled to 0 with their template unchanged).
+    # 3. Then the pservers stop, all of them (scaled to 0 with their template unchanged).
     sts = wait_for(lambda: (lambda s: s if s["spec"]["replicas"] == 0 else None)(
         child(plane, "statefulsets", "grow-pserver")), what="the pservers scaled to 0")
     assert len(endpoints(sts)) == 2
     assert "stopping the pservers" in condition(plane, "grow", "Resizing")["message"]
     assert len(plane.pods("grow")) == 2  # the two pserver pods, until their controller acts
     plane.sync("grow")  # the StatefulSet controller deletes them
-    # 3. No pod of the old layout is left: the new spec is applied, every process told of 3.
+    # 4. No pod of the old layout is left: the new spec is applied, every process told of 3.
     sts = wait_for(lambda: (lambda s: s if s["spec"]["replicas"] == 3 else None)(
         child(plane, "statefulsets", "grow-pserver")), what="3 pservers")
     assert [e.split(".")[0] for e in endpoints(sts)] == [f"grow-pserver-{i}" for i in range(3)]
     workers = wait_for(lambda: child(plane, "jobs", "grow-worker"), what="a new worker Job")
     assert endpoints(workers) == endpoints(sts)
-    topology = json.loads(next(iter(child(plane, "configmaps", "grow-config")["data"].values())))
-    assert topology["pserver_endpoints"] == endpoints(sts)
+    assert topology()["pserver_endpoints"] == endpoints(sts)
     assert status(plane, "grow")["pserverResize"]["from"] == 2
     assert "completionTime" not in status(plane, "grow")["pserverResize"]
 

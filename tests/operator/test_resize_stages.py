@@ -2,6 +2,8 @@
 what each stage applies, and status.pserverResize."""
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from psjob import roles
 from psjob.jobspec import parse_job
@@ -23,15 +25,23 @@ def statefulset(pservers):
     return builders.build_server_statefulset(j, builders.Owner("ctr", "uid"), topology, "pserver")
 
 
-def pod(name, role, ready=True):
-    return pod_view({"metadata": {"name": name, "labels": {"psjob.dev/role": role}},
-                     "status": {"phase": "Running", "conditions": [
-                         {"type": "Ready", "status": "True" if ready else "False"}]}})
+def pod(name, role, ready=True, index=None, exit_code=None):
+    body = {"metadata": {"name": name, "labels": {"psjob.dev/role": role}},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True" if ready else "False"}]}}
+    if index is not None:
+        body["metadata"]["annotations"] = {"batch.kubernetes.io/job-completion-index": str(index)}
+    if exit_code is not None:
+        body["status"].update(phase="Failed", containerStatuses=[{
+            "name": "psjob", "restartCount": 0, "state": {"terminated": {"exitCode": exit_code}}}])
+    return pod_view(body)
 
 
-def kids(pserver_pods=2, worker_pods=2, worker_job=True, replicas=2):
+def kids(pserver_pods=2, worker_pods=2, worker_job=True, replicas=2, held=False):
     pods = [pod(f"ctr-pserver-{i}", "pserver") for i in range(pserver_pods)]
-    pods += [pod(f"ctr-worker-{i}-x", "worker") for i in range(worker_pods)]
+    pods += [pod(f"ctr-worker-{i}-x", "worker", index=i,
+                 exit_code=roles.RESIZE_HOLD_EXIT if held and i == 0 else None)
+             for i in range(worker_pods)]
     return Children(pods=tuple(pods), pserver=ServerSetView(True, replicas, pserver_pods),
                     workers=WorkerJobView(exists=worker_job))
 
@@ -42,7 +52,8 @@ def test_the_layout_is_read_from_the_statefulsets_pod_template():
 
 
 @pytest.mark.parametrize("children,stage", [
-    (kids(), resize.STOPPING_TRAINERS),
+    (kids(), resize.HOLDING),  # trainer 0 has not checkpointed yet
+    (kids(held=True), resize.STOPPING_TRAINERS),
     (kids(worker_pods=1, worker_job=False), resize.STOPPING_TRAINERS),  # its pods still go
     (kids(worker_pods=0, worker_job=False), resize.STOPPING_PSERVERS),
     (kids(pserver_pods=0, worker_pods=0, worker_job=False, replicas=2), resize.STOPPING_PSERVERS),
@@ -54,8 +65,21 @@ def test_each_stage_is_read_from_the_cluster(children, stage):
     assert found.message == f"resharding 2→3 pservers from checkpoint step-1200: {stage}"
 
 
+def test_trainer_0_is_waited_for_at_most_the_hold_timeout():
+    record = {"pserverResize": {"from": 2, "to": 3, "startTime": "2025-01-01T12:00:00Z"}}
+    soon = dt.datetime(2025, 1, 1, 12, 1, tzinfo=dt.timezone.utc)
+    late = soon + dt.timedelta(seconds=resize.HOLD_TIMEOUT_S)
+    assert resize.observe(job(3), statefulset(2), kids(), record, None, soon).stage == resize.HOLDING
+    assert resize.observe(job(3), statefulset(2), kids(), record, None, late).stage == \
+        resize.STOPPING_TRAINERS  # the newest periodic checkpoint will do
+
+
 def test_the_stopping_stages_apply_the_old_layout_without_the_pods_they_stop():
-    found = resize.observe(job(3), statefulset(2), kids(), {}, None)
+    holding = resize.observe(job(3), statefulset(2), kids(), {}, None)
+    assert resize.applied_job(job(3), holding).spec.pserver.replicas == 2
+    assert resize.activity(holding) is None  # every pod kept while trainer 0 checkpoints
+    assert resize.config_job(job(3), holding).spec.pserver.replicas == 3  # the ConfigMap: new
+    found = resize.observe(job(3), statefulset(2), kids(held=True), {}, None)
     applied = resize.applied_job(job(3), found)
     assert applied.spec.pserver.replicas == 2
     assert resize.activity(found) == builders.Activity(worker_job=False)
@@ -63,7 +87,7 @@ def test_the_stopping_stages_apply_the_old_layout_without_the_pods_they_stop():
     assert resize.activity(stopping) == builders.Activity(servers=False, worker_job=False)
     starting = resize.observe(job(3), statefulset(2), kids(0, 0, False, 0), {}, None)
     assert resize.applied_job(job(3), starting).spec.pserver.replicas == 3
-    assert resize.activity(starting) is None
+    assert resize.activity(starting) is None and resize.config_job(job(3), starting) is None
 
 
 def test_the_record_starts_once_and_completes_when_the_new_layout_runs():
