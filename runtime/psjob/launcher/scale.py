@@ -40,9 +40,10 @@ checkpoint, in this order —
 Nothing of this counts against runPolicy.backoffLimit or a pserver's
 restarts. The operator does the same with its ConfigMap (docs/operator.md).
 Trainers learn the new endpoint set from the topology file (trainer 0, to
-hold) and by being started again with it: their program split depends on the pserver count, and a new process is
-the one place the whole plan (transpiler, communicator, RPC clients) is built
-from scratch — the simplest sound way, at the cost of the process start-up.
+hold) and by being started again with it: their program split depends on the
+pserver count, and a new process is the one place the whole plan (transpiler,
+communicator, RPC clients) is built from scratch — the simplest sound way, at
+the cost of the process start-up.
 """
 from __future__ import annotations
 
