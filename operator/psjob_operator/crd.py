@@ -157,8 +157,8 @@ def status_schema() -> dict[str, Any]:
                     "time": {"type": "string", "format": "date-time"}}},
                 "pserverResize": {"type": "object", "description": (
                     "The newest change of spec.pserver.replicas: from and to (pservers), the "
-                    "checkpoint step restored when known, when it started and when the new "
-                    "pservers and the trainers ran again."), "properties": {
+                    "newest checkpoint step seen while the old pservers ran, when it started and "
+                    "when the new pservers and the trainers ran again."), "properties": {
                     "from": {"type": "integer", "format": "int32"},
                     "to": {"type": "integer", "format": "int32"},
                     "checkpointStep": {"type": "integer", "format": "int64"},

@@ -72,8 +72,12 @@ class Resize:
 
     @property
     def summary(self) -> str:
-        source = (f"checkpoint step-{self.checkpoint_step}" if self.checkpoint_step is not None
-                  else "the newest checkpoint")
+        if self.stage == HOLDING:
+            source = "the checkpoint trainer 0 takes now"
+        elif self.checkpoint_step is not None:  # the newest known (status.lastCheckpoint)
+            source = f"checkpoint step-{self.checkpoint_step}"
+        else:
+            source = "the newest checkpoint"
         return f"resharding {self.old}→{self.new} pservers from {source}"
 
     @property
@@ -113,7 +117,9 @@ def observe(job: ParameterServerJob, statefulset: Mapping[str, Any] | None, chil
         resize = Resize(int(record["from"]), wanted, STARTING,
                         checkpoint_step=record.get("checkpointStep"))
         return dataclasses.replace(resize, done=_back(job, children))
-    step = record.get("checkpointStep") if in_progress else checkpoint_step
+    known = [x for x in (record.get("checkpointStep") if in_progress else None, checkpoint_step)
+             if x is not None]
+    step = max(known) if known else None  # the newest seen while the old pservers ran
     if not spec.checkpoint.enabled:
         return Resize(live, wanted, refused=(
             f"spec.pserver.replicas {live}→{wanted} cannot apply: the job keeps no checkpoints "
@@ -192,8 +198,8 @@ def record(resize: Resize | None, previous: Mapping[str, Any], now: str) -> dict
     rec = dict(previous.get("pserverResize") or {})
     if rec.get("to") != resize.new or rec.get("completionTime"):  # a new resize starts
         rec = {"from": resize.old, "to": resize.new, "startTime": now}
-        if resize.checkpoint_step is not None:
-            rec["checkpointStep"] = resize.checkpoint_step
+    if resize.checkpoint_step is not None and resize.stage != STARTING:
+        rec["checkpointStep"] = resize.checkpoint_step  # trainer 0's hold checkpoint, once probed
     if resize.done:
         rec["completionTime"] = now
     return rec

@@ -35,8 +35,8 @@ def test_changing_pserver_replicas_replaces_the_layout_in_order_and_reports_it(o
     wait_for(lambda: phase(plane, "grow") == "Resizing", what="phase Resizing")
     resizing = condition(plane, "grow", "Resizing")
     assert resizing["status"] == "True" and resizing["reason"] == "PserverResize"
-    assert resizing["message"] == ("resharding 2→3 pservers from the newest checkpoint: "
-                                   "waiting for trainer 0's checkpoint")
+    assert resizing["message"] == ("resharding 2→3 pservers from the checkpoint trainer 0 takes "
+                                   "now: waiting for trainer 0's checkpoint")
 
     def topology():
         return json.loads(next(iter(child(plane, "configmaps", "grow-config")["data"].values())))

@@ -62,7 +62,9 @@ def test_the_layout_is_read_from_the_statefulsets_pod_template():
 def test_each_stage_is_read_from_the_cluster(children, stage):
     found = resize.observe(job(3), statefulset(2), children, {}, checkpoint_step=1200)
     assert (found.old, found.new, found.stage) == (2, 3, stage)
-    assert found.message == f"resharding 2→3 pservers from checkpoint step-1200: {stage}"
+    source = ("the checkpoint trainer 0 takes now" if stage == resize.HOLDING
+              else "checkpoint step-1200")
+    assert found.message == f"resharding 2→3 pservers from {source}: {stage}"
 
 
 def test_trainer_0_is_waited_for_at_most_the_hold_timeout():
@@ -90,18 +92,26 @@ def test_the_stopping_stages_apply_the_old_layout_without_the_pods_they_stop():
     assert resize.activity(starting) is None and resize.config_job(job(3), starting) is None
 
 
+T1, T2, T3, T4 = (f"2025-01-01T12:0{i}:00Z" for i in range(1, 5))
+
+
 def test_the_record_starts_once_and_completes_when_the_new_layout_runs():
     found = resize.observe(job(3), statefulset(2), kids(), {}, checkpoint_step=7)
-    record = resize.record(found, {}, "t1")
-    assert record == {"from": 2, "to": 3, "startTime": "t1", "checkpointStep": 7}
+    record = resize.record(found, {}, T1)
+    assert record == {"from": 2, "to": 3, "startTime": T1, "checkpointStep": 7}
+    # Trainer 0's hold checkpoint probed (status.lastCheckpoint) while the old pservers run.
+    held = resize.observe(job(3), statefulset(2), kids(held=True), {"pserverResize": record}, 8)
+    record = resize.record(held, {"pserverResize": record}, T2)
+    assert record == {"from": 2, "to": 3, "startTime": T1, "checkpointStep": 8}
+    assert held.message == "resharding 2→3 pservers from checkpoint step-8: stopping the trainers"
     previous = {"pserverResize": record}
     # The new layout applied, its pods not ready yet: still resizing, the record kept.
     starting = resize.observe(job(3), statefulset(3), kids(pserver_pods=0, worker_pods=0), previous, 9)
     assert starting.stage == resize.STARTING and not starting.done
-    assert resize.record(starting, previous, "t2") == record
+    assert resize.record(starting, previous, T3) == record
     done = resize.observe(job(3), statefulset(3), kids(pserver_pods=3, worker_pods=2), previous, 9)
-    assert done.done and resize.record(done, previous, "t3")["completionTime"] == "t3"
-    finished = {"pserverResize": {**record, "completionTime": "t3"}}
+    assert done.done and resize.record(done, previous, T4)["completionTime"] == T4
+    finished = {"pserverResize": {**record, "completionTime": T4}}
     assert resize.observe(job(3), statefulset(3), kids(3, 2), finished, 9) is None
 
 
@@ -110,7 +120,7 @@ def test_a_job_without_checkpoints_or_with_heter_workers_is_refused_and_keeps_it
     found = resize.observe(no_ckpt, statefulset(2), kids(), {}, None)
     assert "spec.checkpoint.enabled is false" in found.refused and not found.stage
     assert resize.applied_job(no_ckpt, found).spec.pserver.replicas == 2
-    assert resize.activity(found) is None and resize.record(found, {}, "t") is None
+    assert resize.activity(found) is None and resize.record(found, {}, T1) is None
     heter = job(3, heterWorker={"replicas": 1})
     assert "heterWorker is not supported" in resize.observe(heter, statefulset(2), kids(), {}, None).refused
 
