@@ -190,6 +190,14 @@ def test_psjob_scale_pservers_refuses_what_cannot_apply(tmp_path):
     assert refused.returncode == 2 and "--pservers 0: a job needs at least 1 pserver" in refused.stderr
     refused = scale()
     assert refused.returncode == 2 and "--workers N and/or --pservers M" in refused.stderr
+    (work / "topology.json").write_text(json.dumps(roles.topology_to_dict(dataclasses.replace(
+        topology, checkpoint_dir=str(tmp_path / "ckpt"), heter_trainers=1,
+        heter_endpoints=("127.0.0.1:2",)))))
+    refused = scale("--pservers", "3")
+    assert refused.returncode == 2 and "has heter trainers" in refused.stderr
     assert not (work / "scale-request.json").exists()  # nothing asked of the run
+    (work / "topology.json").write_text(json.dumps(roles.topology_to_dict(dataclasses.replace(
+        topology, checkpoint_dir=str(tmp_path / "ckpt"), max_trainers=4))))
     assert scale("--pservers", "3").returncode == 0
-    assert json.loads((work / "scale-request.json").read_text()) == {"pservers": 3}
+    assert scale("--workers", "4").returncode == 0  # a request for the other role is kept
+    assert json.loads((work / "scale-request.json").read_text()) == {"pservers": 3, "workers": 4}
