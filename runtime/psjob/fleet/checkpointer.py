@@ -96,8 +96,8 @@ class CheckpointConfig:
                    mode=env.get("PSJOB_MODE", "") or "sync",
                    freeze_lease_s=protocol.freeze_lease_from_env(env),
                    topology_file=env.get("PSJOB_TOPOLOGY_FILE", ""),
-                   pserver_endpoints=tuple(e for e in (env.get("PADDLE_PSERVER_ENDPOINTS") or "").split(",")
-                                           if e))
+                   pserver_endpoints=tuple(
+                       e for e in (env.get("PADDLE_PSERVER_ENDPOINTS") or "").split(",") if e))
 
     @property
     def enabled(self) -> bool:

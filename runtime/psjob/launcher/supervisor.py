@@ -18,7 +18,7 @@ polls:
   activeDeadlineSeconds does on Kubernetes);
 - trainer 0 that exits `roles.RESIZE_HOLD_EXIT` stopped at the checkpoint of a pserver
   resize (launcher.scale): it is neither a failure nor restarted here — the resize
-  (`replace`) starts every process again;
+  starts every process again (`stop_for_resize`, then `add`);
 - a failure with no restarts left stops the whole group (SIGTERM, then
   SIGKILL after a grace period) and the group's exit status is the worst one;
 - once every trainer (and heter trainer) has exited 0 the job has succeeded,
