@@ -183,7 +183,8 @@ def test_psjob_scale_pservers_refuses_what_cannot_apply(tmp_path):
     def scale(*args):
         return subprocess.run(PSJOB + ["scale", str(work), *args], capture_output=True, text=True)
     refused = scale("--pservers", "3")
-    assert refused.returncode == 2 and "keeps no checkpoints (spec.checkpoint.enabled is false)" in refused.stderr
+    assert refused.returncode == 2
+    assert "keeps no checkpoints (spec.checkpoint.enabled is false)" in refused.stderr
     (work / "topology.json").write_text(json.dumps(roles.topology_to_dict(
         dataclasses.replace(topology, checkpoint_dir=str(tmp_path / "ckpt")))))
     refused = scale("--pservers", "0")
