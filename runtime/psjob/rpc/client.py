@@ -36,6 +36,7 @@ import collections
 import concurrent.futures
 import queue
 import random
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -61,6 +62,10 @@ CHANNEL_OPTIONS = (
     # Reconnect quickly after a pserver restart (default backoff grows to 120 s).
     ("grpc.initial_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 2_000),
+    # A connection attempt to an address nobody answers (a lost node's pod IP, before
+    # its replacement takes it) gives up after 5 s instead of gRPC's 20 s default, so
+    # the next attempt reaches the replacement that soon.
+    ("grpc.min_reconnect_backoff_ms", 5_000),
 )
 AUTH_METADATA_KEY = "x-psjob-token"
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
@@ -136,6 +141,7 @@ class Handle:
         while True:
             try:
                 reply = self._future.result()
+                self._client._answered(self._endpoint)
                 return self._decode(reply)
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else None
@@ -145,6 +151,7 @@ class Handle:
                 if code not in RETRYABLE or exhausted or self._client._closed:
                     raise RpcError(self._endpoint, self._method, code,
                                    exc.details() if hasattr(exc, "details") else str(exc)) from None
+                self._client._unreachable(self._endpoint, code)
                 self._client.retries[self._method] += 1
                 time.sleep(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, policy.max_backoff_s)
@@ -252,6 +259,27 @@ class PSClient:
         self._lock = threading.Lock()
         self._closed = False
         self._threads = _CallThreads()
+        self._outages: dict[str, float] = {}  # endpoint → when a call to it first failed
+
+    # An outage is logged once when it starts and once when the pserver answers again:
+    # the trainer's own account of a pserver restart (how long it waited, not gave up).
+    def _unreachable(self, endpoint: str, code) -> None:
+        with self._lock:
+            if endpoint in self._outages:
+                return
+            self._outages[endpoint] = time.monotonic()
+        print(f"[psjob] pserver {endpoint} unreachable ({code.name}); retrying for at least "
+              f"{self.retry.recovery_s:.0f} s (PSJOB_PSERVER_RECOVERY_S)", file=sys.stderr,
+              flush=True)
+
+    def _answered(self, endpoint: str) -> None:
+        if not self._outages:  # the common case: no outage, no lock
+            return
+        with self._lock:
+            since = self._outages.pop(endpoint, None)
+        if since is not None:
+            print(f"[psjob] pserver {endpoint} answers again after "
+                  f"{time.monotonic() - since:.2f} s", file=sys.stderr, flush=True)
 
     def _stub(self, endpoint: str) -> dict:
         stub = self._stubs.get(endpoint)
