@@ -122,7 +122,8 @@ class PserverState:
         self._registered: dict[str, int] = {}
         self._last_seen: dict[int, float] = {}  # trainer id → clock time of its last request
         self._async_pushes = 0
-        self.gathers = TrainerGather(self.fanin, options.barrier_timeout_s)  # fleet.util's collectives
+        # fleet.util's collectives, among the live members (joins and leaves passed on)
+        self.gathers = TrainerGather(self.fanin, options.barrier_timeout_s, members=self.active)
         # Async staleness of every applied gradient (returned by on_send; pserver_staleness.py).
         self.staleness = StalenessTracker({g: param_of_grad(program, g, b) for g, b in self.grad_blocks.items()})
         # Async mode applies updates without the global lock: one lock per block
@@ -449,6 +450,7 @@ class PserverState:
             if t in self.active:
                 self.active.discard(t)
                 self.completed.append(t)
+                self.gathers.leave(t)
                 if self.elastic:
                     self._log_membership("left", t)
                 for name in self.recv_names:
@@ -480,6 +482,8 @@ class PserverState:
                         self.scope.vars[name] = self._zero(name)
                 self._cond.notify_all()
                 self._log_membership("joined", t)
+            if self.elastic:
+                self.gathers.join(t)  # a new process: its collectives count from 0 again
             return self.version, sorted(self.active)
 
     def _log_membership(self, what, t):
