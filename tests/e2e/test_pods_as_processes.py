@@ -214,11 +214,12 @@ def replaced_and_serving(api, kubelet, pod: str, old_uid: str) -> None:
 def completed_worker_job(api: TestClient, name: str) -> dict:
     """The worker Job once its controller has marked it Complete (the operator may call the
     job Succeeded from the pods a moment before)."""
-    path = f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}-worker"
-    return wait_for(lambda: (lambda job: job if any(
-        c["type"] == "Complete" and c["status"] == "True"
-        for c in job["status"].get("conditions") or []) else None)(api.get(path)),
-        timeout=30, what=f"Job {name}-worker Complete")
+    def complete() -> dict | None:
+        job = api.get(f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}-worker")
+        done = any(c["type"] == "Complete" and c["status"] == "True"
+                   for c in job["status"].get("conditions") or [])
+        return job if done else None
+    return wait_for(complete, timeout=30, what=f"Job {name}-worker Complete")
 
 
 def job_events(api: TestClient, name: str) -> list[dict]:
