@@ -52,9 +52,9 @@ Emulated, minimally
 - StatefulSet: pods `<sts>-<i>` for i < replicas (all at once, as
   podManagementPolicy Parallel), hostname/subdomain set, a Failed pod replaced,
   a deleted one re-created (same name, a new uid), status
-  replicas/readyReplicas; its pods keep their IP when re-created (a real
-  cluster updates DNS instead), so a re-created pod starts once the deleted
-  one's processes and sandbox are gone. Indexed Job: one pod per unfinished index,
+  replicas/readyReplicas; its pods keep their IP (and MAC, so that peers' ARP
+  caches stay right) when re-created (a real cluster updates DNS instead), so
+  a re-created pod starts once the deleted one's processes and sandbox are gone. Indexed Job: one pod per unfinished index,
   with the completion index annotation and label, parallelism, suspend,
   backoffLimit and podFailurePolicy (onExitCodes, onPodConditions), status
   active/succeeded/failed and Complete/Failed conditions. PersistentVolumeClaims
@@ -232,8 +232,13 @@ class NodeNetwork:
              "peer", "name", "eth0", "netns", str(pod_pid)])
         run([TOOLS["nsenter"], "-t", str(self.holder.pid), "-n", "sh", "-c",
              f"ip link set {veth} master br0 && ip link set {veth} up"])
+        # The MAC follows from the IP: a re-created StatefulSet pod keeps both, so its
+        # peers' ARP caches stay right (with a new MAC behind the old IP they would send
+        # to the dead sandbox's address until their entries expire, 15-45 s and more).
+        mac = "02:42:" + ":".join(f"{int(octet):02x}" for octet in ip.split("."))
         run([TOOLS["nsenter"], "-t", str(pod_pid), "-n", "sh", "-c",
-             f"ip link set lo up && ip addr add {ip}/24 dev eth0 && ip link set eth0 up && "
+             f"ip link set eth0 address {mac} && ip link set lo up && "
+             f"ip addr add {ip}/24 dev eth0 && ip link set eth0 up && "
              f"ip route add default via {NODE_IP}"])
 
     def close(self) -> None:

@@ -62,10 +62,6 @@ CHANNEL_OPTIONS = (
     # Reconnect quickly after a pserver restart (default backoff grows to 120 s).
     ("grpc.initial_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 2_000),
-    # A connection attempt to an address nobody answers (a lost node's pod IP, before
-    # its replacement takes it) gives up after 5 s instead of gRPC's 20 s default, so
-    # the next attempt reaches the replacement that soon.
-    ("grpc.min_reconnect_backoff_ms", 5_000),
 )
 AUTH_METADATA_KEY = "x-psjob-token"
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
