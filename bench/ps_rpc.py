@@ -83,7 +83,7 @@ def echo_child(reply_bytes, port_queue):
 
     import grpc
     from psjob.rpc.allocator import tune_for_large_messages
-    from psjob.rpc.client import CHANNEL_OPTIONS
+    from psjob.rpc.base_client import CHANNEL_OPTIONS
     tune_for_large_messages()
     template = bytearray(reply_bytes)
     server = grpc.server(futures.ThreadPoolExecutor(4), options=CHANNEL_OPTIONS)
@@ -213,7 +213,7 @@ class BareTransport:
 
     def __init__(self, ctx, request_bytes, reply_bytes):
         import grpc
-        from psjob.rpc.client import CHANNEL_OPTIONS
+        from psjob.rpc.base_client import CHANNEL_OPTIONS
         ports = ctx.Queue()
         self.proc = ctx.Process(target=echo_child, args=(reply_bytes, ports), daemon=True)
         self.proc.start()

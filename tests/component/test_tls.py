@@ -110,7 +110,7 @@ def test_a_restarted_pserver_asks_its_peers_over_tls_when_the_process_is_configu
     peer, restarted = states
     peer.on_complete(1)
     peer.on_complete(2)
-    server, _ = start_server(peer, endpoints[0], token="tok", tls=TlsFiles(cert, key, ca))
+    server = start_server(peer, endpoints[0], token="tok", tls=TlsFiles(cert, key, ca))
     try:
         # A plaintext probe cannot complete the handshake: it learns nothing (and says so in
         # its log), which is what happened before the probe read PSJOB_TLS_*.

@@ -107,7 +107,7 @@ class HeterRuntime:
         from ..rpc.heter_client import HeterClient
         client = HeterClient(self.heter_endpoints, self.rm.worker_index(), auth_token=auth_token)
         if self.strategy.launch_barrier:
-            client.wait_ready([self.split.endpoint])
+            client.wait_server_ready([self.split.endpoint])
         self._client = client
         install_client(client)
 

@@ -69,9 +69,10 @@ class HeterProcess:
         if telemetry is not None:
             _observe(state, telemetry)
         state.start()
-        self.server, self.port = start_heter_server(
+        self.server = start_heter_server(
             state, bind, token=options.token, max_workers=workers, tls=options.tls,
             observer=telemetry.observe_rpc if telemetry is not None else None)
+        self.port = self.server.port
         self._stop = threading.Event()
         # One line in the process log says what it serves and how (the TLS tests read it).
         print(f"[psjob] heter trainer {state.endpoint} serves trainers {sorted(state.sections)} on "
@@ -81,10 +82,10 @@ class HeterProcess:
         """Block until every served trainer completed (True) or stop() was called (False)."""
         while not self._stop.is_set():
             if self.state.wait_done(timeout_s=0.5):
-                self.server.stop(self.options.grace_s).wait()
+                self.server.stop(self.options.grace_s)
                 log.info("heter trainer %s: every trainer completed; exiting", self.state.endpoint)
                 return True
-        self.server.stop(0).wait()
+        self.server.stop(0)
         self.state.close()
         return False
 
@@ -147,7 +148,7 @@ def make_client(executor, op=None, environ=None):
         int(env.get("PADDLE_TRAINER_ID", "0") or 0)
     client = HeterClient(endpoints, int(trainer_id), auth_token=token_from_env(env))
     own = op.attr("endpoint") if op is not None and op.attr("endpoint") else client.own_endpoint
-    client.wait_ready([own])
+    client.wait_server_ready([own])
 
     def close():
         try:

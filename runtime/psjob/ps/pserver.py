@@ -127,9 +127,9 @@ class PserverProcess:
         _, port = split_endpoint(self.endpoint, what="pserver endpoint")
         bind = f"0.0.0.0:{port}" if options.bind_all_interfaces else self.endpoint
         observer = metrics.observe_rpc if metrics is not None else None
-        self.server, self.port = start_server(handler, bind, token=options.token, max_workers=workers,
-                                              observer=observer, max_message_bytes=options.max_message_bytes,
-                                              tls=options.tls)
+        self.server = start_server(handler, bind, token=options.token, max_workers=workers, observer=observer,
+                                   max_message_bytes=options.max_message_bytes, tls=options.tls)
+        self.port = self.server.port
         self.options = options
         self._stop = threading.Event()
         log.info("pserver %s serving %d trainers (%s mode, state on %s)", self.endpoint, fanin,
@@ -139,10 +139,10 @@ class PserverProcess:
         """Block until every trainer completed (True) or stop() was called (False)."""
         while not self._stop.is_set():
             if self.state.wait_done(timeout_s=0.5):
-                self.server.stop(self.options.grace_s).wait()
+                self.server.stop(self.options.grace_s)
                 log.info("pserver %s: every trainer completed; exiting", self.endpoint)
                 return True
-        self.server.stop(0).wait()
+        self.server.stop(0)
         return False
 
     def stop(self):
