@@ -30,10 +30,10 @@ the pool above the number of clients. `stop(grace_s)` lets replies in flight
 drain for up to grace_s seconds.
 
 Why a thread pool and not grpc.aio: bench/ps_rpc.py serves a bare method on
-both; its server CPU per 4 MiB reply on the event loop was 0.90x and 1.26x the
-thread pool's in two runs (a loaded 2-core machine), 1.38x with the hop to a
-thread that psjob's blocking handlers (sync barriers, table locks) would need
-there: no gain worth the change.
+both; its server CPU per 4 MiB reply on the event loop was 0.89x, 0.90x and
+1.26x the thread pool's in three runs (a loaded 2-core machine), 1.06x and
+1.38x with the hop to a thread that psjob's blocking handlers (sync barriers,
+table locks) would need there: no gain worth the change.
 """
 from __future__ import annotations
 
