@@ -1,0 +1,25 @@
+"""A Fleet pserver's start: its startup program, then (with a model_dir) its slices of a
+saved model or the newest good checkpoint under a checkpoint root."""
+from __future__ import annotations
+
+import os
+
+from ..checkpoint import store
+from ..checkpoint.format import CheckpointError
+from ..ps import checkpoint_restore
+from .build import BuiltJob
+from .role_maker import RoleMakerBase
+
+
+def init_pserver(rm: RoleMakerBase, job: BuiltJob, executor, model_dir=None) -> None:
+    executor.run(job.pserver_startup)
+    if not model_dir:
+        return
+    if not os.path.isdir(model_dir):
+        raise ValueError(f"There is no directory named '{model_dir}'")
+    if store.is_checkpoint_root(model_dir):
+        if checkpoint_restore.restore_newest(executor, model_dir, job.pserver_main) is None:
+            raise CheckpointError(f"{model_dir!r} holds no complete checkpoint")
+    else:
+        checkpoint_restore.load_pserver_slices(executor, model_dir, job.pserver_main,
+                                               job.transpiler.vars_overview, rm.current_endpoint())
