@@ -163,12 +163,9 @@ class Fleet:
             self._executor = executor
         if not self.is_server():
             raise FleetError("init_server() is for pservers (fleet.is_server())")
-        if self.is_heter_worker():
-            job = self._built("init_server()")
-            return job.heter.init_server()
         job = self._built("init_server()")
-        if job.pserver_main is None:
-            raise FleetError("call distributed_optimizer(...).minimize(loss) before init_server()")
+        if self.is_heter_worker():
+            return job.heter.init_server()
         self._executor = self._executor or Executor()
         init_pserver(self._rm(), job, self._executor, model_dir)
 
