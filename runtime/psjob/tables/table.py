@@ -219,7 +219,12 @@ class SparseTable:
                     clicks = None if clicks is None else clicks[keep]
             if rows.size == 0:
                 return
-            unique_rows, summed = merge_rows(rows, grads, self._storage.cols["first_pos"])
+            if ids.size < 2 or bool((ids[1:] > ids[:-1]).all()):
+                # Ascending ids (a prefetched batch: np.unique's order) are distinct, and
+                # so are their rows: nothing to merge. The optimizers only read grads.
+                unique_rows, summed = np.ascontiguousarray(rows), grads
+            else:
+                unique_rows, summed = merge_rows(rows, grads, self._storage.cols["first_pos"])
             cols = self._storage.cols
             if self._device is None:
                 self._optimizer.apply(cols, unique_rows, summed, lr)
