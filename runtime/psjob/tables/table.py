@@ -49,6 +49,7 @@ _META_DTYPES = {"last_seen": np.int32, "show": np.float32, "click": np.float32}
 # Lookups remembered for pushes of the same ids: a trainer prefetches one batch
 # ahead (two lookups per trainer in flight), and several trainers share a pserver.
 _RECENT_LOOKUPS = 8
+_RECENT_MAX_IDS = 1 << 20  # larger lookups (bulk reads, not a batch) are not remembered: 16 MB each
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +150,7 @@ class SparseTable:
                 made = self._create(ids[miss])
                 rows[miss] = made
                 miss = miss[made < 0]
-            if miss.size == 0:
+            if miss.size == 0 and ids.size <= _RECENT_MAX_IDS:
                 self._recent.append((ids.copy(), np.ascontiguousarray(rows)))
             if self._device is None:
                 out = take_rows(self._storage.cols["value"], rows, mode="clip")
