@@ -203,12 +203,13 @@ def build_worker_job(job: ParameterServerJob, owner: Owner, topology: roles.JobT
                 "podFailurePolicy": {"rules": [
                     {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
                                                                "status": "True"}]},
-                    # A trainer whose pservers stayed unreachable (restarting) is not at fault.
+                    # A trainer whose pservers stayed unreachable (restarting) is not at fault,
+                    # nor trainer 0 holding at its checkpoint for a pserver resize.
                     # (onPodConditions: the OpenAPI schema requires the key; empty is
                     # what the API server expects next to onExitCodes.)
                     {"action": "Ignore", "onPodConditions": [], "onExitCodes": {
                         "containerName": naming.CONTAINER, "operator": "In",
-                        "values": [roles.PSERVER_UNREACHABLE_EXIT]}},
+                        "values": [roles.PSERVER_UNREACHABLE_EXIT, roles.RESIZE_HOLD_EXIT]}},
                 ]},
                 "template": template,
             }}

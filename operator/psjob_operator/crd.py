@@ -155,6 +155,15 @@ def status_schema() -> dict[str, Any]:
                     "step": {"type": "integer", "format": "int64"},
                     "path": {"type": "string"},
                     "time": {"type": "string", "format": "date-time"}}},
+                "pserverResize": {"type": "object", "description": (
+                    "The newest change of spec.pserver.replicas: from and to (pservers), the "
+                    "newest checkpoint step seen while the old pservers ran, when it started and "
+                    "when the new pservers and the trainers ran again."), "properties": {
+                    "from": {"type": "integer", "format": "int32"},
+                    "to": {"type": "integer", "format": "int32"},
+                    "checkpointStep": {"type": "integer", "format": "int64"},
+                    "startTime": {"type": "string", "format": "date-time"},
+                    "completionTime": {"type": "string", "format": "date-time"}}},
                 "observedGeneration": {"type": "integer", "format": "int64"},
             }}
 

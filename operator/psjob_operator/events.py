@@ -16,11 +16,12 @@ from psjob import jobspec
 
 from psjob_operator.kube import EVENTS, ApiError, KubeApi
 from psjob_operator.observe import format_time
-from psjob_operator.status import ConditionStatus, Phase, Transition
+from psjob_operator.status import ConditionStatus, Phase, Reason, Transition
 
 log = logging.getLogger(__name__)
 COMPONENT = "psjob-operator"
 WARNING_CONDITIONS = frozenset({Phase.FAILED, Phase.RESTARTING})
+WARNING_REASONS = frozenset({Reason.RESIZE_REFUSED.value})
 
 
 def should_post(transition: Transition) -> bool:
@@ -32,7 +33,7 @@ def should_post(transition: Transition) -> bool:
 def build_event(job: Mapping[str, Any], transition: Transition, now: dt.datetime,
                 instance: str) -> dict[str, Any]:
     meta = job["metadata"]
-    warning = (transition.type in WARNING_CONDITIONS
+    warning = ((transition.type in WARNING_CONDITIONS or transition.reason in WARNING_REASONS)
                and transition.status is ConditionStatus.TRUE)
     stamp = format_time(now)
     return {

@@ -32,16 +32,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from psjob import roles
 from psjob.jobspec import CleanPodPolicy, JobSpecError, ParameterServerJob, parse_job
 
-from psjob_operator import builders, checkpoints, gang, naming
+from psjob_operator import builders, checkpoints, gang, naming, resize as resizing
 from psjob_operator.apply import (ApplyReport, Applier, ChildRejected, WaitForChild,
                                   controller_uid, job_finished)
 from psjob_operator.cache import Overlay, Snapshot
 from psjob_operator.events import EventRecorder
 from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_POLICIES,
                                  SERVICES, STATEFULSETS, KubeApi, merge_diff)
-from psjob_operator.observe import (Children, parse_time, pod_view, server_set_view,
+from psjob_operator.observe import (Children, format_time, parse_time, pod_view, server_set_view,
                                     worker_job_view)
 from psjob_operator.settings import ReconcileSettings, SchedulingSettings
 from psjob_operator.status import (TERMINAL, Observation, Phase, Reason, StatusUpdate, Verdict,
@@ -51,12 +52,13 @@ from psjob_operator.validation import validate_for_cluster
 log = logging.getLogger(__name__)
 STATUS_KEYS = frozenset({"phase", "conditions", "observedGeneration", "replicaStatuses",
                          "pserversReady", "workersReady", "startTime", "completionTime",
-                         "lastCheckpoint"})
+                         "lastCheckpoint", "pserverResize"})
 OPTIONAL_CHILDREN = ((STATEFULSETS, naming.heter), (SERVICES, naming.heter),
                      (NETWORK_POLICIES, naming.network_policy), (BATCH_JOBS, naming.worker))
 OBSERVED = (STATEFULSETS, SERVICES, CONFIGMAPS, NETWORK_POLICIES, BATCH_JOBS, CLAIMS)
 RESOURCES_BY_KIND = {r.kind: r for r in OBSERVED}
 WAIT_SECONDS = 1.0
+RESIZE_RECHECK_SECONDS = 5.0
 
 
 def utcnow() -> dt.datetime:
@@ -123,17 +125,26 @@ class Reconciler:
         live, children = self._observe(job, seen)
         report = ApplyReport()
         problem = None
+        resize = applied = None
         if previous_phase(previous, generation) not in TERMINAL:
+            resize = resizing.observe(job, live[(STATEFULSETS.kind, naming.pserver(name))], children,
+                                      previous, (previous.get("lastCheckpoint") or {}).get("step"),
+                                      now)
+            # While a resize stops the old layout, or is refused, the pods run the old count.
+            applied = resizing.applied_job(job, resize)
             try:
-                report = self._apply(job, owner, live)
+                report = self._apply(applied, owner, live, resizing.activity(resize),
+                                     resizing.config_job(job, resize))
             except ChildRejected as exc:
                 problem = Verdict(Phase.FAILED, Reason.CHILD_REJECTED, str(exc))
             except WaitForChild as exc:
                 log.info("job %s/%s: %s", namespace, name, exc)
                 report.waiting.append(str(exc))
         checkpoint = self._checkpoint(job, children, previous, now)
-        update = compute_status(Observation(name, generation, now, job.spec, previous, children,
-                                            problem=problem, last_checkpoint=checkpoint))
+        record = resizing.record(resize, previous, format_time(now))
+        update = compute_status(Observation(name, generation, now, (applied or job).spec, previous,
+                                            children, problem=problem, last_checkpoint=checkpoint,
+                                            resize=resize, resize_record=record))
         if update.phase in TERMINAL:
             self._finish(job, owner, live)
         self._write(body, update, now)
@@ -202,10 +213,19 @@ class Reconciler:
 
     # --- acting ------------------------------------------------------------------------
 
-    def _apply(self, job: ParameterServerJob, owner: builders.Owner, live: dict) -> ApplyReport:
-        activity = builders.SUSPENDED if job.spec.run_policy.suspend else builders.RUNNING
-        desired = gang.schedule(builders.build_children(job, owner, self.token_factory(),
-                                                        activity), job, owner, self.scheduling)
+    def _apply(self, job: ParameterServerJob, owner: builders.Owner, live: dict,
+               activity: builders.Activity | None = None,
+               config_job: ParameterServerJob | None = None) -> ApplyReport:
+        """Apply the job's children; `activity` (a resize's stage) overrides running/suspended,
+        `config_job` (a resize) is the job whose topology the ConfigMap carries."""
+        if activity is None:
+            activity = builders.SUSPENDED if job.spec.run_policy.suspend else builders.RUNNING
+        children = builders.build_children(job, owner, self.token_factory(), activity)
+        if config_job is not None:
+            topology = roles.kubernetes_topology(config_job, config_job.namespace)
+            children = [builders.build_config_map(config_job, owner, topology)
+                        if m["kind"] == "ConfigMap" else m for m in children]
+        desired = gang.schedule(children, job, owner, self.scheduling)
         report = self.applier.apply(desired, owner.uid, owner.name, live)
         wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
         for (kind, child), obj in live.items():
@@ -282,6 +302,8 @@ class Reconciler:
             delays.append(self.settings.checkpoint_poll_seconds)
         if report.waiting:
             delays.append(WAIT_SECONDS)
+        if update.phase is Phase.RESIZING:  # trainer 0's hold has a deadline (resize.HOLD_TIMEOUT_S)
+            delays.append(RESIZE_RECHECK_SECONDS)
         return max(0.1, min(delays))
 
 

@@ -45,6 +45,7 @@ class Phase(str, enum.Enum):
     RUNNING = "Running"
     RESTARTING = "Restarting"
     SUSPENDED = "Suspended"
+    RESIZING = "Resizing"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
 
@@ -69,6 +70,8 @@ class Reason(str, enum.Enum):
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     INVALID_SPEC = "InvalidSpec"
     CHILD_REJECTED = "ChildRejected"
+    PSERVER_RESIZE = "PserverResize"
+    RESIZE_REFUSED = "PserverResizeRefused"
 
 
 class ConditionStatus(str, enum.Enum):
@@ -109,6 +112,8 @@ class Observation:
     children: Children = Children()
     problem: Verdict | None = None  # InvalidSpec / ChildRejected found by the reconciler
     last_checkpoint: Mapping[str, Any] | None = None
+    resize: Any = None  # resize.Resize: a change of spec.pserver.replicas in progress (or refused)
+    resize_record: Mapping[str, Any] | None = None  # status.pserverResize after this pass
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,9 @@ def compute_status(obs: Observation) -> StatusUpdate:
     checkpoint = obs.last_checkpoint or prev.get("lastCheckpoint")
     if checkpoint:
         status["lastCheckpoint"] = dict(checkpoint)
+    resize = obs.resize_record or prev.get("pserverResize")
+    if resize:
+        status["pserverResize"] = dict(resize)
     became_running = phase is Phase.RUNNING and prev_phase in (None, Phase.CREATED)
     return StatusUpdate(status, phase, tuple(transitions), became_running)
 
@@ -249,7 +257,11 @@ def _decide(obs: Observation, prev_phase: Phase | None, start: dt.datetime | Non
         return Verdict(Phase.SUSPENDED, Reason.SUSPENDED,
                        "runPolicy.suspend is true: all pods stopped, the checkpoint volume is "
                        "kept; set it to false to resume from the newest checkpoint")
-    was_running = prev_phase in (Phase.RUNNING, Phase.RESTARTING)
+    resize = obs.resize
+    if resize is not None and resize.stage and not resize.done:
+        # Pods missing or stopping on purpose: not a restart.
+        return Verdict(Phase.RESIZING, Reason.PSERVER_RESIZE, resize.message)
+    was_running = prev_phase in (Phase.RUNNING, Phase.RESTARTING, Phase.RESIZING)
     for role, count, reason in _server_roles(obs):
         trouble = _server_trouble(obs, role, count, was_running)
         if trouble:
@@ -262,6 +274,8 @@ def _decide(obs: Observation, prev_phase: Phase | None, start: dt.datetime | Non
     servers_ready = all(_ready_count(obs, role, count) >= count
                         for role, count, _ in _server_roles(obs))
     if servers_ready and len(running) + succeeded >= replicas:
+        if resize is not None and resize.refused:
+            return Verdict(Phase.RUNNING, Reason.RESIZE_REFUSED, resize.refused)
         return Verdict(Phase.RUNNING, Reason.ALL_PODS_RUNNING, _progress(obs, len(running)))
     return _waiting(obs, len(running))
 
@@ -335,7 +349,8 @@ def _pservers_unreachable(pod) -> bool:
 
 def _counted(pod) -> bool:
     """A failed worker pod the Job's podFailurePolicy counts against backoffLimit."""
-    return pod.phase == "Failed" and not pod.disrupted and not _pservers_unreachable(pod)
+    return (pod.phase == "Failed" and not pod.disrupted and not _pservers_unreachable(pod)
+            and pod.exit_code != roles.RESIZE_HOLD_EXIT)
 
 
 def worker_failures(kids: Children) -> int:

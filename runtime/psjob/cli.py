@@ -2,7 +2,7 @@
 
     psjob launch ...            run a script as local pservers + trainers (fleetrun-style)
     psjob run JOB.yaml          run a ParameterServerJob on this machine
-    psjob scale WORKDIR --workers N   resize a running elastic `psjob run`
+    psjob scale WORKDIR --workers N | --pservers M   resize a running `psjob run`
     psjob pserver / worker      the container entrypoints the operator's pods run
     psjob checkpoint list|inspect|verify DIR
     psjob version
@@ -53,7 +53,7 @@ def _checkpoint(argv):
 COMMANDS = {
     "launch": (_launch, "run a script as local pservers and trainers"),
     "run": (_run, "run a ParameterServerJob YAML on this machine"),
-    "scale": (_scale, "change the trainer count of a running elastic `psjob run`"),
+    "scale": (_scale, "resize a running `psjob run`: its trainers (elastic) or its pservers"),
     "pserver": (_pserver, "start a parameter server (container entrypoint)"),
     "worker": (_worker, "start a trainer (container entrypoint)"),
     "heter-worker": (_heter_worker, "start a heterogeneous trainer"),

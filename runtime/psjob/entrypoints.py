@@ -26,7 +26,10 @@ gpu role), with one line naming it; 1 for a failure while training; 75
 unreachable past their recovery window (PSJOB_PSERVER_RECOVERY_S) or did not
 come up at start (PSJOB_WAIT_SERVER_TIMEOUT): not the trainer's fault, so the
 worker Job's podFailurePolicy (and `psjob run`) start it again without
-counting it against runPolicy.backoffLimit.
+counting it against runPolicy.backoffLimit; 76 (roles.RESIZE_HOLD_EXIT) for
+trainer 0 that checkpointed and stopped because the pservers are being
+replaced (a pserver resize: its topology file lists other endpoints), which is
+not a failure either.
 """
 from __future__ import annotations
 

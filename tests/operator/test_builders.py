@@ -105,7 +105,7 @@ def test_the_worker_job_is_indexed_and_its_index_is_the_trainer_id():
     assert spec["podFailurePolicy"] == {"rules": [
         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
         {"action": "Ignore", "onPodConditions": [],
-         "onExitCodes": {"containerName": "psjob", "operator": "In", "values": [75]}}]}
+         "onExitCodes": {"containerName": "psjob", "operator": "In", "values": [75, 76]}}]}
     pod = spec["template"]["spec"]
     assert pod["restartPolicy"] == "Never"
     c = pod["containers"][0]

@@ -107,6 +107,14 @@ def candidates(root: str) -> list[CheckpointInfo]:
     return [c for c in committed(root) if c.ok]
 
 
+POSITIONS = "positions"  # trainers' position hints (fleet.checkpointer), under the checkpoint root
+
+
+def position_path(root: str, trainer: int) -> str:
+    """Where trainer `trainer` records its latest data position (async modes, every step)."""
+    return storage.join(root, POSITIONS, f"trainer-{trainer}.json")
+
+
 def newest_good(root: str) -> CheckpointInfo | None:
     found = candidates(root)
     return found[0] if found else None

@@ -33,6 +33,8 @@ before tables carried optimizer state (they load as values only).
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from ..tables import SparseTable, TableShard, shard_of
@@ -214,3 +216,12 @@ def assemble(dirname: str, table: str, doc: dict, height: int | None = None) -> 
                                   f"{height} dense rows (a table keyed by hashed ids has no dense form)")
         out[ids] = rows.values
     return out
+
+
+def rows_digest(rows: TableShard) -> str:
+    """sha256 (16 hex digits) of a set of rows — ids ascending and their values: what a pserver
+    logs after a restore, so a resize can be checked row for row against the checkpoint."""
+    order = np.argsort(rows.ids, kind="stable")
+    h = hashlib.sha256(rows.ids[order].astype("<i8").tobytes())
+    h.update(np.ascontiguousarray(rows.values[order], dtype="<f4").tobytes())
+    return h.hexdigest()[:16]

@@ -23,6 +23,18 @@ manifest's `trainers` map. A resumed trainer continues from its own
 recorded position, falling back to trainer 0's; in async modes that may
 replay or skip the few steps that were in flight at the cut.
 
+Holding for a pserver resize (docs/local-runs.md "Resizing the pservers",
+docs/operator.md): trainer 0 watches the job's topology file
+(PSJOB_TOPOLOGY_FILE: `psjob run`'s topology.json, the operator's ConfigMap
+volume) — one stat per step. When its pserver endpoints differ from the ones
+this trainer runs with, the pservers are being replaced: its next
+`after_step` checkpoints at once — the consistent cut of the resize (a step
+boundary in sync mode, a freeze in the others) — and raises `HoldForResize`,
+a SystemExit with status roles.RESIZE_HOLD_EXIT; the launcher (or the
+operator) then replaces every process, the new pservers restore that
+checkpoint resharded N→M and the trainers resume from it. If that save fails,
+training goes on and the next step tries again.
+
 A Checkpointer without a root (PSJOB_CHECKPOINT_DIR unset) does nothing, so
 scripts can call it unconditionally. A save that fails (a pserver restarted
 mid-save, a full disk) is logged and training goes on; the previous
@@ -41,14 +53,15 @@ import numpy as np
 
 from ..checkpoint import storage
 from ..checkpoint.format import CheckpointError, invalidate, new_manifest, read_var, write_array, write_manifest
-from ..checkpoint.store import apply_retention, committed, step_dirname
+from ..checkpoint.store import (POSITIONS, apply_retention, committed, position_path,
+                                step_dirname)
 from ..fluid.core import global_scope
 from ..ps import checkpoint_protocol as protocol
 from . import checkpoint_save as distributed
 from ..role_env import process_environment
+from ..roles import RESIZE_HOLD_EXIT
 
 log = logging.getLogger("psjob.checkpoint")
-POSITIONS = "positions"
 REMOTE_POSITION_INTERVAL_S = 1.0  # object stores: one position write a second at most
 
 
@@ -61,6 +74,8 @@ class CheckpointConfig:
     trainer_id: int = 0
     mode: str = "sync"
     freeze_lease_s: float = protocol.DEFAULT_FREEZE_LEASE_S  # PSJOB_CHECKPOINT_FREEZE_LEASE_S
+    topology_file: str = ""        # PSJOB_TOPOLOGY_FILE: watched by trainer 0 for a resize
+    pserver_endpoints: tuple = ()  # PADDLE_PSERVER_ENDPOINTS: the layout this trainer runs
 
     @classmethod
     def from_env(cls, environ=None) -> "CheckpointConfig":
@@ -79,11 +94,49 @@ class CheckpointConfig:
                    keep=keep if keep > 0 else 3,
                    trainer_id=num("PADDLE_TRAINER_ID", int, 0),
                    mode=env.get("PSJOB_MODE", "") or "sync",
-                   freeze_lease_s=protocol.freeze_lease_from_env(env))
+                   freeze_lease_s=protocol.freeze_lease_from_env(env),
+                   topology_file=env.get("PSJOB_TOPOLOGY_FILE", ""),
+                   pserver_endpoints=tuple(
+                       e for e in (env.get("PADDLE_PSERVER_ENDPOINTS") or "").split(",") if e))
 
     @property
     def enabled(self) -> bool:
         return bool(self.root)
+
+
+class TopologyWatch:
+    """The job's topology file as trainer 0 sees it: `resized()` is true once its pserver
+    endpoints differ from the ones this trainer runs with (read again only when the file
+    changes: a ConfigMap volume swaps its data, `psjob run` renames a new file over it)."""
+
+    def __init__(self, path: str, endpoints: tuple):
+        self.path, self.endpoints = path, tuple(endpoints)
+        self._stamp = None  # never read: the first check reads it (a trainer started mid-resize)
+
+    def resized(self) -> bool:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return False
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        try:
+            with open(self.path) as f:
+                endpoints = tuple(json.load(f)["pserver_endpoints"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return False  # caught mid-write: the next change is read again
+        return endpoints != self.endpoints
+
+
+class HoldForResize(SystemExit):
+    """Trainer 0 committed the resize checkpoint at `step` (in `path`) and stops there; as a
+    SystemExit it ends any training script with status roles.RESIZE_HOLD_EXIT."""
+
+    def __init__(self, step: int, path: str):
+        super().__init__(RESIZE_HOLD_EXIT)
+        self.step, self.path = step, path
 
 
 class Checkpointer:
@@ -99,6 +152,11 @@ class Checkpointer:
         self.saved: list[str] = []
         self.failures: list[str] = []
         self.resumed_from = None
+        c = self.config
+        self.topology = (TopologyWatch(c.topology_file, c.pserver_endpoints)
+                         if c.enabled and self.is_chief and c.topology_file and c.pserver_endpoints
+                         else None)
+        self.holding = False  # a resize was seen: checkpoint now, then HoldForResize
 
     @classmethod
     def from_env(cls, executor, program, scope=None, environ=None) -> "Checkpointer":
@@ -206,9 +264,24 @@ class Checkpointer:
             if self.config.mode != "sync":
                 self._write_position(position)
             return None
+        if self.holding or (self.topology is not None and self.topology.resized()):
+            self.holding = True
+            return self._hold(position)
         if not self.due(step):
             return None
         return self.save(**position)
+
+    def _hold(self, position: dict) -> str | None:
+        """The resize checkpoint, then HoldForResize; after a failed save training goes on and
+        the next step tries again."""
+        path = self.save(**position)
+        if path is None:
+            print(f"[psjob] trainer 0: the checkpoint for the pserver resize failed at step "
+                  f"{position['step']}; training goes on and the next step tries again", flush=True)
+            return None
+        print(f"[psjob] trainer 0 holds at step {position['step']} for a pserver resize; the pservers "
+              f"restore {path}", flush=True)
+        raise HoldForResize(int(position["step"]), path)
 
     def save(self, step: int, **position) -> str | None:
         """Checkpoint now (trainer 0). Failures are logged and counted, not raised."""
@@ -244,7 +317,7 @@ class Checkpointer:
         if not store.local and now - self._last_position_write < REMOTE_POSITION_INTERVAL_S:
             return
         self._last_position_write = now
-        path = storage.join(root, POSITIONS, f"trainer-{self.config.trainer_id}.json")
+        path = position_path(root, self.config.trainer_id)
         data = json.dumps(position).encode()
         try:
             if store.local:

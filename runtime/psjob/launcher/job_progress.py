@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 
+from .. import roles
 from ..progress import parse_line
 
 
@@ -187,7 +188,8 @@ def summarize(*, job: str, mode: str, outcome: tuple[int, str], seconds: float, 
         "newest_checkpoint": ({"path": ckpt.path, "step": ckpt.step} if ckpt else None),
         "processes": [{"name": name_of(sp), "role": sp.role, "index": sp.index,
                        "exit_code": None if sp.exit_code is None else exit_status(sp.exit_code),
-                       "restarts": max(sp.starts - 1, 0),
+                       # a pserver resize starts every process again: not a restart
+                       "restarts": max(sp.starts - 1 - sp.history.count(roles.RESIZE_HOLD_EXIT), 0),
                        "exit_history": [exit_status(c) for c in sp.history], "log": sp.log_path}
                       for sp in specs],
     }

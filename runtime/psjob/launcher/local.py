@@ -33,6 +33,8 @@ from .supervisor import ProcessSpec, Supervisor, SupervisorOptions
 # complete) or are stopped after this long; the job has succeeded either way.
 PSERVER_EXIT_GRACE_S = 10.0
 PROGRESS_INTERVAL_S = 5.0  # default seconds between progress lines
+# Exits that draw on no budget: pservers unreachable, a hold for a pserver resize.
+NOT_FAILURES = (0, roles.PSERVER_UNREACHABLE_EXIT, roles.RESIZE_HOLD_EXIT)
 
 
 def checkpoint_root(where: str) -> str:
@@ -225,7 +227,7 @@ def conclude(job: LocalJob, status: int) -> tuple[int, str]:
                                  f"exit {code}; {where}")
         if job.backoff_limit is None:
             return status or 1, f"{name} failed (exit {code}); {where}"
-        total = sum(1 for x in non_servers for c in x.history if c != 0)
+        total = sum(1 for x in non_servers for c in x.history if c not in NOT_FAILURES)
         return status or 1, (
             f"BackoffLimitExceeded: {name} failed (exit {code}), worker failure {total} of this run; "
             f"runPolicy.backoffLimit={job.backoff_limit} allows {job.backoff_limit} retries; {where}")

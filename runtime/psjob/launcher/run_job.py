@@ -153,9 +153,10 @@ def _key(cls: type, name: str) -> str:
     return next(f.schema.key for f in jobspec.fields_of(cls) if f.name == name)
 
 
-@dataclass(frozen=True)
+@dataclass
 class LocalRun:
-    """What `plan` decided: the workdir, the topology, one ProcessSpec per process."""
+    """What `plan` decided: the workdir, the topology, one ProcessSpec per process (a pserver
+    resize gives the run a new topology: `relayout`)."""
     workdir: str
     topology: roles.JobTopology
     specs: list[ProcessSpec]
@@ -178,15 +179,34 @@ def plan(job: jobspec.ParameterServerJob, args) -> LocalRun:
     write_token(workdir)
     if topology.checkpoint_dir and "://" not in topology.checkpoint_dir:  # not an object store URI
         os.makedirs(topology.checkpoint_dir, exist_ok=True)
-    topology_file = os.path.join(workdir, "topology.json")
-    with open(topology_file, "w") as f:
-        json.dump(roles.topology_to_dict(topology), f, indent=1)
     budget = RestartBudget(s.run_policy.backoff_limit)
     run = LocalRun(workdir, topology, [], budget)
+    write_topology(run)
     for role, count in ((roles.PSERVER, n), (roles.HETER_TRAINER, len(heter)),
                         (roles.TRAINER, s.worker.replicas)):
         run.specs.extend(process_spec(job, run, role, i) for i in range(count))
     return run
+
+
+def write_topology(run: LocalRun) -> None:
+    """WORKDIR/topology.json: what every process's PSJOB_TOPOLOGY_FILE and `psjob scale` read."""
+    with open(os.path.join(run.workdir, "topology.json"), "w") as f:
+        json.dump(roles.topology_to_dict(run.topology), f, indent=1)
+
+
+def relayout(run: LocalRun, pservers: int) -> roles.JobTopology:
+    """Give the run `pservers` pserver endpoints (a resize, launcher.scale): placed as `plan`
+    places them — 127.0.0.(i+1) on one free port — and written to topology.json. Returns the
+    topology it replaced (`put_layout` puts it back if the resize is abandoned)."""
+    previous = run.topology
+    endpoints, _ = place(pservers, 0)
+    put_layout(run, dataclasses.replace(run.topology, pserver_endpoints=tuple(endpoints)))
+    return previous
+
+
+def put_layout(run: LocalRun, topology: roles.JobTopology) -> None:
+    run.topology = topology
+    write_topology(run)
 
 
 def process_spec(job: jobspec.ParameterServerJob, run: LocalRun, role: str, index: int) -> ProcessSpec:
@@ -248,17 +268,25 @@ def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
         label_of=lambda sp: f"{LOG_NAME[sp.role]} {sp.index}",
         summary_extra={"workdir": run.workdir})
     printer = _event_printer(run.specs, started)
-    # An elastic job grows when `psjob scale` asks (launcher.scale): its new trainers are watched too.
-    scaler = (lambda watcher: scale.Scaler(run.workdir, lambda i: _added_trainer(job, run, watcher, i)).poll) \
-        if run.topology.max_trainers else None
+    # `psjob scale` resizes the run (launcher.scale): an elastic job's trainers, or the pservers
+    # of a job that keeps checkpoints. New trainers are watched like the others.
+    def scaler(watcher):
+        scaling = scale.Scaler(run.workdir, lambda role, i: _new_process(job, run, watcher, role, i),
+                               relayout=lambda n: relayout(run, n),
+                               put_layout=lambda t: put_layout(run, t),
+                               checkpoint_dir=run.topology.checkpoint_dir)
+        local.summary_extra["pserver_resizes"] = scaling.resizes  # filled as resizes happen
+        return scaling.poll
     return run_local(local, progress_interval=args.progress_interval, summary_path=args.summary,
                      opening=opening, on_event=printer, on_poll=scaler)
 
 
-def _added_trainer(job, run: LocalRun, watcher, index: int) -> ProcessSpec:
-    """Trainer `index` started by `psjob scale`; its progress lines are shown like the others'."""
-    spec = process_spec(job, run, roles.TRAINER, index)
-    watcher.watch(index, spec.log_path)
+def _new_process(job, run: LocalRun, watcher, role: str, index: int) -> ProcessSpec:
+    """Process `index` of `role` under the run's current topology (started by `psjob scale`);
+    a new trainer's progress lines are shown like the others'."""
+    spec = process_spec(job, run, role, index)
+    if role == roles.TRAINER:
+        watcher.watch(index, spec.log_path)
     return spec
 
 

@@ -16,6 +16,9 @@ polls:
   restarted without drawing on it, as the worker Job's podFailurePolicy
   ignores that exit code (the run's deadline bounds it, as
   activeDeadlineSeconds does on Kubernetes);
+- trainer 0 that exits `roles.RESIZE_HOLD_EXIT` stopped at the checkpoint of a pserver
+  resize (launcher.scale): it is neither a failure nor restarted here — the resize
+  starts every process again (`stop_for_resize`, then `add`);
 - a failure with no restarts left stops the whole group (SIGTERM, then
   SIGKILL after a grace period) and the group's exit status is the worst one;
 - once every trainer (and heter trainer) has exited 0 the job has succeeded,
@@ -145,6 +148,21 @@ class Supervisor:
             except ProcessLookupError:
                 pass
 
+    def stop_for_resize(self, specs: list[ProcessSpec]) -> None:
+        """SIGKILL these processes and wait for them (a pserver resize replaces them: the
+        checkpoint it restores is the state to keep, nothing after it). Each is recorded as
+        stopped with roles.RESIZE_HOLD_EXIT — not a failure — until `add` starts it again."""
+        running = [s for s in specs if s.proc is not None and s.exit_code is None]
+        for spec in running:
+            try:
+                os.killpg(spec.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for spec in running:
+            spec.proc.wait()
+            spec.exit_code = roles.RESIZE_HOLD_EXIT
+            spec.history.append(roles.RESIZE_HOLD_EXIT)
+
     def _signal_all(self, sig):
         for spec in self.specs:
             if spec.proc is not None and spec.proc.poll() is None:
@@ -231,6 +249,9 @@ class Supervisor:
                     self.on_event(f"{spec.name} exited with status {_exit_status(code)} after every trainer "
                                   "completed; not restarted: training is complete (see "
                                   f"{spec.log_path})")
+                    continue
+                if code == roles.RESIZE_HOLD_EXIT and spec.role == TRAINER:
+                    self.on_event(f"{spec.name} holds at its checkpoint for a pserver resize")
                     continue
                 if code == roles.PSERVER_UNREACHABLE_EXIT and spec.role != PSERVER \
                         and spec.budget is not None:

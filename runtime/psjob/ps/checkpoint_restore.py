@@ -33,7 +33,7 @@ import numpy as np
 
 from ..checkpoint.format import CheckpointError, CorruptFileError, read_manifest, read_var
 from ..checkpoint.store import committed, is_checkpoint_root, mark_corrupt
-from ..checkpoint.tables import dense_rows, import_into, read_rows
+from ..checkpoint.tables import dense_rows, import_into, read_rows, rows_digest
 from ..fluid.core import global_scope, to_numpy
 from ..fluid.framework import VarType
 from ..fluid.transpiler.slicing import get_varname_parts
@@ -179,6 +179,7 @@ def restore_newest(executor, root, program, scope=None, endpoint=None):
             report_fallback(info.path, exc)
             continue
         msg = f"[psjob] pserver {_endpoint_of(program, endpoint)} restored step {info.step} from {info.path}"
+        msg += _table_summary(program, scope if scope is not None else global_scope())
         if problems:
             msg += f" (skipped {len(problems)} newer unusable checkpoint(s))"
         print(msg, flush=True)
@@ -188,6 +189,17 @@ def restore_newest(executor, root, program, scope=None, endpoint=None):
         raise CheckpointError(f"no checkpoint under {root} could be loaded:\n  " + "\n  ".join(problems))
     log.info("no complete checkpoint under %s yet; keeping the startup values", root)
     return None
+
+
+def _table_summary(program, scope) -> str:
+    """"; table T: R rows, digest D" for the distributed table this pserver now holds (a resize
+    is checked against the checkpoint with it: checkpoint.tables.rows_digest), or ""."""
+    table = getattr(program, "_distributed_lookup_table", None)
+    live = scope.vars.get(table) if table else None
+    if not isinstance(live, SparseTable):
+        return ""
+    rows = live.export()
+    return f"; table {table}: {len(rows)} rows, digest {rows_digest(rows)}"
 
 
 def load_persistables(executor, dirname, program, scope=None):

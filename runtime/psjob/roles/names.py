@@ -2,7 +2,6 @@
 paths the operator mounts, and the variables psjob sets itself (RESERVED_ENV)."""
 from __future__ import annotations
 
-
 PSERVER = "PSERVER"
 TRAINER = "TRAINER"
 HETER_TRAINER = "HETER_TRAINER"
@@ -21,6 +20,11 @@ DEFAULT_METRICS_PORT = 9100
 # status (BSD's EX_TEMPFAIL: "try again later"). The worker Job's podFailurePolicy and
 # `psjob run` restart it without counting a failure against runPolicy.backoffLimit.
 PSERVER_UNREACHABLE_EXIT = 75
+# Trainer 0 that sees the pservers being replaced (a resize: its topology file lists other
+# endpoints) checkpoints, then exits with this status: the launcher or the operator replaces
+# every process and they resume from that checkpoint; not a failure, not counted against
+# backoffLimit (the worker Job's podFailurePolicy ignores it).
+RESIZE_HOLD_EXIT = 76
 LOCAL_HOST = "127.0.0.1"
 
 # Where the operator mounts things inside pods; the local launcher uses paths
