@@ -79,7 +79,10 @@ def main():
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch_size", type=int, default=256)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--lr", type=float, default=0.005)
+    # PaddleRec's rank/dnn config (Adam, 1e-3). At 5e-3 the async runs here stalled near AUC 0.5 or
+    # diverged (loss rising past 1.5) on the stale parameters Hogwild threads and the async
+    # communicator read, while sync and geo still learned (docs/paddle2.md).
+    p.add_argument("--lr", type=float, default=0.001)
     p.add_argument("--reference_rows", type=int, default=64, help="rows of predictions.npz")
     p.add_argument("--holdout_files", type=int, default=0,
                    help="the last N part-* files are not trained on: the workers report the AUC on them")

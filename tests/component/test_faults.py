@@ -214,6 +214,8 @@ def _paused_run(out, pause_s, max_attempts):
         _wait_until(lambda: job.pid("trainer.0"), 30, job, "the trainer's start")
         endpoint, token = _endpoints_of(job)[0], _token_of(job)
         probe = PSClient([endpoint], auth_token=token, retry=RetryPolicy(deadline_s=2, max_attempts=1))
+        # The pserver process may still be starting on a loaded machine: wait until it serves.
+        probe.wait_server_ready([endpoint], timeout_s=60)
         # Mid-training: the pserver has finished 10 of the rounds (one per step).
         _wait_until(lambda: probe.status(endpoint).version >= 10, 30, job, "10 training rounds")
         probe.close()

@@ -5,6 +5,7 @@ import pytest
 
 from psjob.dataset import ctr
 from psjob.dataset.ctr import _formats
+from psjob.dataset.ctr._errors import LineProblem
 from psjob.dataset.ctr._parse import columns_from_rows
 
 RNG_SEED = 11
@@ -144,3 +145,68 @@ def test_unknown_formats_and_uris_are_named(tmp_path):
         ctr.batches(str(tmp_path / "x"), 4, format="csv")
     with pytest.raises(OSError, match="unsupported scheme 'gs'"):  # s3:// is served: test_data_s3.py
         list(ctr.batches("gs://bucket/day_0", 4, format="criteo"))
+
+
+def test_hex_values_decode_every_length_and_case_and_flag_what_is_not_hex():
+    pa = pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(RNG_SEED)
+    alphabet = list("0123456789abcdefABCDEFgx -+/:@G`") + ["\xe9", "\x00", "\x7f"]  # é: two bytes >= 0x80
+    texts = ["".join(rng.choice(alphabet, size=int(rng.integers(0, 11)))) for _ in range(5000)]
+    texts += ["", "0", "ffffffff", "FFFFFFFF", "00000000", "123456789", "deadBEEF", None]
+
+    def expected(text):
+        if not text:
+            return _formats.MISSING, False
+        ok = len(text) <= _formats.MAX_HEX_DIGITS and all(c in "0123456789abcdefABCDEF" for c in text)
+        return (int(text, 16) if ok else None), not ok
+
+    for column in (pa.array(texts, pa.string()), pa.chunked_array([pa.array(texts[:77], pa.binary()),
+                                                                   pa.array(texts[77:], pa.binary())])):
+        values, not_hex = _formats.hex_values(column)
+        for text, value, bad in zip(texts, values, not_hex):
+            want, want_bad = expected(text)
+            assert bool(bad) == want_bad, text
+            if not want_bad:
+                assert int(value) == want, text
+
+
+# Spellings on the bytes the fast paths admit (and a few they refuse): each, put alone in a
+# column of an otherwise good line, must be refused by the fast block parser or read as the
+# reference line parser reads it — never accepted where the reference names a problem.
+ODD_NUMBERS = ["1.", ".5", "1e", "e5", "+", "-", ".", "1e+", "--1", "1-2", "+1", "+.5", "1e5", "1E-3", "-0",
+               "007", "1e999", "-1e999", "0.5e", "1.2.3", "+-1", "E", "", "9223372036854775807",
+               "9223372036854775808", "-9223372036854775809", "00", "01", "1\r", " 1", "nan", "inf", "0x1"]
+ODD_HEX = ["", "0", "F", "abcdefAB", "123456789", "-1", "+1", "g", "1e5", " a", "a\r", "00000000"]
+
+
+def odd_lines(fmt):
+    """(line, column) pairs: every odd spelling in every kind of column of `fmt`."""
+    if fmt == "criteo":
+        good = ["1"] + ["5"] * 13 + ["0a"] * 26
+        columns = {0: ODD_NUMBERS, 1: ODD_NUMBERS, 13: ODD_NUMBERS, 14: ODD_HEX, 39: ODD_HEX}
+    else:
+        good = ["1"] + ["0.5"] * 13 + ["7"] * 26
+        columns = {0: ODD_NUMBERS, 1: ODD_NUMBERS, 13: ODD_NUMBERS, 14: ODD_NUMBERS, 39: ODD_NUMBERS}
+    for column, spellings in columns.items():
+        for text in spellings:
+            fields = list(good)
+            fields[column] = text
+            yield "\t".join(fields).encode(), column
+
+
+@pytest.mark.parametrize("fmt", ["criteo", "tsv40"])
+def test_the_fast_path_never_accepts_a_spelling_the_reference_refuses(fmt):
+    block_parser, line_parser = getattr(_formats, f"{fmt}_block"), getattr(_formats, f"{fmt}_line")
+    accepted = 0
+    for line, column in odd_lines(fmt):
+        fast = block_parser(line + b"\n", None)
+        try:
+            want = columns_from_rows([line_parser(line, None)])
+        except LineProblem:
+            assert fast is None, (line, column)
+            continue
+        if fast is not None:
+            accepted += 1
+            assert_same(ctr.CtrBatch.from_columns(fast), want)
+    assert accepted > 10  # the fast path does take the valid spellings it can parse
+

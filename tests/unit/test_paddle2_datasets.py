@@ -200,6 +200,7 @@ def test_bad_multislot_lines_and_commands_are_named(tmp_path):
         "1 1 3 0.1 0.2 0.3 0\n": "slot 2 ('ids'): count 0 but",
         "1 1 2 0.1 0.2 1 7\n": "slot 1 ('dense'): 2 values, the variable takes 3",
         "1 1 3 0.1 0.2 0.3 1 x\n": "value 'x' is not an integer",
+        "1 1 3 0.1 0.2 0.3 1 9223372036854775808\n": "value '9223372036854775808' does not fit int64",
         "1 1 3 0.1 0.2 0.3 1 7 9\n": "1 values left after the 3 slots",
     }
     for i, (line, message) in enumerate(cases.items()):
@@ -249,3 +250,29 @@ def test_infer_from_dataset_runs_a_test_program_and_leaves_the_parameters(files,
         np.testing.assert_array_equal(scope.vars[name], value)
     printed = capsys.readouterr().out
     assert all(f"[thread {t}] batch 3: loss:" in printed for t in range(3))  # 3 files of 75: one per thread
+
+
+@pytest.mark.parametrize("slot", [1, 2, 3])  # the label, a dense value, an id
+def test_the_vectorised_multislot_path_never_accepts_a_value_the_line_path_refuses(slot):
+    from psjob.distributed.dataset import _parse_uniform, _Slot, parse_multislot
+    _, _, use_var, _ = build()
+    slots = [_Slot(v) for v in use_var]
+    good = ["1", "0", "3", "0.1", "0.2", "0.3", "1", "7"]
+    where = {1: 1, 2: 3, 3: 7}[slot]
+    accepted = 0
+    for text in ["1.", ".5", "1e", "+1", "-0", "007", "1e5", "1E-3", "1e999", "--1", "1-2", "+", "e5",
+                 "9223372036854775807", "9223372036854775808", "0.5e", "nan", "inf", "0x1", "1_0"]:
+        tokens = list(good)
+        tokens[where] = text
+        data = (" ".join(tokens) + "\n").encode()
+        fast = _parse_uniform(data, slots)
+        try:
+            slow = parse_multislot(data.replace(b" ", b"  "), slots, "x")  # double spaces: the line path
+        except MultiSlotError:
+            assert fast is None, text
+            continue
+        if fast is not None:
+            accepted += 1
+            for s in range(len(slots)):
+                np.testing.assert_array_equal(fast.values[s], slow.values[s])
+    assert accepted >= 2

@@ -31,7 +31,7 @@ import threading
 
 import numpy as np
 
-from ..dataset._text import token_table
+from ..dataset._text import numbers, read_fields
 from ..dataset.sources import exists, is_uri, open_binary
 
 log = logging.getLogger("psjob.distributed")
@@ -131,65 +131,61 @@ def parse_multislot(data: bytes, slots, source: str) -> _Examples:
     return _Examples(values, offsets)
 
 
-BLOCK_BYTES = 4 << 20  # the uniform path splits the pipe's output into blocks of whole lines
-
-
-def _blocks(data: bytes):
-    start = 0
-    while start < len(data):
-        end = data.find(b"\n", min(start + BLOCK_BYTES, len(data)) - 1) + 1 or len(data)
-        yield data[start:end]
-        start = end
+# Bytes the vectorised path accepts besides space and newline: on these, pyarrow's numbers are
+# a subset of what numpy's conversions accept, with the same values ("nan", tabs, CR go the line path).
+_UNIFORM_BYTES = b"0123456789.eE+- \n"
+_UNIFORM_DTYPES = (np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))  # others: line path
 
 
 def _parse_uniform(data: bytes, slots):
     """The vectorised path: every line has the first line's layout (same counts in the same
-    places, single spaces), so each block's tokens form a matrix and each slot is a block of
-    its columns. None when any line differs (the line-by-line path then names it)."""
+    places, single spaces), so the output is a table of fixed columns — one per count and per
+    value — parsed at once by pyarrow's CSV reader (psjob.dataset._text). None when any line
+    differs (the line-by-line path then names it)."""
     if not data.endswith(b"\n"):
         data += b"\n"
+    if data.translate(None, _UNIFORM_BYTES):
+        return None
     first = data[:data.find(b"\n")].split(b" ")
-    layout, pos = [], 0
+    layout, types, pos = [], [], 0
     for slot in slots:
-        if pos >= len(first) or not first[pos].isdigit():
+        if slot.dtype not in _UNIFORM_DTYPES or pos >= len(first) or not first[pos].isdigit():
             return None
         n = int(first[pos])
         if n < 1 or (slot.width is not None and n != slot.width):
             return None
         layout.append((pos, n))
+        types += ["int64"] + ["int64" if slot.dtype.kind == "i" else "float64"] * n
         pos += 1 + n
     if pos != len(first):
         return None
-    values = [[] for _ in slots]
-    rows = 0
-    for block in _blocks(data):
-        table = token_table(block, block.count(b"\n"), len(first), b" ")
-        if table is None:
+    rows = data.count(b"\n")
+    table = read_fields(data, rows, types, b" ")
+    if table is None:
+        return None
+    values = []
+    for (pos, n), slot in zip(layout, slots):
+        if not (numbers(table.column(pos), np.int64) == n).all():
             return None
-        for s, ((pos, n), slot) in enumerate(zip(layout, slots)):
-            if not (table[:, pos] == first[pos]).all():
-                return None
-            try:
-                values[s].append(table[:, pos + 1:pos + 1 + n].astype(slot.dtype).reshape(-1))
-            except (ValueError, OverflowError):
-                return None  # the slow path names the bad value
-        rows += len(table)
+        columns = [numbers(table.column(pos + 1 + k), slot.dtype) for k in range(n)]
+        values.append(columns[0] if n == 1 else np.stack(columns, axis=1).reshape(-1))
     offsets = [np.arange(0, (rows + 1) * n, n, dtype=np.int64) for _, n in layout]
-    return _Examples([np.concatenate(v) for v in values], offsets)
+    return _Examples(values, offsets)
 
 
 def _numbers(tokens, slot, offsets, source):
     """The slot's values as its dtype; a bad one is named with its line (found via offsets)."""
     try:
         return np.array(tokens).astype(slot.dtype) if tokens else np.zeros(0, slot.dtype)
-    except ValueError:
+    except (ValueError, OverflowError):
         for k, t in enumerate(tokens):
             try:
                 np.array([t]).astype(slot.dtype)
-            except ValueError:
+            except (ValueError, OverflowError) as error:
                 line = int(np.searchsorted(offsets, k, side="right"))
-                raise MultiSlotError(f"{source}: line {line}: slot {slot.name!r}: value {t!r} is not "
-                                     f"{'an integer' if slot.dtype.kind in 'iu' else 'a number'}") from None
+                what = f"does not fit {slot.dtype}" if isinstance(error, OverflowError) else \
+                    f"is not {'an integer' if slot.dtype.kind in 'iu' else 'a number'}"
+                raise MultiSlotError(f"{source}: line {line}: slot {slot.name!r}: value {t!r} {what}") from None
         raise
 
 

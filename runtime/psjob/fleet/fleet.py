@@ -213,6 +213,9 @@ class Fleet:
             return self._heter.run_server()
         if self._executor is None:
             raise FleetError("call init_server() before run_server()")
+        from ..ps.pserver import role_service
+        # The pserver serves with this role's settings (its RoleEnv's), not a second read.
+        self._executor.services.setdefault("pserver", role_service(self._rm().settings()))
         self._executor.run(self._pserver_program)
 
     # -- workers ------------------------------------------------------------------------

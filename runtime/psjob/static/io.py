@@ -183,8 +183,23 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor, program=N
 
 
 def load_inference_model(path_prefix, executor, **kwargs):
-    """[program, feed_target_names, fetch_targets]; the parameters go into the global scope."""
+    """[program, feed_target_names, fetch_targets]; the parameters go into the global scope.
+
+    As in Paddle 2.x, passing `model_filename` and/or `params_filename` selects the old form:
+    `path_prefix` is then a directory written by the Fluid-style savers
+    (fluid.io.save_inference_model, fleet.save_inference_model)."""
+    unknown = set(kwargs) - {"model_filename", "params_filename"}
+    if unknown:
+        raise TypeError(f"load_inference_model: unexpected keyword argument(s) {sorted(unknown)}")
+    if kwargs:
+        program, feed, fetch = fluid_io.load_inference_model(path_prefix, executor, kwargs.get("model_filename"),
+                                                             kwargs.get("params_filename"))
+        return [program, feed, fetch]
     fluid_io._check_executor(executor, "load_inference_model")
+    if os.path.isdir(path_prefix) and not os.path.exists(path_prefix + ".pdmodel"):
+        raise ValueError(f"load_inference_model: {path_prefix} is a directory (a Fluid-style save, as "
+                         "fleet.save_inference_model writes); load it as Paddle does, with "
+                         "model_filename=None (its __model__) and params_filename=None")
     doc = _read_model(path_prefix + ".pdmodel")
     try:
         program = program_from_dict(doc["program"])

@@ -13,10 +13,11 @@ psjob's format (dense float32 [n, 13], one int64 id per slot per example):
   decimals, categorical columns int64 ids (already unique across slots),
   used as they are; none may be empty.
 
-Each format has a vectorised block parser, which declines a block with any
-irregular line (the reader then bisects it), and a reference line parser that
-names the problem of a bad line; the fast path produces identical values for
-what it accepts (tests compare the two).
+Each format has a vectorised block parser (pyarrow's CSV reader, through
+psjob.dataset._text), which declines a block with any irregular line (the
+reader then bisects it), and a reference line parser that names the problem
+of a bad line; the fast path produces identical values for what it accepts
+(tests compare the two).
 """
 from __future__ import annotations
 
@@ -27,108 +28,126 @@ import numpy as np
 from psjob.dataset.ctr._errors import LineProblem, Problem
 from psjob.dataset.ctr._layout import NUM_DENSE, NUM_SLOTS, hash_ids
 from psjob.dataset.ctr._parse import Columns
-from psjob.dataset._text import token_table
+from psjob.dataset._text import binary_parts, numbers, read_fields
 
 FIELDS = 1 + NUM_DENSE + NUM_SLOTS
 MAX_HEX_DIGITS = 8
 MISSING = 1 << 32  # the value of an empty Criteo categorical, before hashing
 
-# Hex digit → value; 16 for anything else; the NUL that pads numpy's fixed-width bytes → 17.
-_NIBBLE = np.full(256, 16, dtype=np.uint8)
-for _c in b"0123456789":
-    _NIBBLE[_c] = _c - 48
-for _c in b"abcdef":
-    _NIBBLE[_c] = _NIBBLE[_c - 32] = _c - 87
-_NIBBLE[0] = 17
 _HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
 _INTEGER = re.compile(rb"^[-+]?[0-9]+$")
-# Bytes a block may hold for the fast paths (numpy's parsers accept more than the reference's
-# rules in places — "nan", "1_0", blanks — so those blocks go to the reference parser).
-_CRITEO_BYTES = b"0123456789abcdefABCDEF+-"
-_TSV40_BYTES = b"0123456789.eE+-"
-
-
-def _field_table(data: bytes, n: int, allowed: bytes):
-    """The block's [n, 40] byte-string matrix, or None when a line is not 40 fields (empty
-    fields allowed) or a byte is outside `allowed` (besides TAB and newline)."""
-    if data.translate(None, allowed + b"\t\n"):
-        return None
-    return token_table(data, n, FIELDS, b"\t", allow_empty=True)
+# Bytes a block may hold for the fast paths: on these pyarrow accepts no spelling the reference
+# parsers refuse. Elsewhere it does ("0x1" and " 1" are 1 to its int64 parser), so a block with
+# any other byte ("nan", blanks, CR, "x") goes to the reference parsers.
+_CRITEO_BYTES = b"0123456789abcdefABCDEF+-\t\n"
+_TSV40_BYTES = b"0123456789.eE+-\t\n"
+_DENSE_COLUMNS = frozenset(range(1, 1 + NUM_DENSE))
+# Label and categorical columns as bytes, integer columns as int64 (empty → null → 0).
+_CRITEO_TYPES = ["binary"] + ["int64"] * NUM_DENSE + ["binary"] * NUM_SLOTS
+_TSV40_TYPES = ["binary"] + ["float64"] * NUM_DENSE + ["int64"] * NUM_SLOTS
 
 
 def _fast_label(column):
-    if not np.all((column == b"0") | (column == b"1")):
+    """int64 labels of a binary column whose every value is exactly b"0" or b"1"; else None."""
+    chars, offsets = binary_parts(column)
+    if len(chars) != len(offsets) - 1 or chars[(chars != 48) & (chars != 49)].size:
         return None
-    return (column == b"1").astype(np.int64)
+    return (chars == 49).astype(np.int64)
 
 
-def hex_values(cells):
-    """Byte strings of any shape → (uint64 values, MISSING where empty; mask of the cells that
-    are not hexadecimal of at most MAX_HEX_DIGITS digits)."""
-    width = max(cells.dtype.itemsize, 1)
-    chars = np.ascontiguousarray(cells.astype(f"S{width}")).view(np.uint8).reshape(cells.shape + (width,))
-    return _hex_chars(chars)
+def hex_values(column):
+    """(uint64 values, MISSING where empty or null; mask of the values that are not
+    hexadecimal of at most MAX_HEX_DIGITS digits) of a binary or string Arrow column.
+
+    All strings at once, eight bytes per string: the 8 bytes that end where a string ends
+    are loaded as one uint64 (an unaligned view of the concatenated bytes), the bytes before
+    the string's start are replaced by ASCII zeros, and the word is checked and decoded with
+    shifts and masks on all 8 bytes at once (no step per character)."""
+    chars, offsets = binary_parts(column)
+    lengths = np.diff(offsets)
+    padded = np.concatenate([np.full(MAX_HEX_DIGITS, 48, np.uint8), chars])
+    # words[p] = padded[p:p + 8] as a little-endian uint64, i.e. the 8 bytes that end at chars[p].
+    words = np.ndarray(shape=(len(chars) + 1,), dtype="<u8", buffer=padded, strides=(1,))
+    keep = _KEEP_LAST[np.minimum(lengths, MAX_HEX_DIGITS)]
+    word = (words[offsets[1:]].astype(np.uint64, copy=False) & keep) | (_ASCII_ZEROS & ~keep)
+    not_hex = ~_all_hex_digits(word) | (lengths > MAX_HEX_DIGITS)
+    # The first digit is the lowest byte: swap, so that digit k of 8 sits in byte 7 - k.
+    word = word.byteswap()
+    # '0'-'9' are 0x30-0x39, 'A'-'F'/'a'-'f' 0x41-0x46/0x61-0x66: low nibble, plus 9 for letters.
+    word = (word & _BYTES_0F) + np.uint64(9) * ((word >> np.uint64(6)) & _BYTES_01)
+    for shift, mask in _PACK:  # 8 nibbles in 8 bytes → 4 bytes → 2 half-words → one 32-bit value
+        word = (word | (word >> shift)) & mask
+    word[lengths == 0] = MISSING
+    return word, not_hex
 
 
-def _hex_chars(chars):
-    """The same on a [..., width] uint8 matrix, NUL-padded. One numpy step per digit position."""
-    width = chars.shape[-1]
-    nib = _NIBBLE[chars]
-    pad = nib == 17
-    not_hex = (nib == 16).any(axis=-1) | (pad[..., :-1] & ~pad[..., 1:]).any(axis=-1)  # NUL inside
-    if width > MAX_HEX_DIGITS:
-        not_hex |= ~pad[..., MAX_HEX_DIGITS:].all(axis=-1)
-    value = np.zeros(chars.shape[:-1], dtype=np.uint64)
-    for j in range(min(width, MAX_HEX_DIGITS)):
-        digit = np.where(nib[..., j] < 16, nib[..., j], 0).astype(np.uint64)
-        value = np.where(pad[..., j], value, value * np.uint64(16) + digit)
-    value[pad[..., 0]] = MISSING
-    return value, not_hex
+def _bytes(b):
+    """The uint64 whose 8 bytes are all `b`."""
+    return np.uint64(b * 0x0101010101010101)
+
+
+def _all_hex_digits(word):
+    """Whether each uint64's 8 bytes are all ASCII hex digits, tested per byte lane with
+    carry-free arithmetic: for a byte c < 0x80, c + (0x80 - k) has bit 7 set iff c >= k, and
+    (0x80 + k) - c iff c <= k. A lane >= 0x80 may carry into its neighbour, but makes the
+    word fail its own test anyway."""
+    high = _bytes(0x80)
+    digit = (word + _bytes(0x80 - 0x30)) & (_bytes(0x80 + 0x39) - word)
+    folded = word | _bytes(0x20)  # 'A'-'F' → 'a'-'f'
+    letter = (folded + _bytes(0x80 - 0x61)) & (_bytes(0x80 + 0x66) - folded)
+    return (((digit | letter) & high) == high) & ((word & high) == 0)
+
+
+# hex_values' constants: mask keeping the last L bytes of a word (its high bytes), L = 0..8.
+_KEEP_LAST = np.array([~((1 << 8 * (MAX_HEX_DIGITS - n)) - 1) & (2 ** 64 - 1) for n in range(MAX_HEX_DIGITS + 1)],
+                      dtype=np.uint64)
+_ASCII_ZEROS = _bytes(0x30)
+_BYTES_0F = _bytes(0x0F)
+_BYTES_01 = _bytes(0x01)
+_PACK = ((np.uint64(4), np.uint64(0x00FF00FF00FF00FF)), (np.uint64(8), np.uint64(0x0000FFFF0000FFFF)),
+         (np.uint64(16), np.uint64(0x00000000FFFFFFFF)))
 
 
 def _one_id_columns(dense, label, ids):
     n = len(label)
     lod = np.arange(n + 1, dtype=np.int64)
-    return Columns(dense, label, tuple(np.ascontiguousarray(ids[:, s]) for s in range(NUM_SLOTS)),
-                   tuple(lod for _ in range(NUM_SLOTS)))
+    return Columns(dense, label, tuple(ids), tuple(lod for _ in range(NUM_SLOTS)))
 
 
-def _hash_slots(values):
-    return np.stack([hash_ids(s, values[:, s]) for s in range(NUM_SLOTS)], axis=1)
+def _table(data, lines, allowed, types, nullable=frozenset()):
+    if data.translate(None, allowed):
+        return None
+    return read_fields(data, data.count(b"\n") if lines is None else lines, types, b"\t", nullable)
 
 
 def criteo_block(data, ranges, lines=None):
-    table = _field_table(data, data.count(b"\n") if lines is None else lines, _CRITEO_BYTES)
+    table = _table(data, lines, _CRITEO_BYTES, _CRITEO_TYPES, nullable=_DENSE_COLUMNS)
     if table is None:
         return None
-    label = _fast_label(table[:, 0])
+    label = _fast_label(table.column(0))
     if label is None:
         return None
-    ints = table[:, 1:1 + NUM_DENSE]
-    try:
-        dense = np.where(ints == b"", b"0", ints).astype(np.int64)
-    except (ValueError, OverflowError):
-        return None
-    values, not_hex = hex_values(table[:, 1 + NUM_DENSE:])
-    if not_hex.any():
-        return None
-    return _one_id_columns(dense.astype(np.float32), label, _hash_slots(values))
+    dense = np.stack([numbers(table.column(1 + j), np.float32, fill=0) for j in range(NUM_DENSE)], axis=1)
+    ids = []
+    for s in range(NUM_SLOTS):
+        values, not_hex = hex_values(table.column(1 + NUM_DENSE + s))
+        if not_hex.any():
+            return None
+        ids.append(hash_ids(s, values))
+    return _one_id_columns(dense, label, ids)
 
 
 def tsv40_block(data, ranges, lines=None):
-    table = _field_table(data, data.count(b"\n") if lines is None else lines, _TSV40_BYTES)
+    table = _table(data, lines, _TSV40_BYTES, _TSV40_TYPES)
     if table is None:
         return None
-    label = _fast_label(table[:, 0])
-    if label is None or (table == b"").any():
+    label = _fast_label(table.column(0))
+    if label is None:
         return None
-    try:
-        dense = table[:, 1:1 + NUM_DENSE].astype(np.float64)
-        ids = table[:, 1 + NUM_DENSE:].astype(np.int64)
-    except (ValueError, OverflowError):
-        return None
+    dense = np.stack([numbers(table.column(1 + j), np.float64) for j in range(NUM_DENSE)], axis=1)
     if not np.isfinite(dense).all():
         return None
+    ids = [numbers(table.column(1 + NUM_DENSE + s), np.int64) for s in range(NUM_SLOTS)]
     return _one_id_columns(dense.astype(np.float32), label, ids)
 
 

@@ -1,4 +1,4 @@
-"""Parquet input for the CTR readers (pyarrow: the `parquet` extra).
+"""Parquet input for the CTR readers (through pyarrow).
 
 A ColumnMap names the label column, the 13 dense columns and the 26
 categorical ones; the default is the Criteo naming (label, I1..I13, C1..C26).
@@ -45,19 +45,11 @@ class ColumnMap:
         return [self.label, *self.dense, *self.sparse]
 
 
-def _pyarrow():
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ImportError("format='parquet' needs pyarrow: pip install 'psjob[parquet]'") from None
-    return pq
-
-
 def columns(paths, mapping, on_error, stats):
     """Check the options now; return the lazy iterator of Columns."""
     mapping = mapping if isinstance(mapping, ColumnMap) else ColumnMap(**(mapping or {}))
     check_on_error(on_error)
-    pq = _pyarrow()
+    import pyarrow.parquet as pq  # imported at the first Parquet read, not with psjob
     stats = stats if stats is not None else ReaderStats()
     return _iterate(pq, paths, mapping, on_error, stats)
 
@@ -106,7 +98,7 @@ def _convert(table, mapping, path, first_row, on_error, stats):
             flag(col.is_null().to_numpy(zero_copy_only=False), Problem.EMPTY_SLOT, f"column {name!r} is null")
             ids[:, s] = col.fill_null(0).to_numpy(zero_copy_only=False)
         elif pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            values, not_hex = _hex_column(col)
+            values, not_hex = _formats.hex_values(col)  # null or "" → the slot's missing id
             flag(not_hex, Problem.NON_NUMERIC, f"column {name!r} is not hexadecimal of at most "
                                                f"{_formats.MAX_HEX_DIGITS} digits")
             ids[:, s] = hash_ids(s, values)
@@ -124,7 +116,3 @@ def _convert(table, mapping, path, first_row, on_error, stats):
                    tuple(np.ascontiguousarray(ids[keep, s]) for s in range(NUM_SLOTS)),
                    tuple(lod for _ in range(NUM_SLOTS)))
 
-
-def _hex_column(col):
-    """(uint64 values, not-hex mask) of a string column: empty or null → MISSING."""
-    return _formats.hex_values(np.array(col.fill_null("").to_pylist(), dtype=bytes).reshape(len(col)))
