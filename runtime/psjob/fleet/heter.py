@@ -150,7 +150,7 @@ class HeterRuntime:
         serve(self._state, settings=self.rm.settings())
 
     def _section(self, trainer_id: int, place, token: str) -> HeterSection:
-        from ..ps.communicator import Communicator, CommunicatorConfig
+        from ..ps.client_service import trainer_service
         from ..rpc.client import PSClient
         rm, s = self.rm, self.strategy
         main, startup = self._origin[0].clone(), self._origin[1].clone()
@@ -161,10 +161,8 @@ class HeterRuntime:
                     trainers=rm.worker_num(), sync_mode=s.sync_mode, startup_program=startup)
         split = split_heter_program(t.get_trainer_program(wait_port=False), startup, t.plan, self.heter_endpoints)
         client = PSClient(rm.get_pserver_endpoints(), trainer_id, auth_token=token, settings=rm.settings())
-        service = client
-        if s.mode in ("async", "half_async"):
-            service = Communicator(client, CommunicatorConfig(mode=s.mode, max_merge_var_num=s.max_merge_var_num,
-                                                              send_queue_size=s.send_queue_size))
+        service = trainer_service(client, s.mode, max_merge_var_num=s.max_merge_var_num,
+                                  send_queue_size=s.send_queue_size)
         exe = Executor(place)
         exe.services["rpc"] = service
 

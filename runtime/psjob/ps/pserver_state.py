@@ -138,6 +138,7 @@ class PserverState:
         self._clock = clock  # seconds of freeze leases and trainer silence (tests step it by hand)
         self._frozen_until = 0.0  # clock seconds; updates wait while it lies ahead
         self._freeze_id: str | None = None  # the freeze held (one save), or None
+        self.updates_held = 0  # pushes waiting out a freeze now (notified under the state's lock)
         self.restored_step = None
         # A GPU pserver (psjob.ps.pserver, ServeOptions.device) sets this to an object
         # with to_device / to_host (one staged copy per request), executor_for(block)
@@ -438,11 +439,20 @@ class PserverState:
 
     def _wait_while_frozen(self):
         # Called holding the lock; the freeze expires by itself (its lease).
-        while True:
-            left = self._frozen_until - self._clock()
-            if left <= 0:
-                return
-            self._cond.wait(left)
+        held = False
+        try:
+            while True:
+                left = self._frozen_until - self._clock()
+                if left <= 0:
+                    return
+                if not held:
+                    held = True
+                    self.updates_held += 1
+                    self._cond.notify_all()
+                self._cond.wait(left)
+        finally:
+            if held:
+                self.updates_held -= 1
 
     def on_complete(self, trainer_id: int) -> int:
         t = self._check_trainer(trainer_id)
