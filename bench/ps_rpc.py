@@ -25,6 +25,15 @@ nothing else: the ceiling any prefetch could reach here), alternated for
 --rounds rounds in one run; per round the rate ratio prefetch/bare and each
 server's CPU milliseconds per request (from /proc, so the figure holds on a
 loaded machine); the target is a median ratio >= 0.8.
+
+To tell the transport from the table, a third child serves psjob's own
+pserver service (psjob.rpc.server.start_server: the same guard, codec and
+thread pool) with a handler that answers every prefetch with the same rows,
+without a table: "server, no table" (called through PSClient, like the
+prefetch) is what psjob's client and server add over the bare method; the
+rest of the prefetch's cost is the pserver's table lookup (timed in this
+process, CPU ms per call, on the same ids). The bare method is also
+served by grpc.aio, for the server CPU per call of the two server models.
 """
 from __future__ import annotations
 
@@ -77,13 +86,37 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class CannedRows:
+    """A pserver handler that answers every prefetch with the same rows: no table."""
+
+    def __init__(self, n_ids, dim):
+        self.rows = np.random.default_rng(0).normal(size=(n_ids, dim)).astype(np.float32)
+
+    def on_prefetch(self, trainer_id, table, ids):
+        if ids.size != self.rows.shape[0]:
+            raise ValueError(f"expected {self.rows.shape[0]} ids, got {ids.size}")
+        return self.rows
+
+    def on_status(self):
+        return {"state": "SERVING"}
+
+
+def canned_child(n_ids, dim, port_queue):
+    """psjob's pserver gRPC service around CannedRows."""
+    from psjob.launcher.local import free_ports
+    from psjob.rpc.server import start_server
+    server = start_server(CannedRows(n_ids, dim), f"{ENDPOINT_HOST}:{free_ports(1)[0]}", max_workers=16)
+    port_queue.put(server.port)
+    server.wait_for_termination()
+
+
 def echo_child(reply_bytes, port_queue):
     """A bare gRPC method: bytes in, `reply_bytes` fresh bytes out, no other work."""
     from concurrent import futures
 
     import grpc
     from psjob.rpc.allocator import tune_for_large_messages
-    from psjob.rpc.client import CHANNEL_OPTIONS
+    from psjob.rpc.base_client import CHANNEL_OPTIONS
     tune_for_large_messages()
     template = bytearray(reply_bytes)
     server = grpc.server(futures.ThreadPoolExecutor(4), options=CHANNEL_OPTIONS)
@@ -92,6 +125,32 @@ def echo_child(reply_bytes, port_queue):
     port_queue.put(server.add_insecure_port(f"{ENDPOINT_HOST}:0"))
     server.start()
     server.wait_for_termination()
+
+
+def aio_echo_child(reply_bytes, port_queue, hop=False):
+    """The same bare method on a grpc.aio server: on its event loop, or (hop) run on the
+    loop's default thread pool, as a handler that blocks (a barrier, a lock) would be."""
+    import asyncio
+
+    import grpc
+    from psjob.rpc.allocator import tune_for_large_messages
+    from psjob.rpc.base_client import CHANNEL_OPTIONS
+    tune_for_large_messages()
+    template = bytearray(reply_bytes)
+
+    async def echo(request, context):
+        if hop:
+            return await asyncio.get_running_loop().run_in_executor(None, bytes, template)
+        return bytes(template)
+
+    async def serve():
+        server = grpc.aio.server(options=CHANNEL_OPTIONS)
+        handler = grpc.unary_unary_rpc_method_handler(echo)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("bench.Echo", {"Echo": handler}),))
+        port_queue.put(server.add_insecure_port(f"{ENDPOINT_HOST}:0"))
+        await server.start()
+        await server.wait_for_termination()
+    asyncio.run(serve())
 
 
 def pipelined(fn, repeat, depth=2):
@@ -187,21 +246,56 @@ def main():
         print(f"{name:<34}{rr:>14,.0f}{rm:>11,.1f}{lr:>15,.0f}{lm:>12,.1f}{ratio:>12.2f}")
 
     print(f"\nprefetch {args.ids} ids x16 vs a bare gRPC method of the same request/reply sizes, "
-          f"{args.rounds} alternating rounds of {args.repeat} calls:")
-    ratios = []
+          f"{args.rounds} alternating rounds of {args.repeat} calls (ms per call; server CPU ms per call):")
+    ports = ctx.Queue()
+    canned = ctx.Process(target=canned_child, args=(ids.size, 16, ports), daemon=True)
+    canned.start()
+    canned_ep = f"{ENDPOINT_HOST}:{ports.get(timeout=60)}"
+    client.wait_server_ready([canned_ep], timeout_s=120)
+    bare_aio = BareTransport(ctx, ids.nbytes, args.ids * 16 * 4, aio_echo_child)
+    bare_aio_hop = BareTransport(ctx, ids.nbytes, args.ids * 16 * 4, aio_echo_child, True)
+    ratios, stack_ratios, lookups, aio_cpu, server_cpu = [], [], [], [], []
     for r in range(args.rounds):
         c0 = cpu_seconds(child.pid)
         pf_s = timed(lambda: client.prefetch(endpoint, table_var, ids).wait(), args.repeat)
         pf_cpu = (cpu_seconds(child.pid) - c0) / (args.repeat + 1)
+        c0 = cpu_seconds(canned.pid)
+        stack_s = timed(lambda: client.prefetch(canned_ep, table_var, ids).wait(), args.repeat)
+        stack_cpu = (cpu_seconds(canned.pid) - c0) / (args.repeat + 1)
         bare_s, bare_cpu = bare.timed(args.repeat)
+        aio_s, aio_cpu_call = bare_aio.timed(args.repeat)
+        hop_s, hop_cpu_call = bare_aio_hop.timed(args.repeat)
+        aio_cpu.append((aio_cpu_call, hop_cpu_call, bare_cpu))
+        c0 = time.process_time()
+        for _ in range(args.repeat):
+            local.on_prefetch(0, table_var, ids)
+        lookups.append((time.process_time() - c0) / args.repeat)
         ratios.append(bare_s / pf_s)
-        print(f"  round {r}: prefetch {1e3 * pf_s:7.2f} ms/call (pserver CPU {1e3 * pf_cpu:6.2f} ms/call)   "
-              f"bare {1e3 * bare_s:7.2f} ms/call (server CPU {1e3 * bare_cpu:6.2f} ms/call)   "
-              f"prefetch/bare rate {ratios[-1]:.2f}")
-    ratios.sort()
-    median = ratios[len(ratios) // 2]
-    print(f"target (issue 18): prefetch via gRPC >= 0.8x the bare method: median {median:.2f}x "
-          f"(range {ratios[0]:.2f}-{ratios[-1]:.2f}) -> {'MET' if median >= 0.8 else 'MISSED'}")
+        stack_ratios.append(bare_s / stack_s)
+        server_cpu.append((pf_cpu, stack_cpu, bare_cpu))
+        print(f"  round {r}: prefetch {1e3 * pf_s:6.2f} ({1e3 * pf_cpu:5.2f})   "
+              f"server, no table {1e3 * stack_s:6.2f} ({1e3 * stack_cpu:5.2f})   "
+              f"bare {1e3 * bare_s:6.2f} ({1e3 * bare_cpu:5.2f})   bare on grpc.aio {1e3 * aio_s:6.2f} "
+              f"({1e3 * aio_cpu_call:5.2f}), with a thread hop {1e3 * hop_s:6.2f} ({1e3 * hop_cpu_call:5.2f})   "
+              f"table lookup in-process CPU {1e3 * lookups[-1]:5.2f}   "
+              f"rate vs bare: prefetch {ratios[-1]:.2f}, server alone {stack_ratios[-1]:.2f}")
+
+    def median(values):
+        return sorted(values)[len(values) // 2]
+    pf_cpu, stack_cpu, bare_cpu = (1e3 * sum(c[i] for c in server_cpu) / len(server_cpu) for i in range(3))
+    print(f"psjob's client and server without the table vs the bare method: rate median "
+          f"{median(stack_ratios):.2f}x (range {min(stack_ratios):.2f}-{max(stack_ratios):.2f}); server CPU "
+          f"per call over all rounds: prefetch {pf_cpu:.2f} ms, without the table {stack_cpu:.2f} ms, bare "
+          f"{bare_cpu:.2f} ms; the table lookup alone {1e3 * sum(lookups) / len(lookups):.2f} CPU ms")
+    pool_cpu = max(sum(pool for _, _, pool in aio_cpu), 1e-9)
+    print(f"the bare method's server CPU per call over all rounds, grpc.aio / thread pool: "
+          f"{sum(a for a, _, _ in aio_cpu) / pool_cpu:.2f}x on the event loop, "
+          f"{sum(h for _, h, _ in aio_cpu) / pool_cpu:.2f}x with a thread hop")
+    print(f"target (issue 18): prefetch via gRPC >= 0.8x the bare method: median {median(ratios):.2f}x "
+          f"(range {min(ratios):.2f}-{max(ratios):.2f}) -> {'MET' if median(ratios) >= 0.8 else 'MISSED'}")
+    canned.kill()
+    bare_aio_hop.close()
+    bare_aio.close()
     bare.close()
     client.complete()
     client.close()
@@ -211,11 +305,11 @@ def main():
 class BareTransport:
     """The bare gRPC method in its own process, and a channel to it."""
 
-    def __init__(self, ctx, request_bytes, reply_bytes):
+    def __init__(self, ctx, request_bytes, reply_bytes, child=echo_child, *child_args):
         import grpc
-        from psjob.rpc.client import CHANNEL_OPTIONS
+        from psjob.rpc.base_client import CHANNEL_OPTIONS
         ports = ctx.Queue()
-        self.proc = ctx.Process(target=echo_child, args=(reply_bytes, ports), daemon=True)
+        self.proc = ctx.Process(target=child, args=(reply_bytes, ports, *child_args), daemon=True)
         self.proc.start()
         self.channel = grpc.insecure_channel(f"{ENDPOINT_HOST}:{ports.get(timeout=60)}", options=CHANNEL_OPTIONS)
         self.call = self.channel.unary_unary("/bench.Echo/Echo")

@@ -1,6 +1,7 @@
 """How many trainers one pserver keeps busy: K synthetic trainers replaying CTR traffic.
 
     python bench/pserver_capacity.py [--trainers 1,2,4,8] [--steps 60] [--batch 1024]
+    python bench/pserver_capacity.py --in-process [--steps 300]
 
 The CTR-DNN (26 slots x 16 in one distributed table, 13 dense, fc 256-128-1,
 Adam) is transpiled for one async pserver and K trainers; the pserver runs in
@@ -21,6 +22,11 @@ step (/proc/<pserver>/stat over the timed steps: what a pserver core pays per
 trainer step, which should stay flat as K grows) and each request kind's
 latency p50/p99 as the clients saw it. On a machine with fewer cores than K + 1
 the clients compete with the pserver for CPU: read the CPU per step, not rows/s.
+
+--in-process replays the same traffic of one trainer straight into the
+pserver's PserverState in this process (no gRPC, no framing) and prints its
+CPU milliseconds per trainer step, per request kind: the table, optimizer and
+executor work of a step, apart from the transport's.
 """
 from __future__ import annotations
 
@@ -117,6 +123,46 @@ def client_child(endpoint, trainers, trainer_id, data, batch, steps, start, resu
     client.close()
 
 
+def replay_in_process(data, batch, steps):
+    """CPU ms per step of PserverState's own work (prefetch, push, pull), one trainer's traffic."""
+    from psjob.dataset import ctr
+    from psjob.fluid.core import SelectedRows
+    from psjob.ps.pserver_state import PserverState
+    endpoint = f"{HOST}:1"  # named in the program only: nothing listens
+    t, _ = transpile(endpoint, 1)
+    prog, startup = t.get_pserver_programs(endpoint)
+    state = PserverState(prog)
+    state.run_startup(startup)
+    table, table_grad, dense, params = traffic(endpoint, 1, 0)
+    rng = np.random.default_rng(0)
+    grads = {n: (rng.standard_normal(s) * 1e-3).astype(np.float32) for n, s in dense.items()}
+    steps_data = []
+    for b in ctr.batches(data, batch, drop_last=True):
+        ids = np.unique(np.concatenate(b.ids))
+        table_rows = SelectedRows(ids, (rng.standard_normal((ids.size, 16)) * 1e-3).astype(np.float32), 0)
+        steps_data.append((ids, dict(grads, **{table_grad: table_rows})))
+        if len(steps_data) == 50:
+            break
+    spent = {"prefetch": 0.0, "push": 0.0, "pull": 0.0}
+
+    def step(ids, pushed):
+        t0 = time.process_time()
+        state.on_prefetch(0, table, ids)
+        t1 = time.process_time()
+        state.on_send(0, pushed)
+        t2 = time.process_time()
+        state.on_get(0, params)
+        t3 = time.process_time()
+        return t1 - t0, t2 - t1, t3 - t2
+
+    for ids, pushed in steps_data:  # warm-up: every id gets its row
+        step(ids, pushed)
+    for i in range(steps):
+        for kind, seconds in zip(spent, step(*steps_data[i % len(steps_data)])):
+            spent[kind] += seconds
+    return {kind: 1e3 * v / steps for kind, v in spent.items()}
+
+
 def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -152,6 +198,8 @@ def main():
     p.add_argument("--trainers", default="1,2,4,8")
     p.add_argument("--steps", type=int, default=60, help="timed steps per trainer")
     p.add_argument("--batch", type=int, default=1024)
+    p.add_argument("--in-process", action="store_true",
+                   help="PserverState's own CPU per step, no gRPC (one trainer's traffic)")
     p.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "psjob-capacity-ctr"))
     args = p.parse_args()
     from psjob.dataset import ctr
@@ -159,6 +207,12 @@ def main():
     examples = args.batch * (max(ks) * (min(args.steps, 50) + 1) + 1)
     if not os.path.exists(os.path.join(args.data, "meta.json")):
         ctr.generate(args.data, num_examples=examples, num_files=1, seed=0, overwrite=True)
+    if args.in_process:
+        ms = replay_in_process(args.data, args.batch, args.steps)
+        print(f"PserverState in process (no gRPC), one trainer's CTR traffic, batch {args.batch}, "
+              f"{args.steps} steps; loadavg {os.getloadavg()[0]:.1f}")
+        print(f"CPU ms/step: {sum(ms.values()):.2f} (" + ", ".join(f"{k} {v:.2f}" for k, v in ms.items()) + ")")
+        return
     print(f"one async pserver, K synthetic CTR trainers (prefetch, push dense + table rows, pull dense per "
           f"step; batch {args.batch}), {args.steps} timed steps each; {os.cpu_count()} cores, "
           f"loadavg {os.getloadavg()[0]:.1f}")

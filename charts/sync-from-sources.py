@@ -8,7 +8,8 @@ The chart ships two things whose source of truth lives elsewhere:
 - the operator's RBAC, psjob_operator.rbac.REQUIRED_RBAC (a list of
   (apiGroup, resource, verbs)), written to files/rbac-rules.yaml split into
   cluster-scoped and namespaced rules, plus psjob_operator.rbac.GANG_RBAC (the
-  rules each gang scheduler adds) under "gangScheduler".
+  rules each gang scheduler adds) under "gangScheduler" and QUEUE_RBAC (each
+  queue system's) under "queueSystem".
 
     python charts/sync-from-sources.py          # rewrite the chart copies
     python charts/sync-from-sources.py --check  # exit 1 if a copy is stale
@@ -48,6 +49,7 @@ RBAC_HEADER = """\
 # "cluster": cluster-scoped resources (granted by a ClusterRole whatever the scope).
 # "namespaced": granted per watched namespace (rbac.scope=namespace) or cluster-wide.
 # "gangScheduler": namespaced rules added for scheduling.gangScheduler (GANG_RBAC).
+# "queueSystem": namespaced rules added for scheduling.queueSystem (QUEUE_RBAC).
 """
 
 
@@ -91,7 +93,8 @@ def load_required_rbac() -> object | None:
         if error.name not in ("psjob_operator", "psjob_operator.rbac"):
             raise  # rbac.py exists but one of its own imports is missing
         return None
-    return module.REQUIRED_RBAC, getattr(module, "GANG_RBAC", {})
+    return module.REQUIRED_RBAC, {"gangScheduler": getattr(module, "GANG_RBAC", {}),
+                                  "queueSystem": getattr(module, "QUEUE_RBAC", {})}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,18 +115,19 @@ def main(argv: list[str] | None = None) -> int:
 
     loaded = load_required_rbac()
     if loaded is not None:
-        required, gang = loaded
+        required, optional = loaded
         wanted: dict = rules_from_required(required)
         current = yaml.safe_load(RBAC_FILE.read_text()) if RBAC_FILE.exists() else {}
         current = current or {}
         stale_rbac = any(rule_triples(wanted[scope]) != rule_triples(current.get(scope) or [])
                          for scope in wanted)
-        wanted["gangScheduler"] = {name: rules_from_required(extra)["namespaced"]
-                                   for name, extra in gang.items()}
-        current_gang = current.get("gangScheduler") or {}
-        stale_rbac = stale_rbac or set(wanted["gangScheduler"]) != set(current_gang) or any(
-            rule_triples(rules) != rule_triples(current_gang.get(name) or [])
-            for name, rules in wanted["gangScheduler"].items())
+        for value, by_choice in optional.items():  # gangScheduler, queueSystem
+            wanted[value] = {name: rules_from_required(extra)["namespaced"]
+                             for name, extra in by_choice.items()}
+            present = current.get(value) or {}
+            stale_rbac = stale_rbac or set(wanted[value]) != set(present) or any(
+                rule_triples(rules) != rule_triples(present.get(name) or [])
+                for name, rules in wanted[value].items())
         if stale_rbac:
             stale.append(f"{RBAC_FILE.relative_to(ROOT)} differs from psjob_operator.rbac.REQUIRED_RBAC")
             if not args.check:

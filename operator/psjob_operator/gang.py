@@ -23,7 +23,17 @@ produced (`schedule`), so the builders stay scheduler-agnostic:
 
 The PodGroup is named after the job, owned by it (it goes with the job), and
 patched when the job is resized (minMember follows the replica counts unless
-`minAvailable` is set). `gang_view` reads its state back for the status.
+`minAvailable` is set). `gang_view` reads its state back for the status. A
+PodGroup the job owns under another scheduler (the operator's
+`--gang-scheduler` changed since it was made) is deleted by the reconciler
+(`stale_podgroup_resources` names the kinds to look for).
+
+Kueue reads the total count from every pod of the group and refuses a group
+whose pods disagree. An elastic job's resize must not touch the pod templates
+(a changed template rolls the pservers and recreates the worker Job), so the
+templates keep the count their live children carry (`live_totals`) and the
+reconciler writes the new count on the pods themselves
+(`pods_with_stale_total`).
 """
 from __future__ import annotations
 
@@ -34,7 +44,7 @@ from typing import Any, Mapping
 from psjob.jobspec import JobSpec, ParameterServerJob
 
 from psjob_operator import builders, naming
-from psjob_operator.kube import PLUGINS_PODGROUPS, VOLCANO_PODGROUPS, Resource
+from psjob_operator.kube import PLUGINS_PODGROUPS, PODGROUP_KINDS, VOLCANO_PODGROUPS, Resource
 from psjob_operator.settings import GangScheduler, QueueSystem, SchedulingSettings
 
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -50,6 +60,16 @@ PODGROUP_RESOURCES = {GangScheduler.VOLCANO: VOLCANO_PODGROUPS,
 
 def podgroup_resource(settings: SchedulingSettings) -> Resource | None:
     return PODGROUP_RESOURCES.get(settings.gang_scheduler)
+
+
+def stale_podgroup_resources(settings: SchedulingSettings) -> tuple[Resource, ...]:
+    """The PodGroup kinds of the schedulers this operator does not run with."""
+    return tuple(r for r in PODGROUP_KINDS if r is not podgroup_resource(settings))
+
+
+def kueue_queued(job: ParameterServerJob, settings: SchedulingSettings) -> bool:
+    return settings.queue_system is QueueSystem.KUEUE and \
+        bool(job.spec.run_policy.scheduling_policy.queue)
 
 
 def total_pods(spec: JobSpec) -> int:
@@ -85,7 +105,7 @@ def build_pod_group(job: ParameterServerJob, owner: builders.Owner,
 
 
 def _mark_template(template: dict[str, Any], job: ParameterServerJob,
-                   settings: SchedulingSettings) -> None:
+                   settings: SchedulingSettings, total: str) -> None:
     policy = job.spec.run_policy.scheduling_policy
     meta = template.setdefault("metadata", {})
     labels = meta.setdefault("labels", {})
@@ -100,25 +120,55 @@ def _mark_template(template: dict[str, Any], job: ParameterServerJob,
     if settings.queue_system is QueueSystem.KUEUE and policy.queue:
         labels[KUEUE_QUEUE_LABEL] = policy.queue
         labels[KUEUE_GROUP_LABEL] = job.name
-        annotations[KUEUE_TOTAL_ANNOTATION] = str(total_pods(job.spec))
+        annotations[KUEUE_TOTAL_ANNOTATION] = total
     if policy.priority_class and not pod.get("priorityClassName"):
         pod["priorityClassName"] = policy.priority_class  # a role's own class wins
     if not annotations:
         del meta["annotations"]
 
 
+def live_totals(job: ParameterServerJob,
+                live: Mapping[tuple[str, str], dict | None]) -> dict[tuple[str, str], str]:
+    """For an elastic job: the Kueue total count each live pod-owning child's template
+    carries, by (kind, name); {} for other jobs (a resize recreates their children)."""
+    if not job.spec.worker.max_replicas:
+        return {}
+    totals = {}
+    for (kind, name), obj in live.items():
+        meta = (((obj or {}).get("spec") or {}).get("template") or {}).get("metadata") or {}
+        value = (meta.get("annotations") or {}).get(KUEUE_TOTAL_ANNOTATION)
+        if kind in POD_OWNERS and value is not None:
+            totals[(kind, name)] = value
+    return totals
+
+
+def pods_with_stale_total(job: ParameterServerJob, settings: SchedulingSettings,
+                          pods: tuple[dict, ...]) -> list[str]:
+    """The job's pods (not being deleted) whose Kueue total count is not the job's
+    current one; [] unless Kueue queues the job."""
+    if not kueue_queued(job, settings):
+        return []
+    total = str(total_pods(job.spec))
+    return [p["metadata"]["name"] for p in pods
+            if not p["metadata"].get("deletionTimestamp")
+            and (p["metadata"].get("labels") or {}).get(KUEUE_GROUP_LABEL) == job.name
+            and (p["metadata"].get("annotations") or {}).get(KUEUE_TOTAL_ANNOTATION) != total]
+
+
 def schedule(desired: list[dict[str, Any]], job: ParameterServerJob, owner: builders.Owner,
-             settings: SchedulingSettings) -> list[dict[str, Any]]:
-    """`desired` with the PodGroup added and the pod templates marked (new dicts)."""
-    queued = settings.queue_system is QueueSystem.KUEUE and \
-        job.spec.run_policy.scheduling_policy.queue
-    if settings.gang_scheduler is GangScheduler.NONE and not queued:
+             settings: SchedulingSettings,
+             frozen_totals: Mapping[tuple[str, str], str] | None = None) -> list[dict[str, Any]]:
+    """`desired` with the PodGroup added and the pod templates marked (new dicts).
+    `frozen_totals` (`live_totals`) keeps an elastic job's templates as they are."""
+    if settings.gang_scheduler is GangScheduler.NONE and not kueue_queued(job, settings):
         return desired
     out = []
     for manifest in desired:
         if manifest["kind"] in POD_OWNERS:
+            key = (manifest["kind"], manifest["metadata"]["name"])
+            total = (frozen_totals or {}).get(key, str(total_pods(job.spec)))
             manifest = copy.deepcopy(manifest)
-            _mark_template(manifest["spec"]["template"], job, settings)
+            _mark_template(manifest["spec"]["template"], job, settings, total)
         out.append(manifest)
     group = build_pod_group(job, owner, settings)
     return out + ([group] if group else [])

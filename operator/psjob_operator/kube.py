@@ -58,6 +58,7 @@ NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "Netwo
 # PodGroups of the batch schedulers (gang.py); the CRDs come with those schedulers.
 VOLCANO_PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup")
 PLUGINS_PODGROUPS = Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup")
+PODGROUP_KINDS = (VOLCANO_PODGROUPS, PLUGINS_PODGROUPS)
 
 # The kinds builders emit; `resource_for` maps a manifest to its endpoint.
 CHILD_RESOURCES = (SECRETS, CONFIGMAPS, CLAIMS, NETWORK_POLICIES, SERVICES, STATEFULSETS,

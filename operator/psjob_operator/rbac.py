@@ -20,6 +20,11 @@ Notes on the less obvious entries:
 - `list, watch` on the jobs and on every child kind — kopf's watch streams, which
   feed the watch cache the reconciler reads (`cache.py`); the child streams
   carry the labelSelector `psjob.dev/job-name`.
+- `podgroups: get, delete` of every known batch scheduler, whichever is chosen —
+  a job's PodGroup of a scheduler the operator no longer runs with (the
+  `--gang-scheduler` flag changed) is deleted once, if the job controls it.
+- `pods: patch` only with `--queue-system kueue` — an elastic job's pods get
+  Kueue's pod-group total count rewritten when its trainers scale.
 """
 from __future__ import annotations
 
@@ -47,6 +52,9 @@ REQUIRED_RBAC: tuple[Permission, ...] = (
     Permission("batch", "jobs", ("get", "list", "watch", "create", "patch", "delete")),
     Permission("networking.k8s.io", "networkpolicies",
                ("get", "list", "watch", "create", "patch", "delete")),
+    # Stale PodGroups of another scheduler (gang.stale_podgroup_resources).
+    Permission("scheduling.volcano.sh", "podgroups", ("get", "delete")),
+    Permission("scheduling.x-k8s.io", "podgroups", ("get", "delete")),
 )
 
 
@@ -61,20 +69,29 @@ GANG_RBAC: dict[str, tuple[Permission, ...]] = {
 }
 
 
-def required_rbac(gang_scheduler: str = "none") -> tuple[Permission, ...]:
-    """Everything an operator running with this --gang-scheduler needs."""
-    return REQUIRED_RBAC + GANG_RBAC.get(gang_scheduler, ())
+# Granted only with the matching --queue-system (chart value scheduling.queueSystem).
+QUEUE_RBAC: dict[str, tuple[Permission, ...]] = {
+    "kueue": (Permission("", "pods", ("patch",)),),
+}
 
 
-def allows(api_group: str, resource: str, verb: str, gang_scheduler: str | None = None) -> bool:
-    """Whether the operator may do this; gang_scheduler None: with any of the schedulers."""
-    permissions = required_rbac(gang_scheduler) if gang_scheduler is not None else \
-        REQUIRED_RBAC + tuple(p for extra in GANG_RBAC.values() for p in extra)
+def required_rbac(gang_scheduler: str = "none",
+                  queue_system: str = "none") -> tuple[Permission, ...]:
+    """Everything an operator running with this --gang-scheduler and --queue-system needs."""
+    return REQUIRED_RBAC + GANG_RBAC.get(gang_scheduler, ()) + QUEUE_RBAC.get(queue_system, ())
+
+
+def allows(api_group: str, resource: str, verb: str, gang_scheduler: str | None = None,
+           queue_system: str | None = None) -> bool:
+    """Whether the operator may do this; None: with any of the schedulers (queue systems)."""
+    extra = GANG_RBAC.values() if gang_scheduler is None else [GANG_RBAC.get(gang_scheduler, ())]
+    queued = QUEUE_RBAC.values() if queue_system is None else [QUEUE_RBAC.get(queue_system, ())]
+    permissions = REQUIRED_RBAC + tuple(p for group in [*extra, *queued] for p in group)
     return any(p.api_group == api_group and p.resource == resource and verb in p.verbs
                for p in permissions)
 
 
-def as_rules(gang_scheduler: str = "none") -> list[dict]:
+def as_rules(gang_scheduler: str = "none", queue_system: str = "none") -> list[dict]:
     """The list as Kubernetes PolicyRules (what a Role's `rules:` holds)."""
     return [{"apiGroups": [p.api_group], "resources": [p.resource], "verbs": list(p.verbs)}
-            for p in required_rbac(gang_scheduler)]
+            for p in required_rbac(gang_scheduler, queue_system)]

@@ -40,8 +40,8 @@ from psjob_operator.apply import (ApplyReport, Applier, ChildRejected, WaitForCh
                                   controller_uid, job_finished)
 from psjob_operator.cache import Overlay, Snapshot
 from psjob_operator.events import EventRecorder
-from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_POLICIES,
-                                 SERVICES, STATEFULSETS, KubeApi, merge_diff)
+from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_POLICIES, PODS,
+                                 SERVICES, STATEFULSETS, ApiError, KubeApi, merge_diff)
 from psjob_operator.observe import (Children, format_time, parse_time, pod_view, server_set_view,
                                     worker_job_view)
 from psjob_operator.settings import ReconcileSettings, SchedulingSettings
@@ -91,9 +91,11 @@ class Reconciler:
         self.applier = Applier(api, recheck_seconds=settings.secret_recheck_seconds)
         self.events = events or EventRecorder(api)
         self._probed: dict[tuple[str, str], dt.datetime] = {}
+        self._swept: set[tuple[str, str, str]] = set()  # jobs rid of stale PodGroups
 
     def forget(self, namespace: str, name: str) -> None:
         self._probed.pop((namespace, name), None)
+        self._swept = {k for k in self._swept if k[:2] != (namespace, name)}
         self.overlay.forget(namespace, name)
         self.applier.forget(namespace, {naming.auth_secret(name), naming.checkpoint_claim(name)})
 
@@ -125,6 +127,7 @@ class Reconciler:
         live, children = self._observe(job, seen)
         report = ApplyReport()
         problem = None
+        self._remove_stale_pod_groups(job, owner)
         resize = applied = None
         if previous_phase(previous, generation) not in TERMINAL:
             resize = resizing.observe(job, live[(STATEFULSETS.kind, naming.pserver(name))], children,
@@ -135,6 +138,7 @@ class Reconciler:
             try:
                 report = self._apply(applied, owner, live, resizing.activity(resize),
                                      resizing.config_job(job, resize))
+                self._update_kueue_totals(applied, seen)
             except ChildRejected as exc:
                 problem = Verdict(Phase.FAILED, Reason.CHILD_REJECTED, str(exc))
             except WaitForChild as exc:
@@ -225,7 +229,7 @@ class Reconciler:
             topology = roles.kubernetes_topology(config_job, config_job.namespace)
             children = [builders.build_config_map(config_job, owner, topology)
                         if m["kind"] == "ConfigMap" else m for m in children]
-        desired = gang.schedule(children, job, owner, self.scheduling)
+        desired = gang.schedule(children, job, owner, self.scheduling, gang.live_totals(job, live))
         report = self.applier.apply(desired, owner.uid, owner.name, live)
         wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
         for (kind, child), obj in live.items():
@@ -236,6 +240,37 @@ class Reconciler:
             log.info("job %s/%s: created %s patched %s deleted %s", job.namespace, job.name,
                      report.created, report.patched, report.deleted)
         return report
+
+    def _remove_stale_pod_groups(self, job: ParameterServerJob, owner: builders.Owner) -> None:
+        """Once per job and operator process: delete the PodGroups the job controls under
+        a scheduler this operator does not run with (--gang-scheduler changed)."""
+        key = (job.namespace, job.name, owner.uid)
+        if key in self._swept:
+            return
+        for resource in gang.stale_podgroup_resources(self.scheduling):
+            try:
+                # rbac: PODGROUP_KINDS
+                found = self.api.get(resource, job.namespace, job.name)
+                if found is not None and controller_uid(found) == owner.uid:
+                    # rbac: PODGROUP_KINDS
+                    self.api.delete(resource, job.namespace, job.name)
+                    log.info("job %s/%s: deleted its %s %s (the operator now runs with "
+                             "--gang-scheduler %s)", job.namespace, job.name,
+                             resource.api_version, resource.kind,
+                             self.scheduling.gang_scheduler.value)
+            except ApiError as exc:
+                if exc.transient:
+                    raise
+                log.warning("job %s/%s: cannot remove a stale %s PodGroup: %s", job.namespace,
+                            job.name, resource.group, exc)
+        self._swept.add(key)
+
+    def _update_kueue_totals(self, job: ParameterServerJob, seen: Snapshot) -> None:
+        """Kueue's pod-group total count on every pod of the job, after an elastic resize."""
+        total = str(gang.total_pods(job.spec))
+        for pod in gang.pods_with_stale_total(job, self.scheduling, seen.pods):
+            self.api.patch(PODS, job.namespace, pod,
+                           {"metadata": {"annotations": {gang.KUEUE_TOTAL_ANNOTATION: total}}})
 
     def _finish(self, job: ParameterServerJob, owner: builders.Owner, live: dict) -> None:
         """Apply cleanPodPolicy once the job has finished (idempotent)."""

@@ -34,7 +34,6 @@ not a failure either.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import sys
 
@@ -112,17 +111,11 @@ def _run(fn, opts, role_env: RoleEnv, prog: str) -> int:
         return _fail(prog, exc, FAILED_EXIT)
 
 
-def _export(env: dict, name: str, value: str) -> None:
-    """Set a variable for this process's RoleEnv and for what reads it from the process
-    environment later (the pserver service started by the executor's listen op)."""
-    env[name] = value
-    os.environ[name] = value
-
-
 def _prepare_environment(role: str, prog: str) -> RoleEnv:
     """Read the role environment once (RoleEnv, completing what a pod learns at run time)
-    and check it against the command. The variables the pserver service reads itself
-    (PADDLE_TRAINING_ROLE, PSJOB_BIND_ALL) are also exported to os.environ."""
+    and check it against the command. What the command implies (PADDLE_TRAINING_ROLE when
+    unset; PSJOB_BIND_ALL for a pserver in a pod) goes into the RoleEnv's settings, which
+    the services get from the Fleet: nothing reads the process environment again."""
     env = dict(process_environment())
     given = env.get("PADDLE_TRAINING_ROLE", "")
     if not given:
@@ -131,22 +124,21 @@ def _prepare_environment(role: str, prog: str) -> RoleEnv:
                 f"{prog} reads its job from the environment (PADDLE_TRAINING_ROLE, "
                 "PADDLE_PSERVER_ENDPOINTS, PADDLE_TRAINERS, ...), and none is set: start it with "
                 "`psjob run JOB.yaml` or through the operator")
-        _export(env, "PADDLE_TRAINING_ROLE", role)
+        env["PADDLE_TRAINING_ROLE"] = role
     elif given != role:
         expected = {roles.PSERVER: "psjob pserver", roles.TRAINER: "psjob worker",
                     roles.HETER_TRAINER: "psjob heter-worker"}.get(given, "a matching command")
         raise EntrypointError(f"started with PADDLE_TRAINING_ROLE={given}: run {expected} "
                               f"for that role (or fix the role variable)")
+    from_hostname = role == roles.PSERVER and env.get("PSJOB_PSERVER_INDEX", roles.AUTO) == roles.AUTO
+    if role == roles.PSERVER and (from_hostname or env.get("KUBERNETES_SERVICE_HOST")) \
+            and "PSJOB_BIND_ALL" not in env:
+        # In a pod: bind 0.0.0.0:<port> (ServeOptions.bind_all_interfaces).
+        env["PSJOB_BIND_ALL"] = "1"
     try:
         role_env = RoleEnv.from_environ(env)
     except RoleEnvError as exc:
         raise EntrypointError(str(exc)) from None
-    if role != roles.PSERVER:
-        return role_env
-    from_hostname = env.get("PSJOB_PSERVER_INDEX", roles.AUTO) == roles.AUTO
-    if (from_hostname or env.get("KUBERNETES_SERVICE_HOST")) and "PSJOB_BIND_ALL" not in env:
-        # In a pod: bind 0.0.0.0:<port> (ServeOptions.bind_all_interfaces).
-        _export(env, "PSJOB_BIND_ALL", "1")
     if from_hostname:
         print(f"[psjob] pserver index {role_env.index} from hostname "
               f"{socket.gethostname()}; serving {role_env.current_endpoint}", flush=True)

@@ -274,7 +274,7 @@ def operator_metrics(*, registry: CollectorRegistry,
 # The phases of ParameterServerJob.status.phase (psjob_operator.status.Phase;
 # a test keeps the two equal). Every phase is exported, zero included, so a
 # dashboard shows a phase that empties instead of a gap.
-JOB_PHASES = ("Created", "Running", "Restarting", "Suspended", "Succeeded", "Failed")
+JOB_PHASES = ("Created", "Running", "Restarting", "Suspended", "Resizing", "Succeeded", "Failed")
 
 
 class JobPhaseCollector(Collector):

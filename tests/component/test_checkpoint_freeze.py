@@ -40,14 +40,15 @@ kit = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(kit)
 
 # Runs checkpoint_train.py; trainer 0 stops inside the freeze of the first checkpoint at or
-# after each step of FREEZE_HOLD_STEPS, for the matching FREEZE_HOLD_SECONDS, once each.
+# after each step of FREEZE_HOLD_STEPS, for the matching FREEZE_HOLD_SECONDS, once each
+# ("stop": it SIGSTOPs itself there, until the test sends SIGCONT).
 HOLDING_WRAPPER = r"""
-import os, runpy, sys, time
+import os, runpy, signal, sys, time
 import psjob.fleet.checkpoint_save as distributed
 
 HOLD_DIR = os.environ["FREEZE_HOLD_DIR"]
 HOLDS = list(zip([int(s) for s in os.environ["FREEZE_HOLD_STEPS"].split(",")],
-                 [float(s) for s in os.environ["FREEZE_HOLD_SECONDS"].split(",")]))
+                 os.environ["FREEZE_HOLD_SECONDS"].split(",")))
 capture = distributed._capture
 
 def holding_capture(client, dirname, request, *args, **kwargs):
@@ -59,7 +60,10 @@ def holding_capture(client, dirname, request, *args, **kwargs):
                     json_text = '{"pid": %d, "step": %d}' % (os.getpid(), request.step)
                     f.write(json_text)
                 os.replace(marker + ".tmp", marker)  # the pservers are frozen right now
-                time.sleep(seconds)
+                if seconds == "stop":
+                    os.kill(os.getpid(), signal.SIGSTOP)  # renewals stop with it
+                else:
+                    time.sleep(float(seconds))
                 break
     return capture(client, dirname, request, *args, **kwargs)
 
@@ -88,6 +92,12 @@ def _wait(cond, bound, alive, what, output=lambda: ""):
         assert alive(), f"the job ended before {what}\n{output()}"
         assert time.monotonic() < t_end, f"{what} did not happen within {bound}s\n{output()}"
         time.sleep(0.02)
+
+
+def _stopped(pid) -> bool:
+    """The process is stopped by a signal (state T in /proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
 def _no_manifest(root, step):
@@ -206,7 +216,6 @@ def test_trainer_0_killed_inside_a_freeze_is_thawed_by_its_restart_and_the_job_f
         _wait(lambda: _hold(tmp_path, 0), 60, lambda: run.poll() is None, "trainer 0's hold inside a freeze",
               lambda: "".join(lines))
         held = _hold(tmp_path, 0)
-        time.sleep(0.3)  # frozen: the other trainer's next push is held by the pservers
         os.kill(held["pid"], signal.SIGKILL)
         killed_at = time.monotonic()
         run.wait(timeout=90)
@@ -235,31 +244,34 @@ def test_trainer_0_killed_inside_a_freeze_is_thawed_by_its_restart_and_the_job_f
           f"job succeeded {after_kill:.1f} s later; newest checkpoint step {newest.step}")
 
 
-LAUNCH_STEPS = 200
+# Trainer 0 stops at step 20: trainer 1 (paced like it, and held by the same freezes) still
+# has most of its steps to push after the lease lapses.
+LAUNCH_STEPS = 100
 
 
 def test_a_long_save_renews_its_lease_and_a_paused_trainer_0_lets_it_lapse(tmp_path):
-    """Async, lease 1 s: a save held 3 s inside its freeze commits (renewed); trainer 0
-    SIGSTOPped inside the next freeze lets the lease lapse, trainer 1's updates flow again,
-    and that save is abandoned without a manifest."""
+    """Async, lease 1 s: a save held 2 s (two leases) inside its freeze commits (renewed); trainer 0
+    stopped (SIGSTOP) inside the next freeze lets the lease lapse, trainer 1's updates flow
+    again, and that save is abandoned without a manifest."""
     wrapper = _wrapper(tmp_path)
     root = tmp_path / "ckpt"
     env = {"PSJOB_CHECKPOINT_FREEZE_LEASE_S": "1", "FREEZE_HOLD_DIR": str(tmp_path / "holds"),
-           "FREEZE_HOLD_STEPS": "10,20", "FREEZE_HOLD_SECONDS": "3,0.2", "FREEZE_TRAIN_SCRIPT": kit.CKPT_SCRIPT}
+           "FREEZE_HOLD_STEPS": "10,20", "FREEZE_HOLD_SECONDS": "2,stop", "FREEZE_TRAIN_SCRIPT": kit.CKPT_SCRIPT}
     job = kit.Job(tmp_path, ["--server_num", "1", "--worker_num", "2", "--mode", "async",
                              "--checkpoint_dir", str(root)],
                   [wrapper, "--out", str(tmp_path), "--mode", "async", "--steps", str(LAUNCH_STEPS),
                    "--interval_steps", "5", "--sleep_ms", "20", "--no_table"], env=env)
     try:
         kit.wait_until(lambda: _hold(tmp_path, 1), 60, job, "the second hold inside a freeze")
-        held = _hold(tmp_path, 1)
-        os.kill(held["pid"], signal.SIGSTOP)  # renewals stop with it
+        held = _hold(tmp_path, 1)  # trainer 0 stops itself right after writing it
         try:
+            assert kit.wait_until(lambda: _stopped(held["pid"]), 30, job, "trainer 0 stopped inside the freeze")
             endpoint, token = kit.endpoints_of(job)[0], kit.token_of(job)
             probe = PSClient([endpoint], auth_token=token, retry=RetryPolicy(deadline_s=2, max_attempts=1))
-            time.sleep(1.5)  # past the 1 s lease
+            # Trainer 0 stays stopped: only the lapse of its lease lets trainer 1's updates through.
             before = probe.status(endpoint).version
-            time.sleep(1.0)
+            assert kit.wait_until(lambda: probe.status(endpoint).version > before, 30, job,
+                                  "trainer 1's updates applied while trainer 0 is stopped")
             after = probe.status(endpoint).version
             probe.close()
         finally:
@@ -273,7 +285,7 @@ def test_a_long_save_renews_its_lease_and_a_paused_trainer_0_lets_it_lapse(tmp_p
     assert after > before, (before, after)
     trainer = json.loads((tmp_path / "trainer0.json").read_text())
     first = _hold(tmp_path, 0)["step"]
-    # The first save was held 3 s inside a 1 s lease and committed all the same.
+    # The first save was held 2 s inside a 1 s lease and committed all the same.
     assert os.path.join(str(root), store.step_dirname(first)) in trainer["saved"], trainer
     # The paused one was abandoned, saying why, and never became a checkpoint.
     assert len(trainer["failures"]) == 1 and "expired or was released before the thaw" in \
@@ -282,5 +294,5 @@ def test_a_long_save_renews_its_lease_and_a_paused_trainer_0_lets_it_lapse(tmp_p
     assert _no_manifest(root, held["step"])
     newest = kit.assert_checkpoints_sound(root)
     assert newest.step == LAUNCH_STEPS
-    print(f"\n[faults] lease 1 s: a save held 3 s committed (step {first}); trainer 0 paused in the freeze "
+    print(f"\n[faults] lease 1 s: a save held 2 s committed (step {first}); trainer 0 paused in the freeze "
           f"of step {held['step']}: pserver version {before} -> {after} while paused, that save abandoned")

@@ -3,9 +3,11 @@
 Every run here is a real `psjob launch` or `psjob run` job (pservers and trainers as
 processes on 127.0.0.x, real gRPC, real checkpoint files), bounded by the launcher's
 --timeout and by the test's own wait; the faults are real signals (SIGKILL, SIGSTOP) and a
-really full file system (a small tmpfs). The contract each run checks: it ends with
-a correct model or with a clear error naming the failed process — never a hang, and
-the newest good checkpoint always verifies. The RPC over TLS is tested in test_tls.py,
+really full file system (a small tmpfs). The contract each run checks: within its restart
+budget it ends with a correct model — `psjob launch` restarts pservers, so it survives
+pserver kills; `psjob run` also restarts trainers, so it survives trainer kills too — and
+past it with a clear error naming the failed process; never a hang, and the newest good
+checkpoint always verifies. The RPC over TLS is tested in test_tls.py,
 a trainer 0 killed or paused inside a checkpoint freeze in test_checkpoint_freeze.py.
 
 Random kill points come from seeded generators, so a failing seed can be rerun; each
@@ -17,7 +19,6 @@ import importlib.util
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -43,12 +44,13 @@ _exited, _alive = kit.exited, kit.alive
 # -- (a) SIGKILL at random points -----------------------------------------------------------
 
 KILL_STEPS, KILL_INTERVAL = 80, 5
-VICTIMS = ("pserver.0", "pserver.1", "pserver.0", "pserver.1", "trainer.0", "trainer.1")
+# `psjob launch` restarts pservers only: its runs kill pservers (trainer kills: under psjob run, below).
+VICTIMS = ("pserver.0", "pserver.1")
 
 
 def _kill_run(out, seed):
-    """One job under `--pserver_restarts 3`; SIGKILL 1–3 seeded victims at seeded delays
-    once the first checkpoint exists. Returns a summary dict of what happened."""
+    """One job under `--pserver_restarts 3`; SIGKILL 1–3 seeded pserver victims at seeded
+    delays once the first checkpoint exists. Returns a summary dict of what happened."""
     rng = random.Random(seed)
     mode = rng.choice(["sync", "async"])
     root = out / "ckpt"
@@ -60,7 +62,8 @@ def _kill_run(out, seed):
     try:
         _wait_until(lambda: _newest_step(root) >= KILL_INTERVAL, 40, job, "the first checkpoint")
         for _ in range(rng.randint(1, 3)):
-            victim, delay = rng.choice(VICTIMS), rng.uniform(0.1, 1.5)
+            # Short delays: the first kill lands while the trainers still have most of their steps.
+            victim, delay = rng.choice(VICTIMS), rng.uniform(0.05, 0.5)
             time.sleep(delay)
             pid = job.pid(victim)
             if not job.running() or pid is None:
@@ -73,8 +76,6 @@ def _kill_run(out, seed):
             except ProcessLookupError:
                 continue  # it had just exited
             kills.append(f"{victim}@{delay:.2f}s/step{_newest_step(root)}")
-            if victim.startswith("trainer"):
-                break  # `psjob launch` restarts no trainer: the job ends here
             _wait_until(lambda: job.starts(victim) > starts, 20, job, f"the restart of {victim}")
         code = job.wait(JOB_TIMEOUT + 30)
     finally:
@@ -88,31 +89,25 @@ def _kill_run(out, seed):
     # restarts (they are kept only in the pservers' memory): it lingers or dies, and the
     # launcher stops it — the job succeeded all the same (docs/local-runs.md).
     lingered = "after every trainer completed" in job.text
-    if code == 0:
-        trainer = json.loads((out / "trainer0.json").read_text())
-        assert trainer["start"] + len(trainer["losses"]) == KILL_STEPS, trainer
-        assert newest.step == KILL_STEPS
-        # Correct model: despite shards rolled back to a checkpoint, the regression is fitted
-        # (the first steps' loss is ~0.4).
-        assert np.mean(trainer["losses"][-10:]) < 0.05, trainer["losses"][-10:]
-        summary["outcome"] = "completed" + ("; pservers stopped after the trainers completed" if lingered else "")
-    else:
-        # A clear error: the launcher names the process that failed and its status.
-        failed = re.findall(r"(\w+\.\d) failed with status (\d+) and has no restarts left", job.text)
-        assert failed, job.text + job.logs()
-        summary["outcome"] = "error: " + ", ".join(f"{n} status {s}" for n, s in failed)
+    # At most 3 kills against 3 restarts per pserver: the job completes.
+    assert code == 0, job.text + job.logs()
+    trainer = json.loads((out / "trainer0.json").read_text())
+    assert trainer["start"] + len(trainer["losses"]) == KILL_STEPS, trainer
+    assert newest.step == KILL_STEPS
+    # Correct model: despite shards rolled back to a checkpoint, the regression is fitted
+    # (the first steps' loss is ~0.4).
+    assert np.mean(trainer["losses"][-10:]) < 0.05, trainer["losses"][-10:]
+    summary["outcome"] = "completed" + ("; pservers stopped after the trainers completed" if lingered else "")
     print(f"\n[faults] kill run {summary}")
     if os.environ.get("PSJOB_FAULTS_DEBUG"):
         print(job.text)
     return summary
 
 
-@pytest.mark.parametrize("seed", [16, 19, 30])  # seeds whose plans kill pservers repeatedly
-def test_sigkills_at_seeded_random_points_end_in_a_trained_model_or_a_named_failure(tmp_path, seed):
+@pytest.mark.parametrize("seed", [16, 19, 30])
+def test_pserver_sigkills_at_seeded_random_points_under_launch_end_in_a_trained_model(tmp_path, seed):
     summary = _kill_run(tmp_path, seed)
-    if not summary["outcome"].startswith("completed"):
-        # Only a killed trainer may end the job (pservers have restarts left, trainers none).
-        assert any(k.startswith("trainer") for k in summary["kills"]), summary
+    assert summary["kills"], summary  # the first kill lands within 0.5 s of the first checkpoint
 
 
 def _descendants(pid):
@@ -137,11 +132,15 @@ def _descendants(pid):
 # Victims: both pservers and both workers. Worker 0 coordinates checkpoints: killed between a
 # FREEZE and its THAW, its restart thaws the pservers at once (test_checkpoint_freeze.py).
 RUN_VICTIMS = (("PSERVER", 0), ("PSERVER", 1), ("TRAINER", 0), ("TRAINER", 1))
+TRAINER_VICTIMS = RUN_VICTIMS[2:]
 
 
-@pytest.mark.parametrize("seed", [24, 26, 33])  # seeds whose plans mix pserver and worker kills
+@pytest.mark.parametrize("seed", [24, 26, 33])
 def test_sigkills_of_pservers_and_trainers_under_psjob_run_recover_within_the_restart_budget(tmp_path, seed):
-    """`psjob run` restarts pservers (same endpoint) and workers (backoffLimit), as Kubernetes would."""
+    """`psjob run` restarts pservers (same endpoint) and workers (backoffLimit), as Kubernetes would.
+
+    Every plan kills a trainer first, as soon as the first checkpoint exists, then 0–2
+    seeded victims of either role: each killed trainer is restarted and the job succeeds."""
     rng = random.Random(seed)
     mode = rng.choice(["sync", "async"])
     job_yaml = tmp_path / "job.yaml"
@@ -161,8 +160,11 @@ def test_sigkills_of_pservers_and_trainers_under_psjob_run_recover_within_the_re
         while _newest_step(root) < 5 and run.poll() is None:
             assert time.monotonic() < t_end, "no first checkpoint within 40 s"
             time.sleep(0.05)
-        for _ in range(rng.randint(1, 3)):
-            (role, index), delay = rng.choice(RUN_VICTIMS), rng.uniform(0.1, 1.0)
+        for kill in range(rng.randint(1, 3)):
+            if kill == 0:
+                (role, index), delay = rng.choice(TRAINER_VICTIMS), 0.0
+            else:
+                (role, index), delay = rng.choice(RUN_VICTIMS), rng.uniform(0.1, 1.0)
             time.sleep(delay)
             pid = _descendants(run.pid).get((role, index))
             if run.poll() is not None:
@@ -174,7 +176,11 @@ def test_sigkills_of_pservers_and_trainers_under_psjob_run_recover_within_the_re
             except ProcessLookupError:
                 continue
             kills.append(f"{role.lower()}.{index}@{delay:.2f}s/step{_newest_step(root)}")
-            time.sleep(0.5)  # let the supervisor notice before the next victim is looked up
+            # The next victim is looked up once the supervisor restarted this one.
+            t_end = time.monotonic() + 30
+            while _descendants(run.pid).get((role, index)) in (None, pid) and run.poll() is None:
+                assert time.monotonic() < t_end, f"{role.lower()}.{index} was not restarted within 30 s"
+                time.sleep(0.05)
         out, _ = run.communicate(timeout=JOB_TIMEOUT + 30)
     except subprocess.TimeoutExpired:
         os.killpg(run.pid, signal.SIGKILL)
@@ -194,7 +200,13 @@ def test_sigkills_of_pservers_and_trainers_under_psjob_run_recover_within_the_re
     assert run.returncode == 0 and summary["status"] == "Succeeded", out
     assert all(t["finished"] for t in summary["trainers"]), summary["trainers"]
     assert summary["loss"] is not None and summary["loss"] < 0.69, summary
-    assert restarts >= len(kills), (kills, summary["processes"])
+    # The first kill, of a trainer, always landed; each killed process was restarted.
+    assert kills and kills[0].startswith("trainer"), kills
+    restarted = {(p["role"], p["index"]): p["restarts"] for p in summary["processes"]}
+    for victim in {k.split("@")[0] for k in kills}:
+        role, index = victim.split(".")
+        assert restarted[(role.upper(), int(index))] >= sum(k.startswith(victim + "@") for k in kills), \
+            (victim, kills, summary["processes"])
 
 
 # -- (b) a pserver paused past the RPC deadline ------------------------------------------------
@@ -214,6 +226,8 @@ def _paused_run(out, pause_s, max_attempts):
         _wait_until(lambda: job.pid("trainer.0"), 30, job, "the trainer's start")
         endpoint, token = _endpoints_of(job)[0], _token_of(job)
         probe = PSClient([endpoint], auth_token=token, retry=RetryPolicy(deadline_s=2, max_attempts=1))
+        # The pserver process may still be starting on a loaded machine: wait until it serves.
+        probe.wait_server_ready([endpoint], timeout_s=60)
         # Mid-training: the pserver has finished 10 of the rounds (one per step).
         _wait_until(lambda: probe.status(endpoint).version >= 10, 30, job, "10 training rounds")
         probe.close()

@@ -92,7 +92,7 @@ def over_grpc(ep, state, *, server_tls=None, client_tls=None, telemetry=None):
     waiter = threading.Thread(target=proc.wait, daemon=True)
     waiter.start()
     client = HeterClient([ep], 0, auth_token=TOKEN, tls=client_tls)
-    client.wait_ready(timeout_s=10)
+    client.wait_server_ready(timeout_s=10)
 
     def finish():
         proc.stop()

@@ -134,11 +134,14 @@ def test_once_every_trainer_exited_0_a_dying_pserver_is_not_restarted_and_a_ling
     import time as _time
 
     from psjob.launcher.supervisor import PSERVER, TRAINER, ProcessSpec, Supervisor, SupervisorOptions
-    done = tmp_path / "trainer-done"
-    trainer = ["-c", f"import time; time.sleep(0.3); open({str(done)!r}, 'w').close()"]
-    # pserver 0 dies by SIGKILL once the trainer is done; pserver 1 never exits on its own.
-    dies = ["-c", f"import os, signal, time\nwhile not os.path.exists({str(done)!r}): time.sleep(0.05)\n"
-                  "time.sleep(0.3); os.kill(os.getpid(), signal.SIGKILL)"]
+    done = tmp_path / "trainer-pid"
+    trainer = ["-c", f"import os; open({str(done)!r}, 'w').write(str(os.getpid()))"]
+    # pserver 0 dies by SIGKILL once the supervisor has reaped the finished trainer (its pid is
+    # gone); pserver 1 never exits on its own.
+    dies = ["-c", f"import os, signal, time\n"
+                  f"while not (os.path.exists({str(done)!r}) and open({str(done)!r}).read()) or "
+                  f"os.path.exists('/proc/' + open({str(done)!r}).read()): time.sleep(0.05)\n"
+                  "os.kill(os.getpid(), signal.SIGKILL)"]
     lingers = ["-c", "import time; time.sleep(600)"]
     specs = [ProcessSpec(PSERVER, 0, [sys.executable, *dies], {}, str(tmp_path / "ps0.log"), restarts_left=3),
              ProcessSpec(PSERVER, 1, [sys.executable, *lingers], {}, str(tmp_path / "ps1.log"), restarts_left=3),
@@ -160,13 +163,17 @@ def test_once_every_trainer_exited_0_a_dying_pserver_is_not_restarted_and_a_ling
 
 def test_a_pserver_that_dies_while_trainers_still_run_is_restarted(tmp_path):
     from psjob.launcher.supervisor import PSERVER, TRAINER, ProcessSpec, Supervisor, SupervisorOptions
-    first = tmp_path / "first-start"
-    # The first start dies at once; the restarted one exits 0 when the trainer is done.
+    first, second, done = tmp_path / "first-start", tmp_path / "second-start", tmp_path / "trainer-done"
+    # The first start dies at once; the restarted one exits 0 once the trainer is done, and
+    # the trainer finishes only once the pserver was restarted: the death lands mid-training.
     pserver = ["-c", f"import os, sys, time\nif not os.path.exists({str(first)!r}):\n"
-                     f"    open({str(first)!r}, 'w').close(); sys.exit(3)\ntime.sleep(1.0)"]
+                     f"    open({str(first)!r}, 'w').close(); sys.exit(3)\n"
+                     f"open({str(second)!r}, 'w').close()\n"
+                     f"while not os.path.exists({str(done)!r}): time.sleep(0.05)"]
+    trainer = ["-c", f"import os, time\nwhile not os.path.exists({str(second)!r}): time.sleep(0.05)\n"
+                     f"open({str(done)!r}, 'w').close()"]
     specs = [ProcessSpec(PSERVER, 0, [sys.executable, *pserver], {}, str(tmp_path / "ps0.log"), restarts_left=1),
-             ProcessSpec(TRAINER, 0, [sys.executable, "-c", "import time; time.sleep(1.0)"], {},
-                         str(tmp_path / "tr0.log"))]
+             ProcessSpec(TRAINER, 0, [sys.executable, *trainer], {}, str(tmp_path / "tr0.log"))]
     events = []
     assert Supervisor(specs, SupervisorOptions(pserver_exit_grace_s=5.0), on_event=events.append).run() == 0
     assert specs[0].starts == 2 and specs[0].history == [3, 0], events

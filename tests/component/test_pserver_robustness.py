@@ -1,6 +1,7 @@
 """A real pserver process facing bad requests, a missing token, dead and late trainers."""
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -133,10 +134,29 @@ def test_bad_requests_get_named_errors_and_the_pserver_keeps_serving(job, tmp_pa
     assert token not in (tmp_path / "PSERVER.0.log").read_text()
 
 
+def _refuse_knocks(endpoint, knocks, alive, bound_s=60):
+    """Stand where a pserver will serve: accept and hang up on `knocks` connections (a
+    client probing its absent pserver), then free the port."""
+    host, port = endpoint.rsplit(":", 1)
+    with socket.create_server((host, int(port))) as listener:
+        listener.settimeout(0.5)  # to notice a dead client; each knock is seen when it happens
+        deadline = time.monotonic() + bound_s
+        while knocks:
+            assert alive() and time.monotonic() < deadline, f"{knocks} more knock(s) expected on {endpoint}"
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                continue
+            conn.close()
+            knocks -= 1
+
+
 def test_a_trainer_started_before_its_pserver_waits_for_it(job, tmp_path):
     start, ep, token = job
     trainer = start(roles.TRAINER)
-    time.sleep(3)
+    # It tried its pserver and found nothing serving; it lives on, and (below) connects
+    # once the pserver starts.
+    _refuse_knocks(ep, 1, lambda: trainer.poll() is None)
     assert trainer.poll() is None, (tmp_path / "TRAINER.0.log").read_text()
     server = start(roles.PSERVER)
     assert trainer.wait(timeout=120) == 0, (tmp_path / "TRAINER.0.log").read_text()

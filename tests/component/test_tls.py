@@ -56,7 +56,8 @@ def test_a_job_over_tls_trains_while_plaintext_and_untrusted_clients_are_refused
         assert token
         quick = RetryPolicy(deadline_s=3, max_attempts=1)
         trusted = TlsFiles(ca_file=ca)
-        assert PSClient([ep], auth_token=token, tls=trusted, retry=quick).status(ep).state in ("SERVING", "")
+        # Its process may still be starting on a loaded machine: wait until it serves (over TLS).
+        PSClient([ep], auth_token=token, tls=trusted, retry=quick).wait_server_ready([ep], timeout_s=60)
         # The token still applies on top of TLS.
         with pytest.raises(RpcError, match="UNAUTHENTICATED"):
             PSClient([ep], tls=trusted, retry=quick).status(ep)
@@ -110,7 +111,7 @@ def test_a_restarted_pserver_asks_its_peers_over_tls_when_the_process_is_configu
     peer, restarted = states
     peer.on_complete(1)
     peer.on_complete(2)
-    server, _ = start_server(peer, endpoints[0], token="tok", tls=TlsFiles(cert, key, ca))
+    server = start_server(peer, endpoints[0], token="tok", tls=TlsFiles(cert, key, ca))
     try:
         # A plaintext probe cannot complete the handshake: it learns nothing (and says so in
         # its log), which is what happened before the probe read PSJOB_TLS_*.

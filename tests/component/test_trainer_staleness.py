@@ -2,8 +2,10 @@
 
 Real: `psjob run`, the pserver and trainer processes, gRPC (the pserver's
 staleness travels in SendReply to the trainer's push handle), the trainers'
-/metrics endpoints. Each trainer is scraped until it exits; the last scrape
-of each is checked.
+/metrics endpoints. Each trainer is scraped once it trained its last step: the
+trainers run `psjob worker` through a wrapper that, before the trainer stops its
+/metrics, says so and waits until the test has scraped it — the final figures
+every time, whatever the machine's speed.
 """
 import os
 import re
@@ -25,22 +27,49 @@ def free_port_block(count):
     return first
 
 
+SCRAPE_GATE_WRAPPER = r"""
+import os, sys
+from psjob import entrypoints
+from psjob.fleet import telemetry
+
+close = telemetry.TrainerTelemetry.close
+
+def close_after_the_final_scrape(self):
+    if self.server is not None:  # the last step is trained: /metrics holds the final figures
+        gate = os.path.join(os.environ["SCRAPE_DIR"], "trainer-" + os.environ["PADDLE_TRAINER_ID"])
+        open(gate + ".final", "w").close()
+        with open(gate + ".scraped") as fifo:  # a FIFO: returns once the test has scraped
+            fifo.read()
+    close(self)
+
+telemetry.TrainerTelemetry.close = close_after_the_final_scrape
+sys.exit(entrypoints.worker_main(sys.argv[1:]))
+"""
+
+
 def sample(text, name):
     match = re.search(rf"^{re.escape(name)} ([0-9.e+-]+)$", text, re.M)
     return float(match.group(1)) if match else None
 
 
 def run_and_scrape_trainers(tmp_path, mode):
-    """Run a 1-pserver, 2-trainer job; → ({trainer: its last /metrics text}, output)."""
+    """Run a 1-pserver, 2-trainer job; → ({trainer: its final /metrics text}, output)."""
+    wrapper, gates = tmp_path / "scrape_gate.py", tmp_path / "gates"
+    wrapper.write_text(SCRAPE_GATE_WRAPPER)
+    gates.mkdir()
+    for trainer in (0, 1):
+        os.mkfifo(gates / f"trainer-{trainer}.scraped")
     job = tmp_path / f"{mode}.yaml"
     table = [] if mode == "geo" else ["--distributed_table"]  # geo keeps local copies of every parameter
     job.write_text(yaml.safe_dump({
         "apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob", "metadata": {"name": f"stale-{mode}"},
         "spec": {"image": "psjob:test", "mode": mode,
-                 # Geo pushes only every k steps: a longer run, so scrapes surely see some.
-                 "args": ["--examples", "40000" if mode == "geo" else "12000", "--batch", "200", *table,
-                          "--log_every", "0.5"],
-                 "pserver": {"replicas": 1}, "worker": {"replicas": 2}}}))
+                 # Geo pushes every kSteps steps: 30 steps per trainer push 3 times, and the rest at the end.
+                 **({"kSteps": 10} if mode == "geo" else {}),
+                 "args": ["--examples", "12000", "--batch", "200", *table, "--log_every", "0.5"],
+                 "pserver": {"replicas": 1},
+                 "worker": {"replicas": 2, "command": ["python", str(wrapper)],
+                            "env": [{"name": "SCRAPE_DIR", "value": str(gates)}]}}}))
     first = free_port_block(3)
     ports = {0: first + 1, 1: first + 2}  # pserver 0 on `first`, then the trainers
     proc = subprocess.Popen([sys.executable, "-m", "psjob.cli", "run", str(job), "--workdir",
@@ -49,13 +78,14 @@ def run_and_scrape_trainers(tmp_path, mode):
                             start_new_session=True)
     last = {}
     deadline = time.monotonic() + 120
-    while proc.poll() is None and time.monotonic() < deadline:
+    while len(last) < len(ports) and proc.poll() is None and time.monotonic() < deadline:
         for trainer, port in ports.items():
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1) as response:
-                    last[trainer] = response.read().decode()
-            except OSError:
-                pass
+            if trainer in last or not (gates / f"trainer-{trainer}.final").exists():
+                continue
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
+                last[trainer] = response.read().decode()
+            with open(gates / f"trainer-{trainer}.scraped", "w"):
+                pass  # the trainer goes on: it stops /metrics and exits
         time.sleep(0.05)
     try:
         out, _ = proc.communicate(timeout=120)
@@ -64,7 +94,7 @@ def run_and_scrape_trainers(tmp_path, mode):
         out, _ = proc.communicate(timeout=30)
         pytest.fail(f"psjob run did not finish:\n{out}")
     assert proc.returncode == 0, out
-    assert sorted(last) == [0, 1], f"trainers scraped: {sorted(last)}\n{out}"
+    assert sorted(last) == [0, 1], f"trainers scraped after their last step: {sorted(last)}\n{out}"
     return last, out
 
 
@@ -95,4 +125,4 @@ def test_geo_trainers_export_the_staleness_of_their_delta_pushes(tmp_path):
     last, out = run_and_scrape_trainers(tmp_path, "geo")
     for trainer, text in last.items():
         count, zeros, total = staleness(text)
-        assert count >= 1 and zeros <= count, (trainer, count, zeros, total, out)
+        assert count >= 3 and zeros <= count, (trainer, count, zeros, total, out)

@@ -43,12 +43,18 @@ Real
   the pod Succeeded or Failed by exit codes. Deleting a pod in the API stops
   its processes (SIGTERM, terminationGracePeriodSeconds, SIGKILL). Sandboxes
   and containers die with the test process, however it ends.
+- Node loss (`lose_pod`): the pod's processes are SIGKILLed with no grace
+  period and its status is no longer written, until `force_delete` removes
+  the object (what the node lifecycle controller does after
+  tolerationSeconds, or `kubectl delete pod --force`).
 
 Emulated, minimally
 - StatefulSet: pods `<sts>-<i>` for i < replicas (all at once, as
   podManagementPolicy Parallel), hostname/subdomain set, a Failed pod replaced,
-  status replicas/readyReplicas; its pods keep their IP when re-created (a real
-  cluster updates DNS instead). Indexed Job: one pod per unfinished index,
+  a deleted one re-created (same name, a new uid), status
+  replicas/readyReplicas; its pods keep their IP (and MAC, so that peers' ARP
+  caches stay right) when re-created (a real cluster updates DNS instead), so
+  a re-created pod starts once the deleted one's processes and sandbox are gone. Indexed Job: one pod per unfinished index,
   with the completion index annotation and label, parallelism, suspend,
   backoffLimit and podFailurePolicy (onExitCodes, onPodConditions), status
   active/succeeded/failed and Complete/Failed conditions. PersistentVolumeClaims
@@ -61,6 +67,7 @@ Emulated, minimally
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import datetime as dt
 import decimal
@@ -225,8 +232,13 @@ class NodeNetwork:
              "peer", "name", "eth0", "netns", str(pod_pid)])
         run([TOOLS["nsenter"], "-t", str(self.holder.pid), "-n", "sh", "-c",
              f"ip link set {veth} master br0 && ip link set {veth} up"])
+        # The MAC follows from the IP: a re-created StatefulSet pod keeps both, so its
+        # peers' ARP caches stay right (with a new MAC behind the old IP they would send
+        # to the dead sandbox's address until their entries expire, 15-45 s and more).
+        mac = "02:42:" + ":".join(f"{int(octet):02x}" for octet in ip.split("."))
         run([TOOLS["nsenter"], "-t", str(pod_pid), "-n", "sh", "-c",
-             f"ip link set lo up && ip addr add {ip}/24 dev eth0 && ip link set eth0 up && "
+             f"ip link set eth0 address {mac} && ip link set lo up && "
+             f"ip addr add {ip}/24 dev eth0 && ip link set eth0 up && "
              f"ip route add default via {NODE_IP}"])
 
     def close(self) -> None:
@@ -465,13 +477,19 @@ class Container:
             os.killpg(self.proc.pid, sig)
 
     def terminate(self, grace: int) -> None:
+        """SIGTERM, up to `grace` seconds, then SIGKILL (at once when grace is 0)."""
         proc = self.proc
-        if proc is not None and proc.poll() is None:
+        if proc is None or proc.poll() is not None:
+            return
+        if grace > 0:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(grace)
+                return
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+                pass
+        with contextlib.suppress(ProcessLookupError):  # reaped meanwhile by its run thread
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 class PodWorker:
@@ -808,6 +826,10 @@ class Kubelet(ControlPlane):
         self.api, self.ns, self.workdir = api, namespace, workdir
         self.network = NodeNetwork()
         self.workers: dict[str, PodWorker] = {}  # by pod uid
+        # Deleted pods whose processes and sandbox are still going away, by pod name: a
+        # pod re-created under that name (a StatefulSet's) starts once they are gone, so
+        # its sandbox never holds the stable IP while the old one still does.
+        self._retiring: dict[str, threading.Thread] = {}
         self._counted_failures: set[str] = set()  # uids of failed Job pods already counted
         self.claims = workdir / "claims"
         self.events: list[str] = []
@@ -862,11 +884,34 @@ class Kubelet(ControlPlane):
         for uid, worker in list(self.workers.items()):
             if uid not in pods:
                 del self.workers[uid]
-                threading.Thread(target=worker.stop, daemon=True).start()
+                self._retire(worker)
+        self._retiring = {name: t for name, t in self._retiring.items() if t.is_alive()}
         for uid, pod in pods.items():
-            if uid not in self.workers and (pod.get("status") or {}).get("phase") \
-                    in (None, "Pending"):
+            if uid not in self.workers and pod["metadata"]["name"] not in self._retiring \
+                    and (pod.get("status") or {}).get("phase") in (None, "Pending"):
                 self.workers[uid] = PodWorker(self, pod)
+
+    def _retire(self, worker: "PodWorker") -> None:
+        stopper = threading.Thread(target=worker.stop, daemon=True, name=f"stop-{worker.name}")
+        self._retiring[worker.name] = stopper
+        stopper.start()
+
+    def lose_pod(self, pod_name: str) -> None:
+        """The pod's node is lost: its processes die at once (SIGKILL: no grace period, no
+        restart in place) and nothing reports on the pod any more (its status stays as
+        it was). The Pod object stays until `force_delete` — a cluster's node lifecycle
+        controller evicts it after the pod's tolerationSeconds (300 s by default)."""
+        worker = self.worker(pod_name)
+        worker.stopping.set()
+        for container in worker.inits + worker.containers:
+            container.kill(signal.SIGKILL)
+        self.note(f"pod {pod_name}: node lost (processes killed)")
+
+    def force_delete(self, pod_name: str) -> None:
+        """`kubectl delete pod --force --grace-period=0`, or the node lifecycle controller's
+        eviction of a lost node's pod: the object goes at once; its controller replaces it."""
+        self.api.delete(self.path("pods", pod_name))
+        self.note(f"pod {pod_name}: force-deleted")
 
     # --- what a pod sees ----------------------------------------------------------------
 

@@ -172,3 +172,29 @@ def test_a_job_failure_policy_and_backoff_limit_end_the_job_failed(api, kubelet)
     assert job_conditions(api, "flaky")["Failed"]["reason"] == "BackoffLimitExceeded"
     assert api.get(f"{BATCH}/jobs/fatal")["status"]["failed"] == 1  # no retry after FailJob
     assert api.get(f"{BATCH}/jobs/flaky")["status"]["failed"] == 2  # backoffLimit 1: 2 tries
+
+
+def test_a_statefulset_pod_lost_with_its_node_is_re_created_once_force_deleted(api, kubelet):
+    create(api, f"{CORE}/services", {"metadata": {"name": "db"}, "spec": {
+        "clusterIP": "None", "selector": {"app": "db"}, "ports": [{"port": 5432}]}})
+    create(api, f"{APPS}/statefulsets", {"metadata": {"name": "db"}, "spec": {
+        "serviceName": "db", "replicas": 1, "selector": {"matchLabels": {"app": "db"}},
+        "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{
+            "name": "db", "command": ["sh", "-c", "echo up $(hostname); exec sleep 600"]}]}}}})
+    ready = lambda: any(c["type"] == "Ready" and c["status"] == "True"  # noqa: E731
+                        for c in pod_status(api, "db-0").get("conditions") or [])
+    settle(kubelet, ready, "db-0 Ready")
+    before = api.get(f"{CORE}/pods/db-0")
+    process = kubelet.worker("db-0").container().proc
+
+    kubelet.lose_pod("db-0")
+    assert process.wait(10) == -9  # SIGKILL, no grace period
+    # Nothing reports on a lost node's pod: it stays as it was, Running, not restarted.
+    assert api.get(f"{CORE}/pods/db-0")["status"] == before["status"]
+    kubelet.force_delete("db-0")
+    settle(kubelet, lambda: (api.get(f"{CORE}/pods/db-0") or {}).get("metadata", {}).get("uid")
+           not in (None, before["metadata"]["uid"]) and ready(), "db-0 re-created and Ready")
+    after = api.get(f"{CORE}/pods/db-0")
+    assert after["status"]["podIP"] == before["status"]["podIP"]  # its stable IP
+    assert after["status"]["containerStatuses"][0]["restartCount"] == 0  # a new pod
+    assert kubelet.worker("db-0").log_path.read_text().count("--- start 0:") == 2

@@ -10,14 +10,16 @@ from __future__ import annotations
 import base64
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
 
-from kubelet import Kubelet, missing_requirements
+from kubelet import INDEX_KEY, Kubelet, missing_requirements
 from opkit_cluster import NAMESPACE, TestClient, wait_for
 from opkit_operator import OperatorProcess
 
@@ -169,6 +171,145 @@ def test_a_pserver_killed_mid_run_is_restarted_in_its_pod_and_the_job_still_succ
                              text=True, check=True)
     newest = [line.split() for line in listing.stdout.splitlines() if line.startswith("*")]
     assert newest and int(newest[0][1]) > before, listing.stdout  # saved again after the restart
+
+
+def worker_pods(api: TestClient, job: str) -> list[dict]:
+    return [p for p in api.list(f"/api/v1/namespaces/{NAMESPACE}/pods")
+            if p["metadata"]["name"].startswith(f"{job}-worker-")]
+
+
+def runs_of(log: pathlib.Path) -> list[str]:
+    """A pod log's runs: the kubelet heads each with `--- start N:` (a re-created pod
+    appends to the same file, starting again at 0)."""
+    return log.read_text().split("--- start ")[1:]
+
+
+def start_and_checkpoint(api, kubelet, name: str, examples: int, **spec) -> set[str]:
+    """Start a ctr-cpu job of 2 trainers (batch 300) that allows no worker failure
+    (backoffLimit 0); return once a checkpoint is committed, with the uids of its two
+    running trainer pods."""
+    job = ctr_cpu(name, runPolicy={"backoffLimit": 0, "cleanPodPolicy": "Running"}, **spec)
+    job["spec"]["args"][job["spec"]["args"].index("--examples") + 1] = str(examples)
+    api.create(jobs_path(), job)
+    claim = kubelet.claims / f"{name}-checkpoint"
+    wait_for(lambda: list(claim.glob("step-*/__manifest__.json")), timeout=120,
+             what="a first checkpoint committed")
+    trainers = {p["metadata"]["uid"] for p in worker_pods(api, name)
+                if p["status"]["phase"] == "Running"}
+    assert len(trainers) == 2, kubelet.logs()
+    return trainers
+
+
+def replaced_and_serving(api, kubelet, pod: str, old_uid: str) -> None:
+    """Wait until the StatefulSet controller has re-created `pod` (a new uid, the same
+    name and index) and its pserver, having restored its shard from the newest checkpoint
+    on the shared claim, serves again (the re-created pod's run is its log's second)."""
+    log = kubelet.workdir / "logs" / f"{pod}.log"
+    wait_for(lambda: len(runs_of(log)) == 2 and re.search(r"serving \d trainers", runs_of(log)[1]),
+             timeout=60, what=f"the re-created {pod} serving")
+    assert "restores its shard from /var/lib/psjob/checkpoints/step-" in runs_of(log)[1]
+    assert api.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}")["metadata"]["uid"] != old_uid
+
+
+def completed_worker_job(api: TestClient, name: str) -> dict:
+    """The worker Job once its controller has marked it Complete (the operator may call the
+    job Succeeded from the pods a moment before)."""
+    def complete() -> dict | None:
+        job = api.get(f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}-worker")
+        done = any(c["type"] == "Complete" and c["status"] == "True"
+                   for c in job["status"].get("conditions") or [])
+        return job if done else None
+    return wait_for(complete, timeout=30, what=f"Job {name}-worker Complete")
+
+
+def job_events(api: TestClient, name: str) -> list[dict]:
+    return [e for e in api.list(f"/api/v1/namespaces/{NAMESPACE}/events")
+            if (e.get("involvedObject") or {}).get("name") == name]
+
+
+# Issue 17: a pserver's node is lost mid-job; the worker Job allows no failure at all.
+def test_a_pserver_pod_lost_with_its_node_is_replaced_and_the_job_succeeds_with_backoff_limit_0(
+        api, operator, kubelet):
+    trainers_before = start_and_checkpoint(api, kubelet, "ctr-lost", examples=12000)
+    pserver = "ctr-lost-pserver-1"
+    old_uid = kubelet.worker(pserver).uid
+    lost = time.monotonic()
+    kubelet.lose_pod(pserver)
+    kubelet.force_delete(pserver)  # at once: `kubectl delete pod --force`, or a quick eviction
+    replaced_and_serving(api, kubelet, pserver, old_uid)
+    recovered = time.monotonic() - lost
+    wait_for_phase(api, kubelet, "ctr-lost", "Succeeded")
+    print(f"\n{pserver}'s pod lost with its node and force-deleted; re-created, its shard "
+          f"restored, serving {recovered:.2f} s later")
+
+    # The trainers waited for it. Both were running when the pod was lost, and in sync
+    # mode no step completes without every pserver; yet the same two pods (no
+    # replacement, no retry) went on to train every step and succeeded, and the worker
+    # Job counted no failure (backoffLimit 0 allows none).
+    workers = worker_pods(api, "ctr-lost")
+    assert {p["metadata"]["uid"] for p in workers} == trainers_before, kubelet.logs()
+    assert all(p["status"]["phase"] == "Succeeded" for p in workers), kubelet.logs()
+    worker_job = completed_worker_job(api, "ctr-lost")
+    assert worker_job["status"].get("failed", 0) == 0 and worker_job["status"]["succeeded"] == 2
+    endpoint = re.escape(f"{pserver}.ctr-lost-pserver.{NAMESPACE}.svc:6174")
+    for pod in workers:
+        (run,) = runs_of(kubelet.workdir / "logs" / f"{pod['metadata']['name']}.log")
+        assert "finished steps=20 examples=6000" in run, run
+        # A call in flight when the pserver died logs the outage it then rode out.
+        waited = re.search(rf"pserver {endpoint} answers again after ([0-9.]+) s", run)
+        if waited:
+            print(f"{pod['metadata']['name']}: a call to {pserver} failed, was retried and "
+                  f"answered {float(waited.group(1)):.2f} s later")
+    # The operator said so while it happened.
+    assert "PserverRestarting" in [e["reason"] for e in job_events(api, "ctr-lost")]
+
+
+def test_trainers_that_give_up_on_a_lost_pserver_exit_75_and_are_not_counted(api, operator,
+                                                                             kubelet):
+    # A trainer whose calls fail gives up after about 4 s (2 s deadline, one attempt, 2 s
+    # recovery window); the lost node's pod is evicted only once one has, as a cluster's
+    # node lifecycle controller does minutes later.
+    impatient = [{"name": "PSJOB_RPC_DEADLINE_S", "value": "2"},
+                 {"name": "PSJOB_RPC_MAX_ATTEMPTS", "value": "1"},
+                 {"name": "PSJOB_PSERVER_RECOVERY_S", "value": "2"}]
+    # Async trainers run several times faster than sync ones: more examples, so that they
+    # still train when the pod is lost.
+    start_and_checkpoint(api, kubelet, "ctr-gaveup", examples=48000, mode="async",
+                         worker={"replicas": 2, "env": impatient})
+    pserver = "ctr-gaveup-pserver-1"
+    old_uid = kubelet.worker(pserver).uid
+    kubelet.lose_pod(pserver)
+
+    def gave_up_and_replaced() -> set[str]:
+        pods = worker_pods(api, "ctr-gaveup")
+        gave_up = {p["metadata"]["annotations"][INDEX_KEY] for p in pods
+                   if p["status"]["phase"] == "Failed" and container_status(
+                       api, p["metadata"]["name"]).get("state", {}).get("terminated", {}).get(
+                       "exitCode") == 75}
+        running = {p["metadata"]["annotations"][INDEX_KEY] for p in pods
+                   if p["status"]["phase"] == "Running"}
+        return gave_up and gave_up <= running
+    # (A trainer blocked where no deadline applies, behind its communicator, just waits.)
+    try:
+        wait_for(gave_up_and_replaced, timeout=60,
+                 what="a trainer exited 75 and was re-created with its index")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{kubelet.logs()}") from None
+    evicted = time.monotonic()
+    kubelet.force_delete(pserver)
+    replaced_and_serving(api, kubelet, pserver, old_uid)
+    recovered = time.monotonic() - evicted
+    wait_for_phase(api, kubelet, "ctr-gaveup", "Succeeded")
+    print(f"\n{pserver} evicted after a trainer gave up (exit 75); re-created, its shard "
+          f"restored, serving {recovered:.2f} s later")
+
+    # The podFailurePolicy ignored the exits: nothing counted against backoffLimit 0.
+    worker_job = completed_worker_job(api, "ctr-gaveup")
+    assert worker_job["status"].get("failed", 0) == 0 and worker_job["status"]["succeeded"] == 2
+    for pod in worker_pods(api, "ctr-gaveup"):
+        if pod["status"]["phase"] == "Failed":
+            log = kubelet.workdir / "logs" / f"{pod['metadata']['name']}.log"
+            assert "exiting 75 to be started again without counting" in log.read_text()
 
 
 # The user's own Fleet script (issue 15 item 3): it reads its role from the environment

@@ -165,8 +165,10 @@ def test_rbac_grants_exactly_the_chart_rules_where_the_operator_watches(install,
     rules = chart_rules()
     scheduling = values.get("scheduling", {})
     gang = scheduling.get("gangScheduler", "none")
-    # Only the chosen gang scheduler's podgroups are added to the operator's rules.
-    rules["namespaced"] = rules["namespaced"] + rules["gangScheduler"].get(gang, [])
+    queue = scheduling.get("queueSystem", "none")
+    # Only the chosen gang scheduler's podgroups (and queue system's rules) are added.
+    rules["namespaced"] = rules["namespaced"] + rules["gangScheduler"].get(gang, []) + \
+        rules["queueSystem"].get(queue, [])
     args = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
     assert f"--gang-scheduler={gang}" in args
     assert f"--queue-system={scheduling.get('queueSystem', 'none')}" in args

@@ -63,7 +63,8 @@ class FakeControlPlane:
     def _new_pod(self, name: str, template: dict, owner: dict,
                  annotations: dict | None = None) -> dict:
         meta = copy.deepcopy(template.get("metadata") or {})
-        meta.update(name=name, namespace=self.ns, annotations=annotations or {},
+        meta.update(name=name, namespace=self.ns,
+                    annotations={**(meta.get("annotations") or {}), **(annotations or {})},
                     ownerReferences=[{"apiVersion": owner["apiVersion"], "kind": owner["kind"],
                                       "name": owner["metadata"]["name"],
                                       "uid": owner["metadata"]["uid"], "controller": True}])

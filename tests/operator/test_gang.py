@@ -6,7 +6,7 @@ import datetime as dt
 import kubernetes_validate
 
 from psjob.jobspec import parse_job
-from psjob_operator import builders, gang, rbac
+from psjob_operator import builders, gang, kube, rbac
 from psjob_operator.observe import Children, pod_view
 from psjob_operator.settings import GangScheduler, QueueSystem, SchedulingSettings
 from psjob_operator.status import Observation, Reason, compute_status
@@ -121,7 +121,54 @@ def test_a_waiting_gang_says_how_many_pods_are_placed():
 
 def test_rbac_gains_podgroups_only_for_the_chosen_scheduler():
     assert rbac.required_rbac("none") == rbac.REQUIRED_RBAC
-    volcano = {(p.api_group, p.resource) for p in rbac.required_rbac("volcano")}
-    assert ("scheduling.volcano.sh", "podgroups") in volcano
-    assert ("scheduling.x-k8s.io", "podgroups") not in volcano
-    assert not any("delete" in p.verbs for extra in rbac.GANG_RBAC.values() for p in extra)
+    for group, scheduler in (("scheduling.volcano.sh", "volcano"),
+                             ("scheduling.x-k8s.io", "scheduler-plugins")):
+        # Any operator may find and delete a job's PodGroup left by another scheduler ...
+        assert rbac.allows(group, "podgroups", "get", "none")
+        assert rbac.allows(group, "podgroups", "delete", "none")
+        # ... but creates, patches and watches only its own scheduler's.
+        for verb in ("create", "patch", "watch"):
+            assert rbac.allows(group, "podgroups", verb, scheduler)
+            assert not rbac.allows(group, "podgroups", verb, "none")
+    assert not rbac.allows("scheduling.x-k8s.io", "podgroups", "create", "volcano")
+    assert not rbac.allows("", "pods", "patch", queue_system="none")
+    assert rbac.allows("", "pods", "patch", queue_system="kueue")
+
+
+def test_the_podgroup_kinds_of_the_other_schedulers_are_the_stale_ones():
+    assert gang.stale_podgroup_resources(SchedulingSettings()) == kube.PODGROUP_KINDS
+    assert gang.stale_podgroup_resources(VOLCANO) == (kube.PLUGINS_PODGROUPS,)
+    assert gang.stale_podgroup_resources(PLUGINS) == (kube.VOLCANO_PODGROUPS,)
+
+
+def elastic(workers: int):
+    return parse_job({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
+                      "metadata": {"name": "ctr", "namespace": "ml"},
+                      "spec": {"image": "i", "pserver": {"replicas": 2},
+                               "worker": {"replicas": workers, "maxReplicas": 8},
+                               "runPolicy": {"schedulingPolicy": {"queue": "team"}}}})
+
+
+def test_an_elastic_resize_under_kueue_keeps_the_templates_and_names_the_pods_to_update():
+    before = scheduled(elastic(3), KUEUE)
+    live = {(c["kind"], c["metadata"]["name"]): c for c in before}
+    frozen = gang.live_totals(elastic(5), live)
+    assert frozen == {("StatefulSet", "ctr-pserver"): "5", ("Job", "ctr-worker"): "5"}
+    after = gang.schedule(builders.build_children(elastic(5), OWNER, "t"), elastic(5), OWNER,
+                          KUEUE, frozen)
+    assert pod_templates(after) == pod_templates(before)  # nothing rolls, nothing recreated
+    assert gang.live_totals(job({"queue": "team"}), live) == {}  # not elastic: recreated
+
+    def pod(name, total, deleting=False):
+        meta = {"name": name, "labels": {"kueue.x-k8s.io/pod-group-name": "ctr"},
+                "annotations": {"kueue.x-k8s.io/pod-group-total-count": total}}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        return {"metadata": meta}
+    # 2 pservers + 5 trainers: 7; trainer 0 started when there were 3.
+    pods = (pod("ctr-pserver-0", "7"), pod("ctr-worker-4-x", "7"),
+            pod("ctr-worker-0-y", "5"), pod("ctr-worker-1-z", "5", deleting=True))
+    assert gang.pods_with_stale_total(elastic(5), KUEUE, pods) == ["ctr-worker-0-y"]
+    assert gang.pods_with_stale_total(elastic(6), KUEUE, pods) == [
+        "ctr-pserver-0", "ctr-worker-4-x", "ctr-worker-0-y"]
+    assert gang.pods_with_stale_total(elastic(6), SchedulingSettings(), pods) == []

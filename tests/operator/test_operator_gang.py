@@ -117,33 +117,84 @@ def test_the_podgroup_watch_is_labelled_and_every_request_is_in_the_volcano_rbac
             and not agent.startswith("kubectl/")]
     watches = [q for m, p, q in sent if p == VOLCANO and q.get("watch") == "true"]
     assert watches and all(q.get("labelSelector") == "psjob.dev/job-name" for q in watches)
-    assert not any(p.startswith(PLUGINS) for _, p, _ in sent)
+    # The other scheduler's PodGroups: only looked up by name, once per job (stale ones).
+    assert {m for m, p, _ in sent if p.startswith(PLUGINS)} <= {"GET"}
     triples = {t for t in (rbac_triple(*r) for r in sent) if t}
     assert ("scheduling.volcano.sh", "podgroups", "create") in triples
     assert [t for t in triples if not rbac.allows(*t, gang_scheduler="volcano")] == []
     assert not rbac.allows("scheduling.volcano.sh", "podgroups", "create", gang_scheduler="none")
 
 
-def test_scheduler_plugins_and_kueue_mark_pods_with_their_own_names(cluster, operator, plane,
-                                                                    kubeconfig, tmp_path):
-    operator.stop()  # one operator at a time in this namespace
-    other = OperatorProcess(kubeconfig, tmp_path / "operator.log")
+@pytest.fixture(scope="module")
+def plugins_operator(operator, kubeconfig, tmp_path_factory):
+    """The operator restarted with --gang-scheduler scheduler-plugins --queue-system kueue
+    (one operator at a time in this namespace): the jobs made above keep their Volcano
+    PodGroups until it sees them."""
+    operator.stop()
+    other = OperatorProcess(kubeconfig, tmp_path_factory.mktemp("plugins") / "operator.log")
     other.start("--resync-seconds", "5", "--checkpoint-poll-seconds", "0",
                 "--gang-scheduler", "scheduler-plugins", "--queue-system", "kueue")
-    try:
-        submit(plane, job_manifest("coschd", pservers=2, workers=3, runPolicy={
-            "schedulingPolicy": {"queue": "team-a", "scheduleTimeoutSeconds": 600}}))
-        group = wait_for(lambda: podgroup(kubeconfig, "podgroups.scheduling.x-k8s.io", "coschd"),
-                         what="the coscheduling PodGroup")
-        assert group["spec"] == {"minMember": 5, "scheduleTimeoutSeconds": 600}
-        wait_for(lambda: phase(plane, "coschd") == "Created", what="Created")
-        for template in templates(plane, "coschd"):
-            assert template["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
-            labels = template["metadata"]["labels"]
-            assert labels["scheduling.x-k8s.io/pod-group"] == "coschd"
-            assert labels["kueue.x-k8s.io/queue-name"] == "team-a"
-            assert labels["kueue.x-k8s.io/pod-group-name"] == "coschd"
-            assert template["metadata"]["annotations"] == {
-                "kueue.x-k8s.io/pod-group-total-count": "5"}
-    finally:
-        other.stop()
+    yield other
+    other.stop()
+
+
+def test_scheduler_plugins_and_kueue_mark_pods_with_their_own_names(plugins_operator, plane,
+                                                                    kubeconfig):
+    submit(plane, job_manifest("coschd", pservers=2, workers=3, runPolicy={
+        "schedulingPolicy": {"queue": "team-a", "scheduleTimeoutSeconds": 600}}))
+    group = wait_for(lambda: podgroup(kubeconfig, "podgroups.scheduling.x-k8s.io", "coschd"),
+                     what="the coscheduling PodGroup")
+    assert group["spec"] == {"minMember": 5, "scheduleTimeoutSeconds": 600}
+    wait_for(lambda: phase(plane, "coschd") == "Created", what="Created")
+    for template in templates(plane, "coschd"):
+        assert template["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
+        labels = template["metadata"]["labels"]
+        assert labels["scheduling.x-k8s.io/pod-group"] == "coschd"
+        assert labels["kueue.x-k8s.io/queue-name"] == "team-a"
+        assert labels["kueue.x-k8s.io/pod-group-name"] == "coschd"
+        assert template["metadata"]["annotations"] == {
+            "kueue.x-k8s.io/pod-group-total-count": "5"}
+
+
+def test_a_changed_gang_scheduler_deletes_the_podgroups_jobs_own_under_the_old_one(
+        plugins_operator, plane, kubeconfig):
+    # "gang" was made under --gang-scheduler volcano; its Volcano PodGroup goes, and the
+    # job gets a coscheduling one instead.
+    wait_for(lambda: podgroup(kubeconfig, "podgroups.scheduling.volcano.sh", "gang") is None,
+             what="the stale Volcano PodGroup of job gang deleted")
+    wait_for(lambda: podgroup(kubeconfig, "podgroups.scheduling.x-k8s.io", "gang"),
+             what="job gang's coscheduling PodGroup")
+    # A Volcano PodGroup the job does not own is left alone, even under the job's name.
+    plane.kube.create(VOLCANO, {"apiVersion": "scheduling.volcano.sh/v1beta1",
+                                "kind": "PodGroup", "spec": {"minMember": 1},
+                                "metadata": {"name": "theirs", "namespace": NAMESPACE}})
+    submit(plane, job_manifest("theirs", pservers=1, workers=1))
+    wait_for(lambda: podgroup(kubeconfig, "podgroups.scheduling.x-k8s.io", "theirs"),
+             what="job theirs' coscheduling PodGroup (after its first pass)")
+    assert podgroup(kubeconfig, "podgroups.scheduling.volcano.sh", "theirs") is not None
+
+
+def test_an_elastic_resize_under_kueue_rewrites_the_pods_total_count_and_rolls_nothing(
+        plugins_operator, plane):
+    submit(plane, job_manifest("elastic", pservers=1, workers=2, worker={
+        "replicas": 2, "maxReplicas": 4}, runPolicy={"schedulingPolicy": {"queue": "team-a"}}))
+    wait_for(lambda: phase(plane, "elastic") == "Created", what="Created")
+    plane.sync("elastic")
+    sts_before, workers_before = (plane.kube.get(plane.path(kind, f"elastic-{role}"))
+                                  for kind, role in (("statefulsets", "pserver"),
+                                                     ("jobs", "worker")))
+    totals = lambda: {name: pod["metadata"]["annotations"].get(  # noqa: E731
+        "kueue.x-k8s.io/pod-group-total-count") for name, pod in plane.pods("elastic").items()}
+    assert set(totals().values()) == {"3"} and len(totals()) == 3
+
+    patch_spec(plane, "elastic", {"worker": {"replicas": 3}})
+    wait_for(lambda: plane.kube.get(plane.path("jobs", "elastic-worker"))["spec"]
+             ["completions"] == 3, what="the worker Job scaled to 3")
+    plane.sync("elastic")  # the new trainer pod comes from the unchanged template: count 3
+    wait_for(lambda: len(totals()) == 4 and set(totals().values()) == {"4"},
+             what="every pod's Kueue total count rewritten to 4")
+    sts_after = plane.kube.get(plane.path("statefulsets", "elastic-pserver"))
+    workers_after = plane.kube.get(plane.path("jobs", "elastic-worker"))
+    assert workers_after["metadata"]["uid"] == workers_before["metadata"]["uid"]  # not recreated
+    assert workers_after["spec"]["template"] == workers_before["spec"]["template"]
+    assert sts_after["spec"]["template"] == sts_before["spec"]["template"]  # pservers do not roll

@@ -148,22 +148,42 @@ def test_training_continued_from_a_save_on_three_pservers_equals_uninterrupted_t
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
-def _async_state():
+class SteppedClock:
+    """The freeze leases' clock, moved by the test: a lease runs out when the test says so."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def _async_state(clock=time.monotonic):
     main, startup, _ = net()
     tr = DistributeTranspiler()
     tr.transpile(0, program=main, startup_program=startup, pservers=EPS[0], trainers=1, sync_mode=False)
-    cluster = InMemoryCluster.from_transpiler(tr)
-    return cluster.handler(EPS[0])
+    pserver_main, pserver_startup = tr.get_pserver_programs(EPS[0])
+    state = PserverState(pserver_main, scope=fluid.Scope(), executor=fluid.Executor(), clock=clock)
+    state.run_startup(pserver_startup)
+    return state
+
+
+def _wait_held(state, pushes):
+    """Wait until `pushes` pushes are waiting out the freeze."""
+    lock = state.exclusive()
+    with lock:
+        assert lock.wait_for(lambda: state.updates_held == pushes, timeout=30)
 
 
 def test_a_frozen_pserver_holds_updates_until_thawed_or_until_its_lease_runs_out():
-    state = _async_state()
+    clock = SteppedClock()
+    state = _async_state(clock)
     grad = np.ones((1024,), "float32")
     before = np.array(state.scope.vars["fc_0.b_0"], copy=True)
     state.on_checkpoint("", 1, protocol.tag(protocol.FREEZE, lease=30))
     pusher = threading.Thread(target=state.on_send, args=(0, {"fc_0.b_0@GRAD": grad}))
     pusher.start()
-    time.sleep(0.3)
+    _wait_held(state, 1)
     assert pusher.is_alive()
     np.testing.assert_array_equal(state.scope.vars["fc_0.b_0"], before)  # nothing applied while frozen
     reply = protocol.decode_reply(EPS[0], state.on_checkpoint("", 1, protocol.tag(protocol.THAW)))
@@ -171,9 +191,12 @@ def test_a_frozen_pserver_holds_updates_until_thawed_or_until_its_lease_runs_out
     assert not pusher.is_alive() and reply["expired"] is False
     assert not np.array_equal(state.scope.vars["fc_0.b_0"], before)
     state.on_checkpoint("", 2, protocol.tag(protocol.FREEZE, lease=0.2))
-    t0 = time.monotonic()
-    state.on_send(0, {"fc_0.b_0@GRAD": grad})  # waits out the lease
-    assert time.monotonic() - t0 >= 0.15
+    pusher = threading.Thread(target=state.on_send, args=(0, {"fc_0.b_0@GRAD": grad}))
+    pusher.start()
+    _wait_held(state, 1)
+    clock.now += 0.2  # the lease runs out: the held push goes on by itself
+    pusher.join(30)
+    assert not pusher.is_alive() and state.updates_held == 0
     reply = protocol.decode_reply(EPS[0], state.on_checkpoint("", 2, protocol.tag(protocol.THAW)))
     assert reply["expired"] is True
 

@@ -1,28 +1,15 @@
-"""The heter protocol's messages: generated code in step with heter.proto, values through the codec.
+"""The heter protocol's messages: values through the codec (tests/unit/test_rpc_codec.py checks
+the generated heter_pb2.py against heter.proto).
 
-Real: protoc (grpcio-tools) generating into a temporary directory, the
-protobuf messages and psjob.rpc.codec. Faked: nothing; no socket is opened
+Real: the protobuf messages and psjob.rpc.codec. Faked: nothing; no socket is opened
 (the gRPC service itself is exercised in tests/component/test_heter_rpc.py).
 """
-import os
-
 import numpy as np
 import pytest
 
 from psjob.fluid.core import SelectedRows
-from psjob.rpc import codec, heter_codegen, heter_pb2
+from psjob.rpc import codec, heter_pb2
 from psjob.rpc.heter_service import decode_values, encode_values
-
-HERE = os.path.dirname(heter_codegen.__file__)
-
-
-def test_the_checked_in_heter_stubs_match_heter_proto(tmp_path):
-    pytest.importorskip("grpc_tools")
-    for path in heter_codegen.generate(str(tmp_path)):
-        name = os.path.basename(path)
-        with open(path) as fresh, open(os.path.join(HERE, name)) as checked_in:
-            assert fresh.read() == checked_in.read(), f"{name} is stale: run python -m psjob.rpc.heter_codegen"
-
 
 def test_stage_values_keep_dtype_shape_lod_and_selected_rows_through_a_request():
     values = {

@@ -21,7 +21,7 @@ def bare_server():
         return b"ok:" + request
 
     handler = grpc.method_handlers_generic_handler(
-        rpc_client.SERVICE, {"Prefetch": grpc.unary_unary_rpc_method_handler(answer)})
+        rpc_client.PSERVER_SPEC.name, {"Prefetch": grpc.unary_unary_rpc_method_handler(answer)})
     server = grpc.server(futures.ThreadPoolExecutor(8))
     server.add_generic_rpc_handlers((handler,))
     port = server.add_insecure_port("127.0.0.1:0")

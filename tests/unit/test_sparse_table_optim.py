@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from psjob.kernels import optimizers as kernels
-from psjob.tables import OPTIMIZERS, InitializerConfig, OptimizerConfig, SparseTable, TableConfig
+from psjob.tables import (
+    OPTIMIZERS, EvictionConfig, InitializerConfig, OptimizerConfig, SparseTable, TableConfig,
+)
 from psjob.tables.rowopt import merge_rows
 
 DIM = 6
@@ -165,6 +167,40 @@ def test_gradients_for_ids_without_a_row_are_dropped_and_counted():
     np.testing.assert_allclose(t.lookup([1], create=False), start - 0.01, rtol=1e-6)
     assert len(t) == 1 and t.stats().dropped == 2
     np.testing.assert_array_equal(t.lookup([2], create=False), np.zeros((1, 3)))
+
+
+def test_a_push_of_looked_up_ids_reuses_the_lookup_rows_and_updates_as_a_searched_push():
+    from psjob.tables.table import _RECENT_LOOKUPS
+    cfg = TableConfig("emb", 4, optimizer=OptimizerConfig("adam", lr=0.01))
+    ids = np.array([5, 9, 5, 2, 7], np.int64)
+    grads = np.arange(20, dtype=np.float32).reshape(5, 4) / 10
+    reused, searched = SparseTable(cfg), SparseTable(cfg)
+    finds = []
+    real_find = reused._index.find
+    reused._index.find = lambda batch, **kw: finds.append(batch.size) or real_find(batch, **kw)
+    reused.lookup(ids)
+    reused.push(ids, grads)
+    assert finds == [ids.size]                   # the lookup's search only: the push reused its rows
+    searched.lookup(ids)
+    for other in range(_RECENT_LOOKUPS):         # push the batch out of the remembered lookups
+        searched.lookup([100 + other])
+    searched.push(ids, grads)
+    a, b = reused.export(), searched.export()
+    keep = np.isin(b.ids, ids)
+    np.testing.assert_array_equal(a.values, b.values[keep])
+    for name in a.state:
+        np.testing.assert_array_equal(a.state[name], b.state[name][keep])
+
+
+def test_a_push_of_looked_up_ids_evicted_since_is_dropped_not_applied_to_their_reused_rows():
+    t = SparseTable(TableConfig("emb", 3, eviction=EvictionConfig(delete_after_unseen_steps=0)))
+    t.lookup([1, 2])
+    t.end_step()
+    assert t.evict() == 2
+    fresh = t.lookup([3, 4])                     # takes the rows ids 1 and 2 had
+    t.push([1, 2], np.ones((2, 3)))
+    assert t.stats().dropped == 2
+    np.testing.assert_array_equal(t.lookup([3, 4], create=False), fresh)
 
 
 def test_lookups_and_pushes_from_several_threads_all_land():

@@ -10,7 +10,7 @@ def get_rank() -> int:
     """This trainer's id: the fleet's role when fleet.init ran, else the environment
     (PADDLE_TRAINER_ID, 0 when unset, as Paddle's ParallelEnv reads it)."""
     from .fleet import fleet
-    if fleet._role_maker is not None:
+    if fleet.initialized:
         return fleet.worker_index()
     return int(process_environment().get("PADDLE_TRAINER_ID", "0") or 0)
 
@@ -18,7 +18,7 @@ def get_rank() -> int:
 def get_world_size() -> int:
     """The number of trainers (PADDLE_TRAINERS_NUM, or Fluid's PADDLE_TRAINERS; 1 when unset)."""
     from .fleet import fleet
-    if fleet._role_maker is not None:
+    if fleet.initialized:
         return fleet.worker_num()
     env = process_environment()
     return int(env.get("PADDLE_TRAINERS_NUM") or env.get("PADDLE_TRAINERS") or 1)

@@ -170,8 +170,8 @@ class Checkpointer:
         environment for a user-defined role) unless `environ` is given; `overrides` replace
         CheckpointConfig fields (e.g. interval_steps=100)."""
         fleet = getattr(fleet, "fleet", fleet)  # the psjob.fleet module or its Fleet singleton
-        program, dist = fleet._checkpoint_target()
-        config = CheckpointConfig.from_env(fleet._rm().settings() if environ is None else environ)
+        program, dist = fleet.checkpoint_target()
+        config = CheckpointConfig.from_env(fleet.role_settings() if environ is None else environ)
         if fleet.mode:
             config = dataclasses.replace(config, mode=fleet.mode)
         config = dataclasses.replace(config, **overrides)

@@ -105,9 +105,10 @@ class HeterRuntime:
     def init_worker(self, auth_token: str) -> None:
         from ..ps.heter import install_client
         from ..rpc.heter_client import HeterClient
-        client = HeterClient(self.heter_endpoints, self.rm.worker_index(), auth_token=auth_token)
+        client = HeterClient(self.heter_endpoints, self.rm.worker_index(), auth_token=auth_token,
+                             settings=self.rm.settings())
         if self.strategy.launch_barrier:
-            client.wait_ready([self.split.endpoint])
+            client.wait_server_ready([self.split.endpoint])
         self._client = client
         install_client(client)
 
@@ -134,7 +135,7 @@ class HeterRuntime:
         index, count = rm.role_id(), len(self.heter_endpoints)
         token = token_from_env(rm.settings())
         if self.strategy.launch_barrier:
-            probe = PSClient(rm.get_pserver_endpoints(), auth_token=token)
+            probe = PSClient(rm.get_pserver_endpoints(), auth_token=token, settings=rm.settings())
             try:
                 probe.wait_server_ready()
             finally:
@@ -146,10 +147,10 @@ class HeterRuntime:
         from ..ps.heter import serve
         if self._state is None:
             raise RuntimeError("call fleet.init_server() before fleet.run_server() on a heter trainer")
-        serve(self._state)
+        serve(self._state, settings=self.rm.settings())
 
     def _section(self, trainer_id: int, place, token: str) -> HeterSection:
-        from ..ps.communicator import Communicator, CommunicatorConfig
+        from ..ps.client_service import trainer_service
         from ..rpc.client import PSClient
         rm, s = self.rm, self.strategy
         main, startup = self._origin[0].clone(), self._origin[1].clone()
@@ -159,11 +160,9 @@ class HeterRuntime:
         t.transpile(trainer_id=trainer_id, program=main, pservers=",".join(rm.get_pserver_endpoints()),
                     trainers=rm.worker_num(), sync_mode=s.sync_mode, startup_program=startup)
         split = split_heter_program(t.get_trainer_program(wait_port=False), startup, t.plan, self.heter_endpoints)
-        client = PSClient(rm.get_pserver_endpoints(), trainer_id, auth_token=token)
-        service = client
-        if s.mode in ("async", "half_async"):
-            service = Communicator(client, CommunicatorConfig(mode=s.mode, max_merge_var_num=s.max_merge_var_num,
-                                                              send_queue_size=s.send_queue_size))
+        client = PSClient(rm.get_pserver_endpoints(), trainer_id, auth_token=token, settings=rm.settings())
+        service = trainer_service(client, s.mode, max_merge_var_num=s.max_merge_var_num,
+                                  send_queue_size=s.send_queue_size)
         exe = Executor(place)
         exe.services["rpc"] = service
 

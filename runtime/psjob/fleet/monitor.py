@@ -127,7 +127,8 @@ def scalar(scope, name: str | None) -> float:
 
 
 def checkpoint_label(root: str) -> str:
-    """`step-120` for the newest good checkpoint under `root`, else `none` (as the built-in job)."""
+    """One word for progress lines (a Fleet script's and the built-in job's): `step-120` for
+    the newest good checkpoint under `root`, else `none`."""
     if not root:
         return "none"
     from ..checkpoint import store

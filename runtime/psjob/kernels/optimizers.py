@@ -320,6 +320,31 @@ def _adam_core(xp):
     return core
 
 
+def _in_place_ok(xp, param, grad, *states):
+    """The numpy in-place form applies: every array one float dtype (no promotion)."""
+    return xp is np and all(a.dtype == param.dtype for a in (grad,) + states)
+
+
+def _adam_in_place(p, g, m1, m2, b1p, b2p, lr, beta1, beta2, epsilon):
+    """`_adam_core` on numpy, written into p, m1 and m2 with one scratch array instead of a
+    new array per operation (each a fresh mapping, page-faulted, for a parameter of some
+    hundred KB). The operations and their order are the core's: bitwise the same result."""
+    t = np.multiply(g, 1.0 - beta1)
+    m1 *= beta1
+    m1 += t
+    np.multiply(g, 1.0 - beta2, out=t)
+    t *= g
+    m2 *= beta2
+    m2 += t
+    correction = np.sqrt(1.0 - b2p)
+    lr_t = lr * correction / (1.0 - b1p)
+    np.sqrt(m2, out=t)
+    t += epsilon * correction
+    np.divide(m1, t, out=t)
+    t *= lr_t
+    p -= t
+
+
 def adam_update(xp, param, grad, moment1, moment2, beta1_pow, beta2_pow, *, lr,
                 beta1=0.9, beta2=0.999, epsilon=1e-8):
     """Fluid 1.x adam: m1, m2 moving averages; lr_t = lr*sqrt(1-b2p)/(1-b1p);
@@ -327,8 +352,11 @@ def adam_update(xp, param, grad, moment1, moment2, beta1_pow, beta2_pow, *, lr,
     check_dense_shapes(param, grad, {"moment1": moment1, "moment2": moment2})
     _check_pow("beta1_pow", param, beta1_pow)
     _check_pow("beta2_pow", param, beta2_pow)
-    _run_dense(_adam_core(xp), param, grad, (moment1, moment2), beta1_pow, beta2_pow,
-               _lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon))
+    hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon))
+    if _in_place_ok(xp, param, grad, moment1, moment2, beta1_pow, beta2_pow):
+        _adam_in_place(param, grad, moment1, moment2, beta1_pow, beta2_pow, *hyper)
+    else:
+        _run_dense(_adam_core(xp), param, grad, (moment1, moment2), beta1_pow, beta2_pow, *hyper)
     _advance_pow(param, beta1_pow, float(beta1))
     _advance_pow(param, beta2_pow, float(beta2))
 
@@ -340,11 +368,23 @@ def adam_update_rows(xp, param, rows, grad_values, moment1, moment2, beta1_pow, 
                                  {"moment1": moment1, "moment2": moment2}, assume_unique)
     _check_pow("beta1_pow", param, beta1_pow)
     _check_pow("beta2_pow", param, beta2_pow)
-    _run_rows(_adam_core(xp), param, rows, values, (moment1, moment2),
-              _rows_of(param, beta1_pow, rows), _rows_of(param, beta2_pow, rows),
-              _lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon))
-    _advance_pow(param, beta1_pow, float(beta1), rows)
-    _advance_pow(param, beta2_pow, float(beta2), rows)
+    b1p, b2p = _rows_of(param, beta1_pow, rows), _rows_of(param, beta2_pow, rows)
+    hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon))
+    if not _in_place_ok(xp, param, values, moment1, moment2, beta1_pow, beta2_pow):
+        _run_rows(_adam_core(xp), param, rows, values, (moment1, moment2), b1p, b2p, *hyper)
+        _advance_pow(param, beta1_pow, float(beta1), rows)
+        _advance_pow(param, beta2_pow, float(beta2), rows)
+        return
+    # The gathered rows are fresh arrays: update them in place, scatter each back once.
+    p, m1, m2 = take_rows(param, rows), take_rows(moment1, rows), take_rows(moment2, rows)
+    _adam_in_place(p, values, m1, m2, b1p, b2p, *hyper)
+    for target, value in ((param, p), (moment1, m1), (moment2, m2)):
+        put_rows(target, rows, value)
+    for pow_, gathered, beta in ((beta1_pow, b1p, float(beta1)), (beta2_pow, b2p, float(beta2))):
+        if pow_ is gathered:        # origin-shaped: one value, advanced once
+            pow_ *= beta
+        else:                       # per-row: the rows gathered above, advanced and put back
+            put_rows(pow_, rows, gathered * beta)
 
 
 # --------------------------------------------------------------- adamax

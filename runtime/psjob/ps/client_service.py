@@ -16,14 +16,44 @@ needs no set-up beyond transpiling:
 
 `exe.close()` flushes, tells every pserver this trainer completed, and closes
 the channels.
+
+`trainer_service` is the one place a trainer's RPC service is built around its
+client, by the job's mode: here, in the Fleet's init_worker and in a heter
+trainer's sections.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 from ..rpc.client import PSClient
 from .auth import token_from_env
 from .communicator import Communicator, CommunicatorConfig
+from .geo import GeoCommunicator
 from ..role_env import process_environment
+
+
+@dataclass(frozen=True)
+class GeoSettings:
+    """What a geo trainer's GeoCommunicator needs besides its client."""
+    scope: object
+    overview: object          # the transpiler's VarsDistributed
+    param_names: list
+    trainers: int
+    k_steps: int
+
+
+def trainer_service(client: PSClient, mode: str, *, max_merge_var_num: int = CommunicatorConfig.max_merge_var_num,
+                    send_queue_size: int = CommunicatorConfig.send_queue_size, geo: GeoSettings | None = None):
+    """The trainer's RPC service of `mode` around `client`: the client itself (sync), a
+    Communicator (async, half_async) or a GeoCommunicator (geo, which needs `geo`)."""
+    if mode in ("async", "half_async"):
+        return Communicator(client, CommunicatorConfig(mode=mode, max_merge_var_num=max_merge_var_num,
+                                                       send_queue_size=send_queue_size))
+    if mode == "geo":
+        if geo is None:
+            raise ValueError("a geo trainer's service needs its GeoSettings")
+        return GeoCommunicator(client, geo.scope, geo.overview, geo.param_names, geo.trainers, geo.k_steps)
+    return client
 
 
 def program_endpoints(program) -> list[str]:
@@ -90,10 +120,11 @@ def make_client(executor, op=None, environ=None):
         trainer_id = int(env.get("PADDLE_TRAINER_ID", "0") or 0)
     client = PSClient(endpoints, int(trainer_id), auth_token=token_from_env(env))
     client.wait_server_ready(timeout_s=_wait_timeout_s(env))
-    service = client
     mode = env.get("PSJOB_MODE", "")
     if (program is not None and _is_async(program)) or mode in ("async", "half_async"):
-        service = Communicator(client, CommunicatorConfig(mode="half_async" if mode == "half_async" else "async"))
+        service = trainer_service(client, "half_async" if mode == "half_async" else "async")
+    else:
+        service = client
 
     def close():
         try:

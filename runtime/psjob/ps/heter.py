@@ -9,9 +9,11 @@ Heter trainer side. Lifecycle, as the Fleet drives it (fleet/heter.py):
 `serve` starts the HeterTrainer gRPC service (psjob.rpc.heter_service) on
 this process's endpoint and returns once every CPU trainer it serves has
 sent Complete — so the process exits 0 with the job. SIGTERM stops it at
-once (non-zero exit when trainers were still active). The auth token comes
+once (non-zero exit when trainers were still active). Its settings are the
+role's (a RoleEnv's, which the Fleet passes down; the process environment
+otherwise): the auth token comes
 from PSJOB_AUTH_TOKEN_FILE; PSJOB_BIND_ALL=1 binds 0.0.0.0 (pods). TLS is on
-when the process has PSJOB_TLS_* set (psjob.rpc.tls.tls_from_env): the heter
+when the role has PSJOB_TLS_* set (psjob.rpc.tls.tls_from_env): the heter
 trainer serves TLS with PSJOB_TLS_CERT_FILE/KEY_FILE, as a pserver does, and
 its sections' pserver clients use the same settings. With PSJOB_METRICS_PORT
 set it serves /metrics (psjob.ps.observability.HeterTelemetry): its RPCs,
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..ps.heter_state import HeterState
@@ -52,8 +55,9 @@ class HeterServeOptions:
     tls: tls_mod.TlsFiles | None = None  # None = plaintext
 
 
-def options_from_env(environ=None) -> HeterServeOptions:
-    env = process_environment() if environ is None else environ
+def options_from_env(settings: Mapping[str, str] | None = None) -> HeterServeOptions:
+    """The heter trainer's serving options from its role's settings (None = the process environment)."""
+    env = process_environment() if settings is None else settings
     return HeterServeOptions(token=token_from_env(env), bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
                              tls=tls_mod.tls_from_env(env))
 
@@ -69,9 +73,10 @@ class HeterProcess:
         if telemetry is not None:
             _observe(state, telemetry)
         state.start()
-        self.server, self.port = start_heter_server(
+        self.server = start_heter_server(
             state, bind, token=options.token, max_workers=workers, tls=options.tls,
             observer=telemetry.observe_rpc if telemetry is not None else None)
+        self.port = self.server.port
         self._stop = threading.Event()
         # One line in the process log says what it serves and how (the TLS tests read it).
         print(f"[psjob] heter trainer {state.endpoint} serves trainers {sorted(state.sections)} on "
@@ -81,10 +86,10 @@ class HeterProcess:
         """Block until every served trainer completed (True) or stop() was called (False)."""
         while not self._stop.is_set():
             if self.state.wait_done(timeout_s=0.5):
-                self.server.stop(self.options.grace_s).wait()
+                self.server.stop(self.options.grace_s)
                 log.info("heter trainer %s: every trainer completed; exiting", self.state.endpoint)
                 return True
-        self.server.stop(0).wait()
+        self.server.stop(0)
         self.state.close()
         return False
 
@@ -102,16 +107,19 @@ def _observe(state: HeterState, telemetry: HeterTelemetry) -> None:
             service.on_staleness = telemetry.observe_staleness
 
 
-def serve(state: HeterState, options: HeterServeOptions | None = None, telemetry="env") -> None:
+def serve(state: HeterState, options: HeterServeOptions | None = None, telemetry="env", *,
+          settings: Mapping[str, str] | None = None) -> None:
     """Serve until the served trainers complete; SystemExit(143) when stopped by SIGTERM.
 
-    telemetry "env" = metrics on PSJOB_METRICS_PORT when set (heter_telemetry_from_env),
-    None = none, or a HeterTelemetry the caller owns (and closes)."""
+    settings: the role's (a RoleEnv's `settings`, which the Fleet passes; None = the process
+    environment); options None = options_from_env(settings); telemetry "env" = metrics on the
+    settings' PSJOB_METRICS_PORT when set, None = none, or a HeterTelemetry the caller owns
+    (and closes)."""
     owned = isinstance(telemetry, str) and telemetry == "env"
     if owned:
-        telemetry = heter_telemetry_from_env()
+        telemetry = heter_telemetry_from_env(settings)
     try:
-        wait_stoppable(HeterProcess(state, options or options_from_env(), telemetry))
+        wait_stoppable(HeterProcess(state, options or options_from_env(settings), telemetry))
     finally:
         if owned and telemetry is not None:
             telemetry.close()
@@ -145,9 +153,9 @@ def make_client(executor, op=None, environ=None):
                            "PADDLE_HETER_TRAINER_IP_PORT_LIST is unset")
     trainer_id = op.attr("trainer_id") if op is not None and op.attr("trainer_id") is not None else \
         int(env.get("PADDLE_TRAINER_ID", "0") or 0)
-    client = HeterClient(endpoints, int(trainer_id), auth_token=token_from_env(env))
+    client = HeterClient(endpoints, int(trainer_id), auth_token=token_from_env(env), settings=env)
     own = op.attr("endpoint") if op is not None and op.attr("endpoint") else client.own_endpoint
-    client.wait_ready([own])
+    client.wait_server_ready([own])
 
     def close():
         try:

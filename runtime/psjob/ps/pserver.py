@@ -12,7 +12,9 @@ has sent Complete — so the process exits 0 and a job can finish, unlike
 Fluid's servers. SIGTERM stops serving at once (Kubernetes deletes pods that
 way); the process then exits non-zero only if trainers were still active.
 
-Settings come from the process environment (psjob.roles): the endpoint to
+Settings come from the role's settings (a RoleEnv's, which the Fleet passes
+down: `role_service`; the process environment for a Fluid script that runs
+listen_and_serv on its own executor): the endpoint to
 bind is the listen_and_serv op's `endpoint` attribute, the auth token from
 PSJOB_AUTH_TOKEN_FILE, metrics on PSJOB_METRICS_PORT, optional TLS from
 PSJOB_TLS_CERT_FILE / PSJOB_TLS_KEY_FILE (psjob.rpc.tls, docs/security.md). With
@@ -31,8 +33,10 @@ host and does its own one-copy transfers. docs/cuda.md.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,8 +71,9 @@ class ServeOptions:
     device: str = "cpu"           # cpu | gpu | gpu:N: where the pserver keeps its state
 
 
-def options_from_env(environ=None) -> ServeOptions:
-    env = process_environment() if environ is None else environ
+def options_from_env(settings: Mapping[str, str] | None = None) -> ServeOptions:
+    """The pserver's options from its role's settings (None = the process environment)."""
+    env = process_environment() if settings is None else settings
     return ServeOptions(token=token_from_env(env),
                         bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
                         max_message_bytes=int(env.get("PSJOB_RPC_MAX_MESSAGE_BYTES", "0") or 0),
@@ -115,7 +120,7 @@ class PserverProcess:
             if self.state.restore_from_checkpoints(options.checkpoint_dir) is not None:
                 # ... and learns from its peers which trainers completed while it was away.
                 from .checkpoint_service import adopt_peer_completions
-                adopt_peer_completions(self.state, options.token)
+                adopt_peer_completions(self.state, options.token, tls=options.tls)
         handler = self.state
         self.placement = None
         if parse_device(options.device)[0] == "gpu":
@@ -127,9 +132,9 @@ class PserverProcess:
         _, port = split_endpoint(self.endpoint, what="pserver endpoint")
         bind = f"0.0.0.0:{port}" if options.bind_all_interfaces else self.endpoint
         observer = metrics.observe_rpc if metrics is not None else None
-        self.server, self.port = start_server(handler, bind, token=options.token, max_workers=workers,
-                                              observer=observer, max_message_bytes=options.max_message_bytes,
-                                              tls=options.tls)
+        self.server = start_server(handler, bind, token=options.token, max_workers=workers, observer=observer,
+                                   max_message_bytes=options.max_message_bytes, tls=options.tls)
+        self.port = self.server.port
         self.options = options
         self._stop = threading.Event()
         log.info("pserver %s serving %d trainers (%s mode, state on %s)", self.endpoint, fanin,
@@ -139,10 +144,10 @@ class PserverProcess:
         """Block until every trainer completed (True) or stop() was called (False)."""
         while not self._stop.is_set():
             if self.state.wait_done(timeout_s=0.5):
-                self.server.stop(self.options.grace_s).wait()
+                self.server.stop(self.options.grace_s)
                 log.info("pserver %s: every trainer completed; exiting", self.endpoint)
                 return True
-        self.server.stop(0).wait()
+        self.server.stop(0)
         return False
 
     def stop(self):
@@ -276,10 +281,14 @@ class OnDevice:
         return on_device
 
 
-def serve(program: Program, scope, executor, options: ServeOptions | None = None):
-    """The `executor.services["pserver"]` callable: serve until the trainers complete."""
-    telemetry = executor.services.get("pserver_metrics") or telemetry_from_env()
-    proc = PserverProcess(program, scope, executor, options or options_from_env(), metrics=telemetry)
+def serve(program: Program, scope, executor, options: ServeOptions | None = None, *,
+          settings: Mapping[str, str] | None = None):
+    """The `executor.services["pserver"]` callable: serve until the trainers complete.
+
+    options None = options_from_env(settings); metrics on the settings' PSJOB_METRICS_PORT
+    unless the executor has "pserver_metrics". settings None = the process environment."""
+    telemetry = executor.services.get("pserver_metrics") or telemetry_from_env(settings)
+    proc = PserverProcess(program, scope, executor, options or options_from_env(settings), metrics=telemetry)
     executor.services["pserver_process"] = proc
     try:
         wait_stoppable(proc)
@@ -288,6 +297,13 @@ def serve(program: Program, scope, executor, options: ServeOptions | None = None
             telemetry.close()
 
 
+def role_service(settings: Mapping[str, str]):
+    """executor.services["pserver"] for a process that holds its role's settings (a RoleEnv's
+    `settings`; the Fleet installs it): options, token, TLS and metrics come from them."""
+    return functools.partial(serve, settings=settings)
+
+
 def make_service(executor, op=None):
-    """Default factory for executor.services["pserver"] (see fluid.executor)."""
+    """Default factory for executor.services["pserver"] (see fluid.executor): a Fluid script
+    that runs its pserver program itself, with the process environment's settings."""
     return serve

@@ -122,7 +122,8 @@ class PserverState:
         self._registered: dict[str, int] = {}
         self._last_seen: dict[int, float] = {}  # trainer id → clock time of its last request
         self._async_pushes = 0
-        self.gathers = TrainerGather(self.fanin, options.barrier_timeout_s)  # fleet.util's collectives
+        # fleet.util's collectives, among the live members (joins and leaves passed on)
+        self.gathers = TrainerGather(self.fanin, options.barrier_timeout_s, members=self.active)
         # Async staleness of every applied gradient (returned by on_send; pserver_staleness.py).
         self.staleness = StalenessTracker({g: param_of_grad(program, g, b) for g, b in self.grad_blocks.items()})
         # Async mode applies updates without the global lock: one lock per block
@@ -137,6 +138,7 @@ class PserverState:
         self._clock = clock  # seconds of freeze leases and trainer silence (tests step it by hand)
         self._frozen_until = 0.0  # clock seconds; updates wait while it lies ahead
         self._freeze_id: str | None = None  # the freeze held (one save), or None
+        self.updates_held = 0  # pushes waiting out a freeze now (notified under the state's lock)
         self.restored_step = None
         # A GPU pserver (psjob.ps.pserver, ServeOptions.device) sets this to an object
         # with to_device / to_host (one staged copy per request), executor_for(block)
@@ -437,11 +439,20 @@ class PserverState:
 
     def _wait_while_frozen(self):
         # Called holding the lock; the freeze expires by itself (its lease).
-        while True:
-            left = self._frozen_until - self._clock()
-            if left <= 0:
-                return
-            self._cond.wait(left)
+        held = False
+        try:
+            while True:
+                left = self._frozen_until - self._clock()
+                if left <= 0:
+                    return
+                if not held:
+                    held = True
+                    self.updates_held += 1
+                    self._cond.notify_all()
+                self._cond.wait(left)
+        finally:
+            if held:
+                self.updates_held -= 1
 
     def on_complete(self, trainer_id: int) -> int:
         t = self._check_trainer(trainer_id)
@@ -449,6 +460,7 @@ class PserverState:
             if t in self.active:
                 self.active.discard(t)
                 self.completed.append(t)
+                self.gathers.leave(t)
                 if self.elastic:
                     self._log_membership("left", t)
                 for name in self.recv_names:
@@ -480,6 +492,8 @@ class PserverState:
                         self.scope.vars[name] = self._zero(name)
                 self._cond.notify_all()
                 self._log_membership("joined", t)
+            if self.elastic:
+                self.gathers.join(t)  # a new process: its collectives count from 0 again
             return self.version, sorted(self.active)
 
     def _log_membership(self, what, t):

@@ -36,6 +36,7 @@ import collections
 import concurrent.futures
 import queue
 import random
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -44,44 +45,31 @@ import grpc
 import numpy as np
 
 from . import codec, frames
-from . import tls as tls_mod
 from . import psjob_pb2 as pb
-from .allocator import tune_for_large_messages
+from .base_client import PeerRpcError, RpcClient, ServiceSpec
 from ..role_env import process_environment
 
-# 1 GiB: one request may carry a large slice of a dense parameter or a big prefetch.
-MAX_MESSAGE_BYTES = 1 << 30
-CHANNEL_OPTIONS = (
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    # Detect a dead pserver on an idle connection within ~30 s.
-    ("grpc.keepalive_time_ms", 20_000),
-    ("grpc.keepalive_timeout_ms", 10_000),
-    ("grpc.keepalive_permit_without_calls", 1),
-    # Reconnect quickly after a pserver restart (default backoff grows to 120 s).
-    ("grpc.initial_reconnect_backoff_ms", 200),
-    ("grpc.max_reconnect_backoff_ms", 2_000),
-)
-AUTH_METADATA_KEY = "x-psjob-token"
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 # A restarting pserver may take this long to come back (pod rescheduled, image pulled,
 # newest checkpoint restored): a trainer's calls retry at least this long.
 RECOVERY_S = 600.0
 
-SERVICE = "psjob.rpc.v1.ParameterServer"
-# Methods whose requests and replies are frames (bytes); the rest are protobuf messages.
-FRAMED_METHODS = frozenset({"SendVariables", "GetVariables", "Prefetch"})
-_REPLY_TYPES = {
-    "Barrier": pb.BarrierReply, "CheckpointNotify": pb.CheckpointReply, "Complete": pb.CompleteReply,
-    "Register": pb.RegisterReply, "Status": pb.StatusReply,
-    "Join": pb.JoinReply, "Gather": pb.GatherReply,
-}
+# The pserver's service. SendVariables, GetVariables and Prefetch carry frames (bytes) both
+# ways; the rest are protobuf messages.
+PSERVER_SPEC = ServiceSpec("psjob.rpc.v1.ParameterServer", {
+    "SendVariables": (None, None), "GetVariables": (None, None), "Prefetch": (None, None),
+    "Barrier": (pb.BarrierRequest, pb.BarrierReply),
+    "CheckpointNotify": (pb.CheckpointRequest, pb.CheckpointReply),
+    "Complete": (pb.CompleteRequest, pb.CompleteReply),
+    "Register": (pb.RegisterRequest, pb.RegisterReply),
+    "Status": (pb.StatusRequest, pb.StatusReply),
+    "Join": (pb.JoinRequest, pb.JoinReply),
+    "Gather": (pb.GatherRequest, pb.GatherReply),
+})
 
 
-class RpcError(RuntimeError):
-    def __init__(self, endpoint: str, method: str, code, details: str):
-        super().__init__(f"{method} to pserver {endpoint} failed: {code.name if code else code}: {details}")
-        self.endpoint, self.method, self.code, self.details = endpoint, method, code, details
+class RpcError(PeerRpcError):
+    peer = "pserver"
 
 
 @dataclass(frozen=True)
@@ -136,6 +124,7 @@ class Handle:
         while True:
             try:
                 reply = self._future.result()
+                self._client._answered(self._endpoint)
                 return self._decode(reply)
             except grpc.RpcError as exc:
                 code = exc.code() if hasattr(exc, "code") else None
@@ -143,43 +132,13 @@ class Handle:
                 exhausted = attempt >= policy.max_attempts and \
                     time.monotonic() - first_failure >= policy.recovery_s
                 if code not in RETRYABLE or exhausted or self._client._closed:
-                    raise RpcError(self._endpoint, self._method, code,
-                                   exc.details() if hasattr(exc, "details") else str(exc)) from None
+                    raise RpcError.from_grpc(self._endpoint, self._method, exc) from None
+                self._client._unreachable(self._endpoint, code)
                 self._client.retries[self._method] += 1
                 time.sleep(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, policy.max_backoff_s)
                 attempt += 1
                 self._future = self._client._start(self._endpoint, self._method, self._request, self._deadline)
-
-
-def wait_until_serving(endpoints, what: str, probe, unauthenticated, timeout_s: float | None = None) -> None:
-    """Poll `probe(endpoint)` (→ state string) until every endpoint says SERVING.
-
-    Unreachable servers are retried every 0.2 s up to `timeout_s` (default
-    PSJOB_WAIT_SERVER_TIMEOUT, 300 s), then TimeoutError names the missing ones
-    and the last error; UNAUTHENTICATED is final at once (`unauthenticated(ep,
-    exc)` builds the exception) — waiting would not fix a wrong token."""
-    if timeout_s is None:
-        timeout_s = float(process_environment().get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300)
-    pending = list(endpoints)
-    last_error = ""
-    t_end = time.monotonic() + timeout_s
-    while pending:
-        still = []
-        for ep in pending:
-            try:
-                if probe(ep) != "SERVING":
-                    still.append(ep)
-            except grpc.RpcError as exc:
-                if exc.code() == grpc.StatusCode.UNAUTHENTICATED:
-                    raise unauthenticated(ep, exc) from None
-                last_error = f" (last error from {ep}: {exc.code().name}: {exc.details()})"
-                still.append(ep)
-        pending = still
-        if pending:
-            if time.monotonic() > t_end:
-                raise TimeoutError(f"{what} not ready after {timeout_s:.0f}s: {', '.join(pending)}{last_error}")
-            time.sleep(0.2)
 
 
 class _CallThreads:
@@ -231,44 +190,46 @@ class _CallThreads:
             self._jobs.put(None)
 
 
-class PSClient:
-    def __init__(self, endpoints, trainer_id: int = 0, *, auth_token: str = "",
-                 retry: RetryPolicy | None = None, tls="env"):
-        """retry None = RetryPolicy.from_env(); tls "env" = psjob.rpc.tls.tls_from_env(),
-        None = plaintext, or a tls.TlsFiles."""
-        self.endpoints = list(endpoints)
-        self.trainer_id = int(trainer_id)
-        self.retry = RetryPolicy.from_env() if retry is None else retry
-        if isinstance(tls, str):
-            if tls != "env":
-                raise ValueError(f"PSClient tls={tls!r}: expected 'env', None or a psjob.rpc.tls.TlsFiles")
-            tls = tls_mod.tls_from_env()
-        self.tls = tls
-        self.retries: collections.Counter = collections.Counter()  # gRPC method → retried attempts
-        self._metadata = ((AUTH_METADATA_KEY, auth_token),) if auth_token else ()
-        self._stubs: dict[str, dict] = {}  # endpoint → {method: multi-callable}
-        self._channels: dict[str, grpc.Channel] = {}
-        tune_for_large_messages()
-        self._lock = threading.Lock()
-        self._closed = False
-        self._threads = _CallThreads()
+class PSClient(RpcClient):
+    spec = PSERVER_SPEC
+    error = RpcError
+    peers = "pservers"
 
-    def _stub(self, endpoint: str) -> dict:
-        stub = self._stubs.get(endpoint)
-        if stub is None:
-            with self._lock:
-                stub = self._stubs.get(endpoint)
-                if stub is None:
-                    channel = tls_mod.open_channel(endpoint, CHANNEL_OPTIONS, self.tls)
-                    self._channels[endpoint] = channel
-                    stub = self._stubs[endpoint] = _method_callables(channel)
-        return stub
+    def __init__(self, endpoints, trainer_id: int = 0, *, auth_token: str = "",
+                 retry: RetryPolicy | None = None, tls="env", settings=None):
+        """retry None = RetryPolicy.from_env(settings); tls "env" = psjob.rpc.tls.tls_from_env(settings),
+        None = plaintext, or a tls.TlsFiles; settings: a RoleEnv's settings (None = the process
+        environment)."""
+        super().__init__(endpoints, trainer_id, auth_token=auth_token, tls=tls, settings=settings)
+        self.retry = RetryPolicy.from_env(settings) if retry is None else retry
+        self.retries: collections.Counter = collections.Counter()  # gRPC method → retried attempts
+        self._threads = _CallThreads()
+        self._outages: dict[str, float] = {}  # endpoint → when a call to it first failed
+
+    # An outage is logged once when it starts and once when the pserver answers again:
+    # the trainer's own account of a pserver restart (how long it waited, not gave up).
+    def _unreachable(self, endpoint: str, code) -> None:
+        with self._lock:
+            if endpoint in self._outages:
+                return
+            self._outages[endpoint] = time.monotonic()
+        print(f"[psjob] pserver {endpoint} unreachable ({code.name}); retrying for at least "
+              f"{self.retry.recovery_s:.0f} s (PSJOB_PSERVER_RECOVERY_S)", file=sys.stderr,
+              flush=True)
+
+    def _answered(self, endpoint: str) -> None:
+        if not self._outages:  # the common case: no outage, no lock
+            return
+        with self._lock:
+            since = self._outages.pop(endpoint, None)
+        if since is not None:
+            print(f"[psjob] pserver {endpoint} answers again after "
+                  f"{time.monotonic() - since:.2f} s", file=sys.stderr, flush=True)
 
     def _start(self, endpoint, method, request, deadline):
         if self._closed:
             raise RuntimeError("PSClient is closed")
-        return self._threads.submit(self._stub(endpoint)[method], request, timeout=deadline,
-                                    metadata=self._metadata, wait_for_ready=True)
+        return self._threads.submit(self._invoke, endpoint, method, request, deadline)
 
     def _call(self, endpoint, method, request, decode=lambda r: r, deadline=None) -> Handle:
         return Handle(self, endpoint, method, request, decode, deadline or self.retry.deadline_s)
@@ -339,38 +300,12 @@ class PSClient:
     def status(self, endpoint: str, deadline: float = 5.0):
         return self._call(endpoint, "Status", pb.StatusRequest(), deadline=deadline).wait()
 
-    def wait_server_ready(self, endpoints=None, timeout_s: float | None = None) -> None:
-        """Block until every pserver answers Status, or raise TimeoutError naming the missing ones.
-
-        The bound defaults to PSJOB_WAIT_SERVER_TIMEOUT seconds (300 when unset)."""
-        wait_until_serving(
-            endpoints or self.endpoints, "pservers",
-            lambda ep: self._stub(ep)["Status"](pb.StatusRequest(), timeout=2.0, metadata=self._metadata).state,
-            lambda ep, exc: RpcError(ep, "Status", exc.code(), exc.details()), timeout_s)
+    def _serving_state(self, endpoint: str) -> str:
+        return self._methods(endpoint)["Status"](pb.StatusRequest(), timeout=2.0, metadata=self._metadata).state
 
     def close(self):
-        self._closed = True
-        with self._lock:
-            for ch in self._channels.values():
-                ch.close()
-            self._channels.clear()
-            self._stubs.clear()
+        super().close()
         self._threads.close()
-
-
-def _method_callables(channel: grpc.Channel) -> dict:
-    """{method: multi-callable} for one channel: frames pass as bytes, control calls as messages."""
-    out = {}
-    for method in FRAMED_METHODS:
-        out[method] = channel.unary_unary(f"/{SERVICE}/{method}", _registered_method=True)
-    for method, reply_cls in _REPLY_TYPES.items():
-        out[method] = channel.unary_unary(f"/{SERVICE}/{method}", request_serializer=_serialize,
-                                          response_deserializer=reply_cls.FromString, _registered_method=True)
-    return out
-
-
-def _serialize(message) -> bytes:
-    return message.SerializeToString()
 
 
 def _decode_send_reply(raw: bytes) -> int:

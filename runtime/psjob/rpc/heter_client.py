@@ -4,7 +4,7 @@
 and is not retried on failure: a backward stage pushes gradients to the
 pservers, and an ambiguous retry could push them twice. Calls wait for the
 channel to become ready (`wait_for_ready`), so a heter trainer that is still
-starting is not an error; `wait_ready` bounds that wait explicitly at start-up.
+starting is not an error; `wait_server_ready` bounds that wait explicitly at start-up.
 Values passed in are encoded (copied) before the call; arrays returned are
 read-only views of the reply, owned by the caller.
 
@@ -14,71 +14,37 @@ speaks TLS to its heter trainer exactly when it does to its pservers.
 """
 from __future__ import annotations
 
-import threading
-
-import grpc
-
 from . import heter_pb2 as pb
-from . import heter_pb2_grpc as pb_grpc
-from . import tls as tls_mod
-from .client import AUTH_METADATA_KEY, CHANNEL_OPTIONS, wait_until_serving
-from .heter_service import decode_values, encode_values
+from .base_client import PeerRpcError, RpcClient
+from .heter_service import HETER_SPEC, decode_values, encode_values
 
 # A stage runs a slice of the model's forward or backward pass; generous.
 STAGE_DEADLINE_S = 600.0
 
 
-class HeterRpcError(RuntimeError):
-    def __init__(self, endpoint: str, method: str, code, details: str):
-        super().__init__(f"{method} to heter trainer {endpoint} failed: "
-                         f"{code.name if code is not None else code}: {details}")
-        self.endpoint, self.method, self.code, self.details = endpoint, method, code, details
+class HeterRpcError(PeerRpcError):
+    peer = "heter trainer"
 
 
-class HeterClient:
+class HeterClient(RpcClient):
+    spec = HETER_SPEC
+    error = HeterRpcError
+    peers = "heter trainers"
+
     def __init__(self, endpoints, trainer_id: int, *, auth_token: str = "",
-                 deadline_s: float = STAGE_DEADLINE_S, tls="env"):
-        """tls "env" = psjob.rpc.tls.tls_from_env(), None = plaintext, or a tls.TlsFiles."""
-        self.endpoints = list(endpoints)
-        if not self.endpoints:
+                 deadline_s: float = STAGE_DEADLINE_S, tls="env", settings=None):
+        """tls "env" = psjob.rpc.tls.tls_from_env(settings), None = plaintext, or a tls.TlsFiles;
+        settings: a RoleEnv's settings (None = the process environment)."""
+        if not list(endpoints):
             raise ValueError("HeterClient needs at least one heter trainer endpoint")
-        if isinstance(tls, str):
-            if tls != "env":
-                raise ValueError(f"HeterClient tls={tls!r}: expected 'env', None or a psjob.rpc.tls.TlsFiles")
-            tls = tls_mod.tls_from_env()
-        self.tls = tls
-        self.trainer_id = int(trainer_id)
+        super().__init__(endpoints, trainer_id, auth_token=auth_token, tls=tls, settings=settings)
         self.deadline_s = deadline_s
-        self._metadata = ((AUTH_METADATA_KEY, auth_token),) if auth_token else ()
-        self._stubs: dict[str, pb_grpc.HeterTrainerStub] = {}
-        self._channels: dict[str, grpc.Channel] = {}
-        self._lock = threading.Lock()
-        self._closed = False
         self.stages_run = 0
 
     @property
     def own_endpoint(self) -> str:
         """The heter trainer serving this trainer (trainer t → heter trainer t mod K)."""
         return self.endpoints[self.trainer_id % len(self.endpoints)]
-
-    def _stub(self, endpoint: str):
-        if self._closed:
-            raise RuntimeError("HeterClient is closed")
-        with self._lock:
-            stub = self._stubs.get(endpoint)
-            if stub is None:
-                channel = tls_mod.open_channel(endpoint, CHANNEL_OPTIONS, self.tls)
-                self._channels[endpoint] = channel
-                stub = self._stubs[endpoint] = pb_grpc.HeterTrainerStub(channel)
-        return stub
-
-    def _call(self, endpoint, method, request, timeout):
-        try:
-            return getattr(self._stub(endpoint), method)(request, timeout=timeout, metadata=self._metadata,
-                                                          wait_for_ready=True)
-        except grpc.RpcError as exc:
-            raise HeterRpcError(endpoint, method, exc.code() if hasattr(exc, "code") else None,
-                                exc.details() if hasattr(exc, "details") else str(exc)) from None
 
     def run_stage(self, endpoint, trainer_id, stage, signature, values, lods=None) -> dict:
         """Run one stage; → {name: (value, lod or None)}."""
@@ -99,19 +65,10 @@ class HeterClient:
     def status(self, endpoint: str, deadline: float = 5.0):
         return self._call(endpoint, "Status", pb.HeterStatusRequest(), deadline)
 
-    def wait_ready(self, endpoints=None, timeout_s: float | None = None) -> None:
-        """Block until the heter trainer(s) serve, or raise TimeoutError naming the missing ones.
+    def wait_server_ready(self, endpoints=None, timeout_s: float | None = None) -> None:
+        """As RpcClient.wait_server_ready; the default endpoint is this trainer's heter trainer."""
+        super().wait_server_ready(endpoints or [self.own_endpoint], timeout_s)
 
-        Default: this trainer's heter trainer, bounded by PSJOB_WAIT_SERVER_TIMEOUT (300 s)."""
-        wait_until_serving(
-            endpoints or [self.own_endpoint], "heter trainers",
-            lambda ep: self._stub(ep).Status(pb.HeterStatusRequest(), timeout=2.0, metadata=self._metadata).state,
-            lambda ep, exc: HeterRpcError(ep, "Status", exc.code(), exc.details()), timeout_s)
-
-    def close(self) -> None:
-        self._closed = True
-        with self._lock:
-            for ch in self._channels.values():
-                ch.close()
-            self._channels.clear()
-            self._stubs.clear()
+    def _serving_state(self, endpoint: str) -> str:
+        return self._methods(endpoint)["Status"](pb.HeterStatusRequest(), timeout=2.0,
+                                                 metadata=self._metadata).state

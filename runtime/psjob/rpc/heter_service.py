@@ -1,39 +1,29 @@
-"""The heter trainer's gRPC front end: decode, authenticate, dispatch, encode.
+"""The heter trainer's gRPC front end: decode, dispatch, encode.
 
 Like the pserver's (server.py), it holds no training logic: each request
-kind maps to one method of a `HeterHandler` (psjob.fluid.transpiler.
-heter_state.HeterState), and the handler's errors become status codes with
-its message (the same mapping as the pserver: ValueError → INVALID_ARGUMENT,
-KeyError → NOT_FOUND, others → INTERNAL). Every call must carry the job's
-auth token in `x-psjob-token` when one is configured.
-
-TLS (optional, `tls=` a psjob.rpc.tls.TlsFiles, as for pservers): the port is
-bound with the certificate files' server credentials; the token applies on
-top. `observer(method, status, seconds, bytes_in, bytes_out, reason)` sees
-every call (the heter trainer's metrics, psjob.ps.observability).
+kind maps to one method of a `HeterHandler` (psjob.ps.heter_state.HeterState).
+Authentication (the job's token in `x-psjob-token`), the mapping of the
+handler's errors to status codes (ValueError → INVALID_ARGUMENT, KeyError →
+NOT_FOUND, others → INTERNAL), the health check, TLS, the thread pool and the
+`observer(method, status, seconds, bytes_in, bytes_out, reason)` that sees
+every call (the heter trainer's metrics, psjob.ps.observability) are the
+base's (base_server.RpcServer), shared with the pserver.
 """
 from __future__ import annotations
 
-import enum
-from concurrent import futures
 from typing import Protocol
 
-import grpc
-
-from ..roles import split_endpoint
 from . import codec
 from . import heter_pb2 as pb
-from . import heter_pb2_grpc as pb_grpc
 from . import tls as tls_mod
-from .client import CHANNEL_OPTIONS
-from .server import GuardedServicer, health_handlers
+from .base_client import ServiceSpec
+from .base_server import RpcServer
 
-
-
-class HeterRequestKind(enum.Enum):
-    RUN_STAGE = "RunStage"
-    COMPLETE = "Complete"
-    STATUS = "Status"
+HETER_SPEC = ServiceSpec("psjob.rpc.heter.v1.HeterTrainer", {
+    "RunStage": (pb.RunStageRequest, pb.RunStageReply),
+    "Complete": (pb.HeterCompleteRequest, pb.HeterCompleteReply),
+    "Status": (pb.HeterStatusRequest, pb.HeterStatusReply),
+})
 
 
 class HeterHandler(Protocol):
@@ -63,36 +53,30 @@ def encode_values(values: dict, lods: dict | None = None) -> list:
     return msgs
 
 
-HETER_SERVICE = "psjob.rpc.heter.v1.HeterTrainer"
+class _Servicer:
+    """The heter-trainer methods, request → reply (the base guards each call)."""
 
+    def __init__(self, handler: HeterHandler):
+        self.h = handler
 
-class _Servicer(GuardedServicer, pb_grpc.HeterTrainerServicer):
-    """The heter-trainer RPCs; auth, error mapping and observation come from GuardedServicer."""
+    def RunStage(self, request):
+        got = self.h.on_run_stage(request.trainer_id, request.stage, request.signature,
+                                  decode_values(request.vars))
+        return pb.RunStageReply(vars=encode_values(got))
 
-    def RunStage(self, request, context):
-        def body():
-            got = self.h.on_run_stage(request.trainer_id, request.stage, request.signature,
-                                      decode_values(request.vars))
-            return pb.RunStageReply(vars=encode_values(got))
-        return self._run(HeterRequestKind.RUN_STAGE, request, context, body)
+    def Complete(self, request):
+        return pb.HeterCompleteReply(trainers_remaining=self.h.on_complete(request.trainer_id))
 
-    def Complete(self, request, context):
-        def body():
-            return pb.HeterCompleteReply(trainers_remaining=self.h.on_complete(request.trainer_id))
-        return self._run(HeterRequestKind.COMPLETE, request, context, body)
-
-    def Status(self, request, context):
-        def body():
-            s = self.h.on_status()
-            return pb.HeterStatusReply(state=s["state"], endpoint=s.get("endpoint", ""),
-                                       trainers=s.get("trainers", []), completed_trainers=s.get("completed", []),
-                                       stages_run=s.get("stages_run", 0), device=s.get("device", ""))
-        return self._run(HeterRequestKind.STATUS, request, context, body)
+    def Status(self, request):
+        s = self.h.on_status()
+        return pb.HeterStatusReply(state=s["state"], endpoint=s.get("endpoint", ""),
+                                   trainers=s.get("trainers", []), completed_trainers=s.get("completed", []),
+                                   stages_run=s.get("stages_run", 0), device=s.get("device", ""))
 
 
 def start_heter_server(handler: HeterHandler, endpoint: str, *, token: str = "", max_workers: int = 16,
-                       observer=None, tls: tls_mod.TlsFiles | None = None) -> tuple[grpc.Server, int]:
-    """Serve `handler` on endpoint ("host:port"; port 0 picks one). Returns (server, port).
+                       observer=None, tls: tls_mod.TlsFiles | None = None) -> RpcServer:
+    """Serve `handler` on endpoint ("host:port"); the started server (its `.port`, `.stop(grace_s)`).
 
     Each served trainer holds at most one call at a time; max_workers must
     exceed the number of trainers served (the caller sizes it). tls (None =
@@ -102,15 +86,8 @@ def start_heter_server(handler: HeterHandler, endpoint: str, *, token: str = "",
         raise tls_mod.TlsConfigError(
             f"TLS is configured but a heter trainer serves its trainers over TLS and needs "
             f"{tls_mod.ENV_CERT} and {tls_mod.ENV_KEY} (its certificate must name {endpoint.rpartition(':')[0]})")
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="heter-rpc"),
-                         options=list(CHANNEL_OPTIONS))
-    pb_grpc.add_HeterTrainerServicer_to_server(_Servicer(handler, token, observer), server)
     # The kubelet's gRPC probes (heter worker pods) call grpc.health.v1.Health/Check.
-    server.add_generic_rpc_handlers((health_handlers(lambda: handler.on_status().get("state") == "SERVING",
-                                                     ("", HETER_SERVICE)),))
-    host, port = split_endpoint(endpoint, what="heter trainer endpoint", host_optional=True)
-    bound = tls_mod.add_port(server, f"{host or '0.0.0.0'}:{port}", tls)
-    if bound == 0:
-        raise OSError(f"cannot listen on {endpoint} (port in use?)")
-    server.start()
-    return server, bound
+    return RpcServer(HETER_SPEC, _Servicer(handler), endpoint, what="heter trainer",
+                     is_serving=lambda: handler.on_status().get("state") == "SERVING",
+                     token=token, observer=observer, max_workers=max_workers, tls=tls,
+                     thread_name="heter-rpc")

@@ -11,7 +11,11 @@ Lifecycle of a row:
    optimizer on each present row once, stamps ``last_seen`` with the current
    step and, when eviction scores are on, adds shows and clicks. Gradients
    for absent ids (never admitted, or evicted meanwhile) are dropped and
-   counted.
+   counted. A push of exactly the ids of one of the last few lookups that
+   found every row (a trainer pushing the gradient of the rows it prefetched)
+   reuses that lookup's rows instead of searching the index again: rows never
+   move while their id is present, and eviction, the only way an id loses its
+   row, forgets the remembered lookups.
 3. ``end_step()``/``tick(step)`` advance the table clock; ``evict()`` removes
    rows by the eviction rules. An evicted id is forgotten completely: when it
    returns it is counted, admitted and initialized as a new id.
@@ -24,6 +28,7 @@ caller; arrays passed in are only read during the call and never retained.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import threading
 
@@ -41,6 +46,10 @@ from psjob.tables.shard import TableShard
 from psjob.tables.storage import Column, RowStorage
 
 _META_DTYPES = {"last_seen": np.int32, "show": np.float32, "click": np.float32}
+# Lookups remembered for pushes of the same ids: a trainer prefetches one batch
+# ahead (two lookups per trainer in flight), and several trainers share a pserver.
+_RECENT_LOOKUPS = 8
+_RECENT_MAX_IDS = 1 << 20  # larger lookups (bulk reads, not a batch) are not remembered: 16 MB each
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +94,7 @@ class SparseTable:
         self._index = IdIndex(expected=config.initial_capacity)
         self._admission = Admission(config.admission, key)
         self._lock = threading.Lock()
+        self._recent = collections.deque(maxlen=_RECENT_LOOKUPS)  # (ids, rows) of full lookups
         self._device = None          # tables.device.DeviceColumns once to_device() ran
         self._step = 0
         self._decayed_at = 0
@@ -140,6 +150,8 @@ class SparseTable:
                 made = self._create(ids[miss])
                 rows[miss] = made
                 miss = miss[made < 0]
+            if miss.size == 0 and ids.size <= _RECENT_MAX_IDS:
+                self._recent.append((ids.copy(), np.ascontiguousarray(rows)))
             if self._device is None:
                 out = take_rows(self._storage.cols["value"], rows, mode="clip")
             else:   # gather on the device, one copy back
@@ -197,16 +209,23 @@ class SparseTable:
         clicks = inputs.check_counts("clicks", clicks, ids.size)
         lr = inputs.check_lr(lr, self._config.optimizer.lr)
         with self._lock:
-            rows, miss = self._index.find(ids)
-            if miss.size:
-                self._dropped += miss.size
-                keep = rows >= 0
-                rows, grads = rows[keep], grads[keep]
-                shows = None if shows is None else shows[keep]
-                clicks = None if clicks is None else clicks[keep]
+            rows = self._rows_of_recent_lookup(ids)
+            if rows is None:
+                rows, miss = self._index.find(ids)
+                if miss.size:
+                    self._dropped += miss.size
+                    keep = rows >= 0
+                    rows, grads = rows[keep], grads[keep]
+                    shows = None if shows is None else shows[keep]
+                    clicks = None if clicks is None else clicks[keep]
             if rows.size == 0:
                 return
-            unique_rows, summed = merge_rows(rows, grads, self._storage.cols["first_pos"])
+            if ids.size < 2 or bool((ids[1:] > ids[:-1]).all()):
+                # Ascending ids (a prefetched batch: np.unique's order) are distinct, and
+                # so are their rows: nothing to merge. The optimizers only read grads.
+                unique_rows, summed = np.ascontiguousarray(rows), grads
+            else:
+                unique_rows, summed = merge_rows(rows, grads, self._storage.cols["first_pos"])
             cols = self._storage.cols
             if self._device is None:
                 self._optimizer.apply(cols, unique_rows, summed, lr)
@@ -219,6 +238,13 @@ class SparseTable:
                 np.add.at(cols["show"], rows, 1.0 if shows is None else shows)
                 if clicks is not None:
                     np.add.at(cols["click"], rows, clicks)
+
+    def _rows_of_recent_lookup(self, ids):
+        """The rows a recent lookup of exactly ``ids`` found (all present), or None."""
+        for seen, rows in reversed(self._recent):
+            if seen.size == ids.size and np.array_equal(seen, ids):
+                return rows
+        return None
 
     # ------------------------------------------------------ clock, eviction
     def end_step(self) -> int:
@@ -257,6 +283,8 @@ class SparseTable:
                 score = (show - click) * rule.nonclk_coeff + click * rule.click_coeff
                 doomed |= score < rule.delete_threshold
             gone = rows[doomed]
+            if gone.size:
+                self._recent.clear()     # their ids may be in a remembered lookup
             self._index.remove(cols["id"][gone])
             self._storage.release(gone)
             self._evicted += gone.size

@@ -41,6 +41,7 @@ from ..models import BUILT_IN as BUILT_IN_MODELS, ctr as ctr_model
 from . import data
 from .options import TrainOptions
 from ..progress import ProgressReporter, ProgressState
+from ..fleet.monitor import checkpoint_label
 from ..fleet.telemetry import TrainerTelemetry
 from ..role_env import RoleEnv
 
@@ -229,9 +230,3 @@ def _train(opts: TrainOptions, loop: Loop, start: Position) -> None:
 def newest_checkpoint(root: str):
     """The newest good checkpoint under PSJOB_CHECKPOINT_DIR (psjob.checkpoint.store), or None."""
     return store.newest_good(root) if root else None
-
-
-def checkpoint_label(root: str) -> str:
-    """One word for progress lines: `step-120`, or `none`."""
-    newest = newest_checkpoint(root)
-    return f"step-{newest.step}" if newest is not None else "none"

@@ -46,9 +46,9 @@ class _WorkerConnection:
     (init_worker) the first time a program needs the pservers."""
 
     def __getattr__(self, name):
-        if _fleet._service is None:
+        if _fleet.rpc_service is None:
             init_worker()
-        return getattr(_fleet._service, name)
+        return getattr(_fleet.rpc_service, name)
 
 
 class _DistributedOptimizer:
@@ -75,7 +75,7 @@ def distributed_optimizer(optimizer, strategy=None):
 
 def init_worker(scopes=None):
     """Connect this worker to the pservers (a no-op when its startup program already did)."""
-    if _fleet._service is None:
+    if _fleet.rpc_service is None:
         _fleet.init_worker(scopes)
 
 

@@ -109,6 +109,13 @@ class DistributeTranspiler:
                  "sync" if sync else "async", endpoints)
 
     @property
+    def untouched_program(self) -> Program:
+        """A copy of the program as it was before transpile() rewrote it (the pservers'
+        programs are built from it; Fleet prunes it for save_inference_model)."""
+        self.plan  # noqa: B018 - raises before transpile
+        return self._origin
+
+    @property
     def plan(self) -> TranspilePlan:
         if self._plan is None:
             raise RuntimeError("call DistributeTranspiler.transpile() first")
