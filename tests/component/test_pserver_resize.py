@@ -98,7 +98,9 @@ class Run:
 
         def trained_after():
             log = self.log("worker-0")
-            return resumed in log and re.search(rf"\bstep={step + 1}/", log[log.rindex(resumed):])
+            # Progress lines are periodic, not one per step: any step past the restored one.
+            return resumed in log and any(int(n) > step for n in
+                                          re.findall(r"\bstep=(\d+)/", log[log.rindex(resumed):]))
         self.wait_for(trained_after, f"trainer 0 training again after the resize to {pservers}")
         return path, step, time.monotonic() - t0
 
