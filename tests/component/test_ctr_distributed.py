@@ -61,7 +61,7 @@ def test_geo_ctr_training_matches_single_process_auc(tmp_path, script, launch, r
     got = _distributed_auc(tmp_path, launch, script, read_logs, ctr_data, "geo", ["--k_steps", "5"])
     assert single_process_auc > 0.66, single_process_auc
     # Geo's two trainers merge their deltas in whatever order their k_steps windows close:
-    # 0.000-0.008 from the single process on a quiet machine, 0.0102 once with both cores
+    # within 0.01 of the single process in every quiet-machine run, 0.0102 once with both cores
     # held by busy loops. 0.02 still fails a geo job that diverges or stops learning.
     print("\ngeo AUC", got, "single process", single_process_auc)
     assert abs(got - single_process_auc) < 0.02, (got, single_process_auc)
