@@ -75,6 +75,22 @@ def cpu_seconds():
     return time.process_time()  # all threads of this process
 
 
+def thread_cpu_seconds():
+    """CPU-seconds of each live thread of this process by its Python name (/proc, Linux)."""
+    import threading
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        name = names.get(int(tid), f"native-{tid}")
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--data", required=True)
@@ -84,6 +100,9 @@ def main():
     p.add_argument("--single", action="store_true", help="no pservers: plain single-process training")
     p.add_argument("--prefetch_ahead", type=int, default=1,
                    help="1: issue batch i+1's embedding prefetch while batch i computes (async modes)")
+    p.add_argument("--profile", action="store_true",
+                   help="also write each op type's kernel CPU-ms per batch (main thread) and each thread's "
+                        "CPU-seconds in the window (the kernel timing adds a clock call per op)")
     args = p.parse_args()
 
     import psjob.fluid as fluid
@@ -127,17 +146,34 @@ def main():
     ahead = None
     if not args.single and args.prefetch_ahead:
         from psjob.ps.communicator import prefetch_ahead as ahead
+    if args.profile:
+        exe.collect_timing, exe.timing_clock = True, time.thread_time  # CPU, not wall
+        exe.kernel_seconds.clear()
+        threads0 = thread_cpu_seconds()
+    if os.environ.get("PSJOB_CPROFILE"):  # a cProfile of the training loop's thread to this file
+        import cProfile
+        profiler = cProfile.Profile(time.thread_time)
+        profiler.enable()
     t0, c0 = time.time(), cpu_seconds()
     for i, feed in enumerate(batches):
         if ahead is not None and i + 1 < len(batches):
             ahead(exe, program, batches[i + 1])
         loss, auc = exe.run(program, feed=feed, fetch_list=[model.loss, model.auc])
     t1, c1 = time.time(), cpu_seconds()
+    if os.environ.get("PSJOB_CPROFILE"):
+        profiler.disable()
+        profiler.dump_stats(f"{os.environ['PSJOB_CPROFILE']}.{tid}")
+    result = {"examples": len(batches) * args.batch, "t_start": t0, "t_end": t1,
+              "cpu_s": c1 - c0, "load_s": load_s, "loss": float(loss[0]), "auc": float(auc[0])}
+    if args.profile:
+        threads1 = thread_cpu_seconds()
+        result["thread_cpu_s"] = {name: round(cpu - threads0.get(name, 0.0), 3) for name, cpu in threads1.items()}
+        result["kernel_ms_per_batch"] = {op: round(1e3 * s / len(batches), 3) for op, s in
+                                         sorted(exe.kernel_seconds.items(), key=lambda kv: -kv[1])}
     if not args.single:
         fleet.stop_worker()
     with open(os.path.join(args.out, f"trainer{tid}.json"), "w") as f:
-        json.dump({"examples": len(batches) * args.batch, "t_start": t0, "t_end": t1,
-                   "cpu_s": c1 - c0, "load_s": load_s, "loss": float(loss[0]), "auc": float(auc[0])}, f)
+        json.dump(result, f)
 
 
 if __name__ == "__main__":

@@ -459,32 +459,36 @@ def test_adam_table_state_survives_a_checkpoint_resharded_from_two_to_three_pser
         np.testing.assert_allclose(a.state[name], b.state[name], rtol=1e-6, atol=1e-9, err_msg=name)
 
 
-def pooled_slots_net(pooltype="sum"):
-    """Three LoD id slots sharing one distributed table, each sum-pooled (the CTR shape)."""
+def pooled_slots_net(pooltype="sum", concat=False):
+    """Three LoD id slots sharing one distributed table, each sum-pooled (the CTR shape);
+    `concat`: the pooled slots and two dense features concatenated into one fc (the CTR
+    model's layout), else one fc over the list of slots."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 7
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         y = fluid.layers.data(name="y", shape=[1])
+        dense = fluid.layers.data(name="dense", shape=[2])
         slots = [fluid.layers.data(name=f"s{i}", shape=[1], dtype="int64", lod_level=1) for i in range(3)]
         attr = fluid.ParamAttr(name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5))
         pooled = [fluid.layers.sequence_pool(fluid.layers.embedding(
             s, size=[VOCAB, DIM], is_sparse=True, is_distributed=True, param_attr=attr), pooltype)
             for s in slots]
-        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(pooled, 1), y))
+        hidden = fluid.layers.concat(pooled + [dense], axis=1) if concat else pooled
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(hidden, 1), y))
         fluid.optimizer.SGD(0.3).minimize(loss)  # not Adam: it hides a gradient's scale
     return main, startup, loss
 
 
-def pooled_feeds(steps, n):
+def pooled_feeds(steps, n, one_id_each=False):
     """Slot 0: one id per example; slots 1-2: 0..3 ids (empty sequences included), with
-    ids repeated inside a slot and across slots."""
+    ids repeated inside a slot and across slots (`one_id_each`: one id each, too)."""
     rng = np.random.default_rng(3)
     feeds = []
     for _ in range(steps):
-        feed = {"y": rng.normal(size=(n, 1)).astype("float32")}
+        feed = {"y": rng.normal(size=(n, 1)).astype("float32"), "dense": rng.normal(size=(n, 2)).astype("float32")}
         for i in range(3):
-            lengths = np.ones(n, np.int64) if i == 0 else rng.integers(0, 4, n)
-            lengths[0] = 0 if i else 1
+            lengths = np.ones(n, np.int64) if i == 0 or one_id_each else rng.integers(0, 4, n)
+            lengths[0] = 0 if i and not one_id_each else 1
             ids = rng.integers(0, 12, size=(int(lengths.sum()), 1)).astype("int64")
             feed[f"s{i}"] = (ids, [np.concatenate([[0], np.cumsum(lengths)]).tolist()])
         feeds.append(feed)
@@ -506,6 +510,26 @@ def test_fused_lookup_and_sum_pool_train_like_a_single_machine(pservers):
     assert "merge_ids_pool" in types and "merge_ids_pool_grad" in types
     assert not {"sequence_pool", "lookup_table_grad", "merge_ids"} & set(types)
     np.testing.assert_allclose(table_rows(cluster, EPS[:pservers]), ref["emb"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(results[0][0].vars["fc_0.w_0"], ref["fc_0.w_0"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("one_id_each", [True, False])
+def test_the_concat_of_the_pooled_slots_is_fused_and_trains_like_a_single_machine(one_id_each):
+    """When the pooled slots feed one concat (with the dense features after them),
+    merge_ids_pool writes the concat's output and its gradient reads the concat's
+    gradient; sync training stays equal to single-machine training, with one id per
+    sequence everywhere (one gather for all slots) and with variable-length slots."""
+    feeds = pooled_feeds(4, 10, one_id_each)
+    build = lambda: pooled_slots_net(concat=True)  # noqa: E731
+    ref, cluster, results = distributed_table_run(build, feeds, 1, 2)
+    t = DistributeTranspiler()
+    main, startup, _ = build()
+    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:2]), trainers=1)
+    ops = t.get_trainer_program(wait_port=False).global_block().ops
+    assert not {"concat", "concat_grad"} & {op.type for op in ops}
+    pool = next(op for op in ops if op.type == "merge_ids_pool")
+    assert pool.input("Tail") == ["dense"] and pool.attr("concat")
+    np.testing.assert_allclose(table_rows(cluster, EPS[:2]), ref["emb"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(results[0][0].vars["fc_0.w_0"], ref["fc_0.w_0"], rtol=1e-5, atol=1e-6)
 
 

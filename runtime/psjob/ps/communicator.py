@@ -54,7 +54,12 @@ class CommunicatorConfig:
     # sends what it has (Paddle's communicator_send_wait_times): the send ops of one step
     # fire over its backward pass, and one request per pserver per step instead of one per
     # gradient measured +15-25% CTR examples/s (bench/ps_train.py). 0 sends at once.
-    send_wait_s: float = 0.005
+    # Long enough for a whole backward pass: the CTR trainer's (~10 ms of CPU, longer on a
+    # busy core) left 5 ms waits two requests per step; 50 ms gives one, and the trainer's
+    # communicator and call threads ~1 CPU-s per 1M examples less (0.05 s: 2.6-2.8, 0.005 s:
+    # 3.6-3.7; bench/peer_psjob_worker.py --profile, 1 pserver + 1 trainer). It adds no staleness: a step's table gradient
+    # comes last anyway, and a full step's worth leaves at once.
+    send_wait_s: float = 0.05
     # How many steps of its own gradients the parameters a trainer reads may miss (async).
     # Without this bound the trainer's only brake is a full queue: a trainer whose steps never
     # block (no prefetch RPC: a 2.x Embedding is a plain parameter) holds the GIL, starves the

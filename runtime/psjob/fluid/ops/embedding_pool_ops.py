@@ -16,15 +16,34 @@ from .dist_ops import _host_ids, _to_xp
 from .registry import in_var, out_var, register_op, set_out
 
 
-def _slot_segments(ctx, name, what):
+def _slot_segments(ctx, what):
+    """The segments of every Ids slot, each checked against its ids."""
     from .sequence_ops import segments
-    return segments(ctx.lods.get(name), f"{what} ({name})")
+    out = []
+    for name in ctx.ins["Ids"]:
+        seg = segments(ctx.lods.get(name), f"{what} ({name})")
+        n = int(ctx.vals[name].shape[0])
+        if seg.rows != n:
+            raise ValueError(f"{what}: the LoD of {name!r} ends at {seg.rows} but it holds {n} ids")
+        out.append(seg)
+    return out
+
+
+def _one_id_each(segs) -> bool:
+    """Every sequence of every slot holds exactly one id (a CTR slot's case), the same
+    number of sequences in each: the slots' ids are then a [slots, sequences] grid."""
+    return all(s.uniform and s.max_len == 1 and s.num_seqs == segs[0].num_seqs for s in segs)
 
 
 def _pool_shape(op):
     width = int(in_var(op, "X").shape[-1])
+    dtype = in_var(op, "X").dtype
+    if op.attr("concat", False):
+        tail = sum(int(in_var(op, "Tail", i).shape[-1]) for i in range(len(op.inputs.get("Tail", []))))
+        set_out(op, "Out", (-1, width * len(op.inputs["Ids"]) + tail), dtype, 0)
+        return
     for i in range(len(op.outputs.get("Out", []))):
-        set_out(op, "Out", (-1, width), in_var(op, "X").dtype, 0, i=i)
+        set_out(op, "Out", (-1, width), dtype, 0, i=i)
 
 
 @register_op("merge_ids_pool", infer_shape=_pool_shape)
@@ -35,36 +54,60 @@ def merge_ids_pool(ctx):
 
     Ids: the slots (LoD inputs, in split_ids' order); Index: split_ids' Index; X: the
     prefetched rows per pserver. Out: [sequences, dim] per slot; empty sequences pool
-    to `pad_value` (0), as in sequence_pool."""
+    to `pad_value` (0), as in sequence_pool. With `concat`, Out is one array: the pooled
+    slots side by side, then the `Tail` inputs (what a concat along axis 1 of the
+    pooled slots and Tail gives), written in place — one gather for every slot when
+    each sequence holds one id."""
     from .sequence_ops import _sum
     xp = ctx.xp
     xs = ctx.input_list("X")
     rows = xs[0] if len(xs) == 1 else xp.concatenate(xs, axis=0)
     index = _to_xp(ctx, ctx.input("Index"))
-    names = ctx.ins["Ids"]
-    total = sum(int(ctx.vals[name].shape[0]) for name in names)
+    segs = _slot_segments(ctx, "merge_ids_pool")
+    total = sum(s.rows for s in segs)
     if total != index.shape[0]:
         raise RuntimeError(f"merge_ids_pool: {index.shape[0]} indices for {total} ids: Index must come "
                            "from the split_ids of the same Ids")
     pad = rows.dtype.type(ctx.attr("pad_value", 0.0))
+    width, slots = rows.shape[1], len(segs)
+    concat = bool(ctx.attr("concat", False))
+    out = None
+    if concat:
+        tail = ctx.input_list("Tail")
+        seqs = segs[0].num_seqs
+        if any(s.num_seqs != seqs for s in segs) or any(t.shape[0] != seqs for t in tail):
+            raise ValueError(f"merge_ids_pool: concat of slots and Tail with different numbers of rows "
+                             f"({sorted({s.num_seqs for s in segs} | {t.shape[0] for t in tail})})")
+        out = xp.empty((seqs, width * slots + sum(t.shape[1] for t in tail)), dtype=rows.dtype)
+        col = width * slots
+        for t in tail:
+            out[:, col:col + t.shape[1]] = t
+            col += t.shape[1]
+        if _one_id_each(segs):
+            # The Index of slot j's sequence b sits at j * seqs + b: a [slots, seqs] grid.
+            grid = index.reshape(slots, seqs).T
+            out[:, :width * slots].reshape(seqs, slots, width)[...] = rows[grid]
+            ctx.set_output("Out", out)
+            return
     start = 0
-    for j, name in enumerate(names):
-        seg = _slot_segments(ctx, name, "merge_ids_pool")
-        n = int(ctx.vals[name].shape[0])
-        if seg.rows != n:
-            raise ValueError(f"merge_ids_pool: the LoD of {name!r} ends at {seg.rows} but it holds {n} ids")
-        picked = xp.take(rows, index[start:start + n], axis=0)
-        start += n
-        out = picked if seg.uniform and seg.max_len == 1 else _sum(xp, picked, seg)
+    for j, seg in enumerate(segs):
+        picked = xp.take(rows, index[start:start + seg.rows], axis=0)
+        start += seg.rows
+        pooled = picked if seg.uniform and seg.max_len == 1 else _sum(xp, picked, seg)
         if seg.max_len == 0:
-            out = xp.full((seg.num_seqs, rows.shape[1]), pad, dtype=rows.dtype)
+            pooled = xp.full((seg.num_seqs, width), pad, dtype=rows.dtype)
         elif not seg.all_nonempty:
-            out[~seg.host_or(xp, "nonempty")] = pad
-        ctx.set_output("Out", out, i=j)
+            pooled[~seg.host_or(xp, "nonempty")] = pad
+        if concat:
+            out[:, j * width:(j + 1) * width] = pooled
+        else:
+            ctx.set_output("Out", pooled, i=j)
+    if concat:
+        ctx.set_output("Out", out)
 
 
 def _pool_grad_shape(op):
-    width = int(in_var(op, "Out@GRAD").shape[-1])
+    width = int(op.attr("width")) if op.attr("concat", False) else int(in_var(op, "Out@GRAD").shape[-1])
     set_out(op, "W@GRAD", (int(op.attr("height", 0)), width), in_var(op, "Out@GRAD").dtype)
     out_var(op, "W@GRAD").type = VarType.SELECTED_ROWS
 
@@ -75,19 +118,34 @@ def merge_ids_pool_grad(ctx):
     SelectedRows with one row per distinct id (Rows: split_ids' outputs, in Index's
     order) holding the sum over every occurrence of the id: the lookup_table_grad of
     each slot, their `sum` and the pserver's duplicate merge in one pass. Sums
-    accumulate in float64 (one bincount per column)."""
+    accumulate in float64 (one bincount per column). With `concat`, Out@GRAD is the
+    gradient of the concatenated output, whose first slots x `width` columns are the
+    slots' (the Tail's columns get no gradient)."""
     xp = ctx.xp
     index = _to_xp(ctx, ctx.input("Index"))
     ids = np.concatenate([_host_ids(r) for r in ctx.input_list("Rows")])
-    parts = []
-    for name, dout in zip(ctx.ins["Ids"], ctx.input_list("Out@GRAD")):
-        seg = _slot_segments(ctx, name, "merge_ids_pool_grad")
-        parts.append(dout if seg.uniform and seg.max_len == 1 else xp.take(dout, seg.seg(xp), axis=0))
-    per_id = parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=0)
-    if per_id.shape[0] != index.shape[0]:
-        raise RuntimeError(f"merge_ids_pool_grad: {per_id.shape[0]} id gradients for {index.shape[0]} indices")
-    width = per_id.shape[1]
+    segs = _slot_segments(ctx, "merge_ids_pool_grad")
+    if ctx.attr("concat", False):
+        width, dout = int(ctx.attr("width")), ctx.input("Out@GRAD")
+        douts = [dout[:, j * width:(j + 1) * width] for j in range(len(segs))]
+    else:
+        douts = ctx.input_list("Out@GRAD")
+        width = douts[0].shape[1]
+    if ctx.attr("concat", False) and _one_id_each(segs):
+        # Occurrences in (sequence, slot) order: the columns of Out@GRAD as they lie, and
+        # the Index of the [slots, seqs] grid transposed to match.
+        seqs, slots = segs[0].num_seqs, len(segs)
+        per_id = dout[:, :width * slots].reshape(seqs, slots, width)
+        index = index.reshape(slots, seqs).T.reshape(-1)
+        column = lambda c: per_id[:, :, c].reshape(-1)  # noqa: E731
+    else:
+        parts = [d if seg.uniform and seg.max_len == 1 else xp.take(d, seg.seg(xp), axis=0)
+                 for seg, d in zip(segs, douts)]
+        per_id = parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=0)
+        if per_id.shape[0] != index.shape[0]:
+            raise RuntimeError(f"merge_ids_pool_grad: {per_id.shape[0]} id gradients for {index.shape[0]} indices")
+        column = lambda c: per_id[:, c]  # noqa: E731
     summed = xp.empty((ids.size, width), dtype=per_id.dtype)
     for c in range(width):
-        summed[:, c] = xp.bincount(index, weights=per_id[:, c], minlength=ids.size)
+        summed[:, c] = xp.bincount(index, weights=column(c), minlength=ids.size)
     ctx.set_output("W@GRAD", SelectedRows(_to_xp(ctx, ids), summed, int(ctx.attr("height", 0))))

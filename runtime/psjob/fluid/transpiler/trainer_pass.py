@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..framework import (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, VarType,
-                         generate_control_dev_var_name)
+from ..framework import (EMPTY_VAR_NAME, OP_DEVICE_ATTR_NAME, OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME,
+                         GraphError, OpRole, VarType, generate_control_dev_var_name)
 from .details import create_control_var, delete_ops, find_op_by_output_arg
 from .plan import TranspilePlan
 
@@ -230,30 +230,70 @@ def _pool_pattern(block, lookups, table):
             "dead_vars": [v for v in dead if v != table.grad], "sum": total}
 
 
+def _concat_of_pools(block, pooled, grads_of_pools, lookup):
+    """The `concat` (axis 1) whose inputs begin with every pooled slot, in order, and its
+    `concat_grad`, when nothing else reads the pooled slots or their gradients and no
+    other input of the concat wants a gradient (the CTR model's concat of the slots and the
+    dense features): merge_ids_pool then writes the concat's output itself, and its
+    gradient reads the concat's gradient. Returns (concat, concat_grad) or None."""
+    readers = [op for op in block.ops if set(pooled) & set(op.input_arg_names)]
+    cat = _sole([op for op in readers if op.type == "concat"])
+    cat_grad = _sole([op for op in readers if op.type == "concat_grad"])
+    if cat is None or cat_grad is None or len(readers) != 2 or cat.input("X")[:len(pooled)] != pooled:
+        return None
+    ndim = len(block.var(pooled[0]).shape)
+    if ndim != 2 or int(cat.attr("axis", 0)) % 2 != 1 or cat.attr(OP_DEVICE_ATTR_NAME) != lookup.attr(OP_DEVICE_ATTR_NAME):
+        return None
+    if (cat_grad.input("X") != cat.input("X") or cat_grad.output("X@GRAD")[:len(pooled)] != grads_of_pools
+            or any(n != EMPTY_VAR_NAME for n in cat_grad.output("X@GRAD")[len(pooled):])
+            or cat_grad.input("Out@GRAD") != [f"{cat.output('Out')[0]}@GRAD"]):
+        return None
+    if any(set(grads_of_pools) & set(op.input_arg_names) for op in block.ops if op.type != "sequence_pool_grad"):
+        return None
+    return cat, cat_grad
+
+
 def _fuse_lookups_and_pools(block, plan: TranspilePlan, lookups, first, ids, fused) -> None:
     """split_ids (+ Index) → prefetch → merge_ids_pool in place of the lookups and their
     sum pools, and one merge_ids_pool_grad in place of their gradients and the `sum`:
     one id pass per batch, no per-slot embedding intermediates, and a table gradient
-    with one row per distinct id (the pservers get fewer rows and merge nothing)."""
+    with one row per distinct id (the pservers get fewer rows and merge nothing). When
+    the pooled slots go into one concat (_concat_of_pools), it is fused too: no per-slot
+    pooled arrays, no concat copy, no per-slot gradient slices."""
     table = plan.table
     pooled = [op.output("Out")[0] for op in fused["pools"]]
     index = f"{table.name}@PREFETCH_INDEX"
     block.create_var(name=index, shape=(-1,), dtype="int64")
     in_names, out_names = _prefetch_vars(block, plan, block.var(ids[0]), block.var(pooled[0]).dtype)
+    cat = _concat_of_pools(block, pooled, fused["grads_of_pools"], lookups[0])
     last_grad = fused["sum"] or fused["backward"][-1]
     grad_attrs = {k: v for k, v in last_grad.attrs.items() if k in (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME)}
     grad_pos = block.ops.index(last_grad)
-    block._insert_op(grad_pos + 1, "merge_ids_pool_grad",
-                     inputs={"Ids": ids, "Index": [index], "Rows": in_names, "Out@GRAD": fused["grads_of_pools"]},
-                     outputs={"W@GRAD": [table.grad]}, attrs=dict(grad_attrs, height=table.height))
+    pool_inputs = {"Ids": ids, "Index": [index], "X": out_names}
+    grad_inputs = {"Ids": ids, "Index": [index], "Rows": in_names, "Out@GRAD": fused["grads_of_pools"]}
+    pool_attrs, pool_outputs, replaced = {}, {"Out": pooled}, []
+    if cat is not None:
+        concat, concat_grad = cat
+        pool_inputs["Tail"] = concat.input("X")[len(pooled):]
+        pool_outputs = {"Out": concat.output("Out")}
+        grad_inputs["Out@GRAD"] = concat_grad.input("Out@GRAD")
+        pool_attrs = {"concat": True}
+        replaced = [concat, concat_grad]
+    block._insert_op(grad_pos + 1, "merge_ids_pool_grad", inputs=grad_inputs, outputs={"W@GRAD": [table.grad]},
+                     attrs=dict(grad_attrs, height=table.height, **pool_attrs,
+                                **({"width": table.width} if cat is not None else {})))
+    # The pooled output is written where the concat was (after every input of it) or,
+    # unfused, where the first lookup was.
+    pool_pos = block.ops.index(cat[0]) + 1 if cat is not None else first
+    block._insert_op(pool_pos, "merge_ids_pool", inputs=pool_inputs, outputs=pool_outputs, attrs=pool_attrs)
     block._insert_op(first, "split_ids", inputs={"Ids": ids}, outputs={"Out": in_names, "Index": [index]})
     block._insert_op(first + 1, "prefetch", inputs={"X": in_names}, outputs={"Out": out_names},
                      attrs={"epmap": list(plan.endpoints), "table_names": [table.name] * len(in_names),
                             "trainer_id": plan.trainer_id})
-    block._insert_op(first + 2, "merge_ids_pool", inputs={"Ids": ids, "Index": [index], "X": out_names},
-                     outputs={"Out": pooled})
-    delete_ops(block, list(lookups) + fused["pools"] + fused["backward"] + [op for op in [fused["sum"]] if op])
-    for name in fused["dead_vars"]:
+    delete_ops(block, list(lookups) + fused["pools"] + fused["backward"] + [op for op in [fused["sum"]] if op]
+               + replaced)
+    dead = fused["dead_vars"] + (pooled + fused["grads_of_pools"] if cat is not None else [])
+    for name in dead:
         if block.has_var(name):
             block._remove_var(name)
 
