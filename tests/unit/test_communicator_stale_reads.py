@@ -91,3 +91,74 @@ def test_one_async_trainer_at_a_high_adam_rate_learns_as_sync_does(feeds):
     tail = len(feeds) // 4
     assert sync[-tail:].mean() < sync[:tail].mean() - 0.03  # sync learns on this data
     assert abs(async_[-tail:].mean() - sync[-tail:].mean()) < 0.005, (async_[-tail:].mean(), sync[-tail:].mean())
+
+
+def _dense_pserver(lr=0.1):
+    """A one-layer net's async pserver (SGD `lr`); returns (client, endpoint, weight name)."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 3
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4])
+        y = fluid.layers.data(name="y", shape=[1])
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(x, 1), y))
+        fluid.optimizer.SGD(lr).minimize(loss)
+    t = DistributeTranspiler()
+    t.transpile(0, program=main, startup_program=startup, pservers="127.0.0.1:6171", trainers=1,
+                sync_mode=False)
+    return InMemoryCluster.from_transpiler(t).client(0), "127.0.0.1:6171", "fc_0.w_0"
+
+
+def _pushed_and_pulled(comm, ep, name, grad, pulls):
+    """Push `grad` as the weight's gradient and wait until the receiver pulled `pulls` times."""
+    comm.push(ep, {f"{name}@GRAD": grad})
+    with comm._cond:
+        assert comm._cond.wait_for(lambda: comm.recvs >= pulls, timeout=30), "no background pull"
+
+
+@pytest.mark.parametrize("predict", [2.0, 0.0])
+def test_async_reads_are_extrapolated_predict_pulls_intervals_ahead(predict):
+    """A background pull's values p are cached as p + predict_pulls * (p - p0), p0 the pull
+    before; a first pull and refresh() give the pservers' exact values."""
+    client, ep, w = _dense_pserver()
+    comm = Communicator(client, CommunicatorConfig(predict_pulls=predict))
+    try:
+        exact = lambda: client.pull(ep, [w]).wait()[w]  # noqa: E731
+        first = comm.pull(ep, [w]).wait()[w]
+        np.testing.assert_array_equal(first, exact())
+        grad = np.full(first.shape, 0.5, first.dtype)
+        _pushed_and_pulled(comm, ep, w, grad, 1)
+        now = exact()
+        np.testing.assert_allclose(now, first - 0.1 * grad, rtol=1e-6)  # the pserver applied it
+        cached = comm.pull(ep, [w]).wait()[w]
+        np.testing.assert_allclose(cached, now + predict * (now - first), rtol=1e-6)
+        assert not predict or not cached.flags.writeable  # a shared cache entry
+        comm.refresh()
+        np.testing.assert_array_equal(comm.pull(ep, [w]).wait()[w], exact())
+    finally:
+        comm.stop()
+
+
+def test_no_prediction_when_reads_must_be_exact():
+    """max_stale_steps=0 reads what the trainer's own gradients made: never extrapolated."""
+    client, ep, w = _dense_pserver()
+    comm = Communicator(client, CommunicatorConfig(predict_pulls=2.0, max_stale_steps=0))
+    try:
+        first = comm.pull(ep, [w]).wait()[w]
+        _pushed_and_pulled(comm, ep, w, np.ones_like(first), 1)
+        np.testing.assert_array_equal(comm.pull(ep, [w]).wait()[w], client.pull(ep, [w]).wait()[w])
+    finally:
+        comm.stop()
+
+
+def test_fleet_strategy_carries_predict_pulls_and_refuses_a_bad_one():
+    from psjob.fleet import DistributedStrategy
+    from psjob.fleet.strategy import resolve
+    s = DistributedStrategy()
+    s.a_sync = True
+    assert resolve(s).predict_pulls == 0.0  # off unless asked for
+    s.a_sync_configs = {"predict_pulls": 2}
+    assert resolve(s).predict_pulls == 2.0
+    for bad in (-1, "2", True, 9):
+        s.a_sync_configs = {"predict_pulls": bad}
+        with pytest.raises(ValueError, match="predict_pulls"):
+            resolve(s)

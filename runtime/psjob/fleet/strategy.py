@@ -27,6 +27,7 @@ DEFAULT_A_SYNC_CONFIGS = {
     "launch_barrier": True,          # trainers wait until every pserver serves
     "max_merge_var_num": 20,         # communicator: gradients merged into one send
     "send_queue_size": 20,           # communicator: per-variable queue bound
+    "predict_pulls": 0.0,            # communicator: async reads extrapolated this many pulls ahead
     "heter_worker_device_guard": "cpu",
 }
 
@@ -64,6 +65,7 @@ class ResolvedStrategy:
     max_merge_var_num: int = 20
     send_queue_size: int = 20
     heter_worker_device_guard: str = "cpu"
+    predict_pulls: float = 0.0
 
     @property
     def sync_mode(self) -> bool:
@@ -95,8 +97,11 @@ def resolve(strategy) -> ResolvedStrategy:
         guard = str(cfg["heter_worker_device_guard"]).lower()
         if guard not in ("cpu", "gpu", "xpu"):
             raise ValueError(f"heter_worker_device_guard must be one of cpu, gpu, xpu; got {guard!r}")
+        predict = cfg["predict_pulls"]
+        if isinstance(predict, bool) or not isinstance(predict, (int, float)) or not 0 <= predict <= 8:
+            raise ValueError(f"a_sync_configs['predict_pulls'] must be a number in [0, 8], got {predict!r}")
         return ResolvedStrategy(mode, k, bool(cfg["launch_barrier"]), int(cfg["max_merge_var_num"]),
-                                int(cfg["send_queue_size"]), guard)
+                                int(cfg["send_queue_size"]), guard, float(predict))
     if isinstance(strategy, DistributeTranspilerConfig):
         if strategy.sync_mode or (strategy.sync_mode is None and not _asks_for_async(strategy)):
             return ResolvedStrategy("sync")
