@@ -127,7 +127,7 @@ def main():
         fleet.init()
         strategy = DistributedStrategy()
         strategy.a_sync = args.mode != "sync"
-        if strategy.a_sync:
+        if strategy.a_sync and args.predict_pulls:  # (unset at 0: a baseline runtime may not know it)
             strategy.a_sync_configs = {"predict_pulls": args.predict_pulls}
         main_prog.random_seed = startup.random_seed = cfg.seed
         with fluid.program_guard(main_prog, startup), fluid.unique_name.guard():
