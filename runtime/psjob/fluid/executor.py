@@ -254,6 +254,7 @@ class Executor:
     # -- feed / fetch -------------------------------------------------------------------
     def _feed(self, block, feed: dict, scope: Scope):
         xp = self.xp
+        checked = {}  # (id of a fed LoD, rows) -> its checked levels: slots sharing one LoD check it once
         for name, value in feed.items():
             var = block._find_var_recursive(name)
             if var is None:
@@ -273,7 +274,10 @@ class Executor:
                 arr = arr.copy()
             scope.vars[name] = arr
             if lod is not None and len(lod):
-                scope.lods[name] = _check_lod(name, lod, arr.shape[0])
+                key = (id(lod), arr.shape[0])
+                if key not in checked:
+                    checked[key] = _check_lod(name, lod, arr.shape[0])
+                scope.lods[name] = checked[key]
             else:
                 scope.lods.pop(name, None)
                 if var.lod_level > 0:

@@ -17,11 +17,18 @@ from .registry import in_var, out_var, register_op, set_out
 
 
 def _slot_segments(ctx, what):
-    """The segments of every Ids slot, each checked against its ids."""
+    """The segments of every Ids slot, each checked against its ids. Slots fed one LoD
+    object (a CTR feed's shared offsets) are looked up once."""
     from .sequence_ops import segments
-    out = []
+    out, seen = [], {}
     for name in ctx.ins["Ids"]:
-        seg = segments(ctx.lods.get(name), f"{what} ({name})")
+        lod = ctx.lods.get(name)
+        key = id(lod[-1]) if lod else None
+        seg = seen.get(key)
+        if seg is None:
+            seg = segments(lod, f"{what} ({name})")
+            if key is not None:
+                seen[key] = seg
         n = int(ctx.vals[name].shape[0])
         if seg.rows != n:
             raise ValueError(f"{what}: the LoD of {name!r} ends at {seg.rows} but it holds {n} ids")
