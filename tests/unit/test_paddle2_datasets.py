@@ -237,6 +237,25 @@ def test_the_vectorised_multislot_path_parses_as_the_line_by_line_one():
         np.testing.assert_array_equal(fast.offsets[s], slow.offsets[s])
 
 
+def test_multislot_output_is_parsed_in_blocks_and_a_bad_line_of_a_later_block_is_named(monkeypatch):
+    from psjob.distributed import dataset
+    _, _, use_var, _ = build()
+    slots = [dataset._Slot(v) for v in use_var]
+    lines = [f"1 {i % 2} 3 0.{i:04d} 1.5 2.5 2 {i} {i + 7}\n" for i in range(400)]
+    data = "".join(lines).encode()
+    whole = dataset.parse_multislot(data, slots, "x")
+    monkeypatch.setattr(dataset, "_BLOCK_BYTES", 1000)  # ~12 blocks
+    assert len(list(dataset._blocks(data))) > 10
+    assert b"".join(dataset._blocks(data)) == data
+    blocked = dataset.parse_multislot(data, slots, "x")
+    for s in range(len(slots)):
+        np.testing.assert_array_equal(blocked.values[s], whole.values[s])
+        np.testing.assert_array_equal(blocked.offsets[s], whole.offsets[s])
+    lines[333] = "1 0 3 0.5 1.5 2.5 2 1\n"  # one id where the count says two
+    with pytest.raises(MultiSlotError, match="line 334"):
+        dataset.parse_multislot("".join(lines).encode(), slots, "x")
+
+
 def test_infer_from_dataset_runs_a_test_program_and_leaves_the_parameters(files, reader_cmd, capsys):
     main, startup, use_var, loss = build()
     test_program = main.clone(for_test=True)

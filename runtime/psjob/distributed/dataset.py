@@ -31,7 +31,7 @@ import threading
 
 import numpy as np
 
-from ..dataset._text import numbers, read_fields
+from ..dataset._text import count_lines, numbers, read_fields
 from ..dataset.sources import exists, is_uri, open_binary
 
 log = logging.getLogger("psjob.distributed")
@@ -98,9 +98,9 @@ class _Examples:
 
 def parse_multislot(data: bytes, slots, source: str) -> _Examples:
     """MultiSlot lines → _Examples; a line that does not fit names its problem."""
-    parsed = _parse_uniform(data, slots)
-    if parsed is not None:
-        return parsed
+    parts = [_parse_uniform(block, slots) for block in _blocks(data)]
+    if all(part is not None for part in parts):
+        return _Examples.concat(parts, slots)
     rows = [line.split() for line in data.decode().split("\n") if line.strip()]
     columns = [[] for _ in slots]
     counts = [[] for _ in slots]
@@ -137,6 +137,20 @@ _UNIFORM_BYTES = b"0123456789.eE+- \n"
 _UNIFORM_DTYPES = (np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))  # others: line path
 
 
+# The vectorised path parses a pipe's output in blocks of whole lines of about this size: pyarrow's
+# CSV reader spends ~1/3 less CPU per row on 4 MiB blocks than on one block of a whole file.
+_BLOCK_BYTES = 4 << 20
+
+
+def _blocks(data: bytes):
+    """`data` cut after newlines into blocks of about _BLOCK_BYTES (the last may lack its newline)."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start + _BLOCK_BYTES) + 1 or len(data)
+        yield data[start:end]
+        start = end
+
+
 def _parse_uniform(data: bytes, slots):
     """The vectorised path: every line has the first line's layout (same counts in the same
     places, single spaces), so the output is a table of fixed columns — one per count and per
@@ -159,7 +173,7 @@ def _parse_uniform(data: bytes, slots):
         pos += 1 + n
     if pos != len(first):
         return None
-    rows = data.count(b"\n")
+    rows = count_lines(data)
     table = read_fields(data, rows, types, b" ")
     if table is None:
         return None
