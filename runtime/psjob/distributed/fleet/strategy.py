@@ -60,7 +60,7 @@ class DistributedStrategy(_FleetStrategy):
                              f"{sorted(DEFAULT_A_SYNC_CONFIGS) + sorted(IGNORED_A_SYNC_KEYS)}")
         for key in sorted(set(configs) & set(IGNORED_A_SYNC_KEYS)):
             _ignored(f"a_sync_configs[{key!r}]")
-        self._a_sync_configs.update({k: v for k, v in configs.items() if k in DEFAULT_A_SYNC_CONFIGS})
+        self._set_a_sync_configs({k: v for k, v in configs.items() if k in DEFAULT_A_SYNC_CONFIGS})
 
 
 def _ignored_field(name: str, kind: type) -> property:
