@@ -129,6 +129,9 @@ class _Fleet:
     def worker_num(self):
         return self.num
 
+    def worker_members(self):  # a fixed-size job's members (elastic ones: test_elastic_file_shard.py)
+        return list(range(self.num))
+
 
 class _GatherClient:
     def __init__(self, gather, trainer_id):
