@@ -7,6 +7,10 @@ The rule of seed 000 (`_get_distributed_strategy`), on a DistributedStrategy:
     a_sync=True,  k_steps  > 0  → geo (exchange parameter deltas every k_steps)
     anything else               → ValueError
 
+a_sync_configs also sets the async communicator's knobs: max_merge_var_num,
+send_queue_size and max_stale_steps (psjob.ps.communicator.CommunicatorConfig),
+checked when set.
+
 A DistributeTranspilerConfig is mapped as Fleet 1.x maps it: sync_mode → sync;
 otherwise runtime_split_send_recv selects geo (geo_sgd_mode), half-async
 (half_async) or async, and without it half-async. Paddle's config defaults to
