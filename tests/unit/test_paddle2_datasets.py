@@ -295,3 +295,20 @@ def test_the_vectorised_multislot_path_never_accepts_a_value_the_line_path_refus
             for s in range(len(slots)):
                 np.testing.assert_array_equal(fast.values[s], slow.values[s])
     assert accepted >= 2
+
+
+def test_load_into_memory_runs_thread_num_pipe_commands_at_once(tmp_path):
+    """Each command waits until all three have started (bounded): with thread_num=3 they meet,
+    one at a time they could not."""
+    _, _, use_var, _ = build()
+    started = tmp_path / "started"
+    started.mkdir()
+    files = []
+    for i in range(3):
+        files.append(str(tmp_path / f"part-{i}"))
+        (tmp_path / f"part-{i}").write_text(f"1 {i % 2} 3 0.1 0.2 0.3 2 {i} 7\n")
+    meet = (f"touch {started}/$$; n=0; while [ $(ls {started} | wc -l) -lt 3 ]; do n=$((n + 1)); "
+            "[ $n -gt 3000 ] && echo 'the others never started' >&2 && exit 7; sleep 0.01; done; cat")
+    ds = dataset_of(InMemoryDataset, use_var, files, meet, thread_num=3)
+    ds.load_into_memory()
+    assert ds.get_memory_data_size() == 3
