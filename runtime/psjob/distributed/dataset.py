@@ -174,7 +174,7 @@ def _parse_uniform(data: bytes, slots):
     if pos != len(first):
         return None
     rows = count_lines(data)
-    table = read_fields(data, rows, types, b" ")
+    table = read_fields(data, rows, types, b" ", threads=False)  # load_into_memory runs one file per thread
     if table is None:
         return None
     values = []
