@@ -28,7 +28,7 @@ import numpy as np
 from psjob.dataset.ctr._errors import LineProblem, Problem
 from psjob.dataset.ctr._layout import NUM_DENSE, NUM_SLOTS, hash_ids
 from psjob.dataset.ctr._parse import Columns
-from psjob.dataset._text import binary_parts, numbers, read_fields
+from psjob.dataset._text import binary_parts, count_lines, numbers, read_fields
 
 FIELDS = 1 + NUM_DENSE + NUM_SLOTS
 MAX_HEX_DIGITS = 8
@@ -111,7 +111,7 @@ _PACK = ((np.uint64(4), np.uint64(0x00FF00FF00FF00FF)), (np.uint64(8), np.uint64
          (np.uint64(16), np.uint64(0x00000000FFFFFFFF)))
 
 
-# hex8_values' joining steps: (multiplier, shift, mask) for 4-, 8- and 16-bit lane halves.
+# hex8_values' joining steps: (multiplier 1 + (base << s), shift s, mask of each lane's low s bits).
 _HEX8_JOIN = ((np.uint64(1 + (16 << 8)), np.uint64(8), np.uint64(0x00FF00FF00FF00FF)),
               (np.uint64(1 + (256 << 16)), np.uint64(16), np.uint64(0x0000FFFF0000FFFF)),
               (np.uint64(1 + (65536 << 32)), np.uint64(32), np.uint64(0x00000000FFFFFFFF)))
@@ -132,7 +132,7 @@ def _table(data, lines, allowed, types, nullable=frozenset()):
 def criteo_block(data, ranges, lines=None):
     if data.translate(None, _CRITEO_BYTES):
         return None
-    lines = data.count(b"\n") if lines is None else lines
+    lines = count_lines(data) if lines is None else lines
     # Fixed-width first: the categorical columns of the Criteo logs are 8 hex digits or empty.
     table = read_fields(data, lines, _CRITEO_HEX8_TYPES, b"\t", _DENSE_COLUMNS | _CATEGORICAL_COLUMNS)
     if table is not None:
@@ -196,8 +196,10 @@ def hex8_values(columns, n):
     letters *= np.uint64(9)
     words &= _BYTES_0F
     words += letters
-    # The first digit is the lowest byte: x * (1 + (1 << 4 + k)) >> k puts each lane's low part
-    # above its high part, with no carry between lanes (each sum fits its lane).
+    # The first (most significant) digit is the lowest byte. With (base, s) = (16, 8), (256, 16),
+    # (65536, 32): in each lane of 2s bits, multiplying by 1 + (base << s) adds base x the lane's
+    # first value to its second, in the second's place; >> s brings that sum to the lane's
+    # bottom and the mask clears what lies above. Each sum fits its s bits: no lane carries.
     for multiplier, shift, mask in _HEX8_JOIN:
         words *= multiplier
         words >>= shift
