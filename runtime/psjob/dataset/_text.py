@@ -20,9 +20,9 @@ _CHUNK_BYTES = 1 << 20
 
 def read_fields(data: bytes, lines: int, column_types: list, sep: bytes, nullable=frozenset(), threads=True):
     """The block as a pyarrow Table with one column per entry of `column_types` ("int64",
-    "float64", "binary", or ("binary", width) for fixed-width binary), or None when a line does not hold exactly that many
-    `sep`-separated fields, a value does not convert to its column's type, or the block does
-    not hold `lines` lines each ending in a newline.
+    "float64", "binary", or ("binary", width) for fixed-width binary), or None when a line
+    does not hold exactly that many `sep`-separated fields, a value does not convert to its
+    column's type, or the block does not hold `lines` lines each ending in a newline.
 
     Floating-point columns are float64: a float32 wanted by the caller is cast from it, as
     numpy and Python parse (directly parsing float32 would round differently in rare cases).

@@ -137,8 +137,8 @@ _UNIFORM_BYTES = b"0123456789.eE+- \n"
 _UNIFORM_DTYPES = (np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))  # others: line path
 
 
-# The vectorised path parses a pipe's output in blocks of whole lines of about this size: pyarrow's
-# CSV reader spends ~1/3 less CPU per row on 4 MiB blocks than on one block of a whole file.
+# The vectorised path parses a pipe's output in blocks of whole lines of about this size: ~10% less
+# CPU per row than one pyarrow call over a whole file (bench/reader_speed.py's awk output).
 _BLOCK_BYTES = 4 << 20
 
 
