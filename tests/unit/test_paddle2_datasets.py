@@ -312,3 +312,26 @@ def test_load_into_memory_runs_thread_num_pipe_commands_at_once(tmp_path):
     ds = dataset_of(InMemoryDataset, use_var, files, meet, thread_num=3)
     ds.load_into_memory()
     assert ds.get_memory_data_size() == 3
+
+
+def test_a_pipes_output_is_parsed_as_it_streams_and_bad_lines_keep_their_numbers(tmp_path, monkeypatch):
+    from psjob.distributed import dataset
+    _, _, use_var, _ = build()
+    lines = [f"1 {i % 2} 3 0.{i:04d} 1.5 2.5 2 {i} {i + 7}\n" for i in range(400)]
+    path = tmp_path / "part-0"
+    path.write_text("".join(lines).rstrip("\n"))  # the last line without its newline
+    whole = dataset.parse_multislot(path.read_bytes(), [dataset._Slot(v) for v in use_var], "x")
+    monkeypatch.setattr(dataset, "_BLOCK_BYTES", 1000)  # ~12 blocks read from the pipe
+    ds = dataset_of(InMemoryDataset, use_var, [str(path)], "cat")
+    ds.load_into_memory()
+    for s in range(len(use_var)):
+        np.testing.assert_array_equal(ds._examples.values[s], whole.values[s])
+        np.testing.assert_array_equal(ds._examples.offsets[s], whole.offsets[s])
+    lines[200] = "\n"  # a blank line still counts
+    lines[333] = "1 0 3 0.5 1.5 2.5 2 x 1\n"
+    path.write_text("".join(lines))
+    with pytest.raises(MultiSlotError, match="line 334: slot 'ids': value 'x' is not an integer"):
+        ds.load_into_memory()
+    ds.set_pipe_command("cat; exit 3")  # a bad line, then the command fails: its exit status is named
+    with pytest.raises(MultiSlotError, match="exited 3"):
+        ds.load_into_memory()
