@@ -155,8 +155,11 @@ class SparseTable:
                 made = self._create(ids[miss])
                 rows[miss] = made
                 miss = miss[made < 0]
+            # `rows` is a strided view of the index's probe: one contiguous copy serves the
+            # remembered lookup and the gather (numpy would copy strided indices itself).
+            rows = np.ascontiguousarray(rows)
             if miss.size == 0 and ids.size <= _RECENT_MAX_IDS:
-                self._recent.append((ids.copy(), np.ascontiguousarray(rows)))
+                self._recent.append((ids.copy(), rows))
             if self._device is None:
                 out = take_rows(self._storage.cols["value"], rows, mode="clip")
             else:   # gather on the device, one copy back
