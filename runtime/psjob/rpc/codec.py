@@ -17,8 +17,8 @@ from . import psjob_pb2 as pb
 # (np.frombuffer on those would be unsafe or meaningless).
 ALLOWED_DTYPES = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64",
                             "uint8", "bool"})
-# Looked up per tensor of every request: numpy's `dtype.name` and `np.dtype(str)` are slow
-# Python-level paths (~7 us a tensor, measured on the CTR pserver's 7-tensor pushes).
+# Looked up per tensor of every request: numpy's `dtype.name` is a Python-level property
+# (~3 us a call here, against ~0.1 us for the dict).
 _DTYPE_OF_NAME = {name: np.dtype(name) for name in ALLOWED_DTYPES}
 _NAME_OF_DTYPE = {dtype: name for name, dtype in _DTYPE_OF_NAME.items()}
 
