@@ -43,6 +43,7 @@ class WorkerConnection:
                                              rm.worker_num(), s.k_steps)
         service = client_service.trainer_service(client, s.mode, max_merge_var_num=s.max_merge_var_num,
                                                  send_queue_size=s.send_queue_size,
+                                                 max_stale_steps=s.max_stale_steps,
                                                  predict_pulls=s.predict_pulls, geo=geo)
         client_service.install(service)
         if job.heter is not None:
