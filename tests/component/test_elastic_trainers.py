@@ -9,7 +9,9 @@ the trainers' steps must add up to the sum over rounds of the members of that
 round — a round that went ahead without a member, or a step that never made a
 round, breaks the equality.
 """
+import contextlib
 import dataclasses
+import importlib.util
 import json
 import os
 import re
@@ -23,6 +25,11 @@ import yaml
 
 from psjob import roles
 from psjob.launcher.launch import loopback_endpoints
+
+_spec = importlib.util.spec_from_file_location(
+    "faultkit", os.path.join(os.path.dirname(os.path.abspath(__file__)), "faultkit.py"))
+kit = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(kit)
 
 BOUND_S = 90
 ARGS = ["--examples", "800", "--batch", "20", "--epochs", "2", "--log_every", "0.2"]
@@ -209,11 +216,30 @@ def test_psjob_scale_resizes_a_running_psjob_run(tmp_path):
                 proc.kill()
                 pytest.fail(f"{what}: not seen\n{proc.communicate()[0]}")
             time.sleep(0.05)
+
+    @contextlib.contextmanager
+    def paused(index):
+        """Trainer `index` stopped (SIGSTOP) for the block: in sync mode no round completes
+        without it, so no other trainer gets ahead — on a loaded machine as on an idle one."""
+        pid = kit.job_processes(proc.pid)[("TRAINER", index)]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield pid
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # killed with the run on a failure
+                os.kill(pid, signal.SIGCONT)
+
+    def joined(index):
+        return all(f"trainer {index} joined" in (logs / f"pserver-{i}.log").read_text() for i in (0, 1))
     try:
         wait_for(lambda: steps(0) >= 3, "trainer 0 training")
-        assert _scale(work, 3).returncode == 0
-        wait_for(lambda: steps(2) >= 2, "trainer 2 added by psjob scale training")
-        assert _scale(work, 2).returncode == 0
+        with paused(0):  # trainers 0 and 1 cannot finish before trainer 2, however slowly it starts
+            assert _scale(work, 3).returncode == 0
+            wait_for(lambda: joined(2), "trainer 2 added by psjob scale joining")
+        wait_for(lambda: steps(2) >= 2, "trainer 2 training")
+        with paused(2) as trainer_2:  # it cannot finish its share before it is scaled away
+            assert _scale(work, 2).returncode == 0
+            wait_for(lambda: kit.signal_pending(trainer_2, signal.SIGTERM), "psjob run stopping trainer 2")
         wait_for(lambda: "left the job" in (logs / "worker-2.log").read_text(), "trainer 2 scaled away")
         out, _ = proc.communicate(timeout=BOUND_S)
     finally:
