@@ -12,6 +12,7 @@ import json
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -184,20 +185,18 @@ def runs_of(log: pathlib.Path) -> list[str]:
     return log.read_text().split("--- start ")[1:]
 
 
-def start_and_checkpoint(api, kubelet, name: str, examples: int, **spec) -> set[str]:
+def start_job(api, kubelet, name: str, examples: int, **spec) -> pathlib.Path:
     """Start a ctr-cpu job of 2 trainers (batch 300) that allows no worker failure
-    (backoffLimit 0); return once a checkpoint is committed, with the uids of its two
-    running trainer pods."""
+    (backoffLimit 0); its checkpoint claim's directory on the node."""
     job = ctr_cpu(name, runPolicy={"backoffLimit": 0, "cleanPodPolicy": "Running"}, **spec)
     job["spec"]["args"][job["spec"]["args"].index("--examples") + 1] = str(examples)
     api.create(jobs_path(), job)
-    claim = kubelet.claims / f"{name}-checkpoint"
+    return kubelet.claims / f"{name}-checkpoint"
+
+
+def first_checkpoint(claim: pathlib.Path) -> None:
     wait_for(lambda: list(claim.glob("step-*/__manifest__.json")), timeout=120,
              what="a first checkpoint committed")
-    trainers = {p["metadata"]["uid"] for p in worker_pods(api, name)
-                if p["status"]["phase"] == "Running"}
-    assert len(trainers) == 2, kubelet.logs()
-    return trainers
 
 
 def replaced_and_serving(api, kubelet, pod: str, old_uid: str) -> None:
@@ -230,7 +229,10 @@ def job_events(api: TestClient, name: str) -> list[dict]:
 # Issue 17: a pserver's node is lost mid-job; the worker Job allows no failure at all.
 def test_a_pserver_pod_lost_with_its_node_is_replaced_and_the_job_succeeds_with_backoff_limit_0(
         api, operator, kubelet):
-    trainers_before = start_and_checkpoint(api, kubelet, "ctr-lost", examples=12000)
+    first_checkpoint(start_job(api, kubelet, "ctr-lost", examples=12000))
+    trainers_before = {p["metadata"]["uid"] for p in worker_pods(api, "ctr-lost")
+                       if p["status"]["phase"] == "Running"}
+    assert len(trainers_before) == 2, kubelet.logs()
     pserver = "ctr-lost-pserver-1"
     old_uid = kubelet.worker(pserver).uid
     lost = time.monotonic()
@@ -272,13 +274,29 @@ def test_trainers_that_give_up_on_a_lost_pserver_exit_75_and_are_not_counted(api
     impatient = [{"name": "PSJOB_RPC_DEADLINE_S", "value": "2"},
                  {"name": "PSJOB_RPC_MAX_ATTEMPTS", "value": "1"},
                  {"name": "PSJOB_PSERVER_RECOVERY_S", "value": "2"}]
-    # Async trainers run several times faster than sync ones: more examples, so that they
-    # still train when the pod is lost.
-    start_and_checkpoint(api, kubelet, "ctr-gaveup", examples=48000, mode="async",
-                         worker={"replicas": 2, "env": impatient})
+    claim = start_job(api, kubelet, "ctr-gaveup", examples=24000, mode="async",
+                      worker={"replicas": 2, "env": impatient})
+    # Async trainers do not wait for each other: trainer 1 could train its whole share before
+    # trainer 0's first checkpoint. It is paused (SIGSTOP) from its first step (it writes its
+    # position every step) until the pod is lost, so it is training then, however the
+    # machine schedules the two.
+    trainer_1 = wait_for(lambda: [p["metadata"]["name"] for p in worker_pods(api, "ctr-gaveup")
+                                  if p["metadata"]["annotations"][INDEX_KEY] == "1"
+                                  and p["status"]["phase"] == "Running"], timeout=120,
+                         what="trainer 1's pod running")[0]
+    first_step = claim / "positions" / "trainer-1.json"
+    deadline = time.monotonic() + 120
+    while not first_step.exists():
+        assert time.monotonic() < deadline, f"trainer 1 never trained a step\n{kubelet.logs()}"
+        time.sleep(0.01)  # a short poll: trainer 1 goes on training meanwhile
+    kubelet.worker(trainer_1).kill(signal.SIGSTOP)
     pserver = "ctr-gaveup-pserver-1"
-    old_uid = kubelet.worker(pserver).uid
-    kubelet.lose_pod(pserver)
+    try:
+        first_checkpoint(claim)
+        old_uid = kubelet.worker(pserver).uid
+        kubelet.lose_pod(pserver)
+    finally:
+        kubelet.worker(trainer_1).kill(signal.SIGCONT)
 
     def gave_up_and_replaced() -> set[str]:
         pods = worker_pods(api, "ctr-gaveup")
