@@ -82,6 +82,18 @@ class ElasticJob:
                 pytest.fail(f"{name} hung\n" + self.dump())
             assert rc == 0, f"{name} exited {rc}\n" + self.dump()
 
+    @contextlib.contextmanager
+    def paused(self, *names):
+        """These processes stopped (SIGSTOP) for the block: a trainer cannot finish its share
+        meanwhile, however slowly the machine runs the others."""
+        for name in names:
+            self.procs[name][0].send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for name in names:
+                self.procs[name][0].send_signal(signal.SIGCONT)
+
     def kill(self):
         for proc, _ in self.procs.values():
             if proc.poll() is None:
@@ -138,7 +150,11 @@ def test_a_third_trainer_joins_mid_job(tmp_path, mode):
         job.start_trainer(1)
         job.wait_for(lambda: job.steps("trainer.0") >= 5, "trainer 0 to train 5 steps")
         pids = {n: p.pid for n, (p, _) in job.procs.items()}
-        job.start_trainer(2, trainers=3)
+        # Trainers 0 and 1 cannot finish (and the pservers end) before the new one has joined.
+        with job.paused("trainer.0", "trainer.1"):
+            job.start_trainer(2, trainers=3)
+            job.wait_for(lambda: all("trainer 2 joined" in job.log(p) for p in ("pserver.0", "pserver.1")),
+                         "the new trainer joining")
         job.wait_for(lambda: job.steps("trainer.2") >= 1, "the new trainer's first step")
         resume_s = time.monotonic() - job.procs["trainer.2"][1]
         job.wait_all()
