@@ -169,9 +169,13 @@ def test_a_worker_failing_beyond_the_backoff_limit_fails_the_run_and_says_why(tm
 def test_a_job_past_its_active_deadline_is_stopped_and_fails(tmp_path):
     job = write_job(tmp_path, args=["--examples", "1000000"],
                     spec={"runPolicy": {"activeDeadlineSeconds": 4}})
+    started = time.monotonic()
     status, out = finish(start_run(job, tmp_path))
     assert status == 124, out
     assert "DeadlineExceeded" in out and "activeDeadlineSeconds=4" in out
+    # Every process exits on its SIGTERM: a sync pserver whose calls waited for the next round
+    # used to wait for them until the 10 s stop grace ran out (SIGKILL), 14 s and more in all.
+    assert time.monotonic() - started < 13, out
 
 
 @pytest.mark.parametrize("spec, field, fix", [
