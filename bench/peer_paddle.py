@@ -343,6 +343,11 @@ def main():
     p.add_argument("--base-args", default="", help="extra bench/peer_psjob_worker.py arguments of the base "
                    "side, e.g. '--prefetch_ahead 0' (with --baseline runtime: this tree without one feature)")
     args = p.parse_args()
+    if args.baseline and not os.path.isfile(os.path.join(args.baseline, "psjob", "__init__.py")):
+        # Put first on PYTHONPATH, a directory without psjob/ would silently run the installed
+        # tree on both sides (DIR instead of DIR/runtime does that).
+        p.error(f"--baseline {args.baseline}: no psjob package there (pass the directory holding psjob/, "
+                f"e.g. DIR/runtime)")
 
     data = os.path.join(args.data, f"rows-{args.rows}-files-{args.files}")
     ensure_data(args.anchor, data, args.rows, args.files)

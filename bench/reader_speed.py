@@ -15,7 +15,9 @@ on the 40-column files with the same awk command and thread count. Without
 that venv the Paddle line says it was skipped. Both sides are timed by wall
 clock and by CPU-seconds: all threads of the process plus the pipe_command
 processes it waited for (Paddle's load is multi-threaded C++ plus awk
-processes; psjob's text formats parse in pyarrow's threads). On a shared
+processes, counted once waited for: Paddle leaves its pipe processes unwaited
+until its dataset is destroyed, so the Paddle side waits for them before it
+reads its CPU time; psjob's text formats parse in pyarrow's threads). On a shared
 machine wall rates swing with the load, so the rounds are interleaved, the
 best of each is kept, and the CPU-second ratios are the steadier figure.
 
@@ -44,7 +46,7 @@ AWK = ("awk -F'\\t' '{printf \"1 %s 13\", $1; for(i=2;i<=14;i++) printf \" %s\",
        "for(i=15;i<=40;i++) printf \" 1 %s\", $i; printf \"\\n\"}'")
 
 PADDLE_LOAD = """
-import json, resource, sys, time
+import json, os, resource, sys, time
 import paddle
 paddle.enable_static()
 files, threads = sys.argv[1].split(","), int(sys.argv[2])
@@ -59,8 +61,17 @@ def cpu():  # this process's threads plus the awk processes it has waited for
         resource.getrusage(resource.RUSAGE_CHILDREN).ru_stime
 t, c = time.perf_counter(), cpu()
 ds.load_into_memory()
-print(json.dumps({"rows": int(ds.get_memory_data_size()), "seconds": time.perf_counter() - t,
-                  "cpu_seconds": cpu() - c}))
+seconds = time.perf_counter() - t
+# Paddle returns with its pipe_command shells not yet waited for (zombies: their CPU is not in
+# RUSAGE_CHILDREN); its dataset's destructor would wait for them. Wait for them here, count
+# them, and leave without that destructor (which aborts on children already waited for).
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+print(json.dumps({"rows": int(ds.get_memory_data_size()), "seconds": seconds, "cpu_seconds": cpu() - c}), flush=True)
+os._exit(0)
 """
 
 

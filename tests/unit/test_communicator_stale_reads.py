@@ -60,15 +60,18 @@ def build():
     return main, startup, loss
 
 
-def train(feeds, config=None):
-    """One trainer, one pserver; config=None: sync mode, else async through a Communicator."""
+def train(feeds, config=None, service=None):
+    """One trainer, one pserver; config=None: sync mode, else async through a Communicator
+    (or through `service(client)`, when given)."""
     main, startup, loss = build()
     t = DistributeTranspiler()
     t.transpile(0, program=main, startup_program=startup, pservers="127.0.0.1:6170", trainers=1,
-                sync_mode=config is None)
+                sync_mode=config is None and service is None)
     cluster = InMemoryCluster.from_transpiler(t)
     exe, scope = cluster.executor(0), fluid.Scope()
-    if config is not None:
+    if service is not None:
+        exe.services["rpc"] = service(exe.services["rpc"])
+    elif config is not None:
         exe.services["rpc"] = Communicator(exe.services["rpc"], config)
     exe.run(t.get_trainer_startup_program(), scope=scope)
     program = t.get_trainer_program(wait_port=False)
@@ -91,3 +94,21 @@ def test_one_async_trainer_at_a_high_adam_rate_learns_as_sync_does(feeds):
     tail = len(feeds) // 4
     assert sync[-tail:].mean() < sync[:tail].mean() - 0.03  # sync learns on this data
     assert abs(async_[-tail:].mean() - sync[-tail:].mean()) < 0.005, (async_[-tail:].mean(), sync[-tail:].mean())
+
+
+def test_a_sync_configs_max_stale_steps_reaches_the_trainers_communicator(feeds):
+    """The strategy's key, through the service a Fleet worker builds (psjob.fleet.worker)."""
+    from psjob.fleet.strategy import resolve
+    from psjob.ps.client_service import trainer_service
+    strategy = paddle.distributed.fleet.DistributedStrategy()
+    strategy.a_sync_configs = {"max_stale_steps": 0}
+    s = resolve(strategy)
+    services = []
+
+    def service(client):
+        services.append(trainer_service(client, s.mode, max_merge_var_num=s.max_merge_var_num,
+                                        send_queue_size=s.send_queue_size, max_stale_steps=s.max_stale_steps))
+        return services[0]
+    few = feeds[:20]
+    np.testing.assert_allclose(train(few, service=service), train(few), rtol=1e-5)
+    assert (services[0].config.mode, services[0].config.max_stale_steps) == ("async", 0)

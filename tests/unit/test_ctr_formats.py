@@ -11,12 +11,12 @@ from psjob.dataset.ctr._parse import columns_from_rows
 RNG_SEED = 11
 
 
-def criteo_rows(rng, n):
+def criteo_rows(rng, n, hex_format="08x"):
     """(label, 13 int-or-None, 26 hex-or-None) rows, about a tenth of the values missing."""
     rows = []
     for _ in range(n):
         ints = [None if rng.random() < 0.1 else int(rng.integers(-3, 10000)) for _ in range(13)]
-        cats = [None if rng.random() < 0.1 else format(int(rng.integers(0, 2 ** 32)), "08x") for _ in range(26)]
+        cats = [None if rng.random() < 0.1 else format(int(rng.integers(0, 2 ** 32)), hex_format) for _ in range(26)]
         rows.append((int(rng.integers(0, 2)), ints, cats))
     return rows
 
@@ -59,6 +59,32 @@ def test_criteo_tsv_parses_as_the_reference_and_hashes_each_slot(tmp_path):
         assert batch.ids[s][7] == ctr.hash_ids(s, np.array([value], np.uint64))[0]
     # An empty categorical is the slot's own id, not another slot's.
     assert len({int(ctr.hash_ids(s, np.array([_formats.MISSING], np.uint64))[0]) for s in range(26)}) == 26
+
+
+def test_criteo_hex_of_any_width_parses_as_the_reference(tmp_path):
+    # Unpadded hex ("1a2b") and upper case: the variable-width path, not the 8-digit one.
+    rows = criteo_rows(np.random.default_rng(RNG_SEED), 2000, hex_format="X")
+    path = tmp_path / "day_1"
+    path.write_text(criteo_text(rows))
+    assert_same(stacked(str(path), "criteo"), reference(path, _formats.criteo_line))
+
+
+def test_hex8_values_decode_every_digit_and_case_and_nulls_across_chunks():
+    pa = pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(RNG_SEED)
+    alphabet = list("0123456789abcdefABCDEF")
+    texts = [None if rng.random() < 0.1 else "".join(rng.choice(alphabet, size=8)) for _ in range(3000)]
+    texts += ["00000000", "ffffffff", "FFFFFFFF", "deadBEEF", "0000000a", "a0000000"]
+    fixed = pa.binary(8)
+    columns = [pa.chunked_array([pa.array([t and t.encode() for t in texts[:101]], fixed),
+                                 pa.array([t and t.encode() for t in texts[101:]], fixed)]),
+               pa.chunked_array([pa.array([t and t.encode() for t in reversed(texts)], fixed)])]
+    values = _formats.hex8_values(columns, len(texts))
+    for row, column_texts in zip(values, (texts, texts[::-1])):
+        assert [int(v) for v in row] == [_formats.MISSING if t is None else int(t, 16) for t in column_texts]
+    for bad in ("+1234567", "1234567-", "0000-000"):  # the only non-hex bytes a Criteo block's fields can hold
+        column = pa.chunked_array([pa.array([b"00000001", bad.encode()], fixed)])
+        assert _formats.hex8_values([column], 2) is None, bad
 
 
 def test_the_40_column_tsv_parses_as_the_reference(tmp_path):
@@ -176,22 +202,25 @@ def test_hex_values_decode_every_length_and_case_and_flag_what_is_not_hex():
 ODD_NUMBERS = ["1.", ".5", "1e", "e5", "+", "-", ".", "1e+", "--1", "1-2", "+1", "+.5", "1e5", "1E-3", "-0",
                "007", "1e999", "-1e999", "0.5e", "1.2.3", "+-1", "E", "", "9223372036854775807",
                "9223372036854775808", "-9223372036854775809", "00", "01", "1\r", " 1", "nan", "inf", "0x1"]
-ODD_HEX = ["", "0", "F", "abcdefAB", "123456789", "-1", "+1", "g", "1e5", " a", "a\r", "00000000"]
+ODD_HEX = ["", "0", "F", "abcdefAB", "123456789", "-1", "+1", "g", "1e5", " a", "a\r", "00000000",
+           "+1234567", "-1234567", "1234567-", "0000+000", "aBcD0123"]
 
 
 def odd_lines(fmt):
     """(line, column) pairs: every odd spelling in every kind of column of `fmt`."""
     if fmt == "criteo":
-        good = ["1"] + ["5"] * 13 + ["0a"] * 26
+        # Categoricals of other widths, and all of 8 digits (the fixed-width fast path).
+        goods = [["1"] + ["5"] * 13 + [cat] * 26 for cat in ("0a", "0000000a")]
         columns = {0: ODD_NUMBERS, 1: ODD_NUMBERS, 13: ODD_NUMBERS, 14: ODD_HEX, 39: ODD_HEX}
     else:
-        good = ["1"] + ["0.5"] * 13 + ["7"] * 26
+        goods = [["1"] + ["0.5"] * 13 + ["7"] * 26]
         columns = {0: ODD_NUMBERS, 1: ODD_NUMBERS, 13: ODD_NUMBERS, 14: ODD_NUMBERS, 39: ODD_NUMBERS}
-    for column, spellings in columns.items():
-        for text in spellings:
-            fields = list(good)
-            fields[column] = text
-            yield "\t".join(fields).encode(), column
+    for good in goods:
+        for column, spellings in columns.items():
+            for text in spellings:
+                fields = list(good)
+                fields[column] = text
+                yield "\t".join(fields).encode(), column
 
 
 @pytest.mark.parametrize("fmt", ["criteo", "tsv40"])

@@ -237,6 +237,25 @@ def test_the_vectorised_multislot_path_parses_as_the_line_by_line_one():
         np.testing.assert_array_equal(fast.offsets[s], slow.offsets[s])
 
 
+def test_multislot_output_is_parsed_in_blocks_and_a_bad_line_of_a_later_block_is_named(monkeypatch):
+    from psjob.distributed import dataset
+    _, _, use_var, _ = build()
+    slots = [dataset._Slot(v) for v in use_var]
+    lines = [f"1 {i % 2} 3 0.{i:04d} 1.5 2.5 2 {i} {i + 7}\n" for i in range(400)]
+    data = "".join(lines).encode()
+    whole = dataset.parse_multislot(data, slots, "x")
+    monkeypatch.setattr(dataset, "_BLOCK_BYTES", 1000)  # ~12 blocks
+    assert len(list(dataset._blocks(data))) > 10
+    assert b"".join(dataset._blocks(data)) == data
+    blocked = dataset.parse_multislot(data, slots, "x")
+    for s in range(len(slots)):
+        np.testing.assert_array_equal(blocked.values[s], whole.values[s])
+        np.testing.assert_array_equal(blocked.offsets[s], whole.offsets[s])
+    lines[333] = "1 0 3 0.5 1.5 2.5 2 1\n"  # one id where the count says two
+    with pytest.raises(MultiSlotError, match="line 334"):
+        dataset.parse_multislot("".join(lines).encode(), slots, "x")
+
+
 def test_infer_from_dataset_runs_a_test_program_and_leaves_the_parameters(files, reader_cmd, capsys):
     main, startup, use_var, loss = build()
     test_program = main.clone(for_test=True)
@@ -276,3 +295,43 @@ def test_the_vectorised_multislot_path_never_accepts_a_value_the_line_path_refus
             for s in range(len(slots)):
                 np.testing.assert_array_equal(fast.values[s], slow.values[s])
     assert accepted >= 2
+
+
+def test_load_into_memory_runs_thread_num_pipe_commands_at_once(tmp_path):
+    """Each command waits until all three have started (bounded): with thread_num=3 they meet,
+    one at a time they could not."""
+    _, _, use_var, _ = build()
+    started = tmp_path / "started"
+    started.mkdir()
+    files = []
+    for i in range(3):
+        files.append(str(tmp_path / f"part-{i}"))
+        (tmp_path / f"part-{i}").write_text(f"1 {i % 2} 3 0.1 0.2 0.3 2 {i} 7\n")
+    meet = (f"touch {started}/$$; n=0; while [ $(ls {started} | wc -l) -lt 3 ]; do n=$((n + 1)); "
+            "[ $n -gt 3000 ] && echo 'the others never started' >&2 && exit 7; sleep 0.01; done; cat")
+    ds = dataset_of(InMemoryDataset, use_var, files, meet, thread_num=3)
+    ds.load_into_memory()
+    assert ds.get_memory_data_size() == 3
+
+
+def test_a_pipes_output_is_parsed_as_it_streams_and_bad_lines_keep_their_numbers(tmp_path, monkeypatch):
+    from psjob.distributed import dataset
+    _, _, use_var, _ = build()
+    lines = [f"1 {i % 2} 3 0.{i:04d} 1.5 2.5 2 {i} {i + 7}\n" for i in range(400)]
+    path = tmp_path / "part-0"
+    path.write_text("".join(lines).rstrip("\n"))  # the last line without its newline
+    whole = dataset.parse_multislot(path.read_bytes(), [dataset._Slot(v) for v in use_var], "x")
+    monkeypatch.setattr(dataset, "_BLOCK_BYTES", 1000)  # ~12 blocks read from the pipe
+    ds = dataset_of(InMemoryDataset, use_var, [str(path)], "cat")
+    ds.load_into_memory()
+    for s in range(len(use_var)):
+        np.testing.assert_array_equal(ds._examples.values[s], whole.values[s])
+        np.testing.assert_array_equal(ds._examples.offsets[s], whole.offsets[s])
+    lines[200] = "\n"  # a blank line still counts
+    lines[333] = "1 0 3 0.5 1.5 2.5 2 x 1\n"
+    path.write_text("".join(lines))
+    with pytest.raises(MultiSlotError, match="line 334: slot 'ids': value 'x' is not an integer"):
+        ds.load_into_memory()
+    ds.set_pipe_command("cat; exit 3")  # a bad line, then the command fails: its exit status is named
+    with pytest.raises(MultiSlotError, match="exited 3"):
+        ds.load_into_memory()

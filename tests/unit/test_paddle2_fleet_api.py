@@ -129,6 +129,9 @@ class _Fleet:
     def worker_num(self):
         return self.num
 
+    def worker_members(self):  # a fixed-size job's members (elastic ones: test_elastic_file_shard.py)
+        return list(range(self.num))
+
 
 class _GatherClient:
     def __init__(self, gather, trainer_id):
@@ -218,3 +221,21 @@ def test_worker_endpoints_are_the_jobs_trainer_endpoints():
     unnamed = Fleet()
     unnamed.init(UserDefinedRoleMaker(current_id=0, role=Role.WORKER, worker_num=2, server_endpoints=list(EPS)))
     assert unnamed.worker_endpoints() == [] and unnamed.worker_endpoints(to_string=True) == ""
+
+
+def test_a_sync_configs_communicator_knobs_are_checked_when_set_and_reach_the_resolved_strategy():
+    s = DistributedStrategy()
+    resolved = strategies.resolve(s)
+    # psjob's measured communicator defaults, not the 1/16 of Paddle's AsyncConfig proto, which
+    # Paddle's runtime never reads (docs/paddle2.md, "a_sync_configs").
+    assert (resolved.max_merge_var_num, resolved.send_queue_size, resolved.max_stale_steps) == (20, 20, 1)
+    s.a_sync_configs = {"max_stale_steps": 0, "max_merge_var_num": 1, "send_queue_size": 16}
+    resolved = strategies.resolve(s)
+    assert (resolved.max_merge_var_num, resolved.send_queue_size, resolved.max_stale_steps) == (1, 16, 0)
+    s.a_sync_configs = {"max_stale_steps": None}  # no bound but the queue's
+    assert strategies.resolve(s).max_stale_steps is None
+    for key, bad in (("max_stale_steps", -1), ("max_stale_steps", 1.5), ("max_stale_steps", True),
+                     ("max_merge_var_num", 0), ("send_queue_size", "16"), ("k_steps", -2)):
+        with pytest.raises(ValueError, match=rf"a_sync_configs\['{key}'\] must be an integer"):
+            s.a_sync_configs = {key: bad, "launch_barrier": False}
+        assert s.a_sync_configs["launch_barrier"] is True  # a refused update changes nothing

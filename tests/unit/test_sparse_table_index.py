@@ -72,6 +72,24 @@ def test_ids_crowding_one_home_slot_spill_into_the_overflow_and_stay_findable():
     _check(index, ref, ids)
 
 
+def test_crowded_neighbouring_homes_racing_for_far_slots_each_get_their_own():
+    # Homes 200 and 203, 9 ids each, in one insert: past the first rounds both
+    # homes' ids want the same free slots (203's window starts inside 200's).
+    index = IdIndex(expected=5000)
+    ids = np.concatenate([_same_home_ids(index, home=200, count=9), _same_home_ids(index, home=203, count=9)])
+    index.insert(ids, np.arange(ids.size, dtype=np.int64))
+    assert index.overflow_size == 0
+    slots = np.flatnonzero(index._entries[:, 1] >= 0)
+    assert slots.size == ids.size and (slots >= 200).all() and (slots < 203 + WINDOW).all()
+    ref = dict(zip(ids.tolist(), range(ids.size)))
+    _check(index, ref, np.concatenate([ids, ids[::-1]]))
+    more = _same_home_ids(index, home=203, count=9 + WINDOW)[9:]   # 203's window fills: the rest spill
+    index.insert(more, np.arange(ids.size, ids.size + more.size, dtype=np.int64))
+    ref.update(zip(more.tolist(), range(ids.size, ids.size + more.size)))
+    assert index.overflow_size > 0
+    _check(index, ref, np.concatenate([ids, more]))
+
+
 def test_lookups_move_ids_repeated_in_a_batch_home_without_changing_any_answer():
     index = IdIndex(expected=5000)
     ids = _same_home_ids(index, home=7, count=6)

@@ -162,7 +162,7 @@ class HeterRuntime:
         split = split_heter_program(t.get_trainer_program(wait_port=False), startup, t.plan, self.heter_endpoints)
         client = PSClient(rm.get_pserver_endpoints(), trainer_id, auth_token=token, settings=rm.settings())
         service = trainer_service(client, s.mode, max_merge_var_num=s.max_merge_var_num,
-                                  send_queue_size=s.send_queue_size)
+                                  send_queue_size=s.send_queue_size, max_stale_steps=s.max_stale_steps)
         exe = Executor(place)
         exe.services["rpc"] = service
 

@@ -7,6 +7,10 @@ The rule of seed 000 (`_get_distributed_strategy`), on a DistributedStrategy:
     a_sync=True,  k_steps  > 0  → geo (exchange parameter deltas every k_steps)
     anything else               → ValueError
 
+a_sync_configs also sets the async communicator's knobs: max_merge_var_num,
+send_queue_size and max_stale_steps (psjob.ps.communicator.CommunicatorConfig),
+checked when set.
+
 A DistributeTranspilerConfig is mapped as Fleet 1.x maps it: sync_mode → sync;
 otherwise runtime_split_send_recv selects geo (geo_sgd_mode), half-async
 (half_async) or async, and without it half-async. Paddle's config defaults to
@@ -19,14 +23,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..fluid.transpiler import DistributeTranspilerConfig
+from ..ps.communicator import CommunicatorConfig
 
 MODES = ("sync", "async", "half_async", "geo")
 
+# The async communicator's knobs default to psjob.ps.communicator's measured values, not to the
+# numbers Paddle's AsyncConfig proto shows (max_merge_var_num 1, send_queue_size 16): Paddle's
+# runtime never reads those two keys (its communicator takes FLAGS_communicator_* or CPU_NUM,
+# default 1: no merging, a queue of one); docs/paddle2.md says more.
 DEFAULT_A_SYNC_CONFIGS = {
     "k_steps": 0,
     "launch_barrier": True,          # trainers wait until every pserver serves
-    "max_merge_var_num": 20,         # communicator: gradients merged into one send
-    "send_queue_size": 20,           # communicator: per-variable queue bound
+    "max_merge_var_num": CommunicatorConfig.max_merge_var_num,  # gradients merged into one send
+    "send_queue_size": CommunicatorConfig.send_queue_size,      # per-variable queue bound
+    # psjob's own key: how many steps of a trainer's own gradients its async reads may miss
+    # (an int >= 0, or None for no bound but send_queue_size); sync and geo ignore it.
+    "max_stale_steps": CommunicatorConfig.max_stale_steps,
     "heter_worker_device_guard": "cpu",
 }
 
@@ -53,6 +65,11 @@ class DistributedStrategy:
         if unknown:
             raise ValueError(f"unknown a_sync_configs key(s) {sorted(unknown)}; "
                              f"known: {sorted(DEFAULT_A_SYNC_CONFIGS)}")
+        self._set_a_sync_configs(configs)
+
+    def _set_a_sync_configs(self, configs: dict):
+        """Update with `configs` if every value is valid; else raise, changing nothing."""
+        _checked({**self._a_sync_configs, **configs})
         self._a_sync_configs.update(configs)
 
 
@@ -61,9 +78,10 @@ class ResolvedStrategy:
     mode: str
     k_steps: int = 0
     launch_barrier: bool = True
-    max_merge_var_num: int = 20
-    send_queue_size: int = 20
+    max_merge_var_num: int = CommunicatorConfig.max_merge_var_num
+    send_queue_size: int = CommunicatorConfig.send_queue_size
     heter_worker_device_guard: str = "cpu"
+    max_stale_steps: int | None = CommunicatorConfig.max_stale_steps
 
     @property
     def sync_mode(self) -> bool:
@@ -74,15 +92,45 @@ def _asks_for_async(config: DistributeTranspilerConfig) -> bool:
     return bool(config.runtime_split_send_recv or config.half_async or config.geo_sgd_mode)
 
 
+def _count(cfg: dict, key: str, least: int) -> int:
+    value = cfg[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"a_sync_configs[{key!r}] must be an integer >= {least}, got {value!r}")
+    return value
+
+
+def _max_stale_steps(cfg: dict) -> int | None:
+    if cfg["max_stale_steps"] is None:
+        return None
+    try:
+        return _count(cfg, "max_stale_steps", 0)
+    except ValueError:
+        raise ValueError(f"a_sync_configs['max_stale_steps'] must be an integer >= 0 or None (no bound), "
+                         f"got {cfg['max_stale_steps']!r}") from None
+
+
+def _checked(cfg: dict) -> dict:
+    """ResolvedStrategy's fields from a_sync_configs `cfg` (all but mode), or a ValueError
+    naming the bad key."""
+    k = cfg["k_steps"]
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"a_sync_configs['k_steps'] must be an integer >= 0, got {k!r}")
+    guard = str(cfg["heter_worker_device_guard"]).lower()
+    if guard not in ("cpu", "gpu", "xpu"):
+        raise ValueError(f"heter_worker_device_guard must be one of cpu, gpu, xpu; got {guard!r}")
+    return dict(k_steps=k, launch_barrier=bool(cfg["launch_barrier"]),
+                max_merge_var_num=_count(cfg, "max_merge_var_num", 1),
+                send_queue_size=_count(cfg, "send_queue_size", 1),
+                heter_worker_device_guard=guard, max_stale_steps=_max_stale_steps(cfg))
+
+
 def resolve(strategy) -> ResolvedStrategy:
     """Strategy (None, DistributedStrategy or DistributeTranspilerConfig) → mode and knobs."""
     if strategy is None:
         return ResolvedStrategy("async")
     if isinstance(strategy, DistributedStrategy):
-        cfg = strategy.a_sync_configs
-        k = cfg["k_steps"]
-        if not isinstance(k, int) or k < 0:
-            raise ValueError(f"a_sync_configs['k_steps'] must be an integer >= 0, got {k!r}")
+        knobs = _checked(strategy.a_sync_configs)
+        k = knobs["k_steps"]
         if not strategy.a_sync and k == 0:
             mode = "sync"
         elif strategy.a_sync and k == 0:
@@ -92,11 +140,7 @@ def resolve(strategy) -> ResolvedStrategy:
         else:
             raise ValueError(f"k_steps={k} needs a_sync=True (geo mode); with a_sync=False set k_steps=0 "
                              "for sync training")
-        guard = str(cfg["heter_worker_device_guard"]).lower()
-        if guard not in ("cpu", "gpu", "xpu"):
-            raise ValueError(f"heter_worker_device_guard must be one of cpu, gpu, xpu; got {guard!r}")
-        return ResolvedStrategy(mode, k, bool(cfg["launch_barrier"]), int(cfg["max_merge_var_num"]),
-                                int(cfg["send_queue_size"]), guard)
+        return ResolvedStrategy(mode, **knobs)
     if isinstance(strategy, DistributeTranspilerConfig):
         if strategy.sync_mode or (strategy.sync_mode is None and not _asks_for_async(strategy)):
             return ResolvedStrategy("sync")

@@ -42,7 +42,8 @@ class WorkerConnection:
             geo = client_service.GeoSettings(scope or global_scope(), job.transpiler.vars_overview, params,
                                              rm.worker_num(), s.k_steps)
         service = client_service.trainer_service(client, s.mode, max_merge_var_num=s.max_merge_var_num,
-                                                 send_queue_size=s.send_queue_size, geo=geo)
+                                                 send_queue_size=s.send_queue_size,
+                                                 max_stale_steps=s.max_stale_steps, geo=geo)
         client_service.install(service)
         if job.heter is not None:
             try:

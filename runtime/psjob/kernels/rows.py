@@ -10,7 +10,15 @@ takes the ordinary indexing path, with the same result.
 """
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
+
+
+@functools.lru_cache(maxsize=64)
+def _row_item(row_bytes: int) -> np.dtype:
+    return np.dtype((np.void, row_bytes))   # building one costs microseconds; a table uses a few
 
 
 def _as_row_items(a):
@@ -19,10 +27,11 @@ def _as_row_items(a):
         return None
     if a.ndim == 1:
         return a
-    row_bytes = a.itemsize * int(np.prod(a.shape[1:], dtype=np.int64))
+    row_bytes = a.itemsize * math.prod(a.shape[1:])
     if row_bytes == 0 or not a.flags.c_contiguous:
         return None
-    return a.reshape(a.shape[0], -1).view(np.dtype((np.void, row_bytes))).reshape(-1)
+    flat = a if a.ndim == 2 else a.reshape(a.shape[0], -1)
+    return flat.view(_row_item(row_bytes)).reshape(-1)
 
 
 def take_rows(a, rows, mode: str = "raise"):

@@ -43,12 +43,15 @@ class GeoSettings:
 
 
 def trainer_service(client: PSClient, mode: str, *, max_merge_var_num: int = CommunicatorConfig.max_merge_var_num,
-                    send_queue_size: int = CommunicatorConfig.send_queue_size, geo: GeoSettings | None = None):
+                    send_queue_size: int = CommunicatorConfig.send_queue_size,
+                    max_stale_steps: int | None = CommunicatorConfig.max_stale_steps,
+                    geo: GeoSettings | None = None):
     """The trainer's RPC service of `mode` around `client`: the client itself (sync), a
     Communicator (async, half_async) or a GeoCommunicator (geo, which needs `geo`)."""
     if mode in ("async", "half_async"):
         return Communicator(client, CommunicatorConfig(mode=mode, max_merge_var_num=max_merge_var_num,
-                                                       send_queue_size=send_queue_size))
+                                                       send_queue_size=send_queue_size,
+                                                       max_stale_steps=max_stale_steps))
     if mode == "geo":
         if geo is None:
             raise ValueError("a geo trainer's service needs its GeoSettings")

@@ -17,6 +17,16 @@ from . import psjob_pb2 as pb
 # (np.frombuffer on those would be unsafe or meaningless).
 ALLOWED_DTYPES = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64",
                             "uint8", "bool"})
+# Looked up per tensor of every request: numpy's `dtype.name` is a Python-level property
+# (~3 us a call here, against ~0.1 us for the dict).
+_DTYPE_OF_NAME = {name: np.dtype(name) for name in ALLOWED_DTYPES}
+_NAME_OF_DTYPE = {dtype: name for name, dtype in _DTYPE_OF_NAME.items()}
+
+
+def dtype_name(dtype: np.dtype) -> str:
+    """numpy's ``dtype.name`` (the wire's dtype string), cached for the allowed dtypes."""
+    name = _NAME_OF_DTYPE.get(dtype)
+    return dtype.name if name is None else name
 
 
 class PayloadError(ValueError):
@@ -33,11 +43,11 @@ def encode(name: str, value, lod=None) -> pb.Tensor:
     rows = getattr(value, "rows", None)
     if rows is not None and hasattr(value, "values"):
         values = np.ascontiguousarray(host_array(value.values))
-        return pb.Tensor(name=name, dtype=values.dtype.name, shape=values.shape, data=values.tobytes(),
+        return pb.Tensor(name=name, dtype=dtype_name(values.dtype), shape=values.shape, data=values.tobytes(),
                          selected_rows=True, rows=np.ascontiguousarray(host_array(rows), dtype=np.int64).tobytes(),
                          height=int(value.height))
     arr = np.ascontiguousarray(host_array(value))
-    msg = pb.Tensor(name=name, dtype=arr.dtype.name, shape=arr.shape, data=arr.tobytes())
+    msg = pb.Tensor(name=name, dtype=dtype_name(arr.dtype), shape=arr.shape, data=arr.tobytes())
     if lod:
         msg.lod.extend(int(x) for x in lod[-1])
     return msg
@@ -45,13 +55,14 @@ def encode(name: str, value, lod=None) -> pb.Tensor:
 
 def check_meta(msg: pb.Tensor) -> tuple[np.dtype, tuple]:
     """The tensor's dtype and shape, refusing dtypes that may not cross the wire and negative dimensions."""
-    if msg.dtype not in ALLOWED_DTYPES:
+    dtype = _DTYPE_OF_NAME.get(msg.dtype)
+    if dtype is None:
         raise PayloadError(f"tensor {msg.name!r}: dtype {msg.dtype!r} is not allowed "
                            f"(one of {', '.join(sorted(ALLOWED_DTYPES))})")
     shape = tuple(msg.shape)
     if any(d < 0 for d in shape):
         raise PayloadError(f"tensor {msg.name!r}: negative dimension in shape {list(shape)}")
-    return np.dtype(msg.dtype), shape
+    return dtype, shape
 
 
 def nbytes_of(dtype: np.dtype, shape: tuple) -> int:

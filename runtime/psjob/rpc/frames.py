@@ -63,10 +63,10 @@ def tensor_header(name: str, value, lod=None) -> tuple[pb.Tensor, list[np.ndarra
     if rows is not None and hasattr(value, "values"):
         values = _contiguous(value.values)
         ids = np.ascontiguousarray(codec.host_array(rows), dtype=np.int64)
-        return (pb.Tensor(name=name, dtype=values.dtype.name, shape=values.shape, selected_rows=True,
+        return (pb.Tensor(name=name, dtype=codec.dtype_name(values.dtype), shape=values.shape, selected_rows=True,
                           height=int(value.height)), [values, ids])
     arr = _contiguous(value)
-    msg = pb.Tensor(name=name, dtype=arr.dtype.name, shape=arr.shape)
+    msg = pb.Tensor(name=name, dtype=codec.dtype_name(arr.dtype), shape=arr.shape)
     if lod:
         msg.lod.extend(int(x) for x in lod[-1])
     return msg, [arr]

@@ -27,9 +27,12 @@ the frequent ids thus settle at home, where the first gather finds them (on
 the Zipf benchmark 97.2% of a new batch's ids are at home when it arrives,
 against the ~75% of random ids that linear probing keeps at home at load 0.6).
 
-Insert: at most WINDOW rounds; in each, every pending id tries the slot at its
-current displacement, writes its row there if free (last writer wins among
-racing ids of one batch, checked by reading back), and the losers move on.
+Insert: _NEAR rounds; in each, every pending id tries the slot at its current
+displacement, writes its row there if free (last writer wins among racing ids
+of one batch, checked by reading back), and the losers move on. The few ids
+left then take the first free slot of the rest of their window, found for all
+of them with one gather (ids choosing one slot: the first keeps it, the others
+look again), and ids whose window is full go to the overflow.
 
 Capacity is a power of two and doubles when the load would exceed MAX_LOAD
 or the overflow grows past a small fraction of the entries; the new table is
@@ -245,7 +248,7 @@ class IdIndex:
         flat = self._flat
         pend = np.arange(ids.size)
         home = self._home(ids).copy()
-        for d in range(WINDOW):                      # round d tries displacement d
+        for d in range(_NEAR):                       # round d tries displacement d
             slot = home + d
             free = np.flatnonzero(flat.take(2 * slot + 1) < 0)
             if free.size:
@@ -262,7 +265,36 @@ class IdIndex:
                 pend, home = pend[keep], home[keep]
             if pend.size == 0:
                 return
-        self._add_overflow(ids[pend], rows[pend])
+        self._place_far(ids[pend], rows[pend], home)
+
+    def _place_far(self, ids, rows, home):
+        """Place ids whose slots at displacements below _NEAR were all taken.
+
+        They are a few percent of an insert, but one round per displacement
+        would cost up to WINDOW - _NEAR more rounds of fixed numpy overhead
+        (the longest probe of a batch sets the count). Instead each id takes
+        the first free slot of the rest of its window, found with one gather;
+        of ids choosing one slot the first keeps it and the others look again;
+        ids whose window is full go to the overflow.
+        """
+        flat = self._flat
+        offsets = np.arange(_NEAR, WINDOW)[:, None]    # displacement-major, as in _scan
+        while ids.size:
+            free = flat.take(2 * (home + offsets) + 1) < 0
+            first = free.argmax(axis=0)
+            fits = free[first, np.arange(ids.size)]
+            if not fits.all():
+                self._add_overflow(ids[~fits], rows[~fits])
+                ids, rows, home, first = ids[fits], rows[fits], home[fits], first[fits]
+            slot = home + _NEAR + first
+            _, won = np.unique(slot, return_index=True)
+            flat[2 * slot[won]] = ids[won]
+            flat[2 * slot[won] + 1] = rows[won]
+            # Winners have distinct slots, hence distinct homes (one home, one first free slot).
+            self._reach[home[won]] = np.maximum(self._reach[home[won]], (_NEAR + first[won]).astype(np.uint8))
+            lost = np.ones(ids.size, bool)
+            lost[won] = False
+            ids, rows, home = ids[lost], rows[lost], home[lost]
 
     def _add_overflow(self, ids, rows):
         all_ids = np.concatenate([self._ovf_ids, ids])

@@ -75,6 +75,11 @@ class TableStats:
     step: int
 
 
+def _strictly_ascending(ids: np.ndarray) -> bool:
+    """True for ids in np.unique's order (hence distinct): what a trainer's prefetch and push send."""
+    return ids.size < 2 or bool((ids[1:] > ids[:-1]).all())
+
+
 class SparseTable:
     def __init__(self, config: TableConfig):
         if not isinstance(config, TableConfig):
@@ -150,8 +155,11 @@ class SparseTable:
                 made = self._create(ids[miss])
                 rows[miss] = made
                 miss = miss[made < 0]
+            # `rows` is a strided view of the index's probe: one contiguous copy serves the
+            # remembered lookup and the gather (numpy would copy strided indices itself).
+            rows = np.ascontiguousarray(rows)
             if miss.size == 0 and ids.size <= _RECENT_MAX_IDS:
-                self._recent.append((ids.copy(), np.ascontiguousarray(rows)))
+                self._recent.append((ids.copy(), rows))
             if self._device is None:
                 out = take_rows(self._storage.cols["value"], rows, mode="clip")
             else:   # gather on the device, one copy back
@@ -162,7 +170,12 @@ class SparseTable:
 
     def _create(self, absent: np.ndarray) -> np.ndarray:
         """Rows for absent ids (with repeats): new rows for admitted ids, -1 for the rest."""
-        unique, inverse, counts = np.unique(absent, return_inverse=True, return_counts=True)
+        if _strictly_ascending(absent):
+            # A trainer's prefetch sends its batch's ids uniqued (np.unique: ascending), so
+            # the absent ones are already distinct: no second sort.
+            unique, inverse, counts = absent, np.arange(absent.size), np.ones(absent.size, np.int64)
+        else:
+            unique, inverse, counts = np.unique(absent, return_inverse=True, return_counts=True)
         admitted = self._admission.admit(unique, counts)
         row_of = np.full(unique.size, -1, np.int64)
         new_ids = unique[admitted]
@@ -220,7 +233,7 @@ class SparseTable:
                     clicks = None if clicks is None else clicks[keep]
             if rows.size == 0:
                 return
-            if ids.size < 2 or bool((ids[1:] > ids[:-1]).all()):
+            if _strictly_ascending(ids):
                 # Ascending ids (a prefetched batch: np.unique's order) are distinct, and
                 # so are their rows: nothing to merge. The optimizers only read grads.
                 unique_rows, summed = np.ascontiguousarray(rows), grads

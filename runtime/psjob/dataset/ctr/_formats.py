@@ -28,7 +28,7 @@ import numpy as np
 from psjob.dataset.ctr._errors import LineProblem, Problem
 from psjob.dataset.ctr._layout import NUM_DENSE, NUM_SLOTS, hash_ids
 from psjob.dataset.ctr._parse import Columns
-from psjob.dataset._text import binary_parts, numbers, read_fields
+from psjob.dataset._text import binary_parts, count_lines, numbers, read_fields
 
 FIELDS = 1 + NUM_DENSE + NUM_SLOTS
 MAX_HEX_DIGITS = 8
@@ -44,6 +44,9 @@ _TSV40_BYTES = b"0123456789.eE+-\t\n"
 _DENSE_COLUMNS = frozenset(range(1, 1 + NUM_DENSE))
 # Label and categorical columns as bytes, integer columns as int64 (empty → null → 0).
 _CRITEO_TYPES = ["binary"] + ["int64"] * NUM_DENSE + ["binary"] * NUM_SLOTS
+# The same with the categorical columns as 8-byte fixed-width binary (empty → null).
+_CRITEO_HEX8_TYPES = ["binary"] + ["int64"] * NUM_DENSE + [("binary", MAX_HEX_DIGITS)] * NUM_SLOTS
+_CATEGORICAL_COLUMNS = frozenset(range(1 + NUM_DENSE, FIELDS))
 _TSV40_TYPES = ["binary"] + ["float64"] * NUM_DENSE + ["int64"] * NUM_SLOTS
 
 
@@ -108,6 +111,12 @@ _PACK = ((np.uint64(4), np.uint64(0x00FF00FF00FF00FF)), (np.uint64(8), np.uint64
          (np.uint64(16), np.uint64(0x00000000FFFFFFFF)))
 
 
+# hex8_values' joining steps: (multiplier 1 + (base << s), shift s, mask of each lane's low s bits).
+_HEX8_JOIN = ((np.uint64(1 + (16 << 8)), np.uint64(8), np.uint64(0x00FF00FF00FF00FF)),
+              (np.uint64(1 + (256 << 16)), np.uint64(16), np.uint64(0x0000FFFF0000FFFF)),
+              (np.uint64(1 + (65536 << 32)), np.uint64(32), np.uint64(0x00000000FFFFFFFF)))
+
+
 def _one_id_columns(dense, label, ids):
     n = len(label)
     lod = np.arange(n + 1, dtype=np.int64)
@@ -121,20 +130,83 @@ def _table(data, lines, allowed, types, nullable=frozenset()):
 
 
 def criteo_block(data, ranges, lines=None):
-    table = _table(data, lines, _CRITEO_BYTES, _CRITEO_TYPES, nullable=_DENSE_COLUMNS)
-    if table is None:
+    if data.translate(None, _CRITEO_BYTES):
+        return None
+    lines = count_lines(data) if lines is None else lines
+    # Fixed-width first: the categorical columns of the Criteo logs are 8 hex digits or empty.
+    table = read_fields(data, lines, _CRITEO_HEX8_TYPES, b"\t", _DENSE_COLUMNS | _CATEGORICAL_COLUMNS)
+    if table is not None:
+        values = hex8_values([table.column(c) for c in sorted(_CATEGORICAL_COLUMNS)], lines)
+    else:  # some categorical value of another width: offsets per string
+        table = read_fields(data, lines, _CRITEO_TYPES, b"\t", _DENSE_COLUMNS)
+        values = None if table is None else _hex_rows(table)
+    if values is None:
         return None
     label = _fast_label(table.column(0))
     if label is None:
         return None
     dense = np.stack([numbers(table.column(1 + j), np.float32, fill=0) for j in range(NUM_DENSE)], axis=1)
-    ids = []
-    for s in range(NUM_SLOTS):
-        values, not_hex = hex_values(table.column(1 + NUM_DENSE + s))
+    # All slots hashed at once: row s of `values` with slot s.
+    ids = hash_ids(np.arange(NUM_SLOTS)[:, None], values)
+    return _one_id_columns(dense, label, ids)
+
+
+def _hex_rows(table):
+    """uint64 [NUM_SLOTS, n] values of the binary categorical columns, or None if one is not hex."""
+    rows = []
+    for column in sorted(_CATEGORICAL_COLUMNS):
+        values, not_hex = hex_values(table.column(column))
         if not_hex.any():
             return None
-        ids.append(hash_ids(s, values))
-    return _one_id_columns(dense, label, ids)
+        rows.append(values)
+    return np.stack(rows)
+
+
+def hex8_values(columns, n):
+    """uint64 [len(columns), n] values of fixed-width 8-byte binary Arrow columns (MISSING
+    where null), or None if a value holds a byte that is not a hex digit.
+
+    Only for blocks whose bytes are all in _CRITEO_BYTES: within a field that leaves hex
+    digits, '+' and '-', and of those only '+' (0x2B) and '-' (0x2D) have neither bit 4 nor
+    bit 6 set. Each value is one little-endian word, decoded in place by SWAR arithmetic
+    over all columns at once: a byte's nibble, then three multiply-shift-mask steps that
+    join neighbouring digits (8 nibbles → 4 bytes → 2 half-words → one 32-bit value)."""
+    words = np.empty((len(columns), n), np.uint64)
+    nulls = None
+    for s, column in enumerate(columns):
+        start = 0
+        for chunk in column.chunks:
+            stop = start + len(chunk)
+            data = np.frombuffer(chunk.buffers()[1], "<u8")
+            words[s, start:stop] = data[chunk.offset:chunk.offset + len(chunk)]
+            if chunk.null_count:
+                if nulls is None:
+                    nulls = np.zeros(words.shape, bool)
+                nulls[s, start:stop] = chunk.is_null().to_numpy(zero_copy_only=False)
+            start = stop
+    if nulls is not None:
+        words[nulls] = _ASCII_ZEROS  # a null's bytes are unspecified: decode "00000000" there
+    digit_bits = (words >> np.uint64(4)) | (words >> np.uint64(6))
+    digit_bits &= _BYTES_01
+    if not (digit_bits == _BYTES_01).all():
+        return None
+    # '0'-'9' are 0x30-0x39, 'A'-'F'/'a'-'f' 0x41-0x46/0x61-0x66: low nibble, plus 9 for letters.
+    letters = words >> np.uint64(6)
+    letters &= _BYTES_01
+    letters *= np.uint64(9)
+    words &= _BYTES_0F
+    words += letters
+    # The first (most significant) digit is the lowest byte. With (base, s) = (16, 8), (256, 16),
+    # (65536, 32): in each lane of 2s bits, multiplying by 1 + (base << s) adds base x the lane's
+    # first value to its second, in the second's place; >> s brings that sum to the lane's
+    # bottom and the mask clears what lies above. Each sum fits its s bits: no lane carries.
+    for multiplier, shift, mask in _HEX8_JOIN:
+        words *= multiplier
+        words >>= shift
+        words &= mask
+    if nulls is not None:
+        words[nulls] = MISSING
+    return words
 
 
 def tsv40_block(data, ranges, lines=None):

@@ -40,13 +40,19 @@ ID_MODES = ("dense", "hash")
 _HASH_SALT = np.uint64(0x5EED_C7A0_0000_0001)
 
 
-def _splitmix64(x):
-    """SplitMix64 finaliser on uint64 arrays (wrapping arithmetic)."""
+def _splitmix64(z):
+    """SplitMix64 finaliser on a uint64 array, in place (wrapping arithmetic)."""
     with np.errstate(over="ignore"):
-        z = x + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
+        z += np.uint64(0x9E3779B97F4A7C15)
+        t = z >> np.uint64(30)
+        z ^= t
+        z *= np.uint64(0xBF58476D1CE4E5B9)
+        np.right_shift(z, np.uint64(27), out=t)
+        z ^= t
+        z *= np.uint64(0x94D049BB133111EB)
+        np.right_shift(z, np.uint64(31), out=t)
+        z ^= t
+    return z
 
 
 def hash_ids(slot, local_ids):
@@ -54,9 +60,13 @@ def hash_ids(slot, local_ids):
 
     SplitMix64 is a bijection on 64-bit words, so distinct (slot, id) pairs
     never collide; the result spans all of int64, negatives included.
+    `slot` may be an array that broadcasts against `local_ids` (a column of
+    slot numbers for rows of ids).
     """
-    key = (np.uint64(slot + 1) << np.uint64(40)) | np.asarray(local_ids).astype(np.uint64)
-    return _splitmix64(key ^ _HASH_SALT).view(np.int64)
+    key = np.asarray(local_ids).astype(np.uint64)  # a copy: hashed in place
+    key |= np.uint64(np.asarray(slot) + 1) << np.uint64(40)
+    key ^= _HASH_SALT
+    return _splitmix64(key).view(np.int64)
 
 
 def global_ids(slot, local_ids, id_mode):

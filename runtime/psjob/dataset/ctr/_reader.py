@@ -22,6 +22,7 @@ from psjob.dataset.ctr._errors import (BadLine, DataError, LineProblem, Problem,
 from psjob.dataset.ctr import _formats
 from psjob.dataset.ctr._parse import (SLOW_LINES, Columns, columns_from_rows, id_ranges,
                                       parse_block_fast, parse_line)
+from psjob.dataset._text import count_lines
 from psjob.dataset.sources import exists, list_parts, open_binary
 
 log = logging.getLogger("psjob.dataset.ctr")
@@ -119,7 +120,7 @@ class _Pass:
         if mid <= 0 or mid >= len(data):
             mid = data.find(b"\n") + 1
         left, right = data[:mid], data[mid:]
-        left_lines = left.count(b"\n")
+        left_lines = count_lines(left)
         return (self._parse(path, left, first_line, left_lines)
                 + self._parse(path, right, first_line + left_lines, lines - left_lines))
 
@@ -163,7 +164,7 @@ def _blocks(path, ctx):
                     carry, discarding = b"", True
                 continue
             block, carry = data[:cut], data[cut:]
-            lines = block.count(b"\n")
+            lines = count_lines(block)
             yield block, line_no, lines
             line_no += lines
     if carry and not discarding:

@@ -9,7 +9,11 @@ geo) with Paddle 2.x's defaults and the fields PaddleRec's helpers set:
 - `a_sync_configs` takes every key Paddle knows. psjob honours `k_steps`,
   `launch_barrier`, `max_merge_var_num`, `send_queue_size` and
   `heter_worker_device_guard`; the others are accepted and logged once as
-  ignored. A key Paddle does not know either is an error.
+  ignored. It adds its own `max_stale_steps` (default 1): how many steps of a
+  trainer's own gradients its async reads may miss (None: unbounded). Values
+  are checked when set. A key neither Paddle nor psjob knows is an error.
+  max_merge_var_num/send_queue_size default to psjob's 20/20, not the 1/16 of
+  Paddle's AsyncConfig, which Paddle's runtime never reads (docs/paddle2.md).
 - `trainer_desc_configs`, `adam_d2sum`, `fs_client_param`,
   `sparse_table_configs` (PSLib/PS-GPU settings) are stored, readable, and
   logged once as ignored.
@@ -60,7 +64,7 @@ class DistributedStrategy(_FleetStrategy):
                              f"{sorted(DEFAULT_A_SYNC_CONFIGS) + sorted(IGNORED_A_SYNC_KEYS)}")
         for key in sorted(set(configs) & set(IGNORED_A_SYNC_KEYS)):
             _ignored(f"a_sync_configs[{key!r}]")
-        self._a_sync_configs.update({k: v for k, v in configs.items() if k in DEFAULT_A_SYNC_CONFIGS})
+        self._set_a_sync_configs({k: v for k, v in configs.items() if k in DEFAULT_A_SYNC_CONFIGS})
 
 
 def _ignored_field(name: str, kind: type) -> property:

@@ -68,10 +68,18 @@ class UtilBase:
 
     def get_file_shard(self, files):
         """This worker's share of `files`, split as Paddle splits them: contiguous blocks,
-        the first len(files) % worker_num workers one file more."""
+        the first len(files) % workers workers one file more.
+
+        The workers are the trainers taking part now (fleet.worker_members()): in an elastic
+        job the live members at this call, ranked by trainer id, not the job's capacity (which
+        worker_num() reports there); a shard is then valid until the members change."""
         if not isinstance(files, list):
             raise TypeError(f"files must be a list, got {type(files).__name__}")
-        trainers, me = self._fleet.worker_num(), self._fleet.worker_index()
+        members, index = sorted(self._fleet.worker_members()), self._fleet.worker_index()
+        if index not in members:
+            raise ValueError(f"fleet.util.get_file_shard: trainer {index} is not among the job's live "
+                             f"trainers {members} (it has left the job)")
+        trainers, me = len(members), members.index(index)
         base, extra = divmod(len(files), trainers)
         begin = me * base + min(me, extra)
         return files[begin:begin + base + (1 if me < extra else 0)]
