@@ -37,7 +37,8 @@ _spec.loader.exec_module(kit)
 
 Job, CKPT_SCRIPT, FLEET_SCRIPT, JOB_TIMEOUT = kit.Job, kit.CKPT_SCRIPT, kit.FLEET_SCRIPT, kit.JOB_TIMEOUT
 _wait_until, _newest_step, _assert_checkpoints_sound = kit.wait_until, kit.newest_step, kit.assert_checkpoints_sound
-_environ_of, _endpoints_of, _token_of = kit.environ_of, kit.endpoints_of, kit.token_of
+_endpoints_of, _token_of = kit.endpoints_of, kit.token_of
+_descendants = kit.job_processes
 _exited, _alive = kit.exited, kit.alive
 
 
@@ -108,25 +109,6 @@ def _kill_run(out, seed):
 def test_pserver_sigkills_at_seeded_random_points_under_launch_end_in_a_trained_model(tmp_path, seed):
     summary = _kill_run(tmp_path, seed)
     assert summary["kills"], summary  # the first kill lands within 0.5 s of the first checkpoint
-
-
-def _descendants(pid):
-    """{("PSERVER"|"TRAINER", index): pid} of the job processes under `pid` (walks /proc)."""
-    found, todo = {}, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            for task in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{task}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
-            env = _environ_of(p)
-        except (OSError, ValueError):
-            continue
-        role = env.get("PADDLE_TRAINING_ROLE", "")
-        index = env.get("PSJOB_PSERVER_INDEX") if role == "PSERVER" else env.get("PSJOB_TRAINER_ID")
-        if role in ("PSERVER", "TRAINER") and index not in (None, "", "auto") and p != pid:
-            found.setdefault((role, int(index)), p)  # the outermost process of that role
-    return found
 
 
 # Victims: both pservers and both workers. Worker 0 coordinates checkpoints: killed between a

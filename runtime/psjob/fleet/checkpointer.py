@@ -160,7 +160,11 @@ class Checkpointer:
 
     @classmethod
     def from_env(cls, executor, program, scope=None, environ=None) -> "Checkpointer":
-        return cls(executor, program, CheckpointConfig.from_env(environ), scope)
+        """Settings from `environ` (the process environment by default), the saves' RPC
+        client's included."""
+        distributed_program = getattr(program, "_is_distributed", False)
+        dist = distributed.DistInfo.of(program, settings=environ) if distributed_program else None
+        return cls(executor, program, CheckpointConfig.from_env(environ), scope, dist)
 
     @classmethod
     def for_fleet(cls, fleet, executor, scope=None, environ=None, **overrides) -> "Checkpointer":
