@@ -173,8 +173,10 @@ def test_a_job_past_its_active_deadline_is_stopped_and_fails(tmp_path):
     status, out = finish(start_run(job, tmp_path))
     assert status == 124, out
     assert "DeadlineExceeded" in out and "activeDeadlineSeconds=4" in out
-    # Every process exits on its SIGTERM: a sync pserver whose calls waited for the next round
-    # used to wait for them until the 10 s stop grace ran out (SIGKILL), 14 s and more in all.
+    # Every process exits on its SIGTERM. A sync pserver stopped while a pull waited for the next
+    # round used to hang until the 10 s stop grace ran out (SIGKILL): 14 s and more in all, in 1
+    # of 4 runs at load ~10 (which stop catches a pull waiting is timing). The deterministic
+    # check is tests/unit/test_pserver_elastic.py's close() test.
     assert time.monotonic() - started < 13, out
 
 
