@@ -195,13 +195,13 @@ def test_sigkills_of_pservers_and_trainers_under_psjob_run_recover_within_the_re
 
 PAUSE_STEPS = 150
 
-def _paused_run(out, pause_s, max_attempts):
+def _paused_run(out, pause_s, max_attempts, launch_args=()):
     """A 1-pserver, 1-trainer sync job (deadline 1 s per attempt, no recovery window beyond
     the attempts); SIGSTOP the pserver for `pause_s` (or until the job ended) once 10 rounds
     are done. Returns (job, seconds the job still ran after the SIGSTOP)."""
     env = {"PSJOB_RPC_DEADLINE_S": "1", "PSJOB_RPC_BARRIER_DEADLINE_S": "1",
            "PSJOB_RPC_MAX_ATTEMPTS": str(max_attempts), "PSJOB_PSERVER_RECOVERY_S": "0"}
-    job = Job(out, ["--server_num", "1", "--worker_num", "1"],
+    job = Job(out, ["--server_num", "1", "--worker_num", "1", *launch_args],
               [FLEET_SCRIPT, "--mode", "sync", "--out", str(out), "--steps", str(PAUSE_STEPS), "--sleep_ms", "20"],
               env=env)
     try:
@@ -242,13 +242,15 @@ def test_a_pserver_paused_longer_than_the_deadline_but_within_the_retries_is_wai
 
 
 def test_a_pserver_paused_past_every_retry_fails_the_trainer_with_deadline_exceeded_within_a_bound(tmp_path):
-    job, after_stop = _paused_run(tmp_path, pause_s=30, max_attempts=2)
+    # The paused pserver cannot act on the SIGTERM that stops the job: the launcher kills it once
+    # --stop_grace (10 s by default) is over.
+    job, after_stop = _paused_run(tmp_path, pause_s=30, max_attempts=2, launch_args=["--stop_grace", "2"])
     assert job.proc.returncode != 0, job.text
     worker_log = (tmp_path / "log" / "workerlog.0").read_text()
     assert "DEADLINE_EXCEEDED" in worker_log and "to pserver 127.0.0.1:" in worker_log, worker_log
     assert "trainer.0 failed with status 1 and has no restarts left" in job.text, job.text
-    # 2 attempts of 1 s plus backoff, then the launcher's 10 s stop grace for the frozen pserver.
-    assert after_stop < 20, after_stop
+    # 2 attempts of 1 s plus backoff, then the launcher's 2 s stop grace for the frozen pserver.
+    assert after_stop < 12, after_stop
     print(f"\n[faults] SIGSTOP 30 s, deadline 1 s x 2 attempts -> trainer failed with DEADLINE_EXCEEDED, "
           f"job over {after_stop:.1f} s after the SIGSTOP")
 
