@@ -1,5 +1,6 @@
-"""Shared by the fault tests (test_faults.py, test_tls.py, test_checkpoint_freeze.py):
-a `psjob launch` job in the background and what the tests read from it.
+"""Shared by the fault tests (test_faults.py, test_tls.py, test_checkpoint_freeze.py) and
+test_elastic_trainers.py: a `psjob launch` job in the background, the processes of a
+`psjob run`, and what the tests read from them.
 
 Tests have no packages, so the test modules load this file by path (`load`)."""
 import importlib.util
@@ -117,6 +118,36 @@ def assert_checkpoints_sound(root):
 def environ_of(pid):
     items = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
     return dict(i.decode(errors="replace").split("=", 1) for i in items if b"=" in i)
+
+
+def job_processes(pid):
+    """{("PSERVER"|"TRAINER", index): pid} of the job processes under `pid` (walks /proc)."""
+    found, todo = {}, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+            env = environ_of(p)
+        except (OSError, ValueError):
+            continue
+        role = env.get("PADDLE_TRAINING_ROLE", "")
+        index = env.get("PSJOB_PSERVER_INDEX") if role == "PSERVER" else env.get("PSJOB_TRAINER_ID")
+        if role in ("PSERVER", "TRAINER") and index not in (None, "", "auto") and p != pid:
+            found.setdefault((role, int(index)), p)  # the outermost process of that role
+    return found
+
+
+def signal_pending(pid, signum):
+    """True while `signum` was sent to `pid` and not yet handled (e.g. the process is stopped)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            status = dict(line.split(":", 1) for line in f if ":" in line)
+    except OSError:
+        return False
+    bit = 1 << (signum - 1)
+    return any(int(status[k], 16) & bit for k in ("SigPnd", "ShdPnd"))
 
 
 def endpoints_of(job):

@@ -9,7 +9,9 @@ the trainers' steps must add up to the sum over rounds of the members of that
 round — a round that went ahead without a member, or a step that never made a
 round, breaks the equality.
 """
+import contextlib
 import dataclasses
+import importlib.util
 import json
 import os
 import re
@@ -23,6 +25,11 @@ import yaml
 
 from psjob import roles
 from psjob.launcher.launch import loopback_endpoints
+
+_spec = importlib.util.spec_from_file_location(
+    "faultkit", os.path.join(os.path.dirname(os.path.abspath(__file__)), "faultkit.py"))
+kit = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(kit)
 
 BOUND_S = 90
 ARGS = ["--examples", "800", "--batch", "20", "--epochs", "2", "--log_every", "0.2"]
@@ -74,6 +81,18 @@ class ElasticJob:
                 self.kill()
                 pytest.fail(f"{name} hung\n" + self.dump())
             assert rc == 0, f"{name} exited {rc}\n" + self.dump()
+
+    @contextlib.contextmanager
+    def paused(self, *names):
+        """These processes stopped (SIGSTOP) for the block: a trainer cannot finish its share
+        meanwhile, however slowly the machine runs the others."""
+        for name in names:
+            self.procs[name][0].send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for name in names:
+                self.procs[name][0].send_signal(signal.SIGCONT)
 
     def kill(self):
         for proc, _ in self.procs.values():
@@ -131,7 +150,11 @@ def test_a_third_trainer_joins_mid_job(tmp_path, mode):
         job.start_trainer(1)
         job.wait_for(lambda: job.steps("trainer.0") >= 5, "trainer 0 to train 5 steps")
         pids = {n: p.pid for n, (p, _) in job.procs.items()}
-        job.start_trainer(2, trainers=3)
+        # Trainers 0 and 1 cannot finish (and the pservers end) before the new one has joined.
+        with job.paused("trainer.0", "trainer.1"):
+            job.start_trainer(2, trainers=3)
+            job.wait_for(lambda: all("trainer 2 joined" in job.log(p) for p in ("pserver.0", "pserver.1")),
+                         "the new trainer joining")
         job.wait_for(lambda: job.steps("trainer.2") >= 1, "the new trainer's first step")
         resume_s = time.monotonic() - job.procs["trainer.2"][1]
         job.wait_all()
@@ -156,17 +179,26 @@ def test_a_trainer_scaled_away_mid_job_leaves_cleanly(tmp_path, mode):
     try:
         job.start_trainer(0)
         job.start_trainer(1)
-        job.wait_for(lambda: job.steps("trainer.1") >= 5, "trainer 1 to train 5 steps")
-        t0 = time.monotonic()
-        job.procs["trainer.1"][0].send_signal(signal.SIGTERM)
-        job.wait_for(lambda: "left the job" in job.log("trainer.1"), "trainer 1 to leave")
-        leave_s = time.monotonic() - t0
-        before = job.steps("trainer.0")
-        job.wait_for(lambda: job.steps("trainer.0") > before + 2, "trainer 0 to go on alone")
+        # Trainer 0 must still have steps to train alone once trainer 1 has left. In sync mode
+        # it cannot get ahead (every round waits for trainer 1 until it leaves); an async
+        # trainer does not wait for the other, so it is paused from its first step until then.
+        alone = contextlib.nullcontext()
+        if mode == "async":
+            job.wait_for(lambda: job.steps("trainer.0") >= 1, "trainer 0 to train")
+            alone = job.paused("trainer.0")
+        with alone:
+            job.wait_for(lambda: job.steps("trainer.1") >= 5, "trainer 1 to train 5 steps")
+            t0 = time.monotonic()
+            job.procs["trainer.1"][0].send_signal(signal.SIGTERM)
+            job.wait_for(lambda: "left the job" in job.log("trainer.1"), "trainer 1 to leave")
+            leave_s = time.monotonic() - t0
         job.wait_all()
     finally:
         job.kill()
     assert "trainer 1 left" in job.log("pserver.0")
+    # Trainer 0 went on alone: the pservers applied its updates after trainer 1 left.
+    left = int(re.search(r"trainer 1 left at version (\d+)", job.log("pserver.0")).group(1))
+    assert final_version(job, "pserver.0") > left + 2, job.dump()
     assert re.search(r"finished steps=\d+", job.log("trainer.0")), job.dump()
     resumed = ""
     if mode == "sync":
@@ -209,11 +241,30 @@ def test_psjob_scale_resizes_a_running_psjob_run(tmp_path):
                 proc.kill()
                 pytest.fail(f"{what}: not seen\n{proc.communicate()[0]}")
             time.sleep(0.05)
+
+    @contextlib.contextmanager
+    def paused(index):
+        """Trainer `index` stopped (SIGSTOP) for the block: in sync mode no round completes
+        without it, so no other trainer gets ahead — on a loaded machine as on an idle one."""
+        pid = kit.job_processes(proc.pid)[("TRAINER", index)]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield pid
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # killed with the run on a failure
+                os.kill(pid, signal.SIGCONT)
+
+    def joined(index):
+        return all(f"trainer {index} joined" in (logs / f"pserver-{i}.log").read_text() for i in (0, 1))
     try:
         wait_for(lambda: steps(0) >= 3, "trainer 0 training")
-        assert _scale(work, 3).returncode == 0
-        wait_for(lambda: steps(2) >= 2, "trainer 2 added by psjob scale training")
-        assert _scale(work, 2).returncode == 0
+        with paused(0):  # trainers 0 and 1 cannot finish before trainer 2, however slowly it starts
+            assert _scale(work, 3).returncode == 0
+            wait_for(lambda: joined(2), "trainer 2 added by psjob scale joining")
+        wait_for(lambda: steps(2) >= 2, "trainer 2 training")
+        with paused(2) as trainer_2:  # it cannot finish its share before it is scaled away
+            assert _scale(work, 2).returncode == 0
+            wait_for(lambda: kit.signal_pending(trainer_2, signal.SIGTERM), "psjob run stopping trainer 2")
         wait_for(lambda: "left the job" in (logs / "worker-2.log").read_text(), "trainer 2 scaled away")
         out, _ = proc.communicate(timeout=BOUND_S)
     finally:

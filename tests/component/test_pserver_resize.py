@@ -16,7 +16,9 @@ restores the checkpoint resharded N→M. Checked:
 Printed (run with -s): per resize, the steps redone and the time from
 `psjob scale` to the first step trained after it.
 """
+import contextlib
 import dataclasses
+import io
 import json
 import os
 import re
@@ -29,6 +31,7 @@ import numpy as np
 import pytest
 import yaml
 
+from psjob import cli as psjob_cli
 from psjob.checkpoint.format import read_manifest
 from psjob.checkpoint.tables import read_rows, rows_digest
 from psjob.tables import concat_shards, shard_of
@@ -36,9 +39,22 @@ from psjob.tables import concat_shards, shard_of
 PSJOB = [sys.executable, "-m", "psjob.cli"]
 BOUND_S = 120
 TABLE = "SparseFeatFactors"
-# Enough steps to outlast two resizes (each asked by a `psjob scale` that may take seconds to
-# start on a loaded machine); asynchronous trainers step several times faster than sync ones.
-EPOCHS = {"sync": 5, "async": 10, "half_async": 10, "geo": 10}
+# Enough steps (60 a trainer an epoch) to outlast two resizes, the job's time after the last one
+# being spent training for nothing else. The test asks for the first resize once trainer 0 is
+# past step 10 and for the next as soon as it trains again: trainer 0 held at steps 12-25 in
+# runs with both cores busy. Asynchronous trainers step about twice as fast as sync ones.
+EPOCHS = {"sync": 2, "async": 3, "half_async": 3, "geo": 3}
+
+
+def scale(work, *args):
+    """`psjob scale WORK ARGS` run in this process (psjob.cli.main, as the command does) →
+    (exit code, stderr): a request lands at once, not after an interpreter start that, on a
+    loaded machine, lets the trainers run hundreds of steps. The command as a process is tested
+    in test_psjob_scale_pservers_refuses_what_cannot_apply."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = psjob_cli.main(["scale", str(work), *args])
+    return code, err.getvalue()
 
 
 def write_job(tmp_path, mode, epochs):
@@ -80,16 +96,13 @@ class Run:
                 pytest.fail(f"{what}: not seen\n{self.proc.communicate()[0]}\n{self.dump()}")
             time.sleep(0.05)
 
-    def scale(self, *args):
-        return subprocess.run(PSJOB + ["scale", str(self.work), *args], capture_output=True, text=True)
-
     def resize(self, pservers):
         """Ask for `pservers`; wait for trainer 0's first step after the restore. Returns
         (checkpoint path, step, seconds from the request to that step)."""
         restores = self.log("pserver-0").count("restored step")
         t0 = time.monotonic()
-        asked = self.scale("--pservers", str(pservers))
-        assert asked.returncode == 0, asked.stderr
+        code, err = scale(self.work, "--pservers", str(pservers))
+        assert code == 0, err
         self.wait_for(lambda: self.log("pserver-0").count("restored step") > restores,
                       f"pserver 0 of {pservers} restoring the resize's checkpoint")
         restored = re.findall(r"restored step (\d+) from ([^\s;]+)", self.log("pserver-0"))[-1]
@@ -182,25 +195,23 @@ def test_psjob_scale_pservers_refuses_what_cannot_apply(tmp_path):
                                  pserver_endpoints=("127.0.0.1:1", "127.0.0.2:1"), trainers=2)
     (work / "topology.json").write_text(json.dumps(roles.topology_to_dict(topology)))
 
-    def scale(*args):
-        return subprocess.run(PSJOB + ["scale", str(work), *args], capture_output=True, text=True)
-    refused = scale("--pservers", "3")
+    refused = subprocess.run(PSJOB + ["scale", str(work), "--pservers", "3"], capture_output=True, text=True)
     assert refused.returncode == 2
     assert "keeps no checkpoints (spec.checkpoint.enabled is false)" in refused.stderr
     (work / "topology.json").write_text(json.dumps(roles.topology_to_dict(
         dataclasses.replace(topology, checkpoint_dir=str(tmp_path / "ckpt")))))
-    refused = scale("--pservers", "0")
-    assert refused.returncode == 2 and "--pservers 0: a job needs at least 1 pserver" in refused.stderr
-    refused = scale()
-    assert refused.returncode == 2 and "--workers N and/or --pservers M" in refused.stderr
+    code, err = scale(work, "--pservers", "0")
+    assert code == 2 and "--pservers 0: a job needs at least 1 pserver" in err
+    code, err = scale(work)
+    assert code == 2 and "--workers N and/or --pservers M" in err
     (work / "topology.json").write_text(json.dumps(roles.topology_to_dict(dataclasses.replace(
         topology, checkpoint_dir=str(tmp_path / "ckpt"), heter_trainers=1,
         heter_endpoints=("127.0.0.1:2",)))))
-    refused = scale("--pservers", "3")
-    assert refused.returncode == 2 and "has heter trainers" in refused.stderr
+    code, err = scale(work, "--pservers", "3")
+    assert code == 2 and "has heter trainers" in err
     assert not (work / "scale-request.json").exists()  # nothing asked of the run
     (work / "topology.json").write_text(json.dumps(roles.topology_to_dict(dataclasses.replace(
         topology, checkpoint_dir=str(tmp_path / "ckpt"), max_trainers=4))))
-    assert scale("--pservers", "3").returncode == 0
-    assert scale("--workers", "4").returncode == 0  # a request for the other role is kept
+    assert scale(work, "--pservers", "3")[0] == 0
+    assert scale(work, "--workers", "4")[0] == 0  # a request for the other role is kept
     assert json.loads((work / "scale-request.json").read_text()) == {"pservers": 3, "workers": 4}

@@ -5,6 +5,7 @@ describes the PSJOB_TLS_* variables these runs set.
 """
 import importlib.util
 import os
+import time
 
 import numpy as np
 import pytest
@@ -111,6 +112,11 @@ def test_a_restarted_pserver_asks_its_peers_over_tls_when_the_process_is_configu
     peer, restarted = states
     peer.on_complete(1)
     peer.on_complete(2)
+    # A peer that refuses the connection (restarting as well, as every pserver of a resize does)
+    # is skipped at once, not after the deadline, which bounds only a live peer's answer.
+    asked_at = time.monotonic()
+    assert adopt_peer_completions(restarted, "tok", timeout_s=30.0) == []
+    assert time.monotonic() - asked_at < 10
     server = start_server(peer, endpoints[0], token="tok", tls=TlsFiles(cert, key, ca))
     try:
         # A plaintext probe cannot complete the handshake: it learns nothing (and says so in

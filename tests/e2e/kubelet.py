@@ -593,7 +593,8 @@ class PodWorker:
         self.kubelet.note(f"pod {self.name}: {exc}")
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
-        """The pod's (first) container process dies: the tests' fault injection."""
+        """Signal the pod's (first) container's processes: the tests' fault injection (it
+        dies), or SIGSTOP and SIGCONT to pause it."""
         self.containers[0].kill(sig)
 
     @property

@@ -94,6 +94,10 @@ def test_a_hand_written_statefulset_and_indexed_job_run_as_their_specs_say(api, 
                 # Fails once the file is gone: the container is killed and restarted.
                 "livenessProbe": {"exec": {"command": ["test", "!", "-e", "/site/die"]},
                                   "periodSeconds": 1, "failureThreshold": 1}}]}}}})
+    # The Job's pods read a page from web-0 once: they start once it serves (its readiness
+    # probe passed), not in a race with its server's start.
+    settle(kubelet, lambda: any(pod == "web-0" and kind == "readiness" and ok
+                                for pod, kind, ok, _ in kubelet.probes), "web-0 readiness probe passed")
     create(api, f"{BATCH}/jobs", {"metadata": {"name": "check"}, "spec": {
         "completionMode": "Indexed", "completions": 2, "parallelism": 2, "backoffLimit": 0,
         "template": {"metadata": {"labels": {"app": "check"}}, "spec": {
@@ -143,9 +147,6 @@ def test_a_hand_written_statefulset_and_indexed_job_run_as_their_specs_say(api, 
         assert report["secret_mode"] == "0o440" and report["root_writable"] is False
         assert report["web"] == "hello\n"
     assert reports[0]["env"]["POD_IP"] != reports[1]["env"]["POD_IP"]
-    # The readiness probe runs at its own period, unordered with the Job's completion: wait for it.
-    settle(kubelet, lambda: any(pod == "web-0" and kind == "readiness" and ok
-                                for pod, kind, ok, _ in kubelet.probes), "web-0 readiness probe passed")
 
     # The liveness probe fails once /site/die exists: killed, restarted in the same pod.
     (kubelet.worker("web-0").sandbox.volumes["site"] / "die").touch()

@@ -8,10 +8,12 @@ reads the job's phase. See kubelet.py for what is real and what is emulated.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -19,7 +21,7 @@ import time
 import pytest
 import yaml
 
-from kubelet import INDEX_KEY, Kubelet, missing_requirements
+from kubelet import INDEX_KEY, Kubelet, PodWorker, missing_requirements
 from opkit_cluster import NAMESPACE, TestClient, wait_for
 from opkit_operator import OperatorProcess
 
@@ -102,12 +104,43 @@ def declared_probes_pass(kubelet: Kubelet, pod: str) -> list[str]:
                    if kind in p})
 
 
+@contextlib.contextmanager
+def trainer_paused(api: TestClient, kubelet: Kubelet, job: str, index: int = 0, once=None):
+    """Trainer `index` of `job` stopped (SIGSTOP) for the block, from its container's start
+    or, given `once`, from when once() holds (polled closely: the trainer runs meanwhile).
+    The pservers serve until every trainer completed, so the job cannot end (nor its
+    pservers go away) during the block, however long it takes on a loaded machine."""
+    def started() -> PodWorker | None:
+        for pod in worker_pods(api, job):
+            if pod["metadata"]["annotations"][INDEX_KEY] != str(index):
+                continue
+            try:
+                worker = kubelet.worker(pod["metadata"]["name"])
+            except KeyError:
+                continue
+            proc = worker.container().proc
+            if proc is not None and proc.poll() is None:
+                return worker
+        return None
+    worker = wait_for(started, timeout=120, what=f"trainer {index} of {job} started")
+    deadline = time.monotonic() + 120
+    while once is not None and not once():
+        assert time.monotonic() < deadline, f"trainer {index} of {job}: {once} never held\n{kubelet.logs()}"
+        time.sleep(0.01)
+    worker.kill(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        worker.kill(signal.SIGCONT)
+
+
 def test_ctr_cpu_runs_as_its_pod_specs_say_and_kubectl_shows_it_succeed(
         api, operator, kubelet, kubeconfig):
     api.create(jobs_path(), ctr_cpu("ctr-cpu"))
-    for i in range(2):  # the kubelet's gRPC health probes pass against the real pservers
-        assert wait_for(lambda: declared_probes_pass(kubelet, f"ctr-cpu-pserver-{i}"),
-                        timeout=120, what=f"pserver {i} passing its probes") == ["grpc"]
+    with trainer_paused(api, kubelet, "ctr-cpu"):
+        for i in range(2):  # the kubelet's gRPC health probes pass against the real pservers
+            assert wait_for(lambda: declared_probes_pass(kubelet, f"ctr-cpu-pserver-{i}"),
+                            timeout=120, what=f"pserver {i} passing its probes") == ["grpc"]
     wait_for_phase(api, kubelet, "ctr-cpu", "Succeeded")
 
     out = kubectl(kubeconfig, "get", "psjob", "ctr-cpu", "-o",
@@ -130,9 +163,10 @@ def test_a_tls_job_runs_with_its_secret_mounted_and_tcp_probes(api, operator, ku
         "data": {key: base64.b64encode((tmp_path / "certs" / key).read_bytes()).decode()
                  for key in ("ca.crt", "tls.crt", "tls.key")}})
     api.create(jobs_path(), ctr_cpu("ctr-tls", tls={"secretName": "ctr-tls"}))
-    for i in range(2):  # with TLS the kubelet cannot speak gRPC: a TCP probe
-        assert wait_for(lambda: declared_probes_pass(kubelet, f"ctr-tls-pserver-{i}"),
-                        timeout=120, what=f"pserver {i} passing its probes") == ["tcpSocket"]
+    with trainer_paused(api, kubelet, "ctr-tls"):
+        for i in range(2):  # with TLS the kubelet cannot speak gRPC: a TCP probe
+            assert wait_for(lambda: declared_probes_pass(kubelet, f"ctr-tls-pserver-{i}"),
+                            timeout=120, what=f"pserver {i} passing its probes") == ["tcpSocket"]
     wait_for_phase(api, kubelet, "ctr-tls", "Succeeded")
     assert "trainer=1 finished steps=10 examples=3000" in kubelet.logs()
 
@@ -184,20 +218,18 @@ def runs_of(log: pathlib.Path) -> list[str]:
     return log.read_text().split("--- start ")[1:]
 
 
-def start_and_checkpoint(api, kubelet, name: str, examples: int, **spec) -> set[str]:
+def start_job(api, kubelet, name: str, examples: int, **spec) -> pathlib.Path:
     """Start a ctr-cpu job of 2 trainers (batch 300) that allows no worker failure
-    (backoffLimit 0); return once a checkpoint is committed, with the uids of its two
-    running trainer pods."""
+    (backoffLimit 0); its checkpoint claim's directory on the node."""
     job = ctr_cpu(name, runPolicy={"backoffLimit": 0, "cleanPodPolicy": "Running"}, **spec)
     job["spec"]["args"][job["spec"]["args"].index("--examples") + 1] = str(examples)
     api.create(jobs_path(), job)
-    claim = kubelet.claims / f"{name}-checkpoint"
+    return kubelet.claims / f"{name}-checkpoint"
+
+
+def first_checkpoint(claim: pathlib.Path) -> None:
     wait_for(lambda: list(claim.glob("step-*/__manifest__.json")), timeout=120,
              what="a first checkpoint committed")
-    trainers = {p["metadata"]["uid"] for p in worker_pods(api, name)
-                if p["status"]["phase"] == "Running"}
-    assert len(trainers) == 2, kubelet.logs()
-    return trainers
 
 
 def replaced_and_serving(api, kubelet, pod: str, old_uid: str) -> None:
@@ -230,7 +262,10 @@ def job_events(api: TestClient, name: str) -> list[dict]:
 # Issue 17: a pserver's node is lost mid-job; the worker Job allows no failure at all.
 def test_a_pserver_pod_lost_with_its_node_is_replaced_and_the_job_succeeds_with_backoff_limit_0(
         api, operator, kubelet):
-    trainers_before = start_and_checkpoint(api, kubelet, "ctr-lost", examples=12000)
+    first_checkpoint(start_job(api, kubelet, "ctr-lost", examples=12000))
+    trainers_before = {p["metadata"]["uid"] for p in worker_pods(api, "ctr-lost")
+                       if p["status"]["phase"] == "Running"}
+    assert len(trainers_before) == 2, kubelet.logs()
     pserver = "ctr-lost-pserver-1"
     old_uid = kubelet.worker(pserver).uid
     lost = time.monotonic()
@@ -272,13 +307,17 @@ def test_trainers_that_give_up_on_a_lost_pserver_exit_75_and_are_not_counted(api
     impatient = [{"name": "PSJOB_RPC_DEADLINE_S", "value": "2"},
                  {"name": "PSJOB_RPC_MAX_ATTEMPTS", "value": "1"},
                  {"name": "PSJOB_PSERVER_RECOVERY_S", "value": "2"}]
-    # Async trainers run several times faster than sync ones: more examples, so that they
-    # still train when the pod is lost.
-    start_and_checkpoint(api, kubelet, "ctr-gaveup", examples=48000, mode="async",
-                         worker={"replicas": 2, "env": impatient})
+    claim = start_job(api, kubelet, "ctr-gaveup", examples=24000, mode="async",
+                      worker={"replicas": 2, "env": impatient})
+    # Async trainers do not wait for each other: trainer 1 could train its whole share before
+    # trainer 0's first checkpoint. It is paused from its first step (it writes its position
+    # every step) until the pod is lost, so it is training then, however the machine
+    # schedules the two.
     pserver = "ctr-gaveup-pserver-1"
-    old_uid = kubelet.worker(pserver).uid
-    kubelet.lose_pod(pserver)
+    with trainer_paused(api, kubelet, "ctr-gaveup", 1, once=(claim / "positions" / "trainer-1.json").exists):
+        first_checkpoint(claim)
+        old_uid = kubelet.worker(pserver).uid
+        kubelet.lose_pod(pserver)
 
     def gave_up_and_replaced() -> set[str]:
         pods = worker_pods(api, "ctr-gaveup")

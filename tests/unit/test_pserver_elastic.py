@@ -113,3 +113,38 @@ def test_a_fixed_job_keeps_its_members_from_the_start():
     state = next(iter(InMemoryCluster.from_transpiler(t).states.values()))
     assert state.on_status()["members"] == [0, 1]
     assert state.on_join(0) == (0, [0, 1])  # a no-op outside elastic jobs
+
+
+def test_a_stopping_pserver_fails_the_calls_that_wait_for_other_trainers_at_once():
+    """close() (the process got SIGTERM): a pull waiting for its round and a collective waiting
+    for the other member fail with UNAVAILABLE's error at once, so their gRPC threads end and the
+    process can exit; before, they held it until barrier_timeout_s or SIGKILL."""
+    import threading
+
+    from psjob.ps.pserver_state import PserverStopping
+    state = elastic_state()
+    state.on_join(0)
+    state.on_join(1)
+    state.on_send(0, {trainer_name("fc_0.b_0@GRAD", 0): np.ones(16, "float32")})
+    state.on_barrier(0, "send")
+    failures = {}
+
+    def call(name, fn):
+        try:
+            fn()
+        except Exception as exc:  # what the RPC handler would map to a status
+            failures[name] = exc
+    waiting = [threading.Thread(target=call, args=("pull", lambda: state.on_get(0, ["fc_0.b_0"])), daemon=True),
+               threading.Thread(target=call, args=("gather", lambda: state.gathers.gather(
+                   0, "auc", 0, np.zeros(2))), daemon=True)]
+    for thread in waiting:
+        thread.start()
+    for thread in waiting:
+        thread.join(0.3)
+        assert thread.is_alive()  # trainer 1 has neither pushed nor gathered
+    state.close()
+    for thread in waiting:
+        thread.join(10)
+        assert not thread.is_alive()
+    assert isinstance(failures["pull"], PserverStopping) and "is stopping" in str(failures["pull"])
+    assert isinstance(failures["gather"], ConnectionAbortedError)

@@ -32,7 +32,6 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 
-from . import s3
 from .backend import S3_SCHEME, Storage, StorageError  # noqa: F401 - callers use storage.StorageError
 
 
@@ -55,6 +54,7 @@ def for_path(path: str) -> Storage:
     """The storage that holds `path` (raises StorageError for a URI it cannot serve)."""
     path = os.fspath(path)
     if path.startswith(S3_SCHEME):
+        from . import s3  # here, not at import: its HTTP client costs every process ~50 ms to load
         return s3.storage()
     if is_uri(path):
         scheme = path.split("://", 1)[0]

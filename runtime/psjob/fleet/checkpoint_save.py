@@ -41,6 +41,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,16 +72,19 @@ class DistInfo:
     table: str | None = None
     trainer_id: int = 0
     is_chief: bool = True
+    # The PSJOB_* settings of the save's RPC client (token, TLS, retries): the trainer's
+    # RoleEnv settings; None = this process's environment (a Fluid script has no RoleEnv).
+    settings: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def of(cls, program, trainer_id: int | None = None) -> "DistInfo":
+    def of(cls, program, trainer_id: int | None = None, settings: Mapping[str, str] | None = None) -> "DistInfo":
         if not getattr(program, "_is_distributed", False):
             raise ValueError("not a transpiled program: it carries no distributed attributes")
         tid = trainer_id
         if tid is None:
-            tid = 0 if program._is_chief else _trainer_id_of(program)
+            tid = 0 if program._is_chief else _trainer_id_of(program, settings)
         return cls(program._parameters_on_pservers, tuple(program._endpoints),
-                   program._distributed_lookup_table, int(tid), bool(program._is_chief))
+                   program._distributed_lookup_table, int(tid), bool(program._is_chief), settings)
 
 
 @dataclass(frozen=True)
@@ -96,12 +100,13 @@ class SaveRequest:
     extra: dict = field(default_factory=dict)
 
 
-def _trainer_id_of(program) -> int:
+def _trainer_id_of(program, settings: Mapping[str, str] | None) -> int:
     for block in program.blocks:
         for op in block.ops:
             if op.attr("trainer_id") is not None:
                 return int(op.attr("trainer_id"))
-    return int(process_environment().get("PADDLE_TRAINER_ID", "0") or 0)
+    env = process_environment() if settings is None else settings
+    return int(env.get("PADDLE_TRAINER_ID", "0") or 0)
 
 
 # -- what goes where -------------------------------------------------------------------
@@ -171,7 +176,8 @@ def rpc_service(executor, program, dist: DistInfo):
         return getattr(svc, "client", svc), getattr(svc, "flush", None), None
     from ..ps.auth import token_from_env
     from ..rpc.client import PSClient
-    client = PSClient(list(dist.endpoints), dist.trainer_id, auth_token=token_from_env())
+    client = PSClient(list(dist.endpoints), dist.trainer_id, auth_token=token_from_env(dist.settings),
+                      settings=dist.settings)
     return client, None, client.close
 
 

@@ -160,7 +160,11 @@ class Checkpointer:
 
     @classmethod
     def from_env(cls, executor, program, scope=None, environ=None) -> "Checkpointer":
-        return cls(executor, program, CheckpointConfig.from_env(environ), scope)
+        """Settings from `environ` (the process environment by default), the saves' RPC
+        client's included."""
+        distributed_program = getattr(program, "_is_distributed", False)
+        dist = distributed.DistInfo.of(program, settings=environ) if distributed_program else None
+        return cls(executor, program, CheckpointConfig.from_env(environ), scope, dist)
 
     @classmethod
     def for_fleet(cls, fleet, executor, scope=None, environ=None, **overrides) -> "Checkpointer":
@@ -201,7 +205,13 @@ class Checkpointer:
         if info is None:
             return None
         doc = info.manifest
-        mine = (doc.get("trainers") or {}).get(str(self.config.trainer_id))
+        trainers = doc.get("trainers") or {}
+        mine = trainers.get(str(self.config.trainer_id))
+        if mine is None and trainers and self.config.mode != "sync":
+            # Async trainers each keep their own place in their own share: one the checkpoint
+            # holds no position of had recorded none yet, and starts its share again (the
+            # chief's position is not its own: taking it would skip data).
+            mine = {"step": 0}
         position = dict(mine or doc.get("position") or {"step": info.step})
         position.setdefault("step", info.step)
         self._restore_locals(info.path, doc)
@@ -360,6 +370,6 @@ def save_local(path: str, program, scope, request: distributed.SaveRequest) -> d
         entry["lod"] = [np.asarray(level).tolist() for level in scope.lods.get(var.name, [])]
         entries[var.name] = entry
     doc = new_manifest(entries, step=request.step, kind=request.kind, position=request.position,
-                       job={"mode": "local"})
+                       trainers=request.trainers, job={"mode": "local"})
     write_manifest(path, doc)
     return doc

@@ -166,7 +166,8 @@ class PaddleCloudRoleMaker(RoleMakerBase):
         """A Deployment pod has no stable index: ask pserver 0 for a trainer id."""
         from ..rpc.client import PSClient
         from ..ps.auth import read_token
-        client = PSClient(self._server_endpoints, auth_token=read_token(self.role_env.auth_token_file))
+        client = PSClient(self._server_endpoints, auth_token=read_token(self.role_env.auth_token_file),
+                          settings=self.role_env.settings)
         try:
             client.wait_server_ready(self._server_endpoints[:1])
             tid, _ = client.register(socket.gethostname())

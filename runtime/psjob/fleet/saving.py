@@ -43,7 +43,7 @@ def checkpoint_target(rm: RoleMakerBase, job: BuiltJob | None, program=None):
         overview = VarsDistributed([dv for dv in overview.distributed_vars if dv.vtype == "Param"])
     table = job.transpiler.plan.table
     dist = checkpoint_save.DistInfo(overview, tuple(rm.get_pserver_endpoints()), table.name if table else None,
-                                    rm.worker_index(), rm.worker_index() == 0)
+                                    rm.worker_index(), rm.worker_index() == 0, settings=rm.settings())
     return program, dist
 
 

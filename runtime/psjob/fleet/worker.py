@@ -30,7 +30,7 @@ class WorkerConnection:
     @classmethod
     def open(cls, rm: RoleMakerBase, job: BuiltJob, scope=None) -> "WorkerConnection":
         token = token_from_env(rm.settings())
-        client = PSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token)
+        client = PSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token, settings=rm.settings())
         if job.strategy.launch_barrier or rm.worker_capacity():
             client.wait_server_ready()
         if rm.worker_capacity():

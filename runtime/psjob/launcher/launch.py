@@ -2,7 +2,7 @@
 
     psjob launch --server_num 2 --worker_num 2 [--servers ip:port,...] [--workers ip:port,...]
                  [--heter_worker_num K] [--log_dir DIR] [--mode sync] [--metrics-port P]
-                 [--progress-interval S] [--summary PATH] script.py [args...]
+                 [--progress-interval S] [--summary PATH] [--stop-grace S] script.py [args...]
 
 Every process runs the same script with the role environment of
 psjob.roles (PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS, ..., and Paddle
@@ -32,9 +32,9 @@ import os
 import sys
 
 from .. import roles
-from .local import (PROGRESS_INTERVAL_S, Deadline, LocalJob, check_metrics_ports, check_options,  # noqa: F401
-                    checkpoint_root, free_port_block, free_ports, loopback_endpoints,
-                    metrics_banner, place, run_local, write_token)
+from .local import (PROGRESS_INTERVAL_S, STOP_GRACE_S, Deadline, LocalJob,  # noqa: F401
+                    check_metrics_ports, check_options, checkpoint_root, free_port_block, free_ports,
+                    loopback_endpoints, metrics_banner, place, run_local, write_token)
 from .supervisor import ProcessSpec
 
 
@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--progress-interval", "--progress_interval", dest="progress_interval", type=float,
                    default=PROGRESS_INTERVAL_S, metavar="S", help="seconds between progress lines")
     p.add_argument("--summary", default="", metavar="PATH", help="write the run's summary here as JSON")
+    p.add_argument("--stop-grace", "--stop_grace", dest="stop_grace", type=float, default=STOP_GRACE_S,
+                   metavar="S", help="when the job is stopped (a failure with no restarts left, --timeout, "
+                   "Ctrl-C), seconds each process gets to exit after SIGTERM before SIGKILL")
     p.add_argument("script")
     p.add_argument("script_args", nargs=argparse.REMAINDER)
     return p
@@ -92,7 +95,7 @@ def plan(args) -> LocalJob:
     servers = len(endpoints) if args.servers else (args.server_num or 1)
     try:
         check_options(args.metrics_port, servers + args.heter_worker_num + args.worker_num,
-                      args.progress_interval)
+                      args.progress_interval, args.stop_grace)
     except ValueError as exc:
         raise SystemExit(f"psjob launch: {exc}") from None
     placed, heter = place(0 if args.servers else servers, args.heter_worker_num)
@@ -136,5 +139,5 @@ def main(argv=None) -> int:
         opening.append(metrics_banner(args.metrics_port, len(job.specs) - job.trainers))
     # Events stay on stderr (as before progress lines existed); the watcher keeps its block intact.
     return run_local(job, progress_interval=args.progress_interval, summary_path=args.summary,
-                   opening=opening, report_exits=True,
+                   opening=opening, report_exits=True, stop_grace_s=args.stop_grace,
                    on_event=lambda message, note: note(f"[psjob] {message}", out=sys.stderr))

@@ -32,6 +32,9 @@ from .supervisor import ProcessSpec, Supervisor, SupervisorOptions
 # After every trainer completed, pservers exit on their own (they saw every trainer
 # complete) or are stopped after this long; the job has succeeded either way.
 PSERVER_EXIT_GRACE_S = 10.0
+# A stopped job (a failure past its budget, its deadline, Ctrl-C): each process gets SIGTERM,
+# then SIGKILL this long after (--stop-grace; Kubernetes' terminationGracePeriodSeconds).
+STOP_GRACE_S = 10.0
 PROGRESS_INTERVAL_S = 5.0  # default seconds between progress lines
 # Exits that draw on no budget: pservers unreachable, a hold for a pserver resize.
 NOT_FAILURES = (0, roles.PSERVER_UNREACHABLE_EXIT, roles.RESIZE_HOLD_EXIT)
@@ -119,10 +122,13 @@ def check_metrics_ports(first: int, count: int) -> None:
                                  f"{count} processes need {first}..{first + count - 1} free") from None
 
 
-def check_options(metrics_port: int, processes: int, progress_interval: float) -> None:
+def check_options(metrics_port: int, processes: int, progress_interval: float,
+                  stop_grace: float = STOP_GRACE_S) -> None:
     """The options both commands take; ValueError naming the problem."""
     if not progress_interval > 0:
         raise ValueError(f"--progress-interval must be > 0 seconds, got {progress_interval}")
+    if not stop_grace >= 0:
+        raise ValueError(f"--stop-grace must be >= 0 seconds, got {stop_grace}")
     if metrics_port:
         check_metrics_ports(metrics_port, processes)
 
@@ -166,7 +172,8 @@ class LocalJob:
 
 
 def run_local(job: LocalJob, *, progress_interval: float, on_event, summary_path: str = "",
-            out=None, opening: list[str] = (), report_exits: bool = False, on_poll=None) -> int:
+              out=None, opening: list[str] = (), report_exits: bool = False, on_poll=None,
+              stop_grace_s: float = STOP_GRACE_S) -> int:
     """Run the job's processes to the end under one Supervisor, with progress lines and a
     summary line (and JSON at `summary_path`); the exit status of `conclude`.
 
@@ -183,7 +190,7 @@ def run_local(job: LocalJob, *, progress_interval: float, on_event, summary_path
     watcher = LogWatcher(workers, progress_interval, started, out=out).start()
     supervisor = Supervisor(job.specs, SupervisorOptions(
         timeout_s=job.deadline.seconds if job.deadline else 0.0,
-        pserver_exit_grace_s=PSERVER_EXIT_GRACE_S),
+        pserver_exit_grace_s=PSERVER_EXIT_GRACE_S, stop_grace_s=stop_grace_s),
         on_event=lambda message: on_event(message, watcher.note),
         on_poll=on_poll(watcher) if on_poll else None)
     status = supervisor.run()

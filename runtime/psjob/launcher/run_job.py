@@ -1,6 +1,6 @@
 """`psjob run JOB.yaml`: run a ParameterServerJob on this machine, as the operator would.
 
-    psjob run JOB.yaml [--workdir DIR] [--summary PATH] [--metrics-port P]
+    psjob run JOB.yaml [--workdir DIR] [--summary PATH] [--metrics-port P] [--stop-grace S]
 
 Lifecycle:
 
@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 from .. import jobspec, roles
 from . import scale
-from .local import (PROGRESS_INTERVAL_S, Deadline, LocalJob, check_options, metrics_banner, place,
-                    run_local, write_token)
+from .local import (PROGRESS_INTERVAL_S, STOP_GRACE_S, Deadline, LocalJob, check_options, metrics_banner,
+                    place, run_local, write_token)
 from .supervisor import ProcessSpec, RestartBudget
 
 # A StatefulSet recreates a crashing pserver forever, with backoff; locally a
@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "trainers (default: every process picks a free port and logs it)")
     p.add_argument("--progress-interval", type=float, default=PROGRESS_INTERVAL_S, metavar="S",
                    help="seconds between progress lines")
+    p.add_argument("--stop-grace", type=float, default=STOP_GRACE_S, metavar="S",
+                   help="when the job is stopped (a failure past backoffLimit, activeDeadlineSeconds, "
+                        "Ctrl-C), seconds each process gets to exit after SIGTERM before SIGKILL")
     return p
 
 
@@ -103,7 +106,7 @@ def check_local(job: jobspec.ParameterServerJob, args) -> None:
         # An elastic job may run up to maxReplicas trainers, each with its own port.
         check_options(args.metrics_port,
                       s.pserver.replicas + heter + (s.worker.max_replicas or s.worker.replicas),
-                      args.progress_interval)
+                      args.progress_interval, args.stop_grace)
     except ValueError as exc:
         raise RunError(str(exc)) from None
     if s.tls is not None:
@@ -278,7 +281,7 @@ def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
         local.summary_extra["pserver_resizes"] = scaling.resizes  # filled as resizes happen
         return scaling.poll
     return run_local(local, progress_interval=args.progress_interval, summary_path=args.summary,
-                     opening=opening, on_event=printer, on_poll=scaler)
+                     opening=opening, on_event=printer, on_poll=scaler, stop_grace_s=args.stop_grace)
 
 
 def _new_process(job, run: LocalRun, watcher, role: str, index: int) -> ProcessSpec:

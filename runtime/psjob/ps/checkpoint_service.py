@@ -171,7 +171,9 @@ def adopt_peer_completions(state, token: str = "", timeout_s: float = 2.0, tls="
     The peers are asked through a PSClient, so the call carries the job token and
     speaks TLS exactly when this process is configured for it (`tls`: the pserver's
     own TlsFiles, or "env" for PSJOB_TLS_*); one attempt per peer, all peers at once,
-    each bounded by `timeout_s`."""
+    each bounded by `timeout_s`. A peer that refuses the connection is skipped at once: it is
+    restarting too (every pserver of a resized job starts at the same time) and knows
+    nothing this one lost."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ..rpc.client import PSClient, RetryPolicy, RpcError
@@ -183,7 +185,7 @@ def adopt_peer_completions(state, token: str = "", timeout_s: float = 2.0, tls="
 
     def ask(ep):
         try:
-            return [int(t) for t in client.status(ep, deadline=timeout_s).completed_trainers]
+            return [int(t) for t in client.probe_status(ep, deadline=timeout_s).completed_trainers]
         except RpcError as exc:
             log.info("pserver %s: peer %s did not say which trainers completed: %s", state.endpoint, ep, exc)
             return []

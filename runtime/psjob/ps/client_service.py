@@ -102,7 +102,7 @@ def wait_for_pservers(endpoints, environ=None) -> None:
     """Block until every pserver serves (the transpiler's wait_port, a psjob.hooks hook);
     bounded by PSJOB_WAIT_SERVER_TIMEOUT (300 s), with this process's job token."""
     env = process_environment() if environ is None else environ
-    client = PSClient(list(endpoints), auth_token=token_from_env(env))
+    client = PSClient(list(endpoints), auth_token=token_from_env(env), settings=env)
     try:
         client.wait_server_ready(timeout_s=_wait_timeout_s(env))
     finally:
@@ -122,7 +122,7 @@ def make_client(executor, op=None, environ=None):
     trainer_id = op.attr("trainer_id") if op is not None and op.attr("trainer_id") is not None else None
     if trainer_id is None:
         trainer_id = int(env.get("PADDLE_TRAINER_ID", "0") or 0)
-    client = PSClient(endpoints, int(trainer_id), auth_token=token_from_env(env))
+    client = PSClient(endpoints, int(trainer_id), auth_token=token_from_env(env), settings=env)
     client.wait_server_ready(timeout_s=_wait_timeout_s(env))
     mode = env.get("PSJOB_MODE", "")
     if (program is not None and _is_async(program)) or mode in ("async", "half_async"):

@@ -147,6 +147,7 @@ class PserverProcess:
                 self.server.stop(self.options.grace_s)
                 log.info("pserver %s: every trainer completed; exiting", self.endpoint)
                 return True
+        self.state.close()  # free the calls waiting for a round, or the process could not exit
         self.server.stop(0)
         return False
 

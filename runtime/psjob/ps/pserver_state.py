@@ -89,6 +89,10 @@ def _slot_owner(name: str):
     return int(digits) if digits.isdigit() else None
 
 
+class PserverStopping(ConnectionAbortedError):
+    """The pserver is stopping (SIGTERM): a call that waited for trainers gets UNAVAILABLE."""
+
+
 class PserverState:
     def __init__(self, program, *, scope: Scope | None = None, executor: Executor | None = None,
                  place=None, options: PserverOptions = PserverOptions(), clock=time.monotonic):
@@ -113,6 +117,7 @@ class PserverState:
         self.recv_names = list(op.input("X"))
         self._gb = program.global_block()
         self._cond = threading.Condition()
+        self._closed = False  # close(): the process is stopping; nothing waits for trainers any more
         self.state = STARTING
         self.version = 0
         self.active = set() if self.elastic else set(range(self.fanin))
@@ -355,10 +360,21 @@ class PserverState:
         return out if self.placement is None else self.placement.to_host(out)
 
     def _wait(self, ready, what):
-        if not self._cond.wait_for(ready, timeout=self.options.barrier_timeout_s):
+        if not self._cond.wait_for(lambda: self._closed or ready(), timeout=self.options.barrier_timeout_s):
             missing = sorted(t for t in self.active if self._phase[t] != _BARRIERED)
             raise TimeoutError(f"pserver {self.endpoint}: {what} not complete after "
                                f"{self.options.barrier_timeout_s:.0f}s; waiting for trainers {missing}")
+        if not ready():
+            raise PserverStopping(f"pserver {self.endpoint} is stopping: {what} will not complete")
+
+    def close(self) -> None:
+        """The process is stopping: calls waiting for a sync round or a collective fail at once
+        (PserverStopping, UNAVAILABLE) and free their threads — a stopped pserver would otherwise
+        wait for them, up to barrier_timeout_s, before it could exit."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self.gathers.close()
 
     def on_prefetch(self, trainer_id: int, table: str, ids):
         t = self._check_trainer(trainer_id)

@@ -54,6 +54,7 @@ class TrainerGather:
         self._offsets: dict[int, int] = {}   # trainer → its round numbers' offset (joiners)
         self._placing: set = set()           # joined, first collective not yet placed
         self._newest = -1                    # the highest round a set was opened for
+        self._closed = False                 # close(): nothing waits any more
 
     def join(self, trainer_id: int) -> None:
         """A trainer process joined (a new one: its rounds start again from 0)."""
@@ -72,6 +73,12 @@ class TrainerGather:
                 if trainer_id not in s.got:
                     s.expected.discard(trainer_id)
                 self._forget_if_done(key, s)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """The pserver is stopping: collectives waiting for trainers fail at once."""
+        with self._cond:
+            self._closed = True
             self._cond.notify_all()
 
     def _round(self, trainer_id: int, local: int) -> int:
@@ -102,10 +109,12 @@ class TrainerGather:
                                  "with different arrays")
             s.got[trainer_id] = value
             self._cond.notify_all()
-            if not self._cond.wait_for(s.complete, timeout=self.timeout_s):
+            if not self._cond.wait_for(lambda: self._closed or s.complete(), timeout=self.timeout_s):
                 missing = sorted(s.expected - s.got.keys())
                 raise TimeoutError(f"gather {name!r} round {round_}: trainers {missing} did not contribute "
                                    f"within {self.timeout_s:.0f}s")
+            if not s.complete():
+                raise ConnectionAbortedError(f"gather {name!r} round {round_}: the pserver is stopping")
             values = [s.got[t] for t in sorted(s.got)]
             s.collected.add(trainer_id)
             if self._sets.get(key) is s:

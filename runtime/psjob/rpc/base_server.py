@@ -57,6 +57,7 @@ STATUS_BY_ERROR = (
     (KeyError, grpc.StatusCode.NOT_FOUND),
     (PermissionError, grpc.StatusCode.PERMISSION_DENIED),
     (TimeoutError, grpc.StatusCode.DEADLINE_EXCEEDED),
+    (ConnectionAbortedError, grpc.StatusCode.UNAVAILABLE),  # the server is stopping (PserverStopping)
     (ValueError, grpc.StatusCode.INVALID_ARGUMENT),
     (TypeError, grpc.StatusCode.INVALID_ARGUMENT),
 )

@@ -300,8 +300,20 @@ class PSClient(RpcClient):
     def status(self, endpoint: str, deadline: float = 5.0):
         return self._call(endpoint, "Status", pb.StatusRequest(), deadline=deadline).wait()
 
+    def probe_status(self, endpoint: str, deadline: float):
+        """One Status call that does not wait for the channel: a pserver that refuses the
+        connection (not started yet, restarting) fails at once instead of after `deadline`,
+        which only bounds a live pserver's answer. Not retried."""
+        try:
+            return self._status_no_wait(endpoint, deadline)
+        except grpc.RpcError as exc:
+            raise RpcError.from_grpc(endpoint, "Status", exc) from None
+
     def _serving_state(self, endpoint: str) -> str:
-        return self._methods(endpoint)["Status"](pb.StatusRequest(), timeout=2.0, metadata=self._metadata).state
+        return self._status_no_wait(endpoint, 2.0).state
+
+    def _status_no_wait(self, endpoint: str, timeout: float):
+        return self._methods(endpoint)["Status"](pb.StatusRequest(), timeout=timeout, metadata=self._metadata)
 
     def close(self):
         super().close()
