@@ -23,6 +23,7 @@ import time
 import pytest
 import yaml
 
+from psjob import cli as psjob_cli
 from psjob import roles
 from psjob.launcher.launch import loopback_endpoints
 
@@ -32,14 +33,21 @@ kit = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(kit)
 
 BOUND_S = 90
-ARGS = ["--examples", "800", "--batch", "20", "--epochs", "2", "--log_every", "0.2"]
+
+
+def trainer_args(epochs):
+    """800 examples in batches of 20: 20 steps a trainer an epoch with 2 trainers. One epoch
+    where the trainers cannot outrun the event under test (it is awaited with them paused, or
+    sync rounds gate them); two where an async trainer must still be training when it is
+    stopped (at ~25 steps/s, 5 steps into a 20-step epoch leaves too little margin)."""
+    return ["--examples", "800", "--batch", "20", "--epochs", str(epochs), "--log_every", "0.2"]
 
 
 class ElasticJob:
     """2 pservers and the trainers the test starts, each a `psjob pserver|worker` process."""
 
-    def __init__(self, tmp_path, mode):
-        self.tmp, self.procs = tmp_path, {}
+    def __init__(self, tmp_path, mode, epochs):
+        self.tmp, self.procs, self.args = tmp_path, {}, trainer_args(epochs)
         self.topology = roles.JobTopology(job_name="elastic", namespace="default",
                                           pserver_endpoints=tuple(loopback_endpoints(2)), trainers=2,
                                           mode=mode, metrics_port=0, k_steps=5 if mode == "geo" else 0)
@@ -51,7 +59,7 @@ class ElasticJob:
         env = dict(os.environ, **roles.role_environment(topology, role, index))
         env.update(PADDLE_TRAINERS=str(trainers), PSJOB_MAX_TRAINERS="3", PSJOB_METRICS_PORT="0")
         log = open(self.tmp / f"{name}.log", "w")
-        self.procs[name] = (subprocess.Popen([sys.executable, "-m", "psjob.cli", subcommand, *ARGS],
+        self.procs[name] = (subprocess.Popen([sys.executable, "-m", "psjob.cli", subcommand, *self.args],
                                              env=env, stdout=log, stderr=subprocess.STDOUT), time.monotonic())
 
     def start_trainer(self, index, trainers=2):
@@ -144,7 +152,7 @@ def check_sync_rounds(job, trainers):
 
 @pytest.mark.parametrize("mode", ["sync", "async", "half_async", "geo"])
 def test_a_third_trainer_joins_mid_job(tmp_path, mode):
-    job = ElasticJob(tmp_path, mode)
+    job = ElasticJob(tmp_path, mode, epochs=1)
     try:
         job.start_trainer(0)
         job.start_trainer(1)
@@ -175,7 +183,7 @@ def test_a_third_trainer_joins_mid_job(tmp_path, mode):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_trainer_scaled_away_mid_job_leaves_cleanly(tmp_path, mode):
-    job = ElasticJob(tmp_path, mode)
+    job = ElasticJob(tmp_path, mode, epochs=1 if mode == "sync" else 2)
     try:
         job.start_trainer(0)
         job.start_trainer(1)
@@ -213,14 +221,23 @@ def _run_job(tmp_path, worker):
     job = tmp_path / "elastic.yaml"
     job.write_text(yaml.safe_dump({
         "apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob", "metadata": {"name": "elastic"},
-        "spec": {"image": "psjob:test", "mode": "sync", "args": ARGS,
+        "spec": {"image": "psjob:test", "mode": "sync", "args": trainer_args(epochs=1),
                  "pserver": {"replicas": 2}, "worker": worker}}))
     return job
 
 
 def _scale(workdir, workers):
+    """`psjob scale` as a process: the command itself is under test."""
     return subprocess.run([sys.executable, "-m", "psjob.cli", "scale", str(workdir), "--workers", str(workers)],
                           capture_output=True, text=True)
+
+
+def _scale_in_process(workdir, workers):
+    """`psjob scale` run in this process (psjob.cli.main, as the command does) → exit code: the
+    request lands at once, not after an interpreter start (~0.5 CPU-s of imports) that, on a
+    loaded machine, lets the trainers run on. The command as a process is tested in
+    test_psjob_scale_refuses_what_cannot_apply."""
+    return psjob_cli.main(["scale", str(workdir), "--workers", str(workers)])
 
 
 def test_psjob_scale_resizes_a_running_psjob_run(tmp_path):
@@ -259,11 +276,11 @@ def test_psjob_scale_resizes_a_running_psjob_run(tmp_path):
     try:
         wait_for(lambda: steps(0) >= 3, "trainer 0 training")
         with paused(0):  # trainers 0 and 1 cannot finish before trainer 2, however slowly it starts
-            assert _scale(work, 3).returncode == 0
+            assert _scale_in_process(work, 3) == 0
             wait_for(lambda: joined(2), "trainer 2 added by psjob scale joining")
         wait_for(lambda: steps(2) >= 2, "trainer 2 training")
         with paused(2) as trainer_2:  # it cannot finish its share before it is scaled away
-            assert _scale(work, 2).returncode == 0
+            assert _scale_in_process(work, 2) == 0
             wait_for(lambda: kit.signal_pending(trainer_2, signal.SIGTERM), "psjob run stopping trainer 2")
         wait_for(lambda: "left the job" in (logs / "worker-2.log").read_text(), "trainer 2 scaled away")
         out, _ = proc.communicate(timeout=BOUND_S)
