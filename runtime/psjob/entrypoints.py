@@ -85,6 +85,7 @@ def _run(fn, opts, role_env: RoleEnv, prog: str) -> int:
     from .fluid.executor import ExecutionError
     from .fluid.transpiler.heter_split import HeterSplitError
     from .ps.auth import AuthConfigError
+    from .ps.communicator import CommunicatorError
     from .rpc.client import RETRYABLE, RpcError
     from .training.options import UsageError
 
@@ -93,9 +94,11 @@ def _run(fn, opts, role_env: RoleEnv, prog: str) -> int:
     except (UsageError, RoleMakerError, FleetError, PlaceError, AuthConfigError, HeterSplitError,
             HeterDeviceError) as exc:
         return _fail(prog, exc, CONFIG_EXIT)
-    except (RpcError, TimeoutError, ExecutionError) as exc:
+    except (RpcError, TimeoutError, ExecutionError, CommunicatorError) as exc:
         # TimeoutError: the pservers never came up (wait_server_ready); an RPC that gave
-        # up on a pserver may also surface from inside an op (ExecutionError's cause).
+        # up on a pserver may also surface from inside an op (ExecutionError's cause) or
+        # from the communicator's last flush (CommunicatorError, at stop_worker: a trainer
+        # that had trained its share when a pserver was lost has gradients not yet applied).
         cause = exc
         while cause is not None and not isinstance(cause, RpcError):
             cause = cause.__cause__
@@ -106,8 +109,8 @@ def _run(fn, opts, role_env: RoleEnv, prog: str) -> int:
                                f"{roles.PSERVER_UNREACHABLE_EXIT} to be started again without "
                                f"counting against runPolicy.backoffLimit",
                          roles.PSERVER_UNREACHABLE_EXIT)
-        if isinstance(exc, ExecutionError):
-            raise  # a failing op: its traceback is the report
+        if isinstance(exc, (ExecutionError, CommunicatorError)):
+            raise  # a failing op or background call: its traceback is the report
         return _fail(prog, exc, FAILED_EXIT)
 
 

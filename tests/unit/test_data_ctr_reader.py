@@ -53,6 +53,20 @@ def test_batches_stack_the_same_examples_with_lod_offsets(dense_set):
         row += len(b)
 
 
+@pytest.mark.parametrize("block_bytes", [None, 4096])
+def test_slots_with_equal_offsets_share_one_lod_object(dense_set, monkeypatch, block_bytes):
+    """Equal offsets come as one object (the executor checks it once, the fused pooling
+    ops segment it once per batch); slots with other offsets keep their own. Small
+    blocks: batches made by concatenating pieces of blocks share theirs too."""
+    if block_bytes:
+        monkeypatch.setattr(_reader, "BLOCK_BYTES", block_bytes)
+    for b in ctr.batches(dense_set.files, 300):
+        for s in range(26):
+            for t in range(s):
+                assert (b.lod[s] is b.lod[t]) == np.array_equal(b.lod[s], b.lod[t]), (s, t)
+        assert len({id(lod) for lod in b.lod}) < 26
+
+
 def test_batches_can_drop_the_short_last_batch(dense_set):
     got = list(ctr.batches(dense_set.files, 512, drop_last=True))
     assert [len(b) for b in got] == [512] * 9

@@ -139,3 +139,29 @@ def test_an_rpc_op_run_with_another_trainers_client_is_refused():
     with pytest.raises(ExecutionError, match="transpiled for trainer 0 but runs with the client of trainer 1"):
         run_op("send_barrier", {"X": []}, {"Out": []}, {"endpoints": ["127.0.0.1:6170"], "trainer_id": 0},
                services={"rpc": cluster.client(1)})
+
+
+def test_merge_ids_pool_concat_gathers_every_slot_and_names_an_index_past_the_rows():
+    """One id per sequence in every slot: each pooled slot is its rows through Index,
+    side by side, then the Tail; an Index reaching past the prefetched rows is refused."""
+    prog = fluid.Program()
+    block = prog.global_block()
+    for name in ("a", "b"):
+        block.create_var(name=name, shape=(-1, 1), dtype="int64", lod_level=1)
+    block.create_var(name="index", shape=(-1,), dtype="int64")
+    block.create_var(name="rows", shape=(-1, 2), dtype="float32")
+    block.create_var(name="tail", shape=(-1, 1), dtype="float32")
+    block.create_var(name="out", shape=(-1, 5), dtype="float32")
+    block.append_op("merge_ids_pool", inputs={"Ids": ["a", "b"], "Index": ["index"], "X": ["rows"],
+                                              "Tail": ["tail"]},
+                    outputs={"Out": ["out"]}, attrs={"concat": True})
+    rows = np.arange(8, dtype="float32").reshape(4, 2)
+    lod = [np.arange(4, dtype=np.int64)]
+    feed = {"a": (np.zeros((3, 1), np.int64), lod), "b": (np.zeros((3, 1), np.int64), lod),
+            "rows": rows, "tail": np.full((3, 1), 9, np.float32)}
+    exe = fluid.Executor(fluid.CPUPlace())
+    index = np.array([3, 0, 1, 2, 2, 0])  # slot a's three rows, then slot b's
+    out, = exe.run(prog, feed=dict(feed, index=index), fetch_list=["out"])
+    np.testing.assert_array_equal(out, np.concatenate([rows[index[:3]], rows[index[3:]], feed["tail"]], axis=1))
+    with pytest.raises(ExecutionError, match="Index reaches row 4 of 4 prefetched rows"):
+        exe.run(prog, feed=dict(feed, index=np.array([0, 1, 2, 3, 4, 0])), fetch_list=["out"])

@@ -86,6 +86,11 @@ class CommunicatorConfig:
     predict_pulls: float = 0.0
 
 
+class CommunicatorError(RuntimeError):
+    """A background send or pull failed; its cause is the RpcError (a lost pserver's is
+    retryable: the trainer's entrypoint then exits PSERVER_UNREACHABLE_EXIT)."""
+
+
 class _Done:
     __slots__ = ("value",)
 
@@ -289,7 +294,7 @@ class Communicator:
 
     def _raise_if_failed(self):
         if self._error is not None:
-            raise RuntimeError(f"communicator failed: {self._error}") from self._error
+            raise CommunicatorError(f"communicator failed: {self._error}") from self._error
 
     # -- threads ------------------------------------------------------------------------
     def _take_batch(self):

@@ -39,14 +39,21 @@ class Columns:
     ids: tuple      # 26 flat int64 arrays
     lod: tuple      # 26 int64 arrays of length n+1, lod[s][i]..lod[s][i+1] are example i's ids
 
+    def __post_init__(self):
+        object.__setattr__(self, "lod", _shared(self.lod))
+
     def __len__(self):
         return len(self.label)
 
     def slice(self, start, stop):
+        cut = {}  # slots sharing one LoD object keep sharing one
+        for lod in self.lod:
+            if id(lod) not in cut:
+                cut[id(lod)] = lod[start:stop + 1] - lod[start]
         return Columns(
             self.dense[start:stop], self.label[start:stop],
             tuple(ids[lod[start]:lod[stop]] for ids, lod in zip(self.ids, self.lod)),
-            tuple(lod[start:stop + 1] - lod[start] for lod in self.lod))
+            tuple(cut[id(lod)] for lod in self.lod))
 
     @staticmethod
     def concat(parts):
@@ -62,6 +69,19 @@ class Columns:
                        np.concatenate([p.label for p in parts]),
                        tuple(np.concatenate([p.ids[s] for p in parts]) for s in range(NUM_SLOTS)),
                        tuple(lods))
+
+
+def _shared(lods):
+    """The slots' LoD offsets, each equal to an earlier slot's replaced by that object:
+    slots of one layout (every one-id slot) then feed one LoD, which the executor
+    checks once and the fused pooling ops (ops/embedding_pool_ops.py) segment once."""
+    distinct, out = [], []
+    for lod in lods:
+        same = next((o for o in distinct if o is lod or (o.shape == lod.shape and np.array_equal(o, lod))), None)
+        if same is None:
+            distinct.append(lod)
+        out.append(lod if same is None else same)
+    return tuple(out)
 
 
 def empty_columns():

@@ -93,7 +93,16 @@ def merge_ids_pool(ctx):
         if _one_id_each(segs):
             # The Index of slot j's sequence b sits at j * seqs + b: a [slots, seqs] grid.
             grid = index.reshape(slots, seqs).T
-            out[:, :width * slots].reshape(seqs, slots, width)[...] = rows[grid]
+            pooled = out[:, :width * slots].reshape(seqs, slots, width)
+            if xp is np:
+                # Gathered straight into place: take's `out` without mode="raise" skips
+                # the temporary (half this op's time); the range check it skips is here.
+                if index.size and int(index.max()) >= rows.shape[0]:
+                    raise RuntimeError(f"merge_ids_pool: Index reaches row {int(index.max())} of "
+                                       f"{rows.shape[0]} prefetched rows")
+                np.take(rows, grid, axis=0, out=pooled, mode="clip")
+            else:
+                pooled[...] = rows[grid]
             ctx.set_output("Out", out)
             return
     start = 0
