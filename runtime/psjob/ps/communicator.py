@@ -152,7 +152,7 @@ class Communicator:
         self.merged_sends = 0  # (variable, round) pairs sent: merged / merged_sends = gradients per merge
         self.recvs = 0  # cache refreshes completed (pulls riding on pushes, and the receiver's)
         self._last_pull = 0.0  # time.monotonic() when the latest refresh began (recv_interval_s)
-        self._sent_since_recv = 0  # gradients sent since the receiver last started a pull
+        self._sent_since_recv = 0  # gradients sent since the latest cache refresh began
         self._flushing = 0  # callers blocked in flush()
         self._refreshes = 0  # refresh() calls: a background pull that began before one is dropped
         self._pushed = 0  # gradients the trainer pushed
