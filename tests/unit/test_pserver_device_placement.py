@@ -180,7 +180,6 @@ def test_the_device_option_flows_from_the_environment_and_bad_values_fail_at_sta
 
 
 def test_a_device_table_equals_the_host_table_row_for_row_after_the_same_pushes():
-    # The host keeps a row's optimizer states in one block; the device one column per state.
     from psjob.tables import OPTIMIZERS, InitializerConfig, OptimizerConfig
     from psjob.ps.device_staging import DeviceStaging
     rng = np.random.default_rng(4)

@@ -239,9 +239,9 @@ _BRANCHES = {"momentum": {"mu": 0.9, "use_nesterov": True}, "rmsprop": {"centere
 
 
 @pytest.mark.parametrize("name", OPTIMIZERS)
-def test_the_state_block_updates_bit_for_bit_as_the_kernels_row_update_on_separate_columns(name):
-    # The table keeps a row's states side by side in one block (tables/rowopt.py); the reference is
-    # the layout it replaced: one array per state, `<name>_update_rows` on the full arrays.
+def test_every_optimizer_updates_bit_for_bit_as_the_kernels_row_update_on_full_columns(name):
+    # The reference: one array per state, `<name>_update_rows` on the full arrays, every branch on
+    # (nesterov, centered, ftrl's general lr_power), rows created past the initial capacity.
     cfg = OptimizerConfig(name, lr=0.05, hyper=_BRANCHES.get(name, {}))
     table = SparseTable(TableConfig("emb", DIM, seed=3, optimizer=cfg, initial_capacity=16))
     ids = np.arange(-50, 50, dtype=np.int64) * 7919
@@ -268,16 +268,7 @@ def test_the_state_block_updates_bit_for_bit_as_the_kernels_row_update_on_separa
         np.testing.assert_array_equal(shard.state[state_name], expected, err_msg=state_name)
 
 
-def test_a_rows_adam_states_sit_side_by_side_in_kernel_order():
-    from psjob.tables.rowopt import RowOptimizer
-    opt = RowOptimizer(OptimizerConfig("adam", lr=0.1), 16)
-    assert opt.block.shape == (34,)
-    assert opt.slices == {"moment1": slice(0, 16), "moment2": slice(16, 32),
-                          "beta1_pow_acc": slice(32, 33), "beta2_pow_acc": slice(33, 34)}
-    assert RowOptimizer(OptimizerConfig("sgd", lr=0.1), 16).block is None
-
-
-def test_imported_state_lands_in_its_place_of_the_block_and_rows_reused_after_eviction_start_fresh():
+def test_imported_state_round_trips_and_rows_reused_after_eviction_start_with_fresh_state():
     cfg = TableConfig("emb", DIM, optimizer=OptimizerConfig("adam", lr=0.05),
                       eviction=EvictionConfig(delete_after_unseen_steps=0))
     source = SparseTable(cfg)

@@ -1,24 +1,11 @@
 """Per-row optimizer state and the SelectedRows update of a sparse table.
 
-The math is `psjob.kernels.optimizers`; this module decides where a row's
-state lives and moves rows in and out of storage.
-
-Layout: every state of a row sits side by side in one float32 storage column,
-``state`` (`STATE`), ``[width]`` per row, in the kernels' ``ACCUMULATORS``
-order: parameter-shaped states take ``dim`` floats, origin-shaped beta pows
-one float (they advance only when the row is updated). Adam at dim 16 is
-``moment1[0:16] | moment2[16:32] | beta1_pow_acc[32] | beta2_pow_acc[33]``.
-So a push moves two row blocks whatever the optimizer — one gather and one
-scatter of ``value``, one of ``state`` — instead of one per state column (five
-for Adam): random row accesses into a table far larger than the caches are
-what a push costs, not the arithmetic. ``value`` stays a column of its own,
-because lookups (the pserver's prefetch) gather only values.
-The gathered state block is split into contiguous per-state arrays and the
-kernel's dense ``<name>_update`` runs on them: on the gathered rows it is the
-same elementwise formula, in the same order, as ``<name>_update_rows`` on
-separate columns (bit for bit; `tests/unit/test_sparse_table_optim.py`
-checks every optimizer against that old layout). Per-state names are the
-checkpoint contract (`columns`, `split`, `join`), not the storage.
+The math is `psjob.kernels.optimizers` (``<name>_update_rows`` run on the
+columns themselves: one gather of the rows, the elementwise update, one
+scatter back; no intermediate row blocks); this module only decides the state columns
+(from the kernels' ``ACCUMULATORS``: parameter-shaped ones get ``dim``
+floats per row, origin-shaped beta pows one float per row, advanced only when
+the row is updated) and moves rows in and out of storage.
 
 `merge_rows` is the table's own duplicate-row merge, faster on 64K-id Zipf
 batches than the kernels' ``merge_duplicate_rows`` (argsort + reduceat; see
@@ -32,48 +19,33 @@ from __future__ import annotations
 import numpy as np
 
 from psjob.kernels import optimizers as kernels
-from psjob.kernels.rows import put_rows, take_rows
+from psjob.kernels.rows import take_rows
 from psjob.tables.config import OptimizerConfig
 from psjob.tables.storage import Column
-
-STATE = "state"   # the storage column of a row's whole optimizer state
 
 
 class RowOptimizer:
     def __init__(self, config: OptimizerConfig, dim: int):
         self._config = config
         self._dim = dim
-        self._dense_update = kernels.DENSE_UPDATES[config.name]
+        self._update_rows = kernels.ROW_UPDATES[config.name]
         self._hyper = config.resolved_hyper()
         self._fills = {}
         self._columns = {}
-        self._slices = {}          # state name -> its floats in a row of the STATE column
         self._passed = []          # state columns the update function takes, in order
-        width = 0
         for spec in kernels.ACCUMULATORS[config.name]:
             shape = (dim,) if spec.shape == kernels.PARAM_SHAPED else (1,)
             self._columns[spec.name] = Column(np.dtype(np.float32), shape)
-            self._slices[spec.name] = slice(width, width + shape[0])
-            width += shape[0]
             self._fills[spec.name] = float(self._hyper[spec.fill] if isinstance(spec.fill, str) else spec.fill)
             # Like Fluid, a conditional state (rmsprop's mean_grad) always
             # exists but is passed only when its switch is on.
             if spec.used_when is None or self._hyper.get(spec.used_when):
                 self._passed.append(spec.name)
-        self._width = width
-        self._fill_row = np.zeros(width, np.float32)
-        for name, fill in self._fills.items():
-            self._fill_row[self._slices[name]] = fill
 
     @property
     def columns(self) -> dict[str, Column]:
-        """Every state (the names Fluid saves) and its per-row shape, in the kernels' order."""
+        """Every state column (the names Fluid saves), in the kernels' order."""
         return dict(self._columns)
-
-    @property
-    def block(self) -> Column | None:
-        """The `STATE` storage column (every state of a row side by side); None for sgd."""
-        return Column(np.dtype(np.float32), (self._width,)) if self._width else None
 
     @property
     def name(self) -> str:
@@ -81,53 +53,26 @@ class RowOptimizer:
 
     @property
     def fills(self) -> dict[str, float]:
-        """Initial value of each state."""
+        """Initial value of each state column."""
         return dict(self._fills)
 
     @property
     def passed(self) -> list[str]:
-        """States the update takes, in the kernels' argument order."""
+        """State columns the update takes, in the kernels' argument order."""
         return list(self._passed)
 
     @property
     def hyper(self) -> dict:
         return dict(self._hyper)
 
-    @property
-    def slices(self) -> dict[str, slice]:
-        """Where each state sits in a row of the `STATE` column."""
-        return dict(self._slices)
-
-    def split(self, block: np.ndarray, names=None) -> dict[str, np.ndarray]:
-        """Contiguous copies of the states ``names`` (default all) of a ``[n, width]`` state block."""
-        return {name: np.ascontiguousarray(block[:, self._slices[name]])
-                for name in (self._columns if names is None else names)}
-
-    def join(self, states: dict, out: np.ndarray | None = None) -> np.ndarray:
-        """Write per-state arrays into a ``[n, width]`` float32 block (new unless ``out``)."""
-        if out is None:
-            n = len(next(iter(states.values()))) if states else 0
-            out = np.empty((n, self._width), np.float32)
-        for name, array in states.items():
-            out[:, self._slices[name]] = array
-        return out
-
-    def initialize(self, cols: dict[str, np.ndarray], rows) -> None:
-        """Fresh state for ``rows`` (indices or a slice) of a host table."""
-        if self._width:
-            cols[STATE][rows] = self._fill_row
+    def initialize(self, cols: dict[str, np.ndarray], rows: np.ndarray) -> None:
+        for name, fill in self._fills.items():
+            cols[name][rows] = fill
 
     def apply(self, cols: dict[str, np.ndarray], rows: np.ndarray, grads: np.ndarray, lr) -> None:
-        """Update ``value`` and state of unique ``rows`` of a host table with summed ``grads``."""
-        value = take_rows(cols["value"], rows)
-        if self._width:
-            block = take_rows(cols[STATE], rows)
-            states = self.split(block, self._passed)
-            self._dense_update(np, value, grads, *states.values(), lr=lr, **self._hyper)
-            put_rows(cols[STATE], rows, self.join(states, out=block))
-        else:
-            self._dense_update(np, value, grads, lr=lr, **self._hyper)
-        put_rows(cols["value"], rows, value)
+        """Update ``value`` and state of unique ``rows`` with summed ``grads`` in place."""
+        self._update_rows(np, cols["value"], rows, grads, *(cols[name] for name in self._passed),
+                          lr=lr, assume_unique=True, **self._hyper)
 
 
 def merge_rows(rows: np.ndarray, values: np.ndarray, first_pos: np.ndarray):

@@ -115,16 +115,6 @@ class RowStorage:
         """All live rows, ascending (int64)."""
         return np.flatnonzero(self.cols["live"][:self._high]).astype(np.int64)
 
-    def split_column(self, name: str, parts: dict[str, tuple[slice, Column]]) -> None:
-        """Replace column ``name`` by one column per part: ``{part: (slice of a row's entry, Column)}``."""
-        block = self.cols.pop(name)
-        del self._spec[name]
-        for part, (where, spec) in parts.items():
-            column = aligned_empty((self._capacity,) + spec.shape, spec.dtype)
-            column[:self._high] = block[:self._high, where]
-            self._spec[part] = spec
-            self.cols[part] = column
-
     def place_on(self, device, names) -> None:
         """Move columns `names` to `device` (a tables.device.DeviceColumns); growth keeps them there."""
         for name in names:

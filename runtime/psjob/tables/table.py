@@ -41,7 +41,7 @@ from psjob.tables.config import TableConfig
 from psjob.tables.hashing import derive_key
 from psjob.tables.index import IdIndex
 from psjob.tables.initializers import initial_rows
-from psjob.tables.rowopt import STATE, RowOptimizer, merge_rows
+from psjob.tables.rowopt import RowOptimizer, merge_rows
 from psjob.tables.shard import TableShard
 from psjob.tables.storage import Column, RowStorage
 
@@ -91,8 +91,7 @@ class SparseTable:
         self._optimizer = RowOptimizer(config.optimizer, config.dim)
         self._meta = ["last_seen"] + (["show", "click"] if config.eviction.tracks_show_click else [])
         columns = {"id": Column(np.dtype(np.int64)), "value": Column(np.dtype(np.float32), (config.dim,))}
-        if self._optimizer.block is not None:   # every state of a row side by side (rowopt.py)
-            columns[STATE] = self._optimizer.block
+        columns.update(self._optimizer.columns)
         columns.update({name: Column(np.dtype(_META_DTYPES[name])) for name in self._meta})
         # Scratch of merge_rows (a row's first position in the pushed batch), meaningless between pushes.
         columns["first_pos"] = Column(np.dtype(np.int32))
@@ -125,19 +124,12 @@ class SparseTable:
     # ------------------------------------------------------------ device
     def to_device(self, xp, transfer=None) -> "SparseTable":
         """Keep the value and optimizer-state columns in arrays of `xp` (cupy: on the GPU);
-        the id index and eviction metadata stay on the host. See tables/device.py.
-
-        The device keeps one column per state (its row kernels take them so), not the
-        host's state block."""
+        the id index and eviction metadata stay on the host. See tables/device.py."""
         from psjob.tables.device import DeviceColumns
         with self._lock:
             if self._device is not None:
                 raise RuntimeError(f"table {self._config.name!r} is already device-resident")
             device = DeviceColumns(xp, transfer)
-            opt = self._optimizer
-            if opt.block is not None:
-                self._storage.split_column(STATE, {name: (opt.slices[name], column)
-                                                   for name, column in opt.columns.items()})
             self._storage.place_on(device, ["value"] + list(self._optimizer.columns))
             self._device = device
         return self
@@ -331,8 +323,8 @@ class SparseTable:
             rows = rows[order]
             names = list(self._optimizer.columns)
             if self._device is None:
-                values = take_rows(cols["value"], rows)
-                state = {} if not names else self._optimizer.split(take_rows(cols[STATE], rows))
+                values = cols["value"].take(rows, axis=0)
+                state = {name: cols[name].take(rows, axis=0) for name in names}
             else:   # gathered on the device, copied to the host in one transfer
                 values, *host = self._device.gather([cols["value"]] + [cols[n] for n in names], rows)
                 state = dict(zip(names, host))
@@ -362,8 +354,8 @@ class SparseTable:
             cols = self._storage.cols
             if self._device is None:
                 cols["value"][rows] = values
-                if state:
-                    cols[STATE][rows] = self._optimizer.join(state)
+                for name, array in state.items():
+                    cols[name][rows] = array
             else:
                 names = list(state)
                 self._device.scatter([cols["value"]] + [cols[n] for n in names], rows,
