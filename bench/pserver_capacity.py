@@ -12,8 +12,12 @@ fast as the replies come back:
     prefetch  the distinct ids of one batch (26 slots x --batch examples of
               psjob's synthetic CTR data, client k reading batches k, k+K, ...)
     push      the dense gradients (every fc weight and bias) and the table
-              gradient with one row per distinct id (as the fused trainer sends)
-    pull      the dense parameters
+              gradient with one row per distinct id (as the fused trainer sends),
+              its reply carrying the dense parameters (the async communicator's
+              push_pull: psjob.ps.communicator)
+    pull      with --pull separate only: the dense parameters in a GetVariables
+              of their own (the traffic before push_pull; --pull both runs the
+              two replays, K by K, for their difference in one window)
 
 Gradients are random (small): the pserver's work per request does not depend
 on their values. For each K the bench prints the pserver's table rows served
@@ -79,7 +83,7 @@ def traffic(endpoint, trainers, trainer_id):
     return table, table_grad, dense, params
 
 
-def client_child(endpoint, trainers, trainer_id, data, batch, steps, start, results):
+def client_child(endpoint, trainers, trainer_id, data, batch, steps, start, results, separate_pull):
     from psjob.dataset import ctr
     from psjob.fluid.core import SelectedRows
     from psjob.rpc.client import PSClient
@@ -104,9 +108,14 @@ def client_child(endpoint, trainers, trainer_id, data, batch, steps, start, resu
         client.prefetch(endpoint, table, ids).wait()
         t1 = time.perf_counter()
         sparse = SelectedRows(ids, (rng.standard_normal((ids.size, width)) * 1e-3).astype(np.float32), 0)
-        client.push(endpoint, dict(grads, **{table_grad: sparse})).wait()
+        pushed = dict(grads, **{table_grad: sparse})
+        if separate_pull:
+            client.push(endpoint, pushed).wait()
+        else:
+            client.push_pull(endpoint, pushed, params).wait()
         t2 = time.perf_counter()
-        client.pull(endpoint, params).wait()
+        if separate_pull:
+            client.pull(endpoint, params).wait()
         t3 = time.perf_counter()
         rows += 2 * ids.size
         return t1 - t0, t2 - t1, t3 - t2
@@ -169,14 +178,15 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(k, data, batch, steps):
+def run(k, data, batch, steps, separate_pull):
     from psjob.launcher.launch import free_ports
     endpoint = f"{HOST}:{free_ports(1)[0]}"
     ctx = mp.get_context("spawn")
     server = ctx.Process(target=serve_child, args=(endpoint, k), daemon=True)
     server.start()
     start, results = ctx.Barrier(k + 1), ctx.Queue()
-    clients = [ctx.Process(target=client_child, args=(endpoint, k, t, data, batch, steps, start, results),
+    clients = [ctx.Process(target=client_child, args=(endpoint, k, t, data, batch, steps, start, results,
+                                                                   separate_pull),
                            daemon=True) for t in range(k)]
     for c in clients:
         c.start()
@@ -200,6 +210,9 @@ def main():
     p.add_argument("--batch", type=int, default=1024)
     p.add_argument("--in-process", action="store_true",
                    help="PserverState's own CPU per step, no gRPC (one trainer's traffic)")
+    p.add_argument("--pull", choices=("with-push", "separate", "both"), default="with-push",
+                   help="the dense parameters in the push's reply (as trainers do), a GetVariables of "
+                        "their own (as they did), or both replays K by K")
     p.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "psjob-capacity-ctr"))
     args = p.parse_args()
     from psjob.dataset import ctr
@@ -216,11 +229,15 @@ def main():
     print(f"one async pserver, K synthetic CTR trainers (prefetch, push dense + table rows, pull dense per "
           f"step; batch {args.batch}), {args.steps} timed steps each; {os.cpu_count()} cores, "
           f"loadavg {os.getloadavg()[0]:.1f}")
-    print(f"{'K':>3} {'rows/s':>12} {'pserver CPU ms/step':>20}   latency ms p50/p99: prefetch, push, pull")
+    print(f"{'K':>3} {'pull':>10} {'rows/s':>12} {'pserver CPU ms/step':>20}   latency ms p50/p99: prefetch, "
+          f"push, pull")
+    replays = {"with-push": (False,), "separate": (True,), "both": (True, False)}[args.pull]
     for k in ks:
-        r = run(k, args.data, args.batch, args.steps)
-        lat = "   ".join(f"{1e3 * a:6.1f}/{1e3 * b:6.1f}" for a, b in r["latency"].values())
-        print(f"{k:>3} {r['rows_per_s']:>12,.0f} {1e3 * r['cpu_per_step']:>20.2f}   {lat}", flush=True)
+        for separate in replays:
+            r = run(k, args.data, args.batch, args.steps, separate)
+            lat = "   ".join(f"{1e3 * a:6.1f}/{1e3 * b:6.1f}" for a, b in r["latency"].values())
+            print(f"{k:>3} {'separate' if separate else 'with push':>10} {r['rows_per_s']:>12,.0f} "
+                  f"{1e3 * r['cpu_per_step']:>20.2f}   {lat}", flush=True)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,14 @@ send/recv kernels need not know the mode:
   duplicate rows), and sends each pserver's batch in one request, all
   pservers concurrently. A full queue blocks the trainer: that bounds
   staleness and memory when the pservers fall behind.
-- `pull` answers from a cache refreshed by an independent receiver thread
-  once a step's worth of gradients (one per queue) has been sent since its
-  last pull (async). The first pull of a name is synchronous.
+- `pull` answers from a cache refreshed once a step's worth of gradients (one
+  per queue) has been sent since its last pull (async). The refresh rides on
+  the round of pushes that completes the step (`push_pull`: each pserver
+  replies with the parameters the cache holds of it, read right after the
+  push is applied — one request per pserver per step instead of a push and a
+  pull); an independent receiver thread pulls when a round cannot carry it
+  (a cached pserver that got no gradient in that round). The first pull of a
+  name is synchronous.
   A pull waits while the cache misses more than `max_stale_steps` steps' worth of this
   trainer's own gradients (queued, in flight, or applied after the cache's pull began).
   The cache holds each background pull extrapolated `predict_pulls` pull intervals
@@ -53,7 +58,7 @@ class CommunicatorConfig:
     mode: str = "async"              # async | half_async
     max_merge_var_num: int = 20      # gradients of one variable merged into one send
     send_queue_size: int = 20        # per-variable queue bound (trainer blocks beyond it)
-    recv_interval_s: float = 0.0     # minimum time between two background pulls
+    recv_interval_s: float = 0.0     # minimum time between two cache refreshes (pulls)
     # How long the sender waits for the rest of a step's gradients (one per queue) before it
     # sends what it has (Paddle's communicator_send_wait_times): the send ops of one step
     # fire over its backward pass, and one request per pserver per step instead of one per
@@ -148,8 +153,9 @@ class Communicator:
         self.sends = 0
         self.merged = 0
         self.merged_sends = 0  # (variable, round) pairs sent: merged / merged_sends = gradients per merge
-        self.recvs = 0  # background pulls completed
-        self._sent_since_recv = 0  # gradients sent since the receiver last started a pull
+        self.recvs = 0  # cache refreshes completed (pulls riding on pushes, and the receiver's)
+        self._last_pull = 0.0  # time.monotonic() when the latest refresh began (recv_interval_s)
+        self._sent_since_recv = 0  # gradients sent since the latest cache refresh began
         self._flushing = 0  # callers blocked in flush()
         self._refreshes = 0  # refresh() calls: a background pull that began before one is dropped
         self._pushed = 0  # gradients the trainer pushed
@@ -293,7 +299,7 @@ class Communicator:
             # How far the trainer outran its pservers: each send averages this many gradients.
             print(f"[psjob] communicator: {self.merged} gradients sent as {self.merged_sends} merged "
                   f"ones in {self.sends} rounds ({self.merged / max(self.merged_sends, 1):.1f} per merge); "
-                  f"{self.recvs} background pulls",
+                  f"{self.recvs} cache refreshes (pulls)",
                   flush=True)
 
     def _raise_if_failed(self):
@@ -326,6 +332,8 @@ class Communicator:
                             break
                         self._cond.wait(left)
                     batch = self._take_batch()
+                    pulls = self._pulls_riding_on(batch)
+                    refreshes = self._refreshes
                     self._in_flight += 1
                     self._cond.notify_all()  # wake trainers blocked on full queues
                 try:
@@ -334,18 +342,27 @@ class Communicator:
                         merged = {name: _merge(items) for name, items in per_name.items()}
                         self.merged += sum(len(items) for items in per_name.values())
                         self.merged_sends += len(merged)
-                        handles.append(self.client.push(ep, merged, lods={
-                            n: self._lods[n] for n in merged if n in self._lods}))
-                    for h in handles:
-                        record_staleness(self.on_staleness, h.wait())
+                        lods = {n: self._lods[n] for n in merged if n in self._lods}
+                        handles.append(self.client.push_pull(ep, merged, pulls[ep], lods=lods) if ep in pulls
+                                       else self.client.push(ep, merged, lods=lods))
+                    fresh = {}
+                    for ep, h in zip(batch, handles):
+                        staleness = h.wait()
+                        if ep in pulls:
+                            staleness, values = staleness
+                            fresh.update(values)
+                        record_staleness(self.on_staleness, staleness)
                     self.sends += 1
                     with self._cond:
                         self._applied += sum(len(items) for per_name in batch.values() for items in per_name.values())
+                        if pulls:  # read after every gradient of this round was applied
+                            self._refreshed(fresh, refreshes, self._applied)
                 finally:
                     with self._cond:
                         self._in_flight -= 1
                         self._cond.notify_all()
-                        self._sent_since_recv += sum(len(per_name) for per_name in batch.values())
+                        if not pulls:
+                            self._sent_since_recv += sum(len(per_name) for per_name in batch.values())
                         # Refresh parameters once a step's worth of gradients went out (one per
                         # queue; Paddle's min_send_grad_num_before_recv), not after every round:
                         # a step's gradients leave in several rounds as backward produces them.
@@ -357,19 +374,44 @@ class Communicator:
             with self._cond:
                 self._cond.notify_all()
 
+    def _pulls_riding_on(self, batch) -> dict:
+        """{endpoint: cached names} for this round's pushes to carry (under the lock), or {}.
+        A round carries the cache's refresh when it completes a step's worth of gradients —
+        what would trigger the receiver — and reaches every pserver the cache reads from;
+        the pulled values then include the round's own gradients."""
+        if self.config.mode != "async":
+            return {}
+        watched = {ep: list(names) for ep, names in self._watched.items() if names}
+        step_done = self._sent_since_recv + sum(len(per_name) for per_name in batch.values()) >= len(self._queues)
+        if (not watched or not step_done or not watched.keys() <= batch.keys()
+                or time.monotonic() - self._last_pull < self.config.recv_interval_s):
+            return {}
+        self._sent_since_recv = 0
+        self._last_pull = time.monotonic()
+        return watched
+
+    def _refreshed(self, fresh: dict, refreshes: int, basis: int) -> None:
+        """Cache a refresh that began when `refreshes` refresh() calls had run and `basis` of this
+        trainer's gradients were applied (under the lock). Dropped when a refresh() or a later-
+        based pull (the receiver's and a push's may overlap) stored newer values meanwhile."""
+        if refreshes == self._refreshes and basis >= self._cache_basis:
+            self._store(fresh)
+            self._cache_basis = basis
+        self.recvs += 1
+        self._cond.notify_all()
+
     def _recv_loop(self):
         try:
-            last = 0.0
             while not self._stopped:
                 self._recv_due.wait(0.5)
                 self._recv_due.clear()
                 if self._stopped:
                     return
-                wait = self.config.recv_interval_s - (time.monotonic() - last)
+                wait = self.config.recv_interval_s - (time.monotonic() - self._last_pull)
                 if wait > 0:
                     time.sleep(wait)
-                last = time.monotonic()
                 with self._cond:
+                    self._last_pull = time.monotonic()
                     watched = {ep: list(names) for ep, names in self._watched.items() if names}
                     self._sent_since_recv = 0
                     refreshes = self._refreshes
@@ -379,11 +421,7 @@ class Communicator:
                 for h in handles.values():
                     fresh.update(h.wait())
                 with self._cond:
-                    if refreshes == self._refreshes:  # else refresh() stored newer values meanwhile
-                        self._store(fresh)
-                        self._cache_basis = max(self._cache_basis, basis)
-                    self.recvs += 1
-                    self._cond.notify_all()
+                    self._refreshed(fresh, refreshes, basis)
         except BaseException as exc:
             if not self._stopped:
                 self._error = exc

@@ -61,6 +61,15 @@ class InMemoryClient:
         payload = {n: _wire_copy(v) for n, v in values.items()}
         return _call(self.cluster.handler(endpoint).on_send, self.trainer_id, payload, is_delta)
 
+    def push_pull(self, endpoint, values, names, *, lods=None):
+        payload = {n: _wire_copy(v) for n, v in values.items()}
+
+        def send_and_get():
+            staleness, fresh, _ = self.cluster.handler(endpoint).on_send_and_get(self.trainer_id, payload,
+                                                                                list(names))
+            return staleness, {n: _wire_copy(v) for n, v in fresh.items()}
+        return _call(send_and_get)
+
     def pull(self, endpoint, names):
         def get():
             values, _ = self.cluster.handler(endpoint).on_get(self.trainer_id, list(names))

@@ -203,6 +203,20 @@ class PserverState:
                 self.scope.vars[name] = value
         return 0
 
+    def on_send_and_get(self, trainer_id: int, values: dict, names) -> tuple[int, dict, int]:
+        """An async push of gradients, then a read of `names` (on_get) after it is applied: the
+        communicator's push of one step and its pull for the next in one request. The names
+        are checked first, so a request naming an unknown variable applies nothing.
+        → (staleness, {name: value}, version)."""
+        if self.sync_mode:
+            raise ValueError(f"pserver {self.endpoint}: a push that pulls is for async mode "
+                             f"(sync trainers pull after the round's barrier)")
+        names = list(names)
+        self._check_readable(names)
+        staleness = self.on_send(trainer_id, values, False)
+        fresh, version = self.on_get(trainer_id, names)
+        return staleness, fresh, version
+
     def _send_async(self, t, checked, is_delta):
         with self._cond:
             self._wait_while_frozen()
@@ -338,9 +352,8 @@ class PserverState:
             if self.sync_mode and self._phase[t] == _BARRIERED:
                 self._wait(lambda: self.version >= self._awaiting[t], f"round {self._awaiting[t]}")
             out = {}
+            self._check_readable(names)
             for name in names:
-                if name not in self._gb.vars or name not in self.scope.vars:
-                    raise KeyError(f"pserver {self.endpoint} holds no variable {name!r}")
                 value = self.scope.vars[name]
                 out[name] = value.copy() if self.placement is None else value
                 if self.dc_asgd:
@@ -352,12 +365,14 @@ class PserverState:
             return out, self.version
 
     def _live(self, names) -> dict:
-        out = {}
+        self._check_readable(names)
+        out = {name: self.scope.vars[name] for name in names}
+        return out if self.placement is None else self.placement.to_host(out)
+
+    def _check_readable(self, names) -> None:
         for name in names:
             if name not in self._gb.vars or name not in self.scope.vars:
                 raise KeyError(f"pserver {self.endpoint} holds no variable {name!r}")
-            out[name] = self.scope.vars[name]
-        return out if self.placement is None else self.placement.to_host(out)
 
     def _wait(self, ready, what):
         if not self._cond.wait_for(lambda: self._closed or ready(), timeout=self.options.barrier_timeout_s):

@@ -32,6 +32,11 @@ class PSClient(Protocol):
     def pull(self, endpoint: str, names) -> Handle:
         """wait() → {name: array} (parameter blocks, or accumulators for saving)."""
 
+    def push_pull(self, endpoint: str, values: dict, names, *, lods=None) -> Handle:
+        """An async push of gradients whose reply carries `names` read right after it is
+        applied: one request for the communicator's push and its next pull.
+        wait() → (staleness, {name: array})."""
+
     def prefetch(self, endpoint: str, table: str, ids) -> Handle:
         """wait() → rows of `table` for int64 `ids`, shape [len(ids), dim]."""
 
@@ -54,6 +59,7 @@ class ServerHandler(Protocol):
     hands them to a trainer as they are."""
 
     def on_send(self, trainer_id: int, values: dict, is_delta: bool) -> None: ...
+    def on_send_and_get(self, trainer_id: int, values: dict, names: list) -> tuple: ...  # async
     def on_get(self, trainer_id: int, names: list) -> tuple: ...
     def on_prefetch(self, trainer_id: int, table: str, ids): ...
     def on_barrier(self, trainer_id: int, kind: str) -> int: ...

@@ -23,7 +23,9 @@ PSJOB_RPC_BARRIER_DEADLINE_S, PSJOB_RPC_MAX_ATTEMPTS, PSJOB_PSERVER_RECOVERY_S.
 Wire format: push, pull and prefetch travel as frames (frames.py) — a
 protobuf header with the tensor bytes outside it; the control calls are
 plain protobuf. `push(...).wait()` returns the pserver's async staleness for
-that push (SendReply.staleness). `retries` counts retried attempts per gRPC
+that push (SendReply.staleness); `push_pull` (async gradients) also returns
+the named parameters as the pserver holds them right after applying the
+push, saving the communicator a GetVariables call per step. `retries` counts retried attempts per gRPC
 method.
 
 Transport security: unless given `tls=`, a client takes its TLS settings from
@@ -242,6 +244,13 @@ class PSClient(RpcClient):
                                   "vars", values, lods)
         return self._call(endpoint, "SendVariables", req, _decode_send_reply)
 
+    def push_pull(self, endpoint: str, values: dict, names, *, lods=None) -> Handle:
+        """An async push of gradients whose reply carries `names` read right after it was
+        applied (one request instead of a push and a pull); wait() → (staleness, {name: ndarray})."""
+        names = list(names)
+        req = frames.pack_tensors(pb.SendRequest(trainer_id=self.trainer_id, pull=names), "vars", values, lods)
+        return self._call(endpoint, "SendVariables", req, lambda raw: _decode_send_pull_reply(raw, names))
+
     def pull(self, endpoint: str, names) -> Handle:
         """Fetch variables by name; wait() → {name: ndarray}."""
         req = frames.pack(pb.GetRequest(trainer_id=self.trainer_id, names=list(names)), ())
@@ -324,6 +333,16 @@ def _decode_send_reply(raw: bytes) -> int:
     frame = frames.Frame(raw, pb.SendReply, "SendVariables reply")
     frame.finish()
     return int(frame.header.staleness)
+
+
+def _decode_send_pull_reply(raw: bytes, names: list) -> tuple[int, dict]:
+    frame = frames.Frame(raw, pb.SendReply, "SendVariables reply")
+    values = frame.tensors(frame.header.vars)
+    frame.finish()
+    if sorted(values) != sorted(names):
+        raise codec.PayloadError(f"SendVariables reply: pulled {sorted(names)}, got {sorted(values)} "
+                                 f"(is the pserver an older psjob?)")
+    return int(frame.header.staleness), values
 
 
 def _decode_get_reply(raw: bytes) -> dict:

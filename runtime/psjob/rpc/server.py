@@ -24,6 +24,8 @@ from .client import PSERVER_SPEC
 class ServerHandler(Protocol):
     # → the push's async staleness (None = 0); see SendReply.staleness
     def on_send(self, trainer_id: int, values: dict, is_delta: bool) -> int | None: ...
+    # → (staleness, {name: value}, version): an async push, then a read of `names`
+    def on_send_and_get(self, trainer_id: int, values: dict, names: list[str]) -> tuple[int, dict, int]: ...
     def on_get(self, trainer_id: int, names: list[str]) -> tuple[dict, int]: ...
     def on_prefetch(self, trainer_id: int, table: str, ids) -> object: ...
     def on_barrier(self, trainer_id: int, kind: str) -> int: ...
@@ -50,8 +52,13 @@ class _Servicer:
         lods = {t.name: codec.decode_lod(t) for t in request.vars if len(t.lod)}
         if lods:
             values = {n: (v, lods[n]) if n in lods else v for n, v in values.items()}
-        staleness = self.h.on_send(request.trainer_id, values, request.is_delta)
-        return frames.pack(pb.SendReply(staleness=int(staleness or 0)), ())
+        if not request.pull:
+            staleness = self.h.on_send(request.trainer_id, values, request.is_delta)
+            return frames.pack(pb.SendReply(staleness=int(staleness or 0)), ())
+        if request.is_delta:
+            raise codec.PayloadError("SendVariables request: a geo delta push cannot carry a pull")
+        staleness, fresh, version = self.h.on_send_and_get(request.trainer_id, values, list(request.pull))
+        return frames.pack_tensors(pb.SendReply(staleness=int(staleness or 0), version=version), "vars", fresh)
 
     def GetVariables(self, raw: bytes) -> bytes:
         frame = frames.Frame(raw, pb.GetRequest, "GetVariables request")

@@ -1,0 +1,114 @@
+"""A push that carries its pull (SendRequest.pull → SendReply.vars): the async communicator's
+one request per pserver per step, through real gRPC to a served PserverState."""
+import collections
+
+import grpc
+import numpy as np
+import pytest
+
+import psjob.fluid as fluid
+from psjob.fluid.transpiler import DistributeTranspiler
+from psjob.launcher.launch import loopback_endpoints
+from psjob.ps.communicator import Communicator, CommunicatorConfig
+from psjob.ps.pserver_state import PserverState
+from psjob.rpc import frames
+from psjob.rpc import psjob_pb2 as pb
+from psjob.rpc.client import PSClient, RetryPolicy, RpcError
+from psjob.rpc.server import start_server
+
+W, LR = "fc_0.w_0", 0.1
+QUICK = RetryPolicy(deadline_s=10, max_attempts=1)
+
+
+@pytest.fixture
+def served():
+    """serve(sync) → (client, endpoint, calls): a linear net's pserver behind psjob's gRPC
+    server; calls counts the requests it answered by (method, status)."""
+    running = []
+
+    def serve(sync=False):
+        [ep] = loopback_endpoints(1)
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            x = fluid.layers.data(name="x", shape=[4])
+            loss = fluid.layers.mean(fluid.layers.fc(x, 1, bias_attr=False))
+            fluid.optimizer.SGD(LR).minimize(loss)
+        t = DistributeTranspiler()
+        t.transpile(0, program=main, startup_program=startup, pservers=ep, trainers=1, sync_mode=sync)
+        program, pstartup = t.get_pserver_programs(ep)
+        state = PserverState(program, scope=fluid.Scope(), executor=fluid.Executor())
+        state.run_startup(pstartup)
+        calls = collections.Counter()
+        server = start_server(state, ep, observer=lambda method, status, *_: calls.update([(method, status)]))
+        client = PSClient([ep], 0, retry=QUICK, tls=None)
+        running.append((server, client))
+        client.wait_server_ready(timeout_s=30)
+        return client, ep, calls
+
+    yield serve
+    for server, client in running:
+        client.close()
+        server.stop(0)
+
+
+def _refused(handle, code, pattern):
+    with pytest.raises(RpcError) as info:
+        handle.wait()
+    assert info.value.code == code, info.value
+    assert pattern in info.value.details, info.value.details
+
+
+def test_the_reply_holds_the_parameters_right_after_the_push_was_applied(served):
+    client, ep, _ = served()
+    before = client.pull(ep, [W]).wait()[W]
+    grad = np.full(before.shape, 0.5, before.dtype)
+    staleness, fresh = client.push_pull(ep, {f"{W}@GRAD": grad}, [W]).wait()
+    assert staleness == 0 and list(fresh) == [W]
+    np.testing.assert_allclose(fresh[W], before - LR * grad, rtol=1e-6)  # SGD applied, then read
+    np.testing.assert_array_equal(fresh[W], client.pull(ep, [W]).wait()[W])
+
+
+def test_a_bad_push_that_pulls_is_refused_and_applies_nothing(served):
+    client, ep, _ = served()
+    before = client.pull(ep, [W]).wait()[W]
+    grad = {f"{W}@GRAD": np.ones_like(before)}
+    _refused(client.push_pull(ep, grad, [W, "no_such_param"]), grpc.StatusCode.NOT_FOUND, "no_such_param")
+    # A geo delta push cannot pull (hand-framed: the client never sends one).
+    meta, parts = frames.tensor_header(f"{W}@GRAD", np.ones_like(before))
+    delta = frames.pack(pb.SendRequest(trainer_id=0, vars=[meta], is_delta=True, pull=[W]), parts)
+    _refused(client._call(ep, "SendVariables", delta), grpc.StatusCode.INVALID_ARGUMENT,
+             "a geo delta push cannot carry a pull")
+    np.testing.assert_array_equal(client.pull(ep, [W]).wait()[W], before)
+
+
+def test_a_sync_pserver_refuses_a_push_that_pulls(served):
+    """Sync rounds stay exact: their pulls wait for the round's barrier."""
+    client, ep, _ = served(sync=True)
+    before = client.pull(ep, [W]).wait()[W]
+    _refused(client.push_pull(ep, {f"{W}@GRAD": np.ones_like(before)}, [W]), grpc.StatusCode.INVALID_ARGUMENT,
+             "a push that pulls is for async mode")
+
+
+def test_async_steps_make_one_request_per_pserver_and_read_their_own_push(served):
+    """The communicator's cache refresh rides on the step's push: after the first pull, no
+    GetVariables; with exact reads (max_stale_steps 0) each step reads every earlier step's
+    gradient applied, from the push's reply."""
+    client, ep, calls = served()
+    comm = Communicator(client, CommunicatorConfig(max_stale_steps=0))
+    steps = 6
+    try:
+        start = expected = comm.pull(ep, [W]).wait()[W]
+        for step in range(steps):
+            w = comm.pull(ep, [W]).wait()[W]
+            np.testing.assert_allclose(w, expected, rtol=1e-6)
+            grad = np.full(w.shape, step + 1.0, w.dtype)
+            comm.push(ep, {f"{W}@GRAD": grad})
+            expected = expected - LR * grad
+        comm.flush()
+        np.testing.assert_array_equal(comm.pull(ep, [W]).wait()[W], client.pull(ep, [W]).wait()[W])
+        np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], start - LR * 21.0, rtol=1e-6)
+    finally:
+        comm.stop()
+    assert calls[("GetVariables", "OK")] == 3, calls  # the communicator's first pull, the test's two
+    assert calls[("SendVariables", "OK")] == steps, calls
+    assert comm.recvs == steps
