@@ -44,6 +44,7 @@ import collections
 import threading
 import time
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,8 +88,10 @@ class CommunicatorConfig:
     # 0.8357 (median 0.8321, 5 runs on a busy machine) with 2, 0.8293 with 3. Off by default: it suits optimizers whose successive
     # updates agree (Adam, momentum); plain SGD at a high rate overshoots with it (a test's
     # SGD 0.3 model diverged at 2). Floating-point values only; max_stale_steps=0 (exact
-    # reads) turns it off; refresh() stores exact values. Fleet: a_sync_configs["predict_pulls"].
-    predict_pulls: float = 0.0
+    # reads) turns it off; refresh() stores exact values. Fleet: a_sync_configs["predict_pulls"];
+    # Fleet's default decides per parameter from its pserver optimizer (psjob.fleet.strategy
+    # .predict_pulls_by_name), given here as {pulled name: intervals} (names absent: 0).
+    predict_pulls: float | Mapping[str, float] = 0.0
 
 
 class CommunicatorError(RuntimeError):
@@ -200,8 +203,9 @@ class Communicator:
     def _store(self, fresh: dict, exact=False):
         """Cache pulled values (under the lock): extrapolated by predict_pulls from the
         previous pull of each name, or as pulled (`exact`, a name's first pull, integers)."""
-        alpha = self.config.predict_pulls if self.config.max_stale_steps != 0 else 0.0
+        predict = self.config.predict_pulls if self.config.max_stale_steps != 0 else 0.0
         for name, value in fresh.items():
+            alpha = predict.get(name, 0.0) if isinstance(predict, Mapping) else predict
             before = None if exact else self._pulled.get(name)
             self._pulled[name] = value
             if (not alpha or before is None or before.shape != value.shape
