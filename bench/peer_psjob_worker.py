@@ -153,7 +153,7 @@ def main():
 
     ahead = None
     if not args.single and args.prefetch_ahead:
-        from psjob.ps.communicator import prefetch_ahead as ahead
+        from psjob.fluid.pipeline import prefetch_ahead as ahead
     if args.profile:
         exe.collect_timing, exe.timing_clock = True, time.thread_time  # CPU, not wall
         exe.kernel_seconds.clear()
