@@ -6,8 +6,9 @@
 The model is Paddle's (paddle_ps/paddle_ctr_ps.py): 26 slots sharing one
 embedding table of dim 16, concat with the 13 dense values, fc 256-128-1,
 sigmoid cross entropy, Adam 1e-3 (lazy), batch 1024, one epoch, no shuffle.
-Async trainers read parameters extrapolated 2 pull intervals ahead
-(a_sync_configs["predict_pulls"], psjob.ps.communicator; --predict_pulls 0: off).
+Async trainers read parameters as Fleet's default extrapolates them for Adam:
+2 pull intervals ahead (a_sync_configs["predict_pulls"], psjob.fleet.strategy;
+--predict_pulls K sets K for every parameter, 0: off).
 Trainer t reads files[t::n] of DIR (Paddle's sharding). It writes
 OUT/trainer<t>.json: examples trained, the training window as wall-clock
 times (time.time(), so the parent can cut its /proc CPU samples at the same
@@ -102,8 +103,9 @@ def main():
     p.add_argument("--single", action="store_true", help="no pservers: plain single-process training")
     p.add_argument("--prefetch_ahead", type=int, default=1,
                    help="1: issue batch i+1's embedding prefetch while batch i computes (async modes)")
-    p.add_argument("--predict_pulls", type=float, default=2.0,
-                   help="async reads extrapolated this many pull intervals ahead (a_sync_configs; 0: off)")
+    p.add_argument("--predict_pulls", type=float, default=None,
+                   help="async reads extrapolated this many pull intervals ahead (a_sync_configs; 0: off); "
+                        "unset: Fleet's default, by each parameter's optimizer")
     p.add_argument("--profile", action="store_true",
                    help="also write each op type's kernel CPU-ms per batch (main thread) and each thread's "
                         "CPU-seconds in the window (the kernel timing adds a clock call per op)")
@@ -127,7 +129,7 @@ def main():
         fleet.init()
         strategy = DistributedStrategy()
         strategy.a_sync = args.mode != "sync"
-        if strategy.a_sync and args.predict_pulls:  # (unset at 0: a baseline runtime may not know it)
+        if strategy.a_sync and args.predict_pulls is not None:
             strategy.a_sync_configs = {"predict_pulls": args.predict_pulls}
         main_prog.random_seed = startup.random_seed = cfg.seed
         with fluid.program_guard(main_prog, startup), fluid.unique_name.guard():
@@ -151,7 +153,7 @@ def main():
 
     ahead = None
     if not args.single and args.prefetch_ahead:
-        from psjob.ps.communicator import prefetch_ahead as ahead
+        from psjob.fluid.pipeline import prefetch_ahead as ahead
     if args.profile:
         exe.collect_timing, exe.timing_clock = True, time.thread_time  # CPU, not wall
         exe.kernel_seconds.clear()

@@ -30,11 +30,10 @@ def _late_auc(predict, label):
     return float(ctr.roc_auc(np.asarray(label), np.asarray(predict)))
 
 
-@pytest.fixture(scope="module")
-def single_process_auc(ctr_data):
+def _single_process_auc(ctr_data, optimizer):
     cfg = ctr_model.CTRConfig(sparse_feature_dim=ctr.SPARSE_FEATURE_DIM)
     main, startup = fluid.Program(), fluid.Program()
-    model = ctr_model.build(cfg, main, startup, optimizer=fluid.optimizer.SGD(0.5))
+    model = ctr_model.build(cfg, main, startup, optimizer=optimizer)
     exe, scope = fluid.Executor(), fluid.Scope()
     exe.run(startup, scope=scope)
     scored = []
@@ -45,8 +44,14 @@ def single_process_auc(ctr_data):
     return _late_auc(np.concatenate([p for p, _ in half]), np.concatenate([y for _, y in half]))
 
 
+@pytest.fixture(scope="module")
+def single_process_auc(ctr_data):
+    return _single_process_auc(ctr_data, fluid.optimizer.SGD(0.5))
+
+
 def _distributed_auc(out, launch, script, read_logs, ctr_data, mode, extra):
-    """Late pooled AUC of trainer 0 in a 2 pservers x 2 trainers job."""
+    """Late pooled AUC of trainer 0 in a 2 pservers x 2 trainers job (SGD 0.5 unless
+    `extra` names another --optimizer and --lr)."""
     r = launch(["--server_num", "2", "--worker_num", "2", "--log_dir", str(out / "log"),
                 script("fleet_train.py"), "--model", "ctr", "--mode", mode, "--data", ctr_data,
                 "--batch", str(BATCH), "--steps", "100000", "--out", str(out), "--optimizer", "sgd",
@@ -93,3 +98,25 @@ def test_async_ctr_training_stays_close_to_single_process_auc(tmp_path, script, 
     got = _distributed_auc(tmp_path, launch, script, read_logs, ctr_data, "async", ["--distributed_table"])
     print("\nasync AUC", got, "single process", single_process_auc)
     assert single_process_auc - 0.055 < got < single_process_auc + 0.01, (got, single_process_auc)
+
+
+
+def test_async_adam_ctr_training_reads_extrapolated_parameters_by_default(tmp_path, script, launch, read_logs,
+                                                                          ctr_data):
+    # Fleet's default predict_pulls decides per parameter from its pserver optimizer
+    # (psjob.fleet.strategy.predict_pulls_by_name): an Adam model's dense parameters are read
+    # 2 pull intervals ahead (the table's rows are prefetched, never cached). Measured here
+    # (loaded 2-core machine): 0.006-0.013 below the single process in nine runs, against
+    # 0.014-0.029 in six runs with predict_pulls 0, the earlier default (0.009-0.010 with 1).
+    single = _single_process_auc(ctr_data, fluid.optimizer.Adam(1e-3, lazy_mode=True))
+    got = _distributed_auc(tmp_path, launch, script, read_logs, ctr_data, "async",
+                           ["--distributed_table", "--optimizer", "adam", "--lr", "1e-3"])
+    with open(tmp_path / "trainer0.json") as f:
+        ran_with = json.load(f)["predict_pulls"]
+    # Every dense parameter as the trainer pulls it: the two large weights in a block per pserver.
+    pulled = ("fc_0.w_0.block0", "fc_0.w_0.block1", "fc_1.w_0.block0", "fc_1.w_0.block1", "fc_2.w_0",
+              "fc_0.b_0", "fc_1.b_0", "fc_2.b_0")
+    assert ran_with == {name: 2.0 for name in pulled}, ran_with
+    print("\nasync Adam AUC", got, "single process", single)
+    # A band for load: within 0.01 (target 4 of issue 18) in eight runs of nine.
+    assert single - 0.02 < got < single + 0.01, (got, single)

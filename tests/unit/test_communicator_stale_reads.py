@@ -96,18 +96,23 @@ def test_one_async_trainer_at_a_high_adam_rate_learns_as_sync_does(feeds):
     assert abs(async_[-tail:].mean() - sync[-tail:].mean()) < 0.005, (async_[-tail:].mean(), sync[-tail:].mean())
 
 
-def _dense_pserver(lr=0.1):
-    """A one-layer net's async pserver (SGD `lr`); returns (client, endpoint, weight name)."""
+def _transpiled(optimizer, pservers="127.0.0.1:6171", width=4):
+    """A one-layer net (input `width`) trained by `optimizer`, transpiled for async pservers."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 3
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        x = fluid.layers.data(name="x", shape=[4])
+        x = fluid.layers.data(name="x", shape=[width])
         y = fluid.layers.data(name="y", shape=[1])
         loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(x, 1), y))
-        fluid.optimizer.SGD(lr).minimize(loss)
+        optimizer.minimize(loss)
     t = DistributeTranspiler()
-    t.transpile(0, program=main, startup_program=startup, pservers="127.0.0.1:6171", trainers=1,
-                sync_mode=False)
+    t.transpile(0, program=main, startup_program=startup, pservers=pservers, trainers=1, sync_mode=False)
+    return t
+
+
+def _dense_pserver(lr=0.1):
+    """A one-layer net's async pserver (SGD `lr`); returns (client, endpoint, weight name)."""
+    t = _transpiled(fluid.optimizer.SGD(lr))
     return InMemoryCluster.from_transpiler(t).client(0), "127.0.0.1:6171", "fc_0.w_0"
 
 
@@ -153,12 +158,52 @@ def test_no_prediction_when_reads_must_be_exact():
         comm.stop()
 
 
+def test_a_per_name_predict_pulls_extrapolates_only_the_names_it_lists():
+    """Fleet's default hands the communicator {pulled name: intervals}: listed names are
+    extrapolated, the others (here the bias) cached as pulled."""
+    client, ep, w = _dense_pserver()
+    b = "fc_0.b_0"
+    comm = Communicator(client, CommunicatorConfig(predict_pulls={w: 2.0}))
+    try:
+        first = comm.pull(ep, [w, b]).wait()
+        comm.push(ep, {f"{b}@GRAD": np.ones_like(first[b])})  # a step: one gradient per queue
+        _pushed_and_pulled(comm, ep, w, np.full(first[w].shape, 0.5, first[w].dtype), 1)
+        now = client.pull(ep, [w, b]).wait()
+        assert not np.array_equal(now[b], first[b])  # both moved on the pserver
+        cached = comm.pull(ep, [w, b]).wait()
+        np.testing.assert_allclose(cached[w], now[w] + 2.0 * (now[w] - first[w]), rtol=1e-6)
+        np.testing.assert_array_equal(cached[b], now[b])
+    finally:
+        comm.stop()
+
+
+def test_default_predict_pulls_follows_each_parameters_pserver_optimizer():
+    """Unset, predict_pulls is 2 for the pulled names (parameters, or their pserver blocks)
+    of Adam-family and momentum parameters and 0 for plain SGD's (which overshoots with it);
+    a number the user sets holds for every parameter."""
+    from psjob.fleet.strategy import predict_pulls_by_name
+    adam = _transpiled(fluid.optimizer.Adam(1e-3)).plan
+    assert predict_pulls_by_name(None, adam) == {"fc_0.w_0": 2.0, "fc_0.b_0": 2.0}
+    momentum = _transpiled(fluid.optimizer.Momentum(0.1, momentum=0.9)).plan
+    assert predict_pulls_by_name(None, momentum) == {"fc_0.w_0": 2.0, "fc_0.b_0": 2.0}
+    assert predict_pulls_by_name(None, _transpiled(fluid.optimizer.SGD(0.3)).plan) == {}
+    assert predict_pulls_by_name(None, _transpiled(fluid.optimizer.Adagrad(0.1)).plan) == {}
+    assert predict_pulls_by_name(0.0, adam) == 0.0  # the user's value is authoritative
+    assert predict_pulls_by_name(1.5, adam) == 1.5
+    # A parameter sliced across pservers is pulled by its block names.
+    sliced = _transpiled(fluid.optimizer.Adam(1e-3), pservers="127.0.0.1:6171,127.0.0.1:6172",
+                         width=20000).plan
+    blocks = [b.name for b in sliced.params["fc_0.w_0"].blocks]
+    assert len(blocks) == 2, blocks
+    assert set(predict_pulls_by_name(None, sliced)) == {*blocks, "fc_0.b_0"}
+
+
 def test_fleet_strategy_carries_predict_pulls_and_refuses_a_bad_one():
     from psjob.fleet import DistributedStrategy
     from psjob.fleet.strategy import resolve
     s = DistributedStrategy()
     s.a_sync = True
-    assert resolve(s).predict_pulls == 0.0  # off unless asked for
+    assert resolve(s).predict_pulls is None  # by each parameter's optimizer unless set
     s.a_sync_configs = {"predict_pulls": 2}
     assert resolve(s).predict_pulls == 2.0
     for bad in (-1, "2", True, 9):

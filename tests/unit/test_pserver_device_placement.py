@@ -180,10 +180,12 @@ def test_the_device_option_flows_from_the_environment_and_bad_values_fail_at_sta
 
 
 def test_a_device_table_equals_the_host_table_row_for_row_after_the_same_pushes():
-    from psjob.tables import InitializerConfig, OptimizerConfig
+    from psjob.tables import OPTIMIZERS, InitializerConfig, OptimizerConfig
     from psjob.ps.device_staging import DeviceStaging
     rng = np.random.default_rng(4)
-    for name, hyper in (("sgd", {}), ("adam", {}), ("momentum", {"mu": 0.9}), ("ftrl", {})):
+    hypers = {"momentum": {"mu": 0.9}, "rmsprop": {"centered": True}}
+    for name in OPTIMIZERS:
+        hyper = hypers.get(name, {})
         cfg = TableConfig("t", dim=8, seed=2, initializer=InitializerConfig("uniform", low=-0.1, high=0.1),
                           optimizer=OptimizerConfig(name, lr=0.05, hyper=hyper), initial_capacity=16)
         host, staged = SparseTable(cfg), SparseTable(cfg)

@@ -561,7 +561,8 @@ def test_prefetch_ahead_serves_the_next_batch_from_requests_issued_before_it_run
     so the trainer makes one prefetch per step, and it still learns (one batch, six times:
     on six different batches of ten the last loss beat the first only by luck). Sync:
     refused (the rounds stay exact), the prefetch ops fetch as usual."""
-    from psjob.ps.communicator import Communicator, CommunicatorConfig, prefetch_ahead
+    from psjob.fluid.pipeline import prefetch_ahead
+    from psjob.ps.communicator import Communicator, CommunicatorConfig
     feeds = pooled_feeds(1, 10) * 6
     main, startup, loss = pooled_slots_net()
     t = DistributeTranspiler()
@@ -587,3 +588,45 @@ def test_prefetch_ahead_serves_the_next_batch_from_requests_issued_before_it_run
     assert issued == [not sync] * (len(feeds) - 1)
     assert prefetches == 2 * len(feeds)  # one per pserver per step, never twice
     assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize("sync", [False, True])
+def test_train_from_dataset_pipelines_the_prefetch_where_reads_may_lag(tmp_path, sync):
+    """train_from_dataset (one thread) runs its batches through fluid.pipeline: async, each
+    batch's prefetches were issued while the batch before ran, and every one was taken (one
+    per pserver per step, never twice); sync, nothing is issued ahead."""
+    from psjob.distributed import QueueDataset
+    from psjob.fluid.ops.dist_ops import PREFETCH_AHEAD
+    from psjob.ps.communicator import Communicator, CommunicatorConfig
+    rng = np.random.default_rng(5)
+    steps, batch = 5, 10
+    with open(tmp_path / "part-0", "w") as f:   # MultiSlot lines: y, dense, then the three id slots
+        for _ in range(steps * batch):
+            slots = [" ".join(map(str, rng.integers(0, 12, size=k))) for k in rng.integers(1, 4, size=3)]
+            f.write(f"1 {rng.normal():.4f} 2 {rng.normal():.4f} {rng.normal():.4f} "
+                    + " ".join(f"{len(ids.split())} {ids}" for ids in slots) + "\n")
+    main, startup, _ = pooled_slots_net()
+    t = DistributeTranspiler()
+    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:2]), trainers=1,
+                sync_mode=sync)
+    program = t.get_trainer_program(wait_port=False)
+    cluster = InMemoryCluster.from_transpiler(t)
+    block = program.global_block()
+    dataset = QueueDataset()
+    dataset.init(batch_size=batch, thread_num=1, pipe_command="cat",
+                 use_var=[block.var(name) for name in ("y", "dense", "s0", "s1", "s2")])
+    dataset.set_filelist([str(tmp_path / "part-0")])
+
+    def body(tid, exe):
+        counting = _CountingPrefetches(exe.services["rpc"])
+        service = exe.services["rpc"] = counting if sync else Communicator(counting, CommunicatorConfig())
+        exe.run(startup)
+        exe.train_from_dataset(program, dataset)
+        if not sync:
+            service.stop()
+        queued = exe.services.get(PREFETCH_AHEAD)
+        return counting.prefetches, None if queued is None else sum(map(len, queued.values()))
+
+    [(prefetches, left_queued)] = cluster.run_trainers(body, 1)
+    assert prefetches == 2 * steps
+    assert left_queued == (None if sync else 0)   # async: issued ahead, and all taken

@@ -33,6 +33,7 @@ from ..fluid.transpiler.heter_split import (HeterSplitError, heter_device_of, ma
                                             served_trainers, split_heter_program)
 from ..ps.heter_state import HeterSection, HeterState
 from ..role_env import process_environment
+from .strategy import predict_pulls_by_name
 
 DEVICE_GUARDS = ("cpu", "gpu", "xpu")
 
@@ -163,7 +164,7 @@ class HeterRuntime:
         client = PSClient(rm.get_pserver_endpoints(), trainer_id, auth_token=token, settings=rm.settings())
         service = trainer_service(client, s.mode, max_merge_var_num=s.max_merge_var_num,
                                   send_queue_size=s.send_queue_size, max_stale_steps=s.max_stale_steps,
-                                  predict_pulls=s.predict_pulls)
+                                  predict_pulls=predict_pulls_by_name(s.predict_pulls, t.plan))
         exe = Executor(place)
         exe.services["rpc"] = service
 

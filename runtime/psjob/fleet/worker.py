@@ -21,6 +21,7 @@ from . import telemetry
 from .build import BuiltJob
 from .monitor import TrainerMonitor
 from .role_maker import RoleMakerBase
+from .strategy import predict_pulls_by_name
 
 
 class WorkerConnection:
@@ -44,7 +45,9 @@ class WorkerConnection:
         service = client_service.trainer_service(client, s.mode, max_merge_var_num=s.max_merge_var_num,
                                                  send_queue_size=s.send_queue_size,
                                                  max_stale_steps=s.max_stale_steps,
-                                                 predict_pulls=s.predict_pulls, geo=geo)
+                                                 predict_pulls=predict_pulls_by_name(s.predict_pulls,
+                                                                                     job.transpiler.plan),
+                                                 geo=geo)
         client_service.install(service)
         if job.heter is not None:
             try:

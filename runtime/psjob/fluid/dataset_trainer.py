@@ -3,7 +3,9 @@
 A dataset (psjob.distributed.InMemoryDataset, QueueDataset) hands out its
 batches as feed dicts split into `thread` disjoint streams
 (`dataset._thread_feeds(thread)`). With one thread the batches are fed in
-order through `Executor.run`, exactly as a loop of exe.run calls would. With
+order through `Executor.run`, exactly as a loop of exe.run calls would, with
+the sparse path pipelined where reads may lag (async: the next batch's
+embedding prefetches travel while one runs, fluid/pipeline.py). With
 more, each stream runs in its own Python thread over the same program as
 Paddle's Hogwild trainer does: the persistable variables (parameters,
 optimizer state, metric state) are shared and updated without locks, every
@@ -16,6 +18,7 @@ import threading
 from collections.abc import MutableMapping
 
 from .core import Scope, global_scope
+from .pipeline import pipelined
 
 
 class _Overlay(MutableMapping):
@@ -91,8 +94,8 @@ def run_dataset(executor, program, dataset, scope, thread, names, fetch_info, pr
                 shown = ", ".join(f"{label}: {value}" for label, value in zip(labels, values))
                 print(f"[thread {index}] batch {step}: {shown}", flush=True)
 
-    if thread == 1:
-        run_stream(0, streams[0], scope)
+    if thread == 1:   # the next batch's embedding rows are fetched while this one runs
+        run_stream(0, pipelined(executor, program, streams[0]), scope)
         return None
     shared = _persistable_names(program)
     errors: list[BaseException] = []

@@ -45,7 +45,7 @@ class GeoSettings:
 def trainer_service(client: PSClient, mode: str, *, max_merge_var_num: int = CommunicatorConfig.max_merge_var_num,
                     send_queue_size: int = CommunicatorConfig.send_queue_size,
                     max_stale_steps: int | None = CommunicatorConfig.max_stale_steps,
-                    predict_pulls: float = CommunicatorConfig.predict_pulls, geo: GeoSettings | None = None):
+                    predict_pulls: float | dict = CommunicatorConfig.predict_pulls, geo: GeoSettings | None = None):
     """The trainer's RPC service of `mode` around `client`: the client itself (sync), a
     Communicator (async, half_async) or a GeoCommunicator (geo, which needs `geo`)."""
     if mode in ("async", "half_async"):

@@ -43,7 +43,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
-import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,8 +87,10 @@ class CommunicatorConfig:
     # 0.8357 (median 0.8321, 5 runs on a busy machine) with 2, 0.8293 with 3. Off by default: it suits optimizers whose successive
     # updates agree (Adam, momentum); plain SGD at a high rate overshoots with it (a test's
     # SGD 0.3 model diverged at 2). Floating-point values only; max_stale_steps=0 (exact
-    # reads) turns it off; refresh() stores exact values. Fleet: a_sync_configs["predict_pulls"].
-    predict_pulls: float = 0.0
+    # reads) turns it off; refresh() stores exact values. Fleet: a_sync_configs["predict_pulls"];
+    # Fleet's default decides per parameter from its pserver optimizer (psjob.fleet.strategy
+    # .predict_pulls_by_name), given here as {pulled name: intervals} (names absent: 0).
+    predict_pulls: float | Mapping[str, float] = 0.0
 
 
 class CommunicatorError(RuntimeError):
@@ -131,6 +133,10 @@ def _merge(values: list):
 
 
 class Communicator:
+    # Its reads may lag its pushes (async, half-async), so a prefetch issued one batch ahead
+    # (psjob.fluid.pipeline) adds only a step of staleness.
+    reads_may_lag = True
+
     def __init__(self, client, config: CommunicatorConfig = CommunicatorConfig()):
         if config.mode not in ("async", "half_async"):
             raise ValueError(f"Communicator mode must be async or half_async, got {config.mode!r}")
@@ -200,8 +206,9 @@ class Communicator:
     def _store(self, fresh: dict, exact=False):
         """Cache pulled values (under the lock): extrapolated by predict_pulls from the
         previous pull of each name, or as pulled (`exact`, a name's first pull, integers)."""
-        alpha = self.config.predict_pulls if self.config.max_stale_steps != 0 else 0.0
+        predict = self.config.predict_pulls if self.config.max_stale_steps != 0 else 0.0
         for name, value in fresh.items():
+            alpha = predict.get(name, 0.0) if isinstance(predict, Mapping) else predict
             before = None if exact else self._pulled.get(name)
             self._pulled[name] = value
             if (not alpha or before is None or before.shape != value.shape
@@ -421,66 +428,3 @@ class Communicator:
         except BaseException as exc:
             if not self._stopped:
                 self._error = exc
-
-
-MAX_PREFETCH_AHEAD = 4  # issued batches kept per prefetch op
-_PAIRS = weakref.WeakKeyDictionary()  # block -> its (split_ids, prefetch) op pairs
-
-
-def _prefetch_pairs(block):
-    """The (split_ids, prefetch) op pairs of a block, found once per block version."""
-    cached = _PAIRS.get(block)
-    if cached is not None and cached[0] == len(block.ops):
-        return cached[1]
-    pairs = []
-    for op in block.ops:
-        if op.type == "prefetch":
-            split = next((s for s in block.ops if s.type == "split_ids" and s.output("Out") == op.input("X")),
-                         None)
-            if split is None:
-                pairs = []
-                break
-            pairs.append((split, op))
-    _PAIRS[block] = (len(block.ops), pairs)
-    return pairs
-
-
-def prefetch_ahead(executor, program, feed: dict) -> bool:
-    """Start the embedding prefetches of the NEXT batch (`feed`) now, so they travel while
-    the current batch computes (TorchRec's pipelined sparse path):
-
-        for i, feed in enumerate(feeds):
-            if i + 1 < len(feeds):
-                prefetch_ahead(exe, program, feeds[i + 1])
-            exe.run(program, feed=feed, ...)
-
-    The prefetch ops of the next run take the issued replies when their ids match (they
-    do when `feed` is what the next run is fed) and fetch as usual otherwise. Async and
-    half-async only (the executor's client is a Communicator): the rows are read before
-    the current batch's gradients reach the pservers, one step of extra staleness, on
-    top of the asynchronous push. Sync programs keep their exact rounds: returns False
-    and issues nothing, as it does for a program whose prefetched ids are not all fed.
-    """
-    from ..fluid.executor import _unwrap
-    from ..fluid.ops.dist_ops import PREFETCH_AHEAD, split_wanted_ids
-
-    pairs = _prefetch_pairs(_unwrap(program).global_block())
-    if not pairs or not all(name in feed for split, _ in pairs for name in split.input("Ids")):
-        return False
-    client = executor.service("rpc", pairs[0][1])
-    if not isinstance(client, Communicator):
-        return False
-    issued = executor.services.setdefault(PREFETCH_AHEAD, {})
-    for split, op in pairs:
-        fed = [feed[name] for name in split.input("Ids")]
-        wanted = np.concatenate([np.asarray(v[0] if isinstance(v, tuple) else v, dtype=np.int64).reshape(-1)
-                                 for v in fed])
-        split_out = split_wanted_ids(wanted, len(op.input("X")), with_index=bool(split.output("Index")))
-        requests = [(ids, client.prefetch(ep, table, ids) if ids.size else None)
-                    for ids, ep, table in zip(split_out[0], op.attr("epmap"), op.attr("table_names"))]
-        # The split_ids op of the next run reuses the split; its prefetch op, the requests.
-        for key, entry in ((id(split), (wanted, split_out)), (id(op), requests)):
-            queue = issued.setdefault(key, [])
-            del queue[:-MAX_PREFETCH_AHEAD + 1]  # batches prepared but never run (a skipped feed)
-            queue.append(entry)
-    return True

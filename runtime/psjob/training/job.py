@@ -36,6 +36,7 @@ from ..fleet.checkpointer import Checkpointer
 from ..dataset import ctr
 from ..fleet import DistributedStrategy, Fleet, PaddleCloudRoleMaker
 from ..fluid.core import PlaceError
+from ..fluid.pipeline import pipelined
 from ..fluid.transpiler import DistributeTranspilerConfig
 from ..models import BUILT_IN as BUILT_IN_MODELS, ctr as ctr_model
 from . import data
@@ -211,14 +212,14 @@ def _train(opts: TrainOptions, loop: Loop, start: Position) -> None:
     step = start.step
     for epoch in range(start.epoch, opts.epochs + 1):
         skip = start.batch if epoch == start.epoch else 0
-        for index, batch in enumerate(loop.share_for_epoch(opts), start=1):
-            if index <= skip:
-                continue
+        fed = ((index, batch, ctr_model.feed_dict(loop.model, batch))
+               for index, batch in enumerate(loop.share_for_epoch(opts), start=1) if index > skip)
+        # Async: the next batch's embedding prefetches travel while this one runs.
+        for index, batch, feed in pipelined(loop.exe, loop.fleet.main_program, fed, feed_of=lambda item: item[2]):
             if loop.leave.is_set() or (opts.max_steps and step >= opts.max_steps):
                 return
             t0 = time.perf_counter()
-            loss, auc = loop.exe.run(loop.fleet.main_program,
-                                     feed=ctr_model.feed_dict(loop.model, batch), fetch_list=fetch)
+            loss, auc = loop.exe.run(loop.fleet.main_program, feed=feed, fetch_list=fetch)
             seconds = time.perf_counter() - t0
             loss, auc = float(loss.reshape(-1)[0]), float(auc.reshape(-1)[0])
             step += 1

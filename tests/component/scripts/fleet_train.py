@@ -32,6 +32,8 @@ p.add_argument("--lr", type=float, default=1e-3)
 p.add_argument("--optimizer", default="sgd")
 p.add_argument("--id_mode", default="dense", choices=["dense", "hash"])
 p.add_argument("--sleep_ms", type=float, default=0.0, help="pause after each step (slow trainers in tests)")
+p.add_argument("--predict_pulls", type=float, default=None,
+               help="a_sync_configs['predict_pulls'] (unset: Fleet's default, by each parameter's optimizer)")
 p.add_argument("--start_together", action="store_true",
                help="wait until every trainer is ready before the first step (async quality tests)")
 args = p.parse_args()
@@ -45,6 +47,8 @@ else:
     strategy = DistributedStrategy()
     strategy.a_sync = args.mode != "sync"
     strategy.a_sync_configs = {"k_steps": args.k_steps if args.mode == "geo" else 0}
+    if args.predict_pulls is not None:
+        strategy.a_sync_configs = {"predict_pulls": args.predict_pulls}
 
 main, startup = fluid.Program(), fluid.Program()
 main.random_seed = startup.random_seed = 7
@@ -127,5 +131,7 @@ else:
             np.savez(os.path.join(args.out, "trainer0_scores.npz"), predict=np.concatenate([p for p, _ in half]),
                      label=np.concatenate([y for _, y in half]))
         with open(os.path.join(args.out, "trainer0.json"), "w") as f:
-            json.dump({"losses": losses, "aucs": aucs}, f)
+            config = getattr(fleet.fleet.rpc_service, "config", None)  # an async trainer's Communicator
+            json.dump({"losses": losses, "aucs": aucs,
+                       "predict_pulls": None if config is None else config.predict_pulls}, f)
     fleet.stop_worker()

@@ -11,8 +11,10 @@ geo) with Paddle 2.x's defaults and the fields PaddleRec's helpers set:
   `heter_worker_device_guard`; the others are accepted and logged once as
   ignored. It adds its own `max_stale_steps` (default 1): how many steps of a
   trainer's own gradients its async reads may miss (None: unbounded), and
-  `predict_pulls` (default 0): async reads extrapolated that many pull
-  intervals ahead (psjob.ps.communicator). Values
+  `predict_pulls`: async reads extrapolated that many pull intervals ahead
+  (psjob.ps.communicator); default None: 2 for parameters an Adam-family or
+  momentum optimizer updates, 0 (read as pulled) for plain SGD and the others
+  (psjob.fleet.strategy.predict_pulls_by_name); a number applies to all. Values
   are checked when set. A key neither Paddle nor psjob knows is an error.
   max_merge_var_num/send_queue_size default to psjob's 20/20, not the 1/16 of
   Paddle's AsyncConfig, which Paddle's runtime never reads (docs/paddle2.md).

@@ -1,0 +1,94 @@
+"""The pipelined sparse path: a batch's embedding prefetches travel while the batch
+before it computes (TorchRec's train pipeline).
+
+`pipelined(executor, program, feeds)` is what the training loops use (train_from_dataset
+with one thread, the built-in job): it yields the feeds in order, each after the next
+one's prefetches were issued by `prefetch_ahead`. The prefetch ops of the next run take
+the issued replies when their ids match — they do when the feed is what that run is fed
+— and fetch as usual otherwise.
+
+Only where reads may lag pushes anyway (the client is an async or half-async
+communicator: `reads_may_lag`): the rows are read before the current batch's gradients
+reach the pservers, one step of extra staleness on top of the asynchronous push. Sync
+programs keep their exact rounds, and so do programs whose prefetched ids are not all
+fed: nothing is issued ahead and every prefetch fetches in its own run.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from .framework import default_main_program
+from .ops.dist_ops import PREFETCH_AHEAD, split_wanted_ids
+
+MAX_PREFETCH_AHEAD = 4  # issued batches kept per prefetch op
+_PAIRS = weakref.WeakKeyDictionary()  # block -> (its op count, its (split_ids, prefetch) op pairs)
+_END = object()
+
+
+def _prefetch_pairs(block):
+    """The (split_ids, prefetch) op pairs of a block, found once per block version."""
+    cached = _PAIRS.get(block)
+    if cached is not None and cached[0] == len(block.ops):
+        return cached[1]
+    pairs = []
+    for op in block.ops:
+        if op.type == "prefetch":
+            split = next((s for s in block.ops if s.type == "split_ids" and s.output("Out") == op.input("X")),
+                         None)
+            if split is None:
+                pairs = []
+                break
+            pairs.append((split, op))
+    _PAIRS[block] = (len(block.ops), pairs)
+    return pairs
+
+
+def prefetch_ahead(executor, program, feed: dict) -> bool:
+    """Issue the embedding prefetches of the NEXT run of `program` (fed `feed`) now;
+    False, issuing nothing, where reads may not lag (sync) or the prefetched ids are not
+    all in `feed`. By hand:
+
+        for i, feed in enumerate(feeds):
+            if i + 1 < len(feeds):
+                prefetch_ahead(exe, program, feeds[i + 1])
+            exe.run(program, feed=feed, ...)
+    """
+    program = default_main_program() if program is None else getattr(program, "_program", program)
+    pairs = _prefetch_pairs(program.global_block())
+    if not pairs or not all(name in feed for split, _ in pairs for name in split.input("Ids")):
+        return False
+    client = executor.service("rpc", pairs[0][1])
+    if not getattr(client, "reads_may_lag", False):
+        return False
+    issued = executor.services.setdefault(PREFETCH_AHEAD, {})
+    for split, op in pairs:
+        fed = [feed[name] for name in split.input("Ids")]
+        wanted = np.concatenate([np.asarray(v[0] if isinstance(v, tuple) else v, dtype=np.int64).reshape(-1)
+                                 for v in fed])
+        split_out = split_wanted_ids(wanted, len(op.input("X")), with_index=bool(split.output("Index")))
+        requests = [(ids, client.prefetch(ep, table, ids) if ids.size else None)
+                    for ids, ep, table in zip(split_out[0], op.attr("epmap"), op.attr("table_names"))]
+        # The split_ids op of the next run reuses the split; its prefetch op, the requests.
+        for key, entry in ((id(split), (wanted, split_out)), (id(op), requests)):
+            queue = issued.setdefault(key, [])
+            del queue[:-MAX_PREFETCH_AHEAD + 1]  # batches prepared but never run (a skipped feed)
+            queue.append(entry)
+    return True
+
+
+def pipelined(executor, program, items, feed_of=None):
+    """Yield `items` in order, each once the next one's prefetches are on their way:
+    `items` are feed dicts, or anything `feed_of(item)` gives the feed dict of. Reads one
+    item ahead of the loop. One thread per executor: Hogwild threads sharing an executor
+    would take each other's issued prefetches."""
+    items = iter(items)
+    current = next(items, _END)
+    ahead = True   # until prefetch_ahead says this program or client takes none
+    while current is not _END:
+        following = next(items, _END)
+        if ahead and following is not _END:
+            ahead = prefetch_ahead(executor, program, following if feed_of is None else feed_of(following))
+        yield current
+        current = following
