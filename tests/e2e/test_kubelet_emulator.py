@@ -3,7 +3,8 @@
 Checks that tests/e2e/kubelet.py does what its docstring says for any pod spec
 (so that what the operator tests conclude is about the operator's specs, not the
 harness): init containers, volumes, the downward API, envFrom, security context,
-headless-Service names (and no other: no cluster DNS), httpGet/exec probes, restarts, Job failure policies.
+headless-Service names (and no other: no cluster DNS), httpGet/exec probes, restarts,
+Job failure policies.
 """
 from __future__ import annotations
 
