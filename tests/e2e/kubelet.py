@@ -25,7 +25,11 @@ Real
   every pod that mounts it, like a ReadWriteMany volume); fsGroup owns them.
   /etc/hosts is the kubelet's: the pod's own name, plus the DNS names of every
   pod behind a headless Service (`<pod>.<service>.<ns>.svc[.cluster.local]`),
-  since there is no cluster DNS.
+  since there is no cluster DNS; so is /etc/resolv.conf, whose nameserver is
+  the pod's own loopback, where nothing listens: a name not in /etc/hosts
+  fails at once, as an NXDOMAIN from cluster DNS would, instead of waiting out
+  this machine's nameserver, which the pod network cannot reach (gRPC's c-ares
+  resolver asks DNS before /etc/hosts: 14 s per new channel).
 - The process: command/args with $(VAR) expansion, env and envFrom (values,
   the downward API's fieldRef and resourceFieldRef, secretKeyRef,
   configMapKeyRef), workingDir, run as securityContext.runAsUser/runAsGroup
@@ -95,6 +99,8 @@ NODE_IP = f"{SUBNET}.1"
 CLUSTER_DOMAIN = "cluster.local"
 RESTART_BACKOFF_S = 1.0
 RESYNC_S = 0.2
+# No cluster DNS: lookups go to the pod's loopback and are refused at once (module doc).
+RESOLV_CONF = "nameserver 127.0.0.1\n"
 # What holds a namespace open: a shell waiting on its stdin, a pipe from this process, so
 # that it goes away with the test process however that ends.
 HOLD = "read _"
@@ -303,8 +309,8 @@ DEFAULT_CAPABILITIES = ("chown", "dac_override", "fsetid", "fowner", "mknod", "n
 
 
 class Sandbox:
-    """A pod's namespaces, volumes and /etc/hosts (the pause container's role), and a
-    root filesystem per container."""
+    """A pod's namespaces, volumes, /etc/hosts and /etc/resolv.conf (the pause container's
+    role), and a root filesystem per container."""
 
     def __init__(self, kubelet: "Kubelet", pod: dict):
         self.kubelet, self.pod = kubelet, pod
@@ -323,6 +329,8 @@ class Sandbox:
         self._nsenter("-u", "hostname", pod["spec"].get("hostname") or meta["name"])
         self.hosts = self.dir / "hosts"
         self.hosts.write_text(kubelet.hosts_file(pod, self.ip))
+        self.resolv_conf = self.dir / "resolv.conf"
+        self.resolv_conf.write_text(RESOLV_CONF)
         self.volumes = kubelet.volume_sources(pod, self.dir / "volumes")
         self._roots: dict[str, pathlib.Path] = {}
 
@@ -331,7 +339,8 @@ class Sandbox:
 
     def root(self, container: dict) -> pathlib.Path:
         """The container's root: an overlay of this machine's / with /proc /dev /sys, its
-        volumeMounts and the pod's /etc/hosts; read-only if the container asks."""
+        volumeMounts and the pod's /etc/hosts and /etc/resolv.conf; read-only if the
+        container asks."""
         if container["name"] in self._roots:
             return self._roots[container["name"]]
         where = self.dir / "containers" / container["name"]
@@ -363,6 +372,7 @@ class Sandbox:
             target = shlex.quote(f"{where}/rootfs/{image_dir.lstrip('/')}")
             steps.append(f"mkdir -p {target} && mount --bind {shlex.quote(image_dir)} {target}")
         steps.append(f"mount --bind {self.hosts} {root}/etc/hosts")
+        steps.append(f"mount --bind {self.resolv_conf} {root}/etc/resolv.conf")
         if (container.get("securityContext") or {}).get("readOnlyRootFilesystem"):
             steps.append(f"mount -o remount,bind,ro {root}")
         self._nsenter("-m", "sh", "-e", "-c", " && ".join(steps))

@@ -3,7 +3,8 @@
 Checks that tests/e2e/kubelet.py does what its docstring says for any pod spec
 (so that what the operator tests conclude is about the operator's specs, not the
 harness): init containers, volumes, the downward API, envFrom, security context,
-headless-Service names, httpGet/exec probes, restarts, Job failure policies.
+headless-Service names (and no other: no cluster DNS), httpGet/exec probes, restarts,
+Job failure policies.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ CORE, APPS, BATCH = (f"/api/v1/namespaces/{NS}", f"/apis/apps/v1/namespaces/{NS}
 
 # What the checking container reports, as JSON on its output volume.
 REPORT = r"""
-import json, os, socket, stat, urllib.request
+import json, os, socket, stat, time, urllib.request
 out = {"env": {k: os.environ.get(k) for k in ("POD_NAME", "POD_IP", "JOB_COMPLETION_INDEX",
                                                 "MEM_MI", "CPU", "CFG_color", "TOKEN", "GREETING")},
        "hostname": socket.gethostname(), "uid": os.getuid(), "groups": os.getgroups(),
@@ -32,6 +33,12 @@ out = {"env": {k: os.environ.get(k) for k in ("POD_NAME", "POD_IP", "JOB_COMPLET
        "secret_mode": oct(stat.S_IMODE(os.stat("/creds/key.txt").st_mode)),
        "web": urllib.request.urlopen("http://web-0.web.%s.svc.cluster.local:8080/page.txt"
                                      % os.environ["NS"], timeout=10).read().decode()}
+started = time.monotonic()  # no cluster DNS: a name not in /etc/hosts is refused at once
+try:
+    socket.getaddrinfo("absent.%s.svc.cluster.local" % os.environ["NS"], 80)
+    out["absent_name_s"] = "resolved"
+except socket.gaierror:
+    out["absent_name_s"] = time.monotonic() - started
 try:
     open("/not-writable", "w")
     out["root_writable"] = True
@@ -146,6 +153,8 @@ def test_a_hand_written_statefulset_and_indexed_job_run_as_their_specs_say(api, 
         assert report["init"] == "ready" and report["secret"] == "s3cret"
         assert report["secret_mode"] == "0o440" and report["root_writable"] is False
         assert report["web"] == "hello\n"
+        # Not this machine's nameserver, which the pod network cannot reach (5 s a try).
+        assert report["absent_name_s"] != "resolved" and report["absent_name_s"] < 2, report
     assert reports[0]["env"]["POD_IP"] != reports[1]["env"]["POD_IP"]
 
     # The liveness probe fails once /site/die exists: killed, restarted in the same pod.

@@ -262,7 +262,12 @@ def job_events(api: TestClient, name: str) -> list[dict]:
 # Issue 17: a pserver's node is lost mid-job; the worker Job allows no failure at all.
 def test_a_pserver_pod_lost_with_its_node_is_replaced_and_the_job_succeeds_with_backoff_limit_0(
         api, operator, kubelet):
-    first_checkpoint(start_job(api, kubelet, "ctr-lost", examples=12000))
+    claim = start_job(api, kubelet, "ctr-lost", examples=12000)
+    # The operator reports a restart of a job it saw Running, which needs its pservers past
+    # their startup probes (10 s apart): trainer 0 (and so, in sync mode, training) waits.
+    with trainer_paused(api, kubelet, "ctr-lost"):
+        wait_for_phase(api, kubelet, "ctr-lost", "Running")
+    first_checkpoint(claim)
     trainers_before = {p["metadata"]["uid"] for p in worker_pods(api, "ctr-lost")
                        if p["status"]["phase"] == "Running"}
     assert len(trainers_before) == 2, kubelet.logs()
