@@ -153,7 +153,10 @@ def main():
 
     ahead = None
     if not args.single and args.prefetch_ahead:
-        from psjob.fluid.pipeline import prefetch_ahead as ahead
+        try:
+            from psjob.fluid.pipeline import prefetch_ahead as ahead
+        except ImportError:   # a --baseline tree from before the pipeline moved to fluid
+            from psjob.ps.communicator import prefetch_ahead as ahead
     if args.profile:
         exe.collect_timing, exe.timing_clock = True, time.thread_time  # CPU, not wall
         exe.kernel_seconds.clear()
