@@ -555,6 +555,25 @@ class _CountingPrefetches:
         return getattr(self.client, name)
 
 
+def _pooled_on_two_pservers(sync):
+    """pooled_slots_net transpiled for one trainer and two in-memory pservers:
+    (trainer program, startup, loss, cluster)."""
+    main, startup, loss = pooled_slots_net()
+    t = DistributeTranspiler()
+    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:2]), trainers=1,
+                sync_mode=sync)
+    return t.get_trainer_program(wait_port=False), startup, loss, InMemoryCluster.from_transpiler(t)
+
+
+def _counted_rpc(exe, sync):
+    """Count the trainer's prefetch requests; async, behind a Communicator (stop it at the end).
+    → (the counter, the service the executor now uses)."""
+    from psjob.ps.communicator import Communicator, CommunicatorConfig
+    counting = _CountingPrefetches(exe.services["rpc"])
+    service = exe.services["rpc"] = counting if sync else Communicator(counting, CommunicatorConfig())
+    return counting, service
+
+
 @pytest.mark.parametrize("sync", [False, True])
 def test_prefetch_ahead_serves_the_next_batch_from_requests_issued_before_it_runs(sync):
     """Async: every step's prefetch was issued by prefetch_ahead while the step before ran,
@@ -562,18 +581,11 @@ def test_prefetch_ahead_serves_the_next_batch_from_requests_issued_before_it_run
     on six different batches of ten the last loss beat the first only by luck). Sync:
     refused (the rounds stay exact), the prefetch ops fetch as usual."""
     from psjob.fluid.pipeline import prefetch_ahead
-    from psjob.ps.communicator import Communicator, CommunicatorConfig
     feeds = pooled_feeds(1, 10) * 6
-    main, startup, loss = pooled_slots_net()
-    t = DistributeTranspiler()
-    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:2]), trainers=1,
-                sync_mode=sync)
-    program = t.get_trainer_program(wait_port=False)
-    cluster = InMemoryCluster.from_transpiler(t)
+    program, startup, loss, cluster = _pooled_on_two_pservers(sync)
 
     def body(tid, exe):
-        counting = _CountingPrefetches(exe.services["rpc"])
-        service = exe.services["rpc"] = counting if sync else Communicator(counting, CommunicatorConfig())
+        counting, service = _counted_rpc(exe, sync)
         exe.run(startup)
         issued, losses = [], []
         for i, feed in enumerate(feeds):
@@ -597,7 +609,6 @@ def test_train_from_dataset_pipelines_the_prefetch_where_reads_may_lag(tmp_path,
     per pserver per step, never twice); sync, nothing is issued ahead."""
     from psjob.distributed import QueueDataset
     from psjob.fluid.ops.dist_ops import PREFETCH_AHEAD
-    from psjob.ps.communicator import Communicator, CommunicatorConfig
     rng = np.random.default_rng(5)
     steps, batch = 5, 10
     with open(tmp_path / "part-0", "w") as f:   # MultiSlot lines: y, dense, then the three id slots
@@ -605,12 +616,7 @@ def test_train_from_dataset_pipelines_the_prefetch_where_reads_may_lag(tmp_path,
             slots = [" ".join(map(str, rng.integers(0, 12, size=k))) for k in rng.integers(1, 4, size=3)]
             f.write(f"1 {rng.normal():.4f} 2 {rng.normal():.4f} {rng.normal():.4f} "
                     + " ".join(f"{len(ids.split())} {ids}" for ids in slots) + "\n")
-    main, startup, _ = pooled_slots_net()
-    t = DistributeTranspiler()
-    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:2]), trainers=1,
-                sync_mode=sync)
-    program = t.get_trainer_program(wait_port=False)
-    cluster = InMemoryCluster.from_transpiler(t)
+    program, startup, _, cluster = _pooled_on_two_pservers(sync)
     block = program.global_block()
     dataset = QueueDataset()
     dataset.init(batch_size=batch, thread_num=1, pipe_command="cat",
@@ -618,8 +624,7 @@ def test_train_from_dataset_pipelines_the_prefetch_where_reads_may_lag(tmp_path,
     dataset.set_filelist([str(tmp_path / "part-0")])
 
     def body(tid, exe):
-        counting = _CountingPrefetches(exe.services["rpc"])
-        service = exe.services["rpc"] = counting if sync else Communicator(counting, CommunicatorConfig())
+        counting, service = _counted_rpc(exe, sync)
         exe.run(startup)
         exe.train_from_dataset(program, dataset)
         if not sync:
