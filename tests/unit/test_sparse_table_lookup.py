@@ -120,3 +120,26 @@ def test_stats_report_rows_and_a_resident_size_per_row():
     assert s.rows == 50_000 and s.admitted == 50_000 and s.rejected == 0 and s.evicted == 0
     raw = 8 + 64 + 64
     assert raw <= s.bytes / s.rows <= 2 * raw
+
+
+
+def test_lookups_with_repeats_move_the_repeated_ids_home_and_uniqued_lookups_move_nothing():
+    # A uniqued (ascending) batch holds none of the repeats promotion looks for, so the
+    # table skips promotion there; a batch with repeats still moves its repeated ids home.
+    from psjob.tables import index as index_mod
+    t = table(dim=4)
+    ids = np.unique(np.random.default_rng(3).integers(I64.min, I64.max, size=3000, dtype=np.int64))
+    first = t.lookup(ids)
+    index = t._index
+    layout = index._entries.copy()
+    for _ in range(2 * index_mod._PROMOTE_EVERY):
+        np.testing.assert_array_equal(t.lookup(ids), first)
+    np.testing.assert_array_equal(index._entries, layout)
+
+    away = np.flatnonzero(index._entries[index._home(ids), 0] != ids)
+    assert away.size > 100                   # at this load many ids live away from home
+    batch = np.concatenate([ids, ids[away]])  # the away ids twice, the others once
+    for _ in range(index_mod._PROMOTE_EVERY):
+        np.testing.assert_array_equal(t.lookup(batch), first[np.concatenate([np.arange(ids.size), away])])
+    moved_home = index._entries[index._home(ids[away]), 0] == ids[away]
+    assert moved_home.sum() > away.size // 2

@@ -147,12 +147,15 @@ class SparseTable:
         a row; ids without a row read as zeros.
         """
         ids = inputs.check_ids(ids)
+        # The index promotes ids that repeat within a lookup to their home slot; a
+        # trainer's prefetch sends its batch uniqued (ascending): nothing to look for.
+        distinct = _strictly_ascending(ids)
         with self._lock:
-            rows, miss = self._index.find(ids)
+            rows, miss = self._index.find(ids, promote=not distinct)
             self._hits += ids.size - miss.size
             self._misses += miss.size
             if miss.size and create:
-                made = self._create(ids[miss])
+                made = self._create(ids[miss], distinct)
                 rows[miss] = made
                 miss = miss[made < 0]
             # `rows` is a strided view of the index's probe: one contiguous copy serves the
@@ -168,9 +171,10 @@ class SparseTable:
             out[miss] = 0.0
         return out
 
-    def _create(self, absent: np.ndarray) -> np.ndarray:
-        """Rows for absent ids (with repeats): new rows for admitted ids, -1 for the rest."""
-        if _strictly_ascending(absent):
+    def _create(self, absent: np.ndarray, distinct: bool) -> np.ndarray:
+        """Rows for absent ids (with repeats unless ``distinct``): new rows for admitted ids,
+        -1 for the rest."""
+        if distinct:
             # A trainer's prefetch sends its batch's ids uniqued (np.unique: ascending), so
             # the absent ones are already distinct: no second sort.
             unique, inverse, counts = absent, np.arange(absent.size), np.ones(absent.size, np.int64)
@@ -221,10 +225,11 @@ class SparseTable:
         shows = inputs.check_counts("shows", shows, ids.size)
         clicks = inputs.check_counts("clicks", clicks, ids.size)
         lr = inputs.check_lr(lr, self._config.optimizer.lr)
+        distinct = _strictly_ascending(ids)
         with self._lock:
             rows = self._rows_of_recent_lookup(ids)
             if rows is None:
-                rows, miss = self._index.find(ids)
+                rows, miss = self._index.find(ids, promote=not distinct)
                 if miss.size:
                     self._dropped += miss.size
                     keep = rows >= 0
@@ -233,7 +238,7 @@ class SparseTable:
                     clicks = None if clicks is None else clicks[keep]
             if rows.size == 0:
                 return
-            if _strictly_ascending(ids):
+            if distinct:
                 # Ascending ids (a prefetched batch: np.unique's order) are distinct, and
                 # so are their rows: nothing to merge. The optimizers only read grads.
                 unique_rows, summed = np.ascontiguousarray(rows), grads
@@ -345,7 +350,7 @@ class SparseTable:
         values, state, meta = self._check_shard(shard)
         ids = shard.ids
         with self._lock:
-            rows, miss = self._index.find(ids)
+            rows, miss = self._index.find(ids, promote=False)   # a shard's ids are distinct: none repeats
             if miss.size:
                 fresh = self._storage.alloc(miss.size)
                 rows[miss] = fresh
