@@ -10,6 +10,7 @@ is the CPU trainer ↔ heter trainer one.
 import importlib.util
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -135,6 +136,36 @@ def test_a_heter_trainer_reports_its_status(served):
     check = channel.unary_unary("/grpc.health.v1.Health/Check")
     assert check(b"\x0a" + bytes([len(name)]) + name, timeout=10) == b"\x08\x01"  # SERVING
     channel.close()
+
+
+def test_a_heter_trainer_asked_to_stay_up_outlives_its_trainers_healthy_until_stopped(capsys):
+    # The operator's heter pods ask this (a StatefulSet restarts a container that exits).
+    import grpc
+    ep = f"127.0.0.1:{free_ports(1)[0]}"
+    _, _, _, _, sp = split(ep)
+    state = HeterState(ep, {0: HeterSection(sp, Executor())}, device="CPUPlace")
+    proc = HeterProcess(state, HeterServeOptions(token=TOKEN, stay_until_stopped=True))
+    returned = []
+    waiter = threading.Thread(target=lambda: returned.append(proc.wait()), daemon=True)
+    waiter.start()
+    client = HeterClient([ep], 0, auth_token=TOKEN)
+    try:
+        client.wait_server_ready(timeout_s=10)
+        client.complete()
+        out, deadline = "", time.monotonic() + 30
+        while "every trainer completed; staying up until stopped" not in out:
+            assert waiter.is_alive() and time.monotonic() < deadline, (returned, out)
+            out += capsys.readouterr().out
+            time.sleep(0.02)
+        assert client.status(ep).state == "STOPPING"
+        channel = grpc.insecure_channel(ep)
+        assert channel.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=10) == b"\x08\x01"
+        channel.close()
+    finally:
+        proc.stop()
+        waiter.join(10)
+        client.close()
+    assert returned == [True]      # stopped after its trainers completed: a normal end
 
 
 def test_calls_without_the_job_token_are_refused(served):

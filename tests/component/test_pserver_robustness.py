@@ -134,6 +134,29 @@ def test_bad_requests_get_named_errors_and_the_pserver_keeps_serving(job, tmp_pa
     assert token not in (tmp_path / "PSERVER.0.log").read_text()
 
 
+
+def test_a_pserver_asked_to_stay_up_outlives_its_trainers_healthy_until_sigterm(job, tmp_path):
+    # What the operator's pods ask (restartPolicy Always would restart a pserver that exits):
+    # the job completes, the pserver stays up and healthy, and SIGTERM ends it with 0.
+    start, ep, token = job
+    server = start(roles.PSERVER, extra_env={roles.STAY_UNTIL_STOPPED_ENV: "1"})
+    client = _serving_client(ep, token)
+    trainer = start(roles.TRAINER)
+    assert trainer.wait(timeout=120) == 0, (tmp_path / "TRAINER.0.log").read_text()
+    log = tmp_path / "PSERVER.0.log"
+    deadline = time.monotonic() + 60
+    while "staying up until stopped" not in log.read_text():   # it saw every trainer complete
+        assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+    assert client.status(ep).state == "STOPPING"
+    channel = grpc.insecure_channel(ep)
+    assert channel.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=10) == b"\x08\x01"
+    channel.close()
+    client.close()
+    server.send_signal(signal.SIGTERM)
+    assert server.wait(timeout=60) == 0, log.read_text()
+
+
 def _refuse_knocks(endpoint, knocks, alive, bound_s=60):
     """Stand where a pserver will serve: accept and hang up on `knocks` connections (a
     client probing its absent pserver), then free the port."""

@@ -149,6 +149,12 @@ def test_ctr_cpu_runs_as_its_pod_specs_say_and_kubectl_shows_it_succeed(
     logs = kubelet.logs()
     assert "pserver index 1 from hostname ctr-cpu-pserver-1" in logs, logs
     assert "trainer=1 finished steps=10 examples=3000" in logs, logs
+    # Done, the pservers stayed up (restartPolicy Always restarts a container that exits)
+    # until cleanPodPolicy's scale-down stopped them: no restart after the job.
+    for i in range(2):
+        assert (f"[psjob] pserver ctr-cpu-pserver-{i}.ctr-cpu-pserver.{NAMESPACE}.svc:6174: every trainer "
+                f"completed; staying up until stopped") in logs, logs
+    assert not [e for e in kubelet.events if "restarting container" in e], logs
 
 
 def test_a_tls_job_runs_with_its_secret_mounted_and_tcp_probes(api, operator, kubelet,

@@ -8,7 +8,8 @@ Heter trainer side. Lifecycle, as the Fleet drives it (fleet/heter.py):
 
 `serve` starts the HeterTrainer gRPC service (psjob.rpc.heter_service) on
 this process's endpoint and returns once every CPU trainer it serves has
-sent Complete — so the process exits 0 with the job. SIGTERM stops it at
+sent Complete — so the process exits 0 with the job (in the operator's pods,
+PSJOB_STAY_UNTIL_STOPPED=1, once stopped after that instead). SIGTERM stops it at
 once (non-zero exit when trainers were still active). Its settings are the
 role's (a RoleEnv's, which the Fleet passes down; the process environment
 otherwise): the auth token comes
@@ -39,7 +40,7 @@ from ..rpc import tls as tls_mod
 from ..rpc.heter_client import HeterClient
 from ..rpc.heter_service import start_heter_server
 from .auth import token_from_env
-from .lifecycle import wait_stoppable
+from .lifecycle import stay_until_stopped, wait_for_stop, wait_stoppable
 from .observability import HeterTelemetry, heter_telemetry_from_env
 from ..role_env import process_environment
 
@@ -53,13 +54,14 @@ class HeterServeOptions:
     max_workers: int = 0               # 0 = sized from the number of trainers served
     grace_s: float = 2.0               # let in-flight replies drain before stopping
     tls: tls_mod.TlsFiles | None = None  # None = plaintext
+    stay_until_stopped: bool = False   # PSJOB_STAY_UNTIL_STOPPED: after the trainers, wait for SIGTERM
 
 
 def options_from_env(settings: Mapping[str, str] | None = None) -> HeterServeOptions:
     """The heter trainer's serving options from its role's settings (None = the process environment)."""
     env = process_environment() if settings is None else settings
     return HeterServeOptions(token=token_from_env(env), bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
-                             tls=tls_mod.tls_from_env(env))
+                             tls=tls_mod.tls_from_env(env), stay_until_stopped=stay_until_stopped(env))
 
 
 class HeterProcess:
@@ -83,9 +85,14 @@ class HeterProcess:
               f"{state.device} over {'TLS' if options.tls is not None else 'plaintext'}", flush=True)
 
     def wait(self) -> bool:
-        """Block until every served trainer completed (True) or stop() was called (False)."""
+        """Block until every served trainer completed (True) or stop() was called (False). With
+        `stay_until_stopped`, it then waits for stop() (still True)."""
         while not self._stop.is_set():
             if self.state.wait_done(timeout_s=0.5):
+                if self.options.stay_until_stopped:
+                    print(f"[psjob] heter trainer {self.state.endpoint}: every trainer completed; "
+                          f"staying up until stopped", flush=True)
+                    wait_for_stop(self._stop)
                 self.server.stop(self.options.grace_s)
                 log.info("heter trainer %s: every trainer completed; exiting", self.state.endpoint)
                 return True

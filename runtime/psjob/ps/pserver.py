@@ -11,6 +11,9 @@ logic), exposes it through psjob.rpc.server, and returns once every trainer
 has sent Complete — so the process exits 0 and a job can finish, unlike
 Fluid's servers. SIGTERM stops serving at once (Kubernetes deletes pods that
 way); the process then exits non-zero only if trainers were still active.
+In the operator's pods (PSJOB_STAY_UNTIL_STOPPED=1, ps/lifecycle.py) it stays
+up after the trainers until that SIGTERM instead: a StatefulSet would restart
+a pserver that exits.
 
 Settings come from the role's settings (a RoleEnv's, which the Fleet passes
 down: `role_service`; the process environment for a Fluid script that runs
@@ -50,7 +53,7 @@ from ..rpc.server import start_server
 from ..rpc.tls import TlsFiles, tls_from_env
 from .auth import token_from_env
 from .device_staging import DeviceStaging, array_module_for, parse_device
-from .lifecycle import wait_stoppable
+from .lifecycle import stay_until_stopped, wait_for_stop, wait_stoppable
 from .observability import table_stats_source, telemetry_from_env
 from ..role_env import process_environment
 
@@ -69,6 +72,7 @@ class ServeOptions:
     checkpoint_dir: str = ""      # PSJOB_CHECKPOINT_DIR: restore the newest good checkpoint before serving
     tls: TlsFiles | None = None   # PSJOB_TLS_*: serve TLS (None = plaintext)
     device: str = "cpu"           # cpu | gpu | gpu:N: where the pserver keeps its state
+    stay_until_stopped: bool = False  # PSJOB_STAY_UNTIL_STOPPED: after the trainers, wait for SIGTERM
 
 
 def options_from_env(settings: Mapping[str, str] | None = None) -> ServeOptions:
@@ -78,7 +82,8 @@ def options_from_env(settings: Mapping[str, str] | None = None) -> ServeOptions:
                         bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
                         max_message_bytes=int(env.get("PSJOB_RPC_MAX_MESSAGE_BYTES", "0") or 0),
                         checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", "") or "",
-                        tls=tls_from_env(env), device=device_from_env(env))
+                        tls=tls_from_env(env), device=device_from_env(env),
+                        stay_until_stopped=stay_until_stopped(env))
 
 
 def device_from_env(env) -> str:
@@ -141,9 +146,15 @@ class PserverProcess:
                  "sync" if self.state.sync_mode else "async", options.device)
 
     def wait(self) -> bool:
-        """Block until every trainer completed (True) or stop() was called (False)."""
+        """Block until every trainer completed (True) or stop() was called (False). With
+        `stay_until_stopped`, a completed job's pserver then waits for stop() (still True)."""
         while not self._stop.is_set():
             if self.state.wait_done(timeout_s=0.5):
+                if self.options.stay_until_stopped:
+                    # In the pod's log (kubectl logs): why a finished job's pserver still runs.
+                    print(f"[psjob] pserver {self.endpoint}: every trainer completed; staying up until "
+                          f"stopped", flush=True)
+                    wait_for_stop(self._stop)
                 self.server.stop(self.options.grace_s)
                 log.info("pserver %s: every trainer completed; exiting", self.endpoint)
                 return True

@@ -34,7 +34,7 @@ runtime import from here.
 from .names import (AUTO, DEFAULT_GEO_K_STEPS, DEFAULT_HETER_PORT, DEFAULT_METRICS_PORT,
                     DEFAULT_PSERVER_PORT, DEVICES, HETER_TRAINER, KUBERNETES_AUTH_TOKEN_FILE,
                     KUBERNETES_CHECKPOINT_DIR, LOCAL_HOST, MODES, PSERVER, PSERVER_UNREACHABLE_EXIT,
-                    RESERVED_ENV, RESIZE_HOLD_EXIT, ROLES, TRAINER)  # noqa: F401
+                    RESERVED_ENV, RESIZE_HOLD_EXIT, ROLES, STAY_UNTIL_STOPPED_ENV, TRAINER)  # noqa: F401
 from .threads import MATH_THREAD_ENV, math_threads  # noqa: F401
 from .topology import (JobTopology, heter_service, kubernetes_host, kubernetes_topology, local_pserver_host,
                        local_topology, pserver_service, split_endpoint, topology_from_dict, topology_to_dict)  # noqa: F401

@@ -151,6 +151,10 @@ def _wire_size(message) -> int:
 
 
 HEALTH_SERVICE = "grpc.health.v1.Health"
+# The server states (on_status()["state"]) the health check answers SERVING for: serving
+# trainers, or past them all ("STOPPING") in a process that stays up until it is stopped
+# (psjob.ps.lifecycle), which the kubelet's liveness probe must not restart.
+HEALTHY_STATES = ("SERVING", "STOPPING")
 # The grpc.health.v1 messages, hand-encoded — two one-field messages do not justify a
 # dependency: HealthCheckRequest{string service = 1}, HealthCheckResponse{ServingStatus
 # status = 1} with SERVING = 1, NOT_SERVING = 2.

@@ -17,7 +17,7 @@ from . import codec
 from . import heter_pb2 as pb
 from . import tls as tls_mod
 from .base_client import ServiceSpec
-from .base_server import RpcServer
+from .base_server import HEALTHY_STATES, RpcServer
 
 HETER_SPEC = ServiceSpec("psjob.rpc.heter.v1.HeterTrainer", {
     "RunStage": (pb.RunStageRequest, pb.RunStageReply),
@@ -88,6 +88,6 @@ def start_heter_server(handler: HeterHandler, endpoint: str, *, token: str = "",
             f"{tls_mod.ENV_CERT} and {tls_mod.ENV_KEY} (its certificate must name {endpoint.rpartition(':')[0]})")
     # The kubelet's gRPC probes (heter worker pods) call grpc.health.v1.Health/Check.
     return RpcServer(HETER_SPEC, _Servicer(handler), endpoint, what="heter trainer",
-                     is_serving=lambda: handler.on_status().get("state") == "SERVING",
+                     is_serving=lambda: handler.on_status().get("state") in HEALTHY_STATES,
                      token=token, observer=observer, max_workers=max_workers, tls=tls,
                      thread_name="heter-rpc")

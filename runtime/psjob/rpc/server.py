@@ -17,7 +17,7 @@ from typing import Protocol
 from . import codec, frames
 from . import psjob_pb2 as pb
 from . import tls as tls_mod
-from .base_server import RpcServer
+from .base_server import HEALTHY_STATES, RpcServer
 from .client import PSERVER_SPEC
 
 
@@ -117,6 +117,6 @@ def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_
     trainer, so it must exceed the number of trainers (the caller sizes it).
     """
     return RpcServer(PSERVER_SPEC, _Servicer(handler), endpoint, what="pserver",
-                     is_serving=lambda: handler.on_status().get("state") == "SERVING",
+                     is_serving=lambda: handler.on_status().get("state") in HEALTHY_STATES,
                      token=token, observer=observer, max_workers=max_workers,
                      max_message_bytes=max_message_bytes, tls=tls, thread_name="ps-rpc")
