@@ -65,10 +65,6 @@ def environment(topology: roles.JobTopology, role: str, role_spec: RoleSpec) -> 
             continue
         env.append({"name": name, "value": value})
     env.append({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
-    if serves_rpc(role):
-        # StatefulSet pods restart a server that exits, even with its job done: it waits for
-        # cleanPodPolicy's scale-down (SIGTERM) instead.
-        env.append({"name": roles.STAY_UNTIL_STOPPED_ENV, "value": "1"})
     env.append({"name": "PSJOB_TOPOLOGY_FILE",
                 "value": f"{naming.CONFIG_DIR}/{naming.TOPOLOGY_KEY}"})
     # Math-library threads are sized after the pod template is merged (its resources

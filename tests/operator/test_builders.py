@@ -95,8 +95,6 @@ def test_the_pserver_statefulset_has_stable_names_probes_and_the_role_environmen
     assert {k: env[k] for k in expected} == expected
     assert env["POD_IP"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     assert env["PSJOB_TOPOLOGY_FILE"] == "/etc/psjob/topology.json"
-    # restartPolicy Always would restart a pserver that exits with its job done: it stays up.
-    assert env[roles.STAY_UNTIL_STOPPED_ENV] == "1"
 
 
 def test_the_worker_job_is_indexed_and_its_index_is_the_trainer_id():
@@ -117,7 +115,6 @@ def test_the_worker_job_is_indexed_and_its_index_is_the_trainer_id():
                           "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
     assert env["PADDLE_TRAINER_ID"] == env["PSJOB_TRAINER_ID"] == index
     assert env["PADDLE_TRAINING_ROLE"] == "TRAINER" and env["PADDLE_TRAINERS"] == "3"
-    assert roles.STAY_UNTIL_STOPPED_ENV not in env   # a trainer's exit completes its index
 
 
 def test_pods_run_non_root_read_only_without_privileges_or_api_tokens():

@@ -52,9 +52,15 @@ def test_a_pserver_of_a_statefulset_learns_its_index_from_its_hostname():
     env = roles.role_environment(roles.kubernetes_topology(job(), "ml"), roles.PSERVER, None)
     assert env["PSJOB_PSERVER_INDEX"] == "auto" and "PADDLE_CURRENT_IP" not in env
     resolved = roles.resolve_identity(env, "ctr-pserver-1.ctr-pserver.ml.svc.cluster.local")
-    assert resolved == roles.role_environment(roles.kubernetes_topology(job(), "ml"),
-                                              roles.PSERVER, 1)
+    # ... and, its pod restarting a container that exits, to stay up once the job is done.
+    assert resolved == {**roles.role_environment(roles.kubernetes_topology(job(), "ml"), roles.PSERVER, 1),
+                        roles.STAY_UNTIL_STOPPED_ENV: "1"}
     assert env["PSJOB_PSERVER_INDEX"] == "auto"  # the input is left alone
+    # A pserver given its index (psjob launch, psjob run) exits with the job; a value set wins.
+    given = roles.role_environment(roles.kubernetes_topology(job(), "ml"), roles.PSERVER, 1)
+    assert roles.STAY_UNTIL_STOPPED_ENV not in roles.resolve_identity(given, "ctr-pserver-1")
+    assert roles.resolve_identity({**env, roles.STAY_UNTIL_STOPPED_ENV: "0"},
+                                  "ctr-pserver-1")[roles.STAY_UNTIL_STOPPED_ENV] == "0"
 
 
 def test_a_trainer_with_unknown_id_is_marked_auto_without_a_paddle_trainer_id():
@@ -105,6 +111,7 @@ def test_heterogeneous_trainers_get_their_endpoints_and_port():
     assert resolved["PADDLE_PORT"] == "6175"
     assert resolved["PADDLE_CURRENT_IP"] == "ctr-heter-1.ctr-heter.ml.svc"
     assert resolved["PADDLE_PSERVER_PORT"] == "6174"
+    assert resolved[roles.STAY_UNTIL_STOPPED_ENV] == "1"   # a StatefulSet pod, like a pserver's
     trainer = roles.role_environment(topo, roles.TRAINER, 0)
     assert trainer["PADDLE_HETER_TRAINER_IP_PORT_LIST"] == env["PADDLE_HETER_TRAINER_IP_PORT_LIST"]
 

@@ -9,10 +9,11 @@ from ..roles import STAY_UNTIL_STOPPED_ENV
 
 
 def stay_until_stopped(env: Mapping[str, str]) -> bool:
-    """Whether the role's settings ask a server to stay up after its trainers completed: the
-    operator's pods do (restartPolicy Always would restart a server that exits, and a
-    restarted pserver loads its checkpoint, until cleanPodPolicy scales it down — or for
-    good under cleanPodPolicy None); local runs let servers exit with the job."""
+    """Whether the role's settings ask a server to stay up after its trainers completed:
+    StatefulSet pods do (psjob.roles.resolve_identity: restartPolicy Always would restart a
+    server that exits, and a restarted pserver loads its checkpoint, until cleanPodPolicy
+    scales it down — or for good under cleanPodPolicy None); local runs let servers exit
+    with the job."""
     return env.get(STAY_UNTIL_STOPPED_ENV, "") == "1"
 
 

@@ -11,9 +11,9 @@ logic), exposes it through psjob.rpc.server, and returns once every trainer
 has sent Complete — so the process exits 0 and a job can finish, unlike
 Fluid's servers. SIGTERM stops serving at once (Kubernetes deletes pods that
 way); the process then exits non-zero only if trainers were still active.
-In the operator's pods (PSJOB_STAY_UNTIL_STOPPED=1, ps/lifecycle.py) it stays
-up after the trainers until that SIGTERM instead: a StatefulSet would restart
-a pserver that exits.
+In a StatefulSet pod (PSJOB_STAY_UNTIL_STOPPED=1, which psjob.roles sets for a
+pserver indexed by its pod's name; ps/lifecycle.py) it stays up after the
+trainers until that SIGTERM instead: the pod would restart a pserver that exits.
 
 Settings come from the role's settings (a RoleEnv's, which the Fleet passes
 down: `role_service`; the process environment for a Fluid script that runs

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from .names import AUTO, HETER_TRAINER, PSERVER, ROLES, TRAINER
+from .names import AUTO, HETER_TRAINER, PSERVER, ROLES, STAY_UNTIL_STOPPED_ENV, TRAINER
 from .topology import heter_service, pserver_service, split_endpoint
 
 
@@ -62,7 +62,9 @@ def resolve_identity(env: Mapping[str, str], hostname: str) -> dict[str, str]:
     - PSERVER / HETER_TRAINER with index "auto": the index is the ordinal of
       the StatefulSet pod name (`<job>-pserver-<i>`, `<job>-heter-<i>`);
       sets PADDLE_CURRENT_IP, PADDLE_PSERVER_PORT (PADDLE_PORT for heter
-      trainers), PSJOB_CURRENT_ENDPOINT and the index variable.
+      trainers), PSJOB_CURRENT_ENDPOINT and the index variable, and (unless
+      set) PSJOB_STAY_UNTIL_STOPPED=1: the pod restarts a server that exits,
+      so once the job is done it waits for the scale-down instead.
     - TRAINER with PSJOB_TRAINER_ID "auto": JOB_COMPLETION_INDEX (set by
       Kubernetes in Indexed Job pods) becomes the trainer id; without it the
       id stays "auto" for the runtime's rendezvous with pserver 0.
@@ -79,12 +81,14 @@ def resolve_identity(env: Mapping[str, str], hostname: str) -> dict[str, str]:
         endpoints = _endpoints(resolved, "PADDLE_PSERVER_ENDPOINTS")
         index = _ordinal(hostname, pserver_service(job), len(endpoints))
         resolved.update(_server_identity(endpoints, index, "PSJOB_PSERVER_INDEX"))
+        resolved.setdefault(STAY_UNTIL_STOPPED_ENV, "1")
     elif role == HETER_TRAINER and resolved.get("PSJOB_HETER_TRAINER_ID", AUTO) == AUTO:
         endpoints = _endpoints(resolved, "PADDLE_HETER_TRAINER_IP_PORT_LIST")
         index = _ordinal(hostname, heter_service(job), len(endpoints))
         identity = _server_identity(endpoints, index, "PSJOB_HETER_TRAINER_ID")
         identity["PADDLE_PORT"] = identity.pop("PADDLE_PSERVER_PORT")
         resolved.update(identity)
+        resolved.setdefault(STAY_UNTIL_STOPPED_ENV, "1")
     elif role == TRAINER:
         if resolved.get("PSJOB_TRAINER_ID", AUTO) == AUTO and resolved.get("JOB_COMPLETION_INDEX"):
             index = resolved["JOB_COMPLETION_INDEX"]

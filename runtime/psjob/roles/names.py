@@ -26,9 +26,10 @@ PSERVER_UNREACHABLE_EXIT = 75
 # backoffLimit (the worker Job's podFailurePolicy ignores it).
 RESIZE_HOLD_EXIT = 76
 LOCAL_HOST = "127.0.0.1"
-# The operator sets it ("1") on pserver and heter pods: under restartPolicy Always a server
-# that exits once every trainer completed is restarted, so it stays up until stopped
-# (SIGTERM from cleanPodPolicy's scale-down) instead. psjob.ps.lifecycle reads it.
+# "1": once every trainer completed, a pserver or heter trainer stays up until stopped
+# (SIGTERM) instead of exiting. A StatefulSet pod restarts a container that exits, so
+# resolve_identity sets it for servers that take their index from their pod's name; local
+# runs leave it unset and their servers exit with the job. psjob.ps.lifecycle reads it.
 STAY_UNTIL_STOPPED_ENV = "PSJOB_STAY_UNTIL_STOPPED"
 
 # Where the operator mounts things inside pods; the local launcher uses paths
@@ -52,7 +53,6 @@ RESERVED_ENV = (
     "PSJOB_DEVICE", "PSJOB_CHECKPOINT_INTERVAL_STEPS",
     "PSJOB_CHECKPOINT_INTERVAL_SECONDS", "PSJOB_CHECKPOINT_KEEP",
     "PSJOB_TOPOLOGY_FILE", "JOB_COMPLETION_INDEX", "POD_IP", "PSJOB_MAX_TRAINERS",
-    STAY_UNTIL_STOPPED_ENV,
     # Paddle 2.x launchers' names (paddle.distributed.launch, fleetrun), set alongside.
     "TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_TRAINER_ENDPOINTS",
     "PADDLE_TRAINERS_NUM",
