@@ -20,6 +20,14 @@ do the least that makes it match.
   depend on the trainer count (psjob.roles: PADDLE_TRAINERS is the capacity),
   so a resize restarts no pod.
 
+Pod-owning children (the StatefulSets, the worker Job) also carry the job's
+*inputs* (`job_inputs`: its generation and the stage a resize or suspension
+put it in). A live one whose manifest differs while its inputs are the same
+was rendered by another operator version (an upgrade) or other operator flags:
+it is left as it is — replacing the template would restart every running job's
+pods — except for its scale and `suspend`; the new rendering reaches it with
+the job's next spec edit.
+
 A live object with our name that is not controlled by this job is never
 touched: it is reported (`ChildRejected`) or, if it belongs to a deleted job
 of the same name that the garbage collector has not removed yet, waited for.
@@ -43,6 +51,7 @@ from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, NETWORK_POLICIE
 
 log = logging.getLogger(__name__)
 CREATE_ONLY = (SECRETS, CLAIMS)
+POD_OWNERS = ("StatefulSet", "Job")  # whose template changes restart running pods
 # Children the operator deletes itself (recreation, specs that drop them, cleanPodPolicy All).
 # Never claims: checkpoint volumes leave only with the job, through the garbage collector.
 REMOVABLE = (STATEFULSETS, SERVICES, NETWORK_POLICIES, BATCH_JOBS, CONFIGMAPS)
@@ -85,7 +94,21 @@ def _job_hash(manifest: Mapping[str, Any]) -> str:
     return manifest_hash({**manifest, "spec": spec})
 
 
-def _annotated(manifest: Mapping[str, Any], digest: str, last_applied: bool) -> dict[str, Any]:
+def job_inputs(generation: int, activity: Any, pservers: int, config_pservers: int | None) -> str:
+    """What a pass's children are built from, besides the operator's own code and flags: the
+    job's spec generation, the pods it keeps (`builders.Activity`) and the pserver counts a
+    resize applies (psjob_operator.resize). Equal inputs, equal children — unless the
+    operator that rendered them differs."""
+    # Named fields, not the dataclass's repr: an operator version adding a field must not
+    # change the inputs of every running job.
+    return manifest_hash({"generation": generation, "servers": activity.servers,
+                          "workers_suspended": activity.workers_suspended,
+                          "worker_job": activity.worker_job, "pservers": pservers,
+                          "config_pservers": config_pservers})
+
+
+def _annotated(manifest: Mapping[str, Any], digest: str, last_applied: bool,
+               inputs: str = "") -> dict[str, Any]:
     out = dict(manifest)
     meta = dict(out["metadata"])
     annotations = dict(meta.get("annotations") or {})
@@ -93,9 +116,23 @@ def _annotated(manifest: Mapping[str, Any], digest: str, last_applied: bool) -> 
     if last_applied:
         annotations[naming.ANNOTATION_LAST_APPLIED] = json.dumps(
             manifest, sort_keys=True, separators=(",", ":"))
+    if inputs and manifest["kind"] in POD_OWNERS:
+        annotations[naming.ANNOTATION_JOB_INPUTS] = inputs
     meta["annotations"] = annotations
     out["metadata"] = meta
     return out
+
+
+def _same_inputs(current: Mapping[str, Any], inputs: str) -> bool:
+    annotations = (current.get("metadata") or {}).get("annotations") or {}
+    return bool(inputs) and annotations.get(naming.ANNOTATION_JOB_INPUTS) == inputs
+
+
+def _inputs_patch(current: Mapping[str, Any], inputs: str) -> dict[str, Any]:
+    """A metadata patch recording `inputs` on a child built from them (nothing if it says so)."""
+    if not inputs or _same_inputs(current, inputs):
+        return {}
+    return {"metadata": {"annotations": {naming.ANNOTATION_JOB_INPUTS: inputs}}}
 
 
 def controller_uid(obj: Mapping[str, Any]) -> str | None:
@@ -131,8 +168,9 @@ class Applier:
         self.clock = clock
 
     def apply(self, desired: list[dict[str, Any]], owner_uid: str, owner_name: str,
-              live: Mapping[tuple[str, str], dict | None]) -> ApplyReport:
-        """`live` maps (kind, name) to objects already read this pass (None: absent)."""
+              live: Mapping[tuple[str, str], dict | None], inputs: str = "") -> ApplyReport:
+        """`live` maps (kind, name) to objects already read this pass (None: absent);
+        `inputs` is `job_inputs` of this pass ("" = apply every difference)."""
         report = ApplyReport()
         for manifest in desired:
             resource = resource_for(manifest)
@@ -155,24 +193,24 @@ class Applier:
             current = live[key] if key in live else self.api.get(resource, meta["namespace"],
                                                                   meta["name"])
             if current is None:
-                self._create(resource, manifest, report)
+                self._create(resource, manifest, report, inputs=inputs)
                 continue
             check_owner(current, owner_uid, owner_name)
             if (current.get("metadata") or {}).get("deletionTimestamp"):
                 report.waiting.append(f"{key[0]}/{key[1]}")
                 continue
             if resource is BATCH_JOBS:
-                self._apply_job(manifest, current, report)
+                self._apply_job(manifest, current, report, inputs)
             else:
-                self._patch_if_changed(resource, manifest, current, report)
+                self._patch_if_changed(resource, manifest, current, report, inputs)
         return report
 
     def _create(self, resource: Resource, manifest: dict, report: ApplyReport,
-                create_only: bool = False) -> None:
+                create_only: bool = False, inputs: str = "") -> None:
         meta = manifest["metadata"]
         digest = _job_hash(manifest) if resource is BATCH_JOBS else manifest_hash(manifest)
         body = _annotated(manifest, digest, last_applied=resource not in CREATE_ONLY
-                          and resource is not BATCH_JOBS)
+                          and resource is not BATCH_JOBS, inputs=inputs)
         try:
             self.api.create(resource, meta["namespace"], body)  # rbac: CHILD_RESOURCES
         except ApiError as exc:
@@ -190,13 +228,23 @@ class Applier:
         report.created.append(f"{manifest['kind']}/{meta['name']}")
 
     def _patch_if_changed(self, resource: Resource, manifest: dict, current: dict,
-                          report: ApplyReport) -> None:
+                          report: ApplyReport, inputs: str = "") -> None:
         meta = manifest["metadata"]
         digest = manifest_hash(manifest)
         annotations = (current.get("metadata") or {}).get("annotations") or {}
         drifted = (resource is STATEFULSETS and
                    (current.get("spec") or {}).get("replicas") != manifest["spec"]["replicas"])
-        if annotations.get(naming.ANNOTATION_HASH) == digest and not drifted:
+        pod_owner = manifest["kind"] in POD_OWNERS
+        if annotations.get(naming.ANNOTATION_HASH) == digest or (pod_owner and _same_inputs(current, inputs)):
+            # Unchanged, or only rendered differently (another operator version): keep the
+            # template, put the scale back if someone changed it, note inputs it lacks.
+            patch = _inputs_patch(current, inputs) if pod_owner else {}
+            if drifted:
+                patch["spec"] = {"replicas": manifest["spec"]["replicas"]}
+            if patch:
+                # rbac: CHILD_RESOURCES - CREATE_ONLY - BATCH_JOBS
+                self.api.patch(resource, meta["namespace"], meta["name"], patch)
+                report.patched.append(f"{manifest['kind']}/{meta['name']}")
             return
         try:
             last = json.loads(annotations.get(naming.ANNOTATION_LAST_APPLIED, "{}"))
@@ -207,7 +255,7 @@ class Applier:
             patch.setdefault("spec", {})["replicas"] = manifest["spec"]["replicas"]
         patch["metadata"] = {**patch.get("metadata", {}), "annotations": {
             **(patch.get("metadata", {}).get("annotations") or {}),
-            **_annotated(manifest, digest, True)["metadata"]["annotations"]}}
+            **_annotated(manifest, digest, True, inputs)["metadata"]["annotations"]}}
         patch.pop("apiVersion", None)
         patch.pop("kind", None)
         try:
@@ -220,11 +268,11 @@ class Applier:
             raise
         report.patched.append(f"{manifest['kind']}/{meta['name']}")
 
-    def _apply_job(self, manifest: dict, current: dict, report: ApplyReport) -> None:
+    def _apply_job(self, manifest: dict, current: dict, report: ApplyReport, inputs: str = "") -> None:
         meta = manifest["metadata"]
         annotations = (current.get("metadata") or {}).get("annotations") or {}
         name = f"Job/{meta['name']}"
-        if annotations.get(naming.ANNOTATION_HASH) != _job_hash(manifest):
+        if annotations.get(naming.ANNOTATION_HASH) != _job_hash(manifest) and not _same_inputs(current, inputs):
             self.api.delete(BATCH_JOBS, meta["namespace"], meta["name"], propagation="Foreground")
             report.deleted.append(name)
             report.waiting.append(name)
@@ -237,10 +285,11 @@ class Applier:
         want = bool(manifest["spec"].get("suspend"))
         if bool(live.get("suspend")) != want:
             patch["suspend"] = want
-        if patch:
+        body = {**_inputs_patch(current, inputs), **({"spec": patch} if patch else {})}
+        if body:
             # Scale changes completions and parallelism together (Kubernetes accepts that for an
             # Indexed Job only when both move together: an elastic indexed job).
-            self.api.patch(BATCH_JOBS, meta["namespace"], meta["name"], {"spec": patch})
+            self.api.patch(BATCH_JOBS, meta["namespace"], meta["name"], body)
             report.patched.append(name)
 
     def forget(self, namespace: str, names: set[str]) -> None:

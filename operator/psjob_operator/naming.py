@@ -22,6 +22,8 @@ LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "psjob-operator"
 ANNOTATION_HASH = "psjob.dev/template-hash"
 ANNOTATION_LAST_APPLIED = "psjob.dev/last-applied"
+# On pod-owning children: what the job asked for when the child was applied (psjob_operator.apply).
+ANNOTATION_JOB_INPUTS = "psjob.dev/job-inputs"
 # On the worker Job of an elastic job (spec.worker.maxReplicas): its scale is patched in place.
 ANNOTATION_ELASTIC = "psjob.dev/elastic"
 # Set by Kubernetes on Indexed Job pods; the trainer id comes from it.

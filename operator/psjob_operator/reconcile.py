@@ -37,7 +37,7 @@ from psjob.jobspec import CleanPodPolicy, JobSpecError, ParameterServerJob, pars
 
 from psjob_operator import builders, checkpoints, gang, naming, resize as resizing
 from psjob_operator.apply import (ApplyReport, Applier, ChildRejected, WaitForChild,
-                                  controller_uid, job_finished)
+                                  controller_uid, job_finished, job_inputs)
 from psjob_operator.cache import Overlay, Snapshot
 from psjob_operator.events import EventRecorder
 from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_POLICIES, PODS,
@@ -137,7 +137,7 @@ class Reconciler:
             applied = resizing.applied_job(job, resize)
             try:
                 report = self._apply(applied, owner, live, resizing.activity(resize),
-                                     resizing.config_job(job, resize))
+                                     resizing.config_job(job, resize), generation)
                 self._update_kueue_totals(applied, seen)
             except ChildRejected as exc:
                 problem = Verdict(Phase.FAILED, Reason.CHILD_REJECTED, str(exc))
@@ -219,18 +219,21 @@ class Reconciler:
 
     def _apply(self, job: ParameterServerJob, owner: builders.Owner, live: dict,
                activity: builders.Activity | None = None,
-               config_job: ParameterServerJob | None = None) -> ApplyReport:
+               config_job: ParameterServerJob | None = None, generation: int = 0) -> ApplyReport:
         """Apply the job's children; `activity` (a resize's stage) overrides running/suspended,
-        `config_job` (a resize) is the job whose topology the ConfigMap carries."""
+        `config_job` (a resize) is the job whose topology the ConfigMap carries, `generation`
+        the spec's (with them, the job's inputs: see psjob_operator.apply)."""
         if activity is None:
             activity = builders.SUSPENDED if job.spec.run_policy.suspend else builders.RUNNING
+        inputs = job_inputs(generation, activity, job.spec.pserver.replicas,
+                            None if config_job is None else config_job.spec.pserver.replicas)
         children = builders.build_children(job, owner, self.token_factory(), activity)
         if config_job is not None:
             topology = roles.kubernetes_topology(config_job, config_job.namespace)
             children = [builders.build_config_map(config_job, owner, topology)
                         if m["kind"] == "ConfigMap" else m for m in children]
         desired = gang.schedule(children, job, owner, self.scheduling, gang.live_totals(job, live))
-        report = self.applier.apply(desired, owner.uid, owner.name, live)
+        report = self.applier.apply(desired, owner.uid, owner.name, live, inputs)
         wanted = {(m["kind"], m["metadata"]["name"]) for m in desired}
         for (kind, child), obj in live.items():
             if (kind, child) not in wanted and kind != CLAIMS.kind:

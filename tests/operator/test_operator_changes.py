@@ -228,3 +228,37 @@ def test_an_elastic_job_scales_its_trainers_in_place_restarting_nothing(operator
     assert len(left) == 2 + 1  # two pservers and trainer 0: indexes 1 and 2 were removed
     assert all(pods_before.get(n, u) == u for n, u in left.items())  # and nobody restarted
     assert phase(plane, "elastic") == "Running"
+
+
+def test_children_rendered_by_another_operator_version_keep_their_pods_until_the_spec_changes(
+        operator, plane):
+    # An operator upgrade whose templates differ must not restart every running job: the
+    # children of an unchanged job (same inputs) keep their templates; the job's next spec
+    # edit brings the new rendering.
+    import json
+    running(plane, "upg", pservers=1, workers=2)
+    worker_uid = child(plane, "jobs", "upg-worker")["metadata"]["uid"]
+    sts = child(plane, "statefulsets", "upg-pserver")
+    # What an older operator would have left: another template, recorded as last applied.
+    older = json.loads(sts["metadata"]["annotations"]["psjob.dev/last-applied"])
+    container = older["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = container["env"] + [{"name": "RENDERED_BY", "value": "an older operator"}]
+    plane.kube.patch(plane.path("statefulsets", "upg-pserver"), {
+        "metadata": {"annotations": {"psjob.dev/template-hash": "older",
+                                     "psjob.dev/last-applied": json.dumps(older)}},
+        "spec": {"template": older["spec"]["template"]}})
+    plane.kube.patch(plane.path("jobs", "upg-worker"),
+                     {"metadata": {"annotations": {"psjob.dev/template-hash": "older"}}})
+    # Someone scales the pservers by hand: the operator's next pass puts the count back ...
+    plane.kube.patch(plane.path("statefulsets", "upg-pserver"), {"spec": {"replicas": 3}})
+    wait_for(lambda: child(plane, "statefulsets", "upg-pserver")["spec"]["replicas"] == 1,
+             what="the pserver count put back")
+    # ... and leaves the older rendering of both children in place.
+    assert env_of(child(plane, "statefulsets", "upg-pserver"))["RENDERED_BY"] == "an older operator"
+    assert child(plane, "jobs", "upg-worker")["metadata"]["uid"] == worker_uid
+
+    patch_spec(plane, "upg", {"image": "registry.example/psjob:1.1"})
+    wait_for(lambda: "RENDERED_BY" not in env_of(child(plane, "statefulsets", "upg-pserver")),
+             what="the edit applying the new rendering to the pservers")
+    wait_for(lambda: (child(plane, "jobs", "upg-worker") or {}).get("metadata", {}).get("uid")
+             not in (None, worker_uid), what="the worker Job recreated for the edit")
