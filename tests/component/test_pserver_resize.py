@@ -64,7 +64,9 @@ def write_job(tmp_path, mode, epochs):
     body = {"image": "psjob:test", "mode": mode,
             "args": ["--examples", "6000", "--batch", "50", *table, "--log_every", "0.1",
                      "--epochs", str(epochs)],
-            "pserver": {"replicas": 2}, "worker": {"replicas": 2},
+            # The restore line gives the table's digest (checked by check_rows_resharded).
+            "pserver": {"replicas": 2, "env": [{"name": "PSJOB_RESTORE_DIGEST", "value": "1"}]},
+            "worker": {"replicas": 2},
             "checkpoint": {"intervalSteps": 100000}, "runPolicy": {"backoffLimit": 0}}
     path = tmp_path / "resize.yaml"
     path.write_text(yaml.safe_dump({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",

@@ -163,9 +163,10 @@ def report_fallback(path, exc) -> None:
           flush=True)
 
 
-def restore_newest(executor, root, program, scope=None, endpoint=None):
+def restore_newest(executor, root, program, scope=None, endpoint=None, digest: bool = False):
     """Load the newest checkpoint under root that loads cleanly; its CheckpointInfo, or None if
-    root holds none. Raises CheckpointError if checkpoints exist but none can be loaded."""
+    root holds none. Raises CheckpointError if checkpoints exist but none can be loaded.
+    `digest`: the line it prints gives the restored table's rows_digest (see _table_summary)."""
     problems = []
     for info in committed(root):
         try:
@@ -179,7 +180,7 @@ def restore_newest(executor, root, program, scope=None, endpoint=None):
             report_fallback(info.path, exc)
             continue
         msg = f"[psjob] pserver {_endpoint_of(program, endpoint)} restored step {info.step} from {info.path}"
-        msg += _table_summary(program, scope if scope is not None else global_scope())
+        msg += _table_summary(program, scope if scope is not None else global_scope(), digest)
         if problems:
             msg += f" (skipped {len(problems)} newer unusable checkpoint(s))"
         print(msg, flush=True)
@@ -191,13 +192,17 @@ def restore_newest(executor, root, program, scope=None, endpoint=None):
     return None
 
 
-def _table_summary(program, scope) -> str:
-    """"; table T: R rows, digest D" for the distributed table this pserver now holds (a resize
-    is checked against the checkpoint with it: checkpoint.tables.rows_digest), or ""."""
+def _table_summary(program, scope, digest: bool) -> str:
+    """"; table T: R rows" (with `digest`, ", digest D": checkpoint.tables.rows_digest, so a
+    resize can be checked row for row against the checkpoint) for the distributed table this
+    pserver now holds, or "". The digest exports and sorts the whole table: a second copy of
+    it in memory, which a large table's pserver may not have to spare."""
     table = getattr(program, "_distributed_lookup_table", None)
     live = scope.vars.get(table) if table else None
     if not isinstance(live, SparseTable):
         return ""
+    if not digest:
+        return f"; table {table}: {len(live)} rows"
     rows = live.export()
     return f"; table {table}: {len(rows)} rows, digest {rows_digest(rows)}"
 

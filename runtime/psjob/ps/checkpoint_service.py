@@ -155,10 +155,10 @@ def _sparse_table(scope, name):
     return value
 
 
-def restore(state, root: str):
+def restore(state, root: str, digest: bool = False):
     """Load this pserver's part of the newest good checkpoint under root (or None)."""
     with state.exclusive():
-        info = restore_newest(state.exe, root, state.program, state.scope)
+        info = restore_newest(state.exe, root, state.program, state.scope, digest=digest)
         if info is not None:
             state.restored_step = info.step
         return info

@@ -73,6 +73,7 @@ class ServeOptions:
     tls: TlsFiles | None = None   # PSJOB_TLS_*: serve TLS (None = plaintext)
     device: str = "cpu"           # cpu | gpu | gpu:N: where the pserver keeps its state
     stay_until_stopped: bool = False  # PSJOB_STAY_UNTIL_STOPPED: after the trainers, wait for SIGTERM
+    restore_digest: bool = False  # PSJOB_RESTORE_DIGEST=1: log the restored table's digest (costly)
 
 
 def options_from_env(settings: Mapping[str, str] | None = None) -> ServeOptions:
@@ -83,7 +84,8 @@ def options_from_env(settings: Mapping[str, str] | None = None) -> ServeOptions:
                         max_message_bytes=int(env.get("PSJOB_RPC_MAX_MESSAGE_BYTES", "0") or 0),
                         checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", "") or "",
                         tls=tls_from_env(env), device=device_from_env(env),
-                        stay_until_stopped=stay_until_stopped(env))
+                        stay_until_stopped=stay_until_stopped(env),
+                        restore_digest=env.get("PSJOB_RESTORE_DIGEST", "") == "1")
 
 
 def device_from_env(env) -> str:
@@ -122,7 +124,7 @@ class PserverProcess:
         if options.checkpoint_dir:
             # A restarted pserver (or a resumed job) rejoins from its shard of the newest
             # good checkpoint, before it answers anyone (psjob.checkpoint, docs/checkpoints.md).
-            if self.state.restore_from_checkpoints(options.checkpoint_dir) is not None:
+            if self.state.restore_from_checkpoints(options.checkpoint_dir, options.restore_digest) is not None:
                 # ... and learns from its peers which trainers completed while it was away.
                 from .checkpoint_service import adopt_peer_completions
                 adopt_peer_completions(self.state, options.token, tls=options.tls)

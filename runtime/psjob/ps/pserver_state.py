@@ -416,10 +416,11 @@ class PserverState:
         psjob.ps.checkpoint_protocol); a plain tag saves the table shard under dirname."""
         return checkpoint_service.handle(self, dirname, step, tag)
 
-    def restore_from_checkpoints(self, root: str):
+    def restore_from_checkpoints(self, root: str, digest: bool = False):
         """At start-up, before serving: load this pserver's part of the newest good
-        checkpoint under root (falling back past corrupt ones). Its CheckpointInfo, or None."""
-        return checkpoint_service.restore(self, root)
+        checkpoint under root (falling back past corrupt ones). Its CheckpointInfo, or None.
+        `digest`: log the restored table's digest (checkpoint_restore._table_summary)."""
+        return checkpoint_service.restore(self, root, digest)
 
     def exclusive(self):
         """The state's lock, for `with`: no request changes the state while it is held."""
