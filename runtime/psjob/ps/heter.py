@@ -8,9 +8,9 @@ Heter trainer side. Lifecycle, as the Fleet drives it (fleet/heter.py):
 
 `serve` starts the HeterTrainer gRPC service (psjob.rpc.heter_service) on
 this process's endpoint and returns once every CPU trainer it serves has
-sent Complete — so the process exits 0 with the job (in a StatefulSet
-pod, PSJOB_STAY_UNTIL_STOPPED=1, once stopped after that instead). SIGTERM stops it at
-once (non-zero exit when trainers were still active). Its settings are the
+sent Complete — so the process exits 0 with the job (in a StatefulSet pod,
+PSJOB_STAY_UNTIL_STOPPED=1, once stopped after that instead). SIGTERM stops
+it at once (non-zero exit when trainers were still active). Its settings are the
 role's (a RoleEnv's, which the Fleet passes down; the process environment
 otherwise): the auth token comes
 from PSJOB_AUTH_TOKEN_FILE; PSJOB_BIND_ALL=1 binds 0.0.0.0 (pods). TLS is on
