@@ -98,3 +98,30 @@ def test_in_memory_dataset_pipes_s3_objects_through_its_command(data):
                 np.testing.assert_array_equal(va, vb)
     with pytest.raises(FileNotFoundError, match="part-7"):
         InMemoryDataset().set_filelist([f"{uri}/part-7"])
+
+
+def test_a_pipe_command_that_stops_reading_an_s3_object_early_gets_what_it_read(data):
+    # The object's body is streamed into the command (never held whole); `head` closing its
+    # input early is the command's business, not an error.
+    from psjob.distributed import InMemoryDataset
+    from psjob.distributed.dataset import MultiSlotError
+    local, uri = data
+    reader = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "paddle2", "reader.py")
+    import psjob as paddle
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        use_var = [paddle.static.data(name="label", shape=[None, 1], dtype="int64")]
+        use_var += [paddle.static.data(name=f"C{i}", shape=[None, 1], lod_level=1, dtype="int64")
+                    for i in range(1, 27)]
+        use_var.append(paddle.static.data(name="dense_input", shape=[None, 13], dtype="float32"))
+    ds = InMemoryDataset()
+    ds.init(batch_size=50, thread_num=2, use_var=use_var,
+            pipe_command=f"head -n 7 | {sys.executable} {reader}")
+    ds.set_filelist(ctr.list_files(uri))
+    ds.load_into_memory()
+    assert ds.get_memory_data_size() == 3 * 7
+    # A command that fails is reported with its status, as for local files.
+    ds.init(batch_size=50, thread_num=1, use_var=use_var, pipe_command="head -c 100 >/dev/null; exit 3")
+    with pytest.raises(MultiSlotError, match="exited 3"):
+        ds.load_into_memory()

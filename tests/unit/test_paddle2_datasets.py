@@ -335,3 +335,30 @@ def test_a_pipes_output_is_parsed_as_it_streams_and_bad_lines_keep_their_numbers
     ds.set_pipe_command("cat; exit 3")  # a bad line, then the command fails: its exit status is named
     with pytest.raises(MultiSlotError, match="exited 3"):
         ds.load_into_memory()
+
+
+def test_an_object_body_that_fails_mid_read_is_reported_after_the_command_exits(tmp_path):
+    # The feed of an s3:// object into pipe_command: a command that exits 0 on the part it
+    # got must not pass the load off as complete.
+    import subprocess
+    from psjob.distributed.dataset import _BLOCK_BYTES, _Feeder
+
+    class Body:  # a store's object body whose connection drops after the first block
+        def __init__(self):
+            self.reads = 0
+
+        def read(self, n):
+            self.reads += 1
+            if self.reads > 1:
+                raise ConnectionResetError("connection reset by peer")
+            return b"x" * _BLOCK_BYTES
+
+    out = tmp_path / "got"
+    proc = subprocess.Popen(f"cat > {out}", shell=True, stdin=subprocess.PIPE)
+    feeder = _Feeder(Body(), proc.stdin, "s3://bucket/part-0")
+    assert proc.wait(timeout=30) == 0
+    feeder.join(30)
+    assert out.stat().st_size == _BLOCK_BYTES
+    with pytest.raises(OSError, match=r"reading s3://bucket/part-0 for pipe_command failed: "
+                                      r"ConnectionResetError: connection reset by peer"):
+        feeder.check()

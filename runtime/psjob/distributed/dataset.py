@@ -158,6 +158,42 @@ def _blocks(data: bytes):
         start = end
 
 
+class _Feeder(threading.Thread):
+    """Copies an object's body into a command's stdin, _BLOCK_BYTES at a time, then closes it.
+    A command that stops reading (`head`) ends the copy quietly; a failed read of the body is
+    kept for `check()`, after the command's own exit status."""
+
+    def __init__(self, body, stdin, path):
+        super().__init__(name="psjob-dataset-feed", daemon=True)
+        self.body, self.stdin, self.path, self.error = body, stdin, path, None
+        self.start()
+
+    def run(self):
+        try:
+            while True:
+                try:
+                    chunk = self.body.read(_BLOCK_BYTES)
+                except Exception as exc:  # the store's errors: reported by check()
+                    self.error = exc
+                    return
+                if not chunk:
+                    return
+                try:
+                    self.stdin.write(chunk)
+                except (OSError, ValueError):  # BrokenPipe: the command stopped reading
+                    return
+        finally:
+            try:
+                self.stdin.close()
+            except OSError:
+                pass
+
+    def check(self):
+        if self.error is not None:
+            raise OSError(f"reading {self.path} for pipe_command failed: "
+                          f"{type(self.error).__name__}: {self.error}") from self.error
+
+
 def _line_blocks(stream):
     """(block of whole lines, number of its first line) as `stream` yields them, about
     _BLOCK_BYTES at a time; a last line without a newline gets one."""
@@ -274,18 +310,17 @@ class DatasetBase:
 
     def _parse_file(self, path) -> _Examples:
         """The examples `pipe_command` prints for the file, parsed block by block as it prints
-        them (an object's body is piped in whole, and its output parsed when it ends)."""
+        them. A local file is the command's stdin; an object's body (no file descriptor to
+        hand over) is streamed into it by a thread, so neither is ever held whole."""
         if not self._slots:
             raise ValueError("set use_var (init(use_var=[...])) before reading")
         source = f"{path} (through {self.pipe_command!r})"
-        if is_uri(path):  # an object's body has no file descriptor to hand the command
-            with open_binary(path) as body:
-                proc = subprocess.run(self.pipe_command, shell=True, input=body.read(), capture_output=True)
-            self._check_exit(path, proc.returncode, proc.stderr)
-            return parse_multislot(proc.stdout, self._slots, source)
         parts, error = [], None
-        with open_binary(path) as stdin, tempfile.TemporaryFile() as stderr:
-            proc = subprocess.Popen(self.pipe_command, shell=True, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr)
+        with open_binary(path) as body, tempfile.TemporaryFile() as stderr:
+            streamed = is_uri(path)
+            proc = subprocess.Popen(self.pipe_command, shell=True, stdin=subprocess.PIPE if streamed else body,
+                                    stdout=subprocess.PIPE, stderr=stderr)
+            feeder = _Feeder(body, proc.stdin, path) if streamed else None
             try:
                 for block, first_line in _line_blocks(proc.stdout):
                     if error is None:  # after a bad line, read on to the end: the exit status comes first
@@ -296,8 +331,12 @@ class DatasetBase:
             finally:
                 proc.stdout.close()
                 returncode = proc.wait()
+                if feeder is not None:
+                    feeder.join()
             stderr.seek(0)
             self._check_exit(path, returncode, stderr.read())
+            if feeder is not None:
+                feeder.check()       # the command may exit 0 on a body cut short by a read error
         if error is not None:
             raise error
         return _Examples.concat(parts, self._slots)
