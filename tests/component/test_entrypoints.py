@@ -7,6 +7,7 @@ where unshare is not permitted those tests skip.
 """
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -67,7 +68,15 @@ def test_a_statefulset_pserver_takes_its_index_from_its_hostname_and_deployment_
                 time.sleep(0.2)
         for name, host in (("w1", "podjob-worker-5d8f9-abcde"), ("w2", "podjob-worker-5d8f9-xyz12")):
             procs.append(as_pod(host, PSJOB + ["worker", *ARGS], worker_env, logs[name]))
-        codes = [p.wait(timeout=90) for p in procs]
+        codes = [p.wait(timeout=90) for p in procs[1:]]
+        # A StatefulSet pod restarts a pserver that exits: with the job done it stays up
+        # until the scale-down's SIGTERM, then exits 0.
+        deadline = time.monotonic() + 30
+        while "every trainer completed; staying up until stopped" not in (tmp_path / "ps.log").read_text():
+            assert procs[0].poll() is None and time.monotonic() < deadline, (tmp_path / "ps.log").read_text()
+            time.sleep(0.05)
+        procs[0].send_signal(signal.SIGTERM)
+        codes.insert(0, procs[0].wait(timeout=60))
     finally:
         for p in procs:
             if p.poll() is None:
