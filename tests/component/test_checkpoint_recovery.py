@@ -78,7 +78,7 @@ def sync_job(tmp_path_factory):
     return out, root, _kill_during_training(out, root, "sync")
 
 
-def _assert_survived(out, root, result):
+def _assert_survived(out, root, result, sync):
     code, text, kills = result
     assert code == 0, text + _logs(out)
     assert len(kills) == 3 and [len(_pids(out, 0)), len(_pids(out, 1))] == [3, 2], kills
@@ -87,9 +87,14 @@ def _assert_survived(out, root, result):
     assert server_logs.count("restored step") == 3, server_logs
     trainer = json.loads((out / "trainer0.json").read_text())
     assert len(trainer["losses"]) == STEPS
-    # Expected quality: the regression is learned despite three shards rolled back to a checkpoint.
+    # Expected quality: the regression is learned despite three shards rolled back to a checkpoint:
+    # far below the untrained model's loss (0.14-4.7 per batch of 16; trained: ~0.0006). Trainer 0's
+    # first losses are the untrained model's only in sync mode; in async mode trainer 1 may have
+    # trained it for a while before trainer 0's first step (first-10 means 0.001-1.2 seen).
     first, last = np.mean(trainer["losses"][:10]), np.mean(trainer["losses"][-10:])
-    assert last < 0.3 * first, (first, last)
+    assert last < 0.01, (first, last)
+    if sync:
+        assert last < 0.3 * first, (first, last)
     # Whatever the kills interrupted, every committed checkpoint is whole and the newest is the last step.
     assert store.newest_good(str(root)).step == STEPS
     for c in store.scan(str(root)):
@@ -99,11 +104,12 @@ def _assert_survived(out, root, result):
 
 def test_sync_pservers_killed_at_three_points_restart_from_their_shard_and_the_job_completes(sync_job):
     out, root, result = sync_job
-    _assert_survived(out, root, result)
+    _assert_survived(out, root, result, sync=True)
 
 
 def test_async_pservers_killed_at_three_points_restart_from_their_shard_and_the_job_completes(tmp_path):
-    _assert_survived(tmp_path, tmp_path / "ckpt", _kill_during_training(tmp_path, tmp_path / "ckpt", "async"))
+    _assert_survived(tmp_path, tmp_path / "ckpt", _kill_during_training(tmp_path, tmp_path / "ckpt", "async"),
+                     sync=False)
 
 
 def test_a_truncated_shard_is_detected_and_the_resumed_job_falls_back_to_the_previous_checkpoint(sync_job, tmp_path):
