@@ -459,10 +459,10 @@ def test_adam_table_state_survives_a_checkpoint_resharded_from_two_to_three_pser
         np.testing.assert_allclose(a.state[name], b.state[name], rtol=1e-6, atol=1e-9, err_msg=name)
 
 
-def pooled_slots_net(pooltype="sum", concat=False):
+def pooled_slots_net(pooltype="sum", concat=False, lr=0.3):
     """Three LoD id slots sharing one distributed table, each sum-pooled (the CTR shape);
     `concat`: the pooled slots and two dense features concatenated into one fc (the CTR
-    model's layout), else one fc over the list of slots."""
+    model's layout), else one fc over the list of slots. SGD at `lr`."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 7
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -475,7 +475,7 @@ def pooled_slots_net(pooltype="sum", concat=False):
             for s in slots]
         hidden = fluid.layers.concat(pooled + [dense], axis=1) if concat else pooled
         loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(hidden, 1), y))
-        fluid.optimizer.SGD(0.3).minimize(loss)  # not Adam: it hides a gradient's scale
+        fluid.optimizer.SGD(lr).minimize(loss)  # not Adam: it hides a gradient's scale
     return main, startup, loss
 
 
@@ -555,10 +555,10 @@ class _CountingPrefetches:
         return getattr(self.client, name)
 
 
-def _pooled_on_two_pservers(sync):
+def _pooled_on_two_pservers(sync, lr=0.3):
     """pooled_slots_net transpiled for one trainer and two in-memory pservers:
     (trainer program, startup, loss, cluster)."""
-    main, startup, loss = pooled_slots_net()
+    main, startup, loss = pooled_slots_net(lr=lr)
     t = DistributeTranspiler()
     t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:2]), trainers=1,
                 sync_mode=sync)
@@ -579,10 +579,12 @@ def test_prefetch_ahead_serves_the_next_batch_from_requests_issued_before_it_run
     """Async: every step's prefetch was issued by prefetch_ahead while the step before ran,
     so the trainer makes one prefetch per step, and it still learns (one batch, six times:
     on six different batches of ten the last loss beat the first only by luck). Sync:
-    refused (the rounds stay exact), the prefetch ops fetch as usual."""
+    refused (the rounds stay exact), the prefetch ops fetch as usual. At a rate below the
+    nets' 0.3: async, a step may compute on the parameters its predecessor did (its push
+    still in flight), which at 0.3 on one repeated batch overshot in about 1 run in 15."""
     from psjob.fluid.pipeline import prefetch_ahead
     feeds = pooled_feeds(1, 10) * 6
-    program, startup, loss, cluster = _pooled_on_two_pservers(sync)
+    program, startup, loss, cluster = _pooled_on_two_pservers(sync, lr=0.05)
 
     def body(tid, exe):
         counting, service = _counted_rpc(exe, sync)
