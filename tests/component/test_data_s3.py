@@ -24,6 +24,22 @@ def _load(path):
 s3server = _load(os.path.join(HERE, "s3server.py"))
 
 
+READER = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "paddle2", "reader.py")
+
+
+def _ctr_use_var():
+    """The example reader's slots as static data vars: label, C1..C26, dense_input."""
+    import psjob as paddle
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        use_var = [paddle.static.data(name="label", shape=[None, 1], dtype="int64")]
+        use_var += [paddle.static.data(name=f"C{i}", shape=[None, 1], lod_level=1, dtype="int64")
+                    for i in range(1, 27)]
+        use_var.append(paddle.static.data(name="dense_input", shape=[None, 13], dtype="float32"))
+    return use_var
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     srv = s3server.S3Server(tmp_path_factory.mktemp("moto") / "moto.log")
@@ -64,21 +80,13 @@ def test_ctr_batches_read_an_s3_prefix_as_they_read_the_local_directory(data):
 
 def test_in_memory_dataset_pipes_s3_objects_through_its_command(data):
     """The example's reader (a MultiSlotDataGenerator pipe_command) over s3:// files."""
-    import psjob as paddle
     from psjob.distributed import InMemoryDataset
     local, uri = data
-    reader = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "paddle2", "reader.py")
-    paddle.enable_static()
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.static.program_guard(main, startup):
-        use_var = [paddle.static.data(name="label", shape=[None, 1], dtype="int64")]
-        use_var += [paddle.static.data(name=f"C{i}", shape=[None, 1], lod_level=1, dtype="int64")
-                    for i in range(1, 27)]
-        use_var.append(paddle.static.data(name="dense_input", shape=[None, 13], dtype="float32"))
+    use_var = _ctr_use_var()
 
     def feeds(files):
         ds = InMemoryDataset()
-        ds.init(batch_size=200, thread_num=1, use_var=use_var, pipe_command=f"{sys.executable} {reader}")
+        ds.init(batch_size=200, thread_num=1, use_var=use_var, pipe_command=f"{sys.executable} {READER}")
         ds.set_filelist(files)
         ds.load_into_memory()
         assert ds.get_memory_data_size() == 600
@@ -106,18 +114,10 @@ def test_a_pipe_command_that_stops_reading_an_s3_object_early_gets_what_it_read(
     from psjob.distributed import InMemoryDataset
     from psjob.distributed.dataset import MultiSlotError
     local, uri = data
-    reader = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "paddle2", "reader.py")
-    import psjob as paddle
-    paddle.enable_static()
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.static.program_guard(main, startup):
-        use_var = [paddle.static.data(name="label", shape=[None, 1], dtype="int64")]
-        use_var += [paddle.static.data(name=f"C{i}", shape=[None, 1], lod_level=1, dtype="int64")
-                    for i in range(1, 27)]
-        use_var.append(paddle.static.data(name="dense_input", shape=[None, 13], dtype="float32"))
+    use_var = _ctr_use_var()
     ds = InMemoryDataset()
     ds.init(batch_size=50, thread_num=2, use_var=use_var,
-            pipe_command=f"head -n 7 | {sys.executable} {reader}")
+            pipe_command=f"head -n 7 | {sys.executable} {READER}")
     ds.set_filelist(ctr.list_files(uri))
     ds.load_into_memory()
     assert ds.get_memory_data_size() == 3 * 7
