@@ -5,7 +5,8 @@ staleness travels in SendReply to the trainer's push handle), the trainers'
 /metrics endpoints. Each trainer is scraped once it trained its last step: the
 trainers run `psjob worker` through a wrapper that, before the trainer stops its
 /metrics, says so and waits until the test has scraped it — the final figures
-every time, whatever the machine's speed.
+every time, whatever the machine's speed. The wrapper also starts both trainers'
+first steps together, so their pushes interleave however late one of them starts.
 """
 import os
 import re
@@ -28,9 +29,25 @@ def free_port_block(count):
 
 
 SCRAPE_GATE_WRAPPER = r"""
-import os, sys
+import os, sys, time
 from psjob import entrypoints
 from psjob.fleet import telemetry
+from psjob.training import job
+
+pipelined = job.pipelined
+
+def pipelined_together(*args, **kwargs):
+    # Both trainers begin their first step together: a trainer that started late on a busy
+    # machine could otherwise find the other one done, and no push would be stale.
+    gates = os.environ["SCRAPE_DIR"]
+    open(os.path.join(gates, "trainer-" + os.environ["PADDLE_TRAINER_ID"] + ".training"), "w").close()
+    deadline = time.monotonic() + 60
+    while (time.monotonic() < deadline and not all(
+            os.path.exists(os.path.join(gates, "trainer-%d.training" % t)) for t in (0, 1))):
+        time.sleep(0.005)
+    yield from pipelined(*args, **kwargs)
+
+job.pipelined = pipelined_together
 
 close = telemetry.TrainerTelemetry.close
 

@@ -1,8 +1,8 @@
-"""psjob.kernels.rows: whole-row take/put give exactly what numpy indexing gives."""
+"""psjob.kernels.rows: whole-row take/put give exactly what numpy indexing gives; stable_order what a stable argsort gives."""
 import numpy as np
 import pytest
 
-from psjob.kernels.rows import put_rows, take_rows
+from psjob.kernels.rows import put_rows, stable_order, take_rows
 
 
 @pytest.mark.parametrize("shape", [(50,), (50, 1), (50, 16), (50, 3, 4)])
@@ -35,3 +35,17 @@ def test_clip_mode_and_other_layouts():
     put_rows(b, np.array([2, 6]), np.float32(-1.0))                     # broadcast: indexing path
     assert (b[[2, 6]] == -1.0).all()
     np.testing.assert_array_equal(np.delete(b, [1, 2, 4, 6], axis=0), np.delete(a, [1, 2, 4, 6], axis=0))
+
+
+@pytest.mark.parametrize("size", [0, 1, 100, 2048, 30000])
+@pytest.mark.parametrize("high", [3, 70_000, 2 ** 32 - 1, 2 ** 40])
+def test_stable_order_is_argsorts_stable_order_at_every_id_range(size, high):
+    """Ids below 2**32 take two 16-bit radix passes, larger ones numpy's argsort; both must
+    give exactly the stable argsort (equal ids keep their order: merges rely on it)."""
+    ids = np.random.default_rng(size + high % 97).integers(0, high, size)
+    np.testing.assert_array_equal(stable_order(ids), np.argsort(ids, kind="stable"))
+
+
+def test_stable_order_of_negative_ids_falls_back_to_argsort():
+    ids = np.random.default_rng(0).integers(-50, 50, 5000)
+    np.testing.assert_array_equal(stable_order(ids), np.argsort(ids, kind="stable"))

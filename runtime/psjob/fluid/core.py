@@ -100,15 +100,18 @@ class SelectedRows:
     """A sparse gradient: `values[i]` is the row `rows[i]` of a [height, ...] tensor.
 
     Rows may repeat (two lookups of the same id in one batch); consumers that
-    need unique rows merge them by summing.
+    need unique rows merge them by summing. `unique=True` says the producer
+    already did (the fused embedding ops): no row repeats, so there is nothing
+    to merge.
     """
 
-    __slots__ = ("rows", "values", "height")
+    __slots__ = ("rows", "values", "height", "unique")
 
-    def __init__(self, rows, values, height: int):
+    def __init__(self, rows, values, height: int, unique: bool = False):
         self.rows = rows
         self.values = values
         self.height = int(height)
+        self.unique = bool(unique)
 
     def to_dense(self, xp=np):
         out = xp.zeros((self.height,) + tuple(self.values.shape[1:]), dtype=self.values.dtype)

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import hooks
 from .core import CPUPlace, LoDTensor, Scope, SelectedRows, global_scope, to_numpy
+from .embedding_fusion import execution_ops
 from .framework import EMPTY_VAR_NAME, GraphError, Program, Variable
 from .ops.registry import KernelContext, get_op_def
 
@@ -202,13 +203,16 @@ class Executor:
             return compiled
         if len(self._cache) > 64:  # programs rebuilt in a loop must not leak
             self._cache.clear()
+        # A local embedding table's lookups and pools run fused (embedding_fusion.py);
+        # anything fetched is computed as written.
+        ops = execution_ops(block, keep=fetch_names)
         producers = {}
-        for i, op in enumerate(block.ops):
+        for i, op in enumerate(ops):
             for n in op.output_arg_names:
                 producers.setdefault(n, i)
         available = set(scope.vars) | set(feed_names)
         steps = []
-        for i, op in enumerate(block.ops):
+        for i, op in enumerate(ops):
             opdef = get_op_def(op.type)
             for slot, names in ({} if opdef.inputs_arrive_at_run_time else op.inputs).items():
                 for n in names:
@@ -218,7 +222,7 @@ class Executor:
                     if later is not None and later >= i:
                         raise GraphError(
                             f"op #{i} {op.type!r} reads {n!r} (input {slot}) which is only written "
-                            f"later by op #{later} {block.ops[later].type!r}: the program has a cycle "
+                            f"later by op #{later} {ops[later].type!r}: the program has a cycle "
                             "or its ops are out of order")
                     raise GraphError(
                         f"op #{i} {op.type!r} reads {n!r} (input {slot}) but nothing provides it: "
@@ -363,8 +367,9 @@ def _op_error(ctx: KernelContext, exc: Exception) -> ExecutionError:
             v = ctx.vals.get(n)
             desc = getattr(v, "shape", type(v).__name__ if v is not None else "missing")
             shapes.append(f"{slot}={n}{list(desc) if isinstance(desc, tuple) else desc}")
-    idx = op.block.ops.index(op) if op in op.block.ops else -1
-    return ExecutionError(f"op #{idx} {op.type!r} failed: {type(exc).__name__}: {exc} "
+    where = (f"op #{op.block.ops.index(op)} {op.type!r}" if op in op.block.ops else
+             f"op {op.type!r} ({op.attrs.get('fused_from', 'not in the program')})")
+    return ExecutionError(f"{where} failed: {type(exc).__name__}: {exc} "
                           f"[inputs: {', '.join(shapes)}]")
 
 

@@ -37,7 +37,7 @@ import dataclasses
 
 import numpy as np
 
-from .rows import put_rows, take_rows
+from .rows import put_rows, stable_order, take_rows
 
 __all__ = [
     "ACCUMULATORS", "AccumulatorSpec", "DENSE_UPDATES", "ROW_UPDATES",
@@ -158,7 +158,7 @@ def merge_duplicate_rows(xp, rows, values):
     if xp is np:
         # Sort once, then one reduceat over the runs of equal ids: about twice
         # as fast as unique(return_inverse) + add.at on CTR-sized batches.
-        order = np.argsort(rows, kind="stable")
+        order = stable_order(rows)
         sorted_rows = rows[order]
         starts_mask = np.empty(sorted_rows.shape[0], dtype=bool)
         if starts_mask.size:

@@ -1,4 +1,4 @@
-"""Fast whole-row gathers and scatters of numpy arrays.
+"""Fast whole-row gathers and scatters of numpy arrays, and the order of a batch's ids.
 
 numpy moves the rows of a 2-D array by fancy indexing element by element
 (``a[rows] = v`` on ``[n, 16]`` float32 runs ~10x slower than copying the
@@ -7,6 +7,8 @@ scatter is one ``take``/``put`` over whole rows (measured on 20K rows of a
 2M x 16 float32 column: gather 243 -> 150 us, scatter 1385 -> 131 us).
 Anything else (cupy arrays, non-contiguous arrays, values that broadcast)
 takes the ordinary indexing path, with the same result.
+
+`stable_order` is the sort every duplicate merge of a batch's ids starts with.
 """
 from __future__ import annotations
 
@@ -51,3 +53,14 @@ def put_rows(a, rows, values) -> None:
             np.put(items, rows, _as_row_items(np.ascontiguousarray(values, a.dtype)))
             return
     a[rows] = values
+
+
+def stable_order(ids: np.ndarray) -> np.ndarray:
+    """``np.argsort(ids, kind="stable")`` for 1-D non-negative int ``ids``, faster when
+    they fit 32 bits: two stable passes over 16-bit keys (numpy radix-sorts 16-bit
+    integers) instead of a comparison sort — 0.25 vs 0.68 ms for a CTR batch's 26K
+    ids. Larger or negative ids take the plain argsort."""
+    if ids.size < 2048 or not ids.size or int(ids.min()) < 0 or int(ids.max()) >= 1 << 32:
+        return np.argsort(ids, kind="stable")
+    low = np.argsort((ids & 0xFFFF).astype(np.uint16), kind="stable")
+    return low[np.argsort((ids[low] >> 16).astype(np.uint16), kind="stable")]

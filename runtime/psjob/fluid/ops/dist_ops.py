@@ -26,6 +26,7 @@ import tempfile
 
 import numpy as np
 
+from ...kernels.rows import stable_order
 from ...tables import SparseTable, shard_of
 from ..core import SelectedRows, to_numpy
 from ..framework import EMPTY_VAR_NAME, GraphError, VarType
@@ -181,7 +182,7 @@ def split_wanted_ids(wanted: np.ndarray, n: int, with_index: bool):
 def _unique_sorted(ids: np.ndarray) -> np.ndarray:
     """Sorted unique ids: sort + compare-neighbours (np.unique's hash path is several
     times slower on the ~30K ids of a CTR batch)."""
-    s = np.sort(ids)
+    s = ids[stable_order(ids)]
     if s.size < 2:
         return s
     keep = np.empty(s.size, dtype=bool)
@@ -192,7 +193,7 @@ def _unique_sorted(ids: np.ndarray) -> np.ndarray:
 
 def _unique_inverse(ids: np.ndarray):
     """(sorted distinct ids, index of each id's distinct value): one argsort."""
-    order = np.argsort(ids, kind="stable")
+    order = stable_order(ids)
     s = ids[order]
     first = np.empty(s.size, dtype=bool)
     first[:1] = True

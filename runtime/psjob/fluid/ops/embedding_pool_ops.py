@@ -65,16 +65,22 @@ def merge_ids_pool(ctx):
     slots side by side, then the `Tail` inputs (what a concat along axis 1 of the
     pooled slots and Tail gives), written in place — one gather for every slot when
     each sequence holds one id."""
-    from .sequence_ops import _sum
-    xp = ctx.xp
     xs = ctx.input_list("X")
-    rows = xs[0] if len(xs) == 1 else xp.concatenate(xs, axis=0)
+    rows = xs[0] if len(xs) == 1 else ctx.xp.concatenate(xs, axis=0)
     index = _to_xp(ctx, ctx.input("Index"))
     segs = _slot_segments(ctx, "merge_ids_pool")
     total = sum(s.rows for s in segs)
     if total != index.shape[0]:
         raise RuntimeError(f"merge_ids_pool: {index.shape[0]} indices for {total} ids: Index must come "
                            "from the split_ids of the same Ids")
+    _pool_rows(ctx, rows, index, segs, checked=False)
+
+
+def _pool_rows(ctx, rows, index, segs, checked):
+    """Write Out: slot j's sequences pooled from rows[index[its ids]] (index: every slot's
+    ids laid end to end). `checked`: index is known to lie within rows."""
+    from .sequence_ops import _sum
+    xp = ctx.xp
     pad = rows.dtype.type(ctx.attr("pad_value", 0.0))
     width, slots = rows.shape[1], len(segs)
     concat = bool(ctx.attr("concat", False))
@@ -83,7 +89,7 @@ def merge_ids_pool(ctx):
         tail = ctx.input_list("Tail")
         seqs = segs[0].num_seqs
         if any(s.num_seqs != seqs for s in segs) or any(t.shape[0] != seqs for t in tail):
-            raise ValueError(f"merge_ids_pool: concat of slots and Tail with different numbers of rows "
+            raise ValueError(f"{ctx.op.type}: concat of slots and Tail with different numbers of rows "
                              f"({sorted({s.num_seqs for s in segs} | {t.shape[0] for t in tail})})")
         out = xp.empty((seqs, width * slots + sum(t.shape[1] for t in tail)), dtype=rows.dtype)
         col = width * slots
@@ -97,7 +103,7 @@ def merge_ids_pool(ctx):
             if xp is np:
                 # Gathered straight into place: take's `out` without mode="raise" skips
                 # the temporary (half this op's time); the range check it skips is here.
-                if index.size and int(index.max()) >= rows.shape[0]:
+                if not checked and index.size and int(index.max()) >= rows.shape[0]:
                     raise RuntimeError(f"merge_ids_pool: Index reaches row {int(index.max())} of "
                                        f"{rows.shape[0]} prefetched rows")
                 np.take(rows, grid, axis=0, out=pooled, mode="clip")
@@ -137,12 +143,21 @@ def merge_ids_pool_grad(ctx):
     accumulate in float64 (one bincount per column). With `concat`, Out@GRAD is the
     gradient of the concatenated output, whose first slots x `width` columns are the
     slots' (the Tail's columns get no gradient)."""
-    xp = ctx.xp
     index = _to_xp(ctx, ctx.input("Index"))
     ids = np.concatenate([_host_ids(r) for r in ctx.input_list("Rows")])
     segs = _slot_segments(ctx, "merge_ids_pool_grad")
+    summed = _summed_by_index(ctx, index, ids.size, segs, int(ctx.attr("width", 0)))
+    ctx.set_output("W@GRAD", SelectedRows(_to_xp(ctx, ids), summed, int(ctx.attr("height", 0)), unique=True))
+
+
+def _summed_by_index(ctx, index, distinct: int, segs, width: int):
+    """[distinct, width]: row k sums the gradient of every id occurrence whose index is k
+    (index: every slot's ids laid end to end). Sums accumulate in float64 (one bincount
+    per column). Reads Out@GRAD: per slot, or with `concat` the concatenated output's
+    gradient, whose first slots x `width` columns are the slots' (the Tail's get none)."""
+    xp = ctx.xp
     if ctx.attr("concat", False):
-        width, dout = int(ctx.attr("width")), ctx.input("Out@GRAD")
+        dout = ctx.input("Out@GRAD")
         douts = [dout[:, j * width:(j + 1) * width] for j in range(len(segs))]
     else:
         douts = ctx.input_list("Out@GRAD")
@@ -159,9 +174,44 @@ def merge_ids_pool_grad(ctx):
                  for seg, d in zip(segs, douts)]
         per_id = parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=0)
         if per_id.shape[0] != index.shape[0]:
-            raise RuntimeError(f"merge_ids_pool_grad: {per_id.shape[0]} id gradients for {index.shape[0]} indices")
+            raise RuntimeError(f"{ctx.op.type}: {per_id.shape[0]} id gradients for {index.shape[0]} indices")
         column = lambda c: per_id[:, c]  # noqa: E731
-    summed = xp.empty((ids.size, width), dtype=per_id.dtype)
+    summed = xp.empty((distinct, width), dtype=per_id.dtype)
     for c in range(width):
-        summed[:, c] = xp.bincount(index, weights=column(c), minlength=ids.size)
-    ctx.set_output("W@GRAD", SelectedRows(_to_xp(ctx, ids), summed, int(ctx.attr("height", 0))))
+        summed[:, c] = xp.bincount(index, weights=column(c), minlength=distinct)
+    return summed
+
+
+# -- a table in the process (fluid/embedding_fusion.py puts these in the executor's ops) --
+
+def _local_ids(ctx, segs):
+    """Every slot's ids laid end to end, range-checked against the table W as lookup_table does."""
+    from .nn_ops import _flat_ids
+    xp = ctx.xp
+    parts = [ctx.vals[name].reshape(-1) for name in ctx.ins["Ids"]]
+    ids = parts[0] if len(parts) == 1 else xp.concatenate(parts)
+    return _flat_ids(xp, ids, ctx.input("W").shape[0], "lookup_table")
+
+
+@register_op("embedding_pool", infer_shape=lambda op: None)
+def embedding_pool(ctx):
+    """The lookup_table of every slot on one table W followed by each slot's sum
+    sequence_pool (and, with `concat`, their concat with the Tail inputs), fused:
+    merge_ids_pool with the table itself as the rows and the ids as the index. Ids out
+    of the table's range fail as in lookup_table."""
+    segs = _slot_segments(ctx, "embedding_pool")
+    _pool_rows(ctx, ctx.input("W"), _local_ids(ctx, segs), segs, checked=True)
+
+
+@register_op("embedding_pool_grad", infer_shape=lambda op: None)
+def embedding_pool_grad(ctx):
+    """W@GRAD of embedding_pool: a SelectedRows with one row per distinct id, ascending,
+    holding the sum over the id's occurrences — what the slots' lookup_table_grad, their
+    `sum` and the optimizer's duplicate merge give, in one sort of the batch's ids."""
+    from .dist_ops import _unique_inverse
+    w = ctx.input("W")
+    segs = _slot_segments(ctx, "embedding_pool_grad")
+    ids = _host_ids(_local_ids(ctx, segs))
+    distinct, inverse = _unique_inverse(ids)
+    summed = _summed_by_index(ctx, _to_xp(ctx, inverse), distinct.size, segs, int(w.shape[1]))
+    ctx.set_output("W@GRAD", SelectedRows(_to_xp(ctx, distinct), summed, int(w.shape[0]), unique=True))

@@ -165,7 +165,7 @@ def _make_kernel(op_type):
             if op_type == "adam" and not ctx.attr("lazy_mode", False):
                 dense_fn(xp, param, grad.to_dense(xp), *states, lr=lr, **hyper)
             else:
-                rows_fn(xp, param, grad.rows, grad.values, *states, lr=lr, **hyper)
+                rows_fn(xp, param, grad.rows, grad.values, *states, lr=lr, assume_unique=grad.unique, **hyper)
         else:
             dense_fn(xp, param, grad, *states, lr=lr, **hyper)
 

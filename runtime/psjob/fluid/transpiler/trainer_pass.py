@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..framework import (EMPTY_VAR_NAME, OP_DEVICE_ATTR_NAME, OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME,
-                         GraphError, OpRole, VarType, generate_control_dev_var_name)
+from ..embedding_fusion import concat_of_pools, pool_pattern
+from ..framework import (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, VarType,
+                         generate_control_dev_var_name)
 from .details import create_control_var, delete_ops, find_op_by_output_arg
 from .plan import TranspilePlan
 
@@ -158,7 +159,7 @@ def _replace_table_lookups(block, plan: TranspilePlan) -> None:
     late = any(find_op_by_output_arg(block, n, reverse=True) >= first for n in ids)
     groups = [(first, ids, outs, "")] if not late else [
         (block.ops.index(op), [i], [o], f"_{j}") for j, (op, i, o) in enumerate(zip(lookups, ids, outs))]
-    fused = None if late else _pool_pattern(block, lookups, table)
+    fused = None if late else pool_pattern(block, lookups, table.name, table.grad)
     if fused is not None:
         _fuse_lookups_and_pools(block, plan, lookups, first, ids, fused)
         return
@@ -187,85 +188,19 @@ def _prefetch_vars(block, plan: TranspilePlan, ids_var, out_dtype, suffix=""):
     return in_names, out_names
 
 
-def _sole(ops):
-    return ops[0] if len(ops) == 1 else None
-
-
-def _pool_pattern(block, lookups, table):
-    """The ops a fused lookup + sum-pool replaces, when the program has exactly that shape:
-    every lookup's output feeds one sum `sequence_pool` and nothing else, backward is
-    sequence_pool_grad → lookup_table_grad per slot, summed into the table gradient.
-    Returns {"pools", "backward", "grads_of_pools", "dead_vars", "sum"} or None."""
-    pools, backward, pool_grads, dead = [], [], [], []
-    for lk in lookups:
-        if int(lk.attr("padding_idx", -1)) != -1 or not lk.attr("is_sparse", False):
-            return None
-        emb = lk.output("Out")[0]
-        readers = [op for op in block.ops if emb in op.input_arg_names]
-        pool = _sole([op for op in readers if op.type == "sequence_pool"])
-        pool_grad = _sole([op for op in readers if op.type == "sequence_pool_grad"])
-        if (pool is None or pool_grad is None or len(readers) != 2
-                or str(pool.attr("pooltype", "")).upper() != "SUM" or float(pool.attr("pad_value", 0.0)) != 0.0
-                or pool_grad.input("Out@GRAD") != [f"{pool.output('Out')[0]}@GRAD"]):
-            return None
-        emb_grad = pool_grad.output("X@GRAD")[0]
-        lk_grad = _sole([op for op in block.ops if emb_grad in op.input_arg_names])
-        if lk_grad is None or lk_grad.type != "lookup_table_grad" or lk_grad.input("W") != [table.name]:
-            return None
-        pools.append(pool)
-        backward += [pool_grad, lk_grad]
-        pool_grads.append(pool_grad.input("Out@GRAD")[0])
-        dead += [emb, emb_grad, lk_grad.output("W@GRAD")[0]]
-    parts = [op.output("W@GRAD")[0] for op in backward if op.type == "lookup_table_grad"]
-    total = None
-    if parts != [table.grad]:
-        writers = [op for op in block.ops if table.grad in op.output_arg_names]
-        total = _sole(writers)
-        if total is None or total.type != "sum" or sorted(total.input("X")) != sorted(parts):
-            return None
-        if any(set(parts) & set(op.input_arg_names) for op in block.ops if op is not total
-               and op not in backward):
-            return None
-    return {"pools": pools, "backward": backward, "grads_of_pools": pool_grads,
-            "dead_vars": [v for v in dead if v != table.grad], "sum": total}
-
-
-def _concat_of_pools(block, pooled, grads_of_pools, lookup):
-    """The `concat` (axis 1) whose inputs begin with every pooled slot, in order, and its
-    `concat_grad`, when nothing else reads the pooled slots or their gradients and no
-    other input of the concat wants a gradient (the CTR model's concat of the slots and the
-    dense features): merge_ids_pool then writes the concat's output itself, and its
-    gradient reads the concat's gradient. Returns (concat, concat_grad) or None."""
-    readers = [op for op in block.ops if set(pooled) & set(op.input_arg_names)]
-    cat = _sole([op for op in readers if op.type == "concat"])
-    cat_grad = _sole([op for op in readers if op.type == "concat_grad"])
-    if cat is None or cat_grad is None or len(readers) != 2 or cat.input("X")[:len(pooled)] != pooled:
-        return None
-    ndim = len(block.var(pooled[0]).shape)
-    if ndim != 2 or int(cat.attr("axis", 0)) % 2 != 1 or cat.attr(OP_DEVICE_ATTR_NAME) != lookup.attr(OP_DEVICE_ATTR_NAME):
-        return None
-    if (cat_grad.input("X") != cat.input("X") or cat_grad.output("X@GRAD")[:len(pooled)] != grads_of_pools
-            or any(n != EMPTY_VAR_NAME for n in cat_grad.output("X@GRAD")[len(pooled):])
-            or cat_grad.input("Out@GRAD") != [f"{cat.output('Out')[0]}@GRAD"]):
-        return None
-    if any(set(grads_of_pools) & set(op.input_arg_names) for op in block.ops if op.type != "sequence_pool_grad"):
-        return None
-    return cat, cat_grad
-
-
 def _fuse_lookups_and_pools(block, plan: TranspilePlan, lookups, first, ids, fused) -> None:
     """split_ids (+ Index) → prefetch → merge_ids_pool in place of the lookups and their
     sum pools, and one merge_ids_pool_grad in place of their gradients and the `sum`:
     one id pass per batch, no per-slot embedding intermediates, and a table gradient
     with one row per distinct id (the pservers get fewer rows and merge nothing). When
-    the pooled slots go into one concat (_concat_of_pools), it is fused too: no per-slot
+    the pooled slots go into one concat (concat_of_pools), it is fused too: no per-slot
     pooled arrays, no concat copy, no per-slot gradient slices."""
     table = plan.table
     pooled = [op.output("Out")[0] for op in fused["pools"]]
     index = f"{table.name}@PREFETCH_INDEX"
     block.create_var(name=index, shape=(-1,), dtype="int64")
     in_names, out_names = _prefetch_vars(block, plan, block.var(ids[0]), block.var(pooled[0]).dtype)
-    cat = _concat_of_pools(block, pooled, fused["grads_of_pools"], lookups[0])
+    cat = concat_of_pools(block, pooled, fused["grads_of_pools"], lookups[0])
     last_grad = fused["sum"] or fused["backward"][-1]
     grad_attrs = {k: v for k, v in last_grad.attrs.items() if k in (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME)}
     grad_pos = block.ops.index(last_grad)

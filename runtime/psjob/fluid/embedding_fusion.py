@@ -1,0 +1,174 @@
+"""Finding a table's lookups + sum pools (the CTR shape), and fusing them for local tables.
+
+A CTR model looks one embedding table up once per slot, sum-pools each slot,
+concatenates the pooled slots with the dense features, and backward mirrors
+that: one `sequence_pool_grad` and one `lookup_table_grad` per slot, then a
+`sum` of the slots' SelectedRows into the table gradient, which the optimizer
+merges again (a sort of every occurrence of every id). `pool_pattern` and
+`concat_of_pools` recognize exactly that shape; the trainer pass
+(transpiler/trainer_pass.py) uses them for a distributed table, and
+`execution_ops` below for a table that lives in the process:
+`embedding_pool` gathers every slot's rows straight into the concat's output,
+and `embedding_pool_grad` writes the table gradient with one row per distinct
+id (ops/embedding_pool_ops.py), so the optimizer merges nothing.
+
+The fusion is the executor's business, not the program's: `execution_ops`
+returns the ops to run, and the Program (what users print, save, clone and
+transpile) is left as built. A program that differs anywhere from the shape
+— a padding id, a dense gradient, an intermediate something else reads or the
+caller fetches — runs op by op as written.
+"""
+from __future__ import annotations
+
+from .framework import EMPTY_VAR_NAME, OP_DEVICE_ATTR_NAME, OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, Operator
+
+LOOKUP_TABLE = "lookup_table"
+
+
+def sole(ops):
+    return ops[0] if len(ops) == 1 else None
+
+
+def pool_pattern(block, lookups, table_name: str, table_grad: str):
+    """The ops a fused lookup + sum-pool replaces, when the program has exactly that shape:
+    every lookup's output feeds one sum `sequence_pool` and nothing else, backward is
+    sequence_pool_grad → lookup_table_grad per slot, summed into the table gradient.
+    Returns {"pools", "backward", "grads_of_pools", "dead_vars", "sum"} or None."""
+    pools, backward, pool_grads, dead = [], [], [], []
+    for lk in lookups:
+        if int(lk.attr("padding_idx", -1)) != -1 or not lk.attr("is_sparse", False):
+            return None
+        emb = lk.output("Out")[0]
+        readers = [op for op in block.ops if emb in op.input_arg_names]
+        pool = sole([op for op in readers if op.type == "sequence_pool"])
+        pool_grad = sole([op for op in readers if op.type == "sequence_pool_grad"])
+        if (pool is None or pool_grad is None or len(readers) != 2
+                or str(pool.attr("pooltype", "")).upper() != "SUM" or float(pool.attr("pad_value", 0.0)) != 0.0
+                or pool_grad.input("Out@GRAD") != [f"{pool.output('Out')[0]}@GRAD"]):
+            return None
+        emb_grad = pool_grad.output("X@GRAD")[0]
+        lk_grad = sole([op for op in block.ops if emb_grad in op.input_arg_names])
+        if lk_grad is None or lk_grad.type != "lookup_table_grad" or lk_grad.input("W") != [table_name]:
+            return None
+        pools.append(pool)
+        backward += [pool_grad, lk_grad]
+        pool_grads.append(pool_grad.input("Out@GRAD")[0])
+        dead += [emb, emb_grad, lk_grad.output("W@GRAD")[0]]
+    parts = [op.output("W@GRAD")[0] for op in backward if op.type == "lookup_table_grad"]
+    total = None
+    if parts != [table_grad]:
+        writers = [op for op in block.ops if table_grad in op.output_arg_names]
+        total = sole(writers)
+        if total is None or total.type != "sum" or sorted(total.input("X")) != sorted(parts):
+            return None
+        if any(set(parts) & set(op.input_arg_names) for op in block.ops if op is not total
+               and op not in backward):
+            return None
+    return {"pools": pools, "backward": backward, "grads_of_pools": pool_grads,
+            "dead_vars": [v for v in dead if v != table_grad], "sum": total}
+
+
+def concat_of_pools(block, pooled, grads_of_pools, lookup):
+    """The `concat` (axis 1) whose inputs begin with every pooled slot, in order, and its
+    `concat_grad`, when nothing else reads the pooled slots or their gradients and no
+    other input of the concat wants a gradient (the CTR model's concat of the slots and the
+    dense features): the fused op then writes the concat's output itself, and its
+    gradient reads the concat's gradient. Returns (concat, concat_grad) or None."""
+    readers = [op for op in block.ops if set(pooled) & set(op.input_arg_names)]
+    cat = sole([op for op in readers if op.type == "concat"])
+    cat_grad = sole([op for op in readers if op.type == "concat_grad"])
+    if cat is None or cat_grad is None or len(readers) != 2 or cat.input("X")[:len(pooled)] != pooled:
+        return None
+    ndim = len(block.var(pooled[0]).shape)
+    if ndim != 2 or int(cat.attr("axis", 0)) % 2 != 1 or cat.attr(OP_DEVICE_ATTR_NAME) != lookup.attr(OP_DEVICE_ATTR_NAME):
+        return None
+    if (cat_grad.input("X") != cat.input("X") or cat_grad.output("X@GRAD")[:len(pooled)] != grads_of_pools
+            or any(n != EMPTY_VAR_NAME for n in cat_grad.output("X@GRAD")[len(pooled):])
+            or cat_grad.input("Out@GRAD") != [f"{cat.output('Out')[0]}@GRAD"]):
+        return None
+    if any(set(grads_of_pools) & set(op.input_arg_names) for op in block.ops if op.type != "sequence_pool_grad"):
+        return None
+    return cat, cat_grad
+
+
+def ids_ready_before(block, ids, position: int) -> bool:
+    """Every ids variable is fed or written by an op before `position` (so one op there
+    can look every slot up)."""
+    return not any(name in op.output_arg_names for op in block.ops[position:] for name in ids)
+
+
+def execution_ops(block, keep=()) -> list:
+    """The ops the executor runs for `block`: its own, except that each local table
+    looked up in the CTR shape (pool_pattern) has its lookups, pools, concat (when
+    concat_of_pools finds one) and their gradients replaced by one `embedding_pool` and
+    one `embedding_pool_grad`. `keep`: variables the caller fetches, which must still be
+    computed as written. The new ops are not in `block.ops`."""
+    by_table: dict[str, list] = {}
+    for op in block.ops:
+        if op.type == LOOKUP_TABLE:
+            by_table.setdefault(op.input("W")[0], []).append(op)
+    if not by_table:
+        return block.ops
+    keep = set(keep)
+    removed, before = set(), {}   # ids of replaced ops; id(op) → fused ops to run in its place
+    for table, lookups in by_table.items():
+        fused = _local_fusion(block, table, lookups, keep)
+        if fused is None:
+            continue
+        replaced, (fwd_at, fwd), (grad_at, grad) = fused
+        removed.update(id(op) for op in replaced)
+        before.setdefault(id(fwd_at), []).append(fwd)
+        before.setdefault(id(grad_at), []).append(grad)
+    if not removed:
+        return block.ops
+    ops = []
+    for op in block.ops:
+        ops.extend(before.get(id(op), ()))
+        if id(op) not in removed:
+            ops.append(op)
+    return ops
+
+
+def _local_fusion(block, table: str, lookups: list, keep: set):
+    """(ops replaced, (op the forward runs in place of, embedding_pool), (op the gradient
+    runs in place of, embedding_pool_grad)) for one local table, or None."""
+    var = block._find_var_recursive(table)
+    if var is None or not var.persistable or len(var.shape) != 2:
+        return None
+    table_grad = f"{table}@GRAD"
+    ids = [op.input("Ids")[0] for op in lookups]
+    if not ids_ready_before(block, ids, block.ops.index(lookups[0])):
+        return None
+    found = pool_pattern(block, lookups, table, table_grad)
+    if found is None:
+        return None
+    pooled = [op.output("Out")[0] for op in found["pools"]]
+    cat = concat_of_pools(block, pooled, found["grads_of_pools"], lookups[0])
+    gone = set(found["dead_vars"]) | {table_grad}
+    if cat is not None:
+        gone |= set(pooled) | set(found["grads_of_pools"])
+    if gone & keep:
+        return None
+    last_grad = found["sum"] or found["backward"][-1]
+    role = {k: v for k, v in last_grad.attrs.items() if k in (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME)}
+    fwd_inputs = {"W": [table], "Ids": ids}
+    grad_inputs = {"W": [table], "Ids": ids, "Out@GRAD": found["grads_of_pools"]}
+    fwd_outputs, attrs = {"Out": pooled}, {"concat": False}
+    replaced = list(lookups) + found["pools"] + found["backward"] + [op for op in [found["sum"]] if op]
+    fwd_at = lookups[0]
+    if cat is not None:
+        concat, concat_grad = cat
+        fwd_inputs["Tail"] = concat.input("X")[len(pooled):]
+        fwd_outputs = {"Out": concat.output("Out")}
+        grad_inputs["Out@GRAD"] = concat_grad.input("Out@GRAD")
+        attrs = {"concat": True}
+        replaced += [concat, concat_grad]
+        fwd_at = concat   # after every input of the concat
+    # Errors name what the fused op stands for (it has no index in the program).
+    what = f"the {len(lookups)} lookup_table + sum sequence_pool{' + concat' if cat else ''} of table {table!r}"
+    fwd = Operator(block, "embedding_pool", inputs=fwd_inputs, outputs=fwd_outputs,
+                   attrs=dict(attrs, fused_from=f"runs {what}",
+                              **{k: v for k, v in lookups[0].attrs.items() if k == OP_DEVICE_ATTR_NAME}))
+    grad = Operator(block, "embedding_pool_grad", inputs=grad_inputs, outputs={"W@GRAD": [table_grad]},
+                    attrs=dict(attrs, fused_from=f"runs the gradient of {what}", **role))
+    return replaced, (fwd_at, fwd), (last_grad, grad)

@@ -1,0 +1,118 @@
+"""The executor's fused lookup + sum-pool of a local table (fluid/embedding_fusion.py).
+
+Every comparison is against the same program run op by op: fetching an
+intermediate of the fused ops (a lookup's output) makes the executor run the
+program as written, so both sides are the real executor on the real program.
+"""
+import numpy as np
+import pytest
+
+import psjob.fluid as fluid
+from psjob.fluid.core import SelectedRows
+from psjob.fluid.executor import ExecutionError
+from psjob.kernels.optimizers import merge_duplicate_rows
+
+VOCAB, DIM, SLOTS = 40, 4, 3
+
+
+def ctr_like_net(concat=True, optimizer="adam", padding_idx=None, is_sparse=True):
+    """SLOTS LoD id slots sharing one local table, each sum-pooled; `concat`: the pooled
+    slots and two dense features concatenated into one fc (the CTR model's layout),
+    else one fc over the list of pooled slots."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        y = fluid.layers.data(name="y", shape=[1])
+        dense = fluid.layers.data(name="dense", shape=[2])
+        slots = [fluid.layers.data(name=f"s{i}", shape=[1], dtype="int64", lod_level=1) for i in range(SLOTS)]
+        attr = fluid.ParamAttr(name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5))
+        embs = [fluid.layers.embedding(s, size=[VOCAB, DIM], is_sparse=is_sparse, padding_idx=padding_idx,
+                                       param_attr=attr) for s in slots]
+        pooled = [fluid.layers.sequence_pool(e, "sum") for e in embs]
+        hidden = fluid.layers.concat(pooled + [dense], axis=1) if concat else pooled
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(hidden, 1), y))
+        opt = {"adam": lambda: fluid.optimizer.Adam(0.05, lazy_mode=True),
+               "sgd": lambda: fluid.optimizer.SGD(0.2),
+               "adagrad": lambda: fluid.optimizer.Adagrad(0.1)}[optimizer]()
+        opt.minimize(loss)
+    return main, startup, loss, embs[0]
+
+
+def feeds(steps, n, one_id_each, high=VOCAB):
+    """Slot 0 one id per example; the others 0..3 ids (empty sequences included) unless
+    `one_id_each`; ids repeat inside and across slots."""
+    rng = np.random.default_rng(11)
+    out = []
+    for _ in range(steps):
+        feed = {"y": rng.normal(size=(n, 1)).astype("float32"), "dense": rng.normal(size=(n, 2)).astype("float32")}
+        for i in range(SLOTS):
+            lengths = np.ones(n, np.int64) if i == 0 or one_id_each else rng.integers(0, 4, n)
+            ids = rng.integers(0, high, size=(int(lengths.sum()), 1)).astype("int64")
+            feed[f"s{i}"] = (ids, [np.concatenate([[0], np.cumsum(lengths)]).tolist()])
+        out.append(feed)
+    return out
+
+
+def train(net, batches, op_by_op):
+    """(parameters after training, op types the executor ran, table gradient of the last step)."""
+    main, startup, loss, first_emb = net
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    exe.collect_timing = True
+    fetch = [loss] + ([first_emb] if op_by_op else [])
+    for feed in batches:
+        exe.run(main, feed=feed, fetch_list=fetch, scope=scope)
+    params = {p.name: np.array(scope.vars[p.name]) for p in main.global_block().all_parameters()}
+    return params, set(exe.kernel_seconds), scope.vars["emb@GRAD"]
+
+
+@pytest.mark.parametrize("concat", [True, False], ids=["concat", "slot-list"])
+@pytest.mark.parametrize("one_id_each", [True, False], ids=["one-id", "sequences"])
+@pytest.mark.parametrize("optimizer", ["adam", "sgd", "adagrad"])
+def test_fused_lookups_and_pools_train_as_the_program_runs_op_by_op(concat, one_id_each, optimizer):
+    batches = feeds(5, 16, one_id_each)
+    fused, fused_ops, fused_grad = train(ctr_like_net(concat, optimizer), batches, op_by_op=False)
+    plain, plain_ops, plain_grad = train(ctr_like_net(concat, optimizer), batches, op_by_op=True)
+    assert {"embedding_pool", "embedding_pool_grad"} <= fused_ops
+    assert not fused_ops & {"lookup_table", "lookup_table_grad", "sequence_pool", "sequence_pool_grad"}
+    assert "concat" not in fused_ops and ("concat" in plain_ops) == concat  # the concat is fused too
+    assert "lookup_table" in plain_ops and "embedding_pool" not in plain_ops
+    for name, value in plain.items():
+        np.testing.assert_allclose(fused[name], value, rtol=2e-5, atol=1e-6, err_msg=name)
+    # The fused gradient: one row per distinct id, ascending, marked unique; the sums of
+    # the op-by-op gradient's repeated rows.
+    assert isinstance(fused_grad, SelectedRows) and fused_grad.unique and not plain_grad.unique
+    rows, values = merge_duplicate_rows(np, plain_grad.rows, plain_grad.values)
+    np.testing.assert_array_equal(fused_grad.rows, rows)
+    np.testing.assert_allclose(fused_grad.values, values, rtol=1e-5, atol=1e-7)
+    assert fused_grad.height == plain_grad.height == VOCAB
+
+
+def test_the_program_itself_is_left_as_built():
+    main, startup, loss, _ = net = ctr_like_net()
+    before = [(op.type, dict(op.inputs), dict(op.outputs)) for op in main.global_block().ops]
+    _, ran, _ = train(net, feeds(2, 8, True), op_by_op=False)
+    assert "embedding_pool" in ran
+    assert [(op.type, dict(op.inputs), dict(op.outputs)) for op in main.global_block().ops] == before
+    assert "embedding_pool" not in {op.type for op in main.global_block().ops}
+
+
+@pytest.mark.parametrize("variant", [dict(padding_idx=0), dict(is_sparse=False)], ids=["padding-id", "dense-grad"])
+def test_lookups_outside_the_shape_run_as_written(variant):
+    params, ran, _ = train(ctr_like_net(**variant), feeds(2, 8, True), op_by_op=False)
+    assert "lookup_table" in ran and "embedding_pool" not in ran
+    assert all(np.isfinite(v).all() for v in params.values())
+
+
+def test_an_id_outside_the_table_names_the_lookup_and_changes_nothing():
+    main, startup, loss, _ = ctr_like_net()
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    before = {p.name: np.array(scope.vars[p.name]) for p in main.global_block().all_parameters()}
+    bad = feeds(1, 8, True)[0]
+    bad["s1"][0][3, 0] = VOCAB + 2
+    with pytest.raises(ExecutionError, match=rf"embedding_pool.*lookup_table \+ sum sequence_pool \+ concat of table "
+                                             rf"'emb'.*id {VOCAB + 2} is out of range for a table of {VOCAB} rows"):
+        exe.run(main, feed=bad, fetch_list=[loss], scope=scope)
+    for name, value in before.items():
+        np.testing.assert_array_equal(scope.vars[name], value, err_msg=name)
