@@ -106,6 +106,8 @@ def main():
     p.add_argument("--predict_pulls", type=float, default=None,
                    help="async reads extrapolated this many pull intervals ahead (a_sync_configs; 0: off); "
                         "unset: Fleet's default, by each parameter's optimizer")
+    p.add_argument("--a_sync_configs", default=None, metavar="JSON",
+                   help='more DistributedStrategy.a_sync_configs for async modes, e.g. \'{"max_stale_steps": 0}\'')
     p.add_argument("--profile", action="store_true",
                    help="also write each op type's kernel CPU-ms per batch (main thread) and each thread's "
                         "CPU-seconds in the window (the kernel timing adds a clock call per op)")
@@ -129,8 +131,11 @@ def main():
         fleet.init()
         strategy = DistributedStrategy()
         strategy.a_sync = args.mode != "sync"
-        if strategy.a_sync and args.predict_pulls is not None:
-            strategy.a_sync_configs = {"predict_pulls": args.predict_pulls}
+        configs = json.loads(args.a_sync_configs) if args.a_sync_configs else {}
+        if args.predict_pulls is not None:
+            configs["predict_pulls"] = args.predict_pulls
+        if strategy.a_sync and configs:
+            strategy.a_sync_configs = configs
         main_prog.random_seed = startup.random_seed = cfg.seed
         with fluid.program_guard(main_prog, startup), fluid.unique_name.guard():
             model = ctr_model.build_network(cfg)
