@@ -59,8 +59,9 @@ def stable_order(ids: np.ndarray) -> np.ndarray:
     """``np.argsort(ids, kind="stable")`` for 1-D non-negative int ``ids``, faster when
     they fit 32 bits: two stable passes over 16-bit keys (numpy radix-sorts 16-bit
     integers) instead of a comparison sort — 0.25 vs 0.68 ms for a CTR batch's 26K
-    ids. Larger or negative ids take the plain argsort."""
-    if ids.size < 2048 or not ids.size or int(ids.min()) < 0 or int(ids.max()) >= 1 << 32:
+    ids. Larger or negative ids, and batches under 2048 ids (where two passes cost more
+    than they save), take the plain argsort."""
+    if ids.size < 2048 or int(ids.min()) < 0 or int(ids.max()) >= 1 << 32:
         return np.argsort(ids, kind="stable")
     low = np.argsort((ids & 0xFFFF).astype(np.uint16), kind="stable")
     return low[np.argsort((ids[low] >> 16).astype(np.uint16), kind="stable")]
