@@ -15,17 +15,19 @@ from psjob.kernels.optimizers import merge_duplicate_rows
 VOCAB, DIM, SLOTS = 40, 4, 3
 
 
-def ctr_like_net(concat=True, optimizer="adam", padding_idx=None, is_sparse=True):
+def ctr_like_net(concat=True, optimizer="adam", padding_idx=None, is_sparse=True, decay_and_clip=False):
     """SLOTS LoD id slots sharing one local table, each sum-pooled; `concat`: the pooled
     slots and two dense features concatenated into one fc (the CTR model's layout),
-    else one fc over the list of pooled slots."""
+    else one fc over the list of pooled slots. `decay_and_clip`: L2 decay on the table,
+    every gradient clipped by global norm (both read the table's SelectedRows gradient)."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 5
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         y = fluid.layers.data(name="y", shape=[1])
         dense = fluid.layers.data(name="dense", shape=[2])
         slots = [fluid.layers.data(name=f"s{i}", shape=[1], dtype="int64", lod_level=1) for i in range(SLOTS)]
-        attr = fluid.ParamAttr(name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5))
+        attr = fluid.ParamAttr(name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5),
+                               regularizer=fluid.regularizer.L2Decay(0.05) if decay_and_clip else None)
         embs = [fluid.layers.embedding(s, size=[VOCAB, DIM], is_sparse=is_sparse, padding_idx=padding_idx,
                                        param_attr=attr) for s in slots]
         pooled = [fluid.layers.sequence_pool(e, "sum") for e in embs]
@@ -34,6 +36,8 @@ def ctr_like_net(concat=True, optimizer="adam", padding_idx=None, is_sparse=True
         opt = {"adam": lambda: fluid.optimizer.Adam(0.05, lazy_mode=True),
                "sgd": lambda: fluid.optimizer.SGD(0.2),
                "adagrad": lambda: fluid.optimizer.Adagrad(0.1)}[optimizer]()
+        if decay_and_clip:
+            fluid.clip.set_gradient_clip(fluid.clip.GradientClipByGlobalNorm(0.05))
         opt.minimize(loss)
     return main, startup, loss, embs[0]
 
@@ -86,6 +90,19 @@ def test_fused_lookups_and_pools_train_as_the_program_runs_op_by_op(concat, one_
     np.testing.assert_array_equal(fused_grad.rows, rows)
     np.testing.assert_allclose(fused_grad.values, values, rtol=1e-5, atol=1e-7)
     assert fused_grad.height == plain_grad.height == VOCAB
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_decay_and_clipping_see_the_fused_gradient_as_the_merged_one(optimizer):
+    """L2 decay and the global-norm clip both merge a SelectedRows gradient's repeated rows
+    first; the fused gradient arrives merged (marked unique), and training stays the same."""
+    batches = feeds(5, 16, one_id_each=False)
+    fused, fused_ops, _ = train(ctr_like_net(optimizer=optimizer, decay_and_clip=True), batches, op_by_op=False)
+    plain, plain_ops, _ = train(ctr_like_net(optimizer=optimizer, decay_and_clip=True), batches, op_by_op=True)
+    assert "embedding_pool_grad" in fused_ops and "embedding_pool_grad" not in plain_ops
+    assert {"clip_global_norm_apply", "squared_l2_norm"} <= fused_ops
+    for name, value in plain.items():
+        np.testing.assert_allclose(fused[name], value, rtol=2e-5, atol=1e-6, err_msg=name)
 
 
 def test_the_program_itself_is_left_as_built():

@@ -36,8 +36,8 @@ def _scalar_out(op):
 def _merged(xp, x):
     """(values to compute on, rebuild(values) -> output of the input's kind)."""
     if isinstance(x, SelectedRows):
-        rows, values = merge_duplicate_rows(xp, x.rows, x.values)
-        return values, lambda v: SelectedRows(rows, v, x.height)
+        rows, values = (x.rows, x.values) if x.unique else merge_duplicate_rows(xp, x.rows, x.values)
+        return values, lambda v: SelectedRows(rows, v, x.height, unique=True)
     return x, lambda v: v
 
 
@@ -92,6 +92,7 @@ def clip_global_norm_apply(ctx):
     scale = ctx.input("Scale").reshape(())
     if isinstance(x, SelectedRows):
         # Scaling is linear: duplicates need no merging.
-        ctx.set_output("Out", SelectedRows(x.rows, x.values * scale.astype(x.values.dtype), x.height))
+        ctx.set_output("Out", SelectedRows(x.rows, x.values * scale.astype(x.values.dtype), x.height,
+                                           unique=x.unique))
         return
     ctx.set_output("Out", x * scale.astype(x.dtype))

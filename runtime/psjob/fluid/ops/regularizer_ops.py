@@ -34,9 +34,10 @@ def _decay(op_type, term):
         param, grad = ctx.input("Param"), ctx.input("Grad")
         coeff = float(ctx.attr("coeff", 0.0))
         if isinstance(grad, SelectedRows):
-            rows, values = merge_duplicate_rows(xp, grad.rows, grad.values)
+            rows, values = ((grad.rows, grad.values) if grad.unique
+                            else merge_duplicate_rows(xp, grad.rows, grad.values))
             decayed = values + (coeff * term(xp, param[rows])).astype(values.dtype)
-            ctx.set_output("Out", SelectedRows(rows, decayed, grad.height))
+            ctx.set_output("Out", SelectedRows(rows, decayed, grad.height, unique=True))
             return
         ctx.set_output("Out", grad + (coeff * term(xp, param)).astype(grad.dtype))
 

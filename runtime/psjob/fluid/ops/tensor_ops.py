@@ -124,7 +124,7 @@ def scale(ctx):
     if isinstance(x, SelectedRows):
         if b:
             raise GraphError("scale with a bias is not defined for SelectedRows")
-        ctx.set_output("Out", SelectedRows(x.rows, x.values * x.values.dtype.type(s), x.height))
+        ctx.set_output("Out", SelectedRows(x.rows, x.values * x.values.dtype.type(s), x.height, unique=x.unique))
         return
     dt = x.dtype.type
     out = x * dt(s) + dt(b) if after else (x + dt(b)) * dt(s)
