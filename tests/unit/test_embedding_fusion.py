@@ -57,7 +57,7 @@ def feeds(steps, n, one_id_each, high=VOCAB):
     return out
 
 
-def train(net, batches, op_by_op):
+def train(net, batches, op_by_op, table_grad="emb@GRAD"):
     """(parameters after training, op types the executor ran, table gradient of the last step)."""
     main, startup, loss, first_emb = net
     exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
@@ -67,7 +67,7 @@ def train(net, batches, op_by_op):
     for feed in batches:
         exe.run(main, feed=feed, fetch_list=fetch, scope=scope)
     params = {p.name: np.array(scope.vars[p.name]) for p in main.global_block().all_parameters()}
-    return params, set(exe.kernel_seconds), scope.vars["emb@GRAD"]
+    return params, set(exe.kernel_seconds), scope.vars[table_grad]
 
 
 @pytest.mark.parametrize("concat", [True, False], ids=["concat", "slot-list"])
@@ -133,3 +133,74 @@ def test_an_id_outside_the_table_names_the_lookup_and_changes_nothing():
         exe.run(main, feed=bad, fetch_list=[loss], scope=scope)
     for name, value in before.items():
         np.testing.assert_array_equal(scope.vars[name], value, err_msg=name)
+
+
+# -- Paddle 2.x: PaddleRec's rank models (examples/paddle2), embedding then reshape ---------
+
+def paddlerec_model(name):
+    """examples/paddle2's StaticModel ("dnn" or "wide_deep"), 4 slots of one table."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "paddle2"))
+    import psjob as paddle
+    from static_model import StaticModel
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = 3
+    with paddle.static.program_guard(main, startup), fluid.unique_name.guard():
+        model = StaticModel({"sparse_feature_number": VOCAB, "sparse_feature_dim": DIM, "dense_input_dim": 2,
+                             "sparse_inputs_slots": 5, "fc_sizes": [8], "learning_rate": 0.05, "model": name})
+        model.net(model.create_feeds())
+        model.create_optimizer()
+    emb = next(op.output("Out")[0] for op in main.global_block().ops if op.type == "lookup_table")
+    return main, startup, model._cost, main.global_block().var(emb)
+
+
+def paddlerec_feeds(steps, n, lod):
+    """One id per example in each slot C1..C4 (`lod`: fed with LoD offsets, as PaddleRec's
+    reader does for lod_level=1 inputs)."""
+    rng = np.random.default_rng(5)
+    out = []
+    for _ in range(steps):
+        feed = {"label": rng.integers(0, 2, (n, 1)).astype("int64"),
+                "dense_input": rng.normal(size=(n, 2)).astype("float32")}
+        for s in range(1, 5):
+            ids = rng.integers(0, VOCAB, (n, 1)).astype("int64")
+            feed[f"C{s}"] = (ids, [list(range(n + 1))]) if lod else ids
+        out.append(feed)
+    return out
+
+
+@pytest.mark.parametrize("name", ["dnn", "wide_deep"])
+@pytest.mark.parametrize("lod", [True, False], ids=["lod", "plain"])
+def test_paddlerec_models_fuse_their_reshaped_embeddings_and_train_as_op_by_op(name, lod):
+    batches = paddlerec_feeds(5, 16, lod)
+    fused, fused_ops, fused_grad = train(paddlerec_model(name), batches, op_by_op=False,
+                                         table_grad="SparseFeatFactors@GRAD")
+    plain, plain_ops, _ = train(paddlerec_model(name), batches, op_by_op=True, table_grad="SparseFeatFactors@GRAD")
+    assert {"embedding_pool", "embedding_pool_grad"} <= fused_ops
+    assert not fused_ops & {"lookup_table", "lookup_table_grad", "reshape2", "unsqueeze2"}
+    assert {"lookup_table", "reshape2", "concat"} <= plain_ops
+    if name == "dnn":   # wide&deep concatenates its prediction with its complement too
+        assert "concat" not in fused_ops
+    assert fused_grad.unique
+    for key, value in plain.items():
+        np.testing.assert_allclose(fused[key], value, rtol=2e-5, atol=1e-6, err_msg=key)
+
+
+def test_a_reshape_that_regroups_ids_is_not_fused():
+    """[-1, 2 * dim] rows hold two ids each: not one id per row, so the ops run as written."""
+    import psjob as paddle
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup), fluid.unique_name.guard():
+        ids = paddle.static.data(name="ids", shape=[None, 1], dtype="int64")
+        emb = paddle.nn.Embedding(VOCAB, DIM, sparse=True)(ids)
+        pairs = paddle.reshape(emb, shape=[-1, 2 * DIM])
+        loss = paddle.mean(paddle.static.nn.fc(paddle.concat([pairs, pairs * 0.5], axis=1), 1))
+        paddle.optimizer.SGD(0.1).minimize(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    exe.collect_timing = True
+    exe.run(main, feed={"ids": np.arange(8, dtype="int64").reshape(8, 1)}, fetch_list=[loss], scope=scope)
+    assert "lookup_table" in exe.kernel_seconds and "embedding_pool" not in exe.kernel_seconds

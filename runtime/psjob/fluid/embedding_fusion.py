@@ -54,26 +54,101 @@ def pool_pattern(block, lookups, table_name: str, table_grad: str):
         backward += [pool_grad, lk_grad]
         pool_grads.append(pool_grad.input("Out@GRAD")[0])
         dead += [emb, emb_grad, lk_grad.output("W@GRAD")[0]]
-    parts = [op.output("W@GRAD")[0] for op in backward if op.type == "lookup_table_grad"]
-    total = None
-    if parts != [table_grad]:
-        writers = [op for op in block.ops if table_grad in op.output_arg_names]
-        total = sole(writers)
-        if total is None or total.type != "sum" or sorted(total.input("X")) != sorted(parts):
-            return None
-        if any(set(parts) & set(op.input_arg_names) for op in block.ops if op is not total
-               and op not in backward):
-            return None
+    total = _sum_of_parts(block, [op.output("W@GRAD")[0] for op in backward if op.type == "lookup_table_grad"],
+                          table_grad, backward)
+    if total is False:
+        return None
     return {"pools": pools, "backward": backward, "grads_of_pools": pool_grads,
             "dead_vars": [v for v in dead if v != table_grad], "sum": total}
 
 
-def concat_of_pools(block, pooled, grads_of_pools, lookup):
+# Ops that only change a shape, keeping the elements' order, and their gradients' types.
+SHAPE_OPS = {"reshape2": "reshape2_grad", "unsqueeze2": "unsqueeze2_grad", "squeeze2": "squeeze2_grad"}
+
+
+def reshape_pattern(block, lookups, table_name: str, table_grad: str, width: int):
+    """pool_pattern's counterpart for a Paddle 2.x model (PaddleRec's DNN: `Embedding`, then
+    `paddle.reshape(emb, [-1, dim])`): each lookup's output reaches a [-1, width] variable
+    through shape-only ops (SHAPE_OPS) that nothing else reads, backward mirrors them, and
+    the slots' lookup_table_grads are summed into the table gradient. Every id is then its
+    own row of that variable, whatever the ids' LoD. Same result shape as pool_pattern
+    ("pools": the ops writing the [-1, width] variables)."""
+    pools, backward, outs_grads, dead = [], [], [], []
+    readers_of = _readers(block)
+    for lk in lookups:
+        if int(lk.attr("padding_idx", -1)) != -1 or not lk.attr("is_sparse", False):
+            return None
+        var, chain = lk.output("Out")[0], []
+        while True:
+            readers = readers_of.get(var, [])
+            step = sole(readers)
+            if step is None or step.type not in SHAPE_OPS or step.input("X") != [var]:
+                break
+            chain.append(step)
+            var = step.output("Out")[0]
+        if not chain:
+            return None
+        shape = tuple(block.var(var).shape)
+        if len(shape) != 2 or shape[1] != width or shape[0] not in (-1, None):
+            return None
+        grads = []
+        for step in chain:   # each step's gradient: Out@GRAD -> X@GRAD, through its XShape
+            grad = sole([op for op in readers_of.get(f"{step.output('Out')[0]}@GRAD", [])
+                         if op.type == SHAPE_OPS[step.type]])
+            if (grad is None or grad.input("XShape") != step.output("XShape")
+                    or grad.output("X@GRAD") != [f"{step.input('X')[0]}@GRAD"]):
+                return None
+            grads.append(grad)
+        emb = lk.output("Out")[0]
+        lk_grad = sole(readers_of.get(f"{emb}@GRAD", []))
+        if lk_grad is None or lk_grad.type != "lookup_table_grad" or lk_grad.input("W") != [table_name]:
+            return None
+        # Nothing outside this slot's ops reads what they pass between them.
+        mine = {id(op) for op in chain + grads + [lk_grad]}
+        passed = [f"{step.input('X')[0]}@GRAD" for step in chain] + [n for step in chain for n in step.output("XShape")]
+        if any(id(op) not in mine for name in passed for op in readers_of.get(name, [])):
+            return None
+        dead += [n for op in chain[:-1] + grads for n in op.output_arg_names] + chain[-1].output("XShape")
+        pools.append(chain[-1])
+        backward += chain[:-1] + grads + [lk_grad]
+        outs_grads.append(f"{var}@GRAD")
+        dead += [emb, lk_grad.output("W@GRAD")[0]]
+    total = _sum_of_parts(block, [op.output("W@GRAD")[0] for op in backward if op.type == "lookup_table_grad"],
+                          table_grad, backward)
+    if total is False:
+        return None
+    return {"pools": pools, "backward": backward, "grads_of_pools": outs_grads,
+            "dead_vars": [v for v in dead if v != table_grad], "sum": total}
+
+
+def _readers(block) -> dict:
+    out: dict[str, list] = {}
+    for op in block.ops:
+        for name in set(op.input_arg_names):
+            out.setdefault(name, []).append(op)
+    return out
+
+
+def _sum_of_parts(block, parts, table_grad, backward):
+    """The `sum` op adding the slots' gradients `parts` into the table gradient, None when
+    there is one slot and its gradient is the table's, False when the shape differs."""
+    if parts == [table_grad]:
+        return None
+    total = sole([op for op in block.ops if table_grad in op.output_arg_names])
+    if total is None or total.type != "sum" or sorted(total.input("X")) != sorted(parts):
+        return False
+    if any(set(parts) & set(op.input_arg_names) for op in block.ops if op is not total and op not in backward):
+        return False
+    return total
+
+
+def concat_of_pools(block, pooled, grads_of_pools, lookup, backward):
     """The `concat` (axis 1) whose inputs begin with every pooled slot, in order, and its
-    `concat_grad`, when nothing else reads the pooled slots or their gradients and no
-    other input of the concat wants a gradient (the CTR model's concat of the slots and the
-    dense features): the fused op then writes the concat's output itself, and its
-    gradient reads the concat's gradient. Returns (concat, concat_grad) or None."""
+    `concat_grad`, when nothing but `backward` (the fused ops' gradients) reads the pooled
+    slots' gradients, nothing else the pooled slots, and no other input of the concat wants
+    a gradient (the CTR model's concat of the slots and the dense features): the fused op
+    then writes the concat's output itself, and its gradient reads the concat's gradient.
+    Returns (concat, concat_grad) or None."""
     readers = [op for op in block.ops if set(pooled) & set(op.input_arg_names)]
     cat = sole([op for op in readers if op.type == "concat"])
     cat_grad = sole([op for op in readers if op.type == "concat_grad"])
@@ -86,7 +161,8 @@ def concat_of_pools(block, pooled, grads_of_pools, lookup):
             or any(n != EMPTY_VAR_NAME for n in cat_grad.output("X@GRAD")[len(pooled):])
             or cat_grad.input("Out@GRAD") != [f"{cat.output('Out')[0]}@GRAD"]):
         return None
-    if any(set(grads_of_pools) & set(op.input_arg_names) for op in block.ops if op.type != "sequence_pool_grad"):
+    allowed = {id(op) for op in backward}
+    if any(set(grads_of_pools) & set(op.input_arg_names) for op in block.ops if id(op) not in allowed):
         return None
     return cat, cat_grad
 
@@ -139,11 +215,15 @@ def _local_fusion(block, table: str, lookups: list, keep: set):
     ids = [op.input("Ids")[0] for op in lookups]
     if not ids_ready_before(block, ids, block.ops.index(lookups[0])):
         return None
-    found = pool_pattern(block, lookups, table, table_grad)
+    found, each_id_a_row = pool_pattern(block, lookups, table, table_grad), False
+    if found is None:
+        found, each_id_a_row = reshape_pattern(block, lookups, table, table_grad, int(var.shape[1])), True
     if found is None:
         return None
     pooled = [op.output("Out")[0] for op in found["pools"]]
-    cat = concat_of_pools(block, pooled, found["grads_of_pools"], lookups[0])
+    cat = concat_of_pools(block, pooled, found["grads_of_pools"], lookups[0], found["backward"])
+    if cat is None and each_id_a_row:
+        return None   # the reshaped slots are only fused into their concat
     gone = set(found["dead_vars"]) | {table_grad}
     if cat is not None:
         gone |= set(pooled) | set(found["grads_of_pools"])
@@ -153,7 +233,7 @@ def _local_fusion(block, table: str, lookups: list, keep: set):
     role = {k: v for k, v in last_grad.attrs.items() if k in (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME)}
     fwd_inputs = {"W": [table], "Ids": ids}
     grad_inputs = {"W": [table], "Ids": ids, "Out@GRAD": found["grads_of_pools"]}
-    fwd_outputs, attrs = {"Out": pooled}, {"concat": False}
+    fwd_outputs, attrs = {"Out": pooled}, {"concat": False, "each_id_a_row": each_id_a_row}
     replaced = list(lookups) + found["pools"] + found["backward"] + [op for op in [found["sum"]] if op]
     fwd_at = lookups[0]
     if cat is not None:
@@ -161,11 +241,12 @@ def _local_fusion(block, table: str, lookups: list, keep: set):
         fwd_inputs["Tail"] = concat.input("X")[len(pooled):]
         fwd_outputs = {"Out": concat.output("Out")}
         grad_inputs["Out@GRAD"] = concat_grad.input("Out@GRAD")
-        attrs = {"concat": True}
+        attrs = {"concat": True, "each_id_a_row": each_id_a_row}
         replaced += [concat, concat_grad]
         fwd_at = concat   # after every input of the concat
     # Errors name what the fused op stands for (it has no index in the program).
-    what = f"the {len(lookups)} lookup_table + sum sequence_pool{' + concat' if cat else ''} of table {table!r}"
+    shape = "reshape" if each_id_a_row else "sum sequence_pool"
+    what = f"the {len(lookups)} lookup_table + {shape}{' + concat' if cat else ''} of table {table!r}"
     fwd = Operator(block, "embedding_pool", inputs=fwd_inputs, outputs=fwd_outputs,
                    attrs=dict(attrs, fused_from=f"runs {what}",
                               **{k: v for k, v in lookups[0].attrs.items() if k == OP_DEVICE_ATTR_NAME}))

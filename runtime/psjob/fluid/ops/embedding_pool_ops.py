@@ -8,18 +8,30 @@ to end — and both ops below work from it, so a batch's ids are sorted once.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..core import SelectedRows
 from ..framework import VarType
+from ...kernels.rows import take_rows
 from .dist_ops import _host_ids, _to_xp
 from .registry import in_var, out_var, register_op, set_out
 
 
+@functools.lru_cache(maxsize=8)
+def _one_id_per_sequence(n: int):
+    from .sequence_ops import _Segments
+    return _Segments(np.arange(n + 1, dtype=np.int64))
+
+
 def _slot_segments(ctx, what):
     """The segments of every Ids slot, each checked against its ids. Slots fed one LoD
-    object (a CTR feed's shared offsets) are looked up once."""
+    object (a CTR feed's shared offsets) are looked up once. With `each_id_a_row` (the
+    fused ops of a reshaped lookup) every id is its own sequence, whatever the LoD."""
     from .sequence_ops import segments
+    if ctx.attr("each_id_a_row", False):
+        return [_one_id_per_sequence(int(ctx.vals[name].size)) for name in ctx.ins["Ids"]]
     out, seen = [], {}
     for name in ctx.ins["Ids"]:
         lod = ctx.lods.get(name)
@@ -101,12 +113,15 @@ def _pool_rows(ctx, rows, index, segs, checked):
             grid = index.reshape(slots, seqs).T
             pooled = out[:, :width * slots].reshape(seqs, slots, width)
             if xp is np:
-                # Gathered straight into place: take's `out` without mode="raise" skips
-                # the temporary (half this op's time); the range check it skips is here.
+                # Whole rows gathered in (sequence, slot) order, then one copy into place:
+                # measured a little faster than take's `out` into the strided view (a
+                # 1M-row table: 1.39 vs 1.51 ms per 26-slot step). mode="clip" skips take's
+                # own range check; the check is here (the local table's ids were checked).
                 if not checked and index.size and int(index.max()) >= rows.shape[0]:
                     raise RuntimeError(f"merge_ids_pool: Index reaches row {int(index.max())} of "
                                        f"{rows.shape[0]} prefetched rows")
-                np.take(rows, grid, axis=0, out=pooled, mode="clip")
+                gathered = take_rows(rows, np.ascontiguousarray(grid).reshape(-1), mode="clip")
+                pooled[...] = gathered.reshape(pooled.shape)
             else:
                 pooled[...] = rows[grid]
             ctx.set_output("Out", out)

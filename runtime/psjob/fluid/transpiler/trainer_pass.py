@@ -200,7 +200,7 @@ def _fuse_lookups_and_pools(block, plan: TranspilePlan, lookups, first, ids, fus
     index = f"{table.name}@PREFETCH_INDEX"
     block.create_var(name=index, shape=(-1,), dtype="int64")
     in_names, out_names = _prefetch_vars(block, plan, block.var(ids[0]), block.var(pooled[0]).dtype)
-    cat = concat_of_pools(block, pooled, fused["grads_of_pools"], lookups[0])
+    cat = concat_of_pools(block, pooled, fused["grads_of_pools"], lookups[0], fused["backward"])
     last_grad = fused["sum"] or fused["backward"][-1]
     grad_attrs = {k: v for k, v in last_grad.attrs.items() if k in (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME)}
     grad_pos = block.ops.index(last_grad)
