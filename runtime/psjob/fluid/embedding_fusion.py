@@ -7,7 +7,9 @@ that: one `sequence_pool_grad` and one `lookup_table_grad` per slot, then a
 merges again (a sort of every occurrence of every id). `pool_pattern` and
 `concat_of_pools` recognize exactly that shape; the trainer pass
 (transpiler/trainer_pass.py) uses them for a distributed table, and
-`execution_ops` below for a table that lives in the process:
+`execution_ops` below for a table that lives in the process, which also takes a
+Paddle 2.x model's shape (`reshape_pattern`: PaddleRec's `Embedding` then
+`reshape` to [-1, dim], every id its own row):
 `embedding_pool` gathers every slot's rows straight into the concat's output,
 and `embedding_pool_grad` writes the table gradient with one row per distinct
 id (ops/embedding_pool_ops.py), so the optimizer merges nothing.
@@ -175,9 +177,10 @@ def ids_ready_before(block, ids, position: int) -> bool:
 
 def execution_ops(block, keep=()) -> list:
     """The ops the executor runs for `block`: its own, except that each local table
-    looked up in the CTR shape (pool_pattern) has its lookups, pools, concat (when
-    concat_of_pools finds one) and their gradients replaced by one `embedding_pool` and
-    one `embedding_pool_grad`. `keep`: variables the caller fetches, which must still be
+    looked up in the CTR shape (pool_pattern) or the Paddle 2.x one (reshape_pattern,
+    concat required) has its lookups, pools or reshapes, concat (when concat_of_pools
+    finds one) and their gradients replaced by one `embedding_pool` and one
+    `embedding_pool_grad`. `keep`: variables the caller fetches, which must still be
     computed as written. The new ops are not in `block.ops`."""
     by_table: dict[str, list] = {}
     for op in block.ops:
