@@ -513,6 +513,48 @@ def test_fused_lookup_and_sum_pool_train_like_a_single_machine(pservers):
     np.testing.assert_allclose(results[0][0].vars["fc_0.w_0"], ref["fc_0.w_0"], rtol=1e-5, atol=1e-6)
 
 
+def paddlerec_sparse_net(optimizer="adam"):
+    """Three slots of one distributed table as PaddleRec writes a Paddle 2.x PS model:
+    static.nn.sparse_embedding per slot, paddle.reshape(emb, [-1, dim]), concat with the
+    dense features, fc."""
+    import psjob as paddle
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 7
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        y = fluid.layers.data(name="y", shape=[1])
+        dense = fluid.layers.data(name="dense", shape=[2])
+        slots = [fluid.layers.data(name=f"s{i}", shape=[1], dtype="int64") for i in range(3)]
+        attr = fluid.ParamAttr(name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5))
+        embs = [paddle.reshape(paddle.static.nn.sparse_embedding(s, size=[VOCAB, DIM], param_attr=attr), [-1, DIM])
+                for s in slots]
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(
+            fluid.layers.fc(fluid.layers.concat(embs + [dense], axis=1), 1), y))
+        {"adam": lambda: fluid.optimizer.Adam(0.05, lazy_mode=True), "sgd": lambda: fluid.optimizer.SGD(0.1)}[
+            optimizer]().minimize(loss)
+    return main, startup, loss
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_a_paddlerec_sparse_embedding_model_is_fused_and_trains_like_a_single_machine(optimizer):
+    """sparse_embedding + reshape to [-1, dim] + concat (a Paddle 2.x PS model as PaddleRec
+    writes it): the trainer pass fuses it as the CTR shape, every id its own row."""
+    rng = np.random.default_rng(4)
+    feeds = [dict({"y": rng.normal(size=(10, 1)).astype("float32"), "dense": rng.normal(size=(10, 2)).astype("float32")},
+                  **{f"s{i}": rng.integers(0, 12, (10, 1)).astype("int64") for i in range(3)}) for _ in range(4)]
+    build = lambda: paddlerec_sparse_net(optimizer)  # noqa: E731
+    ref, cluster, results = distributed_table_run(build, feeds, 1, 2)
+    t = DistributeTranspiler()
+    main, startup, _ = build()
+    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:2]), trainers=1)
+    ops = t.get_trainer_program(wait_port=False).global_block().ops
+    types = {op.type for op in ops}
+    assert {"merge_ids_pool", "merge_ids_pool_grad"} <= types
+    assert not {"lookup_table", "merge_ids", "reshape2", "concat", "lookup_table_grad"} & types
+    assert next(op for op in ops if op.type == "merge_ids_pool").attr("each_id_a_row")
+    np.testing.assert_allclose(table_rows(cluster, EPS[:2]), ref["emb"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(results[0][0].vars["fc_0.w_0"], ref["fc_0.w_0"], rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("one_id_each", [True, False])
 def test_the_concat_of_the_pooled_slots_is_fused_and_trains_like_a_single_machine(one_id_each):
     """When the pooled slots feed one concat (with the dense features after them),
