@@ -4,6 +4,9 @@ Every comparison is against the same program run op by op: fetching an
 intermediate of the fused ops (a lookup's output) makes the executor run the
 program as written, so both sides are the real executor on the real program.
 """
+import os
+import sys
+
 import numpy as np
 import pytest
 
@@ -139,9 +142,9 @@ def test_an_id_outside_the_table_names_the_lookup_and_changes_nothing():
 
 def paddlerec_model(name):
     """examples/paddle2's StaticModel ("dnn" or "wide_deep"), 4 slots of one table."""
-    import os
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "paddle2"))
+    examples = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "paddle2"))
+    if examples not in sys.path:
+        sys.path.insert(0, examples)
     import psjob as paddle
     from static_model import StaticModel
     paddle.enable_static()
