@@ -37,11 +37,12 @@ def pool_pattern(block, lookups, table_name: str, table_grad: str):
     sequence_pool_grad → lookup_table_grad per slot, summed into the table gradient.
     Returns {"pools", "backward", "grads_of_pools", "dead_vars", "sum"} or None."""
     pools, backward, pool_grads, dead = [], [], [], []
+    readers_of = _readers(block)
     for lk in lookups:
         if int(lk.attr("padding_idx", -1)) != -1 or not lk.attr("is_sparse", False):
             return None
         emb = lk.output("Out")[0]
-        readers = [op for op in block.ops if emb in op.input_arg_names]
+        readers = readers_of.get(emb, [])
         pool = sole([op for op in readers if op.type == "sequence_pool"])
         pool_grad = sole([op for op in readers if op.type == "sequence_pool_grad"])
         if (pool is None or pool_grad is None or len(readers) != 2
@@ -49,7 +50,7 @@ def pool_pattern(block, lookups, table_name: str, table_grad: str):
                 or pool_grad.input("Out@GRAD") != [f"{pool.output('Out')[0]}@GRAD"]):
             return None
         emb_grad = pool_grad.output("X@GRAD")[0]
-        lk_grad = sole([op for op in block.ops if emb_grad in op.input_arg_names])
+        lk_grad = sole(readers_of.get(emb_grad, []))
         if lk_grad is None or lk_grad.type != "lookup_table_grad" or lk_grad.input("W") != [table_name]:
             return None
         pools.append(pool)
@@ -124,6 +125,8 @@ def reshape_pattern(block, lookups, table_name: str, table_grad: str, width: int
 
 
 def _readers(block) -> dict:
+    """Variable name → the ops reading it, each once, in program order (one pass, so the
+    matchers cost O(ops) rather than O(lookups × ops) on a program with many slots)."""
     out: dict[str, list] = {}
     for op in block.ops:
         for name in set(op.input_arg_names):
