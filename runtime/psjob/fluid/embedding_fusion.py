@@ -57,12 +57,7 @@ def pool_pattern(block, lookups, table_name: str, table_grad: str):
         backward += [pool_grad, lk_grad]
         pool_grads.append(pool_grad.input("Out@GRAD")[0])
         dead += [emb, emb_grad, lk_grad.output("W@GRAD")[0]]
-    total = _sum_of_parts(block, [op.output("W@GRAD")[0] for op in backward if op.type == "lookup_table_grad"],
-                          table_grad, backward)
-    if total is False:
-        return None
-    return {"pools": pools, "backward": backward, "grads_of_pools": pool_grads,
-            "dead_vars": [v for v in dead if v != table_grad], "sum": total}
+    return _with_sum(block, table_grad, pools, backward, pool_grads, dead)
 
 
 # Ops that only change a shape, keeping the elements' order, and their gradients' types.
@@ -116,12 +111,7 @@ def reshape_pattern(block, lookups, table_name: str, table_grad: str, width: int
         backward += chain[:-1] + grads + [lk_grad]
         outs_grads.append(f"{var}@GRAD")
         dead += [emb, lk_grad.output("W@GRAD")[0]]
-    total = _sum_of_parts(block, [op.output("W@GRAD")[0] for op in backward if op.type == "lookup_table_grad"],
-                          table_grad, backward)
-    if total is False:
-        return None
-    return {"pools": pools, "backward": backward, "grads_of_pools": outs_grads,
-            "dead_vars": [v for v in dead if v != table_grad], "sum": total}
+    return _with_sum(block, table_grad, pools, backward, outs_grads, dead)
 
 
 def _readers(block) -> dict:
@@ -134,17 +124,20 @@ def _readers(block) -> dict:
     return out
 
 
-def _sum_of_parts(block, parts, table_grad, backward):
-    """The `sum` op adding the slots' gradients `parts` into the table gradient, None when
-    there is one slot and its gradient is the table's, False when the shape differs."""
-    if parts == [table_grad]:
-        return None
-    total = sole([op for op in block.ops if table_grad in op.output_arg_names])
-    if total is None or total.type != "sum" or sorted(total.input("X")) != sorted(parts):
-        return False
-    if any(set(parts) & set(op.input_arg_names) for op in block.ops if op is not total and op not in backward):
-        return False
-    return total
+def _with_sum(block, table_grad, pools, backward, grads_of_pools, dead):
+    """A matcher's result once every slot matched: the slots' lookup_table_grad outputs
+    must be the table gradient (one slot) or be added into it by one `sum` that nothing
+    else of theirs reads; None otherwise."""
+    parts = [op.output("W@GRAD")[0] for op in backward if op.type == "lookup_table_grad"]
+    total = None
+    if parts != [table_grad]:
+        total = sole([op for op in block.ops if table_grad in op.output_arg_names])
+        if total is None or total.type != "sum" or sorted(total.input("X")) != sorted(parts):
+            return None
+        if any(set(parts) & set(op.input_arg_names) for op in block.ops if op is not total and op not in backward):
+            return None
+    return {"pools": pools, "backward": backward, "grads_of_pools": grads_of_pools,
+            "dead_vars": [v for v in dead if v != table_grad], "sum": total}
 
 
 def concat_of_pools(block, pooled, grads_of_pools, lookup, backward):
@@ -170,6 +163,26 @@ def concat_of_pools(block, pooled, grads_of_pools, lookup, backward):
     if any(set(grads_of_pools) & set(op.input_arg_names) for op in block.ops if id(op) not in allowed):
         return None
     return cat, cat_grad
+
+
+def fused_wiring(found, pooled, cat) -> dict:
+    """What a fused forward / gradient pair reads and writes besides the table and the ids,
+    for a matcher's result `found` and concat_of_pools' `cat` (the executor's fusion below
+    and the trainer pass build their ops from it):
+    out / out_grad: the forward's Out and the gradient's Out@GRAD (the concat's, when
+    fused with it, else the pooled slots'); tail: the concat's other inputs; concat;
+    replaced: every op the pair stands for but the lookups; last_grad: the op the
+    gradient takes the place of; role: its op-role attributes."""
+    last_grad = found["sum"] or found["backward"][-1]
+    wiring = {"out": pooled, "out_grad": found["grads_of_pools"], "tail": [], "concat": cat is not None,
+              "replaced": found["pools"] + found["backward"] + [op for op in [found["sum"]] if op],
+              "last_grad": last_grad,
+              "role": {k: v for k, v in last_grad.attrs.items() if k in (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME)}}
+    if cat is not None:
+        concat, concat_grad = cat
+        wiring.update(out=concat.output("Out"), out_grad=concat_grad.input("Out@GRAD"),
+                      tail=concat.input("X")[len(pooled):], replaced=wiring["replaced"] + [concat, concat_grad])
+    return wiring
 
 
 def ids_ready_before(block, ids, position: int) -> bool:
@@ -235,27 +248,18 @@ def _local_fusion(block, table: str, lookups: list, keep: set):
         gone |= set(pooled) | set(found["grads_of_pools"])
     if gone & keep:
         return None
-    last_grad = found["sum"] or found["backward"][-1]
-    role = {k: v for k, v in last_grad.attrs.items() if k in (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME)}
-    fwd_inputs = {"W": [table], "Ids": ids}
-    grad_inputs = {"W": [table], "Ids": ids, "Out@GRAD": found["grads_of_pools"]}
-    fwd_outputs, attrs = {"Out": pooled}, {"concat": False, "each_id_a_row": each_id_a_row}
-    replaced = list(lookups) + found["pools"] + found["backward"] + [op for op in [found["sum"]] if op]
-    fwd_at = lookups[0]
-    if cat is not None:
-        concat, concat_grad = cat
-        fwd_inputs["Tail"] = concat.input("X")[len(pooled):]
-        fwd_outputs = {"Out": concat.output("Out")}
-        grad_inputs["Out@GRAD"] = concat_grad.input("Out@GRAD")
-        attrs = {"concat": True, "each_id_a_row": each_id_a_row}
-        replaced += [concat, concat_grad]
-        fwd_at = concat   # after every input of the concat
+    wiring = fused_wiring(found, pooled, cat)
+    attrs = {"concat": wiring["concat"], "each_id_a_row": each_id_a_row}
+    fwd_inputs = {"W": [table], "Ids": ids, **({"Tail": wiring["tail"]} if cat is not None else {})}
+    grad_inputs = {"W": [table], "Ids": ids, "Out@GRAD": wiring["out_grad"]}
+    # The forward runs where the concat was (after every input of it), else at the first lookup.
+    fwd_at = cat[0] if cat is not None else lookups[0]
     # Errors name what the fused op stands for (it has no index in the program).
     shape = "reshape" if each_id_a_row else "sum sequence_pool"
     what = f"the {len(lookups)} lookup_table + {shape}{' + concat' if cat else ''} of table {table!r}"
-    fwd = Operator(block, "embedding_pool", inputs=fwd_inputs, outputs=fwd_outputs,
+    fwd = Operator(block, "embedding_pool", inputs=fwd_inputs, outputs={"Out": wiring["out"]},
                    attrs=dict(attrs, fused_from=f"runs {what}",
                               **{k: v for k, v in lookups[0].attrs.items() if k == OP_DEVICE_ATTR_NAME}))
     grad = Operator(block, "embedding_pool_grad", inputs=grad_inputs, outputs={"W@GRAD": [table_grad]},
-                    attrs=dict(attrs, fused_from=f"runs the gradient of {what}", **role))
-    return replaced, (fwd_at, fwd), (last_grad, grad)
+                    attrs=dict(attrs, fused_from=f"runs the gradient of {what}", **wiring["role"]))
+    return list(lookups) + wiring["replaced"], (fwd_at, fwd), (wiring["last_grad"], grad)

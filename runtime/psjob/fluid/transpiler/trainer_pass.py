@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..embedding_fusion import concat_of_pools, pool_pattern, reshape_pattern
+from ..embedding_fusion import concat_of_pools, fused_wiring, pool_pattern, reshape_pattern
 from ..framework import (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, VarType,
                          generate_control_dev_var_name)
 from .details import create_control_var, delete_ops, find_op_by_output_arg
@@ -210,32 +210,25 @@ def _fuse_lookups_and_pools(block, plan: TranspilePlan, lookups, first, ids, fus
     index = f"{table.name}@PREFETCH_INDEX"
     block.create_var(name=index, shape=(-1,), dtype="int64")
     in_names, out_names = _prefetch_vars(block, plan, block.var(ids[0]), block.var(pooled[0]).dtype)
-    last_grad = fused["sum"] or fused["backward"][-1]
-    grad_attrs = {k: v for k, v in last_grad.attrs.items() if k in (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME)}
-    grad_pos = block.ops.index(last_grad)
-    pool_inputs = {"Ids": ids, "Index": [index], "X": out_names}
-    grad_inputs = {"Ids": ids, "Index": [index], "Rows": in_names, "Out@GRAD": fused["grads_of_pools"]}
-    pool_attrs, pool_outputs, replaced = {"each_id_a_row": each_id_a_row}, {"Out": pooled}, []
-    if cat is not None:
-        concat, concat_grad = cat
-        pool_inputs["Tail"] = concat.input("X")[len(pooled):]
-        pool_outputs = {"Out": concat.output("Out")}
-        grad_inputs["Out@GRAD"] = concat_grad.input("Out@GRAD")
-        pool_attrs = {"concat": True, "each_id_a_row": each_id_a_row}
-        replaced = [concat, concat_grad]
-    block._insert_op(grad_pos + 1, "merge_ids_pool_grad", inputs=grad_inputs, outputs={"W@GRAD": [table.grad]},
-                     attrs=dict(grad_attrs, height=table.height, **pool_attrs,
+    wiring = fused_wiring(fused, pooled, cat)
+    grad_pos = block.ops.index(wiring["last_grad"])
+    tail = {"Tail": wiring["tail"]} if cat is not None else {}
+    pool_attrs = dict({"concat": True} if cat is not None else {}, each_id_a_row=each_id_a_row)
+    block._insert_op(grad_pos + 1, "merge_ids_pool_grad",
+                     inputs={"Ids": ids, "Index": [index], "Rows": in_names, "Out@GRAD": wiring["out_grad"]},
+                     outputs={"W@GRAD": [table.grad]},
+                     attrs=dict(wiring["role"], height=table.height, **pool_attrs,
                                 **({"width": table.width} if cat is not None else {})))
     # The pooled output is written where the concat was (after every input of it) or,
     # unfused, where the first lookup was.
     pool_pos = block.ops.index(cat[0]) + 1 if cat is not None else first
-    block._insert_op(pool_pos, "merge_ids_pool", inputs=pool_inputs, outputs=pool_outputs, attrs=pool_attrs)
+    block._insert_op(pool_pos, "merge_ids_pool", inputs={"Ids": ids, "Index": [index], "X": out_names, **tail},
+                     outputs={"Out": wiring["out"]}, attrs=pool_attrs)
     block._insert_op(first, "split_ids", inputs={"Ids": ids}, outputs={"Out": in_names, "Index": [index]})
     block._insert_op(first + 1, "prefetch", inputs={"X": in_names}, outputs={"Out": out_names},
                      attrs={"epmap": list(plan.endpoints), "table_names": [table.name] * len(in_names),
                             "trainer_id": plan.trainer_id})
-    delete_ops(block, list(lookups) + fused["pools"] + fused["backward"] + [op for op in [fused["sum"]] if op]
-               + replaced)
+    delete_ops(block, list(lookups) + wiring["replaced"])
     dead = fused["dead_vars"] + (pooled + fused["grads_of_pools"] if cat is not None else [])
     for name in dead:
         if block.has_var(name):
