@@ -1,6 +1,8 @@
 """psjob's side of bench/peer_paddle.py: the CTR-DNN on the Paddle anchor's 40-column TSV.
 
     python bench/peer_psjob_worker.py --data DIR --out DIR [--single]     # one process
+    python bench/peer_psjob_worker.py --data DIR --out DIR --single --as_trainers 2 [--lead K]
+                                     # one process, two trainers' batches in turn (a control)
     psjob launch ... bench/peer_psjob_worker.py --data DIR --out DIR      # pservers + trainers
 
 The model is Paddle's (paddle_ps/paddle_ctr_ps.py): 26 slots sharing one
@@ -13,7 +15,8 @@ Trainer t reads files[t::n] of DIR (Paddle's sharding). It writes
 OUT/trainer<t>.json: examples trained, the training window as wall-clock
 times (time.time(), so the parent can cut its /proc CPU samples at the same
 instants), the progressive AUC over the epoch (every batch is scored before
-it is trained on), and this process's own CPU-seconds in the window.
+it is trained on), and this process's own CPU-seconds in the window; with
+--as_trainers also `shard_aucs`, each shard's progressive AUC (exact, by rank).
 
 The TSV is read by `load_tsv` below, a minimal vectorized loader: the data
 plane under test is training, not parsing (loading time is outside the
@@ -74,6 +77,16 @@ def feeds(model, label, dense, ids, batch):
     return out
 
 
+def rank_auc(scores, labels) -> float:
+    """Exact ROC AUC of `scores` for 0/1 `labels` (ties broken by position: scores are continuous)."""
+    ranks = np.empty(scores.size)
+    ranks[np.argsort(scores, kind="stable")] = np.arange(1, scores.size + 1)
+    positive = labels == 1
+    n_pos = int(positive.sum())
+    n_neg = scores.size - n_pos
+    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
 def cpu_seconds():
     return time.process_time()  # all threads of this process
 
@@ -101,6 +114,13 @@ def main():
     p.add_argument("--mode", default="async", choices=["sync", "async", "half_async"])
     p.add_argument("--batch", type=int, default=1024)
     p.add_argument("--single", action="store_true", help="no pservers: plain single-process training")
+    p.add_argument("--as_trainers", type=int, default=1, metavar="N",
+                   help="with --single: train on the batches of N trainers' shards (files[t::N]) taken in "
+                        "turn, one batch of each, and also write each shard's progressive AUC (the order an "
+                        "async N-trainer job's updates arrive in, without its staleness)")
+    p.add_argument("--lead", type=int, default=0, metavar="K",
+                   help="with --as_trainers: shard 0 trains K batches alone first (a trainer that starts "
+                        "K steps before the others)")
     p.add_argument("--prefetch_ahead", type=int, default=1,
                    help="1: issue batch i+1's embedding prefetch while batch i computes (async modes)")
     p.add_argument("--predict_pulls", type=float, default=None,
@@ -112,6 +132,8 @@ def main():
                    help="also write each op type's kernel CPU-ms per batch (main thread) and each thread's "
                         "CPU-seconds in the window (the kernel timing adds a clock call per op)")
     args = p.parse_args()
+    if args.as_trainers > 1 and not args.single:
+        p.error("--as_trainers needs --single")
 
     import psjob.fluid as fluid
     from psjob.models import ctr as ctr_model
@@ -152,9 +174,21 @@ def main():
         program = fleet.main_program
 
     t_load = time.time()
-    label, dense, ids = load_tsv(data_files(args.data)[tid::n])
-    batches = feeds(model, label, dense, ids, args.batch)
+    if args.as_trainers > 1:
+        shards = [feeds(model, *load_tsv(data_files(args.data)[t::args.as_trainers]), args.batch)
+                  for t in range(args.as_trainers)]
+        turns = [(0, feed) for feed in shards[0][:args.lead]]
+        shards[0] = shards[0][args.lead:]
+        turns += [(t, shard[i]) for i in range(max(map(len, shards)))
+                  for t, shard in enumerate(shards) if i < len(shard)]
+        batches = [feed for _, feed in turns]
+        shard_of = [t for t, _ in turns]
+    else:
+        label, dense, ids = load_tsv(data_files(args.data)[tid::n])
+        batches = feeds(model, label, dense, ids, args.batch)
+        shard_of = None
     load_s = time.time() - t_load
+    scored = {}   # shard -> ([predictions], [labels]) when --as_trainers
 
     ahead = None
     if not args.single and args.prefetch_ahead:
@@ -174,13 +208,22 @@ def main():
     for i, feed in enumerate(batches):
         if ahead is not None and i + 1 < len(batches):
             ahead(exe, program, batches[i + 1])
-        loss, auc = exe.run(program, feed=feed, fetch_list=[model.loss, model.auc])
+        if shard_of is None:
+            loss, auc = exe.run(program, feed=feed, fetch_list=[model.loss, model.auc])
+            continue
+        loss, auc, predict = exe.run(program, feed=feed, fetch_list=[model.loss, model.auc, model.predict])
+        preds, labels = scored.setdefault(shard_of[i], ([], []))
+        preds.append(np.asarray(predict)[:, -1].copy())
+        labels.append(feed[model.label.name].reshape(-1))
     t1, c1 = time.time(), cpu_seconds()
     if os.environ.get("PSJOB_CPROFILE"):
         profiler.disable()
         profiler.dump_stats(f"{os.environ['PSJOB_CPROFILE']}.{tid}")
     result = {"examples": len(batches) * args.batch, "t_start": t0, "t_end": t1,
               "cpu_s": c1 - c0, "load_s": load_s, "loss": float(loss[0]), "auc": float(auc[0])}
+    if scored:
+        result["shard_aucs"] = [rank_auc(np.concatenate(scored[t][0]), np.concatenate(scored[t][1]))
+                                for t in sorted(scored)]
     if args.profile:
         threads1 = thread_cpu_seconds()
         result["thread_cpu_s"] = {name: round(cpu - threads0.get(name, 0.0), 3) for name, cpu in threads1.items()}
