@@ -10,6 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 HELM_SDKPY_VERSION=0.1.32
 VENV=.venv-helm
+# Test workers may call this at the same moment: one sets up, the others wait and check.
+if command -v flock >/dev/null; then
+  exec 9>"$VENV.lock"
+  flock 9
+fi
 
 find_python() {
   if [ -n "${PSJOB_HELM_PYTHON:-}" ]; then echo "$PSJOB_HELM_PYTHON"; return; fi

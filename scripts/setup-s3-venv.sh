@@ -9,6 +9,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MOTO_VERSION=5.2.5
 VENV=.venv-s3
+# Test workers may call this at the same moment: one sets up, the others wait and check.
+if command -v flock >/dev/null; then
+  exec 9>"$VENV.lock"
+  flock 9
+fi
 PY=${PYTHON:-python3}
 if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
