@@ -16,7 +16,7 @@ OUT/trainer<t>.json: examples trained, the training window as wall-clock
 times (time.time(), so the parent can cut its /proc CPU samples at the same
 instants), the progressive AUC over the epoch (every batch is scored before
 it is trained on), and this process's own CPU-seconds in the window; with
---as_trainers also `shard_aucs`, each shard's progressive AUC (exact, by rank).
+--as_trainers also `shard_aucs`, each shard's progressive AUC (exact: psjob.dataset.ctr.roc_auc).
 
 The TSV is read by `load_tsv` below, a minimal vectorized loader: the data
 plane under test is training, not parsing (loading time is outside the
@@ -75,16 +75,6 @@ def feeds(model, label, dense, ids, batch):
             feed[var.name] = (np.ascontiguousarray(ids[b:b + batch, s:s + 1]), lod)
         out.append(feed)
     return out
-
-
-def rank_auc(scores, labels) -> float:
-    """Exact ROC AUC of `scores` for 0/1 `labels` (ties broken by position: scores are continuous)."""
-    ranks = np.empty(scores.size)
-    ranks[np.argsort(scores, kind="stable")] = np.arange(1, scores.size + 1)
-    positive = labels == 1
-    n_pos = int(positive.sum())
-    n_neg = scores.size - n_pos
-    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def cpu_seconds():
@@ -222,7 +212,8 @@ def main():
     result = {"examples": len(batches) * args.batch, "t_start": t0, "t_end": t1,
               "cpu_s": c1 - c0, "load_s": load_s, "loss": float(loss[0]), "auc": float(auc[0])}
     if scored:
-        result["shard_aucs"] = [rank_auc(np.concatenate(scored[t][0]), np.concatenate(scored[t][1]))
+        from psjob.dataset.ctr import roc_auc
+        result["shard_aucs"] = [roc_auc(np.concatenate(scored[t][1]), np.concatenate(scored[t][0]))
                                 for t in sorted(scored)]
     if args.profile:
         threads1 = thread_cpu_seconds()
