@@ -201,6 +201,32 @@ def test_a_frozen_pserver_holds_updates_until_thawed_or_until_its_lease_runs_out
     assert reply["expired"] is True
 
 
+
+def test_a_stopping_pserver_fails_the_updates_a_freeze_holds_at_once():
+    """SIGTERM mid-checkpoint (a job past its deadline): close() fails the pushes held by the
+    freeze instead of leaving their threads to wait out its lease, which kept the process from
+    exiting until the launcher's SIGKILL."""
+    from psjob.ps.pserver_state import PserverStopping
+    state = _async_state(SteppedClock())   # the lease never runs out by itself here
+    before = np.array(state.scope.vars["fc_0.b_0"], copy=True)
+    state.on_checkpoint("", 1, protocol.tag(protocol.FREEZE, lease=30))
+    failures = []
+
+    def push():
+        try:
+            state.on_send(0, {"fc_0.b_0@GRAD": np.ones((1024,), "float32")})
+        except Exception as exc:  # what the RPC guard maps to UNAVAILABLE
+            failures.append(exc)
+    pusher = threading.Thread(target=push, daemon=True)
+    pusher.start()
+    _wait_held(state, 1)
+    state.close()
+    pusher.join(10)
+    assert not pusher.is_alive() and state.updates_held == 0
+    assert len(failures) == 1 and isinstance(failures[0], PserverStopping), failures
+    assert "checkpoint freeze" in str(failures[0])
+    np.testing.assert_array_equal(state.scope.vars["fc_0.b_0"], before)  # nothing applied
+
 def test_the_freeze_api_holds_one_named_freeze_that_renews_and_thaws_only_by_its_id():
     state = _async_state()
     version = state.freeze("save-1", 30.0)

@@ -383,9 +383,10 @@ class PserverState:
             raise PserverStopping(f"pserver {self.endpoint} is stopping: {what} will not complete")
 
     def close(self) -> None:
-        """The process is stopping: calls waiting for a sync round or a collective fail at once
-        (PserverStopping, UNAVAILABLE) and free their threads — a stopped pserver would otherwise
-        wait for them, up to barrier_timeout_s, before it could exit."""
+        """The process is stopping: calls waiting for a sync round, a collective or the end of a
+        checkpoint freeze fail at once (PserverStopping, UNAVAILABLE) and free their threads — a
+        stopped pserver would otherwise wait for them, up to barrier_timeout_s or the freeze's
+        lease, before it could exit."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
@@ -470,13 +471,18 @@ class PserverState:
             return self._frozen_until > self._clock()
 
     def _wait_while_frozen(self):
-        # Called holding the lock; the freeze expires by itself (its lease).
+        # Called holding the lock; the freeze expires by itself (its lease), and a stopping
+        # pserver (close()) fails the update at once: waiting out the lease would hold the
+        # request's thread, and so the process's exit, for up to the whole lease.
         held = False
         try:
             while True:
                 left = self._frozen_until - self._clock()
                 if left <= 0:
                     return
+                if self._closed:
+                    raise PserverStopping(f"pserver {self.endpoint} is stopping: an update held by a "
+                                          f"checkpoint freeze will not be applied")
                 if not held:
                     held = True
                     self.updates_held += 1
