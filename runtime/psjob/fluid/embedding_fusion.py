@@ -165,6 +165,24 @@ def concat_of_pools(block, pooled, grads_of_pools, lookup, backward):
     return cat, cat_grad
 
 
+def fusable(block, lookups, table_name: str, table_grad: str, width: int):
+    """The one fused shape both users take (the executor below, the trainer pass): the CTR
+    shape (pool_pattern), else a Paddle 2.x model's (reshape_pattern), which is fused only
+    together with its concat. (found, each_id_a_row, pooled, cat) with `pooled` the
+    variables the pools or reshapes write and `cat` concat_of_pools' answer; None when
+    neither matches."""
+    found, each_id_a_row = pool_pattern(block, lookups, table_name, table_grad), False
+    if found is None:
+        found, each_id_a_row = reshape_pattern(block, lookups, table_name, table_grad, width), True
+    if found is None:
+        return None
+    pooled = [op.output("Out")[0] for op in found["pools"]]
+    cat = concat_of_pools(block, pooled, found["grads_of_pools"], lookups[0], found["backward"])
+    if cat is None and each_id_a_row:
+        return None
+    return found, each_id_a_row, pooled, cat
+
+
 def fused_wiring(found, pooled, cat) -> dict:
     """What a fused forward / gradient pair reads and writes besides the table and the ids,
     for a matcher's result `found` and concat_of_pools' `cat` (the executor's fusion below
@@ -234,15 +252,10 @@ def _local_fusion(block, table: str, lookups: list, keep: set):
     ids = [op.input("Ids")[0] for op in lookups]
     if not ids_ready_before(block, ids, block.ops.index(lookups[0])):
         return None
-    found, each_id_a_row = pool_pattern(block, lookups, table, table_grad), False
-    if found is None:
-        found, each_id_a_row = reshape_pattern(block, lookups, table, table_grad, int(var.shape[1])), True
-    if found is None:
+    matched = fusable(block, lookups, table, table_grad, int(var.shape[1]))
+    if matched is None:
         return None
-    pooled = [op.output("Out")[0] for op in found["pools"]]
-    cat = concat_of_pools(block, pooled, found["grads_of_pools"], lookups[0], found["backward"])
-    if cat is None and each_id_a_row:
-        return None   # the reshaped slots are only fused into their concat
+    found, each_id_a_row, pooled, cat = matched
     gone = set(found["dead_vars"]) | {table_grad}
     if cat is not None:
         gone |= set(pooled) | set(found["grads_of_pools"])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..embedding_fusion import concat_of_pools, fused_wiring, pool_pattern, reshape_pattern
+from ..embedding_fusion import fusable, fused_wiring
 from ..framework import (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, VarType,
                          generate_control_dev_var_name)
 from .details import create_control_var, delete_ops, find_op_by_output_arg
@@ -159,15 +159,12 @@ def _replace_table_lookups(block, plan: TranspilePlan) -> None:
     late = any(find_op_by_output_arg(block, n, reverse=True) >= first for n in ids)
     groups = [(first, ids, outs, "")] if not late else [
         (block.ops.index(op), [i], [o], f"_{j}") for j, (op, i, o) in enumerate(zip(lookups, ids, outs))]
-    if not late:
-        # The CTR shape (sum pools), else a Paddle 2.x model's (reshapes to [-1, dim] into
-        # a concat: PaddleRec's sparse_embedding + reshape), whose every id is its own row.
-        fused = pool_pattern(block, lookups, table.name, table.grad)
-        if fused is not None and _fuse_lookups_and_pools(block, plan, lookups, first, ids, fused, False):
-            return
-        fused = reshape_pattern(block, lookups, table.name, table.grad, table.width)
-        if fused is not None and _fuse_lookups_and_pools(block, plan, lookups, first, ids, fused, True):
-            return
+    # The CTR shape (sum pools), else a Paddle 2.x model's (reshapes to [-1, dim] into a
+    # concat: PaddleRec's sparse_embedding + reshape), whose every id is its own row.
+    matched = None if late else fusable(block, lookups, table.name, table.grad, table.width)
+    if matched is not None:
+        _fuse_lookups_and_pools(block, plan, lookups, first, ids, *matched)
+        return
     delete_ops(block, lookups)
     shift = 0
     for pos, g_ids, g_outs, suffix in groups:
@@ -193,20 +190,16 @@ def _prefetch_vars(block, plan: TranspilePlan, ids_var, out_dtype, suffix=""):
     return in_names, out_names
 
 
-def _fuse_lookups_and_pools(block, plan: TranspilePlan, lookups, first, ids, fused, each_id_a_row) -> bool:
+def _fuse_lookups_and_pools(block, plan: TranspilePlan, lookups, first, ids, fused, each_id_a_row,
+                            pooled, cat) -> None:
     """split_ids (+ Index) → prefetch → merge_ids_pool in place of the lookups and their
     sum pools, and one merge_ids_pool_grad in place of their gradients and the `sum`:
     one id pass per batch, no per-slot embedding intermediates, and a table gradient
     with one row per distinct id (the pservers get fewer rows and merge nothing). When
     the pooled slots go into one concat (concat_of_pools), it is fused too: no per-slot
-    pooled arrays, no concat copy, no per-slot gradient slices. `each_id_a_row`: the
-    reshape shape (reshape_pattern), fused only with its concat. False, changing
-    nothing, when that concat is not there."""
+    pooled arrays, no concat copy, no per-slot gradient slices. The last four arguments
+    are embedding_fusion.fusable's answer (`each_id_a_row`: the reshape shape)."""
     table = plan.table
-    pooled = [op.output("Out")[0] for op in fused["pools"]]
-    cat = concat_of_pools(block, pooled, fused["grads_of_pools"], lookups[0], fused["backward"])
-    if cat is None and each_id_a_row:
-        return False
     index = f"{table.name}@PREFETCH_INDEX"
     block.create_var(name=index, shape=(-1,), dtype="int64")
     in_names, out_names = _prefetch_vars(block, plan, block.var(ids[0]), block.var(pooled[0]).dtype)
@@ -233,7 +226,6 @@ def _fuse_lookups_and_pools(block, plan: TranspilePlan, lookups, first, ids, fus
     for name in dead:
         if block.has_var(name):
             block._remove_var(name)
-    return True
 
 
 def _split_and_send_table_grad(block, plan: TranspilePlan, dummy) -> None:
