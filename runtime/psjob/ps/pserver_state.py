@@ -15,9 +15,12 @@ own slots, `<grad>.trainer_<t>` when there are several trainers; a repeated
 push overwrites, so retries are harmless), then sends a "send" barrier. When
 every active trainer has, the LR block runs once and each optimize block
 runs (it merges the trainers' slots with sum + scale 1/trainers, then
-optimizes); the version (rounds applied) goes up. A trainer's pull waits
-until the round it took part in is applied; its "fetch" barrier ends its
-round. A repeated barrier in the same phase is ignored, so a retried barrier
+optimizes); the version (rounds applied) goes up. A trainer's pull, prefetch,
+push and "fetch" barrier wait until the round it took part in is applied, and
+the fetch barrier ends its round: a trainer pulls only from the pservers that
+hold its dense parameters, so at one that holds only table rows its fetch
+barrier is what keeps it from reading rows from before the round, or
+overwriting the gradient the round has yet to apply with its next step's. A repeated barrier in the same phase is ignored, so a retried barrier
 is not counted twice. A trainer that completes leaves the round; its slots
 are zeroed, so it contributes nothing from then on.
 
@@ -195,6 +198,7 @@ class PserverState:
         if not self.sync_mode:
             return self._send_async(t, checked, is_delta)
         with self._cond:
+            self._wait_for_round(t)
             self._wait_while_frozen()
             for name, value in checked.items():
                 if is_delta:
@@ -309,9 +313,16 @@ class PserverState:
                 self._phase[t] = _BARRIERED
                 self._awaiting[t] = self.version + 1
                 self._maybe_apply()
-            elif kind == "fetch" and self._phase[t] == _BARRIERED and self.version >= self._awaiting[t]:
+            elif kind == "fetch" and self._phase[t] == _BARRIERED:
+                self._wait_for_round(t)
                 self._phase[t] = _SENDING
             return self.version
+
+    def _wait_for_round(self, t):
+        # Sync: a trainer that has sent its "send" barrier waits for that round (the caller
+        # holds the condition).
+        if self.sync_mode and self._phase[t] == _BARRIERED:
+            self._wait(lambda: self.version >= self._awaiting[t], f"round {self._awaiting[t]}")
 
     def _maybe_apply(self):
         if not self.active or any(self._phase[t] != _BARRIERED or self._awaiting[t] != self.version + 1
@@ -349,8 +360,7 @@ class PserverState:
             # old and new rows of one step, as a copy taken here would.
             return self._live(names), self.version
         with self._cond:
-            if self.sync_mode and self._phase[t] == _BARRIERED:
-                self._wait(lambda: self.version >= self._awaiting[t], f"round {self._awaiting[t]}")
+            self._wait_for_round(t)
             out = {}
             self._check_readable(names)
             for name in names:
@@ -404,6 +414,7 @@ class PserverState:
         # The prefetch block's own lock: its scratch variables are per block, and
         # the table serializes its own updates.
         with (self._block_locks[block] if not self.sync_mode else self._cond):
+            self._wait_for_round(t)
             xp = self.exe.xp if self.placement is None else self.placement.xp_for(op.input("Ids")[0])
             self.scope.vars[op.input("Ids")[0]] = xp.asarray(ids) if xp is not np else ids
             self._run_block(block)
