@@ -13,11 +13,6 @@ It talks to `executor.service("heter")`, an object with
 the factory psjob.ps.heter registers as the "heter" hook, psjob.hooks) or the
 in-process one of the tests (ps/heter_inmemory.py). Like every RPC kernel,
 this module imports no transport.
-
-`round_wait` closes a sync round on pservers the CPU trainer no longer
-pulls from (their parameters moved to the heter trainer): an empty pull
-returns once the round this trainer joined is applied, which is what its
-fetch barrier must follow.
 """
 from __future__ import annotations
 
@@ -44,11 +39,3 @@ def send_and_recv(ctx):
         if ctx.xp is not np and isinstance(value, np.ndarray):
             value = ctx.xp.asarray(value)
         ctx.set_output("Out", value, i=i, lod=lod)
-
-
-@register_op("round_wait")
-def round_wait(ctx):
-    client = ctx.executor.service("rpc", ctx.op)
-    handles = [client.pull(ep, []) for ep in ctx.attr("endpoints") or []]
-    for h in handles:
-        h.wait()

@@ -51,7 +51,6 @@ from .plan import TranspilePlan
 
 CPU, HETER = "cpu", "heter"
 STAGE_OP = "send_and_recv"
-ROUND_WAIT_OP = "round_wait"
 _NOT_FORWARD = int(OpRole.Backward | OpRole.Optimize | OpRole.RPC | OpRole.Dist | OpRole.LRSched)
 _RPC_OR_DIST = int(OpRole.RPC | OpRole.Dist)
 # Talk to every pserver for the trainer as a whole, or serve the distributed
@@ -405,22 +404,7 @@ def _rewrite_cpu_program(program, items, infos, dropped, endpoint, plan, param_b
         if op.type == "fetch_barrier":
             op.outputs["Out"] = [n for n in op.outputs.get("Out", []) if n not in param_blocks]
     block.ops = new_ops
-    if plan.sync_mode:
-        _insert_round_wait(block, plan)
     program._bump()
-
-
-def _insert_round_wait(block, plan) -> None:
-    """Sync mode: a trainer's fetch barrier must follow the round it joined. Its recvs
-    used to wait for that; pservers it no longer pulls from get an empty pull instead."""
-    pulled = {ep for op in block.ops if op.type == "recv" for ep in op.attr("epmap") or []}
-    missing = [ep for ep in plan.endpoints if ep not in pulled]
-    fetch = [i for i, op in enumerate(block.ops) if op.type == "fetch_barrier"]
-    if not missing or not fetch:
-        return
-    block._insert_op(fetch[0], ROUND_WAIT_OP, inputs={}, outputs={},
-                     attrs={"endpoints": missing, "trainer_id": plan.trainer_id,
-                            OP_ROLE_ATTR_NAME: int(OpRole.RPC)})
 
 
 def _rewrite_cpu_startup(startup, params: set, param_blocks: set) -> None:
