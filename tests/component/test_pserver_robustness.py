@@ -2,6 +2,7 @@
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -133,6 +134,104 @@ def test_bad_requests_get_named_errors_and_the_pserver_keeps_serving(job, tmp_pa
     assert server.wait(timeout=60) == 0, (tmp_path / "PSERVER.0.log").read_text()
     assert token not in (tmp_path / "PSERVER.0.log").read_text()
 
+
+
+def _data_hello(port, token: bytes, magic=b"PSJH"):
+    """A raw connection to a pserver's data plane (psjob.rpc.dataplane) → (socket, hello status)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(struct.pack("<4sBBH", magic, 1, 0, len(token)) + token)
+    reply = _read_exact(sock, 8)
+    return sock, struct.unpack("<4sBBH", reply)[1]
+
+
+def _data_call(sock, method, frame: bytes):
+    from psjob.rpc import dataplane
+    from psjob.rpc.client import PSERVER_SPEC
+    method_id = dataplane.framed_methods(PSERVER_SPEC).index(method) if isinstance(method, str) else method
+    sock.sendall(struct.pack("<4sB3xQ", b"PSJQ", method_id, len(frame)) + frame)
+    _, status, n = struct.unpack("<4sB3xQ", _read_exact(sock, 16))
+    return grpc.StatusCode.OK if status == 0 else next(c for c in grpc.StatusCode if c.value[0] == status), \
+        _read_exact(sock, n)
+
+
+def _read_exact(sock, n):
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        assert chunk, f"connection closed after {len(out)} of {n} bytes"
+        out += chunk
+    return out
+
+
+def test_the_data_plane_carries_the_framed_calls_and_refuses_strangers_and_garbage(job, tmp_path):
+    """Push, pull and prefetch travel over the pserver's data plane (a second, plain TCP port
+    it announces in Status), guarded as gRPC calls are: the job's token, named errors, the
+    message size cap, every outcome counted. A client that cannot reach the data port falls
+    back to gRPC."""
+    from psjob.launcher.launch import free_ports
+    from psjob.rpc import frames
+    start, ep, token = job
+    metrics_port = free_ports(1)[0]
+    server = start(roles.PSERVER, extra_env={"PSJOB_RPC_MAX_MESSAGE_BYTES": str(1 << 20),
+                                             "PSJOB_METRICS_PORT": str(metrics_port)})
+    client = _serving_client(ep, token)
+    port = client.status(ep).data_port
+    assert port > 0 and port != int(ep.rsplit(":", 1)[1])
+    w = "fc_0.w_0"
+    got = client.pull(ep, [w]).wait()[w]
+    assert len(client._data._idle[ep]) == 1  # the pull's connection, back in the pool
+    grpc_only = PSClient([ep], 0, auth_token=token, retry=QUICK, settings={"PSJOB_DATA_PLANE": "grpc"})
+    assert grpc_only._data is None
+    np.testing.assert_array_equal(grpc_only.pull(ep, [w]).wait()[w], got)
+    with pytest.raises(ValueError, match="PSJOB_DATA_PLANE='udp': expected 'tcp'"):
+        PSClient([ep], 0, settings={"PSJOB_DATA_PLANE": "udp"})
+
+    # Strangers: a wrong or missing token, or no psjob hello at all, get a status and a hang-up.
+    for bad, status in ((b"wrong", grpc.StatusCode.UNAUTHENTICATED), (b"", grpc.StatusCode.UNAUTHENTICATED)):
+        sock, code = _data_hello(port, bad)
+        assert code == status.value[0]
+        assert sock.recv(1) == b""
+        sock.close()
+    sock, code = _data_hello(port, token.encode(), magic=b"GET ")
+    assert code == grpc.StatusCode.UNIMPLEMENTED.value[0]
+    sock.close()
+    # Garbage inside a good connection: a frame that is no frame is named and the connection
+    # keeps serving; an oversized request is refused by size and read past; an unknown method
+    # id ends the connection (it cannot be framed).
+    sock, code = _data_hello(port, token.encode())
+    assert code == 0
+    status, body = _data_call(sock, "Prefetch", b"GET / HTTP/1.1")
+    assert status == grpc.StatusCode.INVALID_ARGUMENT and b"Prefetch: Prefetch request: not a psjob frame" in body
+    status, body = _data_call(sock, "GetVariables", b"\0" * (2 << 20))
+    assert status == grpc.StatusCode.RESOURCE_EXHAUSTED and b"exceeds the limit of 1048576" in body
+    status, body = _data_call(sock, "GetVariables", frames.pack(pb.GetRequest(trainer_id=0, names=[w]), ()))
+    assert status == grpc.StatusCode.OK
+    np.testing.assert_array_equal(frames.Frame(body, pb.GetReply, "reply").tensors(
+        frames.Frame(body, pb.GetReply, "reply").header.vars)[w], got)
+    status, body = _data_call(sock, 9, b"")
+    assert status == grpc.StatusCode.INVALID_ARGUMENT and b"not a psjob data-plane request" in body
+    assert sock.recv(1) == b""
+    sock.close()
+
+    # A client that cannot reach the data port (a network policy admitting only the server
+    # port) uses gRPC for that pserver.
+    fallback = _serving_client(ep, token)
+    nothing_there = free_ports(1)[0]
+    fallback._data._data_port = lambda endpoint: nothing_there
+    np.testing.assert_array_equal(fallback.pull(ep, [w]).wait()[w], got)
+    assert fallback._data._ports[ep] == 0 and not fallback._data._idle.get(ep)
+
+    text = _scrape(metrics_port)
+    assert 'psjob_pserver_auth_failures_total{reason="invalid"} 1.0' in text
+    assert 'psjob_pserver_auth_failures_total{reason="missing"} 1.0' in text
+    assert 'psjob_pserver_rpc_requests_total{method="Prefetch",status="INVALID_ARGUMENT"} 1.0' in text
+    assert 'psjob_pserver_rpc_requests_total{method="GetVariables",status="OK"}' in text
+    for c in (client, grpc_only, fallback):
+        c.close()
+    # The pserver is unharmed: a real trainer trains against it, and it exits 0 afterwards.
+    trainer = start(roles.TRAINER)
+    assert trainer.wait(timeout=120) == 0, (tmp_path / "TRAINER.0.log").read_text()
+    assert server.wait(timeout=60) == 0, (tmp_path / "PSERVER.0.log").read_text()
 
 
 def test_a_pserver_asked_to_stay_up_outlives_its_trainers_healthy_until_sigterm(job, tmp_path):

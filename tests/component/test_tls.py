@@ -59,6 +59,8 @@ def test_a_job_over_tls_trains_while_plaintext_and_untrusted_clients_are_refused
         trusted = TlsFiles(ca_file=ca)
         # Its process may still be starting on a loaded machine: wait until it serves (over TLS).
         PSClient([ep], auth_token=token, tls=trusted, retry=quick).wait_server_ready([ep], timeout_s=60)
+        # Over TLS every call stays on gRPC: the pserver offers no plaintext data plane.
+        assert PSClient([ep], auth_token=token, tls=trusted, retry=quick).status(ep).data_port == 0
         # The token still applies on top of TLS.
         with pytest.raises(RpcError, match="UNAUTHENTICATED"):
             PSClient([ep], tls=trusted, retry=quick).status(ep)
@@ -73,7 +75,8 @@ def test_a_job_over_tls_trains_while_plaintext_and_untrusted_clients_are_refused
     finally:
         job.kill()
     assert job.text.count("exited 0") == 4, job.text
-    # Sync training is deterministic: the same job in plaintext ends with exactly the same model.
+    # Sync training is deterministic: the same job in plaintext (push, pull and prefetch over the
+    # data plane, not gRPC) ends with exactly the same model.
     plain = tmp_path / "plain"
     reference = Job(plain, ["--server_num", "2", "--worker_num", "2"],
                     [FLEET_SCRIPT, "--mode", "sync", "--out", str(plain), "--steps", "40"])

@@ -29,6 +29,10 @@ barrier parks its thread until the last trainer arrives), so the caller sizes
 the pool above the number of clients. `stop(grace_s)` lets replies in flight
 drain for up to grace_s seconds.
 
+`data_plane=True` also serves the spec's framed methods over plain TCP on a
+second port (dataplane.py; not with TLS), guarded alike; the servicer's
+`data_port` attribute is set to that port (0: none) before the first call.
+
 Why a thread pool and not grpc.aio: bench/ps_rpc.py serves a bare method on
 both; its server CPU per 4 MiB reply on the event loop was 0.89x, 0.90x and
 1.26x the thread pool's in three runs (a loaded 2-core machine), 1.06x and
@@ -44,10 +48,10 @@ from concurrent import futures
 
 import grpc
 
-from . import codec
+from . import codec, dataplane
 from . import tls as tls_mod
 from .allocator import tune_for_large_messages
-from .base_client import AUTH_METADATA_KEY, CHANNEL_OPTIONS, ServiceSpec
+from .base_client import AUTH_METADATA_KEY, CHANNEL_OPTIONS, MAX_MESSAGE_BYTES, ServiceSpec
 from ..roles import split_endpoint
 
 log = logging.getLogger("psjob.rpc.server")
@@ -73,7 +77,7 @@ class RpcServer:
 
     def __init__(self, spec: ServiceSpec, servicer, endpoint: str, *, what: str, is_serving,
                  token: str = "", observer=None, max_workers: int = 16, max_message_bytes: int = 0,
-                 tls: tls_mod.TlsFiles | None = None, thread_name: str = "rpc"):
+                 tls: tls_mod.TlsFiles | None = None, thread_name: str = "rpc", data_plane: bool = False):
         self.what = what
         self._token = token.encode() if token else b""
         self._observe = observer
@@ -99,12 +103,23 @@ class RpcServer:
         self.port = tls_mod.add_port(self._server, f"{host or '0.0.0.0'}:{port}", tls)
         if self.port == 0:
             raise OSError(f"cannot listen on {endpoint} (port in use?)")
+        self._data = None
+        if data_plane and tls is None and dataplane.framed_methods(spec):
+            self._data = dataplane.DataPlaneServer(
+                host, {m: getattr(servicer, m) for m in dataplane.framed_methods(spec)},
+                self._data_call, self._data_hello,
+                max_message_bytes=max_message_bytes or MAX_MESSAGE_BYTES, thread_name=f"{thread_name}-data")
+        # Announced by the servicer's Status reply, set before the first call can ask.
+        self.data_port = servicer.data_port = self._data.port if self._data is not None else 0
         self._server.start()
 
     def stop(self, grace_s: float | None = 0) -> None:
         """Stop serving: refuse new calls, let those in flight finish for up to grace_s
         seconds (0: cancel them), and return once the server has stopped."""
-        self._server.stop(grace_s).wait()
+        t_end = time.monotonic() + (grace_s or 0)
+        if self._data is not None:
+            self._data.stop(grace_s)
+        self._server.stop(None if grace_s is None else max(0.0, t_end - time.monotonic())).wait()
 
     def wait_for_termination(self, timeout_s: float | None = None) -> bool:
         return self._server.wait_for_termination(timeout_s)
@@ -121,22 +136,51 @@ class RpcServer:
                         code, reason = "UNAUTHENTICATED", auth
                         log.warning("rejected %s from %s: %s auth token", method, context.peer(), auth)
                         context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong psjob auth token")
-                try:
-                    reply = fn(request)
+                status, out = self._outcome(method, fn, request)
+                if status == grpc.StatusCode.OK:
+                    reply = out
                     return reply
-                except Exception as exc:  # map to a status, keep serving
-                    status = next((s for t, s in STATUS_BY_ERROR if isinstance(exc, t)), None)
-                    if status is None:
-                        status = grpc.StatusCode.INTERNAL
-                        log.exception("%s failed", method)
-                    code = status.name
-                    msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-                    context.abort(status, f"{method}: {msg}")
+                code = status.name
+                context.abort(status, out)
             finally:
                 if self._observe is not None:
                     self._observe(method, code, time.perf_counter() - t0, _wire_size(request),
                                   _wire_size(reply) if reply is not None else 0, reason)
         return call
+
+    @staticmethod
+    def _outcome(method: str, fn, request):
+        """fn(request) → (OK, reply), or (the status its exception maps to, the message): one
+        client's bad request never disturbs the others."""
+        try:
+            return grpc.StatusCode.OK, fn(request)
+        except Exception as exc:
+            status = next((s for t, s in STATUS_BY_ERROR if isinstance(exc, t)), None)
+            if status is None:
+                status = grpc.StatusCode.INTERNAL
+                log.exception("%s failed", method)
+            msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+            return status, f"{method}: {msg}"
+
+    def _data_call(self, method: str, fn, raw, peer: str):
+        """One data-plane call (dataplane.DataPlaneServer), guarded as a gRPC call is (the
+        connection's token was checked by its hello) → (status, reply or message)."""
+        t0 = time.perf_counter()
+        status, out = self._outcome(method, fn, raw)
+        if self._observe is not None:
+            ok = status == grpc.StatusCode.OK
+            self._observe(method, status.name, time.perf_counter() - t0, len(raw), len(out) if ok else 0, "")
+        return status, out
+
+    def _data_hello(self, token: bytes) -> str:
+        """"ok", "missing" or "invalid" for a data-plane connection's token (counted as a
+        rejected call, as gRPC's are)."""
+        if not self._token:
+            return "ok"
+        auth = "missing" if not token else "ok" if hmac.compare_digest(token, self._token) else "invalid"
+        if auth != "ok" and self._observe is not None:
+            self._observe("DataPlane", "UNAUTHENTICATED", 0.0, 0, 0, auth)
+        return auth
 
     def _authorized(self, context) -> str:
         """"ok", "missing" or "invalid" (says nothing about the token itself)."""

@@ -21,8 +21,9 @@ count can be set per process (RetryPolicy.from_env): PSJOB_RPC_DEADLINE_S,
 PSJOB_RPC_BARRIER_DEADLINE_S, PSJOB_RPC_MAX_ATTEMPTS, PSJOB_PSERVER_RECOVERY_S.
 
 Wire format: push, pull and prefetch travel as frames (frames.py) — a
-protobuf header with the tensor bytes outside it; the control calls are
-plain protobuf. `push(...).wait()` returns the pserver's async staleness for
+protobuf header with the tensor bytes outside it — over the pserver's data
+plane (dataplane.py: a plain TCP connection, one pool per pserver) when it
+offers one, else over gRPC; the control calls are plain protobuf over gRPC. `push(...).wait()` returns the pserver's async staleness for
 that push (SendReply.staleness); `push_pull` (async gradients) also returns
 the named parameters as the pserver holds them right after applying the
 push, saving the communicator a GetVariables call per step. `retries` counts retried attempts per gRPC
@@ -46,7 +47,7 @@ from dataclasses import dataclass
 import grpc
 import numpy as np
 
-from . import codec, frames
+from . import codec, dataplane, frames
 from . import psjob_pb2 as pb
 from .base_client import PeerRpcError, RpcClient, ServiceSpec
 from ..role_env import process_environment
@@ -207,6 +208,9 @@ class PSClient(RpcClient):
         self.retries: collections.Counter = collections.Counter()  # gRPC method → retried attempts
         self._threads = _CallThreads()
         self._outages: dict[str, float] = {}  # endpoint → when a call to it first failed
+        # Push, pull and prefetch over the pservers' data plane where they offer one (not with TLS).
+        self._data = dataplane.DataPlaneConnections(PSERVER_SPEC, self._announced_data_port, auth_token) \
+            if self.tls is None and dataplane.enabled(settings) else None
 
     # An outage is logged once when it starts and once when the pserver answers again:
     # the trainer's own account of a pserver restart (how long it waited, not gave up).
@@ -227,6 +231,21 @@ class PSClient(RpcClient):
         if since is not None:
             print(f"[psjob] pserver {endpoint} answers again after "
                   f"{time.monotonic() - since:.2f} s", file=sys.stderr, flush=True)
+
+    def _invoke(self, endpoint, method, request, timeout):
+        if self._data is not None and self._data.handles(method):
+            reply = self._data.call(endpoint, method, request, timeout)
+            if reply is not None:
+                return reply
+        return super()._invoke(endpoint, method, request, timeout)
+
+    def _announced_data_port(self, endpoint: str) -> int:
+        try:
+            return super()._invoke(endpoint, "Status", pb.StatusRequest(), self.retry.deadline_s).data_port
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:  # a server without Status: gRPC only
+                return 0
+            raise
 
     def _start(self, endpoint, method, request, deadline):
         if self._closed:
@@ -327,6 +346,8 @@ class PSClient(RpcClient):
     def close(self):
         super().close()
         self._threads.close()
+        if self._data is not None:
+            self._data.close()
 
 
 def _decode_send_reply(raw: bytes) -> int:

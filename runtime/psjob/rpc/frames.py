@@ -87,7 +87,7 @@ class Frame:
     """A received frame: `.header` (the parsed message) and its payload, read part by part."""
 
     def __init__(self, raw: bytes, header_cls, what: str):
-        if not isinstance(raw, bytes):
+        if not isinstance(raw, (bytes, memoryview)):  # memoryview: a data-plane read (read-only)
             raise codec.PayloadError(f"{what}: expected a psjob frame, got {type(raw).__name__}")
         if len(raw) < _PREFIX.size or raw[:4] != MAGIC:
             raise codec.PayloadError(f"{what}: not a psjob frame (bad magic; is the peer an older psjob?)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from . import codec, frames
+from . import codec, dataplane, frames
 from . import psjob_pb2 as pb
 from . import tls as tls_mod
 from .base_server import HEALTHY_STATES, RpcServer
@@ -39,6 +39,8 @@ class ServerHandler(Protocol):
 
 class _Servicer:
     """The pserver's methods, request → reply (the base guards each call)."""
+
+    data_port = 0  # the data plane's port (dataplane.py), announced by Status; set by the base
 
     def __init__(self, handler: ServerHandler):
         self.h = handler
@@ -94,7 +96,7 @@ class _Servicer:
         s = self.h.on_status()
         return pb.StatusReply(state=s["state"], version=s.get("version", 0), trainers=s.get("trainers", 0),
                               completed_trainers=s.get("completed", []), endpoint=s.get("endpoint", ""),
-                              members=s.get("members", []))
+                              members=s.get("members", []), data_port=self.data_port)
 
     def Join(self, request):
         version, members = self.h.on_join(request.trainer_id)
@@ -108,15 +110,20 @@ class _Servicer:
 
 def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_workers: int = 16,
                  observer=None, max_message_bytes: int = 0,
-                 tls: tls_mod.TlsFiles | None = None) -> RpcServer:
+                 tls: tls_mod.TlsFiles | None = None, data_plane: bool | None = None) -> RpcServer:
     """Serve `handler` on endpoint ("host:port"); the started server (its `.port`, `.stop(grace_s)`).
 
     max_message_bytes (0 = the 1 GiB default) caps one request's size.
     tls (None = plaintext) serves TLS with the given certificate files.
     max_workers bounds concurrent requests; sync barriers park one thread per
     trainer, so it must exceed the number of trainers (the caller sizes it).
+    data_plane (None = dataplane.enabled(), PSJOB_DATA_PLANE) also serves push, pull and
+    prefetch over plain TCP on a second port (dataplane.py; never with TLS).
     """
+    if data_plane is None:
+        data_plane = dataplane.enabled()
     return RpcServer(PSERVER_SPEC, _Servicer(handler), endpoint, what="pserver",
                      is_serving=lambda: handler.on_status().get("state") in HEALTHY_STATES,
                      token=token, observer=observer, max_workers=max_workers,
-                     max_message_bytes=max_message_bytes, tls=tls, thread_name="ps-rpc")
+                     max_message_bytes=max_message_bytes, tls=tls, thread_name="ps-rpc",
+                     data_plane=data_plane)

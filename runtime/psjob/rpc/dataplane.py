@@ -1,0 +1,352 @@
+"""The data plane: the framed methods (push, pull, prefetch) over plain TCP beside gRPC.
+
+Why: a trainer step is a prefetch and a push of about a megabyte each. Through
+gRPC's Python server that costs the pserver 2.5-2.9 CPU-ms per step in
+transport alone — its completion-queue and socket threads hand every call to a
+handler thread and back under the GIL — against 0.55-0.65 ms for the same
+bytes over a socket that one thread reads, answers and writes
+(bench/transport.py). The pserver's own work per step is ~1.9 ms, so the
+transport decided how many trainers one pserver core can feed.
+
+So the methods whose requests and replies are frames (frames.py) also travel
+over a connection of their own: the pserver listens on a second, ephemeral port
+of the same host (`DataPlaneServer`, started by base_server.RpcServer) and
+announces it in its Status reply (`data_port`); the client asks once per
+endpoint and keeps a small pool of connections (`DataPlaneConnections`). Every
+other method, the health check, and every call when either side has the data
+plane off (PSJOB_DATA_PLANE=grpc), uses TLS, or runs an older psjob, stays on
+gRPC — a client that cannot connect to the data port within CONNECT_TIMEOUT_S
+uses gRPC for that pserver and asks again after RECHECK_S. The job's NetworkPolicy admits any port between the job's own pods;
+peers outside the job (allowFrom) reach the server port only, so they use gRPC.
+
+Wire format (little-endian), one request in flight per connection:
+
+    hello   client → b"PSJH" u8 version u8 0 u16 token length, token bytes
+            server → b"PSJH" u8 status (0: OK, else a gRPC status code) u8 0 u16 0
+    request        b"PSJQ" u8 method (its index among the spec's framed methods) 3×0
+                   u64 length, the method's frame
+    reply          b"PSJR" u8 status 3×0 u64 length, the reply frame (OK) or the
+                   error's message (UTF-8)
+
+The server guards each call exactly as gRPC's side does (base_server: token,
+error → status mapping, the observer). A reply's status other than OK raises
+`DataPlaneError`, a grpc.RpcError with the same code() and details(), so the
+client's retries treat both transports alike; a broken or timed-out
+connection is UNAVAILABLE / DEADLINE_EXCEEDED and is closed.
+"""
+from __future__ import annotations
+
+import hmac
+import logging
+import socket
+import struct
+import threading
+import time
+
+import grpc
+import numpy as np
+
+from ..role_env import process_environment
+
+log = logging.getLogger("psjob.rpc.dataplane")
+
+ENV_DATA_PLANE = "PSJOB_DATA_PLANE"  # "tcp" (default) or "grpc": framed methods over gRPC too
+VERSION = 1
+_HELLO = struct.Struct("<4sBBH")
+_REQUEST = struct.Struct("<4sB3xQ")
+_REPLY = struct.Struct("<4sB3xQ")
+_OK = grpc.StatusCode.OK.value[0]
+CONNECT_TIMEOUT_S = 5.0  # a data port that takes longer is treated as blocked
+RECHECK_S = 60.0         # how long a client uses gRPC for a pserver whose data port it could not reach
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+# Socket buffers a megabyte-sized frame fits in: fewer wake-ups per message.
+_BUFFER_BYTES = 4 << 20
+
+
+def enabled(settings=None) -> bool:
+    """Whether this process uses the data plane (PSJOB_DATA_PLANE: "tcp", the default, or "grpc")."""
+    env = process_environment() if settings is None else settings
+    mode = (env.get(ENV_DATA_PLANE, "") or "tcp").strip().lower()
+    if mode not in ("tcp", "grpc"):
+        raise ValueError(f"{ENV_DATA_PLANE}={mode!r}: expected 'tcp' (framed calls over their own "
+                         f"connection) or 'grpc' (every call over gRPC)")
+    return mode == "tcp"
+
+
+def framed_methods(spec) -> list[str]:
+    """The spec's methods whose request and reply are frames, in spec order (their wire ids)."""
+    return [m for m, (req, rep) in spec.methods.items() if req is None and rep is None]
+
+
+class DataPlaneError(grpc.RpcError):
+    """A data-plane call that failed: the status code and message gRPC would have given."""
+
+    def __init__(self, code: grpc.StatusCode, details: str):
+        super().__init__(f"{code.name}: {details}")
+        self._code, self._details = code, details
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details
+
+
+def _tune(sock: socket.socket) -> None:
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for opt in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+        sock.setsockopt(socket.SOL_SOCKET, opt, _BUFFER_BYTES)
+    # A peer whose node vanished is noticed within ~50 s, as gRPC's keepalive notices it:
+    # the server's connection thread ends, a client's wait fails UNAVAILABLE and is retried.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for opt, value in (("TCP_KEEPIDLE", 20), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+        if hasattr(socket, opt):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> memoryview:
+    """n bytes from sock as a read-only buffer (one allocation, no zero fill, no join)."""
+    buf = np.empty(n, np.uint8)
+    view = memoryview(buf).cast("B")
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if not k:
+            raise ConnectionResetError(f"connection closed after {got} of {n} bytes")
+        got += k
+    return view.toreadonly()
+
+
+def _discard(sock: socket.socket, n: int) -> None:
+    scratch = memoryview(bytearray(min(n, 1 << 20)))
+    while n > 0:
+        k = sock.recv_into(scratch, min(n, len(scratch)))
+        if not k:
+            raise ConnectionResetError("connection closed inside a refused request")
+        n -= k
+
+
+# -- server ---------------------------------------------------------------------------------
+
+class DataPlaneServer:
+    """Serves `methods` ({name: fn(frame) -> frame}, in wire-id order) on host:0.
+
+    `guard(method, fn, raw, peer)` runs one call the way the gRPC side does and returns
+    (status code, reply bytes or error message); `authorize(token bytes)` → "ok", "missing"
+    or "invalid"; `max_message_bytes` caps one request. One thread per connection: a call
+    is read, answered and written by the same thread."""
+
+    def __init__(self, host: str, methods: dict, guard, authorize, *, max_message_bytes: int,
+                 thread_name: str = "data"):
+        self._names = list(methods)
+        self._fns = [methods[n] for n in self._names]
+        self._guard, self._authorize = guard, authorize
+        self._max = max_message_bytes
+        self._thread_name = thread_name
+        self._listener = socket.create_server((host or "0.0.0.0", 0), backlog=64)
+        self.port = self._listener.getsockname()[1]
+        self._conns: set[socket.socket] = set()
+        self._lock = threading.Condition()
+        self._in_flight = 0
+        self._stopping = False
+        self._count = 0
+        threading.Thread(target=self._accept, name=f"{thread_name}-accept", daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                sock, peer = self._listener.accept()
+            except OSError:
+                return  # stopped
+            with self._lock:
+                if self._stopping:
+                    sock.close()
+                    return
+                self._conns.add(sock)
+                self._count += 1
+                n = self._count
+            threading.Thread(target=self._serve, args=(sock, f"{peer[0]}:{peer[1]}"),
+                             name=f"{self._thread_name}-{n}", daemon=True).start()
+
+    def _serve(self, sock, peer):
+        try:
+            _tune(sock)
+            if not self._hello(sock, peer):
+                return
+            while True:
+                magic, method_id, length = _REQUEST.unpack(_recv_exact(sock, _REQUEST.size))
+                if magic != b"PSJQ" or method_id >= len(self._fns):
+                    self._reply(sock, grpc.StatusCode.INVALID_ARGUMENT,
+                                f"not a psjob data-plane request (magic {bytes(magic)!r}, method {method_id})")
+                    return
+                name = self._names[method_id]
+                if self._max and length > self._max:
+                    _discard(sock, length)  # read past it: the connection stays usable
+                    self._reply(sock, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"{name}: request of {length} bytes exceeds the limit of {self._max}")
+                    continue
+                raw = _recv_exact(sock, length)
+                with self._lock:
+                    self._in_flight += 1
+                try:
+                    code, reply = self._guard(name, self._fns[method_id], raw, peer)
+                    self._reply(sock, code, reply)
+                finally:
+                    with self._lock:
+                        self._in_flight -= 1
+                        self._lock.notify_all()
+        except (OSError, struct.error):
+            pass  # the client went away (or stop() shut the socket): nothing to answer
+        finally:
+            with self._lock:
+                self._conns.discard(sock)
+            sock.close()
+
+    def _hello(self, sock, peer) -> bool:
+        magic, version, _, n = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
+        token = bytes(_recv_exact(sock, n)) if n else b""
+        if magic != b"PSJH" or version != VERSION:
+            log.warning("data plane: refused %s: not a psjob v%d hello", peer, VERSION)
+            sock.sendall(_HELLO.pack(b"PSJH", grpc.StatusCode.UNIMPLEMENTED.value[0], 0, 0))
+            return False
+        auth = self._authorize(token)
+        if auth != "ok":
+            log.warning("data plane: rejected %s: %s auth token", peer, auth)
+            sock.sendall(_HELLO.pack(b"PSJH", grpc.StatusCode.UNAUTHENTICATED.value[0], 0, 0))
+            return False
+        sock.sendall(_HELLO.pack(b"PSJH", _OK, 0, 0))
+        return True
+
+    @staticmethod
+    def _reply(sock, code: grpc.StatusCode, body) -> None:
+        if not isinstance(body, (bytes, bytearray, memoryview)):
+            body = str(body).encode("utf-8", errors="replace")
+        sock.sendall(_REPLY.pack(b"PSJR", code.value[0], len(body)))
+        sock.sendall(body)
+
+    def stop(self, grace_s: float | None = 0) -> None:
+        """Refuse new connections; let calls in flight finish for up to grace_s, then close
+        every connection."""
+        with self._lock:
+            self._stopping = True
+            if grace_s:
+                self._lock.wait_for(lambda: self._in_flight == 0, timeout=grace_s)
+            conns = list(self._conns)
+        self._listener.close()
+        for sock in conns:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+# -- client ---------------------------------------------------------------------------------
+
+class DataPlaneConnections:
+    """A client's data-plane connections, pooled per endpoint.
+
+    `data_port(endpoint)` → the port the pserver announced (0: none), asked once per
+    endpoint (again after a connection to it breaks: a restarted pserver has a new one).
+    `call(endpoint, method, frame, timeout)` → the reply frame, or None when this endpoint
+    is to be called over gRPC."""
+
+    def __init__(self, spec, data_port, token: str = ""):
+        self._ids = {name: i for i, name in enumerate(framed_methods(spec))}
+        self._data_port = data_port
+        self._token = token.encode()
+        self._ports: dict[str, int] = {}       # endpoint → data port (0: gRPC)
+        self._recheck: dict[str, float] = {}   # endpoint → when to ask again after a failed connect
+        self._idle: dict[str, list] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def handles(self, method: str) -> bool:
+        return method in self._ids
+
+    def call(self, endpoint: str, method: str, frame: bytes, timeout: float):
+        sock = self._checkout(endpoint, timeout)
+        if sock is None:
+            return None
+        try:
+            sock.settimeout(timeout)
+            sock.sendall(_REQUEST.pack(b"PSJQ", self._ids[method], len(frame)))
+            sock.sendall(frame)
+            magic, status, length = _REPLY.unpack(_recv_exact(sock, _REPLY.size))
+            if magic != b"PSJR":
+                raise ConnectionError(f"not a psjob data-plane reply (magic {bytes(magic)!r})")
+            body = _recv_exact(sock, length)
+        except socket.timeout:
+            self._broken(endpoint, sock)
+            raise DataPlaneError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                 f"no reply within {timeout:.0f}s (data plane)") from None
+        except (OSError, struct.error) as exc:
+            self._broken(endpoint, sock)
+            raise DataPlaneError(grpc.StatusCode.UNAVAILABLE, f"data-plane connection lost: {exc}") from None
+        self._checkin(endpoint, sock)
+        if status != _OK:
+            code = _CODES.get(status, grpc.StatusCode.UNKNOWN)
+            raise DataPlaneError(code, bytes(body).decode("utf-8", errors="replace"))
+        return body
+
+    def _checkout(self, endpoint, timeout):
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the client is closed")
+            idle = self._idle.get(endpoint)
+            if idle:
+                return idle.pop()
+        port = self._ports.get(endpoint)
+        if port is None or (port == 0 and time.monotonic() >= self._recheck.get(endpoint, float("inf"))):
+            port = self._ports[endpoint] = int(self._data_port(endpoint) or 0)
+        if not port:
+            return None
+        host = endpoint.rsplit(":", 1)[0].strip("[]")
+        try:
+            sock = socket.create_connection((host, port), timeout=min(timeout, CONNECT_TIMEOUT_S))
+        except OSError as exc:
+            # The pserver answered Status over gRPC but its data port cannot be reached (a
+            # network policy admits only the server port, or it just went away): gRPC for now.
+            log.warning("data port %s:%d of %s unreachable (%s): using gRPC, asking again in %.0f s",
+                        host, port, endpoint, exc, RECHECK_S)
+            self._ports[endpoint], self._recheck[endpoint] = 0, time.monotonic() + RECHECK_S
+            return None
+        try:
+            _tune(sock)
+            sock.sendall(_HELLO.pack(b"PSJH", VERSION, 0, len(self._token)) + self._token)
+            magic, status, _, _ = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
+        except (OSError, struct.error) as exc:
+            sock.close()
+            self._ports.pop(endpoint, None)
+            raise DataPlaneError(grpc.StatusCode.UNAVAILABLE, f"data-plane hello failed: {exc}") from None
+        if magic != b"PSJH" or status != _OK:
+            sock.close()
+            code = _CODES.get(status, grpc.StatusCode.UNKNOWN)
+            if code == grpc.StatusCode.UNAUTHENTICATED:
+                raise DataPlaneError(code, "missing or wrong psjob auth token")
+            log.warning("data plane of %s refused the hello (%s): using gRPC", endpoint, code.name)
+            self._ports[endpoint] = 0
+            return None
+        return sock
+
+    def _checkin(self, endpoint, sock):
+        with self._lock:
+            if not self._closed:
+                self._idle.setdefault(endpoint, []).append(sock)
+                return
+        sock.close()
+
+    def _broken(self, endpoint, sock):
+        sock.close()
+        self._ports.pop(endpoint, None)
+        with self._lock:  # its siblings share its fate: the pserver restarted or went away
+            stale = self._idle.pop(endpoint, [])
+        for s in stale:
+            s.close()
+
+    def close(self):
+        with self._lock:
+            self._closed = True
+            socks = [s for idle in self._idle.values() for s in idle]
+            self._idle.clear()
+        for s in socks:
+            s.close()
