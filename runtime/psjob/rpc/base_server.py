@@ -30,7 +30,7 @@ the pool above the number of clients. `stop(grace_s)` lets replies in flight
 drain for up to grace_s seconds.
 
 `data_plane=True` also serves the spec's framed methods over plain TCP on a
-second port (dataplane.py; not with TLS), guarded alike; the servicer's
+second port (dataplane.py; TLS with the same certificate when `tls` is set), guarded alike; the servicer's
 `data_port` attribute is set to that port (0: none) before the first call.
 
 Why a thread pool and not grpc.aio: bench/ps_rpc.py serves a bare method on
@@ -104,11 +104,12 @@ class RpcServer:
         if self.port == 0:
             raise OSError(f"cannot listen on {endpoint} (port in use?)")
         self._data = None
-        if data_plane and tls is None and dataplane.framed_methods(spec):
+        if data_plane and dataplane.framed_methods(spec):
             self._data = dataplane.DataPlaneServer(
                 host, {m: getattr(servicer, m) for m in dataplane.framed_methods(spec)},
                 self._data_call, self._data_hello,
-                max_message_bytes=max_message_bytes or MAX_MESSAGE_BYTES, thread_name=f"{thread_name}-data")
+                max_message_bytes=max_message_bytes or MAX_MESSAGE_BYTES, thread_name=f"{thread_name}-data",
+                ssl_context=tls_mod.server_context(tls) if tls is not None else None)
         # Announced by the servicer's Status reply, set before the first call can ask.
         self.data_port = servicer.data_port = self._data.port if self._data is not None else 0
         self._server.start()

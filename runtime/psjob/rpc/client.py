@@ -208,9 +208,9 @@ class PSClient(RpcClient):
         self.retries: collections.Counter = collections.Counter()  # gRPC method → retried attempts
         self._threads = _CallThreads()
         self._outages: dict[str, float] = {}  # endpoint → when a call to it first failed
-        # Push, pull and prefetch over the pservers' data plane where they offer one (not with TLS).
-        self._data = dataplane.DataPlaneConnections(PSERVER_SPEC, self._announced_data_port, auth_token) \
-            if self.tls is None and dataplane.enabled(settings) else None
+        # Push, pull and prefetch over the pservers' data plane where they offer one.
+        self._data = dataplane.DataPlaneConnections(PSERVER_SPEC, self._announced_data_port, auth_token,
+                                                    tls=self.tls) if dataplane.enabled(settings) else None
 
     # An outage is logged once when it starts and once when the pserver answers again:
     # the trainer's own account of a pserver restart (how long it waited, not gave up).

@@ -1,23 +1,26 @@
 """The data plane: the framed methods (push, pull, prefetch) over plain TCP beside gRPC.
 
-Why: a trainer step is a prefetch and a push of about a megabyte each. Through
-gRPC's Python server that costs the pserver 2.5-2.9 CPU-ms per step in
+Why: a CTR trainer step is a prefetch and a push of about a megabyte each.
+Through gRPC's Python server that cost the pserver 2.4-2.9 CPU-ms per step in
 transport alone — its completion-queue and socket threads hand every call to a
-handler thread and back under the GIL — against 0.55-0.65 ms for the same
-bytes over a socket that one thread reads, answers and writes
-(bench/transport.py). The pserver's own work per step is ~1.9 ms, so the
-transport decided how many trainers one pserver core can feed.
+handler thread and back under the GIL — against 0.7-1.1 ms for the same frames
+over a socket that one thread reads, answers and writes (bench/transport.py;
+the client's side 2.2-2.6 against 0.9-1.5 ms). The pserver's own work per step
+is ~1.9 ms, so the transport decided how many trainers one pserver core feeds.
 
 So the methods whose requests and replies are frames (frames.py) also travel
 over a connection of their own: the pserver listens on a second, ephemeral port
 of the same host (`DataPlaneServer`, started by base_server.RpcServer) and
 announces it in its Status reply (`data_port`); the client asks once per
-endpoint and keeps a small pool of connections (`DataPlaneConnections`). Every
-other method, the health check, and every call when either side has the data
-plane off (PSJOB_DATA_PLANE=grpc), uses TLS, or runs an older psjob, stays on
-gRPC — a client that cannot connect to the data port within CONNECT_TIMEOUT_S
-uses gRPC for that pserver and asks again after RECHECK_S. The job's NetworkPolicy admits any port between the job's own pods;
-peers outside the job (allowFrom) reach the server port only, so they use gRPC.
+endpoint and keeps a small pool of connections (`DataPlaneConnections`). With
+TLS (psjob.rpc.tls) the data plane speaks TLS too, with the same certificate,
+CA and server name as gRPC, the token checked inside it. Every other method,
+the health check, and every call when either side has the data plane off
+(PSJOB_DATA_PLANE=grpc) or runs an older psjob, stays on gRPC. A client that
+cannot connect to the data port within CONNECT_TIMEOUT_S uses gRPC for that
+pserver and asks again after RECHECK_S: the job's NetworkPolicy admits any
+port between the job's own pods, but peers outside the job (allowFrom) reach
+the server port only.
 
 Wire format (little-endian), one request in flight per connection:
 
@@ -36,7 +39,6 @@ connection is UNAVAILABLE / DEADLINE_EXCEEDED and is closed.
 """
 from __future__ import annotations
 
-import hmac
 import logging
 import socket
 import struct
@@ -137,12 +139,13 @@ class DataPlaneServer:
     is read, answered and written by the same thread."""
 
     def __init__(self, host: str, methods: dict, guard, authorize, *, max_message_bytes: int,
-                 thread_name: str = "data"):
+                 thread_name: str = "data", ssl_context=None):
         self._names = list(methods)
         self._fns = [methods[n] for n in self._names]
         self._guard, self._authorize = guard, authorize
         self._max = max_message_bytes
         self._thread_name = thread_name
+        self._ssl = ssl_context
         self._listener = socket.create_server((host or "0.0.0.0", 0), backlog=64)
         self.port = self._listener.getsockname()[1]
         self._conns: set[socket.socket] = set()
@@ -168,9 +171,14 @@ class DataPlaneServer:
             threading.Thread(target=self._serve, args=(sock, f"{peer[0]}:{peer[1]}"),
                              name=f"{self._thread_name}-{n}", daemon=True).start()
 
-    def _serve(self, sock, peer):
+    def _serve(self, raw_sock, peer):
+        sock = raw_sock
         try:
             _tune(sock)
+            if self._ssl is not None:  # the handshake runs here, not on the accept thread
+                sock.settimeout(CONNECT_TIMEOUT_S * 6)
+                sock = self._ssl.wrap_socket(sock, server_side=True)
+                sock.settimeout(None)
             if not self._hello(sock, peer):
                 return
             while True:
@@ -199,8 +207,9 @@ class DataPlaneServer:
             pass  # the client went away (or stop() shut the socket): nothing to answer
         finally:
             with self._lock:
-                self._conns.discard(sock)
+                self._conns.discard(raw_sock)
             sock.close()
+            raw_sock.close()
 
     def _hello(self, sock, peer) -> bool:
         magic, version, _, n = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
@@ -250,10 +259,12 @@ class DataPlaneConnections:
     `call(endpoint, method, frame, timeout)` → the reply frame, or None when this endpoint
     is to be called over gRPC."""
 
-    def __init__(self, spec, data_port, token: str = ""):
+    def __init__(self, spec, data_port, token: str = "", tls=None):
         self._ids = {name: i for i, name in enumerate(framed_methods(spec))}
         self._data_port = data_port
         self._token = token.encode()
+        self._tls = tls            # psjob.rpc.tls.TlsFiles, or None: plaintext
+        self._ssl_context = None   # made at the first connection (the CA file is read then)
         self._ports: dict[str, int] = {}       # endpoint → data port (0: gRPC)
         self._recheck: dict[str, float] = {}   # endpoint → when to ask again after a failed connect
         self._idle: dict[str, list] = {}
@@ -312,6 +323,11 @@ class DataPlaneConnections:
             return None
         try:
             _tune(sock)
+            if self._tls is not None:
+                if self._ssl_context is None:
+                    from . import tls as tls_mod
+                    self._ssl_context = tls_mod.client_context(self._tls)
+                sock = self._ssl_context.wrap_socket(sock, server_hostname=self._tls.server_name or host)
             sock.sendall(_HELLO.pack(b"PSJH", VERSION, 0, len(self._token)) + self._token)
             magic, status, _, _ = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
         except (OSError, struct.error) as exc:

@@ -118,7 +118,7 @@ def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_
     max_workers bounds concurrent requests; sync barriers park one thread per
     trainer, so it must exceed the number of trainers (the caller sizes it).
     data_plane (None = dataplane.enabled(), PSJOB_DATA_PLANE) also serves push, pull and
-    prefetch over plain TCP on a second port (dataplane.py; never with TLS).
+    prefetch over their own TCP connections on a second port (dataplane.py; TLS when `tls` is).
     """
     if data_plane is None:
         data_plane = dataplane.enabled()

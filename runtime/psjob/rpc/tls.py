@@ -22,6 +22,7 @@ channel; a rotated Secret takes effect at the next process start.
 """
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 
 import grpc
@@ -79,6 +80,25 @@ def channel_credentials(files: TlsFiles) -> grpc.ChannelCredentials:
     """Credentials for a client: trust the job's CA (or the system roots when none is given)."""
     roots = _read(files.ca_file, ENV_CA) if files.ca_file else None
     return grpc.ssl_channel_credentials(root_certificates=roots)
+
+
+def server_context(files: TlsFiles) -> ssl.SSLContext:
+    """The same certificate and key for the pserver's data plane (psjob.rpc.dataplane)."""
+    if not (files.cert_file and files.key_file):
+        raise TlsConfigError(f"TLS is configured but a pserver needs {ENV_CERT} and {ENV_KEY} to serve it")
+    _read(files.key_file, ENV_KEY), _read(files.cert_file, ENV_CERT)  # named errors first
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(files.cert_file, files.key_file)
+    return context
+
+
+def client_context(files: TlsFiles) -> ssl.SSLContext:
+    """A data-plane client's context: the job's CA (or the system roots), names checked."""
+    cadata = _read(files.ca_file, ENV_CA).decode() if files.ca_file else None
+    context = ssl.create_default_context(cadata=cadata)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
 
 
 def open_channel(endpoint: str, options, files: TlsFiles | None) -> grpc.Channel:
