@@ -5,12 +5,15 @@ describes the PSJOB_TLS_* variables these runs set.
 """
 import importlib.util
 import os
+import socket
+import struct
 import time
 
 import numpy as np
 import pytest
 
 from psjob.ps.checkpoint_service import adopt_peer_completions
+from psjob.rpc import tls as tls_mod
 from psjob.rpc.client import PSClient, RetryPolicy, RpcError
 from psjob.rpc.tls import TlsConfigError, TlsFiles, tls_from_env
 
@@ -59,8 +62,22 @@ def test_a_job_over_tls_trains_while_plaintext_and_untrusted_clients_are_refused
         trusted = TlsFiles(ca_file=ca)
         # Its process may still be starting on a loaded machine: wait until it serves (over TLS).
         PSClient([ep], auth_token=token, tls=trusted, retry=quick).wait_server_ready([ep], timeout_s=60)
-        # Over TLS every call stays on gRPC: the pserver offers no plaintext data plane.
-        assert PSClient([ep], auth_token=token, tls=trusted, retry=quick).status(ep).data_port == 0
+        # The data plane (push, pull, prefetch) speaks TLS too: with the job's CA and token a
+        # hello is accepted, a wrong token refused inside TLS, and plaintext never answered.
+        port = PSClient([ep], auth_token=token, tls=trusted, retry=quick).status(ep).data_port
+        host = ep.rsplit(":", 1)[0]
+        assert port > 0
+        for sent, status in ((token.encode(), 0), (b"wrong", 16)):
+            with tls_mod.client_context(trusted).wrap_socket(socket.create_connection((host, port), timeout=10),
+                                                             server_hostname=host) as conn:
+                conn.sendall(struct.pack("<4sBBH", b"PSJH", 1, 0, len(sent)) + sent)
+                assert struct.unpack("<4sBBH", conn.recv(8))[1] == status
+        with socket.create_connection((host, port), timeout=10) as conn:
+            conn.sendall(struct.pack("<4sBBH", b"PSJH", 1, 0, len(token)) + token.encode())
+            try:
+                assert conn.recv(8) == b""
+            except ConnectionResetError:
+                pass
         # The token still applies on top of TLS.
         with pytest.raises(RpcError, match="UNAUTHENTICATED"):
             PSClient([ep], tls=trusted, retry=quick).status(ep)
