@@ -1,4 +1,5 @@
-"""Parameter-server data plane: gRPC over loopback next to the same calls in-process.
+"""Parameter-server RPC over loopback (PSClient: the data plane, or gRPC with
+PSJOB_DATA_PLANE=grpc) next to the same calls in-process.
 
     python bench/ps_rpc.py [--vocab 1000000] [--ids 65536] [--dense 2048x1024] [--repeat 20]
 
@@ -260,7 +261,7 @@ def main():
     sp_loc = timed(lambda: local.on_send(0, {table_grad: g_rows}), args.repeat)
     row(f"push {args.ids} sparse rows + apply", args.ids, pf_mb, sp_rpc, sp_loc)
 
-    print(f"pserver data plane, gRPC over loopback vs in-process (same PserverState code), "
+    print(f"pserver RPC over loopback ({os.environ.get('PSJOB_DATA_PLANE') or 'tcp'} data plane) vs in-process (same PserverState code), "
           f"{os.cpu_count()} cores, repeat {args.repeat}")
     print(f"{'operation':<34}{'gRPC rows/s':>14}{'gRPC MB/s':>11}{'local rows/s':>15}{'local MB/s':>12}"
           f"{'gRPC/local':>12}")
@@ -326,7 +327,7 @@ def main():
     print(f"the bare method's server CPU per call over all rounds, grpc.aio / thread pool: "
           f"{sum(a for a, _, _ in aio_cpu) / pool_cpu:.2f}x on the event loop, "
           f"{sum(h for _, h, _ in aio_cpu) / pool_cpu:.2f}x with a thread hop")
-    print(f"target (issue 18): prefetch via gRPC >= 0.8x the bare method: median {median(ratios):.2f}x "
+    print(f"target (issue 18): prefetch via PSClient >= 0.8x the bare gRPC method: median {median(ratios):.2f}x "
           f"(range {min(ratios):.2f}-{max(ratios):.2f}) -> {'MET' if median(ratios) >= 0.8 else 'MISSED'}")
     canned.kill()
     gathered.kill()
