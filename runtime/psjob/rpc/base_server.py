@@ -29,9 +29,10 @@ barrier parks its thread until the last trainer arrives), so the caller sizes
 the pool above the number of clients. `stop(grace_s)` lets replies in flight
 drain for up to grace_s seconds.
 
-`data_plane=True` also serves the spec's framed methods over plain TCP on a
-second port (dataplane.py; TLS with the same certificate when `tls` is set), guarded alike; the servicer's
-`data_port` attribute is set to that port (0: none) before the first call.
+`data_plane=True` also serves the spec's framed methods over TCP on a second
+port (dataplane.py; TLS with the same certificate when `tls` is set), guarded
+alike; the servicer's `data_port` attribute is set to that port (0: none)
+before the first call.
 
 Why a thread pool and not grpc.aio: bench/ps_rpc.py serves a bare method on
 both; its server CPU per 4 MiB reply on the event loop was 0.89x, 0.90x and

@@ -59,6 +59,7 @@ _REQUEST = struct.Struct("<4sB3xQ")
 _REPLY = struct.Struct("<4sB3xQ")
 _OK = grpc.StatusCode.OK.value[0]
 CONNECT_TIMEOUT_S = 5.0  # a data port that takes longer is treated as blocked
+HELLO_TIMEOUT_S = 30.0   # a server drops a connection whose hello has not arrived by then
 RECHECK_S = 60.0         # how long a client uses gRPC for a pserver whose data port it could not reach
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 # Socket buffers a megabyte-sized frame fits in: fewer wake-ups per message.
@@ -175,12 +176,14 @@ class DataPlaneServer:
         sock = raw_sock
         try:
             _tune(sock)
+            # A connection that does not complete its (TLS handshake and) hello in time is
+            # dropped: a silent peer must not hold a thread.
+            sock.settimeout(HELLO_TIMEOUT_S)
             if self._ssl is not None:  # the handshake runs here, not on the accept thread
-                sock.settimeout(CONNECT_TIMEOUT_S * 6)
                 sock = self._ssl.wrap_socket(sock, server_side=True)
-                sock.settimeout(None)
             if not self._hello(sock, peer):
                 return
+            sock.settimeout(None)  # calls may wait long (a sync round); keepalive watches the peer
             while True:
                 magic, method_id, length = _REQUEST.unpack(_recv_exact(sock, _REQUEST.size))
                 if magic != b"PSJQ" or method_id >= len(self._fns):
@@ -241,6 +244,10 @@ class DataPlaneServer:
             if grace_s:
                 self._lock.wait_for(lambda: self._in_flight == 0, timeout=grace_s)
             conns = list(self._conns)
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept thread (close alone does not)
+        except OSError:
+            pass
         self._listener.close()
         for sock in conns:
             try:
