@@ -48,6 +48,7 @@ import time
 import grpc
 import numpy as np
 
+from . import tls as tls_mod
 from ..role_env import process_environment
 
 log = logging.getLogger("psjob.rpc.dataplane")
@@ -332,7 +333,6 @@ class DataPlaneConnections:
             _tune(sock)
             if self._tls is not None:
                 if self._ssl_context is None:
-                    from . import tls as tls_mod
                     self._ssl_context = tls_mod.client_context(self._tls)
                 sock = self._ssl_context.wrap_socket(sock, server_hostname=self._tls.server_name or host)
             sock.sendall(_HELLO.pack(b"PSJH", VERSION, 0, len(self._token)) + self._token)
