@@ -265,6 +265,22 @@ def test_each_image_installs_the_package_with_its_extra(dockerfile, stage, extra
     assert wanted in runs
 
 
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_the_build_stage_can_compile_the_c_kernels_before_it_installs_the_package(dockerfile):
+    # The extension is optional in pyproject (an install without a compiler goes on, slower):
+    # the images must not lose it silently.
+    [ext] = PYPROJECT["tool"]["setuptools"]["ext-modules"]
+    assert ext["name"] == "psjob.kernels._native" and ext["optional"] is True
+    assert all((ROOT / source).is_file() for source in ext["sources"])
+    _, stages = parse(dockerfile)
+    runs = next(s for s in stages if s.name == "build").runs()
+    installs = re.findall(r"apt-get install[^&]*", runs)
+    compiler_at = min(runs.index(i) for i in installs if re.search(r"\bgcc\b", i) and "libc6-dev" in i)
+    assert compiler_at < runs.index("pip install")
+    if dockerfile == "Dockerfile.worker":  # deadsnakes' python3.11 ships its headers apart
+        assert any("python3.11-dev" in i for i in installs)
+
+
 def _constraints(dockerfile: str) -> dict[str, str]:
     _, stages = parse(dockerfile)
     runs = " ".join(stage.runs() for stage in stages)

@@ -37,6 +37,7 @@ import dataclasses
 
 import numpy as np
 
+from . import native
 from .rows import put_rows, stable_order, take_rows
 
 __all__ = [
@@ -242,6 +243,9 @@ def sgd_update(xp, param, grad, *, lr):
 def sgd_update_rows(xp, param, rows, grad_values, *, lr, assume_unique=False):
     rows, values = _prepare_rows(xp, param, rows, grad_values, {}, assume_unique)
     lr = _lr(xp, lr, param.dtype)
+    if native.fits(param, values):
+        native.sgd_rows(param, rows, values, lr)
+        return
     _run_rows(lambda p, g: (p - lr * g,), param, rows, values, ())
 
 
@@ -353,6 +357,12 @@ def adam_update(xp, param, grad, moment1, moment2, beta1_pow, beta2_pow, *, lr,
     _check_pow("beta1_pow", param, beta1_pow)
     _check_pow("beta2_pow", param, beta2_pow)
     hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon))
+    if beta1_pow.size == 1 and beta2_pow.size == 1 and native.fits(param, grad, moment1, moment2,
+                                                                   beta1_pow, beta2_pow):
+        # the update and both pows' advance, in one pass
+        native.adam_dense(param, grad, moment1, moment2, beta1_pow, beta2_pow, lr=hyper[0], beta1=beta1,
+                          beta2=beta2, epsilon=epsilon)
+        return
     if _in_place_ok(xp, param, grad, moment1, moment2, beta1_pow, beta2_pow):
         _adam_in_place(param, grad, moment1, moment2, beta1_pow, beta2_pow, *hyper)
     else:
@@ -368,6 +378,14 @@ def adam_update_rows(xp, param, rows, grad_values, moment1, moment2, beta1_pow, 
                                  {"moment1": moment1, "moment2": moment2}, assume_unique)
     _check_pow("beta1_pow", param, beta1_pow)
     _check_pow("beta2_pow", param, beta2_pow)
+    per_row = pow_is_per_row(param, beta1_pow)
+    if per_row == pow_is_per_row(param, beta2_pow) and native.fits(param, values, moment1, moment2,
+                                                                   beta1_pow, beta2_pow):
+        # each row updated where it lies, its pows (per-row ones) advanced with it
+        native.adam_rows(param, moment1, moment2, beta1_pow, beta2_pow, rows, values,
+                         lr=_lr(xp, lr, param.dtype), beta1=beta1, beta2=beta2, epsilon=epsilon,
+                         per_row=per_row)
+        return
     b1p, b2p = _rows_of(param, beta1_pow, rows), _rows_of(param, beta2_pow, rows)
     hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon))
     if not _in_place_ok(xp, param, values, moment1, moment2, beta1_pow, beta2_pow):
@@ -440,6 +458,9 @@ def adagrad_update(xp, param, grad, moment, *, lr, epsilon=1e-6):
 def adagrad_update_rows(xp, param, rows, grad_values, moment, *, lr, epsilon=1e-6,
                         assume_unique=False):
     rows, values = _prepare_rows(xp, param, rows, grad_values, {"moment": moment}, assume_unique)
+    if native.fits(param, values, moment):
+        native.adagrad_rows(param, moment, rows, values, _lr(xp, lr, param.dtype), epsilon)
+        return
     _run_rows(_adagrad_core(xp), param, rows, values, (moment,), _lr(xp, lr, param.dtype),
               None, float(epsilon))
 
