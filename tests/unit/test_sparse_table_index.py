@@ -1,11 +1,22 @@
-"""The id -> row hash index of sparse tables, checked against a dict."""
+"""The id -> row hash index of sparse tables, checked against a dict.
+
+Every test runs twice: with the C probe and insert (psjob/kernels/_native.c) and with
+the numpy ones, which stay the fallback where the extension is not built.
+"""
 import numpy as np
 import pytest
 
+from psjob.kernels import native
 from psjob.tables import index as index_mod
 from psjob.tables.index import WINDOW, IdIndex
 
 I64 = np.iinfo(np.int64)
+
+
+@pytest.fixture(autouse=True, params=["C", "numpy"])
+def probe(request, monkeypatch):
+    monkeypatch.setattr(native, "enabled", request.param == "C" and native.built())
+    return request.param
 
 
 def _same_home_ids(index: IdIndex, home: int, count: int) -> np.ndarray:
@@ -150,3 +161,22 @@ def test_a_large_overflow_makes_the_index_grow_on_the_next_insert():
     ref = dict(zip(crowd.tolist(), range(crowd.size)))
     ref[12345] = 999
     _check(index, ref, np.concatenate([crowd, [12345, 54321]]))
+
+
+def test_an_index_filled_by_either_path_answers_the_other(monkeypatch, probe):
+    # The C insert and the numpy one keep the same invariants (window, reach, overflow),
+    # so a table may switch paths (PSJOB_NATIVE_KERNELS) between a save and a load.
+    rng = np.random.default_rng(9)
+    index = IdIndex()
+    crowd = _same_home_ids(index, home=11, count=WINDOW + 5)      # some in the overflow
+    spread = np.unique(rng.integers(I64.min, I64.max, size=30_000, dtype=np.int64))
+    spread = spread[~np.isin(spread, crowd)]
+    ids = np.concatenate([crowd, spread])
+    index.insert(crowd, np.arange(crowd.size, dtype=np.int64))
+    index.insert(spread, np.arange(crowd.size, ids.size, dtype=np.int64))   # grows: a rehash
+    ref = dict(zip(ids.tolist(), range(ids.size)))
+    absent = np.array([1, 2, 3], np.int64)
+    absent = absent[~np.isin(absent, ids)]
+    for enabled in (True, False):
+        monkeypatch.setattr(native, "enabled", enabled and native.built())
+        _check(index, ref, np.concatenate([ids, absent, ids[::7]]))

@@ -1,5 +1,5 @@
 /* psjob.kernels._native: the lazy row updates of a sparse table (and dense Adam) in one
- * pass, in C.
+ * pass, and the sparse table's id-index probe and insert, in C.
  *
  * Why: on a pserver, numpy runs a table push as five gathers (value, two moments, two
  * beta pows), ten whole-array operations on the gathered block and five scatters back:
@@ -311,6 +311,126 @@ static PyObject *adam_dense(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ id index */
+/* The probe and insert of psjob/tables/index.py's open-addressing index, on its own
+ * arrays: entries int64 [2^bits + window, 2] of (id, row) with row -1 in a free slot, and
+ * reach uint8 [2^bits + window], the farthest displacement any id of a home was placed at
+ * (window: some id of that home is in the overflow, which stays numpy's). numpy answers a
+ * batch in rounds of whole-batch gathers; here each id walks its own window once. */
+
+#define FIB_MUL 0x9E3779B97F4A7C15ULL
+
+static inline int64_t home_of(int64_t id, int bits) {
+    return (int64_t)(((uint64_t)id * FIB_MUL) >> (64 - bits));
+}
+
+static int index_args(PyObject *entries_o, PyObject *reach_o, PyObject *ids_o, int bits, int window,
+                      int writable, Array *a) {
+    if (bits < 1 || bits > 62 || window < 1 || window > 255) {
+        PyErr_Format(PyExc_ValueError, "bits %d / window %d out of range", bits, window);
+        return -1;
+    }
+    if (get_array(entries_o, "entries", 'i', writable, &a[0]) || get_array(ids_o, "ids", 'i', 0, &a[2])) {
+        return -1;
+    }
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(reach_o, &a[1].view, flags) != 0) {
+        return -1;
+    }
+    a[1].held = 1;
+    Py_ssize_t slots = ((Py_ssize_t)1 << bits) + window;
+    if (a[1].view.itemsize != 1 || a[1].view.len != slots) {
+        PyErr_Format(PyExc_ValueError, "reach must be %zd uint8 values", slots);
+        return -1;
+    }
+    return check_size(&a[0], "entries", 2 * slots);
+}
+
+static PyObject *index_find(PyObject *self, PyObject *args) {
+    PyObject *entries_o, *reach_o, *ids_o, *rows_o, *slots_o;
+    int bits, window;
+    if (!PyArg_ParseTuple(args, "OOOiiOO:index_find", &entries_o, &reach_o, &ids_o, &bits, &window, &rows_o,
+                          &slots_o)) {
+        return NULL;
+    }
+    Array a[5] = {{0}};
+    if (index_args(entries_o, reach_o, ids_o, bits, window, 0, a)
+        || get_array(rows_o, "rows", 'i', 1, &a[3]) || check_size(&a[3], "rows", n_items(&a[2]))
+        || get_array(slots_o, "slots", 'i', 1, &a[4]) || check_size(&a[4], "slots", n_items(&a[2]))) {
+        release_all(a, 5);
+        return NULL;
+    }
+    const int64_t *entries = a[0].view.buf, *ids = a[2].view.buf;
+    const uint8_t *reach = a[1].view.buf;
+    int64_t *rows = a[3].view.buf, *slots = a[4].view.buf;
+    Py_ssize_t n = n_items(&a[2]), away = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + 8 < n) {
+            __builtin_prefetch(entries + 2 * home_of(ids[i + 8], bits), 0);
+        }
+        const int64_t id = ids[i], home = home_of(id, bits);
+        const int last = reach[home] >= window ? window - 1 : reach[home];
+        int64_t row = -1, slot = -1;
+        for (int d = 0; d <= last; d++) {
+            if (entries[2 * (home + d)] == id) {
+                slot = home + d;
+                row = entries[2 * slot + 1];
+                break;
+            }
+        }
+        rows[i] = row;
+        slots[i] = slot;
+        away += slot != home;
+    }
+    Py_END_ALLOW_THREADS
+    release_all(a, 5);
+    return PyLong_FromSsize_t(away);
+}
+
+static PyObject *index_place(PyObject *self, PyObject *args) {
+    PyObject *entries_o, *reach_o, *ids_o, *rows_o, *spilled_o;
+    int bits, window;
+    if (!PyArg_ParseTuple(args, "OOOOiiO:index_place", &entries_o, &reach_o, &ids_o, &rows_o, &bits, &window,
+                          &spilled_o)) {
+        return NULL;
+    }
+    Array a[5] = {{0}};
+    if (index_args(entries_o, reach_o, ids_o, bits, window, 1, a)
+        || get_array(rows_o, "rows", 'i', 0, &a[3]) || check_size(&a[3], "rows", n_items(&a[2]))
+        || get_array(spilled_o, "spilled", 'i', 1, &a[4]) || check_size(&a[4], "spilled", n_items(&a[2]))) {
+        release_all(a, 5);
+        return NULL;
+    }
+    int64_t *entries = a[0].view.buf, *spilled = a[4].view.buf;
+    uint8_t *reach = a[1].view.buf;
+    const int64_t *ids = a[2].view.buf, *rows = a[3].view.buf;
+    Py_ssize_t n = n_items(&a[2]), n_spilled = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + 8 < n) {
+            __builtin_prefetch(entries + 2 * home_of(ids[i + 8], bits), 1);
+        }
+        const int64_t home = home_of(ids[i], bits);
+        int d = 0;
+        while (d < window && entries[2 * (home + d) + 1] >= 0) {
+            d++;
+        }
+        if (d == window) {           /* the window is full: numpy adds it to the overflow */
+            spilled[n_spilled++] = i;
+            continue;
+        }
+        entries[2 * (home + d)] = ids[i];
+        entries[2 * (home + d) + 1] = rows[i];
+        if (reach[home] < d) {
+            reach[home] = (uint8_t)d;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release_all(a, 5);
+    return PyLong_FromSsize_t(n_spilled);
+}
+
 static PyMethodDef methods[] = {
     {"sgd_rows", sgd_rows, METH_VARARGS,
      "sgd_rows(param, rows, grads, lr): param[rows] -= lr * grads (rows unique)."},
@@ -323,6 +443,13 @@ static PyMethodDef methods[] = {
     {"adam_dense", adam_dense, METH_VARARGS,
      "adam_dense(param, grad, m1, m2, beta1_pow, beta2_pow, lr, beta1, beta2, epsilon): Adam on a whole\n"
      "parameter; the pows ([1] each) advance."},
+    {"index_find", index_find, METH_VARARGS,
+     "index_find(entries, reach, ids, bits, window, rows_out, slots_out) -> ids not at their home slot:\n"
+     "each id's row and slot (-1: not in the window; the overflow is the caller's)."},
+    {"index_place", index_place, METH_VARARGS,
+     "index_place(entries, reach, ids, rows, bits, window, spilled_out) -> n spilled: each (absent, unique)\n"
+     "id into the first free slot of its window; the positions of ids whose window is full go to\n"
+     "spilled_out[:n]."},
     {NULL, NULL, 0, NULL},
 };
 

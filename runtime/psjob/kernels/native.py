@@ -72,3 +72,20 @@ def adam_rows(param, m1, m2, beta1_pow, beta2_pow, rows, grads, *, lr, beta1, be
 def adam_dense(param, grad, m1, m2, beta1_pow, beta2_pow, *, lr, beta1, beta2, epsilon) -> None:
     _native.adam_dense(param, grad, m1, m2, beta1_pow, beta2_pow, float(lr), float(beta1), float(beta2),
                        float(epsilon))
+
+
+def index_find(entries, reach, ids, bits, window):
+    """(rows, slots, number of ids not at their home slot) of contiguous int64 `ids` in the
+    id index's arrays (tables/index.py); -1 where an id is not in its window."""
+    rows = np.empty(ids.size, np.int64)
+    slots = np.empty(ids.size, np.int64)
+    away = _native.index_find(entries, reach, ids, bits, window, rows, slots)
+    return rows, slots, away
+
+
+def index_place(entries, reach, ids, rows, bits, window) -> np.ndarray:
+    """Insert unique absent contiguous int64 `ids` with `rows`; the positions of the ids
+    whose window was full (for the overflow)."""
+    spilled = np.empty(ids.size, np.int64)
+    n = _native.index_place(entries, reach, ids, rows, bits, window, spilled)
+    return spilled[:n]

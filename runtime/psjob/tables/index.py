@@ -37,6 +37,12 @@ left then take the first free slot of the rest of their window, found for all
 of them with one gather (ids choosing one slot: the first keeps it, the others
 look again), and ids whose window is full go to the overflow.
 
+Where psjob's C extension is built (psjob.kernels.native), find and insert run
+there on the same arrays instead: each id walks its window once, up to its
+home's reach, and inserts (a rehash's too) are plain linear probing, one id
+after the other; the overflow, promotion and removal stay here. Both paths
+keep the same invariants, so either reads what the other wrote.
+
 Capacity is a power of two and doubles when the load would exceed MAX_LOAD
 or the overflow grows past a small fraction of the entries; the new table is
 filled in one sorted pass (ids that were at home first, so frequent ids keep
@@ -46,6 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from psjob.kernels import native
 from psjob.tables.storage import aligned_empty
 
 # Fibonacci hashing multiplier (2^64 / golden ratio, odd) and its inverse mod 2^64.
@@ -130,6 +137,8 @@ class IdIndex:
     def find(self, ids: np.ndarray, *, promote: bool = True):
         """``(rows, absent)``: the rows of int64 ``ids`` (-1 where absent) and
         the positions of the absent ids. ``rows`` is a new (possibly strided) array."""
+        if native.enabled:
+            return self._find_native(np.ascontiguousarray(ids, np.int64), promote)
         home = self._home(ids)
         entry = self._entries.take(home, axis=0, mode="clip")
         rows = entry[:, 1]                           # a view of our own buffer: no copy
@@ -143,6 +152,26 @@ class IdIndex:
         if promote and self._finds % _PROMOTE_EVERY == 0:
             self._promote(mhome, mslots)
         return rows, miss[mrows < 0]
+
+    def _find_native(self, ids, promote):
+        """`find` with the C probe: each id walks its window up to its home's reach once
+        (psjob/kernels/_native.c); the overflow and promotion stay here."""
+        rows, slots, away = native.index_find(self._entries, self._reach, ids, self._bits, WINDOW)
+        if away == 0:
+            return rows, np.empty(0, np.intp)
+        absent = np.flatnonzero(rows < 0)
+        if absent.size and self._ovf_ids.size:
+            spilled = absent[self._reach.take(self._home(ids[absent])) == _SPILLED]
+            if spilled.size:
+                rows[spilled] = self._find_overflow(ids[spilled])
+                absent = np.flatnonzero(rows < 0)
+        self._finds += 1
+        if promote and self._finds % _PROMOTE_EVERY == 0:
+            home = self._home(ids)
+            found_away = np.flatnonzero((slots >= 0) & (slots != home))
+            if found_away.size:
+                self._promote(home[found_away], slots[found_away])
+        return rows, absent
 
     def _find_away(self, ids, home):
         """``(rows, slots)`` of ids that are not at home; -1 where absent (slot
@@ -248,6 +277,12 @@ class IdIndex:
         self._size += ids.size
 
     def _place(self, ids, rows):
+        if native.enabled:  # linear probing, one id after the other, in C
+            ids, rows = np.ascontiguousarray(ids, np.int64), np.ascontiguousarray(rows, np.int64)
+            spilled = native.index_place(self._entries, self._reach, ids, rows, self._bits, WINDOW)
+            if spilled.size:
+                self._add_overflow(ids[spilled], rows[spilled])
+            return
         flat = self._flat
         pend = np.arange(ids.size)
         home = self._home(ids).copy()
@@ -345,6 +380,10 @@ class IdIndex:
         """
         n = ids.size
         if n == 0:
+            return
+        if native.enabled:  # the same order, placed one id after the other in C: no sort
+            order = np.argsort(displaced, kind="stable")
+            self._place(ids[order], rows[order])
             return
         if n >= 1 << 32 or self._bits > 30:          # the packed sort key would not fit
             self._place(ids, rows)
