@@ -95,6 +95,26 @@ def test_fused_lookups_and_pools_train_as_the_program_runs_op_by_op(concat, one_
     assert fused_grad.height == plain_grad.height == VOCAB
 
 
+@pytest.mark.parametrize("optimizer", ["adam", "adagrad"])
+def test_the_c_slot_grid_gather_and_its_gradient_train_bitwise_as_numpy(monkeypatch, optimizer):
+    # One id per example and slot, concatenated (the CTR layout): the grid the C kernels
+    # take (kernels/_native.c pool_gather_grid / pool_grad_grid). Their sums run in double
+    # in numpy's bincount order, so training matches the numpy path bit for bit.
+    from psjob.kernels import native
+    assert native.built()
+    batches = feeds(6, 32, one_id_each=True)
+    runs = []
+    for enabled in (True, False):
+        monkeypatch.setattr(native, "enabled", enabled)
+        runs.append(train(ctr_like_net(True, optimizer), batches, op_by_op=False))
+    (c_params, c_ops, c_grad), (np_params, _, np_grad) = runs
+    assert "embedding_pool_grad" in c_ops
+    for name, value in np_params.items():
+        assert c_params[name].tobytes() == value.tobytes(), name
+    np.testing.assert_array_equal(c_grad.rows, np_grad.rows)
+    assert c_grad.values.tobytes() == np_grad.values.tobytes()
+
+
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
 def test_decay_and_clipping_see_the_fused_gradient_as_the_merged_one(optimizer):
     """L2 decay and the global-norm clip both merge a SelectedRows gradient's repeated rows

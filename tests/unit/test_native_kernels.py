@@ -168,3 +168,23 @@ def test_psjob_native_kernels_0_turns_them_off():
     bad = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PSJOB_NATIVE_KERNELS="yes"),
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "PSJOB_NATIVE_KERNELS='yes': expected 1" in bad.stderr
+
+
+def test_the_slot_grid_kernels_check_their_indices_and_shapes_before_writing():
+    rows = np.arange(12, dtype=np.float32).reshape(6, 2)
+    out = np.full((2, 7), -1.0, np.float32)     # 2 sequences x (3 slots x 2 + 1 tail column)
+    index = np.array([0, 1, 2, 3, 4, 5], np.int64)   # slot by slot: [slots, seqs]
+    native.pool_gather_grid(rows, index, out, 3)
+    assert out.tolist() == [[0, 1, 4, 5, 8, 9, -1], [2, 3, 6, 7, 10, 11, -1]]
+    before = out.copy()
+    with pytest.raises(IndexError, match="row 6 out of range"):
+        native.pool_gather_grid(rows, np.array([0, 1, 2, 3, 4, 6], np.int64), out, 3)
+    with pytest.raises(ValueError, match="6 indices for 2 slots"):
+        native.pool_gather_grid(rows, index, out, 2)
+    assert out.tobytes() == before.tobytes()
+    # The gradient: occurrences (sequence, slot) summed per index, here 0 0 | 1 1 | 0 1.
+    dout = np.arange(14, dtype=np.float32).reshape(2, 7)
+    summed = native.pool_grad_grid(dout, np.array([0, 0, 1, 1, 0, 1], np.int64), 2, 3, 2)
+    assert summed.tolist() == [[0 + 7 + 4, 1 + 8 + 5], [2 + 9 + 11, 3 + 10 + 12]]
+    with pytest.raises(IndexError, match="row 2 out of range"):
+        native.pool_grad_grid(dout, np.array([0, 0, 1, 1, 0, 2], np.int64), 2, 3, 2)

@@ -1,5 +1,6 @@
 /* psjob.kernels._native: the lazy row updates of a sparse table (and dense Adam) in one
- * pass, and the sparse table's id-index probe and insert, in C.
+ * pass, the sparse table's id-index probe and insert, and the trainer's pooled-slot
+ * gather and its gradient, in C.
  *
  * Why: on a pserver, numpy runs a table push as five gathers (value, two moments, two
  * beta pows), ten whole-array operations on the gathered block and five scatters back:
@@ -19,6 +20,7 @@
 #include <Python.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -431,6 +433,107 @@ static PyObject *index_place(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(n_spilled);
 }
 
+/* ------------------------------------------------------------------ pooled slots */
+/* A CTR batch's slots each hold one id per example: the slots' lookups are a [slots, seqs]
+ * grid of indices into a block of rows (the prefetched rows, or a local table), and their
+ * concat is out[b, j*width:(j+1)*width] = rows[index[j*seqs + b]]. The trainer ops
+ * merge_ids_pool / embedding_pool and their gradients (fluid/ops/embedding_pool_ops.py). */
+
+static PyObject *pool_gather_grid(PyObject *self, PyObject *args) {
+    PyObject *rows_o, *index_o, *out_o;
+    Py_ssize_t slots;
+    if (!PyArg_ParseTuple(args, "OOOn:pool_gather_grid", &rows_o, &index_o, &out_o, &slots)) {
+        return NULL;
+    }
+    Array a[3] = {{0}};
+    if (get_array(rows_o, "rows", 'f', 0, &a[0]) || get_array(index_o, "index", 'i', 0, &a[1])
+        || get_array(out_o, "out", 'f', 1, &a[2])) {
+        release_all(a, 3);
+        return NULL;
+    }
+    const Py_ssize_t height = n_rows(&a[0]), width = height ? n_items(&a[0]) / height : 0;
+    const Py_ssize_t n = n_items(&a[1]), seqs = n_rows(&a[2]);
+    const Py_ssize_t cols = seqs ? n_items(&a[2]) / seqs : 0;
+    if (slots < 0 || slots * seqs != n || a[2].view.ndim != 2 || slots * width > cols) {
+        PyErr_Format(PyExc_ValueError, "pool_gather_grid: %zd indices for %zd slots x %zd sequences, "
+                     "out of %zd columns for rows of width %zd", n, slots, seqs, cols, width);
+        release_all(a, 3);
+        return NULL;
+    }
+    if (check_rows(&a[1], height)) {
+        release_all(a, 3);
+        return NULL;
+    }
+    const float *rows = a[0].view.buf;
+    const int64_t *index = a[1].view.buf;
+    float *out = a[2].view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t b = 0; b < seqs; b++) {
+        float *dst = out + b * cols;
+        for (Py_ssize_t j = 0; j < slots; j++) {
+            memcpy(dst + j * width, rows + index[j * seqs + b] * width, (size_t)width * sizeof(float));
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release_all(a, 3);
+    Py_RETURN_NONE;
+}
+
+static PyObject *pool_grad_grid(PyObject *self, PyObject *args) {
+    PyObject *dout_o, *index_o, *out_o;
+    Py_ssize_t slots, width;
+    if (!PyArg_ParseTuple(args, "OOOnn:pool_grad_grid", &dout_o, &index_o, &out_o, &slots, &width)) {
+        return NULL;
+    }
+    Array a[3] = {{0}};
+    if (get_array(dout_o, "dout", 'f', 0, &a[0]) || get_array(index_o, "index", 'i', 0, &a[1])
+        || get_array(out_o, "out", 'f', 1, &a[2])) {
+        release_all(a, 3);
+        return NULL;
+    }
+    const Py_ssize_t seqs = n_rows(&a[0]), cols = seqs ? n_items(&a[0]) / seqs : 0;
+    const Py_ssize_t n = n_items(&a[1]), distinct = n_rows(&a[2]);
+    if (slots < 0 || width < 0 || slots * seqs != n || a[0].view.ndim != 2 || slots * width > cols
+        || n_items(&a[2]) != distinct * width) {
+        PyErr_Format(PyExc_ValueError, "pool_grad_grid: %zd indices for %zd slots x %zd sequences, "
+                     "%zd gradient columns for %zd slots of width %zd", n, slots, seqs, cols, slots, width);
+        release_all(a, 3);
+        return NULL;
+    }
+    if (check_rows(&a[1], distinct)) {
+        release_all(a, 3);
+        return NULL;
+    }
+    double *sum = calloc((size_t)(distinct * width) + 1, sizeof(double));
+    if (sum == NULL) {
+        release_all(a, 3);
+        return PyErr_NoMemory();
+    }
+    const float *dout = a[0].view.buf;
+    const int64_t *index = a[1].view.buf;
+    float *out = a[2].view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    /* Occurrences in (sequence, slot) order, each added in double: numpy's one bincount
+     * per column over the same order, so the float32 results are bitwise the same. */
+    for (Py_ssize_t b = 0; b < seqs; b++) {
+        const float *src = dout + b * cols;
+        for (Py_ssize_t j = 0; j < slots; j++) {
+            double *acc = sum + index[j * seqs + b] * width;
+            const float *g = src + j * width;
+            for (Py_ssize_t c = 0; c < width; c++) {
+                acc[c] += (double)g[c];
+            }
+        }
+    }
+    for (Py_ssize_t k = 0; k < distinct * width; k++) {
+        out[k] = (float)sum[k];
+    }
+    Py_END_ALLOW_THREADS
+    free(sum);
+    release_all(a, 3);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"sgd_rows", sgd_rows, METH_VARARGS,
      "sgd_rows(param, rows, grads, lr): param[rows] -= lr * grads (rows unique)."},
@@ -450,6 +553,12 @@ static PyMethodDef methods[] = {
      "index_place(entries, reach, ids, rows, bits, window, spilled_out) -> n spilled: each (absent, unique)\n"
      "id into the first free slot of its window; the positions of ids whose window is full go to\n"
      "spilled_out[:n]."},
+    {"pool_gather_grid", pool_gather_grid, METH_VARARGS,
+     "pool_gather_grid(rows, index, out, slots): out[b, j*width:(j+1)*width] = rows[index[j*seqs + b]]\n"
+     "for the [slots, seqs] grid of indices (one id per sequence and slot)."},
+    {"pool_grad_grid", pool_grad_grid, METH_VARARGS,
+     "pool_grad_grid(dout, index, out, slots, width): out[k] = the sum, in double, over the grid's\n"
+     "occurrences (b, j) with index[j*seqs + b] == k of dout[b, j*width:(j+1)*width]."},
     {NULL, NULL, 0, NULL},
 };
 

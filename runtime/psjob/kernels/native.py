@@ -89,3 +89,17 @@ def index_place(entries, reach, ids, rows, bits, window) -> np.ndarray:
     spilled = np.empty(ids.size, np.int64)
     n = _native.index_place(entries, reach, ids, rows, bits, window, spilled)
     return spilled[:n]
+
+
+def pool_gather_grid(rows, index, out, slots) -> None:
+    """out[b, j*width:(j+1)*width] = rows[index[j*seqs + b]] (index: a [slots, seqs] grid
+    laid out slot by slot; every index is checked against len(rows) first)."""
+    _native.pool_gather_grid(rows, np.ascontiguousarray(index, np.int64), out, int(slots))
+
+
+def pool_grad_grid(dout, index, distinct, slots, width) -> np.ndarray:
+    """[distinct, width] float32: row k sums (in double, in (sequence, slot) order) the
+    gradient dout[b, j*width:(j+1)*width] of every grid occurrence whose index is k."""
+    out = np.empty((distinct, width), np.float32)
+    _native.pool_grad_grid(dout, np.ascontiguousarray(index, np.int64), out, int(slots), int(width))
+    return out
