@@ -16,7 +16,10 @@ every ratio compares an adjacent pair. For each run:
 
 - examples/s: the sum over trainers of examples / training seconds (one
   epoch; loading the files is outside the window, as in the anchor);
-- AUC: trainer 0's progressive AUC over that first epoch;
+- AUC: trainer 0's progressive AUC over that first epoch (the auc op's, as the
+  anchor reports Paddle's); for psjob also "all": the exact progressive AUC over
+  every trainer's predictions together (the job's, as fleet.metrics.auc pools it),
+  which a trainer starting ahead of the others does not move;
 - CPU-s per 1M examples per role: every process of the run is sampled from
   /proc (utime + stime, every --sample_s) and its CPU is interpolated at the
   training window's ends — the trainers' reported window for psjob, the
@@ -243,8 +246,21 @@ def run_psjob(data, servers, trainers, period_s, timeout_s, source=None, side="p
                     logs += f"--- {os.path.basename(path)}\n{f.read()[-3000:]}\n"
             raise RuntimeError(f"psjob run failed (rc {rc}):\n{stderr[-3000:]}\n{logs}")
         results = [json.load(open(os.path.join(out, f"trainer{t}.json"))) for t in range(max(trainers, 1))]
-    return _summary(sampler, [(r["t_start"], r["t_end"]) for r in results], [r["examples"] for r in results],
-                    results[0]["auc"], side)
+        summary = _summary(sampler, [(r["t_start"], r["t_end"]) for r in results],
+                           [r["examples"] for r in results], results[0]["auc"], side)
+        summary["auc_all"] = _pooled_auc([os.path.join(out, f"trainer{t}.scores.npz") for t in range(len(results))])
+    return summary
+
+
+def _pooled_auc(paths):
+    """The progressive AUC over every trainer's predictions together (None when a tree's
+    worker writes no scores, e.g. an older --baseline)."""
+    if not all(os.path.exists(p) for p in paths):
+        return None
+    import numpy as np
+    from psjob.dataset.ctr import roc_auc
+    scores = [np.load(p) for p in paths]
+    return roc_auc(np.concatenate([s["label"] for s in scores]), np.concatenate([s["predict"] for s in scores]))
 
 
 _EPOCH_LINE = re.compile(r"\[ctr (\S+) ([\d.]+)s\] epoch 0: ([\d.]+)s")
@@ -317,7 +333,8 @@ def _fmt(r):
     both = sum(cpu.values())
     roles = "  ".join(f"{role} {cpu[role]:5.1f}" for role in ("trainer", "pserver") if role in cpu)
     mem = "  ".join(f"{role} {rss[role] / 2**20:6.0f}" for role in ("trainer", "pserver") if role in rss)
-    return (f"{r['rate']:9,.0f} ex/s  AUC {r['auc']:.4f}  CPU-s/1M: {roles}  (sum {both:5.1f})  "
+    every = f" (all {r['auc_all']:.4f})" if r.get("auc_all") is not None else ""
+    return (f"{r['rate']:9,.0f} ex/s  AUC {r['auc']:.4f}{every}  CPU-s/1M: {roles}  (sum {both:5.1f})  "
             f"peak RSS MiB: {mem}")
 
 
@@ -394,8 +411,10 @@ def main():
             cpu_text = "  ".join(f"{role} {_spread(v, lambda x: f'{x:.1f}')}" for role, v in cpu.items() if v)
             rss = "  ".join(f"{role} {max(r['rss'][role] for r in rs) / 2**20:.0f}"
                             for role in ("trainer", "pserver") if role in rs[0]["rss"])
+            every = [r["auc_all"] for r in rs if r.get("auc_all") is not None]
+            every = f" all trainers {_spread(every, lambda x: f'{x:.3f}')}" if len(every) == len(rs) else ""
             print(f"  {name:6s} {side:6s} ex/s {_spread([r['rate'] for r in rs], lambda x: f'{x:,.0f}')}  "
-                  f"AUC {_spread([r['auc'] for r in rs], lambda x: f'{x:.3f}')}  CPU-s/1M {cpu_text}  "
+                  f"AUC {_spread([r['auc'] for r in rs], lambda x: f'{x:.3f}')}{every}  CPU-s/1M {cpu_text}  "
                   f"max peak RSS MiB {rss}")
         based = [r for r in mine if "base" in r]
         if based:

@@ -17,6 +17,7 @@ times (time.time(), so the parent can cut its /proc CPU samples at the same
 instants), the progressive AUC over the epoch (every batch is scored before
 it is trained on), and this process's own CPU-seconds in the window; with
 --as_trainers also `shard_aucs`, each shard's progressive AUC (exact: psjob.dataset.ctr.roc_auc).
+OUT/trainer<t>.scores.npz holds every prediction of the epoch and its label, in order.
 
 The TSV is read by `load_tsv` below, a minimal vectorized loader: the data
 plane under test is training, not parsing (loading time is outside the
@@ -178,7 +179,7 @@ def main():
         batches = feeds(model, label, dense, ids, args.batch)
         shard_of = None
     load_s = time.time() - t_load
-    scored = {}   # shard -> ([predictions], [labels]) when --as_trainers
+    scored = {}   # shard (0 without --as_trainers) -> ([predictions], [labels])
 
     ahead = None
     if not args.single and args.prefetch_ahead:
@@ -198,11 +199,8 @@ def main():
     for i, feed in enumerate(batches):
         if ahead is not None and i + 1 < len(batches):
             ahead(exe, program, batches[i + 1])
-        if shard_of is None:
-            loss, auc = exe.run(program, feed=feed, fetch_list=[model.loss, model.auc])
-            continue
         loss, auc, predict = exe.run(program, feed=feed, fetch_list=[model.loss, model.auc, model.predict])
-        preds, labels = scored.setdefault(shard_of[i], ([], []))
+        preds, labels = scored.setdefault(0 if shard_of is None else shard_of[i], ([], []))
         preds.append(np.asarray(predict)[:, -1].copy())
         labels.append(feed[model.label.name].reshape(-1))
     t1, c1 = time.time(), cpu_seconds()
@@ -211,7 +209,12 @@ def main():
         profiler.dump_stats(f"{os.environ['PSJOB_CPROFILE']}.{tid}")
     result = {"examples": len(batches) * args.batch, "t_start": t0, "t_end": t1,
               "cpu_s": c1 - c0, "load_s": load_s, "loss": float(loss[0]), "auc": float(auc[0])}
-    if scored:
+    # Every prediction of the epoch (scored before its batch trained), for the parent's AUC
+    # over all trainers together (the job's progressive AUC, as fleet.metrics.auc gives).
+    np.savez(os.path.join(args.out, f"trainer{tid}.scores.npz"),
+             predict=np.concatenate([np.concatenate(scored[t][0]) for t in sorted(scored)]),
+             label=np.concatenate([np.concatenate(scored[t][1]) for t in sorted(scored)]))
+    if shard_of is not None:
         from psjob.dataset.ctr import roc_auc
         result["shard_aucs"] = [roc_auc(np.concatenate(scored[t][1]), np.concatenate(scored[t][0]))
                                 for t in sorted(scored)]

@@ -13,6 +13,7 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob.fluid.core import SelectedRows
+from psjob.fluid.ops.dist_ops import PREFETCH_AHEAD
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
 from psjob.fluid.transpiler import deserialize_dist_program as load
 from psjob.fluid.transpiler import serialize_dist_program as dump
@@ -682,7 +683,6 @@ def test_train_from_dataset_pipelines_the_prefetch_where_reads_may_lag(tmp_path,
     batch's prefetches were issued while the batch before ran, and every one was taken (one
     per pserver per step, never twice); sync, nothing is issued ahead."""
     from psjob.distributed import QueueDataset
-    from psjob.fluid.ops.dist_ops import PREFETCH_AHEAD
     rng = np.random.default_rng(5)
     steps, batch = 5, 10
     with open(tmp_path / "part-0", "w") as f:   # MultiSlot lines: y, dense, then the three id slots
@@ -709,3 +709,31 @@ def test_train_from_dataset_pipelines_the_prefetch_where_reads_may_lag(tmp_path,
     [(prefetches, left_queued)] = cluster.run_trainers(body, 1)
     assert prefetches == 2 * steps
     assert left_queued == (None if sync else 0)   # async: issued ahead, and all taken
+
+
+def test_an_async_trainer_allowed_no_stale_step_is_not_pipelined_and_trains_as_sync():
+    """max_stale_steps=0 asks for exact reads: the embedding rows too, so the pipeline issues
+    nothing ahead (the next batch's rows would be read before this batch's gradient is
+    applied) and a lone async trainer's table and parameters equal sync training's."""
+    from psjob.fluid.pipeline import pipelined
+    from psjob.ps.communicator import Communicator, CommunicatorConfig
+    feeds = pooled_feeds(6, 10)
+    runs = {}
+    for sync in (True, False):
+        program, startup, loss, cluster = _pooled_on_two_pservers(sync, lr=0.1)
+
+        def body(tid, exe):
+            if not sync:
+                exe.services["rpc"] = Communicator(exe.services["rpc"], CommunicatorConfig(max_stale_steps=0))
+            exe.run(startup)
+            losses = [float(exe.run(program, feed=feed, fetch_list=[loss])[0][0])
+                      for feed in pipelined(exe, program, feeds)]
+            if not sync:
+                exe.services["rpc"].stop()
+            return losses, exe.services.get(PREFETCH_AHEAD)
+
+        [(losses, issued)] = cluster.run_trainers(body, 1)
+        runs[sync] = losses, table_rows(cluster, EPS[:2]), issued
+    assert runs[False][2] is None   # nothing was issued ahead
+    np.testing.assert_allclose(runs[False][0], runs[True][0], rtol=1e-5)
+    np.testing.assert_allclose(runs[False][1], runs[True][1], rtol=1e-5, atol=1e-7)

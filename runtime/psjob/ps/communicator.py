@@ -133,9 +133,12 @@ def _merge(values: list):
 
 
 class Communicator:
-    # Its reads may lag its pushes (async, half-async), so a prefetch issued one batch ahead
-    # (psjob.fluid.pipeline) adds only a step of staleness.
-    reads_may_lag = True
+    @property
+    def reads_may_lag(self) -> bool:
+        """Whether its reads may lag its pushes, so that a prefetch issued one batch ahead
+        (psjob.fluid.pipeline) adds only a step of staleness: async and half-async, except
+        async with max_stale_steps=0, which asks for exact reads, embedding rows included."""
+        return not (self.config.mode == "async" and self.config.max_stale_steps == 0)
 
     def __init__(self, client, config: CommunicatorConfig = CommunicatorConfig()):
         if config.mode not in ("async", "half_async"):
