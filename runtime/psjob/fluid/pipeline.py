@@ -10,8 +10,10 @@ the issued replies when their ids match — they do when the feed is what that r
 Only where reads may lag pushes anyway (the client is an async or half-async
 communicator: `reads_may_lag`): the rows are read before the current batch's gradients
 reach the pservers, one step of extra staleness on top of the asynchronous push. Sync
-programs keep their exact rounds, and so do programs whose prefetched ids are not all
-fed: nothing is issued ahead and every prefetch fetches in its own run.
+programs keep their exact rounds, an async communicator allowed no stale step
+(`max_stale_steps=0`: exact reads) its exact rows, and programs whose prefetched ids are
+not all fed are left alone: nothing is issued ahead and every prefetch fetches in its own
+run.
 """
 from __future__ import annotations
 
