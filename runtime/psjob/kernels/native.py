@@ -1,4 +1,6 @@
-"""The C kernels (``_native.c``) that `optimizers` hands its float32 numpy updates to.
+"""The C kernels (``_native.c``) that `optimizers` hands its float32 numpy updates to, that
+the sparse table's id index probes and inserts with, and that the fused embedding ops
+(`merge_ids_pool`, `embedding_pool` and their gradients) gather and sum the CTR grid with.
 
 A pserver applies every trainer's table push with a lazy row update; numpy does it as a
 gather of each state column, a dozen whole-block operations and a scatter back (~1 ms
