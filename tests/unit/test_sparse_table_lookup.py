@@ -5,6 +5,7 @@ import pytest
 from psjob.tables import (
     InitializerConfig, OptimizerConfig, SparseTable, TableConfig, shard_of,
 )
+from psjob.tables.storage import Column, RowStorage
 
 I64 = np.iinfo(np.int64)
 EXTREMES = np.array([I64.min, I64.min + 1, -(2**40), -1, 0, 1, 2**53 + 1, I64.max - 1, I64.max], np.int64)
@@ -111,6 +112,27 @@ def test_storage_grows_past_its_initial_capacity_keeping_every_row():
     first = np.concatenate([t.lookup(chunk) for chunk in np.array_split(ids, 30)])
     np.testing.assert_array_equal(t.lookup(ids), first)
     assert t.stats().capacity >= ids.size and len(t) == ids.size
+
+
+def test_large_columns_grow_where_they_lie_and_a_held_view_makes_them_copy_instead():
+    """A column past 1 MiB is a mapping of its own that grows in place (its pages move, the
+    data stays, the mapping object is the same); while a view of it is held elsewhere the
+    mapping cannot move, so the column is copied and the held view stays readable."""
+    storage = RowStorage({"value": Column(np.dtype(np.float32), (16,))}, initial_capacity=1 << 14)
+    rows = storage.alloc(1 << 14)
+    storage.cols["value"][rows] = np.arange(rows.size * 16, dtype=np.float32).reshape(-1, 16)
+    before = storage.cols["value"].copy()
+    mapping = storage._maps["value"]
+    more = storage.alloc(5)   # past the capacity: doubled
+    assert storage.capacity == 1 << 15 and storage._maps["value"] is mapping
+    np.testing.assert_array_equal(storage.cols["value"][rows], before)
+    held = storage.cols["value"]
+    storage.cols["value"][more] = -1.0
+    storage.alloc(1 << 15)    # doubled again, with `held` still alive: copied
+    assert storage.capacity == 1 << 16 and storage._maps["value"] is not mapping
+    np.testing.assert_array_equal(storage.cols["value"][rows], before)
+    np.testing.assert_array_equal(held[rows], before)   # the old mapping is still there for it
+    assert (storage.cols["value"][more] == -1.0).all()
 
 
 def test_stats_report_rows_and_a_resident_size_per_row():
