@@ -184,7 +184,7 @@ class RowStorage:
         """Grow a mapped column where it lies (mremap: its pages are moved, not copied, and
         no page is touched), instead of copying it into a new array: a CTR pserver's table
         doubling from 512K to 1M rows copied and first-touched ~110 MB at once; inserts
-        into a 10M-row table (`bench/sparse_table.py`) ran 3.8M rows/s against 1.8M.
+        into a 10M-row table (`bench/sparse_table.py`) ran 1.9-2.1M rows/s against 1.7M.
         False when the column is not a mapping, or when a view of it is still held
         elsewhere (the mapping refuses to move under it): then it is copied."""
         mapping = self._maps.get(name)
