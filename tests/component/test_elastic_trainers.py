@@ -35,19 +35,19 @@ _spec.loader.exec_module(kit)
 BOUND_S = 90
 
 
-def trainer_args(epochs):
+def trainer_args(epochs, examples=800):
     """800 examples in batches of 20: 20 steps a trainer an epoch with 2 trainers. One epoch
     where the trainers cannot outrun the event under test (it is awaited with them paused, or
     sync rounds gate them); two where an async trainer must still be training when it is
     stopped (at ~25 steps/s, 5 steps into a 20-step epoch leaves too little margin)."""
-    return ["--examples", "800", "--batch", "20", "--epochs", str(epochs), "--log_every", "0.2"]
+    return ["--examples", str(examples), "--batch", "20", "--epochs", str(epochs), "--log_every", "0.2"]
 
 
 class ElasticJob:
     """2 pservers and the trainers the test starts, each a `psjob pserver|worker` process."""
 
-    def __init__(self, tmp_path, mode, epochs):
-        self.tmp, self.procs, self.args = tmp_path, {}, trainer_args(epochs)
+    def __init__(self, tmp_path, mode, epochs, examples=800):
+        self.tmp, self.procs, self.args = tmp_path, {}, trainer_args(epochs, examples)
         self.topology = roles.JobTopology(job_name="elastic", namespace="default",
                                           pserver_endpoints=tuple(loopback_endpoints(2)), trainers=2,
                                           mode=mode, metrics_port=0, k_steps=5 if mode == "geo" else 0)
@@ -152,14 +152,18 @@ def check_sync_rounds(job, trainers):
 
 @pytest.mark.parametrize("mode", ["sync", "async", "half_async", "geo"])
 def test_a_third_trainer_joins_mid_job(tmp_path, mode):
-    job = ElasticJob(tmp_path, mode, epochs=1)
+    # 60 steps a trainer: a geo trainer (no RPC per step) ran its 20 steps in 0.4 s, past the
+    # progress line at step 4 and done before the test could pause it.
+    job = ElasticJob(tmp_path, mode, epochs=1, examples=2400)
     try:
         job.start_trainer(0)
         job.start_trainer(1)
-        job.wait_for(lambda: job.steps("trainer.0") >= 5, "trainer 0 to train 5 steps")
+        job.wait_for(lambda: job.steps("trainer.0") >= 1, "trainer 0 to train")
         pids = {n: p.pid for n, (p, _) in job.procs.items()}
         # Trainers 0 and 1 cannot finish (and the pservers end) before the new one has joined.
         with job.paused("trainer.0", "trainer.1"):
+            assert not any("finished" in job.log(t) for t in ("trainer.0", "trainer.1")), (
+                "a trainer finished before the test could pause it: give it more steps\n" + job.dump())
             job.start_trainer(2, trainers=3)
             job.wait_for(lambda: all("trainer 2 joined" in job.log(p) for p in ("pserver.0", "pserver.1")),
                          "the new trainer joining")
