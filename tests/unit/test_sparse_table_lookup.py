@@ -135,6 +135,17 @@ def test_large_columns_grow_where_they_lie_and_a_held_view_makes_them_copy_inste
     assert (storage.cols["value"][more] == -1.0).all()
 
 
+def test_a_column_moved_to_a_device_lets_its_host_mapping_go():
+    from psjob.tables.device import DeviceColumns
+    storage = RowStorage({"value": Column(np.dtype(np.float32), (16,))}, initial_capacity=1 << 15)
+    storage.alloc(10)
+    assert "value" in storage._maps
+    storage.place_on(DeviceColumns(np), ["value"])   # numpy stands in for the device module
+    assert "value" not in storage._maps
+    storage.alloc(1 << 15)   # growth of a device column: the device's copy, no host mapping
+    assert storage.capacity == 1 << 16 and "value" not in storage._maps
+
+
 def test_stats_report_rows_and_a_resident_size_per_row():
     t = SparseTable(TableConfig("emb", 16, optimizer=OptimizerConfig("adagrad")))
     t.lookup(np.arange(50_000))

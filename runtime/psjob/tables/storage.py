@@ -150,6 +150,7 @@ class RowStorage:
         for name in names:
             if name not in self._on_device:
                 self.cols[name] = device.upload_column(self.cols[name][:self._high], self._capacity)
+                self._maps.pop(name, None)   # the host column's mapping goes with its last view
         self._device = device
         self._on_device = self._on_device | frozenset(names)
 
