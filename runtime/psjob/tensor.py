@@ -1,9 +1,11 @@
 """Paddle 2.x tensor functions (`paddle.reshape`, `paddle.matmul`, ...) in static mode: each
 appends ops to the current Program, with Paddle 2.x argument names and defaults.
 
-Element-wise binary functions broadcast as Fluid's elementwise ops do: `y` may have
-fewer dimensions than `x` (aligned at the trailing ones) or the same number with 1s;
-a `y` with more dimensions than `x` is refused at build time.
+Element-wise binary functions (add, subtract, multiply, divide, maximum, minimum, pow,
+floor_divide, remainder) and the comparisons broadcast as Paddle 2.x's do, numpy-style in
+both directions: shapes are aligned at their trailing dimensions and a size of 1 in either
+operand stretches ([N, 13, 1] * [1, 13, 9] is [N, 13, 9]); the gradient of a stretched
+operand is summed back to its shape.
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from .fluid.layers._checks import check_int_list, check_variable
 
 __all__ = [
     "reshape", "concat", "cast", "mean", "sum", "square", "sqrt", "abs", "exp", "log", "pow",
-    "matmul", "multiply", "add", "subtract", "divide", "maximum", "scale", "sigmoid", "tanh",
+    "matmul", "multiply", "add", "subtract", "divide", "maximum", "minimum", "floor_divide",
+    "remainder", "mod", "floor_mod", "scale", "sigmoid", "tanh",
     "clip", "squeeze", "unsqueeze", "split", "stack", "slice", "flatten", "transpose",
     "ones", "zeros", "full", "full_like", "ones_like", "zeros_like", "argmax", "topk", "where",
     "greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal",
@@ -137,9 +140,12 @@ sigmoid, tanh = _layers.sigmoid, _layers.tanh
 
 
 def pow(x, y, name=None):  # noqa: A001 (paddle.pow)
-    if isinstance(y, Variable):
-        raise TypeError("paddle.pow: a Variable exponent is not supported; pass a number")
+    """x ** y: a number y is the `pow` op's factor; a Variable y is elementwise_pow (broadcast)."""
     check_variable(x, "x", "pow")
+    if isinstance(y, Variable):
+        return _layers.elementwise_pow(x, y, axis=-1, name=name)
+    if not isinstance(y, numbers.Real):
+        raise TypeError(f"paddle.pow: y must be a Variable or a number, got {y!r}")
     return _op("pow", {"X": [x]}, {"factor": float(y)}, name=name)
 
 
@@ -165,6 +171,9 @@ subtract = _binary(_layers.elementwise_sub)
 multiply = _binary(_layers.elementwise_mul)
 divide = _binary(_layers.elementwise_div)
 maximum = _binary(_layers.elementwise_max)
+minimum = _binary(_layers.elementwise_min)
+floor_divide = _binary(_layers.elementwise_floordiv)
+remainder = mod = floor_mod = _binary(_layers.elementwise_mod)
 
 
 def clip(x, min=None, max=None, name=None):  # noqa: A002 (Paddle's names)

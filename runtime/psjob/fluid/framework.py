@@ -138,6 +138,35 @@ class Variable:
     def __truediv__(self, o):
         return self._binary(o, "elementwise_div")
 
+    def __rtruediv__(self, o):
+        return self._binary(o, "elementwise_div", True)
+
+    def __floordiv__(self, o):
+        return self._binary(o, "elementwise_floordiv")
+
+    def __mod__(self, o):
+        return self._binary(o, "elementwise_mod")
+
+    def __pow__(self, o):
+        return self._binary(o, "elementwise_pow")
+
+    def __rpow__(self, o):
+        return self._binary(o, "elementwise_pow", True)
+
+    # Comparisons build bool ops as Paddle's do; == and != stay identity so that
+    # Variables keep working as dict keys and in `in` tests.
+    def __lt__(self, o):
+        return self._binary(o, "less_than")
+
+    def __le__(self, o):
+        return self._binary(o, "less_equal")
+
+    def __gt__(self, o):
+        return self._binary(o, "greater_than")
+
+    def __ge__(self, o):
+        return self._binary(o, "greater_equal")
+
     def __neg__(self):
         return self._binary(-1.0, "elementwise_mul")
 

@@ -82,6 +82,8 @@ def softmax(input, use_cudnn=False, name=None, axis=-1):
 
 
 def _elementwise(op_type):
+    """Fluid's elementwise_*: y's dimensions line up with x's from `axis` (-1: the
+    trailing ones), then sizes of 1 broadcast in either operand (as Paddle >= 1.8)."""
     def layer(x, y, axis=-1, act=None, name=None):
         _check_var(x, f"{op_type} X")
         _check_var(y, f"{op_type} Y")
@@ -99,6 +101,10 @@ elementwise_sub = _elementwise("elementwise_sub")
 elementwise_mul = _elementwise("elementwise_mul")
 elementwise_div = _elementwise("elementwise_div")
 elementwise_max = _elementwise("elementwise_max")
+elementwise_min = _elementwise("elementwise_min")
+elementwise_pow = _elementwise("elementwise_pow")
+elementwise_floordiv = _elementwise("elementwise_floordiv")
+elementwise_mod = _elementwise("elementwise_mod")
 
 
 def square_error_cost(input, label):

@@ -1,14 +1,18 @@
 """Matrix product, broadcasting element-wise arithmetic and mean.
 
-Element-wise ops follow Fluid's broadcast rule: Y's dimensions line up with
-X's starting at `axis` (-1 = trailing), so an fc bias of shape [size] adds to
-an [N, size] activation. The gradient of Y sums over the broadcast dimensions.
+Element-wise ops (add, sub, mul, div, max, min, pow, floordiv, mod) broadcast as
+Paddle's do (broadcast.py): the shorter operand's dimensions line up with the
+other's starting at `axis` (-1 = trailing), then sizes of 1 stretch in either
+operand, so an fc bias [size] adds to an [N, size] activation and [N, 13, 1] times
+[1, 13, 9] is [N, 13, 9]. A broadcast operand's gradient sums over the dimensions
+it was stretched along.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..framework import GraphError
+from . import broadcast
 from .registry import GradOpSpec, grad_name, in_var, register_op, set_out
 
 
@@ -66,22 +70,10 @@ def mul_grad(ctx):
 
 # -- element-wise ------------------------------------------------------------------------
 
-def _bcast_y(x_ndim, y, axis):
-    """Reshape y so numpy broadcasting matches Fluid's `axis` rule."""
-    if y.ndim == x_ndim:
-        return y
-    # Trailing 1s of Y are ignored by Fluid ([N,1] + [1] works either way).
-    if axis == -1 or axis is None:
-        axis = x_ndim - y.ndim
-    return y.reshape((1,) * axis + tuple(y.shape) + (1,) * (x_ndim - axis - y.ndim))
-
-
 def _elementwise_shape(op):
     x, y = in_var(op, "X"), in_var(op, "Y")
-    if len(y.shape) > len(x.shape):
-        raise GraphError(f"{op.type}: Y {y.name}{list(y.shape)} has more dimensions than "
-                         f"X {x.name}{list(x.shape)}; put the larger operand in X")
-    set_out(op, "Out", x.shape, x.dtype, x.lod_level)
+    # The output keeps X's LoD (Fluid shares X's LoD with Out).
+    set_out(op, "Out", broadcast.infer(op, x, y), x.dtype, x.lod_level)
 
 
 def _elementwise_grad(op):
@@ -91,56 +83,72 @@ def _elementwise_grad(op):
                        {"X@GRAD": [grad_name(x)], "Y@GRAD": [grad_name(y)]}, dict(op.attrs))]
 
 
+def _mod(xp, x, y):
+    # Paddle's remainder takes the divisor's sign, as Python's % (numpy's mod) does.
+    return xp.mod(x, y)
+
+
 _FORWARD = {
     "elementwise_add": lambda xp, x, y: x + y,
     "elementwise_sub": lambda xp, x, y: x - y,
     "elementwise_mul": lambda xp, x, y: x * y,
     "elementwise_div": lambda xp, x, y: x / y,
     "elementwise_max": lambda xp, x, y: xp.maximum(x, y),
+    "elementwise_min": lambda xp, x, y: xp.minimum(x, y),
+    "elementwise_pow": lambda xp, x, y: xp.power(x, y),
+    # Paddle 2.x rounds the quotient down (Fluid 1.8 truncated it, for integers only).
+    "elementwise_floordiv": lambda xp, x, y: xp.floor_divide(x, y),
+    "elementwise_mod": _mod,
 }
+# Piecewise constant in both operands: Paddle registers no gradient for them.
+_NO_GRAD = ("elementwise_floordiv", "elementwise_mod")
 
 
 def _make_forward(fn):
     def kernel(ctx):
         x, y = ctx.input("X"), ctx.input("Y")
-        yb = _bcast_y(x.ndim, y, ctx.attr("axis", -1))
-        ctx.set_output("Out", fn(ctx.xp, x, yb), lod=ctx.input_lod("X"))
+        xb, yb = broadcast.operands(x, y, ctx.attr("axis", -1))
+        out = fn(ctx.xp, xb, yb)
+        ctx.set_output("Out", out.astype(x.dtype, copy=False), lod=ctx.input_lod("X"))
     return kernel
 
 
-def _reduce_to(xp, g, shape_b, shape):
-    """Sum g over the axes where shape_b (broadcast y) has 1s, reshape to y's shape."""
-    axes = tuple(i for i, (gd, bd) in enumerate(zip(g.shape, shape_b)) if bd == 1 and gd != 1)
-    if axes:
-        g = g.sum(axis=axes, keepdims=True)
-    return g.reshape(shape)
+def _grads(type_, xp, x, y, out, dout):
+    """(dOut/dX * dout, dOut/dY * dout) on the broadcast operands, as Paddle's grad kernels."""
+    if type_ == "elementwise_add":
+        return dout, dout
+    if type_ == "elementwise_sub":
+        return dout, -dout
+    if type_ == "elementwise_mul":
+        return dout * y, dout * x
+    if type_ == "elementwise_div":
+        return dout / y, -dout * out / y
+    if type_ == "elementwise_pow":
+        return dout * y * xp.power(x, y - 1), dout * out * xp.log(x)
+    # max/min: on ties the gradient goes to Y (Paddle's MaxGradDy is x <= y, MinGradDy x >= y).
+    to_x = (x > y) if type_ == "elementwise_max" else (x < y)
+    return dout * to_x, dout * ~to_x
 
 
 def _make_grad(type_):
     def kernel(ctx):
         xp = ctx.xp
         x, y, dout = ctx.input("X"), ctx.input("Y"), ctx.input("Out@GRAD")
-        yb = _bcast_y(x.ndim, y, ctx.attr("axis", -1))
-        if type_ == "elementwise_add":
-            dx, dyb = dout, dout
-        elif type_ == "elementwise_sub":
-            dx, dyb = dout, -dout
-        elif type_ == "elementwise_mul":
-            dx, dyb = dout * yb, dout * x
-        elif type_ == "elementwise_div":
-            dx = dout / yb
-            dyb = -dout * x / (yb * yb)
-        else:  # max: the gradient goes to the larger operand (x on ties)
-            mask = x >= yb
-            dx, dyb = dout * mask, dout * (~mask)
+        axis = ctx.attr("axis", -1)
+        xb, yb = broadcast.operands(x, y, axis)
+        out = ctx.input("Out") if type_ in ("elementwise_div", "elementwise_pow") else None
+        dx, dy = _grads(type_, xp, xb, yb, out, dout)
         if ctx.has_output("X@GRAD"):
-            ctx.set_output("X@GRAD", _reduce_to(xp, dx, x.shape, x.shape) if dx.shape != x.shape else dx)
+            ctx.set_output("X@GRAD", broadcast.reduce_grad(dx, xb.shape, x.shape).astype(x.dtype, copy=False))
         if ctx.has_output("Y@GRAD"):
-            ctx.set_output("Y@GRAD", _reduce_to(xp, dyb, yb.shape, y.shape))
+            ctx.set_output("Y@GRAD", broadcast.reduce_grad(dy, yb.shape, y.shape).astype(y.dtype, copy=False))
     return kernel
 
 
 for _t, _fn in _FORWARD.items():
+    if _t in _NO_GRAD:
+        register_op(_t, infer_shape=_elementwise_shape)(_make_forward(_fn))
+        continue
     register_op(_t, infer_shape=_elementwise_shape, grad=_elementwise_grad)(_make_forward(_fn))
     register_op(_t + "_grad")(_make_grad(_t))
 

@@ -6,9 +6,10 @@
   Both inputs need at least 2 dimensions.
 * unary math with gradients: `square`, `exp`, `log`, `abs`, `sqrt`, `pow` (attr `factor`).
 * `slice` (axes, starts, ends; negative and out-of-range bounds clamp as Python's do),
-  `stack` (axis), `where` (Condition, X, Y of one shape).
+  `stack` (axis), `where` (Condition, X and Y broadcast together as numpy's where).
 * no-gradient ops, whose outputs are stop_gradient: the comparisons (`less_than`,
-  `less_equal`, `greater_than`, `greater_equal`, `equal`, `not_equal`, bool output),
+  `less_equal`, `greater_than`, `greater_equal`, `equal`, `not_equal`, bool output;
+  X and Y broadcast as the element-wise ops do, broadcast.py),
   `arg_max` (int64), `one_hot_v2` (float32, depth appended) and `fill_any_like`.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..framework import GraphError
+from . import broadcast
 from .registry import (GradOpSpec, grad_name, in_var, register_op, same_shape, set_out,
                        simple_grad)
 from .shape_ops import _norm_axis
@@ -69,11 +71,8 @@ def matmul(ctx):
 
 
 def _sum_to(xp, g, shape):
-    """Sum g's broadcast batch dimensions away so it has `shape`."""
-    while g.ndim > len(shape):
-        g = g.sum(axis=0)
-    axes = tuple(i for i, (gd, d) in enumerate(zip(g.shape, shape)) if d == 1 and gd != 1)
-    return g.sum(axis=axes, keepdims=True) if axes else g
+    """Sum g's broadcast (leading or size-1) dimensions away so it has `shape`."""
+    return broadcast.reduce_grad(g, (1,) * (g.ndim - len(shape)) + tuple(shape), shape)
 
 
 @register_op("matmul_grad")
@@ -202,8 +201,13 @@ def stack_grad(ctx):
 # -- where -------------------------------------------------------------------------------
 
 def _where_shape(op):
-    x = in_var(op, "X")
-    set_out(op, "Out", x.shape, x.dtype)
+    cond, x, y = in_var(op, "Condition"), in_var(op, "X"), in_var(op, "Y")
+    try:
+        shape = broadcast.out_shape(broadcast.out_shape(x.shape, y.shape), cond.shape)
+    except ValueError as exc:
+        raise GraphError(f"where: Condition {cond.name}{list(cond.shape)}, X {x.name}{list(x.shape)} and "
+                         f"Y {y.name}{list(y.shape)} do not broadcast: {exc}") from None
+    set_out(op, "Out", shape, x.dtype)
 
 
 def _where_grad(op):
@@ -234,13 +238,14 @@ _COMPARE = {"less_than": "less", "less_equal": "less_equal", "greater_than": "gr
 
 
 def _compare_shape(op):
-    x = in_var(op, "X")
-    set_out(op, "Out", x.shape, "bool")
+    x, y = in_var(op, "X"), in_var(op, "Y")
+    set_out(op, "Out", broadcast.infer(op, x, y), "bool")
 
 
 def _make_compare(fn_name):
     def kernel(ctx):
-        ctx.set_output("Out", getattr(ctx.xp, fn_name)(ctx.input("X"), ctx.input("Y")))
+        x, y = broadcast.operands(ctx.input("X"), ctx.input("Y"), ctx.attr("axis", -1))
+        ctx.set_output("Out", getattr(ctx.xp, fn_name)(x, y))
     return kernel
 
 
