@@ -75,17 +75,24 @@ def _cases():
                   {"Out": 1}, {"x_num_col_dims": 2, "y_num_col_dims": 1}))
     c.append(Case("mul-y-num-col-dims", "mul", {"X": [In("x", f64(3, 4))], "Y": [In("y", f64(2, 2, 3))]},
                   {"Out": 1}, {"x_num_col_dims": 1, "y_num_col_dims": 2}))
-    for t in ("add", "sub", "mul", "div", "max"):
+    for t in ("add", "sub", "mul", "div", "max", "min", "pow"):
         y_mid = away_from_zero(3) + (2.0 if t == "div" else 0.0)
-        x = away_from_zero(2, 3, 4)
+        # pow: a positive base keeps x ** y and log(x) real.
+        x = f64(2, 3, 4, lo=0.5, hi=2.0) if t == "pow" else away_from_zero(2, 3, 4)
         c.append(Case(f"elementwise_{t}-axis1", f"elementwise_{t}",
                       {"X": [In("x", x)], "Y": [In("y", y_mid)]}, {"Out": 1}, {"axis": 1}))
         y_tail = away_from_zero(3, 4) * 0.5 + (2.0 if t == "div" else 0.37)
         c.append(Case(f"elementwise_{t}-trailing", f"elementwise_{t}",
                       {"X": [In("x", x)], "Y": [In("y", y_tail)]}, {"Out": 1}, {"axis": -1}))
+        x_same = f64(3, 4, lo=0.5, hi=2.0) if t == "pow" else away_from_zero(3, 4)
         c.append(Case(f"elementwise_{t}-same-shape", f"elementwise_{t}",
-                      {"X": [In("x", away_from_zero(3, 4))],
+                      {"X": [In("x", x_same)],
                        "Y": [In("y", away_from_zero(3, 4) + (2.0 if t == "div" else 0.11))]}, {"Out": 1}))
+        # Both operands broadcast: [3, 4, 1] with [1, 4, 5] is [3, 4, 5].
+        x_col = f64(3, 4, 1, lo=0.5, hi=2.0) if t == "pow" else away_from_zero(3, 4, 1)
+        c.append(Case(f"elementwise_{t}-both-ways", f"elementwise_{t}",
+                      {"X": [In("x", x_col)],
+                       "Y": [In("y", away_from_zero(1, 4, 5) + (2.0 if t == "div" else 0.23))]}, {"Out": 1}))
     c.append(Case("mean", "mean", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
     c.append(Case("sum", "sum", {"X": [In("a", f64(2, 3)), In("b", f64(2, 3)), In("c", f64(2, 3))]}, {"Out": 1}))
     c.append(Case("scale", "scale", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"scale": 2.5, "bias": 0.7}))
