@@ -93,19 +93,22 @@ def slice(input, axes, starts, ends):  # noqa: A001 (paddle.slice)
 
 
 def flatten(x, start_axis=0, stop_axis=-1, name=None):
+    """Merge dimensions start_axis..stop_axis into one (Paddle's flatten_contiguous_range):
+    the merged size is unknown (-1) only if one of the merged dimensions is."""
     check_variable(x, "x", "flatten")
     nd = len(x.shape)
-    start, stop = start_axis % nd, stop_axis % nd
-    if start > stop:
+    if not (-nd <= start_axis < nd and -nd <= stop_axis < nd) and nd:
+        raise ValueError(f"flatten: start_axis {start_axis} / stop_axis {stop_axis} out of range for "
+                         f"{x.name}{list(x.shape)}")
+    if nd and start_axis % nd > stop_axis % nd:
         raise ValueError(f"flatten: start_axis {start_axis} comes after stop_axis {stop_axis}")
-    if stop == nd - 1:
-        shape = [0] * start + [-1]
-    elif all(d >= 0 for d in x.shape[start:]):
-        shape = [0] * start + [int(np.prod(x.shape[start:stop + 1]))] + list(x.shape[stop + 1:])
-    else:
-        raise ValueError(f"flatten: {x.name}{list(x.shape)} needs known dimensions after start_axis "
-                         "unless stop_axis is the last one")
-    return _layers.reshape(x, shape, name=name)
+    helper = LayerHelper("flatten_contiguous_range", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    xshape = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    helper.append_op(type="flatten_contiguous_range", inputs={"X": [x]},
+                     outputs={"Out": [out], "XShape": [xshape]},
+                     attrs={"start_axis": int(start_axis), "stop_axis": int(stop_axis)})
+    return out
 
 
 # -- math -------------------------------------------------------------------------------

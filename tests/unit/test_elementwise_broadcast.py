@@ -376,3 +376,27 @@ def test_a_broadcast_parameter_gets_its_own_shape_of_gradient_through_append_bac
     g, = exe.run(main, feed={"x": a}, fetch_list=[grad])
     want = (2 * a * (a * 0.5) / (5 * 13 * 9)).sum(axis=0, keepdims=True) * np.ones((1, 13, 9))
     np.testing.assert_allclose(g, want, rtol=1e-5)
+
+
+# -- flatten: another shape rule PaddleRec's models rely on (NCF) ---------------------------------
+
+# (x shape, start_axis, stop_axis, out shape) as Paddle 3.0.0's paddle.flatten infers them.
+FLATTEN_TABLE = [
+    ([-1, 1, 8], 1, 2, (-1, 8)),
+    ([-1, 3, 4], 0, 1, (-1, 4)),
+    ([-1, 3, 4], 0, -1, (-1,)),
+    ([2, -1, 4], 1, 2, (2, -1)),
+    ([2, 3, -1], 0, 1, (6, -1)),
+    ([-1, 3, 4, 5], 1, 2, (-1, 12, 5)),
+    ([2, -1, -1], 0, 0, (2, -1, -1)),
+]
+
+
+@pytest.mark.parametrize("xs,start,stop,want", FLATTEN_TABLE,
+                         ids=[f"{a}-{b}..{c}" for a, b, c, _ in FLATTEN_TABLE])
+def test_flatten_infers_the_merged_size_when_the_merged_dimensions_are_known(xs, start, stop, want):
+    a = RNG.normal(size=[3 if d < 0 else d for d in xs])
+    (out,), (got,) = _run(lambda: [paddle.flatten(paddle.static.data("x", xs, "float64"), start, stop)], {"x": a})
+    assert tuple(out.shape) == want
+    s, e = start % a.ndim, stop % a.ndim
+    np.testing.assert_array_equal(got, a.reshape(a.shape[:s] + (-1,) + a.shape[e + 1:]))

@@ -227,3 +227,35 @@ def test_a_reshape_that_regroups_ids_is_not_fused():
     exe.collect_timing = True
     exe.run(main, feed={"ids": np.arange(8, dtype="int64").reshape(8, 1)}, fetch_list=[loss], scope=scope)
     assert "lookup_table" in exe.kernel_seconds and "embedding_pool" not in exe.kernel_seconds
+
+
+def ncf_like_net():
+    """PaddleRec's NCF shape: Embedding of [-1, 1] ids, then paddle.flatten(emb, 1, 2) to [-1, dim]
+    (Paddle's flatten_contiguous_range, a shape-only op like reshape2)."""
+    import psjob as paddle
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = 3
+    with paddle.static.program_guard(main, startup), fluid.unique_name.guard():
+        table = paddle.nn.Embedding(VOCAB, DIM, sparse=True)
+        slots = [paddle.static.data(name=f"s{i}", shape=[-1, 1], dtype="int64") for i in range(2)]
+        flat = [paddle.flatten(table(s), start_axis=1, stop_axis=2) for s in slots]
+        assert all(tuple(f.shape) == (-1, DIM) for f in flat)
+        loss = paddle.mean(paddle.static.nn.fc(paddle.concat(flat, axis=1), 1))
+        paddle.optimizer.SGD(0.1).minimize(loss)
+    emb = next(op.output("Out")[0] for op in main.global_block().ops if op.type == "lookup_table")
+    return main, startup, loss, main.global_block().var(emb)
+
+
+def test_an_embedding_flattened_to_one_row_per_id_is_fused_as_a_reshape_is():
+    rng = np.random.default_rng(9)
+    batches = [{f"s{i}": rng.integers(0, VOCAB, (8, 1)).astype("int64") for i in range(2)} for _ in range(4)]
+    net = ncf_like_net()
+    table_grad = next(op.input("W")[0] for op in net[0].global_block().ops if op.type == "lookup_table") + "@GRAD"
+    fused, fused_ops, _ = train(net, batches, op_by_op=False, table_grad=table_grad)
+    plain, plain_ops, _ = train(ncf_like_net(), batches, op_by_op=True, table_grad=table_grad)
+    assert {"embedding_pool", "embedding_pool_grad"} <= fused_ops
+    assert not fused_ops & {"lookup_table", "flatten_contiguous_range"}
+    assert {"lookup_table", "flatten_contiguous_range"} <= plain_ops
+    for key, value in plain.items():
+        np.testing.assert_allclose(fused[key], value, rtol=2e-5, atol=1e-6, err_msg=key)

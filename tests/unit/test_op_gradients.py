@@ -146,6 +146,8 @@ def _cases():
                   {"shape": [0, -1]}))
     c.append(Case("transpose2", "transpose2", {"X": [In("x", f64(2, 3, 4))]}, {"Out": 1, "XShape": 1},
                   {"axis": [2, 0, 1]}))
+    c.append(Case("flatten_contiguous_range", "flatten_contiguous_range", {"X": [In("x", f64(2, 3, 4, 2))]},
+                  {"Out": 1, "XShape": 1}, {"start_axis": 1, "stop_axis": 2}))
     c.append(Case("squeeze2", "squeeze2", {"X": [In("x", f64(3, 1, 4))]}, {"Out": 1, "XShape": 1}, {"axes": [1]}))
     c.append(Case("unsqueeze2", "unsqueeze2", {"X": [In("x", f64(3, 4))]}, {"Out": 1, "XShape": 1},
                   {"axes": [0, 2]}))

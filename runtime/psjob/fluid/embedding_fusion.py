@@ -61,7 +61,8 @@ def pool_pattern(block, lookups, table_name: str, table_grad: str):
 
 
 # Ops that only change a shape, keeping the elements' order, and their gradients' types.
-SHAPE_OPS = {"reshape2": "reshape2_grad", "unsqueeze2": "unsqueeze2_grad", "squeeze2": "squeeze2_grad"}
+SHAPE_OPS = {"reshape2": "reshape2_grad", "unsqueeze2": "unsqueeze2_grad", "squeeze2": "squeeze2_grad",
+             "flatten_contiguous_range": "flatten_contiguous_range_grad"}
 
 
 def reshape_pattern(block, lookups, table_name: str, table_grad: str, width: int):

@@ -1,4 +1,5 @@
-"""Shape ops: concat, split, reshape2, transpose2, squeeze2, unsqueeze2, fill_zeros_like.
+"""Shape ops: concat, split, reshape2, flatten_contiguous_range, transpose2, squeeze2,
+unsqueeze2, fill_zeros_like.
 
 Shapes at build time may hold -1 (the batch); inference keeps -1 wherever
 the answer depends on it. `reshape2`/`transpose2`/`squeeze2`/`unsqueeze2`
@@ -194,6 +195,40 @@ def _back_to_x(ctx):
 
 
 register_op("reshape2_grad")(_back_to_x)
+
+
+# -- flatten_contiguous_range (paddle.flatten) ----------------------------------------------
+
+def flattened(shape, start, stop, what="flatten"):
+    """Paddle's flatten: dimensions start..stop merge into one, unknown (-1) if any of them is."""
+    nd = len(shape)
+    if nd == 0:
+        return [1]
+    start, stop = _norm_axis(start, nd, what), _norm_axis(stop, nd, what)
+    if start > stop:
+        raise GraphError(f"{what}: start_axis {start} comes after stop_axis {stop} for {list(shape)}")
+    merged = shape[start:stop + 1]
+    size = -1 if any(d < 0 for d in merged) else int(np.prod(merged))
+    return list(shape[:start]) + [size] + list(shape[stop + 1:])
+
+
+def _flatten_shape(op):
+    x = in_var(op, "X")
+    shape = flattened(list(x.shape), op.attr("start_axis", 1), op.attr("stop_axis", 1))
+    set_out(op, "Out", shape, x.dtype, x.lod_level)
+    set_out(op, "XShape", [0] + list(x.shape), x.dtype)
+
+
+@register_op("flatten_contiguous_range", infer_shape=_flatten_shape,
+             grad=_xshape_grad("flatten_contiguous_range_grad"))
+def flatten_contiguous_range(ctx):
+    x = ctx.input("X")
+    _set_xshape(ctx, x)
+    shape = flattened(list(x.shape), ctx.attr("start_axis", 1), ctx.attr("stop_axis", 1))
+    ctx.set_output("Out", x.reshape(shape), lod=ctx.input_lod("X"))
+
+
+register_op("flatten_contiguous_range_grad")(_back_to_x)
 
 
 # -- transpose2 --------------------------------------------------------------------------
