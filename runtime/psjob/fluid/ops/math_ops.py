@@ -83,11 +83,6 @@ def _elementwise_grad(op):
                        {"X@GRAD": [grad_name(x)], "Y@GRAD": [grad_name(y)]}, dict(op.attrs))]
 
 
-def _mod(xp, x, y):
-    # Paddle's remainder takes the divisor's sign, as Python's % (numpy's mod) does.
-    return xp.mod(x, y)
-
-
 _FORWARD = {
     "elementwise_add": lambda xp, x, y: x + y,
     "elementwise_sub": lambda xp, x, y: x - y,
@@ -98,7 +93,8 @@ _FORWARD = {
     "elementwise_pow": lambda xp, x, y: xp.power(x, y),
     # Paddle 2.x rounds the quotient down (Fluid 1.8 truncated it, for integers only).
     "elementwise_floordiv": lambda xp, x, y: xp.floor_divide(x, y),
-    "elementwise_mod": _mod,
+    # Paddle's remainder takes the divisor's sign, as Python's % (numpy's mod) does.
+    "elementwise_mod": lambda xp, x, y: xp.mod(x, y),
 }
 # Piecewise constant in both operands: Paddle registers no gradient for them.
 _NO_GRAD = ("elementwise_floordiv", "elementwise_mod")
