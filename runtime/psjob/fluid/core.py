@@ -22,6 +22,11 @@ class PlaceError(RuntimeError):
     pass
 
 
+class EOFException(Exception):
+    """A non-iterable py_reader / DataLoader ran out of batches: `exe.run` (and
+    `ParallelExecutor.run`) raise it; catch it, call `reader.reset()`, start the next pass."""
+
+
 class CPUPlace:
     def array_module(self):
         return np
