@@ -22,6 +22,7 @@ from .transpiler import (DistributeTranspiler, DistributeTranspilerConfig, HashN
 # Fluid 1.6+ names: fluid.data, fluid.embedding, Python readers, datasets, version gate.
 from . import dataset, reader  # noqa: F401
 from .compiler import BuildStrategy, ExecutionStrategy  # noqa: F401
+from .core import cpu_places, cuda_places  # noqa: F401
 from .data import data  # noqa: F401
 from .dataset import DatasetFactory  # noqa: F401
 from .input import embedding  # noqa: F401
