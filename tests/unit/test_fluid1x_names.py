@@ -400,3 +400,60 @@ def test_dataset_factory_makes_psjobs_datasets_and_they_train(programs, tmp_path
     exe.train_from_dataset(main, dataset, scope=scope)
     remove()
     assert seen == [4, 2]
+
+
+# -- paddle.fluid.incubate: Fluid 1.x's Fleet import paths -----------------------------------
+
+def test_fluid_incubate_paths_lead_to_psjobs_fleet_and_strategy_factory_sets_the_mode():
+    from psjob.fluid.incubate.fleet.base import role_maker
+    from psjob.fluid.incubate.fleet.parameter_server.distribute_transpiler import fleet
+    from psjob.fluid.incubate.fleet.parameter_server.distribute_transpiler.distributed_strategy import \
+        StrategyFactory
+    import psjob.fleet
+    from psjob.fleet.strategy import resolve
+    assert fleet is psjob.fleet.fleet and role_maker.PaddleCloudRoleMaker is psjob.fleet.PaddleCloudRoleMaker
+    assert role_maker.Role.WORKER != role_maker.Role.SERVER
+    modes = [resolve(StrategyFactory.create_sync_strategy()).mode,
+             resolve(StrategyFactory.create_async_strategy()).mode,
+             resolve(StrategyFactory.create_half_async_strategy()).mode]
+    assert modes == ["sync", "async", "half_async"]
+    geo = resolve(StrategyFactory.create_geo_strategy(400))
+    assert (geo.mode, geo.k_steps) == ("geo", 400)
+    strategy = StrategyFactory.create_async_strategy()
+    strategy.set_program_config({"slice_var_up": False})
+    assert strategy.get_program_config().slice_var_up is False
+    assert resolve(strategy).mode == "async"  # the mode survives a config update
+    with pytest.raises(ValueError, match="doesn't have key: no_such_key"):
+        strategy.set_program_config({"no_such_key": 1})
+    assert isinstance(strategy.get_build_strategy(), fluid.BuildStrategy)
+
+
+def test_fluid_incubate_data_generator_writes_multislot_lines(capsys, monkeypatch):
+    import io
+    import sys
+    import psjob.fluid.incubate.data_generator as dg
+
+    class Reader(dg.MultiSlotDataGenerator):
+        def generate_sample(self, line):
+            def sample():
+                label, ids = line.strip().split(";")
+                yield [("label", [int(label)]), ("ids", [int(i) for i in ids.split()])]
+            return sample
+    monkeypatch.setattr(sys, "stdin", io.StringIO("1;3 4\n0;7\n"))
+    Reader().run_from_stdin()
+    assert capsys.readouterr().out == "1 1 2 3 4\n1 0 1 7\n"
+
+
+def test_fleet_split_files_gives_each_trainer_a_contiguous_block():
+    from psjob.fleet import Fleet
+    from psjob.fluid.incubate.fleet.base import role_maker
+    files = [f"part-{i}" for i in range(7)]
+    shares = []
+    for trainer in range(3):
+        fleet = Fleet()
+        fleet.init(role_maker.UserDefinedRoleMaker(current_id=trainer, role=role_maker.Role.WORKER,
+                                                   worker_num=3, server_endpoints=["127.0.0.1:6170"]))
+        shares.append(fleet.split_files(files))
+    assert shares == [files[0:3], files[3:5], files[5:7]]  # Paddle 1.8's split: the first gets the extra
+    with pytest.raises(TypeError, match="list of files"):
+        fleet.split_files("part-0")
