@@ -457,3 +457,70 @@ def test_fleet_split_files_gives_each_trainer_a_contiguous_block():
     assert shares == [files[0:3], files[3:5], files[5:7]]  # Paddle 1.8's split: the first gets the extra
     with pytest.raises(TypeError, match="list of files"):
         fleet.split_files("part-0")
+
+
+# -- layers of the simnet / CTR examples -----------------------------------------------------
+
+def test_cos_sim_of_rows_and_against_one_row(programs):
+    main, startup = programs
+    x, y, one = fluid.data("x", [None, 3]), fluid.data("y", [None, 3]), fluid.data("one", [1, 3])
+    rows, against_one = fluid.layers.cos_sim(x, y), fluid.layers.cos_sim(X=x, Y=one)
+    assert list(rows.shape) == [-1, 1] and list(against_one.shape) == [-1, 1]
+    xv, yv, ov = RNG.normal(size=(5, 3)), RNG.normal(size=(5, 3)), RNG.normal(size=(1, 3))
+    exe, scope = _exe(startup)
+    got_rows, got_one = exe.run(main, feed={"x": xv.astype("float32"), "y": yv.astype("float32"),
+                                            "one": ov.astype("float32")},
+                                fetch_list=[rows, against_one], scope=scope)
+
+    def cos(a, b):
+        return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    np.testing.assert_allclose(got_rows.ravel(), cos(xv, yv), rtol=1e-5)
+    np.testing.assert_allclose(got_one.ravel(), cos(xv, np.repeat(ov, 5, 0)), rtol=1e-5)
+    with pytest.raises(GraphError, match="differ after the first dimension"):
+        fluid.layers.cos_sim(x, fluid.data("z", [None, 4]))
+
+
+def test_comparisons_softsign_clip_slice_flatten(programs):
+    main, startup = programs
+    x, y = fluid.data("x", [None, 2, 3]), fluid.data("y", [None, 2, 3])
+    outs = [fluid.layers.less_than(x, y), fluid.layers.greater_equal(x, y), fluid.layers.equal(x, y),
+            fluid.layers.softsign(x), fluid.layers.clip(x, -0.5, 0.5),
+            fluid.layers.slice(x, axes=[1, 2], starts=[1, -2], ends=[2, 100]),
+            fluid.layers.flatten(x, axis=1), fluid.layers.flatten(x, axis=2), fluid.layers.flatten(x, axis=0)]
+    assert outs[0].dtype == "bool" and outs[0].stop_gradient
+    assert [list(o.shape) for o in outs[5:]] == [[-1, 1, 2], [-1, 6], [-1, 3], [1, -1]]
+    xv = RNG.normal(size=(4, 2, 3)).astype("float32")
+    yv = np.where(RNG.random((4, 2, 3)) < 0.3, xv, RNG.normal(size=(4, 2, 3))).astype("float32")
+    exe, scope = _exe(startup)
+    got = exe.run(main, feed={"x": xv, "y": yv}, fetch_list=outs, scope=scope)
+    want = [xv < yv, xv >= yv, xv == yv, xv / (1 + np.abs(xv)), np.clip(xv, -0.5, 0.5),
+            xv[:, 1:2, -2:], xv.reshape(4, 6), xv.reshape(8, 3), xv.reshape(1, 24)]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    with pytest.raises(TypeError, match="is float32 but y"):
+        fluid.layers.less_than(x, fluid.data("i", [None, 2, 3], "int64"))
+    with pytest.raises(ValueError, match="min .* exceeds max"):
+        fluid.layers.clip(x, 1.0, 0.0)
+
+
+def test_fill_constant_batch_size_like_takes_the_batch_or_the_number_of_sequences(programs):
+    main, startup = programs
+    dense, seq = fluid.data("dense", [None, 4]), fluid.data("seq", [None, 1], "int64", lod_level=1)
+    a = fluid.layers.fill_constant_batch_size_like(dense, shape=[-1, 2], dtype="float32", value=0.1)
+    b = fluid.layers.fill_constant_batch_size_like(seq, shape=[3, -1], dtype="int64", value=7,
+                                                   input_dim_idx=0, output_dim_idx=1)
+    assert (list(a.shape), list(b.shape), b.dtype, a.stop_gradient) == ([-1, 2], [3, -1], "int64", True)
+    exe, scope = _exe(startup)
+    ids = fluid.create_lod_tensor(np.arange(6, dtype="int64").reshape(6, 1), [[2, 1, 3]], fluid.CPUPlace())
+    got_a, got_b = exe.run(main, feed={"dense": np.zeros((5, 4), "float32"), "seq": ids},
+                           fetch_list=[a, b], scope=scope)
+    np.testing.assert_allclose(got_a, np.full((5, 2), 0.1, "float32"))
+    np.testing.assert_array_equal(got_b, np.full((3, 3), 7))  # three sequences, not six rows
+
+
+def test_create_tensor_is_filled_by_a_later_op(programs):
+    main, startup = programs
+    t = fluid.layers.create_tensor("float32", name="holder")
+    fluid.layers.assign(fluid.layers.fill_constant([2], "float32", 3.0), t)
+    exe, scope = _exe(startup)
+    np.testing.assert_array_equal(exe.run(main, fetch_list=[t], scope=scope)[0], [3.0, 3.0])

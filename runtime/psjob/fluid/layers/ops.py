@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..layer_helper import LayerHelper
 from ._checks import FLOATS, check_dtype, check_variable
 
-__all__ = ["square", "sqrt", "abs", "exp", "log"]
+__all__ = ["square", "sqrt", "abs", "exp", "log", "softsign"]
 
 
 def _unary(op_type, doc):
@@ -28,3 +28,4 @@ sqrt = _unary("sqrt", "The square root of x, element-wise.")
 abs = _unary("abs", "|x|, element-wise.")  # noqa: A001 (Fluid's name)
 exp = _unary("exp", "e ** x, element-wise.")
 log = _unary("log", "The natural logarithm of x, element-wise.")
+softsign = _unary("softsign", "x / (1 + |x|), element-wise.")
