@@ -524,3 +524,22 @@ def test_create_tensor_is_filled_by_a_later_op(programs):
     fluid.layers.assign(fluid.layers.fill_constant([2], "float32", 3.0), t)
     exe, scope = _exe(startup)
     np.testing.assert_array_equal(exe.run(main, fetch_list=[t], scope=scope)[0], [3.0, 3.0])
+
+
+def test_a_py_reader_declared_by_shapes_reads_what_its_tensor_provider_gives(programs):
+    main, startup = programs
+    reader = fluid.layers.py_reader(capacity=2, shapes=[[-1, 2], [-1, 1]], dtypes=["float32", "int64"],
+                                    lod_levels=[0, 1], name="by_shapes")
+    x, ids = fluid.layers.read_file(fluid.layers.double_buffer(reader))
+    assert (list(x.shape), x.dtype, ids.lod_level) == ([-1, 2], "float32", 1)
+    pooled = fluid.layers.sequence_pool(fluid.layers.cast(ids, "float32"), "sum")
+    seqs = fluid.create_lod_tensor(np.array([[1], [2], [3]], "int64"), [[1, 2]], fluid.CPUPlace())
+    reader.decorate_tensor_provider(lambda: iter([(np.ones((2, 2), "float32"), seqs)]))
+    exe, scope = _exe(startup)
+    reader.start()
+    got_x, got_pooled = exe.run(main, fetch_list=[x, pooled], scope=scope)
+    np.testing.assert_array_equal(got_x, np.ones((2, 2)))
+    np.testing.assert_array_equal(got_pooled.ravel(), [1.0, 5.0])  # the LoD came through
+    with pytest.raises(fluid.core.EOFException):
+        exe.run(main, fetch_list=[x], scope=scope)
+    reader.reset()

@@ -319,7 +319,6 @@ class ProgramReader:
         self.feed_list = feed_list
         self._source = _Source(feed_list)
         self._feeding = _Feeding(self._source, name, capacity)
-        self.stop_gradient, self.persistable = True, True
 
     @property
     def queue(self):
