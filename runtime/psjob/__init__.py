@@ -80,6 +80,15 @@ def _data_storage(uri):
     return for_path(uri)
 
 
+def _dataset(kind):
+    from .distributed import dataset
+    classes = {"InMemoryDataset": dataset.InMemoryDataset, "QueueDataset": dataset.QueueDataset}
+    if kind not in classes:
+        raise ValueError(f"datafeed class {kind!r} does not exist in psjob: create_dataset takes "
+                         f"{' or '.join(map(repr, classes))}")
+    return classes[kind]()
+
+
 _hooks.register(_hooks.RPC_SERVICE, _rpc_service)
 _hooks.register(_hooks.PSERVER_SERVICE, _pserver_service)
 _hooks.register(_hooks.HETER_SERVICE, _heter_service)
@@ -87,3 +96,4 @@ _hooks.register(_hooks.WAIT_SERVER_READY, _wait_server_ready)
 _hooks.register(_hooks.DISTRIBUTED_SAVE, _distributed_save)
 _hooks.register(_hooks.DISTRIBUTED_LOAD, _distributed_load)
 _hooks.register(_hooks.DATA_STORAGE, _data_storage)
+_hooks.register(_hooks.DATASET, _dataset)

@@ -28,6 +28,9 @@ WAIT_SERVER_READY = "wait_server_ready"
 # Data files at a URI (psjob.dataset.sources): fn(uri) -> the checkpoint store's Storage serving
 # it (open_seekable, is_dir, sizes), or raises an OSError naming a scheme it cannot serve.
 DATA_STORAGE = "data_storage"
+# fluid.DatasetFactory().create_dataset(kind): fn(kind) -> a new dataset of that class
+# ("InMemoryDataset", "QueueDataset"), or raises ValueError naming the ones there are.
+DATASET = "dataset"
 
 _registered: dict[str, Callable] = {}
 

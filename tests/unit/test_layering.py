@@ -12,6 +12,7 @@ Runtime layers, bottom to top; a module imports only its own layer and the ones 
     rpc          frames, codec, gRPC client and server
     ps           pserver state and service, communicators, checkpoint protocol, in-memory cluster
     fleet        the Fleet facade, role makers, trainer-side checkpoints, telemetry
+    distributed  paddle.distributed (fleet 2.x front, datasets), paddle.fluid.incubate's paths
     training     built-in models and the built-in job
     launcher     psjob launch / run, the container entrypoints
     cli          the `psjob` command, the package root (which registers psjob.hooks), examples
@@ -47,7 +48,8 @@ LAYERS = [
     ("rpc", ("psjob.rpc",)),
     ("ps", ("psjob.ps",)),
     ("fleet", ("psjob.fleet",)),
-    ("distributed", ("psjob.distributed",)),  # paddle.distributed: fleet 2.x front, datasets
+    ("distributed", ("psjob.distributed",  # paddle.distributed: fleet 2.x front, datasets
+                     "psjob.fluid.incubate")),  # paddle.fluid.incubate: Fluid 1.x's paths to them
     ("training", ("psjob.training", "psjob.models")),
     ("launcher", ("psjob.launcher", "psjob.entrypoints")),
     ("cli", ("psjob.cli", "psjob.examples", "psjob")),

@@ -225,6 +225,12 @@ def _cases():
                   {"axis": 1}))
     c.append(Case("where", "where", {"Condition": [In("c", RNG.random((3, 4)) > 0.5, diff=False)],
                                      "X": [In("x", f64(3, 4))], "Y": [In("y", f64(3, 4))]}, {"Out": 1}))
+    # Fluid 1.x layers of the simnet examples (ops/similarity_ops.py, activation_ops.py).
+    c.append(Case("cos_sim-row-by-row", "cos_sim", {"X": [In("x", f64(4, 3))], "Y": [In("y", f64(4, 3))]},
+                  {"Out": 1, "XNorm": 1, "YNorm": 1}))
+    c.append(Case("cos_sim-one-y-row", "cos_sim", {"X": [In("x", f64(4, 2, 3))], "Y": [In("y", f64(1, 2, 3))]},
+                  {"Out": 1, "XNorm": 1, "YNorm": 1}))
+    c.append(Case("softsign", "softsign", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}))
     return c
 
 

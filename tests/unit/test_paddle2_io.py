@@ -88,5 +88,6 @@ def test_shuffling_batching_and_return_list():
         list(DataLoader(Pairs(), feed_list=[x], batch_size=4))
     with pytest.raises(ValueError, match="cannot be shuffled"):
         DataLoader(Stream(), feed_list=[x, y], shuffle=True)
-    with pytest.raises(NotImplementedError, match="iterable=False"):
-        DataLoader.from_generator(feed_list=[x, y], iterable=False)
+    # iterable=False is Fluid's start()/reset() loader (tests/unit/test_fluid1x_names.py)
+    with fluid.program_guard(fluid.Program(), fluid.Program()):  # its read op goes to a program
+        assert not DataLoader.from_generator(feed_list=[x, y], capacity=2, iterable=False).iterable

@@ -104,6 +104,16 @@ class Fleet:
     def server_num(self):
         return self._rm().server_num()
 
+    def split_files(self, files):
+        """This trainer's share of `files` (Fluid 1.x's fleet.split_files): contiguous blocks by
+        worker_index, the first len(files) % worker_num trainers one file more."""
+        if not isinstance(files, list):
+            raise TypeError(f"split_files takes a list of files, got {type(files).__name__}")
+        trainers, me = self.worker_num(), self.worker_index()
+        base, extra = divmod(len(files), trainers)
+        begin = me * base + min(me, extra)
+        return files[begin:begin + base + (1 if me < extra else 0)]
+
     def server_index(self):
         return self._rm().server_index()
 

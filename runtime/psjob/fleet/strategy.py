@@ -168,9 +168,13 @@ def _checked(cfg: dict) -> dict:
 
 
 def resolve(strategy) -> ResolvedStrategy:
-    """Strategy (None, DistributedStrategy or DistributeTranspilerConfig) → mode and knobs."""
+    """Strategy (None, DistributedStrategy, DistributeTranspilerConfig, or a Fluid 1.x
+    StrategyFactory strategy, read through its program config) → mode and knobs."""
     if strategy is None:
         return ResolvedStrategy("async")
+    if hasattr(strategy, "get_program_config"):
+        # Fluid 1.x's StrategyFactory strategies (psjob.fluid.incubate...distributed_strategy).
+        strategy = strategy.get_program_config()
     if isinstance(strategy, DistributedStrategy):
         knobs = _checked(strategy.a_sync_configs)
         k = knobs["k_steps"]

@@ -19,6 +19,15 @@ from . import compiler  # noqa: F401
 from .transpiler import (DistributeTranspiler, DistributeTranspilerConfig, HashName,  # noqa: F401
                          RoundRobin, memory_optimize, release_memory)
 
+# Fluid 1.6+ names: fluid.data, fluid.embedding, Python readers, datasets, version gate.
+from . import dataset, reader  # noqa: F401
+from .compiler import BuildStrategy, ExecutionStrategy  # noqa: F401
+from .core import cpu_places, cuda_places  # noqa: F401
+from .data import data  # noqa: F401
+from .dataset import DatasetFactory  # noqa: F401
+from .input import embedding  # noqa: F401
+from .version import require_version  # noqa: F401
+
 from .ops import load_all as _load_all_ops
 
 _load_all_ops()  # every op kernel registered, before any program is built

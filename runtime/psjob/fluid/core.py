@@ -22,6 +22,11 @@ class PlaceError(RuntimeError):
     pass
 
 
+class EOFException(Exception):
+    """A non-iterable py_reader / DataLoader ran out of batches: `exe.run` (and
+    `ParallelExecutor.run`) raise it; catch it, call `reader.reset()`, start the next pass."""
+
+
 class CPUPlace:
     def array_module(self):
         return np
@@ -70,6 +75,24 @@ class CUDAPlace:
 class CUDAPinnedPlace(CPUPlace):
     def __repr__(self):
         return "CUDAPinnedPlace"
+
+
+def cpu_places(device_count=None) -> list:
+    """The places a loader feeds: one CPUPlace, as psjob runs one device per process
+    (Paddle gives CPU_NUM of them); device_count may only ask for that one."""
+    if device_count not in (None, 1):
+        raise ValueError(f"cpu_places({device_count}): psjob runs one device per process, so one "
+                         "CPUPlace; run more trainer processes instead")
+    return [CPUPlace()]
+
+
+def cuda_places(device_ids=None) -> list:
+    """CUDAPlace(i) for each id asked (default: GPU 0); one per process in psjob."""
+    ids = [0] if device_ids is None else list(device_ids)
+    if len(ids) != 1:
+        raise ValueError(f"cuda_places({device_ids}): psjob runs one device per process; "
+                         "give one id (or none for GPU 0)")
+    return [CUDAPlace(ids[0])]
 
 
 def is_compiled_with_cuda() -> bool:

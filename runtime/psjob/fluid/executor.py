@@ -26,7 +26,7 @@ from collections import defaultdict
 import numpy as np
 
 from .. import hooks
-from .core import CPUPlace, LoDTensor, Scope, SelectedRows, global_scope, to_numpy
+from .core import CPUPlace, EOFException, LoDTensor, Scope, SelectedRows, global_scope, to_numpy
 from .embedding_fusion import execution_ops
 from .framework import EMPTY_VAR_NAME, GraphError, Program, Variable
 from .ops.registry import KernelContext, get_op_def
@@ -178,7 +178,7 @@ class Executor:
         for kernel, ctx in compiled.steps:
             try:
                 kernel(ctx)
-            except (ExecutionError, KeyboardInterrupt):
+            except (ExecutionError, EOFException, KeyboardInterrupt):
                 raise
             except Exception as exc:
                 raise _op_error(ctx, exc) from exc
@@ -189,7 +189,7 @@ class Executor:
             t0 = clock()
             try:
                 kernel(ctx)
-            except (ExecutionError, KeyboardInterrupt):
+            except (ExecutionError, EOFException, KeyboardInterrupt):
                 raise  # as untimed: an inner op's error already names that op
             except Exception as exc:
                 raise _op_error(ctx, exc) from exc
@@ -373,6 +373,19 @@ def _op_error(ctx: KernelContext, exc: Exception) -> ExecutionError:
                           f"[inputs: {', '.join(shapes)}]")
 
 
+def check_not_collective(program, num_trainers, who):
+    """Refuse num_trainers > 1 outside a parameter-server trainer program: in Paddle that is
+    NCCL2 collective training (each process all-reduces its gradients with the others),
+    which psjob does not have; without this, each process would silently train its own model."""
+    n = 1 if num_trainers is None else int(num_trainers)
+    if n > 1 and not getattr(program, "_is_distributed", False):
+        raise NotImplementedError(
+            f"{who}: num_trainers={n} asks for collective (nccl2) data-parallel training, which psjob "
+            "does not support yet. Train with parameter servers instead: transpile the program "
+            "(fluid.DistributeTranspiler, or Fleet), whose trainers meet through the pservers; or "
+            "leave num_trainers at 1 for a single process")
+
+
 class CompiledProgram:
     """Fluid's CompiledProgram. psjob runs one device per process, so data
     parallelism across devices is a no-op here; distributed training is the
@@ -382,21 +395,31 @@ class CompiledProgram:
         if not isinstance(program_or_graph, Program):
             raise TypeError("CompiledProgram needs a fluid Program")
         self._program = program_or_graph
+        self._build_strategy = build_strategy
 
     def with_data_parallel(self, loss_name=None, build_strategy=None, exec_strategy=None,
                            share_vars_from=None, places=None):
+        strategy = build_strategy if build_strategy is not None else self._build_strategy
+        check_not_collective(self._program, getattr(strategy, "num_trainers", 1),
+                             "CompiledProgram.with_data_parallel (BuildStrategy.num_trainers)")
         return self
 
 
 class ParallelExecutor:
-    """Fluid's ParallelExecutor on one device: runs the main program with an Executor."""
+    """Fluid's ParallelExecutor on one device: runs the main program with an Executor.
+
+    num_trainers / trainer_id apply to collective training only (refused above); a
+    transpiled trainer program's trainers already meet through the pservers."""
 
     def __init__(self, use_cuda=False, loss_name=None, main_program=None, share_vars_from=None,
-                 scope=None, **_ignored):
+                 exec_strategy=None, build_strategy=None, num_trainers=1, trainer_id=0, scope=None):
         from .core import CUDAPlace
         from .framework import default_main_program
-        self._exe = Executor(CUDAPlace(0) if use_cuda else CPUPlace())
         self._program = main_program or default_main_program()
+        check_not_collective(self._program, num_trainers, "ParallelExecutor")
+        check_not_collective(self._program, getattr(build_strategy, "num_trainers", 1),
+                             "ParallelExecutor (BuildStrategy.num_trainers)")
+        self._exe = Executor(CUDAPlace(0) if use_cuda else CPUPlace())
         self._scope = scope or (share_vars_from._scope if share_vars_from else global_scope())
 
     def run(self, fetch_list, feed=None, feed_dict=None, return_numpy=True):

@@ -22,6 +22,8 @@ import logging
 
 import numpy as np
 
+from ..fluid.reader import GeneratorLoader as FluidGeneratorLoader
+
 log = logging.getLogger("psjob.io")
 
 
@@ -158,9 +160,8 @@ class DataLoader:
     def from_generator(feed_list=None, capacity=None, use_double_buffer=True, iterable=True,
                        return_list=False, use_multiprocess=False, drop_last=True):
         if not iterable:
-            raise NotImplementedError("DataLoader.from_generator(iterable=False) (start()/reset() with "
-                                      "py_reader ops) is not supported by psjob; use iterable=True and feed "
-                                      "each batch to exe.run")
+            # start()/reset() with a read op in the program, EOFException at the end: Fluid's loader.
+            return FluidGeneratorLoader(feed_list, capacity, use_double_buffer, False, return_list, drop_last)
         return GeneratorLoader(feed_list, return_list, drop_last)
 
 

@@ -10,7 +10,9 @@ from ._checks import FLOATS as _FLOATS
 from ._checks import check_choice as _check_choice
 from ._checks import check_dtype as _check_dtype
 from ._checks import check_int as _check_int
+from ._checks import check_int_list as _check_int_list
 from ._checks import check_variable as _check_variable
+from .manip import reshape as _reshape
 
 
 def _check_var(x, what):
@@ -271,4 +273,70 @@ def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
     helper.append_op(type="matmul", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
                      attrs={"transpose_X": bool(transpose_x), "transpose_Y": bool(transpose_y),
                             "alpha": float(alpha)})
+    return out
+
+
+# -- Fluid 1.x layers of PaddlePaddle/models' PS examples (simnet, CTR) ----------------------
+
+def cos_sim(X, Y):
+    """The cosine similarity of each row of X with the same row of Y (or Y's one row): [N, 1]."""
+    _check_variable(X, "X", "cos_sim")
+    _check_variable(Y, "Y", "cos_sim")
+    _check_dtype(X, "X", _FLOATS, "cos_sim")
+    helper = LayerHelper("cos_sim")
+    out = helper.create_variable_for_type_inference(X.dtype)
+    x_norm = helper.create_variable_for_type_inference(X.dtype)
+    y_norm = helper.create_variable_for_type_inference(X.dtype)
+    helper.append_op(type="cos_sim", inputs={"X": [X], "Y": [Y]},
+                     outputs={"Out": [out], "XNorm": [x_norm], "YNorm": [y_norm]})
+    return out
+
+
+def clip(x, min, max, name=None):  # noqa: A002 (Fluid's names)
+    """x limited to [min, max]; the gradient passes where min < x < max."""
+    _check_variable(x, "x", "clip")
+    lo, hi = float(min), float(max)
+    if lo > hi:
+        raise ValueError(f"clip: min ({lo}) exceeds max ({hi})")
+    helper = LayerHelper("clip", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="clip", inputs={"X": [x]}, outputs={"Out": [out]}, attrs={"min": lo, "max": hi})
+    return out
+
+
+def slice(input, axes, starts, ends):  # noqa: A001 (Fluid's name)
+    """input[starts:ends] along each of axes (negative indices count from the end, as in Python)."""
+    _check_variable(input, "input", "slice")
+    axes, starts, ends = (_check_int_list(v, arg, "slice") for v, arg in
+                          ((axes, "axes"), (starts, "starts"), (ends, "ends")))
+    if not len(axes) == len(starts) == len(ends):
+        raise ValueError(f"slice: axes, starts and ends differ in length: {axes}, {starts}, {ends}")
+    helper = LayerHelper("slice")
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="slice", inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"axes": axes, "starts": starts, "ends": ends})
+    return out
+
+
+def flatten(x, axis=1, name=None):
+    """x as a matrix: [prod(x.shape[:axis]), prod(x.shape[axis:])] (axis 0: [1, size])."""
+    _check_variable(x, "x", "flatten")
+    rank = len(x.shape)
+    axis = _check_int(axis, "axis", "flatten")
+    if not 0 <= axis <= rank:
+        raise ValueError(f"flatten: axis must lie in [0, {rank}] for {x.name}{list(x.shape)}, got {axis}")
+    head, tail = list(x.shape[:axis]), list(x.shape[axis:])
+    if all(d >= 0 for d in head):
+        shape = [int(_prod(head)), -1 if tail else 1]
+    elif all(d >= 0 for d in tail):
+        shape = [-1, int(_prod(tail))]
+    else:
+        raise ValueError(f"flatten: {x.name}{list(x.shape)} has unknown sizes on both sides of axis {axis}")
+    return _reshape(x, shape, name=name)
+
+
+def _prod(dims):
+    out = 1
+    for d in dims:
+        out *= int(d)
     return out

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import unique_name
+from ..framework import convert_dtype as _convert_dtype
 from ..framework import default_main_program, default_startup_program
 from ..initializer import ConstantInitializer
 from ..layer_helper import LayerHelper
@@ -62,3 +63,24 @@ def increment(x, value=1.0, in_place=True):
     out = x if in_place else helper.create_variable_for_type_inference(x.dtype)
     helper.append_op(type="increment", inputs={"X": [x]}, outputs={"Out": [out]}, attrs={"step": float(value)})
     return out
+
+
+def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0, output_dim_idx=0,
+                                  force_cpu=False):
+    """`value` in `shape`, whose output_dim_idx size is input's input_dim_idx size when run
+    (a sequence input's number of sequences at dimension 0)."""
+    helper = LayerHelper("fill_constant_batch_size_like")
+    dtype = _convert_dtype(dtype)
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op(type="fill_constant_batch_size_like", inputs={"Input": [input]}, outputs={"Out": [out]},
+                     attrs={"shape": [int(d) for d in shape], "dtype": dtype, "value": float(value),
+                            "input_dim_idx": int(input_dim_idx), "output_dim_idx": int(output_dim_idx)})
+    out.stop_gradient = True
+    return out
+
+
+def create_tensor(dtype, name=None, persistable=False):
+    """An empty variable of `dtype` for a later op (assign, fill_constant(out=...)) to write."""
+    helper = LayerHelper("create_tensor", name)
+    return helper.block().create_var(name=name or unique_name.generate("create_tensor"),
+                                     dtype=_convert_dtype(dtype), persistable=persistable)

@@ -54,7 +54,19 @@ def _softmax_grad(ctx):
     ctx.set_output("X@GRAD", out * (dout - (dout * out).sum(axis=-1, keepdims=True)))
 
 
+def _softsign(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", x / (1 + ctx.xp.abs(x)), lod=ctx.input_lod("X"))
+
+
+def _softsign_grad(ctx):
+    # Paddle's softsign_grad reads X: d/dx x / (1 + |x|) = 1 / (1 + |x|)^2.
+    x, dout = ctx.input("X"), ctx.input("Out@GRAD")
+    ctx.set_output("X@GRAD", dout / (1 + ctx.xp.abs(x)) ** 2)
+
+
 _act("relu", _relu, _relu_grad)
 _act("sigmoid", _sigmoid, _sigmoid_grad)
 _act("tanh", _tanh, _tanh_grad)
 _act("softmax", _softmax, _softmax_grad)
+_act("softsign", _softsign, _softsign_grad)

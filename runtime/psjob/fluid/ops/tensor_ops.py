@@ -34,6 +34,27 @@ def fill_constant(ctx):
                                   dtype=ctx.attr("dtype", "float32")))
 
 
+def _batch_size_like_shape(op):
+    x, shape = in_var(op, "Input"), list(op.attr("shape"))
+    i, o = int(op.attr("input_dim_idx", 0)), int(op.attr("output_dim_idx", 0))
+    if not (0 <= i < len(x.shape) and 0 <= o < len(shape)):
+        raise GraphError(f"fill_constant_batch_size_like: input_dim_idx {i} or output_dim_idx {o} is "
+                         f"outside Input {x.name}{list(x.shape)} or shape {shape}")
+    shape[o] = x.shape[i]
+    set_out(op, "Out", shape, op.attr("dtype", "float32"))
+
+
+@register_op("fill_constant_batch_size_like", infer_shape=_batch_size_like_shape)
+def fill_constant_batch_size_like(ctx):
+    """`value` in attr shape, with shape[output_dim_idx] = Input's size at input_dim_idx: for a
+    sequence input (LoD) at dimension 0 that is its number of sequences, as in Paddle."""
+    x, shape = ctx.input("Input"), list(ctx.attr("shape"))
+    i, o = int(ctx.attr("input_dim_idx", 0)), int(ctx.attr("output_dim_idx", 0))
+    lod = ctx.input_lod("Input")
+    shape[o] = len(lod[-1]) - 1 if lod and i == 0 else x.shape[i]
+    ctx.set_output("Out", ctx.xp.full(tuple(shape), ctx.attr("value", 0.0), dtype=ctx.attr("dtype", "float32")))
+
+
 @register_op("uniform_random", infer_shape=_shape_from_attr)
 def uniform_random(ctx):
     rng = _host_rng(ctx)

@@ -1,0 +1,1 @@
+"""`paddle.fluid.incubate.fleet` (see psjob.fluid.incubate)."""

@@ -1,0 +1,1 @@
+"""`paddle.fluid.incubate.fleet.base` (see psjob.fluid.incubate)."""

@@ -1,0 +1,1 @@
+"""`paddle.fluid.incubate.fleet.parameter_server` (see psjob.fluid.incubate)."""

@@ -1,0 +1,38 @@
+"""`fluid.embedding` (Fluid 1.7+): rows of a table for ids of any shape.
+
+Paddle's lookup_table_v2: the output is ids.shape + [dim], so ids [N, 1] give
+[N, 1, dim] (`fluid.layers.embedding`, the lookup_table op, gives [N, dim]:
+it drops the ids' last dimension of 1). The ids' LoD goes through.
+is_sparse (a SelectedRows gradient of the looked-up rows), is_distributed (a
+table the transpiler spreads over the pservers), padding_idx and param_attr
+mean what they mean for fluid.layers.embedding, whose lookup_table op this
+builds on, so the transpiler and Fleet treat both alike.
+"""
+from __future__ import annotations
+
+from .layers import manip as _manip
+from .layers import nn as _nn
+from .layers._checks import check_dtype, check_variable
+
+__all__ = ["embedding"]
+
+
+def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=None, param_attr=None,
+              dtype="float32"):
+    check_variable(input, "input", "fluid.embedding")
+    check_dtype(input, "input", ("int64",), "fluid.embedding", " (ids are int64)")
+    if not isinstance(size, (list, tuple)) or len(size) != 2:
+        raise TypeError(f"fluid.embedding: argument 'size' must be [vocab_size, embedding_dim], got {size!r}")
+    shape = list(input.shape)
+    if not shape:
+        raise ValueError(f"fluid.embedding: argument 'input' {input.name} needs a shape ([N] or [N, ...])")
+    ends_in_one = len(shape) >= 2 and shape[-1] == 1
+    if not ends_in_one and any(d < 0 for d in shape[1:]):
+        raise ValueError(f"fluid.embedding: ids {input.name}{shape} need known dimensions after the "
+                         "first (or a last dimension of 1)")
+    ids = input if ends_in_one else _manip.reshape(input, [-1, 1])
+    rows = _nn.embedding(ids, size, is_sparse=is_sparse, is_distributed=is_distributed,
+                         padding_idx=padding_idx, param_attr=param_attr, dtype=dtype)
+    if ends_in_one:
+        return _manip.unsqueeze(rows, [len(shape) - 1])
+    return _manip.reshape(rows, [-1] + shape[1:] + [int(size[1])])
