@@ -85,3 +85,10 @@ def test_every_variable_of_a_program_with_a_distributed_table_is_fetched_from_it
     assert "merge_ids_pool" in runs[True][1] and "merge_ids" not in runs[True][1]
     assert not fetchkit.FUSED_OPS & runs[False][1] and "merge_ids" in runs[False][1]
     fetchkit.assert_same(runs[True][0], runs[False][0])
+
+
+def test_the_switch_reads_psjob_embedding_fusion_and_names_a_bad_value():
+    assert embedding_fusion._switch({}) and embedding_fusion._switch({"PSJOB_EMBEDDING_FUSION": "1"})
+    assert not embedding_fusion._switch({"PSJOB_EMBEDDING_FUSION": "0"})
+    with pytest.raises(ValueError, match="PSJOB_EMBEDDING_FUSION='off': expected 1"):
+        embedding_fusion._switch({"PSJOB_EMBEDDING_FUSION": "off"})

@@ -27,15 +27,17 @@ PSJOB_EMBEDDING_FUSION=0 (read at import; `enabled`) runs every program op by op
 from __future__ import annotations
 
 from ..role_env import process_environment
-from .framework import EMPTY_VAR_NAME, OP_DEVICE_ATTR_NAME, OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, Operator
+from .framework import (EMPTY_VAR_NAME, OP_DEVICE_ATTR_NAME, OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, Operator,
+                        OpRole)
 
 LOOKUP_TABLE = "lookup_table"
 MERGE_IDS = "merge_ids"
 ENV_EMBEDDING_FUSION = "PSJOB_EMBEDDING_FUSION"
 
 
-def _switch() -> bool:
-    value = (process_environment().get(ENV_EMBEDDING_FUSION, "") or "1").strip()
+def _switch(environ=None) -> bool:
+    env = process_environment() if environ is None else environ
+    value = (env.get(ENV_EMBEDDING_FUSION, "") or "1").strip()
     if value not in ("0", "1"):
         raise ValueError(f"{ENV_EMBEDDING_FUSION}={value!r}: expected 1 (fuse embedding lookups and "
                          "pools where a program has the shape) or 0 (run every program op by op)")
@@ -216,8 +218,8 @@ def fusable(block, outs, table_name: str, table_grad: str, width: int):
 
 def fused_wiring(found, pooled, cat) -> dict:
     """What a fused forward / gradient pair reads and writes besides the table and the ids,
-    for a matcher's result `found` and concat_of_pools' `cat` (the executor's fusion below
-    and the trainer pass build their ops from it):
+    for a matcher's result `found` and concat_of_pools' `cat` (both fusions below build
+    their ops from it):
     out / out_grad: the forward's Out and the gradient's Out@GRAD (the concat's, when
     fused with it, else the pooled slots'); tail: the concat's other inputs; concat;
     replaced: every op the pair stands for but the lookups; last_grad: the op the
@@ -357,7 +359,8 @@ def _remote_fusion(block, merge, keep: set):
     fwd = Operator(block, "merge_ids_pool",
                    inputs={"Ids": ids, "Index": index, "X": merge.input("X"),
                            **({"Tail": wiring["tail"]} if cat is not None else {})},
-                   outputs={"Out": wiring["out"]}, attrs=dict(attrs, fused_from=f"runs {what}"))
+                   outputs={"Out": wiring["out"]},
+                   attrs=dict(attrs, fused_from=f"runs {what}", **{OP_ROLE_ATTR_NAME: int(OpRole.Forward)}))
     grad = Operator(block, "merge_ids_pool_grad",
                     inputs={"Ids": ids, "Index": index, "Rows": rows, "Out@GRAD": wiring["out_grad"]},
                     outputs={"W@GRAD": [f"{table}@GRAD"]},
