@@ -40,21 +40,26 @@ def single_process(name):
     return fetchkit.fetch_everything(exe, main, loss, fetchkit.user_variables(main), fetchkit.feeds(name, 4), scope)
 
 
-def transpiled(name, names):
-    """One trainer (sync) and two in-memory pservers, the programs shipped as bytes as
-    separate processes would get them; the trainer fetches `names`."""
-    main, startup, loss = fetchkit.build(name, distributed=True)
-    t = DistributeTranspiler()
-    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS), trainers=1, sync_mode=True)
-    trainer, trainer_startup = load(dump(t.get_trainer_program(wait_port=False))), load(dump(startup))
-    cluster = InMemoryCluster({ep: tuple(load(dump(p)) for p in t.get_pserver_programs(ep)) for ep in EPS},
+def transpiled(name, names, trainers=1):
+    """`trainers` trainers (sync) and two in-memory pservers, the programs shipped as bytes
+    as separate processes would get them; each trainer fetches `names` from its own
+    batches. Trainer 0's fetch_everything answer."""
+    programs = []
+    for t in range(trainers):
+        main, startup, loss = fetchkit.build(name, distributed=True)
+        tr = DistributeTranspiler()
+        tr.transpile(t, program=main, startup_program=startup, pservers=",".join(EPS), trainers=trainers,
+                     sync_mode=True)
+        programs.append((load(dump(tr.get_trainer_program(wait_port=False))), load(dump(startup)), loss))
+    cluster = InMemoryCluster({ep: tuple(load(dump(p)) for p in tr.get_pserver_programs(ep)) for ep in EPS},
                               options=PserverOptions(30.0))
 
-    def body(_, exe):
+    def body(t, exe):
+        trainer, trainer_startup, loss = programs[t]
         scope = fluid.Scope()
         exe.run(trainer_startup, scope=scope)
-        return fetchkit.fetch_everything(exe, trainer, loss, names, fetchkit.feeds(name, 4), scope)
-    return cluster.run_trainers(body, 1)[0]
+        return fetchkit.fetch_everything(exe, trainer, loss, names, fetchkit.feeds(name, 4, seed=t), scope)
+    return cluster.run_trainers(body, trainers)[0]
 
 
 @pytest.mark.parametrize("name", fetchkit.MODELS)
@@ -68,11 +73,13 @@ def test_every_variable_of_a_single_process_program_is_fetched_as_op_by_op_execu
     fetchkit.assert_same(runs[True][0], runs[False][0])
 
 
+@pytest.mark.parametrize("trainers", [1, 2])
 @pytest.mark.parametrize("name", fetchkit.DISTRIBUTED)
 def test_every_variable_of_a_program_with_a_distributed_table_is_fetched_from_its_trainer_program(
-        name, monkeypatch):
+        name, trainers, monkeypatch):
     """The names come from the program as the user built it (optimizer included) before
-    transpiling: an embedding's output among them (fetched to inspect embeddings)."""
+    transpiling: an embedding's output among them (fetched to inspect embeddings), and
+    the parameters' gradients, which two sync trainers send under per-trainer names."""
     main, _, _ = fetchkit.build(name, distributed=True)
     names = fetchkit.user_variables(main)
     lookups = [op.output("Out")[0] for op in main.global_block().ops
@@ -81,7 +88,7 @@ def test_every_variable_of_a_program_with_a_distributed_table_is_fetched_from_it
     runs = {}
     for fused in (True, False):
         monkeypatch.setattr(embedding_fusion, "enabled", fused)
-        runs[fused] = transpiled(name, names)
+        runs[fused] = transpiled(name, names, trainers)
     assert "merge_ids_pool" in runs[True][1] and "merge_ids" not in runs[True][1]
     assert not fetchkit.FUSED_OPS & runs[False][1] and "merge_ids" in runs[False][1]
     fetchkit.assert_same(runs[True][0], runs[False][0])

@@ -125,13 +125,20 @@ def _declare_split_vars(block, plan: TranspilePlan) -> None:
                 block.create_var(name=plan.sent_grad_name(gb.name), shape=gb.shape, dtype=gvar.dtype,
                                  type=gvar.type, lod_level=gvar.lod_level)
         elif plan.per_trainer_grads:
-            block._rename_var(pp.grad, plan.sent_grad_name(pp.grad))
+            # Sent under a per-trainer name; the gradient keeps its own (share_data, below),
+            # so a user can still fetch it.
+            block.create_var(name=plan.sent_grad_name(pp.grad), shape=gvar.shape, dtype=gvar.dtype,
+                             type=gvar.type, lod_level=gvar.lod_level)
 
 
 def _insert_split_and_send(block, plan: TranspilePlan, pp):
     local = pp.grad if pp.sliced else plan.sent_grad_name(pp.grad)
-    idx = find_op_by_output_arg(block, local, reverse=True)  # exists: check_rewritable
+    idx = find_op_by_output_arg(block, pp.grad, reverse=True)  # exists: check_rewritable
     sent = [plan.sent_grad_name(gb.name) for gb in pp.grad_blocks]
+    if local != pp.grad:
+        block._insert_op(idx + 1, "share_data", inputs={"X": [pp.grad]}, outputs={"Out": [local]},
+                         attrs={OP_ROLE_ATTR_NAME: DIST})
+        idx += 1
     if pp.sliced:
         if pp.sparse_grad:
             block._insert_op(idx + 1, "split_selected_rows", inputs={"X": [local]}, outputs={"Out": sent},
