@@ -6,7 +6,8 @@ tests/component/test_fetch_every_variable.py under `psjob launch`.
 NAME is one of tests/fetchkit.py's models, built with its table distributed where the
 model has one. The names fetched are those of the program as the user builds it with a
 plain optimizer (fetchkit.user_variables), before Fleet transpiles it; trainer 0 fetches
-them from fleet.main_program (fetchkit.fetch_everything) and writes DIR/trainer0.npz
+them from fleet.main_program (fetchkit.fetch_everything; every trainer does, from its own
+batches, so that sync rounds close) and writes DIR/trainer0.npz
 (the values by step and name) and DIR/trainer0.json (the names, the warmup's kernels).
 PSJOB_EMBEDDING_FUSION in the environment switches the executor's fusion.
 """
@@ -43,7 +44,7 @@ else:
     fleet.init_worker()
     exe.run(fleet.startup_program)
     values, kernels = fetchkit.fetch_everything(exe, fleet.main_program, loss, names,
-                                                fetchkit.feeds(args.model, 4))
+                                                fetchkit.feeds(args.model, 4, seed=fleet.worker_index()))
     if fleet.worker_index() == 0:
         np.savez(os.path.join(args.out, "trainer0.npz"), **values)
         with open(os.path.join(args.out, "trainer0.json"), "w") as f:
