@@ -83,6 +83,11 @@ def test_the_dense_trainer_program_sends_gradient_blocks_and_receives_parameter_
     else:
         assert "split_byref" not in types and f"fc_0.w_0@GRAD{suffix}" in sent
     assert f"fc_0.b_0@GRAD{suffix}" in sent and f"fc_1.w_0@GRAD{suffix}" in sent
+    # The gradient keeps its name (a user may fetch it); a per-trainer name shares its data.
+    assert "fc_0.b_0@GRAD" in prog.global_block().vars
+    if suffix:
+        share = next(op for op in prog.global_block().ops if op.output("Out") == [f"fc_0.b_0@GRAD{suffix}"])
+        assert share.type == "share_data" and share.input("X") == ["fc_0.b_0@GRAD"]
     for op in sends:
         assert len(op.attr("epmap")) == len(op.input("X"))
         assert op.attr("op_role") == int(OpRole.RPC) and op.attr("trainer_id") == 0

@@ -117,12 +117,13 @@ def distributed(build, feeds, trainers, pservers, sync=True, config=None, option
         main, startup, loss, _ = plans[t]
         scope = fluid.Scope()
         exe.run(startup, scope=scope)
+        exe.collect_timing = True  # which kernels ran (a fused pair, or the program's own ops)
         losses = []
         for feed in feeds:
             per = len(next(iter(feed.values()))) // trainers
             part = {k: v[t * per:(t + 1) * per] for k, v in feed.items()}
             losses.append(float(exe.run(main, feed=part, fetch_list=[loss], scope=scope)[0][0]))
-        return scope, losses
+        return scope, losses, set(exe.kernel_seconds)
     return cluster, cluster.run_trainers(body, trainers), plans[0][0]._parameters_on_pservers
 
 
@@ -156,7 +157,7 @@ def test_sync_dense_training_equals_single_machine_training_on_the_global_batche
     ref, _ = single_machine(lambda: dense_net(opt), feeds)
     cluster, results, overview = distributed(lambda: dense_net(opt), feeds, trainers, pservers)
     for name, want in ref.items():
-        for scope, _ in results:  # what every trainer received after the last round
+        for scope, *_ in results:  # what every trainer received after the last round
             np.testing.assert_allclose(scope.vars[name], want, rtol=1e-5, atol=1e-6, err_msg=name)
         np.testing.assert_allclose(cluster.gather(overview, name), want, rtol=1e-5, atol=1e-6, err_msg=name)
 
@@ -168,7 +169,7 @@ def test_sync_sparse_embedding_training_equals_single_machine_training(opt):
     cluster, results, overview = distributed(lambda: embedding_net(opt), feeds, 2, 2)
     assert len(overview.get_distributed_vars_by_origin("emb")) == 2  # the table is sliced
     for name, want in ref.items():
-        for scope, _ in results:
+        for scope, *_ in results:
             np.testing.assert_allclose(scope.vars[name], want, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
@@ -526,20 +527,31 @@ def pooled_feeds(steps, n, one_id_each=False):
     return feeds
 
 
+FUSED = {"merge_ids_pool", "merge_ids_pool_grad"}
+
+
+def trainer_ops(build, pservers):
+    """The op types of trainer 0's program, transpiled from `build()`."""
+    t = DistributeTranspiler()
+    main, startup, _ = build()
+    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:pservers]), trainers=1)
+    return t.get_trainer_program(wait_port=False).global_block().ops
+
+
 @pytest.mark.parametrize("pservers", [1, 2])
 def test_fused_lookup_and_sum_pool_train_like_a_single_machine(pservers):
-    """The trainer pass fuses lookup + sum sequence_pool (and their gradients) into
-    split_ids(Index) → prefetch → merge_ids_pool / merge_ids_pool_grad; sync training
-    stays equal to single-machine training. One trainer: the helper splits feeds by rows,
-    which LoD feeds do not support."""
+    """The trainer pass writes split_ids(Index) → prefetch → merge_ids and leaves the sum
+    sequence_pools and gradients as built; the executor runs them as merge_ids_pool /
+    merge_ids_pool_grad; sync training stays equal to single-machine training. One
+    trainer: the helper splits feeds by rows, which LoD feeds do not support."""
     feeds = pooled_feeds(4, 10)
     ref, cluster, results = distributed_table_run(pooled_slots_net, feeds, 1, pservers)
-    program = DistributeTranspiler()
-    main, startup, _ = pooled_slots_net()
-    program.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:pservers]), trainers=1)
-    types = [op.type for op in program.get_trainer_program(wait_port=False).global_block().ops]
-    assert "merge_ids_pool" in types and "merge_ids_pool_grad" in types
-    assert not {"sequence_pool", "lookup_table_grad", "merge_ids"} & set(types)
+    ops = trainer_ops(pooled_slots_net, pservers)
+    types = [op.type for op in ops]
+    assert types.count("sequence_pool") == 3 and "lookup_table_grad" in types and not FUSED & set(types)
+    assert next(op for op in ops if op.type == "split_ids").output("Index") == ["emb@PREFETCH_INDEX"]
+    ran = results[0][2]
+    assert FUSED <= ran and not {"sequence_pool", "lookup_table_grad", "merge_ids"} & ran
     np.testing.assert_allclose(table_rows(cluster, EPS[:pservers]), ref["emb"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(results[0][0].vars["fc_0.w_0"], ref["fc_0.w_0"], rtol=1e-5, atol=1e-6)
 
@@ -568,20 +580,16 @@ def paddlerec_sparse_net(optimizer="adam"):
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
 def test_a_paddlerec_sparse_embedding_model_is_fused_and_trains_like_a_single_machine(optimizer):
     """sparse_embedding + reshape to [-1, dim] + concat (a Paddle 2.x PS model as PaddleRec
-    writes it): the trainer pass fuses it as the CTR shape, every id its own row."""
+    writes it): the executor fuses it as the CTR shape, every id its own row."""
     rng = np.random.default_rng(4)
     feeds = [dict({"y": rng.normal(size=(10, 1)).astype("float32"), "dense": rng.normal(size=(10, 2)).astype("float32")},
                   **{f"s{i}": rng.integers(0, 12, (10, 1)).astype("int64") for i in range(3)}) for _ in range(4)]
     build = lambda: paddlerec_sparse_net(optimizer)  # noqa: E731
     ref, cluster, results = distributed_table_run(build, feeds, 1, 2)
-    t = DistributeTranspiler()
-    main, startup, _ = build()
-    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:2]), trainers=1)
-    ops = t.get_trainer_program(wait_port=False).global_block().ops
-    types = {op.type for op in ops}
-    assert {"merge_ids_pool", "merge_ids_pool_grad"} <= types
-    assert not {"lookup_table", "merge_ids", "reshape2", "concat", "lookup_table_grad"} & types
-    assert next(op for op in ops if op.type == "merge_ids_pool").attr("each_id_a_row")
+    assert "reshape2" in {op.type for op in trainer_ops(build, 2)}  # the program as built
+    ran = results[0][2]
+    assert FUSED <= ran
+    assert not {"lookup_table", "merge_ids", "reshape2", "concat", "lookup_table_grad"} & ran
     np.testing.assert_allclose(table_rows(cluster, EPS[:2]), ref["emb"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(results[0][0].vars["fc_0.w_0"], ref["fc_0.w_0"], rtol=1e-5, atol=1e-6)
 
@@ -595,23 +603,16 @@ def test_the_concat_of_the_pooled_slots_is_fused_and_trains_like_a_single_machin
     feeds = pooled_feeds(4, 10, one_id_each)
     build = lambda: pooled_slots_net(concat=True)  # noqa: E731
     ref, cluster, results = distributed_table_run(build, feeds, 1, 2)
-    t = DistributeTranspiler()
-    main, startup, _ = build()
-    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:2]), trainers=1)
-    ops = t.get_trainer_program(wait_port=False).global_block().ops
-    assert not {"concat", "concat_grad"} & {op.type for op in ops}
-    pool = next(op for op in ops if op.type == "merge_ids_pool")
-    assert pool.input("Tail") == ["dense"] and pool.attr("concat")
+    ran = results[0][2]
+    assert FUSED <= ran and not {"concat", "concat_grad"} & ran
     np.testing.assert_allclose(table_rows(cluster, EPS[:2]), ref["emb"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(results[0][0].vars["fc_0.w_0"], ref["fc_0.w_0"], rtol=1e-5, atol=1e-6)
 
 
 def test_a_max_pool_over_a_distributed_table_is_left_unfused():
-    main, startup, _ = pooled_slots_net("max")
-    t = DistributeTranspiler()
-    t.transpile(0, program=main, startup_program=startup, pservers=EPS[0], trainers=1)
-    types = [op.type for op in t.get_trainer_program(wait_port=False).global_block().ops]
-    assert "merge_ids" in types and "merge_ids_pool" not in types
+    ops = trainer_ops(lambda: pooled_slots_net("max"), 1)
+    assert "merge_ids" in [op.type for op in ops]
+    assert next(op for op in ops if op.type == "split_ids").output("Index") == []  # nothing to fuse
 
 
 class _CountingPrefetches:

@@ -1,47 +1,81 @@
-"""Finding a table's lookups + sum pools (the CTR shape), and fusing them for local tables.
+"""Finding a table's lookups + sum pools (the CTR shape), and fusing them when the executor runs them.
 
 A CTR model looks one embedding table up once per slot, sum-pools each slot,
 concatenates the pooled slots with the dense features, and backward mirrors
 that: one `sequence_pool_grad` and one `lookup_table_grad` per slot, then a
 `sum` of the slots' SelectedRows into the table gradient, which the optimizer
 merges again (a sort of every occurrence of every id). `pool_pattern` and
-`concat_of_pools` recognize exactly that shape; the trainer pass
-(transpiler/trainer_pass.py) uses them for a distributed table, and
-`execution_ops` below for a table that lives in the process, which also takes a
-Paddle 2.x model's shape (`reshape_pattern`: PaddleRec's `Embedding` then
-`reshape` to [-1, dim], every id its own row):
-`embedding_pool` gathers every slot's rows straight into the concat's output,
-and `embedding_pool_grad` writes the table gradient with one row per distinct
-id (ops/embedding_pool_ops.py), so the optimizer merges nothing.
+`concat_of_pools` recognize exactly that shape, and a Paddle 2.x model's
+(`reshape_pattern`: PaddleRec's `Embedding` then `reshape` to [-1, dim], every
+id its own row). `execution_ops` below fuses it for the executor: for a table
+that lives in the process, `embedding_pool` gathers every slot's rows straight
+into the concat's output and `embedding_pool_grad` writes the table gradient
+with one row per distinct id (ops/embedding_pool_ops.py), so the optimizer
+merges nothing; for a distributed table (the trainer pass,
+transpiler/trainer_pass.py, turned its lookups into split_ids → prefetch →
+merge_ids, the split with an `Index`), `merge_ids_pool` and
+`merge_ids_pool_grad` do the same from the pservers' replies.
 
 The fusion is the executor's business, not the program's: `execution_ops`
-returns the ops to run, and the Program (what users print, save, clone and
-transpile) is left as built. A program that differs anywhere from the shape
-— a padding id, a dense gradient, an intermediate something else reads or the
-caller fetches — runs op by op as written.
+returns the ops to run, and the Program (what users print, save, clone, transpile
+and fetch from) keeps every op and variable as built. A program that differs
+anywhere from the shape — a padding id, a dense gradient, an intermediate
+something else reads or the caller fetches — runs op by op as written, so
+fetching any variable gives what the unfused program computes.
+PSJOB_EMBEDDING_FUSION=0 (read at import; `enabled`) runs every program op by op.
 """
 from __future__ import annotations
 
-from .framework import EMPTY_VAR_NAME, OP_DEVICE_ATTR_NAME, OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, Operator
+from ..role_env import process_environment
+from .framework import (EMPTY_VAR_NAME, OP_DEVICE_ATTR_NAME, OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, Operator,
+                        OpRole)
 
 LOOKUP_TABLE = "lookup_table"
+MERGE_IDS = "merge_ids"
+ENV_EMBEDDING_FUSION = "PSJOB_EMBEDDING_FUSION"
+
+
+def _switch(environ=None) -> bool:
+    env = process_environment() if environ is None else environ
+    value = (env.get(ENV_EMBEDDING_FUSION, "") or "1").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"{ENV_EMBEDDING_FUSION}={value!r}: expected 1 (fuse embedding lookups and "
+                         "pools where a program has the shape) or 0 (run every program op by op)")
+    return value == "1"
+
+
+# Read once, at import; tests flip it to compare the two paths.
+enabled = _switch()
 
 
 def sole(ops):
     return ops[0] if len(ops) == 1 else None
 
 
-def pool_pattern(block, lookups, table_name: str, table_grad: str):
+def plain_lookup(op) -> bool:
+    """A lookup_table (or its gradient, which carries its attributes) without a padding
+    id and with a SelectedRows gradient: what the fused ops compute."""
+    return int(op.attr("padding_idx", -1)) == -1 and bool(op.attr("is_sparse", False))
+
+
+def _slot_grad(readers_of, emb_grad: str, table_name: str):
+    """The lookup_table_grad reading a lookup's output gradient `emb_grad`, when it is its
+    only reader and a plain one of `table_name`; else None."""
+    lk_grad = sole(readers_of.get(emb_grad, []))
+    if (lk_grad is None or lk_grad.type != "lookup_table_grad" or lk_grad.input("W") != [table_name]
+            or not plain_lookup(lk_grad)):
+        return None
+    return lk_grad
+
+
+def pool_pattern(block, outs, table_name: str, table_grad: str):
     """The ops a fused lookup + sum-pool replaces, when the program has exactly that shape:
-    every lookup's output feeds one sum `sequence_pool` and nothing else, backward is
-    sequence_pool_grad → lookup_table_grad per slot, summed into the table gradient.
-    Returns {"pools", "backward", "grads_of_pools", "dead_vars", "sum"} or None."""
+    every lookup's output (`outs`, one per slot) feeds one sum `sequence_pool` and nothing
+    else, backward is sequence_pool_grad → lookup_table_grad per slot, summed into the
+    table gradient. Returns {"pools", "backward", "grads_of_pools", "dead_vars", "sum"} or None."""
     pools, backward, pool_grads, dead = [], [], [], []
     readers_of = _readers(block)
-    for lk in lookups:
-        if int(lk.attr("padding_idx", -1)) != -1 or not lk.attr("is_sparse", False):
-            return None
-        emb = lk.output("Out")[0]
+    for emb in outs:
         readers = readers_of.get(emb, [])
         pool = sole([op for op in readers if op.type == "sequence_pool"])
         pool_grad = sole([op for op in readers if op.type == "sequence_pool_grad"])
@@ -50,8 +84,8 @@ def pool_pattern(block, lookups, table_name: str, table_grad: str):
                 or pool_grad.input("Out@GRAD") != [f"{pool.output('Out')[0]}@GRAD"]):
             return None
         emb_grad = pool_grad.output("X@GRAD")[0]
-        lk_grad = sole(readers_of.get(emb_grad, []))
-        if lk_grad is None or lk_grad.type != "lookup_table_grad" or lk_grad.input("W") != [table_name]:
+        lk_grad = _slot_grad(readers_of, emb_grad, table_name)
+        if lk_grad is None:
             return None
         pools.append(pool)
         backward += [pool_grad, lk_grad]
@@ -65,19 +99,17 @@ SHAPE_OPS = {"reshape2": "reshape2_grad", "unsqueeze2": "unsqueeze2_grad", "sque
              "flatten_contiguous_range": "flatten_contiguous_range_grad"}
 
 
-def reshape_pattern(block, lookups, table_name: str, table_grad: str, width: int):
+def reshape_pattern(block, outs, table_name: str, table_grad: str, width: int):
     """pool_pattern's counterpart for a Paddle 2.x model (PaddleRec's DNN: `Embedding`, then
-    `paddle.reshape(emb, [-1, dim])`): each lookup's output reaches a [-1, width] variable
+    `paddle.reshape(emb, [-1, dim])`): each lookup's output (`outs`) reaches a [-1, width] variable
     through shape-only ops (SHAPE_OPS) that nothing else reads, backward mirrors them, and
     the slots' lookup_table_grads are summed into the table gradient. Every id is then its
     own row of that variable, whatever the ids' LoD. Same result shape as pool_pattern
     ("pools": the ops writing the [-1, width] variables)."""
     pools, backward, outs_grads, dead = [], [], [], []
     readers_of = _readers(block)
-    for lk in lookups:
-        if int(lk.attr("padding_idx", -1)) != -1 or not lk.attr("is_sparse", False):
-            return None
-        var, chain = lk.output("Out")[0], []
+    for emb in outs:
+        var, chain = emb, []
         while True:
             readers = readers_of.get(var, [])
             step = sole(readers)
@@ -98,9 +130,8 @@ def reshape_pattern(block, lookups, table_name: str, table_grad: str, width: int
                     or grad.output("X@GRAD") != [f"{step.input('X')[0]}@GRAD"]):
                 return None
             grads.append(grad)
-        emb = lk.output("Out")[0]
-        lk_grad = sole(readers_of.get(f"{emb}@GRAD", []))
-        if lk_grad is None or lk_grad.type != "lookup_table_grad" or lk_grad.input("W") != [table_name]:
+        lk_grad = _slot_grad(readers_of, f"{emb}@GRAD", table_name)
+        if lk_grad is None:
             return None
         # Nothing outside this slot's ops reads what they pass between them.
         mine = {id(op) for op in chain + grads + [lk_grad]}
@@ -141,18 +172,20 @@ def _with_sum(block, table_grad, pools, backward, grads_of_pools, dead):
             "dead_vars": [v for v in dead if v != table_grad], "sum": total}
 
 
-def concat_of_pools(block, pooled, grads_of_pools, lookup, backward):
+def concat_of_pools(block, pooled, grads_of_pools, backward):
     """The `concat` (axis 1) whose inputs begin with every pooled slot, in order, and its
     `concat_grad`, when nothing but `backward` (the fused ops' gradients) reads the pooled
-    slots' gradients, nothing else the pooled slots, and no other input of the concat wants
-    a gradient (the CTR model's concat of the slots and the dense features): the fused op
-    then writes the concat's output itself, and its gradient reads the concat's gradient.
-    Returns (concat, concat_grad) or None."""
+    slots' gradients, nothing else the pooled slots, no other input of the concat wants
+    a gradient (the CTR model's concat of the slots and the dense features), and the
+    concat runs on the lookups' device: the fused op then writes the concat's output
+    itself, and its gradient reads the concat's gradient. Returns (concat, concat_grad) or None."""
     readers = [op for op in block.ops if set(pooled) & set(op.input_arg_names)]
     cat = sole([op for op in readers if op.type == "concat"])
     cat_grad = sole([op for op in readers if op.type == "concat_grad"])
     if cat is None or cat_grad is None or len(readers) != 2 or cat.input("X")[:len(pooled)] != pooled:
         return None
+    # A lookup's gradient carries the lookup's attributes, its device among them.
+    lookup = next(op for op in backward if op.type == "lookup_table_grad")
     ndim = len(block.var(pooled[0]).shape)
     if ndim != 2 or int(cat.attr("axis", 0)) % 2 != 1 or cat.attr(OP_DEVICE_ATTR_NAME) != lookup.attr(OP_DEVICE_ATTR_NAME):
         return None
@@ -166,19 +199,19 @@ def concat_of_pools(block, pooled, grads_of_pools, lookup, backward):
     return cat, cat_grad
 
 
-def fusable(block, lookups, table_name: str, table_grad: str, width: int):
-    """The one fused shape both users take (the executor below, the trainer pass): the CTR
-    shape (pool_pattern), else a Paddle 2.x model's (reshape_pattern), which is fused only
-    together with its concat. (found, each_id_a_row, pooled, cat) with `pooled` the
+def fusable(block, outs, table_name: str, table_grad: str, width: int):
+    """The one fused shape of a table's lookups (their outputs `outs`, one per slot): the
+    CTR shape (pool_pattern), else a Paddle 2.x model's (reshape_pattern), which is fused
+    only together with its concat. (found, each_id_a_row, pooled, cat) with `pooled` the
     variables the pools or reshapes write and `cat` concat_of_pools' answer; None when
     neither matches."""
-    found, each_id_a_row = pool_pattern(block, lookups, table_name, table_grad), False
+    found, each_id_a_row = pool_pattern(block, outs, table_name, table_grad), False
     if found is None:
-        found, each_id_a_row = reshape_pattern(block, lookups, table_name, table_grad, width), True
+        found, each_id_a_row = reshape_pattern(block, outs, table_name, table_grad, width), True
     if found is None:
         return None
     pooled = [op.output("Out")[0] for op in found["pools"]]
-    cat = concat_of_pools(block, pooled, found["grads_of_pools"], lookups[0], found["backward"])
+    cat = concat_of_pools(block, pooled, found["grads_of_pools"], found["backward"])
     if cat is None and each_id_a_row:
         return None
     return found, each_id_a_row, pooled, cat
@@ -186,8 +219,8 @@ def fusable(block, lookups, table_name: str, table_grad: str, width: int):
 
 def fused_wiring(found, pooled, cat) -> dict:
     """What a fused forward / gradient pair reads and writes besides the table and the ids,
-    for a matcher's result `found` and concat_of_pools' `cat` (the executor's fusion below
-    and the trainer pass build their ops from it):
+    for a matcher's result `found` and concat_of_pools' `cat` (both fusions below build
+    their ops from it):
     out / out_grad: the forward's Out and the gradient's Out@GRAD (the concat's, when
     fused with it, else the pooled slots'); tail: the concat's other inputs; concat;
     replaced: every op the pair stands for but the lookups; last_grad: the op the
@@ -211,22 +244,30 @@ def ids_ready_before(block, ids, position: int) -> bool:
 
 
 def execution_ops(block, keep=()) -> list:
-    """The ops the executor runs for `block`: its own, except that each local table
-    looked up in the CTR shape (pool_pattern) or the Paddle 2.x one (reshape_pattern,
-    concat required) has its lookups, pools or reshapes, concat (when concat_of_pools
-    finds one) and their gradients replaced by one `embedding_pool` and one
-    `embedding_pool_grad`. `keep`: variables the caller fetches, which must still be
+    """The ops the executor runs for `block`: its own, except where a table's lookups
+    have the CTR shape (pool_pattern) or the Paddle 2.x one (reshape_pattern, concat
+    required): a local table's lookups, pools or reshapes, concat (when concat_of_pools
+    finds one) and their gradients are replaced by one `embedding_pool` and one
+    `embedding_pool_grad`; a distributed table's `merge_ids` (its split_ids with an
+    `Index`), pools or reshapes, concat and gradients by one `merge_ids_pool` and one
+    `merge_ids_pool_grad`. `keep`: variables the caller fetches, which must still be
     computed as written. The new ops are not in `block.ops`."""
+    if not enabled:
+        return block.ops
     by_table: dict[str, list] = {}
+    merges = []
     for op in block.ops:
         if op.type == LOOKUP_TABLE:
             by_table.setdefault(op.input("W")[0], []).append(op)
-    if not by_table:
+        elif op.type == MERGE_IDS:
+            merges.append(op)
+    if not by_table and not merges:
         return block.ops
     keep = set(keep)
+    fusions = [_local_fusion(block, table, lookups, keep) for table, lookups in by_table.items()]
+    fusions += [_remote_fusion(block, merge, keep) for merge in merges]
     removed, before = set(), {}   # ids of replaced ops; id(op) → fused ops to run in its place
-    for table, lookups in by_table.items():
-        fused = _local_fusion(block, table, lookups, keep)
+    for fused in fusions:
         if fused is None:
             continue
         replaced, (fwd_at, fwd), (grad_at, grad) = fused
@@ -243,17 +284,13 @@ def execution_ops(block, keep=()) -> list:
     return ops
 
 
-def _local_fusion(block, table: str, lookups: list, keep: set):
-    """(ops replaced, (op the forward runs in place of, embedding_pool), (op the gradient
-    runs in place of, embedding_pool_grad)) for one local table, or None."""
-    var = block._find_var_recursive(table)
-    if var is None or not var.persistable or len(var.shape) != 2:
-        return None
+def _matched(block, outs, table: str, width: int, keep: set):
+    """fusable's answer and its fused_wiring for lookups writing `outs`, unless the caller
+    fetches a variable the fused ops do not compute as written (a lookup's output, a pooled
+    slot fused into the concat, their gradients, the table gradient: the fused one has one
+    row per distinct id); None otherwise."""
     table_grad = f"{table}@GRAD"
-    ids = [op.input("Ids")[0] for op in lookups]
-    if not ids_ready_before(block, ids, block.ops.index(lookups[0])):
-        return None
-    matched = fusable(block, lookups, table, table_grad, int(var.shape[1]))
+    matched = fusable(block, outs, table, table_grad, width)
     if matched is None:
         return None
     found, each_id_a_row, pooled, cat = matched
@@ -262,18 +299,74 @@ def _local_fusion(block, table: str, lookups: list, keep: set):
         gone |= set(pooled) | set(found["grads_of_pools"])
     if gone & keep:
         return None
-    wiring = fused_wiring(found, pooled, cat)
+    return matched, fused_wiring(found, pooled, cat)
+
+
+def _described(each_id_a_row, cat, what: str) -> str:
+    shape = "reshape" if each_id_a_row else "sum sequence_pool"
+    return f"{what} + {shape}{' + concat' if cat else ''}"
+
+
+def _local_fusion(block, table: str, lookups: list, keep: set):
+    """(ops replaced, (op the forward runs in place of, embedding_pool), (op the gradient
+    runs in place of, embedding_pool_grad)) for one local table, or None."""
+    var = block._find_var_recursive(table)
+    if var is None or not var.persistable or len(var.shape) != 2 or not all(map(plain_lookup, lookups)):
+        return None
+    ids = [op.input("Ids")[0] for op in lookups]
+    if not ids_ready_before(block, ids, block.ops.index(lookups[0])):
+        return None
+    matched = _matched(block, [op.output("Out")[0] for op in lookups], table, int(var.shape[1]), keep)
+    if matched is None:
+        return None
+    (found, each_id_a_row, pooled, cat), wiring = matched
     attrs = {"concat": wiring["concat"], "each_id_a_row": each_id_a_row}
     fwd_inputs = {"W": [table], "Ids": ids, **({"Tail": wiring["tail"]} if cat is not None else {})}
     grad_inputs = {"W": [table], "Ids": ids, "Out@GRAD": wiring["out_grad"]}
     # The forward runs where the concat was (after every input of it), else at the first lookup.
     fwd_at = cat[0] if cat is not None else lookups[0]
     # Errors name what the fused op stands for (it has no index in the program).
-    shape = "reshape" if each_id_a_row else "sum sequence_pool"
-    what = f"the {len(lookups)} lookup_table + {shape}{' + concat' if cat else ''} of table {table!r}"
+    what = f"the {_described(each_id_a_row, cat, f'{len(lookups)} lookup_table')} of table {table!r}"
     fwd = Operator(block, "embedding_pool", inputs=fwd_inputs, outputs={"Out": wiring["out"]},
                    attrs=dict(attrs, fused_from=f"runs {what}",
                               **{k: v for k, v in lookups[0].attrs.items() if k == OP_DEVICE_ATTR_NAME}))
-    grad = Operator(block, "embedding_pool_grad", inputs=grad_inputs, outputs={"W@GRAD": [table_grad]},
+    grad = Operator(block, "embedding_pool_grad", inputs=grad_inputs, outputs={"W@GRAD": [f"{table}@GRAD"]},
                     attrs=dict(attrs, fused_from=f"runs the gradient of {what}", **wiring["role"]))
     return list(lookups) + wiring["replaced"], (fwd_at, fwd), (wiring["last_grad"], grad)
+
+
+def _remote_fusion(block, merge, keep: set):
+    """_local_fusion's counterpart for a distributed table: the trainer pass's split_ids
+    (with an `Index`: every lookup of the table in one prefetch) → prefetch → `merge`
+    (merge_ids), the pools or reshapes, concat and gradients after it become one
+    `merge_ids_pool` and one `merge_ids_pool_grad`, which read the split's Index and the
+    prefetched rows. None when the program lacks any of that."""
+    split = sole([op for op in block.ops if op.type == "split_ids" and op.output("Out") == merge.input("Rows")])
+    prefetch = sole([op for op in block.ops if op.type == "prefetch" and op.output("Out") == merge.input("X")])
+    if split is None or prefetch is None or not split.output("Index") or split.input("Ids") != merge.input("Ids"):
+        return None
+    tables = set(prefetch.attr("table_names") or ())
+    table = tables.pop() if len(tables) == 1 else None
+    var = None if table is None else block._find_var_recursive(table)
+    if var is None or len(var.shape) != 2:
+        return None
+    matched = _matched(block, merge.output("Out"), table, int(var.shape[1]), keep)
+    if matched is None:
+        return None
+    (found, each_id_a_row, pooled, cat), wiring = matched
+    ids, index, rows = merge.input("Ids"), split.output("Index"), split.output("Out")
+    attrs = dict({"concat": True} if cat is not None else {}, each_id_a_row=each_id_a_row)
+    what = f"the {_described(each_id_a_row, cat, f'merge_ids of {len(ids)} lookups')} of table {table!r}"
+    fwd = Operator(block, "merge_ids_pool",
+                   inputs={"Ids": ids, "Index": index, "X": merge.input("X"),
+                           **({"Tail": wiring["tail"]} if cat is not None else {})},
+                   outputs={"Out": wiring["out"]},
+                   attrs=dict(attrs, fused_from=f"runs {what}", **{OP_ROLE_ATTR_NAME: int(OpRole.Forward)}))
+    grad = Operator(block, "merge_ids_pool_grad",
+                    inputs={"Ids": ids, "Index": index, "Rows": rows, "Out@GRAD": wiring["out_grad"]},
+                    outputs={"W@GRAD": [f"{table}@GRAD"]},
+                    attrs=dict(wiring["role"], height=int(var.shape[0]), **attrs,
+                               **({"width": int(var.shape[1])} if cat is not None else {}),
+                               fused_from=f"runs the gradient of {what}"))
+    # The forward runs where the concat was (after every input of it), else where merge_ids was.
+    return [merge] + wiring["replaced"], (cat[0] if cat is not None else merge, fwd), (wiring["last_grad"], grad)

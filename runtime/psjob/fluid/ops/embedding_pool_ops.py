@@ -1,10 +1,11 @@
 """The fused lookup + sum-pool of a distributed table's slots, and its gradient.
 
-The trainer pass (transpiler/trainer_pass.py) puts these in place of a
+The executor (embedding_fusion.execution_ops) runs these in place of a
 `merge_ids` + one sum `sequence_pool` per slot and of their gradients when a
-program has that shape (a CTR model's): `split_ids` writes, besides the ids
-per pserver, an `Index` — every fed id's row in the pservers' replies laid end
-to end — and both ops below work from it, so a batch's ids are sorted once.
+program has that shape (a CTR model's): the trainer pass
+(transpiler/trainer_pass.py) then gave `split_ids`, besides the ids per
+pserver, an `Index` output — every fed id's row in the pservers' replies laid
+end to end — and both ops below work from it, so a batch's ids are sorted once.
 """
 from __future__ import annotations
 

@@ -91,6 +91,14 @@ def assign(ctx):
     ctx.set_output("Out", x.copy() if hasattr(x, "copy") else x, lod=ctx.input_lod("X"))
 
 
+@register_op("share_data", infer_shape=same_shape())
+def share_data(ctx):
+    """Paddle's share_data: Out is X itself, no copy (the trainer pass sends a gradient under
+    a per-trainer name this way, and the gradient keeps its own name). Kernels never
+    write their inputs, so the two names cannot drift apart."""
+    ctx.set_output("Out", ctx.input("X"), lod=ctx.input_lod("X"))
+
+
 def _sum_shape(op):
     x = in_var(op, "X")
     set_out(op, "Out", x.shape, x.dtype, x.lod_level)

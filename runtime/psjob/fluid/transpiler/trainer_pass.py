@@ -13,9 +13,13 @@ A distributed lookup table never reaches the trainer: each `lookup_table` on
 it becomes `split_ids` (ids by pserver) → `prefetch` (rows from the pservers)
 → `merge_ids` (rows back in the ids' order), and its SelectedRows gradient is
 `split_ids`-ed by id and sent to the pservers holding those ids. When every
-lookup feeds a sum `sequence_pool` (the CTR shape), lookups and pools become
-`split_ids` (with an `Index`) → `prefetch` → `merge_ids_pool`, and their
-gradients one `merge_ids_pool_grad` with a row per distinct id (dist_ops.py).
+lookup feeds a sum `sequence_pool` (the CTR shape) or reaches the concat through
+a reshape to [-1, dim] (PaddleRec's), `split_ids` also writes an `Index`, and
+the executor runs `merge_ids` and the pools or reshapes, concat and gradients
+as one `merge_ids_pool` and one `merge_ids_pool_grad` with a row per distinct
+id (embedding_fusion.py). The program keeps every op and variable the user
+built, so any of them can be fetched; a run that fetches one the fused ops skip
+runs the ops as written.
 
 Op removal (optimizer, LR schedule) waits for `get_trainer_program`, as in
 the seed, so a transpiled program can still be inspected whole.
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..embedding_fusion import fusable, fused_wiring
+from ..embedding_fusion import fusable, plain_lookup
 from ..framework import (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, VarType,
                          generate_control_dev_var_name)
 from .details import create_control_var, delete_ops, find_op_by_output_arg
@@ -121,13 +125,20 @@ def _declare_split_vars(block, plan: TranspilePlan) -> None:
                 block.create_var(name=plan.sent_grad_name(gb.name), shape=gb.shape, dtype=gvar.dtype,
                                  type=gvar.type, lod_level=gvar.lod_level)
         elif plan.per_trainer_grads:
-            block._rename_var(pp.grad, plan.sent_grad_name(pp.grad))
+            # Sent under a per-trainer name; the gradient keeps its own (share_data, below),
+            # so a user can still fetch it.
+            block.create_var(name=plan.sent_grad_name(pp.grad), shape=gvar.shape, dtype=gvar.dtype,
+                             type=gvar.type, lod_level=gvar.lod_level)
 
 
 def _insert_split_and_send(block, plan: TranspilePlan, pp):
     local = pp.grad if pp.sliced else plan.sent_grad_name(pp.grad)
-    idx = find_op_by_output_arg(block, local, reverse=True)  # exists: check_rewritable
+    idx = find_op_by_output_arg(block, pp.grad, reverse=True)  # exists: check_rewritable
     sent = [plan.sent_grad_name(gb.name) for gb in pp.grad_blocks]
+    if local != pp.grad:
+        block._insert_op(idx + 1, "share_data", inputs={"X": [pp.grad]}, outputs={"Out": [local]},
+                         attrs={OP_ROLE_ATTR_NAME: DIST})
+        idx += 1
     if pp.sliced:
         if pp.sparse_grad:
             block._insert_op(idx + 1, "split_selected_rows", inputs={"X": [local]}, outputs={"Out": sent},
@@ -160,18 +171,22 @@ def _replace_table_lookups(block, plan: TranspilePlan) -> None:
     groups = [(first, ids, outs, "")] if not late else [
         (block.ops.index(op), [i], [o], f"_{j}") for j, (op, i, o) in enumerate(zip(lookups, ids, outs))]
     # The CTR shape (sum pools), else a Paddle 2.x model's (reshapes to [-1, dim] into a
-    # concat: PaddleRec's sparse_embedding + reshape), whose every id is its own row.
-    matched = None if late else fusable(block, lookups, table.name, table.grad, table.width)
-    if matched is not None:
-        _fuse_lookups_and_pools(block, plan, lookups, first, ids, *matched)
-        return
+    # concat: PaddleRec's sparse_embedding + reshape), whose every id is its own row: the
+    # split also writes an Index, from which the executor runs the fused ops
+    # (embedding_fusion.execution_ops) unless the caller fetches what they skip.
+    index = None
+    if not late and all(map(plain_lookup, lookups)) and fusable(
+            block, outs, table.name, table.grad, table.width) is not None:
+        index = f"{table.name}@PREFETCH_INDEX"
+        block.create_var(name=index, shape=(-1,), dtype="int64")
     delete_ops(block, lookups)
     shift = 0
     for pos, g_ids, g_outs, suffix in groups:
         pos += shift  # earlier lookups each became three ops
         n = len(plan.endpoints)
         in_names, out_names = _prefetch_vars(block, plan, block.var(g_ids[0]), block.var(g_outs[0]).dtype, suffix)
-        block._insert_op(pos, "split_ids", inputs={"Ids": g_ids}, outputs={"Out": in_names})
+        block._insert_op(pos, "split_ids", inputs={"Ids": g_ids},
+                         outputs={"Out": in_names, **({"Index": [index]} if index else {})})
         block._insert_op(pos + 1, "prefetch", inputs={"X": in_names}, outputs={"Out": out_names},
                          attrs={"epmap": list(plan.endpoints), "table_names": [table.name] * n,
                                 "trainer_id": plan.trainer_id})
@@ -188,44 +203,6 @@ def _prefetch_vars(block, plan: TranspilePlan, ids_var, out_dtype, suffix=""):
         block.create_var(name=a, shape=(-1, 1), dtype=ids_var.dtype)
         block.create_var(name=b, shape=(-1, plan.table.width), dtype=out_dtype)
     return in_names, out_names
-
-
-def _fuse_lookups_and_pools(block, plan: TranspilePlan, lookups, first, ids, fused, each_id_a_row,
-                            pooled, cat) -> None:
-    """split_ids (+ Index) → prefetch → merge_ids_pool in place of the lookups and their
-    sum pools, and one merge_ids_pool_grad in place of their gradients and the `sum`:
-    one id pass per batch, no per-slot embedding intermediates, and a table gradient
-    with one row per distinct id (the pservers get fewer rows and merge nothing). When
-    the pooled slots go into one concat (concat_of_pools), it is fused too: no per-slot
-    pooled arrays, no concat copy, no per-slot gradient slices. The last four arguments
-    are embedding_fusion.fusable's answer (`each_id_a_row`: the reshape shape)."""
-    table = plan.table
-    index = f"{table.name}@PREFETCH_INDEX"
-    block.create_var(name=index, shape=(-1,), dtype="int64")
-    in_names, out_names = _prefetch_vars(block, plan, block.var(ids[0]), block.var(pooled[0]).dtype)
-    wiring = fused_wiring(fused, pooled, cat)
-    grad_pos = block.ops.index(wiring["last_grad"])
-    tail = {"Tail": wiring["tail"]} if cat is not None else {}
-    pool_attrs = dict({"concat": True} if cat is not None else {}, each_id_a_row=each_id_a_row)
-    block._insert_op(grad_pos + 1, "merge_ids_pool_grad",
-                     inputs={"Ids": ids, "Index": [index], "Rows": in_names, "Out@GRAD": wiring["out_grad"]},
-                     outputs={"W@GRAD": [table.grad]},
-                     attrs=dict(wiring["role"], height=table.height, **pool_attrs,
-                                **({"width": table.width} if cat is not None else {})))
-    # The pooled output is written where the concat was (after every input of it) or,
-    # unfused, where the first lookup was.
-    pool_pos = block.ops.index(cat[0]) + 1 if cat is not None else first
-    block._insert_op(pool_pos, "merge_ids_pool", inputs={"Ids": ids, "Index": [index], "X": out_names, **tail},
-                     outputs={"Out": wiring["out"]}, attrs=pool_attrs)
-    block._insert_op(first, "split_ids", inputs={"Ids": ids}, outputs={"Out": in_names, "Index": [index]})
-    block._insert_op(first + 1, "prefetch", inputs={"X": in_names}, outputs={"Out": out_names},
-                     attrs={"epmap": list(plan.endpoints), "table_names": [table.name] * len(in_names),
-                            "trainer_id": plan.trainer_id})
-    delete_ops(block, list(lookups) + wiring["replaced"])
-    dead = fused["dead_vars"] + (pooled + fused["grads_of_pools"] if cat is not None else [])
-    for name in dead:
-        if block.has_var(name):
-            block._remove_var(name)
 
 
 def _split_and_send_table_grad(block, plan: TranspilePlan, dummy) -> None:
