@@ -189,8 +189,7 @@ class Applier:
                 stale = now - self._known.get(known, float("-inf")) >= self.recheck_seconds
                 absent = live[key] is None if key in live else stale
                 if absent:
-                    self._create(resource, manifest, report, owner_uid, owner_name,
-                                 create_only=True)
+                    self._create(resource, manifest, report, owner_uid, owner_name)
                 if absent or key in live:
                     self._known[known] = now
                 continue
@@ -212,7 +211,7 @@ class Applier:
         return report
 
     def _create(self, resource: Resource, manifest: dict, report: ApplyReport, owner_uid: str,
-                owner_name: str, create_only: bool = False, inputs: str = "") -> None:
+                owner_name: str, inputs: str = "") -> None:
         meta = manifest["metadata"]
         digest = _job_hash(manifest) if resource is BATCH_JOBS else manifest_hash(manifest)
         body = _annotated(manifest, digest, last_applied=resource not in CREATE_ONLY
