@@ -65,7 +65,9 @@ def images() -> tuple[str, str]:
                            timeout=1500, check=False,
                            env={**os.environ, "CONTAINER_ENGINE": "podman"})
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    assert built.stdout.split() == ["built:", server, "built:", operator]
+    assert [line for line in built.stdout.splitlines() if line.startswith("built: ")] == \
+        [f"built: {server}", f"built: {operator}"]
+    assert "build-images: building with podman" in built.stderr
     return server, operator
 
 
