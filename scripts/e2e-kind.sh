@@ -9,16 +9,17 @@ cd "$(dirname "$0")/.."
 cluster=${KIND_CLUSTER:-psjob-e2e}
 deadline_seconds=${E2E_TIMEOUT:-900}
 
-image=$(scripts/build-images.sh --cpu-only --dry-run)
+# The CPU image (pservers, trainers) and the operator's image.
+mapfile -t images < <(scripts/build-images.sh --cpu-only --dry-run)
 scripts/build-images.sh --cpu-only
 kind get clusters | grep -qx "$cluster" || kind create cluster --name "$cluster"
 kubectl config use-context "kind-$cluster"
-if command -v docker >/dev/null && [ "${CONTAINER_ENGINE:-docker}" = docker ]; then
-  kind load docker-image --name "$cluster" "$image"
-else  # podman: kind reads an image archive
+if [ "${CONTAINER_ENGINE:-docker}" = docker ] && docker info >/dev/null 2>&1; then
+  kind load docker-image --name "$cluster" "${images[@]}"
+else  # podman (build-images.sh's choice when no docker daemon answers): an image archive
   archive=$(mktemp --suffix=.tar)
   trap 'rm -f "$archive"' EXIT
-  podman save -o "$archive" "$image"
+  podman save --multi-image-archive -o "$archive" "${images[@]}"
   kind load image-archive --name "$cluster" "$archive"
 fi
 

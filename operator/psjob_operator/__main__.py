@@ -17,7 +17,12 @@ import logging
 import sys
 from collections.abc import Sequence
 
-import kopf
+try:
+    import kopf
+except ModuleNotFoundError as missing:  # psjob's job images leave the [operator] extra out
+    raise SystemExit(f"psjob-operator: {missing.name} is not installed: run the operator from "
+                     f"psjob's operator image (<registry>/psjob:<version>-operator) or install "
+                     f"psjob[operator]") from missing
 from prometheus_client import CollectorRegistry
 
 from psjob_operator import gang

@@ -31,6 +31,10 @@ the job's next spec edit.
 A live object with our name that is not controlled by this job is never
 touched: it is reported (`ChildRejected`) or, if it belongs to a deleted job
 of the same name that the garbage collector has not removed yet, waited for.
+The watch cache only holds objects with the job's label, so an object made by
+someone else usually shows up as a 409 on create: its metadata is then read by
+name (`_existing`) and judged the same way — a foreign Secret included, which
+is never taken for the job's token.
 """
 from __future__ import annotations
 
@@ -160,9 +164,10 @@ class Applier:
                  clock: Callable[[], float] = time.monotonic):
         self.api = api
         # Create-only children known to exist (namespace, name, owner uid) → when that was
-        # last confirmed. The Secret is never read back (least privilege), so without this
-        # every pass would POST it again; after `recheck_seconds` the next pass POSTs once
-        # more, so a Secret deleted by hand comes back within one resync (409 when present).
+        # last confirmed. The Secret is not in the watch cache (the operator may not list
+        # Secrets), so without this every pass would POST it again; after `recheck_seconds`
+        # the next pass POSTs once more, so a Secret deleted by hand comes back within one
+        # resync (a 409 when present, and its metadata read to see whose it is).
         self._known: dict[tuple[str, str, str], float] = {}
         self.recheck_seconds = recheck_seconds
         self.clock = clock
@@ -178,13 +183,13 @@ class Applier:
             if resource in CREATE_ONLY:
                 known = (manifest["metadata"]["namespace"], key[1], owner_uid)
                 now = self.clock()
-                # Observed this pass (the claim): trust that; never read (the Secret):
-                # create until one attempt succeeded or found it there, and again
+                # Observed this pass (the claim): trust that; not cached (the Secret):
+                # create until one attempt succeeded or found its own there, and again
                 # once the confirmation is older than recheck_seconds.
                 stale = now - self._known.get(known, float("-inf")) >= self.recheck_seconds
                 absent = live[key] is None if key in live else stale
                 if absent:
-                    self._create(resource, manifest, report, create_only=True)
+                    self._create(resource, manifest, report, owner_uid, owner_name)
                 if absent or key in live:
                     self._known[known] = now
                 continue
@@ -193,7 +198,7 @@ class Applier:
             current = live[key] if key in live else self.api.get(resource, meta["namespace"],
                                                                   meta["name"])
             if current is None:
-                self._create(resource, manifest, report, inputs=inputs)
+                self._create(resource, manifest, report, owner_uid, owner_name, inputs=inputs)
                 continue
             check_owner(current, owner_uid, owner_name)
             if (current.get("metadata") or {}).get("deletionTimestamp"):
@@ -205,8 +210,8 @@ class Applier:
                 self._patch_if_changed(resource, manifest, current, report, inputs)
         return report
 
-    def _create(self, resource: Resource, manifest: dict, report: ApplyReport,
-                create_only: bool = False, inputs: str = "") -> None:
+    def _create(self, resource: Resource, manifest: dict, report: ApplyReport, owner_uid: str,
+                owner_name: str, inputs: str = "") -> None:
         meta = manifest["metadata"]
         digest = _job_hash(manifest) if resource is BATCH_JOBS else manifest_hash(manifest)
         body = _annotated(manifest, digest, last_applied=resource not in CREATE_ONLY
@@ -214,8 +219,9 @@ class Applier:
         try:
             self.api.create(resource, meta["namespace"], body)  # rbac: CHILD_RESOURCES
         except ApiError as exc:
-            if exc.conflict and create_only:
-                return  # created by an earlier pass; never read back (least privilege)
+            if exc.conflict:
+                self._existing(resource, manifest, owner_uid, owner_name, report)
+                return
             if exc.not_found:  # the namespace exists (the job is in it): the kind does not
                 raise ChildRejected(
                     f"the cluster does not serve {manifest['apiVersion']} {manifest['kind']}: "
@@ -226,6 +232,21 @@ class Applier:
                                     f"{exc.message}") from exc
             raise
         report.created.append(f"{manifest['kind']}/{meta['name']}")
+
+    def _existing(self, resource: Resource, manifest: dict, owner_uid: str, owner_name: str,
+                  report: ApplyReport) -> None:
+        """After a 409 AlreadyExists. The watch cache holds only objects with the job's label
+        and the Secret is never cached, so the name may be held by this job's child (an
+        earlier pass made it), a deleted namesake's (wait for the garbage collector) or an
+        object someone else made (ChildRejected; left untouched, never adopted: a foreign
+        Secret is not the job's token). Its metadata tells which; its content is not read."""
+        meta = manifest["metadata"]
+        # rbac: CHILD_RESOURCES
+        found = self.api.get_metadata(resource, meta["namespace"], meta["name"])
+        if found is None or found["metadata"].get("deletionTimestamp"):
+            report.waiting.append(f"{manifest['kind']}/{meta['name']}")  # gone: create again
+            return
+        check_owner(found, owner_uid, owner_name)
 
     def _patch_if_changed(self, resource: Resource, manifest: dict, current: dict,
                           report: ApplyReport, inputs: str = "") -> None:

@@ -19,6 +19,8 @@ from typing import Any, Mapping
 from urllib.parse import quote, urlencode
 
 MERGE_PATCH = "application/merge-patch+json"
+# The API server's metadata-only representation of any object (meta.k8s.io/v1).
+METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
 
 @dataclass(frozen=True)
@@ -121,9 +123,10 @@ class KubeApi:
             return self._client
 
     def request(self, method: str, path: str, *, query: Mapping[str, str] | None = None,
-                body: Any = None, content_type: str = "application/json") -> Any:
+                body: Any = None, content_type: str = "application/json",
+                accept: str = "application/json") -> Any:
         client = self._api_client()
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type
         full = path + (f"?{urlencode(query)}" if query else "")
@@ -149,6 +152,18 @@ class KubeApi:
             if exc.not_found:
                 return None
             raise
+
+    def get_metadata(self, resource: Resource, namespace: str, name: str) -> dict | None:
+        """An object's metadata only (a PartialObjectMetadata): whose it is, not what it
+        holds — a Secret's data never reaches the operator. None if it does not exist."""
+        try:
+            answer = self.request("GET", resource.path(namespace, name), accept=METADATA_ONLY)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+        return {"apiVersion": resource.api_version, "kind": resource.kind,
+                "metadata": answer.get("metadata") or {}}
 
     def create(self, resource: Resource, namespace: str, body: Mapping[str, Any]) -> dict:
         return self._written(resource, self.request("POST", resource.path(namespace),

@@ -12,8 +12,11 @@ Notes on the less obvious entries:
   with blockOwnerDeletion=true, which clusters with the
   OwnerReferencesPermissionEnforcement admission plugin only allow to users
   who may update the owner's finalizers.
-- `secrets: create` only — the auth Secret is created once; the operator never
-  reads Secrets (an AlreadyExists answer is enough to know it is there).
+- `secrets: create, get` — the auth Secret is created once; after an AlreadyExists
+  answer the operator reads the metadata of the Secret by that name
+  (PartialObjectMetadata: owner references, never the data) to refuse one it does not
+  own instead of taking it for the job's token. No `list` or `watch`: Secrets are not
+  cached.
 - `persistentvolumeclaims: get, create` — never patched or deleted: checkpoint
   volumes go only with the job, through the garbage collector.
 - `events: create` — one Event per condition transition.
@@ -45,7 +48,7 @@ REQUIRED_RBAC: tuple[Permission, ...] = (
     Permission("", "pods", ("get", "list", "watch")),
     Permission("", "services", ("get", "list", "watch", "create", "patch", "delete")),
     Permission("", "configmaps", ("get", "list", "watch", "create", "patch", "delete")),
-    Permission("", "secrets", ("create",)),
+    Permission("", "secrets", ("get", "create")),
     Permission("", "persistentvolumeclaims", ("get", "list", "watch", "create")),
     Permission("", "events", ("create",)),
     Permission("apps", "statefulsets", ("get", "list", "watch", "create", "patch", "delete")),

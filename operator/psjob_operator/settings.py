@@ -39,9 +39,10 @@ class ReconcileSettings:
     retry_base_seconds: float = 1.0  # first retry after a transient API error ...
     retry_max_seconds: float = 60.0  # ... doubling up to this
     checkpoint_poll_seconds: float = 30.0  # 0 disables reading pserver 0's metrics
-    # The auth Secret is never read (least privilege): it is POSTed again this often to
-    # bring back one deleted by hand. Each recheck is one request per job, so this is
-    # much longer than the resync: 500 jobs every 600 s cost 0.8 requests/s.
+    # The auth Secret is not watched (least privilege): it is POSTed again this often to
+    # bring back one deleted by hand. Each recheck is two requests per job (the POST, and
+    # the 409's metadata read), so this is much longer than the resync: 500 jobs every
+    # 600 s cost 1.7 requests/s.
     secret_recheck_seconds: float = 600.0
     probe_timeout_seconds: float = 2.0
     request_timeout_seconds: float = 15.0

@@ -45,3 +45,7 @@ def kubelet(api, tmp_path):
     """A node that runs the namespace's pods as processes (kubelet.py)."""
     with Kubelet(api, NAMESPACE, tmp_path / "node") as node:
         yield node
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: minutes long and opt-in (see the test module's docstring)")

@@ -294,11 +294,12 @@ def test_notes_show_a_first_parameter_server_job_that_the_crd_accepts(install, v
     parsed = parse_job(job)
     assert parsed.spec.pserver.replicas == 2 and parsed.spec.worker.replicas == 2
     # A real parameter-server job: psjob's own entrypoints (`psjob pserver` / `psjob
-    # worker`) with arguments the built-in CTR job accepts, from the chart's CPU image.
+    # worker`) with arguments the built-in CTR job accepts, from the chart's CPU image (the
+    # operator runs that image's `-operator` variant: the CPU image plus the operator's extra).
     assert not parsed.spec.command
     parse_train_options(list(parsed.spec.args))
     deployment = the(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
-    assert parsed.spec.image == deployment["image"]
+    assert f"{parsed.spec.image}-operator" == deployment["image"]
 
 
 def test_upgrade_to_cluster_scope_replaces_the_roles_with_a_cluster_role(run_helm, kube_api):

@@ -86,8 +86,9 @@ def test_the_readme_commands_install_an_operator_that_watches_the_namespace_the_
     [role] = [o for o in objects if o["kind"] == "ClusterRole"]
     assert any("parameterserverjobs" in rule["resources"] and "watch" in rule["verbs"]
                for rule in role["rules"])
-    # The job runs the image the chart's operator runs: the one image built and loaded.
-    assert job["spec"]["image"] == container["image"] == built[0]
+    # The job runs the CPU image and the chart's operator the operator image: both built
+    # and loaded.
+    assert job["spec"]["image"] == built[0] and container["image"] == built[1]
 
 
 def test_crds_applied_with_kubectl_first_then_the_chart_installs_without_adopting_them(

@@ -100,6 +100,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         self._versions = itertools.count(1)
         self._gone_uids: set[str] = set()  # uids of deleted objects (for the GC emulation)
         self.log: list[tuple[str, str, dict, str]] = []
+        self.accepts: list[str] = []  # the Accept header of each request in `log`
         for resource, info in _builtin_resources().items():
             self.resources[resource] = info
         self.resources[JOBS_RESOURCE] = kmock.ResourceInfo(
@@ -123,6 +124,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             del self._requests[:-32]
         self.log.append((str(request.method.value), request.url.path, dict(request.params or {}),
                          (request.headers or {}).get("User-Agent", "")))
+        self.accepts.append((request.headers or {}).get("Accept", ""))
         gc_uid = None
         if request.resource is not None and isinstance(request.data, dict):
             now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -285,6 +287,12 @@ class ClusterThread:
         """(method, path, params, user agent) of every request served so far."""
         assert self.emulator is not None
         return list(self.emulator.log)
+
+    def requests_with_accept(self) -> list[tuple[str, str, dict, str, str]]:
+        """`requests()` with each request's Accept header last."""
+        assert self.emulator is not None
+        return [(*entry, accept) for entry, accept in zip(list(self.emulator.log),
+                                                          list(self.emulator.accepts))]
 
     def write_kubeconfig(self, path: pathlib.Path) -> pathlib.Path:
         config = {

@@ -125,7 +125,7 @@ def test_pods_run_non_root_read_only_without_privileges_or_api_tokens():
         assert pod["automountServiceAccountToken"] is False
         assert pod["enableServiceLinks"] is False
         assert pod["securityContext"] == {
-            "runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
+            "runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001,
             "fsGroupChangePolicy": "OnRootMismatch", "seccompProfile": {"type": "RuntimeDefault"}}
         c = pod["containers"][0]
         assert c["securityContext"] == {"allowPrivilegeEscalation": False,

@@ -164,7 +164,7 @@ def test_a_job_secret_deleted_by_hand_comes_back_without_an_operator_restart(ope
     assert first is not None
     plane.kube.delete(path)
     assert plane.kube.get(path) is None
-    # The operator never reads Secrets; it POSTs the job's again after
+    # The operator does not watch Secrets; it POSTs the job's again after
     # --secret-recheck-seconds (5 s in these tests).
     again = wait_for(lambda: plane.kube.get(path), what="the auth Secret recreated")
     assert again["metadata"]["uid"] != first["metadata"]["uid"]

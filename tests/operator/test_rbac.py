@@ -18,7 +18,8 @@ from psjob_operator import handlers, kube, rbac
 from psjob_operator.kube import Resource
 
 PACKAGE = pathlib.Path(psjob_operator.__file__).parent
-VERBS = {"get": "get", "list": "list", "create": "create", "patch": "patch", "delete": "delete"}
+VERBS = {"get": "get", "get_metadata": "get", "list": "list", "create": "create",
+         "patch": "patch", "delete": "delete"}
 
 
 def resolve(module, expression: str) -> set[Resource]:
@@ -33,8 +34,9 @@ def resolve(module, expression: str) -> set[Resource]:
     return result
 
 
-def api_calls():
-    """(module, line, verb, resources, subresource) for every KubeApi call site."""
+def api_calls(method: bool = False):
+    """(module, line, verb, resources, subresource) for every KubeApi call site; with
+    `method`, the KubeApi method called comes last."""
     for path in sorted(PACKAGE.glob("*.py")):
         if path.name == "kube.py":
             continue
@@ -58,7 +60,8 @@ def api_calls():
                 assert match, (f"{path.name}:{node.lineno}: annotate the call with "
                                f"'# rbac: <resource constants>'")
                 resources = resolve(module, match.group(1))
-            yield path.name, node.lineno, VERBS[node.func.attr], resources, sub
+            found = (path.name, node.lineno, VERBS[node.func.attr], resources, sub)
+            yield found + (node.func.attr,) if method else found
 
 
 def test_the_source_scan_finds_the_operators_api_calls():
@@ -94,8 +97,14 @@ def test_owner_references_with_block_owner_deletion_are_allowed():
     assert rbac.allows("psjob.dev", "parameterserverjobs/finalizers", "update")
 
 
-def test_the_operator_never_asks_to_read_secrets():
-    assert not rbac.allows("", "secrets", "get") and not rbac.allows("", "secrets", "list")
+def test_the_operator_never_lists_secrets_and_reads_their_metadata_only():
+    # `get` (after a 409: whose Secret holds the job's name), but no list or watch, and
+    # every read of a Secret in the code asks for metadata only (PartialObjectMetadata).
+    assert not rbac.allows("", "secrets", "list") and not rbac.allows("", "secrets", "watch")
+    assert rbac.allows("", "secrets", "get")
+    reads = [(name, line, method) for name, line, verb, resources, _, method in api_calls(True)
+             if verb == "get" and kube.SECRETS in resources]
+    assert reads and all(method == "get_metadata" for _, _, method in reads), reads
 
 
 def test_the_rules_render_as_kubernetes_policy_rules():

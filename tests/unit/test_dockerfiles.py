@@ -29,11 +29,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 CHART_VALUES = yaml.safe_load((ROOT / "charts" / "psjob-operator" / "values.yaml").read_text())
 # The images users run: {Dockerfile: {target stage: the console script it starts}}.
-# The CPU image also runs the operator (the chart's command: psjob-operator).
-TARGETS = {"Dockerfile.server": {"server": "psjob"},
+# The operator has its own target: the CPU image plus the [operator] extra.
+TARGETS = {"Dockerfile.server": {"server": "psjob", "operator": "psjob-operator"},
            "Dockerfile.worker": {"worker": "psjob"}}
-IMAGES = subprocess.run([str(ROOT / "scripts" / "build-images.sh"), "--dry-run"], check=True,
-                        capture_output=True, text=True, timeout=30).stdout.split()
+CPU_IMAGE, OPERATOR_IMAGE, CUDA_IMAGE = subprocess.run(
+    [str(ROOT / "scripts" / "build-images.sh"), "--dry-run"], check=True, capture_output=True,
+    text=True, timeout=30).stdout.split()
 BUILD_TOOLS = re.compile(r"\b(gcc|g\+\+|clang|make|cmake|build-essential|[\w.+-]+-dev|cuda-nvcc[\w.-]*|nvcc)\b")
 
 
@@ -191,14 +192,31 @@ def test_the_final_image_runs_as_a_numeric_non_root_user_it_creates(dockerfile, 
     assert f"--uid {uid}" in " ".join(stage.runs() for stage in stage_chain)
 
 
-def test_the_chart_runs_the_operator_from_the_cpu_image_as_the_user_it_creates():
+def test_the_chart_runs_the_operator_from_the_operator_image_as_the_user_it_creates():
     _, stages = parse("Dockerfile.server")
-    user = nearest(chain(stages, "server"), "USER").value[0]
+    user = nearest(chain(stages, "operator"), "USER").value[0]
     pod = CHART_VALUES["operator"]["podSecurityContext"]
     assert user == f"{pod['runAsUser']}:{pod['runAsGroup']}"
     assert "psjob-operator" in PYPROJECT["project"]["scripts"]
     chart = yaml.safe_load((ROOT / "charts" / "psjob-operator" / "Chart.yaml").read_text())
-    assert f"{CHART_VALUES['image']['repository']}:{chart['appVersion']}" == IMAGES[0]
+    assert f"{CHART_VALUES['image']['repository']}:{chart['appVersion']}" == CPU_IMAGE
+    assert OPERATOR_IMAGE == f"{CPU_IMAGE}-operator"
+    templates = ROOT / "charts" / "psjob-operator" / "templates"
+    assert '"%s-operator" (include "psjob-operator.image" .)' in (templates / "_helpers.tpl").read_text()
+    assert 'image: {{ include "psjob-operator.operatorImage" . }}' in (templates / "deployment.yaml").read_text()
+
+
+@pytest.mark.parametrize(("dockerfile", "target"), [(f, t) for f in DOCKERFILES for t in TARGETS[f]])
+def test_the_image_user_is_the_job_specs_default_user(dockerfile, target):
+    # Job pods run as spec.securityContext's runAsUser/runAsGroup (default) and the
+    # operator's pods as the chart's: the user the image creates, with a passwd entry.
+    from psjob.jobspec.model import SecuritySpec  # noqa: PLC0415
+
+    _, stages = parse(dockerfile)
+    user = nearest(chain(stages, target), "USER").value[0]
+    default = SecuritySpec()
+    assert user == f"{default.run_as_user}:{default.run_as_group}"
+    assert default.fs_group == default.run_as_group
 
 
 @pytest.mark.parametrize(("dockerfile", "target"), [(f, t) for f in DOCKERFILES for t in TARGETS[f]])
@@ -223,9 +241,28 @@ def test_the_final_image_declares_a_healthcheck_on_the_port_it_serves(dockerfile
     healthcheck = nearest(stage_chain, "HEALTHCHECK")
     assert healthcheck.json and healthcheck.value[0] == "CMD"
     exposed = {port for stage in stage_chain for command in stage.all("EXPOSE") for port in command.value}
+    if target == "operator":  # kopf's /healthz on --liveness-port, /metrics on --metrics-port
+        from psjob_operator.settings import ServeSettings  # noqa: PLC0415
+
+        serve = ServeSettings()
+        assert exposed == {str(serve.metrics_port), str(serve.liveness_port)}
+        assert f"http://127.0.0.1:{serve.liveness_port}/healthz" in healthcheck.value[-1]
+        return
     assert exposed == {str(metrics.DEFAULT_METRICS_PORT)}
     assert envs(stage_chain)["PSJOB_METRICS_PORT"] == str(metrics.DEFAULT_METRICS_PORT)
     assert list(healthcheck.value[1:]) == ["python", "-m", "psjob.metrics", "healthcheck"]
+
+
+def test_the_operator_images_default_command_is_one_the_operator_accepts():
+    from psjob_operator.__main__ import parse_args  # noqa: PLC0415
+
+    _, stages = parse("Dockerfile.server")
+    settings = parse_args(words(nearest(chain(stages, "operator"), "CMD")))
+    assert settings.watch.all_namespaces  # the chart's default scope, rbac.scope=cluster
+
+
+# The Python each Ubuntu release of the CUDA images ships (its python3 package).
+UBUNTU_PYTHON = {"ubuntu20.04": "3.8", "ubuntu22.04": "3.10", "ubuntu24.04": "3.12"}
 
 
 def _python_version(dockerfile: str) -> str:
@@ -251,18 +288,64 @@ def test_the_worker_cuda_version_matches_cupy_and_the_cuda_image_tag():
     [cupy] = [Requirement(r) for r in PYPROJECT["project"]["optional-dependencies"]["cuda"]
               if r.startswith("cupy")]
     assert cupy.name == f"cupy-cuda{major}x" and str(cupy.specifier) == "==14.2.0"
-    assert IMAGES[1].endswith(f"-cuda{major}.{minor}")
+    assert CUDA_IMAGE.endswith(f"-cuda{major}.{minor}")
     helpers = (ROOT / "charts" / "psjob-operator" / "templates" / "_helpers.tpl").read_text()
     assert f'"%s-cuda{major}.{minor}"' in helpers  # the chart's cudaImage
 
 
-@pytest.mark.parametrize(("dockerfile", "stage", "extra"), [
-    ("Dockerfile.server", "build", "operator"), ("Dockerfile.worker", "build", "cuda")])
-def test_each_image_installs_the_package_with_its_extra(dockerfile, stage, extra):
+def test_the_cuda_image_builds_from_registries_alone_with_its_distributions_python():
+    # No keyserver (dirmngr ignores http_proxy), no PPA: the CUDA base's own Ubuntu ships
+    # the Python the image installs, and every stage starts from CUDA_IMAGE or a stage.
+    global_args, stages = parse("Dockerfile.worker")
+    release = re.search(r"-(ubuntu\d+\.\d+)$", global_args["CUDA_IMAGE"]).group(1)
+    assert _python_version("Dockerfile.worker") == UBUNTU_PYTHON[release]
+    names = {stage.name for stage in stages}
+    assert all(stage.base in names or stage.base == global_args["CUDA_IMAGE"] for stage in stages)
+    runs = " ".join(stage.runs() for stage in stages)
+    for word in ("keyserver", "gpg", "ppa", "add-apt-repository", "sources.list", "dirmngr"):
+        assert word not in runs.lower(), word
+    assert not [c for stage in stages for c in stage.all("COPY") if "keyrings" in c.original]
+
+
+def test_the_server_image_leaves_out_the_operator_extra_and_the_operator_image_adds_it():
+    _, stages = parse("Dockerfile.server")
+    runs = next(s for s in stages if s.name == "build").runs()
+    # psjob into the venv without extras; the [operator] extra (read from pyproject) into
+    # its own prefix, which a .pth file in the venv puts on sys.path where it exists.
+    assert "/opt/psjob/bin/pip install . " in runs and '".[operator]"' not in runs
+    assert '["optional-dependencies"]["operator"]' in runs
+    assert "pip install --prefix /opt/psjob-operator --requirement /tmp/operator.txt" in runs
+    assert '"base": "/opt/psjob-operator"' in runs and "psjob-operator.pth" in runs
+
+    def copied(target: str) -> set[str]:
+        return {c.value[0] for s in chain(stages, target) for c in s.all("COPY")
+                if any(f.startswith("--from=") for f in c.flags)}
+    assert copied("server") == {"/opt/psjob"}
+    assert copied("operator") == {"/opt/psjob", "/opt/psjob-operator"}
+    # The operator image is the server's runtime plus layers: they share the venv's layer.
+    by_name = {stage.name: stage for stage in stages}
+    assert by_name["operator"].base == by_name["server"].base == "runtime"
+
+
+def test_the_cuda_image_installs_the_package_with_its_extra():
+    _, stages = parse("Dockerfile.worker")
+    assert '".[cuda]"' in next(s for s in stages if s.name == "build").runs()
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_the_images_carry_bytecode_for_the_standard_library_and_the_venv(dockerfile):
+    # python's official images ship no stdlib .pyc, and the images run with a read-only
+    # root and PYTHONDONTWRITEBYTECODE=1: without these every start compiles again.
     _, stages = parse(dockerfile)
-    runs = next(s for s in stages if s.name == stage).runs()
-    wanted = f'".[{extra}]"' if extra else "install ."
-    assert wanted in runs
+    by_name = {stage.name: stage for stage in stages}
+    base_runs = by_name["runtime-base"].runs()
+    assert re.search(r"python[\d.]* -m compileall .*sysconfig.get_path\(\"stdlib\"\)", base_runs)
+    build_runs = by_name["build"].runs()
+    compiled = re.search(r"/opt/psjob/bin/python -m compileall -q -j 0 ([/\w -]+)", build_runs)
+    assert compiled and "pip uninstall" in build_runs[:compiled.start()]
+    wanted = {"/opt/psjob", "/opt/psjob-operator"} if dockerfile == "Dockerfile.server" else {"/opt/psjob"}
+    assert set(compiled.group(1).split()) == wanted
+    assert envs(chain(stages, next(iter(TARGETS[dockerfile]))))["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
 @pytest.mark.parametrize("dockerfile", DOCKERFILES)
@@ -277,8 +360,8 @@ def test_the_build_stage_can_compile_the_c_kernels_before_it_installs_the_packag
     installs = re.findall(r"apt-get install[^&]*", runs)
     compiler_at = min(runs.index(i) for i in installs if re.search(r"\bgcc\b", i) and "libc6-dev" in i)
     assert compiler_at < runs.index("pip install")
-    if dockerfile == "Dockerfile.worker":  # deadsnakes' python3.11 ships its headers apart
-        assert any("python3.11-dev" in i for i in installs)
+    if dockerfile == "Dockerfile.worker":  # Ubuntu's python3.X ships its headers apart
+        assert any(f"python{_python_version(dockerfile)}-dev" in i for i in installs)
 
 
 def _constraints(dockerfile: str) -> dict[str, str]:

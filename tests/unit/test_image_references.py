@@ -1,6 +1,6 @@
 """One image naming scheme everywhere: what scripts/build-images.sh builds.
 
-The script's --dry-run prints the two references it builds (CPU and CUDA).
+The script's --dry-run prints the three references it builds (CPU, operator, CUDA).
 Every psjob image named in examples/, charts/, docs/ and README.md must be one
 of them, with any registry in front (users push to their own); a job YAML's
 `image` fields (spec.image, spec.<role>.image) must be exactly one of them.
@@ -34,16 +34,19 @@ def dry_run(*args: str) -> list[str]:
 
 
 BUILT = dry_run()
+CPU, OPERATOR, CUDA = BUILT
 
 
-def test_the_build_script_names_a_cpu_and_a_cuda_image_tagged_from_the_project_version():
+def test_the_build_script_names_cpu_operator_and_cuda_images_tagged_from_the_project_version():
     version = re.search(r'^version = "([^"]+)"$', (ROOT / "pyproject.toml").read_text(),
                         re.M).group(1)
     cuda = re.search(r"^ARG CUDA_IMAGE=nvidia/cuda:(\d+\.\d+)\.",
                      (ROOT / "Dockerfile.worker").read_text(), re.M).group(1)
-    assert BUILT == [f"ghcr.io/psjob/psjob:{version}", f"ghcr.io/psjob/psjob:{version}-cuda{cuda}"]
+    assert BUILT == [f"ghcr.io/psjob/psjob:{version}", f"ghcr.io/psjob/psjob:{version}-operator",
+                     f"ghcr.io/psjob/psjob:{version}-cuda{cuda}"]
     assert dry_run("--registry", "registry.example.com/team", "--cpu-only") == [
-        f"registry.example.com/team/psjob:{version}"]
+        f"registry.example.com/team/psjob:{version}",
+        f"registry.example.com/team/psjob:{version}-operator"]
 
 
 def allowed(repository: str, tag: str) -> bool:
@@ -60,7 +63,7 @@ def test_the_pattern_finds_the_old_schemes_and_accepts_the_built_images():
            "docker build -t psjob-server:0.1.0-py3.11 .\n"
            "ghcr.io/psjob/psjob-operator:0.1.0 and psjob:0.1.0-cuda12")
     assert [allowed(*ref) for ref in references(old)] == [False] * 4
-    fine = f"kind load docker-image {BUILT[0]}; REGISTRY/psjob:{BUILT[1].split(':')[1]}"
+    fine = f"kind load docker-image {CPU}; REGISTRY/psjob:{CUDA.split(':')[1]}"
     assert [allowed(*ref) for ref in references(fine)] == [True, True]
     assert references("labels: {psjob.dev/job-name: ctr}, psjob-operator:8080, "
                       "`psjob:commit`") == []
@@ -91,7 +94,8 @@ def test_every_example_job_runs_a_built_image_and_gpu_jobs_keep_pservers_on_the_
             if d and d.get("kind") == "ParameterServerJob"]
     assert jobs, f"{path.name} holds no ParameterServerJob"
     for document in jobs:
-        assert set(_job_images(document)) <= set(BUILT)
+        # Job pods run the CPU or the CUDA image; the operator's image is the operator's.
+        assert set(_job_images(document)) <= {CPU, CUDA}
         spec = document["spec"]
         if (spec.get("worker") or {}).get("device") == "gpu":
-            assert spec["image"] == BUILT[1] and spec["pserver"]["image"] == BUILT[0]
+            assert spec["image"] == CUDA and spec["pserver"]["image"] == CPU

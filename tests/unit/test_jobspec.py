@@ -41,7 +41,7 @@ def test_a_minimal_job_gets_every_default():
     r = s.run_policy
     assert (r.backoff_limit, r.active_deadline_seconds, r.ttl_seconds_after_finished,
             r.clean_pod_policy, r.suspend) == (3, None, None, CleanPodPolicy.RUNNING, False)
-    assert s.network_policy.enabled and s.security_context.run_as_user == 1000
+    assert s.network_policy.enabled and s.security_context.run_as_user == 10001
 
 
 def test_geo_mode_defaults_k_steps_to_one_hundred():

@@ -47,9 +47,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
-{{/* psjob's CPU image (<registry>/psjob:<version>): the operator, pservers and CPU trainers. */}}
+{{/* psjob's CPU image (<registry>/psjob:<version>): pservers and CPU trainers. */}}
 {{- define "psjob-operator.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* psjob's operator image (<registry>/psjob:<version>-operator): the CPU image plus kopf and the Kubernetes client. */}}
+{{- define "psjob-operator.operatorImage" -}}
+{{- printf "%s-operator" (include "psjob-operator.image" .) }}
 {{- end }}
 
 {{/* psjob's CUDA image (<registry>/psjob:<version>-cuda<X.Y>, Dockerfile.worker's CUDA version): GPU trainers. */}}

@@ -302,10 +302,10 @@ class NetworkPolicySpec:
 
 @dataclass(frozen=True)
 class SecuritySpec:
-    run_as_user: int = spec_field("runAsUser", "Non-root user id of every container.", 1000,
+    run_as_user: int = spec_field("runAsUser", "Non-root user id of every container.", 10001,
                                   minimum=1, fix="pods run as non-root: use a uid >= 1")
-    run_as_group: int = spec_field("runAsGroup", "Group id of every container.", 1000, minimum=0)
-    fs_group: int = spec_field("fsGroup", "Group that owns the mounted volumes.", 1000, minimum=0)
+    run_as_group: int = spec_field("runAsGroup", "Group id of every container.", 10001, minimum=0)
+    fs_group: int = spec_field("fsGroup", "Group that owns the mounted volumes.", 10001, minimum=0)
 
 
 @dataclass(frozen=True)
