@@ -273,3 +273,46 @@ def _compare(op_type):
 
 greater_than, greater_equal, less_than, less_equal, equal, not_equal = (
     _compare(t) for t in ("greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal"))
+
+
+# -- batched matrices, triangles, selection, shape (PaddleRec's rank and recall models) ----
+
+__all__ += ["bmm", "tril", "triu", "masked_select", "shape"]
+
+
+def bmm(x, y, name=None):
+    """Batched matrix product of 3-D x [B, M, K] and y [B, K, N]: [B, M, N]."""
+    check_variable(x, "x", "bmm")
+    check_variable(y, "y", "bmm")
+    return _op("bmm", {"X": [x], "Y": [y]}, name=name)
+
+
+def _tril_triu(x, diagonal, lower, name):
+    what = "tril" if lower else "triu"
+    check_variable(x, "x", what)
+    if not isinstance(diagonal, numbers.Integral) or isinstance(diagonal, builtins.bool):
+        raise TypeError(f"paddle.{what}: diagonal must be an int, got {diagonal!r}")
+    return _op("tril_triu", {"X": [x]}, {"diagonal": int(diagonal), "lower": lower}, name=name)
+
+
+def tril(x, diagonal=0, name=None):
+    """The lower triangle (column - row <= diagonal) of x's last two dimensions; the rest 0."""
+    return _tril_triu(x, diagonal, True, name)
+
+
+def triu(x, diagonal=0, name=None):
+    """The upper triangle (column - row >= diagonal) of x's last two dimensions; the rest 0."""
+    return _tril_triu(x, diagonal, False, name)
+
+
+def masked_select(x, mask, name=None):
+    """The elements of x where the bool mask (broadcast with x) is true: 1-D, length unknown."""
+    check_variable(x, "x", "masked_select")
+    check_variable(mask, "mask", "masked_select")
+    return _op("masked_select", {"X": [x], "Mask": [mask]}, out_slot="Y", name=name)
+
+
+def shape(input):  # noqa: A002 (Paddle's name)
+    """x's runtime shape as an int32 [rank] tensor (a -1 dimension reads its fed size)."""
+    check_variable(input, "input", "shape")
+    return _op("shape", {"Input": [input]}, dtype="int32", stop_gradient=True)

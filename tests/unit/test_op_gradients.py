@@ -225,6 +225,19 @@ def _cases():
                   {"axis": 1}))
     c.append(Case("where", "where", {"Condition": [In("c", RNG.random((3, 4)) > 0.5, diff=False)],
                                      "X": [In("x", f64(3, 4))], "Y": [In("y", f64(3, 4))]}, {"Out": 1}))
+    # ops/tensor_extra_ops.py: bmm, tril_triu, masked_select, p_norm.
+    c.append(Case("bmm", "bmm", {"X": [In("x", f64(2, 3, 4))], "Y": [In("y", f64(2, 4, 5))]}, {"Out": 1}))
+    for lower, diagonal in ((True, 0), (True, -1), (False, 1)):
+        c.append(Case(f"tril_triu-lower-{lower}-diagonal{diagonal}", "tril_triu", {"X": [In("x", f64(2, 3, 4))]},
+                      {"Out": 1}, {"lower": lower, "diagonal": diagonal}))
+    c.append(Case("masked_select", "masked_select",
+                  {"X": [In("x", f64(3, 4))], "Mask": [In("m", RNG.random((3, 4)) > 0.5, diff=False)]}, {"Y": 1}))
+    c.append(Case("masked_select-broadcast-x", "masked_select",
+                  {"X": [In("x", f64(3, 1))], "Mask": [In("m", RNG.random((2, 3, 4)) > 0.3, diff=False)]}, {"Y": 1}))
+    for p, attrs in ((2.0, {"axis": 1, "keepdim": True}), (3.0, {"axis": 0, "keepdim": False}),
+                     (1.5, {"axis": -1, "asvector": True}), (float("inf"), {"axis": 1})):
+        c.append(Case(f"p_norm-p{p}-{'-'.join(sorted(attrs))}", "p_norm", {"X": [In("x", away_from_zero(3, 4))]},
+                      {"Out": 1}, dict(attrs, porder=p, epsilon=1e-12)))
     return c
 
 

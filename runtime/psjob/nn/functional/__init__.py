@@ -14,7 +14,7 @@ from ...fluid.ops.nn_ops import NO_PADDING
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "linear", "embedding",
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "cross_entropy", "softmax_with_cross_entropy", "mse_loss", "square_error_cost",
-           "embedding_lookup"]
+           "embedding_lookup", "normalize"]
 
 relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
 
@@ -99,6 +99,23 @@ def one_hot(x, num_classes, name=None):
                      attrs={"depth": num_classes})
     return out
 
+
+
+def normalize(x, p=2, axis=1, epsilon=1e-12, name=None):
+    """x / max(||x||_p along axis, epsilon), as Paddle builds it: p_norm, maximum, divide."""
+    check_variable(x, "x", "normalize")
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"normalize: p must be a number, got {p!r}")
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise TypeError(f"normalize: axis must be an int, got {axis!r}")
+    if len(x.shape) == 1 and axis not in (0, -1):
+        raise ValueError(f"normalize: axis {axis} is out of range for the 1-D {x.name}")
+    helper = LayerHelper("p_norm", name)
+    norm = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="p_norm", inputs={"X": [x]}, outputs={"Out": [norm]},
+                     attrs={"axis": axis, "porder": float(p), "keepdim": True, "epsilon": float(epsilon)})
+    eps = _t.full([1], epsilon, x.dtype)
+    return _t.divide(x, _t.maximum(norm, eps), name=name)
 
 # -- losses -----------------------------------------------------------------------------
 
