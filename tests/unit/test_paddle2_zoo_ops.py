@@ -1,5 +1,7 @@
-"""paddle.bmm, tril, triu, masked_select, shape and nn.functional.normalize (the names
-PaddleRec's dlrm and word2vec use): static shapes as Paddle 3.0 infers them (batch -1),
+"""paddle.bmm, tril, triu, masked_select, shape, arange, tile, full with a runtime shape,
+nn.functional.normalize / leaky_relu / layer_norm, nn.LayerNorm, LeakyReLU, the loss layers
+and static.nn.layer_norm (names PaddleRec's model zoo uses): static shapes as Paddle 3.0
+infers them (batch -1),
 values and input gradients against numpy (finite-difference checks of the ops themselves
 are in test_op_gradients.py), and bad input refused by name."""
 import numpy as np
@@ -131,6 +133,139 @@ def test_p_norm_infinity_and_asvector():
     np.testing.assert_allclose(got[3], (x != 0).sum(1))
 
 
+
+@pytest.mark.parametrize("args, kwargs, want", [
+    ((5,), {}, np.arange(5)), ((2, 10, 3), {}, np.arange(2, 10, 3)), ((7, -1, -1), {}, np.arange(7, -1, -1)),
+    ((0.5, 2.0, 0.5), {}, np.arange(0.5, 2.0, 0.5, dtype="float32")),
+    ((), {"end": 4, "dtype": "int64"}, np.arange(4)), ((3, -1, -1), {"dtype": "float32"}, np.arange(3, -1, -1, dtype="float32")),
+    ((3, 3), {}, np.arange(3, 3))])
+def test_arange_length_is_known_when_built_and_dtype_follows_paddle(args, kwargs, want):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        out = paddle.arange(*args, **kwargs)
+    assert tuple(out.shape) == want.shape and out.dtype == str(want.dtype)
+    got = fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[out], scope=fluid.Scope())[0]
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.dtype(out.dtype)
+
+
+def test_arange_of_a_runtime_bound_has_an_unknown_length():
+    x = RNG.normal(size=(3, 2))
+    shape, out, _, _ = run(lambda a: paddle.arange(paddle.cast(paddle.sum(paddle.shape(a)), "int64")), {"x": x})
+    assert shape == (-1,)
+    np.testing.assert_array_equal(out, np.arange(5))
+
+
+@pytest.mark.parametrize("reps, want_shape", [([2, 1, 3], (-1, 3, 12)), ([2], (-1, 3, 8)),
+                                              ([2, 1, 1, 1], (2, -1, 3, 4))])
+def test_tile_repeats_as_numpy_and_sums_the_gradient(reps, want_shape):
+    x = RNG.normal(size=(2, 3, 4))
+    shape, out, dx, w = run(lambda a: paddle.tile(a, reps), {"x": x})
+    assert shape == want_shape
+    np.testing.assert_array_equal(out, np.tile(x, reps))
+    full = [1] * (len(reps) - 3) + [2, 3, 4] if len(reps) > 3 else [2, 3, 4]
+    r = [1] * (len(full) - len(reps)) + list(reps)
+    want = w.reshape([v for pair in zip(r, full) for v in pair]).sum(axis=tuple(range(0, 2 * len(r), 2)))
+    np.testing.assert_allclose(dx, want.reshape(x.shape), rtol=1e-12)
+
+
+def test_full_reads_a_shape_tensor_at_run_time():
+    x = RNG.normal(size=(6, 5))
+    shape, out, _, _ = run(lambda a: paddle.full([paddle.slice(paddle.shape(a), [0], [0], [1]), 2], 1.5), {"x": x})
+    assert shape == (-1, 2)
+    np.testing.assert_array_equal(out, np.full((6, 2), 1.5, "float32"))
+
+
+def test_leaky_relu_function_and_layer():
+    x = RNG.normal(size=(4, 3))
+    shape, out, dx, w = run(lambda a: paddle.nn.LeakyReLU(0.2)(a), {"x": x})
+    assert shape == (-1, 3)
+    np.testing.assert_allclose(out, np.where(x > 0, x, 0.2 * x), rtol=1e-12)
+    np.testing.assert_allclose(dx, np.where(x > 0, w, 0.2 * w), rtol=1e-12)
+    _, out, _, _ = run(lambda a: F.leaky_relu(a), {"x": x})
+    np.testing.assert_allclose(out, np.where(x > 0, x, 0.01 * x), rtol=1e-12)
+
+
+def _layer_norm_ref(x, k, scale, bias, eps):
+    rows = x.reshape(int(np.prod(x.shape[:k])), -1)
+    mean, var = rows.mean(1, keepdims=True), rows.var(1, keepdims=True)
+    return (((rows - mean) / np.sqrt(var + eps)) * scale + bias).reshape(x.shape)
+
+
+@pytest.mark.parametrize("normalized_shape", [4, [3, 4]])
+def test_layer_norm_layer_normalizes_trailing_dimensions_with_gradients(normalized_shape):
+    x = RNG.normal(size=(2, 3, 4)) * 3 + 1
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        a = paddle.static.data("x", [None, 3, 4], "float64")
+        a.stop_gradient = False
+        ln = paddle.nn.LayerNorm(normalized_shape, epsilon=1e-8)
+        ln.weight.dtype = ln.bias.dtype = "float64"  # float64 throughout, for a tight check
+        out = ln(a)
+        wv = paddle.static.data("w", [None, 3, 4], "float64")
+        grads = paddle.static.gradients([paddle.sum(paddle.multiply(out, wv))], [a, ln.weight, ln.bias])
+    size = int(np.prod(normalized_shape))
+    assert tuple(out.shape) == (-1, 3, 4) and [tuple(p.shape) for p in ln.parameters()] == [(size,), (size,)]
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    scale, bias = RNG.normal(size=size), RNG.normal(size=size)
+    scope.var(ln.weight.name).get_tensor().set(scale)
+    scope.var(ln.bias.name).get_tensor().set(bias)
+    w = RNG.normal(size=x.shape)
+    got, dx, dscale, dbias = exe.run(main, feed={"x": x, "w": w}, fetch_list=[out] + grads, scope=scope)
+    k = 3 - (1 if isinstance(normalized_shape, int) else len(normalized_shape))
+    np.testing.assert_allclose(got, _layer_norm_ref(x, k, scale, bias, 1e-8), rtol=1e-10)
+
+    def f(xv, sv, bv):
+        return (_layer_norm_ref(xv, k, sv, bv, 1e-8) * w).sum()
+
+    def numeric(arg, i):
+        vals = [x, scale, bias]
+        num = np.zeros_like(vals[i])
+        for idx in np.ndindex(vals[i].shape):
+            hi, lo = [v.copy() for v in vals], [v.copy() for v in vals]
+            hi[i][idx] += 1e-6
+            lo[i][idx] -= 1e-6
+            num[idx] = (f(*hi) - f(*lo)) / 2e-6
+        return num
+    for i, g in enumerate((dx, dscale, dbias)):
+        np.testing.assert_allclose(g, numeric(None, i), rtol=1e-5, atol=1e-7)
+
+
+def test_static_nn_layer_norm_creates_its_parameters_from_begin_norm_axis():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        a = paddle.static.data("x", [None, 3, 4], "float32")
+        out = paddle.static.nn.layer_norm(a, begin_norm_axis=1)
+        plain = paddle.static.nn.layer_norm(a, scale=False, shift=False, begin_norm_axis=2)
+    assert tuple(out.shape) == (-1, 3, 4)
+    assert sorted(tuple(p.shape) for p in main.global_block().all_parameters()) == [(12,), (12,)]
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    x = RNG.normal(size=(2, 3, 4)).astype("float32")
+    got, got_plain = exe.run(main, feed={"x": x}, fetch_list=[out, plain], scope=scope)
+    np.testing.assert_allclose(got, _layer_norm_ref(x, 1, 1.0, 0.0, 1e-5), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got_plain, _layer_norm_ref(x, 2, 1.0, 0.0, 1e-5), rtol=1e-4, atol=1e-5)
+
+
+def test_loss_layers_call_their_functional_twins():
+    logit = RNG.normal(size=(4, 3))
+    label = (RNG.random((4, 3)) > 0.5).astype("float64")
+    _, got, _, _ = run(lambda a, b: paddle.nn.BCEWithLogitsLoss()(a, b), {"x": logit, "y": label})
+    want = np.maximum(logit, 0) - logit * label + np.log1p(np.exp(-np.abs(logit)))
+    np.testing.assert_allclose(got, [want.mean()], rtol=1e-10)
+    prob = 1 / (1 + np.exp(-logit))
+    _, got, _, _ = run(lambda a, b: paddle.nn.BCELoss(reduction="sum")(a, b), {"x": prob, "y": label})
+    np.testing.assert_allclose(got, [-(label * np.log(prob) + (1 - label) * np.log(1 - prob)).sum()], rtol=1e-10)
+    ids = np.array([[0], [2], [1], [2]])
+    _, got, _, _ = run(lambda a, b: paddle.nn.CrossEntropyLoss()(a, b), {"x": logit, "y": ids})
+    logp = logit - np.log(np.exp(logit).sum(1, keepdims=True))
+    np.testing.assert_allclose(got, [-logp[np.arange(4), ids[:, 0]].mean()], rtol=1e-10)
+    _, got, _, _ = run(lambda a, b: paddle.nn.MSELoss()(a, b), {"x": logit, "y": label})
+    np.testing.assert_allclose(got, [((logit - label) ** 2).mean()], rtol=1e-10)
+    with pytest.raises(ValueError, match="label_smoothing is not supported"):
+        paddle.nn.CrossEntropyLoss(label_smoothing=0.1)
+
 def _build(fn, *specs):
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -156,6 +291,16 @@ def test_bad_input_is_refused_by_name():
         _build(lambda a: F.normalize(a, p="fro"), ("a", [None, 3], "float32"))
     with pytest.raises(ValueError, match="normalize: axis 1 is out of range for the 1-D a"):
         _build(F.normalize, ("a", [3], "float32"))
+    with pytest.raises(ValueError, match="arange: step must not be 0"):
+        paddle.arange(0, 5, 0)
+    with pytest.raises(TypeError, match="tile: repeat_times given as Variables"):
+        _build(lambda a, r: paddle.tile(a, [r, 1]), ("a", [None, 3], "float32"), ("r", [1], "int32"))
+    with pytest.raises(GraphError, match=r"tile: repeat_times \[0, 1\] must be positive"):
+        _build(lambda a: paddle.tile(a, [0, 1]), ("a", [None, 3], "float32"))
+    with pytest.raises(ValueError, match=r"layer_norm: normalized_shape \[5\] must match the trailing"):
+        _build(lambda a: paddle.nn.LayerNorm(5)(a), ("a", [None, 3], "float32"))
+    with pytest.raises(TypeError, match=r"full: shape\[0\] f\[1\] must be a one-element int32/int64"):
+        _build(lambda f: paddle.full([f, 2], 0.0), ("f", [1], "float32"))
 
 
 def test_bmm_refuses_mismatched_fed_batches():

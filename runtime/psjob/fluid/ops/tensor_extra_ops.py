@@ -1,5 +1,5 @@
 """Ops behind more of Paddle 2.x's tensor functions, as PaddleRec's model zoo uses them
-(`paddle.bmm`, `paddle.tril`/`triu`, `paddle.masked_select`, `paddle.shape`,
+(`paddle.bmm`, `tril`/`triu`, `masked_select`, `shape`, `arange`, `tile`,
 `paddle.nn.functional.normalize`). Semantics follow Paddle's operators of the same type:
 
 * `bmm`: Out[b] = X[b] @ Y[b] for 3-D X [B, M, K] and Y [B, K, N] (no broadcasting).
@@ -8,6 +8,8 @@
 * `masked_select`: the elements of X where the bool Mask is true, as a 1-D Y of unknown
   length; X and Mask broadcast together (Paddle 2.6+), in row-major order.
 * `shape`: the runtime shape of Input as an int32 [rank] tensor (no gradient).
+* `range` (Start, End, Step tensors; Out dtype is Start's) and `tile` (`repeat_times`, the
+  shorter of x's rank and repeat_times padded with leading 1s; the gradient sums the copies).
 * `p_norm`: the `porder`-norm of X along `axis` (or of all of X when `asvector`):
   (sum |x|^p)^(1/p); p = inf / -inf is max / min |x|, p = 0 counts the non-zeros. The
   gradient is Paddle's: |x|^(p-1) sign(x) / (norm^(p-1) + epsilon) * dOut.
@@ -211,3 +213,54 @@ def p_norm_grad(ctx):
     else:
         dx = xp.abs(x) ** (p - 1.0) / (norm ** (p - 1.0) + eps) * xp.sign(x) * dout
     ctx.set_output("X@GRAD", dx.astype(x.dtype, copy=False))
+
+
+# -- range -------------------------------------------------------------------------------
+
+def _range_shape(op):
+    start = in_var(op, "Start")
+    # The length is known only from values: paddle.arange sets it when they are numbers.
+    set_out(op, "Out", (-1,), start.dtype)
+
+
+@register_op("range", infer_shape=_range_shape, no_grad_inputs=("Start", "End", "Step"))
+def range_(ctx):
+    start, end, step = (ctx.input(s).reshape(-1)[0].item() for s in ("Start", "End", "Step"))
+    if step == 0:
+        raise ValueError("range: step must not be 0")
+    ctx.set_output("Out", ctx.xp.arange(start, end, step, dtype=ctx.input("Start").dtype))
+
+
+# -- tile --------------------------------------------------------------------------------
+
+def _tile_padded(shape, repeat_times):
+    """(x shape, repeats) padded with leading 1s to one rank, as Paddle's tile aligns them."""
+    shape, reps = list(shape), [int(r) for r in repeat_times]
+    n = max(len(shape), len(reps))
+    return [1] * (n - len(shape)) + shape, [1] * (n - len(reps)) + reps
+
+
+def _tile_shape(op):
+    x = in_var(op, "X")
+    reps = op.attr("repeat_times")
+    if not reps or any(r < 1 for r in reps):
+        raise GraphError(f"tile: repeat_times {list(reps)} must be positive integers")
+    shape, reps = _tile_padded(x.shape, reps)
+    set_out(op, "Out", [d * r if d >= 0 else -1 for d, r in zip(shape, reps)], x.dtype)
+
+
+@register_op("tile", infer_shape=_tile_shape, grad=simple_grad("tile_grad"))
+def tile(ctx):
+    x = ctx.input("X")
+    _, reps = _tile_padded(x.shape, ctx.attr("repeat_times"))
+    ctx.set_output("Out", ctx.xp.tile(x, reps))
+
+
+@register_op("tile_grad")
+def tile_grad(ctx):
+    x, dout = ctx.input("X"), ctx.input("Out@GRAD")
+    shape, reps = _tile_padded(x.shape, ctx.attr("repeat_times"))
+    # Out's dimension i is reps[i] copies of x's: split it in two and sum over the copies.
+    interleaved = [v for pair in zip(reps, shape) for v in pair]
+    dx = dout.reshape(interleaved).sum(axis=tuple(range(0, len(interleaved), 2)))
+    ctx.set_output("X@GRAD", dx.reshape(x.shape))
