@@ -266,6 +266,23 @@ def test_loss_layers_call_their_functional_twins():
     with pytest.raises(ValueError, match="label_smoothing is not supported"):
         paddle.nn.CrossEntropyLoss(label_smoothing=0.1)
 
+
+def test_tensor_methods_and_assign():
+    x = RNG.normal(size=(2, 3))
+    _, out, dx, w = run(lambda a: a.unsqueeze(-1).tile([1, 1, 2]).reshape([-1, 6]).sum(axis=1), {"x": x})
+    np.testing.assert_allclose(out, 2 * x.sum(1), rtol=1e-12)
+    np.testing.assert_allclose(dx, 2 * np.repeat(w[:, None], 3, axis=1), rtol=1e-12)
+    const = np.arange(6.0).reshape(2, 3)
+    _, out, dx, w = run(lambda a: paddle.multiply(paddle.assign(a), paddle.assign(const)), {"x": x})
+    np.testing.assert_allclose(out, x * const, rtol=1e-12)
+    np.testing.assert_allclose(dx, w * const, rtol=1e-12)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        made = [paddle.assign([1.5, 2.0]), paddle.assign(3)]
+    assert [(tuple(v.shape), v.dtype) for v in made] == [((2,), "float64"), ((1,), "int64")]
+    with pytest.raises(TypeError, match="assign: x must be a Variable or numeric array-like"):
+        paddle.assign("text")
+
 def _build(fn, *specs):
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
