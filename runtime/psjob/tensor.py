@@ -195,10 +195,29 @@ def _dtype(dtype, default="float32"):
 
 
 def full(shape, fill_value, dtype=None, name=None):
+    if not isinstance(shape, Variable) and any(isinstance(d, Variable) for d in shape):
+        return _full_runtime_shape(list(shape), fill_value, _dtype(dtype))
     shape = check_int_list(list(shape), "shape", "full")
     if any(d < 0 for d in shape):
         raise ValueError(f"paddle.full: shape {shape} must be fully known (use full_like for a batch)")
     return _layers.fill_constant(shape, _dtype(dtype), fill_value)
+
+
+def _full_runtime_shape(shape, fill_value, dtype):
+    """Paddle's fill_constant with a ShapeTensorList: one int tensor per dimension, read when
+    the op runs (e.g. [paddle.shape(x)[0], 1]); a Variable's dimension is -1 until then."""
+    dims = []
+    for i, d in enumerate(shape):
+        if isinstance(d, Variable):
+            if d.dtype not in ("int32", "int64") or int(np.prod(d.shape)) not in (1, -1):
+                raise TypeError(f"paddle.full: shape[{i}] {d.name}{list(d.shape)} must be a one-element "
+                                f"int32/int64 tensor, got {d.dtype}")
+            dims.append(d)
+        else:
+            dims.append(_layers.fill_constant([1], "int32", check_int_list([d], "shape", "full")[0]))
+    attr = [-1 if isinstance(d, Variable) else int(d) for d in shape]
+    attrs = {"shape": attr, "dtype": dtype, "value": float(fill_value)}
+    return _op("fill_constant", {"ShapeTensorList": dims}, attrs, dtype=dtype, stop_gradient=True)
 
 
 def ones(shape, dtype=None, name=None):
@@ -273,3 +292,120 @@ def _compare(op_type):
 
 greater_than, greater_equal, less_than, less_equal, equal, not_equal = (
     _compare(t) for t in ("greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal"))
+
+
+# -- batched matrices, triangles, selection, shape, ranges, tiling (PaddleRec's model zoo) --
+
+__all__ += ["bmm", "tril", "triu", "masked_select", "shape", "arange", "tile", "assign"]
+
+
+def bmm(x, y, name=None):
+    """Batched matrix product of 3-D x [B, M, K] and y [B, K, N]: [B, M, N]."""
+    check_variable(x, "x", "bmm")
+    check_variable(y, "y", "bmm")
+    return _op("bmm", {"X": [x], "Y": [y]}, name=name)
+
+
+def _tril_triu(x, diagonal, lower, name):
+    what = "tril" if lower else "triu"
+    check_variable(x, "x", what)
+    if not isinstance(diagonal, numbers.Integral) or isinstance(diagonal, builtins.bool):
+        raise TypeError(f"paddle.{what}: diagonal must be an int, got {diagonal!r}")
+    return _op("tril_triu", {"X": [x]}, {"diagonal": int(diagonal), "lower": lower}, name=name)
+
+
+def tril(x, diagonal=0, name=None):
+    """The lower triangle (column - row <= diagonal) of x's last two dimensions; the rest 0."""
+    return _tril_triu(x, diagonal, True, name)
+
+
+def triu(x, diagonal=0, name=None):
+    """The upper triangle (column - row >= diagonal) of x's last two dimensions; the rest 0."""
+    return _tril_triu(x, diagonal, False, name)
+
+
+def masked_select(x, mask, name=None):
+    """The elements of x where the bool mask (broadcast with x) is true: 1-D, length unknown."""
+    check_variable(x, "x", "masked_select")
+    check_variable(mask, "mask", "masked_select")
+    return _op("masked_select", {"X": [x], "Mask": [mask]}, out_slot="Y", name=name)
+
+
+def shape(input):  # noqa: A002 (Paddle's name)
+    """x's runtime shape as an int32 [rank] tensor (a -1 dimension reads its fed size)."""
+    check_variable(input, "input", "shape")
+    return _op("shape", {"Input": [input]}, dtype="int32", stop_gradient=True)
+
+
+def _range_bound(v, dtype, what):
+    if isinstance(v, Variable):
+        return v
+    if isinstance(v, builtins.bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"paddle.arange: {what} must be a number or a Variable, got {v!r}")
+    return _layers.fill_constant([1], dtype, v)
+
+
+def arange(start=0, end=None, step=1, dtype=None, name=None):
+    """[start, start + step, ...) below end (above it for a negative step); arange(n) is 0..n-1.
+
+    dtype defaults to int64 when start, end and step are ints, else float32 (Paddle 2.x).
+    With numbers the length, ceil((end - start) / step), is known when the program is built."""
+    if end is None:
+        start, end = 0, start
+    bounds = (start, end, step)
+    numbers_only = not any(isinstance(v, Variable) for v in bounds)
+    if dtype is None:
+        floats = any(isinstance(v, float) or (isinstance(v, Variable) and "float" in v.dtype) for v in bounds)
+        dtype = "float32" if floats else "int64"
+    dtype = convert_dtype(dtype)
+    if numbers_only and step == 0:
+        raise ValueError("paddle.arange: step must not be 0")
+    start_v, end_v, step_v = (_range_bound(v, dtype, w) for v, w in zip(bounds, ("start", "end", "step")))
+    out = _op("range", {"Start": [start_v], "End": [end_v], "Step": [step_v]}, dtype=dtype, name=name,
+              stop_gradient=True)
+    if numbers_only:
+        out.shape = (max(0, int(np.ceil((end - start) / step))),)
+    return out
+
+
+def tile(x, repeat_times, name=None):
+    """x repeated repeat_times[i] times along dimension i (the shorter of x's rank and
+    repeat_times is padded with leading 1s)."""
+    check_variable(x, "x", "tile")
+    if isinstance(repeat_times, Variable) or any(isinstance(r, Variable) for r in repeat_times):
+        raise TypeError("paddle.tile: repeat_times given as Variables is not supported; pass a list of ints")
+    reps = check_int_list(list(repeat_times), "repeat_times", "tile")
+    return _op("tile", {"X": [x]}, {"repeat_times": reps}, name=name)
+
+
+
+def assign(x, output=None):
+    """A copy of x (a Variable: the assign op), or a constant made from a numpy array, list or
+    number (assign_value, with numpy's dtype for it: [1.5, 2.0] is float64 and 3 int64, as in Paddle)."""
+    if isinstance(x, Variable):
+        return _layers.assign(x, output)
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "fiub":
+        raise TypeError(f"paddle.assign: x must be a Variable or numeric array-like, got {type(x).__name__}")
+    dtype = convert_dtype(str(arr.dtype))
+    attrs = {"shape": list(arr.shape) or [1], "dtype": dtype, "values": arr.reshape(-1).tolist()}
+    helper = LayerHelper("assign_value")
+    out = output or helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op(type="assign_value", inputs={}, outputs={"Out": [out]}, attrs=attrs)
+    return out
+
+# -- Tensor methods ------------------------------------------------------------------------
+# Paddle patches its tensor functions onto the static Variable as methods (Paddle's
+# monkey_patch_variable over `tensor_method_func`): x.reshape([-1, 1]), x.unsqueeze(-1),
+# x.sum(axis=1), x.tile([1, 2]). The same functions here, where Variable has no such attribute
+# of its own. Fluid 1.x Variables had none of them, so a Fluid-only program never sees them.
+_TENSOR_METHODS = (
+    "reshape", "cast", "mean", "sum", "square", "sqrt", "abs", "exp", "log", "pow", "matmul", "multiply",
+    "add", "subtract", "divide", "maximum", "minimum", "floor_divide", "remainder", "mod", "floor_mod",
+    "scale", "tanh", "clip", "squeeze", "unsqueeze", "split", "flatten", "transpose", "argmax", "topk",
+    "greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal", "bmm", "tril", "triu",
+    "masked_select", "tile",
+)
+for _name in _TENSOR_METHODS:
+    if not hasattr(Variable, _name):
+        setattr(Variable, _name, globals()[_name])

@@ -231,6 +231,28 @@ def _cases():
     c.append(Case("cos_sim-one-y-row", "cos_sim", {"X": [In("x", f64(4, 2, 3))], "Y": [In("y", f64(1, 2, 3))]},
                   {"Out": 1, "XNorm": 1, "YNorm": 1}))
     c.append(Case("softsign", "softsign", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}))
+    # ops/tensor_extra_ops.py: bmm, tril_triu, masked_select, p_norm.
+    c.append(Case("bmm", "bmm", {"X": [In("x", f64(2, 3, 4))], "Y": [In("y", f64(2, 4, 5))]}, {"Out": 1}))
+    for lower, diagonal in ((True, 0), (True, -1), (False, 1)):
+        c.append(Case(f"tril_triu-lower-{lower}-diagonal{diagonal}", "tril_triu", {"X": [In("x", f64(2, 3, 4))]},
+                      {"Out": 1}, {"lower": lower, "diagonal": diagonal}))
+    c.append(Case("masked_select", "masked_select",
+                  {"X": [In("x", f64(3, 4))], "Mask": [In("m", RNG.random((3, 4)) > 0.5, diff=False)]}, {"Y": 1}))
+    c.append(Case("masked_select-broadcast-x", "masked_select",
+                  {"X": [In("x", f64(3, 1))], "Mask": [In("m", RNG.random((2, 3, 4)) > 0.3, diff=False)]}, {"Y": 1}))
+    for p, attrs in ((2.0, {"axis": 1, "keepdim": True}), (3.0, {"axis": 0, "keepdim": False}),
+                     (1.5, {"axis": -1, "asvector": True}), (float("inf"), {"axis": 1})):
+        c.append(Case(f"p_norm-p{p}-{'-'.join(sorted(attrs))}", "p_norm", {"X": [In("x", away_from_zero(3, 4))]},
+                      {"Out": 1}, dict(attrs, porder=p, epsilon=1e-12)))
+    c.append(Case("tile-pad-x", "tile", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"repeat_times": [2, 1, 3]}))
+    c.append(Case("tile-pad-repeats", "tile", {"X": [In("x", f64(2, 3, 2))]}, {"Out": 1}, {"repeat_times": [2]}))
+    c.append(Case("leaky_relu", "leaky_relu", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}, {"alpha": 0.1}))
+    ln_x = f64(2, 3, 4) * 2 + 0.5
+    c.append(Case("layer_norm-scale-bias", "layer_norm",
+                  {"X": [In("x", ln_x)], "Scale": [In("s", f64(12, lo=0.5, hi=1.5))], "Bias": [In("b", f64(12))]},
+                  {"Y": 1, "Mean": 1, "Variance": 1}, {"begin_norm_axis": 1, "epsilon": 1e-5}, rtol=1e-4, atol=1e-6))
+    c.append(Case("layer_norm-last-axis-no-affine", "layer_norm", {"X": [In("x", ln_x)]},
+                  {"Y": 1, "Mean": 1, "Variance": 1}, {"begin_norm_axis": 2, "epsilon": 1e-5}, rtol=1e-4, atol=1e-6))
     return c
 
 

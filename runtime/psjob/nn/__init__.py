@@ -7,3 +7,6 @@ from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue  # noqa:
 from .common import (BatchNorm1D, Dropout, Embedding, Flatten, Linear, ReLU, Sigmoid,  # noqa: F401
                      Softmax, Tanh)
 from .layer import Layer, LayerList, Sequential  # noqa: F401
+from .activation import LeakyReLU  # noqa: F401
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss  # noqa: F401
+from .norm import LayerNorm  # noqa: F401

@@ -1,12 +1,15 @@
 """paddle.static.nn: layer functions that create their parameters where they are called."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..fluid import layers as _layers
+from ..fluid.initializer import ConstantInitializer
 from ..fluid.layer_helper import LayerHelper
 from ..fluid.layers import batch_norm, sequence_pool  # noqa: F401
 from ..fluid.layers._checks import check_int, check_variable
 
-__all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "sequence_pool"]
+__all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "sequence_pool", "layer_norm"]
 
 
 def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation=None, name=None):
@@ -38,3 +41,24 @@ def sparse_embedding(input, size, padding_idx=None, is_test=False, entry=None,
     psjob's table admits every id (docs/paddle2.md)."""
     return _layers.embedding(input, size, is_sparse=True, is_distributed=True, padding_idx=padding_idx,
                              param_attr=param_attr, dtype=dtype)
+
+
+def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05, param_attr=None,  # noqa: A002
+               bias_attr=None, act=None, name=None):
+    """Layer normalization of input's dimensions from begin_norm_axis on, with a scale
+    (initialized to 1) and a shift (to 0) of their product's size, created here."""
+    from ..nn.functional import _layer_norm_op
+    check_variable(input, "input", "layer_norm")
+    if not 0 < begin_norm_axis < len(input.shape):
+        raise ValueError(f"layer_norm: begin_norm_axis {begin_norm_axis} is out of range for "
+                         f"{input.name}{list(input.shape)}")
+    tail = input.shape[begin_norm_axis:]
+    if any(d < 0 for d in tail):
+        raise ValueError(f"layer_norm: the normalized dimensions {list(tail)} of {input.name} must be known")
+    size = [int(np.prod(tail))]
+    helper = LayerHelper("layer_norm", name)
+    w = helper.create_parameter(param_attr, size, input.dtype, default_initializer=ConstantInitializer(1.0)) \
+        if scale else None
+    b = helper.create_parameter(bias_attr, size, input.dtype, is_bias=True) if shift else None
+    out = _layer_norm_op(input, w, b, begin_norm_axis, epsilon)
+    return out if act is None else getattr(_layers, act)(out)

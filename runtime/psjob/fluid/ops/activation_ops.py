@@ -65,8 +65,21 @@ def _softsign_grad(ctx):
     ctx.set_output("X@GRAD", dout / (1 + ctx.xp.abs(x)) ** 2)
 
 
+def _leaky_relu(ctx):
+    x = ctx.input("X")
+    alpha = x.dtype.type(ctx.attr("alpha", 0.02))
+    ctx.set_output("Out", ctx.xp.where(x > 0, x, x * alpha), lod=ctx.input_lod("X"))
+
+
+def _leaky_relu_grad(ctx):
+    # Paddle's LeakyReluGradFunctor: the slope by the sign of X (x == 0 takes alpha).
+    x, dout = ctx.input("X"), ctx.input("Out@GRAD")
+    ctx.set_output("X@GRAD", ctx.xp.where(x > 0, dout, dout * x.dtype.type(ctx.attr("alpha", 0.02))))
+
+
 _act("relu", _relu, _relu_grad)
 _act("sigmoid", _sigmoid, _sigmoid_grad)
 _act("tanh", _tanh, _tanh_grad)
 _act("softmax", _softmax, _softmax_grad)
 _act("softsign", _softsign, _softsign_grad)
+_act("leaky_relu", _leaky_relu, _leaky_relu_grad)

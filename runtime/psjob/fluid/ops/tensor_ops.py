@@ -30,8 +30,10 @@ def _to_place(ctx, arr):
 @register_op("fill_constant", infer_shape=_shape_from_attr)
 def fill_constant(ctx):
     xp = ctx.xp
-    ctx.set_output("Out", xp.full(tuple(ctx.attr("shape")), ctx.attr("value", 0.0),
-                                  dtype=ctx.attr("dtype", "float32")))
+    shape = tuple(ctx.attr("shape"))
+    if ctx.has_input("ShapeTensorList"):  # Paddle's runtime shape: one int tensor per dimension
+        shape = tuple(int(t.reshape(-1)[0]) for t in ctx.input_list("ShapeTensorList"))
+    ctx.set_output("Out", xp.full(shape, ctx.attr("value", 0.0), dtype=ctx.attr("dtype", "float32")))
 
 
 def _batch_size_like_shape(op):

@@ -14,7 +14,7 @@ from ...fluid.ops.nn_ops import NO_PADDING
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "linear", "embedding",
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "cross_entropy", "softmax_with_cross_entropy", "mse_loss", "square_error_cost",
-           "embedding_lookup"]
+           "embedding_lookup", "normalize", "leaky_relu", "layer_norm"]
 
 relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
 
@@ -97,6 +97,62 @@ def one_hot(x, num_classes, name=None):
     out = helper.create_variable_for_type_inference("float32", stop_gradient=True)
     helper.append_op(type="one_hot_v2", inputs={"X": [x]}, outputs={"Out": [out]},
                      attrs={"depth": num_classes})
+    return out
+
+
+
+def normalize(x, p=2, axis=1, epsilon=1e-12, name=None):
+    """x / max(||x||_p along axis, epsilon), as Paddle builds it: p_norm, maximum, divide."""
+    check_variable(x, "x", "normalize")
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"normalize: p must be a number, got {p!r}")
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise TypeError(f"normalize: axis must be an int, got {axis!r}")
+    if len(x.shape) == 1 and axis not in (0, -1):
+        raise ValueError(f"normalize: axis {axis} is out of range for the 1-D {x.name}")
+    helper = LayerHelper("p_norm", name)
+    norm = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="p_norm", inputs={"X": [x]}, outputs={"Out": [norm]},
+                     attrs={"axis": axis, "porder": float(p), "keepdim": True, "epsilon": float(epsilon)})
+    eps = _t.full([1], epsilon, x.dtype)
+    return _t.divide(x, _t.maximum(norm, eps), name=name)
+
+
+def leaky_relu(x, negative_slope=0.01, name=None):
+    """x where x > 0, else negative_slope * x (Paddle's leaky_relu op, attribute alpha)."""
+    check_variable(x, "x", "leaky_relu")
+    helper = LayerHelper("leaky_relu", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="leaky_relu", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"alpha": float(negative_slope)})
+    return out
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-05, name=None):
+    """Normalize x over its trailing dimensions `normalized_shape` (an int or a list), then
+    scale by weight and shift by bias (each of prod(normalized_shape) elements, or None)."""
+    check_variable(x, "x", "layer_norm")
+    norm = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    tail = list(x.shape[len(x.shape) - len(norm):]) if norm else []
+    if not norm or len(norm) > len(x.shape) or any(d >= 0 and d != n for d, n in zip(tail, norm)):
+        raise ValueError(f"layer_norm: normalized_shape {norm} must match the trailing dimensions "
+                         f"of {x.name}{list(x.shape)}")
+    return _layer_norm_op(x, weight, bias, len(x.shape) - len(norm), epsilon, name)
+
+
+def _layer_norm_op(x, scale, bias, begin_norm_axis, epsilon, name=None):
+    helper = LayerHelper("layer_norm", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    mean = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    variance = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    inputs = {"X": [x]}
+    if scale is not None:
+        inputs["Scale"] = [scale]
+    if bias is not None:
+        inputs["Bias"] = [bias]
+    helper.append_op(type="layer_norm", inputs=inputs,
+                     outputs={"Y": [out], "Mean": [mean], "Variance": [variance]},
+                     attrs={"epsilon": float(epsilon), "begin_norm_axis": int(begin_norm_axis)})
     return out
 
 

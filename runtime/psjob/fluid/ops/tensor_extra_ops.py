@@ -1,0 +1,266 @@
+"""Ops behind more of Paddle 2.x's tensor functions, as PaddleRec's model zoo uses them
+(`paddle.bmm`, `tril`/`triu`, `masked_select`, `shape`, `arange`, `tile`,
+`paddle.nn.functional.normalize`). Semantics follow Paddle's operators of the same type:
+
+* `bmm`: Out[b] = X[b] @ Y[b] for 3-D X [B, M, K] and Y [B, K, N] (no broadcasting).
+* `tril_triu`: keeps the lower (`lower`=True: column - row <= `diagonal`) or upper
+  (column - row >= `diagonal`) triangle of the last two dimensions, zeroes the rest.
+* `masked_select`: the elements of X where the bool Mask is true, as a 1-D Y of unknown
+  length; X and Mask broadcast together (Paddle 2.6+), in row-major order.
+* `shape`: the runtime shape of Input as an int32 [rank] tensor (no gradient).
+* `range` (Start, End, Step tensors; Out dtype is Start's) and `tile` (`repeat_times`, the
+  shorter of x's rank and repeat_times padded with leading 1s; the gradient sums the copies).
+* `p_norm`: the `porder`-norm of X along `axis` (or of all of X when `asvector`):
+  (sum |x|^p)^(1/p); p = inf / -inf is max / min |x|, p = 0 counts the non-zeros. The
+  gradient is Paddle's: |x|^(p-1) sign(x) / (norm^(p-1) + epsilon) * dOut.
+"""
+from __future__ import annotations
+
+import math
+
+from ..framework import GraphError
+from . import broadcast
+from .registry import GradOpSpec, grad_name, in_var, register_op, set_out, simple_grad
+from .shape_ops import _norm_axis
+
+
+def _known_mismatch(a, b):
+    return a >= 0 and b >= 0 and a != b
+
+
+# -- bmm ---------------------------------------------------------------------------------
+
+def _bmm_shape(op):
+    x, y = in_var(op, "X"), in_var(op, "Y")
+    if len(x.shape) != 3 or len(y.shape) != 3:
+        raise GraphError(f"bmm: X {x.name}{list(x.shape)} and Y {y.name}{list(y.shape)} must both be 3-D "
+                         "([batch, M, K] and [batch, K, N])")
+    if _known_mismatch(x.shape[0], y.shape[0]):
+        raise GraphError(f"bmm: batch sizes differ: X {x.name}{list(x.shape)}, Y {y.name}{list(y.shape)}")
+    if _known_mismatch(x.shape[2], y.shape[1]):
+        raise GraphError(f"bmm: X {x.name}{list(x.shape)} has {x.shape[2]} columns but Y "
+                         f"{y.name}{list(y.shape)} has {y.shape[1]} rows")
+    batch = x.shape[0] if x.shape[0] >= 0 else y.shape[0]
+    set_out(op, "Out", (batch, x.shape[1], y.shape[2]), x.dtype)
+
+
+def _bmm_grad(op):
+    x, y, out = op.input("X")[0], op.input("Y")[0], op.output("Out")[0]
+    return [GradOpSpec("bmm_grad", {"X": [x], "Y": [y], "Out@GRAD": [grad_name(out)]},
+                       {"X@GRAD": [grad_name(x)], "Y@GRAD": [grad_name(y)]})]
+
+
+@register_op("bmm", infer_shape=_bmm_shape, grad=_bmm_grad)
+def bmm(ctx):
+    x, y = ctx.input("X"), ctx.input("Y")
+    if x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
+        raise ValueError(f"bmm: X of shape {x.shape} and Y of shape {y.shape} do not multiply batch-wise")
+    ctx.set_output("Out", x @ y)
+
+
+@register_op("bmm_grad")
+def bmm_grad(ctx):
+    xp, x, y, dout = ctx.xp, ctx.input("X"), ctx.input("Y"), ctx.input("Out@GRAD")
+    if ctx.has_output("X@GRAD"):
+        ctx.set_output("X@GRAD", dout @ xp.swapaxes(y, 1, 2))
+    if ctx.has_output("Y@GRAD"):
+        ctx.set_output("Y@GRAD", xp.swapaxes(x, 1, 2) @ dout)
+
+
+# -- tril_triu ---------------------------------------------------------------------------
+
+def _tril_triu_shape(op):
+    x = in_var(op, "X")
+    if len(x.shape) < 2:
+        raise GraphError(f"{'tril' if op.attr('lower', True) else 'triu'}: input {x.name}{list(x.shape)} "
+                         "must have at least 2 dimensions")
+    set_out(op, "Out", x.shape, x.dtype)
+
+
+def _triangle(xp, shape, diagonal, lower):
+    """Bool mask over the last two dimensions of `shape`: the kept triangle."""
+    rows, cols = shape[-2], shape[-1]
+    offset = xp.arange(cols)[None, :] - xp.arange(rows)[:, None]
+    return offset <= diagonal if lower else offset >= diagonal
+
+
+def _masked_by_triangle(ctx, value):
+    keep = _triangle(ctx.xp, value.shape, int(ctx.attr("diagonal", 0)), bool(ctx.attr("lower", True)))
+    return ctx.xp.where(keep, value, ctx.xp.zeros((), dtype=value.dtype))
+
+
+@register_op("tril_triu", infer_shape=_tril_triu_shape,
+             grad=simple_grad("tril_triu_grad", inputs=(), outputs=("Out",), grad_of=("X",)))
+def tril_triu(ctx):
+    ctx.set_output("Out", _masked_by_triangle(ctx, ctx.input("X")))
+
+
+@register_op("tril_triu_grad")
+def tril_triu_grad(ctx):
+    ctx.set_output("X@GRAD", _masked_by_triangle(ctx, ctx.input("Out@GRAD")))
+
+
+# -- masked_select -----------------------------------------------------------------------
+
+def _masked_select_shape(op):
+    x, mask = in_var(op, "X"), in_var(op, "Mask")
+    if mask.dtype != "bool":
+        raise GraphError(f"masked_select: Mask {mask.name} must be bool, got {mask.dtype}")
+    try:
+        broadcast.out_shape(x.shape, mask.shape)
+    except ValueError as exc:
+        raise GraphError(f"masked_select: X {x.name}{list(x.shape)} and Mask {mask.name}{list(mask.shape)} "
+                         f"do not broadcast: {exc}") from None
+    set_out(op, "Y", (-1,), x.dtype)
+
+
+def _masked_select_grad(op):
+    x, y = op.input("X")[0], op.output("Y")[0]
+    return [GradOpSpec("masked_select_grad", {"X": [x], "Mask": op.input("Mask"), "Y@GRAD": [grad_name(y)]},
+                       {"X@GRAD": [grad_name(x)]})]
+
+
+def _broadcast_pair(xp, x, mask):
+    shape = broadcast.out_shape(x.shape, mask.shape)
+    return xp.broadcast_to(x, shape), xp.broadcast_to(mask, shape)
+
+
+@register_op("masked_select", infer_shape=_masked_select_shape, grad=_masked_select_grad,
+             no_grad_inputs=("Mask",))
+def masked_select(ctx):
+    xb, mb = _broadcast_pair(ctx.xp, ctx.input("X"), ctx.input("Mask"))
+    ctx.set_output("Y", xb[mb])
+
+
+@register_op("masked_select_grad")
+def masked_select_grad(ctx):
+    xp, x, mask, dy = ctx.xp, ctx.input("X"), ctx.input("Mask"), ctx.input("Y@GRAD")
+    xb, mb = _broadcast_pair(xp, x, mask)
+    dxb = xp.zeros(xb.shape, dtype=x.dtype)
+    dxb[mb] = dy
+    aligned = (1,) * (xb.ndim - x.ndim) + tuple(x.shape)
+    ctx.set_output("X@GRAD", broadcast.reduce_grad(dxb, aligned, x.shape))
+
+
+# -- shape -------------------------------------------------------------------------------
+
+def _shape_shape(op):
+    set_out(op, "Out", (len(in_var(op, "Input").shape),), "int32")
+
+
+@register_op("shape", infer_shape=_shape_shape, no_grad_inputs=("Input",))
+def shape(ctx):
+    ctx.set_output("Out", ctx.xp.asarray(ctx.input("Input").shape, dtype="int32").reshape(-1))
+
+
+# -- p_norm ------------------------------------------------------------------------------
+
+def _p_norm_shape(op):
+    x = in_var(op, "X")
+    keep = bool(op.attr("keepdim", False))
+    if op.attr("asvector", False):
+        out = [1] * len(x.shape) if keep else [1]
+    else:
+        axis = _norm_axis(op.attr("axis", -1), len(x.shape), "p_norm")
+        out = [1 if i == axis else d for i, d in enumerate(x.shape)] if keep \
+            else [d for i, d in enumerate(x.shape) if i != axis] or [1]
+    set_out(op, "Out", out, x.dtype)
+
+
+def _norm_axes(ctx, x):
+    return None if ctx.attr("asvector", False) else _norm_axis(ctx.attr("axis", -1), x.ndim, "p_norm")
+
+
+def _p_norm_value(xp, x, p, axis):
+    """The norm with dimensions kept (so it broadcasts against x)."""
+    a = xp.abs(x)
+    if p == math.inf:
+        return a.max(axis=axis, keepdims=True)
+    if p == -math.inf:
+        return a.min(axis=axis, keepdims=True)
+    if p == 0:
+        return (x != 0).sum(axis=axis, keepdims=True).astype(x.dtype)
+    return (a ** p).sum(axis=axis, keepdims=True) ** (1.0 / p)
+
+
+@register_op("p_norm", infer_shape=_p_norm_shape,
+             grad=simple_grad("p_norm_grad", keep_outputs=True))
+def p_norm(ctx):
+    x = ctx.input("X")
+    norm = _p_norm_value(ctx.xp, x, float(ctx.attr("porder", 2.0)), _norm_axes(ctx, x))
+    ctx.set_output("Out", norm.astype(x.dtype, copy=False).reshape(_p_norm_out_shape(ctx, x, norm)))
+
+
+def _p_norm_out_shape(ctx, x, kept):
+    if ctx.attr("keepdim", False):
+        return kept.shape
+    if ctx.attr("asvector", False):
+        return (1,)
+    axis = _norm_axes(ctx, x)
+    return tuple(d for i, d in enumerate(x.shape) if i != axis) or (1,)
+
+
+@register_op("p_norm_grad")
+def p_norm_grad(ctx):
+    xp, x = ctx.xp, ctx.input("X")
+    p, eps, axis = float(ctx.attr("porder", 2.0)), float(ctx.attr("epsilon", 1e-12)), _norm_axes(ctx, x)
+    kept = (1,) * x.ndim if axis is None else tuple(1 if i == axis else d for i, d in enumerate(x.shape))
+    norm, dout = ctx.input("Out").reshape(kept), ctx.input("Out@GRAD").reshape(kept)
+    if p == 0:
+        dx = xp.zeros_like(x)
+    elif math.isinf(p):
+        dx = (xp.abs(x) == norm) * xp.sign(x) * dout
+    else:
+        dx = xp.abs(x) ** (p - 1.0) / (norm ** (p - 1.0) + eps) * xp.sign(x) * dout
+    ctx.set_output("X@GRAD", dx.astype(x.dtype, copy=False))
+
+
+# -- range -------------------------------------------------------------------------------
+
+def _range_shape(op):
+    start = in_var(op, "Start")
+    # The length is known only from values: paddle.arange sets it when they are numbers.
+    set_out(op, "Out", (-1,), start.dtype)
+
+
+@register_op("range", infer_shape=_range_shape, no_grad_inputs=("Start", "End", "Step"))
+def range_(ctx):
+    start, end, step = (ctx.input(s).reshape(-1)[0].item() for s in ("Start", "End", "Step"))
+    if step == 0:
+        raise ValueError("range: step must not be 0")
+    ctx.set_output("Out", ctx.xp.arange(start, end, step, dtype=ctx.input("Start").dtype))
+
+
+# -- tile --------------------------------------------------------------------------------
+
+def _tile_padded(shape, repeat_times):
+    """(x shape, repeats) padded with leading 1s to one rank, as Paddle's tile aligns them."""
+    shape, reps = list(shape), [int(r) for r in repeat_times]
+    n = max(len(shape), len(reps))
+    return [1] * (n - len(shape)) + shape, [1] * (n - len(reps)) + reps
+
+
+def _tile_shape(op):
+    x = in_var(op, "X")
+    reps = op.attr("repeat_times")
+    if not reps or any(r < 1 for r in reps):
+        raise GraphError(f"tile: repeat_times {list(reps)} must be positive integers")
+    shape, reps = _tile_padded(x.shape, reps)
+    set_out(op, "Out", [d * r if d >= 0 else -1 for d, r in zip(shape, reps)], x.dtype)
+
+
+@register_op("tile", infer_shape=_tile_shape, grad=simple_grad("tile_grad"))
+def tile(ctx):
+    x = ctx.input("X")
+    _, reps = _tile_padded(x.shape, ctx.attr("repeat_times"))
+    ctx.set_output("Out", ctx.xp.tile(x, reps))
+
+
+@register_op("tile_grad")
+def tile_grad(ctx):
+    x, dout = ctx.input("X"), ctx.input("Out@GRAD")
+    shape, reps = _tile_padded(x.shape, ctx.attr("repeat_times"))
+    # Out's dimension i is reps[i] copies of x's: split it in two and sum over the copies.
+    interleaved = [v for pair in zip(reps, shape) for v in pair]
+    dx = dout.reshape(interleaved).sum(axis=tuple(range(0, len(interleaved), 2)))
+    ctx.set_output("X@GRAD", dx.reshape(x.shape))
