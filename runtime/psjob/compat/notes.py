@@ -1,0 +1,60 @@
+"""The hand-kept half of `psjob compat`: Paddle names psjob has but where it behaves
+differently (or refuses), each with the reason, and the surface docs/paddle2.md reports on.
+
+Whether a name exists is never written here: psjob.compat looks every name up on
+psjob itself. A note whose name psjob lacks shows up as missing (and fails
+tests/unit/test_compat.py), so the notes cannot outlive the code they describe.
+A note applies to every name of the same function or class.
+"""
+DIFFERS = "differs"
+REFUSED = "refused"
+
+NOTES = {
+    # The package itself.
+    "paddle.__version__": (DIFFERS, "psjob's version, not Paddle's: code comparing it with a Paddle "
+                                    "release reads another number"),
+    "paddle.in_dynamic_mode": (DIFFERS, "always False: psjob has static graphs only"),
+    "paddle.Tensor": (DIFFERS, "the static-graph Variable (paddle.static.Variable): no eager tensors"),
+    "paddle.save": (REFUSED, "dygraph: use paddle.static.save(program, path) or fleet.save_persistables"),
+    "paddle.load": (REFUSED, "dygraph: use paddle.static.load(program, path)"),
+    "paddle.DataParallel": (REFUSED, "collective training: use paddle.distributed.fleet with parameter servers"),
+    "paddle.Model": (REFUSED, "hapi: build a static Program and run it with paddle.static.Executor"),
+    # Files: psjob's own format (docs/paddle2.md, docs/checkpoints.md).
+    "paddle.static.save": (DIFFERS, "writes psjob's format (.npz arrays and JSON with a sha256 per "
+                                    "array), not Paddle's pickle and protobuf: the files load in psjob only"),
+    "paddle.static.load": (DIFFERS, "reads psjob's format (paddle.static.save), checking every array "
+                                    "against its record before writing any"),
+    "paddle.static.save_inference_model": (DIFFERS, "psjob's format (program as JSON, arrays as .npz): "
+                                                    "loads in psjob, not in Paddle Inference"),
+    "paddle.static.load_inference_model": (DIFFERS, "loads psjob's inference format (and a directory "
+                                                    "saved by fluid.io/fleet when model_filename= or "
+                                                    "params_filename= is passed)"),
+    "paddle.fluid.io.save_persistables": (DIFFERS, "psjob's format, not Paddle's: the files load in psjob only"),
+    "paddle.fluid.io.save_inference_model": (DIFFERS, "psjob's format: loads in psjob, not in Paddle Inference"),
+    # Fleet in parameter-server mode.
+    "paddle.distributed.fleet.init": (DIFFERS, "parameter-server mode only: is_collective=True is refused"),
+    "paddle.distributed.fleet.util.all_reduce": (DIFFERS, "meets on pserver 0 instead of over gloo; "
+                                                          "comm_world='worker' only"),
+    "paddle.distributed.fleet.util.all_gather": (DIFFERS, "meets on pserver 0 instead of over gloo; "
+                                                          "comm_world='worker' only"),
+    "paddle.distributed.fleet.util.barrier": (DIFFERS, "meets on pserver 0 instead of over gloo; "
+                                                       "comm_world='worker' only"),
+    "paddle.distributed.fleet.barrier_worker": (DIFFERS, "also sends this worker's queued updates first "
+                                                         "and refreshes its parameters after"),
+    "paddle.distributed.InMemoryDataset": (DIFFERS, "global_shuffle shuffles each trainer's own examples "
+                                                    "(trainers exchange no data); HDFS (fs_name) is refused"),
+    "paddle.static.nn.sparse_embedding": (DIFFERS, "entry, table_class and slot are accepted and have no "
+                                                   "effect: psjob's table admits every id"),
+    "paddle.nn.ClipGradByGlobalNorm": (DIFFERS, "refused by the transpiler (Fleet): a global norm couples "
+                                                "every parameter's update; use ClipGradByNorm or ClipGradByValue"),
+    "paddle.io.DataLoader": (DIFFERS, "num_workers > 0 loads in the training process; "
+                                      "from_generator(iterable=False) is refused"),
+}
+
+# The names docs/paddle2.md's generated table reports on, beside every note's: the Paddle API that
+# parameter-server scripts use, as `psjob compat` reads it in PaddleRec's rank models
+# (models/rank/{dnn,wide_deep,deepfm}: static_model.py, net.py, the readers) and PS trainer
+# helpers (tools/static_ps_trainer.py, tools/utils/static_ps/*), and in PaddlePaddle/models'
+# Fluid 1.x CTR-DNN (PaddleRec/ctr/dnn). Kept in sync by hand when psjob is checked on more code.
+SURFACE = (
+)
