@@ -23,6 +23,7 @@ def test_fluid_ctr_dnn_passes_the_harness(userland, harness):
     problems = [line for line in r.stdout.splitlines() if line.startswith("  - ")]
     message = "\n".join([f"verdict: {verdict}", "figures: " + (figures[-1] if figures else "none printed"),
                          *problems, "--- harness output (tail):", *r.stdout.splitlines()[-30:]])
+    print(message.split("--- harness output")[0])  # the figures, shown for a passing run by -rP
     assert verdict == "PASS" and r.returncode == 0, message
     # Both trainers' figures (loss first->last pass, AUC) and the saved pass, as the harness prints them.
     assert figures and re.search(r"t0 loss .*; t1 loss .*; pass-4 files [1-9]", figures[-1]), message

@@ -56,6 +56,7 @@ def test_paddlerec_rank_model_passes_the_harness(userland, harness, model):
     r = harness(["bash", str(userland / "paddlerec" / "run.sh"), "psjob", model],
                 timeout=HARNESS_TIMEOUT + 180, env={"PADDLEREC_TIMEOUT": str(HARNESS_TIMEOUT)})
     verdict, lines, message = harness_report(r.stdout)
+    print(message.split("--- harness output")[0])  # the figures, shown for a passing run by -rP
     assert verdict == "PASS" and r.returncode == 0, message
     assert len(lines) == 2, message  # both trainers' figures, in the format parsed here
 
@@ -158,6 +159,7 @@ def test_paddlerec_dnn_runs_unmodified_under_psjob_launch_as_paddle(userland, ha
     lines, problems = check_results(work)
     message = "\n".join([f"launcher exit {r.returncode} (work dir {work})", *lines, *problems,
                          "--- launcher output (tail):", *r.stdout.splitlines()[-20:]])
+    print(message.split("--- launcher output")[0])  # the figures, shown for a passing run by -rP
     assert r.returncode == 0 and not problems and len(lines) == 2, message
     for name in ("serverlog.0", "workerlog.0", "workerlog.1"):
         assert NOTICE in (work / "log" / name).read_text(errors="replace"), name
