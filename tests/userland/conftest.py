@@ -2,8 +2,8 @@
 
 The code and harnesses live in the shared folder next to the checkout (`<repo>/../shared/userland`:
 PaddleRec's rank models with its PS trainer, PaddlePaddle/models' Fluid 1.x CTR-DNN; in CI the
-shared folder sits beside the checkout). PSJOB_SHARED_DIR names another place (a git worktree's
-checkout has none beside it). Without it every test here is skipped, saying so.
+shared folder sits beside the checkout). PSJOB_USERLAND names the userland folder elsewhere (a git
+worktree's checkout has none beside it). Without it every test here is skipped, saying so.
 
 Each test runs one harness from the repository root with PY set to this interpreter, asserts its
 verdict line, and puts the figures the harness printed (AUC, loss, examples, saved files) into the
@@ -37,16 +37,16 @@ KNOWN_FAILING = {
 }
 
 
-def shared_dir() -> pathlib.Path:
-    return pathlib.Path(os.environ.get("PSJOB_SHARED_DIR") or REPO.parent / "shared")
+def userland_dir() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("PSJOB_USERLAND") or REPO.parent / "shared" / "userland")
 
 
 @pytest.fixture(scope="session")
 def userland() -> pathlib.Path:
-    where = shared_dir() / "userland"
+    where = userland_dir()
     if not (where / "paddlerec" / "run.sh").is_file():
         pytest.skip(f"userland code not found at {where}: the userland tier needs the shared folder "
-                    "beside the checkout (<repo>/../shared/userland), or PSJOB_SHARED_DIR naming it")
+                    "beside the checkout (<repo>/../shared/userland), or PSJOB_USERLAND naming it")
     return where
 
 
