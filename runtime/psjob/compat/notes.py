@@ -47,8 +47,8 @@ NOTES = {
                                                    "effect: psjob's table admits every id"),
     "paddle.nn.ClipGradByGlobalNorm": (DIFFERS, "refused by the transpiler (Fleet): a global norm couples "
                                                 "every parameter's update; use ClipGradByNorm or ClipGradByValue"),
-    "paddle.io.DataLoader": (DIFFERS, "num_workers > 0 loads in the training process; "
-                                      "from_generator(iterable=False) is refused"),
+    "paddle.io.DataLoader": (DIFFERS, "num_workers > 0 loads in the training process (no loader "
+                                      "subprocesses)"),
 }
 
 # The names docs/paddle2.md's generated table reports on, beside every note's: the Paddle API that
