@@ -4,7 +4,8 @@ differently (or refuses), each with the reason, and the surface docs/paddle2.md 
 Whether a name exists is never written here: psjob.compat looks every name up on
 psjob itself. A note whose name psjob lacks shows up as missing (and fails
 tests/unit/test_compat.py), so the notes cannot outlive the code they describe.
-A note applies to every name of the same function or class.
+A note on a function applies to every name of that function; one on a class or a
+module, to its own name only.
 """
 DIFFERS = "differs"
 REFUSED = "refused"
