@@ -30,7 +30,8 @@ KNOWN_FAILING = {
                      "not collective (FleetError on trainer 1)",
     "paddlerec-wide_deep": "Program._fleet_opt missing (AttributeError), then fleet.save_inference_model "
                            "not collective",
-    "paddlerec-deepfm": "paddle.multiply([N,13,1], [1,13,9]) does not broadcast (GraphError in concat)",
+    "paddlerec-deepfm": "paddle.multiply([N,13,1], [1,13,9]) does not broadcast (GraphError in concat); "
+                        "with broadcasting, Program._fleet_opt missing as for dnn",
     "paddlerec-dnn-as-paddle": "as paddlerec-dnn: Program._fleet_opt missing",
     "models-ctr-dnn": "Fluid 1.x names missing: fluid.require_version, fluid.data, fluid.embedding, "
                       "py_reader (create_py_reader_by_data, read_file), BuildStrategy",
