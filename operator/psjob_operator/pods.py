@@ -47,9 +47,12 @@ def role_image(spec: JobSpec, role_spec: RoleSpec) -> str:
 
 
 def container_command(spec: JobSpec, role: str, role_spec: RoleSpec) -> tuple[list[str], list[str]]:
-    """(command, args): the role's override, else the job's, else `psjob <role>`."""
+    """(command, args): the role's override, else the job's, else `psjob <role>`; under
+    `psjob as-paddle --` with spec.asPaddle (`import paddle` gives psjob: psjob.aspaddle)."""
     command = list(role_spec.command or spec.command or ("psjob", SUBCOMMANDS[role]))
     args = list(role_spec.args or spec.args)
+    if spec.as_paddle:
+        command = [*roles.AS_PADDLE_COMMAND, *command]
     return command, args
 
 

@@ -5,6 +5,8 @@
     psjob scale WORKDIR --workers N | --pservers M   resize a running `psjob run`
     psjob pserver / worker      the container entrypoints the operator's pods run
     psjob checkpoint list|inspect|verify DIR
+    psjob as-paddle COMMAND [ARGS...]   run COMMAND with `import paddle` giving psjob
+    psjob compat PATH... [--json|--markdown]   the Paddle names code uses, judged on psjob
     psjob version
 
 Sub-commands import their modules lazily so `psjob --help` stays fast and
@@ -45,6 +47,16 @@ def _heter_worker(argv):
     return entrypoints.heter_worker_main(argv)
 
 
+def _as_paddle(argv):
+    from .aspaddle import exec_main
+    return exec_main(argv)
+
+
+def _compat(argv):
+    from .compat import main
+    return main(argv)
+
+
 def _checkpoint(argv):
     from .checkpoint import cli
     return cli.main(argv)
@@ -58,6 +70,8 @@ COMMANDS = {
     "worker": (_worker, "start a trainer (container entrypoint)"),
     "heter-worker": (_heter_worker, "start a heterogeneous trainer"),
     "checkpoint": (_checkpoint, "list, inspect or verify checkpoints"),
+    "as-paddle": (_as_paddle, "run a command whose `import paddle` gives psjob (unmodified Paddle code)"),
+    "compat": (_compat, "list the Paddle names some code uses and how psjob has each"),
 }
 
 

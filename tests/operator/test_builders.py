@@ -4,9 +4,11 @@ from __future__ import annotations
 import base64
 import json
 import pathlib
+import textwrap
 
 import kubernetes_validate
 import pytest
+import yaml
 
 from psjob import roles
 from psjob.jobspec import JobSpecError, load_job_file, parse_job
@@ -217,6 +219,37 @@ def test_a_custom_command_replaces_the_psjob_entrypoint_for_every_role():
     assert env_dict(pserver)["PSJOB_BIND_ALL"] == "1"
     worker = by_kind(kids, "Job")["spec"]["template"]["spec"]["containers"][0]
     assert "PSJOB_BIND_ALL" not in env_dict(worker)
+
+
+def test_as_paddle_runs_every_roles_command_under_psjob_as_paddle():
+    kids = builders.build_children(job(command=["python", "train.py"], args=["--epochs", "2"],
+                                       asPaddle=True, worker={"replicas": 3, "command": ["python", "w.py"]}),
+                                   OWNER, "t")
+    pserver = by_kind(kids, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]
+    worker = by_kind(kids, "Job")["spec"]["template"]["spec"]["containers"][0]
+    assert pserver["command"] == ["psjob", "as-paddle", "--", "python", "train.py"]
+    assert worker["command"] == ["psjob", "as-paddle", "--", "python", "w.py"]
+    assert pserver["args"] == worker["args"] == ["--epochs", "2"]
+    # The pod's environment is the one a job without asPaddle gets: the wrapper sets PYTHONPATH.
+    plain = builders.build_children(job(command=["python", "train.py"], args=["--epochs", "2"],
+                                        worker={"replicas": 3, "command": ["python", "w.py"]}), OWNER, "t")
+    assert by_kind(plain, "Job")["spec"]["template"]["spec"]["containers"][0]["env"] == worker["env"]
+    for child in kids:
+        for version in K8S_VERSIONS:
+            kubernetes_validate.validate(child, version, strict=True)
+
+
+def test_the_paddlerec_job_of_docs_paddle2_builds_pods_that_run_it_under_as_paddle():
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "paddle2.md").read_text()
+    walkthrough = doc[doc.index('<a id="paddlerec"></a>'):]
+    block = walkthrough[walkthrough.index("```yaml"):].split("\n", 1)[1].split("```", 1)[0]
+    parsed = parse_job(yaml.safe_load(textwrap.dedent(block)))
+    assert parsed.spec.as_paddle
+    validate_for_cluster(parsed)  # raises naming the field if the operator would refuse it
+    kids = builders.build_children(parsed, OWNER, "t")
+    worker = by_kind(kids, "Job")["spec"]["template"]["spec"]["containers"][0]
+    assert worker["command"] == ["psjob", "as-paddle", "--", "python", "tools/static_ps_trainer.py", "-m",
+                                 "models/rank/dnn/config.yaml"]
 
 
 def test_psjobs_own_pserver_entrypoint_decides_its_bind_address_itself():

@@ -108,9 +108,23 @@ def test_integer_quantities_and_full_role_specs_are_accepted():
      "operator Equal"),
     ({"image": ""}, "spec.image: must not be empty: set spec.image to an image with psjob "
                     "installed"),
+    ({"asPaddle": True}, "spec.asPaddle: asPaddle runs the job's own Paddle script: set spec.command "
+                         "(or a role's command), or remove asPaddle"),
+    ({"asPaddle": True, "command": []}, "spec.asPaddle: asPaddle runs the job's own Paddle script: set "
+                                        "spec.command (or a role's command), or remove asPaddle"),
+    ({"asPaddle": "yes"}, "spec.asPaddle: must be true or false, got 'yes'"),
 ])
 def test_spec_errors_name_the_field_and_the_fix(spec, expected):
     assert error_of(manifest(spec)) == expected
+
+
+@pytest.mark.parametrize("spec", [{"command": ["python", "train.py"]},
+                                  {"worker": {"command": ["python", "train.py"]}},
+                                  {"pserver": {"command": ["python", "serve.py"]}},
+                                  {"heterWorker": {"command": ["python", "heter.py"]}}])
+def test_as_paddle_is_accepted_with_any_roles_command(spec):
+    assert parse_job(manifest({"asPaddle": True, **spec})).spec.as_paddle is True
+    assert parse_job(manifest(spec)).spec.as_paddle is False
 
 
 def test_a_missing_image_is_reported_as_required():

@@ -76,3 +76,27 @@ def test_one_outcome_rule_with_each_fronts_words(tmp_path):
     crashed = [ended(roles.PSERVER, 0, 1, 137, tmp_path=tmp_path), ended(roles.TRAINER, 0, tmp_path=tmp_path)]
     assert conclude(LocalJob(name="j", mode="sync", trainers=1, checkpoint_dir="", specs=crashed), 137)[1] \
         .startswith("PserverFailed: pserver.0 failed 2 time(s), last with exit 137; see ")
+
+
+def test_as_paddle_puts_the_paddle_alias_first_on_every_process_pythonpath_in_both_fronts(tmp_path,
+                                                                                           monkeypatch):
+    import sys
+
+    from psjob import aspaddle
+    monkeypatch.setenv("PYTHONPATH", "/opt/mine")
+    script = launch_job(tmp_path, "--as-paddle", "--server_num", "1", "--worker_num", "2")
+    for spec in script.specs:
+        assert spec.env["PYTHONPATH"] == aspaddle.SHIM_DIR + ":/opt/mine"
+        assert spec.argv[2:] == ["train.py"]
+    assert "PYTHONPATH" not in env_of(launch_job(tmp_path).specs, roles.TRAINER)
+
+    # psjob run: spec.asPaddle runs each command under `psjob as-paddle --`, as the operator's pods
+    # do; `psjob` and `python` stay this interpreter on both sides of the `--`.
+    job = yaml_run(tmp_path, {"asPaddle": True, "command": ["python", "train.py"], "args": ["--x"],
+                              "pserver": {"replicas": 1}, "worker": {"replicas": 1}})
+    for spec in job.specs:
+        assert spec.argv == [sys.executable, "-m", "psjob.cli", "as-paddle", "--", sys.executable,
+                             "train.py", "--x"]
+    plain = yaml_run(tmp_path, {"command": ["python", "train.py"], "pserver": {"replicas": 1},
+                                "worker": {"replicas": 1}})
+    assert plain.specs[0].argv == [sys.executable, "train.py"]

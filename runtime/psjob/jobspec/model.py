@@ -323,6 +323,10 @@ class TlsSpec:
         None, max_length=253, pattern=DNS_1123_SUBDOMAIN)
 
 
+_AS_PADDLE_NEEDS_COMMAND = ("asPaddle runs the job's own Paddle script: set spec.command (or a role's "
+                            "command), or remove asPaddle")
+
+
 @dataclass(frozen=True)
 class JobSpec:
     RULES: ClassVar = (
@@ -339,6 +343,14 @@ class JobSpec:
              lambda s: "metricsPort and heterWorker.port must differ: change one of them"
              if s.heter_worker and s.heter_worker.port == s.metrics_port else None,
              ".metricsPort"),
+        Rule("!self.asPaddle || " + " || ".join(
+                 f"({guard}has(self.{key}command) && size(self.{key}command) > 0)" for guard, key in
+                 (("", ""), ("", "pserver."), ("", "worker."), ("has(self.heterWorker) && ", "heterWorker."))),
+             _AS_PADDLE_NEEDS_COMMAND,
+             lambda s: _AS_PADDLE_NEEDS_COMMAND if s.as_paddle and not (
+                 s.command or s.pserver.command or s.worker.command
+                 or (s.heter_worker is not None and s.heter_worker.command)) else None,
+             ".asPaddle"),
         Rule("!has(self.heterWorker) || !has(self.worker.maxReplicas)",
              "elastic trainers (worker.maxReplicas) are not supported with heterWorker: remove one",
              lambda s: "elastic trainers (worker.maxReplicas) are not supported with heterWorker: "
@@ -356,6 +368,11 @@ class JobSpec:
         "`psjob worker`, `psjob heter-worker`). A custom script reads PADDLE_TRAINING_ROLE.",
         factory=tuple)
     args: tuple[str, ...] = spec_field("args", "Arguments of every process.", factory=tuple)
+    as_paddle: bool = spec_field(
+        "asPaddle", "Run unmodified Paddle code: in every process (and the processes it starts, "
+        "such as a dataset's pipe_command) `import paddle` and every paddle.X.Y give psjob; each "
+        "process says so on stderr. The container command becomes `psjob as-paddle -- COMMAND` "
+        "(`psjob launch --as-paddle` locally). Needs spec.command or a role's command.", False)
     mode: Mode = spec_field("mode", "Communicator mode: sync, async, half_async or geo.",
                             Mode.SYNC)
     k_steps: int | None = spec_field("kSteps", f"Geo mode: local steps between pushes "

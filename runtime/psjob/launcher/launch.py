@@ -2,7 +2,8 @@
 
     psjob launch --server_num 2 --worker_num 2 [--servers ip:port,...] [--workers ip:port,...]
                  [--heter_worker_num K] [--log_dir DIR] [--mode sync] [--metrics-port P]
-                 [--progress-interval S] [--summary PATH] [--stop-grace S] script.py [args...]
+                 [--progress-interval S] [--summary PATH] [--stop-grace S] [--as-paddle]
+                 script.py [args...]
 
 Every process runs the same script with the role environment of
 psjob.roles (PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS, ..., and Paddle
@@ -18,6 +19,10 @@ prints them, psjob.fleet.monitor), then a summary line (`--summary PATH`
 also writes it as JSON). Every process serves /metrics on a free port it
 logs; with --metrics-port P, pserver i on P+i, then heter trainers, then
 trainer t, as `psjob run` numbers them (roles.role_environment).
+With --as-paddle the script runs unmodified: in every process (and the
+processes it starts, such as a dataset's pipe_command) `import paddle` and
+`paddle.X.Y` are psjob (psjob.aspaddle puts its `paddle` alias first on
+PYTHONPATH); each process says so on stderr when it imports paddle.
 Placement, supervision, progress, summary and outcome are launcher.local's,
 shared with `psjob run`; this module is the fleetrun-style front.
 Exit status: 0 when every trainer exited 0 (pservers that do not exit on
@@ -31,7 +36,9 @@ import argparse
 import os
 import sys
 
-from .. import roles
+from .. import __version__, roles
+from ..aspaddle import SHIM_DIR, environment as as_paddle_environment
+from ..role_env import process_environment
 from .local import (PROGRESS_INTERVAL_S, STOP_GRACE_S, Deadline, LocalJob,  # noqa: F401
                     check_metrics_ports, check_options, checkpoint_root, free_port_block, free_ports,
                     loopback_endpoints, metrics_banner, place, run_local, write_token)
@@ -69,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-grace", "--stop_grace", dest="stop_grace", type=float, default=STOP_GRACE_S,
                    metavar="S", help="when the job is stopped (a failure with no restarts left, --timeout, "
                    "Ctrl-C), seconds each process gets to exit after SIGTERM before SIGKILL")
+    p.add_argument("--as-paddle", "--as_paddle", dest="as_paddle", action="store_true",
+                   help="run an unmodified Paddle script: `import paddle` (and every paddle.X.Y) gives "
+                        "psjob in the launched processes and the processes they start")
     p.add_argument("script")
     p.add_argument("script_args", nargs=argparse.REMAINDER)
     return p
@@ -110,12 +120,14 @@ def plan(args) -> LocalJob:
         metrics_port=args.metrics_port, metrics_port_per_process=True, auth_token_file=token_file,
         trainer_host=roles.LOCAL_HOST)
     argv = [sys.executable, "-u", args.script, *args.script_args]
+    # --as-paddle: the `paddle` alias first on PYTHONPATH (after it, this environment's entries).
+    extra = as_paddle_environment(process_environment()) if args.as_paddle else {}
     specs = []
     for role, count, log in ((roles.PSERVER, len(endpoints), "serverlog"),
                              (roles.HETER_TRAINER, len(heter), "heterlog"),
                              (roles.TRAINER, args.worker_num, "workerlog")):
         for i in range(count):
-            specs.append(ProcessSpec(role, i, argv, roles.role_environment(topo, role, i),
+            specs.append(ProcessSpec(role, i, argv, {**roles.role_environment(topo, role, i), **extra},
                                      os.path.join(args.log_dir, f"{log}.{i}"),
                                      args.pserver_restarts if role == roles.PSERVER else 0))
     return LocalJob(name=args.job_name, mode=args.mode, trainers=args.worker_num,
@@ -137,6 +149,9 @@ def main(argv=None) -> int:
                f"{args.mode} mode, on this machine; logs in {args.log_dir}"]
     if args.metrics_port:
         opening.append(metrics_banner(args.metrics_port, len(job.specs) - job.trainers))
+    if args.as_paddle:
+        opening.append(f"[psjob] --as-paddle: `import paddle` is psjob {__version__} in every process "
+                       f"(PYTHONPATH starts with {SHIM_DIR})")
     # Events stay on stderr (as before progress lines existed); the watcher keeps its block intact.
     return run_local(job, progress_interval=args.progress_interval, summary_path=args.summary,
                    opening=opening, report_exits=True, stop_grace_s=args.stop_grace,

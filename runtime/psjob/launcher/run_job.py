@@ -236,15 +236,21 @@ def command_for(spec: jobspec.JobSpec, role: str, role_spec) -> list[str]:
     """The role's command + args, as the operator's pod template has them.
 
     `psjob` and `python` are this interpreter, so a local run uses the psjob
-    it was started from whatever is first on PATH.
+    it was started from whatever is first on PATH. With `spec.asPaddle` it
+    runs under `psjob as-paddle --`, as the operator's pods do.
     """
-    command = list(role_spec.command or spec.command or ("psjob", SUBCOMMAND[role]))
-    args = list(role_spec.args or spec.args)
+    command = _this_interpreter(list(role_spec.command or spec.command or ("psjob", SUBCOMMAND[role])))
+    if spec.as_paddle:
+        command = _this_interpreter(list(roles.AS_PADDLE_COMMAND)) + command
+    return command + list(role_spec.args or spec.args)
+
+
+def _this_interpreter(command: list[str]) -> list[str]:
     if command[0] == "psjob":
-        command[:1] = [sys.executable, "-m", "psjob.cli"]
-    elif command[0] in ("python", "python3"):
-        command[:1] = [sys.executable]
-    return command + args
+        return [sys.executable, "-m", "psjob.cli", *command[1:]]
+    if command[0] in ("python", "python3"):
+        return [sys.executable, *command[1:]]
+    return command
 
 
 def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:

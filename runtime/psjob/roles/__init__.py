@@ -31,7 +31,7 @@ The package, by job: `names` (roles, modes, ports, mount paths, RESERVED_ENV),
 `psjob.roles` re-exports their public names: the operator, the launchers and the
 runtime import from here.
 """
-from .names import (AUTO, DEFAULT_GEO_K_STEPS, DEFAULT_HETER_PORT, DEFAULT_METRICS_PORT,
+from .names import (AS_PADDLE_COMMAND, AUTO, DEFAULT_GEO_K_STEPS, DEFAULT_HETER_PORT, DEFAULT_METRICS_PORT,
                     DEFAULT_PSERVER_PORT, DEVICES, HETER_TRAINER, KUBERNETES_AUTH_TOKEN_FILE,
                     KUBERNETES_CHECKPOINT_DIR, LOCAL_HOST, MODES, PSERVER, PSERVER_UNREACHABLE_EXIT,
                     RESERVED_ENV, RESIZE_HOLD_EXIT, ROLES, STAY_UNTIL_STOPPED_ENV, TRAINER)  # noqa: F401

@@ -32,6 +32,10 @@ LOCAL_HOST = "127.0.0.1"
 # runs leave it unset and their servers exit with the job. psjob.ps.lifecycle reads it.
 STAY_UNTIL_STOPPED_ENV = "PSJOB_STAY_UNTIL_STOPPED"
 
+# spec.asPaddle: the command every process of the job runs is prefixed with this, which puts
+# psjob's `paddle` alias first on PYTHONPATH and execs the rest (psjob.aspaddle, `psjob as-paddle`).
+AS_PADDLE_COMMAND = ("psjob", "as-paddle", "--")
+
 # Where the operator mounts things inside pods; the local launcher uses paths
 # under its workdir instead.
 KUBERNETES_CHECKPOINT_DIR = "/var/lib/psjob/checkpoints"
