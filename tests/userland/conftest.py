@@ -33,8 +33,6 @@ KNOWN_FAILING = {
     "paddlerec-deepfm": "paddle.multiply([N,13,1], [1,13,9]) does not broadcast (GraphError in concat); "
                         "with broadcasting, Program._fleet_opt missing as for dnn",
     "paddlerec-dnn-as-paddle": "as paddlerec-dnn: Program._fleet_opt missing",
-    "models-ctr-dnn": "Fluid 1.x names missing: fluid.require_version, fluid.data, fluid.embedding, "
-                      "py_reader (create_py_reader_by_data, read_file), BuildStrategy",
 }
 
 
