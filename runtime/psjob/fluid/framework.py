@@ -443,6 +443,9 @@ class Program:
         self._distributed_lookup_table = None
         self._parameters_on_pservers = None
         self._trainers_endpoints: list[str] = []
+        # Paddle's trainer settings for train_from_dataset, which fleet 2.x's minimize fills
+        # (psjob.distributed.fleet); None until then, and not copied by clone(), as in Paddle.
+        self._fleet_opt = None
 
     def _bump(self):
         self._version += 1
