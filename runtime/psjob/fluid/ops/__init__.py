@@ -6,5 +6,5 @@ file is listed here."""
 
 def load_all():
     from . import (activation_ops, clip_ops, dist_ops, embedding_pool_ops, heter_ops, loss_ops, lr_ops,  # noqa: F401
-                   math_ops, metric_ops, nn_ops, optimizer_ops, reduce_ops, regularizer_ops, sequence_ops, shape_ops,
+                   math_ops, metric_ops, index_ops, conv_ops, nn_ops, optimizer_ops, reduce_ops, regularizer_ops, sequence_ops, shape_ops,
                    table_ops, tensor_math_ops, tensor_ops)
