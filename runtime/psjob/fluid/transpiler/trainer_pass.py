@@ -148,7 +148,15 @@ def find_table_lookups(block, table: str) -> list:
     return [op for op in block.ops if op.type == LOOKUP_TABLE and op.input("W") == [table]]
 
 
-def _replace_table_lookups(block, plan: TranspilePlan) -> None:
+def prefetch_table_lookups(block, plan: TranspilePlan) -> None:
+    """Replace a forward-only block's lookups of the distributed table by prefetches of its
+    rows from the pservers (split_ids → prefetch → merge_ids), unfused: an inference
+    program has no gradients to fuse with (fleet's DistributedInfer)."""
+    if plan.table is not None and find_table_lookups(block, plan.table.name):
+        _replace_table_lookups(block, plan, fuse=False)
+
+
+def _replace_table_lookups(block, plan: TranspilePlan, fuse: bool = True) -> None:
     table = plan.table
     lookups = find_table_lookups(block, table.name)
     first = block.ops.index(lookups[0])
@@ -161,7 +169,7 @@ def _replace_table_lookups(block, plan: TranspilePlan) -> None:
         (block.ops.index(op), [i], [o], f"_{j}") for j, (op, i, o) in enumerate(zip(lookups, ids, outs))]
     # The CTR shape (sum pools), else a Paddle 2.x model's (reshapes to [-1, dim] into a
     # concat: PaddleRec's sparse_embedding + reshape), whose every id is its own row.
-    matched = None if late else fusable(block, lookups, table.name, table.grad, table.width)
+    matched = None if late or not fuse else fusable(block, lookups, table.name, table.grad, table.width)
     if matched is not None:
         _fuse_lookups_and_pools(block, plan, lookups, first, ids, *matched)
         return
