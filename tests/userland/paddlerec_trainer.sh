@@ -155,7 +155,7 @@ if os.path.isdir(last) and os.listdir(last):
     program, feeds, fetches = paddle.static.load_inference_model(last, exe, model_filename=None,
                                                                  params_filename=None)
     sample = os.path.join(w, md, "data", "sample_data", "train", "sample_train.txt")
-    rows = list(criteo_reader.RecDataset([sample], None))
+    rows = list(criteo_reader.RecDataset([sample], {"runner.inference": False}))  # labels kept
     column = {"label": 0, "dense_input": len(rows[0]) - 1, **{str(i): i for i in range(1, len(rows[0]) - 1)}}
     auc = None
     for b in range(0, len(rows), 16):
