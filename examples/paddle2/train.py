@@ -8,7 +8,7 @@ Against the Paddle original only the imports change (`import psjob as paddle`,
 StaticModel (PaddleRec's, over net.py's nn.Layer DNN), fleet.init from the
 launcher's environment, a DistributedStrategy (async, or geo with k_steps), an
 InMemoryDataset whose pipe_command runs reader.py (MultiSlot lines),
-train_from_dataset with 2 Hogwild threads, and save_inference_model by worker 0.
+train_from_dataset with 2 Hogwild threads, and save_inference_model (collective: worker 0 writes).
 
 Each epoch starts from zeroed AUC statistics (PaddleRec's reset_auc), so the
 AUC printed is that epoch's, not a mix with the earlier ones; the workers sum
@@ -136,8 +136,9 @@ def main():
             exe.run(test_program, feed=feed, fetch_list=[])
         auc, job = job_auc(scope, stat_names)
         print(json.dumps({"worker": fleet.worker_index(), "test_auc": auc, "job_test_auc": job}), flush=True)
-    if fleet.is_first_worker() and args.save:
+    if args.save:  # collective, as in Paddle: every worker calls it, worker 0 writes
         fleet.save_inference_model(exe, args.save, [v.name for v in feeds[1:]], [model.predict])
+    if fleet.is_first_worker() and args.save:
         feed = next(feeds_of(files, args.reference_rows))
         (prob,) = exe.run(test_program, feed=feed, fetch_list=[model.predict])
         np.savez(os.path.join(args.save, "predictions.npz"), prob=prob,

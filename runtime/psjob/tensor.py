@@ -294,6 +294,24 @@ greater_than, greater_equal, less_than, less_equal, equal, not_equal = (
     _compare(t) for t in ("greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal"))
 
 
+def add_n(inputs, name=None):
+    """The element-wise sum of a list of Variables of one shape and dtype (Paddle's `sum` op);
+    a single Variable is returned summed with nothing (a copy)."""
+    xs = [inputs] if isinstance(inputs, Variable) else list(inputs)
+    if not xs:
+        raise ValueError("paddle.add_n: inputs is empty")
+    for i, v in enumerate(xs):
+        check_variable(v, f"inputs[{i}]", "add_n")
+        if v.dtype != xs[0].dtype or len(v.shape) != len(xs[0].shape) or any(
+                a >= 0 and b >= 0 and a != b for a, b in zip(v.shape, xs[0].shape)):
+            raise ValueError(f"paddle.add_n: inputs[{i}] {v.name} is {v.dtype}{list(v.shape)}, inputs[0] "
+                             f"{xs[0].name} is {xs[0].dtype}{list(xs[0].shape)}: they must match")
+    return _op("sum", {"X": xs}, name=name)
+
+
+__all__ += ["add_n"]
+
+
 # -- batched matrices, triangles, selection, shape, ranges, tiling (PaddleRec's model zoo) --
 
 __all__ += ["bmm", "tril", "triu", "masked_select", "shape", "arange", "tile", "assign"]

@@ -7,8 +7,8 @@ Runtime layers, bottom to top; a module imports only its own layer and the ones 
     kernels      kernels, cuda                       optimizer math on an array module
     tables       sparse tables keyed by id
     checkpoint   the on-disk format (format, tables, store, cli): numpy only
-    fluid        framework, ops, executor, io, and the transpiler as pure planning
-    paddle2      Paddle 2.x's fronts over fluid: static, nn, optimizer, tensor, ... (docs/paddle2.md)
+    fluid        framework, ops, executor, io, and the transpiler as pure planning (and base: its alias)
+    paddle2      Paddle 2.x's fronts over fluid: static, nn, optimizer, tensor, utils, ... (docs/paddle2.md)
     rpc          frames, codec, gRPC client and server
     ps           pserver state and service, communicators, checkpoint protocol, in-memory cluster
     fleet        the Fleet facade, role makers, trainer-side checkpoints, telemetry
@@ -45,9 +45,9 @@ LAYERS = [
     ("kernels", ("psjob.kernels", "psjob.cuda")),
     ("tables", ("psjob.tables",)),
     ("checkpoint", ("psjob.checkpoint",)),
-    ("fluid", ("psjob.fluid",)),
+    ("fluid", ("psjob.fluid", "psjob.base")),  # psjob.base: Paddle >= 2.5's name for fluid
     ("paddle2", ("psjob.static", "psjob.nn", "psjob.optimizer", "psjob.tensor", "psjob.regularizer",
-                 "psjob.device", "psjob.param_attr", "psjob._paddle2", "psjob.io")),
+                 "psjob.device", "psjob.param_attr", "psjob._paddle2", "psjob.io", "psjob.utils")),
     ("rpc", ("psjob.rpc",)),
     ("ps", ("psjob.ps",)),
     ("fleet", ("psjob.fleet",)),

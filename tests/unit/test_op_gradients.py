@@ -221,6 +221,14 @@ def _cases():
                   {"min": -0.6, "max": 0.6}))
     c.append(Case("slice-negative-and-clamped-bounds", "slice", {"X": [In("x", f64(4, 5, 3))]}, {"Out": 1},
                   {"axes": [0, 1], "starts": [1, -3], "ends": [100, -1]}))
+    c.append(Case("strided_slice-steps-and-dropped-axes", "strided_slice", {"Input": [In("x", f64(4, 5, 3))]},
+                  {"Out": 1}, {"axes": [0, 1, 2], "starts": [-1, 4, 0], "ends": [2 ** 31 - 1, -2 ** 31, 3],
+                               "strides": [1, -2, 2], "decrease_axis": [0]}))
+    c.append(Case("conv2d-strided-padded-dilated-grouped", "conv2d",
+                  {"Input": [In("x", f64(2, 4, 5, 6))], "Filter": [In("w", f64(6, 2, 3, 2))]}, {"Output": 1},
+                  {"strides": [2, 1], "paddings": [1, 0, 2, 1], "dilations": [1, 2], "groups": 2}))
+    c.append(Case("conv2d-same", "conv2d", {"Input": [In("x", f64(1, 2, 5, 4))], "Filter": [In("w", f64(3, 2, 2, 3))]},
+                  {"Output": 1}, {"strides": [2, 2], "padding_algorithm": "SAME"}))
     c.append(Case("stack-axis1", "stack", {"X": [In("a", f64(2, 3)), In("b", f64(2, 3))]}, {"Y": 1},
                   {"axis": 1}))
     c.append(Case("where", "where", {"Condition": [In("c", RNG.random((3, 4)) > 0.5, diff=False)],

@@ -181,7 +181,7 @@ def test_dropout_and_batchnorm1d_follow_train_and_eval():
     kept = got[0] != 0
     np.testing.assert_allclose(got[0][kept], (normed * 2.0)[kept], rtol=1e-4)  # upscale_in_train
     assert 0 < kept.mean() < 1
-    moving_mean = [v for v in scope.vars if v.startswith("batch_norm1_d_0.w_1")]
+    moving_mean = [v for v in scope.vars if v.startswith("batch_norm1d_0.w_1")]  # Paddle's name
     np.testing.assert_allclose(scope.vars[moving_mean[0]], 0.1 * x.mean(0), rtol=1e-5)
 
     m, s, out = build(lambda: net(False))

@@ -25,15 +25,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 # Why a run fails on this branch; the API gaps are closed on other branches.
-KNOWN_FAILING = {
-    "paddlerec-dnn": "Program._fleet_opt missing (AttributeError), then fleet.save_inference_model "
-                     "not collective (FleetError on trainer 1)",
-    "paddlerec-wide_deep": "Program._fleet_opt missing (AttributeError), then fleet.save_inference_model "
-                           "not collective",
-    "paddlerec-deepfm": "paddle.multiply([N,13,1], [1,13,9]) does not broadcast (GraphError in concat); "
-                        "with broadcasting, Program._fleet_opt missing as for dnn",
-    "paddlerec-dnn-as-paddle": "as paddlerec-dnn: Program._fleet_opt missing",
-}
+KNOWN_FAILING: dict[str, str] = {}
 
 
 def userland_dir() -> pathlib.Path:

@@ -139,6 +139,12 @@ class Fleet:
     def startup_program(self):
         return self._job.startup if self._job is not None else None
 
+    @property
+    def transpiler(self):
+        """The job's DistributeTranspiler after minimize() (its plan names the distributed
+        table and the pservers), else None."""
+        return self._job.transpiler if self._job is not None else None
+
     # -- building -----------------------------------------------------------------------
     def distributed_optimizer(self, optimizer, strategy=None):
         if not isinstance(optimizer, Optimizer):

@@ -11,15 +11,27 @@ Paddle's Hogwild trainer does: the persistable variables (parameters,
 optimizer state, metric state) are shared and updated without locks, every
 other variable (activations, gradients, the feeds) lives in a per-thread
 scope, so threads never read each other's intermediate values.
+
+Statistics variables (`program._fleet_opt["stat_var_names"]`, which fleet 2.x's
+minimize fills from `DistributedStrategy.trainer_desc_configs` and PaddleRec sets
+to the AUC histograms) are handled as Paddle's Hogwild workers handle them:
+thread 0 accumulates into the shared variable, every other thread into its own
+zero-initialised copy, and when all threads are done each copy is added into the
+shared one — so concurrent threads never lose each other's counts.
 """
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import MutableMapping
 
 from .core import Scope, global_scope
+from .base import GraphError
 from .pipeline import pipelined
 
+log = logging.getLogger("psjob.fluid")
+# _fleet_opt keys of Paddle's trainer that psjob's train_from_dataset does not act on.
+_UNHONOURED = ("dump_fields", "dump_param", "dump_fields_path", "worker_skipped_ops")
 
 class _Overlay(MutableMapping):
     """Thread-local names over a shared dict: `shared_names` read and write `shared`."""
@@ -58,6 +70,33 @@ class ThreadScope(Scope):
         self.lods = _Overlay(parent.lods, persistable)
 
 
+def _stat_var_names(program, scope) -> list:
+    """`stat_var_names` of the program's _fleet_opt, each checked to be a variable the
+    scope holds (Paddle fails on a missing one too, at the merge)."""
+    opt_info = getattr(program, "_fleet_opt", None) or {}
+    if not isinstance(opt_info, dict):
+        raise TypeError(f"program._fleet_opt must be a dict, got {type(opt_info).__name__}")
+    names = list(opt_info.get("stat_var_names") or ())
+    for key in _UNHONOURED:
+        if opt_info.get(key):
+            log.warning("program._fleet_opt[%r] is set; psjob's train_from_dataset does not act on it", key)
+    for name in names:
+        if not isinstance(name, str) or name not in scope.vars:
+            raise GraphError(f"_fleet_opt['stat_var_names'] names {name!r}, which is not a variable of the scope "
+                             "(run the startup program first; the names are the metric's persistable state)")
+    return names
+
+
+def _merge_stats(scope, thread_scopes, names) -> None:
+    """Add every thread's copy of the statistics into the shared variable (Paddle's
+    MergeToRootScope), once all threads are done."""
+    for name in names:
+        total = scope.vars[name]
+        for ts in thread_scopes:
+            total = total + ts.vars[name]
+        scope.vars[name] = total.astype(scope.vars[name].dtype, copy=False)
+
+
 def _persistable_names(program) -> frozenset:
     return frozenset(v.name for block in program.blocks for v in block.vars.values() if v.persistable)
 
@@ -94,15 +133,21 @@ def run_dataset(executor, program, dataset, scope, thread, names, fetch_info, pr
                 shown = ", ".join(f"{label}: {value}" for label, value in zip(labels, values))
                 print(f"[thread {index}] batch {step}: {shown}", flush=True)
 
+    stats = _stat_var_names(program, scope)
     if thread == 1:   # the next batch's embedding rows are fetched while this one runs
         run_stream(0, pipelined(executor, program, streams[0]), scope)
         return None
     shared = _persistable_names(program)
     errors: list[BaseException] = []
+    # Thread 0 counts into the shared statistics; the others into zeroed copies of their own.
+    scopes = [ThreadScope(scope, shared if i == 0 else shared - set(stats)) for i in range(len(streams))]
+    for ts in scopes[1:]:
+        for name in stats:
+            ts.vars[name] = scope.vars[name] * 0
 
     def guarded(index, feeds):
         try:
-            run_stream(index, feeds, ThreadScope(scope, shared))
+            run_stream(index, feeds, scopes[index])
         except BaseException as exc:  # re-raised in the caller's thread
             errors.append(exc)
 
@@ -114,4 +159,5 @@ def run_dataset(executor, program, dataset, scope, thread, names, fetch_info, pr
         w.join()
     if errors:
         raise errors[0]
+    _merge_stats(scope, scopes[1:], stats)
     return None

@@ -57,6 +57,16 @@ def set_arithmetic(fn) -> None:
     _arithmetic = fn
 
 
+# fn(x, item) -> Variable: what `x[item]` builds (layers/indexing.py).
+_indexing = None
+
+
+def set_indexing(fn) -> None:
+    """Install the builder of Variable indexing (psjob.fluid.layers does, on import)."""
+    global _indexing
+    _indexing = fn
+
+
 def grad_var_name(name: str) -> str:
     return name + GRAD_SUFFIX
 
@@ -176,6 +186,18 @@ class Variable:
     def astype(self, dtype):
         """A cast (Paddle 2.x's Variable.astype)."""
         return self._binary(convert_dtype(dtype), "cast")
+
+    def __getitem__(self, item):
+        """x[1:3], x[:, 0], x[..., ::-1], x[None]: a strided_slice (layers/indexing.py)."""
+        if _indexing is None:
+            raise GraphError(f"indexing Variable {self.name!r} is built by psjob.fluid.layers, which is not "
+                             "loaded (import psjob.fluid)")
+        return _indexing(self, item)
+
+    def __iter__(self):
+        # __getitem__ alone would make Python iterate x[0], x[1], ... without end on a -1 dimension.
+        raise TypeError(f"Variable {self.name!r} is not iterable in a static graph: index it (x[i]) or "
+                        "split it (paddle.split)")
 
 
 class Parameter(Variable):
@@ -472,6 +494,9 @@ class Program:
         self._distributed_lookup_table = None
         self._parameters_on_pservers = None
         self._trainers_endpoints: list[str] = []
+        # Paddle's trainer settings for train_from_dataset, which fleet 2.x's minimize fills
+        # (psjob.distributed.fleet); None until then, and not copied by clone(), as in Paddle.
+        self._fleet_opt = None
 
     def _bump(self):
         self._version += 1

@@ -6,17 +6,26 @@ builds a test program whose parameters share the training program's names.
 """
 import collections
 import contextlib
+import copy
 
 
 class UniqueNameGenerator:
     def __init__(self, prefix: str = ""):
-        self.prefix = prefix
+        self.prefix = prefix or ""
         self.ids = collections.defaultdict(int)
 
     def __call__(self, key: str) -> str:
+        return self.generate(key)
+
+    def generate(self, key: str) -> str:
         n = self.ids[key]
         self.ids[key] += 1
         return f"{self.prefix}{key}_{n}"
+
+    def clone(self) -> "UniqueNameGenerator":
+        twin = UniqueNameGenerator(self.prefix)
+        twin.ids = copy.deepcopy(self.ids)
+        return twin
 
 
 _generator = UniqueNameGenerator()
@@ -35,6 +44,8 @@ def switch(new_generator=None):
 
 @contextlib.contextmanager
 def guard(new_generator=None):
+    if isinstance(new_generator, bytes):
+        new_generator = new_generator.decode()
     if isinstance(new_generator, str):
         new_generator = UniqueNameGenerator(new_generator)
     old = switch(new_generator)

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
+import numbers
 
 import numpy as np
 
 from ..fluid.reader import GeneratorLoader as FluidGeneratorLoader
+from ..role_env import process_environment
 
 log = logging.getLogger("psjob.io")
 
@@ -220,3 +223,60 @@ class BatchSampler:
     def __len__(self):
         n = len(self.indices)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+class DistributedBatchSampler(BatchSampler):
+    """Paddle's DistributedBatchSampler: this trainer's share of the index batches.
+
+    The indices are padded (repeating from the start) to a multiple of num_replicas, shuffled
+    with seed `epoch` when shuffle=True (set_epoch; it advances by one per pass), then dealt in
+    batch-size blocks round-robin to the replicas, the tail split evenly — the same split as
+    Paddle's, so every trainer gets num_samples = ceil(len / num_replicas) indices.
+    num_replicas and rank default to PADDLE_TRAINERS_NUM and PADDLE_TRAINER_ID (Paddle's
+    ParallelEnv), 1 and 0 when unset."""
+
+    def __init__(self, dataset, batch_size, num_replicas=None, rank=None, shuffle=False, drop_last=False):
+        env = process_environment()
+        for name, value, minimum in (("batch_size", batch_size, 1), ("num_replicas", num_replicas, 1),
+                                     ("rank", rank, 0)):
+            if value is not None and (not isinstance(value, numbers.Integral) or isinstance(value, bool)
+                                      or value < minimum):
+                raise ValueError(f"DistributedBatchSampler: {name} must be an int >= {minimum}, got {value!r}")
+        if not isinstance(shuffle, bool) or not isinstance(drop_last, bool):
+            raise TypeError("DistributedBatchSampler: shuffle and drop_last must be bools")
+        self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, int(batch_size), shuffle, drop_last
+        self.nranks = int(num_replicas if num_replicas is not None else env.get("PADDLE_TRAINERS_NUM") or 1)
+        self.local_rank = int(rank if rank is not None else env.get("PADDLE_TRAINER_ID") or 0)
+        if self.local_rank >= self.nranks:
+            raise ValueError(f"DistributedBatchSampler: rank {self.local_rank} >= num_replicas {self.nranks}")
+        self.epoch = 0
+        self.num_samples = int(math.ceil(len(dataset) / self.nranks))
+        self.total_size = self.num_samples * self.nranks
+
+    def _local_indices(self):
+        indices = list(range(len(self.dataset)))
+        padding = self.total_size - len(indices)
+        indices += (indices * math.ceil(padding / max(len(indices), 1)))[:padding]
+        if self.shuffle:
+            np.random.RandomState(self.epoch).shuffle(indices)
+            self.epoch += 1
+        if self.nranks == 1:
+            return indices
+        block = self.batch_size * self.nranks
+        tail = self.total_size % block
+        mine = []
+        for i in range(self.local_rank * self.batch_size, len(indices) - tail, block):
+            mine.extend(indices[i:i + self.batch_size])
+        last = tail // self.nranks
+        mine.extend(indices[len(indices) - tail:][self.local_rank * last:(self.local_rank + 1) * last])
+        return mine
+
+    def __iter__(self):
+        yield from _batches_of(self._local_indices(), self.batch_size, self.drop_last)
+
+    def __len__(self):
+        return (self.num_samples + (0 if self.drop_last else self.batch_size - 1)) // self.batch_size
+
+    def set_epoch(self, epoch):
+        """The shuffle seed of the next pass (the same on every trainer, so their shares are disjoint)."""
+        self.epoch = int(epoch)

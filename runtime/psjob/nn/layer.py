@@ -23,7 +23,10 @@ __all__ = ["Layer", "Sequential", "LayerList"]
 
 
 def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+    """Paddle's _convert_camel_to_snake: Linear → linear, BatchNorm1D → batch_norm1d, Conv2D → conv2d
+    (a capital after a digit starts no new word), so parameter names match Paddle's."""
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 class Layer:

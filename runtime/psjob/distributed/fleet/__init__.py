@@ -21,7 +21,10 @@ init_worker() then finds it connected.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...fleet import fleet as _fleet
+from ...fleet import saving as _saving
 from ...fleet import FleetError  # noqa: F401
 from ...ps import client_service as _client_service
 from . import base  # noqa: F401
@@ -51,13 +54,38 @@ class _WorkerConnection:
         return getattr(_fleet.rpc_service, name)
 
 
+# The trainer and device worker Paddle's parameter-server program builders name per mode
+# (paddle/distributed/ps/utils/ps_program_builder.py): async trains with DistMultiTrainer and
+# DownpourLite, sync and geo with MultiTrainer and Hogwild.
+_TRAINER_BY_MODE = {"async": ("DistMultiTrainer", "DownpourLite"), "half_async": ("DistMultiTrainer", "DownpourLite"),
+                    "sync": ("MultiTrainer", "Hogwild"), "geo": ("MultiTrainer", "Hogwild")}
+
+
+def _set_fleet_opt(program, strategy) -> None:
+    """Fill `program._fleet_opt` as Paddle's minimize does: the trainer and device worker
+    of the mode (kept when already set), mpi_rank/mpi_size, then the strategy's
+    trainer_desc_configs (a value overrides when it is non-empty or the key is new).
+    train_from_dataset reads `stat_var_names` from it (fluid/dataset_trainer.py)."""
+    opt_info = program._fleet_opt if program._fleet_opt is not None else {}
+    trainer, device_worker = _TRAINER_BY_MODE[_fleet.mode]
+    opt_info["trainer"] = opt_info.get("trainer", trainer)
+    opt_info["device_worker"] = opt_info.get("device_worker", device_worker)
+    opt_info["mpi_size"] = _fleet.worker_num()
+    opt_info["mpi_rank"] = _fleet.worker_index()
+    for key, value in getattr(strategy, "trainer_desc_configs", {}).items():
+        if value or key not in opt_info:
+            opt_info[key] = value
+    program._fleet_opt = opt_info
+
+
 class _DistributedOptimizer:
-    def __init__(self, inner):
-        self._inner = inner
+    def __init__(self, inner, strategy):
+        self._inner, self._strategy = inner, strategy
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
         result = self._inner.minimize(loss, startup_program=startup_program, parameter_list=parameter_list,
                                       no_grad_set=no_grad_set)
+        _set_fleet_opt(loss.block.program, self._strategy)
         if _fleet.is_worker():
             _client_service.install(_WorkerConnection())
         return result
@@ -69,8 +97,8 @@ class _DistributedOptimizer:
 def distributed_optimizer(optimizer, strategy=None):
     """strategy: this call's, else fleet.init's, else DistributedStrategy() (async, Paddle's default)."""
     strategy = strategy if strategy is not None else _init_strategy
-    return _DistributedOptimizer(_fleet.distributed_optimizer(
-        optimizer, strategy if strategy is not None else DistributedStrategy()))
+    strategy = strategy if strategy is not None else DistributedStrategy()
+    return _DistributedOptimizer(_fleet.distributed_optimizer(optimizer, strategy), strategy)
 
 
 def init_worker(scopes=None):
@@ -122,14 +150,47 @@ def _refetch_parameters():
         Executor().run(fetches, scope=global_scope())
 
 
+def _collective_save(api, dirname, write):
+    """Paddle 2.x's saves are collective (the_one_ps: barrier, the first worker writes,
+    barrier): every worker calls them, all wait for one another, worker 0 writes the whole
+    model, and every worker returns once it is written. The second meeting carries worker
+    0's outcome, so a failed write raises on every worker, not only on the one that wrote.
+    The workers meet on pserver 0, as fleet.util's collectives do (fleet/util.py)."""
+    if not _fleet.is_worker():
+        raise FleetError(f"fleet.{api}() is for workers (fleet.is_worker()); every worker calls it")
+    util.barrier()
+    result, failure = None, b""
+    if _fleet.worker_index() == 0:
+        try:
+            result = write()
+        except Exception as exc:  # reported to every worker below, then re-raised here
+            failure, error = f"{type(exc).__name__}: {exc}".encode(), exc
+    outcomes = util.all_gather(np.frombuffer(failure, dtype=np.uint8))
+    message = bytes(np.asarray(outcomes[0], dtype=np.uint8)).decode(errors="replace")
+    if message:
+        problem = FleetError(f"fleet.{api}({dirname!r}): worker 0's write failed: {message}")
+        if failure:
+            raise problem from error
+        raise problem
+    return result
+
+
 def save_persistables(executor, dirname, main_program=None, mode=0):
-    return _fleet.save_persistables(executor, dirname, main_program)
+    """Every worker calls it; worker 0 writes every persistable of the job into dirname (the
+    pservers' parameter and optimizer slices whole, the distributed table by feature id:
+    psjob.fleet.save_persistables), and each returns once the save is complete."""
+    _saving.check_save_args("save_persistables", executor, main_program)
+    return _collective_save("save_persistables", dirname,
+                            lambda: _fleet.save_persistables(executor, dirname, main_program))
 
 
 def save_inference_model(executor, dirname, feeded_var_names, target_vars, main_program=None,
                          export_for_deployment=True, mode=0):
-    return _fleet.save_inference_model(executor, dirname, feeded_var_names, target_vars, main_program,
-                                       export_for_deployment)
+    """Every worker calls it; worker 0 writes the pruned inference program and its parameters
+    from the pservers (psjob.fleet.save_inference_model), and each returns once it is written."""
+    _saving.check_save_args("save_inference_model", executor, main_program)
+    return _collective_save("save_inference_model", dirname, lambda: _fleet.save_inference_model(
+        executor, dirname, feeded_var_names, target_vars, main_program, export_for_deployment))
 
 
 is_server = _fleet.is_server

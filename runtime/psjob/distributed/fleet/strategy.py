@@ -18,9 +18,12 @@ geo) with Paddle 2.x's defaults and the fields PaddleRec's helpers set:
   are checked when set. A key neither Paddle nor psjob knows is an error.
   max_merge_var_num/send_queue_size default to psjob's 20/20, not the 1/16 of
   Paddle's AsyncConfig, which Paddle's runtime never reads (docs/paddle2.md).
-- `trainer_desc_configs`, `adam_d2sum`, `fs_client_param`,
-  `sparse_table_configs` (PSLib/PS-GPU settings) are stored, readable, and
-  logged once as ignored.
+- `trainer_desc_configs` has Paddle's keys and defaults; minimize() copies it
+  into the main program's `_fleet_opt` (psjob.distributed.fleet), where
+  train_from_dataset honours `stat_var_names` (fluid/dataset_trainer.py). As in
+  Paddle, a key it does not know is an error and setting a list field extends it.
+- `adam_d2sum`, `fs_client_param`, `sparse_table_configs` (PSLib/PS-GPU
+  settings) are stored, readable, and logged once as ignored.
 """
 from __future__ import annotations
 
@@ -36,8 +39,10 @@ IGNORED_A_SYNC_KEYS = ("independent_recv_thread", "min_send_grad_num_before_recv
                        "send_wait_times", "runtime_split_send_recv", "lr_decay_steps", "use_ps_gpu",
                        "use_gpu_graph")
 # Strategy fields PaddleRec's helpers set; psjob stores them and ignores them.
-IGNORED_FIELDS = {"trainer_desc_configs": dict, "adam_d2sum": bool, "fs_client_param": dict,
-                  "sparse_table_configs": dict}
+IGNORED_FIELDS = {"adam_d2sum": bool, "fs_client_param": dict, "sparse_table_configs": dict}
+# Paddle's TrainerDescConfig (distributed_strategy.proto) with its defaults.
+TRAINER_DESC_DEFAULTS = {"dump_fields_path": "", "dump_fields": [], "dump_param": [], "stat_var_names": [],
+                         "trainer": "", "device_worker": "", "local_sparse": [], "remote_sparse": []}
 
 _warned: set[str] = set()
 
@@ -53,6 +58,31 @@ class DistributedStrategy(_FleetStrategy):
         super().__init__()
         self.a_sync = True  # Paddle 2.x's default
         self._ignored_fields = {name: kind() for name, kind in IGNORED_FIELDS.items()}
+        self._trainer_desc = {k: list(v) if isinstance(v, list) else v for k, v in TRAINER_DESC_DEFAULTS.items()}
+
+    @property
+    def trainer_desc_configs(self) -> dict:
+        """A copy (as Paddle's getter returns one): change it by assigning."""
+        return {k: list(v) if isinstance(v, list) else v for k, v in self._trainer_desc.items()}
+
+    @trainer_desc_configs.setter
+    def trainer_desc_configs(self, configs: dict):
+        if not isinstance(configs, dict):
+            raise TypeError(f"trainer_desc_configs must be a dict, got {type(configs).__name__}")
+        unknown = sorted(set(configs) - set(TRAINER_DESC_DEFAULTS))
+        if unknown:
+            raise ValueError(f"unknown trainer_desc_configs key(s) {unknown}; known: {sorted(TRAINER_DESC_DEFAULTS)}")
+        for key, value in configs.items():
+            if isinstance(TRAINER_DESC_DEFAULTS[key], list):
+                if value is None:
+                    continue
+                if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                    raise TypeError(f"trainer_desc_configs[{key!r}] must be a list of names, got {value!r}")
+                self._trainer_desc[key].extend(value)  # a repeated proto field: Paddle appends
+            else:
+                if not isinstance(value, str):
+                    raise TypeError(f"trainer_desc_configs[{key!r}] must be a string, got {value!r}")
+                self._trainer_desc[key] = value
 
     @property
     def a_sync_configs(self) -> dict:

@@ -17,3 +17,4 @@ from . import learning_rate_scheduler  # noqa: F401
 from . import loss, manip, metric_op, sequence_lod  # noqa: F401
 from . import control_flow, ops  # noqa: F401
 from . import math_sugar  # noqa: F401 - installs Variable arithmetic
+from . import indexing  # noqa: F401 - installs Variable indexing

@@ -159,7 +159,15 @@ def find_table_lookups(block, table: str) -> list:
     return [op for op in block.ops if op.type == LOOKUP_TABLE and op.input("W") == [table]]
 
 
-def _replace_table_lookups(block, plan: TranspilePlan) -> None:
+def prefetch_table_lookups(block, plan: TranspilePlan) -> None:
+    """Replace a forward-only block's lookups of the distributed table by prefetches of its
+    rows from the pservers (split_ids → prefetch → merge_ids), unfused: an inference
+    program has no gradients to fuse with (fleet's DistributedInfer)."""
+    if plan.table is not None and find_table_lookups(block, plan.table.name):
+        _replace_table_lookups(block, plan, fuse=False)
+
+
+def _replace_table_lookups(block, plan: TranspilePlan, fuse: bool = True) -> None:
     table = plan.table
     lookups = find_table_lookups(block, table.name)
     first = block.ops.index(lookups[0])
@@ -175,7 +183,7 @@ def _replace_table_lookups(block, plan: TranspilePlan) -> None:
     # split also writes an Index, from which the executor runs the fused ops
     # (embedding_fusion.execution_ops) unless the caller fetches what they skip.
     index = None
-    if not late and all(map(plain_lookup, lookups)) and fusable(
+    if fuse and not late and all(map(plain_lookup, lookups)) and fusable(
             block, outs, table.name, table.grad, table.width) is not None:
         index = f"{table.name}@PREFETCH_INDEX"
         block.create_var(name=index, shape=(-1,), dtype="int64")

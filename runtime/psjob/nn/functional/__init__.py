@@ -10,11 +10,12 @@ from ...fluid import layers as _layers
 from ...fluid.layer_helper import LayerHelper
 from ...fluid.layers._checks import check_int, check_variable
 from ...fluid.ops.nn_ops import NO_PADDING
+from .conv import conv2d  # noqa: F401
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "linear", "embedding",
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "cross_entropy", "softmax_with_cross_entropy", "mse_loss", "square_error_cost",
-           "embedding_lookup", "normalize", "leaky_relu", "layer_norm"]
+           "embedding_lookup", "normalize", "leaky_relu", "layer_norm", "conv2d"]
 
 relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
 

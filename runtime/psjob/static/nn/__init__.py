@@ -1,15 +1,20 @@
 """paddle.static.nn: layer functions that create their parameters where they are called."""
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from ..fluid import layers as _layers
-from ..fluid.initializer import ConstantInitializer
-from ..fluid.layer_helper import LayerHelper
-from ..fluid.layers import batch_norm, sequence_pool  # noqa: F401
-from ..fluid.layers._checks import check_int, check_variable
+from ...fluid import layers as _layers
+from ...fluid.initializer import ConstantInitializer, NormalInitializer
+from ...fluid.layer_helper import LayerHelper
+from ...fluid.layers import batch_norm  # noqa: F401
+from ...fluid.layers._checks import check_int, check_variable
+from . import sequence_lod  # noqa: F401
+from .sequence_lod import sequence_first_step, sequence_last_step, sequence_pool  # noqa: F401
 
-__all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "sequence_pool", "layer_norm"]
+__all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "conv2d", "sequence_pool", "sequence_first_step",
+           "sequence_last_step", "layer_norm"]
 
 
 def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation=None, name=None):
@@ -22,7 +27,7 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
               param_attr=None, dtype="float32"):
     """Rows of a [vocab, dim] table for int64 ids of any shape: out is ids.shape + [dim]
     (Paddle 2.x's lookup_table_v2 shape; Fluid 1.x's embedding drops a last dimension of 1)."""
-    from ..nn.functional import embedding_lookup
+    from ...nn.functional import embedding_lookup
     check_variable(input, "input", "embedding")
     if not isinstance(size, (list, tuple)) or len(size) != 2:
         raise TypeError(f"embedding: size must be [vocab_size, embedding_dim], got {size!r}")
@@ -43,11 +48,35 @@ def sparse_embedding(input, size, padding_idx=None, is_test=False, entry=None,
                              param_attr=param_attr, dtype=dtype)
 
 
+def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None, param_attr=None,
+           bias_attr=None, use_cudnn=True, act=None, name=None, data_format="NCHW"):
+    """A 2-D convolution creating its filter [num_filters, C/groups, kh, kw] (Paddle's default
+    Normal(0, sqrt(2 / (kh * kw * C)))) and bias [num_filters], as paddle.static.nn.conv2d;
+    arguments as paddle.nn.functional.conv2d's. use_cudnn has no effect."""
+    from ...nn.functional import conv2d as _conv2d
+    check_variable(input, "input", "conv2d")
+    if len(input.shape) != 4:
+        raise ValueError(f"conv2d: input must be 4-D, got {input.name}{list(input.shape)}")
+    channels = input.shape[3] if data_format == "NHWC" else input.shape[1]
+    groups = 1 if groups is None else check_int(groups, "groups", "conv2d", minimum=1)
+    kernel = [filter_size] * 2 if isinstance(filter_size, numbers.Integral) else list(filter_size)
+    if channels < 1 or channels % groups:
+        raise ValueError(f"conv2d: the input's {channels} channels must be known and divisible by groups {groups}")
+    helper = LayerHelper("conv2d", name)
+    std = (2.0 / (np.prod(kernel) * channels)) ** 0.5
+    weight = helper.create_parameter(param_attr, [check_int(num_filters, "num_filters", "conv2d", minimum=1),
+                                                  channels // groups] + [int(k) for k in kernel],
+                                     input.dtype, default_initializer=NormalInitializer(0.0, float(std)))
+    bias = helper.create_parameter(bias_attr, [num_filters], input.dtype, is_bias=True)
+    out = _conv2d(input, weight, bias, stride, padding, dilation, groups, data_format)
+    return helper.append_activation(out, act)
+
+
 def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05, param_attr=None,  # noqa: A002
                bias_attr=None, act=None, name=None):
     """Layer normalization of input's dimensions from begin_norm_axis on, with a scale
     (initialized to 1) and a shift (to 0) of their product's size, created here."""
-    from ..nn.functional import _layer_norm_op
+    from ...nn.functional import _layer_norm_op
     check_variable(input, "input", "layer_norm")
     if not 0 < begin_norm_axis < len(input.shape):
         raise ValueError(f"layer_norm: begin_norm_axis {begin_norm_axis} is out of range for "

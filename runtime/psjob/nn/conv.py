@@ -1,0 +1,59 @@
+"""paddle.nn.Conv2D in static mode: weight [out_channels, in_channels/groups, kh, kw]
+(`conv2d_N.w_0`) initialised as Paddle's (Normal(0, sqrt(2 / (kh * kw * in_channels))))
+unless weight_attr says otherwise, bias [out_channels] (`conv2d_N.b_0`, zeros;
+bias_attr=False for none). Arguments and defaults as Paddle's; padding_mode other
+than 'zeros' is refused."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..fluid.initializer import NormalInitializer
+from ..fluid.layers._checks import check_int
+from . import functional as F
+from .functional.conv import conv_padding
+from .layer import Layer
+
+__all__ = ["Conv2D"]
+
+
+def _pair(value, what):
+    values = [value, value] if isinstance(value, numbers.Integral) else list(value)
+    if len(values) != 2:
+        raise ValueError(f"Conv2D: {what} must be an int or a pair, got {value!r}")
+    return [check_int(v, what, "Conv2D", minimum=1) for v in values]
+
+
+class Conv2D(Layer):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCHW"):
+        super().__init__()
+        self._in = check_int(in_channels, "in_channels", "Conv2D", minimum=1)
+        self._out = check_int(out_channels, "out_channels", "Conv2D", minimum=1)
+        self._groups = check_int(groups, "groups", "Conv2D", minimum=1)
+        if self._in % self._groups or self._out % self._groups:
+            raise ValueError(f"Conv2D: groups {groups} must divide in_channels {in_channels} and "
+                             f"out_channels {out_channels}")
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv2D(padding_mode={padding_mode!r}) is not supported by psjob: only 'zeros' "
+                             "(pad the input yourself for reflect/replicate/circular)")
+        if data_format not in ("NCHW", "NHWC"):
+            raise ValueError(f"Conv2D: data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
+        self._kernel = _pair(kernel_size, "kernel_size")
+        self._stride, self._dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+        conv_padding(padding, data_format == "NHWC")  # a bad padding fails here, not at the first call
+        self._padding, self._data_format = padding, data_format
+        std = (2.0 / (np.prod(self._kernel) * self._in)) ** 0.5
+        self.weight = self.create_parameter([self._out, self._in // self._groups] + self._kernel, weight_attr,
+                                            default_initializer=NormalInitializer(0.0, float(std)))
+        self.bias = self.create_parameter([self._out], bias_attr, is_bias=True)
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self._stride, self._padding, self._dilation, self._groups,
+                        self._data_format)
+
+    def extra_repr(self):
+        return (f"{self._in}, {self._out}, kernel_size={self._kernel}, stride={self._stride}, "
+                f"padding={self._padding}, dilation={self._dilation}, groups={self._groups}, "
+                f"data_format={self._data_format}")

@@ -1,0 +1,45 @@
+"""`paddle.utils.unique_name`: generate, guard, switch over Fluid's name generator.
+
+The generator is psjob.fluid.unique_name's, so names made here and by the layers
+count together (`fc_0`, `fc_1`, ...). Paddle 2.x's `switch` returns the previous
+generator with the previous dygraph parameter-name checker, a pair that `switch(*old)`
+restores; psjob has no dygraph mode, so the checker is passed through as given.
+"""
+from __future__ import annotations
+
+import contextlib
+
+from ..fluid import unique_name as _names
+from ..fluid.unique_name import UniqueNameGenerator, generate  # noqa: F401
+
+__all__ = ["generate", "switch", "guard"]
+
+_checker = None  # what switch(..., new_para_name_checker) last set; no effect without dygraph
+
+
+def generate_with_ignorable_key(key: str) -> str:
+    """generate(key) (the key matters only to Paddle's dygraph tracer)."""
+    return generate(key)
+
+
+def switch(new_generator=None, new_para_name_checker=None):
+    """Use `new_generator` (a fresh one when None) from now on; returns
+    (previous generator, previous checker) for `switch(*previous)`."""
+    global _checker
+    old_checker, _checker = _checker, new_para_name_checker
+    return _names.switch(new_generator), old_checker
+
+
+@contextlib.contextmanager
+def guard(new_generator=None):
+    """Names made inside count from 0 under a fresh generator (or `new_generator`: a
+    UniqueNameGenerator, or a str/bytes prefix); the previous one is back on exit."""
+    if isinstance(new_generator, bytes):
+        new_generator = new_generator.decode()
+    if isinstance(new_generator, str):
+        new_generator = UniqueNameGenerator(new_generator)
+    old = switch(new_generator)
+    try:
+        yield
+    finally:
+        switch(*old)
