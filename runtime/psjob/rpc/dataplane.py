@@ -36,9 +36,25 @@ error → status mapping, the observer). A reply's status other than OK raises
 `DataPlaneError`, a grpc.RpcError with the same code() and details(), so the
 client's retries treat both transports alike; a broken or timed-out
 connection is UNAVAILABLE / DEADLINE_EXCEEDED and is closed.
+
+What a peer can hold (docs/security.md). Before its hello is accepted a
+connection is "pending": at most MAX_PENDING at once (a new one beyond that
+displaces the oldest, which is closed at once: a client's hello, answered in
+milliseconds, gets through a flood of silent ones), each for HELLO_TIMEOUT_S in
+all (TLS handshake included; a reaper thread closes it then, however slowly it
+trickles bytes), a token of at most MAX_TOKEN_BYTES, and the kernel's default
+socket buffers (the large ones are set after the hello). The accept loop
+outlives running out of file descriptors (EMFILE/ENFILE: it backs off and
+tries again). After the hello: a request's body must arrive, and its reply be
+taken, within `read_timeout_s` of its header; a request over the message cap is
+answered RESOURCE_EXHAUSTED at once (its bytes are then read past, within the
+same bound); and requests reserve their declared size from one budget of
+`max_in_flight_bytes` before a byte is read (waiting, within that bound, for
+others to finish; then UNAVAILABLE, which clients retry).
 """
 from __future__ import annotations
 
+import errno
 import logging
 import socket
 import struct
@@ -60,7 +76,13 @@ _REQUEST = struct.Struct("<4sB3xQ")
 _REPLY = struct.Struct("<4sB3xQ")
 _OK = grpc.StatusCode.OK.value[0]
 CONNECT_TIMEOUT_S = 5.0  # a data port that takes longer is treated as blocked
-HELLO_TIMEOUT_S = 30.0   # a server drops a connection whose hello has not arrived by then
+HELLO_TIMEOUT_S = 10.0   # a server drops a connection whose hello has not arrived by then
+MAX_PENDING = 64         # connections awaiting their hello at once (the oldest goes first)
+MAX_TOKEN_BYTES = 4096   # a longer token in a hello is refused unread
+READ_TIMEOUT_S = 60.0    # a request's body (and its reply) within this of its header
+ACCEPT_BACKOFF_S = (0.05, 1.0)  # out of descriptors: retry accept() after this, doubling
+LOG_EVERY_S = 10.0       # one warning per kind (refused hellos, floods) this often at most
+_OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 RECHECK_S = 60.0         # how long a client uses gRPC for a pserver whose data port it could not reach
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 # Socket buffers a megabyte-sized frame fits in: fewer wake-ups per message.
@@ -108,12 +130,23 @@ def _tune(sock: socket.socket) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
 
 
-def _recv_exact(sock: socket.socket, n: int) -> memoryview:
-    """n bytes from sock as a read-only buffer (one allocation, no zero fill, no join)."""
+def _time_left(sock: socket.socket, deadline: float | None) -> None:
+    """Bound the socket's next operation by `deadline` (monotonic seconds; None: no bound)."""
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("the request did not arrive in time")
+        sock.settimeout(left)
+
+
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> memoryview:
+    """n bytes from sock as a read-only buffer (one allocation, no zero fill, no join), all
+    by `deadline` when given."""
     buf = np.empty(n, np.uint8)
     view = memoryview(buf).cast("B")
     got = 0
     while got < n:
+        _time_left(sock, deadline)
         k = sock.recv_into(view[got:], n - got)
         if not k:
             raise ConnectionResetError(f"connection closed after {got} of {n} bytes")
@@ -121,13 +154,44 @@ def _recv_exact(sock: socket.socket, n: int) -> memoryview:
     return view.toreadonly()
 
 
-def _discard(sock: socket.socket, n: int) -> None:
+def _discard(sock: socket.socket, n: int, deadline: float | None = None) -> None:
     scratch = memoryview(bytearray(min(n, 1 << 20)))
     while n > 0:
+        _time_left(sock, deadline)
         k = sock.recv_into(scratch, min(n, len(scratch)))
         if not k:
             raise ConnectionResetError("connection closed inside a refused request")
         n -= k
+
+
+def _hang_up(sock: socket.socket) -> None:
+    """Wake whatever blocks on sock (its thread then closes it)."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+class ByteBudget:
+    """Request bytes being read or handled at once, shared by a server's connections."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = int(limit), 0
+        self._cond = threading.Condition()
+
+    def acquire(self, n: int, deadline: float) -> bool:
+        """Reserve n bytes, waiting until `deadline` (monotonic) for others to release them."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self.used + n <= self.limit,
+                                       timeout=max(0.0, deadline - time.monotonic())):
+                return False
+            self.used += n
+            return True
+
+    def release(self, n: int) -> None:
+        with self._cond:
+            self.used -= n
+            self._cond.notify_all()
 
 
 # -- server ---------------------------------------------------------------------------------
@@ -137,94 +201,186 @@ class DataPlaneServer:
 
     `guard(method, fn, raw, peer)` runs one call the way the gRPC side does and returns
     (status code, reply bytes or error message); `authorize(token bytes)` → "ok", "missing"
-    or "invalid"; `max_message_bytes` caps one request. One thread per connection: a call
-    is read, answered and written by the same thread."""
+    or "invalid"; `max_message_bytes` caps one request; `read_timeout_s`,
+    `max_in_flight_bytes`, `max_pending` and `hello_timeout_s` bound what a peer holds (the
+    module docstring). One thread per connection: a call is read, answered and written by
+    the same thread."""
 
     def __init__(self, host: str, methods: dict, guard, authorize, *, max_message_bytes: int,
-                 thread_name: str = "data", ssl_context=None):
+                 thread_name: str = "data", ssl_context=None, read_timeout_s: float = READ_TIMEOUT_S,
+                 max_in_flight_bytes: int = 0, max_pending: int = MAX_PENDING,
+                 hello_timeout_s: float = HELLO_TIMEOUT_S):
         self._names = list(methods)
         self._fns = [methods[n] for n in self._names]
         self._guard, self._authorize = guard, authorize
         self._max = max_message_bytes
+        self._read_timeout_s = read_timeout_s
+        self._budget = ByteBudget(max(max_in_flight_bytes or 2 * max_message_bytes, max_message_bytes))
+        self._max_pending, self._hello_timeout_s = max_pending, hello_timeout_s
         self._thread_name = thread_name
         self._ssl = ssl_context
-        self._listener = socket.create_server((host or "0.0.0.0", 0), backlog=64)
+        self._listener = socket.create_server((host or "0.0.0.0", 0), backlog=128)
         self.port = self._listener.getsockname()[1]
         self._conns: set[socket.socket] = set()
+        # Connections awaiting their hello → the monotonic time they are closed at; in
+        # arrival order, which is deadline order.
+        self._pending: dict[socket.socket, float] = {}
         self._lock = threading.Condition()
         self._in_flight = 0
         self._stopping = False
         self._count = 0
+        self._quiet_until: dict[str, float] = {}  # log kind → monotonic time it may log again
         threading.Thread(target=self._accept, name=f"{thread_name}-accept", daemon=True).start()
+        threading.Thread(target=self._reap, name=f"{thread_name}-reaper", daemon=True).start()
+
+    def _warn(self, kind: str, fmt: str, *args) -> None:
+        """A warning at most once per LOG_EVERY_S per kind (floods must not fill the log)."""
+        now = time.monotonic()
+        if now >= self._quiet_until.get(kind, 0.0):
+            self._quiet_until[kind] = now + LOG_EVERY_S
+            log.warning(fmt, *args)
 
     def _accept(self):
+        backoff = 0.0
         while True:
             try:
                 sock, peer = self._listener.accept()
-            except OSError:
-                return  # stopped
-            with self._lock:
+            except OSError as exc:
                 if self._stopping:
-                    sock.close()
                     return
-                self._conns.add(sock)
-                self._count += 1
-                n = self._count
-            threading.Thread(target=self._serve, args=(sock, f"{peer[0]}:{peer[1]}"),
-                             name=f"{self._thread_name}-{n}", daemon=True).start()
+                if exc.errno in _OUT_OF_DESCRIPTORS:
+                    # Pending connections time out and free theirs; accept again later.
+                    backoff = min(max(2 * backoff, ACCEPT_BACKOFF_S[0]), ACCEPT_BACKOFF_S[1])
+                    self._warn("fds", "data plane: cannot accept a connection (%s); trying again",
+                               exc.strerror)
+                    time.sleep(backoff)
+                    continue
+                if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EINTR, errno.EPERM):
+                    continue  # that one connection failed, not the listener
+                log.error("data plane: the listener failed (%s); no new data-plane connections", exc)
+                return
+            backoff = 0.0
+            self._admit(sock, f"{peer[0]}:{peer[1]}")
+
+    def _admit(self, sock, peer):
+        with self._lock:
+            if self._stopping:
+                sock.close()
+                return
+            displaced = None
+            if len(self._pending) >= self._max_pending:
+                displaced = next(iter(self._pending))
+                del self._pending[displaced]
+            self._pending[sock] = time.monotonic() + self._hello_timeout_s
+            if len(self._pending) == 1:
+                self._lock.notify_all()  # the reaper waits for the first one
+            self._conns.add(sock)
+            self._count += 1
+            n = self._count
+        if displaced is not None:
+            self._warn("pending", "data plane: %d connections await their hello; closing the oldest "
+                       "(and others like it)", self._max_pending)
+            _hang_up(displaced)
+        try:
+            threading.Thread(target=self._serve, args=(sock, peer), name=f"{self._thread_name}-{n}",
+                             daemon=True).start()
+        except RuntimeError as exc:  # no thread to be had: the connection cannot be served
+            self._warn("threads", "data plane: refused a connection: %s", exc)
+            with self._lock:
+                self._pending.pop(sock, None)
+                self._conns.discard(sock)
+            sock.close()
+
+    def _reap(self):
+        """Close the pending connections whose hello deadline passed (however slowly they
+        trickle bytes: the deadline is for the whole handshake and hello)."""
+        with self._lock:
+            while not self._stopping:
+                now = time.monotonic()
+                while self._pending:
+                    sock, deadline = next(iter(self._pending.items()))
+                    if deadline > now:
+                        break
+                    del self._pending[sock]
+                    _hang_up(sock)
+                first = next(iter(self._pending.values()), None)
+                self._lock.wait(None if first is None else first - now + 0.01)
 
     def _serve(self, raw_sock, peer):
         sock = raw_sock
         try:
-            _tune(sock)
-            # A connection that does not complete its (TLS handshake and) hello in time is
-            # dropped: a silent peer must not hold a thread.
-            sock.settimeout(HELLO_TIMEOUT_S)
+            sock.settimeout(self._hello_timeout_s)  # the reaper bounds the total
             if self._ssl is not None:  # the handshake runs here, not on the accept thread
                 sock = self._ssl.wrap_socket(sock, server_side=True)
             if not self._hello(sock, peer):
                 return
-            sock.settimeout(None)  # calls may wait long (a sync round); keepalive watches the peer
+            with self._lock:
+                if self._pending.pop(raw_sock, None) is None:
+                    return  # displaced or timed out while it said hello
+            _tune(raw_sock)  # large buffers for authenticated connections only
             while True:
+                sock.settimeout(None)  # idle between calls, maybe long; keepalive watches the peer
                 magic, method_id, length = _REQUEST.unpack(_recv_exact(sock, _REQUEST.size))
                 if magic != b"PSJQ" or method_id >= len(self._fns):
                     self._reply(sock, grpc.StatusCode.INVALID_ARGUMENT,
                                 f"not a psjob data-plane request (magic {bytes(magic)!r}, method {method_id})")
                     return
-                name = self._names[method_id]
-                if self._max and length > self._max:
-                    _discard(sock, length)  # read past it: the connection stays usable
-                    self._reply(sock, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"{name}: request of {length} bytes exceeds the limit of {self._max}")
-                    continue
-                raw = _recv_exact(sock, length)
-                with self._lock:
-                    self._in_flight += 1
-                try:
-                    code, reply = self._guard(name, self._fns[method_id], raw, peer)
-                    self._reply(sock, code, reply)
-                finally:
-                    with self._lock:
-                        self._in_flight -= 1
-                        self._lock.notify_all()
+                deadline = time.monotonic() + self._read_timeout_s
+                self._call(sock, peer, self._names[method_id], self._fns[method_id], length, deadline)
         except (OSError, struct.error):
-            pass  # the client went away (or stop() shut the socket): nothing to answer
+            pass  # the client went away, was too slow (socket.timeout) or stop() shut the socket
         finally:
             with self._lock:
+                self._pending.pop(raw_sock, None)
                 self._conns.discard(raw_sock)
             sock.close()
             raw_sock.close()
 
+    def _call(self, sock, peer, name, fn, length, deadline):
+        """Read one request of `length` bytes, run it and reply, all by `deadline`."""
+        _time_left(sock, deadline)
+        if self._max and length > self._max:
+            # Answered at once; then read past (the connection stays usable), within the bound.
+            self._reply(sock, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        f"{name}: request of {length} bytes exceeds the limit of {self._max}")
+            _discard(sock, length, deadline)
+            return
+        if not self._budget.acquire(length, deadline):
+            self._reply(sock, grpc.StatusCode.UNAVAILABLE,
+                        f"{name}: the pserver is reading {self._budget.used} bytes of requests (its limit "
+                        f"is {self._budget.limit}); try again")
+            _discard(sock, length, deadline)
+            return
+        try:
+            raw = _recv_exact(sock, length, deadline)
+            with self._lock:
+                self._in_flight += 1
+            try:
+                code, reply = self._guard(name, fn, raw, peer)
+                # The reply is taken within the read timeout of the handler's end (a sync
+                # round may have kept the handler long).
+                sock.settimeout(self._read_timeout_s)
+                self._reply(sock, code, reply)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+                    self._lock.notify_all()
+        finally:
+            self._budget.release(length)
+
     def _hello(self, sock, peer) -> bool:
         magic, version, _, n = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
-        token = bytes(_recv_exact(sock, n)) if n else b""
         if magic != b"PSJH" or version != VERSION:
             log.warning("data plane: refused %s: not a psjob v%d hello", peer, VERSION)
             sock.sendall(_HELLO.pack(b"PSJH", grpc.StatusCode.UNIMPLEMENTED.value[0], 0, 0))
             return False
-        auth = self._authorize(token)
+        if n > MAX_TOKEN_BYTES:
+            auth = "invalid"  # no token is that long: refused unread
+        else:
+            auth = self._authorize(bytes(_recv_exact(sock, n)) if n else b"")
         if auth != "ok":
-            log.warning("data plane: rejected %s: %s auth token", peer, auth)
+            self._warn(f"auth-{auth}", "data plane: rejected %s: %s auth token (one line per %.0fs at most)",
+                       peer, auth, LOG_EVERY_S)
             sock.sendall(_HELLO.pack(b"PSJH", grpc.StatusCode.UNAUTHENTICATED.value[0], 0, 0))
             return False
         sock.sendall(_HELLO.pack(b"PSJH", _OK, 0, 0))
@@ -242,19 +398,14 @@ class DataPlaneServer:
         every connection."""
         with self._lock:
             self._stopping = True
+            self._lock.notify_all()  # the reaper ends
             if grace_s:
                 self._lock.wait_for(lambda: self._in_flight == 0, timeout=grace_s)
             conns = list(self._conns)
-        try:
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept thread (close alone does not)
-        except OSError:
-            pass
+        _hang_up(self._listener)  # wakes the accept thread (close alone does not)
         self._listener.close()
         for sock in conns:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            _hang_up(sock)
 
 
 # -- client ---------------------------------------------------------------------------------
