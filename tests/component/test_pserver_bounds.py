@@ -149,3 +149,242 @@ def test_stalled_and_huge_unauthenticated_grpc_calls_hold_no_worker_and_no_memor
     assert growth_mib < 64, (before, after)
     assert after["Threads"] <= before["Threads"] + 4, (before, after)
     assert 'psjob_pserver_auth_failures_total{reason="missing"} 36.0' in ps.scrape()
+
+
+def _data_hello(port, token: bytes, timeout=10.0):
+    """A raw data-plane connection (psjob.rpc.dataplane) → (socket, hello status)."""
+    import socket
+    import struct
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    sock.sendall(struct.pack("<4sBBH", b"PSJH", 1, 0, len(token)) + token)
+    return sock, struct.unpack("<4sBBH", _read_exact(sock, 8))[1]
+
+
+def _read_exact(sock, n):
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionResetError(f"closed after {len(out)} of {n} bytes")
+        out += chunk
+    return out
+
+
+def _request(method: str, length: int) -> bytes:
+    import struct
+    from psjob.rpc import dataplane
+    from psjob.rpc.client import PSERVER_SPEC
+    return struct.pack("<4sB3xQ", b"PSJQ", dataplane.framed_methods(PSERVER_SPEC).index(method), length)
+
+
+def _reply(sock):
+    import struct
+    _, status, n = struct.unpack("<4sB3xQ", _read_exact(sock, 16))
+    return next(c for c in grpc.StatusCode if c.value[0] == status), _read_exact(sock, n)
+
+
+def _closed_within(sock, timeout: float) -> float:
+    """Seconds until the server closes `sock` (fails after `timeout`)."""
+    t0 = time.monotonic()
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(1 << 16):
+            pass
+    except ConnectionResetError:
+        pass
+    return time.monotonic() - t0
+
+
+def test_a_flood_of_idle_connections_under_a_low_descriptor_limit_leaves_the_data_plane_serving(pserver):
+    """A pserver under RLIMIT_NOFILE 160. 150 idle connections to its data port: at most
+    MAX_PENDING of them hold a descriptor and a thread. 150 more to its gRPC port: what is
+    left of the descriptors runs out, the data plane's accept loop backs off instead of
+    ending, and once the attacker has gone a legitimate client is served over the data
+    plane again. 300 idle connections to the gRPC port alone: at most its connection cap."""
+    import resource
+    from psjob.rpc import dataplane
+
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (160, 160))
+    ps = pserver(preexec_fn=low_limit)
+    client = ps.client()
+    port = client.status(ps.endpoint).data_port
+    client.close()
+    fds = lambda: raw.open_fds(ps.proc.pid)  # noqa: E731
+    base, base_threads = fds(), ps.memory()["Threads"]
+    flood = raw.idle_connections(ps.host, port, 150)
+    try:
+        raw.wait_for(lambda: "connections await their hello; closing the oldest" in ps.log.read_text()
+                     or fds() > base + dataplane.MAX_PENDING + 4, 30, "the data plane taking the flood")
+        data_fds, data_threads = fds(), ps.memory()["Threads"]
+        assert data_fds <= base + dataplane.MAX_PENDING + 4, (base, data_fds)
+        assert data_threads <= base_threads + dataplane.MAX_PENDING + 4, (base_threads, data_threads)
+        flood += raw.idle_connections(ps.host, ps.port, 150)
+        raw.wait_for(lambda: "cannot accept a connection (Too many open files)" in ps.log.read_text(), 30,
+                     "the data plane running out of descriptors")
+        peak = fds()
+    finally:
+        for s in flood:
+            s.close()
+    # The attacker left: its connections close on the pserver's side too.
+    raw.wait_for(lambda: fds() <= base + 8, 60, "the flood's descriptors being freed")
+    sock, status = _data_hello(port, ps.token.encode())
+    assert status == 0
+    sock.close()
+    client = ps.client()
+    w = "fc_0.w_0"
+    assert client.pull(ps.endpoint, [w]).wait()[w].shape == (13, 1)
+    assert len(client._data._idle[ps.endpoint]) == 1  # over the data plane, not gRPC
+    client.close()
+    # gRPC alone: 300 idle connections, at most its cap (4 x 16 workers + 64) held.
+    flood = raw.idle_connections(ps.host, ps.port, 300)
+    try:
+        raw.wait_for(lambda: fds() >= base + 120, 30, "gRPC taking the connections up to its cap")
+        grpc_fds = fds()
+    finally:
+        for s in flood:
+            s.close()
+    assert grpc_fds <= base + 128 + 8, (base, grpc_fds)
+    print(f"\n[bounds] idle floods, RLIMIT_NOFILE 160: 150 to the data port: descriptors {base} -> {data_fds}, "
+          f"threads {base_threads} -> {data_threads}; +150 to gRPC: peak {peak} (out of descriptors, served "
+          f"again after); 300 to gRPC alone: {grpc_fds}")
+    assert ps.proc.poll() is None
+
+
+def test_authenticated_requests_are_bounded_in_size_time_and_bytes_in_flight(pserver, tmp_path):
+    """With the token: a request declaring 2 GiB is refused at once (not read first); a body
+    that stalls, over the data plane or gRPC, is cut after PSJOB_RPC_READ_TIMEOUT_S; eight
+    7 MiB requests held one byte short of complete keep at most
+    PSJOB_RPC_MAX_IN_FLIGHT_BYTES in the pserver's memory; a prefetch over
+    PSJOB_RPC_MAX_PREFETCH_IDS is refused; CheckpointNotify writes only under the save roots
+    and grants no freeze lease beyond 600 s."""
+    import threading
+    from psjob.models.ctr import TABLE_NAME
+    from psjob.ps import checkpoint_protocol as protocol
+    from psjob.rpc import frames
+    from psjob.rpc import psjob_pb2 as pb
+    allowed = tmp_path / "allowed"
+    ps = pserver(mode="async", model_args=["--model", "ctr", "--distributed_table"], extra_env={
+        "PSJOB_RPC_READ_TIMEOUT_S": "3", "PSJOB_RPC_MAX_MESSAGE_BYTES": str(8 * MiB),
+        "PSJOB_RPC_MAX_IN_FLIGHT_BYTES": str(16 * MiB), "PSJOB_RPC_MAX_PREFETCH_IDS": "100000",
+        "PSJOB_SAVE_ROOTS": str(allowed)})
+    client = ps.client()
+    port = client.status(ps.endpoint).data_port
+    token = ps.token.encode()
+
+    # Declared 2 GiB: the answer comes before a byte of the body is sent.
+    sock, _ = _data_hello(port, token)
+    sock.sendall(_request("SendVariables", 2 << 30))
+    status, body = _reply(sock)
+    assert status == grpc.StatusCode.RESOURCE_EXHAUSTED and b"exceeds the limit of 8388608" in body
+    sock.close()
+    # A stalled body, data plane and gRPC: cut after the read timeout (3 s).
+    sock, _ = _data_hello(port, token)
+    sock.sendall(_request("GetVariables", MiB) + b"x" * 10)
+    cut_s = _closed_within(sock, 30)
+    sock.close()
+    assert 2 < cut_s < 20, cut_s
+    h2 = raw.H2Connection(ps.host, ps.port)
+    t0 = time.monotonic()
+    stream = h2.call(SEND_PATH, metadata=[("x-psjob-token", ps.token)], declared=MiB, body=b"x" * 100)
+    assert h2.wait_ended([stream], timeout=30), "an authenticated stalled gRPC call was never cut"
+    grpc_cut_s = time.monotonic() - t0
+    h2.close()
+    assert 2 < grpc_cut_s < 20, grpc_cut_s
+
+    # Bytes in flight: eight requests of 7 MiB held one byte short; at most two fit the 16 MiB.
+    before = ps.memory()
+    held = []
+    for _ in range(8):
+        sock, _ = _data_hello(port, token)
+        sock.sendall(_request("GetVariables", 7 * MiB))
+        held.append(sock)
+    senders = [threading.Thread(target=s.sendall, args=(b"\0" * (7 * MiB - 1),), daemon=True) for s in held]
+    for t in senders:
+        t.start()
+    # The pserver reads the two it admits (VmHWM + 2 x 7 MiB); the others wait for the budget.
+    raw.wait_for(lambda: ps.memory()["VmHWM"] >= before["VmHWM"] + 12 * 1024, 30, "two requests being read")
+    for t in senders:
+        t.join(timeout=1.0 / len(senders))
+    during = ps.memory()
+    for s in held:
+        s.close()
+    in_flight_mib = (during["VmHWM"] - before["VmHWM"]) / 1024
+    assert in_flight_mib < 32, (before, during)
+
+    # Prefetch: at most 100,000 ids a request here.
+    ids = np.arange(100_001, dtype=np.int64)
+    with pytest.raises(RpcError) as info:
+        client.prefetch(ps.endpoint, TABLE_NAME, ids).wait()
+    assert info.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "100001 ids" in info.value.details and "PSJOB_RPC_MAX_PREFETCH_IDS" in info.value.details
+    assert client.prefetch(ps.endpoint, TABLE_NAME, ids[:100_000]).wait().shape == (100_000, 16)
+
+    # CheckpointNotify: only under the save roots; leases of at most 600 s.
+    save = protocol.tag(protocol.SAVE)
+    for outside in (str(tmp_path / "elsewhere"), str(allowed / ".." / "escaped"), "/etc/psjob-test"):
+        with pytest.raises(RpcError) as info:
+            client.checkpoint_notify(outside, 1, save)
+        assert info.value.code == grpc.StatusCode.PERMISSION_DENIED, info.value
+        assert repr(outside) in info.value.details and str(allowed) in info.value.details
+    assert not (tmp_path / "elsewhere").exists() and not (tmp_path / "escaped").exists()
+    reply = client.checkpoint_notify(str(allowed / "step-1"), 1, save)[ps.endpoint]
+    assert TABLE_NAME in protocol.decode_reply(ps.endpoint, reply)["tables"]
+    assert (allowed / "step-1").is_dir()
+    with pytest.raises(RpcError) as info:
+        client.checkpoint_notify("", 0, protocol.tag(protocol.FREEZE, id="f", lease=1e9))
+    assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT and "600 seconds" in info.value.details
+    assert not client.checkpoint_notify("", 0, protocol.tag(protocol.FREEZE, id="f", lease=1))[ps.endpoint] == []
+    client.checkpoint_notify("", 0, protocol.tag(protocol.THAW, id="f"))
+    print(f"\n[bounds] authenticated: 2 GiB declared refused at once; stalled body cut after {cut_s:.1f}s (data "
+          f"plane), {grpc_cut_s:.1f}s (gRPC) with a 3 s read timeout; 8 x 7 MiB held requests: VmHWM "
+          f"+{in_flight_mib:.1f} MiB with a 16 MiB in-flight budget")
+    client.close()
+
+
+def test_nan_and_inf_pushes_are_refused_named_counted_and_change_nothing(pserver):
+    """A push holding NaN (dense) or +Inf (sparse rows, with Adam, whose update would turn
+    the row NaN) gets INVALID_ARGUMENT naming the variable; nothing of it is applied — not
+    even its finite parts —, the refusal is counted on /metrics, and a trainer's
+    communicator fails its next step with the pserver's message rather than dropping it."""
+    from psjob.fluid.core import SelectedRows
+    from psjob.models.ctr import TABLE_NAME
+    from psjob.ps.communicator import Communicator, CommunicatorError
+    ps = pserver(mode="async", model_args=["--model", "ctr", "--distributed_table", "--optimizer", "adam"])
+    client = ps.client()
+    ep, w, grad = ps.endpoint, "fc_0.w_0", "fc_0.w_0@GRAD"
+    table_grad = f"{TABLE_NAME}@GRAD.pserver_0"
+    ids = np.array([3, 5, 7], np.int64)
+    dense = client.pull(ep, [w]).wait()[w].copy()
+    rows = client.prefetch(ep, TABLE_NAME, ids).wait().copy()
+
+    def refused(values, name):
+        with pytest.raises(RpcError) as info:
+            client.push(ep, values).wait()
+        assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT, info.value
+        assert repr(name) in info.value.details and "NaN or infinite" in info.value.details
+
+    nan = np.zeros_like(dense)
+    nan.flat[0] = np.nan
+    refused({grad: nan}, grad)
+    inf = np.ones((3, rows.shape[1]), np.float32)
+    inf[1, 2] = np.inf
+    # Both in one push: the finite dense gradient is not applied either.
+    refused({grad: np.ones_like(dense), table_grad: SelectedRows(ids, inf, 0)}, table_grad)
+    refused({table_grad: SelectedRows(ids, -inf, 0)}, table_grad)
+    np.testing.assert_array_equal(client.pull(ep, [w]).wait()[w], dense)
+    np.testing.assert_array_equal(client.prefetch(ep, TABLE_NAME, ids).wait(), rows)
+    text = ps.scrape()
+    assert f'psjob_pserver_nonfinite_pushes_total{{variable="{grad}"}} 1.0' in text
+    assert f'psjob_pserver_nonfinite_pushes_total{{variable="{table_grad}"}} 2.0' in text
+    # A finite push still applies.
+    client.push(ep, {grad: np.ones_like(dense)}).wait()
+    assert not np.array_equal(client.pull(ep, [w]).wait()[w], dense)
+    # The trainer's async communicator: the refusal surfaces at its next push or flush.
+    comm = Communicator(client)
+    comm.push(ep, {grad: nan})
+    with pytest.raises(CommunicatorError, match="INVALID_ARGUMENT.*fc_0.w_0@GRAD.*NaN or infinite"):
+        comm.flush(timeout_s=60)
+    with pytest.raises(CommunicatorError):  # and at its end, until the trainer gives up
+        comm.stop()
+    client.close()
