@@ -7,6 +7,7 @@ pserver process itself (/proc/PID/status VmHWM, VmRSS, Threads; /proc/PID/fd) an
 checks that a legitimate trainer is still served. docs/security.md ("What an
 unauthenticated peer can hold") quotes the figures these tests print.
 """
+import importlib.util
 import os
 import subprocess
 import sys
@@ -21,10 +22,17 @@ from psjob.launcher.launch import free_ports, loopback_endpoints, write_token
 from psjob.rpc.client import PSClient, RetryPolicy, RpcError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_kit = __import__("importlib.util").util
-_spec = _kit.spec_from_file_location("rawpeer", os.path.join(HERE, "rawpeer.py"))
-raw = _kit.module_from_spec(_spec)
-_spec.loader.exec_module(raw)
+
+
+def _load(path):
+    """A helper module loaded by path (tests have no packages)."""
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+raw = _load(os.path.join(HERE, "rawpeer.py"))
 
 QUICK = RetryPolicy(deadline_s=10, max_attempts=2, initial_backoff_s=0.05)
 SEND_PATH = "/psjob.rpc.v1.ParameterServer/SendVariables"
@@ -388,3 +396,31 @@ def test_nan_and_inf_pushes_are_refused_named_counted_and_change_nothing(pserver
     with pytest.raises(CommunicatorError):  # and at its end, until the trainer gives up
         comm.stop()
     client.close()
+
+
+def test_a_tls_handshake_that_stalls_is_cut_at_the_hello_deadline_and_tls_clients_are_served(pserver, tmp_path):
+    """Over TLS the data plane's hello deadline covers the handshake: a peer that sends half a
+    ClientHello and stalls is closed HELLO_TIMEOUT_S after it connected, however the bytes
+    trickle; a trainer's TLS connection is served and pooled."""
+    from psjob.rpc import dataplane
+    from psjob.rpc.tls import TlsFiles
+    make_certs = _load(os.path.join(HERE, "scripts", "make_certs.py")).make_certs
+    ca, cert, key = make_certs(str(tmp_path / "certs"))
+    ps = pserver(extra_env={"PSJOB_TLS_CERT_FILE": cert, "PSJOB_TLS_KEY_FILE": key, "PSJOB_TLS_CA_FILE": ca})
+    client = ps.client(tls=TlsFiles(ca_file=ca))
+    port = client.status(ps.endpoint).data_port
+    import socket
+    stalled = socket.create_connection((ps.host, port), timeout=10)
+    t0 = time.monotonic()
+    for byte in b"\x16\x03\x01":  # a TLS record header, a byte every 2 s: each read returns in time
+        stalled.sendall(bytes([byte]))
+        time.sleep(2)  # the peer's pace is the scenario, not a wait for the server
+    _closed_within(stalled, 30)
+    cut_s = time.monotonic() - t0
+    stalled.close()
+    assert dataplane.HELLO_TIMEOUT_S - 1 < cut_s < dataplane.HELLO_TIMEOUT_S + 10, cut_s
+    w = "fc_0.w_0"
+    assert client.pull(ps.endpoint, [w]).wait()[w].shape == (13, 1)
+    assert len(client._data._idle[ps.endpoint]) == 1  # over the data plane (TLS), not gRPC
+    client.close()
+

@@ -205,7 +205,7 @@ class RpcServer:
             finally:
                 if self._observe is not None:
                     self._observe(method, code, time.perf_counter() - t0, _wire_size(request),
-                                  _wire_size(reply) if reply is not None else 0, reason="")
+                                  _wire_size(reply) if reply is not None else 0, "")
         return call
 
     def _refusal(self, method: str, auth: str):

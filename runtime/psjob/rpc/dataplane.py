@@ -165,9 +165,10 @@ def _discard(sock: socket.socket, n: int, deadline: float | None = None) -> None
 
 
 def _hang_up(sock: socket.socket) -> None:
-    """Wake whatever blocks on sock (its thread then closes it)."""
+    """Wake whatever blocks on sock (its thread then closes it). The plain socket's shutdown,
+    also for a TLS one: SSLSocket.shutdown would drop its TLS state under the thread using it."""
     try:
-        sock.shutdown(socket.SHUT_RDWR)
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
     except OSError:
         pass
 
@@ -222,8 +223,8 @@ class DataPlaneServer:
         self._listener = socket.create_server((host or "0.0.0.0", 0), backlog=128)
         self.port = self._listener.getsockname()[1]
         self._conns: set[socket.socket] = set()
-        # Connections awaiting their hello → the monotonic time they are closed at; in
-        # arrival order, which is deadline order.
+        # Connections awaiting their hello (the TLS socket once wrapped) → the monotonic time
+        # they are closed at. At most max_pending: scanning them is cheap.
         self._pending: dict[socket.socket, float] = {}
         self._lock = threading.Condition()
         self._in_flight = 0
@@ -269,7 +270,7 @@ class DataPlaneServer:
                 return
             displaced = None
             if len(self._pending) >= self._max_pending:
-                displaced = next(iter(self._pending))
+                displaced = min(self._pending, key=self._pending.get)
                 del self._pending[displaced]
             self._pending[sock] = time.monotonic() + self._hello_timeout_s
             if len(self._pending) == 1:
@@ -297,13 +298,10 @@ class DataPlaneServer:
         with self._lock:
             while not self._stopping:
                 now = time.monotonic()
-                while self._pending:
-                    sock, deadline = next(iter(self._pending.items()))
-                    if deadline > now:
-                        break
+                for sock in [s for s, deadline in self._pending.items() if deadline <= now]:
                     del self._pending[sock]
                     _hang_up(sock)
-                first = next(iter(self._pending.values()), None)
+                first = min(self._pending.values(), default=None)
                 self._lock.wait(None if first is None else first - now + 0.01)
 
     def _serve(self, raw_sock, peer):
@@ -311,13 +309,21 @@ class DataPlaneServer:
         try:
             sock.settimeout(self._hello_timeout_s)  # the reaper bounds the total
             if self._ssl is not None:  # the handshake runs here, not on the accept thread
-                sock = self._ssl.wrap_socket(sock, server_side=True)
+                sock = self._ssl.wrap_socket(raw_sock, server_side=True, do_handshake_on_connect=False)
+                with self._lock:  # the TLS socket owns the descriptor now: watch it instead
+                    deadline = self._pending.pop(raw_sock, None)
+                    self._conns.discard(raw_sock)
+                    if deadline is None:
+                        return  # displaced or timed out already
+                    self._pending[sock] = deadline
+                    self._conns.add(sock)
+                sock.do_handshake()
             if not self._hello(sock, peer):
                 return
             with self._lock:
-                if self._pending.pop(raw_sock, None) is None:
+                if self._pending.pop(sock, None) is None:
                     return  # displaced or timed out while it said hello
-            _tune(raw_sock)  # large buffers for authenticated connections only
+            _tune(sock)  # large buffers for authenticated connections only
             while True:
                 sock.settimeout(None)  # idle between calls, maybe long; keepalive watches the peer
                 magic, method_id, length = _REQUEST.unpack(_recv_exact(sock, _REQUEST.size))
@@ -327,12 +333,13 @@ class DataPlaneServer:
                     return
                 deadline = time.monotonic() + self._read_timeout_s
                 self._call(sock, peer, self._names[method_id], self._fns[method_id], length, deadline)
-        except (OSError, struct.error):
+        except (OSError, struct.error, ValueError):
             pass  # the client went away, was too slow (socket.timeout) or stop() shut the socket
         finally:
             with self._lock:
-                self._pending.pop(raw_sock, None)
-                self._conns.discard(raw_sock)
+                for s in (raw_sock, sock):
+                    self._pending.pop(s, None)
+                    self._conns.discard(s)
             sock.close()
             raw_sock.close()
 
