@@ -319,15 +319,22 @@ def test_authenticated_requests_are_bounded_in_size_time_and_bytes_in_flight(pse
     for s in held:
         s.close()
     in_flight_mib = (during["VmHWM"] - before["VmHWM"]) / 1024
+    # Their connection threads end once each has read (within the budget) what was sent.
+    raw.wait_for(lambda: ps.memory()["Threads"] <= before["Threads"], 60, "the held requests' threads ending")
     assert in_flight_mib < 32, (before, during)
 
-    # Prefetch: at most 100,000 ids a request here.
+    # Prefetch: at most 100,000 ids a request here; rows are created on read, and a refused
+    # request creates none.
     ids = np.arange(100_001, dtype=np.int64)
+    rss0 = ps.memory()["VmRSS"]
     with pytest.raises(RpcError) as info:
         client.prefetch(ps.endpoint, TABLE_NAME, ids).wait()
     assert info.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "100001 ids" in info.value.details and "PSJOB_RPC_MAX_PREFETCH_IDS" in info.value.details
+    refused_kib = ps.memory()["VmRSS"] - rss0
+    assert refused_kib < 8 * 1024, refused_kib
     assert client.prefetch(ps.endpoint, TABLE_NAME, ids[:100_000]).wait().shape == (100_000, 16)
+    row_bytes = (ps.memory()["VmRSS"] - rss0) * 1024 / 100_000
 
     # CheckpointNotify: only under the save roots; leases of at most 600 s.
     save = protocol.tag(protocol.SAVE)
@@ -347,7 +354,8 @@ def test_authenticated_requests_are_bounded_in_size_time_and_bytes_in_flight(pse
     client.checkpoint_notify("", 0, protocol.tag(protocol.THAW, id="f"))
     print(f"\n[bounds] authenticated: 2 GiB declared refused at once; stalled body cut after {cut_s:.1f}s (data "
           f"plane), {grpc_cut_s:.1f}s (gRPC) with a 3 s read timeout; 8 x 7 MiB held requests: VmHWM "
-          f"+{in_flight_mib:.1f} MiB with a 16 MiB in-flight budget")
+          f"+{in_flight_mib:.1f} MiB with a 16 MiB in-flight budget; refused prefetch: VmRSS +{refused_kib} KiB, "
+          f"100,000 new rows: {row_bytes:.0f} bytes of VmRSS a row (Adam, dim 16)")
     client.close()
 
 
