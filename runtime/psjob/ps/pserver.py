@@ -79,7 +79,7 @@ class ServeOptions:
     max_in_flight_bytes: int = 0
     max_prefetch_ids: int = MAX_PREFETCH_IDS
     # Where CheckpointNotify may write table shards besides the checkpoint root and the
-    # working directory (PSJOB_SAVE_ROOTS, os.pathsep-separated; ps/checkpoint_service.py).
+    # working directory (PSJOB_SAVE_ROOTS, comma-separated: a URI has colons; ps/checkpoint_service.py).
     save_roots: tuple = ()
     checkpoint_dir: str = ""      # PSJOB_CHECKPOINT_DIR: restore the newest good checkpoint before serving
     tls: TlsFiles | None = None   # PSJOB_TLS_*: serve TLS (None = plaintext)
@@ -103,7 +103,8 @@ def options_from_env(settings: Mapping[str, str] | None = None) -> ServeOptions:
                         read_timeout_s=_setting(env, "PSJOB_RPC_READ_TIMEOUT_S", float, READ_TIMEOUT_S),
                         max_in_flight_bytes=in_flight,
                         max_prefetch_ids=_setting(env, "PSJOB_RPC_MAX_PREFETCH_IDS", int, MAX_PREFETCH_IDS),
-                        save_roots=tuple(r for r in (env.get("PSJOB_SAVE_ROOTS", "") or "").split(os.pathsep) if r),
+                        save_roots=tuple(r.strip() for r in (env.get("PSJOB_SAVE_ROOTS", "") or "").split(",")
+                                         if r.strip()),
                         checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", "") or "",
                         tls=tls_from_env(env), device=device_from_env(env),
                         stay_until_stopped=stay_until_stopped(env),

@@ -185,11 +185,13 @@ class RpcServer:
             t0 = time.perf_counter()
             key = watch.expect(context, limit_s)
             try:
-                request = next(requests, None)  # a cancelled call raises its RpcError (gRPC's own)
+                request = next(requests, None)
+            except grpc.RpcError:  # cancelled: it took too long, or its client left
+                request = None
             finally:
                 watch.arrived(key)
             if request is None:
-                if not context.is_active():  # cancelled: it took too long or its client left
+                if not context.is_active():
                     if self._observe is not None:
                         self._observe(method, "CANCELLED", time.perf_counter() - t0, 0, 0, "")
                     return None
