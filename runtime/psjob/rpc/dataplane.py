@@ -378,7 +378,8 @@ class DataPlaneServer:
     def _hello(self, sock, peer) -> bool:
         magic, version, _, n = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
         if magic != b"PSJH" or version != VERSION:
-            log.warning("data plane: refused %s: not a psjob v%d hello", peer, VERSION)
+            self._warn("not-psjob", "data plane: refused %s: not a psjob v%d hello (one line per %.0fs at most)",
+                       peer, VERSION, LOG_EVERY_S)
             sock.sendall(_HELLO.pack(b"PSJH", grpc.StatusCode.UNIMPLEMENTED.value[0], 0, 0))
             return False
         if n > MAX_TOKEN_BYTES:
