@@ -14,8 +14,8 @@ spec is the servicer's method of the same name, `method(request) -> reply`
 - bounds the time a request may take to arrive: the methods are served as
   request-streaming handlers (the wire is the same as unary's), so the worker
   reads the one message itself, and a call whose message has not arrived
-  `read_timeout_s` after its headers is cancelled (`_ArrivalWatch`); a stalled
-  sender holds a worker for that long at most.
+  `read_timeout_s` after a worker took it up is cancelled (`_ArrivalWatch`); a
+  stalled sender holds a worker for that long at most.
 - maps the handler's exceptions to status codes with the handler's message, so
   one client's bad request never disturbs the others:
 
@@ -72,8 +72,8 @@ from ..roles import split_endpoint
 
 log = logging.getLogger("psjob.rpc.server")
 
-# A request's body must arrive within this of its headers (gRPC) or of its header (data
-# plane); PSJOB_RPC_READ_TIMEOUT_S. The clients' own deadline per attempt is as long.
+# A request's body must arrive within this of a worker taking the call up (gRPC) or of its
+# header (data plane); PSJOB_RPC_READ_TIMEOUT_S. The clients' own deadline per attempt is as long.
 READ_TIMEOUT_S = 60.0
 PUBLIC_WORKERS = 2           # threads for what callers without the token may ask
 PUBLIC_READ_TIMEOUT_S = 2.0  # a health check's body (a few bytes) must arrive within this
