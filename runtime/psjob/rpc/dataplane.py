@@ -46,7 +46,9 @@ trickles bytes), a token of at most MAX_TOKEN_BYTES, and the kernel's default
 socket buffers (the large ones are set after the hello). The accept loop
 outlives running out of file descriptors (EMFILE/ENFILE: it backs off and
 tries again). After the hello: a request's body must arrive, and its reply be
-taken, within `read_timeout_s` of its header; a request over the message cap is
+taken, within `read_timeout_s` of its header (kernel timeouts wake the
+connection's reads and writes every quarter of it to look: no poll per call on
+the fast path); a request over the message cap is
 answered RESOURCE_EXHAUSTED at once (its bytes are then read past, within the
 same bound); and requests reserve their declared size from one budget of
 `max_in_flight_bytes` before a byte is read (waiting, within that bound, for
@@ -57,6 +59,7 @@ from __future__ import annotations
 import errno
 import logging
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -130,38 +133,72 @@ def _tune(sock: socket.socket) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
 
 
-def _time_left(sock: socket.socket, deadline: float | None) -> None:
-    """Bound the socket's next operation by `deadline` (monotonic seconds; None: no bound)."""
-    if deadline is not None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise socket.timeout("the request did not arrive in time")
-        sock.settimeout(left)
+# What a read or write of a server connection raises when its kernel timeout (SO_RCVTIMEO,
+# SO_SNDTIMEO) passes without progress: the loops below then look at their deadline.
+_WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
-def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> memoryview:
-    """n bytes from sock as a read-only buffer (one allocation, no zero fill, no join), all
-    by `deadline` when given."""
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None,
+                limit_s: float | None = None) -> memoryview:
+    """n bytes from sock as a read-only buffer (one allocation, no zero fill, no join).
+
+    A server connection's reads return at least every few seconds (`_bound_waits`), so they
+    can keep a monotonic `deadline` for the whole read, or `limit_s` from its first byte
+    (a request header: the connection may idle before it); the check costs no syscall."""
     buf = np.empty(n, np.uint8)
     view = memoryview(buf).cast("B")
     got = 0
     while got < n:
-        _time_left(sock, deadline)
-        k = sock.recv_into(view[got:], n - got)
+        try:
+            k = sock.recv_into(view[got:], n - got)
+        except _WOULD_BLOCK:
+            k = -1
         if not k:
             raise ConnectionResetError(f"connection closed after {got} of {n} bytes")
-        got += k
+        if k > 0:
+            if not got and limit_s is not None:
+                deadline = time.monotonic() + limit_s
+            got += k
+        if got < n and deadline is not None and time.monotonic() >= deadline:
+            raise socket.timeout(f"{got} of {n} bytes arrived in time")
     return view.toreadonly()
 
 
 def _discard(sock: socket.socket, n: int, deadline: float | None = None) -> None:
     scratch = memoryview(bytearray(min(n, 1 << 20)))
     while n > 0:
-        _time_left(sock, deadline)
-        k = sock.recv_into(scratch, min(n, len(scratch)))
+        try:
+            k = sock.recv_into(scratch, min(n, len(scratch)))
+        except _WOULD_BLOCK:
+            k = -1
         if not k:
             raise ConnectionResetError("connection closed inside a refused request")
-        n -= k
+        n -= max(k, 0)
+        if n > 0 and deadline is not None and time.monotonic() >= deadline:
+            raise socket.timeout("a refused request did not arrive in time")
+
+
+def _send_all(sock: socket.socket, data, deadline: float) -> None:
+    """sendall, with the whole write bounded by `deadline` (see _recv_exact)."""
+    view = memoryview(data).cast("B")
+    sent = 0
+    while sent < len(view):
+        try:
+            sent += sock.send(view[sent:])
+        except _WOULD_BLOCK:
+            pass
+        if sent < len(view) and time.monotonic() >= deadline:
+            raise socket.timeout(f"the peer took {sent} of {len(view)} bytes of its reply in time")
+
+
+def _bound_waits(sock: socket.socket, seconds: float) -> None:
+    """Blocking reads and writes of sock return after `seconds` without progress (kernel
+    timeouts: no poll before each call, as a Python socket timeout would add)."""
+    sec = int(seconds)
+    timeval = struct.pack("ll", sec, int((seconds - sec) * 1e6))
+    sock.settimeout(None)
+    for opt in (socket.SO_RCVTIMEO, socket.SO_SNDTIMEO):
+        sock.setsockopt(socket.SOL_SOCKET, opt, timeval)
 
 
 def _hang_up(sock: socket.socket) -> None:
@@ -179,20 +216,27 @@ class ByteBudget:
     def __init__(self, limit: int):
         self.limit, self.used = int(limit), 0
         self._cond = threading.Condition()
+        self._waiting = 0
 
     def acquire(self, n: int, deadline: float) -> bool:
         """Reserve n bytes, waiting until `deadline` (monotonic) for others to release them."""
         with self._cond:
-            if not self._cond.wait_for(lambda: self.used + n <= self.limit,
-                                       timeout=max(0.0, deadline - time.monotonic())):
-                return False
+            if self.used + n > self.limit:
+                self._waiting += 1
+                try:
+                    if not self._cond.wait_for(lambda: self.used + n <= self.limit,
+                                               timeout=max(0.0, deadline - time.monotonic())):
+                        return False
+                finally:
+                    self._waiting -= 1
             self.used += n
             return True
 
     def release(self, n: int) -> None:
         with self._cond:
             self.used -= n
-            self._cond.notify_all()
+            if self._waiting:
+                self._cond.notify_all()
 
 
 # -- server ---------------------------------------------------------------------------------
@@ -226,7 +270,10 @@ class DataPlaneServer:
         # Connections awaiting their hello (the TLS socket once wrapped) → the monotonic time
         # they are closed at. At most max_pending: scanning them is cheap.
         self._pending: dict[socket.socket, float] = {}
-        self._lock = threading.Condition()
+        mutex = threading.RLock()
+        self._lock = threading.Condition(mutex)  # connections, pending, calls in flight (stop waits)
+        # The reaper's own condition on the same lock: a call's end must not wake it.
+        self._reaper_wake = threading.Condition(mutex)
         self._in_flight = 0
         self._stopping = False
         self._count = 0
@@ -274,7 +321,7 @@ class DataPlaneServer:
                 del self._pending[displaced]
             self._pending[sock] = time.monotonic() + self._hello_timeout_s
             if len(self._pending) == 1:
-                self._lock.notify_all()  # the reaper waits for the first one
+                self._reaper_wake.notify()  # the reaper waits for the first one
             self._conns.add(sock)
             self._count += 1
             n = self._count
@@ -302,7 +349,7 @@ class DataPlaneServer:
                     del self._pending[sock]
                     _hang_up(sock)
                 first = min(self._pending.values(), default=None)
-                self._lock.wait(None if first is None else first - now + 0.01)
+                self._reaper_wake.wait(None if first is None else first - now + 0.01)
 
     def _serve(self, raw_sock, peer):
         sock = raw_sock
@@ -324,14 +371,18 @@ class DataPlaneServer:
                 if self._pending.pop(sock, None) is None:
                     return  # displaced or timed out while it said hello
             _tune(sock)  # large buffers for authenticated connections only
+            # Reads and writes wake at least every quarter read timeout to look at their
+            # deadline; between calls the connection may idle (keepalive watches the peer).
+            _bound_waits(sock, min(max(self._read_timeout_s / 4, 0.05), 15.0))
             while True:
-                sock.settimeout(None)  # idle between calls, maybe long; keepalive watches the peer
-                magic, method_id, length = _REQUEST.unpack(_recv_exact(sock, _REQUEST.size))
+                header = _recv_exact(sock, _REQUEST.size, limit_s=self._read_timeout_s)
+                magic, method_id, length = _REQUEST.unpack(header)
+                deadline = time.monotonic() + self._read_timeout_s
                 if magic != b"PSJQ" or method_id >= len(self._fns):
                     self._reply(sock, grpc.StatusCode.INVALID_ARGUMENT,
-                                f"not a psjob data-plane request (magic {bytes(magic)!r}, method {method_id})")
+                                f"not a psjob data-plane request (magic {bytes(magic)!r}, method {method_id})",
+                                deadline)
                     return
-                deadline = time.monotonic() + self._read_timeout_s
                 self._call(sock, peer, self._names[method_id], self._fns[method_id], length, deadline)
         except (OSError, struct.error, ValueError):
             pass  # the client went away, was too slow (socket.timeout) or stop() shut the socket
@@ -344,19 +395,19 @@ class DataPlaneServer:
             raw_sock.close()
 
     def _call(self, sock, peer, name, fn, length, deadline):
-        """Read one request of `length` bytes, run it and reply, all by `deadline`."""
-        _time_left(sock, deadline)
+        """Read one request of `length` bytes by `deadline`, run it, and reply (taken within
+        the read timeout of the handler's end: a sync round may keep the handler long)."""
         if self._max and length > self._max:
             # Answered at once; then read past (the connection stays usable), within the bound.
             self._reply(sock, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                        f"{name}: request of {length} bytes exceeds the limit of {self._max}")
+                        f"{name}: request of {length} bytes exceeds the limit of {self._max}", deadline)
             _discard(sock, length, deadline)
             return
         if not self._budget.acquire(length, deadline):
             self._reply(sock, grpc.StatusCode.UNAVAILABLE,
                         f"{name}: the pserver is reading {self._budget.used} bytes of requests (its limit "
-                        f"is {self._budget.limit}); try again")
-            _discard(sock, length, deadline)
+                        f"is {self._budget.limit}); try again", time.monotonic() + self._read_timeout_s)
+            _discard(sock, length, time.monotonic() + self._read_timeout_s)
             return
         try:
             raw = _recv_exact(sock, length, deadline)
@@ -364,14 +415,12 @@ class DataPlaneServer:
                 self._in_flight += 1
             try:
                 code, reply = self._guard(name, fn, raw, peer)
-                # The reply is taken within the read timeout of the handler's end (a sync
-                # round may have kept the handler long).
-                sock.settimeout(self._read_timeout_s)
-                self._reply(sock, code, reply)
+                self._reply(sock, code, reply, time.monotonic() + self._read_timeout_s)
             finally:
                 with self._lock:
                     self._in_flight -= 1
-                    self._lock.notify_all()
+                    if self._stopping:
+                        self._lock.notify_all()  # stop() waits for the calls in flight
         finally:
             self._budget.release(length)
 
@@ -395,18 +444,18 @@ class DataPlaneServer:
         return True
 
     @staticmethod
-    def _reply(sock, code: grpc.StatusCode, body) -> None:
+    def _reply(sock, code: grpc.StatusCode, body, deadline: float) -> None:
         if not isinstance(body, (bytes, bytearray, memoryview)):
             body = str(body).encode("utf-8", errors="replace")
-        sock.sendall(_REPLY.pack(b"PSJR", code.value[0], len(body)))
-        sock.sendall(body)
+        _send_all(sock, _REPLY.pack(b"PSJR", code.value[0], len(body)), deadline)
+        _send_all(sock, body, deadline)
 
     def stop(self, grace_s: float | None = 0) -> None:
         """Refuse new connections; let calls in flight finish for up to grace_s, then close
         every connection."""
         with self._lock:
             self._stopping = True
-            self._lock.notify_all()  # the reaper ends
+            self._reaper_wake.notify()  # the reaper ends
             if grace_s:
                 self._lock.wait_for(lambda: self._in_flight == 0, timeout=grace_s)
             conns = list(self._conns)
