@@ -270,8 +270,6 @@ def test_authenticated_requests_are_bounded_in_size_time_and_bytes_in_flight(pse
     import threading
     from psjob.models.ctr import TABLE_NAME
     from psjob.ps import checkpoint_protocol as protocol
-    from psjob.rpc import frames
-    from psjob.rpc import psjob_pb2 as pb
     allowed = tmp_path / "allowed"
     ps = pserver(mode="async", model_args=["--model", "ctr", "--distributed_table"], extra_env={
         "PSJOB_RPC_READ_TIMEOUT_S": "3", "PSJOB_RPC_MAX_MESSAGE_BYTES": str(8 * MiB),
@@ -350,8 +348,10 @@ def test_authenticated_requests_are_bounded_in_size_time_and_bytes_in_flight(pse
     with pytest.raises(RpcError) as info:
         client.checkpoint_notify("", 0, protocol.tag(protocol.FREEZE, id="f", lease=1e9))
     assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT and "600 seconds" in info.value.details
-    assert not client.checkpoint_notify("", 0, protocol.tag(protocol.FREEZE, id="f", lease=1))[ps.endpoint] == []
-    client.checkpoint_notify("", 0, protocol.tag(protocol.THAW, id="f"))
+    frozen = client.checkpoint_notify("", 0, protocol.tag(protocol.FREEZE, id="f", lease=600))[ps.endpoint]
+    assert "incarnation" in protocol.decode_reply(ps.endpoint, frozen)
+    thawed = client.checkpoint_notify("", 0, protocol.tag(protocol.THAW, id="f"))[ps.endpoint]
+    assert protocol.decode_reply(ps.endpoint, thawed)["expired"] is False
     print(f"\n[bounds] authenticated: 2 GiB declared refused at once; stalled body cut after {cut_s:.1f}s (data "
           f"plane), {grpc_cut_s:.1f}s (gRPC) with a 3 s read timeout; 8 x 7 MiB held requests: VmHWM "
           f"+{in_flight_mib:.1f} MiB with a 16 MiB in-flight budget; refused prefetch: VmRSS +{refused_kib} KiB, "

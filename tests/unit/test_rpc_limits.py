@@ -1,7 +1,6 @@
 """The limits a pserver puts on its peers, as settings and as checks: the PSJOB_RPC_* bounds,
 the freeze lease cap, the save roots of CheckpointNotify, and the data plane's byte budget.
 (What they hold a real pserver to: tests/component/test_pserver_bounds.py.)"""
-import os
 import threading
 import time
 from types import SimpleNamespace
