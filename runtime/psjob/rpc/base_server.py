@@ -39,7 +39,8 @@ the pool above the number of clients. Callers without the token never get one
 of those workers: their refusals and the health checks run on a pool of
 PUBLIC_WORKERS threads of their own, a health check's body bounded by
 PUBLIC_READ_TIMEOUT_S. Connections are bounded too (`max_connections`, gRPC's
-own cap: further ones are closed at once; HANDSHAKE_TIMEOUT_S to set one up).
+own cap: further ones are closed at once; HANDSHAKE_TIMEOUT_S to set one up;
+MAX_STREAMS calls at once on each).
 `stop(grace_s)` lets replies in flight drain for up to grace_s seconds.
 
 `data_plane=True` also serves the spec's framed methods over TCP on a second
@@ -78,6 +79,7 @@ READ_TIMEOUT_S = 60.0
 PUBLIC_WORKERS = 2           # threads for what callers without the token may ask
 PUBLIC_READ_TIMEOUT_S = 2.0  # a health check's body (a few bytes) must arrive within this
 HANDSHAKE_TIMEOUT_S = 20.0   # a connection must have set up TLS and HTTP/2 by then
+MAX_STREAMS = 100            # calls at once on one connection (HTTP/2's advice; a client queues more)
 LOG_EVERY_S = 10.0           # at most one log line per kind of refusal this often
 WATCH_TICK_S = 0.25          # how often the arrival watch looks at the calls it waits for
 
@@ -124,7 +126,8 @@ class RpcServer:
         options = [o for o in CHANNEL_OPTIONS if o[0] != "grpc.max_receive_message_length"]
         options += [("grpc.max_receive_message_length", max_message_bytes),
                     ("grpc.max_allowed_incoming_connections", int(max_connections or 4 * max_workers + 64)),
-                    ("grpc.server_handshake_timeout_ms", int(HANDSHAKE_TIMEOUT_S * 1000))]
+                    ("grpc.server_handshake_timeout_ms", int(HANDSHAKE_TIMEOUT_S * 1000)),
+                    ("grpc.max_concurrent_streams", MAX_STREAMS)]
         tune_for_large_messages()
         self._pool = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=thread_name)
         # What callers without the token may ask (a refusal, a health check) runs here, never
