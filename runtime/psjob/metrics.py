@@ -72,6 +72,7 @@ class PserverMetrics:
     last_checkpoint_timestamp: Gauge
     last_checkpoint_step: Gauge
     auth_failures: Counter
+    nonfinite_pushes: Counter
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,6 +157,10 @@ def pserver_metrics(*, registry: CollectorRegistry) -> PserverMetrics:
             "psjob_pserver_auth_failures_total",
             "RPCs rejected as UNAUTHENTICATED, by reason (missing or invalid token).",
             ["reason"], registry=registry),
+        nonfinite_pushes=Counter(
+            "psjob_pserver_nonfinite_pushes_total",
+            "Pushes refused because a value held NaN or an infinity (nothing of them applied), by variable.",
+            ["variable"], registry=registry),
     )
 
 

@@ -20,9 +20,12 @@ PSJOB = [sys.executable, "-m", "psjob.cli", "launch"]
 
 def _start(script, out, launch_args, script_args):
     os.makedirs(out, exist_ok=True)
+    # The saves go to the test's directory, outside the pservers' working directory and
+    # checkpoint root: a save root of their own (ps/checkpoint_service.py).
+    env = dict(os.environ, PSJOB_SAVE_ROOTS=str(out.parent))
     return subprocess.Popen(PSJOB + ["--log_dir", str(out / "log"), "--timeout", "150", *launch_args, script,
                                      "--out", str(out), *script_args],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
 
 def _finish(proc, out):

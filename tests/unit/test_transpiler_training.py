@@ -295,6 +295,26 @@ def test_a_pserver_refuses_unknown_or_misshapen_gradients_and_keeps_serving():
     assert values["fc_0.b_0"].shape == (256,)
 
 
+def test_a_pserver_refuses_nan_and_inf_pushes_whole_and_keeps_what_it_had():
+    """Sync slots and geo deltas alike: a push holding NaN or an infinity stores nothing (its
+    finite variables neither) and the error names the variable."""
+    feeds = batches("dense", 1, 8)
+    cluster, _, _ = distributed(lambda: dense_net("sgd"), feeds, 2, 1)
+    state = cluster.handler(EPS[0])
+    w_slot, b_slot, param = "fc_0.w_0@GRAD.trainer_0", "fc_0.b_0@GRAD.trainer_0", "fc_0.b_0"
+    kept = {n: np.array(state.scope.vars[n]) for n in (w_slot, b_slot, param)}
+    finite = np.full(kept[w_slot].shape, 3.0, "float32")
+    bad = np.zeros(256, "float32")
+    for value in (np.nan, np.inf, -np.inf):
+        bad[7] = value
+        with pytest.raises(ValueError, match=f"'{b_slot}' holds NaN or infinite values"):
+            state.on_send(0, {w_slot: finite, b_slot: bad})
+        with pytest.raises(ValueError, match=f"'{param}' holds NaN or infinite values"):
+            state.on_send(0, {param: bad}, is_delta=True)
+    for name, value in kept.items():
+        np.testing.assert_array_equal(state.scope.vars[name], value)
+
+
 def test_a_sync_round_missing_a_trainer_times_out_naming_it():
     main, startup, _ = dense_net("sgd")
     tr = DistributeTranspiler()

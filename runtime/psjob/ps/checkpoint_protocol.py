@@ -39,10 +39,14 @@ from ..role_env import process_environment
 # inside the freeze stalls updates for at most this long (docs/checkpoints.md).
 LEASE_ENV = "PSJOB_CHECKPOINT_FREEZE_LEASE_S"
 DEFAULT_FREEZE_LEASE_S = 10.0
+# The longest lease a pserver grants: every update waits while a freeze holds, so a
+# longer one would let a single command (or a dead trainer 0) stall training for longer.
+MAX_FREEZE_LEASE_S = 600.0
 
 
 def freeze_lease_from_env(environ=None) -> float:
-    """PSJOB_CHECKPOINT_FREEZE_LEASE_S (seconds, > 0), or the default when unset."""
+    """PSJOB_CHECKPOINT_FREEZE_LEASE_S (seconds, > 0 and at most MAX_FREEZE_LEASE_S), or
+    the default when unset."""
     env = process_environment() if environ is None else environ
     raw = (env.get(LEASE_ENV, "") or "").strip()
     if not raw:
@@ -53,6 +57,9 @@ def freeze_lease_from_env(environ=None) -> float:
         raise ValueError(f"{LEASE_ENV}={raw!r} is not a number of seconds") from None
     if not 0 < value < float("inf"):  # also refuses nan
         raise ValueError(f"{LEASE_ENV}={raw!r}: the freeze lease must be a positive number of seconds")
+    if value > MAX_FREEZE_LEASE_S:
+        raise ValueError(f"{LEASE_ENV}={raw!r}: at most {MAX_FREEZE_LEASE_S:.0f} seconds (a pserver grants no "
+                         f"longer freeze)")
     return value
 
 FREEZE, RENEW, SAVE, THAW, COMMIT = "psjob:freeze", "psjob:renew", "psjob:save", "psjob:thaw", "psjob:commit"

@@ -13,7 +13,15 @@ while it saves, so a trainer 0 that dies mid-checkpoint stalls training for at
 most one lease — and its restarted successor thaws at once (an id-less thaw).
 The freeze carries an id (one save): a renew or thaw naming
 another id — the freeze expired, was released or replaced — answers
-`expired`, and trainer 0 abandons that save.
+`expired`, and trainer 0 abandons that save. A lease above
+protocol.MAX_FREEZE_LEASE_S (600 s) is refused (INVALID_ARGUMENT).
+
+Where: a served pserver writes table shards (`psjob:save`, and the legacy
+checkpoint block) only inside its save roots (`state.save_roots`: the job's
+checkpoint root PSJOB_CHECKPOINT_DIR, the working directory, where a Fluid
+script's relative save_persistables path lands, and PSJOB_SAVE_ROOTS); any other
+dirname — absolute elsewhere, `..` out, a symlink out, another bucket — is
+refused with PERMISSION_DENIED naming the roots, before anything is written.
 
 Save (`psjob:save`): while frozen nothing mutates the table (async updates wait; a sync
 round cannot complete while trainer 0, who is checkpointing, has not sent its
@@ -26,9 +34,11 @@ program's checkpoint block as before (`sparse_table_save`, under the lock).
 from __future__ import annotations
 
 import logging
+import os
+import posixpath
 import time
 
-from ..checkpoint import tables
+from ..checkpoint import storage, tables
 from ..fluid.transpiler.pserver_pass import TABLE_PATH_VAR
 from ..tables import SparseTable
 from . import checkpoint_protocol as protocol
@@ -93,8 +103,36 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
         state.last_checkpoint = (int(step), dirname)
         return protocol.encode_reply({"incarnation": state.incarnation})
     if command == protocol.SAVE:
+        check_save_dir(state, dirname)
         return protocol.encode_reply({"incarnation": state.incarnation, "tables": save_table(state, dirname, step)})
+    check_save_dir(state, dirname)
     return legacy_save(state, dirname)
+
+
+def check_save_dir(state, dirname: str) -> None:
+    """PermissionError unless `dirname` lies inside one of `state.save_roots` (None: anywhere)."""
+    roots = getattr(state, "save_roots", None)
+    if roots is None:
+        return
+    if not dirname:
+        raise ValueError("checkpoint command: no directory to save into")
+    if any(_inside(dirname, root) for root in roots):
+        return
+    raise PermissionError(f"pserver {state.endpoint} saves only under {', '.join(roots)} (the job's checkpoint "
+                          f"root, the working directory and PSJOB_SAVE_ROOTS), not {dirname!r}")
+
+
+def _inside(path: str, root: str) -> bool:
+    if storage.is_uri(path) or storage.is_uri(root):
+        if not (storage.is_uri(path) and storage.is_uri(root)):
+            return False
+        scheme, rest = path.split("://", 1)
+        root_scheme, root_rest = root.split("://", 1)
+        norm, root_norm = posixpath.normpath("/" + rest), posixpath.normpath("/" + root_rest)
+        return scheme == root_scheme and (norm == root_norm or norm.startswith(root_norm.rstrip("/") + "/"))
+    # Resolved: `..` and symlinks cannot lead out (relative paths are the working directory's).
+    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, real_root]) == real_root
 
 
 def _lease(params) -> float:
@@ -105,6 +143,9 @@ def _lease(params) -> float:
         raise ValueError(f"checkpoint command: lease={raw!r} is not a number of seconds") from None
     if not 0 < lease < float("inf"):
         raise ValueError(f"checkpoint command: lease={raw!r} must be a positive number of seconds")
+    if lease > protocol.MAX_FREEZE_LEASE_S:
+        raise ValueError(f"checkpoint command: lease={raw!r} exceeds the longest freeze a pserver grants, "
+                         f"{protocol.MAX_FREEZE_LEASE_S:.0f} seconds")
     return lease
 
 

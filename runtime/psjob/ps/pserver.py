@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -49,7 +50,9 @@ from ..fluid.executor import Executor
 from ..fluid.framework import Program
 from ..ps.pserver_state import PserverOptions, PserverState
 from ..roles import split_endpoint
-from ..rpc.server import start_server
+from ..rpc.base_client import MAX_MESSAGE_BYTES
+from ..rpc.base_server import READ_TIMEOUT_S
+from ..rpc.server import MAX_PREFETCH_IDS, start_server
 from ..rpc.tls import TlsFiles, tls_from_env
 from .auth import token_from_env
 from .device_staging import DeviceStaging, array_module_for, parse_device
@@ -69,6 +72,15 @@ class ServeOptions:
     barrier_timeout_s: float = 600.0
     grace_s: float = 2.0          # let in-flight replies drain before stopping
     max_message_bytes: int = 0    # 0 = the transport default (1 GiB)
+    # What one peer may hold (docs/security.md): the time a request's body may take to
+    # arrive, the request bytes the data plane holds at once (0: twice the message cap),
+    # the ids of one prefetch.
+    read_timeout_s: float = READ_TIMEOUT_S
+    max_in_flight_bytes: int = 0
+    max_prefetch_ids: int = MAX_PREFETCH_IDS
+    # Where CheckpointNotify may write table shards besides the checkpoint root and the
+    # working directory (PSJOB_SAVE_ROOTS, comma-separated: a URI has colons; ps/checkpoint_service.py).
+    save_roots: tuple = ()
     checkpoint_dir: str = ""      # PSJOB_CHECKPOINT_DIR: restore the newest good checkpoint before serving
     tls: TlsFiles | None = None   # PSJOB_TLS_*: serve TLS (None = plaintext)
     device: str = "cpu"           # cpu | gpu | gpu:N: where the pserver keeps its state
@@ -79,13 +91,39 @@ class ServeOptions:
 def options_from_env(settings: Mapping[str, str] | None = None) -> ServeOptions:
     """The pserver's options from its role's settings (None = the process environment)."""
     env = process_environment() if settings is None else settings
+    max_message = _setting(env, "PSJOB_RPC_MAX_MESSAGE_BYTES", int, 0, zero_ok=True)
+    in_flight = _setting(env, "PSJOB_RPC_MAX_IN_FLIGHT_BYTES", int, 0)
+    if in_flight and in_flight < (max_message or MAX_MESSAGE_BYTES):
+        raise ValueError(f"PSJOB_RPC_MAX_IN_FLIGHT_BYTES={in_flight} is below the message cap "
+                         f"{max_message or MAX_MESSAGE_BYTES} (PSJOB_RPC_MAX_MESSAGE_BYTES): one request would "
+                         f"never fit")
     return ServeOptions(token=token_from_env(env),
                         bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
-                        max_message_bytes=int(env.get("PSJOB_RPC_MAX_MESSAGE_BYTES", "0") or 0),
+                        max_message_bytes=max_message,
+                        read_timeout_s=_setting(env, "PSJOB_RPC_READ_TIMEOUT_S", float, READ_TIMEOUT_S),
+                        max_in_flight_bytes=in_flight,
+                        max_prefetch_ids=_setting(env, "PSJOB_RPC_MAX_PREFETCH_IDS", int, MAX_PREFETCH_IDS),
+                        save_roots=tuple(r.strip() for r in (env.get("PSJOB_SAVE_ROOTS", "") or "").split(",")
+                                         if r.strip()),
                         checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", "") or "",
                         tls=tls_from_env(env), device=device_from_env(env),
                         stay_until_stopped=stay_until_stopped(env),
                         restore_digest=env.get("PSJOB_RESTORE_DIGEST", "") == "1")
+
+
+def _setting(env, name: str, kind, default, zero_ok: bool = False):
+    """A positive number from the settings (or 0, meaning the default, when `zero_ok`),
+    `default` when unset; a bad one is named."""
+    raw = (env.get(name, "") or "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r}: expected a {kind.__name__}") from None
+    if not (value > 0 or (zero_ok and value == 0)):
+        raise ValueError(f"{name}={raw!r}: must be positive")
+    return value
 
 
 def device_from_env(env) -> str:
@@ -116,6 +154,9 @@ class PserverProcess:
         self.state = PserverState(program, scope=scope, executor=executor,
                                   options=PserverOptions(barrier_timeout_s=options.barrier_timeout_s))
         self.state.telemetry = metrics  # checkpoint duration / last checkpoint (psjob.checkpoint)
+        # CheckpointNotify writes only here: the job's checkpoint root, the working directory
+        # (where a Fluid script's relative save_persistables path lands) and PSJOB_SAVE_ROOTS.
+        self.state.save_roots = tuple(r for r in (options.checkpoint_dir, os.getcwd(), *options.save_roots) if r)
         table = op.attr("distributed_lookup_table", "")
         if metrics is not None and table:
             metrics.watch_tables(table_stats_source(scope, {table: int(op.attr("pserver_index", 0))}))
@@ -140,7 +181,10 @@ class PserverProcess:
         bind = f"0.0.0.0:{port}" if options.bind_all_interfaces else self.endpoint
         observer = metrics.observe_rpc if metrics is not None else None
         self.server = start_server(handler, bind, token=options.token, max_workers=workers, observer=observer,
-                                   max_message_bytes=options.max_message_bytes, tls=options.tls)
+                                   max_message_bytes=options.max_message_bytes, tls=options.tls,
+                                   read_timeout_s=options.read_timeout_s,
+                                   max_in_flight_bytes=options.max_in_flight_bytes,
+                                   max_prefetch_ids=options.max_prefetch_ids)
         self.port = self.server.port
         self.options = options
         self._stop = threading.Event()

@@ -38,6 +38,12 @@ done when the last member has left.
 Async mode: every pushed gradient block is optimized at once by its block;
 barriers return immediately. The LR block runs once per as many pushed
 blocks as this pserver optimizes (about once per trainer step).
+
+Non-finite values: a push (gradient or geo delta, dense or sparse rows) holding a
+NaN or an infinity is refused as a whole before anything of it is stored or
+applied — one NaN would turn the parameter NaN for every trainer and every later
+checkpoint. The trainer gets INVALID_ARGUMENT naming the variable; the refusal
+is counted (`psjob_pserver_nonfinite_pushes_total{variable}`).
 """
 from __future__ import annotations
 
@@ -81,6 +87,14 @@ def _block_map(entries, what) -> dict:
             raise GraphError(f"listen_and_serv: malformed {what} entry {e!r} (want 'name:block')")
         out[name] = int(idx)
     return out
+
+
+def _all_finite(arr, xp) -> bool:
+    """No NaN or infinity in a float array (ints cannot hold one). Exact, one pass."""
+    if arr.dtype.kind not in "fc" or arr.size == 0:
+        return True
+    isfinite = np.isfinite if isinstance(arr, np.ndarray) else xp.isfinite
+    return bool(isfinite(arr).all())
 
 
 def _slot_owner(name: str):
@@ -152,6 +166,10 @@ class PserverState:
         # with to_device / to_host (one staged copy per request), executor_for(block)
         # and xp_for(name); None keeps every value in the executor's array module.
         self.placement = None
+        # Directories CheckpointNotify may write under (psjob.ps.checkpoint_service); None:
+        # anywhere (an in-process pserver; a served one gets its roots from PserverProcess).
+        self.save_roots: tuple | None = None
+        self.telemetry = None  # the process's PserverTelemetry, when it exports metrics
 
     # -- lifecycle -----------------------------------------------------------------------
     def run_startup(self, startup_program) -> None:
@@ -257,6 +275,11 @@ class PserverState:
         got = (value.values if isinstance(value, SelectedRows) else value).dtype
         if got != np.dtype(decl.dtype):
             raise ValueError(f"{name!r}: dtype {got}, expected {decl.dtype}")
+        if not _all_finite(value.values if isinstance(value, SelectedRows) else value, xp):
+            if self.telemetry is not None:
+                self.telemetry.m.nonfinite_pushes.labels(name).inc()
+            raise ValueError(f"{name!r} holds NaN or infinite values: the push is refused and the "
+                             f"parameters on pserver {self.endpoint} are unchanged")
         if isinstance(value, SelectedRows):
             if tuple(value.values.shape[1:]) != tuple(decl.shape[1:]):
                 raise ValueError(f"{name!r}: rows of width {list(value.values.shape[1:])}, expected "

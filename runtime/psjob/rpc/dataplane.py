@@ -36,11 +36,30 @@ error → status mapping, the observer). A reply's status other than OK raises
 `DataPlaneError`, a grpc.RpcError with the same code() and details(), so the
 client's retries treat both transports alike; a broken or timed-out
 connection is UNAVAILABLE / DEADLINE_EXCEEDED and is closed.
+
+What a peer can hold (docs/security.md). Before its hello is accepted a
+connection is "pending": at most MAX_PENDING at once (a new one beyond that
+displaces the oldest, which is closed at once: a client's hello, answered in
+milliseconds, gets through a flood of silent ones), each for HELLO_TIMEOUT_S in
+all (TLS handshake included; a reaper thread closes it then, however slowly it
+trickles bytes), a token of at most MAX_TOKEN_BYTES, and the kernel's default
+socket buffers (the large ones are set after the hello). The accept loop
+outlives running out of file descriptors (EMFILE/ENFILE: it backs off and
+tries again). After the hello: a request's body must arrive, and its reply be
+taken, within `read_timeout_s` of its header (kernel timeouts wake the
+connection's reads and writes every quarter of it to look: no poll per call on
+the fast path); a request over the message cap is
+answered RESOURCE_EXHAUSTED at once (its bytes are then read past, within the
+same bound); and requests reserve their declared size from one budget of
+`max_in_flight_bytes` before a byte is read (waiting, within that bound, for
+others to finish; then UNAVAILABLE, which clients retry).
 """
 from __future__ import annotations
 
+import errno
 import logging
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -60,7 +79,13 @@ _REQUEST = struct.Struct("<4sB3xQ")
 _REPLY = struct.Struct("<4sB3xQ")
 _OK = grpc.StatusCode.OK.value[0]
 CONNECT_TIMEOUT_S = 5.0  # a data port that takes longer is treated as blocked
-HELLO_TIMEOUT_S = 30.0   # a server drops a connection whose hello has not arrived by then
+HELLO_TIMEOUT_S = 10.0   # a server drops a connection whose hello has not arrived by then
+MAX_PENDING = 64         # connections awaiting their hello at once (the oldest goes first)
+MAX_TOKEN_BYTES = 4096   # a longer token in a hello is refused unread
+READ_TIMEOUT_S = 60.0    # a request's body (and its reply) within this of its header
+ACCEPT_BACKOFF_S = (0.05, 1.0)  # out of descriptors: retry accept() after this, doubling
+LOG_EVERY_S = 10.0       # one warning per kind (refused hellos, floods) this often at most
+_OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 RECHECK_S = 60.0         # how long a client uses gRPC for a pserver whose data port it could not reach
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 # Socket buffers a megabyte-sized frame fits in: fewer wake-ups per message.
@@ -108,26 +133,110 @@ def _tune(sock: socket.socket) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
 
 
-def _recv_exact(sock: socket.socket, n: int) -> memoryview:
-    """n bytes from sock as a read-only buffer (one allocation, no zero fill, no join)."""
+# What a read or write of a server connection raises when its kernel timeout (SO_RCVTIMEO,
+# SO_SNDTIMEO) passes without progress: the loops below then look at their deadline.
+_WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+
+
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None,
+                limit_s: float | None = None) -> memoryview:
+    """n bytes from sock as a read-only buffer (one allocation, no zero fill, no join).
+
+    A server connection's reads return at least every few seconds (`_bound_waits`), so they
+    can keep a monotonic `deadline` for the whole read, or `limit_s` from its first byte
+    (a request header: the connection may idle before it); the check costs no syscall."""
     buf = np.empty(n, np.uint8)
     view = memoryview(buf).cast("B")
     got = 0
     while got < n:
-        k = sock.recv_into(view[got:], n - got)
+        try:
+            k = sock.recv_into(view[got:], n - got)
+        except _WOULD_BLOCK:
+            k = -1
         if not k:
             raise ConnectionResetError(f"connection closed after {got} of {n} bytes")
-        got += k
+        if k > 0:
+            if not got and limit_s is not None:
+                deadline = time.monotonic() + limit_s
+            got += k
+        if got < n and deadline is not None and time.monotonic() >= deadline:
+            raise socket.timeout(f"{got} of {n} bytes arrived in time")
     return view.toreadonly()
 
 
-def _discard(sock: socket.socket, n: int) -> None:
+def _discard(sock: socket.socket, n: int, deadline: float | None = None) -> None:
     scratch = memoryview(bytearray(min(n, 1 << 20)))
     while n > 0:
-        k = sock.recv_into(scratch, min(n, len(scratch)))
+        try:
+            k = sock.recv_into(scratch, min(n, len(scratch)))
+        except _WOULD_BLOCK:
+            k = -1
         if not k:
             raise ConnectionResetError("connection closed inside a refused request")
-        n -= k
+        n -= max(k, 0)
+        if n > 0 and deadline is not None and time.monotonic() >= deadline:
+            raise socket.timeout("a refused request did not arrive in time")
+
+
+def _send_all(sock: socket.socket, data, deadline: float) -> None:
+    """sendall, with the whole write bounded by `deadline` (see _recv_exact)."""
+    view = memoryview(data).cast("B")
+    sent = 0
+    while sent < len(view):
+        try:
+            sent += sock.send(view[sent:])
+        except _WOULD_BLOCK:
+            pass
+        if sent < len(view) and time.monotonic() >= deadline:
+            raise socket.timeout(f"the peer took {sent} of {len(view)} bytes of its reply in time")
+
+
+def _bound_waits(sock: socket.socket, seconds: float) -> None:
+    """Blocking reads and writes of sock return after `seconds` without progress (kernel
+    timeouts: no poll before each call, as a Python socket timeout would add)."""
+    sec = int(seconds)
+    timeval = struct.pack("ll", sec, int((seconds - sec) * 1e6))
+    sock.settimeout(None)
+    for opt in (socket.SO_RCVTIMEO, socket.SO_SNDTIMEO):
+        sock.setsockopt(socket.SOL_SOCKET, opt, timeval)
+
+
+def _hang_up(sock: socket.socket) -> None:
+    """Wake whatever blocks on sock (its thread then closes it). The plain socket's shutdown,
+    also for a TLS one: SSLSocket.shutdown would drop its TLS state under the thread using it."""
+    try:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+class ByteBudget:
+    """Request bytes being read or handled at once, shared by a server's connections."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = int(limit), 0
+        self._cond = threading.Condition()
+        self._waiting = 0
+
+    def acquire(self, n: int, deadline: float) -> bool:
+        """Reserve n bytes, waiting until `deadline` (monotonic) for others to release them."""
+        with self._cond:
+            if self.used + n > self.limit:
+                self._waiting += 1
+                try:
+                    if not self._cond.wait_for(lambda: self.used + n <= self.limit,
+                                               timeout=max(0.0, deadline - time.monotonic())):
+                        return False
+                finally:
+                    self._waiting -= 1
+            self.used += n
+            return True
+
+    def release(self, n: int) -> None:
+        with self._cond:
+            self.used -= n
+            if self._waiting:
+                self._cond.notify_all()
 
 
 # -- server ---------------------------------------------------------------------------------
@@ -137,124 +246,223 @@ class DataPlaneServer:
 
     `guard(method, fn, raw, peer)` runs one call the way the gRPC side does and returns
     (status code, reply bytes or error message); `authorize(token bytes)` → "ok", "missing"
-    or "invalid"; `max_message_bytes` caps one request. One thread per connection: a call
-    is read, answered and written by the same thread."""
+    or "invalid"; `max_message_bytes` caps one request; `read_timeout_s`,
+    `max_in_flight_bytes`, `max_pending` and `hello_timeout_s` bound what a peer holds (the
+    module docstring). One thread per connection: a call is read, answered and written by
+    the same thread."""
 
     def __init__(self, host: str, methods: dict, guard, authorize, *, max_message_bytes: int,
-                 thread_name: str = "data", ssl_context=None):
+                 thread_name: str = "data", ssl_context=None, read_timeout_s: float = READ_TIMEOUT_S,
+                 max_in_flight_bytes: int = 0, max_pending: int = MAX_PENDING,
+                 hello_timeout_s: float = HELLO_TIMEOUT_S):
         self._names = list(methods)
         self._fns = [methods[n] for n in self._names]
         self._guard, self._authorize = guard, authorize
         self._max = max_message_bytes
+        self._read_timeout_s = read_timeout_s
+        self._budget = ByteBudget(max(max_in_flight_bytes or 2 * max_message_bytes, max_message_bytes))
+        self._max_pending, self._hello_timeout_s = max_pending, hello_timeout_s
         self._thread_name = thread_name
         self._ssl = ssl_context
-        self._listener = socket.create_server((host or "0.0.0.0", 0), backlog=64)
+        self._listener = socket.create_server((host or "0.0.0.0", 0), backlog=128)
         self.port = self._listener.getsockname()[1]
         self._conns: set[socket.socket] = set()
-        self._lock = threading.Condition()
+        # Connections awaiting their hello (the TLS socket once wrapped) → the monotonic time
+        # they are closed at. At most max_pending: scanning them is cheap.
+        self._pending: dict[socket.socket, float] = {}
+        mutex = threading.RLock()
+        self._lock = threading.Condition(mutex)  # connections, pending, calls in flight (stop waits)
+        # The reaper's own condition on the same lock: a call's end must not wake it.
+        self._reaper_wake = threading.Condition(mutex)
         self._in_flight = 0
         self._stopping = False
         self._count = 0
+        self._quiet_until: dict[str, float] = {}  # log kind → monotonic time it may log again
         threading.Thread(target=self._accept, name=f"{thread_name}-accept", daemon=True).start()
+        threading.Thread(target=self._reap, name=f"{thread_name}-reaper", daemon=True).start()
+
+    def _warn(self, kind: str, fmt: str, *args) -> None:
+        """A warning at most once per LOG_EVERY_S per kind (floods must not fill the log)."""
+        now = time.monotonic()
+        if now >= self._quiet_until.get(kind, 0.0):
+            self._quiet_until[kind] = now + LOG_EVERY_S
+            log.warning(fmt, *args)
 
     def _accept(self):
+        backoff = 0.0
         while True:
             try:
                 sock, peer = self._listener.accept()
-            except OSError:
-                return  # stopped
-            with self._lock:
+            except OSError as exc:
                 if self._stopping:
-                    sock.close()
                     return
-                self._conns.add(sock)
-                self._count += 1
-                n = self._count
-            threading.Thread(target=self._serve, args=(sock, f"{peer[0]}:{peer[1]}"),
-                             name=f"{self._thread_name}-{n}", daemon=True).start()
+                if exc.errno in _OUT_OF_DESCRIPTORS:
+                    # Pending connections time out and free theirs; accept again later.
+                    backoff = min(max(2 * backoff, ACCEPT_BACKOFF_S[0]), ACCEPT_BACKOFF_S[1])
+                    self._warn("fds", "data plane: cannot accept a connection (%s); trying again",
+                               exc.strerror)
+                    time.sleep(backoff)
+                    continue
+                if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EINTR, errno.EPERM):
+                    continue  # that one connection failed, not the listener
+                log.error("data plane: the listener failed (%s); no new data-plane connections", exc)
+                return
+            backoff = 0.0
+            self._admit(sock, f"{peer[0]}:{peer[1]}")
+
+    def _admit(self, sock, peer):
+        with self._lock:
+            if self._stopping:
+                sock.close()
+                return
+            displaced = None
+            if len(self._pending) >= self._max_pending:
+                displaced = min(self._pending, key=self._pending.get)
+                del self._pending[displaced]
+            self._pending[sock] = time.monotonic() + self._hello_timeout_s
+            if len(self._pending) == 1:
+                self._reaper_wake.notify()  # the reaper waits for the first one
+            self._conns.add(sock)
+            self._count += 1
+            n = self._count
+        if displaced is not None:
+            self._warn("pending", "data plane: %d connections await their hello; closing the oldest "
+                       "(and others like it)", self._max_pending)
+            _hang_up(displaced)
+        try:
+            threading.Thread(target=self._serve, args=(sock, peer), name=f"{self._thread_name}-{n}",
+                             daemon=True).start()
+        except RuntimeError as exc:  # no thread to be had: the connection cannot be served
+            self._warn("threads", "data plane: refused a connection: %s", exc)
+            with self._lock:
+                self._pending.pop(sock, None)
+                self._conns.discard(sock)
+            sock.close()
+
+    def _reap(self):
+        """Close the pending connections whose hello deadline passed (however slowly they
+        trickle bytes: the deadline is for the whole handshake and hello)."""
+        with self._lock:
+            while not self._stopping:
+                now = time.monotonic()
+                for sock in [s for s, deadline in self._pending.items() if deadline <= now]:
+                    del self._pending[sock]
+                    _hang_up(sock)
+                first = min(self._pending.values(), default=None)
+                self._reaper_wake.wait(None if first is None else first - now + 0.01)
 
     def _serve(self, raw_sock, peer):
         sock = raw_sock
         try:
-            _tune(sock)
-            # A connection that does not complete its (TLS handshake and) hello in time is
-            # dropped: a silent peer must not hold a thread.
-            sock.settimeout(HELLO_TIMEOUT_S)
+            sock.settimeout(self._hello_timeout_s)  # the reaper bounds the total
             if self._ssl is not None:  # the handshake runs here, not on the accept thread
-                sock = self._ssl.wrap_socket(sock, server_side=True)
+                sock = self._ssl.wrap_socket(raw_sock, server_side=True, do_handshake_on_connect=False)
+                with self._lock:  # the TLS socket owns the descriptor now: watch it instead
+                    deadline = self._pending.pop(raw_sock, None)
+                    self._conns.discard(raw_sock)
+                    if deadline is None:
+                        return  # displaced or timed out already
+                    self._pending[sock] = deadline
+                    self._conns.add(sock)
+                sock.do_handshake()
             if not self._hello(sock, peer):
                 return
-            sock.settimeout(None)  # calls may wait long (a sync round); keepalive watches the peer
+            with self._lock:
+                if self._pending.pop(sock, None) is None:
+                    return  # displaced or timed out while it said hello
+            _tune(sock)  # large buffers for authenticated connections only
+            # Reads and writes wake at least every quarter read timeout to look at their
+            # deadline; between calls the connection may idle (keepalive watches the peer).
+            _bound_waits(sock, min(max(self._read_timeout_s / 4, 0.05), 15.0))
             while True:
-                magic, method_id, length = _REQUEST.unpack(_recv_exact(sock, _REQUEST.size))
+                header = _recv_exact(sock, _REQUEST.size, limit_s=self._read_timeout_s)
+                magic, method_id, length = _REQUEST.unpack(header)
+                deadline = time.monotonic() + self._read_timeout_s
                 if magic != b"PSJQ" or method_id >= len(self._fns):
                     self._reply(sock, grpc.StatusCode.INVALID_ARGUMENT,
-                                f"not a psjob data-plane request (magic {bytes(magic)!r}, method {method_id})")
+                                f"not a psjob data-plane request (magic {bytes(magic)!r}, method {method_id})",
+                                deadline)
                     return
-                name = self._names[method_id]
-                if self._max and length > self._max:
-                    _discard(sock, length)  # read past it: the connection stays usable
-                    self._reply(sock, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"{name}: request of {length} bytes exceeds the limit of {self._max}")
-                    continue
-                raw = _recv_exact(sock, length)
-                with self._lock:
-                    self._in_flight += 1
-                try:
-                    code, reply = self._guard(name, self._fns[method_id], raw, peer)
-                    self._reply(sock, code, reply)
-                finally:
-                    with self._lock:
-                        self._in_flight -= 1
-                        self._lock.notify_all()
-        except (OSError, struct.error):
-            pass  # the client went away (or stop() shut the socket): nothing to answer
+                self._call(sock, peer, self._names[method_id], self._fns[method_id], length, deadline)
+        except (OSError, struct.error, ValueError):
+            pass  # the client went away, was too slow (socket.timeout) or stop() shut the socket
         finally:
             with self._lock:
-                self._conns.discard(raw_sock)
+                for s in (raw_sock, sock):
+                    self._pending.pop(s, None)
+                    self._conns.discard(s)
             sock.close()
             raw_sock.close()
 
+    def _call(self, sock, peer, name, fn, length, deadline):
+        """Read one request of `length` bytes by `deadline`, run it, and reply (taken within
+        the read timeout of the handler's end: a sync round may keep the handler long)."""
+        if self._max and length > self._max:
+            # Answered at once; then read past (the connection stays usable), within the bound.
+            self._reply(sock, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        f"{name}: request of {length} bytes exceeds the limit of {self._max}", deadline)
+            _discard(sock, length, deadline)
+            return
+        if not self._budget.acquire(length, deadline):
+            self._reply(sock, grpc.StatusCode.UNAVAILABLE,
+                        f"{name}: the pserver is reading {self._budget.used} bytes of requests (its limit "
+                        f"is {self._budget.limit}); try again", time.monotonic() + self._read_timeout_s)
+            _discard(sock, length, time.monotonic() + self._read_timeout_s)
+            return
+        try:
+            raw = _recv_exact(sock, length, deadline)
+            with self._lock:
+                self._in_flight += 1
+            try:
+                code, reply = self._guard(name, fn, raw, peer)
+                self._reply(sock, code, reply, time.monotonic() + self._read_timeout_s)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+                    if self._stopping:
+                        self._lock.notify_all()  # stop() waits for the calls in flight
+        finally:
+            self._budget.release(length)
+
     def _hello(self, sock, peer) -> bool:
         magic, version, _, n = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
-        token = bytes(_recv_exact(sock, n)) if n else b""
         if magic != b"PSJH" or version != VERSION:
-            log.warning("data plane: refused %s: not a psjob v%d hello", peer, VERSION)
+            self._warn("not-psjob", "data plane: refused %s: not a psjob v%d hello (one line per %.0fs at most)",
+                       peer, VERSION, LOG_EVERY_S)
             sock.sendall(_HELLO.pack(b"PSJH", grpc.StatusCode.UNIMPLEMENTED.value[0], 0, 0))
             return False
-        auth = self._authorize(token)
+        if n > MAX_TOKEN_BYTES:
+            auth = "invalid"  # no token is that long: refused unread
+        else:
+            auth = self._authorize(bytes(_recv_exact(sock, n)) if n else b"")
         if auth != "ok":
-            log.warning("data plane: rejected %s: %s auth token", peer, auth)
+            self._warn(f"auth-{auth}", "data plane: rejected %s: %s auth token (one line per %.0fs at most)",
+                       peer, auth, LOG_EVERY_S)
             sock.sendall(_HELLO.pack(b"PSJH", grpc.StatusCode.UNAUTHENTICATED.value[0], 0, 0))
             return False
         sock.sendall(_HELLO.pack(b"PSJH", _OK, 0, 0))
         return True
 
     @staticmethod
-    def _reply(sock, code: grpc.StatusCode, body) -> None:
+    def _reply(sock, code: grpc.StatusCode, body, deadline: float) -> None:
         if not isinstance(body, (bytes, bytearray, memoryview)):
             body = str(body).encode("utf-8", errors="replace")
-        sock.sendall(_REPLY.pack(b"PSJR", code.value[0], len(body)))
-        sock.sendall(body)
+        _send_all(sock, _REPLY.pack(b"PSJR", code.value[0], len(body)), deadline)
+        _send_all(sock, body, deadline)
 
     def stop(self, grace_s: float | None = 0) -> None:
         """Refuse new connections; let calls in flight finish for up to grace_s, then close
         every connection."""
         with self._lock:
             self._stopping = True
+            self._reaper_wake.notify()  # the reaper ends
             if grace_s:
                 self._lock.wait_for(lambda: self._in_flight == 0, timeout=grace_s)
             conns = list(self._conns)
-        try:
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept thread (close alone does not)
-        except OSError:
-            pass
+        _hang_up(self._listener)  # wakes the accept thread (close alone does not)
         self._listener.close()
         for sock in conns:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            _hang_up(sock)
 
 
 # -- client ---------------------------------------------------------------------------------

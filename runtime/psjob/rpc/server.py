@@ -17,8 +17,12 @@ from typing import Protocol
 from . import codec, dataplane, frames
 from . import psjob_pb2 as pb
 from . import tls as tls_mod
-from .base_server import HEALTHY_STATES, RpcServer
+from .base_server import HEALTHY_STATES, READ_TIMEOUT_S, LimitExceeded, RpcServer
 from .client import PSERVER_SPEC
+
+# Ids one Prefetch may ask for (PSJOB_RPC_MAX_PREFETCH_IDS): a table creates the rows it
+# has not seen on read, so one request could otherwise grow the pserver by gigabytes.
+MAX_PREFETCH_IDS = 1 << 20
 
 
 class ServerHandler(Protocol):
@@ -42,8 +46,9 @@ class _Servicer:
 
     data_port = 0  # the data plane's port (dataplane.py), announced by Status; set by the base
 
-    def __init__(self, handler: ServerHandler):
+    def __init__(self, handler: ServerHandler, max_prefetch_ids: int = MAX_PREFETCH_IDS):
         self.h = handler
+        self.max_prefetch_ids = int(max_prefetch_ids)
 
     # -- data plane: frames in, frames out --------------------------------------------------
     def SendVariables(self, raw: bytes) -> bytes:
@@ -72,6 +77,9 @@ class _Servicer:
     def Prefetch(self, raw: bytes) -> bytes:
         frame = frames.Frame(raw, pb.PrefetchRequest, "Prefetch request")
         request = frame.header
+        if frame.remaining // 8 > self.max_prefetch_ids:
+            raise LimitExceeded(f"a prefetch of {frame.remaining // 8} ids from {request.table!r} exceeds the "
+                                f"limit of {self.max_prefetch_ids} ids per request (PSJOB_RPC_MAX_PREFETCH_IDS)")
         ids = frame.rest_as_ids(f"prefetch of {request.table!r}")
         rows = self.h.on_prefetch(request.trainer_id, request.table, ids)
         meta, parts = frames.tensor_header(request.table, rows)
@@ -110,10 +118,14 @@ class _Servicer:
 
 def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_workers: int = 16,
                  observer=None, max_message_bytes: int = 0,
-                 tls: tls_mod.TlsFiles | None = None, data_plane: bool | None = None) -> RpcServer:
+                 tls: tls_mod.TlsFiles | None = None, data_plane: bool | None = None,
+                 read_timeout_s: float = READ_TIMEOUT_S, max_in_flight_bytes: int = 0,
+                 max_prefetch_ids: int = MAX_PREFETCH_IDS) -> RpcServer:
     """Serve `handler` on endpoint ("host:port"); the started server (its `.port`, `.stop(grace_s)`).
 
-    max_message_bytes (0 = the 1 GiB default) caps one request's size.
+    max_message_bytes (0 = the 1 GiB default) caps one request's size; read_timeout_s,
+    max_in_flight_bytes: base_server.RpcServer; max_prefetch_ids caps the ids of one
+    Prefetch (RESOURCE_EXHAUSTED beyond).
     tls (None = plaintext) serves TLS with the given certificate files.
     max_workers bounds concurrent requests; sync barriers park one thread per
     trainer, so it must exceed the number of trainers (the caller sizes it).
@@ -122,8 +134,9 @@ def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_
     """
     if data_plane is None:
         data_plane = dataplane.enabled()
-    return RpcServer(PSERVER_SPEC, _Servicer(handler), endpoint, what="pserver",
+    return RpcServer(PSERVER_SPEC, _Servicer(handler, max_prefetch_ids), endpoint, what="pserver",
                      is_serving=lambda: handler.on_status().get("state") in HEALTHY_STATES,
                      token=token, observer=observer, max_workers=max_workers,
                      max_message_bytes=max_message_bytes, tls=tls, thread_name="ps-rpc",
-                     data_plane=data_plane)
+                     data_plane=data_plane, read_timeout_s=read_timeout_s,
+                     max_in_flight_bytes=max_in_flight_bytes)
