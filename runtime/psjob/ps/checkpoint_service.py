@@ -17,9 +17,10 @@ another id — the freeze expired, was released or replaced — answers
 protocol.MAX_FREEZE_LEASE_S (600 s) is refused (INVALID_ARGUMENT).
 
 Where: a served pserver writes table shards (`psjob:save`, and the legacy
-checkpoint block) only inside its save roots (`state.save_roots`: the job's
-checkpoint root PSJOB_CHECKPOINT_DIR, the working directory, where a Fluid
-script's relative save_persistables path lands, and PSJOB_SAVE_ROOTS); any other
+checkpoint block), when PSJOB_SAVE_ROOTS is set, only inside its save roots
+(`state.save_roots`: the job's checkpoint root PSJOB_CHECKPOINT_DIR, the working
+directory, where a Fluid script's relative save_persistables path lands, and
+PSJOB_SAVE_ROOTS; unset, anywhere, as Paddle's pservers); any other
 dirname — absolute elsewhere, `..` out, a symlink out, another bucket — is
 refused with PERMISSION_DENIED naming the roots, before anything is written.
 

@@ -154,9 +154,12 @@ class PserverProcess:
         self.state = PserverState(program, scope=scope, executor=executor,
                                   options=PserverOptions(barrier_timeout_s=options.barrier_timeout_s))
         self.state.telemetry = metrics  # checkpoint duration / last checkpoint (psjob.checkpoint)
-        # CheckpointNotify writes only here: the job's checkpoint root, the working directory
-        # (where a Fluid script's relative save_persistables path lands) and PSJOB_SAVE_ROOTS.
-        self.state.save_roots = tuple(r for r in (options.checkpoint_dir, os.getcwd(), *options.save_roots) if r)
+        # With PSJOB_SAVE_ROOTS set, CheckpointNotify writes only there, in the job's checkpoint
+        # root and in the working directory (where a relative save_persistables path lands).
+        # Unset, anywhere the process may write, as Paddle's pservers: a user's
+        # `fleet.save_persistables(exe, "/mnt/out")` must work without configuration.
+        if options.save_roots:
+            self.state.save_roots = tuple(r for r in (options.checkpoint_dir, os.getcwd(), *options.save_roots) if r)
         table = op.attr("distributed_lookup_table", "")
         if metrics is not None and table:
             metrics.watch_tables(table_stats_source(scope, {table: int(op.attr("pserver_index", 0))}))
