@@ -4,7 +4,8 @@
     psjob run JOB.yaml          run a ParameterServerJob on this machine
     psjob scale WORKDIR --workers N | --pservers M   resize a running `psjob run`
     psjob pserver / worker      the container entrypoints the operator's pods run
-    psjob checkpoint list|inspect|verify DIR
+    psjob checkpoint list|inspect|verify DIR | import EXPORT OUT [--pservers N]
+    psjob export CHECKPOINT OUT --format parquet   sparse tables as Parquet, dense as .npy
     psjob as-paddle COMMAND [ARGS...]   run COMMAND with `import paddle` giving psjob
     psjob compat PATH... [--json|--markdown]   the Paddle names code uses, judged on psjob
     psjob version
@@ -62,6 +63,11 @@ def _checkpoint(argv):
     return cli.main(argv)
 
 
+def _export(argv):
+    from .checkpoint import cli
+    return cli.export_main(argv)
+
+
 COMMANDS = {
     "launch": (_launch, "run a script as local pservers and trainers"),
     "run": (_run, "run a ParameterServerJob YAML on this machine"),
@@ -69,7 +75,8 @@ COMMANDS = {
     "pserver": (_pserver, "start a parameter server (container entrypoint)"),
     "worker": (_worker, "start a trainer (container entrypoint)"),
     "heter-worker": (_heter_worker, "start a heterogeneous trainer"),
-    "checkpoint": (_checkpoint, "list, inspect or verify checkpoints"),
+    "checkpoint": (_checkpoint, "list, inspect, verify or import checkpoints"),
+    "export": (_export, "export a checkpoint's tables as Parquet (dense variables as .npy)"),
     "as-paddle": (_as_paddle, "run a command whose `import paddle` gives psjob (unmodified Paddle code)"),
     "compat": (_compat, "list the Paddle names some code uses and how psjob has each"),
 }

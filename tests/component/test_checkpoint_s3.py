@@ -221,6 +221,26 @@ def test_a_two_pserver_save_to_s3_loads_into_another_number_of_pservers_and_save
     assert store.verify(b) == []
 
 
+def test_psjob_export_reads_s3_and_checkpoint_import_writes_s3_for_another_pserver_count(root, tmp_path):
+    a, b, c = (storage.join(root, n) for n in ("a", "b", "c"))
+    dist.Job(2).train(0, 3, a)
+    out = str(tmp_path / "export")
+    env = dict(os.environ)
+    done = _psjob("export", a, out, "--format", "parquet", "--with-optimizer-state", env=env)
+    assert done.returncode == 0 and "table emb:" in done.stdout, done.stderr
+    assert json.loads((tmp_path / "export" / "manifest.json").read_text())["source"]["checkpoint"] == a
+    done = _psjob("checkpoint", "import", out, b, "--pservers", "3", env=env)
+    assert done.returncode == 0 and "in 3 shard(s)" in done.stdout, done.stderr
+    assert store.verify(b) == [] and "__manifest__.json" in _objects(b)
+    dist.Job(3, load_dir=b).train(3, 0, c)  # 3 pservers load the import and trainer 0 saves what they hold
+    saved_a, saved_c = dist.saved(a), dist.saved(c)
+    assert saved_a.keys() == saved_c.keys() and "emb" in saved_a
+    for name in saved_a:
+        np.testing.assert_array_equal(saved_a[name], saved_c[name], err_msg=name)
+    done = _psjob("checkpoint", "import", out, b, env=env)  # the prefix holds a checkpoint now
+    assert done.returncode == 1 and "already holds objects" in done.stderr
+
+
 def test_a_pserver_restores_from_s3_falling_back_past_a_corrupt_table_shard(root, capsys):
     step2, step4 = storage.join(root, store.step_dirname(2)), storage.join(root, store.step_dirname(4))
     job = dist.Job(2).train(0, 2, step2)

@@ -13,7 +13,8 @@ first (docs/checkpoints.md describes the format and the protocol):
     format        array files, manifests, atomic writes, checksums
     tables        distributed-table shards keyed by feature id, re-shardable N -> M
     store         a checkpoint root: step-N directories, status, retention
-    cli           `psjob checkpoint list|inspect|verify DIR|s3://BUCKET/PREFIX`
+    export        a checkpoint's tables as Parquet and back (pyarrow): `psjob export`, `checkpoint import`
+    cli           `psjob checkpoint list|inspect|verify|import`, `psjob export`
 """
 from .format import MANIFEST, CheckpointError, read_manifest  # noqa: F401
 from .store import (CheckpointInfo, apply_retention, candidates, newest_good, scan, step_dirname,  # noqa: F401

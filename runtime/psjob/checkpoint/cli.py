@@ -1,4 +1,4 @@
-"""`psjob checkpoint list|inspect|verify DIR`.
+"""`psjob checkpoint list|inspect|verify DIR`, `psjob checkpoint import`, `psjob export`.
 
 DIR is a local directory or an object-store URI, `s3://BUCKET/PREFIX`
 (configured by the standard AWS_* variables: docs/checkpoints.md).
@@ -9,8 +9,14 @@ DIR is a local directory or an object-store URI, `s3://BUCKET/PREFIX`
                    (DIR is a save, or a root: its newest good checkpoint, or --step N)
     verify DIR     read every file and check its sha256 (a save, or every checkpoint of a
                    root); exit status 1 naming each bad file, 0 when all are good
+    import DIR OUT [--pservers N]   a `psjob export` directory back into a checkpoint
+                   (a save directory) for N pservers
 
-Exit status 2 for usage errors (no such directory, a bad URI, a store that
+    psjob export CHECKPOINT OUT --format parquet [--with-optimizer-state] [--row-group-rows N]
+                   the checkpoint's tables as Parquet and its dense variables as .npy (export.py)
+
+Exit status 1 when a checkpoint or an export is refused (corrupt, incomplete, the output
+exists), 2 for usage errors (no such directory, a bad URI, a store that
 cannot be reached: no credentials, no such bucket).
 """
 from __future__ import annotations
@@ -151,13 +157,38 @@ def build_parser() -> argparse.ArgumentParser:
     ins.add_argument("dir", help=where)
     ins.add_argument("--step", type=int, default=None, help="the checkpoint of this step (default: newest good)")
     sub.add_parser("verify", help="check every file's sha256").add_argument("dir", help=where)
+    imp = sub.add_parser("import", help="turn a `psjob export` directory back into a checkpoint")
+    imp.add_argument("dir", help="the export directory (manifest.json, tables/, dense/)")
+    imp.add_argument("out", help="the new save directory (local, or s3://BUCKET/PREFIX); "
+                                 "put it at ROOT/step-NNNNNNNN for a job to resume from it")
+    imp.add_argument("--pservers", type=int, default=None,
+                     help="split the tables for N pservers (default: as many as the exported checkpoint)")
     return p
+
+
+def cmd_import(src, out, pservers, stdout) -> int:
+    from .export import import_export  # pyarrow: loaded only by the commands that need it
+    try:
+        doc = import_export(src, out, pservers)
+    except CheckpointError as exc:
+        print(f"psjob checkpoint import: {exc}", file=sys.stderr)
+        return 1
+    for name, t in sorted(doc.get("tables", {}).items()):
+        rows = sum(s["rows"] for s in t["shards"])
+        print(f"table {name}: {rows} rows x {t['width']} in {t['num_shards']} shard(s)", file=stdout)
+    print(f"{len(doc['vars'])} dense variable(s); checkpoint written to {out}", file=stdout)
+    return 0
 
 
 def main(argv=None, out=None) -> int:
     out = out or sys.stdout
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "import":
+            if not (args.pservers is None or args.pservers >= 1):
+                print(f"psjob checkpoint import: --pservers must be >= 1, got {args.pservers}", file=sys.stderr)
+                return 2
+            return cmd_import(args.dir, args.out, args.pservers, out)
         if not storage.for_path(args.dir).is_dir(args.dir):
             print(f"psjob checkpoint: {args.dir!r} is not a directory"
                   + (" (nothing is stored under that prefix)" if storage.is_uri(args.dir) else ""), file=sys.stderr)
@@ -172,6 +203,50 @@ def main(argv=None, out=None) -> int:
     except storage.StorageError as exc:
         print(f"psjob checkpoint: {exc}", file=sys.stderr)
         return 2
+
+
+def build_export_parser() -> argparse.ArgumentParser:
+    from .export import DEFAULT_ROW_GROUP_ROWS
+    p = argparse.ArgumentParser(prog="psjob export", description="Export a checkpoint's sparse tables as "
+                                "Parquet and its dense variables as .npy, with manifest.json "
+                                "(docs/checkpoints.md, \"Exported tables (Parquet)\").")
+    p.add_argument("checkpoint", help="a save, or a root (its newest good checkpoint); a directory or "
+                                      "s3://BUCKET/PREFIX")
+    p.add_argument("out", help="a new local directory")
+    p.add_argument("--format", required=True, choices=["parquet"], help="the table format (parquet)")
+    p.add_argument("--with-optimizer-state", action="store_true",
+                   help="add each table's per-row optimizer state columns (opt_<name>)")
+    p.add_argument("--row-group-rows", type=int, default=DEFAULT_ROW_GROUP_ROWS,
+                   help=f"rows per Parquet row group (default {DEFAULT_ROW_GROUP_ROWS})")
+    p.add_argument("--step", type=int, default=None, help="CHECKPOINT is a root: export this step")
+    return p
+
+
+def export_main(argv=None, out=None) -> int:
+    from .export import export_checkpoint
+    out = out or sys.stdout
+    args = build_export_parser().parse_args(argv)
+    if args.row_group_rows < 1:
+        print(f"psjob export: --row-group-rows must be >= 1, got {args.row_group_rows}", file=sys.stderr)
+        return 2
+    try:
+        if not storage.for_path(args.checkpoint).is_dir(args.checkpoint):
+            print(f"psjob export: {args.checkpoint!r} is not a directory", file=sys.stderr)
+            return 2
+        man = export_checkpoint(args.checkpoint, args.out, with_optimizer_state=args.with_optimizer_state,
+                                row_group_rows=args.row_group_rows, step=args.step)
+    except CheckpointError as exc:
+        print(f"psjob export: {exc}; nothing was written to {args.out}", file=sys.stderr)
+        return 1
+    except storage.StorageError as exc:
+        print(f"psjob export: {exc}", file=sys.stderr)
+        return 2
+    for name, t in sorted(man["tables"].items()):
+        cols = ", ".join(c["name"] for c in t["columns"])
+        print(f"table {name}: {t['rows']} rows x {t['dim']} in {len(t['files'])} file(s) ({cols})", file=out)
+    print(f"{len(man['dense'])} dense variable(s); export of step {man['source'].get('step', '-')} "
+          f"written to {args.out}", file=out)
+    return 0
 
 
 if __name__ == "__main__":
