@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # paddlerec_trainer.sh [MODEL]  — PaddleRec's own tools/static_ps_trainer.py under psjob launch.
 #   MODEL  dnn (default) | wide_deep   (the rank models that ship a config_cpups.yaml)
+#   AS_PADDLE=1: no file is changed at all (no import rewrite); the launch adds --as-paddle, so
+#   `import paddle` is psjob in every process, and each process's log must say so.
 #
 # Unlike the shared userland run.sh, which runs run_dnn_ps.py (static_ps_trainer.py trimmed
 # to the async QueueDataset path), this runs PaddleRec's trainer file itself, unmodified but
@@ -33,7 +35,9 @@ MODEL=${1:-dnn}
 case "$MODEL" in dnn|wide_deep) ;; *) echo "usage: paddlerec_trainer.sh [dnn|wide_deep]" >&2; exit 2 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-verdict() { echo "PADDLEREC-TRAINER psjob $MODEL: $1"; exit "$2"; }
+AS_PADDLE=${AS_PADDLE:-0}
+HOW=$([ "$AS_PADDLE" = 1 ] && echo "psjob-as-paddle" || echo "psjob")
+verdict() { echo "PADDLEREC-TRAINER $HOW $MODEL: $1"; exit "$2"; }
 
 USERLAND=${PSJOB_USERLAND:-}
 if [ -z "$USERLAND" ]; then
@@ -64,9 +68,18 @@ mkdir -p "$W/$MD/data/bar_train"
 for p in 0 1; do
   for i in $(seq $REPL); do cat "$SRC/vendor/$MD/data/sample_data/train/sample_train.txt"; done > "$W/$MD/data/bar_train/part-$p"
 done
-bash "$SRC/rewrite_imports.sh" "$W" || verdict "FAIL (import rewrite)" 1
-echo "rewritten import lines: $(diff -r "$SRC/vendor/tools" "$W/tools" 2>/dev/null | grep -c '^> .*import') in tools/," \
-     "$(diff -r "$SRC/vendor/models" "$W/models" | grep -c '^> .*import') in models/"
+LAUNCH_FLAGS=()
+if [ "$AS_PADDLE" = 1 ]; then
+  LAUNCH_FLAGS=(--as-paddle)
+  # Unmodified: every vendored file as shipped (utils_single.py/envs.py and the data are added).
+  diff -rq "$SRC/vendor/tools" "$W/tools" | grep -v "^Only in $W" && verdict "FAIL (a vendored file differs)" 1
+  diff -rq "$SRC/vendor/models" "$W/models" | grep -v "^Only in $W" && verdict "FAIL (a vendored file differs)" 1
+  echo "no file changed; launched with --as-paddle"
+else
+  bash "$SRC/rewrite_imports.sh" "$W" || verdict "FAIL (import rewrite)" 1
+  echo "rewritten import lines: $(diff -r "$SRC/vendor/tools" "$W/tools" 2>/dev/null | grep -c '^> .*import') in tools/," \
+       "$(diff -r "$SRC/vendor/models" "$W/models" | grep -c '^> .*import') in models/"
+fi
 
 # PaddleRec's own third-party imports (pyyaml, six): from the interpreter, else a side dir.
 unset PYTHONPATH
@@ -88,7 +101,7 @@ cd "$W"
 mkdir -p model_trainer
 OPTS=(runner.epochs=$EPOCHS runner.thread_num=2 runner.train_batch_size=32
       runner.train_data_dir=data/bar_train runner.model_save_path=model_trainer runner.print_interval=50)
-CMD=("$PY" -m psjob.cli launch --server_num 1 --worker_num 2 --log_dir log --timeout "$LIMIT"
+CMD=("$PY" -m psjob.cli launch "${LAUNCH_FLAGS[@]}" --server_num 1 --worker_num 2 --log_dir log --timeout "$LIMIT"
      tools/static_ps_trainer.py -m "$MD/config_cpups.yaml" -o "${OPTS[@]}")
 echo "workdir $W"; echo "+ ${CMD[*]}"
 start=$(date +%s)
@@ -104,13 +117,20 @@ if [ -n "$left" ]; then
 fi
 echo "launcher exit $rc after $(( $(date +%s) - start )) s (log $W/launch.log)"
 
-"$PY" - "$W" "$MD" "$EPOCHS" "$rc" <<'EOF'
+"$PY" - "$W" "$MD" "$EPOCHS" "$rc" "$AS_PADDLE" <<'EOF'
 import ast, os, re, sys
 import numpy as np
-w, md, epochs, rc = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+import psjob
+w, md, epochs, rc, as_paddle = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
 problems = []
 if rc != 0:
     problems.append(f"launcher exit {rc}")
+if as_paddle:
+    notice = f"paddle -> psjob {psjob.__version__} (--as-paddle)"
+    for name in ("serverlog.0", "workerlog.0", "workerlog.1"):
+        log = os.path.join(w, "log", name)
+        if not (os.path.exists(log) and notice in open(log, errors="replace").read()):
+            problems.append(f"{name}: no '{notice}' line")
 for t in (0, 1):
     log = os.path.join(w, "log", f"workerlog.{t}")
     text = open(log, errors="replace").read() if os.path.exists(log) else ""
