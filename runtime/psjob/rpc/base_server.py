@@ -48,6 +48,7 @@ import time
 from concurrent import futures
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from . import codec, dataplane
 from . import tls as tls_mod
@@ -93,8 +94,9 @@ class RpcServer:
         handlers = {}
         for method, (request_cls, reply_cls) in spec.methods.items():
             handlers[method] = grpc.unary_unary_rpc_method_handler(
-                self._guarded(method, getattr(servicer, method)),
-                request_deserializer=None if request_cls is None else request_cls.FromString,
+                # A protobuf request is decoded by the guard, after the token check.
+                self._guarded(method, getattr(servicer, method), request_cls),
+                request_deserializer=None,
                 response_serializer=None if reply_cls is None else reply_cls.SerializeToString)
         self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(spec.name, handlers),))
         # Registered methods skip gRPC's per-call handler lookup (as generated servicers do).
@@ -126,8 +128,10 @@ class RpcServer:
     def wait_for_termination(self, timeout_s: float | None = None) -> bool:
         return self._server.wait_for_termination(timeout_s)
 
-    def _guarded(self, method: str, fn):
-        """`fn(request) -> reply` as a gRPC behaviour: token check, error mapping, observation."""
+    def _guarded(self, method: str, fn, request_cls=None):
+        """`fn(request) -> reply` as a gRPC behaviour: token check, decoding of a protobuf
+        request (`request_cls`; gRPC's own deserializer would log a traceback for every
+        malformed message, before the token check), error mapping, observation."""
         def call(request, context):
             t0 = time.perf_counter()
             code, reason, reply = "OK", "", None
@@ -138,6 +142,15 @@ class RpcServer:
                         code, reason = "UNAUTHENTICATED", auth
                         log.warning("rejected %s from %s: %s auth token", method, context.peer(), auth)
                         context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong psjob auth token")
+                if request_cls is not None:
+                    try:
+                        request = request_cls.FromString(request)
+                    except DecodeError as exc:
+                        code, reason = "INVALID_ARGUMENT", "malformed"
+                        log.warning("rejected %s from %s: malformed %s (%s)", method, context.peer(),
+                                    request_cls.__name__, exc)
+                        context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                      f"{method}: malformed request: not a {request_cls.__name__}")
                 status, out = self._outcome(method, fn, request)
                 if status == grpc.StatusCode.OK:
                     reply = out
