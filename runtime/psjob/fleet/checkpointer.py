@@ -52,9 +52,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..checkpoint import storage
-from ..checkpoint.format import CheckpointError, invalidate, new_manifest, read_var, write_array, write_manifest
-from ..checkpoint.store import (POSITIONS, apply_retention, committed, position_path,
-                                step_dirname)
+from ..checkpoint.format import (CheckpointError, CorruptFileError, invalidate, new_manifest, write_array,
+                                 write_manifest)
+from ..checkpoint.store import (POSITIONS, apply_retention, committed, mark_corrupt, position_path,
+                                read_dense, step_dirname)
 from ..fluid.core import global_scope
 from ..ps import checkpoint_protocol as protocol
 from . import checkpoint_save as distributed
@@ -197,10 +198,19 @@ class Checkpointer:
             self._thaw_leftover()
         info = None
         for c in committed(self.config.root):
+            reason = c.reason
             if c.ok:
-                info = c
-                break
-            print(f"[psjob] trainer {self.config.trainer_id}: checkpoint {c.path} is unusable ({c.reason}); "
+                try:
+                    # Every dense file, as the pservers check it when they restore: they skip
+                    # the same checkpoints, so both sides resume from the same one.
+                    locals_ = read_dense(c.path, c.manifest, keep=self._local_names())
+                    info = c
+                    break
+                except CheckpointError as exc:
+                    reason = str(exc)
+                    if isinstance(exc, CorruptFileError):
+                        mark_corrupt(c.path, reason)
+            print(f"[psjob] trainer {self.config.trainer_id}: checkpoint {c.path} is unusable ({reason}); "
                   "falling back to the previous good checkpoint", flush=True)
         if info is None:
             return None
@@ -214,7 +224,9 @@ class Checkpointer:
             mine = {"step": 0}
         position = dict(mine or doc.get("position") or {"step": info.step})
         position.setdefault("step", info.step)
-        self._restore_locals(info.path, doc)
+        xp = self.exe.xp
+        for name, arr in locals_.items():  # all read and verified first
+            self.scope.vars[name] = arr if xp.__name__ == "numpy" else xp.asarray(arr)
         self._last_step = int(position["step"])
         self.resumed_from = info.path
         log.info("trainer %d resumes at %s from %s", self.config.trainer_id, position, info.path)
@@ -241,20 +253,13 @@ class Checkpointer:
             print(f"[psjob] trainer 0: released the checkpoint freeze an earlier trainer 0 left on "
                   f"{', '.join(released)} (it died inside a save; that save is abandoned)", flush=True)
 
-    def _restore_locals(self, path, doc):
+    def _local_names(self) -> list[str]:
+        """The persistables a resume loads into this trainer (metric states...); the
+        parameters come from the pservers."""
         if self.dist is not None:
             remote = distributed.remote_groups(self.program, self.dist)
-            names = [v.name for v in distributed.local_vars(self.program, self.dist, remote)]
-        else:
-            names = [v.name for v in self.program.list_vars() if distributed._saveable(v)]
-        values = {}
-        for name in names:
-            entry = doc["vars"].get(name)
-            if entry is not None:
-                values[name] = read_var(path, name, entry)
-        xp = self.exe.xp
-        for name, arr in values.items():  # all read and verified first
-            self.scope.vars[name] = arr if xp.__name__ == "numpy" else xp.asarray(arr)
+            return [v.name for v in distributed.local_vars(self.program, self.dist, remote)]
+        return [v.name for v in self.program.list_vars() if distributed._saveable(v)]
 
     # -- periodic saves ------------------------------------------------------------------
     def due(self, step: int) -> bool:
