@@ -369,3 +369,25 @@ def test_a_trainer_restarted_after_its_completion_while_others_train_exits_0_at_
     summary = json.loads((tmp_path / "summary.json").read_text())
     worker = {p["name"]: p for p in summary["processes"]}["worker-0"]
     assert worker["exit_history"] == [137, 0] and summary["status"] == "Succeeded", summary
+
+
+@pytest.mark.parametrize("content, summary", [
+    (b"", "0 examples from 0 lines"),
+    (b"1\t0.5\n0\t1,2\t3\n" * 20, "0 examples from 40 lines; skipped 40 malformed (dense_count=20, field_count=20)"),
+    (bytes(range(256)) * 64, "0 examples from "),
+])
+def test_a_job_that_reads_no_example_fails_naming_the_files(tmp_path, content, summary):
+    """An empty file, every line malformed, binary garbage: nothing was trained, so the job
+    fails at once (exit 2, a problem of its input) instead of ending Succeeded."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "part-00000").write_bytes(content)
+    job = write_job(tmp_path, spec={"args": ["--data", str(data), "--batch", "64"],
+                                    "pserver": {"replicas": 1}, "worker": {"replicas": 1},
+                                    "runPolicy": {"backoffLimit": 3}})
+    status, out = finish(start_run(job, tmp_path))
+    assert status == 2, out
+    assert f"no examples were read from {data / 'part-00000'} ({summary}" in out, out
+    result = json.loads((tmp_path / "summary.json").read_text())
+    assert result["status"] == "Failed" and result["reason"].startswith("ConfigError"), result
+    assert result["examples"] == 0
