@@ -38,7 +38,10 @@ training goes on and the next step tries again.
 A Checkpointer without a root (PSJOB_CHECKPOINT_DIR unset) does nothing, so
 scripts can call it unconditionally. A save that fails (a pserver restarted
 mid-save, a full disk) is logged and training goes on; the previous
-checkpoints stay.
+checkpoints stay. The failed save's directory is removed, the pservers are told
+(they export it as metrics, which the operator's status shows) and its line
+(`checkpoint at step N failed: ERROR`) is what `psjob run` shows on the
+terminal and in its summary.
 """
 from __future__ import annotations
 
@@ -52,10 +55,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..checkpoint import storage
-from ..checkpoint.format import (CheckpointError, CorruptFileError, invalidate, new_manifest, write_array,
-                                 write_manifest)
-from ..checkpoint.store import (POSITIONS, apply_retention, committed, mark_corrupt, position_path,
-                                read_dense, step_dirname)
+from ..checkpoint.format import (MANIFEST, CheckpointError, CorruptFileError, invalidate, new_manifest,
+                                 write_array, write_manifest)
+from ..checkpoint.store import (POSITIONS, apply_retention, committed, has_manifest, mark_corrupt,
+                                position_path, read_dense, step_dirname)
 from ..fluid.core import global_scope
 from ..ps import checkpoint_protocol as protocol
 from . import checkpoint_save as distributed
@@ -312,9 +315,14 @@ class Checkpointer:
             else:
                 save_local(path, self.program, self.scope, request)
         except (CheckpointError, OSError, RuntimeError) as exc:
-            self.failures.append(str(exc))
-            log.warning("checkpoint at step %d failed: %s", step, exc)
-            print(f"[psjob] checkpoint at step {step} failed: {exc}", flush=True)
+            error = " ".join(str(exc).split())  # one line: launchers read it back from the log
+            self.failures.append(error)
+            log.warning("checkpoint at step %d failed: %s", step, error)
+            self._discard(path)
+            if self.dist is not None:
+                distributed.report_failure(self.exe, self.program, self.dist, path, int(step), error)
+            # Read back by psjob run / psjob launch (launcher.job_progress.CKPT_FAILED).
+            print(f"[psjob] checkpoint at step {step} failed: {error}", flush=True)
             self._last_step, self._last_time = int(step), time.monotonic()
             return None
         self._last_step, self._last_time = int(step), time.monotonic()
@@ -323,6 +331,18 @@ class Checkpointer:
         print(f"[psjob] checkpoint step {step} saved to {path} in {time.monotonic() - t0:.2f}s"
               + (f"; removed {len(removed)} old" if removed else ""), flush=True)
         return path
+
+    @staticmethod
+    def _discard(path: str) -> None:
+        """Remove what a failed save left in `path` (no manifest: it is no checkpoint), so
+        failing saves do not pile up directories that retention keeps (it never touches what
+        is newer than the newest good checkpoint)."""
+        if has_manifest(path):
+            return  # committed after all (the failure came later): a checkpoint, keep it
+        try:
+            storage.for_path(path).remove_tree(path, first=MANIFEST)
+        except OSError as exc:  # nothing was created, or the store refuses: retention tries later
+            log.debug("could not remove the partial checkpoint %s: %s", path, exc)
 
     # -- positions -----------------------------------------------------------------------
     def _write_position(self, position: dict) -> None:
