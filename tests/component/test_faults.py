@@ -152,6 +152,11 @@ def test_sigkills_of_pservers_and_trainers_under_psjob_run_recover_within_the_re
                 (role, index), delay = rng.choice(RUN_VICTIMS), rng.uniform(0.1, 1.0)
             time.sleep(delay)
             pid = _descendants(run.pid).get((role, index))
+            t_find = time.monotonic() + 10
+            while kill == 0 and (pid is None or _exited(pid)) and run.poll() is None \
+                    and time.monotonic() < t_find:  # the first kill must land: look again
+                time.sleep(0.05)
+                pid = _descendants(run.pid).get((role, index))
             if run.poll() is not None:
                 break
             if pid is None or _exited(pid):
