@@ -167,6 +167,7 @@ class Supervisor:
         log.close()
         spec.starts += 1
         spec.exit_code = None
+        spec.completed, spec.fatal = False, ""  # a new start has done nothing yet
         self.on_event(f"started {spec.name} (pid {spec.proc.pid}, log {spec.log_path})")
 
     def add(self, spec: ProcessSpec) -> None:

@@ -167,7 +167,7 @@ def wait_until_serving(client: PSClient, env, elastic: bool = False) -> None:
             return
         except TimeoutError as exc:
             if left <= WAIT_CHECK_S:
-                raise TimeoutError(f"waited {timeout:.0f}s: {exc}") from None
+                raise TimeoutError(f"{exc}; waited {timeout:.0f}s in all (PSJOB_WAIT_SERVER_TIMEOUT)") from None
 
 
 def wait_for_pservers(endpoints, environ=None) -> None:
