@@ -19,8 +19,10 @@ Lifecycle:
 4. Supervise as Kubernetes would (launcher.supervisor): a pserver that dies
    is restarted with the same index and endpoint (a StatefulSet recreating
    its pod), worker failures draw on one budget of `runPolicy.backoffLimit`
-   retries (a Job's), `activeDeadlineSeconds` ends the run. While it runs,
-   one progress line per trainer (launcher.job_progress).
+   retries (a Job's), `activeDeadlineSeconds` ends the run; what a restart
+   cannot fix (exit 2, a configuration problem; a full disk) ends it at once.
+   While it runs, one progress line per trainer (launcher.job_progress), with
+   the checkpoint saves that failed.
 5. The job succeeded when every worker exited 0 (pservers still running then
    are stopped, as the operator's cleanPodPolicy does). Print a summary
    line; `--summary PATH` writes it as JSON; exit 0, else non-zero.
