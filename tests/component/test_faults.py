@@ -436,8 +436,20 @@ def test_a_full_workdir_fails_the_job_at_once_naming_enospc(tmp_path):
         worker_log = tmp_path / "work" / "logs" / "worker-0.log"
         _until(lambda: worker_log.exists() and "trainer=0 epoch=" in worker_log.read_text(errors="replace"),
                60, run, "the first progress line")
-        _fill(tmp_path / "work")
-        code, out = _finish(run, 60)
+        # Keep it full: a failed save that removes its partial files, or a log's last page,
+        # frees a little room that the processes would otherwise write on for a while.
+        fillers = 0
+        t_end = time.monotonic() + 90
+        while run.poll() is None and time.monotonic() < t_end:
+            with open(tmp_path / "work" / f"filler-{fillers}", "wb", buffering=0) as f:
+                try:
+                    while True:
+                        f.write(b"\0" * 4096)
+                except OSError as exc:
+                    assert exc.errno == errno.ENOSPC, exc
+            fillers += 1
+            time.sleep(0.05)
+        code, out = _finish(run, 30)
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
