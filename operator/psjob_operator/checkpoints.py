@@ -8,7 +8,14 @@ exports:
     psjob_pserver_last_checkpoint_timestamp_seconds <unix time of the commit>
     psjob_pserver_last_checkpoint_step{path="<checkpoint directory>"} <step>
 
-(the step gauge is optional: without it the status carries the time only).
+(the step gauge is optional: without it the status carries the time only), and
+the saves trainer 0 reported failed (a full disk, a pserver lost mid-save):
+
+    psjob_pserver_checkpoint_failures_total <count>
+    psjob_pserver_last_checkpoint_failure_timestamp_seconds <unix time>
+    psjob_pserver_last_checkpoint_failure_step{error="<why>"} <step>
+
+which the status carries as `failedSaves` and `lastFailure` (step, error, time).
 
 While a job runs, the reconciler fetches http://<pserver-0 pod IP>:<metricsPort>
 /metrics every `checkpoint_poll_seconds` and copies the values to
@@ -27,12 +34,16 @@ from psjob_operator.observe import format_time
 
 STEP_METRIC = "psjob_pserver_last_checkpoint_step"
 TIME_METRIC = "psjob_pserver_last_checkpoint_timestamp_seconds"
+FAILURES_METRIC = "psjob_pserver_checkpoint_failures_total"
+FAILURE_STEP_METRIC = "psjob_pserver_last_checkpoint_failure_step"
+FAILURE_TIME_METRIC = "psjob_pserver_last_checkpoint_failure_timestamp_seconds"
 MAX_BYTES = 4 << 20  # a metrics page is small; refuse to buffer a runaway response
 
 
 def parse_last_checkpoint(text: str) -> dict[str, Any] | None:
-    """{step, path, time} (the keys found) from a Prometheus text page, or None."""
-    step = path = stamp = None
+    """{step, path, time, failedSaves, lastFailure: {step, error, time}} (the keys found)
+    from a Prometheus text page, or None."""
+    step = path = stamp = failures = failed_step = error = failed_stamp = None
     try:
         families = list(text_string_to_metric_families(text))
     except (ValueError, TypeError):
@@ -43,14 +54,35 @@ def parse_last_checkpoint(text: str) -> dict[str, Any] | None:
                 step, path = sample.value, sample.labels.get("path", "")
             elif sample.name == TIME_METRIC:
                 stamp = sample.value
+            elif sample.name == FAILURES_METRIC:
+                failures = sample.value
+            elif sample.name == FAILURE_STEP_METRIC and (failed_step is None or sample.value > failed_step):
+                failed_step, error = sample.value, sample.labels.get("error", "")
+            elif sample.name == FAILURE_TIME_METRIC:
+                failed_stamp = sample.value
     out: dict[str, Any] = {}
     if step is not None and step >= 0:
         out["step"] = int(step)
     if path:
         out["path"] = path
     if stamp:
-        out["time"] = format_time(dt.datetime.fromtimestamp(stamp, tz=dt.timezone.utc))
+        out["time"] = _time(stamp)
+    if failures:
+        out["failedSaves"] = int(failures)
+        failure: dict[str, Any] = {}
+        if failed_step is not None and failed_step >= 0:
+            failure["step"] = int(failed_step)
+        if error:
+            failure["error"] = error
+        if failed_stamp:
+            failure["time"] = _time(failed_stamp)
+        if failure:
+            out["lastFailure"] = failure
     return out or None
+
+
+def _time(stamp: float) -> str:
+    return format_time(dt.datetime.fromtimestamp(stamp, tz=dt.timezone.utc))
 
 
 def probe(url: str, timeout: float) -> dict[str, Any] | None:

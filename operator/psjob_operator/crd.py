@@ -154,7 +154,16 @@ def status_schema() -> dict[str, Any]:
                 "lastCheckpoint": {"type": "object", "properties": {
                     "step": {"type": "integer", "format": "int64"},
                     "path": {"type": "string"},
-                    "time": {"type": "string", "format": "date-time"}}},
+                    "time": {"type": "string", "format": "date-time"},
+                    "failedSaves": {"type": "integer", "format": "int64", "description": (
+                        "Checkpoint saves that failed (no manifest written) since pserver 0 "
+                        "started.")},
+                    "lastFailure": {"type": "object", "description": (
+                        "The newest failed save: its step, why (e.g. No space left on device) "
+                        "and when."), "properties": {
+                        "step": {"type": "integer", "format": "int64"},
+                        "error": {"type": "string"},
+                        "time": {"type": "string", "format": "date-time"}}}}},
                 "pserverResize": {"type": "object", "description": (
                     "The newest change of spec.pserver.replicas: from and to (pservers), the "
                     "newest checkpoint step seen while the old pservers ran, when it started and "

@@ -71,6 +71,9 @@ class PserverMetrics:
     checkpoint_duration: Histogram
     last_checkpoint_timestamp: Gauge
     last_checkpoint_step: Gauge
+    checkpoint_failures: Counter
+    last_checkpoint_failure_timestamp: Gauge
+    last_checkpoint_failure_step: Gauge
     auth_failures: Counter
     nonfinite_pushes: Counter
 
@@ -153,6 +156,19 @@ def pserver_metrics(*, registry: CollectorRegistry) -> PserverMetrics:
             "psjob_pserver_last_checkpoint_step",
             "Training step of the newest checkpoint whose manifest was written; `path` is its directory.",
             ["path"], registry=registry),
+        checkpoint_failures=Counter(
+            "psjob_pserver_checkpoint_failures_total",
+            "Checkpoint saves trainer 0 reported failed (no manifest written: a full disk, a "
+            "pserver lost mid-save), since this pserver started.",
+            registry=registry),
+        last_checkpoint_failure_timestamp=Gauge(
+            "psjob_pserver_last_checkpoint_failure_timestamp_seconds",
+            "Unix time trainer 0 reported the newest failed checkpoint save.",
+            registry=registry),
+        last_checkpoint_failure_step=Gauge(
+            "psjob_pserver_last_checkpoint_failure_step",
+            "Training step of the newest failed checkpoint save; `error` is why it failed.",
+            ["error"], registry=registry),
         auth_failures=Counter(
             "psjob_pserver_auth_failures_total",
             "RPCs rejected as UNAUTHENTICATED, by reason (missing or invalid token).",

@@ -6,6 +6,7 @@ trainers, retrying, carry on. Processes, gRPC and files are all real.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -131,3 +132,49 @@ def test_a_truncated_shard_is_detected_and_the_resumed_job_falls_back_to_the_pre
     assert logs.count(f"restored step {previous} from") == 2, logs  # both pservers skip it, not only shard 0's
     trainer = json.loads((out / "trainer0.json").read_text())
     assert trainer["start"] == previous and len(trainer["losses"]) == 3 * INTERVAL
+
+
+def _run_job(tmp_path, workdir, summary):
+    """`psjob run` of the built-in CTR job (2 pservers, 2 trainers, sync), 15 steps per trainer,
+    a checkpoint every 5; the same YAML resumes in the same workdir."""
+    import yaml
+    path = tmp_path / "ctr.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob", "metadata": {"name": "resume"},
+        "spec": {"image": "psjob:test", "mode": "sync",
+                 "args": ["--examples", "3000", "--batch", "100", "--distributed_table", "--log_every", "0.5"],
+                 "pserver": {"replicas": 2}, "worker": {"replicas": 2},
+                 "checkpoint": {"intervalSteps": 5}, "runPolicy": {"backoffLimit": 2}}}))
+    return subprocess.run([sys.executable, "-m", "psjob.cli", "run", str(path), "--workdir", str(workdir),
+                           "--summary", str(summary), "--progress-interval", "1"],
+                          capture_output=True, text=True, timeout=240, cwd=tmp_path)
+
+
+def test_a_corrupt_trainer_side_file_makes_pservers_and_trainers_resume_from_the_previous_checkpoint(tmp_path):
+    """One flipped byte in a persistable only the trainers hold (the AUC op's statistics):
+    the pservers verify every dense file when they choose a checkpoint, so they skip it, and
+    the trainers resume from the same, previous one; the job succeeds with no worker failure."""
+    workdir = tmp_path / "work"
+    first = _run_job(tmp_path, workdir, tmp_path / "first.json")
+    assert first.returncode == 0, first.stdout + first.stderr
+    root = workdir / "checkpoints"
+    newest = store.newest_good(str(root))
+    assert newest is not None and newest.step == 15, [c.path for c in store.scan(str(root))]
+    name = next(n for n in newest.manifest["vars"] if n.endswith("batch_stat_neg"))
+    victim = os.path.join(newest.path, newest.manifest["vars"][name]["file"])
+    with open(victim, "r+b") as f:  # the last byte: inside the data, after the .npy header
+        f.seek(-1, os.SEEK_END)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([byte[0] ^ 0x01]))
+    resumed = _run_job(tmp_path, workdir, tmp_path / "resumed.json")
+    out = resumed.stdout + resumed.stderr
+    logs = "".join((workdir / "logs" / n).read_text() for n in sorted(os.listdir(workdir / "logs")))
+    assert resumed.returncode == 0, out + logs
+    assert re.search(rf"checkpoint {re.escape(newest.path)} is unusable \(.*{re.escape(name)}.*checksum "
+                     r"mismatch", logs), logs
+    restored = re.findall(r"^\[psjob\] pserver \S+ restored step (\d+) from", logs, re.M)
+    assert restored == ["10", "10"], logs  # both pservers, and not step 15
+    assert logs.count("resumes at step 10 (epoch 1, batch 10)") == 2, logs  # both trainers, alike
+    summary = json.loads((tmp_path / "resumed.json").read_text())
+    assert summary["status"] == "Succeeded" and all(p["restarts"] == 0 for p in summary["processes"]), summary

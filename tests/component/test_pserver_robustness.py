@@ -136,6 +136,40 @@ def test_bad_requests_get_named_errors_and_the_pserver_keeps_serving(job, tmp_pa
 
 
 
+
+def test_malformed_control_messages_are_refused_counted_and_logged_once_without_a_traceback(job, tmp_path):
+    """A control method's protobuf request is decoded after the token check: without the
+    token it is UNAUTHENTICATED (an auth failure, counted), with it INVALID_ARGUMENT; each
+    is one WARNING line in the pserver's log, no traceback."""
+    from psjob.launcher.launch import free_ports
+    start, ep, token = job
+    metrics_port = free_ports(1)[0]
+    start(roles.PSERVER, extra_env={"PSJOB_METRICS_PORT": str(metrics_port)})
+    _serving_client(ep, token).close()
+    garbage = b"\xff\xff\xff\xff"  # no valid field tag: protobuf cannot parse it
+    channel = grpc.insecure_channel(ep)
+    codes = []
+    for method in ("Complete", "Status", "Join", "CheckpointNotify"):
+        call = channel.unary_unary(f"/psjob.rpc.v1.ParameterServer/{method}")
+        for metadata in ((), (("x-psjob-token", token),)):
+            with pytest.raises(grpc.RpcError) as info:
+                call(garbage, timeout=10, metadata=metadata)
+            codes.append(info.value.code())
+            if metadata:
+                assert f"{method}: malformed request" in info.value.details(), info.value.details()
+    channel.close()
+    assert codes == [grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.INVALID_ARGUMENT] * 4, codes
+    text = _scrape(metrics_port)
+    assert 'psjob_pserver_auth_failures_total{reason="missing"} 4.0' in text, text
+    assert 'psjob_pserver_rpc_requests_total{method="Complete",status="INVALID_ARGUMENT"} 1.0' in text
+    # The pserver still serves and never took the garbage for a completion.
+    client = _serving_client(ep, token)
+    assert client.status(ep).state == "SERVING" and list(client.status(ep).completed_trainers) == []
+    client.close()
+    log = (tmp_path / "PSERVER.0.log").read_text()
+    assert "Traceback" not in log and "Exception deserializing" not in log, log
+    assert log.count("malformed") == 4 and log.count("auth token") == 4, log
+
 def _data_hello(port, token: bytes, magic=b"PSJH"):
     """A raw connection to a pserver's data plane (psjob.rpc.dataplane) → (socket, hello status)."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)

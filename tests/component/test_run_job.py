@@ -153,17 +153,34 @@ def test_a_job_with_heter_workers_runs_the_mlp_on_them_and_completes(tmp_path):
 
 
 def test_a_worker_failing_beyond_the_backoff_limit_fails_the_run_and_says_why(tmp_path):
-    job = write_job(tmp_path, spec={"worker": {"replicas": 1, "args": ["--data", str(tmp_path / "nowhere")]},
-                                    "runPolicy": {"backoffLimit": 1}})
+    job = write_job(tmp_path, spec={"worker": {"replicas": 1, "command": [
+        "python", "-c", "import sys; print('the worker broke'); sys.exit(3)"]},
+        "runPolicy": {"backoffLimit": 1}})
     status, out = finish(start_run(job, tmp_path))
     assert status != 0, out
-    assert "BackoffLimitExceeded: worker 0 failed (exit 2), worker failure 2 of this run" in out, out
+    assert "BackoffLimitExceeded: worker 0 failed (exit 3), worker failure 2 of this run" in out, out
     assert "runPolicy.backoffLimit=1 allows 1 retries" in out
-    assert "nowhere" in out  # the tail of the worker's log shows its own error
+    assert "the worker broke" in out  # the tail of the worker's log shows its own error
     summary = json.loads((tmp_path / "summary.json").read_text())
     worker = {p["name"]: p for p in summary["processes"]}["worker-0"]
     assert summary["status"] == "Failed"
-    assert worker["exit_history"] == [2, 2] and worker["restarts"] == 1
+    assert worker["exit_history"] == [3, 3] and worker["restarts"] == 1
+
+
+@pytest.mark.parametrize("spec, problem", [
+    ({"worker": {"replicas": 1, "args": ["--data", "nowhere"]}}, "nowhere"),
+    ({"mode": "geo"}, "geo mode trains local copies of every parameter"),  # --distributed_table
+])
+def test_a_configuration_error_fails_the_job_at_once_instead_of_spending_the_retries(tmp_path, spec, problem):
+    job = write_job(tmp_path, spec={**spec, "runPolicy": {"backoffLimit": 40}})
+    status, out = finish(start_run(job, tmp_path))
+    assert status == 2, out
+    assert re.search(r"ConfigError: exit status 2 is a usage or configuration problem, which a restart "
+                     r"cannot fix: (worker|pserver) \d failed \(exit 2\), not retried", out), out
+    assert problem in out, out  # the tail of the failed process's log names it
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["status"] == "Failed" and summary["reason"].startswith("ConfigError")
+    assert sum(p["restarts"] for p in summary["processes"]) == 0, summary["processes"]
 
 
 def test_a_job_past_its_active_deadline_is_stopped_and_fails(tmp_path):
@@ -188,6 +205,14 @@ def test_a_job_past_its_active_deadline_is_stopped_and_fails(tmp_path):
      "spec.worker.env[0].valueFrom", "give a literal value"),
     ({"tls": {"secretName": "ctr-tls"}}, "spec.tls.secretName (ctr-tls)",
      "export PSJOB_TLS_CERT_FILE, PSJOB_TLS_KEY_FILE and PSJOB_TLS_CA_FILE for psjob run instead"),
+    # What no process can be started with is refused before anything starts.
+    ({"worker": {"env": [{"name": "BIG", "value": "x" * (129 << 10)}]}}, "spec.worker.env[0].value",
+     "is 132,100 bytes; Linux starts no process with an argument or NAME=value entry of 128 KiB"),
+    ({"worker": {"env": [{"name": "NUL", "value": "a\0b"}]}}, "spec.worker.env[0].value",
+     "contains a NUL character"),
+    ({"worker": {"command": [""]}}, "spec.worker.command[0]", "is empty: name the program to run"),
+    ({"command": ["no-such-program-here"]}, "spec.command[0]",
+     "'no-such-program-here' is not a program this machine can run"),
 ])
 def test_an_invalid_job_is_refused_with_the_field_and_the_fix_named(tmp_path, spec, field, fix):
     job = write_job(tmp_path, spec=spec)
@@ -195,7 +220,24 @@ def test_an_invalid_job_is_refused_with_the_field_and_the_fix_named(tmp_path, sp
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2, result.stdout + result.stderr
     assert field in result.stderr and fix in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
     assert not (tmp_path / "w").exists() or not any((tmp_path / "w" / "logs").iterdir())
+
+
+@pytest.mark.parametrize("text, problem", [
+    (b"apiVersion: psjob.dev/v1alpha1\n# caf\xe9\n", "is not UTF-8 text: byte 0xe9 on line 2"),
+    (b"spec:\n  pserver:\n    replicas: " + b"9" * 5000 + b"\n", "holds a value YAML cannot read on line 3"),
+    (b"spec: " + b"[" * 5000 + b"]" * 5000 + b"\n", "is not valid YAML"),
+    (b"spec: " + b"[" * 100 + b"]" * 100 + b"\n", "nests mappings and lists more than 64 levels deep"),
+])
+def test_a_file_that_is_no_readable_yaml_is_refused_naming_the_problem(tmp_path, text, problem):
+    path = tmp_path / "job.yaml"
+    path.write_bytes(text)
+    result = subprocess.run(PSJOB + ["run", str(path), "--workdir", str(tmp_path / "w")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.startswith(f"psjob run: {path}: ") and problem in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
 
 
 def test_cluster_only_fields_such_as_a_pod_template_are_named_as_ignored(tmp_path):
@@ -223,3 +265,129 @@ def test_the_wide_and_deep_model_trains_its_wide_weights_beside_the_distributed_
     manifests = " ".join(open(os.path.join(d, f)).read() for d, _, files in os.walk(checkpoint)
                          for f in files if f.endswith(".json"))
     assert "WideFactors" in saved + manifests and "SparseFeatFactors" in saved + manifests
+
+
+# -- a trainer killed after its completion was recorded -------------------------------------
+
+# Runs the built-in worker (`psjob worker`) with fault points. KILL_AT ("stop_worker": right
+# after stop_worker returned; "announce": after the pservers acknowledged the completion,
+# before the trainer says so in its log) SIGKILLs trainer KILL_TRAINER there, on its first
+# start only. HOLD_TRAINER waits at its stop_worker until the file RELEASE exists.
+COMPLETION_WRAPPER = r"""
+import os, signal, sys, time
+from psjob import entrypoints
+from psjob.fleet.fleet import Fleet
+from psjob.ps import client_service
+
+tid = os.environ["PADDLE_TRAINER_ID"]
+marker = os.environ["KILL_MARKER"]
+first = not os.path.exists(marker)
+
+def die():
+    open(marker, "w").close()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+stop_worker, announce = Fleet.stop_worker, client_service.announce_completion
+
+def held_stop_worker(self):
+    if tid == os.environ.get("HOLD_TRAINER"):
+        while not os.path.exists(os.environ["RELEASE"]):
+            time.sleep(0.05)
+    stop_worker(self)
+    if first and tid == os.environ["KILL_TRAINER"] and os.environ["KILL_AT"] == "stop_worker":
+        die()
+
+def killed_announce(trainer_id):
+    if first and tid == os.environ["KILL_TRAINER"] and os.environ["KILL_AT"] == "announce":
+        die()
+    announce(trainer_id)
+
+Fleet.stop_worker = held_stop_worker
+client_service.announce_completion = killed_announce
+sys.exit(entrypoints.worker_main(sys.argv[1:]))
+"""
+
+
+def completion_job(tmp_path, kill_at, trainers=1, hold=None):
+    wrapper = tmp_path / "completion_wrapper.py"
+    wrapper.write_text(COMPLETION_WRAPPER)
+    env = [{"name": "KILL_MARKER", "value": str(tmp_path / "killed")},
+           {"name": "KILL_TRAINER", "value": "0"}, {"name": "KILL_AT", "value": kill_at},
+           {"name": "HOLD_TRAINER", "value": "" if hold is None else str(hold)},
+           {"name": "RELEASE", "value": str(tmp_path / "release")}]
+    return write_job(tmp_path, spec={"worker": {"replicas": trainers, "command": ["python", str(wrapper)],
+                                                "env": env},
+                                     "runPolicy": {"backoffLimit": 1}})
+
+
+@pytest.mark.parametrize("kill_at", ["stop_worker", "announce"])
+def test_a_trainer_killed_after_its_completion_was_recorded_does_not_keep_the_job_running(tmp_path, kill_at):
+    """stop_worker: the trainer had said it completed; it is not restarted. announce: it had
+    not said so yet; it is restarted, finds the pservers gone (they exited once every trainer
+    completed) or past every trainer, and the job ends Succeeded in seconds, not after the
+    trainer's 300 s wait for pservers that never come back."""
+    started = time.monotonic()
+    status, out = finish(start_run(completion_job(tmp_path, kill_at), tmp_path), timeout=120)
+    assert status == 0, out
+    assert (tmp_path / "killed").exists(), "the fault point was never reached:\n" + out
+    assert time.monotonic() - started < 100, out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    worker = {p["name"]: p for p in summary["processes"]}["worker-0"]
+    assert summary["status"] == "Succeeded", summary
+    assert worker["exit_history"][0] == 137, worker
+    log = (tmp_path / "work" / "logs" / "worker-0.log").read_text()
+    if kill_at == "stop_worker":
+        assert "worker 0 exited with status 137 after the pservers recorded its completion; not " \
+               "restarted" in out, out
+        assert worker["exit_history"] == [137] and worker["restarts"] == 0, worker
+    else:
+        assert worker["restarts"] == 1, worker
+        # The restart saw the pservers past every trainer and exited 0, or found them gone and
+        # was stopped once every pserver had exited 0.
+        assert ("had already completed (pserver" in log and worker["exit_history"] == [137, 0]) or (
+            "was restarted after it had completed" in out), out + log
+
+
+def test_a_trainer_restarted_after_its_completion_while_others_train_exits_0_at_once(tmp_path):
+    """The pservers still serve trainer 1 (held before its stop_worker): restarted trainer 0
+    asks them, finds its completion recorded and exits 0 instead of training again."""
+    proc = start_run(completion_job(tmp_path, "announce", trainers=2, hold=1), tmp_path)
+    log = tmp_path / "work" / "logs" / "worker-0.log"
+    deadline = time.monotonic() + 90
+    while proc.poll() is None and time.monotonic() < deadline:
+        if log.exists() and "had already completed (pserver" in log.read_text():
+            break
+        time.sleep(0.1)
+    (tmp_path / "release").touch()
+    status, out = finish(proc)
+    assert status == 0, out + log.read_text()
+    text = log.read_text()
+    assert re.search(r"trainer 0 had already completed \(pserver 127\.0\.0\.\d:\d+ recorded its "
+                     r"completion\): nothing left to do; exiting 0", text), text
+    assert text.count("trainer=0 epoch=") == text.split("had already completed")[0].count("trainer=0 epoch="), \
+        "the restarted trainer trained again"
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    worker = {p["name"]: p for p in summary["processes"]}["worker-0"]
+    assert worker["exit_history"] == [137, 0] and summary["status"] == "Succeeded", summary
+
+
+@pytest.mark.parametrize("content, summary", [
+    (b"", "0 examples from 0 lines"),
+    (b"1\t0.5\n0\t1,2\t3\n" * 20, "0 examples from 40 lines; skipped 40 malformed (dense_count=20, field_count=20)"),
+    (bytes(range(256)) * 64, "0 examples from "),
+])
+def test_a_job_that_reads_no_example_fails_naming_the_files(tmp_path, content, summary):
+    """An empty file, every line malformed, binary garbage: nothing was trained, so the job
+    fails at once (exit 2, a problem of its input) instead of ending Succeeded."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "part-00000").write_bytes(content)
+    job = write_job(tmp_path, spec={"args": ["--data", str(data), "--batch", "64"],
+                                    "pserver": {"replicas": 1}, "worker": {"replicas": 1},
+                                    "runPolicy": {"backoffLimit": 3}})
+    status, out = finish(start_run(job, tmp_path))
+    assert status == 2, out
+    assert f"no examples were read from {data / 'part-00000'} ({summary}" in out, out
+    result = json.loads((tmp_path / "summary.json").read_text())
+    assert result["status"] == "Failed" and result["reason"].startswith("ConfigError"), result
+    assert result["examples"] == 0

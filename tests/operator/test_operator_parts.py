@@ -92,6 +92,27 @@ def test_the_checkpoint_metrics_page_gives_step_path_and_time():
     assert parse_last_checkpoint("{{{ not prometheus") is None
 
 
+
+def test_failed_checkpoint_saves_on_the_pserver_page_reach_the_status():
+    """The page a pserver serves after trainer 0 reported failed saves (psjob.metrics, set as
+    ps/checkpoint_service.py sets it): count, the newest failure's step, error and time."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from psjob.metrics import pserver_metrics
+    registry = CollectorRegistry()
+    m = pserver_metrics(registry=registry)
+    m.last_checkpoint_timestamp.set(1.7e9)
+    m.last_checkpoint_step.labels("/c/step-00000130").set(130)
+    for step in (140, 150):
+        m.checkpoint_failures.inc()
+        m.last_checkpoint_failure_timestamp.set(1.7e9 + step)
+        m.last_checkpoint_failure_step.clear()
+        m.last_checkpoint_failure_step.labels("[Errno 28] No space left on device").set(step)
+    assert parse_last_checkpoint(generate_latest(registry).decode()) == {
+        "step": 130, "path": "/c/step-00000130", "time": "2023-11-14T22:13:20Z", "failedSaves": 2,
+        "lastFailure": {"step": 150, "error": "[Errno 28] No space left on device",
+                        "time": "2023-11-14T22:15:50Z"}}
+
 def test_a_child_owned_by_someone_else_is_never_adopted():
     ours = {"kind": "Service", "metadata": {"name": "j-pserver", "ownerReferences": [
         {"kind": "ParameterServerJob", "name": "j", "uid": "u1", "controller": True}]}}

@@ -239,3 +239,16 @@ def test_the_fast_path_never_accepts_a_spelling_the_reference_refuses(fmt):
             assert_same(ctr.CtrBatch.from_columns(fast), want)
     assert accepted > 10  # the fast path does take the valid spellings it can parse
 
+
+
+def test_criteo_and_tsv40_values_beyond_float32_are_malformed_naming_the_line(tmp_path):
+    """Finite to Python, inf as the float32 the model is fed."""
+    from psjob.dataset.ctr import _formats
+    from psjob.dataset.ctr._errors import LineProblem
+    criteo = b"1\t" + b"\t".join([b"9" * 40] + [b"1"] * 12) + b"\t" + b"\t".join([b"a1b2c3d4"] * 26)
+    with pytest.raises(LineProblem, match=r"integer column 1 \(40 digits\) is beyond float32's range"):
+        _formats.criteo_line(criteo, None)
+    tsv = b"0\t" + b"\t".join([b"1.5"] * 12 + [b"2e39"]) + b"\t" + b"\t".join([b"7"] * 26)
+    with pytest.raises(LineProblem, match=r"dense column 13 is 2e\+39, beyond float32's range"):
+        _formats.tsv40_line(tsv, None)
+    assert _formats.tsv40_block(tsv + b"\n", None) is None  # the block path leaves it to the line parser

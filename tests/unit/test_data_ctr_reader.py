@@ -293,3 +293,49 @@ def test_unusual_but_valid_spellings_are_read_as_the_reference_parser_reads_them
 def test_odd_id_tokens_never_slip_through_the_fast_path(token):
     line = replace_slot(good_line(1), 3, token)
     assert _parse.parse_block_fast((line + "\n").encode(), None) is None
+
+
+def test_a_bad_line_of_almost_a_block_is_skipped_without_recursing_line_by_line(tmp_path):
+    """A malformed line of ~0.9 MiB among short good ones: splitting the block where the
+    middle falls (inside that line) used to peel one good line per recursion level, and
+    thousands of them raised RecursionError even under on_error="skip"."""
+    before = [good_line(i) for i in range(1, 3001)]
+    after = [good_line(i) for i in range(3002, 3101)]
+    huge = "1\t" + "9," * (470 << 10)  # ~0.92 MiB, under MAX_LINE_BYTES, no slots field
+    path = tmp_path / "huge.txt"
+    path.write_text("\n".join(before + [huge] + after) + "\n")
+    stats = ctr.ReaderStats()
+    got = sum(len(b) for b in ctr.batches(str(path), 512, stats=stats))
+    assert got == 3099 and stats.lines == 3100
+    assert [(b.line, b.problem) for b in stats.samples] == [(3001, ctr.Problem.FIELD_COUNT)]
+    with pytest.raises(ctr.DataError, match=r"huge.txt:3001: field_count"):
+        list(ctr.batches(str(path), 512, on_error="raise"))
+
+
+@pytest.mark.parametrize("value, detail", [("1e39", "is 1e+39, beyond float32's range (±3.403e+38)"),
+                                           ("-3.5e38", "is -3.5e+38, beyond float32's range (±3.403e+38)"),
+                                           ("1e400", "is inf")])
+def test_a_dense_value_beyond_float32_is_malformed_naming_file_and_line(tmp_path, value, detail):
+    """1e39 is finite in float64 but inf in float32, the dtype the model is fed: training
+    would die on "auc: Predict contains NaN" naming no file or line."""
+    lines = [good_line(i) for i in range(1, 41)]
+    lines[16] = replace_dense(lines[16], 3, value)
+    path = tmp_path / "f32.txt"
+    path.write_text("\n".join(lines) + "\n")
+    stats = ctr.ReaderStats()
+    batches = list(ctr.batches(str(path), 16, stats=stats))
+    assert sum(len(b) for b in batches) == 39
+    assert all(np.isfinite(b.dense).all() for b in batches)
+    (bad,) = stats.samples
+    assert (bad.file, bad.line, bad.problem) == (str(path), 17, ctr.Problem.NON_FINITE)
+    assert bad.detail == f"dense value 3 {detail}", bad.detail
+    with pytest.raises(ctr.DataError, match=r"f32.txt:17: non_finite: dense value 3 is"):
+        list(ctr.batches(str(path), 16, on_error="raise"))
+
+
+def test_the_largest_float32_values_are_still_read():
+    line = replace_dense(replace_dense(good_line(1), 0, "3.4028234e38"), 1, "-3.4e38").encode()
+    fast = _parse.parse_block_fast(line + b"\n", _parse.id_ranges("dense"))
+    assert fast is not None and np.isfinite(fast.dense).all()
+    _, dense, _ = _parse.parse_line(line, _parse.id_ranges("dense"))
+    assert np.isfinite(dense).all() and dense[1] == np.float32(-3.4e38)

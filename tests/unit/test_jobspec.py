@@ -185,3 +185,36 @@ def test_worker_max_replicas_below_replicas_is_refused_naming_the_field():
     job = jobspec.parse_job(manifest)
     env = roles.role_environment(roles.kubernetes_topology(job, "default"), roles.PSERVER, 0)
     assert env["PSJOB_MAX_TRAINERS"] == env["PADDLE_TRAINERS"] == "4"  # no replica count in it
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ({"worker": {"env": [{"name": "A", "value": "x" * (128 << 10)}]}},
+     "spec.worker.env[0].value: is 131,074 bytes; Linux starts no process with an argument or "
+     "NAME=value entry of 128 KiB or more"),
+    ({"pserver": {"env": [{"name": "A", "value": "nul\0"}]}}, "spec.pserver.env[0].value: contains a NUL"),
+    ({"args": ["--data", "a\0b"]}, "spec.args[1]: contains a NUL"),
+    ({"worker": {"args": ["x" * (130 << 10)]}}, "spec.worker.args[0]: is 133,120 bytes"),
+    ({"command": [" "]}, "spec.command[0]: is empty: name the program to run"),
+    ({"worker": {"env": [{"name": f"V{i}", "value": "x" * (100 << 10)} for i in range(11)]}},
+     "spec.worker: the command, arguments and environment of its processes add up to"),
+])
+def test_what_no_process_can_be_started_with_is_refused_naming_the_field(spec, expected):
+    assert expected in error_of(manifest(spec))
+
+
+def test_an_env_value_just_under_the_exec_limit_is_accepted():
+    value = "x" * ((128 << 10) - len("A=") - 1)
+    assert parse_job(manifest({"worker": {"env": [{"name": "A", "value": value}]}})).spec.worker.env[0].value == value
+
+
+@pytest.mark.parametrize("raw, expected", [
+    (b"a: \xff\n", "is not UTF-8 text: byte 0xff on line 1"),
+    (b"a: " + b"1" * 4400 + b"\n", "holds a value YAML cannot read on line 1"),
+    (b"a:\n  b: " + b"[" * 70 + b"]" * 70 + b"\n",
+     "nests mappings and lists more than 64 levels deep"),
+])
+def test_load_job_file_names_what_makes_a_file_unreadable(tmp_path, raw, expected):
+    path = tmp_path / "job.yaml"
+    path.write_bytes(raw)
+    with pytest.raises(JobSpecError, match=expected):
+        load_job_file(str(path))

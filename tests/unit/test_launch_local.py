@@ -73,6 +73,15 @@ def test_one_outcome_rule_with_each_fronts_words(tmp_path):
         "BackoffLimitExceeded: worker 0 failed (exit 2), worker failure 2 of this run; "
         "runPolicy.backoffLimit=1 allows 1 retries; see ")
 
+    # A failure no restart fixes names its class; a trainer killed after its completion succeeded.
+    failing[1].fatal = "ConfigError: exit status 2 is a usage or configuration problem"
+    assert conclude(yaml, 2)[1].startswith("ConfigError: exit status 2 is a usage or configuration problem: "
+                                           "worker 0 failed (exit 2), not retried; see ")
+    killed = ended(roles.TRAINER, 0, 137, tmp_path=tmp_path)
+    killed.completed = True
+    assert conclude(LocalJob(name="j", mode="sync", trainers=1, checkpoint_dir="", specs=[done[0], killed]),
+                    0) == (0, "Succeeded: every trainer completed")
+
     crashed = [ended(roles.PSERVER, 0, 1, 137, tmp_path=tmp_path), ended(roles.TRAINER, 0, tmp_path=tmp_path)]
     assert conclude(LocalJob(name="j", mode="sync", trainers=1, checkpoint_dir="", specs=crashed), 137)[1] \
         .startswith("PserverFailed: pserver.0 failed 2 time(s), last with exit 137; see ")

@@ -12,7 +12,6 @@ import re
 
 import pytest
 
-
 HARNESS_TIMEOUT = 400           # PADDLEREC_TIMEOUT, the harness's limit on the launcher, raised for a busy machine (conftest)
 FIGURES = re.compile(r"^trainer (\d): auc (\[.*?\]) global_auc (\[.*?\]) loss (\[.*?\]) "
                      r"examples (\[.*?\]) saved (\{.*\})$", re.M)

@@ -17,8 +17,10 @@ Status of a checkpoint directory:
     invalid     the manifest cannot be read or is not psjob's format
 
 `candidates(root)` lists the ok ones newest first; loaders walk that list and
-fall back to the next when reading a file reveals a checksum mismatch
-(`verify` reads and hashes everything, for `psjob checkpoint verify`).
+fall back to the next when reading a file reveals a checksum mismatch. Before
+they take one, pservers and trainers read every dense file of it (`read_dense`),
+so they agree on which checkpoint is good whatever file is damaged (`verify`
+reads and hashes everything, tables included, for `psjob checkpoint verify`).
 
 Retention keeps the `keep` newest ok checkpoints and removes older ones, and
 removes incomplete or damaged directories older than the newest ok one. It
@@ -137,6 +139,24 @@ def mark_corrupt(path: str, reason: str) -> None:
 
 def is_checkpoint_root(path: str) -> bool:
     return not has_manifest(path) and any(STEP_RE.match(n) for n in storage.for_path(path).list_dirs(path))
+
+
+def read_dense(path: str, doc: dict, keep=()) -> dict:
+    """Read every dense variable of the save in `path` (manifest `doc`) and check its sha256
+    — the parameters and optimizer state, and what only the trainers hold (metric states) —
+    one at a time; return the arrays named in `keep`. Raises CheckpointError (a
+    CorruptFileError naming the file) at the first bad one.
+
+    Pservers and trainers call it when they choose a checkpoint to restore, so they skip the
+    same damaged ones: a pserver reads only the files of the variables it holds, a trainer
+    only its own, and without it a checkpoint good for the pservers but corrupt in a
+    trainer-side file would be restored by the pservers and fail every trainer's resume."""
+    kept, npz_cache = {}, {}
+    for name, entry in sorted(doc.get("vars", {}).items()):
+        arr = read_var(path, name, entry, npz_cache)
+        if name in keep:
+            kept[name] = arr
+    return kept
 
 
 def verify(path: str) -> list[str]:

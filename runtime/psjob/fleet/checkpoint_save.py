@@ -41,6 +41,7 @@ import logging
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -181,9 +182,41 @@ def rpc_service(executor, program, dist: DistInfo):
     return client, None, client.close
 
 
+def report_failure(executor, program, dist: DistInfo, dirname: str, step: int, error: str) -> None:
+    """Tell every pserver the save of `step` failed (protocol.FAILED: they export it as
+    metrics). In the background and best effort: a save often fails because a pserver is
+    gone, and training must not wait for it to answer."""
+    def send():
+        try:
+            client, _flush, close = rpc_service(executor, program, dist)
+        except Exception as exc:  # noqa: BLE001 - best effort
+            log.warning("could not report the failed checkpoint %s: %s", dirname, exc)
+            return
+        try:
+            _command(client, list(dist.endpoints), dirname, step, protocol.FAILED,
+                     error=protocol.error_param(error))
+        except Exception as exc:  # noqa: BLE001 - best effort
+            log.warning("could not report the failed checkpoint %s to the pservers: %s", dirname, exc)
+        finally:
+            if close is not None:
+                close()
+    threading.Thread(target=send, name="psjob-checkpoint-failure", daemon=True).start()
+
+
 def _command(client, endpoints, dirname, step, command, **params) -> dict:
-    replies = client.checkpoint_notify(dirname, int(step or 0), protocol.tag(command, **params),
-                                       endpoints=list(endpoints))
+    """Send one checkpoint command to every pserver at once; {endpoint: answer}. Every answer is
+    awaited before an error is raised: a pserver still writing its shard when another failed
+    must be done before the failed save's directory is removed (it would create it again)."""
+    tag, endpoints = protocol.tag(command, **params), list(endpoints)
+    if len(endpoints) == 1:
+        replies = client.checkpoint_notify(dirname, int(step or 0), tag, endpoints=endpoints)
+    else:
+        with ThreadPoolExecutor(max_workers=len(endpoints), thread_name_prefix="psjob-ckpt") as pool:
+            calls = [pool.submit(client.checkpoint_notify, dirname, int(step or 0), tag, endpoints=[ep])
+                     for ep in endpoints]
+        replies = {}
+        for call in calls:  # all done (the pool was shut down): raise the first error
+            replies.update(call.result())
     return {ep: protocol.decode_reply(ep, files) for ep, files in replies.items()}
 
 

@@ -38,7 +38,10 @@ training goes on and the next step tries again.
 A Checkpointer without a root (PSJOB_CHECKPOINT_DIR unset) does nothing, so
 scripts can call it unconditionally. A save that fails (a pserver restarted
 mid-save, a full disk) is logged and training goes on; the previous
-checkpoints stay.
+checkpoints stay. The failed save's directory is removed, the pservers are told
+(they export it as metrics, which the operator's status shows) and its line
+(`checkpoint at step N failed: ERROR`) is what `psjob run` shows on the
+terminal and in its summary.
 """
 from __future__ import annotations
 
@@ -52,9 +55,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..checkpoint import storage
-from ..checkpoint.format import CheckpointError, invalidate, new_manifest, read_var, write_array, write_manifest
-from ..checkpoint.store import (POSITIONS, apply_retention, committed, position_path,
-                                step_dirname)
+from ..checkpoint.format import (MANIFEST, CheckpointError, CorruptFileError, invalidate, new_manifest,
+                                 write_array, write_manifest)
+from ..checkpoint.store import (POSITIONS, apply_retention, committed, has_manifest, mark_corrupt,
+                                position_path, read_dense, step_dirname)
 from ..fluid.core import global_scope
 from ..ps import checkpoint_protocol as protocol
 from . import checkpoint_save as distributed
@@ -197,10 +201,19 @@ class Checkpointer:
             self._thaw_leftover()
         info = None
         for c in committed(self.config.root):
+            reason = c.reason
             if c.ok:
-                info = c
-                break
-            print(f"[psjob] trainer {self.config.trainer_id}: checkpoint {c.path} is unusable ({c.reason}); "
+                try:
+                    # Every dense file, as the pservers check it when they restore: they skip
+                    # the same checkpoints, so both sides resume from the same one.
+                    locals_ = read_dense(c.path, c.manifest, keep=self._local_names())
+                    info = c
+                    break
+                except CheckpointError as exc:
+                    reason = str(exc)
+                    if isinstance(exc, CorruptFileError):
+                        mark_corrupt(c.path, reason)
+            print(f"[psjob] trainer {self.config.trainer_id}: checkpoint {c.path} is unusable ({reason}); "
                   "falling back to the previous good checkpoint", flush=True)
         if info is None:
             return None
@@ -214,7 +227,9 @@ class Checkpointer:
             mine = {"step": 0}
         position = dict(mine or doc.get("position") or {"step": info.step})
         position.setdefault("step", info.step)
-        self._restore_locals(info.path, doc)
+        xp = self.exe.xp
+        for name, arr in locals_.items():  # all read and verified first
+            self.scope.vars[name] = arr if xp.__name__ == "numpy" else xp.asarray(arr)
         self._last_step = int(position["step"])
         self.resumed_from = info.path
         log.info("trainer %d resumes at %s from %s", self.config.trainer_id, position, info.path)
@@ -241,20 +256,13 @@ class Checkpointer:
             print(f"[psjob] trainer 0: released the checkpoint freeze an earlier trainer 0 left on "
                   f"{', '.join(released)} (it died inside a save; that save is abandoned)", flush=True)
 
-    def _restore_locals(self, path, doc):
+    def _local_names(self) -> list[str]:
+        """The persistables a resume loads into this trainer (metric states...); the
+        parameters come from the pservers."""
         if self.dist is not None:
             remote = distributed.remote_groups(self.program, self.dist)
-            names = [v.name for v in distributed.local_vars(self.program, self.dist, remote)]
-        else:
-            names = [v.name for v in self.program.list_vars() if distributed._saveable(v)]
-        values = {}
-        for name in names:
-            entry = doc["vars"].get(name)
-            if entry is not None:
-                values[name] = read_var(path, name, entry)
-        xp = self.exe.xp
-        for name, arr in values.items():  # all read and verified first
-            self.scope.vars[name] = arr if xp.__name__ == "numpy" else xp.asarray(arr)
+            return [v.name for v in distributed.local_vars(self.program, self.dist, remote)]
+        return [v.name for v in self.program.list_vars() if distributed._saveable(v)]
 
     # -- periodic saves ------------------------------------------------------------------
     def due(self, step: int) -> bool:
@@ -307,9 +315,14 @@ class Checkpointer:
             else:
                 save_local(path, self.program, self.scope, request)
         except (CheckpointError, OSError, RuntimeError) as exc:
-            self.failures.append(str(exc))
-            log.warning("checkpoint at step %d failed: %s", step, exc)
-            print(f"[psjob] checkpoint at step {step} failed: {exc}", flush=True)
+            error = " ".join(str(exc).split())  # one line: launchers read it back from the log
+            self.failures.append(error)
+            log.warning("checkpoint at step %d failed: %s", step, error)
+            self._discard(path)
+            if self.dist is not None:
+                distributed.report_failure(self.exe, self.program, self.dist, path, int(step), error)
+            # Read back by psjob run / psjob launch (launcher.job_progress.CKPT_FAILED).
+            print(f"[psjob] checkpoint at step {step} failed: {error}", flush=True)
             self._last_step, self._last_time = int(step), time.monotonic()
             return None
         self._last_step, self._last_time = int(step), time.monotonic()
@@ -318,6 +331,18 @@ class Checkpointer:
         print(f"[psjob] checkpoint step {step} saved to {path} in {time.monotonic() - t0:.2f}s"
               + (f"; removed {len(removed)} old" if removed else ""), flush=True)
         return path
+
+    @staticmethod
+    def _discard(path: str) -> None:
+        """Remove what a failed save left in `path` (no manifest: it is no checkpoint), so
+        failing saves do not pile up directories that retention keeps (it never touches what
+        is newer than the newest good checkpoint)."""
+        if has_manifest(path):
+            return  # committed after all (the failure came later): a checkpoint, keep it
+        try:
+            storage.for_path(path).remove_tree(path, first=MANIFEST)
+        except OSError as exc:  # nothing was created, or the store refuses: retention tries later
+            log.debug("could not remove the partial checkpoint %s: %s", path, exc)
 
     # -- positions -----------------------------------------------------------------------
     def _write_position(self, position: dict) -> None:

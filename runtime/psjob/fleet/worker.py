@@ -1,7 +1,8 @@
 """A Fleet trainer's connection to the pservers, from init_worker to stop_worker.
 
 `WorkerConnection.open` makes the gRPC client (waiting until every pserver
-serves when the strategy's `launch_barrier` is set or the job is elastic;
+serves when the strategy's `launch_barrier` is set or the job is elastic — a
+trainer the pservers had recorded as completed exits 0 there instead;
 joining the member set of an elastic job before the startup program pulls the
 parameters: see psjob.ps.pserver_state), builds the mode's RPC service around
 it (psjob.ps.client_service.trainer_service) and installs that as the process
@@ -33,7 +34,12 @@ class WorkerConnection:
         token = token_from_env(rm.settings())
         client = PSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token, settings=rm.settings())
         if job.strategy.launch_barrier or rm.worker_capacity():
-            client.wait_server_ready()
+            # ... or exit 0 at once (TrainerAlreadyCompleted) when this trainer had completed.
+            try:
+                client_service.wait_until_serving(client, rm.settings(), elastic=bool(rm.worker_capacity()))
+            except BaseException:
+                client.close()
+                raise
         if rm.worker_capacity():
             client.join()  # before the startup program pulls the parameters: see psjob.ps.pserver_state
         s = job.strategy
@@ -75,6 +81,7 @@ class WorkerConnection:
             finally:
                 self.service.complete()
             completed = True
+            client_service.announce_completion(self.client.trainer_id)
         finally:
             client_service.install(None)
             self.client.close()

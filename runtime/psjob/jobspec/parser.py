@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import io
 import re
 from collections.abc import Mapping
 from dataclasses import MISSING
@@ -34,21 +35,108 @@ def parse_job(manifest: Mapping[str, Any]) -> ParameterServerJob:
     if "spec" not in manifest:
         raise JobSpecError("spec", "is required: add spec with at least spec.image")
     spec = _parse_object(JobSpec, manifest["spec"], "spec")
+    check_process_strings(spec)
     return ParameterServerJob(name=name, namespace=namespace, spec=spec)
 
 
 def load_job_file(path: str) -> ParameterServerJob:
-    """Read and parse a job YAML file (one document)."""
+    """Read and parse a job YAML file (one document). What cannot be read as a job — not
+    UTF-8, too large, nested too deep, a number too long for Python's int conversion — is
+    a JobSpecError naming the file and the problem."""
     import yaml
 
+    with open(path, "rb") as handle:
+        raw = handle.read(MAX_FILE_BYTES + 1)
+    if len(raw) > MAX_FILE_BYTES:
+        raise JobSpecError(path, f"is larger than {MAX_FILE_BYTES // 1024} KiB (Kubernetes stores an "
+                           "object of at most 1.5 MiB): is it the job's YAML?")
     try:
-        with open(path, encoding="utf-8") as handle:
-            documents = [d for d in yaml.safe_load_all(handle) if d is not None]
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise JobSpecError(path, f"is not UTF-8 text: byte 0x{raw[exc.start]:02x} on line {line} "
+                           "(save the file as UTF-8)") from None
+    # libyaml's parser when PyYAML has it: it bounds nesting (1000 levels) and is linear in
+    # it, where the pure-Python scanner takes seconds for a thousand nested brackets.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    stream = io.StringIO(text)
+    stream.name = path  # YAML's error marks name the file
+    try:
+        documents = [d for d in yaml.load_all(stream, Loader=loader) if d is not None]
     except yaml.YAMLError as exc:
         raise JobSpecError(path, f"is not valid YAML: {exc}") from None
+    except RecursionError:
+        raise JobSpecError(path, "nests too deeply to read as YAML") from None
+    except ValueError as exc:  # int("9" * 5000): Python caps integer strings at 4300 digits
+        long_number = re.search(r"\d{1000,}", text)
+        where = f" on line {text[:long_number.start()].count(chr(10)) + 1}" if long_number else ""
+        raise JobSpecError(path, f"holds a value YAML cannot read{where}: {exc}") from None
     if len(documents) != 1:
         raise JobSpecError(path, f"must hold exactly one YAML document, found {len(documents)}")
+    _check_depth(documents[0], path)
     return parse_job(documents[0])
+
+
+MAX_FILE_BYTES = 1536 * 1024  # etcd's object size limit: no job is larger
+MAX_DEPTH = 64                # a job nests a dozen levels; pod templates a few more
+
+
+def _check_depth(doc: Any, path: str) -> None:
+    """Refuse a document nested deeper than MAX_DEPTH (pass-through objects such as pod
+    templates are walked recursively later). Iterative, so any depth is safe to check."""
+    todo = [(doc, 1)]
+    while todo:
+        value, depth = todo.pop()
+        if depth > MAX_DEPTH:
+            raise JobSpecError(path, f"nests mappings and lists more than {MAX_DEPTH} levels deep: "
+                               "a job is a few levels deep; is it the job's YAML?")
+        items = value.values() if isinstance(value, Mapping) else value if isinstance(value, list) else ()
+        todo.extend((item, depth + 1) for item in items)
+
+
+# Linux refuses to start a process with a NUL in an argument or environment entry, with an
+# entry (NAME=value, an argument) of MAX_ARG_STRLEN = 128 KiB or more, or with arguments and
+# environment larger than ARG_MAX together (2 MiB by default; the runtime adds its own
+# variables, hence 1 MiB for the job's). The pod's container would fail to start alike.
+MAX_ARG_BYTES = 128 * 1024
+MAX_EXEC_BYTES = 1024 * 1024
+
+
+def check_process_strings(spec: JobSpec) -> None:
+    """Every command, argument and environment entry a role's processes start with can be
+    passed to exec; JobSpecError naming the field otherwise."""
+    roles_ = (("pserver", spec.pserver), ("worker", spec.worker), ("heterWorker", spec.heter_worker))
+    for where, command in [("spec.command", spec.command)] + [
+            (f"spec.{key}.command", role.command) for key, role in roles_ if role is not None]:
+        if command and not command[0].strip():
+            raise JobSpecError(f"{where}[0]", "is empty: name the program to run (or leave "
+                               f"{where} out for psjob's own)")
+    for key, role in roles_:
+        if role is None:
+            continue
+        entries = [(f"spec.{key}.env[{i}].value", f"{var.name}={var.value or ''}")
+                   for i, var in enumerate(role.env)]
+        command = role.command or spec.command
+        args = role.args or spec.args
+        base = f"spec.{key}" if role.command else "spec"
+        entries += [(f"{base}.command[{i}]", a) for i, a in enumerate(command)]
+        entries += [(f"spec.{key}.args[{i}]" if role.args else f"spec.args[{i}]", a) for i, a in enumerate(args)]
+        total = 0
+        for field, text in entries:
+            size = len(text.encode("utf-8", "surrogatepass"))
+            total += size + 1
+            if "\0" in text:
+                raise JobSpecError(field, "contains a NUL character, which no process argument or "
+                                   "environment variable can hold: remove it")
+            if size >= MAX_ARG_BYTES:
+                raise JobSpecError(field, f"is {size:,} bytes; Linux starts no process with an "
+                                   f"argument or NAME=value entry of {MAX_ARG_BYTES // 1024} KiB or "
+                                   "more: pass large data in a file")
+        if total > MAX_EXEC_BYTES:
+            raise JobSpecError(f"spec.{key}", f"the command, arguments and environment of its "
+                               f"processes add up to {total:,} bytes, more than the "
+                               f"{MAX_EXEC_BYTES // 1024} KiB a process may start with here: "
+                               "pass large data in a file")
 
 
 def _parse_object(cls: type, value: Any, path: str) -> Any:

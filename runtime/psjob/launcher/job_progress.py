@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -29,17 +30,38 @@ def _num(value, spec: str, default: str = "-") -> str:
     return default
 
 
-def describe(progress: dict) -> str:
-    """One trainer's progress as the terminal shows it."""
+# A save's outcome as trainers print it (psjob.fleet.checkpointer.Checkpointer.save).
+CKPT_FAILED = re.compile(r"\[psjob\] checkpoint at step (\d+) failed: (.*)")
+CKPT_SAVED = re.compile(r"\[psjob\] checkpoint step (\d+) saved to ")
+ERROR_CHARS = 90  # of a failed save's error on the terminal; the summary keeps it whole
+OS_ERROR = re.compile(r"\[Errno \d+\][^:'\"]*")
+
+
+def describe(progress: dict, saves: dict | None = None) -> str:
+    """One trainer's progress as the terminal shows it; `saves` (LogWatcher.saves) adds the
+    checkpoint saves that failed since its last good one."""
     p = progress
     if p.get("finished"):
         head = f"done in {_num(p.get('seconds'), '.0f')}s, {_num(p.get('steps'), 'd')} steps"
     else:
         epoch = f"epoch {p['epoch']}  " if "epoch" in p else ""  # Fleet scripts' lines have none
         head = f"{epoch}step {p.get('step')}"
-    return (f"{head}  {_num(p.get('examples'), ',d')} ex  {_num(p.get('examples/s'), ',.0f')} ex/s  "
+    text = (f"{head}  {_num(p.get('examples'), ',d')} ex  {_num(p.get('examples/s'), ',.0f')} ex/s  "
             f"loss {_num(p.get('loss'), '.4f')}  auc {_num(p.get('auc'), '.4f')}  "
             f"ckpt {p.get('checkpoint', 'none')}")
+    if saves and saves.get("failed_since_saved"):
+        text += (f" ({saves['failed_since_saved']} checkpoint save(s) failed since, the last at step "
+                 f"{saves['last_step']}: {short_error(saves['last_error'])})")
+    return text
+
+
+def short_error(error: str) -> str:
+    """A failed save's error for the terminal: the OS error when there is one ("[Errno 28] No
+    space left on device", wherever the RPC layers put it), else its first ERROR_CHARS."""
+    os_error = OS_ERROR.search(error)
+    if os_error:
+        return os_error.group(0).strip()
+    return error if len(error) <= ERROR_CHARS else error[:ERROR_CHARS - 1] + "…"
 
 
 class LogWatcher:
@@ -54,6 +76,9 @@ class LogWatcher:
         self.name = name
         self.latest: dict[int, dict] = {}
         self.finals: dict[int, dict] = {}
+        # Per trainer, its failed checkpoint saves: failed (in all), failed_since_saved,
+        # last_step, last_error — a failing save is otherwise only in the trainer's log.
+        self.saves: dict[int, dict] = {}
         self._offsets = {i: 0 for i in logs}
         self._partial = {i: "" for i in logs}
         self._shown: dict[int, str] = {}
@@ -94,11 +119,24 @@ class LogWatcher:
             for line in self._new_lines(index, path):
                 progress = parse_line(line)
                 if progress is None:
+                    self._note_save(index, line)
                     continue
                 with self._lock:
                     self.latest[index] = progress
                     if progress["finished"]:
                         self.finals[index] = progress
+
+    def _note_save(self, index: int, line: str) -> None:
+        failed = CKPT_FAILED.search(line)
+        if failed:
+            with self._lock:
+                saves = self.saves.setdefault(index, {"failed": 0, "failed_since_saved": 0})
+                saves["failed"] += 1
+                saves["failed_since_saved"] += 1
+                saves["last_step"], saves["last_error"] = int(failed.group(1)), failed.group(2).strip()
+        elif CKPT_SAVED.search(line) and index in self.saves:
+            with self._lock:
+                self.saves[index]["failed_since_saved"] = 0
 
     def _new_lines(self, index: int, path: str) -> list[str]:
         try:
@@ -121,7 +159,7 @@ class LogWatcher:
     def show(self) -> None:
         """Print the trainers whose progress changed; on a terminal, redraw the block in place."""
         with self._lock:
-            items = [(i, describe(p)) for i, p in sorted(self.latest.items())]
+            items = [(i, describe(p, self.saves.get(i))) for i, p in sorted(self.latest.items())]
             changed = [(i, text) for i, text in items if self._shown.get(i) != text]
             if not changed:
                 return
@@ -186,6 +224,7 @@ def summarize(*, job: str, mode: str, outcome: tuple[int, str], seconds: float, 
         "auc": _clean(_weighted(finals, "auc")),
         "trainers": [{k: _clean(v) for k, v in f.items()} for f in finals],
         "newest_checkpoint": ({"path": ckpt.path, "step": ckpt.step} if ckpt else None),
+        "checkpoint_failures": _save_failures(watcher.saves),
         "processes": [{"name": name_of(sp), "role": sp.role, "index": sp.index,
                        "exit_code": None if sp.exit_code is None else exit_status(sp.exit_code),
                        # a pserver resize starts every process again: not a restart
@@ -193,6 +232,18 @@ def summarize(*, job: str, mode: str, outcome: tuple[int, str], seconds: float, 
                        "exit_history": [exit_status(c) for c in sp.history], "log": sp.log_path}
                       for sp in specs],
     }
+
+
+def _save_failures(saves: dict) -> dict | None:
+    """The run's failed checkpoint saves (every trainer's): count, failed since the last good
+    save, the last one's step and error; None when none failed."""
+    failing = [v for v in saves.values() if v["failed"]]
+    if not failing:
+        return None
+    last = max(failing, key=lambda v: v["last_step"])
+    return {"count": sum(v["failed"] for v in failing),
+            "since_last_saved": sum(v["failed_since_saved"] for v in failing),
+            "last_step": last["last_step"], "last_error": last["last_error"]}
 
 
 def exit_status(code: int) -> int:
@@ -247,6 +298,11 @@ def summary_line(summary: dict) -> str:
             f"{summary['steps']:,} steps, {summary['examples']:,} examples, "
             f"loss {num(summary['loss'], '.4f')}, AUC {num(summary['auc'], '.4f')}, "
             f"newest checkpoint {ckpt_text}, {restarts} restart(s)")
+    failures = summary.get("checkpoint_failures")
+    if failures:
+        head += (f"\n[psjob] {failures['count']} checkpoint save(s) failed, {failures['since_last_saved']} "
+                 f"since the last good one; the last at step {failures['last_step']}: "
+                 f"{failures['last_error']}")
     if summary["status"] != "Succeeded":
         head += f"\n[psjob] {summary['reason']}"
     return head

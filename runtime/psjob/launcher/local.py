@@ -222,8 +222,12 @@ def conclude(job: LocalJob, status: int) -> tuple[int, str]:
         return 124, f"{job.deadline.reason}: the job ran longer than {job.deadline.setting}"
     if status in (130, 143):
         return status, "Interrupted: stopped by a signal"
-    if non_servers and all(sp.exit_code == 0 for sp in non_servers):
+    if non_servers and all(sp.succeeded for sp in non_servers):
         return 0, "Succeeded: every trainer completed"
+    for sp in job.specs:  # a failure no restart could fix ended the run at once
+        if sp.fatal:
+            return status or 1, (f"{sp.fatal}: {job.label_of(sp)} failed (exit {exit_status(sp.history[-1])}), "
+                                 f"not retried; see {_short(sp.log_path)}:\n{log_tail(sp.log_path)}")
     # The process that ended the run failed on its last start (the others were stopped).
     failed = [sp for sp in job.specs if sp.history and len(sp.history) == sp.starts and sp.history[-1] != 0]
     for sp in failed:

@@ -19,8 +19,10 @@ Lifecycle:
 4. Supervise as Kubernetes would (launcher.supervisor): a pserver that dies
    is restarted with the same index and endpoint (a StatefulSet recreating
    its pod), worker failures draw on one budget of `runPolicy.backoffLimit`
-   retries (a Job's), `activeDeadlineSeconds` ends the run. While it runs,
-   one progress line per trainer (launcher.job_progress).
+   retries (a Job's), `activeDeadlineSeconds` ends the run; what a restart
+   cannot fix (exit 2, a configuration problem; a full disk) ends it at once.
+   While it runs, one progress line per trainer (launcher.job_progress), with
+   the checkpoint saves that failed.
 5. The job succeeded when every worker exited 0 (pservers still running then
    are stopped, as the operator's cleanPodPolicy does). Print a summary
    line; `--summary PATH` writes it as JSON; exit 0, else non-zero.
@@ -31,6 +33,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -84,8 +87,8 @@ def main(argv=None) -> int:
                   "run; set it to false to train")
             return 0
         run = plan(job, args)
-    except jobspec.JobSpecError as exc:
-        return _usage(f"{args.job}: {exc}")
+    except jobspec.JobSpecError as exc:  # a problem of the file itself names it already
+        return _usage(str(exc) if exc.field == args.job else f"{args.job}: {exc}")
     except FileNotFoundError as exc:
         return _usage(f"{exc.filename}: no such file")
     except (RunError, OSError) as exc:
@@ -120,6 +123,11 @@ def check_local(job: jobspec.ParameterServerJob, args) -> None:
             if var.value_from is not None:
                 raise RunError(f"spec.{key}.env[{i}].valueFrom ({var.name}): psjob run cannot read "
                                "Secrets, ConfigMaps or pod fields; give a literal value instead")
+        program = command_for(s, roles.TRAINER, role)[0]  # the role is only used for psjob's own
+        if not shutil.which(program):
+            field = f"spec.{key}.command[0]" if role.command else "spec.command[0]"
+            raise RunError(f"{field}: {program!r} is not a program this machine can run (not on "
+                           "PATH, or not executable)")
 
 
 # Fields only the operator reads (images, scheduling, volumes, Kubernetes policies).

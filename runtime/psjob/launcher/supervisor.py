@@ -19,8 +19,20 @@ polls:
 - trainer 0 that exits `roles.RESIZE_HOLD_EXIT` stopped at the checkpoint of a pserver
   resize (launcher.scale): it is neither a failure nor restarted here — the resize
   starts every process again (`stop_for_resize`, then `add`);
+- a failure that a restart cannot fix stops the whole group at once, its reason
+  kept in `ProcessSpec.fatal`: exit status 2 (a usage or configuration problem:
+  entrypoints.CONFIG_EXIT, argparse's status), and any failure while the file
+  system holding its log is full (or its log ends on ENOSPC) — retrying those
+  only burns the restart budget in seconds;
 - a failure with no restarts left stops the whole group (SIGTERM, then
   SIGKILL after a grace period) and the group's exit status is the worst one;
+- a trainer that dies after the pservers recorded its completion has done its
+  part: it is not restarted, and counts as succeeded (`ProcessSpec.completed`).
+  It says so in its log the moment the pservers acknowledged it
+  (COMPLETED_LINE, printed by the trainer's stop_worker / exe.close()); and once
+  every pserver has exited 0 — they exit only when every trainer completed —
+  any trainer still running is a restart of one that had completed (killed
+  after its completion, before its exit): it is stopped, not waited for;
 - once every trainer (and heter trainer) has exited 0 the job has succeeded,
   whatever the pservers do next — as on Kubernetes, where the job is
   Succeeded when its worker Job completes. Pservers get `pserver_exit_grace_s`
@@ -37,6 +49,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -47,6 +60,12 @@ from .. import roles
 from ..role_env import process_environment
 
 PSERVER, TRAINER, HETER_TRAINER = "PSERVER", "TRAINER", "HETER_TRAINER"
+CONFIG_EXIT = 2  # entrypoints.CONFIG_EXIT, and what argparse exits with
+# What a trainer prints once every pserver acknowledged its completion
+# (psjob.ps.client_service.announce_completion).
+COMPLETED_LINE = re.compile(r"^\[psjob\] trainer \d+ completed: every pserver recorded it", re.M)
+DISK_FULL_BYTES = 1 << 20  # a file system with less free space than this counts as full
+ENOSPC_TEXT = "No space left on device"
 
 
 @dataclass
@@ -69,10 +88,27 @@ class ProcessSpec:
     exit_code: int | None = None
     starts: int = 0
     history: list[int] = field(default_factory=list)
+    log_offset: int = 0     # the log's size at the latest start: what that start wrote follows
+    completed: bool = False  # a trainer whose completion the pservers recorded (it may have died after)
+    fatal: str = ""          # why its failure stopped the job without a restart
 
     @property
     def name(self) -> str:
         return f"{self.role.lower()}.{self.index}"
+
+    @property
+    def succeeded(self) -> bool:
+        return self.exit_code == 0 or self.completed
+
+    def log_since_start(self, limit: int = 64 << 10) -> str:
+        """The end (at most `limit` bytes) of what the latest start wrote to the log."""
+        try:
+            with open(self.log_path, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(self.log_offset, size - limit))
+                return f.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
 
 
 @dataclass(frozen=True)
@@ -118,6 +154,7 @@ class Supervisor:
     def _start(self, spec: ProcessSpec):
         os.makedirs(os.path.dirname(spec.log_path) or ".", exist_ok=True)
         log = open(spec.log_path, "ab", buffering=0)
+        spec.log_offset = log.seek(0, os.SEEK_END)
         env = dict(process_environment())
         env.update(spec.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
@@ -130,6 +167,7 @@ class Supervisor:
         log.close()
         spec.starts += 1
         spec.exit_code = None
+        spec.completed, spec.fatal = False, ""  # a new start has done nothing yet
         self.on_event(f"started {spec.name} (pid {spec.proc.pid}, log {spec.log_path})")
 
     def add(self, spec: ProcessSpec) -> None:
@@ -239,9 +277,10 @@ class Supervisor:
                     continue
                 spec.exit_code = code
                 spec.history.append(code)
-                if code == 0:
-                    self.on_event(f"{spec.name} exited 0")
-                    if trainers_done_at is None and workers and all(s.exit_code == 0 for s in workers):
+                if code == 0 or self._completed_before(spec, code, servers):
+                    if code == 0:
+                        self.on_event(f"{spec.name} exited 0")
+                    if trainers_done_at is None and workers and all(s.succeeded for s in workers):
                         trainers_done_at = time.monotonic()
                     continue
                 if trainers_done_at is not None:
@@ -253,6 +292,12 @@ class Supervisor:
                 if code == roles.RESIZE_HOLD_EXIT and spec.role == TRAINER:
                     self.on_event(f"{spec.name} holds at its checkpoint for a pserver resize")
                     continue
+                spec.fatal = self._fatal(spec, code)
+                if spec.fatal:
+                    self.on_event(f"{spec.name} failed with status {_exit_status(code)}: {spec.fatal}; "
+                                  f"not restarted: stopping the job (see {spec.log_path})")
+                    self.stop_all()
+                    return _exit_status(code) or 1
                 if code == roles.PSERVER_UNREACHABLE_EXIT and spec.role != PSERVER \
                         and spec.budget is not None:
                     self.on_event(f"{spec.name} exited {code}: its pservers were unreachable; "
@@ -269,6 +314,8 @@ class Supervisor:
                               f"left: stopping the job (see {spec.log_path})")
                 self.stop_all()
                 return _exit_status(code) or 1
+            if trainers_done_at is None and self._stop_restarts_of_completed(workers, servers):
+                trainers_done_at = time.monotonic()
             if trainers_done_at is not None:
                 if all(s.exit_code is not None for s in servers):
                     return 0
@@ -280,3 +327,89 @@ class Supervisor:
                     self.stop_all()
                     return 0
             time.sleep(self.options.poll_interval_s)
+
+    @staticmethod
+    def _every_pserver_done(servers) -> bool:
+        """Every pserver exited 0 by itself: it does so only once every trainer completed."""
+        return bool(servers) and all(s.exit_code == 0 for s in servers)
+
+    def _completed_before(self, spec: ProcessSpec, code: int, servers) -> bool:
+        """A trainer that failed after the pservers recorded its completion: done, not restarted."""
+        if spec.role != TRAINER:
+            return False
+        if COMPLETED_LINE.search(spec.log_since_start()):
+            why = "after the pservers recorded its completion"
+        elif self._every_pserver_done(servers):
+            why = "after every pserver recorded every trainer's completion and exited"
+        else:
+            return False
+        spec.completed = True
+        self.on_event(f"{spec.name} exited with status {_exit_status(code)} {why}; not restarted: "
+                      "its part of the job is done")
+        return True
+
+    def _stop_restarts_of_completed(self, workers, servers) -> bool:
+        """Once every pserver exited 0, a trainer still running was restarted after it had
+        completed (it would wait for pservers that are gone): stop it, it counts as done.
+        True when that leaves every trainer done."""
+        if not self._every_pserver_done(servers):
+            return False
+        # A restarted trainer that completed in this start says so in its log: it is left to
+        # finish what it does after its completion (a script may write its outputs then).
+        stale = [s for s in workers if s.role == TRAINER and s.exit_code is None and s.starts > 1
+                 and s.proc is not None and not COMPLETED_LINE.search(s.log_since_start())]
+        if not stale:
+            return False
+        for spec in stale:
+            self.on_event(f"{spec.name} was restarted after it had completed, and every pserver has "
+                          "recorded every trainer's completion and exited: stopping it (its part of the "
+                          "job is done)")
+            self._stop_one(spec)
+            spec.completed = True
+        return all(s.succeeded for s in workers)
+
+    def _stop_one(self, spec: ProcessSpec) -> None:
+        """SIGTERM, then SIGKILL after the stop grace; records its exit."""
+        try:
+            os.killpg(spec.proc.pid, signal.SIGTERM)
+            spec.proc.wait(timeout=self.options.stop_grace_s)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(spec.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        spec.proc.wait()
+        spec.exit_code = spec.proc.returncode
+        spec.history.append(spec.exit_code)
+
+    @staticmethod
+    def _fatal(spec: ProcessSpec, code: int) -> str:
+        """Why this failure cannot be fixed by a restart, or "" (it may be retried)."""
+        full = disk_full(os.path.dirname(spec.log_path) or ".")
+        tail = spec.log_since_start(8 << 10).strip().splitlines()[-5:]
+        if not full and any(ENOSPC_TEXT in line for line in tail):
+            full = f"its log ends on ENOSPC ({ENOSPC_TEXT})"
+        if full:
+            return f"DiskFull: {full}"
+        if code == CONFIG_EXIT:
+            return ("ConfigError: exit status 2 is a usage or configuration problem, which a restart "
+                    "cannot fix")
+        return ""
+
+
+def disk_full(directory: str) -> str:
+    """A description when the file system holding `directory` is full (ENOSPC: under
+    DISK_FULL_BYTES free, or no free inode), else ""."""
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return ""
+    free = st.f_bavail * st.f_frsize
+    if free < DISK_FULL_BYTES:
+        return (f"the file system holding {directory} is full (ENOSPC, {ENOSPC_TEXT}): "
+                f"{free:,} bytes free")
+    if st.f_files and not st.f_favail:
+        return f"the file system holding {directory} has no free inode (ENOSPC, {ENOSPC_TEXT})"
+    return ""

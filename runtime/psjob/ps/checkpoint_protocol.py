@@ -21,6 +21,10 @@ uses the tag as a command and answers one JSON document:
                              trainer 0 clears the freeze its dead predecessor left
     psjob:commit             after the manifest is written: the checkpoint of `step` in
                              dirname is complete (pservers export it as a metric)
+    psjob:failed;error=<e>   the save of `step` into dirname failed with error <e> (no
+                             manifest): pservers count it and export it as metrics, which
+                             the operator's status reports (a failing save is otherwise
+                             only in trainer 0's log)
 
 Every answer carries the pserver's `incarnation`, a random id drawn when its
 process started: if it differs between freeze and thaw, the pserver
@@ -63,7 +67,15 @@ def freeze_lease_from_env(environ=None) -> float:
     return value
 
 FREEZE, RENEW, SAVE, THAW, COMMIT = "psjob:freeze", "psjob:renew", "psjob:save", "psjob:thaw", "psjob:commit"
-COMMANDS = (FREEZE, RENEW, SAVE, THAW, COMMIT)
+FAILED = "psjob:failed"
+COMMANDS = (FREEZE, RENEW, SAVE, THAW, COMMIT, FAILED)
+MAX_ERROR_CHARS = 300  # of a failed save's error in a FAILED command
+
+
+def error_param(error: str) -> str:
+    """`error` as a tag parameter: one line, no ';' (it separates parameters), bounded."""
+    text = " ".join(str(error).split()).replace(";", ",")
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
 
 
 def tag(command: str, **params) -> str:

@@ -19,7 +19,9 @@ program (the main or the startup program — both declare the same ones):
                                       table saved whole loads as ids 0..H-1
 
 so a checkpoint written with N pservers loads into M. Everything is read and
-checked (sha256, shapes) before the scope is touched: a bad file raises
+checked (sha256, shapes) before the scope is touched — every dense file of the
+save, not only this pserver's: the trainers' own persistables too, since they
+resume from the checkpoint the pservers restore — and a bad file raises
 CheckpointError and the pserver keeps its previous values.
 
 `restore_newest` walks the checkpoints of a root newest first and falls back
@@ -129,6 +131,12 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
     lost = sorted(set(missing) & params)
     if lost:
         raise CheckpointError(f"{dirname} lacks parameters this pserver holds: {', '.join(lost[:8])}")
+    # The other dense files too — other pservers' variables, what only trainers hold — before
+    # the scope is touched: the trainers resume from the checkpoint the pservers restore, so a
+    # damaged file anywhere makes it unusable for all (checkpoint.store.read_dense).
+    for name, entry in sorted(saved.items()):
+        if name not in cache:
+            read_var(dirname, name, entry, npz)
     if table_rows is not None:
         live = scope.vars.get(table)
         if not isinstance(live, SparseTable):

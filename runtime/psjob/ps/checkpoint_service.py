@@ -103,6 +103,18 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
             telemetry.m.last_checkpoint_step.labels(dirname).set(int(step))
         state.last_checkpoint = (int(step), dirname)
         return protocol.encode_reply({"incarnation": state.incarnation})
+    if command == protocol.FAILED:
+        error = params.get("error", "")
+        log.warning("pserver %s: checkpoint step %s into %s failed on trainer 0: %s", state.endpoint, step,
+                    dirname, error)
+        telemetry = getattr(state, "telemetry", None)
+        if telemetry is not None:
+            telemetry.m.checkpoint_failures.inc()
+            telemetry.m.last_checkpoint_failure_timestamp.set(time.time())
+            telemetry.m.last_checkpoint_failure_step.clear()  # one series: the newest failure
+            telemetry.m.last_checkpoint_failure_step.labels(error).set(int(step))
+        state.last_checkpoint_failure = (int(step), error)
+        return protocol.encode_reply({"incarnation": state.incarnation})
     if command == protocol.SAVE:
         check_save_dir(state, dirname)
         return protocol.encode_reply({"incarnation": state.incarnation, "tables": save_table(state, dirname, step)})

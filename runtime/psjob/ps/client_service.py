@@ -9,13 +9,15 @@ needs no set-up beyond transpiling:
 - trainer id: the op's `trainer_id` attribute, else PADDLE_TRAINER_ID;
 - auth token: PSJOB_AUTH_TOKEN_FILE;
 - it waits (bounded by PSJOB_WAIT_SERVER_TIMEOUT, default 300 s) until every
-  pserver serves, so trainers started before their pservers do not crash;
+  pserver serves, so trainers started before their pservers do not crash — unless
+  the pservers say this trainer had completed already (a trainer killed after
+  its completion and started again): then it exits 0 (`wait_until_serving`);
 - async programs (send ops with `sync_mode` false, i.e. transpiled with
   sync_mode=False) get a Communicator around the client; PSJOB_MODE=half_async
   selects half-async.
 
-`exe.close()` flushes, tells every pserver this trainer completed, and closes
-the channels.
+`exe.close()` flushes, tells every pserver this trainer completed, says so in
+the trainer's output (`announce_completion`) and closes the channels.
 
 `trainer_service` is the one place a trainer's RPC service is built around its
 client, by the job's mode: here, in the Fleet's init_worker and in a heter
@@ -23,9 +25,10 @@ trainer's sections.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
-from ..rpc.client import PSClient
+from ..rpc.client import PSClient, RpcError
 from .auth import token_from_env
 from .communicator import Communicator, CommunicatorConfig
 from .geo import GeoCommunicator
@@ -94,8 +97,77 @@ def installed():
     return _installed
 
 
+def announce_completion(trainer_id: int) -> None:
+    """Say in the trainer's output that every pserver acknowledged its completion: from here
+    on its part of the job is done, and a launcher that sees it die before it exits does not
+    start it again (psjob.launcher.supervisor.COMPLETED_LINE)."""
+    print(f"[psjob] trainer {trainer_id} completed: every pserver recorded it", flush=True)
+
+
 def _wait_timeout_s(env) -> float:
     return float(env.get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300)
+
+
+class TrainerAlreadyCompleted(SystemExit):
+    """A trainer started again after its part of the job was done (it was killed after the
+    pservers recorded its completion, before it exited): it exits 0 at once instead of
+    training its share a second time or waiting for pservers that will not serve it again.
+    A SystemExit, so it ends a Fleet script the same way as the built-in job."""
+
+    def __init__(self, trainer_id: int, why: str):
+        super().__init__(0)
+        self.trainer_id, self.why = trainer_id, why
+
+
+def completed_earlier(client: PSClient, elastic: bool = False, deadline_s: float = 5.0) -> str:
+    """Why this trainer has nothing left to do, or "": a pserver past every trainer
+    ("STOPPING"), or — not in an elastic job, where a trainer that left may join again — one
+    that lists this trainer among the completed. Then the serving pservers that do not list
+    it yet are told (its predecessor died between its Complete calls), so every pserver has
+    recorded it. Pservers that do not answer (not up yet, restarting: a restarted pserver
+    learns the completions from its peers) are skipped."""
+    why, missing = "", []
+    for ep in client.endpoints:
+        try:
+            status = client.probe_status(ep, deadline=deadline_s)
+        except RpcError:
+            continue
+        if status.state == "STOPPING":
+            why = why or f"pserver {ep} says every trainer of the job completed"
+        elif not elastic and client.trainer_id in status.completed_trainers:
+            why = why or f"pserver {ep} recorded its completion"
+        elif not elastic and status.state == "SERVING":
+            missing.append(ep)
+    if why and missing:
+        client.complete(endpoints=missing)
+    return why
+
+
+WAIT_CHECK_S = 5.0  # while waiting for the pservers, ask this often whether the job is done
+
+
+def wait_until_serving(client: PSClient, env, elastic: bool = False) -> None:
+    """`client.wait_server_ready` (bounded by PSJOB_WAIT_SERVER_TIMEOUT, 300 s), asking every
+    WAIT_CHECK_S whether this trainer had completed already (`completed_earlier`): then it
+    raises TrainerAlreadyCompleted. A pserver past every trainer never serves again, so
+    without the check such a trainer would wait out the whole timeout, exit
+    PSERVER_UNREACHABLE_EXIT and be started again, forever."""
+    timeout = _wait_timeout_s(env)
+    t_end = time.monotonic() + timeout
+    while True:
+        why = completed_earlier(client, elastic)
+        if why:
+            print(f"[psjob] trainer {client.trainer_id} had already completed ({why}): nothing left "
+                  "to do; exiting 0", flush=True)
+            announce_completion(client.trainer_id)
+            raise TrainerAlreadyCompleted(client.trainer_id, why)
+        left = t_end - time.monotonic()
+        try:
+            client.wait_server_ready(timeout_s=max(min(WAIT_CHECK_S, left), 0.0))
+            return
+        except TimeoutError as exc:
+            if left <= WAIT_CHECK_S:
+                raise TimeoutError(f"{exc}; waited {timeout:.0f}s in all (PSJOB_WAIT_SERVER_TIMEOUT)") from None
 
 
 def wait_for_pservers(endpoints, environ=None) -> None:
@@ -123,7 +195,11 @@ def make_client(executor, op=None, environ=None):
     if trainer_id is None:
         trainer_id = int(env.get("PADDLE_TRAINER_ID", "0") or 0)
     client = PSClient(endpoints, int(trainer_id), auth_token=token_from_env(env), settings=env)
-    client.wait_server_ready(timeout_s=_wait_timeout_s(env))
+    try:
+        wait_until_serving(client, env)
+    except BaseException:
+        client.close()
+        raise
     mode = env.get("PSJOB_MODE", "")
     if (program is not None and _is_async(program)) or mode in ("async", "half_async"):
         service = trainer_service(client, "half_async" if mode == "half_async" else "async")
@@ -133,6 +209,7 @@ def make_client(executor, op=None, environ=None):
     def close():
         try:
             service.complete()
+            announce_completion(client.trainer_id)
         finally:
             client.close()
     executor.add_close_hook(close)

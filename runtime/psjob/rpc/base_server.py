@@ -64,6 +64,7 @@ import time
 from concurrent import futures
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from . import codec, dataplane
 from . import tls as tls_mod
@@ -140,8 +141,10 @@ class RpcServer:
         handlers = {}
         for method, (request_cls, reply_cls) in spec.methods.items():
             handlers[method] = grpc.stream_unary_rpc_method_handler(
-                self._guarded(method, getattr(servicer, method)),
-                request_deserializer=None if request_cls is None else request_cls.FromString,
+                # A protobuf request is decoded by the guard: gRPC's own deserializer would log a
+                # traceback for every malformed message.
+                self._guarded(method, getattr(servicer, method), request_cls),
+                request_deserializer=None,
                 response_serializer=None if reply_cls is None else reply_cls.SerializeToString)
         self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(spec.name, handlers),))
         # Registered methods skip gRPC's per-call handler lookup (as generated servicers do).
@@ -178,10 +181,10 @@ class RpcServer:
     def wait_for_termination(self, timeout_s: float | None = None) -> bool:
         return self._server.wait_for_termination(timeout_s)
 
-    def _guarded(self, method: str, fn):
+    def _guarded(self, method: str, fn, request_cls=None):
         """`fn(request) -> reply` as a gRPC behaviour (request-streaming, one message): the
-        message read under the arrival bound, error mapping, observation. The token was
-        checked on the headers (_TokenGate)."""
+        message read under the arrival bound, decoded (`request_cls`, a protobuf; None: framed
+        bytes), error mapping, observation. The token was checked on the headers (_TokenGate)."""
         watch, limit_s = self._watch, self._read_timeout_s
 
         def call(requests, context):
@@ -201,6 +204,15 @@ class RpcServer:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{method}: the call carried no request")
             code, reply = "OK", None
             try:
+                if request_cls is not None:
+                    try:
+                        request = request_cls.FromString(request)
+                    except DecodeError as exc:
+                        code = "INVALID_ARGUMENT"
+                        log.warning("rejected %s from %s: malformed %s (%s)", method, context.peer(),
+                                    request_cls.__name__, exc)
+                        context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                      f"{method}: malformed request: not a {request_cls.__name__}")
                 status, out = self._outcome(method, fn, request)
                 if status == grpc.StatusCode.OK:
                     reply = out

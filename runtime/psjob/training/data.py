@@ -9,7 +9,9 @@ Shares are disjoint and together cover the data set once per epoch:
   trainer t reads files t, t+T, t+2T, ...; with fewer files every trainer
   reads them all and keeps batches t, t+T, ... (slower, still disjoint).
 
-A share is a `Share` object; iterating it is one epoch.
+A share is a `Share` object; iterating it is one epoch. An epoch of files that
+yields no example at all (empty files, every line malformed) raises UsageError
+naming the files: a job that trained on nothing fails instead of succeeding.
 """
 from __future__ import annotations
 
@@ -111,9 +113,16 @@ def _synthetic_batches(share: Share):
 
 
 def _file_batches(share: Share):
-    for i, batch in enumerate(ctr.batches(list(share.files), share.batch, id_mode=share.id_mode)):
+    stats = ctr.ReaderStats()
+    for i, batch in enumerate(ctr.batches(list(share.files), share.batch, id_mode=share.id_mode,
+                                          stats=stats)):
         if i % share.stride == share.offset:
             yield batch
+    if not stats.examples:
+        # Empty files, or nothing but malformed lines (skipped): a trainer that trained on
+        # nothing must not report success. Exit status 2, like any other bad input.
+        raise UsageError(f"no examples were read from {', '.join(share.files)} ({stats.summary()}): "
+                         "check --data")
 
 
 def to_batch(ex, id_mode: str) -> "ctr.CtrBatch":

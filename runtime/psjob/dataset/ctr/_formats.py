@@ -27,7 +27,7 @@ import numpy as np
 
 from psjob.dataset.ctr._errors import LineProblem, Problem
 from psjob.dataset.ctr._layout import NUM_DENSE, NUM_SLOTS, hash_ids
-from psjob.dataset.ctr._parse import Columns
+from psjob.dataset.ctr._parse import Columns, check_float32, float32_overflow
 from psjob.dataset._text import binary_parts, count_lines, numbers, read_fields
 
 FIELDS = 1 + NUM_DENSE + NUM_SLOTS
@@ -36,6 +36,7 @@ MISSING = 1 << 32  # the value of an empty Criteo categorical, before hashing
 
 _HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
 _INTEGER = re.compile(rb"^[-+]?[0-9]+$")
+_FLOAT32_MAX = float(np.finfo(np.float32).max)  # dense values are fed as float32
 # Bytes a block may hold for the fast paths: on these pyarrow accepts no spelling the reference
 # parsers refuse. Elsewhere it does ("0x1" and " 1" are 1 to its int64 parser), so a block with
 # any other byte ("nan", blanks, CR, "x") goes to the reference parsers.
@@ -217,8 +218,8 @@ def tsv40_block(data, ranges, lines=None):
     if label is None:
         return None
     dense = np.stack([numbers(table.column(1 + j), np.float64) for j in range(NUM_DENSE)], axis=1)
-    if not np.isfinite(dense).all():
-        return None
+    if not np.isfinite(dense).all() or float32_overflow(dense).any():
+        return None  # the line parser names the line
     ids = [numbers(table.column(1 + NUM_DENSE + s), np.int64) for s in range(NUM_SLOTS)]
     return _one_id_columns(dense.astype(np.float32), label, ids)
 
@@ -243,7 +244,11 @@ def criteo_line(line, ranges):
         if text:
             if not _INTEGER.match(text):
                 raise LineProblem(Problem.NON_NUMERIC, f"integer column {j + 1} is {text[:20]!r}")
-            dense[j] = int(text)
+            value = int(text)
+            if abs(value) > _FLOAT32_MAX:
+                raise LineProblem(Problem.NON_FINITE, f"integer column {j + 1} ({len(text)} digits) is "
+                                  f"beyond float32's range (±{_FLOAT32_MAX:.4g})")
+            dense[j] = value
     slots = []
     for s, text in enumerate(cat_text):
         if len(text) > MAX_HEX_DIGITS or not set(text) <= _HEX_DIGITS:
@@ -264,6 +269,7 @@ def tsv40_line(line, ranges):
             raise LineProblem(Problem.NON_NUMERIC, f"dense column {j + 1} is {text[:20]!r}, not a number") from None
         if not np.isfinite(dense[j]):
             raise LineProblem(Problem.NON_FINITE, f"dense column {j + 1} is {dense[j]}")
+    check_float32(dense, "dense column {}", first=1)
     slots = []
     for s, text in enumerate(id_text):
         try:

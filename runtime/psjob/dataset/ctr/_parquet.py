@@ -89,8 +89,10 @@ def _convert(table, mapping, path, first_row, on_error, stats):
         col = table.column(name)
         if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
             raise ValueError(f"{path}: dense column {name!r} is {col.type}, not numeric")
-        dense[:, j] = col.fill_null(0).to_numpy(zero_copy_only=False)
-    flag(~np.isfinite(dense).all(axis=1), Problem.NON_FINITE, "a dense column is nan or inf")
+        with np.errstate(over="ignore"):  # a float64 beyond float32's range becomes inf: flagged below
+            dense[:, j] = col.fill_null(0).to_numpy(zero_copy_only=False)
+    flag(~np.isfinite(dense).all(axis=1), Problem.NON_FINITE,
+         "a dense column is nan or inf, or beyond float32's range")
     ids = np.zeros((n, NUM_SLOTS), dtype=np.int64)
     for s, name in enumerate(mapping.sparse):
         col = table.column(name)

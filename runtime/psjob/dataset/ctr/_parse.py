@@ -128,6 +128,7 @@ def parse_line(line, ranges):
     if not np.all(np.isfinite(dense)):
         bad = int(np.flatnonzero(~np.isfinite(dense))[0])
         raise LineProblem(Problem.NON_FINITE, f"dense value {bad} is {dense[bad]}")
+    check_float32(dense, "dense value {}")
     slot_parts = slots_text.split(b",")
     if len(slot_parts) != NUM_SLOTS:
         raise LineProblem(Problem.SLOT_COUNT,
@@ -152,6 +153,23 @@ def parse_line(line, ranges):
             values.append(value)
         slots.append(np.array(values, dtype=np.int64))
     return label, dense.astype(np.float32), slots
+
+
+def float32_overflow(values: np.ndarray) -> np.ndarray:
+    """Where finite float64 `values` become inf as float32, the type the model is fed (1e39 is
+    a number to float(), and inf — then NaN predictions — to the network)."""
+    with np.errstate(over="ignore"):
+        return ~np.isfinite(np.asarray(values, dtype=np.float64).astype(np.float32))
+
+
+def check_float32(values: np.ndarray, what: str, first: int = 0) -> None:
+    """LineProblem NON_FINITE naming the first of `values` beyond float32's range; `what`
+    names it with {} for its number (counted from `first`)."""
+    over = np.flatnonzero(float32_overflow(values))
+    if over.size:
+        j = int(over[0])
+        raise LineProblem(Problem.NON_FINITE, f"{what.format(j + first)} is {float(values[j]):g}, beyond float32's "
+                          f"range (±{float(np.finfo(np.float32).max):.4g})")
 
 
 def _show(text, limit=40):
@@ -226,8 +244,8 @@ def _fast_dense(texts, lengths, n):
         values = np.fromstring(joined, dtype=np.float64, sep=",")
     except ValueError:
         return None
-    if values.size != n * NUM_DENSE or not np.all(np.isfinite(values)):
-        return None
+    if values.size != n * NUM_DENSE or not np.all(np.isfinite(values)) or float32_overflow(values).any():
+        return None  # the line parser names the line
     return values.reshape(n, NUM_DENSE).astype(np.float32)
 
 

@@ -109,20 +109,29 @@ class _Pass:
                         skipped, self.stats.summary())
 
     def _parse(self, path, data, first_line, lines):
-        cols = self.parse_block(data, self.ranges, lines)
-        if cols is not None:
-            self.stats.lines += len(cols)
-            return [cols]
-        if lines <= SLOW_LINES:
-            return [self._slow(path, data, first_line)]
-        # Bisect so a few bad lines cost a few slow runs, not a slow block.
-        mid = data.find(b"\n", len(data) // 2) + 1
-        if mid <= 0 or mid >= len(data):
-            mid = data.find(b"\n") + 1
-        left, right = data[:mid], data[mid:]
-        left_lines = count_lines(left)
-        return (self._parse(path, left, first_line, left_lines)
-                + self._parse(path, right, first_line + left_lines, lines - left_lines))
+        """Columns of a block: one vectorised parse when clean; otherwise the block is cut in
+        two at the line end nearest its middle, and each half parsed the same way, so a few
+        bad lines cost a few slow runs, not a slow block. A stack, not recursion: the pieces
+        come out in file order, and a long bad line (its half is cut at its own ends) never
+        makes the cuts peel one line at a time."""
+        out = []
+        todo = [(data, first_line, lines)]  # the next piece in file order is on top
+        while todo:
+            data, first_line, lines = todo.pop()
+            cols = self.parse_block(data, self.ranges, lines)
+            if cols is not None:
+                self.stats.lines += len(cols)
+                out.append(cols)
+                continue
+            if lines <= SLOW_LINES:
+                out.append(self._slow(path, data, first_line))
+                continue
+            mid = _middle_line_end(data)
+            left, right = data[:mid], data[mid:]
+            left_lines = count_lines(left)
+            todo.append((right, first_line + left_lines, lines - left_lines))
+            todo.append((left, first_line, left_lines))
+        return out
 
     def _slow(self, path, data, first_line):
         rows = []
@@ -136,6 +145,17 @@ class _Pass:
             except LineProblem as problem:
                 self.bad(path, first_line + offset, problem.problem, problem.detail)
         return columns_from_rows(rows)
+
+
+def _middle_line_end(data: bytes) -> int:
+    """The end (just past the newline) of the line nearest the middle of a block of more
+    than one line: never 0, never the block's end."""
+    half = len(data) // 2
+    after = data.find(b"\n", half, len(data) - 1) + 1  # a newline before the last byte
+    before = data.rfind(b"\n", 0, half) + 1
+    if after and (not before or after - half <= half - before):
+        return after
+    return before
 
 
 def _blocks(path, ctx):
