@@ -38,6 +38,9 @@ connection (fleet/worker.py) and saving (fleet/saving.py).
 from __future__ import annotations
 
 from ..fluid.executor import Executor
+from ..fluid.framework import default_startup_program
+from ..fluid.transpiler.collective import add_gen_nccl_id, insert_grad_allreduce
+from ..role_env import CollectiveEnv
 from ..fluid.optimizer import Optimizer, check_table_optimizer
 from . import saving
 from . import strategy as strategies
@@ -58,11 +61,18 @@ class Fleet:
         self._job: BuiltJob | None = None          # after minimize()
         self._executor: Executor | None = None     # a pserver's, from init_server
         self._worker: WorkerConnection | None = None  # between init_worker and stop_worker
+        self._collective: CollectiveEnv | None = None  # fleet.init(is_collective=True)
 
     # -- roles --------------------------------------------------------------------------
     def init(self, role_maker=None, is_collective=False):
         if is_collective:
-            raise FleetError("collective training is not supported by psjob; use the parameter-server mode")
+            # Collective (NCCL2-mode) training: every process is a trainer of the ring that
+            # PADDLE_TRAINER_ENDPOINTS names (docs/collective.md).
+            self._collective = CollectiveEnv.from_environ(
+                role_maker.settings() if isinstance(role_maker, RoleMakerBase) else None)
+            self._role_maker = None
+            return
+        self._collective = None
         self._role_maker = role_maker or PaddleCloudRoleMaker()
         if not isinstance(self._role_maker, RoleMakerBase):
             raise TypeError(f"role_maker must be a psjob role maker, got {type(role_maker).__name__}")
@@ -71,7 +81,11 @@ class Fleet:
     @property
     def initialized(self) -> bool:
         """Whether init() ran (this process's role is known)."""
-        return self._role_maker is not None
+        return self._role_maker is not None or self._collective is not None
+
+    @property
+    def is_collective(self) -> bool:
+        return self._collective is not None
 
     def _rm(self) -> RoleMakerBase:
         if self._role_maker is None:
@@ -83,6 +97,8 @@ class Fleet:
         return self._rm().settings()
 
     def is_server(self):
+        if self._collective is not None:
+            return False
         # As in Fleet 2.0, heter trainers take the server path (init_server/run_server).
         return self._rm().is_server() or self._rm().is_heter_worker()
 
@@ -90,18 +106,28 @@ class Fleet:
         return self._rm().is_heter_worker()
 
     def is_worker(self):
+        if self._collective is not None:
+            return True
         return self._rm().is_worker()
 
     def is_first_worker(self):
+        if self._collective is not None:
+            return self._collective.rank == 0
         return self._rm().is_first_worker()
 
     def worker_index(self):
+        if self._collective is not None:
+            return self._collective.rank
         return self._rm().worker_index()
 
     def worker_num(self):
+        if self._collective is not None:
+            return self._collective.world_size
         return self._rm().worker_num()
 
     def server_num(self):
+        if self._collective is not None:
+            return 0
         return self._rm().server_num()
 
     def split_files(self, files):
@@ -143,6 +169,8 @@ class Fleet:
     def distributed_optimizer(self, optimizer, strategy=None):
         if not isinstance(optimizer, Optimizer):
             raise TypeError("optimizer must be a psjob.fluid.optimizer.Optimizer")
+        if self._collective is not None:
+            return CollectiveOptimizer(self._collective, optimizer)
         self._rm()
         self._strategy = strategies.resolve(strategy)
         # None: the optimizer's own table_optimizer setting (default "same") decides.
@@ -247,6 +275,27 @@ class Fleet:
         saving.check_save_args("save_inference_model", executor, main_program)
         return saving.save_inference_model(self._rm(), self._job, executor, dirname, feeded_var_names,
                                            target_vars, main_program, export_for_deployment)
+
+
+class CollectiveOptimizer:
+    """Fleet's collective optimizer: minimize() appends the optimize pass, then all-reduces
+    every gradient among the trainers (c_allreduce_sum after backward, the mean over trainers)
+    and puts the ring's rendezvous in the startup program, as Paddle's collective
+    transpiler does; the program then runs with a plain Executor."""
+
+    def __init__(self, env: CollectiveEnv, optimizer: Optimizer):
+        self._env, self._optimizer = env, optimizer
+
+    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        result = self._optimizer.minimize(loss, startup_program, parameter_list, no_grad_set)
+        if self._env.world_size > 1:
+            insert_grad_allreduce(loss.block.program, self._env.world_size)
+            add_gen_nccl_id(startup_program or default_startup_program(), self._env.rank,
+                            self._env.endpoints, self._env.current_endpoint)
+        return result
+
+    def __getattr__(self, name):
+        return getattr(self._optimizer, name)
 
 
 class DistributedOptimizer:

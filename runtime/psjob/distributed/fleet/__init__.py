@@ -58,7 +58,7 @@ class _DistributedOptimizer:
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
         result = self._inner.minimize(loss, startup_program=startup_program, parameter_list=parameter_list,
                                       no_grad_set=no_grad_set)
-        if _fleet.is_worker():
+        if _fleet.is_worker() and not _fleet.is_collective:
             _client_service.install(_WorkerConnection())
         return result
 

@@ -1,0 +1,87 @@
+"""One collective trainer (or the single-process reference) of tests/component/test_collective.py.
+
+    collective_trainer.py FORM OPTIMIZER OUT.npz
+FORM: single | transpiler | fleet | parallel_env. The collective forms read PADDLE_TRAINER_ID,
+PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS and PADDLE_CURRENT_ENDPOINT; every trainer trains
+on its shard of each step's batch, the single process on the whole batch. Writes the
+parameters after the last step (and the losses) to OUT.npz.
+"""
+import sys
+
+import numpy as np
+
+from psjob.role_env import CollectiveEnv
+from psjob import fluid
+
+STEPS, BATCH, DIM = 4, 8, 6
+
+
+def batches():
+    rng = np.random.RandomState(7)
+    for _ in range(STEPS):
+        x = rng.rand(BATCH, DIM).astype("float32")
+        yield x, (x.sum(1, keepdims=True) * 0.5 + 0.1).astype("float32")
+
+
+def build(optimizer_name):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 11
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[DIM], dtype="float32")
+        y = fluid.layers.data(name="y", shape=[1], dtype="float32")
+        h = fluid.layers.fc(input=x, size=16, act="relu")
+        pred = fluid.layers.fc(input=h, size=1)
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(input=pred, label=y))
+        opt = (fluid.optimizer.SGD(learning_rate=0.1) if optimizer_name == "sgd"
+               else fluid.optimizer.Adam(learning_rate=0.01))
+    return main, startup, loss, opt
+
+
+def main():
+    form, optimizer_name, out = sys.argv[1:4]
+    env = CollectiveEnv.from_environ() if form != "single" else None
+    rank, world = (env.rank, env.world_size) if env else (0, 1)
+    prog, startup, loss, opt = build(optimizer_name)
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.program_guard(prog, startup):
+        if form == "fleet":
+            from psjob.distributed import fleet
+            fleet.init(is_collective=True)
+            assert fleet.worker_index() == rank and fleet.worker_num() == world
+            fleet.distributed_optimizer(opt).minimize(loss)
+        else:
+            opt.minimize(loss)
+    if form == "transpiler":
+        config = fluid.DistributeTranspilerConfig()
+        config.mode = "nccl2"
+        t = fluid.DistributeTranspiler(config=config)
+        t.transpile(rank, program=prog, trainers=",".join(env.endpoints),
+                    current_endpoint=env.current_endpoint, startup_program=startup)
+    exe.run(startup)
+    if form == "transpiler":
+        runner = fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=prog,
+                                        num_trainers=world, trainer_id=rank)
+        run = lambda feed: runner.run(fetch_list=[loss.name], feed=feed)  # noqa: E731
+    elif form == "parallel_env":
+        import psjob.distributed as dist
+        dist.init_parallel_env()
+        assert dist.get_rank() == rank and dist.get_world_size() == world
+        bs = fluid.BuildStrategy()
+        bs.num_trainers, bs.trainer_id = dist.get_world_size(), dist.get_rank()
+        compiled = fluid.CompiledProgram(prog).with_data_parallel(loss_name=loss.name, build_strategy=bs)
+        run = lambda feed: exe.run(compiled, feed=feed, fetch_list=[loss])  # noqa: E731
+    else:
+        run = lambda feed: exe.run(prog, feed=feed, fetch_list=[loss])  # noqa: E731
+    shard = BATCH // world
+    losses = []
+    for x, y in batches():
+        rows = slice(rank * shard, (rank + 1) * shard)
+        losses.append(float(np.asarray(run({"x": x[rows], "y": y[rows]})[0]).reshape(-1)[0]))
+    scope = fluid.global_scope()
+    params = {p.name: np.asarray(scope.find_var(p.name).get_tensor()) for p in prog.all_parameters()}
+    np.savez(out, losses=np.asarray(losses), **params)
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    main()
