@@ -15,10 +15,12 @@ N-1 all-gather steps pass the reduced chunks round. Each trainer sends and
 receives 2(N-1)/N of the array. Sending runs on a helper thread while the
 caller receives, so neither side waits on a full socket buffer.
 
-Failure: every socket has a timeout; a peer that closes, resets or stays
-silent past it fails the all-reduce with CollectiveError naming the peer, and
-this ring closes both its sockets at once — so the failure travels round the
-ring and every trainer's step fails promptly instead of hanging.
+Every chunk travels with a 16-byte header (its size, or an abort). Failure:
+every socket has a timeout; a peer that closes, resets or stays silent past it
+fails the all-reduce with CollectiveError naming the peer, and this trainer
+sends an abort naming the lost trainer to the next one before closing both
+sockets — so the failure travels round the ring and every trainer's step fails
+promptly, naming the lost trainer, instead of hanging.
 TLS is not used (the trainers' ring is plaintext, authenticated by the token).
 """
 from __future__ import annotations
@@ -34,6 +36,8 @@ import numpy as np
 VERSION = 1
 _HELLO = struct.Struct("<4sBBIIH")   # magic, version, 0, rank, world size, token length
 _ANSWER = struct.Struct("<4sB3x")   # magic, status
+_CHUNK = struct.Struct("<4sBBHQ")   # magic, kind, 0, lost trainer (an abort's), payload bytes
+_DATA, _ABORT = 0, 1
 _OK, _BAD_TOKEN, _BAD_PEER = 0, 1, 2
 _DTYPES = (np.float32, np.float64)
 _BUFFER_BYTES = 4 << 20
@@ -233,6 +237,7 @@ class Ring:
 
         def push():
             try:
+                self._next.sendall(_CHUNK.pack(b"PSJA", _DATA, 0, 0, send.nbytes))
                 self._next.sendall(memoryview(send).cast("B"))
             except OSError as exc:
                 failure.append(exc)
@@ -240,15 +245,40 @@ class Ring:
         sender = threading.Thread(target=push, daemon=True, name="psjob-ring-send")
         sender.start()
         try:
+            magic, kind, _, origin, nbytes = _CHUNK.unpack(_recv_exact(self._prev, _CHUNK.size))
+            if magic != b"PSJA":
+                raise ConnectionError("not a ring chunk (the trainers disagree on the collectives they run)")
+            if kind == _ABORT:
+                self._abort(sender, origin)
+                raise CollectiveError(f"trainer {self.rank}: trainer {origin} ({self.endpoints[origin]}) was "
+                                      f"lost during an all-reduce (reported by trainer {self.prev_rank})")
+            if nbytes != recv.nbytes:
+                raise ConnectionError(f"trainer {self.prev_rank} sent {nbytes} bytes where {recv.nbytes} were "
+                                      "expected (the trainers all-reduce different arrays)")
             _recv_into(self._prev, memoryview(recv).cast("B"))
         except (OSError, ValueError) as exc:
-            self.close()  # unblocks the sender, and tells both neighbours at once
-            sender.join()
+            self._abort(sender, self.prev_rank)
             raise CollectiveError(self._lost(self.prev_rank, exc)) from None
         sender.join(self.timeout_s + 1)
         if failure or sender.is_alive():
-            self.close()
+            self._abort(sender, self.next_rank)
             raise CollectiveError(self._lost(self.next_rank, failure[0] if failure else "send timed out"))
+
+    def _abort(self, sender: threading.Thread, lost: int) -> None:
+        """Tell the next trainer that `lost` is gone (it tells the next, round the ring), then close.
+        Nothing is sent while this trainer's own chunk may still be half written."""
+        if self._prev is not None:
+            try:
+                self._prev.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        sender.join(0.5)
+        if lost != self.next_rank and self._next is not None and not sender.is_alive():
+            try:
+                self._next.sendall(_CHUNK.pack(b"PSJA", _ABORT, 0, lost, 0))
+            except OSError:
+                pass
+        self.close()
 
     def _lost(self, peer: int, exc) -> str:
         what = "timed out" if isinstance(exc, socket.timeout) else str(exc) or type(exc).__name__

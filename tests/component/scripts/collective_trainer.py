@@ -1,10 +1,10 @@
 """One collective trainer (or the single-process reference) of tests/component/test_collective.py.
 
-    collective_trainer.py FORM OPTIMIZER OUT.npz
+    collective_trainer.py FORM OPTIMIZER OUT.npz [STEPS]
 FORM: single | transpiler | fleet | parallel_env. The collective forms read PADDLE_TRAINER_ID,
 PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS and PADDLE_CURRENT_ENDPOINT; every trainer trains
 on its shard of each step's batch, the single process on the whole batch. Writes the
-parameters after the last step (and the losses) to OUT.npz.
+parameters after the last step (and the losses) to OUT.npz ("{rank}" in OUT: the trainer id).
 """
 import sys
 
@@ -16,9 +16,9 @@ from psjob import fluid
 STEPS, BATCH, DIM = 4, 8, 6
 
 
-def batches():
+def batches(steps=STEPS):
     rng = np.random.RandomState(7)
-    for _ in range(STEPS):
+    for _ in range(steps):
         x = rng.rand(BATCH, DIM).astype("float32")
         yield x, (x.sum(1, keepdims=True) * 0.5 + 0.1).astype("float32")
 
@@ -74,12 +74,15 @@ def main():
         run = lambda feed: exe.run(prog, feed=feed, fetch_list=[loss])  # noqa: E731
     shard = BATCH // world
     losses = []
-    for x, y in batches():
+    steps = int(sys.argv[4]) if len(sys.argv) > 4 else None
+    for i, (x, y) in enumerate(batches(steps or STEPS)):
         rows = slice(rank * shard, (rank + 1) * shard)
         losses.append(float(np.asarray(run({"x": x[rows], "y": y[rows]})[0]).reshape(-1)[0]))
+        if steps:  # a long run (the failure test): say where it is
+            print(f"step {i}", flush=True)
     scope = fluid.global_scope()
     params = {p.name: np.asarray(scope.find_var(p.name).get_tensor()) for p in prog.all_parameters()}
-    np.savez(out, losses=np.asarray(losses), **params)
+    np.savez(out.replace("{rank}", str(rank)), losses=np.asarray(losses), **params)
     print("done", flush=True)
 
 
