@@ -68,11 +68,14 @@ class Fleet:
         if is_collective:
             # Collective (NCCL2-mode) training: every process is a trainer of the ring that
             # PADDLE_TRAINER_ENDPOINTS names (docs/collective.md).
-            self._collective = CollectiveEnv.from_environ(
+            self._collective = getattr(role_maker, "collective", None) or CollectiveEnv.from_environ(
                 role_maker.settings() if isinstance(role_maker, RoleMakerBase) else None)
             self._role_maker = None
             return
-        self._collective = None
+        self._collective = getattr(role_maker, "collective", None)
+        if self._collective is not None:  # a role maker made with is_collective=True
+            self._role_maker = None
+            return
         self._role_maker = role_maker or PaddleCloudRoleMaker()
         if not isinstance(self._role_maker, RoleMakerBase):
             raise TypeError(f"role_maker must be a psjob role maker, got {type(role_maker).__name__}")
