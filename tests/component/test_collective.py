@@ -47,7 +47,8 @@ def reference(tmp_path_factory):
 
 
 @pytest.mark.parametrize("form,opt", [("transpiler", "sgd"), ("transpiler", "adam"), ("fleet", "sgd"),
-                                      ("fleet", "adam"), ("parallel_env", "sgd"), ("parallel_env", "adam")])
+                                      ("fleet", "adam"), ("fleet1x", "adam"), ("parallel_env", "sgd"),
+                                      ("parallel_env", "adam")])
 def test_two_trainers_equal_one_process_on_the_whole_batch(form, opt, reference, tmp_path):
     token = tmp_path / "token"
     token.write_text("collective-secret")

@@ -1,7 +1,7 @@
 """One collective trainer (or the single-process reference) of tests/component/test_collective.py.
 
     collective_trainer.py FORM OPTIMIZER OUT.npz [STEPS]
-FORM: single | transpiler | fleet | parallel_env. The collective forms read PADDLE_TRAINER_ID,
+FORM: single | transpiler | fleet | fleet1x | parallel_env. The collective forms read PADDLE_TRAINER_ID,
 PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS and PADDLE_CURRENT_ENDPOINT; every trainer trains
 on its shard of each step's batch, the single process on the whole batch. Writes the
 parameters after the last step (and the losses) to OUT.npz ("{rank}" in OUT: the trainer id).
@@ -49,6 +49,12 @@ def main():
             fleet.init(is_collective=True)
             assert fleet.worker_index() == rank and fleet.worker_num() == world
             fleet.distributed_optimizer(opt).minimize(loss)
+        elif form == "fleet1x":
+            from psjob.fluid.incubate.fleet.base import role_maker
+            from psjob.fluid.incubate.fleet.collective import DistributedStrategy, fleet
+            fleet.init(role_maker.PaddleCloudRoleMaker(is_collective=True))
+            fleet.distributed_optimizer(opt, strategy=DistributedStrategy()).minimize(loss)
+            assert fleet.worker_index() == rank and fleet.worker_num() == world
         else:
             opt.minimize(loss)
     if form == "transpiler":
@@ -70,6 +76,9 @@ def main():
         bs.num_trainers, bs.trainer_id = dist.get_world_size(), dist.get_rank()
         compiled = fluid.CompiledProgram(prog).with_data_parallel(loss_name=loss.name, build_strategy=bs)
         run = lambda feed: exe.run(compiled, feed=feed, fetch_list=[loss])  # noqa: E731
+    elif form == "fleet1x":
+        from psjob.fluid.incubate.fleet.collective import fleet
+        run = lambda feed: exe.run(fleet.main_program, feed=feed, fetch_list=[loss])  # noqa: E731
     else:
         run = lambda feed: exe.run(prog, feed=feed, fetch_list=[loss])  # noqa: E731
     shard = BATCH // world
