@@ -68,6 +68,17 @@ def test_two_trainers_equal_one_process_on_the_whole_batch(form, opt, reference,
     # Each trainer's loss is its own shard's; their mean is the whole batch's.
     np.testing.assert_allclose((got[0]["losses"] + got[1]["losses"]) / 2, ref["losses"], atol=1e-5)
     assert not np.allclose(got[0]["losses"], got[1]["losses"])
+    if form == "fleet":  # trainer 0's fleet.save_persistables: the trained parameters, loadable
+        import psjob.fluid as fluid
+        prog, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(prog, startup):
+            for name in names:
+                prog.global_block().create_parameter(name, list(ref[name].shape), "float32")
+        scope = fluid.core.Scope()
+        with fluid.scope_guard(scope):
+            fluid.io.load_persistables(fluid.Executor(fluid.CPUPlace()), str(tmp_path / "0.npz.saved"), prog)
+        for name in names:
+            np.testing.assert_array_equal(np.asarray(scope.find_var(name).get_tensor()), got[0][name])
 
 
 def test_psjob_launch_server_num_0_runs_a_collective_job(tmp_path, launch, reference):

@@ -49,6 +49,10 @@ def main():
             fleet.init(is_collective=True)
             assert fleet.worker_index() == rank and fleet.worker_num() == world
             fleet.distributed_optimizer(opt).minimize(loss)
+            # fleet.util's collectives run over the ring in a collective job
+            assert fleet.util.all_reduce(np.array([rank + 1.0]), "sum").tolist() == [world * (world + 1) / 2]
+            assert fleet.util.all_gather(rank) == list(range(world))
+            fleet.barrier_worker()
         elif form == "fleet1x":
             from psjob.fluid.incubate.fleet.base import role_maker
             from psjob.fluid.incubate.fleet.collective import DistributedStrategy, fleet
@@ -91,6 +95,10 @@ def main():
             print(f"step {i}", flush=True)
     scope = fluid.global_scope()
     params = {p.name: np.asarray(scope.find_var(p.name).get_tensor()) for p in prog.all_parameters()}
+    if form == "fleet" and rank == 0:  # every trainer holds the whole model: a plain save
+        from psjob.distributed import fleet
+        assert fleet.fleet.main_program is prog and fleet.fleet.mode == "collective"
+        fleet.save_persistables(exe, out.replace("{rank}", str(rank)) + ".saved")
     np.savez(out.replace("{rank}", str(rank)), losses=np.asarray(losses), **params)
     print("done", flush=True)
 
