@@ -41,6 +41,7 @@ _DATA, _ABORT = 0, 1
 _OK, _BAD_TOKEN, _BAD_PEER = 0, 1, 2
 _DTYPES = (np.float32, np.float64)
 _BUFFER_BYTES = 4 << 20
+HELLO_TIMEOUT_S = 5.0
 
 
 class CollectiveError(RuntimeError):
@@ -173,7 +174,7 @@ class Ring:
                 sock, peer = listener.accept()
             except OSError:
                 return
-            _tune(sock, self.timeout_s)
+            _tune(sock, HELLO_TIMEOUT_S)  # a connection that says nothing does not hold up the ring
             try:
                 magic, version, _, rank, size, n = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
                 token = _recv_exact(sock, n) if n else b""
@@ -190,6 +191,7 @@ class Ring:
             except OSError:
                 status = -1
             if status == _OK:
+                sock.settimeout(self.timeout_s)
                 out["sock"] = sock
                 return
             sock.close()
