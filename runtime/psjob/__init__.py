@@ -93,6 +93,12 @@ def _dataset(kind):
     return classes[kind]()
 
 
+def _collective(rank=None, endpoints=None):
+    from .collective.service import ring
+    return ring(rank, endpoints)
+
+
+_hooks.register(_hooks.COLLECTIVE, _collective)
 _hooks.register(_hooks.RPC_SERVICE, _rpc_service)
 _hooks.register(_hooks.PSERVER_SERVICE, _pserver_service)
 _hooks.register(_hooks.HETER_SERVICE, _heter_service)

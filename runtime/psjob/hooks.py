@@ -32,6 +32,10 @@ DATA_STORAGE = "data_storage"
 # ("InMemoryDataset", "QueueDataset"), or raises ValueError naming the ones there are.
 DATASET = "dataset"
 
+# Collective (NCCL2-mode) training: fn(rank=None, endpoints=None) -> this process's trainer ring
+# (psjob.collective), formed on first use; with no arguments, the ring already formed or the one
+# the collective environment names.
+COLLECTIVE = "collective"
 _registered: dict[str, Callable] = {}
 
 

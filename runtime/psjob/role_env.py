@@ -195,3 +195,37 @@ def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> in
     if value < minimum:
         raise RoleEnvError(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+@dataclass(frozen=True)
+class CollectiveEnv:
+    """A collective (NCCL2-mode) trainer's place: Paddle's launcher variables
+    PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS and
+    PADDLE_CURRENT_ENDPOINT (docs/collective.md). `endpoints` is empty outside a collective job."""
+
+    rank: int
+    world_size: int
+    endpoints: tuple[str, ...]
+    current_endpoint: str
+    auth_token_file: str = ""
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> "CollectiveEnv":
+        env = process_environment() if environ is None else environ
+        endpoints = tuple(_endpoint_list(env, "PADDLE_TRAINER_ENDPOINTS"))
+        current = env.get("PADDLE_CURRENT_ENDPOINT", "")
+        if "PADDLE_TRAINER_ID" in env:
+            rank = _int(env, "PADDLE_TRAINER_ID", 0, minimum=0)
+        else:
+            rank = endpoints.index(current) if current in endpoints else 0
+        size = _int(env, "PADDLE_TRAINERS_NUM", 0, minimum=1) or len(endpoints) or 1
+        if endpoints and size != len(endpoints):
+            raise RoleEnvError(f"PADDLE_TRAINERS_NUM={size} but PADDLE_TRAINER_ENDPOINTS lists "
+                               f"{len(endpoints)} trainers")
+        if rank >= size:
+            raise RoleEnvError(f"PADDLE_TRAINER_ID {rank} out of range (PADDLE_TRAINERS_NUM={size})")
+        if endpoints and current and endpoints[rank] != current:
+            raise RoleEnvError(f"PADDLE_CURRENT_ENDPOINT {current} is not entry {rank} of "
+                               f"PADDLE_TRAINER_ENDPOINTS ({', '.join(endpoints)})")
+        return cls(rank, size, endpoints, current or (endpoints[rank] if endpoints else ""),
+                   env.get("PSJOB_AUTH_TOKEN_FILE", ""))

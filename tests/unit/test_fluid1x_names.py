@@ -1,6 +1,6 @@
 """Fluid 1.6+ names PaddlePaddle/models' Fluid 1.x examples use: fluid.data, fluid.embedding,
 the py_reader / PyReader / DataLoader.from_generator readers with EOFException, require_version,
-BuildStrategy/ExecutionStrategy and ParallelExecutor's refusal of collective num_trainers,
+BuildStrategy/ExecutionStrategy and ParallelExecutor's collective num_trainers,
 fluid.layers.square (and its unary siblings), DatasetFactory. Shapes and messages are
 Paddle 1.8.5's where it has them."""
 import threading
@@ -318,19 +318,35 @@ def test_strategies_have_paddles_fields_and_enums():
     assert fluid.compiler.BuildStrategy is fluid.BuildStrategy
 
 
-def test_collective_num_trainers_is_refused_outside_a_transpiled_program(programs):
+def test_collective_num_trainers_all_reduces_the_gradients_of_a_copy(programs):
+    """num_trainers > 1 outside a PS program is NCCL2-mode training (docs/collective.md): a copy
+    of the program scales every gradient by 1/num_trainers and all-reduces it after backward."""
     main, startup = programs
     x = fluid.data("x", [None, 2])
     loss = fluid.layers.mean(fluid.layers.fc(x, 1))
     fluid.optimizer.SGD(0.1).minimize(loss)
-    with pytest.raises(NotImplementedError, match=r"num_trainers=2 asks for collective \(nccl2\)"):
-        fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=main, num_trainers=2,
-                               trainer_id=0)
+    before = [op.type for op in main.global_block().ops]
+    pe = fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=main, num_trainers=2,
+                                trainer_id=0)
+    assert [op.type for op in main.global_block().ops] == before  # the user's program is untouched
+    types = [op.type for op in pe._program.global_block().ops]
+    assert types.count("c_allreduce_sum") == 2 and types.count("sgd") == 2
+    assert max(i for i, t in enumerate(types) if t == "c_allreduce_sum") < types.index("sgd")
+    scales = [op for op in pe._program.global_block().ops if op.type == "scale"
+              and op.output("Out")[0].endswith("@GRAD") and op.attr("scale") == 0.5]
+    assert len(scales) == 2  # CoeffNumDevice: the mean over trainers
+
     build = fluid.BuildStrategy()
     build.num_trainers = 2
-    with pytest.raises(NotImplementedError, match="collective"):
-        fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, build_strategy=build)
-    fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=main)  # one trainer: fine
+    build.gradient_scale_strategy = fluid.BuildStrategy.GradientScaleStrategy.One
+    compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name, build_strategy=build)
+    assert compiled._program is not main
+    assert not [op for op in compiled._program.global_block().ops if op.attr("scale") == 0.5]
+    assert sum(op.type == "c_allreduce_sum" for op in compiled._program.global_block().ops) == 2
+    with pytest.raises(ValueError, match="num_trainers=3 but BuildStrategy.num_trainers=2"):
+        fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=main, num_trainers=3,
+                               build_strategy=build)
+    assert fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=main)._program is main
 
     t = fluid.DistributeTranspiler()
     t.transpile(0, program=main, startup_program=startup, pservers="127.0.0.1:6170", trainers=2)

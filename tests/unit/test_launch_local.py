@@ -1,6 +1,9 @@
 """psjob launch and psjob run are one launcher (psjob.launcher.local) with two fronts:
 same placement, same defaults, same outcome rules."""
 import argparse
+import os
+
+import pytest
 
 from psjob import roles
 from psjob.jobspec import parse_job
@@ -109,3 +112,29 @@ def test_as_paddle_puts_the_paddle_alias_first_on_every_process_pythonpath_in_bo
     plain = yaml_run(tmp_path, {"command": ["python", "train.py"], "pserver": {"replicas": 1},
                                 "worker": {"replicas": 1}})
     assert plain.specs[0].argv == [sys.executable, "train.py"]
+
+
+@pytest.mark.parametrize("flags", [["--server_num", "0", "--worker_num", "3"], ["--gpus", "0,1,2"],
+                                   ["--nproc_per_node", "3"], ["--server_num", "0", "--gpus", "0,1,2"]])
+def test_a_job_with_no_pservers_is_collective_with_paddles_trainer_environment(tmp_path, flags):
+    job = launch_job(tmp_path, *flags)
+    assert (job.mode, job.trainers, [sp.role for sp in job.specs]) == ("collective", 3, ["TRAINER"] * 3)
+    ring = job.specs[0].env["PADDLE_TRAINER_ENDPOINTS"].split(",")
+    assert len(set(ring)) == 3
+    for t, sp in enumerate(job.specs):
+        env = sp.env
+        assert (env["PADDLE_TRAINER_ID"], env["PADDLE_TRAINERS_NUM"]) == (str(t), "3")
+        assert env["PADDLE_CURRENT_ENDPOINT"] == ring[t]
+        assert env["PADDLE_TRAINER_ENDPOINTS"].split(",") == ring
+        assert os.path.exists(env["PSJOB_AUTH_TOKEN_FILE"])
+        assert "PADDLE_PSERVER_ENDPOINTS" not in env
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--server_num", "0", "--worker_num", "2", "--gpus", "0,1,2"], r"disagree on the number of trainers \(\[2, 3\]\)"),
+    (["--server_num", "0", "--servers", "127.0.0.1:6170"], "has no pservers"),
+    (["--gpus", "0,1", "--server_num", "1"], "has no pservers"),
+])
+def test_a_collective_launch_refuses_contradictions(tmp_path, flags, message):
+    with pytest.raises(SystemExit, match=message):
+        launch_job(tmp_path, *flags)

@@ -11,6 +11,7 @@ Runtime layers, bottom to top; a module imports only its own layer and the ones 
     paddle2      Paddle 2.x's fronts over fluid: static, nn, optimizer, tensor, utils, ... (docs/paddle2.md)
     rpc          frames, codec, gRPC client and server
     ps           pserver state and service, communicators, checkpoint protocol, in-memory cluster
+    collective   the collective trainers' ring all-reduce (NCCL2 mode on CPU)
     fleet        the Fleet facade, role makers, trainer-side checkpoints, telemetry
     distributed  paddle.distributed (fleet 2.x front, datasets), paddle.fluid.incubate's paths
     training     built-in models and the built-in job
@@ -50,6 +51,7 @@ LAYERS = [
                  "psjob.device", "psjob.param_attr", "psjob._paddle2", "psjob.io", "psjob.utils")),
     ("rpc", ("psjob.rpc",)),
     ("ps", ("psjob.ps",)),
+    ("collective", ("psjob.collective",)),
     ("fleet", ("psjob.fleet",)),
     ("distributed", ("psjob.distributed",  # paddle.distributed: fleet 2.x front, datasets
                      "psjob.fluid.incubate")),  # paddle.fluid.incubate: Fluid 1.x's paths to them

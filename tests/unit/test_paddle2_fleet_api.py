@@ -59,8 +59,22 @@ def test_a_paddle2_pserver_whose_pod_ip_and_port_are_not_listed_is_named():
            "PADDLE_PORT": "6170", "PADDLE_TRAINERS_NUM": "2"}
     with pytest.raises(RoleMakerError, match="POD_IP:PADDLE_PORT 10.0.0.9:6170 is not in PADDLE_PSERVERS_IP_PORT_LIST"):
         PaddleCloudRoleMaker(environ=env)
-    with pytest.raises(RoleMakerError, match="collective"):
-        PaddleCloudRoleMaker(is_collective=True)
+
+
+
+def test_a_collective_role_maker_reads_the_trainers_ring():
+    ring = "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003"
+    rm = PaddleCloudRoleMaker(is_collective=True, environ={
+        "PADDLE_TRAINER_ID": "2", "PADDLE_TRAINERS_NUM": "3", "PADDLE_TRAINER_ENDPOINTS": ring,
+        "PADDLE_CURRENT_ENDPOINT": "127.0.0.1:7003"})
+    assert (rm.is_worker(), rm.worker_index(), rm.worker_num(), rm.server_num()) == (True, 2, 3, 0)
+    assert rm.collective.endpoints == tuple(ring.split(","))
+    with pytest.raises(RoleMakerError, match="PADDLE_TRAINERS_NUM=2 but PADDLE_TRAINER_ENDPOINTS lists 3"):
+        PaddleCloudRoleMaker(is_collective=True, environ={"PADDLE_TRAINERS_NUM": "2",
+                                                          "PADDLE_TRAINER_ENDPOINTS": ring})
+    with pytest.raises(RoleMakerError, match="PADDLE_CURRENT_ENDPOINT 127.0.0.1:7001 is not entry 1"):
+        PaddleCloudRoleMaker(is_collective=True, environ={"PADDLE_TRAINER_ID": "1", "PADDLE_TRAINER_ENDPOINTS": ring,
+                                                          "PADDLE_CURRENT_ENDPOINT": "127.0.0.1:7001"})
 
 
 def test_the_user_defined_role_maker_takes_paddle2_arguments():

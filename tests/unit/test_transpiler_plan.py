@@ -115,10 +115,12 @@ def test_the_overview_survives_a_round_trip_through_plain_data():
 
 # -- config -------------------------------------------------------------------------------
 
-def test_the_nccl2_mode_is_refused_naming_the_pserver_mode():
+def test_an_unknown_mode_is_refused_naming_the_modes():
     cfg = DistributeTranspilerConfig()
     cfg.mode = "nccl2"
-    with pytest.raises(TranspilerConfigError, match="not supported.*mode='pserver'"):
+    cfg.validate()  # collective (docs/collective.md)
+    cfg.mode = "collective"
+    with pytest.raises(TranspilerConfigError, match="not supported.*'pserver'.*'nccl2'"):
         cfg.validate()
 
 

@@ -478,11 +478,33 @@ def test_a_min_block_size_below_the_minimum_is_refused_at_construction():
         DistributeTranspiler(cfg)
 
 
-def test_nccl2_mode_is_refused_with_the_pserver_mode_as_alternative():
+def test_nccl2_mode_adds_the_rings_rendezvous_to_the_startup_program_only():
+    main, startup = dense_net()
     cfg = DistributeTranspilerConfig()
     cfg.mode = "nccl2"
-    with pytest.raises(TranspilerConfigError, match="use mode='pserver'"):
-        DistributeTranspiler(cfg)
+    before = [op.type for op in main.global_block().ops]
+    t = DistributeTranspiler(cfg)
+    t.transpile(1, program=main, startup_program=startup, trainers="127.0.0.1:7001,127.0.0.1:7002",
+                current_endpoint="127.0.0.1:7002")
+    assert [op.type for op in main.global_block().ops] == before
+    gen = [op for op in startup.global_block().ops if op.type == "gen_nccl_id"]
+    assert len(gen) == 1
+    assert (gen[0].attr("trainers"), gen[0].attr("trainer_id")) == (["127.0.0.1:7001", "127.0.0.1:7002"], 1)
+    assert not getattr(main, "_is_distributed", False)
+
+
+@pytest.mark.parametrize("trainers,trainer_id,current,message", [
+    (2, 0, "", "trainers must list every trainer's endpoint"),
+    ("127.0.0.1:7001,127.0.0.1:7002", 2, "", r"trainer_id must be an int in \[0, 2\)"),
+    ("127.0.0.1:7001,127.0.0.1:7002", 0, "127.0.0.1:7002", "is not trainer 0's endpoint"),
+])
+def test_nccl2_mode_checks_its_arguments(trainers, trainer_id, current, message):
+    main, startup = dense_net()
+    cfg = DistributeTranspilerConfig()
+    cfg.mode = "nccl2"
+    with pytest.raises(ValueError, match=message):
+        DistributeTranspiler(cfg).transpile(trainer_id, program=main, startup_program=startup,
+                                            trainers=trainers, current_endpoint=current)
 
 
 @pytest.mark.parametrize("pservers,message", [

@@ -18,7 +18,8 @@ NOTES = {
     "paddle.Tensor": (DIFFERS, "the static-graph Variable (paddle.static.Variable): no eager tensors"),
     "paddle.save": (REFUSED, "dygraph: use paddle.static.save(program, path) or fleet.save_persistables"),
     "paddle.load": (REFUSED, "dygraph: use paddle.static.load(program, path)"),
-    "paddle.DataParallel": (REFUSED, "collective training: use paddle.distributed.fleet with parameter servers"),
+    "paddle.DataParallel": (REFUSED, "dygraph data parallelism: static-graph collective training is "
+                                     "fleet.init(is_collective=True) or ParallelExecutor(num_trainers=N)"),
     "paddle.Model": (REFUSED, "hapi: build a static Program and run it with paddle.static.Executor"),
     # Files: psjob's own format (docs/paddle2.md, docs/checkpoints.md).
     "paddle.static.save": (DIFFERS, "writes psjob's format (.npz arrays and JSON with a sha256 per "
@@ -33,7 +34,10 @@ NOTES = {
     "paddle.fluid.io.save_persistables": (DIFFERS, "psjob's format, not Paddle's: the files load in psjob only"),
     "paddle.fluid.io.save_inference_model": (DIFFERS, "psjob's format: loads in psjob, not in Paddle Inference"),
     # Fleet in parameter-server mode.
-    "paddle.distributed.fleet.init": (DIFFERS, "parameter-server mode only: is_collective=True is refused"),
+    "paddle.distributed.fleet.init": (DIFFERS, "is_collective=True all-reduces gradients over a CPU ring "
+                                               "over TCP, not NCCL (docs/collective.md)"),
+    "paddle.distributed.init_parallel_env": (DIFFERS, "joins psjob's CPU ring over TCP (docs/collective.md); "
+                                                      "for static programs only"),
     "paddle.distributed.fleet.util.all_reduce": (DIFFERS, "meets on pserver 0 instead of over gloo; "
                                                           "comm_world='worker' only"),
     "paddle.distributed.fleet.util.all_gather": (DIFFERS, "meets on pserver 0 instead of over gloo; "

@@ -1,6 +1,6 @@
-"""`paddle.distributed` (Paddle 2.x), parameter-server subset: `fleet`, the datasets,
-get_rank/get_world_size. Collective training (init_parallel_env, spawn) is refused
-with an error naming the alternative."""
+"""`paddle.distributed` (Paddle 2.x): `fleet`, the datasets, get_rank/get_world_size, and
+init_parallel_env, which forms the collective trainers' ring (docs/collective.md).
+spawn is refused with an error naming the alternative."""
 from __future__ import annotations
 
 from ..role_env import process_environment
@@ -32,7 +32,15 @@ def _collective(name):
     return refuse
 
 
-init_parallel_env = _collective("init_parallel_env")
+def init_parallel_env():
+    """Join the collective trainers' ring (PADDLE_TRAINER_ENDPOINTS, PADDLE_TRAINER_ID): returns
+    once every trainer has; a single process (no endpoints) has nothing to join."""
+    from ..collective.service import environment, ring
+    env = environment()
+    if env.world_size > 1:
+        ring()
+
+
 spawn = _collective("spawn")
 
 

@@ -37,7 +37,11 @@ connection (fleet/worker.py) and saving (fleet/saving.py).
 """
 from __future__ import annotations
 
+from ..fluid import io as fluid_io
 from ..fluid.executor import Executor
+from ..fluid.framework import default_startup_program
+from ..fluid.transpiler.collective import add_gen_nccl_id, insert_grad_allreduce
+from ..role_env import CollectiveEnv
 from ..fluid.optimizer import Optimizer, check_table_optimizer
 from . import saving
 from . import strategy as strategies
@@ -58,11 +62,22 @@ class Fleet:
         self._job: BuiltJob | None = None          # after minimize()
         self._executor: Executor | None = None     # a pserver's, from init_server
         self._worker: WorkerConnection | None = None  # between init_worker and stop_worker
+        self._collective: CollectiveEnv | None = None  # fleet.init(is_collective=True)
+        self._collective_programs = None               # (main, startup) after a collective minimize()
 
     # -- roles --------------------------------------------------------------------------
     def init(self, role_maker=None, is_collective=False):
         if is_collective:
-            raise FleetError("collective training is not supported by psjob; use the parameter-server mode")
+            # Collective (NCCL2-mode) training: every process is a trainer of the ring that
+            # PADDLE_TRAINER_ENDPOINTS names (docs/collective.md).
+            self._collective = getattr(role_maker, "collective", None) or CollectiveEnv.from_environ(
+                role_maker.settings() if isinstance(role_maker, RoleMakerBase) else None)
+            self._role_maker = None
+            return
+        self._collective = getattr(role_maker, "collective", None)
+        if self._collective is not None:  # a role maker made with is_collective=True
+            self._role_maker = None
+            return
         self._role_maker = role_maker or PaddleCloudRoleMaker()
         if not isinstance(self._role_maker, RoleMakerBase):
             raise TypeError(f"role_maker must be a psjob role maker, got {type(role_maker).__name__}")
@@ -71,7 +86,11 @@ class Fleet:
     @property
     def initialized(self) -> bool:
         """Whether init() ran (this process's role is known)."""
-        return self._role_maker is not None
+        return self._role_maker is not None or self._collective is not None
+
+    @property
+    def is_collective(self) -> bool:
+        return self._collective is not None
 
     def _rm(self) -> RoleMakerBase:
         if self._role_maker is None:
@@ -83,6 +102,8 @@ class Fleet:
         return self._rm().settings()
 
     def is_server(self):
+        if self._collective is not None:
+            return False
         # As in Fleet 2.0, heter trainers take the server path (init_server/run_server).
         return self._rm().is_server() or self._rm().is_heter_worker()
 
@@ -90,18 +111,28 @@ class Fleet:
         return self._rm().is_heter_worker()
 
     def is_worker(self):
+        if self._collective is not None:
+            return True
         return self._rm().is_worker()
 
     def is_first_worker(self):
+        if self._collective is not None:
+            return self._collective.rank == 0
         return self._rm().is_first_worker()
 
     def worker_index(self):
+        if self._collective is not None:
+            return self._collective.rank
         return self._rm().worker_index()
 
     def worker_num(self):
+        if self._collective is not None:
+            return self._collective.world_size
         return self._rm().worker_num()
 
     def server_num(self):
+        if self._collective is not None:
+            return 0
         return self._rm().server_num()
 
     def split_files(self, files):
@@ -124,19 +155,26 @@ class Fleet:
     def worker_endpoints(self, to_string=False):
         """The trainers' endpoints (PADDLE_TRAINER_ENDPOINTS, or a user-defined role's
         worker_endpoints); a comma-separated string with to_string=True, as Paddle's."""
-        endpoints = self._rm().get_trainer_endpoints()
+        endpoints = (list(self._collective.endpoints) if self._collective is not None
+                     else self._rm().get_trainer_endpoints())
         return ",".join(endpoints) if to_string else endpoints
 
     @property
     def mode(self) -> str:
+        if self._collective is not None:
+            return "collective"
         return self._strategy.mode if self._strategy else ""
 
     @property
     def main_program(self):
+        if self._collective is not None:
+            return self._collective_programs[0] if self._collective_programs else None
         return self._job.main if self._job is not None else None
 
     @property
     def startup_program(self):
+        if self._collective is not None:
+            return self._collective_programs[1] if self._collective_programs else None
         return self._job.startup if self._job is not None else None
 
     @property
@@ -149,6 +187,8 @@ class Fleet:
     def distributed_optimizer(self, optimizer, strategy=None):
         if not isinstance(optimizer, Optimizer):
             raise TypeError("optimizer must be a psjob.fluid.optimizer.Optimizer")
+        if self._collective is not None:
+            return CollectiveOptimizer(self, optimizer)
         self._rm()
         self._strategy = strategies.resolve(strategy)
         # None: the optimizer's own table_optimizer setting (default "same") decides.
@@ -194,6 +234,8 @@ class Fleet:
 
     # -- workers ------------------------------------------------------------------------
     def init_worker(self, scope=None):
+        if self._collective is not None:
+            return  # a collective trainer meets the others in its ring, formed by the startup program
         rm = self._rm()
         if not rm.is_worker():
             raise FleetError("init_worker() is for trainers (fleet.is_worker())")
@@ -224,6 +266,8 @@ class Fleet:
         return self._worker.members(rm.get_pserver_endpoints()[0])
 
     def stop_worker(self):
+        if self._collective is not None:
+            return
         if self._worker is None:
             raise FleetError("stop_worker() without init_worker()")
         worker, self._worker = self._worker, None
@@ -241,6 +285,8 @@ class Fleet:
         whole, the pservers write their distributed-table shards keyed by feature id,
         and the manifest goes in last; other trainers save only what they hold."""
         saving.check_save_args("save_persistables", executor, main_program)
+        if self._collective is not None:  # every trainer holds the whole model
+            return fluid_io.save_persistables(executor, dirname, main_program or self.main_program)
         return saving.save_persistables(self._rm(), self._job, executor, dirname, main_program)
 
     def save_inference_model(self, executor, dirname, feeded_var_names, target_vars, main_program=None,
@@ -251,8 +297,34 @@ class Fleet:
         distributed table stay local lookups, so load_inference_model(_distributed) serves
         it in one process, the table assembled from its shards)."""
         saving.check_save_args("save_inference_model", executor, main_program)
+        if self._collective is not None:
+            return fluid_io.save_inference_model(dirname, feeded_var_names, target_vars, executor,
+                                                 main_program or self.main_program,
+                                                 export_for_deployment=export_for_deployment)
         return saving.save_inference_model(self._rm(), self._job, executor, dirname, feeded_var_names,
                                            target_vars, main_program, export_for_deployment)
+
+
+class CollectiveOptimizer:
+    """Fleet's collective optimizer: minimize() appends the optimize pass, then all-reduces
+    every gradient among the trainers (c_allreduce_sum after backward, the mean over trainers)
+    and puts the ring's rendezvous in the startup program, as Paddle's collective
+    transpiler does; the program then runs with a plain Executor."""
+
+    def __init__(self, fleet_: Fleet, optimizer: Optimizer):
+        self._fleet, self._env, self._optimizer = fleet_, fleet_._collective, optimizer
+
+    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        result = self._optimizer.minimize(loss, startup_program, parameter_list, no_grad_set)
+        main, startup = loss.block.program, startup_program or default_startup_program()
+        if self._env.world_size > 1:
+            insert_grad_allreduce(main, self._env.world_size)
+            add_gen_nccl_id(startup, self._env.rank, self._env.endpoints, self._env.current_endpoint)
+        self._fleet._collective_programs = (main, startup)
+        return result
+
+    def __getattr__(self, name):
+        return getattr(self._optimizer, name)
 
 
 class DistributedOptimizer:

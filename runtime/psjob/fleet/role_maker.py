@@ -10,7 +10,7 @@ import enum
 import socket
 
 from .. import roles
-from ..role_env import RoleEnv, RoleEnvError
+from ..role_env import CollectiveEnv, RoleEnv, RoleEnvError
 from ..role_env import process_environment
 
 
@@ -25,6 +25,9 @@ class RoleMakerError(ValueError):
 
 
 class RoleMakerBase:
+    # A collective (NCCL2-mode) trainer's place (is_collective=True); None in a PS job.
+    collective: CollectiveEnv | None = None
+
     def __init__(self):
         self._role = Role.WORKER
         self._current_id = 0
@@ -133,8 +136,20 @@ class PaddleCloudRoleMaker(RoleMakerBase):
     def __init__(self, is_collective=False, environ=None, role_env: RoleEnv | None = None):
         super().__init__()
         if is_collective:
-            raise RoleMakerError("collective (nccl2) training is not supported by psjob; "
-                                 "use the parameter-server mode (is_collective=False)")
+            # Collective: every process is a trainer of the ring PADDLE_TRAINER_ENDPOINTS names.
+            self._settings = process_environment() if environ is None else environ
+            try:
+                self.collective = CollectiveEnv.from_environ(self._settings)
+            except RoleEnvError as exc:
+                raise RoleMakerError(str(exc)) from None
+            self.role_env = None
+            self._server_endpoints, self._heter_endpoints = [], []
+            self._worker_endpoints = list(self.collective.endpoints)
+            self._worker_num, self._worker_capacity = self.collective.world_size, 0
+            self._mode, self._k_steps = "collective", 0
+            self._role, self._current_id = Role.WORKER, self.collective.rank
+            self._generated = True
+            return
         if role_env is None:
             try:
                 role_env = RoleEnv.from_environ(process_environment() if environ is None else environ)
@@ -144,9 +159,11 @@ class PaddleCloudRoleMaker(RoleMakerBase):
         self.generate_role()
 
     def settings(self):
-        return self.role_env.settings
+        return self._settings if self.collective is not None else self.role_env.settings
 
     def generate_role(self):
+        if self.collective is not None:
+            return
         env = self.role_env
         self._server_endpoints = list(env.pserver_endpoints)
         self._heter_endpoints = list(env.heter_endpoints)

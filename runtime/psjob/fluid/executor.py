@@ -373,23 +373,33 @@ def _op_error(ctx: KernelContext, exc: Exception) -> ExecutionError:
                           f"[inputs: {', '.join(shapes)}]")
 
 
-def check_not_collective(program, num_trainers, who):
-    """Refuse num_trainers > 1 outside a parameter-server trainer program: in Paddle that is
-    NCCL2 collective training (each process all-reduces its gradients with the others),
-    which psjob does not have; without this, each process would silently train its own model."""
+def collective_program(program, num_trainers, strategy=None):
+    """The program to run for `num_trainers` (NCCL2-mode collective training when > 1 outside a
+    parameter-server trainer program): a copy with every parameter gradient all-reduced among
+    the trainers after backward (transpiler/collective.py), scaled as BuildStrategy's
+    gradient_scale_strategy says (CoeffNumDevice, Paddle's default: the mean over trainers)."""
+    from .transpiler.collective import insert_grad_allreduce
     n = 1 if num_trainers is None else int(num_trainers)
-    if n > 1 and not getattr(program, "_is_distributed", False):
-        raise NotImplementedError(
-            f"{who}: num_trainers={n} asks for collective (nccl2) data-parallel training, which psjob "
-            "does not support yet. Train with parameter servers instead: transpile the program "
-            "(fluid.DistributeTranspiler, or Fleet), whose trainers meet through the pservers; or "
-            "leave num_trainers at 1 for a single process")
+    if n <= 1 or getattr(program, "_is_distributed", False):
+        return program
+    scale_strategy = int(getattr(strategy, "gradient_scale_strategy", 0) or 0)
+    copy = program.clone()
+    return insert_grad_allreduce(copy, n, scale=scale_strategy == 0)
+
+
+def _num_trainers(explicit, strategy):
+    """num_trainers from the argument or the BuildStrategy; they must agree when both say > 1."""
+    a, b = int(explicit or 1), int(getattr(strategy, "num_trainers", 1) or 1)
+    if a > 1 and b > 1 and a != b:
+        raise ValueError(f"num_trainers={a} but BuildStrategy.num_trainers={b}")
+    return max(a, b)
 
 
 class CompiledProgram:
     """Fluid's CompiledProgram. psjob runs one device per process, so data
-    parallelism across devices is a no-op here; distributed training is the
-    parameter server's job."""
+    parallelism across devices is a no-op here; across trainers
+    (BuildStrategy.num_trainers > 1) it is collective training: the gradients
+    are all-reduced among the trainers (docs/collective.md)."""
 
     def __init__(self, program_or_graph, build_strategy=None):
         if not isinstance(program_or_graph, Program):
@@ -400,25 +410,24 @@ class CompiledProgram:
     def with_data_parallel(self, loss_name=None, build_strategy=None, exec_strategy=None,
                            share_vars_from=None, places=None):
         strategy = build_strategy if build_strategy is not None else self._build_strategy
-        check_not_collective(self._program, getattr(strategy, "num_trainers", 1),
-                             "CompiledProgram.with_data_parallel (BuildStrategy.num_trainers)")
+        self._program = collective_program(self._program, _num_trainers(1, strategy), strategy)
         return self
 
 
 class ParallelExecutor:
     """Fluid's ParallelExecutor on one device: runs the main program with an Executor.
 
-    num_trainers / trainer_id apply to collective training only (refused above); a
-    transpiled trainer program's trainers already meet through the pservers."""
+    num_trainers > 1 is collective (NCCL2-mode) training: it runs a copy of the program
+    whose gradients are all-reduced among the trainers (collective_program); a transpiled
+    parameter-server trainer program's trainers already meet through the pservers."""
 
     def __init__(self, use_cuda=False, loss_name=None, main_program=None, share_vars_from=None,
                  exec_strategy=None, build_strategy=None, num_trainers=1, trainer_id=0, scope=None):
         from .core import CUDAPlace
         from .framework import default_main_program
-        self._program = main_program or default_main_program()
-        check_not_collective(self._program, num_trainers, "ParallelExecutor")
-        check_not_collective(self._program, getattr(build_strategy, "num_trainers", 1),
-                             "ParallelExecutor (BuildStrategy.num_trainers)")
+        program = main_program or default_main_program()
+        self._program = collective_program(program, _num_trainers(num_trainers, build_strategy),
+                                           build_strategy)
         self._exe = Executor(CUDAPlace(0) if use_cuda else CPUPlace())
         self._scope = scope or (share_vars_from._scope if share_vars_from else global_scope())
 

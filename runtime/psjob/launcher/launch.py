@@ -1,6 +1,8 @@
 """`psjob launch`: run a Fluid/Fleet training script as N pservers + M trainers.
 
     psjob launch --server_num 2 --worker_num 2 [--servers ip:port,...] [--workers ip:port,...]
+    psjob launch --server_num 0 --worker_num 2 script.py          (collective: no pservers)
+    psjob launch --gpus 0,1 script.py                              (collective, Paddle's form)
                  [--heter_worker_num K] [--log_dir DIR] [--mode sync] [--metrics-port P]
                  [--progress-interval S] [--summary PATH] [--stop-grace S] [--as-paddle]
                  script.py [args...]
@@ -25,6 +27,12 @@ processes it starts, such as a dataset's pipe_command) `import paddle` and
 PYTHONPATH); each process says so on stderr when it imports paddle.
 Placement, supervision, progress, summary and outcome are launcher.local's,
 shared with `psjob run`; this module is the fleetrun-style front.
+Collective (NCCL2-mode) jobs: with --server_num 0, --gpus or --nproc_per_node there are no
+pservers; trainer t gets Paddle's collective environment — PADDLE_TRAINER_ID,
+PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS (one free loopback port per trainer,
+its ring port) and PADDLE_CURRENT_ENDPOINT — and the auth token (docs/collective.md).
+Without any of them and with no --servers, one pserver is started, as before (fleetrun
+would run collective there).
 Exit status: 0 when every trainer exited 0 (pservers that do not exit on
 their own afterwards are stopped, and one that dies then is not restarted:
 training is complete); otherwise the status of the process that failed with
@@ -52,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", default="",
                    help="fleetrun's comma-separated trainer ip:port list: psjob trainers listen on no "
                         "port, so only its length counts (the number of trainers)")
+    p.add_argument("--gpus", "--selected_gpus", dest="gpus", default="",
+                   help="Paddle's collective launch: one trainer per listed device (psjob's ring runs "
+                        "on CPU; the ids only count the trainers)")
+    p.add_argument("--nproc_per_node", type=int, default=None,
+                   help="Paddle 2.x's collective launch: this many trainers, no pservers")
     p.add_argument("--heter_worker_num", type=int, default=0, help="number of heterogeneous trainers")
     p.add_argument("--servers", default="", help="comma-separated ip:port of the pservers")
     p.add_argument("--log_dir", default="log", help="one log file per process goes here")
@@ -84,7 +97,52 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def is_collective(args) -> bool:
+    """No pservers: --server_num 0, --gpus or --nproc_per_node (Paddle's collective launch)."""
+    return args.server_num == 0 or bool(args.gpus) or args.nproc_per_node is not None
+
+
+def plan_collective(args) -> LocalJob:
+    if args.servers or args.heter_worker_num or (args.server_num or 0) > 0:
+        raise SystemExit("psjob launch: a collective job (--server_num 0, --gpus, --nproc_per_node) has "
+                         "no pservers or heter trainers: drop --servers/--server_num/--heter_worker_num")
+    counts = {n for n in (args.worker_num, args.nproc_per_node,
+                          len([g for g in args.gpus.split(",") if g.strip()]) or None) if n is not None}
+    if len(counts) > 1:
+        raise SystemExit(f"psjob launch: --worker_num/--nproc_per_node/--gpus disagree on the number of "
+                         f"trainers ({sorted(counts)})")
+    n = counts.pop() if counts else 1
+    if n < 1:
+        raise SystemExit("psjob launch: a collective job needs at least one trainer")
+    try:
+        check_options(args.metrics_port, n, args.progress_interval, args.stop_grace)
+    except ValueError as exc:
+        raise SystemExit(f"psjob launch: {exc}") from None
+    os.makedirs(args.log_dir, exist_ok=True)
+    token_file = "" if args.no_auth else write_token(args.log_dir)
+    ring = [f"{roles.LOCAL_HOST}:{port}" for port in free_ports(n)]
+    argv = [sys.executable, "-u", args.script, *args.script_args]
+    extra = as_paddle_environment(process_environment()) if args.as_paddle else {}
+    specs = []
+    for t in range(n):
+        env = {"PADDLE_TRAINING_ROLE": roles.TRAINER, "TRAINING_ROLE": roles.TRAINER,
+               "PADDLE_TRAINER_ID": str(t), "PSJOB_TRAINER_ID": str(t), "PADDLE_TRAINERS_NUM": str(n),
+               "PADDLE_TRAINERS": str(n), "PADDLE_TRAINER_ENDPOINTS": ",".join(ring),
+               "PADDLE_CURRENT_ENDPOINT": ring[t], "PSJOB_JOB_NAME": args.job_name,
+               "PSJOB_AUTH_TOKEN_FILE": token_file, "PADDLE_DISTRI_BACKEND": "gloo"}
+        if args.metrics_port:
+            env["PSJOB_METRICS_PORT"] = str(args.metrics_port + t)
+        specs.append(ProcessSpec(roles.TRAINER, t, argv, {**env, **extra},
+                                 os.path.join(args.log_dir, f"workerlog.{t}"), 0))
+    return LocalJob(name=args.job_name, mode="collective", trainers=n, checkpoint_dir="", specs=specs,
+                    deadline=Deadline(args.timeout, "Timeout", f"--timeout {args.timeout:g}s")
+                    if args.timeout else None,
+                    summary_extra={"log_dir": os.path.abspath(args.log_dir)})
+
+
 def plan(args) -> LocalJob:
+    if is_collective(args):
+        return plan_collective(args)
     if args.servers:
         endpoints = [e.strip() for e in args.servers.split(",") if e.strip()]
         if args.server_num is not None and args.server_num != len(endpoints):
@@ -145,8 +203,9 @@ def main(argv=None) -> int:
     job = plan(args)
     pservers = sum(sp.role == roles.PSERVER for sp in job.specs)
     heter = f", {args.heter_worker_num} heter trainer(s)" if args.heter_worker_num else ""
+    mode = "collective (ring all-reduce)" if job.mode == "collective" else f"{args.mode} mode"
     opening = [f"[psjob] {args.job_name}: {pservers} pserver(s){heter} and {job.trainers} trainer(s), "
-               f"{args.mode} mode, on this machine; logs in {args.log_dir}"]
+               f"{mode}, on this machine; logs in {args.log_dir}"]
     if args.metrics_port:
         opening.append(metrics_banner(args.metrics_port, len(job.specs) - job.trainers))
     if args.as_paddle:

@@ -86,7 +86,7 @@ class _DistributedOptimizer:
         result = self._inner.minimize(loss, startup_program=startup_program, parameter_list=parameter_list,
                                       no_grad_set=no_grad_set)
         _set_fleet_opt(loss.block.program, self._strategy)
-        if _fleet.is_worker():
+        if _fleet.is_worker() and not _fleet.is_collective:
             _client_service.install(_WorkerConnection())
         return result
 

@@ -8,11 +8,15 @@ numbers), between init_worker() and stop_worker(), called by every worker in
 the same order, as Paddle requires. With one worker they are exact without
 any pserver (the identity), so single-process runs of a fleet script work
 unchanged. comm_world "server"/"all" (collectives including the pservers) are
-refused: psjob's pservers take no part in them.
+refused: psjob's pservers take no part in them. In a collective job
+(fleet.init(is_collective=True)) they run over the trainers' ring instead
+(docs/collective.md): values travel as float64, exact for integers below 2**53.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from ...collective.service import ring as collective_ring
 
 MODES = ("sum", "min", "max")
 _REDUCE = {"sum": np.sum, "min": np.min, "max": np.max}
@@ -20,6 +24,28 @@ _REDUCE = {"sum": np.sum, "min": np.min, "max": np.max}
 
 class CollectiveUnavailable(NotImplementedError):
     pass
+
+
+_MAX_DIMS = 8
+
+
+def _ring_gather(value: np.ndarray, rank: int, world: int) -> list:
+    """Every trainer's `value` in rank order, over the collective ring: each trainer fills its
+    row of a zero [world, ...] array and the all-reduce (a sum) puts every row everywhere."""
+    if value.ndim > _MAX_DIMS or value.dtype.kind not in "biuf":
+        raise ValueError(f"fleet.util collectives over the ring take numeric arrays of at most "
+                         f"{_MAX_DIMS} dimensions, got {value.dtype} shaped {list(value.shape)}")
+    ring = collective_ring()
+    meta = np.zeros((world, _MAX_DIMS + 1))
+    meta[rank, 0] = value.ndim
+    meta[rank, 1:1 + value.ndim] = value.shape
+    meta = ring.allreduce(meta).astype(np.int64)
+    shapes = [tuple(row[1:1 + row[0]]) for row in meta]
+    width = max(int(np.prod(shape)) for shape in shapes)
+    data = np.zeros((world, width))
+    data[rank, :value.size] = value.reshape(-1)
+    data = ring.allreduce(data)
+    return [data[r, :int(np.prod(shape))].reshape(shape).astype(value.dtype) for r, shape in enumerate(shapes)]
 
 
 class UtilBase:
@@ -37,6 +63,8 @@ class UtilBase:
         value = np.array(value, copy=True)
         if self._fleet.worker_num() == 1:
             return [value]
+        if getattr(self._fleet, "is_collective", False):
+            return _ring_gather(value, self._fleet.worker_index(), self._fleet.worker_num())
         client = self._fleet.rpc_client
         if client is None:
             raise CollectiveUnavailable(

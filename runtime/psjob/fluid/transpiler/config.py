@@ -24,6 +24,7 @@ log = logging.getLogger("psjob.transpiler")
 # overhead (the seed's note: bandwidth is used well above ~2 MB per request).
 MIN_BLOCK_SIZE = 8192
 PSERVER_MODE = "pserver"
+NCCL2_MODE = "nccl2"  # collective: trainers all-reduce their gradients (docs/collective.md)
 
 
 class TranspilerConfigError(ValueError):
@@ -39,7 +40,9 @@ class DistributeTranspilerConfig:
         RoundRobin (default) or HashName.
     min_block_size (int): the smallest block, in elements (at least 8192).
     enable_dc_asgd (bool): delay-compensated async SGD (async mode only).
-    mode (str): "pserver" — the only mode psjob supports.
+    mode (str): "pserver" (the default) or "nccl2": collective training, where transpile()
+        only adds the ring's rendezvous (gen_nccl_id) to the startup program and
+        ParallelExecutor(num_trainers=N) all-reduces the gradients (docs/collective.md).
     print_log (bool): log the transpile steps at INFO.
     wait_port (bool): get_trainer_program waits for the pservers' ports.
     sync_mode (bool|None): None follows transpile(sync_mode=...); False forces async.
@@ -73,10 +76,10 @@ class DistributeTranspilerConfig:
 
     def validate(self) -> None:
         """Fill defaults and raise TranspilerConfigError naming the first bad attribute."""
-        if self.mode != PSERVER_MODE:
+        if self.mode not in (PSERVER_MODE, NCCL2_MODE):
             raise TranspilerConfigError(
-                f"DistributeTranspilerConfig.mode={self.mode!r} is not supported: psjob trains with "
-                f"parameter servers only; use mode={PSERVER_MODE!r} (the default)")
+                f"DistributeTranspilerConfig.mode={self.mode!r} is not supported: use "
+                f"{PSERVER_MODE!r} (the default, parameter servers) or {NCCL2_MODE!r} (collective)")
         if self.split_method is None:
             self.split_method = RoundRobin
         if not (isinstance(self.split_method, type) and issubclass(self.split_method, PSDispatcher)):

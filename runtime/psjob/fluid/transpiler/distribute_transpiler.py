@@ -25,7 +25,8 @@ import math
 from ...tables import OPTIMIZERS as TABLE_RULES
 from ...tables import OptimizerConfig as TableOptimizerConfig
 from ..framework import GraphError, Program, default_main_program, default_startup_program
-from .config import DistributeTranspilerConfig, TranspilerConfigError
+from .collective import add_gen_nccl_id
+from .config import NCCL2_MODE, DistributeTranspilerConfig, TranspilerConfigError
 from ... import hooks
 from .details import parse_endpoints
 from ..ops.optimizer_ops import kernel_hyperparameters, state_specs
@@ -69,6 +70,8 @@ class DistributeTranspiler:
         startup_program = startup_program if startup_program is not None else default_startup_program()
         if not isinstance(program, Program) or not isinstance(startup_program, Program):
             raise TypeError("program and startup_program must be fluid Programs")
+        if self.config.mode == NCCL2_MODE:
+            return self._transpile_nccl2(trainer_id, program, trainers, startup_program, current_endpoint)
         if getattr(program, "_is_distributed", False):
             raise GraphError("this program was already transpiled; transpile a fresh copy "
                              "(program.clone() before transpiling keeps the original)")
@@ -107,6 +110,25 @@ class DistributeTranspiler:
         self.vars_overview = self._overview
         log.info("transpiled for trainer %d of %d, %s mode, pservers %s", trainer_id, trainer_num,
                  "sync" if sync else "async", endpoints)
+
+    def _transpile_nccl2(self, trainer_id, program, trainers, startup_program, current_endpoint):
+        """NCCL2 mode, as Paddle's: the main program is left as it is (ParallelExecutor with
+        num_trainers all-reduces its gradients); the startup program forms the trainers' ring."""
+        endpoints = parse_endpoints(trainers) if isinstance(trainers, (str, list, tuple)) and trainers else []
+        if not endpoints:
+            raise ValueError("nccl2 mode: trainers must list every trainer's endpoint, "
+                             f"\"ip1:port,ip2:port\", got {trainers!r}")
+        if isinstance(trainer_id, bool) or not isinstance(trainer_id, int) or not 0 <= trainer_id < len(endpoints):
+            raise ValueError(f"trainer_id must be an int in [0, {len(endpoints)}) for the trainers "
+                             f"{endpoints}, got {trainer_id!r}")
+        if current_endpoint and current_endpoint != endpoints[trainer_id]:
+            raise ValueError(f"current_endpoint {current_endpoint!r} is not trainer {trainer_id}'s "
+                             f"endpoint in trainers ({endpoints[trainer_id]!r})")
+        add_gen_nccl_id(startup_program, trainer_id, endpoints, current_endpoint)
+        program._trainers_endpoints = list(endpoints)
+        self.origin_program, self.startup_program = program, startup_program
+        self.trainer_id, self.trainer_num, self.sync_mode = trainer_id, len(endpoints), True
+        log.info("nccl2 mode: trainer %d of ring %s", trainer_id, endpoints)
 
     @property
     def untouched_program(self) -> Program:

@@ -23,8 +23,9 @@ class UserDefinedRoleMaker(_UserDefinedRoleMaker):
     def __init__(self, is_collective=False, init_gloo=False, current_id=0, role=Role.WORKER,
                  worker_endpoints=None, server_endpoints=None, worker_num=None, **kwargs):
         if is_collective:
-            raise RoleMakerError("collective (nccl2) training is not supported by psjob; "
-                                 "use the parameter-server mode (is_collective=False)")
+            raise RoleMakerError("UserDefinedRoleMaker(is_collective=True) is not supported by psjob: "
+                                 "collective trainers read their ring from the environment "
+                                 "(PaddleCloudRoleMaker(is_collective=True) or fleet.init(is_collective=True))")
         if worker_num is None:
             worker_num = len(worker_endpoints) if worker_endpoints else 1
         elif worker_endpoints and len(worker_endpoints) != worker_num:
