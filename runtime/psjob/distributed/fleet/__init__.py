@@ -56,9 +56,10 @@ class _WorkerConnection:
 
 # The trainer and device worker Paddle's parameter-server program builders name per mode
 # (paddle/distributed/ps/utils/ps_program_builder.py): async trains with DistMultiTrainer and
-# DownpourLite, sync and geo with MultiTrainer and Hogwild.
+# DownpourLite, sync, geo and collective (no pserver) with MultiTrainer and Hogwild.
 _TRAINER_BY_MODE = {"async": ("DistMultiTrainer", "DownpourLite"), "half_async": ("DistMultiTrainer", "DownpourLite"),
-                    "sync": ("MultiTrainer", "Hogwild"), "geo": ("MultiTrainer", "Hogwild")}
+                    "sync": ("MultiTrainer", "Hogwild"), "geo": ("MultiTrainer", "Hogwild"),
+                    "collective": ("MultiTrainer", "Hogwild")}
 
 
 def _set_fleet_opt(program, strategy) -> None:
@@ -155,7 +156,11 @@ def _collective_save(api, dirname, write):
     barrier): every worker calls them, all wait for one another, worker 0 writes the whole
     model, and every worker returns once it is written. The second meeting carries worker
     0's outcome, so a failed write raises on every worker, not only on the one that wrote.
-    The workers meet on pserver 0, as fleet.util's collectives do (fleet/util.py)."""
+    The workers meet on pserver 0, as fleet.util's collectives do (fleet/util.py). In a
+    collective job (no pserver) every trainer holds the whole model and the save is a plain
+    one on the trainer that calls it, as Paddle's collective runtime saves."""
+    if _fleet.is_collective:
+        return write()
     if not _fleet.is_worker():
         raise FleetError(f"fleet.{api}() is for workers (fleet.is_worker()); every worker calls it")
     util.barrier()
