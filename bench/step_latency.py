@@ -67,6 +67,11 @@ def worker(args):
         for feed in feeds[:5]:
             exe.run(fleet.main_program, feed=feed, fetch_list=[model.loss])
         waits0 = dict(getattr(service, "waits", {}))
+        profile = None
+        if args.profile:
+            import cProfile
+            profile = cProfile.Profile()
+            profile.enable()
         t0, c0, steps = time.perf_counter(), time.process_time(), 0
         for feed in feeds[5:]:
             exe.run(fleet.main_program, feed=feed, fetch_list=[model.loss])
@@ -74,6 +79,14 @@ def worker(args):
             if time.perf_counter() - t0 >= args.seconds and steps >= 10:
                 break
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        if profile is not None:
+            import pstats
+            profile.disable()
+            with open(os.path.join(args.out, f"profile-{batch}.txt"), "w") as f:
+                stats = pstats.Stats(profile, stream=f)
+                stats.sort_stats("tottime").print_stats(25)
+                stats.sort_stats("cumulative").print_stats(40)
+                stats.print_callees("communicator.py.*push|wait")
         waits = getattr(service, "waits", None)
         results.append({"batch": batch, "steps": steps, "wall": wall, "cpu": cpu,
                         "waits": None if waits is None else
@@ -90,7 +103,7 @@ def launch(args, runtime):
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "psjob.cli", "launch", "--server_num", "1", "--worker_num", "1",
                "--mode", "async", "--log_dir", os.path.join(out, "log"), os.path.abspath(__file__), "--run_role",
-               "--data", args.data_dir, "--out", out, "--batches", args.batches, "--seconds", str(args.seconds)]
+               "--data", args.data_dir, "--out", out, "--batches", args.batches, "--seconds", str(args.seconds)] + (["--profile"] if args.profile else [])
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
         if r.returncode != 0:
             logs = ""
@@ -98,6 +111,10 @@ def launch(args, runtime):
                 with open(os.path.join(out, "log", name), errors="replace") as f:
                     logs += f"--- {name}\n{f.read()[-2000:]}\n"
             raise RuntimeError(f"psjob launch failed ({r.returncode}):\n{r.stderr}\n{logs}")
+        for name in sorted(os.listdir(out)):
+            if name.startswith("profile-"):
+                with open(os.path.join(out, name)) as f:
+                    print(f"--- trainer {name}\n{f.read()}")
         with open(os.path.join(out, "result.json")) as f:
             return json.load(f)
 
@@ -141,6 +158,8 @@ def main():
     p.add_argument("--data_dir", default="/tmp/psjob-bench-ctr")
     p.add_argument("--runtimes", default="", help="comma-separated runtime dirs (PYTHONPATH); '' = this one")
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--profile", action="store_true",
+                   help="cProfile the trainer's thread; print its top 25 functions per batch size")
     args = p.parse_args()
     if args.run_role:
         worker(args)

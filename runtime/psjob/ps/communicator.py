@@ -183,6 +183,7 @@ class Communicator:
         self._flushing = 0  # callers blocked in flush()
         self._refreshes = 0  # refresh() calls: a background pull that began before one is dropped
         self._pushed = 0  # gradients the trainer pushed
+        self._queued = 0  # of them, still queued (not taken by the sender)
         self._applied = 0  # of them, sent and confirmed by the pservers
         self._cache_basis = 0  # gradients applied before the pull that last refreshed the cache began
         self.on_staleness = None  # callable(int): the pservers' staleness of each confirmed send
@@ -203,6 +204,7 @@ class Communicator:
             return self.client.push(endpoint, values, is_delta=True, lods=lods)
         self._raise_if_failed()
         with self._cond:
+            wake = False
             for name, value in values.items():
                 q = self._queues.setdefault((endpoint, name), collections.deque())
                 while len(q) >= self.config.send_queue_size and not self._stopped:
@@ -212,10 +214,22 @@ class Communicator:
                     self._raise_if_failed()
                 q.append(_copy(value))
                 self._pushed += 1
+                self._queued += 1
+                # Only the sender waits on a push, and only for these: its first gradient (it
+                # idles), a second one in a queue (a step ended), or a full step's set. Waking it
+                # on every gradient cost the trainer a GIL hand-off per send op of backward.
+                wake = wake or self._queued == 1 or len(q) == 2
                 if lods and name in lods:
                     self._lods[name] = lods[name]
-            self._cond.notify_all()
+            if wake or self._step_queued():
+                self._cond.notify_all()
         return _Done()
+
+    def _step_queued(self) -> bool:
+        """Whether the queues hold a whole step's gradients (under the lock): every queue
+        has one, or one has two — the trainer began another step, so a queue still empty
+        is a variable that step did not push (it is not waited for)."""
+        return all(self._queues.values()) or any(len(q) > 1 for q in self._queues.values())
 
     def pull(self, endpoint, names):
         names = list(names)
@@ -347,6 +361,7 @@ class Communicator:
             if q:
                 n = min(len(q), self.config.max_merge_var_num)
                 items = [q.popleft() for _ in range(n)]
+                self._queued -= n
                 batch[ep][name] = items
         return batch
 
@@ -360,7 +375,7 @@ class Communicator:
                         return
                     t0 = time.monotonic()
                     t_end = t0 + self.config.send_wait_s
-                    while not all(self._queues.values()) and not (self._stopped or self._flushing):
+                    while not self._step_queued() and not (self._stopped or self._flushing):
                         left = t_end - time.monotonic()
                         if left <= 0:
                             self.waits["send_wait_timeouts"] += 1
