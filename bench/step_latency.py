@@ -1,4 +1,4 @@
-"""psjob's fixed cost per async step at small batches: 1 pserver + 1 trainer, real processes.
+"""psjob's fixed cost per async step at small batches: 1 pserver + 1 trainer (--trainers), real processes.
 
     python bench/step_latency.py [--batches 32,128,512,2048] [--seconds 4]
                                  [--runtimes RUNTIME_DIR,...] [--rounds 1]
@@ -92,7 +92,7 @@ def worker(args):
                         "waits": None if waits is None else
                         {k: waits.get(k, 0) - waits0.get(k, 0) for k in WAITS + ("send_wait_timeouts",)}})
     fleet.stop_worker()
-    with open(os.path.join(args.out, "result.json"), "w") as f:
+    with open(os.path.join(args.out, f"result-{fleet.worker_index()}.json"), "w") as f:
         json.dump(results, f)
 
 
@@ -101,7 +101,7 @@ def launch(args, runtime):
     if runtime:
         env["PYTHONPATH"] = runtime + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "psjob.cli", "launch", "--server_num", "1", "--worker_num", "1",
+        cmd = [sys.executable, "-m", "psjob.cli", "launch", "--server_num", "1", "--worker_num", str(args.trainers),
                "--mode", "async", "--log_dir", os.path.join(out, "log"), os.path.abspath(__file__), "--run_role",
                "--data", args.data_dir, "--out", out, "--batches", args.batches, "--seconds", str(args.seconds)] + (["--profile"] if args.profile else [])
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
@@ -115,7 +115,7 @@ def launch(args, runtime):
             if name.startswith("profile-"):
                 with open(os.path.join(out, name)) as f:
                     print(f"--- trainer {name}\n{f.read()}")
-        with open(os.path.join(out, "result.json")) as f:
+        with open(os.path.join(out, "result-0.json")) as f:
             return json.load(f)
 
 
@@ -158,6 +158,7 @@ def main():
     p.add_argument("--data_dir", default="/tmp/psjob-bench-ctr")
     p.add_argument("--runtimes", default="", help="comma-separated runtime dirs (PYTHONPATH); '' = this one")
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--trainers", type=int, default=1, help="async trainers (rows: trainer 0's)")
     p.add_argument("--profile", action="store_true",
                    help="cProfile the trainer's thread; print its top 25 functions per batch size")
     args = p.parse_args()
@@ -169,7 +170,7 @@ def main():
     if not os.path.exists(os.path.join(args.data_dir, ctr.shard_name(0))):
         ctr.generate(args.data_dir, num_examples=args.examples, num_files=1, seed=0, overwrite=True)
     print(f"PaddleRec dnn shape (26 slots + 13 dense, table 1,000,001 x 9, fc 512-256-128-32, Adam), "
-          f"1 pserver + 1 async trainer, {args.examples} examples")
+          f"1 pserver + {args.trainers} async trainer(s), {args.examples} examples")
     for rnd in range(args.rounds):
         for runtime in args.runtimes.split(","):
             rows = launch(args, runtime)
