@@ -46,7 +46,7 @@ def worker(args):
     strategy = DistributedStrategy()
     strategy.a_sync = True
     cfg = ctr_model.CTRConfig(sparse_feature_dim=1_000_001, embedding_dim=9, hidden=(512, 256, 128, 32),
-                              is_distributed=True)
+                              is_distributed=not args.dense_table)
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = cfg.seed
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
@@ -103,7 +103,8 @@ def launch(args, runtime):
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "psjob.cli", "launch", "--server_num", "1", "--worker_num", str(args.trainers),
                "--mode", "async", "--log_dir", os.path.join(out, "log"), os.path.abspath(__file__), "--run_role",
-               "--data", args.data_dir, "--out", out, "--batches", args.batches, "--seconds", str(args.seconds)] + (["--profile"] if args.profile else [])
+               "--data", args.data_dir, "--out", out, "--batches", args.batches, "--seconds", str(args.seconds)] + (["--profile"] if args.profile else []) \
+            + (["--dense_table"] if args.dense_table else [])
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
         if r.returncode != 0:
             logs = ""
@@ -159,6 +160,9 @@ def main():
     p.add_argument("--runtimes", default="", help="comma-separated runtime dirs (PYTHONPATH); '' = this one")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--trainers", type=int, default=1, help="async trainers (rows: trainer 0's)")
+    p.add_argument("--dense_table", action="store_true",
+                   help="the table as an ordinary sparse parameter (as PaddleRec's paddle.nn.Embedding("
+                        "sparse=True) is): pulled whole by the trainer's recv")
     p.add_argument("--profile", action="store_true",
                    help="cProfile the trainer's thread; print its top 25 functions per batch size")
     args = p.parse_args()
@@ -170,7 +174,8 @@ def main():
     if not os.path.exists(os.path.join(args.data_dir, ctr.shard_name(0))):
         ctr.generate(args.data_dir, num_examples=args.examples, num_files=1, seed=0, overwrite=True)
     print(f"PaddleRec dnn shape (26 slots + 13 dense, table 1,000,001 x 9, fc 512-256-128-32, Adam), "
-          f"1 pserver + {args.trainers} async trainer(s), {args.examples} examples")
+          f"1 pserver + {args.trainers} async trainer(s), {args.examples} examples, "
+          f"{'ordinary sparse parameter' if args.dense_table else 'distributed'} table")
     for rnd in range(args.rounds):
         for runtime in args.runtimes.split(","):
             rows = launch(args, runtime)
