@@ -16,7 +16,7 @@ from psjob.rpc import psjob_pb2 as pb
 from psjob.rpc.client import PSClient, RetryPolicy, RpcError
 from psjob.rpc.server import start_server
 
-W, LR = "fc_0.w_0", 0.1
+W, B, LR = "fc_0.w_0", "fc_0.b_0", 0.1
 QUICK = RetryPolicy(deadline_s=10, max_attempts=1)
 
 
@@ -26,12 +26,12 @@ def served():
     server; calls counts the requests it answered by (method, status)."""
     running = []
 
-    def serve(sync=False):
+    def serve(sync=False, bias=False):
         [ep] = loopback_endpoints(1)
         main, startup = fluid.Program(), fluid.Program()
         with fluid.program_guard(main, startup), fluid.unique_name.guard():
             x = fluid.layers.data(name="x", shape=[4])
-            loss = fluid.layers.mean(fluid.layers.fc(x, 1, bias_attr=False))
+            loss = fluid.layers.mean(fluid.layers.fc(x, 1, bias_attr=None if bias else False))
             fluid.optimizer.SGD(LR).minimize(loss)
         t = DistributeTranspiler()
         t.transpile(0, program=main, startup_program=startup, pservers=ep, trainers=1, sync_mode=sync)
@@ -112,3 +112,24 @@ def test_async_steps_make_one_request_per_pserver_and_read_their_own_push(served
     assert calls[("GetVariables", "OK")] == 3, calls  # the communicator's first pull, the test's two
     assert calls[("SendVariables", "OK")] == steps, calls
     assert comm.recvs == steps
+
+
+def test_the_sender_does_not_wait_for_a_variable_a_step_did_not_push(served):
+    """A step's gradients leave once the trainer begins the next step (a queue holds two), not
+    after send_wait_s, when a variable is not pushed every step: here the bias only in step 1."""
+    client, ep, calls = served(bias=True)
+    comm = Communicator(client, CommunicatorConfig(send_wait_s=120.0, max_stale_steps=None))
+    try:
+        w = comm.pull(ep, [W]).wait()[W]
+        comm.push(ep, {f"{W}@GRAD": np.ones_like(w), f"{B}@GRAD": np.ones((1,), w.dtype)})
+        with comm._cond:  # step 1 filled every queue: it left at once
+            assert comm._cond.wait_for(lambda: comm._applied >= 2, timeout=60), comm.waits
+        for _ in range(2):  # steps 2 and 3 push the weight's gradient only
+            comm.push(ep, {f"{W}@GRAD": np.ones_like(w)})
+        with comm._cond:  # step 2's gradient left with step 3's push, within 120 s
+            assert comm._cond.wait_for(lambda: comm._applied >= 3, timeout=60), comm.waits
+        assert comm.waits["send_wait_timeouts"] == 0, comm.waits
+        # step 1 applied, then steps 2 and 3 in one round as their mean
+        np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], w - LR * 2, rtol=1e-6)
+    finally:
+        comm.stop()

@@ -3,6 +3,7 @@ Executor.train_from_dataset, against exe.run over the same batches."""
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -362,3 +363,41 @@ def test_an_object_body_that_fails_mid_read_is_reported_after_the_command_exits(
     with pytest.raises(OSError, match=r"reading s3://bucket/part-0 for pipe_command failed: "
                                       r"ConnectionResetError: connection reset by peer"):
         feeder.check()
+
+
+def test_a_queue_dataset_starts_the_next_files_pipe_command_before_handing_out_this_files_batches(tmp_path):
+    """The next file's command (often an interpreter importing a framework: seconds) starts
+    while this file's batches train, not after them: with the first batch of file 0 in hand,
+    file 1's command runs (each command records its start, bounded wait)."""
+    _, _, use_var, _ = build()
+    started = tmp_path / "started"
+    started.mkdir()
+    files = []
+    for i in range(3):
+        files.append(str(tmp_path / f"part-{i}"))
+        (tmp_path / f"part-{i}").write_text(f"1 {i % 2} 3 0.1 0.2 0.3 2 {i} 7\n" * 20)
+    ds = dataset_of(QueueDataset, use_var, files, f"touch {started}/$$; cat", batch_size=8)
+    stream = ds._thread_feeds(1)[0]
+    first = next(stream)
+    assert first["ids"][0][0] == 0  # a batch of file 0
+    deadline = time.monotonic() + 30
+    while len(list(started.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(list(started.iterdir())) == 2, "file 1's pipe_command did not start during file 0's batches"
+    rest = list(stream)
+    assert 1 + len(rest) == 3 * 3 and len(list(started.iterdir())) == 3  # 20 examples per file: 8 + 8 + 4
+
+
+def test_a_queue_dataset_stopped_early_stops_the_command_it_started_ahead(tmp_path):
+    _, _, use_var, _ = build()
+    files = []
+    for i in range(2):
+        files.append(str(tmp_path / f"part-{i}"))
+        (tmp_path / f"part-{i}").write_text(f"1 {i % 2} 3 0.1 0.2 0.3 2 {i} 7\n" * 20)
+    ds = dataset_of(QueueDataset, use_var, files, "cat", batch_size=8)
+    stream = ds._stream(files)
+    next(stream)
+    ahead = stream.gi_frame.f_locals["ahead"]  # file 1's command, started with file 0's first batch
+    assert ahead is not None and ahead.path == files[1]
+    stream.close()
+    assert ahead.proc.returncode is not None and ahead.body.closed and ahead.stderr.closed

@@ -312,15 +312,32 @@ class DatasetBase:
         """The examples `pipe_command` prints for the file, parsed block by block as it prints
         them. A local file is the command's stdin; an object's body (no file descriptor to
         hand over) is streamed into it by a thread, so neither is ever held whole."""
+        return self._collect(self._start(path))
+
+    def _start(self, path) -> "_Pipe":
+        """Start `pipe_command` on the file (its output is read by _collect)."""
         if not self._slots:
             raise ValueError("set use_var (init(use_var=[...])) before reading")
+        pipe = _Pipe(path)
+        try:
+            pipe.body = open_binary(path)
+            pipe.stderr = tempfile.TemporaryFile()
+            streamed = is_uri(path)
+            stdin = subprocess.PIPE if streamed else pipe.body
+            pipe.proc = subprocess.Popen(self.pipe_command, shell=True, stdin=stdin, stdout=subprocess.PIPE,
+                                         stderr=pipe.stderr)
+            pipe.feeder = _Feeder(pipe.body, pipe.proc.stdin, path) if streamed else None
+        except BaseException:
+            pipe.abandon()
+            raise
+        return pipe
+
+    def _collect(self, pipe: "_Pipe") -> _Examples:
+        """Parse a started pipe's output to its end, then check its exit."""
+        path, proc, feeder, stderr = pipe.path, pipe.proc, pipe.feeder, pipe.stderr
         source = f"{path} (through {self.pipe_command!r})"
         parts, error = [], None
-        with open_binary(path) as body, tempfile.TemporaryFile() as stderr:
-            streamed = is_uri(path)
-            proc = subprocess.Popen(self.pipe_command, shell=True, stdin=subprocess.PIPE if streamed else body,
-                                    stdout=subprocess.PIPE, stderr=stderr)
-            feeder = _Feeder(body, proc.stdin, path) if streamed else None
+        with pipe.body, stderr:
             try:
                 for block, first_line in _line_blocks(proc.stdout):
                     if error is None:  # after a bad line, read on to the end: the exit status comes first
@@ -450,9 +467,42 @@ class QueueDataset(DatasetBase):
         return [self._stream(self.filelist[i::threads]) for i in range(threads)]
 
     def _stream(self, files):
-        for path in files:
-            examples = self._parse_file(path)
-            yield from self._batches(examples, np.arange(len(examples), dtype=np.int64))
+        """Each file's batches in order. The next file's pipe_command starts before this file's
+        batches are handed out: its start (often an interpreter importing a framework, seconds on
+        a busy machine) overlaps training instead of stalling it once per file."""
+        ahead = None
+        try:
+            for i, path in enumerate(files):
+                pipe, ahead = ahead or self._start(path), None
+                examples = self._collect(pipe)
+                if i + 1 < len(files):
+                    try:
+                        ahead = self._start(files[i + 1])
+                    except Exception:  # raised again when that file is due, after this one's batches
+                        ahead = None
+                yield from self._batches(examples, np.arange(len(examples), dtype=np.int64))
+        finally:
+            if ahead is not None:  # the consumer stopped early
+                ahead.abandon()
+
+
+class _Pipe:
+    """A started pipe_command: the file it reads, its process, stderr file and feeder thread."""
+
+    def __init__(self, path):
+        self.path, self.body, self.stderr, self.proc, self.feeder = path, None, None, None, None
+
+    def abandon(self):
+        """Stop the command unread and release what it holds."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.stdout.close()
+            self.proc.wait()
+        if self.feeder is not None:
+            self.feeder.join()
+        for f in (self.body, self.stderr):
+            if f is not None:
+                f.close()
 
 
 _noted: set[str] = set()

@@ -108,6 +108,24 @@ class _Done:
         return self.value
 
 
+class _TimedHandle:
+    """A request's handle whose wait() adds the seconds it blocked to waits[key]."""
+    __slots__ = ("handle", "waits", "key")
+
+    def __init__(self, handle, waits, key):
+        self.handle, self.waits, self.key = handle, waits, key
+
+    def wait(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return self.handle.wait(*args, **kwargs)
+        finally:
+            self.waits[self.key] += time.perf_counter() - t0
+
+    def __getattr__(self, name):
+        return getattr(self.handle, name)
+
+
 def _copy(value):
     if isinstance(value, SelectedRows):
         return SelectedRows(np.array(value.rows, copy=True), np.array(value.values, copy=True), value.height)
@@ -165,9 +183,15 @@ class Communicator:
         self._flushing = 0  # callers blocked in flush()
         self._refreshes = 0  # refresh() calls: a background pull that began before one is dropped
         self._pushed = 0  # gradients the trainer pushed
+        self._queued = 0  # of them, still queued (not taken by the sender)
         self._applied = 0  # of them, sent and confirmed by the pservers
         self._cache_basis = 0  # gradients applied before the pull that last refreshed the cache began
         self.on_staleness = None  # callable(int): the pservers' staleness of each confirmed send
+        # Seconds spent waiting, by where (bench/step_latency.py reads them): the trainer in
+        # pull (stale cache) and push (full queue) and on prefetch replies; the sender for the
+        # rest of a step's gradients and on its requests' replies. "send_wait_timeouts" counts
+        # rounds that left because send_wait_s ran out, not because the step was complete.
+        self.waits = collections.Counter()
         self._sender = threading.Thread(target=self._send_loop, name="psjob-send", daemon=True)
         self._receiver = threading.Thread(target=self._recv_loop, name="psjob-recv", daemon=True)
         self._sender.start()
@@ -180,24 +204,41 @@ class Communicator:
             return self.client.push(endpoint, values, is_delta=True, lods=lods)
         self._raise_if_failed()
         with self._cond:
+            wake = False
             for name, value in values.items():
                 q = self._queues.setdefault((endpoint, name), collections.deque())
                 while len(q) >= self.config.send_queue_size and not self._stopped:
+                    t0 = time.perf_counter()
                     self._cond.wait(0.5)
+                    self.waits["push_block"] += time.perf_counter() - t0
                     self._raise_if_failed()
                 q.append(_copy(value))
                 self._pushed += 1
+                self._queued += 1
+                # Only the sender waits on a push, and only for these: its first gradient (it
+                # idles), a second one in a queue (a step ended), or a full step's set. Waking it
+                # on every gradient cost the trainer a GIL hand-off per send op of backward.
+                wake = wake or self._queued == 1 or len(q) == 2
                 if lods and name in lods:
                     self._lods[name] = lods[name]
-            self._cond.notify_all()
+            if wake or self._step_queued():
+                self._cond.notify_all()
         return _Done()
+
+    def _step_queued(self) -> bool:
+        """Whether the queues hold a whole step's gradients (under the lock): every queue
+        has one, or one has two — the trainer began another step, so a queue still empty
+        is a variable that step did not push (it is not waited for)."""
+        return all(self._queues.values()) or any(len(q) > 1 for q in self._queues.values())
 
     def pull(self, endpoint, names):
         names = list(names)
         if self.config.mode == "half_async":
             self.flush()
             return self.client.pull(endpoint, names)
+        t0 = time.perf_counter()
         self._wait_for_fresh_cache()
+        self.waits["pull"] += time.perf_counter() - t0
         missing = [n for n in names if n not in self._cache]
         if missing:
             fresh = self.client.pull(endpoint, missing).wait()
@@ -240,7 +281,7 @@ class Communicator:
         self._raise_if_failed()
 
     def prefetch(self, endpoint, table, ids):
-        return self.client.prefetch(endpoint, table, ids)
+        return _TimedHandle(self.client.prefetch(endpoint, table, ids), self.waits, "prefetch")
 
     def barrier(self, kind, endpoints=None):
         return []  # no rounds in async modes
@@ -320,6 +361,7 @@ class Communicator:
             if q:
                 n = min(len(q), self.config.max_merge_var_num)
                 items = [q.popleft() for _ in range(n)]
+                self._queued -= n
                 batch[ep][name] = items
         return batch
 
@@ -331,12 +373,15 @@ class Communicator:
                         self._cond.wait(0.5)
                     if self._stopped and not any(self._queues.values()):
                         return
-                    t_end = time.monotonic() + self.config.send_wait_s
-                    while not all(self._queues.values()) and not (self._stopped or self._flushing):
+                    t0 = time.monotonic()
+                    t_end = t0 + self.config.send_wait_s
+                    while not self._step_queued() and not (self._stopped or self._flushing):
                         left = t_end - time.monotonic()
                         if left <= 0:
+                            self.waits["send_wait_timeouts"] += 1
                             break
                         self._cond.wait(left)
+                    self.waits["send_wait"] += time.monotonic() - t0
                     batch = self._take_batch()
                     pulls = self._pulls_riding_on(batch)
                     refreshes = self._refreshes
@@ -352,12 +397,14 @@ class Communicator:
                         handles.append(self.client.push_pull(ep, merged, pulls[ep], lods=lods) if ep in pulls
                                        else self.client.push(ep, merged, lods=lods))
                     fresh = {}
+                    t0 = time.perf_counter()
                     for ep, h in zip(batch, handles):
                         staleness = h.wait()
                         if ep in pulls:
                             staleness, values = staleness
                             fresh.update(values)
                         record_staleness(self.on_staleness, staleness)
+                    self.waits["send_reply"] += time.perf_counter() - t0
                     self.sends += 1
                     with self._cond:
                         self._applied += sum(len(items) for per_name in batch.values() for items in per_name.values())
