@@ -31,6 +31,9 @@ def test_paddle_base_is_fluid_with_every_submodule_the_same_object():
             if f.endswith(".py"):
                 rel = os.path.relpath(os.path.join(dirpath, f), RUNTIME)[:-3].replace(os.sep, ".")
                 fluid_modules.append(rel.removesuffix(".__init__")[len("fluid"):])
+    # Fluid 1.x's incubate import paths (Fleet, data generator) are the distributed layer's,
+    # loaded by a script's import only; Paddle's paddle.base has no incubate either.
+    fluid_modules = [m for m in fluid_modules if not m.startswith(".incubate")]
     for suffix in fluid_modules:  # a fluid module added later must be aliased too (psjob/base.py)
         assert sys.modules.get("psjob.base" + suffix) is sys.modules["psjob.fluid" + suffix], suffix
 

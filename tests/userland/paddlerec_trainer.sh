@@ -117,7 +117,10 @@ if [ -n "$left" ]; then
 fi
 echo "launcher exit $rc after $(( $(date +%s) - start )) s (log $W/launch.log)"
 
-"$PY" - "$W" "$MD" "$EPOCHS" "$rc" "$AS_PADDLE" <<'EOF'
+# The check loads the saved model with PaddleRec's reader, which says `import paddle` when unmodified.
+VERIFY=("$PY")
+[ "$AS_PADDLE" = 1 ] && VERIFY=("$PY" -m psjob.cli as-paddle -- "$PY")
+"${VERIFY[@]}" - "$W" "$MD" "$EPOCHS" "$rc" "$AS_PADDLE" <<'EOF'
 import ast, os, re, sys
 import numpy as np
 import psjob
