@@ -7,10 +7,9 @@ restores; psjob has no dygraph mode, so the checker is passed through as given.
 """
 from __future__ import annotations
 
-import contextlib
-
 from ..fluid import unique_name as _names
-from ..fluid.unique_name import UniqueNameGenerator, generate  # noqa: F401
+# guard is Fluid's: names made inside count from 0 under a fresh (or the given) generator.
+from ..fluid.unique_name import UniqueNameGenerator, generate, guard  # noqa: F401
 
 __all__ = ["generate", "switch", "guard"]
 
@@ -28,18 +27,3 @@ def switch(new_generator=None, new_para_name_checker=None):
     global _checker
     old_checker, _checker = _checker, new_para_name_checker
     return _names.switch(new_generator), old_checker
-
-
-@contextlib.contextmanager
-def guard(new_generator=None):
-    """Names made inside count from 0 under a fresh generator (or `new_generator`: a
-    UniqueNameGenerator, or a str/bytes prefix); the previous one is back on exit."""
-    if isinstance(new_generator, bytes):
-        new_generator = new_generator.decode()
-    if isinstance(new_generator, str):
-        new_generator = UniqueNameGenerator(new_generator)
-    old = switch(new_generator)
-    try:
-        yield
-    finally:
-        switch(*old)
