@@ -36,6 +36,9 @@ DATASET = "dataset"
 # (psjob.collective), formed on first use; with no arguments, the ring already formed or the one
 # the collective environment names.
 COLLECTIVE = "collective"
+# A trainer whose pservers hold a table the program reads as a parameter (Fleet 2.x sparse
+# embeddings): fn(program, block) -> the block the executor runs in its place (optional).
+REMOTE_TABLE_VIEW = "remote_table_view"
 _registered: dict[str, Callable] = {}
 
 
@@ -44,6 +47,15 @@ def register(name: str, fn: Callable) -> None:
     if not callable(fn):
         raise TypeError(f"hook {name!r} must be callable, got {fn!r}")
     _registered[name] = fn
+
+
+def registered(name: str) -> Callable | None:
+    """The hook registered as `name`, or None (for optional hooks)."""
+    return _registered.get(name)
+
+
+def unregister(name: str) -> None:
+    _registered.pop(name, None)
 
 
 def lookup(name: str) -> Callable:

@@ -37,6 +37,7 @@ connection (fleet/worker.py) and saving (fleet/saving.py).
 """
 from __future__ import annotations
 
+from .. import hooks
 from ..fluid import io as fluid_io
 from ..fluid.executor import Executor
 from ..fluid.framework import default_startup_program
@@ -49,6 +50,7 @@ from .build import BuiltJob, build_job
 from .errors import FleetError
 from .role_maker import PaddleCloudRoleMaker, RoleMakerBase
 from .server import init_pserver, run_pserver
+from .sparse_tables import RemoteTableView, promote_sparse_embedding
 from .worker import WorkerConnection
 
 __all__ = ["DistributedOptimizer", "Fleet", "FleetError"]
@@ -59,6 +61,7 @@ class Fleet:
         self._role_maker: RoleMakerBase | None = None
         self._strategy: strategies.ResolvedStrategy | None = None
         self._table_optimizer: str | None = None  # strategy.table_optimizer, when it sets one
+        self._sparse_tables = False                # sparse embeddings become pserver tables (2.x)
         self._job: BuiltJob | None = None          # after minimize()
         self._executor: Executor | None = None     # a pserver's, from init_server
         self._worker: WorkerConnection | None = None  # between init_worker and stop_worker
@@ -191,6 +194,8 @@ class Fleet:
             return CollectiveOptimizer(self, optimizer)
         self._rm()
         self._strategy = strategies.resolve(strategy)
+        # Fleet 2.x makes sparse embeddings pserver tables; Fluid 1.x's transpiler config does not.
+        self._sparse_tables = isinstance(strategy, strategies.DistributedStrategy)
         # None: the optimizer's own table_optimizer setting (default "same") decides.
         self._table_optimizer = getattr(strategy, "table_optimizer", None)
         if self._table_optimizer is not None:
@@ -243,6 +248,9 @@ class Fleet:
         if self._worker is not None:
             self._worker.abandon()
         self._worker = WorkerConnection.open(rm, job, scope)
+        plan = job.transpiler.plan if job.transpiler is not None else None
+        if plan is not None and plan.table is not None and plan.table.trainer_keeps_rows:
+            hooks.register(hooks.REMOTE_TABLE_VIEW, RemoteTableView(plan))
 
     @property
     def rpc_service(self):
@@ -271,6 +279,7 @@ class Fleet:
         if self._worker is None:
             raise FleetError("stop_worker() without init_worker()")
         worker, self._worker = self._worker, None
+        hooks.unregister(hooks.REMOTE_TABLE_VIEW)
         worker.close()
 
     # -- saving -------------------------------------------------------------------------
@@ -332,6 +341,8 @@ class DistributedOptimizer:
         self._fleet, self._optimizer, self._table_optimizer = fleet_, optimizer, table_optimizer
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        if self._fleet._sparse_tables:
+            promote_sparse_embedding(loss.block.program, self._fleet._strategy.mode)
         saved = self._optimizer.table_optimizer
         if self._table_optimizer is not None:  # the program's table op follows the strategy too
             self._optimizer.table_optimizer = self._table_optimizer

@@ -205,6 +205,9 @@ class Executor:
             self._cache.clear()
         # A local embedding table's lookups and pools run fused (embedding_fusion.py);
         # anything fetched is computed as written.
+        view = hooks.registered(hooks.REMOTE_TABLE_VIEW)
+        if view is not None:  # lookups of a table the pservers hold become prefetches
+            block = view(program, block)
         ops = execution_ops(block, keep=fetch_names)
         producers = {}
         for i, op in enumerate(ops):

@@ -149,6 +149,38 @@ def _refetch_parameters():
     fetches._bump()
     if block.ops:
         Executor().run(fetches, scope=global_scope())
+    _refetch_table_rows(global_scope())
+
+
+# Ids per prefetch when a trainer pulls its copy of a table's rows again (below the
+# pservers' per-request cap, psjob.rpc.server.MAX_PREFETCH_IDS).
+REFETCH_CHUNK = 65536
+
+
+def _refetch_table_rows(scope):
+    """A trainer that keeps a table's rows (Fleet 2.x sparse embeddings, psjob.fleet.sparse_tables)
+    pulls every row it holds again, so a program reading the parameter (one cloned before
+    minimize) sees what all workers trained."""
+    import numpy as np
+
+    from ...fluid.transpiler.trainer_pass import prefetched_rows_name
+    from ...tables import shard_of
+    t = _fleet.transpiler
+    table = t.plan.table if t is not None else None
+    service = _fleet.rpc_service
+    if table is None or not table.trainer_keeps_rows or service is None:
+        return
+    written, values = scope.vars.get(prefetched_rows_name(table.name)), scope.vars.get(table.name)
+    if written is None or values is None:
+        return
+    ids = np.flatnonzero(written).astype(np.int64)
+    endpoints = t.plan.endpoints
+    shards = shard_of(ids, len(endpoints))
+    for k, ep in enumerate(endpoints):
+        mine = ids[shards == k]
+        for start in range(0, mine.size, REFETCH_CHUNK):
+            chunk = mine[start:start + REFETCH_CHUNK]
+            values[chunk] = service.prefetch(ep, table.name, chunk).wait()
 
 
 def _collective_save(api, dirname, write):

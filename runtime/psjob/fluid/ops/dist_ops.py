@@ -308,6 +308,25 @@ def _inflight(ctx) -> _InFlight:
     return state
 
 
+@register_op("write_prefetched_rows")
+def write_prefetched_rows(ctx):
+    """Write a prefetch's rows (X, one per pserver, for the ids in Rows) into the trainer's
+    copy of the table (Out, updated in place): Paddle 2.x trainers keep a sparse
+    embedding's parameter and the rows they pulled (fleet/sparse_tables.py). Written (a
+    bool per row) marks the rows written, which fleet.barrier_worker pulls again."""
+    table = ctx.vals[ctx.outs["Out"][0]]
+    written = ctx.vals.get(ctx.outs["Written"][0])
+    if written is None or written.shape != (table.shape[0],):
+        written = np.zeros(table.shape[0], dtype=bool)
+    for ids, rows in zip(ctx.input_list("Rows"), ctx.input_list("X")):
+        ids = _host_ids(ids)
+        if ids.size:
+            table[_to_xp(ctx, ids)] = rows
+            written[ids] = True
+    ctx.set_output("Out", table)
+    ctx.set_output("Written", written)
+
+
 @register_op("send")
 def send(ctx):
     client = _client(ctx)

@@ -35,7 +35,7 @@ from .overview import build_overview, find_distributed_lookup_table, mark_distri
 from .plan import JobShape, TablePlan, TranspilePlan, build_plan
 from .pserver_pass import build_pserver_program
 from .startup_pass import build_pserver_startup
-from .trainer_pass import (check_rewritable, finalize_trainer_program, find_table_lookups,
+from .trainer_pass import (TRAINER_KEEPS_ROWS, check_rewritable, finalize_trainer_program, find_table_lookups,
                            rewrite_trainer_program, rewrite_trainer_startup)
 
 log = logging.getLogger("psjob.transpiler")
@@ -217,9 +217,11 @@ def _table_plan(program: Program, startup: Program, opt, table_optimizer: str) -
         raise GraphError(f"lookups of the distributed table {name!r} disagree on padding_idx: {sorted(paddings)}")
     opt_op = opt.optimizer_of[name]
     state = tuple(n for slot, names in opt_op.inputs.items() if slot not in CORE_SLOTS for n in names)
+    keeps = {bool(op.attr(TRAINER_KEEPS_ROWS, False)) for op in find_table_lookups(block, name)}
     return TablePlan(name, grad, int(var.shape[0]), int(var.shape[1]), var.dtype, paddings.pop(),
                      opt_op.type, opt_op.input("LearningRate")[0],
-                     _table_optimizer_config(name, opt_op, startup, table_optimizer), state)
+                     _table_optimizer_config(name, opt_op, startup, table_optimizer), state,
+                     trainer_keeps_rows=keeps == {True})
 
 
 def _table_optimizer_config(name: str, opt_op, startup: Program, table_optimizer: str) -> dict:

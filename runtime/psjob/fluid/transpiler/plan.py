@@ -94,6 +94,10 @@ class TablePlan:
     # from the program's table op, or sgd when DistributeTranspilerConfig.table_optimizer="sgd".
     optimizer: dict = field(default_factory=lambda: {"name": "sgd", "hyper": {}})
     state_vars: tuple = ()                  # the program's table accumulators (not on trainers)
+    # A Paddle 2.x sparse embedding Fleet made a table (fleet/sparse_tables.py): trainers keep
+    # the parameter, initialized as the program says, and write each prefetch's rows into it,
+    # as Paddle's trainers do, so programs cloned before minimize read it as they would.
+    trainer_keeps_rows: bool = False
 
 
 @dataclass

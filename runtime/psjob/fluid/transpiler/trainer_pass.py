@@ -35,6 +35,9 @@ from .details import create_control_var, delete_ops, find_op_by_output_arg
 from .plan import TranspilePlan
 
 RPC = int(OpRole.RPC)
+# lookup_table attribute: the trainer keeps the table's parameter and the prefetched rows
+# (Fleet 2.x's sparse embeddings, fleet/sparse_tables.py; TablePlan.trainer_keeps_rows).
+TRAINER_KEEPS_ROWS = "trainer_keeps_rows"
 DIST = int(OpRole.Dist)
 LOOKUP_TABLE = "lookup_table"
 
@@ -201,6 +204,18 @@ def _replace_table_lookups(block, plan: TranspilePlan, fuse: bool = True) -> Non
         block._insert_op(pos + 2, "merge_ids", inputs={"Ids": g_ids, "Rows": in_names, "X": out_names},
                          outputs={"Out": g_outs})
         shift += 2
+        if table.trainer_keeps_rows:
+            written = prefetched_rows_name(table.name)
+            if not block.has_var(written):
+                block.create_var(name=written, shape=(table.height,), dtype="bool", persistable=False)
+            block._insert_op(pos + 2, "write_prefetched_rows", inputs={"Rows": in_names, "X": out_names},
+                             outputs={"Out": [table.name], "Written": [written]}, attrs={OP_ROLE_ATTR_NAME: DIST})
+            shift += 1
+
+
+def prefetched_rows_name(table: str) -> str:
+    """The trainer's bool-per-row record of the table rows it holds (trainer_keeps_rows)."""
+    return f"{table}@PREFETCHED_ROWS"
 
 
 def _prefetch_vars(block, plan: TranspilePlan, ids_var, out_dtype, suffix=""):
@@ -250,10 +265,14 @@ def rewrite_trainer_startup(startup, program, plan: TranspilePlan) -> None:
 
 
 def finalize_trainer_program(program, startup, plan: TranspilePlan, opt_ops, lr_ops) -> None:
-    """Remove the optimize pass from the trainer; fake_init the distributed table."""
+    """Remove the optimize pass from the trainer; fake_init the distributed table (unless the
+    trainer keeps its rows) and drop its optimizer state."""
     block = program.global_block()
     delete_ops(block, list(opt_ops) + list(lr_ops))
     if plan.table is None:
+        return
+    if plan.table.trainer_keeps_rows:
+        _drop_table_state(program, startup, plan)
         return
     sb = startup.global_block()
     inits = [op for op in sb.ops if plan.table.name in op.output_arg_names]  # one: check_rewritable
@@ -261,6 +280,11 @@ def finalize_trainer_program(program, startup, plan: TranspilePlan, opt_ops, lr_
     sb.append_op("fake_init", inputs={}, outputs={"Out": [plan.table.name]},
                  attrs={"shape": shape, "dtype": plan.table.dtype})
     delete_ops(sb, inits)
+    _drop_table_state(program, startup, plan)
+
+
+def _drop_table_state(program, startup, plan: TranspilePlan) -> None:
+    block, sb = program.global_block(), startup.global_block()
     # The table's optimizer state (moments, per-row beta powers: [height, ...] each) lives in
     # the pservers' SparseTable; only the removed optimizer op read it. Dropping it keeps the
     # trainers from allocating it and checkpoints from saving it as trainer-local state.

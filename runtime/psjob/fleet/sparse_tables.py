@@ -1,0 +1,104 @@
+"""Fleet 2.x's sparse embeddings as pserver tables.
+
+In Paddle 2.x's parameter-server mode an embedding created with `sparse=True`
+(`paddle.nn.Embedding(..., sparse=True)`, `paddle.static.nn.embedding(is_sparse=True)`)
+is not a dense parameter that every trainer pulls whole: Fleet makes it a sparse
+table on the pservers, and trainers pull only the rows a batch looks up
+(paddle.distributed.fleet, "Parameter Server" guide; PaddleRec's rank models rely
+on it: their 1,000,001-row tables would otherwise cross the network every step).
+
+psjob's pservers hold one such table per job (the distributed lookup table,
+embedding(is_distributed=True)), so in the asynchronous modes the largest sparse
+embedding becomes it; other sparse embeddings stay dense parameters with
+SelectedRows gradients (correct, slower). The trainers keep the table's
+parameter and write the rows they prefetch into it, as Paddle's do; a
+forward-only program that reads it as a parameter (an evaluation program
+cloned before minimize) looks its rows up on the pservers instead
+(RemoteTableView), so it sees what every trainer trained. Synchronous training keeps every
+parameter as written, so it still equals the single-machine program, and geo
+mode trains local copies of every parameter.
+"""
+from __future__ import annotations
+
+import logging
+import weakref
+
+import numpy as np
+
+from ..fluid.framework import Program
+from ..fluid.transpiler.trainer_pass import TRAINER_KEEPS_ROWS, find_table_lookups, prefetch_table_lookups
+
+log = logging.getLogger(__name__)
+
+PROMOTING_MODES = ("async", "half_async")
+
+
+def _candidates(program: Program) -> dict[str, list]:
+    """Sparse-embedding parameters that only lookup_table ops read → their lookups."""
+    block = program.global_block()
+    lookups: dict[str, list] = {}
+    for op in block.ops:
+        if op.type == "lookup_table" and op.input("W"):
+            lookups.setdefault(op.input("W")[0], []).append(op)
+    readers = {}
+    for op in block.ops:
+        for name in op.input_arg_names:
+            if op.type != "lookup_table" or name not in op.input("W"):
+                readers[name] = op.type
+    out = {}
+    for name, ops in lookups.items():
+        if name in readers or not block.has_var(name):
+            continue
+        var = block.var(name)
+        if not getattr(var, "trainable", True) or len(var.shape) != 2:
+            continue
+        if all(op.attr("is_sparse", False) for op in ops):
+            out[name] = ops
+    return out
+
+
+def promote_sparse_embedding(program: Program, mode: str) -> str | None:
+    """Make the largest sparse embedding of `program` the distributed lookup table (before
+    the optimizer is applied, so it appends the table's per-row update). Returns its name,
+    or None where the program already has one, has none, or `mode` keeps parameters dense."""
+    if mode not in PROMOTING_MODES:
+        return None
+    block = program.global_block()
+    if any(op.type == "lookup_table" and op.attr("is_distributed", False) for op in block.ops):
+        return None  # the user chose the table
+    found = _candidates(program)
+    if not found:
+        return None
+    name = max(found, key=lambda n: (int(np.prod(block.var(n).shape)), n))
+    for op in found[name]:
+        op._set_attr("is_distributed", True)
+        op._set_attr("remote_prefetch", False)
+        op._set_attr(TRAINER_KEEPS_ROWS, True)
+    rest = sorted(set(found) - {name})
+    log.info("fleet: sparse embedding %r %s is a pserver table%s", name, list(block.var(name).shape),
+             f"; {rest} stay dense parameters (one table per job)" if rest else "")
+    return name
+
+
+class RemoteTableView:
+    """The executor's view of programs on a trainer whose pservers hold `plan.table`: a
+    forward-only program that looks the table up as a parameter runs as a copy whose
+    lookups prefetch the rows from the pservers (psjob.hooks.REMOTE_TABLE_VIEW)."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self._views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> (version, block)
+
+    def __call__(self, program, block):
+        table = self.plan.table.name
+        if block.idx != 0 or getattr(program, "_is_distributed", False):
+            return block
+        if not find_table_lookups(block, table) or any(op.type.endswith("_grad") for op in block.ops):
+            return block  # a training program keeps its parameter (as a single process would)
+        cached = self._views.get(program)
+        if cached is not None and cached[0] == program._version:
+            return cached[1]
+        copy = program.clone()
+        prefetch_table_lookups(copy.global_block(), self.plan)
+        self._views[program] = (program._version, copy.global_block())
+        return copy.global_block()
