@@ -30,7 +30,7 @@ import psjob as paddle                          # Paddle: import paddle
 import psjob.distributed.fleet as fleet         # Paddle: import paddle.distributed.fleet as fleet
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from static_model import StaticModel  # noqa: E402
+from static_model import StaticModel
 
 
 def auc_state(program, auc):

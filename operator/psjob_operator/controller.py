@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
 from psjob_operator.cache import Snapshot, WatchCache
 from psjob_operator.kube import ApiError
@@ -98,7 +98,7 @@ class Controller:
         assert self._queue is not None
         loop = asyncio.get_running_loop()
         while True:
-            key = await self._queue.get()
+            key = cast(Key, await self._queue.get())
             try:
                 seen = self.cache.snapshot(*key)
                 delay = await loop.run_in_executor(self._executor, self._run_once, key, seen)

@@ -62,8 +62,8 @@ def environment(topology: roles.JobTopology, role: str, role_spec: RoleSpec) -> 
         if role == naming.ROLE_WORKER and name == "PSJOB_TRAINER_ID":
             # The Indexed Job gives each pod a stable completion index: it is the
             # trainer id, known before the process starts (no rendezvous needed).
-            for var in ("PADDLE_TRAINER_ID", "PSJOB_TRAINER_ID"):
-                env.append({"name": var, "valueFrom": {"fieldRef": {
+            for id_name in ("PADDLE_TRAINER_ID", "PSJOB_TRAINER_ID"):
+                env.append({"name": id_name, "valueFrom": {"fieldRef": {
                     "fieldPath": f"metadata.annotations['{naming.ANNOTATION_COMPLETION_INDEX}']"}}})
             continue
         env.append({"name": name, "value": value})
@@ -192,7 +192,7 @@ def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: 
 
 
 def volume_mounts(spec: JobSpec, role_spec: RoleSpec) -> list[dict[str, Any]]:
-    mounts = [
+    mounts: list[dict[str, Any]] = [
         {"name": "tmp", "mountPath": TMP_DIR},
         {"name": "auth", "mountPath": os.path.dirname(roles.KUBERNETES_AUTH_TOKEN_FILE),
          "readOnly": True},

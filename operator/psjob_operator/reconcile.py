@@ -114,9 +114,9 @@ class Reconciler:
             job = parse_job(body)
             validate_for_cluster(job)
         except JobSpecError as exc:
-            problem = Verdict(Phase.FAILED, Reason.INVALID_SPEC, str(exc))
+            invalid = Verdict(Phase.FAILED, Reason.INVALID_SPEC, str(exc))
             update = compute_status(Observation(name, generation, now, None, previous,
-                                                problem=problem))
+                                                problem=invalid))
             # An edit that broke a running job: stop its pods (cleanPodPolicy Running,
             # the default); fixing the spec brings them back from the newest checkpoint.
             self._stop_pods(namespace, name, meta.get("uid", ""), seen)
@@ -126,7 +126,7 @@ class Reconciler:
         owner = builders.Owner(name, meta.get("uid", ""))
         live, children = self._observe(job, seen)
         report = ApplyReport()
-        problem = None
+        problem: Verdict | None = None
         self._remove_stale_pod_groups(job, owner)
         resize = applied = None
         if previous_phase(previous, generation) not in TERMINAL:
@@ -153,8 +153,9 @@ class Reconciler:
             self._finish(job, owner, live)
         self._write(body, update, now)
         startup = None
-        if update.became_running and update.status.get("startTime"):
-            startup = (now - parse_time(update.status["startTime"])).total_seconds()
+        started = parse_time(update.status.get("startTime"))
+        if update.became_running and started is not None:
+            startup = (now - started).total_seconds()
         if update.phase in TERMINAL and self._expired(job, update, now):
             self.api.delete(JOBS, namespace, name, propagation="Background")
             self.forget(namespace, name)

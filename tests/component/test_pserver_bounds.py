@@ -218,7 +218,7 @@ def test_a_flood_of_idle_connections_under_a_low_descriptor_limit_leaves_the_dat
     client = ps.client()
     port = client.status(ps.endpoint).data_port
     client.close()
-    fds = lambda: raw.open_fds(ps.proc.pid)  # noqa: E731
+    fds = lambda: raw.open_fds(ps.proc.pid)
     base, base_threads = fds(), ps.memory()["Threads"]
     flood = raw.idle_connections(ps.host, port, 150)
     try:

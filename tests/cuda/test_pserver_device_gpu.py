@@ -22,9 +22,9 @@ if not cuda.is_available():
 
 cp = cuda.require_cupy()
 
-from psjob.fluid.core import SelectedRows  # noqa: E402
-from psjob.ps.device_staging import DeviceStaging  # noqa: E402
-from psjob.tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig  # noqa: E402
+from psjob.fluid.core import SelectedRows
+from psjob.ps.device_staging import DeviceStaging
+from psjob.tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig
 
 # The fused kernels may contract a*b+c into one FMA; numpy rounds twice.
 RTOL, ATOL = 2e-5, 1e-6

@@ -776,8 +776,8 @@ class ControlPlane:
         finished = any(c["type"] in ("Complete", "Failed") and c["status"] == "True"
                        for c in conditions)
         pods = self.pods_owned_by(job)
-        phase = lambda p: (p.get("status") or {}).get("phase")  # noqa: E731
-        index = lambda p: p["metadata"]["annotations"][INDEX_KEY]  # noqa: E731
+        phase = lambda p: (p.get("status") or {}).get("phase")
+        index = lambda p: p["metadata"]["annotations"][INDEX_KEY]
         succeeded = sorted({index(p) for p in pods if phase(p) == "Succeeded"}, key=int)
         fail_job = ""
         for pod in pods:  # failed pods stay (the operator reads them), each counted once

@@ -183,7 +183,7 @@ def test_an_elastic_resize_under_kueue_rewrites_the_pods_total_count_and_rolls_n
     sts_before, workers_before = (plane.kube.get(plane.path(kind, f"elastic-{role}"))
                                   for kind, role in (("statefulsets", "pserver"),
                                                      ("jobs", "worker")))
-    totals = lambda: {name: pod["metadata"]["annotations"].get(  # noqa: E731
+    totals = lambda: {name: pod["metadata"]["annotations"].get(
         "kueue.x-k8s.io/pod-group-total-count") for name, pod in plane.pods("elastic").items()}
     assert set(totals().values()) == {"3"} and len(totals()) == 3
 

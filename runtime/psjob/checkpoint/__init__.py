@@ -16,6 +16,6 @@ first (docs/checkpoints.md describes the format and the protocol):
     export        a checkpoint's tables as Parquet and back (pyarrow): `psjob export`, `checkpoint import`
     cli           `psjob checkpoint list|inspect|verify|import`, `psjob export`
 """
-from .format import MANIFEST, CheckpointError, read_manifest  # noqa: F401
-from .store import (CheckpointInfo, apply_retention, candidates, newest_good, scan, step_dirname,  # noqa: F401
+from .format import MANIFEST, CheckpointError, read_manifest
+from .store import (CheckpointInfo, apply_retention, candidates, newest_good, scan, step_dirname,
                     verify)

@@ -47,7 +47,7 @@ spawn = _collective("spawn")
 def __getattr__(name):
     # Loaded on first use: `import psjob.distributed` stays cheap.
     if name == "fleet":
-        import psjob.distributed.fleet  # noqa: F401
+        import psjob.distributed.fleet
     elif name in ("InMemoryDataset", "QueueDataset"):
         from . import dataset
         globals().update(InMemoryDataset=dataset.InMemoryDataset, QueueDataset=dataset.QueueDataset)

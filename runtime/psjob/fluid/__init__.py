@@ -4,29 +4,29 @@ Build a Program with `layers` and an `optimizer`, run it with an `Executor`
 on a Place, save it with `io`, and distribute it with the
 `DistributeTranspiler` — the API Fluid 1.x scripts use.
 """
-from . import core, framework, initializer, layers, unique_name  # noqa: F401
-from . import io, optimizer, regularizer, clip, metrics  # noqa: F401
-from .backward import append_backward, gradients  # noqa: F401
-from .core import (CPUPlace, CUDAPinnedPlace, CUDAPlace, LoDTensor, Scope, SelectedRows,  # noqa: F401
+from . import core, framework, initializer, layers, unique_name
+from . import io, optimizer, regularizer, clip, metrics
+from .backward import append_backward, gradients
+from .core import (CPUPlace, CUDAPinnedPlace, CUDAPlace, LoDTensor, Scope, SelectedRows,
                    create_lod_tensor, global_scope, is_compiled_with_cuda, scope_guard)
-from .data_feeder import DataFeeder  # noqa: F401
-from .device_guard import device_guard  # noqa: F401
-from .executor import CompiledProgram, Executor, ParallelExecutor  # noqa: F401
-from .framework import (OpRole, Parameter, Program, Variable, default_main_program,  # noqa: F401
+from .data_feeder import DataFeeder
+from .device_guard import device_guard
+from .executor import CompiledProgram, Executor, ParallelExecutor
+from .framework import (OpRole, Parameter, Program, Variable, default_main_program,
                         default_startup_program, name_scope, program_guard)
-from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
-from . import compiler  # noqa: F401
-from .transpiler import (DistributeTranspiler, DistributeTranspilerConfig, HashName,  # noqa: F401
+from .param_attr import ParamAttr, WeightNormParamAttr
+from . import compiler
+from .transpiler import (DistributeTranspiler, DistributeTranspilerConfig, HashName,
                          RoundRobin, memory_optimize, release_memory)
 
 # Fluid 1.6+ names: fluid.data, fluid.embedding, Python readers, datasets, version gate.
-from . import dataset, reader  # noqa: F401
-from .compiler import BuildStrategy, ExecutionStrategy  # noqa: F401
-from .core import cpu_places, cuda_places  # noqa: F401
-from .data import data  # noqa: F401
-from .dataset import DatasetFactory  # noqa: F401
-from .input import embedding  # noqa: F401
-from .version import require_version  # noqa: F401
+from . import dataset, reader
+from .compiler import BuildStrategy, ExecutionStrategy
+from .core import cpu_places, cuda_places
+from .data import data
+from .dataset import DatasetFactory
+from .input import embedding
+from .version import require_version
 
 from .ops import load_all as _load_all_ops
 

@@ -583,7 +583,7 @@ class Program:
     def __repr__(self):
         return "\n".join(repr(b) for b in self.blocks)
 
-    to_string = lambda self, throw_on_error=False, with_details=False: repr(self)  # noqa: E731
+    to_string = lambda self, throw_on_error=False, with_details=False: repr(self)
 
 
 # -- default programs and guards --------------------------------------------------------

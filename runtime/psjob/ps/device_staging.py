@@ -145,7 +145,6 @@ class DeviceStaging:
 
     def to_host_arrays(self, arrays) -> list:
         """New host (numpy) copies of device arrays, through one pinned buffer and one sync."""
-        xp = self.xp
         with self.device():
             arrays = [_contiguous(a) for a in arrays]
             offsets, total = _layout(arrays)

@@ -120,7 +120,7 @@ def split_selected_rows(ctx):
 
 def _split_ids_shape(op):
     x = in_var(op, "Ids")
-    for i, name in enumerate(op.outputs.get("Out", [])):
+    for i, _ in enumerate(op.outputs.get("Out", [])):
         if x.type == VarType.SELECTED_ROWS:
             set_out(op, "Out", x.shape, x.dtype, i=i)
             out_var(op, "Out", i).type = VarType.SELECTED_ROWS

@@ -194,7 +194,7 @@ def stack(ctx):
 def stack_grad(ctx):
     dy = ctx.input("Y@GRAD")
     axis = _norm_axis(ctx.attr("axis", 0), dy.ndim, "stack")
-    for i, name in enumerate(ctx.outs.get("X@GRAD", ())):
+    for i, _ in enumerate(ctx.outs.get("X@GRAD", ())):
         ctx.set_output("X@GRAD", ctx.xp.take(dy, i, axis=axis), i=i)
 
 

@@ -390,7 +390,7 @@ def _rewrite_cpu_program(program, items, infos, dropped, endpoint, plan, param_b
     new_ops = []
     for item in items:
         if not isinstance(item, _Stage):
-            for slot, names in item.inputs.items():
+            for names in item.inputs.values():
                 names[:] = [n for n in names if (id(item), n) not in dropped]
             new_ops.append(item)
             continue

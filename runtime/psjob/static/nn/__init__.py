@@ -8,10 +8,10 @@ import numpy as np
 from ...fluid import layers as _layers
 from ...fluid.initializer import ConstantInitializer, NormalInitializer
 from ...fluid.layer_helper import LayerHelper
-from ...fluid.layers import batch_norm  # noqa: F401
+from ...fluid.layers import batch_norm
 from ...fluid.layers._checks import check_int, check_variable
-from . import sequence_lod  # noqa: F401
-from .sequence_lod import sequence_first_step, sequence_last_step, sequence_pool  # noqa: F401
+from . import sequence_lod
+from .sequence_lod import sequence_first_step, sequence_last_step, sequence_pool
 
 __all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "conv2d", "sequence_pool", "sequence_first_step",
            "sequence_last_step", "layer_norm"]
