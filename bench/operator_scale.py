@@ -45,14 +45,12 @@ import uuid
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "operator"))
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from opkit_cluster import NAMESPACE, ClusterThread, TestClient, wait_for
 from opkit_fakes import INDEX, FakeControlPlane
 from opkit_jobs import job_manifest, submit
 from opkit_operator import OperatorProcess
 from opkit_rbac import TEST_CLIENT_AGENT
-
+from prometheus_client.parser import text_string_to_metric_families
 
 RUNNING = {"phase": "Running", "podIP": "127.0.0.1",
            "conditions": [{"type": "PodScheduled", "status": "True"},

@@ -42,16 +42,26 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from psjob import jobspec
-
 from psjob_operator import naming
-from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, NETWORK_POLICIES, SECRETS,
-                                 SERVICES, STATEFULSETS, ApiError, KubeApi, Resource, merge_diff,
-                                 resource_for)
+from psjob_operator.kube import (
+    BATCH_JOBS,
+    CLAIMS,
+    CONFIGMAPS,
+    NETWORK_POLICIES,
+    SECRETS,
+    SERVICES,
+    STATEFULSETS,
+    ApiError,
+    KubeApi,
+    Resource,
+    merge_diff,
+    resource_for,
+)
 
 log = logging.getLogger(__name__)
 CREATE_ONLY = (SECRETS, CLAIMS)

@@ -20,7 +20,6 @@ from typing import Any
 
 from psjob import jobspec, roles
 from psjob.jobspec import ParameterServerJob
-
 from psjob_operator import naming, pods
 
 

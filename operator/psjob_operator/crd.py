@@ -20,7 +20,6 @@ import yaml
 
 from psjob import jobspec
 from psjob.jobspec import FieldInfo, Rule, TypeInfo
-
 from psjob_operator.status import ConditionStatus, Phase
 
 CRD_NAME = f"{jobspec.PLURAL}.{jobspec.API_GROUP}"

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from collections.abc import Callable
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import quote, urlencode
 
 MERGE_PATCH = "application/merge-patch+json"

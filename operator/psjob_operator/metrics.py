@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry
+
 from psjob.metrics import MetricsServer, operator_metrics
 
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from psjob import roles
 from psjob.jobspec import Device, JobSpec, RoleSpec
-
 from psjob_operator import naming, templates
 
 # Loading a large checkpoint can take minutes: liveness only starts after the

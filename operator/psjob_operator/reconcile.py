@@ -34,19 +34,44 @@ from typing import Any
 
 from psjob import roles
 from psjob.jobspec import CleanPodPolicy, JobSpecError, ParameterServerJob, parse_job
-
-from psjob_operator import builders, checkpoints, gang, naming, resize as resizing
-from psjob_operator.apply import (ApplyReport, Applier, ChildRejected, WaitForChild,
-                                  controller_uid, job_finished, job_inputs)
+from psjob_operator import builders, checkpoints, gang, naming
+from psjob_operator import resize as resizing
+from psjob_operator.apply import (
+    Applier,
+    ApplyReport,
+    ChildRejected,
+    WaitForChild,
+    controller_uid,
+    job_finished,
+    job_inputs,
+)
 from psjob_operator.cache import Overlay, Snapshot
 from psjob_operator.events import EventRecorder
-from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_POLICIES, PODS,
-                                 SERVICES, STATEFULSETS, ApiError, KubeApi, merge_diff)
-from psjob_operator.observe import (Children, format_time, parse_time, pod_view, server_set_view,
-                                    worker_job_view)
+from psjob_operator.kube import (
+    BATCH_JOBS,
+    CLAIMS,
+    CONFIGMAPS,
+    JOBS,
+    NETWORK_POLICIES,
+    PODS,
+    SERVICES,
+    STATEFULSETS,
+    ApiError,
+    KubeApi,
+    merge_diff,
+)
+from psjob_operator.observe import Children, format_time, parse_time, pod_view, server_set_view, worker_job_view
 from psjob_operator.settings import ReconcileSettings, SchedulingSettings
-from psjob_operator.status import (TERMINAL, Observation, Phase, Reason, StatusUpdate, Verdict,
-                                   compute_status, previous_phase)
+from psjob_operator.status import (
+    TERMINAL,
+    Observation,
+    Phase,
+    Reason,
+    StatusUpdate,
+    Verdict,
+    compute_status,
+    previous_phase,
+)
 from psjob_operator.validation import validate_for_cluster
 
 log = logging.getLogger(__name__)
@@ -62,7 +87,7 @@ RESIZE_RECHECK_SECONDS = 5.0
 
 
 def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 @dataclass(frozen=True)

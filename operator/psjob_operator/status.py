@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from psjob import roles
 from psjob.jobspec import JobSpec
-
 from psjob_operator import naming
-from psjob_operator.observe import (CONFIG_REASONS, IMAGE_REASONS, Children, PodView,
-                                    format_time, parse_time)
+from psjob_operator.observe import CONFIG_REASONS, IMAGE_REASONS, Children, PodView, format_time, parse_time
 
 
 class Phase(str, enum.Enum):

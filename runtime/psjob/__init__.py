@@ -33,10 +33,16 @@ def __getattr__(name):
         import psjob.base
     elif name in ("distributed", "io"):
         # Paddle 2.x: paddle.distributed (fleet, datasets) and paddle.io (DataLoader).
-        import psjob.distributed, psjob.io  # noqa: E401
+        import psjob.distributed  # noqa: E401
+        import psjob.io
     elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device", "utils"):
         # Paddle 2.x's subpackages (docs/paddle2.md), which build on one another.
-        import psjob.device, psjob.nn, psjob.optimizer, psjob.regularizer, psjob.static, psjob.tensor  # noqa: E401
+        import psjob.device  # noqa: E401
+        import psjob.nn
+        import psjob.optimizer
+        import psjob.regularizer
+        import psjob.static
+        import psjob.tensor
         import psjob.utils
     elif not name.startswith("_"):
         # Paddle 2.x's top-level functions: enable_static, seed, reshape, ParamAttr, ...

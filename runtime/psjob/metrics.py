@@ -33,12 +33,13 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from .role_env import process_environment
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 # The port the images and the operator's pods use when PSJOB_METRICS_PORT is unset.
 from psjob.roles import DEFAULT_METRICS_PORT
+
+from .role_env import process_environment
 
 _log = logging.getLogger(__name__)
 

@@ -248,7 +248,7 @@ def test_a_pserver_paused_longer_than_the_deadline_but_within_the_retries_is_wai
     got, want = np.load(tmp_path / "paused" / "trainer0.npz"), np.load(tmp_path / "ref" / "trainer0.npz")
     for name in want.files:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
-    print(f"\n[faults] SIGSTOP 2.5 s, deadline 1 s x 8 attempts -> completed, model equal to the unpaused run")
+    print("\n[faults] SIGSTOP 2.5 s, deadline 1 s x 8 attempts -> completed, model equal to the unpaused run")
 
 
 def test_a_pserver_paused_past_every_retry_fails_the_trainer_with_deadline_exceeded_within_a_bound(tmp_path):

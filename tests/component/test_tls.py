@@ -110,8 +110,8 @@ def test_a_restarted_pserver_asks_its_peers_over_tls_when_the_process_is_configu
     real pserver state served over TLS tells a restarted peer which trainers completed."""
     import psjob.fluid as fluid
     from psjob.fluid.transpiler import DistributeTranspiler
-    from psjob.ps.pserver_state import PserverState
     from psjob.launcher.launch import loopback_endpoints
+    from psjob.ps.pserver_state import PserverState
     from psjob.rpc.server import start_server
 
     ca, cert, key = make_certs(str(tmp_path / "certs"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from kubelet import missing_requirements
 from opkit_cluster import NAMESPACE, wait_for
 

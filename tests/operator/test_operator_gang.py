@@ -13,11 +13,11 @@ import pathlib
 import subprocess
 
 import pytest
-
 from opkit_cluster import NAMESPACE, wait_for
 from opkit_jobs import condition, job, job_manifest, patch_spec, phase, submit
 from opkit_operator import OperatorProcess
 from opkit_rbac import TEST_CLIENT_AGENT, rbac_triple
+
 from psjob_operator import rbac
 
 CRDS = pathlib.Path(__file__).parent / "crds"

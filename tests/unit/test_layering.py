@@ -84,7 +84,7 @@ def _modules(directory, package):
                 yield path, f"{package}.{rel}".removesuffix(".__init__")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parse(path):
     with open(path) as f:
         return ast.parse(f.read(), path)
@@ -162,7 +162,7 @@ def _import_statements(path, module):
             yield name, [alias.name for alias in node.names]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _graph():
     known = _all_modules()
     return {m: _targets(p, m, known) for m, p in known.items()}

@@ -8,9 +8,9 @@ import pytest
 import psjob.fluid as fluid
 from psjob import roles
 from psjob.distributed.fleet import DistributedStrategy, UtilBase
-from psjob.distributed.fleet.base.role_maker import (PaddleCloudRoleMaker, Role, RoleMakerError,
-                                                     UserDefinedRoleMaker)
-from psjob.fleet import Fleet, strategy as strategies
+from psjob.distributed.fleet.base.role_maker import PaddleCloudRoleMaker, Role, RoleMakerError, UserDefinedRoleMaker
+from psjob.fleet import Fleet
+from psjob.fleet import strategy as strategies
 from psjob.launcher.launch import build_parser, plan
 
 EPS = ("127.0.0.1:6170", "127.0.0.2:6170")

@@ -4,11 +4,18 @@ import subprocess
 import sys
 import zlib
 
-import numpy as np
 import pytest
 
-from psjob.fluid.transpiler import (DistributeTranspilerConfig, HashName, RoundRobin, TranspilerConfigError,
-                                    VarsDistributed, VarStruct, get_varname_parts, slice_variable)
+from psjob.fluid.transpiler import (
+    DistributeTranspilerConfig,
+    HashName,
+    RoundRobin,
+    TranspilerConfigError,
+    VarsDistributed,
+    VarStruct,
+    get_varname_parts,
+    slice_variable,
+)
 
 
 class _Var:

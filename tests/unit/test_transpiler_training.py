@@ -6,7 +6,6 @@ kernels, PserverState with its barriers, trainer threads. Faked: only the
 wire — InMemoryClient calls the pservers' PserverState directly instead of
 over gRPC (values are still copied both ways).
 """
-import os
 
 import numpy as np
 import pytest

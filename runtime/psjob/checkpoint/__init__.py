@@ -17,5 +17,4 @@ first (docs/checkpoints.md describes the format and the protocol):
     cli           `psjob checkpoint list|inspect|verify|import`, `psjob export`
 """
 from .format import MANIFEST, CheckpointError, read_manifest
-from .store import (CheckpointInfo, apply_retention, candidates, newest_good, scan, step_dirname,
-                    verify)
+from .store import CheckpointInfo, apply_retention, candidates, newest_good, scan, step_dirname, verify

@@ -34,7 +34,7 @@ def _when(doc) -> str:
     t = (doc or {}).get("time")
     if not t:
         return "-"
-    return dt.datetime.fromtimestamp(float(t), tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    return dt.datetime.fromtimestamp(float(t), tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def _size(n: float) -> str:

@@ -41,8 +41,8 @@ import logging
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,7 +78,7 @@ class DistInfo:
     settings: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def of(cls, program, trainer_id: int | None = None, settings: Mapping[str, str] | None = None) -> "DistInfo":
+    def of(cls, program, trainer_id: int | None = None, settings: Mapping[str, str] | None = None) -> DistInfo:
         if not getattr(program, "_is_distributed", False):
             raise ValueError("not a transpiled program: it carries no distributed attributes")
         tid = trainer_id

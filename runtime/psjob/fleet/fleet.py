@@ -40,9 +40,9 @@ from __future__ import annotations
 from ..fluid import io as fluid_io
 from ..fluid.executor import Executor
 from ..fluid.framework import default_startup_program
+from ..fluid.optimizer import Optimizer, check_table_optimizer
 from ..fluid.transpiler.collective import add_gen_nccl_id, insert_grad_allreduce
 from ..role_env import CollectiveEnv
-from ..fluid.optimizer import Optimizer, check_table_optimizer
 from . import saving
 from . import strategy as strategies
 from .build import BuiltJob, build_job

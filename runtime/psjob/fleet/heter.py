@@ -25,12 +25,16 @@ split section cannot; heter jobs run sync, async or half-async.
 """
 from __future__ import annotations
 
-
 from ..fluid.core import CPUPlace, CUDAPlace, PlaceError
 from ..fluid.executor import Executor
 from ..fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
-from ..fluid.transpiler.heter_split import (HeterSplitError, heter_device_of, marked_heter_ops,
-                                            served_trainers, split_heter_program)
+from ..fluid.transpiler.heter_split import (
+    HeterSplitError,
+    heter_device_of,
+    marked_heter_ops,
+    served_trainers,
+    split_heter_program,
+)
 from ..ps.heter_state import HeterSection, HeterState
 from ..role_env import process_environment
 from .strategy import predict_pulls_by_name
@@ -77,7 +81,7 @@ class HeterRuntime:
         self._state: HeterState | None = None
 
     @classmethod
-    def for_job(cls, role_maker, strategy, program) -> "HeterRuntime | None":
+    def for_job(cls, role_maker, strategy, program) -> HeterRuntime | None:
         """None for a plain PS job; raises when heter trainers and heter ops do not match."""
         marked = marked_heter_ops(program)
         heter_eps = role_maker.get_heter_worker_endpoints()

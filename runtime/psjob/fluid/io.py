@@ -37,18 +37,28 @@ import os
 import numpy as np
 
 from .. import hooks
+from .._batch import batch  # noqa: F401
 from ..checkpoint import storage
-from ..checkpoint.format import (FORMAT, MANIFEST, VERSION, CheckpointError, array_sha256,  # noqa: F401
-                                 atomic_write, new_manifest, read_manifest, read_var, write_array,
-                                 write_manifest)
+from ..checkpoint.format import (  # noqa: F401
+    FORMAT,
+    MANIFEST,
+    VERSION,
+    CheckpointError,
+    array_sha256,
+    atomic_write,
+    new_manifest,
+    read_manifest,
+    read_var,
+    write_array,
+    write_manifest,
+)
+from ..reader import ComposeNotAligned, buffered, cache, chain, compose, firstn, map_readers, shuffle, xmap_readers  # noqa: F401
 from .core import SelectedRows, global_scope, to_numpy
 from .executor import Executor, ParallelExecutor
 from .framework import Parameter, Program, Variable, VarType, default_main_program
+
 # Fluid 1.x's fluid.io also serves its Python readers and the reader decorators.
 from .reader import DataLoader, PyReader  # noqa: F401
-from .._batch import batch  # noqa: F401
-from ..reader import (ComposeNotAligned, buffered, cache, chain, compose, firstn, map_readers,  # noqa: F401
-                      shuffle, xmap_readers)
 
 MODEL_FILE = "__model__"
 __all__ = ["CheckpointError", "save_vars", "save_params", "save_persistables", "load_vars", "load_params",

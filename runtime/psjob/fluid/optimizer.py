@@ -45,8 +45,7 @@ from ..kernels.optimizers import ACCUMULATORS, ORIGIN_SHAPED
 from . import unique_name
 from .backward import append_backward
 from .clip import append_gradient_clip_ops
-from .framework import (GraphError, OpRole, Parameter, Program, Variable, default_main_program,
-                        program_guard)
+from .framework import GraphError, OpRole, Parameter, Program, Variable, default_main_program, program_guard
 from .layers.tensor import create_global_var
 from .regularizer import WeightDecayRegularizer, append_regularization_ops
 

@@ -8,8 +8,19 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from psjob import roles
-from .schema import (DEFAULT_GEO_K_STEPS, DNS_1035, DNS_1123_SUBDOMAIN, ENV_NAME, MAX_JOB_NAME_LENGTH,
-                     PodTemplate, RawObject, Rule, S3_URI, spec_field)
+
+from .schema import (
+    DEFAULT_GEO_K_STEPS,
+    DNS_1035,
+    DNS_1123_SUBDOMAIN,
+    ENV_NAME,
+    MAX_JOB_NAME_LENGTH,
+    S3_URI,
+    PodTemplate,
+    RawObject,
+    Rule,
+    spec_field,
+)
 
 
 class Mode(str, enum.Enum):
@@ -52,7 +63,7 @@ class TaintEffect(str, enum.Enum):
     NO_EXECUTE = "NoExecute"
 
 
-def _no_reserved_env(env: tuple["EnvVar", ...]) -> str | None:
+def _no_reserved_env(env: tuple[EnvVar, ...]) -> str | None:
     for var in env:
         if var.name in roles.RESERVED_ENV:
             return (f"{var.name} is set by psjob from the job topology: remove it "

@@ -45,11 +45,25 @@ import os
 import sys
 
 from .. import __version__, roles
-from ..aspaddle import SHIM_DIR, environment as as_paddle_environment
+from ..aspaddle import SHIM_DIR
+from ..aspaddle import environment as as_paddle_environment
 from ..role_env import process_environment
-from .local import (PROGRESS_INTERVAL_S, STOP_GRACE_S, Deadline, LocalJob,  # noqa: F401
-                    check_metrics_ports, check_options, checkpoint_root, free_port_block, free_ports,
-                    loopback_endpoints, metrics_banner, place, run_local, write_token)
+from .local import (  # noqa: F401
+    PROGRESS_INTERVAL_S,
+    STOP_GRACE_S,
+    Deadline,
+    LocalJob,
+    check_metrics_ports,
+    check_options,
+    checkpoint_root,
+    free_port_block,
+    free_ports,
+    loopback_endpoints,
+    metrics_banner,
+    place,
+    run_local,
+    write_token,
+)
 from .supervisor import ProcessSpec
 
 

@@ -3,11 +3,10 @@
 Call `paddle.enable_static()` before building a Layer: psjob has no dygraph mode.
 """
 from . import functional, initializer
+from .activation import LeakyReLU
 from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
-from .common import (BatchNorm1D, Dropout, Embedding, Flatten, Linear, ReLU, Sigmoid,
-                     Softmax, Tanh)
+from .common import BatchNorm1D, Dropout, Embedding, Flatten, Linear, ReLU, Sigmoid, Softmax, Tanh
 from .conv import Conv2D
 from .layer import Layer, LayerList, Sequential
-from .activation import LeakyReLU
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
 from .norm import LayerNorm

@@ -36,6 +36,7 @@ shard and answers the relative file names, as Fluid did.
 from __future__ import annotations
 
 import json
+
 from ..role_env import process_environment
 
 # How long a freeze holds without trainer 0 renewing it. Trainer 0 renews every

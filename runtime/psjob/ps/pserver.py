@@ -49,6 +49,7 @@ from ..fluid.core import CPUPlace, CUDAPlace, SelectedRows, to_numpy
 from ..fluid.executor import Executor
 from ..fluid.framework import Program
 from ..ps.pserver_state import PserverOptions, PserverState
+from ..role_env import process_environment
 from ..roles import split_endpoint
 from ..rpc.base_client import MAX_MESSAGE_BYTES
 from ..rpc.base_server import READ_TIMEOUT_S
@@ -58,7 +59,6 @@ from .auth import token_from_env
 from .device_staging import DeviceStaging, array_module_for, parse_device
 from .lifecycle import stay_until_stopped, wait_for_stop, wait_stoppable
 from .observability import table_stats_source, telemetry_from_env
-from ..role_env import process_environment
 
 log = logging.getLogger("psjob.pserver")
 

@@ -66,11 +66,11 @@ from concurrent import futures
 import grpc
 from google.protobuf.message import DecodeError
 
+from ..roles import split_endpoint
 from . import codec, dataplane
 from . import tls as tls_mod
 from .allocator import tune_for_large_messages
 from .base_client import AUTH_METADATA_KEY, CHANNEL_OPTIONS, MAX_MESSAGE_BYTES, ServiceSpec
-from ..roles import split_endpoint
 
 log = logging.getLogger("psjob.rpc.server")
 

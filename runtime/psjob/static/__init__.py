@@ -16,16 +16,22 @@ from ..fluid.compiler import BuildStrategy, ExecutionStrategy
 from ..fluid.core import CPUPlace, CUDAPlace, global_scope, scope_guard
 from ..fluid.device_guard import device_guard
 from ..fluid.executor import CompiledProgram, Executor, ParallelExecutor
-from ..fluid.framework import (Parameter, Program, Variable, convert_dtype,
-                               default_main_program, default_startup_program, name_scope,
-                               program_guard)
+from ..fluid.framework import (
+    Parameter,
+    Program,
+    Variable,
+    convert_dtype,
+    default_main_program,
+    default_startup_program,
+    name_scope,
+    program_guard,
+)
 from ..fluid.layers import create_global_var, create_parameter
 from ..fluid.layers.metric_op import accuracy, auc
 from ..fluid.param_attr import WeightNormParamAttr
-from . import nn
-from .io import (load, load_inference_model, load_program_state, save,
-                 save_inference_model, set_program_state)
 from ..role_env import process_environment
+from . import nn
+from .io import load, load_inference_model, load_program_state, save, save_inference_model, set_program_state
 
 
 def data(name, shape, dtype=None, lod_level=0):

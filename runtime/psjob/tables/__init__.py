@@ -15,8 +15,13 @@ numpy; they import nothing from rpc, pserver or the operator. See
 docs/tables.md for the design and measured figures.
 """
 from psjob.tables.config import (
-    INITIALIZERS, OPTIMIZERS, AdmissionConfig, EvictionConfig, InitializerConfig,
-    OptimizerConfig, TableConfig,
+    INITIALIZERS,
+    OPTIMIZERS,
+    AdmissionConfig,
+    EvictionConfig,
+    InitializerConfig,
+    OptimizerConfig,
+    TableConfig,
 )
 from psjob.tables.hashing import shard_of
 from psjob.tables.shard import TableShard, concat_shards, split_shard

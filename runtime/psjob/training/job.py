@@ -32,19 +32,20 @@ from dataclasses import dataclass, field
 
 from .. import fluid
 from ..checkpoint import store
-from ..fleet.checkpointer import Checkpointer
 from ..dataset import ctr
 from ..fleet import DistributedStrategy, Fleet, PaddleCloudRoleMaker
+from ..fleet.checkpointer import Checkpointer
+from ..fleet.monitor import checkpoint_label
+from ..fleet.telemetry import TrainerTelemetry
 from ..fluid.core import PlaceError
 from ..fluid.pipeline import pipelined
 from ..fluid.transpiler import DistributeTranspilerConfig
-from ..models import BUILT_IN as BUILT_IN_MODELS, ctr as ctr_model
+from ..models import BUILT_IN as BUILT_IN_MODELS
+from ..models import ctr as ctr_model
+from ..progress import ProgressReporter, ProgressState
+from ..role_env import RoleEnv
 from . import data
 from .options import TrainOptions
-from ..progress import ProgressReporter, ProgressState
-from ..fleet.monitor import checkpoint_label
-from ..fleet.telemetry import TrainerTelemetry
-from ..role_env import RoleEnv
 
 
 def strategy_for(role: RoleEnv):

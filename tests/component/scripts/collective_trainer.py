@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 
-from psjob.role_env import CollectiveEnv
 from psjob import fluid
+from psjob.role_env import CollectiveEnv
 
 STEPS, BATCH, DIM = 4, 8, 6
 

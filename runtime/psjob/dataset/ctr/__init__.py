@@ -20,9 +20,19 @@ The format and the error policy are documented in docs/data.md.
 """
 from psjob.dataset.ctr._errors import BadLine, DataError, Problem, ReaderStats
 from psjob.dataset.ctr._generate import GeneratedSet, generate, shard_name
-from psjob.dataset.ctr._layout import (DENSE_DECIMALS, ID_MODES, MAX_IDS_PER_SLOT,
-                                       MULTI_ID_SLOTS, NUM_DENSE, NUM_SLOTS, SLOT_OFFSETS,
-                                       SLOT_VOCAB, SPARSE_FEATURE_DIM, global_ids, hash_ids)
+from psjob.dataset.ctr._layout import (
+                                       DENSE_DECIMALS,
+                                       ID_MODES,
+                                       MAX_IDS_PER_SLOT,
+                                       MULTI_ID_SLOTS,
+                                       NUM_DENSE,
+                                       NUM_SLOTS,
+                                       SLOT_OFFSETS,
+                                       SLOT_VOCAB,
+                                       SPARSE_FEATURE_DIM,
+                                       global_ids,
+                                       hash_ids,
+)
 from psjob.dataset.ctr._metrics import expected_auc, roc_auc
 from psjob.dataset.ctr._parquet import ColumnMap
 from psjob.dataset.ctr._reader import FORMATS, CtrBatch, batches, list_files, reader

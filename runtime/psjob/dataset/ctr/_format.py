@@ -19,9 +19,18 @@ import functools
 
 import numpy as np
 
-from psjob.dataset.ctr._layout import (DENSE_DECIMALS, ID_MODES, MULTI_ID_SLOTS, NUM_DENSE,
-                                       NUM_SLOTS, SLOT_OFFSETS, SLOT_VOCAB, SPARSE_FEATURE_DIM,
-                                       check_id_mode, global_ids)
+from psjob.dataset.ctr._layout import (
+    DENSE_DECIMALS,
+    ID_MODES,
+    MULTI_ID_SLOTS,
+    NUM_DENSE,
+    NUM_SLOTS,
+    SLOT_OFFSETS,
+    SLOT_VOCAB,
+    SPARSE_FEATURE_DIM,
+    check_id_mode,
+    global_ids,
+)
 
 _TAB, _NL, _COMMA, _SPACE, _MINUS, _POINT, _ZERO = (ord(c) for c in "\t\n, -.0")
 DENSE_WIDTH = DENSE_DECIMALS + 3          # "D.DDDD" plus its separator

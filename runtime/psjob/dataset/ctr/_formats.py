@@ -25,10 +25,10 @@ import re
 
 import numpy as np
 
+from psjob.dataset._text import binary_parts, count_lines, numbers, read_fields
 from psjob.dataset.ctr._errors import LineProblem, Problem
 from psjob.dataset.ctr._layout import NUM_DENSE, NUM_SLOTS, hash_ids
 from psjob.dataset.ctr._parse import Columns, check_float32, float32_overflow
-from psjob.dataset._text import binary_parts, count_lines, numbers, read_fields
 
 FIELDS = 1 + NUM_DENSE + NUM_SLOTS
 MAX_HEX_DIGITS = 8

@@ -17,12 +17,10 @@ import os
 
 import numpy as np
 
-from psjob.dataset.ctr._errors import (BadLine, DataError, LineProblem, Problem, ReaderStats,
-                                       check_on_error)
-from psjob.dataset.ctr import _formats
-from psjob.dataset.ctr._parse import (SLOW_LINES, Columns, columns_from_rows, id_ranges,
-                                      parse_block_fast, parse_line)
 from psjob.dataset._text import count_lines
+from psjob.dataset.ctr import _formats
+from psjob.dataset.ctr._errors import BadLine, DataError, LineProblem, Problem, ReaderStats, check_on_error
+from psjob.dataset.ctr._parse import SLOW_LINES, Columns, columns_from_rows, id_ranges, parse_block_fast, parse_line
 from psjob.dataset.sources import exists, list_parts, open_binary
 
 log = logging.getLogger("psjob.dataset.ctr")

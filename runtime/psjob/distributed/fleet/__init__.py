@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...fleet import FleetError
 from ...fleet import fleet as _fleet
 from ...fleet import saving as _saving
-from ...fleet import FleetError
 from ...ps import client_service as _client_service
 from . import base
 from .base.role_maker import PaddleCloudRoleMaker, Role, UserDefinedRoleMaker

@@ -2,19 +2,27 @@
 
 Each sub-module's public names are re-exported here, as in Fluid.
 """
-from .io import *
-from .nn import *
-from .tensor import *
-from .manip import *
-from .loss import *
-from .sequence_lod import *
-from .metric_op import *
-from .learning_rate_scheduler import *
-from .ops import *
+from . import (
+    control_flow,
+    indexing,
+    io,
+    learning_rate_scheduler,
+    loss,
+    manip,
+    math_sugar,
+    metric_op,
+    nn,
+    ops,
+    sequence_lod,
+    tensor,
+)
 from .control_flow import *
-from . import io, nn, tensor
-from . import learning_rate_scheduler
-from . import loss, manip, metric_op, sequence_lod
-from . import control_flow, ops
-from . import math_sugar
-from . import indexing
+from .io import *
+from .learning_rate_scheduler import *
+from .loss import *
+from .manip import *
+from .metric_op import *
+from .nn import *
+from .ops import *
+from .sequence_lod import *
+from .tensor import *

@@ -32,7 +32,6 @@ from ..core import SelectedRows, to_numpy
 from ..framework import EMPTY_VAR_NAME, GraphError, VarType
 from .registry import in_var, out_var, register_op, set_out
 
-
 # -- helpers ------------------------------------------------------------------------------
 
 def _client(ctx):

@@ -13,10 +13,10 @@ import functools
 
 import numpy as np
 
-from ..core import SelectedRows
-from ..framework import VarType
 from ...kernels import native
 from ...kernels.rows import take_rows
+from ..core import SelectedRows
+from ..framework import VarType
 from .dist_ops import _host_ids, _to_xp
 from .registry import in_var, out_var, register_op, set_out
 

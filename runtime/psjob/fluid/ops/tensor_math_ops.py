@@ -18,10 +18,8 @@ import numpy as np
 
 from ..framework import GraphError
 from . import broadcast
-from .registry import (GradOpSpec, grad_name, in_var, register_op, same_shape, set_out,
-                       simple_grad)
+from .registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out, simple_grad
 from .shape_ops import _norm_axis
-
 
 # -- matmul ------------------------------------------------------------------------------
 

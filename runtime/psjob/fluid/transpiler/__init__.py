@@ -11,10 +11,13 @@ from .distribute_transpiler import DistributeTranspiler
 from .optimize_pass import SUPPORTED_OPTIMIZERS, UnsupportedOptimizerError
 from .overview import find_distributed_lookup_table
 from .ps_dispatcher import HashName, PSDispatcher, RoundRobin, stable_hash
-from .serialization import (deserialize_dist_program, dist_program_from_dict,
-                            dist_program_to_dict, serialize_dist_program)
-from .slicing import (VarBlock, get_varname_parts, orig_varname, same_or_split_var,
-                      slice_variable)
+from .serialization import (
+    deserialize_dist_program,
+    dist_program_from_dict,
+    dist_program_to_dict,
+    serialize_dist_program,
+)
+from .slicing import VarBlock, get_varname_parts, orig_varname, same_or_split_var, slice_variable
 from .vars_distributed import VarDistributed, VarsDistributed, VarStruct
 
 _get_varname_parts = get_varname_parts  # the name Fleet's code imports

@@ -44,8 +44,17 @@ import zlib
 from dataclasses import dataclass, field
 
 from ..device_guard import HETER_DEVICE_KINDS, device_kind
-from ..framework import (EMPTY_VAR_NAME, GRAD_SUFFIX, OP_DEVICE_ATTR_NAME, OP_ROLE_ATTR_NAME,
-                         GraphError, Operator, OpRole, Program, VarType)
+from ..framework import (
+    EMPTY_VAR_NAME,
+    GRAD_SUFFIX,
+    OP_DEVICE_ATTR_NAME,
+    OP_ROLE_ATTR_NAME,
+    GraphError,
+    Operator,
+    OpRole,
+    Program,
+    VarType,
+)
 from .details import delete_ops
 from .plan import TranspilePlan
 

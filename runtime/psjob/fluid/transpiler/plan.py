@@ -63,7 +63,7 @@ class ParamPlan:
 class HeldBlock(NamedTuple):
     """A parameter block a pserver holds, with its gradient block."""
 
-    param_plan: "ParamPlan"
+    param_plan: ParamPlan
     block: BlockPlacement
     grad_block: BlockPlacement
 

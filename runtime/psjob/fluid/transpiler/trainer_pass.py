@@ -29,8 +29,14 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ..embedding_fusion import fusable, plain_lookup
-from ..framework import (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, VarType,
-                         generate_control_dev_var_name)
+from ..framework import (
+    OP_ROLE_ATTR_NAME,
+    OP_ROLE_VAR_ATTR_NAME,
+    GraphError,
+    OpRole,
+    VarType,
+    generate_control_dev_var_name,
+)
 from .details import create_control_var, delete_ops, find_op_by_output_arg
 from .plan import TranspilePlan
 
