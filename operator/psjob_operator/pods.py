@@ -171,7 +171,7 @@ def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: 
     if args:
         c["args"] = args
     if spec.checkpoint.enabled and spec.checkpoint.credentials_secret:
-        # The object store's AWS_* settings, every key of the Secret (docs/operator.md).
+        # The object store's AWS_* settings, every key of the Secret (docs/user/operator.md).
         c["envFrom"] = [{"secretRef": {"name": spec.checkpoint.credentials_secret}}]
     if spec.image_pull_policy is not None:
         c["imagePullPolicy"] = spec.image_pull_policy.value

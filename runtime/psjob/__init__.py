@@ -36,7 +36,7 @@ def __getattr__(name):
         import psjob.distributed  # noqa: E401
         import psjob.io
     elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device", "utils"):
-        # Paddle 2.x's subpackages (docs/paddle2.md), which build on one another.
+        # Paddle 2.x's subpackages (docs/user/paddle2.md), which build on one another.
         import psjob.device  # noqa: E401
         import psjob.nn
         import psjob.optimizer

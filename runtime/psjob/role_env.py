@@ -213,7 +213,7 @@ def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> in
 class CollectiveEnv:
     """A collective (NCCL2-mode) trainer's place: Paddle's launcher variables
     PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS and
-    PADDLE_CURRENT_ENDPOINT (docs/collective.md). `endpoints` is empty outside a collective job."""
+    PADDLE_CURRENT_ENDPOINT (docs/user/collective.md). `endpoints` is empty outside a collective job."""
 
     rank: int
     world_size: int

@@ -91,7 +91,7 @@ def _kill_run(out, seed):
     summary["newest_checkpoint"] = newest.step if newest else None
     # A pserver killed after the trainers completed cannot learn the completions when it
     # restarts (they are kept only in the pservers' memory): it lingers or dies, and the
-    # launcher stops it — the job succeeded all the same (docs/local-runs.md).
+    # launcher stops it — the job succeeded all the same (docs/user/local-runs.md).
     lingered = "after every trainer completed" in job.text
     # At most 3 kills against 3 restarts per pserver: the job completes.
     assert code == 0, job.text + job.logs()

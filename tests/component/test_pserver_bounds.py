@@ -4,7 +4,7 @@ Unauthenticated peers (no job token) speak raw HTTP/2 to the gRPC port (rawpeer.
 partial bodies, stalls, huge declared messages) and idle TCP to the data port;
 authenticated ones send oversized, stalled or huge requests. Each test measures the
 pserver process itself (/proc/PID/status VmHWM, VmRSS, Threads; /proc/PID/fd) and
-checks that a legitimate trainer is still served. docs/security.md ("What an
+checks that a legitimate trainer is still served. docs/user/security.md ("What an
 unauthenticated peer can hold") quotes the figures these tests print.
 """
 import importlib.util

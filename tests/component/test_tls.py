@@ -1,6 +1,6 @@
 """The trainer-pserver RPC over TLS, on real jobs (`psjob launch`, processes on 127.0.0.x).
 
-Certificates come from a throwaway CA (scripts/make_certs.py); docs/security.md
+Certificates come from a throwaway CA (scripts/make_certs.py); docs/user/security.md
 describes the PSJOB_TLS_* variables these runs set.
 """
 import importlib.util

@@ -319,7 +319,7 @@ def test_strategies_have_paddles_fields_and_enums():
 
 
 def test_collective_num_trainers_all_reduces_the_gradients_of_a_copy(programs):
-    """num_trainers > 1 outside a PS program is NCCL2-mode training (docs/collective.md): a copy
+    """num_trainers > 1 outside a PS program is NCCL2-mode training (docs/user/collective.md): a copy
     of the program scales every gradient by 1/num_trainers and all-reduces it after backward."""
     main, startup = programs
     x = fluid.data("x", [None, 2])

@@ -23,8 +23,8 @@ manifest's `trainers` map. A resumed trainer continues from its own
 recorded position, falling back to trainer 0's; in async modes that may
 replay or skip the few steps that were in flight at the cut.
 
-Holding for a pserver resize (docs/local-runs.md "Resizing the pservers",
-docs/operator.md): trainer 0 watches the job's topology file
+Holding for a pserver resize (docs/user/local-runs.md "Resizing the pservers",
+docs/user/operator.md): trainer 0 watches the job's topology file
 (PSJOB_TOPOLOGY_FILE: `psjob run`'s topology.json, the operator's ConfigMap
 volume) — one stat per step. When its pserver endpoints differ from the ones
 this trainer runs with, the pservers are being replaced: its next

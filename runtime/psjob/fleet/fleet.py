@@ -25,7 +25,7 @@ through the GeoCommunicator.
 A distributed lookup table is updated with the optimizer's own rule per row by
 default; a strategy (DistributedStrategy or DistributeTranspilerConfig) with
 `table_optimizer = "sgd"` restores Fluid 1.x's plain sgd for it (the program
-and the pservers both; docs/transpiler.md).
+and the pservers both; docs/dev/transpiler.md).
 
 One RPC service per process: init_worker creates it and installs it as the
 process default (psjob.ps.client_service), so every Executor the script
@@ -69,7 +69,7 @@ class Fleet:
     def init(self, role_maker=None, is_collective=False):
         if is_collective:
             # Collective (NCCL2-mode) training: every process is a trainer of the ring that
-            # PADDLE_TRAINER_ENDPOINTS names (docs/collective.md).
+            # PADDLE_TRAINER_ENDPOINTS names (docs/user/collective.md).
             self._collective = getattr(role_maker, "collective", None) or CollectiveEnv.from_environ(
                 role_maker.settings() if isinstance(role_maker, RoleMakerBase) else None)
             self._role_maker = None

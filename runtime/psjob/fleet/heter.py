@@ -3,7 +3,7 @@
 A heter job has pservers, CPU trainers (role TRAINER) and heter trainers
 (role HETER_TRAINER, `psjob launch --heter_worker_num K`). Every process
 runs the same script; ops built inside `fluid.device_guard("gpu")` form the
-heter section (docs/heter.md):
+heter section (docs/user/heter.md):
 
 - CPU trainer t: `minimize` transpiles as usual, then `split_heter_program`
   replaces the section by `send_and_recv` stages served by heter trainer

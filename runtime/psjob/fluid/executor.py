@@ -398,7 +398,7 @@ class CompiledProgram:
     """Fluid's CompiledProgram. psjob runs one device per process, so data
     parallelism across devices is a no-op here; across trainers
     (BuildStrategy.num_trainers > 1) it is collective training: the gradients
-    are all-reduced among the trainers (docs/collective.md)."""
+    are all-reduced among the trainers (docs/user/collective.md)."""
 
     def __init__(self, program_or_graph, build_strategy=None):
         if not isinstance(program_or_graph, Program):

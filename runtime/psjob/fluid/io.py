@@ -1,6 +1,6 @@
 """Saving and loading variables, parameters and inference models.
 
-On-disk format (version 1), one directory per save (docs/checkpoints.md):
+On-disk format (version 1), one directory per save (docs/user/checkpoints.md):
 
     <dirname>/<var name>         one .npy file per variable (numpy's format,
                                  loaded with allow_pickle=False), or

@@ -180,7 +180,7 @@ class WorkerSpec(RoleSpec):
     )
     replicas: int = spec_field("replicas", "Number of trainers; the job succeeds when all of "
                                "them complete. With maxReplicas set it may change while the "
-                               "job runs (docs/operator.md, Elasticity).", 1, minimum=1, maximum=4096)
+                               "job runs (docs/user/operator.md, Elasticity).", 1, minimum=1, maximum=4096)
     max_replicas: int | None = spec_field(
         "maxReplicas", "Makes the trainers elastic: the most trainers the job may scale to. "
         "The pservers keep a gradient slot per possible trainer and learn the running ones at "

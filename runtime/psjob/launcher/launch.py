@@ -30,7 +30,7 @@ shared with `psjob run`; this module is the fleetrun-style front.
 Collective (NCCL2-mode) jobs: with --server_num 0, --gpus or --nproc_per_node there are no
 pservers; trainer t gets Paddle's collective environment — PADDLE_TRAINER_ID,
 PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS (one free loopback port per trainer,
-its ring port) and PADDLE_CURRENT_ENDPOINT — and the auth token (docs/collective.md).
+its ring port) and PADDLE_CURRENT_ENDPOINT — and the auth token (docs/user/collective.md).
 Without any of them and with no --servers, one pserver is started, as before (fleetrun
 would run collective there).
 Exit status: 0 when every trainer exited 0 (pservers that do not exit on

@@ -37,7 +37,7 @@ error → status mapping, the observer). A reply's status other than OK raises
 client's retries treat both transports alike; a broken or timed-out
 connection is UNAVAILABLE / DEADLINE_EXCEEDED and is closed.
 
-What a peer can hold (docs/security.md). Before its hello is accepted a
+What a peer can hold (docs/user/security.md). Before its hello is accepted a
 connection is "pending": at most MAX_PENDING at once (a new one beyond that
 displaces the oldest, which is closed at once: a client's hello, answered in
 milliseconds, gets through a flood of silent ones), each for HELLO_TIMEOUT_S in

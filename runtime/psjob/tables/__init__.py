@@ -12,7 +12,7 @@ Public surface (everything else in this package is an implementation module):
 
 Layering: tables use `psjob.kernels.optimizers` for the update math and
 numpy; they import nothing from rpc, pserver or the operator. See
-docs/tables.md for the design and measured figures.
+docs/dev/tables.md for the design and measured figures.
 """
 from psjob.tables.config import (
     INITIALIZERS,

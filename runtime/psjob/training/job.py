@@ -16,7 +16,7 @@ Lifecycle of every process (the same ARGS everywhere):
    updating its metrics, tells the pservers it completed, prints its final
    line and exits 0.
 
-Elastic jobs (PSJOB_MAX_TRAINERS set; docs/local-runs.md "Elastic trainers"):
+Elastic jobs (PSJOB_MAX_TRAINERS set; docs/user/local-runs.md "Elastic trainers"):
 a trainer joins the pservers' member set in init_worker, takes its data share
 at the start of every epoch from the members then (its rank among them), and
 on SIGTERM (scaled away) finishes its step, leaves and exits 0.

@@ -16,7 +16,7 @@ in `id_mode="hash"` they are 64-bit hashes of (slot, id), for tables keyed by
 arbitrary int64. Both modes hold the same examples and labels.
 `batches(..., format="criteo" | "tsv40" | "parquet")` reads the Criteo TSV
 logs, the anchor's 40-column TSV and Parquet into the same batches.
-The format and the error policy are documented in docs/data.md.
+The format and the error policy are documented in docs/user/data.md.
 """
 from psjob.dataset.ctr._errors import BadLine, DataError, Problem, ReaderStats
 from psjob.dataset.ctr._generate import GeneratedSet, generate, shard_name

@@ -1,6 +1,6 @@
 """Render examples to the CTR text format, fast.
 
-One line per example (the format is described in docs/data.md):
+One line per example (the format is described in docs/user/data.md):
 
     label TAB d0,d1,...,d12 TAB ids of slot 0,ids of slot 1,...,ids of slot 25 NEWLINE
 

@@ -67,7 +67,7 @@ def list_files(files):
     return paths
 
 
-# format → (vectorised block parser, reference line parser); docs/data.md describes each.
+# format → (vectorised block parser, reference line parser); docs/user/data.md describes each.
 LINE_FORMATS = {
     "ctr": (parse_block_fast, parse_line),
     "criteo": (_formats.criteo_block, _formats.criteo_line),
@@ -228,7 +228,7 @@ def batches(files, batch_size, *, id_mode="dense", on_error="skip", stats=None,
     """Iterate CtrBatch objects of `batch_size` examples (the last may be shorter).
 
     `format`: "ctr" (psjob's), "criteo", "tsv40" or "parquet" (with `columns`,
-    a _parquet.ColumnMap or a dict of its fields); docs/data.md."""
+    a _parquet.ColumnMap or a dict of its fields); docs/user/data.md."""
     paths = list_files(files)
     size = _positive(batch_size, "batch_size")
     return _cut(_columns_of(paths, id_mode, on_error, stats, format, columns), size, drop_last)

@@ -2,7 +2,7 @@
 
 `DistributeTranspiler` turns a single-machine program into trainer and
 pserver programs (see distribute_transpiler.py for the lifecycle and
-docs/transpiler.md for the program shapes). `slice_variable`, the
+docs/dev/transpiler.md for the program shapes). `slice_variable`, the
 dispatchers, the name helpers and `VarsDistributed` are public because the
 I/O and checkpoint code read transpiled programs with them.
 """

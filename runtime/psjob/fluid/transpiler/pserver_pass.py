@@ -241,7 +241,7 @@ def _build_table_optimize_block(prog, plan: TranspilePlan, origin, k: int):
         blk.append_op("sum", inputs={"X": slots}, outputs={"Out": [merged]})
         # The mean over trainers, like dense gradients (the seed only sums
         # table gradients); this keeps N trainers x batch b equal to one
-        # trainer with batch N*b under a mean loss. See docs/transpiler.md.
+        # trainer with batch N*b under a mean loss. See docs/dev/transpiler.md.
         blk.append_op("scale", inputs={"X": [merged]}, outputs={"Out": [merged]},
                       attrs={"scale": 1.0 / plan.trainer_num, TRAINER_MEAN_ATTR: True})
         recv = slots

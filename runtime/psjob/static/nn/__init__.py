@@ -43,7 +43,7 @@ def sparse_embedding(input, size, padding_idx=None, is_test=False, entry=None,
     in a dimension of 1 and out replaces it by `dim` (the lookup_table op's shape).
 
     `entry` (admission policies), `table_class` and `slot` are accepted and have no effect:
-    psjob's table admits every id (docs/paddle2.md)."""
+    psjob's table admits every id (docs/user/paddle2.md)."""
     return _layers.embedding(input, size, is_sparse=True, is_distributed=True, padding_idx=padding_idx,
                              param_attr=param_attr, dtype=dtype)
 

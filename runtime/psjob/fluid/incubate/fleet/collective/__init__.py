@@ -1,4 +1,4 @@
-"""`paddle.fluid.incubate.fleet.collective`: Fluid 1.x's collective Fleet (docs/collective.md).
+"""`paddle.fluid.incubate.fleet.collective`: Fluid 1.x's collective Fleet (docs/user/collective.md).
 
     from paddle.fluid.incubate.fleet.collective import fleet, DistributedStrategy
     fleet.init(role_maker.PaddleCloudRoleMaker(is_collective=True))
