@@ -5,7 +5,7 @@ from `psjob.roles.role_environment` — the same function the local launcher
 calls — with two Kubernetes-specific sources added: the pod IP (downward API)
 and, for trainers, the Indexed Job completion index as the trainer id.
 
-Security defaults (issue 10): non-root user, read-only root filesystem (with
+Security defaults (Kubernetes' restricted Pod Security Standard): non-root user, read-only root filesystem (with
 an emptyDir /tmp for scratch and caches), no privilege escalation, all
 capabilities dropped, RuntimeDefault seccomp, no service-account token (the
 pods never call the Kubernetes API), no service-link environment variables.

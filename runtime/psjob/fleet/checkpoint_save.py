@@ -1,4 +1,4 @@
-"""Trainer 0's distributed save (seed 002's `_save_distributed_persistables`, crash-safe).
+"""Trainer 0's distributed save (Fluid's `fluid.io._save_distributed_persistables`, crash-safe).
 
 What a save of a transpiled job writes into one directory:
 
@@ -131,7 +131,7 @@ def remote_groups(program, dist: DistInfo) -> dict:
 
 
 def local_vars(program, dist: DistInfo, remote: dict) -> list:
-    """The persistables the trainer itself holds (seed 002's __exclude_vars)."""
+    """The persistables the trainer itself holds (Fluid's `__exclude_vars`)."""
     skip = set(remote) | ({dist.table} if dist.table else set())
     seen, out = set(), []
     for v in program.list_vars():

@@ -1,4 +1,4 @@
-"""The Fleet API for parameter-server training (seed 000's ParameterServerRuntime).
+"""The Fleet API for parameter-server training (Paddle 2.x Fleet's ParameterServerRuntime).
 
     fleet.init(role_maker)
     optimizer = fleet.distributed_optimizer(fluid.optimizer.Adam(1e-3), strategy)

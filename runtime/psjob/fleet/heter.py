@@ -1,4 +1,4 @@
-"""The Fleet's heterogeneous parameter-server runtime (seed 003; seed 000's heter parts).
+"""The Fleet's heterogeneous parameter-server runtime (Fleet's heterogeneous parameter server; ParameterServerRuntime's heter parts).
 
 A heter job has pservers, CPU trainers (role TRAINER) and heter trainers
 (role HETER_TRAINER, `psjob launch --heter_worker_num K`). Every process
@@ -47,7 +47,7 @@ class HeterDeviceError(RuntimeError):
 
 
 def heter_place(device_guard: str, environ=None):
-    """The Place of a heter trainer for `heter_worker_device_guard` (seed 000's _get_executor)."""
+    """The Place of a heter trainer for `heter_worker_device_guard` (ParameterServerRuntime._get_executor)."""
     guard = str(device_guard).lower()
     if guard not in DEVICE_GUARDS:
         raise ValueError(f"heter_worker_device_guard must be one of {', '.join(DEVICE_GUARDS)}; "

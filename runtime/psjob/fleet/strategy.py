@@ -1,6 +1,6 @@
 """Distributed strategies: which communication mode a Fleet job trains in.
 
-The rule of seed 000 (`_get_distributed_strategy`), on a DistributedStrategy:
+The rule of Paddle's Fleet ParameterServerRuntime (`_get_distributed_strategy`), on a DistributedStrategy:
 
     a_sync=False, k_steps == 0  → sync
     a_sync=True,  k_steps == 0  → async

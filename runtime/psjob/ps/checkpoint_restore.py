@@ -1,4 +1,4 @@
-"""A pserver loads its part of a whole-model save (seed 002's `_load_distributed_persistables`).
+"""A pserver loads its part of a whole-model save (Fluid's `fluid.io._load_distributed_persistables`).
 
 Trainer 0 saves every parameter and optimizer accumulator whole (it pulls the
 slices and reassembles them), and the pservers save the distributed table

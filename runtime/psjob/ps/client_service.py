@@ -77,7 +77,7 @@ def program_endpoints(program) -> list[str]:
 def _is_async(program) -> bool:
     for op in program.global_block().ops:
         if op.type == "send":
-            # The transpiler writes the seed's inverted flag: send.sync_mode = not sync_mode.
+            # The transpiler writes Fluid's inverted flag: send.sync_mode = not sync_mode.
             return bool(op.attr("sync_mode", False))
     return False
 

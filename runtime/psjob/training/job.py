@@ -83,7 +83,7 @@ def place_for(device: str):
 
 def build(opts: TrainOptions, fleet: Fleet, role: RoleEnv) -> ctr_model.CTRModel:
     """Build and transpile the model into fleet.main_program / startup_program."""
-    # In a heter job the MLP is the heter section: heter trainers run it (seed 003's split).
+    # In a heter job the MLP is the heter section: heter trainers run it (the split of Fleet's heterogeneous parameter server).
     config = dataclasses.replace(BUILT_IN_MODELS[opts.model], sparse_feature_dim=ctr.SPARSE_FEATURE_DIM,
                                  is_distributed=opts.distributed_table,
                                  optimizer=opts.optimizer, learning_rate=opts.learning_rate,

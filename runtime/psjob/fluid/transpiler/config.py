@@ -21,7 +21,7 @@ from .ps_dispatcher import PSDispatcher, RoundRobin
 log = logging.getLogger("psjob.transpiler")
 
 # The seed asserts this minimum: smaller blocks waste the pserver's per-request
-# overhead (the seed's note: bandwidth is used well above ~2 MB per request).
+# overhead (Fluid's DistributeTranspilerConfig note: bandwidth is used well above ~2 MB per request).
 MIN_BLOCK_SIZE = 8192
 PSERVER_MODE = "pserver"
 NCCL2_MODE = "nccl2"  # collective: trainers all-reduce their gradients (docs/user/collective.md)

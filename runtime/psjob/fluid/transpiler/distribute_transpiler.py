@@ -156,7 +156,7 @@ class DistributeTranspiler:
                                      self._live_opt.opt_ops, self._live_opt.lr_ops)
             self._trainer_finalized = True
         if wait_port and self.config.wait_port:
-            # The seed's wait_port: the runtime waits (psjob.hooks); the planner opens no sockets.
+            # Fluid's wait_port: the runtime waits (psjob.hooks); the planner opens no sockets.
             hooks.lookup(hooks.WAIT_SERVER_READY)(plan.endpoints)
         return self.origin_program
 

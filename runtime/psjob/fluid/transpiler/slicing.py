@@ -53,7 +53,7 @@ def _shape_of(var) -> tuple:
 
 
 def slice_variable(var_list, slice_count: int, min_block_size: int) -> list[VarBlock]:
-    """Blocks for each variable of `var_list`, in order (the seed's algorithm).
+    """Blocks for each variable of `var_list`, in order (Fluid's slice_variable).
 
     A variable gets min(slice_count, floor(numel / min_block_size)) blocks (at
     least one), sized ceil(numel / count) rounded up to whole rows; rounding

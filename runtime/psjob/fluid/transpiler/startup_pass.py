@@ -1,4 +1,4 @@
-"""Building one pserver's startup program (the seed's get_startup_program).
+"""Building one pserver's startup program (Fluid's DistributeTranspiler.get_startup_program).
 
 A pserver initializes exactly the variables its program holds, with their
 pserver shapes. Initial values must agree with what a single machine would
