@@ -1,7 +1,7 @@
 """RoleEnv: who this process is in its job, read once from the environment.
 
 A process of a job learns its role from the variables psjob.roles renders
-(the seeds' PADDLE_* names and psjob's PSJOB_*). `RoleEnv.from_environ` reads
+(Paddle's PADDLE_* names and psjob's PSJOB_*). `RoleEnv.from_environ` reads
 them once, at process start — completing what a pod learns only at run time
 (roles.resolve_identity: a StatefulSet pserver's index from its hostname, an
 Indexed-Job trainer's id from JOB_COMPLETION_INDEX) — checks them, and gives a

@@ -7,7 +7,7 @@ process. Shapes use -1 for the batch dimension.
 
 Every operator carries `op_role` (Forward, Backward, Optimize, RPC, Dist,
 LRSched — the values and bit layout PaddlePaddle uses, so role tests written
-against the seeds read the same) and optimizer ops carry `op_role_var`, the
+against Paddle's read the same) and optimizer ops carry `op_role_var`, the
 (param, grad) pair the DistributeTranspiler keys on.
 """
 from __future__ import annotations

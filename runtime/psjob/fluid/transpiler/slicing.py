@@ -6,7 +6,7 @@ product(dim[1:]) elements), so a block is a plain sub-tensor and the
 pserver's optimizer runs on it unchanged. Concatenating the blocks along
 dim 0 gives the variable back.
 
-Names (the seeds' conventions, which saved checkpoints and the I/O code rely on):
+Names (Fluid's transpiler conventions, which saved checkpoints and the I/O code rely on):
 
     <var>.block<i>               block i of a sliced variable
     <var>.trainer_<t>            trainer t's copy of a gradient (sync mode, >1 trainer)
