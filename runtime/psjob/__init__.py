@@ -33,11 +33,11 @@ def __getattr__(name):
         import psjob.base
     elif name in ("distributed", "io"):
         # Paddle 2.x: paddle.distributed (fleet, datasets) and paddle.io (DataLoader).
-        import psjob.distributed  # noqa: E401
+        import psjob.distributed
         import psjob.io
     elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device", "utils"):
         # Paddle 2.x's subpackages (docs/user/paddle2.md), which build on one another.
-        import psjob.device  # noqa: E401
+        import psjob.device
         import psjob.nn
         import psjob.optimizer
         import psjob.regularizer
