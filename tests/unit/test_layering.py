@@ -1,4 +1,4 @@
-"""The layering of docs/dev/architecture.md, checked on the source (as kopf's .importlinter does).
+"""The layering of docs/dev/layers.md, checked on the source (as kopf's .importlinter does).
 
 Runtime layers, bottom to top; a module imports only its own layer and the ones below:
 
