@@ -152,7 +152,8 @@ def _inputs_patch(current: Mapping[str, Any], inputs: str) -> dict[str, Any]:
 def controller_uid(obj: Mapping[str, Any]) -> str | None:
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("controller") and ref.get("kind") == jobspec.KIND:
-            return ref.get("uid")
+            uid: str | None = ref.get("uid")
+            return uid
     return None
 
 

@@ -133,8 +133,8 @@ class Controller:
     def _retry(self, key: Key, exc: Exception, kind: str) -> float:
         count = self._failures.get(key, 0) + 1
         self._failures[key] = count
-        delay = min(self.settings.retry_max_seconds,
-                    self.settings.retry_base_seconds * 2 ** (count - 1))
+        delay: float = min(self.settings.retry_max_seconds,
+                           self.settings.retry_base_seconds * 2 ** (count - 1))
         if kind != "internal":
             log.warning("reconciling %s/%s failed (%s), retry %d in %.1fs", *key, exc, count,
                         delay)

@@ -181,7 +181,8 @@ def compute_status(obs: Observation) -> StatusUpdate:
 
 
 def _condition(status: Mapping[str, Any], ctype: Phase) -> Mapping[str, Any]:
-    for c in status.get("conditions") or []:
+    conditions: list[Mapping[str, Any]] = status.get("conditions") or []
+    for c in conditions:
         if c.get("type") == ctype.value:
             return c
     return {}
