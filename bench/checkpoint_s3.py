@@ -26,7 +26,6 @@ import time
 
 import numpy as np
 
-from psjob.checkpoint import storage
 from psjob.checkpoint.format import read_array, write_array
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -1,7 +1,7 @@
 """How learnable is the synthetic CTR set? Prints AUCs after one epoch.
 
 Trains, in plain numpy, (1) logistic regression on one-hot ids + raw dense
-values and (2) the issue's CTR model — 26 average-pooled embeddings of dim 16
+values and (2) the CTR model of the examples — 26 average-pooled embeddings of dim 16
 plus the 13 dense values into an MLP 256-128-1 — for one pass over N examples,
 then prints their test AUC beside the Bayes-optimal AUC of the hidden model's
 true probabilities on the same test examples.

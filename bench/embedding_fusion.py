@@ -49,8 +49,9 @@ def ctr_program(vocab):
 
 def paddlerec_program(vocab):
     sys.path.insert(0, os.path.join(HERE, "..", "examples", "paddle2"))
-    import psjob as paddle
     from static_model import StaticModel
+
+    import psjob as paddle
     paddle.enable_static()
     main, startup = paddle.static.Program(), paddle.static.Program()
     with paddle.static.program_guard(main, startup), fluid.unique_name.guard():

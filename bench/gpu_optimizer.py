@@ -11,7 +11,7 @@ measured in the same run (on a smaller table, so it finishes). Bytes are the
 minimum traffic: each array the update reads or writes, once (plus the row
 ids for sparse updates). Without cupy or a GPU it says so and exits 0.
 
-Then a GPU-resident pserver (docs/cuda.md, "GPU pserver"): a request's
+Then a GPU-resident pserver (docs/user/cuda.md, "GPU pserver"): a request's
 gradients uploaded through the pinned staging buffer next to a plain
 ``cupy.asarray`` from pageable memory, a pull the other way, and a sparse
 table with its columns on the GPU next to the host table (push and lookup of

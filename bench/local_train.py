@@ -14,8 +14,6 @@ import argparse
 import os
 import time
 
-import numpy as np
-
 import psjob.fluid as fluid
 from psjob.dataset import ctr
 from psjob.models import ctr as ctr_model

@@ -45,14 +45,12 @@ import uuid
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "operator"))
 
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
-
-from opkit_cluster import NAMESPACE, ClusterThread, TestClient, wait_for  # noqa: E402
-from opkit_fakes import INDEX, FakeControlPlane  # noqa: E402
-from opkit_jobs import job_manifest, submit  # noqa: E402
-from opkit_operator import OperatorProcess  # noqa: E402
-from opkit_rbac import TEST_CLIENT_AGENT  # noqa: E402
-
+from opkit_cluster import NAMESPACE, ClusterThread, TestClient, wait_for
+from opkit_fakes import INDEX, FakeControlPlane
+from opkit_jobs import job_manifest, submit
+from opkit_operator import OperatorProcess
+from opkit_rbac import TEST_CLIENT_AGENT
+from prometheus_client.parser import text_string_to_metric_families
 
 RUNNING = {"phase": "Running", "podIP": "127.0.0.1",
            "conditions": [{"type": "PodScheduled", "status": "True"},
@@ -140,10 +138,10 @@ def start_pods(plane: FakeControlPlane, name: str, args: argparse.Namespace) -> 
     pods = [(f"{name}-pserver-{i}", sts, {}) for i in range(args.pservers)]
     pods += [(f"{name}-worker-{i}-{uuid.uuid4().hex[:5]}", workers, {INDEX: str(i)})
              for i in range(args.workers)]
-    for pod_name, owner, annotations in pods:
+    for pod_name, owner, pod_annotations in pods:
         template = owner["spec"]["template"]
         meta = {**template.get("metadata", {}), "name": pod_name, "namespace": NAMESPACE,
-                "annotations": annotations, "ownerReferences": [{
+                "annotations": pod_annotations, "ownerReferences": [{
                     "apiVersion": owner["apiVersion"], "kind": owner["kind"],
                     "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
                     "controller": True}]}

@@ -258,6 +258,7 @@ def _pooled_auc(paths):
     if not all(os.path.exists(p) for p in paths):
         return None
     import numpy as np
+
     from psjob.dataset.ctr import roc_auc
     scores = [np.load(p) for p in paths]
     return roc_auc(np.concatenate([s["label"] for s in scores]), np.concatenate([s["predict"] for s in scores]))

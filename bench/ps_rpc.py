@@ -136,6 +136,7 @@ def echo_child(reply_bytes, port_queue):
     from concurrent import futures
 
     import grpc
+
     from psjob.rpc.allocator import tune_for_large_messages
     from psjob.rpc.base_client import CHANNEL_OPTIONS
     tune_for_large_messages()
@@ -154,6 +155,7 @@ def aio_echo_child(reply_bytes, port_queue, hop=False):
     import asyncio
 
     import grpc
+
     from psjob.rpc.allocator import tune_for_large_messages
     from psjob.rpc.base_client import CHANNEL_OPTIONS
     tune_for_large_messages()
@@ -213,7 +215,6 @@ def main():
     child = ctx.Process(target=serve_child, args=(args, endpoint, ready), daemon=True)
     child.start()
 
-    import psjob.fluid as fluid
     from psjob.fluid.core import SelectedRows
     from psjob.ps.pserver_state import PserverState
     from psjob.rpc.client import PSClient
@@ -344,6 +345,7 @@ class BareTransport:
 
     def __init__(self, ctx, request_bytes, reply_bytes, child=echo_child, *child_args):
         import grpc
+
         from psjob.rpc.base_client import CHANNEL_OPTIONS
         ports = ctx.Queue()
         self.proc = ctx.Process(target=child, args=(reply_bytes, ports, *child_args), daemon=True)

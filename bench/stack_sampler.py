@@ -17,8 +17,6 @@ import collections
 import os
 import sys
 import threading
-import time
-
 
 # Innermost functions that only block (a lock, a queue, a poll, a gRPC completion queue).
 IDLE = frozenset({"wait", "select", "_worker", "_serve", "channel_spin", "_wait_once", "get"})

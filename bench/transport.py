@@ -66,7 +66,7 @@ def serve(endpoint_file: str) -> None:
     with open(endpoint_file + ".tmp", "w") as f:
         f.write(endpoint)
     os.replace(endpoint_file + ".tmp", endpoint_file)
-    for line in sys.stdin:  # one line per CPU reading asked for; EOF stops
+    for _ in sys.stdin:  # one line per CPU reading asked for; EOF stops
         print(f"{_cpu_s():.4f}", flush=True)
     server.stop(0)
 

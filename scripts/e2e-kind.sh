@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End to end on a real Kubernetes: a kind cluster, the chart, examples/ctr-cpu.yaml and
 # examples/byo-fleet run until Succeeded. Needs docker (or podman), kind, kubectl, helm.
-# It cannot run in the test suite (no container engine there); docs/install.md explains
+# It cannot run in the test suite (no container engine there); docs/user/install.md explains
 # each step. KIND_CLUSTER names the cluster (default psjob-e2e; created if missing),
 # E2E_TIMEOUT bounds each job in seconds (default 900).
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rewrite docs/paddle2.md's generated compatibility table, or check it is current.
+"""Rewrite docs/user/paddle2.md's generated compatibility table, or check it is current.
 
     .venv/bin/python scripts/gen-compat-table.py          # rewrite the section in place
     .venv/bin/python scripts/gen-compat-table.py --check  # exit 1 if the section is stale
@@ -16,7 +16,7 @@ import sys
 
 from psjob import compat
 
-DOC = pathlib.Path(__file__).resolve().parents[1] / "docs" / "paddle2.md"
+DOC = pathlib.Path(__file__).resolve().parents[1] / "docs" / "user" / "paddle2.md"
 
 
 def main(argv=None) -> int:

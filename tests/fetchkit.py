@@ -61,8 +61,9 @@ def build_net(name: str, distributed: bool = False):
 def _static_model(name):
     if EXAMPLES not in sys.path:
         sys.path.insert(0, EXAMPLES)
-    import psjob as paddle
     from static_model import StaticModel
+
+    import psjob as paddle
     paddle.enable_static()
     return StaticModel({"sparse_feature_number": VOCAB, "sparse_feature_dim": 4, "dense_input_dim": DENSE,
                         "sparse_inputs_slots": SLOTS + 1, "fc_sizes": [8], "learning_rate": 0.05, "model": name})

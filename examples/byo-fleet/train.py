@@ -1,7 +1,7 @@
 """Bring your own code: a Fleet parameter-server script that psjob runs unchanged.
 
 The same file runs as local processes and as pods, reading only the role
-environment psjob gives every process (docs/operator.md, "Bring your own code"):
+environment psjob gives every process (docs/user/operator.md, "Bring your own code"):
 
     psjob launch --server_num 2 --worker_num 2 train.py      # local processes
     kubectl apply -k examples/byo-fleet/                     # pods: this file in a ConfigMap

@@ -30,7 +30,7 @@ import psjob as paddle                          # Paddle: import paddle
 import psjob.distributed.fleet as fleet         # Paddle: import paddle.distributed.fleet as fleet
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from static_model import StaticModel  # noqa: E402
+from static_model import StaticModel
 
 
 def auc_state(program, auc):
@@ -80,7 +80,7 @@ def main():
     p.add_argument("--batch_size", type=int, default=256)
     p.add_argument("--threads", type=int, default=2)
     # PaddleRec's rank/dnn config (Adam, 1e-3). At 5e-3 every mode overfits this data (held-out
-    # AUC 0.63-0.66, docs/paddle2.md).
+    # AUC 0.63-0.66, docs/user/paddle2.md).
     p.add_argument("--lr", type=float, default=0.001)
     p.add_argument("--reference_rows", type=int, default=64, help="rows of predictions.npz")
     p.add_argument("--holdout_files", type=int, default=0,

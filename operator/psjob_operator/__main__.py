@@ -32,9 +32,15 @@ from psjob_operator.handlers import build_registry
 from psjob_operator.kube import KubeApi
 from psjob_operator.metrics import OperatorMetrics
 from psjob_operator.reconcile import Reconciler
-from psjob_operator.settings import (GangScheduler, OperatorSettings, QueueSystem,
-                                     ReconcileSettings, SchedulingSettings, ServeSettings,
-                                     WatchSettings)
+from psjob_operator.settings import (
+    GangScheduler,
+    OperatorSettings,
+    QueueSystem,
+    ReconcileSettings,
+    SchedulingSettings,
+    ServeSettings,
+    WatchSettings,
+)
 
 log = logging.getLogger("psjob_operator")
 

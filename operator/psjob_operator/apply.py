@@ -42,16 +42,26 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from psjob import jobspec
-
 from psjob_operator import naming
-from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, NETWORK_POLICIES, SECRETS,
-                                 SERVICES, STATEFULSETS, ApiError, KubeApi, Resource, merge_diff,
-                                 resource_for)
+from psjob_operator.kube import (
+    BATCH_JOBS,
+    CLAIMS,
+    CONFIGMAPS,
+    NETWORK_POLICIES,
+    SECRETS,
+    SERVICES,
+    STATEFULSETS,
+    ApiError,
+    KubeApi,
+    Resource,
+    merge_diff,
+    resource_for,
+)
 
 log = logging.getLogger(__name__)
 CREATE_ONLY = (SECRETS, CLAIMS)
@@ -142,7 +152,8 @@ def _inputs_patch(current: Mapping[str, Any], inputs: str) -> dict[str, Any]:
 def controller_uid(obj: Mapping[str, Any]) -> str | None:
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
         if ref.get("controller") and ref.get("kind") == jobspec.KIND:
-            return ref.get("uid")
+            uid: str | None = ref.get("uid")
+            return uid
     return None
 
 

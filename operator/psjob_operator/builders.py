@@ -20,7 +20,6 @@ from typing import Any
 
 from psjob import jobspec, roles
 from psjob.jobspec import ParameterServerJob
-
 from psjob_operator import naming, pods
 
 
@@ -99,7 +98,7 @@ def build_config_map(job: ParameterServerJob, owner: Owner,
 
 
 def build_checkpoint_claim(job: ParameterServerJob, owner: Owner) -> dict[str, Any]:
-    """One ReadWriteMany claim shared by every process (see docs/operator.md)."""
+    """One ReadWriteMany claim shared by every process (see docs/user/operator.md)."""
     ckpt = job.spec.checkpoint
     spec: dict[str, Any] = {"accessModes": ["ReadWriteMany"], "volumeMode": "Filesystem",
                             "resources": {"requests": {"storage": ckpt.size}}}
@@ -188,7 +187,7 @@ def build_worker_job(job: ParameterServerJob, owner: Owner, topology: roles.JobT
     metadata = _metadata(job, owner, naming.worker(job.name), naming.ROLE_WORKER)
     if worker.max_replicas:
         # Its pod template does not depend on replicas: a resize patches completions and
-        # parallelism in place (psjob_operator.apply, docs/operator.md "Elasticity").
+        # parallelism in place (psjob_operator.apply, docs/user/operator.md "Elasticity").
         metadata["annotations"] = {naming.ANNOTATION_ELASTIC: "true"}
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": metadata,

@@ -27,17 +27,25 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 import kopf
 
 from psjob import jobspec
-
 from psjob_operator import naming
-from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_POLICIES, PODS,
-                                 SERVICES, STATEFULSETS, Resource)
+from psjob_operator.kube import (
+    BATCH_JOBS,
+    CLAIMS,
+    CONFIGMAPS,
+    JOBS,
+    NETWORK_POLICIES,
+    PODS,
+    SERVICES,
+    STATEFULSETS,
+    Resource,
+)
 
 # Every kind a pass reads. The children are watched with a server-side labelSelector;
 # with a gang scheduler its PodGroups too (`cached_children`).

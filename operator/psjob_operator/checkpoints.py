@@ -82,7 +82,7 @@ def parse_last_checkpoint(text: str) -> dict[str, Any] | None:
 
 
 def _time(stamp: float) -> str:
-    return format_time(dt.datetime.fromtimestamp(stamp, tz=dt.timezone.utc))
+    return format_time(dt.datetime.fromtimestamp(stamp, tz=dt.UTC))
 
 
 def probe(url: str, timeout: float) -> dict[str, Any] | None:

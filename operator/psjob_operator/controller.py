@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
 from psjob_operator.cache import Snapshot, WatchCache
 from psjob_operator.kube import ApiError
@@ -98,7 +98,7 @@ class Controller:
         assert self._queue is not None
         loop = asyncio.get_running_loop()
         while True:
-            key = await self._queue.get()
+            key = cast(Key, await self._queue.get())
             try:
                 seen = self.cache.snapshot(*key)
                 delay = await loop.run_in_executor(self._executor, self._run_once, key, seen)
@@ -133,8 +133,8 @@ class Controller:
     def _retry(self, key: Key, exc: Exception, kind: str) -> float:
         count = self._failures.get(key, 0) + 1
         self._failures[key] = count
-        delay = min(self.settings.retry_max_seconds,
-                    self.settings.retry_base_seconds * 2 ** (count - 1))
+        delay: float = min(self.settings.retry_max_seconds,
+                           self.settings.retry_base_seconds * 2 ** (count - 1))
         if kind != "internal":
             log.warning("reconciling %s/%s failed (%s), retry %d in %.1fs", *key, exc, count,
                         delay)

@@ -10,10 +10,10 @@ import datetime as dt
 import logging
 import socket
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from psjob import jobspec
-
 from psjob_operator.kube import EVENTS, ApiError, KubeApi
 from psjob_operator.observe import format_time
 from psjob_operator.status import ConditionStatus, Phase, Reason, Transition

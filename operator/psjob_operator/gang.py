@@ -38,11 +38,11 @@ reconciler writes the new count on the pods themselves
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from psjob.jobspec import JobSpec, ParameterServerJob
-
 from psjob_operator import builders, naming
 from psjob_operator.kube import PLUGINS_PODGROUPS, PODGROUP_KINDS, VOLCANO_PODGROUPS, Resource
 from psjob_operator.settings import GangScheduler, QueueSystem, SchedulingSettings

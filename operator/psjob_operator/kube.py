@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from collections.abc import Callable
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import quote, urlencode
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -147,11 +147,12 @@ class KubeApi:
 
     def get(self, resource: Resource, namespace: str, name: str) -> dict | None:
         try:
-            return self.request("GET", resource.path(namespace, name))
+            found: dict | None = self.request("GET", resource.path(namespace, name))
         except ApiError as exc:
             if exc.not_found:
                 return None
             raise
+        return found
 
     def get_metadata(self, resource: Resource, namespace: str, name: str) -> dict | None:
         """An object's metadata only (a PartialObjectMetadata): whose it is, not what it

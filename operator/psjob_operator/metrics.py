@@ -1,7 +1,7 @@
 """The operator's own Prometheus metrics, from psjob's shared metric catalog.
 
 Names, help texts and buckets live in `psjob.metrics` (documented in
-docs/metrics.md, queried by the chart's dashboard); this module only binds
+docs/user/metrics.md, queried by the chart's dashboard); this module only binds
 them to one injected registry and to the controller's phase counts:
 
 - psjob_operator_reconciles_total{result}        success | error
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry
+
 from psjob.metrics import MetricsServer, operator_metrics
 
 

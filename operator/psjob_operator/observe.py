@@ -7,8 +7,9 @@ status rules use (and name the Kubernetes fields they come from), so
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from psjob_operator import naming
 
@@ -20,7 +21,7 @@ CONFIG_REASONS = frozenset({"CreateContainerConfigError", "CreateContainerError"
 
 def format_time(moment: dt.datetime) -> str:
     """RFC 3339 in UTC with seconds precision, as Kubernetes writes times."""
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: str | None) -> dt.datetime | None:

@@ -5,7 +5,7 @@ from `psjob.roles.role_environment` — the same function the local launcher
 calls — with two Kubernetes-specific sources added: the pod IP (downward API)
 and, for trainers, the Indexed Job completion index as the trainer id.
 
-Security defaults (issue 10): non-root user, read-only root filesystem (with
+Security defaults (Kubernetes' restricted Pod Security Standard): non-root user, read-only root filesystem (with
 an emptyDir /tmp for scratch and caches), no privilege escalation, all
 capabilities dropped, RuntimeDefault seccomp, no service-account token (the
 pods never call the Kubernetes API), no service-link environment variables.
@@ -17,7 +17,6 @@ from typing import Any
 
 from psjob import roles
 from psjob.jobspec import Device, JobSpec, RoleSpec
-
 from psjob_operator import naming, templates
 
 # Loading a large checkpoint can take minutes: liveness only starts after the
@@ -62,8 +61,8 @@ def environment(topology: roles.JobTopology, role: str, role_spec: RoleSpec) -> 
         if role == naming.ROLE_WORKER and name == "PSJOB_TRAINER_ID":
             # The Indexed Job gives each pod a stable completion index: it is the
             # trainer id, known before the process starts (no rendezvous needed).
-            for var in ("PADDLE_TRAINER_ID", "PSJOB_TRAINER_ID"):
-                env.append({"name": var, "valueFrom": {"fieldRef": {
+            for id_name in ("PADDLE_TRAINER_ID", "PSJOB_TRAINER_ID"):
+                env.append({"name": id_name, "valueFrom": {"fieldRef": {
                     "fieldPath": f"metadata.annotations['{naming.ANNOTATION_COMPLETION_INDEX}']"}}})
             continue
         env.append({"name": name, "value": value})
@@ -172,7 +171,7 @@ def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: 
     if args:
         c["args"] = args
     if spec.checkpoint.enabled and spec.checkpoint.credentials_secret:
-        # The object store's AWS_* settings, every key of the Secret (docs/operator.md).
+        # The object store's AWS_* settings, every key of the Secret (docs/user/operator.md).
         c["envFrom"] = [{"secretRef": {"name": spec.checkpoint.credentials_secret}}]
     if spec.image_pull_policy is not None:
         c["imagePullPolicy"] = spec.image_pull_policy.value
@@ -192,7 +191,7 @@ def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: 
 
 
 def volume_mounts(spec: JobSpec, role_spec: RoleSpec) -> list[dict[str, Any]]:
-    mounts = [
+    mounts: list[dict[str, Any]] = [
         {"name": "tmp", "mountPath": TMP_DIR},
         {"name": "auth", "mountPath": os.path.dirname(roles.KUBERNETES_AUTH_TOKEN_FILE),
          "readOnly": True},

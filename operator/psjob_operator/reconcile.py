@@ -34,19 +34,44 @@ from typing import Any
 
 from psjob import roles
 from psjob.jobspec import CleanPodPolicy, JobSpecError, ParameterServerJob, parse_job
-
-from psjob_operator import builders, checkpoints, gang, naming, resize as resizing
-from psjob_operator.apply import (ApplyReport, Applier, ChildRejected, WaitForChild,
-                                  controller_uid, job_finished, job_inputs)
+from psjob_operator import builders, checkpoints, gang, naming
+from psjob_operator import resize as resizing
+from psjob_operator.apply import (
+    Applier,
+    ApplyReport,
+    ChildRejected,
+    WaitForChild,
+    controller_uid,
+    job_finished,
+    job_inputs,
+)
 from psjob_operator.cache import Overlay, Snapshot
 from psjob_operator.events import EventRecorder
-from psjob_operator.kube import (BATCH_JOBS, CLAIMS, CONFIGMAPS, JOBS, NETWORK_POLICIES, PODS,
-                                 SERVICES, STATEFULSETS, ApiError, KubeApi, merge_diff)
-from psjob_operator.observe import (Children, format_time, parse_time, pod_view, server_set_view,
-                                    worker_job_view)
+from psjob_operator.kube import (
+    BATCH_JOBS,
+    CLAIMS,
+    CONFIGMAPS,
+    JOBS,
+    NETWORK_POLICIES,
+    PODS,
+    SERVICES,
+    STATEFULSETS,
+    ApiError,
+    KubeApi,
+    merge_diff,
+)
+from psjob_operator.observe import Children, format_time, parse_time, pod_view, server_set_view, worker_job_view
 from psjob_operator.settings import ReconcileSettings, SchedulingSettings
-from psjob_operator.status import (TERMINAL, Observation, Phase, Reason, StatusUpdate, Verdict,
-                                   compute_status, previous_phase)
+from psjob_operator.status import (
+    TERMINAL,
+    Observation,
+    Phase,
+    Reason,
+    StatusUpdate,
+    Verdict,
+    compute_status,
+    previous_phase,
+)
 from psjob_operator.validation import validate_for_cluster
 
 log = logging.getLogger(__name__)
@@ -62,7 +87,7 @@ RESIZE_RECHECK_SECONDS = 5.0
 
 
 def utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -114,9 +139,9 @@ class Reconciler:
             job = parse_job(body)
             validate_for_cluster(job)
         except JobSpecError as exc:
-            problem = Verdict(Phase.FAILED, Reason.INVALID_SPEC, str(exc))
+            invalid = Verdict(Phase.FAILED, Reason.INVALID_SPEC, str(exc))
             update = compute_status(Observation(name, generation, now, None, previous,
-                                                problem=problem))
+                                                problem=invalid))
             # An edit that broke a running job: stop its pods (cleanPodPolicy Running,
             # the default); fixing the spec brings them back from the newest checkpoint.
             self._stop_pods(namespace, name, meta.get("uid", ""), seen)
@@ -126,7 +151,7 @@ class Reconciler:
         owner = builders.Owner(name, meta.get("uid", ""))
         live, children = self._observe(job, seen)
         report = ApplyReport()
-        problem = None
+        problem: Verdict | None = None
         self._remove_stale_pod_groups(job, owner)
         resize = applied = None
         if previous_phase(previous, generation) not in TERMINAL:
@@ -153,8 +178,9 @@ class Reconciler:
             self._finish(job, owner, live)
         self._write(body, update, now)
         startup = None
-        if update.became_running and update.status.get("startTime"):
-            startup = (now - parse_time(update.status["startTime"])).total_seconds()
+        started = parse_time(update.status.get("startTime"))
+        if update.became_running and started is not None:
+            startup = (now - started).total_seconds()
         if update.phase in TERMINAL and self._expired(job, update, now):
             self.api.delete(JOBS, namespace, name, propagation="Background")
             self.forget(namespace, name)

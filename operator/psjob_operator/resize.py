@@ -43,12 +43,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from psjob import roles
 from psjob.jobspec import ParameterServerJob
-
 from psjob_operator import builders, naming
 from psjob_operator.observe import Children, parse_time
 

@@ -73,7 +73,7 @@ DEFAULT_SCHEDULER_NAMES = {GangScheduler.VOLCANO: "volcano",
 
 @dataclass(frozen=True)
 class SchedulingSettings:
-    """Which batch scheduler and queue system the cluster runs (docs/operator.md, Scheduling)."""
+    """Which batch scheduler and queue system the cluster runs (docs/user/operator.md, Scheduling)."""
     gang_scheduler: GangScheduler = GangScheduler.NONE
     scheduler_name: str = ""  # "" → DEFAULT_SCHEDULER_NAMES[gang_scheduler]
     queue_system: QueueSystem = QueueSystem.NONE

@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from psjob import roles
 from psjob.jobspec import JobSpec
-
 from psjob_operator import naming
-from psjob_operator.observe import (CONFIG_REASONS, IMAGE_REASONS, Children,
-                                    format_time, parse_time)
+from psjob_operator.observe import CONFIG_REASONS, IMAGE_REASONS, Children, PodView, format_time, parse_time
 
 
 class Phase(str, enum.Enum):
@@ -182,7 +181,8 @@ def compute_status(obs: Observation) -> StatusUpdate:
 
 
 def _condition(status: Mapping[str, Any], ctype: Phase) -> Mapping[str, Any]:
-    for c in status.get("conditions") or []:
+    conditions: list[Mapping[str, Any]] = status.get("conditions") or []
+    for c in conditions:
         if c.get("type") == ctype.value:
             return c
     return {}
@@ -195,13 +195,14 @@ def _update_conditions(conditions: dict[str, dict], verdict: Verdict, obs: Obser
 
     def put(ctype: Phase, status: ConditionStatus, reason: str, message: str) -> None:
         old = conditions.get(ctype.value)
-        flipped = old is None or old.get("status") != status.value
-        if not flipped and old.get("reason") == reason and old.get("message") == message:
+        prior: dict[str, Any] = old or {}
+        flipped = old is None or prior.get("status") != status.value
+        if not flipped and prior.get("reason") == reason and prior.get("message") == message:
             return
         conditions[ctype.value] = {
             "type": ctype.value, "status": status.value, "reason": reason, "message": message,
-            "lastTransitionTime": now if flipped else old.get("lastTransitionTime", now)}
-        if flipped or (status is ConditionStatus.TRUE and old.get("reason") != reason):
+            "lastTransitionTime": now if flipped else prior.get("lastTransitionTime", now)}
+        if flipped or (status is ConditionStatus.TRUE and prior.get("reason") != reason):
             transitions.append(Transition(ctype, status, reason, message))
 
     if obs.problem is None:
@@ -343,11 +344,11 @@ def _worker_trouble(kids: Children, spec: JobSpec) -> str:
     return ""
 
 
-def _pservers_unreachable(pod) -> bool:
+def _pservers_unreachable(pod: PodView) -> bool:
     return pod.exit_code == roles.PSERVER_UNREACHABLE_EXIT
 
 
-def _counted(pod) -> bool:
+def _counted(pod: PodView) -> bool:
     """A failed worker pod the Job's podFailurePolicy counts against backoffLimit."""
     return (pod.phase == "Failed" and not pod.disrupted and not _pservers_unreachable(pod)
             and pod.exit_code != roles.RESIZE_HOLD_EXIT)

@@ -32,7 +32,6 @@ from typing import Any
 
 from psjob import roles
 from psjob.jobspec import JobSpecError
-
 from psjob_operator import naming
 
 # Pod-spec fields psjob sets as defaults the template may override.

@@ -10,7 +10,6 @@ from __future__ import annotations
 from kubernetes.utils.quantity import parse_quantity
 
 from psjob.jobspec import Device, JobSpecError, ParameterServerJob, RoleSpec
-
 from psjob_operator import builders
 from psjob_operator.pods import GPU_RESOURCE
 

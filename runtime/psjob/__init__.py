@@ -23,21 +23,27 @@ def __getattr__(name):
         from ._batch import batch
         globals()[name] = batch
     elif name == "reader":
-        import psjob.reader  # noqa: F401
+        import psjob.reader
     elif name == "dataset":
-        import psjob.dataset  # noqa: F401
+        import psjob.dataset
     elif name == "fluid":
-        import psjob.fluid  # noqa: F401
+        import psjob.fluid
     elif name == "base":
         # Paddle >= 2.5's name for fluid: the same module (psjob/base.py).
-        import psjob.base  # noqa: F401
+        import psjob.base
     elif name in ("distributed", "io"):
         # Paddle 2.x: paddle.distributed (fleet, datasets) and paddle.io (DataLoader).
-        import psjob.distributed, psjob.io  # noqa: F401,E401
+        import psjob.distributed
+        import psjob.io
     elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device", "utils"):
-        # Paddle 2.x's subpackages (docs/paddle2.md), which build on one another.
-        import psjob.device, psjob.nn, psjob.optimizer, psjob.regularizer, psjob.static, psjob.tensor  # noqa: F401,E401
-        import psjob.utils  # noqa: F401
+        # Paddle 2.x's subpackages (docs/user/paddle2.md), which build on one another.
+        import psjob.device
+        import psjob.nn
+        import psjob.optimizer
+        import psjob.regularizer
+        import psjob.static
+        import psjob.tensor
+        import psjob.utils
     elif not name.startswith("_"):
         # Paddle 2.x's top-level functions: enable_static, seed, reshape, ParamAttr, ...
         import psjob._paddle2

@@ -2,11 +2,11 @@
 `paddle.ParamAttr`, ...), which `psjob.__getattr__` resolves on first use."""
 from __future__ import annotations
 
-from .device import *  # noqa: F401,F403
+from .device import *  # noqa: F403
 from .device import __all__ as _device_names
-from .fluid.framework import Variable as Tensor  # noqa: F401  (static mode: a Tensor is a Variable)
-from .param_attr import ParamAttr  # noqa: F401
-from .tensor import *  # noqa: F401,F403
+from .fluid.framework import Variable as Tensor
+from .param_attr import ParamAttr
+from .tensor import *  # noqa: F403
 from .tensor import __all__ as _tensor_names
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fluid.core import CPUPlace, CUDAPinnedPlace, CUDAPlace, is_compiled_with_cuda  # noqa: F401
+from .fluid.core import CPUPlace, CUDAPinnedPlace, CUDAPlace, is_compiled_with_cuda
 
 __all__ = ["enable_static", "disable_static", "in_dynamic_mode", "set_device", "get_device",
            "is_compiled_with_cuda", "is_compiled_with_custom_device", "is_compiled_with_xpu",

@@ -10,7 +10,7 @@ not counted twice: `SparseTableCollector` (pservers) and `JobPhaseCollector`
 scrapes, so the hot loops pay nothing for them.
 
 Every factory takes `registry=` so tests build a fresh `CollectorRegistry`
-and several roles can share one process without name clashes. docs/metrics.md
+and several roles can share one process without name clashes. docs/user/metrics.md
 is the one human-readable table of these names; a test keeps the two equal,
 and another checks that the chart's Grafana dashboard queries only names
 listed here.
@@ -33,12 +33,13 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from .role_env import process_environment
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 # The port the images and the operator's pods use when PSJOB_METRICS_PORT is unset.
 from psjob.roles import DEFAULT_METRICS_PORT
+
+from .role_env import process_environment
 
 _log = logging.getLogger(__name__)
 
@@ -223,7 +224,7 @@ def heter_metrics(*, registry: CollectorRegistry) -> HeterMetrics:
 
     Its RPCs are the ones CPU trainers send it (RunStage, Complete, Status);
     `stage` is the index of a heter stage (a forward or backward run of one
-    section, docs/heter.md), a small fixed set per program."""
+    section, docs/user/heter.md), a small fixed set per program."""
     return HeterMetrics(
         rpc_duration=Histogram(
             "psjob_heter_rpc_duration_seconds",

@@ -1,7 +1,7 @@
 """RoleEnv: who this process is in its job, read once from the environment.
 
 A process of a job learns its role from the variables psjob.roles renders
-(the seeds' PADDLE_* names and psjob's PSJOB_*). `RoleEnv.from_environ` reads
+(Paddle's PADDLE_* names and psjob's PSJOB_*). `RoleEnv.from_environ` reads
 them once, at process start — completing what a pod learns only at run time
 (roles.resolve_identity: a StatefulSet pserver's index from its hostname, an
 Indexed-Job trainer's id from JOB_COMPLETION_INDEX) — checks them, and gives a
@@ -29,8 +29,20 @@ from dataclasses import dataclass, field
 
 # Names, not `from . import roles`: this module is imported while the package root is still
 # loading (checkpoint.s3client), where `from . import` would reach psjob.__getattr__.
-from .roles import (AUTO, DEFAULT_PSERVER_PORT, HETER_TRAINER, MODES, PSERVER, ROLES, TRAINER,
-                    fluid_environment, job_environment, resolve_identity, split_endpoint, topology_from_dict)
+from .roles import (
+    AUTO,
+    DEFAULT_PSERVER_PORT,
+    HETER_TRAINER,
+    MODES,
+    PSERVER,
+    ROLES,
+    TRAINER,
+    fluid_environment,
+    job_environment,
+    resolve_identity,
+    split_endpoint,
+    topology_from_dict,
+)
 
 
 def process_environment() -> Mapping[str, str]:
@@ -83,7 +95,7 @@ class RoleEnv:
         return self.role == HETER_TRAINER
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None, hostname: str | None = None) -> "RoleEnv":
+    def from_environ(cls, environ: Mapping[str, str] | None = None, hostname: str | None = None) -> RoleEnv:
         """Read, complete and check the role environment (os.environ and this host by default)."""
         env = dict(process_environment() if environ is None else environ)
         try:
@@ -201,7 +213,7 @@ def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> in
 class CollectiveEnv:
     """A collective (NCCL2-mode) trainer's place: Paddle's launcher variables
     PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS and
-    PADDLE_CURRENT_ENDPOINT (docs/collective.md). `endpoints` is empty outside a collective job."""
+    PADDLE_CURRENT_ENDPOINT (docs/user/collective.md). `endpoints` is empty outside a collective job."""
 
     rank: int
     world_size: int
@@ -210,7 +222,7 @@ class CollectiveEnv:
     auth_token_file: str = ""
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None) -> "CollectiveEnv":
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> CollectiveEnv:
         env = process_environment() if environ is None else environ
         endpoints = tuple(_endpoint_list(env, "PADDLE_TRAINER_ENDPOINTS"))
         current = env.get("PADDLE_CURRENT_ENDPOINT", "")

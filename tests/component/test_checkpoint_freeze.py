@@ -30,8 +30,8 @@ import pytest
 import yaml
 
 from psjob.checkpoint import store
-from psjob.ps import checkpoint_protocol as protocol
 from psjob.checkpoint.format import MANIFEST
+from psjob.ps import checkpoint_protocol as protocol
 from psjob.rpc.client import PSClient, RetryPolicy
 
 _spec = importlib.util.spec_from_file_location(

@@ -17,8 +17,15 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob.checkpoint import s3, s3client, storage, store
-from psjob.checkpoint.format import (CORRUPT_MARKER, CorruptFileError, new_manifest, read_manifest, read_var,
-                                     write_array, write_manifest)
+from psjob.checkpoint.format import (
+    CORRUPT_MARKER,
+    CorruptFileError,
+    new_manifest,
+    read_manifest,
+    read_var,
+    write_array,
+    write_manifest,
+)
 from psjob.ps.pserver_state import PserverState
 from psjob.tables import shard_of
 

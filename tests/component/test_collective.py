@@ -2,7 +2,7 @@
 
 Sync training of 2 trainers on their shards of each batch must equal one process on
 the whole batch (the gradients are averaged, Paddle's CoeffNumDevice), through the three
-forms of docs/collective.md; a lost peer fails the others with a named error; a wrong
+forms of docs/user/collective.md; a lost peer fails the others with a named error; a wrong
 token is refused.
 """
 import os

@@ -15,7 +15,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_run_job import finish, start_run, write_job  # noqa: E402  (its job-file helpers)
+from test_run_job import finish, start_run, write_job
 
 SERVING = re.compile(r"pserver 1 of 2 at (127\.0\.0\.2:\d+) .*pid (\d+)")
 

@@ -91,7 +91,7 @@ def _kill_run(out, seed):
     summary["newest_checkpoint"] = newest.step if newest else None
     # A pserver killed after the trainers completed cannot learn the completions when it
     # restarts (they are kept only in the pservers' memory): it lingers or dies, and the
-    # launcher stops it — the job succeeded all the same (docs/local-runs.md).
+    # launcher stops it — the job succeeded all the same (docs/user/local-runs.md).
     lingered = "after every trainer completed" in job.text
     # At most 3 kills against 3 restarts per pserver: the job completes.
     assert code == 0, job.text + job.logs()
@@ -248,7 +248,7 @@ def test_a_pserver_paused_longer_than_the_deadline_but_within_the_retries_is_wai
     got, want = np.load(tmp_path / "paused" / "trainer0.npz"), np.load(tmp_path / "ref" / "trainer0.npz")
     for name in want.files:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
-    print(f"\n[faults] SIGSTOP 2.5 s, deadline 1 s x 8 attempts -> completed, model equal to the unpaused run")
+    print("\n[faults] SIGSTOP 2.5 s, deadline 1 s x 8 attempts -> completed, model equal to the unpaused run")
 
 
 def test_a_pserver_paused_past_every_retry_fails_the_trainer_with_deadline_exceeded_within_a_bound(tmp_path):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import fetchkit  # noqa: E402
+import fetchkit
 
 
 def run(tmp_path, launch, script, read_logs, model, workers, fused):

@@ -18,12 +18,12 @@ import pytest
 import psjob.fluid as fluid
 from psjob.fluid.executor import Executor
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
-from psjob.ps.heter_inmemory import InMemoryHeterClient
 from psjob.fluid.transpiler.heter_split import split_heter_program
-from psjob.ps.heter_state import HeterSection, HeterState
-from psjob.ps.inmemory import InMemoryCluster
 from psjob.launcher.launch import free_ports
 from psjob.ps.heter import HeterProcess, HeterServeOptions
+from psjob.ps.heter_inmemory import InMemoryHeterClient
+from psjob.ps.heter_state import HeterSection, HeterState
+from psjob.ps.inmemory import InMemoryCluster
 from psjob.ps.observability import HeterTelemetry
 from psjob.rpc.heter_client import HeterClient, HeterRpcError
 from psjob.rpc.tls import TlsConfigError, TlsFiles

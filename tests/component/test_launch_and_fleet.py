@@ -211,6 +211,7 @@ def test_a_fleet_script_under_launch_serves_trainer_metrics_and_shows_progress_a
     import re
     import time
     import urllib.request
+
     from psjob.progress import parse_line
     first = _free_port_block(3)
     log_dir = tmp_path / "log"

@@ -5,7 +5,7 @@ import pytest
 
 import psjob.fluid as fluid
 
-# The example's runs (docs/paddle2.md): 16k rows trained in async or geo mode for three epochs at
+# The example's runs (docs/user/paddle2.md): 16k rows trained in async or geo mode for three epochs at
 # the example's default learning rate (PaddleRec's 1e-3), 4k held out.
 ROWS, FILES, HOLDOUT_FILES, EPOCHS = 20000, 10, 2, 3
 

@@ -4,7 +4,7 @@ Unauthenticated peers (no job token) speak raw HTTP/2 to the gRPC port (rawpeer.
 partial bodies, stalls, huge declared messages) and idle TCP to the data port;
 authenticated ones send oversized, stalled or huge requests. Each test measures the
 pserver process itself (/proc/PID/status VmHWM, VmRSS, Threads; /proc/PID/fd) and
-checks that a legitimate trainer is still served. docs/security.md ("What an
+checks that a legitimate trainer is still served. docs/user/security.md ("What an
 unauthenticated peer can hold") quotes the figures these tests print.
 """
 import importlib.util
@@ -180,6 +180,7 @@ def _read_exact(sock, n):
 
 def _request(method: str, length: int) -> bytes:
     import struct
+
     from psjob.rpc import dataplane
     from psjob.rpc.client import PSERVER_SPEC
     return struct.pack("<4sB3xQ", b"PSJQ", dataplane.framed_methods(PSERVER_SPEC).index(method), length)
@@ -210,6 +211,7 @@ def test_a_flood_of_idle_connections_under_a_low_descriptor_limit_leaves_the_dat
     plane's accept loop backs off instead of ending, and once the attacker has gone a
     legitimate client is served over the data plane again."""
     import resource
+
     from psjob.rpc import dataplane
 
     def low_limit():
@@ -218,7 +220,7 @@ def test_a_flood_of_idle_connections_under_a_low_descriptor_limit_leaves_the_dat
     client = ps.client()
     port = client.status(ps.endpoint).data_port
     client.close()
-    fds = lambda: raw.open_fds(ps.proc.pid)  # noqa: E731
+    fds = lambda: raw.open_fds(ps.proc.pid)
     base, base_threads = fds(), ps.memory()["Threads"]
     flood = raw.idle_connections(ps.host, port, 150)
     try:
@@ -276,6 +278,7 @@ def test_authenticated_requests_are_bounded_in_size_time_and_bytes_in_flight(pse
     PSJOB_RPC_MAX_PREFETCH_IDS is refused; CheckpointNotify writes only under the save roots
     and grants no freeze lease beyond 600 s."""
     import threading
+
     from psjob.models.ctr import TABLE_NAME
     from psjob.ps import checkpoint_protocol as protocol
     allowed = tmp_path / "allowed"

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from psjob import roles
-from psjob.fluid.core import SelectedRows
 from psjob.launcher.launch import loopback_endpoints, write_token
 from psjob.rpc import psjob_pb2 as pb
 from psjob.rpc.client import PSClient, RetryPolicy, RpcError
@@ -301,7 +300,7 @@ def _refuse_knocks(endpoint, knocks, alive, bound_s=60):
             assert alive() and time.monotonic() < deadline, f"{knocks} more knock(s) expected on {endpoint}"
             try:
                 conn, _ = listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             conn.close()
             knocks -= 1

@@ -15,8 +15,8 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob import roles
-from psjob.fleet.fleet import Fleet
 from psjob.fleet import checkpoint_save
+from psjob.fleet.fleet import Fleet
 from psjob.fleet.role_maker import PaddleCloudRoleMaker
 from psjob.launcher.launch import free_ports, write_token
 from psjob.ps.auth import read_token

@@ -1,6 +1,6 @@
 """The trainer-pserver RPC over TLS, on real jobs (`psjob launch`, processes on 127.0.0.x).
 
-Certificates come from a throwaway CA (scripts/make_certs.py); docs/security.md
+Certificates come from a throwaway CA (scripts/make_certs.py); docs/user/security.md
 describes the PSJOB_TLS_* variables these runs set.
 """
 import importlib.util
@@ -110,8 +110,8 @@ def test_a_restarted_pserver_asks_its_peers_over_tls_when_the_process_is_configu
     real pserver state served over TLS tells a restarted peer which trainers completed."""
     import psjob.fluid as fluid
     from psjob.fluid.transpiler import DistributeTranspiler
-    from psjob.ps.pserver_state import PserverState
     from psjob.launcher.launch import loopback_endpoints
+    from psjob.ps.pserver_state import PserverState
     from psjob.rpc.server import start_server
 
     ca, cert, key = make_certs(str(tmp_path / "certs"))

@@ -22,9 +22,9 @@ if not cuda.is_available():
 
 cp = cuda.require_cupy()
 
-from psjob.fluid.core import SelectedRows  # noqa: E402
-from psjob.ps.device_staging import DeviceStaging  # noqa: E402
-from psjob.tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig  # noqa: E402
+from psjob.fluid.core import SelectedRows
+from psjob.ps.device_staging import DeviceStaging
+from psjob.tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig
 
 # The fused kernels may contract a*b+c into one FMA; numpy rounds twice.
 RTOL, ATOL = 2e-5, 1e-6
@@ -81,9 +81,9 @@ def test_an_in_process_pserver_with_its_state_on_the_gpu_trains_like_a_cpu_one()
     """The unit test's scenario (tests/unit/test_pserver_device_placement.py) on cupy."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
     import test_pserver_device_placement as host_twin
-    from psjob.ps import pserver as ps_mod
 
     import psjob.fluid as fluid
+    from psjob.ps import pserver as ps_mod
     ref_cluster, ref_scopes, _ = host_twin.train("adam", 2, True, on_device=False)
     real_place = ps_mod.place_on_device
 

@@ -17,8 +17,8 @@ import psjob.fluid as fluid
 sys.path[:0] = [os.path.dirname(__file__),
                 os.path.join(os.path.dirname(os.path.dirname(__file__)), "operator")]
 
-from kubelet import Kubelet  # noqa: E402
-from opkit_cluster import NAMESPACE, ClusterThread, TestClient  # noqa: E402
+from kubelet import Kubelet
+from opkit_cluster import NAMESPACE, ClusterThread, TestClient
 
 
 @pytest.fixture

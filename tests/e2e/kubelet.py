@@ -131,7 +131,7 @@ def missing_requirements() -> str:
 
 
 def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class PodConfigError(Exception):
@@ -312,7 +312,7 @@ class Sandbox:
     """A pod's namespaces, volumes, /etc/hosts and /etc/resolv.conf (the pause container's
     role), and a root filesystem per container."""
 
-    def __init__(self, kubelet: "Kubelet", pod: dict):
+    def __init__(self, kubelet: Kubelet, pod: dict):
         self.kubelet, self.pod = kubelet, pod
         meta = pod["metadata"]
         self.dir = kubelet.workdir / "pods" / f"{meta['name']}-{meta['uid'][:8]}"
@@ -413,7 +413,7 @@ class Sandbox:
 class Container:
     """One container of a pod: its runs, its probes, its entry in the pod's status."""
 
-    def __init__(self, worker: "PodWorker", spec: dict, init: bool = False):
+    def __init__(self, worker: PodWorker, spec: dict, init: bool = False):
         self.worker, self.spec, self.init = worker, spec, init
         self.name = spec["name"]
         self.restarts = 0
@@ -505,7 +505,7 @@ class Container:
 class PodWorker:
     """One pod: its sandbox, init containers in order, then its containers; its status."""
 
-    def __init__(self, kubelet: "Kubelet", pod: dict):
+    def __init__(self, kubelet: Kubelet, pod: dict):
         self.kubelet, self.pod = kubelet, copy.deepcopy(pod)
         self.name, self.uid = pod["metadata"]["name"], pod["metadata"]["uid"]
         self.stopping = threading.Event()
@@ -776,8 +776,8 @@ class ControlPlane:
         finished = any(c["type"] in ("Complete", "Failed") and c["status"] == "True"
                        for c in conditions)
         pods = self.pods_owned_by(job)
-        phase = lambda p: (p.get("status") or {}).get("phase")  # noqa: E731
-        index = lambda p: p["metadata"]["annotations"][INDEX_KEY]  # noqa: E731
+        phase = lambda p: (p.get("status") or {}).get("phase")
+        index = lambda p: p["metadata"]["annotations"][INDEX_KEY]
         succeeded = sorted({index(p) for p in pods if phase(p) == "Succeeded"}, key=int)
         fail_job = ""
         for pod in pods:  # failed pods stay (the operator reads them), each counted once
@@ -850,7 +850,7 @@ class Kubelet(ControlPlane):
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._main, daemon=True, name="kubelet")
 
-    def __enter__(self) -> "Kubelet":
+    def __enter__(self) -> Kubelet:
         self._thread.start()
         return self
 
@@ -902,7 +902,7 @@ class Kubelet(ControlPlane):
                     and (pod.get("status") or {}).get("phase") in (None, "Pending"):
                 self.workers[uid] = PodWorker(self, pod)
 
-    def _retire(self, worker: "PodWorker") -> None:
+    def _retire(self, worker: PodWorker) -> None:
         stopper = threading.Thread(target=worker.stop, daemon=True, name=f"stop-{worker.name}")
         self._retiring[worker.name] = stopper
         stopper.start()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from kubelet import missing_requirements
 from opkit_cluster import NAMESPACE, wait_for
 
@@ -191,7 +190,7 @@ def test_a_statefulset_pod_lost_with_its_node_is_re_created_once_force_deleted(a
         "serviceName": "db", "replicas": 1, "selector": {"matchLabels": {"app": "db"}},
         "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{
             "name": "db", "command": ["sh", "-c", "echo up $(hostname); exec sleep 600"]}]}}}})
-    ready = lambda: any(c["type"] == "Ready" and c["status"] == "True"  # noqa: E731
+    ready = lambda: any(c["type"] == "Ready" and c["status"] == "True"
                         for c in pod_status(api, "db-0").get("conditions") or [])
     settle(kubelet, ready, "db-0 Ready")
     before = api.get(f"{CORE}/pods/db-0")

@@ -20,7 +20,6 @@ import time
 
 import pytest
 import yaml
-
 from kubelet import INDEX_KEY, Kubelet, PodWorker, missing_requirements
 from opkit_cluster import NAMESPACE, TestClient, wait_for
 from opkit_operator import OperatorProcess

@@ -176,5 +176,5 @@ def test_the_ctr_model_reaches_a_useful_auc_on_the_synthetic_set(tmp_path):
         a, = exe.run(main, feed=ctr_model.feed_dict(model, b), fetch_list=[model.batch_auc], scope=scope)
         aucs.append(float(a[0]))
     late = float(np.mean(aucs[-len(aucs) // 3:]))
-    # One pass over 80k examples; the Bayes-optimal AUC of this set is 0.83 (docs/data.md).
+    # One pass over 80k examples; the Bayes-optimal AUC of this set is 0.83 (docs/user/data.md).
     assert late > 0.72, late

@@ -20,7 +20,6 @@ import sys
 
 import helm_sdkpy
 
-
 _CONFIGS: dict[str, helm_sdkpy.Configuration] = {}
 
 

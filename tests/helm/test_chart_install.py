@@ -7,7 +7,6 @@ for. Upgrade, uninstall and refusals get an emulator of their own.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import pathlib
 import re

@@ -68,7 +68,7 @@ def test_a_scrape_returns_every_catalog_metric_with_the_values_just_recorded():
 
 
 def _catalog_names() -> list[str]:
-    doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+    doc = pathlib.Path(__file__).resolve().parents[2] / "docs" / "user" / "metrics.md"
     return [line.split("`")[1] for line in doc.read_text().splitlines() if line.startswith("| `psjob_")]
 
 

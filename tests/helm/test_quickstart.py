@@ -1,4 +1,4 @@
-"""The README's Kubernetes commands and docs/install.md's CRD-first path, run as written.
+"""The README's Kubernetes commands and docs/user/install.md's CRD-first path, run as written.
 
 Real: Helm (helm-sdkpy) and the kubectl binary, talking to kmock's Kubernetes API
 emulator. The README's `helm install` line is parsed into the same release,

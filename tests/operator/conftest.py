@@ -23,9 +23,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from opkit_cluster import NAMESPACE, ClusterThread, TestClient  # noqa: E402
-from opkit_fakes import FakeControlPlane  # noqa: E402
-from opkit_operator import OperatorProcess  # noqa: E402
+from opkit_cluster import NAMESPACE, ClusterThread, TestClient
+from opkit_fakes import FakeControlPlane
+from opkit_operator import OperatorProcess
 
 
 @pytest.fixture(scope="module")

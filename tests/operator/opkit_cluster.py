@@ -127,7 +127,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         self.accepts.append((request.headers or {}).get("Accept", ""))
         gc_uid = None
         if request.resource is not None and isinstance(request.data, dict):
-            now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             if request.action == enums.action.CREATE:
                 meta = request.data.setdefault("metadata", {})
                 if not meta.get("name") and meta.get("generateName"):
@@ -259,7 +259,7 @@ class ClusterThread:
         self._stop: asyncio.Event | None = None
         self._thread = threading.Thread(target=self._main, name="kmock", daemon=True)
 
-    def __enter__(self) -> "ClusterThread":
+    def __enter__(self) -> ClusterThread:
         self._thread.start()
         if not self._ready.wait(10):
             raise RuntimeError("the Kubernetes emulator did not start")

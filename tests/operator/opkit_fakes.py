@@ -103,8 +103,8 @@ class FakeControlPlane:
         for pod in [p for p in pods if int(p["metadata"]["annotations"][INDEX]) >= spec["completions"]]:
             self.kube.delete(self.path("pods", pod["metadata"]["name"]))
             pods.remove(pod)
-        phase = lambda p: p["status"].get("phase")  # noqa: E731
-        disrupted = lambda p: any(c.get("type") == "DisruptionTarget"  # noqa: E731
+        phase = lambda p: p["status"].get("phase")
+        disrupted = lambda p: any(c.get("type") == "DisruptionTarget"
                                   for c in p["status"].get("conditions") or [])
         succeeded = {p["metadata"]["annotations"][INDEX] for p in pods if phase(p) == "Succeeded"}
         failed = sum(1 for p in pods if phase(p) == "Failed" and not disrupted(p))

@@ -23,7 +23,7 @@ class OperatorProcess:
         self.metrics_port = self.liveness_port = 0
         self.flags: tuple[str, ...] = ()
 
-    def start(self, *flags: str) -> "OperatorProcess":
+    def start(self, *flags: str) -> OperatorProcess:
         self.flags = flags or self.flags
         self.metrics_port, self.liveness_port = free_port(), free_port()
         env = dict(os.environ, KUBECONFIG=str(self.kubeconfig))

@@ -240,7 +240,7 @@ def test_as_paddle_runs_every_roles_command_under_psjob_as_paddle():
 
 
 def test_the_paddlerec_job_of_docs_paddle2_builds_pods_that_run_it_under_as_paddle():
-    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "paddle2.md").read_text()
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "user" / "paddle2.md").read_text()
     walkthrough = doc[doc.index('<a id="paddlerec"></a>'):]
     block = walkthrough[walkthrough.index("```yaml"):].split("\n", 1)[1].split("```", 1)[0]
     parsed = parse_job(yaml.safe_load(textwrap.dedent(block)))

@@ -111,7 +111,7 @@ def test_a_waiting_gang_says_how_many_pods_are_placed():
     view = gang.gang_view({"metadata": {"name": "ctr"}, "spec": {"minMember": 6},
                            "status": {"phase": "Inqueue"}})
     kids = Children(pods=(pod_view(pending), pod_view(placed)), gang=view)
-    now = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     update = compute_status(Observation("ctr", 1, now, job().spec, {}, kids))
     running = next(c for c in update.status["conditions"] if c["type"] == "Running")
     assert (running["reason"], running["message"]) == (

@@ -5,14 +5,13 @@ with its query parameters), not from the operator's own account of itself.
 """
 from __future__ import annotations
 
-from prometheus_client.parser import text_string_to_metric_families
-
+import pytest
 from opkit_cluster import wait_for
 from opkit_jobs import job_manifest, phase, submit
 from opkit_rbac import TEST_CLIENT_AGENT
-from psjob_operator import naming
+from prometheus_client.parser import text_string_to_metric_families
 
-import pytest
+from psjob_operator import naming
 
 JOBS = ("load-a", "load-b", "load-c")
 

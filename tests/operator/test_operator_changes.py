@@ -2,9 +2,20 @@
 from __future__ import annotations
 
 from opkit_cluster import wait_for
+from opkit_jobs import (
+    child,
+    children,
+    condition,
+    env_of,
+    event_reasons,
+    job,
+    job_manifest,
+    patch_spec,
+    phase,
+    status,
+    submit,
+)
 from opkit_rbac import uncovered
-from opkit_jobs import (child, children, condition, env_of, event_reasons, job, job_manifest,
-                        patch_spec, phase, status, submit)
 
 
 def settled(plane, name: str) -> bool:

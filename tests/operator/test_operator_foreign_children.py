@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 
 import pytest
-
 from opkit_cluster import NAMESPACE, wait_for
 from opkit_jobs import child, condition, event_reasons, job_manifest, patch_spec, phase, submit
 from opkit_rbac import TEST_CLIENT_AGENT, uncovered

@@ -13,11 +13,11 @@ import pathlib
 import subprocess
 
 import pytest
-
 from opkit_cluster import NAMESPACE, wait_for
 from opkit_jobs import condition, job, job_manifest, patch_spec, phase, submit
 from opkit_operator import OperatorProcess
 from opkit_rbac import TEST_CLIENT_AGENT, rbac_triple
+
 from psjob_operator import rbac
 
 CRDS = pathlib.Path(__file__).parent / "crds"
@@ -183,7 +183,7 @@ def test_an_elastic_resize_under_kueue_rewrites_the_pods_total_count_and_rolls_n
     sts_before, workers_before = (plane.kube.get(plane.path(kind, f"elastic-{role}"))
                                   for kind, role in (("statefulsets", "pserver"),
                                                      ("jobs", "worker")))
-    totals = lambda: {name: pod["metadata"]["annotations"].get(  # noqa: E731
+    totals = lambda: {name: pod["metadata"]["annotations"].get(
         "kueue.x-k8s.io/pod-group-total-count") for name, pod in plane.pods("elastic").items()}
     assert set(totals().values()) == {"3"} and len(totals()) == 3
 

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from opkit_cluster import wait_for
+from opkit_jobs import child, children, condition, env_of, event_reasons, job_manifest, phase, status, submit
 from opkit_rbac import uncovered
-from opkit_jobs import (child, children, condition, env_of, event_reasons, job_manifest, phase,
-                        status, submit)
 
 
 def expected_children(name: str) -> set[tuple[str, str]]:

@@ -132,7 +132,7 @@ def test_events_are_posted_for_true_conditions_and_for_resuming():
     assert should_post(Transition(Phase.SUSPENDED, ConditionStatus.FALSE, "Resumed", ""))
     import datetime as dt
     event = build_event({"metadata": {"name": "j", "namespace": "ns", "uid": "u"}}, failed,
-                        dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc), "op-0")
+                        dt.datetime(2025, 1, 1, tzinfo=dt.UTC), "op-0")
     assert (event["type"], event["reason"], event["message"]) == ("Warning", "DeadlineExceeded",
                                                                   "late")
     assert event["involvedObject"] == {"apiVersion": "psjob.dev/v1alpha1",

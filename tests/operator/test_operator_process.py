@@ -6,13 +6,12 @@ import signal
 import threading
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
-
 from opkit_cluster import free_port, wait_for
 from opkit_fakes import FakeControlPlane
-from opkit_operator import OperatorProcess
 from opkit_jobs import child, children, condition, event_reasons, job_manifest, phase, status, submit
+from opkit_operator import OperatorProcess
 from opkit_rbac import operator_triples, uncovered
+from prometheus_client.parser import text_string_to_metric_families
 
 METRICS_PAGE = """\
 # HELP psjob_pserver_last_checkpoint_step Step of the newest committed checkpoint.

@@ -13,11 +13,10 @@ import json
 
 from opkit_cluster import wait_for
 from opkit_fakes import INDEX
-from psjob import roles
-from opkit_jobs import (child, condition, env_of, event_reasons, job_manifest, patch_spec, phase,
-                        status, submit)
-
+from opkit_jobs import child, condition, env_of, event_reasons, job_manifest, patch_spec, phase, status, submit
 from test_operator_changes import running
+
+from psjob import roles
 
 
 def endpoints(obj) -> list[str]:

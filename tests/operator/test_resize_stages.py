@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+
 from psjob import roles
 from psjob.jobspec import parse_job
 from psjob_operator import builders, resize
@@ -69,7 +70,7 @@ def test_each_stage_is_read_from_the_cluster(children, stage):
 
 def test_trainer_0_is_waited_for_at_most_the_hold_timeout():
     record = {"pserverResize": {"from": 2, "to": 3, "startTime": "2025-01-01T12:00:00Z"}}
-    soon = dt.datetime(2025, 1, 1, 12, 1, tzinfo=dt.timezone.utc)
+    soon = dt.datetime(2025, 1, 1, 12, 1, tzinfo=dt.UTC)
     late = soon + dt.timedelta(seconds=resize.HOLD_TIMEOUT_S)
     assert resize.observe(job(3), statefulset(2), kids(), record, None, soon).stage == resize.HOLDING
     assert resize.observe(job(3), statefulset(2), kids(), record, None, late).stage == \

@@ -4,11 +4,10 @@ from __future__ import annotations
 import datetime as dt
 
 from psjob.jobspec import parse_job
-from psjob_operator.observe import (Children, ServerSetView, WorkerJobView, pod_view,
-                                    worker_job_view)
-from psjob_operator.status import (Observation, Phase, Reason, Verdict, compute_status)
+from psjob_operator.observe import Children, ServerSetView, WorkerJobView, pod_view, worker_job_view
+from psjob_operator.status import Observation, Phase, Reason, Verdict, compute_status
 
-T0 = dt.datetime(2025, 1, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2025, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
 LATER = T0 + dt.timedelta(minutes=5)
 
 

@@ -14,12 +14,12 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob.checkpoint import store
-from psjob.fleet import checkpoint_save as distributed
-from psjob.ps import checkpoint_protocol as protocol
 from psjob.checkpoint.format import CORRUPT_MARKER, CheckpointError, read_array, read_manifest, read_var
-from psjob.ps.checkpoint_restore import load_pserver_slices, restore_newest
 from psjob.checkpoint.tables import assemble
+from psjob.fleet import checkpoint_save as distributed
 from psjob.fluid.transpiler import DistributeTranspiler
+from psjob.ps import checkpoint_protocol as protocol
+from psjob.ps.checkpoint_restore import load_pserver_slices, restore_newest
 from psjob.ps.inmemory import InMemoryClient, InMemoryCluster
 from psjob.ps.pserver_state import PserverState
 from psjob.tables import shard_of

@@ -8,8 +8,17 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob.checkpoint import cli, store
-from psjob.checkpoint.format import (CORRUPT_MARKER, MANIFEST, CheckpointError, CorruptFileError, new_manifest,
-                                     read_array, read_manifest, write_array, write_manifest)
+from psjob.checkpoint.format import (
+    CORRUPT_MARKER,
+    MANIFEST,
+    CheckpointError,
+    CorruptFileError,
+    new_manifest,
+    read_array,
+    read_manifest,
+    write_array,
+    write_manifest,
+)
 
 
 def _save(path, step, arrays):

@@ -130,7 +130,7 @@ def test_async_reads_are_extrapolated_predict_pulls_intervals_ahead(predict):
     client, ep, w = _dense_pserver()
     comm = Communicator(client, CommunicatorConfig(predict_pulls=predict))
     try:
-        exact = lambda: client.pull(ep, [w]).wait()[w]  # noqa: E731
+        exact = lambda: client.pull(ep, [w]).wait()[w]
         first = comm.pull(ep, [w]).wait()[w]
         np.testing.assert_array_equal(first, exact())
         grad = np.full(first.shape, 0.5, first.dtype)

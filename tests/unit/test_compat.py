@@ -1,5 +1,5 @@
 """`psjob compat`: the paddle names a tree of code uses (read with ast, aliases resolved),
-judged on psjob itself with the hand-kept notes; and docs/paddle2.md's table, generated from
+judged on psjob itself with the hand-kept notes; and docs/user/paddle2.md's table, generated from
 the same source."""
 import json
 import pathlib
@@ -141,9 +141,9 @@ def test_the_command_prints_a_table_json_and_markdown_and_exits_1_on_missing_nam
 
 
 def test_docs_paddle2_table_is_what_the_generator_writes():
-    doc = (ROOT / "docs" / "paddle2.md").read_text()
+    doc = (ROOT / "docs" / "user" / "paddle2.md").read_text()
     assert compat.replace_section(doc, compat.surface_table()) == doc, (
-        "docs/paddle2.md's compatibility table is stale: run .venv/bin/python scripts/gen-compat-table.py")
+        "docs/user/paddle2.md's compatibility table is stale: run .venv/bin/python scripts/gen-compat-table.py")
     check = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen-compat-table.py"), "--check"],
                            capture_output=True, text=True, timeout=120)
     assert check.returncode == 0, check.stderr

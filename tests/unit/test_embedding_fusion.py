@@ -165,8 +165,9 @@ def paddlerec_model(name):
     examples = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "paddle2"))
     if examples not in sys.path:
         sys.path.insert(0, examples)
-    import psjob as paddle
     from static_model import StaticModel
+
+    import psjob as paddle
     paddle.enable_static()
     main, startup = paddle.static.Program(), paddle.static.Program()
     main.random_seed = startup.random_seed = 3

@@ -28,7 +28,7 @@ from psjob.ps.inmemory import InMemoryCluster
 from psjob.ps.pserver_state import PserverOptions
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import fetchkit  # noqa: E402
+import fetchkit
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171"]
 

@@ -4,8 +4,8 @@ import io
 import numpy as np
 
 import psjob.fluid as fluid
-from psjob.fleet.monitor import TrainerMonitor, batch_size, running_auc_name
 from psjob.fleet import telemetry
+from psjob.fleet.monitor import TrainerMonitor, batch_size, running_auc_name
 from psjob.progress import parse_line
 
 

@@ -319,7 +319,7 @@ def test_strategies_have_paddles_fields_and_enums():
 
 
 def test_collective_num_trainers_all_reduces_the_gradients_of_a_copy(programs):
-    """num_trainers > 1 outside a PS program is NCCL2-mode training (docs/collective.md): a copy
+    """num_trainers > 1 outside a PS program is NCCL2-mode training (docs/user/collective.md): a copy
     of the program scales every gradient by 1/num_trainers and all-reduces it after backward."""
     main, startup = programs
     x = fluid.data("x", [None, 2])
@@ -421,12 +421,11 @@ def test_dataset_factory_makes_psjobs_datasets_and_they_train(programs, tmp_path
 # -- paddle.fluid.incubate: Fluid 1.x's Fleet import paths -----------------------------------
 
 def test_fluid_incubate_paths_lead_to_psjobs_fleet_and_strategy_factory_sets_the_mode():
-    from psjob.fluid.incubate.fleet.base import role_maker
-    from psjob.fluid.incubate.fleet.parameter_server.distribute_transpiler import fleet
-    from psjob.fluid.incubate.fleet.parameter_server.distribute_transpiler.distributed_strategy import \
-        StrategyFactory
     import psjob.fleet
     from psjob.fleet.strategy import resolve
+    from psjob.fluid.incubate.fleet.base import role_maker
+    from psjob.fluid.incubate.fleet.parameter_server.distribute_transpiler import fleet
+    from psjob.fluid.incubate.fleet.parameter_server.distribute_transpiler.distributed_strategy import StrategyFactory
     assert fleet is psjob.fleet.fleet and role_maker.PaddleCloudRoleMaker is psjob.fleet.PaddleCloudRoleMaker
     assert role_maker.Role.WORKER != role_maker.Role.SERVER
     modes = [resolve(StrategyFactory.create_sync_strategy()).mode,
@@ -447,6 +446,7 @@ def test_fluid_incubate_paths_lead_to_psjobs_fleet_and_strategy_factory_sets_the
 def test_fluid_incubate_data_generator_writes_multislot_lines(capsys, monkeypatch):
     import io
     import sys
+
     import psjob.fluid.incubate.data_generator as dg
 
     class Reader(dg.MultiSlotDataGenerator):

@@ -11,6 +11,7 @@ from psjob.fluid.core import SelectedRows
 from psjob.rpc import codec, heter_pb2
 from psjob.rpc.heter_service import decode_values, encode_values
 
+
 def test_stage_values_keep_dtype_shape_lod_and_selected_rows_through_a_request():
     values = {
         "act": np.arange(12, dtype="float32").reshape(3, 4),

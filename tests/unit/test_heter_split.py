@@ -10,8 +10,13 @@ import pytest
 import psjob.fluid as fluid
 from psjob.fluid.executor import Executor
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
-from psjob.fluid.transpiler.heter_split import (HeterSplitError, heter_endpoint_for, marked_heter_ops,
-                                                served_trainers, split_heter_program)
+from psjob.fluid.transpiler.heter_split import (
+    HeterSplitError,
+    heter_endpoint_for,
+    marked_heter_ops,
+    served_trainers,
+    split_heter_program,
+)
 from psjob.ps.heter_state import HeterSection, HeterState
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171"]

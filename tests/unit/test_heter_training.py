@@ -14,8 +14,8 @@ from psjob.fluid.executor import Executor
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
 from psjob.fluid.transpiler import deserialize_dist_program as load
 from psjob.fluid.transpiler import serialize_dist_program as dump
-from psjob.ps.heter_inmemory import InMemoryHeterClient
 from psjob.fluid.transpiler.heter_split import served_trainers, split_heter_program
+from psjob.ps.heter_inmemory import InMemoryHeterClient
 from psjob.ps.heter_state import HeterSection, HeterState
 from psjob.ps.inmemory import InMemoryCluster
 from psjob.ps.pserver_state import PserverOptions

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SCANNED = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+SCANNED = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
            *sorted(p for p in (ROOT / "examples").rglob("*") if p.is_file()),
            *sorted(p for p in (ROOT / "charts").rglob("*") if p.is_file() and p.suffix in
                    (".yaml", ".yml", ".txt", ".tpl", ".md", ".json"))]

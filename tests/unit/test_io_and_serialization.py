@@ -7,7 +7,7 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob.fluid import io
-from psjob.fluid.serialization import (ProgramFormatError, deserialize_program, serialize_program)
+from psjob.fluid.serialization import ProgramFormatError, deserialize_program, serialize_program
 
 
 def _trained(tmp_path=None, steps=3):

@@ -1,4 +1,4 @@
-"""The layering of docs/architecture.md, checked on the source (as kopf's .importlinter does).
+"""The layering of docs/dev/layers.md, checked on the source (as kopf's .importlinter does).
 
 Runtime layers, bottom to top; a module imports only its own layer and the ones below:
 
@@ -8,7 +8,7 @@ Runtime layers, bottom to top; a module imports only its own layer and the ones 
     tables       sparse tables keyed by id
     checkpoint   the on-disk format (format, tables, store, cli): numpy only
     fluid        framework, ops, executor, io, and the transpiler as pure planning (and base: its alias)
-    paddle2      Paddle 2.x's fronts over fluid: static, nn, optimizer, tensor, utils, ... (docs/paddle2.md)
+    paddle2      Paddle 2.x's fronts over fluid: static, nn, optimizer, tensor, utils, ... (docs/user/paddle2.md)
     rpc          frames, codec, gRPC client and server
     ps           pserver state and service, communicators, checkpoint protocol, in-memory cluster
     collective   the collective trainers' ring all-reduce (NCCL2 mode on CPU)
@@ -84,7 +84,7 @@ def _modules(directory, package):
                 yield path, f"{package}.{rel}".removesuffix(".__init__")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parse(path):
     with open(path) as f:
         return ast.parse(f.read(), path)
@@ -162,7 +162,7 @@ def _import_statements(path, module):
             yield name, [alias.name for alias in node.names]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _graph():
     known = _all_modules()
     return {m: _targets(p, m, known) for m, p in known.items()}

@@ -1,4 +1,4 @@
-"""The metric catalog (runtime/psjob/metrics.py) against its table (docs/metrics.md) and the Grafana dashboard."""
+"""The metric catalog (runtime/psjob/metrics.py) against its table (docs/user/metrics.md) and the Grafana dashboard."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from psjob import metrics
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "metrics.md"
+DOC = ROOT / "docs" / "user" / "metrics.md"
 DASHBOARD = ROOT / "charts" / "psjob-operator" / "files" / "dashboards" / "psjob.json"
 FACTORIES = {"pserver": metrics.pserver_metrics, "trainer": metrics.trainer_metrics,
              "heter trainer": metrics.heter_metrics, "operator": metrics.operator_metrics}
@@ -51,7 +51,7 @@ def doc_catalog() -> dict[str, tuple[str, tuple[str, ...], str]]:
     catalog = {}
     for row in rows:
         name, kind, labels, process, meaning = [cell.strip() for cell in row.strip("|").split("|")]
-        assert meaning, f"{name} has no meaning in docs/metrics.md"
+        assert meaning, f"{name} has no meaning in docs/user/metrics.md"
         catalog[name.strip("`")] = (kind, tuple(re.findall(r"`(\w+)`", labels)), process)
     return catalog
 

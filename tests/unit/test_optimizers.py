@@ -240,7 +240,7 @@ def _lazy_ref(ref, p, rows, values, state, lr, hyper, case):
 def test_sparse_gradients_update_only_their_rows_with_duplicate_ids_summed(case):
     make_opt, ref, hyper, accs = CASES[case]
     if case == "adam":
-        make_opt = lambda: fluid.optimizer.Adam(0.05, beta1=0.8, beta2=0.9, epsilon=1e-4,  # noqa: E731
+        make_opt = lambda: fluid.optimizer.Adam(0.05, beta1=0.8, beta2=0.9, epsilon=1e-4,
                                                 lazy_mode=True)
     main, exe, scope, _ = _sparse_program(make_opt)
     param = _read(scope, "emb")

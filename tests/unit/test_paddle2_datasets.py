@@ -342,6 +342,7 @@ def test_an_object_body_that_fails_mid_read_is_reported_after_the_command_exits(
     # The feed of an s3:// object into pipe_command: a command that exits 0 on the part it
     # got must not pass the load off as complete.
     import subprocess
+
     from psjob.distributed.dataset import _BLOCK_BYTES, _Feeder
 
     class Body:  # a store's object body whose connection drops after the first block

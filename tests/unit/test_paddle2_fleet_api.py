@@ -8,9 +8,9 @@ import pytest
 import psjob.fluid as fluid
 from psjob import roles
 from psjob.distributed.fleet import DistributedStrategy, UtilBase
-from psjob.distributed.fleet.base.role_maker import (PaddleCloudRoleMaker, Role, RoleMakerError,
-                                                     UserDefinedRoleMaker)
-from psjob.fleet import Fleet, strategy as strategies
+from psjob.distributed.fleet.base.role_maker import PaddleCloudRoleMaker, Role, RoleMakerError, UserDefinedRoleMaker
+from psjob.fleet import Fleet
+from psjob.fleet import strategy as strategies
 from psjob.launcher.launch import build_parser, plan
 
 EPS = ("127.0.0.1:6170", "127.0.0.2:6170")
@@ -241,7 +241,7 @@ def test_a_sync_configs_communicator_knobs_are_checked_when_set_and_reach_the_re
     s = DistributedStrategy()
     resolved = strategies.resolve(s)
     # psjob's measured communicator defaults, not the 1/16 of Paddle's AsyncConfig proto, which
-    # Paddle's runtime never reads (docs/paddle2.md, "a_sync_configs").
+    # Paddle's runtime never reads (docs/user/paddle2.md, "a_sync_configs").
     assert (resolved.max_merge_var_num, resolved.send_queue_size, resolved.max_stale_steps) == (20, 20, 1)
     s.a_sync_configs = {"max_stale_steps": 0, "max_merge_var_num": 1, "send_queue_size": 16}
     resolved = strategies.resolve(s)

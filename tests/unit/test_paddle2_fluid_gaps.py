@@ -29,7 +29,7 @@ def test_numpy_array_initializer_sets_a_copy_of_the_array_and_checks_its_shape()
     value = RNG.normal(size=(3, 2)).astype("float32")
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
-        w = fluid.layers.create_parameter([3, 2], "float32", attr=fluid.ParamAttr(
+        fluid.layers.create_parameter([3, 2], "float32", attr=fluid.ParamAttr(
             name="w", initializer=fluid.initializer.NumpyArrayInitializer(value)))
         bad = fluid.initializer.NumpyArrayInitializer(np.zeros((2, 2), "float32"))
         with pytest.raises(ValueError, match=r"shape \[2, 2\] but 'v' is declared \[3, 2\]"):

@@ -13,7 +13,7 @@ import psjob.fluid as fluid
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "paddle2")
 sys.path.insert(0, os.path.abspath(EXAMPLES))
-from static_model import StaticModel  # noqa: E402
+from static_model import StaticModel
 
 paddle.enable_static()
 SLOTS, VOCAB, DENSE = 5, 1000, 13  # sparse_inputs_slots counts the label too: C1..C4

@@ -194,7 +194,7 @@ def test_initializers_are_fluid_initializers_with_paddle2_arguments():
     value = np.arange(6, dtype="float32").reshape(2, 3)
 
     def net():
-        mk = lambda i: paddle.static.create_parameter([2, 3], "float32", attr=paddle.ParamAttr(initializer=i))  # noqa: E731
+        mk = lambda i: paddle.static.create_parameter([2, 3], "float32", attr=paddle.ParamAttr(initializer=i))
         return [mk(init.Constant(0.5)), mk(init.Uniform(-0.1, 0.1)), mk(init.Normal(0.0, 0.01)),
                 mk(init.TruncatedNormal(0.0, 0.01)), mk(init.XavierUniform()), mk(init.XavierNormal()),
                 mk(init.KaimingNormal()), mk(init.Assign(value))]

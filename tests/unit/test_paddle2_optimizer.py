@@ -126,7 +126,7 @@ def values(scheduler, n=8):
 
 
 def test_schedulers_follow_paddles_formulas():
-    close = lambda got, want: np.testing.assert_allclose(got, want, rtol=1e-12)  # noqa: E731
+    close = lambda got, want: np.testing.assert_allclose(got, want, rtol=1e-12)
     close(values(lr.ExponentialDecay(0.5, 0.9)), [0.5 * 0.9 ** e for e in range(8)])
     close(values(lr.NaturalExpDecay(0.5, 0.1)), [0.5 * math.exp(-0.1 * e) for e in range(8)])
     close(values(lr.InverseTimeDecay(0.5, 0.1)), [0.5 / (1 + 0.1 * e) for e in range(8)])

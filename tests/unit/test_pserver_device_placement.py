@@ -16,8 +16,8 @@ from psjob.fluid.transpiler import DistributeTranspiler
 from psjob.fluid.transpiler import deserialize_dist_program as load
 from psjob.fluid.transpiler import serialize_dist_program as dump
 from psjob.ps.inmemory import InMemoryCluster
-from psjob.ps.pserver_state import PserverOptions
 from psjob.ps.pserver import DevicePlacement, OnDevice, ServeOptions, options_from_env, place_on_device
+from psjob.ps.pserver_state import PserverOptions
 from psjob.tables import SparseTable, TableConfig
 
 EPS = ["127.0.0.1:6270", "127.0.0.1:6271"]
@@ -180,8 +180,8 @@ def test_the_device_option_flows_from_the_environment_and_bad_values_fail_at_sta
 
 
 def test_a_device_table_equals_the_host_table_row_for_row_after_the_same_pushes():
-    from psjob.tables import OPTIMIZERS, InitializerConfig, OptimizerConfig
     from psjob.ps.device_staging import DeviceStaging
+    from psjob.tables import OPTIMIZERS, InitializerConfig, OptimizerConfig
     rng = np.random.default_rng(4)
     hypers = {"momentum": {"mu": 0.9}, "rmsprop": {"centered": True}}
     for name in OPTIMIZERS:

@@ -75,7 +75,7 @@ def test_a_joiner_is_waited_for_by_the_round_in_progress():
     state.on_join(0)
     state.on_join(1)
     b = state.scope.vars["fc_0.b_0"].copy()
-    push = lambda t, v: state.on_send(t, {trainer_name("fc_0.b_0@GRAD", t): np.full(16, v, "float32")})  # noqa: E731
+    push = lambda t, v: state.on_send(t, {trainer_name("fc_0.b_0@GRAD", t): np.full(16, v, "float32")})
     push(0, 1.0)
     state.on_barrier(0, "send")                                       # round 1 in progress ...
     state.on_join(2)                                                  # ... 2 joins: it pulls version 0

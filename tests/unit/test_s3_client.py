@@ -18,7 +18,7 @@ EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
 def test_the_signature_of_aws_s3_get_object_example_is_the_one_aws_publishes():
     # "Example: GET Object", Signature Version 4 header-based authentication, Amazon S3 API reference.
     headers = s3client.sign(AWS_EXAMPLE, "us-east-1", "GET", "examplebucket.s3.amazonaws.com", "/test.txt", {},
-                            {"Range": "bytes=0-9"}, dt.datetime(2013, 5, 24, tzinfo=dt.timezone.utc),
+                            {"Range": "bytes=0-9"}, dt.datetime(2013, 5, 24, tzinfo=dt.UTC),
                             payload_hash=EMPTY_SHA256)
     assert headers["authorization"] == (
         "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
@@ -28,7 +28,7 @@ def test_the_signature_of_aws_s3_get_object_example_is_the_one_aws_publishes():
 
 def test_requests_are_signed_unsigned_payload_and_carry_a_session_token_when_given():
     headers = s3client.sign(s3client.Keys("AK", "SK", "TOKEN"), "eu-west-1", "PUT", "b.s3.eu-west-1.amazonaws.com", "/k", {"partNumber": "1"}, {},
-                            dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+                            dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
     assert headers["x-amz-content-sha256"] == "UNSIGNED-PAYLOAD" and headers["x-amz-security-token"] == "TOKEN"
     assert "/20260101/eu-west-1/s3/aws4_request" in headers["authorization"]
     assert "x-amz-security-token" in headers["authorization"].split("SignedHeaders=")[1]

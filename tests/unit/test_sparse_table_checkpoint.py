@@ -3,8 +3,14 @@ import numpy as np
 import pytest
 
 from psjob.tables import (
-    EvictionConfig, OptimizerConfig, SparseTable, TableConfig, TableShard, concat_shards,
-    shard_of, split_shard,
+    EvictionConfig,
+    OptimizerConfig,
+    SparseTable,
+    TableConfig,
+    TableShard,
+    concat_shards,
+    shard_of,
+    split_shard,
 )
 
 I64 = np.iinfo(np.int64)

@@ -5,7 +5,12 @@ import numpy as np
 import pytest
 
 from psjob.tables import (
-    AdmissionConfig, EvictionConfig, InitializerConfig, OptimizerConfig, SparseTable, TableConfig,
+    AdmissionConfig,
+    EvictionConfig,
+    InitializerConfig,
+    OptimizerConfig,
+    SparseTable,
+    TableConfig,
 )
 
 CFG = TableConfig("emb", 4, optimizer=OptimizerConfig("adagrad", lr=0.1),

@@ -3,7 +3,11 @@ import numpy as np
 import pytest
 
 from psjob.tables import (
-    InitializerConfig, OptimizerConfig, SparseTable, TableConfig, shard_of,
+    InitializerConfig,
+    OptimizerConfig,
+    SparseTable,
+    TableConfig,
+    shard_of,
 )
 from psjob.tables.storage import Column, RowStorage
 

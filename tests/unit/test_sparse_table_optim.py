@@ -11,7 +11,12 @@ import pytest
 
 from psjob.kernels import optimizers as kernels
 from psjob.tables import (
-    OPTIMIZERS, EvictionConfig, InitializerConfig, OptimizerConfig, SparseTable, TableConfig,
+    OPTIMIZERS,
+    EvictionConfig,
+    InitializerConfig,
+    OptimizerConfig,
+    SparseTable,
+    TableConfig,
 )
 from psjob.tables.rowopt import merge_rows
 

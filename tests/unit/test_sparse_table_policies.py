@@ -3,7 +3,12 @@ import numpy as np
 import pytest
 
 from psjob.tables import (
-    AdmissionConfig, EvictionConfig, InitializerConfig, OptimizerConfig, SparseTable, TableConfig,
+    AdmissionConfig,
+    EvictionConfig,
+    InitializerConfig,
+    OptimizerConfig,
+    SparseTable,
+    TableConfig,
 )
 
 

@@ -18,8 +18,7 @@ from psjob.checkpoint import cli, store
 from psjob.checkpoint.export import export_checkpoint, import_export
 from psjob.checkpoint.format import CheckpointError, new_manifest, read_manifest, write_array, write_manifest
 from psjob.checkpoint.tables import import_into, read_rows, save_shard, table_entry
-from psjob.tables import (EvictionConfig, OptimizerConfig, SparseTable, TableConfig, concat_shards,
-                          shard_of)
+from psjob.tables import EvictionConfig, OptimizerConfig, SparseTable, TableConfig, concat_shards, shard_of
 
 ADAM = TableConfig("emb", 6, seed=3, optimizer=OptimizerConfig("adam", lr=0.01),
                    eviction=EvictionConfig(delete_threshold=0.0))

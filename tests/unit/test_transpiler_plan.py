@@ -4,11 +4,18 @@ import subprocess
 import sys
 import zlib
 
-import numpy as np
 import pytest
 
-from psjob.fluid.transpiler import (DistributeTranspilerConfig, HashName, RoundRobin, TranspilerConfigError,
-                                    VarsDistributed, VarStruct, get_varname_parts, slice_variable)
+from psjob.fluid.transpiler import (
+    DistributeTranspilerConfig,
+    HashName,
+    RoundRobin,
+    TranspilerConfigError,
+    VarsDistributed,
+    VarStruct,
+    get_varname_parts,
+    slice_variable,
+)
 
 
 class _Var:
@@ -118,7 +125,7 @@ def test_the_overview_survives_a_round_trip_through_plain_data():
 def test_an_unknown_mode_is_refused_naming_the_modes():
     cfg = DistributeTranspilerConfig()
     cfg.mode = "nccl2"
-    cfg.validate()  # collective (docs/collective.md)
+    cfg.validate()  # collective (docs/user/collective.md)
     cfg.mode = "collective"
     with pytest.raises(TranspilerConfigError, match="not supported.*'pserver'.*'nccl2'"):
         cfg.validate()

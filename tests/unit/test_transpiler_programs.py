@@ -10,9 +10,15 @@ import pytest
 import psjob.fluid as fluid
 from psjob.fluid.framework import GraphError, OpRole
 from psjob.fluid.ops.table_ops import table_config_from_attrs
-from psjob.fluid.transpiler import (DistributeTranspiler, DistributeTranspilerConfig, HashName,
-                                    TranspilerConfigError, UnsupportedOptimizerError,
-                                    deserialize_dist_program, serialize_dist_program)
+from psjob.fluid.transpiler import (
+    DistributeTranspiler,
+    DistributeTranspilerConfig,
+    HashName,
+    TranspilerConfigError,
+    UnsupportedOptimizerError,
+    deserialize_dist_program,
+    serialize_dist_program,
+)
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171", "127.0.0.1:6172"]
 

@@ -6,7 +6,6 @@ kernels, PserverState with its barriers, trainer threads. Faked: only the
 wire — InMemoryClient calls the pservers' PserverState directly instead of
 over gRPC (values are still copied both ways).
 """
-import os
 
 import numpy as np
 import pytest
@@ -181,7 +180,7 @@ def test_sync_distributed_table_training_equals_single_machine_training(opt, tra
     beta powers per row) with its hyperparameters and the (scheduled) learning rate of each
     round: exactly what the single-machine program does to the dense table."""
     feeds = batches("ids", 5, 12)
-    build = lambda: embedding_net(opt, distributed=True)  # noqa: E731
+    build = lambda: embedding_net(opt, distributed=True)
     ref, cluster, results = distributed_table_run(build, feeds, trainers, pservers)
     tables = [cluster.handler(ep).scope.vars["emb"] for ep in EPS[:pservers]]
     rule = {"adam_decay": "adam"}.get(opt, opt)
@@ -604,7 +603,7 @@ def test_a_paddlerec_sparse_embedding_model_is_fused_and_trains_like_a_single_ma
     rng = np.random.default_rng(4)
     feeds = [dict({"y": rng.normal(size=(10, 1)).astype("float32"), "dense": rng.normal(size=(10, 2)).astype("float32")},
                   **{f"s{i}": rng.integers(0, 12, (10, 1)).astype("int64") for i in range(3)}) for _ in range(4)]
-    build = lambda: paddlerec_sparse_net(optimizer)  # noqa: E731
+    build = lambda: paddlerec_sparse_net(optimizer)
     ref, cluster, results = distributed_table_run(build, feeds, 1, 2)
     assert "reshape2" in {op.type for op in trainer_ops(build, 2)}  # the program as built
     ran = results[0][2]
@@ -621,7 +620,7 @@ def test_the_concat_of_the_pooled_slots_is_fused_and_trains_like_a_single_machin
     gradient; sync training stays equal to single-machine training, with one id per
     sequence everywhere (one gather for all slots) and with variable-length slots."""
     feeds = pooled_feeds(4, 10, one_id_each)
-    build = lambda: pooled_slots_net(concat=True)  # noqa: E731
+    build = lambda: pooled_slots_net(concat=True)
     ref, cluster, results = distributed_table_run(build, feeds, 1, 2)
     ran = results[0][2]
     assert FUSED <= ran and not {"concat", "concat_grad"} & ran

@@ -27,7 +27,7 @@ def test_compat_reads_every_userland_file_and_finds_their_paddle_names(corpus):
                  "paddle.distributed.fleet.MultiSlotDataGenerator", "paddle.static.nn.sparse_embedding",
                  "paddle.nn.functional.log_loss", "paddle.fluid.layers.embedding", "paddle.fluid.DistributeTranspiler"):
         assert name in uses, name
-    # The documented surface (docs/paddle2.md's table) is every name this code uses.
+    # The documented surface (docs/user/paddle2.md's table) is every name this code uses.
     assert set(uses) <= set(notes.SURFACE), sorted(set(uses) - set(notes.SURFACE))
 
 

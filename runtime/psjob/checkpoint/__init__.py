@@ -4,7 +4,7 @@ Numpy and the stdlib only: the framework (fluid.io) builds on it, and so do the
 runtime's two halves of the distributed protocol above it — the pserver's in
 psjob.ps (checkpoint_protocol, checkpoint_service, checkpoint_restore) and
 trainer 0's in psjob.fleet (checkpoint_save, checkpointer). Modules, lowest
-first (docs/checkpoints.md describes the format and the protocol):
+first (docs/user/checkpoints.md describes the format and the protocol):
 
     backend       the interface of a store (where the bytes live), StorageError
     s3client      psjob's own small S3 client: AWS_* configuration, SigV4, HTTP (stdlib only)
@@ -16,6 +16,5 @@ first (docs/checkpoints.md describes the format and the protocol):
     export        a checkpoint's tables as Parquet and back (pyarrow): `psjob export`, `checkpoint import`
     cli           `psjob checkpoint list|inspect|verify|import`, `psjob export`
 """
-from .format import MANIFEST, CheckpointError, read_manifest  # noqa: F401
-from .store import (CheckpointInfo, apply_retention, candidates, newest_good, scan, step_dirname,  # noqa: F401
-                    verify)
+from .format import MANIFEST, CheckpointError, read_manifest
+from .store import CheckpointInfo, apply_retention, candidates, newest_good, scan, step_dirname, verify

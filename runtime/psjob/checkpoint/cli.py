@@ -1,7 +1,7 @@
 """`psjob checkpoint list|inspect|verify DIR`, `psjob checkpoint import`, `psjob export`.
 
 DIR is a local directory or an object-store URI, `s3://BUCKET/PREFIX`
-(configured by the standard AWS_* variables: docs/checkpoints.md).
+(configured by the standard AWS_* variables: docs/user/checkpoints.md).
 
     list DIR       the checkpoints under a root (or the one save DIR is): step, status,
                    time, size, variables, table shards; `*` marks the newest good one
@@ -34,7 +34,7 @@ def _when(doc) -> str:
     t = (doc or {}).get("time")
     if not t:
         return "-"
-    return dt.datetime.fromtimestamp(float(t), tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    return dt.datetime.fromtimestamp(float(t), tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def _size(n: float) -> str:
@@ -209,7 +209,7 @@ def build_export_parser() -> argparse.ArgumentParser:
     from .export import DEFAULT_ROW_GROUP_ROWS
     p = argparse.ArgumentParser(prog="psjob export", description="Export a checkpoint's sparse tables as "
                                 "Parquet and its dense variables as .npy, with manifest.json "
-                                "(docs/checkpoints.md, \"Exported tables (Parquet)\").")
+                                "(docs/user/checkpoints.md, \"Exported tables (Parquet)\").")
     p.add_argument("checkpoint", help="a save, or a root (its newest good checkpoint); a directory or "
                                       "s3://BUCKET/PREFIX")
     p.add_argument("out", help="a new local directory")

@@ -2,7 +2,7 @@
 
 A checkpoint keeps each distributed table as numpy files per pserver shard
 (tables.py); serving systems and data tools want the rows in a format any of
-them reads. `export_checkpoint` writes a directory (docs/checkpoints.md,
+them reads. `export_checkpoint` writes a directory (docs/user/checkpoints.md,
 "Exported tables (Parquet)", is the contract):
 
     <out>/manifest.json                       written last: format, version, source, tables, dense

@@ -1,7 +1,7 @@
 """The format of saves and checkpoints: array files and the manifest.
 
 A saved directory holds one file per array and `__manifest__.json`, which
-lists every array with its shape, dtype, size and sha256 (docs/checkpoints.md
+lists every array with its shape, dtype, size and sha256 (docs/user/checkpoints.md
 has the full layout). This module is the only code that lays out those
 bytes (storage.py moves them); it depends on numpy and the standard library
 only, so the framework's `fluid.io` and the distributed checkpoint code share it.

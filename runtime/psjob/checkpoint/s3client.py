@@ -37,8 +37,8 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from .backend import S3_SCHEME, StorageError
 from ..role_env import process_environment
+from .backend import S3_SCHEME, StorageError
 
 TIMEOUT_S = 60.0       # per socket operation
 ATTEMPTS = 5           # tries of one request on a dropped connection, 500, 503 SlowDown
@@ -90,7 +90,7 @@ class Config:
     role_session_name: str = ""
 
     @classmethod
-    def from_env(cls, env=None) -> "Config":
+    def from_env(cls, env=None) -> Config:
         env = process_environment() if env is None else env
         endpoint = (env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or "").rstrip("/")
         if endpoint and urllib.parse.urlsplit(endpoint).scheme not in ("http", "https"):
@@ -275,7 +275,7 @@ class Client:
             if attempt:
                 time.sleep(min(0.1 * 2 ** attempt, 2.0))  # backoff between retries of a failed call
             signed = sign(keys, cfg.region, method, host, path, query,
-                          dict(headers or {}, **{"content-length": len(body)}), dt.datetime.now(dt.timezone.utc))
+                          dict(headers or {}, **{"content-length": len(body)}), dt.datetime.now(dt.UTC))
             conn = self._connect(scheme, host) if stream else self._pooled(scheme, host)
             try:
                 conn.request(method, target, body=body, headers=signed)

@@ -32,7 +32,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 
-from .backend import S3_SCHEME, Storage, StorageError  # noqa: F401 - callers use storage.StorageError
+from .backend import S3_SCHEME, Storage, StorageError
 
 
 def is_uri(path: str) -> bool:

@@ -35,8 +35,16 @@ import re
 from dataclasses import dataclass
 
 from . import storage
-from .format import (CORRUPT_MARKER, MANIFEST, CheckpointError, manifest_files, quick_check, read_array,
-                     read_manifest, read_var)
+from .format import (
+    CORRUPT_MARKER,
+    MANIFEST,
+    CheckpointError,
+    manifest_files,
+    quick_check,
+    read_array,
+    read_manifest,
+    read_var,
+)
 
 STEP_RE = re.compile(r"^step-(\d+)$")
 OK, INCOMPLETE, DAMAGED, INVALID = "ok", "incomplete", "damaged", "invalid"

@@ -3,5 +3,5 @@
 ring.py holds the transport (rendezvous, authenticated hello, chunked ring
 all-reduce); service.py holds this process's ring, found from the program's
 `gen_nccl_id` op or the collective environment (PADDLE_TRAINER_ENDPOINTS,
-PADDLE_TRAINER_ID, PADDLE_CURRENT_ENDPOINT). docs/collective.md.
+PADDLE_TRAINER_ID, PADDLE_CURRENT_ENDPOINT). docs/user/collective.md.
 """

@@ -106,7 +106,7 @@ class Ring:
         return (self.rank - 1) % self.size
 
     # -- rendezvous ------------------------------------------------------------------------
-    def connect(self) -> "Ring":
+    def connect(self) -> Ring:
         if self.size == 1 or self._next is not None:
             return self
         host, port = split_endpoint(self.endpoints[self.rank])

@@ -20,7 +20,7 @@ by attribute, importing submodules), so the answer is what this psjob has:
 - missing  psjob has no such name: the part it stops at is named.
 
 Exit status: 0 when every name is present or differs, 1 when one is refused or
-missing, 2 for a PATH that does not exist. docs/paddle2.md's compatibility
+missing, 2 for a PATH that does not exist. docs/user/paddle2.md's compatibility
 table is this module's output for psjob.compat.notes.SURFACE
 (scripts/gen-compat-table.py rewrites it; a test checks it is current).
 """
@@ -276,7 +276,7 @@ DOC_END = "<!-- END psjob compat table -->"
 
 
 def surface_table() -> str:
-    """docs/paddle2.md's generated section: every name of notes.SURFACE and notes.NOTES, judged."""
+    """docs/user/paddle2.md's generated section: every name of notes.SURFACE and notes.NOTES, judged."""
     verdicts = judge_all([*notes.SURFACE, *notes.NOTES])
     c = counts(verdicts)
     head = (f"{len(verdicts)} Paddle names ({', '.join(f'{n} {s}' for s, n in c.items())}), "

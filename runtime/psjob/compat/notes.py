@@ -1,5 +1,5 @@
 """The hand-kept half of `psjob compat`: Paddle names psjob has but where it behaves
-differently (or refuses), each with the reason, and the surface docs/paddle2.md reports on.
+differently (or refuses), each with the reason, and the surface docs/user/paddle2.md reports on.
 
 Whether a name exists is never written here: psjob.compat looks every name up on
 psjob itself. A note whose name psjob lacks shows up as missing (and fails
@@ -21,7 +21,7 @@ NOTES = {
     "paddle.DataParallel": (REFUSED, "dygraph data parallelism: static-graph collective training is "
                                      "fleet.init(is_collective=True) or ParallelExecutor(num_trainers=N)"),
     "paddle.Model": (REFUSED, "hapi: build a static Program and run it with paddle.static.Executor"),
-    # Files: psjob's own format (docs/paddle2.md, docs/checkpoints.md).
+    # Files: psjob's own format (docs/user/paddle2.md, docs/user/checkpoints.md).
     "paddle.static.save": (DIFFERS, "writes psjob's format (.npz arrays and JSON with a sha256 per "
                                     "array), not Paddle's pickle and protobuf: the files load in psjob only"),
     "paddle.static.load": (DIFFERS, "reads psjob's format (paddle.static.save), checking every array "
@@ -35,8 +35,8 @@ NOTES = {
     "paddle.fluid.io.save_inference_model": (DIFFERS, "psjob's format: loads in psjob, not in Paddle Inference"),
     # Fleet in parameter-server mode.
     "paddle.distributed.fleet.init": (DIFFERS, "is_collective=True all-reduces gradients over a CPU ring "
-                                               "over TCP, not NCCL (docs/collective.md)"),
-    "paddle.distributed.init_parallel_env": (DIFFERS, "joins psjob's CPU ring over TCP (docs/collective.md); "
+                                               "over TCP, not NCCL (docs/user/collective.md)"),
+    "paddle.distributed.init_parallel_env": (DIFFERS, "joins psjob's CPU ring over TCP (docs/user/collective.md); "
                                                       "for static programs only"),
     "paddle.distributed.fleet.util.all_reduce": (DIFFERS, "meets on pserver 0 instead of over gloo; "
                                                           "comm_world='worker' only"),
@@ -56,7 +56,7 @@ NOTES = {
                                       "subprocesses)"),
 }
 
-# The names docs/paddle2.md's generated table reports on, beside every note's: the Paddle API that
+# The names docs/user/paddle2.md's generated table reports on, beside every note's: the Paddle API that
 # parameter-server scripts use: every name `psjob compat` reads in PaddleRec's rank models
 # (github.com/PaddlePaddle/PaddleRec models/rank/{dnn,wide_deep,deepfm}: static_model.py, net.py,
 # the readers), its PS trainer (tools/static_ps_trainer.py, tools/utils/static_ps/*), and

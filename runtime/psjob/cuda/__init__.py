@@ -6,7 +6,7 @@ cupy and an NVIDIA GPU: pip install psjob[cuda]" — when cupy or a device is
 missing. The kernels are CUDA C++ in this folder (optimizer_math.cuh holds
 the per-element arithmetic shared by device and host builds;
 optimizer_kernels.cu the __global__ entry points) and are compiled at run
-time by NVRTC through cupy.RawModule. docs/cuda.md says what runs where.
+time by NVRTC through cupy.RawModule. docs/user/cuda.md says what runs where.
 
 Dispatch by place: the framework calls
 ``cuda_optimizer_update(name, xp, param, grad, *state, **hyper)`` (or

@@ -1,5 +1,5 @@
 """`paddle.distributed` (Paddle 2.x): `fleet`, the datasets, get_rank/get_world_size, and
-init_parallel_env, which forms the collective trainers' ring (docs/collective.md).
+init_parallel_env, which forms the collective trainers' ring (docs/user/collective.md).
 spawn is refused with an error naming the alternative."""
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ spawn = _collective("spawn")
 def __getattr__(name):
     # Loaded on first use: `import psjob.distributed` stays cheap.
     if name == "fleet":
-        import psjob.distributed.fleet  # noqa: F401
+        import psjob.distributed.fleet
     elif name in ("InMemoryDataset", "QueueDataset"):
         from . import dataset
         globals().update(InMemoryDataset=dataset.InMemoryDataset, QueueDataset=dataset.QueueDataset)

@@ -314,7 +314,7 @@ class DatasetBase:
         hand over) is streamed into it by a thread, so neither is ever held whole."""
         return self._collect(self._start(path))
 
-    def _start(self, path) -> "_Pipe":
+    def _start(self, path) -> _Pipe:
         """Start `pipe_command` on the file (its output is read by _collect)."""
         if not self._slots:
             raise ValueError("set use_var (init(use_var=[...])) before reading")
@@ -332,7 +332,7 @@ class DatasetBase:
             raise
         return pipe
 
-    def _collect(self, pipe: "_Pipe") -> _Examples:
+    def _collect(self, pipe: _Pipe) -> _Examples:
         """Parse a started pipe's output to its end, then check its exit."""
         path, proc, feeder, stderr = pipe.path, pipe.proc, pipe.feeder, pipe.stderr
         source = f"{path} (through {self.pipe_command!r})"

@@ -3,11 +3,11 @@
 The module is the Fleet singleton, as `paddle.fluid.incubate.fleet...fleet` is:
 `fleet.init(role)`, `fleet.distributed_optimizer(...)`, `fleet.main_program`, ...
 """
-from .checkpointer import CheckpointConfig, Checkpointer  # noqa: F401
-from .fleet import DistributedOptimizer, Fleet, FleetError  # noqa: F401
-from .role_maker import PaddleCloudRoleMaker, Role, RoleMakerError, UserDefinedRoleMaker  # noqa: F401
-from .strategy import DistributedStrategy, ResolvedStrategy  # noqa: F401
-from ..fluid.transpiler import DistributeTranspilerConfig  # noqa: F401
+from ..fluid.transpiler import DistributeTranspilerConfig
+from .checkpointer import CheckpointConfig, Checkpointer
+from .fleet import DistributedOptimizer, Fleet, FleetError
+from .role_maker import PaddleCloudRoleMaker, Role, RoleMakerError, UserDefinedRoleMaker
+from .strategy import DistributedStrategy, ResolvedStrategy
 
 fleet = Fleet()
 

@@ -1,4 +1,4 @@
-"""Trainer 0's distributed save (seed 002's `_save_distributed_persistables`, crash-safe).
+"""Trainer 0's distributed save (Fluid's `fluid.io._save_distributed_persistables`, crash-safe).
 
 What a save of a transpiled job writes into one directory:
 
@@ -41,8 +41,8 @@ import logging
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,7 +78,7 @@ class DistInfo:
     settings: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def of(cls, program, trainer_id: int | None = None, settings: Mapping[str, str] | None = None) -> "DistInfo":
+    def of(cls, program, trainer_id: int | None = None, settings: Mapping[str, str] | None = None) -> DistInfo:
         if not getattr(program, "_is_distributed", False):
             raise ValueError("not a transpiled program: it carries no distributed attributes")
         tid = trainer_id
@@ -131,7 +131,7 @@ def remote_groups(program, dist: DistInfo) -> dict:
 
 
 def local_vars(program, dist: DistInfo, remote: dict) -> list:
-    """The persistables the trainer itself holds (seed 002's __exclude_vars)."""
+    """The persistables the trainer itself holds (Fluid's `__exclude_vars`)."""
     skip = set(remote) | ({dist.table} if dist.table else set())
     seen, out = set(), []
     for v in program.list_vars():

@@ -23,8 +23,8 @@ manifest's `trainers` map. A resumed trainer continues from its own
 recorded position, falling back to trainer 0's; in async modes that may
 replay or skip the few steps that were in flight at the cut.
 
-Holding for a pserver resize (docs/local-runs.md "Resizing the pservers",
-docs/operator.md): trainer 0 watches the job's topology file
+Holding for a pserver resize (docs/user/local-runs.md "Resizing the pservers",
+docs/user/operator.md): trainer 0 watches the job's topology file
 (PSJOB_TOPOLOGY_FILE: `psjob run`'s topology.json, the operator's ConfigMap
 volume) — one stat per step. When its pserver endpoints differ from the ones
 this trainer runs with, the pservers are being replaced: its next
@@ -55,15 +55,30 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..checkpoint import storage
-from ..checkpoint.format import (MANIFEST, CheckpointError, CorruptFileError, invalidate, new_manifest,
-                                 write_array, write_manifest)
-from ..checkpoint.store import (POSITIONS, apply_retention, committed, has_manifest, mark_corrupt,
-                                position_path, read_dense, step_dirname)
+from ..checkpoint.format import (
+    MANIFEST,
+    CheckpointError,
+    CorruptFileError,
+    invalidate,
+    new_manifest,
+    write_array,
+    write_manifest,
+)
+from ..checkpoint.store import (
+    POSITIONS,
+    apply_retention,
+    committed,
+    has_manifest,
+    mark_corrupt,
+    position_path,
+    read_dense,
+    step_dirname,
+)
 from ..fluid.core import global_scope
 from ..ps import checkpoint_protocol as protocol
-from . import checkpoint_save as distributed
 from ..role_env import process_environment
 from ..roles import RESIZE_HOLD_EXIT
+from . import checkpoint_save as distributed
 
 log = logging.getLogger("psjob.checkpoint")
 REMOTE_POSITION_INTERVAL_S = 1.0  # object stores: one position write a second at most
@@ -82,7 +97,7 @@ class CheckpointConfig:
     pserver_endpoints: tuple = ()  # PADDLE_PSERVER_ENDPOINTS: the layout this trainer runs
 
     @classmethod
-    def from_env(cls, environ=None) -> "CheckpointConfig":
+    def from_env(cls, environ=None) -> CheckpointConfig:
         env = process_environment() if environ is None else environ
 
         def num(key, kind, default):
@@ -163,7 +178,7 @@ class Checkpointer:
         self.holding = False  # a resize was seen: checkpoint now, then HoldForResize
 
     @classmethod
-    def from_env(cls, executor, program, scope=None, environ=None) -> "Checkpointer":
+    def from_env(cls, executor, program, scope=None, environ=None) -> Checkpointer:
         """Settings from `environ` (the process environment by default), the saves' RPC
         client's included."""
         distributed_program = getattr(program, "_is_distributed", False)
@@ -171,7 +186,7 @@ class Checkpointer:
         return cls(executor, program, CheckpointConfig.from_env(environ), scope, dist)
 
     @classmethod
-    def for_fleet(cls, fleet, executor, scope=None, environ=None, **overrides) -> "Checkpointer":
+    def for_fleet(cls, fleet, executor, scope=None, environ=None, **overrides) -> Checkpointer:
         """The trainer's Checkpointer under the Fleet API (any mode, geo included).
 
         Settings come from the fleet's role (its RoleEnv's settings, or the process

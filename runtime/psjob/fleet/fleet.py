@@ -1,4 +1,4 @@
-"""The Fleet API for parameter-server training (seed 000's ParameterServerRuntime).
+"""The Fleet API for parameter-server training (Paddle 2.x Fleet's ParameterServerRuntime).
 
     fleet.init(role_maker)
     optimizer = fleet.distributed_optimizer(fluid.optimizer.Adam(1e-3), strategy)
@@ -25,7 +25,7 @@ through the GeoCommunicator.
 A distributed lookup table is updated with the optimizer's own rule per row by
 default; a strategy (DistributedStrategy or DistributeTranspilerConfig) with
 `table_optimizer = "sgd"` restores Fluid 1.x's plain sgd for it (the program
-and the pservers both; docs/transpiler.md).
+and the pservers both; docs/dev/transpiler.md).
 
 One RPC service per process: init_worker creates it and installs it as the
 process default (psjob.ps.client_service), so every Executor the script
@@ -41,9 +41,9 @@ from .. import hooks
 from ..fluid import io as fluid_io
 from ..fluid.executor import Executor
 from ..fluid.framework import default_startup_program
+from ..fluid.optimizer import Optimizer, check_table_optimizer
 from ..fluid.transpiler.collective import add_gen_nccl_id, insert_grad_allreduce
 from ..role_env import CollectiveEnv
-from ..fluid.optimizer import Optimizer, check_table_optimizer
 from . import saving
 from . import strategy as strategies
 from .build import BuiltJob, build_job
@@ -72,7 +72,7 @@ class Fleet:
     def init(self, role_maker=None, is_collective=False):
         if is_collective:
             # Collective (NCCL2-mode) training: every process is a trainer of the ring that
-            # PADDLE_TRAINER_ENDPOINTS names (docs/collective.md).
+            # PADDLE_TRAINER_ENDPOINTS names (docs/user/collective.md).
             self._collective = getattr(role_maker, "collective", None) or CollectiveEnv.from_environ(
                 role_maker.settings() if isinstance(role_maker, RoleMakerBase) else None)
             self._role_maker = None

@@ -1,9 +1,9 @@
-"""The Fleet's heterogeneous parameter-server runtime (seed 003; seed 000's heter parts).
+"""The Fleet's heterogeneous parameter-server runtime (Fleet's heterogeneous parameter server; ParameterServerRuntime's heter parts).
 
 A heter job has pservers, CPU trainers (role TRAINER) and heter trainers
 (role HETER_TRAINER, `psjob launch --heter_worker_num K`). Every process
 runs the same script; ops built inside `fluid.device_guard("gpu")` form the
-heter section (docs/heter.md):
+heter section (docs/user/heter.md):
 
 - CPU trainer t: `minimize` transpiles as usual, then `split_heter_program`
   replaces the section by `send_and_recv` stages served by heter trainer
@@ -25,12 +25,16 @@ split section cannot; heter jobs run sync, async or half-async.
 """
 from __future__ import annotations
 
-
 from ..fluid.core import CPUPlace, CUDAPlace, PlaceError
 from ..fluid.executor import Executor
 from ..fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
-from ..fluid.transpiler.heter_split import (HeterSplitError, heter_device_of, marked_heter_ops,
-                                            served_trainers, split_heter_program)
+from ..fluid.transpiler.heter_split import (
+    HeterSplitError,
+    heter_device_of,
+    marked_heter_ops,
+    served_trainers,
+    split_heter_program,
+)
 from ..ps.heter_state import HeterSection, HeterState
 from ..role_env import process_environment
 from .strategy import predict_pulls_by_name
@@ -43,7 +47,7 @@ class HeterDeviceError(RuntimeError):
 
 
 def heter_place(device_guard: str, environ=None):
-    """The Place of a heter trainer for `heter_worker_device_guard` (seed 000's _get_executor)."""
+    """The Place of a heter trainer for `heter_worker_device_guard` (ParameterServerRuntime._get_executor)."""
     guard = str(device_guard).lower()
     if guard not in DEVICE_GUARDS:
         raise ValueError(f"heter_worker_device_guard must be one of {', '.join(DEVICE_GUARDS)}; "
@@ -77,7 +81,7 @@ class HeterRuntime:
         self._state: HeterState | None = None
 
     @classmethod
-    def for_job(cls, role_maker, strategy, program) -> "HeterRuntime | None":
+    def for_job(cls, role_maker, strategy, program) -> HeterRuntime | None:
         """None for a plain PS job; raises when heter trainers and heter ops do not match."""
         marked = marked_heter_ops(program)
         heter_eps = role_maker.get_heter_worker_endpoints()

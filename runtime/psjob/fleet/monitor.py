@@ -30,9 +30,9 @@ import collections
 import sys
 
 from ..fluid.executor import observe_steps
-from . import telemetry as telemetry_mod
 from ..progress import ProgressReporter, ProgressState
 from ..role_env import process_environment
+from . import telemetry as telemetry_mod
 
 # Seconds between progress lines, as the built-in job's default `--log_every`.
 PROGRESS_EVERY_S = 5.0

@@ -10,8 +10,7 @@ import enum
 import socket
 
 from .. import roles
-from ..role_env import CollectiveEnv, RoleEnv, RoleEnvError
-from ..role_env import process_environment
+from ..role_env import CollectiveEnv, RoleEnv, RoleEnvError, process_environment
 
 
 class Role(enum.IntEnum):
@@ -181,8 +180,8 @@ class PaddleCloudRoleMaker(RoleMakerBase):
 
     def _register(self) -> int:
         """A Deployment pod has no stable index: ask pserver 0 for a trainer id."""
-        from ..rpc.client import PSClient
         from ..ps.auth import read_token
+        from ..rpc.client import PSClient
         client = PSClient(self._server_endpoints, auth_token=read_token(self.role_env.auth_token_file),
                           settings=self.role_env.settings)
         try:

@@ -1,4 +1,4 @@
-"""Fleet's saves (seed 000's save_persistables / save_inference_model) of a built job.
+"""Fleet's saves (Fleet ParameterServerRuntime's save_persistables / save_inference_model) of a built job.
 
 Trainer 0 writes the whole model: it pulls the pservers' parameter and
 optimizer slices and writes them whole, the pservers write their

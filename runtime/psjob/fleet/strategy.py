@@ -1,6 +1,6 @@
 """Distributed strategies: which communication mode a Fleet job trains in.
 
-The rule of seed 000 (`_get_distributed_strategy`), on a DistributedStrategy:
+The rule of Paddle's Fleet ParameterServerRuntime (`_get_distributed_strategy`), on a DistributedStrategy:
 
     a_sync=False, k_steps == 0  → sync
     a_sync=True,  k_steps == 0  → async
@@ -32,7 +32,7 @@ MODES = ("sync", "async", "half_async", "geo")
 # The async communicator's knobs default to psjob.ps.communicator's measured values, not to the
 # numbers Paddle's AsyncConfig proto shows (max_merge_var_num 1, send_queue_size 16): Paddle's
 # runtime never reads those two keys (its communicator takes FLAGS_communicator_* or CPU_NUM,
-# default 1: no merging, a queue of one); docs/paddle2.md says more.
+# default 1: no merging, a queue of one); docs/user/paddle2.md says more.
 DEFAULT_A_SYNC_CONFIGS = {
     "k_steps": 0,
     "launch_barrier": True,          # trainers wait until every pserver serves
@@ -129,7 +129,7 @@ def _predict_pulls(cfg: dict) -> float | None:
 # parameter. A gradient computed from a read is applied ~2 pull intervals after the read's
 # snapshot; where successive updates point the same way (Adam's and momentum's moving
 # averages) p + 2 (p - p0) is where the parameter will be. Measured first-epoch AUC of the
-# CTR-DNN at 2 pservers + 2 trainers, Adam 1e-3 (docs/architecture.md): median 0.005 below
+# CTR-DNN at 2 pservers + 2 trainers, Adam 1e-3 (docs/dev/architecture.md): median 0.005 below
 # the single process with 2, 0.015 without. Plain SGD (and the adaptive rules without
 # momentum) apply each gradient as it comes: extrapolating there overshoots (a test's SGD
 # 0.3 model diverged at 2), so those parameters are read as pulled.

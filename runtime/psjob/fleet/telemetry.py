@@ -34,7 +34,7 @@ from prometheus_client import CollectorRegistry
 from .. import metrics
 from ..role_env import process_environment
 
-_current: "TrainerTelemetry | None" = None
+_current: TrainerTelemetry | None = None
 
 PUSH_OPS = frozenset({"send", "send_barrier", "geo_sgd_step"})
 PULL_OPS = frozenset({"recv", "fetch_barrier", "prefetch"})
@@ -49,7 +49,7 @@ class TrainerTelemetry:
         self._retries: dict[str, int] = {}  # method → retries already exported
 
     @classmethod
-    def from_env(cls, trainer: int, environ=None) -> "TrainerTelemetry":
+    def from_env(cls, trainer: int, environ=None) -> TrainerTelemetry:
         global _current
         env = process_environment() if environ is None else environ
         tel = cls()

@@ -30,7 +30,7 @@ class WorkerConnection:
         self.client, self.service, self._heter, self._monitor = client, service, heter, monitor
 
     @classmethod
-    def open(cls, rm: RoleMakerBase, job: BuiltJob, scope=None) -> "WorkerConnection":
+    def open(cls, rm: RoleMakerBase, job: BuiltJob, scope=None) -> WorkerConnection:
         token = token_from_env(rm.settings())
         client = PSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token, settings=rm.settings())
         if job.strategy.launch_barrier or rm.worker_capacity():

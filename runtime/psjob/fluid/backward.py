@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .framework import (EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, OpRole, Parameter,
-                        Variable, grad_var_name)
+from .framework import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, OpRole, Parameter, Variable, grad_var_name
 from .ops.registry import GradOpSpec, get_op_def
 
 

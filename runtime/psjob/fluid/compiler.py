@@ -4,7 +4,7 @@ psjob runs a program's ops in order on one device per process, so the graph pass
 and thread settings these strategies tune have nothing to act on; their fields are
 kept (Paddle's names and defaults) so scripts that set them run. One field does
 matter: `num_trainers` > 1 outside a parameter-server program means NCCL2 collective
-training (executor.py: collective_program; docs/collective.md).
+training (executor.py: collective_program; docs/user/collective.md).
 """
 import enum
 

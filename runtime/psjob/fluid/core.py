@@ -152,7 +152,7 @@ class SelectedRows:
 class LoDTensor:
     """A view of one scope slot (or a detached value when fed by the user)."""
 
-    def __init__(self, scope: "Scope" | None = None, name: str | None = None):
+    def __init__(self, scope: Scope | None = None, name: str | None = None):
         self._scope = scope if scope is not None else Scope()
         self._name = name if name is not None else "@detached@"
 
@@ -215,7 +215,7 @@ def create_lod_tensor(data, recursive_seq_lens, place=None) -> LoDTensor:
 class ScopeVar:
     """What `scope.find_var(name)` returns."""
 
-    def __init__(self, scope: "Scope", name: str):
+    def __init__(self, scope: Scope, name: str):
         self._scope, self._name = scope, name
 
     def get_tensor(self) -> LoDTensor:
@@ -252,7 +252,7 @@ class Scope:
     def local_var_names(self):
         return list(self.vars)
 
-    def new_scope(self) -> "Scope":
+    def new_scope(self) -> Scope:
         return Scope()
 
 

@@ -5,7 +5,7 @@
     dataset.set_pipe_command("python reader.py"); dataset.set_filelist(files)
 
 The datasets are psjob's InMemoryDataset and QueueDataset (paddle.distributed's;
-docs/paddle2.md "Datasets"), made through the hook the runtime registers: they run
+docs/user/paddle2.md "Datasets"), made through the hook the runtime registers: they run
 pipe commands and sit above the framework. FileInstantDataset and BoxPSDataset
 (Paddle's GPU-box and file-instant feeds) are not there.
 """

@@ -25,8 +25,8 @@ import logging
 import threading
 from collections.abc import MutableMapping
 
-from .core import Scope, global_scope
 from .base import GraphError
+from .core import Scope, global_scope
 from .pipeline import pipelined
 
 log = logging.getLogger("psjob.fluid")

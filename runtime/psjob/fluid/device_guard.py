@@ -12,7 +12,7 @@ unmarked, which means the default device, the CPU trainer.
 
 psjob uses the mark for one thing: in a job with heterogeneous trainers
 (`psjob launch --heter_worker_num K`), ops marked "gpu" or "xpu" run on the
-heter trainers and everything else on the CPU trainers (docs/heter.md). On
+heter trainers and everything else on the CPU trainers (docs/user/heter.md). On
 a single machine and in a plain parameter-server job the mark changes
 nothing about how a program runs.
 """

@@ -31,14 +31,13 @@ from .embedding_fusion import execution_ops
 from .framework import EMPTY_VAR_NAME, GraphError, Program, Variable
 from .ops.registry import KernelContext, get_op_def
 
-
 # Runtime services a kernel may need, created on first use when nobody
 # registered one. They live in higher layers (gRPC client and server), so they
 # are named here, not imported: the framework never imports the transport.
 
 
 # program → observers called after each run of it; weak keys, so an observer goes with its program.
-_STEP_OBSERVERS: "weakref.WeakKeyDictionary[Program, tuple]" = weakref.WeakKeyDictionary()
+_STEP_OBSERVERS: weakref.WeakKeyDictionary[Program, tuple] = weakref.WeakKeyDictionary()
 
 
 def observe_steps(program, fn):
@@ -402,7 +401,7 @@ class CompiledProgram:
     """Fluid's CompiledProgram. psjob runs one device per process, so data
     parallelism across devices is a no-op here; across trainers
     (BuildStrategy.num_trainers > 1) it is collective training: the gradients
-    are all-reduced among the trainers (docs/collective.md)."""
+    are all-reduced among the trainers (docs/user/collective.md)."""
 
     def __init__(self, program_or_graph, build_strategy=None):
         if not isinstance(program_or_graph, Program):

@@ -7,7 +7,7 @@ process. Shapes use -1 for the batch dimension.
 
 Every operator carries `op_role` (Forward, Backward, Optimize, RPC, Dist,
 LRSched — the values and bit layout PaddlePaddle uses, so role tests written
-against the seeds read the same) and optimizer ops carry `op_role_var`, the
+against Paddle's read the same) and optimizer ops carry `op_role_var`, the
 (param, grad) pair the DistributeTranspiler keys on.
 """
 from __future__ import annotations
@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import enum
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -86,7 +87,7 @@ def convert_dtype(dtype) -> str:
 class Variable:
     """A named slot in a Block; holds no data (the Scope does)."""
 
-    def __init__(self, block: "Block", name: str, shape=None, dtype=None, *,
+    def __init__(self, block: Block, name: str, shape=None, dtype=None, *,
                  lod_level: int = 0, persistable: bool = False,
                  stop_gradient: bool = False, type: VarType = VarType.LOD_TENSOR,
                  is_data: bool = False):
@@ -245,7 +246,7 @@ def _names(value) -> list[str]:
 class Operator:
     """One op: a type, named input/output slots (lists of var names), attributes."""
 
-    def __init__(self, block: "Block", type: str, inputs=None, outputs=None, attrs=None):
+    def __init__(self, block: Block, type: str, inputs=None, outputs=None, attrs=None):
         self.block = block
         self.type = type
         self.inputs: dict[str, list[str]] = {k: _names(v) for k, v in (inputs or {}).items()}
@@ -333,7 +334,7 @@ class Operator:
 
 
 class Block:
-    def __init__(self, program: "Program", idx: int, parent_idx: int = -1):
+    def __init__(self, program: Program, idx: int, parent_idx: int = -1):
         self.program = program
         self.idx = idx
         self.parent_idx = parent_idx
@@ -554,7 +555,7 @@ class Program:
         return self._role_guard(OpRole.Backward)
 
     # -- copies ---------------------------------------------------------------------
-    def clone(self, for_test: bool = False) -> "Program":
+    def clone(self, for_test: bool = False) -> Program:
         """Deep copy. for_test=True keeps only forward ops and sets `is_test`."""
         p = program_from_dict(self.to_dict())
         p.random_seed = self.random_seed
@@ -573,7 +574,7 @@ class Program:
             p._bump()
         return p
 
-    def _prune(self, targets) -> "Program":
+    def _prune(self, targets) -> Program:
         """Keep only the ops needed to compute `targets` (forward only)."""
         return prune_program(self, targets)
 
@@ -583,7 +584,7 @@ class Program:
     def __repr__(self):
         return "\n".join(repr(b) for b in self.blocks)
 
-    to_string = lambda self, throw_on_error=False, with_details=False: repr(self)  # noqa: E731
+    to_string = lambda self, throw_on_error=False, with_details=False: repr(self)
 
 
 # -- default programs and guards --------------------------------------------------------

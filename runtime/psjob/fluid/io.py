@@ -1,6 +1,6 @@
 """Saving and loading variables, parameters and inference models.
 
-On-disk format (version 1), one directory per save (docs/checkpoints.md):
+On-disk format (version 1), one directory per save (docs/user/checkpoints.md):
 
     <dirname>/<var name>         one .npy file per variable (numpy's format,
                                  loaded with allow_pickle=False), or
@@ -22,7 +22,7 @@ scope: a bad file raises and the scope keeps its previous values. The byte
 format lives in psjob.checkpoint.format, shared with distributed checkpoints.
 
 Transpiled programs (`program._is_distributed`) are saved and loaded the
-seed's distributed way: `save_persistables` on trainer 0's program pulls the
+Fluid 1.x's distributed way: `save_persistables` on trainer 0's program pulls the
 pservers' slices and has them save the distributed table
 (psjob.fleet.checkpoint_save); `load_persistables` on a pserver's main or
 startup program loads just that pserver's slices (psjob.ps.checkpoint_restore).
@@ -37,18 +37,28 @@ import os
 import numpy as np
 
 from .. import hooks
+from .._batch import batch  # noqa: F401
 from ..checkpoint import storage
-from ..checkpoint.format import (FORMAT, MANIFEST, VERSION, CheckpointError, array_sha256,  # noqa: F401
-                                 atomic_write, new_manifest, read_manifest, read_var, write_array,
-                                 write_manifest)
+from ..checkpoint.format import (  # noqa: F401
+    FORMAT,
+    MANIFEST,
+    VERSION,
+    CheckpointError,
+    array_sha256,
+    atomic_write,
+    new_manifest,
+    read_manifest,
+    read_var,
+    write_array,
+    write_manifest,
+)
+from ..reader import ComposeNotAligned, buffered, cache, chain, compose, firstn, map_readers, shuffle, xmap_readers  # noqa: F401
 from .core import SelectedRows, global_scope, to_numpy
 from .executor import Executor, ParallelExecutor
 from .framework import Parameter, Program, Variable, VarType, default_main_program
+
 # Fluid 1.x's fluid.io also serves its Python readers and the reader decorators.
 from .reader import DataLoader, PyReader  # noqa: F401
-from .._batch import batch  # noqa: F401
-from ..reader import (ComposeNotAligned, buffered, cache, chain, compose, firstn, map_readers,  # noqa: F401
-                      shuffle, xmap_readers)
 
 MODEL_FILE = "__model__"
 __all__ = ["CheckpointError", "save_vars", "save_params", "save_persistables", "load_vars", "load_params",
@@ -151,7 +161,7 @@ def save_params(executor, dirname, main_program=None, filename=None):
 
 
 def save_persistables(executor, dirname, main_program=None, filename=None):
-    """Every persistable of the program. On a transpiled trainer program this is the seed's
+    """Every persistable of the program. On a transpiled trainer program this is Fluid's
     distributed save (trainer 0 writes the whole model; see _save_distributed_persistables)."""
     program = _check_program(main_program)
     if getattr(program, "_is_distributed", False):
@@ -163,13 +173,13 @@ def save_persistables(executor, dirname, main_program=None, filename=None):
 
 
 def _save_distributed_persistables(executor, dirname, main_program, scope=None):
-    """save_persistables of a transpiled trainer program (seed 002).
+    """save_persistables of a transpiled trainer program (Fluid's `_save_distributed_persistables`).
 
     Trainer 0 (the chief) saves everything: its own persistables, every parameter
     and optimizer slice pulled from the pservers and reassembled whole (recv_save),
     the pservers' state (LR counters) and the distributed table, whose shards the
     pservers write themselves (checkpoint_notify); the manifest goes last. Other
-    trainers save only what they hold, as the seed does. The work is the trainer
+    trainers save only what they hold, as Fluid's does. The work is the trainer
     runtime's (psjob.fleet.checkpoint_save), reached through the hook it registers."""
     _check_executor(executor, "save_persistables")
     if not isinstance(main_program, Program):
@@ -289,7 +299,7 @@ def load_persistables(executor, dirname, main_program=None, filename=None):
 
 
 def _load_distributed_persistables(executor, dirname, main_program=None, scope=None):
-    """Load a pserver's slices of a whole-model save (seed 002), by the overview's offsets;
+    """Load a pserver's slices of a whole-model save (Fluid's `_load_distributed_persistables`), by the overview's offsets;
     the distributed table by feature id, so the save may come from another number of pservers.
 
     `dirname` is a save (it has a manifest) or a checkpoint root, whose newest good

@@ -32,7 +32,7 @@ advanced only when the row is updated, like Paddle's SparseAdamSGDRule), and
 Adam runs lazily on it whatever `lazy_mode` says. Clipping and weight decay
 are never applied to the table, as in Fluid 1.x (the pservers' table push
 has no such step). So a single-machine program trains the table exactly as
-the pservers will (docs/transpiler.md).
+the pservers will (docs/dev/transpiler.md).
 """
 from __future__ import annotations
 
@@ -45,8 +45,7 @@ from ..kernels.optimizers import ACCUMULATORS, ORIGIN_SHAPED
 from . import unique_name
 from .backward import append_backward
 from .clip import append_gradient_clip_ops
-from .framework import (GraphError, OpRole, Parameter, Program, Variable, default_main_program,
-                        program_guard)
+from .framework import GraphError, OpRole, Parameter, Program, Variable, default_main_program, program_guard
 from .layers.tensor import create_global_var
 from .regularizer import WeightDecayRegularizer, append_regularization_ops
 
@@ -299,7 +298,7 @@ class Optimizer:
         if skipped:
             log.warning("the distributed lookup table %r is updated without %s: clipping and weight "
                         "decay are not applied to a distributed table (as in Fluid 1.x; "
-                        "docs/transpiler.md)", param.name, " and ".join(skipped))
+                        "docs/dev/transpiler.md)", param.name, " and ".join(skipped))
         self._create_global_learning_rate(program)
         inputs = {"Param": [param], "Grad": [grad],
                   "LearningRate": [self._create_param_lr((param, grad))]}

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 
-from .framework import (FORMAT, VERSION, Program, ProgramFormatError, program_from_dict,  # noqa: F401
-                        program_to_dict, prune_program)
+from .framework import FORMAT, VERSION, Program, ProgramFormatError, program_from_dict, program_to_dict, prune_program  # noqa: F401
 
 
 def serialize_program(program: Program) -> bytes:

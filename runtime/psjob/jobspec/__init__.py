@@ -25,13 +25,57 @@ The package, by job:
 `psjob.jobspec` re-exports their public names: the operator and `psjob run` import
 from here.
 """
-from .schema import (API_GROUP, API_VERSION, API_VERSION_FULL, DEFAULT_GEO_K_STEPS, DNS_1035,
-                     DNS_1123_SUBDOMAIN, ENV_NAME, FieldInfo, JobSpecError, KIND, LABEL_VALUE,
-                     MAX_JOB_NAME_LENGTH, PLURAL, PodTemplate, QUANTITY, RawObject, Rule, S3_URI,
-                     SHORT_NAMES, SINGULAR, Schema, TypeInfo, describe, fields_of, spec_field)  # noqa: F401
-from .model import (AccessMode, CheckpointSpec, CleanPodPolicy, Device, EnvVar, HeterWorkerSpec,
-                    ImagePullPolicy, JobSpec, Mode, NAME_RULES, NetworkPolicySpec, ParameterServerJob,
-                    PserverSpec, Resources, RoleSpec, RunPolicy, SchedulingPolicy, SecuritySpec, TaintEffect,
-                    TlsSpec, Toleration, TolerationOperator, WorkerSpec)  # noqa: F401
-from .parser import POD_TEMPLATE_KEYS, POD_TEMPLATE_METADATA_KEYS, load_job_file, parse_job  # noqa: F401
-from .serializer import to_manifest  # noqa: F401
+from .model import (
+                     NAME_RULES,
+                     AccessMode,
+                     CheckpointSpec,
+                     CleanPodPolicy,
+                     Device,
+                     EnvVar,
+                     HeterWorkerSpec,
+                     ImagePullPolicy,
+                     JobSpec,
+                     Mode,
+                     NetworkPolicySpec,
+                     ParameterServerJob,
+                     PserverSpec,
+                     Resources,
+                     RoleSpec,
+                     RunPolicy,
+                     SchedulingPolicy,
+                     SecuritySpec,
+                     TaintEffect,
+                     TlsSpec,
+                     Toleration,
+                     TolerationOperator,
+                     WorkerSpec,
+)
+from .parser import POD_TEMPLATE_KEYS, POD_TEMPLATE_METADATA_KEYS, load_job_file, parse_job
+from .schema import (
+                     API_GROUP,
+                     API_VERSION,
+                     API_VERSION_FULL,
+                     DEFAULT_GEO_K_STEPS,
+                     DNS_1035,
+                     DNS_1123_SUBDOMAIN,
+                     ENV_NAME,
+                     KIND,
+                     LABEL_VALUE,
+                     MAX_JOB_NAME_LENGTH,
+                     PLURAL,
+                     QUANTITY,
+                     S3_URI,
+                     SHORT_NAMES,
+                     SINGULAR,
+                     FieldInfo,
+                     JobSpecError,
+                     PodTemplate,
+                     RawObject,
+                     Rule,
+                     Schema,
+                     TypeInfo,
+                     describe,
+                     fields_of,
+                     spec_field,
+)
+from .serializer import to_manifest

@@ -8,8 +8,19 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from psjob import roles
-from .schema import (DEFAULT_GEO_K_STEPS, DNS_1035, DNS_1123_SUBDOMAIN, ENV_NAME, MAX_JOB_NAME_LENGTH,
-                     PodTemplate, RawObject, Rule, S3_URI, spec_field)
+
+from .schema import (
+    DEFAULT_GEO_K_STEPS,
+    DNS_1035,
+    DNS_1123_SUBDOMAIN,
+    ENV_NAME,
+    MAX_JOB_NAME_LENGTH,
+    S3_URI,
+    PodTemplate,
+    RawObject,
+    Rule,
+    spec_field,
+)
 
 
 class Mode(str, enum.Enum):
@@ -52,7 +63,7 @@ class TaintEffect(str, enum.Enum):
     NO_EXECUTE = "NoExecute"
 
 
-def _no_reserved_env(env: tuple["EnvVar", ...]) -> str | None:
+def _no_reserved_env(env: tuple[EnvVar, ...]) -> str | None:
     for var in env:
         if var.name in roles.RESERVED_ENV:
             return (f"{var.name} is set by psjob from the job topology: remove it "
@@ -169,7 +180,7 @@ class WorkerSpec(RoleSpec):
     )
     replicas: int = spec_field("replicas", "Number of trainers; the job succeeds when all of "
                                "them complete. With maxReplicas set it may change while the "
-                               "job runs (docs/operator.md, Elasticity).", 1, minimum=1, maximum=4096)
+                               "job runs (docs/user/operator.md, Elasticity).", 1, minimum=1, maximum=4096)
     max_replicas: int | None = spec_field(
         "maxReplicas", "Makes the trainers elastic: the most trainers the job may scale to. "
         "The pservers keep a gradient slot per possible trainer and learn the running ones at "

@@ -3,15 +3,14 @@ every problem is a JobSpecError naming the field path and the fix."""
 from __future__ import annotations
 
 import difflib
-import enum
 import io
 import re
 from collections.abc import Mapping
 from dataclasses import MISSING
 from typing import Any
 
-from .schema import API_VERSION_FULL, JobSpecError, KIND, QUANTITY, Schema, TypeInfo, fields_of
-from .model import JobSpec, NAME_RULES, ParameterServerJob
+from .model import NAME_RULES, JobSpec, ParameterServerJob
+from .schema import API_VERSION_FULL, KIND, QUANTITY, JobSpecError, Schema, TypeInfo, fields_of
 
 
 def parse_job(manifest: Mapping[str, Any]) -> ParameterServerJob:

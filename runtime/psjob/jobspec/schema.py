@@ -13,7 +13,6 @@ from typing import Any, NewType
 
 from psjob import roles
 
-
 API_GROUP = "psjob.dev"
 API_VERSION = "v1alpha1"
 API_VERSION_FULL = f"{API_GROUP}/{API_VERSION}"

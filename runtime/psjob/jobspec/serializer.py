@@ -5,8 +5,8 @@ import dataclasses
 import enum
 from typing import Any
 
-from .schema import API_VERSION_FULL, KIND, fields_of
 from .model import ParameterServerJob
+from .schema import API_VERSION_FULL, KIND, fields_of
 
 
 def to_manifest(job: ParameterServerJob) -> dict[str, Any]:

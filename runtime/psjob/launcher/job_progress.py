@@ -95,7 +95,7 @@ class LogWatcher:
             self._partial.setdefault(index, "")
             self.logs[index] = path
 
-    def start(self) -> "LogWatcher":
+    def start(self) -> LogWatcher:
         self._thread.start()
         return self
 

@@ -30,7 +30,7 @@ shared with `psjob run`; this module is the fleetrun-style front.
 Collective (NCCL2-mode) jobs: with --server_num 0, --gpus or --nproc_per_node there are no
 pservers; trainer t gets Paddle's collective environment — PADDLE_TRAINER_ID,
 PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS (one free loopback port per trainer,
-its ring port) and PADDLE_CURRENT_ENDPOINT — and the auth token (docs/collective.md).
+its ring port) and PADDLE_CURRENT_ENDPOINT — and the auth token (docs/user/collective.md).
 Without any of them and with no --servers, one pserver is started, as before (fleetrun
 would run collective there).
 Exit status: 0 when every trainer exited 0 (pservers that do not exit on
@@ -45,11 +45,25 @@ import os
 import sys
 
 from .. import __version__, roles
-from ..aspaddle import SHIM_DIR, environment as as_paddle_environment
+from ..aspaddle import SHIM_DIR
+from ..aspaddle import environment as as_paddle_environment
 from ..role_env import process_environment
-from .local import (PROGRESS_INTERVAL_S, STOP_GRACE_S, Deadline, LocalJob,  # noqa: F401
-                    check_metrics_ports, check_options, checkpoint_root, free_port_block, free_ports,
-                    loopback_endpoints, metrics_banner, place, run_local, write_token)
+from .local import (  # noqa: F401
+    PROGRESS_INTERVAL_S,
+    STOP_GRACE_S,
+    Deadline,
+    LocalJob,
+    check_metrics_ports,
+    check_options,
+    checkpoint_root,
+    free_port_block,
+    free_ports,
+    loopback_endpoints,
+    metrics_banner,
+    place,
+    run_local,
+    write_token,
+)
 from .supervisor import ProcessSpec
 
 

@@ -40,8 +40,17 @@ from dataclasses import dataclass
 
 from .. import jobspec, roles
 from . import scale
-from .local import (PROGRESS_INTERVAL_S, STOP_GRACE_S, Deadline, LocalJob, check_options, metrics_banner,
-                    place, run_local, write_token)
+from .local import (
+    PROGRESS_INTERVAL_S,
+    STOP_GRACE_S,
+    Deadline,
+    LocalJob,
+    check_options,
+    metrics_banner,
+    place,
+    run_local,
+    write_token,
+)
 from .supervisor import ProcessSpec, RestartBudget
 
 # A StatefulSet recreates a crashing pserver forever, with backoff; locally a

@@ -8,13 +8,13 @@ next poll (`Scaler`). The last request for a role wins; one that asks for the
 current count does nothing.
 
 Trainers (`--workers N`, an elastic job: `spec.worker.maxReplicas` set;
-docs/local-runs.md, "Elastic trainers"), as Kubernetes applies an elastic
+docs/user/local-runs.md, "Elastic trainers"), as Kubernetes applies an elastic
 Indexed Job's new completions: 1 ≤ N ≤ maxReplicas; trainers of the indexes
 now wanted and not running are started (they join the pservers' member set),
 trainers of indexes ≥ N get SIGTERM (they finish their step, leave and exit
 0). Running trainers below N, and the pservers, are left alone.
 
-Pservers (`--pservers M`, a job that keeps checkpoints; docs/local-runs.md,
+Pservers (`--pservers M`, a job that keeps checkpoints; docs/user/local-runs.md,
 "Resizing the pservers"): the tables move from N pservers to M through a
 checkpoint, in this order —
 
@@ -38,7 +38,7 @@ checkpoint, in this order —
    position in the checkpoint.
 
 Nothing of this counts against runPolicy.backoffLimit or a pserver's
-restarts. The operator does the same with its ConfigMap (docs/operator.md).
+restarts. The operator does the same with its ConfigMap (docs/user/operator.md).
 Trainers learn the new endpoint set from the topology file (trainer 0, to
 hold) and by being started again with it: their program split depends on the
 pserver count, and a new process is the one place the whole plan (transpiler,

@@ -39,7 +39,7 @@ polls:
   to exit on their own, then are stopped; a pserver that dies in that window
   is not restarted: there is no trainer left to serve, and a restarted one
   could not learn which trainers completed (that is kept only in the
-  pservers' memory, docs/local-runs.md). Either is reported, and the exit
+  pservers' memory, docs/user/local-runs.md). Either is reported, and the exit
   status stays 0.
 
 Ctrl-C (SIGINT/SIGTERM to the supervisor) stops everything and exits 130/143.

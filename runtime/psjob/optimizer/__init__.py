@@ -19,7 +19,7 @@ from ..fluid import optimizer as _fo
 from ..fluid.core import global_scope
 from ..fluid.framework import OpRole
 from ..fluid.regularizer import L2DecayRegularizer, WeightDecayRegularizer
-from . import lr  # noqa: F401
+from . import lr
 from .lr import LRScheduler
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adam", "AdamW", "Adamax", "RMSProp", "lr"]

@@ -36,11 +36,12 @@ shard and answers the relative file names, as Fluid did.
 from __future__ import annotations
 
 import json
+
 from ..role_env import process_environment
 
 # How long a freeze holds without trainer 0 renewing it. Trainer 0 renews every
 # lease/4 while it saves, so a long save is never cut short; a trainer 0 that dies
-# inside the freeze stalls updates for at most this long (docs/checkpoints.md).
+# inside the freeze stalls updates for at most this long (docs/user/checkpoints.md).
 LEASE_ENV = "PSJOB_CHECKPOINT_FREEZE_LEASE_S"
 DEFAULT_FREEZE_LEASE_S = 10.0
 # The longest lease a pserver grants: every update waits while a freeze holds, so a

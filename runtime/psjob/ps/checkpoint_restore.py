@@ -1,4 +1,4 @@
-"""A pserver loads its part of a whole-model save (seed 002's `_load_distributed_persistables`).
+"""A pserver loads its part of a whole-model save (Fluid's `fluid.io._load_distributed_persistables`).
 
 Trainer 0 saves every parameter and optimizer accumulator whole (it pulls the
 slices and reassembles them), and the pservers save the distributed table
@@ -36,7 +36,7 @@ import numpy as np
 from ..checkpoint.format import CheckpointError, CorruptFileError, read_manifest, read_var
 from ..checkpoint.store import committed, is_checkpoint_root, mark_corrupt
 from ..checkpoint.tables import dense_rows, import_into, read_rows, rows_digest
-from ..fluid.core import global_scope, to_numpy
+from ..fluid.core import global_scope
 from ..fluid.framework import VarType
 from ..fluid.transpiler.slicing import get_varname_parts
 from ..tables import SparseTable

@@ -28,11 +28,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from ..role_env import process_environment
 from ..rpc.client import PSClient, RpcError
 from .auth import token_from_env
 from .communicator import Communicator, CommunicatorConfig
 from .geo import GeoCommunicator
-from ..role_env import process_environment
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def program_endpoints(program) -> list[str]:
 def _is_async(program) -> bool:
     for op in program.global_block().ops:
         if op.type == "send":
-            # The transpiler writes the seed's inverted flag: send.sync_mode = not sync_mode.
+            # The transpiler writes Fluid's inverted flag: send.sync_mode = not sync_mode.
             return bool(op.attr("sync_mode", False))
     return False
 

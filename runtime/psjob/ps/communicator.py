@@ -1,4 +1,4 @@
-"""The trainer-side communicator of async and half-async training (seed 000's modes).
+"""The trainer-side communicator of async and half-async training (the modes of Paddle Fleet's a_sync).
 
 It wraps the RPC client with the same verbs, so the transpiled program's
 send/recv kernels need not know the mode:
@@ -59,37 +59,28 @@ class CommunicatorConfig:
     send_queue_size: int = 20        # per-variable queue bound (trainer blocks beyond it)
     recv_interval_s: float = 0.0     # minimum time between two cache refreshes (pulls)
     # How long the sender waits for the rest of a step's gradients (one per queue) before it
-    # sends what it has (Paddle's communicator_send_wait_times): the send ops of one step
-    # fire over its backward pass, and one request per pserver per step instead of one per
-    # gradient measured +15-25% CTR examples/s (bench/ps_train.py). 0 sends at once.
-    # Long enough for a whole backward pass: the CTR trainer's (~10 ms of CPU, longer on a
-    # busy core) left 5 ms waits two requests per step; 50 ms gives one, and the trainer's
-    # communicator and call threads ~1 CPU-s per 1M examples less (0.05 s: 2.6-2.8, 0.005 s:
-    # 3.6-3.7; bench/peer_psjob_worker.py --profile, 1 pserver + 1 trainer). It adds no staleness: a step's table gradient
-    # comes last anyway, and a full step's worth leaves at once.
+    # sends what it has (Paddle's communicator_send_wait_times): the send ops of one step fire
+    # over its backward pass, and one request per pserver per step costs less than one per
+    # gradient. Long enough for a CTR backward pass on a busy core; it adds no staleness (a
+    # step's table gradient comes last anyway). 0 sends at once. Figures: docs/performance.md.
     send_wait_s: float = 0.05
     # How many steps of its own gradients the parameters a trainer reads may miss (async).
     # Without this bound the trainer's only brake is a full queue: a trainer whose steps never
     # block (no prefetch RPC: a 2.x Embedding is a plain parameter) holds the GIL, starves the
-    # sender and receiver threads, and runs send_queue_size steps ahead of its own updates.
-    # Measured (1 trainer, 1 pserver, Adam 5e-3, 2.x Embedding model): without the bound the
-    # loss diverged (mean of the last 50 steps 0.84-1.19 against sync's 0.656); with 1, 0.657.
-    # None: no bound (only send_queue_size).
+    # sender and receiver threads, runs send_queue_size steps ahead of its own updates, and
+    # can diverge where sync learns. None: no bound (only send_queue_size).
     max_stale_steps: int | None = 1
-    # Async reads are extrapolated this many pull intervals ahead: a background pull's values
-    # p, the previous pull's p0, the cache holds p + predict_pulls * (p - p0) (weight
-    # prediction, as SpecTrain and PipeMare do for pipeline staleness). A gradient computed
-    # from a pull is applied ~2 intervals after the pull's snapshot (the pull's own trip, the
-    # step that uses it, the push), and with Adam's momentum successive updates point the
-    # same way. Measured first-epoch AUC (bench/peer_psjob_worker.py, 500k rows, single
-    # process 0.8368): 1 pserver + 1 trainer 0.8297-0.8306 without, 0.8356 with 1, 0.8359-
-    # 0.8363 with 2; 2 + 2 (trainer 0) 0.8125-0.8218 without, 0.8216-0.8242 with 1, 0.8214-
-    # 0.8357 (median 0.8321, 5 runs on a busy machine) with 2, 0.8293 with 3. Off by default: it suits optimizers whose successive
-    # updates agree (Adam, momentum); plain SGD at a high rate overshoots with it (a test's
-    # SGD 0.3 model diverged at 2). Floating-point values only; max_stale_steps=0 (exact
-    # reads) turns it off; refresh() stores exact values. Fleet: a_sync_configs["predict_pulls"];
-    # Fleet's default decides per parameter from its pserver optimizer (psjob.fleet.strategy
-    # .predict_pulls_by_name), given here as {pulled name: intervals} (names absent: 0).
+    # Async reads are extrapolated this many pull intervals ahead: with a background pull's
+    # values p and the previous pull's p0, the cache holds p + predict_pulls * (p - p0) (weight
+    # prediction, as SpecTrain (Chen et al., 2018) and PipeMare (Yang et al., 2021) do for
+    # pipeline staleness). A gradient computed from a pull is applied ~2 intervals after the
+    # pull's snapshot, and with Adam's momentum successive updates point the same way. Off by
+    # default here: it suits optimizers whose successive updates agree (Adam, momentum); plain
+    # SGD at a high rate overshoots with it. Floating-point values only; max_stale_steps=0
+    # (exact reads) turns it off; refresh() stores exact values. Fleet: a_sync_configs
+    # ["predict_pulls"]; Fleet's default decides per parameter from its pserver optimizer
+    # (psjob.fleet.strategy.predict_pulls_by_name), given here as {pulled name: intervals}
+    # (names absent: 0). What it buys in first-epoch AUC: docs/performance.md.
     predict_pulls: float | Mapping[str, float] = 0.0
 
 

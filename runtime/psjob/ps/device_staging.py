@@ -1,6 +1,6 @@
 """Host ⇄ device transfers of a pserver whose state lives on a GPU.
 
-A GPU pserver (ServeOptions.device = "gpu:N", docs/cuda.md) receives
+A GPU pserver (ServeOptions.device = "gpu:N", docs/user/cuda.md) receives
 gradients from the network as numpy views over the request's bytes. Copying
 those to the device straight from pageable memory makes the driver bounce
 them through its own small pinned buffer, synchronously, one tensor at a
@@ -145,7 +145,6 @@ class DeviceStaging:
 
     def to_host_arrays(self, arrays) -> list:
         """New host (numpy) copies of device arrays, through one pinned buffer and one sync."""
-        xp = self.xp
         with self.device():
             arrays = [_contiguous(a) for a in arrays]
             offsets, total = _layout(arrays)

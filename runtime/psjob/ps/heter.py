@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..ps.heter_state import HeterState
+from ..role_env import process_environment
 from ..roles import split_endpoint
 from ..rpc import tls as tls_mod
 from ..rpc.heter_client import HeterClient
@@ -42,7 +43,6 @@ from ..rpc.heter_service import start_heter_server
 from .auth import token_from_env
 from .lifecycle import stay_until_stopped, wait_for_stop, wait_stoppable
 from .observability import HeterTelemetry, heter_telemetry_from_env
-from ..role_env import process_environment
 
 log = logging.getLogger("psjob.heter")
 

@@ -33,8 +33,8 @@ import numpy as np
 
 from ..fluid.core import Scope, SelectedRows
 from ..fluid.executor import Executor
-from ..fluid.transpiler.heter_split import HeterSplit
 from ..fluid.ops.dist_ops import confirm_pushes
+from ..fluid.transpiler.heter_split import HeterSplit
 
 STARTING, SERVING, DONE = "STARTING", "SERVING", "STOPPING"
 

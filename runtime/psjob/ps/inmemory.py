@@ -53,7 +53,7 @@ def _call(fn, *args):
 class InMemoryClient:
     """transport.PSClient over direct calls to the cluster's PserverStates."""
 
-    def __init__(self, cluster: "InMemoryCluster", trainer_id: int):
+    def __init__(self, cluster: InMemoryCluster, trainer_id: int):
         self.cluster, self.trainer_id = cluster, int(trainer_id)
         self.endpoints = list(cluster.states)
 
@@ -107,7 +107,7 @@ class InMemoryCluster:
             self.states[ep] = state
 
     @classmethod
-    def from_transpiler(cls, transpiler, **kwargs) -> "InMemoryCluster":
+    def from_transpiler(cls, transpiler, **kwargs) -> InMemoryCluster:
         return cls({ep: transpiler.get_pserver_programs(ep) for ep in transpiler.plan.endpoints}, **kwargs)
 
     def handler(self, endpoint) -> PserverState:

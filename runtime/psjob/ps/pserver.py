@@ -20,7 +20,7 @@ down: `role_service`; the process environment for a Fluid script that runs
 listen_and_serv on its own executor): the endpoint to
 bind is the listen_and_serv op's `endpoint` attribute, the auth token from
 PSJOB_AUTH_TOKEN_FILE, metrics on PSJOB_METRICS_PORT, optional TLS from
-PSJOB_TLS_CERT_FILE / PSJOB_TLS_KEY_FILE (psjob.rpc.tls, docs/security.md). With
+PSJOB_TLS_CERT_FILE / PSJOB_TLS_KEY_FILE (psjob.rpc.tls, docs/user/security.md). With
 PSJOB_CHECKPOINT_DIR set, the pserver loads its part of the newest good
 checkpoint there before serving (a restarted pserver rejoins where the job's
 last checkpoint left its shard).
@@ -32,7 +32,7 @@ state columns live on the device after start-up (and checkpoint restore);
 the optimize blocks run on CUDAPlace (the fused kernels of psjob.cuda);
 requests cross through pinned staging buffers (device_staging.py); table
 blocks run on a host executor, since the table keeps its id index on the
-host and does its own one-copy transfers. docs/cuda.md.
+host and does its own one-copy transfers. docs/user/cuda.md.
 """
 from __future__ import annotations
 
@@ -49,6 +49,7 @@ from ..fluid.core import CPUPlace, CUDAPlace, SelectedRows, to_numpy
 from ..fluid.executor import Executor
 from ..fluid.framework import Program
 from ..ps.pserver_state import PserverOptions, PserverState
+from ..role_env import process_environment
 from ..roles import split_endpoint
 from ..rpc.base_client import MAX_MESSAGE_BYTES
 from ..rpc.base_server import READ_TIMEOUT_S
@@ -58,7 +59,6 @@ from .auth import token_from_env
 from .device_staging import DeviceStaging, array_module_for, parse_device
 from .lifecycle import stay_until_stopped, wait_for_stop, wait_stoppable
 from .observability import table_stats_source, telemetry_from_env
-from ..role_env import process_environment
 
 log = logging.getLogger("psjob.pserver")
 
@@ -72,7 +72,7 @@ class ServeOptions:
     barrier_timeout_s: float = 600.0
     grace_s: float = 2.0          # let in-flight replies drain before stopping
     max_message_bytes: int = 0    # 0 = the transport default (1 GiB)
-    # What one peer may hold (docs/security.md): the time a request's body may take to
+    # What one peer may hold (docs/user/security.md): the time a request's body may take to
     # arrive, the request bytes the data plane holds at once (0: twice the message cap),
     # the ids of one prefetch.
     read_timeout_s: float = READ_TIMEOUT_S
@@ -167,7 +167,7 @@ class PserverProcess:
         self.state.run_startup(Program())
         if options.checkpoint_dir:
             # A restarted pserver (or a resumed job) rejoins from its shard of the newest
-            # good checkpoint, before it answers anyone (psjob.checkpoint, docs/checkpoints.md).
+            # good checkpoint, before it answers anyone (psjob.checkpoint, docs/user/checkpoints.md).
             if self.state.restore_from_checkpoints(options.checkpoint_dir, options.restore_digest) is not None:
                 # ... and learns from its peers which trainers completed while it was away.
                 from .checkpoint_service import adopt_peer_completions

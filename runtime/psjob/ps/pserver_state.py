@@ -59,10 +59,10 @@ from ..fluid.core import CPUPlace, Scope, SelectedRows, scatter_add, to_numpy
 from ..fluid.executor import Executor
 from ..fluid.framework import GraphError, VarType
 from ..fluid.transpiler.pserver_pass import TRAINER_ID_VAR, TRAINER_MEAN_ATTR
+from ..fluid.transpiler.slicing import get_varname_parts
 from . import checkpoint_service
 from .pserver_staleness import StalenessTracker, param_of_grad
 from .trainer_gather import TrainerGather
-from ..fluid.transpiler.slicing import get_varname_parts
 
 log = logging.getLogger("psjob.pserver")
 

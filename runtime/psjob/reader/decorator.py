@@ -16,7 +16,6 @@ import queue
 import random
 import threading
 
-
 __all__ = [
     "ComposeNotAligned", "buffered", "cache", "chain", "compose", "firstn",
     "map_readers", "shuffle", "xmap_readers",

@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from .names import AUTO, HETER_TRAINER, PSERVER, ROLES, STAY_UNTIL_STOPPED_ENV, TRAINER
 from .topology import heter_service, pserver_service, split_endpoint
 
-
 # Paddle 2.x name → Fluid name, for processes started by Paddle's own launchers.
 PADDLE2_TO_FLUID = {
     "TRAINING_ROLE": "PADDLE_TRAINING_ROLE",

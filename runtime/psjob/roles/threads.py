@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 
-
 # Thread pools of the math libraries under numpy (OpenBLAS, MKL, OpenMP). Each
 # defaults to one thread per visible core, and its threads spin while waiting
 # for work: with a pserver, a trainer and the trainer's communicator threads on

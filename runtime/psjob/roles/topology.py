@@ -7,9 +7,14 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .names import (DEFAULT_METRICS_PORT, DEVICES, KUBERNETES_AUTH_TOKEN_FILE, KUBERNETES_CHECKPOINT_DIR,
-                    LOCAL_HOST, MODES)
-
+from .names import (
+    DEFAULT_METRICS_PORT,
+    DEVICES,
+    KUBERNETES_AUTH_TOKEN_FILE,
+    KUBERNETES_CHECKPOINT_DIR,
+    LOCAL_HOST,
+    MODES,
+)
 
 # The topology builders take a psjob.jobspec.ParameterServerJob. They read its
 # fields and do not import it: jobspec imports this module's defaults (ports,
@@ -111,7 +116,7 @@ def split_endpoint(endpoint: str, *, what: str = "endpoint", host_optional: bool
 
 # --- builders -------------------------------------------------------------------------
 
-def kubernetes_topology(spec: "ParameterServerJob", namespace: str) -> JobTopology:
+def kubernetes_topology(spec: ParameterServerJob, namespace: str) -> JobTopology:
     """Topology of a job run by the operator: stable StatefulSet DNS names."""
     job = spec
     s = job.spec
@@ -136,7 +141,7 @@ def local_pserver_host(index: int) -> str:
     return f"127.0.0.{index + 1}"
 
 
-def local_topology(spec: "ParameterServerJob", ports: Sequence[int], workdir: str | os.PathLike,
+def local_topology(spec: ParameterServerJob, ports: Sequence[int], workdir: str | os.PathLike,
                    metrics_port: int = 0) -> JobTopology:
     """Topology of a job run on this machine by `psjob run`.
 
@@ -168,7 +173,7 @@ def local_topology(spec: "ParameterServerJob", ports: Sequence[int], workdir: st
                      metrics_port=metrics_port, trainer_host=LOCAL_HOST, per_process=True)
 
 
-def _topology(job: "ParameterServerJob", namespace: str, pservers: tuple[str, ...],
+def _topology(job: ParameterServerJob, namespace: str, pservers: tuple[str, ...],
               heter: tuple[str, ...], *, checkpoint_dir: str, auth_token_file: str,
               metrics_port: int, trainer_host: str, per_process: bool) -> JobTopology:
     s = job.spec

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
+
 from ..role_env import process_environment
 
 # mallopt parameter numbers from glibc's <malloc.h>

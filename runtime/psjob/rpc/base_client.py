@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import grpc
 
+from ..role_env import process_environment
 from . import tls as tls_mod
 from .allocator import tune_for_large_messages
-from ..role_env import process_environment
 
 # 1 GiB: one request may carry a large slice of a dense parameter or a big prefetch.
 MAX_MESSAGE_BYTES = 1 << 30
@@ -76,7 +76,7 @@ class PeerRpcError(RuntimeError):
         self.endpoint, self.method, self.code, self.details = endpoint, method, code, details
 
     @classmethod
-    def from_grpc(cls, endpoint: str, method: str, exc: grpc.RpcError) -> "PeerRpcError":
+    def from_grpc(cls, endpoint: str, method: str, exc: grpc.RpcError) -> PeerRpcError:
         return cls(endpoint, method, exc.code() if hasattr(exc, "code") else None,
                    exc.details() if hasattr(exc, "details") else str(exc))
 

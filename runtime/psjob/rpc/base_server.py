@@ -48,11 +48,10 @@ port (dataplane.py; TLS with the same certificate when `tls` is set), guarded
 alike; the servicer's `data_port` attribute is set to that port (0: none)
 before the first call.
 
-Why a thread pool and not grpc.aio: bench/ps_rpc.py serves a bare method on
-both; its server CPU per 4 MiB reply on the event loop was 0.89x, 0.90x and
-1.26x the thread pool's in three runs (a loaded 2-core machine), 1.06x and
-1.38x with the hop to a thread that psjob's blocking handlers (sync barriers,
-table locks) would need there: no gain worth the change.
+Why a thread pool and not grpc.aio: measured with a bare method on both
+(bench/ps_rpc.py; docs/performance.md), the event loop saved no server CPU per
+large reply, and psjob's blocking handlers (sync barriers, table locks) would
+need a hop to a thread there, which cost more.
 """
 from __future__ import annotations
 
@@ -66,11 +65,11 @@ from concurrent import futures
 import grpc
 from google.protobuf.message import DecodeError
 
+from ..roles import split_endpoint
 from . import codec, dataplane
 from . import tls as tls_mod
 from .allocator import tune_for_large_messages
 from .base_client import AUTH_METADATA_KEY, CHANNEL_OPTIONS, MAX_MESSAGE_BYTES, ServiceSpec
-from ..roles import split_endpoint
 
 log = logging.getLogger("psjob.rpc.server")
 

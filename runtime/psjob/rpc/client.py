@@ -47,10 +47,10 @@ from dataclasses import dataclass
 import grpc
 import numpy as np
 
+from ..role_env import process_environment
 from . import codec, dataplane, frames
 from . import psjob_pb2 as pb
 from .base_client import PeerRpcError, RpcClient, ServiceSpec
-from ..role_env import process_environment
 
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 # A restarting pserver may take this long to come back (pod rescheduled, image pulled,
@@ -88,7 +88,7 @@ class RetryPolicy:
     recovery_s: float = 0.0
 
     @classmethod
-    def from_env(cls, environ=None) -> "RetryPolicy":
+    def from_env(cls, environ=None) -> RetryPolicy:
         """The defaults, overridden by PSJOB_RPC_DEADLINE_S / _BARRIER_DEADLINE_S / _MAX_ATTEMPTS
         and PSJOB_PSERVER_RECOVERY_S (RECOVERY_S when unset; 0: the attempts alone bound it)."""
         env = process_environment() if environ is None else environ
@@ -114,7 +114,7 @@ class RetryPolicy:
 class Handle:
     """A call in flight; `wait()` returns its decoded result or raises RpcError."""
 
-    def __init__(self, client: "PSClient", endpoint, method, request, decode, deadline):
+    def __init__(self, client: PSClient, endpoint, method, request, decode, deadline):
         self._client, self._endpoint, self._method = client, endpoint, method
         self._request, self._decode, self._deadline = request, decode, deadline
         self._future = client._start(endpoint, method, request, deadline)

@@ -18,8 +18,8 @@ _RELATIVE = {"import psjob_pb2 as psjob__pb2": "from . import psjob_pb2 as psjob
 
 
 def generate(out_dir: str = HERE) -> list[str]:
-    from grpc_tools import protoc
     import grpc_tools
+    from grpc_tools import protoc
     include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
     files = []
     for proto in PROTOS:

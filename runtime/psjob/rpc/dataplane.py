@@ -37,7 +37,7 @@ error → status mapping, the observer). A reply's status other than OK raises
 client's retries treat both transports alike; a broken or timed-out
 connection is UNAVAILABLE / DEADLINE_EXCEEDED and is closed.
 
-What a peer can hold (docs/security.md). Before its hello is accepted a
+What a peer can hold (docs/user/security.md). Before its hello is accepted a
 connection is "pending": at most MAX_PENDING at once (a new one beyond that
 displaces the oldest, which is closed at once: a client's hello, answered in
 milliseconds, gets through a flood of silent ones), each for HELLO_TIMEOUT_S in
@@ -67,8 +67,8 @@ import time
 import grpc
 import numpy as np
 
-from . import tls as tls_mod
 from ..role_env import process_environment
+from . import tls as tls_mod
 
 log = logging.getLogger("psjob.rpc.dataplane")
 
@@ -160,7 +160,7 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None,
                 deadline = time.monotonic() + limit_s
             got += k
         if got < n and deadline is not None and time.monotonic() >= deadline:
-            raise socket.timeout(f"{got} of {n} bytes arrived in time")
+            raise TimeoutError(f"{got} of {n} bytes arrived in time")
     return view.toreadonly()
 
 
@@ -175,7 +175,7 @@ def _discard(sock: socket.socket, n: int, deadline: float | None = None) -> None
             raise ConnectionResetError("connection closed inside a refused request")
         n -= max(k, 0)
         if n > 0 and deadline is not None and time.monotonic() >= deadline:
-            raise socket.timeout("a refused request did not arrive in time")
+            raise TimeoutError("a refused request did not arrive in time")
 
 
 def _send_all(sock: socket.socket, data, deadline: float) -> None:
@@ -188,7 +188,7 @@ def _send_all(sock: socket.socket, data, deadline: float) -> None:
         except _WOULD_BLOCK:
             pass
         if sent < len(view) and time.monotonic() >= deadline:
-            raise socket.timeout(f"the peer took {sent} of {len(view)} bytes of its reply in time")
+            raise TimeoutError(f"the peer took {sent} of {len(view)} bytes of its reply in time")
 
 
 def _bound_waits(sock: socket.socket, seconds: float) -> None:
@@ -502,7 +502,7 @@ class DataPlaneConnections:
             if magic != b"PSJR":
                 raise ConnectionError(f"not a psjob data-plane reply (magic {bytes(magic)!r})")
             body = _recv_exact(sock, length)
-        except socket.timeout:
+        except TimeoutError:
             self._broken(endpoint, sock)
             raise DataPlaneError(grpc.StatusCode.DEADLINE_EXCEEDED,
                                  f"no reply within {timeout:.0f}s (data plane)") from None

@@ -26,6 +26,7 @@ import ssl
 from dataclasses import dataclass
 
 import grpc
+
 from ..role_env import process_environment
 
 ENV_CERT, ENV_KEY, ENV_CA = "PSJOB_TLS_CERT_FILE", "PSJOB_TLS_KEY_FILE", "PSJOB_TLS_CA_FILE"

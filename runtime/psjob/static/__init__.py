@@ -11,21 +11,27 @@ save functions take path prefixes (see static/io.py), and `nn` holds the layer f
 """
 from __future__ import annotations
 
-from ..fluid.backward import append_backward, gradients  # noqa: F401
-from ..fluid.compiler import BuildStrategy, ExecutionStrategy  # noqa: F401
-from ..fluid.core import CPUPlace, CUDAPlace, global_scope, scope_guard  # noqa: F401
-from ..fluid.device_guard import device_guard  # noqa: F401
-from ..fluid.executor import CompiledProgram, Executor, ParallelExecutor  # noqa: F401
-from ..fluid.framework import (Parameter, Program, Variable, convert_dtype,  # noqa: F401
-                               default_main_program, default_startup_program, name_scope,
-                               program_guard)
-from ..fluid.layers import create_global_var, create_parameter  # noqa: F401
-from ..fluid.layers.metric_op import accuracy, auc  # noqa: F401
-from ..fluid.param_attr import WeightNormParamAttr  # noqa: F401
-from . import nn  # noqa: F401
-from .io import (load, load_inference_model, load_program_state, save,  # noqa: F401
-                 save_inference_model, set_program_state)
+from ..fluid.backward import append_backward, gradients
+from ..fluid.compiler import BuildStrategy, ExecutionStrategy
+from ..fluid.core import CPUPlace, CUDAPlace, global_scope, scope_guard
+from ..fluid.device_guard import device_guard
+from ..fluid.executor import CompiledProgram, Executor, ParallelExecutor
+from ..fluid.framework import (
+    Parameter,
+    Program,
+    Variable,
+    convert_dtype,
+    default_main_program,
+    default_startup_program,
+    name_scope,
+    program_guard,
+)
+from ..fluid.layers import create_global_var, create_parameter
+from ..fluid.layers.metric_op import accuracy, auc
+from ..fluid.param_attr import WeightNormParamAttr
 from ..role_env import process_environment
+from . import nn
+from .io import load, load_inference_model, load_program_state, save, save_inference_model, set_program_state
 
 
 def data(name, shape, dtype=None, lod_level=0):

@@ -12,11 +12,16 @@ Public surface (everything else in this package is an implementation module):
 
 Layering: tables use `psjob.kernels.optimizers` for the update math and
 numpy; they import nothing from rpc, pserver or the operator. See
-docs/tables.md for the design and measured figures.
+docs/dev/tables.md for the design and measured figures.
 """
 from psjob.tables.config import (
-    INITIALIZERS, OPTIMIZERS, AdmissionConfig, EvictionConfig, InitializerConfig,
-    OptimizerConfig, TableConfig,
+    INITIALIZERS,
+    OPTIMIZERS,
+    AdmissionConfig,
+    EvictionConfig,
+    InitializerConfig,
+    OptimizerConfig,
+    TableConfig,
 )
 from psjob.tables.hashing import shard_of
 from psjob.tables.shard import TableShard, concat_shards, split_shard

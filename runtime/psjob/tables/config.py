@@ -11,7 +11,7 @@ import dataclasses
 import inspect
 import math
 import types
-from typing import Mapping
+from collections.abc import Mapping
 
 from psjob.kernels import optimizers as _kernels
 

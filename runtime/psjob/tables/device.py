@@ -44,7 +44,7 @@ class DirectTransfer:
 def _row_updates(xp):
     if xp is np:
         return reference.ROW_UPDATES
-    from psjob.cuda import optimizers as fused   # needs cupy and a GPU only when called
+    from psjob.cuda import optimizers as fused  # needs cupy and a GPU only when called
     return fused.ROW_UPDATES
 
 

@@ -9,7 +9,7 @@ the row is updated) and moves rows in and out of storage.
 
 `merge_rows` is the table's own duplicate-row merge, faster on 64K-id Zipf
 batches than the kernels' ``merge_duplicate_rows`` (argsort + reduceat; see
-the figures in docs/tables.md). It sorts nothing: a row-indexed scratch
+the figures in docs/dev/tables.md). It sorts nothing: a row-indexed scratch
 column receives each row's first batch position (``np.minimum.at``), the
 first gradient of every row is copied and only the repeats are summed in,
 with a 1-D ``np.add.at`` (numpy's fast path).

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -51,7 +51,7 @@ class TableShard:
     def dim(self) -> int:
         return int(self.values.shape[1])
 
-    def take(self, index: np.ndarray) -> "TableShard":
+    def take(self, index: np.ndarray) -> TableShard:
         """The rows at ``index`` (positions or a bool mask), as a new shard."""
         return TableShard(
             ids=self.ids[index], values=self.values[index],

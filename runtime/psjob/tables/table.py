@@ -122,7 +122,7 @@ class SparseTable:
         return self._storage.live_count
 
     # ------------------------------------------------------------ device
-    def to_device(self, xp, transfer=None) -> "SparseTable":
+    def to_device(self, xp, transfer=None) -> SparseTable:
         """Keep the value and optimizer-state columns in arrays of `xp` (cupy: on the GPU);
         the id index and eviction metadata stay on the host. See tables/device.py."""
         from psjob.tables.device import DeviceColumns

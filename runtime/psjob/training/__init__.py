@@ -12,4 +12,4 @@ trainer flows, checkpoints and resuming through psjob.fleet.checkpointer).
 The trainer's progress lines (psjob.progress) and metrics (psjob.fleet.telemetry)
 are shared with a Fleet script's trainer, which reports the same way.
 """
-from .options import TrainOptions, UsageError, parse  # noqa: F401
+from .options import TrainOptions, UsageError, parse

@@ -125,7 +125,7 @@ def _file_batches(share: Share):
                          "check --data")
 
 
-def to_batch(ex, id_mode: str) -> "ctr.CtrBatch":
+def to_batch(ex, id_mode: str) -> ctr.CtrBatch:
     """In-memory examples → the stacked batch the model is fed (ids as files write them)."""
     ids = tuple(ctr.global_ids(s, ex.ids[s], id_mode) for s in range(ctr.NUM_SLOTS))
     lod = tuple(ex.offsets(s).astype(np.int64) for s in range(ctr.NUM_SLOTS))

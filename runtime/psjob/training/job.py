@@ -16,7 +16,7 @@ Lifecycle of every process (the same ARGS everywhere):
    updating its metrics, tells the pservers it completed, prints its final
    line and exits 0.
 
-Elastic jobs (PSJOB_MAX_TRAINERS set; docs/local-runs.md "Elastic trainers"):
+Elastic jobs (PSJOB_MAX_TRAINERS set; docs/user/local-runs.md "Elastic trainers"):
 a trainer joins the pservers' member set in init_worker, takes its data share
 at the start of every epoch from the members then (its rank among them), and
 on SIGTERM (scaled away) finishes its step, leaves and exits 0.
@@ -32,19 +32,20 @@ from dataclasses import dataclass, field
 
 from .. import fluid
 from ..checkpoint import store
-from ..fleet.checkpointer import Checkpointer
 from ..dataset import ctr
 from ..fleet import DistributedStrategy, Fleet, PaddleCloudRoleMaker
+from ..fleet.checkpointer import Checkpointer
+from ..fleet.monitor import checkpoint_label
+from ..fleet.telemetry import TrainerTelemetry
 from ..fluid.core import PlaceError
 from ..fluid.pipeline import pipelined
 from ..fluid.transpiler import DistributeTranspilerConfig
-from ..models import BUILT_IN as BUILT_IN_MODELS, ctr as ctr_model
+from ..models import BUILT_IN as BUILT_IN_MODELS
+from ..models import ctr as ctr_model
+from ..progress import ProgressReporter, ProgressState
+from ..role_env import RoleEnv
 from . import data
 from .options import TrainOptions
-from ..progress import ProgressReporter, ProgressState
-from ..fleet.monitor import checkpoint_label
-from ..fleet.telemetry import TrainerTelemetry
-from ..role_env import RoleEnv
 
 
 def strategy_for(role: RoleEnv):
@@ -82,7 +83,7 @@ def place_for(device: str):
 
 def build(opts: TrainOptions, fleet: Fleet, role: RoleEnv) -> ctr_model.CTRModel:
     """Build and transpile the model into fleet.main_program / startup_program."""
-    # In a heter job the MLP is the heter section: heter trainers run it (seed 003's split).
+    # In a heter job the MLP is the heter section: heter trainers run it (the split of Fleet's heterogeneous parameter server).
     config = dataclasses.replace(BUILT_IN_MODELS[opts.model], sparse_feature_dim=ctr.SPARSE_FEATURE_DIM,
                                  is_distributed=opts.distributed_table,
                                  optimizer=opts.optimizer, learning_rate=opts.learning_rate,

@@ -53,7 +53,7 @@ def build_parser(prog: str = "psjob worker") -> argparse.ArgumentParser:
                    help="built-in model to train: ctr (the CTR DNN) or wide_deep (plus a linear part)")
     p.add_argument("--data", default=d.data,
                    help="'synthetic' (generated in memory, deterministic) or a directory of "
-                        "part-* CTR text files (docs/data.md)")
+                        "part-* CTR text files (docs/user/data.md)")
     p.add_argument("--examples", type=int, default=d.examples,
                    help="synthetic data: examples in the whole job, split evenly over trainers")
     p.add_argument("--epochs", type=int, default=d.epochs, help="passes over each trainer's share")

@@ -26,8 +26,7 @@ import numpy as np
 
 import psjob.fluid as fluid
 from psjob import fleet
-from psjob.fleet import Checkpointer
-from psjob.fleet import DistributedStrategy
+from psjob.fleet import Checkpointer, DistributedStrategy
 
 p = argparse.ArgumentParser()
 p.add_argument("--out", required=True)

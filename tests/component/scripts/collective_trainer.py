@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 
-from psjob.role_env import CollectiveEnv
 from psjob import fluid
+from psjob.role_env import CollectiveEnv
 
 STEPS, BATCH, DIM = 4, 8, 6
 
@@ -71,7 +71,7 @@ def main():
     if form == "transpiler":
         runner = fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=prog,
                                         num_trainers=world, trainer_id=rank)
-        run = lambda feed: runner.run(fetch_list=[loss.name], feed=feed)  # noqa: E731
+        run = lambda feed: runner.run(fetch_list=[loss.name], feed=feed)
     elif form == "parallel_env":
         import psjob.distributed as dist
         dist.init_parallel_env()
@@ -79,12 +79,12 @@ def main():
         bs = fluid.BuildStrategy()
         bs.num_trainers, bs.trainer_id = dist.get_world_size(), dist.get_rank()
         compiled = fluid.CompiledProgram(prog).with_data_parallel(loss_name=loss.name, build_strategy=bs)
-        run = lambda feed: exe.run(compiled, feed=feed, fetch_list=[loss])  # noqa: E731
+        run = lambda feed: exe.run(compiled, feed=feed, fetch_list=[loss])
     elif form == "fleet1x":
         from psjob.fluid.incubate.fleet.collective import fleet
-        run = lambda feed: exe.run(fleet.main_program, feed=feed, fetch_list=[loss])  # noqa: E731
+        run = lambda feed: exe.run(fleet.main_program, feed=feed, fetch_list=[loss])
     else:
-        run = lambda feed: exe.run(prog, feed=feed, fetch_list=[loss])  # noqa: E731
+        run = lambda feed: exe.run(prog, feed=feed, fetch_list=[loss])
     shard = BATCH // world
     losses = []
     steps = int(sys.argv[4]) if len(sys.argv) > 4 else None

@@ -2,6 +2,7 @@
 # (import paddle → import psjob as paddle; paddle.fluid → psjob.fluid).
 # EPOCH_NUM is read from the environment so tests can keep it short.
 import os
+
 import psjob as paddle
 import psjob.fluid as fluid
 
@@ -62,8 +63,7 @@ def train():
                                       feed=feeder.feed(batch_data),
                                       fetch_list=[avg_loss])
                 if (batch_id + 1) % 10 == 0:
-                    print("Epoch: {0}, Batch: {1}, loss: {2}".format(
-                        epoch, batch_id, avg_loss_value[0]))
+                    print(f"Epoch: {epoch}, Batch: {batch_id}, loss: {avg_loss_value[0]}")
         # destory the resource of current trainer node in pserver server node
         exe.close()
     else:

@@ -23,7 +23,7 @@ from psjob import fleet
 from psjob.fleet import DistributedStrategy
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-import fetchkit  # noqa: E402
+import fetchkit
 
 p = argparse.ArgumentParser()
 p.add_argument("--model", required=True, choices=fetchkit.MODELS)

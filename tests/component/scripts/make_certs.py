@@ -29,7 +29,7 @@ def _pem(cert):
 def make_certs(out_dir, names=(), ca_name="psjob test CA"):
     """Write ca.crt, tls.crt, tls.key under out_dir; returns their paths (ca, cert, key)."""
     os.makedirs(out_dir, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     start, end = now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = (x509.CertificateBuilder().subject_name(_name(ca_name)).issuer_name(_name(ca_name))

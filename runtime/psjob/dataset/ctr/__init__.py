@@ -16,13 +16,23 @@ in `id_mode="hash"` they are 64-bit hashes of (slot, id), for tables keyed by
 arbitrary int64. Both modes hold the same examples and labels.
 `batches(..., format="criteo" | "tsv40" | "parquet")` reads the Criteo TSV
 logs, the anchor's 40-column TSV and Parquet into the same batches.
-The format and the error policy are documented in docs/data.md.
+The format and the error policy are documented in docs/user/data.md.
 """
 from psjob.dataset.ctr._errors import BadLine, DataError, Problem, ReaderStats
 from psjob.dataset.ctr._generate import GeneratedSet, generate, shard_name
-from psjob.dataset.ctr._layout import (DENSE_DECIMALS, ID_MODES, MAX_IDS_PER_SLOT,
-                                       MULTI_ID_SLOTS, NUM_DENSE, NUM_SLOTS, SLOT_OFFSETS,
-                                       SLOT_VOCAB, SPARSE_FEATURE_DIM, global_ids, hash_ids)
+from psjob.dataset.ctr._layout import (
+                                       DENSE_DECIMALS,
+                                       ID_MODES,
+                                       MAX_IDS_PER_SLOT,
+                                       MULTI_ID_SLOTS,
+                                       NUM_DENSE,
+                                       NUM_SLOTS,
+                                       SLOT_OFFSETS,
+                                       SLOT_VOCAB,
+                                       SPARSE_FEATURE_DIM,
+                                       global_ids,
+                                       hash_ids,
+)
 from psjob.dataset.ctr._metrics import expected_auc, roc_auc
 from psjob.dataset.ctr._parquet import ColumnMap
 from psjob.dataset.ctr._reader import FORMATS, CtrBatch, batches, list_files, reader

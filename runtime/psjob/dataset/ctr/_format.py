@@ -1,6 +1,6 @@
 """Render examples to the CTR text format, fast.
 
-One line per example (the format is described in docs/data.md):
+One line per example (the format is described in docs/user/data.md):
 
     label TAB d0,d1,...,d12 TAB ids of slot 0,ids of slot 1,...,ids of slot 25 NEWLINE
 
@@ -19,9 +19,18 @@ import functools
 
 import numpy as np
 
-from psjob.dataset.ctr._layout import (DENSE_DECIMALS, ID_MODES, MULTI_ID_SLOTS, NUM_DENSE,
-                                       NUM_SLOTS, SLOT_OFFSETS, SLOT_VOCAB, SPARSE_FEATURE_DIM,
-                                       check_id_mode, global_ids)
+from psjob.dataset.ctr._layout import (
+    DENSE_DECIMALS,
+    ID_MODES,
+    MULTI_ID_SLOTS,
+    NUM_DENSE,
+    NUM_SLOTS,
+    SLOT_OFFSETS,
+    SLOT_VOCAB,
+    SPARSE_FEATURE_DIM,
+    check_id_mode,
+    global_ids,
+)
 
 _TAB, _NL, _COMMA, _SPACE, _MINUS, _POINT, _ZERO = (ord(c) for c in "\t\n, -.0")
 DENSE_WIDTH = DENSE_DECIMALS + 3          # "D.DDDD" plus its separator

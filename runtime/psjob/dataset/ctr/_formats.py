@@ -9,7 +9,7 @@ psjob's format (dense float32 [n, 13], one int64 id per slot per example):
   8 digits, possibly empty. Each is hashed with its slot into an int64 id
   (`hash_ids(slot, value)`, as the generator's hash mode); an empty one is
   the slot's own "missing" id (value 2**32, beyond any 8-digit hex).
-- "tsv40" (../shared/anchors/paddle_ps/gen_data.py): dense columns are
+- "tsv40" (the CTR generator of the Paddle peer benchmark, bench/peer_paddle.py): dense columns are
   decimals, categorical columns int64 ids (already unique across slots),
   used as they are; none may be empty.
 
@@ -25,10 +25,10 @@ import re
 
 import numpy as np
 
+from psjob.dataset._text import binary_parts, count_lines, numbers, read_fields
 from psjob.dataset.ctr._errors import LineProblem, Problem
 from psjob.dataset.ctr._layout import NUM_DENSE, NUM_SLOTS, hash_ids
 from psjob.dataset.ctr._parse import Columns, check_float32, float32_overflow
-from psjob.dataset._text import binary_parts, count_lines, numbers, read_fields
 
 FIELDS = 1 + NUM_DENSE + NUM_SLOTS
 MAX_HEX_DIGITS = 8

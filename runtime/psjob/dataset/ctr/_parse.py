@@ -17,8 +17,7 @@ import dataclasses
 import numpy as np
 
 from psjob.dataset.ctr._errors import LineProblem, Problem
-from psjob.dataset.ctr._layout import (NUM_DENSE, NUM_SLOTS, SLOT_OFFSETS, SLOT_VOCAB,
-                                       check_id_mode)
+from psjob.dataset.ctr._layout import NUM_DENSE, NUM_SLOTS, SLOT_OFFSETS, SLOT_VOCAB, check_id_mode
 
 SLOW_LINES = 32
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1

@@ -17,12 +17,10 @@ import os
 
 import numpy as np
 
-from psjob.dataset.ctr._errors import (BadLine, DataError, LineProblem, Problem, ReaderStats,
-                                       check_on_error)
-from psjob.dataset.ctr import _formats
-from psjob.dataset.ctr._parse import (SLOW_LINES, Columns, columns_from_rows, id_ranges,
-                                      parse_block_fast, parse_line)
 from psjob.dataset._text import count_lines
+from psjob.dataset.ctr import _formats
+from psjob.dataset.ctr._errors import BadLine, DataError, LineProblem, Problem, ReaderStats, check_on_error
+from psjob.dataset.ctr._parse import SLOW_LINES, Columns, columns_from_rows, id_ranges, parse_block_fast, parse_line
 from psjob.dataset.sources import exists, list_parts, open_binary
 
 log = logging.getLogger("psjob.dataset.ctr")
@@ -69,7 +67,7 @@ def list_files(files):
     return paths
 
 
-# format → (vectorised block parser, reference line parser); docs/data.md describes each.
+# format → (vectorised block parser, reference line parser); docs/user/data.md describes each.
 LINE_FORMATS = {
     "ctr": (parse_block_fast, parse_line),
     "criteo": (_formats.criteo_block, _formats.criteo_line),
@@ -230,7 +228,7 @@ def batches(files, batch_size, *, id_mode="dense", on_error="skip", stats=None,
     """Iterate CtrBatch objects of `batch_size` examples (the last may be shorter).
 
     `format`: "ctr" (psjob's), "criteo", "tsv40" or "parquet" (with `columns`,
-    a _parquet.ColumnMap or a dict of its fields); docs/data.md."""
+    a _parquet.ColumnMap or a dict of its fields); docs/user/data.md."""
     paths = list_files(files)
     size = _positive(batch_size, "batch_size")
     return _cut(_columns_of(paths, id_mode, on_error, stats, format, columns), size, drop_last)

@@ -28,8 +28,15 @@ import functools
 
 import numpy as np
 
-from psjob.dataset.ctr._layout import (DENSE_DECIMALS, MAX_IDS_PER_SLOT, MULTI_ID_SLOTS,
-                                       NUM_DENSE, NUM_SLOTS, SLOT_VOCAB, SLOT_ZIPF)
+from psjob.dataset.ctr._layout import (
+    DENSE_DECIMALS,
+    MAX_IDS_PER_SLOT,
+    MULTI_ID_SLOTS,
+    NUM_DENSE,
+    NUM_SLOTS,
+    SLOT_VOCAB,
+    SLOT_ZIPF,
+)
 
 CHUNK = 8192
 TARGET_CTR = 0.25  # positive rate the bias is calibrated to (Criteo: ~0.26)

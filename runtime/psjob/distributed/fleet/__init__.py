@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...fleet import FleetError
 from ...fleet import fleet as _fleet
 from ...fleet import saving as _saving
-from ...fleet import FleetError  # noqa: F401
 from ...ps import client_service as _client_service
-from . import base  # noqa: F401
-from .base.role_maker import PaddleCloudRoleMaker, Role, UserDefinedRoleMaker  # noqa: F401
-from .data_generator import MultiSlotDataGenerator, MultiSlotStringDataGenerator  # noqa: F401
+from . import base
+from .base.role_maker import PaddleCloudRoleMaker, Role, UserDefinedRoleMaker
+from .data_generator import MultiSlotDataGenerator, MultiSlotStringDataGenerator
 from .strategy import DistributedStrategy
 from .util import UtilBase
 

@@ -17,7 +17,7 @@ geo) with Paddle 2.x's defaults and the fields PaddleRec's helpers set:
   (psjob.fleet.strategy.predict_pulls_by_name); a number applies to all. Values
   are checked when set. A key neither Paddle nor psjob knows is an error.
   max_merge_var_num/send_queue_size default to psjob's 20/20, not the 1/16 of
-  Paddle's AsyncConfig, which Paddle's runtime never reads (docs/paddle2.md).
+  Paddle's AsyncConfig, which Paddle's runtime never reads (docs/user/paddle2.md).
 - `trainer_desc_configs` has Paddle's keys and defaults; minimize() copies it
   into the main program's `_fleet_opt` (psjob.distributed.fleet), where
   train_from_dataset honours `stat_var_names` (fluid/dataset_trainer.py). As in
@@ -50,7 +50,7 @@ _warned: set[str] = set()
 def _ignored(what: str) -> None:
     if what not in _warned:
         _warned.add(what)
-        log.warning("DistributedStrategy.%s is accepted but ignored by psjob (docs/paddle2.md)", what)
+        log.warning("DistributedStrategy.%s is accepted but ignored by psjob (docs/user/paddle2.md)", what)
 
 
 class DistributedStrategy(_FleetStrategy):

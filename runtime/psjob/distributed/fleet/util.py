@@ -10,7 +10,7 @@ any pserver (the identity), so single-process runs of a fleet script work
 unchanged. comm_world "server"/"all" (collectives including the pservers) are
 refused: psjob's pservers take no part in them. In a collective job
 (fleet.init(is_collective=True)) they run over the trainers' ring instead
-(docs/collective.md): values travel as float64, exact for integers below 2**53.
+(docs/user/collective.md): values travel as float64, exact for integers below 2**53.
 """
 from __future__ import annotations
 

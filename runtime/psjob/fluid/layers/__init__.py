@@ -2,19 +2,27 @@
 
 Each sub-module's public names are re-exported here, as in Fluid.
 """
-from .io import *  # noqa: F401,F403
-from .nn import *  # noqa: F401,F403
-from .tensor import *  # noqa: F401,F403
-from .manip import *  # noqa: F401,F403
-from .loss import *  # noqa: F401,F403
-from .sequence_lod import *  # noqa: F401,F403
-from .metric_op import *  # noqa: F401,F403
-from .learning_rate_scheduler import *  # noqa: F401,F403
-from .ops import *  # noqa: F401,F403 - square, sqrt, abs, exp, log, softsign
-from .control_flow import *  # noqa: F401,F403 - less_than, equal, ...
-from . import io, nn, tensor  # noqa: F401
-from . import learning_rate_scheduler  # noqa: F401
-from . import loss, manip, metric_op, sequence_lod  # noqa: F401
-from . import control_flow, ops  # noqa: F401
-from . import math_sugar  # noqa: F401 - installs Variable arithmetic
-from . import indexing  # noqa: F401 - installs Variable indexing
+from . import (
+    control_flow,
+    indexing,
+    io,
+    learning_rate_scheduler,
+    loss,
+    manip,
+    math_sugar,
+    metric_op,
+    nn,
+    ops,
+    sequence_lod,
+    tensor,
+)
+from .control_flow import *
+from .io import *
+from .learning_rate_scheduler import *
+from .loss import *
+from .manip import *
+from .metric_op import *
+from .nn import *
+from .ops import *
+from .sequence_lod import *
+from .tensor import *

@@ -5,7 +5,30 @@ file is listed here."""
 
 
 def load_all():
-    from . import (activation_ops, clip_ops, collective_ops, conv_ops, dist_ops, embedding_pool_ops,  # noqa: F401
-                   heter_ops, index_ops, layer_norm_ops, loss_ops, lr_ops, math_ops, metric_ops, nn_ops,
-                   optimizer_ops, reader_ops, reduce_ops, regularizer_ops, sequence_ops, shape_ops,
-                   similarity_ops, table_ops, tensor_extra_ops, tensor_math_ops, tensor_ops)
+    from . import (
+        activation_ops,
+        clip_ops,
+        collective_ops,
+        conv_ops,
+        dist_ops,
+        embedding_pool_ops,
+        heter_ops,
+        index_ops,
+        layer_norm_ops,
+        loss_ops,
+        lr_ops,
+        math_ops,
+        metric_ops,
+        nn_ops,
+        optimizer_ops,
+        reader_ops,
+        reduce_ops,
+        regularizer_ops,
+        sequence_ops,
+        shape_ops,
+        similarity_ops,
+        table_ops,
+        tensor_extra_ops,
+        tensor_math_ops,
+        tensor_ops,
+    )

@@ -32,7 +32,6 @@ from ..core import SelectedRows, to_numpy
 from ..framework import EMPTY_VAR_NAME, GraphError, VarType
 from .registry import in_var, out_var, register_op, set_out
 
-
 # -- helpers ------------------------------------------------------------------------------
 
 def _client(ctx):
@@ -120,7 +119,7 @@ def split_selected_rows(ctx):
 
 def _split_ids_shape(op):
     x = in_var(op, "Ids")
-    for i, name in enumerate(op.outputs.get("Out", [])):
+    for i, _ in enumerate(op.outputs.get("Out", [])):
         if x.type == VarType.SELECTED_ROWS:
             set_out(op, "Out", x.shape, x.dtype, i=i)
             out_var(op, "Out", i).type = VarType.SELECTED_ROWS

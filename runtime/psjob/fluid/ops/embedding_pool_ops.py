@@ -13,10 +13,10 @@ import functools
 
 import numpy as np
 
-from ..core import SelectedRows
-from ..framework import VarType
 from ...kernels import native
 from ...kernels.rows import take_rows
+from ..core import SelectedRows
+from ..framework import VarType
 from .dist_ops import _host_ids, _to_xp
 from .registry import in_var, out_var, register_op, set_out
 
@@ -199,14 +199,14 @@ def _summed_by_index(ctx, index, distinct: int, segs, width: int):
         # the Index of the [slots, seqs] grid transposed to match.
         per_id = dout[:, :width * slots].reshape(seqs, slots, width)
         index = index.reshape(slots, seqs).T.reshape(-1)
-        column = lambda c: per_id[:, :, c].reshape(-1)  # noqa: E731
+        column = lambda c: per_id[:, :, c].reshape(-1)
     else:
         parts = [d if seg.uniform and seg.max_len == 1 else xp.take(d, seg.seg(xp), axis=0)
                  for seg, d in zip(segs, douts)]
         per_id = parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=0)
         if per_id.shape[0] != index.shape[0]:
             raise RuntimeError(f"{ctx.op.type}: {per_id.shape[0]} id gradients for {index.shape[0]} indices")
-        column = lambda c: per_id[:, c]  # noqa: E731
+        column = lambda c: per_id[:, c]
     summed = xp.empty((distinct, width), dtype=per_id.dtype)
     for c in range(width):
         summed[:, c] = xp.bincount(index, weights=column(c), minlength=distinct)

@@ -15,7 +15,6 @@ from ..framework import GraphError
 from . import broadcast
 from .registry import GradOpSpec, grad_name, in_var, register_op, set_out
 
-
 # -- mul (the fc matrix product) ---------------------------------------------------------
 
 def _flat2d(shape, num_col_dims):

@@ -18,7 +18,6 @@ import numpy as np
 from ..framework import GraphError
 from .registry import in_var, register_op, set_out
 
-
 # -- top_k -------------------------------------------------------------------------------
 
 def _topk_shape(op):

@@ -22,7 +22,7 @@ from ..core import EOFException
 from .registry import register_op
 
 # queue name -> BlockingQueue; the reader object that made the queue keeps it alive.
-_QUEUES: "weakref.WeakValueDictionary[str, BlockingQueue]" = weakref.WeakValueDictionary()
+_QUEUES: weakref.WeakValueDictionary[str, BlockingQueue] = weakref.WeakValueDictionary()
 _ids = itertools.count()
 
 

@@ -10,8 +10,8 @@ themselves, so the same kernel runs on CPU and GPU.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError
 

@@ -18,10 +18,8 @@ import numpy as np
 
 from ..framework import GraphError
 from . import broadcast
-from .registry import (GradOpSpec, grad_name, in_var, register_op, same_shape, set_out,
-                       simple_grad)
+from .registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out, simple_grad
 from .shape_ops import _norm_axis
-
 
 # -- matmul ------------------------------------------------------------------------------
 
@@ -194,7 +192,7 @@ def stack(ctx):
 def stack_grad(ctx):
     dy = ctx.input("Y@GRAD")
     axis = _norm_axis(ctx.attr("axis", 0), dy.ndim, "stack")
-    for i, name in enumerate(ctx.outs.get("X@GRAD", ())):
+    for i, _ in enumerate(ctx.outs.get("X@GRAD", ())):
         ctx.set_output("X@GRAD", ctx.xp.take(dy, i, axis=axis), i=i)
 
 

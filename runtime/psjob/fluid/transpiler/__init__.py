@@ -2,20 +2,23 @@
 
 `DistributeTranspiler` turns a single-machine program into trainer and
 pserver programs (see distribute_transpiler.py for the lifecycle and
-docs/transpiler.md for the program shapes). `slice_variable`, the
+docs/dev/transpiler.md for the program shapes). `slice_variable`, the
 dispatchers, the name helpers and `VarsDistributed` are public because the
 I/O and checkpoint code read transpiled programs with them.
 """
-from .config import DistributeTranspilerConfig, TranspilerConfigError  # noqa: F401
-from .distribute_transpiler import DistributeTranspiler  # noqa: F401
-from .optimize_pass import SUPPORTED_OPTIMIZERS, UnsupportedOptimizerError  # noqa: F401
-from .overview import find_distributed_lookup_table  # noqa: F401
-from .ps_dispatcher import HashName, PSDispatcher, RoundRobin, stable_hash  # noqa: F401
-from .serialization import (deserialize_dist_program, dist_program_from_dict,  # noqa: F401
-                            dist_program_to_dict, serialize_dist_program)
-from .slicing import (VarBlock, get_varname_parts, orig_varname, same_or_split_var,  # noqa: F401
-                      slice_variable)
-from .vars_distributed import VarDistributed, VarsDistributed, VarStruct  # noqa: F401
+from .config import DistributeTranspilerConfig, TranspilerConfigError
+from .distribute_transpiler import DistributeTranspiler
+from .optimize_pass import SUPPORTED_OPTIMIZERS, UnsupportedOptimizerError
+from .overview import find_distributed_lookup_table
+from .ps_dispatcher import HashName, PSDispatcher, RoundRobin, stable_hash
+from .serialization import (
+    deserialize_dist_program,
+    dist_program_from_dict,
+    dist_program_to_dict,
+    serialize_dist_program,
+)
+from .slicing import VarBlock, get_varname_parts, orig_varname, same_or_split_var, slice_variable
+from .vars_distributed import VarDistributed, VarsDistributed, VarStruct
 
 _get_varname_parts = get_varname_parts  # the name Fleet's code imports
 

@@ -21,10 +21,10 @@ from .ps_dispatcher import PSDispatcher, RoundRobin
 log = logging.getLogger("psjob.transpiler")
 
 # The seed asserts this minimum: smaller blocks waste the pserver's per-request
-# overhead (the seed's note: bandwidth is used well above ~2 MB per request).
+# overhead (Fluid's DistributeTranspilerConfig note: bandwidth is used well above ~2 MB per request).
 MIN_BLOCK_SIZE = 8192
 PSERVER_MODE = "pserver"
-NCCL2_MODE = "nccl2"  # collective: trainers all-reduce their gradients (docs/collective.md)
+NCCL2_MODE = "nccl2"  # collective: trainers all-reduce their gradients (docs/user/collective.md)
 
 
 class TranspilerConfigError(ValueError):
@@ -42,7 +42,7 @@ class DistributeTranspilerConfig:
     enable_dc_asgd (bool): delay-compensated async SGD (async mode only).
     mode (str): "pserver" (the default) or "nccl2": collective training, where transpile()
         only adds the ring's rendezvous (gen_nccl_id) to the startup program and
-        ParallelExecutor(num_trainers=N) all-reduces the gradients (docs/collective.md).
+        ParallelExecutor(num_trainers=N) all-reduces the gradients (docs/user/collective.md).
     print_log (bool): log the transpile steps at INFO.
     wait_port (bool): get_trainer_program waits for the pservers' ports.
     sync_mode (bool|None): None follows transpile(sync_mode=...); False forces async.
@@ -53,7 +53,7 @@ class DistributeTranspilerConfig:
         table op (the optimizer's own, per row); "sgd" — plain sgd with the
         program's learning rate, as Fluid 1.x did.
     elastic (bool): the trainer set changes at run time (psjob's elastic jobs,
-        docs/local-runs.md "Elastic trainers"): `trainers` is then the job's
+        docs/user/local-runs.md "Elastic trainers"): `trainers` is then the job's
         trainer capacity — sync pservers keep a gradient slot per possible
         trainer — and the pservers learn the members as trainers join and leave.
     """

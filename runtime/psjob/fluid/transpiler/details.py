@@ -30,7 +30,7 @@ class UnionFind:
 
 
 def ops_connected(op1: Operator, op2: Operator) -> bool:
-    """One op reads what the other writes (the seed's notion of connected ops)."""
+    """One op reads what the other writes (Fluid's notion of connected ops)."""
     out1, in1 = set(op1.output_arg_names), set(op1.input_arg_names)
     out2, in2 = set(op2.output_arg_names), set(op2.input_arg_names)
     return bool(out1 & in2 or in1 & out2)

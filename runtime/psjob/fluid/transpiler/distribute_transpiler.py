@@ -22,21 +22,27 @@ from __future__ import annotations
 import logging
 import math
 
+from ... import hooks
 from ...tables import OPTIMIZERS as TABLE_RULES
 from ...tables import OptimizerConfig as TableOptimizerConfig
 from ..framework import GraphError, Program, default_main_program, default_startup_program
+from ..ops.optimizer_ops import kernel_hyperparameters, state_specs
 from .collective import add_gen_nccl_id
 from .config import NCCL2_MODE, DistributeTranspilerConfig, TranspilerConfigError
-from ... import hooks
 from .details import parse_endpoints
-from ..ops.optimizer_ops import kernel_hyperparameters, state_specs
 from .optimize_pass import CORE_SLOTS, read_optimize_pass
 from .overview import build_overview, find_distributed_lookup_table, mark_distributed
 from .plan import JobShape, TablePlan, TranspilePlan, build_plan
 from .pserver_pass import build_pserver_program
 from .startup_pass import build_pserver_startup
-from .trainer_pass import (TRAINER_KEEPS_ROWS, check_rewritable, finalize_trainer_program, find_table_lookups,
-                           rewrite_trainer_program, rewrite_trainer_startup)
+from .trainer_pass import (
+    TRAINER_KEEPS_ROWS,
+    check_rewritable,
+    finalize_trainer_program,
+    find_table_lookups,
+    rewrite_trainer_program,
+    rewrite_trainer_startup,
+)
 
 log = logging.getLogger("psjob.transpiler")
 
@@ -151,7 +157,7 @@ class DistributeTranspiler:
                                      self._live_opt.opt_ops, self._live_opt.lr_ops)
             self._trainer_finalized = True
         if wait_port and self.config.wait_port:
-            # The seed's wait_port: the runtime waits (psjob.hooks); the planner opens no sockets.
+            # Fluid's wait_port: the runtime waits (psjob.hooks); the planner opens no sockets.
             hooks.lookup(hooks.WAIT_SERVER_READY)(plan.endpoints)
         return self.origin_program
 

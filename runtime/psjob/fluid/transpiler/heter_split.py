@@ -44,8 +44,17 @@ import zlib
 from dataclasses import dataclass, field
 
 from ..device_guard import HETER_DEVICE_KINDS, device_kind
-from ..framework import (EMPTY_VAR_NAME, GRAD_SUFFIX, OP_DEVICE_ATTR_NAME, OP_ROLE_ATTR_NAME,
-                         GraphError, Operator, OpRole, Program, VarType)
+from ..framework import (
+    EMPTY_VAR_NAME,
+    GRAD_SUFFIX,
+    OP_DEVICE_ATTR_NAME,
+    OP_ROLE_ATTR_NAME,
+    GraphError,
+    Operator,
+    OpRole,
+    Program,
+    VarType,
+)
 from .details import delete_ops
 from .plan import TranspilePlan
 
@@ -390,7 +399,7 @@ def _rewrite_cpu_program(program, items, infos, dropped, endpoint, plan, param_b
     new_ops = []
     for item in items:
         if not isinstance(item, _Stage):
-            for slot, names in item.inputs.items():
+            for names in item.inputs.values():
                 names[:] = [n for n in names if (id(item), n) not in dropped]
             new_ops.append(item)
             continue

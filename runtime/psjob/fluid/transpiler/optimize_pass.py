@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..framework import OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, Program
 from .details import UnionFind, ops_connected
 
-# The optimizers the seed supports on pservers, and which of each one's
+# The optimizers Fluid's DistributeTranspiler supports on pservers, and which of each one's
 # inputs are shaped like the parameter (so they are sliced with it); the
 # others (beta pows) keep their own shape.
 PARAM_SHAPED_SLOTS = {

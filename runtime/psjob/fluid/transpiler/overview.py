@@ -30,7 +30,7 @@ def find_distributed_lookup_table(program: Program):
 
 
 def build_overview(plan: TranspilePlan, program: Program) -> VarsDistributed:
-    """Param pieces in plan order, then Optimizer pieces per endpoint (the seed's order)."""
+    """Param pieces in plan order, then Optimizer pieces per endpoint (Fluid's order)."""
     gb = program.global_block()
     vd = VarsDistributed()
     for pp in plan.params.values():

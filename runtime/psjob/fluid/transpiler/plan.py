@@ -63,7 +63,7 @@ class ParamPlan:
 class HeldBlock(NamedTuple):
     """A parameter block a pserver holds, with its gradient block."""
 
-    param_plan: "ParamPlan"
+    param_plan: ParamPlan
     block: BlockPlacement
     grad_block: BlockPlacement
 
@@ -149,7 +149,7 @@ def build_plan(program, opt: OptimizePass, job: JobShape, config, table: TablePl
     for pname, gname in opt.params_grads:
         p = block.var(pname)
         if getattr(p, "trainable", True) is False:
-            continue  # not trainable: stays with the trainer, as in the seed
+            continue  # not trainable: stays with the trainer, as in Fluid's transpiler
         if table is not None and pname == table.name:
             continue  # the distributed table is sharded by id, not sliced
         if not block.has_var(gname):

@@ -1,4 +1,4 @@
-"""Building one pserver's program (the seed's get_pserver_program).
+"""Building one pserver's program (Fluid's DistributeTranspiler.get_pserver_program).
 
 Layout of the program for endpoint E:
 
@@ -205,7 +205,7 @@ def _declare_dc_asgd_baks(gb, plan: TranspilePlan, on_ep) -> dict:
 
 
 def _append_dc_asgd(blk, b, grad: str, baks) -> str:
-    """Delay compensation: g + g * g * (w - w_bak[trainer]) (the seed's DC-ASGD ops)."""
+    """Delay compensation: g + g * g * (w - w_bak[trainer]) (Fluid's DC-ASGD ops; Zheng et al., Asynchronous SGD with Delay Compensation, ICML 2017)."""
     gb = blk.program.global_block()
 
     def tmp(suffix):
@@ -239,9 +239,9 @@ def _build_table_optimize_block(prog, plan: TranspilePlan, origin, k: int):
         gb.create_var(name=merged, shape=grad_shape, dtype=table.dtype, type=VarType.SELECTED_ROWS,
                       persistable=True)
         blk.append_op("sum", inputs={"X": slots}, outputs={"Out": [merged]})
-        # The mean over trainers, like dense gradients (the seed only sums
+        # The mean over trainers, like dense gradients (Fluid's transpiler only sums
         # table gradients); this keeps N trainers x batch b equal to one
-        # trainer with batch N*b under a mean loss. See docs/transpiler.md.
+        # trainer with batch N*b under a mean loss. See docs/dev/transpiler.md.
         blk.append_op("scale", inputs={"X": [merged]}, outputs={"Out": [merged]},
                       attrs={"scale": 1.0 / plan.trainer_num, TRAINER_MEAN_ATTR: True})
         recv = slots

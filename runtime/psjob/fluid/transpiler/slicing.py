@@ -6,7 +6,7 @@ product(dim[1:]) elements), so a block is a plain sub-tensor and the
 pserver's optimizer runs on it unchanged. Concatenating the blocks along
 dim 0 gives the variable back.
 
-Names (the seeds' conventions, which saved checkpoints and the I/O code rely on):
+Names (Fluid's transpiler conventions, which saved checkpoints and the I/O code rely on):
 
     <var>.block<i>               block i of a sliced variable
     <var>.trainer_<t>            trainer t's copy of a gradient (sync mode, >1 trainer)
@@ -53,7 +53,7 @@ def _shape_of(var) -> tuple:
 
 
 def slice_variable(var_list, slice_count: int, min_block_size: int) -> list[VarBlock]:
-    """Blocks for each variable of `var_list`, in order (the seed's algorithm).
+    """Blocks for each variable of `var_list`, in order (Fluid's slice_variable).
 
     A variable gets min(slice_count, floor(numel / min_block_size)) blocks (at
     least one), sized ceil(numel / count) rounded up to whole rows; rounding

@@ -1,4 +1,4 @@
-"""Building one pserver's startup program (the seed's get_startup_program).
+"""Building one pserver's startup program (Fluid's DistributeTranspiler.get_startup_program).
 
 A pserver initializes exactly the variables its program holds, with their
 pserver shapes. Initial values must agree with what a single machine would
@@ -59,7 +59,7 @@ def build_pserver_startup(plan: TranspilePlan, endpoint: str, pserver_program: P
             sb.append_op(op.type, inputs=op.inputs, outputs=op.outputs, attrs=op.attrs)
 
     if plan.dc_asgd:  # every trainer's backup starts as the initial parameter
-        for pp, b, _ in plan.blocks_on(endpoint):
+        for _, b, _ in plan.blocks_on(endpoint):
             for t in range(plan.trainer_num):
                 sb.append_op("assign", inputs={"X": [b.name]}, outputs={"Out": [f"{b.name}.trainer_{t}_bak"]})
     s.current_block_idx = 0

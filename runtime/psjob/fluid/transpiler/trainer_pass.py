@@ -1,4 +1,4 @@
-"""Rewriting the trainer's programs (the seed's trainer steps 1-6).
+"""Rewriting the trainer's programs (Fluid's DistributeTranspiler.transpile, trainer steps 1-6).
 
 After backward, each gradient is cut into its blocks (`split_byref` for dense,
 `split_selected_rows` for sparse gradients, rows rebased to the block) and
@@ -22,15 +22,21 @@ built, so any of them can be fetched; a run that fetches one the fused ops skip
 runs the ops as written.
 
 Op removal (optimizer, LR schedule) waits for `get_trainer_program`, as in
-the seed, so a transpiled program can still be inspected whole.
+Fluid's, so a transpiled program can still be inspected whole.
 """
 from __future__ import annotations
 
 from collections import OrderedDict
 
 from ..embedding_fusion import fusable, plain_lookup
-from ..framework import (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, VarType,
-                         generate_control_dev_var_name)
+from ..framework import (
+    OP_ROLE_ATTR_NAME,
+    OP_ROLE_VAR_ATTR_NAME,
+    GraphError,
+    OpRole,
+    VarType,
+    generate_control_dev_var_name,
+)
 from .details import create_control_var, delete_ops, find_op_by_output_arg
 from .plan import TranspilePlan
 
@@ -176,7 +182,7 @@ def _replace_table_lookups(block, plan: TranspilePlan, fuse: bool = True) -> Non
     first = block.ops.index(lookups[0])
     ids = [op.input("Ids")[0] for op in lookups]
     outs = [op.output("Out")[0] for op in lookups]
-    # One prefetch for all lookups (the seed's shape) when every ids variable
+    # One prefetch for all lookups (Fluid's shape) when every ids variable
     # exists before the first lookup; otherwise one per lookup, in place.
     late = any(find_op_by_output_arg(block, n, reverse=True) >= first for n in ids)
     groups = [(first, ids, outs, "")] if not late else [

@@ -36,7 +36,7 @@ class VarStruct:
     persistable: bool = True
 
     @classmethod
-    def of(cls, var) -> "VarStruct":
+    def of(cls, var) -> VarStruct:
         if isinstance(var, VarStruct):
             return var
         vtype = getattr(var, "type", "LOD_TENSOR")
@@ -49,7 +49,7 @@ class VarStruct:
                 "lod_level": self.lod_level, "persistable": self.persistable}
 
     @classmethod
-    def from_dict(cls, d) -> "VarStruct":
+    def from_dict(cls, d) -> VarStruct:
         return cls(d["name"], tuple(d["shape"]), d["dtype"], d.get("type", "LOD_TENSOR"),
                    int(d.get("lod_level", 0)), bool(d.get("persistable", True)))
 
@@ -81,7 +81,7 @@ class VarDistributed:
                 "endpoint": self.endpoint}
 
     @classmethod
-    def from_dict(cls, d) -> "VarDistributed":
+    def from_dict(cls, d) -> VarDistributed:
         return cls(VarStruct.from_dict(d["origin"]), VarStruct.from_dict(d["slice"]), bool(d["is_slice"]),
                    int(d["block_id"]), int(d["offset"]), d["vtype"], d.get("endpoint", ""))
 
@@ -138,5 +138,5 @@ class VarsDistributed:
         return {"distributed_vars": [dv.to_dict() for dv in self.distributed_vars]}
 
     @classmethod
-    def from_dict(cls, d) -> "VarsDistributed":
+    def from_dict(cls, d) -> VarsDistributed:
         return cls([VarDistributed.from_dict(x) for x in d.get("distributed_vars", [])])

@@ -10,7 +10,7 @@ from ...fluid import layers as _layers
 from ...fluid.layer_helper import LayerHelper
 from ...fluid.layers._checks import check_int, check_variable
 from ...fluid.ops.nn_ops import NO_PADDING
-from .conv import conv2d  # noqa: F401
+from .conv import conv2d
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "linear", "embedding",
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",

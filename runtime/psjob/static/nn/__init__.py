@@ -8,10 +8,10 @@ import numpy as np
 from ...fluid import layers as _layers
 from ...fluid.initializer import ConstantInitializer, NormalInitializer
 from ...fluid.layer_helper import LayerHelper
-from ...fluid.layers import batch_norm  # noqa: F401
+from ...fluid.layers import batch_norm
 from ...fluid.layers._checks import check_int, check_variable
-from . import sequence_lod  # noqa: F401
-from .sequence_lod import sequence_first_step, sequence_last_step, sequence_pool  # noqa: F401
+from . import sequence_lod
+from .sequence_lod import sequence_first_step, sequence_last_step, sequence_pool
 
 __all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "conv2d", "sequence_pool", "sequence_first_step",
            "sequence_last_step", "layer_norm"]
@@ -43,7 +43,7 @@ def sparse_embedding(input, size, padding_idx=None, is_test=False, entry=None,
     in a dimension of 1 and out replaces it by `dim` (the lookup_table op's shape).
 
     `entry` (admission policies), `table_class` and `slot` are accepted and have no effect:
-    psjob's table admits every id (docs/paddle2.md)."""
+    psjob's table admits every id (docs/user/paddle2.md)."""
     return _layers.embedding(input, size, is_sparse=True, is_distributed=True, padding_idx=padding_idx,
                              param_attr=param_attr, dtype=dtype)
 

@@ -1,4 +1,4 @@
-"""`paddle.fluid.incubate.fleet.collective`: Fluid 1.x's collective Fleet (docs/collective.md).
+"""`paddle.fluid.incubate.fleet.collective`: Fluid 1.x's collective Fleet (docs/user/collective.md).
 
     from paddle.fluid.incubate.fleet.collective import fleet, DistributedStrategy
     fleet.init(role_maker.PaddleCloudRoleMaker(is_collective=True))
@@ -13,12 +13,12 @@ with the NCCL2 DistributeTranspiler (the ring's rendezvous in the startup progra
 """
 from __future__ import annotations
 
+from .....fleet.role_maker import PaddleCloudRoleMaker, RoleMakerBase
+from .....role_env import CollectiveEnv
 from ....compiler import BuildStrategy
 from ....executor import CompiledProgram
 from ....framework import default_startup_program
 from ....transpiler import DistributeTranspiler, DistributeTranspilerConfig
-from .....fleet.role_maker import PaddleCloudRoleMaker, RoleMakerBase
-from .....role_env import CollectiveEnv
 
 __all__ = ["fleet", "DistributedStrategy", "CollectiveOptimizer"]
 

@@ -10,7 +10,7 @@ completely_not_async=True (sync through its communicator); psjob's says sync_mod
 the config's own word for the same mode. The build and execution strategies are kept
 for scripts that read or set them; they tune nothing in psjob (fluid.compiler).
 Trainer and server runtime configs (Paddle's communicator flags) are not here: psjob's
-communicator knobs are DistributedStrategy.a_sync_configs (docs/paddle2.md).
+communicator knobs are DistributedStrategy.a_sync_configs (docs/user/paddle2.md).
 """
 from __future__ import annotations
 
