@@ -30,7 +30,7 @@ from .schema import (API_GROUP, API_VERSION, API_VERSION_FULL, DEFAULT_GEO_K_STE
                      MAX_JOB_NAME_LENGTH, PLURAL, PodTemplate, QUANTITY, RawObject, Rule, S3_URI,
                      SHORT_NAMES, SINGULAR, Schema, TypeInfo, describe, fields_of, spec_field)  # noqa: F401
 from .model import (AccessMode, CheckpointSpec, CleanPodPolicy, Device, EnvVar, HeterWorkerSpec,
-                    ImagePullPolicy, JobSpec, Mode, NAME_RULES, NetworkPolicySpec, ParameterServerJob,
+                    ImagePullPolicy, IncrementalCheckpoints, JobSpec, Mode, NAME_RULES, NetworkPolicySpec, ParameterServerJob,
                     PserverSpec, Resources, RoleSpec, RunPolicy, SchedulingPolicy, SecuritySpec, TaintEffect,
                     TlsSpec, Toleration, TolerationOperator, WorkerSpec)  # noqa: F401
 from .parser import POD_TEMPLATE_KEYS, POD_TEMPLATE_METADATA_KEYS, load_job_file, parse_job  # noqa: F401

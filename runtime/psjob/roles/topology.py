@@ -55,6 +55,8 @@ class JobTopology:
     checkpoint_interval_steps: int = 0
     checkpoint_interval_seconds: int = 0
     checkpoint_keep: int = 0
+    checkpoint_incremental: bool = False   # deltas between bases (docs/checkpoints.md)
+    checkpoint_base_every: int = 10        # every N-th checkpoint a base
     pserver_device: str = "cpu"
     trainer_device: str = "cpu"
     heter_device: str = "gpu"
@@ -181,6 +183,8 @@ def _topology(job: "ParameterServerJob", namespace: str, pservers: tuple[str, ..
         checkpoint_interval_steps=ckpt.interval_steps or 0,
         checkpoint_interval_seconds=ckpt.interval_seconds or 0,
         checkpoint_keep=ckpt.keep,
+        checkpoint_incremental=ckpt.incremental.enabled,
+        checkpoint_base_every=ckpt.incremental.base_every,
         pserver_device=s.pserver.device.value, trainer_device=s.worker.device.value,
         heter_device=s.heter_worker.device.value if s.heter_worker else "gpu",
         trainer_host=trainer_host, metrics_port_per_process=per_process,
