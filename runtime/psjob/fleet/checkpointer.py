@@ -11,7 +11,11 @@ Every trainer calls `after_step` after each step. Trainer 0 decides: when
 last checkpoint it saves `<root>/step-<N>/` (distributed.save: freeze,
 pull, table shards, thaw, manifest last), then applies retention (keep the
 newest `keep`). Checkpointing on trainer 0's schedule makes one process
-decide, so the pservers never disagree about which cut is which.
+decide, so the pservers never disagree about which cut is which. With
+`incremental` (PSJOB_CHECKPOINT_INCREMENTAL) the checkpoints form chains: a
+base every `base_every` checkpoints and deltas on the previous link between
+(checkpoint/chain.py; checkpoint_save writes a base instead when a pserver
+cannot write the delta).
 
 Data positions: in sync mode every trainer is at trainer 0's step when it
 checkpoints (the rounds are lock-step), so the manifest's `position` is
