@@ -53,6 +53,7 @@ import numpy as np
 from ..checkpoint import storage, tables
 from ..fluid.transpiler.pserver_pass import TABLE_PATH_VAR
 from ..tables import SparseTable
+from ..tables.table import sorted_unique
 from . import checkpoint_protocol as protocol
 from .checkpoint_restore import is_state_var, restore_newest
 
@@ -209,9 +210,10 @@ def _take_changes(state, sparse, link: str, params: dict):
         return None
     changed, gone = sparse.take_changes()
     state.pending_changes.append((link, changed, gone))
-    ids = np.unique(np.concatenate([c for _l, c, _g in state.pending_changes]))
-    tombs = np.unique(np.concatenate([g for _l, _c, g in state.pending_changes]))
-    return ids, tombs
+    if len(state.pending_changes) == 1:  # the common case: the last save was committed
+        return changed, gone
+    return (sorted_unique(np.concatenate([c for _l, c, _g in state.pending_changes])),
+            sorted_unique(np.concatenate([g for _l, _c, g in state.pending_changes])))
 
 
 def save_table(state, dirname: str, step: int, params: dict | None = None) -> dict:
