@@ -371,12 +371,13 @@ class SparseTable:
         with self._lock:
             if not self._tracking:
                 raise RuntimeError(f"table {self._config.name!r} does not track changes (call track_changes first)")
-            high = self._storage.high_water
-            flags = self._dirty[:high] & self._storage.cols["live"][:high]
-            changed = np.sort(self._storage.cols["id"][np.flatnonzero(flags)])
+            # One pass over the flags; only the flags found are cleared (eviction clears its own).
+            rows = np.flatnonzero(self._dirty[:self._storage.high_water])
+            self._dirty[rows] = False
+            rows = rows[self._storage.cols["live"][rows]]
+            changed = np.sort(self._storage.cols["id"][rows])
             gone = (sorted_unique(np.concatenate(self._tombstones)) if self._tombstones
                     else np.zeros(0, np.int64))
-            self._dirty[:] = False
             self._tombstones = []
             return changed.astype(np.int64, copy=False), gone.astype(np.int64, copy=False)
 
