@@ -180,6 +180,10 @@ def test_a_delta_whose_parent_is_missing_or_replaced_is_refused_naming_the_paren
     assert "its parent is gone" in capsys.readouterr().err
     assert not (tmp_path / "out" / "__manifest__.json").exists()
     assert store.candidates(str(root)) == []
+    # a pserver starting on that root fails saying why, instead of restoring a partial table
+    state = dist.Job(2).cluster.handler(dist.EPS[0])
+    with pytest.raises(CheckpointError, match=r"no checkpoint under .* could be loaded:\n.*its parent is gone"):
+        state.restore_from_checkpoints(str(root))
 
 
 def test_compact_folds_a_chain_into_a_base_that_restores_the_same_rows(tmp_path, capsys):
