@@ -33,8 +33,8 @@ import numpy as np
 
 from ..tables import TableShard, concat_shards, shard_of
 from . import storage
-from .format import (CheckpointError, new_manifest, read_manifest, read_manifest_bytes, read_var, write_array,
-                     write_manifest, DELTA_VERSION)
+from .format import (DELTA_VERSION, CheckpointError, CorruptFileError, new_manifest, read_manifest,
+                     read_manifest_bytes, read_var, write_array, write_manifest)
 from .tables import (check_complete, is_delta, read_rows, read_tombstones, save_shard, table_entry)
 
 CHAIN = "chain"
@@ -49,6 +49,10 @@ class BrokenChain(CheckpointError):
     def __init__(self, message: str, link: str):
         super().__init__(message)
         self.link = link
+
+
+class ChainCorrupt(BrokenChain):
+    """A file of a chain's link failed its checksum (loaders mark that link corrupt)."""
 
 
 def new_link_id() -> str:
@@ -180,18 +184,9 @@ def read_chain_rows(links: list[tuple[str, dict]], table: str, index: int, num_s
             tombs = tombs[shard_of(tombs, num_shards) == index]
             changed = _union(read_rows(path, table, tdoc, index, num_shards, optimizer, allow_delta=True))
             rows = apply_delta(rows, tombs, changed)
-        except BrokenChain:
-            raise
-        except CheckpointError as exc:
-            from .format import CorruptFileError
-            if isinstance(exc, CorruptFileError):
-                raise ChainCorrupt(str(exc), path) from exc
-            raise
+        except CorruptFileError as exc:
+            raise ChainCorrupt(str(exc), path) from exc
     return [] if rows is None else [rows]
-
-
-class ChainCorrupt(BrokenChain):
-    """A file of a chain's link failed its checksum (the link is marked corrupt)."""
 
 
 # -- compact ----------------------------------------------------------------------------------

@@ -340,6 +340,7 @@ class Checkpointer:
             # Read back by psjob run / psjob launch (launcher.job_progress.CKPT_FAILED).
             print(f"[psjob] checkpoint at step {step} failed: {error}", flush=True)
             self._last_step, self._last_time = int(step), time.monotonic()
+            self._last_link = None  # whatever failed, the next checkpoint is a base: it depends on nothing
             return None
         self._last_step, self._last_time = int(step), time.monotonic()
         self.saved.append(path)

@@ -197,7 +197,10 @@ def _committed(state, link: str) -> None:
     done = [i for i, (lid, _ids, _gone) in enumerate(pending) if lid == link]
     if done:
         del pending[:done[-1] + 1]
-    state.delta_base = link
+    placement = table_placement(state.program)
+    sparse = state.scope.vars.get(placement[0]) if placement else None
+    tracking = placement is None or (isinstance(sparse, SparseTable) and sparse.tracking_changes)
+    state.delta_base = link if tracking else None  # a delta needs the changes since this link
 
 
 def _take_changes(state, sparse, link: str, params: dict):
@@ -282,7 +285,7 @@ def _track_from_restore(state, info) -> None:
     track its changes from here, so the next checkpoint may be a delta on it."""
     placement = table_placement(state.program)
     link = (info.manifest or {}).get("chain") or {}
-    if not getattr(state, "track_changes", False) or not link.get("id"):
+    if not getattr(state, "incremental_checkpoints", False) or not link.get("id"):
         return
     if placement is not None:
         sparse = state.scope.vars.get(placement[0])

@@ -157,7 +157,7 @@ class PserverProcess:
         self.state = PserverState(program, scope=scope, executor=executor,
                                   options=PserverOptions(barrier_timeout_s=options.barrier_timeout_s))
         self.state.telemetry = metrics  # checkpoint duration / last checkpoint (psjob.checkpoint)
-        self.state.track_changes = options.incremental  # delta checkpoints (checkpoint_service)
+        self.state.incremental_checkpoints = options.incremental  # delta checkpoints (checkpoint_service)
         # With PSJOB_SAVE_ROOTS set, CheckpointNotify writes only there, in the job's checkpoint
         # root and in the working directory (where a relative save_persistables path lands).
         # Unset, anywhere the process may write, as Paddle's pservers: a user's

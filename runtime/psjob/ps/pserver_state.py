@@ -175,7 +175,7 @@ class PserverState:
         # whether to track changes from a restore on (PSJOB_CHECKPOINT_INCREMENTAL), and the
         # changes handed to saves not yet committed: [(link id, changed ids, evicted ids)].
         self.delta_base: str | None = None
-        self.track_changes = False
+        self.incremental_checkpoints = False
         self.pending_changes: list = []
         self.last_saved_link: str | None = None
 
