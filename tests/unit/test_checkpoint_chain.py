@@ -39,7 +39,8 @@ def _load(path):
 dist = _load(os.path.join(HERE, "test_checkpoint_distributed.py"))
 
 
-def train_with_checkpoints(job, root, start, steps, save_at, base_every=10, whole=None, between=None):
+def train_with_checkpoints(job, root, start, steps, save_at, base_every=10, whole=None, between=None,
+                           incremental=True):
     """Train `steps` steps from `start`; trainer 0 checkpoints into `root` at the steps in
     `save_at` (incremental), and at the end writes a whole save (outside the chain) to `whole`.
     `between(step)` runs on trainer 0 after each step's checkpoint (with the pservers idle in sync mode)."""
@@ -50,7 +51,7 @@ def train_with_checkpoints(job, root, start, steps, save_at, base_every=10, whol
         prog = tr.get_trainer_program(wait_port=False)
         ckpt = None
         if t == 0:
-            config = CheckpointConfig(root=str(root), keep=100, incremental=True, base_every=base_every)
+            config = CheckpointConfig(root=str(root), keep=100, incremental=incremental, base_every=base_every)
             ckpt = Checkpointer(exe, prog, config, scope=scope, dist=distributed.DistInfo.of(prog))
             ckpt.resume()
         for s in range(start, start + steps):
@@ -225,6 +226,14 @@ def test_a_pserver_that_restarted_or_missed_a_commit_gets_a_base_written_instead
     train_with_checkpoints(job, root, 0, 4, {2, 3, 4}, between=forget)
     kinds = [(c.step, c.kind) for c in reversed(store.candidates(str(root)))]
     assert kinds == [(2, "base"), (3, "base"), (4, "delta")]
+
+
+def test_without_the_policy_every_checkpoint_is_a_base_and_no_table_tracks_changes(tmp_path):
+    job = dist.Job(2)
+    train_with_checkpoints(job, tmp_path / "ckpt", 0, 3, {1, 2, 3}, incremental=False)
+    assert [c.kind for c in store.candidates(str(tmp_path / "ckpt"))] == ["base"] * 3
+    assert not any(t.tracking_changes for t in tables_of(job, 2))
+    assert {job.cluster.handler(ep).delta_base for ep in dist.EPS[:2]} == {None}
 
 
 def test_bad_policy_settings_are_named():
