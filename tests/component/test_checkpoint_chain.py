@@ -6,6 +6,7 @@ first job held at its last checkpoint; a job killed inside a delta's write leave
 the previous link as the newest, and the next job restores that; a chain in an S3
 bucket (moto's server process) restores, falls back past a corrupt link and compacts.
 """
+import json
 import os
 import signal
 import subprocess
@@ -146,3 +147,28 @@ def test_a_chain_in_s3_restores_resharded_falls_back_past_a_corrupt_link_and_com
     assert "checksum mismatch" in capsys.readouterr().out
     assert [c.step for c in store.candidates(root)] == [2]  # 4 marked corrupt, 6 is on it
     assert "its parent" in {c.step: c.reason for c in store.scan(root)}[6]
+
+
+def test_a_launched_incremental_job_in_s3_survives_a_killed_pserver_restoring_its_chain(root, tmp_path):
+    steps, interval = 40, 5
+    job = faultkit.Job(tmp_path, ["--server_num", "2", "--worker_num", "2", "--checkpoint-uri", root,
+                                  "--pserver_restarts", "1", *INCREMENTAL],
+                       [faultkit.CKPT_SCRIPT, "--out", str(tmp_path), "--steps", str(steps),
+                        "--interval_steps", str(interval), "--sleep_ms", "20"])
+    try:
+        assert faultkit.wait_until(lambda: faultkit.newest_step(root) >= 15 and job.pid("pserver.0"), 60, job,
+                                   "a delta of step 15 in the bucket"), job.text + job.logs()
+        os.kill(job.pid("pserver.0"), signal.SIGKILL)
+        assert job.wait(90) == 0, job.text + job.logs()
+    finally:
+        job.kill()
+    assert job.starts("pserver.0") == 2, job.text
+    server_log = (tmp_path / "log" / "serverlog.0").read_text()
+    assert "restored step" in server_log and f"from {root}/step-" in server_log, server_log
+    trainer = json.loads((tmp_path / "trainer0.json").read_text())
+    assert len(trainer["losses"]) == steps and trainer["failures"] == []
+    infos = store.candidates(root)
+    assert infos[0].step == steps and infos[0].kind == "delta"  # the chain went on after the restart
+    assert store.verify(infos[0].path) == [] and cli.main(["verify", root]) == 0
+    # everything the newest link needs is still there (retention keeps whole chains)
+    assert all(store.inspect_dir(p).ok for p in infos[0].links)
