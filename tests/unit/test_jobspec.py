@@ -217,3 +217,21 @@ def test_load_job_file_names_what_makes_a_file_unreadable(tmp_path, raw, expecte
     path.write_bytes(raw)
     with pytest.raises(JobSpecError, match=expected):
         load_job_file(str(path))
+
+
+@pytest.mark.parametrize("checkpoint, expected", [
+    ({"incremental": {"enabled": True, "baseEvery": 0}},
+     "spec.checkpoint.incremental.baseEvery: is 0, must be >= 1"),
+    ({"incremental": {"enable": True}}, "spec.checkpoint.incremental.enable: unknown field: did you mean 'enabled'?"),
+    ({"enabled": False, "incremental": {"enabled": True}},
+     "spec.checkpoint.incremental.enabled: incremental.enabled needs checkpoints"),
+])
+def test_a_bad_incremental_checkpoint_policy_is_refused_naming_the_field(checkpoint, expected):
+    assert expected in error_of(manifest({"checkpoint": checkpoint}))
+
+
+def test_the_incremental_checkpoint_policy_defaults_off_and_round_trips():
+    job = parse_job(manifest())
+    assert job.spec.checkpoint.incremental == jobspec.IncrementalCheckpoints(enabled=False, base_every=10)
+    job = parse_job(manifest({"checkpoint": {"incremental": {"enabled": True, "baseEvery": 5}}}))
+    assert parse_job(jobspec.to_manifest(job)) == job and job.spec.checkpoint.incremental.base_every == 5

@@ -34,6 +34,8 @@ COMMON_K8S = {
     "PSJOB_CHECKPOINT_INTERVAL_STEPS": "0",
     "PSJOB_CHECKPOINT_INTERVAL_SECONDS": "600",
     "PSJOB_CHECKPOINT_KEEP": "3",
+    "PSJOB_CHECKPOINT_INCREMENTAL": "0",
+    "PSJOB_CHECKPOINT_BASE_EVERY": "10",
     "PSJOB_METRICS_PORT": "9100",
     "PSJOB_AUTH_TOKEN_FILE": "/var/run/psjob/auth/token",
     "PSJOB_DEVICE": "cpu",
@@ -166,3 +168,18 @@ def test_every_variable_psjob_sets_is_reserved():
         for index in (None, 0):
             env = roles.role_environment(topo, role, index)
             assert set(env) <= set(roles.RESERVED_ENV), role
+
+
+def test_the_incremental_checkpoint_policy_reaches_every_role_and_the_pserver_and_trainer_settings():
+    from psjob.fleet.checkpointer import CheckpointConfig
+    from psjob.ps.checkpoint_protocol import incremental_from_env
+    topo = roles.kubernetes_topology(job(checkpoint={"incremental": {"enabled": True, "baseEvery": 4}}), "ml")
+    for role in (roles.PSERVER, roles.TRAINER):
+        env = roles.role_environment(topo, role, 0)
+        assert env["PSJOB_CHECKPOINT_INCREMENTAL"] == "1" and env["PSJOB_CHECKPOINT_BASE_EVERY"] == "4"
+    config = CheckpointConfig.from_env(roles.role_environment(topo, roles.TRAINER, 0))
+    assert config.incremental and config.base_every == 4
+    assert incremental_from_env(roles.role_environment(topo, roles.PSERVER, 0))  # the pserver's ServeOptions
+    assert roles.topology_from_dict(roles.topology_to_dict(topo)) == topo
+    with pytest.raises(Exception, match="PSJOB_CHECKPOINT_INCREMENTAL is set by psjob"):
+        job(worker={"replicas": 1, "env": [{"name": "PSJOB_CHECKPOINT_INCREMENTAL", "value": "1"}]})

@@ -194,3 +194,26 @@ def test_rows_saved_under_another_rule_load_with_fresh_state_even_when_column_na
     order = np.argsort(shard.ids)
     np.testing.assert_array_equal(got.values, shard.values[order])  # the values carry over
     assert np.all(got.state["moment"] == 0)                          # the state starts fresh
+
+
+def test_change_tracking_reports_created_pushed_and_imported_rows_and_evicted_ids_once():
+    table = SparseTable(TableConfig(name="t", dim=4, eviction=EvictionConfig(delete_after_unseen_steps=1)))
+    table.lookup(np.arange(10))
+    with pytest.raises(RuntimeError, match="does not track changes"):
+        table.take_changes()
+    table.track_changes()  # from here: the rows made before are not changes
+    table.push(np.array([3, 1]), np.ones((2, 4), np.float32))
+    table.lookup(np.array([20, 21]))
+    table.import_rows(TableShard(ids=np.array([30], np.int64), values=np.ones((1, 4), np.float32),
+                                 state=dict(table.export(ids=[1]).state)))
+    changed, gone = table.take_changes()
+    assert changed.tolist() == [1, 3, 20, 21, 30] and gone.tolist() == []
+    assert [a.size for a in table.take_changes()] == [0, 0]  # taken: nothing until the next change
+    for _ in range(3):
+        table.end_step()
+    table.push(np.array([5]), np.ones((1, 4), np.float32))
+    evicted = table.evict()
+    table.lookup(np.array([7]))  # evicted, then made again: a tombstone and a row
+    changed, gone = table.take_changes()
+    assert evicted == len(gone) and 5 not in gone and 7 in gone and changed.tolist() == [5, 7]
+    np.testing.assert_array_equal(table.export(ids=np.array([7, 5, 99])).ids, [5, 7])

@@ -12,9 +12,10 @@ first (docs/user/checkpoints.md describes the format and the protocol):
     storage       a path's store: a local directory, or s3:// (for_path, join)
     format        array files, manifests, atomic writes, checksums
     tables        distributed-table shards keyed by feature id, re-shardable N -> M
-    store         a checkpoint root: step-N directories, status, retention
+    chain         incremental checkpoints: a base and its deltas, restore order, compact
+    store         a checkpoint root: step-N directories, status (chains included), retention
     export        a checkpoint's tables as Parquet and back (pyarrow): `psjob export`, `checkpoint import`
-    cli           `psjob checkpoint list|inspect|verify|import`, `psjob export`
+    cli           `psjob checkpoint list|inspect|verify|import|compact`, `psjob export`
 """
 from .format import MANIFEST, CheckpointError, read_manifest
 from .store import CheckpointInfo, apply_retention, candidates, newest_good, scan, step_dirname, verify

@@ -4,13 +4,16 @@ DIR is a local directory or an object-store URI, `s3://BUCKET/PREFIX`
 (configured by the standard AWS_* variables: docs/user/checkpoints.md).
 
     list DIR       the checkpoints under a root (or the one save DIR is): step, status,
-                   time, size, variables, table shards; `*` marks the newest good one
+                   kind (base or delta), time, size, variables, table shards, table rows
+                   and tombstones; a delta's parent; `*` marks the newest good one
     inspect DIR    one save's manifest: step, position, every variable and table shard
                    (DIR is a save, or a root: its newest good checkpoint, or --step N)
     verify DIR     read every file and check its sha256 (a save, or every checkpoint of a
                    root); exit status 1 naming each bad file, 0 when all are good
     import DIR OUT [--pservers N]   a `psjob export` directory back into a checkpoint
                    (a save directory) for N pservers
+    compact CKPT OUT [--pservers N]  fold the chain ending at CKPT (a delta, or a root's
+                   newest good checkpoint, or --step N) into a new base at OUT
 
     psjob export CHECKPOINT OUT --format parquet [--with-optimizer-state] [--row-group-rows N]
                    the checkpoint's tables as Parquet and its dense variables as .npy (export.py)
@@ -25,6 +28,7 @@ import argparse
 import datetime as dt
 import sys
 
+from . import chain as chains
 from . import storage
 from .format import CheckpointError, read_manifest
 from .store import INCOMPLETE, has_manifest, inspect_dir, newest_good, scan, step_dirname, verify
@@ -53,6 +57,16 @@ def _doc_bytes(doc) -> int:
     return total
 
 
+def _table_counts(doc) -> tuple[int, int]:
+    """(rows, tombstones) of every table shard of a save."""
+    shards = [s for t in (doc or {}).get("tables", {}).values() for s in t.get("shards", [])]
+    return sum(int(s.get("rows", 0)) for s in shards), sum(int(s.get("tombstones", 0)) for s in shards)
+
+
+def _kind(doc) -> str:
+    return chains.DELTA if chains.is_delta_doc(doc) else chains.BASE
+
+
 def _infos(path):
     if has_manifest(path):
         return [inspect_dir(path)]
@@ -65,13 +79,21 @@ def cmd_list(path, out) -> int:
         print(f"no checkpoints under {path}", file=out)
         return 0
     best = newest_good(path)
-    print(f"{'':1} {'STEP':>10}  {'STATUS':<10} {'TIME':<20} {'SIZE':>10} {'VARS':>5} {'SHARDS':>6}  PATH", file=out)
+    print(f"{'':1} {'STEP':>10}  {'STATUS':<10} {'KIND':<5} {'TIME':<20} {'SIZE':>10} {'VARS':>5} {'SHARDS':>6} "
+          f"{'ROWS':>10} {'TOMBS':>8}  PATH", file=out)
     for c in infos:
         doc = c.manifest or {}
         shards = sum(len(t.get("shards", [])) for t in doc.get("tables", {}).values())
+        rows, tombs = _table_counts(doc)
         mark = "*" if best is not None and c.path == best.path else ""
-        print(f"{mark:1} {c.step:>10}  {c.status:<10} {_when(doc):<20} {_size(_doc_bytes(doc)) if doc else '-':>10} "
-              f"{len(doc.get('vars', {})) if doc else '-':>5} {shards if doc else '-':>6}  {c.path}", file=out)
+        print(f"{mark:1} {c.step:>10}  {c.status:<10} {_kind(doc) if doc else '-':<5} {_when(doc):<20} "
+              f"{_size(_doc_bytes(doc)) if doc else '-':>10} {len(doc.get('vars', {})) if doc else '-':>5} "
+              f"{shards if doc else '-':>6} {rows if doc else '-':>10} {tombs if chains.is_delta_doc(doc) else '-':>8}"
+              f"  {c.path}", file=out)
+        if chains.is_delta_doc(doc):
+            link = chains.link_of(doc)
+            print(f"{'':14}delta {link.get('depth')} on {link['parent'].get('path')} (base "
+                  f"{(link.get('base') or {}).get('path')})", file=out)
         if c.reason and c.status != INCOMPLETE:
             print(f"{'':14}{c.reason}", file=out)
     return 0
@@ -98,6 +120,16 @@ def cmd_inspect(path, step, out) -> int:
     for key in ("step", "kind"):
         if doc.get(key) is not None:
             print(f"  {key:<8} {doc[key]}", file=out)
+    link = chains.link_of(doc)
+    if chains.is_delta_doc(doc):
+        parent, base = link.get("parent", {}), link.get("base") or {}
+        print(f"  chain    delta, depth {link.get('depth')}, on {parent.get('path')} (id {parent.get('id')}, manifest "
+              f"sha256 {str(parent.get('manifest_sha256'))[:16]}); base {base.get('path')}; id {link.get('id')}",
+              file=out)
+        if info.ok:
+            print(f"  restore  {' + '.join(storage.basename(p) for p in info.links)}", file=out)
+    elif link:
+        print(f"  chain    base, id {link.get('id')}", file=out)
     print(f"  time     {_when(doc)}", file=out)
     print(f"  size     {_size(_doc_bytes(doc))}", file=out)
     if doc.get("job"):
@@ -111,12 +143,14 @@ def cmd_inspect(path, step, out) -> int:
         print(f"    {name:<40} {e['dtype']:<8} {str(e['shape']):<16} {_size(e['bytes']):>10}  "
               f"sha256 {e['sha256'][:16]}  {e['file'] if e['file'] != name else ''}", file=out)
     for table, t in sorted(doc.get("tables", {}).items()):
-        print(f"  table {table}: {t['height']} x {t['width']} {t['dtype']}, {t['num_shards']} shard(s) by feature id",
-              file=out)
+        what = " (delta: the rows changed since the parent, and tombstones)" if t.get("delta") else ""
+        print(f"  table {table}: {t['height']} x {t['width']} {t['dtype']}, {t['num_shards']} shard(s) by feature id"
+              f"{what}", file=out)
         for shard in t.get("shards", []):
             files = ", ".join(f"{part} {_size(e['bytes'])} sha256 {e['sha256'][:16]}"
                               for part, e in sorted(shard["files"].items()))
-            print(f"    shard {shard['index']}: {shard['rows']} rows ({files})", file=out)
+            tombs = f", {shard['tombstones']} tombstones" if "tombstones" in shard else ""
+            print(f"    shard {shard['index']}: {shard['rows']} rows{tombs} ({files})", file=out)
     return 0
 
 
@@ -141,7 +175,9 @@ def cmd_verify(path, out) -> int:
             doc = c.manifest or {}
             files = len(doc.get("vars", {})) + sum(len(s.get("files", {})) for t in doc.get("tables", {}).values()
                                                    for s in t.get("shards", []))
-            print(f"OK      {c.path}: {files} file(s), {_size(_doc_bytes(doc))}, checksums match", file=out)
+            chain = (f"; delta on {chains.link_of(doc)['parent'].get('path')}, its chain intact"
+                     if chains.is_delta_doc(doc) else "")
+            print(f"OK      {c.path}: {files} file(s), {_size(_doc_bytes(doc))}, checksums match{chain}", file=out)
     print(f"{checked - failed} of {checked} checkpoint(s) verified"
           + (f"; {failed} FAILED" if failed else ""), file=out)
     return 1 if failed or not checked else 0
@@ -163,7 +199,34 @@ def build_parser() -> argparse.ArgumentParser:
                                  "put it at ROOT/step-NNNNNNNN for a job to resume from it")
     imp.add_argument("--pservers", type=int, default=None,
                      help="split the tables for N pservers (default: as many as the exported checkpoint)")
+    com = sub.add_parser("compact", help="fold a chain of a base and deltas into a new base")
+    com.add_argument("dir", help="a delta (or any save), or a root: its newest good checkpoint; " + where)
+    com.add_argument("out", help="the new base's directory (local, or s3://BUCKET/PREFIX); nothing may be there")
+    com.add_argument("--step", type=int, default=None, help="DIR is a root: compact the chain of this step")
+    com.add_argument("--pservers", type=int, default=None,
+                     help="split the tables for N pservers (default: as many as the newest link)")
     return p
+
+
+def cmd_compact(path, out, step, pservers, stdout) -> int:
+    if step is not None:
+        path = storage.join(path, step_dirname(step))
+    elif not has_manifest(path):
+        best = newest_good(path)
+        if best is None:
+            print(f"psjob checkpoint compact: no complete checkpoint under {path}", file=sys.stderr)
+            return 1
+        path = best.path
+    try:
+        links = chains.resolve(path)
+        doc = chains.compact(path, out, pservers)
+    except CheckpointError as exc:
+        print(f"psjob checkpoint compact: {exc}; no base was written at {out}", file=sys.stderr)
+        return 1
+    rows, _ = _table_counts(doc)
+    print(f"compacted {len(links)} link(s) ({' + '.join(storage.basename(p) for p, _ in links)}) into the base {out}: "
+          f"{rows} table rows, {len(doc['vars'])} dense variable(s)", file=stdout)
+    return 0
 
 
 def cmd_import(src, out, pservers, stdout) -> int:
@@ -189,6 +252,9 @@ def main(argv=None, out=None) -> int:
                 print(f"psjob checkpoint import: --pservers must be >= 1, got {args.pservers}", file=sys.stderr)
                 return 2
             return cmd_import(args.dir, args.out, args.pservers, out)
+        if args.command == "compact" and not (args.pservers is None or args.pservers >= 1):
+            print(f"psjob checkpoint compact: --pservers must be >= 1, got {args.pservers}", file=sys.stderr)
+            return 2
         if not storage.for_path(args.dir).is_dir(args.dir):
             print(f"psjob checkpoint: {args.dir!r} is not a directory"
                   + (" (nothing is stored under that prefix)" if storage.is_uri(args.dir) else ""), file=sys.stderr)
@@ -197,6 +263,8 @@ def main(argv=None, out=None) -> int:
             return cmd_list(args.dir, out)
         if args.command == "inspect":
             return cmd_inspect(args.dir, args.step, out)
+        if args.command == "compact":
+            return cmd_compact(args.dir, args.out, args.step, args.pservers, out)
         return cmd_verify(args.dir, out)
     except BrokenPipeError:  # `... | head`
         return 0

@@ -22,6 +22,12 @@ verification, as `psjob checkpoint verify` does it); the export is built in a
 temporary sibling directory and renamed into place, so <out> holds a whole
 export or nothing.
 
+A delta checkpoint (chain.py) exports as a delta: each table's files hold the
+rows changed since its parent, and `tombstones-<k>.parquet` (one `id` column)
+the ids evicted since; the manifest marks the table `"delta": true` and its
+source names the parent. A consumer applies it to what it holds: delete the
+tombstones' ids, then upsert the rows.
+
 `import_export` turns such a directory back into a checkpoint for any number
 of pservers, placing rows with `psjob.tables.shard_of` as a restore does;
 rows exported without optimizer state are saved values-only, so a restore
@@ -41,10 +47,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..tables import TableShard, concat_shards, shard_of
+from . import chain as chains
 from . import storage
 from .format import CheckpointError, array_sha256, new_manifest, read_var, write_array, write_manifest
 from .store import has_manifest, inspect_dir, newest_good, step_dirname
-from .tables import _read_shard, check_complete, save_shard, table_entry
+from .tables import _read_shard, check_complete, is_delta, read_tombstones, save_shard, table_entry
 
 EXPORT_FORMAT = "psjob.tables.parquet"
 EXPORT_VERSION = 1
@@ -120,8 +127,23 @@ def _table_optimizer(name: str, tdoc: dict) -> str | None:
     return rules.pop()
 
 
+def _export_tombstones(src: str, name: str, tdoc: dict, out: str, rel_dir: str) -> dict:
+    """A delta table's tombstones, one `id` file per saved shard."""
+    files, total = [], 0
+    for shard in sorted(tdoc["shards"], key=lambda s: int(s["index"])):
+        ids = np.sort(read_tombstones(src, name, shard))  # sha256-checked
+        rel = f"{rel_dir}/tombstones-{int(shard['index']):05d}.parquet"
+        path = os.path.join(out, rel)
+        pq.write_table(pa.table({"id": pa.array(ids)}, metadata={"psjob.table": name, "psjob.tombstones": "1"}),
+                       path, compression="zstd", use_dictionary=False, write_statistics=["id"])
+        size, digest = _file_digest(path)
+        files.append({"path": rel, "rows": int(ids.size), "bytes": size, "sha256": digest})
+        total += int(ids.size)
+    return {"rows": total, "files": files, "columns": [{"name": "id", "role": "id", "dtype": "int64", "shape": []}]}
+
+
 def _export_table(src: str, name: str, tdoc: dict, out: str, with_state: bool, row_group_rows: int) -> dict:
-    check_complete(name, tdoc)
+    check_complete(name, tdoc, allow_delta=True)
     optimizer = _table_optimizer(name, tdoc)
     rel_dir = f"tables/{_safe_name(name)}"
     os.makedirs(os.path.join(out, rel_dir))
@@ -146,9 +168,13 @@ def _export_table(src: str, name: str, tdoc: dict, out: str, with_state: bool, r
         size, digest = _file_digest(path)
         files.append({"path": rel, "rows": len(rows), "bytes": size, "sha256": digest})
         total += len(rows)
-    return {"files": files, "rows": total, "dim": int(tdoc["width"]), "height": int(tdoc["height"]),
-            "dtype": tdoc["dtype"], "optimizer": optimizer, "optimizer_state": bool(with_state and optimizer),
-            "source_shards": int(tdoc["num_shards"]), "row_group_rows": row_group_rows, "columns": columns}
+    doc = {"files": files, "rows": total, "dim": int(tdoc["width"]), "height": int(tdoc["height"]),
+           "dtype": tdoc["dtype"], "optimizer": optimizer, "optimizer_state": bool(with_state and optimizer),
+           "source_shards": int(tdoc["num_shards"]), "row_group_rows": row_group_rows, "columns": columns}
+    if is_delta(tdoc):
+        doc["delta"] = True
+        doc["tombstones"] = _export_tombstones(src, name, tdoc, out, rel_dir)
+    return doc
 
 
 def _export_dense(src: str, doc: dict, out: str) -> dict:
@@ -203,7 +229,7 @@ def export_checkpoint(src: str, out: str, *, with_optimizer_state: bool = False,
         tables = {name: _export_table(path, name, tdoc, tmp, with_optimizer_state, row_group_rows)
                   for name, tdoc in sorted(doc.get("tables", {}).items())}
         manifest = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION,
-                    "source": {k: doc.get(k) for k in ("step", "kind", "time", "position", "trainers")
+                    "source": {k: doc.get(k) for k in ("step", "kind", "time", "position", "trainers", "chain")
                                if doc.get(k) is not None} | {"checkpoint": path},
                     "tables": tables, "dense": _export_dense(path, doc, tmp)}
         with open(os.path.join(tmp, EXPORT_MANIFEST), "w") as f:
@@ -334,6 +360,10 @@ def import_export(src: str, out: str, num_shards: int | None = None) -> dict:
     """Write the export at `src` as a psjob checkpoint (a save directory) at `out`, its tables split
     for `num_shards` pservers (default: as many as the exported checkpoint had); its manifest."""
     man = read_export_manifest(src)
+    if chains.is_delta_doc(man.get("source")) or any(t.get("delta") for t in man["tables"].values()):
+        raise CheckpointError(f"{src!r} is the export of a delta (only the rows changed since its parent, and "
+                              "tombstones): import a whole export (export a base, or `psjob checkpoint compact` "
+                              "the chain first)")
     if num_shards is not None and (not isinstance(num_shards, int) or num_shards < 1):
         raise CheckpointError(f"the number of pservers must be a positive int, got {num_shards!r}")
     local = not storage.is_uri(out)

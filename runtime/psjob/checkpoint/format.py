@@ -45,6 +45,11 @@ FORMAT = "psjob.vars"
 # added since (time, step, kind, tables, position, trainers, job, file_bytes)
 # are optional: older readers ignore them, newer readers tolerate their absence.
 VERSION = 1
+# Version 2 marks a delta (incremental) checkpoint (chain.py): its tables hold only the rows
+# changed since its parent, so a reader that does not know chains must refuse it rather than
+# load it as a whole model. Bases stay version 1.
+DELTA_VERSION = 2
+VERSIONS = (VERSION, DELTA_VERSION)
 CHUNK_BYTES = 16 << 20
 
 
@@ -225,9 +230,22 @@ def new_manifest(vars_: dict | None = None, **extra) -> dict:
 
 
 def read_manifest(dirname: str, required: bool = True) -> dict | None:
+    got = read_manifest_bytes(dirname, required)
+    return None if got is None else got[0]
+
+
+def manifest_sha256(dirname: str) -> str:
+    """sha256 of a save's manifest file: what a delta records to name its parent exactly."""
+    return read_manifest_bytes(dirname)[1]
+
+
+def read_manifest_bytes(dirname: str, required: bool = True) -> tuple[dict, str] | None:
+    """(manifest, sha256 of its file's bytes), or None for a directory without one (when not
+    `required`)."""
     path = storage.join(dirname, MANIFEST)
     try:
-        doc = json.loads(storage.for_path(path).read_bytes(path))
+        raw = storage.for_path(path).read_bytes(path)
+        doc = json.loads(raw)
     except FileNotFoundError:
         if required:
             raise CheckpointError(f"{dirname!r} has no {MANIFEST}: not a complete psjob save "
@@ -237,12 +255,15 @@ def read_manifest(dirname: str, required: bool = True) -> dict | None:
         raise
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"{path}: unreadable manifest: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") not in VERSIONS:
         got = (doc.get("format"), doc.get("version")) if isinstance(doc, dict) else (None, None)
-        raise CheckpointError(f"{path}: format {got[0]!r} version {got[1]!r} is not {FORMAT!r} version {VERSION}")
+        raise CheckpointError(f"{path}: format {got[0]!r} version {got[1]!r} is not {FORMAT!r} version "
+                              f"{' or '.join(map(str, VERSIONS))}")
     if not isinstance(doc.get("vars"), dict) or not isinstance(doc.get("tables", {}), dict):
         raise CheckpointError(f"{path}: malformed manifest (vars/tables must be objects)")
-    return doc
+    if doc.get("chain") is not None and not isinstance(doc["chain"], dict):
+        raise CheckpointError(f"{path}: malformed manifest (chain must be an object)")
+    return doc, hashlib.sha256(raw).hexdigest()
 
 
 def write_manifest(dirname: str, doc: dict) -> None:

@@ -46,6 +46,13 @@ def join(base: str, *parts: str) -> str:
     return os.path.join(base, *parts)
 
 
+def parent(path: str) -> str:
+    """The directory (or prefix) that holds `path`."""
+    if is_uri(path):
+        return posixpath.dirname(str(path).rstrip("/"))
+    return os.path.dirname(str(path).rstrip(os.sep)) or "."
+
+
 def basename(path: str) -> str:
     return posixpath.basename(str(path).rstrip("/")) if is_uri(path) else os.path.basename(os.path.normpath(path))
 

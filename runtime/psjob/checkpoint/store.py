@@ -16,13 +16,19 @@ Status of a checkpoint directory:
                 loader found a checksum mismatch and marked it (__corrupt__.txt)
     invalid     the manifest cannot be read or is not psjob's format
 
+A delta (chain.py) is ok only if its parent is ok and is the very save it was
+written on (chain id and manifest sha256), all the way to its base; otherwise
+it is damaged, with the broken link named, and loaders fall back to the newest
+link whose whole chain is good.
+
 `candidates(root)` lists the ok ones newest first; loaders walk that list and
 fall back to the next when reading a file reveals a checksum mismatch. Before
 they take one, pservers and trainers read every dense file of it (`read_dense`),
 so they agree on which checkpoint is good whatever file is damaged (`verify`
 reads and hashes everything, tables included, for `psjob checkpoint verify`).
 
-Retention keeps the `keep` newest ok checkpoints and removes older ones, and
+Retention keeps the `keep` newest ok checkpoints (and every link their chains
+need, however old) and removes older ones, and
 removes incomplete or damaged directories older than the newest ok one. It
 never removes the newest ok checkpoint, whatever `keep` says, and never
 touches anything newer than it (that may be a save in progress). A removed
@@ -34,6 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from . import chain as chains
 from . import storage
 from .format import (
     CORRUPT_MARKER,
@@ -61,14 +68,49 @@ class CheckpointInfo:
     status: str
     reason: str = ""
     manifest: dict | None = None
+    links: tuple = ()  # an ok checkpoint's chain: the paths from its base to itself
 
     @property
     def ok(self) -> bool:
         return self.status == OK
 
+    @property
+    def kind(self) -> str:
+        """"base" or "delta" (a save written before chains is a base)."""
+        return chains.DELTA if chains.is_delta_doc(self.manifest) else chains.BASE
 
-def inspect_dir(path: str, step: int | None = None) -> CheckpointInfo:
-    """Status of one saved directory (sizes only: one listing, no reading)."""
+
+def inspect_dir(path: str, step: int | None = None, _seen: dict | None = None) -> CheckpointInfo:
+    """Status of one saved directory (sizes only: one listing, no reading); a delta's parents
+    are inspected too (`_seen`: {path: CheckpointInfo} already inspected)."""
+    seen = {} if _seen is None else _seen
+    if path in seen:
+        return seen[path]
+    info = _inspect_one(path, step)
+    if info.ok and chains.is_delta_doc(info.manifest):
+        info = _inspect_chain(info, seen)
+    elif info.ok:
+        info = CheckpointInfo(info.path, info.step, info.status, info.reason, info.manifest, (info.path,))
+    seen[path] = info
+    return info
+
+
+def _inspect_chain(info: CheckpointInfo, seen: dict) -> CheckpointInfo:
+    try:
+        ppath, _pdoc = chains.check_parent(info.path, info.manifest)
+    except chains.BrokenChain as exc:
+        return CheckpointInfo(info.path, info.step, DAMAGED, str(exc), info.manifest)
+    if len(seen) > chains.MAX_DEPTH:
+        return CheckpointInfo(info.path, info.step, DAMAGED, "its chain is too long (a loop?)", info.manifest)
+    seen.setdefault(info.path, CheckpointInfo(info.path, info.step, DAMAGED, "its chain loops", info.manifest))
+    parent = inspect_dir(ppath, _seen=seen)
+    if not parent.ok:
+        return CheckpointInfo(info.path, info.step, DAMAGED,
+                              f"its parent {ppath} is {parent.status}: {parent.reason}", info.manifest)
+    return CheckpointInfo(info.path, info.step, OK, "", info.manifest, parent.links + (info.path,))
+
+
+def _inspect_one(path: str, step: int | None) -> CheckpointInfo:
     if step is None:
         m = STEP_RE.match(storage.basename(path))
         step = int(m.group(1)) if m else -1
@@ -97,11 +139,11 @@ def inspect_dir(path: str, step: int | None = None) -> CheckpointInfo:
 
 def scan(root: str) -> list[CheckpointInfo]:
     """Every step-N directory under root, oldest first."""
-    found = []
-    for name in storage.for_path(root).list_dirs(root):
+    found, seen = [], {}
+    for name in sorted(storage.for_path(root).list_dirs(root)):  # oldest first: parents before deltas
         m = STEP_RE.match(name)
         if m:
-            found.append(inspect_dir(storage.join(root, name), int(m.group(1))))
+            found.append(inspect_dir(storage.join(root, name), int(m.group(1)), seen))
     return sorted(found, key=lambda c: (c.step, c.path))
 
 
@@ -174,6 +216,11 @@ def verify(path: str) -> list[str]:
     except CheckpointError as exc:
         return [str(exc)]
     problems = []
+    if chains.is_delta_doc(doc):
+        try:
+            chains.resolve(path, doc)
+        except CheckpointError as exc:
+            problems.append(str(exc))
     npz_cache: dict = {}
     for name, entry in sorted(doc["vars"].items()):
         try:
@@ -203,8 +250,9 @@ def apply_retention(root: str, keep: int) -> list[str]:
     if not good:
         return []
     newest = good[-1]
-    doomed = [c for c in good[:-keep]]
-    doomed += [c for c in found if not c.ok and c.step < newest.step]
+    needed = {link for c in good[-keep:] for link in c.links}  # a kept delta keeps its chain
+    doomed = [c for c in good[:-keep] if c.path not in needed]
+    doomed += [c for c in found if not c.ok and c.step < newest.step and c.path not in needed]
     removed = []
     store = storage.for_path(root)
     for c in doomed:

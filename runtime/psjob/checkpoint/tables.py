@@ -27,6 +27,15 @@ Manifest entry of a table (under "tables"):
      "shards": [{"index": k, "rows": r, "optimizer": "sgd",
                  "files": {"ids": {...}, "values": {...}, "state.<name>": {...}, ...}}, ...]}
 
+A delta (incremental) checkpoint (chain.py) writes the same parts for the
+rows changed since its parent, plus the ids evicted since:
+
+    <dir>/__tables__/<table>.shard-<k>-of-<N>.tombstones       int64 [t]
+
+and marks the table entry ``"delta": true`` and each shard ``"tombstones": t``.
+Such a table is only meaningful on top of its chain: `check_complete` (and so
+every whole-table reader here) refuses it unless told otherwise.
+
 ``height`` is the table's declared height (only single-machine loads of a
 table with dense ids use it); ``optimizer`` is absent in checkpoints written
 before tables carried optimizer state (they load as values only).
@@ -42,6 +51,7 @@ from . import storage
 from .format import CheckpointError, read_array, write_array
 
 TABLE_DIR = "__tables__"
+TOMBSTONES = "tombstones"  # a delta shard's part: ids evicted since the parent
 
 
 def shard_prefix(table: str, index: int, num_shards: int) -> str:
@@ -49,8 +59,9 @@ def shard_prefix(table: str, index: int, num_shards: int) -> str:
 
 
 def save_shard(dirname: str, table: str, shard: TableShard, index: int, num_shards: int,
-               optimizer: str = "") -> dict:
-    """Write shard `index` of `num_shards` (a table's export, keyed by id); its manifest entry."""
+               optimizer: str = "", tombstones: np.ndarray | None = None) -> dict:
+    """Write shard `index` of `num_shards` (a table's export, keyed by id); its manifest entry.
+    With `tombstones` (int64 ids evicted since the parent) it is a delta's shard."""
     if not isinstance(shard, TableShard):
         raise CheckpointError(f"table {table!r}: save_shard needs a TableShard (SparseTable.export()), "
                               f"got {type(shard).__name__}")
@@ -59,6 +70,8 @@ def save_shard(dirname: str, table: str, shard: TableShard, index: int, num_shar
     parts = [("ids", shard.ids), ("values", shard.values)]
     parts += [(f"state.{name}", arr) for name, arr in sorted(shard.state.items())]
     parts += [(f"meta.{name}", arr) for name, arr in sorted(shard.meta.items())]
+    if tombstones is not None:
+        parts.append((TOMBSTONES, np.asarray(tombstones, dtype=np.int64).reshape(-1)))
     files = {}
     for part, arr in parts:
         rel = f"{prefix}.{part}"
@@ -66,18 +79,30 @@ def save_shard(dirname: str, table: str, shard: TableShard, index: int, num_shar
         entry["file"] = rel
         files[part] = entry
     doc = {"index": int(index), "rows": len(shard), "files": files}
+    if tombstones is not None:
+        doc["tombstones"] = int(np.asarray(tombstones).size)
     if optimizer:
         doc["optimizer"] = optimizer
     return doc
 
 
-def table_entry(height: int, width: int, dtype: str, shards: list) -> dict:
+def table_entry(height: int, width: int, dtype: str, shards: list, delta: bool = False) -> dict:
     num = {s["index"] for s in shards}
-    return {"height": int(height), "width": int(width), "dtype": str(dtype),
-            "num_shards": len(num), "shards": sorted(shards, key=lambda s: s["index"])}
+    doc = {"height": int(height), "width": int(width), "dtype": str(dtype),
+           "num_shards": len(num), "shards": sorted(shards, key=lambda s: s["index"])}
+    if delta:
+        doc["delta"] = True
+    return doc
 
 
-def check_complete(table: str, doc: dict) -> None:
+def is_delta(doc: dict) -> bool:
+    return bool(doc.get("delta"))
+
+
+def check_complete(table: str, doc: dict, allow_delta: bool = False) -> None:
+    if is_delta(doc) and not allow_delta:
+        raise CheckpointError(f"table {table!r} is a delta (only the rows changed since its parent checkpoint): "
+                              "restore it through its chain, or make it whole with `psjob checkpoint compact`")
     want = set(range(int(doc.get("num_shards", 0))))
     have = {int(s["index"]) for s in doc.get("shards", [])}
     if not want or want != have:
@@ -108,15 +133,26 @@ def _read_shard(dirname: str, table: str, shard: dict, with_state: bool = True,
         raise CheckpointError(f"table {table!r} shard {shard['index']}: {exc}") from exc
 
 
+def read_tombstones(dirname: str, table: str, shard: dict) -> np.ndarray:
+    """A delta shard's tombstones (int64 ids evicted since the parent), checksum-verified."""
+    files = shard["files"]
+    if TOMBSTONES not in files:
+        return np.zeros(0, np.int64)
+    ids = _read_part(dirname, table, files, TOMBSTONES)
+    if ids.ndim != 1:
+        raise CheckpointError(f"table {table!r} shard {shard['index']}: tombstones must be 1-D ids")
+    return ids.astype(np.int64, copy=False)
+
+
 def read_rows(dirname: str, table: str, doc: dict, index: int, num_shards: int,
-              optimizer: str | None = None) -> list[TableShard]:
+              optimizer: str | None = None, allow_delta: bool = False) -> list[TableShard]:
     """The saved rows pserver `index` of `num_shards` owns (by `shard_of`), one TableShard per
     saved shard that holds any. Every file read is checksum-verified.
 
     `optimizer` (the live table's rule): a shard saved under another rule is read without
     its state — state columns can share names across rules (adagrad's and decayed_adagrad's
     `moment`) while meaning different things — so its rows start with fresh state."""
-    check_complete(table, doc)
+    check_complete(table, doc, allow_delta)
     out = []
     same_layout = int(doc["num_shards"]) == num_shards
     for shard in doc["shards"]:

@@ -34,6 +34,13 @@ out at the thaw.
 If a pserver restarts during the save (its incarnation changes) or a freeze
 lease expires, the save is abandoned: no manifest is written, so the
 directory never counts as a checkpoint.
+
+A periodic checkpoint is a link of a chain (checkpoint/chain.py): its request
+carries a `ChainPlan`, a base or a delta on the previous link. A delta is
+written only if every pserver's freeze answer says its tracked table changes
+start at that parent (`delta_base`); otherwise the save becomes a base. The
+pservers then write the changed rows and tombstones of their shard; the
+dense variables are whole in every link.
 """
 from __future__ import annotations
 
@@ -47,6 +54,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..checkpoint import chain as chains
 from ..checkpoint import storage
 from ..checkpoint.format import CheckpointError, invalidate, new_manifest, write_array, write_manifest
 from ..checkpoint.tables import table_entry
@@ -89,6 +97,26 @@ class DistInfo:
 
 
 @dataclass(frozen=True)
+class ChainPlan:
+    """What link of a chain a save should be: a base, or a delta on the save at `parent_path`
+    (its manifest and that manifest's sha256). `track`: ask the pservers to track changes."""
+
+    link_id: str
+    parent_path: str = ""
+    parent_doc: dict | None = None
+    parent_sha256: str = ""
+    track: bool = True
+
+    @property
+    def delta(self) -> bool:
+        return bool(self.parent_path)
+
+    @property
+    def parent_id(self) -> str:
+        return (chains.link_of(self.parent_doc) or {}).get("id", "")
+
+
+@dataclass(frozen=True)
 class SaveRequest:
     """What a save records besides the arrays."""
 
@@ -99,6 +127,7 @@ class SaveRequest:
     kind: str = "persistables"        # "checkpoint" for periodic ones
     freeze_lease_s: float | None = None  # None: PSJOB_CHECKPOINT_FREEZE_LEASE_S, else 10 s
     extra: dict = field(default_factory=dict)
+    chain: ChainPlan | None = None    # a chain link (periodic checkpoints); None: outside chains
 
 
 def _trainer_id_of(program, settings: Mapping[str, str] | None) -> int:
@@ -246,7 +275,8 @@ def save(executor, dirname: str, program, dist: DistInfo, request: SaveRequest |
     try:
         doc = _save(client, flush, dirname, program, dist, request, scope, remote, local, table)
         try:  # let the pservers report it (metrics); the checkpoint is complete either way
-            _command(client, list(dist.endpoints), dirname, request.step, protocol.COMMIT)
+            link = {"link": request.chain.link_id} if request.chain is not None else {}
+            _command(client, list(dist.endpoints), dirname, request.step, protocol.COMMIT, **link)
         except Exception as exc:  # noqa: BLE001 - best effort
             log.warning("could not tell the pservers about checkpoint %s: %s", dirname, exc)
         return doc
@@ -267,7 +297,8 @@ def _save(client, flush, dirname, program, dist, request, scope, remote, local, 
     try:
         frozen = _command(client, eps, dirname, request.step, protocol.FREEZE, id=freeze_id, lease=lease)
         renewal.start()
-        pulled, server_vars, shards = _capture(client, dirname, request, remote, local, table, frozen)
+        plan = _chain_kind(request.chain, frozen, table)
+        pulled, server_vars, shards = _capture(client, dirname, request, remote, local, table, frozen, plan)
     finally:
         renewal.stop()
         thawed = _command(client, eps, dirname, request.step, protocol.THAW, id=freeze_id)
@@ -290,13 +321,18 @@ def _save(client, flush, dirname, program, dist, request, scope, remote, local, 
         entry["lod"] = [np.asarray(level).tolist() for level in scope.lods.get(name, [])]
         entries[name] = entry
     tables_doc = {}
+    delta = plan is not None and plan.delta
     if table is not None:
         var = program.global_block()._find_var_recursive(table)
-        tables_doc[table] = table_entry(var.shape[0], var.shape[1], var.dtype, shards)
+        tables_doc[table] = table_entry(var.shape[0], var.shape[1], var.dtype, shards, delta=delta)
+    link = None
+    if plan is not None:
+        link = (chains.delta_link(plan.link_id, plan.parent_path, plan.parent_doc, plan.parent_sha256) if delta
+                else chains.base_link(plan.link_id))
     doc = new_manifest(entries, step=request.step, kind=request.kind, tables=tables_doc or None,
                        position=request.position, trainers=request.trainers,
                        job={"mode": request.mode, "pservers": list(dist.endpoints), "frozen_s": round(frozen_s, 3)},
-                       **request.extra)
+                       **request.extra, **chains.manifest_version(link))
     write_manifest(dirname, doc)
     return doc
 
@@ -354,7 +390,20 @@ def thaw_leftover(client, endpoints) -> list[str]:
     return [ep for ep, reply in replies.items() if reply.get("released")]
 
 
-def _capture(client, dirname, request, remote, local, table, frozen):
+def _chain_kind(plan: ChainPlan | None, frozen: dict, table) -> ChainPlan | None:
+    """`plan`, or a base in its place when some pserver cannot write the delta (its tracked
+    changes start elsewhere: it restarted, missed a commit, or never tracked)."""
+    if plan is None or not plan.delta or table is None:
+        return plan
+    behind = sorted(ep for ep, reply in frozen.items() if reply.get("delta_base") != plan.parent_id)
+    if not behind:
+        return plan
+    log.info("checkpoint: pserver(s) %s track their changes since another checkpoint than %s; writing a base",
+             ", ".join(behind), plan.parent_path)
+    return ChainPlan(plan.link_id, track=plan.track)
+
+
+def _capture(client, dirname, request, remote, local, table, frozen, plan=None):
     """Inside the freeze: pull the remote pieces and server-only state, have the table saved."""
     wanted: dict = {}
     for pieces in remote.values():
@@ -374,7 +423,12 @@ def _capture(client, dirname, request, remote, local, table, frozen):
     server_vars = {name: np.array(pulled[(ep, name)], copy=True) for name, ep in owner.items()}
     shards = []
     if table is not None:
-        saved = _command(client, list(frozen), dirname, request.step, protocol.SAVE)
+        params = {}
+        if plan is not None:
+            params = {"link": plan.link_id, "kind": "delta" if plan.delta else "base", "track": int(plan.track)}
+            if plan.delta:
+                params["parent"] = plan.parent_id
+        saved = _command(client, list(frozen), dirname, request.step, protocol.SAVE, **params)
         for ep, reply in saved.items():
             entry = reply.get("tables", {}).get(table)
             if entry is None:

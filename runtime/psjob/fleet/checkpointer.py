@@ -11,7 +11,11 @@ Every trainer calls `after_step` after each step. Trainer 0 decides: when
 last checkpoint it saves `<root>/step-<N>/` (distributed.save: freeze,
 pull, table shards, thaw, manifest last), then applies retention (keep the
 newest `keep`). Checkpointing on trainer 0's schedule makes one process
-decide, so the pservers never disagree about which cut is which.
+decide, so the pservers never disagree about which cut is which. With
+`incremental` (PSJOB_CHECKPOINT_INCREMENTAL) the checkpoints form chains: a
+base every `base_every` checkpoints and deltas on the previous link between
+(checkpoint/chain.py; checkpoint_save writes a base instead when a pserver
+cannot write the delta).
 
 Data positions: in sync mode every trainer is at trainer 0's step when it
 checkpoints (the rounds are lock-step), so the manifest's `position` is
@@ -54,6 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..checkpoint import chain as chains
 from ..checkpoint import storage
 from ..checkpoint.format import (
     MANIFEST,
@@ -61,6 +66,7 @@ from ..checkpoint.format import (
     CorruptFileError,
     invalidate,
     new_manifest,
+    read_manifest_bytes,
     write_array,
     write_manifest,
 )
@@ -95,6 +101,8 @@ class CheckpointConfig:
     freeze_lease_s: float = protocol.DEFAULT_FREEZE_LEASE_S  # PSJOB_CHECKPOINT_FREEZE_LEASE_S
     topology_file: str = ""        # PSJOB_TOPOLOGY_FILE: watched by trainer 0 for a resize
     pserver_endpoints: tuple = ()  # PADDLE_PSERVER_ENDPOINTS: the layout this trainer runs
+    incremental: bool = False      # PSJOB_CHECKPOINT_INCREMENTAL: write deltas between bases
+    base_every: int = protocol.DEFAULT_BASE_EVERY  # PSJOB_CHECKPOINT_BASE_EVERY: every N-th is a base
 
     @classmethod
     def from_env(cls, environ=None) -> CheckpointConfig:
@@ -116,7 +124,9 @@ class CheckpointConfig:
                    freeze_lease_s=protocol.freeze_lease_from_env(env),
                    topology_file=env.get("PSJOB_TOPOLOGY_FILE", ""),
                    pserver_endpoints=tuple(
-                       e for e in (env.get("PADDLE_PSERVER_ENDPOINTS") or "").split(",") if e))
+                       e for e in (env.get("PADDLE_PSERVER_ENDPOINTS") or "").split(",") if e),
+                   incremental=protocol.incremental_from_env(env),
+                   base_every=protocol.base_every_from_env(env))
 
     @property
     def enabled(self) -> bool:
@@ -176,6 +186,11 @@ class Checkpointer:
                          if c.enabled and self.is_chief and c.topology_file and c.pserver_endpoints
                          else None)
         self.holding = False  # a resize was seen: checkpoint now, then HoldForResize
+        # The newest link this trainer 0 committed or resumed from: (path, manifest, its sha256);
+        # the next delta is written on it (None: the next checkpoint is a base).
+        self._last_link = None
+        if c.base_every < 1:
+            raise ValueError(f"base_every must be at least 1, got {c.base_every!r}")
 
     @classmethod
     def from_env(cls, executor, program, scope=None, environ=None) -> Checkpointer:
@@ -247,6 +262,7 @@ class Checkpointer:
             self.scope.vars[name] = arr if xp.__name__ == "numpy" else xp.asarray(arr)
         self._last_step = int(position["step"])
         self.resumed_from = info.path
+        self._remember_link(info.path)
         log.info("trainer %d resumes at %s from %s", self.config.trainer_id, position, info.path)
         return position
 
@@ -322,7 +338,8 @@ class Checkpointer:
         path = storage.join(self.config.root, step_dirname(step))
         request = distributed.SaveRequest(step=int(step), position=position, trainers=self._positions(position),
                                           mode=self.config.mode, kind="checkpoint",
-                                          freeze_lease_s=self.config.freeze_lease_s)
+                                          freeze_lease_s=self.config.freeze_lease_s,
+                                          chain=self._plan(path) if self.dist is not None else None)
         t0 = time.monotonic()
         try:
             if self.dist is not None:
@@ -339,13 +356,38 @@ class Checkpointer:
             # Read back by psjob run / psjob launch (launcher.job_progress.CKPT_FAILED).
             print(f"[psjob] checkpoint at step {step} failed: {error}", flush=True)
             self._last_step, self._last_time = int(step), time.monotonic()
+            self._last_link = None  # whatever failed, the next checkpoint is a base: it depends on nothing
             return None
         self._last_step, self._last_time = int(step), time.monotonic()
         self.saved.append(path)
+        if request.chain is not None:
+            self._remember_link(path)
         removed = apply_retention(self.config.root, self.config.keep)
         print(f"[psjob] checkpoint step {step} saved to {path} in {time.monotonic() - t0:.2f}s"
               + (f"; removed {len(removed)} old" if removed else ""), flush=True)
         return path
+
+    # -- chains (incremental checkpoints) -----------------------------------------------
+    def _plan(self, path: str) -> distributed.ChainPlan:
+        """A delta on the last link when incremental checkpoints are on and the chain since
+        the last base is shorter than base_every; otherwise a base."""
+        c, last = self.config, self._last_link
+        link_id = chains.new_link_id()
+        if not c.incremental or last is None or last[0] == path:
+            return distributed.ChainPlan(link_id, track=c.incremental)
+        depth = int((chains.link_of(last[1]) or {}).get("depth", 0))
+        if depth + 1 >= c.base_every:
+            return distributed.ChainPlan(link_id, track=True)
+        return distributed.ChainPlan(link_id, parent_path=last[0], parent_doc=last[1], parent_sha256=last[2])
+
+    def _remember_link(self, path: str) -> None:
+        try:
+            doc, digest = read_manifest_bytes(path)
+        except (CheckpointError, OSError) as exc:
+            log.warning("cannot read back checkpoint %s (%s); the next checkpoint is a base", path, exc)
+            self._last_link = None
+            return
+        self._last_link = (path, doc, digest) if (chains.link_of(doc) or {}).get("id") else None
 
     @staticmethod
     def _discard(path: str) -> None:

@@ -34,6 +34,7 @@ from .model import (
                      EnvVar,
                      HeterWorkerSpec,
                      ImagePullPolicy,
+                     IncrementalCheckpoints,
                      JobSpec,
                      Mode,
                      NetworkPolicySpec,
@@ -45,12 +46,12 @@ from .model import (
                      SchedulingPolicy,
                      SecuritySpec,
                      TaintEffect,
-                     TlsSpec,
+                     TlsSpec,  # noqa: F401
                      Toleration,
                      TolerationOperator,
                      WorkerSpec,
 )
-from .parser import POD_TEMPLATE_KEYS, POD_TEMPLATE_METADATA_KEYS, load_job_file, parse_job
+from .parser import POD_TEMPLATE_KEYS, POD_TEMPLATE_METADATA_KEYS, load_job_file, parse_job  # noqa: F401
 from .schema import (
                      API_GROUP,
                      API_VERSION,
@@ -65,7 +66,7 @@ from .schema import (
                      PLURAL,
                      QUANTITY,
                      S3_URI,
-                     SHORT_NAMES,
+                     SHORT_NAMES,  # noqa: F401
                      SINGULAR,
                      FieldInfo,
                      JobSpecError,
@@ -78,4 +79,4 @@ from .schema import (
                      fields_of,
                      spec_field,
 )
-from .serializer import to_manifest
+from .serializer import to_manifest  # noqa: F401

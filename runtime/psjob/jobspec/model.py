@@ -198,6 +198,18 @@ class HeterWorkerSpec(RoleSpec):
 
 
 @dataclass(frozen=True)
+class IncrementalCheckpoints:
+    enabled: bool = spec_field(
+        "enabled", "Write delta checkpoints between bases: only the sparse table rows changed since "
+        "the previous checkpoint, tombstones for rows evicted since, and the dense parameters "
+        "(docs/user/checkpoints.md, Incremental checkpoints).", False)
+    base_every: int = spec_field(
+        "baseEvery", "Every N-th checkpoint is a base (whole); the N-1 in between are deltas, so a "
+        "restore reads at most one base and N-1 deltas. 1 writes every checkpoint whole.", 10,
+        minimum=1, maximum=10000, fix="use a whole number from 1 to 10000")
+
+
+@dataclass(frozen=True)
 class CheckpointSpec:
     RULES: ClassVar = (
         Rule("!has(self.existingClaim) || !has(self.storageClassName)",
@@ -217,6 +229,10 @@ class CheckpointSpec:
              lambda c: "uri stores checkpoints in object storage, without a claim: drop existingClaim and "
              "storageClassName, or drop uri" if c.uri and (c.existing_claim or c.storage_class_name) else None,
              ".uri"),
+        Rule("!self.incremental.enabled || self.enabled",
+             "incremental.enabled needs checkpoints: set enabled: true, or incremental.enabled: false",
+             lambda c: "incremental.enabled needs checkpoints: set enabled: true, or incremental.enabled: false"
+             if c.incremental.enabled and not c.enabled else None, ".incremental.enabled"),
         Rule("!has(self.credentialsSecret) || has(self.uri)",
              "credentialsSecret is for an object store: set uri (s3://BUCKET/PREFIX) too",
              lambda c: "credentialsSecret is for an object store: set uri (s3://BUCKET/PREFIX) too"
@@ -254,6 +270,8 @@ class CheckpointSpec:
         "variables of every pod (envFrom): AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, and "
         "optionally AWS_ENDPOINT_URL, AWS_REGION, AWS_SESSION_TOKEN.", None,
         pattern=DNS_1123_SUBDOMAIN, max_length=253)
+    incremental: IncrementalCheckpoints = spec_field(
+        "incremental", "Incremental (delta) checkpoints between whole ones.", factory=IncrementalCheckpoints)
 
     @property
     def uses_claim(self) -> bool:

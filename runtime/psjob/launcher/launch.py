@@ -90,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint_dir", "--checkpoint-uri", default="",
                    help="PSJOB_CHECKPOINT_DIR for every process: a directory or s3://BUCKET/PREFIX "
                         "(configured by the AWS_* variables of this environment)")
+    p.add_argument("--checkpoint_incremental", "--checkpoint-incremental", action="store_true",
+                   help="write delta checkpoints (the table rows changed since the previous one) "
+                        "between bases (PSJOB_CHECKPOINT_INCREMENTAL)")
+    p.add_argument("--checkpoint_base_every", "--checkpoint-base-every", type=int, default=10,
+                   help="with --checkpoint_incremental: every N-th checkpoint is a base (default 10)")
     p.add_argument("--pserver_restarts", type=int, default=0,
                    help="restart a failed pserver this many times (it recovers from the newest checkpoint)")
     p.add_argument("--timeout", type=float, default=0.0, help="stop everything after this many seconds")
@@ -189,6 +194,7 @@ def plan(args) -> LocalJob:
         trainers=args.worker_num, heter_trainers=len(heter), heter_endpoints=tuple(heter),
         mode=args.mode, k_steps=args.k_steps or (roles.DEFAULT_GEO_K_STEPS if args.mode == "geo" else 0),
         checkpoint_dir=checkpoint_root(args.checkpoint_dir),
+        checkpoint_incremental=args.checkpoint_incremental, checkpoint_base_every=args.checkpoint_base_every,
         metrics_port=args.metrics_port, metrics_port_per_process=True, auth_token_file=token_file,
         trainer_host=roles.LOCAL_HOST)
     argv = [sys.executable, "-u", args.script, *args.script_args]

@@ -12,15 +12,23 @@ uses the tag as a command and answers one JSON document:
                              trainer 0 is still saving: extend freeze <f> by <s>
                              seconds from now. Never freezes anew: a freeze that
                              expired or was replaced or released answers expired
-    psjob:save               write this pserver's distributed-table shard under
-                             dirname; answers the shard's manifest entries
+    psjob:save[;link=<l>;kind=base|delta;parent=<p>;track=1]
+                             write this pserver's distributed-table shard under
+                             dirname; answers the shard's manifest entries. With
+                             link=<l> (a periodic checkpoint, chain link <l>): hand
+                             the table's tracked changes to that save; kind=delta
+                             writes only the rows changed since link <p> (which must be
+                             what the pserver tracks from: the freeze answers it as
+                             delta_base) and the ids evicted since; track=1 starts
+                             tracking changes if it has not
     psjob:thaw;id=<f>        release freeze <f>; answers whether it had expired (or
                              had been released or replaced) meanwhile — then the
                              save is not a consistent cut and is abandoned
     psjob:thaw               (no id) release whatever freeze is held: a restarted
                              trainer 0 clears the freeze its dead predecessor left
-    psjob:commit             after the manifest is written: the checkpoint of `step` in
-                             dirname is complete (pservers export it as a metric)
+    psjob:commit[;link=<l>]  after the manifest is written: the checkpoint of `step` in
+                             dirname is complete (pservers export it as a metric); with
+                             link=<l>, the next delta may be written on top of it
     psjob:failed;error=<e>   the save of `step` into dirname failed with error <e> (no
                              manifest): pservers count it and export it as metrics, which
                              the operator's status reports (a failing save is otherwise
@@ -66,6 +74,41 @@ def freeze_lease_from_env(environ=None) -> float:
         raise ValueError(f"{LEASE_ENV}={raw!r}: at most {MAX_FREEZE_LEASE_S:.0f} seconds (a pserver grants no "
                          f"longer freeze)")
     return value
+
+# Delta checkpoints (docs/user/checkpoints.md, "Incremental checkpoints"): read by trainer 0
+# (whether and how often to write deltas) and by the pservers (track table changes from
+# their restore on; otherwise from the first checkpoint that asks them to).
+INCREMENTAL_ENV = "PSJOB_CHECKPOINT_INCREMENTAL"
+BASE_EVERY_ENV = "PSJOB_CHECKPOINT_BASE_EVERY"
+DEFAULT_BASE_EVERY = 10
+
+
+def incremental_from_env(environ=None) -> bool:
+    """PSJOB_CHECKPOINT_INCREMENTAL: 1/true (deltas on) or 0/false/unset (every checkpoint whole)."""
+    env = process_environment() if environ is None else environ
+    raw = (env.get(INCREMENTAL_ENV, "") or "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"{INCREMENTAL_ENV}={raw!r}: expected 1 or 0 (true or false)")
+
+
+def base_every_from_env(environ=None) -> int:
+    """PSJOB_CHECKPOINT_BASE_EVERY: every N-th checkpoint is a base, the N-1 between are deltas
+    (an integer >= 1; 1: every checkpoint a base); default 10."""
+    env = process_environment() if environ is None else environ
+    raw = (env.get(BASE_EVERY_ENV, "") or "").strip()
+    if not raw:
+        return DEFAULT_BASE_EVERY
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{BASE_EVERY_ENV}={raw!r} is not an integer") from None
+    if value < 1:
+        raise ValueError(f"{BASE_EVERY_ENV}={raw!r}: must be at least 1 (1 writes every checkpoint whole)")
+    return value
+
 
 FREEZE, RENEW, SAVE, THAW, COMMIT = "psjob:freeze", "psjob:renew", "psjob:save", "psjob:thaw", "psjob:commit"
 FAILED = "psjob:failed"

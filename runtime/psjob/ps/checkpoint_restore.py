@@ -24,8 +24,14 @@ save, not only this pserver's: the trainers' own persistables too, since they
 resume from the checkpoint the pservers restore — and a bad file raises
 CheckpointError and the pserver keeps its previous values.
 
+A delta checkpoint (checkpoint/chain.py) restores its dense variables from
+itself and the table from its chain: the base's rows, then each delta's
+tombstones and rows in order (chain.read_chain_rows), all read and checked
+before the table is touched.
+
 `restore_newest` walks the checkpoints of a root newest first and falls back
-to an older one when a file turns out to be corrupt, logging why.
+to an older one when a file turns out to be corrupt, logging why (a corrupt
+file in a chain's link marks that link, so every delta on it is skipped too).
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ import logging
 
 import numpy as np
 
+from ..checkpoint import chain as chains
 from ..checkpoint.format import CheckpointError, CorruptFileError, read_manifest, read_var
 from ..checkpoint.store import committed, is_checkpoint_root, mark_corrupt
 from ..checkpoint.tables import dense_rows, import_into, read_rows, rows_digest
@@ -106,7 +113,11 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
             if table in saved_tables:
                 live = scope.vars.get(table)
                 rule = live.config.optimizer.name if isinstance(live, SparseTable) else None
-                table_rows = read_rows(dirname, table, saved_tables[table], placement[1], placement[2], rule)
+                if chains.is_delta_doc(manifest):  # the base, then every delta in order
+                    table_rows = chains.read_chain_rows(chains.resolve(dirname, manifest), table, placement[1],
+                                                        placement[2], rule)
+                else:
+                    table_rows = read_rows(dirname, table, saved_tables[table], placement[1], placement[2], rule)
             elif table in saved:  # a dense table saved whole (single machine): ids 0..H-1
                 table_rows = [dense_rows(read(table), placement[1], placement[2])]
             else:
@@ -183,7 +194,9 @@ def restore_newest(executor, root, program, scope=None, endpoint=None, digest: b
             load_pserver_slices(executor, info.path, program, endpoint=endpoint, scope=scope)
         except CheckpointError as exc:
             problems.append(f"{info.path}: {exc}")
-            if isinstance(exc, CorruptFileError):
+            if isinstance(exc, chains.ChainCorrupt):
+                mark_corrupt(exc.link, str(exc))  # the link that holds the bad file: its deltas go too
+            elif isinstance(exc, CorruptFileError):
                 mark_corrupt(info.path, str(exc))
             report_fallback(info.path, exc)
             continue

@@ -31,6 +31,15 @@ keep being served. The table is a `psjob.tables.SparseTable`; its export (rows k
 by id with their optimizer state) is taken under the lock unless frozen, and
 written by `tables.save_shard`. A plain tag (Fluid's checkpoint_notify op) runs the
 program's checkpoint block as before (`sparse_table_save`, under the lock).
+
+Deltas (checkpoint/chain.py): a save naming a chain link hands the table's
+tracked changes (`SparseTable.take_changes`: rows changed, ids evicted) to
+that link and keeps them as pending until the link is committed; a delta
+writes the pending changes of every uncommitted save since its parent (a
+failed or abandoned save loses nothing). `state.delta_base` — the link the
+pending changes are relative to — is set by a commit of the link this pserver
+saved, and by a restore; the freeze answers it, so trainer 0 writes a delta
+only when every pserver can.
 """
 from __future__ import annotations
 
@@ -39,9 +48,12 @@ import os
 import posixpath
 import time
 
+import numpy as np
+
 from ..checkpoint import storage, tables
 from ..fluid.transpiler.pserver_pass import TABLE_PATH_VAR
 from ..tables import SparseTable
+from ..tables.table import sorted_unique
 from . import checkpoint_protocol as protocol
 from .checkpoint_restore import is_state_var, restore_newest
 
@@ -82,7 +94,7 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
         version = state.freeze(params.get("id", ""), lease)  # replaces any older freeze
         log.info("pserver %s frozen for checkpoint step %s (lease %.1fs)", state.endpoint, step, lease)
         return protocol.encode_reply({"incarnation": state.incarnation, "version": version,
-                                      "endpoint": state.endpoint,
+                                      "endpoint": state.endpoint, "delta_base": state.delta_base,
                                       "persistables": pserver_only_persistables(state.program)})
     if command == protocol.RENEW:
         held = state.renew(params.get("id", ""), _lease(params))
@@ -102,7 +114,8 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
             telemetry.m.last_checkpoint_step.clear()  # one series: the newest checkpoint
             telemetry.m.last_checkpoint_step.labels(dirname).set(int(step))
         state.last_checkpoint = (int(step), dirname)
-        return protocol.encode_reply({"incarnation": state.incarnation})
+        _committed(state, params.get("link", ""))
+        return protocol.encode_reply({"incarnation": state.incarnation, "delta_base": state.delta_base})
     if command == protocol.FAILED:
         error = params.get("error", "")
         log.warning("pserver %s: checkpoint step %s into %s failed on trainer 0: %s", state.endpoint, step,
@@ -117,7 +130,8 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
         return protocol.encode_reply({"incarnation": state.incarnation})
     if command == protocol.SAVE:
         check_save_dir(state, dirname)
-        return protocol.encode_reply({"incarnation": state.incarnation, "tables": save_table(state, dirname, step)})
+        return protocol.encode_reply({"incarnation": state.incarnation,
+                                      "tables": save_table(state, dirname, step, params)})
     check_save_dir(state, dirname)
     return legacy_save(state, dirname)
 
@@ -174,30 +188,78 @@ def legacy_save(state, dirname: str) -> list[str]:
         return list(state.scope.vars[op.output("Out")[0]])
 
 
-def save_table(state, dirname: str, step: int) -> dict:
-    """Write this pserver's shard of the distributed table; {table: shard entry}."""
+def _committed(state, link: str) -> None:
+    """Trainer 0 committed chain link `link`: if this pserver saved it, its changes are on disk
+    and the next delta may be written on top of it."""
+    if not link or link != getattr(state, "last_saved_link", None):
+        return
+    pending = state.pending_changes
+    done = [i for i, (lid, _ids, _gone) in enumerate(pending) if lid == link]
+    if done:
+        del pending[:done[-1] + 1]
+    placement = table_placement(state.program)
+    sparse = state.scope.vars.get(placement[0]) if placement else None
+    tracking = placement is None or (isinstance(sparse, SparseTable) and sparse.tracking_changes)
+    state.delta_base = link if tracking else None  # a delta needs the changes since this link
+
+
+def _take_changes(state, sparse, link: str, params: dict):
+    """Hand the table's changes to the save of `link`; (changed ids, evicted ids) since the
+    pserver's delta base, or None when it does not track changes. Called under the lock or
+    while frozen, with the table's export."""
+    if not sparse.tracking_changes:
+        if params.get("track") == "1":
+            sparse.track_changes()  # from this save on: it is a base, the next may be a delta
+        return None
+    changed, gone = sparse.take_changes()
+    state.pending_changes.append((link, changed, gone))
+    if len(state.pending_changes) == 1:  # the common case: the last save was committed
+        return changed, gone
+    return (sorted_unique(np.concatenate([c for _l, c, _g in state.pending_changes])),
+            sorted_unique(np.concatenate([g for _l, _c, g in state.pending_changes])))
+
+
+def save_table(state, dirname: str, step: int, params: dict | None = None) -> dict:
+    """Write this pserver's shard of the distributed table; {table: shard entry}. `params`
+    (the SAVE command's): link, kind (base|delta), parent, track (module docstring)."""
+    params = params or {}
     placement = table_placement(state.program)
     if placement is None:
+        if params.get("link"):
+            state.last_saved_link = params["link"]
         return {}
     table, index, num = placement
+    link, delta = params.get("link", ""), params.get("kind") == "delta"
+    if delta and (not link or params.get("parent", "") != state.delta_base or state.delta_base is None):
+        raise ValueError(f"pserver {state.endpoint} cannot write a delta on checkpoint {params.get('parent')!r}: "
+                         f"its table's changes are tracked since {state.delta_base or 'no checkpoint'} "
+                         "(write a base)")
     t0 = time.monotonic()
     outcome = "error"
+    changes = None
     try:
         with state.exclusive():
             frozen = state.frozen
             sparse = _sparse_table(state.scope, table)
+            if link:
+                changes = _take_changes(state, sparse, link, params)
+                state.last_saved_link = link
+            if delta and changes is None:
+                raise ValueError(f"pserver {state.endpoint} does not track its table's changes: write a base")
+            wanted = changes[0] if delta and changes is not None else None
             if not frozen:
-                rows = sparse.export()
-        if frozen:
-            rows = sparse.export()  # consistent: a frozen pserver applies no update
-        entry = tables.save_shard(dirname, table, rows, index, num, optimizer=sparse.config.optimizer.name)
+                rows = sparse.export(ids=wanted) if delta else sparse.export()
+        if frozen:  # consistent: a frozen pserver applies no update
+            rows = sparse.export(ids=wanted) if delta else sparse.export()
+        entry = tables.save_shard(dirname, table, rows, index, num, optimizer=sparse.config.optimizer.name,
+                                  tombstones=changes[1] if delta and changes is not None else None)
         outcome = "ok"
     finally:
         telemetry = getattr(state, "telemetry", None)
         if telemetry is not None:
             telemetry.m.checkpoint_duration.labels(outcome).observe(time.monotonic() - t0)
-    log.info("pserver %s saved %d rows of table %r for step %s in %.2fs", state.endpoint, entry["rows"],
-             table, step, time.monotonic() - t0)
+    log.info("pserver %s saved %d rows%s of table %r for step %s in %.2fs", state.endpoint, entry["rows"],
+             f" and {entry['tombstones']} tombstones (delta)" if delta else "", table, step, time.monotonic() - t0)
     return {table: entry}
 
 
@@ -215,7 +277,25 @@ def restore(state, root: str, digest: bool = False):
         info = restore_newest(state.exe, root, state.program, state.scope, digest=digest)
         if info is not None:
             state.restored_step = info.step
+            _track_from_restore(state, info)
         return info
+
+
+def _track_from_restore(state, info) -> None:
+    """After a restore the table holds exactly checkpoint `info`: with PSJOB_CHECKPOINT_INCREMENTAL,
+    track its changes from here, so the next checkpoint may be a delta on it."""
+    placement = table_placement(state.program)
+    link = (info.manifest or {}).get("chain") or {}
+    if not getattr(state, "incremental_checkpoints", False) or not link.get("id"):
+        return
+    if placement is not None:
+        sparse = state.scope.vars.get(placement[0])
+        if not isinstance(sparse, SparseTable):
+            return
+        sparse.track_changes()
+    state.pending_changes = []
+    state.delta_base = link["id"]
+    state.last_saved_link = link["id"]
 
 
 def adopt_peer_completions(state, token: str = "", timeout_s: float = 2.0, tls="env") -> list[int]:

@@ -56,6 +56,7 @@ from ..rpc.base_server import READ_TIMEOUT_S
 from ..rpc.server import MAX_PREFETCH_IDS, start_server
 from ..rpc.tls import TlsFiles, tls_from_env
 from .auth import token_from_env
+from .checkpoint_protocol import incremental_from_env
 from .device_staging import DeviceStaging, array_module_for, parse_device
 from .lifecycle import stay_until_stopped, wait_for_stop, wait_stoppable
 from .observability import table_stats_source, telemetry_from_env
@@ -86,6 +87,7 @@ class ServeOptions:
     device: str = "cpu"           # cpu | gpu | gpu:N: where the pserver keeps its state
     stay_until_stopped: bool = False  # PSJOB_STAY_UNTIL_STOPPED: after the trainers, wait for SIGTERM
     restore_digest: bool = False  # PSJOB_RESTORE_DIGEST=1: log the restored table's digest (costly)
+    incremental: bool = False     # PSJOB_CHECKPOINT_INCREMENTAL=1: track table changes for delta checkpoints
 
 
 def options_from_env(settings: Mapping[str, str] | None = None) -> ServeOptions:
@@ -108,7 +110,8 @@ def options_from_env(settings: Mapping[str, str] | None = None) -> ServeOptions:
                         checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", "") or "",
                         tls=tls_from_env(env), device=device_from_env(env),
                         stay_until_stopped=stay_until_stopped(env),
-                        restore_digest=env.get("PSJOB_RESTORE_DIGEST", "") == "1")
+                        restore_digest=env.get("PSJOB_RESTORE_DIGEST", "") == "1",
+                        incremental=incremental_from_env(env))
 
 
 def _setting(env, name: str, kind, default, zero_ok: bool = False):
@@ -154,6 +157,7 @@ class PserverProcess:
         self.state = PserverState(program, scope=scope, executor=executor,
                                   options=PserverOptions(barrier_timeout_s=options.barrier_timeout_s))
         self.state.telemetry = metrics  # checkpoint duration / last checkpoint (psjob.checkpoint)
+        self.state.incremental_checkpoints = options.incremental  # delta checkpoints (checkpoint_service)
         # With PSJOB_SAVE_ROOTS set, CheckpointNotify writes only there, in the job's checkpoint
         # root and in the working directory (where a relative save_persistables path lands).
         # Unset, anywhere the process may write, as Paddle's pservers: a user's

@@ -170,6 +170,14 @@ class PserverState:
         # anywhere (an in-process pserver; a served one gets its roots from PserverProcess).
         self.save_roots: tuple | None = None
         self.telemetry = None  # the process's PserverTelemetry, when it exports metrics
+        # Delta checkpoints (psjob.ps.checkpoint_service): the chain link the table's tracked
+        # changes are relative to (None: no delta possible, the next save must be a base),
+        # whether to track changes from a restore on (PSJOB_CHECKPOINT_INCREMENTAL), and the
+        # changes handed to saves not yet committed: [(link id, changed ids, evicted ids)].
+        self.delta_base: str | None = None
+        self.incremental_checkpoints = False
+        self.pending_changes: list = []
+        self.last_saved_link: str | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def run_startup(self, startup_program) -> None:

@@ -98,6 +98,8 @@ def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
         "PSJOB_CHECKPOINT_INTERVAL_STEPS": str(topology.checkpoint_interval_steps),
         "PSJOB_CHECKPOINT_INTERVAL_SECONDS": str(topology.checkpoint_interval_seconds),
         "PSJOB_CHECKPOINT_KEEP": str(topology.checkpoint_keep),
+        "PSJOB_CHECKPOINT_INCREMENTAL": "1" if topology.checkpoint_incremental else "0",
+        "PSJOB_CHECKPOINT_BASE_EVERY": str(topology.checkpoint_base_every),
         "PSJOB_METRICS_PORT": str(topology.metrics_port),
         "PSJOB_AUTH_TOKEN_FILE": topology.auth_token_file,
         "PSJOB_DEVICE": {PSERVER: topology.pserver_device, TRAINER: topology.trainer_device,

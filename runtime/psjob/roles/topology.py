@@ -60,6 +60,8 @@ class JobTopology:
     checkpoint_interval_steps: int = 0
     checkpoint_interval_seconds: int = 0
     checkpoint_keep: int = 0
+    checkpoint_incremental: bool = False   # deltas between bases (docs/user/checkpoints.md)
+    checkpoint_base_every: int = 10        # every N-th checkpoint a base
     pserver_device: str = "cpu"
     trainer_device: str = "cpu"
     heter_device: str = "gpu"
@@ -186,6 +188,8 @@ def _topology(job: ParameterServerJob, namespace: str, pservers: tuple[str, ...]
         checkpoint_interval_steps=ckpt.interval_steps or 0,
         checkpoint_interval_seconds=ckpt.interval_seconds or 0,
         checkpoint_keep=ckpt.keep,
+        checkpoint_incremental=ckpt.incremental.enabled,
+        checkpoint_base_every=ckpt.incremental.base_every,
         pserver_device=s.pserver.device.value, trainer_device=s.worker.device.value,
         heter_device=s.heter_worker.device.value if s.heter_worker else "gpu",
         trainer_host=trainer_host, metrics_port_per_process=per_process,

@@ -20,6 +20,10 @@ Lifecycle of a row:
    rows by the eviction rules. An evicted id is forgotten completely: when it
    returns it is counted, admitted and initialized as a new id.
 4. ``export()``/``import_rows()`` move rows keyed by id (see `TableShard`).
+5. With ``track_changes()`` on, the table remembers which rows changed (a
+   byte per row slot, set by creation, push and import) and which ids were
+   evicted (tombstones); ``take_changes()`` hands both over and starts
+   afresh — what an incremental (delta) checkpoint saves.
 
 Every public method takes the table's lock, so a pserver may call them from
 several threads; `stats` reads counters without it (cheap at scrape time).
@@ -75,6 +79,15 @@ class TableStats:
     step: int
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique of an integer array by a sort (numpy 2's hash-based unique is several times
+    slower on the id arrays of a checkpoint)."""
+    out = np.sort(values)
+    if out.size > 1:
+        out = out[np.concatenate(([True], out[1:] != out[:-1]))]
+    return out
+
+
 def _strictly_ascending(ids: np.ndarray) -> bool:
     """True for ids in np.unique's order (hence distinct): what a trainer's prefetch and push send."""
     return ids.size < 2 or bool((ids[1:] > ids[:-1]).all())
@@ -103,6 +116,11 @@ class SparseTable:
         self._device = None          # tables.device.DeviceColumns once to_device() ran
         self._step = 0
         self._decayed_at = 0
+        # Change tracking for delta checkpoints (track_changes / take_changes): a flag per
+        # row slot, kept beside the row storage (never moved: rows stay put while live).
+        self._tracking = False
+        self._dirty = np.zeros(0, bool)
+        self._tombstones: list[np.ndarray] = []
         self._admitted = self._rejected = self._evicted = 0
         self._hits = self._misses = self._dropped = 0
 
@@ -209,6 +227,7 @@ class SparseTable:
         for name in self._meta[1:]:
             cols[name][where] = 0.0
         self._index.insert(ids, rows)
+        self._mark(where)
         return rows
 
     # -------------------------------------------------------------- push
@@ -252,6 +271,7 @@ class SparseTable:
                 self._device.update_rows(opt.name, cols["value"], [cols[n] for n in opt.passed],
                                          unique_rows, summed, lr, opt.hyper)
             cols["last_seen"][unique_rows] = self._step
+            self._mark(unique_rows)
             if "show" in cols:
                 np.add.at(cols["show"], rows, 1.0 if shows is None else shows)
                 if clicks is not None:
@@ -303,6 +323,9 @@ class SparseTable:
             gone = rows[doomed]
             if gone.size:
                 self._recent.clear()     # their ids may be in a remembered lookup
+            if self._tracking and gone.size:
+                self._tombstones.append(cols["id"][gone].copy())
+                self._dirty[gone[gone < self._dirty.size]] = False
             self._index.remove(cols["id"][gone])
             self._storage.release(gone)
             self._evicted += gone.size
@@ -317,11 +340,57 @@ class SparseTable:
             hits=self._hits, misses=self._misses, dropped=self._dropped, step=self._step,
         )
 
-    # -------------------------------------------------------- checkpoints
-    def export(self) -> TableShard:
-        """Every row, keyed by id (ascending), with its optimizer state and metadata."""
+    # -------------------------------------------------------- change tracking
+    @property
+    def tracking_changes(self) -> bool:
+        return self._tracking
+
+    def track_changes(self, on: bool = True) -> None:
+        """Start (or stop) remembering changed rows and evicted ids; either way the changes
+        recorded so far are forgotten, so tracking starts from the table as it is now."""
         with self._lock:
-            rows = self._storage.live_rows()
+            self._tracking = bool(on)
+            self._dirty = np.zeros(self._storage.capacity if on else 0, bool)
+            self._tombstones = []
+
+    def _mark(self, rows) -> None:
+        """Note rows (positions, a slice or a mask) as changed; the caller holds the lock."""
+        if not self._tracking:
+            return
+        high = self._storage.high_water
+        if self._dirty.size < high:
+            grown = np.zeros(max(high, 2 * self._dirty.size), bool)
+            grown[:self._dirty.size] = self._dirty
+            self._dirty = grown
+        self._dirty[rows] = True
+
+    def take_changes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids of the present rows changed since tracking started or the last call, ids evicted
+        meanwhile), both int64 ascending and unique, and start afresh. An id evicted and made
+        again is in both (a delta applies its tombstones first). One pass over the row flags."""
+        with self._lock:
+            if not self._tracking:
+                raise RuntimeError(f"table {self._config.name!r} does not track changes (call track_changes first)")
+            # One pass over the flags; only the flags found are cleared (eviction clears its own).
+            rows = np.flatnonzero(self._dirty[:self._storage.high_water])
+            self._dirty[rows] = False
+            rows = rows[self._storage.cols["live"][rows]]
+            changed = np.sort(self._storage.cols["id"][rows])
+            gone = (sorted_unique(np.concatenate(self._tombstones)) if self._tombstones
+                    else np.zeros(0, np.int64))
+            self._tombstones = []
+            return changed.astype(np.int64, copy=False), gone.astype(np.int64, copy=False)
+
+    # -------------------------------------------------------- checkpoints
+    def export(self, ids=None) -> TableShard:
+        """Every row, keyed by id (ascending), with its optimizer state and metadata; with
+        `ids`, only the rows of those ids (those present)."""
+        with self._lock:
+            if ids is None:
+                rows = self._storage.live_rows()
+            else:
+                rows, _miss = self._index.find(inputs.check_ids(ids), promote=False)
+                rows = sorted_unique(rows[rows >= 0]).astype(np.int64, copy=False)
             cols = self._storage.cols
             ids = cols["id"][rows]
             order = np.argsort(ids, kind="stable")
@@ -368,6 +437,7 @@ class SparseTable:
             cols["last_seen"][rows] = meta.get("last_seen", self._step)
             for name in self._meta[1:]:
                 cols[name][rows] = meta.get(name, 0.0)
+            self._mark(rows)
 
     def _check_shard(self, shard):
         if not isinstance(shard, TableShard):

@@ -2,7 +2,7 @@
 
     checkpoint_train.py --out DIR [--mode sync|async|geo] [--steps N] [--interval_steps K]
                         [--model_dir DIR] [--save_at_start DIR] [--final DIR] [--sleep_ms MS]
-                        [--no_table] [--inference DIR]
+                        [--no_table] [--inference DIR] [--pause_in_save STEP]
 
 The model has a distributed lookup table (unless --no_table), a hidden layer
 large enough to be sliced across pservers, Adam and an exponentially decaying
@@ -16,6 +16,10 @@ every --interval_steps steps. A trainer resumes from the position recorded in
 the newest good checkpoint. Each pserver appends its pid to
 DIR/pserver-<i>.pids when it starts (the fault-injection test kills by pid).
 Trainer 0 writes DIR/trainer0.json: start step, losses, checkpoints saved.
+--pause_in_save STEP: trainer 0 stops inside the checkpoint of STEP, after the
+pservers wrote their table shards and before its own dense files and the
+manifest (it prints "pausing inside the checkpoint of step STEP" and waits to
+be killed): the crash tests kill a job at exactly that point.
 """
 import argparse
 import json
@@ -40,7 +44,22 @@ p.add_argument("--final", default="")
 p.add_argument("--sleep_ms", type=float, default=0.0)
 p.add_argument("--no_table", action="store_true")
 p.add_argument("--inference", default="", help="trainer 0 saves an inference model here at the end")
+p.add_argument("--pause_in_save", type=int, default=0)
 args = p.parse_args()
+
+if args.pause_in_save:
+    import threading
+
+    from psjob.fleet import checkpoint_save
+
+    real_write_array = checkpoint_save.write_array
+
+    def write_array_then_pause(path, arr):
+        if f"step-{args.pause_in_save:08d}" in path:
+            print(f"pausing inside the checkpoint of step {args.pause_in_save}", flush=True)
+            threading.Event().wait()  # until the test kills the job
+        return real_write_array(path, arr)
+    checkpoint_save.write_array = write_array_then_pause
 
 VOCAB, DIM = 1000, 8
 
