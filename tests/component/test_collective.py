@@ -93,9 +93,10 @@ def test_psjob_launch_server_num_0_runs_a_collective_job(tmp_path, launch, refer
             np.testing.assert_allclose(got[name], reference["sgd"][name], atol=1e-5, err_msg=name)
 
 
-def _peer(rank, eps, token, rounds=1, size=10, dtype="float32"):
+def _peer(rank, eps, token, rounds=1, size=10, dtype="float32", env=None):
     return subprocess.Popen([sys.executable, PEER, str(rank), ",".join(eps), token, str(rounds), str(size), dtype],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})})
 
 
 def _line(proc):
@@ -181,3 +182,58 @@ def test_a_peer_that_never_joins_times_out_by_name():
     eps = _endpoints(2)
     with pytest.raises(CollectiveError, match="cannot reach trainer 1"):
         Ring(0, eps, "", connect_timeout_s=0.5).connect()
+
+
+def _make_certs(directory, **kw):
+    from .conftest import SCRIPTS as scripts
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_certs", os.path.join(scripts, "make_certs.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_certs(directory, **kw)
+
+
+def test_the_ring_speaks_tls_when_the_job_has_it_and_refuses_plaintext_and_strangers(tmp_path):
+    """With PSJOB_TLS_* set the ring all-reduces over TLS; a plaintext peer and a peer whose
+    certificate another CA signed are refused; the token is still checked inside TLS."""
+    from psjob.rpc.tls import TlsFiles
+    ca, cert, key = _make_certs(str(tmp_path / "certs"))
+    other_ca, other_cert, other_key = _make_certs(str(tmp_path / "other"), ca_name="someone else's CA")
+    tls = {"PSJOB_TLS_CERT_FILE": cert, "PSJOB_TLS_KEY_FILE": key, "PSJOB_TLS_CA_FILE": ca}
+    files = TlsFiles(cert_file=cert, key_file=key, ca_file=ca)
+    eps = _endpoints(2)
+    peer = _peer(1, eps, "t", env=tls)
+    try:
+        ring = Ring(0, eps, "t", connect_timeout_s=30, tls=files).connect()
+        assert _line(peer) == "joined"
+        assert float(ring.allreduce(np.arange(10, dtype=np.float32)).sum()) == 135.0  # 45 * (1 + 2)
+        assert _line(peer) == "sum float32 135.0"
+        ring.close()
+    finally:
+        peer.kill()
+        peer.wait()
+    # Plaintext, and TLS that trusts another CA: the handshake fails, the ring does not form.
+    for theirs in (None, TlsFiles(cert_file=other_cert, key_file=other_key, ca_file=other_ca)):
+        eps = _endpoints(2)
+        peer = _peer(1, eps, "t", env=tls)  # trainer 1 speaks TLS with the job's certificate
+        try:
+            with pytest.raises(CollectiveError, match="hello to trainer 1 at .* failed"):
+                Ring(0, eps, "t", connect_timeout_s=3, tls=theirs).connect()
+        finally:
+            peer.kill()
+            out = peer.communicate()[0]
+        assert "joined" not in out, out
+
+
+def test_a_peer_without_the_token_is_refused_over_tls(tmp_path):
+    from psjob.rpc.tls import TlsFiles
+    ca, cert, key = _make_certs(str(tmp_path / "certs"))
+    eps = _endpoints(2)
+    peer = _peer(1, eps, "right-token", env={"PSJOB_TLS_CERT_FILE": cert, "PSJOB_TLS_KEY_FILE": key,
+                                              "PSJOB_TLS_CA_FILE": ca})
+    try:
+        with pytest.raises(CollectiveError, match="refused the ring hello: missing or wrong psjob auth token"):
+            Ring(0, eps, "", connect_timeout_s=15, tls=TlsFiles(cert, key, ca)).connect()
+    finally:
+        peer.kill()
+        peer.wait()

@@ -31,12 +31,13 @@ The package, by job: `names` (roles, modes, ports, mount paths, RESERVED_ENV),
 `psjob.roles` re-exports their public names: the operator, the launchers and the
 runtime import from here.
 """
-from .names import (AS_PADDLE_COMMAND, AUTO, DEFAULT_GEO_K_STEPS, DEFAULT_HETER_PORT, DEFAULT_METRICS_PORT,
-                    DEFAULT_PSERVER_PORT, DEVICES, HETER_TRAINER, KUBERNETES_AUTH_TOKEN_FILE,
-                    KUBERNETES_CHECKPOINT_DIR, LOCAL_HOST, MODES, PSERVER, PSERVER_UNREACHABLE_EXIT,
+from .names import (AS_PADDLE_COMMAND, AUTO, COLLECTIVE, DEFAULT_GEO_K_STEPS, DEFAULT_HETER_PORT,
+                    DEFAULT_METRICS_PORT, DEFAULT_PSERVER_PORT, DEFAULT_TRAINER_PORT, DEVICES, HETER_TRAINER,
+                    JOB_MODES, KUBERNETES_AUTH_TOKEN_FILE, KUBERNETES_CHECKPOINT_DIR, LOCAL_HOST, MODES,
+                    PEER_LOST_EXIT, PSERVER, PSERVER_UNREACHABLE_EXIT,
                     RESERVED_ENV, RESIZE_HOLD_EXIT, ROLES, STAY_UNTIL_STOPPED_ENV, TRAINER)  # noqa: F401
 from .threads import MATH_THREAD_ENV, math_threads  # noqa: F401
-from .topology import (JobTopology, heter_service, kubernetes_host, kubernetes_topology, local_pserver_host,
+from .topology import (JobTopology, heter_service, trainer_service, kubernetes_host, kubernetes_topology, local_pserver_host,
                        local_topology, pserver_service, split_endpoint, topology_from_dict, topology_to_dict)  # noqa: F401
 from .identity import PADDLE2_TO_FLUID, fluid_environment, resolve_identity  # noqa: F401
 from .environment import job_environment, role_environment  # noqa: F401
