@@ -334,6 +334,8 @@ _AS_PADDLE_NEEDS_COMMAND = ("asPaddle runs the job's own Paddle script: set spec
 
 _COLLECTIVE_NO_PSERVER = ("a collective job has no pservers (its trainers all-reduce among themselves): "
                           "remove spec.pserver, or use a parameter-server mode")
+_COLLECTIVE_GANG = ("a collective job's gang is every trainer (a partial ring never takes a step): "
+                    "remove minAvailable or set it to worker.replicas")
 _COLLECTIVE_NEEDS_COMMAND = ("a collective job runs the job's own training script (Paddle's NCCL2/collective "
                              "form): set spec.command or spec.worker.command")
 
@@ -371,6 +373,12 @@ class JobSpec:
              _COLLECTIVE_NEEDS_COMMAND,
              lambda s: _COLLECTIVE_NEEDS_COMMAND if s.mode is Mode.COLLECTIVE
              and not (s.command or s.worker.command) else None, ".command"),
+        Rule("self.mode != 'collective' || !has(self.runPolicy.schedulingPolicy.minAvailable) || "
+             "self.runPolicy.schedulingPolicy.minAvailable == self.worker.replicas",
+             _COLLECTIVE_GANG,
+             lambda s: _COLLECTIVE_GANG if s.mode is Mode.COLLECTIVE
+             and s.run_policy.scheduling_policy.min_available not in (None, s.worker.replicas) else None,
+             ".runPolicy.schedulingPolicy.minAvailable"),
         Rule("!has(self.worker.port) || self.mode == 'collective'",
              "worker.port is the ring port of a collective job: remove it or set mode: collective",
              lambda s: "worker.port is the ring port of a collective job: remove it or set mode: "
