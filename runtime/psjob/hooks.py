@@ -36,6 +36,8 @@ DATASET = "dataset"
 # (psjob.collective), formed on first use; with no arguments, the ring already formed or the one
 # the collective environment names.
 COLLECTIVE = "collective"
+# The NCCL communicator over that ring for CUDA arrays, or None without cupy/NCCL/GPU.
+COLLECTIVE_DEVICE = "collective_device"
 _registered: dict[str, Callable] = {}
 
 

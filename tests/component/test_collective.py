@@ -237,3 +237,31 @@ def test_a_peer_without_the_token_is_refused_over_tls(tmp_path):
     finally:
         peer.kill()
         peer.wait()
+
+
+def test_the_nccl_unique_id_reaches_every_trainer_over_the_ring():
+    """Trainer 0's NCCL unique id (128 signed bytes) is sent over the TCP ring; every trainer
+    ends with exactly it. CPU only: the id maker stands in for nccl.get_unique_id."""
+    import threading
+    from psjob.collective.nccl import UNIQUE_ID_BYTES, exchange_unique_id
+    uid = tuple(((i * 37) % 256) - 128 for i in range(UNIQUE_ID_BYTES))
+    eps = _endpoints(3)
+    got, errors = {}, []
+
+    def trainer(rank):
+        try:
+            ring = Ring(rank, eps, "t", connect_timeout_s=30).connect()
+            got[rank] = exchange_unique_id(ring, (lambda: uid) if rank == 0 else None)
+            ring.close()
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=trainer, args=(r,)) for r in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert got == {0: uid, 1: uid, 2: uid}
+    with pytest.raises(ValueError, match="an NCCL unique id is 128 bytes"):
+        exchange_unique_id(Ring(0, ["127.0.0.1:1"]), lambda: (1, 2, 3))

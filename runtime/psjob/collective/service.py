@@ -15,6 +15,7 @@ from .ring import CollectiveError, PeerLostError, Ring
 ENV_TIMEOUT = "PSJOB_COLLECTIVE_TIMEOUT_S"  # how long a trainer waits on a silent peer
 _lock = threading.Lock()
 _ring: Ring | None = None
+_device = None  # nccl.NcclRing over _ring, made at the first CUDA all-reduce
 
 
 def environment() -> CollectiveEnv:
@@ -80,10 +81,30 @@ def _exit_peer_lost_on_uncaught() -> None:
     sys.excepthook = hook
 
 
+def device_ring():
+    """The NCCL communicator of this process's ring for CUDA arrays (cupy.cuda.nccl), its
+    unique id sent over the TCP ring; None where NCCL is not available (no cupy, no NCCL, no
+    GPU): the caller then all-reduces on the host."""
+    global _device
+    host = ring()
+    with _lock:
+        if _device is None:
+            from .nccl import NcclRing, NcclUnavailableError, nccl_module
+            try:
+                nccl_module()
+            except NcclUnavailableError:
+                _device = False
+            else:
+                _device = NcclRing(host)
+        return _device or None
+
+
 def reset() -> None:
     """Close and forget this process's ring (tests; a process that trains twice)."""
-    global _ring
+    global _ring, _device
     with _lock:
+        if _device:
+            _device.close()
         if _ring is not None:
             _ring.close()
-        _ring = None
+        _ring = _device = None
