@@ -216,6 +216,8 @@ class NodeNetwork:
         self._veths = itertools.count()
         self._reserved: dict[str, str] = {}
         self._lock = threading.RLock()
+        self._attached: set[str] = set()  # IPs a live sandbox holds
+        self._freed = threading.Condition(self._lock)
         self.agent = ProbeAgent(self.holder.pid)
 
     def new_ip(self) -> str:
@@ -234,19 +236,32 @@ class NodeNetwork:
 
     def attach(self, pod_pid: int, ip: str) -> None:
         with self._lock:
+            # A stable IP (a re-created pod's) is given once the old sandbox let it go.
+            if not self._freed.wait_for(lambda: ip not in self._attached, timeout=60):
+                raise PodConfigError(f"IP {ip} is still held by a sandbox that did not go away")
+            self._attached.add(ip)
             veth = f"veth{next(self._veths)}"
-        run([TOOLS["ip"], "link", "add", veth, "netns", str(self.holder.pid), "type", "veth",
-             "peer", "name", "eth0", "netns", str(pod_pid)])
-        run([TOOLS["nsenter"], "-t", str(self.holder.pid), "-n", "sh", "-c",
-             f"ip link set {veth} master br0 && ip link set {veth} up"])
-        # The MAC follows from the IP: a re-created StatefulSet pod keeps both, so its
-        # peers' ARP caches stay right (with a new MAC behind the old IP they would send
-        # to the dead sandbox's address until their entries expire, 15-45 s and more).
-        mac = "02:42:" + ":".join(f"{int(octet):02x}" for octet in ip.split("."))
-        run([TOOLS["nsenter"], "-t", str(pod_pid), "-n", "sh", "-c",
-             f"ip link set eth0 address {mac} && ip link set lo up && "
-             f"ip addr add {ip}/24 dev eth0 && ip link set eth0 up && "
-             f"ip route add default via {NODE_IP}"])
+        try:
+            run([TOOLS["ip"], "link", "add", veth, "netns", str(self.holder.pid), "type", "veth",
+                 "peer", "name", "eth0", "netns", str(pod_pid)])
+            run([TOOLS["nsenter"], "-t", str(self.holder.pid), "-n", "sh", "-c",
+                 f"ip link set {veth} master br0 && ip link set {veth} up"])
+            # The MAC follows from the IP: a re-created StatefulSet pod keeps both, so its
+            # peers' ARP caches stay right (with a new MAC behind the old IP they would send
+            # to the dead sandbox's address until their entries expire, 15-45 s and more).
+            mac = "02:42:" + ":".join(f"{int(octet):02x}" for octet in ip.split("."))
+            run([TOOLS["nsenter"], "-t", str(pod_pid), "-n", "sh", "-c",
+                 f"ip link set eth0 address {mac} && ip link set lo up && "
+                 f"ip addr add {ip}/24 dev eth0 && ip link set eth0 up && "
+                 f"ip route add default via {NODE_IP}"])
+        except Exception:
+            self.release(ip)
+            raise
+
+    def release(self, ip: str) -> None:
+        with self._lock:
+            self._attached.discard(ip)
+            self._freed.notify_all()
 
     def close(self) -> None:
         self.agent.close()
@@ -411,6 +426,7 @@ class Sandbox:
     def close(self) -> None:
         self.holder.kill()
         self.holder.wait()
+        self.kubelet.network.release(self.ip)  # its network namespace went with the holder
 
 
 class Container:

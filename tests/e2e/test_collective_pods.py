@@ -93,3 +93,77 @@ def test_a_collective_job_trains_over_its_ring_of_pods(api, operator, kubelet):
         assert result["endpoints"] == ",".join(ring) and result["current"] == ring[r]
     # Both trainers applied the same averaged gradients from the same start: one model.
     assert results[0]["w"] == pytest.approx(results[1]["w"], abs=1e-6)
+
+
+RESUME_SCRIPT = """
+import json, os, shutil, signal
+import numpy as np
+import psjob.fluid as fluid
+from psjob.distributed import fleet
+
+STEPS, KILL_AT = 12, 6
+ckpt = os.environ["PSJOB_CHECKPOINT_DIR"]
+main, startup = fluid.Program(), fluid.Program()
+main.random_seed = startup.random_seed = 3
+with fluid.program_guard(main, startup):
+    x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+    y = fluid.layers.data(name="y", shape=[1], dtype="float32")
+    loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(input=x, size=1), y))
+    fleet.init(is_collective=True)
+    fleet.distributed_optimizer(fluid.optimizer.SGD(0.1)).minimize(loss)
+rank = fleet.worker_index()
+exe = fluid.Executor(fluid.CPUPlace())
+exe.run(startup)
+done = [int(n[5:]) for n in os.listdir(ckpt) if n.startswith("step-")]
+start = int(fleet.util.all_reduce(np.array([float(max(done, default=0))]), "min")[0])
+if start:
+    fluid.io.load_persistables(exe, os.path.join(ckpt, f"step-{start}"), main)
+with open(os.path.join(ckpt, f"starts-{rank}.txt"), "a") as f:
+    f.write(f"{start}\\n")
+marker = os.path.join(ckpt, "killed-once")
+for i in range(start, STEPS):
+    if rank == 1 and i == KILL_AT and not os.path.exists(marker):
+        open(marker, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)
+    xs = np.random.RandomState(100 * i + rank).rand(8, 4).astype("float32")
+    exe.run(main, feed={"x": xs, "y": xs.sum(1, keepdims=True)}, fetch_list=[loss])
+    if rank == 0:
+        tmp = os.path.join(ckpt, f".step-{i + 1}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        fleet.save_persistables(exe, tmp)
+        os.rename(tmp, os.path.join(ckpt, f"step-{i + 1}"))
+"""
+
+
+def test_a_killed_trainer_pod_restarts_the_ring_and_the_job_resumes_and_succeeds(api, operator, kubelet):
+    """Trainer 1 dies (SIGKILL) mid-run: trainer 0's all-reduce fails and it exits 77, which the
+    worker Job's podFailurePolicy ignores; the Job recreates both pods (same DNS names), the
+    ring forms again, both resume from the newest checkpoint and the job succeeds with one
+    counted failure (backoffLimit 1)."""
+    api.create(f"/api/v1/namespaces/{NAMESPACE}/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "resume-code", "namespace": NAMESPACE},
+        "data": {"train.py": RESUME_SCRIPT}})
+    job = yaml.safe_load((REPO / "examples" / "ctr-cpu.yaml").read_text())
+    spec = {"image": job["spec"]["image"], "mode": "collective", "command": ["python", "/opt/user/train.py"],
+            "runPolicy": {"backoffLimit": 1},
+            "worker": {"replicas": 2, "template": {"spec": {
+                "volumes": [{"name": "code", "configMap": {"name": "resume-code"}}],
+                "containers": [{"name": "psjob", "volumeMounts": [
+                    {"name": "code", "mountPath": "/opt/user", "readOnly": True}]}]}}}}
+    api.create(f"/apis/psjob.dev/v1alpha1/namespaces/{NAMESPACE}/parameterserverjobs", {
+        "apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
+        "metadata": {"name": "resume", "namespace": NAMESPACE}, "spec": spec})
+    path = f"/apis/psjob.dev/v1alpha1/namespaces/{NAMESPACE}/parameterserverjobs/resume"
+    status = lambda: (api.get(path) or {}).get("status") or {}  # noqa: E731
+    try:
+        wait_for(lambda: status().get("phase") in ("Succeeded", "Failed"), timeout=240,
+                 what="the collective job's end")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{kubelet.logs()}") from None
+    assert status().get("phase") == "Succeeded", kubelet.logs()
+    assert status()["replicaStatuses"]["worker"]["failed"] == 1, status()
+    claim = kubelet.claims / "resume-checkpoint"
+    assert (claim / "killed-once").exists() and (claim / "step-12").exists()
+    for rank in range(2):
+        starts = (claim / f"starts-{rank}.txt").read_text().split()
+        assert starts[0] == "0" and int(starts[-1]) > 0, (rank, starts)  # resumed, not from scratch
