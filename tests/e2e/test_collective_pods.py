@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import pathlib
 import shutil
+import subprocess
 
 import pytest
 import yaml
@@ -167,3 +168,33 @@ def test_a_killed_trainer_pod_restarts_the_ring_and_the_job_resumes_and_succeeds
     for rank in range(2):
         starts = (claim / f"starts-{rank}.txt").read_text().split()
         assert starts[0] == "0" and int(starts[-1]) > 0, (rank, starts)  # resumed, not from scratch
+
+
+def test_the_collective_example_rendered_by_kubectl_kustomize_runs_to_succeeded(api, operator, kubelet,
+                                                                                kubeconfig):
+    """examples/collective as `kubectl apply -k` would create it (the steps shrunk): the ConfigMap
+    with train.py and the job; its trainers save checkpoints on the claim; kubectl reads Succeeded."""
+    rendered = yaml.safe_load_all(subprocess.run(
+        [shutil.which("kubectl"), "--kubeconfig", str(kubeconfig), "kustomize", str(REPO / "examples" / "collective")],
+        capture_output=True, text=True, timeout=60, check=True).stdout)
+    for obj in rendered:
+        obj["metadata"]["namespace"] = NAMESPACE
+        if obj["kind"] == "ConfigMap":
+            api.create(f"/api/v1/namespaces/{NAMESPACE}/configmaps", obj)
+        else:
+            assert obj["kind"] == "ParameterServerJob", obj["kind"]
+            args = obj["spec"]["args"]
+            args[args.index("--steps") + 1] = "40"
+            api.create(f"/apis/psjob.dev/v1alpha1/namespaces/{NAMESPACE}/parameterserverjobs", obj)
+    path = f"/apis/psjob.dev/v1alpha1/namespaces/{NAMESPACE}/parameterserverjobs/collective"
+    phase = lambda: ((api.get(path) or {}).get("status") or {}).get("phase")  # noqa: E731
+    try:
+        wait_for(lambda: phase() in ("Succeeded", "Failed"), timeout=240, what="the example's end")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{kubelet.logs()}") from None
+    assert phase() == "Succeeded", kubelet.logs()
+    out = subprocess.run([shutil.which("kubectl"), "--kubeconfig", str(kubeconfig), "-n", NAMESPACE, "get",
+                          "psjob", "collective", "-o", "jsonpath={.status.phase}"],
+                         capture_output=True, text=True, timeout=30, check=True).stdout
+    assert out == "Succeeded"
+    assert sorted(p.name for p in (kubelet.claims / "collective-checkpoint").iterdir()) == ["step-20", "step-40"]
