@@ -7,7 +7,10 @@ Kubernetes OpenAPI schema. The reconciler decides *which* state to build
 
 Children, in the order they are applied (dependencies first):
 Secret, ConfigMap, PersistentVolumeClaim, NetworkPolicy, pserver Service +
-StatefulSet, optional heter Service + StatefulSet, worker Job. Every child
+StatefulSet, optional heter Service + StatefulSet, worker Job. A collective job
+(spec.mode: collective) has no pservers: its trainers' headless Service (the
+worker Job's pods' subdomain, so trainer i is <job>-worker-i.<job>-worker.<ns>.svc,
+its ring endpoint) comes in their place. Every child
 carries an owner reference to the job (controller=true), so deleting the job
 deletes them through Kubernetes' garbage collector.
 """
@@ -70,8 +73,11 @@ def build_children(job: ParameterServerJob, owner: Owner, auth_token: str,
         children.append(build_checkpoint_claim(job, owner))
     if spec.network_policy.enabled:
         children.append(build_network_policy(job, owner))
-    children.append(build_server_service(job, owner, naming.ROLE_PSERVER))
-    children.append(build_server_statefulset(job, owner, topology, naming.ROLE_PSERVER, activity))
+    if topology.collective:
+        children.append(build_trainer_service(job, owner))
+    else:
+        children.append(build_server_service(job, owner, naming.ROLE_PSERVER))
+        children.append(build_server_statefulset(job, owner, topology, naming.ROLE_PSERVER, activity))
     if spec.heter_worker is not None:
         children.append(build_server_service(job, owner, naming.ROLE_HETER))
         children.append(build_server_statefulset(job, owner, topology, naming.ROLE_HETER,
@@ -109,6 +115,8 @@ def build_checkpoint_claim(job: ParameterServerJob, owner: Owner) -> dict[str, A
 
 
 def server_ports(job: ParameterServerJob) -> list[int]:
+    if job.spec.mode is jobspec.Mode.COLLECTIVE:
+        return [ring_port(job)]
     ports = [job.spec.pserver.port]
     if job.spec.heter_worker is not None and job.spec.heter_worker.port not in ports:
         ports.append(job.spec.heter_worker.port)
@@ -132,6 +140,30 @@ def build_network_policy(job: ParameterServerJob, owner: Owner) -> dict[str, Any
             "metadata": _metadata(job, owner, naming.network_policy(job.name)),
             "spec": {"podSelector": {"matchLabels": own}, "policyTypes": ["Ingress"],
                      "ingress": ingress}}
+
+
+def ring_port(job: ParameterServerJob) -> int:
+    """A collective job's trainer ring port."""
+    return job.spec.worker.port or roles.DEFAULT_TRAINER_PORT
+
+
+def build_trainer_service(job: ParameterServerJob, owner: Owner) -> dict[str, Any]:
+    """A collective job's headless Service: the worker Job's pods use it as their subdomain,
+    which gives trainer i the DNS name <job>-worker-i.<job>-worker.<ns>.svc (its ring endpoint)."""
+    name = naming.worker(job.name)
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": _metadata(job, owner, name, naming.ROLE_WORKER),
+            "spec": {
+                "clusterIP": "None",
+                # The trainers resolve each other while starting, before any is ready.
+                "publishNotReadyAddresses": True,
+                "selector": naming.role_labels(job.name, naming.ROLE_WORKER),
+                "ports": [
+                    {"name": naming.PORT_RING, "port": ring_port(job), "targetPort": naming.PORT_RING,
+                     "protocol": "TCP"},
+                    {"name": naming.PORT_METRICS, "port": job.spec.metrics_port,
+                     "targetPort": naming.PORT_METRICS, "protocol": "TCP"},
+                ]}}
 
 
 def _server_role(job: ParameterServerJob, role: str) -> tuple[str, Any, str]:
@@ -185,6 +217,12 @@ def build_worker_job(job: ParameterServerJob, owner: Owner, topology: roles.JobT
     template = pods.pod_template(job.name, job.spec, topology, naming.ROLE_WORKER, worker,
                                  server_port=None, restart_policy="Never")
     metadata = _metadata(job, owner, naming.worker(job.name), naming.ROLE_WORKER)
+    ignored_exits = [roles.PSERVER_UNREACHABLE_EXIT, roles.RESIZE_HOLD_EXIT]
+    if topology.collective:
+        # Pod i is <job>-worker-i behind the headless Service of that name: its ring endpoint.
+        template["spec"]["subdomain"] = naming.worker(job.name)
+        # A survivor of a lost peer is not at fault: the trainer that died is counted.
+        ignored_exits.append(roles.PEER_LOST_EXIT)
     if worker.max_replicas:
         # Its pod template does not depend on replicas: a resize patches completions and
         # parallelism in place (psjob_operator.apply, docs/user/operator.md "Elasticity").
@@ -208,7 +246,7 @@ def build_worker_job(job: ParameterServerJob, owner: Owner, topology: roles.JobT
                     # what the API server expects next to onExitCodes.)
                     {"action": "Ignore", "onPodConditions": [], "onExitCodes": {
                         "containerName": naming.CONTAINER, "operator": "In",
-                        "values": [roles.PSERVER_UNREACHABLE_EXIT, roles.RESIZE_HOLD_EXIT]}},
+                        "values": ignored_exits}},
                 ]},
                 "template": template,
             }}

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from psjob.jobspec import JobSpec, ParameterServerJob
+from psjob.jobspec import JobSpec, Mode, ParameterServerJob
 from psjob_operator import builders, naming
 from psjob_operator.kube import PLUGINS_PODGROUPS, PODGROUP_KINDS, VOLCANO_PODGROUPS, Resource
 from psjob_operator.settings import GangScheduler, QueueSystem, SchedulingSettings
@@ -73,7 +73,10 @@ def kueue_queued(job: ParameterServerJob, settings: SchedulingSettings) -> bool:
 
 
 def total_pods(spec: JobSpec) -> int:
-    """Every pod of a running job: pservers, heter workers and trainers."""
+    """Every pod of a running job: pservers, heter workers and trainers (a collective job:
+    its trainers, every one of which the ring needs — its gang is always all of them)."""
+    if spec.mode is Mode.COLLECTIVE:
+        return spec.worker.replicas
     heter = spec.heter_worker.replicas if spec.heter_worker is not None else 0
     return spec.pserver.replicas + heter + spec.worker.replicas
 

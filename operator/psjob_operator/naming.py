@@ -5,7 +5,8 @@ find them by name after a restart without any state of its own:
 
     J-pserver      StatefulSet + headless Service (pods J-pserver-0..N-1)
     J-heter        StatefulSet + headless Service (optional heterWorker)
-    J-worker       Indexed batch/v1 Job (trainer id = completion index)
+    J-worker       Indexed batch/v1 Job (trainer id = completion index); in a
+                   collective job also its headless Service (the pods' subdomain)
     J-checkpoint   PersistentVolumeClaim (shared, ReadWriteMany)
     J-auth         Secret with the per-job RPC token
     J-config       ConfigMap with the job topology
@@ -38,6 +39,7 @@ CONTAINER = "psjob"
 PORT_PSERVER = "pserver"
 PORT_HETER = "heter"
 PORT_METRICS = "metrics"
+PORT_RING = "ring"  # a collective trainer's all-reduce ring
 AUTH_TOKEN_KEY = "token"
 TOPOLOGY_KEY = "topology.json"
 CONFIG_DIR = "/etc/psjob"

@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from psjob import roles
-from psjob.jobspec import Device, JobSpec, RoleSpec
+from psjob.jobspec import Device, JobSpec, Mode, RoleSpec
 from psjob_operator import naming, templates
 
 # Loading a large checkpoint can take minutes: liveness only starts after the
@@ -64,6 +64,13 @@ def environment(topology: roles.JobTopology, role: str, role_spec: RoleSpec) -> 
             for id_name in ("PADDLE_TRAINER_ID", "PSJOB_TRAINER_ID"):
                 env.append({"name": id_name, "valueFrom": {"fieldRef": {
                     "fieldPath": f"metadata.annotations['{naming.ANNOTATION_COMPLETION_INDEX}']"}}})
+            if topology.collective:
+                # Its own ring endpoint, Paddle's PADDLE_CURRENT_ENDPOINT: pod i's DNS name
+                # (Kubernetes expands $(PADDLE_TRAINER_ID), set just above).
+                service = roles.trainer_service(topology.job_name)
+                port = roles.split_endpoint(topology.trainer_endpoints[0])[1]
+                env.append({"name": "PADDLE_CURRENT_ENDPOINT", "value": (
+                    f"{service}-$(PADDLE_TRAINER_ID).{service}.{topology.namespace}.svc:{port}")})
             continue
         env.append({"name": name, "value": value})
     env.append({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
@@ -84,15 +91,18 @@ def environment(topology: roles.JobTopology, role: str, role_spec: RoleSpec) -> 
     return env
 
 
-def serves_rpc(role: str) -> bool:
+def serves_rpc(role: str, spec: JobSpec | None = None) -> bool:
     """Pservers and heter workers serve RPCs (they need the certificate and its key);
-    trainers are only clients (they need the CA, never the private key)."""
+    trainers are only clients (they need the CA, never the private key) — except in a
+    collective job, where every trainer accepts its ring neighbour's connection."""
+    if spec is not None and spec.mode is Mode.COLLECTIVE and role == naming.ROLE_WORKER:
+        return True
     return role in (naming.ROLE_PSERVER, naming.ROLE_HETER)
 
 
-def tls_files(role: str) -> list[str]:
+def tls_files(role: str, spec: JobSpec | None = None) -> list[str]:
     """The keys of the spec.tls Secret mounted into this role's pods."""
-    return [TLS_CERT_KEY, TLS_KEY_KEY, TLS_CA_KEY] if serves_rpc(role) else [TLS_CA_KEY]
+    return [TLS_CERT_KEY, TLS_KEY_KEY, TLS_CA_KEY] if serves_rpc(role, spec) else [TLS_CA_KEY]
 
 
 def tls_environment(spec: JobSpec, role: str) -> list[dict[str, Any]]:
@@ -100,7 +110,7 @@ def tls_environment(spec: JobSpec, role: str) -> list[dict[str, Any]]:
     if spec.tls is None:
         return []
     env = []
-    if serves_rpc(role):
+    if serves_rpc(role, spec):
         env += [{"name": "PSJOB_TLS_CERT_FILE", "value": f"{TLS_DIR}/{TLS_CERT_KEY}"},
                 {"name": "PSJOB_TLS_KEY_FILE", "value": f"{TLS_DIR}/{TLS_KEY_KEY}"}]
     env.append({"name": "PSJOB_TLS_CA_FILE", "value": f"{TLS_DIR}/{TLS_CA_KEY}"})
@@ -170,6 +180,9 @@ def container(spec: JobSpec, topology: roles.JobTopology, role: str, role_spec: 
     }
     if args:
         c["args"] = args
+    if topology.collective and role == naming.ROLE_WORKER:  # the trainer's ring
+        ring_port = roles.split_endpoint(topology.trainer_endpoints[0])[1]
+        ports.insert(0, {"name": naming.PORT_RING, "containerPort": ring_port, "protocol": "TCP"})
     if spec.checkpoint.enabled and spec.checkpoint.credentials_secret:
         # The object store's AWS_* settings, every key of the Secret (docs/user/operator.md).
         c["envFrom"] = [{"secretRef": {"name": spec.checkpoint.credentials_secret}}]
@@ -223,7 +236,7 @@ def volumes(job_name: str, spec: JobSpec, role_spec: RoleSpec,
     if spec.tls is not None:
         vols.append({"name": "tls", "secret": {
             "secretName": spec.tls.secret_name,
-            "items": [{"key": k, "path": k} for k in tls_files(role)],
+            "items": [{"key": k, "path": k} for k in tls_files(role, spec)],
             "defaultMode": 0o440}})  # like the token: readable by the pod's group only
     if role_spec.device is Device.GPU:
         vols.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})

@@ -79,7 +79,8 @@ STATUS_KEYS = frozenset({"phase", "conditions", "observedGeneration", "replicaSt
                          "pserversReady", "workersReady", "startTime", "completionTime",
                          "lastCheckpoint", "pserverResize"})
 OPTIONAL_CHILDREN = ((STATEFULSETS, naming.heter), (SERVICES, naming.heter),
-                     (NETWORK_POLICIES, naming.network_policy), (BATCH_JOBS, naming.worker))
+                     (NETWORK_POLICIES, naming.network_policy), (BATCH_JOBS, naming.worker),
+                     (SERVICES, naming.worker))  # a collective job's trainer Service
 OBSERVED = (STATEFULSETS, SERVICES, CONFIGMAPS, NETWORK_POLICIES, BATCH_JOBS, CLAIMS)
 RESOURCES_BY_KIND = {r.kind: r for r in OBSERVED}
 WAIT_SECONDS = 1.0

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from psjob import roles
-from psjob.jobspec import JobSpec
+from psjob.jobspec import JobSpec, Mode
 from psjob_operator import naming
 from psjob_operator.observe import CONFIG_REASONS, IMAGE_REASONS, Children, PodView, format_time, parse_time
 
@@ -284,6 +284,8 @@ def _decide(obs: Observation, prev_phase: Phase | None, start: dt.datetime | Non
 def _server_roles(obs: Observation) -> list[tuple[str, int, Reason]]:
     spec = obs.spec
     assert spec is not None
+    if spec.mode is Mode.COLLECTIVE:
+        return []  # trainers only
     out = [(naming.ROLE_PSERVER, spec.pserver.replicas, Reason.PSERVER_RESTARTING)]
     if spec.heter_worker is not None:
         out.append((naming.ROLE_HETER, spec.heter_worker.replicas, Reason.HETER_RESTARTING))
@@ -338,6 +340,10 @@ def _worker_trouble(kids: Children, spec: JobSpec) -> str:
             return (f"worker pod {pod.name} exited {pod.exit_code}: its pservers were "
                     f"unreachable; it is recreated and does not count against "
                     f"runPolicy.backoffLimit")
+        if pod.exit_code == roles.PEER_LOST_EXIT and spec.mode is Mode.COLLECTIVE:
+            return (f"worker pod {pod.name} exited {pod.exit_code}: its all-reduce ring lost a peer; "
+                    f"it is recreated to form the ring again (not counted against "
+                    f"runPolicy.backoffLimit) and resumes from the newest checkpoint")
         return (f"worker pod {pod.name} failed ({pod.exit_text or pod.failure_reason or 'error'}); "
                 f"retrying: {worker_failures(kids)} of runPolicy.backoffLimit="
                 f"{spec.run_policy.backoff_limit} failures used")
@@ -351,7 +357,7 @@ def _pservers_unreachable(pod: PodView) -> bool:
 def _counted(pod: PodView) -> bool:
     """A failed worker pod the Job's podFailurePolicy counts against backoffLimit."""
     return (pod.phase == "Failed" and not pod.disrupted and not _pservers_unreachable(pod)
-            and pod.exit_code != roles.RESIZE_HOLD_EXIT)
+            and pod.exit_code not in (roles.RESIZE_HOLD_EXIT, roles.PEER_LOST_EXIT))
 
 
 def worker_failures(kids: Children) -> int:
@@ -373,8 +379,8 @@ def _last_worker_failure(kids: Children) -> str:
 def _progress(obs: Observation, running_workers: int) -> str:
     spec = obs.spec
     assert spec is not None
-    parts = [f"{_ready_count(obs, naming.ROLE_PSERVER, spec.pserver.replicas)}/"
-             f"{spec.pserver.replicas} pservers ready"]
+    parts = [] if spec.mode is Mode.COLLECTIVE else [
+        f"{_ready_count(obs, naming.ROLE_PSERVER, spec.pserver.replicas)}/{spec.pserver.replicas} pservers ready"]
     if spec.heter_worker is not None:
         parts.append(f"{_ready_count(obs, naming.ROLE_HETER, spec.heter_worker.replicas)}/"
                      f"{spec.heter_worker.replicas} heter workers ready")
@@ -470,7 +476,7 @@ def _replica_statuses(spec: JobSpec, kids: Children) -> dict[str, Any]:
     running = sum(1 for p in workers if p.phase == "Running")
     succeeded = max(kids.workers.succeeded, sum(1 for p in workers if p.phase == "Succeeded"))
     statuses: dict[str, Any] = {
-        "pserver": server(naming.ROLE_PSERVER, spec.pserver.replicas),
+        "pserver": server(naming.ROLE_PSERVER, 0 if spec.mode is Mode.COLLECTIVE else spec.pserver.replicas),
         "worker": {"replicas": spec.worker.replicas, "active": running,
                    "succeeded": succeeded, "failed": worker_failures(kids)},
     }

@@ -104,7 +104,13 @@ def _collective(rank=None, endpoints=None):
     return ring(rank, endpoints)
 
 
+def _collective_device():
+    from .collective.service import device_ring
+    return device_ring()
+
+
 _hooks.register(_hooks.COLLECTIVE, _collective)
+_hooks.register(_hooks.COLLECTIVE_DEVICE, _collective_device)
 _hooks.register(_hooks.RPC_SERVICE, _rpc_service)
 _hooks.register(_hooks.PSERVER_SERVICE, _pserver_service)
 _hooks.register(_hooks.HETER_SERVICE, _heter_service)

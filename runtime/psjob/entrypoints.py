@@ -133,6 +133,10 @@ def _prepare_environment(role: str, prog: str) -> RoleEnv:
                     roles.HETER_TRAINER: "psjob heter-worker"}.get(given, "a matching command")
         raise EntrypointError(f"started with PADDLE_TRAINING_ROLE={given}: run {expected} "
                               f"for that role (or fix the role variable)")
+    if env.get("PSJOB_MODE") == roles.COLLECTIVE:
+        raise EntrypointError(f"{prog} is the built-in parameter-server job; a collective job "
+                              "(PSJOB_MODE=collective: no pservers) runs its own training script: "
+                              "set spec.command to it (docs/user/collective.md)")
     from_hostname = role == roles.PSERVER and env.get("PSJOB_PSERVER_INDEX", roles.AUTO) == roles.AUTO
     if role == roles.PSERVER and (from_hostname or env.get("KUBERNETES_SERVICE_HOST")) \
             and "PSJOB_BIND_ALL" not in env:

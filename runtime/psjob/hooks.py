@@ -39,6 +39,8 @@ COLLECTIVE = "collective"
 # A trainer whose pservers hold a table the program reads as a parameter (Fleet 2.x sparse
 # embeddings): fn(program, block) -> the block the executor runs in its place (optional).
 REMOTE_TABLE_VIEW = "remote_table_view"
+# The NCCL communicator over that ring for CUDA arrays, or None without cupy/NCCL/GPU.
+COLLECTIVE_DEVICE = "collective_device"
 _registered: dict[str, Callable] = {}
 
 

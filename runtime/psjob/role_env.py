@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 # loading (checkpoint.s3client), where `from . import` would reach psjob.__getattr__.
 from .roles import (
     AUTO,
+    COLLECTIVE,
     DEFAULT_PSERVER_PORT,
     HETER_TRAINER,
-    MODES,
+    JOB_MODES,
     PSERVER,
     ROLES,
     TRAINER,
@@ -107,16 +108,16 @@ class RoleEnv:
         except ValueError as exc:
             raise RoleEnvError(str(exc)) from None
         role = env["PADDLE_TRAINING_ROLE"]
-        pservers = _pserver_endpoints(env)
+        mode = env.get("PSJOB_MODE", "") or "sync"
+        if mode not in JOB_MODES:
+            raise RoleEnvError(f"PSJOB_MODE must be one of {', '.join(JOB_MODES)}, got {mode!r}")
+        pservers = [] if mode == COLLECTIVE else _pserver_endpoints(env)
         heter = _endpoint_list(env, "PADDLE_HETER_TRAINER_IP_PORT_LIST")
         trainer_endpoints = _endpoint_list(env, "PADDLE_TRAINER_ENDPOINTS")
         trainers = _int(env, "PADDLE_TRAINERS", 1, minimum=1)
         max_trainers = _int(env, "PSJOB_MAX_TRAINERS", 0, minimum=0)
         if max_trainers and max_trainers < trainers:
             raise RoleEnvError(f"PSJOB_MAX_TRAINERS={max_trainers} is below PADDLE_TRAINERS={trainers}")
-        mode = env.get("PSJOB_MODE", "") or "sync"
-        if mode not in MODES:
-            raise RoleEnvError(f"PSJOB_MODE must be one of {', '.join(MODES)}, got {mode!r}")
         current, index = "", None
         if role == PSERVER:
             current = env.get("PSJOB_CURRENT_ENDPOINT") or (

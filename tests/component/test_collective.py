@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 
+from psjob import roles
 from psjob.collective.ring import CollectiveError, Ring
 from psjob.launcher.launch import free_ports
 
@@ -93,9 +94,10 @@ def test_psjob_launch_server_num_0_runs_a_collective_job(tmp_path, launch, refer
             np.testing.assert_allclose(got[name], reference["sgd"][name], atol=1e-5, err_msg=name)
 
 
-def _peer(rank, eps, token, rounds=1, size=10, dtype="float32"):
+def _peer(rank, eps, token, rounds=1, size=10, dtype="float32", env=None):
     return subprocess.Popen([sys.executable, PEER, str(rank), ",".join(eps), token, str(rounds), str(size), dtype],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **(env or {})})
 
 
 def _line(proc):
@@ -157,8 +159,9 @@ def test_a_killed_trainer_fails_the_other_trainers_step():
                 pass
         procs[1].kill()
         out, _ = procs[0].communicate(timeout=20)
-        assert procs[0].returncode != 0
-        assert "CollectiveError: trainer 0: lost trainer 1 (" in out, out[-3000:]
+        # The uncaught lost-peer error exits PEER_LOST_EXIT: restarted without counting as a failure.
+        assert procs[0].returncode == roles.PEER_LOST_EXIT, out[-3000:]
+        assert "PeerLostError: trainer 0: lost trainer 1 (" in out, out[-3000:]
         assert "c_allreduce_sum" in out  # the failing op is named too
     finally:
         for p in procs:
@@ -181,3 +184,88 @@ def test_a_peer_that_never_joins_times_out_by_name():
     eps = _endpoints(2)
     with pytest.raises(CollectiveError, match="cannot reach trainer 1"):
         Ring(0, eps, "", connect_timeout_s=0.5).connect()
+
+
+def _make_certs(directory, **kw):
+    import importlib.util
+
+    from .conftest import SCRIPTS as scripts
+    spec = importlib.util.spec_from_file_location("make_certs", os.path.join(scripts, "make_certs.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_certs(directory, **kw)
+
+
+def test_the_ring_speaks_tls_when_the_job_has_it_and_refuses_plaintext_and_strangers(tmp_path):
+    """With PSJOB_TLS_* set the ring all-reduces over TLS; a plaintext peer and a peer whose
+    certificate another CA signed are refused; the token is still checked inside TLS."""
+    from psjob.rpc.tls import TlsFiles
+    ca, cert, key = _make_certs(str(tmp_path / "certs"))
+    other_ca, other_cert, other_key = _make_certs(str(tmp_path / "other"), ca_name="someone else's CA")
+    tls = {"PSJOB_TLS_CERT_FILE": cert, "PSJOB_TLS_KEY_FILE": key, "PSJOB_TLS_CA_FILE": ca}
+    files = TlsFiles(cert_file=cert, key_file=key, ca_file=ca)
+    eps = _endpoints(2)
+    peer = _peer(1, eps, "t", env=tls)
+    try:
+        ring = Ring(0, eps, "t", connect_timeout_s=30, tls=files).connect()
+        assert _line(peer) == "joined"
+        assert float(ring.allreduce(np.arange(10, dtype=np.float32)).sum()) == 135.0  # 45 * (1 + 2)
+        assert _line(peer) == "sum float32 135.0"
+        ring.close()
+    finally:
+        peer.kill()
+        peer.wait()
+    # Plaintext, and TLS that trusts another CA: the handshake fails, the ring does not form.
+    for theirs in (None, TlsFiles(cert_file=other_cert, key_file=other_key, ca_file=other_ca)):
+        eps = _endpoints(2)
+        peer = _peer(1, eps, "t", env=tls)  # trainer 1 speaks TLS with the job's certificate
+        try:
+            with pytest.raises(CollectiveError, match="hello to trainer 1 at .* failed"):
+                Ring(0, eps, "t", connect_timeout_s=3, tls=theirs).connect()
+        finally:
+            peer.kill()
+            out = peer.communicate()[0]
+        assert "joined" not in out, out
+
+
+def test_a_peer_without_the_token_is_refused_over_tls(tmp_path):
+    from psjob.rpc.tls import TlsFiles
+    ca, cert, key = _make_certs(str(tmp_path / "certs"))
+    eps = _endpoints(2)
+    peer = _peer(1, eps, "right-token", env={"PSJOB_TLS_CERT_FILE": cert, "PSJOB_TLS_KEY_FILE": key,
+                                              "PSJOB_TLS_CA_FILE": ca})
+    try:
+        with pytest.raises(CollectiveError, match="refused the ring hello: missing or wrong psjob auth token"):
+            Ring(0, eps, "", connect_timeout_s=15, tls=TlsFiles(cert, key, ca)).connect()
+    finally:
+        peer.kill()
+        peer.wait()
+
+
+def test_the_nccl_unique_id_reaches_every_trainer_over_the_ring():
+    """Trainer 0's NCCL unique id (128 signed bytes) is sent over the TCP ring; every trainer
+    ends with exactly it. CPU only: the id maker stands in for nccl.get_unique_id."""
+    import threading
+
+    from psjob.collective.nccl import UNIQUE_ID_BYTES, exchange_unique_id
+    uid = tuple(((i * 37) % 256) - 128 for i in range(UNIQUE_ID_BYTES))
+    eps = _endpoints(3)
+    got, errors = {}, []
+
+    def trainer(rank):
+        try:
+            ring = Ring(rank, eps, "t", connect_timeout_s=30).connect()
+            got[rank] = exchange_unique_id(ring, (lambda: uid) if rank == 0 else None)
+            ring.close()
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=trainer, args=(r,)) for r in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert got == {0: uid, 1: uid, 2: uid}
+    with pytest.raises(ValueError, match="an NCCL unique id is 128 bytes"):
+        exchange_unique_id(Ring(0, ["127.0.0.1:1"]), lambda: (1, 2, 3))

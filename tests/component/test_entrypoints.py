@@ -118,6 +118,14 @@ def test_an_entrypoint_started_for_the_wrong_role_names_the_right_command():
     assert result.returncode == 2 and "PADDLE_TRAINING_ROLE=TRAINER: run psjob worker" in result.stderr
 
 
+def test_the_builtin_worker_in_a_collective_job_says_to_run_the_jobs_own_script():
+    topo = roles.JobTopology("j", "ml", (), trainers=2, mode="collective",
+                             trainer_endpoints=("127.0.0.1:7001", "127.0.0.1:7002"))
+    result = run_entrypoint("worker", roles.role_environment(topo, roles.TRAINER, 0))
+    assert result.returncode == 2
+    assert "a collective job (PSJOB_MODE=collective: no pservers) runs its own training script" in result.stderr
+
+
 @pytest.mark.parametrize("args, message", [
     (["--batch", "0"], "--batch must be >= 1, got 0"),
     (["--id_mode", "hash"], "add --distributed_table"),

@@ -59,7 +59,8 @@ Emulated, minimally
   replicas/readyReplicas; its pods keep their IP (and MAC, so that peers' ARP
   caches stay right) when re-created (a real cluster updates DNS instead), so
   a re-created pod starts once the deleted one's processes and sandbox are gone. Indexed Job: one pod per unfinished index,
-  with the completion index annotation and label, parallelism, suspend,
+  with the completion index annotation and label, hostname <job>-<index> (and, with
+  the template's subdomain behind a headless Service, a stable IP and DNS name), parallelism, suspend,
   backoffLimit and podFailurePolicy (onExitCodes, onPodConditions), status
   active/succeeded/failed and Complete/Failed conditions. PersistentVolumeClaims
   are bound at once. No scheduler, no resource enforcement (limits are only
@@ -215,6 +216,8 @@ class NodeNetwork:
         self._veths = itertools.count()
         self._reserved: dict[str, str] = {}
         self._lock = threading.RLock()
+        self._attached: set[str] = set()  # IPs a live sandbox holds
+        self._freed = threading.Condition(self._lock)
         self.agent = ProbeAgent(self.holder.pid)
 
     def new_ip(self) -> str:
@@ -233,19 +236,32 @@ class NodeNetwork:
 
     def attach(self, pod_pid: int, ip: str) -> None:
         with self._lock:
+            # A stable IP (a re-created pod's) is given once the old sandbox let it go.
+            if not self._freed.wait_for(lambda: ip not in self._attached, timeout=60):
+                raise PodConfigError(f"IP {ip} is still held by a sandbox that did not go away")
+            self._attached.add(ip)
             veth = f"veth{next(self._veths)}"
-        run([TOOLS["ip"], "link", "add", veth, "netns", str(self.holder.pid), "type", "veth",
-             "peer", "name", "eth0", "netns", str(pod_pid)])
-        run([TOOLS["nsenter"], "-t", str(self.holder.pid), "-n", "sh", "-c",
-             f"ip link set {veth} master br0 && ip link set {veth} up"])
-        # The MAC follows from the IP: a re-created StatefulSet pod keeps both, so its
-        # peers' ARP caches stay right (with a new MAC behind the old IP they would send
-        # to the dead sandbox's address until their entries expire, 15-45 s and more).
-        mac = "02:42:" + ":".join(f"{int(octet):02x}" for octet in ip.split("."))
-        run([TOOLS["nsenter"], "-t", str(pod_pid), "-n", "sh", "-c",
-             f"ip link set eth0 address {mac} && ip link set lo up && "
-             f"ip addr add {ip}/24 dev eth0 && ip link set eth0 up && "
-             f"ip route add default via {NODE_IP}"])
+        try:
+            run([TOOLS["ip"], "link", "add", veth, "netns", str(self.holder.pid), "type", "veth",
+                 "peer", "name", "eth0", "netns", str(pod_pid)])
+            run([TOOLS["nsenter"], "-t", str(self.holder.pid), "-n", "sh", "-c",
+                 f"ip link set {veth} master br0 && ip link set {veth} up"])
+            # The MAC follows from the IP: a re-created StatefulSet pod keeps both, so its
+            # peers' ARP caches stay right (with a new MAC behind the old IP they would send
+            # to the dead sandbox's address until their entries expire, 15-45 s and more).
+            mac = "02:42:" + ":".join(f"{int(octet):02x}" for octet in ip.split("."))
+            run([TOOLS["nsenter"], "-t", str(pod_pid), "-n", "sh", "-c",
+                 f"ip link set eth0 address {mac} && ip link set lo up && "
+                 f"ip addr add {ip}/24 dev eth0 && ip link set eth0 up && "
+                 f"ip route add default via {NODE_IP}"])
+        except Exception:
+            self.release(ip)
+            raise
+
+    def release(self, ip: str) -> None:
+        with self._lock:
+            self._attached.discard(ip)
+            self._freed.notify_all()
 
     def close(self) -> None:
         self.agent.close()
@@ -323,8 +339,10 @@ class Sandbox:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _wait_line(self.holder, f"the sandbox of pod {meta['name']}")
         self.pid = self.holder.pid
-        stateful = pod["spec"].get("hostname") == meta["name"] and pod["spec"].get("subdomain")
-        self.ip = kubelet.stable_ip(meta["name"]) if stateful else kubelet.network.new_ip()
+        # A pod with a hostname behind a subdomain has a DNS name: a StatefulSet's (hostname =
+        # pod name), or an Indexed Job's with a template subdomain (hostname <job>-<index>).
+        named = pod["spec"].get("hostname") and pod["spec"].get("subdomain")
+        self.ip = kubelet.stable_ip(pod["spec"]["hostname"]) if named else kubelet.network.new_ip()
         kubelet.network.attach(self.pid, self.ip)
         self._nsenter("-u", "hostname", pod["spec"].get("hostname") or meta["name"])
         self.hosts = self.dir / "hosts"
@@ -408,6 +426,7 @@ class Sandbox:
     def close(self) -> None:
         self.holder.kill()
         self.holder.wait()
+        self.kubelet.network.release(self.ip)  # its network namespace went with the holder
 
 
 class Container:
@@ -938,7 +957,8 @@ class Kubelet(ControlPlane):
     def dns_names(self) -> dict[str, str]:
         """`<hostname>.<subdomain>.<ns>.svc[.cluster.local]` for pods behind a headless
         Service, with the IP their sandbox will get (allocated up front for
-        StatefulSet pods, which is what makes the names stable)."""
+        StatefulSet pods and Indexed Job pods with a subdomain, which is what makes the
+        names stable)."""
         names = {}
         headless = {s["metadata"]["name"] for s in self.api.list(self.path("services"))
                     if s["spec"].get("clusterIP") == "None"}
@@ -949,6 +969,14 @@ class Kubelet(ControlPlane):
             for i in range(int(sts["spec"].get("replicas", 1))):
                 short = f"{sts['metadata']['name']}-{i}.{service}.{self.ns}.svc"
                 ip = self.stable_ip(f"{sts['metadata']['name']}-{i}")
+                names[short] = names[f"{short}.{CLUSTER_DOMAIN}"] = ip
+        for job in self.api.list(self.path("jobs")):  # Indexed Job pods with a subdomain
+            service = job["spec"]["template"]["spec"].get("subdomain")
+            if service not in headless or job["spec"].get("completionMode") != "Indexed":
+                continue
+            for i in range(int(job["spec"]["completions"])):
+                short = f"{job['metadata']['name']}-{i}.{service}.{self.ns}.svc"
+                ip = self.stable_ip(f"{job['metadata']['name']}-{i}")
                 names[short] = names[f"{short}.{CLUSTER_DOMAIN}"] = ip
         return names
 

@@ -107,7 +107,8 @@ class FakeControlPlane:
         disrupted = lambda p: any(c.get("type") == "DisruptionTarget"
                                   for c in p["status"].get("conditions") or [])
         succeeded = {p["metadata"]["annotations"][INDEX] for p in pods if phase(p) == "Succeeded"}
-        failed = sum(1 for p in pods if phase(p) == "Failed" and not disrupted(p))
+        failed = sum(1 for p in pods if phase(p) == "Failed" and not disrupted(p)
+                     and _exit_code(p) not in _ignored_exit_codes(spec))
         finished = any(c.get("status") == "True"
                        for c in (batch.get("status") or {}).get("conditions") or [])
         active = [p for p in pods if phase(p) in ("Pending", "Running")]
@@ -187,3 +188,20 @@ class FakeControlPlane:
         self.set_status(pod, {"phase": "Pending", "conditions": [
             {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
              "message": message}]})
+
+
+def _exit_code(pod: dict) -> int | None:
+    for c in (pod.get("status") or {}).get("containerStatuses") or []:
+        terminated = (c.get("state") or {}).get("terminated")
+        if terminated:
+            return terminated.get("exitCode")
+    return None
+
+
+def _ignored_exit_codes(job_spec: dict) -> set:
+    """The exit codes the Job's podFailurePolicy Ignores, as the Job controller honours them."""
+    codes = set()
+    for rule in (job_spec.get("podFailurePolicy") or {}).get("rules") or []:
+        if rule.get("action") == "Ignore" and rule.get("onExitCodes", {}).get("operator") == "In":
+            codes.update(rule["onExitCodes"]["values"])
+    return codes

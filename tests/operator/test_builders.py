@@ -415,3 +415,40 @@ def test_tls_variables_set_by_hand_next_to_spec_tls_are_refused():
                                "Secret's files are mounted and named for you): remove it, or "
                                "remove spec.tls")
     validate_for_cluster(job(pserver={"env": [{"name": "PSJOB_TLS_CA_FILE", "value": "/ca"}]}))
+
+
+def collective(**spec):
+    body = {"image": "psjob:1", "mode": "collective", "command": ["python", "/app/train.py"],
+            "worker": {"replicas": 3}}
+    body.update(spec)
+    return parse_job({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
+                      "metadata": {"name": "ring", "namespace": "ml"}, "spec": body})
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_a_collective_jobs_children_are_valid_and_have_no_pservers(version):
+    kids = builders.build_children(collective(worker={"replicas": 3, "port": 7000},
+                                              networkPolicy={"allowFrom": [{"podSelector": {}}]}),
+                                   OWNER, "t")
+    for child in kids:
+        kubernetes_validate.validate(child, version, strict=True)
+    assert sorted((c["kind"], c["metadata"]["name"]) for c in kids) == [
+        ("ConfigMap", "ring-config"), ("Job", "ring-worker"), ("NetworkPolicy", "ring-network"),
+        ("PersistentVolumeClaim", "ring-checkpoint"), ("Secret", "ring-auth"), ("Service", "ring-worker")]
+    topology = json.loads(by_kind(kids, "ConfigMap")["data"]["topology.json"])
+    assert topology["mode"] == "collective" and topology["pserver_endpoints"] == []
+    assert topology["trainer_endpoints"] == [f"ring-worker-{i}.ring-worker.ml.svc:7000" for i in range(3)]
+    # Extra peers reach the ring port (the only server port of a collective job).
+    extra = by_kind(kids, "NetworkPolicy")["spec"]["ingress"][1]
+    assert extra["ports"] == [{"protocol": "TCP", "port": 7000}]
+
+
+def test_a_collective_jobs_trainers_serve_tls_on_their_ring():
+    """Every trainer accepts its ring neighbour's connection: certificate and key, not only the CA."""
+    kids = builders.build_children(collective(tls={"secretName": "ring-tls"}), OWNER, "t")
+    pod = _pod(kids, "Job")
+    assert {"name": "tls", "secret": {"secretName": "ring-tls", "items": [
+        {"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"},
+        {"key": "ca.crt", "path": "ca.crt"}], "defaultMode": 0o440}} in pod["volumes"]
+    env = env_dict(pod["containers"][0])
+    assert (env["PSJOB_TLS_CERT_FILE"], env["PSJOB_TLS_KEY_FILE"]) == (f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key")

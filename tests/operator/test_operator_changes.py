@@ -147,7 +147,7 @@ def test_a_misspelt_mode_is_answered_with_the_close_match(operator, plane):
     submit(plane, job_manifest("typo", mode="synch"))
     wait_for(lambda: phase(plane, "typo") == "Failed", what="Failed")
     assert condition(plane, "typo", "Failed")["message"] == (
-        "spec.mode: is 'synch'; use one of sync, async, half_async, geo (did you mean 'sync'?)")
+        "spec.mode: is 'synch'; use one of sync, async, half_async, geo, collective (did you mean 'sync'?)")
 
 
 def test_a_finished_job_is_deleted_after_its_ttl(operator, plane):

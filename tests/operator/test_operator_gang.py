@@ -110,6 +110,23 @@ def test_a_resize_updates_the_podgroup(operator, plane, kubeconfig):
              ["minMember"] == 2, what="minAvailable 2")
 
 
+def test_a_collective_jobs_gang_is_all_of_its_trainers(operator, plane, kubeconfig):
+    """No pservers: the PodGroup's minMember is every trainer, and the worker Job's pods carry
+    the scheduler's marks (a partial ring never takes a step)."""
+    manifest = job_manifest("ringgang", workers=4, mode="collective", command=["python", "t.py"],
+                            args=[], runPolicy={"schedulingPolicy": {"queue": "research"}})
+    del manifest["spec"]["pserver"]
+    submit(plane, manifest)
+    group = wait_for(lambda: podgroup(kubeconfig, "podgroups.scheduling.volcano.sh", "ringgang"),
+                     what="the collective job's PodGroup")
+    assert group["spec"] == {"minMember": 4, "queue": "research"}
+    wait_for(lambda: phase(plane, "ringgang") == "Created", what="Created")
+    template = plane.kube.get(plane.path("jobs", "ringgang-worker"))["spec"]["template"]
+    assert template["spec"]["schedulerName"] == "volcano"
+    assert template["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "ringgang"
+    assert plane.kube.get(plane.path("statefulsets", "ringgang-pserver")) is None
+
+
 def test_the_podgroup_watch_is_labelled_and_every_request_is_in_the_volcano_rbac(cluster,
                                                                                 operator):
     sent = [(m, p, q) for m, p, q, agent in cluster.requests()
@@ -198,3 +215,4 @@ def test_an_elastic_resize_under_kueue_rewrites_the_pods_total_count_and_rolls_n
     assert workers_after["metadata"]["uid"] == workers_before["metadata"]["uid"]  # not recreated
     assert workers_after["spec"]["template"] == workers_before["spec"]["template"]
     assert sts_after["spec"]["template"] == sts_before["spec"]["template"]  # pservers do not roll
+

@@ -69,7 +69,7 @@ def test_integer_quantities_and_full_role_specs_are_accepted():
     ({"pserver": {"replicas": 0}}, "spec.pserver.replicas: is 0, must be >= 1"),
     ({"worker": {"replicas": "4"}}, "spec.worker.replicas: must be an integer, got '4'"),
     ({"mode": "asynch"},
-     "spec.mode: is 'asynch'; use one of sync, async, half_async, geo (did you mean 'async'?)"),
+     "spec.mode: is 'asynch'; use one of sync, async, half_async, geo, collective (did you mean 'async'?)"),
     ({"kSteps": 10}, "spec.kSteps: kSteps only applies to mode geo: remove kSteps or set mode: geo"),
     ({"pserver": {"replica": 2}}, "spec.pserver.replica: unknown field: did you mean 'replicas'?"),
     ({"pserver": {"port": 80}}, "spec.pserver.port: is 80, must be >= 1024: pods run as non-root: "

@@ -183,3 +183,37 @@ def test_the_incremental_checkpoint_policy_reaches_every_role_and_the_pserver_an
     assert roles.topology_from_dict(roles.topology_to_dict(topo)) == topo
     with pytest.raises(Exception, match="PSJOB_CHECKPOINT_INCREMENTAL is set by psjob"):
         job(worker={"replicas": 1, "env": [{"name": "PSJOB_CHECKPOINT_INCREMENTAL", "value": "1"}]})
+
+
+def collective_job(**spec):
+    body = {"image": "psjob:test", "mode": "collective", "command": ["python", "t.py"],
+            "worker": {"replicas": 3}}
+    body.update(spec)
+    return parse_job({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
+                      "metadata": {"name": "ring", "namespace": "ml"}, "spec": body})
+
+
+def test_a_collective_job_names_its_trainers_by_the_indexed_job_pods_dns_names():
+    topo = roles.kubernetes_topology(collective_job(), "ml")
+    ring = [f"ring-worker-{i}.ring-worker.ml.svc:{roles.DEFAULT_TRAINER_PORT}" for i in range(3)]
+    assert topo.pserver_endpoints == () and list(topo.trainer_endpoints) == ring
+    env = roles.role_environment(topo, roles.TRAINER, None)
+    assert env["PADDLE_TRAINER_ENDPOINTS"] == ",".join(ring) and env["PADDLE_TRAINERS_NUM"] == "3"
+    assert env["PSJOB_MODE"] == "collective"
+    assert not any(name.startswith(("PADDLE_PSERVER", "PADDLE_PSERVERS")) for name in env)
+    # The pod learns its id from the completion index, then its own place in the ring.
+    resolved = roles.resolve_identity({**env, "JOB_COMPLETION_INDEX": "2"}, "ring-worker-2")
+    assert resolved["PADDLE_TRAINER_ID"] == "2" and resolved["PADDLE_CURRENT_ENDPOINT"] == ring[2]
+    with pytest.raises(ValueError, match="a collective job has trainers only"):
+        roles.role_environment(topo, roles.PSERVER, 0)
+
+
+def test_a_collective_topology_round_trips_and_refuses_pservers():
+    topo = roles.kubernetes_topology(collective_job(worker={"replicas": 2, "port": 7000}), "ml")
+    assert roles.topology_from_dict(roles.topology_to_dict(topo)) == topo
+    assert topo.trainer_endpoints[1] == "ring-worker-1.ring-worker.ml.svc:7000"
+    with pytest.raises(ValueError, match="no pservers"):
+        roles.JobTopology(job_name="x", namespace="n", pserver_endpoints=("a:1",), trainers=1,
+                          mode="collective", trainer_endpoints=("b:2",))
+    # A parameter-server job's topology has no trainer_endpoints key (older readers take it).
+    assert "trainer_endpoints" not in roles.topology_to_dict(roles.kubernetes_topology(job(), "ml"))

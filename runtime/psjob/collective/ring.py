@@ -21,12 +21,17 @@ fails the all-reduce with CollectiveError naming the peer, and this trainer
 sends an abort naming the lost trainer to the next one before closing both
 sockets — so the failure travels round the ring and every trainer's step fails
 promptly, naming the lost trainer, instead of hanging.
-TLS is not used (the trainers' ring is plaintext, authenticated by the token).
+TLS: when the job has TLS configured (PSJOB_TLS_* files, psjob.rpc.tls, as the
+pserver data plane uses them), every ring connection is TLS 1.2+: the
+accepting trainer serves the certificate and key, the dialling one checks it
+against the job's CA and the next trainer's host name (or
+PSJOB_TLS_SERVER_NAME); the token hello then travels inside TLS.
 """
 from __future__ import annotations
 
 import hmac
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -46,6 +51,11 @@ HELLO_TIMEOUT_S = 5.0
 
 class CollectiveError(RuntimeError):
     """The ring could not be formed, or a peer was lost during a collective (names the peer)."""
+
+
+class PeerLostError(CollectiveError):
+    """A peer was lost during a collective: the ring is broken and this trainer must start
+    again (with every other one) to form it anew."""
 
 
 def split_endpoint(endpoint: str) -> tuple[str, int]:
@@ -82,7 +92,7 @@ class Ring:
     `allreduce(array)` sums the array over all trainers and returns the sum."""
 
     def __init__(self, rank: int, endpoints, token: str = "", *, timeout_s: float = 60.0,
-                 connect_timeout_s: float = 120.0):
+                 connect_timeout_s: float = 120.0, tls=None):
         endpoints = list(endpoints)
         if not endpoints:
             raise CollectiveError("the ring needs the trainers' endpoints (PADDLE_TRAINER_ENDPOINTS)")
@@ -96,6 +106,8 @@ class Ring:
         self._next = self._prev = None
         self._broken: str = ""
         self._lock = threading.Lock()
+        self._tls = tls  # psjob.rpc.tls.TlsFiles, or None: plaintext
+        self._server_ssl = self._client_ssl = None
 
     @property
     def next_rank(self) -> int:
@@ -109,6 +121,13 @@ class Ring:
     def connect(self) -> Ring:
         if self.size == 1 or self._next is not None:
             return self
+        if self._tls is not None and self._server_ssl is None:
+            from ..rpc import tls as tls_mod  # named errors for a missing or unreadable file
+            try:
+                self._server_ssl = tls_mod.server_context(self._tls)
+                self._client_ssl = tls_mod.client_context(self._tls)
+            except tls_mod.TlsConfigError as exc:
+                raise CollectiveError(f"trainer {self.rank}: the ring's TLS: {exc}") from None
         host, port = split_endpoint(self.endpoints[self.rank])
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -151,6 +170,9 @@ class Ring:
                 time.sleep(0.05)
         _tune(sock, self.timeout_s)
         try:
+            if self._client_ssl is not None:
+                sock = self._client_ssl.wrap_socket(
+                    sock, server_hostname=self._tls.server_name or split_endpoint(ep)[0])
             sock.sendall(_HELLO.pack(b"PSJC", VERSION, 0, self.rank, self.size, len(self._token)) + self._token)
             magic, status = _ANSWER.unpack(_recv_exact(sock, _ANSWER.size))
         except OSError as exc:
@@ -176,8 +198,15 @@ class Ring:
                 return
             _tune(sock, HELLO_TIMEOUT_S)  # a connection that says nothing does not hold up the ring
             try:
+                if self._server_ssl is not None:
+                    sock = self._server_ssl.wrap_socket(sock, server_side=True)
                 magic, version, _, rank, size, n = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
                 token = _recv_exact(sock, n) if n else b""
+            except ssl.SSLError as exc:
+                sock.close()
+                out["error"] = (f"trainer {self.rank}: refused a ring connection from {peer[0]}: "
+                                f"TLS handshake failed ({exc.reason or exc})")
+                continue
             except (OSError, struct.error):
                 sock.close()
                 continue
@@ -208,7 +237,7 @@ class Ring:
         if self.size == 1:
             return arr.copy()
         if self._broken:
-            raise CollectiveError(f"trainer {self.rank}: the ring is broken ({self._broken}); "
+            raise PeerLostError(f"trainer {self.rank}: the ring is broken ({self._broken}); "
                                   "the job must restart its trainers")
         if self._next is None:
             self.connect()
@@ -252,7 +281,7 @@ class Ring:
                 raise ConnectionError("not a ring chunk (the trainers disagree on the collectives they run)")
             if kind == _ABORT:
                 self._abort(sender, origin)
-                raise CollectiveError(f"trainer {self.rank}: trainer {origin} ({self.endpoints[origin]}) was "
+                raise PeerLostError(f"trainer {self.rank}: trainer {origin} ({self.endpoints[origin]}) was "
                                       f"lost during an all-reduce (reported by trainer {self.prev_rank})")
             if nbytes != recv.nbytes:
                 raise ConnectionError(f"trainer {self.prev_rank} sent {nbytes} bytes where {recv.nbytes} were "
@@ -260,11 +289,11 @@ class Ring:
             _recv_into(self._prev, memoryview(recv).cast("B"))
         except (OSError, ValueError) as exc:
             self._abort(sender, self.prev_rank)
-            raise CollectiveError(self._lost(self.prev_rank, exc)) from None
+            raise PeerLostError(self._lost(self.prev_rank, exc)) from None
         sender.join(self.timeout_s + 1)
         if failure or sender.is_alive():
             self._abort(sender, self.next_rank)
-            raise CollectiveError(self._lost(self.next_rank, failure[0] if failure else "send timed out"))
+            raise PeerLostError(self._lost(self.next_rank, failure[0] if failure else "send timed out"))
 
     def _abort(self, sender: threading.Thread, lost: int) -> None:
         """Tell the next trainer that `lost` is gone (it tells the next, round the ring), then close.

@@ -28,6 +28,7 @@ class Mode(str, enum.Enum):
     ASYNC = "async"
     HALF_ASYNC = "half_async"
     GEO = "geo"
+    COLLECTIVE = "collective"
 
 
 class Device(str, enum.Enum):
@@ -185,6 +186,10 @@ class WorkerSpec(RoleSpec):
         "maxReplicas", "Makes the trainers elastic: the most trainers the job may scale to. "
         "The pservers keep a gradient slot per possible trainer and learn the running ones at "
         "run time, so changing replicas restarts no pod.", None, minimum=1, maximum=4096)
+    port: int | None = spec_field(
+        "port", f"mode collective: the port of each trainer's all-reduce ring (default "
+        f"{roles.DEFAULT_TRAINER_PORT}).", None, minimum=1024, maximum=65535,
+        fix="pods run as non-root: pick a port from 1024 to 65535")
 
 
 @dataclass(frozen=True)
@@ -356,6 +361,14 @@ _AS_PADDLE_NEEDS_COMMAND = ("asPaddle runs the job's own Paddle script: set spec
                             "command), or remove asPaddle")
 
 
+_COLLECTIVE_NO_PSERVER = ("a collective job has no pservers (its trainers all-reduce among themselves): "
+                          "remove spec.pserver, or use a parameter-server mode")
+_COLLECTIVE_GANG = ("a collective job's gang is every trainer (a partial ring never takes a step): "
+                    "remove minAvailable or set it to worker.replicas")
+_COLLECTIVE_NEEDS_COMMAND = ("a collective job runs the job's own training script (Paddle's NCCL2/collective "
+                             "form): set spec.command or spec.worker.command")
+
+
 @dataclass(frozen=True)
 class JobSpec:
     RULES: ClassVar = (
@@ -363,10 +376,54 @@ class JobSpec:
              "kSteps only applies to mode geo: remove kSteps or set mode: geo",
              lambda s: "kSteps only applies to mode geo: remove kSteps or set mode: geo"
              if s.k_steps is not None and s.mode is not Mode.GEO else None, ".kSteps"),
-        Rule("self.pserver.port != self.metricsPort",
+        Rule("self.mode == 'collective' || self.pserver.port != self.metricsPort",
              "metricsPort and pserver.port must differ: change one of them",
              lambda s: "metricsPort and pserver.port must differ: change one of them"
-             if s.pserver.port == s.metrics_port else None, ".metricsPort"),
+             if s.mode is not Mode.COLLECTIVE and s.pserver.port == s.metrics_port else None,
+             ".metricsPort"),
+        Rule("self.mode != 'collective' || !has(self.pserver)",
+             _COLLECTIVE_NO_PSERVER,
+             lambda s: _COLLECTIVE_NO_PSERVER if s.mode is Mode.COLLECTIVE and s.pserver != PserverSpec()
+             else None, ".pserver"),
+        Rule("self.mode != 'collective' || !has(self.heterWorker)",
+             "a collective job has no heterogeneous trainers: remove heterWorker or use a "
+             "parameter-server mode",
+             lambda s: "a collective job has no heterogeneous trainers: remove heterWorker or use a "
+             "parameter-server mode" if s.mode is Mode.COLLECTIVE and s.heter_worker is not None
+             else None, ".heterWorker"),
+        Rule("self.mode != 'collective' || !has(self.worker.maxReplicas)",
+             "a collective job's trainer set is fixed (every step all-reduces among all of them): "
+             "remove worker.maxReplicas",
+             lambda s: "a collective job's trainer set is fixed (every step all-reduces among all of "
+             "them): remove worker.maxReplicas" if s.mode is Mode.COLLECTIVE
+             and s.worker.max_replicas is not None else None, ".worker.maxReplicas"),
+        Rule("self.mode != 'collective' || (has(self.command) && size(self.command) > 0) || "
+             "(has(self.worker.command) && size(self.worker.command) > 0)",
+             _COLLECTIVE_NEEDS_COMMAND,
+             lambda s: _COLLECTIVE_NEEDS_COMMAND if s.mode is Mode.COLLECTIVE
+             and not (s.command or s.worker.command) else None, ".command"),
+        Rule("self.mode != 'collective' || !has(self.runPolicy.schedulingPolicy.minAvailable) || "
+             "self.runPolicy.schedulingPolicy.minAvailable == self.worker.replicas",
+             _COLLECTIVE_GANG,
+             lambda s: _COLLECTIVE_GANG if s.mode is Mode.COLLECTIVE
+             and s.run_policy.scheduling_policy.min_available not in (None, s.worker.replicas) else None,
+             ".runPolicy.schedulingPolicy.minAvailable"),
+        Rule("!has(self.worker.port) || self.mode == 'collective'",
+             "worker.port is the ring port of a collective job: remove it or set mode: collective",
+             lambda s: "worker.port is the ring port of a collective job: remove it or set mode: "
+             "collective" if s.worker.port is not None and s.mode is not Mode.COLLECTIVE else None,
+             ".worker.port"),
+        Rule("!has(self.worker.port) || self.worker.port != self.metricsPort",
+             "metricsPort and worker.port must differ: change one of them",
+             lambda s: "metricsPort and worker.port must differ: change one of them"
+             if s.worker.port == s.metrics_port else None, ".metricsPort"),
+        Rule(f"has(self.worker.port) || self.mode != 'collective' || "
+             f"self.metricsPort != {roles.DEFAULT_TRAINER_PORT}",
+             f"metricsPort and the ring port ({roles.DEFAULT_TRAINER_PORT}) must differ: change "
+             "metricsPort or set worker.port",
+             lambda s: f"metricsPort and the ring port ({roles.DEFAULT_TRAINER_PORT}) must differ: "
+             "change metricsPort or set worker.port" if s.mode is Mode.COLLECTIVE and s.worker.port is None
+             and s.metrics_port == roles.DEFAULT_TRAINER_PORT else None, ".metricsPort"),
         Rule("!has(self.heterWorker) || self.heterWorker.port != self.metricsPort",
              "metricsPort and heterWorker.port must differ: change one of them",
              lambda s: "metricsPort and heterWorker.port must differ: change one of them"
@@ -402,14 +459,17 @@ class JobSpec:
         "such as a dataset's pipe_command) `import paddle` and every paddle.X.Y give psjob; each "
         "process says so on stderr. The container command becomes `psjob as-paddle -- COMMAND` "
         "(`psjob launch --as-paddle` locally). Needs spec.command or a role's command.", False)
-    mode: Mode = spec_field("mode", "Communicator mode: sync, async, half_async or geo.",
-                            Mode.SYNC)
+    mode: Mode = spec_field("mode", "Communicator mode of a parameter-server job: sync, async, "
+                            "half_async or geo; or collective: no pservers, the trainers all-reduce "
+                            "their gradients among themselves every step (Paddle's NCCL2 mode; "
+                            "docs/user/collective.md).", Mode.SYNC)
     k_steps: int | None = spec_field("kSteps", f"Geo mode: local steps between pushes "
                                      f"(default {DEFAULT_GEO_K_STEPS}).", None, minimum=1)
     metrics_port: int = spec_field("metricsPort", "Prometheus port of every process.",
                                    roles.DEFAULT_METRICS_PORT, minimum=1024, maximum=65535,
                                    fix="pods run as non-root: pick a port from 1024 to 65535")
-    pserver: PserverSpec = spec_field("pserver", "Parameter servers.", factory=PserverSpec)
+    pserver: PserverSpec = spec_field("pserver", "Parameter servers (none in mode collective).",
+                                      factory=PserverSpec)
     worker: WorkerSpec = spec_field("worker", "Trainers.", factory=WorkerSpec)
     heter_worker: HeterWorkerSpec | None = spec_field(
         "heterWorker", "Optional heterogeneous (GPU) trainers.", None)

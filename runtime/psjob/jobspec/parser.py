@@ -33,7 +33,12 @@ def parse_job(manifest: Mapping[str, Any]) -> ParameterServerJob:
     namespace = metadata.get("namespace") or "default"
     if "spec" not in manifest:
         raise JobSpecError("spec", "is required: add spec with at least spec.image")
-    spec = _parse_object(JobSpec, manifest["spec"], "spec")
+    raw = manifest["spec"]
+    if isinstance(raw, Mapping) and raw.get("mode") == "collective" and raw.get("pserver") is not None:
+        # The model's rule sees only a pserver section that differs from the default.
+        raise JobSpecError("spec.pserver", "a collective job has no pservers (its trainers all-reduce "
+                           "among themselves): remove spec.pserver, or use a parameter-server mode")
+    spec = _parse_object(JobSpec, raw, "spec")
     check_process_strings(spec)
     return ParameterServerJob(name=name, namespace=namespace, spec=spec)
 

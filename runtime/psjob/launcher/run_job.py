@@ -23,6 +23,12 @@ Lifecycle:
    cannot fix (exit 2, a configuration problem; a full disk) ends it at once.
    While it runs, one progress line per trainer (launcher.job_progress), with
    the checkpoint saves that failed.
+   A collective job (`spec.mode: collective`) has no pservers: trainer t gets
+   a free ring port on 127.0.0.1 (PADDLE_TRAINER_ENDPOINTS, PADDLE_CURRENT_ENDPOINT);
+   when one trainer dies the others' all-reduce fails and they exit
+   `roles.PEER_LOST_EXIT`, restarted without drawing on backoffLimit (only the
+   trainer that died counts), so the ring forms again and the script resumes
+   from its newest checkpoint (docs/user/collective.md).
 5. The job succeeded when every worker exited 0 (pservers still running then
    are stopped, as the operator's cleanPodPolicy does). Print a summary
    line; `--summary PATH` writes it as JSON; exit 0, else non-zero.
@@ -46,6 +52,7 @@ from .local import (
     Deadline,
     LocalJob,
     check_options,
+    free_ports,
     metrics_banner,
     place,
     run_local,
@@ -114,10 +121,11 @@ def check_local(job: jobspec.ParameterServerJob, args) -> None:
     """Refuse what only a cluster can provide, naming the field; check the options."""
     s = job.spec
     heter = s.heter_worker.replicas if s.heter_worker is not None else 0
+    pservers = 0 if s.mode is jobspec.Mode.COLLECTIVE else s.pserver.replicas
     try:
         # An elastic job may run up to maxReplicas trainers, each with its own port.
         check_options(args.metrics_port,
-                      s.pserver.replicas + heter + (s.worker.max_replicas or s.worker.replicas),
+                      pservers + heter + (s.worker.max_replicas or s.worker.replicas),
                       args.progress_interval, args.stop_grace)
     except ValueError as exc:
         raise RunError(str(exc)) from None
@@ -188,12 +196,17 @@ def plan(job: jobspec.ParameterServerJob, args) -> LocalRun:
     workdir = os.path.abspath(args.workdir or os.path.join(
         "runs", f"{job.name}-{time.strftime('%Y%m%d-%H%M%S')}"))
     os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)
-    n = s.pserver.replicas
-    endpoints, heter_endpoints = place(n, s.heter_worker.replicas if s.heter_worker is not None else 0)
-    port = roles.split_endpoint(endpoints[0])[1]
-    heter = [roles.split_endpoint(ep)[1] for ep in heter_endpoints]
-    topology = roles.local_topology(job, [port] * n + heter, workdir, metrics_port=args.metrics_port)
-    if list(topology.pserver_endpoints) != endpoints:  # psjob launch and psjob run must agree
+    if s.mode is jobspec.Mode.COLLECTIVE:  # no pservers: one ring port per trainer
+        n, heter = 0, []
+        topology = roles.local_topology(job, free_ports(s.worker.replicas), workdir,
+                                        metrics_port=args.metrics_port)
+    else:
+        n = s.pserver.replicas
+        endpoints, heter_endpoints = place(n, s.heter_worker.replicas if s.heter_worker is not None else 0)
+        port = roles.split_endpoint(endpoints[0])[1]
+        heter = [roles.split_endpoint(ep)[1] for ep in heter_endpoints]
+        topology = roles.local_topology(job, [port] * n + heter, workdir, metrics_port=args.metrics_port)
+    if n and list(topology.pserver_endpoints) != endpoints:  # psjob launch and psjob run must agree
         raise RuntimeError(f"local_topology placed pservers at {topology.pserver_endpoints}, "
                            f"launch at {endpoints}")
     write_token(workdir)
@@ -274,8 +287,11 @@ def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
     s = job.spec
     started = time.monotonic()
     heter = f", {s.heter_worker.replicas} heter trainer(s)" if s.heter_worker is not None else ""
-    opening = [f"[psjob] {job.name}: {s.pserver.replicas} pserver(s){heter} and {s.worker.replicas} "
-               f"trainer(s), {s.mode.value} mode, on this machine; workdir {_short(run.workdir)}"]
+    if s.mode is jobspec.Mode.COLLECTIVE:
+        what = f"{s.worker.replicas} trainer(s), collective (ring all-reduce)"
+    else:
+        what = f"{s.pserver.replicas} pserver(s){heter} and {s.worker.replicas} trainer(s), {s.mode.value} mode"
+    opening = [f"[psjob] {job.name}: {what}, on this machine; workdir {_short(run.workdir)}"]
     if s.checkpoint.enabled and s.checkpoint.uri:
         opening.append(f"[psjob] checkpoints go to {s.checkpoint.uri}" + (
             " (spec.checkpoint.credentialsSecret is a cluster Secret: ignored here; the AWS_* "

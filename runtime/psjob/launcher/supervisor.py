@@ -16,6 +16,9 @@ polls:
   restarted without drawing on it, as the worker Job's podFailurePolicy
   ignores that exit code (the run's deadline bounds it, as
   activeDeadlineSeconds does on Kubernetes);
+- a collective trainer that exits `roles.PEER_LOST_EXIT` (its ring lost a peer during
+  an all-reduce) is restarted without drawing on the budget either: the trainer that
+  died is the failure, and counts; the survivors must start again to re-form the ring;
 - trainer 0 that exits `roles.RESIZE_HOLD_EXIT` stopped at the checkpoint of a pserver
   resize (launcher.scale): it is neither a failure nor restarted here — the resize
   starts every process again (`stop_for_resize`, then `add`);
@@ -302,6 +305,12 @@ class Supervisor:
                         and spec.budget is not None:
                     self.on_event(f"{spec.name} exited {code}: its pservers were unreachable; "
                                   "restarting it (not counted against runPolicy.backoffLimit)")
+                    self._start(spec)
+                    continue
+                if code == roles.PEER_LOST_EXIT and spec.role == TRAINER and spec.budget is not None:
+                    self.on_event(f"{spec.name} exited {code}: its all-reduce ring lost a peer; "
+                                  "restarting it to re-form the ring (not counted against "
+                                  "runPolicy.backoffLimit)")
                     self._start(spec)
                     continue
                 if self._take_restart(spec):

@@ -31,39 +31,44 @@ The package, by job: `names` (roles, modes, ports, mount paths, RESERVED_ENV),
 `psjob.roles` re-exports their public names: the operator, the launchers and the
 runtime import from here.
 """
-from .environment import job_environment, role_environment
-from .identity import PADDLE2_TO_FLUID, fluid_environment, resolve_identity
+from .environment import job_environment, role_environment  # noqa: F401
+from .identity import PADDLE2_TO_FLUID, fluid_environment, resolve_identity  # noqa: F401
 from .names import (
                     AS_PADDLE_COMMAND,
                     AUTO,
+                    COLLECTIVE,
                     DEFAULT_GEO_K_STEPS,
                     DEFAULT_HETER_PORT,
                     DEFAULT_METRICS_PORT,
                     DEFAULT_PSERVER_PORT,
+                    DEFAULT_TRAINER_PORT,
                     DEVICES,
                     HETER_TRAINER,
+                    JOB_MODES,
                     KUBERNETES_AUTH_TOKEN_FILE,
                     KUBERNETES_CHECKPOINT_DIR,
                     LOCAL_HOST,
                     MODES,
+                    PEER_LOST_EXIT,
                     PSERVER,
                     PSERVER_UNREACHABLE_EXIT,
-                    RESERVED_ENV,
+                    RESERVED_ENV,  # noqa: F401
                     RESIZE_HOLD_EXIT,
                     ROLES,
                     STAY_UNTIL_STOPPED_ENV,
                     TRAINER,
 )
-from .threads import MATH_THREAD_ENV, math_threads
+from .threads import MATH_THREAD_ENV, math_threads  # noqa: F401
 from .topology import (
                     JobTopology,
                     heter_service,
                     kubernetes_host,
                     kubernetes_topology,
                     local_pserver_host,
-                    local_topology,
+                    local_topology,  # noqa: F401
                     pserver_service,
                     split_endpoint,
                     topology_from_dict,
                     topology_to_dict,
+                    trainer_service,
 )

@@ -17,6 +17,8 @@ def role_environment(topology: JobTopology, role: str, index: int | None) -> dic
     """
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+    if topology.collective and role != TRAINER:
+        raise ValueError(f"a collective job has trainers only, no {role}")
     count = {PSERVER: topology.pservers, TRAINER: topology.trainers,
              HETER_TRAINER: topology.heter_trainers}[role]
     if index is not None and not 0 <= index < count:
@@ -41,6 +43,8 @@ def role_environment(topology: JobTopology, role: str, index: int | None) -> dic
             env["PADDLE_TRAINER_ID"] = env["PSJOB_TRAINER_ID"] = str(index)
         if topology.trainer_host:
             env["PADDLE_CURRENT_IP"] = topology.trainer_host
+        if topology.collective and index is not None:
+            env["PADDLE_CURRENT_ENDPOINT"] = topology.trainer_endpoints[index]
     if topology.metrics_port_per_process and topology.metrics_port and index is not None:
         env["PSJOB_METRICS_PORT"] = str(topology.metrics_port + _process_slot(topology, role, index))
     env.update(_paddle2_environment(topology, role, index, env))
@@ -63,6 +67,10 @@ def _paddle2_environment(topology: JobTopology, role: str, index: int | None,
         "PADDLE_PSERVERS_IP_PORT_LIST": ",".join(topology.pserver_endpoints),
         "PADDLE_TRAINERS_NUM": fluid_env["PADDLE_TRAINERS"],  # the capacity in an elastic job
     }
+    if topology.collective:  # Paddle's collective launcher: the trainers' ring endpoints
+        del env["PADDLE_PSERVERS_IP_PORT_LIST"]
+        env["PADDLE_TRAINER_ENDPOINTS"] = ",".join(topology.trainer_endpoints)
+        return env
     if role == PSERVER:
         env["PADDLE_PORT"] = str(split_endpoint(topology.pserver_endpoints[index or 0])[1])
     if topology.trainer_host and index is not None and fluid_env.get("PADDLE_CURRENT_IP"):
@@ -82,11 +90,12 @@ def job_environment(topology: JobTopology, role: str) -> dict[str, str]:
 
 def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
     hosts = [split_endpoint(e)[0] for e in topology.pserver_endpoints]
-    env = {
-        "PADDLE_TRAINING_ROLE": role,
-        "PADDLE_PSERVER_IPS": ",".join(hosts),
-        "PADDLE_PSERVER_PORT": _trainer_side_port(topology),
-        "PADDLE_PSERVER_ENDPOINTS": ",".join(topology.pserver_endpoints),
+    env = {"PADDLE_TRAINING_ROLE": role}
+    if not topology.collective:  # a collective job has no pservers
+        env.update({"PADDLE_PSERVER_IPS": ",".join(hosts),
+                    "PADDLE_PSERVER_PORT": _trainer_side_port(topology),
+                    "PADDLE_PSERVER_ENDPOINTS": ",".join(topology.pserver_endpoints)})
+    env.update({
         "PADDLE_TRAINERS": str(topology.max_trainers or topology.trainers),
         "PSJOB_JOB_NAME": topology.job_name,
         "PSJOB_NAMESPACE": topology.namespace,
@@ -104,7 +113,7 @@ def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
         "PSJOB_AUTH_TOKEN_FILE": topology.auth_token_file,
         "PSJOB_DEVICE": {PSERVER: topology.pserver_device, TRAINER: topology.trainer_device,
                          HETER_TRAINER: topology.heter_device}[role],
-    }
+    })
     if topology.max_trainers:
         env["PSJOB_MAX_TRAINERS"] = str(topology.max_trainers)
     if topology.heter_endpoints:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from .names import AUTO, HETER_TRAINER, PSERVER, ROLES, STAY_UNTIL_STOPPED_ENV, TRAINER
+from .names import AUTO, COLLECTIVE, HETER_TRAINER, PSERVER, ROLES, STAY_UNTIL_STOPPED_ENV, TRAINER
 from .topology import heter_service, pserver_service, split_endpoint
 
 # Paddle 2.x name → Fluid name, for processes started by Paddle's own launchers.
@@ -67,7 +67,8 @@ def resolve_identity(env: Mapping[str, str], hostname: str) -> dict[str, str]:
     - TRAINER with PSJOB_TRAINER_ID "auto": JOB_COMPLETION_INDEX (set by
       Kubernetes in Indexed Job pods) becomes the trainer id; without it the
       id stays "auto" for the runtime's rendezvous with pserver 0.
-    - PADDLE_CURRENT_IP of trainers defaults to POD_IP when that is set.
+    - PADDLE_CURRENT_IP of trainers defaults to POD_IP when that is set; a collective
+      trainer's PADDLE_CURRENT_ENDPOINT is its entry of PADDLE_TRAINER_ENDPOINTS.
 
     Raises ValueError naming the variable or hostname that does not fit.
     """
@@ -98,6 +99,11 @@ def resolve_identity(env: Mapping[str, str], hostname: str) -> dict[str, str]:
                     f"JOB_COMPLETION_INDEX={index!r} is not a trainer id below "
                     f"{trainers} (PADDLE_TRAINERS, or PSJOB_MAX_TRAINERS in an elastic job)")
             resolved["PADDLE_TRAINER_ID"] = resolved["PSJOB_TRAINER_ID"] = index
+        ring = [e for e in resolved.get("PADDLE_TRAINER_ENDPOINTS", "").split(",") if e]
+        trainer_id = resolved.get("PADDLE_TRAINER_ID", "")
+        if (resolved.get("PSJOB_MODE") == COLLECTIVE and not resolved.get("PADDLE_CURRENT_ENDPOINT")
+                and trainer_id.isdigit() and int(trainer_id) < len(ring)):
+            resolved["PADDLE_CURRENT_ENDPOINT"] = ring[int(trainer_id)]  # its place in the ring
         if not resolved.get("PADDLE_CURRENT_IP") and resolved.get("POD_IP"):
             resolved["PADDLE_CURRENT_IP"] = resolved["POD_IP"]
     return resolved

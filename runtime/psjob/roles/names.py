@@ -7,6 +7,10 @@ TRAINER = "TRAINER"
 HETER_TRAINER = "HETER_TRAINER"
 ROLES = (PSERVER, TRAINER, HETER_TRAINER)
 MODES = ("sync", "async", "half_async", "geo")
+# Collective (NCCL2-mode) jobs: no pservers; the trainers all-reduce among themselves
+# (psjob.collective). A job mode beside the communicator modes above.
+COLLECTIVE = "collective"
+JOB_MODES = MODES + (COLLECTIVE,)
 # Geo mode's local steps between exchanges when a job does not say: Paddle's own default
 # (GeoStrategy(update_frequency=100), DistributeTranspilerConfig.geo_sgd_need_push_nums = 100).
 DEFAULT_GEO_K_STEPS = 100
@@ -16,6 +20,7 @@ AUTO = "auto"
 DEFAULT_PSERVER_PORT = 6174  # Paddle's customary pserver port
 DEFAULT_HETER_PORT = 6175
 DEFAULT_METRICS_PORT = 9100
+DEFAULT_TRAINER_PORT = 6170  # a collective trainer's ring port (Paddle's launch starts at 6170)
 # A trainer that cannot reach its pservers past their recovery window exits with this
 # status (BSD's EX_TEMPFAIL: "try again later"). The worker Job's podFailurePolicy and
 # `psjob run` restart it without counting a failure against runPolicy.backoffLimit.
@@ -25,6 +30,11 @@ PSERVER_UNREACHABLE_EXIT = 75
 # every process and they resume from that checkpoint; not a failure, not counted against
 # backoffLimit (the worker Job's podFailurePolicy ignores it).
 RESIZE_HOLD_EXIT = 76
+# A collective trainer whose ring lost a peer during an all-reduce exits with this status
+# (psjob.collective): the peer that died is the failure, counted against backoffLimit; the
+# survivors are restarted to form the ring again without counting (the worker Job's
+# podFailurePolicy and `psjob run` ignore it).
+PEER_LOST_EXIT = 77
 LOCAL_HOST = "127.0.0.1"
 # "1": once every trainer completed, a pserver or heter trainer stays up until stopped
 # (SIGTERM) instead of exiting. A StatefulSet pod restarts a container that exits, so
@@ -58,6 +68,7 @@ RESERVED_ENV = (
     "PSJOB_CHECKPOINT_INTERVAL_SECONDS", "PSJOB_CHECKPOINT_KEEP",
     "PSJOB_CHECKPOINT_INCREMENTAL", "PSJOB_CHECKPOINT_BASE_EVERY",
     "PSJOB_TOPOLOGY_FILE", "JOB_COMPLETION_INDEX", "POD_IP", "PSJOB_MAX_TRAINERS",
+    "PADDLE_CURRENT_ENDPOINT",
     # Paddle 2.x launchers' names (paddle.distributed.launch, fleetrun), set alongside.
     "TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_TRAINER_ENDPOINTS",
     "PADDLE_TRAINERS_NUM",

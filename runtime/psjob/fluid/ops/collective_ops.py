@@ -2,7 +2,9 @@
 
 `gen_nccl_id` (Paddle's NCCL2-mode DistributeTranspiler puts it in the startup
 program) and `c_gen_nccl_id` form the ring: every trainer rendezvouses with
-the others here. `c_allreduce_sum` sums its input over all trainers. The ring
+the others here. `c_allreduce_sum` sums its input over all trainers: a CUDA
+tensor (an executor on CUDAPlace) through NCCL when cupy provides it
+(psjob.collective.nccl, the COLLECTIVE_DEVICE hook), anything else on the host. The ring
 lives in a higher layer (psjob.collective); kernels reach it through the
 COLLECTIVE hook, so this module imports no transport.
 """
@@ -46,6 +48,11 @@ def c_allreduce_sum(ctx):
     if isinstance(x, SelectedRows):
         raise GraphError(f"c_allreduce_sum of {ctx.op.input('X')[0]!r}: sparse (SelectedRows) gradients "
                          "are not all-reduced on CPU; use is_sparse=False, or parameter servers")
+    if ctx.xp is not np:
+        device = hooks.lookup(hooks.COLLECTIVE_DEVICE)()
+        if device is not None:  # NCCL on the GPU, no host copy
+            ctx.set_output("Out", device.allreduce(ctx.xp.array(x, copy=True)))
+            return
     arr = to_numpy(x)
     dtype = arr.dtype
     if dtype not in (np.float32, np.float64):
