@@ -99,6 +99,7 @@ class SaveRequest:
     kind: str = "persistables"        # "checkpoint" for periodic ones
     freeze_lease_s: float | None = None  # None: PSJOB_CHECKPOINT_FREEZE_LEASE_S, else 10 s
     extra: dict = field(default_factory=dict)
+    commit: dict = field(default_factory=dict)  # parameters of the COMMIT the pservers export (a stream's place)
 
 
 def _trainer_id_of(program, settings: Mapping[str, str] | None) -> int:
@@ -246,7 +247,7 @@ def save(executor, dirname: str, program, dist: DistInfo, request: SaveRequest |
     try:
         doc = _save(client, flush, dirname, program, dist, request, scope, remote, local, table)
         try:  # let the pservers report it (metrics); the checkpoint is complete either way
-            _command(client, list(dist.endpoints), dirname, request.step, protocol.COMMIT)
+            _command(client, list(dist.endpoints), dirname, request.step, protocol.COMMIT, **request.commit)
         except Exception as exc:  # noqa: BLE001 - best effort
             log.warning("could not tell the pservers about checkpoint %s: %s", dirname, exc)
         return doc

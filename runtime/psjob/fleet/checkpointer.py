@@ -161,6 +161,7 @@ class Checkpointer:
                          if c.enabled and self.is_chief and c.topology_file and c.pserver_endpoints
                          else None)
         self.holding = False  # a resize was seen: checkpoint now, then HoldForResize
+        self.commit_params: dict = {}  # sent with the COMMIT of the next saves (psjob.training.stream)
 
     @classmethod
     def from_env(cls, executor, program, scope=None, environ=None) -> "Checkpointer":
@@ -307,7 +308,8 @@ class Checkpointer:
         path = storage.join(self.config.root, step_dirname(step))
         request = distributed.SaveRequest(step=int(step), position=position, trainers=self._positions(position),
                                           mode=self.config.mode, kind="checkpoint",
-                                          freeze_lease_s=self.config.freeze_lease_s)
+                                          freeze_lease_s=self.config.freeze_lease_s,
+                                          commit=dict(self.commit_params))
         t0 = time.monotonic()
         try:
             if self.dist is not None:

@@ -29,9 +29,9 @@ from .schema import (API_GROUP, API_VERSION, API_VERSION_FULL, DEFAULT_GEO_K_STE
                      DNS_1123_SUBDOMAIN, ENV_NAME, FieldInfo, JobSpecError, KIND, LABEL_VALUE,
                      MAX_JOB_NAME_LENGTH, PLURAL, PodTemplate, QUANTITY, RawObject, Rule, S3_URI,
                      SHORT_NAMES, SINGULAR, Schema, TypeInfo, describe, fields_of, spec_field)  # noqa: F401
-from .model import (AccessMode, CheckpointSpec, CleanPodPolicy, Device, EnvVar, HeterWorkerSpec,
+from .model import (AccessMode, CheckpointSpec, CleanPodPolicy, DataSpec, Device, EnvVar, HeterWorkerSpec,
                     ImagePullPolicy, JobSpec, Mode, NAME_RULES, NetworkPolicySpec, ParameterServerJob,
                     PserverSpec, Resources, RoleSpec, RunPolicy, SchedulingPolicy, SecuritySpec, TaintEffect,
-                    TlsSpec, Toleration, TolerationOperator, WorkerSpec)  # noqa: F401
+                    StreamSpec, TlsSpec, Toleration, TolerationOperator, WorkerSpec)  # noqa: F401
 from .parser import POD_TEMPLATE_KEYS, POD_TEMPLATE_METADATA_KEYS, load_job_file, parse_job  # noqa: F401
 from .serializer import to_manifest  # noqa: F401
