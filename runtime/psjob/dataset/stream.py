@@ -13,19 +13,22 @@ Folders are read strictly in time order: the reader waits (polling every
 `poll_seconds`, PaddleRec's `data_sleep_second`) for the next folder's marker
 and never passes a folder that is not done yet.
 
-Order of training: within a folder the files are read as one run of lines,
-cut into batches of `batch` valid examples (the last batch of a folder is
-shorter: no batch spans two folders, so a folder never waits for the next one).
-The stream's batches are dealt round-robin: in every round each of the T
-trainers takes one, trainer t the t-th. Every trainer reads every line (it
-parses the batches of the others to skip them), so all of them agree on the
-round boundaries without talking to each other.
+Order of training: within a folder the files are read as one run of lines. Each
+folder is dealt on its own: its valid examples (counted by a first parse) are cut into
+R rounds of T batches (T trainers), as equal in size as can be and at most `batch`
+each; in every round trainer t takes the t-th batch. So every trainer takes R steps in
+a folder and all of them finish it together: sync rounds never wait for the next
+folder, and the newest folder is published while the stream is idle. Every trainer
+reads every line (it parses the others' batches to skip them), so all of them agree on
+the rounds without talking to each other. A folder with fewer valid examples than
+trainers gives one to each of the first trainers and none to the others, who take no
+step in it (in sync mode the rounds then stop lining up with the folders: a warning
+says so).
 
-Position (`StreamPosition`, a JSON-ready dict in every checkpoint): the point
-of the stream where the next round starts — folder, file, byte offset and line
-— plus `skip`, batches after that point already trained (the tail of a round
-that ran into the end of a folder), and `done`, the newest folder wholly
-trained. A job resumed from it (with any trainer count) trains every example
+Position (`StreamPosition`, a JSON-ready dict in every checkpoint): the point of the
+stream where the next round starts — folder, file, byte offset and line — and `done`,
+the newest folder wholly trained (with its done marker's time). A job resumed from it
+(with any trainer count) deals the rest of that folder anew and trains every example
 after it once and none before it.
 """
 from __future__ import annotations
@@ -123,7 +126,6 @@ class StreamPosition:
     file: str = ""
     offset: int = 0
     line: int = 0          # lines of `file` before `offset` (for people and logs)
-    skip: int = 0
     done: str = ""
     done_time: float = 0.0  # the done marker's time of `done` (unix seconds)
 
@@ -142,7 +144,7 @@ class StreamPosition:
             where = f"{self.folder}/{self.file or '(first file)'} line {self.line}"
         else:
             where = f"the folder after {self.done}" if self.done else "the start of the stream"
-        return where + (f", {self.skip} batch(es) further" if self.skip else "")
+        return where
 
 
 class Stream:
@@ -283,10 +285,8 @@ class _Cursor:
             self._handle.close()
             self._handle = None
 
-    def position(self, skip: int, done: str, done_time: float) -> StreamPosition:
-        if self.at_end:
-            return StreamPosition(skip=skip, done=self.folder, done_time=self.stream.done_time(self.folder) or 0.0)
-        return StreamPosition(self.folder, self.files[self.index], self.offset, self.line, skip, done, done_time)
+    def position(self, done: str, done_time: float) -> StreamPosition:
+        return StreamPosition(self.folder, self.files[self.index], self.offset, self.line, done, done_time)
 
 
 class StreamReader:
@@ -306,18 +306,20 @@ class StreamReader:
         self.stop = stop if stop is not None else threading.Event()
         self.on_idle = on_idle
         self.stats = stats if stats is not None else _reader.ReaderStats()
+        self.id_mode, self.fmt = id_mode, fmt
         self._pass = _reader._Pass(id_mode, "skip", self.stats, fmt)
         start = start or StreamPosition()
-        self.done, self.done_stamp, self._pending = start.done, start.done_time, start.skip
+        self.done, self.done_stamp = start.done, start.done_time
         self._cursor = _Cursor(self.stream, start.folder, start.file, start.offset, start.line) \
             if start.folder else None
+        self._sizes: list = []   # batch sizes of the rest of the current folder, in stream order
 
     # -- folders ----------------------------------------------------------------------
     def _advance(self) -> bool:
-        """Move the cursor to the next done folder, waiting for it; False once stopped."""
+        """Move to the next done folder (waiting for it) and deal it; False once stopped."""
         while not self.stop.is_set():
             if self._cursor is not None:
-                if not self._cursor.at_end:
+                if self._sizes:
                     return True
                 self._cursor.close()
                 self.done = self._cursor.folder
@@ -326,58 +328,78 @@ class StreamReader:
             following = self.stream.folders(after=self.done)
             if following and self.stream.done_time(following[0]) is not None:
                 self._cursor = _Cursor(self.stream, following[0])
-                log.info("stream: reading %s (%d file(s))", following[0], len(self._cursor.files))
+                self._deal()
+                log.info("stream: reading %s (%d file(s), %d batch(es) over %d trainer(s))", following[0],
+                         len(self._cursor.files), len(self._sizes), self.trainers)
                 continue
             if self.on_idle is not None:
                 self.on_idle()
             self.stop.wait(self.stream.config.poll_seconds)
         return False
 
+    def _deal(self) -> None:
+        """Batch sizes of the rest of the current folder: its valid examples (counted by a first
+        parse) in R rounds of T batches as equal as can be, at most `batch` each, so every
+        trainer takes R steps in the folder and all finish it together (sync rounds never wait
+        for the next folder). A folder with fewer examples than trainers gives one to each of
+        the first trainers only (module docstring)."""
+        c = self._cursor
+        counter = _Cursor(self.stream, c.folder, c.files[c.index] if c.index < len(c.files) else "",
+                          c.offset, c.line) if c.index < len(c.files) else None
+        total = 0
+        counting = _reader._Pass(self.id_mode, "skip", _reader.ReaderStats(), self.fmt)
+        while counter is not None and not counter.at_end:
+            path, first, data, lines = counter.read_lines(1 << 16)
+            total += sum(len(part) for part in counting._parse(path, data, first, lines))
+        if counter is not None:
+            counter.close()
+        t = self.trainers
+        if total < t:
+            if total:
+                log.warning("stream: %s holds %d example(s) for %d trainers: trainers %d.. take no step in it "
+                            "(sync rounds are not exact across it)", c.folder, total, t, total)
+            self._sizes = [1] * total + [0] * (t - total) if total else []
+            return
+        rounds = max(1, min(-(-total // (t * self.batch)), total // t))
+        base, extra = divmod(total, rounds * t)
+        self._sizes = [base + (k < extra) for k in range(rounds * t)]
+
     # -- batches ----------------------------------------------------------------------
-    def _batch(self, keep: bool):
-        """The next batch of the current folder (None: the folder ended first, or nothing valid
-        was left in it). Skipped batches are parsed too: only valid examples count."""
+    def _read(self, want: int, keep: bool):
+        """The next `want` valid examples of the current folder (a CtrBatch when kept)."""
         cols, have = [], 0
         cursor = self._cursor
-        while have < self.batch and not cursor.at_end:
-            path, first, data, lines = cursor.read_lines(self.batch - have)
+        while have < want and not cursor.at_end:
+            path, first, data, lines = cursor.read_lines(want - have)
             for part in self._pass._parse(path, data, first, lines):
                 if len(part):
                     cols.append(part)
                     have += len(part)
-        if not have:
+        if not keep or not have:
             return None
-        self.stats.examples += have if keep else 0
-        return _reader.CtrBatch.from_columns(Columns.concat(cols)) if keep else True
-
-    def _skip(self, count: int, wait: bool) -> int:
-        """Skip `count` batches; without `wait` only inside the current folder. Batches left."""
-        while count:
-            if self._cursor is None or self._cursor.at_end:
-                if not wait or not self._advance():
-                    return count
-            if self._batch(keep=False) is not None:
-                count -= 1
-        return 0
+        return _reader.CtrBatch.from_columns(Columns.concat(cols))
 
     def position(self) -> StreamPosition:
         if self._cursor is None:
-            return StreamPosition(skip=self._pending, done=self.done, done_time=self.done_stamp)
-        return self._cursor.position(self._pending, self.done, self.done_stamp)
+            return StreamPosition(done=self.done, done_time=self.done_stamp)
+        if not self._sizes:
+            return StreamPosition(done=self._cursor.folder, done_time=self.stream.done_time(self._cursor.folder) or 0.0)
+        return self._cursor.position(self.done, self.done_stamp)
 
     def __iter__(self):
+        if self._cursor is not None:
+            self._deal()  # a resumed position: deal the rest of its folder
         try:
             while True:
-                if self._skip(self._pending + self.trainer, wait=True):
-                    return  # stopped
-                self._pending = 0
-                batch = None
-                while batch is None:
-                    if (self._cursor is None or self._cursor.at_end) and not self._advance():
-                        return
-                    batch = self._batch(keep=True)
-                self._pending = self._skip(self.trainers - 1 - self.trainer, wait=False)
-                yield batch, self.position()
+                if not self._sizes and not self._advance():
+                    return
+                mine = None
+                for k in range(self.trainers):  # one round: every trainer's batch, mine kept
+                    size = self._sizes.pop(0)
+                    batch = self._read(size, keep=k == self.trainer)
+                    mine = batch if k == self.trainer else mine
+                if mine is not None:
+                    yield mine, self.position()
         finally:
             if self._cursor is not None:
                 self._cursor.close()
