@@ -137,3 +137,15 @@ def test_bad_settings_say_what_to_change(tmp_path):
     with pytest.raises(StreamError, match="unknown stream field"):
         StreamConfig.from_dict({"root": "x", "donefile": "y"})
     assert folder_time("%Y%m%d/%H%M", "19700101/0001") == 60.0
+
+
+def test_a_folder_smaller_than_the_trainer_count_gives_its_examples_to_the_first_trainers(tmp_path, caplog):
+    n = streamkit.write_folder(tmp_path, "20261128/2300", 0, [1])
+    n = streamkit.write_folder(tmp_path, "20261128/2305", n, [9])
+    runs = []
+    for t in range(2):
+        stop = threading.Event()
+        runs.append([numbers(b) for b, _ in StreamReader(config(tmp_path), t, 2, 4, stop=stop, on_idle=stop.set)])
+    assert runs[0][0] == [0] and all(0 not in b for b in runs[1])
+    assert sorted(k for run in runs for b in run for k in b) == list(range(n))
+    assert "holds 1 example(s) for 2 trainers" in caplog.text

@@ -103,8 +103,9 @@ class Publisher:
             m.stream_freshness.observe(max(now - stamp, 0.0))
             m.stream_folders.inc()
         self.published_step, self.published_done = self.step, done or self.published_done
-        for folder, _ in included:
-            self.stream.marker_times.pop(folder, None)  # bounded: published folders are never asked again
+        for folder in [f for f in self.stream.marker_times if self.stream._key(f) < self.stream._key(done)] \
+                if done else []:
+            del self.stream.marker_times[folder]  # bounded: folders before the published one are not asked again
         self._export_lag(now, waiting)
         return path
 
