@@ -149,3 +149,16 @@ def test_a_folder_smaller_than_the_trainer_count_gives_its_examples_to_the_first
     assert runs[0][0] == [0] and all(0 not in b for b in runs[1])
     assert sorted(k for run in runs for b in run for k in b) == list(range(n))
     assert "holds 1 example(s) for 2 trainers" in caplog.text
+
+
+def test_the_jobs_stream_setting_is_checked_with_a_usage_error():
+    from psjob.training import stream
+    from psjob.training.options import UsageError
+    assert stream.config_from({}) is None
+    assert stream.config_from({"PSJOB_DATA_STREAM": '{"root": "s3://b/p", "pollSeconds": 5}'}) == \
+        StreamConfig(root="s3://b/p", poll_seconds=5.0)
+    for raw, expected in (('{"root": "/d", "layout": "%H"}', "must contain %Y, %m and %d"),
+                          ("[1]", "must be a JSON object"), ("nope", "is not JSON"),
+                          ('{"root": "/d", "x": 1}', "unknown stream field")):
+        with pytest.raises(UsageError, match=expected):
+            stream.config_from({"PSJOB_DATA_STREAM": raw})

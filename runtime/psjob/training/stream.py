@@ -34,21 +34,28 @@ import time
 from ..dataset import stream as data_stream
 from ..fleet.checkpointer import Checkpointer
 from ..fleet.telemetry import TrainerTelemetry
+from .options import UsageError
 
 STREAM_SETTING = "PSJOB_DATA_STREAM"
 AUDIT_SLOT = 11  # one id per example, 100,000 values (psjob.dataset.ctr.SLOT_VOCAB)
 
 
 def config_from(settings) -> data_stream.StreamConfig | None:
-    """The stream of this job (None: not a stream job); StreamError names a bad field."""
+    """The stream of this job (None: not a stream job); a UsageError (exit status 2, not
+    retried) names a bad field."""
     raw = (settings or {}).get(STREAM_SETTING, "") or ""
     if not raw.strip():
         return None
     try:
         doc = json.loads(raw)
     except ValueError as exc:
-        raise data_stream.StreamError(f"{STREAM_SETTING} is not JSON: {exc}") from None
-    return data_stream.StreamConfig.from_dict(doc)
+        raise UsageError(f"{STREAM_SETTING} is not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{STREAM_SETTING} must be a JSON object (spec.data.stream), got {raw!r}")
+    try:
+        return data_stream.StreamConfig.from_dict(doc)
+    except data_stream.StreamError as exc:
+        raise UsageError(f"{STREAM_SETTING} (spec.data.stream): {exc}") from None
 
 
 class Publisher:
