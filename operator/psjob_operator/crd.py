@@ -154,6 +154,13 @@ def status_schema() -> dict[str, Any]:
                     "step": {"type": "integer", "format": "int64"},
                     "path": {"type": "string"},
                     "time": {"type": "string", "format": "date-time"},
+                    "stream": {"type": "object", "description": (
+                        "Stream jobs (spec.data.stream): the newest folder this checkpoint holds, "
+                        "its done-marker time, and lagSeconds: how long complete folders have "
+                        "waited that it does not hold (0: none)."), "properties": {
+                        "folder": {"type": "string"},
+                        "folderTime": {"type": "string", "format": "date-time"},
+                        "lagSeconds": {"type": "integer", "format": "int64"}}},
                     "failedSaves": {"type": "integer", "format": "int64", "description": (
                         "Checkpoint saves that failed (no manifest written) since pserver 0 "
                         "started.")},
@@ -184,6 +191,10 @@ PRINTER_COLUMNS = [
      "description": "running/desired workers, or done/desired"},
     {"name": "Checkpoint", "type": "integer", "jsonPath": ".status.lastCheckpoint.step",
      "description": "step of the newest checkpoint"},
+    {"name": "Lag", "type": "integer", "jsonPath": ".status.lastCheckpoint.stream.lagSeconds",
+     "description": "stream jobs: seconds complete folders have waited for a checkpoint"},
+    {"name": "Stream", "type": "string", "jsonPath": ".status.lastCheckpoint.stream.folder",
+     "description": "stream jobs: the newest folder the newest checkpoint holds", "priority": 1},
     {"name": "Mode", "type": "string", "jsonPath": ".spec.mode", "priority": 1},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]

@@ -55,6 +55,8 @@ STEP_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 3
 CHECKPOINT_BUCKETS = (0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 # How many pserver versions a gradient was behind (async / geo modes).
 STALENESS_BUCKETS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
+# A stream folder's done marker to the first published checkpoint holding it: seconds to hours.
+FRESHNESS_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0)
 # Creation to all pods running: image pulls and GPU scheduling take minutes.
 STARTUP_BUCKETS = (5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
 
@@ -77,6 +79,8 @@ class PserverMetrics:
     last_checkpoint_failure_step: Gauge
     auth_failures: Counter
     nonfinite_pushes: Counter
+    stream_published_until: Gauge
+    stream_behind_since: Gauge
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,6 +95,9 @@ class TrainerMetrics:
     auc: Gauge
     staleness: Histogram
     rpc_retries: Counter
+    stream_freshness: Histogram
+    stream_lag: Gauge
+    stream_folders: Counter
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,6 +185,16 @@ def pserver_metrics(*, registry: CollectorRegistry) -> PserverMetrics:
             "psjob_pserver_nonfinite_pushes_total",
             "Pushes refused because a value held NaN or an infinity (nothing of them applied), by variable.",
             ["variable"], registry=registry),
+        stream_published_until=Gauge(
+            "psjob_pserver_stream_published_until_timestamp_seconds",
+            "Stream jobs: done-marker time of the newest stream folder the newest checkpoint holds; "
+            "`folder` is its name.",
+            ["folder"], registry=registry),
+        stream_behind_since=Gauge(
+            "psjob_pserver_stream_behind_since_timestamp_seconds",
+            "Stream jobs: done-marker time of the oldest complete folder the newest checkpoint did not "
+            "hold yet when it was published (0: it held every complete folder).",
+            registry=registry),
     )
 
 
@@ -216,6 +233,20 @@ def trainer_metrics(*, registry: CollectorRegistry) -> TrainerMetrics:
             "psjob_trainer_rpc_retries_total",
             "RPCs to pservers retried after a transient failure, by method.",
             ["method"], registry=registry),
+        stream_freshness=Histogram(
+            "psjob_trainer_stream_freshness_seconds",
+            "Stream jobs (trainer 0): seconds from a folder's done marker to the publication of the "
+            "first checkpoint that holds it.",
+            buckets=FRESHNESS_BUCKETS, registry=registry),
+        stream_lag=Gauge(
+            "psjob_trainer_stream_lag_seconds",
+            "Stream jobs (trainer 0): seconds since the done marker of the oldest complete folder no "
+            "published checkpoint holds (0: none).",
+            registry=registry),
+        stream_folders=Counter(
+            "psjob_trainer_stream_folders_published_total",
+            "Stream jobs (trainer 0): folders that published checkpoints hold.",
+            registry=registry),
     )
 
 

@@ -40,7 +40,7 @@ def test_the_crd_names_status_subresource_and_printer_columns():
     version = spec["versions"][0]
     assert version["subresources"] == {"status": {}}
     assert [c["name"] for c in version["additionalPrinterColumns"]] == \
-        ["Phase", "Pservers", "Workers", "Checkpoint", "Mode", "Age"]
+        ["Phase", "Pservers", "Workers", "Checkpoint", "Lag", "Stream", "Mode", "Age"]
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)

@@ -113,6 +113,30 @@ def test_failed_checkpoint_saves_on_the_pserver_page_reach_the_status():
         "lastFailure": {"step": 150, "error": "[Errno 28] No space left on device",
                         "time": "2023-11-14T22:15:50Z"}}
 
+
+
+def test_a_stream_jobs_commit_reaches_the_status_as_folder_and_lag():
+    """A stream job's COMMIT (its parameters as trainer 0 sends them, psjob.training.stream) sets
+    pserver 0's stream gauges; the operator reads folder, its time and the lag from the page."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from psjob.metrics import pserver_metrics
+    from psjob.ps import checkpoint_protocol as protocol
+    from psjob.ps.checkpoint_service import _stream_gauges
+    registry = CollectorRegistry()
+    m = pserver_metrics(registry=registry)
+    m.last_checkpoint_step.labels("/c/step-00000007").set(7)
+    for folder, until, behind in (("20261128/2300", 1.7e9, 1.7e9 + 300), ("20261128/2305", 1.7e9 + 300, 0)):
+        _cmd, params = protocol.parse_tag(protocol.tag(protocol.COMMIT, stream_folder=folder,
+                                                       stream_until=until, stream_behind_since=behind))
+        _stream_gauges(m, params)
+        if behind:
+            lagging = parse_last_checkpoint(generate_latest(registry).decode(), now=1.7e9 + 420)
+            assert lagging["stream"] == {"folder": folder, "folderTime": "2023-11-14T22:13:20Z", "lagSeconds": 120}
+    assert parse_last_checkpoint(generate_latest(registry).decode(), now=1.7e9 + 420)["stream"] == {
+        "folder": "20261128/2305", "folderTime": "2023-11-14T22:18:20Z", "lagSeconds": 0}
+
+
 def test_a_child_owned_by_someone_else_is_never_adopted():
     ours = {"kind": "Service", "metadata": {"name": "j-pserver", "ownerReferences": [
         {"kind": "ParameterServerJob", "name": "j", "uid": "u1", "controller": True}]}}

@@ -235,3 +235,31 @@ def test_the_incremental_checkpoint_policy_defaults_off_and_round_trips():
     assert job.spec.checkpoint.incremental == jobspec.IncrementalCheckpoints(enabled=False, base_every=10)
     job = parse_job(manifest({"checkpoint": {"incremental": {"enabled": True, "baseEvery": 5}}}))
     assert parse_job(jobspec.to_manifest(job)) == job and job.spec.checkpoint.incremental.base_every == 5
+
+
+@pytest.mark.parametrize("stream, extra, expected", [
+    ({"root": "/data/ctr", "layout": "%H%M"}, {}, "spec.data.stream.layout: layout must contain %Y, %m and %d"),
+    ({"root": "/data/ctr", "layout": "%Y%m%d/%S"}, {}, "spec.data.stream.layout: "),
+    ({"root": "/data/ctr", "start": "2026-11-28"}, {}, "spec.data.stream.start: start '2026-11-28' is no folder"),
+    ({"root": ""}, {}, "spec.data.stream.root: must not be empty"),
+    ({"root": "/d", "doneFile": "a/b"}, {}, "spec.data.stream.doneFile: "),
+    ({"root": "/d", "pollSeconds": 0}, {}, "spec.data.stream.pollSeconds"),
+    ({"root": "/d"}, {"worker": {"replicas": 1, "maxReplicas": 2}},
+     "spec.data.stream: a stream job deals each folder's batches over a fixed trainer count"),
+    ({"root": "/d"}, {"checkpoint": {"intervalSeconds": 0, "intervalSteps": 10}},
+     "spec.checkpoint.intervalSeconds: a stream job publishes a checkpoint every"),
+])
+def test_a_bad_stream_is_refused_naming_the_field(stream, extra, expected):
+    assert expected in error_of(manifest({"data": {"stream": stream}, **extra}))
+
+
+def test_a_stream_reaches_every_process_as_json():
+    import json
+    job = parse_job(manifest({"data": {"stream": {"root": "s3://clicks/ctr", "start": "20261128/2300"}}}))
+    topology = roles.local_topology(job, [6174], "/tmp/w")
+    env = roles.role_environment(topology, roles.TRAINER, 0)
+    assert json.loads(env["PSJOB_DATA_STREAM"]) == {"root": "s3://clicks/ctr", "layout": "%Y%m%d/%H%M",
+                                                     "doneFile": "_SUCCESS", "pollSeconds": 10,
+                                                     "start": "20261128/2300"}
+    assert "PSJOB_DATA_STREAM" not in roles.role_environment(
+        roles.local_topology(parse_job(manifest()), [6174], "/tmp/w"), roles.TRAINER, 0)

@@ -54,3 +54,23 @@ def list_parts(path, prefix: str = "part-") -> list | None:
 def exists(path) -> bool:
     path = os.fspath(path)
     return _storage(path).exists(path) if is_uri(path) else os.path.isfile(path)
+
+
+def list_dirs(path) -> list:
+    """Names of the directories directly in `path` (an s3:// prefix's common prefixes); []
+    when there is none."""
+    path = os.fspath(path)
+    if is_uri(path):
+        return list(_storage(path).list_dirs(path.rstrip("/")))
+    try:
+        return [n for n in os.listdir(path) if os.path.isdir(os.path.join(path, n))]
+    except OSError:
+        return []
+
+
+def list_files(path) -> list:
+    """Names of the files directly in the directory `path`, sorted."""
+    path = os.fspath(path)
+    if is_uri(path):
+        return sorted(rel for rel in _storage(path).sizes(path.rstrip("/")) if "/" not in rel)
+    return sorted(n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n)))

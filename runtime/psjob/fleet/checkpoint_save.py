@@ -128,6 +128,7 @@ class SaveRequest:
     freeze_lease_s: float | None = None  # None: PSJOB_CHECKPOINT_FREEZE_LEASE_S, else 10 s
     extra: dict = field(default_factory=dict)
     chain: ChainPlan | None = None    # a chain link (periodic checkpoints); None: outside chains
+    commit: dict = field(default_factory=dict)  # parameters of the COMMIT the pservers export (a stream's place)
 
 
 def _trainer_id_of(program, settings: Mapping[str, str] | None) -> int:
@@ -276,7 +277,7 @@ def save(executor, dirname: str, program, dist: DistInfo, request: SaveRequest |
         doc = _save(client, flush, dirname, program, dist, request, scope, remote, local, table)
         try:  # let the pservers report it (metrics); the checkpoint is complete either way
             link = {"link": request.chain.link_id} if request.chain is not None else {}
-            _command(client, list(dist.endpoints), dirname, request.step, protocol.COMMIT, **link)
+            _command(client, list(dist.endpoints), dirname, request.step, protocol.COMMIT, **request.commit, **link)
         except Exception as exc:  # noqa: BLE001 - best effort
             log.warning("could not tell the pservers about checkpoint %s: %s", dirname, exc)
         return doc

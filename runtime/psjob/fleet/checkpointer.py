@@ -191,6 +191,7 @@ class Checkpointer:
         self._last_link = None
         if c.base_every < 1:
             raise ValueError(f"base_every must be at least 1, got {c.base_every!r}")
+        self.commit_params: dict = {}  # sent with the COMMIT of the next saves (psjob.training.stream)
 
     @classmethod
     def from_env(cls, executor, program, scope=None, environ=None) -> Checkpointer:
@@ -339,7 +340,8 @@ class Checkpointer:
         request = distributed.SaveRequest(step=int(step), position=position, trainers=self._positions(position),
                                           mode=self.config.mode, kind="checkpoint",
                                           freeze_lease_s=self.config.freeze_lease_s,
-                                          chain=self._plan(path) if self.dist is not None else None)
+                                          chain=self._plan(path) if self.dist is not None else None,
+                                          commit=dict(self.commit_params))
         t0 = time.monotonic()
         try:
             if self.dist is not None:

@@ -30,6 +30,7 @@ from .model import (
                      AccessMode,
                      CheckpointSpec,
                      CleanPodPolicy,
+                     DataSpec,
                      Device,
                      EnvVar,
                      HeterWorkerSpec,
@@ -45,8 +46,9 @@ from .model import (
                      RunPolicy,
                      SchedulingPolicy,
                      SecuritySpec,
+                     StreamSpec,  # noqa: F401
                      TaintEffect,
-                     TlsSpec,  # noqa: F401
+                     TlsSpec,
                      Toleration,
                      TolerationOperator,
                      WorkerSpec,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import re
+import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -284,6 +285,66 @@ class CheckpointSpec:
         return self.enabled and not self.uri
 
 
+def _layout_problem(layout: str) -> str | None:
+    if not all(f in layout for f in ("%Y", "%m", "%d")):
+        return "layout must contain %Y, %m and %d (e.g. %Y%m%d/%H%M, PaddleRec's day/HHMM folders)"
+    return None
+
+
+def _start_problem(s: StreamSpec) -> str | None:
+    if s.start is None or _layout_problem(s.layout):
+        return None
+    try:
+        time.strptime(s.start, s.layout)
+    except ValueError:
+        return (f"start {s.start!r} is no folder of the layout {s.layout!r}: name a folder, e.g. "
+                f"{time.strftime(s.layout, time.gmtime(0))}")
+    return None
+
+
+_LAYOUT_LENGTH = ("self.layout.replace('%Y', 'YYYY').replace('%m', 'mm').replace('%d', 'dd')"
+                  ".replace('%H', 'HH').replace('%M', 'MM').size()")
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """A stream of time-partitioned folders (docs/user/online-learning.md)."""
+    RULES: ClassVar = (
+        Rule("self.layout.contains('%Y') && self.layout.contains('%m') && self.layout.contains('%d')",
+             "layout must contain %Y, %m and %d (e.g. %Y%m%d/%H%M, PaddleRec's day/HHMM folders)",
+             lambda s: _layout_problem(s.layout), ".layout"),
+        Rule(f"!has(self.start) || self.start.size() == {_LAYOUT_LENGTH}",
+             "start must name a folder of the layout, e.g. 20261128/2300 for %Y%m%d/%H%M",
+             _start_problem, ".start"),
+    )
+    root: str = spec_field(
+        "root", "Directory the folders appear in: a path every trainer sees (a volume) or "
+        "s3://BUCKET/PREFIX (AWS_* variables, e.g. from checkpoint.credentialsSecret).",
+        min_length=1, max_length=1024, fix="set root to a directory or s3://BUCKET/PREFIX")
+    layout: str = spec_field(
+        "layout", "Folder names below root as time fields %Y %m %d %H %M, '/' between levels: "
+        "%Y%m%d/%H%M (PaddleRec's day/HHMM, the default), %Y%m%d/%H, %Y%m%d%H, ...",
+        "%Y%m%d/%H%M", pattern=r"^(%[YmdHM]|[A-Za-z0-9_.=-])+(/(%[YmdHM]|[A-Za-z0-9_.=-])+)*$",
+        max_length=64, fix="use the fields %Y %m %d %H %M and '/' between folder levels, e.g. %Y%m%d/%H%M")
+    done_file: str = spec_field(
+        "doneFile", "File whose presence marks a folder complete (PaddleRec's runner.data_donefile).",
+        "_SUCCESS", pattern=r"^[A-Za-z0-9_.-]+$", max_length=255, fix="use a plain file name such as _SUCCESS")
+    poll_seconds: int = spec_field(
+        "pollSeconds", "Seconds between looks for the next folder while the stream is idle "
+        "(PaddleRec's runner.data_sleep_second).", 10, minimum=1, maximum=3600)
+    start: str | None = spec_field(
+        "start", "First folder to train (e.g. 20261128/2300); default the oldest present. A job "
+        "resumed from a checkpoint continues where the checkpoint says instead.", None,
+        max_length=64)
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    stream: StreamSpec | None = spec_field(
+        "stream", "Train on a stream of time-partitioned folders that the job follows as they "
+        "appear, until suspended or deleted (psjob's built-in job; docs/user/online-learning.md).", None)
+
+
 @dataclass(frozen=True)
 class SchedulingPolicy:
     """Kubeflow's `runPolicy.schedulingPolicy`, read when the operator runs with a gang
@@ -437,6 +498,20 @@ class JobSpec:
                  s.command or s.pserver.command or s.worker.command
                  or (s.heter_worker is not None and s.heter_worker.command)) else None,
              ".asPaddle"),
+        Rule("!has(self.data) || !has(self.data.stream) || !has(self.worker.maxReplicas)",
+             "a stream job deals each folder's batches over a fixed trainer count: remove "
+             "worker.maxReplicas or data.stream",
+             lambda s: "a stream job deals each folder's batches over a fixed trainer count: remove "
+             "worker.maxReplicas or data.stream"
+             if s.data.stream is not None and s.worker.max_replicas is not None else None,
+             ".data.stream"),
+        Rule("!has(self.data) || !has(self.data.stream) || (has(self.checkpoint) && has(self.checkpoint.enabled) "
+             "&& !self.checkpoint.enabled) || !has(self.checkpoint) || !has(self.checkpoint.intervalSeconds) "
+             "|| self.checkpoint.intervalSeconds > 0",
+             "a stream job publishes a checkpoint every checkpoint.intervalSeconds: set it above 0",
+             lambda s: "a stream job publishes a checkpoint every checkpoint.intervalSeconds: set it above 0"
+             if s.data.stream is not None and s.checkpoint.enabled and not s.checkpoint.interval_seconds
+             else None, ".checkpoint.intervalSeconds"),
         Rule("!has(self.heterWorker) || !has(self.worker.maxReplicas)",
              "elastic trainers (worker.maxReplicas) are not supported with heterWorker: remove one",
              lambda s: "elastic trainers (worker.maxReplicas) are not supported with heterWorker: "
@@ -473,6 +548,8 @@ class JobSpec:
     worker: WorkerSpec = spec_field("worker", "Trainers.", factory=WorkerSpec)
     heter_worker: HeterWorkerSpec | None = spec_field(
         "heterWorker", "Optional heterogeneous (GPU) trainers.", None)
+    data: DataSpec = spec_field("data", "Where the built-in job's data comes from besides --data: "
+                                "a stream of folders.", factory=DataSpec)
     checkpoint: CheckpointSpec = spec_field("checkpoint", "Checkpoint storage and cadence.",
                                             factory=CheckpointSpec)
     run_policy: RunPolicy = spec_field("runPolicy", "Failure, deadline, cleanup, suspension.",

@@ -113,6 +113,7 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
             telemetry.m.last_checkpoint_timestamp.set(time.time())
             telemetry.m.last_checkpoint_step.clear()  # one series: the newest checkpoint
             telemetry.m.last_checkpoint_step.labels(dirname).set(int(step))
+            _stream_gauges(telemetry.m, params)
         state.last_checkpoint = (int(step), dirname)
         _committed(state, params.get("link", ""))
         return protocol.encode_reply({"incarnation": state.incarnation, "delta_base": state.delta_base})
@@ -134,6 +135,21 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
                                       "tables": save_table(state, dirname, step, params)})
     check_save_dir(state, dirname)
     return legacy_save(state, dirname)
+
+
+def _stream_gauges(m, params: dict) -> None:
+    """A stream job's commit carries where the checkpoint is in the stream (psjob.training.stream):
+    the newest folder it holds, that folder's done-marker time, and since when complete folders
+    wait that it does not hold (0: none)."""
+    if "stream_folder" not in params:
+        return
+    try:
+        until, behind = float(params.get("stream_until", 0)), float(params.get("stream_behind_since", 0))
+    except ValueError:
+        return
+    m.stream_published_until.clear()  # one series: the newest checkpoint's folder
+    m.stream_published_until.labels(params["stream_folder"]).set(until)
+    m.stream_behind_since.set(behind)
 
 
 def check_save_dir(state, dirname: str) -> None:

@@ -116,6 +116,8 @@ def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
     })
     if topology.max_trainers:
         env["PSJOB_MAX_TRAINERS"] = str(topology.max_trainers)
+    if topology.data_stream:
+        env["PSJOB_DATA_STREAM"] = topology.data_stream
     if topology.heter_endpoints:
         env["PADDLE_HETER_TRAINER_IP_PORT_LIST"] = ",".join(topology.heter_endpoints)
     return env

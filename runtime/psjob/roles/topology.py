@@ -3,6 +3,7 @@ Kubernetes (kubernetes_topology) or this machine (local_topology), and its JSON 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -80,6 +81,8 @@ class JobTopology:
     # that no process's environment changes when `trainers` does); 0: a fixed trainer count.
     max_trainers: int = 0
     trainer_endpoints: tuple[str, ...] = ()
+    # A stream job's spec.data.stream as JSON (PSJOB_DATA_STREAM, psjob.training.stream); "": none.
+    data_stream: str = ""
 
     def __post_init__(self) -> None:
         # Normalise lists given by callers into tuples so the object stays hashable.
@@ -234,7 +237,19 @@ def _topology(job: ParameterServerJob, namespace: str, pservers: tuple[str, ...]
         pserver_device=s.pserver.device.value, trainer_device=s.worker.device.value,
         heter_device=s.heter_worker.device.value if s.heter_worker else "gpu",
         trainer_host=trainer_host, metrics_port_per_process=per_process,
-        max_trainers=s.worker.max_replicas or 0, trainer_endpoints=trainer_endpoints)
+        max_trainers=s.worker.max_replicas or 0, trainer_endpoints=trainer_endpoints,
+        data_stream=_stream_json(s))
+
+
+def _stream_json(s) -> str:
+    stream = s.data.stream
+    if stream is None:
+        return ""
+    doc = {"root": stream.root, "layout": stream.layout, "doneFile": stream.done_file,
+           "pollSeconds": stream.poll_seconds}
+    if stream.start:
+        doc["start"] = stream.start
+    return json.dumps(doc, sort_keys=True)
 
 
 def topology_to_dict(topology: JobTopology) -> dict:

@@ -8,7 +8,8 @@ see `options.py` — and everything else (role, endpoints, trainer id, mode,
 checkpoint directory, metrics port) comes from the role environment.
 
 Modules: options (arguments), data (each trainer's share), job (pserver and
-trainer flows, checkpoints and resuming through psjob.fleet.checkpointer).
+trainer flows, checkpoints and resuming through psjob.fleet.checkpointer),
+stream (a job on a stream of folders, `spec.data.stream`: publication, freshness).
 The trainer's progress lines (psjob.progress) and metrics (psjob.fleet.telemetry)
 are shared with a Fleet script's trainer, which reports the same way.
 """

@@ -44,7 +44,7 @@ from ..models import BUILT_IN as BUILT_IN_MODELS
 from ..models import ctr as ctr_model
 from ..progress import ProgressReporter, ProgressState
 from ..role_env import RoleEnv
-from . import data
+from . import data, stream
 from .options import TrainOptions
 
 
@@ -136,6 +136,9 @@ def run_heter_trainer(opts: TrainOptions, role: RoleEnv | None = None) -> int:
 def run_trainer(opts: TrainOptions, role: RoleEnv | None = None) -> int:
     fleet, role = _fleet(role)
     tid, trainers = fleet.worker_index(), fleet.worker_num()  # tid may come from Register
+    stream_config = stream.config_from(role.settings)
+    if stream_config is not None:
+        return run_stream_trainer(opts, fleet, role, stream_config)
     share = data.share_for(opts, tid, trainers)
     model = build(opts, fleet, role)
     exe = fluid.Executor(place_for(role.device))
@@ -227,6 +230,60 @@ def _train(opts: TrainOptions, loop: Loop, start: Position) -> None:
             loop.telemetry.step(len(batch), seconds, loss, auc, executor=loop.exe, client=client)
             loop.reporter.step(epoch, len(batch), loss, auc)
             loop.checkpointer.after_step(step, epoch=epoch, batch=index)
+
+
+def run_stream_trainer(opts: TrainOptions, fleet: Fleet, role: RoleEnv, config) -> int:
+    """A trainer of a stream job (psjob.training.stream): follows the stream until stopped."""
+    tid, trainers = fleet.worker_index(), fleet.worker_num()
+    model = build(opts, fleet, role)
+    exe = fluid.Executor(place_for(role.device))
+    exe.collect_timing = True
+    telemetry = TrainerTelemetry.from_env(tid, role.settings)
+    audit = stream.Audit(opts.audit_ids, tid)
+    print(f"[psjob] trainer {tid} of {trainers}: {role.mode} mode, {fleet.server_num()} pserver(s), "
+          f"stream {config.root} (layout {config.layout}, done marker {config.done_file}, "
+          f"poll {config.poll_seconds:g}s), batch {opts.batch}", flush=True)
+    try:
+        fleet.init_worker()
+        telemetry.attach(exe, fleet.rpc_service)
+        exe.run(fleet.startup_program)
+        ckpt = Checkpointer.for_fleet(fleet, exe, trainer_id=tid)
+        position = ckpt.resume() or {}
+        step = int(position.get("step", 0))
+        publisher = stream.Publisher(ckpt, None, telemetry)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())  # suspended or deleted: end the step, exit
+        reader = stream.reader_for(config, tid, trainers, opts.batch, opts.id_mode or "dense", position,
+                                   publisher, stop)
+        publisher.stream = reader.stream
+        start = reader.position()
+        if step:
+            publisher.resumed(step, start)
+        print(f"[psjob] trainer {tid} starts the stream at step {step}, {start.describe()}"
+              + (f" (from {ckpt.resumed_from})" if ckpt.resumed_from else ""), flush=True)
+        state = ProgressState(tid, 1, None)
+        state.steps, state.examples = step, step * opts.batch
+        reporter = ProgressReporter(state, opts.log_every_s, checkpoint=lambda: checkpoint_label(role.checkpoint_dir),
+                                    on_window=telemetry.window)
+        fetch = [model.loss, model.auc]
+        for batch, where in reader:
+            if stop.is_set() or (opts.max_steps and step >= opts.max_steps):
+                break
+            t0 = time.perf_counter()
+            loss, auc = exe.run(fleet.main_program, feed=ctr_model.feed_dict(model, batch), fetch_list=fetch)
+            seconds = time.perf_counter() - t0
+            loss, auc = float(loss.reshape(-1)[0]), float(auc.reshape(-1)[0])
+            step += 1
+            telemetry.step(len(batch), seconds, loss, auc, executor=exe, client=fleet.rpc_client)
+            reporter.step(1, len(batch), loss, auc)
+            audit.record(step, batch)
+            publisher.after_step(step, where)
+        fleet.stop_worker()
+        reporter.finish()
+    finally:
+        audit.close()
+        telemetry.close()
+    return 0
 
 
 def newest_checkpoint(root: str):

@@ -38,6 +38,7 @@ class TrainOptions:
     seed: int = 0                  # synthetic data stream
     log_every_s: float = 5.0       # progress line period
     max_steps: int = 0             # 0 = no limit (per trainer)
+    audit_ids: str = ""            # stream jobs: a directory for per-step records of the trained ids
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,6 +74,9 @@ def build_parser(prog: str = "psjob worker") -> argparse.ArgumentParser:
                    help="seconds between progress lines")
     p.add_argument("--max_steps", type=int, default=d.max_steps,
                    help="stop each trainer after this many steps (0: no limit)")
+    p.add_argument("--audit_ids", default=d.audit_ids,
+                   help="stream jobs: append each step's trained example ids (slot 11) to "
+                        "DIR/trainer-<i>.jsonl (docs/user/online-learning.md)")
     return p
 
 
