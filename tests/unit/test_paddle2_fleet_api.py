@@ -256,7 +256,7 @@ def test_a_sync_configs_communicator_knobs_are_checked_when_set_and_reach_the_re
 
 
 def test_the_runtime_handle_flushes_before_init_worker_and_names_what_it_lacks():
-    # Paddle's benchmark scripts call fleet.fleet._runtime_handle._worker.client_flush() before
+    # Scripts written for Paddle's the_one_ps call fleet.fleet._runtime_handle._worker.client_flush() before
     # they stop; with no RPC service yet there is nothing queued to send.
     handle = Fleet()._runtime_handle
     assert handle._worker.client_flush() is None
