@@ -279,7 +279,7 @@ def _paddle_windows(log_dir):
     return windows
 
 
-def run_paddle(anchor, paddle_py, data, servers, trainers, period_s, timeout_s):
+def run_paddle(anchor, paddle_py, data, servers, trainers, period_s, timeout_s, batch_size=1024):
     env = dict(os.environ, MKL_DEBUG_CPU_TYPE="5", OMP_NUM_THREADS="1", PADDLE_PY=paddle_py)
     env.pop("PYTHONPATH", None)
     with tempfile.TemporaryDirectory(prefix="peer-paddle-") as tmp:
@@ -287,7 +287,7 @@ def run_paddle(anchor, paddle_py, data, servers, trainers, period_s, timeout_s):
         mode = ["--mode", "single"] if servers == 0 else \
             ["--mode", "async", "--servers", str(servers), "--workers", str(trainers)]
         cmd = ["bash", os.path.join(anchor, "run.sh"), "--data-dir", data, "--reader", "dataset",
-               "--epochs", "1", "--log-dir", log_dir, "--timeout", str(timeout_s), "--grace", "5", *mode,
+               "--epochs", "1", "--batch-size", str(batch_size), "--log-dir", log_dir, "--timeout", str(timeout_s), "--grace", "5", *mode,
                "--", "--pir", "0"]
         rc, stdout, stderr, sampler = _run_sampled(cmd, env, tmp, timeout_s + 60, period_s)
         lines = [line for line in stdout.splitlines() if line.startswith('{"bench": "paddle_ctr_ps"')]

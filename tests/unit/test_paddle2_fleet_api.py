@@ -253,3 +253,15 @@ def test_a_sync_configs_communicator_knobs_are_checked_when_set_and_reach_the_re
         with pytest.raises(ValueError, match=rf"a_sync_configs\['{key}'\] must be an integer"):
             s.a_sync_configs = {key: bad, "launch_barrier": False}
         assert s.a_sync_configs["launch_barrier"] is True  # a refused update changes nothing
+
+
+def test_the_runtime_handle_flushes_before_init_worker_and_names_what_it_lacks():
+    # Scripts written for Paddle's the_one_ps call fleet.fleet._runtime_handle._worker.client_flush() before
+    # they stop; with no RPC service yet there is nothing queued to send.
+    handle = Fleet()._runtime_handle
+    assert handle._worker.client_flush() is None
+    with pytest.raises(AttributeError, match=r"_worker\.stop_server: psjob has only client_flush\(\)"):
+        handle._worker.stop_server()
+    with pytest.raises(AttributeError, match=r"_runtime_handle\.context: .*client_flush"):
+        handle.context
+    assert not hasattr(handle._worker, "pull_dense_params")

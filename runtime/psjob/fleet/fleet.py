@@ -263,6 +263,13 @@ class Fleet:
         """The trainer's gRPC client between init_worker and stop_worker, or None."""
         return self._worker.client if self._worker is not None else None
 
+    @property
+    def _runtime_handle(self):
+        """Paddle 2.x/3.x's `fleet.fleet._runtime_handle` (its parameter-server runtime,
+        TheOnePSRuntime), which scripts reach for `_runtime_handle._worker.client_flush()`:
+        send what the communicator still holds. psjob has only that call (_PSWorkerHandle)."""
+        return _RuntimeHandle(self)
+
     def worker_members(self) -> list[int]:
         """The trainers taking part now: in an elastic job pserver 0's member set (it changes
         as trainers join and leave), otherwise 0 .. worker_num()-1."""
@@ -312,6 +319,38 @@ class Fleet:
                                                  export_for_deployment=export_for_deployment)
         return saving.save_inference_model(self._rm(), self._job, executor, dirname, feeded_var_names,
                                            target_vars, main_program, export_for_deployment)
+
+
+class _PSWorkerHandle:
+    """`_runtime_handle._worker` (Paddle's DistFleetWrapper): client_flush() only."""
+
+    def __init__(self, fleet_: Fleet):
+        self._fleet = fleet_
+
+    def client_flush(self):
+        """Send every update this trainer's communicator still queues (a no-op in sync mode,
+        where each step sends before it ends, and before init_worker)."""
+        service = self._fleet.rpc_service
+        if service is not None and hasattr(service, "flush"):
+            service.flush()
+
+    def __getattr__(self, name):
+        # Paddle's wrapper also pulls and pushes tables and stops the pservers; psjob's
+        # programs pull and push by themselves and its launcher ends the pservers.
+        raise AttributeError(f"fleet.fleet._runtime_handle._worker.{name}: psjob has only client_flush() "
+                         f"here (its programs pull and push parameters themselves, and `psjob launch` "
+                         f"or the operator stops the pservers when the trainers end)")
+
+
+class _RuntimeHandle:
+    """`fleet.fleet._runtime_handle`: its `_worker` (Paddle's the_one_ps.TheOnePSRuntime)."""
+
+    def __init__(self, fleet_: Fleet):
+        self._worker = _PSWorkerHandle(fleet_)
+
+    def __getattr__(self, name):
+        raise AttributeError(f"fleet.fleet._runtime_handle.{name}: psjob stands in for Paddle's "
+                         f"parameter-server runtime only with _worker.client_flush()")
 
 
 class CollectiveOptimizer:

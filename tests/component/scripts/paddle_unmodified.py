@@ -46,4 +46,7 @@ else:
     print("RESULT " + json.dumps({"paddle": paddle.__name__, "fleet": fleet.__name__,
                                   "fleet_is_module": sys.modules["paddle.distributed.fleet"] is fleet,
                                   "worker": fleet.worker_index()}), flush=True)
+    # Scripts written against Paddle's the_one_ps runtime flush the communicator through its handle before
+    # they stop (paddle/distributed/ps/the_one_ps.py: TheOnePSRuntime._worker).
+    fleet.fleet._runtime_handle._worker.client_flush()
     fleet.stop_worker()
