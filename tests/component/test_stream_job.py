@@ -37,7 +37,9 @@ def write_job(tmp_path, root, audit, name="stream"):
             "args": ["--batch", "40", "--distributed_table", "--log_every", "1", "--audit_ids", str(audit)],
             "pserver": {"replicas": 1}, "worker": {"replicas": 2},
             "data": {"stream": {"root": str(root), "pollSeconds": 1}},
-            "checkpoint": {"intervalSeconds": 1, "keep": 50}, "runPolicy": {"backoffLimit": 0}}
+            # Published incrementally: deltas of the rows each interval touched, a base every 4.
+            "checkpoint": {"intervalSeconds": 1, "keep": 50, "incremental": {"enabled": True, "baseEvery": 4}},
+            "runPolicy": {"backoffLimit": 0}}
     path = tmp_path / f"{audit.name}.yaml"
     path.write_text(yaml.safe_dump({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
                                     "metadata": {"name": name}, "spec": body}))
@@ -158,6 +160,8 @@ def test_a_stream_job_killed_mid_folder_resumes_from_its_checkpoint_training_eac
         kill_all(proc, work)
     newest = checkpoints(work)[-1]
     resume_step, resume_at = newest[0], newest[1]
+    kinds = [read_manifest(path).get("chain", {}).get("kind") for _, _, path in checkpoints(work)]
+    assert "delta" in kinds and "base" in kinds, kinds
     run1_beyond = [n for rows in audit(run1_audit).values() for s, ns in rows if s > resume_step for n in ns]
     assert run1_beyond, "the kill left nothing trained after the newest checkpoint: the test proves nothing"
     n = streamkit.write_folder(root, F4, n, [500])  # a folder that appears while the job is down
