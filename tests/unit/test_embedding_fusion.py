@@ -20,8 +20,9 @@ VOCAB, DIM, SLOTS = 40, 4, 3
 
 def ctr_like_net(concat=True, optimizer="adam", padding_idx=None, is_sparse=True, decay_and_clip=False):
     """SLOTS LoD id slots sharing one local table, each sum-pooled; `concat`: the pooled
-    slots and two dense features concatenated into one fc (the CTR model's layout),
-    else one fc over the list of pooled slots. `decay_and_clip`: L2 decay on the table,
+    slots and two dense features concatenated into one fc (the CTR model's layout;
+    "dense-first": the dense features before the slots), else one fc over the list of
+    pooled slots. `decay_and_clip`: L2 decay on the table,
     every gradient clipped by global norm (both read the table's SelectedRows gradient)."""
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 5
@@ -34,7 +35,10 @@ def ctr_like_net(concat=True, optimizer="adam", padding_idx=None, is_sparse=True
         embs = [fluid.layers.embedding(s, size=[VOCAB, DIM], is_sparse=is_sparse, padding_idx=padding_idx,
                                        param_attr=attr) for s in slots]
         pooled = [fluid.layers.sequence_pool(e, "sum") for e in embs]
-        hidden = fluid.layers.concat(pooled + [dense], axis=1) if concat else pooled
+        if concat == "dense-first":
+            hidden = fluid.layers.concat([dense] + pooled, axis=1)
+        else:
+            hidden = fluid.layers.concat(pooled + [dense], axis=1) if concat else pooled
         loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(hidden, 1), y))
         opt = {"adam": lambda: fluid.optimizer.Adam(0.05, lazy_mode=True),
                "sgd": lambda: fluid.optimizer.SGD(0.2),
@@ -73,7 +77,7 @@ def train(net, batches, op_by_op, table_grad="emb@GRAD"):
     return params, set(exe.kernel_seconds), scope.vars[table_grad]
 
 
-@pytest.mark.parametrize("concat", [True, False], ids=["concat", "slot-list"])
+@pytest.mark.parametrize("concat", [True, "dense-first", False], ids=["concat", "dense-first", "slot-list"])
 @pytest.mark.parametrize("one_id_each", [True, False], ids=["one-id", "sequences"])
 @pytest.mark.parametrize("optimizer", ["adam", "sgd", "adagrad"])
 def test_fused_lookups_and_pools_train_as_the_program_runs_op_by_op(concat, one_id_each, optimizer):
@@ -82,7 +86,7 @@ def test_fused_lookups_and_pools_train_as_the_program_runs_op_by_op(concat, one_
     plain, plain_ops, plain_grad = train(ctr_like_net(concat, optimizer), batches, op_by_op=True)
     assert {"embedding_pool", "embedding_pool_grad"} <= fused_ops
     assert not fused_ops & {"lookup_table", "lookup_table_grad", "sequence_pool", "sequence_pool_grad"}
-    assert "concat" not in fused_ops and ("concat" in plain_ops) == concat  # the concat is fused too
+    assert "concat" not in fused_ops and ("concat" in plain_ops) == bool(concat)  # the concat is fused too
     assert "lookup_table" in plain_ops and "embedding_pool" not in plain_ops
     for name, value in plain.items():
         np.testing.assert_allclose(fused[name], value, rtol=2e-5, atol=1e-6, err_msg=name)
@@ -95,8 +99,9 @@ def test_fused_lookups_and_pools_train_as_the_program_runs_op_by_op(concat, one_
     assert fused_grad.height == plain_grad.height == VOCAB
 
 
+@pytest.mark.parametrize("concat", [True, "dense-first"], ids=["slots-first", "dense-first"])
 @pytest.mark.parametrize("optimizer", ["adam", "adagrad"])
-def test_the_c_slot_grid_gather_and_its_gradient_train_bitwise_as_numpy(monkeypatch, optimizer):
+def test_the_c_slot_grid_gather_and_its_gradient_train_bitwise_as_numpy(monkeypatch, optimizer, concat):
     # One id per example and slot, concatenated (the CTR layout): the grid the C kernels
     # take (kernels/_native.c pool_gather_grid / pool_grad_grid). Their sums run in double
     # in numpy's bincount order, so training matches the numpy path bit for bit.
@@ -106,7 +111,7 @@ def test_the_c_slot_grid_gather_and_its_gradient_train_bitwise_as_numpy(monkeypa
     runs = []
     for enabled in (True, False):
         monkeypatch.setattr(native, "enabled", enabled)
-        runs.append(train(ctr_like_net(True, optimizer), batches, op_by_op=False))
+        runs.append(train(ctr_like_net(concat, optimizer), batches, op_by_op=False))
     (c_params, c_ops, c_grad), (np_params, _, np_grad) = runs
     assert "embedding_pool_grad" in c_ops
     for name, value in np_params.items():

@@ -575,10 +575,10 @@ def test_fused_lookup_and_sum_pool_train_like_a_single_machine(pservers):
     np.testing.assert_allclose(results[0][0].vars["fc_0.w_0"], ref["fc_0.w_0"], rtol=1e-5, atol=1e-6)
 
 
-def paddlerec_sparse_net(optimizer="adam"):
+def paddlerec_sparse_net(optimizer="adam", dense_first=False):
     """Three slots of one distributed table as PaddleRec writes a Paddle 2.x PS model:
     static.nn.sparse_embedding per slot, paddle.reshape(emb, [-1, dim]), concat with the
-    dense features, fc."""
+    dense features (after the slots, or before them: `dense_first`), fc."""
     import psjob as paddle
     main, startup = fluid.Program(), fluid.Program()
     main.random_seed = startup.random_seed = 7
@@ -589,21 +589,23 @@ def paddlerec_sparse_net(optimizer="adam"):
         attr = fluid.ParamAttr(name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5))
         embs = [paddle.reshape(paddle.static.nn.sparse_embedding(s, size=[VOCAB, DIM], param_attr=attr), [-1, DIM])
                 for s in slots]
+        inputs = [dense] + embs if dense_first else embs + [dense]
         loss = fluid.layers.mean(fluid.layers.square_error_cost(
-            fluid.layers.fc(fluid.layers.concat(embs + [dense], axis=1), 1), y))
+            fluid.layers.fc(fluid.layers.concat(inputs, axis=1), 1), y))
         {"adam": lambda: fluid.optimizer.Adam(0.05, lazy_mode=True), "sgd": lambda: fluid.optimizer.SGD(0.1)}[
             optimizer]().minimize(loss)
     return main, startup, loss
 
 
+@pytest.mark.parametrize("dense_first", [False, True], ids=["slots-first", "dense-first"])
 @pytest.mark.parametrize("optimizer", ["adam", "sgd"])
-def test_a_paddlerec_sparse_embedding_model_is_fused_and_trains_like_a_single_machine(optimizer):
+def test_a_paddlerec_sparse_embedding_model_is_fused_and_trains_like_a_single_machine(optimizer, dense_first):
     """sparse_embedding + reshape to [-1, dim] + concat (a Paddle 2.x PS model as PaddleRec
     writes it): the executor fuses it as the CTR shape, every id its own row."""
     rng = np.random.default_rng(4)
     feeds = [dict({"y": rng.normal(size=(10, 1)).astype("float32"), "dense": rng.normal(size=(10, 2)).astype("float32")},
                   **{f"s{i}": rng.integers(0, 12, (10, 1)).astype("int64") for i in range(3)}) for _ in range(4)]
-    build = lambda: paddlerec_sparse_net(optimizer)
+    build = lambda: paddlerec_sparse_net(optimizer, dense_first)
     ref, cluster, results = distributed_table_run(build, feeds, 1, 2)
     assert "reshape2" in {op.type for op in trainer_ops(build, 2)}  # the program as built
     ran = results[0][2]

@@ -172,30 +172,50 @@ def _with_sum(block, table_grad, pools, backward, grads_of_pools, dead):
 
 
 def concat_of_pools(block, pooled, grads_of_pools, backward):
-    """The `concat` (axis 1) whose inputs begin with every pooled slot, in order, and its
-    `concat_grad`, when nothing but `backward` (the fused ops' gradients) reads the pooled
-    slots' gradients, nothing else the pooled slots, no other input of the concat wants
-    a gradient (the CTR model's concat of the slots and the dense features), and the
-    concat runs on the lookups' device: the fused op then writes the concat's output
-    itself, and its gradient reads the concat's gradient. Returns (concat, concat_grad) or None."""
+    """The `concat` (axis 1) whose inputs hold every pooled slot, in order and side by
+    side, and its `concat_grad`, when nothing but `backward` (the fused ops' gradients)
+    reads the pooled slots' gradients, nothing else the pooled slots, no other input of
+    the concat wants a gradient (the CTR model's concat of the slots and the dense
+    features, before or after them) and each input before the slots has a known width,
+    and the concat runs on the lookups' device: the fused op then writes the concat's
+    output itself, and its gradient reads the concat's gradient. Returns (concat,
+    concat_grad) or None."""
     readers = [op for op in block.ops if set(pooled) & set(op.input_arg_names)]
     cat = sole([op for op in readers if op.type == "concat"])
     cat_grad = sole([op for op in readers if op.type == "concat_grad"])
-    if cat is None or cat_grad is None or len(readers) != 2 or cat.input("X")[:len(pooled)] != pooled:
+    if cat is None or cat_grad is None or len(readers) != 2:
+        return None
+    at = head_count(cat, pooled)
+    if at is None or any(_width(block, name) is None for name in cat.input("X")[:at]):
         return None
     # A lookup's gradient carries the lookup's attributes, its device among them.
     lookup = next(op for op in backward if op.type == "lookup_table_grad")
     ndim = len(block.var(pooled[0]).shape)
     if ndim != 2 or int(cat.attr("axis", 0)) % 2 != 1 or cat.attr(OP_DEVICE_ATTR_NAME) != lookup.attr(OP_DEVICE_ATTR_NAME):
         return None
-    if (cat_grad.input("X") != cat.input("X") or cat_grad.output("X@GRAD")[:len(pooled)] != grads_of_pools
-            or any(n != EMPTY_VAR_NAME for n in cat_grad.output("X@GRAD")[len(pooled):])
+    grads = cat_grad.output("X@GRAD")
+    if (cat_grad.input("X") != cat.input("X") or grads[at:at + len(pooled)] != grads_of_pools
+            or any(n != EMPTY_VAR_NAME for n in grads[:at] + grads[at + len(pooled):])
             or cat_grad.input("Out@GRAD") != [f"{cat.output('Out')[0]}@GRAD"]):
         return None
     allowed = {id(op) for op in backward}
     if any(set(grads_of_pools) & set(op.input_arg_names) for op in block.ops if id(op) not in allowed):
         return None
     return cat, cat_grad
+
+
+def head_count(cat, pooled) -> int | None:
+    """How many of the concat's inputs come before the pooled slots (which must be side
+    by side, in order), or None."""
+    xs = cat.input("X")
+    at = xs.index(pooled[0]) if pooled and pooled[0] in xs else -1
+    return at if at >= 0 and xs[at:at + len(pooled)] == pooled else None
+
+
+def _width(block, name):
+    var = block._find_var_recursive(name)
+    shape = tuple(var.shape) if var is not None else ()
+    return int(shape[1]) if len(shape) == 2 and shape[1] is not None and int(shape[1]) > 0 else None
 
 
 def fusable(block, outs, table_name: str, table_grad: str, width: int):
@@ -216,23 +236,28 @@ def fusable(block, outs, table_name: str, table_grad: str, width: int):
     return found, each_id_a_row, pooled, cat
 
 
-def fused_wiring(found, pooled, cat) -> dict:
+def fused_wiring(block, found, pooled, cat) -> dict:
     """What a fused forward / gradient pair reads and writes besides the table and the ids,
     for a matcher's result `found` and concat_of_pools' `cat` (both fusions below build
     their ops from it):
     out / out_grad: the forward's Out and the gradient's Out@GRAD (the concat's, when
-    fused with it, else the pooled slots'); tail: the concat's other inputs; concat;
+    fused with it, else the pooled slots'); head / tail: the concat's other inputs, before
+    and after the slots, and head_width: the head's columns; concat;
     replaced: every op the pair stands for but the lookups; last_grad: the op the
     gradient takes the place of; role: its op-role attributes."""
     last_grad = found["sum"] or found["backward"][-1]
-    wiring = {"out": pooled, "out_grad": found["grads_of_pools"], "tail": [], "concat": cat is not None,
+    wiring = {"out": pooled, "out_grad": found["grads_of_pools"], "head": [], "tail": [], "head_width": 0,
+              "concat": cat is not None,
               "replaced": found["pools"] + found["backward"] + [op for op in [found["sum"]] if op],
               "last_grad": last_grad,
               "role": {k: v for k, v in last_grad.attrs.items() if k in (OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME)}}
     if cat is not None:
         concat, concat_grad = cat
-        wiring.update(out=concat.output("Out"), out_grad=concat_grad.input("Out@GRAD"),
-                      tail=concat.input("X")[len(pooled):], replaced=wiring["replaced"] + [concat, concat_grad])
+        at = head_count(concat, pooled)
+        head = concat.input("X")[:at]
+        wiring.update(out=concat.output("Out"), out_grad=concat_grad.input("Out@GRAD"), head=head,
+                      head_width=sum(_width(block, name) for name in head),
+                      tail=concat.input("X")[at + len(pooled):], replaced=wiring["replaced"] + [concat, concat_grad])
     return wiring
 
 
@@ -298,7 +323,7 @@ def _matched(block, outs, table: str, width: int, keep: set):
         gone |= set(pooled) | set(found["grads_of_pools"])
     if gone & keep:
         return None
-    return matched, fused_wiring(found, pooled, cat)
+    return matched, fused_wiring(block, found, pooled, cat)
 
 
 def _described(each_id_a_row, cat, what: str) -> str:
@@ -319,8 +344,9 @@ def _local_fusion(block, table: str, lookups: list, keep: set):
     if matched is None:
         return None
     (found, each_id_a_row, pooled, cat), wiring = matched
-    attrs = {"concat": wiring["concat"], "each_id_a_row": each_id_a_row}
-    fwd_inputs = {"W": [table], "Ids": ids, **({"Tail": wiring["tail"]} if cat is not None else {})}
+    attrs = {"concat": wiring["concat"], "each_id_a_row": each_id_a_row, "head_width": wiring["head_width"]}
+    fwd_inputs = {"W": [table], "Ids": ids,
+                  **({"Head": wiring["head"], "Tail": wiring["tail"]} if cat is not None else {})}
     grad_inputs = {"W": [table], "Ids": ids, "Out@GRAD": wiring["out_grad"]}
     # The forward runs where the concat was (after every input of it), else at the first lookup.
     fwd_at = cat[0] if cat is not None else lookups[0]
@@ -354,11 +380,12 @@ def _remote_fusion(block, merge, keep: set):
         return None
     (found, each_id_a_row, pooled, cat), wiring = matched
     ids, index, rows = merge.input("Ids"), split.output("Index"), split.output("Out")
-    attrs = dict({"concat": True} if cat is not None else {}, each_id_a_row=each_id_a_row)
+    attrs = dict({"concat": True} if cat is not None else {}, each_id_a_row=each_id_a_row,
+                 head_width=wiring["head_width"])
     what = f"the {_described(each_id_a_row, cat, f'merge_ids of {len(ids)} lookups')} of table {table!r}"
     fwd = Operator(block, "merge_ids_pool",
                    inputs={"Ids": ids, "Index": index, "X": merge.input("X"),
-                           **({"Tail": wiring["tail"]} if cat is not None else {})},
+                           **({"Head": wiring["head"], "Tail": wiring["tail"]} if cat is not None else {})},
                    outputs={"Out": wiring["out"]},
                    attrs=dict(attrs, fused_from=f"runs {what}", **{OP_ROLE_ATTR_NAME: int(OpRole.Forward)}))
     grad = Operator(block, "merge_ids_pool_grad",

@@ -441,8 +441,8 @@ static PyObject *index_place(PyObject *self, PyObject *args) {
 
 static PyObject *pool_gather_grid(PyObject *self, PyObject *args) {
     PyObject *rows_o, *index_o, *out_o;
-    Py_ssize_t slots;
-    if (!PyArg_ParseTuple(args, "OOOn:pool_gather_grid", &rows_o, &index_o, &out_o, &slots)) {
+    Py_ssize_t slots, offset = 0;
+    if (!PyArg_ParseTuple(args, "OOOn|n:pool_gather_grid", &rows_o, &index_o, &out_o, &slots, &offset)) {
         return NULL;
     }
     Array a[3] = {{0}};
@@ -454,9 +454,10 @@ static PyObject *pool_gather_grid(PyObject *self, PyObject *args) {
     const Py_ssize_t height = n_rows(&a[0]), width = height ? n_items(&a[0]) / height : 0;
     const Py_ssize_t n = n_items(&a[1]), seqs = n_rows(&a[2]);
     const Py_ssize_t cols = seqs ? n_items(&a[2]) / seqs : 0;
-    if (slots < 0 || slots * seqs != n || a[2].view.ndim != 2 || slots * width > cols) {
+    if (slots < 0 || offset < 0 || slots * seqs != n || a[2].view.ndim != 2 || offset + slots * width > cols) {
         PyErr_Format(PyExc_ValueError, "pool_gather_grid: %zd indices for %zd slots x %zd sequences, "
-                     "out of %zd columns for rows of width %zd", n, slots, seqs, cols, width);
+                     "out of %zd columns for rows of width %zd from column %zd", n, slots, seqs, cols, width,
+                     offset);
         release_all(a, 3);
         return NULL;
     }
@@ -469,7 +470,7 @@ static PyObject *pool_gather_grid(PyObject *self, PyObject *args) {
     float *out = a[2].view.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t b = 0; b < seqs; b++) {
-        float *dst = out + b * cols;
+        float *dst = out + b * cols + offset;
         for (Py_ssize_t j = 0; j < slots; j++) {
             memcpy(dst + j * width, rows + index[j * seqs + b] * width, (size_t)width * sizeof(float));
         }
@@ -481,8 +482,8 @@ static PyObject *pool_gather_grid(PyObject *self, PyObject *args) {
 
 static PyObject *pool_grad_grid(PyObject *self, PyObject *args) {
     PyObject *dout_o, *index_o, *out_o;
-    Py_ssize_t slots, width;
-    if (!PyArg_ParseTuple(args, "OOOnn:pool_grad_grid", &dout_o, &index_o, &out_o, &slots, &width)) {
+    Py_ssize_t slots, width, offset = 0;
+    if (!PyArg_ParseTuple(args, "OOOnn|n:pool_grad_grid", &dout_o, &index_o, &out_o, &slots, &width, &offset)) {
         return NULL;
     }
     Array a[3] = {{0}};
@@ -493,8 +494,8 @@ static PyObject *pool_grad_grid(PyObject *self, PyObject *args) {
     }
     const Py_ssize_t seqs = n_rows(&a[0]), cols = seqs ? n_items(&a[0]) / seqs : 0;
     const Py_ssize_t n = n_items(&a[1]), distinct = n_rows(&a[2]);
-    if (slots < 0 || width < 0 || slots * seqs != n || a[0].view.ndim != 2 || slots * width > cols
-        || n_items(&a[2]) != distinct * width) {
+    if (slots < 0 || width < 0 || offset < 0 || slots * seqs != n || a[0].view.ndim != 2
+        || offset + slots * width > cols || n_items(&a[2]) != distinct * width) {
         PyErr_Format(PyExc_ValueError, "pool_grad_grid: %zd indices for %zd slots x %zd sequences, "
                      "%zd gradient columns for %zd slots of width %zd", n, slots, seqs, cols, slots, width);
         release_all(a, 3);
@@ -516,7 +517,7 @@ static PyObject *pool_grad_grid(PyObject *self, PyObject *args) {
     /* Occurrences in (sequence, slot) order, each added in double: numpy's one bincount
      * per column over the same order, so the float32 results are bitwise the same. */
     for (Py_ssize_t b = 0; b < seqs; b++) {
-        const float *src = dout + b * cols;
+        const float *src = dout + b * cols + offset;
         for (Py_ssize_t j = 0; j < slots; j++) {
             double *acc = sum + index[j * seqs + b] * width;
             const float *g = src + j * width;
@@ -554,11 +555,11 @@ static PyMethodDef methods[] = {
      "id into the first free slot of its window; the positions of ids whose window is full go to\n"
      "spilled_out[:n]."},
     {"pool_gather_grid", pool_gather_grid, METH_VARARGS,
-     "pool_gather_grid(rows, index, out, slots): out[b, j*width:(j+1)*width] = rows[index[j*seqs + b]]\n"
-     "for the [slots, seqs] grid of indices (one id per sequence and slot)."},
+     "pool_gather_grid(rows, index, out, slots, offset=0): out[b, offset+j*width:offset+(j+1)*width] =\n"
+     "rows[index[j*seqs + b]] for the [slots, seqs] grid of indices (one id per sequence and slot)."},
     {"pool_grad_grid", pool_grad_grid, METH_VARARGS,
-     "pool_grad_grid(dout, index, out, slots, width): out[k] = the sum, in double, over the grid's\n"
-     "occurrences (b, j) with index[j*seqs + b] == k of dout[b, j*width:(j+1)*width]."},
+     "pool_grad_grid(dout, index, out, slots, width, offset=0): out[k] = the sum, in double, over the\n"
+     "grid's occurrences (b, j) with index[j*seqs + b] == k of dout[b, offset+j*width:offset+(j+1)*width]."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -93,15 +93,16 @@ def index_place(entries, reach, ids, rows, bits, window) -> np.ndarray:
     return spilled[:n]
 
 
-def pool_gather_grid(rows, index, out, slots) -> None:
-    """out[b, j*width:(j+1)*width] = rows[index[j*seqs + b]] (index: a [slots, seqs] grid
-    laid out slot by slot; every index is checked against len(rows) first)."""
-    _native.pool_gather_grid(rows, np.ascontiguousarray(index, np.int64), out, int(slots))
+def pool_gather_grid(rows, index, out, slots, offset=0) -> None:
+    """out[b, offset + j*width : offset + (j+1)*width] = rows[index[j*seqs + b]] (index: a
+    [slots, seqs] grid laid out slot by slot; every index is checked against len(rows) first)."""
+    _native.pool_gather_grid(rows, np.ascontiguousarray(index, np.int64), out, int(slots), int(offset))
 
 
-def pool_grad_grid(dout, index, distinct, slots, width) -> np.ndarray:
+def pool_grad_grid(dout, index, distinct, slots, width, offset=0) -> np.ndarray:
     """[distinct, width] float32: row k sums (in double, in (sequence, slot) order) the
-    gradient dout[b, j*width:(j+1)*width] of every grid occurrence whose index is k."""
+    gradient dout[b, offset + j*width : offset + (j+1)*width] of every grid occurrence whose
+    index is k."""
     out = np.empty((distinct, width), np.float32)
-    _native.pool_grad_grid(dout, np.ascontiguousarray(index, np.int64), out, int(slots), int(width))
+    _native.pool_grad_grid(dout, np.ascontiguousarray(index, np.int64), out, int(slots), int(width), int(offset))
     return out

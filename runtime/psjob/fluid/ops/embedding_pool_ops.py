@@ -60,8 +60,9 @@ def _pool_shape(op):
     width = int(in_var(op, "X").shape[-1])
     dtype = in_var(op, "X").dtype
     if op.attr("concat", False):
-        tail = sum(int(in_var(op, "Tail", i).shape[-1]) for i in range(len(op.inputs.get("Tail", []))))
-        set_out(op, "Out", (-1, width * len(op.inputs["Ids"]) + tail), dtype, 0)
+        others = sum(int(in_var(op, slot, i).shape[-1]) for slot in ("Head", "Tail")
+                     for i in range(len(op.inputs.get(slot, []))))
+        set_out(op, "Out", (-1, width * len(op.inputs["Ids"]) + others), dtype, 0)
         return
     for i in range(len(op.outputs.get("Out", []))):
         set_out(op, "Out", (-1, width), dtype, 0, i=i)
@@ -75,10 +76,10 @@ def merge_ids_pool(ctx):
 
     Ids: the slots (LoD inputs, in split_ids' order); Index: split_ids' Index; X: the
     prefetched rows per pserver. Out: [sequences, dim] per slot; empty sequences pool
-    to `pad_value` (0), as in sequence_pool. With `concat`, Out is one array: the pooled
-    slots side by side, then the `Tail` inputs (what a concat along axis 1 of the
-    pooled slots and Tail gives), written in place — one gather for every slot when
-    each sequence holds one id."""
+    to `pad_value` (0), as in sequence_pool. With `concat`, Out is one array: the `Head`
+    inputs, the pooled slots side by side, then the `Tail` inputs (what a concat along
+    axis 1 of Head, the pooled slots and Tail gives), written in place — one gather for
+    every slot when each sequence holds one id."""
     xs = ctx.input_list("X")
     rows = xs[0] if len(xs) == 1 else ctx.xp.concatenate(xs, axis=0)
     index = _to_xp(ctx, ctx.input("Index"))
@@ -99,14 +100,20 @@ def _pool_rows(ctx, rows, index, segs, checked):
     width, slots = rows.shape[1], len(segs)
     concat = bool(ctx.attr("concat", False))
     out = None
+    head_cols = 0
     if concat:
-        tail = ctx.input_list("Tail")
+        head, tail = ctx.input_list("Head"), ctx.input_list("Tail")
         seqs = segs[0].num_seqs
-        if any(s.num_seqs != seqs for s in segs) or any(t.shape[0] != seqs for t in tail):
-            raise ValueError(f"{ctx.op.type}: concat of slots and Tail with different numbers of rows "
-                             f"({sorted({s.num_seqs for s in segs} | {t.shape[0] for t in tail})})")
-        out = xp.empty((seqs, width * slots + sum(t.shape[1] for t in tail)), dtype=rows.dtype)
-        col = width * slots
+        if any(s.num_seqs != seqs for s in segs) or any(t.shape[0] != seqs for t in head + tail):
+            raise ValueError(f"{ctx.op.type}: concat of Head, slots and Tail with different numbers of rows "
+                             f"({sorted({s.num_seqs for s in segs} | {t.shape[0] for t in head + tail})})")
+        head_cols = sum(t.shape[1] for t in head)
+        out = xp.empty((seqs, head_cols + width * slots + sum(t.shape[1] for t in tail)), dtype=rows.dtype)
+        col = 0
+        for t in head:
+            out[:, col:col + t.shape[1]] = t
+            col += t.shape[1]
+        col = head_cols + width * slots
         for t in tail:
             out[:, col:col + t.shape[1]] = t
             col += t.shape[1]
@@ -115,11 +122,11 @@ def _pool_rows(ctx, rows, index, segs, checked):
             if native.fits(rows, out) and isinstance(index, np.ndarray):
                 # one pass in C: each sequence's slots copied into place
                 _check_index(index, rows, checked)
-                native.pool_gather_grid(rows, index, out, slots)
+                native.pool_gather_grid(rows, index, out, slots, head_cols)
                 ctx.set_output("Out", out)
                 return
             grid = index.reshape(slots, seqs).T
-            pooled = out[:, :width * slots].reshape(seqs, slots, width)
+            pooled = out[:, head_cols:head_cols + width * slots].reshape(seqs, slots, width)
             if xp is np:
                 # Whole rows gathered in (sequence, slot) order, then one copy into place:
                 # measured a little faster than take's `out` into the strided view (a
@@ -142,7 +149,7 @@ def _pool_rows(ctx, rows, index, segs, checked):
         elif not seg.all_nonempty:
             pooled[~seg.host_or(xp, "nonempty")] = pad
         if concat:
-            out[:, j * width:(j + 1) * width] = pooled
+            out[:, head_cols + j * width:head_cols + (j + 1) * width] = pooled
         else:
             ctx.set_output("Out", pooled, i=j)
     if concat:
@@ -169,8 +176,8 @@ def merge_ids_pool_grad(ctx):
     order) holding the sum over every occurrence of the id: the lookup_table_grad of
     each slot, their `sum` and the pserver's duplicate merge in one pass. Sums
     accumulate in float64 (one bincount per column). With `concat`, Out@GRAD is the
-    gradient of the concatenated output, whose first slots x `width` columns are the
-    slots' (the Tail's columns get no gradient)."""
+    gradient of the concatenated output, whose slots x `width` columns after the first
+    `head_width` are the slots' (the Head's and Tail's columns get no gradient)."""
     index = _to_xp(ctx, ctx.input("Index"))
     ids = np.concatenate([_host_ids(r) for r in ctx.input_list("Rows")])
     segs = _slot_segments(ctx, "merge_ids_pool_grad")
@@ -184,9 +191,10 @@ def _summed_by_index(ctx, index, distinct: int, segs, width: int):
     per column). Reads Out@GRAD: per slot, or with `concat` the concatenated output's
     gradient, whose first slots x `width` columns are the slots' (the Tail's get none)."""
     xp = ctx.xp
+    head = int(ctx.attr("head_width", 0))
     if ctx.attr("concat", False):
         dout = ctx.input("Out@GRAD")
-        douts = [dout[:, j * width:(j + 1) * width] for j in range(len(segs))]
+        douts = [dout[:, head + j * width:head + (j + 1) * width] for j in range(len(segs))]
     else:
         douts = ctx.input_list("Out@GRAD")
         width = douts[0].shape[1]
@@ -194,10 +202,10 @@ def _summed_by_index(ctx, index, distinct: int, segs, width: int):
         seqs, slots = segs[0].num_seqs, len(segs)
         if native.fits(dout) and isinstance(index, np.ndarray) and dout.ndim == 2:
             # The same sums in C (double accumulators, the same order): one pass, no columns.
-            return native.pool_grad_grid(dout, index, distinct, slots, width)
+            return native.pool_grad_grid(dout, index, distinct, slots, width, head)
         # Occurrences in (sequence, slot) order: the columns of Out@GRAD as they lie, and
         # the Index of the [slots, seqs] grid transposed to match.
-        per_id = dout[:, :width * slots].reshape(seqs, slots, width)
+        per_id = dout[:, head:head + width * slots].reshape(seqs, slots, width)
         index = index.reshape(slots, seqs).T.reshape(-1)
         column = lambda c: per_id[:, :, c].reshape(-1)
     else:
