@@ -6,8 +6,8 @@
     loss = mean(sigmoid_cross_entropy_with_logits(logit, label)); auc over sigmoid(logit)
 
 `wide=True` makes it a wide & deep model: a linear part — one weight per feature id
-(parameter "WideFactors", summed per slot; an ordinary parameter even with
-`is_distributed`: a program has one distributed table) and per dense feature — adds
+(parameter "WideFactors", summed per slot; this model keeps it an ordinary
+parameter even with `is_distributed`, as its Fluid original did) and per dense feature — adds
 its logit to the MLP's, as Paddle's wide&deep CTR example does.
 
 With `is_distributed` the table lives on the pservers, keyed by arbitrary
