@@ -100,7 +100,7 @@ def build_network(config: CTRConfig) -> CTRModel:
 def _wide_logit(config: CTRConfig, slots, dense) -> fluid.Variable:
     """The wide part: sum of one weight per feature id of every slot, plus a linear map of
     the dense features. The weights are an ordinary parameter (split over the pservers
-    like any other), never a distributed table: a program has at most one, as in Fluid."""
+    like any other), never a distributed table, as in the Fluid original."""
     weights = [fluid.layers.sequence_pool(input=fluid.layers.embedding(
         input=ids, size=[config.sparse_feature_dim, 1], is_sparse=config.is_sparse,
         param_attr=fluid.ParamAttr(name=WIDE_TABLE_NAME, initializer=fluid.initializer.Constant(0.0))),
