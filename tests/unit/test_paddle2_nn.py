@@ -111,8 +111,8 @@ def test_static_nn_fc_embedding_and_sparse_embedding_build_the_fluid_ops():
     assert list(e.shape) == [-1, 1, 2] and list(d.shape) == [-1, 2]
     table_op = [op for op in m.global_block().ops if op.type == "lookup_table" and op.input("W") == ["table"]][0]
     assert table_op.attr("is_distributed") and table_op.attr("is_sparse")
-    from psjob.fluid.optimizer import _find_distributed_lookup_table
-    assert _find_distributed_lookup_table(m) == "table"
+    from psjob.fluid.optimizer import _find_distributed_lookup_tables
+    assert _find_distributed_lookup_tables(m) == ["table"]
     x = RNG.normal(size=(2, 4)).astype("float32")
     w = RNG.normal(size=(4, 3)).astype("float32")
     got, _ = run(m, s, {"x": x, "ids": np.array([[1], [2]])}, [h], {"w": w})

@@ -363,7 +363,7 @@ def test_a_distributed_table_lookup_becomes_split_ids_prefetch_merge_ids():
     stypes = op_types(startup.global_block())
     assert "fake_init" in stypes
     assert not any(op.type != "fake_init" and "emb" in op.output_arg_names for op in startup.global_block().ops)
-    assert prog._distributed_lookup_table == "emb"
+    assert prog._distributed_lookup_tables == ["emb"]
 
 
 def test_each_pserver_gets_a_sparse_table_with_optimize_prefetch_and_checkpoint_blocks():

@@ -64,7 +64,7 @@ def build_job(rm: RoleMakerBase, strategy: ResolvedStrategy, table_optimizer: st
         job.pserver_main, job.pserver_startup = t.get_pserver_programs(rm.current_endpoint())
         job.main, job.startup = job.pserver_main, job.pserver_startup
     elif strategy.mode == "geo":
-        if main._distributed_lookup_table:
+        if main._distributed_lookup_tables:
             raise FleetError("geo mode trains local copies of every parameter: a distributed lookup "
                                   "table (embedding is_distributed=True) needs the async mode")
         job.main, job.startup = origin_main, origin_startup

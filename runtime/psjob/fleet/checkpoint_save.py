@@ -78,7 +78,7 @@ class DistInfo:
 
     overview: object                 # VarsDistributed
     endpoints: tuple
-    table: str | None = None
+    tables: tuple = ()          # the distributed lookup tables, first-lookup order
     trainer_id: int = 0
     is_chief: bool = True
     # The PSJOB_* settings of the save's RPC client (token, TLS, retries): the trainer's
@@ -93,7 +93,7 @@ class DistInfo:
         if tid is None:
             tid = 0 if program._is_chief else _trainer_id_of(program, settings)
         return cls(program._parameters_on_pservers, tuple(program._endpoints),
-                   program._distributed_lookup_table, int(tid), bool(program._is_chief), settings)
+                   tuple(program._distributed_lookup_tables), int(tid), bool(program._is_chief), settings)
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ def remote_groups(program, dist: DistInfo) -> dict:
 
 def local_vars(program, dist: DistInfo, remote: dict) -> list:
     """The persistables the trainer itself holds (Fluid's `__exclude_vars`)."""
-    skip = set(remote) | ({dist.table} if dist.table else set())
+    skip = set(remote) | set(dist.tables)
     seen, out = set(), []
     for v in program.list_vars():
         if _saveable(v) and v.name not in skip and v.name not in seen:
@@ -269,12 +269,12 @@ def save(executor, dirname: str, program, dist: DistInfo, request: SaveRequest |
     scope = scope if scope is not None else global_scope()
     remote = remote_groups(program, dist)
     local = local_vars(program, dist, remote)
-    table = dist.table if dist.table and program.global_block()._find_var_recursive(dist.table) else None
+    tables = [t for t in dist.tables if program.global_block()._find_var_recursive(t)]
     storage.for_path(dirname).makedirs(dirname)
     invalidate(dirname)
     client, flush, close = rpc_service(executor, program, dist)
     try:
-        doc = _save(client, flush, dirname, program, dist, request, scope, remote, local, table)
+        doc = _save(client, flush, dirname, program, dist, request, scope, remote, local, tables)
         try:  # let the pservers report it (metrics); the checkpoint is complete either way
             link = {"link": request.chain.link_id} if request.chain is not None else {}
             _command(client, list(dist.endpoints), dirname, request.step, protocol.COMMIT, **request.commit, **link)
@@ -286,7 +286,7 @@ def save(executor, dirname: str, program, dist: DistInfo, request: SaveRequest |
             close()
 
 
-def _save(client, flush, dirname, program, dist, request, scope, remote, local, table) -> dict:
+def _save(client, flush, dirname, program, dist, request, scope, remote, local, tables) -> dict:
     t0 = time.monotonic()
     if flush is not None:
         flush()  # async: this trainer's queued gradients belong before the cut
@@ -298,8 +298,8 @@ def _save(client, flush, dirname, program, dist, request, scope, remote, local, 
     try:
         frozen = _command(client, eps, dirname, request.step, protocol.FREEZE, id=freeze_id, lease=lease)
         renewal.start()
-        plan = _chain_kind(request.chain, frozen, table)
-        pulled, server_vars, shards = _capture(client, dirname, request, remote, local, table, frozen, plan)
+        plan = _chain_kind(request.chain, frozen, tables)
+        pulled, server_vars, shards = _capture(client, dirname, request, remote, local, tables, frozen, plan)
     finally:
         renewal.stop()
         thawed = _command(client, eps, dirname, request.step, protocol.THAW, id=freeze_id)
@@ -323,9 +323,9 @@ def _save(client, flush, dirname, program, dist, request, scope, remote, local, 
         entries[name] = entry
     tables_doc = {}
     delta = plan is not None and plan.delta
-    if table is not None:
+    for table in tables:
         var = program.global_block()._find_var_recursive(table)
-        tables_doc[table] = table_entry(var.shape[0], var.shape[1], var.dtype, shards, delta=delta)
+        tables_doc[table] = table_entry(var.shape[0], var.shape[1], var.dtype, shards[table], delta=delta)
     link = None
     if plan is not None:
         link = (chains.delta_link(plan.link_id, plan.parent_path, plan.parent_doc, plan.parent_sha256) if delta
@@ -391,10 +391,10 @@ def thaw_leftover(client, endpoints) -> list[str]:
     return [ep for ep, reply in replies.items() if reply.get("released")]
 
 
-def _chain_kind(plan: ChainPlan | None, frozen: dict, table) -> ChainPlan | None:
+def _chain_kind(plan: ChainPlan | None, frozen: dict, tables) -> ChainPlan | None:
     """`plan`, or a base in its place when some pserver cannot write the delta (its tracked
     changes start elsewhere: it restarted, missed a commit, or never tracked)."""
-    if plan is None or not plan.delta or table is None:
+    if plan is None or not plan.delta or not tables:
         return plan
     behind = sorted(ep for ep, reply in frozen.items() if reply.get("delta_base") != plan.parent_id)
     if not behind:
@@ -404,8 +404,9 @@ def _chain_kind(plan: ChainPlan | None, frozen: dict, table) -> ChainPlan | None
     return ChainPlan(plan.link_id, track=plan.track)
 
 
-def _capture(client, dirname, request, remote, local, table, frozen, plan=None):
-    """Inside the freeze: pull the remote pieces and server-only state, have the table saved."""
+def _capture(client, dirname, request, remote, local, tables, frozen, plan=None):
+    """Inside the freeze: pull the remote pieces and server-only state, have the tables saved
+    (shards: {table: [one shard entry per pserver]})."""
     wanted: dict = {}
     for pieces in remote.values():
         for p in pieces:
@@ -422,8 +423,8 @@ def _capture(client, dirname, request, remote, local, table, frozen, plan=None):
         wanted.setdefault(ep, []).append(name)
     pulled = _pull_all(client, wanted)
     server_vars = {name: np.array(pulled[(ep, name)], copy=True) for name, ep in owner.items()}
-    shards = []
-    if table is not None:
+    shards: dict = {t: [] for t in tables}
+    if tables:
         params = {}
         if plan is not None:
             params = {"link": plan.link_id, "kind": "delta" if plan.delta else "base", "track": int(plan.track)}
@@ -431,10 +432,11 @@ def _capture(client, dirname, request, remote, local, table, frozen, plan=None):
                 params["parent"] = plan.parent_id
         saved = _command(client, list(frozen), dirname, request.step, protocol.SAVE, **params)
         for ep, reply in saved.items():
-            entry = reply.get("tables", {}).get(table)
-            if entry is None:
-                raise CheckpointError(f"pserver {ep} saved no shard of table {table!r}")
-            shards.append(entry)
+            for table in tables:
+                entry = reply.get("tables", {}).get(table)
+                if entry is None:
+                    raise CheckpointError(f"pserver {ep} saved no shard of table {table!r}")
+                shards[table].append(entry)
     return pulled, server_vars, shards
 
 

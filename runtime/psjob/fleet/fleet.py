@@ -249,7 +249,7 @@ class Fleet:
             self._worker.abandon()
         self._worker = WorkerConnection.open(rm, job, scope)
         plan = job.transpiler.plan if job.transpiler is not None else None
-        if plan is not None and plan.table is not None and plan.table.trainer_keeps_rows:
+        if plan is not None and any(t.trainer_keeps_rows for t in plan.tables):
             hooks.register(hooks.REMOTE_TABLE_VIEW, RemoteTableView(plan))
 
     @property

@@ -41,8 +41,8 @@ def checkpoint_target(rm: RoleMakerBase, job: BuiltJob | None, program=None):
     overview = job.transpiler.vars_overview
     if job.strategy.mode == "geo":  # trainers run the optimizers; pservers hold parameters only
         overview = VarsDistributed([dv for dv in overview.distributed_vars if dv.vtype == "Param"])
-    table = job.transpiler.plan.table
-    dist = checkpoint_save.DistInfo(overview, tuple(rm.get_pserver_endpoints()), table.name if table else None,
+    tables = tuple(t.name for t in job.transpiler.plan.tables)
+    dist = checkpoint_save.DistInfo(overview, tuple(rm.get_pserver_endpoints()), tables,
                                     rm.worker_index(), rm.worker_index() == 0, settings=rm.settings())
     return program, dist
 
@@ -71,7 +71,7 @@ def save_inference_model(rm: RoleMakerBase, job: BuiltJob | None, executor, dirn
     inference = program.clone()
     inference._is_distributed, inference._is_chief = True, True
     inference._endpoints, inference._ps_endpoint = list(dist.endpoints), ""
-    inference._distributed_lookup_table = dist.table
+    inference._distributed_lookup_tables = list(dist.tables)
     inference._parameters_on_pservers = dist.overview
     return io.save_inference_model(dirname, feeded_var_names, target_vars, executor, inference,
                                    export_for_deployment=export_for_deployment)

@@ -7,14 +7,13 @@ table on the pservers, and trainers pull only the rows a batch looks up
 (paddle.distributed.fleet, "Parameter Server" guide; PaddleRec's rank models rely
 on it: their 1,000,001-row tables would otherwise cross the network every step).
 
-psjob's pservers hold one such table per job (the distributed lookup table,
-embedding(is_distributed=True)), so in the asynchronous modes the largest sparse
-embedding becomes it; other sparse embeddings stay dense parameters with
-SelectedRows gradients (correct, slower). The trainers keep the table's
-parameter and write the rows they prefetch into it, as Paddle's do; a
-forward-only program that reads it as a parameter (an evaluation program
-cloned before minimize) looks its rows up on the pservers instead
-(RemoteTableView), so it sees what every trainer trained. Synchronous training keeps every
+In the asynchronous modes every sparse embedding that only lookups read becomes
+its own distributed lookup table (embedding(is_distributed=True)), as each is
+its own table in Paddle's (PaddleRec's wide_deep has a wide and a deep one).
+The trainers keep each table's parameter and write the rows they prefetch into
+it, as Paddle's do; a forward-only program that reads one as a parameter (an
+evaluation program cloned before minimize) looks its rows up on the pservers
+instead (RemoteTableView), so it sees what every trainer trained. Synchronous training keeps every
 parameter as written, so it still equals the single-machine program, and geo
 mode trains local copies of every parameter.
 """
@@ -22,8 +21,6 @@ from __future__ import annotations
 
 import logging
 import weakref
-
-import numpy as np
 
 from ..fluid.framework import Program
 from ..fluid.transpiler.trainer_pass import TRAINER_KEEPS_ROWS, find_table_lookups, prefetch_table_lookups
@@ -57,32 +54,28 @@ def _candidates(program: Program) -> dict[str, list]:
     return out
 
 
-def promote_sparse_embedding(program: Program, mode: str) -> str | None:
-    """Make the largest sparse embedding of `program` the distributed lookup table (before
-    the optimizer is applied, so it appends the table's per-row update). Returns its name,
-    or None where the program already has one, has none, or `mode` keeps parameters dense."""
+def promote_sparse_embedding(program: Program, mode: str) -> list[str]:
+    """Make every sparse embedding of `program` that only lookups read a distributed lookup
+    table (before the optimizer is applied, so it appends each table's per-row update).
+    Returns their names in first-lookup order; [] where `mode` keeps parameters dense or the
+    program has none. Embeddings the user already made distributed stay as they are."""
     if mode not in PROMOTING_MODES:
-        return None
+        return []
     block = program.global_block()
-    if any(op.type == "lookup_table" and op.attr("is_distributed", False) for op in block.ops):
-        return None  # the user chose the table
     found = _candidates(program)
-    if not found:
-        return None
-    name = max(found, key=lambda n: (int(np.prod(block.var(n).shape)), n))
-    for op in found[name]:
-        op._set_attr("is_distributed", True)
-        op._set_attr("remote_prefetch", False)
-        op._set_attr(TRAINER_KEEPS_ROWS, True)
-    rest = sorted(set(found) - {name})
-    log.info("fleet: sparse embedding %r %s is a pserver table%s", name, list(block.var(name).shape),
-             f"; {rest} stay dense parameters (one table per job)" if rest else "")
-    return name
+    names = [n for n, ops in found.items() if not any(op.attr("is_distributed", False) for op in ops)]
+    for name in names:
+        for op in found[name]:
+            op._set_attr("is_distributed", True)
+            op._set_attr("remote_prefetch", False)
+            op._set_attr(TRAINER_KEEPS_ROWS, True)
+        log.info("fleet: sparse embedding %r %s is a pserver table", name, list(block.var(name).shape))
+    return names
 
 
 class RemoteTableView:
-    """The executor's view of programs on a trainer whose pservers hold `plan.table`: a
-    forward-only program that looks the table up as a parameter runs as a copy whose
+    """The executor's view of programs on a trainer whose pservers hold `plan.tables`: a
+    forward-only program that looks a table up as a parameter runs as a copy whose
     lookups prefetch the rows from the pservers (psjob.hooks.REMOTE_TABLE_VIEW)."""
 
     def __init__(self, plan):
@@ -90,10 +83,10 @@ class RemoteTableView:
         self._views: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # program -> (version, block)
 
     def __call__(self, program, block):
-        table = self.plan.table.name
         if block.idx != 0 or getattr(program, "_is_distributed", False):
             return block
-        if not find_table_lookups(block, table) or any(op.type.endswith("_grad") for op in block.ops):
+        looked_up = any(find_table_lookups(block, t.name) for t in self.plan.tables)
+        if not looked_up or any(op.type.endswith("_grad") for op in block.ops):
             return block  # a training program keeps its parameter (as a single process would)
         cached = self._views.get(program)
         if cached is not None and cached[0] == program._version:

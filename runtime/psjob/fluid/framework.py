@@ -492,7 +492,7 @@ class Program:
         self._is_chief = False
         self._endpoints: list[str] = []
         self._ps_endpoint = ""
-        self._distributed_lookup_table = None
+        self._distributed_lookup_tables: list[str] = []  # in first-lookup order
         self._parameters_on_pservers = None
         self._trainers_endpoints: list[str] = []
         # Paddle's trainer settings for train_from_dataset, which fleet 2.x's minimize fills
@@ -560,7 +560,7 @@ class Program:
         p = program_from_dict(self.to_dict())
         p.random_seed = self.random_seed
         for attr in ("_is_distributed", "_is_chief", "_endpoints", "_ps_endpoint",
-                     "_distributed_lookup_table", "_trainers_endpoints"):
+                     "_distributed_lookup_tables", "_trainers_endpoints"):
             setattr(p, attr, copy.copy(getattr(self, attr)))
         p._parameters_on_pservers = self._parameters_on_pservers
         if for_test:

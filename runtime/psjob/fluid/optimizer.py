@@ -123,13 +123,10 @@ def check_table_optimizer(value, owner="table_optimizer") -> str:
     return value
 
 
-def _find_distributed_lookup_table(program: Program):
-    """Name of the one table looked up with is_distributed=True, or None."""
-    tables = {op.input("W")[0] for op in program.global_block().ops
-              if op.attr("is_distributed", False) and op.input("W")}
-    if len(tables) > 1:
-        raise GraphError(f"only one distributed lookup table is supported, found {sorted(tables)}")
-    return tables.pop() if tables else None
+def _find_distributed_lookup_tables(program: Program) -> list[str]:
+    """Names of the tables looked up with is_distributed=True, in first-lookup order."""
+    return list(dict.fromkeys(op.input("W")[0] for op in program.global_block().ops
+                              if op.attr("is_distributed", False) and op.input("W")))
 
 
 class Optimizer:
@@ -279,18 +276,19 @@ class Optimizer:
         return rule
 
     def _process_distribute_lookuptable(self, params_grads, program: Program):
-        """Split off the distributed table and append its per-row update.
+        """Split off the distributed tables and append each one's per-row update.
 
         The op is the one the pservers' SparseTable will run (see the module
         docstring): the optimizer's rule (or sgd), lazy, with per-row beta
-        powers; no clipping or weight decay. The transpiler reads the table's
-        rule and hyperparameters back from this op."""
-        table = _find_distributed_lookup_table(program)
-        rest = [(p, g) for p, g in params_grads if p.name != table]
-        found = [(p, g) for p, g in params_grads if p.name == table and g is not None]
-        if not found:
-            return rest, None, None
-        param, grad = found[0]
+        powers; no clipping or weight decay. The transpiler reads each table's
+        rule and hyperparameters back from its op. Returns (the other pairs,
+        the tables' update ops)."""
+        tables = set(_find_distributed_lookup_tables(program))
+        rest = [(p, g) for p, g in params_grads if p.name not in tables]
+        found = [(p, g) for p, g in params_grads if p.name in tables and g is not None]
+        return rest, [self._append_table_update(param, grad, program) for param, grad in found]
+
+    def _append_table_update(self, param, grad, program: Program):
         rule = self._table_rule()
         skipped = [what for what, on in (
             ("its gradient_clip", getattr(param, "gradient_clip_attr", None) is not None),
@@ -320,8 +318,7 @@ class Optimizer:
             if rule == "adam":
                 attrs["lazy_mode"] = True  # a table row moves only when it is looked up
         with program._optimized_guard([param, grad]):
-            op = program.global_block().append_op(type=rule, inputs=inputs, outputs=outputs, attrs=attrs)
-        return rest, (param, grad), op
+            return program.global_block().append_op(type=rule, inputs=inputs, outputs=outputs, attrs=attrs)
 
     # -- public API -----------------------------------------------------------------------
     @staticmethod
@@ -354,7 +351,7 @@ class Optimizer:
                 if not isinstance(p, (str, Parameter)):
                     raise TypeError(f"parameter_list must hold Parameters or names, got {p!r}")
         self._check_params(loss.block.program.global_block().all_parameters())
-        if _find_distributed_lookup_table(loss.block.program) is not None:
+        if _find_distributed_lookup_tables(loss.block.program):
             self._table_rule()  # refuse before backward appends anything
         with program_guard(loss.block.program, startup_program):
             return append_backward(loss, parameter_list, no_grad_set, callbacks)
@@ -376,13 +373,11 @@ class Optimizer:
         # State variables go to the parameters' program (and the current
         # default startup program) even when called outside program_guard.
         with program_guard(program):
-            params_grads, _, table_op = self._process_distribute_lookuptable(params_grads, program)
+            params_grads, table_ops = self._process_distribute_lookuptable(params_grads, program)
             params_grads = append_gradient_clip_ops(params_grads)
             params_grads = append_regularization_ops(params_grads, self.regularization)
             ops = self._create_optimization_pass(params_grads, program)
-        if table_op is not None:
-            ops.insert(0, table_op)
-        return ops
+        return table_ops + ops
 
     def apply_optimize(self, loss, startup_program, params_grads):
         with program_guard(loss.block.program, startup_program):

@@ -6,8 +6,8 @@
     loss = mean(sigmoid_cross_entropy_with_logits(logit, label)); auc over sigmoid(logit)
 
 `wide=True` makes it a wide & deep model: a linear part — one weight per feature id
-(parameter "WideFactors", summed per slot; an ordinary parameter even with
-`is_distributed`: a program has one distributed table) and per dense feature — adds
+(parameter "WideFactors", summed per slot; this model keeps it an ordinary
+parameter even with `is_distributed`, as its Fluid original did) and per dense feature — adds
 its logit to the MLP's, as Paddle's wide&deep CTR example does.
 
 With `is_distributed` the table lives on the pservers, keyed by arbitrary
@@ -100,7 +100,7 @@ def build_network(config: CTRConfig) -> CTRModel:
 def _wide_logit(config: CTRConfig, slots, dense) -> fluid.Variable:
     """The wide part: sum of one weight per feature id of every slot, plus a linear map of
     the dense features. The weights are an ordinary parameter (split over the pservers
-    like any other), never a distributed table: a program has at most one, as in Fluid."""
+    like any other), never a distributed table, as in the Fluid original."""
     weights = [fluid.layers.sequence_pool(input=fluid.layers.embedding(
         input=ids, size=[config.sparse_feature_dim, 1], is_sparse=config.is_sparse,
         param_attr=fluid.ParamAttr(name=WIDE_TABLE_NAME, initializer=fluid.initializer.Constant(0.0))),

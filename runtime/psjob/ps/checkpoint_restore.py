@@ -13,7 +13,7 @@ program (the main or the startup program — both declare the same ones):
                                       `<p>_moment1_0.block1`; origin-shaped
                                       ones such as `<p>_beta1_pow_acc_0.block1`
                                       are the whole origin)
-    the distributed table             the saved rows whose ids `shard_of` gives
+    a distributed table (each of them) the saved rows whose ids `shard_of` gives
                                       this pserver, imported into its SparseTable
                                       (tables.read_rows / import_into); a dense
                                       table saved whole loads as ids 0..H-1
@@ -90,7 +90,9 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
     manifest = read_manifest(dirname)
     saved, saved_tables = manifest["vars"], manifest.get("tables", {})
     placement = _table_placement(program, endpoint)
-    table = placement[0] if placement else None
+    shard = placement[1:] if placement else (0, 1)
+    table_names = set(placement[0]) if placement else set()
+    chain = chains.resolve(dirname, manifest) if table_names and chains.is_delta_doc(manifest) else None
     cache: dict = {}
     npz: dict = {}
 
@@ -100,7 +102,7 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
         return cache[name]
 
     loaded, missing, params = {}, [], set()
-    table_rows = None
+    table_rows: dict = {}
     for var in program.global_block().vars.values():
         if not is_state_var(var):
             continue
@@ -108,18 +110,18 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
         dv = overview.get_distributed_var_by_slice(var.name) if overview is not None else None
         if dv is not None and dv.vtype == "Param":
             params.add(var.name)
-        if var.name == table:
+        if var.name in table_names:
             params.add(var.name)
+            table = var.name
             if table in saved_tables:
                 live = scope.vars.get(table)
                 rule = live.config.optimizer.name if isinstance(live, SparseTable) else None
-                if chains.is_delta_doc(manifest):  # the base, then every delta in order
-                    table_rows = chains.read_chain_rows(chains.resolve(dirname, manifest), table, placement[1],
-                                                        placement[2], rule)
+                if chain is not None:  # the base, then every delta in order
+                    table_rows[table] = chains.read_chain_rows(chain, table, shard[0], shard[1], rule)
                 else:
-                    table_rows = read_rows(dirname, table, saved_tables[table], placement[1], placement[2], rule)
+                    table_rows[table] = read_rows(dirname, table, saved_tables[table], shard[0], shard[1], rule)
             elif table in saved:  # a dense table saved whole (single machine): ids 0..H-1
-                table_rows = [dense_rows(read(table), placement[1], placement[2])]
+                table_rows[table] = [dense_rows(read(table), shard[0], shard[1])]
             else:
                 missing.append(var.name)
             continue
@@ -148,16 +150,17 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
     for name, entry in sorted(saved.items()):
         if name not in cache:
             read_var(dirname, name, entry, npz)
-    if table_rows is not None:
+    for table in table_rows:
         live = scope.vars.get(table)
         if not isinstance(live, SparseTable):
             raise CheckpointError(f"table {table!r} holds {type(live).__name__} in the scope, not a SparseTable: "
                                   "run the pserver startup program before loading")
-        import_into(live, table, table_rows)
+    for table, rows in table_rows.items():
+        import_into(scope.vars[table], table, rows)
         loaded[table] = None
     xp = executor.xp
     for name, arr in loaded.items():
-        if name == table:
+        if name in table_rows:
             continue
         scope.vars[name] = arr if xp is np else xp.asarray(arr)
     if missing:
@@ -167,13 +170,14 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
 
 
 def _table_placement(program, endpoint):
-    table = getattr(program, "_distributed_lookup_table", None)
-    if not table:
+    """(tables, shard index, shard count), or None when the job has no distributed table."""
+    tables = list(getattr(program, "_distributed_lookup_tables", None) or [])
+    if not tables:
         return None
     eps = list(getattr(program, "_endpoints", None) or [])
     if endpoint not in eps:
         raise ValueError(f"endpoint {endpoint!r} is not one of the job's pservers {eps}")
-    return table, eps.index(endpoint), len(eps)
+    return tables, eps.index(endpoint), len(eps)
 
 
 def report_fallback(path, exc) -> None:
@@ -214,18 +218,21 @@ def restore_newest(executor, root, program, scope=None, endpoint=None, digest: b
 
 
 def _table_summary(program, scope, digest: bool) -> str:
-    """"; table T: R rows" (with `digest`, ", digest D": checkpoint.tables.rows_digest, so a
-    resize can be checked row for row against the checkpoint) for the distributed table this
-    pserver now holds, or "". The digest exports and sorts the whole table: a second copy of
-    it in memory, which a large table's pserver may not have to spare."""
-    table = getattr(program, "_distributed_lookup_table", None)
-    live = scope.vars.get(table) if table else None
-    if not isinstance(live, SparseTable):
-        return ""
-    if not digest:
-        return f"; table {table}: {len(live)} rows"
-    rows = live.export()
-    return f"; table {table}: {len(rows)} rows, digest {rows_digest(rows)}"
+    """"; table T: R rows" per distributed table this pserver now holds a shard of (with
+    `digest`, ", digest D": checkpoint.tables.rows_digest, so a resize can be checked row for
+    row against the checkpoint), or "". The digest exports and sorts the whole table: a second
+    copy of it in memory, which a large table's pserver may not have to spare."""
+    out = ""
+    for table in getattr(program, "_distributed_lookup_tables", None) or []:
+        live = scope.vars.get(table)
+        if not isinstance(live, SparseTable):
+            continue
+        if not digest:
+            out += f"; table {table}: {len(live)} rows"
+            continue
+        rows = live.export()
+        out += f"; table {table}: {len(rows)} rows, digest {rows_digest(rows)}"
+    return out
 
 
 def load_persistables(executor, dirname, program, scope=None):

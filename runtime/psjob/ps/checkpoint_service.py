@@ -32,11 +32,14 @@ by id with their optimizer state) is taken under the lock unless frozen, and
 written by `tables.save_shard`. A plain tag (Fluid's checkpoint_notify op) runs the
 program's checkpoint block as before (`sparse_table_save`, under the lock).
 
-Deltas (checkpoint/chain.py): a save naming a chain link hands the table's
+A job may have several distributed tables; a pserver writes one shard of each
+(`{table: shard entry}`, the manifest's `tables`).
+
+Deltas (checkpoint/chain.py): a save naming a chain link hands each table's
 tracked changes (`SparseTable.take_changes`: rows changed, ids evicted) to
 that link and keeps them as pending until the link is committed; a delta
-writes the pending changes of every uncommitted save since its parent (a
-failed or abandoned save loses nothing). `state.delta_base` — the link the
+writes, per table, the pending changes of every uncommitted save since its
+parent (a failed or abandoned save loses nothing). `state.delta_base` — the link the
 pending changes are relative to — is set by a commit of the link this pserver
 saved, and by a restore; the freeze answers it, so trainer 0 writes a delta
 only when every pserver can.
@@ -61,25 +64,25 @@ log = logging.getLogger("psjob.checkpoint")
 
 
 def table_placement(program):
-    """(table, shard index, shard count) of the distributed table this pserver holds, or None."""
-    table = getattr(program, "_distributed_lookup_table", None)
-    if not table:
+    """(tables, shard index, shard count) of the distributed tables this pserver holds a
+    shard of, or None when the job has none."""
+    tables = list(getattr(program, "_distributed_lookup_tables", None) or [])
+    if not tables:
         return None
     eps = list(getattr(program, "_endpoints", None) or [])
     ep = getattr(program, "_ps_endpoint", "")
     if ep not in eps:
         raise RuntimeError(f"pserver program for {ep!r} does not list itself among the endpoints {eps}")
-    return table, eps.index(ep), len(eps)
+    return tables, eps.index(ep), len(eps)
 
 
 def pserver_only_persistables(program) -> list[str]:
     """State the trainers' overview does not describe (LR decay counters, learning rates)."""
     overview = getattr(program, "_parameters_on_pservers", None)
-    placement = table_placement(program)
-    table = placement[0] if placement else None
+    tables = set(getattr(program, "_distributed_lookup_tables", None) or [])
     out = []
     for var in program.global_block().vars.values():
-        if not is_state_var(var) or var.name == table:
+        if not is_state_var(var) or var.name in tables:
             continue
         if overview is not None and overview.get_distributed_var_by_slice(var.name) is not None:
             continue
@@ -193,15 +196,15 @@ def _lease(params) -> float:
 
 
 def legacy_save(state, dirname: str) -> list[str]:
-    """Fluid's checkpoint_notify: run the program's checkpoint block (`sparse_table_save`,
-    one .npz of ids and values per shard); the file names written."""
+    """Fluid's checkpoint_notify: run the program's checkpoint block (a `sparse_table_save` per
+    table, one .npz of ids and values per shard); the file names written."""
     if state.checkpoint_block < 0:
         return []
-    op = state.program.block(state.checkpoint_block).ops[0]
+    ops = state.program.block(state.checkpoint_block).ops
     with state.exclusive():
         state.scope.vars[TABLE_PATH_VAR] = str(dirname)
         state.exe.run_block(state.program, state.checkpoint_block, state.scope)
-        return list(state.scope.vars[op.output("Out")[0]])
+        return [f for op in ops for f in state.scope.vars[op.output("Out")[0]]]
 
 
 def _committed(state, link: str) -> None:
@@ -210,33 +213,39 @@ def _committed(state, link: str) -> None:
     if not link or link != getattr(state, "last_saved_link", None):
         return
     pending = state.pending_changes
-    done = [i for i, (lid, _ids, _gone) in enumerate(pending) if lid == link]
+    done = [i for i, (lid, _changes) in enumerate(pending) if lid == link]
     if done:
         del pending[:done[-1] + 1]
     placement = table_placement(state.program)
-    sparse = state.scope.vars.get(placement[0]) if placement else None
-    tracking = placement is None or (isinstance(sparse, SparseTable) and sparse.tracking_changes)
+    live = [state.scope.vars.get(t) for t in (placement[0] if placement else [])]
+    tracking = all(isinstance(sparse, SparseTable) and sparse.tracking_changes for sparse in live)
     state.delta_base = link if tracking else None  # a delta needs the changes since this link
 
 
-def _take_changes(state, sparse, link: str, params: dict):
-    """Hand the table's changes to the save of `link`; (changed ids, evicted ids) since the
-    pserver's delta base, or None when it does not track changes. Called under the lock or
-    while frozen, with the table's export."""
-    if not sparse.tracking_changes:
+def _take_changes(state, live: dict, link: str, params: dict):
+    """Hand every table's changes to the save of `link`; {table: (changed ids, evicted ids)}
+    since the pserver's delta base, or None when the tables do not track changes. Called under
+    the lock or while frozen, with the tables' export. `state.pending_changes` holds
+    (link, {table: (changed, evicted)}) per uncommitted save."""
+    if not all(sparse.tracking_changes for sparse in live.values()):
         if params.get("track") == "1":
-            sparse.track_changes()  # from this save on: it is a base, the next may be a delta
+            for sparse in live.values():  # from this save on: it is a base, the next may be a delta
+                if not sparse.tracking_changes:
+                    sparse.track_changes()
         return None
-    changed, gone = sparse.take_changes()
-    state.pending_changes.append((link, changed, gone))
+    state.pending_changes.append((link, {name: sparse.take_changes() for name, sparse in live.items()}))
     if len(state.pending_changes) == 1:  # the common case: the last save was committed
-        return changed, gone
-    return (sorted_unique(np.concatenate([c for _l, c, _g in state.pending_changes])),
-            sorted_unique(np.concatenate([g for _l, _c, g in state.pending_changes])))
+        return state.pending_changes[0][1]
+    merged = {}
+    for name in live:
+        saves = [changes[name] for _l, changes in state.pending_changes if name in changes]
+        merged[name] = (sorted_unique(np.concatenate([c for c, _g in saves])),
+                        sorted_unique(np.concatenate([g for _c, g in saves])))
+    return merged
 
 
 def save_table(state, dirname: str, step: int, params: dict | None = None) -> dict:
-    """Write this pserver's shard of the distributed table; {table: shard entry}. `params`
+    """Write this pserver's shard of each distributed table; {table: shard entry}. `params`
     (the SAVE command's): link, kind (base|delta), parent, track (module docstring)."""
     params = params or {}
     placement = table_placement(state.program)
@@ -244,39 +253,50 @@ def save_table(state, dirname: str, step: int, params: dict | None = None) -> di
         if params.get("link"):
             state.last_saved_link = params["link"]
         return {}
-    table, index, num = placement
+    names, index, num = placement
     link, delta = params.get("link", ""), params.get("kind") == "delta"
     if delta and (not link or params.get("parent", "") != state.delta_base or state.delta_base is None):
         raise ValueError(f"pserver {state.endpoint} cannot write a delta on checkpoint {params.get('parent')!r}: "
-                         f"its table's changes are tracked since {state.delta_base or 'no checkpoint'} "
+                         f"its tables' changes are tracked since {state.delta_base or 'no checkpoint'} "
                          "(write a base)")
     t0 = time.monotonic()
     outcome = "error"
     changes = None
+    out = {}
     try:
         with state.exclusive():
             frozen = state.frozen
-            sparse = _sparse_table(state.scope, table)
+            live = {name: _sparse_table(state.scope, name) for name in names}
             if link:
-                changes = _take_changes(state, sparse, link, params)
+                changes = _take_changes(state, live, link, params)
                 state.last_saved_link = link
             if delta and changes is None:
-                raise ValueError(f"pserver {state.endpoint} does not track its table's changes: write a base")
-            wanted = changes[0] if delta and changes is not None else None
+                raise ValueError(f"pserver {state.endpoint} does not track its tables' changes: write a base")
             if not frozen:
-                rows = sparse.export(ids=wanted) if delta else sparse.export()
+                rows = {name: _export(sparse, changes, name, delta) for name, sparse in live.items()}
         if frozen:  # consistent: a frozen pserver applies no update
-            rows = sparse.export(ids=wanted) if delta else sparse.export()
-        entry = tables.save_shard(dirname, table, rows, index, num, optimizer=sparse.config.optimizer.name,
-                                  tombstones=changes[1] if delta and changes is not None else None)
+            rows = {name: _export(sparse, changes, name, delta) for name, sparse in live.items()}
+        for name, sparse in live.items():
+            gone = changes[name][1] if delta and changes is not None else None
+            out[name] = tables.save_shard(dirname, name, rows[name], index, num,
+                                          optimizer=sparse.config.optimizer.name, tombstones=gone)
+            log.info("pserver %s saved %d rows%s of table %r for step %s", state.endpoint, out[name]["rows"],
+                     f" and {out[name]['tombstones']} tombstones (delta)" if delta else "", name, step)
         outcome = "ok"
     finally:
         telemetry = getattr(state, "telemetry", None)
         if telemetry is not None:
             telemetry.m.checkpoint_duration.labels(outcome).observe(time.monotonic() - t0)
-    log.info("pserver %s saved %d rows%s of table %r for step %s in %.2fs", state.endpoint, entry["rows"],
-             f" and {entry['tombstones']} tombstones (delta)" if delta else "", table, step, time.monotonic() - t0)
-    return {table: entry}
+    log.info("pserver %s saved its shard of %d table(s) for step %s in %.2fs", state.endpoint, len(out), step,
+             time.monotonic() - t0)
+    return out
+
+
+def _export(sparse, changes, name: str, delta: bool):
+    """The rows a save writes: all of them, or for a delta those changed since its parent."""
+    if not delta:
+        return sparse.export()
+    return sparse.export(ids=changes[name][0] if changes is not None else None)
 
 
 def _sparse_table(scope, name):
@@ -305,10 +325,11 @@ def _track_from_restore(state, info) -> None:
     if not getattr(state, "incremental_checkpoints", False) or not link.get("id"):
         return
     if placement is not None:
-        sparse = state.scope.vars.get(placement[0])
-        if not isinstance(sparse, SparseTable):
+        live = [state.scope.vars.get(name) for name in placement[0]]
+        if not all(isinstance(sparse, SparseTable) for sparse in live):
             return
-        sparse.track_changes()
+        for sparse in live:
+            sparse.track_changes()
     state.pending_changes = []
     state.delta_base = link["id"]
     state.last_saved_link = link["id"]

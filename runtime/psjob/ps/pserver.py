@@ -164,9 +164,12 @@ class PserverProcess:
         # `fleet.save_persistables(exe, "/mnt/out")` must work without configuration.
         if options.save_roots:
             self.state.save_roots = tuple(r for r in (options.checkpoint_dir, os.getcwd(), *options.save_roots) if r)
-        table = op.attr("distributed_lookup_table", "")
-        if metrics is not None and table:
-            metrics.watch_tables(table_stats_source(scope, {table: int(op.attr("pserver_index", 0))}))
+        # "distributed_lookup_table" (one name): programs transpiled before several tables
+        tables = list(op.attr("distributed_lookup_tables", None) or []) or \
+            [t for t in [op.attr("distributed_lookup_table", "")] if t]
+        if metrics is not None and tables:
+            index = int(op.attr("pserver_index", 0))
+            metrics.watch_tables(table_stats_source(scope, {t: index for t in tables}))
         # The scope was initialized by the startup program the script ran.
         self.state.run_startup(Program())
         if options.checkpoint_dir:

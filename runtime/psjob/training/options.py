@@ -101,7 +101,7 @@ def _check(o: TrainOptions) -> None:
         raise UsageError(f"--log_every must be > 0 seconds, got {o.log_every_s}")
     if o.id_mode == "hash" and o.model == "wide_deep":
         raise UsageError("--model wide_deep keeps its wide weights in an ordinary [ids, 1] parameter "
-                         "(one distributed table per program), which 64-bit hashed ids do not fit: "
+                         "(not a distributed table), which 64-bit hashed ids do not fit: "
                          "use --id_mode dense or --model ctr")
     if o.id_mode == "hash" and not o.distributed_table:
         raise UsageError("--id_mode hash gives 64-bit feature ids that only a table on the "

@@ -166,21 +166,23 @@ def _refetch_table_rows(scope):
     from ...fluid.transpiler.trainer_pass import prefetched_rows_name
     from ...tables import shard_of
     t = _fleet.transpiler
-    table = t.plan.table if t is not None else None
     service = _fleet.rpc_service
-    if table is None or not table.trainer_keeps_rows or service is None:
+    if t is None or service is None:
         return
-    written, values = scope.vars.get(prefetched_rows_name(table.name)), scope.vars.get(table.name)
-    if written is None or values is None:
-        return
-    ids = np.flatnonzero(written).astype(np.int64)
     endpoints = t.plan.endpoints
-    shards = shard_of(ids, len(endpoints))
-    for k, ep in enumerate(endpoints):
-        mine = ids[shards == k]
-        for start in range(0, mine.size, REFETCH_CHUNK):
-            chunk = mine[start:start + REFETCH_CHUNK]
-            values[chunk] = service.prefetch(ep, table.name, chunk).wait()
+    for table in t.plan.tables:
+        if not table.trainer_keeps_rows:
+            continue
+        written, values = scope.vars.get(prefetched_rows_name(table.name)), scope.vars.get(table.name)
+        if written is None or values is None:
+            continue
+        ids = np.flatnonzero(written).astype(np.int64)
+        shards = shard_of(ids, len(endpoints))
+        for k, ep in enumerate(endpoints):
+            mine = ids[shards == k]
+            for start in range(0, mine.size, REFETCH_CHUNK):
+                chunk = mine[start:start + REFETCH_CHUNK]
+                values[chunk] = service.prefetch(ep, table.name, chunk).wait()
 
 
 def _collective_save(api, dirname, write):

@@ -9,7 +9,7 @@ I/O and checkpoint code read transpiled programs with them.
 from .config import DistributeTranspilerConfig, TranspilerConfigError
 from .distribute_transpiler import DistributeTranspiler
 from .optimize_pass import SUPPORTED_OPTIMIZERS, UnsupportedOptimizerError
-from .overview import find_distributed_lookup_table
+from .overview import find_distributed_lookup_tables
 from .ps_dispatcher import HashName, PSDispatcher, RoundRobin, stable_hash
 from .serialization import (
     deserialize_dist_program,

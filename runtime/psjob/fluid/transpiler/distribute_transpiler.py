@@ -31,7 +31,7 @@ from .collective import add_gen_nccl_id
 from .config import NCCL2_MODE, DistributeTranspilerConfig, TranspilerConfigError
 from .details import parse_endpoints
 from .optimize_pass import CORE_SLOTS, read_optimize_pass
-from .overview import build_overview, find_distributed_lookup_table, mark_distributed
+from .overview import build_overview, find_distributed_lookup_tables, mark_distributed
 from .plan import JobShape, TablePlan, TranspilePlan, build_plan
 from .pserver_pass import build_pserver_program
 from .startup_pass import build_pserver_startup
@@ -96,13 +96,13 @@ class DistributeTranspiler:
         self._origin = program.clone()
         self._origin_startup = startup_program.clone()
         opt = read_optimize_pass(self._origin)
-        table = _table_plan(self._origin, self._origin_startup, opt, self.config.table_optimizer)
+        tables = [_table_plan(self._origin, self._origin_startup, opt, name, self.config.table_optimizer)
+                  for name in find_distributed_lookup_tables(self._origin)]
         plan = build_plan(self._origin, opt, JobShape(tuple(endpoints), trainer_num, trainer_id, sync),
-                          self.config, table)
-        sparse = [pp.param for pp in plan.params.values() if pp.sparse_grad]
-        if self.config.enable_dc_asgd and (sparse or table is not None):
-            raise TranspilerConfigError(f"enable_dc_asgd supports dense gradients only; sparse: "
-                                        f"{sparse or [table.name]}")
+                          self.config, tables)
+        sparse = [pp.param for pp in plan.params.values() if pp.sparse_grad] + [t.name for t in tables]
+        if self.config.enable_dc_asgd and sparse:
+            raise TranspilerConfigError(f"enable_dc_asgd supports dense gradients only; sparse: {sparse}")
         check_rewritable(program, startup_program, plan)
         self._live_opt = read_optimize_pass(program)
         rewrite_trainer_program(program, plan)
@@ -206,10 +206,7 @@ def _check_trainers(trainers) -> int:
     return trainers
 
 
-def _table_plan(program: Program, startup: Program, opt, table_optimizer: str) -> TablePlan | None:
-    name = find_distributed_lookup_table(program)
-    if name is None:
-        return None
+def _table_plan(program: Program, startup: Program, opt, name: str, table_optimizer: str) -> TablePlan:
     block = program.global_block()
     grad = dict(opt.params_grads).get(name)
     if grad is None or name not in opt.optimizer_of:

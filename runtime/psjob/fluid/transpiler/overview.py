@@ -6,18 +6,20 @@ from .plan import TranspilePlan
 from .vars_distributed import VarsDistributed, VarStruct
 
 
-def find_distributed_lookup_table(program: Program):
-    """Name of the table read by lookup_table(is_distributed=True), or None (at most one)."""
-    tables = set()
+def find_distributed_lookup_tables(program: Program) -> list[str]:
+    """Names of the tables read by lookup_table(is_distributed=True), in first-lookup order.
+
+    Each is its own pserver table (Paddle 2.x's parameter-server mode makes every sparse
+    embedding one; Fluid 1.x allowed a single table)."""
     block = program.global_block()
-    for op in block.ops:
-        if op.type == "lookup_table" and op.attr("is_distributed"):
-            tables.add(op.input("W")[0])
-    if not tables:
-        return None
-    if len(tables) > 1:
-        raise GraphError(f"only one distributed lookup table is supported, found {sorted(tables)}")
-    name = tables.pop()
+    names = list(dict.fromkeys(op.input("W")[0] for op in block.ops
+                               if op.type == "lookup_table" and op.attr("is_distributed")))
+    for name in names:
+        _check_table_readers(block, name)
+    return names
+
+
+def _check_table_readers(block, name: str) -> None:
     for op in block.ops:
         if op.type == "lookup_table" and op.input("W") == [name] and not op.attr("is_distributed"):
             raise GraphError(f"every lookup_table reading the distributed table {name!r} must set "
@@ -26,7 +28,6 @@ def find_distributed_lookup_table(program: Program):
                 and int(op.attr("op_role", 0)) & 0x2 == 0:
             raise GraphError(f"op {op.type!r} reads the distributed table {name!r}; only lookup_table "
                              "may (the table lives on the pservers)")
-    return name
 
 
 def build_overview(plan: TranspilePlan, program: Program) -> VarsDistributed:
@@ -61,5 +62,5 @@ def mark_distributed(program: Program, plan: TranspilePlan, overview: VarsDistri
     program._endpoints = list(plan.endpoints)
     program._ps_endpoint = ps_endpoint
     program._is_chief = is_chief
-    program._distributed_lookup_table = plan.table.name if plan.table is not None else None
+    program._distributed_lookup_tables = [t.name for t in plan.tables]
     program._parameters_on_pservers = overview

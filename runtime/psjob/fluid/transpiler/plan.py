@@ -80,7 +80,7 @@ class JobShape:
 
 @dataclass
 class TablePlan:
-    """The distributed lookup table (embedding(is_distributed=True)), sharded by id."""
+    """One distributed lookup table (embedding(is_distributed=True)), sharded by id."""
 
     name: str
     grad: str
@@ -107,11 +107,14 @@ class TranspilePlan:
     trainer_id: int
     sync_mode: bool
     params: OrderedDict                     # param name -> ParamPlan (dispatch order)
-    table: TablePlan | None
+    tables: list                            # TablePlans, in first-lookup order (each its own pserver table)
     opt: OptimizePass                       # of the original-program snapshot
     dc_asgd: bool = False
-    opt_program: object = None
-    elastic: bool = False                   # trainer_num is a capacity; members join at run time              # the snapshot program the OptimizePass ops belong to
+    opt_program: object = None              # the snapshot program the OptimizePass ops belong to
+    elastic: bool = False                   # trainer_num is a capacity; members join at run time
+
+    def table_named(self, name: str) -> TablePlan | None:
+        return next((t for t in self.tables if t.name == name), None)
 
     def sent_grad_name(self, merged_name: str, trainer_id: int | None = None) -> str:
         """Name under which a trainer sends a gradient block."""
@@ -142,16 +145,17 @@ class TranspilePlan:
         return out
 
 
-def build_plan(program, opt: OptimizePass, job: JobShape, config, table: TablePlan | None) -> TranspilePlan:
+def build_plan(program, opt: OptimizePass, job: JobShape, config, tables: list) -> TranspilePlan:
     endpoints = list(job.endpoints)
     block = program.global_block()
     params, grads = [], []
+    table_names = {t.name for t in tables}
     for pname, gname in opt.params_grads:
         p = block.var(pname)
         if getattr(p, "trainable", True) is False:
             continue  # not trainable: stays with the trainer, as in Fluid's transpiler
-        if table is not None and pname == table.name:
-            continue  # the distributed table is sharded by id, not sliced
+        if pname in table_names:
+            continue  # a distributed table is sharded by id, not sliced
         if not block.has_var(gname):
             raise GraphError(f"gradient {gname!r} of {pname!r} is not in the program")
         params.append(p)
@@ -189,6 +193,6 @@ def build_plan(program, opt: OptimizePass, job: JobShape, config, table: TablePl
             offset += r
         plans[p.name] = pp
 
-    return TranspilePlan(endpoints, job.trainer_num, job.trainer_id, job.sync_mode, plans, table, opt,
+    return TranspilePlan(endpoints, job.trainer_num, job.trainer_id, job.sync_mode, plans, list(tables), opt,
                          dc_asgd=bool(config.enable_dc_asgd), opt_program=program,
                          elastic=bool(config.elastic))

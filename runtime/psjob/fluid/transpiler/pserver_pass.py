@@ -14,17 +14,18 @@ Layout of the program for endpoint E:
               renamed onto the block (`w` → `w.block1`, `w@GRAD` →
               `w@GRAD.block1`, `w_moment1_0` → `w_moment1_0.block1`), with
               parameter-shaped accumulators cut to the block's shape.
-    table blocks (distributed lookup table, a `psjob.tables.SparseTable` in the
-              scope, created by the startup program's `create_sparse_table`):
+    table blocks (per distributed lookup table, a `psjob.tables.SparseTable` in
+              the scope, created by the startup program's `create_sparse_table`):
               optimize ([sum, scale] in sync mode, `sparse_table_push` of the
-              rows keyed by feature id), prefetch (`lookup_sparse_table`),
-              checkpoint (`sparse_table_save`, rows keyed by id).
+              rows keyed by feature id), prefetch (`lookup_sparse_table`);
+              then one checkpoint block (a `sparse_table_save` per table, rows
+              keyed by id).
 
 `listen_and_serv` carries what a server needs to dispatch requests:
 `optimize_blocks`, `grad_to_block_id` ("<grad>:<block idx>"), `Fanin`
 (trainers), `sync_mode`, `endpoint`, `pserver_index`, `lr_decay_block_id`,
-`prefetch_var_name_to_block_id` ("<table>:<block idx>"),
-`checkpoint_block_id`, `dc_asgd`, `elastic` (Fanin is then the trainer
+`prefetch_var_name_to_block_id` ("<table>:<block idx>", one per table),
+`checkpoint_block_id`, `distributed_lookup_tables` (the table names), `dc_asgd`, `elastic` (Fanin is then the trainer
 capacity and the members join at run time: the `scale` ops that average the
 trainers' slots carry `trainer_mean`, which the pserver resets to
 1/members before each round).
@@ -39,7 +40,7 @@ import logging
 
 from ..framework import OP_ROLE_VAR_ATTR_NAME, GraphError, Operator, Program, VarType
 from .details import clone_block_attr, clone_var_decl
-from .plan import TranspilePlan
+from .plan import TablePlan, TranspilePlan
 from .slicing import block_name, trainer_name
 from .trainer_pass import table_grad_names
 
@@ -85,17 +86,19 @@ def build_pserver_program(plan: TranspilePlan, endpoint: str, origin: Program) -
         grad_to_block_id.append(f"{held.grad_block.name}:{blk.idx}")
         optimize_blocks.append(blk)
 
-    attrs = {}
-    if plan.table is not None:
+    attrs: dict = {}
+    if plan.tables:
         k = plan.endpoints.index(endpoint)
-        table_blk, table_recv, table_key = _build_table_optimize_block(prog, plan, origin, k)
-        recv_inputs.extend(table_recv)
-        optimize_blocks.append(table_blk)
-        grad_to_block_id.append(f"{table_key}:{table_blk.idx}")
-        prefetch_blk = _build_prefetch_block(prog, plan)
-        attrs["prefetch_var_name_to_block_id"] = [f"{plan.table.name}:{prefetch_blk.idx}"]
+        prefetch = []
+        for table in plan.tables:
+            table_blk, table_recv, table_key = _build_table_optimize_block(prog, plan, table, origin, k)
+            recv_inputs.extend(table_recv)
+            optimize_blocks.append(table_blk)
+            grad_to_block_id.append(f"{table_key}:{table_blk.idx}")
+            prefetch.append(f"{table.name}:{_build_prefetch_block(prog, table).idx}")
+        attrs["prefetch_var_name_to_block_id"] = prefetch
         attrs["checkpoint_block_id"] = _build_checkpoint_block(prog, plan, k).idx
-        attrs["distributed_lookup_table"] = plan.table.name
+        attrs["distributed_lookup_tables"] = [t.name for t in plan.tables]
 
     if not optimize_blocks:
         log.warning("pserver %s holds no parameter block: it gets an empty optimize block", endpoint)
@@ -223,16 +226,16 @@ def _append_dc_asgd(blk, b, grad: str, baks) -> str:
 
 # -- the distributed lookup table ---------------------------------------------------------
 
-def _build_table_optimize_block(prog, plan: TranspilePlan, origin, k: int):
+def _build_table_optimize_block(prog, plan: TranspilePlan, table: TablePlan, origin, k: int):
     """Merge the trainers' rows for this shard (sync), push them into the SparseTable."""
-    table, gb, ogb = plan.table, prog.global_block(), origin.global_block()
+    gb, ogb = prog.global_block(), origin.global_block()
     # The table is a SparseTable object keyed by id: no height, rows appear on first use.
     gb.create_var(name=table.name, shape=(-1, table.width), dtype=table.dtype, persistable=True)
     clone_var_decl(gb, ogb.var(table.lr_var))
     blk = prog._create_block(0)
     grad_shape = (-1, table.width)
     if plan.sync_mode:
-        slots = [table_grad_names(plan, t)[k] for t in range(plan.trainer_num)]
+        slots = [table_grad_names(plan, table, t)[k] for t in range(plan.trainer_num)]
         for s in slots:
             gb.create_var(name=s, shape=grad_shape, dtype=table.dtype, type=VarType.SELECTED_ROWS)
         merged = table.grad
@@ -246,7 +249,7 @@ def _build_table_optimize_block(prog, plan: TranspilePlan, origin, k: int):
                       attrs={"scale": 1.0 / plan.trainer_num, TRAINER_MEAN_ATTR: True})
         recv = slots
     else:
-        merged = table_grad_names(plan)[k]
+        merged = table_grad_names(plan, table)[k]
         gb.create_var(name=merged, shape=grad_shape, dtype=table.dtype, type=VarType.SELECTED_ROWS,
                       persistable=True)
         recv = [merged]
@@ -262,8 +265,8 @@ def _build_table_optimize_block(prog, plan: TranspilePlan, origin, k: int):
     return blk, recv, merged
 
 
-def _build_prefetch_block(prog, plan: TranspilePlan):
-    table, gb = plan.table, prog.global_block()
+def _build_prefetch_block(prog, table: TablePlan):
+    gb = prog.global_block()
     ids = gb.create_var(name=f"{table.name}.prefetch_ids", shape=(-1, 1), dtype="int64")
     rows = gb.create_var(name=f"{table.name}.prefetch_rows", shape=(-1, table.width), dtype=table.dtype)
     blk = prog._create_block(0)
@@ -274,11 +277,12 @@ def _build_prefetch_block(prog, plan: TranspilePlan):
 
 
 def _build_checkpoint_block(prog, plan: TranspilePlan, k: int):
-    table, gb = plan.table, prog.global_block()
+    gb = prog.global_block()
     gb.create_var(name=TABLE_PATH_VAR, type=VarType.RAW, persistable=True)
-    files = gb.create_var(name=f"{table.name}.saved_files", type=VarType.RAW)
     blk = prog._create_block(0)
-    blk.append_op("sparse_table_save", inputs={"X": [table.name], "Path": [TABLE_PATH_VAR]},
-                  outputs={"Out": [files.name]},
-                  attrs={"table_name": table.name, "shard_index": k, "shard_num": len(plan.endpoints)})
+    for table in plan.tables:
+        files = gb.create_var(name=f"{table.name}.saved_files", type=VarType.RAW)
+        blk.append_op("sparse_table_save", inputs={"X": [table.name], "Path": [TABLE_PATH_VAR]},
+                      outputs={"Out": [files.name]},
+                      attrs={"table_name": table.name, "shard_index": k, "shard_num": len(plan.endpoints)})
     return blk

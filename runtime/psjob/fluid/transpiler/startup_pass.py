@@ -15,7 +15,7 @@ Constant fills (biases, accumulators) are simply emitted with the block's
 shape. With a seeded startup program every pserver and every trainer
 therefore computes identical values.
 
-The distributed table is not drawn at all: `create_sparse_table` makes an
+A distributed table is not drawn at all: `create_sparse_table` makes an
 empty `psjob.tables.SparseTable` whose rows appear on first use, drawn by a
 per-id initializer derived from the table's init op (`table_initializer`).
 Every pserver gets the same TableConfig (name, seed, initializer, per-row
@@ -28,7 +28,7 @@ import json
 from ..framework import EMPTY_VAR_NAME, GraphError, Program
 from .details import clone_var_decl
 from .optimize_pass import is_param_shaped
-from .plan import TranspilePlan
+from .plan import TablePlan, TranspilePlan
 
 
 def build_pserver_startup(plan: TranspilePlan, endpoint: str, pserver_program: Program,
@@ -40,7 +40,7 @@ def build_pserver_startup(plan: TranspilePlan, endpoint: str, pserver_program: P
     for var in pvars.values():
         clone_var_decl(sb, var)
     sliced = _sliced_targets(plan, endpoint)
-    table = plan.table.name if plan.table is not None else None
+    tables = {t.name: t for t in plan.tables}
     osb = origin_startup.global_block()
 
     for op in osb.ops:
@@ -51,8 +51,8 @@ def build_pserver_startup(plan: TranspilePlan, endpoint: str, pserver_program: P
             continue
         name = outs[0]
         slot = next(iter(op.outputs))
-        if name == table:
-            _init_table(sb, plan, op)
+        if name in tables:
+            _init_table(sb, tables[name], op)
         elif name in sliced:
             _init_blocks(sb, op, slot, osb.var(name), sliced[name])
         elif name in pvars:
@@ -134,8 +134,7 @@ def table_seed(op, program) -> int:
     return seed % (1 << 64)
 
 
-def _init_table(sb, plan: TranspilePlan, op) -> None:
-    table = plan.table
+def _init_table(sb, table: TablePlan, op) -> None:
     sb.append_op("create_sparse_table", inputs={}, outputs={"Out": [table.name]},
                  attrs={"table_name": table.name, "dim": int(table.width),
                         "seed": table_seed(op, sb.program),

@@ -9,8 +9,8 @@ updated parameter blocks, `fetch_barrier` closes the round and `concat`
 reassembles sliced parameters. The startup program gets the same recv/concat
 tail, so trainers start from the pservers' values.
 
-A distributed lookup table never reaches the trainer: each `lookup_table` on
-it becomes `split_ids` (ids by pserver) → `prefetch` (rows from the pservers)
+A distributed lookup table (there may be several: each is its own pserver
+table, handled alike) never reaches the trainer: each `lookup_table` on it becomes `split_ids` (ids by pserver) → `prefetch` (rows from the pservers)
 → `merge_ids` (rows back in the ids' order), and its SelectedRows gradient is
 `split_ids`-ed by id and sent to the pservers holding those ids. When every
 lookup feeds a sum `sequence_pool` (the CTR shape) or reaches the concat through
@@ -38,7 +38,7 @@ from ..framework import (
     generate_control_dev_var_name,
 )
 from .details import create_control_var, delete_ops, find_op_by_output_arg
-from .plan import TranspilePlan
+from .plan import TablePlan, TranspilePlan
 
 RPC = int(OpRole.RPC)
 # lookup_table attribute: the trainer keeps the table's parameter and the prefetched rows
@@ -54,10 +54,10 @@ def _rpc_attrs(plan: TranspilePlan, **extra) -> dict:
     return attrs
 
 
-def table_grad_names(plan: TranspilePlan, trainer_id: int | None = None) -> list[str]:
-    """Names of the per-pserver pieces of the table gradient sent by a trainer."""
+def table_grad_names(plan: TranspilePlan, table: TablePlan, trainer_id: int | None = None) -> list[str]:
+    """Names of the per-pserver pieces of a table's gradient sent by a trainer."""
     t = plan.trainer_id if trainer_id is None else trainer_id
-    g = plan.table.grad
+    g = table.grad
     if plan.sync_mode:
         return [f"{g}.trainer_{t}.pserver_{k}" for k in range(len(plan.endpoints))]
     return [f"{g}.pserver_{k}" for k in range(len(plan.endpoints))]
@@ -71,9 +71,11 @@ def check_rewritable(program, startup, plan: TranspilePlan) -> None:
         if find_op_by_output_arg(block, pp.grad) < 0:
             raise GraphError(f"no op writes the gradient {pp.grad!r} of {pp.param!r}: run backward "
                              "(optimizer.minimize) before transpiling")
-    table = plan.table
-    if table is None:
-        return
+    for table in plan.tables:
+        _check_table_rewritable(block, startup, table)
+
+
+def _check_table_rewritable(block, startup, table: TablePlan) -> None:
     if find_op_by_output_arg(block, table.grad) < 0:
         raise GraphError(f"no op writes the gradient {table.grad!r} of the distributed table")
     if block.var(table.grad).type != VarType.SELECTED_ROWS:
@@ -91,8 +93,8 @@ def rewrite_trainer_program(program, plan: TranspilePlan) -> None:
     send_deps: OrderedDict = OrderedDict()
     for pp in plan.params.values():
         send_deps[pp.grad] = _insert_split_and_send(block, plan, pp)
-    if plan.table is not None:
-        send_deps[plan.table.grad] = create_control_var(block, generate_control_dev_var_name())
+    for table in plan.tables:
+        send_deps[table.grad] = create_control_var(block, generate_control_dev_var_name())
 
     barrier_out = None
     if plan.sync_mode:
@@ -120,9 +122,9 @@ def rewrite_trainer_program(program, plan: TranspilePlan) -> None:
             block.append_op("concat", inputs={"X": [b.name for b in pp.blocks]},
                             outputs={"Out": [pp.param]}, attrs={"axis": 0, OP_ROLE_ATTR_NAME: DIST})
 
-    if plan.table is not None:
-        _replace_table_lookups(block, plan)
-        _split_and_send_table_grad(block, plan, send_deps[plan.table.grad])
+    for table in plan.tables:
+        _replace_table_lookups(block, plan, table)
+        _split_and_send_table_grad(block, plan, table, send_deps[table.grad])
 
 
 def _declare_split_vars(block, plan: TranspilePlan) -> None:
@@ -169,15 +171,15 @@ def find_table_lookups(block, table: str) -> list:
 
 
 def prefetch_table_lookups(block, plan: TranspilePlan) -> None:
-    """Replace a forward-only block's lookups of the distributed table by prefetches of its
+    """Replace a forward-only block's lookups of the distributed tables by prefetches of their
     rows from the pservers (split_ids → prefetch → merge_ids), unfused: an inference
     program has no gradients to fuse with (fleet's DistributedInfer)."""
-    if plan.table is not None and find_table_lookups(block, plan.table.name):
-        _replace_table_lookups(block, plan, fuse=False)
+    for table in plan.tables:
+        if find_table_lookups(block, table.name):
+            _replace_table_lookups(block, plan, table, fuse=False)
 
 
-def _replace_table_lookups(block, plan: TranspilePlan, fuse: bool = True) -> None:
-    table = plan.table
+def _replace_table_lookups(block, plan: TranspilePlan, table: TablePlan, fuse: bool = True) -> None:
     lookups = find_table_lookups(block, table.name)
     first = block.ops.index(lookups[0])
     ids = [op.input("Ids")[0] for op in lookups]
@@ -201,7 +203,8 @@ def _replace_table_lookups(block, plan: TranspilePlan, fuse: bool = True) -> Non
     for pos, g_ids, g_outs, suffix in groups:
         pos += shift  # earlier lookups each became three ops
         n = len(plan.endpoints)
-        in_names, out_names = _prefetch_vars(block, plan, block.var(g_ids[0]), block.var(g_outs[0]).dtype, suffix)
+        in_names, out_names = _prefetch_vars(block, plan, table, block.var(g_ids[0]), block.var(g_outs[0]).dtype,
+                                             suffix)
         block._insert_op(pos, "split_ids", inputs={"Ids": g_ids},
                          outputs={"Out": in_names, **({"Index": [index]} if index else {})})
         block._insert_op(pos + 1, "prefetch", inputs={"X": in_names}, outputs={"Out": out_names},
@@ -224,21 +227,23 @@ def prefetched_rows_name(table: str) -> str:
     return f"{table}@PREFETCHED_ROWS"
 
 
-def _prefetch_vars(block, plan: TranspilePlan, ids_var, out_dtype, suffix=""):
+def _prefetch_vars(block, plan: TranspilePlan, table: TablePlan, ids_var, out_dtype, suffix=""):
+    """Fluid's names (prefetch_compress_{in,out}_tmp_<k>) for the first table; later tables'
+    carry their name, so that two tables' pieces never share a variable."""
     n = len(plan.endpoints)
-    in_names = [f"prefetch_compress_in_tmp{suffix}_{k}" for k in range(n)]
-    out_names = [f"prefetch_compress_out_tmp{suffix}_{k}" for k in range(n)]
+    tag = "" if table is plan.tables[0] else f"{table.name}."
+    in_names = [f"{tag}prefetch_compress_in_tmp{suffix}_{k}" for k in range(n)]
+    out_names = [f"{tag}prefetch_compress_out_tmp{suffix}_{k}" for k in range(n)]
     for a, b in zip(in_names, out_names):
         block.create_var(name=a, shape=(-1, 1), dtype=ids_var.dtype)
-        block.create_var(name=b, shape=(-1, plan.table.width), dtype=out_dtype)
+        block.create_var(name=b, shape=(-1, table.width), dtype=out_dtype)
     return in_names, out_names
 
 
-def _split_and_send_table_grad(block, plan: TranspilePlan, dummy) -> None:
-    table = plan.table
+def _split_and_send_table_grad(block, plan: TranspilePlan, table: TablePlan, dummy) -> None:
     idx = find_op_by_output_arg(block, table.grad, reverse=True)
     gvar = block.var(table.grad)
-    names = table_grad_names(plan)
+    names = table_grad_names(plan, table)
     for n in names:
         block.create_var(name=n, shape=gvar.shape, dtype=gvar.dtype, type=VarType.SELECTED_ROWS)
     block._insert_op(idx + 1, "split_ids", inputs={"Ids": [table.grad]}, outputs={"Out": names},
@@ -271,30 +276,31 @@ def rewrite_trainer_startup(startup, program, plan: TranspilePlan) -> None:
 
 
 def finalize_trainer_program(program, startup, plan: TranspilePlan, opt_ops, lr_ops) -> None:
-    """Remove the optimize pass from the trainer; fake_init the distributed table (unless the
+    """Remove the optimize pass from the trainer; fake_init each distributed table (unless the
     trainer keeps its rows) and drop its optimizer state."""
     block = program.global_block()
     delete_ops(block, list(opt_ops) + list(lr_ops))
-    if plan.table is None:
-        return
-    if plan.table.trainer_keeps_rows:
-        _drop_table_state(program, startup, plan)
-        return
+    for table in plan.tables:
+        if not table.trainer_keeps_rows:
+            _fake_init_table(startup, table)
+        _drop_table_state(program, startup, table)
+
+
+def _fake_init_table(startup, table: TablePlan) -> None:
     sb = startup.global_block()
-    inits = [op for op in sb.ops if plan.table.name in op.output_arg_names]  # one: check_rewritable
-    shape = list(inits[0].attr("shape") or sb.var(plan.table.name).shape)
-    sb.append_op("fake_init", inputs={}, outputs={"Out": [plan.table.name]},
-                 attrs={"shape": shape, "dtype": plan.table.dtype})
+    inits = [op for op in sb.ops if table.name in op.output_arg_names]  # one: check_rewritable
+    shape = list(inits[0].attr("shape") or sb.var(table.name).shape)
+    sb.append_op("fake_init", inputs={}, outputs={"Out": [table.name]},
+                 attrs={"shape": shape, "dtype": table.dtype})
     delete_ops(sb, inits)
-    _drop_table_state(program, startup, plan)
 
 
-def _drop_table_state(program, startup, plan: TranspilePlan) -> None:
+def _drop_table_state(program, startup, table: TablePlan) -> None:
     block, sb = program.global_block(), startup.global_block()
     # The table's optimizer state (moments, per-row beta powers: [height, ...] each) lives in
     # the pservers' SparseTable; only the removed optimizer op read it. Dropping it keeps the
     # trainers from allocating it and checkpoints from saving it as trainer-local state.
-    state = set(plan.table.state_vars)
+    state = set(table.state_vars)
     used = {n for op in block.ops for n in op.input_arg_names + op.output_arg_names}
     state -= used
     delete_ops(sb, [op for op in sb.ops if op.output_arg_names and set(op.output_arg_names) <= state])

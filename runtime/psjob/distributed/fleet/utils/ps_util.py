@@ -53,10 +53,10 @@ class DistributedInfer:
             self._init_dense_params(exe, dirname)
 
     def _get_sparse_table_map(self) -> dict:
-        """{distributed table: table id}; psjob's jobs have at most one, id 0."""
+        """{distributed table: table id}, ids in the plan's (first-lookup) order."""
         if self.sparse_table_maps is None:
             plan = self._plan()
-            self.sparse_table_maps = {plan.table.name: 0} if plan is not None and plan.table is not None else {}
+            self.sparse_table_maps = {t.name: i for i, t in enumerate(plan.tables)} if plan is not None else {}
         return self.sparse_table_maps
 
     def _init_dense_params(self, exe=None, dirname=None):
