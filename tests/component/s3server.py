@@ -49,6 +49,13 @@ class S3Server:
         return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": "psjob-test",
                 "AWS_SECRET_ACCESS_KEY": "psjob-test-secret", "AWS_REGION": "us-east-1"}
 
+    def use(self, monkeypatch) -> None:
+        """Point this process's AWS_* environment at the server (and only at it)."""
+        for key in [k for k in os.environ if k.startswith("AWS_")]:
+            monkeypatch.delenv(key)
+        for key, value in self.env().items():
+            monkeypatch.setenv(key, value)
+
     def new_bucket(self) -> str:
         """A fresh, empty bucket (CreateBucket through psjob's own signed client)."""
         from psjob.checkpoint import s3client

@@ -56,10 +56,7 @@ def server(tmp_path_factory):
 @pytest.fixture
 def root(server, monkeypatch):
     """A checkpoint root in a fresh bucket, with the AWS_* environment pointing at the server."""
-    for key in [k for k in os.environ if k.startswith("AWS_")]:
-        monkeypatch.delenv(key)
-    for key, value in server.env().items():
-        monkeypatch.setenv(key, value)
+    server.use(monkeypatch)
     return f"s3://{server.new_bucket()}/jobs/ctr"
 
 

@@ -50,10 +50,7 @@ def server(tmp_path_factory):
 @pytest.fixture
 def data(server, monkeypatch, tmp_path):
     """(local directory, the same part-* files under s3://BUCKET/ctr) with AWS_* pointing at moto."""
-    for key in [k for k in os.environ if k.startswith("AWS_")]:
-        monkeypatch.delenv(key)
-    for key, value in server.env().items():
-        monkeypatch.setenv(key, value)
+    server.use(monkeypatch)
     ctr.generate(tmp_path / "ctr", 600, num_files=3, seed=1)
     uri = f"s3://{server.new_bucket()}/ctr"
     store = storage.for_path(uri)

@@ -35,10 +35,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture
 def root(server, monkeypatch):
-    for key in [k for k in os.environ if k.startswith("AWS_")]:
-        monkeypatch.delenv(key)
-    for key, value in server.env().items():
-        monkeypatch.setenv(key, value)
+    server.use(monkeypatch)
     return f"s3://{server.new_bucket()}/stream"
 
 
