@@ -11,7 +11,7 @@ psjob module is imported. Each imports its layer when first called, so
 registering costs nothing and a process that never runs a distributed
 program never loads gRPC.
 """
-from . import hooks as _hooks
+from psjob import hooks as _hooks
 
 __version__ = "0.1.0"
 
@@ -20,7 +20,7 @@ def __getattr__(name):
     # `import psjob.x` (not `from . import x`, which would ask this function again)
     # loads the submodule and binds it as this package's attribute.
     if name == "batch":
-        from ._batch import batch
+        from psjob._batch import batch
         globals()[name] = batch
     elif name == "reader":
         import psjob.reader
@@ -56,42 +56,42 @@ def __getattr__(name):
 
 
 def _rpc_service(executor, op=None):
-    from .ps.client_service import make_client
+    from psjob.ps.client_service import make_client
     return make_client(executor, op)
 
 
 def _pserver_service(executor, op=None):
-    from .ps.pserver import make_service
+    from psjob.ps.pserver import make_service
     return make_service(executor, op)
 
 
 def _heter_service(executor, op=None):
-    from .ps.heter import make_client
+    from psjob.ps.heter import make_client
     return make_client(executor, op)
 
 
 def _wait_server_ready(endpoints):
-    from .ps.client_service import wait_for_pservers
+    from psjob.ps.client_service import wait_for_pservers
     return wait_for_pservers(endpoints)
 
 
 def _distributed_save(executor, dirname, program, scope=None):
-    from .fleet.checkpoint_save import save_persistables
+    from psjob.fleet.checkpoint_save import save_persistables
     return save_persistables(executor, dirname, program, scope=scope)
 
 
 def _distributed_load(executor, dirname, program, scope=None):
-    from .ps.checkpoint_restore import load_persistables
+    from psjob.ps.checkpoint_restore import load_persistables
     return load_persistables(executor, dirname, program, scope=scope)
 
 
 def _data_storage(uri):
-    from .checkpoint.storage import for_path
+    from psjob.checkpoint.storage import for_path
     return for_path(uri)
 
 
 def _dataset(kind):
-    from .distributed import dataset
+    from psjob.distributed import dataset
     classes = {"InMemoryDataset": dataset.InMemoryDataset, "QueueDataset": dataset.QueueDataset}
     if kind not in classes:
         raise ValueError(f"datafeed class {kind!r} does not exist in psjob: create_dataset takes "
@@ -100,12 +100,12 @@ def _dataset(kind):
 
 
 def _collective(rank=None, endpoints=None):
-    from .collective.service import ring
+    from psjob.collective.service import ring
     return ring(rank, endpoints)
 
 
 def _collective_device():
-    from .collective.service import device_ring
+    from psjob.collective.service import device_ring
     return device_ring()
 
 

@@ -2,12 +2,12 @@
 `paddle.ParamAttr`, ...), which `psjob.__getattr__` resolves on first use."""
 from __future__ import annotations
 
-from .device import *  # noqa: F403
-from .device import __all__ as _device_names
-from .fluid.framework import Variable as Tensor
-from .param_attr import ParamAttr
-from .tensor import *  # noqa: F403
-from .tensor import __all__ as _tensor_names
+from psjob.device import *  # noqa: F403
+from psjob.device import __all__ as _device_names
+from psjob.fluid.framework import Variable as Tensor
+from psjob.param_attr import ParamAttr
+from psjob.tensor import *  # noqa: F403
+from psjob.tensor import __all__ as _tensor_names
 
 
 def _refuse(name, alternative):

@@ -11,11 +11,11 @@ classes would differ from Fluid's).
 """
 import sys
 
-from . import fluid
+from psjob import fluid
 
 # The fluid modules that `import psjob.fluid` does not load itself; every one is aliased.
-from .fluid import dataset_trainer, pipeline  # noqa: F401
-from .fluid.transpiler import heter_split  # noqa: F401
+from psjob.fluid import dataset_trainer, pipeline  # noqa: F401
+from psjob.fluid.transpiler import heter_split  # noqa: F401
 
 _PREFIX = fluid.__name__ + "."
 

@@ -19,52 +19,52 @@ import sys
 
 
 def _launch(argv):
-    from .launcher import launch
+    from psjob.launcher import launch
     return launch.main(argv)
 
 
 def _run(argv):
-    from .launcher import run_job
+    from psjob.launcher import run_job
     return run_job.main(argv)
 
 
 def _scale(argv):
-    from .launcher import scale
+    from psjob.launcher import scale
     return scale.main(argv)
 
 
 def _pserver(argv):
-    from . import entrypoints
+    from psjob import entrypoints
     return entrypoints.pserver_main(argv)
 
 
 def _worker(argv):
-    from . import entrypoints
+    from psjob import entrypoints
     return entrypoints.worker_main(argv)
 
 
 def _heter_worker(argv):
-    from . import entrypoints
+    from psjob import entrypoints
     return entrypoints.heter_worker_main(argv)
 
 
 def _as_paddle(argv):
-    from .aspaddle import exec_main
+    from psjob.aspaddle import exec_main
     return exec_main(argv)
 
 
 def _compat(argv):
-    from .compat import main
+    from psjob.compat import main
     return main(argv)
 
 
 def _checkpoint(argv):
-    from .checkpoint import cli
+    from psjob.checkpoint import cli
     return cli.main(argv)
 
 
 def _export(argv):
-    from .checkpoint import cli
+    from psjob.checkpoint import cli
     return cli.export_main(argv)
 
 
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
         return 0
     cmd, rest = argv[0], argv[1:]
     if cmd in ("version", "--version"):
-        from . import __version__
+        from psjob import __version__
         print(__version__)
         return 0
     if cmd not in COMMANDS:

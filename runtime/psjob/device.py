@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fluid.core import CPUPlace, CUDAPinnedPlace, CUDAPlace, is_compiled_with_cuda
+from psjob.fluid.core import CPUPlace, CUDAPinnedPlace, CUDAPlace, is_compiled_with_cuda
 
 __all__ = ["enable_static", "disable_static", "in_dynamic_mode", "set_device", "get_device",
            "is_compiled_with_cuda", "is_compiled_with_custom_device", "is_compiled_with_xpu",
@@ -82,7 +82,7 @@ def is_compiled_with_rocm() -> bool:
 def seed(value: int):
     """Seed the programs built from now on (and numpy's global generator), as paddle.seed does
     in static mode: the default programs and every later Program get `random_seed = value`."""
-    from .fluid import framework
+    from psjob.fluid import framework
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"paddle.seed needs an int, got {value!r}")
     framework.global_seed(int(value))

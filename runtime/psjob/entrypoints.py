@@ -37,8 +37,8 @@ import logging
 import socket
 import sys
 
-from . import roles
-from .role_env import RoleEnv, RoleEnvError, process_environment
+from psjob import roles
+from psjob.role_env import RoleEnv, RoleEnvError, process_environment
 
 CONFIG_EXIT = 2
 FAILED_EXIT = 1
@@ -62,7 +62,7 @@ def heter_worker_main(argv=None) -> int:
 
 
 def _main(role: str, prog: str, argv) -> int:
-    from .training import options  # lazy: `psjob --help` stays fast
+    from psjob.training import options  # lazy: `psjob --help` stays fast
 
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -72,22 +72,22 @@ def _main(role: str, prog: str, argv) -> int:
         role_env = _prepare_environment(role, prog)
     except (options.UsageError, EntrypointError) as exc:
         return _fail(prog, exc, CONFIG_EXIT)
-    from .training import job  # the framework: only once the arguments are fine
+    from psjob.training import job  # the framework: only once the arguments are fine
     flows = {roles.PSERVER: job.run_pserver, roles.TRAINER: job.run_trainer,
              roles.HETER_TRAINER: job.run_heter_trainer}
     return _run(flows[role], opts, role_env, prog)
 
 
 def _run(fn, opts, role_env: RoleEnv, prog: str) -> int:
-    from .fleet import FleetError, RoleMakerError
-    from .fleet.heter import HeterDeviceError
-    from .fluid.core import PlaceError
-    from .fluid.executor import ExecutionError
-    from .fluid.transpiler.heter_split import HeterSplitError
-    from .ps.auth import AuthConfigError
-    from .ps.communicator import CommunicatorError
-    from .rpc.client import RETRYABLE, RpcError
-    from .training.options import UsageError
+    from psjob.fleet import FleetError, RoleMakerError
+    from psjob.fleet.heter import HeterDeviceError
+    from psjob.fluid.core import PlaceError
+    from psjob.fluid.executor import ExecutionError
+    from psjob.fluid.transpiler.heter_split import HeterSplitError
+    from psjob.ps.auth import AuthConfigError
+    from psjob.ps.communicator import CommunicatorError
+    from psjob.rpc.client import RETRYABLE, RpcError
+    from psjob.training.options import UsageError
 
     try:
         return fn(opts, role_env)

@@ -36,10 +36,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from psjob.role_env import process_environment
+
 # The port the images and the operator's pods use when PSJOB_METRICS_PORT is unset.
 from psjob.roles import DEFAULT_METRICS_PORT
-
-from .role_env import process_environment
 
 _log = logging.getLogger(__name__)
 

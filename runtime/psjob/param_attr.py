@@ -1,7 +1,7 @@
 """paddle.ParamAttr: Paddle 2.x's parameter attributes (Fluid's, plus `need_clip`)."""
 from __future__ import annotations
 
-from .fluid.param_attr import ParamAttr as _FluidParamAttr
+from psjob.fluid.param_attr import ParamAttr as _FluidParamAttr
 
 
 class ParamAttr(_FluidParamAttr):

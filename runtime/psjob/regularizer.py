@@ -1,7 +1,7 @@
 """paddle.regularizer: weight decay with Paddle 2.x's argument name (`coeff`)."""
 from __future__ import annotations
 
-from .fluid import regularizer as _fr
+from psjob.fluid import regularizer as _fr
 
 __all__ = ["L1Decay", "L2Decay"]
 

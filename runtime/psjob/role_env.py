@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 # Names, not `from . import roles`: this module is imported while the package root is still
 # loading (checkpoint.s3client), where `from . import` would reach psjob.__getattr__.
-from .roles import (
+from psjob.roles import (
     AUTO,
     COLLECTIVE,
     DEFAULT_PSERVER_PORT,

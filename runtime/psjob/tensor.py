@@ -14,10 +14,10 @@ import numbers
 
 import numpy as np
 
-from .fluid import layers as _layers
-from .fluid.framework import Variable, convert_dtype
-from .fluid.layer_helper import LayerHelper
-from .fluid.layers._checks import check_int_list, check_variable
+from psjob.fluid import layers as _layers
+from psjob.fluid.framework import Variable, convert_dtype
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._checks import check_int_list, check_variable
 
 __all__ = [
     "reshape", "concat", "cast", "mean", "sum", "square", "sqrt", "abs", "exp", "log", "pow",

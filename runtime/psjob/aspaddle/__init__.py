@@ -175,7 +175,7 @@ def exec_main(argv) -> int:
     """`psjob as-paddle [--] COMMAND [ARGS...]`: replace this process by COMMAND with SHIM_DIR
     first on its PYTHONPATH (a job's `spec.asPaddle` container command; also by hand). A
     leading `python`/`python3` is this interpreter, the one psjob is installed in."""
-    from ..role_env import process_environment
+    from psjob.role_env import process_environment
     argv = list(argv)
     if argv[:1] == ["--"]:
         argv = argv[1:]

@@ -17,5 +17,5 @@ first (docs/user/checkpoints.md describes the format and the protocol):
     export        a checkpoint's tables as Parquet and back (pyarrow): `psjob export`, `checkpoint import`
     cli           `psjob checkpoint list|inspect|verify|import|compact`, `psjob export`
 """
-from .format import MANIFEST, CheckpointError, read_manifest
-from .store import CheckpointInfo, apply_retention, candidates, newest_good, scan, step_dirname, verify
+from psjob.checkpoint.format import MANIFEST, CheckpointError, read_manifest
+from psjob.checkpoint.store import CheckpointInfo, apply_retention, candidates, newest_good, scan, step_dirname, verify

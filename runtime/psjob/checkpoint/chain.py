@@ -32,9 +32,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..tables import TableShard, concat_shards, shard_of
-from . import storage
-from .format import (
+from psjob.checkpoint import storage
+from psjob.checkpoint.format import (
     DELTA_VERSION,
     CheckpointError,
     CorruptFileError,
@@ -45,7 +44,8 @@ from .format import (
     write_array,
     write_manifest,
 )
-from .tables import check_complete, is_delta, read_rows, read_tombstones, save_shard, table_entry
+from psjob.checkpoint.tables import check_complete, is_delta, read_rows, read_tombstones, save_shard, table_entry
+from psjob.tables import TableShard, concat_shards, shard_of
 
 CHAIN = "chain"
 BASE, DELTA = "base", "delta"

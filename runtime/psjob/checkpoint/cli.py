@@ -28,10 +28,10 @@ import argparse
 import datetime as dt
 import sys
 
-from . import chain as chains
-from . import storage
-from .format import CheckpointError, read_manifest
-from .store import INCOMPLETE, has_manifest, inspect_dir, newest_good, scan, step_dirname, verify
+from psjob.checkpoint import chain as chains
+from psjob.checkpoint import storage
+from psjob.checkpoint.format import CheckpointError, read_manifest
+from psjob.checkpoint.store import INCOMPLETE, has_manifest, inspect_dir, newest_good, scan, step_dirname, verify
 
 
 def _when(doc) -> str:
@@ -230,7 +230,7 @@ def cmd_compact(path, out, step, pservers, stdout) -> int:
 
 
 def cmd_import(src, out, pservers, stdout) -> int:
-    from .export import import_export  # pyarrow: loaded only by the commands that need it
+    from psjob.checkpoint.export import import_export  # pyarrow: loaded only by the commands that need it
     try:
         doc = import_export(src, out, pservers)
     except CheckpointError as exc:
@@ -274,7 +274,7 @@ def main(argv=None, out=None) -> int:
 
 
 def build_export_parser() -> argparse.ArgumentParser:
-    from .export import DEFAULT_ROW_GROUP_ROWS
+    from psjob.checkpoint.export import DEFAULT_ROW_GROUP_ROWS
     p = argparse.ArgumentParser(prog="psjob export", description="Export a checkpoint's sparse tables as "
                                 "Parquet and its dense variables as .npy, with manifest.json "
                                 "(docs/user/checkpoints.md, \"Exported tables (Parquet)\").")
@@ -291,7 +291,7 @@ def build_export_parser() -> argparse.ArgumentParser:
 
 
 def export_main(argv=None, out=None) -> int:
-    from .export import export_checkpoint
+    from psjob.checkpoint.export import export_checkpoint
     out = out or sys.stdout
     args = build_export_parser().parse_args(argv)
     if args.row_group_rows < 1:

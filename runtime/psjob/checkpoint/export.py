@@ -46,12 +46,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..tables import TableShard, concat_shards, shard_of
-from . import chain as chains
-from . import storage
-from .format import CheckpointError, array_sha256, new_manifest, read_var, write_array, write_manifest
-from .store import has_manifest, inspect_dir, newest_good, step_dirname
-from .tables import _read_shard, check_complete, is_delta, read_tombstones, save_shard, table_entry
+from psjob.checkpoint import chain as chains
+from psjob.checkpoint import storage
+from psjob.checkpoint.format import CheckpointError, array_sha256, new_manifest, read_var, write_array, write_manifest
+from psjob.checkpoint.store import has_manifest, inspect_dir, newest_good, step_dirname
+from psjob.checkpoint.tables import _read_shard, check_complete, is_delta, read_tombstones, save_shard, table_entry
+from psjob.tables import TableShard, concat_shards, shard_of
 
 EXPORT_FORMAT = "psjob.tables.parquet"
 EXPORT_VERSION = 1

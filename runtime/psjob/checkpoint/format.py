@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from . import storage
+from psjob.checkpoint import storage
 
 MANIFEST = "__manifest__.json"
 # Written next to the manifest by a loader that found a corrupt file: every later

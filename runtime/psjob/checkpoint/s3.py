@@ -27,8 +27,8 @@ import threading
 import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 
-from .backend import S3_SCHEME, Storage
-from .s3client import Client, Config, S3Error, error_of, parse, xml_find, xml_text
+from psjob.checkpoint.backend import S3_SCHEME, Storage
+from psjob.checkpoint.s3client import Client, Config, S3Error, error_of, parse, xml_find, xml_text
 
 PART_BYTES = 16 << 20  # S3's minimum part is 5 MiB (except the last)
 PARTS_PER_SIZE = 1000  # double the part size every this many parts (S3 allows 10,000)

@@ -37,8 +37,8 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from ..role_env import process_environment
-from .backend import S3_SCHEME, StorageError
+from psjob.checkpoint.backend import S3_SCHEME, StorageError
+from psjob.role_env import process_environment
 
 TIMEOUT_S = 60.0       # per socket operation
 ATTEMPTS = 5           # tries of one request on a dropped connection, 500, 503 SlowDown

@@ -32,7 +32,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 
-from .backend import S3_SCHEME, Storage, StorageError
+from psjob.checkpoint.backend import S3_SCHEME, Storage, StorageError
 
 
 def is_uri(path: str) -> bool:
@@ -61,7 +61,7 @@ def for_path(path: str) -> Storage:
     """The storage that holds `path` (raises StorageError for a URI it cannot serve)."""
     path = os.fspath(path)
     if path.startswith(S3_SCHEME):
-        from . import s3  # here, not at import: its HTTP client costs every process ~50 ms to load
+        from psjob.checkpoint import s3  # here, not at import: its HTTP client costs every process ~50 ms to load
         return s3.storage()
     if is_uri(path):
         scheme = path.split("://", 1)[0]

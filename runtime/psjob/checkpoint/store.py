@@ -40,9 +40,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import chain as chains
-from . import storage
-from .format import (
+from psjob.checkpoint import chain as chains
+from psjob.checkpoint import storage
+from psjob.checkpoint.format import (
     CORRUPT_MARKER,
     MANIFEST,
     CheckpointError,

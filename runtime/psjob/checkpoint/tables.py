@@ -46,9 +46,9 @@ import hashlib
 
 import numpy as np
 
-from ..tables import SparseTable, TableShard, shard_of
-from . import storage
-from .format import CheckpointError, read_array, write_array
+from psjob.checkpoint import storage
+from psjob.checkpoint.format import CheckpointError, read_array, write_array
+from psjob.tables import SparseTable, TableShard, shard_of
 
 TABLE_DIR = "__tables__"
 TOMBSTONES = "tombstones"  # a delta shard's part: ids evicted since the parent

@@ -122,7 +122,7 @@ class Ring:
         if self.size == 1 or self._next is not None:
             return self
         if self._tls is not None and self._server_ssl is None:
-            from ..rpc import tls as tls_mod  # named errors for a missing or unreadable file
+            from psjob.rpc import tls as tls_mod  # named errors for a missing or unreadable file
             try:
                 self._server_ssl = tls_mod.server_context(self._tls)
                 self._client_ssl = tls_mod.client_context(self._tls)

@@ -6,11 +6,11 @@ import os
 import sys
 import threading
 
-from .. import roles
-from ..ps.auth import read_token
-from ..role_env import CollectiveEnv, process_environment
-from ..rpc.tls import TlsConfigError, tls_from_env
-from .ring import CollectiveError, PeerLostError, Ring
+from psjob import roles
+from psjob.collective.ring import CollectiveError, PeerLostError, Ring
+from psjob.ps.auth import read_token
+from psjob.role_env import CollectiveEnv, process_environment
+from psjob.rpc.tls import TlsConfigError, tls_from_env
 
 ENV_TIMEOUT = "PSJOB_COLLECTIVE_TIMEOUT_S"  # how long a trainer waits on a silent peer
 _lock = threading.Lock()
@@ -89,7 +89,7 @@ def device_ring():
     host = ring()
     with _lock:
         if _device is None:
-            from .nccl import NcclRing, NcclUnavailableError, nccl_module
+            from psjob.collective.nccl import NcclRing, NcclUnavailableError, nccl_module
             try:
                 nccl_module()
             except NcclUnavailableError:

@@ -35,8 +35,8 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..aspaddle import MissingName, lookup
-from . import notes
+from psjob.aspaddle import MissingName, lookup
+from psjob.compat import notes
 
 PRESENT, DIFFERS, REFUSED, MISSING = "present", notes.DIFFERS, notes.REFUSED, "missing"
 STATUSES = (MISSING, REFUSED, DIFFERS, PRESENT)  # worst first: the order of the report

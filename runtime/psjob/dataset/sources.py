@@ -14,7 +14,7 @@ import os
 import posixpath
 import re
 
-from .. import hooks
+from psjob import hooks
 
 _URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 

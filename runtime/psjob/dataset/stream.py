@@ -42,9 +42,9 @@ import re
 import threading
 import time
 
-from . import sources
-from .ctr import _reader
-from .ctr._parse import Columns
+from psjob.dataset import sources
+from psjob.dataset.ctr import _reader
+from psjob.dataset.ctr._parse import Columns
 
 log = logging.getLogger("psjob.dataset.stream")
 

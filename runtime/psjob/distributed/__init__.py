@@ -3,13 +3,13 @@ init_parallel_env, which forms the collective trainers' ring (docs/user/collecti
 spawn is refused with an error naming the alternative."""
 from __future__ import annotations
 
-from ..role_env import process_environment
+from psjob.role_env import process_environment
 
 
 def get_rank() -> int:
     """This trainer's id: the fleet's role when fleet.init ran, else the environment
     (PADDLE_TRAINER_ID, 0 when unset, as Paddle's ParallelEnv reads it)."""
-    from .fleet import fleet
+    from psjob.distributed.fleet import fleet
     if fleet.initialized:
         return fleet.worker_index()
     return int(process_environment().get("PADDLE_TRAINER_ID", "0") or 0)
@@ -17,7 +17,7 @@ def get_rank() -> int:
 
 def get_world_size() -> int:
     """The number of trainers (PADDLE_TRAINERS_NUM, or Fluid's PADDLE_TRAINERS; 1 when unset)."""
-    from .fleet import fleet
+    from psjob.distributed.fleet import fleet
     if fleet.initialized:
         return fleet.worker_num()
     env = process_environment()
@@ -35,7 +35,7 @@ def _collective(name):
 def init_parallel_env():
     """Join the collective trainers' ring (PADDLE_TRAINER_ENDPOINTS, PADDLE_TRAINER_ID): returns
     once every trainer has; a single process (no endpoints) has nothing to join."""
-    from ..collective.service import environment, ring
+    from psjob.collective.service import environment, ring
     env = environment()
     if env.world_size > 1:
         ring()
@@ -49,7 +49,7 @@ def __getattr__(name):
     if name == "fleet":
         import psjob.distributed.fleet
     elif name in ("InMemoryDataset", "QueueDataset"):
-        from . import dataset
+        from psjob.distributed import dataset
         globals().update(InMemoryDataset=dataset.InMemoryDataset, QueueDataset=dataset.QueueDataset)
     else:
         raise AttributeError(f"module 'psjob.distributed' has no attribute {name!r}")

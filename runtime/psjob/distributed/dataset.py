@@ -33,8 +33,8 @@ import threading
 
 import numpy as np
 
-from ..dataset._text import count_lines, numbers, read_fields
-from ..dataset.sources import exists, is_uri, open_binary
+from psjob.dataset._text import count_lines, numbers, read_fields
+from psjob.dataset.sources import exists, is_uri, open_binary
 
 log = logging.getLogger("psjob.distributed")
 

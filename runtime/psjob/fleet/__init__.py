@@ -3,11 +3,11 @@
 The module is the Fleet singleton, as `paddle.fluid.incubate.fleet...fleet` is:
 `fleet.init(role)`, `fleet.distributed_optimizer(...)`, `fleet.main_program`, ...
 """
-from ..fluid.transpiler import DistributeTranspilerConfig
-from .checkpointer import CheckpointConfig, Checkpointer
-from .fleet import DistributedOptimizer, Fleet, FleetError
-from .role_maker import PaddleCloudRoleMaker, Role, RoleMakerError, UserDefinedRoleMaker
-from .strategy import DistributedStrategy, ResolvedStrategy
+from psjob.fleet.checkpointer import CheckpointConfig, Checkpointer
+from psjob.fleet.fleet import DistributedOptimizer, Fleet, FleetError
+from psjob.fleet.role_maker import PaddleCloudRoleMaker, Role, RoleMakerError, UserDefinedRoleMaker
+from psjob.fleet.strategy import DistributedStrategy, ResolvedStrategy
+from psjob.fluid.transpiler import DistributeTranspilerConfig
 
 fleet = Fleet()
 

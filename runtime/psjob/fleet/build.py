@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..fluid import framework
-from ..fluid.framework import Program
-from ..fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
-from .errors import FleetError
-from .heter import HeterRuntime
-from .role_maker import RoleMakerBase
-from .strategy import ResolvedStrategy
+from psjob.fleet.errors import FleetError
+from psjob.fleet.heter import HeterRuntime
+from psjob.fleet.role_maker import RoleMakerBase
+from psjob.fleet.strategy import ResolvedStrategy
+from psjob.fluid import framework
+from psjob.fluid.framework import Program
+from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
 
 
 @dataclass

@@ -54,16 +54,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..checkpoint import chain as chains
-from ..checkpoint import storage
-from ..checkpoint.format import CheckpointError, invalidate, new_manifest, write_array, write_manifest
-from ..checkpoint.tables import table_entry
-from ..fluid.core import SelectedRows, global_scope, to_numpy
-from ..fluid.framework import VarType
-from ..fluid.io import save_vars
-from ..fluid.transpiler.slicing import get_varname_parts
-from ..ps import checkpoint_protocol as protocol
-from ..role_env import process_environment
+from psjob.checkpoint import chain as chains
+from psjob.checkpoint import storage
+from psjob.checkpoint.format import CheckpointError, invalidate, new_manifest, write_array, write_manifest
+from psjob.checkpoint.tables import table_entry
+from psjob.fluid.core import SelectedRows, global_scope, to_numpy
+from psjob.fluid.framework import VarType
+from psjob.fluid.io import save_vars
+from psjob.fluid.transpiler.slicing import get_varname_parts
+from psjob.ps import checkpoint_protocol as protocol
+from psjob.role_env import process_environment
 
 log = logging.getLogger("psjob.checkpoint")
 
@@ -201,12 +201,12 @@ def assemble(origin: str, pieces: list, values: dict) -> np.ndarray:
 def rpc_service(executor, program, dist: DistInfo):
     """(raw client, flush or None, close or None): the trainer's own RPC service when it has
     one (bypassing an async communicator's cache), else a temporary client."""
-    from ..ps import client_service
+    from psjob.ps import client_service
     svc = executor.services.get("rpc") or client_service.installed()
     if svc is not None:
         return getattr(svc, "client", svc), getattr(svc, "flush", None), None
-    from ..ps.auth import token_from_env
-    from ..rpc.client import PSClient
+    from psjob.ps.auth import token_from_env
+    from psjob.rpc.client import PSClient
     client = PSClient(list(dist.endpoints), dist.trainer_id, auth_token=token_from_env(dist.settings),
                       settings=dist.settings)
     return client, None, client.close

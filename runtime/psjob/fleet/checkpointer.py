@@ -58,9 +58,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checkpoint import chain as chains
-from ..checkpoint import storage
-from ..checkpoint.format import (
+from psjob.checkpoint import chain as chains
+from psjob.checkpoint import storage
+from psjob.checkpoint.format import (
     MANIFEST,
     CheckpointError,
     CorruptFileError,
@@ -70,7 +70,7 @@ from ..checkpoint.format import (
     write_array,
     write_manifest,
 )
-from ..checkpoint.store import (
+from psjob.checkpoint.store import (
     POSITIONS,
     apply_retention,
     committed,
@@ -80,11 +80,11 @@ from ..checkpoint.store import (
     read_dense,
     step_dirname,
 )
-from ..fluid.core import global_scope
-from ..ps import checkpoint_protocol as protocol
-from ..role_env import process_environment
-from ..roles import RESIZE_HOLD_EXIT
-from . import checkpoint_save as distributed
+from psjob.fleet import checkpoint_save as distributed
+from psjob.fluid.core import global_scope
+from psjob.ps import checkpoint_protocol as protocol
+from psjob.role_env import process_environment
+from psjob.roles import RESIZE_HOLD_EXIT
 
 log = logging.getLogger("psjob.checkpoint")
 REMOTE_POSITION_INTERVAL_S = 1.0  # object stores: one position write a second at most

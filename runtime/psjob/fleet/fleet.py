@@ -37,21 +37,21 @@ connection (fleet/worker.py) and saving (fleet/saving.py).
 """
 from __future__ import annotations
 
-from .. import hooks
-from ..fluid import io as fluid_io
-from ..fluid.executor import Executor
-from ..fluid.framework import default_startup_program
-from ..fluid.optimizer import Optimizer, check_table_optimizer
-from ..fluid.transpiler.collective import add_gen_nccl_id, insert_grad_allreduce
-from ..role_env import CollectiveEnv
-from . import saving
-from . import strategy as strategies
-from .build import BuiltJob, build_job
-from .errors import FleetError
-from .role_maker import PaddleCloudRoleMaker, RoleMakerBase
-from .server import init_pserver, run_pserver
-from .sparse_tables import RemoteTableView, promote_sparse_embedding
-from .worker import WorkerConnection
+from psjob import hooks
+from psjob.fleet import saving
+from psjob.fleet import strategy as strategies
+from psjob.fleet.build import BuiltJob, build_job
+from psjob.fleet.errors import FleetError
+from psjob.fleet.role_maker import PaddleCloudRoleMaker, RoleMakerBase
+from psjob.fleet.server import init_pserver, run_pserver
+from psjob.fleet.sparse_tables import RemoteTableView, promote_sparse_embedding
+from psjob.fleet.worker import WorkerConnection
+from psjob.fluid import io as fluid_io
+from psjob.fluid.executor import Executor
+from psjob.fluid.framework import default_startup_program
+from psjob.fluid.optimizer import Optimizer, check_table_optimizer
+from psjob.fluid.transpiler.collective import add_gen_nccl_id, insert_grad_allreduce
+from psjob.role_env import CollectiveEnv
 
 __all__ = ["DistributedOptimizer", "Fleet", "FleetError"]
 

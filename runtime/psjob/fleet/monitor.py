@@ -29,10 +29,10 @@ from __future__ import annotations
 import collections
 import sys
 
-from ..fluid.executor import observe_steps
-from ..progress import ProgressReporter, ProgressState
-from ..role_env import process_environment
-from . import telemetry as telemetry_mod
+from psjob.fleet import telemetry as telemetry_mod
+from psjob.fluid.executor import observe_steps
+from psjob.progress import ProgressReporter, ProgressState
+from psjob.role_env import process_environment
 
 # Seconds between progress lines, as the built-in job's default `--log_every`.
 PROGRESS_EVERY_S = 5.0
@@ -131,6 +131,6 @@ def checkpoint_label(root: str) -> str:
     the newest good checkpoint under `root`, else `none`."""
     if not root:
         return "none"
-    from ..checkpoint import store
+    from psjob.checkpoint import store
     newest = store.newest_good(root)
     return f"step-{newest.step}" if newest is not None else "none"

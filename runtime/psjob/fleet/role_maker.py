@@ -9,8 +9,8 @@ from __future__ import annotations
 import enum
 import socket
 
-from .. import roles
-from ..role_env import CollectiveEnv, RoleEnv, RoleEnvError, process_environment
+from psjob import roles
+from psjob.role_env import CollectiveEnv, RoleEnv, RoleEnvError, process_environment
 
 
 class Role(enum.IntEnum):
@@ -180,8 +180,8 @@ class PaddleCloudRoleMaker(RoleMakerBase):
 
     def _register(self) -> int:
         """A Deployment pod has no stable index: ask pserver 0 for a trainer id."""
-        from ..ps.auth import read_token
-        from ..rpc.client import PSClient
+        from psjob.ps.auth import read_token
+        from psjob.rpc.client import PSClient
         client = PSClient(self._server_endpoints, auth_token=read_token(self.role_env.auth_token_file),
                           settings=self.role_env.settings)
         try:

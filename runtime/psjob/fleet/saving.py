@@ -6,14 +6,14 @@ distributed-table shards keyed by feature id, and the manifest goes in last
 (fleet/checkpoint_save.py); other trainers save only what they hold."""
 from __future__ import annotations
 
-from ..fluid import io
-from ..fluid.executor import CompiledProgram, Executor, ParallelExecutor
-from ..fluid.framework import Program
-from ..fluid.transpiler.vars_distributed import VarsDistributed
-from . import checkpoint_save
-from .build import BuiltJob
-from .errors import FleetError
-from .role_maker import RoleMakerBase
+from psjob.fleet import checkpoint_save
+from psjob.fleet.build import BuiltJob
+from psjob.fleet.errors import FleetError
+from psjob.fleet.role_maker import RoleMakerBase
+from psjob.fluid import io
+from psjob.fluid.executor import CompiledProgram, Executor, ParallelExecutor
+from psjob.fluid.framework import Program
+from psjob.fluid.transpiler.vars_distributed import VarsDistributed
 
 
 def check_save_args(api, executor, main_program) -> None:

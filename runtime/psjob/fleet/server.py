@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 
-from ..checkpoint import store
-from ..checkpoint.format import CheckpointError
-from ..ps import checkpoint_restore
-from ..ps.pserver import role_service
-from .build import BuiltJob
-from .role_maker import RoleMakerBase
+from psjob.checkpoint import store
+from psjob.checkpoint.format import CheckpointError
+from psjob.fleet.build import BuiltJob
+from psjob.fleet.role_maker import RoleMakerBase
+from psjob.ps import checkpoint_restore
+from psjob.ps.pserver import role_service
 
 
 def init_pserver(rm: RoleMakerBase, job: BuiltJob, executor, model_dir=None) -> None:

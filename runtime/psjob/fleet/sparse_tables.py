@@ -22,8 +22,8 @@ from __future__ import annotations
 import logging
 import weakref
 
-from ..fluid.framework import Program
-from ..fluid.transpiler.trainer_pass import TRAINER_KEEPS_ROWS, find_table_lookups, prefetch_table_lookups
+from psjob.fluid.framework import Program
+from psjob.fluid.transpiler.trainer_pass import TRAINER_KEEPS_ROWS, find_table_lookups, prefetch_table_lookups
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..fluid.transpiler import DistributeTranspilerConfig
-from ..ps.communicator import CommunicatorConfig
+from psjob.fluid.transpiler import DistributeTranspilerConfig
+from psjob.ps.communicator import CommunicatorConfig
 
 MODES = ("sync", "async", "half_async", "geo")
 

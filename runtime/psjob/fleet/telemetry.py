@@ -31,8 +31,8 @@ from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry
 
-from .. import metrics
-from ..role_env import process_environment
+from psjob import metrics
+from psjob.role_env import process_environment
 
 _current: TrainerTelemetry | None = None
 

@@ -14,15 +14,15 @@ undoes all of it.
 """
 from __future__ import annotations
 
-from ..fluid.core import global_scope
-from ..ps import client_service
-from ..ps.auth import token_from_env
-from ..rpc.client import PSClient
-from . import telemetry
-from .build import BuiltJob
-from .monitor import TrainerMonitor
-from .role_maker import RoleMakerBase
-from .strategy import predict_pulls_by_name
+from psjob.fleet import telemetry
+from psjob.fleet.build import BuiltJob
+from psjob.fleet.monitor import TrainerMonitor
+from psjob.fleet.role_maker import RoleMakerBase
+from psjob.fleet.strategy import predict_pulls_by_name
+from psjob.fluid.core import global_scope
+from psjob.ps import client_service
+from psjob.ps.auth import token_from_env
+from psjob.rpc.client import PSClient
 
 
 class WorkerConnection:

@@ -5,7 +5,7 @@ on a Place, save it with `io`, and distribute it with the
 `DistributeTranspiler` — the API Fluid 1.x scripts use.
 """
 # Fluid 1.6+ names: fluid.data, fluid.embedding, Python readers, datasets, version gate.
-from . import (
+from psjob.fluid import (
                    clip,
                    compiler,
                    core,
@@ -20,9 +20,9 @@ from . import (
                    regularizer,
                    unique_name,
 )
-from .backward import append_backward, gradients
-from .compiler import BuildStrategy, ExecutionStrategy
-from .core import (
+from psjob.fluid.backward import append_backward, gradients
+from psjob.fluid.compiler import BuildStrategy, ExecutionStrategy
+from psjob.fluid.core import (
                    CPUPlace,
                    CUDAPinnedPlace,
                    CUDAPlace,
@@ -36,12 +36,12 @@ from .core import (
                    is_compiled_with_cuda,
                    scope_guard,
 )
-from .data import data
-from .data_feeder import DataFeeder
-from .dataset import DatasetFactory
-from .device_guard import device_guard
-from .executor import CompiledProgram, Executor, ParallelExecutor
-from .framework import (
+from psjob.fluid.data import data
+from psjob.fluid.data_feeder import DataFeeder
+from psjob.fluid.dataset import DatasetFactory
+from psjob.fluid.device_guard import device_guard
+from psjob.fluid.executor import CompiledProgram, Executor, ParallelExecutor
+from psjob.fluid.framework import (
                    OpRole,
                    Parameter,
                    Program,
@@ -51,10 +51,10 @@ from .framework import (
                    name_scope,
                    program_guard,
 )
-from .input import embedding
-from .ops import load_all as _load_all_ops
-from .param_attr import ParamAttr, WeightNormParamAttr
-from .transpiler import (
+from psjob.fluid.input import embedding
+from psjob.fluid.ops import load_all as _load_all_ops
+from psjob.fluid.param_attr import ParamAttr, WeightNormParamAttr
+from psjob.fluid.transpiler import (
                    DistributeTranspiler,
                    DistributeTranspilerConfig,
                    HashName,
@@ -62,7 +62,7 @@ from .transpiler import (
                    memory_optimize,
                    release_memory,
 )
-from .version import require_version
+from psjob.fluid.version import require_version
 
 _load_all_ops()  # every op kernel registered, before any program is built
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .framework import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, OpRole, Parameter, Variable, grad_var_name
-from .ops.registry import GradOpSpec, get_op_def
+from psjob.fluid.framework import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, OpRole, Parameter, Variable, grad_var_name
+from psjob.fluid.ops.registry import GradOpSpec, get_op_def
 
 
 def _requires_grad(block, no_grad: set[str]) -> set[str]:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import copy
 import numbers
 
-from . import unique_name
-from .framework import GraphError, Parameter, Variable, default_main_program
+from psjob.fluid import unique_name
+from psjob.fluid.framework import GraphError, Parameter, Variable, default_main_program
 
 __all__ = ["BaseGradientClipAttr", "GradientClipByValue", "GradientClipByNorm",
            "GradientClipByGlobalNorm", "set_gradient_clip", "append_gradient_clip_ops"]

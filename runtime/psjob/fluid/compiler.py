@@ -8,7 +8,7 @@ training (executor.py: collective_program; docs/user/collective.md).
 """
 import enum
 
-from .executor import CompiledProgram  # noqa: F401
+from psjob.fluid.executor import CompiledProgram  # noqa: F401
 
 
 class BuildStrategy:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numbers
 
-from .framework import default_main_program
+from psjob.fluid.framework import default_main_program
 
 __all__ = ["data"]
 

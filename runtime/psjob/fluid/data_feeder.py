@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import CPUPlace, LoDTensor
-from .framework import Variable, default_main_program
+from psjob.fluid.core import CPUPlace, LoDTensor
+from psjob.fluid.framework import Variable, default_main_program
 
 
 class DataFeederError(ValueError):

@@ -25,9 +25,9 @@ import logging
 import threading
 from collections.abc import MutableMapping
 
-from .base import GraphError
-from .core import Scope, global_scope
-from .pipeline import pipelined
+from psjob.fluid.base import GraphError
+from psjob.fluid.core import Scope, global_scope
+from psjob.fluid.pipeline import pipelined
 
 log = logging.getLogger("psjob.fluid")
 # _fleet_opt keys of Paddle's trainer that psjob's train_from_dataset does not act on.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 
-from . import framework
+from psjob.fluid import framework
 
 DEVICE_KINDS = ("cpu", "gpu", "xpu")
 # Device kinds whose ops form the heterogeneous section.

@@ -26,8 +26,15 @@ PSJOB_EMBEDDING_FUSION=0 (read at import; `enabled`) runs every program op by op
 """
 from __future__ import annotations
 
-from ..role_env import process_environment
-from .framework import EMPTY_VAR_NAME, OP_DEVICE_ATTR_NAME, OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, Operator, OpRole
+from psjob.fluid.framework import (
+    EMPTY_VAR_NAME,
+    OP_DEVICE_ATTR_NAME,
+    OP_ROLE_ATTR_NAME,
+    OP_ROLE_VAR_ATTR_NAME,
+    Operator,
+    OpRole,
+)
+from psjob.role_env import process_environment
 
 LOOKUP_TABLE = "lookup_table"
 MERGE_IDS = "merge_ids"

@@ -25,11 +25,11 @@ from collections import defaultdict
 
 import numpy as np
 
-from .. import hooks
-from .core import CPUPlace, EOFException, LoDTensor, Scope, SelectedRows, global_scope, to_numpy
-from .embedding_fusion import execution_ops
-from .framework import EMPTY_VAR_NAME, GraphError, Program, Variable
-from .ops.registry import KernelContext, get_op_def
+from psjob import hooks
+from psjob.fluid.core import CPUPlace, EOFException, LoDTensor, Scope, SelectedRows, global_scope, to_numpy
+from psjob.fluid.embedding_fusion import execution_ops
+from psjob.fluid.framework import EMPTY_VAR_NAME, GraphError, Program, Variable
+from psjob.fluid.ops.registry import KernelContext, get_op_def
 
 # Runtime services a kernel may need, created on first use when nobody
 # registered one. They live in higher layers (gRPC client and server), so they
@@ -152,7 +152,7 @@ class Executor:
                            fetch_list=None, fetch_info=None, print_period=100, fetch_handler=None):
         """Run `program` over every batch of `dataset` (fluid/dataset_trainer.py); thread > 1
         runs that many Hogwild threads over one program. Returns None, as Paddle does."""
-        from .dataset_trainer import run_dataset
+        from psjob.fluid.dataset_trainer import run_dataset
         if fetch_handler is not None:
             raise NotImplementedError("train_from_dataset(fetch_handler=...) is not supported by psjob; "
                                       "use fetch_list with fetch_info and print_period")
@@ -304,7 +304,7 @@ class Executor:
 
 
 def _unwrap(program):
-    from .framework import default_main_program
+    from psjob.fluid.framework import default_main_program
     if program is None:
         return default_main_program()
     inner = getattr(program, "_program", None)  # CompiledProgram
@@ -380,7 +380,7 @@ def collective_program(program, num_trainers, strategy=None):
     parameter-server trainer program): a copy with every parameter gradient all-reduced among
     the trainers after backward (transpiler/collective.py), scaled as BuildStrategy's
     gradient_scale_strategy says (CoeffNumDevice, Paddle's default: the mean over trainers)."""
-    from .transpiler.collective import insert_grad_allreduce
+    from psjob.fluid.transpiler.collective import insert_grad_allreduce
     n = 1 if num_trainers is None else int(num_trainers)
     if n <= 1 or getattr(program, "_is_distributed", False):
         return program
@@ -425,8 +425,8 @@ class ParallelExecutor:
 
     def __init__(self, use_cuda=False, loss_name=None, main_program=None, share_vars_from=None,
                  exec_strategy=None, build_strategy=None, num_trainers=1, trainer_id=0, scope=None):
-        from .core import CUDAPlace
-        from .framework import default_main_program
+        from psjob.fluid.core import CUDAPlace
+        from psjob.fluid.framework import default_main_program
         program = main_program or default_main_program()
         self._program = collective_program(program, _num_trainers(num_trainers, build_strategy),
                                            build_strategy)

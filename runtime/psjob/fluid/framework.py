@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from . import unique_name
-from .base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError  # noqa: F401 - the IR's names
-from .ops.registry import infer_shape
+from psjob.fluid import unique_name
+from psjob.fluid.base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError  # noqa: F401 - the IR's names
+from psjob.fluid.ops.registry import infer_shape
 
 OP_ROLE_ATTR_NAME = "op_role"
 OP_ROLE_VAR_ATTR_NAME = "op_role_var"

@@ -10,9 +10,9 @@ builds on, so the transpiler and Fleet treat both alike.
 """
 from __future__ import annotations
 
-from .layers import manip as _manip
-from .layers import nn as _nn
-from .layers._checks import check_dtype, check_variable
+from psjob.fluid.layers import manip as _manip
+from psjob.fluid.layers import nn as _nn
+from psjob.fluid.layers._checks import check_dtype, check_variable
 
 __all__ = ["embedding"]
 

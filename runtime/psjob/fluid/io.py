@@ -36,10 +36,10 @@ import os
 
 import numpy as np
 
-from .. import hooks
-from .._batch import batch  # noqa: F401
-from ..checkpoint import storage
-from ..checkpoint.format import (  # noqa: F401
+from psjob import hooks
+from psjob._batch import batch  # noqa: F401
+from psjob.checkpoint import storage
+from psjob.checkpoint.format import (  # noqa: F401
     FORMAT,
     MANIFEST,
     VERSION,
@@ -52,13 +52,13 @@ from ..checkpoint.format import (  # noqa: F401
     write_array,
     write_manifest,
 )
-from ..reader import ComposeNotAligned, buffered, cache, chain, compose, firstn, map_readers, shuffle, xmap_readers  # noqa: F401
-from .core import SelectedRows, global_scope, to_numpy
-from .executor import Executor, ParallelExecutor
-from .framework import Parameter, Program, Variable, VarType, default_main_program
+from psjob.fluid.core import SelectedRows, global_scope, to_numpy
+from psjob.fluid.executor import Executor, ParallelExecutor
+from psjob.fluid.framework import Parameter, Program, Variable, VarType, default_main_program
 
 # Fluid 1.x's fluid.io also serves its Python readers and the reader decorators.
-from .reader import DataLoader, PyReader  # noqa: F401
+from psjob.fluid.reader import DataLoader, PyReader  # noqa: F401
+from psjob.reader import ComposeNotAligned, buffered, cache, chain, compose, firstn, map_readers, shuffle, xmap_readers  # noqa: F401
 
 MODEL_FILE = "__model__"
 __all__ = ["CheckpointError", "save_vars", "save_params", "save_persistables", "load_vars", "load_params",
@@ -229,7 +229,7 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
             continue
         if entry is None and name in tables:
             # A distributed table saved as shards by id: the single-process view is the whole table.
-            from ..checkpoint.tables import assemble
+            from psjob.checkpoint.tables import assemble
             height = var.shape[0] if var.shape and var.shape[0] >= 0 else None
             arr = assemble(dirname, name, tables[name], height)
             _check_fits(name, arr, var)
@@ -253,7 +253,7 @@ def _table_state_sources(program, tables) -> dict:
     """Accumulator variable → (table, state name, optimizer op type) for the optimizer ops
     that update a parameter saved as a distributed table: in a distributed save the table's
     optimizer state lives only in the table shards, under the accumulator's name."""
-    from .optimizer import accumulator_slots
+    from psjob.fluid.optimizer import accumulator_slots
     sources = {}
     for op in program.global_block().ops:
         params = op.input("Param") if "Param" in op.inputs else []
@@ -270,7 +270,7 @@ def _assemble_table_state(dirname, tables, source, var, scope):
     fresh state of rows the table never held); None where the program's accumulator has no
     per-row form of the table's state or the table was trained by another rule: that
     accumulator then keeps its startup value."""
-    from ..checkpoint.tables import assemble_state
+    from psjob.checkpoint.tables import assemble_state
     table, state, op_type = source
     fresh = scope.vars.get(var.name)
     if fresh is None:
@@ -322,7 +322,7 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_
                          model_filename=None, params_filename=None, export_for_deployment=True,
                          program_only=False):
     """Write the program pruned to what `target_vars` need, plus its parameters."""
-    from .serialization import program_to_dict
+    from psjob.fluid.serialization import program_to_dict
     _check_executor(executor)
     program = _check_program(main_program)
     if isinstance(feeded_var_names, str):
@@ -361,7 +361,7 @@ def load_inference_model(dirname, executor, model_filename=None, params_filename
     `pserver_endpoints`: a model saved from a transpiled trainer program looks its
     distributed table up on pservers; these endpoints replace the ones it was saved
     with (same count, same order), and the table is not loaded locally."""
-    from .serialization import ProgramFormatError, program_from_dict
+    from psjob.fluid.serialization import ProgramFormatError, program_from_dict
     _check_executor(executor, "load_inference_model")
     if not os.path.isdir(dirname):
         raise ValueError(f"There is no directory named '{dirname}'")

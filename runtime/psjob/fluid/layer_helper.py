@@ -5,10 +5,10 @@ initialized by an op appended to the startup program.
 """
 from __future__ import annotations
 
-from . import unique_name
-from .framework import Variable, default_main_program, default_startup_program
-from .initializer import ConstantInitializer, XavierInitializer
-from .param_attr import ParamAttr
+from psjob.fluid import unique_name
+from psjob.fluid.framework import Variable, default_main_program, default_startup_program
+from psjob.fluid.initializer import ConstantInitializer, XavierInitializer
+from psjob.fluid.param_attr import ParamAttr
 
 
 class LayerHelper:

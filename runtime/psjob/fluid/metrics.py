@@ -16,7 +16,7 @@ import copy
 
 import numpy as np
 
-from .ops.metric_ops import auc_from_stats, bucket_counts
+from psjob.fluid.ops.metric_ops import auc_from_stats, bucket_counts
 
 __all__ = ["MetricBase", "CompositeMetric", "Precision", "Recall", "Accuracy", "ChunkEvaluator",
            "EditDistance", "Auc"]

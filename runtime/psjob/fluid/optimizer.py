@@ -41,13 +41,13 @@ import math
 import numbers
 from collections import defaultdict
 
-from ..kernels.optimizers import ACCUMULATORS, ORIGIN_SHAPED
-from . import unique_name
-from .backward import append_backward
-from .clip import append_gradient_clip_ops
-from .framework import GraphError, OpRole, Parameter, Program, Variable, default_main_program, program_guard
-from .layers.tensor import create_global_var
-from .regularizer import WeightDecayRegularizer, append_regularization_ops
+from psjob.fluid import unique_name
+from psjob.fluid.backward import append_backward
+from psjob.fluid.clip import append_gradient_clip_ops
+from psjob.fluid.framework import GraphError, OpRole, Parameter, Program, Variable, default_main_program, program_guard
+from psjob.fluid.layers.tensor import create_global_var
+from psjob.fluid.regularizer import WeightDecayRegularizer, append_regularization_ops
+from psjob.kernels.optimizers import ACCUMULATORS, ORIGIN_SHAPED
 
 log = logging.getLogger("psjob.fluid.optimizer")
 
@@ -325,7 +325,7 @@ class Optimizer:
     def _check_params(params):
         """Per-parameter settings, checked before any op is appended so that a
         bad one leaves the program untouched."""
-        from .clip import BaseGradientClipAttr
+        from psjob.fluid.clip import BaseGradientClipAttr
         for p in params:
             lr = (p.optimize_attr or {}).get("learning_rate", 1.0)
             if not isinstance(lr, Variable):

@@ -24,7 +24,7 @@ class ParamAttr:
             return ParamAttr(name=arg)
         if arg is False:
             return False
-        from .initializer import Initializer
+        from psjob.fluid.initializer import Initializer
         if isinstance(arg, Initializer):
             return ParamAttr(initializer=arg)
         raise TypeError(f"param_attr must be a ParamAttr, a name, an initializer or False, got {arg!r}")

@@ -21,8 +21,8 @@ import weakref
 
 import numpy as np
 
-from .framework import default_main_program
-from .ops.dist_ops import PREFETCH_AHEAD, split_wanted_ids
+from psjob.fluid.framework import default_main_program
+from psjob.fluid.ops.dist_ops import PREFETCH_AHEAD, split_wanted_ids
 
 MAX_PREFETCH_AHEAD = 4  # issued batches kept per prefetch op
 _PAIRS = weakref.WeakKeyDictionary()  # block -> (its op count, its (split_ids, prefetch) op pairs)

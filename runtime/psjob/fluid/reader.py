@@ -42,11 +42,11 @@ import threading
 
 import numpy as np
 
-from . import unique_name
-from .core import CPUPlace, LoDTensor
-from .data_feeder import DataFeeder
-from .framework import Program, Variable, default_main_program, program_guard
-from .ops.reader_ops import new_queue
+from psjob.fluid import unique_name
+from psjob.fluid.core import CPUPlace, LoDTensor
+from psjob.fluid.data_feeder import DataFeeder
+from psjob.fluid.framework import Program, Variable, default_main_program, program_guard
+from psjob.fluid.ops.reader_ops import new_queue
 
 log = logging.getLogger("psjob.fluid.reader")
 

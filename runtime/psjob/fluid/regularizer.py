@@ -14,7 +14,7 @@ class WeightDecayRegularizer:
         self.coeff = float(regularization_coeff)
 
     def __call__(self, param, grad, block):
-        from . import unique_name
+        from psjob.fluid import unique_name
         out = block.create_var(name=unique_name.generate(grad.name + "_decayed"),
                                shape=grad.shape, dtype=grad.dtype, type=grad.type)
         block.append_op(type=self.op_type, inputs={"Param": [param], "Grad": [grad]},

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import json
 
-from .framework import FORMAT, VERSION, Program, ProgramFormatError, program_from_dict, program_to_dict, prune_program  # noqa: F401
+from psjob.fluid.framework import (  # noqa: F401
+    FORMAT,
+    VERSION,
+    Program,
+    ProgramFormatError,
+    program_from_dict,
+    program_to_dict,
+    prune_program,
+)
 
 
 def serialize_program(program: Program) -> bytes:

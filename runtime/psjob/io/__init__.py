@@ -24,8 +24,8 @@ import numbers
 
 import numpy as np
 
-from ..fluid.reader import GeneratorLoader as FluidGeneratorLoader
-from ..role_env import process_environment
+from psjob.fluid.reader import GeneratorLoader as FluidGeneratorLoader
+from psjob.role_env import process_environment
 
 log = logging.getLogger("psjob.io")
 

@@ -25,7 +25,7 @@ The package, by job:
 `psjob.jobspec` re-exports their public names: the operator and `psjob run` import
 from here.
 """
-from .model import (
+from psjob.jobspec.model import (
                      NAME_RULES,
                      AccessMode,
                      CheckpointSpec,
@@ -53,8 +53,8 @@ from .model import (
                      TolerationOperator,
                      WorkerSpec,
 )
-from .parser import POD_TEMPLATE_KEYS, POD_TEMPLATE_METADATA_KEYS, load_job_file, parse_job  # noqa: F401
-from .schema import (
+from psjob.jobspec.parser import POD_TEMPLATE_KEYS, POD_TEMPLATE_METADATA_KEYS, load_job_file, parse_job  # noqa: F401
+from psjob.jobspec.schema import (
                      API_GROUP,
                      API_VERSION,
                      API_VERSION_FULL,
@@ -81,4 +81,4 @@ from .schema import (
                      fields_of,
                      spec_field,
 )
-from .serializer import to_manifest  # noqa: F401
+from psjob.jobspec.serializer import to_manifest  # noqa: F401

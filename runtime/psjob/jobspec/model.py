@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from psjob import roles
-
-from .schema import (
+from psjob.jobspec.schema import (
     DEFAULT_GEO_K_STEPS,
     DNS_1035,
     DNS_1123_SUBDOMAIN,

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from dataclasses import MISSING
 from typing import Any
 
-from .model import NAME_RULES, JobSpec, ParameterServerJob
-from .schema import API_VERSION_FULL, KIND, QUANTITY, JobSpecError, Schema, TypeInfo, fields_of
+from psjob.jobspec.model import NAME_RULES, JobSpec, ParameterServerJob
+from psjob.jobspec.schema import API_VERSION_FULL, KIND, QUANTITY, JobSpecError, Schema, TypeInfo, fields_of
 
 
 def parse_job(manifest: Mapping[str, Any]) -> ParameterServerJob:

@@ -5,8 +5,8 @@ import dataclasses
 import enum
 from typing import Any
 
-from .model import ParameterServerJob
-from .schema import API_VERSION_FULL, KIND, fields_of
+from psjob.jobspec.model import ParameterServerJob
+from psjob.jobspec.schema import API_VERSION_FULL, KIND, fields_of
 
 
 def to_manifest(job: ParameterServerJob) -> dict[str, Any]:

@@ -37,8 +37,8 @@ import dataclasses
 
 import numpy as np
 
-from . import native
-from .rows import put_rows, stable_order, take_rows
+from psjob.kernels import native
+from psjob.kernels.rows import put_rows, stable_order, take_rows
 
 __all__ = [
     "ACCUMULATORS", "AccumulatorSpec", "DENSE_UPDATES", "ROW_UPDATES",

@@ -20,8 +20,8 @@ import sys
 import threading
 import time
 
-from .. import roles
-from ..progress import parse_line
+from psjob import roles
+from psjob.progress import parse_line
 
 
 def _num(value, spec: str, default: str = "-") -> str:
@@ -209,7 +209,7 @@ def summarize(*, job: str, mode: str, outcome: tuple[int, str], seconds: float, 
     finals = [f for f in finals if f]
     ckpt = None
     if checkpoint_dir:
-        from ..checkpoint import store  # only now: the framework is not needed before
+        from psjob.checkpoint import store  # only now: the framework is not needed before
         ckpt = store.newest_good(checkpoint_dir)
     return {
         "job": job,

@@ -44,11 +44,10 @@ import argparse
 import os
 import sys
 
-from .. import __version__, roles
-from ..aspaddle import SHIM_DIR
-from ..aspaddle import environment as as_paddle_environment
-from ..role_env import process_environment
-from .local import (  # noqa: F401
+from psjob import __version__, roles
+from psjob.aspaddle import SHIM_DIR
+from psjob.aspaddle import environment as as_paddle_environment
+from psjob.launcher.local import (  # noqa: F401
     PROGRESS_INTERVAL_S,
     STOP_GRACE_S,
     Deadline,
@@ -64,7 +63,8 @@ from .local import (  # noqa: F401
     run_local,
     write_token,
 )
-from .supervisor import ProcessSpec
+from psjob.launcher.supervisor import ProcessSpec
+from psjob.role_env import process_environment
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,9 +25,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .. import roles
-from .job_progress import LogWatcher, exit_status, log_tail, summarize, summary_line
-from .supervisor import ProcessSpec, Supervisor, SupervisorOptions
+from psjob import roles
+from psjob.launcher.job_progress import LogWatcher, exit_status, log_tail, summarize, summary_line
+from psjob.launcher.supervisor import ProcessSpec, Supervisor, SupervisorOptions
 
 # After every trainer completed, pservers exit on their own (they saw every trainer
 # complete) or are stopped after this long; the job has succeeded either way.

@@ -44,9 +44,9 @@ import sys
 import time
 from dataclasses import dataclass
 
-from .. import jobspec, roles
-from . import scale
-from .local import (
+from psjob import jobspec, roles
+from psjob.launcher import scale
+from psjob.launcher.local import (
     PROGRESS_INTERVAL_S,
     STOP_GRACE_S,
     Deadline,
@@ -58,7 +58,7 @@ from .local import (
     run_local,
     write_token,
 )
-from .supervisor import ProcessSpec, RestartBudget
+from psjob.launcher.supervisor import ProcessSpec, RestartBudget
 
 # A StatefulSet recreates a crashing pserver forever, with backoff; locally a
 # pserver that keeps crashing ends the run after this many restarts instead.

@@ -59,8 +59,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .. import roles
-from ..role_env import process_environment
+from psjob import roles
+from psjob.role_env import process_environment
 
 PSERVER, TRAINER, HETER_TRAINER = "PSERVER", "TRAINER", "HETER_TRAINER"
 CONFIG_EXIT = 2  # entrypoints.CONFIG_EXIT, and what argparse exits with

@@ -3,7 +3,7 @@
 BUILT_IN is the built-in job's registry (`psjob worker --model NAME`): each name is a
 CTRConfig the job completes with its options (table size, optimizer, devices).
 """
-from .ctr import CTRConfig
+from psjob.models.ctr import CTRConfig
 
 BUILT_IN = {
     "ctr": CTRConfig(),                  # the CTR DNN: embeddings + dense features -> MLP

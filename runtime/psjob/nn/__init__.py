@@ -2,11 +2,11 @@
 
 Call `paddle.enable_static()` before building a Layer: psjob has no dygraph mode.
 """
-from . import functional, initializer
-from .activation import LeakyReLU
-from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
-from .common import BatchNorm1D, Dropout, Embedding, Flatten, Linear, ReLU, Sigmoid, Softmax, Tanh
-from .conv import Conv2D
-from .layer import Layer, LayerList, Sequential
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
-from .norm import LayerNorm
+from psjob.nn import functional, initializer
+from psjob.nn.activation import LeakyReLU
+from psjob.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
+from psjob.nn.common import BatchNorm1D, Dropout, Embedding, Flatten, Linear, ReLU, Sigmoid, Softmax, Tanh
+from psjob.nn.conv import Conv2D
+from psjob.nn.layer import Layer, LayerList, Sequential
+from psjob.nn.loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
+from psjob.nn.norm import LayerNorm

@@ -1,8 +1,8 @@
 """Activation layers with a parameter of their own (Paddle's nn/layer/activation.py)."""
 from __future__ import annotations
 
-from . import functional as F
-from .layer import Layer
+from psjob.nn import functional as F
+from psjob.nn.layer import Layer
 
 __all__ = ["LeakyReLU"]
 

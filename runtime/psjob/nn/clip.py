@@ -2,7 +2,7 @@
 over Fluid's clip attributes, so they also work with fluid.clip.set_gradient_clip)."""
 from __future__ import annotations
 
-from ..fluid import clip as _fc
+from psjob.fluid import clip as _fc
 
 __all__ = ["ClipGradByGlobalNorm", "ClipGradByNorm", "ClipGradByValue"]
 

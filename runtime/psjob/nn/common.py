@@ -2,12 +2,12 @@
 BatchNorm1D, Flatten (each creates its parameters on construction, builds ops on call)."""
 from __future__ import annotations
 
-from .. import tensor as _t
-from ..fluid.initializer import ConstantInitializer
-from ..fluid.layers._checks import check_int
-from ..param_attr import ParamAttr
-from . import functional as F
-from .layer import Layer
+from psjob import tensor as _t
+from psjob.fluid.initializer import ConstantInitializer
+from psjob.fluid.layers._checks import check_int
+from psjob.nn import functional as F
+from psjob.nn.layer import Layer
+from psjob.param_attr import ParamAttr
 
 __all__ = ["Linear", "Embedding", "ReLU", "Sigmoid", "Tanh", "Softmax", "Dropout", "BatchNorm1D",
            "Flatten"]
@@ -108,7 +108,7 @@ class BatchNorm1D(Layer):
                                                               trainable=False))
 
     def forward(self, x):
-        from ..fluid.layer_helper import LayerHelper
+        from psjob.fluid.layer_helper import LayerHelper
         helper = LayerHelper("batch_norm")
         dtype = x.dtype
         saved_mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)

@@ -9,11 +9,11 @@ import numbers
 
 import numpy as np
 
-from ..fluid.initializer import NormalInitializer
-from ..fluid.layers._checks import check_int
-from . import functional as F
-from .functional.conv import conv_padding
-from .layer import Layer
+from psjob.fluid.initializer import NormalInitializer
+from psjob.fluid.layers._checks import check_int
+from psjob.nn import functional as F
+from psjob.nn.functional.conv import conv_padding
+from psjob.nn.layer import Layer
 
 __all__ = ["Conv2D"]
 

@@ -12,12 +12,12 @@ import re
 
 import numpy as np
 
-from .. import device
-from ..fluid import unique_name
-from ..fluid.core import global_scope
-from ..fluid.framework import Parameter
-from ..fluid.layer_helper import LayerHelper
-from ..param_attr import ParamAttr
+from psjob import device
+from psjob.fluid import unique_name
+from psjob.fluid.core import global_scope
+from psjob.fluid.framework import Parameter
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.param_attr import ParamAttr
 
 __all__ = ["Layer", "Sequential", "LayerList"]
 

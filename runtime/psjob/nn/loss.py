@@ -2,8 +2,8 @@
 nn.functional loss of the same name on forward(input, label)."""
 from __future__ import annotations
 
-from . import functional as F
-from .layer import Layer
+from psjob.nn import functional as F
+from psjob.nn.layer import Layer
 
 __all__ = ["BCEWithLogitsLoss", "BCELoss", "CrossEntropyLoss", "MSELoss"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fluid.initializer import ConstantInitializer
-from ..fluid.layers._checks import check_int_list
-from . import functional as F
-from .layer import Layer
+from psjob.fluid.initializer import ConstantInitializer
+from psjob.fluid.layers._checks import check_int_list
+from psjob.nn import functional as F
+from psjob.nn.layer import Layer
 
 __all__ = ["LayerNorm"]
 

@@ -15,12 +15,12 @@ import numbers
 
 import numpy as np
 
-from ..fluid import optimizer as _fo
-from ..fluid.core import global_scope
-from ..fluid.framework import OpRole
-from ..fluid.regularizer import L2DecayRegularizer, WeightDecayRegularizer
-from . import lr
-from .lr import LRScheduler
+from psjob.fluid import optimizer as _fo
+from psjob.fluid.core import global_scope
+from psjob.fluid.framework import OpRole
+from psjob.fluid.regularizer import L2DecayRegularizer, WeightDecayRegularizer
+from psjob.optimizer import lr
+from psjob.optimizer.lr import LRScheduler
 
 __all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adam", "AdamW", "Adamax", "RMSProp", "lr"]
 

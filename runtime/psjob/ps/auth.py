@@ -1,7 +1,7 @@
 """The per-job RPC secret: read from PSJOB_AUTH_TOKEN_FILE, never logged."""
 from __future__ import annotations
 
-from ..role_env import process_environment
+from psjob.role_env import process_environment
 
 
 class AuthConfigError(RuntimeError):

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 
-from ..role_env import process_environment
+from psjob.role_env import process_environment
 
 # How long a freeze holds without trainer 0 renewing it. Trainer 0 renews every
 # lease/4 while it saves, so a long save is never cut short; a trainer 0 that dies

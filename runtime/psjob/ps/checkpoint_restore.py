@@ -39,14 +39,14 @@ import logging
 
 import numpy as np
 
-from ..checkpoint import chain as chains
-from ..checkpoint.format import CheckpointError, CorruptFileError, read_manifest, read_var
-from ..checkpoint.store import committed, is_checkpoint_root, mark_corrupt
-from ..checkpoint.tables import dense_rows, import_into, read_rows, rows_digest
-from ..fluid.core import global_scope
-from ..fluid.framework import VarType
-from ..fluid.transpiler.slicing import get_varname_parts
-from ..tables import SparseTable
+from psjob.checkpoint import chain as chains
+from psjob.checkpoint.format import CheckpointError, CorruptFileError, read_manifest, read_var
+from psjob.checkpoint.store import committed, is_checkpoint_root, mark_corrupt
+from psjob.checkpoint.tables import dense_rows, import_into, read_rows, rows_digest
+from psjob.fluid.core import global_scope
+from psjob.fluid.framework import VarType
+from psjob.fluid.transpiler.slicing import get_varname_parts
+from psjob.tables import SparseTable
 
 log = logging.getLogger("psjob.checkpoint")
 

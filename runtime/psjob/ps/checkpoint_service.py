@@ -53,12 +53,12 @@ import time
 
 import numpy as np
 
-from ..checkpoint import storage, tables
-from ..fluid.transpiler.pserver_pass import TABLE_PATH_VAR
-from ..tables import SparseTable
-from ..tables.table import sorted_unique
-from . import checkpoint_protocol as protocol
-from .checkpoint_restore import is_state_var, restore_newest
+from psjob.checkpoint import storage, tables
+from psjob.fluid.transpiler.pserver_pass import TABLE_PATH_VAR
+from psjob.ps import checkpoint_protocol as protocol
+from psjob.ps.checkpoint_restore import is_state_var, restore_newest
+from psjob.tables import SparseTable
+from psjob.tables.table import sorted_unique
 
 log = logging.getLogger("psjob.checkpoint")
 
@@ -347,7 +347,7 @@ def adopt_peer_completions(state, token: str = "", timeout_s: float = 2.0, tls="
     nothing this one lost."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..rpc.client import PSClient, RetryPolicy, RpcError
+    from psjob.rpc.client import PSClient, RetryPolicy, RpcError
     peers = [ep for ep in getattr(state.program, "_endpoints", None) or [] if ep != state.endpoint]
     if not peers:
         return []

@@ -28,11 +28,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ..role_env import process_environment
-from ..rpc.client import PSClient, RpcError
-from .auth import token_from_env
-from .communicator import Communicator, CommunicatorConfig
-from .geo import GeoCommunicator
+from psjob.ps.auth import token_from_env
+from psjob.ps.communicator import Communicator, CommunicatorConfig
+from psjob.ps.geo import GeoCommunicator
+from psjob.role_env import process_environment
+from psjob.rpc.client import PSClient, RpcError
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..fluid.core import SelectedRows
-from ..fluid.ops.dist_ops import record_staleness
+from psjob.fluid.core import SelectedRows
+from psjob.fluid.ops.dist_ops import record_staleness
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,8 @@ import threading
 
 import numpy as np
 
-from ..cuda import CudaUnavailableError, require_cupy
-from ..fluid.core import PlaceError, SelectedRows
+from psjob.cuda import CudaUnavailableError, require_cupy
+from psjob.fluid.core import PlaceError, SelectedRows
 
 ALIGN = 256                 # device views start on 256-byte boundaries (cudaMalloc's alignment)
 MIN_BUFFER = 1 << 20

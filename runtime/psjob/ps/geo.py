@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fluid.core import SelectedRows
-from ..fluid.ops.dist_ops import record_staleness
+from psjob.fluid.core import SelectedRows
+from psjob.fluid.ops.dist_ops import record_staleness
 
 
 class GeoCommunicator:

@@ -34,15 +34,15 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..ps.heter_state import HeterState
-from ..role_env import process_environment
-from ..roles import split_endpoint
-from ..rpc import tls as tls_mod
-from ..rpc.heter_client import HeterClient
-from ..rpc.heter_service import start_heter_server
-from .auth import token_from_env
-from .lifecycle import stay_until_stopped, wait_for_stop, wait_stoppable
-from .observability import HeterTelemetry, heter_telemetry_from_env
+from psjob.ps.auth import token_from_env
+from psjob.ps.heter_state import HeterState
+from psjob.ps.lifecycle import stay_until_stopped, wait_for_stop, wait_stoppable
+from psjob.ps.observability import HeterTelemetry, heter_telemetry_from_env
+from psjob.role_env import process_environment
+from psjob.roles import split_endpoint
+from psjob.rpc import tls as tls_mod
+from psjob.rpc.heter_client import HeterClient
+from psjob.rpc.heter_service import start_heter_server
 
 log = logging.getLogger("psjob.heter")
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fluid.core import SelectedRows, to_numpy
-from ..fluid.transpiler.heter_split import heter_endpoint_for
-from .heter_state import HeterState
+from psjob.fluid.core import SelectedRows, to_numpy
+from psjob.fluid.transpiler.heter_split import heter_endpoint_for
+from psjob.ps.heter_state import HeterState
 
 
 def _wire_copy(value):

@@ -31,10 +31,10 @@ import time
 
 import numpy as np
 
-from ..fluid.core import Scope, SelectedRows
-from ..fluid.executor import Executor
-from ..fluid.ops.dist_ops import confirm_pushes
-from ..fluid.transpiler.heter_split import HeterSplit
+from psjob.fluid.core import Scope, SelectedRows
+from psjob.fluid.executor import Executor
+from psjob.fluid.ops.dist_ops import confirm_pushes
+from psjob.fluid.transpiler.heter_split import HeterSplit
 
 STARTING, SERVING, DONE = "STARTING", "SERVING", "STOPPING"
 

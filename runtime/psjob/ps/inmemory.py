@@ -16,9 +16,9 @@ import threading
 
 import numpy as np
 
-from ..fluid.core import CPUPlace, Scope, SelectedRows, to_numpy
-from ..fluid.executor import Executor
-from .pserver_state import PserverOptions, PserverState
+from psjob.fluid.core import CPUPlace, Scope, SelectedRows, to_numpy
+from psjob.fluid.executor import Executor
+from psjob.ps.pserver_state import PserverOptions, PserverState
 
 
 class _Result:

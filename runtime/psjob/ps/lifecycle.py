@@ -5,7 +5,7 @@ import signal
 import threading
 from collections.abc import Mapping
 
-from ..roles import STAY_UNTIL_STOPPED_ENV
+from psjob.roles import STAY_UNTIL_STOPPED_ENV
 
 
 def stay_until_stopped(env: Mapping[str, str]) -> bool:

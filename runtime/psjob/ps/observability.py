@@ -20,8 +20,8 @@ import logging
 
 from prometheus_client import CollectorRegistry
 
-from .. import metrics
-from ..role_env import process_environment
+from psjob import metrics
+from psjob.role_env import process_environment
 
 log = logging.getLogger("psjob.pserver")
 
@@ -80,7 +80,7 @@ class PserverTelemetry(_RpcServerTelemetry):
 
 def table_stats_source(scope, tables: dict):
     """A scrape-time source for `watch_tables`: {table name: shard index} of tables in `scope`."""
-    from ..tables import SparseTable
+    from psjob.tables import SparseTable
 
     def source():
         out = []

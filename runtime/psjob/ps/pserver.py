@@ -45,21 +45,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..fluid.core import CPUPlace, CUDAPlace, SelectedRows, to_numpy
-from ..fluid.executor import Executor
-from ..fluid.framework import Program
-from ..ps.pserver_state import PserverOptions, PserverState
-from ..role_env import process_environment
-from ..roles import split_endpoint
-from ..rpc.base_client import MAX_MESSAGE_BYTES
-from ..rpc.base_server import READ_TIMEOUT_S
-from ..rpc.server import MAX_PREFETCH_IDS, start_server
-from ..rpc.tls import TlsFiles, tls_from_env
-from .auth import token_from_env
-from .checkpoint_protocol import incremental_from_env
-from .device_staging import DeviceStaging, array_module_for, parse_device
-from .lifecycle import stay_until_stopped, wait_for_stop, wait_stoppable
-from .observability import table_stats_source, telemetry_from_env
+from psjob.fluid.core import CPUPlace, CUDAPlace, SelectedRows, to_numpy
+from psjob.fluid.executor import Executor
+from psjob.fluid.framework import Program
+from psjob.ps.auth import token_from_env
+from psjob.ps.checkpoint_protocol import incremental_from_env
+from psjob.ps.device_staging import DeviceStaging, array_module_for, parse_device
+from psjob.ps.lifecycle import stay_until_stopped, wait_for_stop, wait_stoppable
+from psjob.ps.observability import table_stats_source, telemetry_from_env
+from psjob.ps.pserver_state import PserverOptions, PserverState
+from psjob.role_env import process_environment
+from psjob.roles import split_endpoint
+from psjob.rpc.base_client import MAX_MESSAGE_BYTES
+from psjob.rpc.base_server import READ_TIMEOUT_S
+from psjob.rpc.server import MAX_PREFETCH_IDS, start_server
+from psjob.rpc.tls import TlsFiles, tls_from_env
 
 log = logging.getLogger("psjob.pserver")
 
@@ -177,7 +177,7 @@ class PserverProcess:
             # good checkpoint, before it answers anyone (psjob.checkpoint, docs/user/checkpoints.md).
             if self.state.restore_from_checkpoints(options.checkpoint_dir, options.restore_digest) is not None:
                 # ... and learns from its peers which trainers completed while it was away.
-                from .checkpoint_service import adopt_peer_completions
+                from psjob.ps.checkpoint_service import adopt_peer_completions
                 adopt_peer_completions(self.state, options.token, tls=options.tls)
         handler = self.state
         self.placement = None
@@ -276,7 +276,7 @@ class DevicePlacement:
     def migrate(self, scope) -> dict:
         """Move the scope's arrays (but the host blocks' own) and sparse tables to the device.
         Returns {"arrays": n, "bytes": b, "tables": t} for the log."""
-        from ..tables import SparseTable
+        from psjob.tables import SparseTable
         moved = {"arrays": 0, "bytes": 0, "tables": 0}
         xp = self.xp
         for name, value in list(scope.vars.items()):

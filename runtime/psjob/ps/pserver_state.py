@@ -55,14 +55,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..fluid.core import CPUPlace, Scope, SelectedRows, scatter_add, to_numpy
-from ..fluid.executor import Executor
-from ..fluid.framework import GraphError, VarType
-from ..fluid.transpiler.pserver_pass import TRAINER_ID_VAR, TRAINER_MEAN_ATTR
-from ..fluid.transpiler.slicing import get_varname_parts
-from . import checkpoint_service
-from .pserver_staleness import StalenessTracker, param_of_grad
-from .trainer_gather import TrainerGather
+from psjob.fluid.core import CPUPlace, Scope, SelectedRows, scatter_add, to_numpy
+from psjob.fluid.executor import Executor
+from psjob.fluid.framework import GraphError, VarType
+from psjob.fluid.transpiler.pserver_pass import TRAINER_ID_VAR, TRAINER_MEAN_ATTR
+from psjob.fluid.transpiler.slicing import get_varname_parts
+from psjob.ps import checkpoint_service
+from psjob.ps.pserver_staleness import StalenessTracker, param_of_grad
+from psjob.ps.trainer_gather import TrainerGather
 
 log = logging.getLogger("psjob.pserver")
 

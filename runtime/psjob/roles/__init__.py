@@ -31,9 +31,9 @@ The package, by job: `names` (roles, modes, ports, mount paths, RESERVED_ENV),
 `psjob.roles` re-exports their public names: the operator, the launchers and the
 runtime import from here.
 """
-from .environment import job_environment, role_environment  # noqa: F401
-from .identity import PADDLE2_TO_FLUID, fluid_environment, resolve_identity  # noqa: F401
-from .names import (
+from psjob.roles.environment import job_environment, role_environment  # noqa: F401
+from psjob.roles.identity import PADDLE2_TO_FLUID, fluid_environment, resolve_identity  # noqa: F401
+from psjob.roles.names import (
                     AS_PADDLE_COMMAND,
                     AUTO,
                     COLLECTIVE,
@@ -58,8 +58,8 @@ from .names import (
                     STAY_UNTIL_STOPPED_ENV,
                     TRAINER,
 )
-from .threads import MATH_THREAD_ENV, math_threads  # noqa: F401
-from .topology import (
+from psjob.roles.threads import MATH_THREAD_ENV, math_threads  # noqa: F401
+from psjob.roles.topology import (
                     JobTopology,
                     heter_service,
                     kubernetes_host,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .identity import _server_identity
-from .names import AUTO, HETER_TRAINER, PSERVER, ROLES, TRAINER
-from .topology import JobTopology, split_endpoint
+from psjob.roles.identity import _server_identity
+from psjob.roles.names import AUTO, HETER_TRAINER, PSERVER, ROLES, TRAINER
+from psjob.roles.topology import JobTopology, split_endpoint
 
 
 def role_environment(topology: JobTopology, role: str, index: int | None) -> dict[str, str]:

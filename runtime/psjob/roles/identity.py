@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from .names import AUTO, COLLECTIVE, HETER_TRAINER, PSERVER, ROLES, STAY_UNTIL_STOPPED_ENV, TRAINER
-from .topology import heter_service, pserver_service, split_endpoint
+from psjob.roles.names import AUTO, COLLECTIVE, HETER_TRAINER, PSERVER, ROLES, STAY_UNTIL_STOPPED_ENV, TRAINER
+from psjob.roles.topology import heter_service, pserver_service, split_endpoint
 
 # Paddle 2.x name → Fluid name, for processes started by Paddle's own launchers.
 PADDLE2_TO_FLUID = {

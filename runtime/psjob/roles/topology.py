@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .names import (
+from psjob.roles.names import (
     COLLECTIVE,
     DEFAULT_METRICS_PORT,
     DEFAULT_TRAINER_PORT,

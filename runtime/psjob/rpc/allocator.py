@@ -16,7 +16,7 @@ import ctypes
 import ctypes.util
 import sys
 
-from ..role_env import process_environment
+from psjob.role_env import process_environment
 
 # mallopt parameter numbers from glibc's <malloc.h>
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3

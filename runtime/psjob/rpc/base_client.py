@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import grpc
 
-from ..role_env import process_environment
-from . import tls as tls_mod
-from .allocator import tune_for_large_messages
+from psjob.role_env import process_environment
+from psjob.rpc import tls as tls_mod
+from psjob.rpc.allocator import tune_for_large_messages
 
 # 1 GiB: one request may carry a large slice of a dense parameter or a big prefetch.
 MAX_MESSAGE_BYTES = 1 << 30

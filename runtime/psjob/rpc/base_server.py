@@ -65,11 +65,11 @@ from concurrent import futures
 import grpc
 from google.protobuf.message import DecodeError
 
-from ..roles import split_endpoint
-from . import codec, dataplane
-from . import tls as tls_mod
-from .allocator import tune_for_large_messages
-from .base_client import AUTH_METADATA_KEY, CHANNEL_OPTIONS, MAX_MESSAGE_BYTES, ServiceSpec
+from psjob.roles import split_endpoint
+from psjob.rpc import codec, dataplane
+from psjob.rpc import tls as tls_mod
+from psjob.rpc.allocator import tune_for_large_messages
+from psjob.rpc.base_client import AUTH_METADATA_KEY, CHANNEL_OPTIONS, MAX_MESSAGE_BYTES, ServiceSpec
 
 log = logging.getLogger("psjob.rpc.server")
 

@@ -47,10 +47,10 @@ from dataclasses import dataclass
 import grpc
 import numpy as np
 
-from ..role_env import process_environment
-from . import codec, dataplane, frames
-from . import psjob_pb2 as pb
-from .base_client import PeerRpcError, RpcClient, ServiceSpec
+from psjob.role_env import process_environment
+from psjob.rpc import codec, dataplane, frames
+from psjob.rpc import psjob_pb2 as pb
+from psjob.rpc.base_client import PeerRpcError, RpcClient, ServiceSpec
 
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 # A restarting pserver may take this long to come back (pod rescheduled, image pulled,

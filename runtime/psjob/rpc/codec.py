@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import psjob_pb2 as pb
+from psjob.rpc import psjob_pb2 as pb
 
 # Only plain numeric types cross the wire: no object or structured dtypes
 # (np.frombuffer on those would be unsafe or meaningless).
@@ -97,7 +97,7 @@ def decode(msg: pb.Tensor):
 
 def selected_rows(msg: pb.Tensor, rows: np.ndarray, values: np.ndarray):
     """SelectedRows from decoded parts, checking ids against the values and the height."""
-    from ..fluid.core import SelectedRows
+    from psjob.fluid.core import SelectedRows
     if values.ndim == 0 or rows.shape[0] != values.shape[0]:
         raise PayloadError(f"tensor {msg.name!r}: {rows.shape[0]} row ids for values shaped "
                            f"{list(values.shape)}")

@@ -67,8 +67,8 @@ import time
 import grpc
 import numpy as np
 
-from ..role_env import process_environment
-from . import tls as tls_mod
+from psjob.role_env import process_environment
+from psjob.rpc import tls as tls_mod
 
 log = logging.getLogger("psjob.rpc.dataplane")
 

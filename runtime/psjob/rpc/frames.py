@@ -29,8 +29,8 @@ import struct
 
 import numpy as np
 
-from . import codec
-from . import psjob_pb2 as pb
+from psjob.rpc import codec
+from psjob.rpc import psjob_pb2 as pb
 
 MAGIC = b"PSJF"
 _PREFIX = struct.Struct("<4sI")

@@ -14,9 +14,9 @@ speaks TLS to its heter trainer exactly when it does to its pservers.
 """
 from __future__ import annotations
 
-from . import heter_pb2 as pb
-from .base_client import PeerRpcError, RpcClient
-from .heter_service import HETER_SPEC, decode_values, encode_values
+from psjob.rpc import heter_pb2 as pb
+from psjob.rpc.base_client import PeerRpcError, RpcClient
+from psjob.rpc.heter_service import HETER_SPEC, decode_values, encode_values
 
 # A stage runs a slice of the model's forward or backward pass; generous.
 STAGE_DEADLINE_S = 600.0

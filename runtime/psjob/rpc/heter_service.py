@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from . import codec
-from . import heter_pb2 as pb
-from . import tls as tls_mod
-from .base_client import ServiceSpec
-from .base_server import HEALTHY_STATES, RpcServer
+from psjob.rpc import codec
+from psjob.rpc import heter_pb2 as pb
+from psjob.rpc import tls as tls_mod
+from psjob.rpc.base_client import ServiceSpec
+from psjob.rpc.base_server import HEALTHY_STATES, RpcServer
 
 HETER_SPEC = ServiceSpec("psjob.rpc.heter.v1.HeterTrainer", {
     "RunStage": (pb.RunStageRequest, pb.RunStageReply),

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from . import codec, dataplane, frames
-from . import psjob_pb2 as pb
-from . import tls as tls_mod
-from .base_server import HEALTHY_STATES, READ_TIMEOUT_S, LimitExceeded, RpcServer
-from .client import PSERVER_SPEC
+from psjob.rpc import codec, dataplane, frames
+from psjob.rpc import psjob_pb2 as pb
+from psjob.rpc import tls as tls_mod
+from psjob.rpc.base_server import HEALTHY_STATES, READ_TIMEOUT_S, LimitExceeded, RpcServer
+from psjob.rpc.client import PSERVER_SPEC
 
 # Ids one Prefetch may ask for (PSJOB_RPC_MAX_PREFETCH_IDS): a table creates the rows it
 # has not seen on read, so one request could otherwise grow the pserver by gigabytes.

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from ..role_env import process_environment
+from psjob.role_env import process_environment
 
 ENV_CERT, ENV_KEY, ENV_CA = "PSJOB_TLS_CERT_FILE", "PSJOB_TLS_KEY_FILE", "PSJOB_TLS_CA_FILE"
 ENV_SERVER_NAME = "PSJOB_TLS_SERVER_NAME"

@@ -11,12 +11,12 @@ save functions take path prefixes (see static/io.py), and `nn` holds the layer f
 """
 from __future__ import annotations
 
-from ..fluid.backward import append_backward, gradients
-from ..fluid.compiler import BuildStrategy, ExecutionStrategy
-from ..fluid.core import CPUPlace, CUDAPlace, global_scope, scope_guard
-from ..fluid.device_guard import device_guard
-from ..fluid.executor import CompiledProgram, Executor, ParallelExecutor
-from ..fluid.framework import (
+from psjob.fluid.backward import append_backward, gradients
+from psjob.fluid.compiler import BuildStrategy, ExecutionStrategy
+from psjob.fluid.core import CPUPlace, CUDAPlace, global_scope, scope_guard
+from psjob.fluid.device_guard import device_guard
+from psjob.fluid.executor import CompiledProgram, Executor, ParallelExecutor
+from psjob.fluid.framework import (
     Parameter,
     Program,
     Variable,
@@ -26,12 +26,19 @@ from ..fluid.framework import (
     name_scope,
     program_guard,
 )
-from ..fluid.layers import create_global_var, create_parameter
-from ..fluid.layers.metric_op import accuracy, auc
-from ..fluid.param_attr import WeightNormParamAttr
-from ..role_env import process_environment
-from . import nn
-from .io import load, load_inference_model, load_program_state, save, save_inference_model, set_program_state
+from psjob.fluid.layers import create_global_var, create_parameter
+from psjob.fluid.layers.metric_op import accuracy, auc
+from psjob.fluid.param_attr import WeightNormParamAttr
+from psjob.role_env import process_environment
+from psjob.static import nn
+from psjob.static.io import (
+    load,
+    load_inference_model,
+    load_program_state,
+    save,
+    save_inference_model,
+    set_program_state,
+)
 
 
 def data(name, shape, dtype=None, lod_level=0):
@@ -94,7 +101,7 @@ def cpu_places(device_count=None):
 
 
 def cuda_places(device_ids=None):
-    from ..fluid.core import is_compiled_with_cuda
+    from psjob.fluid.core import is_compiled_with_cuda
     if not is_compiled_with_cuda():
         raise RuntimeError("paddle.static.cuda_places: no CUDA device (psjob needs CuPy and a GPU)")
     return [CUDAPlace(i) for i in (device_ids if device_ids is not None else [0])]

@@ -21,12 +21,12 @@ import os
 
 import numpy as np
 
-from ..checkpoint.format import CheckpointError, array_sha256, atomic_write
-from ..fluid import io as fluid_io
-from ..fluid.core import global_scope
-from ..fluid.executor import Executor
-from ..fluid.framework import Program, Variable, default_main_program
-from ..fluid.serialization import ProgramFormatError, program_from_dict, program_to_dict
+from psjob.checkpoint.format import CheckpointError, array_sha256, atomic_write
+from psjob.fluid import io as fluid_io
+from psjob.fluid.core import global_scope
+from psjob.fluid.executor import Executor
+from psjob.fluid.framework import Program, Variable, default_main_program
+from psjob.fluid.serialization import ProgramFormatError, program_from_dict, program_to_dict
 
 __all__ = ["save", "load", "save_inference_model", "load_inference_model", "load_program_state",
            "set_program_state"]

@@ -13,4 +13,4 @@ stream (a job on a stream of folders, `spec.data.stream`: publication, freshness
 The trainer's progress lines (psjob.progress) and metrics (psjob.fleet.telemetry)
 are shared with a Fleet script's trainer, which reports the same way.
 """
-from .options import TrainOptions, UsageError, parse
+from psjob.training.options import TrainOptions, UsageError, parse

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dataset import ctr
-from .options import SYNTHETIC, TrainOptions, UsageError
+from psjob.dataset import ctr
+from psjob.training.options import SYNTHETIC, TrainOptions, UsageError
 
 
 @dataclass(frozen=True)

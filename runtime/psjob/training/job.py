@@ -30,22 +30,22 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .. import fluid
-from ..checkpoint import store
-from ..dataset import ctr
-from ..fleet import DistributedStrategy, Fleet, PaddleCloudRoleMaker
-from ..fleet.checkpointer import Checkpointer
-from ..fleet.monitor import checkpoint_label
-from ..fleet.telemetry import TrainerTelemetry
-from ..fluid.core import PlaceError
-from ..fluid.pipeline import pipelined
-from ..fluid.transpiler import DistributeTranspilerConfig
-from ..models import BUILT_IN as BUILT_IN_MODELS
-from ..models import ctr as ctr_model
-from ..progress import ProgressReporter, ProgressState
-from ..role_env import RoleEnv
-from . import data, stream
-from .options import TrainOptions
+from psjob import fluid
+from psjob.checkpoint import store
+from psjob.dataset import ctr
+from psjob.fleet import DistributedStrategy, Fleet, PaddleCloudRoleMaker
+from psjob.fleet.checkpointer import Checkpointer
+from psjob.fleet.monitor import checkpoint_label
+from psjob.fleet.telemetry import TrainerTelemetry
+from psjob.fluid.core import PlaceError
+from psjob.fluid.pipeline import pipelined
+from psjob.fluid.transpiler import DistributeTranspilerConfig
+from psjob.models import BUILT_IN as BUILT_IN_MODELS
+from psjob.models import ctr as ctr_model
+from psjob.progress import ProgressReporter, ProgressState
+from psjob.role_env import RoleEnv
+from psjob.training import data, stream
+from psjob.training.options import TrainOptions
 
 
 def strategy_for(role: RoleEnv):

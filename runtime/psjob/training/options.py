@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from ..models import BUILT_IN
+from psjob.models import BUILT_IN
 
 MODELS = tuple(BUILT_IN)  # psjob.models' registry
 OPTIMIZERS = ("adam", "adagrad", "sgd", "momentum")

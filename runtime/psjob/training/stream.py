@@ -31,10 +31,10 @@ import os
 import threading
 import time
 
-from ..dataset import stream as data_stream
-from ..fleet.checkpointer import Checkpointer
-from ..fleet.telemetry import TrainerTelemetry
-from .options import UsageError
+from psjob.dataset import stream as data_stream
+from psjob.fleet.checkpointer import Checkpointer
+from psjob.fleet.telemetry import TrainerTelemetry
+from psjob.training.options import UsageError
 
 STREAM_SETTING = "PSJOB_DATA_STREAM"
 AUDIT_SLOT = 11  # one id per example, 100,000 values (psjob.dataset.ctr.SLOT_VOCAB)

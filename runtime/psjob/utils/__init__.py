@@ -1,2 +1,2 @@
 """`paddle.utils` (Paddle 2.x), the part static-graph scripts use: `unique_name`."""
-from . import unique_name
+from psjob.utils import unique_name

@@ -7,10 +7,10 @@ restores; psjob has no dygraph mode, so the checker is passed through as given.
 """
 from __future__ import annotations
 
-from ..fluid import unique_name as _names
+from psjob.fluid import unique_name as _names
 
 # guard is Fluid's: names made inside count from 0 under a fresh (or the given) generator.
-from ..fluid.unique_name import UniqueNameGenerator, generate, guard  # noqa: F401
+from psjob.fluid.unique_name import UniqueNameGenerator, generate, guard  # noqa: F401
 
 __all__ = ["generate", "switch", "guard"]
 

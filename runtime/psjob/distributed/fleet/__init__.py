@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...fleet import FleetError
-from ...fleet import fleet as _fleet
-from ...fleet import saving as _saving
-from ...ps import client_service as _client_service
-from . import base
-from .base.role_maker import PaddleCloudRoleMaker, Role, UserDefinedRoleMaker
-from .data_generator import MultiSlotDataGenerator, MultiSlotStringDataGenerator
-from .strategy import DistributedStrategy
-from .util import UtilBase
+from psjob.distributed.fleet import base
+from psjob.distributed.fleet.base.role_maker import PaddleCloudRoleMaker, Role, UserDefinedRoleMaker
+from psjob.distributed.fleet.data_generator import MultiSlotDataGenerator, MultiSlotStringDataGenerator
+from psjob.distributed.fleet.strategy import DistributedStrategy
+from psjob.distributed.fleet.util import UtilBase
+from psjob.fleet import FleetError
+from psjob.fleet import fleet as _fleet
+from psjob.fleet import saving as _saving
+from psjob.ps import client_service as _client_service
 
 fleet = _fleet
 util = UtilBase(_fleet)
@@ -141,8 +141,8 @@ def barrier_worker():
 def _refetch_parameters():
     """Run the parameter fetches of the trainer's startup program again (its recv ops and the
     concat of sliced parameters; geo's has none: its refresh wrote the scope)."""
-    from ...fluid.core import global_scope
-    from ...fluid.executor import Executor
+    from psjob.fluid.core import global_scope
+    from psjob.fluid.executor import Executor
     fetches = _fleet.startup_program.clone()
     block = fetches.global_block()
     block.ops = [op for op in block.ops if op.type in ("recv", "concat")]
@@ -163,8 +163,8 @@ def _refetch_table_rows(scope):
     minimize) sees what all workers trained."""
     import numpy as np
 
-    from ...fluid.transpiler.trainer_pass import prefetched_rows_name
-    from ...tables import shard_of
+    from psjob.fluid.transpiler.trainer_pass import prefetched_rows_name
+    from psjob.tables import shard_of
     t = _fleet.transpiler
     service = _fleet.rpc_service
     if t is None or service is None:

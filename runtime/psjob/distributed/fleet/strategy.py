@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import logging
 
-from ...fleet.strategy import DEFAULT_A_SYNC_CONFIGS
-from ...fleet.strategy import DistributedStrategy as _FleetStrategy
+from psjob.fleet.strategy import DEFAULT_A_SYNC_CONFIGS
+from psjob.fleet.strategy import DistributedStrategy as _FleetStrategy
 
 log = logging.getLogger("psjob.distributed")
 

@@ -2,7 +2,7 @@
 
 Each sub-module's public names are re-exported here, as in Fluid.
 """
-from . import (
+from psjob.fluid.layers import (
     control_flow,
     indexing,
     io,
@@ -16,13 +16,13 @@ from . import (
     sequence_lod,
     tensor,
 )
-from .control_flow import *
-from .io import *
-from .learning_rate_scheduler import *
-from .loss import *
-from .manip import *
-from .metric_op import *
-from .nn import *
-from .ops import *
-from .sequence_lod import *
-from .tensor import *
+from psjob.fluid.layers.control_flow import *
+from psjob.fluid.layers.io import *
+from psjob.fluid.layers.learning_rate_scheduler import *
+from psjob.fluid.layers.loss import *
+from psjob.fluid.layers.manip import *
+from psjob.fluid.layers.metric_op import *
+from psjob.fluid.layers.nn import *
+from psjob.fluid.layers.ops import *
+from psjob.fluid.layers.sequence_lod import *
+from psjob.fluid.layers.tensor import *

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..framework import Variable
+from psjob.fluid.framework import Variable
 
 FLOATS = ("float16", "float32", "float64")
 INTS = ("int32", "int64")

@@ -4,8 +4,8 @@ x and y are Variables of one dtype; y broadcasts against x as numpy broadcasts. 
 when given, is the bool Variable to write (Fluid's out argument)."""
 from __future__ import annotations
 
-from ..layer_helper import LayerHelper
-from ._checks import check_variable
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._checks import check_variable
 
 __all__ = ["less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal"]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numbers
 
-from ..base import GraphError
-from ..framework import Variable, set_indexing
-from ..layer_helper import LayerHelper
-from .manip import unsqueeze
+from psjob.fluid.base import GraphError
+from psjob.fluid.framework import Variable, set_indexing
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers.manip import unsqueeze
 
 _INT_MAX = 2 ** 31 - 1  # "to the end", in the direction of the step
 

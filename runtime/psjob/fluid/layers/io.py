@@ -1,9 +1,9 @@
 """Input layers."""
 from __future__ import annotations
 
-from ..framework import default_main_program
-from ..reader import make_program_reader as _make_program_reader
-from ..reader import read_outputs as _read_outputs
+from psjob.fluid.framework import default_main_program
+from psjob.fluid.reader import make_program_reader as _make_program_reader
+from psjob.fluid.reader import read_outputs as _read_outputs
 
 
 def data(name, shape, dtype="float32", lod_level=0, append_batch_size=True, stop_gradient=True, type=None):

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numbers
 
-from ..framework import Variable, default_main_program
-from ..layer_helper import LayerHelper
-from .tensor import create_global_var
+from psjob.fluid.framework import Variable, default_main_program
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers.tensor import create_global_var
 
 __all__ = [
     "exponential_decay", "natural_exp_decay", "inverse_time_decay", "polynomial_decay",

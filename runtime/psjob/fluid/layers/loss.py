@@ -3,8 +3,8 @@ sigmoid_cross_entropy_with_logits and log_loss, with Fluid 1.x signatures.
 Each returns the per-example loss; reduce it with `mean` for training."""
 from __future__ import annotations
 
-from ..layer_helper import LayerHelper
-from ._checks import FLOATS, INTS, check_dtype, check_int, check_variable
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._checks import FLOATS, INTS, check_dtype, check_int, check_variable
 
 __all__ = ["cross_entropy", "softmax_with_cross_entropy", "sigmoid_cross_entropy_with_logits",
            "log_loss"]

@@ -2,8 +2,8 @@
 unsqueeze, reduce_sum, reduce_mean (Fluid 1.x signatures)."""
 from __future__ import annotations
 
-from ..layer_helper import LayerHelper
-from ._checks import check_int, check_int_list, check_variable
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._checks import check_int, check_int_list, check_variable
 
 __all__ = ["concat", "split", "reshape", "transpose", "squeeze", "unsqueeze",
            "reduce_sum", "reduce_mean"]

@@ -6,9 +6,9 @@ framework.Variable's operators call `binary` once this module installed it
 """
 from __future__ import annotations
 
-from ..framework import Variable, set_arithmetic
-from ..layer_helper import LayerHelper
-from . import nn, tensor
+from psjob.fluid.framework import Variable, set_arithmetic
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers import nn, tensor
 
 _COMPARE = ("less_than", "less_equal", "greater_than", "greater_equal")
 

@@ -7,9 +7,9 @@ the last `slide_steps` batches.
 """
 from __future__ import annotations
 
-from ..layer_helper import LayerHelper
-from . import nn, tensor
-from ._checks import FLOATS, INTS, check_dtype, check_int, check_variable
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers import nn, tensor
+from psjob.fluid.layers._checks import FLOATS, INTS, check_dtype, check_int, check_variable
 
 __all__ = ["accuracy", "auc"]
 

@@ -1,18 +1,18 @@
 """Neural-network layers: each builds ops (and parameters) in the default programs."""
 from __future__ import annotations
 
-from ..framework import GraphError, Variable
-from ..framework import convert_dtype as _convert_dtype
-from ..initializer import ConstantInitializer as _Constant
-from ..layer_helper import LayerHelper
-from ..param_attr import ParamAttr as _ParamAttr
-from ._checks import FLOATS as _FLOATS
-from ._checks import check_choice as _check_choice
-from ._checks import check_dtype as _check_dtype
-from ._checks import check_int as _check_int
-from ._checks import check_int_list as _check_int_list
-from ._checks import check_variable as _check_variable
-from .manip import reshape as _reshape
+from psjob.fluid.framework import GraphError, Variable
+from psjob.fluid.framework import convert_dtype as _convert_dtype
+from psjob.fluid.initializer import ConstantInitializer as _Constant
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._checks import FLOATS as _FLOATS
+from psjob.fluid.layers._checks import check_choice as _check_choice
+from psjob.fluid.layers._checks import check_dtype as _check_dtype
+from psjob.fluid.layers._checks import check_int as _check_int
+from psjob.fluid.layers._checks import check_int_list as _check_int_list
+from psjob.fluid.layers._checks import check_variable as _check_variable
+from psjob.fluid.layers.manip import reshape as _reshape
+from psjob.fluid.param_attr import ParamAttr as _ParamAttr
 
 
 def _check_var(x, what):

@@ -4,8 +4,8 @@ Each appends the op of its name; the gradients are the ops' (ops/tensor_math_ops
 """
 from __future__ import annotations
 
-from ..layer_helper import LayerHelper
-from ._checks import FLOATS, check_dtype, check_variable
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._checks import FLOATS, check_dtype, check_variable
 
 __all__ = ["square", "sqrt", "abs", "exp", "log", "softsign"]
 

@@ -2,8 +2,8 @@
 lists of a CTR slot)."""
 from __future__ import annotations
 
-from ..layer_helper import LayerHelper
-from ._checks import FLOATS, check_choice, check_dtype, check_variable
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._checks import FLOATS, check_choice, check_dtype, check_variable
 
 __all__ = ["sequence_pool"]
 

@@ -1,11 +1,11 @@
 """Tensor layers: constants, casts, parameters and global variables."""
 from __future__ import annotations
 
-from .. import unique_name
-from ..framework import convert_dtype as _convert_dtype
-from ..framework import default_main_program, default_startup_program
-from ..initializer import ConstantInitializer
-from ..layer_helper import LayerHelper
+from psjob.fluid import unique_name
+from psjob.fluid.framework import convert_dtype as _convert_dtype
+from psjob.fluid.framework import default_main_program, default_startup_program
+from psjob.fluid.initializer import ConstantInitializer
+from psjob.fluid.layer_helper import LayerHelper
 
 
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
@@ -29,7 +29,7 @@ def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, n
 
 
 def create_parameter(shape, dtype, name=None, attr=None, is_bias=False, default_initializer=None):
-    from ..param_attr import ParamAttr
+    from psjob.fluid.param_attr import ParamAttr
     attr = ParamAttr._to_attr(attr)
     if name and attr is not False and attr.name is None:
         attr.name = name

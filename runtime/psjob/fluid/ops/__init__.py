@@ -5,7 +5,7 @@ file is listed here."""
 
 
 def load_all():
-    from . import (
+    from psjob.fluid.ops import (
         activation_ops,
         clip_ops,
         collective_ops,

@@ -2,7 +2,7 @@
 (sigmoid, tanh, relu) — as Paddle's kernels do."""
 from __future__ import annotations
 
-from .registry import register_op, same_shape, simple_grad
+from psjob.fluid.ops.registry import register_op, same_shape, simple_grad
 
 
 def _act(name, forward, backward):

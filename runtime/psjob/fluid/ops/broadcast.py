@@ -14,7 +14,7 @@ dimensions where that operand (padded) had size 1, reshaped to the operand's sha
 """
 from __future__ import annotations
 
-from ..framework import GraphError
+from psjob.fluid.framework import GraphError
 
 
 def _axis(nx: int, ny: int, axis) -> int:

@@ -16,9 +16,9 @@ rows stand for; the output stays SelectedRows over the rows present.
 """
 from __future__ import annotations
 
-from ...kernels.optimizers import merge_duplicate_rows
-from ..core import SelectedRows
-from .registry import in_var, register_op, set_out, simple_grad
+from psjob.fluid.core import SelectedRows
+from psjob.fluid.ops.registry import in_var, register_op, set_out, simple_grad
+from psjob.kernels.optimizers import merge_duplicate_rows
 
 
 def _like_x(op):

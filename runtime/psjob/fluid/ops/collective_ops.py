@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import hooks
-from ..core import SelectedRows, to_numpy
-from ..framework import GraphError
-from .registry import register_op, same_shape
+from psjob import hooks
+from psjob.fluid.core import SelectedRows, to_numpy
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops.registry import register_op, same_shape
 
 
 def _form_ring(ctx, rank, endpoints):

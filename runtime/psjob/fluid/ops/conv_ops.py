@@ -17,8 +17,8 @@ same windows (Input@GRAD).
 """
 from __future__ import annotations
 
-from ..framework import GraphError
-from .registry import GradOpSpec, grad_name, in_var, register_op, set_out
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out
 
 
 def _pair(values, what):

@@ -26,11 +26,11 @@ import tempfile
 
 import numpy as np
 
-from ...kernels.rows import stable_order
-from ...tables import SparseTable, shard_of
-from ..core import SelectedRows, to_numpy
-from ..framework import EMPTY_VAR_NAME, GraphError, VarType
-from .registry import in_var, out_var, register_op, set_out
+from psjob.fluid.core import SelectedRows, to_numpy
+from psjob.fluid.framework import EMPTY_VAR_NAME, GraphError, VarType
+from psjob.fluid.ops.registry import in_var, out_var, register_op, set_out
+from psjob.kernels.rows import stable_order
+from psjob.tables import SparseTable, shard_of
 
 # -- helpers ------------------------------------------------------------------------------
 

@@ -13,17 +13,17 @@ import functools
 
 import numpy as np
 
-from ...kernels import native
-from ...kernels.rows import take_rows
-from ..core import SelectedRows
-from ..framework import VarType
-from .dist_ops import _host_ids, _to_xp
-from .registry import in_var, out_var, register_op, set_out
+from psjob.fluid.core import SelectedRows
+from psjob.fluid.framework import VarType
+from psjob.fluid.ops.dist_ops import _host_ids, _to_xp
+from psjob.fluid.ops.registry import in_var, out_var, register_op, set_out
+from psjob.kernels import native
+from psjob.kernels.rows import take_rows
 
 
 @functools.lru_cache(maxsize=8)
 def _one_id_per_sequence(n: int):
-    from .sequence_ops import _Segments
+    from psjob.fluid.ops.sequence_ops import _Segments
     return _Segments(np.arange(n + 1, dtype=np.int64))
 
 
@@ -31,7 +31,7 @@ def _slot_segments(ctx, what):
     """The segments of every Ids slot, each checked against its ids. Slots fed one LoD
     object (a CTR feed's shared offsets) are looked up once. With `each_id_a_row` (the
     fused ops of a reshaped lookup) every id is its own sequence, whatever the LoD."""
-    from .sequence_ops import segments
+    from psjob.fluid.ops.sequence_ops import segments
     if ctx.attr("each_id_a_row", False):
         return [_one_id_per_sequence(int(ctx.vals[name].size)) for name in ctx.ins["Ids"]]
     out, seen = [], {}
@@ -94,7 +94,7 @@ def merge_ids_pool(ctx):
 def _pool_rows(ctx, rows, index, segs, checked):
     """Write Out: slot j's sequences pooled from rows[index[its ids]] (index: every slot's
     ids laid end to end). `checked`: index is known to lie within rows."""
-    from .sequence_ops import _sum
+    from psjob.fluid.ops.sequence_ops import _sum
     xp = ctx.xp
     pad = rows.dtype.type(ctx.attr("pad_value", 0.0))
     width, slots = rows.shape[1], len(segs)
@@ -225,7 +225,7 @@ def _summed_by_index(ctx, index, distinct: int, segs, width: int):
 
 def _local_ids(ctx, segs):
     """Every slot's ids laid end to end, range-checked against the table W as lookup_table does."""
-    from .nn_ops import _flat_ids
+    from psjob.fluid.ops.nn_ops import _flat_ids
     xp = ctx.xp
     parts = [ctx.vals[name].reshape(-1) for name in ctx.ins["Ids"]]
     ids = parts[0] if len(parts) == 1 else xp.concatenate(parts)
@@ -247,7 +247,7 @@ def embedding_pool_grad(ctx):
     """W@GRAD of embedding_pool: a SelectedRows with one row per distinct id, ascending,
     holding the sum over the id's occurrences — what the slots' lookup_table_grad, their
     `sum` and the optimizer's duplicate merge give, in one sort of the batch's ids."""
-    from .dist_ops import _unique_inverse
+    from psjob.fluid.ops.dist_ops import _unique_inverse
     w = ctx.input("W")
     segs = _slot_segments(ctx, "embedding_pool_grad")
     ids = _host_ids(_local_ids(ctx, segs))

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...hooks import HETER_SERVICE
-from .registry import register_op
+from psjob.fluid.ops.registry import register_op
+from psjob.hooks import HETER_SERVICE
 
 
 @register_op("send_and_recv")

@@ -12,9 +12,9 @@ of X's shape.
 """
 from __future__ import annotations
 
-from ..framework import GraphError
-from .registry import in_var, register_op, set_out, simple_grad
-from .shape_ops import _norm_axis
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops.registry import in_var, register_op, set_out, simple_grad
+from psjob.fluid.ops.shape_ops import _norm_axis
 
 
 def _check_attrs(attrs, ndim):

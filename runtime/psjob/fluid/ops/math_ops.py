@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..framework import GraphError
-from . import broadcast
-from .registry import GradOpSpec, grad_name, in_var, register_op, set_out
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops import broadcast
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out
 
 # -- mul (the fc matrix product) ---------------------------------------------------------
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..framework import GraphError
-from .registry import in_var, register_op, set_out
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops.registry import in_var, register_op, set_out
 
 # -- top_k -------------------------------------------------------------------------------
 

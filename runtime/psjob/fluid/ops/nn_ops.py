@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import SelectedRows, scatter_add
-from ..framework import GraphError, VarType
-from .registry import GradOpSpec, grad_name, in_var, register_op, set_out
+from psjob.fluid.core import SelectedRows, scatter_add
+from psjob.fluid.framework import GraphError, VarType
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out
 
 NO_PADDING = -1
 

@@ -27,10 +27,10 @@ Adam and adamax advance their beta-power accumulators inside the update
 """
 from __future__ import annotations
 
-from ...kernels import optimizers as K
-from ..core import SelectedRows
-from ..framework import GraphError, VarType
-from .registry import in_var, register_op, set_out
+from psjob.fluid.core import SelectedRows
+from psjob.fluid.framework import GraphError, VarType
+from psjob.fluid.ops.registry import in_var, register_op, set_out
+from psjob.kernels import optimizers as K
 
 # op type -> ((state input slot, state output slot), ...) in the positional
 # order the kernels.optimizers update functions take the states.

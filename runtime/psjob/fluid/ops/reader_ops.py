@@ -17,9 +17,9 @@ import itertools
 import threading
 import weakref
 
-from ..base import GraphError
-from ..core import EOFException
-from .registry import register_op
+from psjob.fluid.base import GraphError
+from psjob.fluid.core import EOFException
+from psjob.fluid.ops.registry import register_op
 
 # queue name -> BlockingQueue; the reader object that made the queue keeps it alive.
 _QUEUES: weakref.WeakValueDictionary[str, BlockingQueue] = weakref.WeakValueDictionary()

@@ -3,8 +3,8 @@ with `reduce_all`. As in Fluid 1.x, a full reduction without keep_dim gives
 shape [1], never a 0-D array, so the result can be a loss."""
 from __future__ import annotations
 
-from ..framework import GraphError
-from .registry import GradOpSpec, grad_name, in_var, register_op, set_out
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out
 
 
 def reduce_axes(ndim, dims, reduce_all, what):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError
+from psjob.fluid.base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError
 
 
 @dataclass

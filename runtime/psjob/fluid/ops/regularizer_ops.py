@@ -10,10 +10,10 @@ what lazy sparse training means). Out is then a SelectedRows with unique rows.
 """
 from __future__ import annotations
 
-from ...kernels.optimizers import merge_duplicate_rows
-from ..core import SelectedRows
-from ..framework import GraphError, VarType
-from .registry import in_var, register_op, set_out
+from psjob.fluid.core import SelectedRows
+from psjob.fluid.framework import GraphError, VarType
+from psjob.fluid.ops.registry import in_var, register_op, set_out
+from psjob.kernels.optimizers import merge_duplicate_rows
 
 
 def _infer(op):

@@ -27,8 +27,8 @@ import importlib
 
 import numpy as np
 
-from ..framework import GraphError
-from .registry import GradOpSpec, grad_name, in_var, register_op, set_out
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out
 
 POOL_TYPES = ("SUM", "AVERAGE", "SQRT", "MAX", "FIRST", "LAST")
 MAX_POSITIONS = 16

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..framework import GraphError
-from .registry import GradOpSpec, grad_name, in_var, register_op, set_out
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out
 
 
 def _norm_axis(axis, ndim, what):

@@ -12,8 +12,8 @@ As in Paddle there is no epsilon: a zero row gives a non-finite similarity.
 """
 from __future__ import annotations
 
-from ..framework import GraphError
-from .registry import GradOpSpec, grad_name, in_var, register_op, set_out
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out
 
 
 def _rows(v):

@@ -14,9 +14,9 @@ import json
 
 import numpy as np
 
-from ...tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig
-from ..core import SelectedRows, to_numpy
-from .registry import register_op
+from psjob.fluid.core import SelectedRows, to_numpy
+from psjob.fluid.ops.registry import register_op
+from psjob.tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig
 
 
 def _json_attr(attrs, name):

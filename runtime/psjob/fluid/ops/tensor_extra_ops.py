@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import math
 
-from ..framework import GraphError
-from . import broadcast
-from .registry import GradOpSpec, grad_name, in_var, register_op, set_out, simple_grad
-from .shape_ops import _norm_axis
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops import broadcast
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out, simple_grad
+from psjob.fluid.ops.shape_ops import _norm_axis
 
 
 def _known_mismatch(a, b):

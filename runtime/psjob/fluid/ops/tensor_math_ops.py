@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..framework import GraphError
-from . import broadcast
-from .registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out, simple_grad
-from .shape_ops import _norm_axis
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops import broadcast
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out, simple_grad
+from psjob.fluid.ops.shape_ops import _norm_axis
 
 # -- matmul ------------------------------------------------------------------------------
 

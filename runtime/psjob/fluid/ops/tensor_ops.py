@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import SelectedRows
-from ..framework import GraphError
-from .registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out
+from psjob.fluid.core import SelectedRows
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out
 
 
 def _shape_from_attr(op):
@@ -127,7 +127,7 @@ def sum_op(ctx):
             for d in dense[1:]:
                 out += d
             for s in sparse:
-                from ..core import scatter_add
+                from psjob.fluid.core import scatter_add
                 scatter_add(xp, out, s.rows, s.values)
             ctx.set_output("Out", out)
         else:

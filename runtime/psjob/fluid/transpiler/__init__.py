@@ -6,19 +6,19 @@ docs/dev/transpiler.md for the program shapes). `slice_variable`, the
 dispatchers, the name helpers and `VarsDistributed` are public because the
 I/O and checkpoint code read transpiled programs with them.
 """
-from .config import DistributeTranspilerConfig, TranspilerConfigError
-from .distribute_transpiler import DistributeTranspiler
-from .optimize_pass import SUPPORTED_OPTIMIZERS, UnsupportedOptimizerError
-from .overview import find_distributed_lookup_tables
-from .ps_dispatcher import HashName, PSDispatcher, RoundRobin, stable_hash
-from .serialization import (
+from psjob.fluid.transpiler.config import DistributeTranspilerConfig, TranspilerConfigError
+from psjob.fluid.transpiler.distribute_transpiler import DistributeTranspiler
+from psjob.fluid.transpiler.optimize_pass import SUPPORTED_OPTIMIZERS, UnsupportedOptimizerError
+from psjob.fluid.transpiler.overview import find_distributed_lookup_tables
+from psjob.fluid.transpiler.ps_dispatcher import HashName, PSDispatcher, RoundRobin, stable_hash
+from psjob.fluid.transpiler.serialization import (
     deserialize_dist_program,
     dist_program_from_dict,
     dist_program_to_dict,
     serialize_dist_program,
 )
-from .slicing import VarBlock, get_varname_parts, orig_varname, same_or_split_var, slice_variable
-from .vars_distributed import VarDistributed, VarsDistributed, VarStruct
+from psjob.fluid.transpiler.slicing import VarBlock, get_varname_parts, orig_varname, same_or_split_var, slice_variable
+from psjob.fluid.transpiler.vars_distributed import VarDistributed, VarsDistributed, VarStruct
 
 _get_varname_parts = get_varname_parts  # the name Fleet's code imports
 

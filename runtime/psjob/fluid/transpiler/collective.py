@@ -14,7 +14,7 @@ DistributeTranspiler's, or `add_gen_nccl_id`) or on the first all-reduce.
 """
 from __future__ import annotations
 
-from ..framework import OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, Program
+from psjob.fluid.framework import OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, Program
 
 
 def parameter_gradients(program: Program) -> list[tuple[str, str]]:

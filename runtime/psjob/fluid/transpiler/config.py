@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import logging
 
-from ..optimizer import check_table_optimizer
-from .ps_dispatcher import PSDispatcher, RoundRobin
+from psjob.fluid.optimizer import check_table_optimizer
+from psjob.fluid.transpiler.ps_dispatcher import PSDispatcher, RoundRobin
 
 log = logging.getLogger("psjob.transpiler")
 

@@ -1,8 +1,8 @@
 """Small program-editing helpers the transpiler passes share."""
 from __future__ import annotations
 
-from ...roles import split_endpoint
-from ..framework import Block, GraphError, Operator, VarType
+from psjob.fluid.framework import Block, GraphError, Operator, VarType
+from psjob.roles import split_endpoint
 
 
 class UnionFind:

@@ -22,20 +22,18 @@ from __future__ import annotations
 import logging
 import math
 
-from ... import hooks
-from ...tables import OPTIMIZERS as TABLE_RULES
-from ...tables import OptimizerConfig as TableOptimizerConfig
-from ..framework import GraphError, Program, default_main_program, default_startup_program
-from ..ops.optimizer_ops import kernel_hyperparameters, state_specs
-from .collective import add_gen_nccl_id
-from .config import NCCL2_MODE, DistributeTranspilerConfig, TranspilerConfigError
-from .details import parse_endpoints
-from .optimize_pass import CORE_SLOTS, read_optimize_pass
-from .overview import build_overview, find_distributed_lookup_tables, mark_distributed
-from .plan import JobShape, TablePlan, TranspilePlan, build_plan
-from .pserver_pass import build_pserver_program
-from .startup_pass import build_pserver_startup
-from .trainer_pass import (
+from psjob import hooks
+from psjob.fluid.framework import GraphError, Program, default_main_program, default_startup_program
+from psjob.fluid.ops.optimizer_ops import kernel_hyperparameters, state_specs
+from psjob.fluid.transpiler.collective import add_gen_nccl_id
+from psjob.fluid.transpiler.config import NCCL2_MODE, DistributeTranspilerConfig, TranspilerConfigError
+from psjob.fluid.transpiler.details import parse_endpoints
+from psjob.fluid.transpiler.optimize_pass import CORE_SLOTS, read_optimize_pass
+from psjob.fluid.transpiler.overview import build_overview, find_distributed_lookup_tables, mark_distributed
+from psjob.fluid.transpiler.plan import JobShape, TablePlan, TranspilePlan, build_plan
+from psjob.fluid.transpiler.pserver_pass import build_pserver_program
+from psjob.fluid.transpiler.startup_pass import build_pserver_startup
+from psjob.fluid.transpiler.trainer_pass import (
     TRAINER_KEEPS_ROWS,
     check_rewritable,
     finalize_trainer_program,
@@ -43,6 +41,8 @@ from .trainer_pass import (
     rewrite_trainer_program,
     rewrite_trainer_startup,
 )
+from psjob.tables import OPTIMIZERS as TABLE_RULES
+from psjob.tables import OptimizerConfig as TableOptimizerConfig
 
 log = logging.getLogger("psjob.transpiler")
 

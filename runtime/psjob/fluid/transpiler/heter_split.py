@@ -43,8 +43,8 @@ import json
 import zlib
 from dataclasses import dataclass, field
 
-from ..device_guard import HETER_DEVICE_KINDS, device_kind
-from ..framework import (
+from psjob.fluid.device_guard import HETER_DEVICE_KINDS, device_kind
+from psjob.fluid.framework import (
     EMPTY_VAR_NAME,
     GRAD_SUFFIX,
     OP_DEVICE_ATTR_NAME,
@@ -55,8 +55,8 @@ from ..framework import (
     Program,
     VarType,
 )
-from .details import delete_ops
-from .plan import TranspilePlan
+from psjob.fluid.transpiler.details import delete_ops
+from psjob.fluid.transpiler.plan import TranspilePlan
 
 CPU, HETER = "cpu", "heter"
 STAGE_OP = "send_and_recv"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..framework import OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, Program
-from .details import UnionFind, ops_connected
+from psjob.fluid.framework import OP_ROLE_ATTR_NAME, OP_ROLE_VAR_ATTR_NAME, GraphError, OpRole, Program
+from psjob.fluid.transpiler.details import UnionFind, ops_connected
 
 # The optimizers Fluid's DistributeTranspiler supports on pservers, and which of each one's
 # inputs are shaped like the parameter (so they are sliced with it); the

@@ -1,9 +1,9 @@
 """Deriving the distributed-variable overview and the distributed program attributes."""
 from __future__ import annotations
 
-from ..framework import GraphError, Program
-from .plan import TranspilePlan
-from .vars_distributed import VarsDistributed, VarStruct
+from psjob.fluid.framework import GraphError, Program
+from psjob.fluid.transpiler.plan import TranspilePlan
+from psjob.fluid.transpiler.vars_distributed import VarsDistributed, VarStruct
 
 
 def find_distributed_lookup_tables(program: Program) -> list[str]:

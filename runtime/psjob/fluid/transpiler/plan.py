@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..framework import GraphError, VarType
-from .optimize_pass import OptimizePass, is_param_shaped
-from .slicing import block_name, block_rows, row_width, slice_variable, trainer_name
+from psjob.fluid.framework import GraphError, VarType
+from psjob.fluid.transpiler.optimize_pass import OptimizePass, is_param_shaped
+from psjob.fluid.transpiler.slicing import block_name, block_rows, row_width, slice_variable, trainer_name
 
 
 @dataclass(frozen=True)

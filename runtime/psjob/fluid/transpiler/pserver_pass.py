@@ -38,11 +38,11 @@ from __future__ import annotations
 
 import logging
 
-from ..framework import OP_ROLE_VAR_ATTR_NAME, GraphError, Operator, Program, VarType
-from .details import clone_block_attr, clone_var_decl
-from .plan import TablePlan, TranspilePlan
-from .slicing import block_name, trainer_name
-from .trainer_pass import table_grad_names
+from psjob.fluid.framework import OP_ROLE_VAR_ATTR_NAME, GraphError, Operator, Program, VarType
+from psjob.fluid.transpiler.details import clone_block_attr, clone_var_decl
+from psjob.fluid.transpiler.plan import TablePlan, TranspilePlan
+from psjob.fluid.transpiler.slicing import block_name, trainer_name
+from psjob.fluid.transpiler.trainer_pass import table_grad_names
 
 log = logging.getLogger("psjob.transpiler")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from ..serialization import ProgramFormatError, program_from_dict, program_to_dict
-from .vars_distributed import VarsDistributed
+from psjob.fluid.serialization import ProgramFormatError, program_from_dict, program_to_dict
+from psjob.fluid.transpiler.vars_distributed import VarsDistributed
 
 DIST_KEY = "distributed"
 

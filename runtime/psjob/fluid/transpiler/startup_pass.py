@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import json
 
-from ..framework import EMPTY_VAR_NAME, GraphError, Program
-from .details import clone_var_decl
-from .optimize_pass import is_param_shaped
-from .plan import TablePlan, TranspilePlan
+from psjob.fluid.framework import EMPTY_VAR_NAME, GraphError, Program
+from psjob.fluid.transpiler.details import clone_var_decl
+from psjob.fluid.transpiler.optimize_pass import is_param_shaped
+from psjob.fluid.transpiler.plan import TablePlan, TranspilePlan
 
 
 def build_pserver_startup(plan: TranspilePlan, endpoint: str, pserver_program: Program,

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..embedding_fusion import fusable, plain_lookup
-from ..framework import (
+from psjob.fluid.embedding_fusion import fusable, plain_lookup
+from psjob.fluid.framework import (
     OP_ROLE_ATTR_NAME,
     OP_ROLE_VAR_ATTR_NAME,
     GraphError,
@@ -37,8 +37,8 @@ from ..framework import (
     VarType,
     generate_control_dev_var_name,
 )
-from .details import create_control_var, delete_ops, find_op_by_output_arg
-from .plan import TablePlan, TranspilePlan
+from psjob.fluid.transpiler.details import create_control_var, delete_ops, find_op_by_output_arg
+from psjob.fluid.transpiler.plan import TablePlan, TranspilePlan
 
 RPC = int(OpRole.RPC)
 # lookup_table attribute: the trainer keeps the table's parameter and the prefetched rows

@@ -5,12 +5,12 @@ Losses take Paddle 2.x's `reduction` ('mean', 'sum' or 'none'); 'mean' and 'sum'
 """
 from __future__ import annotations
 
-from ... import tensor as _t
-from ...fluid import layers as _layers
-from ...fluid.layer_helper import LayerHelper
-from ...fluid.layers._checks import check_int, check_variable
-from ...fluid.ops.nn_ops import NO_PADDING
-from .conv import conv2d
+from psjob import tensor as _t
+from psjob.fluid import layers as _layers
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._checks import check_int, check_variable
+from psjob.fluid.ops.nn_ops import NO_PADDING
+from psjob.nn.functional.conv import conv2d
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "linear", "embedding",
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",

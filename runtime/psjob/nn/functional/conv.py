@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numbers
 
-from ...fluid import layers as _layers
-from ...fluid.layer_helper import LayerHelper
-from ...fluid.layers._checks import check_variable
+from psjob.fluid import layers as _layers
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._checks import check_variable
 
 __all__ = ["conv2d"]
 

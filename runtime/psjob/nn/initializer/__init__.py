@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...fluid import initializer as _fi
-from ...fluid.framework import Variable
+from psjob.fluid import initializer as _fi
+from psjob.fluid.framework import Variable
 
 __all__ = ["Constant", "Uniform", "Normal", "TruncatedNormal", "XavierUniform", "XavierNormal",
            "KaimingNormal", "KaimingUniform", "Assign", "Initializer"]

@@ -5,13 +5,13 @@ import numbers
 
 import numpy as np
 
-from ...fluid import layers as _layers
-from ...fluid.initializer import ConstantInitializer, NormalInitializer
-from ...fluid.layer_helper import LayerHelper
-from ...fluid.layers import batch_norm
-from ...fluid.layers._checks import check_int, check_variable
-from . import sequence_lod
-from .sequence_lod import sequence_first_step, sequence_last_step, sequence_pool
+from psjob.fluid import layers as _layers
+from psjob.fluid.initializer import ConstantInitializer, NormalInitializer
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers import batch_norm
+from psjob.fluid.layers._checks import check_int, check_variable
+from psjob.static.nn import sequence_lod
+from psjob.static.nn.sequence_lod import sequence_first_step, sequence_last_step, sequence_pool
 
 __all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "conv2d", "sequence_pool", "sequence_first_step",
            "sequence_last_step", "layer_norm"]
@@ -27,7 +27,7 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
               param_attr=None, dtype="float32"):
     """Rows of a [vocab, dim] table for int64 ids of any shape: out is ids.shape + [dim]
     (Paddle 2.x's lookup_table_v2 shape; Fluid 1.x's embedding drops a last dimension of 1)."""
-    from ...nn.functional import embedding_lookup
+    from psjob.nn.functional import embedding_lookup
     check_variable(input, "input", "embedding")
     if not isinstance(size, (list, tuple)) or len(size) != 2:
         raise TypeError(f"embedding: size must be [vocab_size, embedding_dim], got {size!r}")
@@ -53,7 +53,7 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
     """A 2-D convolution creating its filter [num_filters, C/groups, kh, kw] (Paddle's default
     Normal(0, sqrt(2 / (kh * kw * C)))) and bias [num_filters], as paddle.static.nn.conv2d;
     arguments as paddle.nn.functional.conv2d's. use_cudnn has no effect."""
-    from ...nn.functional import conv2d as _conv2d
+    from psjob.nn.functional import conv2d as _conv2d
     check_variable(input, "input", "conv2d")
     if len(input.shape) != 4:
         raise ValueError(f"conv2d: input must be 4-D, got {input.name}{list(input.shape)}")
@@ -76,7 +76,7 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05, 
                bias_attr=None, act=None, name=None):
     """Layer normalization of input's dimensions from begin_norm_axis on, with a scale
     (initialized to 1) and a shift (to 0) of their product's size, created here."""
-    from ...nn.functional import _layer_norm_op
+    from psjob.nn.functional import _layer_norm_op
     check_variable(input, "input", "layer_norm")
     if not 0 < begin_norm_axis < len(input.shape):
         raise ValueError(f"layer_norm: begin_norm_axis {begin_norm_axis} is out of range for "

@@ -6,7 +6,7 @@ sequence_pool with pool_type "first" / "last"). Paddle's other sequence layers
 """
 from __future__ import annotations
 
-from ...fluid.layers.sequence_lod import sequence_pool
+from psjob.fluid.layers.sequence_lod import sequence_pool
 
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step"]
 

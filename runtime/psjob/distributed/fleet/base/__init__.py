@@ -1,2 +1,2 @@
 """`paddle.distributed.fleet.base` (the module path PaddleRec imports role makers from)."""
-from . import role_maker
+from psjob.distributed.fleet.base import role_maker

@@ -8,9 +8,9 @@ POD_IP, PADDLE_PORT) or the Fluid one psjob's launchers also set.
 """
 from __future__ import annotations
 
-from ....fleet.role_maker import PaddleCloudRoleMaker as _CloudRoleMaker
-from ....fleet.role_maker import Role, RoleMakerBase, RoleMakerError  # noqa: F401
-from ....fleet.role_maker import UserDefinedRoleMaker as _UserDefinedRoleMaker
+from psjob.fleet.role_maker import PaddleCloudRoleMaker as _CloudRoleMaker
+from psjob.fleet.role_maker import Role, RoleMakerBase, RoleMakerError  # noqa: F401
+from psjob.fleet.role_maker import UserDefinedRoleMaker as _UserDefinedRoleMaker
 
 
 class PaddleCloudRoleMaker(_CloudRoleMaker):

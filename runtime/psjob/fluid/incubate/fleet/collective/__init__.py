@@ -13,12 +13,12 @@ with the NCCL2 DistributeTranspiler (the ring's rendezvous in the startup progra
 """
 from __future__ import annotations
 
-from .....fleet.role_maker import PaddleCloudRoleMaker, RoleMakerBase
-from .....role_env import CollectiveEnv
-from ....compiler import BuildStrategy
-from ....executor import CompiledProgram
-from ....framework import default_startup_program
-from ....transpiler import DistributeTranspiler, DistributeTranspilerConfig
+from psjob.fleet.role_maker import PaddleCloudRoleMaker, RoleMakerBase
+from psjob.fluid.compiler import BuildStrategy
+from psjob.fluid.executor import CompiledProgram
+from psjob.fluid.framework import default_startup_program
+from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
+from psjob.role_env import CollectiveEnv
 
 __all__ = ["fleet", "DistributedStrategy", "CollectiveOptimizer"]
 
