@@ -1,4 +1,4 @@
-"""The trainers' ring all-reduce (psjob.collective.ring) against a plain loopback TCP copy.
+"""The trainers' ring all-reduce (psjob.cluster.collective.ring) against a plain loopback TCP copy.
 
     python bench/allreduce.py [--trainers 2] [--sizes 1,4,16,64] [--reps 3]
 
@@ -32,7 +32,7 @@ def _free_ports(n):
 
 
 def _ring_member(rank, endpoints, sizes, reps, out):
-    from psjob.collective.ring import Ring
+    from psjob.cluster.collective.ring import Ring
     ring = Ring(rank, endpoints, "bench-token").connect()
     for mb in sizes:
         arr = np.ones(mb * (1 << 20) // 4, dtype=np.float32)

@@ -46,11 +46,11 @@ import time
 import numpy as np
 
 import psjob.fluid as fluid
-from psjob.checkpoint import store
-from psjob.checkpoint.format import read_manifest
+from psjob.cluster.inmemory import InMemoryCluster
+from psjob.cluster.pserver.pserver_state import PserverState
 from psjob.fluid.transpiler import DistributeTranspiler
-from psjob.ps.inmemory import InMemoryCluster
-from psjob.ps.pserver_state import PserverState
+from psjob.foundation.checkpoint import store
+from psjob.foundation.checkpoint.format import read_manifest
 
 EP = "127.0.0.1:6170"
 
@@ -73,7 +73,7 @@ def build(rows: int, width: int):
 
 def fill(state, rows: int, width: int) -> None:
     """Give the pserver's table `rows` rows (ids 0..rows-1) of random values."""
-    from psjob.tables import TableShard
+    from psjob.foundation.tables import TableShard
     table = state.scope.vars["table"]
     rng = np.random.default_rng(0)
     step = 1 << 20
@@ -89,8 +89,8 @@ def _save_bytes(doc: dict) -> int:
 
 
 def delta_bench(args, work: str) -> None:
-    from psjob.fleet import checkpoint_save
-    from psjob.fleet.checkpointer import CheckpointConfig, Checkpointer
+    from psjob.cluster.trainer import checkpoint_save
+    from psjob.cluster.trainer.checkpointer import CheckpointConfig, Checkpointer
     t = build(args.rows, args.width)
     cluster = InMemoryCluster.from_transpiler(t)
     state = cluster.handler(EP)

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from psjob.checkpoint.format import read_array, write_array
+from psjob.foundation.checkpoint.format import read_array, write_array
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -16,7 +16,7 @@ import time
 
 import psjob.fluid as fluid
 from psjob.dataset import ctr
-from psjob.models import ctr as ctr_model
+from psjob.training.models import ctr as ctr_model
 
 p = argparse.ArgumentParser()
 p.add_argument("--form", choices=("ps", "collective"), required=True)

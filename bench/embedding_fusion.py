@@ -5,7 +5,7 @@
 Two single-process models of the anchor's shape (26 slots of one table, dim 16,
 13 dense features, fc 256-128, lazy Adam 1e-3, batch 1024) on the same
 synthetic batches (Zipf ids):
-- `ctr`: psjob.models.ctr, Fluid 1.x (embedding → sum sequence_pool → concat);
+- `ctr`: psjob.training.models.ctr, Fluid 1.x (embedding → sum sequence_pool → concat);
 - `paddlerec`: examples/paddle2's DNN, Paddle 2.x as PaddleRec writes it
   (nn.Embedding → reshape to [-1, 16] → concat).
 Each pair runs the program fused (the executor's default) and then op by op
@@ -33,7 +33,7 @@ EMBEDDING_PATH = {"embedding_pool", "embedding_pool_grad", "adam", "lookup_table
 
 
 def ctr_program(vocab):
-    from psjob.models import ctr as ctr_model
+    from psjob.training.models import ctr as ctr_model
     main, startup = fluid.Program(), fluid.Program()
     model = ctr_model.build(ctr_model.CTRConfig(sparse_feature_dim=vocab, is_distributed=False), main, startup)
     lookup = next(op for op in main.global_block().ops if op.type == "lookup_table")

@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-import psjob.cuda as cuda
-from psjob.kernels import optimizers as reference
+import psjob.foundation.cuda as cuda
+from psjob.foundation.kernels import optimizers as reference
 
 HYPER = {
     "sgd": {"lr": 0.01},
@@ -164,8 +164,8 @@ def _best(fn, repeats, sync):
 
 
 def residency(cp, args):
-    from psjob.ps.device_staging import DeviceStaging
-    from psjob.tables import OptimizerConfig, SparseTable, TableConfig
+    from psjob.cluster.pserver.device_staging import DeviceStaging
+    from psjob.foundation.tables import OptimizerConfig, SparseTable, TableConfig
 
     sync = cp.cuda.get_current_stream().synchronize
     staging = DeviceStaging(cp, cp.cuda.Device().id)

@@ -16,7 +16,7 @@ import time
 
 import psjob.fluid as fluid
 from psjob.dataset import ctr
-from psjob.models import ctr as ctr_model
+from psjob.training.models import ctr as ctr_model
 
 
 def main():

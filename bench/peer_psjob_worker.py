@@ -127,7 +127,7 @@ def main():
         p.error("--as_trainers needs --single")
 
     import psjob.fluid as fluid
-    from psjob.models import ctr as ctr_model
+    from psjob.training.models import ctr as ctr_model
 
     with open(os.path.join(args.data, "meta.json")) as f:
         vocab = int(json.load(f)["total_vocab"])
@@ -186,7 +186,7 @@ def main():
         try:
             from psjob.fluid.pipeline import prefetch_ahead as ahead
         except ImportError:   # a --baseline tree from before the pipeline moved to fluid
-            from psjob.ps.communicator import prefetch_ahead as ahead
+            from psjob.cluster.trainer.communicator import prefetch_ahead as ahead
     if args.profile:
         exe.collect_timing, exe.timing_clock = True, time.thread_time  # CPU, not wall
         exe.kernel_seconds.clear()

@@ -6,7 +6,7 @@ PSJOB_DATA_PLANE=grpc) next to the same calls in-process.
 Builds one program with a dense fc weight and a distributed lookup table,
 transpiles it for one async pserver, and serves the pserver program from a
 child process (a real gRPC server). The parent then times, for each
-operation, the gRPC call through psjob.rpc.client.PSClient and the same
+operation, the gRPC call through psjob.cluster.rpc.client.PSClient and the same
 request handled by a PserverState in this process (no transport):
 
     pull      dense parameter block           rows/s, MB/s
@@ -14,7 +14,7 @@ request handled by a PserverState in this process (no transport):
     prefetch  64K unique ids × dim 16         rows/s, MB/s
     push      sparse table gradient (64K rows, + SGD apply)
 
-The table is the pserver's hash-keyed psjob.tables.SparseTable and the ids
+The table is the pserver's hash-keyed psjob.foundation.tables.SparseTable and the ids
 are random int64 feature ids (hashes, negatives included), sent uniqued and
 ascending as a trainer's prefetch and push send them (np.unique's order).
 Their rows are created first, in a shuffled order (a table fills in the order
@@ -31,7 +31,7 @@ server's CPU milliseconds per request (from /proc, so the figure holds on a
 loaded machine); the target is a median ratio >= 0.8.
 
 To tell the transport from the table, a third child serves psjob's own
-pserver service (psjob.rpc.server.start_server: the same guard, codec and
+pserver service (psjob.cluster.rpc.server.start_server: the same guard, codec and
 thread pool) with a handler that answers every prefetch with the same rows,
 without a table: "server, no table" (called through PSClient, like the
 prefetch) is what psjob's client and server add over the bare method; the
@@ -77,7 +77,7 @@ def build(vocab: int, dense_in: int, dense_out: int, endpoint: str):
 
 def serve_child(args, endpoint, ready):
     import psjob.fluid as fluid
-    from psjob.ps.pserver import ServeOptions, serve
+    from psjob.cluster.pserver.pserver import ServeOptions, serve
     t = build(args.vocab, args.dense_in, args.dense_out, endpoint)
     prog, startup = t.get_pserver_programs(endpoint)
     exe, scope = fluid.Executor(), fluid.Scope()
@@ -117,15 +117,15 @@ class GatheredRows(CannedRows):
         self.order = np.random.default_rng(1).permutation(n_ids)
 
     def on_prefetch(self, trainer_id, table, ids):
-        from psjob.kernels.rows import take_rows
+        from psjob.foundation.kernels.rows import take_rows
         super().on_prefetch(trainer_id, table, ids)
         return take_rows(self.rows, self.order, mode="clip")
 
 
 def canned_child(n_ids, dim, port_queue, handler=CannedRows):
     """psjob's pserver gRPC service around CannedRows (or GatheredRows)."""
+    from psjob.cluster.rpc.server import start_server
     from psjob.launcher.local import free_ports
-    from psjob.rpc.server import start_server
     server = start_server(handler(n_ids, dim), f"{ENDPOINT_HOST}:{free_ports(1)[0]}", max_workers=16)
     port_queue.put(server.port)
     server.wait_for_termination()
@@ -137,8 +137,8 @@ def echo_child(reply_bytes, port_queue):
 
     import grpc
 
-    from psjob.rpc.allocator import tune_for_large_messages
-    from psjob.rpc.base_client import CHANNEL_OPTIONS
+    from psjob.cluster.rpc.allocator import tune_for_large_messages
+    from psjob.cluster.rpc.base_client import CHANNEL_OPTIONS
     tune_for_large_messages()
     template = bytearray(reply_bytes)
     server = grpc.server(futures.ThreadPoolExecutor(4), options=CHANNEL_OPTIONS)
@@ -156,8 +156,8 @@ def aio_echo_child(reply_bytes, port_queue, hop=False):
 
     import grpc
 
-    from psjob.rpc.allocator import tune_for_large_messages
-    from psjob.rpc.base_client import CHANNEL_OPTIONS
+    from psjob.cluster.rpc.allocator import tune_for_large_messages
+    from psjob.cluster.rpc.base_client import CHANNEL_OPTIONS
     tune_for_large_messages()
     template = bytearray(reply_bytes)
 
@@ -215,9 +215,9 @@ def main():
     child = ctx.Process(target=serve_child, args=(args, endpoint, ready), daemon=True)
     child.start()
 
+    from psjob.cluster.pserver.pserver_state import PserverState
+    from psjob.cluster.rpc.client import PSClient
     from psjob.fluid.core import SelectedRows
-    from psjob.ps.pserver_state import PserverState
-    from psjob.rpc.client import PSClient
 
     t = build(args.vocab, args.dense_in, args.dense_out, endpoint)
     prog, startup = t.get_pserver_programs(endpoint)
@@ -346,7 +346,7 @@ class BareTransport:
     def __init__(self, ctx, request_bytes, reply_bytes, child=echo_child, *child_args):
         import grpc
 
-        from psjob.rpc.base_client import CHANNEL_OPTIONS
+        from psjob.cluster.rpc.base_client import CHANNEL_OPTIONS
         ports = ctx.Queue()
         self.proc = ctx.Process(target=child, args=(reply_bytes, ports, *child_args), daemon=True)
         self.proc.start()

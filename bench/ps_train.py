@@ -22,7 +22,7 @@ import time
 
 import psjob.fluid as fluid
 from psjob.dataset import ctr
-from psjob.models import ctr as ctr_model
+from psjob.training.models import ctr as ctr_model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -5,7 +5,7 @@
 
 The CTR-DNN (26 slots x 16 in one distributed table, 13 dense, fc 256-128-1,
 Adam) is transpiled for one async pserver and K trainers; the pserver runs in
-its own process (psjob.ps.pserver.serve, as under `psjob launch`). Each of K
+its own process (psjob.cluster.pserver.pserver.serve, as under `psjob launch`). Each of K
 client processes replays what a trainer of that program sends per step, as
 fast as the replies come back:
 
@@ -14,7 +14,7 @@ fast as the replies come back:
     push      the dense gradients (every fc weight and bias) and the table
               gradient with one row per distinct id (as the fused trainer sends),
               its reply carrying the dense parameters (the async communicator's
-              push_pull: psjob.ps.communicator)
+              push_pull: psjob.cluster.trainer.communicator)
     pull      with --pull separate only: the dense parameters in a GetVariables
               of their own (the traffic before push_pull; --pull both runs the
               two replays, K by K, for their difference in one window)
@@ -49,7 +49,7 @@ def transpile(endpoint, trainers, trainer_id=0):
     import psjob.fluid as fluid
     from psjob.dataset import ctr
     from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
-    from psjob.models import ctr as ctr_model
+    from psjob.training.models import ctr as ctr_model
     cfg = ctr_model.CTRConfig(sparse_feature_dim=ctr.SPARSE_FEATURE_DIM, is_distributed=True)
     main, startup = fluid.Program(), fluid.Program()
     model = ctr_model.build(cfg, main, startup)
@@ -63,7 +63,7 @@ def transpile(endpoint, trainers, trainer_id=0):
 
 def serve_child(endpoint, trainers):
     import psjob.fluid as fluid
-    from psjob.ps.pserver import ServeOptions, serve
+    from psjob.cluster.pserver.pserver import ServeOptions, serve
     t, _ = transpile(endpoint, trainers)
     prog, startup = t.get_pserver_programs(endpoint)
     exe, scope = fluid.Executor(), fluid.Scope()
@@ -84,9 +84,9 @@ def traffic(endpoint, trainers, trainer_id):
 
 
 def client_child(endpoint, trainers, trainer_id, data, batch, steps, start, results, separate_pull):
+    from psjob.cluster.rpc.client import PSClient
     from psjob.dataset import ctr
     from psjob.fluid.core import SelectedRows
-    from psjob.rpc.client import PSClient
     table, table_grad, dense, params = traffic(endpoint, trainers, trainer_id)
     rng = np.random.default_rng(trainer_id)
     id_sets = []
@@ -134,9 +134,9 @@ def client_child(endpoint, trainers, trainer_id, data, batch, steps, start, resu
 
 def replay_in_process(data, batch, steps):
     """CPU ms per step of PserverState's own work (prefetch, push, pull), one trainer's traffic."""
+    from psjob.cluster.pserver.pserver_state import PserverState
     from psjob.dataset import ctr
     from psjob.fluid.core import SelectedRows
-    from psjob.ps.pserver_state import PserverState
     endpoint = f"{HOST}:1"  # named in the program only: nothing listens
     t, _ = transpile(endpoint, 1)
     prog, startup = t.get_pserver_programs(endpoint)

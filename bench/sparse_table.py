@@ -37,9 +37,9 @@ import time
 
 import numpy as np
 
-from psjob.kernels.optimizers import adagrad_update, merge_duplicate_rows
-from psjob.tables import OptimizerConfig, SparseTable, TableConfig
-from psjob.tables.rowopt import merge_rows
+from psjob.foundation.kernels.optimizers import adagrad_update, merge_duplicate_rows
+from psjob.foundation.tables import OptimizerConfig, SparseTable, TableConfig
+from psjob.foundation.tables.rowopt import merge_rows
 
 LR, EPS = 0.01, 1e-6
 

@@ -26,9 +26,9 @@ import time
 
 import numpy as np
 
-from psjob.kernels.rows import take_rows
-from psjob.tables import OptimizerConfig, SparseTable, TableConfig
-from psjob.tables.rowopt import merge_rows
+from psjob.foundation.kernels.rows import take_rows
+from psjob.foundation.tables import OptimizerConfig, SparseTable, TableConfig
+from psjob.foundation.tables.rowopt import merge_rows
 
 
 def smaps_rollup(key: str) -> int:

@@ -37,10 +37,10 @@ WAITS = ("pull", "prefetch", "push_block", "send_wait", "send_reply")
 def worker(args):
     import psjob.fluid as fluid
     from psjob import fleet
+    from psjob.cluster.trainer import client_service
     from psjob.dataset import ctr
     from psjob.fleet import DistributedStrategy
-    from psjob.models import ctr as ctr_model
-    from psjob.ps import client_service
+    from psjob.training.models import ctr as ctr_model
 
     fleet.init()
     strategy = DistributedStrategy()

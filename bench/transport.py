@@ -2,7 +2,7 @@
 
     python bench/transport.py [--steps 400] [--reps 3]
 
-A pserver process serves psjob's real RPC front end (psjob.rpc.server.start_server:
+A pserver process serves psjob's real RPC front end (psjob.cluster.rpc.server.start_server:
 frame decoding, the guard, metrics observer off) over a handler whose work is
 nothing — it answers a prefetch with a fixed [15,000 x 16] float32 block and a
 push with fixed dense parameters (570 KB) — so what is measured is the
@@ -59,8 +59,8 @@ class _NoWork:
 
 
 def serve(endpoint_file: str) -> None:
+    from psjob.cluster.rpc.server import start_server
     from psjob.launcher.launch import free_ports
-    from psjob.rpc.server import start_server
     endpoint = f"127.0.0.1:{free_ports(1)[0]}"
     server = start_server(_NoWork(), endpoint, max_workers=8)
     with open(endpoint_file + ".tmp", "w") as f:
@@ -72,8 +72,8 @@ def serve(endpoint_file: str) -> None:
 
 
 def one_mode(mode: str, steps: int, tmp: str) -> dict:
+    from psjob.cluster.rpc.client import PSClient, RetryPolicy
     from psjob.fluid.core import SelectedRows
-    from psjob.rpc.client import PSClient, RetryPolicy
     env = dict(os.environ, PSJOB_DATA_PLANE=mode)
     endpoint_file = os.path.join(tmp, f"endpoint-{mode}")
     if os.path.exists(endpoint_file):

@@ -4,7 +4,7 @@
     .venv/bin/python scripts/gen-compat-table.py          # rewrite the section in place
     .venv/bin/python scripts/gen-compat-table.py --check  # exit 1 if the section is stale
 
-The table is psjob.compat.surface_table(): every name of psjob.compat.notes (SURFACE and
+The table is psjob.cli.compat.surface_table(): every name of psjob.cli.compat.notes (SURFACE and
 NOTES) looked up on the psjob this interpreter imports, between the BEGIN/END markers.
 tests/unit/test_compat.py fails when the doc and the generator disagree.
 """
@@ -14,7 +14,7 @@ import argparse
 import pathlib
 import sys
 
-from psjob import compat
+from psjob.cli import compat
 
 DOC = pathlib.Path(__file__).resolve().parents[1] / "docs" / "user" / "paddle2.md"
 

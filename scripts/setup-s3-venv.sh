@@ -3,7 +3,7 @@
 # tests start as a real process on 127.0.0.1. It lives in its own environment because
 # moto needs botocore, and botocore's python-dateutil<3 cannot be installed next to the
 # kubernetes client of the main .venv (python-dateutil>=3). psjob itself speaks S3 with
-# its own small client (runtime/psjob/checkpoint/s3.py) and needs neither.
+# its own small client (runtime/psjob/foundation/checkpoint/s3.py) and needs neither.
 # Idempotent: a second run only checks the stamp.
 set -euo pipefail
 cd "$(dirname "$0")/.."

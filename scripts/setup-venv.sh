@@ -7,9 +7,9 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-# The install builds the C kernels (runtime/psjob/kernels/_native.c) in place: a changed
+# The install builds the C kernels (runtime/psjob/foundation/kernels/_native.c) in place: a changed
 # source is a new install, as a changed pyproject.toml is.
-stamp=.venv/.installed-$(cat pyproject.toml runtime/psjob/kernels/_native.c | sha256sum | cut -c1-16)
+stamp=.venv/.installed-$(cat pyproject.toml runtime/psjob/foundation/kernels/_native.c | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q -e ".[operator,test]"

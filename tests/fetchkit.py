@@ -3,7 +3,7 @@
 Shared by tests/unit/test_fetch_every_variable.py (single process, and transpiled programs
 over the in-memory pservers) and tests/component/scripts/fetch_every_variable.py (a Fleet
 script under `psjob launch`). The models are the ones users run: the built-in Fluid 1.x
-CTR-DNN (psjob.models.ctr, with its wide&deep variant), examples/paddle2's Paddle 2.x DNN
+CTR-DNN (psjob.training.models.ctr, with its wide&deep variant), examples/paddle2's Paddle 2.x DNN
 and wide&deep (PaddleRec's rank models), and that DNN with PaddleRec's distributed table
 (`paddle.static.nn.sparse_embedding`).
 
@@ -19,11 +19,11 @@ import numpy as np
 
 import psjob.fluid as fluid
 from psjob.fluid.core import SelectedRows
-from psjob.models import ctr as ctr_model
+from psjob.training.models import ctr as ctr_model
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "paddle2")
 VOCAB, SLOTS, DENSE = 200, 4, 3
-# The Fluid 1.x models (psjob.models.ctr) and examples/paddle2's StaticModel ones.
+# The Fluid 1.x models (psjob.training.models.ctr) and examples/paddle2's StaticModel ones.
 FLUID_MODELS = {"ctr": False, "ctr_wide_deep": True}
 PADDLE2_MODELS = ("dnn", "wide_deep", "sparse_embedding_dnn")
 MODELS = tuple(FLUID_MODELS) + PADDLE2_MODELS

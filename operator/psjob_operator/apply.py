@@ -17,7 +17,7 @@ do the least that makes it match.
   pass; only `spec.suspend` is patched in place, and, for an elastic job's
   worker Job (annotated `psjob.dev/elastic`), the scale: `completions` and
   `parallelism` together (an elastic Indexed Job). Its pod template does not
-  depend on the trainer count (psjob.roles: PADDLE_TRAINERS is the capacity),
+  depend on the trainer count (psjob.foundation.roles: PADDLE_TRAINERS is the capacity),
   so a resize restarts no pod.
 
 Pod-owning children (the StatefulSets, the worker Job) also carry the job's
@@ -46,7 +46,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from psjob import jobspec
+from psjob.foundation import jobspec
 from psjob_operator import naming
 from psjob_operator.kube import (
     BATCH_JOBS,

@@ -21,8 +21,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from psjob import jobspec, roles
-from psjob.jobspec import ParameterServerJob
+from psjob.foundation import jobspec, roles
+from psjob.foundation.jobspec import ParameterServerJob
 from psjob_operator import naming, pods
 
 

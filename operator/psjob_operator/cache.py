@@ -33,7 +33,7 @@ from typing import Any
 
 import kopf
 
-from psjob import jobspec
+from psjob.foundation import jobspec
 from psjob_operator import naming
 from psjob_operator.kube import (
     BATCH_JOBS,

@@ -1,7 +1,7 @@
 """Checkpoint awareness: read the newest checkpoint from pserver 0's metrics.
 
 The operator cannot read the checkpoint volume, but every psjob process serves
-Prometheus metrics on PSJOB_METRICS_PORT (names from `psjob.metrics`). Pserver
+Prometheus metrics on PSJOB_METRICS_PORT (names from `psjob.foundation.metrics`). Pserver
 0, which commits checkpoints (writes the manifest, last and atomically),
 exports:
 

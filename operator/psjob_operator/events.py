@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from psjob import jobspec
+from psjob.foundation import jobspec
 from psjob_operator.kube import EVENTS, ApiError, KubeApi
 from psjob_operator.observe import format_time
 from psjob_operator.status import ConditionStatus, Phase, Reason, Transition

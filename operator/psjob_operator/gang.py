@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from psjob.jobspec import JobSpec, Mode, ParameterServerJob
+from psjob.foundation.jobspec import JobSpec, Mode, ParameterServerJob
 from psjob_operator import builders, naming
 from psjob_operator.kube import PLUGINS_PODGROUPS, PODGROUP_KINDS, VOLCANO_PODGROUPS, Resource
 from psjob_operator.settings import GangScheduler, QueueSystem, SchedulingSettings

@@ -22,7 +22,7 @@ from typing import Any
 
 import kopf
 
-from psjob import jobspec
+from psjob.foundation import jobspec
 from psjob_operator import cache, naming
 from psjob_operator.controller import Controller
 from psjob_operator.settings import OperatorSettings

@@ -1,6 +1,6 @@
 """The operator's own Prometheus metrics, from psjob's shared metric catalog.
 
-Names, help texts and buckets live in `psjob.metrics` (documented in
+Names, help texts and buckets live in `psjob.foundation.metrics` (documented in
 docs/user/metrics.md, queried by the chart's dashboard); this module only binds
 them to one injected registry and to the controller's phase counts:
 
@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry
 
-from psjob.metrics import MetricsServer, operator_metrics
+from psjob.foundation.metrics import MetricsServer, operator_metrics
 
 
 class OperatorMetrics:

@@ -14,7 +14,7 @@ find them by name after a restart without any state of its own:
 """
 from __future__ import annotations
 
-from psjob import roles
+from psjob.foundation import roles
 
 GROUP = "psjob.dev"
 LABEL_JOB = "psjob.dev/job-name"

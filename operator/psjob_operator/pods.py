@@ -1,7 +1,7 @@
 """Pod templates of the three roles: entrypoint, environment, volumes, security.
 
 Pure functions of the parsed spec and the job topology. The environment comes
-from `psjob.roles.role_environment` — the same function the local launcher
+from `psjob.foundation.roles.role_environment` — the same function the local launcher
 calls — with two Kubernetes-specific sources added: the pod IP (downward API)
 and, for trainers, the Indexed Job completion index as the trainer id.
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from psjob import roles
-from psjob.jobspec import Device, JobSpec, Mode, RoleSpec
+from psjob.foundation import roles
+from psjob.foundation.jobspec import Device, JobSpec, Mode, RoleSpec
 from psjob_operator import naming, templates
 
 # Loading a large checkpoint can take minutes: liveness only starts after the
@@ -26,7 +26,7 @@ STARTUP_FAILURE_THRESHOLD = 60
 SERVER_TERMINATION_GRACE_SECONDS = 60  # time to flush a checkpoint on SIGTERM
 GPU_RESOURCE = "nvidia.com/gpu"
 TMP_DIR = "/tmp"
-# spec.tls: the Secret's files, read by psjob.rpc.tls from the PSJOB_TLS_* variables.
+# spec.tls: the Secret's files, read by psjob.cluster.rpc.tls from the PSJOB_TLS_* variables.
 TLS_DIR = "/var/run/psjob/tls"
 TLS_CERT_KEY, TLS_KEY_KEY, TLS_CA_KEY = "tls.crt", "tls.key", "ca.crt"
 
@@ -47,7 +47,7 @@ def role_image(spec: JobSpec, role_spec: RoleSpec) -> str:
 
 def container_command(spec: JobSpec, role: str, role_spec: RoleSpec) -> tuple[list[str], list[str]]:
     """(command, args): the role's override, else the job's, else `psjob <role>`; under
-    `psjob as-paddle --` with spec.asPaddle (`import paddle` gives psjob: psjob.aspaddle)."""
+    `psjob as-paddle --` with spec.asPaddle (`import paddle` gives psjob: psjob.launcher.aspaddle)."""
     command = list(role_spec.command or spec.command or ("psjob", SUBCOMMANDS[role]))
     args = list(role_spec.args or spec.args)
     if spec.as_paddle:
@@ -106,7 +106,7 @@ def tls_files(role: str, spec: JobSpec | None = None) -> list[str]:
 
 
 def tls_environment(spec: JobSpec, role: str) -> list[dict[str, Any]]:
-    """PSJOB_TLS_* for spec.tls (psjob.rpc.tls reads them); empty without spec.tls."""
+    """PSJOB_TLS_* for spec.tls (psjob.cluster.rpc.tls reads them); empty without spec.tls."""
     if spec.tls is None:
         return []
     env = []

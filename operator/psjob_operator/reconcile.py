@@ -6,7 +6,7 @@ status once:
 1. take the job from the watch cache (`cache.py`: the controller hands over a
    snapshot, merged here with the pass's own recent writes); gone or being
    deleted → forget it (children go with it through their owner references);
-2. parse the spec (`psjob.jobspec`) and the cluster-specific checks; an error
+2. parse the spec (`psjob.foundation.jobspec`) and the cluster-specific checks; an error
    ends the job Failed with a message naming the field and the fix;
 3. find the children (by their deterministic names) and the job's pods in the
    snapshot — no API reads, except a user's `checkpoint.existingClaim`;
@@ -32,8 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from psjob import roles
-from psjob.jobspec import CleanPodPolicy, JobSpecError, ParameterServerJob, parse_job
+from psjob.foundation import roles
+from psjob.foundation.jobspec import CleanPodPolicy, JobSpecError, ParameterServerJob, parse_job
 from psjob_operator import builders, checkpoints, gang, naming
 from psjob_operator import resize as resizing
 from psjob_operator.apply import (

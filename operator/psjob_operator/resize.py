@@ -3,7 +3,7 @@
 Every pserver and trainer is built for one pserver layout (the endpoints in
 its environment and in the transpiled program: which pserver holds which
 dense block and which table rows), so a resize replaces them all; the M new
-pservers restore a checkpoint resharded N→M (ps/checkpoint_restore.py) and the
+pservers restore a checkpoint resharded N→M (cluster/pserver/checkpoint_restore.py) and the
 trainers resume from their positions in it. Level-based, like every pass: the
 stage is read from the cluster each time —
 
@@ -47,8 +47,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from psjob import roles
-from psjob.jobspec import ParameterServerJob
+from psjob.foundation import roles
+from psjob.foundation.jobspec import ParameterServerJob
 from psjob_operator import builders, naming
 from psjob_operator.observe import Children, parse_time
 

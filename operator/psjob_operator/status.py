@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from psjob import roles
-from psjob.jobspec import JobSpec, Mode
+from psjob.foundation import roles
+from psjob.foundation.jobspec import JobSpec, Mode
 from psjob_operator import naming
 from psjob_operator.observe import CONFIG_REASONS, IMAGE_REASONS, Children, PodView, format_time, parse_time
 

@@ -30,8 +30,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from psjob import roles
-from psjob.jobspec import JobSpecError
+from psjob.foundation import roles
+from psjob.foundation.jobspec import JobSpecError
 from psjob_operator import naming
 
 # Pod-spec fields psjob sets as defaults the template may override.

@@ -1,6 +1,6 @@
-"""Checks that need Kubernetes knowledge, beyond what `psjob.jobspec` checks.
+"""Checks that need Kubernetes knowledge, beyond what `psjob.foundation.jobspec` checks.
 
-`psjob.jobspec` validates what any runner needs (types, ranges, cross-field
+`psjob.foundation.jobspec` validates what any runner needs (types, ranges, cross-field
 rules mirrored in the CRD). Here: rules that only matter when pods are
 scheduled, written so the user sees the job's field and the fix instead of a
 rejected StatefulSet later.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kubernetes.utils.quantity import parse_quantity
 
-from psjob.jobspec import Device, JobSpecError, ParameterServerJob, RoleSpec
+from psjob.foundation.jobspec import Device, JobSpecError, ParameterServerJob, RoleSpec
 from psjob_operator import builders
 from psjob_operator.pods import GPU_RESOURCE
 

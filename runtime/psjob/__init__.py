@@ -1,17 +1,17 @@
 """psjob: parameter-server training for large sparse models.
 
-`import psjob` stays cheap (the operator image imports psjob.roles and
-psjob.jobspec only); the data helpers Fluid scripts reach as `paddle.batch`,
+`import psjob` stays cheap (the operator image imports psjob.foundation.roles and
+psjob.foundation.jobspec only); the data helpers Fluid scripts reach as `paddle.batch`,
 `paddle.reader` and `paddle.dataset` are loaded on first use.
 
 This package root is also where the layers are put together: the framework
 (psjob.fluid) calls the runtime above it only through the hooks of
-psjob.hooks, and the root registers the built-in ones below as soon as any
+psjob.foundation.hooks, and the root registers the built-in ones below as soon as any
 psjob module is imported. Each imports its layer when first called, so
 registering costs nothing and a process that never runs a distributed
 program never loads gRPC.
 """
-from psjob import hooks as _hooks
+from psjob.foundation import hooks as _hooks
 
 __version__ = "0.1.0"
 
@@ -56,37 +56,37 @@ def __getattr__(name):
 
 
 def _rpc_service(executor, op=None):
-    from psjob.ps.client_service import make_client
+    from psjob.cluster.trainer.client_service import make_client
     return make_client(executor, op)
 
 
 def _pserver_service(executor, op=None):
-    from psjob.ps.pserver import make_service
+    from psjob.cluster.pserver.pserver import make_service
     return make_service(executor, op)
 
 
 def _heter_service(executor, op=None):
-    from psjob.ps.heter import make_client
+    from psjob.cluster.heter.heter import make_client
     return make_client(executor, op)
 
 
 def _wait_server_ready(endpoints):
-    from psjob.ps.client_service import wait_for_pservers
+    from psjob.cluster.trainer.client_service import wait_for_pservers
     return wait_for_pservers(endpoints)
 
 
 def _distributed_save(executor, dirname, program, scope=None):
-    from psjob.fleet.checkpoint_save import save_persistables
+    from psjob.cluster.trainer.checkpoint_save import save_persistables
     return save_persistables(executor, dirname, program, scope=scope)
 
 
 def _distributed_load(executor, dirname, program, scope=None):
-    from psjob.ps.checkpoint_restore import load_persistables
+    from psjob.cluster.pserver.checkpoint_restore import load_persistables
     return load_persistables(executor, dirname, program, scope=scope)
 
 
 def _data_storage(uri):
-    from psjob.checkpoint.storage import for_path
+    from psjob.foundation.checkpoint.storage import for_path
     return for_path(uri)
 
 
@@ -100,12 +100,12 @@ def _dataset(kind):
 
 
 def _collective(rank=None, endpoints=None):
-    from psjob.collective.service import ring
+    from psjob.cluster.collective.service import ring
     return ring(rank, endpoints)
 
 
 def _collective_device():
-    from psjob.collective.service import device_ring
+    from psjob.cluster.collective.service import device_ring
     return device_ring()
 
 

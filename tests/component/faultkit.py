@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from psjob.checkpoint import cli as checkpoint_cli
-from psjob.checkpoint import store
+from psjob.foundation.checkpoint import cli as checkpoint_cli
+from psjob.foundation.checkpoint import store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, "scripts")

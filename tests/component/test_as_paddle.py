@@ -1,4 +1,4 @@
-"""Unmodified Paddle code under psjob (psjob.aspaddle): a script that says `import paddle` and
+"""Unmodified Paddle code under psjob (psjob.launcher.aspaddle): a script that says `import paddle` and
 `import paddle.distributed.fleet as fleet`, with a QueueDataset whose pipe_command reader imports
 paddle too, run as 1 pserver + 2 trainers by `psjob launch --as-paddle`, and as a job with
 spec.asPaddle by `psjob run` (the operator's `psjob as-paddle --` command, run locally)."""

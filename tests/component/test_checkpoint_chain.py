@@ -15,8 +15,8 @@ import sys
 import numpy as np
 import pytest
 
-from psjob.checkpoint import chain as chains
-from psjob.checkpoint import cli, storage, store
+from psjob.foundation.checkpoint import chain as chains
+from psjob.foundation.checkpoint import cli, storage, store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 def _load(path):

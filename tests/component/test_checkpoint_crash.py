@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from psjob.checkpoint import store
-from psjob.checkpoint.format import read_manifest, read_var
+from psjob.foundation.checkpoint import store
+from psjob.foundation.checkpoint.format import read_manifest, read_var
 
 CHILD = r"""
 import sys

@@ -29,10 +29,10 @@ import numpy as np
 import pytest
 import yaml
 
-from psjob.checkpoint import store
-from psjob.checkpoint.format import MANIFEST
-from psjob.ps import checkpoint_protocol as protocol
-from psjob.rpc.client import PSClient, RetryPolicy
+from psjob.cluster import checkpoint_protocol as protocol
+from psjob.cluster.rpc.client import PSClient, RetryPolicy
+from psjob.foundation.checkpoint import store
+from psjob.foundation.checkpoint.format import MANIFEST
 
 _spec = importlib.util.spec_from_file_location(
     "faultkit", os.path.join(os.path.dirname(os.path.abspath(__file__)), "faultkit.py"))
@@ -44,7 +44,7 @@ _spec.loader.exec_module(kit)
 # ("stop": it SIGSTOPs itself there, until the test sends SIGCONT).
 HOLDING_WRAPPER = r"""
 import os, runpy, signal, sys, time
-import psjob.fleet.checkpoint_save as distributed
+import psjob.cluster.trainer.checkpoint_save as distributed
 
 HOLD_DIR = os.environ["FREEZE_HOLD_DIR"]
 HOLDS = list(zip([int(s) for s in os.environ["FREEZE_HOLD_STEPS"].split(",")],
@@ -121,8 +121,8 @@ class SteppedClock:
 
 def _pserver_state(clock=time.monotonic):
     import psjob.fluid as fluid
+    from psjob.cluster.pserver.pserver_state import PserverState
     from psjob.fluid.transpiler import DistributeTranspiler
-    from psjob.ps.pserver_state import PserverState
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         x = fluid.layers.data(name="x", shape=[4])

@@ -16,8 +16,8 @@ import time
 import numpy as np
 import pytest
 
-from psjob.checkpoint import cli, store
-from psjob.checkpoint.format import read_manifest
+from psjob.foundation.checkpoint import cli, store
+from psjob.foundation.checkpoint.format import read_manifest
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "checkpoint_train.py")
 STEPS, INTERVAL = 120, 5

@@ -11,9 +11,9 @@ import sys
 import numpy as np
 
 import psjob.fluid as fluid
-from psjob.checkpoint import cli, store
-from psjob.checkpoint.format import read_array, read_manifest, read_var
-from psjob.checkpoint.tables import assemble
+from psjob.foundation.checkpoint import cli, store
+from psjob.foundation.checkpoint.format import read_array, read_manifest, read_var
+from psjob.foundation.checkpoint.tables import assemble
 
 PSJOB = [sys.executable, "-m", "psjob.cli", "launch"]
 
@@ -21,7 +21,7 @@ PSJOB = [sys.executable, "-m", "psjob.cli", "launch"]
 def _start(script, out, launch_args, script_args):
     os.makedirs(out, exist_ok=True)
     # The saves go to the test's directory, outside the pservers' working directory and
-    # checkpoint root: a save root of their own (ps/checkpoint_service.py).
+    # checkpoint root: a save root of their own (cluster/pserver/checkpoint_service.py).
     env = dict(os.environ, PSJOB_SAVE_ROOTS=str(out.parent))
     return subprocess.Popen(PSJOB + ["--log_dir", str(out / "log"), "--timeout", "150", *launch_args, script,
                                      "--out", str(out), *script_args],

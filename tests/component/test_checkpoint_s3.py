@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
-from psjob.checkpoint import s3, s3client, storage, store
-from psjob.checkpoint.format import (
+from psjob.cluster.pserver.pserver_state import PserverState
+from psjob.foundation.checkpoint import s3, s3client, storage, store
+from psjob.foundation.checkpoint.format import (
     CORRUPT_MARKER,
     CorruptFileError,
     new_manifest,
@@ -26,8 +27,7 @@ from psjob.checkpoint.format import (
     write_array,
     write_manifest,
 )
-from psjob.ps.pserver_state import PserverState
-from psjob.tables import shard_of
+from psjob.foundation.tables import shard_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -13,8 +13,8 @@ import time
 import numpy as np
 import pytest
 
-from psjob import roles
-from psjob.collective.ring import CollectiveError, Ring
+from psjob.cluster.collective.ring import CollectiveError, Ring
+from psjob.foundation import roles
 from psjob.launcher.launch import free_ports
 
 from .conftest import SCRIPTS
@@ -199,7 +199,7 @@ def _make_certs(directory, **kw):
 def test_the_ring_speaks_tls_when_the_job_has_it_and_refuses_plaintext_and_strangers(tmp_path):
     """With PSJOB_TLS_* set the ring all-reduces over TLS; a plaintext peer and a peer whose
     certificate another CA signed are refused; the token is still checked inside TLS."""
-    from psjob.rpc.tls import TlsFiles
+    from psjob.cluster.rpc.tls import TlsFiles
     ca, cert, key = _make_certs(str(tmp_path / "certs"))
     other_ca, other_cert, other_key = _make_certs(str(tmp_path / "other"), ca_name="someone else's CA")
     tls = {"PSJOB_TLS_CERT_FILE": cert, "PSJOB_TLS_KEY_FILE": key, "PSJOB_TLS_CA_FILE": ca}
@@ -229,7 +229,7 @@ def test_the_ring_speaks_tls_when_the_job_has_it_and_refuses_plaintext_and_stran
 
 
 def test_a_peer_without_the_token_is_refused_over_tls(tmp_path):
-    from psjob.rpc.tls import TlsFiles
+    from psjob.cluster.rpc.tls import TlsFiles
     ca, cert, key = _make_certs(str(tmp_path / "certs"))
     eps = _endpoints(2)
     peer = _peer(1, eps, "right-token", env={"PSJOB_TLS_CERT_FILE": cert, "PSJOB_TLS_KEY_FILE": key,
@@ -247,7 +247,7 @@ def test_the_nccl_unique_id_reaches_every_trainer_over_the_ring():
     ends with exactly it. CPU only: the id maker stands in for nccl.get_unique_id."""
     import threading
 
-    from psjob.collective.nccl import UNIQUE_ID_BYTES, exchange_unique_id
+    from psjob.cluster.collective.nccl import UNIQUE_ID_BYTES, exchange_unique_id
     uid = tuple(((i * 37) % 256) - 128 for i in range(UNIQUE_ID_BYTES))
     eps = _endpoints(3)
     got, errors = {}, []

@@ -6,7 +6,7 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob.dataset import ctr
-from psjob.models import ctr as ctr_model
+from psjob.training.models import ctr as ctr_model
 
 EXAMPLES, BATCH = 80_000, 512
 

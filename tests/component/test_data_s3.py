@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from psjob.checkpoint import storage
 from psjob.dataset import ctr
+from psjob.foundation.checkpoint import storage
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

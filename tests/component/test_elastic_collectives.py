@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from psjob import roles
+from psjob.foundation import roles
 from psjob.launcher.launch import loopback_endpoints
 
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "elastic_collectives.py"

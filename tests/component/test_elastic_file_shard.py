@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from psjob import roles
+from psjob.foundation import roles
 from psjob.launcher.launch import loopback_endpoints
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "elastic_shard.py")

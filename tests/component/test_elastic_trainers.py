@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from psjob import cli as psjob_cli
-from psjob import roles
+from psjob.foundation import roles
 from psjob.launcher.launch import loopback_endpoints
 
 _spec = importlib.util.spec_from_file_location(
@@ -298,7 +298,7 @@ def test_psjob_scale_resizes_a_running_psjob_run(tmp_path):
 
 
 def test_psjob_scale_refuses_what_cannot_apply(tmp_path):
-    from psjob import roles
+    from psjob.foundation import roles
     work = tmp_path / "work"
     work.mkdir()
     topology = roles.JobTopology(job_name="fixed", namespace="default", pserver_endpoints=("127.0.0.1:1",),

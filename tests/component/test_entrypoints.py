@@ -16,10 +16,10 @@ import time
 import pytest
 
 import psjob.fluid as fluid
-from psjob import roles
+from psjob.cluster.pserver.pserver_state import PserverOptions, PserverState
 from psjob.fluid.transpiler import DistributeTranspiler
+from psjob.foundation import roles
 from psjob.launcher.launch import free_ports, write_token
-from psjob.ps.pserver_state import PserverOptions, PserverState
 
 PSJOB = [sys.executable, "-m", "psjob.cli"]
 ARGS = ["--examples", "3000", "--batch", "300", "--distributed_table", "--log_every", "1"]

@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 import yaml
 
-from psjob.checkpoint import store
-from psjob.rpc.client import PSClient, RetryPolicy
+from psjob.cluster.rpc.client import PSClient, RetryPolicy
+from psjob.foundation.checkpoint import store
 
 _spec = importlib.util.spec_from_file_location(
     "faultkit", os.path.join(os.path.dirname(os.path.abspath(__file__)), "faultkit.py"))

@@ -1,6 +1,6 @@
 """The heter trainer's gRPC service: a CPU trainer's stages over real gRPC on 127.0.0.1.
 
-Real: the heter split, HeterState behind psjob.ps.heter's gRPC server
+Real: the heter split, HeterState behind psjob.cluster.heter.heter's gRPC server
 (auth token, error mapping, TLS with certificates from a throwaway CA, its
 Prometheus metrics), the HeterClient, Executors and kernels. The
 pserver the section pushes to is the in-memory PserverState (its own gRPC
@@ -16,17 +16,17 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
+from psjob.cluster.heter.heter import HeterProcess, HeterServeOptions
+from psjob.cluster.heter.heter_inmemory import InMemoryHeterClient
+from psjob.cluster.heter.heter_state import HeterSection, HeterState
+from psjob.cluster.inmemory import InMemoryCluster
+from psjob.cluster.pserver.observability import HeterTelemetry
+from psjob.cluster.rpc.heter_client import HeterClient, HeterRpcError
+from psjob.cluster.rpc.tls import TlsConfigError, TlsFiles
 from psjob.fluid.executor import Executor
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
 from psjob.fluid.transpiler.heter_split import split_heter_program
 from psjob.launcher.launch import free_ports
-from psjob.ps.heter import HeterProcess, HeterServeOptions
-from psjob.ps.heter_inmemory import InMemoryHeterClient
-from psjob.ps.heter_state import HeterSection, HeterState
-from psjob.ps.inmemory import InMemoryCluster
-from psjob.ps.observability import HeterTelemetry
-from psjob.rpc.heter_client import HeterClient, HeterRpcError
-from psjob.rpc.tls import TlsConfigError, TlsFiles
 
 PSERVER = "127.0.0.1:6170"
 TOKEN = "heter-test-token"

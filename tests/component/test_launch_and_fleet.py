@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from psjob import roles
+from psjob.foundation import roles
 from psjob.launcher.launch import loopback_endpoints
 
 
@@ -181,7 +181,7 @@ def test_a_pserver_that_dies_while_trainers_still_run_is_restarted(tmp_path):
 
 
 def test_processes_share_the_cores_math_library_threads_unless_the_user_chose(tmp_path, monkeypatch):
-    from psjob import roles
+    from psjob.foundation import roles
     from psjob.launcher.supervisor import PSERVER, TRAINER, ProcessSpec, Supervisor, SupervisorOptions
     monkeypatch.setenv("MKL_NUM_THREADS", "7")  # exported by the user: kept
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
@@ -212,7 +212,7 @@ def test_a_fleet_script_under_launch_serves_trainer_metrics_and_shows_progress_a
     import time
     import urllib.request
 
-    from psjob.progress import parse_line
+    from psjob.foundation.progress import parse_line
     first = _free_port_block(3)
     log_dir = tmp_path / "log"
     proc = subprocess.Popen([sys.executable, "-m", "psjob.cli", "launch", "--server_num", "1", "--worker_num", "2", "--log_dir", str(log_dir),

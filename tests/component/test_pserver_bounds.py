@@ -17,9 +17,9 @@ import grpc
 import numpy as np
 import pytest
 
-from psjob import roles
+from psjob.cluster.rpc.client import PSClient, RetryPolicy, RpcError
+from psjob.foundation import roles
 from psjob.launcher.launch import free_ports, loopback_endpoints, write_token
-from psjob.rpc.client import PSClient, RetryPolicy, RpcError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -160,7 +160,7 @@ def test_stalled_and_huge_unauthenticated_grpc_calls_hold_no_worker_and_no_memor
 
 
 def _data_hello(port, token: bytes, timeout=10.0):
-    """A raw data-plane connection (psjob.rpc.dataplane) → (socket, hello status)."""
+    """A raw data-plane connection (psjob.cluster.rpc.dataplane) → (socket, hello status)."""
     import socket
     import struct
     sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
@@ -181,8 +181,8 @@ def _read_exact(sock, n):
 def _request(method: str, length: int) -> bytes:
     import struct
 
-    from psjob.rpc import dataplane
-    from psjob.rpc.client import PSERVER_SPEC
+    from psjob.cluster.rpc import dataplane
+    from psjob.cluster.rpc.client import PSERVER_SPEC
     return struct.pack("<4sB3xQ", b"PSJQ", dataplane.framed_methods(PSERVER_SPEC).index(method), length)
 
 
@@ -212,7 +212,7 @@ def test_a_flood_of_idle_connections_under_a_low_descriptor_limit_leaves_the_dat
     legitimate client is served over the data plane again."""
     import resource
 
-    from psjob.rpc import dataplane
+    from psjob.cluster.rpc import dataplane
 
     def low_limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (160, 160))
@@ -279,8 +279,8 @@ def test_authenticated_requests_are_bounded_in_size_time_and_bytes_in_flight(pse
     and grants no freeze lease beyond 600 s."""
     import threading
 
-    from psjob.models.ctr import TABLE_NAME
-    from psjob.ps import checkpoint_protocol as protocol
+    from psjob.cluster import checkpoint_protocol as protocol
+    from psjob.training.models.ctr import TABLE_NAME
     allowed = tmp_path / "allowed"
     ps = pserver(mode="async", model_args=["--model", "ctr", "--distributed_table"], extra_env={
         "PSJOB_RPC_READ_TIMEOUT_S": "3", "PSJOB_RPC_MAX_MESSAGE_BYTES": str(8 * MiB),
@@ -375,9 +375,9 @@ def test_nan_and_inf_pushes_are_refused_named_counted_and_change_nothing(pserver
     the row NaN) gets INVALID_ARGUMENT naming the variable; nothing of it is applied — not
     even its finite parts —, the refusal is counted on /metrics, and a trainer's
     communicator fails its next step with the pserver's message rather than dropping it."""
+    from psjob.cluster.trainer.communicator import Communicator, CommunicatorError
     from psjob.fluid.core import SelectedRows
-    from psjob.models.ctr import TABLE_NAME
-    from psjob.ps.communicator import Communicator, CommunicatorError
+    from psjob.training.models.ctr import TABLE_NAME
     ps = pserver(mode="async", model_args=["--model", "ctr", "--distributed_table", "--optimizer", "adam"])
     client = ps.client()
     ep, w, grad = ps.endpoint, "fc_0.w_0", "fc_0.w_0@GRAD"
@@ -422,8 +422,8 @@ def test_a_tls_handshake_that_stalls_is_cut_at_the_hello_deadline_and_tls_client
     """Over TLS the data plane's hello deadline covers the handshake: a peer that sends half a
     ClientHello and stalls is closed HELLO_TIMEOUT_S after it connected, however the bytes
     trickle; a trainer's TLS connection is served and pooled."""
-    from psjob.rpc import dataplane
-    from psjob.rpc.tls import TlsFiles
+    from psjob.cluster.rpc import dataplane
+    from psjob.cluster.rpc.tls import TlsFiles
     make_certs = _load(os.path.join(HERE, "scripts", "make_certs.py")).make_certs
     ca, cert, key = make_certs(str(tmp_path / "certs"))
     ps = pserver(extra_env={"PSJOB_TLS_CERT_FILE": cert, "PSJOB_TLS_KEY_FILE": key, "PSJOB_TLS_CA_FILE": ca})

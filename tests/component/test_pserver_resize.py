@@ -32,9 +32,9 @@ import pytest
 import yaml
 
 from psjob import cli as psjob_cli
-from psjob.checkpoint.format import read_manifest
-from psjob.checkpoint.tables import read_rows, rows_digest
-from psjob.tables import concat_shards, shard_of
+from psjob.foundation.checkpoint.format import read_manifest
+from psjob.foundation.checkpoint.tables import read_rows, rows_digest
+from psjob.foundation.tables import concat_shards, shard_of
 
 PSJOB = [sys.executable, "-m", "psjob.cli"]
 BOUND_S = 120
@@ -190,7 +190,7 @@ def test_pservers_resize_mid_job_reshard_every_row_and_the_job_succeeds(tmp_path
 
 
 def test_psjob_scale_pservers_refuses_what_cannot_apply(tmp_path):
-    from psjob import roles
+    from psjob.foundation import roles
     work = tmp_path / "work"
     work.mkdir()
     topology = roles.JobTopology(job_name="fixed", namespace="default",

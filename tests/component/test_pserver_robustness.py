@@ -11,10 +11,10 @@ import grpc
 import numpy as np
 import pytest
 
-from psjob import roles
+from psjob.cluster.rpc import psjob_pb2 as pb
+from psjob.cluster.rpc.client import PSClient, RetryPolicy, RpcError
+from psjob.foundation import roles
 from psjob.launcher.launch import loopback_endpoints, write_token
-from psjob.rpc import psjob_pb2 as pb
-from psjob.rpc.client import PSClient, RetryPolicy, RpcError
 
 QUICK = RetryPolicy(deadline_s=10, max_attempts=2, initial_backoff_s=0.05)
 
@@ -91,9 +91,9 @@ def test_bad_requests_get_named_errors_and_the_pserver_keeps_serving(job, tmp_pa
     stranger = PSClient([ep], 7, auth_token=token, retry=QUICK)
     fails(stranger.push(ep, {grad: np.zeros((13, 1), np.float32)}),
           grpc.StatusCode.INVALID_ARGUMENT, "trainer id 7 is out of range")
-    # Malformed frames (psjob.rpc.frames) are named too: a payload shorter than its header
+    # Malformed frames (psjob.cluster.rpc.frames) are named too: a payload shorter than its header
     # says, bytes the header does not describe, something that is no frame, a broken header.
-    from psjob.rpc import frames
+    from psjob.cluster.rpc import frames
     meta = pb.Tensor(name=grad, dtype="float32", shape=[13, 1])
     short = frames.pack(pb.SendRequest(trainer_id=0, vars=[meta]), (np.zeros(10, np.uint8),))
     fails(client._call(ep, "SendVariables", short), grpc.StatusCode.INVALID_ARGUMENT,
@@ -170,7 +170,7 @@ def test_malformed_control_messages_are_refused_counted_and_logged_once_without_
 
 
 def _data_hello(port, token: bytes, magic=b"PSJH"):
-    """A raw connection to a pserver's data plane (psjob.rpc.dataplane) → (socket, hello status)."""
+    """A raw connection to a pserver's data plane (psjob.cluster.rpc.dataplane) → (socket, hello status)."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     sock.sendall(struct.pack("<4sBBH", magic, 1, 0, len(token)) + token)
     reply = _read_exact(sock, 8)
@@ -178,8 +178,8 @@ def _data_hello(port, token: bytes, magic=b"PSJH"):
 
 
 def _data_call(sock, method, frame: bytes):
-    from psjob.rpc import dataplane
-    from psjob.rpc.client import PSERVER_SPEC
+    from psjob.cluster.rpc import dataplane
+    from psjob.cluster.rpc.client import PSERVER_SPEC
     method_id = dataplane.framed_methods(PSERVER_SPEC).index(method) if isinstance(method, str) else method
     sock.sendall(struct.pack("<4sB3xQ", b"PSJQ", method_id, len(frame)) + frame)
     _, status, n = struct.unpack("<4sB3xQ", _read_exact(sock, 16))
@@ -201,8 +201,8 @@ def test_the_data_plane_carries_the_framed_calls_and_refuses_strangers_and_garba
     it announces in Status), guarded as gRPC calls are: the job's token, named errors, the
     message size cap, every outcome counted. A client that cannot reach the data port falls
     back to gRPC."""
+    from psjob.cluster.rpc import frames
     from psjob.launcher.launch import free_ports
-    from psjob.rpc import frames
     start, ep, token = job
     metrics_port = free_ports(1)[0]
     server = start(roles.PSERVER, extra_env={"PSJOB_RPC_MAX_MESSAGE_BYTES": str(1 << 20),

@@ -14,15 +14,15 @@ import threading
 import pytest
 
 import psjob.fluid as fluid
-from psjob import roles
-from psjob.fleet import checkpoint_save
+from psjob.cluster.rpc.auth import read_token
+from psjob.cluster.rpc.client import PSClient, RetryPolicy, RpcError
+from psjob.cluster.rpc.tls import TlsFiles
+from psjob.cluster.trainer import checkpoint_save
 from psjob.fleet.fleet import Fleet
 from psjob.fleet.role_maker import PaddleCloudRoleMaker
+from psjob.foundation import roles
+from psjob.foundation.role_env import RoleEnv
 from psjob.launcher.launch import free_ports, write_token
-from psjob.ps.auth import read_token
-from psjob.role_env import RoleEnv
-from psjob.rpc.client import PSClient, RetryPolicy, RpcError
-from psjob.rpc.tls import TlsFiles
 
 _spec = importlib.util.spec_from_file_location(
     "faultkit", os.path.join(os.path.dirname(os.path.abspath(__file__)), "faultkit.py"))

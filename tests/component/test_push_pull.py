@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
+from psjob.cluster.pserver.pserver_state import PserverState
+from psjob.cluster.rpc import frames
+from psjob.cluster.rpc import psjob_pb2 as pb
+from psjob.cluster.rpc.client import PSClient, RetryPolicy, RpcError
+from psjob.cluster.rpc.server import start_server
+from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
 from psjob.fluid.transpiler import DistributeTranspiler
 from psjob.launcher.launch import loopback_endpoints
-from psjob.ps.communicator import Communicator, CommunicatorConfig
-from psjob.ps.pserver_state import PserverState
-from psjob.rpc import frames
-from psjob.rpc import psjob_pb2 as pb
-from psjob.rpc.client import PSClient, RetryPolicy, RpcError
-from psjob.rpc.server import start_server
 
 W, B, LR = "fc_0.w_0", "fc_0.b_0", 0.1
 QUICK = RetryPolicy(deadline_s=10, max_attempts=1)

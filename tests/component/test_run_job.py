@@ -275,9 +275,9 @@ def test_the_wide_and_deep_model_trains_its_wide_weights_beside_the_distributed_
 # start only. HOLD_TRAINER waits at its stop_worker until the file RELEASE exists.
 COMPLETION_WRAPPER = r"""
 import os, signal, sys, time
-from psjob import entrypoints
+from psjob.launcher import entrypoints
 from psjob.fleet.fleet import Fleet
-from psjob.ps import client_service
+from psjob.cluster.trainer import client_service
 
 tid = os.environ["PADDLE_TRAINER_ID"]
 marker = os.environ["KILL_MARKER"]

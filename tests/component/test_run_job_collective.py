@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from psjob import roles
+from psjob.foundation import roles
 
 from .conftest import SCRIPTS
 from .test_run_job import finish, start_run

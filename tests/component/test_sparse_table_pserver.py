@@ -13,11 +13,11 @@ import urllib.request
 import numpy as np
 import pytest
 
-from psjob import roles
+from psjob.cluster.rpc.client import PSClient, RetryPolicy
 from psjob.fluid.core import SelectedRows
+from psjob.foundation import roles
 from psjob.launcher.launch import free_ports, loopback_endpoints, write_token
-from psjob.models.ctr import TABLE_NAME
-from psjob.rpc.client import PSClient, RetryPolicy
+from psjob.training.models.ctr import TABLE_NAME
 
 QUICK = RetryPolicy(deadline_s=20, max_attempts=2, initial_backoff_s=0.05)
 IDS = np.array([-(2**63), -1, 0, 7, 2**40 + 3, 2**63 - 1], dtype=np.int64)

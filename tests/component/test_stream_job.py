@@ -21,8 +21,8 @@ import urllib.request
 import pytest
 import yaml
 
-from psjob.checkpoint import store
-from psjob.checkpoint.format import read_manifest
+from psjob.foundation.checkpoint import store
+from psjob.foundation.checkpoint.format import read_manifest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))

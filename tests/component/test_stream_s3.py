@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from psjob.checkpoint import storage
 from psjob.dataset.stream import StreamConfig, StreamReader
+from psjob.foundation.checkpoint import storage
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))

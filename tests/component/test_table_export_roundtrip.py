@@ -11,9 +11,9 @@ import sys
 import numpy as np
 import pyarrow.dataset as ds
 
-from psjob.checkpoint import store
-from psjob.checkpoint.format import read_manifest, read_var
-from psjob.checkpoint.tables import read_rows
+from psjob.foundation.checkpoint import store
+from psjob.foundation.checkpoint.format import read_manifest, read_var
+from psjob.foundation.checkpoint.tables import read_rows
 
 PSJOB = [sys.executable, "-m", "psjob.cli"]
 

@@ -12,10 +12,10 @@ import time
 import numpy as np
 import pytest
 
-from psjob.ps.checkpoint_service import adopt_peer_completions
-from psjob.rpc import tls as tls_mod
-from psjob.rpc.client import PSClient, RetryPolicy, RpcError
-from psjob.rpc.tls import TlsConfigError, TlsFiles, tls_from_env
+from psjob.cluster.pserver.checkpoint_service import adopt_peer_completions
+from psjob.cluster.rpc import tls as tls_mod
+from psjob.cluster.rpc.client import PSClient, RetryPolicy, RpcError
+from psjob.cluster.rpc.tls import TlsConfigError, TlsFiles, tls_from_env
 
 _spec = importlib.util.spec_from_file_location(
     "faultkit", os.path.join(os.path.dirname(os.path.abspath(__file__)), "faultkit.py"))
@@ -109,10 +109,10 @@ def test_a_restarted_pserver_asks_its_peers_over_tls_when_the_process_is_configu
     """adopt_peer_completions opens its client the way every client does (PSJOB_TLS_*): a
     real pserver state served over TLS tells a restarted peer which trainers completed."""
     import psjob.fluid as fluid
+    from psjob.cluster.pserver.pserver_state import PserverState
+    from psjob.cluster.rpc.server import start_server
     from psjob.fluid.transpiler import DistributeTranspiler
     from psjob.launcher.launch import loopback_endpoints
-    from psjob.ps.pserver_state import PserverState
-    from psjob.rpc.server import start_server
 
     ca, cert, key = make_certs(str(tmp_path / "certs"))
     endpoints = loopback_endpoints(2)

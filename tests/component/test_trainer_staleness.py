@@ -30,8 +30,8 @@ def free_port_block(count):
 
 SCRAPE_GATE_WRAPPER = r"""
 import os, sys, time
-from psjob import entrypoints
-from psjob.fleet import telemetry
+from psjob.launcher import entrypoints
+from psjob.cluster.trainer import telemetry
 from psjob.training import job
 
 pipelined = job.pipelined

@@ -5,7 +5,7 @@ architectures; NVRTC (libnvrtc from the nvidia-cuda-nvrtc-cu12 wheel, the
 compiler cupy uses at run time) compiling the exact source string psjob
 hands to cupy; the kernels' header compiled by nvcc for the host into a
 shared library that runs the same arithmetic and row indexing on the CPU,
-compared with the numpy reference (psjob.kernels.optimizers).
+compared with the numpy reference (psjob.foundation.kernels.optimizers).
 Faked: nothing. Not covered here: the launch itself (grid, in-launch beta-pow
 advance) — test_gpu_kernels.py runs that when cupy finds a GPU and skips
 otherwise; nvcc- and NVRTC-based tests skip when those tools are missing.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from psjob.cuda._source import SOURCE_DIR as CUDA_DIR
+from psjob.foundation.cuda._source import SOURCE_DIR as CUDA_DIR
 
 HERE = Path(__file__).resolve().parent
 

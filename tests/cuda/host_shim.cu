@@ -1,4 +1,4 @@
-// Host entry points over runtime/psjob/cuda/optimizer_math.cuh, built by
+// Host entry points over runtime/psjob/foundation/cuda/optimizer_math.cuh, built by
 // nvcc into a shared library that the tests load with ctypes. They take the
 // kernels' argument lists (minus adam's ticket counter) and run the same
 // *_range functions with (begin, step) = (0, 1), so the arithmetic and the

@@ -6,11 +6,11 @@ import sys
 import numpy as np
 import pytest
 
-import psjob.cuda as cuda
+import psjob.foundation.cuda as cuda
 
 
 def test_importing_psjob_and_its_cuda_package_does_not_import_cupy():
-    code = ("import sys, psjob, psjob.cuda, psjob.cuda.optimizers, psjob.kernels.optimizers;"
+    code = ("import sys, psjob, psjob.foundation.cuda, psjob.foundation.cuda.optimizers, psjob.foundation.kernels.optimizers;"
             "print('cupy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          check=True)
@@ -33,8 +33,8 @@ def test_cuda_update_without_cupy_or_gpu_raises_the_install_hint():
 
 
 def test_the_cuda_tables_cover_every_optimizer_of_the_reference():
-    from psjob.cuda import optimizers as on_gpu
-    from psjob.kernels import optimizers as reference
+    from psjob.foundation.cuda import optimizers as on_gpu
+    from psjob.foundation.kernels import optimizers as reference
     assert set(on_gpu.DENSE_UPDATES) == set(reference.DENSE_UPDATES)
     assert set(on_gpu.ROW_UPDATES) == set(reference.ROW_UPDATES)
     for name in cuda.FUSED_OPTIMIZERS:

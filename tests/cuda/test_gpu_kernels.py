@@ -8,8 +8,8 @@ and across consecutive launches (the ticket must reset to 0).
 import numpy as np
 import pytest
 
-import psjob.cuda as cuda
-from psjob.kernels import optimizers as reference
+import psjob.foundation.cuda as cuda
+from psjob.foundation.kernels import optimizers as reference
 
 if not cuda.is_available():
     pytest.skip("needs cupy and a CUDA device", allow_module_level=True)

@@ -1,8 +1,8 @@
 """The kernels' arithmetic, built for the host, equals the numpy reference.
 
-Each case builds a launch plan exactly as the GPU path does (psjob.cuda._plans:
+Each case builds a launch plan exactly as the GPU path does (psjob.foundation.cuda._plans:
 validation, row merging, argument order), calls the host build of the same
-header functions with it, and compares with psjob.kernels.optimizers over
+header functions with it, and compares with psjob.foundation.kernels.optimizers over
 several steps — dense and sparse, float32 and float64, lr as float or array.
 """
 import ctypes
@@ -10,8 +10,8 @@ import ctypes
 import numpy as np
 import pytest
 
-from psjob.cuda import _plans
-from psjob.kernels import optimizers as reference
+from psjob.foundation.cuda import _plans
+from psjob.foundation.kernels import optimizers as reference
 
 STEPS = 3
 SHAPE = (50, 8)

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from psjob.cuda import _source
+from psjob.foundation.cuda import _source
 
 
 def test_kernel_source_inlines_the_header_and_defines_every_listed_kernel():

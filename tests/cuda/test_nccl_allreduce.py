@@ -1,4 +1,4 @@
-"""NCCL all-reduce of collective trainers through cupy (psjob.collective.nccl), on a GPU.
+"""NCCL all-reduce of collective trainers through cupy (psjob.cluster.collective.nccl), on a GPU.
 
 Runs only where cupy imports with its NCCL binding and finds a CUDA device; skips otherwise
 (the unique-id exchange over the TCP ring is tested on CPU in
@@ -14,7 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from psjob.collective import nccl as psjob_nccl
+from psjob.cluster.collective import nccl as psjob_nccl
 
 try:
     psjob_nccl.nccl_module()
@@ -23,7 +23,7 @@ except psjob_nccl.NcclUnavailableError as exc:
 
 import cupy as cp  # noqa: E402
 
-from psjob.collective.ring import Ring  # noqa: E402
+from psjob.cluster.collective.ring import Ring  # noqa: E402
 from psjob.launcher.launch import free_ports  # noqa: E402
 
 
@@ -42,7 +42,7 @@ def nccl_over_one():
 
 def test_the_collective_op_on_cudaplace_goes_through_nccl(monkeypatch):
     """c_allreduce_sum of a program on CUDAPlace runs NCCL on the device (one trainer)."""
-    from psjob.collective import service
+    from psjob.cluster.collective import service
     service.reset()
     monkeypatch.setenv("PADDLE_TRAINER_ENDPOINTS", "127.0.0.1:1")
     monkeypatch.setenv("PADDLE_TRAINER_ID", "0")
@@ -74,8 +74,8 @@ def test_two_trainers_sum_over_nccl_with_the_id_sent_over_the_ring(tmp_path):
     eps = ",".join(f"127.0.0.1:{p}" for p in free_ports(2))
     script = textwrap.dedent(f"""
         import sys, cupy as cp
-        from psjob.collective.ring import Ring
-        from psjob.collective.nccl import NcclRing
+        from psjob.cluster.collective.ring import Ring
+        from psjob.cluster.collective.nccl import NcclRing
         rank = int(sys.argv[1])
         cp.cuda.Device(rank).use()
         nccl = NcclRing(Ring(rank, "{eps}".split(","), "t").connect())

@@ -15,16 +15,16 @@ import sys
 import numpy as np
 import pytest
 
-import psjob.cuda as cuda
+import psjob.foundation.cuda as cuda
 
 if not cuda.is_available():
     pytest.skip("needs cupy and a CUDA device", allow_module_level=True)
 
 cp = cuda.require_cupy()
 
+from psjob.cluster.pserver.device_staging import DeviceStaging
 from psjob.fluid.core import SelectedRows
-from psjob.ps.device_staging import DeviceStaging
-from psjob.tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig
+from psjob.foundation.tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig
 
 # The fused kernels may contract a*b+c into one FMA; numpy rounds twice.
 RTOL, ATOL = 2e-5, 1e-6
@@ -83,7 +83,7 @@ def test_an_in_process_pserver_with_its_state_on_the_gpu_trains_like_a_cpu_one()
     import test_pserver_device_placement as host_twin
 
     import psjob.fluid as fluid
-    from psjob.ps import pserver as ps_mod
+    from psjob.cluster.pserver import pserver as ps_mod
     ref_cluster, ref_scopes, _ = host_twin.train("adam", 2, True, on_device=False)
     real_place = ps_mod.place_on_device
 

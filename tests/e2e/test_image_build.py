@@ -24,7 +24,7 @@ import uuid
 
 import pytest
 
-from psjob.jobspec.model import SecuritySpec
+from psjob.foundation.jobspec.model import SecuritySpec
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REGISTRY = "localhost/psjob-e2e"
@@ -101,7 +101,7 @@ def test_the_server_image_runs_psjob_as_the_job_specs_default_user(images):
 def test_the_server_image_has_bytecode_for_the_stdlib_and_no_operator_extra(images):
     server, _ = images
     probe = ("import importlib.util as u, json, os, sys, email.parser, numpy, grpc, "
-             "psjob.kernels.native as native\n"
+             "psjob.foundation.kernels.native as native\n"
              "cached = lambda m: os.path.exists(u.cache_from_source(m.__file__))\n"
              "print(json.dumps({'stdlib': cached(email.parser), 'venv': cached(numpy),\n"
              "    'kernels': native.built(), 'kopf': u.find_spec('kopf') is not None,\n"
@@ -135,7 +135,7 @@ def test_the_healthcheck_survives_the_podman_build_and_passes_while_metrics_answ
     server, _ = images
     config = json.loads(podman("image", "inspect", "--format", "{{json .Config.Healthcheck}}",
                                server).stdout)
-    assert config["Test"] == ["CMD", "python", "-m", "psjob.metrics", "healthcheck"]
+    assert config["Test"] == ["CMD", "python", "-m", "psjob.foundation.metrics", "healthcheck"]
     names = [f"psjob-health-{uuid.uuid4().hex[:8]}" for _ in range(2)]
     quiet, serving = names
     serve = ("import prometheus_client, time; prometheus_client.start_http_server(9100); "

@@ -155,7 +155,7 @@ def test_incremental_training_saves_then_resumes_from_the_persistables(fresh_flu
 
 
 def test_uci_housing_linear_regression_reaches_the_least_squares_optimum():
-    from psjob.examples import fit_a_line
+    from psjob.cli.examples import fit_a_line
     r = fit_a_line.train(epochs=150, batch_size=20, learning_rate=0.05, log=lambda *_: None)
     # SGD with a fixed step hovers near the optimum: within 5% of the least-squares MSE.
     assert r["train_loss"] <= 1.05 * r["lstsq_train_loss"], r
@@ -164,7 +164,7 @@ def test_uci_housing_linear_regression_reaches_the_least_squares_optimum():
 
 def test_the_ctr_model_reaches_a_useful_auc_on_the_synthetic_set(tmp_path):
     from psjob.dataset import ctr
-    from psjob.models import ctr as ctr_model
+    from psjob.training.models import ctr as ctr_model
     ctr.generate(str(tmp_path), num_examples=80_000, seed=3)
     cfg = ctr_model.CTRConfig(sparse_feature_dim=ctr.SPARSE_FEATURE_DIM, learning_rate=3e-3)
     main, startup = fluid.Program(), fluid.Program()

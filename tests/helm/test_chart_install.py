@@ -287,7 +287,7 @@ def test_notes_show_a_first_parameter_server_job_that_the_crd_accepts(install, v
     [version] = [v for v in crd["spec"]["versions"] if job["apiVersion"].endswith("/" + v["name"])]
     jsonschema.validate(job, version["schema"]["openAPIV3Schema"])
     # The runtime's own parser (used by the operator and `psjob run`) accepts it too.
-    from psjob.jobspec import parse_job  # noqa: PLC0415
+    from psjob.foundation.jobspec import parse_job  # noqa: PLC0415
     from psjob.training.options import parse as parse_train_options  # noqa: PLC0415
 
     parsed = parse_job(job)

@@ -173,7 +173,7 @@ def test_an_existing_service_account_must_be_named(run_helm, kube_api):
 
 
 def test_the_chart_description_names_the_kinds_the_operator_creates_for_servers_and_workers():
-    from psjob.jobspec import load_job_file  # noqa: PLC0415
+    from psjob.foundation.jobspec import load_job_file  # noqa: PLC0415
     from psjob_operator import builders  # noqa: PLC0415
 
     job = load_job_file(str(ROOT / "examples" / "ctr-cpu.yaml"))

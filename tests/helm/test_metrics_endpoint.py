@@ -1,7 +1,7 @@
 """What Prometheus (through the chart's ServiceMonitor/PodMonitor) and the images' HEALTHCHECK see.
 
-A real HTTP /metrics endpoint on 127.0.0.1 (psjob.metrics.MetricsServer) is
-scraped with urllib, and `python -m psjob.metrics healthcheck` runs as a real
+A real HTTP /metrics endpoint on 127.0.0.1 (psjob.foundation.metrics.MetricsServer) is
+scraped with urllib, and `python -m psjob.foundation.metrics healthcheck` runs as a real
 process against it.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import urllib.request
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from psjob import metrics
+from psjob.foundation import metrics
 
 
 def scrape(port: int) -> dict[str, list]:
@@ -83,7 +83,7 @@ def test_serve_metrics_on_port_zero_returns_the_port_it_bound():
 
 def _healthcheck(port: int) -> subprocess.CompletedProcess:
     env = {**os.environ, "PSJOB_METRICS_PORT": str(port)}
-    return subprocess.run([sys.executable, "-m", "psjob.metrics", "healthcheck"], env=env,
+    return subprocess.run([sys.executable, "-m", "psjob.foundation.metrics", "healthcheck"], env=env,
                           capture_output=True, text=True, timeout=30, check=False)
 
 

@@ -10,8 +10,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from psjob import roles
-from psjob.jobspec import JobSpecError, load_job_file, parse_job
+from psjob.foundation import roles
+from psjob.foundation.jobspec import JobSpecError, load_job_file, parse_job
 from psjob_operator import builders, pods
 from psjob_operator.validation import validate_for_cluster
 
@@ -368,7 +368,7 @@ def test_tls_mounts_the_secret_read_only_and_names_its_files_in_the_environment(
 
 
 def test_tls_variables_are_read_back_by_the_runtime_as_one_configuration():
-    from psjob.rpc.tls import TlsFiles, tls_from_env
+    from psjob.cluster.rpc.tls import TlsFiles, tls_from_env
     parsed = job(tls={"secretName": "ctr-tls"})
     kids = builders.build_children(parsed, OWNER, "t")
     server = {k: v for k, v in env_dict(_pod(kids, "StatefulSet")["containers"][0]).items()

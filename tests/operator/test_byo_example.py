@@ -17,7 +17,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from psjob.jobspec import parse_job
+from psjob.foundation.jobspec import parse_job
 from psjob_operator import builders
 from psjob_operator.validation import validate_for_cluster
 

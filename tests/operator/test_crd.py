@@ -8,7 +8,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from psjob import jobspec
+from psjob.foundation import jobspec
 from psjob_operator import crd
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ import datetime as dt
 
 import kubernetes_validate
 
-from psjob.jobspec import parse_job
+from psjob.foundation.jobspec import parse_job
 from psjob_operator import builders, gang, kube, rbac
 from psjob_operator.observe import Children, pod_view
 from psjob_operator.settings import GangScheduler, QueueSystem, SchedulingSettings

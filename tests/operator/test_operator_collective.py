@@ -7,7 +7,7 @@ from __future__ import annotations
 from opkit_cluster import NAMESPACE, wait_for
 from opkit_jobs import child, children, condition, job_manifest, phase, status, submit
 
-from psjob import roles
+from psjob.foundation import roles
 
 
 def collective_manifest(name: str, workers: int = 3, **spec):

@@ -94,11 +94,11 @@ def test_the_checkpoint_metrics_page_gives_step_path_and_time():
 
 
 def test_failed_checkpoint_saves_on_the_pserver_page_reach_the_status():
-    """The page a pserver serves after trainer 0 reported failed saves (psjob.metrics, set as
-    ps/checkpoint_service.py sets it): count, the newest failure's step, error and time."""
+    """The page a pserver serves after trainer 0 reported failed saves (psjob.foundation.metrics, set as
+    cluster/pserver/checkpoint_service.py sets it): count, the newest failure's step, error and time."""
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from psjob.metrics import pserver_metrics
+    from psjob.foundation.metrics import pserver_metrics
     registry = CollectorRegistry()
     m = pserver_metrics(registry=registry)
     m.last_checkpoint_timestamp.set(1.7e9)
@@ -120,9 +120,9 @@ def test_a_stream_jobs_commit_reaches_the_status_as_folder_and_lag():
     pserver 0's stream gauges; the operator reads folder, its time and the lag from the page."""
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from psjob.metrics import pserver_metrics
-    from psjob.ps import checkpoint_protocol as protocol
-    from psjob.ps.checkpoint_service import _stream_gauges
+    from psjob.cluster import checkpoint_protocol as protocol
+    from psjob.cluster.pserver.checkpoint_service import _stream_gauges
+    from psjob.foundation.metrics import pserver_metrics
     registry = CollectorRegistry()
     m = pserver_metrics(registry=registry)
     m.last_checkpoint_step.labels("/c/step-00000007").set(7)

@@ -16,7 +16,7 @@ from opkit_fakes import INDEX
 from opkit_jobs import child, condition, env_of, event_reasons, job_manifest, patch_spec, phase, status, submit
 from test_operator_changes import running
 
-from psjob import roles
+from psjob.foundation import roles
 
 
 def endpoints(obj) -> list[str]:

@@ -9,7 +9,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from psjob.jobspec import JobSpecError, parse_job
+from psjob.foundation.jobspec import JobSpecError, parse_job
 from psjob_operator import builders, crd
 from psjob_operator.validation import validate_for_cluster
 

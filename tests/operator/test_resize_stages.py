@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from psjob import roles
-from psjob.jobspec import parse_job
+from psjob.foundation import roles
+from psjob.foundation.jobspec import parse_job
 from psjob_operator import builders, resize
 from psjob_operator.observe import Children, ServerSetView, WorkerJobView, pod_view
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from psjob.jobspec import parse_job
+from psjob.foundation.jobspec import parse_job
 from psjob_operator.observe import Children, ServerSetView, WorkerJobView, pod_view, worker_job_view
 from psjob_operator.status import Observation, Phase, Reason, Verdict, compute_status
 

@@ -1,4 +1,4 @@
-"""psjob's `paddle` alias (psjob.aspaddle): what `psjob launch --as-paddle`, `psjob as-paddle`
+"""psjob's `paddle` alias (psjob.launcher.aspaddle): what `psjob launch --as-paddle`, `psjob as-paddle`
 and spec.asPaddle give a process. The alias changes sys.modules and sys.meta_path, so every
 check of it runs in a fresh interpreter with the alias directory on PYTHONPATH, as the
 launchers start processes."""
@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 import psjob
-from psjob import aspaddle
+from psjob.launcher import aspaddle
 
 NOTICE = f"paddle -> psjob {psjob.__version__} (--as-paddle)"
 
@@ -109,7 +109,7 @@ def test_without_the_alias_directory_there_is_no_paddle():
 
 def test_the_alias_cannot_be_imported_under_another_name():
     with pytest.raises(ImportError, match="it is imported as `paddle`"):
-        __import__("psjob.aspaddle.shim.paddle")
+        __import__("psjob.launcher.aspaddle.shim.paddle")
     assert "paddle" not in sys.modules or sys.modules["paddle"] is not psjob
 
 

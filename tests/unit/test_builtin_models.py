@@ -1,10 +1,10 @@
-"""The built-in job's model registry (psjob.models.BUILT_IN, `--model`)."""
+"""The built-in job's model registry (psjob.training.models.BUILT_IN, `--model`)."""
 import dataclasses
 
 import pytest
 
 import psjob.fluid as fluid
-from psjob.models import BUILT_IN, ctr
+from psjob.training.models import BUILT_IN, ctr
 from psjob.training.options import MODELS, UsageError, parse
 
 

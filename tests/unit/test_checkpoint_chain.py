@@ -16,14 +16,14 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
-from psjob.checkpoint import chain as chains
-from psjob.checkpoint import cli, storage, store
-from psjob.checkpoint.format import CheckpointError, read_manifest
-from psjob.checkpoint.tables import save_shard, table_entry
-from psjob.fleet import checkpoint_save as distributed
-from psjob.fleet.checkpointer import CheckpointConfig, Checkpointer
-from psjob.ps import checkpoint_protocol as protocol
-from psjob.tables import EvictionConfig, TableShard, shard_of
+from psjob.cluster import checkpoint_protocol as protocol
+from psjob.cluster.trainer import checkpoint_save as distributed
+from psjob.cluster.trainer.checkpointer import CheckpointConfig, Checkpointer
+from psjob.foundation.checkpoint import chain as chains
+from psjob.foundation.checkpoint import cli, storage, store
+from psjob.foundation.checkpoint.format import CheckpointError, read_manifest
+from psjob.foundation.checkpoint.tables import save_shard, table_entry
+from psjob.foundation.tables import EvictionConfig, TableShard, shard_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -251,7 +251,7 @@ def test_a_delta_of_hand_made_shards_applies_tombstones_before_rows(tmp_path):
         ids = np.asarray(ids, np.int64)
         return TableShard(ids=ids, values=np.full((ids.size, 2), fill, np.float32))
     base_dir, delta_dir = str(tmp_path / "step-00000001"), str(tmp_path / "step-00000002")
-    from psjob.checkpoint.format import manifest_sha256, new_manifest, write_manifest
+    from psjob.foundation.checkpoint.format import manifest_sha256, new_manifest, write_manifest
     shards = [save_shard(base_dir, "t", rows([i for i in range(6) if shard_of(np.int64(i), 2) == k], 1.0), k, 2)
               for k in range(2)]
     write_manifest(base_dir, new_manifest({}, tables={"t": table_entry(6, 2, "float32", shards)},

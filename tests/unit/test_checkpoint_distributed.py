@@ -2,7 +2,7 @@
 
 Trainer 0's save pulls the pservers' slices and reassembles them; pservers load
 their slices back by offset and the table by feature id, for any number of
-pservers. The wire is InMemoryClient (psjob.ps.inmemory); the
+pservers. The wire is InMemoryClient (psjob.cluster.inmemory); the
 component tests repeat the important cases over gRPC between processes.
 """
 import os
@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
-from psjob.checkpoint import store
-from psjob.checkpoint.format import CORRUPT_MARKER, CheckpointError, read_array, read_manifest, read_var
-from psjob.checkpoint.tables import assemble
-from psjob.fleet import checkpoint_save as distributed
+from psjob.cluster import checkpoint_protocol as protocol
+from psjob.cluster.inmemory import InMemoryClient, InMemoryCluster
+from psjob.cluster.pserver.checkpoint_restore import load_pserver_slices, restore_newest
+from psjob.cluster.pserver.pserver_state import PserverState
+from psjob.cluster.trainer import checkpoint_save as distributed
 from psjob.fluid.transpiler import DistributeTranspiler
-from psjob.ps import checkpoint_protocol as protocol
-from psjob.ps.checkpoint_restore import load_pserver_slices, restore_newest
-from psjob.ps.inmemory import InMemoryClient, InMemoryCluster
-from psjob.ps.pserver_state import PserverState
-from psjob.tables import shard_of
+from psjob.foundation.checkpoint import store
+from psjob.foundation.checkpoint.format import CORRUPT_MARKER, CheckpointError, read_array, read_manifest, read_var
+from psjob.foundation.checkpoint.tables import assemble
+from psjob.foundation.tables import shard_of
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171", "127.0.0.1:6172"]
 VOCAB, DIM, TRAINERS = 1000, 8, 2
@@ -206,7 +206,7 @@ def test_a_stopping_pserver_fails_the_updates_a_freeze_holds_at_once():
     """SIGTERM mid-checkpoint (a job past its deadline): close() fails the pushes held by the
     freeze instead of leaving their threads to wait out its lease, which kept the process from
     exiting until the launcher's SIGKILL."""
-    from psjob.ps.pserver_state import PserverStopping
+    from psjob.cluster.pserver.pserver_state import PserverStopping
     state = _async_state(SteppedClock())   # the lease never runs out by itself here
     before = np.array(state.scope.vars["fc_0.b_0"], copy=True)
     state.on_checkpoint("", 1, protocol.tag(protocol.FREEZE, lease=30))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
-from psjob.checkpoint import cli, store
-from psjob.checkpoint.format import (
+from psjob.foundation.checkpoint import cli, store
+from psjob.foundation.checkpoint.format import (
     CORRUPT_MARKER,
     MANIFEST,
     CheckpointError,

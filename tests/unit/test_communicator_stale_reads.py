@@ -18,10 +18,10 @@ import pytest
 
 import psjob as paddle
 import psjob.fluid as fluid
+from psjob.cluster.inmemory import InMemoryCluster
+from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
 from psjob.dataset import ctr
 from psjob.fluid.transpiler import DistributeTranspiler
-from psjob.ps.communicator import Communicator, CommunicatorConfig
-from psjob.ps.inmemory import InMemoryCluster
 
 paddle.enable_static()
 
@@ -214,8 +214,8 @@ def test_fleet_strategy_carries_predict_pulls_and_refuses_a_bad_one():
 
 def test_a_sync_configs_max_stale_steps_reaches_the_trainers_communicator(feeds):
     """The strategy's key, through the service a Fleet worker builds (psjob.fleet.worker)."""
+    from psjob.cluster.trainer.client_service import trainer_service
     from psjob.fleet.strategy import resolve
-    from psjob.ps.client_service import trainer_service
     strategy = paddle.distributed.fleet.DistributedStrategy()
     strategy.a_sync_configs = {"max_stale_steps": 0}
     s = resolve(strategy)

@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from psjob import compat
-from psjob.compat import notes
+from psjob.cli import compat
+from psjob.cli.compat import notes
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

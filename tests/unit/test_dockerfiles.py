@@ -23,7 +23,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from psjob import metrics
+from psjob.foundation import metrics
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -149,7 +149,7 @@ def test_every_copy_source_exists_in_the_build_context_and_is_not_dockerignored(
 
 
 def test_the_dockerignore_keeps_the_sources_and_drops_build_litter():
-    assert not dockerignored("runtime/psjob/metrics.py")
+    assert not dockerignored("runtime/psjob/foundation/metrics.py")
     assert dockerignored("runtime/psjob/__pycache__/metrics.cpython-311.pyc")
     assert dockerignored(".venv/bin/python") and dockerignored("tests/unit/test_dockerfiles.py")
 
@@ -176,7 +176,8 @@ def test_the_console_scripts_point_at_functions_that_exist(script):
     module, _, function = PYPROJECT["project"]["scripts"][script].partition(":")
     package, _, rest = module.partition(".")
     source_root = pathlib.Path(PYPROJECT["tool"]["setuptools"]["package-dir"][package])
-    path = ROOT / source_root / (rest.replace(".", "/") + ".py" if rest else "__init__.py")
+    base = ROOT / source_root / rest.replace(".", "/")
+    path = base.with_suffix(".py") if rest and base.with_suffix(".py").exists() else base / "__init__.py"
     assert path.exists(), f"{script} points at {module}, but {path.relative_to(ROOT)} does not exist"
     defined = {node.name for node in ast.parse(path.read_text()).body
                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -210,7 +211,7 @@ def test_the_chart_runs_the_operator_from_the_operator_image_as_the_user_it_crea
 def test_the_image_user_is_the_job_specs_default_user(dockerfile, target):
     # Job pods run as spec.securityContext's runAsUser/runAsGroup (default) and the
     # operator's pods as the chart's: the user the image creates, with a passwd entry.
-    from psjob.jobspec.model import SecuritySpec  # noqa: PLC0415
+    from psjob.foundation.jobspec.model import SecuritySpec  # noqa: PLC0415
 
     _, stages = parse(dockerfile)
     user = nearest(chain(stages, target), "USER").value[0]
@@ -250,7 +251,7 @@ def test_the_final_image_declares_a_healthcheck_on_the_port_it_serves(dockerfile
         return
     assert exposed == {str(metrics.DEFAULT_METRICS_PORT)}
     assert envs(stage_chain)["PSJOB_METRICS_PORT"] == str(metrics.DEFAULT_METRICS_PORT)
-    assert list(healthcheck.value[1:]) == ["python", "-m", "psjob.metrics", "healthcheck"]
+    assert list(healthcheck.value[1:]) == ["python", "-m", "psjob.foundation.metrics", "healthcheck"]
 
 
 def test_the_operator_images_default_command_is_one_the_operator_accepts():
@@ -353,7 +354,7 @@ def test_the_build_stage_can_compile_the_c_kernels_before_it_installs_the_packag
     # The extension is optional in pyproject (an install without a compiler goes on, slower):
     # the images must not lose it silently.
     [ext] = PYPROJECT["tool"]["setuptools"]["ext-modules"]
-    assert ext["name"] == "psjob.kernels._native" and ext["optional"] is True
+    assert ext["name"] == "psjob.foundation.kernels._native" and ext["optional"] is True
     assert all((ROOT / source).is_file() for source in ext["sources"])
     _, stages = parse(dockerfile)
     runs = next(s for s in stages if s.name == "build").runs()

@@ -13,7 +13,7 @@ import pytest
 import psjob.fluid as fluid
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.executor import ExecutionError
-from psjob.kernels.optimizers import merge_duplicate_rows
+from psjob.foundation.kernels.optimizers import merge_duplicate_rows
 
 VOCAB, DIM, SLOTS = 40, 4, 3
 
@@ -103,9 +103,9 @@ def test_fused_lookups_and_pools_train_as_the_program_runs_op_by_op(concat, one_
 @pytest.mark.parametrize("optimizer", ["adam", "adagrad"])
 def test_the_c_slot_grid_gather_and_its_gradient_train_bitwise_as_numpy(monkeypatch, optimizer, concat):
     # One id per example and slot, concatenated (the CTR layout): the grid the C kernels
-    # take (kernels/_native.c pool_gather_grid / pool_grad_grid). Their sums run in double
+    # take (foundation/kernels/_native.c pool_gather_grid / pool_grad_grid). Their sums run in double
     # in numpy's bincount order, so training matches the numpy path bit for bit.
-    from psjob.kernels import native
+    from psjob.foundation.kernels import native
     assert native.built()
     batches = feeds(6, 32, one_id_each=True)
     runs = []

@@ -1,4 +1,4 @@
-"""Only psjob.role_env reads the process environment (RoleEnv, process_environment); every
+"""Only psjob.foundation.role_env reads the process environment (RoleEnv, process_environment); every
 other runtime module gets its PSJOB_*/PADDLE_* settings from a RoleEnv's `settings` or a
 mapping passed down; none writes it either (the container entrypoints put what they complete
 into the RoleEnv they pass down). Checked on the source, like tests/unit/test_layering.py."""
@@ -7,7 +7,7 @@ import os
 
 RUNTIME = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                        "runtime", "psjob")
-READER = "role_env.py"
+READER = os.path.join("foundation", "role_env.py")
 
 
 def environment_uses(source: str) -> list[tuple[int, str]]:
@@ -40,7 +40,7 @@ def test_only_role_env_reads_the_process_environment():
             with open(path) as f:
                 uses = environment_uses(f.read())
             offenders += [f"{rel}:{line} ({how})" for line, how in uses]
-    assert not offenders, ("read the environment through psjob.role_env (a RoleEnv's settings, or "
+    assert not offenders, ("read the environment through psjob.foundation.role_env (a RoleEnv's settings, or "
                            "process_environment() at a process's entry point): " + ", ".join(offenders))
 
 

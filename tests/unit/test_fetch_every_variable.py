@@ -10,7 +10,7 @@ for a few steps (the fused path), then everything at once, then each variable wi
 the loss. Every fetch must succeed and equal the op-by-op run's value.
 
 Real: the models users run, the transpiler, the executor, the kernels; the distributed
-runs use pserver programs in memory (psjob.ps.inmemory: only the wire is left out;
+runs use pserver programs in memory (psjob.cluster.inmemory: only the wire is left out;
 tests/component/test_fetch_every_variable.py runs the same through Fleet and real
 pserver processes).
 """
@@ -20,12 +20,12 @@ import sys
 import pytest
 
 import psjob.fluid as fluid
+from psjob.cluster.inmemory import InMemoryCluster
+from psjob.cluster.pserver.pserver_state import PserverOptions
 from psjob.fluid import embedding_fusion
 from psjob.fluid.transpiler import DistributeTranspiler
 from psjob.fluid.transpiler import deserialize_dist_program as load
 from psjob.fluid.transpiler import serialize_dist_program as dump
-from psjob.ps.inmemory import InMemoryCluster
-from psjob.ps.pserver_state import PserverOptions
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import fetchkit

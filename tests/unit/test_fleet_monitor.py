@@ -1,12 +1,12 @@
-"""psjob.fleet.monitor: what a Fleet trainer reports of the runs of its main program."""
+"""psjob.cluster.trainer.monitor: what a Fleet trainer reports of the runs of its main program."""
 import io
 
 import numpy as np
 
 import psjob.fluid as fluid
-from psjob.fleet import telemetry
-from psjob.fleet.monitor import TrainerMonitor, batch_size, running_auc_name
-from psjob.progress import parse_line
+from psjob.cluster.trainer import telemetry
+from psjob.cluster.trainer.monitor import TrainerMonitor, batch_size, running_auc_name
+from psjob.foundation.progress import parse_line
 
 
 def _classifier():

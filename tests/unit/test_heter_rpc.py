@@ -1,15 +1,15 @@
 """The heter protocol's messages: values through the codec (tests/unit/test_rpc_codec.py checks
 the generated heter_pb2.py against heter.proto).
 
-Real: the protobuf messages and psjob.rpc.codec. Faked: nothing; no socket is opened
+Real: the protobuf messages and psjob.cluster.rpc.codec. Faked: nothing; no socket is opened
 (the gRPC service itself is exercised in tests/component/test_heter_rpc.py).
 """
 import numpy as np
 import pytest
 
+from psjob.cluster.rpc import codec, heter_pb2
+from psjob.cluster.rpc.heter_service import decode_values, encode_values
 from psjob.fluid.core import SelectedRows
-from psjob.rpc import codec, heter_pb2
-from psjob.rpc.heter_service import decode_values, encode_values
 
 
 def test_stage_values_keep_dtype_shape_lod_and_selected_rows_through_a_request():

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
+from psjob.cluster.heter.heter_state import HeterSection, HeterState
 from psjob.fluid.executor import Executor
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
 from psjob.fluid.transpiler.heter_split import (
@@ -17,7 +18,6 @@ from psjob.fluid.transpiler.heter_split import (
     served_trainers,
     split_heter_program,
 )
-from psjob.ps.heter_state import HeterSection, HeterState
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171"]
 HEPS = ["127.0.0.1:7170"]

@@ -10,15 +10,15 @@ InMemoryHeterClient call the states directly, copying values both ways.
 import numpy as np
 
 import psjob.fluid as fluid
+from psjob.cluster.heter.heter_inmemory import InMemoryHeterClient
+from psjob.cluster.heter.heter_state import HeterSection, HeterState
+from psjob.cluster.inmemory import InMemoryCluster
+from psjob.cluster.pserver.pserver_state import PserverOptions
 from psjob.fluid.executor import Executor
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
 from psjob.fluid.transpiler import deserialize_dist_program as load
 from psjob.fluid.transpiler import serialize_dist_program as dump
 from psjob.fluid.transpiler.heter_split import served_trainers, split_heter_program
-from psjob.ps.heter_inmemory import InMemoryHeterClient
-from psjob.ps.heter_state import HeterSection, HeterState
-from psjob.ps.inmemory import InMemoryCluster
-from psjob.ps.pserver_state import PserverOptions
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171", "127.0.0.1:6172"]
 HEPS = ["127.0.0.1:7170", "127.0.0.1:7171"]

@@ -5,8 +5,8 @@ import pathlib
 
 import pytest
 
-from psjob import jobspec, roles
-from psjob.jobspec import CleanPodPolicy, Device, JobSpecError, Mode, load_job_file, parse_job, to_manifest
+from psjob.foundation import jobspec, roles
+from psjob.foundation.jobspec import CleanPodPolicy, Device, JobSpecError, Mode, load_job_file, parse_job, to_manifest
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 

@@ -1,8 +1,8 @@
-"""psjob.kernels.rows: whole-row take/put give exactly what numpy indexing gives; stable_order what a stable argsort gives."""
+"""psjob.foundation.kernels.rows: whole-row take/put give exactly what numpy indexing gives; stable_order what a stable argsort gives."""
 import numpy as np
 import pytest
 
-from psjob.kernels.rows import put_rows, stable_order, take_rows
+from psjob.foundation.kernels.rows import put_rows, stable_order, take_rows
 
 
 @pytest.mark.parametrize("shape", [(50,), (50, 1), (50, 16), (50, 3, 4)])

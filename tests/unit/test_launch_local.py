@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from psjob import roles
-from psjob.jobspec import parse_job
+from psjob.foundation import roles
+from psjob.foundation.jobspec import parse_job
 from psjob.launcher import launch, run_job
 from psjob.launcher.local import Deadline, LocalJob, conclude
 from psjob.launcher.supervisor import ProcessSpec
@@ -94,7 +94,7 @@ def test_as_paddle_puts_the_paddle_alias_first_on_every_process_pythonpath_in_bo
                                                                                            monkeypatch):
     import sys
 
-    from psjob import aspaddle
+    from psjob.launcher import aspaddle
     monkeypatch.setenv("PYTHONPATH", "/opt/mine")
     script = launch_job(tmp_path, "--as-paddle", "--server_num", "1", "--worker_num", "2")
     for spec in script.specs:

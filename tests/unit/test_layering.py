@@ -1,31 +1,32 @@
 """The layering of docs/dev/layers.md, checked on the source (as kopf's .importlinter does).
 
-Runtime layers, bottom to top; a module imports only its own layer and the ones below:
+The folders of runtime/psjob/ are the layers. Bottom to top; a module imports only its own
+layer and the ones below:
 
-    base         hooks, roles, role_env, progress, metrics, reader, dataset, _batch
-    jobspec      the ParameterServerJob model (uses roles' defaults)
-    kernels      kernels, cuda                       optimizer math on an array module
-    tables       sparse tables keyed by id
-    checkpoint   the on-disk format (format, tables, store, cli): numpy only
-    fluid        framework, ops, executor, io, and the transpiler as pure planning (and base: its alias)
-    paddle2      Paddle 2.x's fronts over fluid: static, nn, optimizer, tensor, utils, ... (docs/user/paddle2.md)
-    rpc          frames, codec, gRPC client and server
-    ps           pserver state and service, communicators, checkpoint protocol, in-memory cluster
-    collective   the collective trainers' ring all-reduce (NCCL2 mode on CPU)
-    fleet        the Fleet facade, role makers, trainer-side checkpoints, telemetry
-    distributed  paddle.distributed (fleet 2.x front, datasets), paddle.fluid.incubate's paths
-    training     built-in models and the built-in job
-    launcher     psjob launch / run, the container entrypoints, aspaddle (the `paddle` alias)
-    cli          the `psjob` command, the package root (which registers psjob.hooks), examples,
-                 compat (`psjob compat`)
+    foundation/  base: hooks, progress, metrics, roles, role_env (and Paddle's reader, dataset)
+                 jobspec: the ParameterServerJob model (uses roles' defaults)
+                 kernels: kernels, cuda — optimizer math on an array module
+                 tables: sparse tables keyed by id
+                 checkpoint: the on-disk format (format, tables, store, cli): numpy only
+    fluid/       the Fluid IR: framework, ops, executor, io, the transpiler as pure planning
+                 (and base: its alias); paddle2: Paddle 2.x's fronts over it (static, nn, ...)
+    cluster/     rpc: frames, codec, TLS, the job's secret, gRPC and the data plane
+                 seam: protocol.py, checkpoint_protocol.py (trainer <-> pserver)
+                 sides: pserver/ and trainer/, which never import each other
+                 heter/, inmemory.py (a cluster in one process), collective/
+    fleet/       the Fleet facade, role makers, strategies, saves; distributed: paddle.distributed
+                 (fleet 2.x front, datasets) and paddle.fluid.incubate's paths to it
+    training/    the built-in job and models
+    launcher/    psjob launch / run, the container entrypoints, aspaddle (the `paddle` alias)
+    cli/         the `psjob` command, compat, examples; the package root (registers the hooks)
 
 The operator sits beside them and shares only jobspec, roles and metrics. A lower
 layer that must call a higher one looks up a hook the higher one registered
-(psjob.hooks), so every import is written out: import-by-string of our own modules
-(importlib.import_module, __import__) is forbidden, and so is any import cycle
-between modules. Lazy imports inside functions count too: a violation is a
-violation wherever it is written. One module is exempt from the by-string rule:
-psjob.aspaddle, the `paddle` alias of --as-paddle, whose job is to import
+(psjob.foundation.hooks), so every import is written out: import-by-string of our own
+modules (importlib.import_module, __import__) is forbidden, and so is any import cycle
+between modules. Lazy imports inside functions count too: a violation is a violation
+wherever it is written. One module is exempt from the by-string rule:
+psjob.launcher.aspaddle, the `paddle` alias of --as-paddle, whose job is to import
 psjob.<name> for whatever paddle.<name> a user's script imports.
 """
 import ast
@@ -38,28 +39,33 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RUNTIME = os.path.join(ROOT, "runtime", "psjob")
 OPERATOR = os.path.join(ROOT, "operator", "psjob_operator")
 
+F, C = "psjob.foundation", "psjob.cluster"
 # Lowest first: (layer, module prefixes).
 LAYERS = [
-    ("base", ("psjob.hooks", "psjob.roles", "psjob.role_env", "psjob.progress", "psjob.metrics", "psjob.reader",
-              "psjob.dataset", "psjob._batch")),
-    ("jobspec", ("psjob.jobspec",)),
-    ("kernels", ("psjob.kernels", "psjob.cuda")),
-    ("tables", ("psjob.tables",)),
-    ("checkpoint", ("psjob.checkpoint",)),
+    ("base", (F, f"{F}.hooks", f"{F}.roles", f"{F}.role_env", f"{F}.progress", f"{F}.metrics",
+              "psjob.reader", "psjob.dataset", "psjob._batch")),
+    ("jobspec", (f"{F}.jobspec",)),
+    ("kernels", (f"{F}.kernels", f"{F}.cuda")),
+    ("tables", (f"{F}.tables",)),
+    ("checkpoint", (f"{F}.checkpoint",)),
     ("fluid", ("psjob.fluid", "psjob.base")),  # psjob.base: Paddle >= 2.5's name for fluid
     ("paddle2", ("psjob.static", "psjob.nn", "psjob.optimizer", "psjob.tensor", "psjob.regularizer",
                  "psjob.device", "psjob.param_attr", "psjob._paddle2", "psjob.io", "psjob.utils")),
-    ("rpc", ("psjob.rpc",)),
-    ("ps", ("psjob.ps",)),
-    ("collective", ("psjob.collective",)),
+    ("rpc", (f"{C}.rpc",)),
+    ("seam", (C, f"{C}.protocol", f"{C}.checkpoint_protocol")),
+    ("sides", (f"{C}.pserver", f"{C}.trainer")),
+    ("heter", (f"{C}.heter", f"{C}.inmemory")),
+    ("collective", (f"{C}.collective",)),
     ("fleet", ("psjob.fleet",)),
     ("distributed", ("psjob.distributed",  # paddle.distributed: fleet 2.x front, datasets
                      "psjob.fluid.incubate")),  # paddle.fluid.incubate: Fluid 1.x's paths to them
-    ("training", ("psjob.training", "psjob.models")),
-    ("launcher", ("psjob.launcher", "psjob.entrypoints", "psjob.aspaddle")),
-    ("cli", ("psjob.cli", "psjob.examples", "psjob.compat", "psjob")),
+    ("training", ("psjob.training",)),
+    ("launcher", ("psjob.launcher",)),
+    ("cli", ("psjob.cli", "psjob")),
 ]
-OPERATOR_SHARES = ("psjob.jobspec", "psjob.roles", "psjob.metrics")
+# Parts of one layer that must not import each other: the pserver and the trainer meet at the seam.
+INDEPENDENT = [(f"{C}.pserver", f"{C}.trainer")]
+OPERATOR_SHARES = (f"{F}.jobspec", f"{F}.roles", f"{F}.metrics")
 
 # Libraries a layer must not reach, whatever its rank says.
 FORBIDDEN_LIBRARIES = {
@@ -192,15 +198,26 @@ def _layer_violations(graph):
     return found
 
 
+def _independence_violations(graph):
+    found = []
+    for a, b in INDEPENDENT:
+        for module, targets in graph.items():
+            for mine, theirs in ((a, b), (b, a)):
+                if _starts(module, mine):
+                    found += [f"{module} imports {t}: {mine} and {theirs} do not import each other"
+                              for t in sorted(targets) if _starts(t, theirs)]
+    return found
+
+
 def _library_violations():
     found = []
     for module, path in _all_modules().items():
         if module.startswith("psjob_operator"):
-            banned = ("psjob.fluid", "psjob.kernels", "psjob.tables", "psjob.rpc", "psjob.ps", "numpy")
+            banned = ("psjob.fluid", f"{F}.kernels", f"{F}.tables", C, "numpy")
         else:
             rank = _layer_of(module)
             banned = FORBIDDEN_LIBRARIES.get(LAYERS[rank][0], ()) if rank is not None else ()
-            if _starts(module, "psjob.roles") or _starts(module, "psjob.role_env"):
+            if _starts(module, f"{F}.roles") or _starts(module, f"{F}.role_env"):
                 banned = banned + ROLES_IMPORT_ONLY_STDLIB
         for name in _imports(path, module):
             for bad in banned:
@@ -211,7 +228,7 @@ def _library_violations():
 
 _IMPORTERS = {("importlib", "import_module"), (None, "__import__"), (None, "import_module")}
 # The `paddle` alias maps paddle.<name> to psjob.<name> for any name a script imports.
-IMPORTS_BY_STRING = ("psjob.aspaddle",)
+IMPORTS_BY_STRING = ("psjob.launcher.aspaddle",)
 
 
 def _imports_by_string(path, module):
@@ -270,6 +287,10 @@ def test_every_module_imports_only_its_own_layer_and_lower_ones():
     assert _layer_violations(_graph()) == []
 
 
+def test_the_pserver_and_trainer_sides_do_not_import_each_other():
+    assert _independence_violations(_graph()) == []
+
+
 def test_no_layer_reaches_a_library_it_must_not_use():
     assert _library_violations() == []
 
@@ -287,15 +308,20 @@ def test_no_modules_import_each_other_in_a_circle():
 def test_the_checker_sees_a_violation_when_there_is_one(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import grpc\nfrom ..rpc import client\nimport importlib\n"
-                   "importlib.import_module('psjob.ps.pserver')\n__import__(name)\n"
+                   "importlib.import_module('psjob.cluster.pserver.pserver')\n__import__(name)\n"
                    "importlib.import_module('cupy')\n")
     names = list(_imports(str(bad), "psjob.fluid.ops.bad"))
     assert "grpc" in names and "psjob.fluid.rpc.client" in names
     assert len(list(_imports_by_string(str(bad), "psjob.fluid.ops.bad"))) == 2
-    graph = {"psjob.fluid.io": {"psjob.fleet.checkpoint_save"}, "psjob.fleet.checkpoint_save": {"psjob.fluid.io"}}
-    assert _cycles(graph) == [["psjob.fleet.checkpoint_save", "psjob.fluid.io"]]
+    graph = {"psjob.fluid.io": {"psjob.cluster.trainer.checkpoint_save"},
+             "psjob.cluster.trainer.checkpoint_save": {"psjob.fluid.io"}}
+    assert _cycles(graph) == [["psjob.cluster.trainer.checkpoint_save", "psjob.fluid.io"]]
     assert _layer_violations(graph) == [
-        "psjob.fluid.io (fluid) imports psjob.fleet.checkpoint_save (fleet), a higher layer"]
+        "psjob.fluid.io (fluid) imports psjob.cluster.trainer.checkpoint_save (sides), a higher layer"]
+    sides = {"psjob.cluster.trainer.communicator": {"psjob.cluster.pserver.pserver_state"}}
+    assert _independence_violations(sides) == [
+        "psjob.cluster.trainer.communicator imports psjob.cluster.pserver.pserver_state: "
+        "psjob.cluster.trainer and psjob.cluster.pserver do not import each other"]
 
 
 def test_every_runtime_module_has_a_named_layer():

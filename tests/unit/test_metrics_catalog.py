@@ -1,4 +1,4 @@
-"""The metric catalog (runtime/psjob/metrics.py) against its table (docs/user/metrics.md) and the Grafana dashboard."""
+"""The metric catalog (runtime/psjob/foundation/metrics.py) against its table (docs/user/metrics.md) and the Grafana dashboard."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,7 +10,7 @@ import re
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from psjob import metrics
+from psjob.foundation import metrics
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "user" / "metrics.md"
@@ -142,7 +142,7 @@ def test_jobs_by_phase_are_read_at_scrape_time_with_every_phase_present():
 def test_a_broken_phase_source_leaves_the_other_operator_metrics_scrapable(caplog):
     registry = CollectorRegistry()
     metrics.operator_metrics(registry=registry, phases=lambda: 1 / 0).reconciles.labels("success").inc()
-    with caplog.at_level(logging.ERROR, logger="psjob.metrics"):
+    with caplog.at_level(logging.ERROR, logger="psjob.foundation.metrics"):
         text = generate_latest(registry).decode()
     assert 'psjob_operator_reconciles_total{result="success"} 1.0' in text
     assert "job phase source failed" in caplog.text
@@ -179,7 +179,7 @@ def test_a_broken_table_source_is_counted_and_the_scrape_still_answers(source, c
     registry = CollectorRegistry()
     metrics.trainer_metrics(registry=registry).steps.inc()
     metrics.sparse_table_collector(source, registry=registry)
-    with caplog.at_level(logging.ERROR, logger="psjob.metrics"):
+    with caplog.at_level(logging.ERROR, logger="psjob.foundation.metrics"):
         generate_latest(registry)
         text = generate_latest(registry).decode()
     assert "psjob_trainer_steps_total 1.0" in text

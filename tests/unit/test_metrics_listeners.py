@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from psjob import jobspec, metrics, roles
-from psjob.ps.observability import heter_telemetry_from_env, telemetry_from_env
+from psjob.cluster.pserver.observability import heter_telemetry_from_env, telemetry_from_env
+from psjob.foundation import jobspec, metrics, roles
 
 EXAMPLE = "examples/ctr-cpu.yaml"
 

@@ -4,7 +4,7 @@ sparse embedding its own pserver table; PaddleRec's wide_deep has a wide and a d
 Two tables of different heights and widths, each with its own per-row optimizer state: the
 transpiled programs, sync training equal to a single machine, async training, and a
 checkpoint (a base and a delta) restored on another number of pservers. The pservers run
-in memory (psjob.ps.inmemory), as in test_transpiler_training.py.
+in memory (psjob.cluster.inmemory), as in test_transpiler_training.py.
 """
 import importlib.util
 import os
@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
-from psjob.checkpoint import store
-from psjob.checkpoint.format import read_manifest
-from psjob.fleet import checkpoint_save as distributed
-from psjob.fleet.checkpointer import CheckpointConfig, Checkpointer
+from psjob.cluster.inmemory import InMemoryCluster
+from psjob.cluster.trainer import checkpoint_save as distributed
+from psjob.cluster.trainer.checkpointer import CheckpointConfig, Checkpointer
 from psjob.fluid.transpiler import DistributeTranspiler
 from psjob.fluid.transpiler import deserialize_dist_program as load
 from psjob.fluid.transpiler import serialize_dist_program as dump
-from psjob.ps.inmemory import InMemoryCluster
-from psjob.tables import SparseTable, shard_of
+from psjob.foundation.checkpoint import store
+from psjob.foundation.checkpoint.format import read_manifest
+from psjob.foundation.tables import SparseTable, shard_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171", "127.0.0.1:6172"]
@@ -227,7 +227,7 @@ class Job:
         return self
 
     def export(self, name):
-        from psjob.tables import concat_shards
+        from psjob.foundation.tables import concat_shards
         return concat_shards([self.cluster.handler(ep).scope.vars[name].export() for ep in self.eps])
 
 

@@ -14,16 +14,16 @@ import sys
 import numpy as np
 import pytest
 
-from psjob.kernels import native
-from psjob.kernels import optimizers as K
-from psjob.tables.config import OptimizerConfig
-from psjob.tables.table import SparseTable, TableConfig
+from psjob.foundation.kernels import native
+from psjob.foundation.kernels import optimizers as K
+from psjob.foundation.tables.config import OptimizerConfig
+from psjob.foundation.tables.table import SparseTable, TableConfig
 
 
 def test_the_c_extension_is_built_in_this_environment():
     # scripts/setup-venv.sh (pip install -e .) compiles it; without it every update
     # silently takes the slower numpy path.
-    assert native.built(), "psjob.kernels._native is missing: reinstall with a C compiler present"
+    assert native.built(), "psjob.foundation.kernels._native is missing: reinstall with a C compiler present"
     assert native.enabled
 
 
@@ -161,7 +161,7 @@ def test_wrong_arrays_get_errors_that_name_them_and_the_kernels_fall_back_to_num
 
 
 def test_psjob_native_kernels_0_turns_them_off():
-    code = "from psjob.kernels import native; print(native.built(), native.enabled)"
+    code = "from psjob.foundation.kernels import native; print(native.built(), native.enabled)"
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PSJOB_NATIVE_KERNELS="0"),
                          capture_output=True, text=True, check=True, timeout=60).stdout.split()
     assert out == ["True", "False"]

@@ -1,4 +1,4 @@
-"""psjob.kernels.optimizers against naive per-element code written from the
+"""psjob.foundation.kernels.optimizers against naive per-element code written from the
 published Fluid formulas (one Python float at a time, no numpy in the math),
 over several steps; plus lazy sparse-row semantics and bad-input errors."""
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from psjob.kernels import optimizers as opt
+from psjob.foundation.kernels import optimizers as opt
 
 STEPS = 4
 SHAPE = (6, 3)

@@ -1,5 +1,5 @@
 """fluid.optimizer through the real Executor, against numpy references of
-the Fluid formulas written here (not psjob.kernels), over several steps:
+the Fluid formulas written here (not psjob.foundation.kernels), over several steps:
 parameters and accumulators (read back by their Paddle names), dense and
 sparse (lazy rows, duplicate ids), op roles, regularization, clipping,
 argument errors, and convergence of a small linear regression."""

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
-from psjob import roles
 from psjob.distributed.fleet import DistributedStrategy, UtilBase
 from psjob.distributed.fleet.base.role_maker import PaddleCloudRoleMaker, Role, RoleMakerError, UserDefinedRoleMaker
 from psjob.fleet import Fleet
 from psjob.fleet import strategy as strategies
+from psjob.foundation import roles
 from psjob.launcher.launch import build_parser, plan
 
 EPS = ("127.0.0.1:6170", "127.0.0.2:6170")
@@ -176,7 +176,7 @@ def test_util_collectives_across_workers_meet_on_the_pservers_gather():
     gets the same results, computed from all three inputs."""
     import threading
 
-    from psjob.ps.trainer_gather import TrainerGather
+    from psjob.cluster.pserver.trainer_gather import TrainerGather
     gather = TrainerGather(3, timeout_s=30)
     results, errors = {}, []
 
@@ -205,7 +205,7 @@ def test_util_collectives_across_workers_meet_on_the_pservers_gather():
 
 
 def test_a_gather_missing_a_worker_times_out_naming_it():
-    from psjob.ps.trainer_gather import TrainerGather
+    from psjob.cluster.pserver.trainer_gather import TrainerGather
     gather = TrainerGather(2, timeout_s=0.05)
     with pytest.raises(TimeoutError, match=r"gather 'fleet.util.barrier' round 0: trainers \[1\] did not"):
         UtilBase(_Fleet(0, 2, gather)).barrier()

@@ -7,10 +7,10 @@ import pytest
 import psjob as paddle
 import psjob.distributed.fleet as fleet
 import psjob.fluid as fluid
+from psjob.cluster.trainer import client_service
 from psjob.distributed import InMemoryDataset
 from psjob.distributed.fleet.base.role_maker import Role, UserDefinedRoleMaker
 from psjob.fluid.base import GraphError
-from psjob.ps import client_service
 
 EPS = ["127.0.0.1:6170"]
 # What Paddle 3.0.0 puts there for an async CPU job (printed from a real minimize): besides

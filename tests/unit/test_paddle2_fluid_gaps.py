@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
+from psjob.cluster.inmemory import InMemoryCluster
 from psjob.fluid.transpiler import DistributeTranspiler
-from psjob.ps.inmemory import InMemoryCluster
 
 RNG = np.random.default_rng(13)
 

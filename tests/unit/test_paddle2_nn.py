@@ -244,8 +244,8 @@ def test_sparse_embedding_and_sparse_embedding_layer_train_transpiled_as_single_
     on the trainer), nn.Embedding(sparse=True) a prefetched sparse parameter; in sync mode
     with one trainer both train exactly as the untranspiled program (in-process pservers:
     InMemoryCluster's real PserverState, only the wire is direct calls)."""
+    from psjob.cluster.inmemory import InMemoryCluster
     from psjob.fluid.transpiler import DistributeTranspiler
-    from psjob.ps.inmemory import InMemoryCluster
 
     def net():
         ids, y = paddle.static.data("ids", [None, 1], "int64"), paddle.static.data("y", [None, 1])

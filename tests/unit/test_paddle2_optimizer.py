@@ -201,8 +201,8 @@ def test_a_scheduler_on_a_transpiled_program_is_refused_rather_than_silently_ign
 def test_a_2x_model_with_adamw_and_norm_clip_trains_alike_transpiled_in_sync_mode():
     """Decay, clip and Adam ops move to the pservers (in-process here: InMemoryCluster's real
     PserverState, only the wire is direct calls) and give the single-process losses."""
+    from psjob.cluster.inmemory import InMemoryCluster
     from psjob.fluid.transpiler import DistributeTranspiler
-    from psjob.ps.inmemory import InMemoryCluster
 
     def build():
         main, startup = paddle.static.Program(), paddle.static.Program()

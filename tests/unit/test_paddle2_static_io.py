@@ -12,7 +12,7 @@ import pytest
 
 import psjob as paddle
 import psjob.fluid as fluid
-from psjob.checkpoint.format import CheckpointError
+from psjob.foundation.checkpoint.format import CheckpointError
 
 paddle.enable_static()
 RNG = np.random.default_rng(21)

@@ -1,7 +1,7 @@
 """A pserver whose state is "on the device", with numpy as the device's array module.
 
 Real: the transpiler, trainer and pserver programs, Executors, PserverState,
-psjob.ps.pserver.place_on_device (scope migration, block routing, staging of
+psjob.cluster.pserver.pserver.place_on_device (scope migration, block routing, staging of
 every request) and the device-resident SparseTable code path — all with
 xp=numpy, which is exactly the code a GPU pserver runs with xp=cupy (the GPU
 twin of this test is tests/cuda/test_pserver_device_gpu.py). Faked: only the
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
+from psjob.cluster.inmemory import InMemoryCluster
+from psjob.cluster.pserver.pserver import DevicePlacement, OnDevice, ServeOptions, options_from_env, place_on_device
+from psjob.cluster.pserver.pserver_state import PserverOptions
 from psjob.fluid.transpiler import DistributeTranspiler
 from psjob.fluid.transpiler import deserialize_dist_program as load
 from psjob.fluid.transpiler import serialize_dist_program as dump
-from psjob.ps.inmemory import InMemoryCluster
-from psjob.ps.pserver import DevicePlacement, OnDevice, ServeOptions, options_from_env, place_on_device
-from psjob.ps.pserver_state import PserverOptions
-from psjob.tables import SparseTable, TableConfig
+from psjob.foundation.tables import SparseTable, TableConfig
 
 EPS = ["127.0.0.1:6270", "127.0.0.1:6271"]
 VOCAB, DIM = 512, 8
@@ -180,8 +180,8 @@ def test_the_device_option_flows_from_the_environment_and_bad_values_fail_at_sta
 
 
 def test_a_device_table_equals_the_host_table_row_for_row_after_the_same_pushes():
-    from psjob.ps.device_staging import DeviceStaging
-    from psjob.tables import OPTIMIZERS, InitializerConfig, OptimizerConfig
+    from psjob.cluster.pserver.device_staging import DeviceStaging
+    from psjob.foundation.tables import OPTIMIZERS, InitializerConfig, OptimizerConfig
     rng = np.random.default_rng(4)
     hypers = {"momentum": {"mu": 0.9}, "rmsprop": {"centered": True}}
     for name in OPTIMIZERS:
@@ -214,7 +214,7 @@ def test_placement_routing_is_computed_from_the_program_alone():
     tr = DistributeTranspiler()
     tr.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS), trainers=1)
     prog, _ = tr.get_pserver_programs(EPS[0])
-    from psjob.ps.device_staging import DeviceStaging
+    from psjob.cluster.pserver.device_staging import DeviceStaging
     p = DevicePlacement(prog, fluid.Executor(fluid.CPUPlace()), DeviceStaging(np))
     assert p.xp_for("emb") is np
     lr_names = [n for n in prog.global_block().vars if "learning_rate" in n]
@@ -223,7 +223,7 @@ def test_placement_routing_is_computed_from_the_program_alone():
 
 def test_spec_pserver_device_gpu_gives_pserver_pods_a_gpu_and_psjob_device():
     """The job spec → operator → pod → options_from_env chain for `spec.pserver.device: gpu`."""
-    from psjob.jobspec import parse_job
+    from psjob.foundation.jobspec import parse_job
     from psjob_operator import builders
     spec = parse_job({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
                       "metadata": {"name": "ctr", "namespace": "ml"},
@@ -238,7 +238,7 @@ def test_spec_pserver_device_gpu_gives_pserver_pods_a_gpu_and_psjob_device():
     assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in pod["volumes"]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["PSJOB_DEVICE"] == "gpu"
-    from psjob.ps.pserver import device_from_env
+    from psjob.cluster.pserver.pserver import device_from_env
     assert device_from_env(env) == "gpu"   # what options_from_env reads in the pod
     workers = next(c for c in kids if c["kind"] == "Job")["spec"]["template"]["spec"]["containers"][0]
     assert "nvidia.com/gpu" not in workers.get("resources", {}).get("limits", {})

@@ -1,4 +1,4 @@
-"""psjob.ps.device_staging with xp=numpy: the packing, pooling and view logic a GPU pserver runs.
+"""psjob.cluster.pserver.device_staging with xp=numpy: the packing, pooling and view logic a GPU pserver runs.
 
 Real: DeviceStaging itself, with numpy as its array module — the same code a
 GPU pserver runs with cupy, where only the four module-specific primitives
@@ -8,9 +8,9 @@ tests/cuda/test_pserver_device_gpu.py when a GPU is present.
 import numpy as np
 import pytest
 
+from psjob.cluster.pserver import device_staging as ds
+from psjob.cluster.pserver.device_staging import ALIGN, MIN_BUFFER, DeviceStaging, parse_device
 from psjob.fluid.core import PlaceError, SelectedRows
-from psjob.ps import device_staging as ds
-from psjob.ps.device_staging import ALIGN, MIN_BUFFER, DeviceStaging, parse_device
 
 
 def wire_view(array):
@@ -29,7 +29,7 @@ def test_parse_device_accepts_cpu_gpu_and_an_index_and_names_bad_values():
 
 
 def test_a_gpu_without_cupy_or_a_device_fails_naming_the_extra(monkeypatch):
-    from psjob import cuda
+    from psjob.foundation import cuda
 
     def missing():
         raise cuda.CudaUnavailableError(f"{cuda.INSTALL_HINT} (cupy is not installed: test)")

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
+from psjob.cluster.inmemory import InMemoryCluster
+from psjob.cluster.pserver.pserver_state import DONE
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
 from psjob.fluid.transpiler.slicing import trainer_name
-from psjob.ps.inmemory import InMemoryCluster
-from psjob.ps.pserver_state import DONE
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171"]
 LR = 0.05
@@ -121,7 +121,7 @@ def test_a_stopping_pserver_fails_the_calls_that_wait_for_other_trainers_at_once
     process can exit; before, they held it until barrier_timeout_s or SIGKILL."""
     import threading
 
-    from psjob.ps.pserver_state import PserverStopping
+    from psjob.cluster.pserver.pserver_state import PserverStopping
     state = elastic_state()
     state.on_join(0)
     state.on_join(1)

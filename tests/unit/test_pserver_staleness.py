@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
-from psjob.fleet.telemetry import TrainerTelemetry, retries_by_method
+from psjob.cluster.inmemory import InMemoryCluster
+from psjob.cluster.pserver.pserver_staleness import StalenessTracker, param_of_grad
+from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
+from psjob.cluster.trainer.telemetry import TrainerTelemetry, retries_by_method
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
-from psjob.ps.communicator import Communicator, CommunicatorConfig
-from psjob.ps.inmemory import InMemoryCluster
-from psjob.ps.pserver_staleness import StalenessTracker, param_of_grad
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171"]
 

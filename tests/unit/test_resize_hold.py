@@ -3,7 +3,7 @@ the pserver endpoints — and only that — is a resize it holds for."""
 import json
 import os
 
-from psjob.fleet.checkpointer import TopologyWatch
+from psjob.cluster.trainer.checkpointer import TopologyWatch
 
 MINE = ("127.0.0.1:7000", "127.0.0.2:7000")
 

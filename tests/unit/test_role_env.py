@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from psjob import roles
-from psjob.jobspec import parse_job
-from psjob.role_env import RoleEnv, RoleEnvError
+from psjob.foundation import roles
+from psjob.foundation.jobspec import parse_job
+from psjob.foundation.role_env import RoleEnv, RoleEnvError
 
 
 def job(**spec):

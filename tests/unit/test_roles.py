@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from psjob import roles
-from psjob.jobspec import parse_job
+from psjob.foundation import roles
+from psjob.foundation.jobspec import parse_job
 
 
 def job(**spec):
@@ -171,8 +171,8 @@ def test_every_variable_psjob_sets_is_reserved():
 
 
 def test_the_incremental_checkpoint_policy_reaches_every_role_and_the_pserver_and_trainer_settings():
-    from psjob.fleet.checkpointer import CheckpointConfig
-    from psjob.ps.checkpoint_protocol import incremental_from_env
+    from psjob.cluster.checkpoint_protocol import incremental_from_env
+    from psjob.cluster.trainer.checkpointer import CheckpointConfig
     topo = roles.kubernetes_topology(job(checkpoint={"incremental": {"enabled": True, "baseEvery": 4}}), "ml")
     for role in (roles.PSERVER, roles.TRAINER):
         env = roles.role_environment(topo, role, 0)

@@ -6,7 +6,7 @@ from concurrent import futures
 import grpc
 import pytest
 
-from psjob.rpc import client as rpc_client
+from psjob.cluster.rpc import client as rpc_client
 
 
 @pytest.fixture

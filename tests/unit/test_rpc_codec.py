@@ -5,9 +5,9 @@ import tempfile
 import numpy as np
 import pytest
 
+from psjob.cluster.rpc import codec
+from psjob.cluster.rpc import psjob_pb2 as pb
 from psjob.fluid.core import SelectedRows
-from psjob.rpc import codec
-from psjob.rpc import psjob_pb2 as pb
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "float16", "uint8", "bool"])
@@ -66,10 +66,10 @@ def test_id_payloads_must_be_whole_int64s():
 
 
 def test_checked_in_generated_grpc_code_matches_the_proto():
-    from psjob.rpc import codegen
+    from psjob.cluster.rpc import codegen
     here = os.path.dirname(codegen.__file__)
     with tempfile.TemporaryDirectory() as tmp:
         for path in codegen.generate(tmp):
             with open(path) as fresh, open(os.path.join(here, os.path.basename(path))) as checked_in:
                 assert fresh.read() == checked_in.read(), (
-                    f"{os.path.basename(path)} is stale: run python -m psjob.rpc.codegen")
+                    f"{os.path.basename(path)} is stale: run python -m psjob.cluster.rpc.codegen")

@@ -1,4 +1,4 @@
-"""Data-plane frames (psjob.rpc.frames): header + out-of-band tensor bytes.
+"""Data-plane frames (psjob.cluster.rpc.frames): header + out-of-band tensor bytes.
 
 Real: the frame codec and the generated protobuf messages; no socket is
 opened (the component tests push frames through a real pserver process).
@@ -6,9 +6,9 @@ opened (the component tests push frames through a real pserver process).
 import numpy as np
 import pytest
 
+from psjob.cluster.rpc import codec, frames
+from psjob.cluster.rpc import psjob_pb2 as pb
 from psjob.fluid.core import SelectedRows
-from psjob.rpc import codec, frames
-from psjob.rpc import psjob_pb2 as pb
 
 
 def _roundtrip(values, lods=None, header=None):

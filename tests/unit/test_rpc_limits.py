@@ -7,12 +7,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from psjob.ps import checkpoint_protocol as protocol
-from psjob.ps import checkpoint_service
-from psjob.ps.pserver import options_from_env
-from psjob.rpc.base_server import READ_TIMEOUT_S
-from psjob.rpc.dataplane import ByteBudget
-from psjob.rpc.server import MAX_PREFETCH_IDS
+from psjob.cluster import checkpoint_protocol as protocol
+from psjob.cluster.pserver import checkpoint_service
+from psjob.cluster.pserver.pserver import options_from_env
+from psjob.cluster.rpc.base_server import READ_TIMEOUT_S
+from psjob.cluster.rpc.dataplane import ByteBudget
+from psjob.cluster.rpc.server import MAX_PREFETCH_IDS
 
 
 def test_the_rpc_bounds_come_from_the_settings_and_bad_values_are_named():

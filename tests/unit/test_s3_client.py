@@ -8,8 +8,8 @@ import datetime as dt
 
 import pytest
 
-from psjob.checkpoint import s3client
-from psjob.checkpoint.storage import StorageError
+from psjob.foundation.checkpoint import s3client
+from psjob.foundation.checkpoint.storage import StorageError
 
 AWS_EXAMPLE = s3client.Keys("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from psjob.tables import (
+from psjob.foundation.tables import (
     EvictionConfig,
     OptimizerConfig,
     SparseTable,
@@ -176,7 +176,7 @@ def test_a_shard_of_another_optimizer_is_refused_and_the_table_is_unchanged():
 
 def test_rows_saved_under_another_rule_load_with_fresh_state_even_when_column_names_match(tmp_path):
     # adagrad and decayed_adagrad both keep a per-row `moment`, with different meanings.
-    from psjob.checkpoint.tables import import_into, read_rows, save_shard, table_entry
+    from psjob.foundation.checkpoint.tables import import_into, read_rows, save_shard, table_entry
     saved = SparseTable(TableConfig("emb", 5, seed=9, optimizer=OptimizerConfig("adagrad", lr=0.1)))
     ids = np.array([3, -8, 2**40], np.int64)
     saved.lookup(ids)

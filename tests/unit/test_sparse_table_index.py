@@ -6,9 +6,9 @@ the numpy ones, which stay the fallback where the extension is not built.
 import numpy as np
 import pytest
 
-from psjob.kernels import native
-from psjob.tables import index as index_mod
-from psjob.tables.index import WINDOW, IdIndex
+from psjob.foundation.kernels import native
+from psjob.foundation.tables import index as index_mod
+from psjob.foundation.tables.index import WINDOW, IdIndex
 
 I64 = np.iinfo(np.int64)
 

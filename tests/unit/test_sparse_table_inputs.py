@@ -4,7 +4,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from psjob.tables import (
+from psjob.foundation.tables import (
     AdmissionConfig,
     EvictionConfig,
     InitializerConfig,

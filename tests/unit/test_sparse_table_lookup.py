@@ -2,14 +2,8 @@
 import numpy as np
 import pytest
 
-from psjob.tables import (
-    InitializerConfig,
-    OptimizerConfig,
-    SparseTable,
-    TableConfig,
-    shard_of,
-)
-from psjob.tables.storage import Column, RowStorage
+from psjob.foundation.tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig, shard_of
+from psjob.foundation.tables.storage import Column, RowStorage
 
 I64 = np.iinfo(np.int64)
 EXTREMES = np.array([I64.min, I64.min + 1, -(2**40), -1, 0, 1, 2**53 + 1, I64.max - 1, I64.max], np.int64)
@@ -140,7 +134,7 @@ def test_large_columns_grow_where_they_lie_and_a_held_view_makes_them_copy_inste
 
 
 def test_a_column_moved_to_a_device_lets_its_host_mapping_go():
-    from psjob.tables.device import DeviceColumns
+    from psjob.foundation.tables.device import DeviceColumns
     storage = RowStorage({"value": Column(np.dtype(np.float32), (16,))}, initial_capacity=1 << 15)
     storage.alloc(10)
     assert "value" in storage._maps
@@ -163,7 +157,7 @@ def test_stats_report_rows_and_a_resident_size_per_row():
 def test_lookups_with_repeats_move_the_repeated_ids_home_and_uniqued_lookups_move_nothing():
     # A uniqued (ascending) batch holds none of the repeats promotion looks for, so the
     # table skips promotion there; a batch with repeats still moves its repeated ids home.
-    from psjob.tables import index as index_mod
+    from psjob.foundation.tables import index as index_mod
     t = table(dim=4)
     ids = np.unique(np.random.default_rng(3).integers(I64.min, I64.max, size=3000, dtype=np.int64))
     first = t.lookup(ids)

@@ -2,15 +2,15 @@
 
 References are written out here in float64 from the Fluid formulas, applied to
 a dense numpy matrix holding the same rows, so the table (float32, sparse,
-kernels from psjob.kernels.optimizers) is checked against independent math.
+kernels from psjob.foundation.kernels.optimizers) is checked against independent math.
 """
 import threading
 
 import numpy as np
 import pytest
 
-from psjob.kernels import optimizers as kernels
-from psjob.tables import (
+from psjob.foundation.kernels import optimizers as kernels
+from psjob.foundation.tables import (
     OPTIMIZERS,
     EvictionConfig,
     InitializerConfig,
@@ -18,7 +18,7 @@ from psjob.tables import (
     SparseTable,
     TableConfig,
 )
-from psjob.tables.rowopt import merge_rows
+from psjob.foundation.tables.rowopt import merge_rows
 
 DIM = 6
 IDS = np.array([np.iinfo(np.int64).min, -7, 0, 3, 2**62, np.iinfo(np.int64).max], np.int64)
@@ -175,7 +175,7 @@ def test_gradients_for_ids_without_a_row_are_dropped_and_counted():
 
 
 def test_a_push_of_looked_up_ids_reuses_the_lookup_rows_and_updates_as_a_searched_push():
-    from psjob.tables.table import _RECENT_LOOKUPS
+    from psjob.foundation.tables.table import _RECENT_LOOKUPS
     cfg = TableConfig("emb", 4, optimizer=OptimizerConfig("adam", lr=0.01))
     ids = np.array([5, 9, 5, 2, 7], np.int64)
     grads = np.arange(20, dtype=np.float32).reshape(5, 4) / 10

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from psjob.tables import (
+from psjob.foundation.tables import (
     AdmissionConfig,
     EvictionConfig,
     InitializerConfig,

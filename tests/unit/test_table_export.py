@@ -14,11 +14,11 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from psjob.checkpoint import cli, store
-from psjob.checkpoint.export import export_checkpoint, import_export
-from psjob.checkpoint.format import CheckpointError, new_manifest, read_manifest, write_array, write_manifest
-from psjob.checkpoint.tables import import_into, read_rows, save_shard, table_entry
-from psjob.tables import EvictionConfig, OptimizerConfig, SparseTable, TableConfig, concat_shards, shard_of
+from psjob.foundation.checkpoint import cli, store
+from psjob.foundation.checkpoint.export import export_checkpoint, import_export
+from psjob.foundation.checkpoint.format import CheckpointError, new_manifest, read_manifest, write_array, write_manifest
+from psjob.foundation.checkpoint.tables import import_into, read_rows, save_shard, table_entry
+from psjob.foundation.tables import EvictionConfig, OptimizerConfig, SparseTable, TableConfig, concat_shards, shard_of
 
 ADAM = TableConfig("emb", 6, seed=3, optimizer=OptimizerConfig("adam", lr=0.01),
                    eviction=EvictionConfig(delete_threshold=0.0))

@@ -8,11 +8,12 @@ the Communicator, and the entrypoint's exit-status mapping.
 """
 import numpy as np
 
-from psjob import entrypoints, roles
+from psjob.cluster.rpc.client import PSClient
+from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
+from psjob.foundation import roles
+from psjob.foundation.role_env import RoleEnv
+from psjob.launcher import entrypoints
 from psjob.launcher.local import free_ports
-from psjob.ps.communicator import Communicator, CommunicatorConfig
-from psjob.role_env import RoleEnv
-from psjob.rpc.client import PSClient
 
 
 def test_a_trainer_whose_final_flush_finds_its_pserver_gone_exits_75(capsys):

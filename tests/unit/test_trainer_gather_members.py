@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from psjob.ps.trainer_gather import TrainerGather
+from psjob.cluster.pserver.trainer_gather import TrainerGather
 
 
 def call(gather, trainer, round_, value, results, name="fleet.util.all_reduce"):

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
+from psjob.cluster.inmemory import InMemoryCluster
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.executor import ExecutionError
 from psjob.fluid.framework import EMPTY_VAR_NAME, VarType
-from psjob.ps.inmemory import InMemoryCluster
-from psjob.tables import SparseTable, TableConfig, shard_of
+from psjob.foundation.tables import SparseTable, TableConfig, shard_of
 
 
 def run_op(op_type, inputs, outputs, attrs=None, values=None, declare=None, services=None):
@@ -55,7 +55,7 @@ def test_split_ids_sends_each_unique_id_to_its_pserver_and_merge_ids_restores_th
     owner = {i: int(shard_of(np.array([i]), 2)[0]) for i in ids.ravel().tolist()}
     declare = {"ids": ((-1, 1), "int64", VarType.LOD_TENSOR)}
     scope = run_op("split_ids", {"Ids": ["ids"]}, {"Out": ["p0", "p1"]}, values={"ids": ids}, declare=declare)
-    for k in range(2):  # unique, sorted, on the pserver psjob.tables.shard_of names
+    for k in range(2):  # unique, sorted, on the pserver psjob.foundation.tables.shard_of names
         assert scope.vars[f"p{k}"].ravel().tolist() == sorted(i for i, o in owner.items() if o == k)
     rows = {f"p{k}": scope.vars[f"p{k}"] for k in range(2)}
     rows.update({f"x{k}": np.repeat(scope.vars[f"p{k}"].astype("float32"), 2, axis=1) for k in range(2)})
@@ -112,10 +112,10 @@ def test_sparse_table_push_applies_the_merged_gradient_with_the_current_learning
 
 def test_runtime_services_come_from_the_hooks_the_runtime_registered_and_unknown_ones_are_named():
     # The framework never imports the runtime: psjob's package root registers the
-    # runtime's factories (psjob.hooks); tests/component covers them against real
+    # runtime's factories (psjob.foundation.hooks); tests/component covers them against real
     # pservers. Here: the lookup itself, and a hook registered by a higher layer wins.
-    from psjob import hooks
-    from psjob.ps import pserver
+    from psjob.cluster.pserver import pserver
+    from psjob.foundation import hooks
     assert fluid.Executor().service("pserver") is pserver.serve
     sentinel = object()
     previous = hooks.lookup(hooks.RPC_SERVICE)

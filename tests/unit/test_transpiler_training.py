@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
+from psjob.cluster.inmemory import InMemoryCluster
+from psjob.cluster.pserver.pserver_state import PserverOptions
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.ops.dist_ops import PREFETCH_AHEAD
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
 from psjob.fluid.transpiler import deserialize_dist_program as load
 from psjob.fluid.transpiler import serialize_dist_program as dump
-from psjob.ps.inmemory import InMemoryCluster
-from psjob.ps.pserver_state import PserverOptions
-from psjob.tables import SparseTable, shard_of
+from psjob.foundation.tables import SparseTable, shard_of
 
 EPS = ["127.0.0.1:6170", "127.0.0.1:6171", "127.0.0.1:6172"]
 VOCAB, DIM = 1024, 16
@@ -435,7 +435,7 @@ def test_per_parameter_learning_rates_and_unsliced_variables_train_like_a_single
 
 def _table_export(cluster, eps, name="emb"):
     """Every row of the pservers' table (values and per-row optimizer state) keyed by id."""
-    from psjob.tables import concat_shards
+    from psjob.foundation.tables import concat_shards
     return concat_shards([cluster.handler(ep).scope.vars[name].export() for ep in eps])
 
 
@@ -476,7 +476,7 @@ def test_adam_table_state_survives_a_checkpoint_resharded_from_two_to_three_pser
     """The per-row Adam state (moments and per-row beta powers) is saved with the rows, keyed by
     id, under the table's optimizer name; three pservers load a two-pserver save with every row's
     state intact, and training continued there equals uninterrupted training."""
-    from psjob.checkpoint.format import read_manifest
+    from psjob.foundation.checkpoint.format import read_manifest
     feeds = batches("ids", 6, 12)
     half = str(tmp_path / "half")
     first, eps2 = _table_job(2, feeds[:3], save_dir=half)
@@ -663,7 +663,7 @@ def _pooled_on_two_pservers(sync, lr=0.3):
 def _counted_rpc(exe, sync):
     """Count the trainer's prefetch requests; async, behind a Communicator (stop it at the end).
     → (the counter, the service the executor now uses)."""
-    from psjob.ps.communicator import Communicator, CommunicatorConfig
+    from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
     counting = _CountingPrefetches(exe.services["rpc"])
     service = exe.services["rpc"] = counting if sync else Communicator(counting, CommunicatorConfig())
     return counting, service
@@ -737,8 +737,8 @@ def test_an_async_trainer_allowed_no_stale_step_is_not_pipelined_and_trains_as_s
     """max_stale_steps=0 asks for exact reads: the embedding rows too, so the pipeline issues
     nothing ahead (the next batch's rows would be read before this batch's gradient is
     applied) and a lone async trainer's table and parameters equal sync training's."""
+    from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
     from psjob.fluid.pipeline import pipelined
-    from psjob.ps.communicator import Communicator, CommunicatorConfig
     feeds = pooled_feeds(6, 10)
     runs = {}
     for sync in (True, False):

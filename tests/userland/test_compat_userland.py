@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from psjob import compat
-from psjob.compat import notes
+from psjob.cli import compat
+from psjob.cli.compat import notes
 
 
 @pytest.fixture

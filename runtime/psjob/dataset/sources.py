@@ -3,8 +3,8 @@
 Every reader opens its files through `open_binary(path)` and expands
 directories through `list_parts(path)`. A local path is a file; a URI
 (`s3://bucket/key`) is served by the store the checkpoints use
-(psjob.checkpoint.storage, configured by the standard AWS_* variables),
-reached through the hook the package root registers (psjob.hooks.DATA_STORAGE):
+(psjob.foundation.checkpoint.storage, configured by the standard AWS_* variables),
+reached through the hook the package root registers (psjob.foundation.hooks.DATA_STORAGE):
 psjob.dataset sits below the checkpoint layer and never imports it.
 A scheme the store cannot serve is refused with an error naming it.
 """
@@ -14,7 +14,7 @@ import os
 import posixpath
 import re
 
-from psjob import hooks
+from psjob.foundation import hooks
 
 _URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 

@@ -3,7 +3,7 @@ init_parallel_env, which forms the collective trainers' ring (docs/user/collecti
 spawn is refused with an error naming the alternative."""
 from __future__ import annotations
 
-from psjob.role_env import process_environment
+from psjob.foundation.role_env import process_environment
 
 
 def get_rank() -> int:
@@ -35,7 +35,7 @@ def _collective(name):
 def init_parallel_env():
     """Join the collective trainers' ring (PADDLE_TRAINER_ENDPOINTS, PADDLE_TRAINER_ID): returns
     once every trainer has; a single process (no endpoints) has nothing to join."""
-    from psjob.collective.service import environment, ring
+    from psjob.cluster.collective.service import environment, ring
     env = environment()
     if env.world_size > 1:
         ring()

@@ -3,7 +3,7 @@
 The module is the Fleet singleton, as `paddle.fluid.incubate.fleet...fleet` is:
 `fleet.init(role)`, `fleet.distributed_optimizer(...)`, `fleet.main_program`, ...
 """
-from psjob.fleet.checkpointer import CheckpointConfig, Checkpointer
+from psjob.cluster.trainer.checkpointer import CheckpointConfig, Checkpointer
 from psjob.fleet.fleet import DistributedOptimizer, Fleet, FleetError
 from psjob.fleet.role_maker import PaddleCloudRoleMaker, Role, RoleMakerError, UserDefinedRoleMaker
 from psjob.fleet.strategy import DistributedStrategy, ResolvedStrategy

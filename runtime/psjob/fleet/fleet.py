@@ -12,7 +12,7 @@
         ... exe.run(fleet.main_program, feed=...)
         fleet.stop_worker()             # flushes, tells the pservers it completed
 
-A trainer reports what it trains (fleet/monitor.py): from init_worker to
+A trainer reports what it trains (cluster/trainer/monitor.py): from init_worker to
 stop_worker every run of `fleet.main_program` counts toward its metrics
 (/metrics on PSJOB_METRICS_PORT) and its progress lines, which `psjob
 launch` and `psjob run` show.
@@ -28,7 +28,7 @@ default; a strategy (DistributedStrategy or DistributeTranspilerConfig) with
 and the pservers both; docs/dev/transpiler.md).
 
 One RPC service per process: init_worker creates it and installs it as the
-process default (psjob.ps.client_service), so every Executor the script
+process default (psjob.cluster.trainer.client_service), so every Executor the script
 creates talks through it.
 
 Fleet is a facade over the role maker and these pieces: building
@@ -37,7 +37,6 @@ connection (fleet/worker.py) and saving (fleet/saving.py).
 """
 from __future__ import annotations
 
-from psjob import hooks
 from psjob.fleet import saving
 from psjob.fleet import strategy as strategies
 from psjob.fleet.build import BuiltJob, build_job
@@ -51,7 +50,8 @@ from psjob.fluid.executor import Executor
 from psjob.fluid.framework import default_startup_program
 from psjob.fluid.optimizer import Optimizer, check_table_optimizer
 from psjob.fluid.transpiler.collective import add_gen_nccl_id, insert_grad_allreduce
-from psjob.role_env import CollectiveEnv
+from psjob.foundation import hooks
+from psjob.foundation.role_env import CollectiveEnv
 
 __all__ = ["DistributedOptimizer", "Fleet", "FleetError"]
 

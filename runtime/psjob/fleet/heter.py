@@ -25,6 +25,7 @@ split section cannot; heter jobs run sync, async or half-async.
 """
 from __future__ import annotations
 
+from psjob.cluster.heter.heter_state import HeterSection, HeterState
 from psjob.fleet.strategy import predict_pulls_by_name
 from psjob.fluid.core import CPUPlace, CUDAPlace, PlaceError
 from psjob.fluid.executor import Executor
@@ -36,8 +37,7 @@ from psjob.fluid.transpiler.heter_split import (
     served_trainers,
     split_heter_program,
 )
-from psjob.ps.heter_state import HeterSection, HeterState
-from psjob.role_env import process_environment
+from psjob.foundation.role_env import process_environment
 
 DEVICE_GUARDS = ("cpu", "gpu", "xpu")
 
@@ -108,8 +108,8 @@ class HeterRuntime:
         self.split = split_heter_program(main, startup, transpiler.plan, self.heter_endpoints)
 
     def init_worker(self, auth_token: str) -> None:
-        from psjob.ps.heter import install_client
-        from psjob.rpc.heter_client import HeterClient
+        from psjob.cluster.heter.heter import install_client
+        from psjob.cluster.rpc.heter_client import HeterClient
         client = HeterClient(self.heter_endpoints, self.rm.worker_index(), auth_token=auth_token,
                              settings=self.rm.settings())
         if self.strategy.launch_barrier:
@@ -118,7 +118,7 @@ class HeterRuntime:
         install_client(client)
 
     def stop_worker(self) -> None:
-        from psjob.ps.heter import install_client
+        from psjob.cluster.heter.heter import install_client
         if self._client is None:
             return
         try:
@@ -133,8 +133,8 @@ class HeterRuntime:
         self._origin = (main.clone(), startup.clone())
 
     def init_server(self) -> None:
-        from psjob.ps.auth import token_from_env
-        from psjob.rpc.client import PSClient
+        from psjob.cluster.rpc.auth import token_from_env
+        from psjob.cluster.rpc.client import PSClient
         place = heter_place(self.strategy.heter_worker_device_guard)
         rm = self.rm
         index, count = rm.role_id(), len(self.heter_endpoints)
@@ -149,14 +149,14 @@ class HeterRuntime:
         self._state = HeterState(self.heter_endpoints[index], sections, device=repr(place))
 
     def run_server(self) -> None:
-        from psjob.ps.heter import serve
+        from psjob.cluster.heter.heter import serve
         if self._state is None:
             raise RuntimeError("call fleet.init_server() before fleet.run_server() on a heter trainer")
         serve(self._state, settings=self.rm.settings())
 
     def _section(self, trainer_id: int, place, token: str) -> HeterSection:
-        from psjob.ps.client_service import trainer_service
-        from psjob.rpc.client import PSClient
+        from psjob.cluster.rpc.client import PSClient
+        from psjob.cluster.trainer.client_service import trainer_service
         rm, s = self.rm, self.strategy
         main, startup = self._origin[0].clone(), self._origin[1].clone()
         config = DistributeTranspilerConfig()

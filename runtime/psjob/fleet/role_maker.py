@@ -1,6 +1,6 @@
 """Role makers: who am I in the job (server or worker, which index, who are the others).
 
-`PaddleCloudRoleMaker` reads the environment contract that psjob.roles
+`PaddleCloudRoleMaker` reads the environment contract that psjob.foundation.roles
 renders (and that the operator, `psjob launch` and `psjob run` set);
 `UserDefinedRoleMaker` takes the same facts as arguments.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 import enum
 import socket
 
-from psjob import roles
-from psjob.role_env import CollectiveEnv, RoleEnv, RoleEnvError, process_environment
+from psjob.foundation import roles
+from psjob.foundation.role_env import CollectiveEnv, RoleEnv, RoleEnvError, process_environment
 
 
 class Role(enum.IntEnum):
@@ -126,7 +126,7 @@ class UserDefinedRoleMaker(RoleMakerBase):
 
 
 class PaddleCloudRoleMaker(RoleMakerBase):
-    """The role of the environment's contract (psjob.role_env.RoleEnv: PADDLE_TRAINING_ROLE,
+    """The role of the environment's contract (psjob.foundation.role_env.RoleEnv: PADDLE_TRAINING_ROLE,
     PADDLE_PSERVER_ENDPOINTS or IPS+PORT, PADDLE_TRAINERS, ..., or Paddle 2.x's TRAINING_ROLE,
     PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ID, POD_IP + PADDLE_PORT). A process that already read
     its RoleEnv (the container entrypoints) passes it as `role_env`; a Fluid script's is read
@@ -180,8 +180,8 @@ class PaddleCloudRoleMaker(RoleMakerBase):
 
     def _register(self) -> int:
         """A Deployment pod has no stable index: ask pserver 0 for a trainer id."""
-        from psjob.ps.auth import read_token
-        from psjob.rpc.client import PSClient
+        from psjob.cluster.rpc.auth import read_token
+        from psjob.cluster.rpc.client import PSClient
         client = PSClient(self._server_endpoints, auth_token=read_token(self.role_env.auth_token_file),
                           settings=self.role_env.settings)
         try:

@@ -3,10 +3,10 @@
 Trainer 0 writes the whole model: it pulls the pservers' parameter and
 optimizer slices and writes them whole, the pservers write their
 distributed-table shards keyed by feature id, and the manifest goes in last
-(fleet/checkpoint_save.py); other trainers save only what they hold."""
+(cluster/trainer/checkpoint_save.py); other trainers save only what they hold."""
 from __future__ import annotations
 
-from psjob.fleet import checkpoint_save
+from psjob.cluster.trainer import checkpoint_save
 from psjob.fleet.build import BuiltJob
 from psjob.fleet.errors import FleetError
 from psjob.fleet.role_maker import RoleMakerBase

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 
-from psjob.checkpoint import store
-from psjob.checkpoint.format import CheckpointError
+from psjob.cluster.pserver import checkpoint_restore
+from psjob.cluster.pserver.pserver import role_service
 from psjob.fleet.build import BuiltJob
 from psjob.fleet.role_maker import RoleMakerBase
-from psjob.ps import checkpoint_restore
-from psjob.ps.pserver import role_service
+from psjob.foundation.checkpoint import store
+from psjob.foundation.checkpoint.format import CheckpointError
 
 
 def init_pserver(rm: RoleMakerBase, job: BuiltJob, executor, model_dir=None) -> None:

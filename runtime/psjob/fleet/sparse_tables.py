@@ -76,7 +76,7 @@ def promote_sparse_embedding(program: Program, mode: str) -> list[str]:
 class RemoteTableView:
     """The executor's view of programs on a trainer whose pservers hold `plan.tables`: a
     forward-only program that looks a table up as a parameter runs as a copy whose
-    lookups prefetch the rows from the pservers (psjob.hooks.REMOTE_TABLE_VIEW)."""
+    lookups prefetch the rows from the pservers (psjob.foundation.hooks.REMOTE_TABLE_VIEW)."""
 
     def __init__(self, plan):
         self.plan = plan

@@ -8,7 +8,7 @@ The rule of Paddle's Fleet ParameterServerRuntime (`_get_distributed_strategy`),
     anything else               → ValueError
 
 a_sync_configs also sets the async communicator's knobs: max_merge_var_num,
-send_queue_size, max_stale_steps and predict_pulls (psjob.ps.communicator.CommunicatorConfig),
+send_queue_size, max_stale_steps and predict_pulls (psjob.cluster.trainer.communicator.CommunicatorConfig),
 checked when set. predict_pulls defaults to None: each parameter's async reads are
 extrapolated by what its pserver optimizer suits (predict_pulls_by_name); a number set
 by the user holds for every parameter.
@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from psjob.cluster.trainer.communicator import CommunicatorConfig
 from psjob.fluid.transpiler import DistributeTranspilerConfig
-from psjob.ps.communicator import CommunicatorConfig
 
 MODES = ("sync", "async", "half_async", "geo")
 
-# The async communicator's knobs default to psjob.ps.communicator's measured values, not to the
+# The async communicator's knobs default to psjob.cluster.trainer.communicator's measured values, not to the
 # numbers Paddle's AsyncConfig proto shows (max_merge_var_num 1, send_queue_size 16): Paddle's
 # runtime never reads those two keys (its communicator takes FLAGS_communicator_* or CPU_NUM,
 # default 1: no merging, a queue of one); docs/user/paddle2.md says more.

@@ -4,25 +4,24 @@
 serves when the strategy's `launch_barrier` is set or the job is elastic — a
 trainer the pservers had recorded as completed exits 0 there instead;
 joining the member set of an elastic job before the startup program pulls the
-parameters: see psjob.ps.pserver_state), builds the mode's RPC service around
-it (psjob.ps.client_service.trainer_service) and installs that as the process
+parameters: see psjob.cluster.pserver.pserver_state), builds the mode's RPC service around
+it (psjob.cluster.trainer.client_service.trainer_service) and installs that as the process
 default, so every Executor the script creates talks through it; connects a heter
 job's CPU trainer to its heter trainer; and starts the TrainerMonitor
-(fleet/monitor.py) unless the process observes its own loop. `close` flushes,
+(cluster/trainer/monitor.py) unless the process observes its own loop. `close` flushes,
 tells the pservers (and first the heter trainer) this trainer completed, and
 undoes all of it.
 """
 from __future__ import annotations
 
-from psjob.fleet import telemetry
+from psjob.cluster.rpc.auth import token_from_env
+from psjob.cluster.rpc.client import PSClient
+from psjob.cluster.trainer import client_service, telemetry
+from psjob.cluster.trainer.monitor import TrainerMonitor
 from psjob.fleet.build import BuiltJob
-from psjob.fleet.monitor import TrainerMonitor
 from psjob.fleet.role_maker import RoleMakerBase
 from psjob.fleet.strategy import predict_pulls_by_name
 from psjob.fluid.core import global_scope
-from psjob.ps import client_service
-from psjob.ps.auth import token_from_env
-from psjob.rpc.client import PSClient
 
 
 class WorkerConnection:
@@ -41,7 +40,7 @@ class WorkerConnection:
                 client.close()
                 raise
         if rm.worker_capacity():
-            client.join()  # before the startup program pulls the parameters: see psjob.ps.pserver_state
+            client.join()  # before the startup program pulls the parameters: see psjob.cluster.pserver.pserver_state
         s = job.strategy
         geo = None
         if s.mode == "geo":

@@ -11,7 +11,7 @@ pipe commands and sit above the framework. FileInstantDataset and BoxPSDataset
 """
 from __future__ import annotations
 
-from psjob import hooks
+from psjob.foundation import hooks
 
 __all__ = ["DatasetFactory"]
 

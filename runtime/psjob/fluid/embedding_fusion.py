@@ -34,7 +34,7 @@ from psjob.fluid.framework import (
     Operator,
     OpRole,
 )
-from psjob.role_env import process_environment
+from psjob.foundation.role_env import process_environment
 
 LOOKUP_TABLE = "lookup_table"
 MERGE_IDS = "merge_ids"

@@ -9,7 +9,7 @@ bound kernels, so the per-op overhead is one Python call.
 Runtime services (the RPC client of a trainer, the table server of a pserver)
 live in `executor.services`; kernels of distributed ops find them there. A
 service not set there is made on first use by the factory the runtime layer
-registered under its name (psjob.hooks): the framework never imports it. `close()` runs registered close hooks — for a trainer this tells
+registered under its name (psjob.foundation.hooks): the framework never imports it. `close()` runs registered close hooks — for a trainer this tells
 the pservers it has completed, as `exe.close()` does in Fluid.
 
 Step observers (`observe_steps(program, fn)`) are called after every
@@ -25,11 +25,11 @@ from collections import defaultdict
 
 import numpy as np
 
-from psjob import hooks
 from psjob.fluid.core import CPUPlace, EOFException, LoDTensor, Scope, SelectedRows, global_scope, to_numpy
 from psjob.fluid.embedding_fusion import execution_ops
 from psjob.fluid.framework import EMPTY_VAR_NAME, GraphError, Program, Variable
 from psjob.fluid.ops.registry import KernelContext, get_op_def
+from psjob.foundation import hooks
 
 # Runtime services a kernel may need, created on first use when nobody
 # registered one. They live in higher layers (gRPC client and server), so they
@@ -96,7 +96,7 @@ class Executor:
 
     def service(self, name: str, op=None):
         """The runtime service `name` ("rpc", "pserver", "heter"); created on first use by
-        the factory the runtime registered (psjob.hooks), unless one was set in `services`."""
+        the factory the runtime registered (psjob.foundation.hooks), unless one was set in `services`."""
         svc = self.services.get(name)
         if svc is None:
             try:

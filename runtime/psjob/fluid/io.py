@@ -19,15 +19,15 @@ manifest is renamed in last, so a crash mid-save never leaves a directory
 that loads as complete. Loading checks each file's checksum, shape and dtype
 against the manifest and the program before anything is written into the
 scope: a bad file raises and the scope keeps its previous values. The byte
-format lives in psjob.checkpoint.format, shared with distributed checkpoints.
+format lives in psjob.foundation.checkpoint.format, shared with distributed checkpoints.
 
 Transpiled programs (`program._is_distributed`) are saved and loaded the
 Fluid 1.x's distributed way: `save_persistables` on trainer 0's program pulls the
 pservers' slices and has them save the distributed table
-(psjob.fleet.checkpoint_save); `load_persistables` on a pserver's main or
-startup program loads just that pserver's slices (psjob.ps.checkpoint_restore).
+(psjob.cluster.trainer.checkpoint_save); `load_persistables` on a pserver's main or
+startup program loads just that pserver's slices (psjob.cluster.pserver.checkpoint_restore).
 Those modules sit above the framework: it calls them through the hooks they
-register (psjob.hooks), never by import.
+register (psjob.foundation.hooks), never by import.
 """
 from __future__ import annotations
 
@@ -36,10 +36,16 @@ import os
 
 import numpy as np
 
-from psjob import hooks
 from psjob._batch import batch  # noqa: F401
-from psjob.checkpoint import storage
-from psjob.checkpoint.format import (  # noqa: F401
+from psjob.fluid.core import SelectedRows, global_scope, to_numpy
+from psjob.fluid.executor import Executor, ParallelExecutor
+from psjob.fluid.framework import Parameter, Program, Variable, VarType, default_main_program
+
+# Fluid 1.x's fluid.io also serves its Python readers and the reader decorators.
+from psjob.fluid.reader import DataLoader, PyReader  # noqa: F401
+from psjob.foundation import hooks
+from psjob.foundation.checkpoint import storage
+from psjob.foundation.checkpoint.format import (  # noqa: F401
     FORMAT,
     MANIFEST,
     VERSION,
@@ -52,12 +58,6 @@ from psjob.checkpoint.format import (  # noqa: F401
     write_array,
     write_manifest,
 )
-from psjob.fluid.core import SelectedRows, global_scope, to_numpy
-from psjob.fluid.executor import Executor, ParallelExecutor
-from psjob.fluid.framework import Parameter, Program, Variable, VarType, default_main_program
-
-# Fluid 1.x's fluid.io also serves its Python readers and the reader decorators.
-from psjob.fluid.reader import DataLoader, PyReader  # noqa: F401
 from psjob.reader import ComposeNotAligned, buffered, cache, chain, compose, firstn, map_readers, shuffle, xmap_readers  # noqa: F401
 
 MODEL_FILE = "__model__"
@@ -180,7 +180,7 @@ def _save_distributed_persistables(executor, dirname, main_program, scope=None):
     the pservers' state (LR counters) and the distributed table, whose shards the
     pservers write themselves (checkpoint_notify); the manifest goes last. Other
     trainers save only what they hold, as Fluid's does. The work is the trainer
-    runtime's (psjob.fleet.checkpoint_save), reached through the hook it registers."""
+    runtime's (psjob.cluster.trainer.checkpoint_save), reached through the hook it registers."""
     _check_executor(executor, "save_persistables")
     if not isinstance(main_program, Program):
         raise TypeError("'main_program' should be an instance of Program.")
@@ -229,7 +229,7 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
             continue
         if entry is None and name in tables:
             # A distributed table saved as shards by id: the single-process view is the whole table.
-            from psjob.checkpoint.tables import assemble
+            from psjob.foundation.checkpoint.tables import assemble
             height = var.shape[0] if var.shape and var.shape[0] >= 0 else None
             arr = assemble(dirname, name, tables[name], height)
             _check_fits(name, arr, var)
@@ -270,7 +270,7 @@ def _assemble_table_state(dirname, tables, source, var, scope):
     fresh state of rows the table never held); None where the program's accumulator has no
     per-row form of the table's state or the table was trained by another rule: that
     accumulator then keeps its startup value."""
-    from psjob.checkpoint.tables import assemble_state
+    from psjob.foundation.checkpoint.tables import assemble_state
     table, state, op_type = source
     fresh = scope.vars.get(var.name)
     if fresh is None:
@@ -304,7 +304,7 @@ def _load_distributed_persistables(executor, dirname, main_program=None, scope=N
 
     `dirname` is a save (it has a manifest) or a checkpoint root, whose newest good
     checkpoint is loaded (falling back past corrupt ones). The work is the pserver
-    runtime's (psjob.ps.checkpoint_restore), reached through the hook it registers."""
+    runtime's (psjob.cluster.pserver.checkpoint_restore), reached through the hook it registers."""
     _check_executor(executor, "load_persistables")
     if not isinstance(main_program, Program):
         raise TypeError("'main_program' should be an instance of Program.")

@@ -25,7 +25,7 @@ import numbers
 import numpy as np
 
 from psjob.fluid.reader import GeneratorLoader as FluidGeneratorLoader
-from psjob.role_env import process_environment
+from psjob.foundation.role_env import process_environment
 
 log = logging.getLogger("psjob.io")
 

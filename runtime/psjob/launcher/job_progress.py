@@ -1,6 +1,6 @@
 """The terminal view of `psjob run` and `psjob launch`: trainer progress read back from their logs.
 
-Trainers print progress lines (psjob.progress) to stdout, which the
+Trainers print progress lines (psjob.foundation.progress) to stdout, which the
 supervisor sends to one log file per process. A `LogWatcher` thread reads
 what each trainer log gained since the last look, keeps the newest progress
 of each trainer, and every `interval_s` prints one line per trainer whose
@@ -20,8 +20,8 @@ import sys
 import threading
 import time
 
-from psjob import roles
-from psjob.progress import parse_line
+from psjob.foundation import roles
+from psjob.foundation.progress import parse_line
 
 
 def _num(value, spec: str, default: str = "-") -> str:
@@ -30,7 +30,7 @@ def _num(value, spec: str, default: str = "-") -> str:
     return default
 
 
-# A save's outcome as trainers print it (psjob.fleet.checkpointer.Checkpointer.save).
+# A save's outcome as trainers print it (psjob.cluster.trainer.checkpointer.Checkpointer.save).
 CKPT_FAILED = re.compile(r"\[psjob\] checkpoint at step (\d+) failed: (.*)")
 CKPT_SAVED = re.compile(r"\[psjob\] checkpoint step (\d+) saved to ")
 ERROR_CHARS = 90  # of a failed save's error on the terminal; the summary keeps it whole
@@ -209,7 +209,7 @@ def summarize(*, job: str, mode: str, outcome: tuple[int, str], seconds: float, 
     finals = [f for f in finals if f]
     ckpt = None
     if checkpoint_dir:
-        from psjob.checkpoint import store  # only now: the framework is not needed before
+        from psjob.foundation.checkpoint import store  # only now: the framework is not needed before
         ckpt = store.newest_good(checkpoint_dir)
     return {
         "job": job,

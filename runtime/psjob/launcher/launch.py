@@ -8,7 +8,7 @@
                  script.py [args...]
 
 Every process runs the same script with the role environment of
-psjob.roles (PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS, ..., and Paddle
+psjob.foundation.roles (PADDLE_TRAINING_ROLE, PADDLE_PSERVER_ENDPOINTS, ..., and Paddle
 2.x's TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST, ...), as `fleetrun` does;
 fleetrun's `--workers` list is taken for its length. Unless --servers names them, pserver i listens on
 127.0.0.(i+1) at one free port shared by all, so scripts that join
@@ -17,13 +17,13 @@ workerlog.N, heterlog.N. A per-run auth token is generated and passed by file.
 
 While it runs, one progress line per trainer, read back from the trainers'
 logs (launcher.job_progress, as `psjob run` shows them: a Fleet trainer
-prints them, psjob.fleet.monitor), then a summary line (`--summary PATH`
+prints them, psjob.cluster.trainer.monitor), then a summary line (`--summary PATH`
 also writes it as JSON). Every process serves /metrics on a free port it
 logs; with --metrics-port P, pserver i on P+i, then heter trainers, then
 trainer t, as `psjob run` numbers them (roles.role_environment).
 With --as-paddle the script runs unmodified: in every process (and the
 processes it starts, such as a dataset's pipe_command) `import paddle` and
-`paddle.X.Y` are psjob (psjob.aspaddle puts its `paddle` alias first on
+`paddle.X.Y` are psjob (psjob.launcher.aspaddle puts its `paddle` alias first on
 PYTHONPATH); each process says so on stderr when it imports paddle.
 Placement, supervision, progress, summary and outcome are launcher.local's,
 shared with `psjob run`; this module is the fleetrun-style front.
@@ -44,9 +44,11 @@ import argparse
 import os
 import sys
 
-from psjob import __version__, roles
-from psjob.aspaddle import SHIM_DIR
-from psjob.aspaddle import environment as as_paddle_environment
+from psjob import __version__
+from psjob.foundation import roles
+from psjob.foundation.role_env import process_environment
+from psjob.launcher.aspaddle import SHIM_DIR
+from psjob.launcher.aspaddle import environment as as_paddle_environment
 from psjob.launcher.local import (  # noqa: F401
     PROGRESS_INTERVAL_S,
     STOP_GRACE_S,
@@ -64,7 +66,6 @@ from psjob.launcher.local import (  # noqa: F401
     write_token,
 )
 from psjob.launcher.supervisor import ProcessSpec
-from psjob.role_env import process_environment
 
 
 def build_parser() -> argparse.ArgumentParser:

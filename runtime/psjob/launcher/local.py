@@ -25,7 +25,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from psjob import roles
+from psjob.foundation import roles
 from psjob.launcher.job_progress import LogWatcher, exit_status, log_tail, summarize, summary_line
 from psjob.launcher.supervisor import ProcessSpec, Supervisor, SupervisorOptions
 

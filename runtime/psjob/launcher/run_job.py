@@ -4,7 +4,7 @@
 
 Lifecycle:
 
-1. Parse the YAML with psjob.jobspec (a problem names the field and the fix;
+1. Parse the YAML with psjob.foundation.jobspec (a problem names the field and the fix;
    exit 2) and check what only a cluster can provide (`valueFrom` env).
 2. Lay out the workdir (default `runs/<job>-<time>`): `auth-token` (a fresh
    per-run token), `topology.json`, `checkpoints/` (PSJOB_CHECKPOINT_DIR),
@@ -44,7 +44,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from psjob import jobspec, roles
+from psjob.foundation import jobspec, roles
 from psjob.launcher import scale
 from psjob.launcher.local import (
     PROGRESS_INTERVAL_S,

@@ -54,8 +54,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from psjob import roles
-from psjob.checkpoint import storage, store
+from psjob.foundation import roles
+from psjob.foundation.checkpoint import storage, store
 
 REQUEST_FILE = "scale-request.json"
 

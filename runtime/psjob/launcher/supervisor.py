@@ -59,13 +59,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from psjob import roles
-from psjob.role_env import process_environment
+from psjob.foundation import roles
+from psjob.foundation.role_env import process_environment
 
 PSERVER, TRAINER, HETER_TRAINER = "PSERVER", "TRAINER", "HETER_TRAINER"
 CONFIG_EXIT = 2  # entrypoints.CONFIG_EXIT, and what argparse exits with
 # What a trainer prints once every pserver acknowledged its completion
-# (psjob.ps.client_service.announce_completion).
+# (psjob.cluster.trainer.client_service.announce_completion).
 COMPLETED_LINE = re.compile(r"^\[psjob\] trainer \d+ completed: every pserver recorded it", re.M)
 DISK_FULL_BYTES = 1 << 20  # a file system with less free space than this counts as full
 ENOSPC_TEXT = "No space left on device"

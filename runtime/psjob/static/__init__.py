@@ -29,7 +29,7 @@ from psjob.fluid.framework import (
 from psjob.fluid.layers import create_global_var, create_parameter
 from psjob.fluid.layers.metric_op import accuracy, auc
 from psjob.fluid.param_attr import WeightNormParamAttr
-from psjob.role_env import process_environment
+from psjob.foundation.role_env import process_environment
 from psjob.static import nn
 from psjob.static.io import (
     load,

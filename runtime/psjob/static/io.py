@@ -21,12 +21,12 @@ import os
 
 import numpy as np
 
-from psjob.checkpoint.format import CheckpointError, array_sha256, atomic_write
 from psjob.fluid import io as fluid_io
 from psjob.fluid.core import global_scope
 from psjob.fluid.executor import Executor
 from psjob.fluid.framework import Program, Variable, default_main_program
 from psjob.fluid.serialization import ProgramFormatError, program_from_dict, program_to_dict
+from psjob.foundation.checkpoint.format import CheckpointError, array_sha256, atomic_write
 
 __all__ = ["save", "load", "save_inference_model", "load_inference_model", "load_program_state",
            "set_program_state"]

@@ -2,12 +2,12 @@
 
 Lifecycle of every process (the same ARGS everywhere):
 
-1. The entrypoint read the role environment once (psjob.role_env.RoleEnv:
+1. The entrypoint read the role environment once (psjob.foundation.role_env.RoleEnv:
    role, endpoints, trainer count, mode, device, checkpoint directory) and
    passes it here; `Fleet.init(PaddleCloudRoleMaker(role_env=...))` takes it
    as it is. A trainer whose id is "auto" (a Deployment pod) registers with
    pserver 0 for one.
-2. The CTR model (psjob.models.ctr) is built with the same seed everywhere
+2. The CTR model (psjob.training.models.ctr) is built with the same seed everywhere
    and transpiled by the job's mode (PSJOB_MODE), so every process agrees on
    which pserver holds which slice.
 3. A pserver initializes its slices and serves until every trainer has
@@ -31,20 +31,20 @@ import time
 from dataclasses import dataclass, field
 
 from psjob import fluid
-from psjob.checkpoint import store
+from psjob.cluster.trainer.checkpointer import Checkpointer
+from psjob.cluster.trainer.monitor import checkpoint_label
+from psjob.cluster.trainer.telemetry import TrainerTelemetry
 from psjob.dataset import ctr
 from psjob.fleet import DistributedStrategy, Fleet, PaddleCloudRoleMaker
-from psjob.fleet.checkpointer import Checkpointer
-from psjob.fleet.monitor import checkpoint_label
-from psjob.fleet.telemetry import TrainerTelemetry
 from psjob.fluid.core import PlaceError
 from psjob.fluid.pipeline import pipelined
 from psjob.fluid.transpiler import DistributeTranspilerConfig
-from psjob.models import BUILT_IN as BUILT_IN_MODELS
-from psjob.models import ctr as ctr_model
-from psjob.progress import ProgressReporter, ProgressState
-from psjob.role_env import RoleEnv
+from psjob.foundation.checkpoint import store
+from psjob.foundation.progress import ProgressReporter, ProgressState
+from psjob.foundation.role_env import RoleEnv
 from psjob.training import data, stream
+from psjob.training.models import BUILT_IN as BUILT_IN_MODELS
+from psjob.training.models import ctr as ctr_model
 from psjob.training.options import TrainOptions
 
 
@@ -112,7 +112,7 @@ def run_pserver(opts: TrainOptions, role: RoleEnv | None = None) -> int:
     if newest is not None:
         # A restarted pserver (or a rerun in the same workdir) continues from the newest
         # good checkpoint: the pserver service restores it once, before it answers anyone
-        # (psjob.ps.pserver), falling back to an older one if that one is damaged.
+        # (psjob.cluster.pserver.pserver), falling back to an older one if that one is damaged.
         print(f"[psjob] pserver {fleet.server_index()} restores its shard from {newest.path}",
               flush=True)
     fleet.init_server(executor=fluid.Executor(place_for(role.device)))
@@ -152,7 +152,7 @@ def run_trainer(opts: TrainOptions, role: RoleEnv | None = None) -> int:
         fleet.init_worker()
         telemetry.attach(exe, fleet.rpc_service)  # staleness of the pushes (send ops, communicator)
         exe.run(fleet.startup_program)
-        # Trainer 0 checkpoints every PSJOB_CHECKPOINT_INTERVAL_* (psjob.fleet.checkpointer);
+        # Trainer 0 checkpoints every PSJOB_CHECKPOINT_INTERVAL_* (psjob.cluster.trainer.checkpointer);
         # a restarted trainer resumes at the data position of the newest checkpoint.
         ckpt = Checkpointer.for_fleet(fleet, exe, trainer_id=tid)  # tid may come from Register
         position = ckpt.resume() or {}
@@ -287,5 +287,5 @@ def run_stream_trainer(opts: TrainOptions, fleet: Fleet, role: RoleEnv, config) 
 
 
 def newest_checkpoint(root: str):
-    """The newest good checkpoint under PSJOB_CHECKPOINT_DIR (psjob.checkpoint.store), or None."""
+    """The newest good checkpoint under PSJOB_CHECKPOINT_DIR (psjob.foundation.checkpoint.store), or None."""
     return store.newest_good(root) if root else None

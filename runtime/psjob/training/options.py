@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from psjob.models import BUILT_IN
+from psjob.training.models import BUILT_IN
 
-MODELS = tuple(BUILT_IN)  # psjob.models' registry
+MODELS = tuple(BUILT_IN)  # psjob.training.models' registry
 OPTIMIZERS = ("adam", "adagrad", "sgd", "momentum")
 TABLE_OPTIMIZERS = ("same", "sgd")  # psjob.fluid.optimizer.TABLE_OPTIMIZERS
 ID_MODES = ("dense", "hash")

@@ -6,7 +6,7 @@ stream's folders for ever (until the job is suspended or deleted, or `--max_step
 taking its round-robin share of each folder's batches.
 
 Publication: trainer 0 checkpoints on the job's schedule (`spec.checkpoint.intervalSeconds`
-/ `intervalSteps`, psjob.fleet.checkpointer) with the stream position of the round it
+/ `intervalSteps`, psjob.cluster.trainer.checkpointer) with the stream position of the round it
 just finished in the manifest (`position.stream`), also while the stream is idle (the
 last folder's tail is published without waiting for the next folder). `publish` is the
 one place a checkpoint is written. After each publication it exports the freshness of
@@ -31,9 +31,9 @@ import os
 import threading
 import time
 
+from psjob.cluster.trainer.checkpointer import Checkpointer
+from psjob.cluster.trainer.telemetry import TrainerTelemetry
 from psjob.dataset import stream as data_stream
-from psjob.fleet.checkpointer import Checkpointer
-from psjob.fleet.telemetry import TrainerTelemetry
 from psjob.training.options import UsageError
 
 STREAM_SETTING = "PSJOB_DATA_STREAM"

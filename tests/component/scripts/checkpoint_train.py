@@ -50,7 +50,7 @@ args = p.parse_args()
 if args.pause_in_save:
     import threading
 
-    from psjob.fleet import checkpoint_save
+    from psjob.cluster.trainer import checkpoint_save
 
     real_write_array = checkpoint_save.write_array
 

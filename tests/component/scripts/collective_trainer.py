@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from psjob import fluid
-from psjob.role_env import CollectiveEnv
+from psjob.foundation.role_env import CollectiveEnv
 
 STEPS, BATCH, DIM = 4, 8, 6
 

@@ -62,7 +62,7 @@ with fluid.program_guard(main, startup), fluid.unique_name.guard():
         opt = fluid.optimizer.SGD(0.01) if args.optimizer == "sgd" else fluid.optimizer.Adam(0.01)
     else:
         from psjob.dataset import ctr
-        from psjob.models import ctr as ctr_model
+        from psjob.training.models import ctr as ctr_model
         cfg = ctr_model.CTRConfig(sparse_feature_dim=ctr.SPARSE_FEATURE_DIM,
                                   is_distributed=args.distributed_table)
         model = ctr_model.build_network(cfg)
@@ -101,7 +101,7 @@ else:
                 time.sleep(args.sleep_ms / 1000)
     else:
         from psjob.dataset import ctr
-        from psjob.models import ctr as ctr_model
+        from psjob.training.models import ctr as ctr_model
         id_mode = args.id_mode
         for step, b in enumerate(ctr.batches(args.data, args.batch, id_mode=id_mode, drop_last=True)):
             if step >= args.steps:

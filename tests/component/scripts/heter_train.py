@@ -20,7 +20,7 @@ import psjob.fluid as fluid
 from psjob import fleet
 from psjob.dataset import ctr
 from psjob.fleet import DistributedStrategy
-from psjob.models import ctr as ctr_model
+from psjob.training.models import ctr as ctr_model
 
 p = argparse.ArgumentParser()
 p.add_argument("--data", required=True)

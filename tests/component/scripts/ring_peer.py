@@ -3,14 +3,14 @@ all-reduces ROUNDS arrays (arange(SIZE) * (rank + 1), DTYPE) and prints each sum
 
     ring_peer.py RANK ENDPOINTS TOKEN ROUNDS SIZE DTYPE
 After the rounds it prints "idle" and blocks reading stdin (the test kills it or closes stdin).
-TLS as the process's PSJOB_TLS_* variables say (psjob.rpc.tls), as a trainer's ring takes it.
+TLS as the process's PSJOB_TLS_* variables say (psjob.cluster.rpc.tls), as a trainer's ring takes it.
 """
 import sys
 
 import numpy as np
 
-from psjob.collective.ring import CollectiveError, Ring
-from psjob.rpc.tls import tls_from_env
+from psjob.cluster.collective.ring import CollectiveError, Ring
+from psjob.cluster.rpc.tls import tls_from_env
 
 
 def main():

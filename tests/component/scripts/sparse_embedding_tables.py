@@ -65,7 +65,7 @@ else:
               "eval_rows": np.asarray(seen).reshape(-1, 4).tolist(),
               "eval_small_rows": np.asarray(seen_small).reshape(-1, 2).tolist()}
     if prefetched:
-        from psjob.tables import shard_of
+        from psjob.foundation.tables import shard_of
         plan = facade.transpiler.plan
 
         def pserver_rows(table, ids, width):

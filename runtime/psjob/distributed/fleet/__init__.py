@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from psjob.cluster.trainer import client_service as _client_service
 from psjob.distributed.fleet import base
 from psjob.distributed.fleet.base.role_maker import PaddleCloudRoleMaker, Role, UserDefinedRoleMaker
 from psjob.distributed.fleet.data_generator import MultiSlotDataGenerator, MultiSlotStringDataGenerator
@@ -31,7 +32,6 @@ from psjob.distributed.fleet.util import UtilBase
 from psjob.fleet import FleetError
 from psjob.fleet import fleet as _fleet
 from psjob.fleet import saving as _saving
-from psjob.ps import client_service as _client_service
 
 fleet = _fleet
 util = UtilBase(_fleet)
@@ -153,7 +153,7 @@ def _refetch_parameters():
 
 
 # Ids per prefetch when a trainer pulls its copy of a table's rows again (below the
-# pservers' per-request cap, psjob.rpc.server.MAX_PREFETCH_IDS).
+# pservers' per-request cap, psjob.cluster.rpc.server.MAX_PREFETCH_IDS).
 REFETCH_CHUNK = 65536
 
 
@@ -164,7 +164,7 @@ def _refetch_table_rows(scope):
     import numpy as np
 
     from psjob.fluid.transpiler.trainer_pass import prefetched_rows_name
-    from psjob.tables import shard_of
+    from psjob.foundation.tables import shard_of
     t = _fleet.transpiler
     service = _fleet.rpc_service
     if t is None or service is None:

@@ -12,7 +12,7 @@ geo) with Paddle 2.x's defaults and the fields PaddleRec's helpers set:
   ignored. It adds its own `max_stale_steps` (default 1): how many steps of a
   trainer's own gradients its async reads may miss (None: unbounded), and
   `predict_pulls`: async reads extrapolated that many pull intervals ahead
-  (psjob.ps.communicator); default None: 2 for parameters an Adam-family or
+  (psjob.cluster.trainer.communicator); default None: 2 for parameters an Adam-family or
   momentum optimizer updates, 0 (read as pulled) for plain SGD and the others
   (psjob.fleet.strategy.predict_pulls_by_name); a number applies to all. Values
   are checked when set. A key neither Paddle nor psjob knows is an error.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from psjob.collective.service import ring as collective_ring
+from psjob.cluster.collective.service import ring as collective_ring
 
 MODES = ("sum", "min", "max")
 _REDUCE = {"sum": np.sum, "min": np.min, "max": np.max}

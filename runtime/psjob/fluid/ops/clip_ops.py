@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.ops.registry import in_var, register_op, set_out, simple_grad
-from psjob.kernels.optimizers import merge_duplicate_rows
+from psjob.foundation.kernels.optimizers import merge_duplicate_rows
 
 
 def _like_x(op):

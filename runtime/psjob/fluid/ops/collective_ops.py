@@ -4,18 +4,18 @@
 program) and `c_gen_nccl_id` form the ring: every trainer rendezvouses with
 the others here. `c_allreduce_sum` sums its input over all trainers: a CUDA
 tensor (an executor on CUDAPlace) through NCCL when cupy provides it
-(psjob.collective.nccl, the COLLECTIVE_DEVICE hook), anything else on the host. The ring
-lives in a higher layer (psjob.collective); kernels reach it through the
+(psjob.cluster.collective.nccl, the COLLECTIVE_DEVICE hook), anything else on the host. The ring
+lives in a higher layer (psjob.cluster.collective); kernels reach it through the
 COLLECTIVE hook, so this module imports no transport.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from psjob import hooks
 from psjob.fluid.core import SelectedRows, to_numpy
 from psjob.fluid.framework import GraphError
 from psjob.fluid.ops.registry import register_op, same_shape
+from psjob.foundation import hooks
 
 
 def _form_ring(ctx, rank, endpoints):

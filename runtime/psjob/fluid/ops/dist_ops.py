@@ -3,7 +3,7 @@
 RPC ops (send, recv, send_barrier, fetch_barrier, prefetch, checkpoint_notify)
 talk to the parameter-server client the runtime registers as
 `executor.services["rpc"]` — any object with the ps-lite verbs of
-`psjob.ps.transport.PSClient` (push / pull / prefetch return a
+`psjob.cluster.protocol.PSClient` (push / pull / prefetch return a
 handle with `wait()`; barrier, checkpoint_notify, complete block). The gRPC
 client and the in-memory test client both qualify; kernels never import
 either, so this module imports no transport.
@@ -13,9 +13,9 @@ callable (program, scope, executor) that serves until the trainers complete.
 When none is registered, the executor creates the gRPC ones (see
 Executor.service): plain Fluid scripts need no set-up.
 
-Feature ids map to pservers only through `psjob.tables.shard_of` (a stable
+Feature ids map to pservers only through `psjob.foundation.tables.shard_of` (a stable
 hash of the id: any int64 id, the one replaceable placement seam); on a
-pserver the distributed table is a `psjob.tables.SparseTable` keyed by id
+pserver the distributed table is a `psjob.foundation.tables.SparseTable` keyed by id
 (see ops/table_ops.py), so no op here knows local rows.
 """
 from __future__ import annotations
@@ -29,13 +29,13 @@ import numpy as np
 from psjob.fluid.core import SelectedRows, to_numpy
 from psjob.fluid.framework import EMPTY_VAR_NAME, GraphError, VarType
 from psjob.fluid.ops.registry import in_var, out_var, register_op, set_out
-from psjob.kernels.rows import stable_order
-from psjob.tables import SparseTable, shard_of
+from psjob.foundation.kernels.rows import stable_order
+from psjob.foundation.tables import SparseTable, shard_of
 
 # -- helpers ------------------------------------------------------------------------------
 
 def _client(ctx):
-    # The gRPC client by default (psjob.ps.client_service); tests register an
+    # The gRPC client by default (psjob.cluster.trainer.client_service); tests register an
     # in-memory one in executor.services["rpc"] first.
     client = ctx.executor.service("rpc", ctx.op)
     want = ctx.attr("trainer_id")
@@ -530,5 +530,5 @@ def sparse_table_save(ctx):
 
 @register_op("geo_sgd_step")
 def geo_sgd_step(ctx):
-    """End of a geo-mode step: every k-th call exchanges parameter deltas (psjob.ps.geo)."""
+    """End of a geo-mode step: every k-th call exchanges parameter deltas (psjob.cluster.trainer.geo)."""
     ctx.executor.service("rpc", ctx.op).geo_step()

@@ -17,8 +17,8 @@ from psjob.fluid.core import SelectedRows
 from psjob.fluid.framework import VarType
 from psjob.fluid.ops.dist_ops import _host_ids, _to_xp
 from psjob.fluid.ops.registry import in_var, out_var, register_op, set_out
-from psjob.kernels import native
-from psjob.kernels.rows import take_rows
+from psjob.foundation.kernels import native
+from psjob.foundation.kernels.rows import take_rows
 
 
 @functools.lru_cache(maxsize=8)

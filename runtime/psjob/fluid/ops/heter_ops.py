@@ -9,9 +9,9 @@ named by `Out` (the section's outputs, or the gradients of its inputs).
 It talks to `executor.service("heter")`, an object with
 `run_stage(endpoint, trainer_id, stage, signature, values, lods)` →
 {name: (value, lod or None)} and `complete(endpoints)`: the gRPC client
-(psjob.rpc.heter_client, installed by the Fleet's init_worker or created by
-the factory psjob.ps.heter registers as the "heter" hook, psjob.hooks) or the
-in-process one of the tests (ps/heter_inmemory.py). Like every RPC kernel,
+(psjob.cluster.rpc.heter_client, installed by the Fleet's init_worker or created by
+the factory psjob.cluster.heter.heter registers as the "heter" hook, psjob.foundation.hooks) or the
+in-process one of the tests (cluster/heter/heter_inmemory.py). Like every RPC kernel,
 this module imports no transport.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from psjob.fluid.ops.registry import register_op
-from psjob.hooks import HETER_SERVICE
+from psjob.foundation.hooks import HETER_SERVICE
 
 
 @register_op("send_and_recv")

@@ -2,7 +2,7 @@
 decayed_adagrad, rmsprop, ftrl — Paddle's op types and slot names.
 
 The math is not here: each kernel gathers its slots and calls the matching
-update function of `psjob.kernels.optimizers` (one implementation of each
+update function of `psjob.foundation.kernels.optimizers` (one implementation of each
 formula in the codebase, shared with the pservers' tables and checked against
 the CUDA versions). A kernel only decides dense versus sparse:
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.framework import GraphError, VarType
 from psjob.fluid.ops.registry import in_var, register_op, set_out
-from psjob.kernels import optimizers as K
+from psjob.foundation.kernels import optimizers as K
 
 # op type -> ((state input slot, state output slot), ...) in the positional
 # order the kernels.optimizers update functions take the states.
@@ -75,7 +75,7 @@ def state_specs(op_type: str) -> dict:
 
 def kernel_hyperparameters(op_type: str, attrs) -> dict:
     """An optimizer op's attributes as the keyword arguments of its
-    `psjob.kernels.optimizers` update (Paddle's attribute names differ from the
+    `psjob.foundation.kernels.optimizers` update (Paddle's attribute names differ from the
     kernels' in places: rmsprop's `decay` is `rho`), defaults filled in. The
     transpiler builds a distributed table's OptimizerConfig from it, so the
     pservers' per-row rule uses exactly the hyperparameters of the program's op."""
@@ -170,7 +170,7 @@ def _make_kernel(op_type):
             dense_fn(xp, param, grad, *states, lr=lr, **hyper)
 
     kernel.__name__ = f"{op_type}_kernel"
-    kernel.__doc__ = f"{op_type}: calls psjob.kernels.optimizers.{dense_fn.__name__} / {rows_fn.__name__}."
+    kernel.__doc__ = f"{op_type}: calls psjob.foundation.kernels.optimizers.{dense_fn.__name__} / {rows_fn.__name__}."
     return kernel
 
 

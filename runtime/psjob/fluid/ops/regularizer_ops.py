@@ -13,7 +13,7 @@ from __future__ import annotations
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.framework import GraphError, VarType
 from psjob.fluid.ops.registry import in_var, register_op, set_out
-from psjob.kernels.optimizers import merge_duplicate_rows
+from psjob.foundation.kernels.optimizers import merge_duplicate_rows
 
 
 def _infer(op):

@@ -1,4 +1,4 @@
-"""Ops over the pserver's hash-keyed sparse tables (psjob.tables.SparseTable).
+"""Ops over the pserver's hash-keyed sparse tables (psjob.foundation.tables.SparseTable).
 
 A distributed lookup table lives on each pserver as a `SparseTable` object in
 the scope (not an array): rows keyed by any int64 feature id, created on
@@ -16,7 +16,7 @@ import numpy as np
 
 from psjob.fluid.core import SelectedRows, to_numpy
 from psjob.fluid.ops.registry import register_op
-from psjob.tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig
+from psjob.foundation.tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig
 
 
 def _json_attr(attrs, name):

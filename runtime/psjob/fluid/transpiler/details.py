@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from psjob.fluid.framework import Block, GraphError, Operator, VarType
-from psjob.roles import split_endpoint
+from psjob.foundation.roles import split_endpoint
 
 
 class UnionFind:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import math
 
-from psjob import hooks
 from psjob.fluid.framework import GraphError, Program, default_main_program, default_startup_program
 from psjob.fluid.ops.optimizer_ops import kernel_hyperparameters, state_specs
 from psjob.fluid.transpiler.collective import add_gen_nccl_id
@@ -41,8 +40,9 @@ from psjob.fluid.transpiler.trainer_pass import (
     rewrite_trainer_program,
     rewrite_trainer_startup,
 )
-from psjob.tables import OPTIMIZERS as TABLE_RULES
-from psjob.tables import OptimizerConfig as TableOptimizerConfig
+from psjob.foundation import hooks
+from psjob.foundation.tables import OPTIMIZERS as TABLE_RULES
+from psjob.foundation.tables import OptimizerConfig as TableOptimizerConfig
 
 log = logging.getLogger("psjob.transpiler")
 
@@ -157,7 +157,7 @@ class DistributeTranspiler:
                                      self._live_opt.opt_ops, self._live_opt.lr_ops)
             self._trainer_finalized = True
         if wait_port and self.config.wait_port:
-            # Fluid's wait_port: the runtime waits (psjob.hooks); the planner opens no sockets.
+            # Fluid's wait_port: the runtime waits (psjob.foundation.hooks); the planner opens no sockets.
             hooks.lookup(hooks.WAIT_SERVER_READY)(plan.endpoints)
         return self.origin_program
 

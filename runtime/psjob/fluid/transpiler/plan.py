@@ -90,7 +90,7 @@ class TablePlan:
     padding_idx: int
     optimizer_type: str                     # the program's table op (what a single machine runs)
     lr_var: str
-    # The pservers' per-row rule: OptimizerConfig fields {"name", "hyper"} (psjob.tables),
+    # The pservers' per-row rule: OptimizerConfig fields {"name", "hyper"} (psjob.foundation.tables),
     # from the program's table op, or sgd when DistributeTranspilerConfig.table_optimizer="sgd".
     optimizer: dict = field(default_factory=lambda: {"name": "sgd", "hyper": {}})
     state_vars: tuple = ()                  # the program's table accumulators (not on trainers)

@@ -14,7 +14,7 @@ Layout of the program for endpoint E:
               renamed onto the block (`w` → `w.block1`, `w@GRAD` →
               `w@GRAD.block1`, `w_moment1_0` → `w_moment1_0.block1`), with
               parameter-shaped accumulators cut to the block's shape.
-    table blocks (per distributed lookup table, a `psjob.tables.SparseTable` in
+    table blocks (per distributed lookup table, a `psjob.foundation.tables.SparseTable` in
               the scope, created by the startup program's `create_sparse_table`):
               optimize ([sum, scale] in sync mode, `sparse_table_push` of the
               rows keyed by feature id), prefetch (`lookup_sparse_table`);

@@ -16,7 +16,7 @@ shape. With a seeded startup program every pserver and every trainer
 therefore computes identical values.
 
 A distributed table is not drawn at all: `create_sparse_table` makes an
-empty `psjob.tables.SparseTable` whose rows appear on first use, drawn by a
+empty `psjob.foundation.tables.SparseTable` whose rows appear on first use, drawn by a
 per-id initializer derived from the table's init op (`table_initializer`).
 Every pserver gets the same TableConfig (name, seed, initializer, per-row
 optimizer), so an id's initial row does not depend on which pserver holds it.
@@ -114,7 +114,7 @@ def _init_blocks(sb, op, slot, full_var, target) -> None:
 
 
 def table_initializer(op) -> dict:
-    """InitializerConfig fields (psjob.tables) equivalent to the table's startup init op."""
+    """InitializerConfig fields (psjob.foundation.tables) equivalent to the table's startup init op."""
     if op.type == "uniform_random":
         return {"kind": "uniform", "low": float(op.attr("min", -1.0)), "high": float(op.attr("max", 1.0))}
     if op.type == "gaussian_random":

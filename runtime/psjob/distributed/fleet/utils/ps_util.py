@@ -17,12 +17,12 @@ fetch from the pservers).
 """
 from __future__ import annotations
 
-from psjob.checkpoint.format import read_manifest
 from psjob.distributed import fleet as _front
 from psjob.distributed.fleet.strategy import DistributedStrategy
 from psjob.fluid.framework import default_main_program, default_startup_program
 from psjob.fluid.io import load_vars
 from psjob.fluid.transpiler.trainer_pass import prefetch_table_lookups
+from psjob.foundation.checkpoint.format import read_manifest
 from psjob.optimizer import SGD
 
 __all__ = []

@@ -18,7 +18,7 @@ from psjob.fluid.compiler import BuildStrategy
 from psjob.fluid.executor import CompiledProgram
 from psjob.fluid.framework import default_startup_program
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
-from psjob.role_env import CollectiveEnv
+from psjob.foundation.role_env import CollectiveEnv
 
 __all__ = ["fleet", "DistributedStrategy", "CollectiveOptimizer"]
 

@@ -1,0 +1,112 @@
+"""The hand-kept half of `psjob compat`: Paddle names psjob has but where it behaves
+differently (or refuses), each with the reason, and the surface docs/user/paddle2.md reports on.
+
+Whether a name exists is never written here: psjob.cli.compat looks every name up on
+psjob itself. A note whose name psjob lacks shows up as missing (and fails
+tests/unit/test_compat.py), so the notes cannot outlive the code they describe.
+A note on a function applies to every name of that function; one on a class or a
+module, to its own name only.
+"""
+DIFFERS = "differs"
+REFUSED = "refused"
+
+NOTES = {
+    # The package itself.
+    "paddle.__version__": (DIFFERS, "psjob's version, not Paddle's: code comparing it with a Paddle "
+                                    "release reads another number"),
+    "paddle.in_dynamic_mode": (DIFFERS, "always False: psjob has static graphs only"),
+    "paddle.Tensor": (DIFFERS, "the static-graph Variable (paddle.static.Variable): no eager tensors"),
+    "paddle.save": (REFUSED, "dygraph: use paddle.static.save(program, path) or fleet.save_persistables"),
+    "paddle.load": (REFUSED, "dygraph: use paddle.static.load(program, path)"),
+    "paddle.DataParallel": (REFUSED, "dygraph data parallelism: static-graph collective training is "
+                                     "fleet.init(is_collective=True) or ParallelExecutor(num_trainers=N)"),
+    "paddle.Model": (REFUSED, "hapi: build a static Program and run it with paddle.static.Executor"),
+    # Files: psjob's own format (docs/user/paddle2.md, docs/user/checkpoints.md).
+    "paddle.static.save": (DIFFERS, "writes psjob's format (.npz arrays and JSON with a sha256 per "
+                                    "array), not Paddle's pickle and protobuf: the files load in psjob only"),
+    "paddle.static.load": (DIFFERS, "reads psjob's format (paddle.static.save), checking every array "
+                                    "against its record before writing any"),
+    "paddle.static.save_inference_model": (DIFFERS, "psjob's format (program as JSON, arrays as .npz): "
+                                                    "loads in psjob, not in Paddle Inference"),
+    "paddle.static.load_inference_model": (DIFFERS, "loads psjob's inference format (and a directory "
+                                                    "saved by fluid.io/fleet when model_filename= or "
+                                                    "params_filename= is passed)"),
+    "paddle.fluid.io.save_persistables": (DIFFERS, "psjob's format, not Paddle's: the files load in psjob only"),
+    "paddle.fluid.io.save_inference_model": (DIFFERS, "psjob's format: loads in psjob, not in Paddle Inference"),
+    # Fleet in parameter-server mode.
+    "paddle.distributed.fleet.init": (DIFFERS, "is_collective=True all-reduces gradients over a CPU ring "
+                                               "over TCP, not NCCL (docs/user/collective.md)"),
+    "paddle.distributed.init_parallel_env": (DIFFERS, "joins psjob's CPU ring over TCP (docs/user/collective.md); "
+                                                      "for static programs only"),
+    "paddle.distributed.fleet.util.all_reduce": (DIFFERS, "meets on pserver 0 instead of over gloo; "
+                                                          "comm_world='worker' only"),
+    "paddle.distributed.fleet.util.all_gather": (DIFFERS, "meets on pserver 0 instead of over gloo; "
+                                                          "comm_world='worker' only"),
+    "paddle.distributed.fleet.util.barrier": (DIFFERS, "meets on pserver 0 instead of over gloo; "
+                                                       "comm_world='worker' only"),
+    "paddle.distributed.fleet.barrier_worker": (DIFFERS, "also sends this worker's queued updates first "
+                                                         "and refreshes its parameters after"),
+    "paddle.distributed.InMemoryDataset": (DIFFERS, "global_shuffle shuffles each trainer's own examples "
+                                                    "(trainers exchange no data); HDFS (fs_name) is refused"),
+    "paddle.static.nn.sparse_embedding": (DIFFERS, "entry, table_class and slot are accepted and have no "
+                                                   "effect: psjob's table admits every id"),
+    "paddle.nn.ClipGradByGlobalNorm": (DIFFERS, "refused by the transpiler (Fleet): a global norm couples "
+                                                "every parameter's update; use ClipGradByNorm or ClipGradByValue"),
+    "paddle.io.DataLoader": (DIFFERS, "num_workers > 0 loads in the training process (no loader "
+                                      "subprocesses)"),
+}
+
+# The names docs/user/paddle2.md's generated table reports on, beside every note's: the Paddle API that
+# parameter-server scripts use: every name `psjob compat` reads in PaddleRec's rank models
+# (github.com/PaddlePaddle/PaddleRec models/rank/{dnn,wide_deep,deepfm}: static_model.py, net.py,
+# the readers), its PS trainer (tools/static_ps_trainer.py, tools/utils/static_ps/*), and
+# PaddlePaddle/models' Fluid 1.x CTR-DNN (PaddleRec/ctr/dnn). Extend it when psjob is checked
+# on more code; whether psjob has each name is looked up, never written here.
+SURFACE = (
+    "paddle.CPUPlace", "paddle.CUDAPlace", "paddle.ParamAttr", "paddle.add", "paddle.batch",
+    "paddle.cast", "paddle.concat", "paddle.core.EOFException", "paddle.create_parameter",
+    "paddle.distributed.InMemoryDataset", "paddle.distributed.QueueDataset",
+    "paddle.distributed.fleet", "paddle.distributed.fleet.DistributedStrategy",
+    "paddle.distributed.fleet.MultiSlotDataGenerator",
+    "paddle.distributed.fleet.barrier_worker", "paddle.distributed.fleet.base.role_maker",
+    "paddle.distributed.fleet.base.role_maker.PaddleCloudRoleMaker",
+    "paddle.distributed.fleet.distributed_optimizer", "paddle.distributed.fleet.init",
+    "paddle.distributed.fleet.init_server", "paddle.distributed.fleet.init_worker",
+    "paddle.distributed.fleet.is_server", "paddle.distributed.fleet.is_worker",
+    "paddle.distributed.fleet.run_server", "paddle.distributed.fleet.save_inference_model",
+    "paddle.distributed.fleet.save_persistables", "paddle.distributed.fleet.server_endpoints",
+    "paddle.distributed.fleet.stop_worker", "paddle.distributed.fleet.util.all_reduce",
+    "paddle.distributed.fleet.util.get_file_shard", "paddle.distributed.fleet.worker_index",
+    "paddle.distributed.fleet.worker_num", "paddle.distributed.get_rank",
+    "paddle.distributed.get_world_size", "paddle.enable_static", "paddle.fluid",
+    "paddle.fluid.BuildStrategy", "paddle.fluid.BuildStrategy.ReduceStrategy.AllReduce",
+    "paddle.fluid.BuildStrategy.ReduceStrategy.Reduce", "paddle.fluid.CPUPlace",
+    "paddle.fluid.DistributeTranspiler", "paddle.fluid.ExecutionStrategy",
+    "paddle.fluid.Executor", "paddle.fluid.ParallelExecutor", "paddle.fluid.ParamAttr",
+    "paddle.fluid.core.EOFException", "paddle.fluid.data", "paddle.fluid.default_main_program",
+    "paddle.fluid.default_startup_program", "paddle.fluid.embedding",
+    "paddle.fluid.initializer.Normal", "paddle.fluid.initializer.Uniform",
+    "paddle.fluid.io.save_persistables", "paddle.fluid.layers.accuracy",
+    "paddle.fluid.layers.auc", "paddle.fluid.layers.concat",
+    "paddle.fluid.layers.create_parameter", "paddle.fluid.layers.create_py_reader_by_data",
+    "paddle.fluid.layers.cross_entropy", "paddle.fluid.layers.data",
+    "paddle.fluid.layers.embedding", "paddle.fluid.layers.fc", "paddle.fluid.layers.matmul",
+    "paddle.fluid.layers.read_file", "paddle.fluid.layers.reduce_sum",
+    "paddle.fluid.layers.sequence_pool", "paddle.fluid.layers.square",
+    "paddle.fluid.layers.squeeze", "paddle.fluid.optimizer.Adam",
+    "paddle.fluid.param_attr.ParamAttr", "paddle.fluid.require_version", "paddle.full_like",
+    "paddle.io.DataLoader", "paddle.io.DataLoader.from_generator", "paddle.io.IterableDataset",
+    "paddle.is_compiled_with_custom_device", "paddle.mean", "paddle.multiply", "paddle.nn",
+    "paddle.nn.Embedding", "paddle.nn.Layer", "paddle.nn.Linear", "paddle.nn.ReLU",
+    "paddle.nn.functional", "paddle.nn.functional.cross_entropy",
+    "paddle.nn.functional.log_loss", "paddle.nn.functional.sigmoid",
+    "paddle.nn.functional.softmax", "paddle.nn.initializer.Constant",
+    "paddle.nn.initializer.Normal", "paddle.nn.initializer.TruncatedNormal",
+    "paddle.nn.initializer.Uniform", "paddle.optimizer.Adam", "paddle.reader.shuffle",
+    "paddle.reshape", "paddle.set_device", "paddle.square", "paddle.static.Executor",
+    "paddle.static.auc", "paddle.static.cpu_places", "paddle.static.data",
+    "paddle.static.default_main_program", "paddle.static.default_startup_program",
+    "paddle.static.global_scope", "paddle.static.nn.continuous_value_model",
+    "paddle.static.nn.sparse_embedding", "paddle.static.save_inference_model", "paddle.sum",
+    "paddle.unsqueeze",
+)

@@ -1,0 +1,1 @@
+"""The heterogeneous parameter server's heter trainers: the device half of a split program."""

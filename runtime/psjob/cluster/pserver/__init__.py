@@ -1,0 +1,1 @@
+"""The pserver side: a transpiled pserver program's state and the process that serves it."""

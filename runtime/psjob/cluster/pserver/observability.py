@@ -1,0 +1,136 @@
+"""Prometheus metrics of a pserver process and of a heter-trainer process, fed by the RPC front ends.
+
+`PserverTelemetry.observe_rpc` is the observer psjob.cluster.rpc.server calls after
+every request (method, status code name, seconds, request and reply bytes).
+`watch_tables(source)` registers a `psjob.foundation.metrics.SparseTableCollector` that
+reads the pserver's sparse tables (`SparseTable.stats()`) when Prometheus
+scrapes, so the lookup and push paths count nothing for it.
+The /metrics endpoint listens on PSJOB_METRICS_PORT (0 = any free port; the
+bound port is logged) when that variable is set, so a pserver started by
+hand without it opens no extra port.
+
+`HeterTelemetry` is the same for a heter trainer (psjob.foundation.metrics.heter_metrics):
+`observe_rpc` for the calls CPU trainers send it, `observe_stage` (stage
+index, seconds of its ops; stage 0 counts a batch) from HeterState, and
+`observe_staleness` from its sections' pserver pushes.
+"""
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import CollectorRegistry
+
+from psjob.foundation import metrics
+from psjob.foundation.role_env import process_environment
+
+log = logging.getLogger("psjob.pserver")
+
+
+class _RpcServerTelemetry:
+    """What the pserver's and the heter trainer's metrics share: the registry, the /metrics
+    endpoint and the per-request RPC series (both catalogs name them alike)."""
+
+    def __init__(self, catalog, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        self.m = catalog(registry=self.registry)
+        self.server: metrics.MetricsServer | None = None
+
+    def serve(self, port: int, host: str = "0.0.0.0") -> int:
+        self.server = metrics.MetricsServer(port, self.registry, host)
+        return self.server.port
+
+    def observe_rpc(self, method: str, status: str, seconds: float, bytes_in: int, bytes_out: int,
+                    reason: str = ""):
+        m = self.m
+        m.rpc_duration.labels(method).observe(seconds)
+        m.rpc_requests.labels(method, status).inc()
+        m.received_bytes.labels(method).inc(bytes_in)
+        m.sent_bytes.labels(method).inc(bytes_out)
+        if status == "UNAUTHENTICATED":
+            m.auth_failures.labels(reason or "invalid").inc()
+
+    def close(self):
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+
+
+class PserverTelemetry(_RpcServerTelemetry):
+    def __init__(self, registry: CollectorRegistry | None = None):
+        super().__init__(metrics.pserver_metrics, registry)
+        self._table_source = list
+        self._table_collector = False
+
+    def watch_tables(self, source) -> None:
+        """Export `source()` (an iterable of metrics.SparseTableStats) at every scrape.
+
+        One collector per registry (its metric names may be registered once); a later
+        source (a pserver restarted in the same process) replaces the earlier one."""
+        self._table_source = source
+        if not self._table_collector:
+            self.registry.register(metrics.SparseTableCollector(lambda: self._table_source()))
+            self._table_collector = True
+
+    def observe_rpc(self, method: str, status: str, seconds: float, bytes_in: int, bytes_out: int,
+                    reason: str = ""):
+        super().observe_rpc(method, status, seconds, bytes_in, bytes_out, reason)
+        if method == "Barrier" and status == "OK":
+            self.m.barrier_wait.labels("round").observe(seconds)
+
+
+def table_stats_source(scope, tables: dict):
+    """A scrape-time source for `watch_tables`: {table name: shard index} of tables in `scope`."""
+    from psjob.foundation.tables import SparseTable
+
+    def source():
+        out = []
+        for name, shard in tables.items():
+            table = scope.vars.get(name)
+            if not isinstance(table, SparseTable):
+                continue  # not created yet (startup not run) or replaced: nothing to report
+            s = table.stats()
+            out.append(metrics.SparseTableStats(table=name, shard=int(shard), rows=s.rows, bytes=s.bytes,
+                                                admitted=s.admitted, rejected=s.rejected, evicted=s.evicted,
+                                                hits=s.hits, misses=s.misses))
+        return out
+    return source
+
+
+def telemetry_from_env(environ=None) -> PserverTelemetry | None:
+    env = process_environment() if environ is None else environ
+    if "PSJOB_METRICS_PORT" not in env:
+        return None
+    tel = PserverTelemetry()
+    host = metrics.metrics_host(env)
+    port = tel.serve(metrics.metrics_port_from_env(env), host)
+    log.warning("pserver metrics at http://%s:%d/metrics", host, port)
+    print(f"[psjob] pserver metrics on port {port}", flush=True)
+    return tel
+
+
+class HeterTelemetry(_RpcServerTelemetry):
+    """A heter trainer's metrics; `heter_telemetry_from_env()` serves them on PSJOB_METRICS_PORT."""
+
+    def __init__(self, registry: CollectorRegistry | None = None):
+        super().__init__(metrics.heter_metrics, registry)
+
+    def observe_stage(self, stage: int, seconds: float) -> None:
+        self.m.stage_duration.labels(str(stage)).observe(seconds)
+        if stage == 0:  # every step of a served trainer runs stage 0 exactly once
+            self.m.batches.inc()
+
+    def observe_staleness(self, steps: int) -> None:
+        self.m.staleness.observe(steps)
+
+
+def heter_telemetry_from_env(environ=None) -> HeterTelemetry | None:
+    """Metrics served on PSJOB_METRICS_PORT when it is set (pods, `psjob run`), else None."""
+    env = process_environment() if environ is None else environ
+    if metrics.METRICS_PORT_ENV not in env:
+        return None
+    tel = HeterTelemetry()
+    host = metrics.metrics_host(env)
+    port = tel.serve(metrics.metrics_port_from_env(env), host)
+    log.warning("heter trainer metrics at http://%s:%d/metrics", host, port)
+    print(f"[psjob] heter trainer metrics on port {port}", flush=True)
+    return tel

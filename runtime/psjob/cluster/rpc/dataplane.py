@@ -1,0 +1,583 @@
+"""The data plane: the framed methods (push, pull, prefetch) over plain TCP beside gRPC.
+
+Why: a CTR trainer step is a prefetch and a push of about a megabyte each.
+Through gRPC's Python server that cost the pserver 2.4-2.9 CPU-ms per step in
+transport alone — its completion-queue and socket threads hand every call to a
+handler thread and back under the GIL — against 0.7-1.1 ms for the same frames
+over a socket that one thread reads, answers and writes (bench/transport.py;
+the client's side 2.2-2.6 against 0.9-1.5 ms). The pserver's own work per step
+is ~1.9 ms, so the transport decided how many trainers one pserver core feeds.
+
+So the methods whose requests and replies are frames (frames.py) also travel
+over a connection of their own: the pserver listens on a second, ephemeral port
+of the same host (`DataPlaneServer`, started by base_server.RpcServer) and
+announces it in its Status reply (`data_port`); the client asks once per
+endpoint and keeps a small pool of connections (`DataPlaneConnections`). With
+TLS (psjob.cluster.rpc.tls) the data plane speaks TLS too, with the same certificate,
+CA and server name as gRPC, the token checked inside it. Every other method,
+the health check, and every call when either side has the data plane off
+(PSJOB_DATA_PLANE=grpc) or runs an older psjob, stays on gRPC. A client that
+cannot connect to the data port within CONNECT_TIMEOUT_S uses gRPC for that
+pserver and asks again after RECHECK_S: the job's NetworkPolicy admits any
+port between the job's own pods, but peers outside the job (allowFrom) reach
+the server port only.
+
+Wire format (little-endian), one request in flight per connection:
+
+    hello   client → b"PSJH" u8 version u8 0 u16 token length, token bytes
+            server → b"PSJH" u8 status (0: OK, else a gRPC status code) u8 0 u16 0
+    request        b"PSJQ" u8 method (its index among the spec's framed methods) 3×0
+                   u64 length, the method's frame
+    reply          b"PSJR" u8 status 3×0 u64 length, the reply frame (OK) or the
+                   error's message (UTF-8)
+
+The server guards each call exactly as gRPC's side does (base_server: token,
+error → status mapping, the observer). A reply's status other than OK raises
+`DataPlaneError`, a grpc.RpcError with the same code() and details(), so the
+client's retries treat both transports alike; a broken or timed-out
+connection is UNAVAILABLE / DEADLINE_EXCEEDED and is closed.
+
+What a peer can hold (docs/user/security.md). Before its hello is accepted a
+connection is "pending": at most MAX_PENDING at once (a new one beyond that
+displaces the oldest, which is closed at once: a client's hello, answered in
+milliseconds, gets through a flood of silent ones), each for HELLO_TIMEOUT_S in
+all (TLS handshake included; a reaper thread closes it then, however slowly it
+trickles bytes), a token of at most MAX_TOKEN_BYTES, and the kernel's default
+socket buffers (the large ones are set after the hello). The accept loop
+outlives running out of file descriptors (EMFILE/ENFILE: it backs off and
+tries again). After the hello: a request's body must arrive, and its reply be
+taken, within `read_timeout_s` of its header (kernel timeouts wake the
+connection's reads and writes every quarter of it to look: no poll per call on
+the fast path); a request over the message cap is
+answered RESOURCE_EXHAUSTED at once (its bytes are then read past, within the
+same bound); and requests reserve their declared size from one budget of
+`max_in_flight_bytes` before a byte is read (waiting, within that bound, for
+others to finish; then UNAVAILABLE, which clients retry).
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+import ssl
+import struct
+import threading
+import time
+
+import grpc
+import numpy as np
+
+from psjob.cluster.rpc import tls as tls_mod
+from psjob.foundation.role_env import process_environment
+
+log = logging.getLogger("psjob.cluster.rpc.dataplane")
+
+ENV_DATA_PLANE = "PSJOB_DATA_PLANE"  # "tcp" (default) or "grpc": framed methods over gRPC too
+VERSION = 1
+_HELLO = struct.Struct("<4sBBH")
+_REQUEST = struct.Struct("<4sB3xQ")
+_REPLY = struct.Struct("<4sB3xQ")
+_OK = grpc.StatusCode.OK.value[0]
+CONNECT_TIMEOUT_S = 5.0  # a data port that takes longer is treated as blocked
+HELLO_TIMEOUT_S = 10.0   # a server drops a connection whose hello has not arrived by then
+MAX_PENDING = 64         # connections awaiting their hello at once (the oldest goes first)
+MAX_TOKEN_BYTES = 4096   # a longer token in a hello is refused unread
+READ_TIMEOUT_S = 60.0    # a request's body (and its reply) within this of its header
+ACCEPT_BACKOFF_S = (0.05, 1.0)  # out of descriptors: retry accept() after this, doubling
+LOG_EVERY_S = 10.0       # one warning per kind (refused hellos, floods) this often at most
+_OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+RECHECK_S = 60.0         # how long a client uses gRPC for a pserver whose data port it could not reach
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+# Socket buffers a megabyte-sized frame fits in: fewer wake-ups per message.
+_BUFFER_BYTES = 4 << 20
+
+
+def enabled(settings=None) -> bool:
+    """Whether this process uses the data plane (PSJOB_DATA_PLANE: "tcp", the default, or "grpc")."""
+    env = process_environment() if settings is None else settings
+    mode = (env.get(ENV_DATA_PLANE, "") or "tcp").strip().lower()
+    if mode not in ("tcp", "grpc"):
+        raise ValueError(f"{ENV_DATA_PLANE}={mode!r}: expected 'tcp' (framed calls over their own "
+                         f"connection) or 'grpc' (every call over gRPC)")
+    return mode == "tcp"
+
+
+def framed_methods(spec) -> list[str]:
+    """The spec's methods whose request and reply are frames, in spec order (their wire ids)."""
+    return [m for m, (req, rep) in spec.methods.items() if req is None and rep is None]
+
+
+class DataPlaneError(grpc.RpcError):
+    """A data-plane call that failed: the status code and message gRPC would have given."""
+
+    def __init__(self, code: grpc.StatusCode, details: str):
+        super().__init__(f"{code.name}: {details}")
+        self._code, self._details = code, details
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details
+
+
+def _tune(sock: socket.socket) -> None:
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for opt in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+        sock.setsockopt(socket.SOL_SOCKET, opt, _BUFFER_BYTES)
+    # A peer whose node vanished is noticed within ~50 s, as gRPC's keepalive notices it:
+    # the server's connection thread ends, a client's wait fails UNAVAILABLE and is retried.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for opt, value in (("TCP_KEEPIDLE", 20), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+        if hasattr(socket, opt):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
+
+
+# What a read or write of a server connection raises when its kernel timeout (SO_RCVTIMEO,
+# SO_SNDTIMEO) passes without progress: the loops below then look at their deadline.
+_WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+
+
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None,
+                limit_s: float | None = None) -> memoryview:
+    """n bytes from sock as a read-only buffer (one allocation, no zero fill, no join).
+
+    A server connection's reads return at least every few seconds (`_bound_waits`), so they
+    can keep a monotonic `deadline` for the whole read, or `limit_s` from its first byte
+    (a request header: the connection may idle before it); the check costs no syscall."""
+    buf = np.empty(n, np.uint8)
+    view = memoryview(buf).cast("B")
+    got = 0
+    while got < n:
+        try:
+            k = sock.recv_into(view[got:], n - got)
+        except _WOULD_BLOCK:
+            k = -1
+        if not k:
+            raise ConnectionResetError(f"connection closed after {got} of {n} bytes")
+        if k > 0:
+            if not got and limit_s is not None:
+                deadline = time.monotonic() + limit_s
+            got += k
+        if got < n and deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError(f"{got} of {n} bytes arrived in time")
+    return view.toreadonly()
+
+
+def _discard(sock: socket.socket, n: int, deadline: float | None = None) -> None:
+    scratch = memoryview(bytearray(min(n, 1 << 20)))
+    while n > 0:
+        try:
+            k = sock.recv_into(scratch, min(n, len(scratch)))
+        except _WOULD_BLOCK:
+            k = -1
+        if not k:
+            raise ConnectionResetError("connection closed inside a refused request")
+        n -= max(k, 0)
+        if n > 0 and deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError("a refused request did not arrive in time")
+
+
+def _send_all(sock: socket.socket, data, deadline: float) -> None:
+    """sendall, with the whole write bounded by `deadline` (see _recv_exact)."""
+    view = memoryview(data).cast("B")
+    sent = 0
+    while sent < len(view):
+        try:
+            sent += sock.send(view[sent:])
+        except _WOULD_BLOCK:
+            pass
+        if sent < len(view) and time.monotonic() >= deadline:
+            raise TimeoutError(f"the peer took {sent} of {len(view)} bytes of its reply in time")
+
+
+def _bound_waits(sock: socket.socket, seconds: float) -> None:
+    """Blocking reads and writes of sock return after `seconds` without progress (kernel
+    timeouts: no poll before each call, as a Python socket timeout would add)."""
+    sec = int(seconds)
+    timeval = struct.pack("ll", sec, int((seconds - sec) * 1e6))
+    sock.settimeout(None)
+    for opt in (socket.SO_RCVTIMEO, socket.SO_SNDTIMEO):
+        sock.setsockopt(socket.SOL_SOCKET, opt, timeval)
+
+
+def _hang_up(sock: socket.socket) -> None:
+    """Wake whatever blocks on sock (its thread then closes it). The plain socket's shutdown,
+    also for a TLS one: SSLSocket.shutdown would drop its TLS state under the thread using it."""
+    try:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+class ByteBudget:
+    """Request bytes being read or handled at once, shared by a server's connections."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = int(limit), 0
+        self._cond = threading.Condition()
+        self._waiting = 0
+
+    def acquire(self, n: int, deadline: float) -> bool:
+        """Reserve n bytes, waiting until `deadline` (monotonic) for others to release them."""
+        with self._cond:
+            if self.used + n > self.limit:
+                self._waiting += 1
+                try:
+                    if not self._cond.wait_for(lambda: self.used + n <= self.limit,
+                                               timeout=max(0.0, deadline - time.monotonic())):
+                        return False
+                finally:
+                    self._waiting -= 1
+            self.used += n
+            return True
+
+    def release(self, n: int) -> None:
+        with self._cond:
+            self.used -= n
+            if self._waiting:
+                self._cond.notify_all()
+
+
+# -- server ---------------------------------------------------------------------------------
+
+class DataPlaneServer:
+    """Serves `methods` ({name: fn(frame) -> frame}, in wire-id order) on host:0.
+
+    `guard(method, fn, raw, peer)` runs one call the way the gRPC side does and returns
+    (status code, reply bytes or error message); `authorize(token bytes)` → "ok", "missing"
+    or "invalid"; `max_message_bytes` caps one request; `read_timeout_s`,
+    `max_in_flight_bytes`, `max_pending` and `hello_timeout_s` bound what a peer holds (the
+    module docstring). One thread per connection: a call is read, answered and written by
+    the same thread."""
+
+    def __init__(self, host: str, methods: dict, guard, authorize, *, max_message_bytes: int,
+                 thread_name: str = "data", ssl_context=None, read_timeout_s: float = READ_TIMEOUT_S,
+                 max_in_flight_bytes: int = 0, max_pending: int = MAX_PENDING,
+                 hello_timeout_s: float = HELLO_TIMEOUT_S):
+        self._names = list(methods)
+        self._fns = [methods[n] for n in self._names]
+        self._guard, self._authorize = guard, authorize
+        self._max = max_message_bytes
+        self._read_timeout_s = read_timeout_s
+        self._budget = ByteBudget(max(max_in_flight_bytes or 2 * max_message_bytes, max_message_bytes))
+        self._max_pending, self._hello_timeout_s = max_pending, hello_timeout_s
+        self._thread_name = thread_name
+        self._ssl = ssl_context
+        self._listener = socket.create_server((host or "0.0.0.0", 0), backlog=128)
+        self.port = self._listener.getsockname()[1]
+        self._conns: set[socket.socket] = set()
+        # Connections awaiting their hello (the TLS socket once wrapped) → the monotonic time
+        # they are closed at. At most max_pending: scanning them is cheap.
+        self._pending: dict[socket.socket, float] = {}
+        mutex = threading.RLock()
+        self._lock = threading.Condition(mutex)  # connections, pending, calls in flight (stop waits)
+        # The reaper's own condition on the same lock: a call's end must not wake it.
+        self._reaper_wake = threading.Condition(mutex)
+        self._in_flight = 0
+        self._stopping = False
+        self._count = 0
+        self._quiet_until: dict[str, float] = {}  # log kind → monotonic time it may log again
+        threading.Thread(target=self._accept, name=f"{thread_name}-accept", daemon=True).start()
+        threading.Thread(target=self._reap, name=f"{thread_name}-reaper", daemon=True).start()
+
+    def _warn(self, kind: str, fmt: str, *args) -> None:
+        """A warning at most once per LOG_EVERY_S per kind (floods must not fill the log)."""
+        now = time.monotonic()
+        if now >= self._quiet_until.get(kind, 0.0):
+            self._quiet_until[kind] = now + LOG_EVERY_S
+            log.warning(fmt, *args)
+
+    def _accept(self):
+        backoff = 0.0
+        while True:
+            try:
+                sock, peer = self._listener.accept()
+            except OSError as exc:
+                if self._stopping:
+                    return
+                if exc.errno in _OUT_OF_DESCRIPTORS:
+                    # Pending connections time out and free theirs; accept again later.
+                    backoff = min(max(2 * backoff, ACCEPT_BACKOFF_S[0]), ACCEPT_BACKOFF_S[1])
+                    self._warn("fds", "data plane: cannot accept a connection (%s); trying again",
+                               exc.strerror)
+                    time.sleep(backoff)
+                    continue
+                if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EINTR, errno.EPERM):
+                    continue  # that one connection failed, not the listener
+                log.error("data plane: the listener failed (%s); no new data-plane connections", exc)
+                return
+            backoff = 0.0
+            self._admit(sock, f"{peer[0]}:{peer[1]}")
+
+    def _admit(self, sock, peer):
+        with self._lock:
+            if self._stopping:
+                sock.close()
+                return
+            displaced = None
+            if len(self._pending) >= self._max_pending:
+                displaced = min(self._pending, key=self._pending.get)
+                del self._pending[displaced]
+            self._pending[sock] = time.monotonic() + self._hello_timeout_s
+            if len(self._pending) == 1:
+                self._reaper_wake.notify()  # the reaper waits for the first one
+            self._conns.add(sock)
+            self._count += 1
+            n = self._count
+        if displaced is not None:
+            self._warn("pending", "data plane: %d connections await their hello; closing the oldest "
+                       "(and others like it)", self._max_pending)
+            _hang_up(displaced)
+        try:
+            threading.Thread(target=self._serve, args=(sock, peer), name=f"{self._thread_name}-{n}",
+                             daemon=True).start()
+        except RuntimeError as exc:  # no thread to be had: the connection cannot be served
+            self._warn("threads", "data plane: refused a connection: %s", exc)
+            with self._lock:
+                self._pending.pop(sock, None)
+                self._conns.discard(sock)
+            sock.close()
+
+    def _reap(self):
+        """Close the pending connections whose hello deadline passed (however slowly they
+        trickle bytes: the deadline is for the whole handshake and hello)."""
+        with self._lock:
+            while not self._stopping:
+                now = time.monotonic()
+                for sock in [s for s, deadline in self._pending.items() if deadline <= now]:
+                    del self._pending[sock]
+                    _hang_up(sock)
+                first = min(self._pending.values(), default=None)
+                self._reaper_wake.wait(None if first is None else first - now + 0.01)
+
+    def _serve(self, raw_sock, peer):
+        sock = raw_sock
+        try:
+            sock.settimeout(self._hello_timeout_s)  # the reaper bounds the total
+            if self._ssl is not None:  # the handshake runs here, not on the accept thread
+                sock = self._ssl.wrap_socket(raw_sock, server_side=True, do_handshake_on_connect=False)
+                with self._lock:  # the TLS socket owns the descriptor now: watch it instead
+                    deadline = self._pending.pop(raw_sock, None)
+                    self._conns.discard(raw_sock)
+                    if deadline is None:
+                        return  # displaced or timed out already
+                    self._pending[sock] = deadline
+                    self._conns.add(sock)
+                sock.do_handshake()
+            if not self._hello(sock, peer):
+                return
+            with self._lock:
+                if self._pending.pop(sock, None) is None:
+                    return  # displaced or timed out while it said hello
+            _tune(sock)  # large buffers for authenticated connections only
+            # Reads and writes wake at least every quarter read timeout to look at their
+            # deadline; between calls the connection may idle (keepalive watches the peer).
+            _bound_waits(sock, min(max(self._read_timeout_s / 4, 0.05), 15.0))
+            while True:
+                header = _recv_exact(sock, _REQUEST.size, limit_s=self._read_timeout_s)
+                magic, method_id, length = _REQUEST.unpack(header)
+                deadline = time.monotonic() + self._read_timeout_s
+                if magic != b"PSJQ" or method_id >= len(self._fns):
+                    self._reply(sock, grpc.StatusCode.INVALID_ARGUMENT,
+                                f"not a psjob data-plane request (magic {bytes(magic)!r}, method {method_id})",
+                                deadline)
+                    return
+                self._call(sock, peer, self._names[method_id], self._fns[method_id], length, deadline)
+        except (OSError, struct.error, ValueError):
+            pass  # the client went away, was too slow (socket.timeout) or stop() shut the socket
+        finally:
+            with self._lock:
+                for s in (raw_sock, sock):
+                    self._pending.pop(s, None)
+                    self._conns.discard(s)
+            sock.close()
+            raw_sock.close()
+
+    def _call(self, sock, peer, name, fn, length, deadline):
+        """Read one request of `length` bytes by `deadline`, run it, and reply (taken within
+        the read timeout of the handler's end: a sync round may keep the handler long)."""
+        if self._max and length > self._max:
+            # Answered at once; then read past (the connection stays usable), within the bound.
+            self._reply(sock, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                        f"{name}: request of {length} bytes exceeds the limit of {self._max}", deadline)
+            _discard(sock, length, deadline)
+            return
+        if not self._budget.acquire(length, deadline):
+            self._reply(sock, grpc.StatusCode.UNAVAILABLE,
+                        f"{name}: the pserver is reading {self._budget.used} bytes of requests (its limit "
+                        f"is {self._budget.limit}); try again", time.monotonic() + self._read_timeout_s)
+            _discard(sock, length, time.monotonic() + self._read_timeout_s)
+            return
+        try:
+            raw = _recv_exact(sock, length, deadline)
+            with self._lock:
+                self._in_flight += 1
+            try:
+                code, reply = self._guard(name, fn, raw, peer)
+                self._reply(sock, code, reply, time.monotonic() + self._read_timeout_s)
+            finally:
+                with self._lock:
+                    self._in_flight -= 1
+                    if self._stopping:
+                        self._lock.notify_all()  # stop() waits for the calls in flight
+        finally:
+            self._budget.release(length)
+
+    def _hello(self, sock, peer) -> bool:
+        magic, version, _, n = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
+        if magic != b"PSJH" or version != VERSION:
+            self._warn("not-psjob", "data plane: refused %s: not a psjob v%d hello (one line per %.0fs at most)",
+                       peer, VERSION, LOG_EVERY_S)
+            sock.sendall(_HELLO.pack(b"PSJH", grpc.StatusCode.UNIMPLEMENTED.value[0], 0, 0))
+            return False
+        if n > MAX_TOKEN_BYTES:
+            auth = "invalid"  # no token is that long: refused unread
+        else:
+            auth = self._authorize(bytes(_recv_exact(sock, n)) if n else b"")
+        if auth != "ok":
+            self._warn(f"auth-{auth}", "data plane: rejected %s: %s auth token (one line per %.0fs at most)",
+                       peer, auth, LOG_EVERY_S)
+            sock.sendall(_HELLO.pack(b"PSJH", grpc.StatusCode.UNAUTHENTICATED.value[0], 0, 0))
+            return False
+        sock.sendall(_HELLO.pack(b"PSJH", _OK, 0, 0))
+        return True
+
+    @staticmethod
+    def _reply(sock, code: grpc.StatusCode, body, deadline: float) -> None:
+        if not isinstance(body, (bytes, bytearray, memoryview)):
+            body = str(body).encode("utf-8", errors="replace")
+        _send_all(sock, _REPLY.pack(b"PSJR", code.value[0], len(body)), deadline)
+        _send_all(sock, body, deadline)
+
+    def stop(self, grace_s: float | None = 0) -> None:
+        """Refuse new connections; let calls in flight finish for up to grace_s, then close
+        every connection."""
+        with self._lock:
+            self._stopping = True
+            self._reaper_wake.notify()  # the reaper ends
+            if grace_s:
+                self._lock.wait_for(lambda: self._in_flight == 0, timeout=grace_s)
+            conns = list(self._conns)
+        _hang_up(self._listener)  # wakes the accept thread (close alone does not)
+        self._listener.close()
+        for sock in conns:
+            _hang_up(sock)
+
+
+# -- client ---------------------------------------------------------------------------------
+
+class DataPlaneConnections:
+    """A client's data-plane connections, pooled per endpoint.
+
+    `data_port(endpoint)` → the port the pserver announced (0: none), asked once per
+    endpoint (again after a connection to it breaks: a restarted pserver has a new one).
+    `call(endpoint, method, frame, timeout)` → the reply frame, or None when this endpoint
+    is to be called over gRPC."""
+
+    def __init__(self, spec, data_port, token: str = "", tls=None):
+        self._ids = {name: i for i, name in enumerate(framed_methods(spec))}
+        self._data_port = data_port
+        self._token = token.encode()
+        self._tls = tls            # psjob.cluster.rpc.tls.TlsFiles, or None: plaintext
+        self._ssl_context = None   # made at the first connection (the CA file is read then)
+        self._ports: dict[str, int] = {}       # endpoint → data port (0: gRPC)
+        self._recheck: dict[str, float] = {}   # endpoint → when to ask again after a failed connect
+        self._idle: dict[str, list] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def handles(self, method: str) -> bool:
+        return method in self._ids
+
+    def call(self, endpoint: str, method: str, frame: bytes, timeout: float):
+        sock = self._checkout(endpoint, timeout)
+        if sock is None:
+            return None
+        try:
+            sock.settimeout(timeout)
+            sock.sendall(_REQUEST.pack(b"PSJQ", self._ids[method], len(frame)))
+            sock.sendall(frame)
+            magic, status, length = _REPLY.unpack(_recv_exact(sock, _REPLY.size))
+            if magic != b"PSJR":
+                raise ConnectionError(f"not a psjob data-plane reply (magic {bytes(magic)!r})")
+            body = _recv_exact(sock, length)
+        except TimeoutError:
+            self._broken(endpoint, sock)
+            raise DataPlaneError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                 f"no reply within {timeout:.0f}s (data plane)") from None
+        except (OSError, struct.error) as exc:
+            self._broken(endpoint, sock)
+            raise DataPlaneError(grpc.StatusCode.UNAVAILABLE, f"data-plane connection lost: {exc}") from None
+        self._checkin(endpoint, sock)
+        if status != _OK:
+            code = _CODES.get(status, grpc.StatusCode.UNKNOWN)
+            raise DataPlaneError(code, bytes(body).decode("utf-8", errors="replace"))
+        return body
+
+    def _checkout(self, endpoint, timeout):
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the client is closed")
+            idle = self._idle.get(endpoint)
+            if idle:
+                return idle.pop()
+        port = self._ports.get(endpoint)
+        if port is None or (port == 0 and time.monotonic() >= self._recheck.get(endpoint, float("inf"))):
+            port = self._ports[endpoint] = int(self._data_port(endpoint) or 0)
+        if not port:
+            return None
+        host = endpoint.rsplit(":", 1)[0].strip("[]")
+        try:
+            sock = socket.create_connection((host, port), timeout=min(timeout, CONNECT_TIMEOUT_S))
+        except OSError as exc:
+            # The pserver answered Status over gRPC but its data port cannot be reached (a
+            # network policy admits only the server port, or it just went away): gRPC for now.
+            log.warning("data port %s:%d of %s unreachable (%s): using gRPC, asking again in %.0f s",
+                        host, port, endpoint, exc, RECHECK_S)
+            self._ports[endpoint], self._recheck[endpoint] = 0, time.monotonic() + RECHECK_S
+            return None
+        try:
+            _tune(sock)
+            if self._tls is not None:
+                if self._ssl_context is None:
+                    self._ssl_context = tls_mod.client_context(self._tls)
+                sock = self._ssl_context.wrap_socket(sock, server_hostname=self._tls.server_name or host)
+            sock.sendall(_HELLO.pack(b"PSJH", VERSION, 0, len(self._token)) + self._token)
+            magic, status, _, _ = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
+        except (OSError, struct.error) as exc:
+            sock.close()
+            self._ports.pop(endpoint, None)
+            raise DataPlaneError(grpc.StatusCode.UNAVAILABLE, f"data-plane hello failed: {exc}") from None
+        if magic != b"PSJH" or status != _OK:
+            sock.close()
+            code = _CODES.get(status, grpc.StatusCode.UNKNOWN)
+            if code == grpc.StatusCode.UNAUTHENTICATED:
+                raise DataPlaneError(code, "missing or wrong psjob auth token")
+            log.warning("data plane of %s refused the hello (%s): using gRPC", endpoint, code.name)
+            self._ports[endpoint] = 0
+            return None
+        return sock
+
+    def _checkin(self, endpoint, sock):
+        with self._lock:
+            if not self._closed:
+                self._idle.setdefault(endpoint, []).append(sock)
+                return
+        sock.close()
+
+    def _broken(self, endpoint, sock):
+        sock.close()
+        self._ports.pop(endpoint, None)
+        with self._lock:  # its siblings share its fate: the pserver restarted or went away
+            stale = self._idle.pop(endpoint, [])
+        for s in stale:
+            s.close()
+
+    def close(self):
+        with self._lock:
+            self._closed = True
+            socks = [s for idle in self._idle.values() for s in idle]
+            self._idle.clear()
+        for s in socks:
+            s.close()

@@ -1,1 +1,0 @@
-"""Runnable examples (python -m psjob.examples.NAME)."""

@@ -1,0 +1,573 @@
+/* psjob.foundation.kernels._native: the lazy row updates of a sparse table (and dense Adam) in one
+ * pass, the sparse table's id-index probe and insert, and the trainer's pooled-slot
+ * gather and its gradient, in C.
+ *
+ * Why: on a pserver, numpy runs a table push as five gathers (value, two moments, two
+ * beta pows), ten whole-array operations on the gathered block and five scatters back:
+ * ~1 ms for a CTR batch's 7.5K rows, most of a pserver's CPU per trainer step. Here each
+ * row is read, updated and written where it lies.
+ *
+ * Exactness: every operation is the numpy kernel's (psjob/kernels/optimizers.py), in the
+ * same order and in float32 (Python-float hyperparameters rounded to float32 first, as
+ * numpy's weak scalars are); the build turns off floating-point contraction, so the
+ * results are bitwise those of numpy (tests/unit/test_native_kernels.py checks it).
+ *
+ * Safety: shapes, dtypes, contiguity and every row index are checked before anything is
+ * written; a bad argument raises and leaves the arrays as they were. The loops run
+ * without the GIL (the caller holds the table's own lock).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Array;
+
+static void release_all(Array *arrays, int n) {
+    for (int i = 0; i < n; i++) {
+        if (arrays[i].held) {
+            PyBuffer_Release(&arrays[i].view);
+            arrays[i].held = 0;
+        }
+    }
+}
+
+/* The numpy struct-module format of a native float32 ("f") or int64 ("l"/"q"). */
+static int format_is(const Py_buffer *v, char kind) {
+    const char *f = v->format ? v->format : "B";
+    if (*f == '=' || *f == '@' || *f == '<') {
+        f++;
+    }
+    if (kind == 'f') {
+        return f[0] == 'f' && f[1] == '\0' && v->itemsize == 4;
+    }
+    return (f[0] == 'l' || f[0] == 'q') && f[1] == '\0' && v->itemsize == 8;
+}
+
+/* A C-contiguous float32 (kind 'f') or int64 (kind 'i') buffer of obj. */
+static int get_array(PyObject *obj, const char *name, char kind, int writable, Array *out) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &out->view, flags) != 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s must be a C-contiguous%s %s array", name,
+                     writable ? " writable" : "", kind == 'f' ? "float32" : "int64");
+        return -1;
+    }
+    out->held = 1;
+    if (!format_is(&out->view, kind == 'f' ? 'f' : 'i')) {
+        PyErr_Format(PyExc_TypeError, "%s must be %s, got format '%s'", name,
+                     kind == 'f' ? "float32" : "int64", out->view.format ? out->view.format : "B");
+        return -1;
+    }
+    return 0;
+}
+
+static Py_ssize_t n_items(const Array *a) {
+    return a->view.len / a->view.itemsize;
+}
+
+/* Leading dimension of a parameter-shaped buffer (a 0-d or 1-D one is one row). */
+static Py_ssize_t n_rows(const Array *a) {
+    return a->view.ndim >= 2 ? a->view.shape[0] : (a->view.ndim == 1 ? a->view.shape[0] : 1);
+}
+
+static int check_size(const Array *a, const char *name, Py_ssize_t want) {
+    if (n_items(a) != want) {
+        PyErr_Format(PyExc_ValueError, "%s has %zd values, expected %zd", name, n_items(a), want);
+        return -1;
+    }
+    return 0;
+}
+
+/* The rows to update (int64), all in [0, height): checked before any write. */
+static int check_rows(const Array *rows, Py_ssize_t height) {
+    const int64_t *r = (const int64_t *)rows->view.buf;
+    Py_ssize_t n = n_items(rows);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (r[i] < 0 || r[i] >= height) {
+            PyErr_Format(PyExc_IndexError, "row %lld out of range for a parameter with %zd rows",
+                         (long long)r[i], height);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* param, its row count and width, rows and grads [len(rows), width]: shared by every
+ * row update. */
+static int row_update_args(PyObject *param_o, PyObject *rows_o, PyObject *grads_o, Array *param,
+                           Array *rows, Array *grads, Py_ssize_t *height, Py_ssize_t *width) {
+    if (get_array(param_o, "param", 'f', 1, param) || get_array(rows_o, "rows", 'i', 0, rows)
+        || get_array(grads_o, "grads", 'f', 0, grads)) {
+        return -1;
+    }
+    *height = n_rows(param);
+    if (*height == 0) {
+        *width = 0;
+    } else {
+        *width = n_items(param) / *height;
+    }
+    if (check_size(grads, "grads", n_items(rows) * *width)) {
+        return -1;
+    }
+    return check_rows(rows, *height);
+}
+
+/* Rows are scattered over tables larger than the caches: each row's lines are requested
+ * this many rows ahead, so their memory latencies overlap instead of adding up. */
+#ifndef PREFETCH_AHEAD
+#define PREFETCH_AHEAD 4
+#endif
+
+static inline void prefetch_span(const float *p, Py_ssize_t width) {
+    for (Py_ssize_t j = 0; j < width; j += 16) {   /* one 64-byte line per 16 floats */
+        __builtin_prefetch(p + j, 1);
+    }
+}
+
+/* ------------------------------------------------------------------ sgd */
+
+static PyObject *sgd_rows(PyObject *self, PyObject *args) {
+    PyObject *param_o, *rows_o, *grads_o;
+    double lr;
+    if (!PyArg_ParseTuple(args, "OOOd:sgd_rows", &param_o, &rows_o, &grads_o, &lr)) {
+        return NULL;
+    }
+    Array a[3] = {{0}};
+    Py_ssize_t height, width;
+    if (row_update_args(param_o, rows_o, grads_o, &a[0], &a[1], &a[2], &height, &width)) {
+        release_all(a, 3);
+        return NULL;
+    }
+    float *param = a[0].view.buf;
+    const int64_t *rows = a[1].view.buf;
+    const float *grads = a[2].view.buf;
+    Py_ssize_t n = n_items(&a[1]);
+    const float flr = (float)lr;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        float *p = param + rows[i] * width;
+        const float *g = grads + i * width;
+        for (Py_ssize_t j = 0; j < width; j++) {
+            p[j] = p[j] - flr * g[j];
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release_all(a, 3);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ adagrad */
+
+static PyObject *adagrad_rows(PyObject *self, PyObject *args) {
+    PyObject *param_o, *moment_o, *rows_o, *grads_o;
+    double lr, epsilon;
+    if (!PyArg_ParseTuple(args, "OOOOdd:adagrad_rows", &param_o, &moment_o, &rows_o, &grads_o, &lr,
+                          &epsilon)) {
+        return NULL;
+    }
+    Array a[4] = {{0}};
+    Py_ssize_t height, width;
+    if (row_update_args(param_o, rows_o, grads_o, &a[0], &a[1], &a[2], &height, &width)
+        || get_array(moment_o, "moment", 'f', 1, &a[3]) || check_size(&a[3], "moment", height * width)) {
+        release_all(a, 4);
+        return NULL;
+    }
+    float *param = a[0].view.buf, *moment = a[3].view.buf;
+    const int64_t *rows = a[1].view.buf;
+    const float *grads = a[2].view.buf;
+    Py_ssize_t n = n_items(&a[1]);
+    const float flr = (float)lr, feps = (float)epsilon;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t at = rows[i] * width;
+        float *p = param + at, *m = moment + at;
+        const float *g = grads + i * width;
+        for (Py_ssize_t j = 0; j < width; j++) {
+            /* moment + g*g;  p - lr*g / (sqrt(moment) + epsilon) */
+            float mj = m[j] + g[j] * g[j];
+            m[j] = mj;
+            p[j] = p[j] - (flr * g[j]) / (sqrtf(mj) + feps);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release_all(a, 4);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ adam */
+
+typedef struct {
+    float beta1, beta2, one_minus_beta1, one_minus_beta2, epsilon, lr;
+} AdamHyper;
+
+static AdamHyper adam_hyper(double lr, double beta1, double beta2, double epsilon) {
+    /* numpy rounds each Python float to float32 where it meets a float32 array; (1 - beta)
+     * is computed by Python (in double) before that. */
+    AdamHyper h = {(float)beta1, (float)beta2, (float)(1.0 - beta1), (float)(1.0 - beta2),
+                   (float)epsilon, (float)lr};
+    return h;
+}
+
+/* One row (or a whole dense parameter) of Adam with beta pows b1p, b2p: the operations of
+ * optimizers._adam_in_place, element by element. */
+static inline void adam_span(float *p, float *m1, float *m2, const float *g, Py_ssize_t width,
+                             float b1p, float b2p, const AdamHyper *h) {
+    const float correction = sqrtf(1.0f - b2p);
+    const float lr_t = h->lr * correction / (1.0f - b1p);
+    const float eps = h->epsilon * correction;
+    for (Py_ssize_t j = 0; j < width; j++) {
+        const float gj = g[j];
+        const float a = m1[j] * h->beta1 + gj * h->one_minus_beta1;
+        const float b = m2[j] * h->beta2 + (gj * h->one_minus_beta2) * gj;
+        m1[j] = a;
+        m2[j] = b;
+        p[j] = p[j] - (a / (sqrtf(b) + eps)) * lr_t;
+    }
+}
+
+static PyObject *adam_rows(PyObject *self, PyObject *args) {
+    PyObject *param_o, *m1_o, *m2_o, *b1p_o, *b2p_o, *rows_o, *grads_o;
+    double lr, beta1, beta2, epsilon;
+    int per_row;
+    if (!PyArg_ParseTuple(args, "OOOOOOOddddp:adam_rows", &param_o, &m1_o, &m2_o, &b1p_o, &b2p_o, &rows_o,
+                          &grads_o, &lr, &beta1, &beta2, &epsilon, &per_row)) {
+        return NULL;
+    }
+    Array a[7] = {{0}};
+    Py_ssize_t height, width;
+    if (row_update_args(param_o, rows_o, grads_o, &a[0], &a[1], &a[2], &height, &width)
+        || get_array(m1_o, "moment1", 'f', 1, &a[3]) || check_size(&a[3], "moment1", height * width)
+        || get_array(m2_o, "moment2", 'f', 1, &a[4]) || check_size(&a[4], "moment2", height * width)
+        || get_array(b1p_o, "beta1_pow", 'f', 1, &a[5]) || check_size(&a[5], "beta1_pow", per_row ? height : 1)
+        || get_array(b2p_o, "beta2_pow", 'f', 1, &a[6]) || check_size(&a[6], "beta2_pow", per_row ? height : 1)) {
+        release_all(a, 7);
+        return NULL;
+    }
+    float *param = a[0].view.buf, *m1 = a[3].view.buf, *m2 = a[4].view.buf;
+    float *b1p = a[5].view.buf, *b2p = a[6].view.buf;
+    const int64_t *rows = a[1].view.buf;
+    const float *grads = a[2].view.buf;
+    Py_ssize_t n = n_items(&a[1]);
+    const AdamHyper h = adam_hyper(lr, beta1, beta2, epsilon);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + PREFETCH_AHEAD < n) {
+            const int64_t ahead = rows[i + PREFETCH_AHEAD];
+            prefetch_span(param + ahead * width, width);
+            prefetch_span(m1 + ahead * width, width);
+            prefetch_span(m2 + ahead * width, width);
+            if (per_row) {
+                __builtin_prefetch(b1p + ahead, 1);
+                __builtin_prefetch(b2p + ahead, 1);
+            }
+        }
+        const int64_t r = rows[i];
+        const Py_ssize_t at = r * width;
+        const Py_ssize_t k = per_row ? r : 0;
+        adam_span(param + at, m1 + at, m2 + at, grads + i * width, width, b1p[k], b2p[k], &h);
+        if (per_row) {  /* a row's pows advance with its own updates (lazy mode) */
+            b1p[r] = b1p[r] * h.beta1;
+            b2p[r] = b2p[r] * h.beta2;
+        }
+    }
+    if (!per_row) {
+        b1p[0] = b1p[0] * h.beta1;
+        b2p[0] = b2p[0] * h.beta2;
+    }
+    Py_END_ALLOW_THREADS
+    release_all(a, 7);
+    Py_RETURN_NONE;
+}
+
+static PyObject *adam_dense(PyObject *self, PyObject *args) {
+    PyObject *param_o, *grad_o, *m1_o, *m2_o, *b1p_o, *b2p_o;
+    double lr, beta1, beta2, epsilon;
+    if (!PyArg_ParseTuple(args, "OOOOOOdddd:adam_dense", &param_o, &grad_o, &m1_o, &m2_o, &b1p_o, &b2p_o, &lr,
+                          &beta1, &beta2, &epsilon)) {
+        return NULL;
+    }
+    Array a[6] = {{0}};
+    if (get_array(param_o, "param", 'f', 1, &a[0]) || get_array(grad_o, "grad", 'f', 0, &a[1])
+        || check_size(&a[1], "grad", n_items(&a[0]))
+        || get_array(m1_o, "moment1", 'f', 1, &a[2]) || check_size(&a[2], "moment1", n_items(&a[0]))
+        || get_array(m2_o, "moment2", 'f', 1, &a[3]) || check_size(&a[3], "moment2", n_items(&a[0]))
+        || get_array(b1p_o, "beta1_pow", 'f', 1, &a[4]) || check_size(&a[4], "beta1_pow", 1)
+        || get_array(b2p_o, "beta2_pow", 'f', 1, &a[5]) || check_size(&a[5], "beta2_pow", 1)) {
+        release_all(a, 6);
+        return NULL;
+    }
+    float *b1p = a[4].view.buf, *b2p = a[5].view.buf;
+    const AdamHyper h = adam_hyper(lr, beta1, beta2, epsilon);
+    Py_BEGIN_ALLOW_THREADS
+    adam_span(a[0].view.buf, a[2].view.buf, a[3].view.buf, a[1].view.buf, n_items(&a[0]), b1p[0], b2p[0], &h);
+    b1p[0] = b1p[0] * h.beta1;
+    b2p[0] = b2p[0] * h.beta2;
+    Py_END_ALLOW_THREADS
+    release_all(a, 6);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ id index */
+/* The probe and insert of psjob/tables/index.py's open-addressing index, on its own
+ * arrays: entries int64 [2^bits + window, 2] of (id, row) with row -1 in a free slot, and
+ * reach uint8 [2^bits + window], the farthest displacement any id of a home was placed at
+ * (window: some id of that home is in the overflow, which stays numpy's). numpy answers a
+ * batch in rounds of whole-batch gathers; here each id walks its own window once. */
+
+#define FIB_MUL 0x9E3779B97F4A7C15ULL
+
+static inline int64_t home_of(int64_t id, int bits) {
+    return (int64_t)(((uint64_t)id * FIB_MUL) >> (64 - bits));
+}
+
+static int index_args(PyObject *entries_o, PyObject *reach_o, PyObject *ids_o, int bits, int window,
+                      int writable, Array *a) {
+    if (bits < 1 || bits > 62 || window < 1 || window > 255) {
+        PyErr_Format(PyExc_ValueError, "bits %d / window %d out of range", bits, window);
+        return -1;
+    }
+    if (get_array(entries_o, "entries", 'i', writable, &a[0]) || get_array(ids_o, "ids", 'i', 0, &a[2])) {
+        return -1;
+    }
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(reach_o, &a[1].view, flags) != 0) {
+        return -1;
+    }
+    a[1].held = 1;
+    Py_ssize_t slots = ((Py_ssize_t)1 << bits) + window;
+    if (a[1].view.itemsize != 1 || a[1].view.len != slots) {
+        PyErr_Format(PyExc_ValueError, "reach must be %zd uint8 values", slots);
+        return -1;
+    }
+    return check_size(&a[0], "entries", 2 * slots);
+}
+
+static PyObject *index_find(PyObject *self, PyObject *args) {
+    PyObject *entries_o, *reach_o, *ids_o, *rows_o, *slots_o;
+    int bits, window;
+    if (!PyArg_ParseTuple(args, "OOOiiOO:index_find", &entries_o, &reach_o, &ids_o, &bits, &window, &rows_o,
+                          &slots_o)) {
+        return NULL;
+    }
+    Array a[5] = {{0}};
+    if (index_args(entries_o, reach_o, ids_o, bits, window, 0, a)
+        || get_array(rows_o, "rows", 'i', 1, &a[3]) || check_size(&a[3], "rows", n_items(&a[2]))
+        || get_array(slots_o, "slots", 'i', 1, &a[4]) || check_size(&a[4], "slots", n_items(&a[2]))) {
+        release_all(a, 5);
+        return NULL;
+    }
+    const int64_t *entries = a[0].view.buf, *ids = a[2].view.buf;
+    const uint8_t *reach = a[1].view.buf;
+    int64_t *rows = a[3].view.buf, *slots = a[4].view.buf;
+    Py_ssize_t n = n_items(&a[2]), away = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + 8 < n) {
+            __builtin_prefetch(entries + 2 * home_of(ids[i + 8], bits), 0);
+        }
+        const int64_t id = ids[i], home = home_of(id, bits);
+        const int last = reach[home] >= window ? window - 1 : reach[home];
+        int64_t row = -1, slot = -1;
+        for (int d = 0; d <= last; d++) {
+            if (entries[2 * (home + d)] == id) {
+                slot = home + d;
+                row = entries[2 * slot + 1];
+                break;
+            }
+        }
+        rows[i] = row;
+        slots[i] = slot;
+        away += slot != home;
+    }
+    Py_END_ALLOW_THREADS
+    release_all(a, 5);
+    return PyLong_FromSsize_t(away);
+}
+
+static PyObject *index_place(PyObject *self, PyObject *args) {
+    PyObject *entries_o, *reach_o, *ids_o, *rows_o, *spilled_o;
+    int bits, window;
+    if (!PyArg_ParseTuple(args, "OOOOiiO:index_place", &entries_o, &reach_o, &ids_o, &rows_o, &bits, &window,
+                          &spilled_o)) {
+        return NULL;
+    }
+    Array a[5] = {{0}};
+    if (index_args(entries_o, reach_o, ids_o, bits, window, 1, a)
+        || get_array(rows_o, "rows", 'i', 0, &a[3]) || check_size(&a[3], "rows", n_items(&a[2]))
+        || get_array(spilled_o, "spilled", 'i', 1, &a[4]) || check_size(&a[4], "spilled", n_items(&a[2]))) {
+        release_all(a, 5);
+        return NULL;
+    }
+    int64_t *entries = a[0].view.buf, *spilled = a[4].view.buf;
+    uint8_t *reach = a[1].view.buf;
+    const int64_t *ids = a[2].view.buf, *rows = a[3].view.buf;
+    Py_ssize_t n = n_items(&a[2]), n_spilled = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + 8 < n) {
+            __builtin_prefetch(entries + 2 * home_of(ids[i + 8], bits), 1);
+        }
+        const int64_t home = home_of(ids[i], bits);
+        int d = 0;
+        while (d < window && entries[2 * (home + d) + 1] >= 0) {
+            d++;
+        }
+        if (d == window) {           /* the window is full: numpy adds it to the overflow */
+            spilled[n_spilled++] = i;
+            continue;
+        }
+        entries[2 * (home + d)] = ids[i];
+        entries[2 * (home + d) + 1] = rows[i];
+        if (reach[home] < d) {
+            reach[home] = (uint8_t)d;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release_all(a, 5);
+    return PyLong_FromSsize_t(n_spilled);
+}
+
+/* ------------------------------------------------------------------ pooled slots */
+/* A CTR batch's slots each hold one id per example: the slots' lookups are a [slots, seqs]
+ * grid of indices into a block of rows (the prefetched rows, or a local table), and their
+ * concat is out[b, j*width:(j+1)*width] = rows[index[j*seqs + b]]. The trainer ops
+ * merge_ids_pool / embedding_pool and their gradients (fluid/ops/embedding_pool_ops.py). */
+
+static PyObject *pool_gather_grid(PyObject *self, PyObject *args) {
+    PyObject *rows_o, *index_o, *out_o;
+    Py_ssize_t slots, offset = 0;
+    if (!PyArg_ParseTuple(args, "OOOn|n:pool_gather_grid", &rows_o, &index_o, &out_o, &slots, &offset)) {
+        return NULL;
+    }
+    Array a[3] = {{0}};
+    if (get_array(rows_o, "rows", 'f', 0, &a[0]) || get_array(index_o, "index", 'i', 0, &a[1])
+        || get_array(out_o, "out", 'f', 1, &a[2])) {
+        release_all(a, 3);
+        return NULL;
+    }
+    const Py_ssize_t height = n_rows(&a[0]), width = height ? n_items(&a[0]) / height : 0;
+    const Py_ssize_t n = n_items(&a[1]), seqs = n_rows(&a[2]);
+    const Py_ssize_t cols = seqs ? n_items(&a[2]) / seqs : 0;
+    if (slots < 0 || offset < 0 || slots * seqs != n || a[2].view.ndim != 2 || offset + slots * width > cols) {
+        PyErr_Format(PyExc_ValueError, "pool_gather_grid: %zd indices for %zd slots x %zd sequences, "
+                     "out of %zd columns for rows of width %zd from column %zd", n, slots, seqs, cols, width,
+                     offset);
+        release_all(a, 3);
+        return NULL;
+    }
+    if (check_rows(&a[1], height)) {
+        release_all(a, 3);
+        return NULL;
+    }
+    const float *rows = a[0].view.buf;
+    const int64_t *index = a[1].view.buf;
+    float *out = a[2].view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t b = 0; b < seqs; b++) {
+        float *dst = out + b * cols + offset;
+        for (Py_ssize_t j = 0; j < slots; j++) {
+            memcpy(dst + j * width, rows + index[j * seqs + b] * width, (size_t)width * sizeof(float));
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release_all(a, 3);
+    Py_RETURN_NONE;
+}
+
+static PyObject *pool_grad_grid(PyObject *self, PyObject *args) {
+    PyObject *dout_o, *index_o, *out_o;
+    Py_ssize_t slots, width, offset = 0;
+    if (!PyArg_ParseTuple(args, "OOOnn|n:pool_grad_grid", &dout_o, &index_o, &out_o, &slots, &width, &offset)) {
+        return NULL;
+    }
+    Array a[3] = {{0}};
+    if (get_array(dout_o, "dout", 'f', 0, &a[0]) || get_array(index_o, "index", 'i', 0, &a[1])
+        || get_array(out_o, "out", 'f', 1, &a[2])) {
+        release_all(a, 3);
+        return NULL;
+    }
+    const Py_ssize_t seqs = n_rows(&a[0]), cols = seqs ? n_items(&a[0]) / seqs : 0;
+    const Py_ssize_t n = n_items(&a[1]), distinct = n_rows(&a[2]);
+    if (slots < 0 || width < 0 || offset < 0 || slots * seqs != n || a[0].view.ndim != 2
+        || offset + slots * width > cols || n_items(&a[2]) != distinct * width) {
+        PyErr_Format(PyExc_ValueError, "pool_grad_grid: %zd indices for %zd slots x %zd sequences, "
+                     "%zd gradient columns for %zd slots of width %zd", n, slots, seqs, cols, slots, width);
+        release_all(a, 3);
+        return NULL;
+    }
+    if (check_rows(&a[1], distinct)) {
+        release_all(a, 3);
+        return NULL;
+    }
+    double *sum = calloc((size_t)(distinct * width) + 1, sizeof(double));
+    if (sum == NULL) {
+        release_all(a, 3);
+        return PyErr_NoMemory();
+    }
+    const float *dout = a[0].view.buf;
+    const int64_t *index = a[1].view.buf;
+    float *out = a[2].view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    /* Occurrences in (sequence, slot) order, each added in double: numpy's one bincount
+     * per column over the same order, so the float32 results are bitwise the same. */
+    for (Py_ssize_t b = 0; b < seqs; b++) {
+        const float *src = dout + b * cols + offset;
+        for (Py_ssize_t j = 0; j < slots; j++) {
+            double *acc = sum + index[j * seqs + b] * width;
+            const float *g = src + j * width;
+            for (Py_ssize_t c = 0; c < width; c++) {
+                acc[c] += (double)g[c];
+            }
+        }
+    }
+    for (Py_ssize_t k = 0; k < distinct * width; k++) {
+        out[k] = (float)sum[k];
+    }
+    Py_END_ALLOW_THREADS
+    free(sum);
+    release_all(a, 3);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"sgd_rows", sgd_rows, METH_VARARGS,
+     "sgd_rows(param, rows, grads, lr): param[rows] -= lr * grads (rows unique)."},
+    {"adagrad_rows", adagrad_rows, METH_VARARGS,
+     "adagrad_rows(param, moment, rows, grads, lr, epsilon): Adagrad on param[rows] (rows unique)."},
+    {"adam_rows", adam_rows, METH_VARARGS,
+     "adam_rows(param, m1, m2, beta1_pow, beta2_pow, rows, grads, lr, beta1, beta2, epsilon, per_row):\n"
+     "lazy Adam on param[rows] (rows unique); per_row: the pows are per row, advanced with their row,\n"
+     "else one pair, advanced once."},
+    {"adam_dense", adam_dense, METH_VARARGS,
+     "adam_dense(param, grad, m1, m2, beta1_pow, beta2_pow, lr, beta1, beta2, epsilon): Adam on a whole\n"
+     "parameter; the pows ([1] each) advance."},
+    {"index_find", index_find, METH_VARARGS,
+     "index_find(entries, reach, ids, bits, window, rows_out, slots_out) -> ids not at their home slot:\n"
+     "each id's row and slot (-1: not in the window; the overflow is the caller's)."},
+    {"index_place", index_place, METH_VARARGS,
+     "index_place(entries, reach, ids, rows, bits, window, spilled_out) -> n spilled: each (absent, unique)\n"
+     "id into the first free slot of its window; the positions of ids whose window is full go to\n"
+     "spilled_out[:n]."},
+    {"pool_gather_grid", pool_gather_grid, METH_VARARGS,
+     "pool_gather_grid(rows, index, out, slots, offset=0): out[b, offset+j*width:offset+(j+1)*width] =\n"
+     "rows[index[j*seqs + b]] for the [slots, seqs] grid of indices (one id per sequence and slot)."},
+    {"pool_grad_grid", pool_grad_grid, METH_VARARGS,
+     "pool_grad_grid(dout, index, out, slots, width, offset=0): out[k] = the sum, in double, over the\n"
+     "grid's occurrences (b, j) with index[j*seqs + b] == k of dout[b, offset+j*width:offset+(j+1)*width]."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native",
+    "psjob's optimizer row updates in C (see psjob/kernels/native.py).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,108 @@
+"""The C kernels (``_native.c``) that `optimizers` hands its float32 numpy updates to, that
+the sparse table's id index probes and inserts with, and that the fused embedding ops
+(`merge_ids_pool`, `embedding_pool` and their gradients) gather and sum the CTR grid with.
+
+A pserver applies every trainer's table push with a lazy row update; numpy does it as a
+gather of each state column, a dozen whole-block operations and a scatter back (~1 ms
+for a CTR batch's 7.5K rows of dim 16 with Adam). The C loop updates each row where it
+lies, with the same float32 operations in the same order: the results are bitwise
+numpy's, so the numpy path stays the reference and the fallback.
+
+Used when the extension was built (``pip install`` compiles it; without a C compiler
+the install goes on without it) and every array is a C-contiguous float32 numpy array;
+anything else (cupy, float64, strided views) takes the numpy path. ``PSJOB_NATIVE_KERNELS=0``
+turns it off (to compare, or to rule it out).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from psjob.foundation.role_env import process_environment
+
+try:
+    from psjob.foundation.kernels import _native
+except ImportError:  # built without a C compiler: the numpy kernels run
+    _native = None
+
+ENV_NATIVE_KERNELS = "PSJOB_NATIVE_KERNELS"
+
+
+def _switch() -> bool:
+    value = (process_environment().get(ENV_NATIVE_KERNELS, "") or "1").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"{ENV_NATIVE_KERNELS}={value!r}: expected 1 (use the C kernels where built) or 0")
+    return value == "1"
+
+
+# Read once, at import; tests flip it to compare the two paths.
+enabled = _native is not None and _switch()
+
+
+def built() -> bool:
+    """True when the C extension is importable (whether or not it is enabled)."""
+    return _native is not None
+
+
+def fits(*arrays) -> bool:
+    """True when the C kernels are on and take these arrays as they are: numpy, float32
+    (int64 for row indices is checked by the caller's conversion), C-contiguous."""
+    if not enabled:
+        return False
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype != np.float32 or not a.flags.c_contiguous:
+            return False
+    return True
+
+
+def _rows(rows) -> np.ndarray:
+    return np.ascontiguousarray(rows, dtype=np.int64)
+
+
+def sgd_rows(param, rows, grads, lr) -> None:
+    _native.sgd_rows(param, _rows(rows), grads, float(lr))
+
+
+def adagrad_rows(param, moment, rows, grads, lr, epsilon) -> None:
+    _native.adagrad_rows(param, moment, _rows(rows), grads, float(lr), float(epsilon))
+
+
+def adam_rows(param, m1, m2, beta1_pow, beta2_pow, rows, grads, *, lr, beta1, beta2, epsilon, per_row) -> None:
+    _native.adam_rows(param, m1, m2, beta1_pow, beta2_pow, _rows(rows), grads, float(lr), float(beta1),
+                      float(beta2), float(epsilon), bool(per_row))
+
+
+def adam_dense(param, grad, m1, m2, beta1_pow, beta2_pow, *, lr, beta1, beta2, epsilon) -> None:
+    _native.adam_dense(param, grad, m1, m2, beta1_pow, beta2_pow, float(lr), float(beta1), float(beta2),
+                       float(epsilon))
+
+
+def index_find(entries, reach, ids, bits, window):
+    """(rows, slots, number of ids not at their home slot) of contiguous int64 `ids` in the
+    id index's arrays (foundation/tables/index.py); -1 where an id is not in its window."""
+    rows = np.empty(ids.size, np.int64)
+    slots = np.empty(ids.size, np.int64)
+    away = _native.index_find(entries, reach, ids, bits, window, rows, slots)
+    return rows, slots, away
+
+
+def index_place(entries, reach, ids, rows, bits, window) -> np.ndarray:
+    """Insert unique absent contiguous int64 `ids` with `rows`; the positions of the ids
+    whose window was full (for the overflow)."""
+    spilled = np.empty(ids.size, np.int64)
+    n = _native.index_place(entries, reach, ids, rows, bits, window, spilled)
+    return spilled[:n]
+
+
+def pool_gather_grid(rows, index, out, slots, offset=0) -> None:
+    """out[b, offset + j*width : offset + (j+1)*width] = rows[index[j*seqs + b]] (index: a
+    [slots, seqs] grid laid out slot by slot; every index is checked against len(rows) first)."""
+    _native.pool_gather_grid(rows, np.ascontiguousarray(index, np.int64), out, int(slots), int(offset))
+
+
+def pool_grad_grid(dout, index, distinct, slots, width, offset=0) -> np.ndarray:
+    """[distinct, width] float32: row k sums (in double, in (sequence, slot) order) the
+    gradient dout[b, offset + j*width : offset + (j+1)*width] of every grid occurrence whose
+    index is k."""
+    out = np.empty((distinct, width), np.float32)
+    _native.pool_grad_grid(dout, np.ascontiguousarray(index, np.int64), out, int(slots), int(width), int(offset))
+    return out

@@ -1,0 +1,244 @@
+"""RoleEnv: who this process is in its job, read once from the environment.
+
+A process of a job learns its role from the variables psjob.foundation.roles renders
+(Paddle's PADDLE_* names and psjob's PSJOB_*). `RoleEnv.from_environ` reads
+them once, at process start — completing what a pod learns only at run time
+(roles.resolve_identity: a StatefulSet pserver's index from its hostname, an
+Indexed-Job trainer's id from JOB_COMPLETION_INDEX) — checks them, and gives a
+typed, immutable object that is passed down: the container entrypoints build
+one and hand it to the built-in job and its role maker, so the identity is not
+resolved twice.
+
+Every problem is a RoleEnvError naming the variable and what it should hold.
+Stdlib only, like psjob.foundation.roles.
+
+This module is the only one of the runtime that reads the process environment
+(tests/unit/test_layering.py checks it): `process_environment()` is what every
+`from_env`/`*_from_env` reader gets when it is given no mapping, and a RoleEnv
+keeps the environment it was built from as `settings`, so whoever holds one
+passes `role_env.settings` down instead of reading again.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+# Names, not `from . import roles`: this module is imported while the package root is still
+# loading (checkpoint.s3client), where `from . import` would reach psjob.__getattr__.
+from psjob.foundation.roles import (
+    AUTO,
+    COLLECTIVE,
+    DEFAULT_PSERVER_PORT,
+    HETER_TRAINER,
+    JOB_MODES,
+    PSERVER,
+    ROLES,
+    TRAINER,
+    fluid_environment,
+    job_environment,
+    resolve_identity,
+    split_endpoint,
+    topology_from_dict,
+)
+
+
+def process_environment() -> Mapping[str, str]:
+    """This process's environment, read-only: the PSJOB_*/PADDLE_* settings (and the
+    AWS_*, CPU_NUM, ... of the libraries psjob stands in for). A process that changes
+    os.environ (the container entrypoints) is seen changed by the next call."""
+    return types.MappingProxyType(dict(os.environ))
+
+
+class RoleEnvError(ValueError):
+    """The role environment is incomplete or contradicts itself; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class RoleEnv:
+    """This process's role. `index` is the pserver index, the trainer id or the heter trainer id;
+    None for a trainer whose id is "auto" (it registers with pserver 0 for one)."""
+
+    role: str
+    pserver_endpoints: tuple[str, ...]
+    trainers: int
+    index: int | None
+    current_endpoint: str = ""   # a pserver's or heter trainer's own "host:port"
+    heter_endpoints: tuple[str, ...] = ()
+    trainer_endpoints: tuple[str, ...] = ()  # PADDLE_TRAINER_ENDPOINTS: trainer t named by its /metrics port
+    heter_trainers: int = 0
+    job_name: str = ""
+    mode: str = "sync"
+    k_steps: int = 0
+    device: str = "cpu"
+    checkpoint_dir: str = ""
+    auth_token_file: str = ""
+    # The environment this role was read from, completed (resolve_identity): the
+    # settings every component of the process reads (checkpoints, RPC, TLS, metrics).
+    settings: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # Elastic jobs (PSJOB_MAX_TRAINERS): the most trainers at once, which the programs are
+    # transpiled for; trainer ids run below it. 0: the trainer count is fixed.
+    max_trainers: int = 0
+
+    @property
+    def is_pserver(self) -> bool:
+        return self.role == PSERVER
+
+    @property
+    def is_trainer(self) -> bool:
+        return self.role == TRAINER
+
+    @property
+    def is_heter_trainer(self) -> bool:
+        return self.role == HETER_TRAINER
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None, hostname: str | None = None) -> RoleEnv:
+        """Read, complete and check the role environment (os.environ and this host by default)."""
+        env = dict(process_environment() if environ is None else environ)
+        try:
+            # Paddle 2.x launcher names (TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST, ...) where
+            # only those are set; then what only the running process can tell.
+            env = fluid_environment(env)
+            env = _with_topology_file(env)
+            env = resolve_identity(env, socket.gethostname() if hostname is None else hostname)
+        except ValueError as exc:
+            raise RoleEnvError(str(exc)) from None
+        role = env["PADDLE_TRAINING_ROLE"]
+        mode = env.get("PSJOB_MODE", "") or "sync"
+        if mode not in JOB_MODES:
+            raise RoleEnvError(f"PSJOB_MODE must be one of {', '.join(JOB_MODES)}, got {mode!r}")
+        pservers = [] if mode == COLLECTIVE else _pserver_endpoints(env)
+        heter = _endpoint_list(env, "PADDLE_HETER_TRAINER_IP_PORT_LIST")
+        trainer_endpoints = _endpoint_list(env, "PADDLE_TRAINER_ENDPOINTS")
+        trainers = _int(env, "PADDLE_TRAINERS", 1, minimum=1)
+        max_trainers = _int(env, "PSJOB_MAX_TRAINERS", 0, minimum=0)
+        if max_trainers and max_trainers < trainers:
+            raise RoleEnvError(f"PSJOB_MAX_TRAINERS={max_trainers} is below PADDLE_TRAINERS={trainers}")
+        current, index = "", None
+        if role == PSERVER:
+            current = env.get("PSJOB_CURRENT_ENDPOINT") or (
+                f"{env.get('PADDLE_CURRENT_IP', '')}:{env.get('PADDLE_PSERVER_PORT', '')}")
+            if current not in pservers:
+                raise RoleEnvError(f"this pserver's endpoint {current} is not in PADDLE_PSERVER_ENDPOINTS "
+                                   f"({', '.join(pservers)})")
+            index = pservers.index(current)
+        elif role == HETER_TRAINER:
+            index = _int(env, "PSJOB_HETER_TRAINER_ID", 0, minimum=0)
+            if heter and index >= len(heter):
+                raise RoleEnvError(f"PSJOB_HETER_TRAINER_ID {index} out of range "
+                                   f"(PADDLE_HETER_TRAINER_IP_PORT_LIST has {len(heter)})")
+            current = env.get("PSJOB_CURRENT_ENDPOINT", "") or (heter[index] if heter else "")
+        else:
+            name = "PADDLE_TRAINER_ID" if "PADDLE_TRAINER_ID" in env else "PSJOB_TRAINER_ID"
+            if env.get(name, "0") != AUTO:
+                index = _int(env, name, 0, minimum=0)
+                if index >= max(trainers, max_trainers):
+                    raise RoleEnvError(f"PADDLE_TRAINER_ID {index} out of range (PADDLE_TRAINERS={trainers}"
+                                       + (f", PSJOB_MAX_TRAINERS={max_trainers})" if max_trainers else ")"))
+        return cls(role=role, pserver_endpoints=tuple(pservers), trainers=trainers, index=index,
+                   current_endpoint=current, heter_endpoints=tuple(heter),
+                   trainer_endpoints=tuple(trainer_endpoints),
+                   heter_trainers=_int(env, "PSJOB_HETER_TRAINERS", 0, minimum=0),
+                   job_name=env.get("PSJOB_JOB_NAME", ""), mode=mode,
+                   k_steps=_int(env, "PSJOB_K_STEPS", 0, minimum=0),
+                   device=env.get("PSJOB_DEVICE", "") or ("gpu" if role == HETER_TRAINER else "cpu"),
+                   checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", ""),
+                   auth_token_file=env.get("PSJOB_AUTH_TOKEN_FILE", ""), max_trainers=max_trainers,
+                   settings=types.MappingProxyType(env))
+
+
+def _with_topology_file(env: dict[str, str]) -> dict[str, str]:
+    """`env` completed from PSJOB_TOPOLOGY_FILE, the job's topology as JSON (the operator's
+    ConfigMap, `psjob run`'s workdir): the job-wide variables the environment does not set
+    come from it; a variable the environment sets wins (it is what the pod was started with)."""
+    path = env.get("PSJOB_TOPOLOGY_FILE", "")
+    role = env.get("PADDLE_TRAINING_ROLE", "")
+    if not path or role not in ROLES:
+        return env  # no file, or no role to render for: the role check below names the problem
+    try:
+        with open(path) as f:
+            topology = topology_from_dict(json.load(f))
+    except OSError as exc:
+        raise RoleEnvError(f"PSJOB_TOPOLOGY_FILE {path}: cannot read it ({exc.strerror})") from None
+    except (ValueError, TypeError) as exc:
+        raise RoleEnvError(f"PSJOB_TOPOLOGY_FILE {path}: not a job topology ({exc})") from None
+    return {**job_environment(topology, role), **env}
+
+
+def _pserver_endpoints(env: Mapping[str, str]) -> list[str]:
+    endpoints = _endpoint_list(env, "PADDLE_PSERVER_ENDPOINTS")
+    if not endpoints:
+        ips = [ip for ip in env.get("PADDLE_PSERVER_IPS", "").split(",") if ip]
+        port = env.get("PADDLE_PSERVER_PORT", "") or str(DEFAULT_PSERVER_PORT)
+        endpoints = [f"{ip}:{port}" for ip in ips]
+        for ep in endpoints:
+            _check_endpoint(ep, "PADDLE_PSERVER_IPS/PADDLE_PSERVER_PORT")
+    if not endpoints:
+        raise RoleEnvError("no pservers: set PADDLE_PSERVER_ENDPOINTS (or PADDLE_PSERVER_IPS and "
+                           "PADDLE_PSERVER_PORT)")
+    return endpoints
+
+
+def _endpoint_list(env: Mapping[str, str], name: str) -> list[str]:
+    endpoints = [e for e in env.get(name, "").split(",") if e]
+    for ep in endpoints:
+        _check_endpoint(ep, name)
+    return endpoints
+
+
+def _check_endpoint(endpoint: str, name: str) -> None:
+    try:
+        split_endpoint(endpoint, what=f"{name} entry")
+    except ValueError as exc:
+        raise RoleEnvError(str(exc)) from None
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int) -> int:
+    raw = env.get(name, "")
+    if raw in ("", None):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise RoleEnvError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise RoleEnvError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class CollectiveEnv:
+    """A collective (NCCL2-mode) trainer's place: Paddle's launcher variables
+    PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS and
+    PADDLE_CURRENT_ENDPOINT (docs/user/collective.md). `endpoints` is empty outside a collective job."""
+
+    rank: int
+    world_size: int
+    endpoints: tuple[str, ...]
+    current_endpoint: str
+    auth_token_file: str = ""
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> CollectiveEnv:
+        env = process_environment() if environ is None else environ
+        endpoints = tuple(_endpoint_list(env, "PADDLE_TRAINER_ENDPOINTS"))
+        current = env.get("PADDLE_CURRENT_ENDPOINT", "")
+        if "PADDLE_TRAINER_ID" in env:
+            rank = _int(env, "PADDLE_TRAINER_ID", 0, minimum=0)
+        else:
+            rank = endpoints.index(current) if current in endpoints else 0
+        size = _int(env, "PADDLE_TRAINERS_NUM", 0, minimum=1) or len(endpoints) or 1
+        if endpoints and size != len(endpoints):
+            raise RoleEnvError(f"PADDLE_TRAINERS_NUM={size} but PADDLE_TRAINER_ENDPOINTS lists "
+                               f"{len(endpoints)} trainers")
+        if rank >= size:
+            raise RoleEnvError(f"PADDLE_TRAINER_ID {rank} out of range (PADDLE_TRAINERS_NUM={size})")
+        if endpoints and current and endpoints[rank] != current:
+            raise RoleEnvError(f"PADDLE_CURRENT_ENDPOINT {current} is not entry {rank} of "
+                               f"PADDLE_TRAINER_ENDPOINTS ({', '.join(endpoints)})")
+        return cls(rank, size, endpoints, current or (endpoints[rank] if endpoints else ""),
+                   env.get("PSJOB_AUTH_TOKEN_FILE", ""))

@@ -1,1 +1,0 @@
-"""Parameter-server runtime: the pserver process, the trainer communicator, auth."""
