@@ -1,5 +1,10 @@
 """psjob: parameter-server training for large sparse models.
 
+The folders are the layers of psjob's engine, bottom to top (docs/dev/layers.md):
+foundation/ → fluid/ → cluster/ (rpc/, pserver/, trainer/, ...) → fleet/ → training/
+→ launcher/ → cli/. The other entries are Paddle's public names (static, nn, optimizer,
+io, distributed, reader, dataset, ...), where `import psjob as paddle` needs them.
+
 `import psjob` stays cheap (the operator image imports psjob.foundation.roles and
 psjob.foundation.jobspec only); the data helpers Fluid scripts reach as `paddle.batch`,
 `paddle.reader` and `paddle.dataset` are loaded on first use.

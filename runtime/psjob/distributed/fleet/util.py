@@ -1,7 +1,7 @@
 """`fleet.util`: Paddle 2.x's UtilBase — file sharding and small collectives among workers.
 
 Paddle runs the collectives over gloo; psjob trainers have no channel to one
-another, so they meet on pserver 0 (psjob/ps/trainer_gather.py): each worker
+another, so they meet on pserver 0 (psjob/cluster/pserver/trainer_gather.py): each worker
 sends its small array, gets every worker's back in worker order, and reduces
 them itself — every worker gets the same bits. They are for metrics (a few
 numbers), between init_worker() and stop_worker(), called by every worker in
