@@ -22,7 +22,7 @@ ids first arrive, unrelated to their values), so the timed calls measure
 lookups and updates of existing rows scattered over the table. `--vocab`
 only sizes the program's declared table.
 
-and prints gRPC/in-process ratios. Then the target of issue 18: the same
+and prints gRPC/in-process ratios. Then the prefetch target: the same
 prefetch next to a bare gRPC method (a second child process that answers a
 request of the prefetch's size with a reply of the prefetch's size and does
 nothing else: the ceiling any prefetch could reach here), alternated for
@@ -328,7 +328,7 @@ def main():
     print(f"the bare method's server CPU per call over all rounds, grpc.aio / thread pool: "
           f"{sum(a for a, _, _ in aio_cpu) / pool_cpu:.2f}x on the event loop, "
           f"{sum(h for _, h, _ in aio_cpu) / pool_cpu:.2f}x with a thread hop")
-    print(f"target (issue 18): prefetch via PSClient >= 0.8x the bare gRPC method: median {median(ratios):.2f}x "
+    print(f"target: prefetch via PSClient >= 0.8x the bare gRPC method: median {median(ratios):.2f}x "
           f"(range {min(ratios):.2f}-{max(ratios):.2f}) -> {'MET' if median(ratios) >= 0.8 else 'MISSED'}")
     canned.kill()
     gathered.kill()

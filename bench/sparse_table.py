@@ -73,7 +73,7 @@ def parse_args(argv):
     p.add_argument("--scale", help="comma-separated row counts, e.g. 10000000,50000000: the table alone "
                    "(no numpy baseline) at each size, all tables built first, then timed interleaved: CPU "
                    "lookup/update rates and bytes per row next to the first size's (the 50M-row check of "
-                   "issue 18: ~12 GiB for 10M + 50M)")
+                   "target: ~12 GiB for 10M + 50M)")
     return p.parse_args(argv)
 
 

@@ -388,7 +388,7 @@ def load_inference_model(dirname, executor, model_filename=None, params_filename
 
 def load_inference_model_distributed(dirname, executor, model_filename=None, params_filename=None,
                                      pserver_endpoints=None):
-    """Seed 002's name for load_inference_model with pserver endpoints (see there)."""
+    """Fluid 1.x's DistributeTranspiler guide's name for load_inference_model with pserver endpoints (see there)."""
     return load_inference_model(dirname, executor, model_filename, params_filename, pserver_endpoints)
 
 

@@ -183,7 +183,7 @@ class DistributeTranspiler:
         if pserver_program is None:
             pserver_program = self.get_pserver_program(endpoint)
         startup = build_pserver_startup(self.plan, endpoint, pserver_program, self._origin_startup)
-        # Seed 004's incremental training loads a save with load_persistables(exe, path,
+        # Fluid's incremental training loads a save with load_persistables(exe, path,
         # pserver_startup): the startup program must know its endpoint and the overview too.
         mark_distributed(startup, self.plan, self._overview, endpoint, False)
         return startup
