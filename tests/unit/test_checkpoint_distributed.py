@@ -298,6 +298,27 @@ def test_a_pserver_restores_the_newest_good_checkpoint_and_falls_back_past_a_cor
     assert other.restore_from_checkpoints(str(root)).step == 2
 
 
+def test_pservers_agree_on_the_step_when_only_one_shard_of_the_newest_checkpoint_is_corrupt(tmp_path, capsys):
+    # pserver 0 restores first: its own shard of step 4 is intact, pserver 1's is not. Loading
+    # step 4 there while pserver 1 falls back to step 2 would mix two steps in one model.
+    root = tmp_path / "ckpt"
+    job = Job(2).train(0, 2, str(root / store.step_dirname(2)))
+    Job(2, load_dir=str(root / store.step_dirname(2))).train(2, 2, str(root / store.step_dirname(4)))
+    shard = root / store.step_dirname(4) / "__tables__" / "emb.shard-1-of-2.values"
+    data = bytearray(shard.read_bytes())
+    data[-3] ^= 0x55
+    shard.write_bytes(bytes(data))
+    steps = []
+    for ep in EPS[:2]:
+        main, startup = job.pserver_programs[ep]
+        state = PserverState(main, scope=fluid.Scope(), executor=fluid.Executor())
+        state.run_startup(startup)
+        steps.append(state.restore_from_checkpoints(str(root)).step)
+    assert steps == [2, 2]
+    assert "emb shard 1 values" in capsys.readouterr().out
+    assert (root / store.step_dirname(4) / CORRUPT_MARKER).exists()
+
+
 def test_a_dense_table_saved_by_single_machine_training_loads_into_the_pservers_as_ids_0_to_h(tmp_path):
     main, startup, loss = net(distributed=False)
     exe, scope = fluid.Executor(), fluid.Scope()

@@ -38,6 +38,7 @@ removal cut short never leaves something that looks complete.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from psjob.foundation.checkpoint import chain as chains
@@ -46,6 +47,7 @@ from psjob.foundation.checkpoint.format import (
     CORRUPT_MARKER,
     MANIFEST,
     CheckpointError,
+    CorruptFileError,
     manifest_files,
     quick_check,
     read_array,
@@ -211,35 +213,54 @@ def read_dense(path: str, doc: dict, keep=()) -> dict:
 
 def verify(path: str) -> list[str]:
     """Read every file of one saved directory and check its checksum; the problems found."""
+    return [str(exc) for exc in _problems(path)]
+
+
+def check_whole(path: str) -> None:
+    """Raise the first problem of a checkpoint, reading every file of it and of every link of
+    its chain — every pserver's shards, not only the caller's. Pservers that restore from the
+    same root then judge the same files and so choose the same checkpoint: one that finds only
+    its own shard intact must not load a checkpoint another pserver will reject. A file that
+    fails its checksum raises CorruptFileError (chains.ChainCorrupt naming the link when it
+    lies in an earlier link); anything else, e.g. an unreachable store, CheckpointError."""
+    doc = read_manifest(path)
+    links = chains.resolve(path, doc) if chains.is_delta_doc(doc) else [(path, doc)]
+    for link, _ in links:
+        for exc in _problems(link):
+            if link != path and isinstance(exc, CorruptFileError):
+                raise chains.ChainCorrupt(f"{link}: {exc}", link) from exc
+            raise exc
+
+
+def _problems(path: str) -> Iterator[CheckpointError]:
     try:
         doc = read_manifest(path)
     except CheckpointError as exc:
-        return [str(exc)]
-    problems = []
+        yield exc
+        return
     if chains.is_delta_doc(doc):
         try:
             chains.resolve(path, doc)
         except CheckpointError as exc:
-            problems.append(str(exc))
+            yield exc
     npz_cache: dict = {}
     for name, entry in sorted(doc["vars"].items()):
         try:
             read_var(path, name, entry, npz_cache)
         except CheckpointError as exc:
-            problems.append(str(exc))
+            yield exc
     for table, tdoc in sorted(doc.get("tables", {}).items()):
         for shard in tdoc.get("shards", []):
             for part, entry in sorted(shard.get("files", {}).items()):
                 try:
                     read_array(storage.join(path, entry["file"]), entry, f"{table} shard {shard.get('index')} {part}")
                 except CheckpointError as exc:
-                    problems.append(str(exc))
+                    yield exc
     for table, tdoc in doc.get("tables", {}).items():
         want = set(range(int(tdoc.get("num_shards", 0))))
         have = {int(s["index"]) for s in tdoc.get("shards", [])}
         if want != have:
-            problems.append(f"table {table!r}: shards {sorted(have)} of {tdoc.get('num_shards')}")
-    return problems
+            yield CheckpointError(f"table {table!r}: shards {sorted(have)} of {tdoc.get('num_shards')}")
 
 
 def apply_retention(root: str, keep: int) -> list[str]:
