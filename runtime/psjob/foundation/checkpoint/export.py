@@ -115,7 +115,8 @@ def _arrow_column(arr: np.ndarray) -> pa.Array:
 
 def _columns(rows: TableShard, with_state: bool) -> list[tuple[dict, np.ndarray]]:
     """(manifest entry, array) of each exported column, in column order."""
-    out: list[tuple[dict[str, Any], np.ndarray]] = [({"name": "id", "role": "id"}, rows.ids), ({"name": "embedding", "role": "embedding"}, rows.values)]
+    out: list[tuple[dict[str, Any], np.ndarray]] = [
+        ({"name": "id", "role": "id"}, rows.ids), ({"name": "embedding", "role": "embedding"}, rows.values)]
     out += [({"name": name, "role": "meta", "source": f"meta.{name}"}, arr) for name, arr in sorted(rows.meta.items())]
     if with_state:
         out += [({"name": OPT_PREFIX + name, "role": "optimizer_state", "source": f"state.{name}"}, arr)

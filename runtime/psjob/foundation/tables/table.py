@@ -117,7 +117,8 @@ class SparseTable:
         self._index = IdIndex(expected=config.initial_capacity)
         self._admission = Admission(config.admission, key)
         self._lock = threading.Lock()
-        self._recent: collections.deque[tuple[np.ndarray, np.ndarray]] = collections.deque(maxlen=_RECENT_LOOKUPS)  # (ids, rows) of full lookups
+        # (ids, rows) of full lookups
+        self._recent: collections.deque[tuple[np.ndarray, np.ndarray]] = collections.deque(maxlen=_RECENT_LOOKUPS)
         self._device: DeviceColumns | None = None   # once to_device() ran
         self._step = 0
         self._decayed_at = 0
