@@ -16,54 +16,55 @@ the operator image never loads numpy kernels it does not need.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 
-def _launch(argv):
+def _launch(argv: list[str]) -> int:
     from psjob.launcher import launch
     return launch.main(argv)
 
 
-def _run(argv):
+def _run(argv: list[str]) -> int:
     from psjob.launcher import run_job
     return run_job.main(argv)
 
 
-def _scale(argv):
+def _scale(argv: list[str]) -> int:
     from psjob.launcher import scale
     return scale.main(argv)
 
 
-def _pserver(argv):
+def _pserver(argv: list[str]) -> int:
     from psjob.launcher import entrypoints
     return entrypoints.pserver_main(argv)
 
 
-def _worker(argv):
+def _worker(argv: list[str]) -> int:
     from psjob.launcher import entrypoints
     return entrypoints.worker_main(argv)
 
 
-def _heter_worker(argv):
+def _heter_worker(argv: list[str]) -> int:
     from psjob.launcher import entrypoints
     return entrypoints.heter_worker_main(argv)
 
 
-def _as_paddle(argv):
+def _as_paddle(argv: list[str]) -> int:
     from psjob.launcher.aspaddle import exec_main
     return exec_main(argv)
 
 
-def _compat(argv):
+def _compat(argv: list[str]) -> int:
     from psjob.cli.compat import main
     return main(argv)
 
 
-def _checkpoint(argv):
+def _checkpoint(argv: list[str]) -> int:
     from psjob.foundation.checkpoint import cli
     return cli.main(argv)
 
 
-def _export(argv):
+def _export(argv: list[str]) -> int:
     from psjob.foundation.checkpoint import cli
     return cli.export_main(argv)
 
@@ -82,7 +83,7 @@ COMMANDS = {
 }
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print("usage: psjob COMMAND [ARGS...]\n\ncommands:")

@@ -36,6 +36,8 @@ from __future__ import annotations
 import logging
 import socket
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from psjob.foundation import roles
 from psjob.foundation.role_env import RoleEnv, RoleEnvError, process_environment
@@ -48,20 +50,20 @@ class EntrypointError(ValueError):
     """The process cannot start as asked; the message says what to fix."""
 
 
-def pserver_main(argv=None) -> int:
+def pserver_main(argv: Sequence[str] | None = None) -> int:
     return _main(roles.PSERVER, "psjob pserver", argv)
 
 
-def worker_main(argv=None) -> int:
+def worker_main(argv: Sequence[str] | None = None) -> int:
     return _main(roles.TRAINER, "psjob worker", argv)
 
 
-def heter_worker_main(argv=None) -> int:
+def heter_worker_main(argv: Sequence[str] | None = None) -> int:
     """A heterogeneous trainer of the built-in job: it runs the CTR model's MLP section."""
     return _main(roles.HETER_TRAINER, "psjob heter-worker", argv)
 
 
-def _main(role: str, prog: str, argv) -> int:
+def _main(role: str, prog: str, argv: Sequence[str] | None) -> int:
     from psjob.training import options  # lazy: `psjob --help` stays fast
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -78,7 +80,7 @@ def _main(role: str, prog: str, argv) -> int:
     return _run(flows[role], opts, role_env, prog)
 
 
-def _run(fn, opts, role_env: RoleEnv, prog: str) -> int:
+def _run(fn: Callable[[Any, RoleEnv], int], opts: Any, role_env: RoleEnv, prog: str) -> int:
     from psjob.cluster.rpc.auth import AuthConfigError
     from psjob.cluster.rpc.client import RETRYABLE, RpcError
     from psjob.cluster.trainer.communicator import CommunicatorError
@@ -99,7 +101,7 @@ def _run(fn, opts, role_env: RoleEnv, prog: str) -> int:
         # up on a pserver may also surface from inside an op (ExecutionError's cause) or
         # from the communicator's last flush (CommunicatorError, at stop_worker: a trainer
         # that had trained its share when a pserver was lost has gradients not yet applied).
-        cause = exc
+        cause: BaseException | None = exc
         while cause is not None and not isinstance(cause, RpcError):
             cause = cause.__cause__
         unreachable = isinstance(exc, TimeoutError) or (cause is not None
@@ -152,6 +154,6 @@ def _prepare_environment(role: str, prog: str) -> RoleEnv:
     return role_env
 
 
-def _fail(prog: str, problem, status: int) -> int:
+def _fail(prog: str, problem: object, status: int) -> int:
     print(f"{prog}: error: {problem}", file=sys.stderr, flush=True)
     return status

@@ -19,12 +19,17 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TextIO
 
 from psjob.foundation import roles
 from psjob.foundation.progress import parse_line
 
+if TYPE_CHECKING:
+    from psjob.launcher.supervisor import ProcessSpec
 
-def _num(value, spec: str, default: str = "-") -> str:
+
+def _num(value: object, spec: str, default: str = "-") -> str:
     if isinstance(value, (int, float)) and math.isfinite(value):
         return format(value, spec)
     return default
@@ -67,8 +72,8 @@ def short_error(error: str) -> str:
 class LogWatcher:
     """Tails trainer logs on a thread; `latest` maps trainer id → newest progress dict."""
 
-    def __init__(self, logs: dict[int, str], interval_s: float, started: float, out=None,
-                 name: str = "worker"):
+    def __init__(self, logs: dict[int, str], interval_s: float, started: float, out: TextIO | None = None,
+                 name: str = "worker") -> None:
         self.logs = logs
         self.interval_s = interval_s
         self.started = started
@@ -178,7 +183,7 @@ class LogWatcher:
         self.out.write("".join(self._line(i, t) for i, t in sorted(self._shown.items())))
         self._drawn = len(self._shown)
 
-    def note(self, message: str, out=None) -> None:
+    def note(self, message: str, out: TextIO | None = None) -> None:
         """Print an event line (a restart, a failure) without breaking the progress block;
         `out` is another stream for it (`psjob launch` keeps its events on stderr)."""
         with self._lock:
@@ -201,11 +206,11 @@ class LogWatcher:
 
 # -- the summary ---------------------------------------------------------------------------
 
-def summarize(*, job: str, mode: str, outcome: tuple[int, str], seconds: float, watcher: LogWatcher,
-              trainers: int, checkpoint_dir: str, specs, name_of) -> dict:
+def summarize(*, job: str, mode: str, outcome: tuple[int, str], seconds: float, watcher: LogWatcher, trainers: int,
+              checkpoint_dir: str, specs: Iterable[ProcessSpec], name_of: Callable[[ProcessSpec], str]) -> dict:
     """The run's summary: the trainers' final progress added up, the newest checkpoint, and
     per process (`specs`: supervisor ProcessSpecs; `name_of(spec)` names one) its exits."""
-    finals = [watcher.finals.get(i) or watcher.latest.get(i) for i in range(trainers)]
+    finals: list[Any] = [watcher.finals.get(i) or watcher.latest.get(i) for i in range(trainers)]
     finals = [f for f in finals if f]
     ckpt = None
     if checkpoint_dir:
@@ -282,12 +287,12 @@ def _weighted(finals: list[dict], key: str) -> float:
     return sum(v * w for v, w in pairs) / total
 
 
-def _clean(value):
+def _clean(value: object) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def summary_line(summary: dict) -> str:
-    def num(v, spec):
+    def num(v: object, spec: str) -> str:
         return "-" if v is None else format(v, spec)
 
     ckpt = summary["newest_checkpoint"]

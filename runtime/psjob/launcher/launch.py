@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 
 from psjob import __version__
 from psjob.foundation import roles
@@ -117,12 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def is_collective(args) -> bool:
+def is_collective(args: argparse.Namespace) -> bool:
     """No pservers: --server_num 0, --gpus or --nproc_per_node (Paddle's collective launch)."""
     return args.server_num == 0 or bool(args.gpus) or args.nproc_per_node is not None
 
 
-def plan_collective(args) -> LocalJob:
+def plan_collective(args: argparse.Namespace) -> LocalJob:
     if args.servers or args.heter_worker_num or (args.server_num or 0) > 0:
         raise SystemExit("psjob launch: a collective job (--server_num 0, --gpus, --nproc_per_node) has "
                          "no pservers or heter trainers: drop --servers/--server_num/--heter_worker_num")
@@ -160,7 +161,7 @@ def plan_collective(args) -> LocalJob:
                     summary_extra={"log_dir": os.path.abspath(args.log_dir)})
 
 
-def plan(args) -> LocalJob:
+def plan(args: argparse.Namespace) -> LocalJob:
     if is_collective(args):
         return plan_collective(args)
     if args.servers:
@@ -216,7 +217,7 @@ def plan(args) -> LocalJob:
                     summary_extra={"log_dir": os.path.abspath(args.log_dir)})
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not os.path.exists(args.script):
         print(f"psjob launch: script {args.script!r} not found", file=sys.stderr)

@@ -23,7 +23,9 @@ import secrets
 import socket
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from psjob.foundation import roles
 from psjob.launcher.job_progress import LogWatcher, exit_status, log_tail, summarize, summary_line
@@ -166,13 +168,14 @@ class LocalJob:
     specs: list[ProcessSpec]
     deadline: Deadline | None = None
     backoff_limit: int | None = None  # the worker retries a job allows (psjob run), None for a script
-    name_of: object = staticmethod(lambda sp: sp.name)  # a process in the summary ("trainer.0")
-    label_of: object = staticmethod(lambda sp: sp.name)  # a process in the reason ("worker 0")
+    name_of: Callable[[ProcessSpec], str] = staticmethod(lambda sp: sp.name)  # a process in the summary ("trainer.0")
+    label_of: Callable[[ProcessSpec], str] = staticmethod(lambda sp: sp.name)  # a process in the reason ("worker 0")
     summary_extra: dict = field(default_factory=dict)
 
 
-def run_local(job: LocalJob, *, progress_interval: float, on_event, summary_path: str = "",
-              out=None, opening: list[str] = (), report_exits: bool = False, on_poll=None,
+def run_local(job: LocalJob, *, progress_interval: float, on_event: Callable[[str, Callable[..., None]], None],
+              summary_path: str = "", out: TextIO | None = None, opening: Sequence[str] = (),
+              report_exits: bool = False, on_poll: Callable[[LogWatcher], Callable[[Supervisor], None]] | None = None,
               stop_grace_s: float = STOP_GRACE_S) -> int:
     """Run the job's processes to the end under one Supervisor, with progress lines and a
     summary line (and JSON at `summary_path`); the exit status of `conclude`.
@@ -202,7 +205,7 @@ def run_local(job: LocalJob, *, progress_interval: float, on_event, summary_path
     return finish(job, status, watcher, time.monotonic() - started, summary_path, out)
 
 
-def finish(job: LocalJob, status: int, watcher: LogWatcher, seconds: float, summary_path: str, out) -> int:
+def finish(job: LocalJob, status: int, watcher: LogWatcher, seconds: float, summary_path: str, out: TextIO) -> int:
     outcome = conclude(job, status)
     summary = summarize(job=job.name, mode=job.mode, outcome=outcome, seconds=seconds, watcher=watcher,
                         trainers=job.trainers, checkpoint_dir=job.checkpoint_dir, specs=job.specs,

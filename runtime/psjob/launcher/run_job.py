@@ -42,10 +42,13 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from psjob.foundation import jobspec, roles
 from psjob.launcher import scale
+from psjob.launcher.job_progress import LogWatcher
 from psjob.launcher.local import (
     PROGRESS_INTERVAL_S,
     STOP_GRACE_S,
@@ -58,7 +61,7 @@ from psjob.launcher.local import (
     run_local,
     write_token,
 )
-from psjob.launcher.supervisor import ProcessSpec, RestartBudget
+from psjob.launcher.supervisor import ProcessSpec, RestartBudget, Supervisor
 
 # A StatefulSet recreates a crashing pserver forever, with backoff; locally a
 # pserver that keeps crashing ends the run after this many restarts instead.
@@ -89,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         job = jobspec.load_job_file(args.job)
@@ -117,7 +120,7 @@ def _usage(message: str) -> int:
     return 2
 
 
-def check_local(job: jobspec.ParameterServerJob, args) -> None:
+def check_local(job: jobspec.ParameterServerJob, args: argparse.Namespace) -> None:
     """Refuse what only a cluster can provide, naming the field; check the options."""
     s = job.spec
     heter = s.heter_worker.replicas if s.heter_worker is not None else 0
@@ -161,7 +164,7 @@ def cluster_only_fields(job: jobspec.ParameterServerJob) -> list[str]:
     s = job.spec
     found = []
 
-    def check(obj, default, names, path):
+    def check(obj: object, default: object, names: Sequence[str], path: str) -> None:
         for name in names:
             value = getattr(obj, name)
             if value not in (None, (), {}) and value != getattr(default, name):
@@ -191,7 +194,7 @@ class LocalRun:
     worker_budget: RestartBudget  # runPolicy.backoffLimit, shared by every worker
 
 
-def plan(job: jobspec.ParameterServerJob, args) -> LocalRun:
+def plan(job: jobspec.ParameterServerJob, args: argparse.Namespace) -> LocalRun:
     s = job.spec
     workdir = os.path.abspath(args.workdir or os.path.join(
         "runs", f"{job.name}-{time.strftime('%Y%m%d-%H%M%S')}"))
@@ -245,7 +248,7 @@ def put_layout(run: LocalRun, topology: roles.JobTopology) -> None:
 def process_spec(job: jobspec.ParameterServerJob, run: LocalRun, role: str, index: int) -> ProcessSpec:
     """Process `index` of `role`: its command, exactly the operator's environment, its log."""
     s = job.spec
-    role_spec = {roles.PSERVER: s.pserver, roles.HETER_TRAINER: s.heter_worker, roles.TRAINER: s.worker}[role]
+    role_spec: Any = {roles.PSERVER: s.pserver, roles.HETER_TRAINER: s.heter_worker, roles.TRAINER: s.worker}[role]
     # An elastic job's trainer `index` may lie beyond the replicas it started with.
     topology = run.topology
     if role == roles.TRAINER and index >= topology.trainers:
@@ -262,7 +265,7 @@ def process_spec(job: jobspec.ParameterServerJob, run: LocalRun, role: str, inde
     return spec
 
 
-def command_for(spec: jobspec.JobSpec, role: str, role_spec) -> list[str]:
+def command_for(spec: jobspec.JobSpec, role: str, role_spec: Any) -> list[str]:
     """The role's command + args, as the operator's pod template has them.
 
     `psjob` and `python` are this interpreter, so a local run uses the psjob
@@ -283,7 +286,7 @@ def _this_interpreter(command: list[str]) -> list[str]:
     return command
 
 
-def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
+def execute(job: jobspec.ParameterServerJob, run: LocalRun, args: argparse.Namespace) -> int:
     s = job.spec
     started = time.monotonic()
     heter = f", {s.heter_worker.replicas} heter trainer(s)" if s.heter_worker is not None else ""
@@ -312,7 +315,7 @@ def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
     printer = _event_printer(run.specs, started)
     # `psjob scale` resizes the run (launcher.scale): an elastic job's trainers, or the pservers
     # of a job that keeps checkpoints. New trainers are watched like the others.
-    def scaler(watcher):
+    def scaler(watcher: LogWatcher) -> Callable[[Supervisor], None]:
         scaling = scale.Scaler(run.workdir, lambda role, i: _new_process(job, run, watcher, role, i),
                                relayout=lambda n: relayout(run, n),
                                put_layout=lambda t: put_layout(run, t),
@@ -323,7 +326,8 @@ def execute(job: jobspec.ParameterServerJob, run: LocalRun, args) -> int:
                      opening=opening, on_event=printer, on_poll=scaler, stop_grace_s=args.stop_grace)
 
 
-def _new_process(job, run: LocalRun, watcher, role: str, index: int) -> ProcessSpec:
+def _new_process(job: jobspec.ParameterServerJob, run: LocalRun, watcher: LogWatcher, role: str,
+                 index: int) -> ProcessSpec:
     """Process `index` of `role` under the run's current topology (started by `psjob scale`);
     a new trainer's progress lines are shown like the others'."""
     spec = process_spec(job, run, role, index)
@@ -337,10 +341,10 @@ def _short(path: str) -> str:
     return rel if not rel.startswith("..") else path
 
 
-def _event_printer(specs, started: float):
+def _event_printer(specs: list[ProcessSpec], started: float) -> Callable[[str, Callable[[str], None]], None]:
     by_name = {sp.name: sp for sp in specs}
 
-    def on_event(message: str, write) -> None:
+    def on_event(message: str, write: Callable[[str], None]) -> None:
         if message.endswith(" exited 0"):
             return  # the progress lines say when a worker is done; pservers follow them
         if message.startswith("started "):

@@ -52,10 +52,15 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from psjob.foundation import roles
 from psjob.foundation.checkpoint import storage, store
+
+if TYPE_CHECKING:
+    from psjob.launcher.supervisor import ProcessSpec, Supervisor
 
 REQUEST_FILE = "scale-request.json"
 
@@ -134,23 +139,26 @@ class Scaler:
     endpoints (topology.json rewritten) and returns the topology it replaced, which
     `put_layout(topology)` puts back; `checkpoint_dir` is the run's checkpoint root."""
 
-    def __init__(self, workdir: str, new_process, relayout=None, put_layout=None,
-                 checkpoint_dir: str = ""):
+    def __init__(self, workdir: str, new_process: Callable[[str, int], ProcessSpec],
+                 relayout: Callable[[int], Any] | None = None, put_layout: Callable[[Any], None] | None = None,
+                 checkpoint_dir: str = "") -> None:
         self.path = os.path.join(workdir, REQUEST_FILE)
         self.new_process = new_process
-        self.relayout, self.put_layout = relayout, put_layout
+        # Given by a run whose pservers may resize (psjob run's); a resize is asked for only then.
+        self.relayout = cast("Callable[[int], Any]", relayout)
+        self.put_layout = cast("Callable[[Any], None]", put_layout)
         self.checkpoint_dir = checkpoint_dir
-        self._seen = None  # (mtime_ns, size) of the request last read
+        self._seen: tuple[int, int] | None = None  # (mtime_ns, size) of the request last read
         self._applied: dict[str, int] = {}  # the counts of the request last read, by role
         self._retired: set[int] = set()  # indexes scaled away: started again when wanted again
         self._resize: PendingResize | None = None
         self.resizes: list[dict] = []  # one record per resize applied (the summary's)
 
-    def poll(self, supervisor) -> None:
+    def poll(self, supervisor: Supervisor) -> None:
         self._read_request(supervisor)
         self._advance_resize(supervisor)
 
-    def _read_request(self, supervisor) -> None:
+    def _read_request(self, supervisor: Supervisor) -> None:
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -168,7 +176,7 @@ class Scaler:
             self._ask_resize(supervisor, changed["pservers"])
 
     # -- trainers ------------------------------------------------------------------------
-    def _scale_workers(self, supervisor, wanted: int) -> None:
+    def _scale_workers(self, supervisor: Supervisor, wanted: int) -> None:
         trainers = _trainers(supervisor)
         running = {i for i, s in trainers.items() if s.proc is not None and s.exit_code is None}
         supervisor.on_event(f"scale request: {wanted} trainer(s) (running: {len(running)})")
@@ -184,7 +192,7 @@ class Scaler:
                 supervisor.retire(trainers[index])
 
     # -- pservers ------------------------------------------------------------------------
-    def _ask_resize(self, supervisor, wanted: int) -> None:
+    def _ask_resize(self, supervisor: Supervisor, wanted: int) -> None:
         current = len(_pservers(supervisor))
         if self._resize is not None:
             self._resize.target = wanted
@@ -204,7 +212,7 @@ class Scaler:
         supervisor.on_event(f"resizing the pservers {current}→{wanted}: trainer 0 checkpoints at its "
                             "next step, then every process is replaced")
 
-    def _advance_resize(self, supervisor) -> None:
+    def _advance_resize(self, supervisor: Supervisor) -> None:
         chief = _trainers(supervisor).get(0)
         if chief is None or chief.proc is None:
             return
@@ -236,11 +244,11 @@ class Scaler:
         info = store.newest_good(self.checkpoint_dir)
         return info.path if info is not None else None
 
-    def _replace(self, supervisor) -> None:
+    def _replace(self, supervisor: Supervisor) -> None:
         info = store.newest_good(self.checkpoint_dir)
         if info is None:  # held, but its checkpoint is not listed yet (an object store): next poll
             return
-        resize, self._resize = self._resize, None
+        resize, self._resize = cast(PendingResize, self._resize), None  # _advance_resize: one is held
         servers = _pservers(supervisor)
         trainers = [s for i, s in sorted(_trainers(supervisor).items()) if i not in self._retired]
         supervisor.stop_for_resize(servers + trainers)
@@ -266,13 +274,13 @@ class Scaler:
             f"({info.path}); every process replaced {seconds:.2f}s after the request; steps redone: "
             f"{sum(redone.values())}" + (f" ({per})" if per else ""))
 
-    def _steps_redone(self, info, indexes: list[int]) -> dict[int, int]:
+    def _steps_redone(self, info: store.CheckpointInfo, indexes: list[int]) -> dict[int, int]:
         """Per trainer, the steps it trained after the checkpoint (lost with the old pservers).
 
         Sync mode: none — the round after the cut cannot complete without trainer 0, who held.
         Other modes: each trainer's last position hint (written every step) minus its position
         in the checkpoint."""
-        manifest = info.manifest
+        manifest = cast(dict, info.manifest)  # a good checkpoint's
         saved = manifest.get("trainers") or {}
         if len(saved) <= 1:  # sync: only trainer 0's position, everyone's
             return {i: 0 for i in indexes}
@@ -291,11 +299,11 @@ def _last_position(root: str, index: int, default: int) -> int:
         return default
 
 
-def _trainers(supervisor) -> dict:
+def _trainers(supervisor: Supervisor) -> dict:
     return {s.index: s for s in supervisor.specs if s.role == roles.TRAINER}
 
 
-def _pservers(supervisor) -> list:
+def _pservers(supervisor: Supervisor) -> list:
     return sorted((s for s in supervisor.specs if s.role == roles.PSERVER), key=lambda s: s.index)
 
 
@@ -309,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         request(args.workdir, args.workers, args.pservers)

@@ -57,7 +57,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
+from typing import cast
 
 from psjob.foundation import roles
 from psjob.foundation.role_env import process_environment
@@ -125,7 +128,7 @@ class SupervisorOptions:
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent():
+def _die_with_parent() -> None:
     """In the child, before exec: get SIGKILL if the supervisor dies (Linux), so a
     killed `psjob run`/`psjob launch` never leaves pservers serving on their own."""
     try:
@@ -145,7 +148,8 @@ def _exit_status(code: int) -> int:
 
 class Supervisor:
     def __init__(self, specs: list[ProcessSpec], options: SupervisorOptions = SupervisorOptions(),
-                 on_event=None, on_poll=None):
+                 on_event: Callable[[str], None] | None = None,
+                 on_poll: Callable[[Supervisor], None] | None = None) -> None:
         self.specs = specs
         self.options = options
         self.on_event = on_event or (lambda msg: print(f"[psjob] {msg}", file=sys.stderr, flush=True))
@@ -154,7 +158,7 @@ class Supervisor:
         self._stopping = False
         self._signal_status = 0
 
-    def _start(self, spec: ProcessSpec):
+    def _start(self, spec: ProcessSpec) -> None:
         os.makedirs(os.path.dirname(spec.log_path) or ".", exist_ok=True)
         log = open(spec.log_path, "ab", buffering=0)
         spec.log_offset = log.seek(0, os.SEEK_END)
@@ -196,15 +200,15 @@ class Supervisor:
         running = [s for s in specs if s.proc is not None and s.exit_code is None]
         for spec in running:
             try:
-                os.killpg(spec.proc.pid, signal.SIGKILL)
+                os.killpg(cast(subprocess.Popen, spec.proc).pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         for spec in running:
-            spec.proc.wait()
+            cast(subprocess.Popen, spec.proc).wait()
             spec.exit_code = roles.RESIZE_HOLD_EXIT
             spec.history.append(roles.RESIZE_HOLD_EXIT)
 
-    def _signal_all(self, sig):
+    def _signal_all(self, sig: int) -> None:
         for spec in self.specs:
             if spec.proc is not None and spec.proc.poll() is None:
                 try:
@@ -212,7 +216,7 @@ class Supervisor:
                 except ProcessLookupError:
                     pass
 
-    def stop_all(self):
+    def stop_all(self) -> None:
         self._signal_all(signal.SIGTERM)
         t_end = time.monotonic() + self.options.stop_grace_s
         while time.monotonic() < t_end and any(s.proc and s.proc.poll() is None for s in self.specs):
@@ -224,7 +228,7 @@ class Supervisor:
                 if spec.exit_code is None:
                     spec.exit_code = spec.proc.returncode
 
-    def _on_signal(self, signum, _frame):
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         self._stopping = True
         self._signal_status = 128 + signum
 
@@ -338,11 +342,11 @@ class Supervisor:
             time.sleep(self.options.poll_interval_s)
 
     @staticmethod
-    def _every_pserver_done(servers) -> bool:
+    def _every_pserver_done(servers: list[ProcessSpec]) -> bool:
         """Every pserver exited 0 by itself: it does so only once every trainer completed."""
         return bool(servers) and all(s.exit_code == 0 for s in servers)
 
-    def _completed_before(self, spec: ProcessSpec, code: int, servers) -> bool:
+    def _completed_before(self, spec: ProcessSpec, code: int, servers: list[ProcessSpec]) -> bool:
         """A trainer that failed after the pservers recorded its completion: done, not restarted."""
         if spec.role != TRAINER:
             return False
@@ -357,7 +361,7 @@ class Supervisor:
                       "its part of the job is done")
         return True
 
-    def _stop_restarts_of_completed(self, workers, servers) -> bool:
+    def _stop_restarts_of_completed(self, workers: list[ProcessSpec], servers: list[ProcessSpec]) -> bool:
         """Once every pserver exited 0, a trainer still running was restarted after it had
         completed (it would wait for pservers that are gone): stop it, it counts as done.
         True when that leaves every trainer done."""
@@ -379,18 +383,19 @@ class Supervisor:
 
     def _stop_one(self, spec: ProcessSpec) -> None:
         """SIGTERM, then SIGKILL after the stop grace; records its exit."""
+        proc = cast(subprocess.Popen, spec.proc)  # a started one
         try:
-            os.killpg(spec.proc.pid, signal.SIGTERM)
-            spec.proc.wait(timeout=self.options.stop_grace_s)
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=self.options.stop_grace_s)
         except ProcessLookupError:
             pass
         except subprocess.TimeoutExpired:
             try:
-                os.killpg(spec.proc.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        spec.proc.wait()
-        spec.exit_code = spec.proc.returncode
+        proc.wait()
+        spec.exit_code = proc.returncode
         spec.history.append(spec.exit_code)
 
     @staticmethod

@@ -32,8 +32,9 @@ import inspect
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from psjob.cli.compat import notes
 from psjob.launcher.aspaddle import MissingName, lookup
@@ -90,10 +91,11 @@ class _Reader(ast.NodeVisitor):
     """The paddle names of one module: imports first (any scope binds for the whole file,
     as a reader of the code would take them), then attribute chains on the aliases."""
 
-    def __init__(self, path: str, uses: dict[str, Use]):
-        self.path, self.uses, self.aliases = path, uses, {}
+    def __init__(self, path: str, uses: dict[str, Use]) -> None:
+        self.path, self.uses = path, uses
+        self.aliases: dict[str, str] = {}
 
-    def record(self, name: str, node: ast.AST) -> None:
+    def record(self, name: str, node: ast.stmt | ast.expr) -> None:
         self.uses.setdefault(name, Use(name)).where.append(f"{self.path}:{node.lineno}")
 
     def read(self, tree: ast.AST) -> None:
@@ -117,7 +119,7 @@ class _Reader(ast.NodeVisitor):
                 self.record(name, node)
 
     def _import_from(self, node: ast.ImportFrom) -> None:
-        base = _canonical(node.module)
+        base = _canonical(cast(str, node.module))  # read() calls this only with a module
         if base is None:
             return
         for alias in node.names:
@@ -130,7 +132,8 @@ class _Reader(ast.NodeVisitor):
             self.record(name, node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        parts, base = [], node
+        parts: list[str] = []
+        base: ast.expr = node
         while isinstance(base, ast.Attribute):
             parts.append(base.attr)
             base = base.value
@@ -163,7 +166,7 @@ def _noted_objects() -> list[tuple[object, str, str, str]]:
     """(function, status, reason, noted name) for every note naming a function: such a note
     applies to every name of that function (fluid.io.save_persistables whichever path reaches
     it; a bound method of fleet's singleton, fetched anew on each lookup, compares equal)."""
-    out = []
+    out: list[tuple[object, str, str, str]] = []
     for name, (status, reason) in notes.NOTES.items():
         try:
             obj = lookup(name)
@@ -305,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         uses, files, unparsed = collect(args.paths)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -18,7 +19,7 @@ import psjob
 import psjob.fluid as fluid
 
 
-def least_squares_loss(train_rows, test_rows):
+def least_squares_loss(train_rows: list[tuple], test_rows: list[tuple]) -> tuple[float, float]:
     """MSE of the numpy least-squares fit (with intercept) on train and test."""
     x = np.array([r[0] for r in train_rows], dtype=np.float64)
     y = np.array([r[1] for r in train_rows], dtype=np.float64).reshape(-1)
@@ -30,7 +31,7 @@ def least_squares_loss(train_rows, test_rows):
     return float(np.mean((a @ w - y) ** 2)), float(np.mean((at @ w - yt) ** 2))
 
 
-def build(learning_rate: float):
+def build(learning_rate: float) -> tuple:
     main, startup = fluid.Program(), fluid.Program()
     startup.random_seed = 90
     with fluid.program_guard(main, startup):
@@ -44,7 +45,8 @@ def build(learning_rate: float):
     return main, startup, test_program, x, y, y_predict, avg_cost
 
 
-def evaluate(exe, program, feeder, rows, avg_cost, batch_size=101):
+def evaluate(exe: fluid.Executor, program: fluid.Program, feeder: fluid.DataFeeder, rows: list[tuple],
+             avg_cost: fluid.Variable, batch_size: int = 101) -> float:
     total, n = 0.0, 0
     for i in range(0, len(rows), batch_size):
         batch = rows[i:i + batch_size]
@@ -54,7 +56,8 @@ def evaluate(exe, program, feeder, rows, avg_cost, batch_size=101):
     return total / n
 
 
-def train(epochs=200, batch_size=20, learning_rate=0.05, save_dir=None, log=print):
+def train(epochs: int = 200, batch_size: int = 20, learning_rate: float = 0.05, save_dir: str | None = None,
+          log: Callable[[str], object] = print) -> dict[str, float]:
     main, startup, test_program, x, y, y_predict, avg_cost = build(learning_rate)
     place = fluid.CPUPlace()
     exe = fluid.Executor(place)
@@ -84,7 +87,7 @@ def train(epochs=200, batch_size=20, learning_rate=0.05, save_dir=None, log=prin
             "lstsq_test_loss": opt_test, "seconds": elapsed, "epochs": epochs}
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--epochs", type=int, default=200)
     p.add_argument("--batch_size", type=int, default=20)

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
@@ -70,7 +71,7 @@ class PeerRpcError(RuntimeError):
 
     peer = "server"
 
-    def __init__(self, endpoint: str, method: str, code, details: str):
+    def __init__(self, endpoint: str, method: str, code: grpc.StatusCode | None, details: str) -> None:
         super().__init__(f"{method} to {self.peer} {endpoint} failed: "
                          f"{code.name if code is not None else code}: {details}")
         self.endpoint, self.method, self.code, self.details = endpoint, method, code, details
@@ -93,8 +94,8 @@ class RpcClient:
     error: type[PeerRpcError] = PeerRpcError
     peers = "servers"
 
-    def __init__(self, endpoints, trainer_id: int = 0, *, auth_token: str = "", tls="env",
-                 settings: Mapping[str, str] | None = None):
+    def __init__(self, endpoints: Iterable[str], trainer_id: int = 0, *, auth_token: str = "",
+                 tls: str | tls_mod.TlsFiles | None = "env", settings: Mapping[str, str] | None = None) -> None:
         """tls "env" = psjob.cluster.rpc.tls.tls_from_env(settings), None = plaintext, or a
         tls.TlsFiles. settings: the process's PSJOB_* settings (a RoleEnv's `settings`;
         None = the process environment)."""
@@ -128,12 +129,12 @@ class RpcClient:
                     methods = self._callables[endpoint] = method_callables(channel, self.spec)
         return methods
 
-    def _invoke(self, endpoint: str, method: str, request, timeout: float):
+    def _invoke(self, endpoint: str, method: str, request: Any, timeout: float) -> Any:
         """One blocking call; gRPC errors propagate as grpc.RpcError."""
         return self._methods(endpoint)[method](request, timeout=timeout, metadata=self._metadata,
                                                wait_for_ready=True)
 
-    def _call(self, endpoint: str, method: str, request, timeout: float):
+    def _call(self, endpoint: str, method: str, request: Any, timeout: float) -> Any:
         """One blocking call, its failure raised as this service's PeerRpcError."""
         try:
             return self._invoke(endpoint, method, request, timeout)
@@ -143,7 +144,7 @@ class RpcClient:
     def _serving_state(self, endpoint: str) -> str:
         raise NotImplementedError
 
-    def wait_server_ready(self, endpoints=None, timeout_s: float | None = None) -> None:
+    def wait_server_ready(self, endpoints: Iterable[str] | None = None, timeout_s: float | None = None) -> None:
         """Block until every endpoint (default: all of this client's) says SERVING.
 
         Unreachable servers are asked again every 0.2 s up to `timeout_s` (default

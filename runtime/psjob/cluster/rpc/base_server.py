@@ -60,7 +60,9 @@ import itertools
 import logging
 import threading
 import time
+from collections.abc import Callable, Collection, Iterator
 from concurrent import futures
+from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -72,6 +74,8 @@ from psjob.cluster.rpc.base_client import AUTH_METADATA_KEY, CHANNEL_OPTIONS, MA
 from psjob.foundation.roles import split_endpoint
 
 log = logging.getLogger("psjob.cluster.rpc.server")
+# observer(method, status code name, seconds, request bytes, reply bytes, auth outcome): each call.
+Observer = Callable[[str, str, float, int, int, str], None]
 
 # A request's body must arrive within this of a worker taking the call up (gRPC) or of its
 # header (data plane); PSJOB_RPC_READ_TIMEOUT_S. The clients' own deadline per attempt is as long.
@@ -112,11 +116,11 @@ class RpcServer:
     the message cap; dataplane.py); max_connections: gRPC connections at once (0: sized
     from max_workers)."""
 
-    def __init__(self, spec: ServiceSpec, servicer, endpoint: str, *, what: str, is_serving,
-                 token: str = "", observer=None, max_workers: int = 16, max_message_bytes: int = 0,
+    def __init__(self, spec: ServiceSpec, servicer: Any, endpoint: str, *, what: str, is_serving: Callable[[], bool],
+                 token: str = "", observer: Observer | None = None, max_workers: int = 16, max_message_bytes: int = 0,
                  tls: tls_mod.TlsFiles | None = None, thread_name: str = "rpc", data_plane: bool = False,
                  read_timeout_s: float = READ_TIMEOUT_S, max_in_flight_bytes: int = 0,
-                 max_connections: int = 0):
+                 max_connections: int = 0) -> None:
         self.what = what
         self._token = token.encode() if token else b""
         self._observe = observer
@@ -180,13 +184,14 @@ class RpcServer:
     def wait_for_termination(self, timeout_s: float | None = None) -> bool:
         return self._server.wait_for_termination(timeout_s)
 
-    def _guarded(self, method: str, fn, request_cls=None):
+    def _guarded(self, method: str, fn: Callable[[Any], Any],
+                 request_cls: Any | None = None) -> Callable[[Iterator[Any], grpc.ServicerContext], Any]:
         """`fn(request) -> reply` as a gRPC behaviour (request-streaming, one message): the
         message read under the arrival bound, decoded (`request_cls`, a protobuf; None: framed
         bytes), error mapping, observation. The token was checked on the headers (_TokenGate)."""
         watch, limit_s = self._watch, self._read_timeout_s
 
-        def call(requests, context):
+        def call(requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
             t0 = time.perf_counter()
             key = watch.expect(context, limit_s)
             try:
@@ -224,20 +229,20 @@ class RpcServer:
                                   _wire_size(reply) if reply is not None else 0, "")
         return call
 
-    def _refusal(self, method: str, auth: str):
+    def _refusal(self, method: str, auth: str) -> grpc.RpcMethodHandler:
         """The behaviour answering a call to `method` whose headers lack the token (`auth`:
         "missing" or "invalid"): UNAUTHENTICATED at once, its body never read, on the public pool."""
-        def refuse(requests, context):
+        def refuse(requests: Iterator[Any], context: grpc.ServicerContext) -> None:
             self._log.warning(auth, "rejected %d call(s) with a %s auth token, the last (%s) from %s",
                               auth, method, context.peer())
             if self._observe is not None:
                 self._observe(method, "UNAUTHENTICATED", 0.0, 0, 0, auth)
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong psjob auth token")
-        refuse.experimental_thread_pool = self._public_pool
+        refuse.experimental_thread_pool = self._public_pool  # type: ignore[attr-defined]  # read by gRPC
         return grpc.stream_unary_rpc_method_handler(refuse)
 
     @staticmethod
-    def _outcome(method: str, fn, request):
+    def _outcome(method: str, fn: Callable[[Any], Any], request: Any) -> tuple[grpc.StatusCode, Any]:
         """fn(request) → (OK, reply), or (the status its exception maps to, the message): one
         client's bad request never disturbs the others."""
         try:
@@ -250,7 +255,7 @@ class RpcServer:
             msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
             return status, f"{method}: {msg}"
 
-    def _data_call(self, method: str, fn, raw, peer: str):
+    def _data_call(self, method: str, fn: Callable[[Any], Any], raw: Any, peer: str) -> tuple[grpc.StatusCode, Any]:
         """One data-plane call (dataplane.DataPlaneServer), guarded as a gRPC call is (the
         connection's token was checked by its hello) → (status, reply or message)."""
         t0 = time.perf_counter()
@@ -277,7 +282,8 @@ class _TokenGate(grpc.ServerInterceptor):
     caller without the token holds no worker and has no byte of its body buffered: its call
     gets the refusal handler (`refusal(auth)`, on the public pool) instead of the method's."""
 
-    def __init__(self, token: bytes, spec: ServiceSpec, public_prefixes: tuple, refusal):
+    def __init__(self, token: bytes, spec: ServiceSpec, public_prefixes: tuple,
+                 refusal: Callable[[str, str], grpc.RpcMethodHandler]) -> None:
         self._token = token
         self._public = public_prefixes
         # One refusal per method of the spec and reason; any other path is "unknown" (a
@@ -285,7 +291,8 @@ class _TokenGate(grpc.ServerInterceptor):
         self._refusals = {(path, auth): refusal(name, auth) for auth in ("missing", "invalid")
                           for path, name in [(spec.path(m), m) for m in spec.methods] + [("", "unknown")]}
 
-    def intercept_service(self, continuation, details):
+    def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+                          details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         method = details.method or ""
         if method.startswith(self._public):
             return continuation(details)
@@ -303,13 +310,13 @@ class _ArrivalWatch:
     """Cancels the calls whose request has not arrived within their limit of their start.
     One thread for the server; a call costs a dict insert and a delete."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str) -> None:
         self._waiting: dict[int, tuple] = {}  # key → (deadline, context)
         self._keys = itertools.count()
         self._stopped = threading.Event()
         threading.Thread(target=self._run, name=name, daemon=True).start()
 
-    def expect(self, context, limit_s: float) -> int:
+    def expect(self, context: grpc.ServicerContext, limit_s: float) -> int:
         key = next(self._keys)
         self._waiting[key] = (time.monotonic() + limit_s, context)
         return key
@@ -320,7 +327,7 @@ class _ArrivalWatch:
     def stop(self) -> None:
         self._stopped.set()
 
-    def _run(self):
+    def _run(self) -> None:
         while not self._stopped.wait(WATCH_TICK_S):
             now = time.monotonic()
             for key, (deadline, context) in list(self._waiting.items()):
@@ -333,13 +340,13 @@ class _Throttled:
     """A logger that writes one line per kind at most every LOG_EVERY_S, with the count of
     lines left out since (a flood of refusals must not fill the disk)."""
 
-    def __init__(self, logger):
+    def __init__(self, logger: logging.Logger) -> None:
         self._log = logger
         self._last: dict[str, float] = {}
         self._count: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def warning(self, kind: str, fmt: str, *args) -> None:
+    def warning(self, kind: str, fmt: str, *args: object) -> None:
         """Log `fmt % (count, *args)`, count being the lines of this kind since the last one."""
         now = time.monotonic()
         with self._lock:
@@ -350,7 +357,7 @@ class _Throttled:
         self._log.warning(fmt, n, *args)
 
 
-def _wire_size(message) -> int:
+def _wire_size(message: Any) -> int:
     return len(message) if isinstance(message, bytes) else message.ByteSize()
 
 
@@ -384,12 +391,14 @@ def _health_service_name(raw: bytes) -> str:
     raise ValueError("malformed grpc.health.v1.HealthCheckRequest")
 
 
-def health_handlers(is_serving, services, pool=None, watch=None) -> grpc.GenericRpcHandler:
+def health_handlers(is_serving: Callable[[], bool], services: Collection[str],
+                    pool: futures.ThreadPoolExecutor | None = None,
+                    watch: _ArrivalWatch | None = None) -> grpc.GenericRpcHandler:
     """grpc.health.v1.Health/Check answering from `is_serving()` for the named services; on
     `pool` (a thread pool of its own) when given, its request bounded by `watch` to
     PUBLIC_READ_TIMEOUT_S: anyone may call it, so it must not hold a trainer's worker."""
-    def check(requests, context):
-        key = watch.expect(context, PUBLIC_READ_TIMEOUT_S) if watch is not None else None
+    def check(requests: Iterator[Any], context: grpc.ServicerContext) -> bytes | None:
+        key: Any = watch.expect(context, PUBLIC_READ_TIMEOUT_S) if watch is not None else None
         try:
             raw = next(requests, b"")
         finally:
@@ -405,5 +414,5 @@ def health_handlers(is_serving, services, pool=None, watch=None) -> grpc.Generic
             context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {service!r}")
         return _HEALTH_SERVING if is_serving() else _HEALTH_NOT_SERVING
     if pool is not None:
-        check.experimental_thread_pool = pool
+        check.experimental_thread_pool = pool  # type: ignore[attr-defined]  # read by gRPC
     return grpc.method_handlers_generic_handler(HEALTH_SERVICE, {"Check": grpc.stream_unary_rpc_method_handler(check)})

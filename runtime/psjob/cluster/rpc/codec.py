@@ -9,6 +9,9 @@ disagree with the values.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from psjob.cluster.rpc import psjob_pb2 as pb
@@ -33,12 +36,12 @@ class PayloadError(ValueError):
     """A tensor payload is malformed; the message names the variable and the problem."""
 
 
-def host_array(arr):
+def host_array(arr: Any) -> np.ndarray:
     get = getattr(arr, "get", None)  # cupy → host
     return get() if callable(get) and not isinstance(arr, np.ndarray) else np.asarray(arr)
 
 
-def encode(name: str, value, lod=None) -> pb.Tensor:
+def encode(name: str, value: Any, lod: Sequence[Sequence[int]] | None = None) -> pb.Tensor:
     """numpy/cupy array or SelectedRows → Tensor message."""
     rows = getattr(value, "rows", None)
     if rows is not None and hasattr(value, "values"):
@@ -87,7 +90,7 @@ def decode_ids(name: str, raw: bytes) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.int64)
 
 
-def decode(msg: pb.Tensor):
+def decode(msg: pb.Tensor) -> Any:
     """Tensor message → ndarray, or SelectedRows for sparse payloads."""
     values = decode_array(msg)
     if not msg.selected_rows:
@@ -95,7 +98,7 @@ def decode(msg: pb.Tensor):
     return selected_rows(msg, decode_ids(msg.name, msg.rows), values)
 
 
-def selected_rows(msg: pb.Tensor, rows: np.ndarray, values: np.ndarray):
+def selected_rows(msg: pb.Tensor, rows: np.ndarray, values: np.ndarray) -> Any:
     """SelectedRows from decoded parts, checking ids against the values and the height."""
     from psjob.fluid.core import SelectedRows
     if values.ndim == 0 or rows.shape[0] != values.shape[0]:
@@ -110,5 +113,5 @@ def selected_rows(msg: pb.Tensor, rows: np.ndarray, values: np.ndarray):
     return SelectedRows(rows, values, msg.height)
 
 
-def decode_lod(msg: pb.Tensor):
+def decode_lod(msg: pb.Tensor) -> list[list[int]] | None:
     return [list(msg.lod)] if len(msg.lod) else None

@@ -63,12 +63,17 @@ import ssl
 import struct
 import threading
 import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import numpy as np
 
 from psjob.cluster.rpc import tls as tls_mod
 from psjob.foundation.role_env import process_environment
+
+if TYPE_CHECKING:
+    from psjob.cluster.rpc.base_client import ServiceSpec
 
 log = logging.getLogger("psjob.cluster.rpc.dataplane")
 
@@ -92,7 +97,7 @@ _CODES = {code.value[0]: code for code in grpc.StatusCode}
 _BUFFER_BYTES = 4 << 20
 
 
-def enabled(settings=None) -> bool:
+def enabled(settings: Mapping[str, str] | None = None) -> bool:
     """Whether this process uses the data plane (PSJOB_DATA_PLANE: "tcp", the default, or "grpc")."""
     env = process_environment() if settings is None else settings
     mode = (env.get(ENV_DATA_PLANE, "") or "tcp").strip().lower()
@@ -102,7 +107,7 @@ def enabled(settings=None) -> bool:
     return mode == "tcp"
 
 
-def framed_methods(spec) -> list[str]:
+def framed_methods(spec: ServiceSpec) -> list[str]:
     """The spec's methods whose request and reply are frames, in spec order (their wire ids)."""
     return [m for m, (req, rep) in spec.methods.items() if req is None and rep is None]
 
@@ -110,14 +115,14 @@ def framed_methods(spec) -> list[str]:
 class DataPlaneError(grpc.RpcError):
     """A data-plane call that failed: the status code and message gRPC would have given."""
 
-    def __init__(self, code: grpc.StatusCode, details: str):
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
         super().__init__(f"{code.name}: {details}")
         self._code, self._details = code, details
 
-    def code(self):
+    def code(self) -> grpc.StatusCode:
         return self._code
 
-    def details(self):
+    def details(self) -> str:
         return self._details
 
 
@@ -128,9 +133,9 @@ def _tune(sock: socket.socket) -> None:
     # A peer whose node vanished is noticed within ~50 s, as gRPC's keepalive notices it:
     # the server's connection thread ends, a client's wait fails UNAVAILABLE and is retried.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    for opt, value in (("TCP_KEEPIDLE", 20), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
-        if hasattr(socket, opt):
-            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
+    for name, value in (("TCP_KEEPIDLE", 20), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3)):
+        if hasattr(socket, name):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
 # What a read or write of a server connection raises when its kernel timeout (SO_RCVTIMEO,
@@ -146,7 +151,7 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None,
     can keep a monotonic `deadline` for the whole read, or `limit_s` from its first byte
     (a request header: the connection may idle before it); the check costs no syscall."""
     buf = np.empty(n, np.uint8)
-    view = memoryview(buf).cast("B")
+    view = memoryview(buf).cast("B")  # type: ignore[arg-type]  # numpy's stubs: __buffer__ from 3.12
     got = 0
     while got < n:
         try:
@@ -178,7 +183,7 @@ def _discard(sock: socket.socket, n: int, deadline: float | None = None) -> None
             raise TimeoutError("a refused request did not arrive in time")
 
 
-def _send_all(sock: socket.socket, data, deadline: float) -> None:
+def _send_all(sock: socket.socket, data: bytes | memoryview, deadline: float) -> None:
     """sendall, with the whole write bounded by `deadline` (see _recv_exact)."""
     view = memoryview(data).cast("B")
     sent = 0
@@ -213,7 +218,7 @@ def _hang_up(sock: socket.socket) -> None:
 class ByteBudget:
     """Request bytes being read or handled at once, shared by a server's connections."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int) -> None:
         self.limit, self.used = int(limit), 0
         self._cond = threading.Condition()
         self._waiting = 0
@@ -251,10 +256,12 @@ class DataPlaneServer:
     module docstring). One thread per connection: a call is read, answered and written by
     the same thread."""
 
-    def __init__(self, host: str, methods: dict, guard, authorize, *, max_message_bytes: int,
-                 thread_name: str = "data", ssl_context=None, read_timeout_s: float = READ_TIMEOUT_S,
+    def __init__(self, host: str, methods: dict,
+                 guard: Callable[[str, Callable[[Any], Any], memoryview, str], tuple[Any, Any]],
+                 authorize: Callable[[bytes], str], *, max_message_bytes: int, thread_name: str = "data",
+                 ssl_context: ssl.SSLContext | None = None, read_timeout_s: float = READ_TIMEOUT_S,
                  max_in_flight_bytes: int = 0, max_pending: int = MAX_PENDING,
-                 hello_timeout_s: float = HELLO_TIMEOUT_S):
+                 hello_timeout_s: float = HELLO_TIMEOUT_S) -> None:
         self._names = list(methods)
         self._fns = [methods[n] for n in self._names]
         self._guard, self._authorize = guard, authorize
@@ -281,14 +288,14 @@ class DataPlaneServer:
         threading.Thread(target=self._accept, name=f"{thread_name}-accept", daemon=True).start()
         threading.Thread(target=self._reap, name=f"{thread_name}-reaper", daemon=True).start()
 
-    def _warn(self, kind: str, fmt: str, *args) -> None:
+    def _warn(self, kind: str, fmt: str, *args: object) -> None:
         """A warning at most once per LOG_EVERY_S per kind (floods must not fill the log)."""
         now = time.monotonic()
         if now >= self._quiet_until.get(kind, 0.0):
             self._quiet_until[kind] = now + LOG_EVERY_S
             log.warning(fmt, *args)
 
-    def _accept(self):
+    def _accept(self) -> None:
         backoff = 0.0
         while True:
             try:
@@ -310,14 +317,14 @@ class DataPlaneServer:
             backoff = 0.0
             self._admit(sock, f"{peer[0]}:{peer[1]}")
 
-    def _admit(self, sock, peer):
+    def _admit(self, sock: socket.socket, peer: str) -> None:
         with self._lock:
             if self._stopping:
                 sock.close()
                 return
             displaced = None
             if len(self._pending) >= self._max_pending:
-                displaced = min(self._pending, key=self._pending.get)
+                displaced = min(self._pending, key=self._pending.get)  # type: ignore[arg-type]  # keys present
                 del self._pending[displaced]
             self._pending[sock] = time.monotonic() + self._hello_timeout_s
             if len(self._pending) == 1:
@@ -339,7 +346,7 @@ class DataPlaneServer:
                 self._conns.discard(sock)
             sock.close()
 
-    def _reap(self):
+    def _reap(self) -> None:
         """Close the pending connections whose hello deadline passed (however slowly they
         trickle bytes: the deadline is for the whole handshake and hello)."""
         with self._lock:
@@ -351,7 +358,7 @@ class DataPlaneServer:
                 first = min(self._pending.values(), default=None)
                 self._reaper_wake.wait(None if first is None else first - now + 0.01)
 
-    def _serve(self, raw_sock, peer):
+    def _serve(self, raw_sock: socket.socket, peer: str) -> None:
         sock = raw_sock
         try:
             sock.settimeout(self._hello_timeout_s)  # the reaper bounds the total
@@ -394,7 +401,8 @@ class DataPlaneServer:
             sock.close()
             raw_sock.close()
 
-    def _call(self, sock, peer, name, fn, length, deadline):
+    def _call(self, sock: socket.socket, peer: str, name: str, fn: Callable[[Any], Any], length: int,
+              deadline: float) -> None:
         """Read one request of `length` bytes by `deadline`, run it, and reply (taken within
         the read timeout of the handler's end: a sync round may keep the handler long)."""
         if self._max and length > self._max:
@@ -424,7 +432,7 @@ class DataPlaneServer:
         finally:
             self._budget.release(length)
 
-    def _hello(self, sock, peer) -> bool:
+    def _hello(self, sock: socket.socket, peer: str) -> bool:
         magic, version, _, n = _HELLO.unpack(_recv_exact(sock, _HELLO.size))
         if magic != b"PSJH" or version != VERSION:
             self._warn("not-psjob", "data plane: refused %s: not a psjob v%d hello (one line per %.0fs at most)",
@@ -444,7 +452,7 @@ class DataPlaneServer:
         return True
 
     @staticmethod
-    def _reply(sock, code: grpc.StatusCode, body, deadline: float) -> None:
+    def _reply(sock: socket.socket, code: grpc.StatusCode, body: bytes | memoryview | str, deadline: float) -> None:
         if not isinstance(body, (bytes, bytearray, memoryview)):
             body = str(body).encode("utf-8", errors="replace")
         _send_all(sock, _REPLY.pack(b"PSJR", code.value[0], len(body)), deadline)
@@ -475,12 +483,13 @@ class DataPlaneConnections:
     `call(endpoint, method, frame, timeout)` → the reply frame, or None when this endpoint
     is to be called over gRPC."""
 
-    def __init__(self, spec, data_port, token: str = "", tls=None):
+    def __init__(self, spec: ServiceSpec, data_port: Callable[[str], int | None], token: str = "",
+                 tls: tls_mod.TlsFiles | None = None) -> None:
         self._ids = {name: i for i, name in enumerate(framed_methods(spec))}
         self._data_port = data_port
         self._token = token.encode()
         self._tls = tls            # psjob.cluster.rpc.tls.TlsFiles, or None: plaintext
-        self._ssl_context = None   # made at the first connection (the CA file is read then)
+        self._ssl_context: ssl.SSLContext | None = None   # made at the first connection (the CA file is read then)
         self._ports: dict[str, int] = {}       # endpoint → data port (0: gRPC)
         self._recheck: dict[str, float] = {}   # endpoint → when to ask again after a failed connect
         self._idle: dict[str, list] = {}
@@ -490,7 +499,7 @@ class DataPlaneConnections:
     def handles(self, method: str) -> bool:
         return method in self._ids
 
-    def call(self, endpoint: str, method: str, frame: bytes, timeout: float):
+    def call(self, endpoint: str, method: str, frame: bytes, timeout: float) -> memoryview | None:
         sock = self._checkout(endpoint, timeout)
         if sock is None:
             return None
@@ -515,7 +524,7 @@ class DataPlaneConnections:
             raise DataPlaneError(code, bytes(body).decode("utf-8", errors="replace"))
         return body
 
-    def _checkout(self, endpoint, timeout):
+    def _checkout(self, endpoint: str, timeout: float) -> socket.socket | None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the client is closed")
@@ -559,14 +568,14 @@ class DataPlaneConnections:
             return None
         return sock
 
-    def _checkin(self, endpoint, sock):
+    def _checkin(self, endpoint: str, sock: socket.socket) -> None:
         with self._lock:
             if not self._closed:
                 self._idle.setdefault(endpoint, []).append(sock)
                 return
         sock.close()
 
-    def _broken(self, endpoint, sock):
+    def _broken(self, endpoint: str, sock: socket.socket) -> None:
         sock.close()
         self._ports.pop(endpoint, None)
         with self._lock:  # its siblings share its fate: the pserver restarted or went away
@@ -574,7 +583,7 @@ class DataPlaneConnections:
         for s in stale:
             s.close()
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             self._closed = True
             socks = [s for idle in self._idle.values() for s in idle]

@@ -26,8 +26,11 @@ control methods (Barrier, Status, ...) carry small plain protobuf messages.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from psjob.cluster.rpc import codec
 from psjob.cluster.rpc import psjob_pb2 as pb
@@ -42,11 +45,11 @@ def _pad(n: int) -> int:
     return -n % _ALIGN
 
 
-def _contiguous(arr) -> np.ndarray:
+def _contiguous(arr: Any) -> np.ndarray:
     return np.ascontiguousarray(codec.host_array(arr))
 
 
-def pack(header, parts) -> bytes:
+def pack(header: Any, parts: Iterable[np.ndarray]) -> bytes:
     """header message + payload buffers → one frame (the only copy of the payload)."""
     head = header.SerializeToString()
     pieces = [_PREFIX.pack(MAGIC, len(head)), head, _ZEROS[:_pad(len(head))]]
@@ -57,7 +60,8 @@ def pack(header, parts) -> bytes:
     return b"".join(pieces)
 
 
-def tensor_header(name: str, value, lod=None) -> tuple[pb.Tensor, list[np.ndarray]]:
+def tensor_header(name: str, value: Any,
+                  lod: Sequence[Sequence[int]] | None = None) -> tuple[pb.Tensor, list[np.ndarray]]:
     """numpy/cupy array or SelectedRows → (Tensor header without bytes, payload parts)."""
     rows = getattr(value, "rows", None)
     if rows is not None and hasattr(value, "values"):
@@ -72,7 +76,7 @@ def tensor_header(name: str, value, lod=None) -> tuple[pb.Tensor, list[np.ndarra
     return msg, [arr]
 
 
-def pack_tensors(header, field: str, values: dict, lods=None) -> bytes:
+def pack_tensors(header: Any, field: str, values: dict, lods: dict | None = None) -> bytes:
     """Frame `header` with its repeated Tensor `field` filled from {name: value}."""
     lods = lods or {}
     tensors, parts = getattr(header, field), []
@@ -86,7 +90,7 @@ def pack_tensors(header, field: str, values: dict, lods=None) -> bytes:
 class Frame:
     """A received frame: `.header` (the parsed message) and its payload, read part by part."""
 
-    def __init__(self, raw: bytes, header_cls, what: str):
+    def __init__(self, raw: bytes, header_cls: Any, what: str) -> None:
         if not isinstance(raw, (bytes, memoryview)):  # memoryview: a data-plane read (read-only)
             raise codec.PayloadError(f"{what}: expected a psjob frame, got {type(raw).__name__}")
         if len(raw) < _PREFIX.size or raw[:4] != MAGIC:
@@ -107,7 +111,7 @@ class Frame:
     def remaining(self) -> int:
         return len(self.raw) - self.offset
 
-    def take(self, nbytes: int, dtype, count: int, label: str) -> np.ndarray:
+    def take(self, nbytes: int, dtype: npt.DTypeLike, count: int, label: str) -> np.ndarray:
         """The next payload part as a read-only array of `count` elements."""
         if nbytes > self.remaining:
             raise codec.PayloadError(f"{self.what}: {label} needs {nbytes} payload bytes, the frame has "
@@ -118,7 +122,7 @@ class Frame:
         self.offset += nbytes + _pad(nbytes)
         return arr
 
-    def tensor(self, meta: pb.Tensor):
+    def tensor(self, meta: pb.Tensor) -> Any:
         """Decode one Tensor header and its payload part(s) → ndarray or SelectedRows (validated)."""
         if meta.data or meta.rows:
             raise codec.PayloadError(f"tensor {meta.name!r}: inline bytes inside a frame (payload must "
@@ -134,7 +138,7 @@ class Frame:
         rows = self.take(8 * n, np.int64, n, f"row ids of {meta.name!r}")
         return codec.selected_rows(meta, rows, values)
 
-    def tensors(self, metas) -> dict:
+    def tensors(self, metas: Iterable[pb.Tensor]) -> dict:
         return {m.name: self.tensor(m) for m in metas}
 
     def rest_as_ids(self, label: str) -> np.ndarray:

@@ -14,7 +14,11 @@ speaks TLS to its heter trainer exactly when it does to its pservers.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from psjob.cluster.rpc import heter_pb2 as pb
+from psjob.cluster.rpc import tls as tls_mod
 from psjob.cluster.rpc.base_client import PeerRpcError, RpcClient
 from psjob.cluster.rpc.heter_service import HETER_SPEC, decode_values, encode_values
 
@@ -31,8 +35,9 @@ class HeterClient(RpcClient):
     error = HeterRpcError
     peers = "heter trainers"
 
-    def __init__(self, endpoints, trainer_id: int, *, auth_token: str = "",
-                 deadline_s: float = STAGE_DEADLINE_S, tls="env", settings=None):
+    def __init__(self, endpoints: Iterable[str], trainer_id: int, *, auth_token: str = "",
+                 deadline_s: float = STAGE_DEADLINE_S, tls: str | tls_mod.TlsFiles | None = "env",
+                 settings: Mapping[str, str] | None = None) -> None:
         """tls "env" = psjob.cluster.rpc.tls.tls_from_env(settings), None = plaintext, or a tls.TlsFiles;
         settings: a RoleEnv's settings (None = the process environment)."""
         if not list(endpoints):
@@ -46,7 +51,8 @@ class HeterClient(RpcClient):
         """The heter trainer serving this trainer (trainer t → heter trainer t mod K)."""
         return self.endpoints[self.trainer_id % len(self.endpoints)]
 
-    def run_stage(self, endpoint, trainer_id, stage, signature, values, lods=None) -> dict:
+    def run_stage(self, endpoint: str, trainer_id: int, stage: int, signature: str, values: dict,
+                  lods: dict | None = None) -> dict:
         """Run one stage; → {name: (value, lod or None)}."""
         req = pb.RunStageRequest(trainer_id=int(trainer_id), stage=int(stage), signature=signature,
                                  vars=encode_values(values, lods))
@@ -57,15 +63,15 @@ class HeterClient(RpcClient):
             out[name] = value if isinstance(value, tuple) else (value, None)
         return out
 
-    def complete(self, endpoints=None) -> None:
+    def complete(self, endpoints: Iterable[str] | None = None) -> None:
         """Tell the heter trainer(s) this trainer is done; returns once its pushes are flushed."""
         for ep in endpoints or [self.own_endpoint]:
             self._call(ep, "Complete", pb.HeterCompleteRequest(trainer_id=self.trainer_id), self.deadline_s)
 
-    def status(self, endpoint: str, deadline: float = 5.0):
+    def status(self, endpoint: str, deadline: float = 5.0) -> Any:
         return self._call(endpoint, "Status", pb.HeterStatusRequest(), deadline)
 
-    def wait_server_ready(self, endpoints=None, timeout_s: float | None = None) -> None:
+    def wait_server_ready(self, endpoints: Iterable[str] | None = None, timeout_s: float | None = None) -> None:
         """As RpcClient.wait_server_ready; the default endpoint is this trainer's heter trainer."""
         super().wait_server_ready(endpoints or [self.own_endpoint], timeout_s)
 

@@ -11,13 +11,14 @@ base's (base_server.RpcServer), shared with the pserver.
 """
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from psjob.cluster.rpc import codec
 from psjob.cluster.rpc import heter_pb2 as pb
 from psjob.cluster.rpc import tls as tls_mod
 from psjob.cluster.rpc.base_client import ServiceSpec
-from psjob.cluster.rpc.base_server import HEALTHY_STATES, RpcServer
+from psjob.cluster.rpc.base_server import HEALTHY_STATES, Observer, RpcServer
 
 HETER_SPEC = ServiceSpec("psjob.rpc.heter.v1.HeterTrainer", {
     "RunStage": (pb.RunStageRequest, pb.RunStageReply),
@@ -32,7 +33,7 @@ class HeterHandler(Protocol):
     def on_status(self) -> dict: ...
 
 
-def decode_values(tensors) -> dict:
+def decode_values(tensors: Iterable[pb.Tensor]) -> dict:
     """Tensor messages → {name: value or (value, lod)} (LoD kept for sequence inputs)."""
     out = {}
     for t in tensors:
@@ -56,18 +57,18 @@ def encode_values(values: dict, lods: dict | None = None) -> list:
 class _Servicer:
     """The heter-trainer methods, request → reply (the base guards each call)."""
 
-    def __init__(self, handler: HeterHandler):
+    def __init__(self, handler: HeterHandler) -> None:
         self.h = handler
 
-    def RunStage(self, request):
+    def RunStage(self, request: Any) -> Any:
         got = self.h.on_run_stage(request.trainer_id, request.stage, request.signature,
                                   decode_values(request.vars))
         return pb.RunStageReply(vars=encode_values(got))
 
-    def Complete(self, request):
+    def Complete(self, request: Any) -> Any:
         return pb.HeterCompleteReply(trainers_remaining=self.h.on_complete(request.trainer_id))
 
-    def Status(self, request):
+    def Status(self, request: Any) -> Any:
         s = self.h.on_status()
         return pb.HeterStatusReply(state=s["state"], endpoint=s.get("endpoint", ""),
                                    trainers=s.get("trainers", []), completed_trainers=s.get("completed", []),
@@ -75,7 +76,7 @@ class _Servicer:
 
 
 def start_heter_server(handler: HeterHandler, endpoint: str, *, token: str = "", max_workers: int = 16,
-                       observer=None, tls: tls_mod.TlsFiles | None = None) -> RpcServer:
+                       observer: Observer | None = None, tls: tls_mod.TlsFiles | None = None) -> RpcServer:
     """Serve `handler` on endpoint ("host:port"); the started server (its `.port`, `.stop(grace_s)`).
 
     Each served trainer holds at most one call at a time; max_workers must

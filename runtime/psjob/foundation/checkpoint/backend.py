@@ -2,7 +2,13 @@
 storage.LocalStorage implement it), and the error a store that cannot be used raises."""
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from typing import Any
+
 S3_SCHEME = "s3://"
+# A binary file object: open(path, "rb"), io.BytesIO or one of s3.py's streams (io.RawIOBase);
+# callers use read, readinto, write and tell, which each of them has.
+BinaryFile = Any
 
 
 class StorageError(OSError):
@@ -14,11 +20,11 @@ class Storage:
 
     local = True  # a local filesystem (fsync and rename), not a remote object store
 
-    def open_write(self, path: str):
+    def open_write(self, path: str) -> AbstractContextManager[BinaryFile]:
         """Context manager: a binary file (write, tell) whose content appears at `path` on exit."""
         raise NotImplementedError
 
-    def open_read(self, path: str):
+    def open_read(self, path: str) -> BinaryFile:
         """A binary file (read, readinto) of `path`; FileNotFoundError if it is not there."""
         raise NotImplementedError
 
@@ -52,7 +58,7 @@ class Storage:
     def sync_dir(self, dirpath: str) -> None:
         """Make the renames inside `dirpath` durable (a no-op for object stores)."""
 
-    def open_seekable(self, path: str):
+    def open_seekable(self, path: str) -> BinaryFile:
         """A seekable binary file (np.load of an .npz needs one)."""
         return self.open_read(path)
 

@@ -63,7 +63,7 @@ class BrokenChain(CheckpointError):
     """A delta's chain cannot be followed to its base: a link is missing, incomplete,
     replaced or damaged. `link` is the save at fault."""
 
-    def __init__(self, message: str, link: str):
+    def __init__(self, message: str, link: str) -> None:
         super().__init__(message)
         self.link = link
 
@@ -256,7 +256,7 @@ def compact(path: str, out: str, num_shards: int | None = None) -> dict:
     return manifest
 
 
-def _empty_like(links, table) -> TableShard:
+def _empty_like(links: list[tuple[str, dict]], table: str) -> TableShard:
     for _path, doc in links:
         tdoc = doc.get("tables", {}).get(table)
         if tdoc is not None:

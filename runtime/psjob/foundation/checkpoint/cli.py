@@ -27,12 +27,15 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+from collections.abc import Sequence
+from typing import TextIO, cast
 
 from psjob.foundation.checkpoint import chain as chains
 from psjob.foundation.checkpoint import storage
 from psjob.foundation.checkpoint.format import CheckpointError, read_manifest
 from psjob.foundation.checkpoint.store import (
     INCOMPLETE,
+    CheckpointInfo,
     has_manifest,
     inspect_dir,
     newest_good,
@@ -42,7 +45,7 @@ from psjob.foundation.checkpoint.store import (
 )
 
 
-def _when(doc) -> str:
+def _when(doc: dict | None) -> str:
     t = (doc or {}).get("time")
     if not t:
         return "-"
@@ -57,7 +60,7 @@ def _size(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
-def _doc_bytes(doc) -> int:
+def _doc_bytes(doc: dict) -> int:
     total = sum(e.get("file_bytes", e.get("bytes", 0)) for e in doc.get("vars", {}).values())
     for tdoc in doc.get("tables", {}).values():
         for shard in tdoc.get("shards", []):
@@ -65,23 +68,23 @@ def _doc_bytes(doc) -> int:
     return total
 
 
-def _table_counts(doc) -> tuple[int, int]:
+def _table_counts(doc: dict | None) -> tuple[int, int]:
     """(rows, tombstones) of every table shard of a save."""
     shards = [s for t in (doc or {}).get("tables", {}).values() for s in t.get("shards", [])]
     return sum(int(s.get("rows", 0)) for s in shards), sum(int(s.get("tombstones", 0)) for s in shards)
 
 
-def _kind(doc) -> str:
+def _kind(doc: dict | None) -> str:
     return chains.DELTA if chains.is_delta_doc(doc) else chains.BASE
 
 
-def _infos(path):
+def _infos(path: str) -> list[CheckpointInfo]:
     if has_manifest(path):
         return [inspect_dir(path)]
     return scan(path)
 
 
-def cmd_list(path, out) -> int:
+def cmd_list(path: str, out: TextIO) -> int:
     infos = _infos(path)
     if not infos:
         print(f"no checkpoints under {path}", file=out)
@@ -99,7 +102,7 @@ def cmd_list(path, out) -> int:
               f"{shards if doc else '-':>6} {rows if doc else '-':>10} {tombs if chains.is_delta_doc(doc) else '-':>8}"
               f"  {c.path}", file=out)
         if chains.is_delta_doc(doc):
-            link = chains.link_of(doc)
+            link = cast(dict, chains.link_of(doc))  # a delta's manifest has its chain entry
             print(f"{'':14}delta {link.get('depth')} on {link['parent'].get('path')} (base "
                   f"{(link.get('base') or {}).get('path')})", file=out)
         if c.reason and c.status != INCOMPLETE:
@@ -107,7 +110,7 @@ def cmd_list(path, out) -> int:
     return 0
 
 
-def cmd_inspect(path, step, out) -> int:
+def cmd_inspect(path: str, step: int | None, out: TextIO) -> int:
     if step is not None:
         path = storage.join(path, step_dirname(step))
     elif not has_manifest(path):
@@ -128,7 +131,7 @@ def cmd_inspect(path, step, out) -> int:
     for key in ("step", "kind"):
         if doc.get(key) is not None:
             print(f"  {key:<8} {doc[key]}", file=out)
-    link = chains.link_of(doc)
+    link = cast(dict, chains.link_of(doc))  # read only for a delta, which has one
     if chains.is_delta_doc(doc):
         parent, base = link.get("parent", {}), link.get("base") or {}
         print(f"  chain    delta, depth {link.get('depth')}, on {parent.get('path')} (id {parent.get('id')}, manifest "
@@ -162,7 +165,7 @@ def cmd_inspect(path, step, out) -> int:
     return 0
 
 
-def cmd_verify(path, out) -> int:
+def cmd_verify(path: str, out: TextIO) -> int:
     infos = _infos(path)
     if not infos:
         print(f"no checkpoints under {path}", file=sys.stderr)
@@ -183,7 +186,7 @@ def cmd_verify(path, out) -> int:
             doc = c.manifest or {}
             files = len(doc.get("vars", {})) + sum(len(s.get("files", {})) for t in doc.get("tables", {}).values()
                                                    for s in t.get("shards", []))
-            chain = (f"; delta on {chains.link_of(doc)['parent'].get('path')}, its chain intact"
+            chain = (f"; delta on {cast(dict, chains.link_of(doc))['parent'].get('path')}, its chain intact"
                      if chains.is_delta_doc(doc) else "")
             print(f"OK      {c.path}: {files} file(s), {_size(_doc_bytes(doc))}, checksums match{chain}", file=out)
     print(f"{checked - failed} of {checked} checkpoint(s) verified"
@@ -216,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def cmd_compact(path, out, step, pservers, stdout) -> int:
+def cmd_compact(path: str, out: str, step: int | None, pservers: int | None, stdout: TextIO) -> int:
     if step is not None:
         path = storage.join(path, step_dirname(step))
     elif not has_manifest(path):
@@ -237,7 +240,7 @@ def cmd_compact(path, out, step, pservers, stdout) -> int:
     return 0
 
 
-def cmd_import(src, out, pservers, stdout) -> int:
+def cmd_import(src: str, out: str, pservers: int | None, stdout: TextIO) -> int:
     from psjob.foundation.checkpoint.export import import_export  # pyarrow: loaded only by the commands that need it
     try:
         doc = import_export(src, out, pservers)
@@ -251,7 +254,7 @@ def cmd_import(src, out, pservers, stdout) -> int:
     return 0
 
 
-def main(argv=None, out=None) -> int:
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     args = build_parser().parse_args(argv)
     try:
@@ -298,7 +301,7 @@ def build_export_parser() -> argparse.ArgumentParser:
     return p
 
 
-def export_main(argv=None, out=None) -> int:
+def export_main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     from psjob.foundation.checkpoint.export import export_checkpoint
     out = out or sys.stdout
     args = build_export_parser().parse_args(argv)

@@ -41,6 +41,7 @@ import os
 import re
 import shutil
 import tempfile
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -99,7 +100,7 @@ def resolve(path: str, step: int | None = None) -> tuple[str, dict]:
     info = inspect_dir(path)
     if not info.ok:
         raise CheckpointError(f"checkpoint {path!r} is {info.status}: {info.reason}; refusing to export it")
-    return path, info.manifest
+    return path, cast(dict, info.manifest)  # an ok checkpoint's manifest was read
 
 
 # -- arrow columns ----------------------------------------------------------------------------
@@ -114,7 +115,8 @@ def _arrow_column(arr: np.ndarray) -> pa.Array:
 
 def _columns(rows: TableShard, with_state: bool) -> list[tuple[dict, np.ndarray]]:
     """(manifest entry, array) of each exported column, in column order."""
-    out = [({"name": "id", "role": "id"}, rows.ids), ({"name": "embedding", "role": "embedding"}, rows.values)]
+    out: list[tuple[dict[str, Any], np.ndarray]] = [
+        ({"name": "id", "role": "id"}, rows.ids), ({"name": "embedding", "role": "embedding"}, rows.values)]
     out += [({"name": name, "role": "meta", "source": f"meta.{name}"}, arr) for name, arr in sorted(rows.meta.items())]
     if with_state:
         out += [({"name": OPT_PREFIX + name, "role": "optimizer_state", "source": f"state.{name}"}, arr)
@@ -193,7 +195,9 @@ def _export_table(src: str, name: str, tdoc: dict, out: str, with_state: bool, r
 
 def _export_dense(src: str, doc: dict, out: str) -> dict:
     os.makedirs(os.path.join(out, "dense"))
-    dense, cache, used = {}, {}, set()
+    dense: dict[str, dict] = {}
+    cache: dict[str, Any] = {}
+    used: set[str] = set()
     for name, entry in sorted(doc["vars"].items()):
         arr = read_var(src, name, entry, cache)  # sha256-checked
         base = _safe_name(name)
@@ -309,7 +313,7 @@ def _rows_of(table: pa.Table, columns: list, where: str) -> TableShard:
         if spec["name"] not in table.column_names:
             raise CheckpointError(f"{where}: no column {spec['name']!r}")
         arrays[spec["name"]] = _numpy(table.column(spec["name"]), spec, where)
-    groups = {"state": {}, "meta": {}}
+    groups: dict[str, dict[str, np.ndarray]] = {"state": {}, "meta": {}}
     for spec in columns:
         group, _, name = spec.get("source", "").partition(".")
         if group in groups:

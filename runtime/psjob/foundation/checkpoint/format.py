@@ -30,10 +30,14 @@ import json
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from psjob.foundation.checkpoint import storage
+from psjob.foundation.checkpoint.backend import BinaryFile
 
 MANIFEST = "__manifest__.json"
 # Written next to the manifest by a loader that found a corrupt file: every later
@@ -64,21 +68,22 @@ class CorruptFileError(CheckpointError):
 # -- hashing --------------------------------------------------------------------------
 
 def array_sha256(arr: np.ndarray) -> str:
-    return hashlib.sha256(memoryview(np.ascontiguousarray(arr)).cast("B")).hexdigest()
+    # numpy's stubs give ndarray the buffer protocol (__buffer__) only for Python 3.12 on.
+    return hashlib.sha256(memoryview(np.ascontiguousarray(arr)).cast("B")).hexdigest()  # type: ignore[arg-type]
 
 
 class _HashPipe:
     """sha256 of a byte stream, computed on a helper thread (chunks are not copied:
     the caller keeps each chunk's buffer alive and unchanged until `hexdigest`)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._h = hashlib.sha256()
         self._q: queue.Queue = queue.Queue(maxsize=4)
         self._error: BaseException | None = None
         self._t = threading.Thread(target=self._run, name="psjob-sha256", daemon=True)
         self._t.start()
 
-    def _run(self):
+    def _run(self) -> None:
         while True:
             chunk = self._q.get()
             if chunk is None:
@@ -88,7 +93,7 @@ class _HashPipe:
             except BaseException as exc:  # surfaced by hexdigest
                 self._error = exc
 
-    def feed(self, chunk) -> None:
+    def feed(self, chunk: memoryview) -> None:
         self._q.put(chunk)
 
     def hexdigest(self) -> str:
@@ -99,14 +104,14 @@ class _HashPipe:
         return self._h.hexdigest()
 
 
-def _chunks(buf: memoryview):
+def _chunks(buf: memoryview) -> Iterator[memoryview]:
     for start in range(0, len(buf), CHUNK_BYTES):
         yield buf[start:start + CHUNK_BYTES]
 
 
 # -- atomic files -----------------------------------------------------------------------
 
-def atomic_write(path: str, write) -> None:
+def atomic_write(path: str, write: Callable[[BinaryFile], None]) -> None:
     """Call write(file) on a file whose content appears at `path` whole, or not at all."""
     with storage.for_path(path).open_write(path) as f:
         write(f)
@@ -114,18 +119,18 @@ def atomic_write(path: str, write) -> None:
 
 # -- arrays -----------------------------------------------------------------------------
 
-def write_array(path: str, arr) -> dict:
+def write_array(path: str, arr: npt.ArrayLike) -> dict:
     """Write one array as .npy (atomically); returns its manifest entry minus "file"."""
     arr = np.ascontiguousarray(arr)
     if arr.dtype.hasobject:
         raise CheckpointError(f"{path}: cannot save an object array")
     digest = {}
 
-    def write(f):
+    def write(f: BinaryFile) -> None:
         np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(arr))
         pipe = _HashPipe()
         try:
-            for chunk in _chunks(memoryview(arr.reshape(-1)).cast("B")):
+            for chunk in _chunks(memoryview(arr.reshape(-1)).cast("B")):  # type: ignore[arg-type]
                 pipe.feed(chunk)
                 f.write(chunk)
         finally:
@@ -137,7 +142,7 @@ def write_array(path: str, arr) -> dict:
             "sha256": digest["sha256"], "file_bytes": int(digest["file_bytes"])}
 
 
-def _open_npy(path: str, f):
+def _open_npy(path: str, f: BinaryFile) -> tuple[tuple[int, ...], bool, np.dtype]:
     try:
         major, _minor = np.lib.format.read_magic(f)
         if major == 1:
@@ -168,7 +173,7 @@ def read_array(path: str, entry: dict, what: str = "") -> np.ndarray:
             raise CorruptFileError(f"{path}: holds {dtype.name}{list(shape)}, the manifest says "
                                   f"{entry['dtype']}{list(entry['shape'])} for {what!r}")
         out = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
-        buf = memoryview(out.reshape(-1, order="A")).cast("B")
+        buf = memoryview(out.reshape(-1, order="A")).cast("B")  # type: ignore[arg-type]  # (array_sha256)
         pipe = _HashPipe()
         got = 0
         try:
@@ -223,10 +228,16 @@ def quick_check(path: str, entry: dict, size: int | None) -> str | None:
 
 # -- manifests --------------------------------------------------------------------------
 
-def new_manifest(vars_: dict | None = None, **extra) -> dict:
+def new_manifest(vars_: dict | None = None, **extra: Any) -> dict:
     doc = {"format": FORMAT, "version": VERSION, "time": time.time(), "vars": dict(vars_ or {})}
     doc.update({k: v for k, v in extra.items() if v is not None})
     return doc
+
+
+@overload
+def read_manifest(dirname: str, required: Literal[True] = ...) -> dict: ...
+@overload
+def read_manifest(dirname: str, required: bool) -> dict | None: ...
 
 
 def read_manifest(dirname: str, required: bool = True) -> dict | None:
@@ -237,6 +248,12 @@ def read_manifest(dirname: str, required: bool = True) -> dict | None:
 def manifest_sha256(dirname: str) -> str:
     """sha256 of a save's manifest file: what a delta records to name its parent exactly."""
     return read_manifest_bytes(dirname)[1]
+
+
+@overload
+def read_manifest_bytes(dirname: str, required: Literal[True] = ...) -> tuple[dict, str]: ...
+@overload
+def read_manifest_bytes(dirname: str, required: bool) -> tuple[dict, str] | None: ...
 
 
 def read_manifest_bytes(dirname: str, required: bool = True) -> tuple[dict, str] | None:

@@ -25,9 +25,11 @@ import io
 import posixpath
 import threading
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from psjob.foundation.checkpoint.backend import S3_SCHEME, Storage
+from psjob.foundation.checkpoint.backend import S3_SCHEME, BinaryFile, Storage
 from psjob.foundation.checkpoint.s3client import Client, Config, S3Error, error_of, parse, xml_find, xml_text
 
 PART_BYTES = 16 << 20  # S3's minimum part is 5 MiB (except the last)
@@ -40,7 +42,7 @@ class S3Storage(Storage):
 
     local = False
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._clients: dict = {}
         self._lock = threading.Lock()
 
@@ -54,7 +56,7 @@ class S3Storage(Storage):
             return client
 
     @contextmanager
-    def open_write(self, path: str):
+    def open_write(self, path: str) -> Iterator[BinaryFile]:
         parse(path)
         upload = _Upload(self.client, path)
         try:
@@ -64,11 +66,11 @@ class S3Storage(Storage):
             upload.abort()
             raise
 
-    def open_read(self, path: str):
+    def open_read(self, path: str) -> BinaryFile:
         resp, conn = self.client.request("GET", path, stream=True)
         return _Download(resp, conn)
 
-    def open_seekable(self, path: str):
+    def open_seekable(self, path: str) -> BinaryFile:
         return io.BytesIO(self.read_bytes(path))
 
     def read_bytes(self, path: str) -> bytes:
@@ -81,7 +83,7 @@ class S3Storage(Storage):
             return False
         return True
 
-    def _pages(self, dirpath: str, delimiter: str = ""):
+    def _pages(self, dirpath: str, delimiter: str = "") -> Iterator[tuple[str, ET.Element]]:
         """ListObjectsV2 pages under `dirpath/`: (prefix, parsed XML root)."""
         bucket, key = parse(dirpath)
         prefix = f"{key}/" if key else ""
@@ -146,7 +148,7 @@ class _Upload(io.RawIOBase):
     """A write-only file that becomes one object: a single PUT when it stays under one part,
     else a multipart upload whose parts are sent as they fill. Holds one part in memory."""
 
-    def __init__(self, client: Client, uri: str):
+    def __init__(self, client: Client, uri: str) -> None:
         super().__init__()
         self.client, self.uri = client, uri
         self._buf = bytearray()
@@ -161,7 +163,7 @@ class _Upload(io.RawIOBase):
     def tell(self) -> int:
         return self._written
 
-    def write(self, data) -> int:
+    def write(self, data: Any) -> int:
         view = memoryview(data).cast("B")
         n = len(view)
         self._written += n
@@ -221,14 +223,14 @@ class _Upload(io.RawIOBase):
 class _Download(io.RawIOBase):
     """The streamed body of a GET: readinto fills the buffer fully unless the object ends."""
 
-    def __init__(self, resp, conn):
+    def __init__(self, resp: Any, conn: Any) -> None:
         super().__init__()
         self._resp, self._conn = resp, conn
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buf) -> int:
+    def readinto(self, buf: Any) -> int:
         view = memoryview(buf).cast("B")
         got = 0
         while got < len(view):

@@ -30,9 +30,10 @@ import os
 import posixpath
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 
-from psjob.foundation.checkpoint.backend import S3_SCHEME, Storage, StorageError
+from psjob.foundation.checkpoint.backend import S3_SCHEME, BinaryFile, Storage, StorageError
 
 
 def is_uri(path: str) -> bool:
@@ -76,7 +77,7 @@ class LocalStorage(Storage):
     """A directory on a local or mounted filesystem (a PVC, `psjob run`'s workdir)."""
 
     @contextmanager
-    def open_write(self, path: str):
+    def open_write(self, path: str) -> Iterator[BinaryFile]:
         d = os.path.dirname(path) or "."
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
         try:
@@ -90,7 +91,7 @@ class LocalStorage(Storage):
                 os.unlink(tmp)
             raise
 
-    def open_read(self, path: str):
+    def open_read(self, path: str) -> BinaryFile:
         return open(path, "rb")
 
     def exists(self, path: str) -> bool:

@@ -38,8 +38,11 @@ removal cut short never leaves something that looks complete.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
 
 from psjob.foundation.checkpoint import chain as chains
 from psjob.foundation.checkpoint import storage
@@ -99,7 +102,7 @@ def inspect_dir(path: str, step: int | None = None, _seen: dict | None = None) -
 
 def _inspect_chain(info: CheckpointInfo, seen: dict) -> CheckpointInfo:
     try:
-        ppath, _pdoc = chains.check_parent(info.path, info.manifest)
+        ppath, _pdoc = chains.check_parent(info.path, cast(dict, info.manifest))  # a delta's: read
     except chains.BrokenChain as exc:
         return CheckpointInfo(info.path, info.step, DAMAGED, str(exc), info.manifest)
     if len(seen) > chains.MAX_DEPTH:
@@ -141,7 +144,8 @@ def _inspect_one(path: str, step: int | None) -> CheckpointInfo:
 
 def scan(root: str) -> list[CheckpointInfo]:
     """Every step-N directory under root, oldest first."""
-    found, seen = [], {}
+    found: list[CheckpointInfo] = []
+    seen: dict[str, CheckpointInfo] = {}
     for name in sorted(storage.for_path(root).list_dirs(root)):  # oldest first: parents before deltas
         m = STEP_RE.match(name)
         if m:
@@ -193,7 +197,7 @@ def is_checkpoint_root(path: str) -> bool:
     return not has_manifest(path) and any(STEP_RE.match(n) for n in storage.for_path(path).list_dirs(path))
 
 
-def read_dense(path: str, doc: dict, keep=()) -> dict:
+def read_dense(path: str, doc: dict, keep: Collection[str] = ()) -> dict[str, np.ndarray]:
     """Read every dense variable of the save in `path` (manifest `doc`) and check its sha256
     — the parameters and optimizer state, and what only the trainers hold (metric states) —
     one at a time; return the arrays named in `keep`. Raises CheckpointError (a
@@ -203,7 +207,8 @@ def read_dense(path: str, doc: dict, keep=()) -> dict:
     same damaged ones: a pserver reads only the files of the variables it holds, a trainer
     only its own, and without it a checkpoint good for the pservers but corrupt in a
     trainer-side file would be restored by the pservers and fail every trainer's resume."""
-    kept, npz_cache = {}, {}
+    kept: dict[str, np.ndarray] = {}
+    npz_cache: dict[str, Any] = {}
     for name, entry in sorted(doc.get("vars", {}).items()):
         arr = read_var(path, name, entry, npz_cache)
         if name in keep:

@@ -110,7 +110,7 @@ def check_complete(table: str, doc: dict, allow_delta: bool = False) -> None:
                               f"{doc.get('num_shards')}; some pserver did not save its shard")
 
 
-def _read_part(dirname, table, files, part):
+def _read_part(dirname: str, table: str, files: dict, part: str) -> np.ndarray:
     return read_array(storage.join(dirname, files[part]["file"]), files[part], f"{table} {part}")
 
 
@@ -121,7 +121,7 @@ def _read_shard(dirname: str, table: str, shard: dict, with_state: bool = True,
     if ids.ndim != 1 or values.ndim != 2 or ids.shape[0] != values.shape[0]:
         raise CheckpointError(f"table {table!r} shard {shard['index']}: {ids.shape[0]} ids for "
                               f"{values.shape[0]} rows")
-    groups = {"state": {}, "meta": {}}
+    groups: dict[str, dict[str, np.ndarray]] = {"state": {}, "meta": {}}
     wanted = {group for group, want in (("state", with_state), ("meta", with_meta)) if want}
     for part in files:
         group, _, name = part.partition(".")

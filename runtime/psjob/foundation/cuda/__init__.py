@@ -15,6 +15,9 @@ pass to ``psjob.foundation.kernels.optimizers.<name>_update``.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from psjob.foundation.cuda._cupy import INSTALL_HINT, CudaUnavailableError, require_cupy
 from psjob.foundation.cuda._source import FUSED_OPTIMIZERS, KERNEL_NAMES
 
@@ -33,25 +36,26 @@ def is_available() -> bool:
     return True
 
 
-def _table(dense):
+def _table(dense: bool) -> Mapping[str, Callable[..., None]]:
     require_cupy()  # fail with the install hint before touching any array
     from psjob.foundation.cuda import optimizers
     return optimizers.DENSE_UPDATES if dense else optimizers.ROW_UPDATES
 
 
-def _lookup(table, name):
+def _lookup(table: Mapping[str, Callable[..., None]], name: str) -> Callable[..., None]:
     try:
         return table[name]
     except KeyError:
         raise ValueError(f"unknown optimizer {name!r}; known: {', '.join(sorted(table))}") from None
 
 
-def cuda_optimizer_update(name, xp, param, grad, *state, **hyper):
+def cuda_optimizer_update(name: str, xp: Any, param: Any, grad: Any, *state: Any, **hyper: Any) -> None:
     """Dense update of `param` in place on the GPU (fused for sgd, momentum,
     adagrad, adam; the reference math on cupy for the rest)."""
     return _lookup(_table(dense=True), name)(xp, param, grad, *state, **hyper)
 
 
-def cuda_optimizer_update_rows(name, xp, param, rows, grad_values, *state, **hyper):
+def cuda_optimizer_update_rows(name: str, xp: Any, param: Any, rows: Any, grad_values: Any, *state: Any,
+                               **hyper: Any) -> None:
     """Lazy sparse update of the rows present, in place on the GPU."""
     return _lookup(_table(dense=False), name)(xp, param, rows, grad_values, *state, **hyper)

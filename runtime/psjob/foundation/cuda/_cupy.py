@@ -1,6 +1,8 @@
 """The one place that imports cupy, lazily, with the error users see."""
 from __future__ import annotations
 
+from typing import Any
+
 INSTALL_HINT = "CUDAPlace needs cupy and an NVIDIA GPU: pip install psjob[cuda]"
 
 
@@ -8,7 +10,7 @@ class CudaUnavailableError(RuntimeError):
     """cupy is not installed, or it finds no usable NVIDIA GPU."""
 
 
-def require_cupy():
+def require_cupy() -> Any:
     """Return the cupy module, or raise CudaUnavailableError saying why."""
     try:
         import cupy

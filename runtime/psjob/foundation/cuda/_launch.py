@@ -11,7 +11,9 @@ and stream and returns without synchronising.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
+from psjob.foundation.cuda._plans import LaunchPlan
 from psjob.foundation.cuda._source import NVRTC_OPTIONS, kernel_source
 
 THREADS_PER_BLOCK = 256
@@ -24,7 +26,7 @@ _tickets: dict[tuple[int, int], object] = {}
 _sm_counts: dict[int, int] = {}
 
 
-def _module(cupy, device_id):
+def _module(cupy: Any, device_id: int) -> Any:
     with _lock:
         module = _modules.get(device_id)
         if module is None:
@@ -33,7 +35,7 @@ def _module(cupy, device_id):
         return module
 
 
-def _ticket(cupy, device_id):
+def _ticket(cupy: Any, device_id: int) -> Any:
     key = (device_id, cupy.cuda.get_current_stream().ptr)
     with _lock:
         ticket = _tickets.get(key)
@@ -43,7 +45,7 @@ def _ticket(cupy, device_id):
         return ticket
 
 
-def _grid(cupy, device_id, count):
+def _grid(cupy: Any, device_id: int, count: int) -> int:
     sms = _sm_counts.get(device_id)
     if sms is None:
         sms = cupy.cuda.Device(device_id).attributes["MultiProcessorCount"]
@@ -52,7 +54,7 @@ def _grid(cupy, device_id, count):
     return max(1, min(blocks, sms * BLOCKS_PER_SM))
 
 
-def launch(cupy, plan):
+def launch(cupy: Any, plan: LaunchPlan) -> None:
     """Run one fused update (one kernel launch) on the current stream."""
     if not isinstance(plan.param, cupy.ndarray):
         raise TypeError("the fused CUDA optimizers take cupy arrays; for numpy arrays use"

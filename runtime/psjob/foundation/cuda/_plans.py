@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
 from psjob.foundation.cuda._source import kernel_name
 from psjob.foundation.kernels import optimizers as reference
+from psjob.foundation.kernels.optimizers import Array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,26 +39,26 @@ class LaunchPlan:
         return self.optimizer == "adam"
 
 
-def _dtype_of(param):
+def _dtype_of(param: Array) -> str:
     dtype = str(param.dtype)
     kernel_name("sgd", "dense", dtype)  # raises a TypeError naming the dtype
     return dtype
 
 
-def _check_state(name, array, dtype):
+def _check_state(name: str, array: Array, dtype: str) -> None:
     if str(array.dtype) != dtype:
         raise TypeError(f"{name} has dtype {array.dtype} but param has {dtype}")
     if not array.flags.c_contiguous:
         raise ValueError(f"{name} must be C-contiguous: the fused kernels update it in place")
 
 
-def _geometry(param):
+def _geometry(param: Array) -> tuple[int, int]:
     height = param.shape[0] if param.ndim else 1
     width = math.prod(param.shape[1:]) if param.ndim > 1 else 1
     return height, width
 
 
-def _lr_args(xp, lr, dtype):
+def _lr_args(xp: Any, lr: float | Array, dtype: str) -> tuple[Any, np.int32, np.generic]:
     """(lr_ptr, use_lr_ptr, lr_value): a device-resident lr is read by the kernel."""
     scalar = np.dtype(dtype).type
     if isinstance(lr, (int, float)):
@@ -67,7 +69,8 @@ def _lr_args(xp, lr, dtype):
     return xp.ascontiguousarray(lr.reshape(1).astype(dtype, copy=False)), np.int32(1), scalar(0)
 
 
-def _common(xp, param, grad, rows, states, lr, assume_unique):
+def _common(xp: Any, param: Array, grad: Array, rows: Array, states: dict[str, Array], lr: float | Array,
+            assume_unique: bool) -> tuple[str, str, Array, tuple, tuple, int]:
     """Validate, merge rows if needed, and return (layout, dtype, lead args, tail args, count)."""
     dtype = _dtype_of(param)
     if rows is None:
@@ -93,14 +96,15 @@ def _common(xp, param, grad, rows, states, lr, assume_unique):
     return layout, dtype, values, geometry, _lr_args(xp, lr, dtype), count
 
 
-def plan_sgd(xp, param, grad, *, lr, rows=None, assume_unique=False):
+def plan_sgd(xp: Any, param: Array, grad: Array, *, lr: float | Array, rows: Array | None = None,
+             assume_unique: bool = False) -> LaunchPlan:
     layout, dtype, values, geometry, lr_args, count = _common(
         xp, param, grad, rows, {}, lr, assume_unique)
     return LaunchPlan("sgd", layout, dtype, (param, values) + geometry + lr_args, count, param)
 
 
-def plan_momentum(xp, param, grad, velocity, *, lr, mu, use_nesterov=False, rows=None,
-                  assume_unique=False):
+def plan_momentum(xp: Any, param: Array, grad: Array, velocity: Array, *, lr: float | Array, mu: float,
+                  use_nesterov: bool = False, rows: Array | None = None, assume_unique: bool = False) -> LaunchPlan:
     layout, dtype, values, geometry, lr_args, count = _common(
         xp, param, grad, rows, {"velocity": velocity}, lr, assume_unique)
     scalar = np.dtype(dtype).type
@@ -108,15 +112,17 @@ def plan_momentum(xp, param, grad, velocity, *, lr, mu, use_nesterov=False, rows
     return LaunchPlan("momentum", layout, dtype, args, count, param)
 
 
-def plan_adagrad(xp, param, grad, moment, *, lr, epsilon=1e-6, rows=None, assume_unique=False):
+def plan_adagrad(xp: Any, param: Array, grad: Array, moment: Array, *, lr: float | Array, epsilon: float = 1e-6,
+                 rows: Array | None = None, assume_unique: bool = False) -> LaunchPlan:
     layout, dtype, values, geometry, lr_args, count = _common(
         xp, param, grad, rows, {"moment": moment}, lr, assume_unique)
     args = (param, values, moment) + geometry + lr_args + (np.dtype(dtype).type(epsilon),)
     return LaunchPlan("adagrad", layout, dtype, args, count, param)
 
 
-def plan_adam(xp, param, grad, moment1, moment2, beta1_pow, beta2_pow, *, lr, beta1=0.9,
-              beta2=0.999, epsilon=1e-8, rows=None, assume_unique=False):
+def plan_adam(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Array, beta1_pow: Array, beta2_pow: Array, *,
+              lr: float | Array, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
+              rows: Array | None = None, assume_unique: bool = False) -> LaunchPlan:
     layout, dtype, values, geometry, lr_args, count = _common(
         xp, param, grad, rows, {"moment1": moment1, "moment2": moment2}, lr, assume_unique)
     per_row = []

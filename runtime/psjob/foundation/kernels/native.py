@@ -15,12 +15,15 @@ turns it off (to compare, or to rule it out).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from psjob.foundation.role_env import process_environment
 
 try:
-    from psjob.foundation.kernels import _native
+    # The C extension has no type stubs: its functions are typed by the wrappers below.
+    from psjob.foundation.kernels import _native  # type: ignore[attr-defined]
 except ImportError:  # built without a C compiler: the numpy kernels run
     _native = None
 
@@ -43,7 +46,7 @@ def built() -> bool:
     return _native is not None
 
 
-def fits(*arrays) -> bool:
+def fits(*arrays: Any) -> bool:
     """True when the C kernels are on and take these arrays as they are: numpy, float32
     (int64 for row indices is checked by the caller's conversion), C-contiguous."""
     if not enabled:
@@ -54,29 +57,34 @@ def fits(*arrays) -> bool:
     return True
 
 
-def _rows(rows) -> np.ndarray:
+def _rows(rows: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(rows, dtype=np.int64)
 
 
-def sgd_rows(param, rows, grads, lr) -> None:
+def sgd_rows(param: np.ndarray, rows: np.ndarray, grads: np.ndarray, lr: float) -> None:
     _native.sgd_rows(param, _rows(rows), grads, float(lr))
 
 
-def adagrad_rows(param, moment, rows, grads, lr, epsilon) -> None:
+def adagrad_rows(param: np.ndarray, moment: np.ndarray, rows: np.ndarray, grads: np.ndarray, lr: float,
+                 epsilon: float) -> None:
     _native.adagrad_rows(param, moment, _rows(rows), grads, float(lr), float(epsilon))
 
 
-def adam_rows(param, m1, m2, beta1_pow, beta2_pow, rows, grads, *, lr, beta1, beta2, epsilon, per_row) -> None:
+def adam_rows(param: np.ndarray, m1: np.ndarray, m2: np.ndarray, beta1_pow: np.ndarray, beta2_pow: np.ndarray,
+              rows: np.ndarray, grads: np.ndarray, *, lr: float, beta1: float, beta2: float, epsilon: float,
+              per_row: bool) -> None:
     _native.adam_rows(param, m1, m2, beta1_pow, beta2_pow, _rows(rows), grads, float(lr), float(beta1),
                       float(beta2), float(epsilon), bool(per_row))
 
 
-def adam_dense(param, grad, m1, m2, beta1_pow, beta2_pow, *, lr, beta1, beta2, epsilon) -> None:
+def adam_dense(param: np.ndarray, grad: np.ndarray, m1: np.ndarray, m2: np.ndarray, beta1_pow: np.ndarray,
+               beta2_pow: np.ndarray, *, lr: float, beta1: float, beta2: float, epsilon: float) -> None:
     _native.adam_dense(param, grad, m1, m2, beta1_pow, beta2_pow, float(lr), float(beta1), float(beta2),
                        float(epsilon))
 
 
-def index_find(entries, reach, ids, bits, window):
+def index_find(entries: np.ndarray, reach: np.ndarray, ids: np.ndarray, bits: int,
+               window: int) -> tuple[np.ndarray, np.ndarray, int]:
     """(rows, slots, number of ids not at their home slot) of contiguous int64 `ids` in the
     id index's arrays (foundation/tables/index.py); -1 where an id is not in its window."""
     rows = np.empty(ids.size, np.int64)
@@ -85,7 +93,8 @@ def index_find(entries, reach, ids, bits, window):
     return rows, slots, away
 
 
-def index_place(entries, reach, ids, rows, bits, window) -> np.ndarray:
+def index_place(entries: np.ndarray, reach: np.ndarray, ids: np.ndarray, rows: np.ndarray, bits: int,
+                window: int) -> np.ndarray:
     """Insert unique absent contiguous int64 `ids` with `rows`; the positions of the ids
     whose window was full (for the overflow)."""
     spilled = np.empty(ids.size, np.int64)
@@ -93,13 +102,14 @@ def index_place(entries, reach, ids, rows, bits, window) -> np.ndarray:
     return spilled[:n]
 
 
-def pool_gather_grid(rows, index, out, slots, offset=0) -> None:
+def pool_gather_grid(rows: np.ndarray, index: np.ndarray, out: np.ndarray, slots: int, offset: int = 0) -> None:
     """out[b, offset + j*width : offset + (j+1)*width] = rows[index[j*seqs + b]] (index: a
     [slots, seqs] grid laid out slot by slot; every index is checked against len(rows) first)."""
     _native.pool_gather_grid(rows, np.ascontiguousarray(index, np.int64), out, int(slots), int(offset))
 
 
-def pool_grad_grid(dout, index, distinct, slots, width, offset=0) -> np.ndarray:
+def pool_grad_grid(dout: np.ndarray, index: np.ndarray, distinct: int, slots: int, width: int,
+                   offset: int = 0) -> np.ndarray:
     """[distinct, width] float32: row k sums (in double, in (sequence, slot) order) the
     gradient dout[b, offset + j*width : offset + (j+1)*width] of every grid occurrence whose
     index is k."""

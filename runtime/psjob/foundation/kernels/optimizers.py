@@ -34,11 +34,18 @@ order the update functions take them.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from psjob.foundation.kernels import native
 from psjob.foundation.kernels.rows import put_rows, stable_order, take_rows
+
+# A numpy or a cupy array (the kernels run on either; `xp` is its module), and a core:
+# an elementwise function of arrays and scalars returning the new arrays.
+Array = Any
+Core = Callable[..., tuple]
 
 __all__ = [
     "ACCUMULATORS", "AccumulatorSpec", "DENSE_UPDATES", "ROW_UPDATES",
@@ -104,12 +111,12 @@ ACCUMULATORS: dict[str, tuple[AccumulatorSpec, ...]] = {
 
 # --------------------------------------------------------------- validation
 
-def _check_float(name, array):
+def _check_float(name: str, array: Array) -> None:
     if array.dtype.kind != "f":
         raise TypeError(f"{name} must be a floating-point array, got dtype {array.dtype}")
 
 
-def check_dense_shapes(param, grad, states):
+def check_dense_shapes(param: Array, grad: Array, states: Mapping[str, Array]) -> None:
     """Shape and dtype checks of a dense update (no array contents read)."""
     _check_float("param", param)
     if grad.shape != param.shape:
@@ -119,7 +126,7 @@ def check_dense_shapes(param, grad, states):
             raise ValueError(f"{name} shape {state.shape} does not match param shape {param.shape}")
 
 
-def _lr(xp, lr, dtype):
+def _lr(xp: Any, lr: float | Array, dtype: Any) -> float | Array:
     """A Python float stays weakly typed; an array becomes a 0-d array of
     param's dtype (no host round trip on cupy)."""
     if isinstance(lr, (int, float)):
@@ -130,13 +137,13 @@ def _lr(xp, lr, dtype):
     return lr.astype(dtype, copy=False).reshape(())
 
 
-def pow_is_per_row(param, pow_):
+def pow_is_per_row(param: Array, pow_: Array) -> bool:
     """True for per-row beta pows ([n, 1, ...]); False for origin-shaped [1]."""
     return (pow_.ndim == param.ndim and pow_.shape[0] == param.shape[0]
             and all(d == 1 for d in pow_.shape[1:]))
 
 
-def _check_pow(name, param, pow_):
+def _check_pow(name: str, param: Array, pow_: Array) -> None:
     if pow_.size == 1 or pow_is_per_row(param, pow_):
         return
     raise ValueError(
@@ -144,7 +151,7 @@ def _check_pow(name, param, pow_):
         f" got {pow_.shape}")
 
 
-def merge_duplicate_rows(xp, rows, values):
+def merge_duplicate_rows(xp: Any, rows: Array, values: Array) -> tuple[Array, Array]:
     """Sum the values of repeated row ids: ``(unique_sorted_rows, summed_values)``.
 
     Vectorized: one sort and one segmented sum (numpy) or scatter-add (cupy);
@@ -180,7 +187,7 @@ def merge_duplicate_rows(xp, rows, values):
     return unique, summed
 
 
-def check_row_shapes(param, rows, values, states):
+def check_row_shapes(param: Array, rows: Array, values: Array, states: Mapping[str, Array]) -> None:
     """Shape and dtype checks of a sparse update; reads no array contents, so
     it costs no device synchronisation on cupy."""
     _check_float("param", param)
@@ -196,7 +203,8 @@ def check_row_shapes(param, rows, values, states):
             raise ValueError(f"{name} shape {state.shape} does not match param shape {param.shape}")
 
 
-def _prepare_rows(xp, param, rows, values, states, assume_unique):
+def _prepare_rows(xp: Any, param: Array, rows: Array, values: Array, states: Mapping[str, Array],
+                  assume_unique: bool) -> tuple[Array, Array]:
     rows = xp.asarray(rows)
     check_row_shapes(param, rows, values, states)
     if rows.size and bool(((rows < 0) | (rows >= param.shape[0])).any()):
@@ -206,25 +214,25 @@ def _prepare_rows(xp, param, rows, values, states, assume_unique):
     return rows.astype("int64", copy=False), values
 
 
-def _rows_of(param, pow_, rows):
+def _rows_of(param: Array, pow_: Array, rows: Array) -> Array:
     return take_rows(pow_, rows) if pow_is_per_row(param, pow_) else pow_
 
 
-def _advance_pow(param, pow_, beta, rows=None):
+def _advance_pow(param: Array, pow_: Array, beta: float, rows: Array | None = None) -> None:
     if rows is not None and pow_is_per_row(param, pow_):
         put_rows(pow_, rows, take_rows(pow_, rows) * beta)
     else:
         pow_[...] = pow_ * beta
 
 
-def _run_dense(core, param, grad, states, *extra):
+def _run_dense(core: Core, param: Array, grad: Array, states: tuple, *extra: Any) -> None:
     """Apply an elementwise core to whole arrays and write results back."""
     new = core(param, grad, *states, *extra)
     for target, value in zip((param,) + tuple(states), new):
         target[...] = value
 
 
-def _run_rows(core, param, rows, values, states, *extra):
+def _run_rows(core: Core, param: Array, rows: Array, values: Array, states: tuple, *extra: Any) -> None:
     """Apply an elementwise core to the gathered rows and scatter them back."""
     new = core(take_rows(param, rows), values, *(take_rows(s, rows) for s in states), *extra)
     for target, value in zip((param,) + tuple(states), new):
@@ -233,14 +241,15 @@ def _run_rows(core, param, rows, values, states, *extra):
 
 # --------------------------------------------------------------- sgd
 
-def sgd_update(xp, param, grad, *, lr):
+def sgd_update(xp: Any, param: Array, grad: Array, *, lr: float | Array) -> None:
     """param -= lr * grad."""
     check_dense_shapes(param, grad, {})
     lr = _lr(xp, lr, param.dtype)
     _run_dense(lambda p, g: (p - lr * g,), param, grad, ())
 
 
-def sgd_update_rows(xp, param, rows, grad_values, *, lr, assume_unique=False):
+def sgd_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, *, lr: float | Array,
+                    assume_unique: bool = False) -> None:
     rows, values = _prepare_rows(xp, param, rows, grad_values, {}, assume_unique)
     lr = _lr(xp, lr, param.dtype)
     if native.fits(param, values):
@@ -251,14 +260,16 @@ def sgd_update_rows(xp, param, rows, grad_values, *, lr, assume_unique=False):
 
 # --------------------------------------------------------------- momentum
 
-def _momentum_core(p, g, v, lr, mu, use_nesterov):
+def _momentum_core(p: Array, g: Array, v: Array, lr: float | Array, mu: float,
+                   use_nesterov: bool) -> tuple[Array, Array]:
     v = mu * v + g
     if use_nesterov:
         return p - (g + mu * v) * lr, v
     return p - lr * v, v
 
 
-def momentum_update(xp, param, grad, velocity, *, lr, mu, use_nesterov=False):
+def momentum_update(xp: Any, param: Array, grad: Array, velocity: Array, *, lr: float | Array, mu: float,
+                    use_nesterov: bool = False) -> None:
     """velocity = mu*velocity + grad; param -= lr*velocity
     (nesterov: param -= lr*(grad + mu*velocity))."""
     check_dense_shapes(param, grad, {"velocity": velocity})
@@ -266,8 +277,8 @@ def momentum_update(xp, param, grad, velocity, *, lr, mu, use_nesterov=False):
                _lr(xp, lr, param.dtype), float(mu), bool(use_nesterov))
 
 
-def momentum_update_rows(xp, param, rows, grad_values, velocity, *, lr, mu,
-                         use_nesterov=False, assume_unique=False):
+def momentum_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, velocity: Array, *, lr: float | Array,
+                         mu: float, use_nesterov: bool = False, assume_unique: bool = False) -> None:
     rows, values = _prepare_rows(xp, param, rows, grad_values, {"velocity": velocity}, assume_unique)
     _run_rows(_momentum_core, param, rows, values, (velocity,),
               _lr(xp, lr, param.dtype), float(mu), bool(use_nesterov))
@@ -275,7 +286,8 @@ def momentum_update_rows(xp, param, rows, grad_values, velocity, *, lr, mu,
 
 # --------------------------------------------------------------- lars_momentum
 
-def _lars_local_lr(xp, lr, p_norm, g_norm, lars_coeff, lars_weight_decay):
+def _lars_local_lr(xp: Any, lr: float | Array, p_norm: Array, g_norm: Array, lars_coeff: float,
+                   lars_weight_decay: float) -> Array:
     # Fluid falls back to the global lr when either norm is zero (a freshly
     # zero-initialised parameter would otherwise never move).
     use_global = (p_norm <= 0) | (g_norm <= 0)
@@ -283,13 +295,13 @@ def _lars_local_lr(xp, lr, p_norm, g_norm, lars_coeff, lars_weight_decay):
     return xp.where(use_global, lr, lr * lars_coeff * p_norm / denominator)
 
 
-def _lars_core(p, g, v, local_lr, mu, wd):
+def _lars_core(p: Array, g: Array, v: Array, local_lr: float | Array, mu: float, wd: float) -> tuple[Array, Array]:
     v = mu * v + local_lr * (g + wd * p)
     return p - v, v
 
 
-def lars_momentum_update(xp, param, grad, velocity, *, lr, mu, lars_coeff=0.001,
-                         lars_weight_decay=0.0005):
+def lars_momentum_update(xp: Any, param: Array, grad: Array, velocity: Array, *, lr: float | Array, mu: float,
+                         lars_coeff: float = 0.001, lars_weight_decay: float = 0.0005) -> None:
     """local_lr = lr*coeff*|p| / (|g| + wd*|p|) (lr when a norm is 0);
     velocity = mu*velocity + local_lr*(grad + wd*param); param -= velocity."""
     check_dense_shapes(param, grad, {"velocity": velocity})
@@ -299,8 +311,9 @@ def lars_momentum_update(xp, param, grad, velocity, *, lr, mu, lars_coeff=0.001,
     _run_dense(_lars_core, param, grad, (velocity,), local_lr, float(mu), float(lars_weight_decay))
 
 
-def lars_momentum_update_rows(xp, param, rows, grad_values, velocity, *, lr, mu,
-                              lars_coeff=0.001, lars_weight_decay=0.0005, assume_unique=False):
+def lars_momentum_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, velocity: Array, *,
+                              lr: float | Array, mu: float, lars_coeff: float = 0.001,
+                              lars_weight_decay: float = 0.0005, assume_unique: bool = False) -> None:
     """Lazy LARS: the norms are those of the whole parameter and of the
     (merged) sparse gradient, as for the equivalent dense gradient; only the
     rows present are updated. (Fluid itself has no sparse LARS kernel.)"""
@@ -314,8 +327,9 @@ def lars_momentum_update_rows(xp, param, rows, grad_values, velocity, *, lr, mu,
 
 # --------------------------------------------------------------- adam
 
-def _adam_core(xp):
-    def core(p, g, m1, m2, b1p, b2p, lr, beta1, beta2, epsilon):
+def _adam_core(xp: Any) -> Core:
+    def core(p: Array, g: Array, m1: Array, m2: Array, b1p: Array, b2p: Array, lr: float | Array, beta1: float,
+             beta2: float, epsilon: float) -> tuple[Array, Array, Array]:
         m1 = beta1 * m1 + (1.0 - beta1) * g
         m2 = beta2 * m2 + (1.0 - beta2) * g * g
         correction = xp.sqrt(1.0 - b2p)
@@ -324,12 +338,13 @@ def _adam_core(xp):
     return core
 
 
-def _in_place_ok(xp, param, grad, *states):
+def _in_place_ok(xp: Any, param: Array, grad: Array, *states: Array) -> bool:
     """The numpy in-place form applies: every array one float dtype (no promotion)."""
     return xp is np and all(a.dtype == param.dtype for a in (grad,) + states)
 
 
-def _adam_in_place(p, g, m1, m2, b1p, b2p, lr, beta1, beta2, epsilon):
+def _adam_in_place(p: Array, g: Array, m1: Array, m2: Array, b1p: Array, b2p: Array, lr: float | Array, beta1: float,
+                   beta2: float, epsilon: float) -> None:
     """`_adam_core` on numpy, written into p, m1 and m2 with one scratch array instead of a
     new array per operation (each a fresh mapping, page-faulted, for a parameter of some
     hundred KB). The operations and their order are the core's: bitwise the same result."""
@@ -349,8 +364,8 @@ def _adam_in_place(p, g, m1, m2, b1p, b2p, lr, beta1, beta2, epsilon):
     p -= t
 
 
-def adam_update(xp, param, grad, moment1, moment2, beta1_pow, beta2_pow, *, lr,
-                beta1=0.9, beta2=0.999, epsilon=1e-8):
+def adam_update(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Array, beta1_pow: Array, beta2_pow: Array,
+                *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8) -> None:
     """Fluid 1.x adam: m1, m2 moving averages; lr_t = lr*sqrt(1-b2p)/(1-b1p);
     param -= lr_t*m1/(sqrt(m2) + epsilon*sqrt(1-b2p)); then b1p*=beta1, b2p*=beta2."""
     check_dense_shapes(param, grad, {"moment1": moment1, "moment2": moment2})
@@ -371,8 +386,9 @@ def adam_update(xp, param, grad, moment1, moment2, beta1_pow, beta2_pow, *, lr,
     _advance_pow(param, beta2_pow, float(beta2))
 
 
-def adam_update_rows(xp, param, rows, grad_values, moment1, moment2, beta1_pow, beta2_pow, *,
-                     lr, beta1=0.9, beta2=0.999, epsilon=1e-8, assume_unique=False):
+def adam_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, moment1: Array, moment2: Array,
+                     beta1_pow: Array, beta2_pow: Array, *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999,
+                     epsilon: float = 1e-8, assume_unique: bool = False) -> None:
     """Lazy adam (Fluid's lazy_mode=True): only the rows present move."""
     rows, values = _prepare_rows(xp, param, rows, grad_values,
                                  {"moment1": moment1, "moment2": moment2}, assume_unique)
@@ -407,8 +423,9 @@ def adam_update_rows(xp, param, rows, grad_values, moment1, moment2, beta1_pow, 
 
 # --------------------------------------------------------------- adamax
 
-def _adamax_core(xp):
-    def core(p, g, moment, inf_norm, b1p, lr, beta1, beta2, epsilon):
+def _adamax_core(xp: Any) -> Core:
+    def core(p: Array, g: Array, moment: Array, inf_norm: Array, b1p: Array, lr: float | Array, beta1: float,
+             beta2: float, epsilon: float) -> tuple[Array, Array, Array]:
         moment = beta1 * moment + (1.0 - beta1) * g
         inf_norm = xp.maximum(beta2 * inf_norm + epsilon, xp.abs(g))
         lr_t = lr / (1.0 - b1p)
@@ -416,8 +433,8 @@ def _adamax_core(xp):
     return core
 
 
-def adamax_update(xp, param, grad, moment, inf_norm, beta1_pow, *, lr, beta1=0.9,
-                  beta2=0.999, epsilon=1e-8):
+def adamax_update(xp: Any, param: Array, grad: Array, moment: Array, inf_norm: Array, beta1_pow: Array, *,
+                  lr: float | Array, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8) -> None:
     """moment = b1*moment + (1-b1)*g; inf_norm = max(b2*inf_norm + eps, |g|);
     param -= lr/(1-b1p) * moment/inf_norm; then b1p *= beta1."""
     check_dense_shapes(param, grad, {"moment": moment, "inf_norm": inf_norm})
@@ -427,8 +444,9 @@ def adamax_update(xp, param, grad, moment, inf_norm, beta1_pow, *, lr, beta1=0.9
     _advance_pow(param, beta1_pow, float(beta1))
 
 
-def adamax_update_rows(xp, param, rows, grad_values, moment, inf_norm, beta1_pow, *, lr,
-                       beta1=0.9, beta2=0.999, epsilon=1e-8, assume_unique=False):
+def adamax_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, moment: Array, inf_norm: Array,
+                       beta1_pow: Array, *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999,
+                       epsilon: float = 1e-8, assume_unique: bool = False) -> None:
     rows, values = _prepare_rows(xp, param, rows, grad_values,
                                  {"moment": moment, "inf_norm": inf_norm}, assume_unique)
     _check_pow("beta1_pow", param, beta1_pow)
@@ -440,23 +458,24 @@ def adamax_update_rows(xp, param, rows, grad_values, moment, inf_norm, beta1_pow
 
 # --------------------------------------------------------------- adagrad family
 
-def _adagrad_core(xp):
-    def core(p, g, moment, lr, decay, epsilon):
+def _adagrad_core(xp: Any) -> Core:
+    def core(p: Array, g: Array, moment: Array, lr: float | Array, decay: float, epsilon: float) -> tuple[Array, Array]:
         # decay is None for plain adagrad: moment += g^2.
         moment = moment + g * g if decay is None else decay * moment + (1.0 - decay) * g * g
         return p - lr * g / (xp.sqrt(moment) + epsilon), moment
     return core
 
 
-def adagrad_update(xp, param, grad, moment, *, lr, epsilon=1e-6):
+def adagrad_update(xp: Any, param: Array, grad: Array, moment: Array, *, lr: float | Array,
+                   epsilon: float = 1e-6) -> None:
     """moment += g^2; param -= lr*g/(sqrt(moment) + epsilon)."""
     check_dense_shapes(param, grad, {"moment": moment})
     _run_dense(_adagrad_core(xp), param, grad, (moment,), _lr(xp, lr, param.dtype),
                None, float(epsilon))
 
 
-def adagrad_update_rows(xp, param, rows, grad_values, moment, *, lr, epsilon=1e-6,
-                        assume_unique=False):
+def adagrad_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, moment: Array, *, lr: float | Array,
+                        epsilon: float = 1e-6, assume_unique: bool = False) -> None:
     rows, values = _prepare_rows(xp, param, rows, grad_values, {"moment": moment}, assume_unique)
     if native.fits(param, values, moment):
         native.adagrad_rows(param, moment, rows, values, _lr(xp, lr, param.dtype), epsilon)
@@ -465,15 +484,17 @@ def adagrad_update_rows(xp, param, rows, grad_values, moment, *, lr, epsilon=1e-
               None, float(epsilon))
 
 
-def decayed_adagrad_update(xp, param, grad, moment, *, lr, decay=0.95, epsilon=1e-6):
+def decayed_adagrad_update(xp: Any, param: Array, grad: Array, moment: Array, *, lr: float | Array, decay: float = 0.95,
+                           epsilon: float = 1e-6) -> None:
     """moment = decay*moment + (1-decay)*g^2; param -= lr*g/(sqrt(moment) + epsilon)."""
     check_dense_shapes(param, grad, {"moment": moment})
     _run_dense(_adagrad_core(xp), param, grad, (moment,), _lr(xp, lr, param.dtype),
                float(decay), float(epsilon))
 
 
-def decayed_adagrad_update_rows(xp, param, rows, grad_values, moment, *, lr, decay=0.95,
-                                epsilon=1e-6, assume_unique=False):
+def decayed_adagrad_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, moment: Array, *,
+                                lr: float | Array, decay: float = 0.95, epsilon: float = 1e-6,
+                                assume_unique: bool = False) -> None:
     rows, values = _prepare_rows(xp, param, rows, grad_values, {"moment": moment}, assume_unique)
     _run_rows(_adagrad_core(xp), param, rows, values, (moment,), _lr(xp, lr, param.dtype),
               float(decay), float(epsilon))
@@ -481,8 +502,8 @@ def decayed_adagrad_update_rows(xp, param, rows, grad_values, moment, *, lr, dec
 
 # --------------------------------------------------------------- rmsprop
 
-def _rmsprop_core(xp, centered):
-    def core(p, g, mean_square, moment, *rest):
+def _rmsprop_core(xp: Any, centered: bool) -> Core:
+    def core(p: Array, g: Array, mean_square: Array, moment: Array, *rest: Any) -> tuple[Array, ...]:
         # rest = ([mean_grad,] lr, rho, epsilon, momentum): mean_grad is a
         # state (gathered and written back) only when centered.
         *mean_grad, lr, rho, epsilon, momentum = rest
@@ -496,7 +517,7 @@ def _rmsprop_core(xp, centered):
     return core
 
 
-def _rmsprop_states(mean_square, moment, mean_grad, centered):
+def _rmsprop_states(mean_square: Array, moment: Array, mean_grad: Array, centered: bool) -> dict[str, Array]:
     if centered and mean_grad is None:
         raise ValueError("centered rmsprop needs the mean_grad accumulator")
     states = {"mean_square": mean_square, "momentum": moment}
@@ -505,8 +526,9 @@ def _rmsprop_states(mean_square, moment, mean_grad, centered):
     return states
 
 
-def rmsprop_update(xp, param, grad, mean_square, moment, mean_grad=None, *, lr, rho=0.95,
-                   epsilon=1e-6, momentum=0.0, centered=False):
+def rmsprop_update(xp: Any, param: Array, grad: Array, mean_square: Array, moment: Array,
+                   mean_grad: Array | None = None, *, lr: float | Array, rho: float = 0.95, epsilon: float = 1e-6,
+                   momentum: float = 0.0, centered: bool = False) -> None:
     """ms = rho*ms + (1-rho)*g^2; [centered: mg = rho*mg + (1-rho)*g]
     moment = momentum*moment + lr*g/sqrt(ms [- mg^2] + epsilon); param -= moment."""
     states = _rmsprop_states(mean_square, moment, mean_grad, centered)
@@ -515,9 +537,9 @@ def rmsprop_update(xp, param, grad, mean_square, moment, mean_grad=None, *, lr, 
                _lr(xp, lr, param.dtype), float(rho), float(epsilon), float(momentum))
 
 
-def rmsprop_update_rows(xp, param, rows, grad_values, mean_square, moment, mean_grad=None, *,
-                        lr, rho=0.95, epsilon=1e-6, momentum=0.0, centered=False,
-                        assume_unique=False):
+def rmsprop_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, mean_square: Array, moment: Array,
+                        mean_grad: Array | None = None, *, lr: float | Array, rho: float = 0.95, epsilon: float = 1e-6,
+                        momentum: float = 0.0, centered: bool = False, assume_unique: bool = False) -> None:
     states = _rmsprop_states(mean_square, moment, mean_grad, centered)
     rows, values = _prepare_rows(xp, param, rows, grad_values, states, assume_unique)
     _run_rows(_rmsprop_core(xp, centered), param, rows, values, tuple(states.values()),
@@ -526,8 +548,9 @@ def rmsprop_update_rows(xp, param, rows, grad_values, mean_square, moment, mean_
 
 # --------------------------------------------------------------- ftrl
 
-def _ftrl_core(xp):
-    def core(p, g, squared, linear, lr, l1, l2, lr_power):
+def _ftrl_core(xp: Any) -> Core:
+    def core(p: Array, g: Array, squared: Array, linear: Array, lr: float | Array, l1: float, l2: float,
+             lr_power: float) -> tuple[Array, Array, Array]:
         new_squared = squared + g * g
         if lr_power == -0.5:
             new_root, old_root = xp.sqrt(new_squared), xp.sqrt(squared)
@@ -541,7 +564,8 @@ def _ftrl_core(xp):
     return core
 
 
-def ftrl_update(xp, param, grad, squared, linear, *, lr, l1=0.0, l2=0.0, lr_power=-0.5):
+def ftrl_update(xp: Any, param: Array, grad: Array, squared: Array, linear: Array, *, lr: float | Array,
+                l1: float = 0.0, l2: float = 0.0, lr_power: float = -0.5) -> None:
     """Fluid ftrl_op: new_sq = sq + g^2; linear += g - (new_sq^-p - sq^-p)/lr * param;
     param = (l1*sign(linear) - linear) / (new_sq^-p/lr + 2*l2) where |linear| > l1, else 0."""
     check_dense_shapes(param, grad, {"squared": squared, "linear": linear})
@@ -549,20 +573,21 @@ def ftrl_update(xp, param, grad, squared, linear, *, lr, l1=0.0, l2=0.0, lr_powe
                float(l1), float(l2), float(lr_power))
 
 
-def ftrl_update_rows(xp, param, rows, grad_values, squared, linear, *, lr, l1=0.0, l2=0.0,
-                     lr_power=-0.5, assume_unique=False):
+def ftrl_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, squared: Array, linear: Array, *,
+                     lr: float | Array, l1: float = 0.0, l2: float = 0.0, lr_power: float = -0.5,
+                     assume_unique: bool = False) -> None:
     rows, values = _prepare_rows(xp, param, rows, grad_values,
                                  {"squared": squared, "linear": linear}, assume_unique)
     _run_rows(_ftrl_core(xp), param, rows, values, (squared, linear), _lr(xp, lr, param.dtype),
               float(l1), float(l2), float(lr_power))
 
 
-DENSE_UPDATES = {
+DENSE_UPDATES: dict[str, Callable[..., None]] = {
     "sgd": sgd_update, "momentum": momentum_update, "lars_momentum": lars_momentum_update,
     "adam": adam_update, "adamax": adamax_update, "adagrad": adagrad_update,
     "decayed_adagrad": decayed_adagrad_update, "rmsprop": rmsprop_update, "ftrl": ftrl_update,
 }
-ROW_UPDATES = {
+ROW_UPDATES: dict[str, Callable[..., None]] = {
     "sgd": sgd_update_rows, "momentum": momentum_update_rows,
     "lars_momentum": lars_momentum_update_rows, "adam": adam_update_rows,
     "adamax": adamax_update_rows, "adagrad": adagrad_update_rows,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -23,7 +24,7 @@ def _row_item(row_bytes: int) -> np.dtype:
     return np.dtype((np.void, row_bytes))   # building one costs microseconds; a table uses a few
 
 
-def _as_row_items(a):
+def _as_row_items(a: Any) -> np.ndarray | None:
     """C-contiguous numpy ``a`` as a 1-D array with one void item per row, or None."""
     if not isinstance(a, np.ndarray):
         return None
@@ -36,7 +37,7 @@ def _as_row_items(a):
     return flat.view(_row_item(row_bytes)).reshape(-1)
 
 
-def take_rows(a, rows, mode: str = "raise"):
+def take_rows(a: Any, rows: Any, mode: Literal["raise", "wrap", "clip"] = "raise") -> Any:
     """``a[rows]`` (a new array) for 1-D int ``rows``; ``mode`` as in ``np.take``
     (numpy arrays only: others are indexed as they are)."""
     items = _as_row_items(a)
@@ -45,12 +46,12 @@ def take_rows(a, rows, mode: str = "raise"):
     return items.take(rows, mode=mode).view(a.dtype).reshape((len(rows),) + a.shape[1:])
 
 
-def put_rows(a, rows, values) -> None:
+def put_rows(a: Any, rows: Any, values: Any) -> None:
     """``a[rows] = values`` for 1-D int ``rows`` without repeats."""
     if values.shape == (len(rows),) + a.shape[1:]:
         items = _as_row_items(a)
         if items is not None:
-            np.put(items, rows, _as_row_items(np.ascontiguousarray(values, a.dtype)))
+            np.put(items, rows, cast(np.ndarray, _as_row_items(np.ascontiguousarray(values, a.dtype))))
             return
     a[rows] = values
 

@@ -17,6 +17,8 @@ The sketch is not checkpointed: pending counts are transient.
 """
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from psjob.foundation.tables import hashing
@@ -24,7 +26,7 @@ from psjob.foundation.tables.config import AdmissionConfig
 
 
 class Admission:
-    def __init__(self, config: AdmissionConfig, key: int):
+    def __init__(self, config: AdmissionConfig, key: int) -> None:
         self._config = config
         self._prob_key = hashing.derive_key(key, "admission-probability")
         self._row_keys = [hashing.derive_key(key, f"admission-sketch-{d}") for d in range(config.sketch_depth)]
@@ -54,7 +56,7 @@ class Admission:
             np.add.at(row, cell, counts[candidates].astype(np.uint32))
             seen = row[cell]
             estimate = seen if estimate is None else np.minimum(estimate, seen)
-        admitted = estimate >= self._config.min_count
+        admitted = cast(np.ndarray, estimate) >= self._config.min_count  # cells has a row per depth
         for d, cell in enumerate(cells):
             self._sketch[d][cell[admitted]] = 0
         ok[candidates[~admitted]] = False

@@ -26,7 +26,7 @@ def _require(condition: bool, message: str) -> None:
         raise ValueError(message)
 
 
-def _finite(name: str, value) -> None:
+def _finite(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
 
@@ -46,7 +46,7 @@ class InitializerConfig:
     std: float = 0.01
     value: float = 0.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _require(self.kind in INITIALIZERS,
                  f"initializer kind must be one of {INITIALIZERS}, got {self.kind!r}")
         for name in ("low", "high", "mean", "std", "value"):
@@ -68,7 +68,7 @@ class OptimizerConfig:
     lr: float = 0.01
     hyper: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _require(self.name in OPTIMIZERS, f"optimizer must be one of {OPTIMIZERS}, got {self.name!r}")
         _finite("optimizer lr", self.lr)
         accepted = self.hyperparameter_names()
@@ -114,7 +114,7 @@ class AdmissionConfig:
     sketch_width: int = 1 << 20
     sketch_depth: int = 4
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _require(isinstance(self.min_count, int) and 1 <= self.min_count < 2**31,
                  f"admission min_count must be an int in [1, 2**31), got {self.min_count!r}")
         _finite("admission probability", self.probability)
@@ -147,7 +147,7 @@ class EvictionConfig:
     click_coeff: float = 1.0
     show_click_decay_rate: float = 1.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         steps = self.delete_after_unseen_steps
         _require(steps is None or (isinstance(steps, int) and steps >= 0),
                  f"eviction delete_after_unseen_steps must be None or an int >= 0, got {steps!r}")
@@ -181,7 +181,7 @@ class TableConfig:
     eviction: EvictionConfig = EvictionConfig()
     initial_capacity: int = 1024
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _require(isinstance(self.name, str) and self.name != "",
                  f"table name must be a non-empty string, got {self.name!r}")
         _require(isinstance(self.dim, int) and not isinstance(self.dim, bool) and self.dim >= 1,

@@ -21,6 +21,9 @@ buffers; without one, `DirectTransfer` copies array by array).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from psjob.foundation.kernels import optimizers as reference
@@ -29,19 +32,19 @@ from psjob.foundation.kernels import optimizers as reference
 class DirectTransfer:
     """Plain copies: ``xp.asarray`` up, ``.get()`` down (no pinned staging)."""
 
-    def __init__(self, xp):
+    def __init__(self, xp: Any) -> None:
         self.xp = xp
 
-    def to_device_arrays(self, arrays) -> list:
+    def to_device_arrays(self, arrays: list) -> list:
         return [self.xp.asarray(a) for a in arrays]
 
-    def to_host_arrays(self, arrays) -> list:
+    def to_host_arrays(self, arrays: list) -> list:
         if self.xp is np:
             return [np.array(a) for a in arrays]
         return [a.get() for a in arrays]
 
 
-def _row_updates(xp):
+def _row_updates(xp: Any) -> dict[str, Callable[..., None]]:
     if xp is np:
         return reference.ROW_UPDATES
     from psjob.foundation.cuda import optimizers as fused  # needs cupy and a GPU only when called
@@ -51,15 +54,15 @@ def _row_updates(xp):
 class DeviceColumns:
     """Allocation, transfers and row updates of the device-resident columns of one table."""
 
-    def __init__(self, xp, transfer=None):
+    def __init__(self, xp: Any, transfer: Any | None = None) -> None:
         self.xp = xp
         self.transfer = transfer if transfer is not None else DirectTransfer(xp)
         self._updates = _row_updates(xp)
 
-    def empty(self, shape, dtype):
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
         return self.xp.empty(shape, dtype=dtype)
 
-    def upload_column(self, host_prefix, capacity):
+    def upload_column(self, host_prefix: np.ndarray, capacity: int) -> Any:
         """A device column of `capacity` rows whose first rows are `host_prefix`."""
         col = self.empty((capacity,) + host_prefix.shape[1:], host_prefix.dtype)
         if host_prefix.shape[0]:
@@ -68,16 +71,16 @@ class DeviceColumns:
         return col
 
     @staticmethod
-    def _index(where):
+    def _index(where: np.ndarray | slice) -> np.ndarray | slice:
         return where if isinstance(where, slice) else np.asarray(where, np.int64)
 
-    def gather(self, columns, rows) -> list:
+    def gather(self, columns: list, rows: np.ndarray) -> list:
         """Host copies of `rows` of each device column (rows < 0 read row 0; callers mask them)."""
         rows = np.where(rows < 0, 0, rows) if rows.size and rows.min() < 0 else rows
         (dev_rows,) = self.transfer.to_device_arrays([np.ascontiguousarray(rows, np.int64)])
         return self.transfer.to_host_arrays([col.take(dev_rows, axis=0) for col in columns])
 
-    def scatter(self, columns, where, host_values) -> None:
+    def scatter(self, columns: list, where: np.ndarray | slice, host_values: list) -> None:
         """columns[i][where] = host_values[i], with one upload for all of them (and the rows)."""
         where = self._index(where)
         extra = [] if isinstance(where, slice) else [where]
@@ -86,7 +89,7 @@ class DeviceColumns:
         for col, values in zip(columns, uploaded):
             col[index] = values
 
-    def fill(self, columns_and_values, where) -> None:
+    def fill(self, columns_and_values: list[tuple[Any, float]], where: np.ndarray | slice) -> None:
         """col[where] = scalar for each (col, scalar)."""
         where = self._index(where)
         if isinstance(where, slice):
@@ -96,7 +99,8 @@ class DeviceColumns:
         for col, value in columns_and_values:
             col[index] = value
 
-    def update_rows(self, name, value, states, rows, grads, lr, hyper) -> None:
+    def update_rows(self, name: str, value: Any, states: list, rows: np.ndarray, grads: np.ndarray,
+                    lr: float | np.ndarray, hyper: dict[str, Any]) -> None:
         """The lazy row update of optimizer `name` on full columns: unique `rows`, summed `grads`."""
         rows_d, grads_d = self.transfer.to_device_arrays([np.ascontiguousarray(rows, np.int64),
                                                           np.ascontiguousarray(grads)])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import numpy.typing as npt
 
 GAMMA = 0x9E3779B97F4A7C15          # splitmix64's increment
 SHARD_SALT = 0x5053_4A4F_4253_4844  # "PSJOBSHD": placement independent of the index hash
@@ -50,7 +51,7 @@ def derive_key(seed: int, label: str) -> int:
     return int.from_bytes(digest, "little")
 
 
-def shard_of(ids, num_shards: int) -> np.ndarray:
+def shard_of(ids: npt.ArrayLike, num_shards: int) -> np.ndarray:
     """The pserver index (int64 in [0, num_shards)) of each int64 id."""
     if isinstance(num_shards, bool) or not isinstance(num_shards, (int, np.integer)) or num_shards < 1:
         raise ValueError(f"num_shards must be a positive int, got {num_shards!r}")

@@ -77,7 +77,7 @@ def _bits_for(n_entries: int) -> int:
 class IdIndex:
     """Maps unique int64 ids to int64 rows. Not thread-safe; the table serializes."""
 
-    def __init__(self, expected: int = 0):
+    def __init__(self, expected: int = 0) -> None:
         self._size = 0
         self._finds = 0
         self._alloc(_bits_for(expected))
@@ -134,7 +134,7 @@ class IdIndex:
         return h.view(np.int64)
 
     # ----------------------------------------------------------------- lookup
-    def find(self, ids: np.ndarray, *, promote: bool = True):
+    def find(self, ids: np.ndarray, *, promote: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, absent)``: the rows of int64 ``ids`` (-1 where absent) and
         the positions of the absent ids. ``rows`` is a new (possibly strided) array."""
         if native.enabled:
@@ -153,7 +153,7 @@ class IdIndex:
             self._promote(mhome, mslots)
         return rows, miss[mrows < 0]
 
-    def _find_native(self, ids, promote):
+    def _find_native(self, ids: np.ndarray, promote: bool) -> tuple[np.ndarray, np.ndarray]:
         """`find` with the C probe: each id walks its window up to its home's reach once
         (psjob/kernels/_native.c); the overflow and promotion stay here."""
         rows, slots, away = native.index_find(self._entries, self._reach, ids, self._bits, WINDOW)
@@ -173,7 +173,7 @@ class IdIndex:
                 self._promote(home[found_away], slots[found_away])
         return rows, absent
 
-    def _find_away(self, ids, home):
+    def _find_away(self, ids: np.ndarray, home: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, slots)`` of ids that are not at home; -1 where absent (slot
         -1 also for ids in the overflow)."""
         # Displacements 1-3 first: mostly the home's own cache line, already
@@ -195,7 +195,7 @@ class IdIndex:
                 rows[maybe] = self._find_overflow(ids[maybe])
         return rows, slots
 
-    def _scan(self, ids, home, start, stop):
+    def _scan(self, ids: np.ndarray, home: np.ndarray, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Look for ids at displacements [start, stop) with one gather."""
         m = ids.size
         # Displacement-major [stop-start, m]: every elementwise step runs
@@ -211,11 +211,11 @@ class IdIndex:
         rows[owner] = self._flat.take(2 * found + 1)
         return rows, slots
 
-    def _find_overflow(self, ids):
+    def _find_overflow(self, ids: np.ndarray) -> np.ndarray:
         pos = np.minimum(np.searchsorted(self._ovf_ids, ids), self._ovf_ids.size - 1)
         return np.where(self._ovf_ids[pos] == ids, self._ovf_rows[pos], _FREE)
 
-    def _promote(self, home, slots):
+    def _promote(self, home: np.ndarray, slots: np.ndarray) -> None:
         """Swap ids found away from home into their home slot (see module doc)."""
         away = np.flatnonzero(slots >= 0)
         if away.size == 0:
@@ -251,7 +251,7 @@ class IdIndex:
         moved = np.flatnonzero(~occ_free)
         self._extend_reach(occ_home[moved], slots[moved] - occ_home[moved])
 
-    def _locate(self, ids):
+    def _locate(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, slots)``: slot -1 for ids absent or held in the overflow."""
         home = self._home(ids)
         entry = self._entries.take(home, axis=0, mode="clip")
@@ -276,7 +276,7 @@ class IdIndex:
         self._place(ids, rows)
         self._size += ids.size
 
-    def _place(self, ids, rows):
+    def _place(self, ids: np.ndarray, rows: np.ndarray) -> None:
         if native.enabled:  # linear probing, one id after the other, in C
             ids, rows = np.ascontiguousarray(ids, np.int64), np.ascontiguousarray(rows, np.int64)
             spilled = native.index_place(self._entries, self._reach, ids, rows, self._bits, WINDOW)
@@ -305,7 +305,7 @@ class IdIndex:
                 return
         self._place_far(ids[pend], rows[pend], home)
 
-    def _place_far(self, ids, rows, home):
+    def _place_far(self, ids: np.ndarray, rows: np.ndarray, home: np.ndarray) -> None:
         """Place ids whose slots at displacements below _NEAR were all taken.
 
         They are a few percent of an insert, but one round per displacement
@@ -334,14 +334,14 @@ class IdIndex:
             lost[won] = False
             ids, rows, home = ids[lost], rows[lost], home[lost]
 
-    def _add_overflow(self, ids, rows):
+    def _add_overflow(self, ids: np.ndarray, rows: np.ndarray) -> None:
         all_ids = np.concatenate([self._ovf_ids, ids])
         all_rows = np.concatenate([self._ovf_rows, rows])
         order = np.argsort(all_ids, kind="stable")
         self._ovf_ids, self._ovf_rows = all_ids[order], all_rows[order]
         self._reach[self._home(ids)] = _SPILLED
 
-    def _extend_reach(self, home, displacement):
+    def _extend_reach(self, home: np.ndarray, displacement: np.ndarray) -> None:
         np.maximum.at(self._reach, home, displacement.astype(np.uint8))
 
     def remove(self, ids: np.ndarray) -> np.ndarray:
@@ -365,11 +365,11 @@ class IdIndex:
         rows = np.concatenate([rows, self._ovf_rows])
         displaced = np.concatenate([displaced, np.ones(self._ovf_ids.size, bool)])
         del used
-        self._entries = self._flat = None            # free the old slots first
+        self._entries = self._flat = None  # type: ignore[assignment]  # free the old slots first
         self._alloc(bits)
         self._place_all(ids, rows, displaced)
 
-    def _place_all(self, ids, rows, displaced):
+    def _place_all(self, ids: np.ndarray, rows: np.ndarray, displaced: np.ndarray) -> None:
         """Place every id into the empty table in one pass (no rounds).
 
         Sorting by (home, displaced, position) and giving the i-th id slot

@@ -4,9 +4,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 
-def check_ids(ids) -> np.ndarray:
+def check_ids(ids: npt.ArrayLike) -> np.ndarray:
     """A 1-D contiguous int64 array of ``ids`` (the caller's array when already one).
 
     Accepts signed integers and unsigned ones narrower than 64 bits; uint64
@@ -25,7 +26,7 @@ def check_ids(ids) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
-def check_rows(name: str, values, n: int, dim: int) -> np.ndarray:
+def check_rows(name: str, values: npt.ArrayLike, n: int, dim: int) -> np.ndarray:
     """float32 ``[n, dim]`` (a copy only when a cast or layout change is needed)."""
     array = values if isinstance(values, np.ndarray) else np.asarray(values)
     if array.dtype.kind != "f":
@@ -35,7 +36,7 @@ def check_rows(name: str, values, n: int, dim: int) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=np.float32)
 
 
-def check_counts(name: str, values, n: int) -> np.ndarray | None:
+def check_counts(name: str, values: npt.ArrayLike | None, n: int) -> np.ndarray | None:
     """None, or a float32 ``[n]`` array of non-negative per-id counts."""
     if values is None:
         return None
@@ -50,7 +51,7 @@ def check_counts(name: str, values, n: int) -> np.ndarray | None:
     return array
 
 
-def check_lr(lr, default: float):
+def check_lr(lr: object, default: float) -> float | np.ndarray:
     """The learning rate to use: ``default`` for None, else a finite float or a one-element array."""
     if lr is None:
         return default

@@ -25,7 +25,7 @@ from psjob.foundation.tables.storage import Column
 
 
 class RowOptimizer:
-    def __init__(self, config: OptimizerConfig, dim: int):
+    def __init__(self, config: OptimizerConfig, dim: int) -> None:
         self._config = config
         self._dim = dim
         self._update_rows = kernels.ROW_UPDATES[config.name]
@@ -65,17 +65,17 @@ class RowOptimizer:
     def hyper(self) -> dict:
         return dict(self._hyper)
 
-    def initialize(self, cols: dict[str, np.ndarray], rows: np.ndarray) -> None:
+    def initialize(self, cols: dict[str, np.ndarray], rows: np.ndarray | slice) -> None:
         for name, fill in self._fills.items():
             cols[name][rows] = fill
 
-    def apply(self, cols: dict[str, np.ndarray], rows: np.ndarray, grads: np.ndarray, lr) -> None:
+    def apply(self, cols: dict[str, np.ndarray], rows: np.ndarray, grads: np.ndarray, lr: float | np.ndarray) -> None:
         """Update ``value`` and state of unique ``rows`` with summed ``grads`` in place."""
         self._update_rows(np, cols["value"], rows, grads, *(cols[name] for name in self._passed),
                           lr=lr, assume_unique=True, **self._hyper)
 
 
-def merge_rows(rows: np.ndarray, values: np.ndarray, first_pos: np.ndarray):
+def merge_rows(rows: np.ndarray, values: np.ndarray, first_pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(unique_rows, summed_values)`` for non-negative int64 ``rows``, the
     unique rows in the order of their first occurrence.
 

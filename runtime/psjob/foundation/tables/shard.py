@@ -30,7 +30,7 @@ class TableShard:
     state: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
     meta: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.ids, np.ndarray) or self.ids.dtype != np.int64 or self.ids.ndim != 1:
             raise TypeError(f"shard ids must be a 1-D int64 array, got "
                             f"{getattr(self.ids, 'dtype', type(self.ids))} {getattr(self.ids, 'shape', '')}")

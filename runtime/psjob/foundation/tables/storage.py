@@ -21,8 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import mmap
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from psjob.foundation.tables.device import DeviceColumns
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +45,7 @@ class Column:
 _MAPPED_BYTES = 1 << 20
 
 
-def aligned_empty(shape: tuple[int, ...], dtype, align: int = 64) -> np.ndarray:
+def aligned_empty(shape: tuple[int, ...], dtype: npt.DTypeLike, align: int = 64) -> np.ndarray:
     """``np.empty`` whose data starts on a cache-line boundary.
 
     numpy's large arrays start 16 bytes into a page, so every 64-byte row
@@ -69,7 +74,7 @@ def _anonymous_mapping(nbytes: int) -> mmap.mmap:
     return mapping
 
 
-def _view(mapping: mmap.mmap, shape, dtype) -> np.ndarray:
+def _view(mapping: mmap.mmap, shape: tuple[int, ...], dtype: npt.DTypeLike) -> np.ndarray:
     """The array `shape` of `dtype` at the start of `mapping` (a view: it keeps the mapping
     exported, so the mapping cannot be resized under it)."""
     dtype = np.dtype(dtype)
@@ -80,7 +85,7 @@ def _view(mapping: mmap.mmap, shape, dtype) -> np.ndarray:
 class RowStorage:
     """Columns of equal length plus a free list; ``live[r]`` tells whether row r is in use."""
 
-    def __init__(self, columns: dict[str, Column], initial_capacity: int = 1024):
+    def __init__(self, columns: dict[str, Column], initial_capacity: int = 1024) -> None:
         self._spec = dict(columns)
         self._spec["live"] = Column(np.dtype(bool))
         self._capacity = max(16, int(initial_capacity))
@@ -89,7 +94,7 @@ class RowStorage:
         self._high = 0
         self._free = np.empty(0, np.int64)   # stack; the end is the top
         self._n_free = 0
-        self._device = None                  # tables.device.DeviceColumns after place_on
+        self._device: DeviceColumns | None = None   # after place_on
         self._on_device: frozenset = frozenset()
 
     @property
@@ -145,7 +150,7 @@ class RowStorage:
         """All live rows, ascending (int64)."""
         return np.flatnonzero(self.cols["live"][:self._high]).astype(np.int64)
 
-    def place_on(self, device, names) -> None:
+    def place_on(self, device: DeviceColumns, names: list[str]) -> None:
         """Move columns `names` to `device` (a tables.device.DeviceColumns); growth keeps them there."""
         for name in names:
             if name not in self._on_device:
@@ -173,7 +178,7 @@ class RowStorage:
                 continue
             old = self.cols[name]
             if name in self._on_device:   # a device-to-device copy of the used prefix
-                new = self._device.empty((capacity,) + spec.shape, spec.dtype)
+                new = cast("DeviceColumns", self._device).empty((capacity,) + spec.shape, spec.dtype)
             else:
                 new = self._new_column(name, capacity)
             new[:self._high] = old[:self._high]   # rows above stay untouched (not resident)

@@ -35,8 +35,10 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from psjob.foundation.kernels.rows import take_rows
 from psjob.foundation.tables import inputs
@@ -48,6 +50,9 @@ from psjob.foundation.tables.initializers import initial_rows
 from psjob.foundation.tables.rowopt import RowOptimizer, merge_rows
 from psjob.foundation.tables.shard import TableShard
 from psjob.foundation.tables.storage import Column, RowStorage
+
+if TYPE_CHECKING:
+    from psjob.foundation.tables.device import DeviceColumns
 
 _META_DTYPES = {"last_seen": np.int32, "show": np.float32, "click": np.float32}
 # Lookups remembered for pushes of the same ids: a trainer prefetches one batch
@@ -94,7 +99,7 @@ def _strictly_ascending(ids: np.ndarray) -> bool:
 
 
 class SparseTable:
-    def __init__(self, config: TableConfig):
+    def __init__(self, config: TableConfig) -> None:
         if not isinstance(config, TableConfig):
             raise TypeError(f"SparseTable needs a TableConfig, got {type(config).__name__}")
         self._config = config
@@ -112,8 +117,9 @@ class SparseTable:
         self._index = IdIndex(expected=config.initial_capacity)
         self._admission = Admission(config.admission, key)
         self._lock = threading.Lock()
-        self._recent = collections.deque(maxlen=_RECENT_LOOKUPS)  # (ids, rows) of full lookups
-        self._device = None          # tables.device.DeviceColumns once to_device() ran
+        # (ids, rows) of full lookups
+        self._recent: collections.deque[tuple[np.ndarray, np.ndarray]] = collections.deque(maxlen=_RECENT_LOOKUPS)
+        self._device: DeviceColumns | None = None   # once to_device() ran
         self._step = 0
         self._decayed_at = 0
         # Change tracking for delta checkpoints (track_changes / take_changes): a flag per
@@ -140,7 +146,7 @@ class SparseTable:
         return self._storage.live_count
 
     # ------------------------------------------------------------ device
-    def to_device(self, xp, transfer=None) -> SparseTable:
+    def to_device(self, xp: Any, transfer: Any | None = None) -> SparseTable:
         """Keep the value and optimizer-state columns in arrays of `xp` (cupy: on the GPU);
         the id index and eviction metadata stay on the host. See foundation/tables/device.py."""
         from psjob.foundation.tables.device import DeviceColumns
@@ -153,12 +159,12 @@ class SparseTable:
         return self
 
     @property
-    def array_module(self):
+    def array_module(self) -> Any:
         """numpy for a host table, else the module of its device columns."""
         return np if self._device is None else self._device.xp
 
     # ------------------------------------------------------------ lookup
-    def lookup(self, ids, *, create: bool = True) -> np.ndarray:
+    def lookup(self, ids: npt.ArrayLike, *, create: bool = True) -> np.ndarray:
         """float32 ``[len(ids), dim]`` rows of ``ids`` (a new array, owned by the caller).
 
         With ``create`` absent ids go through admission and admitted ones get
@@ -212,7 +218,7 @@ class SparseTable:
         rows = self._storage.alloc(ids.size)
         # Fresh rows come as one ascending run: slices write several times
         # faster than fancy indices.
-        where = rows
+        where: np.ndarray | slice = rows
         if bool((np.diff(rows) == 1).all()):
             where = slice(int(rows[0]), int(rows[-1]) + 1)
         cols = self._storage.cols
@@ -231,7 +237,8 @@ class SparseTable:
         return rows
 
     # -------------------------------------------------------------- push
-    def push(self, ids, grads, *, lr=None, shows=None, clicks=None) -> None:
+    def push(self, ids: npt.ArrayLike, grads: npt.ArrayLike, *, lr: float | np.ndarray | None = None,
+             shows: npt.ArrayLike | None = None, clicks: npt.ArrayLike | None = None) -> None:
         """Apply SelectedRows gradients ``grads`` (``[len(ids), dim]``) to the rows of ``ids``.
 
         Repeated ids have their gradients summed before one optimizer step.
@@ -277,7 +284,7 @@ class SparseTable:
                 if clicks is not None:
                     np.add.at(cols["click"], rows, clicks)
 
-    def _rows_of_recent_lookup(self, ids):
+    def _rows_of_recent_lookup(self, ids: np.ndarray) -> np.ndarray | None:
         """The rows a recent lookup of exactly ``ids`` found (all present), or None."""
         for seen, rows in reversed(self._recent):
             if seen.size == ids.size and np.array_equal(seen, ids):
@@ -353,7 +360,7 @@ class SparseTable:
             self._dirty = np.zeros(self._storage.capacity if on else 0, bool)
             self._tombstones = []
 
-    def _mark(self, rows) -> None:
+    def _mark(self, rows: np.ndarray | slice) -> None:
         """Note rows (positions, a slice or a mask) as changed; the caller holds the lock."""
         if not self._tracking:
             return
@@ -382,7 +389,7 @@ class SparseTable:
             return changed.astype(np.int64, copy=False), gone.astype(np.int64, copy=False)
 
     # -------------------------------------------------------- checkpoints
-    def export(self, ids=None) -> TableShard:
+    def export(self, ids: Any = None) -> TableShard:
         """Every row, keyed by id (ascending), with its optimizer state and metadata; with
         `ids`, only the rows of those ids (those present)."""
         with self._lock:
@@ -439,7 +446,7 @@ class SparseTable:
                 cols[name][rows] = meta.get(name, 0.0)
             self._mark(rows)
 
-    def _check_shard(self, shard):
+    def _check_shard(self, shard: object) -> Any:
         if not isinstance(shard, TableShard):
             raise TypeError(f"import_rows needs a TableShard, got {type(shard).__name__}")
         n = len(shard)

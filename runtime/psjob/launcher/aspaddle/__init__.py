@@ -28,7 +28,8 @@ import importlib.util
 import os
 import sys
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TextIO
 
 ALIAS = "paddle"
 TARGET = "psjob"
@@ -49,7 +50,7 @@ def environment(base: Mapping[str, str]) -> dict[str, str]:
 class MissingName(LookupError):
     """`paddle.<name>` has no counterpart in psjob; `missing` is the psjob path that stops."""
 
-    def __init__(self, name: str, missing: str, found: object = None):
+    def __init__(self, name: str, missing: str, found: object = None) -> None:
         self.name, self.missing, self.found = name, missing, found
         super().__init__(f"psjob has no {missing} (for {name})")
 
@@ -61,7 +62,7 @@ def _split(name: str) -> list[str]:
     return rest
 
 
-def _submodule(module: types.ModuleType, part: str):
+def _submodule(module: types.ModuleType, part: str) -> types.ModuleType | None:
     """module.part imported as psjob's own submodule, or None when there is none."""
     if not hasattr(module, "__path__"):
         return None
@@ -118,14 +119,14 @@ def module_for(name: str) -> types.ModuleType:
 class _AliasLoader(importlib.abc.Loader):
     """Loads `paddle.X` as the existing module object of psjob.X."""
 
-    def __init__(self, module: types.ModuleType):
+    def __init__(self, module: types.ModuleType) -> None:
         self.module = module
         self.spec = getattr(module, "__spec__", None)
 
-    def create_module(self, spec):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         return self.module
 
-    def exec_module(self, module):
+    def exec_module(self, module: types.ModuleType) -> None:
         # importlib's module_from_spec set __spec__ to the alias spec; the module keeps its own.
         module.__spec__ = self.spec
 
@@ -133,7 +134,8 @@ class _AliasLoader(importlib.abc.Loader):
 class PaddleAlias(importlib.abc.MetaPathFinder):
     """Every `paddle.X.Y` import is psjob.X.Y (sys.modules["paddle"] is psjob itself)."""
 
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if not fullname.startswith(ALIAS + "."):
             return None
         module = module_for(fullname)
@@ -161,7 +163,7 @@ def notice(version: str, shadowed: str) -> list[str]:
     return lines
 
 
-def install(stream=None) -> None:
+def install(stream: TextIO | None = None) -> None:
     """Make this process's `paddle` psjob (called by SHIM_DIR/paddle/__init__.py)."""
     import psjob
     if not any(isinstance(f, PaddleAlias) for f in sys.meta_path):
@@ -171,7 +173,7 @@ def install(stream=None) -> None:
         print(line, file=stream or sys.stderr, flush=True)
 
 
-def exec_main(argv) -> int:
+def exec_main(argv: Sequence[str]) -> int:
     """`psjob as-paddle [--] COMMAND [ARGS...]`: replace this process by COMMAND with SHIM_DIR
     first on its PYTHONPATH (a job's `spec.asPaddle` container command; also by hand). A
     leading `python`/`python3` is this interpreter, the one psjob is installed in."""
