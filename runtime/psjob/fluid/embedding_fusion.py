@@ -7,7 +7,9 @@ that: one `sequence_pool_grad` and one `lookup_table_grad` per slot, then a
 merges again (a sort of every occurrence of every id). `pool_pattern` and
 `concat_of_pools` recognize exactly that shape, and a Paddle 2.x model's
 (`reshape_pattern`: PaddleRec's `Embedding` then `reshape` to [-1, dim], every
-id its own row). `execution_ops` below fuses it for the executor: for a table
+id its own row; or one `Embedding` of [-1, k] ids reshaped to [-1, k x dim], rows of
+k ids, which the fused ops lay out as k slots). `execution_ops` below fuses it for
+the executor: for a table
 that lives in the process, `embedding_pool` gathers every slot's rows straight
 into the concat's output and `embedding_pool_grad` writes the table gradient
 with one row per distinct id (ops/embedding_pool_ops.py), so the optimizer
