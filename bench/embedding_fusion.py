@@ -1,13 +1,15 @@
 """The executor's fused embedding ops against the same program run op by op, side by side.
 
-    python bench/embedding_fusion.py [--models ctr,paddlerec] [--vocab 1000000] [--steps 60] [--pairs 2]
+    python bench/embedding_fusion.py [--models ctr,paddlerec,onelookup] [--vocab 1000000] [--steps 60] [--pairs 2]
 
 Two single-process models of the anchor's shape (26 slots of one table, dim 16,
 13 dense features, fc 256-128, lazy Adam 1e-3, batch 1024) on the same
 synthetic batches (Zipf ids):
 - `ctr`: psjob.training.models.ctr, Fluid 1.x (embedding → sum sequence_pool → concat);
 - `paddlerec`: examples/paddle2's DNN, Paddle 2.x as PaddleRec writes it
-  (nn.Embedding → reshape to [-1, 16] → concat).
+  (nn.Embedding → reshape to [-1, 16] → concat);
+- `onelookup`: the Paddle anchor's local model: one nn.Embedding over the [-1, 26] concat
+  of the slots, reshaped to [-1, 26 * 16], then the concat (rows of 26 ids each).
 Each pair runs the program fused (the executor's default) and then op by op
 (fetching one lookup's output keeps the executor from fusing), and prints per
 training step: CPU-ms of this thread, the kernels' CPU-ms in total and on the
@@ -70,6 +72,33 @@ def paddlerec_program(vocab):
     return main, startup, model._cost, lookup.output("Out")[0], feed
 
 
+def onelookup_program(vocab):
+    import psjob as paddle
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup), fluid.unique_name.guard():
+        dense = paddle.static.data("dense_input", [-1, DENSE], "float32")
+        slots = [paddle.static.data(f"C{s}", [-1, 1], "int64") for s in range(SLOTS)]
+        label = paddle.static.data("label", [-1, 1], "int64")
+        table = paddle.nn.Embedding(vocab, DIM, sparse=True, weight_attr=paddle.ParamAttr(
+            initializer=paddle.nn.initializer.Uniform(-0.01, 0.01)))
+        emb = table(paddle.concat(slots, axis=1))
+        x = paddle.concat([dense, paddle.reshape(emb, [-1, SLOTS * DIM])], axis=1)
+        for width in (256, 128):
+            x = paddle.static.nn.fc(x, width, activation="relu")
+        logit = paddle.static.nn.fc(x, 1)
+        loss = paddle.mean(paddle.nn.functional.binary_cross_entropy_with_logits(
+            logit, paddle.cast(label, "float32")))
+        paddle.optimizer.Adam(learning_rate=0.001, lazy_mode=True).minimize(loss)
+
+    def feed(label_v, dense_v, ids):
+        out = {"label": label_v, "dense_input": dense_v}
+        for s in range(SLOTS):
+            out[f"C{s}"] = np.ascontiguousarray(ids[:, s:s + 1])
+        return out
+    return main, startup, loss, emb.name, feed
+
+
 def batches(steps, vocab, seed=0):
     rng = np.random.default_rng(seed)
     for _ in range(steps):
@@ -102,12 +131,12 @@ def run(build, vocab, steps, op_by_op):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default="ctr,paddlerec")
+    p.add_argument("--models", default="ctr,paddlerec,onelookup")
     p.add_argument("--vocab", type=int, default=1_000_000, help="table rows")
     p.add_argument("--steps", type=int, default=60, help="steps per run, warm-up included")
     p.add_argument("--pairs", type=int, default=2)
     args = p.parse_args()
-    builds = {"ctr": ctr_program, "paddlerec": paddlerec_program}
+    builds = {"ctr": ctr_program, "paddlerec": paddlerec_program, "onelookup": onelookup_program}
     print(f"{SLOTS} slots x dim {DIM} of a {args.vocab:,}-row table + {DENSE} dense, fc 256-128, lazy Adam, "
           f"batch {BATCH}; {args.steps - WARMUP} timed steps per run; CPU-ms per step (this thread)")
     for name in args.models.split(","):

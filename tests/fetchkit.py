@@ -4,8 +4,9 @@ Shared by tests/unit/test_fetch_every_variable.py (single process, and transpile
 over the in-memory pservers) and tests/component/scripts/fetch_every_variable.py (a Fleet
 script under `psjob launch`). The models are the ones users run: the built-in Fluid 1.x
 CTR-DNN (psjob.training.models.ctr, with its wide&deep variant), examples/paddle2's Paddle 2.x DNN
-and wide&deep (PaddleRec's rank models), and that DNN with PaddleRec's distributed table
-(`paddle.static.nn.sparse_embedding`).
+and wide&deep (PaddleRec's rank models), that DNN with PaddleRec's distributed table
+(`paddle.static.nn.sparse_embedding`), and one whose single `Embedding` looks every slot up
+at once (the [-1, slots] concat of the ids, reshaped to [-1, slots x dim]).
 
 `fetch_everything` runs a few steps fetching only the loss (the default, fused, path),
 then one step fetching every variable at once, then one step per variable fetching it
@@ -25,11 +26,11 @@ EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 VOCAB, SLOTS, DENSE = 200, 4, 3
 # The Fluid 1.x models (psjob.training.models.ctr) and examples/paddle2's StaticModel ones.
 FLUID_MODELS = {"ctr": False, "ctr_wide_deep": True}
-PADDLE2_MODELS = ("dnn", "wide_deep", "sparse_embedding_dnn")
+PADDLE2_MODELS = ("dnn", "wide_deep", "sparse_embedding_dnn", "one_lookup_dnn")
 MODELS = tuple(FLUID_MODELS) + PADDLE2_MODELS
 # A model with a distributed table: the Fluid models built with is_distributed, and
 # PaddleRec's sparse_embedding DNN (its table is distributed whatever the flag).
-DISTRIBUTED = ("ctr", "ctr_wide_deep", "sparse_embedding_dnn")
+DISTRIBUTED = ("ctr", "ctr_wide_deep", "sparse_embedding_dnn", "one_lookup_dnn")
 FUSED_OPS = {"embedding_pool", "merge_ids_pool"}
 WARMUP = 2
 
@@ -45,6 +46,8 @@ def build_net(name: str, distributed: bool = False):
         loss, opt = ctr_model.build_network(cfg).loss, fluid.optimizer.SGD(0.1)
     elif name == "sparse_embedding_dnn":
         loss, opt = _sparse_embedding_dnn(), fluid.optimizer.Adam(0.05, lazy_mode=True)
+    elif name == "one_lookup_dnn":
+        loss, opt = _one_lookup_dnn(distributed), fluid.optimizer.Adam(0.05, lazy_mode=True)
     else:
         model = _static_model(name)
         model.net(model.create_feeds())
@@ -87,6 +90,28 @@ def _sparse_embedding_dnn():
     return paddle.mean(x=paddle.nn.functional.cross_entropy(input=logits, label=label))
 
 
+def _one_lookup_dnn(distributed):
+    """The DNN with every slot looked up at once: one `paddle.nn.Embedding(sparse=True)` (with
+    `distributed`, `fluid.embedding(is_distributed=True)`) over the [-1, SLOTS] concat of the
+    slots, reshaped to [-1, SLOTS * dim] (rows of SLOTS ids each) and concatenated after the
+    dense features, then Linear + ReLU, Linear to 2 logits."""
+    import psjob as paddle
+    paddle.enable_static()
+    dense = paddle.static.data(name="dense_input", shape=[None, DENSE], dtype="float32")
+    slots = [paddle.static.data(name=f"C{s + 1}", shape=[None, 1], dtype="int64") for s in range(SLOTS)]
+    label = paddle.static.data(name="label", shape=[None, 1], dtype="int64")
+    attr = paddle.ParamAttr(name="SparseFeatFactors", initializer=paddle.nn.initializer.Uniform(-0.01, 0.01))
+    ids = paddle.concat(slots, axis=1)
+    if distributed:
+        emb = fluid.embedding(ids, size=[VOCAB, 4], is_sparse=True, is_distributed=True, param_attr=attr)
+    else:
+        emb = paddle.nn.Embedding(VOCAB, 4, sparse=True, weight_attr=attr)(ids)
+    embs = paddle.reshape(emb, [-1, SLOTS * 4])
+    hidden = paddle.nn.ReLU()(paddle.nn.Linear(DENSE + 4 * SLOTS, 8)(paddle.concat([dense, embs], axis=1)))
+    logits = paddle.nn.Linear(8, 2)(hidden)
+    return paddle.mean(x=paddle.nn.functional.cross_entropy(input=logits, label=label))
+
+
 def build(name: str, distributed: bool = False, strategy=None):
     """(main, startup, loss) of model `name` with its optimizer (Fleet's, given a strategy)."""
     main, startup = fluid.Program(), fluid.Program()
@@ -115,7 +140,8 @@ def feeds(name: str, steps: int, seed: int = 0) -> list:
         for s in range(SLOTS):
             lengths = rng.integers(1, 4, n) if name in FLUID_MODELS else np.ones(n, np.int64)
             ids = rng.integers(0, 40, (int(lengths.sum()), 1)).astype("int64")
-            feed[f"C{s + 1}"] = (ids, [np.concatenate([[0], np.cumsum(lengths)])])
+            # one_lookup_dnn's slots are plain [-1, 1] ids (the Paddle anchor's local model)
+            feed[f"C{s + 1}"] = ids if name == "one_lookup_dnn" else (ids, [np.concatenate([[0], np.cumsum(lengths)])])
         out.append(feed)
     return out
 

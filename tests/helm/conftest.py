@@ -83,7 +83,7 @@ class KubeAPI:
                 emulator.resources.load_bundled()
             # A real API server serves a CRD's kind once the CRD is created; kmock does
             # not, so ParameterServerJobs are served from the start (kubectl apply -f
-            # cli/examples/... right after helm install, as the README does).
+            # examples/... right after helm install, as the README does).
             emulator.resources[PSJOB_RESOURCE] = kmock.ResourceInfo(
                 kind="ParameterServerJob", singular="parameterserverjob", namespaced=True,
                 verbs=ALL_VERBS, shortnames=["psjob", "psj"])

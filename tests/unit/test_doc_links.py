@@ -1,5 +1,5 @@
 """Every repository path the docs, the README and the code name exists: `docs/…`, `bench/…`,
-`scripts/…`, `cli/examples/…`, `charts/…`, `crds/…` and `tests/…` in prose and comments, and the
+`scripts/…`, `examples/…`, `charts/…`, `crds/…` and `tests/…` in prose and comments, and the
 relative targets of Markdown links. A moved or renamed file fails here with every place that
 still names the old path."""
 import pathlib

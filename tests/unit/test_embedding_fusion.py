@@ -217,8 +217,9 @@ def test_paddlerec_models_fuse_their_reshaped_embeddings_and_train_as_op_by_op(n
         np.testing.assert_allclose(fused[key], value, rtol=2e-5, atol=1e-6, err_msg=key)
 
 
-def test_a_reshape_that_regroups_ids_is_not_fused():
-    """[-1, 2 * dim] rows hold two ids each: not one id per row, so the ops run as written."""
+def test_a_regrouped_lookup_read_twice_is_not_fused():
+    """The [-1, 2 * dim] rows (two ids each) are read by the concat and by a scale: only a
+    concat may read them for the fused op to write them, so the ops run as written."""
     import psjob as paddle
     paddle.enable_static()
     main, startup = paddle.static.Program(), paddle.static.Program()
@@ -265,3 +266,88 @@ def test_an_embedding_flattened_to_one_row_per_id_is_fused_as_a_reshape_is():
     assert {"lookup_table", "flatten_contiguous_range"} <= plain_ops
     for key, value in plain.items():
         np.testing.assert_allclose(fused[key], value, rtol=2e-5, atol=1e-6, err_msg=key)
+
+
+# -- one lookup of every slot at once: rows of k ids each ---------------------------------
+
+def one_lookup_net(layout, optimizer="adam"):
+    """One `Embedding` whose rows hold several ids each: "slots" looks up the [-1, SLOTS]
+    concat of the slots and reshapes to [-1, SLOTS * dim] (the Paddle anchor's local model),
+    "pairs" looks up [-1, 1] ids and reshapes to [-1, 2 * dim] (two examples' ids per row);
+    the rows then concatenated after the dense features into one fc."""
+    import psjob as paddle
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    main.random_seed = startup.random_seed = 5
+    with paddle.static.program_guard(main, startup), fluid.unique_name.guard():
+        y = paddle.static.data(name="y", shape=[None, 1], dtype="float32")
+        dense = paddle.static.data(name="dense", shape=[None, 2], dtype="float32")
+        table = paddle.nn.Embedding(VOCAB, DIM, sparse=True, weight_attr=paddle.ParamAttr(
+            name="emb", initializer=paddle.nn.initializer.Uniform(-0.5, 0.5)))
+        if layout == "slots":
+            slots = [paddle.static.data(name=f"s{i}", shape=[None, 1], dtype="int64") for i in range(SLOTS)]
+            emb = table(paddle.concat(slots, axis=1))
+            rows = paddle.reshape(emb, [-1, SLOTS * DIM])
+        else:
+            emb = table(paddle.static.data(name="s0", shape=[None, 1], dtype="int64"))
+            rows = paddle.reshape(emb, [-1, 2 * DIM])
+        hidden = paddle.concat([dense, rows], axis=1)
+        loss = paddle.mean(paddle.nn.functional.square_error_cost(paddle.static.nn.fc(hidden, 1), y))
+        {"adam": lambda: paddle.optimizer.Adam(0.05, lazy_mode=True),
+         "sgd": lambda: paddle.optimizer.SGD(0.2)}[optimizer]().minimize(loss)
+    return main, startup, loss, emb
+
+
+def one_lookup_feeds(layout, steps, n):
+    rng = np.random.default_rng(4)
+    out = []
+    for _ in range(steps):
+        rows = n // 2 if layout == "pairs" else n
+        feed = {"y": rng.normal(size=(rows, 1)).astype("float32"),
+                "dense": rng.normal(size=(rows, 2)).astype("float32")}
+        for i in range(SLOTS if layout == "slots" else 1):
+            feed[f"s{i}"] = rng.integers(0, VOCAB, (n, 1)).astype("int64")   # ids repeat within and across slots
+        out.append(feed)
+    return out
+
+
+@pytest.mark.parametrize("layout", ["slots", "pairs"])
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_one_lookup_of_rows_of_several_ids_is_fused_and_trains_as_op_by_op(layout, optimizer):
+    batches = one_lookup_feeds(layout, 5, 16)
+    fused, fused_ops, fused_grad = train(one_lookup_net(layout, optimizer), batches, op_by_op=False)
+    plain, plain_ops, plain_grad = train(one_lookup_net(layout, optimizer), batches, op_by_op=True)
+    assert {"embedding_pool", "embedding_pool_grad"} <= fused_ops
+    assert not fused_ops & {"lookup_table", "lookup_table_grad", "reshape2_grad"}
+    assert {"lookup_table", "lookup_table_grad", "concat"} <= plain_ops
+    for name, value in plain.items():
+        np.testing.assert_allclose(fused[name], value, rtol=2e-5, atol=1e-6, err_msg=name)
+    assert fused_grad.unique and not plain_grad.unique
+    rows, values = merge_duplicate_rows(np, plain_grad.rows, plain_grad.values)
+    np.testing.assert_array_equal(fused_grad.rows, rows)
+    np.testing.assert_allclose(fused_grad.values, values, rtol=1e-5, atol=1e-7)
+
+
+def test_rows_of_several_ids_train_bitwise_with_and_without_the_c_kernels(monkeypatch):
+    from psjob.foundation.kernels import native
+    assert native.built()
+    batches = one_lookup_feeds("slots", 6, 32)
+    runs = []
+    for enabled in (True, False):
+        monkeypatch.setattr(native, "enabled", enabled)
+        runs.append(train(one_lookup_net("slots"), batches, op_by_op=False))
+    (c_params, c_ops, c_grad), (np_params, _, np_grad) = runs
+    assert "embedding_pool_grad" in c_ops
+    for name, value in np_params.items():
+        assert c_params[name].tobytes() == value.tobytes(), name
+    assert c_grad.values.tobytes() == np_grad.values.tobytes()
+
+
+def test_ids_that_do_not_fill_whole_rows_are_refused_as_the_reshape_refuses_them():
+    main, startup, loss, _ = one_lookup_net("pairs")
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = one_lookup_feeds("pairs", 1, 8)[0]
+    feed["s0"] = feed["s0"][:7]
+    with pytest.raises(ExecutionError, match=r"embedding_pool.*holds 7 ids, not rows of 2 ids"):
+        exe.run(main, feed=feed, fetch_list=[loss], scope=scope)

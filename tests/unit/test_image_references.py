@@ -1,7 +1,7 @@
 """One image naming scheme everywhere: what scripts/build-images.sh builds.
 
 The script's --dry-run prints the three references it builds (CPU, operator, CUDA).
-Every psjob image named in cli/examples/, charts/, docs/ and README.md must be one
+Every psjob image named in examples/, charts/, docs/ and README.md must be one
 of them, with any registry in front (users push to their own); a job YAML's
 `image` fields (spec.image, spec.<role>.image) must be exactly one of them.
 """

@@ -83,6 +83,21 @@ def test_split_ids_on_a_sparse_gradient_keeps_feature_ids_and_values_with_height
         assert piece.height == 0  # unbounded feature ids: the codec range-checks nothing
         assert piece.rows.tolist() == rows[owner == k].tolist()
         np.testing.assert_array_equal(piece.values, g.values[owner == k])
+    # One pserver: the whole gradient, as it came (rows and values in their order, repeats kept).
+    whole = run_op("split_ids", {"Ids": ["g"]}, {"Out": ["a"]}, values={"g": g}, declare=declare).vars["a"]
+    assert whole.height == 0 and whole.rows.tolist() == rows.tolist()
+    np.testing.assert_array_equal(whole.values, g.values)
+
+
+def test_split_ids_for_one_pserver_gives_every_distinct_id_and_its_index():
+    ids = np.array([[7], [-4], [7], [2**62]], dtype=np.int64)
+    declare = {"ids": ((-1, 1), "int64", VarType.LOD_TENSOR)}
+    scope = run_op("split_ids", {"Ids": ["ids"]}, {"Out": ["p0"], "Index": ["index"]}, values={"ids": ids},
+                   declare=declare)
+    assert scope.vars["p0"].ravel().tolist() == [-4, 7, 2**62]
+    assert scope.vars["index"].tolist() == [1, 0, 1, 2]   # each id's row in the reply
+    alone = run_op("split_ids", {"Ids": ["ids"]}, {"Out": ["p0"]}, values={"ids": ids}, declare=declare)
+    assert alone.vars["p0"].ravel().tolist() == [-4, 7, 2**62]
 
 
 def test_lookup_sparse_table_reads_rows_made_by_the_per_id_initializer_and_zeroes_padding():

@@ -7,7 +7,9 @@ that: one `sequence_pool_grad` and one `lookup_table_grad` per slot, then a
 merges again (a sort of every occurrence of every id). `pool_pattern` and
 `concat_of_pools` recognize exactly that shape, and a Paddle 2.x model's
 (`reshape_pattern`: PaddleRec's `Embedding` then `reshape` to [-1, dim], every
-id its own row). `execution_ops` below fuses it for the executor: for a table
+id its own row; or one `Embedding` of [-1, k] ids reshaped to [-1, k x dim], rows of
+k ids, which the fused ops lay out as k slots). `execution_ops` below fuses it for
+the executor: for a table
 that lives in the process, `embedding_pool` gathers every slot's rows straight
 into the concat's output and `embedding_pool_grad` writes the table gradient
 with one row per distinct id (ops/embedding_pool_ops.py), so the optimizer
@@ -107,12 +109,15 @@ SHAPE_OPS = {"reshape2": "reshape2_grad", "unsqueeze2": "unsqueeze2_grad", "sque
 
 def reshape_pattern(block, outs, table_name: str, table_grad: str, width: int):
     """pool_pattern's counterpart for a Paddle 2.x model (PaddleRec's DNN: `Embedding`, then
-    `paddle.reshape(emb, [-1, dim])`): each lookup's output (`outs`) reaches a [-1, width] variable
-    through shape-only ops (SHAPE_OPS) that nothing else reads, backward mirrors them, and
-    the slots' lookup_table_grads are summed into the table gradient. Every id is then its
-    own row of that variable, whatever the ids' LoD. Same result shape as pool_pattern
-    ("pools": the ops writing the [-1, width] variables)."""
-    pools, backward, outs_grads, dead = [], [], [], []
+    `paddle.reshape(emb, [-1, dim])`): each lookup's output (`outs`) reaches a [-1, k x width]
+    variable through shape-only ops (SHAPE_OPS) that nothing else reads, backward mirrors them,
+    and the slots' lookup_table_grads are summed into the table gradient. Shape ops keep the
+    elements' order, so row r of that variable holds the rows of ids r*k .. r*k + k-1 of the
+    lookup, whatever the ids' LoD: k = 1 is PaddleRec's one id per row, k > 1 one lookup of
+    every slot at once (`Embedding` over the [-1, k] concat of the slots, reshaped to [-1, k x
+    dim]). Same result shape as pool_pattern ("pools": the ops writing the [-1, k x width]
+    variables), plus "ids_per_row": k per lookup."""
+    pools, backward, outs_grads, dead, per_row = [], [], [], [], []
     readers_of = _readers(block)
     for emb in outs:
         var, chain = emb, []
@@ -126,8 +131,10 @@ def reshape_pattern(block, outs, table_name: str, table_grad: str, width: int):
         if not chain:
             return None
         shape = tuple(block.var(var).shape)
-        if len(shape) != 2 or shape[1] != width or shape[0] not in (-1, None):
+        if (len(shape) != 2 or shape[0] not in (-1, None) or shape[1] is None or int(shape[1]) <= 0
+                or int(shape[1]) % width):
             return None
+        per_row.append(int(shape[1]) // width)
         grads = []
         for step in chain:   # each step's gradient: Out@GRAD -> X@GRAD, through its XShape
             grad = sole([op for op in readers_of.get(f"{step.output('Out')[0]}@GRAD", [])
@@ -149,7 +156,10 @@ def reshape_pattern(block, outs, table_name: str, table_grad: str, width: int):
         backward += chain[:-1] + grads + [lk_grad]
         outs_grads.append(f"{var}@GRAD")
         dead += [emb, lk_grad.output("W@GRAD")[0]]
-    return _with_sum(block, table_grad, pools, backward, outs_grads, dead)
+    found = _with_sum(block, table_grad, pools, backward, outs_grads, dead)
+    if found is not None:
+        found["ids_per_row"] = per_row
+    return found
 
 
 def _readers(block) -> dict:
@@ -333,6 +343,13 @@ def _matched(block, outs, table: str, width: int, keep: set):
     return matched, fused_wiring(block, found, pooled, cat)
 
 
+def _per_row_attr(found) -> dict:
+    """{"ids_per_row": [k per lookup]} when a lookup's rows hold several ids each (the fused
+    ops then lay its ids out as k slots), else {} (one id per row, or sum pools)."""
+    per_row = found.get("ids_per_row") or []
+    return {"ids_per_row": per_row} if any(k != 1 for k in per_row) else {}
+
+
 def _described(each_id_a_row, cat, what: str) -> str:
     shape = "reshape" if each_id_a_row else "sum sequence_pool"
     return f"{what} + {shape}{' + concat' if cat else ''}"
@@ -351,7 +368,8 @@ def _local_fusion(block, table: str, lookups: list, keep: set):
     if matched is None:
         return None
     (found, each_id_a_row, pooled, cat), wiring = matched
-    attrs = {"concat": wiring["concat"], "each_id_a_row": each_id_a_row, "head_width": wiring["head_width"]}
+    attrs = {"concat": wiring["concat"], "each_id_a_row": each_id_a_row, "head_width": wiring["head_width"],
+             **_per_row_attr(found)}
     fwd_inputs = {"W": [table], "Ids": ids,
                   **({"Head": wiring["head"], "Tail": wiring["tail"]} if cat is not None else {})}
     grad_inputs = {"W": [table], "Ids": ids, "Out@GRAD": wiring["out_grad"]}
@@ -388,7 +406,7 @@ def _remote_fusion(block, merge, keep: set):
     (found, each_id_a_row, pooled, cat), wiring = matched
     ids, index, rows = merge.input("Ids"), split.output("Index"), split.output("Out")
     attrs = dict({"concat": True} if cat is not None else {}, each_id_a_row=each_id_a_row,
-                 head_width=wiring["head_width"])
+                 head_width=wiring["head_width"], **_per_row_attr(found))
     what = f"the {_described(each_id_a_row, cat, f'merge_ids of {len(ids)} lookups')} of table {table!r}"
     fwd = Operator(block, "merge_ids_pool",
                    inputs={"Ids": ids, "Index": index, "X": merge.input("X"),

@@ -33,7 +33,14 @@ def _slot_segments(ctx, what):
     fused ops of a reshaped lookup) every id is its own sequence, whatever the LoD."""
     from psjob.fluid.ops.sequence_ops import segments
     if ctx.attr("each_id_a_row", False):
-        return [_one_id_per_sequence(int(ctx.vals[name].size)) for name in ctx.ins["Ids"]]
+        out = []
+        for name, k in zip(ctx.ins["Ids"], _ids_per_row(ctx)):
+            n = int(ctx.vals[name].size)
+            if n % k:
+                raise ValueError(f"{what}: {name!r} holds {n} ids, not rows of {k} ids (the reshape "
+                                 f"to [-1, {k} x dim] the fused ops stand for fails on them too)")
+            out += [_one_id_per_sequence(n // k)] * k
+        return out
     out, seen = [], {}
     for name in ctx.ins["Ids"]:
         lod = ctx.lods.get(name)
@@ -50,6 +57,37 @@ def _slot_segments(ctx, what):
     return out
 
 
+def _ids_per_row(ctx) -> list:
+    """k per Ids input: how many of its ids each row of the fused output holds side by side
+    (the `ids_per_row` attribute; 1 each without it)."""
+    per_row = [int(k) for k in (ctx.attr("ids_per_row", None) or [1] * len(ctx.ins["Ids"]))]
+    if len(per_row) != len(ctx.ins["Ids"]) or min(per_row) < 1:
+        raise ValueError(f"{ctx.op.type}: ids_per_row {per_row} needs a count of at least 1 "
+                         f"for each of its {len(ctx.ins['Ids'])} Ids inputs")
+    return per_row
+
+
+def _slot_major(ctx, index):
+    """`index` (one entry per id, every Ids input's ids laid end to end as fed) in the order
+    the slot segments expect: an input whose rows hold k ids each (row r: its ids r*k ..
+    r*k + k-1) becomes k slots, slot j holding id j of every row. Unchanged when k is 1
+    everywhere."""
+    per_row = _ids_per_row(ctx) if ctx.attr("each_id_a_row", False) else []
+    if all(k == 1 for k in per_row):
+        return index
+    xp, parts, start = ctx.xp, [], 0
+    fed = sum(int(ctx.vals[name].size) for name in ctx.ins["Ids"])
+    if index.shape[0] != fed:
+        raise RuntimeError(f"{ctx.op.type}: {index.shape[0]} indices for {fed} ids: Index must come "
+                           "from the split_ids of the same Ids")
+    for name, k in zip(ctx.ins["Ids"], per_row):
+        n = int(ctx.vals[name].size)
+        part = index[start:start + n]
+        parts.append(part if k == 1 else part.reshape(n // k, k).T.reshape(-1))
+        start += n
+    return parts[0] if len(parts) == 1 else xp.concatenate(parts)
+
+
 def _one_id_each(segs) -> bool:
     """Every sequence of every slot holds exactly one id (a CTR slot's case), the same
     number of sequences in each: the slots' ids are then a [slots, sequences] grid."""
@@ -62,7 +100,8 @@ def _pool_shape(op):
     if op.attr("concat", False):
         others = sum(int(in_var(op, slot, i).shape[-1]) for slot in ("Head", "Tail")
                      for i in range(len(op.inputs.get(slot, []))))
-        set_out(op, "Out", (-1, width * len(op.inputs["Ids"]) + others), dtype, 0)
+        slots = sum(op.attr("ids_per_row", None) or [1] * len(op.inputs["Ids"]))
+        set_out(op, "Out", (-1, width * slots + others), dtype, 0)
         return
     for i in range(len(op.outputs.get("Out", []))):
         set_out(op, "Out", (-1, width), dtype, 0, i=i)
@@ -82,8 +121,8 @@ def merge_ids_pool(ctx):
     every slot when each sequence holds one id."""
     xs = ctx.input_list("X")
     rows = xs[0] if len(xs) == 1 else ctx.xp.concatenate(xs, axis=0)
-    index = _to_xp(ctx, ctx.input("Index"))
     segs = _slot_segments(ctx, "merge_ids_pool")
+    index = _slot_major(ctx, _to_xp(ctx, ctx.input("Index")))
     total = sum(s.rows for s in segs)
     if total != index.shape[0]:
         raise RuntimeError(f"merge_ids_pool: {index.shape[0]} indices for {total} ids: Index must come "
@@ -178,9 +217,9 @@ def merge_ids_pool_grad(ctx):
     accumulate in float64 (one bincount per column). With `concat`, Out@GRAD is the
     gradient of the concatenated output, whose slots x `width` columns after the first
     `head_width` are the slots' (the Head's and Tail's columns get no gradient)."""
-    index = _to_xp(ctx, ctx.input("Index"))
     ids = np.concatenate([_host_ids(r) for r in ctx.input_list("Rows")])
     segs = _slot_segments(ctx, "merge_ids_pool_grad")
+    index = _slot_major(ctx, _to_xp(ctx, ctx.input("Index")))
     summed = _summed_by_index(ctx, index, ids.size, segs, int(ctx.attr("width", 0)))
     ctx.set_output("W@GRAD", SelectedRows(_to_xp(ctx, ids), summed, int(ctx.attr("height", 0)), unique=True))
 
@@ -239,7 +278,7 @@ def embedding_pool(ctx):
     merge_ids_pool with the table itself as the rows and the ids as the index. Ids out
     of the table's range fail as in lookup_table."""
     segs = _slot_segments(ctx, "embedding_pool")
-    _pool_rows(ctx, ctx.input("W"), _local_ids(ctx, segs), segs, checked=True)
+    _pool_rows(ctx, ctx.input("W"), _slot_major(ctx, _local_ids(ctx, segs)), segs, checked=True)
 
 
 @register_op("embedding_pool_grad", infer_shape=lambda op: None)
@@ -250,7 +289,7 @@ def embedding_pool_grad(ctx):
     from psjob.fluid.ops.dist_ops import _unique_inverse
     w = ctx.input("W")
     segs = _slot_segments(ctx, "embedding_pool_grad")
-    ids = _host_ids(_local_ids(ctx, segs))
+    ids = _host_ids(_slot_major(ctx, _local_ids(ctx, segs)))
     distinct, inverse = _unique_inverse(ids)
     summed = _summed_by_index(ctx, _to_xp(ctx, inverse), distinct.size, segs, int(w.shape[1]))
     ctx.set_output("W@GRAD", SelectedRows(_to_xp(ctx, distinct), summed, int(w.shape[0]), unique=True))
