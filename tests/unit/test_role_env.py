@@ -81,7 +81,8 @@ def test_the_topology_file_supplies_what_the_environment_does_not_set_and_the_en
     env = RoleEnv.from_environ(bare, hostname="x")
     assert env.pserver_endpoints == topology.pserver_endpoints and (env.trainers, env.index) == (3, 1)
     assert (env.mode, env.k_steps, env.job_name) == ("geo", 9, "ctr")
-    assert env.settings["PSJOB_AUTH_TOKEN_FILE"] == roles.KUBERNETES_AUTH_TOKEN_FILE
+    assert env.environ["PSJOB_AUTH_TOKEN_FILE"] == roles.KUBERNETES_AUTH_TOKEN_FILE
+    assert env.settings.rpc.auth_token_file == roles.KUBERNETES_AUTH_TOKEN_FILE
     assert RoleEnv.from_environ({**bare, "PSJOB_K_STEPS": "4"}, hostname="x").k_steps == 4
 
 

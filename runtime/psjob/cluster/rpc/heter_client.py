@@ -9,7 +9,7 @@ Values passed in are encoded (copied) before the call; arrays returned are
 read-only views of the reply, owned by the caller.
 
 Transport security: as PSClient, unless given `tls=` the client reads the
-process's PSJOB_TLS_* settings (psjob.cluster.rpc.tls.tls_from_env), so a CPU trainer
+process's PSJOB_TLS_* settings (its settings.rpc.tls), so a CPU trainer
 speaks TLS to its heter trainer exactly when it does to its pservers.
 """
 from __future__ import annotations
@@ -33,8 +33,8 @@ class HeterClient(RpcClient):
 
     def __init__(self, endpoints, trainer_id: int, *, auth_token: str = "",
                  deadline_s: float = STAGE_DEADLINE_S, tls="env", settings=None):
-        """tls "env" = psjob.cluster.rpc.tls.tls_from_env(settings), None = plaintext, or a tls.TlsFiles;
-        settings: a RoleEnv's settings (None = the process environment)."""
+        """tls "env" = the settings' TLS files (settings.rpc.tls), None = plaintext, or a tls.TlsFiles;
+        settings: a RoleEnv's settings (None = this process's environment's)."""
         if not list(endpoints):
             raise ValueError("HeterClient needs at least one heter trainer endpoint")
         super().__init__(endpoints, trainer_id, auth_token=auth_token, tls=tls, settings=settings)

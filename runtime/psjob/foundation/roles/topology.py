@@ -13,10 +13,10 @@ from psjob.foundation.roles.names import (
     DEFAULT_METRICS_PORT,
     DEFAULT_TRAINER_PORT,
     DEVICES,
-    JOB_MODES,
     KUBERNETES_AUTH_TOKEN_FILE,
     KUBERNETES_CHECKPOINT_DIR,
     LOCAL_HOST,
+    Mode,
 )
 
 # The topology builders take a psjob.foundation.jobspec.ParameterServerJob. They read its
@@ -61,7 +61,7 @@ class JobTopology:
     pserver_endpoints: tuple[str, ...]
     trainers: int
     heter_trainers: int = 0
-    mode: str = "sync"
+    mode: Mode = Mode.SYNC
     k_steps: int = 0
     checkpoint_dir: str = ""
     metrics_port: int = DEFAULT_METRICS_PORT
@@ -91,6 +91,11 @@ class JobTopology:
         object.__setattr__(self, "trainer_endpoints", tuple(self.trainer_endpoints))
         if not self.job_name:
             raise ValueError("JobTopology.job_name must not be empty")
+        try:
+            object.__setattr__(self, "mode", Mode(self.mode))  # a name (topology files, callers) or a Mode
+        except ValueError:
+            raise ValueError(f"JobTopology.mode must be one of {tuple(m.value for m in Mode)}, "
+                             f"got {self.mode!r}") from None
         if self.mode == COLLECTIVE:
             self._check_collective()
         elif not self.pserver_endpoints:
@@ -110,9 +115,7 @@ class JobTopology:
                 f"{len(self.heter_endpoints)} heter_endpoints are listed")
         if self.heter_trainers and not self.heter_endpoints:
             raise ValueError("JobTopology.heter_trainers > 0 needs heter_endpoints")
-        if self.mode not in JOB_MODES:
-            raise ValueError(f"JobTopology.mode must be one of {JOB_MODES}, got {self.mode!r}")
-        if self.mode == "geo" and self.k_steps < 1:
+        if self.mode == Mode.GEO and self.k_steps < 1:
             raise ValueError("JobTopology.k_steps must be >= 1 in geo mode")
         for device in (self.pserver_device, self.trainer_device, self.heter_device):
             if device not in DEVICES:
