@@ -46,7 +46,7 @@ class RoleMakerBase:
 
     def settings(self) -> Settings:
         """This process's settings (checkpoints, RPC, TLS, metrics): a user-defined role's are
-        the process environment's, read once when the role maker is made; PaddleCloudRoleMaker's,
+        the process environment's, built once (on the first call) and kept; PaddleCloudRoleMaker's,
         its RoleEnv's."""
         settings = getattr(self, "_process_settings", None)
         if settings is None:

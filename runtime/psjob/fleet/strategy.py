@@ -26,6 +26,7 @@ spelling the mode in Paddle's booleans.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from psjob.cluster.trainer.communicator import CommunicatorConfig
@@ -185,6 +186,13 @@ def resolve(strategy) -> ResolvedStrategy:
     StrategyFactory strategy, read through its program config) → mode and knobs."""
     if isinstance(strategy, ResolvedStrategy):
         return strategy
+    resolved = _resolve(strategy)
+    # How the distributed table is updated, from any strategy object that says (the Fleet's
+    # table_optimizer attribute); None leaves it to the optimizer.
+    return dataclasses.replace(resolved, table_optimizer=getattr(strategy, "table_optimizer", None))
+
+
+def _resolve(strategy) -> ResolvedStrategy:
     if strategy is None:
         return ResolvedStrategy(Mode.ASYNC)
     if hasattr(strategy, "get_program_config"):
@@ -202,8 +210,7 @@ def resolve(strategy) -> ResolvedStrategy:
         else:
             raise ValueError(f"k_steps={k} needs a_sync=True (geo mode); with a_sync=False set k_steps=0 "
                              "for sync training")
-        return ResolvedStrategy(mode, **knobs, sparse_tables=True,
-                                table_optimizer=getattr(strategy, "table_optimizer", None))
+        return ResolvedStrategy(mode, **knobs, sparse_tables=True)
     if isinstance(strategy, DistributeTranspilerConfig):
         if strategy.sync_mode or (strategy.sync_mode is None and not _asks_for_async(strategy)):
             return ResolvedStrategy(Mode.SYNC)

@@ -36,6 +36,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 # The port the images and the operator's pods use when PSJOB_METRICS_PORT is unset.
+from psjob.foundation.roles import DEFAULT_METRICS_PORT  # noqa: F401  (the operator's and the tests' default)
 from psjob.foundation.settings import METRICS_PORT, process_settings
 
 _log = logging.getLogger(__name__)

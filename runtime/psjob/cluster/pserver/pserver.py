@@ -55,7 +55,8 @@ from psjob.cluster.rpc.tls import TlsFiles
 from psjob.fluid.core import CPUPlace, CUDAPlace, SelectedRows, to_numpy
 from psjob.fluid.executor import Executor
 from psjob.fluid.framework import Program
-from psjob.foundation.roles import split_endpoint
+from psjob.foundation.checkpoint import storage
+from psjob.foundation.roles import Mode, split_endpoint
 from psjob.foundation.settings import Settings, process_settings
 
 log = logging.getLogger("psjob.pserver")
@@ -137,7 +138,10 @@ class PserverProcess:
         if options.checkpoint_dir:
             # A restarted pserver (or a resumed job) rejoins from its shard of the newest
             # good checkpoint, before it answers anyone (psjob.foundation.checkpoint, docs/user/checkpoints.md).
-            if self.state.restore_from_checkpoints(options.checkpoint_dir, options.restore_digest) is not None:
+            # The root is resolved to its store once, here, for the whole restore.
+            store = storage.for_path(options.checkpoint_dir)
+            if self.state.restore_from_checkpoints(options.checkpoint_dir, options.restore_digest,
+                                                   store) is not None:
                 # ... and learns from its peers which trainers completed while it was away.
                 from psjob.cluster.pserver.checkpoint_service import adopt_peer_completions
                 adopt_peer_completions(self.state, options.token, tls=options.tls)
@@ -161,7 +165,7 @@ class PserverProcess:
         self.options = options
         self._stop = threading.Event()
         log.info("pserver %s serving %d trainers (%s mode, state on %s)", self.endpoint, fanin,
-                 "sync" if self.state.sync_mode else "async", options.device)
+                 Mode.SYNC if self.state.sync_mode else Mode.ASYNC, options.device)
 
     def wait(self) -> bool:
         """Block until every trainer completed (True) or stop() was called (False). With

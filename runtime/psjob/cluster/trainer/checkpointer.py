@@ -106,6 +106,9 @@ class CheckpointConfig:
     incremental: bool = False      # PSJOB_CHECKPOINT_INCREMENTAL: write deltas between bases
     base_every: int = protocol.DEFAULT_BASE_EVERY  # PSJOB_CHECKPOINT_BASE_EVERY: every N-th is a base
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", Mode(self.mode))  # a Mode, or its name
+
     @classmethod
     def of(cls, settings: Settings) -> CheckpointConfig:
         """This trainer's checkpoint configuration from its process's settings (the

@@ -70,7 +70,10 @@ def _set_fleet_opt(program, strategy) -> None:
     trainer_desc_configs (a value overrides when it is non-empty or the key is new).
     train_from_dataset reads `stat_var_names` from it (fluid/dataset_trainer.py)."""
     opt_info = program._fleet_opt if program._fleet_opt is not None else {}
-    trainer, device_worker = _TRAINER_BY_MODE[Mode(_fleet.mode)]  # set by minimize()
+    mode = _fleet.mode
+    if mode is None:
+        raise RuntimeError("the fleet has no strategy yet: call distributed_optimizer(...).minimize(loss) first")
+    trainer, device_worker = _TRAINER_BY_MODE[mode]
     opt_info["trainer"] = opt_info.get("trainer", trainer)
     opt_info["device_worker"] = opt_info.get("device_worker", device_worker)
     opt_info["mpi_size"] = _fleet.worker_num()
