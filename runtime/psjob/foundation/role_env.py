@@ -150,7 +150,8 @@ class RoleEnv:
 
 
     @classmethod
-    def for_command(cls, role: str, prog: str, environ: Mapping[str, str]) -> tuple[RoleEnv, bool]:
+    def for_command(cls, role: str, prog: str, environ: Mapping[str, str],
+                    hostname: str | None = None) -> tuple[RoleEnv, bool]:
         """The RoleEnv of a built-in job's process started as `prog` for `role` (the container
         entrypoints), and whether a pserver took its index from its hostname. What the command
         implies goes into the environment first: PADDLE_TRAINING_ROLE when unset, PSJOB_BIND_ALL
@@ -178,7 +179,7 @@ class RoleEnv:
                 and "PSJOB_BIND_ALL" not in env:
             # In a pod: bind 0.0.0.0:<port> (ServeOptions.bind_all_interfaces).
             env["PSJOB_BIND_ALL"] = "1"
-        return cls.from_environ(env), from_hostname
+        return cls.from_environ(env, hostname), from_hostname
 
 
 def _with_topology_file(env: dict[str, str]) -> dict[str, str]:

@@ -199,6 +199,7 @@ class ProcessSettings:
     mode: Mode = Mode.SYNC
     data_stream: str = ""               # PSJOB_DATA_STREAM: the job's spec.data.stream (JSON)
     selected_gpus: str = "0"            # FLAGS_selected_gpus, as Paddle's launcher sets it
+    cpu_num: int = 1                    # CPU_NUM: Paddle's CPU places (static.cpu_places)
 
 
 @dataclass(frozen=True)
@@ -487,7 +488,8 @@ def _process(env: Mapping[str, str]) -> ProcessSettings:
                            pserver_endpoints=_list(env, PSERVER_ENDPOINTS),
                            heter_endpoints=_list(env, HETER_ENDPOINTS),
                            mode=parse_mode(_raw(env, MODE)), data_stream=_raw(env, DATA_STREAM),
-                           selected_gpus=_raw(env, "FLAGS_selected_gpus") or "0")
+                           selected_gpus=_raw(env, "FLAGS_selected_gpus") or "0",
+                           cpu_num=_number(env, "CPU_NUM", int, 1))
 
 
 def _s3(env: Mapping[str, str]) -> S3Settings:
