@@ -118,7 +118,7 @@ def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
         "PSJOB_NAMESPACE": topology.namespace,
         "PSJOB_PSERVERS": str(topology.pservers),
         "PSJOB_HETER_TRAINERS": str(topology.heter_trainers),
-        "PSJOB_MODE": topology.mode,
+        "PSJOB_MODE": topology.mode.value,  # a plain str: pod specs and child environments
         "PSJOB_K_STEPS": str(topology.k_steps),
         "PSJOB_CHECKPOINT_DIR": topology.checkpoint_dir,
         "PSJOB_CHECKPOINT_INTERVAL_STEPS": str(topology.checkpoint_interval_steps),
