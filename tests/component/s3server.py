@@ -59,8 +59,9 @@ class S3Server:
     def new_bucket(self) -> str:
         """A fresh, empty bucket (CreateBucket through psjob's own signed client)."""
         from psjob.foundation.checkpoint import s3client
+        from psjob.foundation.settings import Settings
         name = f"psjob-{uuid.uuid4().hex[:12]}"
-        s3client.Client(s3client.Config.from_env(self.env())).request("PUT", f"s3://{name}")
+        s3client.Client(s3client.Config.of(Settings(self.env()).s3)).request("PUT", f"s3://{name}")
         return name
 
     def stop(self):

@@ -174,13 +174,14 @@ def test_a_freeze_is_renewed_only_by_its_own_save_and_released_by_an_id_less_tha
 
 
 def test_the_lease_comes_from_the_environment_and_bad_values_are_named():
-    assert protocol.freeze_lease_from_env({}) == protocol.DEFAULT_FREEZE_LEASE_S == 10.0
-    assert protocol.freeze_lease_from_env({"PSJOB_CHECKPOINT_FREEZE_LEASE_S": "2.5"}) == 2.5
+    from psjob.foundation.settings import Settings
+    assert Settings({}).checkpoint.freeze_lease_s == protocol.DEFAULT_FREEZE_LEASE_S == 10.0
+    assert Settings({"PSJOB_CHECKPOINT_FREEZE_LEASE_S": "2.5"}).checkpoint.freeze_lease_s == 2.5
     for bad in ("soon", "0", "-1", "nan", "inf"):
         with pytest.raises(ValueError, match=f"PSJOB_CHECKPOINT_FREEZE_LEASE_S='{bad}'"):
-            protocol.freeze_lease_from_env({"PSJOB_CHECKPOINT_FREEZE_LEASE_S": bad})
+            Settings({"PSJOB_CHECKPOINT_FREEZE_LEASE_S": bad}).checkpoint
     from psjob.fleet import CheckpointConfig
-    assert CheckpointConfig.from_env({"PSJOB_CHECKPOINT_FREEZE_LEASE_S": "3"}).freeze_lease_s == 3.0
+    assert CheckpointConfig.of(Settings({"PSJOB_CHECKPOINT_FREEZE_LEASE_S": "3"})).freeze_lease_s == 3.0
     with pytest.raises(ValueError, match="lease='x' is not a number"):
         _say(_pserver_state(), protocol.FREEZE, id="a", lease="x")
 

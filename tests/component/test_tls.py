@@ -15,7 +15,8 @@ import pytest
 from psjob.cluster.pserver.checkpoint_service import adopt_peer_completions
 from psjob.cluster.rpc import tls as tls_mod
 from psjob.cluster.rpc.client import PSClient, RetryPolicy, RpcError
-from psjob.cluster.rpc.tls import TlsConfigError, TlsFiles, tls_from_env
+from psjob.cluster.rpc.tls import TlsConfigError, TlsFiles
+from psjob.foundation.settings import Settings, tls_files
 
 _spec = importlib.util.spec_from_file_location(
     "faultkit", os.path.join(os.path.dirname(os.path.abspath(__file__)), "faultkit.py"))
@@ -28,22 +29,22 @@ make_certs = kit.load(os.path.join(kit.SCRIPTS, "make_certs.py")).make_certs
 
 
 def test_rpc_deadlines_come_from_the_environment_and_bad_values_are_named():
-    policy = RetryPolicy.from_env({"PSJOB_RPC_DEADLINE_S": "1.5", "PSJOB_RPC_MAX_ATTEMPTS": "2"})
+    policy = Settings({"PSJOB_RPC_DEADLINE_S": "1.5", "PSJOB_RPC_MAX_ATTEMPTS": "2"}).rpc.retry
     assert (policy.deadline_s, policy.max_attempts, policy.barrier_deadline_s) == (1.5, 2, 600.0)
     with pytest.raises(ValueError, match="PSJOB_RPC_MAX_ATTEMPTS='x': expected a int"):
-        RetryPolicy.from_env({"PSJOB_RPC_MAX_ATTEMPTS": "x"})
+        Settings({"PSJOB_RPC_MAX_ATTEMPTS": "x"}).rpc.retry
     with pytest.raises(ValueError, match="PSJOB_RPC_DEADLINE_S='0': must be positive"):
-        RetryPolicy.from_env({"PSJOB_RPC_DEADLINE_S": "0"})
+        Settings({"PSJOB_RPC_DEADLINE_S": "0"}).rpc.retry
 
 
 def test_half_configured_tls_is_refused_naming_the_missing_variable(tmp_path):
     with pytest.raises(TlsConfigError, match="PSJOB_TLS_KEY_FILE"):
-        tls_from_env({"PSJOB_TLS_CERT_FILE": "/x/tls.crt"})
+        tls_files({"PSJOB_TLS_CERT_FILE": "/x/tls.crt"})
     (tmp_path / "ca.crt").write_text("not a certificate")
     client = PSClient(["127.0.0.1:1"], tls=TlsFiles(ca_file=str(tmp_path / "ca.crt")))
     with pytest.raises(TlsConfigError, match="PSJOB_TLS_CA_FILE .*not a PEM file"):
         client.status("127.0.0.1:1")
-    assert tls_from_env({}) is None
+    assert tls_files({}) is None
 
 
 def test_a_job_over_tls_trains_while_plaintext_and_untrusted_clients_are_refused(tmp_path):

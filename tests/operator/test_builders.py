@@ -368,15 +368,16 @@ def test_tls_mounts_the_secret_read_only_and_names_its_files_in_the_environment(
 
 
 def test_tls_variables_are_read_back_by_the_runtime_as_one_configuration():
-    from psjob.cluster.rpc.tls import TlsFiles, tls_from_env
+    from psjob.cluster.rpc.tls import TlsFiles
+    from psjob.foundation.settings import tls_files
     parsed = job(tls={"secretName": "ctr-tls"})
     kids = builders.build_children(parsed, OWNER, "t")
     server = {k: v for k, v in env_dict(_pod(kids, "StatefulSet")["containers"][0]).items()
               if isinstance(v, str)}
     trainer = {k: v for k, v in env_dict(_pod(kids, "Job")["containers"][0]).items()
                if isinstance(v, str)}
-    assert tls_from_env(server) == TlsFiles(f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key", f"{TLS_DIR}/ca.crt")
-    assert tls_from_env(trainer) == TlsFiles(ca_file=f"{TLS_DIR}/ca.crt")
+    assert tls_files(server) == TlsFiles(f"{TLS_DIR}/tls.crt", f"{TLS_DIR}/tls.key", f"{TLS_DIR}/ca.crt")
+    assert tls_files(trainer) == TlsFiles(ca_file=f"{TLS_DIR}/ca.crt")
     assert "PSJOB_TLS_SERVER_NAME" not in server
 
 

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 import psjob.fluid as fluid
-from psjob.cluster import checkpoint_protocol as protocol
 from psjob.cluster.trainer import checkpoint_save as distributed
 from psjob.cluster.trainer.checkpointer import CheckpointConfig, Checkpointer
 from psjob.foundation.checkpoint import chain as chains
 from psjob.foundation.checkpoint import cli, storage, store
 from psjob.foundation.checkpoint.format import CheckpointError, read_manifest
 from psjob.foundation.checkpoint.tables import save_shard, table_entry
+from psjob.foundation.settings import Settings
 from psjob.foundation.tables import EvictionConfig, TableShard, shard_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -237,11 +237,11 @@ def test_without_the_policy_every_checkpoint_is_a_base_and_no_table_tracks_chang
 
 def test_bad_policy_settings_are_named():
     with pytest.raises(ValueError, match="PSJOB_CHECKPOINT_INCREMENTAL='maybe'"):
-        protocol.incremental_from_env({"PSJOB_CHECKPOINT_INCREMENTAL": "maybe"})
+        Settings({"PSJOB_CHECKPOINT_INCREMENTAL": "maybe"}).checkpoint
     with pytest.raises(ValueError, match="PSJOB_CHECKPOINT_BASE_EVERY='0': must be at least 1"):
-        protocol.base_every_from_env({"PSJOB_CHECKPOINT_BASE_EVERY": "0"})
-    config = CheckpointConfig.from_env({"PSJOB_CHECKPOINT_DIR": "x", "PSJOB_CHECKPOINT_INCREMENTAL": "1",
-                                        "PSJOB_CHECKPOINT_BASE_EVERY": "4"})
+        Settings({"PSJOB_CHECKPOINT_BASE_EVERY": "0"}).checkpoint
+    config = CheckpointConfig.of(Settings({"PSJOB_CHECKPOINT_DIR": "x", "PSJOB_CHECKPOINT_INCREMENTAL": "1",
+                                           "PSJOB_CHECKPOINT_BASE_EVERY": "4"}))
     assert config.incremental and config.base_every == 4
 
 

@@ -15,6 +15,7 @@ from psjob.dataset.stream import (
     check_layout,
     folder_time,
 )
+from psjob.foundation.settings import Settings
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import streamkit  # noqa: E402
@@ -161,11 +162,11 @@ def test_a_folder_smaller_than_the_trainer_count_gives_its_examples_to_the_first
 def test_the_jobs_stream_setting_is_checked_with_a_usage_error():
     from psjob.training import stream
     from psjob.training.options import UsageError
-    assert stream.config_from({}) is None
-    assert stream.config_from({"PSJOB_DATA_STREAM": '{"root": "s3://b/p", "pollSeconds": 5}'}) == \
+    assert stream.config_from(Settings({})) is None
+    assert stream.config_from(Settings({"PSJOB_DATA_STREAM": '{"root": "s3://b/p", "pollSeconds": 5}'})) == \
         StreamConfig(root="s3://b/p", poll_seconds=5.0)
     for raw, expected in (('{"root": "/d", "layout": "%H"}', "must contain %Y, %m and %d"),
                           ("[1]", "must be a JSON object"), ("nope", "is not JSON"),
                           ('{"root": "/d", "x": 1}', "unknown stream field")):
         with pytest.raises(UsageError, match=expected):
-            stream.config_from({"PSJOB_DATA_STREAM": raw})
+            stream.config_from(Settings({"PSJOB_DATA_STREAM": raw}))

@@ -1,13 +1,22 @@
-"""Only psjob.foundation.role_env reads the process environment (RoleEnv, process_environment); every
-other runtime module gets its PSJOB_*/PADDLE_* settings from a RoleEnv's `settings` or a
-mapping passed down; none writes it either (the container entrypoints put what they complete
-into the RoleEnv they pass down). Checked on the source, like tests/unit/test_layering.py."""
+"""The environment contract has one owner. Only psjob.foundation.settings and
+psjob.foundation.role_env read the process environment (process_environment, Settings,
+RoleEnv); every other runtime module gets typed settings passed down (a RoleEnv's
+`settings`, or the Settings its entry point built); none writes it either (the container
+entrypoints put what they complete into the RoleEnv they pass down). And no other runtime
+module names a PSJOB_*/PADDLE_* variable in a string: psjob.foundation.roles renders and
+names them, settings and role_env parse them; the rest import the names. Checked on the
+source, like tests/unit/test_layering.py."""
 import ast
 import os
 
 RUNTIME = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                        "runtime", "psjob")
-READER = os.path.join("foundation", "role_env.py")
+READERS = (os.path.join("foundation", "role_env.py"), os.path.join("foundation", "settings.py"))
+# The modules that own the variables' names: roles renders them, settings and role_env parse them.
+CONTRACT = READERS + tuple(os.path.join("foundation", "roles", name) for name in
+                           ("__init__.py", "names.py", "environment.py", "identity.py", "topology.py",
+                            "threads.py"))
+PREFIXES = ("PSJOB_", "PADDLE_")
 
 
 def environment_uses(source: str) -> list[tuple[int, str]]:
@@ -35,13 +44,13 @@ def test_only_role_env_reads_the_process_environment():
                 continue
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, RUNTIME)
-            if rel == READER:
+            if rel in READERS:
                 continue
             with open(path) as f:
                 uses = environment_uses(f.read())
             offenders += [f"{rel}:{line} ({how})" for line, how in uses]
-    assert not offenders, ("read the environment through psjob.foundation.role_env (a RoleEnv's settings, or "
-                           "process_environment() at a process's entry point): " + ", ".join(offenders))
+    assert not offenders, ("read the environment through psjob.foundation.settings (a RoleEnv's settings, or "
+                           "process_settings() at a process's entry point): " + ", ".join(offenders))
 
 
 def test_the_check_sees_each_way_of_reading():
@@ -49,3 +58,43 @@ def test_the_check_sees_each_way_of_reading():
               "a = os.environ.get('PSJOB_X')\nb = os.getenv('PADDLE_Y')\nenv = os.environ\n"
               "os.environ['PSJOB_Z'] = '1'\n")
     assert sorted(environment_uses(source)) == [(2, "read"), (3, "read"), (4, "read"), (5, "read"), (6, "write")]
+
+
+def variable_literals(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every string constant in `source` that starts with PSJOB_ or PADDLE_,
+    docstrings aside (they document the variables; reading one needs its name in code). An
+    f-string's leading text counts: f"PSJOB_X={x}" names the variable as much as "PSJOB_X"."""
+    tree = ast.parse(source)
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return sorted((node.lineno, node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                  and id(node) not in docstrings and node.value.startswith(PREFIXES))
+
+
+def test_only_the_contract_names_the_variables():
+    offenders = []
+    for dirpath, _, files in os.walk(RUNTIME):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, RUNTIME)
+            if rel in CONTRACT:
+                continue
+            with open(path) as f:
+                offenders += [f"{rel}:{line} {text[:40]!r}" for line, text in variable_literals(f.read())]
+    assert not offenders, ("name PSJOB_*/PADDLE_* variables through psjob.foundation.settings (parsed there, "
+                           "passed down as typed settings) or psjob.foundation.roles (rendered there): "
+                           + ", ".join(offenders))
+
+
+def test_the_literal_check_skips_docstrings_only():
+    source = ('"""PSJOB_MODULE_DOC"""\n'
+              'def f(env):\n    """PSJOB_FUNCTION_DOC"""\n    return env.get("PSJOB_X")\n'
+              'y = f"PADDLE_Y={1}"\nz = "see PSJOB_Z"\n')
+    assert variable_literals(source) == [(4, "PSJOB_X"), (5, "PADDLE_Y=")]

@@ -95,7 +95,11 @@ def test_every_variable_of_a_program_with_a_distributed_table_is_fetched_from_it
 
 
 def test_the_switch_reads_psjob_embedding_fusion_and_names_a_bad_value():
-    assert embedding_fusion._switch({}) and embedding_fusion._switch({"PSJOB_EMBEDDING_FUSION": "1"})
-    assert not embedding_fusion._switch({"PSJOB_EMBEDDING_FUSION": "0"})
+    from psjob.foundation.settings import Settings
+
+    def switch(environ):
+        return Settings(environ).switches.embedding_fusion
+    assert switch({}) and switch({"PSJOB_EMBEDDING_FUSION": "1"})
+    assert not switch({"PSJOB_EMBEDDING_FUSION": "0"})
     with pytest.raises(ValueError, match="PSJOB_EMBEDDING_FUSION='off': expected 1"):
-        embedding_fusion._switch({"PSJOB_EMBEDDING_FUSION": "off"})
+        switch({"PSJOB_EMBEDDING_FUSION": "off"})

@@ -7,6 +7,7 @@ import psjob.fluid as fluid
 from psjob.cluster.trainer import telemetry
 from psjob.cluster.trainer.monitor import TrainerMonitor, batch_size, running_auc_name
 from psjob.foundation.progress import parse_line
+from psjob.foundation.settings import Settings
 
 
 def _classifier():
@@ -40,7 +41,7 @@ def test_the_monitor_counts_each_run_with_its_batch_loss_and_running_auc_and_pri
     assert running_auc_name(main) == auc.name  # the running AUC, not the batch one
     exe, scope, out = fluid.Executor(), fluid.Scope(), io.StringIO()
     exe.run(startup, scope=scope)
-    monitor = TrainerMonitor(main, 3, loss.name, environ={}, every_s=3600, out=out)
+    monitor = TrainerMonitor(main, 3, loss.name, Settings({}), every_s=3600, out=out)
     try:
         assert telemetry.current() is monitor.telemetry and monitor.telemetry.server is None
         rng = np.random.default_rng(0)
@@ -79,7 +80,7 @@ def test_a_failing_observation_stops_the_telemetry_not_the_training(capsys):
     main, startup, loss, auc, _ = _classifier()
     exe, scope = fluid.Executor(), fluid.Scope()
     exe.run(startup, scope=scope)
-    monitor = TrainerMonitor(main, 0, loss.name, environ={}, every_s=3600, out=io.StringIO())
+    monitor = TrainerMonitor(main, 0, loss.name, Settings({}), every_s=3600, out=io.StringIO())
     try:
         monitor.reporter = None  # broken: its step() raises
         rng = np.random.default_rng(1)
@@ -96,7 +97,7 @@ def test_progress_lines_without_epochs_read_back_into_the_launchers_view():
     main, startup, loss, auc, _ = _classifier()
     exe, scope, out = fluid.Executor(), fluid.Scope(), io.StringIO()
     exe.run(startup, scope=scope)
-    monitor = TrainerMonitor(main, 1, loss.name, environ={}, every_s=0, out=out)  # a line per step
+    monitor = TrainerMonitor(main, 1, loss.name, Settings({}), every_s=0, out=out)  # a line per step
     try:
         rng = np.random.default_rng(2)
         for _ in range(2):

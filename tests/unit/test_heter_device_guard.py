@@ -14,6 +14,7 @@ from psjob.fleet.role_maker import Role, UserDefinedRoleMaker
 from psjob.fluid.core import CPUPlace
 from psjob.fluid.framework import OpRole
 from psjob.fluid.transpiler.heter_split import HeterSplitError
+from psjob.foundation.settings import Settings
 
 
 def build(device="gpu", minimize_inside=False):
@@ -107,9 +108,9 @@ def test_an_xpu_heter_trainer_is_a_clear_not_available_error():
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="cupy is installed here")
 def test_a_gpu_heter_trainer_without_cupy_is_a_clear_error():
     with pytest.raises(HeterDeviceError, match="'gpu': CUDAPlace\\(0\\) needs cupy and an NVIDIA GPU"):
-        heter_place("gpu", environ={"FLAGS_selected_gpus": "0"})
+        heter_place("gpu", Settings({"FLAGS_selected_gpus": "0"}))
     with pytest.raises(HeterDeviceError, match="is not a GPU index"):
-        heter_place("gpu", environ={"FLAGS_selected_gpus": "all"})
+        heter_place("gpu", Settings({"FLAGS_selected_gpus": "all"}))
 
 
 def role(heter_endpoints, kind=Role.WORKER):

@@ -42,7 +42,7 @@ OPERATOR = os.path.join(ROOT, "operator", "psjob_operator")
 F, C = "psjob.foundation", "psjob.cluster"
 # Lowest first: (layer, module prefixes).
 LAYERS = [
-    ("base", (F, f"{F}.hooks", f"{F}.roles", f"{F}.role_env", f"{F}.progress", f"{F}.metrics",
+    ("base", (F, f"{F}.hooks", f"{F}.roles", f"{F}.role_env", f"{F}.settings", f"{F}.progress", f"{F}.metrics",
               "psjob.reader", "psjob.dataset", "psjob._batch")),
     ("jobspec", (f"{F}.jobspec",)),
     ("kernels", (f"{F}.kernels", f"{F}.cuda")),

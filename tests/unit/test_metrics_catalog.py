@@ -10,7 +10,7 @@ import re
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from psjob.foundation import metrics
+from psjob.foundation import metrics, roles
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "user" / "metrics.md"
@@ -205,10 +205,11 @@ def test_serve_metrics_refuses_a_bad_port_before_opening_anything(port):
 
 
 def test_the_metrics_port_comes_from_the_environment_with_a_default():
-    assert metrics.metrics_port_from_env({}) == metrics.DEFAULT_METRICS_PORT
-    assert metrics.metrics_port_from_env({"PSJOB_METRICS_PORT": "9200"}) == 9200
+    from psjob.foundation.settings import Settings
+    assert Settings({}).metrics.port == roles.DEFAULT_METRICS_PORT and not Settings({}).metrics.enabled
+    assert Settings({"PSJOB_METRICS_PORT": "9200"}).metrics.port == 9200
     # 0 = any free port: local runs put several processes on one host.
-    assert metrics.metrics_port_from_env({"PSJOB_METRICS_PORT": "0"}) == 0
+    assert Settings({"PSJOB_METRICS_PORT": "0"}).metrics.port == 0
     for bad in ("http", "-1", "70000"):
         with pytest.raises(ValueError, match="PSJOB_METRICS_PORT"):
-            metrics.metrics_port_from_env({"PSJOB_METRICS_PORT": bad})
+            Settings({"PSJOB_METRICS_PORT": bad}).metrics

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from psjob.cluster.pserver.observability import heter_telemetry_from_env, telemetry_from_env
+from psjob.cluster.pserver.observability import heter_telemetry, pserver_telemetry
 from psjob.foundation import jobspec, metrics, roles
+from psjob.foundation.settings import Settings, metrics_host
 
 EXAMPLE = "examples/ctr-cpu.yaml"
 
@@ -23,7 +24,7 @@ def launched_pserver_env(index: int) -> dict[str, str]:
 def test_a_launched_pservers_metrics_listen_on_loopback_only(index):
     env = launched_pserver_env(index)
     assert env["PSJOB_CURRENT_ENDPOINT"].startswith(f"127.0.0.{index + 1}:")
-    telemetry = telemetry_from_env(env)
+    telemetry = pserver_telemetry(Settings(env).metrics)
     try:
         assert telemetry.server.host == "127.0.0.1"
     finally:
@@ -32,8 +33,8 @@ def test_a_launched_pservers_metrics_listen_on_loopback_only(index):
 
 def test_a_pserver_or_heter_trainer_in_a_pod_listens_on_every_interface():
     pod = {"POD_IP": "10.244.1.7", "PSJOB_PSERVER_INDEX": "auto", metrics.METRICS_PORT_ENV: "0"}
-    for serve in (telemetry_from_env, heter_telemetry_from_env):
-        telemetry = serve(pod)
+    for serve in (pserver_telemetry, heter_telemetry):
+        telemetry = serve(Settings(pod).metrics)
         try:
             assert telemetry.server.host == "0.0.0.0"
         finally:
@@ -49,4 +50,4 @@ def test_a_pserver_or_heter_trainer_in_a_pod_listens_on_every_interface():
     ({}, "0.0.0.0"),
 ])
 def test_the_listener_address_follows_the_processs_own_address(env, host):
-    assert metrics.metrics_host(env) == host
+    assert metrics_host(env) == host

@@ -107,7 +107,8 @@ def test_distributed_batch_sampler_splits_as_paddle():
 
 def test_distributed_batch_sampler_reads_the_launchers_environment(monkeypatch):
     from psjob.io import DistributedBatchSampler
-    monkeypatch.setattr("psjob.io.process_environment", lambda: {"PADDLE_TRAINERS_NUM": "2", "PADDLE_TRAINER_ID": "1"})
+    monkeypatch.setenv("PADDLE_TRAINERS_NUM", "2")
+    monkeypatch.setenv("PADDLE_TRAINER_ID", "1")
     s = DistributedBatchSampler(list(range(8)), 2)
     assert (s.nranks, s.local_rank, list(s)) == (2, 1, [[2, 3], [6, 7]])
     with pytest.raises(ValueError, match="rank 2 >= num_replicas 2"):

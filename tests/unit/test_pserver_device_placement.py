@@ -13,11 +13,12 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob.cluster.inmemory import InMemoryCluster
-from psjob.cluster.pserver.pserver import DevicePlacement, OnDevice, ServeOptions, options_from_env, place_on_device
+from psjob.cluster.pserver.pserver import DevicePlacement, OnDevice, ServeOptions, place_on_device, serve_options
 from psjob.cluster.pserver.pserver_state import PserverOptions
 from psjob.fluid.transpiler import DistributeTranspiler
 from psjob.fluid.transpiler import deserialize_dist_program as load
 from psjob.fluid.transpiler import serialize_dist_program as dump
+from psjob.foundation.settings import Settings
 from psjob.foundation.tables import SparseTable, TableConfig
 
 EPS = ["127.0.0.1:6270", "127.0.0.1:6271"]
@@ -172,11 +173,11 @@ def test_on_device_wraps_only_the_request_methods():
 
 def test_the_device_option_flows_from_the_environment_and_bad_values_fail_at_start():
     assert ServeOptions().device == "cpu"
-    assert options_from_env({}).device == "cpu"
-    assert options_from_env({"PSJOB_DEVICE": "gpu"}).device == "gpu"
-    assert options_from_env({"PSJOB_DEVICE": "cpu", "PSJOB_PSERVER_DEVICE": "gpu:1"}).device == "gpu:1"
+    assert serve_options(Settings({})).device == "cpu"
+    assert serve_options(Settings({"PSJOB_DEVICE": "gpu"})).device == "gpu"
+    assert serve_options(Settings({"PSJOB_DEVICE": "cpu", "PSJOB_PSERVER_DEVICE": "gpu:1"})).device == "gpu:1"
     with pytest.raises(ValueError, match="PSJOB_PSERVER_DEVICE: pserver device must be cpu, gpu or gpu:N"):
-        options_from_env({"PSJOB_PSERVER_DEVICE": "cuda"})
+        serve_options(Settings({"PSJOB_PSERVER_DEVICE": "cuda"}))
 
 
 def test_a_device_table_equals_the_host_table_row_for_row_after_the_same_pushes():
@@ -222,7 +223,7 @@ def test_placement_routing_is_computed_from_the_program_alone():
 
 
 def test_spec_pserver_device_gpu_gives_pserver_pods_a_gpu_and_psjob_device():
-    """The job spec → operator → pod → options_from_env chain for `spec.pserver.device: gpu`."""
+    """The job spec → operator → pod → serve_options chain for `spec.pserver.device: gpu`."""
     from psjob.foundation.jobspec import parse_job
     from psjob_operator import builders
     spec = parse_job({"apiVersion": "psjob.dev/v1alpha1", "kind": "ParameterServerJob",
@@ -238,7 +239,6 @@ def test_spec_pserver_device_gpu_gives_pserver_pods_a_gpu_and_psjob_device():
     assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in pod["volumes"]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["PSJOB_DEVICE"] == "gpu"
-    from psjob.cluster.pserver.pserver import device_from_env
-    assert device_from_env(env) == "gpu"   # what options_from_env reads in the pod
+    assert Settings(env).serve.device == "gpu"   # what serve_options reads in the pod
     workers = next(c for c in kids if c["kind"] == "Job")["spec"]["template"]["spec"]["containers"][0]
     assert "nvidia.com/gpu" not in workers.get("resources", {}).get("limits", {})

@@ -81,7 +81,8 @@ def test_the_topology_file_supplies_what_the_environment_does_not_set_and_the_en
     env = RoleEnv.from_environ(bare, hostname="x")
     assert env.pserver_endpoints == topology.pserver_endpoints and (env.trainers, env.index) == (3, 1)
     assert (env.mode, env.k_steps, env.job_name) == ("geo", 9, "ctr")
-    assert env.settings["PSJOB_AUTH_TOKEN_FILE"] == roles.KUBERNETES_AUTH_TOKEN_FILE
+    assert env.environ["PSJOB_AUTH_TOKEN_FILE"] == roles.KUBERNETES_AUTH_TOKEN_FILE
+    assert env.settings.rpc.auth_token_file == roles.KUBERNETES_AUTH_TOKEN_FILE
     assert RoleEnv.from_environ({**bare, "PSJOB_K_STEPS": "4"}, hostname="x").k_steps == 4
 
 
@@ -92,3 +93,32 @@ def test_an_unreadable_topology_file_is_named(tmp_path):
     (tmp_path / "bad.json").write_text('{"pservers": 2}')
     with pytest.raises(RoleEnvError, match="bad.json: not a job topology .*unknown JobTopology field"):
         RoleEnv.from_environ({**bare, "PSJOB_TOPOLOGY_FILE": str(tmp_path / "bad.json")}, hostname="x")
+
+
+def test_the_settings_are_parsed_once_from_the_completed_environment_and_typed():
+    from psjob.foundation.settings import Settings, SettingsError
+    # A pserver container started in a pod: the command completes PSJOB_BIND_ALL, and the
+    # RoleEnv's settings are parsed from that completed environment.
+    env, from_hostname = RoleEnv.for_command(roles.PSERVER, "psjob pserver", rendered(roles.PSERVER, None),
+                                             hostname="ctr-pserver-1")
+    assert from_hostname and env.index == 1
+    assert env.environ["PSJOB_BIND_ALL"] == "1" and env.settings.serve.bind_all_interfaces
+    assert env.settings.checkpoint.root == roles.KUBERNETES_CHECKPOINT_DIR
+    assert env.settings.process.mode is roles.Mode.SYNC and env.mode is roles.Mode.SYNC
+    # One frozen object per concern, parsed on first use and kept.
+    settings = Settings({"PSJOB_RPC_DEADLINE_S": "2"})
+    assert settings.rpc is settings.rpc and settings.rpc.retry.deadline_s == 2.0
+    with pytest.raises(Exception, match="frozen|cannot assign"):
+        settings.rpc.wait_server_timeout_s = 1.0
+    # A bad value fails where its concern is asked for, naming the variable.
+    bad = Settings({"PSJOB_MODE": "fast", "PSJOB_METRICS_PORT": "9200"})
+    assert bad.metrics.port == 9200
+    with pytest.raises(SettingsError, match="PSJOB_MODE must be one of sync, async, half_async, geo, collective"):
+        bad.process
+
+
+def test_a_command_that_contradicts_the_role_environment_is_refused_by_name():
+    with pytest.raises(RoleEnvError, match="started with PADDLE_TRAINING_ROLE=TRAINER: run psjob worker"):
+        RoleEnv.for_command(roles.PSERVER, "psjob pserver", rendered(roles.TRAINER, 0))
+    with pytest.raises(RoleEnvError, match="psjob worker reads its job from the environment"):
+        RoleEnv.for_command(roles.TRAINER, "psjob worker", {})

@@ -171,15 +171,15 @@ def test_every_variable_psjob_sets_is_reserved():
 
 
 def test_the_incremental_checkpoint_policy_reaches_every_role_and_the_pserver_and_trainer_settings():
-    from psjob.cluster.checkpoint_protocol import incremental_from_env
     from psjob.cluster.trainer.checkpointer import CheckpointConfig
+    from psjob.foundation.settings import Settings
     topo = roles.kubernetes_topology(job(checkpoint={"incremental": {"enabled": True, "baseEvery": 4}}), "ml")
     for role in (roles.PSERVER, roles.TRAINER):
         env = roles.role_environment(topo, role, 0)
         assert env["PSJOB_CHECKPOINT_INCREMENTAL"] == "1" and env["PSJOB_CHECKPOINT_BASE_EVERY"] == "4"
-    config = CheckpointConfig.from_env(roles.role_environment(topo, roles.TRAINER, 0))
+    config = CheckpointConfig.of(Settings(roles.role_environment(topo, roles.TRAINER, 0)))
     assert config.incremental and config.base_every == 4
-    assert incremental_from_env(roles.role_environment(topo, roles.PSERVER, 0))  # the pserver's ServeOptions
+    assert Settings(roles.role_environment(topo, roles.PSERVER, 0)).checkpoint.incremental  # the pserver's ServeOptions
     assert roles.topology_from_dict(roles.topology_to_dict(topo)) == topo
     with pytest.raises(Exception, match="PSJOB_CHECKPOINT_INCREMENTAL is set by psjob"):
         job(worker={"replicas": 1, "env": [{"name": "PSJOB_CHECKPOINT_INCREMENTAL", "value": "1"}]})

@@ -7,19 +7,23 @@ from types import SimpleNamespace
 
 import pytest
 
-from psjob.cluster import checkpoint_protocol as protocol
 from psjob.cluster.pserver import checkpoint_service
-from psjob.cluster.pserver.pserver import options_from_env
+from psjob.cluster.pserver.pserver import serve_options
 from psjob.cluster.rpc.base_server import READ_TIMEOUT_S
 from psjob.cluster.rpc.dataplane import ByteBudget
 from psjob.cluster.rpc.server import MAX_PREFETCH_IDS
+from psjob.foundation.settings import CHECKPOINT_FREEZE_LEASE_S, Settings
+
+
+def options_from(environ):
+    return serve_options(Settings(environ))
 
 
 def test_the_rpc_bounds_come_from_the_settings_and_bad_values_are_named():
-    o = options_from_env({})
+    o = options_from({})
     assert (o.read_timeout_s, o.max_in_flight_bytes, o.max_prefetch_ids, o.save_roots) == \
         (READ_TIMEOUT_S, 0, MAX_PREFETCH_IDS, ())
-    o = options_from_env({"PSJOB_RPC_READ_TIMEOUT_S": "2.5", "PSJOB_RPC_MAX_IN_FLIGHT_BYTES": str(3 << 30),
+    o = options_from({"PSJOB_RPC_READ_TIMEOUT_S": "2.5", "PSJOB_RPC_MAX_IN_FLIGHT_BYTES": str(3 << 30),
                           "PSJOB_RPC_MAX_PREFETCH_IDS": "1000", "PSJOB_RPC_MAX_MESSAGE_BYTES": "0",
                           "PSJOB_SAVE_ROOTS": "/data/a,,s3://b/models"})
     assert (o.read_timeout_s, o.max_in_flight_bytes, o.max_prefetch_ids, o.max_message_bytes) == \
@@ -30,15 +34,15 @@ def test_the_rpc_bounds_come_from_the_settings_and_bad_values_are_named():
                                ("PSJOB_RPC_MAX_PREFETCH_IDS", "-1", "must be positive"),
                                ("PSJOB_RPC_MAX_IN_FLIGHT_BYTES", "1.5", "expected a int")):
         with pytest.raises(ValueError, match=f"{name}='{raw}': {message}"):
-            options_from_env({name: raw})
+            options_from({name: raw})
     with pytest.raises(ValueError, match="PSJOB_RPC_MAX_IN_FLIGHT_BYTES=1048576 is below the message cap 2097152"):
-        options_from_env({"PSJOB_RPC_MAX_IN_FLIGHT_BYTES": str(1 << 20), "PSJOB_RPC_MAX_MESSAGE_BYTES": str(2 << 20)})
+        options_from({"PSJOB_RPC_MAX_IN_FLIGHT_BYTES": str(1 << 20), "PSJOB_RPC_MAX_MESSAGE_BYTES": str(2 << 20)})
 
 
 def test_a_freeze_lease_is_capped_where_it_is_set_and_where_it_is_granted():
-    assert protocol.freeze_lease_from_env({protocol.LEASE_ENV: "600"}) == 600.0
+    assert Settings({CHECKPOINT_FREEZE_LEASE_S: "600"}).checkpoint.freeze_lease_s == 600.0
     with pytest.raises(ValueError, match="at most 600 seconds"):
-        protocol.freeze_lease_from_env({protocol.LEASE_ENV: "601"})
+        Settings({CHECKPOINT_FREEZE_LEASE_S: "601"}).checkpoint
     assert checkpoint_service._lease({"lease": "600"}) == 600.0
     for raw in ("1e9", "601"):
         with pytest.raises(ValueError, match="exceeds the longest freeze a pserver grants, 600 seconds"):

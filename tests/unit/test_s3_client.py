@@ -10,6 +10,7 @@ import pytest
 
 from psjob.foundation.checkpoint import s3client
 from psjob.foundation.checkpoint.storage import StorageError
+from psjob.foundation.settings import Settings, SettingsError
 
 AWS_EXAMPLE = s3client.Keys("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -44,11 +45,11 @@ def test_uris_parse_to_bucket_and_normalized_key_or_are_refused_naming_the_probl
 
 
 def test_a_custom_endpoint_addresses_buckets_by_path_and_aws_by_virtual_host():
-    minio = s3client.Config.from_env({"AWS_ENDPOINT_URL": "http://minio.storage:9000/", "AWS_ACCESS_KEY_ID": "a",
-                                      "AWS_SECRET_ACCESS_KEY": "b"})
+    minio = s3client.Config.of(Settings({"AWS_ENDPOINT_URL": "http://minio.storage:9000/", "AWS_ACCESS_KEY_ID": "a",
+                                      "AWS_SECRET_ACCESS_KEY": "b"}).s3)
     assert minio.location("ckpt") == ("http", "minio.storage:9000", "/ckpt") and minio.region == "us-east-1"
-    aws = s3client.Config.from_env({"AWS_DEFAULT_REGION": "eu-central-1"})
+    aws = s3client.Config.of(Settings({"AWS_DEFAULT_REGION": "eu-central-1"}).s3)
     assert aws.location("ckpt") == ("https", "ckpt.s3.eu-central-1.amazonaws.com", "")
     assert aws.location("my.dotted.bucket") == ("https", "s3.eu-central-1.amazonaws.com", "/my.dotted.bucket")
-    with pytest.raises(StorageError, match="not an http:// or https:// URL"):
-        s3client.Config.from_env({"AWS_ENDPOINT_URL": "minio:9000"})
+    with pytest.raises(SettingsError, match="not an http:// or https:// URL"):
+        Settings({"AWS_ENDPOINT_URL": "minio:9000"}).s3

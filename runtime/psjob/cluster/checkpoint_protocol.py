@@ -45,70 +45,12 @@ from __future__ import annotations
 
 import json
 
-from psjob.foundation.role_env import process_environment
-
-# How long a freeze holds without trainer 0 renewing it. Trainer 0 renews every
-# lease/4 while it saves, so a long save is never cut short; a trainer 0 that dies
-# inside the freeze stalls updates for at most this long (docs/user/checkpoints.md).
-LEASE_ENV = "PSJOB_CHECKPOINT_FREEZE_LEASE_S"
-DEFAULT_FREEZE_LEASE_S = 10.0
-# The longest lease a pserver grants: every update waits while a freeze holds, so a
-# longer one would let a single command (or a dead trainer 0) stall training for longer.
-MAX_FREEZE_LEASE_S = 600.0
-
-
-def freeze_lease_from_env(environ=None) -> float:
-    """PSJOB_CHECKPOINT_FREEZE_LEASE_S (seconds, > 0 and at most MAX_FREEZE_LEASE_S), or
-    the default when unset."""
-    env = process_environment() if environ is None else environ
-    raw = (env.get(LEASE_ENV, "") or "").strip()
-    if not raw:
-        return DEFAULT_FREEZE_LEASE_S
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{LEASE_ENV}={raw!r} is not a number of seconds") from None
-    if not 0 < value < float("inf"):  # also refuses nan
-        raise ValueError(f"{LEASE_ENV}={raw!r}: the freeze lease must be a positive number of seconds")
-    if value > MAX_FREEZE_LEASE_S:
-        raise ValueError(f"{LEASE_ENV}={raw!r}: at most {MAX_FREEZE_LEASE_S:.0f} seconds (a pserver grants no "
-                         f"longer freeze)")
-    return value
-
-# Delta checkpoints (docs/user/checkpoints.md, "Incremental checkpoints"): read by trainer 0
-# (whether and how often to write deltas) and by the pservers (track table changes from
-# their restore on; otherwise from the first checkpoint that asks them to).
-INCREMENTAL_ENV = "PSJOB_CHECKPOINT_INCREMENTAL"
-BASE_EVERY_ENV = "PSJOB_CHECKPOINT_BASE_EVERY"
-DEFAULT_BASE_EVERY = 10
-
-
-def incremental_from_env(environ=None) -> bool:
-    """PSJOB_CHECKPOINT_INCREMENTAL: 1/true (deltas on) or 0/false/unset (every checkpoint whole)."""
-    env = process_environment() if environ is None else environ
-    raw = (env.get(INCREMENTAL_ENV, "") or "").strip().lower()
-    if raw in ("", "0", "false", "no", "off"):
-        return False
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    raise ValueError(f"{INCREMENTAL_ENV}={raw!r}: expected 1 or 0 (true or false)")
-
-
-def base_every_from_env(environ=None) -> int:
-    """PSJOB_CHECKPOINT_BASE_EVERY: every N-th checkpoint is a base, the N-1 between are deltas
-    (an integer >= 1; 1: every checkpoint a base); default 10."""
-    env = process_environment() if environ is None else environ
-    raw = (env.get(BASE_EVERY_ENV, "") or "").strip()
-    if not raw:
-        return DEFAULT_BASE_EVERY
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{BASE_EVERY_ENV}={raw!r} is not an integer") from None
-    if value < 1:
-        raise ValueError(f"{BASE_EVERY_ENV}={raw!r}: must be at least 1 (1 writes every checkpoint whole)")
-    return value
-
+# The freeze lease (how long a freeze holds without trainer 0 renewing it: trainer 0
+# renews every lease/4 while it saves, so a long save is never cut short; a trainer 0 that
+# dies inside the freeze stalls updates for at most this long, docs/user/checkpoints.md)
+# and delta checkpoints (PSJOB_CHECKPOINT_INCREMENTAL, _BASE_EVERY: read by trainer 0 and
+# by the pservers) are settings: psjob.foundation.settings.CheckpointSettings.
+from psjob.foundation.settings import DEFAULT_BASE_EVERY, DEFAULT_FREEZE_LEASE_S, MAX_FREEZE_LEASE_S  # noqa: F401
 
 FREEZE, RENEW, SAVE, THAW, COMMIT = "psjob:freeze", "psjob:renew", "psjob:save", "psjob:thaw", "psjob:commit"
 FAILED = "psjob:failed"

@@ -3,7 +3,7 @@ init_parallel_env, which forms the collective trainers' ring (docs/user/collecti
 spawn is refused with an error naming the alternative."""
 from __future__ import annotations
 
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.settings import process_settings
 
 
 def get_rank() -> int:
@@ -12,7 +12,7 @@ def get_rank() -> int:
     from psjob.distributed.fleet import fleet
     if fleet.initialized:
         return fleet.worker_index()
-    return int(process_environment().get("PADDLE_TRAINER_ID", "0") or 0)
+    return process_settings().process.trainer_id
 
 
 def get_world_size() -> int:
@@ -20,8 +20,7 @@ def get_world_size() -> int:
     from psjob.distributed.fleet import fleet
     if fleet.initialized:
         return fleet.worker_num()
-    env = process_environment()
-    return int(env.get("PADDLE_TRAINERS_NUM") or env.get("PADDLE_TRAINERS") or 1)
+    return process_settings().process.trainers
 
 
 def _collective(name):

@@ -20,6 +20,7 @@ from psjob.fleet.strategy import ResolvedStrategy
 from psjob.fluid import framework
 from psjob.fluid.framework import Program
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
+from psjob.foundation.roles import Mode
 
 
 @dataclass
@@ -43,7 +44,7 @@ def build_job(rm: RoleMakerBase, strategy: ResolvedStrategy, table_optimizer: st
     if rm.is_heter_worker():
         job.heter.keep_programs(main, startup)  # sections are split per trainer in init_server
         return job
-    if strategy.mode == "geo":
+    if strategy.mode is Mode.GEO:
         # The trainers run the single-machine programs (with their optimizers) themselves,
         # so those stay the default programs a Paddle 2.x script runs; the transpiler plans
         # the pservers from copies.
@@ -63,7 +64,7 @@ def build_job(rm: RoleMakerBase, strategy: ResolvedStrategy, table_optimizer: st
     if rm.is_server():
         job.pserver_main, job.pserver_startup = t.get_pserver_programs(rm.current_endpoint())
         job.main, job.startup = job.pserver_main, job.pserver_startup
-    elif strategy.mode == "geo":
+    elif strategy.mode is Mode.GEO:
         if main._distributed_lookup_tables:
             raise FleetError("geo mode trains local copies of every parameter: a distributed lookup "
                                   "table (embedding is_distributed=True) needs the async mode")

@@ -52,6 +52,8 @@ from psjob.fluid.optimizer import Optimizer, check_table_optimizer
 from psjob.fluid.transpiler.collective import add_gen_nccl_id, insert_grad_allreduce
 from psjob.foundation import hooks
 from psjob.foundation.role_env import CollectiveEnv
+from psjob.foundation.roles import Mode
+from psjob.foundation.settings import Settings
 
 __all__ = ["DistributedOptimizer", "Fleet", "FleetError"]
 
@@ -74,7 +76,7 @@ class Fleet:
             # Collective (NCCL2-mode) training: every process is a trainer of the ring that
             # PADDLE_TRAINER_ENDPOINTS names (docs/user/collective.md).
             self._collective = getattr(role_maker, "collective", None) or CollectiveEnv.from_environ(
-                role_maker.settings() if isinstance(role_maker, RoleMakerBase) else None)
+                role_maker.settings().environ if isinstance(role_maker, RoleMakerBase) else None)
             self._role_maker = None
             return
         self._collective = getattr(role_maker, "collective", None)
@@ -100,8 +102,8 @@ class Fleet:
             raise FleetError("call fleet.init(role_maker) first")
         return self._role_maker
 
-    def role_settings(self):
-        """The PSJOB_*/PADDLE_* settings of this process's role (RoleMakerBase.settings)."""
+    def role_settings(self) -> Settings:
+        """This process's settings, its role's (RoleMakerBase.settings)."""
         return self._rm().settings()
 
     def is_server(self):
@@ -163,10 +165,12 @@ class Fleet:
         return ",".join(endpoints) if to_string else endpoints
 
     @property
-    def mode(self) -> str:
+    def mode(self) -> Mode | None:
+        """The training mode; None before distributed_optimizer (a parameter-server job's
+        mode is its strategy's)."""
         if self._collective is not None:
-            return "collective"
-        return self._strategy.mode if self._strategy else ""
+            return Mode.COLLECTIVE
+        return self._strategy.mode if self._strategy else None
 
     @property
     def main_program(self):
@@ -194,10 +198,9 @@ class Fleet:
             return CollectiveOptimizer(self, optimizer)
         self._rm()
         self._strategy = strategies.resolve(strategy)
-        # Fleet 2.x makes sparse embeddings pserver tables; Fluid 1.x's transpiler config does not.
-        self._sparse_tables = isinstance(strategy, strategies.DistributedStrategy)
+        self._sparse_tables = self._strategy.sparse_tables
         # None: the optimizer's own table_optimizer setting (default "same") decides.
-        self._table_optimizer = getattr(strategy, "table_optimizer", None)
+        self._table_optimizer = self._strategy.table_optimizer
         if self._table_optimizer is not None:
             check_table_optimizer(self._table_optimizer, "strategy.table_optimizer")
         return DistributedOptimizer(self, optimizer, self._table_optimizer)

@@ -37,7 +37,8 @@ from psjob.fluid.transpiler.heter_split import (
     served_trainers,
     split_heter_program,
 )
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.roles import Mode
+from psjob.foundation.settings import Settings, process_settings
 
 DEVICE_GUARDS = ("cpu", "gpu", "xpu")
 
@@ -46,8 +47,9 @@ class HeterDeviceError(RuntimeError):
     """The heter trainer cannot run on the device the strategy names."""
 
 
-def heter_place(device_guard: str, environ=None):
-    """The Place of a heter trainer for `heter_worker_device_guard` (ParameterServerRuntime._get_executor)."""
+def heter_place(device_guard: str, settings: Settings | None = None):
+    """The Place of a heter trainer for `heter_worker_device_guard` (ParameterServerRuntime._get_executor);
+    a gpu one is FLAGS_selected_gpus' first of the process's settings (None: its environment's)."""
     guard = str(device_guard).lower()
     if guard not in DEVICE_GUARDS:
         raise ValueError(f"heter_worker_device_guard must be one of {', '.join(DEVICE_GUARDS)}; "
@@ -57,10 +59,10 @@ def heter_place(device_guard: str, environ=None):
     if guard == "xpu":
         raise HeterDeviceError("heter_worker_device_guard='xpu': XPU devices are not available in psjob "
                                "(no XPU runtime is built in); use 'gpu' or 'cpu'")
-    env = process_environment() if environ is None else environ
-    selected = (env.get("FLAGS_selected_gpus", "0") or "0").split(",")[0].strip()
+    settings = process_settings() if settings is None else settings
+    selected = settings.process.selected_gpus.split(",")[0].strip()
     if not selected.isdigit():
-        raise HeterDeviceError(f"FLAGS_selected_gpus={env.get('FLAGS_selected_gpus')!r} is not a GPU index")
+        raise HeterDeviceError(f"FLAGS_selected_gpus={settings.process.selected_gpus!r} is not a GPU index")
     place = CUDAPlace(int(selected))
     try:
         place.array_module()
@@ -98,7 +100,7 @@ class HeterRuntime:
                 f"the job has {len(heter_eps)} heter trainer(s) but the program has no op for them (a heter "
                 "section with no ops): build the layers they should run inside fluid.device_guard('gpu'), "
                 "or launch without --heter_worker_num")
-        if strategy.mode == "geo":
+        if strategy.mode is Mode.GEO:
             raise HeterSplitError("geo mode trains local copies of every parameter on each trainer; a heter "
                                   "job runs sync, async or half_async (a_sync=True with k_steps=0)")
         return cls(role_maker, strategy, heter_device_of(marked))
@@ -133,14 +135,15 @@ class HeterRuntime:
         self._origin = (main.clone(), startup.clone())
 
     def init_server(self) -> None:
-        from psjob.cluster.rpc.auth import token_from_env
+        from psjob.cluster.rpc.auth import job_token
         from psjob.cluster.rpc.client import PSClient
-        place = heter_place(self.strategy.heter_worker_device_guard)
         rm = self.rm
+        settings = rm.settings()
+        place = heter_place(self.strategy.heter_worker_device_guard, settings)
         index, count = rm.role_id(), len(self.heter_endpoints)
-        token = token_from_env(rm.settings())
+        token = job_token(settings)
         if self.strategy.launch_barrier:
-            probe = PSClient(rm.get_pserver_endpoints(), auth_token=token, settings=rm.settings())
+            probe = PSClient(rm.get_pserver_endpoints(), auth_token=token, settings=settings)
             try:
                 probe.wait_server_ready()
             finally:

@@ -10,7 +10,9 @@ import enum
 import socket
 
 from psjob.foundation import roles
-from psjob.foundation.role_env import CollectiveEnv, RoleEnv, RoleEnvError, process_environment
+from psjob.foundation.role_env import CollectiveEnv, RoleEnv, RoleEnvError
+from psjob.foundation.roles import Mode
+from psjob.foundation.settings import TRAINER_ID, Settings, process_settings
 
 
 class Role(enum.IntEnum):
@@ -34,7 +36,7 @@ class RoleMakerBase:
         self._server_endpoints: list[str] = []
         self._heter_endpoints: list[str] = []
         self._worker_endpoints: list[str] = []
-        self._mode = "sync"
+        self._mode = Mode.SYNC
         self._k_steps = 0
         self._worker_capacity = 0  # elastic jobs: the most trainers at once (0: not elastic)
         self._generated = False
@@ -42,10 +44,14 @@ class RoleMakerBase:
     def generate_role(self):
         self._generated = True
 
-    def settings(self):
-        """The PSJOB_*/PADDLE_* settings of this process (checkpoints, RPC, TLS, metrics): a
-        user-defined role's are the process environment; PaddleCloudRoleMaker's, its RoleEnv's."""
-        return process_environment()
+    def settings(self) -> Settings:
+        """This process's settings (checkpoints, RPC, TLS, metrics): a user-defined role's are
+        the process environment's, built once (on the first call) and kept; PaddleCloudRoleMaker's,
+        its RoleEnv's."""
+        settings = getattr(self, "_process_settings", None)
+        if settings is None:
+            settings = self._process_settings = process_settings()
+        return settings
 
     def is_worker(self) -> bool:
         return self._role == Role.WORKER
@@ -98,7 +104,7 @@ class RoleMakerBase:
         return ""
 
     @property
-    def mode(self) -> str:
+    def mode(self) -> Mode:
         return self._mode
 
 
@@ -136,28 +142,28 @@ class PaddleCloudRoleMaker(RoleMakerBase):
         super().__init__()
         if is_collective:
             # Collective: every process is a trainer of the ring PADDLE_TRAINER_ENDPOINTS names.
-            self._settings = process_environment() if environ is None else environ
+            self._settings = process_settings() if environ is None else Settings(environ)
             try:
-                self.collective = CollectiveEnv.from_environ(self._settings)
+                self.collective = CollectiveEnv.from_environ(self._settings.environ)
             except RoleEnvError as exc:
                 raise RoleMakerError(str(exc)) from None
             self.role_env = None
             self._server_endpoints, self._heter_endpoints = [], []
             self._worker_endpoints = list(self.collective.endpoints)
             self._worker_num, self._worker_capacity = self.collective.world_size, 0
-            self._mode, self._k_steps = "collective", 0
+            self._mode, self._k_steps = Mode.COLLECTIVE, 0
             self._role, self._current_id = Role.WORKER, self.collective.rank
             self._generated = True
             return
         if role_env is None:
             try:
-                role_env = RoleEnv.from_environ(process_environment() if environ is None else environ)
+                role_env = RoleEnv.from_environ(environ)  # None: this process's environment
             except RoleEnvError as exc:
                 raise RoleMakerError(str(exc)) from None
         self.role_env = role_env
         self.generate_role()
 
-    def settings(self):
+    def settings(self) -> Settings:
         return self._settings if self.collective is not None else self.role_env.settings
 
     def generate_role(self):
@@ -174,7 +180,7 @@ class PaddleCloudRoleMaker(RoleMakerBase):
         self._current_id = env.index if env.index is not None else self._register()
         if self._role == Role.WORKER and not 0 <= self._current_id < max(self._worker_num,
                                                                           self._worker_capacity):
-            raise RoleMakerError(f"PADDLE_TRAINER_ID {self._current_id} out of range "
+            raise RoleMakerError(f"{TRAINER_ID} {self._current_id} out of range "
                                  f"(PADDLE_TRAINERS={self._worker_num})")
         self._generated = True
 

@@ -14,6 +14,7 @@ from psjob.fluid import io
 from psjob.fluid.executor import CompiledProgram, Executor, ParallelExecutor
 from psjob.fluid.framework import Program
 from psjob.fluid.transpiler.vars_distributed import VarsDistributed
+from psjob.foundation.roles import Mode
 
 
 def check_save_args(api, executor, main_program) -> None:
@@ -39,7 +40,7 @@ def checkpoint_target(rm: RoleMakerBase, job: BuiltJob | None, program=None):
         raise FleetError("call distributed_optimizer(...).minimize(loss) before saving")
     program = program if program is not None else job.main
     overview = job.transpiler.vars_overview
-    if job.strategy.mode == "geo":  # trainers run the optimizers; pservers hold parameters only
+    if job.strategy.mode is Mode.GEO:  # trainers run the optimizers; pservers hold parameters only
         overview = VarsDistributed([dv for dv in overview.distributed_vars if dv.vtype == "Param"])
     tables = tuple(t.name for t in job.transpiler.plan.tables)
     dist = checkpoint_save.DistInfo(overview, tuple(rm.get_pserver_endpoints()), tables,

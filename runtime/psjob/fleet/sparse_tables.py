@@ -24,10 +24,11 @@ import weakref
 
 from psjob.fluid.framework import Program
 from psjob.fluid.transpiler.trainer_pass import TRAINER_KEEPS_ROWS, find_table_lookups, prefetch_table_lookups
+from psjob.foundation.roles import Mode
 
 log = logging.getLogger(__name__)
 
-PROMOTING_MODES = ("async", "half_async")
+PROMOTING_MODES = (Mode.ASYNC, Mode.HALF_ASYNC)
 
 
 def _candidates(program: Program) -> dict[str, list]:
@@ -54,7 +55,7 @@ def _candidates(program: Program) -> dict[str, list]:
     return out
 
 
-def promote_sparse_embedding(program: Program, mode: str) -> list[str]:
+def promote_sparse_embedding(program: Program, mode: Mode) -> list[str]:
     """Make every sparse embedding of `program` that only lookups read a distributed lookup
     table (before the optimizer is applied, so it appends each table's per-row update).
     Returns their names in first-lookup order; [] where `mode` keeps parameters dense or the

@@ -19,15 +19,19 @@ otherwise runtime_split_send_recv selects geo (geo_sgd_mode), half-async
 sync_mode=True; psjob's leaves it None ("not set"), and under Fleet a config
 that sets none of the asynchronous flags (sync_mode, runtime_split_send_recv,
 half_async, geo_sgd_mode) trains synchronously, as Paddle's default does.
+
+A ResolvedStrategy (a Mode and the knobs) is what the Fleet trains by; a caller that knows
+its Mode already (the built-in job: its role's PSJOB_MODE) passes one directly instead of
+spelling the mode in Paddle's booleans.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from psjob.cluster.trainer.communicator import CommunicatorConfig
 from psjob.fluid.transpiler import DistributeTranspilerConfig
-
-MODES = ("sync", "async", "half_async", "geo")
+from psjob.foundation.roles import Mode
 
 # The async communicator's knobs default to psjob.cluster.trainer.communicator's measured values, not to the
 # numbers Paddle's AsyncConfig proto shows (max_merge_var_num 1, send_queue_size 16): Paddle's
@@ -80,7 +84,7 @@ class DistributedStrategy:
 
 @dataclass(frozen=True)
 class ResolvedStrategy:
-    mode: str
+    mode: Mode
     k_steps: int = 0
     launch_barrier: bool = True
     max_merge_var_num: int = CommunicatorConfig.max_merge_var_num
@@ -88,10 +92,20 @@ class ResolvedStrategy:
     heter_worker_device_guard: str = "cpu"
     max_stale_steps: int | None = CommunicatorConfig.max_stale_steps
     predict_pulls: float | None = None  # None: by each parameter's optimizer
+    # Fleet 2.x makes sparse embeddings pserver tables (a DistributedStrategy); Fluid 1.x's
+    # transpiler config does not.
+    sparse_tables: bool = False
+    table_optimizer: str | None = None  # None: the optimizer's own table_optimizer decides
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", Mode(self.mode))  # a Mode, or its name
+        if not self.mode.uses_pservers:
+            raise ValueError(f"a parameter-server strategy's mode is one of sync, async, half_async, geo; "
+                             f"got {self.mode.value}")
 
     @property
     def sync_mode(self) -> bool:
-        return self.mode == "sync"
+        return self.mode is Mode.SYNC
 
 
 def _asks_for_async(config: DistributeTranspilerConfig) -> bool:
@@ -170,8 +184,17 @@ def _checked(cfg: dict) -> dict:
 def resolve(strategy) -> ResolvedStrategy:
     """Strategy (None, DistributedStrategy, DistributeTranspilerConfig, or a Fluid 1.x
     StrategyFactory strategy, read through its program config) → mode and knobs."""
+    if isinstance(strategy, ResolvedStrategy):
+        return strategy
+    resolved = _resolve(strategy)
+    # How the distributed table is updated, from any strategy object that says (the Fleet's
+    # table_optimizer attribute); None leaves it to the optimizer.
+    return dataclasses.replace(resolved, table_optimizer=getattr(strategy, "table_optimizer", None))
+
+
+def _resolve(strategy) -> ResolvedStrategy:
     if strategy is None:
-        return ResolvedStrategy("async")
+        return ResolvedStrategy(Mode.ASYNC)
     if hasattr(strategy, "get_program_config"):
         # Fluid 1.x's StrategyFactory strategies (psjob.fluid.incubate...distributed_strategy).
         strategy = strategy.get_program_config()
@@ -179,25 +202,25 @@ def resolve(strategy) -> ResolvedStrategy:
         knobs = _checked(strategy.a_sync_configs)
         k = knobs["k_steps"]
         if not strategy.a_sync and k == 0:
-            mode = "sync"
+            mode = Mode.SYNC
         elif strategy.a_sync and k == 0:
-            mode = "async"
+            mode = Mode.ASYNC
         elif strategy.a_sync and k > 0:
-            mode = "geo"
+            mode = Mode.GEO
         else:
             raise ValueError(f"k_steps={k} needs a_sync=True (geo mode); with a_sync=False set k_steps=0 "
                              "for sync training")
-        return ResolvedStrategy(mode, **knobs)
+        return ResolvedStrategy(mode, **knobs, sparse_tables=True)
     if isinstance(strategy, DistributeTranspilerConfig):
         if strategy.sync_mode or (strategy.sync_mode is None and not _asks_for_async(strategy)):
-            return ResolvedStrategy("sync")
+            return ResolvedStrategy(Mode.SYNC)
         if strategy.runtime_split_send_recv:
             if strategy.geo_sgd_mode:
                 k = int(strategy.geo_sgd_need_push_nums)
                 if k < 1:
                     raise ValueError(f"geo_sgd_need_push_nums must be >= 1, got {k}")
-                return ResolvedStrategy("geo", k)
-            return ResolvedStrategy("half_async" if strategy.half_async else "async")
-        return ResolvedStrategy("half_async")
-    raise TypeError("strategy must be a DistributedStrategy or a DistributeTranspilerConfig, "
+                return ResolvedStrategy(Mode.GEO, k)
+            return ResolvedStrategy(Mode.HALF_ASYNC if strategy.half_async else Mode.ASYNC)
+        return ResolvedStrategy(Mode.HALF_ASYNC)
+    raise TypeError("strategy must be a DistributedStrategy, a DistributeTranspilerConfig or a ResolvedStrategy, "
                     f"got {type(strategy).__name__}")

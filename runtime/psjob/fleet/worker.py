@@ -14,7 +14,7 @@ undoes all of it.
 """
 from __future__ import annotations
 
-from psjob.cluster.rpc.auth import token_from_env
+from psjob.cluster.rpc.auth import job_token
 from psjob.cluster.rpc.client import PSClient
 from psjob.cluster.trainer import client_service, telemetry
 from psjob.cluster.trainer.monitor import TrainerMonitor
@@ -22,6 +22,7 @@ from psjob.fleet.build import BuiltJob
 from psjob.fleet.role_maker import RoleMakerBase
 from psjob.fleet.strategy import predict_pulls_by_name
 from psjob.fluid.core import global_scope
+from psjob.foundation.roles import Mode
 
 
 class WorkerConnection:
@@ -30,12 +31,13 @@ class WorkerConnection:
 
     @classmethod
     def open(cls, rm: RoleMakerBase, job: BuiltJob, scope=None) -> WorkerConnection:
-        token = token_from_env(rm.settings())
-        client = PSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token, settings=rm.settings())
+        settings = rm.settings()
+        token = job_token(settings)
+        client = PSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token, settings=settings)
         if job.strategy.launch_barrier or rm.worker_capacity():
             # ... or exit 0 at once (TrainerAlreadyCompleted) when this trainer had completed.
             try:
-                client_service.wait_until_serving(client, rm.settings(), elastic=bool(rm.worker_capacity()))
+                client_service.wait_until_serving(client, settings, elastic=bool(rm.worker_capacity()))
             except BaseException:
                 client.close()
                 raise
@@ -43,7 +45,7 @@ class WorkerConnection:
             client.join()  # before the startup program pulls the parameters: see psjob.cluster.pserver.pserver_state
         s = job.strategy
         geo = None
-        if s.mode == "geo":
+        if s.mode is Mode.GEO:
             params = [p.name for p in job.geo_program.all_parameters() if p.trainable]
             geo = client_service.GeoSettings(scope or global_scope(), job.transpiler.vars_overview, params,
                                              rm.worker_num(), s.k_steps)
@@ -63,8 +65,8 @@ class WorkerConnection:
                 raise
         monitor = None
         if telemetry.current() is None:  # else the process observes its own loop: one telemetry per process
-            monitor = TrainerMonitor(job.main, rm.worker_index(), job.loss_name, service=service, client=client,
-                                     environ=rm.settings())
+            monitor = TrainerMonitor(job.main, rm.worker_index(), job.loss_name, settings, service=service,
+                                     client=client)
         return cls(client, service, job.heter, monitor)
 
     def members(self, first_pserver: str) -> list[int]:

@@ -36,24 +36,13 @@ from psjob.fluid.framework import (
     Operator,
     OpRole,
 )
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.settings import process_settings
 
 LOOKUP_TABLE = "lookup_table"
 MERGE_IDS = "merge_ids"
-ENV_EMBEDDING_FUSION = "PSJOB_EMBEDDING_FUSION"
-
-
-def _switch(environ=None) -> bool:
-    env = process_environment() if environ is None else environ
-    value = (env.get(ENV_EMBEDDING_FUSION, "") or "1").strip()
-    if value not in ("0", "1"):
-        raise ValueError(f"{ENV_EMBEDDING_FUSION}={value!r}: expected 1 (fuse embedding lookups and "
-                         "pools where a program has the shape) or 0 (run every program op by op)")
-    return value == "1"
-
-
-# Read once, at import; tests flip it to compare the two paths.
-enabled = _switch()
+# PSJOB_EMBEDDING_FUSION, read once at import (a process-wide switch of the engine: the
+# process's settings as it starts); tests flip it to compare the two paths.
+enabled = process_settings().switches.embedding_fusion
 
 
 def sole(ops):

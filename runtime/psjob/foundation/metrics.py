@@ -25,7 +25,6 @@ status code name (`OK`, `UNAUTHENTICATED`, ...). No metric sets a label named
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import logging
 import sys
 import threading
@@ -36,15 +35,14 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from psjob.foundation.role_env import process_environment
-
 # The port the images and the operator's pods use when PSJOB_METRICS_PORT is unset.
-from psjob.foundation.roles import DEFAULT_METRICS_PORT
+from psjob.foundation.roles import DEFAULT_METRICS_PORT  # noqa: F401  (the operator's and the tests' default)
+from psjob.foundation.settings import METRICS_PORT, process_settings
 
 _log = logging.getLogger(__name__)
 
 PREFIX = "psjob_"
-METRICS_PORT_ENV = "PSJOB_METRICS_PORT"
+METRICS_PORT_ENV = METRICS_PORT  # the variable; psjob.foundation.settings parses it
 
 # RPC latencies of the data plane: sub-millisecond loopback up to multi-second
 # pulls of large dense blocks over a busy network.
@@ -461,21 +459,6 @@ def sparse_table_collector(source: Callable[[], Iterable[SparseTableStats]], *,
     return collector
 
 
-def metrics_host(env: Mapping[str, str]) -> str:
-    """Listen on loopback when this process's own address is loopback (`psjob run`,
-    `psjob launch`: nothing outside this machine scrapes it), else on every interface
-    (pods: Prometheus scrapes the pod IP). The address comes from PADDLE_CURRENT_IP,
-    else PSJOB_CURRENT_ENDPOINT's host (pservers), else POD_IP."""
-    endpoint_host = env.get("PSJOB_CURRENT_ENDPOINT", "").rpartition(":")[0].strip("[]")
-    ip = env.get("PADDLE_CURRENT_IP") or endpoint_host or env.get("POD_IP", "")
-    try:
-        if ip and ipaddress.ip_address(ip).is_loopback:
-            return "127.0.0.1"
-    except ValueError:
-        pass
-    return "0.0.0.0"
-
-
 class MetricsServer:
     """A running /metrics HTTP endpoint; `close()` stops it and frees the port."""
 
@@ -509,25 +492,10 @@ def serve_metrics(port: int, registry: CollectorRegistry, host: str = "0.0.0.0")
     return MetricsServer(port, registry, host).port
 
 
-def metrics_port_from_env(environ: dict[str, str] | None = None) -> int:
-    """The port in $PSJOB_METRICS_PORT (0 = any free port, used by local runs where
-    several processes share one host), or DEFAULT_METRICS_PORT when unset."""
-    raw = (process_environment() if environ is None else environ).get(METRICS_PORT_ENV, "")
-    if raw == "":
-        return DEFAULT_METRICS_PORT
-    try:
-        port = int(raw)
-    except ValueError:
-        raise ValueError(f"{METRICS_PORT_ENV} must be a port number, got {raw!r}") from None
-    if not 0 <= port <= 65535:
-        raise ValueError(f"{METRICS_PORT_ENV} must be in 0..65535 (0 = any free port), got {port}")
-    return port
-
-
 def healthcheck(host: str = "127.0.0.1", timeout: float = 3.0) -> int:
     """Exit status for a container HEALTHCHECK: 0 when /metrics answers 200."""
     try:
-        port = metrics_port_from_env()
+        port = process_settings().metrics.port  # its own entry point: the container's settings
         with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout) as response:
             return 0 if response.status == 200 else 1
     except (OSError, ValueError) as error:

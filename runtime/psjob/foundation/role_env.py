@@ -12,16 +12,15 @@ resolved twice.
 Every problem is a RoleEnvError naming the variable and what it should hold.
 Stdlib only, like psjob.foundation.roles.
 
-This module is the only one of the runtime that reads the process environment
-(tests/unit/test_layering.py checks it): `process_environment()` is what every
-`from_env`/`*_from_env` reader gets when it is given no mapping, and a RoleEnv
-keeps the environment it was built from as `settings`, so whoever holds one
-passes `role_env.settings` down instead of reading again.
+With psjob.foundation.settings, this module owns the environment contract: only they
+read the process environment (tests/unit/test_environment_reads.py checks it). A RoleEnv
+keeps the environment it was built from as `environ` and its parsed settings (RPC, TLS,
+checkpoints, metrics, serving: psjob.foundation.settings.Settings) as `settings`, so
+whoever holds one passes `role_env.settings` down instead of reading again.
 """
 from __future__ import annotations
 
 import json
-import os
 import socket
 import types
 from collections.abc import Mapping
@@ -34,23 +33,19 @@ from psjob.foundation.roles import (
     COLLECTIVE,
     DEFAULT_PSERVER_PORT,
     HETER_TRAINER,
-    JOB_MODES,
     PSERVER,
     ROLES,
     TRAINER,
+    Mode,
     fluid_environment,
     job_environment,
     resolve_identity,
     split_endpoint,
     topology_from_dict,
 )
+from psjob.foundation.settings import Settings, SettingsError, parse_mode, process_environment
 
-
-def process_environment() -> Mapping[str, str]:
-    """This process's environment, read-only: the PSJOB_*/PADDLE_* settings (and the
-    AWS_*, CPU_NUM, ... of the libraries psjob stands in for). A process that changes
-    os.environ (the container entrypoints) is seen changed by the next call."""
-    return types.MappingProxyType(dict(os.environ))
+__all__ = ["CollectiveEnv", "RoleEnv", "RoleEnvError", "process_environment"]
 
 
 class RoleEnvError(ValueError):
@@ -71,14 +66,16 @@ class RoleEnv:
     trainer_endpoints: tuple[str, ...] = ()  # PADDLE_TRAINER_ENDPOINTS: trainer t named by its /metrics port
     heter_trainers: int = 0
     job_name: str = ""
-    mode: str = "sync"
+    mode: Mode = Mode.SYNC
     k_steps: int = 0
     device: str = "cpu"
     checkpoint_dir: str = ""
     auth_token_file: str = ""
-    # The environment this role was read from, completed (resolve_identity): the
-    # settings every component of the process reads (checkpoints, RPC, TLS, metrics).
-    settings: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # The environment this role was read from, completed (resolve_identity), and the
+    # settings parsed from it that every component of the process reads (checkpoints,
+    # RPC, TLS, metrics, serving): built once here, passed down.
+    environ: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    settings: Settings = field(default_factory=Settings, compare=False, repr=False)
     # Elastic jobs (PSJOB_MAX_TRAINERS): the most trainers at once, which the programs are
     # transpiled for; trainer ids run below it. 0: the trainer count is fixed.
     max_trainers: int = 0
@@ -108,10 +105,11 @@ class RoleEnv:
         except ValueError as exc:
             raise RoleEnvError(str(exc)) from None
         role = env["PADDLE_TRAINING_ROLE"]
-        mode = env.get("PSJOB_MODE", "") or "sync"
-        if mode not in JOB_MODES:
-            raise RoleEnvError(f"PSJOB_MODE must be one of {', '.join(JOB_MODES)}, got {mode!r}")
-        pservers = [] if mode == COLLECTIVE else _pserver_endpoints(env)
+        try:
+            mode = parse_mode(env.get("PSJOB_MODE", ""))
+        except SettingsError as exc:
+            raise RoleEnvError(str(exc)) from None
+        pservers = [] if mode is COLLECTIVE else _pserver_endpoints(env)
         heter = _endpoint_list(env, "PADDLE_HETER_TRAINER_IP_PORT_LIST")
         trainer_endpoints = _endpoint_list(env, "PADDLE_TRAINER_ENDPOINTS")
         trainers = _int(env, "PADDLE_TRAINERS", 1, minimum=1)
@@ -148,7 +146,40 @@ class RoleEnv:
                    device=env.get("PSJOB_DEVICE", "") or ("gpu" if role == HETER_TRAINER else "cpu"),
                    checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", ""),
                    auth_token_file=env.get("PSJOB_AUTH_TOKEN_FILE", ""), max_trainers=max_trainers,
-                   settings=types.MappingProxyType(env))
+                   environ=types.MappingProxyType(env), settings=Settings(env))
+
+
+    @classmethod
+    def for_command(cls, role: str, prog: str, environ: Mapping[str, str],
+                    hostname: str | None = None) -> tuple[RoleEnv, bool]:
+        """The RoleEnv of a built-in job's process started as `prog` for `role` (the container
+        entrypoints), and whether a pserver took its index from its hostname. What the command
+        implies goes into the environment first: PADDLE_TRAINING_ROLE when unset, PSJOB_BIND_ALL
+        for a pserver in a pod. A RoleEnvError names a contradiction with the command."""
+        env = dict(environ)
+        given = env.get("PADDLE_TRAINING_ROLE", "")
+        if not given:
+            if not (env.get("PADDLE_PSERVER_ENDPOINTS") or env.get("PADDLE_PSERVER_IPS")):
+                raise RoleEnvError(
+                    f"{prog} reads its job from the environment (PADDLE_TRAINING_ROLE, "
+                    "PADDLE_PSERVER_ENDPOINTS, PADDLE_TRAINERS, ...), and none is set: start it with "
+                    "`psjob run JOB.yaml` or through the operator")
+            env["PADDLE_TRAINING_ROLE"] = role
+        elif given != role:
+            expected = {PSERVER: "psjob pserver", TRAINER: "psjob worker",
+                        HETER_TRAINER: "psjob heter-worker"}.get(given, "a matching command")
+            raise RoleEnvError(f"started with PADDLE_TRAINING_ROLE={given}: run {expected} "
+                               f"for that role (or fix the role variable)")
+        if env.get("PSJOB_MODE") == COLLECTIVE:
+            raise RoleEnvError(f"{prog} is the built-in parameter-server job; a collective job "
+                               "(PSJOB_MODE=collective: no pservers) runs its own training script: "
+                               "set spec.command to it (docs/user/collective.md)")
+        from_hostname = role == PSERVER and env.get("PSJOB_PSERVER_INDEX", AUTO) == AUTO
+        if role == PSERVER and (from_hostname or env.get("KUBERNETES_SERVICE_HOST")) \
+                and "PSJOB_BIND_ALL" not in env:
+            # In a pod: bind 0.0.0.0:<port> (ServeOptions.bind_all_interfaces).
+            env["PSJOB_BIND_ALL"] = "1"
+        return cls.from_environ(env, hostname), from_hostname
 
 
 def _with_topology_file(env: dict[str, str]) -> dict[str, str]:

@@ -25,7 +25,7 @@ import numbers
 import numpy as np
 
 from psjob.fluid.reader import GeneratorLoader as FluidGeneratorLoader
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.settings import process_settings
 
 log = logging.getLogger("psjob.io")
 
@@ -236,7 +236,6 @@ class DistributedBatchSampler(BatchSampler):
     ParallelEnv), 1 and 0 when unset."""
 
     def __init__(self, dataset, batch_size, num_replicas=None, rank=None, shuffle=False, drop_last=False):
-        env = process_environment()
         for name, value, minimum in (("batch_size", batch_size, 1), ("num_replicas", num_replicas, 1),
                                      ("rank", rank, 0)):
             if value is not None and (not isinstance(value, numbers.Integral) or isinstance(value, bool)
@@ -245,8 +244,11 @@ class DistributedBatchSampler(BatchSampler):
         if not isinstance(shuffle, bool) or not isinstance(drop_last, bool):
             raise TypeError("DistributedBatchSampler: shuffle and drop_last must be bools")
         self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, int(batch_size), shuffle, drop_last
-        self.nranks = int(num_replicas if num_replicas is not None else env.get("PADDLE_TRAINERS_NUM") or 1)
-        self.local_rank = int(rank if rank is not None else env.get("PADDLE_TRAINER_ID") or 0)
+        if num_replicas is None or rank is None:  # Paddle's ParallelEnv: the launcher's settings
+            process = process_settings().process
+            num_replicas = process.trainers_num or 1 if num_replicas is None else num_replicas
+            rank = process.trainer_id if rank is None else rank
+        self.nranks, self.local_rank = int(num_replicas), int(rank)
         if self.local_rank >= self.nranks:
             raise ValueError(f"DistributedBatchSampler: rank {self.local_rank} >= num_replicas {self.nranks}")
         self.epoch = 0

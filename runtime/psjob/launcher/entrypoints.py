@@ -121,31 +121,8 @@ def _prepare_environment(role: str, prog: str) -> RoleEnv:
     and check it against the command. What the command implies (PADDLE_TRAINING_ROLE when
     unset; PSJOB_BIND_ALL for a pserver in a pod) goes into the RoleEnv's settings, which
     the services get from the Fleet: nothing reads the process environment again."""
-    env = dict(process_environment())
-    given = env.get("PADDLE_TRAINING_ROLE", "")
-    if not given:
-        if not (env.get("PADDLE_PSERVER_ENDPOINTS") or env.get("PADDLE_PSERVER_IPS")):
-            raise EntrypointError(
-                f"{prog} reads its job from the environment (PADDLE_TRAINING_ROLE, "
-                "PADDLE_PSERVER_ENDPOINTS, PADDLE_TRAINERS, ...), and none is set: start it with "
-                "`psjob run JOB.yaml` or through the operator")
-        env["PADDLE_TRAINING_ROLE"] = role
-    elif given != role:
-        expected = {roles.PSERVER: "psjob pserver", roles.TRAINER: "psjob worker",
-                    roles.HETER_TRAINER: "psjob heter-worker"}.get(given, "a matching command")
-        raise EntrypointError(f"started with PADDLE_TRAINING_ROLE={given}: run {expected} "
-                              f"for that role (or fix the role variable)")
-    if env.get("PSJOB_MODE") == roles.COLLECTIVE:
-        raise EntrypointError(f"{prog} is the built-in parameter-server job; a collective job "
-                              "(PSJOB_MODE=collective: no pservers) runs its own training script: "
-                              "set spec.command to it (docs/user/collective.md)")
-    from_hostname = role == roles.PSERVER and env.get("PSJOB_PSERVER_INDEX", roles.AUTO) == roles.AUTO
-    if role == roles.PSERVER and (from_hostname or env.get("KUBERNETES_SERVICE_HOST")) \
-            and "PSJOB_BIND_ALL" not in env:
-        # In a pod: bind 0.0.0.0:<port> (ServeOptions.bind_all_interfaces).
-        env["PSJOB_BIND_ALL"] = "1"
     try:
-        role_env = RoleEnv.from_environ(env)
+        role_env, from_hostname = RoleEnv.for_command(role, prog, process_environment())
     except RoleEnvError as exc:
         raise EntrypointError(str(exc)) from None
     if from_hostname:

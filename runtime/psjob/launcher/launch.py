@@ -84,13 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heter_worker_num", type=int, default=0, help="number of heterogeneous trainers")
     p.add_argument("--servers", default="", help="comma-separated ip:port of the pservers")
     p.add_argument("--log_dir", default="log", help="one log file per process goes here")
-    p.add_argument("--mode", default="sync", choices=roles.MODES)
+    p.add_argument("--mode", default=roles.Mode.SYNC.value,
+                   choices=[m.value for m in roles.Mode if m.uses_pservers])
     p.add_argument("--k_steps", type=int, default=0,
                    help="geo mode: local steps between exchanges (default "
                         f"{roles.DEFAULT_GEO_K_STEPS}, Paddle's and a job YAML's)")
     p.add_argument("--job_name", default="local")
     p.add_argument("--checkpoint_dir", "--checkpoint-uri", default="",
-                   help="PSJOB_CHECKPOINT_DIR for every process: a directory or s3://BUCKET/PREFIX "
+                   help="the checkpoint root of every process (PSJOB_CHECKPOINT_DIR): a directory or s3://BUCKET/PREFIX "
                         "(configured by the AWS_* variables of this environment)")
     p.add_argument("--checkpoint_incremental", "--checkpoint-incremental", action="store_true",
                    help="write delta checkpoints (the table rows changed since the previous one) "
@@ -146,22 +147,18 @@ def plan_collective(args: argparse.Namespace) -> LocalJob:
     extra = as_paddle_environment(process_environment()) if args.as_paddle else {}
     specs = []
     for t in range(n):
-        env = {"PADDLE_TRAINING_ROLE": roles.TRAINER, "TRAINING_ROLE": roles.TRAINER,
-               "PADDLE_TRAINER_ID": str(t), "PSJOB_TRAINER_ID": str(t), "PADDLE_TRAINERS_NUM": str(n),
-               "PADDLE_TRAINERS": str(n), "PADDLE_TRAINER_ENDPOINTS": ",".join(ring),
-               "PADDLE_CURRENT_ENDPOINT": ring[t], "PSJOB_JOB_NAME": args.job_name,
-               "PSJOB_AUTH_TOKEN_FILE": token_file, "PADDLE_DISTRI_BACKEND": "gloo"}
-        if args.metrics_port:
-            env["PSJOB_METRICS_PORT"] = str(args.metrics_port + t)
+        env = roles.collective_launch_environment(args.job_name, t, ring, token_file,
+                                                  args.metrics_port + t if args.metrics_port else None)
         specs.append(ProcessSpec(roles.TRAINER, t, argv, {**env, **extra},
                                  os.path.join(args.log_dir, f"workerlog.{t}"), 0))
-    return LocalJob(name=args.job_name, mode="collective", trainers=n, checkpoint_dir="", specs=specs,
+    return LocalJob(name=args.job_name, mode=roles.Mode.COLLECTIVE, trainers=n, checkpoint_dir="", specs=specs,
                     deadline=Deadline(args.timeout, "Timeout", f"--timeout {args.timeout:g}s")
                     if args.timeout else None,
                     summary_extra={"log_dir": os.path.abspath(args.log_dir)})
 
 
 def plan(args: argparse.Namespace) -> LocalJob:
+    args.mode = roles.Mode(args.mode)  # the flag's name, a Mode from here on
     if is_collective(args):
         return plan_collective(args)
     if args.servers:
@@ -194,7 +191,7 @@ def plan(args: argparse.Namespace) -> LocalJob:
     topo = roles.JobTopology(
         job_name=args.job_name, namespace="local", pserver_endpoints=tuple(endpoints),
         trainers=args.worker_num, heter_trainers=len(heter), heter_endpoints=tuple(heter),
-        mode=args.mode, k_steps=args.k_steps or (roles.DEFAULT_GEO_K_STEPS if args.mode == "geo" else 0),
+        mode=args.mode, k_steps=args.k_steps or (roles.DEFAULT_GEO_K_STEPS if args.mode is roles.Mode.GEO else 0),
         checkpoint_dir=checkpoint_root(args.checkpoint_dir),
         checkpoint_incremental=args.checkpoint_incremental, checkpoint_base_every=args.checkpoint_base_every,
         metrics_port=args.metrics_port, metrics_port_per_process=True, auth_token_file=token_file,
@@ -225,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     job = plan(args)
     pservers = sum(sp.role == roles.PSERVER for sp in job.specs)
     heter = f", {args.heter_worker_num} heter trainer(s)" if args.heter_worker_num else ""
-    mode = "collective (ring all-reduce)" if job.mode == "collective" else f"{args.mode} mode"
+    mode = "collective (ring all-reduce)" if job.mode == roles.Mode.COLLECTIVE else f"{args.mode} mode"
     opening = [f"[psjob] {args.job_name}: {pservers} pserver(s){heter} and {job.trainers} trainer(s), "
                f"{mode}, on this machine; logs in {args.log_dir}"]
     if args.metrics_port:

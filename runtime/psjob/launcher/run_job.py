@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from psjob.foundation import jobspec, roles
+from psjob.foundation.settings import TOPOLOGY_FILE
 from psjob.launcher import scale
 from psjob.launcher.job_progress import LogWatcher
 from psjob.launcher.local import (
@@ -254,7 +255,7 @@ def process_spec(job: jobspec.ParameterServerJob, run: LocalRun, role: str, inde
     if role == roles.TRAINER and index >= topology.trainers:
         topology = dataclasses.replace(topology, trainers=index + 1)
     env = roles.role_environment(topology, role, index)
-    env["PSJOB_TOPOLOGY_FILE"] = os.path.join(run.workdir, "topology.json")
+    env[TOPOLOGY_FILE] = os.path.join(run.workdir, "topology.json")
     env.update({var.name: var.value or "" for var in role_spec.env})
     spec = ProcessSpec(role, index, command_for(s, role, role_spec), env,
                        os.path.join(run.workdir, "logs", f"{LOG_NAME[role]}-{index}.log"))

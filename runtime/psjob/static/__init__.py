@@ -29,7 +29,7 @@ from psjob.fluid.framework import (
 from psjob.fluid.layers import create_global_var, create_parameter
 from psjob.fluid.layers.metric_op import accuracy, auc
 from psjob.fluid.param_attr import WeightNormParamAttr
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.settings import process_settings
 from psjob.static import nn
 from psjob.static.io import (
     load,
@@ -96,7 +96,7 @@ class InputSpec:
 
 def cpu_places(device_count=None):
     """`device_count` CPUPlaces (default: $CPU_NUM, else 1), as Paddle lists them."""
-    count = device_count if device_count is not None else int(process_environment().get("CPU_NUM", "1"))
+    count = device_count if device_count is not None else process_settings().process.cpu_num
     return [CPUPlace() for _ in range(count)]
 
 

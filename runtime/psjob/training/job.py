@@ -35,37 +35,32 @@ from psjob.cluster.trainer.checkpointer import Checkpointer
 from psjob.cluster.trainer.monitor import checkpoint_label
 from psjob.cluster.trainer.telemetry import TrainerTelemetry
 from psjob.dataset import ctr
-from psjob.fleet import DistributedStrategy, Fleet, PaddleCloudRoleMaker
+from psjob.fleet import Fleet, PaddleCloudRoleMaker
+from psjob.fleet.strategy import ResolvedStrategy
 from psjob.fluid.core import PlaceError
 from psjob.fluid.pipeline import pipelined
-from psjob.fluid.transpiler import DistributeTranspilerConfig
 from psjob.foundation.checkpoint import store
 from psjob.foundation.progress import ProgressReporter, ProgressState
 from psjob.foundation.role_env import RoleEnv
+from psjob.foundation.roles import Mode
 from psjob.training import data, stream
 from psjob.training.models import BUILT_IN as BUILT_IN_MODELS
 from psjob.training.models import ctr as ctr_model
 from psjob.training.options import TrainOptions
 
 
-def strategy_for(role: RoleEnv):
-    """The Fleet strategy of the job's mode (half_async has no DistributedStrategy spelling).
-
-    A heter trainer runs its section on the device of its role."""
+def strategy_for(role: RoleEnv, table_optimizer: str | None = None) -> ResolvedStrategy:
+    """The Fleet strategy of the job: its role's Mode, passed as it is (not spelled in Paddle's
+    DistributedStrategy booleans for the Fleet to decode). A heter trainer runs its section on
+    the device of its role; `table_optimizer` updates the distributed table (None: the
+    optimizer's own rule)."""
     mode = role.mode
-    if mode == "half_async":
-        config = DistributeTranspilerConfig()
-        config.sync_mode = False
-        config.runtime_split_send_recv = True
-        config.half_async = True
-        return config
-    strategy = DistributedStrategy()
-    strategy.a_sync = mode != "sync"
-    configs = {"k_steps": max(role.k_steps, 1) if mode == "geo" else 0}
-    if role.is_heter_trainer:
-        configs["heter_worker_device_guard"] = role.device
-    strategy.a_sync_configs = configs
-    return strategy
+    return ResolvedStrategy(
+        mode, k_steps=max(role.k_steps, 1) if mode is Mode.GEO else 0,
+        heter_worker_device_guard=role.device if role.is_heter_trainer else "cpu",
+        # Sparse embeddings become pserver tables as under a Fleet 2.x DistributedStrategy,
+        # except in half_async, which the job used to spell as Fluid 1.x's transpiler config.
+        sparse_tables=mode is not Mode.HALF_ASYNC, table_optimizer=table_optimizer)
 
 
 def place_for(device: str):
@@ -88,8 +83,7 @@ def build(opts: TrainOptions, fleet: Fleet, role: RoleEnv) -> ctr_model.CTRModel
                                  is_distributed=opts.distributed_table,
                                  optimizer=opts.optimizer, learning_rate=opts.learning_rate,
                                  mlp_device="gpu" if role.heter_trainers else "")
-    strategy = strategy_for(role)
-    strategy.table_optimizer = opts.table_optimizer
+    strategy = strategy_for(role, opts.table_optimizer)
     optimizer = fleet.distributed_optimizer(
         ctr_model.make_optimizer(config.optimizer, config.learning_rate), strategy)
     return ctr_model.build(config, fluid.Program(), fluid.Program(), optimizer=optimizer)
@@ -143,7 +137,7 @@ def run_trainer(opts: TrainOptions, role: RoleEnv | None = None) -> int:
     model = build(opts, fleet, role)
     exe = fluid.Executor(place_for(role.device))
     exe.collect_timing = True  # per-op timings split the batch time into push/pull/compute
-    telemetry = TrainerTelemetry.from_env(tid, role.settings)
+    telemetry = TrainerTelemetry.start(tid, role.settings)
     ckpt_dir = role.checkpoint_dir
     print(f"[psjob] trainer {tid} of {trainers}: {role.mode} mode, "
           f"{fleet.server_num()} pserver(s), {share.describe()}, batch {opts.batch}, "
@@ -238,7 +232,7 @@ def run_stream_trainer(opts: TrainOptions, fleet: Fleet, role: RoleEnv, config) 
     model = build(opts, fleet, role)
     exe = fluid.Executor(place_for(role.device))
     exe.collect_timing = True
-    telemetry = TrainerTelemetry.from_env(tid, role.settings)
+    telemetry = TrainerTelemetry.start(tid, role.settings)
     audit = stream.Audit(opts.audit_ids, tid)
     print(f"[psjob] trainer {tid} of {trainers}: {role.mode} mode, {fleet.server_num()} pserver(s), "
           f"stream {config.root} (layout {config.layout}, done marker {config.done_file}, "

@@ -34,16 +34,17 @@ import time
 from psjob.cluster.trainer.checkpointer import Checkpointer
 from psjob.cluster.trainer.telemetry import TrainerTelemetry
 from psjob.dataset import stream as data_stream
+from psjob.foundation.settings import DATA_STREAM, Settings
 from psjob.training.options import UsageError
 
-STREAM_SETTING = "PSJOB_DATA_STREAM"
+STREAM_SETTING = DATA_STREAM  # the job's spec.data.stream as JSON
 AUDIT_SLOT = 11  # one id per example, 100,000 values (psjob.dataset.ctr.SLOT_VOCAB)
 
 
-def config_from(settings) -> data_stream.StreamConfig | None:
-    """The stream of this job (None: not a stream job); a UsageError (exit status 2, not
-    retried) names a bad field."""
-    raw = (settings or {}).get(STREAM_SETTING, "") or ""
+def config_from(settings: Settings) -> data_stream.StreamConfig | None:
+    """The stream of this job, from its process's settings (None: not a stream job); a
+    UsageError (exit status 2, not retried) names a bad field."""
+    raw = settings.process.data_stream
     if not raw.strip():
         return None
     try:

@@ -3,20 +3,20 @@ all-reduces ROUNDS arrays (arange(SIZE) * (rank + 1), DTYPE) and prints each sum
 
     ring_peer.py RANK ENDPOINTS TOKEN ROUNDS SIZE DTYPE
 After the rounds it prints "idle" and blocks reading stdin (the test kills it or closes stdin).
-TLS as the process's PSJOB_TLS_* variables say (psjob.cluster.rpc.tls), as a trainer's ring takes it.
+TLS as the process's PSJOB_TLS_* variables say (its settings.rpc.tls), as a trainer's ring takes it.
 """
 import sys
 
 import numpy as np
 
 from psjob.cluster.collective.ring import CollectiveError, Ring
-from psjob.cluster.rpc.tls import tls_from_env
+from psjob.foundation.settings import process_settings
 
 
 def main():
     rank, endpoints, token, rounds, size, dtype = sys.argv[1:7]
     ring = Ring(int(rank), endpoints.split(","), token, timeout_s=30, connect_timeout_s=30,
-                tls=tls_from_env())
+                tls=process_settings().rpc.tls)
     try:
         ring.connect()
         print("joined", flush=True)

@@ -8,11 +8,11 @@ import threading
 
 from psjob.cluster.collective.ring import CollectiveError, PeerLostError, Ring
 from psjob.cluster.rpc.auth import read_token
-from psjob.cluster.rpc.tls import TlsConfigError, tls_from_env
+from psjob.cluster.rpc.tls import TlsConfigError
 from psjob.foundation import roles
-from psjob.foundation.role_env import CollectiveEnv, process_environment
+from psjob.foundation.role_env import CollectiveEnv
+from psjob.foundation.settings import process_settings
 
-ENV_TIMEOUT = "PSJOB_COLLECTIVE_TIMEOUT_S"  # how long a trainer waits on a silent peer
 _lock = threading.Lock()
 _ring: Ring | None = None
 _device = None  # nccl.NcclRing over _ring, made at the first CUDA all-reduce
@@ -38,12 +38,13 @@ def ring(rank=None, endpoints=None) -> Ring:
                 raise CollectiveError("collective training needs PADDLE_TRAINER_ENDPOINTS (every trainer's "
                                       "host:port) for its ring; launch with psjob launch --worker_num N")
             rank, endpoints = env.rank, env.endpoints or ("127.0.0.1:0",)
-        settings = process_environment()
-        timeout = float(settings.get(ENV_TIMEOUT, "") or 60.0)
+        # The ring is formed once per process, from its settings as they are now (a
+        # collective trainer's entry point is its script: paddle.distributed or a startup op).
         try:
-            tls = tls_from_env(settings)
-        except TlsConfigError as exc:
+            rpc = process_settings().rpc
+        except (TlsConfigError, ValueError) as exc:
             raise CollectiveError(str(exc)) from None
+        timeout, tls = rpc.collective_timeout_s, rpc.tls
         _ring = Ring(int(rank), endpoints, read_token(env.auth_token_file), timeout_s=timeout,
                      tls=tls).connect()
         if _ring.size > 1:

@@ -14,7 +14,7 @@ it at once (non-zero exit when trainers were still active). Its settings are the
 role's (a RoleEnv's, which the Fleet passes down; the process environment
 otherwise): the auth token comes
 from PSJOB_AUTH_TOKEN_FILE; PSJOB_BIND_ALL=1 binds 0.0.0.0 (pods). TLS is on
-when the role has PSJOB_TLS_* set (psjob.cluster.rpc.tls.tls_from_env): the heter
+when the role has PSJOB_TLS_* set (its settings.rpc.tls): the heter
 trainer serves TLS with PSJOB_TLS_CERT_FILE/KEY_FILE, as a pserver does, and
 its sections' pserver clients use the same settings. With PSJOB_METRICS_PORT
 set it serves /metrics (psjob.cluster.pserver.observability.HeterTelemetry): its RPCs,
@@ -31,18 +31,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from psjob.cluster.heter.heter_state import HeterState
-from psjob.cluster.pserver.lifecycle import stay_until_stopped, wait_for_stop, wait_stoppable
-from psjob.cluster.pserver.observability import HeterTelemetry, heter_telemetry_from_env
+from psjob.cluster.pserver.lifecycle import wait_for_stop, wait_stoppable
+from psjob.cluster.pserver.observability import HeterTelemetry, heter_telemetry
 from psjob.cluster.rpc import tls as tls_mod
-from psjob.cluster.rpc.auth import token_from_env
+from psjob.cluster.rpc.auth import job_token
 from psjob.cluster.rpc.heter_client import HeterClient
 from psjob.cluster.rpc.heter_service import start_heter_server
-from psjob.foundation.role_env import process_environment
 from psjob.foundation.roles import split_endpoint
+from psjob.foundation.settings import Settings, process_settings
 
 log = logging.getLogger("psjob.heter")
 
@@ -57,11 +56,10 @@ class HeterServeOptions:
     stay_until_stopped: bool = False   # PSJOB_STAY_UNTIL_STOPPED: after the trainers, wait for SIGTERM
 
 
-def options_from_env(settings: Mapping[str, str] | None = None) -> HeterServeOptions:
-    """The heter trainer's serving options from its role's settings (None = the process environment)."""
-    env = process_environment() if settings is None else settings
-    return HeterServeOptions(token=token_from_env(env), bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
-                             tls=tls_mod.tls_from_env(env), stay_until_stopped=stay_until_stopped(env))
+def serve_options(settings: Settings) -> HeterServeOptions:
+    """The heter trainer's serving options from its process's settings."""
+    return HeterServeOptions(token=job_token(settings), bind_all_interfaces=settings.serve.bind_all_interfaces,
+                             tls=settings.rpc.tls, stay_until_stopped=settings.serve.stay_until_stopped)
 
 
 class HeterProcess:
@@ -115,18 +113,19 @@ def _observe(state: HeterState, telemetry: HeterTelemetry) -> None:
 
 
 def serve(state: HeterState, options: HeterServeOptions | None = None, telemetry="env", *,
-          settings: Mapping[str, str] | None = None) -> None:
+          settings: Settings | None = None) -> None:
     """Serve until the served trainers complete; SystemExit(143) when stopped by SIGTERM.
 
-    settings: the role's (a RoleEnv's `settings`, which the Fleet passes; None = the process
-    environment); options None = options_from_env(settings); telemetry "env" = metrics on the
-    settings' PSJOB_METRICS_PORT when set, None = none, or a HeterTelemetry the caller owns
-    (and closes)."""
+    settings: the process's (a RoleEnv's `settings`, which the Fleet passes; None = this
+    process's environment's); options None = serve_options(settings); telemetry "env" =
+    metrics on the settings' PSJOB_METRICS_PORT when set, None = none, or a HeterTelemetry
+    the caller owns (and closes)."""
+    settings = process_settings() if settings is None else settings
     owned = isinstance(telemetry, str) and telemetry == "env"
     if owned:
-        telemetry = heter_telemetry_from_env(settings)
+        telemetry = heter_telemetry(settings.metrics)
     try:
-        wait_stoppable(HeterProcess(state, options or options_from_env(settings), telemetry))
+        wait_stoppable(HeterProcess(state, options or serve_options(settings), telemetry))
     finally:
         if owned and telemetry is not None:
             telemetry.close()
@@ -147,20 +146,21 @@ def installed_client():
     return _installed
 
 
-def make_client(executor, op=None, environ=None):
-    """Default factory of executor.services["heter"] (see fluid/ops/heter_ops.py)."""
+def make_client(executor, op=None, settings: Settings | None = None):
+    """Default factory of executor.services["heter"] (see fluid/ops/heter_ops.py): a Fluid
+    script's, so its settings are this process's environment's unless given."""
     if _installed is not None:
         return _installed
-    env = process_environment() if environ is None else environ
-    endpoints = [e for e in env.get("PADDLE_HETER_TRAINER_IP_PORT_LIST", "").split(",") if e]
+    settings = process_settings() if settings is None else settings
+    endpoints = list(settings.process.heter_endpoints)
     if not endpoints and op is not None and op.attr("endpoint"):
         endpoints = [op.attr("endpoint")]
     if not endpoints:
         raise RuntimeError("no heter trainer endpoints: the program names none and "
                            "PADDLE_HETER_TRAINER_IP_PORT_LIST is unset")
     trainer_id = op.attr("trainer_id") if op is not None and op.attr("trainer_id") is not None else \
-        int(env.get("PADDLE_TRAINER_ID", "0") or 0)
-    client = HeterClient(endpoints, int(trainer_id), auth_token=token_from_env(env), settings=env)
+        settings.process.trainer_id
+    client = HeterClient(endpoints, int(trainer_id), auth_token=job_token(settings), settings=settings)
     own = op.attr("endpoint") if op is not None and op.attr("endpoint") else client.own_endpoint
     client.wait_server_ready([own])
 

@@ -43,6 +43,7 @@ from psjob.fluid.core import global_scope
 from psjob.fluid.framework import VarType
 from psjob.fluid.transpiler.slicing import get_varname_parts
 from psjob.foundation.checkpoint import chain as chains
+from psjob.foundation.checkpoint.backend import Storage
 from psjob.foundation.checkpoint.format import CheckpointError, CorruptFileError, read_manifest, read_var
 from psjob.foundation.checkpoint.store import check_whole, committed, is_checkpoint_root, mark_corrupt
 from psjob.foundation.checkpoint.tables import dense_rows, import_into, read_rows, rows_digest
@@ -186,14 +187,17 @@ def report_fallback(path, exc) -> None:
           flush=True)
 
 
-def restore_newest(executor, root, program, scope=None, endpoint=None, digest: bool = False):
+def restore_newest(executor, root, program, scope=None, endpoint=None, digest: bool = False,
+                   store: Storage | None = None):
     """Load the newest checkpoint under root that loads cleanly; its CheckpointInfo, or None if
     root holds none. Raises CheckpointError if checkpoints exist but none can be loaded.
     "Cleanly" is judged on the whole checkpoint, every pserver's files, so that pservers
     restoring together agree on the step: each reads the other shards once more to check
-    them (docs/user/checkpoints.md). `digest`: the line it prints gives the restored table's rows_digest (see _table_summary)."""
+    them (docs/user/checkpoints.md). `digest`: the line it prints gives the restored table's
+    rows_digest (see _table_summary). `store`: root's, when the caller resolved it already
+    (storage.for_path(root))."""
     problems = []
-    for info in committed(root):
+    for info in committed(root, store):
         try:
             if not info.ok:  # found by a stat: a missing or truncated file, or marked corrupt
                 raise CheckpointError(info.reason)

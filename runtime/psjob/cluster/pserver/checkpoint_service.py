@@ -57,6 +57,7 @@ from psjob.cluster import checkpoint_protocol as protocol
 from psjob.cluster.pserver.checkpoint_restore import is_state_var, restore_newest
 from psjob.fluid.transpiler.pserver_pass import TABLE_PATH_VAR
 from psjob.foundation.checkpoint import storage, tables
+from psjob.foundation.checkpoint.backend import Storage
 from psjob.foundation.tables import SparseTable
 from psjob.foundation.tables.table import sorted_unique
 
@@ -307,10 +308,11 @@ def _sparse_table(scope, name):
     return value
 
 
-def restore(state, root: str, digest: bool = False):
-    """Load this pserver's part of the newest good checkpoint under root (or None)."""
+def restore(state, root: str, digest: bool = False, store: Storage | None = None):
+    """Load this pserver's part of the newest good checkpoint under root (or None); `store`:
+    root's, resolved once by the caller."""
     with state.exclusive():
-        info = restore_newest(state.exe, root, state.program, state.scope, digest=digest)
+        info = restore_newest(state.exe, root, state.program, state.scope, digest=digest, store=store)
         if info is not None:
             state.restored_step = info.step
             _track_from_restore(state, info)

@@ -39,6 +39,7 @@ import numpy as np
 
 from psjob.fluid.core import PlaceError, SelectedRows
 from psjob.foundation.cuda import CudaUnavailableError, require_cupy
+from psjob.foundation.settings import parse_device  # noqa: F401  (the settings check PSJOB_DEVICE with it)
 
 ALIGN = 256                 # device views start on 256-byte boundaries (cudaMalloc's alignment)
 MIN_BUFFER = 1 << 20
@@ -49,17 +50,6 @@ __all__ = ["DeviceStaging", "DeviceUnavailableError", "parse_device", "array_mod
 
 class DeviceUnavailableError(PlaceError):
     """A GPU pserver was asked for but cupy or the device is missing."""
-
-
-def parse_device(text: str) -> tuple[str, int]:
-    """'cpu' → ('cpu', 0); 'gpu' → ('gpu', 0); 'gpu:N' → ('gpu', N). Anything else is an error."""
-    value = (text or "cpu").strip().lower()
-    if value == "cpu":
-        return "cpu", 0
-    kind, sep, index = value.partition(":")
-    if kind == "gpu" and (not sep or (index.isdigit() and len(index) <= 3)):
-        return "gpu", int(index) if sep else 0
-    raise ValueError(f"pserver device must be cpu, gpu or gpu:N (N a device index), got {text!r}")
 
 
 def array_module_for(device: str):

@@ -3,18 +3,6 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Mapping
-
-from psjob.foundation.roles import STAY_UNTIL_STOPPED_ENV
-
-
-def stay_until_stopped(env: Mapping[str, str]) -> bool:
-    """Whether the role's settings ask a server to stay up after its trainers completed:
-    StatefulSet pods do (psjob.foundation.roles.resolve_identity: restartPolicy Always would restart a
-    server that exits, and a restarted pserver loads its checkpoint, until cleanPodPolicy
-    scales it down — or for good under cleanPodPolicy None); local runs let servers exit
-    with the job."""
-    return env.get(STAY_UNTIL_STOPPED_ENV, "") == "1"
 
 
 def wait_for_stop(stopped: threading.Event) -> None:

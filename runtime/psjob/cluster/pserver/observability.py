@@ -21,7 +21,7 @@ import logging
 from prometheus_client import CollectorRegistry
 
 from psjob.foundation import metrics
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.settings import MetricsSettings
 
 log = logging.getLogger("psjob.pserver")
 
@@ -96,20 +96,20 @@ def table_stats_source(scope, tables: dict):
     return source
 
 
-def telemetry_from_env(environ=None) -> PserverTelemetry | None:
-    env = process_environment() if environ is None else environ
-    if "PSJOB_METRICS_PORT" not in env:
+def pserver_telemetry(settings: MetricsSettings) -> PserverTelemetry | None:
+    """Metrics served on PSJOB_METRICS_PORT when it is set (pods, `psjob run`), else None."""
+    if not settings.enabled:
         return None
     tel = PserverTelemetry()
-    host = metrics.metrics_host(env)
-    port = tel.serve(metrics.metrics_port_from_env(env), host)
+    host = settings.host
+    port = tel.serve(settings.port, host)
     log.warning("pserver metrics at http://%s:%d/metrics", host, port)
     print(f"[psjob] pserver metrics on port {port}", flush=True)
     return tel
 
 
 class HeterTelemetry(_RpcServerTelemetry):
-    """A heter trainer's metrics; `heter_telemetry_from_env()` serves them on PSJOB_METRICS_PORT."""
+    """A heter trainer's metrics; `heter_telemetry()` serves them on PSJOB_METRICS_PORT."""
 
     def __init__(self, registry: CollectorRegistry | None = None):
         super().__init__(metrics.heter_metrics, registry)
@@ -123,14 +123,13 @@ class HeterTelemetry(_RpcServerTelemetry):
         self.m.staleness.observe(steps)
 
 
-def heter_telemetry_from_env(environ=None) -> HeterTelemetry | None:
+def heter_telemetry(settings: MetricsSettings) -> HeterTelemetry | None:
     """Metrics served on PSJOB_METRICS_PORT when it is set (pods, `psjob run`), else None."""
-    env = process_environment() if environ is None else environ
-    if metrics.METRICS_PORT_ENV not in env:
+    if not settings.enabled:
         return None
     tel = HeterTelemetry()
-    host = metrics.metrics_host(env)
-    port = tel.serve(metrics.metrics_port_from_env(env), host)
+    host = settings.host
+    port = tel.serve(settings.port, host)
     log.warning("heter trainer metrics at http://%s:%d/metrics", host, port)
     print(f"[psjob] heter trainer metrics on port {port}", flush=True)
     return tel

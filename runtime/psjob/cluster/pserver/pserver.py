@@ -40,26 +40,24 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from psjob.cluster.checkpoint_protocol import incremental_from_env
 from psjob.cluster.pserver.device_staging import DeviceStaging, array_module_for, parse_device
-from psjob.cluster.pserver.lifecycle import stay_until_stopped, wait_for_stop, wait_stoppable
-from psjob.cluster.pserver.observability import table_stats_source, telemetry_from_env
+from psjob.cluster.pserver.lifecycle import wait_for_stop, wait_stoppable
+from psjob.cluster.pserver.observability import pserver_telemetry, table_stats_source
 from psjob.cluster.pserver.pserver_state import PserverOptions, PserverState
-from psjob.cluster.rpc.auth import token_from_env
-from psjob.cluster.rpc.base_client import MAX_MESSAGE_BYTES
+from psjob.cluster.rpc.auth import job_token
 from psjob.cluster.rpc.base_server import READ_TIMEOUT_S
 from psjob.cluster.rpc.server import MAX_PREFETCH_IDS, start_server
-from psjob.cluster.rpc.tls import TlsFiles, tls_from_env
+from psjob.cluster.rpc.tls import TlsFiles
 from psjob.fluid.core import CPUPlace, CUDAPlace, SelectedRows, to_numpy
 from psjob.fluid.executor import Executor
 from psjob.fluid.framework import Program
-from psjob.foundation.role_env import process_environment
-from psjob.foundation.roles import split_endpoint
+from psjob.foundation.checkpoint import storage
+from psjob.foundation.roles import Mode, split_endpoint
+from psjob.foundation.settings import Settings, process_settings
 
 log = logging.getLogger("psjob.pserver")
 
@@ -88,57 +86,22 @@ class ServeOptions:
     stay_until_stopped: bool = False  # PSJOB_STAY_UNTIL_STOPPED: after the trainers, wait for SIGTERM
     restore_digest: bool = False  # PSJOB_RESTORE_DIGEST=1: log the restored table's digest (costly)
     incremental: bool = False     # PSJOB_CHECKPOINT_INCREMENTAL=1: track table changes for delta checkpoints
+    data_plane: bool = True       # PSJOB_DATA_PLANE=tcp: push, pull and prefetch on their own port too
 
 
-def options_from_env(settings: Mapping[str, str] | None = None) -> ServeOptions:
-    """The pserver's options from its role's settings (None = the process environment)."""
-    env = process_environment() if settings is None else settings
-    max_message = _setting(env, "PSJOB_RPC_MAX_MESSAGE_BYTES", int, 0, zero_ok=True)
-    in_flight = _setting(env, "PSJOB_RPC_MAX_IN_FLIGHT_BYTES", int, 0)
-    if in_flight and in_flight < (max_message or MAX_MESSAGE_BYTES):
-        raise ValueError(f"PSJOB_RPC_MAX_IN_FLIGHT_BYTES={in_flight} is below the message cap "
-                         f"{max_message or MAX_MESSAGE_BYTES} (PSJOB_RPC_MAX_MESSAGE_BYTES): one request would "
-                         f"never fit")
-    return ServeOptions(token=token_from_env(env),
-                        bind_all_interfaces=env.get("PSJOB_BIND_ALL", "") == "1",
-                        max_message_bytes=max_message,
-                        read_timeout_s=_setting(env, "PSJOB_RPC_READ_TIMEOUT_S", float, READ_TIMEOUT_S),
-                        max_in_flight_bytes=in_flight,
-                        max_prefetch_ids=_setting(env, "PSJOB_RPC_MAX_PREFETCH_IDS", int, MAX_PREFETCH_IDS),
-                        save_roots=tuple(r.strip() for r in (env.get("PSJOB_SAVE_ROOTS", "") or "").split(",")
-                                         if r.strip()),
-                        checkpoint_dir=env.get("PSJOB_CHECKPOINT_DIR", "") or "",
-                        tls=tls_from_env(env), device=device_from_env(env),
-                        stay_until_stopped=stay_until_stopped(env),
-                        restore_digest=env.get("PSJOB_RESTORE_DIGEST", "") == "1",
-                        incremental=incremental_from_env(env))
-
-
-def _setting(env, name: str, kind, default, zero_ok: bool = False):
-    """A positive number from the settings (or 0, meaning the default, when `zero_ok`),
-    `default` when unset; a bad one is named."""
-    raw = (env.get(name, "") or "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ValueError(f"{name}={raw!r}: expected a {kind.__name__}") from None
-    if not (value > 0 or (zero_ok and value == 0)):
-        raise ValueError(f"{name}={raw!r}: must be positive")
-    return value
-
-
-def device_from_env(env) -> str:
-    """PSJOB_PSERVER_DEVICE (a pserver-only override, e.g. for `psjob launch`), else the
-    role's PSJOB_DEVICE (from spec.pserver.device); validated here so a typo fails at start."""
-    name = "PSJOB_PSERVER_DEVICE" if env.get("PSJOB_PSERVER_DEVICE") else "PSJOB_DEVICE"
-    value = env.get(name, "") or "cpu"
-    try:
-        parse_device(value)
-    except ValueError as exc:
-        raise ValueError(f"{name}: {exc}") from None
-    return value
+def serve_options(settings: Settings) -> ServeOptions:
+    """The pserver's options from its process's settings (parsed and checked by
+    psjob.foundation.settings: a bad PSJOB_RPC_*, PSJOB_DEVICE, ... is named there)."""
+    s = settings.serve
+    return ServeOptions(token=job_token(settings), bind_all_interfaces=s.bind_all_interfaces,
+                        max_message_bytes=s.max_message_bytes,
+                        read_timeout_s=READ_TIMEOUT_S if s.read_timeout_s is None else s.read_timeout_s,
+                        max_in_flight_bytes=s.max_in_flight_bytes,
+                        max_prefetch_ids=MAX_PREFETCH_IDS if s.max_prefetch_ids is None else s.max_prefetch_ids,
+                        save_roots=s.save_roots, checkpoint_dir=settings.checkpoint.root,
+                        tls=settings.rpc.tls, device=s.device, stay_until_stopped=s.stay_until_stopped,
+                        restore_digest=s.restore_digest, incremental=settings.checkpoint.incremental,
+                        data_plane=settings.rpc.data_plane)
 
 
 def _listen_op(program: Program):
@@ -175,7 +138,10 @@ class PserverProcess:
         if options.checkpoint_dir:
             # A restarted pserver (or a resumed job) rejoins from its shard of the newest
             # good checkpoint, before it answers anyone (psjob.foundation.checkpoint, docs/user/checkpoints.md).
-            if self.state.restore_from_checkpoints(options.checkpoint_dir, options.restore_digest) is not None:
+            # The root is resolved to its store once, here, for the whole restore.
+            store = storage.for_path(options.checkpoint_dir)
+            if self.state.restore_from_checkpoints(options.checkpoint_dir, options.restore_digest,
+                                                   store) is not None:
                 # ... and learns from its peers which trainers completed while it was away.
                 from psjob.cluster.pserver.checkpoint_service import adopt_peer_completions
                 adopt_peer_completions(self.state, options.token, tls=options.tls)
@@ -194,12 +160,12 @@ class PserverProcess:
                                    max_message_bytes=options.max_message_bytes, tls=options.tls,
                                    read_timeout_s=options.read_timeout_s,
                                    max_in_flight_bytes=options.max_in_flight_bytes,
-                                   max_prefetch_ids=options.max_prefetch_ids)
+                                   max_prefetch_ids=options.max_prefetch_ids, data_plane=options.data_plane)
         self.port = self.server.port
         self.options = options
         self._stop = threading.Event()
         log.info("pserver %s serving %d trainers (%s mode, state on %s)", self.endpoint, fanin,
-                 "sync" if self.state.sync_mode else "async", options.device)
+                 Mode.SYNC if self.state.sync_mode else Mode.ASYNC, options.device)
 
     def wait(self) -> bool:
         """Block until every trainer completed (True) or stop() was called (False). With
@@ -350,13 +316,15 @@ class OnDevice:
 
 
 def serve(program: Program, scope, executor, options: ServeOptions | None = None, *,
-          settings: Mapping[str, str] | None = None):
+          settings: Settings | None = None) -> None:
     """The `executor.services["pserver"]` callable: serve until the trainers complete.
 
-    options None = options_from_env(settings); metrics on the settings' PSJOB_METRICS_PORT
-    unless the executor has "pserver_metrics". settings None = the process environment."""
-    telemetry = executor.services.get("pserver_metrics") or telemetry_from_env(settings)
-    proc = PserverProcess(program, scope, executor, options or options_from_env(settings), metrics=telemetry)
+    options None = serve_options(settings); metrics on the settings' PSJOB_METRICS_PORT
+    unless the executor has "pserver_metrics". settings None = this process's environment's
+    (a Fluid script that runs its pserver program itself: its entry point is here)."""
+    settings = process_settings() if settings is None else settings
+    telemetry = executor.services.get("pserver_metrics") or pserver_telemetry(settings.metrics)
+    proc = PserverProcess(program, scope, executor, options or serve_options(settings), metrics=telemetry)
     executor.services["pserver_process"] = proc
     try:
         wait_stoppable(proc)
@@ -365,7 +333,7 @@ def serve(program: Program, scope, executor, options: ServeOptions | None = None
             telemetry.close()
 
 
-def role_service(settings: Mapping[str, str]):
+def role_service(settings: Settings):
     """executor.services["pserver"] for a process that holds its role's settings (a RoleEnv's
     `settings`; the Fleet installs it): options, token, TLS and metrics come from them."""
     return functools.partial(serve, settings=settings)

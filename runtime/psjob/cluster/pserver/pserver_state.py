@@ -459,11 +459,12 @@ class PserverState:
         psjob.cluster.checkpoint_protocol); a plain tag saves the table shard under dirname."""
         return checkpoint_service.handle(self, dirname, step, tag)
 
-    def restore_from_checkpoints(self, root: str, digest: bool = False):
+    def restore_from_checkpoints(self, root: str, digest: bool = False, store=None):
         """At start-up, before serving: load this pserver's part of the newest good
         checkpoint under root (falling back past corrupt ones). Its CheckpointInfo, or None.
-        `digest`: log the restored table's digest (checkpoint_restore._table_summary)."""
-        return checkpoint_service.restore(self, root, digest)
+        `digest`: log the restored table's digest (checkpoint_restore._table_summary);
+        `store`: root's Storage, when the caller resolved it already."""
+        return checkpoint_service.restore(self, root, digest, store)
 
     def exclusive(self):
         """The state's lock, for `with`: no request changes the state while it is held."""

@@ -16,7 +16,7 @@ import ctypes
 import ctypes.util
 import sys
 
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.settings import process_settings
 
 # mallopt parameter numbers from glibc's <malloc.h>
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
@@ -28,12 +28,15 @@ TRIM_THRESHOLD = 256 << 20
 _done = False
 
 
-def tune_for_large_messages() -> bool:
-    """Apply the thresholds once per process (glibc only); True when they are in effect."""
+def tune_for_large_messages(enabled: bool | None = None) -> bool:
+    """Apply the thresholds once per process (glibc only); True when they are in effect.
+    `enabled`: the process's settings.rpc.malloc_tuning (None: this process's environment's)."""
     global _done
     if _done:
         return True
-    if not sys.platform.startswith("linux") or process_environment().get("PSJOB_MALLOC_TUNING", "1") == "0":
+    if enabled is None:
+        enabled = process_settings().rpc.malloc_tuning
+    if not sys.platform.startswith("linux") or not enabled:
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

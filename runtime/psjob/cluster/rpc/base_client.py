@@ -33,10 +33,12 @@ import grpc
 
 from psjob.cluster.rpc import tls as tls_mod
 from psjob.cluster.rpc.allocator import tune_for_large_messages
-from psjob.foundation.role_env import process_environment
 
-# 1 GiB: one request may carry a large slice of a dense parameter or a big prefetch.
-MAX_MESSAGE_BYTES = 1 << 30
+# MAX_MESSAGE_BYTES (1 GiB: one request may carry a large slice of a dense parameter or a big
+# prefetch) and WAIT_SERVER_TIMEOUT_S (how long a process waits for its servers at start-up)
+# bound settings too: psjob.foundation.settings.
+from psjob.foundation.settings import MAX_MESSAGE_BYTES, WAIT_SERVER_TIMEOUT_S, Settings, process_settings  # noqa: F401
+
 CHANNEL_OPTIONS = (
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -49,8 +51,6 @@ CHANNEL_OPTIONS = (
     ("grpc.max_reconnect_backoff_ms", 2_000),
 )
 AUTH_METADATA_KEY = "x-psjob-token"
-# How long a process waits for its servers at start-up unless told otherwise.
-WAIT_SERVER_TIMEOUT_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -95,17 +95,18 @@ class RpcClient:
     peers = "servers"
 
     def __init__(self, endpoints: Iterable[str], trainer_id: int = 0, *, auth_token: str = "",
-                 tls: str | tls_mod.TlsFiles | None = "env", settings: Mapping[str, str] | None = None) -> None:
-        """tls "env" = psjob.cluster.rpc.tls.tls_from_env(settings), None = plaintext, or a
-        tls.TlsFiles. settings: the process's PSJOB_* settings (a RoleEnv's `settings`;
-        None = the process environment)."""
+                 tls: str | tls_mod.TlsFiles | None = "env", settings: Settings | None = None) -> None:
+        """tls "env" = the settings' TLS files (settings.rpc.tls), None = plaintext, or a
+        tls.TlsFiles. settings: the process's (a RoleEnv's `settings`; None = this process's
+        environment, for a client built outside a role: a probe, a tool, a test)."""
         self.endpoints = list(endpoints)
         self.trainer_id = int(trainer_id)
+        settings = process_settings() if settings is None else settings
         if isinstance(tls, str):
             if tls != "env":
                 raise ValueError(f"{type(self).__name__} tls={tls!r}: expected 'env', None or a "
                                  f"psjob.cluster.rpc.tls.TlsFiles")
-            tls = tls_mod.tls_from_env(settings)
+            tls = settings.rpc.tls
         self.tls = tls
         self._settings = settings
         self._metadata = ((AUTH_METADATA_KEY, auth_token),) if auth_token else ()
@@ -113,7 +114,7 @@ class RpcClient:
         self._channels: dict[str, grpc.Channel] = {}
         self._lock = threading.Lock()
         self._closed = False
-        tune_for_large_messages()
+        tune_for_large_messages(settings.rpc.malloc_tuning)
 
     def _methods(self, endpoint: str) -> dict:
         """{method: multi-callable} of `endpoint`, opening its channel on first use."""
@@ -152,8 +153,7 @@ class RpcClient:
         the last error; UNAUTHENTICATED is final at once — waiting would not fix a
         wrong token."""
         if timeout_s is None:
-            settings = process_environment() if self._settings is None else self._settings
-            timeout_s = float(settings.get("PSJOB_WAIT_SERVER_TIMEOUT", "") or WAIT_SERVER_TIMEOUT_S)
+            timeout_s = self._settings.rpc.wait_server_timeout_s
         pending = list(endpoints or self.endpoints)
         last_error = ""
         t_end = time.monotonic() + timeout_s

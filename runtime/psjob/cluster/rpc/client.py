@@ -17,7 +17,7 @@ gradient applied twice after an ambiguous timeout is harmless compared with
 a lost trainer, and sync rounds are deduplicated by the server per trainer.
 Other errors (INVALID_ARGUMENT, NOT_FOUND, UNAUTHENTICATED, ...) are raised
 at once as RpcError with the server's message. The deadlines and attempt
-count can be set per process (RetryPolicy.from_env): PSJOB_RPC_DEADLINE_S,
+count can be set per process (psjob.foundation.settings: RpcSettings.retry): PSJOB_RPC_DEADLINE_S,
 PSJOB_RPC_BARRIER_DEADLINE_S, PSJOB_RPC_MAX_ATTEMPTS, PSJOB_PSERVER_RECOVERY_S.
 
 Wire format: push, pull and prefetch travel as frames (frames.py) — a
@@ -42,7 +42,6 @@ import random
 import sys
 import threading
 import time
-from dataclasses import dataclass
 
 import grpc
 import numpy as np
@@ -50,12 +49,12 @@ import numpy as np
 from psjob.cluster.rpc import codec, dataplane, frames
 from psjob.cluster.rpc import psjob_pb2 as pb
 from psjob.cluster.rpc.base_client import PeerRpcError, RpcClient, ServiceSpec
-from psjob.foundation.role_env import process_environment
+
+# RetryPolicy and RECOVERY_S (how long a trainer's calls retry a restarting pserver) are
+# parsed settings: psjob.foundation.settings.
+from psjob.foundation.settings import RECOVERY_S, RetryPolicy, Settings  # noqa: F401
 
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
-# A restarting pserver may take this long to come back (pod rescheduled, image pulled,
-# newest checkpoint restored): a trainer's calls retry at least this long.
-RECOVERY_S = 600.0
 
 # The pserver's service. SendVariables, GetVariables and Prefetch carry frames (bytes) both
 # ways; the rest are protobuf messages.
@@ -73,42 +72,6 @@ PSERVER_SPEC = ServiceSpec("psjob.rpc.v1.ParameterServer", {
 
 class RpcError(PeerRpcError):
     peer = "pserver"
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    deadline_s: float = 60.0        # per attempt
-    max_attempts: int = 8
-    initial_backoff_s: float = 0.2
-    max_backoff_s: float = 5.0
-    # Barriers wait for the slowest trainer; give them a longer deadline.
-    barrier_deadline_s: float = 600.0
-    # Retry at least this long after a first failure. 0 for a policy built in code (a probe
-    # wants a quick answer); a training process (from_env) gets RECOVERY_S by default.
-    recovery_s: float = 0.0
-
-    @classmethod
-    def from_env(cls, environ=None) -> RetryPolicy:
-        """The defaults, overridden by PSJOB_RPC_DEADLINE_S / _BARRIER_DEADLINE_S / _MAX_ATTEMPTS
-        and PSJOB_PSERVER_RECOVERY_S (RECOVERY_S when unset; 0: the attempts alone bound it)."""
-        env = process_environment() if environ is None else environ
-        base, values = cls(), {}
-        for var, field, kind in (("PSJOB_RPC_DEADLINE_S", "deadline_s", float),
-                                 ("PSJOB_RPC_BARRIER_DEADLINE_S", "barrier_deadline_s", float),
-                                 ("PSJOB_RPC_MAX_ATTEMPTS", "max_attempts", int),
-                                 ("PSJOB_PSERVER_RECOVERY_S", "recovery_s", float)):
-            raw = env.get(var, "")
-            if not raw:
-                continue
-            try:
-                value = kind(raw)
-            except ValueError:
-                raise ValueError(f"{var}={raw!r}: expected a {kind.__name__}") from None
-            if value < 0 or (value == 0 and field != "recovery_s"):
-                raise ValueError(f"{var}={raw!r}: must be positive")
-            values[field] = value
-        values.setdefault("recovery_s", RECOVERY_S)
-        return cls(**{**base.__dict__, **values})
 
 
 class Handle:
@@ -199,18 +162,19 @@ class PSClient(RpcClient):
     peers = "pservers"
 
     def __init__(self, endpoints, trainer_id: int = 0, *, auth_token: str = "",
-                 retry: RetryPolicy | None = None, tls="env", settings=None):
-        """retry None = RetryPolicy.from_env(settings); tls "env" = psjob.cluster.rpc.tls.tls_from_env(settings),
-        None = plaintext, or a tls.TlsFiles; settings: a RoleEnv's settings (None = the process
-        environment)."""
+                 retry: RetryPolicy | None = None, tls="env", settings: Settings | None = None):
+        """retry None = the settings' (settings.rpc.retry); tls "env" = the settings' TLS files,
+        None = plaintext, or a tls.TlsFiles; settings: the process's (a RoleEnv's `settings`;
+        None = this process's environment, for a client built outside a role: a probe, a tool)."""
         super().__init__(endpoints, trainer_id, auth_token=auth_token, tls=tls, settings=settings)
-        self.retry = RetryPolicy.from_env(settings) if retry is None else retry
+        settings = self._settings
+        self.retry = settings.rpc.retry if retry is None else retry
         self.retries: collections.Counter = collections.Counter()  # gRPC method → retried attempts
         self._threads = _CallThreads()
         self._outages: dict[str, float] = {}  # endpoint → when a call to it first failed
         # Push, pull and prefetch over the pservers' data plane where they offer one.
         self._data = dataplane.DataPlaneConnections(PSERVER_SPEC, self._announced_data_port, auth_token,
-                                                    tls=self.tls) if dataplane.enabled(settings) else None
+                                                    tls=self.tls) if settings.rpc.data_plane else None
 
     # An outage is logged once when it starts and once when the pserver answers again:
     # the trainer's own account of a pserver restart (how long it waited, not gave up).

@@ -63,21 +63,19 @@ import ssl
 import struct
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import grpc
 import numpy as np
 
 from psjob.cluster.rpc import tls as tls_mod
-from psjob.foundation.role_env import process_environment
 
 if TYPE_CHECKING:
     from psjob.cluster.rpc.base_client import ServiceSpec
 
 log = logging.getLogger("psjob.cluster.rpc.dataplane")
 
-ENV_DATA_PLANE = "PSJOB_DATA_PLANE"  # "tcp" (default) or "grpc": framed methods over gRPC too
 VERSION = 1
 _HELLO = struct.Struct("<4sBBH")
 _REQUEST = struct.Struct("<4sB3xQ")
@@ -95,16 +93,6 @@ RECHECK_S = 60.0         # how long a client uses gRPC for a pserver whose data 
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 # Socket buffers a megabyte-sized frame fits in: fewer wake-ups per message.
 _BUFFER_BYTES = 4 << 20
-
-
-def enabled(settings: Mapping[str, str] | None = None) -> bool:
-    """Whether this process uses the data plane (PSJOB_DATA_PLANE: "tcp", the default, or "grpc")."""
-    env = process_environment() if settings is None else settings
-    mode = (env.get(ENV_DATA_PLANE, "") or "tcp").strip().lower()
-    if mode not in ("tcp", "grpc"):
-        raise ValueError(f"{ENV_DATA_PLANE}={mode!r}: expected 'tcp' (framed calls over their own "
-                         f"connection) or 'grpc' (every call over gRPC)")
-    return mode == "tcp"
 
 
 def framed_methods(spec: ServiceSpec) -> list[str]:

@@ -9,18 +9,19 @@ Values passed in are encoded (copied) before the call; arrays returned are
 read-only views of the reply, owned by the caller.
 
 Transport security: as PSClient, unless given `tls=` the client reads the
-process's PSJOB_TLS_* settings (psjob.cluster.rpc.tls.tls_from_env), so a CPU trainer
+process's PSJOB_TLS_* settings (its settings.rpc.tls), so a CPU trainer
 speaks TLS to its heter trainer exactly when it does to its pservers.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from psjob.cluster.rpc import heter_pb2 as pb
 from psjob.cluster.rpc import tls as tls_mod
 from psjob.cluster.rpc.base_client import PeerRpcError, RpcClient
 from psjob.cluster.rpc.heter_service import HETER_SPEC, decode_values, encode_values
+from psjob.foundation.settings import Settings
 
 # A stage runs a slice of the model's forward or backward pass; generous.
 STAGE_DEADLINE_S = 600.0
@@ -37,9 +38,9 @@ class HeterClient(RpcClient):
 
     def __init__(self, endpoints: Iterable[str], trainer_id: int, *, auth_token: str = "",
                  deadline_s: float = STAGE_DEADLINE_S, tls: str | tls_mod.TlsFiles | None = "env",
-                 settings: Mapping[str, str] | None = None) -> None:
-        """tls "env" = psjob.cluster.rpc.tls.tls_from_env(settings), None = plaintext, or a tls.TlsFiles;
-        settings: a RoleEnv's settings (None = the process environment)."""
+                 settings: Settings | None = None) -> None:
+        """tls "env" = the settings' TLS files (settings.rpc.tls), None = plaintext, or a tls.TlsFiles;
+        settings: a RoleEnv's settings (None = this process's environment's)."""
         if not list(endpoints):
             raise ValueError("HeterClient needs at least one heter trainer endpoint")
         super().__init__(endpoints, trainer_id, auth_token=auth_token, tls=tls, settings=settings)

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from psjob.cluster.rpc import codec, dataplane, frames
+from psjob.cluster.rpc import codec, frames
 from psjob.cluster.rpc import psjob_pb2 as pb
 from psjob.cluster.rpc import tls as tls_mod
 from psjob.cluster.rpc.base_server import HEALTHY_STATES, READ_TIMEOUT_S, LimitExceeded, RpcServer
 from psjob.cluster.rpc.client import PSERVER_SPEC
+from psjob.foundation.settings import process_settings
 
 # Ids one Prefetch may ask for (PSJOB_RPC_MAX_PREFETCH_IDS): a table creates the rows it
 # has not seen on read, so one request could otherwise grow the pserver by gigabytes.
@@ -129,11 +130,11 @@ def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_
     tls (None = plaintext) serves TLS with the given certificate files.
     max_workers bounds concurrent requests; sync barriers park one thread per
     trainer, so it must exceed the number of trainers (the caller sizes it).
-    data_plane (None = dataplane.enabled(), PSJOB_DATA_PLANE) also serves push, pull and
+    data_plane (None = this process's settings.rpc.data_plane, PSJOB_DATA_PLANE) also serves push, pull and
     prefetch over their own TCP connections on a second port (dataplane.py; TLS when `tls` is).
     """
     if data_plane is None:
-        data_plane = dataplane.enabled()
+        data_plane = process_settings().rpc.data_plane
     return RpcServer(PSERVER_SPEC, _Servicer(handler, max_prefetch_ids), endpoint, what="pserver",
                      is_serving=lambda: handler.on_status().get("state") in HEALTHY_STATES,
                      token=token, observer=observer, max_workers=max_workers,

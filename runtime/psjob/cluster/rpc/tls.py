@@ -23,39 +23,16 @@ channel; a rotated Secret takes effect at the next process start.
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass
 
 import grpc
 
-from psjob.foundation.role_env import process_environment
-
-ENV_CERT, ENV_KEY, ENV_CA = "PSJOB_TLS_CERT_FILE", "PSJOB_TLS_KEY_FILE", "PSJOB_TLS_CA_FILE"
-ENV_SERVER_NAME = "PSJOB_TLS_SERVER_NAME"
-
-
-class TlsConfigError(RuntimeError):
-    """A TLS setting is incomplete or a certificate file cannot be read (names the variable)."""
-
-
-@dataclass(frozen=True)
-class TlsFiles:
-    cert_file: str = ""
-    key_file: str = ""
-    ca_file: str = ""
-    server_name: str = ""   # overrides the host name checked against the certificate
-
-
-def tls_from_env(environ=None) -> TlsFiles | None:
-    """The TLS settings of this process, or None when none of the file variables is set."""
-    env = process_environment() if environ is None else environ
-    files = TlsFiles(cert_file=env.get(ENV_CERT, "") or "", key_file=env.get(ENV_KEY, "") or "",
-                     ca_file=env.get(ENV_CA, "") or "", server_name=env.get(ENV_SERVER_NAME, "") or "")
-    if not (files.cert_file or files.key_file or files.ca_file):
-        return None
-    if bool(files.cert_file) != bool(files.key_file):
-        missing = ENV_KEY if files.cert_file else ENV_CERT
-        raise TlsConfigError(f"{ENV_CERT} and {ENV_KEY} go together: set {missing} too (or neither)")
-    return files
+# TlsFiles, TlsConfigError and the variables are the settings' (psjob.foundation.settings
+# parses PSJOB_TLS_* into settings.rpc.tls); this module turns them into credentials.
+from psjob.foundation.settings import TLS_CA_FILE as ENV_CA
+from psjob.foundation.settings import TLS_CERT_FILE as ENV_CERT
+from psjob.foundation.settings import TLS_KEY_FILE as ENV_KEY
+from psjob.foundation.settings import TLS_SERVER_NAME as ENV_SERVER_NAME  # noqa: F401
+from psjob.foundation.settings import TlsConfigError, TlsFiles  # noqa: F401
 
 
 def _read(path: str, variable: str) -> bytes:

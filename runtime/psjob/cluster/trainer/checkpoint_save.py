@@ -48,7 +48,6 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -63,7 +62,7 @@ from psjob.foundation.checkpoint import chain as chains
 from psjob.foundation.checkpoint import storage
 from psjob.foundation.checkpoint.format import CheckpointError, invalidate, new_manifest, write_array, write_manifest
 from psjob.foundation.checkpoint.tables import table_entry
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.settings import Settings, process_settings
 
 log = logging.getLogger("psjob.foundation.checkpoint")
 
@@ -81,12 +80,12 @@ class DistInfo:
     tables: tuple = ()          # the distributed lookup tables, first-lookup order
     trainer_id: int = 0
     is_chief: bool = True
-    # The PSJOB_* settings of the save's RPC client (token, TLS, retries): the trainer's
-    # RoleEnv settings; None = this process's environment (a Fluid script has no RoleEnv).
-    settings: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
+    # The settings of the save's RPC client (token, TLS, retries): the trainer's RoleEnv
+    # settings; None = this process's environment's (a Fluid script has no RoleEnv).
+    settings: Settings | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def of(cls, program, trainer_id: int | None = None, settings: Mapping[str, str] | None = None) -> DistInfo:
+    def of(cls, program, trainer_id: int | None = None, settings: Settings | None = None) -> DistInfo:
         if not getattr(program, "_is_distributed", False):
             raise ValueError("not a transpiled program: it carries no distributed attributes")
         tid = trainer_id
@@ -131,13 +130,12 @@ class SaveRequest:
     commit: dict = field(default_factory=dict)  # parameters of the COMMIT the pservers export (a stream's place)
 
 
-def _trainer_id_of(program, settings: Mapping[str, str] | None) -> int:
+def _trainer_id_of(program, settings: Settings | None) -> int:
     for block in program.blocks:
         for op in block.ops:
             if op.attr("trainer_id") is not None:
                 return int(op.attr("trainer_id"))
-    env = process_environment() if settings is None else settings
-    return int(env.get("PADDLE_TRAINER_ID", "0") or 0)
+    return (process_settings() if settings is None else settings).process.trainer_id
 
 
 # -- what goes where -------------------------------------------------------------------
@@ -205,10 +203,10 @@ def rpc_service(executor, program, dist: DistInfo):
     svc = executor.services.get("rpc") or client_service.installed()
     if svc is not None:
         return getattr(svc, "client", svc), getattr(svc, "flush", None), None
-    from psjob.cluster.rpc.auth import token_from_env
+    from psjob.cluster.rpc.auth import job_token
     from psjob.cluster.rpc.client import PSClient
-    client = PSClient(list(dist.endpoints), dist.trainer_id, auth_token=token_from_env(dist.settings),
-                      settings=dist.settings)
+    settings = process_settings() if dist.settings is None else dist.settings
+    client = PSClient(list(dist.endpoints), dist.trainer_id, auth_token=job_token(settings), settings=settings)
     return client, None, client.close
 
 
@@ -291,7 +289,10 @@ def _save(client, flush, dirname, program, dist, request, scope, remote, local, 
     if flush is not None:
         flush()  # async: this trainer's queued gradients belong before the cut
     eps = list(dist.endpoints)
-    lease = request.freeze_lease_s if request.freeze_lease_s is not None else protocol.freeze_lease_from_env()
+    if request.freeze_lease_s is not None:
+        lease = request.freeze_lease_s
+    else:  # the trainer's settings (PSJOB_CHECKPOINT_FREEZE_LEASE_S)
+        lease = (process_settings() if dist.settings is None else dist.settings).checkpoint.freeze_lease_s
     freeze_id = uuid.uuid4().hex
     renewal = _Renewal(client, eps, dirname, request.step, freeze_id, lease)
     frozen = {}

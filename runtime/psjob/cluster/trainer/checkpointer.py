@@ -1,6 +1,6 @@
 """Periodic checkpoints driven by the trainers, and resuming from them.
 
-    ckpt = Checkpointer.from_env(exe, fleet.main_program)   # PSJOB_CHECKPOINT_* settings
+    ckpt = Checkpointer.for_fleet(fleet, exe)   # the role's PSJOB_CHECKPOINT_* settings
     position = ckpt.resume()          # None, or {"step": 120, "epoch": 1, "offset": 3840, ...}
     for step in range(position["step"] if position else 0, steps):
         exe.run(...)
@@ -50,6 +50,7 @@ terminal and in its summary.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -63,6 +64,7 @@ from psjob.cluster.trainer import checkpoint_save as distributed
 from psjob.fluid.core import global_scope
 from psjob.foundation.checkpoint import chain as chains
 from psjob.foundation.checkpoint import storage
+from psjob.foundation.checkpoint.backend import Storage
 from psjob.foundation.checkpoint.format import (
     MANIFEST,
     CheckpointError,
@@ -83,8 +85,8 @@ from psjob.foundation.checkpoint.store import (
     read_dense,
     step_dirname,
 )
-from psjob.foundation.role_env import process_environment
-from psjob.foundation.roles import RESIZE_HOLD_EXIT
+from psjob.foundation.roles import RESIZE_HOLD_EXIT, Mode
+from psjob.foundation.settings import Settings
 
 log = logging.getLogger("psjob.foundation.checkpoint")
 REMOTE_POSITION_INTERVAL_S = 1.0  # object stores: one position write a second at most
@@ -97,36 +99,25 @@ class CheckpointConfig:
     interval_seconds: float = 0.0
     keep: int = 3
     trainer_id: int = 0
-    mode: str = "sync"
+    mode: Mode = Mode.SYNC
     freeze_lease_s: float = protocol.DEFAULT_FREEZE_LEASE_S  # PSJOB_CHECKPOINT_FREEZE_LEASE_S
     topology_file: str = ""        # PSJOB_TOPOLOGY_FILE: watched by trainer 0 for a resize
     pserver_endpoints: tuple = ()  # PADDLE_PSERVER_ENDPOINTS: the layout this trainer runs
     incremental: bool = False      # PSJOB_CHECKPOINT_INCREMENTAL: write deltas between bases
     base_every: int = protocol.DEFAULT_BASE_EVERY  # PSJOB_CHECKPOINT_BASE_EVERY: every N-th is a base
 
-    @classmethod
-    def from_env(cls, environ=None) -> CheckpointConfig:
-        env = process_environment() if environ is None else environ
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", Mode(self.mode))  # a Mode, or its name
 
-        def num(key, kind, default):
-            raw = env.get(key, "") or ""
-            try:
-                return kind(raw) if raw.strip() else default
-            except ValueError:
-                raise ValueError(f"{key}={raw!r} is not a number") from None
-        keep = num("PSJOB_CHECKPOINT_KEEP", int, 3)
-        return cls(root=env.get("PSJOB_CHECKPOINT_DIR", ""),
-                   interval_steps=num("PSJOB_CHECKPOINT_INTERVAL_STEPS", int, 0),
-                   interval_seconds=num("PSJOB_CHECKPOINT_INTERVAL_SECONDS", float, 0.0),
-                   keep=keep if keep > 0 else 3,
-                   trainer_id=num("PADDLE_TRAINER_ID", int, 0),
-                   mode=env.get("PSJOB_MODE", "") or "sync",
-                   freeze_lease_s=protocol.freeze_lease_from_env(env),
-                   topology_file=env.get("PSJOB_TOPOLOGY_FILE", ""),
-                   pserver_endpoints=tuple(
-                       e for e in (env.get("PADDLE_PSERVER_ENDPOINTS") or "").split(",") if e),
-                   incremental=protocol.incremental_from_env(env),
-                   base_every=protocol.base_every_from_env(env))
+    @classmethod
+    def of(cls, settings: Settings) -> CheckpointConfig:
+        """This trainer's checkpoint configuration from its process's settings (the
+        PSJOB_CHECKPOINT_* ones, its trainer id, mode and pservers)."""
+        c, p = settings.checkpoint, settings.process
+        return cls(root=c.root, interval_steps=c.interval_steps, interval_seconds=c.interval_seconds,
+                   keep=c.keep, trainer_id=p.trainer_id, mode=p.mode, freeze_lease_s=c.freeze_lease_s,
+                   topology_file=c.topology_file, pserver_endpoints=p.pserver_endpoints,
+                   incremental=c.incremental, base_every=c.base_every)
 
     @property
     def enabled(self) -> bool:
@@ -194,31 +185,38 @@ class Checkpointer:
         self.commit_params: dict = {}  # sent with the COMMIT of the next saves (psjob.training.stream)
 
     @classmethod
-    def from_env(cls, executor, program, scope=None, environ=None) -> Checkpointer:
-        """Settings from `environ` (the process environment by default), the saves' RPC
-        client's included."""
+    def for_program(cls, executor, program, settings: Settings, scope=None) -> Checkpointer:
+        """A Checkpointer of `program` (a transpiled trainer program, or a single-process
+        one) with the process's `settings`, the saves' RPC client's included."""
         distributed_program = getattr(program, "_is_distributed", False)
-        dist = distributed.DistInfo.of(program, settings=environ) if distributed_program else None
-        return cls(executor, program, CheckpointConfig.from_env(environ), scope, dist)
+        dist = distributed.DistInfo.of(program, settings=settings) if distributed_program else None
+        return cls(executor, program, CheckpointConfig.of(settings), scope, dist)
 
     @classmethod
-    def for_fleet(cls, fleet, executor, scope=None, environ=None, **overrides) -> Checkpointer:
+    def for_fleet(cls, fleet, executor, scope=None, settings: Settings | None = None,
+                  **overrides) -> Checkpointer:
         """The trainer's Checkpointer under the Fleet API (any mode, geo included).
 
         Settings come from the fleet's role (its RoleEnv's settings, or the process
-        environment for a user-defined role) unless `environ` is given; `overrides` replace
-        CheckpointConfig fields (e.g. interval_steps=100)."""
+        environment's for a user-defined role) unless `settings` is given; `overrides`
+        replace CheckpointConfig fields (e.g. interval_steps=100)."""
         fleet = getattr(fleet, "fleet", fleet)  # the psjob.fleet module or its Fleet singleton
         program, dist = fleet.checkpoint_target()
-        config = CheckpointConfig.from_env(fleet.role_settings() if environ is None else environ)
+        config = CheckpointConfig.of(fleet.role_settings() if settings is None else settings)
         if fleet.mode:
-            config = dataclasses.replace(config, mode=fleet.mode)
+            config = dataclasses.replace(config, mode=Mode(fleet.mode))
         config = dataclasses.replace(config, **overrides)
         return cls(executor, program, config, scope, dist)
 
     @property
     def is_chief(self) -> bool:
         return self.config.trainer_id == 0
+
+    @functools.cached_property
+    def store(self) -> Storage:
+        """The checkpoint root's store, resolved once (on first use: a root the store cannot
+        serve fails the first save, which is logged, as any failed save)."""
+        return storage.for_path(self.config.root)
 
     # -- resume --------------------------------------------------------------------------
     def resume(self) -> dict | None:
@@ -231,7 +229,7 @@ class Checkpointer:
         if self.is_chief and self.dist is not None:
             self._thaw_leftover()
         info = None
-        for c in committed(self.config.root):
+        for c in committed(self.config.root, self.store):
             reason = c.reason
             if c.ok:
                 try:
@@ -251,7 +249,7 @@ class Checkpointer:
         doc = info.manifest
         trainers = doc.get("trainers") or {}
         mine = trainers.get(str(self.config.trainer_id))
-        if mine is None and trainers and self.config.mode != "sync":
+        if mine is None and trainers and self.config.mode is not Mode.SYNC:
             # Async trainers each keep their own place in their own share: one the checkpoint
             # holds no position of had recorded none yet, and starts its share again (the
             # chief's position is not its own: taking it would skip data).
@@ -311,7 +309,7 @@ class Checkpointer:
             return None
         position = {**position, "step": int(step)}
         if not self.is_chief:
-            if self.config.mode != "sync":
+            if self.config.mode is not Mode.SYNC:
                 self._write_position(position)
             return None
         if self.holding or (self.topology is not None and self.topology.resized()):
@@ -364,7 +362,7 @@ class Checkpointer:
         self.saved.append(path)
         if request.chain is not None:
             self._remember_link(path)
-        removed = apply_retention(self.config.root, self.config.keep)
+        removed = apply_retention(self.config.root, self.config.keep, self.store)
         print(f"[psjob] checkpoint step {step} saved to {path} in {time.monotonic() - t0:.2f}s"
               + (f"; removed {len(removed)} old" if removed else ""), flush=True)
         return path
@@ -391,22 +389,20 @@ class Checkpointer:
             return
         self._last_link = (path, doc, digest) if (chains.link_of(doc) or {}).get("id") else None
 
-    @staticmethod
-    def _discard(path: str) -> None:
+    def _discard(self, path: str) -> None:
         """Remove what a failed save left in `path` (no manifest: it is no checkpoint), so
         failing saves do not pile up directories that retention keeps (it never touches what
         is newer than the newest good checkpoint)."""
         if has_manifest(path):
             return  # committed after all (the failure came later): a checkpoint, keep it
         try:
-            storage.for_path(path).remove_tree(path, first=MANIFEST)
+            self.store.remove_tree(path, first=MANIFEST)
         except OSError as exc:  # nothing was created, or the store refuses: retention tries later
             log.debug("could not remove the partial checkpoint %s: %s", path, exc)
 
     # -- positions -----------------------------------------------------------------------
     def _write_position(self, position: dict) -> None:
-        root = self.config.root
-        store = storage.for_path(root)
+        root, store = self.config.root, self.store
         now = time.monotonic()
         if not store.local and now - self._last_position_write < REMOTE_POSITION_INTERVAL_S:
             return
@@ -427,10 +423,10 @@ class Checkpointer:
 
     def _positions(self, mine: dict) -> dict:
         out = {"0": mine}
-        if self.config.mode == "sync":
+        if self.config.mode is Mode.SYNC:
             return out
         d = storage.join(self.config.root, POSITIONS)
-        store = storage.for_path(d)
+        store = self.store
         for name in sorted(store.sizes(d)):
             if name.startswith("trainer-") and name.endswith(".json"):
                 try:

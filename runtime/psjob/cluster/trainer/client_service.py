@@ -28,11 +28,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from psjob.cluster.rpc.auth import token_from_env
+from psjob.cluster.rpc.auth import job_token
 from psjob.cluster.rpc.client import PSClient, RpcError
 from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
 from psjob.cluster.trainer.geo import GeoCommunicator
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.roles import Mode
+from psjob.foundation.settings import Settings, process_settings
 
 
 @dataclass(frozen=True)
@@ -45,18 +46,19 @@ class GeoSettings:
     k_steps: int
 
 
-def trainer_service(client: PSClient, mode: str, *, max_merge_var_num: int = CommunicatorConfig.max_merge_var_num,
+def trainer_service(client: PSClient, mode: Mode, *, max_merge_var_num: int = CommunicatorConfig.max_merge_var_num,
                     send_queue_size: int = CommunicatorConfig.send_queue_size,
                     max_stale_steps: int | None = CommunicatorConfig.max_stale_steps,
                     predict_pulls: float | dict = CommunicatorConfig.predict_pulls, geo: GeoSettings | None = None):
     """The trainer's RPC service of `mode` around `client`: the client itself (sync), a
     Communicator (async, half_async) or a GeoCommunicator (geo, which needs `geo`)."""
-    if mode in ("async", "half_async"):
+    mode = Mode(mode)
+    if mode.is_async:
         return Communicator(client, CommunicatorConfig(mode=mode, max_merge_var_num=max_merge_var_num,
                                                        send_queue_size=send_queue_size,
                                                        max_stale_steps=max_stale_steps,
                                                        predict_pulls=predict_pulls))
-    if mode == "geo":
+    if mode is Mode.GEO:
         if geo is None:
             raise ValueError("a geo trainer's service needs its GeoSettings")
         return GeoCommunicator(client, geo.scope, geo.overview, geo.param_names, geo.trainers, geo.k_steps)
@@ -104,10 +106,6 @@ def announce_completion(trainer_id: int) -> None:
     print(f"[psjob] trainer {trainer_id} completed: every pserver recorded it", flush=True)
 
 
-def _wait_timeout_s(env) -> float:
-    return float(env.get("PSJOB_WAIT_SERVER_TIMEOUT", "300") or 300)
-
-
 class TrainerAlreadyCompleted(SystemExit):
     """A trainer started again after its part of the job was done (it was killed after the
     pservers recorded its completion, before it exited): it exits 0 at once instead of
@@ -146,13 +144,13 @@ def completed_earlier(client: PSClient, elastic: bool = False, deadline_s: float
 WAIT_CHECK_S = 5.0  # while waiting for the pservers, ask this often whether the job is done
 
 
-def wait_until_serving(client: PSClient, env, elastic: bool = False) -> None:
+def wait_until_serving(client: PSClient, settings: Settings, elastic: bool = False) -> None:
     """`client.wait_server_ready` (bounded by PSJOB_WAIT_SERVER_TIMEOUT, 300 s), asking every
     WAIT_CHECK_S whether this trainer had completed already (`completed_earlier`): then it
     raises TrainerAlreadyCompleted. A pserver past every trainer never serves again, so
     without the check such a trainer would wait out the whole timeout, exit
     PSERVER_UNREACHABLE_EXIT and be started again, forever."""
-    timeout = _wait_timeout_s(env)
+    timeout = settings.rpc.wait_server_timeout_s
     t_end = time.monotonic() + timeout
     while True:
         why = completed_earlier(client, elastic)
@@ -170,39 +168,42 @@ def wait_until_serving(client: PSClient, env, elastic: bool = False) -> None:
                 raise TimeoutError(f"{exc}; waited {timeout:.0f}s in all (PSJOB_WAIT_SERVER_TIMEOUT)") from None
 
 
-def wait_for_pservers(endpoints, environ=None) -> None:
+def wait_for_pservers(endpoints, settings: Settings | None = None) -> None:
     """Block until every pserver serves (the transpiler's wait_port, a psjob.foundation.hooks hook);
-    bounded by PSJOB_WAIT_SERVER_TIMEOUT (300 s), with this process's job token."""
-    env = process_environment() if environ is None else environ
-    client = PSClient(list(endpoints), auth_token=token_from_env(env), settings=env)
+    bounded by PSJOB_WAIT_SERVER_TIMEOUT (300 s), with the job token. settings None: this
+    process's environment's (a Fluid script's transpiler calls it)."""
+    settings = process_settings() if settings is None else settings
+    client = PSClient(list(endpoints), auth_token=job_token(settings), settings=settings)
     try:
-        client.wait_server_ready(timeout_s=_wait_timeout_s(env))
+        client.wait_server_ready(timeout_s=settings.rpc.wait_server_timeout_s)
     finally:
         client.close()
 
 
-def make_client(executor, op=None, environ=None):
+def make_client(executor, op=None, settings: Settings | None = None):
+    """Default factory of executor.services["rpc"] (see fluid.executor): a Fluid script's, so
+    its settings are this process's environment's unless given."""
     if _installed is not None:
         return _installed
-    env = process_environment() if environ is None else environ
+    settings = process_settings() if settings is None else settings
     program = op.block.program if op is not None else None
     endpoints = program_endpoints(program) if program is not None else []
     if not endpoints:
-        endpoints = [e for e in env.get("PADDLE_PSERVER_ENDPOINTS", "").split(",") if e]
+        endpoints = list(settings.process.pserver_endpoints)
     if not endpoints:
         raise RuntimeError("no pserver endpoints: the program names none and PADDLE_PSERVER_ENDPOINTS is unset")
     trainer_id = op.attr("trainer_id") if op is not None and op.attr("trainer_id") is not None else None
     if trainer_id is None:
-        trainer_id = int(env.get("PADDLE_TRAINER_ID", "0") or 0)
-    client = PSClient(endpoints, int(trainer_id), auth_token=token_from_env(env), settings=env)
+        trainer_id = settings.process.trainer_id
+    client = PSClient(endpoints, int(trainer_id), auth_token=job_token(settings), settings=settings)
     try:
-        wait_until_serving(client, env)
+        wait_until_serving(client, settings)
     except BaseException:
         client.close()
         raise
-    mode = env.get("PSJOB_MODE", "")
-    if (program is not None and _is_async(program)) or mode in ("async", "half_async"):
-        service = trainer_service(client, "half_async" if mode == "half_async" else "async")
+    mode = settings.process.mode
+    if (program is not None and _is_async(program)) or mode.is_async:
+        service = trainer_service(client, Mode.HALF_ASYNC if mode is Mode.HALF_ASYNC else Mode.ASYNC)
     else:
         service = client
 

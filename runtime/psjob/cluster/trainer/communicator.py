@@ -50,11 +50,12 @@ import numpy as np
 
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.ops.dist_ops import record_staleness
+from psjob.foundation.roles import Mode
 
 
 @dataclass(frozen=True)
 class CommunicatorConfig:
-    mode: str = "async"              # async | half_async
+    mode: Mode = Mode.ASYNC          # async | half_async
     max_merge_var_num: int = 20      # gradients of one variable merged into one send
     send_queue_size: int = 20        # per-variable queue bound (trainer blocks beyond it)
     recv_interval_s: float = 0.0     # minimum time between two cache refreshes (pulls)
@@ -82,6 +83,12 @@ class CommunicatorConfig:
     # (psjob.fleet.strategy.predict_pulls_by_name), given here as {pulled name: intervals}
     # (names absent: 0). What it buys in first-epoch AUC: docs/performance.md.
     predict_pulls: float | Mapping[str, float] = 0.0
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "mode", Mode(self.mode))  # a Mode, or its name
+        except ValueError:
+            raise ValueError(f"Communicator mode must be async or half_async, got {self.mode!r}") from None
 
 
 class CommunicatorError(RuntimeError):
@@ -147,11 +154,11 @@ class Communicator:
         """Whether its reads may lag its pushes, so that a prefetch issued one batch ahead
         (psjob.fluid.pipeline) adds only a step of staleness: async and half-async, except
         async with max_stale_steps=0, which asks for exact reads, embedding rows included."""
-        return not (self.config.mode == "async" and self.config.max_stale_steps == 0)
+        return not (self.config.mode is Mode.ASYNC and self.config.max_stale_steps == 0)
 
     def __init__(self, client, config: CommunicatorConfig = CommunicatorConfig()):
-        if config.mode not in ("async", "half_async"):
-            raise ValueError(f"Communicator mode must be async or half_async, got {config.mode!r}")
+        if not config.mode.is_async:
+            raise ValueError(f"Communicator mode must be async or half_async, got {config.mode.value!r}")
         self.client = client
         self.trainer_id = client.trainer_id
         self.config = config
@@ -186,7 +193,7 @@ class Communicator:
         self._sender = threading.Thread(target=self._send_loop, name="psjob-send", daemon=True)
         self._receiver = threading.Thread(target=self._recv_loop, name="psjob-recv", daemon=True)
         self._sender.start()
-        if config.mode == "async":
+        if config.mode is Mode.ASYNC:
             self._receiver.start()
 
     # -- verbs --------------------------------------------------------------------------
@@ -224,7 +231,7 @@ class Communicator:
 
     def pull(self, endpoint, names):
         names = list(names)
-        if self.config.mode == "half_async":
+        if self.config.mode is Mode.HALF_ASYNC:
             self.flush()
             return self.client.pull(endpoint, names)
         t0 = time.perf_counter()
@@ -423,7 +430,7 @@ class Communicator:
         A round carries the cache's refresh when it completes a step's worth of gradients —
         what would trigger the receiver — and reaches every pserver the cache reads from;
         the pulled values then include the round's own gradients."""
-        if self.config.mode != "async":
+        if self.config.mode is not Mode.ASYNC:
             return {}
         watched = {ep: list(names) for ep, names in self._watched.items() if names}
         step_done = self._sent_since_recv + sum(len(per_name) for per_name in batch.values()) >= len(self._queues)

@@ -32,22 +32,21 @@ import sys
 from psjob.cluster.trainer import telemetry as telemetry_mod
 from psjob.fluid.executor import observe_steps
 from psjob.foundation.progress import ProgressReporter, ProgressState
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.settings import Settings
 
 # Seconds between progress lines, as the built-in job's default `--log_every`.
 PROGRESS_EVERY_S = 5.0
 
 
 class TrainerMonitor:
-    def __init__(self, program, trainer_id: int, loss_name: str | None, service=None, client=None,
-                 environ=None, every_s: float = PROGRESS_EVERY_S, out=None):
-        env = process_environment() if environ is None else environ
-        self.telemetry = telemetry_mod.TrainerTelemetry.from_env(trainer_id, env)
+    def __init__(self, program, trainer_id: int, loss_name: str | None, settings: Settings, service=None,
+                 client=None, every_s: float = PROGRESS_EVERY_S, out=None):
+        self.telemetry = telemetry_mod.TrainerTelemetry.start(trainer_id, settings)
         self.telemetry.attach(None, service)  # a Communicator's sender reports staleness
         self._client = client
         self._loss = loss_name
         self._auc = running_auc_name(program)
-        ckpt_dir = env.get("PSJOB_CHECKPOINT_DIR", "")
+        ckpt_dir = settings.checkpoint.root
         self.reporter = ProgressReporter(ProgressState(trainer_id, None, None), every_s,
                                          checkpoint=lambda: checkpoint_label(ckpt_dir),
                                          on_window=self.telemetry.window, out=out)

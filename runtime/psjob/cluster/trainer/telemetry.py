@@ -1,6 +1,6 @@
 """Prometheus metrics of a trainer process (psjob.foundation.metrics.trainer_metrics).
 
-Lifecycle: `TrainerTelemetry.from_env()` builds the metrics in a fresh
+Lifecycle: `TrainerTelemetry.start()` builds the metrics in a fresh
 registry and, when PSJOB_METRICS_PORT is set (always in pods and under
 `psjob run`), serves /metrics on it — port 0 picks a free one, and the bound
 port is printed so a person (or `psjob run`) can find it. The training loop
@@ -11,7 +11,7 @@ per-op kernel timings (`Executor.collect_timing`): the RPC ops that send
 gradients are "push", those that receive parameters or prefetch embedding
 rows are "pull", everything else in the step is "compute".
 
-One per process: `from_env` makes the new telemetry the process's
+One per process: `start` makes the new telemetry the process's
 `current()` one until `close()`. psjob.fleet starts its own for a Fleet
 script's trainer only when there is none — the built-in job
 (psjob.training.job) makes one before `fleet.init_worker()` and observes its
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry
 
 from psjob.foundation import metrics
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.settings import Settings
 
 _current: TrainerTelemetry | None = None
 
@@ -49,13 +49,13 @@ class TrainerTelemetry:
         self._retries: dict[str, int] = {}  # method → retries already exported
 
     @classmethod
-    def from_env(cls, trainer: int, environ=None) -> TrainerTelemetry:
+    def start(cls, trainer: int, settings: Settings) -> TrainerTelemetry:
+        """This trainer's telemetry, serving /metrics when its settings ask for it
+        (PSJOB_METRICS_PORT set: pods, `psjob run`)."""
         global _current
-        env = process_environment() if environ is None else environ
         tel = cls()
-        if metrics.METRICS_PORT_ENV in env:
-            tel.server = metrics.MetricsServer(metrics.metrics_port_from_env(env), tel.registry,
-                                               host=metrics.metrics_host(env))
+        if settings.metrics.enabled:
+            tel.server = metrics.MetricsServer(settings.metrics.port, tel.registry, host=settings.metrics.host)
             print(f"[psjob] trainer {trainer} metrics on port {tel.server.port}", flush=True)
         _current = tel
         return tel
@@ -122,7 +122,7 @@ class TrainerTelemetry:
 
 
 def current() -> TrainerTelemetry | None:
-    """The trainer telemetry this process runs (made by `from_env`, not yet closed), or None."""
+    """The trainer telemetry this process runs (made by `start`, not yet closed), or None."""
     return _current
 
 

@@ -32,6 +32,7 @@ from psjob.distributed.fleet.util import UtilBase
 from psjob.fleet import FleetError
 from psjob.fleet import fleet as _fleet
 from psjob.fleet import saving as _saving
+from psjob.foundation.roles import Mode
 
 fleet = _fleet
 util = UtilBase(_fleet)
@@ -57,9 +58,10 @@ class _WorkerConnection:
 # The trainer and device worker Paddle's parameter-server program builders name per mode
 # (paddle/distributed/ps/utils/ps_program_builder.py): async trains with DistMultiTrainer and
 # DownpourLite, sync, geo and collective (no pserver) with MultiTrainer and Hogwild.
-_TRAINER_BY_MODE = {"async": ("DistMultiTrainer", "DownpourLite"), "half_async": ("DistMultiTrainer", "DownpourLite"),
-                    "sync": ("MultiTrainer", "Hogwild"), "geo": ("MultiTrainer", "Hogwild"),
-                    "collective": ("MultiTrainer", "Hogwild")}
+_TRAINER_BY_MODE = {Mode.ASYNC: ("DistMultiTrainer", "DownpourLite"),
+                    Mode.HALF_ASYNC: ("DistMultiTrainer", "DownpourLite"),
+                    Mode.SYNC: ("MultiTrainer", "Hogwild"), Mode.GEO: ("MultiTrainer", "Hogwild"),
+                    Mode.COLLECTIVE: ("MultiTrainer", "Hogwild")}
 
 
 def _set_fleet_opt(program, strategy) -> None:
@@ -68,7 +70,10 @@ def _set_fleet_opt(program, strategy) -> None:
     trainer_desc_configs (a value overrides when it is non-empty or the key is new).
     train_from_dataset reads `stat_var_names` from it (fluid/dataset_trainer.py)."""
     opt_info = program._fleet_opt if program._fleet_opt is not None else {}
-    trainer, device_worker = _TRAINER_BY_MODE[_fleet.mode]
+    mode = _fleet.mode
+    if mode is None:
+        raise RuntimeError("the fleet has no strategy yet: call distributed_optimizer(...).minimize(loss) first")
+    trainer, device_worker = _TRAINER_BY_MODE[mode]
     opt_info["trainer"] = opt_info.get("trainer", trainer)
     opt_info["device_worker"] = opt_info.get("device_worker", device_worker)
     opt_info["mpi_size"] = _fleet.worker_num()

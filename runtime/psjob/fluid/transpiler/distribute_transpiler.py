@@ -41,6 +41,7 @@ from psjob.fluid.transpiler.trainer_pass import (
     rewrite_trainer_startup,
 )
 from psjob.foundation import hooks
+from psjob.foundation.roles import Mode
 from psjob.foundation.tables import OPTIMIZERS as TABLE_RULES
 from psjob.foundation.tables import OptimizerConfig as TableOptimizerConfig
 
@@ -115,7 +116,7 @@ class DistributeTranspiler:
         self.pserver_endpoints = endpoints
         self.vars_overview = self._overview
         log.info("transpiled for trainer %d of %d, %s mode, pservers %s", trainer_id, trainer_num,
-                 "sync" if sync else "async", endpoints)
+                 Mode.SYNC if sync else Mode.ASYNC, endpoints)
 
     def _transpile_nccl2(self, trainer_id, program, trainers, startup_program, current_endpoint):
         """NCCL2 mode, as Paddle's: the main program is left as it is (ParallelExecutor with

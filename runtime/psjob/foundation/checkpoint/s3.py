@@ -29,8 +29,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from psjob.foundation.checkpoint.backend import S3_SCHEME, BinaryFile, Storage
+from psjob.foundation.checkpoint.backend import S3_SCHEME, BinaryFile, Storage, StorageError
 from psjob.foundation.checkpoint.s3client import Client, Config, S3Error, error_of, parse, xml_find, xml_text
+from psjob.foundation.settings import SettingsError, process_settings
 
 PART_BYTES = 16 << 20  # S3's minimum part is 5 MiB (except the last)
 PARTS_PER_SIZE = 1000  # double the part size every this many parts (S3 allows 10,000)
@@ -48,7 +49,12 @@ class S3Storage(Storage):
 
     @property
     def client(self) -> Client:
-        cfg = Config.from_env()
+        # The AWS_* settings as they are now: a process may point them elsewhere between
+        # saves (tests do); parsed and checked by psjob.foundation.settings.
+        try:
+            cfg = Config.of(process_settings().s3)
+        except SettingsError as exc:
+            raise StorageError(str(exc)) from None  # an OSError: "this checkpoint failed", as before
         with self._lock:
             client = self._clients.get(cfg)
             if client is None:

@@ -23,11 +23,11 @@ Configuration, from the environment as every AWS tool reads it:
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import hmac
 import http.client
-import os
 import posixpath
 import re
 import ssl
@@ -38,7 +38,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from psjob.foundation.checkpoint.backend import S3_SCHEME, StorageError
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.settings import S3Settings
 
 TIMEOUT_S = 60.0       # per socket operation
 ATTEMPTS = 5           # tries of one request on a dropped connection, 500, 503 SlowDown
@@ -90,20 +90,10 @@ class Config:
     role_session_name: str = ""
 
     @classmethod
-    def from_env(cls, env=None) -> Config:
-        env = process_environment() if env is None else env
-        endpoint = (env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or "").rstrip("/")
-        if endpoint and urllib.parse.urlsplit(endpoint).scheme not in ("http", "https"):
-            raise StorageError(f"AWS_ENDPOINT_URL={endpoint!r} is not an http:// or https:// URL")
-        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
-        sts = (env.get("AWS_ENDPOINT_URL_STS") or env.get("AWS_ENDPOINT_URL") or f"https://sts.{region}.amazonaws.com")
-        return cls(endpoint=endpoint, region=region,
-                   access_key=env.get("AWS_ACCESS_KEY_ID", ""), secret_key=env.get("AWS_SECRET_ACCESS_KEY", ""),
-                   session_token=env.get("AWS_SESSION_TOKEN", ""), ca_bundle=env.get("AWS_CA_BUNDLE", ""),
-                   role_arn=env.get("AWS_ROLE_ARN", ""),
-                   web_identity_token_file=env.get("AWS_WEB_IDENTITY_TOKEN_FILE", ""),
-                   sts_endpoint=sts.rstrip("/"),
-                   role_session_name=env.get("AWS_ROLE_SESSION_NAME", "") or f"psjob-{os.getpid()}")
+    def of(cls, settings: S3Settings) -> Config:
+        """The client's configuration from a process's S3 settings (the AWS_* variables,
+        parsed and checked by psjob.foundation.settings)."""
+        return cls(**dataclasses.asdict(settings))
 
     def where(self) -> str:
         return f" at {self.endpoint}" if self.endpoint else ""

@@ -46,6 +46,7 @@ import numpy as np
 
 from psjob.foundation.checkpoint import chain as chains
 from psjob.foundation.checkpoint import storage
+from psjob.foundation.checkpoint.backend import Storage
 from psjob.foundation.checkpoint.format import (
     CORRUPT_MARKER,
     MANIFEST,
@@ -142,22 +143,25 @@ def _inspect_one(path: str, step: int | None) -> CheckpointInfo:
     return CheckpointInfo(path, step, OK, "", doc)
 
 
-def scan(root: str) -> list[CheckpointInfo]:
-    """Every step-N directory under root, oldest first."""
+def scan(root: str, store: Storage | None = None) -> list[CheckpointInfo]:
+    """Every step-N directory under root, oldest first. `store`: root's, when the caller
+    resolved it already (storage.for_path(root))."""
     found: list[CheckpointInfo] = []
     seen: dict[str, CheckpointInfo] = {}
-    for name in sorted(storage.for_path(root).list_dirs(root)):  # oldest first: parents before deltas
+    store = storage.for_path(root) if store is None else store
+    for name in sorted(store.list_dirs(root)):  # oldest first: parents before deltas
         m = STEP_RE.match(name)
         if m:
             found.append(inspect_dir(storage.join(root, name), int(m.group(1)), seen))
     return sorted(found, key=lambda c: (c.step, c.path))
 
 
-def committed(root: str) -> list[CheckpointInfo]:
-    """Checkpoints with a manifest (good or not), newest first; a save directory is its own list."""
+def committed(root: str, store: Storage | None = None) -> list[CheckpointInfo]:
+    """Checkpoints with a manifest (good or not), newest first; a save directory is its own list.
+    `store`: root's, when the caller resolved it already."""
     if has_manifest(root):
         return [inspect_dir(root)]
-    return [c for c in reversed(scan(root)) if c.status != INCOMPLETE]
+    return [c for c in reversed(scan(root, store)) if c.status != INCOMPLETE]
 
 
 def candidates(root: str) -> list[CheckpointInfo]:
@@ -268,10 +272,12 @@ def _problems(path: str) -> Iterator[CheckpointError]:
             yield CheckpointError(f"table {table!r}: shards {sorted(have)} of {tdoc.get('num_shards')}")
 
 
-def apply_retention(root: str, keep: int) -> list[str]:
-    """Remove old checkpoints beyond the `keep` newest good ones; the removed paths."""
+def apply_retention(root: str, keep: int, store: Storage | None = None) -> list[str]:
+    """Remove old checkpoints beyond the `keep` newest good ones; the removed paths.
+    `store`: root's, when the caller resolved it already."""
     keep = max(1, int(keep))
-    found = scan(root)
+    store = storage.for_path(root) if store is None else store
+    found = scan(root, store)
     good = [c for c in found if c.ok]
     if not good:
         return []
@@ -280,7 +286,6 @@ def apply_retention(root: str, keep: int) -> list[str]:
     doomed = [c for c in good[:-keep] if c.path not in needed]
     doomed += [c for c in found if not c.ok and c.step < newest.step and c.path not in needed]
     removed = []
-    store = storage.for_path(root)
     for c in doomed:
         if c.path == newest.path:
             continue

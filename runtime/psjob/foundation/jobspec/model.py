@@ -21,14 +21,7 @@ from psjob.foundation.jobspec.schema import (
     Rule,
     spec_field,
 )
-
-
-class Mode(str, enum.Enum):
-    SYNC = "sync"
-    ASYNC = "async"
-    HALF_ASYNC = "half_async"
-    GEO = "geo"
-    COLLECTIVE = "collective"
+from psjob.foundation.roles.names import Mode  # noqa: F401  (the job spec's spec.mode)
 
 
 class Device(str, enum.Enum):

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING
 from typing import Any
 
-from psjob.foundation.jobspec.model import NAME_RULES, JobSpec, ParameterServerJob
+from psjob.foundation.jobspec.model import NAME_RULES, JobSpec, Mode, ParameterServerJob
 from psjob.foundation.jobspec.schema import API_VERSION_FULL, KIND, QUANTITY, JobSpecError, Schema, TypeInfo, fields_of
 
 
@@ -34,7 +34,7 @@ def parse_job(manifest: Mapping[str, Any]) -> ParameterServerJob:
     if "spec" not in manifest:
         raise JobSpecError("spec", "is required: add spec with at least spec.image")
     raw = manifest["spec"]
-    if isinstance(raw, Mapping) and raw.get("mode") == "collective" and raw.get("pserver") is not None:
+    if isinstance(raw, Mapping) and raw.get("mode") == Mode.COLLECTIVE and raw.get("pserver") is not None:
         # The model's rule sees only a pserver section that differs from the default.
         raise JobSpecError("spec.pserver", "a collective job has no pservers (its trainers all-reduce "
                            "among themselves): remove spec.pserver, or use a parameter-server mode")

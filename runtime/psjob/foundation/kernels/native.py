@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from psjob.foundation.role_env import process_environment
+from psjob.foundation.settings import process_settings
 
 try:
     # The C extension has no type stubs: its functions are typed by the wrappers below.
@@ -27,18 +27,9 @@ try:
 except ImportError:  # built without a C compiler: the numpy kernels run
     _native = None
 
-ENV_NATIVE_KERNELS = "PSJOB_NATIVE_KERNELS"
-
-
-def _switch() -> bool:
-    value = (process_environment().get(ENV_NATIVE_KERNELS, "") or "1").strip()
-    if value not in ("0", "1"):
-        raise ValueError(f"{ENV_NATIVE_KERNELS}={value!r}: expected 1 (use the C kernels where built) or 0")
-    return value == "1"
-
-
-# Read once, at import; tests flip it to compare the two paths.
-enabled = _native is not None and _switch()
+# PSJOB_NATIVE_KERNELS, read once at import (a process-wide switch of the engine: the
+# process's settings as it starts); tests flip it to compare the two paths.
+enabled = _native is not None and process_settings().switches.native_kernels
 
 
 def built() -> bool:

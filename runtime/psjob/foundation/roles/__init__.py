@@ -31,7 +31,11 @@ The package, by job: `names` (roles, modes, ports, mount paths, RESERVED_ENV),
 `psjob.foundation.roles` re-exports their public names: the operator, the launchers and the
 runtime import from here.
 """
-from psjob.foundation.roles.environment import job_environment, role_environment  # noqa: F401
+from psjob.foundation.roles.environment import (  # noqa: F401
+    collective_launch_environment,
+    job_environment,
+    role_environment,
+)
 from psjob.foundation.roles.identity import PADDLE2_TO_FLUID, fluid_environment, resolve_identity  # noqa: F401
 from psjob.foundation.roles.names import (
                     AS_PADDLE_COMMAND,
@@ -44,11 +48,9 @@ from psjob.foundation.roles.names import (
                     DEFAULT_TRAINER_PORT,
                     DEVICES,
                     HETER_TRAINER,
-                    JOB_MODES,
                     KUBERNETES_AUTH_TOKEN_FILE,
                     KUBERNETES_CHECKPOINT_DIR,
                     LOCAL_HOST,
-                    MODES,
                     PEER_LOST_EXIT,
                     PSERVER,
                     PSERVER_UNREACHABLE_EXIT,
@@ -57,6 +59,7 @@ from psjob.foundation.roles.names import (
                     ROLES,
                     STAY_UNTIL_STOPPED_ENV,
                     TRAINER,
+                    Mode,
 )
 from psjob.foundation.roles.threads import MATH_THREAD_ENV, math_threads  # noqa: F401
 from psjob.foundation.roles.topology import (

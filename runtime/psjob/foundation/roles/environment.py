@@ -82,6 +82,23 @@ def _paddle2_environment(topology: JobTopology, role: str, index: int | None,
     return env
 
 
+def collective_launch_environment(job_name: str, index: int, ring: list[str], auth_token_file: str,
+                                  metrics_port: int | None = None) -> dict[str, str]:
+    """The environment of collective trainer `index` of a ring `ring` ("host:port" per trainer)
+    as Paddle's collective launcher sets it (paddle.distributed.launch): PADDLE_TRAINER_ID,
+    PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS, PADDLE_CURRENT_ENDPOINT, the gloo backend;
+    and psjob's job name, token file and, when given, /metrics port (`psjob launch --gpus`)."""
+    n = len(ring)
+    env = {"PADDLE_TRAINING_ROLE": TRAINER, "TRAINING_ROLE": TRAINER,
+           "PADDLE_TRAINER_ID": str(index), "PSJOB_TRAINER_ID": str(index), "PADDLE_TRAINERS_NUM": str(n),
+           "PADDLE_TRAINERS": str(n), "PADDLE_TRAINER_ENDPOINTS": ",".join(ring),
+           "PADDLE_CURRENT_ENDPOINT": ring[index], "PSJOB_JOB_NAME": job_name,
+           "PSJOB_AUTH_TOKEN_FILE": auth_token_file, "PADDLE_DISTRI_BACKEND": "gloo"}
+    if metrics_port is not None:
+        env["PSJOB_METRICS_PORT"] = str(metrics_port)
+    return env
+
+
 def job_environment(topology: JobTopology, role: str) -> dict[str, str]:
     """The job-wide variables a process of `role` gets (role_environment less the
     per-process identity): what PSJOB_TOPOLOGY_FILE stands for."""
@@ -101,7 +118,7 @@ def _common_environment(topology: JobTopology, role: str) -> dict[str, str]:
         "PSJOB_NAMESPACE": topology.namespace,
         "PSJOB_PSERVERS": str(topology.pservers),
         "PSJOB_HETER_TRAINERS": str(topology.heter_trainers),
-        "PSJOB_MODE": topology.mode,
+        "PSJOB_MODE": topology.mode.value,  # a plain str: pod specs and child environments
         "PSJOB_K_STEPS": str(topology.k_steps),
         "PSJOB_CHECKPOINT_DIR": topology.checkpoint_dir,
         "PSJOB_CHECKPOINT_INTERVAL_STEPS": str(topology.checkpoint_interval_steps),

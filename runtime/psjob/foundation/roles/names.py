@@ -2,15 +2,38 @@
 paths the operator mounts, and the variables psjob sets itself (RESERVED_ENV)."""
 from __future__ import annotations
 
+import enum
+
 PSERVER = "PSERVER"
 TRAINER = "TRAINER"
 HETER_TRAINER = "HETER_TRAINER"
 ROLES = (PSERVER, TRAINER, HETER_TRAINER)
-MODES = ("sync", "async", "half_async", "geo")
-# Collective (NCCL2-mode) jobs: no pservers; the trainers all-reduce among themselves
-# (psjob.cluster.collective). A job mode beside the communicator modes above.
-COLLECTIVE = "collective"
-JOB_MODES = MODES + (COLLECTIVE,)
+
+
+class Mode(enum.StrEnum):
+    """A job's training mode. The communicator modes (Paddle's DistributedStrategy a_sync /
+    a_sync_configs) and COLLECTIVE (NCCL2-mode jobs: no pservers; the trainers all-reduce
+    among themselves, psjob.cluster.collective). A StrEnum: it renders as its name in the
+    environment and in messages; Paddle-facing APIs that take the name still take it, and
+    `Mode(name)` converts at that boundary."""
+
+    SYNC = "sync"
+    ASYNC = "async"
+    HALF_ASYNC = "half_async"
+    GEO = "geo"
+    COLLECTIVE = "collective"
+
+    @property
+    def is_async(self) -> bool:
+        """Async or half-async: the trainers' communicator sends without a barrier."""
+        return self in (Mode.ASYNC, Mode.HALF_ASYNC)
+
+    @property
+    def uses_pservers(self) -> bool:
+        return self is not Mode.COLLECTIVE
+
+
+COLLECTIVE = Mode.COLLECTIVE
 # Geo mode's local steps between exchanges when a job does not say: Paddle's own default
 # (GeoStrategy(update_frequency=100), DistributeTranspilerConfig.geo_sgd_need_push_nums = 100).
 DEFAULT_GEO_K_STEPS = 100

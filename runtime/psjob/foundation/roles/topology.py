@@ -9,14 +9,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from psjob.foundation.roles.names import (
-    COLLECTIVE,
     DEFAULT_METRICS_PORT,
     DEFAULT_TRAINER_PORT,
     DEVICES,
-    JOB_MODES,
     KUBERNETES_AUTH_TOKEN_FILE,
     KUBERNETES_CHECKPOINT_DIR,
     LOCAL_HOST,
+    Mode,
 )
 
 # The topology builders take a psjob.foundation.jobspec.ParameterServerJob. They read its
@@ -61,7 +60,7 @@ class JobTopology:
     pserver_endpoints: tuple[str, ...]
     trainers: int
     heter_trainers: int = 0
-    mode: str = "sync"
+    mode: Mode = Mode.SYNC
     k_steps: int = 0
     checkpoint_dir: str = ""
     metrics_port: int = DEFAULT_METRICS_PORT
@@ -91,7 +90,12 @@ class JobTopology:
         object.__setattr__(self, "trainer_endpoints", tuple(self.trainer_endpoints))
         if not self.job_name:
             raise ValueError("JobTopology.job_name must not be empty")
-        if self.mode == COLLECTIVE:
+        try:
+            object.__setattr__(self, "mode", Mode(self.mode))  # a name (topology files, callers) or a Mode
+        except ValueError:
+            raise ValueError(f"JobTopology.mode must be one of {tuple(m.value for m in Mode)}, "
+                             f"got {self.mode!r}") from None
+        if self.mode is Mode.COLLECTIVE:
             self._check_collective()
         elif not self.pserver_endpoints:
             raise ValueError("JobTopology.pserver_endpoints must list at least one pserver")
@@ -110,9 +114,7 @@ class JobTopology:
                 f"{len(self.heter_endpoints)} heter_endpoints are listed")
         if self.heter_trainers and not self.heter_endpoints:
             raise ValueError("JobTopology.heter_trainers > 0 needs heter_endpoints")
-        if self.mode not in JOB_MODES:
-            raise ValueError(f"JobTopology.mode must be one of {JOB_MODES}, got {self.mode!r}")
-        if self.mode == "geo" and self.k_steps < 1:
+        if self.mode == Mode.GEO and self.k_steps < 1:
             raise ValueError("JobTopology.k_steps must be >= 1 in geo mode")
         for device in (self.pserver_device, self.trainer_device, self.heter_device):
             if device not in DEVICES:
@@ -134,7 +136,7 @@ class JobTopology:
 
     @property
     def collective(self) -> bool:
-        return self.mode == COLLECTIVE
+        return self.mode is Mode.COLLECTIVE
 
 
 def split_endpoint(endpoint: str, *, what: str = "endpoint", host_optional: bool = False) -> tuple[str, int]:
@@ -152,7 +154,7 @@ def kubernetes_topology(spec: ParameterServerJob, namespace: str) -> JobTopology
     """Topology of a job run by the operator: stable StatefulSet DNS names."""
     job = spec
     s = job.spec
-    if s.mode.value == COLLECTIVE:  # trainer i: the Indexed Job's pod i behind its headless Service
+    if s.mode is Mode.COLLECTIVE:  # trainer i: the Indexed Job's pod i behind its headless Service
         port = s.worker.port or DEFAULT_TRAINER_PORT
         ring = tuple(f"{kubernetes_host(trainer_service(job.name), namespace, i)}:{port}"
                      for i in range(s.worker.replicas))
@@ -202,7 +204,7 @@ def local_topology(spec: ParameterServerJob, ports: Sequence[int], workdir: str 
     common = dict(checkpoint_dir=(s.checkpoint.uri or os.path.join(workdir, "checkpoints"))
                   if s.checkpoint.enabled else "", auth_token_file=os.path.join(workdir, "auth-token"),
                   metrics_port=metrics_port, trainer_host=LOCAL_HOST, per_process=True)
-    if s.mode.value == COLLECTIVE:
+    if s.mode is Mode.COLLECTIVE:
         if len(ports) != s.worker.replicas:
             raise ValueError(f"local_topology needs {s.worker.replicas} trainer ring port(s), got {len(ports)}")
         return _topology(job, job.namespace, (), (),
@@ -226,7 +228,7 @@ def _topology(job: ParameterServerJob, namespace: str, pservers: tuple[str, ...]
     ckpt = s.checkpoint
     return JobTopology(
         job_name=job.name, namespace=namespace, pserver_endpoints=pservers,
-        trainers=s.worker.replicas, heter_trainers=len(heter), mode=s.mode.value,
+        trainers=s.worker.replicas, heter_trainers=len(heter), mode=s.mode,
         k_steps=s.effective_k_steps, checkpoint_dir=checkpoint_dir, metrics_port=metrics_port,
         auth_token_file=auth_token_file, heter_endpoints=heter,
         checkpoint_interval_steps=ckpt.interval_steps or 0,
@@ -255,6 +257,7 @@ def _stream_json(s) -> str:
 def topology_to_dict(topology: JobTopology) -> dict:
     """JSON-ready form (the operator ships it to pods in the job's ConfigMap)."""
     data = dataclasses.asdict(topology)
+    data["mode"] = topology.mode.value
     data["pserver_endpoints"] = list(topology.pserver_endpoints)
     data["heter_endpoints"] = list(topology.heter_endpoints)
     if topology.trainer_endpoints:
