@@ -2,7 +2,8 @@
 
 `InMemoryCluster` starts one `PserverState` per pserver program (each runs
 its startup program with its own Executor and Scope) and hands out
-`InMemoryClient`s that implement the trainer-side `transport.PSClient` verbs
+`InMemoryClient`s that implement the trainer side of the seam
+(`psjob.cluster.protocol.PSClient`)
 by calling the states directly. Values are copied both ways, as the wire
 would, so a trainer and a pserver never share an array.
 
@@ -13,9 +14,12 @@ they would across processes. What the gRPC runtime reuses unchanged is
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from psjob.cluster.protocol import PSClient
 from psjob.cluster.pserver.pserver_state import PserverOptions, PserverState
 from psjob.fluid.core import CPUPlace, Scope, SelectedRows, to_numpy
 from psjob.fluid.executor import Executor
@@ -29,7 +33,7 @@ class _Result:
     def __init__(self, value=None, error=None):
         self._value, self._error = value, error
 
-    def wait(self):
+    def wait(self) -> Any:
         if self._error is not None:
             raise self._error
         return self._value
@@ -43,25 +47,27 @@ def _wire_copy(value):
     return np.array(to_numpy(value), copy=True)
 
 
-def _call(fn, *args):
+def _call(fn: Callable[..., Any], *args: Any) -> _Result:
     try:
         return _Result(fn(*args))
     except Exception as exc:  # surfaced at wait(), like an RPC error
         return _Result(error=exc)
 
 
-class InMemoryClient:
-    """transport.PSClient over direct calls to the cluster's PserverStates."""
+class InMemoryClient(PSClient):
+    """psjob.cluster.protocol.PSClient over direct calls to the cluster's PserverStates."""
 
     def __init__(self, cluster: InMemoryCluster, trainer_id: int):
         self.cluster, self.trainer_id = cluster, int(trainer_id)
-        self.endpoints = list(cluster.states)
+        self.endpoints: list[str] = list(cluster.states)
 
-    def push(self, endpoint, values, *, is_delta=False, lods=None):
+    def push(self, endpoint: str, values: Mapping[str, Any], *, is_delta: bool = False,
+             lods: Mapping[str, Any] | None = None) -> _Result:
         payload = {n: _wire_copy(v) for n, v in values.items()}
         return _call(self.cluster.handler(endpoint).on_send, self.trainer_id, payload, is_delta)
 
-    def push_pull(self, endpoint, values, names, *, lods=None):
+    def push_pull(self, endpoint: str, values: Mapping[str, Any], names: Iterable[str], *,
+                  lods: Mapping[str, Any] | None = None) -> _Result:
         payload = {n: _wire_copy(v) for n, v in values.items()}
 
         def send_and_get():
@@ -70,27 +76,28 @@ class InMemoryClient:
             return staleness, {n: _wire_copy(v) for n, v in fresh.items()}
         return _call(send_and_get)
 
-    def pull(self, endpoint, names):
+    def pull(self, endpoint: str, names: Iterable[str]) -> _Result:
         def get():
             values, _ = self.cluster.handler(endpoint).on_get(self.trainer_id, list(names))
             return {n: _wire_copy(v) for n, v in values.items()}
         return _call(get)
 
-    def prefetch(self, endpoint, table, ids):
+    def prefetch(self, endpoint: str, table: str, ids: Any) -> _Result:
         ids = np.ascontiguousarray(to_numpy(ids), dtype=np.int64).reshape(-1)
         return _call(lambda: _wire_copy(self.cluster.handler(endpoint).on_prefetch(self.trainer_id, table, ids)))
 
-    def barrier(self, kind, endpoints=None):
+    def barrier(self, kind: str, endpoints: Sequence[str] | None = None) -> list[int]:
         return [self.cluster.handler(ep).on_barrier(self.trainer_id, kind) for ep in endpoints or self.endpoints]
 
-    def checkpoint_notify(self, dirname, step=0, tag="", endpoints=None):
+    def checkpoint_notify(self, dirname: str, step: int = 0, tag: str = "",
+                          endpoints: Sequence[str] | None = None) -> dict[str, list[str]]:
         return {ep: self.cluster.handler(ep).on_checkpoint(dirname, step, tag) for ep in endpoints or self.endpoints}
 
-    def complete(self, endpoints=None):
+    def complete(self, endpoints: Sequence[str] | None = None) -> None:
         for ep in endpoints or self.endpoints:
             self.cluster.handler(ep).on_complete(self.trainer_id)
 
-    def gather(self, name, round_, value):
+    def gather(self, name: str, round_: int, value: Any) -> list[Any]:
         values = self.cluster.handler(self.endpoints[0]).on_gather(self.trainer_id, name, round_, _wire_copy(value))
         return [_wire_copy(v) for v in values]
 
@@ -100,7 +107,7 @@ class InMemoryCluster:
 
     def __init__(self, pserver_programs: dict, *, place=None, options: PserverOptions = PserverOptions()):
         self.place = place or CPUPlace()
-        self.states = {}
+        self.states: dict[str, PserverState] = {}
         for ep, (main, startup) in pserver_programs.items():
             state = PserverState(main, scope=Scope(), executor=Executor(self.place), options=options)
             state.run_startup(startup)
@@ -110,7 +117,7 @@ class InMemoryCluster:
     def from_transpiler(cls, transpiler, **kwargs) -> InMemoryCluster:
         return cls({ep: transpiler.get_pserver_programs(ep) for ep in transpiler.plan.endpoints}, **kwargs)
 
-    def handler(self, endpoint) -> PserverState:
+    def handler(self, endpoint: str) -> PserverState:
         try:
             return self.states[endpoint]
         except KeyError:

@@ -15,7 +15,7 @@ undoes all of it.
 from __future__ import annotations
 
 from psjob.cluster.rpc.auth import token_from_env
-from psjob.cluster.rpc.client import PSClient
+from psjob.cluster.rpc.client import GrpcPSClient
 from psjob.cluster.trainer import client_service, telemetry
 from psjob.cluster.trainer.monitor import TrainerMonitor
 from psjob.fleet.build import BuiltJob
@@ -25,13 +25,13 @@ from psjob.fluid.core import global_scope
 
 
 class WorkerConnection:
-    def __init__(self, client: PSClient, service, heter, monitor: TrainerMonitor | None):
+    def __init__(self, client: GrpcPSClient, service, heter, monitor: TrainerMonitor | None):
         self.client, self.service, self._heter, self._monitor = client, service, heter, monitor
 
     @classmethod
     def open(cls, rm: RoleMakerBase, job: BuiltJob, scope=None) -> WorkerConnection:
         token = token_from_env(rm.settings())
-        client = PSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token, settings=rm.settings())
+        client = GrpcPSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token, settings=rm.settings())
         if job.strategy.launch_barrier or rm.worker_capacity():
             # ... or exit 0 at once (TrainerAlreadyCompleted) when this trainer had completed.
             try:

@@ -52,9 +52,11 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from psjob.cluster.protocol import ServerHandler
 from psjob.cluster.pserver import checkpoint_service
 from psjob.cluster.pserver.pserver_staleness import StalenessTracker, param_of_grad
 from psjob.cluster.pserver.trainer_gather import TrainerGather
@@ -110,7 +112,7 @@ class PserverStopping(ConnectionAbortedError):
     """The pserver is stopping (SIGTERM): a call that waited for trainers gets UNAVAILABLE."""
 
 
-class PserverState:
+class PserverState(ServerHandler):
     def __init__(self, program, *, scope: Scope | None = None, executor: Executor | None = None,
                  place=None, options: PserverOptions = PserverOptions(), clock=time.monotonic):
         ops = [op for op in program.global_block().ops if op.type == "listen_and_serv"]
@@ -395,7 +397,7 @@ class PserverState:
             out = {}
             self._check_readable(names)
             for name in names:
-                value = self.scope.vars[name]
+                value: Any = self.scope.vars[name]
                 out[name] = value.copy() if self.placement is None else value
                 if self.dc_asgd:
                     bak = f"{name}.trainer_{t}_bak"

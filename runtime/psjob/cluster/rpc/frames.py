@@ -26,6 +26,7 @@ control methods (Barrier, Status, ...) carry small plain protobuf messages.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -72,7 +73,7 @@ def tensor_header(name: str, value, lod=None) -> tuple[pb.Tensor, list[np.ndarra
     return msg, [arr]
 
 
-def pack_tensors(header, field: str, values: dict, lods=None) -> bytes:
+def pack_tensors(header, field: str, values: Mapping, lods: Mapping | None = None) -> bytes:
     """Frame `header` with its repeated Tensor `field` filled from {name: value}."""
     lods = lods or {}
     tensors, parts = getattr(header, field), []

@@ -206,8 +206,8 @@ def rpc_service(executor, program, dist: DistInfo):
     if svc is not None:
         return getattr(svc, "client", svc), getattr(svc, "flush", None), None
     from psjob.cluster.rpc.auth import token_from_env
-    from psjob.cluster.rpc.client import PSClient
-    client = PSClient(list(dist.endpoints), dist.trainer_id, auth_token=token_from_env(dist.settings),
+    from psjob.cluster.rpc.client import GrpcPSClient
+    client = GrpcPSClient(list(dist.endpoints), dist.trainer_id, auth_token=token_from_env(dist.settings),
                       settings=dist.settings)
     return client, None, client.close
 

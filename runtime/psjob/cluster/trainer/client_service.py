@@ -28,8 +28,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from psjob.cluster.protocol import PSClient
 from psjob.cluster.rpc.auth import token_from_env
-from psjob.cluster.rpc.client import PSClient, RpcError
+from psjob.cluster.rpc.client import GrpcPSClient, RpcError
 from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
 from psjob.cluster.trainer.geo import GeoCommunicator
 from psjob.foundation.role_env import process_environment
@@ -119,7 +120,7 @@ class TrainerAlreadyCompleted(SystemExit):
         self.trainer_id, self.why = trainer_id, why
 
 
-def completed_earlier(client: PSClient, elastic: bool = False, deadline_s: float = 5.0) -> str:
+def completed_earlier(client: GrpcPSClient, elastic: bool = False, deadline_s: float = 5.0) -> str:
     """Why this trainer has nothing left to do, or "": a pserver past every trainer
     ("STOPPING"), or — not in an elastic job, where a trainer that left may join again — one
     that lists this trainer among the completed. Then the serving pservers that do not list
@@ -146,7 +147,7 @@ def completed_earlier(client: PSClient, elastic: bool = False, deadline_s: float
 WAIT_CHECK_S = 5.0  # while waiting for the pservers, ask this often whether the job is done
 
 
-def wait_until_serving(client: PSClient, env, elastic: bool = False) -> None:
+def wait_until_serving(client: GrpcPSClient, env, elastic: bool = False) -> None:
     """`client.wait_server_ready` (bounded by PSJOB_WAIT_SERVER_TIMEOUT, 300 s), asking every
     WAIT_CHECK_S whether this trainer had completed already (`completed_earlier`): then it
     raises TrainerAlreadyCompleted. A pserver past every trainer never serves again, so
@@ -174,7 +175,7 @@ def wait_for_pservers(endpoints, environ=None) -> None:
     """Block until every pserver serves (the transpiler's wait_port, a psjob.foundation.hooks hook);
     bounded by PSJOB_WAIT_SERVER_TIMEOUT (300 s), with this process's job token."""
     env = process_environment() if environ is None else environ
-    client = PSClient(list(endpoints), auth_token=token_from_env(env), settings=env)
+    client = GrpcPSClient(list(endpoints), auth_token=token_from_env(env), settings=env)
     try:
         client.wait_server_ready(timeout_s=_wait_timeout_s(env))
     finally:
@@ -194,7 +195,7 @@ def make_client(executor, op=None, environ=None):
     trainer_id = op.attr("trainer_id") if op is not None and op.attr("trainer_id") is not None else None
     if trainer_id is None:
         trainer_id = int(env.get("PADDLE_TRAINER_ID", "0") or 0)
-    client = PSClient(endpoints, int(trainer_id), auth_token=token_from_env(env), settings=env)
+    client = GrpcPSClient(endpoints, int(trainer_id), auth_token=token_from_env(env), settings=env)
     try:
         wait_until_serving(client, env)
     except BaseException:
