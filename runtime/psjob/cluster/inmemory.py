@@ -30,7 +30,7 @@ class _Result:
 
     __slots__ = ("_value", "_error")
 
-    def __init__(self, value=None, error=None):
+    def __init__(self, value: Any = None, error: BaseException | None = None):
         self._value, self._error = value, error
 
     def wait(self) -> Any:
@@ -39,7 +39,7 @@ class _Result:
         return self._value
 
 
-def _wire_copy(value):
+def _wire_copy(value: Any) -> Any:
     if isinstance(value, tuple):
         return (_wire_copy(value[0]),) + tuple(value[1:])
     if isinstance(value, SelectedRows):
@@ -70,14 +70,14 @@ class InMemoryClient(PSClient):
                   lods: Mapping[str, Any] | None = None) -> _Result:
         payload = {n: _wire_copy(v) for n, v in values.items()}
 
-        def send_and_get():
+        def send_and_get() -> tuple[int, dict[str, Any]]:
             staleness, fresh, _ = self.cluster.handler(endpoint).on_send_and_get(self.trainer_id, payload,
                                                                                 list(names))
             return staleness, {n: _wire_copy(v) for n, v in fresh.items()}
         return _call(send_and_get)
 
     def pull(self, endpoint: str, names: Iterable[str]) -> _Result:
-        def get():
+        def get() -> dict[str, Any]:
             values, _ = self.cluster.handler(endpoint).on_get(self.trainer_id, list(names))
             return {n: _wire_copy(v) for n, v in values.items()}
         return _call(get)
@@ -105,7 +105,8 @@ class InMemoryClient(PSClient):
 class InMemoryCluster:
     """Pservers started from their (main, startup) programs, keyed by endpoint."""
 
-    def __init__(self, pserver_programs: dict, *, place=None, options: PserverOptions = PserverOptions()):
+    def __init__(self, pserver_programs: Mapping[str, tuple[Any, Any]], *, place: Any = None,
+                 options: PserverOptions = PserverOptions()):
         self.place = place or CPUPlace()
         self.states: dict[str, PserverState] = {}
         for ep, (main, startup) in pserver_programs.items():
@@ -114,7 +115,7 @@ class InMemoryCluster:
             self.states[ep] = state
 
     @classmethod
-    def from_transpiler(cls, transpiler, **kwargs) -> InMemoryCluster:
+    def from_transpiler(cls, transpiler: Any, **kwargs: Any) -> InMemoryCluster:
         return cls({ep: transpiler.get_pserver_programs(ep) for ep in transpiler.plan.endpoints}, **kwargs)
 
     def handler(self, endpoint: str) -> PserverState:
@@ -126,7 +127,7 @@ class InMemoryCluster:
     def client(self, trainer_id: int) -> InMemoryClient:
         return InMemoryClient(self, trainer_id)
 
-    def executor(self, trainer_id: int, place=None) -> Executor:
+    def executor(self, trainer_id: int, place: Any = None) -> Executor:
         """A trainer's Executor wired to this cluster; close() completes the trainer."""
         exe = Executor(place or self.place)
         client = self.client(trainer_id)
@@ -134,13 +135,14 @@ class InMemoryCluster:
         exe.add_close_hook(client.complete)
         return exe
 
-    def run_trainers(self, body, trainers: int, timeout_s: float = 120.0) -> list:
+    def run_trainers(self, body: Callable[[int, Executor], Any], trainers: int, timeout_s: float = 120.0) -> list:
         """Run body(trainer_id, executor) for each trainer in its own thread; return the
         results in trainer order. Each executor is closed afterwards (even on error), so
         a failing trainer leaves the sync rounds instead of blocking the others."""
-        results, errors = [None] * trainers, [None] * trainers
+        results: list[Any] = [None] * trainers
+        errors: list[BaseException | None] = [None] * trainers
 
-        def run(t):
+        def run(t: int) -> None:
             exe = self.executor(t)
             try:
                 results[t] = body(t, exe)
@@ -163,7 +165,7 @@ class InMemoryCluster:
                 raise RuntimeError(f"trainer {t} failed: {type(exc).__name__}: {exc}") from exc
         return results
 
-    def gather(self, overview, origin_name: str) -> np.ndarray:
+    def gather(self, overview: Any, origin_name: str) -> np.ndarray:
         """A parameter reassembled from the pservers' blocks (concat along dim 0 by block id)."""
         pieces = sorted((dv for dv in overview.get_distributed_vars_by_origin(origin_name) if dv.vtype == "Param"),
                         key=lambda dv: dv.block_id)
