@@ -11,7 +11,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # mypy's list of modules not yet checked may shrink, never grow (pyproject.toml).
-UNCHECKED_MODULES_AT_MOST = 70
+UNCHECKED_MODULES_AT_MOST = 67
 
 
 def _tool(module: str, *args: str) -> subprocess.CompletedProcess:
