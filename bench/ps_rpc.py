@@ -1,4 +1,4 @@
-"""Parameter-server RPC over loopback (PSClient: the data plane, or gRPC with
+"""Parameter-server RPC over loopback (GrpcPSClient: the data plane, or gRPC with
 PSJOB_DATA_PLANE=grpc) next to the same calls in-process.
 
     python bench/ps_rpc.py [--vocab 1000000] [--ids 65536] [--dense 2048x1024] [--repeat 20]
@@ -6,7 +6,7 @@ PSJOB_DATA_PLANE=grpc) next to the same calls in-process.
 Builds one program with a dense fc weight and a distributed lookup table,
 transpiles it for one async pserver, and serves the pserver program from a
 child process (a real gRPC server). The parent then times, for each
-operation, the gRPC call through psjob.cluster.rpc.client.PSClient and the same
+operation, the gRPC call through psjob.cluster.rpc.client.GrpcPSClient and the same
 request handled by a PserverState in this process (no transport):
 
     pull      dense parameter block           rows/s, MB/s
@@ -33,7 +33,7 @@ loaded machine); the target is a median ratio >= 0.8.
 To tell the transport from the table, a third child serves psjob's own
 pserver service (psjob.cluster.rpc.server.start_server: the same guard, codec and
 thread pool) with a handler that answers every prefetch with the same rows,
-without a table: "server, no table" (called through PSClient, like the
+without a table: "server, no table" (called through GrpcPSClient, like the
 prefetch) is what psjob's client and server add over the bare method; the
 rest of the prefetch's cost is the pserver's table lookup (timed in this
 process, CPU ms per call, on the same ids). A fourth child is that service
@@ -216,7 +216,7 @@ def main():
     child.start()
 
     from psjob.cluster.pserver.pserver_state import PserverState
-    from psjob.cluster.rpc.client import PSClient
+    from psjob.cluster.rpc.client import GrpcPSClient
     from psjob.fluid.core import SelectedRows
 
     t = build(args.vocab, args.dense_in, args.dense_out, endpoint)
@@ -234,7 +234,7 @@ def main():
     g_rows = SelectedRows(ids, rng.normal(size=(ids.size, 16)).astype(np.float32) * 1e-3, 0)
 
     ready.wait(120)
-    client = PSClient([endpoint], 0)
+    client = GrpcPSClient([endpoint], 0)
     client.wait_server_ready(timeout_s=120)
     client.prefetch(endpoint, table_var, arrival).wait()
     local.on_prefetch(0, table_var, arrival)
@@ -328,7 +328,7 @@ def main():
     print(f"the bare method's server CPU per call over all rounds, grpc.aio / thread pool: "
           f"{sum(a for a, _, _ in aio_cpu) / pool_cpu:.2f}x on the event loop, "
           f"{sum(h for _, h, _ in aio_cpu) / pool_cpu:.2f}x with a thread hop")
-    print(f"target: prefetch via PSClient >= 0.8x the bare gRPC method: median {median(ratios):.2f}x "
+    print(f"target: prefetch via GrpcPSClient >= 0.8x the bare gRPC method: median {median(ratios):.2f}x "
           f"(range {min(ratios):.2f}-{max(ratios):.2f}) -> {'MET' if median(ratios) >= 0.8 else 'MISSED'}")
     canned.kill()
     gathered.kill()

@@ -84,7 +84,7 @@ def traffic(endpoint, trainers, trainer_id):
 
 
 def client_child(endpoint, trainers, trainer_id, data, batch, steps, start, results, separate_pull):
-    from psjob.cluster.rpc.client import PSClient
+    from psjob.cluster.rpc.client import GrpcPSClient
     from psjob.dataset import ctr
     from psjob.fluid.core import SelectedRows
     table, table_grad, dense, params = traffic(endpoint, trainers, trainer_id)
@@ -97,7 +97,7 @@ def client_child(endpoint, trainers, trainer_id, data, batch, steps, start, resu
             break
     grads = {n: (rng.standard_normal(s) * 1e-3).astype(np.float32) for n, s in dense.items()}
     width = 16
-    client = PSClient([endpoint], trainer_id)
+    client = GrpcPSClient([endpoint], trainer_id)
     client.wait_server_ready(timeout_s=120)
     lat = {"prefetch": [], "push": [], "pull": []}
     rows = 0

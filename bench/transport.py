@@ -6,7 +6,7 @@ A pserver process serves psjob's real RPC front end (psjob.cluster.rpc.server.st
 frame decoding, the guard, metrics observer off) over a handler whose work is
 nothing — it answers a prefetch with a fixed [15,000 x 16] float32 block and a
 push with fixed dense parameters (570 KB) — so what is measured is the
-transport: a client process (PSClient) replays a CTR step per iteration,
+transport: a client process (GrpcPSClient) replays a CTR step per iteration,
 
     prefetch  26,000 int64 ids                      → 15,000 x 16 float32 rows
     push_pull 15,000 x 16 float32 rows + their ids,
@@ -72,7 +72,7 @@ def serve(endpoint_file: str) -> None:
 
 
 def one_mode(mode: str, steps: int, tmp: str) -> dict:
-    from psjob.cluster.rpc.client import PSClient, RetryPolicy
+    from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy
     from psjob.fluid.core import SelectedRows
     env = dict(os.environ, PSJOB_DATA_PLANE=mode)
     endpoint_file = os.path.join(tmp, f"endpoint-{mode}")
@@ -87,7 +87,7 @@ def one_mode(mode: str, steps: int, tmp: str) -> dict:
                 raise RuntimeError(f"the {mode} server did not start")
             time.sleep(0.05)
         endpoint = open(endpoint_file).read()
-        client = PSClient([endpoint], retry=RetryPolicy(deadline_s=30), settings={"PSJOB_DATA_PLANE": mode})
+        client = GrpcPSClient([endpoint], retry=RetryPolicy(deadline_s=30), settings={"PSJOB_DATA_PLANE": mode})
         client.wait_server_ready(timeout_s=60)
         rng = np.random.default_rng(0)
         ids = rng.integers(0, 1 << 40, IDS, dtype=np.int64)

@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from psjob.cluster import checkpoint_protocol as protocol
-from psjob.cluster.rpc.client import PSClient, RetryPolicy
+from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy
 from psjob.foundation.checkpoint import store
 from psjob.foundation.checkpoint.format import MANIFEST
 
@@ -268,7 +268,7 @@ def test_a_long_save_renews_its_lease_and_a_paused_trainer_0_lets_it_lapse(tmp_p
         try:
             assert kit.wait_until(lambda: _stopped(held["pid"]), 30, job, "trainer 0 stopped inside the freeze")
             endpoint, token = kit.endpoints_of(job)[0], kit.token_of(job)
-            probe = PSClient([endpoint], auth_token=token, retry=RetryPolicy(deadline_s=2, max_attempts=1))
+            probe = GrpcPSClient([endpoint], auth_token=token, retry=RetryPolicy(deadline_s=2, max_attempts=1))
             # Trainer 0 stays stopped: only the lapse of its lease lets trainer 1's updates through.
             before = probe.status(endpoint).version
             assert kit.wait_until(lambda: probe.status(endpoint).version > before, 30, job,

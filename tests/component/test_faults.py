@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 import yaml
 
-from psjob.cluster.rpc.client import PSClient, RetryPolicy
+from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy
 from psjob.foundation.checkpoint import store
 
 _spec = importlib.util.spec_from_file_location(
@@ -217,7 +217,7 @@ def _paused_run(out, pause_s, max_attempts, launch_args=()):
     try:
         _wait_until(lambda: job.pid("trainer.0"), 30, job, "the trainer's start")
         endpoint, token = _endpoints_of(job)[0], _token_of(job)
-        probe = PSClient([endpoint], auth_token=token, retry=RetryPolicy(deadline_s=2, max_attempts=1))
+        probe = GrpcPSClient([endpoint], auth_token=token, retry=RetryPolicy(deadline_s=2, max_attempts=1))
         # The pserver process may still be starting on a loaded machine: wait until it serves.
         probe.wait_server_ready([endpoint], timeout_s=60)
         # Mid-training: the pserver has finished 10 of the rounds (one per step).

@@ -17,7 +17,7 @@ import grpc
 import numpy as np
 import pytest
 
-from psjob.cluster.rpc.client import PSClient, RetryPolicy, RpcError
+from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy, RpcError
 from psjob.foundation import roles
 from psjob.launcher.launch import free_ports, loopback_endpoints, write_token
 
@@ -67,8 +67,8 @@ class Pserver:
         env.update(roles.role_environment(self.topo, role, 0))
         return env
 
-    def client(self, **kw) -> PSClient:
-        c = PSClient([self.endpoint], 0, auth_token=self.token, retry=QUICK, **kw)
+    def client(self, **kw) -> GrpcPSClient:
+        c = GrpcPSClient([self.endpoint], 0, auth_token=self.token, retry=QUICK, **kw)
         c.wait_server_ready(timeout_s=90)
         return c
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from psjob.cluster.rpc import psjob_pb2 as pb
-from psjob.cluster.rpc.client import PSClient, RetryPolicy, RpcError
+from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy, RpcError
 from psjob.foundation import roles
 from psjob.launcher.launch import loopback_endpoints, write_token
 
@@ -51,7 +51,7 @@ def job(tmp_path, script):
 
 
 def _serving_client(endpoint, token, trainer_id=0):
-    client = PSClient([endpoint], trainer_id, auth_token=token, retry=QUICK)
+    client = GrpcPSClient([endpoint], trainer_id, auth_token=token, retry=QUICK)
     client.wait_server_ready(timeout_s=60)
     return client
 
@@ -88,7 +88,7 @@ def test_bad_requests_get_named_errors_and_the_pserver_keeps_serving(job, tmp_pa
     fails(client.pull(ep, ["nope"]), grpc.StatusCode.NOT_FOUND, "nope")
     fails(client.push(ep, {grad: np.zeros((400, 1000), np.float32)}),
           grpc.StatusCode.RESOURCE_EXHAUSTED, "")
-    stranger = PSClient([ep], 7, auth_token=token, retry=QUICK)
+    stranger = GrpcPSClient([ep], 7, auth_token=token, retry=QUICK)
     fails(stranger.push(ep, {grad: np.zeros((13, 1), np.float32)}),
           grpc.StatusCode.INVALID_ARGUMENT, "trainer id 7 is out of range")
     # Malformed frames (psjob.cluster.rpc.frames) are named too: a payload shorter than its header
@@ -116,7 +116,7 @@ def test_bad_requests_get_named_errors_and_the_pserver_keeps_serving(job, tmp_pa
     assert info.value.code() == grpc.StatusCode.NOT_FOUND
     channel.close()
     # Without the job's token nothing else is served.
-    intruder = PSClient([ep], 0, auth_token="wrong", retry=QUICK)
+    intruder = GrpcPSClient([ep], 0, auth_token="wrong", retry=QUICK)
     with pytest.raises(RpcError) as info:
         intruder.status(ep)
     assert info.value.code == grpc.StatusCode.UNAUTHENTICATED
@@ -213,11 +213,11 @@ def test_the_data_plane_carries_the_framed_calls_and_refuses_strangers_and_garba
     w = "fc_0.w_0"
     got = client.pull(ep, [w]).wait()[w]
     assert len(client._data._idle[ep]) == 1  # the pull's connection, back in the pool
-    grpc_only = PSClient([ep], 0, auth_token=token, retry=QUICK, settings={"PSJOB_DATA_PLANE": "grpc"})
+    grpc_only = GrpcPSClient([ep], 0, auth_token=token, retry=QUICK, settings={"PSJOB_DATA_PLANE": "grpc"})
     assert grpc_only._data is None
     np.testing.assert_array_equal(grpc_only.pull(ep, [w]).wait()[w], got)
     with pytest.raises(ValueError, match="PSJOB_DATA_PLANE='udp': expected 'tcp'"):
-        PSClient([ep], 0, settings={"PSJOB_DATA_PLANE": "udp"})
+        GrpcPSClient([ep], 0, settings={"PSJOB_DATA_PLANE": "udp"})
 
     # Strangers: a wrong or missing token, or no psjob hello at all, get a status and a hang-up.
     for bad, status in ((b"wrong", grpc.StatusCode.UNAUTHENTICATED), (b"", grpc.StatusCode.UNAUTHENTICATED)):
@@ -346,7 +346,7 @@ def test_killing_one_async_trainer_leaves_the_pservers_serving_the_other(tmp_pat
     try:
         # Kill the victim once training is under way (the pservers applied pushes) and it
         # is still running: then it surely dies mid-run.
-        probe = PSClient(endpoints, 0, retry=QUICK)
+        probe = GrpcPSClient(endpoints, 0, retry=QUICK)
         deadline = time.monotonic() + 120
         while not _applied(probe, endpoints, 50):
             assert victim.poll() is None and time.monotonic() < deadline, (tmp_path / "TRAINER.1.log").read_text()
@@ -357,7 +357,7 @@ def test_killing_one_async_trainer_leaves_the_pservers_serving_the_other(tmp_pat
         assert survivor.wait(timeout=120) == 0, (tmp_path / "TRAINER.0.log").read_text()
         assert (tmp_path / "trainer0.npz").exists()
         # The pservers still serve (they wait for the killed trainer, which a supervisor would restart).
-        client = PSClient(endpoints, 0, retry=QUICK)
+        client = GrpcPSClient(endpoints, 0, retry=QUICK)
         assert [client.status(ep).state for ep in endpoints] == ["SERVING", "SERVING"]
         assert all(p.poll() is None for p in procs[:2])
     finally:

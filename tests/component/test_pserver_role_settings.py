@@ -15,7 +15,7 @@ import pytest
 
 import psjob.fluid as fluid
 from psjob.cluster.rpc.auth import read_token
-from psjob.cluster.rpc.client import PSClient, RetryPolicy, RpcError
+from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy, RpcError
 from psjob.cluster.rpc.tls import TlsFiles
 from psjob.cluster.trainer import checkpoint_save
 from psjob.fleet.fleet import Fleet
@@ -69,8 +69,8 @@ def test_a_fleet_pserver_takes_its_token_from_the_role_settings_not_the_process_
 
     token = read_token(token_file)
     quick = RetryPolicy(deadline_s=10, max_attempts=1)
-    trainer = PSClient([endpoint], 0, auth_token=token, tls=None, retry=quick)
-    stranger = PSClient([endpoint], 0, tls=None, retry=quick)
+    trainer = GrpcPSClient([endpoint], 0, auth_token=token, tls=None, retry=quick)
+    stranger = GrpcPSClient([endpoint], 0, tls=None, retry=quick)
     try:
         trainer.wait_server_ready(timeout_s=60)
         with pytest.raises(RpcError, match="UNAUTHENTICATED"):
@@ -103,7 +103,7 @@ def test_a_fleet_trainers_clients_take_tls_and_token_from_the_role_settings(tmp_
     served = serve(RoleEnv.from_environ({
         **job, "PADDLE_TRAINING_ROLE": roles.PSERVER, "PSJOB_CURRENT_ENDPOINT": endpoint,
         "PSJOB_PSERVER_INDEX": "0", "PSJOB_TLS_CERT_FILE": cert, "PSJOB_TLS_KEY_FILE": key}))
-    other = PSClient([endpoint], 1, auth_token=read_token(token_file), tls=TlsFiles(ca_file=ca),
+    other = GrpcPSClient([endpoint], 1, auth_token=read_token(token_file), tls=TlsFiles(ca_file=ca),
                      retry=RetryPolicy())
     try:
         other.wait_server_ready(timeout_s=60)

@@ -10,7 +10,7 @@ import psjob.fluid as fluid
 from psjob.cluster.pserver.pserver_state import PserverState
 from psjob.cluster.rpc import frames
 from psjob.cluster.rpc import psjob_pb2 as pb
-from psjob.cluster.rpc.client import PSClient, RetryPolicy, RpcError
+from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy, RpcError
 from psjob.cluster.rpc.server import start_server
 from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
 from psjob.fluid.transpiler import DistributeTranspiler
@@ -40,7 +40,7 @@ def served():
         state.run_startup(pstartup)
         calls = collections.Counter()
         server = start_server(state, ep, observer=lambda method, status, *_: calls.update([(method, status)]))
-        client = PSClient([ep], 0, retry=QUICK, tls=None)
+        client = GrpcPSClient([ep], 0, retry=QUICK, tls=None)
         running.append((server, client))
         client.wait_server_ready(timeout_s=30)
         return client, ep, calls

@@ -13,7 +13,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from psjob.cluster.rpc.client import PSClient, RetryPolicy
+from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy
 from psjob.fluid.core import SelectedRows
 from psjob.foundation import roles
 from psjob.launcher.launch import free_ports, loopback_endpoints, write_token
@@ -41,7 +41,7 @@ def pserver(request, tmp_path, script):
                              "--distributed_table", "--optimizer", request.param, "--out", str(tmp_path)],
                             env=env, stdout=log,
                             stderr=subprocess.STDOUT)
-    client = PSClient([endpoint], 0, auth_token=open(token_file).read().strip(), retry=QUICK)
+    client = GrpcPSClient([endpoint], 0, auth_token=open(token_file).read().strip(), retry=QUICK)
     try:
         client.wait_server_ready(timeout_s=90)
         yield client, endpoint, metrics_port, request.param

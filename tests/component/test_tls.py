@@ -14,7 +14,7 @@ import pytest
 
 from psjob.cluster.pserver.checkpoint_service import adopt_peer_completions
 from psjob.cluster.rpc import tls as tls_mod
-from psjob.cluster.rpc.client import PSClient, RetryPolicy, RpcError
+from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy, RpcError
 from psjob.cluster.rpc.tls import TlsConfigError, TlsFiles
 from psjob.foundation.settings import Settings, tls_files
 
@@ -41,7 +41,7 @@ def test_half_configured_tls_is_refused_naming_the_missing_variable(tmp_path):
     with pytest.raises(TlsConfigError, match="PSJOB_TLS_KEY_FILE"):
         tls_files({"PSJOB_TLS_CERT_FILE": "/x/tls.crt"})
     (tmp_path / "ca.crt").write_text("not a certificate")
-    client = PSClient(["127.0.0.1:1"], tls=TlsFiles(ca_file=str(tmp_path / "ca.crt")))
+    client = GrpcPSClient(["127.0.0.1:1"], tls=TlsFiles(ca_file=str(tmp_path / "ca.crt")))
     with pytest.raises(TlsConfigError, match="PSJOB_TLS_CA_FILE .*not a PEM file"):
         client.status("127.0.0.1:1")
     assert tls_files({}) is None
@@ -62,10 +62,10 @@ def test_a_job_over_tls_trains_while_plaintext_and_untrusted_clients_are_refused
         quick = RetryPolicy(deadline_s=3, max_attempts=1)
         trusted = TlsFiles(ca_file=ca)
         # Its process may still be starting on a loaded machine: wait until it serves (over TLS).
-        PSClient([ep], auth_token=token, tls=trusted, retry=quick).wait_server_ready([ep], timeout_s=60)
+        GrpcPSClient([ep], auth_token=token, tls=trusted, retry=quick).wait_server_ready([ep], timeout_s=60)
         # The data plane (push, pull, prefetch) speaks TLS too: with the job's CA and token a
         # hello is accepted, a wrong token refused inside TLS, and plaintext never answered.
-        port = PSClient([ep], auth_token=token, tls=trusted, retry=quick).status(ep).data_port
+        port = GrpcPSClient([ep], auth_token=token, tls=trusted, retry=quick).status(ep).data_port
         host = ep.rsplit(":", 1)[0]
         assert port > 0
         for sent, status in ((token.encode(), 0), (b"wrong", 16)):
@@ -81,13 +81,13 @@ def test_a_job_over_tls_trains_while_plaintext_and_untrusted_clients_are_refused
                 pass
         # The token still applies on top of TLS.
         with pytest.raises(RpcError, match="UNAUTHENTICATED"):
-            PSClient([ep], tls=trusted, retry=quick).status(ep)
+            GrpcPSClient([ep], tls=trusted, retry=quick).status(ep)
         # A plaintext client never gets an answer: the handshake fails (the right token does not help).
         with pytest.raises(RpcError, match="UNAVAILABLE|DEADLINE_EXCEEDED"):
-            PSClient([ep], auth_token=token, tls=None, retry=quick).status(ep, deadline=3)
+            GrpcPSClient([ep], auth_token=token, tls=None, retry=quick).status(ep, deadline=3)
         # Nor does a client that trusts another CA (it refuses the pserver's certificate).
         with pytest.raises(RpcError, match="UNAVAILABLE|DEADLINE_EXCEEDED"):
-            PSClient([ep], auth_token=token, tls=TlsFiles(ca_file=str(tmp_path / "other" / "ca.crt")),
+            GrpcPSClient([ep], auth_token=token, tls=TlsFiles(ca_file=str(tmp_path / "other" / "ca.crt")),
                      retry=quick).status(ep, deadline=3)
         assert job.wait(90) == 0, job.text + job.logs()
     finally:

@@ -138,7 +138,7 @@ def test_document_level_errors_name_the_field():
         "apiVersion: is 'psjob.dev/v1': set apiVersion: psjob.dev/v1alpha1"
     assert error_of(manifest(kind="TFJob")) == "kind: is 'TFJob': set kind: ParameterServerJob"
     assert error_of(manifest(name="CTR_job")).startswith(
-        "metadata.name: 'CTR_job' must be lower-case letters, digits and '-'")
+        "metadata.name: 'CTR_job': the job name must be lower-case letters, digits and '-'")
     assert error_of(manifest(name="a" * 45)).endswith(
         "must be at most 44 characters (children append -pserver-N): shorten metadata.name")
     assert error_of([1, 2]) == "(document): must be a mapping, got list"
@@ -263,3 +263,12 @@ def test_a_stream_reaches_every_process_as_json():
                                                      "start": "20261128/2300"}
     assert "PSJOB_DATA_STREAM" not in roles.role_environment(
         roles.local_topology(parse_job(manifest()), [6174], "/tmp/w"), roles.TRAINER, 0)
+
+
+def test_a_rule_reports_its_one_message_and_needs_exactly_one_python_side():
+    from psjob.foundation.jobspec.schema import Rule
+    rule = Rule("self.x > 0", "x must be positive: raise x", lambda o: o <= 0)
+    assert rule.check(0) == "x must be positive: raise x" and rule.check(1) is None
+    for bad in ({}, {"broken": lambda o: True, "problem": lambda o: None}):
+        with pytest.raises(TypeError, match="exactly one of broken and problem"):
+            Rule("self.x > 0", "x", **bad)

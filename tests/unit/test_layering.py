@@ -10,8 +10,9 @@ layer and the ones below:
                  checkpoint: the on-disk format (format, tables, store, cli): numpy only
     fluid/       the Fluid IR: framework, ops, executor, io, the transpiler as pure planning
                  (and base: its alias); paddle2: Paddle 2.x's fronts over it (static, nn, ...)
-    cluster/     rpc: frames, codec, TLS, the job's secret, gRPC and the data plane
-                 seam: protocol.py, checkpoint_protocol.py (trainer <-> pserver)
+    cluster/     seam: protocol.py, checkpoint_protocol.py (trainer <-> pserver): the
+                 contract, typing and stdlib only, below every transport that implements it
+                 rpc: frames, codec, TLS, the job's secret, gRPC and the data plane
                  sides: pserver/ and trainer/, which never import each other
                  heter/, inmemory.py (a cluster in one process), collective/
     fleet/       the Fleet facade, role makers, strategies, saves; distributed: paddle.distributed
@@ -51,8 +52,9 @@ LAYERS = [
     ("fluid", ("psjob.fluid", "psjob.base")),  # psjob.base: Paddle >= 2.5's name for fluid
     ("paddle2", ("psjob.static", "psjob.nn", "psjob.optimizer", "psjob.tensor", "psjob.regularizer",
                  "psjob.device", "psjob.param_attr", "psjob._paddle2", "psjob.io", "psjob.utils")),
-    ("rpc", (f"{C}.rpc",)),
+    # The seam sits below rpc: the gRPC client and server implement its Protocols.
     ("seam", (C, f"{C}.protocol", f"{C}.checkpoint_protocol")),
+    ("rpc", (f"{C}.rpc",)),
     ("sides", (f"{C}.pserver", f"{C}.trainer")),
     ("heter", (f"{C}.heter", f"{C}.inmemory")),
     ("collective", (f"{C}.collective",)),

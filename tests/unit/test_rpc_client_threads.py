@@ -1,4 +1,4 @@
-"""PSClient runs its calls on long-lived threads: no thread start per call (gRPC's
+"""GrpcPSClient runs its calls on long-lived threads: no thread start per call (gRPC's
 `.future()` started a channel spin thread whenever the calls in flight went from 0 to 1)."""
 import threading
 from concurrent import futures
@@ -37,7 +37,7 @@ def _rpc_threads():
 
 def test_sequential_calls_reuse_one_thread_and_concurrent_ones_grow_the_pool(bare_server):
     endpoint, release = bare_server
-    client = rpc_client.PSClient([endpoint], tls=None)
+    client = rpc_client.GrpcPSClient([endpoint], tls=None)
     before = _rpc_threads()
     for i in range(50):
         assert client._start(endpoint, "Prefetch", b"%d" % i, 5).result() == b"ok:%d" % i

@@ -16,7 +16,7 @@ heter section (docs/user/heter.md):
   served trainer t transpiles *as trainer t*, splits, and opens a section
   whose Executor runs on the place `a_sync_configs["heter_worker_device_guard"]`
   names (cpu → CPUPlace, gpu → CUDAPlace(FLAGS_selected_gpus), xpu → not
-  available) and talks to the pservers as t (sync: a PSClient; async and
+  available) and talks to the pservers as t (sync: a GrpcPSClient; async and
   half-async: a Communicator). `run_server()` serves until those trainers
   complete.
 
@@ -136,14 +136,14 @@ class HeterRuntime:
 
     def init_server(self) -> None:
         from psjob.cluster.rpc.auth import job_token
-        from psjob.cluster.rpc.client import PSClient
+        from psjob.cluster.rpc.client import GrpcPSClient
         rm = self.rm
         settings = rm.settings()
         place = heter_place(self.strategy.heter_worker_device_guard, settings)
         index, count = rm.role_id(), len(self.heter_endpoints)
         token = job_token(settings)
         if self.strategy.launch_barrier:
-            probe = PSClient(rm.get_pserver_endpoints(), auth_token=token, settings=settings)
+            probe = GrpcPSClient(rm.get_pserver_endpoints(), auth_token=token, settings=settings)
             try:
                 probe.wait_server_ready()
             finally:
@@ -158,7 +158,7 @@ class HeterRuntime:
         serve(self._state, settings=self.rm.settings())
 
     def _section(self, trainer_id: int, place, token: str) -> HeterSection:
-        from psjob.cluster.rpc.client import PSClient
+        from psjob.cluster.rpc.client import GrpcPSClient
         from psjob.cluster.trainer.client_service import trainer_service
         rm, s = self.rm, self.strategy
         main, startup = self._origin[0].clone(), self._origin[1].clone()
@@ -168,7 +168,7 @@ class HeterRuntime:
         t.transpile(trainer_id=trainer_id, program=main, pservers=",".join(rm.get_pserver_endpoints()),
                     trainers=rm.worker_num(), sync_mode=s.sync_mode, startup_program=startup)
         split = split_heter_program(t.get_trainer_program(wait_port=False), startup, t.plan, self.heter_endpoints)
-        client = PSClient(rm.get_pserver_endpoints(), trainer_id, auth_token=token, settings=rm.settings())
+        client = GrpcPSClient(rm.get_pserver_endpoints(), trainer_id, auth_token=token, settings=rm.settings())
         service = trainer_service(client, s.mode, max_merge_var_num=s.max_merge_var_num,
                                   send_queue_size=s.send_queue_size, max_stale_steps=s.max_stale_steps,
                                   predict_pulls=predict_pulls_by_name(s.predict_pulls, t.plan))

@@ -187,8 +187,8 @@ class PaddleCloudRoleMaker(RoleMakerBase):
     def _register(self) -> int:
         """A Deployment pod has no stable index: ask pserver 0 for a trainer id."""
         from psjob.cluster.rpc.auth import read_token
-        from psjob.cluster.rpc.client import PSClient
-        client = PSClient(self._server_endpoints, auth_token=read_token(self.role_env.auth_token_file),
+        from psjob.cluster.rpc.client import GrpcPSClient
+        client = GrpcPSClient(self._server_endpoints, auth_token=read_token(self.role_env.auth_token_file),
                           settings=self.role_env.settings)
         try:
             client.wait_server_ready(self._server_endpoints[:1])

@@ -15,7 +15,7 @@ undoes all of it.
 from __future__ import annotations
 
 from psjob.cluster.rpc.auth import job_token
-from psjob.cluster.rpc.client import PSClient
+from psjob.cluster.rpc.client import GrpcPSClient
 from psjob.cluster.trainer import client_service, telemetry
 from psjob.cluster.trainer.monitor import TrainerMonitor
 from psjob.fleet.build import BuiltJob
@@ -26,14 +26,14 @@ from psjob.foundation.roles import Mode
 
 
 class WorkerConnection:
-    def __init__(self, client: PSClient, service, heter, monitor: TrainerMonitor | None):
+    def __init__(self, client: GrpcPSClient, service, heter, monitor: TrainerMonitor | None):
         self.client, self.service, self._heter, self._monitor = client, service, heter, monitor
 
     @classmethod
     def open(cls, rm: RoleMakerBase, job: BuiltJob, scope=None) -> WorkerConnection:
         settings = rm.settings()
         token = job_token(settings)
-        client = PSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token, settings=settings)
+        client = GrpcPSClient(rm.get_pserver_endpoints(), rm.worker_index(), auth_token=token, settings=settings)
         if job.strategy.launch_barrier or rm.worker_capacity():
             # ... or exit 0 at once (TrainerAlreadyCompleted) when this trainer had completed.
             try:

@@ -341,7 +341,7 @@ def adopt_peer_completions(state, token: str = "", timeout_s: float = 2.0, tls="
     """Mark completed the trainers the other pservers saw complete (a restarted pserver
     lost that; without it, it would wait for them forever). Unreachable peers are skipped.
 
-    The peers are asked through a PSClient, so the call carries the job token and
+    The peers are asked through a GrpcPSClient, so the call carries the job token and
     speaks TLS exactly when this process is configured for it (`tls`: the pserver's
     own TlsFiles, or "env" for PSJOB_TLS_*); one attempt per peer, all peers at once,
     each bounded by `timeout_s`. A peer that refuses the connection is skipped at once: it is
@@ -349,11 +349,11 @@ def adopt_peer_completions(state, token: str = "", timeout_s: float = 2.0, tls="
     nothing this one lost."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from psjob.cluster.rpc.client import PSClient, RetryPolicy, RpcError
+    from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy, RpcError
     peers = [ep for ep in getattr(state.program, "_endpoints", None) or [] if ep != state.endpoint]
     if not peers:
         return []
-    client = PSClient(peers, auth_token=token, tls=tls,
+    client = GrpcPSClient(peers, auth_token=token, tls=tls,
                       retry=RetryPolicy(deadline_s=timeout_s, max_attempts=1))
 
     def ask(ep):

@@ -1,5 +1,9 @@
 """The trainer's RPC client: one per process, one reused channel per pserver.
 
+`GrpcPSClient` implements the trainer side of the seam (psjob.cluster.protocol.PSClient)
+over gRPC and the data plane, plus what only a networked client has: registration,
+joins, Status probes, waiting for the pservers, retries.
+
 The API is ps-lite's three verbs — `push`, `pull` (and `prefetch`, a pull of
 table rows by id) return a Handle at once; `Handle.wait()` returns the result.
 Calls to different pservers therefore run concurrently: issue all, then wait
@@ -42,10 +46,13 @@ import random
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import grpc
 import numpy as np
 
+from psjob.cluster.protocol import PSClient
 from psjob.cluster.rpc import codec, dataplane, frames
 from psjob.cluster.rpc import psjob_pb2 as pb
 from psjob.cluster.rpc.base_client import PeerRpcError, RpcClient, ServiceSpec
@@ -77,12 +84,13 @@ class RpcError(PeerRpcError):
 class Handle:
     """A call in flight; `wait()` returns its decoded result or raises RpcError."""
 
-    def __init__(self, client: PSClient, endpoint, method, request, decode, deadline):
+    def __init__(self, client: GrpcPSClient, endpoint: str, method: str, request: Any,
+                 decode: Callable[[Any], Any], deadline: float):
         self._client, self._endpoint, self._method = client, endpoint, method
         self._request, self._decode, self._deadline = request, decode, deadline
         self._future = client._start(endpoint, method, request, deadline)
 
-    def wait(self):
+    def wait(self) -> Any:
         policy = self._client.retry
         backoff = policy.initial_backoff_s
         attempt = 1
@@ -124,7 +132,7 @@ class _CallThreads:
         self._count = 0
 
     def submit(self, fn, *args, **kwargs) -> concurrent.futures.Future:
-        future = concurrent.futures.Future()
+        future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
             if self._idle:
                 self._idle -= 1
@@ -156,13 +164,15 @@ class _CallThreads:
             self._jobs.put(None)
 
 
-class PSClient(RpcClient):
+class GrpcPSClient(RpcClient, PSClient):
+    """psjob.cluster.protocol.PSClient over gRPC and the data plane (the module docstring)."""
+
     spec = PSERVER_SPEC
     error = RpcError
     peers = "pservers"
 
-    def __init__(self, endpoints, trainer_id: int = 0, *, auth_token: str = "",
-                 retry: RetryPolicy | None = None, tls="env", settings: Settings | None = None):
+    def __init__(self, endpoints: Iterable[str], trainer_id: int = 0, *, auth_token: str = "",
+                 retry: RetryPolicy | None = None, tls: Any = "env", settings: Settings | None = None):
         """retry None = the settings' (settings.rpc.retry); tls "env" = the settings' TLS files,
         None = plaintext, or a tls.TlsFiles; settings: the process's (a RoleEnv's `settings`;
         None = this process's environment, for a client built outside a role: a probe, a tool)."""
@@ -213,54 +223,59 @@ class PSClient(RpcClient):
 
     def _start(self, endpoint, method, request, deadline):
         if self._closed:
-            raise RuntimeError("PSClient is closed")
+            raise RuntimeError("GrpcPSClient is closed")
         return self._threads.submit(self._invoke, endpoint, method, request, deadline)
 
-    def _call(self, endpoint, method, request, decode=lambda r: r, deadline=None) -> Handle:
+    # Not the base's blocking _call: the verbs' call, a Handle that retries (hence the ignore).
+    def _call(self, endpoint: str, method: str, request: Any,  # type: ignore[override]
+              decode: Callable[[Any], Any] = lambda r: r, deadline: float | None = None) -> Handle:
         return Handle(self, endpoint, method, request, decode, deadline or self.retry.deadline_s)
 
     # -- the verbs ----------------------------------------------------------------------
-    def push(self, endpoint: str, values: dict, *, is_delta: bool = False, lods=None) -> Handle:
+    def push(self, endpoint: str, values: Mapping[str, Any], *, is_delta: bool = False,
+             lods: Mapping[str, Any] | None = None) -> Handle:
         """Send {name: array | SelectedRows} to one pserver (gradients, or geo deltas);
         wait() → the push's async staleness (int, 0 in sync mode)."""
         req = frames.pack_tensors(pb.SendRequest(trainer_id=self.trainer_id, is_delta=is_delta),
                                   "vars", values, lods)
         return self._call(endpoint, "SendVariables", req, _decode_send_reply)
 
-    def push_pull(self, endpoint: str, values: dict, names, *, lods=None) -> Handle:
+    def push_pull(self, endpoint: str, values: Mapping[str, Any], names: Iterable[str], *,
+                  lods: Mapping[str, Any] | None = None) -> Handle:
         """An async push of gradients whose reply carries `names` read right after it was
         applied (one request instead of a push and a pull); wait() → (staleness, {name: ndarray})."""
         names = list(names)
         req = frames.pack_tensors(pb.SendRequest(trainer_id=self.trainer_id, pull=names), "vars", values, lods)
         return self._call(endpoint, "SendVariables", req, lambda raw: _decode_send_pull_reply(raw, names))
 
-    def pull(self, endpoint: str, names) -> Handle:
+    def pull(self, endpoint: str, names: Iterable[str]) -> Handle:
         """Fetch variables by name; wait() → {name: ndarray}."""
         req = frames.pack(pb.GetRequest(trainer_id=self.trainer_id, names=list(names)), ())
         return self._call(endpoint, "GetVariables", req, _decode_get_reply)
 
-    def prefetch(self, endpoint: str, table: str, ids) -> Handle:
+    def prefetch(self, endpoint: str, table: str, ids: Any) -> Handle:
         """Rows of `table` for int64 `ids`; wait() → float array [len(ids), dim]."""
         ids = np.ascontiguousarray(ids, dtype=np.int64)
         req = frames.pack(pb.PrefetchRequest(trainer_id=self.trainer_id, table=table), (ids,))
         return self._call(endpoint, "Prefetch", req, _decode_prefetch_reply)
 
     # -- control ------------------------------------------------------------------------
-    def barrier(self, kind: str, endpoints=None) -> list[int]:
+    def barrier(self, kind: str, endpoints: Sequence[str] | None = None) -> list[int]:
         k = {"send": pb.BarrierRequest.SEND, "fetch": pb.BarrierRequest.FETCH}[kind]
         handles = [self._call(ep, "Barrier", pb.BarrierRequest(trainer_id=self.trainer_id, kind=k),
                               lambda r: r.version, self.retry.barrier_deadline_s)
                    for ep in (endpoints or self.endpoints)]
         return [h.wait() for h in handles]
 
-    def checkpoint_notify(self, dirname: str, step: int = 0, tag: str = "", endpoints=None) -> dict:
+    def checkpoint_notify(self, dirname: str, step: int = 0, tag: str = "",
+                          endpoints: Sequence[str] | None = None) -> dict[str, list[str]]:
         req = pb.CheckpointRequest(dirname=dirname, step=step, tag=tag)
         handles = {ep: self._call(ep, "CheckpointNotify", req, lambda r: list(r.files),
                                   self.retry.barrier_deadline_s)
                    for ep in (endpoints or self.endpoints)}
         return {ep: h.wait() for ep, h in handles.items()}
 
-    def complete(self, endpoints=None) -> None:
+    def complete(self, endpoints: Sequence[str] | None = None) -> None:
         """Tell every pserver this trainer is done (Fluid's exe.close())."""
         handles = [self._call(ep, "Complete", pb.CompleteRequest(trainer_id=self.trainer_id),
                               lambda r: r.trainers_remaining)
@@ -268,7 +283,7 @@ class PSClient(RpcClient):
         for h in handles:
             h.wait()
 
-    def join(self, endpoints=None) -> list[int]:
+    def join(self, endpoints: Sequence[str] | None = None) -> list[int]:
         """Join the member set of every pserver (elastic jobs, before the first step); the
         members pserver 0 reports after the join."""
         handles = [self._call(ep, "Join", pb.JoinRequest(trainer_id=self.trainer_id),
@@ -276,12 +291,12 @@ class PSClient(RpcClient):
                    for ep in (endpoints or self.endpoints)]
         return [h.wait() for h in handles][0]
 
-    def register(self, worker_name: str, endpoint=None) -> tuple[int, int]:
+    def register(self, worker_name: str, endpoint: str | None = None) -> tuple[int, int]:
         reply = self._call(endpoint or self.endpoints[0], "Register",
                            pb.RegisterRequest(worker_name=worker_name)).wait()
         return reply.trainer_id, reply.trainers
 
-    def gather(self, name: str, round_: int, value) -> list:
+    def gather(self, name: str, round_: int, value: Any) -> list[Any]:
         """Every trainer's `value` for (name, round_), in trainer order, met on pserver 0
         (cluster/pserver/trainer_gather.py); waits, like a barrier, for the slowest trainer."""
         req = pb.GatherRequest(trainer_id=self.trainer_id, name=name, round=round_,
@@ -289,10 +304,10 @@ class PSClient(RpcClient):
         return self._call(self.endpoints[0], "Gather", req,
                           lambda r: [codec.decode_array(v) for v in r.values], self.retry.barrier_deadline_s).wait()
 
-    def status(self, endpoint: str, deadline: float = 5.0):
+    def status(self, endpoint: str, deadline: float = 5.0) -> Any:
         return self._call(endpoint, "Status", pb.StatusRequest(), deadline=deadline).wait()
 
-    def probe_status(self, endpoint: str, deadline: float):
+    def probe_status(self, endpoint: str, deadline: float) -> Any:
         """One Status call that does not wait for the channel: a pserver that refuses the
         connection (not started yet, restarting) fails at once instead of after `deadline`,
         which only bounds a live pserver's answer. Not retried."""
@@ -307,7 +322,7 @@ class PSClient(RpcClient):
     def _status_no_wait(self, endpoint: str, timeout: float):
         return self._methods(endpoint)["Status"](pb.StatusRequest(), timeout=timeout, metadata=self._metadata)
 
-    def close(self):
+    def close(self) -> None:
         super().close()
         self._threads.close()
         if self._data is not None:

@@ -26,7 +26,7 @@ control methods (Barrier, Status, ...) carry small plain protobuf messages.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -76,7 +76,7 @@ def tensor_header(name: str, value: Any,
     return msg, [arr]
 
 
-def pack_tensors(header: Any, field: str, values: dict, lods: dict | None = None) -> bytes:
+def pack_tensors(header: Any, field: str, values: Mapping, lods: Mapping | None = None) -> bytes:
     """Frame `header` with its repeated Tensor `field` filled from {name: value}."""
     lods = lods or {}
     tensors, parts = getattr(header, field), []

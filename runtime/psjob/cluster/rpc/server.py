@@ -5,15 +5,14 @@ header, tensor bytes outside it) in both directions; the other methods plain
 protobuf messages (client.PSERVER_SPEC says which).
 
 The servicer holds no training logic. Each request kind maps to one method
-of a `ServerHandler` (the transport-agnostic pserver state). Authentication,
-the mapping of the handler's errors to status codes, the health check, TLS,
-the thread pool and telemetry are the base's (base_server.RpcServer), shared
+of a `psjob.cluster.protocol.ServerHandler` (the pserver's state, transport-agnostic).
+Authentication, the mapping of the handler's errors to status codes, the health check,
+TLS, the thread pool and telemetry are the base's (base_server.RpcServer), shared
 with the heter trainer's service.
 """
 from __future__ import annotations
 
-from typing import Protocol
-
+from psjob.cluster.protocol import ServerHandler
 from psjob.cluster.rpc import codec, frames
 from psjob.cluster.rpc import psjob_pb2 as pb
 from psjob.cluster.rpc import tls as tls_mod
@@ -24,22 +23,6 @@ from psjob.foundation.settings import process_settings
 # Ids one Prefetch may ask for (PSJOB_RPC_MAX_PREFETCH_IDS): a table creates the rows it
 # has not seen on read, so one request could otherwise grow the pserver by gigabytes.
 MAX_PREFETCH_IDS = 1 << 20
-
-
-class ServerHandler(Protocol):
-    # → the push's async staleness (None = 0); see SendReply.staleness
-    def on_send(self, trainer_id: int, values: dict, is_delta: bool) -> int | None: ...
-    # → (staleness, {name: value}, version): an async push, then a read of `names`
-    def on_send_and_get(self, trainer_id: int, values: dict, names: list[str]) -> tuple[int, dict, int]: ...
-    def on_get(self, trainer_id: int, names: list[str]) -> tuple[dict, int]: ...
-    def on_prefetch(self, trainer_id: int, table: str, ids) -> object: ...
-    def on_barrier(self, trainer_id: int, kind: str) -> int: ...
-    def on_checkpoint(self, dirname: str, step: int, tag: str) -> list[str]: ...
-    def on_complete(self, trainer_id: int) -> int: ...
-    def on_register(self, worker_name: str) -> tuple[int, int]: ...
-    def on_status(self) -> dict: ...
-    def on_join(self, trainer_id: int) -> tuple[int, list[int]]: ...  # → (version, members)
-    def on_gather(self, trainer_id: int, name: str, round_: int, value) -> list: ...
 
 
 class _Servicer:

@@ -23,6 +23,8 @@ channel; a rotated Secret takes effect at the next process start.
 from __future__ import annotations
 
 import ssl
+from collections.abc import Sequence
+from typing import Any
 
 import grpc
 
@@ -79,7 +81,7 @@ def client_context(files: TlsFiles) -> ssl.SSLContext:
     return context
 
 
-def open_channel(endpoint: str, options, files: TlsFiles | None) -> grpc.Channel:
+def open_channel(endpoint: str, options: Sequence[tuple[str, Any]], files: TlsFiles | None) -> grpc.Channel:
     """A channel to `endpoint`: TLS when `files` is set, plaintext otherwise."""
     if files is None:
         return grpc.insecure_channel(endpoint, options=options)

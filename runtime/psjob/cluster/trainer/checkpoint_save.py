@@ -204,9 +204,9 @@ def rpc_service(executor, program, dist: DistInfo):
     if svc is not None:
         return getattr(svc, "client", svc), getattr(svc, "flush", None), None
     from psjob.cluster.rpc.auth import job_token
-    from psjob.cluster.rpc.client import PSClient
+    from psjob.cluster.rpc.client import GrpcPSClient
     settings = process_settings() if dist.settings is None else dist.settings
-    client = PSClient(list(dist.endpoints), dist.trainer_id, auth_token=job_token(settings), settings=settings)
+    client = GrpcPSClient(list(dist.endpoints), dist.trainer_id, auth_token=job_token(settings), settings=settings)
     return client, None, client.close
 
 

@@ -28,8 +28,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from psjob.cluster.protocol import PSClient
 from psjob.cluster.rpc.auth import job_token
-from psjob.cluster.rpc.client import PSClient, RpcError
+from psjob.cluster.rpc.client import GrpcPSClient, RpcError
 from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
 from psjob.cluster.trainer.geo import GeoCommunicator
 from psjob.foundation.roles import Mode
@@ -117,7 +118,7 @@ class TrainerAlreadyCompleted(SystemExit):
         self.trainer_id, self.why = trainer_id, why
 
 
-def completed_earlier(client: PSClient, elastic: bool = False, deadline_s: float = 5.0) -> str:
+def completed_earlier(client: GrpcPSClient, elastic: bool = False, deadline_s: float = 5.0) -> str:
     """Why this trainer has nothing left to do, or "": a pserver past every trainer
     ("STOPPING"), or — not in an elastic job, where a trainer that left may join again — one
     that lists this trainer among the completed. Then the serving pservers that do not list
@@ -144,7 +145,7 @@ def completed_earlier(client: PSClient, elastic: bool = False, deadline_s: float
 WAIT_CHECK_S = 5.0  # while waiting for the pservers, ask this often whether the job is done
 
 
-def wait_until_serving(client: PSClient, settings: Settings, elastic: bool = False) -> None:
+def wait_until_serving(client: GrpcPSClient, settings: Settings, elastic: bool = False) -> None:
     """`client.wait_server_ready` (bounded by PSJOB_WAIT_SERVER_TIMEOUT, 300 s), asking every
     WAIT_CHECK_S whether this trainer had completed already (`completed_earlier`): then it
     raises TrainerAlreadyCompleted. A pserver past every trainer never serves again, so
@@ -173,7 +174,7 @@ def wait_for_pservers(endpoints, settings: Settings | None = None) -> None:
     bounded by PSJOB_WAIT_SERVER_TIMEOUT (300 s), with the job token. settings None: this
     process's environment's (a Fluid script's transpiler calls it)."""
     settings = process_settings() if settings is None else settings
-    client = PSClient(list(endpoints), auth_token=job_token(settings), settings=settings)
+    client = GrpcPSClient(list(endpoints), auth_token=job_token(settings), settings=settings)
     try:
         client.wait_server_ready(timeout_s=settings.rpc.wait_server_timeout_s)
     finally:
@@ -195,7 +196,7 @@ def make_client(executor, op=None, settings: Settings | None = None):
     trainer_id = op.attr("trainer_id") if op is not None and op.attr("trainer_id") is not None else None
     if trainer_id is None:
         trainer_id = settings.process.trainer_id
-    client = PSClient(endpoints, int(trainer_id), auth_token=job_token(settings), settings=settings)
+    client = GrpcPSClient(endpoints, int(trainer_id), auth_token=job_token(settings), settings=settings)
     try:
         wait_until_serving(client, settings)
     except BaseException:

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from psjob.cluster.protocol import PSClient
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.ops.dist_ops import record_staleness
 from psjob.foundation.roles import Mode
@@ -156,7 +157,7 @@ class Communicator:
         async with max_stale_steps=0, which asks for exact reads, embedding rows included."""
         return not (self.config.mode is Mode.ASYNC and self.config.max_stale_steps == 0)
 
-    def __init__(self, client, config: CommunicatorConfig = CommunicatorConfig()):
+    def __init__(self, client: PSClient, config: CommunicatorConfig = CommunicatorConfig()):
         if not config.mode.is_async:
             raise ValueError(f"Communicator mode must be async or half_async, got {config.mode.value!r}")
         self.client = client

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from psjob.cluster.protocol import PSClient
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.ops.dist_ops import record_staleness
 
 
 class GeoCommunicator:
-    def __init__(self, client, scope, overview, param_names, trainers: int, k_steps: int):
+    def __init__(self, client: PSClient, scope, overview, param_names, trainers: int, k_steps: int):
         if k_steps < 1:
             raise ValueError(f"geo mode needs k_steps >= 1, got {k_steps}")
         self.client = client

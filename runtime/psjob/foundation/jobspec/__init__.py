@@ -9,9 +9,9 @@ Every dataclass field carries a `Schema` (JSON key, description, range,
 pattern, CEL rules). The parser enforces it here; the operator's CRD
 generator (`psjob_operator.crd`) walks the same metadata to emit the CRD's
 openAPIV3Schema, so the cluster's validation and this parser cannot drift
-(a test compares the checked-in CRD with the generated one). Cross-field
-rules are written twice, side by side in one `Rule`: as a CEL expression for
-the API server and as a Python check for `psjob run` and the operator.
+(a test compares the checked-in CRD with the generated one). A cross-field
+rule is one `Rule`: a CEL expression for the API server, a Python predicate
+for `psjob run` and the operator, and one error message both report.
 
 Stdlib only at import time; `load_job_file` imports PyYAML when called.
 

@@ -1,5 +1,5 @@
 """The ParameterServerJob model: frozen dataclasses whose fields carry their Schema,
-and the cross-field rules written once as CEL and once in Python."""
+and the cross-field rules: each a CEL expression, a Python predicate and one message."""
 from __future__ import annotations
 
 import enum
@@ -72,8 +72,7 @@ _RESERVED_CEL = "[" + ", ".join(f"'{n}'" for n in roles.RESERVED_ENV) + "]"
 class EnvVar:
     RULES: ClassVar = (Rule("!(has(self.value) && has(self.valueFrom))",
                             "set either value or valueFrom, not both",
-                            lambda v: "set either value or valueFrom, not both"
-                            if v.value is not None and v.value_from is not None else None),)
+                            lambda v: v.value is not None and v.value_from is not None),)
     name: str = spec_field("name", "Variable name.", pattern=ENV_NAME, max_length=253)
     value: str | None = spec_field("value", "Literal value.", None)
     value_from: RawObject | None = spec_field(
@@ -86,17 +85,14 @@ class Toleration:
     RULES: ClassVar = (
         Rule("self.operator != 'Exists' || !has(self.value) || self.value == ''",
              "operator Exists must not set value: remove value or use operator Equal",
-             lambda t: "operator Exists must not set value: remove value or use operator Equal"
-             if t.operator is TolerationOperator.EXISTS and t.value else None, ".value"),
+             lambda t: t.operator is TolerationOperator.EXISTS and bool(t.value), ".value"),
         Rule("(has(self.key) && self.key != '') || self.operator == 'Exists'",
              "a toleration without key must use operator Exists",
-             lambda t: "a toleration without key must use operator Exists"
-             if not t.key and t.operator is not TolerationOperator.EXISTS else None, ".operator"),
+             lambda t: not t.key and t.operator is not TolerationOperator.EXISTS, ".operator"),
         Rule("!has(self.tolerationSeconds) || (has(self.effect) && self.effect == 'NoExecute')",
              "tolerationSeconds only applies to effect NoExecute",
-             lambda t: "tolerationSeconds only applies to effect NoExecute"
-             if t.toleration_seconds is not None and t.effect is not TaintEffect.NO_EXECUTE
-             else None, ".tolerationSeconds"),
+             lambda t: t.toleration_seconds is not None and t.effect is not TaintEffect.NO_EXECUTE,
+             ".tolerationSeconds"),
     )
     key: str | None = spec_field("key", "Taint key; empty with operator Exists matches all.", None)
     operator: TolerationOperator = spec_field("operator", "Exists or Equal.",
@@ -122,7 +118,7 @@ def _env_field() -> Any:
                       factory=tuple, max_items=128, list_map_key="name",
                       rules=(Rule(f"self.all(e, !(e.name in {_RESERVED_CEL}))",
                                   "sets a variable psjob derives from the job topology; remove it",
-                                  _no_reserved_env),))
+                                  problem=_no_reserved_env),))
 
 
 @dataclass(frozen=True)
@@ -169,8 +165,7 @@ class WorkerSpec(RoleSpec):
     RULES: ClassVar = (
         Rule("!has(self.maxReplicas) || self.maxReplicas >= self.replicas",
              "maxReplicas must be at least replicas: raise maxReplicas or lower replicas",
-             lambda w: "maxReplicas must be at least replicas: raise maxReplicas or lower replicas"
-             if w.max_replicas is not None and w.max_replicas < w.replicas else None, ".maxReplicas"),
+             lambda w: w.max_replicas is not None and w.max_replicas < w.replicas, ".maxReplicas"),
     )
     replicas: int = spec_field("replicas", "Number of trainers; the job succeeds when all of "
                                "them complete. With maxReplicas set it may change while the "
@@ -212,29 +207,21 @@ class CheckpointSpec:
     RULES: ClassVar = (
         Rule("!has(self.existingClaim) || !has(self.storageClassName)",
              "existingClaim and storageClassName exclude each other: keep one",
-             lambda c: "existingClaim and storageClassName exclude each other: keep one"
-             if c.existing_claim and c.storage_class_name else None, ".existingClaim"),
+             lambda c: bool(c.existing_claim and c.storage_class_name), ".existingClaim"),
         Rule("!self.enabled || self.intervalSteps > 0 || self.intervalSeconds > 0",
              "checkpoints are enabled but intervalSteps and intervalSeconds are both 0: set one, "
              "or set enabled: false",
-             lambda c: "checkpoints are enabled but intervalSteps and intervalSeconds are both 0: "
-             "set one, or set enabled: false"
-             if c.enabled and not c.interval_steps and not c.interval_seconds else None,
-             ".intervalSeconds"),
+             lambda c: c.enabled and not c.interval_steps and not c.interval_seconds, ".intervalSeconds"),
         Rule("!has(self.uri) || (!has(self.existingClaim) && !has(self.storageClassName))",
              "uri stores checkpoints in object storage, without a claim: drop existingClaim and "
              "storageClassName, or drop uri",
-             lambda c: "uri stores checkpoints in object storage, without a claim: drop existingClaim and "
-             "storageClassName, or drop uri" if c.uri and (c.existing_claim or c.storage_class_name) else None,
-             ".uri"),
+             lambda c: bool(c.uri and (c.existing_claim or c.storage_class_name)), ".uri"),
         Rule("!self.incremental.enabled || self.enabled",
              "incremental.enabled needs checkpoints: set enabled: true, or incremental.enabled: false",
-             lambda c: "incremental.enabled needs checkpoints: set enabled: true, or incremental.enabled: false"
-             if c.incremental.enabled and not c.enabled else None, ".incremental.enabled"),
+             lambda c: c.incremental.enabled and not c.enabled, ".incremental.enabled"),
         Rule("!has(self.credentialsSecret) || has(self.uri)",
              "credentialsSecret is for an object store: set uri (s3://BUCKET/PREFIX) too",
-             lambda c: "credentialsSecret is for an object store: set uri (s3://BUCKET/PREFIX) too"
-             if c.credentials_secret and not c.uri else None, ".credentialsSecret"),
+             lambda c: bool(c.credentials_secret and not c.uri), ".credentialsSecret"),
     )
     enabled: bool = spec_field("enabled", "Write checkpoints (pserver restarts and suspend/"
                                "resume recover from the newest one).", True)
@@ -304,10 +291,10 @@ class StreamSpec:
     RULES: ClassVar = (
         Rule("self.layout.contains('%Y') && self.layout.contains('%m') && self.layout.contains('%d')",
              "layout must contain %Y, %m and %d (e.g. %Y%m%d/%H%M, PaddleRec's day/HHMM folders)",
-             lambda s: _layout_problem(s.layout), ".layout"),
+             problem=lambda s: _layout_problem(s.layout), field=".layout"),
         Rule(f"!has(self.start) || self.start.size() == {_LAYOUT_LENGTH}",
              "start must name a folder of the layout, e.g. 20261128/2300 for %Y%m%d/%H%M",
-             _start_problem, ".start"),
+             problem=_start_problem, field=".start"),
     )
     root: str = spec_field(
         "root", "Directory the folders appear in: a path every trainer sees (a volume) or "
@@ -427,88 +414,67 @@ class JobSpec:
     RULES: ClassVar = (
         Rule("!has(self.kSteps) || self.mode == 'geo'",
              "kSteps only applies to mode geo: remove kSteps or set mode: geo",
-             lambda s: "kSteps only applies to mode geo: remove kSteps or set mode: geo"
-             if s.k_steps is not None and s.mode is not Mode.GEO else None, ".kSteps"),
+             lambda s: s.k_steps is not None and s.mode is not Mode.GEO, ".kSteps"),
         Rule("self.mode == 'collective' || self.pserver.port != self.metricsPort",
              "metricsPort and pserver.port must differ: change one of them",
-             lambda s: "metricsPort and pserver.port must differ: change one of them"
-             if s.mode is not Mode.COLLECTIVE and s.pserver.port == s.metrics_port else None,
-             ".metricsPort"),
+             lambda s: s.mode is not Mode.COLLECTIVE and s.pserver.port == s.metrics_port, ".metricsPort"),
         Rule("self.mode != 'collective' || !has(self.pserver)",
              _COLLECTIVE_NO_PSERVER,
-             lambda s: _COLLECTIVE_NO_PSERVER if s.mode is Mode.COLLECTIVE and s.pserver != PserverSpec()
-             else None, ".pserver"),
+             lambda s: s.mode is Mode.COLLECTIVE and s.pserver != PserverSpec(), ".pserver"),
         Rule("self.mode != 'collective' || !has(self.heterWorker)",
              "a collective job has no heterogeneous trainers: remove heterWorker or use a "
              "parameter-server mode",
-             lambda s: "a collective job has no heterogeneous trainers: remove heterWorker or use a "
-             "parameter-server mode" if s.mode is Mode.COLLECTIVE and s.heter_worker is not None
-             else None, ".heterWorker"),
+             lambda s: s.mode is Mode.COLLECTIVE and s.heter_worker is not None, ".heterWorker"),
         Rule("self.mode != 'collective' || !has(self.worker.maxReplicas)",
              "a collective job's trainer set is fixed (every step all-reduces among all of them): "
              "remove worker.maxReplicas",
-             lambda s: "a collective job's trainer set is fixed (every step all-reduces among all of "
-             "them): remove worker.maxReplicas" if s.mode is Mode.COLLECTIVE
-             and s.worker.max_replicas is not None else None, ".worker.maxReplicas"),
+             lambda s: s.mode is Mode.COLLECTIVE and s.worker.max_replicas is not None, ".worker.maxReplicas"),
         Rule("self.mode != 'collective' || (has(self.command) && size(self.command) > 0) || "
              "(has(self.worker.command) && size(self.worker.command) > 0)",
              _COLLECTIVE_NEEDS_COMMAND,
-             lambda s: _COLLECTIVE_NEEDS_COMMAND if s.mode is Mode.COLLECTIVE
-             and not (s.command or s.worker.command) else None, ".command"),
+             lambda s: s.mode is Mode.COLLECTIVE and not (s.command or s.worker.command), ".command"),
         Rule("self.mode != 'collective' || !has(self.runPolicy.schedulingPolicy.minAvailable) || "
              "self.runPolicy.schedulingPolicy.minAvailable == self.worker.replicas",
              _COLLECTIVE_GANG,
-             lambda s: _COLLECTIVE_GANG if s.mode is Mode.COLLECTIVE
-             and s.run_policy.scheduling_policy.min_available not in (None, s.worker.replicas) else None,
+             lambda s: s.mode is Mode.COLLECTIVE
+             and s.run_policy.scheduling_policy.min_available not in (None, s.worker.replicas),
              ".runPolicy.schedulingPolicy.minAvailable"),
         Rule("!has(self.worker.port) || self.mode == 'collective'",
              "worker.port is the ring port of a collective job: remove it or set mode: collective",
-             lambda s: "worker.port is the ring port of a collective job: remove it or set mode: "
-             "collective" if s.worker.port is not None and s.mode is not Mode.COLLECTIVE else None,
-             ".worker.port"),
+             lambda s: s.worker.port is not None and s.mode is not Mode.COLLECTIVE, ".worker.port"),
         Rule("!has(self.worker.port) || self.worker.port != self.metricsPort",
              "metricsPort and worker.port must differ: change one of them",
-             lambda s: "metricsPort and worker.port must differ: change one of them"
-             if s.worker.port == s.metrics_port else None, ".metricsPort"),
+             lambda s: s.worker.port == s.metrics_port, ".metricsPort"),
         Rule(f"has(self.worker.port) || self.mode != 'collective' || "
              f"self.metricsPort != {roles.DEFAULT_TRAINER_PORT}",
              f"metricsPort and the ring port ({roles.DEFAULT_TRAINER_PORT}) must differ: change "
              "metricsPort or set worker.port",
-             lambda s: f"metricsPort and the ring port ({roles.DEFAULT_TRAINER_PORT}) must differ: "
-             "change metricsPort or set worker.port" if s.mode is Mode.COLLECTIVE and s.worker.port is None
-             and s.metrics_port == roles.DEFAULT_TRAINER_PORT else None, ".metricsPort"),
+             lambda s: s.mode is Mode.COLLECTIVE and s.worker.port is None
+             and s.metrics_port == roles.DEFAULT_TRAINER_PORT, ".metricsPort"),
         Rule("!has(self.heterWorker) || self.heterWorker.port != self.metricsPort",
              "metricsPort and heterWorker.port must differ: change one of them",
-             lambda s: "metricsPort and heterWorker.port must differ: change one of them"
-             if s.heter_worker and s.heter_worker.port == s.metrics_port else None,
-             ".metricsPort"),
+             lambda s: s.heter_worker is not None and s.heter_worker.port == s.metrics_port, ".metricsPort"),
         Rule("!self.asPaddle || " + " || ".join(
                  f"({guard}has(self.{key}command) && size(self.{key}command) > 0)" for guard, key in
                  (("", ""), ("", "pserver."), ("", "worker."), ("has(self.heterWorker) && ", "heterWorker."))),
              _AS_PADDLE_NEEDS_COMMAND,
-             lambda s: _AS_PADDLE_NEEDS_COMMAND if s.as_paddle and not (
+             lambda s: s.as_paddle and not (
                  s.command or s.pserver.command or s.worker.command
-                 or (s.heter_worker is not None and s.heter_worker.command)) else None,
+                 or (s.heter_worker is not None and s.heter_worker.command)),
              ".asPaddle"),
         Rule("!has(self.data) || !has(self.data.stream) || !has(self.worker.maxReplicas)",
              "a stream job deals each folder's batches over a fixed trainer count: remove "
              "worker.maxReplicas or data.stream",
-             lambda s: "a stream job deals each folder's batches over a fixed trainer count: remove "
-             "worker.maxReplicas or data.stream"
-             if s.data.stream is not None and s.worker.max_replicas is not None else None,
-             ".data.stream"),
+             lambda s: s.data.stream is not None and s.worker.max_replicas is not None, ".data.stream"),
         Rule("!has(self.data) || !has(self.data.stream) || (has(self.checkpoint) && has(self.checkpoint.enabled) "
              "&& !self.checkpoint.enabled) || !has(self.checkpoint) || !has(self.checkpoint.intervalSeconds) "
              "|| self.checkpoint.intervalSeconds > 0",
              "a stream job publishes a checkpoint every checkpoint.intervalSeconds: set it above 0",
-             lambda s: "a stream job publishes a checkpoint every checkpoint.intervalSeconds: set it above 0"
-             if s.data.stream is not None and s.checkpoint.enabled and not s.checkpoint.interval_seconds
-             else None, ".checkpoint.intervalSeconds"),
+             lambda s: s.data.stream is not None and s.checkpoint.enabled and not s.checkpoint.interval_seconds,
+             ".checkpoint.intervalSeconds"),
         Rule("!has(self.heterWorker) || !has(self.worker.maxReplicas)",
              "elastic trainers (worker.maxReplicas) are not supported with heterWorker: remove one",
-             lambda s: "elastic trainers (worker.maxReplicas) are not supported with heterWorker: "
-             "remove one" if s.heter_worker and s.worker.max_replicas is not None else None,
-             ".worker.maxReplicas"),
+             lambda s: s.heter_worker is not None and s.worker.max_replicas is not None, ".worker.maxReplicas"),
     )
     image: str = spec_field("image", "Container image with psjob installed.", min_length=1,
                             fix="set spec.image to an image with psjob installed")
@@ -572,11 +538,9 @@ NAME_RULES = (
     Rule(f"self.metadata.name.size() <= {MAX_JOB_NAME_LENGTH}",
          f"the job name must be at most {MAX_JOB_NAME_LENGTH} characters (children append "
          f"-pserver-N): shorten metadata.name",
-         lambda name: f"must be at most {MAX_JOB_NAME_LENGTH} characters (children append "
-         f"-pserver-N): shorten metadata.name" if len(name) > MAX_JOB_NAME_LENGTH else None),
+         lambda name: len(name) > MAX_JOB_NAME_LENGTH),
     Rule(f"self.metadata.name.matches('{DNS_1035}')",
-         "the job name must be a DNS label starting with a letter (a-z, 0-9, '-')",
-         lambda name: "must be lower-case letters, digits and '-', starting with a letter and "
-         "ending with a letter or digit: rename the job"
-         if not re.match(DNS_1035, name) else None),
+         "the job name must be lower-case letters, digits and '-', starting with a letter and "
+         "ending with a letter or digit: rename the job",
+         lambda name: not re.match(DNS_1035, name)),
 )

@@ -29,7 +29,7 @@ def parse_job(manifest: Mapping[str, Any]) -> ParameterServerJob:
     for rule in NAME_RULES:
         problem = rule.check(name)
         if problem:
-            raise JobSpecError("metadata.name", f"{name!r} {problem}")
+            raise JobSpecError("metadata.name", f"{name!r}: {problem}")
     namespace = metadata.get("namespace") or "default"
     if "spec" not in manifest:
         raise JobSpecError("spec", "is required: add spec with at least spec.image")

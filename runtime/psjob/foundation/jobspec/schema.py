@@ -49,15 +49,30 @@ class JobSpecError(ValueError):
 
 @dataclass(frozen=True)
 class Rule:
-    """A cross-field rule, once as CEL (API server) and once in Python.
+    """A cross-field rule: a CEL expression for the API server and a Python predicate for
+    `psjob run` and the operator, with one error `message` both report.
 
-    `check(obj)` returns None when the object is fine, else the error text;
-    `field` is the sub-path the error is reported at (CEL `fieldPath`).
+    `broken(obj)` is True when the object breaks the rule; `field` is the sub-path the
+    error is reported at (CEL `fieldPath`). A rule whose Python side can say more than the
+    CEL message (the value at fault, an example of a good one) gives `problem` instead:
+    it returns None when the object is fine, else its own error text.
     """
     cel: str
     message: str
-    check: Callable[[Any], str | None]
+    broken: Callable[[Any], bool] | None = None
     field: str = ""
+    problem: Callable[[Any], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.broken is None) == (self.problem is None):
+            raise TypeError(f"Rule {self.cel!r}: give exactly one of broken and problem")
+
+    def check(self, obj: Any) -> str | None:
+        """None when `obj` keeps the rule, else the error text."""
+        if self.problem is not None:
+            return self.problem(obj)
+        assert self.broken is not None
+        return self.message if self.broken(obj) else None
 
 
 @dataclass(frozen=True)
