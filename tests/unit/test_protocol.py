@@ -19,8 +19,8 @@ from psjob.cluster.inmemory import InMemoryClient, InMemoryCluster
 from psjob.cluster.pserver.pserver_state import PserverState
 from psjob.cluster.rpc import server as rpc_server
 from psjob.cluster.rpc.client import GrpcPSClient
-from psjob.foundation.settings import Settings
 from psjob.fluid.transpiler import DistributeTranspiler
+from psjob.foundation.settings import Settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EP = "127.0.0.1:7001"
