@@ -24,7 +24,8 @@ Wire format: push, pull and prefetch travel as frames (frames.py) — a
 protobuf header with the tensor bytes outside it — over the pserver's data
 plane (dataplane.py: a plain TCP connection, one pool per pserver) when it
 offers one — the request leaves from the calling thread and the reply is read by
-the thread that waits, no call thread in between — else over gRPC; the control calls are plain protobuf over gRPC. `push(...).wait()` returns the pserver's async staleness for
+the thread that waits, no call thread in between — else over gRPC; the control
+calls are plain protobuf over gRPC. `push(...).wait()` returns the pserver's async staleness for
 that push (SendReply.staleness); `push_pull` (async gradients) also returns
 the named parameters as the pserver holds them right after applying the
 push, saving the communicator a GetVariables call per step. `retries` counts retried attempts per gRPC
