@@ -143,6 +143,9 @@ def split_ids(ctx):
     if len(inputs) == 1 and isinstance(inputs[0], SelectedRows):
         sr = inputs[0]
         rows = _host_ids(sr.rows)
+        if n == 1:  # one pserver holds every row: no hashing, no gather
+            ctx.set_output("Out", SelectedRows(_to_xp(ctx, rows), sr.values, 0), i=0)
+            return
         shard = shard_of(rows, n)
         for k in range(n):
             idx = np.nonzero(shard == k)[0]
@@ -161,21 +164,21 @@ def split_wanted_ids(wanted: np.ndarray, n: int, with_index: bool):
     """([distinct ids of pserver k, ascending] for k < n, Index or None): split_ids' math."""
     if not with_index:
         ids = _unique_sorted(wanted)
+        if n == 1:  # one pserver: no hashing
+            return [ids], None
         shard = shard_of(ids, n)
         return [ids[shard == k] for k in range(n)], None
     # The one id pass of a batch (merge_ids_pool and its gradient reuse it): the distinct
     # ids by pserver, and for every wanted id its row in the pservers' replies laid end to
     # end (pserver 0's rows, then pserver 1's, ...; each pserver's ids ascending).
     ids, inverse = _unique_inverse(wanted)
-    shard = shard_of(ids, n)
     if n == 1:
-        index = inverse
-    else:
-        by_shard = np.argsort(shard, kind="stable")
-        position = np.empty(ids.size, np.int64)
-        position[by_shard] = np.arange(ids.size, dtype=np.int64)
-        index = position[inverse]
-    return [ids if n == 1 else ids[shard == k] for k in range(n)], index
+        return [ids], inverse
+    shard = shard_of(ids, n)
+    by_shard = np.argsort(shard, kind="stable")
+    position = np.empty(ids.size, np.int64)
+    position[by_shard] = np.arange(ids.size, dtype=np.int64)
+    return [ids[shard == k] for k in range(n)], position[inverse]
 
 
 def _unique_sorted(ids: np.ndarray) -> np.ndarray:
