@@ -1,6 +1,7 @@
 """A push that carries its pull (SendRequest.pull → SendReply.vars): the async communicator's
 one request per pserver per step, through real gRPC to a served PserverState."""
 import collections
+import threading
 
 import grpc
 import numpy as np
@@ -18,6 +19,23 @@ from psjob.launcher.launch import loopback_endpoints
 
 W, B, LR = "fc_0.w_0", "fc_0.b_0", 0.1
 QUICK = RetryPolicy(deadline_s=10, max_attempts=1)
+
+
+class _Calls(collections.Counter):
+    """Requests answered by (method, status); `wait_for` blocks until one is counted."""
+
+    def __init__(self):
+        super().__init__()
+        self.cond = threading.Condition()
+
+    def seen(self, key):
+        with self.cond:
+            self.update([key])
+            self.cond.notify_all()
+
+    def wait_for(self, key, n, timeout=10):
+        with self.cond:
+            return self.cond.wait_for(lambda: self[key] >= n, timeout)
 
 
 @pytest.fixture
@@ -38,8 +56,8 @@ def served():
         program, pstartup = t.get_pserver_programs(ep)
         state = PserverState(program, scope=fluid.Scope(), executor=fluid.Executor())
         state.run_startup(pstartup)
-        calls = collections.Counter()
-        server = start_server(state, ep, observer=lambda method, status, *_: calls.update([(method, status)]))
+        calls = _Calls()
+        server = start_server(state, ep, observer=lambda method, status, *_: calls.seen((method, status)))
         client = GrpcPSClient([ep], 0, retry=QUICK, tls=None)
         running.append((server, client))
         client.wait_server_ready(timeout_s=30)
@@ -66,6 +84,28 @@ def test_the_reply_holds_the_parameters_right_after_the_push_was_applied(served)
     assert staleness == 0 and list(fresh) == [W]
     np.testing.assert_allclose(fresh[W], before - LR * grad, rtol=1e-6)  # SGD applied, then read
     np.testing.assert_array_equal(fresh[W], client.pull(ep, [W]).wait()[W])
+
+
+def test_data_plane_calls_leave_at_once_and_are_read_by_the_waiting_thread(served):
+    """No call thread between a step and its pserver: the request is sent when the handle
+    is made (the pserver answers before anyone waits), the reply read by wait()'s thread;
+    a handle dropped unread closes its connection, and later calls are answered."""
+    client, ep, calls = served()
+    assert client._data is not None, "the data plane is on by default"
+    before = {t for t in threading.enumerate() if t.name.startswith("psjob-rpc-")}
+    value = client.pull(ep, [W]).wait()[W]
+    handle = client.pull(ep, [W])
+    assert calls.wait_for(("GetVariables", "OK"), 2), calls  # answered, not yet waited for
+    grad = np.full(value.shape, 0.5, value.dtype)
+    pushed = client.push(ep, {f"{W}@GRAD": grad})
+    assert calls.wait_for(("SendVariables", "OK"), 1), calls
+    np.testing.assert_array_equal(handle.wait()[W], value)  # read after the push: the earlier answer
+    assert pushed.wait() == 0
+    dropped = client.pull(ep, [W])
+    assert calls.wait_for(("GetVariables", "OK"), 3), calls
+    del dropped  # its reply is never read: the connection must not serve the next call
+    np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], value - LR * grad, rtol=1e-6)
+    assert {t for t in threading.enumerate() if t.name.startswith("psjob-rpc-")} == before
 
 
 def test_a_bad_push_that_pulls_is_refused_and_applies_nothing(served):

@@ -390,6 +390,38 @@ def test_auc_with_slide_steps_covers_the_last_batches_only(prog):
     assert b[0] == pytest.approx(window.eval(), rel=1e-12)
 
 
+def _trapezoids_over_every_bucket(pos, neg):
+    """The ROC AUC walk over all buckets, top down, empty ones included."""
+    tp = fp = area = 0.0
+    for p_b, n_b in zip(pos[::-1].astype(np.float64), neg[::-1].astype(np.float64)):
+        area += n_b * (2 * tp + p_b) / 2
+        tp, fp = tp + p_b, fp + n_b
+    return area / tp / fp
+
+
+def test_auc_of_small_batches_over_4096_buckets_equals_the_walk_over_every_bucket(prog):
+    """The auc op walks only the buckets holding predictions (a batch of 32 fills at most 32
+    of 4096): the same value to the bit as the walk over every bucket, per batch and overall."""
+    _, _, run = prog
+    p = layers.data(name="p", shape=[1], dtype="float32")
+    y = layers.data(name="y", shape=[1], dtype="int64")
+    auc_out, batch_auc, _ = layers.auc(p, y, num_thresholds=4095)
+    run.startup()
+    rng = np.random.default_rng(7)
+    total_pos, total_neg = np.zeros(4096, np.int64), np.zeros(4096, np.int64)
+    for _ in range(3):
+        labels = (rng.random(32) < 0.3).astype(np.int64)
+        scores = rng.random(32).astype(np.float32)
+        g, b = run({"p": scores.reshape(-1, 1), "y": labels.reshape(-1, 1)}, [auc_out, batch_auc])
+        bins = (np.clip(scores, 0, 1) * 4095).astype(np.int64)
+        pos = np.bincount(bins[labels == 1], minlength=4096)
+        neg = np.bincount(bins[labels == 0], minlength=4096)
+        total_pos += pos
+        total_neg += neg
+        assert b[0] == _trapezoids_over_every_bucket(pos, neg)
+        assert g[0] == _trapezoids_over_every_bucket(total_pos, total_neg)
+
+
 def test_auc_rejects_curves_it_does_not_implement(prog):
     p = layers.data(name="p", shape=[1])
     y = layers.data(name="y", shape=[1], dtype="int64")

@@ -100,6 +100,23 @@ def test_split_ids_for_one_pserver_gives_every_distinct_id_and_its_index():
     assert alone.vars["p0"].ravel().tolist() == [-4, 7, 2**62]
 
 
+def test_split_ids_for_one_pserver_gives_it_everything_unhashed():
+    ids = np.array([[7], [-(2**63)], [7], [2**63 - 1], [-4]], dtype=np.int64)
+    declare = {"ids": ((-1, 1), "int64", VarType.LOD_TENSOR)}
+    scope = run_op("split_ids", {"Ids": ["ids"]}, {"Out": ["p0"], "Index": ["index"]}, values={"ids": ids},
+                   declare=declare)
+    distinct = sorted(set(ids.ravel().tolist()))
+    assert scope.vars["p0"].ravel().tolist() == distinct
+    assert [distinct[i] for i in scope.vars["index"]] == ids.ravel().tolist()
+    rows = np.array([3, -4, 2**62, 3])
+    g = SelectedRows(rows, np.arange(8, dtype="float32").reshape(4, 2), 10)
+    scope = run_op("split_ids", {"Ids": ["g"]}, {"Out": ["a"]}, values={"g": g},
+                   declare={"g": ((10, 2), "float32", VarType.SELECTED_ROWS)})
+    piece = scope.vars["a"]
+    assert piece.height == 0 and piece.rows.tolist() == rows.tolist()
+    np.testing.assert_array_equal(piece.values, g.values)
+
+
 def test_lookup_sparse_table_reads_rows_made_by_the_per_id_initializer_and_zeroes_padding():
     table = SparseTable(TableConfig(name="w", dim=2, seed=5))
     declare = {"ids": ((-1, 1), "int64", VarType.LOD_TENSOR), "w": ((-1, 2), "float32", VarType.LOD_TENSOR)}

@@ -27,7 +27,9 @@ PSJOB_RPC_BARRIER_DEADLINE_S, PSJOB_RPC_MAX_ATTEMPTS, PSJOB_PSERVER_RECOVERY_S.
 Wire format: push, pull and prefetch travel as frames (frames.py) — a
 protobuf header with the tensor bytes outside it — over the pserver's data
 plane (dataplane.py: a plain TCP connection, one pool per pserver) when it
-offers one, else over gRPC; the control calls are plain protobuf over gRPC. `push(...).wait()` returns the pserver's async staleness for
+offers one — the request leaves from the calling thread and the reply is read by
+the thread that waits, no call thread in between — else over gRPC; the control
+calls are plain protobuf over gRPC. `push(...).wait()` returns the pserver's async staleness for
 that push (SendReply.staleness); `push_pull` (async gradients) also returns
 the named parameters as the pserver holds them right after applying the
 push, saving the communicator a GetVariables call per step. `retries` counts retried attempts per gRPC
@@ -224,6 +226,17 @@ class GrpcPSClient(RpcClient, PSClient):
     def _start(self, endpoint, method, request, deadline):
         if self._closed:
             raise RuntimeError("GrpcPSClient is closed")
+        if self._data is not None and self._data.handles(method):
+            # Over the data plane the request leaves from this thread and its reply is read
+            # by the thread that waits (dataplane.DataPlaneConnections.start): no call thread.
+            try:
+                pending = self._data.start(endpoint, method, request, deadline)
+            except Exception as exc:  # raised by the handle's wait(), which retries as usual
+                failed: concurrent.futures.Future = concurrent.futures.Future()
+                failed.set_exception(exc)
+                return failed
+            if pending is not None:
+                return pending
         return self._threads.submit(self._invoke, endpoint, method, request, deadline)
 
     # Not the base's blocking _call: the verbs' call, a Handle that retries (hence the ignore).

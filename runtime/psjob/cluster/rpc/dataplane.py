@@ -488,29 +488,27 @@ class DataPlaneConnections:
         return method in self._ids
 
     def call(self, endpoint: str, method: str, frame: bytes, timeout: float) -> memoryview | None:
+        pending = self.start(endpoint, method, frame, timeout)
+        return None if pending is None else pending.result()
+
+    def start(self, endpoint: str, method: str, frame: bytes, timeout: float) -> PendingCall | None:
+        """Send the request on the calling thread; → a `PendingCall` whose result() reads the
+        reply on the thread that asks for it, or None when this endpoint is called over gRPC.
+
+        Why not a call thread: a trainer step waits on a prefetch, and the communicator on its
+        push; handing each call to a thread and its reply back costs two thread wake-ups per
+        round trip on the step's critical path (a loaded core schedules each one late)."""
         sock = self._checkout(endpoint, timeout)
         if sock is None:
             return None
+        pending = PendingCall(self, endpoint, sock, timeout)
         try:
             sock.settimeout(timeout)
             sock.sendall(_REQUEST.pack(b"PSJQ", self._ids[method], len(frame)))
             sock.sendall(frame)
-            magic, status, length = _REPLY.unpack(_recv_exact(sock, _REPLY.size))
-            if magic != b"PSJR":
-                raise ConnectionError(f"not a psjob data-plane reply (magic {bytes(magic)!r})")
-            body = _recv_exact(sock, length)
-        except TimeoutError:
-            self._broken(endpoint, sock)
-            raise DataPlaneError(grpc.StatusCode.DEADLINE_EXCEEDED,
-                                 f"no reply within {timeout:.0f}s (data plane)") from None
         except (OSError, struct.error) as exc:
-            self._broken(endpoint, sock)
-            raise DataPlaneError(grpc.StatusCode.UNAVAILABLE, f"data-plane connection lost: {exc}") from None
-        self._checkin(endpoint, sock)
-        if status != _OK:
-            code = _CODES.get(status, grpc.StatusCode.UNKNOWN)
-            raise DataPlaneError(code, bytes(body).decode("utf-8", errors="replace"))
-        return body
+            pending._failed(exc)
+        return pending
 
     def _checkout(self, endpoint: str, timeout: float) -> socket.socket | None:
         with self._lock:
@@ -578,3 +576,60 @@ class DataPlaneConnections:
             self._idle.clear()
         for s in socks:
             s.close()
+
+
+class PendingCall:
+    """A data-plane request already sent; `result()` reads its reply (once) on the calling
+    thread: the reply frame, or DataPlaneError (UNAVAILABLE: the connection broke;
+    DEADLINE_EXCEEDED: no reply in time; else the server's status). The interface of the
+    concurrent.futures.Future the client's call threads return. A call dropped unread
+    closes its connection (the reply would otherwise be read as the next call's)."""
+
+    __slots__ = ("_conns", "_endpoint", "_sock", "_timeout", "_outcome")
+
+    def __init__(self, conns: DataPlaneConnections, endpoint: str, sock: socket.socket, timeout: float) -> None:
+        self._conns, self._endpoint, self._timeout = conns, endpoint, timeout
+        self._sock: socket.socket | None = sock
+        # (reply frame, None) or (None, DataPlaneError) once read
+        self._outcome: tuple[memoryview | None, DataPlaneError | None] | None = None
+
+    def _failed(self, exc: BaseException) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            self._conns._broken(self._endpoint, sock)
+        if isinstance(exc, TimeoutError):
+            err = DataPlaneError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                 f"no reply within {self._timeout:.0f}s (data plane)")
+        else:
+            err = DataPlaneError(grpc.StatusCode.UNAVAILABLE, f"data-plane connection lost: {exc}")
+        self._outcome = (None, err)
+
+    def result(self) -> memoryview | None:
+        if self._outcome is None:
+            sock = self._sock
+            assert sock is not None  # read once: the outcome is kept
+            try:
+                magic, status, length = _REPLY.unpack(_recv_exact(sock, _REPLY.size))
+                if magic != b"PSJR":
+                    raise ConnectionError(f"not a psjob data-plane reply (magic {bytes(magic)!r})")
+                body = _recv_exact(sock, length)
+            except (OSError, struct.error) as exc:  # TimeoutError is an OSError
+                self._failed(exc)
+            else:
+                self._sock = None
+                self._conns._checkin(self._endpoint, sock)
+                if status == _OK:
+                    self._outcome = (body, None)
+                else:
+                    code = _CODES.get(status, grpc.StatusCode.UNKNOWN)
+                    self._outcome = (None, DataPlaneError(code, bytes(body).decode("utf-8", errors="replace")))
+        assert self._outcome is not None  # set by the read above, or by _failed
+        reply, err = self._outcome
+        if err is not None:
+            raise err
+        return reply
+
+    def __del__(self) -> None:
+        sock = getattr(self, "_sock", None)
+        if sock is not None:
+            sock.close()

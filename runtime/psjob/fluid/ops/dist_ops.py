@@ -165,7 +165,7 @@ def split_wanted_ids(wanted: np.ndarray, n: int, with_index: bool):
     """([distinct ids of pserver k, ascending] for k < n, Index or None): split_ids' math."""
     if not with_index:
         ids = _unique_sorted(wanted)
-        if n == 1:
+        if n == 1:  # one pserver: no hashing
             return [ids], None
         shard = shard_of(ids, n)
         return [ids[shard == k] for k in range(n)], None

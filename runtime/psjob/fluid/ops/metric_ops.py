@@ -99,8 +99,15 @@ def bucket_counts(xp, predict, label, num_thresholds):
 
 def auc_from_stats(xp, stat_pos, stat_neg) -> float:
     """Trapezoid-rule ROC AUC over bucket counts, walking from the top bucket down."""
-    pos = stat_pos[::-1].astype(np.float64)
-    neg = stat_neg[::-1].astype(np.float64)
+    pos, neg = stat_pos[::-1], stat_neg[::-1]
+    if xp is np and pos.size > 64:
+        # Only buckets holding a prediction add area (an empty one adds a zero-width trapezoid
+        # and leaves tp as it was): a batch's 4096 buckets hold at most its size, and the
+        # per-step auc op would otherwise walk all of them.
+        used = np.flatnonzero((pos != 0) | (neg != 0))
+        if 2 * used.size < pos.size:
+            pos, neg = pos[used], neg[used]
+    pos, neg = pos.astype(np.float64), neg.astype(np.float64)
     tp, fp = xp.cumsum(pos), xp.cumsum(neg)
     tot_pos, tot_neg = float(tp[-1]) if tp.size else 0.0, float(fp[-1]) if fp.size else 0.0
     if tot_pos <= 0 or tot_neg <= 0:
@@ -142,11 +149,14 @@ def auc(ctx):
         old = ctx.input(slot)
         if steps == 0:
             new = old + batch.reshape(1, -1)
+        elif steps == 1:
+            new = batch.reshape(1, -1)  # the window is this batch (bucket_counts' own new array)
         else:
             # A window of the last `steps` batches: drop the oldest row.
             new = xp.concatenate([old[1:], batch.reshape(1, -1)], axis=0)
         stats.append(new)
     ctx.set_output("StatPosOut", stats[0])
     ctx.set_output("StatNegOut", stats[1])
-    value = auc_from_stats(xp, stats[0].sum(axis=0), stats[1].sum(axis=0))
+    totals = [s[0] if s.shape[0] == 1 else s.sum(axis=0) for s in stats]
+    value = auc_from_stats(xp, totals[0], totals[1])
     ctx.set_output("AUC", xp.asarray([value], dtype=np.float64))
