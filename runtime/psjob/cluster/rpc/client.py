@@ -87,7 +87,7 @@ class Handle:
     """A call in flight; `wait()` returns its decoded result or raises RpcError."""
 
     def __init__(self, client: GrpcPSClient, endpoint: str, method: str, request: Any,
-                 decode: Callable[[Any], Any], deadline: float):
+                 decode: Callable[[Any], Any], deadline: float) -> None:
         self._client, self._endpoint, self._method = client, endpoint, method
         self._request, self._decode, self._deadline = request, decode, deadline
         self._future = client._start(endpoint, method, request, deadline)
@@ -127,13 +127,13 @@ class _CallThreads:
     long as the client, so the thread count is the most calls ever in flight.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0        # threads that finished a job and will take the next one
         self._count = 0
 
-    def submit(self, fn, *args, **kwargs) -> concurrent.futures.Future:
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
         with self._lock:
             if self._idle:
@@ -144,7 +144,7 @@ class _CallThreads:
         self._jobs.put((future, fn, args, kwargs))
         return future
 
-    def _work(self):
+    def _work(self) -> None:
         while True:
             job = self._jobs.get()
             if job is None:
@@ -159,7 +159,7 @@ class _CallThreads:
             with self._lock:
                 self._idle += 1
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             count, self._count, self._idle = self._count, 0, 0
         for _ in range(count):
@@ -174,7 +174,7 @@ class GrpcPSClient(RpcClient, PSClient):
     peers = "pservers"
 
     def __init__(self, endpoints: Iterable[str], trainer_id: int = 0, *, auth_token: str = "",
-                 retry: RetryPolicy | None = None, tls: Any = "env", settings: Settings | None = None):
+                 retry: RetryPolicy | None = None, tls: Any = "env", settings: Settings | None = None) -> None:
         """retry None = the settings' (settings.rpc.retry); tls "env" = the settings' TLS files,
         None = plaintext, or a tls.TlsFiles; settings: the process's (a RoleEnv's `settings`;
         None = this process's environment, for a client built outside a role: a probe, a tool)."""
@@ -190,7 +190,7 @@ class GrpcPSClient(RpcClient, PSClient):
 
     # An outage is logged once when it starts and once when the pserver answers again:
     # the trainer's own account of a pserver restart (how long it waited, not gave up).
-    def _unreachable(self, endpoint: str, code) -> None:
+    def _unreachable(self, endpoint: str, code: grpc.StatusCode) -> None:
         with self._lock:
             if endpoint in self._outages:
                 return
@@ -208,7 +208,7 @@ class GrpcPSClient(RpcClient, PSClient):
             print(f"[psjob] pserver {endpoint} answers again after "
                   f"{time.monotonic() - since:.2f} s", file=sys.stderr, flush=True)
 
-    def _invoke(self, endpoint, method, request, timeout):
+    def _invoke(self, endpoint: str, method: str, request: Any, timeout: float) -> Any:
         if self._data is not None and self._data.handles(method):
             reply = self._data.call(endpoint, method, request, timeout)
             if reply is not None:
@@ -223,7 +223,7 @@ class GrpcPSClient(RpcClient, PSClient):
                 return 0
             raise
 
-    def _start(self, endpoint, method, request, deadline):
+    def _start(self, endpoint: str, method: str, request: Any, deadline: float) -> Any:
         if self._closed:
             raise RuntimeError("GrpcPSClient is closed")
         if self._data is not None and self._data.handles(method):
@@ -332,7 +332,7 @@ class GrpcPSClient(RpcClient, PSClient):
     def _serving_state(self, endpoint: str) -> str:
         return self._status_no_wait(endpoint, 2.0).state
 
-    def _status_no_wait(self, endpoint: str, timeout: float):
+    def _status_no_wait(self, endpoint: str, timeout: float) -> Any:
         return self._methods(endpoint)["Status"](pb.StatusRequest(), timeout=timeout, metadata=self._metadata)
 
     def close(self) -> None:
@@ -365,7 +365,7 @@ def _decode_get_reply(raw: bytes) -> dict:
     return values
 
 
-def _decode_prefetch_reply(raw: bytes):
+def _decode_prefetch_reply(raw: bytes) -> Any:
     frame = frames.Frame(raw, pb.PrefetchReply, "Prefetch reply")
     rows = frame.tensor(frame.header.rows)
     frame.finish()

@@ -12,6 +12,9 @@ with the heter trainer's service.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from psjob.cluster.protocol import ServerHandler
 from psjob.cluster.rpc import codec, frames
 from psjob.cluster.rpc import psjob_pb2 as pb
@@ -30,7 +33,7 @@ class _Servicer:
 
     data_port = 0  # the data plane's port (dataplane.py), announced by Status; set by the base
 
-    def __init__(self, handler: ServerHandler, max_prefetch_ids: int = MAX_PREFETCH_IDS):
+    def __init__(self, handler: ServerHandler, max_prefetch_ids: int = MAX_PREFETCH_IDS) -> None:
         self.h = handler
         self.max_prefetch_ids = int(max_prefetch_ids)
 
@@ -70,38 +73,38 @@ class _Servicer:
         return frames.pack(pb.PrefetchReply(rows=meta), parts)
 
     # -- control: plain protobuf ------------------------------------------------------------
-    def Barrier(self, request):
+    def Barrier(self, request: Any) -> Any:
         kind = "send" if request.kind == pb.BarrierRequest.SEND else "fetch"
         return pb.BarrierReply(version=self.h.on_barrier(request.trainer_id, kind))
 
-    def CheckpointNotify(self, request):
+    def CheckpointNotify(self, request: Any) -> Any:
         return pb.CheckpointReply(files=self.h.on_checkpoint(request.dirname, request.step, request.tag))
 
-    def Complete(self, request):
+    def Complete(self, request: Any) -> Any:
         return pb.CompleteReply(trainers_remaining=self.h.on_complete(request.trainer_id))
 
-    def Register(self, request):
+    def Register(self, request: Any) -> Any:
         tid, n = self.h.on_register(request.worker_name)
         return pb.RegisterReply(trainer_id=tid, trainers=n)
 
-    def Status(self, request):
+    def Status(self, request: Any) -> Any:
         s = self.h.on_status()
         return pb.StatusReply(state=s["state"], version=s.get("version", 0), trainers=s.get("trainers", 0),
                               completed_trainers=s.get("completed", []), endpoint=s.get("endpoint", ""),
                               members=s.get("members", []), data_port=self.data_port)
 
-    def Join(self, request):
+    def Join(self, request: Any) -> Any:
         version, members = self.h.on_join(request.trainer_id)
         return pb.JoinReply(version=version, members=members)
 
-    def Gather(self, request):
+    def Gather(self, request: Any) -> Any:
         values = self.h.on_gather(request.trainer_id, request.name, request.round,
                                   codec.decode_array(request.value))
         return pb.GatherReply(values=[codec.encode(request.name, v) for v in values])
 
 
 def start_server(handler: ServerHandler, endpoint: str, *, token: str = "", max_workers: int = 16,
-                 observer=None, max_message_bytes: int = 0,
+                 observer: Callable[..., None] | None = None, max_message_bytes: int = 0,
                  tls: tls_mod.TlsFiles | None = None, data_plane: bool | None = None,
                  read_timeout_s: float = READ_TIMEOUT_S, max_in_flight_bytes: int = 0,
                  max_prefetch_ids: int = MAX_PREFETCH_IDS) -> RpcServer:

@@ -36,6 +36,7 @@ import time
 import urllib.parse
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from typing import Any
 
 from psjob.foundation.checkpoint.backend import S3_SCHEME, StorageError
 from psjob.foundation.settings import S3Settings
@@ -142,7 +143,7 @@ def sign(keys: Keys, region: str, method: str, host: str, path: str, query: dict
 # -- the client ------------------------------------------------------------------------------
 
 class S3Error(StorageError):
-    def __init__(self, message: str, code: str = "", status: int = 0):
+    def __init__(self, message: str, code: str = "", status: int = 0) -> None:
         super().__init__(message)
         self.code, self.status = code, status
 
@@ -158,12 +159,12 @@ def error_of(status: int, body: bytes) -> tuple[str, str]:
     return {404: "NotFound", 403: "AccessDenied", 400: "BadRequest"}.get(status, str(status)), ""
 
 
-def xml_find(root, tag):
+def xml_find(root: ET.Element, tag: str) -> list[ET.Element]:
     """Elements named `tag` at any depth, whatever the S3 namespace."""
     return [el for el in root.iter() if el.tag.rsplit("}", 1)[-1] == tag]
 
 
-def xml_text(el, tag, default=""):
+def xml_text(el: ET.Element, tag: str, default: str = "") -> str:
     for child in el:
         if child.tag.rsplit("}", 1)[-1] == tag:
             return child.text or ""
@@ -173,7 +174,7 @@ def xml_text(el, tag, default=""):
 class Client:
     """S3 requests over one keep-alive connection per thread and host."""
 
-    def __init__(self, cfg: Config):
+    def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self._local = threading.local()
         self._ssl = ssl.create_default_context(cafile=cfg.ca_bundle or None)
@@ -231,25 +232,25 @@ class Client:
         return Keys(xml_text(c, "AccessKeyId"), xml_text(c, "SecretAccessKey"), xml_text(c, "SessionToken"),
                     expires)
 
-    def _connect(self, scheme: str, host: str):
+    def _connect(self, scheme: str, host: str) -> http.client.HTTPConnection:
         if scheme == "https":
             return http.client.HTTPSConnection(host, timeout=TIMEOUT_S, context=self._ssl)
         return http.client.HTTPConnection(host, timeout=TIMEOUT_S)
 
-    def _pooled(self, scheme: str, host: str):
+    def _pooled(self, scheme: str, host: str) -> http.client.HTTPConnection:
         pool = self._local.__dict__.setdefault("pool", {})
         conn = pool.get((scheme, host))
         if conn is None:
             conn = pool[(scheme, host)] = self._connect(scheme, host)
         return conn
 
-    def _drop(self, scheme: str, host: str):
+    def _drop(self, scheme: str, host: str) -> None:
         conn = self._local.__dict__.get("pool", {}).pop((scheme, host), None)
         if conn is not None:
             conn.close()
 
-    def request(self, method: str, uri: str, query: dict | None = None, body=b"", headers: dict | None = None,
-                stream: bool = False):
+    def request(self, method: str, uri: str, query: dict | None = None, body: bytes | bytearray | memoryview = b"",
+                headers: dict | None = None, stream: bool = False) -> Any:
         """(status, headers, body bytes) — or, with stream=True, the open response of a GET whose
         connection belongs to it (close it when done). Raises S3Error for an error status."""
         cfg = self.cfg
@@ -260,7 +261,7 @@ class Client:
         query = {k: str(v) for k, v in (query or {}).items()}
         target = _quote(path, safe="/-_.~") + ("?" + "&".join(
             f"{_quote(k)}={_quote(v)}" for k, v in sorted(query.items())) if query else "")
-        last = None
+        last: StorageError = StorageError(f"{method} {uri}: no attempt made")
         for attempt in range(ATTEMPTS):
             if attempt:
                 time.sleep(min(0.1 * 2 ** attempt, 2.0))  # backoff between retries of a failed call
