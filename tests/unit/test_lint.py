@@ -12,7 +12,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # mypy's list of modules not yet checked may shrink, never grow (pyproject.toml).
-UNCHECKED_MODULES_AT_MOST = 41
+UNCHECKED_MODULES_AT_MOST = 40
 # Packages (under runtime/) whose public functions are annotated in full, parameters and
 # return, and which mypy checks under its strict rules (pyproject.toml).
 ANNOTATED_PACKAGES = ("psjob/foundation/tables", "psjob/foundation/checkpoint", "psjob/foundation/kernels",
