@@ -74,6 +74,7 @@ def serve(endpoint_file: str) -> None:
 def one_mode(mode: str, steps: int, tmp: str) -> dict:
     from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy
     from psjob.fluid.core import SelectedRows
+    from psjob.foundation.settings import Settings
     env = dict(os.environ, PSJOB_DATA_PLANE=mode)
     endpoint_file = os.path.join(tmp, f"endpoint-{mode}")
     if os.path.exists(endpoint_file):
@@ -87,7 +88,7 @@ def one_mode(mode: str, steps: int, tmp: str) -> dict:
                 raise RuntimeError(f"the {mode} server did not start")
             time.sleep(0.05)
         endpoint = open(endpoint_file).read()
-        client = GrpcPSClient([endpoint], retry=RetryPolicy(deadline_s=30), settings={"PSJOB_DATA_PLANE": mode})
+        client = GrpcPSClient([endpoint], retry=RetryPolicy(deadline_s=30), settings=Settings({"PSJOB_DATA_PLANE": mode}))
         client.wait_server_ready(timeout_s=60)
         rng = np.random.default_rng(0)
         ids = rng.integers(0, 1 << 40, IDS, dtype=np.int64)

@@ -14,6 +14,7 @@ import pytest
 from psjob.cluster.rpc import psjob_pb2 as pb
 from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy, RpcError
 from psjob.foundation import roles
+from psjob.foundation.settings import Settings
 from psjob.launcher.launch import loopback_endpoints, write_token
 
 QUICK = RetryPolicy(deadline_s=10, max_attempts=2, initial_backoff_s=0.05)
@@ -213,11 +214,11 @@ def test_the_data_plane_carries_the_framed_calls_and_refuses_strangers_and_garba
     w = "fc_0.w_0"
     got = client.pull(ep, [w]).wait()[w]
     assert len(client._data._idle[ep]) == 1  # the pull's connection, back in the pool
-    grpc_only = GrpcPSClient([ep], 0, auth_token=token, retry=QUICK, settings={"PSJOB_DATA_PLANE": "grpc"})
+    grpc_only = GrpcPSClient([ep], 0, auth_token=token, retry=QUICK, settings=Settings({"PSJOB_DATA_PLANE": "grpc"}))
     assert grpc_only._data is None
     np.testing.assert_array_equal(grpc_only.pull(ep, [w]).wait()[w], got)
     with pytest.raises(ValueError, match="PSJOB_DATA_PLANE='udp': expected 'tcp'"):
-        GrpcPSClient([ep], 0, settings={"PSJOB_DATA_PLANE": "udp"})
+        GrpcPSClient([ep], 0, settings=Settings({"PSJOB_DATA_PLANE": "udp"}))
 
     # Strangers: a wrong or missing token, or no psjob hello at all, get a status and a hang-up.
     for bad, status in ((b"wrong", grpc.StatusCode.UNAUTHENTICATED), (b"", grpc.StatusCode.UNAUTHENTICATED)):
