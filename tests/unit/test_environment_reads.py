@@ -36,19 +36,20 @@ def environment_uses(source: str) -> list[tuple[int, str]]:
     return found
 
 
-def test_only_role_env_reads_the_process_environment():
-    offenders = []
+def runtime_sources(exempt):
+    """(path under runtime/psjob, source) of every runtime module but those in `exempt`."""
     for dirpath, _, files in os.walk(RUNTIME):
         for name in files:
-            if not name.endswith(".py"):
-                continue
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, RUNTIME)
-            if rel in READERS:
-                continue
-            with open(path) as f:
-                uses = environment_uses(f.read())
-            offenders += [f"{rel}:{line} ({how})" for line, how in uses]
+            if name.endswith(".py") and rel not in exempt:
+                with open(path) as f:
+                    yield rel, f.read()
+
+
+def test_only_role_env_reads_the_process_environment():
+    offenders = [f"{rel}:{line} ({how})" for rel, source in runtime_sources(READERS)
+                 for line, how in environment_uses(source)]
     assert not offenders, ("read the environment through psjob.foundation.settings (a RoleEnv's settings, or "
                            "process_settings() at a process's entry point): " + ", ".join(offenders))
 
@@ -77,17 +78,8 @@ def variable_literals(source: str) -> list[tuple[int, str]]:
 
 
 def test_only_the_contract_names_the_variables():
-    offenders = []
-    for dirpath, _, files in os.walk(RUNTIME):
-        for name in files:
-            if not name.endswith(".py"):
-                continue
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, RUNTIME)
-            if rel in CONTRACT:
-                continue
-            with open(path) as f:
-                offenders += [f"{rel}:{line} {text[:40]!r}" for line, text in variable_literals(f.read())]
+    offenders = [f"{rel}:{line} {text[:40]!r}" for rel, source in runtime_sources(CONTRACT)
+                 for line, text in variable_literals(source)]
     assert not offenders, ("name PSJOB_*/PADDLE_* variables through psjob.foundation.settings (parsed there, "
                            "passed down as typed settings) or psjob.foundation.roles (rendered there): "
                            + ", ".join(offenders))
