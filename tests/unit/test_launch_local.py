@@ -115,7 +115,8 @@ def test_as_paddle_puts_the_paddle_alias_first_on_every_process_pythonpath_in_bo
 
 
 @pytest.mark.parametrize("flags", [["--server_num", "0", "--worker_num", "3"], ["--gpus", "0,1,2"],
-                                   ["--nproc_per_node", "3"], ["--server_num", "0", "--gpus", "0,1,2"]])
+                                   ["--nproc_per_node", "3"], ["--server_num", "0", "--gpus", "0,1,2"],
+                                   ["--mode", "collective", "--worker_num", "3"]])
 def test_a_job_with_no_pservers_is_collective_with_paddles_trainer_environment(tmp_path, flags):
     job = launch_job(tmp_path, *flags)
     assert (job.mode, job.trainers, [sp.role for sp in job.specs]) == ("collective", 3, ["TRAINER"] * 3)
@@ -134,6 +135,8 @@ def test_a_job_with_no_pservers_is_collective_with_paddles_trainer_environment(t
     (["--server_num", "0", "--worker_num", "2", "--gpus", "0,1,2"], r"disagree on the number of trainers \(\[2, 3\]\)"),
     (["--server_num", "0", "--servers", "127.0.0.1:6170"], "has no pservers"),
     (["--gpus", "0,1", "--server_num", "1"], "has no pservers"),
+    (["--mode", "collective", "--server_num", "2", "--worker_num", "2"], "has no pservers"),
+    (["--server_num", "0", "--worker_num", "2", "--mode", "async"], "--mode async needs pservers"),
 ])
 def test_a_collective_launch_refuses_contradictions(tmp_path, flags, message):
     with pytest.raises(SystemExit, match=message):

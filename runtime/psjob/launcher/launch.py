@@ -1,7 +1,8 @@
 """`psjob launch`: run a Fluid/Fleet training script as N pservers + M trainers.
 
     psjob launch --server_num 2 --worker_num 2 [--servers ip:port,...] [--workers ip:port,...]
-    psjob launch --server_num 0 --worker_num 2 script.py          (collective: no pservers)
+    psjob launch --mode collective --worker_num 2 script.py        (collective: no pservers)
+    psjob launch --server_num 0 --worker_num 2 script.py          (the same)
     psjob launch --gpus 0,1 script.py                              (collective, Paddle's form)
                  [--heter_worker_num K] [--log_dir DIR] [--mode sync] [--metrics-port P]
                  [--progress-interval S] [--summary PATH] [--stop-grace S] [--as-paddle]
@@ -84,8 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--heter_worker_num", type=int, default=0, help="number of heterogeneous trainers")
     p.add_argument("--servers", default="", help="comma-separated ip:port of the pservers")
     p.add_argument("--log_dir", default="log", help="one log file per process goes here")
-    p.add_argument("--mode", default=roles.Mode.SYNC.value,
-                   choices=[m.value for m in roles.Mode if m.uses_pservers])
+    p.add_argument("--mode", default=roles.Mode.SYNC.value, choices=[m.value for m in roles.Mode],
+                   help="how trainers share parameters: through pservers (sync, async, half_async, geo) "
+                        "or collective (a ring all-reduce among the trainers, no pservers)")
     p.add_argument("--k_steps", type=int, default=0,
                    help="geo mode: local steps between exchanges (default "
                         f"{roles.DEFAULT_GEO_K_STEPS}, Paddle's and a job YAML's)")
@@ -120,14 +122,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def is_collective(args: argparse.Namespace) -> bool:
-    """No pservers: --server_num 0, --gpus or --nproc_per_node (Paddle's collective launch)."""
-    return args.server_num == 0 or bool(args.gpus) or args.nproc_per_node is not None
+    """No pservers: --mode collective, --server_num 0, --gpus or --nproc_per_node (Paddle's collective launch)."""
+    return (args.mode == roles.Mode.COLLECTIVE or args.server_num == 0 or bool(args.gpus)
+            or args.nproc_per_node is not None)
 
 
 def plan_collective(args: argparse.Namespace) -> LocalJob:
     if args.servers or args.heter_worker_num or (args.server_num or 0) > 0:
-        raise SystemExit("psjob launch: a collective job (--server_num 0, --gpus, --nproc_per_node) has "
-                         "no pservers or heter trainers: drop --servers/--server_num/--heter_worker_num")
+        raise SystemExit("psjob launch: a collective job (--mode collective, --server_num 0, --gpus, "
+                         "--nproc_per_node) has no pservers or heter trainers: drop "
+                         "--servers/--server_num/--heter_worker_num")
+    if args.mode not in (roles.Mode.COLLECTIVE, roles.Mode.SYNC):  # sync: the flag's default
+        raise SystemExit(f"psjob launch: --mode {args.mode.value} needs pservers, but this job has none "
+                         "(--server_num 0, --gpus or --nproc_per_node): use --mode collective or give pservers")
     counts = {n for n in (args.worker_num, args.nproc_per_node,
                           len([g for g in args.gpus.split(",") if g.strip()]) or None) if n is not None}
     if len(counts) > 1:
