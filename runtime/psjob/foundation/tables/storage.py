@@ -135,6 +135,18 @@ class RowStorage:
         self.cols["live"][rows] = True
         return rows
 
+    def alloc_run(self, n: int) -> slice | None:
+        """``alloc(n)`` as a slice when the rows are one fresh ascending run (the free list
+        is empty); None, allocating nothing, when freed rows would be reused."""
+        if self._n_free:
+            return None
+        if self._high + n > self._capacity:
+            self._grow(self._high + n)
+        run = slice(self._high, self._high + n)
+        self._high += n
+        self.cols["live"][run] = True
+        return run
+
     def release(self, rows: np.ndarray) -> None:
         """Return live rows (unique) to the free list."""
         self.cols["live"][rows] = False
