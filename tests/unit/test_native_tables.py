@@ -146,3 +146,14 @@ def test_strictly_ascending_answers_as_numpy_does(monkeypatch):
     for ids in cases:
         ours, reference = _both(monkeypatch, lambda: native.strictly_ascending(ids))
         assert ours is reference is (ids.size < 2 or bool((ids[1:] > ids[:-1]).all()))
+
+
+def test_same_ids_answers_as_numpy_does(monkeypatch):
+    a = np.arange(10_000, dtype=np.int64) * 7
+    b = a.copy()
+    b[-1] += 1
+    cases = [(a, a.copy()), (a, b), (a, a[:-1].copy()), (np.zeros(0, np.int64), np.zeros(0, np.int64)),
+             (np.array([-1], np.int64), np.array([2**63 - 1], np.int64))]
+    for x, y in cases:
+        ours, reference = _both(monkeypatch, lambda: native.same_ids(x, y))
+        assert ours is reference is bool(np.array_equal(x, y))

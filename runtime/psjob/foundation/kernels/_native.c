@@ -784,6 +784,24 @@ static PyObject *strictly_ascending(PyObject *self, PyObject *args) {
     return PyBool_FromLong(!down);
 }
 
+/* True when two int64 arrays hold the same ids in the same order: one memcmp (a table
+ * matches each push against the lookups it remembers, 10K ids at a time). */
+static PyObject *same_ids(PyObject *self, PyObject *args) {
+    PyObject *a_o, *b_o;
+    if (!PyArg_ParseTuple(args, "OO:same_ids", &a_o, &b_o)) {
+        return NULL;
+    }
+    Array a[2] = {{0}};
+    if (get_array(a_o, "a", 'i', 0, &a[0]) || get_array(b_o, "b", 'i', 0, &a[1])) {
+        release_all(a, 2);
+        return NULL;
+    }
+    const int same = a[0].view.len == a[1].view.len
+                     && memcmp(a[0].view.buf, a[1].view.buf, (size_t)a[0].view.len) == 0;
+    release_all(a, 2);
+    return PyBool_FromLong(same);
+}
+
 static PyMethodDef methods[] = {
     {"sgd_rows", sgd_rows, METH_VARARGS,
      "sgd_rows(param, rows, grads, lr): param[rows] -= lr * grads (rows unique)."},
@@ -819,6 +837,8 @@ static PyMethodDef methods[] = {
      "all_finite(array) -> bool: no NaN or infinity in a C-contiguous float32 or float64 array."},
     {"strictly_ascending", strictly_ascending, METH_VARARGS,
      "strictly_ascending(ids) -> bool: int64 ids each larger than the one before."},
+    {"same_ids", same_ids, METH_VARARGS,
+     "same_ids(a, b) -> bool: two C-contiguous int64 arrays hold the same values in the same order."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -293,7 +293,7 @@ class SparseTable:
     def _rows_of_recent_lookup(self, ids: np.ndarray) -> np.ndarray | None:
         """The rows a recent lookup of exactly ``ids`` found (all present), or None."""
         for seen, rows in reversed(self._recent):
-            if seen.size == ids.size and np.array_equal(seen, ids):
+            if seen.size == ids.size and native.same_ids(seen, ids):
                 return rows
         return None
 
