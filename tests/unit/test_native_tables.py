@@ -157,3 +157,12 @@ def test_same_ids_answers_as_numpy_does(monkeypatch):
     for x, y in cases:
         ours, reference = _both(monkeypatch, lambda: native.same_ids(x, y))
         assert ours is reference is bool(np.array_equal(x, y))
+
+
+def test_an_empty_id_index_is_the_same_cleared_in_c(monkeypatch):
+    from psjob.foundation.tables.index import IdIndex
+    for expected in (0, 5000, 300_000):
+        ours, reference = _both(monkeypatch, lambda: IdIndex(expected)._entries)
+        assert ours.shape == reference.shape and ours.tobytes() == reference.tobytes()
+    with pytest.raises(ValueError, match=r"entries must be int64 \[slots, 2\]"):
+        native.index_clear(np.zeros((4, 3), np.int64), 1)

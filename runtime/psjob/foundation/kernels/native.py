@@ -95,6 +95,12 @@ def index_place(entries: np.ndarray, reach: np.ndarray, ids: np.ndarray, rows: n
     return spilled[:n]
 
 
+def index_clear(entries: np.ndarray, step: int) -> None:
+    """Free every slot of the id index's int64 ``[slots, 2]`` entries: (poison key
+    ``s * step + 2**63`` mod 2**64, row -1) (foundation/tables/index.py's `_poison`)."""
+    _native.index_clear(entries, step)
+
+
 def pool_gather_grid(rows: np.ndarray, index: np.ndarray, out: np.ndarray, slots: int, offset: int = 0) -> None:
     """out[b, offset + j*width : offset + (j+1)*width] = rows[index[j*seqs + b]] (index: a
     [slots, seqs] grid laid out slot by slot; every index is checked against len(rows) first)."""
