@@ -174,6 +174,22 @@ static PyObject *sgd_rows(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ adagrad */
 
+WIDE_LOOP
+static void adagrad_rows_loop(float *param, float *moment, const int64_t *rows, const float *grads, Py_ssize_t n,
+                              Py_ssize_t width, float flr, float feps) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t at = rows[i] * width;
+        float *p = param + at, *m = moment + at;
+        const float *g = grads + i * width;
+        for (Py_ssize_t j = 0; j < width; j++) {
+            /* moment + g*g;  p - lr*g / (sqrt(moment) + epsilon) */
+            float mj = m[j] + g[j] * g[j];
+            m[j] = mj;
+            p[j] = p[j] - (flr * g[j]) / (sqrtf(mj) + feps);
+        }
+    }
+}
+
 static PyObject *adagrad_rows(PyObject *self, PyObject *args) {
     PyObject *param_o, *moment_o, *rows_o, *grads_o;
     double lr, epsilon;
@@ -192,19 +208,8 @@ static PyObject *adagrad_rows(PyObject *self, PyObject *args) {
     const int64_t *rows = a[1].view.buf;
     const float *grads = a[2].view.buf;
     Py_ssize_t n = n_items(&a[1]);
-    const float flr = (float)lr, feps = (float)epsilon;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t at = rows[i] * width;
-        float *p = param + at, *m = moment + at;
-        const float *g = grads + i * width;
-        for (Py_ssize_t j = 0; j < width; j++) {
-            /* moment + g*g;  p - lr*g / (sqrt(moment) + epsilon) */
-            float mj = m[j] + g[j] * g[j];
-            m[j] = mj;
-            p[j] = p[j] - (flr * g[j]) / (sqrtf(mj) + feps);
-        }
-    }
+    adagrad_rows_loop(param, moment, rows, grads, n, width, (float)lr, (float)epsilon);
     Py_END_ALLOW_THREADS
     release_all(a, 4);
     Py_RETURN_NONE;
