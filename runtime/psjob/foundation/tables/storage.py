@@ -1,7 +1,8 @@
 """Row storage of a sparse table: named columns of per-row arrays.
 
 Lifecycle of a row: `alloc` hands out freed rows first (newest freed first),
-then rows above the high-water mark; `release` returns rows to the free list.
+then rows above the high-water mark (`alloc_run`: those alone, as one slice, when
+nothing is free); `release` returns rows to the free list.
 Rows are never moved, so the id index can point at them for their lifetime.
 
 Growth: when the high-water mark reaches the capacity every column becomes
