@@ -1,6 +1,7 @@
 /* psjob.foundation.kernels._native: the lazy row updates of a sparse table (and dense Adam) in one
- * pass, the sparse table's id-index probe and insert, and the trainer's pooled-slot
- * gather and its gradient, in C.
+ * pass, the sparse table's id-index probe, insert and clearing, its new rows' initial values,
+ * the pserver's finite check of a push, and the trainer's pooled-slot gather and its
+ * gradient, in C.
  *
  * Why: on a pserver, numpy runs a table push as five gathers (value, two moments, two
  * beta pows), ten whole-array operations on the gathered block and five scatters back:
@@ -27,10 +28,12 @@
  * compute-bound: where the compiler can, they are built twice, for AVX2 and for the
  * baseline x86-64, and the loader picks the one the CPU runs (GCC's target_clones). Every
  * operation is IEEE-exact in either width, so both give the same bits. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#ifndef WIDE_LOOP   /* -DWIDE_LOOP= builds the baseline loops alone (to compare them) */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__)
 #define WIDE_LOOP __attribute__((target_clones("avx2", "default")))
 #else
 #define WIDE_LOOP
+#endif
 #endif
 
 typedef struct {
