@@ -79,7 +79,7 @@ def _blocks(key: int, ids: np.ndarray, counters: np.ndarray) -> np.ndarray:
 
 def random_words(key: int, ids: np.ndarray, count: int, first_block: int = 0) -> np.ndarray:
     """uint32 ``[len(ids), count]``: words ``2 * first_block + c`` of (key, id)."""
-    if native.enabled and count > 0 and 0 <= first_block < 1 << 62:
+    if native.enabled and count > 0 and 0 <= first_block < 1 << 62 and 0 <= key < 1 << 64:
         return native.random_words(key, np.ascontiguousarray(ids, np.int64), count, first_block)
     blocks = _blocks(key, ids, np.arange(first_block, first_block + (count + 1) // 2, dtype=np.uint64))
     words = np.empty((ids.shape[0], 2 * blocks.shape[1]), np.uint32)

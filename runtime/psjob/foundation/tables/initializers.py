@@ -49,7 +49,7 @@ def initial_rows(config: InitializerConfig, key: int, ids: np.ndarray, dim: int,
         out[...] = config.value
         return out
     if config.kind == "uniform":
-        if native.enabled and dim > 0 and (out is None or native.fits(out)):
+        if native.enabled and dim > 0 and 0 <= key < 1 << 64 and (out is None or native.fits(out)):
             target = np.empty((n, dim), np.float32) if out is None else out
             native.uniform_rows(key, np.ascontiguousarray(ids, np.int64), dim, config.high - config.low,
                                 config.low, target)
