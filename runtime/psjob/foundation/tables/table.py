@@ -202,15 +202,15 @@ class SparseTable:
             unique, inverse, counts = np.unique(absent, return_inverse=True, return_counts=True)
         admitted = self._admission.admit(unique, counts)
         new_ids = unique[admitted]
+        if new_ids.size == unique.size:      # every id admitted (no admission policy): no mask
+            row_of = self._add_rows(new_ids) if new_ids.size else np.empty(0, np.int64)
+        else:
+            row_of = np.full(unique.size, -1, np.int64)
+            if new_ids.size:
+                row_of[admitted] = self._add_rows(new_ids)
         self._admitted += new_ids.size
         self._rejected += unique.size - new_ids.size
-        if new_ids.size == unique.size:      # every id admitted (no admission policy): no mask
-            made = self._add_rows(new_ids) if new_ids.size else np.empty(0, np.int64)
-            return made if distinct else made[inverse.reshape(-1)]
-        row_of = np.full(unique.size, -1, np.int64)
-        if new_ids.size:
-            row_of[admitted] = self._add_rows(new_ids)
-        return row_of[inverse.reshape(-1)]
+        return row_of if distinct else row_of[inverse.reshape(-1)]
 
     def _add_rows(self, ids: np.ndarray) -> np.ndarray:
         """New rows for absent unique ``ids``: initial values, fresh optimizer state, indexed."""
