@@ -1,6 +1,7 @@
 /* psjob.foundation.kernels._native: the lazy row updates of a sparse table (and dense Adam) in one
- * pass, the sparse table's id-index probe and insert, and the trainer's pooled-slot
- * gather and its gradient, in C.
+ * pass, the sparse table's id-index probe, insert and clearing, its new rows' initial values,
+ * the pserver's finite check of a push, and the trainer's pooled-slot gather and its
+ * gradient, in C.
  *
  * Why: on a pserver, numpy runs a table push as five gathers (value, two moments, two
  * beta pows), ten whole-array operations on the gathered block and five scatters back:
@@ -22,6 +23,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The elementwise loops (Adam's sqrt and division, the finite and order checks) are
+ * compute-bound: where the compiler can, they are built twice, for AVX2 and for the
+ * baseline x86-64, and the loader picks the one the CPU runs (GCC's target_clones). Every
+ * operation is IEEE-exact in either width, so both give the same bits. */
+#ifndef WIDE_LOOP   /* -DWIDE_LOOP= builds the baseline loops alone (to compare them) */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__)
+#define WIDE_LOOP __attribute__((target_clones("avx2", "default")))
+#else
+#define WIDE_LOOP
+#endif
+#endif
 
 typedef struct {
     Py_buffer view;
@@ -164,6 +177,22 @@ static PyObject *sgd_rows(PyObject *self, PyObject *args) {
 
 /* ------------------------------------------------------------------ adagrad */
 
+WIDE_LOOP
+static void adagrad_rows_loop(float *param, float *moment, const int64_t *rows, const float *grads, Py_ssize_t n,
+                              Py_ssize_t width, float flr, float feps) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t at = rows[i] * width;
+        float *p = param + at, *m = moment + at;
+        const float *g = grads + i * width;
+        for (Py_ssize_t j = 0; j < width; j++) {
+            /* moment + g*g;  p - lr*g / (sqrt(moment) + epsilon) */
+            float mj = m[j] + g[j] * g[j];
+            m[j] = mj;
+            p[j] = p[j] - (flr * g[j]) / (sqrtf(mj) + feps);
+        }
+    }
+}
+
 static PyObject *adagrad_rows(PyObject *self, PyObject *args) {
     PyObject *param_o, *moment_o, *rows_o, *grads_o;
     double lr, epsilon;
@@ -182,19 +211,8 @@ static PyObject *adagrad_rows(PyObject *self, PyObject *args) {
     const int64_t *rows = a[1].view.buf;
     const float *grads = a[2].view.buf;
     Py_ssize_t n = n_items(&a[1]);
-    const float flr = (float)lr, feps = (float)epsilon;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t at = rows[i] * width;
-        float *p = param + at, *m = moment + at;
-        const float *g = grads + i * width;
-        for (Py_ssize_t j = 0; j < width; j++) {
-            /* moment + g*g;  p - lr*g / (sqrt(moment) + epsilon) */
-            float mj = m[j] + g[j] * g[j];
-            m[j] = mj;
-            p[j] = p[j] - (flr * g[j]) / (sqrtf(mj) + feps);
-        }
-    }
+    adagrad_rows_loop(param, moment, rows, grads, n, width, (float)lr, (float)epsilon);
     Py_END_ALLOW_THREADS
     release_all(a, 4);
     Py_RETURN_NONE;
@@ -231,6 +249,36 @@ static inline void adam_span(float *p, float *m1, float *m2, const float *g, Py_
     }
 }
 
+WIDE_LOOP
+static void adam_rows_loop(float *param, float *m1, float *m2, float *b1p, float *b2p, const int64_t *rows,
+                           const float *grads, Py_ssize_t n, Py_ssize_t width, int per_row, const AdamHyper *hp) {
+    const AdamHyper h = *hp;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + PREFETCH_AHEAD < n) {
+            const int64_t ahead = rows[i + PREFETCH_AHEAD];
+            prefetch_span(param + ahead * width, width);
+            prefetch_span(m1 + ahead * width, width);
+            prefetch_span(m2 + ahead * width, width);
+            if (per_row) {
+                __builtin_prefetch(b1p + ahead, 1);
+                __builtin_prefetch(b2p + ahead, 1);
+            }
+        }
+        const int64_t r = rows[i];
+        const Py_ssize_t at = r * width;
+        const Py_ssize_t k = per_row ? r : 0;
+        adam_span(param + at, m1 + at, m2 + at, grads + i * width, width, b1p[k], b2p[k], &h);
+        if (per_row) {  /* a row's pows advance with its own updates (lazy mode) */
+            b1p[r] = b1p[r] * h.beta1;
+            b2p[r] = b2p[r] * h.beta2;
+        }
+    }
+    if (!per_row) {
+        b1p[0] = b1p[0] * h.beta1;
+        b2p[0] = b2p[0] * h.beta2;
+    }
+}
+
 static PyObject *adam_rows(PyObject *self, PyObject *args) {
     PyObject *param_o, *m1_o, *m2_o, *b1p_o, *b2p_o, *rows_o, *grads_o;
     double lr, beta1, beta2, epsilon;
@@ -256,33 +304,16 @@ static PyObject *adam_rows(PyObject *self, PyObject *args) {
     Py_ssize_t n = n_items(&a[1]);
     const AdamHyper h = adam_hyper(lr, beta1, beta2, epsilon);
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (i + PREFETCH_AHEAD < n) {
-            const int64_t ahead = rows[i + PREFETCH_AHEAD];
-            prefetch_span(param + ahead * width, width);
-            prefetch_span(m1 + ahead * width, width);
-            prefetch_span(m2 + ahead * width, width);
-            if (per_row) {
-                __builtin_prefetch(b1p + ahead, 1);
-                __builtin_prefetch(b2p + ahead, 1);
-            }
-        }
-        const int64_t r = rows[i];
-        const Py_ssize_t at = r * width;
-        const Py_ssize_t k = per_row ? r : 0;
-        adam_span(param + at, m1 + at, m2 + at, grads + i * width, width, b1p[k], b2p[k], &h);
-        if (per_row) {  /* a row's pows advance with its own updates (lazy mode) */
-            b1p[r] = b1p[r] * h.beta1;
-            b2p[r] = b2p[r] * h.beta2;
-        }
-    }
-    if (!per_row) {
-        b1p[0] = b1p[0] * h.beta1;
-        b2p[0] = b2p[0] * h.beta2;
-    }
+    adam_rows_loop(param, m1, m2, b1p, b2p, rows, grads, n, width, per_row, &h);
     Py_END_ALLOW_THREADS
     release_all(a, 7);
     Py_RETURN_NONE;
+}
+
+WIDE_LOOP
+static void adam_dense_loop(float *p, float *m1, float *m2, const float *g, Py_ssize_t n, float b1p, float b2p,
+                            const AdamHyper *h) {
+    adam_span(p, m1, m2, g, n, b1p, b2p, h);
 }
 
 static PyObject *adam_dense(PyObject *self, PyObject *args) {
@@ -305,7 +336,7 @@ static PyObject *adam_dense(PyObject *self, PyObject *args) {
     float *b1p = a[4].view.buf, *b2p = a[5].view.buf;
     const AdamHyper h = adam_hyper(lr, beta1, beta2, epsilon);
     Py_BEGIN_ALLOW_THREADS
-    adam_span(a[0].view.buf, a[2].view.buf, a[3].view.buf, a[1].view.buf, n_items(&a[0]), b1p[0], b2p[0], &h);
+    adam_dense_loop(a[0].view.buf, a[2].view.buf, a[3].view.buf, a[1].view.buf, n_items(&a[0]), b1p[0], b2p[0], &h);
     b1p[0] = b1p[0] * h.beta1;
     b2p[0] = b2p[0] * h.beta2;
     Py_END_ALLOW_THREADS
@@ -433,6 +464,36 @@ static PyObject *index_place(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(n_spilled);
 }
 
+/* An empty index: every slot free (row -1) with its poison key, s * step + 2^63 mod 2^64
+ * (index.py's _poison), written in one pass instead of numpy's five over the whole table. */
+static PyObject *index_clear(PyObject *self, PyObject *args) {
+    PyObject *entries_o;
+    unsigned long long step;
+    if (!PyArg_ParseTuple(args, "OK:index_clear", &entries_o, &step)) {
+        return NULL;
+    }
+    Array a[1] = {{0}};
+    if (get_array(entries_o, "entries", 'i', 1, &a[0])) {
+        release_all(a, 1);
+        return NULL;
+    }
+    if (a[0].view.ndim != 2 || a[0].view.shape[1] != 2) {
+        release_all(a, 1);
+        PyErr_SetString(PyExc_ValueError, "entries must be int64 [slots, 2]");
+        return NULL;
+    }
+    int64_t *entries = a[0].view.buf;
+    const Py_ssize_t slots = a[0].view.shape[0];
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t s = 0; s < slots; s++) {
+        entries[2 * s] = (int64_t)((uint64_t)s * step + 0x8000000000000000ULL);
+        entries[2 * s + 1] = -1;
+    }
+    Py_END_ALLOW_THREADS
+    release_all(a, 1);
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ pooled slots */
 /* A CTR batch's slots each hold one id per example: the slots' lookups are a [slots, seqs]
  * grid of indices into a block of rows (the prefetched rows, or a local table), and their
@@ -535,6 +596,250 @@ static PyObject *pool_grad_grid(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ initial rows */
+/* The counter-based generator of psjob/tables/hashing.py (random_words) and the uniform
+ * initializer of psjob/tables/initializers.py, for a table's new rows: numpy runs them as
+ * a dozen whole-array passes over uint64 temporaries (most of a pserver's cost of a new
+ * row); here each value is made in one go. Integer arithmetic is exact, and the uniform's
+ * float32 steps are numpy's in the same order: the values are bitwise the same. */
+
+#define GAMMA 0x9E3779B97F4A7C15ULL
+
+static inline uint64_t mix64(uint64_t x) {   /* splitmix64's finalizer (hashing.mix64) */
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    return x;
+}
+
+/* out[i, c] for c < count: word 2 * first_block + c of (key, ids[i]); block j is
+ * mix64(mix64(id ^ key) + GAMMA * (j + 1)), its low then high 32 bits words 2j, 2j + 1. */
+static void words_of(uint64_t key, int64_t id, uint64_t first_block, Py_ssize_t count, uint32_t *out) {
+    const uint64_t base = mix64((uint64_t)id ^ key);
+    for (Py_ssize_t c = 0; c < count; c += 2) {
+        const uint64_t block = mix64(base + GAMMA * (first_block + (uint64_t)(c / 2) + 1));
+        out[c] = (uint32_t)(block & 0xFFFFFFFFULL);
+        if (c + 1 < count) {
+            out[c + 1] = (uint32_t)(block >> 32);
+        }
+    }
+}
+
+/* ids (int64) and an output of len(ids) * count items of itemsize 4 (uint32 or float32). */
+static int words_args(PyObject *ids_o, PyObject *out_o, char out_kind, Py_ssize_t count, Array *a) {
+    if (count < 1) {
+        PyErr_Format(PyExc_ValueError, "count must be positive, got %zd", count);
+        return -1;
+    }
+    if (get_array(ids_o, "ids", 'i', 0, &a[0])) {
+        return -1;
+    }
+    if (out_kind == 'f') {
+        if (get_array(out_o, "out", 'f', 1, &a[1])) {
+            return -1;
+        }
+    } else {
+        if (PyObject_GetBuffer(out_o, &a[1].view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) != 0) {
+            return -1;
+        }
+        a[1].held = 1;
+        const char *f = a[1].view.format ? a[1].view.format : "B";
+        if (*f == '=' || *f == '@' || *f == '<') {
+            f++;
+        }
+        if (a[1].view.itemsize != 4 || (f[0] != 'I' && f[0] != 'L') || f[1] != '\0') {
+            PyErr_SetString(PyExc_TypeError, "out must be a C-contiguous writable uint32 array");
+            return -1;
+        }
+    }
+    return check_size(&a[1], "out", n_items(&a[0]) * count);
+}
+
+static PyObject *random_words(PyObject *self, PyObject *args) {
+    PyObject *ids_o, *out_o;
+    unsigned long long key, first_block;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "KOnKO:random_words", &key, &ids_o, &count, &first_block, &out_o)) {
+        return NULL;
+    }
+    Array a[2] = {{0}};
+    if (words_args(ids_o, out_o, 'u', count, a)) {
+        release_all(a, 2);
+        return NULL;
+    }
+    const int64_t *ids = a[0].view.buf;
+    uint32_t *out = a[1].view.buf;
+    const Py_ssize_t n = n_items(&a[0]);
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        words_of(key, ids[i], first_block, count, out + i * count);
+    }
+    Py_END_ALLOW_THREADS
+    release_all(a, 2);
+    Py_RETURN_NONE;
+}
+
+static inline float uniform_value(uint32_t word, float scale, float low) {
+    float u = (float)(word >> 8);   /* 24 bits: exact in float32 */
+    u = u * 0x1p-24f;
+    u = u * scale;
+    return u + low;
+}
+
+static PyObject *uniform_rows(PyObject *self, PyObject *args) {
+    PyObject *ids_o, *out_o;
+    unsigned long long key;
+    Py_ssize_t dim;
+    double scale, low;
+    if (!PyArg_ParseTuple(args, "KOnddO:uniform_rows", &key, &ids_o, &dim, &scale, &low, &out_o)) {
+        return NULL;
+    }
+    Array a[2] = {{0}};
+    if (words_args(ids_o, out_o, 'f', dim, a)) {
+        release_all(a, 2);
+        return NULL;
+    }
+    const int64_t *ids = a[0].view.buf;
+    float *out = a[1].view.buf;
+    const Py_ssize_t n = n_items(&a[0]);
+    /* numpy: (words >> 8) as float32, times float32(2^-24), times float32(high - low), plus
+     * float32(low), each step rounded to float32 */
+    const float fscale = (float)scale, flow = (float)low;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint64_t base = mix64((uint64_t)ids[i] ^ key);
+        float *v = out + i * dim;
+        for (Py_ssize_t c = 0; c < dim; c += 2) {   /* draw 0: blocks 0, 1, ... */
+            const uint64_t block = mix64(base + GAMMA * ((uint64_t)(c / 2) + 1));
+            v[c] = uniform_value((uint32_t)(block & 0xFFFFFFFFULL), fscale, flow);
+            if (c + 1 < dim) {
+                v[c + 1] = uniform_value((uint32_t)(block >> 32), fscale, flow);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release_all(a, 2);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ checks */
+
+/* A value is a NaN or an infinity when its exponent bits are all ones; adding one to the
+ * exponent field then carries into the sign bit, which nothing else reaches. Branch-free
+ * AND, ADD and OR over blocks of 4096 values (loops that vectorize), a test after each. */
+WIDE_LOOP
+static int any_nonfinite32(const uint32_t *u, Py_ssize_t n) {
+    for (Py_ssize_t start = 0; start < n; start += 4096) {
+        const Py_ssize_t stop = n - start < 4096 ? n : start + 4096;
+        uint32_t carry = 0;
+        for (Py_ssize_t i = start; i < stop; i++) {
+            carry |= (u[i] & 0x7F800000U) + 0x00800000U;
+        }
+        if (carry & 0x80000000U) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+WIDE_LOOP
+static int any_nonfinite64(const uint64_t *u, Py_ssize_t n) {
+    for (Py_ssize_t start = 0; start < n; start += 4096) {
+        const Py_ssize_t stop = n - start < 4096 ? n : start + 4096;
+        uint64_t carry = 0;
+        for (Py_ssize_t i = start; i < stop; i++) {
+            carry |= (u[i] & 0x7FF0000000000000ULL) + 0x0010000000000000ULL;
+        }
+        if (carry & 0x8000000000000000ULL) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* True when no value of a C-contiguous float32 or float64 buffer is a NaN or an infinity:
+ * numpy's isfinite(a).all() without its bool temporary (a pserver checks every push). */
+static PyObject *all_finite(PyObject *self, PyObject *args) {
+    PyObject *arr_o;
+    if (!PyArg_ParseTuple(args, "O:all_finite", &arr_o)) {
+        return NULL;
+    }
+    Array a[1] = {{0}};
+    if (PyObject_GetBuffer(arr_o, &a[0].view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+        return NULL;
+    }
+    a[0].held = 1;
+    const int is32 = format_is(&a[0].view, 'f');
+    const char *f = a[0].view.format ? a[0].view.format : "B";
+    if (*f == '=' || *f == '@' || *f == '<') {
+        f++;
+    }
+    const int is64 = f[0] == 'd' && f[1] == '\0' && a[0].view.itemsize == 8;
+    if (!is32 && !is64) {
+        release_all(a, 1);
+        PyErr_SetString(PyExc_TypeError, "all_finite takes a C-contiguous float32 or float64 array");
+        return NULL;
+    }
+    const Py_ssize_t n = n_items(&a[0]);
+    int bad;
+    Py_BEGIN_ALLOW_THREADS
+    bad = is32 ? any_nonfinite32(a[0].view.buf, n) : any_nonfinite64(a[0].view.buf, n);
+    Py_END_ALLOW_THREADS
+    release_all(a, 1);
+    return PyBool_FromLong(!bad);
+}
+
+WIDE_LOOP
+static int any_descent(const int64_t *ids, Py_ssize_t n) {
+    for (Py_ssize_t start = 1; start < n; start += 4096) {
+        const Py_ssize_t stop = n - start < 4096 ? n : start + 4096;
+        int64_t down = 0;
+        for (Py_ssize_t i = start; i < stop; i++) {
+            down |= (int64_t)(ids[i] <= ids[i - 1]);
+        }
+        if (down) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* True when int64 ids are strictly ascending (np.unique's order, hence distinct). */
+static PyObject *strictly_ascending(PyObject *self, PyObject *args) {
+    PyObject *ids_o;
+    if (!PyArg_ParseTuple(args, "O:strictly_ascending", &ids_o)) {
+        return NULL;
+    }
+    Array a[1] = {{0}};
+    if (get_array(ids_o, "ids", 'i', 0, &a[0])) {
+        release_all(a, 1);
+        return NULL;
+    }
+    const int down = any_descent(a[0].view.buf, n_items(&a[0]));
+    release_all(a, 1);
+    return PyBool_FromLong(!down);
+}
+
+/* True when two int64 arrays hold the same ids in the same order: one memcmp (a table
+ * matches each push against the lookups it remembers, 10K ids at a time). */
+static PyObject *same_ids(PyObject *self, PyObject *args) {
+    PyObject *a_o, *b_o;
+    if (!PyArg_ParseTuple(args, "OO:same_ids", &a_o, &b_o)) {
+        return NULL;
+    }
+    Array a[2] = {{0}};
+    if (get_array(a_o, "a", 'i', 0, &a[0]) || get_array(b_o, "b", 'i', 0, &a[1])) {
+        release_all(a, 2);
+        return NULL;
+    }
+    const int same = a[0].view.len == a[1].view.len
+                     && memcmp(a[0].view.buf, a[1].view.buf, (size_t)a[0].view.len) == 0;
+    release_all(a, 2);
+    return PyBool_FromLong(same);
+}
+
 static PyMethodDef methods[] = {
     {"sgd_rows", sgd_rows, METH_VARARGS,
      "sgd_rows(param, rows, grads, lr): param[rows] -= lr * grads (rows unique)."},
@@ -554,12 +859,26 @@ static PyMethodDef methods[] = {
      "index_place(entries, reach, ids, rows, bits, window, spilled_out) -> n spilled: each (absent, unique)\n"
      "id into the first free slot of its window; the positions of ids whose window is full go to\n"
      "spilled_out[:n]."},
+    {"index_clear", index_clear, METH_VARARGS,
+     "index_clear(entries, step): every slot s of int64 [slots, 2] entries free: (s * step + 2^63, -1)."},
     {"pool_gather_grid", pool_gather_grid, METH_VARARGS,
      "pool_gather_grid(rows, index, out, slots, offset=0): out[b, offset+j*width:offset+(j+1)*width] =\n"
      "rows[index[j*seqs + b]] for the [slots, seqs] grid of indices (one id per sequence and slot)."},
     {"pool_grad_grid", pool_grad_grid, METH_VARARGS,
      "pool_grad_grid(dout, index, out, slots, width, offset=0): out[k] = the sum, in double, over the\n"
      "grid's occurrences (b, j) with index[j*seqs + b] == k of dout[b, offset+j*width:offset+(j+1)*width]."},
+    {"random_words", random_words, METH_VARARGS,
+     "random_words(key, ids, count, first_block, out): out[i, c] (uint32 [len(ids), count]) = word\n"
+     "2 * first_block + c of (key, ids[i]) (psjob/tables/hashing.py's random_words)."},
+    {"uniform_rows", uniform_rows, METH_VARARGS,
+     "uniform_rows(key, ids, dim, scale, low, out): the uniform initializer's float32 [len(ids), dim]\n"
+     "rows (draw 0's words >> 8, times 2^-24, times scale, plus low) into out."},
+    {"all_finite", all_finite, METH_VARARGS,
+     "all_finite(array) -> bool: no NaN or infinity in a C-contiguous float32 or float64 array."},
+    {"strictly_ascending", strictly_ascending, METH_VARARGS,
+     "strictly_ascending(ids) -> bool: int64 ids each larger than the one before."},
+    {"same_ids", same_ids, METH_VARARGS,
+     "same_ids(a, b) -> bool: two C-contiguous int64 arrays hold the same values in the same order."},
     {NULL, NULL, 0, NULL},
 };
 

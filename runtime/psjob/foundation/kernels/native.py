@@ -1,6 +1,8 @@
 """The C kernels (``_native.c``) that `optimizers` hands its float32 numpy updates to, that
-the sparse table's id index probes and inserts with, and that the fused embedding ops
-(`merge_ids_pool`, `embedding_pool` and their gradients) gather and sum the CTR grid with.
+the sparse table's id index probes and inserts with, that make a table's new rows
+(`random_words`, `uniform_rows`) and check pushes (`all_finite`), and that the fused
+embedding ops (`merge_ids_pool`, `embedding_pool` and their gradients) gather and sum the
+CTR grid with.
 
 A pserver applies every trainer's table push with a lazy row update; numpy does it as a
 gather of each state column, a dozen whole-block operations and a scatter back (~1 ms
@@ -93,6 +95,12 @@ def index_place(entries: np.ndarray, reach: np.ndarray, ids: np.ndarray, rows: n
     return spilled[:n]
 
 
+def index_clear(entries: np.ndarray, step: int) -> None:
+    """Free every slot of the id index's int64 ``[slots, 2]`` entries: (poison key
+    ``s * step + 2**63`` mod 2**64, row -1) (foundation/tables/index.py's `_poison`)."""
+    _native.index_clear(entries, step)
+
+
 def pool_gather_grid(rows: np.ndarray, index: np.ndarray, out: np.ndarray, slots: int, offset: int = 0) -> None:
     """out[b, offset + j*width : offset + (j+1)*width] = rows[index[j*seqs + b]] (index: a
     [slots, seqs] grid laid out slot by slot; every index is checked against len(rows) first)."""
@@ -107,3 +115,40 @@ def pool_grad_grid(dout: np.ndarray, index: np.ndarray, distinct: int, slots: in
     out = np.empty((distinct, width), np.float32)
     _native.pool_grad_grid(dout, np.ascontiguousarray(index, np.int64), out, int(slots), int(width), int(offset))
     return out
+
+
+def random_words(key: int, ids: np.ndarray, count: int, first_block: int) -> np.ndarray:
+    """uint32 ``[len(ids), count]``: hashing.random_words of contiguous int64 `ids`, bitwise."""
+    out = np.empty((ids.size, count), np.uint32)
+    _native.random_words(key, ids, count, first_block, out)
+    return out
+
+
+def uniform_rows(key: int, ids: np.ndarray, dim: int, scale: float, low: float, out: np.ndarray) -> None:
+    """The uniform initializer's rows of contiguous int64 `ids` into float32 C-contiguous
+    `out` ``[len(ids), dim]`` (initializers.initial_rows, bitwise)."""
+    _native.uniform_rows(key, ids, dim, float(scale), float(low), out)
+
+
+def all_finite(array: np.ndarray) -> bool | None:
+    """Whether a float32/float64 C-contiguous numpy array holds no NaN or infinity; None
+    when the C kernels are off or do not take the array (the caller asks numpy)."""
+    if (enabled and type(array) is np.ndarray and array.dtype.char in "fd"
+            and array.dtype.byteorder in "=|" and array.flags.c_contiguous):
+        return bool(_native.all_finite(array))
+    return None
+
+
+def strictly_ascending(ids: np.ndarray) -> bool:
+    """Whether contiguous int64 `ids` ascend strictly (numpy when the C kernels are off)."""
+    if enabled:
+        return bool(_native.strictly_ascending(ids))
+    return ids.size < 2 or bool((ids[1:] > ids[:-1]).all())
+
+
+def same_ids(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether contiguous int64 `a` and `b` are equal, element by element (np.array_equal;
+    one memcmp when the C kernels are on)."""
+    if enabled:
+        return bool(_native.same_ids(a, b))
+    return a.shape == b.shape and bool((a == b).all())

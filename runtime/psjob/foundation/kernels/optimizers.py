@@ -368,16 +368,18 @@ def adam_update(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Arr
                 *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8) -> None:
     """Fluid 1.x adam: m1, m2 moving averages; lr_t = lr*sqrt(1-b2p)/(1-b1p);
     param -= lr_t*m1/(sqrt(m2) + epsilon*sqrt(1-b2p)); then b1p*=beta1, b2p*=beta2."""
+    if (beta1_pow.size == 1 and beta2_pow.size == 1 and grad.shape == param.shape == moment1.shape == moment2.shape
+            and native.fits(param, grad, moment1, moment2, beta1_pow, beta2_pow)):
+        # What the checks below would pass (float32, equal shapes, [1] pows): the update and
+        # both pows' advance in one pass, without their per-call cost (a pserver runs this
+        # for every dense parameter of every push).
+        native.adam_dense(param, grad, moment1, moment2, beta1_pow, beta2_pow, lr=_lr(xp, lr, param.dtype),
+                          beta1=beta1, beta2=beta2, epsilon=epsilon)
+        return
     check_dense_shapes(param, grad, {"moment1": moment1, "moment2": moment2})
     _check_pow("beta1_pow", param, beta1_pow)
     _check_pow("beta2_pow", param, beta2_pow)
     hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon))
-    if beta1_pow.size == 1 and beta2_pow.size == 1 and native.fits(param, grad, moment1, moment2,
-                                                                   beta1_pow, beta2_pow):
-        # the update and both pows' advance, in one pass
-        native.adam_dense(param, grad, moment1, moment2, beta1_pow, beta2_pow, lr=hyper[0], beta1=beta1,
-                          beta2=beta2, epsilon=epsilon)
-        return
     if _in_place_ok(xp, param, grad, moment1, moment2, beta1_pow, beta2_pow):
         _adam_in_place(param, grad, moment1, moment2, beta1_pow, beta2_pow, *hyper)
     else:
@@ -386,10 +388,30 @@ def adam_update(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Arr
     _advance_pow(param, beta2_pow, float(beta2))
 
 
+def _native_rows_ok(param: Array, rows: Array, values: Array, m1: Array, m2: Array, b1p: Array, b2p: Array) -> bool:
+    """The C row update takes these as they are, and _prepare_rows's checks (but the range
+    of the rows, which the C kernel checks itself) pass: int64 1-D rows, float32 arrays of
+    matching shapes, both pows per-row or both one value."""
+    if not (type(rows) is np.ndarray and rows.dtype == np.int64 and rows.ndim == 1
+            and values.shape == rows.shape + param.shape[1:] and m1.shape == param.shape == m2.shape):
+        return False
+    per_row = pow_is_per_row(param, b1p)
+    if per_row != pow_is_per_row(param, b2p) or (not per_row and (b1p.size != 1 or b2p.size != 1)):
+        return False
+    return native.fits(param, values, m1, m2, b1p, b2p)
+
+
 def adam_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, moment1: Array, moment2: Array,
                      beta1_pow: Array, beta2_pow: Array, *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999,
                      epsilon: float = 1e-8, assume_unique: bool = False) -> None:
     """Lazy adam (Fluid's lazy_mode=True): only the rows present move."""
+    if assume_unique and _native_rows_ok(param, rows, grad_values, moment1, moment2, beta1_pow, beta2_pow):
+        # Every check of _prepare_rows but the rows' range holds; the C kernel checks that
+        # before it writes anything (a table's push: no numpy pass over the rows first).
+        native.adam_rows(param, moment1, moment2, beta1_pow, beta2_pow, rows, grad_values,
+                         lr=_lr(xp, lr, param.dtype), beta1=beta1, beta2=beta2, epsilon=epsilon,
+                         per_row=pow_is_per_row(param, beta1_pow))
+        return
     rows, values = _prepare_rows(xp, param, rows, grad_values,
                                  {"moment1": moment1, "moment2": moment2}, assume_unique)
     _check_pow("beta1_pow", param, beta1_pow)

@@ -13,7 +13,8 @@ pservers, computes the same placement and the same random numbers.
   ``mix64(mix64(id ^ key) + GAMMA * (j + 1))``; its low then high 32 bits are
   words 2j and 2j+1. `uniform` scales the top 53 bits of block j to [0, 1).
   No state, so a row's initial values do not depend on which pserver creates
-  it, when, or next to which other ids.
+  it, when, or next to which other ids. Where psjob's C kernels are built
+  (`psjob.foundation.kernels.native`) they compute the same words, bitwise.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ import hashlib
 
 import numpy as np
 import numpy.typing as npt
+
+from psjob.foundation.kernels import native
 
 GAMMA = 0x9E3779B97F4A7C15          # splitmix64's increment
 SHARD_SALT = 0x5053_4A4F_4253_4844  # "PSJOBSHD": placement independent of the index hash
@@ -76,6 +79,8 @@ def _blocks(key: int, ids: np.ndarray, counters: np.ndarray) -> np.ndarray:
 
 def random_words(key: int, ids: np.ndarray, count: int, first_block: int = 0) -> np.ndarray:
     """uint32 ``[len(ids), count]``: words ``2 * first_block + c`` of (key, id)."""
+    if native.enabled and count > 0 and 0 <= first_block < 1 << 62 and 0 <= key < 1 << 64:
+        return native.random_words(key, np.ascontiguousarray(ids, np.int64), count, first_block)
     blocks = _blocks(key, ids, np.arange(first_block, first_block + (count + 1) // 2, dtype=np.uint64))
     words = np.empty((ids.shape[0], 2 * blocks.shape[1]), np.uint32)
     words[:, 0::2] = blocks & np.uint64(0xFFFFFFFF)   # explicit halves: endian-independent

@@ -88,8 +88,11 @@ class IdIndex:
         self._shift = np.uint64(64 - bits)
         n_slots = (1 << bits) + WINDOW
         self._entries = aligned_empty((n_slots, 2), np.int64)
-        self._entries[:, 0] = self._poison(np.arange(n_slots, dtype=np.int64))
-        self._entries[:, 1] = _FREE
+        if native.enabled:   # one pass over the new table (several in numpy)
+            native.index_clear(self._entries, self._poison_step())
+        else:
+            self._entries[:, 0] = self._poison(np.arange(n_slots, dtype=np.int64))
+            self._entries[:, 1] = _FREE
         self._flat = self._entries.reshape(-1)       # slot s is flat[2s] (id), flat[2s + 1] (row)
         self._ovf_ids = np.empty(0, np.int64)         # sorted
         self._ovf_rows = np.empty(0, np.int64)
@@ -100,6 +103,9 @@ class IdIndex:
         # Cached so stats() may read it from another thread, even mid-rehash.
         self._fixed_nbytes = self._entries.nbytes + self._reach.nbytes
 
+    def _poison_step(self) -> int:
+        return (int(_MUL_INV) << int(self._shift)) & ((1 << 64) - 1)
+
     def _poison(self, slots: np.ndarray) -> np.ndarray:
         """For each slot, a key whose home is half the table away.
 
@@ -108,8 +114,7 @@ class IdIndex:
         with home (s + capacity/2) mod capacity is ((s << shift) + 2^63) * MUL^-1
         = s * (MUL^-1 << shift) + 2^63 (mod 2^64; MUL^-1 is odd).
         """
-        step = np.uint64((int(_MUL_INV) << int(self._shift)) & ((1 << 64) - 1))
-        keys = slots.astype(np.uint64) * step
+        keys = slots.astype(np.uint64) * np.uint64(self._poison_step())
         keys += np.uint64(1 << 63)
         return keys.view(np.int64)
 

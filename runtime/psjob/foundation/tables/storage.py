@@ -1,7 +1,8 @@
 """Row storage of a sparse table: named columns of per-row arrays.
 
 Lifecycle of a row: `alloc` hands out freed rows first (newest freed first),
-then rows above the high-water mark; `release` returns rows to the free list.
+then rows above the high-water mark (`alloc_run`: those alone, as one slice, when
+nothing is free); `release` returns rows to the free list.
 Rows are never moved, so the id index can point at them for their lifetime.
 
 Growth: when the high-water mark reaches the capacity every column becomes
@@ -134,6 +135,18 @@ class RowStorage:
         rows = np.concatenate([reused, fresh])
         self.cols["live"][rows] = True
         return rows
+
+    def alloc_run(self, n: int) -> slice | None:
+        """``alloc(n)`` as a slice when the rows are one fresh ascending run (the free list
+        is empty); None, allocating nothing, when freed rows would be reused."""
+        if self._n_free:
+            return None
+        if self._high + n > self._capacity:
+            self._grow(self._high + n)
+        run = slice(self._high, self._high + n)
+        self._high += n
+        self.cols["live"][run] = True
+        return run
 
     def release(self, rows: np.ndarray) -> None:
         """Return live rows (unique) to the free list."""

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from psjob.foundation.kernels import native
 from psjob.foundation.kernels.rows import take_rows
 from psjob.foundation.tables import inputs
 from psjob.foundation.tables.admission import Admission
@@ -91,11 +92,6 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     if out.size > 1:
         out = out[np.concatenate(([True], out[1:] != out[:-1]))]
     return out
-
-
-def _strictly_ascending(ids: np.ndarray) -> bool:
-    """True for ids in np.unique's order (hence distinct): what a trainer's prefetch and push send."""
-    return ids.size < 2 or bool((ids[1:] > ids[:-1]).all())
 
 
 class SparseTable:
@@ -173,7 +169,7 @@ class SparseTable:
         ids = inputs.check_ids(ids)
         # The index promotes ids that repeat within a lookup to their home slot; a
         # trainer's prefetch sends its batch uniqued (ascending): nothing to look for.
-        distinct = _strictly_ascending(ids)
+        distinct = native.strictly_ascending(ids)
         with self._lock:
             rows, miss = self._index.find(ids, promote=not distinct)
             self._hits += ids.size - miss.size
@@ -205,28 +201,38 @@ class SparseTable:
         else:
             unique, inverse, counts = np.unique(absent, return_inverse=True, return_counts=True)
         admitted = self._admission.admit(unique, counts)
-        row_of = np.full(unique.size, -1, np.int64)
         new_ids = unique[admitted]
-        if new_ids.size:
-            values = initial_rows(self._config.initializer, self._init_key, new_ids, self._dim)
-            row_of[admitted] = self._add_rows(new_ids, values)
+        if new_ids.size == unique.size:      # every id admitted (no admission policy): no mask
+            row_of = self._add_rows(new_ids) if new_ids.size else np.empty(0, np.int64)
+        else:
+            row_of = np.full(unique.size, -1, np.int64)
+            if new_ids.size:
+                row_of[admitted] = self._add_rows(new_ids)
         self._admitted += new_ids.size
         self._rejected += unique.size - new_ids.size
-        return row_of[inverse.reshape(-1)]
+        return row_of if distinct else row_of[inverse.reshape(-1)]
 
-    def _add_rows(self, ids: np.ndarray, values: np.ndarray) -> np.ndarray:
-        rows = self._storage.alloc(ids.size)
-        # Fresh rows come as one ascending run: slices write several times
-        # faster than fancy indices.
-        where: np.ndarray | slice = rows
-        if bool((np.diff(rows) == 1).all()):
-            where = slice(int(rows[0]), int(rows[-1]) + 1)
-        cols = self._storage.cols
+    def _add_rows(self, ids: np.ndarray) -> np.ndarray:
+        """New rows for absent unique ``ids``: initial values, fresh optimizer state, indexed."""
+        run = self._storage.alloc_run(ids.size)
+        if run is not None:
+            # Fresh rows above the high-water mark: slices write several times faster
+            # than fancy indices, and the initial values are made in the value column.
+            rows = np.arange(run.start, run.stop, dtype=np.int64)
+            where: np.ndarray | slice = run
+        else:
+            rows = where = self._storage.alloc(ids.size)
+        cols = self._storage.cols   # alloc may have grown (replaced) the columns
         cols["id"][where] = ids
+        init = self._config.initializer
         if self._device is None:
-            cols["value"][where] = values
+            if run is not None:
+                initial_rows(init, self._init_key, ids, self._dim, out=cols["value"][run])
+            else:
+                cols["value"][where] = initial_rows(init, self._init_key, ids, self._dim)
             self._optimizer.initialize(cols, where)
         else:
+            values = initial_rows(init, self._init_key, ids, self._dim)
             self._device.scatter([cols["value"]], where, [values])
             self._device.fill([(cols[n], f) for n, f in self._optimizer.fills.items()], where)
         cols["last_seen"][where] = self._step
@@ -251,7 +257,7 @@ class SparseTable:
         shows = inputs.check_counts("shows", shows, ids.size)
         clicks = inputs.check_counts("clicks", clicks, ids.size)
         lr = inputs.check_lr(lr, self._config.optimizer.lr)
-        distinct = _strictly_ascending(ids)
+        distinct = native.strictly_ascending(ids)
         with self._lock:
             rows = self._rows_of_recent_lookup(ids)
             if rows is None:
@@ -287,7 +293,7 @@ class SparseTable:
     def _rows_of_recent_lookup(self, ids: np.ndarray) -> np.ndarray | None:
         """The rows a recent lookup of exactly ``ids`` found (all present), or None."""
         for seen, rows in reversed(self._recent):
-            if seen.size == ids.size and np.array_equal(seen, ids):
+            if seen.size == ids.size and native.same_ids(seen, ids):
                 return rows
         return None
 
