@@ -463,16 +463,23 @@ def lookup_sparse_table(ctx):
     Absent ids get a row from the table's per-id initializer on first use;
     `padding_idx` rows read as zeros (and are created like any other id, as
     a dense table would hold a row there too)."""
-    ids = _host_ids(ctx.input("Ids"))
-    table = ctx.input("W")
+    padding = ctx.attr("padding_idx")
+    out = sparse_table_rows(ctx.input("W"), ctx.ins["W"][0], _host_ids(ctx.input("Ids")),
+                            -1 if padding is None else int(padding))
+    ctx.set_output("Out", _to_xp(ctx, out))
+
+
+def sparse_table_rows(table, name: str, ids: np.ndarray, padding_idx: int = -1) -> np.ndarray:
+    """lookup_sparse_table's kernel: rows of SparseTable `table` (variable `name`) for int64
+    `ids`, `padding_idx` rows zeroed. The pserver's prefetch calls it directly
+    (psjob.cluster.pserver.reads) when the prefetch block is just this op."""
     if not isinstance(table, SparseTable):
-        raise TypeError(f"lookup_sparse_table: {ctx.ins['W'][0]!r} holds {type(table).__name__}, not a "
+        raise TypeError(f"lookup_sparse_table: {name!r} holds {type(table).__name__}, not a "
                         "SparseTable (run the pserver startup program first)")
     out = table.lookup(ids)
-    padding = int(ctx.attr("padding_idx", -1) if ctx.attr("padding_idx") is not None else -1)
-    if padding >= 0:
-        out[ids == padding] = 0
-    ctx.set_output("Out", _to_xp(ctx, out))
+    if padding_idx >= 0:
+        out[ids == padding_idx] = 0
+    return out
 
 
 @register_op("fake_init", infer_shape=lambda op: set_out(op, "Out", op.attr("shape"), op.attr("dtype", "float32")))
