@@ -72,31 +72,46 @@ def test_a_prefetch_of_an_unknown_table_or_a_table_not_set_up_fails_as_before():
         state.on_prefetch(5, "emb", np.array([1]))
 
 
-def test_an_update_waits_for_the_prefetch_in_flight_and_goes_on_when_it_ends():
-    gate = ReadsFirst(max_wait_s=60.0)
-    gate.yield_to_reads()  # nothing in flight: returns at once
-    gate.begin()
-    entered, done = threading.Event(), threading.Event()
+def _start_update(gate):
+    done = threading.Event()
 
     def update():
-        entered.set()
         gate.yield_to_reads()
         done.set()
 
-    worker = threading.Thread(target=update, daemon=True)
-    worker.start()
-    assert entered.wait(10)
-    assert not done.wait(0.05)  # held back while the read runs
-    gate.end()
+    threading.Thread(target=update, daemon=True).start()
+    for _ in range(10_000):  # until the update waits (or is done)
+        if gate._waiting or done.is_set():
+            break
+        threading.Event().wait(0.001)
+    return done
+
+
+def test_an_update_waits_for_the_prefetch_in_flight_and_goes_on_when_it_ends():
+    gate = ReadsFirst(max_wait_s=60.0)
+    gate.yield_to_reads()  # nothing in flight: returns at once
+    ticket = gate.begin()
+    done = _start_update(gate)
+    assert gate._waiting == 1 and not done.is_set()  # held back while the read runs
+    gate.end(ticket)
     assert done.wait(10)
-    worker.join(10)
+
+
+def test_an_update_does_not_wait_for_the_reads_that_start_after_it():
+    gate = ReadsFirst(max_wait_s=60.0)
+    first = gate.begin()
+    done = _start_update(gate)
+    assert gate._waiting == 1
+    later = gate.begin()  # a stream of reads: the update waits only for those before it
+    gate.end(first)
+    assert done.wait(10)
+    gate.end(later)
 
 
 def test_an_update_waits_no_longer_than_the_bound_for_a_read_that_never_ends():
     gate = ReadsFirst(max_wait_s=0.01)
     gate.begin()
     gate.yield_to_reads()  # returns after the bound: updates are never starved
-    gate.end()
 
 
 @pytest.mark.parametrize("size", [0, 1, 7, dist_ops._SEARCH_BELOW - 1, dist_ops._SEARCH_BELOW, 5000])

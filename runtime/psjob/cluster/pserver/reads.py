@@ -74,14 +74,14 @@ class Reads:
                 return plan.run(ids)
         self.updates.staleness.on_read(t, (table,))
         gate = self.updates.reads_first
-        gate.begin()
+        ticket = gate.begin()
         try:
             if plan.lock is None:
                 return plan.run(ids)
             with plan.lock:
                 return plan.run(ids)
         finally:
-            gate.end()
+            gate.end(ticket)
 
     def _plan(self, table: str) -> _DirectLookup | _PrefetchBlock:
         core = self.core
