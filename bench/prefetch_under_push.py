@@ -1,4 +1,4 @@
-"""A pserver's prefetch latency while a push is being applied: the ways to serve it, side by side.
+"""A pserver's prefetch latency while a push is being applied: the two ways to serve it, side by side.
 
     python bench/prefetch_under_push.py [--steps 400] [--rounds 4] [--batch 32]
 
@@ -11,9 +11,8 @@ distributed table of width 16, fc 256-128-1, Adam), one thread applying a step's
 ids, timed. Modes, interleaved step by step over --rounds so a busy machine's load falls
 on each alike:
 
-    block      the prefetch block run by the executor, updates not yielding (before)
-    direct     the table read directly (reads.py), updates not yielding
-    yield      the table read directly, updates yielding to prefetches (read_priority.py)
+    block      the prefetch block run by the executor under its lock (psjob before the direct read)
+    direct     the table read directly (psjob.cluster.pserver.reads)
 
 Printed per mode: the prefetch's median and 90th-percentile wall ms, and the apply's
 median wall ms. The GIL switch interval is the serving pserver's (0.5 ms).
@@ -79,9 +78,7 @@ def main() -> None:
     table = TABLE_NAME
     direct = state.reads._plan(table)
     assert isinstance(direct, _DirectLookup), "the transpiled prefetch block is not one lookup"
-    gate = state.updates.reads_first
-    bound = gate.max_wait_s
-    modes = {"block": (direct.block, 0.0), "direct": (direct, 0.0), "yield": (direct, bound)}
+    modes = {"block": direct.block, "direct": direct}
     rng = np.random.default_rng(0)
     vocab = 200_000  # ids drawn Zipf-like from a vocabulary the table fills early
 
@@ -98,8 +95,8 @@ def main() -> None:
     apply_ms: dict = {m: [] for m in modes}
     for _ in range(args.rounds):
         for _ in range(args.steps):
-            for mode, (plan, wait) in modes.items():
-                state.reads._plans[table], gate.max_wait_s = plan, wait
+            for mode, plan in modes.items():
+                state.reads._plans[table] = plan
                 ids = batch_ids()
                 push = _push(state, main_prog, ids, rng)
                 started = threading.Event()

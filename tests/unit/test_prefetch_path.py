@@ -1,8 +1,6 @@
-"""The prefetch path: the pserver's direct table read, updates yielding to prefetches,
-the trainer's id bookkeeping and client check, the RPC telemetry's kept series."""
+"""The prefetch path: the pserver's direct table read, the trainer's id bookkeeping and
+client check, the RPC telemetry's kept series."""
 from __future__ import annotations
-
-import threading
 
 import numpy as np
 import pytest
@@ -12,7 +10,6 @@ import psjob.fluid as fluid
 from psjob.cluster.inmemory import InMemoryCluster
 from psjob.cluster.pserver.observability import PserverTelemetry
 from psjob.cluster.pserver.pserver_state import PserverOptions
-from psjob.cluster.pserver.read_priority import ReadsFirst
 from psjob.cluster.pserver.reads import _DirectLookup, _PrefetchBlock
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.executor import ExecutionError
@@ -70,48 +67,6 @@ def test_a_prefetch_of_an_unknown_table_or_a_table_not_set_up_fails_as_before():
         state.on_prefetch(0, "emb", np.array([1]))
     with pytest.raises(ValueError, match="trainer id 5 is out of range"):
         state.on_prefetch(5, "emb", np.array([1]))
-
-
-def _start_update(gate):
-    done = threading.Event()
-
-    def update():
-        gate.yield_to_reads()
-        done.set()
-
-    threading.Thread(target=update, daemon=True).start()
-    for _ in range(10_000):  # until the update waits (or is done)
-        if gate._waiting or done.is_set():
-            break
-        threading.Event().wait(0.001)
-    return done
-
-
-def test_an_update_waits_for_the_prefetch_in_flight_and_goes_on_when_it_ends():
-    gate = ReadsFirst(max_wait_s=60.0)
-    gate.yield_to_reads()  # nothing in flight: returns at once
-    ticket = gate.begin()
-    done = _start_update(gate)
-    assert gate._waiting == 1 and not done.is_set()  # held back while the read runs
-    gate.end(ticket)
-    assert done.wait(10)
-
-
-def test_an_update_does_not_wait_for_the_reads_that_start_after_it():
-    gate = ReadsFirst(max_wait_s=60.0)
-    first = gate.begin()
-    done = _start_update(gate)
-    assert gate._waiting == 1
-    later = gate.begin()  # a stream of reads: the update waits only for those before it
-    gate.end(first)
-    assert done.wait(10)
-    gate.end(later)
-
-
-def test_an_update_waits_no_longer_than_the_bound_for_a_read_that_never_ends():
-    gate = ReadsFirst(max_wait_s=0.01)
-    gate.begin()
-    gate.yield_to_reads()  # returns after the bound: updates are never starved
 
 
 @pytest.mark.parametrize("size", [0, 1, 7, dist_ops._SEARCH_BELOW - 1, dist_ops._SEARCH_BELOW, 5000])

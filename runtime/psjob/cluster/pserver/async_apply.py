@@ -6,8 +6,7 @@ immediately. The LR block runs once per as many pushed blocks as this pserver op
 
 Updates take no global lock: one lock per block (a block's ops share its scratch
 variables), so a prefetch never waits for a dense optimizer step and two parameters
-update in parallel; before each block an update lets the prefetches in flight finish first
-(read_priority.py: a trainer's step waits on its prefetch, not on its push). `wait_for_updates` lets a checkpoint freeze wait for the updates
+update in parallel. `wait_for_updates` lets a checkpoint freeze wait for the updates
 running at its cut. Every applied gradient's staleness (pserver_staleness.py) is
 returned to the pushing trainer.
 """
@@ -21,7 +20,6 @@ import numpy as np
 from psjob.cluster.pserver.leases import FreezeLease
 from psjob.cluster.pserver.pserver_staleness import StalenessTracker, param_of_grad
 from psjob.cluster.pserver.pushes import apply_delta
-from psjob.cluster.pserver.read_priority import ReadsFirst
 from psjob.cluster.pserver.state_core import PserverCore
 from psjob.fluid.transpiler.pserver_pass import TRAINER_ID_VAR
 
@@ -32,7 +30,6 @@ class AsyncApply:
         program = core.program
         self.staleness = StalenessTracker({g: param_of_grad(program, g, b) for g, b in core.grad_blocks.items()})
         self.block_locks = {idx: threading.Lock() for idx in range(len(program.blocks))}
-        self.reads_first = ReadsFirst()  # Reads.prefetch marks its reads; apply yields to them
         self._updates_in_flight = 0
         self._pushes = 0  # gradient blocks optimized: the LR block runs every len(grad_blocks)
 
@@ -47,7 +44,6 @@ class AsyncApply:
         try:
             for name, value in checked.items():
                 block = core.grad_blocks.get(name, 0)  # a geo delta names a parameter: block 0's lock
-                self.reads_first.yield_to_reads()
                 with self.block_locks.get(block, self.block_locks[0]):
                     staleness = max(staleness, self.staleness.on_update(t, name))
                     if is_delta:

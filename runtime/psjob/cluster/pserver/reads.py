@@ -8,8 +8,7 @@ a copy taken here would; DC-ASGD copies under the lock and keeps each trainer's 
 A prefetch reads the table directly when its prefetch block is the one lookup_sparse_table
 op a transpiled pserver has (the op's kernel, without the executor or scratch variables:
 the table serializes its own updates), else runs that block under the block's own lock.
-Async updates step aside for prefetches in flight (read_priority.py). Async reads tell the
-staleness tracker what the trainer has seen.
+Async reads tell the staleness tracker what the trainer has seen.
 """
 from __future__ import annotations
 
@@ -73,15 +72,10 @@ class Reads:
                 self.rounds.wait_for_round(t)
                 return plan.run(ids)
         self.updates.staleness.on_read(t, (table,))
-        gate = self.updates.reads_first
-        ticket = gate.begin()
-        try:
-            if plan.lock is None:
-                return plan.run(ids)
-            with plan.lock:
-                return plan.run(ids)
-        finally:
-            gate.end(ticket)
+        if plan.lock is None:
+            return plan.run(ids)
+        with plan.lock:
+            return plan.run(ids)
 
     def _plan(self, table: str) -> _DirectLookup | _PrefetchBlock:
         core = self.core
