@@ -69,11 +69,13 @@ def test_a_prefetch_of_an_unknown_table_or_a_table_not_set_up_fails_as_before():
         state.on_prefetch(5, "emb", np.array([1]))
 
 
+@pytest.mark.parametrize("hashed", [True, False])  # 64-bit hashes, or ids in [0, 2^32) (radix sorted)
 @pytest.mark.parametrize("size", [0, 1, 7, dist_ops._SEARCH_BELOW - 1, dist_ops._SEARCH_BELOW, 5000])
-def test_the_distinct_ids_and_their_inverse_equal_numpys(size):
+def test_the_distinct_ids_and_their_inverse_equal_numpys(size, hashed):
     rng = np.random.default_rng(size)
-    ids = rng.integers(-50, max(size // 3, 2), size).astype(np.int64)
-    ids[: size // 4] = rng.integers(-(2 ** 62), 2 ** 62, size // 4)
+    ids = rng.integers(0, max(size // 3, 2), size).astype(np.int64)
+    if hashed:
+        ids[: size // 4] = rng.integers(-(2 ** 62), 2 ** 62, size // 4)
     distinct, inverse = np.unique(ids, return_inverse=True)
     got, got_inverse = dist_ops._unique_inverse(ids)
     np.testing.assert_array_equal(got, distinct)

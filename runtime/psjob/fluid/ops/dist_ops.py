@@ -219,7 +219,10 @@ def _unique_inverse(ids: np.ndarray):
     if ids.size < _SEARCH_BELOW:
         distinct = _unique_sorted(ids)
         return distinct, np.searchsorted(distinct, ids)
-    order = stable_order(ids)
+    # Any sorting order gives the same inverse: stable_order's radix passes where they
+    # apply (ids in [0, 2^32)), else numpy's default argsort (~1.5x a stable one on 64-bit hashes).
+    radix = int(ids.min()) >= 0 and int(ids.max()) < 1 << 32
+    order = stable_order(ids) if radix else np.argsort(ids)
     s = ids[order]
     first = np.empty(s.size, dtype=bool)
     first[:1] = True
