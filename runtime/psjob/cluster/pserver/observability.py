@@ -25,6 +25,10 @@ from psjob.foundation.settings import MetricsSettings
 
 log = logging.getLogger("psjob.pserver")
 
+# (method, status) pairs whose series observe_rpc keeps at hand: the services' methods
+# times the status codes, with room to spare.
+_MAX_SERIES = 512
+
 
 class _RpcServerTelemetry:
     """What the pserver's and the heter trainer's metrics share: the registry, the /metrics
@@ -34,6 +38,9 @@ class _RpcServerTelemetry:
         self.registry = registry or CollectorRegistry()
         self.m = catalog(registry=self.registry)
         self.server: metrics.MetricsServer | None = None
+        # The labelled series of each (method, status), looked up once: `labels()` validates
+        # and hashes its arguments under a lock, four times per request otherwise.
+        self._series: dict[tuple[str, str], tuple] = {}
 
     def serve(self, port: int, host: str = "0.0.0.0") -> int:
         self.server = metrics.MetricsServer(port, self.registry, host)
@@ -41,13 +48,20 @@ class _RpcServerTelemetry:
 
     def observe_rpc(self, method: str, status: str, seconds: float, bytes_in: int, bytes_out: int,
                     reason: str = ""):
-        m = self.m
-        m.rpc_duration.labels(method).observe(seconds)
-        m.rpc_requests.labels(method, status).inc()
-        m.received_bytes.labels(method).inc(bytes_in)
-        m.sent_bytes.labels(method).inc(bytes_out)
+        series = self._series.get((method, status))
+        if series is None:
+            m = self.m
+            series = (m.rpc_duration.labels(method), m.rpc_requests.labels(method, status),
+                      m.received_bytes.labels(method), m.sent_bytes.labels(method))
+            if len(self._series) < _MAX_SERIES:
+                self._series[(method, status)] = series
+        duration, requests, received, sent = series
+        duration.observe(seconds)
+        requests.inc()
+        received.inc(bytes_in)
+        sent.inc(bytes_out)
         if status == "UNAUTHENTICATED":
-            m.auth_failures.labels(reason or "invalid").inc()
+            self.m.auth_failures.labels(reason or "invalid").inc()
 
     def close(self):
         if self.server is not None:
@@ -58,6 +72,7 @@ class _RpcServerTelemetry:
 class PserverTelemetry(_RpcServerTelemetry):
     def __init__(self, registry: CollectorRegistry | None = None):
         super().__init__(metrics.pserver_metrics, registry)
+        self._barrier_round = self.m.barrier_wait.labels("round")
         self._table_source = list
         self._table_collector = False
 
@@ -75,7 +90,7 @@ class PserverTelemetry(_RpcServerTelemetry):
                     reason: str = ""):
         super().observe_rpc(method, status, seconds, bytes_in, bytes_out, reason)
         if method == "Barrier" and status == "OK":
-            self.m.barrier_wait.labels("round").observe(seconds)
+            self._barrier_round.observe(seconds)
 
 
 def table_stats_source(scope, tables: dict):
