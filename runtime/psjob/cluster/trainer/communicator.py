@@ -3,14 +3,24 @@
 It wraps the RPC client with the same verbs, so the transpiled program's
 send/recv kernels need not know the mode:
 
-- `push` only enqueues: one bounded queue per (pserver, variable). A sender
-  thread drains the queues — after waiting up to `send_wait_s` for every
-  queue to hold a gradient, so one step's gradients leave together —
-  merging up to `max_merge_var_num` queued gradients of a variable into
-  their mean (SelectedRows concatenated and scaled — the pserver merges
-  duplicate rows), and sends each pserver's batch in one request, all
-  pservers concurrently. A full queue blocks the trainer: that bounds
-  staleness and memory when the pservers fall behind.
+- `push` enqueues: one bounded queue per (pserver, variable). A step's
+  gradients leave together as one round — each pserver's batch in one
+  request, all pservers concurrently — merging up to `max_merge_var_num`
+  queued gradients of a variable into their mean (SelectedRows concatenated
+  and scaled — the pserver merges duplicate rows). One round is in flight at
+  a time. The push that completes a step (every queue holds a gradient, or
+  one holds two) sends the round itself when none is in flight, after reading
+  the previous round's replies when they have arrived or the staleness bound
+  needs them: no thread hand-off per step (a busy core schedules each wake-up
+  late), and the request leaves from the trainer's thread as a data-plane
+  call does. A sender thread does the rest: it reads a round the trainer left
+  unread (handed over, or for `_POLL_S`), sends the steps queued while a
+  round was in flight (the trainer runs ahead: merging), and a partial step
+  whose oldest gradient waited `send_wait_s`. A full queue blocks the trainer
+  (it sends and reads rounds itself meanwhile): that bounds staleness and
+  memory when the pservers fall behind. A thread that must wait for the
+  queues (flush, a pull held by the staleness bound) likewise sends or reads
+  the next round itself.
 - `pull` answers from a cache refreshed once a step's worth of gradients (one
   per queue) has been sent since its last pull (async). The refresh rides on
   the round of pushes that completes the step (`push_pull`: each pserver
@@ -35,8 +45,9 @@ send/recv kernels need not know the mode:
   the trainer's telemetry sets (None = not recorded). The trainer's own
   `push` returns a handle whose `wait()` is None: nothing is applied yet.
 
-Arrays given to `push` are copied before it returns (the caller may reuse
-them); arrays returned by `pull` are shared read-only cache entries.
+Arrays given to `push` are copied or encoded (the round it sends) before it
+returns: the caller may reuse them. Arrays returned by `pull` are shared
+read-only cache entries.
 """
 from __future__ import annotations
 
