@@ -16,7 +16,7 @@ send/recv kernels need not know the mode:
   call does. A sender thread does the rest: it reads a round the trainer left
   unread (handed over, or for `_POLL_S`), sends the steps queued while a
   round was in flight (the trainer runs ahead: merging), and a partial step
-  whose oldest gradient waited `send_wait_s`. A full queue blocks the trainer
+  when the trainer pushed nothing for `send_wait_s`. A full queue blocks the trainer
   (it sends and reads rounds itself meanwhile): that bounds staleness and
   memory when the pservers fall behind. A thread that must wait for the
   queues (flush, a pull held by the staleness bound) likewise sends or reads
@@ -71,11 +71,12 @@ class CommunicatorConfig:
     max_merge_var_num: int = 20      # gradients of one variable merged into one send
     send_queue_size: int = 20        # per-variable queue bound (trainer blocks beyond it)
     recv_interval_s: float = 0.0     # minimum time between two cache refreshes (pulls)
-    # How long the sender waits for the rest of a step's gradients (one per queue) before it
-    # sends what it has (Paddle's communicator_send_wait_times): the send ops of one step fire
-    # over its backward pass, and one request per pserver per step costs less than one per
-    # gradient. Long enough for a CTR backward pass on a busy core; it adds no staleness (a
-    # step's table gradient comes last anyway). 0 sends at once. Figures: docs/performance.md.
+    # How long the gradients of an incomplete step wait for the rest of it (one per queue)
+    # after the trainer's latest push, before the sender sends what is queued (Paddle's
+    # communicator_send_wait_times): the send ops of one step fire over its backward pass,
+    # and one request per pserver per step costs less than one per gradient. Counted from
+    # the latest push, not the step's first: a long backward pass (large batches, a busy
+    # core) is not cut into rounds. 0 sends at once. Figures: docs/performance.md.
     send_wait_s: float = 0.05
     # How many steps of its own gradients the parameters a trainer reads may miss (async).
     # Without this bound the trainer's only brake is a full queue: a trainer whose steps never
@@ -182,7 +183,7 @@ class _Round:
 
 
 # The sender thread looks at the queues at least this often when nothing wakes it: a partial
-# step older than send_wait_s leaves, and a round the trainer sent but did not read within
+# step the trainer stopped pushing to send_wait_s ago leaves, and a round the trainer sent but did not read within
 # this time is read (its refresh cached, its staleness reported) by the sender.
 _POLL_S = 0.05
 
@@ -208,7 +209,7 @@ class Communicator:
         self._wake = threading.Condition(lock)  # only the sender waits on it: notified when it has work
         self._round: _Round | None = None  # the round in flight (one at a time)
         self._handover = False  # the trainer left the round in flight and its step to the sender
-        self._first_queued = 0.0  # time.monotonic() when the queues last went from empty to not
+        self._last_push = 0.0  # time.monotonic() of the trainer's latest push
         self._cache: dict[str, np.ndarray] = {}
         self._pulled: dict[str, np.ndarray] = {}  # name -> its latest pulled value (predict_pulls)
         self._watched: dict[str, list] = collections.defaultdict(list)  # endpoint -> names
@@ -263,8 +264,7 @@ class Communicator:
         rnd = None
         with self._cond:
             self._wait_for_room(keys)
-            if not self._queued:
-                self._first_queued = time.monotonic()
+            self._last_push = time.monotonic()
             for key, (name, value) in zip(keys, values.items()):
                 self._queues.setdefault(key, collections.deque()).append(value)
                 if lods and name in lods:
@@ -572,7 +572,7 @@ class Communicator:
         """(round, whether the sender began it) for the sender to send and read next, waiting
         until there is one (under the lock); None: stop. A round the trainer sent is read here
         once the trainer hands it over or leaves it unread for _POLL_S; queued gradients leave
-        once they make a step, or the oldest has waited send_wait_s."""
+        once they make a step, or the trainer pushed nothing for send_wait_s."""
         while True:
             if self._error is not None:
                 return None
@@ -585,7 +585,7 @@ class Communicator:
                 self._wake.wait(left)
                 continue
             if any(self._queues.values()):
-                left = self.config.send_wait_s - (now - self._first_queued)
+                left = self.config.send_wait_s - (now - self._last_push)
                 step = self._step_queued()
                 if step or self._stopped or self._flushing or left <= 0:
                     if not (step or self._stopped or self._flushing):
