@@ -224,3 +224,22 @@ def test_arrays_a_push_was_given_may_be_overwritten_once_it_returns(served, max_
             assert np.isfinite(client.pull(ep, [name]).wait()[name]).all()
     finally:
         comm.stop()
+
+
+def test_half_async_pulls_see_every_gradient_the_trainer_pushed(served):
+    """Half-async: a pull first waits for the trainer's own gradients (sent and read on its
+    thread when the sender has not), so each step reads all earlier steps applied."""
+    client, ep, _ = served(bias=True)
+    comm = Communicator(client, CommunicatorConfig(mode="half_async", send_wait_s=120.0))
+    try:
+        w = start = comm.pull(ep, [W]).wait()[W]
+        b = comm.pull(ep, [B]).wait()[B]
+        for step in range(4):
+            comm.push(ep, {f"{W}@GRAD": np.ones_like(w)})
+            comm.push(ep, {f"{B}@GRAD": np.ones_like(b)})
+            comm.push(ep, {f"{W}@GRAD": np.ones_like(w)})  # a partial step: the pull sends it
+            w = comm.pull(ep, [W]).wait()[W]
+            np.testing.assert_allclose(w, start - LR * 2 * (step + 1), rtol=1e-6)
+        assert comm.waits["send_wait_timeouts"] == 0, comm.waits
+    finally:
+        comm.stop()
