@@ -175,9 +175,9 @@ def test_the_sender_does_not_wait_for_a_variable_a_step_did_not_push(served):
         comm.stop()
 
 
-def test_the_trainer_sends_its_steps_and_reads_their_replies_on_its_own_thread(served):
-    """With the sender idle, the push that completes a step sends the round, and the next one
-    (or the pull the staleness bound holds) reads its reply: no step waits for another thread."""
+def test_the_push_that_completes_a_step_sends_it_from_the_trainers_thread(served):
+    """With no round in flight, the push that completes a step sends the round (no wake-up of
+    the sender before the request leaves); the staleness bound still holds every read."""
     client, ep, calls = served()
     comm = Communicator(client, CommunicatorConfig(max_stale_steps=1))
     steps = 5
@@ -188,9 +188,9 @@ def test_the_trainer_sends_its_steps_and_reads_their_replies_on_its_own_thread(s
             w = comm.pull(ep, [W]).wait()[W]
         comm.flush()
         assert comm.trainer_sends == comm.sends == steps, (comm.trainer_sends, comm.sends)
-        np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], start - LR * steps, rtol=1e-6)
-        # each step read at most max_stale_steps behind: the last pull saw steps - 1 applied
-        np.testing.assert_allclose(w, start - LR * (steps - 1), rtol=1e-6)
+        np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], start - LR * steps, rtol=1e-6, atol=1e-6)
+        # each read at most max_stale_steps behind: the last pull saw steps - 1 or all applied
+        assert any(np.allclose(w, start - LR * k, rtol=1e-6, atol=1e-6) for k in (steps - 1, steps)), w
     finally:
         comm.stop()
     assert calls[("SendVariables", "OK")] == steps, calls
@@ -239,7 +239,7 @@ def test_half_async_pulls_see_every_gradient_the_trainer_pushed(served):
             comm.push(ep, {f"{B}@GRAD": np.ones_like(b)})
             comm.push(ep, {f"{W}@GRAD": np.ones_like(w)})  # a partial step: the pull sends it
             w = comm.pull(ep, [W]).wait()[W]
-            np.testing.assert_allclose(w, start - LR * 2 * (step + 1), rtol=1e-6)
+            np.testing.assert_allclose(w, start - LR * 2 * (step + 1), rtol=1e-6, atol=1e-6)
         assert comm.waits["send_wait_timeouts"] == 0, comm.waits
     finally:
         comm.stop()

@@ -9,18 +9,19 @@ send/recv kernels need not know the mode:
   queued gradients of a variable into their mean (SelectedRows concatenated
   and scaled — the pserver merges duplicate rows). One round is in flight at
   a time. The push that completes a step (every queue holds a gradient, or
-  one holds two) sends the round itself when none is in flight, after reading
-  the previous round's replies when they have arrived or the staleness bound
-  needs them: no thread hand-off per step (a busy core schedules each wake-up
-  late), and the request leaves from the trainer's thread as a data-plane
-  call does. A sender thread does the rest: it reads a round the trainer left
-  unread (handed over, or for `_POLL_S`), sends the steps queued while a
-  round was in flight (the trainer runs ahead: merging), and a partial step
-  when the trainer pushed nothing for `send_wait_s`. A full queue blocks the trainer
-  (it sends and reads rounds itself meanwhile): that bounds staleness and
-  memory when the pservers fall behind. A thread that must wait for the
-  queues (flush, a pull held by the staleness bound) likewise sends or reads
-  the next round itself.
+  one holds two) sends the round itself when none is in flight (first reading
+  the previous round's replies, if the sender has not, when they arrived or
+  the staleness bound needs them): the request leaves from the trainer's
+  thread, as a data-plane call does, with no wake-up of the sender before it.
+  A sender thread reads each round's replies while the trainer computes (read
+  on the trainer's thread instead, the decoding and caching lengthened every
+  step more than the wake-up cost: docs/performance.md), sends the steps
+  queued while a round was in flight (the trainer runs ahead: merging), and a
+  partial step once the trainer pushed nothing for `send_wait_s`. A full queue
+  blocks the trainer (it sends and reads rounds itself meanwhile): that bounds
+  staleness and memory when the pservers fall behind. A thread that must wait
+  for the queues (flush, a pull held by the staleness bound) likewise sends or
+  reads the next round itself when the sender has not.
 - `pull` answers from a cache refreshed once a step's worth of gradients (one
   per queue) has been sent since its last pull (async). The refresh rides on
   the round of pushes that completes the step (`push_pull`: each pserver
@@ -182,9 +183,8 @@ class _Round:
         return sum(len(items) for per_name in self.batch.values() for items in per_name.values())
 
 
-# The sender thread looks at the queues at least this often when nothing wakes it: a partial
-# step the trainer stopped pushing to send_wait_s ago leaves, and a round the trainer sent but did not read within
-# this time is read (its refresh cached, its staleness reported) by the sender.
+# The sender thread looks at the queues at least this often when nothing wakes it (pushes of
+# a step do not): a partial step the trainer stopped pushing to send_wait_s ago leaves.
 _POLL_S = 0.05
 
 
@@ -284,6 +284,8 @@ class Communicator:
         if rnd is not None:
             self._send(rnd)
             self.trainer_sends += 1
+            with self._cond:
+                self._wake.notify()  # the sender reads the replies while the trainer computes
             if rnd.failed:
                 self._finish(rnd)
                 self._raise_if_failed()
@@ -571,19 +573,15 @@ class Communicator:
     def _next_job(self):
         """(round, whether the sender began it) for the sender to send and read next, waiting
         until there is one (under the lock); None: stop. A round the trainer sent is read here
-        once the trainer hands it over or leaves it unread for _POLL_S; queued gradients leave
-        once they make a step, or the trainer pushed nothing for send_wait_s."""
+        at once; queued gradients leave once they make a step, or the trainer pushed nothing
+        for send_wait_s."""
         while True:
             if self._error is not None:
                 return None
             now = time.monotonic()
             rnd = self._round
             if rnd is not None:
-                left = rnd.started + _POLL_S - now
-                if self._handover or self._stopped or self._flushing or left <= 0:
-                    return rnd, False
-                self._wake.wait(left)
-                continue
+                return rnd, False
             if any(self._queues.values()):
                 left = self.config.send_wait_s - (now - self._last_push)
                 step = self._step_queued()
