@@ -173,3 +173,73 @@ def test_the_sender_does_not_wait_for_a_variable_a_step_did_not_push(served):
         np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], w - LR * 2, rtol=1e-6)
     finally:
         comm.stop()
+
+
+def test_the_push_that_completes_a_step_sends_it_from_the_trainers_thread(served):
+    """With no round in flight, the push that completes a step sends the round (no wake-up of
+    the sender before the request leaves); the staleness bound still holds every read."""
+    client, ep, calls = served()
+    comm = Communicator(client, CommunicatorConfig(max_stale_steps=1))
+    steps = 5
+    try:
+        w = start = comm.pull(ep, [W]).wait()[W]
+        for _ in range(steps):
+            comm.push(ep, {f"{W}@GRAD": np.ones_like(w)})
+            w = comm.pull(ep, [W]).wait()[W]
+        comm.flush()
+        assert comm.trainer_sends == comm.sends == steps, (comm.trainer_sends, comm.sends)
+        np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], start - LR * steps, rtol=1e-6, atol=1e-6)
+        # each read at most max_stale_steps behind: the last pull saw steps - 1 or all applied
+        assert any(np.allclose(w, start - LR * k, rtol=1e-6, atol=1e-6) for k in (steps - 1, steps)), w
+    finally:
+        comm.stop()
+    assert calls[("SendVariables", "OK")] == steps, calls
+
+
+@pytest.mark.parametrize("max_stale_steps", [1, None])
+def test_arrays_a_push_was_given_may_be_overwritten_once_it_returns(served, max_stale_steps):
+    """What a push queued (a step's earlier gradients) is a copy, and what the push that
+    completes a step sends is encoded before it returns: overwriting the arrays in place
+    afterwards (an executor reusing its buffers) changes nothing the pserver applies."""
+    client, ep, _ = served(bias=True)
+    comm = Communicator(client, CommunicatorConfig(max_stale_steps=max_stale_steps, send_wait_s=120.0))
+    steps = 6
+    try:
+        w = comm.pull(ep, [W]).wait()[W]
+        b = comm.pull(ep, [B]).wait()[B]
+        for step in range(steps):
+            gw, gb = np.full(w.shape, step + 1.0, w.dtype), np.full(b.shape, step + 1.0, b.dtype)
+            comm.push(ep, {f"{W}@GRAD": gw})  # queued until the step's last gradient
+            gw[...] = np.nan
+            comm.push(ep, {f"{B}@GRAD": gb})  # completes the step
+            gb[...] = np.nan
+            comm.pull(ep, [W, B])
+        comm.flush()
+        assert comm.merged == 2 * steps
+        if comm.merged_sends == 2 * steps:  # one gradient per merge: each step's own, undamped
+            total = steps * (steps + 1) / 2
+            np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], w - LR * total, rtol=1e-5)
+            np.testing.assert_allclose(client.pull(ep, [B]).wait()[B], b - LR * total, rtol=1e-5)
+        for name in (W, B):
+            assert np.isfinite(client.pull(ep, [name]).wait()[name]).all()
+    finally:
+        comm.stop()
+
+
+def test_half_async_pulls_see_every_gradient_the_trainer_pushed(served):
+    """Half-async: a pull first waits for the trainer's own gradients (sent and read on its
+    thread when the sender has not), so each step reads all earlier steps applied."""
+    client, ep, _ = served(bias=True)
+    comm = Communicator(client, CommunicatorConfig(mode="half_async", send_wait_s=120.0))
+    try:
+        w = start = comm.pull(ep, [W]).wait()[W]
+        b = comm.pull(ep, [B]).wait()[B]
+        for step in range(4):
+            comm.push(ep, {f"{W}@GRAD": np.ones_like(w)})
+            comm.push(ep, {f"{B}@GRAD": np.ones_like(b)})
+            comm.push(ep, {f"{W}@GRAD": np.ones_like(w)})  # a partial step: the pull sends it
+            w = comm.pull(ep, [W]).wait()[W]
+            np.testing.assert_allclose(w, start - LR * 2 * (step + 1), rtol=1e-6, atol=1e-6)
+        assert comm.waits["send_wait_timeouts"] == 0, comm.waits
+    finally:
+        comm.stop()
