@@ -51,6 +51,21 @@ def test_feeding_a_wrong_shape_or_dtype_names_the_input(value, message):
         exe.run(main, feed={"x": value}, fetch_list=[y], scope=scope)
 
 
+def test_a_checked_feed_is_still_checked_after_the_variable_changes_and_still_copied():
+    # The executor remembers which (dtype, shape) a variable accepted; what it accepted
+    # before must not let a value through once the declared shape changes.
+    exe, scope, main, y, _ = _ready()
+    x = np.ones((3, 4), np.float32)
+    for _ in range(2):  # the second run takes the remembered path
+        exe.run(main, feed={"x": x}, fetch_list=[y], scope=scope)
+        assert not np.shares_memory(np.asarray(scope.find_var("x").get_tensor()), x)
+    exe.run(main, feed={"x": x.astype(np.float64)}, fetch_list=[y], scope=scope)  # converted, as before
+    assert np.asarray(scope.find_var("x").get_tensor()).dtype == np.float32
+    main.global_block().var("x").shape = (-1, 5)
+    with pytest.raises(FeedError, match=r"feed 'x': dimension 1 must be 5"):
+        exe.run(main, feed={"x": x}, fetch_list=[y], scope=scope)
+
+
 def test_feeding_floats_into_an_integer_input_is_refused():
     exe, scope, main, y, _ = _ready()
     with pytest.raises(FeedError, match="float values for an integer input"):

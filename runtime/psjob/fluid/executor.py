@@ -79,6 +79,7 @@ class Executor:
         self.place = place if place is not None else CPUPlace()
         self._xp = None
         self._cache: dict = {}
+        self._feed_cache: dict = {}  # id(block) -> (block, program version, {name: _FeedSlot})
         self.services: dict = {}
         self._close_hooks: list = []
         self._closed = False
@@ -260,11 +261,26 @@ class Executor:
     # -- feed / fetch -------------------------------------------------------------------
     def _feed(self, block, feed: dict, scope: Scope):
         xp = self.xp
+        slots = self._feed_slots(block)
         checked = {}  # (id of a fed LoD, rows) -> its checked levels: slots sharing one LoD check it once
         for name, value in feed.items():
-            var = block._find_var_recursive(name)
-            if var is None:
-                raise FeedError(f"feed target {name!r} is not a variable of the program")
+            slot = slots.get(name)
+            if slot is None:
+                var = block._find_var_recursive(name)
+                if var is None:
+                    raise FeedError(f"feed target {name!r} is not a variable of the program")
+                slot = slots[name] = _FeedSlot(var)
+            if type(value) is np.ndarray and xp is np and slot.accepts(value):
+                # A plain array whose dtype and shape this variable took before: only the
+                # copy Paddle's feed makes (an op that writes its variable in place, a fed
+                # persistable or increment, must not reach the caller).
+                arr = value.copy()
+                scope.vars[name] = arr
+                scope.lods.pop(name, None)
+                if slot.var.lod_level > 0:
+                    scope.lods[name] = [np.arange(arr.shape[0] + 1, dtype=np.int64)]
+                continue
+            var = slot.var
             lod = None
             if isinstance(value, LoDTensor):
                 lod = value._scope.lods.get(value._name)
@@ -275,9 +291,9 @@ class Executor:
             if xp is not np:
                 arr = xp.asarray(arr)
             elif isinstance(value, np.ndarray) and np.may_share_memory(arr, value):
-                # Fed arrays are copied, as Paddle's feed does: an op that writes its
-                # variable in place (a fed persistable, increment) must not reach the caller.
-                arr = arr.copy()
+                arr = arr.copy()  # as above: fed arrays are copied
+            if arr is not value and type(value) is np.ndarray and arr.dtype == value.dtype:
+                slot.accepted(value)  # checked: the next array of this dtype and shape skips the check
             scope.vars[name] = arr
             if lod is not None and len(lod):
                 key = (id(lod), arr.shape[0])
@@ -289,6 +305,16 @@ class Executor:
                 if var.lod_level > 0:
                     # One id per sequence unless told otherwise.
                     scope.lods[name] = [np.arange(arr.shape[0] + 1, dtype=np.int64)]
+
+    def _feed_slots(self, block) -> dict:
+        """name -> _FeedSlot of the variables fed to `block` so far; rebuilt when its program changes."""
+        program = block.program
+        entry = self._feed_cache.get(id(block))
+        if entry is None or entry[0] is not block or entry[1] != program._version:
+            if len(self._feed_cache) > 64:  # blocks rebuilt in a loop must not leak
+                self._feed_cache.clear()
+            entry = self._feed_cache[id(block)] = (block, program._version, {})
+        return entry[2]
 
     def _fetch(self, scope, name, return_numpy):
         try:
@@ -326,6 +352,31 @@ def _fetch_name(f) -> str:
 def _is_data(block, name) -> bool:
     var = block._find_var_recursive(name)
     return var is not None and var.is_data
+
+
+class _FeedSlot:
+    """A fed variable and the (dtype, shape) pairs of plain arrays it was checked against
+    (_check_feed): the same pair fed again passes without the check. A pair is kept while
+    the variable's declared dtype and shape stay the objects it was checked against."""
+
+    __slots__ = ("var", "dtype", "shape", "ok")
+
+    def __init__(self, var):
+        self.var = var
+        self.dtype, self.shape = var.dtype, var.shape
+        self.ok: set = set()
+
+    def accepts(self, value) -> bool:
+        var = self.var
+        if var.dtype is not self.dtype or var.shape is not self.shape:
+            self.dtype, self.shape = var.dtype, var.shape
+            self.ok.clear()
+            return False
+        return (value.dtype, value.shape) in self.ok
+
+    def accepted(self, value):
+        if len(self.ok) < 64:  # a handful of batch sizes; unbounded shapes are checked each time
+            self.ok.add((value.dtype, value.shape))
 
 
 def _check_feed(var, value) -> np.ndarray:

@@ -9,7 +9,7 @@ it was stretched along.
 """
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from psjob.fluid.framework import GraphError
 from psjob.fluid.ops import broadcast
@@ -48,8 +48,8 @@ def _mul_grad(op):
 def mul(ctx):
     x, y = ctx.input("X"), ctx.input("Y")
     xn, yn = ctx.attr("x_num_col_dims", 1), ctx.attr("y_num_col_dims", 1)
-    x2 = x.reshape(int(np.prod(x.shape[:xn])), -1)
-    y2 = y.reshape(int(np.prod(y.shape[:yn])), -1)
+    x2 = x.reshape(math.prod(x.shape[:xn]), -1)
+    y2 = y.reshape(math.prod(y.shape[:yn]), -1)
     out = x2 @ y2
     ctx.set_output("Out", out.reshape(x.shape[:xn] + y.shape[yn:]), lod=ctx.input_lod("X"))
 
@@ -58,8 +58,8 @@ def mul(ctx):
 def mul_grad(ctx):
     x, y, dout = ctx.input("X"), ctx.input("Y"), ctx.input("Out@GRAD")
     xn, yn = ctx.attr("x_num_col_dims", 1), ctx.attr("y_num_col_dims", 1)
-    x2 = x.reshape(int(np.prod(x.shape[:xn])), -1)
-    y2 = y.reshape(int(np.prod(y.shape[:yn])), -1)
+    x2 = x.reshape(math.prod(x.shape[:xn]), -1)
+    y2 = y.reshape(math.prod(y.shape[:yn]), -1)
     d2 = dout.reshape(x2.shape[0], y2.shape[1])
     if ctx.has_output("X@GRAD"):
         ctx.set_output("X@GRAD", (d2 @ y2.T).reshape(x.shape))

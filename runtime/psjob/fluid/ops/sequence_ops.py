@@ -24,6 +24,7 @@ the forward op and its gradient do not redo it.
 from __future__ import annotations
 
 import importlib
+import math
 
 import numpy as np
 
@@ -215,7 +216,7 @@ def sequence_pool(ctx):
         raise ValueError(f"sequence_pool: LoD ends at {s.rows} but X has {n} rows")
     pt = _pool_type(ctx)
     pad = x.dtype.type(ctx.attr("pad_value", 0.0))
-    d = int(np.prod(x.shape[1:]))
+    d = math.prod(x.shape[1:])
     x2 = x.reshape(n, d)
     if s.max_len == 0:  # no rows at all: every sequence is empty
         out = xp.full((s.num_seqs, d), pad, dtype=x.dtype)
@@ -247,7 +248,7 @@ def sequence_pool_grad(ctx):
     s = segments(ctx.input_lod("X"), "sequence_pool_grad")
     n = x.shape[0]
     pt = _pool_type(ctx)
-    dim = int(np.prod(x.shape[1:]))
+    dim = math.prod(x.shape[1:])
     d2 = dout.reshape(s.num_seqs, dim)
     if pt in ("SUM", "AVERAGE", "SQRT"):
         if pt != "SUM" and s.max_len > 1:
