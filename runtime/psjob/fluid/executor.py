@@ -270,30 +270,28 @@ class Executor:
                 if var is None:
                     raise FeedError(f"feed target {name!r} is not a variable of the program")
                 slot = slots[name] = _FeedSlot(var)
-            if type(value) is np.ndarray and xp is np and slot.accepts(value):
-                # A plain array whose dtype and shape this variable took before: only the
-                # copy Paddle's feed makes (an op that writes its variable in place, a fed
-                # persistable or increment, must not reach the caller).
-                arr = value.copy()
-                scope.vars[name] = arr
-                scope.lods.pop(name, None)
-                if slot.var.lod_level > 0:
-                    scope.lods[name] = [np.arange(arr.shape[0] + 1, dtype=np.int64)]
-                continue
             var = slot.var
             lod = None
-            if isinstance(value, LoDTensor):
-                lod = value._scope.lods.get(value._name)
-                value = value._value()
-            elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
-                value, lod = value
-            arr = _check_feed(var, value)
-            if xp is not np:
-                arr = xp.asarray(arr)
-            elif isinstance(value, np.ndarray) and np.may_share_memory(arr, value):
-                arr = arr.copy()  # as above: fed arrays are copied
-            if arr is not value and type(value) is np.ndarray and arr.dtype == value.dtype:
-                slot.accepted(value)  # checked: the next array of this dtype and shape skips the check
+            if type(value) is not np.ndarray:
+                if isinstance(value, LoDTensor):
+                    lod = value._scope.lods.get(value._name)
+                    value = value._value()
+                elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
+                    value, lod = value
+            if xp is np and type(value) is np.ndarray and slot.accepts(value):
+                # A plain array of a dtype and shape this variable took before: no check,
+                # only the copy (below).
+                arr = value.copy()
+            else:
+                arr = _check_feed(var, value)
+                if xp is not np:
+                    arr = xp.asarray(arr)
+                elif isinstance(value, np.ndarray) and np.may_share_memory(arr, value):
+                    # Fed arrays are copied, as Paddle's feed does: an op that writes its
+                    # variable in place (a fed persistable, increment) must not reach the caller.
+                    arr = arr.copy()
+                if arr is not value and type(value) is np.ndarray and arr.dtype == value.dtype:
+                    slot.accepted(value)  # checked: the next array of this dtype and shape skips the check
             scope.vars[name] = arr
             if lod is not None and len(lod):
                 key = (id(lod), arr.shape[0])
@@ -403,10 +401,11 @@ def _check_feed(var, value) -> np.ndarray:
 
 def _check_lod(name, lod, rows):
     """LoD levels as int64 arrays; offsets must start at 0, not decrease, end at `rows`."""
-    levels = [np.asarray(level, dtype=np.int64) for level in lod]
+    levels = [level if type(level) is np.ndarray and level.dtype == np.int64 else
+              np.asarray(level, dtype=np.int64) for level in lod]
     last = levels[-1]
     if (last.ndim != 1 or last.size == 0 or last[0] != 0 or last[-1] != rows
-            or (last.size > 1 and bool((last[1:] < last[:-1]).any()))):
+            or (last.size > 1 and bool(np.logical_or.reduce(np.less(last[1:], last[:-1]))))):
         raise FeedError(f"feed {name!r}: LoD offsets {last[:8].tolist()}... must start at 0, never "
                         f"decrease and end at the number of rows ({rows})")
     return levels
