@@ -44,7 +44,6 @@ class _Segments:
     """Host-side bookkeeping of one LoD level (offsets → lengths, layouts, ids)."""
 
     def __init__(self, level):
-        self.level = level  # keeps the keyed object alive, so its id stays unique
         off = np.array(level, dtype=np.int64).reshape(-1)  # a copy: the caller may reuse `level`
         if off.size < 1 or off[0] != 0 or (off.size > 1 and bool((off[1:] < off[:-1]).any())):
             raise ValueError(f"LoD offsets {off[:8].tolist()}... must start at 0 and never decrease")
@@ -89,29 +88,23 @@ class _Segments:
         return self._memo(xp, name, lambda: getattr(self, name))
 
 
-_CACHE: dict[int, _Segments] = {}
-
-
-def _same_offsets(offsets: np.ndarray, level) -> bool:
-    if isinstance(level, list):
-        return len(level) == offsets.shape[0] and offsets.tolist() == level
-    return np.array_equal(offsets, np.asarray(level))
+# The offsets' bytes -> their _Segments. Keyed by content, not by the fed object: a CTR
+# batch's slots (one offsets array each) mostly share one layout, and so do the batches after.
+_CACHE: dict[bytes, _Segments] = {}
 
 
 def segments(lod, what: str) -> _Segments:
     if not lod:
         raise ValueError(f"{what} needs a LoD (sequence) input: feed it with LoD offsets "
                          "(lod_level=1 data, or a LoDTensor)")
-    level = lod[-1]
-    hit = _CACHE.get(id(level))
-    # The same object may have been refilled in place since: compare contents
-    # too (a list comparison costs a fraction of rebuilding).
-    if hit is not None and hit.level is level and _same_offsets(hit.offsets, level):
-        return hit
-    if len(_CACHE) > 512:  # one entry per fed LoD; drop old batches
-        _CACHE.clear()
-    seg = _Segments(level)
-    _CACHE[id(level)] = seg
+    off = np.array(lod[-1], dtype=np.int64).reshape(-1)  # a copy: the caller may refill its level
+    key = off.tobytes()
+    seg = _CACHE.get(key)
+    if seg is None:
+        if len(_CACHE) > 512:  # one entry per layout fed; drop old ones
+            _CACHE.clear()
+        seg = _Segments(off)
+        _CACHE[key] = seg
     return seg
 
 
