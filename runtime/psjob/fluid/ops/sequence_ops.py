@@ -45,16 +45,18 @@ class _Segments:
 
     def __init__(self, level):
         off = np.array(level, dtype=np.int64).reshape(-1)  # a copy: the caller may reuse `level`
-        if off.size < 1 or off[0] != 0 or (off.size > 1 and bool((off[1:] < off[:-1]).any())):
+        # np.diff, .any(), .all() and .max() as their ufuncs (built per fed layout, per step)
+        lengths = np.subtract(off[1:], off[:-1])
+        if off.size < 1 or off[0] != 0 or (lengths.size and np.minimum.reduce(lengths) < 0):
             raise ValueError(f"LoD offsets {off[:8].tolist()}... must start at 0 and never decrease")
         self.offsets = off
         self.rows = int(off[-1])
-        self.lengths = np.diff(off)
-        self.num_seqs = self.lengths.shape[0]
+        self.lengths = lengths
+        self.num_seqs = lengths.shape[0]
         self.starts = off[:-1]
-        self.nonempty = self.lengths > 0
-        self.all_nonempty = bool(self.nonempty.all())
-        self.max_len = int(self.lengths.max()) if self.num_seqs else 0
+        self.nonempty = np.greater(lengths, 0)
+        self.all_nonempty = bool(np.logical_and.reduce(self.nonempty))
+        self.max_len = int(np.maximum.reduce(lengths)) if self.num_seqs else 0
         self.uniform = self.all_nonempty and self.rows == self.num_seqs * self.max_len
         self.by_position = (self.max_len <= MAX_POSITIONS
                             and self.num_seqs * self.max_len <= 2 * self.rows + self.num_seqs)
