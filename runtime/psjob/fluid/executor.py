@@ -184,7 +184,7 @@ class Executor:
                 raise _op_error(ctx, exc) from exc
 
     def _run_steps_timed(self, compiled: _Compiled):
-        clock = self.timing_clock
+        clock, seconds = self.timing_clock, self.kernel_seconds
         for kernel, ctx in compiled.steps:
             t0 = clock()
             try:
@@ -193,7 +193,7 @@ class Executor:
                 raise  # as untimed: an inner op's error already names that op
             except Exception as exc:
                 raise _op_error(ctx, exc) from exc
-            self.kernel_seconds[ctx.op.type] += clock() - t0
+            seconds[ctx.op_type] += clock() - t0
 
     # -- compile ------------------------------------------------------------------------
     def _compile(self, program, block, scope, feed_names, fetch_names) -> _Compiled:
