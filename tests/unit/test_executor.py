@@ -66,6 +66,22 @@ def test_a_checked_feed_is_still_checked_after_the_variable_changes_and_still_co
         exe.run(main, feed={"x": x}, fetch_list=[y], scope=scope)
 
 
+def test_a_refilled_lod_array_is_read_anew_and_a_bad_one_still_refused():
+    # Checked LoD layouts are remembered by content: refilling the fed offsets array in
+    # place must give the next run the new offsets, and bad offsets are refused every time.
+    exe, scope, main, y, _ = _ready()
+    x, ids = np.ones((2, 4), np.float32), np.arange(3, dtype=np.int64).reshape(3, 1)
+    offsets = np.array([0, 2, 3], np.int64)
+    for want in ([0, 2, 3], [0, 1, 3]):
+        offsets[:] = want
+        exe.run(main, feed={"x": x, "ids": (ids, [offsets])}, fetch_list=[y], scope=scope)
+        assert scope.lods["ids"][0].tolist() == want
+    offsets[:] = [0, 3, 1]
+    for _ in range(2):
+        with pytest.raises(FeedError, match="never decrease"):
+            exe.run(main, feed={"x": x, "ids": (ids, [offsets])}, fetch_list=[y], scope=scope)
+
+
 def test_feeding_floats_into_an_integer_input_is_refused():
     exe, scope, main, y, _ = _ready()
     with pytest.raises(FeedError, match="float values for an integer input"):

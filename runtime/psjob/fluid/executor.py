@@ -399,15 +399,32 @@ def _check_feed(var, value) -> np.ndarray:
     return arr
 
 
+# (offsets' bytes, rows) -> the checked level of a one-level LoD: a batch's slots and the
+# batches after it mostly repeat a few layouts (one id per row, a fixed count per row).
+_CHECKED_LODS: dict = {}
+
+
 def _check_lod(name, lod, rows):
     """LoD levels as int64 arrays; offsets must start at 0, not decrease, end at `rows`."""
     levels = [level if type(level) is np.ndarray and level.dtype == np.int64 else
               np.asarray(level, dtype=np.int64) for level in lod]
     last = levels[-1]
+    key = None
+    if len(levels) == 1 and last.ndim == 1:
+        key = (last.tobytes(), rows)
+        known = _CHECKED_LODS.get(key)
+        if known is not None:
+            return known
     if (last.ndim != 1 or last.size == 0 or last[0] != 0 or last[-1] != rows
             or (last.size > 1 and bool(np.logical_or.reduce(np.less(last[1:], last[:-1]))))):
         raise FeedError(f"feed {name!r}: LoD offsets {last[:8].tolist()}... must start at 0, never "
                         f"decrease and end at the number of rows ({rows})")
+    if key is not None:
+        if len(_CHECKED_LODS) > 256:
+            _CHECKED_LODS.clear()
+        shared = last.copy()  # the caller may refill the array it fed
+        shared.flags.writeable = False  # shared by every feed of this layout
+        _CHECKED_LODS[key] = levels = [shared]
     return levels
 
 
