@@ -428,11 +428,12 @@ def test_auc_from_stats_is_the_float64_trapezoid_sum_to_the_bit_at_every_count_s
     counts a user wrote) the float64 one: the value is the float64 sum's either way."""
     from psjob.fluid.ops.metric_ops import auc_from_stats
     rng = np.random.default_rng(scale)
-    for sparse in (False, True):
-        pos, neg = (rng.integers(0, scale + 1, 4096).astype(np.int64) for _ in range(2))
-        if sparse:
-            pos[rng.random(4096) < 0.95] = 0
-            neg[rng.random(4096) < 0.95] = 0
+    for size, sparse in ((4096, False), (4096, True), (40, False), (4096, "batch")):
+        pos, neg = (rng.integers(0, scale + 1, size).astype(np.int64) for _ in range(2))
+        if sparse:  # "batch": a few dozen buckets used, as one batch of 32 fills
+            keep = 0.05 if sparse is True else 0.005
+            pos[rng.random(size) > keep] = 0
+            neg[rng.random(size) > keep] = 0
         for p_, n_ in ((pos, neg), (pos - (pos == pos.max()) * 2 * scale, neg)):
             fp, fn = p_[::-1].astype(np.float64), n_[::-1].astype(np.float64)
             used = np.flatnonzero((fp != 0) | (fn != 0))

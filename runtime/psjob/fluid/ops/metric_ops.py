@@ -120,7 +120,7 @@ def auc_from_stats(xp, stat_pos, stat_neg) -> float:
         # Only buckets holding a prediction add area (an empty one adds a zero-width trapezoid
         # and leaves tp as it was): a batch's 4096 buckets hold at most its size, and the
         # per-step auc op would otherwise walk all of them.
-        used = np.flatnonzero(pos | neg) if pos.dtype.kind in "iu" else \
+        used = (pos | neg).nonzero()[0] if pos.dtype.kind in "iu" else \
             np.flatnonzero((pos != 0) | (neg != 0))
         if 2 * used.size < pos.size:
             pos, neg = pos[used], neg[used]
@@ -139,8 +139,23 @@ def auc_from_stats(xp, stat_pos, stat_neg) -> float:
 
 
 def _auc_exact(pos, neg):
-    """auc_from_stats' float64 result, from the same sum taken in int64; None where that
+    """auc_from_stats' float64 result, from the same sum taken in integers; None where that
     sum is not exact in float64 (counts below zero, or too many pairs) and may round."""
+    if pos.size <= 64:
+        # A batch's few buckets: Python's integers cost less than a dozen numpy calls.
+        ps, ns = pos.tolist(), neg.tolist()
+        if min(ps) < 0 or min(ns) < 0:
+            return None
+        tot_pos, tot_neg = sum(ps), sum(ns)
+        if tot_pos <= 0 or tot_neg <= 0:
+            return 0.0
+        if 2 * tot_pos * tot_neg >= _EXACT_IN_FLOAT:
+            return None
+        tp = area = 0
+        for p, n in zip(ps, ns):
+            tp += p
+            area += n * (2 * tp - p)
+        return float(area) / 2.0 / float(tot_pos) / float(tot_neg)
     if np.minimum.reduce(pos) < 0 or np.minimum.reduce(neg) < 0:
         return None
     tp = np.cumsum(pos)
