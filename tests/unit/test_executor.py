@@ -51,6 +51,37 @@ def test_feeding_a_wrong_shape_or_dtype_names_the_input(value, message):
         exe.run(main, feed={"x": value}, fetch_list=[y], scope=scope)
 
 
+def test_a_checked_feed_is_still_checked_after_the_variable_changes_and_still_copied():
+    # The executor remembers which (dtype, shape) a variable accepted; what it accepted
+    # before must not let a value through once the declared shape changes.
+    exe, scope, main, y, _ = _ready()
+    x = np.ones((3, 4), np.float32)
+    for _ in range(2):  # the second run takes the remembered path
+        exe.run(main, feed={"x": x}, fetch_list=[y], scope=scope)
+        assert not np.shares_memory(np.asarray(scope.find_var("x").get_tensor()), x)
+    exe.run(main, feed={"x": x.astype(np.float64)}, fetch_list=[y], scope=scope)  # converted, as before
+    assert np.asarray(scope.find_var("x").get_tensor()).dtype == np.float32
+    main.global_block().var("x").shape = (-1, 5)
+    with pytest.raises(FeedError, match=r"feed 'x': dimension 1 must be 5"):
+        exe.run(main, feed={"x": x}, fetch_list=[y], scope=scope)
+
+
+def test_a_refilled_lod_array_is_read_anew_and_a_bad_one_still_refused():
+    # Checked LoD layouts are remembered by content: refilling the fed offsets array in
+    # place must give the next run the new offsets, and bad offsets are refused every time.
+    exe, scope, main, y, _ = _ready()
+    x, ids = np.ones((2, 4), np.float32), np.arange(3, dtype=np.int64).reshape(3, 1)
+    offsets = np.array([0, 2, 3], np.int64)
+    for want in ([0, 2, 3], [0, 1, 3]):
+        offsets[:] = want
+        exe.run(main, feed={"x": x, "ids": (ids, [offsets])}, fetch_list=[y], scope=scope)
+        assert scope.lods["ids"][0].tolist() == want
+    offsets[:] = [0, 3, 1]
+    for _ in range(2):
+        with pytest.raises(FeedError, match="never decrease"):
+            exe.run(main, feed={"x": x, "ids": (ids, [offsets])}, fetch_list=[y], scope=scope)
+
+
 def test_feeding_floats_into_an_integer_input_is_refused():
     exe, scope, main, y, _ = _ready()
     with pytest.raises(FeedError, match="float values for an integer input"):

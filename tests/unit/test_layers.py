@@ -422,6 +422,42 @@ def test_auc_of_small_batches_over_4096_buckets_equals_the_walk_over_every_bucke
         assert g[0] == _trapezoids_over_every_bucket(total_pos, total_neg)
 
 
+@pytest.mark.parametrize("scale", [1, 1000, 10 ** 8, 10 ** 9])
+def test_auc_from_stats_is_the_float64_trapezoid_sum_to_the_bit_at_every_count_scale(scale):
+    """Counts whose pair total stays below 2**53 take an int64 sum, larger ones (and negative
+    counts a user wrote) the float64 one: the value is the float64 sum's either way."""
+    from psjob.fluid.ops.metric_ops import auc_from_stats
+    rng = np.random.default_rng(scale)
+    for size, sparse in ((4096, False), (4096, True), (40, False), (4096, "batch")):
+        pos, neg = (rng.integers(0, scale + 1, size).astype(np.int64) for _ in range(2))
+        if sparse:  # "batch": a few dozen buckets used, as one batch of 32 fills
+            keep = 0.05 if sparse is True else 0.005
+            pos[rng.random(size) > keep] = 0
+            neg[rng.random(size) > keep] = 0
+        for p_, n_ in ((pos, neg), (pos - (pos == pos.max()) * 2 * scale, neg)):
+            fp, fn = p_[::-1].astype(np.float64), n_[::-1].astype(np.float64)
+            used = np.flatnonzero((fp != 0) | (fn != 0))
+            if 2 * used.size < fp.size:  # the empty buckets left out, as the op does
+                fp, fn = fp[used], fn[used]
+            tp = np.cumsum(fp)
+            want = float((fn * (2 * tp - fp)).sum()) / 2.0 / float(tp[-1]) / float(fn.sum()) \
+                if tp[-1] > 0 and fn.sum() > 0 else 0.0
+            assert auc_from_stats(np, p_, n_) == want
+
+
+def test_auc_refuses_nan_predictions(prog):
+    _, _, run = prog
+    p = layers.data(name="p", shape=[1], dtype="float32")
+    y = layers.data(name="y", shape=[1], dtype="int64")
+    auc_out, _, _ = layers.auc(p, y)
+    run.startup()
+    scores = np.array([[0.2], [np.inf], [-np.inf], [0.9]], np.float32)
+    run({"p": scores, "y": np.array([[0], [1], [0], [1]])}, [auc_out])  # infinities clip to the ends
+    scores[2, 0] = np.nan
+    with pytest.raises(Exception, match="Predict contains NaN"):
+        run({"p": scores, "y": np.array([[0], [1], [0], [1]])}, [auc_out])
+
+
 def test_auc_rejects_curves_it_does_not_implement(prog):
     p = layers.data(name="p", shape=[1])
     y = layers.data(name="y", shape=[1], dtype="int64")

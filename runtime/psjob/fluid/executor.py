@@ -79,6 +79,7 @@ class Executor:
         self.place = place if place is not None else CPUPlace()
         self._xp = None
         self._cache: dict = {}
+        self._feed_cache: dict = {}  # id(block) -> (block, program version, {name: _FeedSlot})
         self.services: dict = {}
         self._close_hooks: list = []
         self._closed = False
@@ -183,7 +184,7 @@ class Executor:
                 raise _op_error(ctx, exc) from exc
 
     def _run_steps_timed(self, compiled: _Compiled):
-        clock = self.timing_clock
+        clock, seconds = self.timing_clock, self.kernel_seconds
         for kernel, ctx in compiled.steps:
             t0 = clock()
             try:
@@ -192,7 +193,7 @@ class Executor:
                 raise  # as untimed: an inner op's error already names that op
             except Exception as exc:
                 raise _op_error(ctx, exc) from exc
-            self.kernel_seconds[ctx.op.type] += clock() - t0
+            seconds[ctx.op_type] += clock() - t0
 
     # -- compile ------------------------------------------------------------------------
     def _compile(self, program, block, scope, feed_names, fetch_names) -> _Compiled:
@@ -260,24 +261,37 @@ class Executor:
     # -- feed / fetch -------------------------------------------------------------------
     def _feed(self, block, feed: dict, scope: Scope):
         xp = self.xp
+        slots = self._feed_slots(block)
         checked = {}  # (id of a fed LoD, rows) -> its checked levels: slots sharing one LoD check it once
         for name, value in feed.items():
-            var = block._find_var_recursive(name)
-            if var is None:
-                raise FeedError(f"feed target {name!r} is not a variable of the program")
+            slot = slots.get(name)
+            if slot is None:
+                var = block._find_var_recursive(name)
+                if var is None:
+                    raise FeedError(f"feed target {name!r} is not a variable of the program")
+                slot = slots[name] = _FeedSlot(var)
+            var = slot.var
             lod = None
-            if isinstance(value, LoDTensor):
-                lod = value._scope.lods.get(value._name)
-                value = value._value()
-            elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
-                value, lod = value
-            arr = _check_feed(var, value)
-            if xp is not np:
-                arr = xp.asarray(arr)
-            elif isinstance(value, np.ndarray) and np.may_share_memory(arr, value):
-                # Fed arrays are copied, as Paddle's feed does: an op that writes its
-                # variable in place (a fed persistable, increment) must not reach the caller.
-                arr = arr.copy()
+            if type(value) is not np.ndarray:
+                if isinstance(value, LoDTensor):
+                    lod = value._scope.lods.get(value._name)
+                    value = value._value()
+                elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list):
+                    value, lod = value
+            if xp is np and type(value) is np.ndarray and slot.accepts(value):
+                # A plain array of a dtype and shape this variable took before: no check,
+                # only the copy (below).
+                arr = value.copy()
+            else:
+                arr = _check_feed(var, value)
+                if xp is not np:
+                    arr = xp.asarray(arr)
+                elif isinstance(value, np.ndarray) and np.may_share_memory(arr, value):
+                    # Fed arrays are copied, as Paddle's feed does: an op that writes its
+                    # variable in place (a fed persistable, increment) must not reach the caller.
+                    arr = arr.copy()
+                if arr is not value and type(value) is np.ndarray and arr.dtype == value.dtype:
+                    slot.accepted(value)  # checked: the next array of this dtype and shape skips the check
             scope.vars[name] = arr
             if lod is not None and len(lod):
                 key = (id(lod), arr.shape[0])
@@ -289,6 +303,16 @@ class Executor:
                 if var.lod_level > 0:
                     # One id per sequence unless told otherwise.
                     scope.lods[name] = [np.arange(arr.shape[0] + 1, dtype=np.int64)]
+
+    def _feed_slots(self, block) -> dict:
+        """name -> _FeedSlot of the variables fed to `block` so far; rebuilt when its program changes."""
+        program = block.program
+        entry = self._feed_cache.get(id(block))
+        if entry is None or entry[0] is not block or entry[1] != program._version:
+            if len(self._feed_cache) > 64:  # blocks rebuilt in a loop must not leak
+                self._feed_cache.clear()
+            entry = self._feed_cache[id(block)] = (block, program._version, {})
+        return entry[2]
 
     def _fetch(self, scope, name, return_numpy):
         try:
@@ -328,6 +352,31 @@ def _is_data(block, name) -> bool:
     return var is not None and var.is_data
 
 
+class _FeedSlot:
+    """A fed variable and the (dtype, shape) pairs of plain arrays it was checked against
+    (_check_feed): the same pair fed again passes without the check. A pair is kept while
+    the variable's declared dtype and shape stay the objects it was checked against."""
+
+    __slots__ = ("var", "dtype", "shape", "ok")
+
+    def __init__(self, var):
+        self.var = var
+        self.dtype, self.shape = var.dtype, var.shape
+        self.ok: set = set()
+
+    def accepts(self, value) -> bool:
+        var = self.var
+        if var.dtype is not self.dtype or var.shape is not self.shape:
+            self.dtype, self.shape = var.dtype, var.shape
+            self.ok.clear()
+            return False
+        return (value.dtype, value.shape) in self.ok
+
+    def accepted(self, value):
+        if len(self.ok) < 64:  # a handful of batch sizes; unbounded shapes are checked each time
+            self.ok.add((value.dtype, value.shape))
+
+
 def _check_feed(var, value) -> np.ndarray:
     arr = to_numpy(value) if not isinstance(value, (list, int, float)) else np.asarray(value)
     want = np.dtype(var.dtype)
@@ -350,14 +399,32 @@ def _check_feed(var, value) -> np.ndarray:
     return arr
 
 
+# (offsets' bytes, rows) -> the checked level of a one-level LoD: a batch's slots and the
+# batches after it mostly repeat a few layouts (one id per row, a fixed count per row).
+_CHECKED_LODS: dict = {}
+
+
 def _check_lod(name, lod, rows):
     """LoD levels as int64 arrays; offsets must start at 0, not decrease, end at `rows`."""
-    levels = [np.asarray(level, dtype=np.int64) for level in lod]
+    levels = [level if type(level) is np.ndarray and level.dtype == np.int64 else
+              np.asarray(level, dtype=np.int64) for level in lod]
     last = levels[-1]
+    key = None
+    if len(levels) == 1 and last.ndim == 1:
+        key = (last.tobytes(), rows)
+        known = _CHECKED_LODS.get(key)
+        if known is not None:
+            return known
     if (last.ndim != 1 or last.size == 0 or last[0] != 0 or last[-1] != rows
-            or (last.size > 1 and bool((last[1:] < last[:-1]).any()))):
+            or (last.size > 1 and bool(np.logical_or.reduce(np.less(last[1:], last[:-1]))))):
         raise FeedError(f"feed {name!r}: LoD offsets {last[:8].tolist()}... must start at 0, never "
                         f"decrease and end at the number of rows ({rows})")
+    if key is not None:
+        if len(_CHECKED_LODS) > 256:
+            _CHECKED_LODS.clear()
+        shared = last.copy()  # the caller may refill the array it fed
+        shared.flags.writeable = False  # shared by every feed of this layout
+        _CHECKED_LODS[key] = levels = [shared]
     return levels
 
 

@@ -98,16 +98,19 @@ def batch_size(feed: dict, scope) -> int:
     """Examples in one run: the most common first dimension of the fed tensors (a LoD input
     counts its top-level sequences), so a fed scalar or a flattened id list does not decide."""
     rows = []
+    lods, values = scope.lods, scope.vars
     for name in feed:
-        lod = scope.lods.get(name)
+        lod = lods.get(name)
         if lod:
             rows.append(len(lod[0]) - 1)
             continue
-        shape = getattr(scope.vars.get(name), "shape", ())
+        shape = getattr(values.get(name), "shape", ())
         if shape:
             rows.append(int(shape[0]))
     if not rows:
         return 0
+    if rows.count(rows[0]) == len(rows):  # every input agrees, as in most steps: no tally
+        return rows[0]
     return collections.Counter(rows).most_common(1)[0][0]
 
 

@@ -44,6 +44,8 @@ class TrainerTelemetry:
     def __init__(self, registry: CollectorRegistry | None = None):
         self.registry = registry or CollectorRegistry()
         self.m = metrics.trainer_metrics(registry=self.registry)
+        # The batch-time series by part, looked up once: `labels()` per step costs more than the observation.
+        self._durations = {part: self.m.batch_duration.labels(part) for part in ("push", "pull", "compute")}
         self.server: metrics.MetricsServer | None = None
         self._kernel_totals: dict[int, tuple[float, float]] = {}  # id(executor) → (push, pull) seen
         self._retries: dict[str, int] = {}  # method → retries already exported
@@ -76,9 +78,9 @@ class TrainerTelemetry:
         push = pull = 0.0
         if executor is not None and executor.collect_timing:
             push, pull = self._rpc_seconds(executor)
-            m.batch_duration.labels("push").observe(push)
-            m.batch_duration.labels("pull").observe(pull)
-        m.batch_duration.labels("compute").observe(max(seconds - push - pull, 0.0))
+            self._durations["push"].observe(push)
+            self._durations["pull"].observe(pull)
+        self._durations["compute"].observe(max(seconds - push - pull, 0.0))
         if client is not None:
             self.export_retries(getattr(client, "retries", None))
 

@@ -14,6 +14,8 @@ dimensions where that operand (padded) had size 1, reshaped to the operand's sha
 """
 from __future__ import annotations
 
+import numpy as np
+
 from psjob.fluid.framework import GraphError
 
 
@@ -80,5 +82,6 @@ def reduce_grad(g, aligned_shape, shape):
     operand was broadcast along, reshaped to the operand's own shape."""
     axes = tuple(i for i, (gd, d) in enumerate(zip(g.shape, aligned_shape)) if d == 1 and gd != 1)
     if axes:
-        g = g.sum(axis=axes, keepdims=True)
+        # numpy's own reduction, without the ndarray.sum wrapper: the same sum
+        g = np.add.reduce(g, axis=axes, keepdims=True) if type(g) is np.ndarray else g.sum(axis=axes, keepdims=True)
     return g if g.shape == tuple(shape) else g.reshape(shape)

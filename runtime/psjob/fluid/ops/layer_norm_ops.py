@@ -10,7 +10,7 @@ size `right`:  Y = (x - mean) / sqrt(var + epsilon) * Scale + Bias. Mean and Var
 """
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from psjob.fluid.framework import GraphError
 from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out
@@ -34,7 +34,7 @@ def _layer_norm_shape(op):
     for slot in ("Scale", "Bias"):
         if op.input(slot):
             p = in_var(op, slot)
-            size = int(np.prod(p.shape))
+            size = math.prod(p.shape)
             if right >= 0 and size != right:
                 raise GraphError(f"layer_norm: {slot} {p.name}{list(p.shape)} has {size} elements but "
                                  f"{x.name}{list(x.shape)} normalizes {right} from axis {axis}")
@@ -54,7 +54,7 @@ def _layer_norm_grad(op):
 
 def _rows(ctx, x):
     axis = int(ctx.attr("begin_norm_axis", 1))
-    right = int(np.prod(x.shape[axis:]))
+    right = math.prod(x.shape[axis:])
     return x.reshape(-1, right)
 
 

@@ -9,6 +9,8 @@ it was stretched along.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from psjob.fluid.framework import GraphError
@@ -48,8 +50,8 @@ def _mul_grad(op):
 def mul(ctx):
     x, y = ctx.input("X"), ctx.input("Y")
     xn, yn = ctx.attr("x_num_col_dims", 1), ctx.attr("y_num_col_dims", 1)
-    x2 = x.reshape(int(np.prod(x.shape[:xn])), -1)
-    y2 = y.reshape(int(np.prod(y.shape[:yn])), -1)
+    x2 = x.reshape(math.prod(x.shape[:xn]), -1)
+    y2 = y.reshape(math.prod(y.shape[:yn]), -1)
     out = x2 @ y2
     ctx.set_output("Out", out.reshape(x.shape[:xn] + y.shape[yn:]), lod=ctx.input_lod("X"))
 
@@ -58,8 +60,8 @@ def mul(ctx):
 def mul_grad(ctx):
     x, y, dout = ctx.input("X"), ctx.input("Y"), ctx.input("Out@GRAD")
     xn, yn = ctx.attr("x_num_col_dims", 1), ctx.attr("y_num_col_dims", 1)
-    x2 = x.reshape(int(np.prod(x.shape[:xn])), -1)
-    y2 = y.reshape(int(np.prod(y.shape[:yn])), -1)
+    x2 = x.reshape(math.prod(x.shape[:xn]), -1)
+    y2 = y.reshape(math.prod(y.shape[:yn]), -1)
     d2 = dout.reshape(x2.shape[0], y2.shape[1])
     if ctx.has_output("X@GRAD"):
         ctx.set_output("X@GRAD", (d2 @ y2.T).reshape(x.shape))
@@ -161,7 +163,16 @@ def _mean_shape(op):
                                          {"X@GRAD": [grad_name(op.input("X")[0])]})])
 def mean(ctx):
     x = ctx.input("X")
+    if type(x) is np.ndarray and x.dtype in _MEAN_FLOATS and x.size:
+        # What x.mean() does for these dtypes, without its wrappers: the same pairwise sum,
+        # divided in float64 by the element count, rounded to x's dtype.
+        total = np.add.reduce(x, axis=None)
+        ctx.set_output("Out", np.array([float(total) / x.size], dtype=x.dtype))
+        return
     ctx.set_output("Out", x.mean().reshape(1).astype(x.dtype))
+
+
+_MEAN_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 @register_op("mean_grad")

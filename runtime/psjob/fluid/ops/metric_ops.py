@@ -86,15 +86,31 @@ def accuracy(ctx):
 def bucket_counts(xp, predict, label, num_thresholds):
     """Per-bucket (positives, negatives) of one batch, as int64 [num_thresholds+1]."""
     p = predict.reshape(predict.shape[0], -1)[:, -1] if predict.ndim > 1 else predict
-    if p.shape[0] != label.reshape(-1).shape[0]:
-        raise ValueError(f"auc: {p.shape[0]} predictions but {label.reshape(-1).shape[0]} labels")
+    flat_label = label.reshape(-1)
+    if p.shape[0] != flat_label.shape[0]:
+        raise ValueError(f"auc: {p.shape[0]} predictions but {flat_label.shape[0]} labels")
+    size = num_thresholds + 1
+    if xp is np:
+        # One pass per step over a batch of a few dozen predictions: plain ufuncs (no
+        # wrapper; np.maximum's reduction is NaN exactly when a prediction is) and one
+        # bincount over (label, bucket) pairs. The counts are those of the general form below.
+        if p.size and np.isnan(np.maximum.reduce(p)):
+            raise ValueError("auc: Predict contains NaN")
+        bins = (np.minimum(np.maximum(p, 0.0), 1.0) * num_thresholds).astype(np.int64)
+        bins += (flat_label != 0) * size
+        counts = np.bincount(bins, minlength=2 * size).astype(np.int64, copy=False).reshape(2, size)
+        return counts[1], counts[0]
     if p.size and bool(xp.isnan(p).any()):
         raise ValueError("auc: Predict contains NaN")
     bins = (xp.clip(p, 0.0, 1.0) * num_thresholds).astype(np.int64)
-    pos = label.reshape(-1) != 0
-    size = num_thresholds + 1
+    pos = flat_label != 0
     return (xp.bincount(bins[pos], minlength=size)[:size].astype(np.int64, copy=False),
             xp.bincount(bins[~pos], minlength=size)[:size].astype(np.int64, copy=False))
+
+
+# 2 * positives * negatives below this: the float64 trapezoid sum of integer counts is exact,
+# so the same sum in int64 gives it to the bit.
+_EXACT_IN_FLOAT = 2 ** 53
 
 
 def auc_from_stats(xp, stat_pos, stat_neg) -> float:
@@ -104,9 +120,14 @@ def auc_from_stats(xp, stat_pos, stat_neg) -> float:
         # Only buckets holding a prediction add area (an empty one adds a zero-width trapezoid
         # and leaves tp as it was): a batch's 4096 buckets hold at most its size, and the
         # per-step auc op would otherwise walk all of them.
-        used = np.flatnonzero((pos != 0) | (neg != 0))
+        used = (pos | neg).nonzero()[0] if pos.dtype.kind in "iu" else \
+            np.flatnonzero((pos != 0) | (neg != 0))
         if 2 * used.size < pos.size:
             pos, neg = pos[used], neg[used]
+    if xp is np and pos.dtype == np.int64 and neg.dtype == np.int64 and pos.size:
+        exact = _auc_exact(pos, neg)
+        if exact is not None:
+            return exact
     pos, neg = pos.astype(np.float64), neg.astype(np.float64)
     tp, fp = xp.cumsum(pos), xp.cumsum(neg)
     tot_pos, tot_neg = float(tp[-1]) if tp.size else 0.0, float(fp[-1]) if fp.size else 0.0
@@ -115,6 +136,38 @@ def auc_from_stats(xp, stat_pos, stat_neg) -> float:
     # Each bucket adds a trapezoid of width neg[b] and mean height (tp_prev + tp) / 2.
     area = float((neg * (2 * tp - pos)).sum()) / 2.0
     return area / tot_pos / tot_neg
+
+
+def _auc_exact(pos, neg):
+    """auc_from_stats' float64 result, from the same sum taken in integers; None where that
+    sum is not exact in float64 (counts below zero, or too many pairs) and may round."""
+    if pos.size <= 64:
+        # A batch's few buckets: Python's integers cost less than a dozen numpy calls.
+        ps, ns = pos.tolist(), neg.tolist()
+        if min(ps) < 0 or min(ns) < 0:
+            return None
+        tot_pos, tot_neg = sum(ps), sum(ns)
+        if tot_pos <= 0 or tot_neg <= 0:
+            return 0.0
+        if 2 * tot_pos * tot_neg >= _EXACT_IN_FLOAT:
+            return None
+        tp = area = 0
+        for p, n in zip(ps, ns):
+            tp += p
+            area += n * (2 * tp - p)
+        return float(area) / 2.0 / float(tot_pos) / float(tot_neg)
+    if np.minimum.reduce(pos) < 0 or np.minimum.reduce(neg) < 0:
+        return None
+    tp = np.cumsum(pos)
+    tot_pos, tot_neg = int(tp[-1]), int(np.add.reduce(neg))
+    if tot_pos <= 0 or tot_neg <= 0:
+        return 0.0
+    if 2 * tot_pos * tot_neg >= _EXACT_IN_FLOAT:
+        return None
+    # Every term and partial sum is a non-negative integer below 2**53: the float64 sum
+    # of auc_from_stats makes no rounding, so this integer equals it.
+    area = float(np.dot(neg, 2 * tp - pos)) / 2.0
+    return area / float(tot_pos) / float(tot_neg)
 
 
 def _auc_shape(op):

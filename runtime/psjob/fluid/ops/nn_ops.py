@@ -52,7 +52,10 @@ def _lookup_grad(op):
 def _flat_ids(xp, ids, height, op_type):
     flat = ids.reshape(-1)
     if flat.size:
-        lo, hi = int(flat.min()), int(flat.max())
+        if type(flat) is np.ndarray:  # the reductions themselves, without ndarray.min's wrapper
+            lo, hi = int(np.minimum.reduce(flat)), int(np.maximum.reduce(flat))
+        else:
+            lo, hi = int(flat.min()), int(flat.max())
         if lo < 0 or hi >= height:
             bad = lo if lo < 0 else hi
             raise IndexError(f"{op_type}: id {bad} is out of range for a table of {height} rows "

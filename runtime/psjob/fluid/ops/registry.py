@@ -144,10 +144,11 @@ class KernelContext:
     reused every run — it holds references to the scope's dicts, not copies.
     """
 
-    __slots__ = ("op", "xp", "place", "vals", "lods", "ins", "outs", "attrs", "executor", "scope")
+    __slots__ = ("op", "op_type", "xp", "place", "vals", "lods", "ins", "outs", "attrs", "executor", "scope")
 
     def __init__(self, op, xp, place, scope, executor):
         self.op = op
+        self.op_type = op.type
         self.xp = xp
         self.place = place
         self.scope = scope

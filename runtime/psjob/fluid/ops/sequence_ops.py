@@ -24,6 +24,7 @@ the forward op and its gradient do not redo it.
 from __future__ import annotations
 
 import importlib
+import math
 
 import numpy as np
 
@@ -43,18 +44,19 @@ class _Segments:
     """Host-side bookkeeping of one LoD level (offsets → lengths, layouts, ids)."""
 
     def __init__(self, level):
-        self.level = level  # keeps the keyed object alive, so its id stays unique
         off = np.array(level, dtype=np.int64).reshape(-1)  # a copy: the caller may reuse `level`
-        if off.size < 1 or off[0] != 0 or (off.size > 1 and bool((off[1:] < off[:-1]).any())):
+        # np.diff, .any(), .all() and .max() as their ufuncs (built per fed layout, per step)
+        lengths = np.subtract(off[1:], off[:-1])
+        if off.size < 1 or off[0] != 0 or (lengths.size and np.minimum.reduce(lengths) < 0):
             raise ValueError(f"LoD offsets {off[:8].tolist()}... must start at 0 and never decrease")
         self.offsets = off
         self.rows = int(off[-1])
-        self.lengths = np.diff(off)
-        self.num_seqs = self.lengths.shape[0]
+        self.lengths = lengths
+        self.num_seqs = lengths.shape[0]
         self.starts = off[:-1]
-        self.nonempty = self.lengths > 0
-        self.all_nonempty = bool(self.nonempty.all())
-        self.max_len = int(self.lengths.max()) if self.num_seqs else 0
+        self.nonempty = np.greater(lengths, 0)
+        self.all_nonempty = bool(np.logical_and.reduce(self.nonempty))
+        self.max_len = int(np.maximum.reduce(lengths)) if self.num_seqs else 0
         self.uniform = self.all_nonempty and self.rows == self.num_seqs * self.max_len
         self.by_position = (self.max_len <= MAX_POSITIONS
                             and self.num_seqs * self.max_len <= 2 * self.rows + self.num_seqs)
@@ -88,29 +90,23 @@ class _Segments:
         return self._memo(xp, name, lambda: getattr(self, name))
 
 
-_CACHE: dict[int, _Segments] = {}
-
-
-def _same_offsets(offsets: np.ndarray, level) -> bool:
-    if isinstance(level, list):
-        return len(level) == offsets.shape[0] and offsets.tolist() == level
-    return np.array_equal(offsets, np.asarray(level))
+# The offsets' bytes -> their _Segments. Keyed by content, not by the fed object: a CTR
+# batch's slots (one offsets array each) mostly share one layout, and so do the batches after.
+_CACHE: dict[bytes, _Segments] = {}
 
 
 def segments(lod, what: str) -> _Segments:
     if not lod:
         raise ValueError(f"{what} needs a LoD (sequence) input: feed it with LoD offsets "
                          "(lod_level=1 data, or a LoDTensor)")
-    level = lod[-1]
-    hit = _CACHE.get(id(level))
-    # The same object may have been refilled in place since: compare contents
-    # too (a list comparison costs a fraction of rebuilding).
-    if hit is not None and hit.level is level and _same_offsets(hit.offsets, level):
-        return hit
-    if len(_CACHE) > 512:  # one entry per fed LoD; drop old batches
-        _CACHE.clear()
-    seg = _Segments(level)
-    _CACHE[id(level)] = seg
+    off = np.array(lod[-1], dtype=np.int64).reshape(-1)  # a copy: the caller may refill its level
+    key = off.tobytes()
+    seg = _CACHE.get(key)
+    if seg is None:
+        if len(_CACHE) > 512:  # one entry per layout fed; drop old ones
+            _CACHE.clear()
+        seg = _Segments(off)
+        _CACHE[key] = seg
     return seg
 
 
@@ -215,7 +211,7 @@ def sequence_pool(ctx):
         raise ValueError(f"sequence_pool: LoD ends at {s.rows} but X has {n} rows")
     pt = _pool_type(ctx)
     pad = x.dtype.type(ctx.attr("pad_value", 0.0))
-    d = int(np.prod(x.shape[1:]))
+    d = math.prod(x.shape[1:])
     x2 = x.reshape(n, d)
     if s.max_len == 0:  # no rows at all: every sequence is empty
         out = xp.full((s.num_seqs, d), pad, dtype=x.dtype)
@@ -247,7 +243,7 @@ def sequence_pool_grad(ctx):
     s = segments(ctx.input_lod("X"), "sequence_pool_grad")
     n = x.shape[0]
     pt = _pool_type(ctx)
-    dim = int(np.prod(x.shape[1:]))
+    dim = math.prod(x.shape[1:])
     d2 = dout.reshape(s.num_seqs, dim)
     if pt in ("SUM", "AVERAGE", "SQRT"):
         if pt != "SUM" and s.max_len > 1:

@@ -11,6 +11,8 @@ kernels never write their inputs, so sharing the buffer is safe.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from psjob.fluid.framework import GraphError
@@ -148,14 +150,14 @@ def resolve_shape(in_shape, target, what):
     if sum(1 for d in target if int(d) == -1) > 1:
         raise GraphError(f"{what}: shape {list(target)} may hold at most one -1")
     known_in = all(d >= 0 for d in in_shape)
-    total = int(np.prod(in_shape)) if known_in else -1
+    total = int(math.prod(in_shape)) if known_in else -1
     if -1 in out:
-        rest = int(np.prod([d for d in out if d != -1]))
+        rest = int(math.prod([d for d in out if d != -1]))
         if known_in:
             if rest == 0 or total % rest:
                 raise GraphError(f"{what}: cannot reshape {list(in_shape)} ({total} elements) to {list(target)}")
             out[out.index(-1)] = total // rest
-    elif known_in and all(d >= 0 for d in out) and int(np.prod(out)) != total:
+    elif known_in and all(d >= 0 for d in out) and int(math.prod(out)) != total:
         raise GraphError(f"{what}: cannot reshape {list(in_shape)} ({total} elements) to {list(target)}")
     return out
 
@@ -208,7 +210,7 @@ def flattened(shape, start, stop, what="flatten"):
     if start > stop:
         raise GraphError(f"{what}: start_axis {start} comes after stop_axis {stop} for {list(shape)}")
     merged = shape[start:stop + 1]
-    size = -1 if any(d < 0 for d in merged) else int(np.prod(merged))
+    size = -1 if any(d < 0 for d in merged) else int(math.prod(merged))
     return list(shape[:start]) + [size] + list(shape[stop + 1:])
 
 
