@@ -95,6 +95,7 @@ _CODES = {code.value[0]: code for code in grpc.StatusCode}
 _BUFFER_BYTES = 4 << 20
 # A message's first read takes its header and up to this much of its body (_recv_message).
 _FIRST_READ = 64 << 10
+_MAX_IOV = 64  # buffers per sendmsg (the kernel's IOV_MAX is 1024)
 
 
 def framed_methods(spec: ServiceSpec) -> list[str]:
@@ -145,7 +146,7 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None,
     n += got
     buf = np.empty(n, np.uint8)
     view = memoryview(buf).cast("B")  # type: ignore[arg-type]  # numpy's stubs: __buffer__ from 3.12
-    if got:
+    if prefix is not None and got:
         view[:got] = prefix
     while got < n:
         try:
@@ -231,10 +232,9 @@ def _send_all(sock: socket.socket, data: bytes | memoryview, deadline: float) ->
 def _send_parts(sock: socket.socket, parts: list[bytes | memoryview], deadline: float) -> None:
     """The parts in order, as one sendmsg (scatter-gather: no join copy, one syscall and GIL
     hand-off for a header and its body), bounded by `deadline` as `_send_all` is. TLS
-    sockets have no sendmsg: part by part."""
-    if isinstance(sock, ssl.SSLSocket):
-        for part in parts:
-            _send_all(sock, part, deadline)
+    sockets have no sendmsg (and more parts than _MAX_IOV would be refused): one joined write."""
+    if isinstance(sock, ssl.SSLSocket) or len(parts) > _MAX_IOV:
+        _send_all(sock, parts[0] if len(parts) == 1 else b"".join(parts), deadline)  # type: ignore[arg-type]
         return
     views = [memoryview(p).cast("B") for p in parts if len(p)]
     while views:
@@ -512,10 +512,14 @@ class DataPlaneServer:
         return True
 
     @staticmethod
-    def _reply(sock: socket.socket, code: grpc.StatusCode, body: bytes | memoryview | str, deadline: float) -> None:
-        if not isinstance(body, (bytes, bytearray, memoryview)):
-            body = str(body).encode("utf-8", errors="replace")
-        _send_parts(sock, [_REPLY.pack(b"PSJR", code.value[0], len(body)), body], deadline)
+    def _reply(sock: socket.socket, code: grpc.StatusCode, body: Any, deadline: float) -> None:
+        """body: bytes, a frames.Gathered frame (its `parts`, sent unjoined) or a message."""
+        parts = getattr(body, "parts", None)
+        if parts is None:
+            if not isinstance(body, (bytes, bytearray, memoryview)):
+                body = str(body).encode("utf-8", errors="replace")
+            parts = [body]
+        _send_parts(sock, [_REPLY.pack(b"PSJR", code.value[0], len(body)), *parts], deadline)
 
     def stop(self, grace_s: float | None = 0) -> None:
         """Refuse new connections; let calls in flight finish for up to grace_s, then close
