@@ -60,6 +60,8 @@ def test_a_gathered_reply_frame_arrives_as_the_joined_frame(server):
         gathered = _rows_frame(np.array([7], np.int64).tobytes())
     assert isinstance(gathered, frames.Gathered) and len(gathered) == len(bytes(gathered))
     assert bytes(gathered) == _rows_frame(np.array([7], np.int64).tobytes())  # outside: bytes again
+    # A gathered request goes out unjoined too, and arrives as its joined frame.
+    assert bytes(conns.call("127.0.0.1:1", "Echo", gathered, 30)) == bytes(gathered)
 
 
 def test_a_request_sent_before_the_previous_reply_is_refused_by_name(server):

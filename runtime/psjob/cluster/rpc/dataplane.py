@@ -562,11 +562,11 @@ class DataPlaneConnections:
     def handles(self, method: str) -> bool:
         return method in self._ids
 
-    def call(self, endpoint: str, method: str, frame: bytes, timeout: float) -> memoryview | None:
+    def call(self, endpoint: str, method: str, frame: Any, timeout: float) -> memoryview | None:
         pending = self.start(endpoint, method, frame, timeout)
         return None if pending is None else pending.result()
 
-    def start(self, endpoint: str, method: str, frame: bytes, timeout: float) -> PendingCall | None:
+    def start(self, endpoint: str, method: str, frame: Any, timeout: float) -> PendingCall | None:
         """Send the request on the calling thread; → a `PendingCall` whose result() reads the
         reply on the thread that asks for it, or None when this endpoint is called over gRPC.
 
@@ -579,7 +579,8 @@ class DataPlaneConnections:
         pending = PendingCall(self, endpoint, sock, timeout)
         try:
             sock.settimeout(timeout)
-            _send_parts(sock, [_REQUEST.pack(b"PSJQ", self._ids[method], len(frame)), frame],
+            parts = getattr(frame, "parts", None) or [frame]  # a frames.Gathered request: unjoined
+            _send_parts(sock, [_REQUEST.pack(b"PSJQ", self._ids[method], len(frame)), *parts],
                         time.monotonic() + timeout)
         except (OSError, struct.error) as exc:
             pending._failed(exc)
