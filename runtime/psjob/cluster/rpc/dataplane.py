@@ -31,6 +31,12 @@ Wire format (little-endian), one request in flight per connection:
     reply          b"PSJR" u8 status 3×0 u64 length, the reply frame (OK) or the
                    error's message (UTF-8)
 
+Each message is written with one sendmsg (header and body buffers, no join)
+and its first read takes the header and up to _FIRST_READ bytes of the body:
+one syscall and GIL hand-off fewer each way. A request's bytes beyond its
+announced length (a second request before the first one's reply) are refused,
+INVALID_ARGUMENT, and the connection closed.
+
 The server guards each call exactly as gRPC's side does (base_server: token,
 error → status mapping, the observer). A reply's status other than OK raises
 `DataPlaneError`, a grpc.RpcError with the same code() and details(), so the
