@@ -58,6 +58,9 @@ def test_negative_dimensions_and_row_count_mismatches_are_rejected():
     msg = codec.encode("g", SelectedRows(np.array([1, 12], np.int64), np.zeros((2, 3), np.float32), 10))
     with pytest.raises(codec.PayloadError, match=r"row ids must lie in \[0, 10\)"):
         codec.decode(msg)
+    msg = codec.encode("g", SelectedRows(np.array([-1, 2], np.int64), np.zeros((2, 3), np.float32), 10))
+    with pytest.raises(codec.PayloadError, match=r"row ids must lie in \[0, 10\), got \[-1, 2\]"):
+        codec.decode(msg)
 
 
 def test_id_payloads_must_be_whole_int64s():

@@ -67,7 +67,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError
 
-from psjob.cluster.rpc import codec, dataplane
+from psjob.cluster.rpc import codec, dataplane, frames
 from psjob.cluster.rpc import tls as tls_mod
 from psjob.cluster.rpc.allocator import tune_for_large_messages
 from psjob.cluster.rpc.base_client import AUTH_METADATA_KEY, CHANNEL_OPTIONS, MAX_MESSAGE_BYTES, ServiceSpec
@@ -85,6 +85,10 @@ PUBLIC_READ_TIMEOUT_S = 2.0  # a health check's body (a few bytes) must arrive w
 HANDSHAKE_TIMEOUT_S = 20.0   # a connection must have set up TLS and HTTP/2 by then
 MAX_STREAMS = 100            # calls at once on one connection (HTTP/2's advice; a client queues more)
 LOG_EVERY_S = 10.0           # at most one log line per kind of refusal this often
+# Data-plane methods whose reply frame is sent as its parts (frames.gathered: no join copy).
+# A prefetch's rows are a fresh gather; a pull's may be live parameters (async reads take no
+# copy), which the join snapshots before the send.
+_GATHERED_REPLIES = frozenset({"Prefetch"})
 WATCH_TICK_S = 0.25          # how often the arrival watch looks at the calls it waits for
 
 
@@ -259,7 +263,11 @@ class RpcServer:
         """One data-plane call (dataplane.DataPlaneServer), guarded as a gRPC call is (the
         connection's token was checked by its hello) → (status, reply or message)."""
         t0 = time.perf_counter()
-        status, out = self._outcome(method, fn, raw)
+        if method in _GATHERED_REPLIES:
+            with frames.gathered():  # the reply's parts go to sendmsg unjoined
+                status, out = self._outcome(method, fn, raw)
+        else:
+            status, out = self._outcome(method, fn, raw)
         if self._observe is not None:
             ok = status == grpc.StatusCode.OK
             self._observe(method, status.name, time.perf_counter() - t0, len(raw), len(out) if ok else 0, "")

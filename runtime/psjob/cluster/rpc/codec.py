@@ -107,7 +107,8 @@ def selected_rows(msg: pb.Tensor, rows: np.ndarray, values: np.ndarray) -> Any:
     # height 0 marks rows keyed by unbounded feature ids (distributed tables).
     if msg.height < 0:
         raise PayloadError(f"tensor {msg.name!r}: SelectedRows height must not be negative, got {msg.height}")
-    if msg.height and rows.size and (rows.min() < 0 or rows.max() >= msg.height):
+    # One pass, not min() and max(): as unsigned, a negative id is above any height.
+    if msg.height and rows.size and int(rows.view(np.uint64).max()) >= msg.height:
         raise PayloadError(f"tensor {msg.name!r}: row ids must lie in [0, {msg.height}), got "
                            f"[{rows.min()}, {rows.max()}]")
     return SelectedRows(rows, values, msg.height)

@@ -31,6 +31,12 @@ Wire format (little-endian), one request in flight per connection:
     reply          b"PSJR" u8 status 3×0 u64 length, the reply frame (OK) or the
                    error's message (UTF-8)
 
+Each message is written with one sendmsg (header and body buffers, no join)
+and its first read takes the header and up to _FIRST_READ bytes of the body:
+one syscall and GIL hand-off fewer each way. A request's bytes beyond its
+announced length (a second request before the first one's reply) are refused,
+INVALID_ARGUMENT, and the connection closed.
+
 The server guards each call exactly as gRPC's side does (base_server: token,
 error → status mapping, the observer). A reply's status other than OK raises
 `DataPlaneError`, a grpc.RpcError with the same code() and details(), so the
@@ -94,6 +100,9 @@ RECHECK_S = 60.0         # how long a client uses gRPC for a pserver whose data 
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 # Socket buffers a megabyte-sized frame fits in: fewer wake-ups per message.
 _BUFFER_BYTES = 4 << 20
+# A message's first read takes its header and up to this much of its body (_recv_message).
+_FIRST_READ = 64 << 10
+_MAX_IOV = 64  # buffers per sendmsg (the kernel's IOV_MAX is 1024)
 
 
 def framed_methods(spec: ServiceSpec) -> list[str]:
@@ -133,15 +142,19 @@ _WOULD_BLOCK = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
 def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None,
-                limit_s: float | None = None) -> memoryview:
-    """n bytes from sock as a read-only buffer (one allocation, no zero fill, no join).
+                limit_s: float | None = None, prefix: memoryview | None = None) -> memoryview:
+    """n bytes from sock (after `prefix`, already read: len(prefix) + n in all) as a
+    read-only buffer (one allocation, no zero fill, no join).
 
     A server connection's reads return at least every few seconds (`_bound_waits`), so they
     can keep a monotonic `deadline` for the whole read, or `limit_s` from its first byte
-    (a request header: the connection may idle before it); the check costs no syscall."""
+    (the connection may idle before it); the check costs no syscall."""
+    got = 0 if prefix is None else len(prefix)
+    n += got
     buf = np.empty(n, np.uint8)
     view = memoryview(buf).cast("B")  # type: ignore[arg-type]  # numpy's stubs: __buffer__ from 3.12
-    got = 0
+    if prefix is not None and got:
+        view[:got] = prefix
     while got < n:
         try:
             k = sock.recv_into(view[got:], n - got)
@@ -156,6 +169,44 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None,
         if got < n and deadline is not None and time.monotonic() >= deadline:
             raise TimeoutError(f"{got} of {n} bytes arrived in time")
     return view.toreadonly()
+
+
+def _recv_message(sock: socket.socket, head: struct.Struct, limit_s: float | None = None) -> tuple[tuple, memoryview]:
+    """A message's header (unpacked) and the bytes of its body that came with it.
+
+    One recv for the header and, usually, a small body whole (or a large one's first
+    _FIRST_READ bytes): a read fewer per message than header then body. Whatever follows
+    the header belongs to this message: one request (one reply) in flight per connection,
+    so the caller refuses more than the header announces (`_recv_rest`). The body bytes
+    are a view of a buffer of their own (the decoded arrays may keep it)."""
+    buf = np.empty(head.size + _FIRST_READ, np.uint8)
+    view = memoryview(buf).cast("B")  # type: ignore[arg-type]  # numpy's stubs: __buffer__ from 3.12
+    got = 0
+    deadline = None
+    while got < head.size:
+        try:
+            k = sock.recv_into(view[got:])
+        except _WOULD_BLOCK:
+            k = -1
+        if not k:
+            raise ConnectionResetError(f"connection closed after {got} of {head.size} header bytes")
+        if k > 0:
+            if not got and limit_s is not None:
+                deadline = time.monotonic() + limit_s
+            got += k
+        if got < head.size and deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError(f"{got} of {head.size} header bytes arrived in time")
+    return head.unpack_from(view), view[head.size:got].toreadonly()
+
+
+def _recv_rest(sock: socket.socket, n: int, first: memoryview, deadline: float | None = None) -> memoryview:
+    """The n-byte body of which `first` (from `_recv_message`) arrived with its header."""
+    if len(first) > n:
+        raise ConnectionError(f"{len(first) - n} bytes beyond the {n}-byte message (one message "
+                              f"in flight per connection)")
+    if len(first) == n:
+        return first
+    return _recv_exact(sock, n - len(first), deadline, prefix=first)
 
 
 def _discard(sock: socket.socket, n: int, deadline: float | None = None) -> None:
@@ -183,6 +234,28 @@ def _send_all(sock: socket.socket, data: bytes | memoryview, deadline: float) ->
             pass
         if sent < len(view) and time.monotonic() >= deadline:
             raise TimeoutError(f"the peer took {sent} of {len(view)} bytes of its reply in time")
+
+
+def _send_parts(sock: socket.socket, parts: list[bytes | memoryview], deadline: float) -> None:
+    """The parts in order, as one sendmsg (scatter-gather: no join copy, one syscall and GIL
+    hand-off for a header and its body), bounded by `deadline` as `_send_all` is. TLS
+    sockets have no sendmsg (and more parts than _MAX_IOV would be refused): one joined write."""
+    if isinstance(sock, ssl.SSLSocket) or len(parts) > _MAX_IOV:
+        _send_all(sock, parts[0] if len(parts) == 1 else b"".join(parts), deadline)  # type: ignore[arg-type]
+        return
+    views = [memoryview(p).cast("B") for p in parts if len(p)]
+    while views:
+        try:
+            sent = sock.sendmsg(views)
+        except _WOULD_BLOCK:
+            sent = 0
+        while views and sent >= len(views[0]):
+            sent -= len(views.pop(0))
+        if views:
+            views[0] = views[0][sent:]
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"the peer took too little of a message in time "
+                                   f"({sum(len(v) for v in views)} bytes left)")
 
 
 def _bound_waits(sock: socket.socket, seconds: float) -> None:
@@ -371,15 +444,19 @@ class DataPlaneServer:
             # deadline; between calls the connection may idle (keepalive watches the peer).
             _bound_waits(sock, min(max(self._read_timeout_s / 4, 0.05), 15.0))
             while True:
-                header = _recv_exact(sock, _REQUEST.size, limit_s=self._read_timeout_s)
-                magic, method_id, length = _REQUEST.unpack(header)
+                (magic, method_id, length), first = _recv_message(sock, _REQUEST, limit_s=self._read_timeout_s)
                 deadline = time.monotonic() + self._read_timeout_s
                 if magic != b"PSJQ" or method_id >= len(self._fns):
                     self._reply(sock, grpc.StatusCode.INVALID_ARGUMENT,
                                 f"not a psjob data-plane request (magic {bytes(magic)!r}, method {method_id})",
                                 deadline)
                     return
-                self._call(sock, peer, self._names[method_id], self._fns[method_id], length, deadline)
+                if len(first) > length:  # a second request before this one's reply
+                    self._reply(sock, grpc.StatusCode.INVALID_ARGUMENT,
+                                f"{len(first) - length} bytes beyond the {length}-byte request (one "
+                                f"request in flight per data-plane connection)", deadline)
+                    return
+                self._call(sock, peer, self._names[method_id], self._fns[method_id], length, first, deadline)
         except (OSError, struct.error, ValueError):
             pass  # the client went away, was too slow (socket.timeout) or stop() shut the socket
         finally:
@@ -391,23 +468,24 @@ class DataPlaneServer:
             raw_sock.close()
 
     def _call(self, sock: socket.socket, peer: str, name: str, fn: Callable[[Any], Any], length: int,
-              deadline: float) -> None:
-        """Read one request of `length` bytes by `deadline`, run it, and reply (taken within
-        the read timeout of the handler's end: a sync round may keep the handler long)."""
+              first: memoryview, deadline: float) -> None:
+        """Read one request of `length` bytes (`first` of them came with its header) by
+        `deadline`, run it, and reply (taken within the read timeout of the handler's end: a
+        sync round may keep the handler long)."""
         if self._max and length > self._max:
             # Answered at once; then read past (the connection stays usable), within the bound.
             self._reply(sock, grpc.StatusCode.RESOURCE_EXHAUSTED,
                         f"{name}: request of {length} bytes exceeds the limit of {self._max}", deadline)
-            _discard(sock, length, deadline)
+            _discard(sock, length - len(first), deadline)
             return
         if not self._budget.acquire(length, deadline):
             self._reply(sock, grpc.StatusCode.UNAVAILABLE,
                         f"{name}: the pserver is reading {self._budget.used} bytes of requests (its limit "
                         f"is {self._budget.limit}); try again", time.monotonic() + self._read_timeout_s)
-            _discard(sock, length, time.monotonic() + self._read_timeout_s)
+            _discard(sock, length - len(first), time.monotonic() + self._read_timeout_s)
             return
         try:
-            raw = _recv_exact(sock, length, deadline)
+            raw = _recv_rest(sock, length, first, deadline)
             with self._lock:
                 self._in_flight += 1
             try:
@@ -441,11 +519,14 @@ class DataPlaneServer:
         return True
 
     @staticmethod
-    def _reply(sock: socket.socket, code: grpc.StatusCode, body: bytes | memoryview | str, deadline: float) -> None:
-        if not isinstance(body, (bytes, bytearray, memoryview)):
-            body = str(body).encode("utf-8", errors="replace")
-        _send_all(sock, _REPLY.pack(b"PSJR", code.value[0], len(body)), deadline)
-        _send_all(sock, body, deadline)
+    def _reply(sock: socket.socket, code: grpc.StatusCode, body: Any, deadline: float) -> None:
+        """body: bytes, a frames.Gathered frame (its `parts`, sent unjoined) or a message."""
+        parts = getattr(body, "parts", None)
+        if parts is None:
+            if not isinstance(body, (bytes, bytearray, memoryview)):
+                body = str(body).encode("utf-8", errors="replace")
+            parts = [body]
+        _send_parts(sock, [_REPLY.pack(b"PSJR", code.value[0], len(body)), *parts], deadline)
 
     def stop(self, grace_s: float | None = 0) -> None:
         """Refuse new connections; let calls in flight finish for up to grace_s, then close
@@ -488,11 +569,11 @@ class DataPlaneConnections:
     def handles(self, method: str) -> bool:
         return method in self._ids
 
-    def call(self, endpoint: str, method: str, frame: bytes, timeout: float) -> memoryview | None:
+    def call(self, endpoint: str, method: str, frame: Any, timeout: float) -> memoryview | None:
         pending = self.start(endpoint, method, frame, timeout)
         return None if pending is None else pending.result()
 
-    def start(self, endpoint: str, method: str, frame: bytes, timeout: float) -> PendingCall | None:
+    def start(self, endpoint: str, method: str, frame: Any, timeout: float) -> PendingCall | None:
         """Send the request on the calling thread; → a `PendingCall` whose result() reads the
         reply on the thread that asks for it, or None when this endpoint is called over gRPC.
 
@@ -505,8 +586,9 @@ class DataPlaneConnections:
         pending = PendingCall(self, endpoint, sock, timeout)
         try:
             sock.settimeout(timeout)
-            sock.sendall(_REQUEST.pack(b"PSJQ", self._ids[method], len(frame)))
-            sock.sendall(frame)
+            parts = getattr(frame, "parts", None) or [frame]  # a frames.Gathered request: unjoined
+            _send_parts(sock, [_REQUEST.pack(b"PSJQ", self._ids[method], len(frame)), *parts],
+                        time.monotonic() + timeout)
         except (OSError, struct.error) as exc:
             pending._failed(exc)
         return pending
@@ -623,10 +705,10 @@ class PendingCall:
             sock = self._sock
             assert sock is not None  # read once: the outcome is kept
             try:
-                magic, status, length = _REPLY.unpack(_recv_exact(sock, _REPLY.size))
+                (magic, status, length), first = _recv_message(sock, _REPLY)
                 if magic != b"PSJR":
                     raise ConnectionError(f"not a psjob data-plane reply (magic {bytes(magic)!r})")
-                body = _recv_exact(sock, length)
+                body = _recv_rest(sock, length, first)
             except (OSError, struct.error) as exc:  # TimeoutError is an OSError
                 self._failed(exc)
             else:
