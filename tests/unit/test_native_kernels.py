@@ -188,3 +188,21 @@ def test_the_slot_grid_kernels_check_their_indices_and_shapes_before_writing():
     assert summed.tolist() == [[0 + 7 + 4, 1 + 8 + 5], [2 + 9 + 11, 3 + 10 + 12]]
     with pytest.raises(IndexError, match="row 2 out of range"):
         native.pool_grad_grid(dout, np.array([0, 0, 1, 1, 0, 2], np.int64), 2, 3, 2)
+
+
+@pytest.mark.parametrize("alpha", [2.0, 0.5, 1.0 / 3.0])
+def test_weight_prediction_is_bitwise_numpys_three_passes(alpha):
+    rng = np.random.default_rng(7)
+    value = rng.standard_normal(100_003).astype(np.float32)
+    before = (value + rng.standard_normal(value.size).astype(np.float32) * np.float32(1e-3)).astype(np.float32)
+    before[:6] = [np.inf, -np.inf, np.nan, 1e-45, -3e38, 0.0]  # specials and extremes go through as numpy's
+    value, before = value.reshape(-1, 1), before.reshape(-1, 1)
+    with np.errstate(all="ignore"):  # the extremes overflow, as they may in training
+        want = value - before
+        want *= value.dtype.type(alpha)
+        want += value
+    got = native.extrapolate(value, before, alpha)
+    assert got is not None and got.shape == value.shape and got.dtype == np.float32
+    assert got.tobytes() == want.tobytes()
+    assert native.extrapolate(value.astype(np.float64), before.astype(np.float64), alpha) is None  # numpy's then
+    assert native.extrapolate(value, before[:-1], alpha) is None

@@ -63,6 +63,7 @@ import numpy as np
 from psjob.cluster.protocol import PSClient
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.ops.dist_ops import record_staleness
+from psjob.foundation.kernels import native
 from psjob.foundation.roles import Mode
 
 
@@ -352,9 +353,11 @@ class Communicator:
                     or not np.issubdtype(value.dtype, np.floating)):
                 self._cache[name] = value
                 continue
-            predicted = value - before
-            predicted *= value.dtype.type(alpha)
-            predicted += value
+            predicted = native.extrapolate(value, before, alpha)
+            if predicted is None:  # not float32 numpy arrays (or no C kernels): numpy's three passes
+                predicted = value - before
+                predicted *= value.dtype.type(alpha)
+                predicted += value
             predicted.flags.writeable = False  # a shared cache entry, like a pulled value
             self._cache[name] = predicted
 

@@ -840,6 +840,41 @@ static PyObject *same_ids(PyObject *self, PyObject *args) {
     return PyBool_FromLong(same);
 }
 
+/* ------------------------------------------------------------------ weight prediction */
+/* An async trainer's cache holds a pulled value p extrapolated along its change since the
+ * previous pull p0: out = (p - p0) * alpha + p, the three float32 operations numpy's
+ * psjob/cluster/trainer/communicator.py does, in that order, in one pass over the arrays
+ * (numpy makes three passes and a temporary: ~0.5 ms a step for a CTR model's dense part). */
+
+WIDE_LOOP
+static void extrapolate_loop(float *out, const float *p, const float *p0, float alpha, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        float d = p[i] - p0[i];
+        d = d * alpha;
+        out[i] = d + p[i];
+    }
+}
+
+static PyObject *extrapolate(PyObject *self, PyObject *args) {
+    PyObject *p_o, *p0_o, *out_o;
+    float alpha;
+    if (!PyArg_ParseTuple(args, "OOfO:extrapolate", &p_o, &p0_o, &alpha, &out_o)) {
+        return NULL;
+    }
+    Array a[3] = {{0}};
+    if (get_array(p_o, "value", 'f', 0, &a[0]) || get_array(p0_o, "before", 'f', 0, &a[1])
+        || check_size(&a[1], "before", n_items(&a[0]))
+        || get_array(out_o, "out", 'f', 1, &a[2]) || check_size(&a[2], "out", n_items(&a[0]))) {
+        release_all(a, 3);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    extrapolate_loop(a[2].view.buf, a[0].view.buf, a[1].view.buf, alpha, n_items(&a[0]));
+    Py_END_ALLOW_THREADS
+    release_all(a, 3);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"sgd_rows", sgd_rows, METH_VARARGS,
      "sgd_rows(param, rows, grads, lr): param[rows] -= lr * grads (rows unique)."},
@@ -879,6 +914,9 @@ static PyMethodDef methods[] = {
      "strictly_ascending(ids) -> bool: int64 ids each larger than the one before."},
     {"same_ids", same_ids, METH_VARARGS,
      "same_ids(a, b) -> bool: two C-contiguous int64 arrays hold the same values in the same order."},
+    {"extrapolate", extrapolate, METH_VARARGS,
+     "extrapolate(value, before, alpha, out): out = (value - before) * alpha + value, in float32\n"
+     "(an async trainer's weight prediction), one pass."},
     {NULL, NULL, 0, NULL},
 };
 

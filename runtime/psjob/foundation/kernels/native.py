@@ -2,7 +2,8 @@
 the sparse table's id index probes and inserts with, that make a table's new rows
 (`random_words`, `uniform_rows`) and check pushes (`all_finite`), and that the fused
 embedding ops (`merge_ids_pool`, `embedding_pool` and their gradients) gather and sum the
-CTR grid with.
+CTR grid with, and that an async trainer's cache extrapolates pulled values with
+(`extrapolate`, weight prediction).
 
 A pserver applies every trainer's table push with a lazy row update; numpy does it as a
 gather of each state column, a dozen whole-block operations and a scatter back (~1 ms
@@ -152,3 +153,14 @@ def same_ids(a: np.ndarray, b: np.ndarray) -> bool:
     if enabled:
         return bool(_native.same_ids(a, b))
     return a.shape == b.shape and bool((a == b).all())
+
+
+def extrapolate(value: np.ndarray, before: np.ndarray, alpha: float) -> np.ndarray | None:
+    """(value - before) * float32(alpha) + value as a new float32 array, in one C pass with
+    numpy's float32 operations in numpy's order (bitwise equal); None when the C kernels are
+    off or do not take the arrays (the caller asks numpy)."""
+    if not (fits(value, before) and value.shape == before.shape):
+        return None
+    out = np.empty_like(value)
+    _native.extrapolate(value, before, float(alpha), out)
+    return out
