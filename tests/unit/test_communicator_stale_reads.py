@@ -166,11 +166,8 @@ def test_a_per_name_predict_pulls_extrapolates_only_the_names_it_lists():
     comm = Communicator(client, CommunicatorConfig(predict_pulls={w: 2.0}))
     try:
         first = comm.pull(ep, [w, b]).wait()
-        # A step: one gradient per queue, in one push (pushed one by one, the first would be
-        # a step of its own: the weight's queue does not exist yet).
-        comm.push(ep, {f"{b}@GRAD": np.ones_like(first[b]), f"{w}@GRAD": np.full(first[w].shape, 0.5, first[w].dtype)})
-        with comm._cond:
-            assert comm._cond.wait_for(lambda: comm.recvs >= 1, timeout=30), "no background pull"
+        comm.push(ep, {f"{b}@GRAD": np.ones_like(first[b])})  # a step: one gradient per queue
+        _pushed_and_pulled(comm, ep, w, np.full(first[w].shape, 0.5, first[w].dtype), 1)
         now = client.pull(ep, [w, b]).wait()
         assert not np.array_equal(now[b], first[b])  # both moved on the pserver
         cached = comm.pull(ep, [w, b]).wait()

@@ -92,10 +92,6 @@ class Handle:
         self._request, self._decode, self._deadline = request, decode, deadline
         self._future = client._start(endpoint, method, request, deadline)
 
-    def done(self) -> bool:
-        """Whether wait() would return (or raise) without waiting for the pserver."""
-        return bool(self._future.done())
-
     def wait(self) -> Any:
         policy = self._client.retry
         backoff = policy.initial_backoff_s

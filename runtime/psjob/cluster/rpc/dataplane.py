@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import select
 import socket
 import ssl
 import struct
@@ -686,19 +685,6 @@ class PendingCall:
         else:
             err = DataPlaneError(grpc.StatusCode.UNAVAILABLE, f"data-plane connection lost: {exc}")
         self._outcome = (None, err)
-
-    def done(self) -> bool:
-        """Whether result() would not wait for the server: its reply began to arrive (or the
-        call already ended). A communicator reads a round's replies on the trainer's thread
-        only when they are there (psjob.cluster.trainer.communicator)."""
-        sock = self._sock
-        if self._outcome is not None or sock is None:
-            return True
-        if isinstance(sock, ssl.SSLSocket) and sock.pending():  # decrypted, not read yet
-            return True
-        poller = select.poll()
-        poller.register(sock, select.POLLIN)
-        return bool(poller.poll(0))
 
     def result(self) -> memoryview | None:
         if self._outcome is None:
