@@ -154,20 +154,28 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None,
     view = memoryview(buf).cast("B")  # type: ignore[arg-type]  # numpy's stubs: __buffer__ from 3.12
     if prefix is not None and got:
         view[:got] = prefix
-    while got < n:
+    _read_into(sock, view, got, n, "bytes", deadline, limit_s)
+    return view.toreadonly()
+
+
+def _read_into(sock: socket.socket, view: memoryview, got: int, need: int, what: str,
+               deadline: float | None = None, limit_s: float | None = None) -> int:
+    """Read into view[got:] until at least `need` bytes are there (a read may bring more,
+    up to the view's end); → the bytes now in view. Deadlines as in `_recv_exact`."""
+    while got < need:
         try:
-            k = sock.recv_into(view[got:], n - got)
+            k = sock.recv_into(view[got:])
         except _WOULD_BLOCK:
             k = -1
         if not k:
-            raise ConnectionResetError(f"connection closed after {got} of {n} bytes")
+            raise ConnectionResetError(f"connection closed after {got} of {need} {what}")
         if k > 0:
             if not got and limit_s is not None:
                 deadline = time.monotonic() + limit_s
             got += k
-        if got < n and deadline is not None and time.monotonic() >= deadline:
-            raise TimeoutError(f"{got} of {n} bytes arrived in time")
-    return view.toreadonly()
+        if got < need and deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError(f"{got} of {need} {what} arrived in time")
+    return got
 
 
 def _recv_message(sock: socket.socket, head: struct.Struct, limit_s: float | None = None) -> tuple[tuple, memoryview]:
@@ -180,21 +188,7 @@ def _recv_message(sock: socket.socket, head: struct.Struct, limit_s: float | Non
     are a view of a buffer of their own (the decoded arrays may keep it)."""
     buf = np.empty(head.size + _FIRST_READ, np.uint8)
     view = memoryview(buf).cast("B")  # type: ignore[arg-type]  # numpy's stubs: __buffer__ from 3.12
-    got = 0
-    deadline = None
-    while got < head.size:
-        try:
-            k = sock.recv_into(view[got:])
-        except _WOULD_BLOCK:
-            k = -1
-        if not k:
-            raise ConnectionResetError(f"connection closed after {got} of {head.size} header bytes")
-        if k > 0:
-            if not got and limit_s is not None:
-                deadline = time.monotonic() + limit_s
-            got += k
-        if got < head.size and deadline is not None and time.monotonic() >= deadline:
-            raise TimeoutError(f"{got} of {head.size} header bytes arrived in time")
+    got = _read_into(sock, view, 0, head.size, "header bytes", limit_s=limit_s)
     return head.unpack_from(view), view[head.size:got].toreadonly()
 
 
