@@ -17,6 +17,7 @@ index, seconds of its ops; stage 0 counts a batch) from HeterState, and
 from __future__ import annotations
 
 import logging
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry
 
@@ -113,13 +114,17 @@ def table_stats_source(scope, tables: dict):
 
 def pserver_telemetry(settings: MetricsSettings) -> PserverTelemetry | None:
     """Metrics served on PSJOB_METRICS_PORT when it is set (pods, `psjob run`), else None."""
-    if not settings.enabled:
-        return None
-    tel = PserverTelemetry()
-    host = settings.host
-    port = tel.serve(settings.port, host)
-    log.warning("pserver metrics at http://%s:%d/metrics", host, port)
-    print(f"[psjob] pserver metrics on port {port}", flush=True)
+    return _served(PserverTelemetry(), settings, "pserver") if settings.enabled else None
+
+
+_T = TypeVar("_T", bound=_RpcServerTelemetry)
+
+
+def _served(tel: _T, settings: MetricsSettings, who: str) -> _T:
+    """`tel` serving on the settings' port, which it logs (a free one when the port is 0)."""
+    port = tel.serve(settings.port, settings.host)
+    log.warning("%s metrics at http://%s:%d/metrics", who, settings.host, port)
+    print(f"[psjob] {who} metrics on port {port}", flush=True)
     return tel
 
 
@@ -140,11 +145,4 @@ class HeterTelemetry(_RpcServerTelemetry):
 
 def heter_telemetry(settings: MetricsSettings) -> HeterTelemetry | None:
     """Metrics served on PSJOB_METRICS_PORT when it is set (pods, `psjob run`), else None."""
-    if not settings.enabled:
-        return None
-    tel = HeterTelemetry()
-    host = settings.host
-    port = tel.serve(settings.port, host)
-    log.warning("heter trainer metrics at http://%s:%d/metrics", host, port)
-    print(f"[psjob] heter trainer metrics on port {port}", flush=True)
-    return tel
+    return _served(HeterTelemetry(), settings, "heter trainer") if settings.enabled else None
