@@ -179,7 +179,7 @@ def test_pservers_resize_mid_job_reshard_every_row_and_the_job_succeeds(tmp_path
     assert [(r["from"], r["to"]) for r in resizes] == list(zip((2,) + sizes[:-1], sizes))
     assert [r["step"] for r in resizes] == [f[2] for f in figures]
     assert "restarting" not in out and "backoffLimit" not in out, out  # no failure, no retry
-    assert all(p["restarts"] == 0 for p in summary["processes"]), summary["processes"]
+    assert all(p["restarts"] == 0 for p in summary["processes"]), str(summary["processes"]) + run.dump()
     if mode == "sync":  # lock-step rounds: nothing redone, nothing skipped
         assert all(r["steps_redone"] == 0 for r in resizes), resizes
         assert summary["steps"] == 2 * EPOCHS[mode] * 60, summary  # 2 trainers × 3000/50 batches an epoch
