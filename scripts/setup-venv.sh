@@ -16,3 +16,7 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+# Bytecode for psjob's own modules: an editable install has none, and with PYTHONDONTWRITEBYTECODE
+# set every process would compile them again (~0.5 CPU-s per `import psjob.distributed.fleet`,
+# paid by each pipe_command a dataset starts). Only changed sources are compiled again.
+.venv/bin/python -m compileall -q -j 0 runtime/psjob >/dev/null
