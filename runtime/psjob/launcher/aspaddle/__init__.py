@@ -28,7 +28,10 @@ import os
 import sys
 import types
 from collections.abc import Mapping, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO, cast
+
+if TYPE_CHECKING:
+    import importlib.abc
 
 ALIAS = "paddle"
 TARGET = "psjob"
@@ -141,8 +144,8 @@ class PaddleAlias:
         if not fullname.startswith(ALIAS + "."):
             return None
         module = module_for(fullname)
-        return importlib.util.spec_from_loader(fullname, _AliasLoader(module),
-                                               is_package=hasattr(module, "__path__"))
+        loader = cast("importlib.abc.Loader", _AliasLoader(module))  # its protocol, not its class
+        return importlib.util.spec_from_loader(fullname, loader, is_package=hasattr(module, "__path__"))
 
 
 def real_paddle(search_path: list[str]) -> str:
