@@ -201,3 +201,24 @@ def test_every_submodule_named_like_an_api_value_is_declared_shadowed(package, a
                if m.name in vars(api) and not (isinstance(vars(api)[m.name], types.ModuleType)
                                                and vars(api)[m.name].__name__ == f"{package.__name__}.{m.name}")}
     assert clashes == type(package)._lazy_shadowed
+
+
+def test_threads_reading_the_package_at_once_all_get_the_api():
+    # One thread imports the API; the others wait for that import, none sees a half-loaded package.
+    out = run("""
+        import json, threading
+        import psjob.distributed.fleet as fleet, psjob.fluid as fluid
+        start, got = threading.Barrier(6), []
+        def read(name, package):
+            start.wait()
+            got.append(type(getattr(package, name)).__name__)
+        threads = [threading.Thread(target=read, args=(n, p)) for n, p in
+                   [("Executor", fluid), ("layers", fluid), ("data", fluid), ("util", fleet), ("init", fleet),
+                    ("DistributedStrategy", fleet)]]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(json.dumps(sorted(got)))
+    """)
+    assert out == sorted(["type", "module", "function", "UtilBase", "function", "type"])
