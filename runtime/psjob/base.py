@@ -13,8 +13,9 @@ import sys
 
 from psjob import fluid
 
-# The fluid modules that `import psjob.fluid` does not load itself; every one is aliased.
-from psjob.fluid import dataset_trainer, pipeline  # noqa: F401
+# Every module of the framework is aliased: its API (psjob.fluid loads it on first use) and
+# the modules the API does not load itself.
+from psjob.fluid import dataset_trainer, fluid_api, pipeline  # noqa: F401
 from psjob.fluid.transpiler import heter_split  # noqa: F401
 
 _PREFIX = fluid.__name__ + "."

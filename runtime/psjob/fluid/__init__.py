@@ -3,67 +3,25 @@
 Build a Program with `layers` and an `optimizer`, run it with an `Executor`
 on a Place, save it with `io`, and distribute it with the
 `DistributeTranspiler` — the API Fluid 1.x scripts use.
+
+Those names live in psjob.fluid.fluid_api and are loaded on first use
+(psjob.foundation.lazy): a dataset's pipe_command importing
+`paddle.fluid.incubate.data_generator` passes through this package and must
+not pay for the framework. `fluid.data` and `fluid.device_guard` are the
+functions, as in Fluid, whichever of their modules was imported first.
 """
-# Fluid 1.6+ names: fluid.data, fluid.embedding, Python readers, datasets, version gate.
-from psjob.fluid import (
-                   clip,
-                   compiler,
-                   core,
-                   dataset,
-                   framework,
-                   initializer,
-                   io,
-                   layers,
-                   metrics,
-                   optimizer,
-                   reader,
-                   regularizer,
-                   unique_name,
-)
-from psjob.fluid.backward import append_backward, gradients
-from psjob.fluid.compiler import BuildStrategy, ExecutionStrategy
-from psjob.fluid.core import (
-                   CPUPlace,
-                   CUDAPinnedPlace,
-                   CUDAPlace,
-                   LoDTensor,
-                   Scope,
-                   SelectedRows,
-                   cpu_places,
-                   create_lod_tensor,
-                   cuda_places,
-                   global_scope,
-                   is_compiled_with_cuda,
-                   scope_guard,
-)
-from psjob.fluid.data import data
-from psjob.fluid.data_feeder import DataFeeder
-from psjob.fluid.dataset import DatasetFactory
-from psjob.fluid.device_guard import device_guard
-from psjob.fluid.executor import CompiledProgram, Executor, ParallelExecutor
-from psjob.fluid.framework import (
-                   OpRole,
-                   Parameter,
-                   Program,
-                   Variable,
-                   default_main_program,
-                   default_startup_program,
-                   name_scope,
-                   program_guard,
-)
-from psjob.fluid.input import embedding
-from psjob.fluid.ops import load_all as _load_all_ops
-from psjob.fluid.param_attr import ParamAttr, WeightNormParamAttr
-from psjob.fluid.transpiler import (
-                   DistributeTranspiler,
-                   DistributeTranspilerConfig,
-                   HashName,
-                   RoundRobin,
-                   memory_optimize,
-                   release_memory,
-)
-from psjob.fluid.version import require_version
+import sys as _sys
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-_load_all_ops()  # every op kernel registered, before any program is built
+from psjob.foundation.lazy import make_lazy as _make_lazy
 
-Tensor = LoDTensor
+if _TYPE_CHECKING:  # what the package holds once loaded, for the type checker
+    from psjob.fluid.fluid_api import *
+
+
+def _load_api():
+    from psjob.fluid import fluid_api
+    return fluid_api
+
+
+_make_lazy(_sys.modules[__name__], _load_api, shadowed=("data", "device_guard"))

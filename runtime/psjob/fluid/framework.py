@@ -125,7 +125,8 @@ class Variable:
     def _binary(self, other, op_type, reverse=False):
         if _arithmetic is None:
             raise GraphError(f"{op_type} on Variable {self.name!r}: arithmetic on Variables is built by "
-                             "psjob.fluid.layers, which is not loaded (import psjob.fluid)")
+                             "psjob.fluid.layers, which is not loaded (import psjob.fluid.layers, or use any "
+                             "name of psjob.fluid)")
         return _arithmetic(self, other, op_type, reverse)
 
     def __add__(self, o):
@@ -192,7 +193,7 @@ class Variable:
         """x[1:3], x[:, 0], x[..., ::-1], x[None]: a strided_slice (layers/indexing.py)."""
         if _indexing is None:
             raise GraphError(f"indexing Variable {self.name!r} is built by psjob.fluid.layers, which is not "
-                             "loaded (import psjob.fluid)")
+                             "loaded (import psjob.fluid.layers, or use any name of psjob.fluid)")
         return _indexing(self, item)
 
     def __iter__(self):

@@ -18,231 +18,25 @@ difference from the Fluid-style order is that Paddle 2.x scripts run the
 startup program before `init_worker()`: after minimize() a worker's RPC
 service connects on first use (the startup program's parameter fetches), and
 init_worker() then finds it connected.
+
+The package loads cheaply: a dataset's pipe_command imports it for
+MultiSlotDataGenerator only, and the rest (fleet_api.py: the Fleet, its
+trainer's RPC client, the saves) is loaded on first use (psjob.foundation.lazy).
+`fleet.util` is the UtilBase instance, as in Paddle, not the util module.
 """
-from __future__ import annotations
+import sys as _sys
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-import numpy as np
-
-from psjob.cluster.trainer import client_service as _client_service
-from psjob.distributed.fleet import base
-from psjob.distributed.fleet.base.role_maker import PaddleCloudRoleMaker, Role, UserDefinedRoleMaker
 from psjob.distributed.fleet.data_generator import MultiSlotDataGenerator, MultiSlotStringDataGenerator
-from psjob.distributed.fleet.strategy import DistributedStrategy
-from psjob.distributed.fleet.util import UtilBase
-from psjob.fleet import FleetError
-from psjob.fleet import fleet as _fleet
-from psjob.fleet import saving as _saving
-from psjob.foundation.roles import Mode
+from psjob.foundation.lazy import make_lazy as _make_lazy
 
-fleet = _fleet
-util = UtilBase(_fleet)
-_init_strategy = None
+if _TYPE_CHECKING:  # what the package holds once loaded, for the type checker
+    from psjob.distributed.fleet.fleet_api import *
 
 
-def init(role_maker=None, is_collective=False, strategy=None, log_level="INFO"):
-    global _init_strategy
-    _fleet.init(role_maker, is_collective=is_collective)
-    _init_strategy = strategy
+def _load_api():
+    from psjob.distributed.fleet import fleet_api
+    return fleet_api
 
 
-class _WorkerConnection:
-    """The RPC service every Executor of a worker uses; it connects the fleet's worker
-    (init_worker) the first time a program needs the pservers."""
-
-    def __getattr__(self, name):
-        if _fleet.rpc_service is None:
-            init_worker()
-        return getattr(_fleet.rpc_service, name)
-
-
-# The trainer and device worker Paddle's parameter-server program builders name per mode
-# (paddle/distributed/ps/utils/ps_program_builder.py): async trains with DistMultiTrainer and
-# DownpourLite, sync, geo and collective (no pserver) with MultiTrainer and Hogwild.
-_TRAINER_BY_MODE = {Mode.ASYNC: ("DistMultiTrainer", "DownpourLite"),
-                    Mode.HALF_ASYNC: ("DistMultiTrainer", "DownpourLite"),
-                    Mode.SYNC: ("MultiTrainer", "Hogwild"), Mode.GEO: ("MultiTrainer", "Hogwild"),
-                    Mode.COLLECTIVE: ("MultiTrainer", "Hogwild")}
-
-
-def _set_fleet_opt(program, strategy) -> None:
-    """Fill `program._fleet_opt` as Paddle's minimize does: the trainer and device worker
-    of the mode (kept when already set), mpi_rank/mpi_size, then the strategy's
-    trainer_desc_configs (a value overrides when it is non-empty or the key is new).
-    train_from_dataset reads `stat_var_names` from it (fluid/dataset_trainer.py)."""
-    opt_info = program._fleet_opt if program._fleet_opt is not None else {}
-    mode = _fleet.mode
-    if mode is None:
-        raise RuntimeError("the fleet has no strategy yet: call distributed_optimizer(...).minimize(loss) first")
-    trainer, device_worker = _TRAINER_BY_MODE[mode]
-    opt_info["trainer"] = opt_info.get("trainer", trainer)
-    opt_info["device_worker"] = opt_info.get("device_worker", device_worker)
-    opt_info["mpi_size"] = _fleet.worker_num()
-    opt_info["mpi_rank"] = _fleet.worker_index()
-    for key, value in getattr(strategy, "trainer_desc_configs", {}).items():
-        if value or key not in opt_info:
-            opt_info[key] = value
-    program._fleet_opt = opt_info
-
-
-class _DistributedOptimizer:
-    def __init__(self, inner, strategy):
-        self._inner, self._strategy = inner, strategy
-
-    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
-        result = self._inner.minimize(loss, startup_program=startup_program, parameter_list=parameter_list,
-                                      no_grad_set=no_grad_set)
-        _set_fleet_opt(loss.block.program, self._strategy)
-        if _fleet.is_worker() and not _fleet.is_collective:
-            _client_service.install(_WorkerConnection())
-        return result
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-
-def distributed_optimizer(optimizer, strategy=None):
-    """strategy: this call's, else fleet.init's, else DistributedStrategy() (async, Paddle's default)."""
-    strategy = strategy if strategy is not None else _init_strategy
-    strategy = strategy if strategy is not None else DistributedStrategy()
-    return _DistributedOptimizer(_fleet.distributed_optimizer(optimizer, strategy), strategy)
-
-
-def init_worker(scopes=None):
-    """Connect this worker to the pservers (a no-op when its startup program already did)."""
-    if _fleet.rpc_service is None:
-        _fleet.init_worker(scopes)
-
-
-def stop_worker():
-    _fleet.stop_worker()
-
-
-def init_server(dirname=None, var_names=None, **kwargs):
-    if var_names is not None:
-        raise FleetError("init_server(var_names=...) loads a subset of a save; psjob loads the whole "
-                         "save (init_server(dirname))")
-    _fleet.init_server(dirname)
-
-
-def run_server():
-    _fleet.run_server()
-
-
-def barrier_worker():
-    """Wait for every worker (they meet on pserver 0). psjob first sends this worker's queued
-    updates and, past the barrier, refreshes its copy of the parameters: after barrier_worker()
-    every worker's program reads what all workers trained (in Paddle that depends on the
-    communicator's timing). In geo mode the flush sends the current partial interval."""
-    service = _fleet.rpc_service
-    if service is not None and hasattr(service, "flush"):
-        service.flush()
-    util.barrier("worker")
-    if service is not None:
-        if hasattr(service, "refresh"):
-            service.refresh()
-        _refetch_parameters()
-
-
-def _refetch_parameters():
-    """Run the parameter fetches of the trainer's startup program again (its recv ops and the
-    concat of sliced parameters; geo's has none: its refresh wrote the scope)."""
-    from psjob.fluid.core import global_scope
-    from psjob.fluid.executor import Executor
-    fetches = _fleet.startup_program.clone()
-    block = fetches.global_block()
-    block.ops = [op for op in block.ops if op.type in ("recv", "concat")]
-    fetches._bump()
-    if block.ops:
-        Executor().run(fetches, scope=global_scope())
-    _refetch_table_rows(global_scope())
-
-
-# Ids per prefetch when a trainer pulls its copy of a table's rows again (below the
-# pservers' per-request cap, psjob.cluster.rpc.server.MAX_PREFETCH_IDS).
-REFETCH_CHUNK = 65536
-
-
-def _refetch_table_rows(scope):
-    """A trainer that keeps a table's rows (Fleet 2.x sparse embeddings, psjob.fleet.sparse_tables)
-    pulls every row it holds again, so a program reading the parameter (one cloned before
-    minimize) sees what all workers trained."""
-    import numpy as np
-
-    from psjob.fluid.transpiler.trainer_pass import prefetched_rows_name
-    from psjob.foundation.tables import shard_of
-    t = _fleet.transpiler
-    service = _fleet.rpc_service
-    if t is None or service is None:
-        return
-    endpoints = t.plan.endpoints
-    for table in t.plan.tables:
-        if not table.trainer_keeps_rows:
-            continue
-        written, values = scope.vars.get(prefetched_rows_name(table.name)), scope.vars.get(table.name)
-        if written is None or values is None:
-            continue
-        ids = np.flatnonzero(written).astype(np.int64)
-        shards = shard_of(ids, len(endpoints))
-        for k, ep in enumerate(endpoints):
-            mine = ids[shards == k]
-            for start in range(0, mine.size, REFETCH_CHUNK):
-                chunk = mine[start:start + REFETCH_CHUNK]
-                values[chunk] = service.prefetch(ep, table.name, chunk).wait()
-
-
-def _collective_save(api, dirname, write):
-    """Paddle 2.x's saves are collective (the_one_ps: barrier, the first worker writes,
-    barrier): every worker calls them, all wait for one another, worker 0 writes the whole
-    model, and every worker returns once it is written. The second meeting carries worker
-    0's outcome, so a failed write raises on every worker, not only on the one that wrote.
-    The workers meet on pserver 0, as fleet.util's collectives do (fleet/util.py). In a
-    collective job (no pserver) every trainer holds the whole model and the save is a plain
-    one on the trainer that calls it, as Paddle's collective runtime saves."""
-    if _fleet.is_collective:
-        return write()
-    if not _fleet.is_worker():
-        raise FleetError(f"fleet.{api}() is for workers (fleet.is_worker()); every worker calls it")
-    util.barrier()
-    result, failure = None, b""
-    if _fleet.worker_index() == 0:
-        try:
-            result = write()
-        except Exception as exc:  # reported to every worker below, then re-raised here
-            failure, error = f"{type(exc).__name__}: {exc}".encode(), exc
-    outcomes = util.all_gather(np.frombuffer(failure, dtype=np.uint8))
-    message = bytes(np.asarray(outcomes[0], dtype=np.uint8)).decode(errors="replace")
-    if message:
-        problem = FleetError(f"fleet.{api}({dirname!r}): worker 0's write failed: {message}")
-        if failure:
-            raise problem from error
-        raise problem
-    return result
-
-
-def save_persistables(executor, dirname, main_program=None, mode=0):
-    """Every worker calls it; worker 0 writes every persistable of the job into dirname (the
-    pservers' parameter and optimizer slices whole, the distributed table by feature id:
-    psjob.fleet.save_persistables), and each returns once the save is complete."""
-    _saving.check_save_args("save_persistables", executor, main_program)
-    return _collective_save("save_persistables", dirname,
-                            lambda: _fleet.save_persistables(executor, dirname, main_program))
-
-
-def save_inference_model(executor, dirname, feeded_var_names, target_vars, main_program=None,
-                         export_for_deployment=True, mode=0):
-    """Every worker calls it; worker 0 writes the pruned inference program and its parameters
-    from the pservers (psjob.fleet.save_inference_model), and each returns once it is written."""
-    _saving.check_save_args("save_inference_model", executor, main_program)
-    return _collective_save("save_inference_model", dirname, lambda: _fleet.save_inference_model(
-        executor, dirname, feeded_var_names, target_vars, main_program, export_for_deployment))
-
-
-is_server = _fleet.is_server
-is_worker = _fleet.is_worker
-is_first_worker = _fleet.is_first_worker
-worker_index = _fleet.worker_index
-worker_num = _fleet.worker_num
-server_num = _fleet.server_num
-server_index = _fleet.server_index
-server_endpoints = _fleet.server_endpoints
-worker_endpoints = _fleet.worker_endpoints
+_make_lazy(_sys.modules[__name__], _load_api, shadowed=("util",))

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import sys
 
+_NUMBERS = frozenset((int, float))
+
 
 class DataGenerator:
     def __init__(self):
@@ -87,6 +89,19 @@ class DataGenerator:
 class MultiSlotDataGenerator(DataGenerator):
     def _gen_str(self, line):
         self._check_slots(line)
+        parts = []
+        append = parts.append
+        for _, elements in line:
+            append(len(elements))
+            parts += elements
+        if not _NUMBERS.issuperset(map(type, parts)):
+            # A value of another type (bool, str, numpy's): the slot by slot path names it,
+            # or writes a subclass of int or float as str() does.
+            return self._checked_str(line)
+        # repr of an int or a float (exact types) is its str, and quicker to call.
+        return " ".join(map(repr, parts)) + "\n"
+
+    def _checked_str(self, line):
         parts = []
         for name, elements in line:
             for e in elements:

@@ -1,7 +1,8 @@
 """Kernel modules. Each module registers its ops on import (see registry.py);
-`load_all` imports them all once the IR exists (psjob.fluid's __init__ calls it:
-the kernel modules import framework.py, which imports the registry). A new op
-file is listed here."""
+`load_all` imports them all once the IR exists (psjob.fluid's API calls it, and
+the registry on its first lookup of an op it lacks: the kernel modules import
+framework.py, which imports the registry). A new op file is listed here."""
+from psjob.fluid.ops import registry as _registry
 
 
 def load_all():
@@ -32,3 +33,6 @@ def load_all():
         tensor_math_ops,
         tensor_ops,
     )
+
+
+_registry.set_kernel_loader(load_all)

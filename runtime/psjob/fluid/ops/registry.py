@@ -40,6 +40,36 @@ class OpDef:
 
 
 _REGISTRY: dict[str, OpDef] = {}
+# Imports every kernel module, which registers its ops (psjob.fluid.ops.load_all, handed in
+# by that package when it is imported, before this module can be used). A process that
+# imports psjob.fluid's modules directly, not the package's API, gets the kernels on its
+# first lookup of an op not registered yet.
+_load_kernels: Callable[[], None] | None = None
+
+
+def set_kernel_loader(load: Callable[[], None]) -> None:
+    global _load_kernels
+    _load_kernels = load
+
+
+def _lookup(type: str) -> OpDef | None:
+    opdef = _REGISTRY.get(type)
+    if opdef is None and _load_kernels is not None:
+        _load_all()
+        opdef = _REGISTRY.get(type)
+    return opdef
+
+
+def _load_all() -> None:
+    global _load_kernels
+    load, _load_kernels = _load_kernels, None
+    if load is None:
+        return
+    try:
+        load()
+    except BaseException:
+        _load_kernels = load  # a kernel module failed to import: the next lookup says so again
+        raise
 
 
 def register_op(type: str, *, infer_shape=None, grad=None, no_grad_inputs=(),
@@ -54,22 +84,24 @@ def register_op(type: str, *, infer_shape=None, grad=None, no_grad_inputs=(),
 
 
 def get_op_def(type: str) -> OpDef:
-    try:
-        return _REGISTRY[type]
-    except KeyError:
-        raise GraphError(f"no kernel registered for op type {type!r}") from None
+    opdef = _lookup(type)
+    if opdef is None:
+        raise GraphError(f"no kernel registered for op type {type!r}")
+    return opdef
 
 
 def has_op(type: str) -> bool:
-    return type in _REGISTRY
+    return _lookup(type) is not None
 
 
 def registered_ops() -> list[str]:
+    if _load_kernels is not None:
+        _load_all()
     return sorted(_REGISTRY)
 
 
 def infer_shape(op):
-    opdef = _REGISTRY.get(op.type)
+    opdef = _lookup(op.type)
     if opdef is not None and opdef.infer_shape is not None:
         try:
             opdef.infer_shape(op)

@@ -22,14 +22,16 @@ Stdlib only otherwise: the launchers import it to compute PYTHONPATH.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
 import sys
 import types
 from collections.abc import Mapping, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO, cast
+
+if TYPE_CHECKING:
+    import importlib.abc
 
 ALIAS = "paddle"
 TARGET = "psjob"
@@ -116,7 +118,10 @@ def module_for(name: str) -> types.ModuleType:
     return module
 
 
-class _AliasLoader(importlib.abc.Loader):
+# The finder and the loader follow importlib's protocols without importlib.abc's base classes:
+# importing importlib.abc loads importlib.resources, tempfile, shutil, random, bz2 and lzma,
+# ~20 ms in every process `import paddle` starts (a dataset's pipe_command, per file).
+class _AliasLoader:
     """Loads `paddle.X` as the existing module object of psjob.X."""
 
     def __init__(self, module: types.ModuleType) -> None:
@@ -131,7 +136,7 @@ class _AliasLoader(importlib.abc.Loader):
         module.__spec__ = self.spec
 
 
-class PaddleAlias(importlib.abc.MetaPathFinder):
+class PaddleAlias:
     """Every `paddle.X.Y` import is psjob.X.Y (sys.modules["paddle"] is psjob itself)."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
@@ -139,8 +144,8 @@ class PaddleAlias(importlib.abc.MetaPathFinder):
         if not fullname.startswith(ALIAS + "."):
             return None
         module = module_for(fullname)
-        return importlib.util.spec_from_loader(fullname, _AliasLoader(module),
-                                               is_package=hasattr(module, "__path__"))
+        loader = cast("importlib.abc.Loader", _AliasLoader(module))  # its protocol, not its class
+        return importlib.util.spec_from_loader(fullname, loader, is_package=hasattr(module, "__path__"))
 
 
 def real_paddle(search_path: list[str]) -> str:
