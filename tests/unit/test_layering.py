@@ -229,8 +229,9 @@ def _library_violations():
 
 
 _IMPORTERS = {("importlib", "import_module"), (None, "__import__"), (None, "import_module")}
-# The `paddle` alias maps paddle.<name> to psjob.<name> for any name a script imports.
-IMPORTS_BY_STRING = ("psjob.launcher.aspaddle",)
+# The `paddle` alias maps paddle.<name> to psjob.<name> for any name a script imports; a lazy
+# package imports package.<name> for the `from package import <name>` its importer wrote.
+IMPORTS_BY_STRING = ("psjob.launcher.aspaddle", "psjob.foundation.lazy")
 
 
 def _imports_by_string(path, module):

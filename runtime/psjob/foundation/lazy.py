@@ -6,8 +6,9 @@ only for MultiSlotDataGenerator. Such a package keeps its light names in its `__
 and its API in a module of its own, and calls `make_lazy` with a function that imports
 that module. The package then behaves as it did when the API was its body:
 
-- `from package import name` imports the submodule package.name, when there is one,
-  without loading the API (the framework's own modules import one another that way);
+- reading a name that is a submodule, before the API is loaded, imports that submodule
+  without loading the API (`from package import submodule`: the framework's own modules
+  import one another that way);
 - reading a name it lacks loads the API module once and copies its public names into
   the package, so later reads are plain attribute reads; a private name (module state
   such as the strategy `init()` keeps) is read from the API module each time;
@@ -23,7 +24,8 @@ Stdlib only.
 """
 from __future__ import annotations
 
-import sys
+import importlib
+import os
 import threading
 import types
 from collections.abc import Callable, Iterable
@@ -35,14 +37,15 @@ def _dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__")
 
 
-def _probed_by_from_import(frame) -> bool:
-    """Whether `frame` is the import system's check, for `from package import name`, that the
-    package has `name` before it imports the submodule package.name (importlib's
-    _handle_fromlist). Answering no makes it import that submodule, as on a package that
-    has not bound it yet; a name that is no submodule comes back through the statement's
-    own read, which loads the API."""
-    return frame.f_code.co_name == "_handle_fromlist" and \
-        frame.f_globals.get("__name__") in ("importlib._bootstrap", "_frozen_importlib")
+def _submodule(package: types.ModuleType, name: str) -> types.ModuleType | None:
+    """package.name imported, when the package has a submodule of that name: what
+    `from package import name` means for a submodule the API has no value of its own for
+    (the framework's own modules import one another that way), without loading the API."""
+    for entry in getattr(package, "__path__", ()):
+        base = os.path.join(entry, name)
+        if os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py")):
+            return importlib.import_module(f"{package.__name__}.{name}")
+    return None
 
 
 class _ApiState:
@@ -100,13 +103,18 @@ class LazyPackage(types.ModuleType):
         return api
 
     def __getattr__(self, name: str):
-        if (not _dunder(name) or name == "__all__") and not _probed_by_from_import(sys._getframe(1)):
-            api = self._lazy_api()
-            if api is not None and name != "__all__":  # import * lists the loaded namespace
-                if name in self.__dict__:
-                    return self.__dict__[name]
-                if name.startswith("_") and name in vars(api):
-                    return vars(api)[name]
+        if _dunder(name) and name != "__all__":
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        if name not in type(self)._lazy_shadowed and type(self)._lazy_module is None:
+            module = _submodule(self, name)
+            if module is not None:
+                return module
+        api = self._lazy_api()
+        if api is not None and name != "__all__":  # import * lists the loaded namespace
+            if name in self.__dict__:
+                return self.__dict__[name]
+            if name.startswith("_") and name in vars(api):
+                return vars(api)[name]
         raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
 
     def __setattr__(self, name: str, value) -> None:
