@@ -15,6 +15,7 @@ from psjob.cluster.rpc.client import GrpcPSClient, RetryPolicy, RpcError
 from psjob.cluster.rpc.server import start_server
 from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
 from psjob.fluid.transpiler import DistributeTranspiler
+from psjob.foundation.settings import Settings
 from psjob.launcher.launch import loopback_endpoints
 
 W, B, LR = "fc_0.w_0", "fc_0.b_0", 0.1
@@ -46,18 +47,8 @@ def served():
 
     def serve(sync=False, bias=False):
         [ep] = loopback_endpoints(1)
-        main, startup = fluid.Program(), fluid.Program()
-        with fluid.program_guard(main, startup), fluid.unique_name.guard():
-            x = fluid.layers.data(name="x", shape=[4])
-            loss = fluid.layers.mean(fluid.layers.fc(x, 1, bias_attr=None if bias else False))
-            fluid.optimizer.SGD(LR).minimize(loss)
-        t = DistributeTranspiler()
-        t.transpile(0, program=main, startup_program=startup, pservers=ep, trainers=1, sync_mode=sync)
-        program, pstartup = t.get_pserver_programs(ep)
-        state = PserverState(program, scope=fluid.Scope(), executor=fluid.Executor())
-        state.run_startup(pstartup)
         calls = _Calls()
-        server = start_server(state, ep, observer=lambda method, status, *_: calls.seen((method, status)))
+        server, _ = _linear_pserver(ep, sync, bias, observer=lambda method, status, *_: calls.seen((method, status)))
         client = GrpcPSClient([ep], 0, retry=QUICK, tls=None)
         running.append((server, client))
         client.wait_server_ready(timeout_s=30)
@@ -67,6 +58,23 @@ def served():
     for server, client in running:
         client.close()
         server.stop(0)
+
+
+def _linear_pserver(ep, sync=False, bias=False, observer=None):
+    """A linear net's pserver at `ep` behind psjob's server → (server, state); the same
+    initial parameters every time (seeded)."""
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 5
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4])
+        loss = fluid.layers.mean(fluid.layers.fc(x, 1, bias_attr=None if bias else False))
+        fluid.optimizer.SGD(LR).minimize(loss)
+    t = DistributeTranspiler()
+    t.transpile(0, program=main, startup_program=startup, pservers=ep, trainers=1, sync_mode=sync)
+    program, pstartup = t.get_pserver_programs(ep)
+    state = PserverState(program, scope=fluid.Scope(), executor=fluid.Executor())
+    state.run_startup(pstartup)
+    return start_server(state, ep, observer=observer), state
 
 
 def _refused(handle, code, pattern):
@@ -84,6 +92,49 @@ def test_the_reply_holds_the_parameters_right_after_the_push_was_applied(served)
     assert staleness == 0 and list(fresh) == [W]
     np.testing.assert_allclose(fresh[W], before - LR * grad, rtol=1e-6)  # SGD applied, then read
     np.testing.assert_array_equal(fresh[W], client.pull(ep, [W]).wait()[W])
+
+
+@pytest.mark.parametrize("transport", ["tcp", "grpc"])
+@pytest.mark.parametrize("owned", [True, False])
+def test_a_push_retried_on_a_restarted_pserver_sends_what_was_pushed(owned, transport):
+    """owned=True (the communicator's merged gradients): the request is the gradients' parts,
+    not a joined copy; its first attempt dies with the pserver, and the retry sends the same
+    arrays (over the data plane as parts; over gRPC joined, per attempt). owned=False: the
+    request is a snapshot taken at the call, so the caller changing its array next changes
+    nothing."""
+    [ep] = loopback_endpoints(1)
+    server, _ = _linear_pserver(ep)
+    patient = RetryPolicy(deadline_s=20, max_attempts=1000, initial_backoff_s=0.02, max_backoff_s=0.1,
+                          recovery_s=20)
+    client = GrpcPSClient([ep], 0, retry=patient, tls=None, settings=Settings({"PSJOB_DATA_PLANE": transport}))
+    assert (client._data is None) == (transport == "grpc")
+    try:
+        client.wait_server_ready(timeout_s=30)
+        before = client.pull(ep, [W]).wait()[W]  # the data plane's connection is open now
+        grad = np.arange(before.size, dtype=before.dtype).reshape(before.shape) / 8
+        sent = grad.copy()
+        server.stop(0)
+        handle = client.push_pull(ep, {f"{W}@GRAD": grad}, [W], owned=owned)
+        if owned:  # the gradient's own memory, unjoined
+            assert isinstance(handle._request, frames.Gathered)
+            assert any(np.shares_memory(p, grad) for p in handle._request.parts if isinstance(p, np.ndarray))
+        else:
+            assert isinstance(handle._request, bytes)
+            grad[:] = 99.0  # the caller's next step: the pushed snapshot keeps the values sent
+        answer = []
+        waiter = threading.Thread(target=lambda: answer.append(handle.wait()), daemon=True)
+        waiter.start()
+        server, state = _linear_pserver(ep)  # restarted: same initial parameters, a new data port
+        waiter.join(30)
+        assert answer, "the push was not retried onto the restarted pserver"
+        staleness, fresh = answer[0]
+        if transport == "tcp":  # its first attempt died with the pserver (gRPC waits for it: ready)
+            assert client.retries["SendVariables"] >= 1
+        np.testing.assert_allclose(fresh[W], before - LR * sent, rtol=1e-6)
+        np.testing.assert_array_equal(state.scope.vars[W], fresh[W])
+    finally:
+        client.close()
+        server.stop(0)
 
 
 def test_data_plane_calls_leave_at_once_and_are_read_by_the_waiting_thread(served):

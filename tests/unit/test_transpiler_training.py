@@ -294,6 +294,26 @@ def test_a_pserver_refuses_unknown_or_misshapen_gradients_and_keeps_serving():
     assert values["fc_0.b_0"].shape == (256,)
 
 
+def test_a_pushed_variables_declaration_once_remembered_still_refuses_every_mismatch():
+    """The pserver remembers a variable's declared dtype and shape after its first push: later
+    pushes of it are checked against them as strictly, and a push of a name it does not receive
+    (or a delta of a variable it does not hold) is refused every time."""
+    cluster, _, _ = distributed(lambda: dense_net("sgd"), batches("dense", 1, 8), 2, 1)
+    state = cluster.handler(EPS[0])
+    slot = "fc_0.b_0@GRAD.trainer_0"
+    state.on_send(0, {slot: np.zeros(256, "float32")})  # remembered now
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"shape \[3\], expected \[256\]"):
+            state.on_send(0, {slot: np.zeros(3, "float32")})
+        with pytest.raises(ValueError, match="dtype float64, expected float32"):
+            state.on_send(0, {slot: np.zeros(256, "float64")})
+        with pytest.raises(KeyError, match="does not receive 'nope@GRAD'"):
+            state.on_send(0, {"nope@GRAD": np.zeros(3, "float32")})
+        with pytest.raises(KeyError, match=f"does not hold '{slot}'"):  # a gradient slot is not persistable
+            state.on_send(0, {slot: np.zeros(256, "float32")}, is_delta=True)
+    state.on_send(0, {slot: np.zeros(256, "float32")})
+
+
 def test_a_pserver_refuses_nan_and_inf_pushes_whole_and_keeps_what_it_had():
     """Sync slots and geo deltas alike: a push holding NaN or an infinity stores nothing (its
     finite variables neither) and the error names the variable."""

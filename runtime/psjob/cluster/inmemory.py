@@ -62,12 +62,12 @@ class InMemoryClient(PSClient):
         self.endpoints: list[str] = list(cluster.states)
 
     def push(self, endpoint: str, values: Mapping[str, Any], *, is_delta: bool = False,
-             lods: Mapping[str, Any] | None = None) -> _Result:
+             lods: Mapping[str, Any] | None = None, owned: bool = False) -> _Result:
         payload = {n: _wire_copy(v) for n, v in values.items()}
         return _call(self.cluster.handler(endpoint).on_send, self.trainer_id, payload, is_delta)
 
     def push_pull(self, endpoint: str, values: Mapping[str, Any], names: Iterable[str], *,
-                  lods: Mapping[str, Any] | None = None) -> _Result:
+                  lods: Mapping[str, Any] | None = None, owned: bool = False) -> _Result:
         payload = {n: _wire_copy(v) for n, v in values.items()}
 
         def send_and_get() -> tuple[int, dict[str, Any]]:

@@ -44,9 +44,10 @@ class PSClient(Protocol):
     endpoints: list[str]  # every pserver, in pserver order
 
     def push(self, endpoint: str, values: Mapping[str, Any], *, is_delta: bool = False,
-             lods: Mapping[str, Any] | None = None) -> Handle[int]:
+             lods: Mapping[str, Any] | None = None, owned: bool = False) -> Handle[int]:
         """Send {name: array | SelectedRows} (gradients; with is_delta, geo deltas);
-        wait() → the push's async staleness (0 in sync mode)."""
+        wait() → the push's async staleness (0 in sync mode). `owned`: the caller leaves
+        `values` unchanged until wait() returned, so the client need not snapshot them."""
         ...
 
     def pull(self, endpoint: str, names: Iterable[str]) -> Handle[dict[str, Any]]:
@@ -54,10 +55,10 @@ class PSClient(Protocol):
         ...
 
     def push_pull(self, endpoint: str, values: Mapping[str, Any], names: Iterable[str], *,
-                  lods: Mapping[str, Any] | None = None) -> Handle[tuple[int, dict[str, Any]]]:
+                  lods: Mapping[str, Any] | None = None, owned: bool = False) -> Handle[tuple[int, dict[str, Any]]]:
         """An async push of gradients whose reply carries `names` read right after it is
         applied: one request for the communicator's push and its next pull.
-        wait() → (staleness, {name: array})."""
+        wait() → (staleness, {name: array}). `owned` as for push."""
         ...
 
     def prefetch(self, endpoint: str, table: str, ids: Any) -> Handle[Any]:

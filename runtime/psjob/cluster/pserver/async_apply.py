@@ -31,6 +31,10 @@ class AsyncApply:
         self.staleness = StalenessTracker({g: param_of_grad(program, g, b) for g, b in core.grad_blocks.items()})
         self.block_locks = {idx: threading.Lock() for idx in range(len(program.blocks))}
         self._updates_in_flight = 0
+        # Callers of wait_for_updates waiting now: an update that ends notifies the core's
+        # condition only for them. Notifying on every push woke every waiter of that
+        # condition (the process's main thread waits on it for the job's end) once per push.
+        self._draining = 0
         self._pushes = 0  # gradient blocks optimized: the LR block runs every len(grad_blocks)
 
     def apply(self, t: int, checked: dict[str, Any], is_delta: bool) -> int:
@@ -54,12 +58,17 @@ class AsyncApply:
         finally:
             with core._cond:
                 self._updates_in_flight -= 1
-                core._cond.notify_all()
+                if self._draining and not self._updates_in_flight:
+                    core._cond.notify_all()
         return staleness
 
     def wait_for_updates(self) -> None:
         """Block (holding the core's condition) until no async update is running."""
-        self.core._cond.wait_for(lambda: self._updates_in_flight == 0)
+        self._draining += 1
+        try:
+            self.core._cond.wait_for(lambda: self._updates_in_flight == 0)
+        finally:
+            self._draining -= 1
 
     def _optimize(self, t: int, name: str) -> None:
         """Run the optimize block of gradient `name` (the caller holds that block's lock)."""

@@ -44,36 +44,50 @@ def check_owner(t: int, names: Iterable[str]) -> None:
             raise ValueError(f"trainer {t} sent {name!r}, the slot of trainer {owner}")
 
 
-def check_value(core: PserverCore, name: str, value: Any, is_delta: bool) -> Any:
-    """`value` as the pserver stores it (in the executor's array module), or an error
-    naming what is wrong with it."""
-    if isinstance(value, tuple):  # (array, lod) from the wire; LoD is irrelevant to gradients
-        value = value[0]
+def _declared(core: PserverCore, name: str, is_delta: bool) -> tuple[np.dtype, tuple]:
+    """The declared dtype and shape of a variable a push may hold, or KeyError. Remembered per
+    core: a program's declarations do not change while it serves, and looking them up (the
+    block's var, numpy's dtype from its name) was a few microseconds per tensor of every push."""
+    memo: dict[tuple[str, bool], tuple[np.dtype, tuple]] = core.__dict__.setdefault("_push_declarations", {})
+    key = (name, is_delta)
+    known = memo.get(key)
+    if known is not None:
+        return known
     gb = core._gb
     allowed = name in gb.vars and gb.var(name).persistable if is_delta else name in core.recv_names
     if not allowed:
         raise KeyError(f"pserver {core.endpoint} does not {'hold' if is_delta else 'receive'} {name!r}")
     decl = gb.var(name)
+    found = memo[key] = (np.dtype(decl.dtype), tuple(decl.shape))
+    return found
+
+
+def check_value(core: PserverCore, name: str, value: Any, is_delta: bool) -> Any:
+    """`value` as the pserver stores it (in the executor's array module), or an error
+    naming what is wrong with it."""
+    if isinstance(value, tuple):  # (array, lod) from the wire; LoD is irrelevant to gradients
+        value = value[0]
+    dtype, shape = _declared(core, name, is_delta)
     xp = core.exe.xp
     got = (value.values if isinstance(value, SelectedRows) else value).dtype
-    if got != np.dtype(decl.dtype):
-        raise ValueError(f"{name!r}: dtype {got}, expected {decl.dtype}")
+    if got != dtype:
+        raise ValueError(f"{name!r}: dtype {got}, expected {dtype}")
     if not _all_finite(value.values if isinstance(value, SelectedRows) else value, xp):
         if core.telemetry is not None:
             core.telemetry.m.nonfinite_pushes.labels(name).inc()
         raise ValueError(f"{name!r} holds NaN or infinite values: the push is refused and the "
                          f"parameters on pserver {core.endpoint} are unchanged")
     if isinstance(value, SelectedRows):
-        if tuple(value.values.shape[1:]) != tuple(decl.shape[1:]):
+        if value.values.shape[1:] != shape[1:]:
             raise ValueError(f"{name!r}: rows of width {list(value.values.shape[1:])}, expected "
-                             f"{list(decl.shape[1:])}")
+                             f"{list(shape[1:])}")
         if len(value.rows) != value.values.shape[0]:
             raise ValueError(f"{name!r}: {len(value.rows)} row ids for {value.values.shape[0]} rows")
         if xp is not np and core.placement is None:
             value = SelectedRows(xp.asarray(value.rows), xp.asarray(value.values), value.height)
         return value
-    if tuple(value.shape) != tuple(decl.shape):
-        raise ValueError(f"{name!r}: shape {list(value.shape)}, expected {list(decl.shape)}")
+    if tuple(value.shape) != shape:
+        raise ValueError(f"{name!r}: shape {list(value.shape)}, expected {list(shape)}")
     return value if xp is np or core.placement is not None else xp.asarray(value)
 
 

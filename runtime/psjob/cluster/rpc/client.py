@@ -213,6 +213,8 @@ class GrpcPSClient(RpcClient, PSClient):
             reply = self._data.call(endpoint, method, request, timeout)
             if reply is not None:
                 return reply
+        if isinstance(request, frames.Gathered):  # an owned push over gRPC: joined here, per attempt
+            request = bytes(request)
         return super()._invoke(endpoint, method, request, timeout)
 
     def _announced_data_port(self, endpoint: str) -> int:
@@ -246,19 +248,24 @@ class GrpcPSClient(RpcClient, PSClient):
 
     # -- the verbs ----------------------------------------------------------------------
     def push(self, endpoint: str, values: Mapping[str, Any], *, is_delta: bool = False,
-             lods: Mapping[str, Any] | None = None) -> Handle:
+             lods: Mapping[str, Any] | None = None, owned: bool = False) -> Handle:
         """Send {name: array | SelectedRows} to one pserver (gradients, or geo deltas);
-        wait() → the push's async staleness (int, 0 in sync mode)."""
-        req = frames.pack_tensors(pb.SendRequest(trainer_id=self.trainer_id, is_delta=is_delta),
-                                  "vars", values, lods)
+        wait() → the push's async staleness (int, 0 in sync mode). `owned`: see push_pull."""
+        req = _send_frame(pb.SendRequest(trainer_id=self.trainer_id, is_delta=is_delta), values, lods, owned)
         return self._call(endpoint, "SendVariables", req, _decode_send_reply)
 
     def push_pull(self, endpoint: str, values: Mapping[str, Any], names: Iterable[str], *,
-                  lods: Mapping[str, Any] | None = None) -> Handle:
+                  lods: Mapping[str, Any] | None = None, owned: bool = False) -> Handle:
         """An async push of gradients whose reply carries `names` read right after it was
-        applied (one request instead of a push and a pull); wait() → (staleness, {name: ndarray})."""
+        applied (one request instead of a push and a pull); wait() → (staleness, {name: ndarray}).
+
+        `owned`: the caller leaves `values` unchanged until the handle's wait() returned (the
+        communicator's merged gradients, which nothing else holds). The request is then not
+        joined into one buffer (a copy of the step's ~1 MB of gradients): the data plane sends
+        its parts as they are, and a retry or a gRPC call sends the same arrays again. Without
+        it the request is a snapshot taken here, as the caller may change its arrays next."""
         names = list(names)
-        req = frames.pack_tensors(pb.SendRequest(trainer_id=self.trainer_id, pull=names), "vars", values, lods)
+        req = _send_frame(pb.SendRequest(trainer_id=self.trainer_id, pull=names), values, lods, owned)
         return self._call(endpoint, "SendVariables", req, lambda raw: _decode_send_pull_reply(raw, names))
 
     def pull(self, endpoint: str, names: Iterable[str]) -> Handle:
@@ -340,6 +347,14 @@ class GrpcPSClient(RpcClient, PSClient):
         self._threads.close()
         if self._data is not None:
             self._data.close()
+
+
+def _send_frame(header: Any, values: Mapping[str, Any], lods: Mapping[str, Any] | None, owned: bool) -> Any:
+    """A SendVariables request: joined bytes, or (owned values) a frames.Gathered of their parts."""
+    if not owned:
+        return frames.pack_tensors(header, "vars", values, lods)
+    with frames.gathered():
+        return frames.pack_tensors(header, "vars", values, lods)
 
 
 def _decode_send_reply(raw: bytes) -> int:

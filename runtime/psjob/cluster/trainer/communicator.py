@@ -396,8 +396,10 @@ class Communicator:
                         self.merged += sum(len(items) for items in per_name.values())
                         self.merged_sends += len(merged)
                         lods = {n: self._lods[n] for n in merged if n in self._lods}
-                        handles.append(self.client.push_pull(ep, merged, pulls[ep], lods=lods) if ep in pulls
-                                       else self.client.push(ep, merged, lods=lods))
+                        # owned: the merged gradients are this thread's (copies or means), left
+                        # unchanged until the replies are in, so the client sends them unjoined.
+                        handles.append(self.client.push_pull(ep, merged, pulls[ep], lods=lods, owned=True)
+                                       if ep in pulls else self.client.push(ep, merged, lods=lods, owned=True))
                     fresh = {}
                     t0 = time.perf_counter()
                     for ep, h in zip(batch, handles):
