@@ -99,6 +99,18 @@ class _Examples:
             feed[slot.name] = slot.to_feed(vals[pos], new_off, len(index))
         return feed
 
+    def slice(self, start: int, stop: int, slots):
+        """gather(np.arange(start, stop)) without the index arithmetic: a run of consecutive
+        examples is a slice of every slot's values. The values are views (the executor copies
+        what it is fed)."""
+        feed = {}
+        for s, slot in enumerate(slots):
+            off = self.offsets[s]
+            first = off[start]
+            feed[slot.name] = slot.to_feed(self.values[s][first:off[stop]], off[start:stop + 1] - first,
+                                           stop - start)
+        return feed
+
 
 def parse_multislot(data: bytes, slots, source: str, first_line: int = 1) -> _Examples:
     """MultiSlot lines → _Examples; a line that does not fit names its problem (lines are
@@ -365,9 +377,15 @@ class DatasetBase:
                                  + " | ".join(tail))
 
     def _batches(self, examples: _Examples, order, starts=None):
-        """Feed dicts of the batches beginning at `starts` (default: all, in order)."""
-        for start in (starts if starts is not None else range(0, len(order), self.batch_size)):
-            yield examples.gather(order[start:start + self.batch_size], self._slots)
+        """Feed dicts of the batches beginning at `starts` (default: all, in order); `order`
+        None is the examples' own order (each batch a slice)."""
+        count = len(examples) if order is None else len(order)
+        for start in (starts if starts is not None else range(0, count, self.batch_size)):
+            stop = min(start + self.batch_size, count)
+            if order is None:
+                yield examples.slice(start, stop, self._slots)
+            else:
+                yield examples.gather(order[start:stop], self._slots)
 
 
 class InMemoryDataset(DatasetBase):
@@ -375,6 +393,7 @@ class InMemoryDataset(DatasetBase):
         super().__init__()
         self._examples: _Examples | None = None
         self._order = np.zeros(0, np.int64)
+        self._in_file_order = True  # _order is still arange: batches are slices
         self._preload: threading.Thread | None = None
         self._preload_error: BaseException | None = None
         self._rng = np.random.default_rng()
@@ -387,6 +406,7 @@ class InMemoryDataset(DatasetBase):
             parts = list(pool.map(self._parse_file, self.filelist))
         self._examples = _Examples.concat(parts, self._slots)
         self._order = np.arange(len(self._examples), dtype=np.int64)
+        self._in_file_order = True
         if is_shuffle:
             self.local_shuffle()
 
@@ -422,6 +442,7 @@ class InMemoryDataset(DatasetBase):
     def local_shuffle(self):
         self._loaded()
         self._order = self._rng.permutation(self._order)
+        self._in_file_order = False
 
     def global_shuffle(self, fleet=None, thread_num=12):
         """Shuffle the examples. Paddle also exchanges them among trainers; psjob trainers have no
@@ -447,7 +468,8 @@ class InMemoryDataset(DatasetBase):
         """Batches dealt round-robin to `threads` streams: every example once per pass."""
         examples = self._loaded()
         starts = range(0, len(self._order), self.batch_size)
-        return [self._batches(examples, self._order, starts[i::threads]) for i in range(threads)]
+        order = None if self._in_file_order else self._order
+        return [self._batches(examples, order, starts[i::threads]) for i in range(threads)]
 
 
 class QueueDataset(DatasetBase):
@@ -480,7 +502,7 @@ class QueueDataset(DatasetBase):
                         ahead = self._start(files[i + 1])
                     except Exception:  # raised again when that file is due, after this one's batches
                         ahead = None
-                yield from self._batches(examples, np.arange(len(examples), dtype=np.int64))
+                yield from self._batches(examples, None)
         finally:
             if ahead is not None:  # the consumer stopped early
                 ahead.abandon()
