@@ -79,12 +79,15 @@ class _Examples:
             return _Examples([np.zeros(0, s.dtype) for s in slots], [np.zeros(1, np.int64) for _ in slots])
         if len(parts) == 1:
             return parts[0]
-        values, offsets = [], []
+        values, offsets, shared = [], [], {}
         for s in range(len(slots)):
             values.append(np.concatenate([p.values[s] for p in parts]))
-            shifts = np.cumsum([0] + [p.offsets[s][-1] for p in parts[:-1]])
-            offsets.append(np.concatenate([np.zeros(1, np.int64)] +
-                                          [p.offsets[s][1:] + k for p, k in zip(parts, shifts)]))
+            key = tuple(id(p.offsets[s]) for p in parts)  # slots sharing offsets in every part still do
+            if key not in shared:
+                shifts = np.cumsum([0] + [p.offsets[s][-1] for p in parts[:-1]])
+                shared[key] = np.concatenate([np.zeros(1, np.int64)] +
+                                             [p.offsets[s][1:] + k for p, k in zip(parts, shifts)])
+            offsets.append(shared[key])
         return _Examples(values, offsets)
 
     def gather(self, index, slots):
@@ -103,12 +106,20 @@ class _Examples:
         """gather(np.arange(start, stop)) without the index arithmetic: a run of consecutive
         examples is a slice of every slot's values. The values are views (the executor copies
         what it is fed)."""
-        feed = {}
+        feed, lods = {}, {}
         for s, slot in enumerate(slots):
             off = self.offsets[s]
             first = off[start]
-            feed[slot.name] = slot.to_feed(self.values[s][first:off[stop]], off[start:stop + 1] - first,
-                                           stop - start)
+            values = self.values[s][first:off[stop]]
+            if not slot.ragged:
+                feed[slot.name] = slot.to_feed(values, None, stop - start)
+                continue
+            # Slots sharing one offsets array (one id per example, say) share one LoD: the
+            # executor then checks it once per batch, not once per slot.
+            lod = lods.get(id(off))
+            if lod is None:
+                lod = lods[id(off)] = [off[start:stop + 1] - first]
+            feed[slot.name] = (values.reshape(-1, 1), lod)
         return feed
 
 
@@ -253,7 +264,9 @@ def _parse_uniform(data: bytes, slots):
             return None
         columns = [numbers(table.column(pos + 1 + k), slot.dtype) for k in range(n)]
         values.append(columns[0] if n == 1 else np.stack(columns, axis=1).reshape(-1))
-    offsets = [np.arange(0, (rows + 1) * n, n, dtype=np.int64) for _, n in layout]
+    shared = {}  # slots of one width share one offsets array (and so one LoD per batch: slice)
+    offsets = [shared.get(n) if n in shared else shared.setdefault(n, np.arange(0, (rows + 1) * n, n, dtype=np.int64))
+               for _, n in layout]
     return _Examples(values, offsets)
 
 
