@@ -265,8 +265,10 @@ def _parse_uniform(data: bytes, slots):
         columns = [numbers(table.column(pos + 1 + k), slot.dtype) for k in range(n)]
         values.append(columns[0] if n == 1 else np.stack(columns, axis=1).reshape(-1))
     shared = {}  # slots of one width share one offsets array (and so one LoD per batch: slice)
-    offsets = [shared.get(n) if n in shared else shared.setdefault(n, np.arange(0, (rows + 1) * n, n, dtype=np.int64))
-               for _, n in layout]
+    for _, n in layout:
+        if n not in shared:
+            shared[n] = np.arange(0, (rows + 1) * n, n, dtype=np.int64)
+    offsets = [shared[n] for _, n in layout]
     return _Examples(values, offsets)
 
 
