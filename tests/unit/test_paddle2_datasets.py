@@ -238,6 +238,36 @@ def test_the_vectorised_multislot_path_parses_as_the_line_by_line_one():
         np.testing.assert_array_equal(fast.offsets[s], slow.offsets[s])
 
 
+def test_batches_of_examples_in_file_order_are_slices_equal_to_the_gathered_ones():
+    from psjob.distributed.dataset import _Slot, parse_multislot
+    _, _, use_var, _ = build()
+    rng = np.random.default_rng(1)
+    lines = []
+    for _ in range(70):  # ragged ids (1-3 per example): offsets that are not a multiple of the batch
+        ids = rng.integers(0, 50, size=rng.integers(1, 4))
+        lines.append(f"1 {rng.integers(0, 2)} 3 {' '.join(f'{v:.4f}' for v in rng.random(3))} "
+                     f"{len(ids)} {' '.join(map(str, ids))}\n")
+    uniform = [line.split(" ", 6)[:6] for line in lines]  # one id a line: the vectorised path's layout
+    uniform = "".join(" ".join(head) + f" 1 {i}\n" for i, head in enumerate(uniform)).encode()
+    slots = [_Slot(v) for v in use_var]
+    ds = QueueDataset()
+    ds.init(batch_size=32, use_var=use_var)
+    for data in ("".join(lines).encode(), uniform):
+        examples = parse_multislot(data, slots, "x")
+        assert (examples.offsets[0] is examples.offsets[2]) == (data is uniform)  # label, ids: one width
+        sliced = list(ds._batches(examples, None))
+        gathered = list(ds._batches(examples, np.arange(len(examples))))
+        assert [len(b["label"]) for b in sliced] == [32, 32, 6]
+        for a, b in zip(sliced, gathered, strict=True):
+            for name in ("label", "dense"):
+                assert a[name].shape == b[name].shape
+                np.testing.assert_array_equal(a[name], b[name])
+            (ids_a, (lod_a,)), (ids_b, (lod_b,)) = a["ids"], b["ids"]
+            np.testing.assert_array_equal(ids_a, ids_b)
+            np.testing.assert_array_equal(lod_a, lod_b)
+            assert lod_a[0] == 0 and lod_a[-1] == len(ids_a)
+
+
 def test_multislot_output_is_parsed_in_blocks_and_a_bad_line_of_a_later_block_is_named(monkeypatch):
     from psjob.distributed import dataset
     _, _, use_var, _ = build()

@@ -171,3 +171,31 @@ def test_push_results_that_are_not_ints_are_not_observations(result):
     assert seen == []
     record_staleness(seen.append, np.int64(4))
     assert seen == [4]
+
+
+def test_the_communicators_step_test_counts_what_walking_its_queues_finds():
+    """_step_queued (every queue holds a gradient, or one holds two) answers from counters kept
+    on push and on the sender's take: they agree with the queues at every push, while the real
+    sender thread drains them."""
+    t, _, _ = transpile(0, sync=False)
+    cluster = InMemoryCluster.from_transpiler(t)
+    program = t.get_trainer_program()
+    sends = [(op.input("X")[0], op.attr("epmap")[0]) for op in program.global_block().ops if op.type == "send"]
+    assert len(sends) >= 4
+    shapes = {v.name: tuple(abs(d) for d in v.shape) for v in program.global_block().vars.values()}
+    comm = Communicator(cluster.client(0), CommunicatorConfig(mode="async", send_wait_s=0.001))
+    rng = np.random.default_rng(0)
+    seen = set()
+    try:
+        for _ in range(400):
+            name, ep = sends[rng.integers(len(sends))]
+            comm.push(ep, {name: np.zeros(shapes[name], "float32")})
+            with comm._cond:
+                queues = list(comm._queues.values())
+                assert comm._empty_queues == sum(1 for q in queues if not q)
+                assert comm._deep_queues == sum(1 for q in queues if len(q) > 1)
+                assert comm._step_queued() == (all(queues) or any(len(q) > 1 for q in queues))
+                seen.add((all(queues), any(len(q) > 1 for q in queues)))
+    finally:
+        comm.stop()
+    assert {(False, False), (False, True)} <= seen  # a partial step, and a queue two deep

@@ -79,12 +79,15 @@ class _Examples:
             return _Examples([np.zeros(0, s.dtype) for s in slots], [np.zeros(1, np.int64) for _ in slots])
         if len(parts) == 1:
             return parts[0]
-        values, offsets = [], []
+        values, offsets, shared = [], [], {}
         for s in range(len(slots)):
             values.append(np.concatenate([p.values[s] for p in parts]))
-            shifts = np.cumsum([0] + [p.offsets[s][-1] for p in parts[:-1]])
-            offsets.append(np.concatenate([np.zeros(1, np.int64)] +
-                                          [p.offsets[s][1:] + k for p, k in zip(parts, shifts)]))
+            key = tuple(id(p.offsets[s]) for p in parts)  # slots sharing offsets in every part still do
+            if key not in shared:
+                shifts = np.cumsum([0] + [p.offsets[s][-1] for p in parts[:-1]])
+                shared[key] = np.concatenate([np.zeros(1, np.int64)] +
+                                             [p.offsets[s][1:] + k for p, k in zip(parts, shifts)])
+            offsets.append(shared[key])
         return _Examples(values, offsets)
 
     def gather(self, index, slots):
@@ -97,6 +100,26 @@ class _Examples:
             # Positions of the chosen examples' values: start of each, plus 0..length-1.
             pos = np.repeat(off[index] - new_off[:-1], lengths) + np.arange(new_off[-1])
             feed[slot.name] = slot.to_feed(vals[pos], new_off, len(index))
+        return feed
+
+    def slice(self, start: int, stop: int, slots):
+        """gather(np.arange(start, stop)) without the index arithmetic: a run of consecutive
+        examples is a slice of every slot's values. The values are views (the executor copies
+        what it is fed)."""
+        feed, lods = {}, {}
+        for s, slot in enumerate(slots):
+            off = self.offsets[s]
+            first = off[start]
+            values = self.values[s][first:off[stop]]
+            if not slot.ragged:
+                feed[slot.name] = slot.to_feed(values, None, stop - start)
+                continue
+            # Slots sharing one offsets array (one id per example, say) share one LoD: the
+            # executor then checks it once per batch, not once per slot.
+            lod = lods.get(id(off))
+            if lod is None:
+                lod = lods[id(off)] = [off[start:stop + 1] - first]
+            feed[slot.name] = (values.reshape(-1, 1), lod)
         return feed
 
 
@@ -241,7 +264,11 @@ def _parse_uniform(data: bytes, slots):
             return None
         columns = [numbers(table.column(pos + 1 + k), slot.dtype) for k in range(n)]
         values.append(columns[0] if n == 1 else np.stack(columns, axis=1).reshape(-1))
-    offsets = [np.arange(0, (rows + 1) * n, n, dtype=np.int64) for _, n in layout]
+    shared = {}  # slots of one width share one offsets array (and so one LoD per batch: slice)
+    for _, n in layout:
+        if n not in shared:
+            shared[n] = np.arange(0, (rows + 1) * n, n, dtype=np.int64)
+    offsets = [shared[n] for _, n in layout]
     return _Examples(values, offsets)
 
 
@@ -365,9 +392,15 @@ class DatasetBase:
                                  + " | ".join(tail))
 
     def _batches(self, examples: _Examples, order, starts=None):
-        """Feed dicts of the batches beginning at `starts` (default: all, in order)."""
-        for start in (starts if starts is not None else range(0, len(order), self.batch_size)):
-            yield examples.gather(order[start:start + self.batch_size], self._slots)
+        """Feed dicts of the batches beginning at `starts` (default: all, in order); `order`
+        None is the examples' own order (each batch a slice)."""
+        count = len(examples) if order is None else len(order)
+        for start in (starts if starts is not None else range(0, count, self.batch_size)):
+            stop = min(start + self.batch_size, count)
+            if order is None:
+                yield examples.slice(start, stop, self._slots)
+            else:
+                yield examples.gather(order[start:stop], self._slots)
 
 
 class InMemoryDataset(DatasetBase):
@@ -375,6 +408,7 @@ class InMemoryDataset(DatasetBase):
         super().__init__()
         self._examples: _Examples | None = None
         self._order = np.zeros(0, np.int64)
+        self._in_file_order = True  # _order is still arange: batches are slices
         self._preload: threading.Thread | None = None
         self._preload_error: BaseException | None = None
         self._rng = np.random.default_rng()
@@ -387,6 +421,7 @@ class InMemoryDataset(DatasetBase):
             parts = list(pool.map(self._parse_file, self.filelist))
         self._examples = _Examples.concat(parts, self._slots)
         self._order = np.arange(len(self._examples), dtype=np.int64)
+        self._in_file_order = True
         if is_shuffle:
             self.local_shuffle()
 
@@ -422,6 +457,7 @@ class InMemoryDataset(DatasetBase):
     def local_shuffle(self):
         self._loaded()
         self._order = self._rng.permutation(self._order)
+        self._in_file_order = False
 
     def global_shuffle(self, fleet=None, thread_num=12):
         """Shuffle the examples. Paddle also exchanges them among trainers; psjob trainers have no
@@ -447,7 +483,8 @@ class InMemoryDataset(DatasetBase):
         """Batches dealt round-robin to `threads` streams: every example once per pass."""
         examples = self._loaded()
         starts = range(0, len(self._order), self.batch_size)
-        return [self._batches(examples, self._order, starts[i::threads]) for i in range(threads)]
+        order = None if self._in_file_order else self._order
+        return [self._batches(examples, order, starts[i::threads]) for i in range(threads)]
 
 
 class QueueDataset(DatasetBase):
@@ -480,7 +517,7 @@ class QueueDataset(DatasetBase):
                         ahead = self._start(files[i + 1])
                     except Exception:  # raised again when that file is due, after this one's batches
                         ahead = None
-                yield from self._batches(examples, np.arange(len(examples), dtype=np.int64))
+                yield from self._batches(examples, None)
         finally:
             if ahead is not None:  # the consumer stopped early
                 ahead.abandon()

@@ -165,6 +165,10 @@ class Communicator:
         self.trainer_id = client.trainer_id
         self.config = config
         self._queues: dict[tuple, collections.deque] = {}
+        # Of the queues, how many are empty and how many hold two or more (under the lock):
+        # _step_queued answers from them on every push instead of walking every queue.
+        self._empty_queues = 0
+        self._deep_queues = 0
         self._lods: dict[str, object] = {}
         self._cond = threading.Condition()
         self._in_flight = 0
@@ -206,13 +210,20 @@ class Communicator:
         with self._cond:
             wake = False
             for name, value in values.items():
-                q = self._queues.setdefault((endpoint, name), collections.deque())
+                q = self._queues.get((endpoint, name))
+                if q is None:
+                    q = self._queues[(endpoint, name)] = collections.deque()
+                    self._empty_queues += 1
                 while len(q) >= self.config.send_queue_size and not self._stopped:
                     t0 = time.perf_counter()
                     self._cond.wait(0.5)
                     self.waits["push_block"] += time.perf_counter() - t0
                     self._raise_if_failed()
                 q.append(_copy(value))
+                if len(q) == 1:
+                    self._empty_queues -= 1
+                elif len(q) == 2:
+                    self._deep_queues += 1
                 self._pushed += 1
                 self._queued += 1
                 # Only the sender waits on a push, and only for these: its first gradient (it
@@ -229,7 +240,7 @@ class Communicator:
         """Whether the queues hold a whole step's gradients (under the lock): every queue
         has one, or one has two — the trainer began another step, so a queue still empty
         is a variable that step did not push (it is not waited for)."""
-        return all(self._queues.values()) or any(len(q) > 1 for q in self._queues.values())
+        return self._empty_queues == 0 or self._deep_queues > 0
 
     def pull(self, endpoint, names):
         names = list(names)
@@ -362,6 +373,8 @@ class Communicator:
         for (ep, name), q in self._queues.items():
             if q:
                 n = min(len(q), self.config.max_merge_var_num)
+                self._deep_queues -= len(q) > 1 >= len(q) - n
+                self._empty_queues += n == len(q)
                 items = [q.popleft() for _ in range(n)]
                 self._queued -= n
                 batch[ep][name] = items
