@@ -10,6 +10,7 @@ themselves, so the same kernel runs on CPU and GPU.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -45,6 +46,9 @@ _REGISTRY: dict[str, OpDef] = {}
 # imports psjob.fluid's modules directly, not the package's API, gets the kernels on its
 # first lookup of an op not registered yet.
 _load_kernels: Callable[[], None] | None = None
+_kernels_loaded = False
+_loading = threading.RLock()  # another thread's first lookup waits for the kernels
+_in_load = False  # a lookup made while load_all runs (in that thread) does not load again
 
 
 def set_kernel_loader(load: Callable[[], None]) -> None:
@@ -54,22 +58,25 @@ def set_kernel_loader(load: Callable[[], None]) -> None:
 
 def _lookup(type: str) -> OpDef | None:
     opdef = _REGISTRY.get(type)
-    if opdef is None and _load_kernels is not None:
+    if opdef is None and not _kernels_loaded:
         _load_all()
         opdef = _REGISTRY.get(type)
     return opdef
 
 
 def _load_all() -> None:
-    global _load_kernels
-    load, _load_kernels = _load_kernels, None
-    if load is None:
-        return
-    try:
-        load()
-    except BaseException:
-        _load_kernels = load  # a kernel module failed to import: the next lookup says so again
-        raise
+    """Import every kernel module once; a module that fails to import is tried again (and
+    says so again) at the next lookup."""
+    global _kernels_loaded, _in_load
+    with _loading:
+        if _kernels_loaded or _in_load or _load_kernels is None:
+            return
+        _in_load = True
+        try:
+            _load_kernels()
+            _kernels_loaded = True
+        finally:
+            _in_load = False
 
 
 def register_op(type: str, *, infer_shape=None, grad=None, no_grad_inputs=(),
@@ -95,8 +102,7 @@ def has_op(type: str) -> bool:
 
 
 def registered_ops() -> list[str]:
-    if _load_kernels is not None:
-        _load_all()
+    _load_all()
     return sorted(_REGISTRY)
 
 
