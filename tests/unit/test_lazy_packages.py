@@ -149,6 +149,28 @@ def test_ops_run_in_a_process_that_imports_fluid_modules_but_not_the_api():
     assert out["value"] == [3.0, 6.0] and not out["api"] and out["ops"] > 100
 
 
+def test_threads_looking_ops_up_first_at_once_all_find_them():
+    # The first lookups of a pserver's handler threads may come together: each must wait for
+    # the kernel modules, not see the registry while another thread is filling it.
+    out = run("""
+        import json, threading
+        from psjob.fluid.ops import registry
+        start, found, errors = threading.Barrier(8), [], []
+        def look(kind):
+            start.wait()
+            try:
+                found.append(registry.get_op_def(kind).type)
+            except Exception as e:
+                errors.append(repr(e))
+        kinds = ["scale", "mul", "sgd", "adam", "lookup_table", "relu", "sigmoid", "mean"]
+        threads = [threading.Thread(target=look, args=(k,)) for k in kinds]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        print(json.dumps({"found": sorted(found), "errors": errors, "kinds": sorted(kinds)}))
+    """)
+    assert out["errors"] == [] and out["found"] == out["kinds"]
+
+
 def test_the_packages_hold_the_api_modules_objects():
     assert isinstance(fleet.util, UtilBase) and fleet.util is fleet_api.util
     for name in ("init", "fleet", "DistributedStrategy", "PaddleCloudRoleMaker", "save_persistables",
