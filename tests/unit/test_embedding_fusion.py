@@ -351,3 +351,16 @@ def test_ids_that_do_not_fill_whole_rows_are_refused_as_the_reshape_refuses_them
     feed["s0"] = feed["s0"][:7]
     with pytest.raises(ExecutionError, match=r"embedding_pool.*holds 7 ids, not rows of 2 ids"):
         exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+
+
+def test_the_one_id_each_grid_check_looks_at_a_shared_lod_once_and_still_sees_every_slot():
+    from psjob.fluid.ops.embedding_pool_ops import _one_id_each
+    from psjob.fluid.ops.sequence_ops import segments
+    one_each = segments([np.arange(5, dtype=np.int64)], "a")
+    other_one_each = segments([np.arange(5, dtype=np.int64)], "b")
+    fewer = segments([np.arange(4, dtype=np.int64)], "c")
+    two_ids = segments([np.array([0, 2, 3, 4, 5], np.int64)], "d")
+    assert _one_id_each([one_each] * 26) and _one_id_each([one_each, other_one_each, one_each])
+    assert not _one_id_each([one_each] * 25 + [fewer])
+    assert not _one_id_each([one_each, two_ids, one_each]) and not _one_id_each([two_ids] * 3)
+    assert _one_id_each([])

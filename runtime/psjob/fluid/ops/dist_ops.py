@@ -29,6 +29,7 @@ import numpy as np
 from psjob.fluid.core import SelectedRows, to_numpy
 from psjob.fluid.framework import EMPTY_VAR_NAME, GraphError, VarType
 from psjob.fluid.ops.registry import in_var, out_var, register_op, set_out
+from psjob.foundation.kernels import native
 from psjob.foundation.kernels.rows import stable_order
 from psjob.foundation.tables import SparseTable, shard_of
 
@@ -73,6 +74,16 @@ def _host_ids(value) -> np.ndarray:
     if type(value) is np.ndarray and value.dtype == np.int64:  # the common case: a fed int64 array
         return value.reshape(-1)
     return np.asarray(to_numpy(value), dtype=np.int64).reshape(-1)
+
+
+def _equal_ids(a: np.ndarray, b: np.ndarray) -> bool:
+    """np.array_equal of two id arrays; one memcmp (native.same_ids) for the 1-D contiguous
+    int64 arrays a batch's ids are (np.array_equal's wrapper costs several times that on
+    the ~900 ids of a batch of 32, compared twice a step)."""
+    if a.ndim == b.ndim == 1 and a.dtype == b.dtype == np.int64 and a.flags.c_contiguous \
+            and b.flags.c_contiguous:
+        return native.same_ids(a, b)
+    return np.array_equal(a, b)
 
 
 def _to_xp(ctx, arr):
@@ -165,7 +176,7 @@ def split_ids(ctx):
             ctx.set_output("Out", SelectedRows(_to_xp(ctx, rows[idx]), sr.values[_to_xp(ctx, idx)], 0), i=k)
         return
     wanted = np.concatenate([_host_ids(x) for x in inputs]) if inputs else np.zeros(0, np.int64)
-    done = take_ahead(ctx.executor, ctx.op, lambda entry: np.array_equal(entry[0], wanted))
+    done = take_ahead(ctx.executor, ctx.op, lambda entry: _equal_ids(entry[0], wanted))
     pieces, index = done[1] if done is not None else split_wanted_ids(wanted, n, with_index=ctx.has_output("Index"))
     for k, piece in enumerate(pieces):
         ctx.set_output("Out", _to_xp(ctx, piece.reshape(-1, 1)), i=k)
@@ -434,7 +445,7 @@ def take_ahead(executor, op, matches):
 
 
 def _same_ids(batch, wanted):
-    return len(batch) == len(wanted) and all(np.array_equal(ids, w) for (ids, _), w in zip(batch, wanted))
+    return len(batch) == len(wanted) and all(_equal_ids(ids, w) for (ids, _), w in zip(batch, wanted))
 
 
 @register_op("prefetch")

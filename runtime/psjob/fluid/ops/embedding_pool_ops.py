@@ -91,7 +91,12 @@ def _slot_major(ctx, index):
 def _one_id_each(segs) -> bool:
     """Every sequence of every slot holds exactly one id (a CTR slot's case), the same
     number of sequences in each: the slots' ids are then a [slots, sequences] grid."""
-    return all(s.uniform and s.max_len == 1 and s.num_seqs == segs[0].num_seqs for s in segs)
+    if not segs:
+        return True
+    first = segs[0]
+    # Slots fed one LoD share one segments object (_slot_segments): each checked once.
+    return all(s is first or (s.uniform and s.max_len == 1 and s.num_seqs == first.num_seqs)
+               for s in segs) and first.uniform and first.max_len == 1
 
 
 def _pool_shape(op):
