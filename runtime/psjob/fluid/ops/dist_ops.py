@@ -314,7 +314,7 @@ class _InFlight:
 
     def __init__(self, services=None):
         self.sends = []
-        self.groups = {}      # id(first recv op) -> the consecutive recv ops
+        self.groups = {}      # id(first recv op) -> {endpoint: names} its run of recv ops pulls
         self.pulled = None    # {endpoint: {name: array}} of the current recv group
         self._services = services if services is not None else {}
 
@@ -380,7 +380,8 @@ def send(ctx):
 
 
 def _recv_group(ctx, state):
-    """The consecutive recv ops starting at this one (None if it is not the first)."""
+    """{endpoint: names} that the consecutive recv ops starting at this one pull (None if
+    it is not the first); worked out on the op's first run, as the ops do not change."""
     key = id(ctx.op)
     if key not in state.groups:
         ops = ctx.op.block.ops
@@ -391,7 +392,11 @@ def _recv_group(ctx, state):
             j = i
             while j < len(ops) and ops[j].type == "recv":
                 j += 1
-            state.groups[key] = ops[i:j]
+            by_ep = {}
+            for op in ops[i:j]:
+                for ep, names in _by_endpoint(op.outputs["Out"], op.attr("epmap"), "recv").items():
+                    by_ep.setdefault(ep, []).extend(names)
+            state.groups[key] = by_ep
     return state.groups[key]
 
 
@@ -399,16 +404,12 @@ def _recv_group(ctx, state):
 def recv(ctx):
     client = _client(ctx)
     state = _inflight(ctx)
-    group = _recv_group(ctx, state)
-    if group is not None:
+    by_ep = _recv_group(ctx, state)
+    if by_ep is not None:
         state.drain()  # our own gradients reach the pservers before we pull
-        by_ep = {}
-        for op in group:
-            for ep, names in _by_endpoint(op.outputs["Out"], op.attr("epmap"), "recv").items():
-                by_ep.setdefault(ep, []).extend(names)
-        handles = {ep: client.pull(ep, names) for ep, names in by_ep.items()}
+        handles = [client.pull(ep, list(names)) for ep, names in by_ep.items()]
         state.pulled = {}
-        for handle in handles.values():
+        for handle in handles:
             state.pulled.update(handle.wait())
     got = state.pulled or {}
     for i, name in enumerate(ctx.outs["Out"]):
