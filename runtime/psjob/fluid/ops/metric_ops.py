@@ -247,6 +247,9 @@ def auc(ctx):
         stats.append(new)
     ctx.set_output("StatPosOut", stats[0])
     ctx.set_output("StatNegOut", stats[1])
-    totals = [s[0] if s.shape[0] == 1 else s.sum(axis=0) for s in stats]
+    # A window's rows summed (PaddleRec's slide_steps=20: 20 x 4096 per stat per step);
+    # numpy's reduce without the .sum wrapper.
+    totals = [s[0] if s.shape[0] == 1 else np.add.reduce(s, axis=0) if xp is np else s.sum(axis=0)
+              for s in stats]
     value = auc_from_stats(xp, totals[0], totals[1], used)
     ctx.set_output("AUC", xp.asarray([value], dtype=np.float64))
