@@ -351,3 +351,60 @@ def test_ids_that_do_not_fill_whole_rows_are_refused_as_the_reshape_refuses_them
     feed["s0"] = feed["s0"][:7]
     with pytest.raises(ExecutionError, match=r"embedding_pool.*holds 7 ids, not rows of 2 ids"):
         exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+
+
+def test_the_one_id_each_grid_check_looks_at_a_shared_lod_once_and_still_sees_every_slot():
+    from psjob.fluid.ops.embedding_pool_ops import _one_id_each
+    from psjob.fluid.ops.sequence_ops import segments
+    one_each = segments([np.arange(5, dtype=np.int64)], "a")
+    other_one_each = segments([np.arange(5, dtype=np.int64)], "b")
+    fewer = segments([np.arange(4, dtype=np.int64)], "c")
+    two_ids = segments([np.array([0, 2, 3, 4, 5], np.int64)], "d")
+    assert _one_id_each([one_each] * 26) and _one_id_each([one_each, other_one_each, one_each])
+    assert not _one_id_each([one_each] * 25 + [fewer])
+    assert not _one_id_each([one_each, two_ids, one_each]) and not _one_id_each([two_ids] * 3)
+    assert _one_id_each([])
+
+
+@pytest.mark.parametrize("one_id_each", [True, False], ids=["one-id", "sequences"])
+def test_slots_fed_shared_lod_objects_train_as_op_by_op(one_id_each):
+    """The fused ops look up a LoD object shared by consecutive slots once (as QueueDataset
+    feeds one per width): slots sharing one, then a slot with its own, then sharing again."""
+    batches = feeds(4, 16, one_id_each)
+    for feed in batches:
+        shared = {}
+        for i in range(SLOTS):
+            ids, lod = feed[f"s{i}"]
+            lod = shared.setdefault(tuple(lod[0]), lod)  # slots of equal offsets: one list object
+            feed[f"s{i}"] = (ids, lod)
+        assert one_id_each is (len({id(feed[f's{i}'][1]) for i in range(SLOTS)}) == 1)
+    fused, fused_ops, fused_grad = train(ctr_like_net(True, "sgd"), batches, op_by_op=False)
+    plain, _, plain_grad = train(ctr_like_net(True, "sgd"), batches, op_by_op=True)
+    assert "embedding_pool" in fused_ops
+    for name, value in plain.items():
+        np.testing.assert_allclose(fused[name], value, rtol=2e-5, atol=1e-6, err_msg=name)
+    rows, values = merge_duplicate_rows(np, plain_grad.rows, plain_grad.values)
+    np.testing.assert_array_equal(fused_grad.rows, rows)
+    np.testing.assert_allclose(fused_grad.values, values, rtol=1e-5, atol=1e-7)
+
+
+def test_a_slot_whose_ids_do_not_fill_the_shared_lod_is_refused_by_the_fused_op():
+    """Slots sharing one LoD object are still checked one by one against their ids."""
+    from psjob.fluid.executor import Executor
+    from psjob.fluid.ops.embedding_pool_ops import _slot_segments
+    from psjob.fluid.ops.registry import KernelContext
+    main, startup, _, _ = ctr_like_net(True, "sgd")
+    op = next(op for op in main.global_block().ops if op.type == "lookup_table")
+    scope = fluid.Scope()
+    lod = [np.arange(5, dtype=np.int64)]
+    for name in ("a", "b", "c"):
+        scope.vars[name] = np.zeros((4, 1), np.int64)
+        scope.lods[name] = lod
+    scope.vars["b"] = np.zeros((3, 1), np.int64)
+    op.inputs = dict(op.inputs, Ids=["a", "b", "c"])
+    ctx = KernelContext(op, np, fluid.CPUPlace(), scope, Executor())
+    with pytest.raises(ValueError, match="the LoD of 'b' ends at 4 but it holds 3 ids"):
+        _slot_segments(ctx, "merge_ids_pool")
+    scope.vars["b"] = np.zeros((4, 1), np.int64)
+    segs = _slot_segments(ctx, "merge_ids_pool")
+    assert len(segs) == 3 and segs[0] is segs[1] is segs[2] and segs[0].rows == 4

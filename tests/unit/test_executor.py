@@ -205,3 +205,19 @@ def test_timed_runs_report_a_failing_op_as_untimed_runs_do():
         exe.run(main, feed={"ids": (np.array([[3], [99]], np.int64), [[0, 2]])}, fetch_list=[emb],
                 scope=scope)
     assert exe.kernel_seconds["lookup_table"] == 0.0  # the failed op counted no time
+
+
+def test_timed_runs_read_the_clock_once_per_op_and_count_each_op_its_interval():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+        h = fluid.layers.fc(fluid.layers.fc(x, size=3), size=2)
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    readings = []
+    exe.timing_clock = lambda: readings.append(None) or float(len(readings))  # 1.0, 2.0, ...
+    exe.collect_timing = True
+    exe.run(main, feed={"x": np.ones((2, 4), np.float32)}, fetch_list=[h], scope=scope)
+    types = [op.type for op in main.global_block().ops]
+    assert len(readings) == len(types) + 1
+    assert dict(exe.kernel_seconds) == {t: float(types.count(t)) for t in set(types)}

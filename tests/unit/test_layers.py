@@ -445,6 +445,63 @@ def test_auc_from_stats_is_the_float64_trapezoid_sum_to_the_bit_at_every_count_s
             assert auc_from_stats(np, p_, n_) == want
 
 
+def _auc_in_integers(pos, neg):
+    """The auc op's value before the forward walk: Python integers over the non-empty
+    buckets, top down, then float64 (exact below 2**53 pairs, as here)."""
+    tp = area = 0
+    for p_b, n_b in zip(pos[::-1].tolist(), neg[::-1].tolist()):
+        if p_b or n_b:
+            tp += p_b
+            area += n_b * (2 * tp - p_b)
+    tot_neg = int(neg.sum())
+    return float(area) / 2.0 / float(tp) / float(tot_neg) if tp > 0 and tot_neg > 0 else 0.0
+
+
+def test_auc_ops_equal_the_integer_walk_to_the_bit_on_random_streams(prog):
+    """The global AUC (4096 buckets walked forward every step), the batch AUC (only the
+    batch's own buckets) and a 3-batch window: bit-equal to the top-down walk, over batches
+    of 1 to 600 predictions, one-label batches and scores clipped at both ends."""
+    _, _, run = prog
+    p = layers.data(name="p", shape=[1], dtype="float32")
+    y = layers.data(name="y", shape=[1], dtype="int64")
+    auc_out, batch_auc, _ = layers.auc(p, y, num_thresholds=4095)
+    _, window_auc, _ = layers.auc(p, y, num_thresholds=4095, slide_steps=3)
+    run.startup()
+    rng = np.random.default_rng(11)
+    total_pos, total_neg, recent = np.zeros(4096, np.int64), np.zeros(4096, np.int64), []
+    for step in range(150):
+        n = int(rng.choice([1, 2, 32, 32, 65, 600]))
+        labels = (rng.random(n) < rng.choice([0.0, 0.3, 1.0, 0.5])).astype(np.int64)
+        scores = (rng.random(n) * 1.2 - 0.1).astype(np.float32)  # some below 0 and above 1
+        if step % 7 == 0:
+            scores = np.round(scores * 10) / 10  # ties: several predictions per bucket
+        g, b, w = run({"p": scores.reshape(-1, 1), "y": labels.reshape(-1, 1)},
+                      [auc_out, batch_auc, window_auc])
+        bins = (np.clip(scores, 0, 1) * 4095).astype(np.int64)
+        pos = np.bincount(bins[labels == 1], minlength=4096)
+        neg = np.bincount(bins[labels == 0], minlength=4096)
+        total_pos += pos
+        total_neg += neg
+        recent = (recent + [(pos, neg)])[-3:]
+        assert b[0] == _auc_in_integers(pos, neg)
+        assert g[0] == _auc_in_integers(total_pos, total_neg)
+        assert w[0] == _auc_in_integers(sum(r[0] for r in recent), sum(r[1] for r in recent))
+
+
+def test_auc_from_stats_with_the_used_buckets_equals_it_without():
+    from psjob.fluid.ops.metric_ops import auc_from_stats
+    rng = np.random.default_rng(5)
+    for k in (0, 1, 3, 32, 64, 65, 300):
+        pos, neg = np.zeros(4096, np.int64), np.zeros(4096, np.int64)
+        buckets = rng.integers(0, 4096, k).tolist()
+        for bucket in buckets:
+            (pos if rng.random() < 0.4 else neg)[bucket] += 1
+        want = auc_from_stats(np, pos, neg)
+        assert want == _auc_in_integers(pos, neg)
+        assert auc_from_stats(np, pos, neg, buckets) == want
+        assert auc_from_stats(np, pos, neg, buckets + [4095, 0]) == want  # empty buckets named too
+
+
 def test_auc_refuses_nan_predictions(prog):
     _, _, run = prog
     p = layers.data(name="p", shape=[1], dtype="float32")

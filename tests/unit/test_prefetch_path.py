@@ -115,3 +115,18 @@ def test_the_rpc_series_count_every_request_with_their_labels():
     assert get("psjob_pserver_sent_bytes_total", {"method": "Prefetch"}) == 600
     assert get("psjob_pserver_rpc_duration_seconds_count", {"method": "Prefetch"}) == 4
     assert get("psjob_pserver_barrier_wait_seconds_count", {"barrier": "round"}) == 1
+
+
+def test_the_id_comparison_equals_numpys_on_every_kind_of_array():
+    """split_ids and prefetch match a batch to what prefetch_ahead issued with _equal_ids:
+    one memcmp for contiguous int64 ids, np.array_equal's answer for anything else."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(-(2 ** 62), 2 ** 62, 900).astype(np.int64)
+    b = a.copy()
+    other = b.copy()
+    other[-1] += 1
+    cases = [(a, b), (a, other), (a, a[:-1]), (a[:0], b[:0]), (a[::2], b[::2]), (a[::2], other[::2]),
+             (a, b.astype(np.int32)), (a.reshape(-1, 1), b), (a.reshape(30, 30), b.reshape(30, 30)),
+             (a[:8], np.array(a[:8].tolist(), dtype=np.float64))]
+    for x, y in cases:
+        assert dist_ops._equal_ids(x, y) is np.array_equal(x, y)

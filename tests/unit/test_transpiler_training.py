@@ -779,3 +779,46 @@ def test_an_async_trainer_allowed_no_stale_step_is_not_pipelined_and_trains_as_s
     assert runs[False][2] is None   # nothing was issued ahead
     np.testing.assert_allclose(runs[False][0], runs[True][0], rtol=1e-5)
     np.testing.assert_allclose(runs[False][1], runs[True][1], rtol=1e-5, atol=1e-7)
+
+
+class _RecordingPulls:
+    """The in-memory client, recording each pull's endpoint and names."""
+
+    def __init__(self, client):
+        self.client, self.pulls = client, []
+
+    def pull(self, endpoint, names):
+        self.pulls.append((endpoint, list(names)))
+        return self.client.pull(endpoint, names)
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+def test_a_run_of_recv_ops_pulls_once_per_pserver_each_step_with_every_name_it_holds():
+    """The recv ops' grouping by pserver is worked out once; every step still pulls each
+    pserver's blocks in one request, and the trainer holds what the pservers hold."""
+    main, startup, loss = dense_net("sgd")
+    t = DistributeTranspiler()
+    t.transpile(0, program=main, startup_program=startup, pservers=",".join(EPS[:2]), trainers=1)
+    trainer = t.get_trainer_program(wait_port=False)
+    recvs = [op for op in trainer.global_block().ops if op.type == "recv"]
+    want = {}
+    for op in recvs:
+        for name, ep in zip(op.output("Out"), op.attr("epmap")):
+            want.setdefault(ep, []).append(name)
+    assert len(want) == 2 and len(recvs) > 2
+    cluster = InMemoryCluster.from_transpiler(t)
+    exe, scope = cluster.executor(0), fluid.Scope()
+    exe.run(startup, scope=scope)
+    rec = exe.services["rpc"] = _RecordingPulls(exe.services["rpc"])
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.random((8, 64)).astype("float32"), "y": rng.random((8, 1)).astype("float32")}
+    for _ in range(3):
+        rec.pulls.clear()
+        exe.run(trainer, feed=feed, fetch_list=[loss], scope=scope)
+        assert sorted(rec.pulls) == sorted(want.items())
+        for ep, names in want.items():
+            for name in names:
+                np.testing.assert_array_equal(scope.vars[name], cluster.handler(ep).scope.vars[name])
+    exe.close()

@@ -184,16 +184,20 @@ class Executor:
                 raise _op_error(ctx, exc) from exc
 
     def _run_steps_timed(self, compiled: _Compiled):
+        # One clock reading per op: each op's end is the next one's start (the loop's own
+        # few instructions count to the op before), half the clock calls of a start/end pair.
         clock, seconds = self.timing_clock, self.kernel_seconds
+        t0 = clock()
         for kernel, ctx in compiled.steps:
-            t0 = clock()
             try:
                 kernel(ctx)
             except (ExecutionError, EOFException, KeyboardInterrupt):
                 raise  # as untimed: an inner op's error already names that op
             except Exception as exc:
                 raise _op_error(ctx, exc) from exc
-            seconds[ctx.op_type] += clock() - t0
+            t1 = clock()
+            seconds[ctx.op_type] += t1 - t0
+            t0 = t1
 
     # -- compile ------------------------------------------------------------------------
     def _compile(self, program, block, scope, feed_names, fetch_names) -> _Compiled:

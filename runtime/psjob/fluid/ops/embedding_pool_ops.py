@@ -42,17 +42,23 @@ def _slot_segments(ctx, what):
             out += [_one_id_per_sequence(n // k)] * k
         return out
     out, seen = [], {}
+    lods, vals = ctx.lods, ctx.vals
+    last_lod = last_seg = None
     for name in ctx.ins["Ids"]:
-        lod = ctx.lods.get(name)
-        key = id(lod[-1]) if lod else None
-        seg = seen.get(key)
-        if seg is None:
-            seg = segments(lod, f"{what} ({name})")
-            if key is not None:
-                seen[key] = seg
-        n = int(ctx.vals[name].shape[0])
-        if seg.rows != n:
-            raise ValueError(f"{what}: the LoD of {name!r} ends at {seg.rows} but it holds {n} ids")
+        lod = lods.get(name)
+        if lod is not None and lod is last_lod:
+            seg = last_seg  # the LoD object of the slot before (the executor feeds a shared one once)
+        else:
+            key = id(lod[-1]) if lod else None
+            seg = seen.get(key)
+            if seg is None:
+                seg = segments(lod, f"{what} ({name})")
+                if key is not None:
+                    seen[key] = seg
+            last_lod, last_seg = lod, seg
+        if seg.rows != vals[name].shape[0]:
+            raise ValueError(f"{what}: the LoD of {name!r} ends at {seg.rows} but it holds "
+                             f"{int(vals[name].shape[0])} ids")
         out.append(seg)
     return out
 
@@ -91,7 +97,12 @@ def _slot_major(ctx, index):
 def _one_id_each(segs) -> bool:
     """Every sequence of every slot holds exactly one id (a CTR slot's case), the same
     number of sequences in each: the slots' ids are then a [slots, sequences] grid."""
-    return all(s.uniform and s.max_len == 1 and s.num_seqs == segs[0].num_seqs for s in segs)
+    if not segs:
+        return True
+    first = segs[0]
+    # Slots fed one LoD share one segments object (_slot_segments): each checked once.
+    return all(s is first or (s.uniform and s.max_len == 1 and s.num_seqs == first.num_seqs)
+               for s in segs) and first.uniform and first.max_len == 1
 
 
 def _pool_shape(op):
@@ -231,13 +242,13 @@ def _summed_by_index(ctx, index, distinct: int, segs, width: int):
     gradient, whose first slots x `width` columns are the slots' (the Tail's get none)."""
     xp = ctx.xp
     head = int(ctx.attr("head_width", 0))
-    if ctx.attr("concat", False):
+    concat = ctx.attr("concat", False)
+    if concat:
         dout = ctx.input("Out@GRAD")
-        douts = [dout[:, head + j * width:head + (j + 1) * width] for j in range(len(segs))]
     else:
         douts = ctx.input_list("Out@GRAD")
         width = douts[0].shape[1]
-    if ctx.attr("concat", False) and _one_id_each(segs):
+    if concat and _one_id_each(segs):
         seqs, slots = segs[0].num_seqs, len(segs)
         if native.fits(dout) and isinstance(index, np.ndarray) and dout.ndim == 2:
             # The same sums in C (double accumulators, the same order): one pass, no columns.
@@ -248,6 +259,8 @@ def _summed_by_index(ctx, index, distinct: int, segs, width: int):
         index = index.reshape(slots, seqs).T.reshape(-1)
         column = lambda c: per_id[:, :, c].reshape(-1)
     else:
+        if concat:  # each slot's columns of the concatenated gradient
+            douts = [dout[:, head + j * width:head + (j + 1) * width] for j in range(len(segs))]
         parts = [d if seg.uniform and seg.max_len == 1 else xp.take(d, seg.seg(xp), axis=0)
                  for seg, d in zip(segs, douts)]
         per_id = parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=0)

@@ -83,8 +83,9 @@ def accuracy(ctx):
 
 # -- auc ---------------------------------------------------------------------------------
 
-def bucket_counts(xp, predict, label, num_thresholds):
-    """Per-bucket (positives, negatives) of one batch, as int64 [num_thresholds+1]."""
+def bucket_counts(xp, predict, label, num_thresholds, with_buckets=False):
+    """Per-bucket (positives, negatives) of one batch, as int64 [num_thresholds+1]; with
+    `with_buckets` (numpy only) also every prediction's bucket, as a list."""
     p = predict.reshape(predict.shape[0], -1)[:, -1] if predict.ndim > 1 else predict
     flat_label = label.reshape(-1)
     if p.shape[0] != flat_label.shape[0]:
@@ -99,6 +100,8 @@ def bucket_counts(xp, predict, label, num_thresholds):
         bins = (np.minimum(np.maximum(p, 0.0), 1.0) * num_thresholds).astype(np.int64)
         bins += (flat_label != 0) * size
         counts = np.bincount(bins, minlength=2 * size).astype(np.int64, copy=False).reshape(2, size)
+        if with_buckets:
+            return counts[1], counts[0], [b - size if b >= size else b for b in bins.tolist()]
         return counts[1], counts[0]
     if p.size and bool(xp.isnan(p).any()):
         raise ValueError("auc: Predict contains NaN")
@@ -113,21 +116,23 @@ def bucket_counts(xp, predict, label, num_thresholds):
 _EXACT_IN_FLOAT = 2 ** 53
 
 
-def auc_from_stats(xp, stat_pos, stat_neg) -> float:
-    """Trapezoid-rule ROC AUC over bucket counts, walking from the top bucket down."""
-    pos, neg = stat_pos[::-1], stat_neg[::-1]
-    if xp is np and pos.size > 64:
-        # Only buckets holding a prediction add area (an empty one adds a zero-width trapezoid
-        # and leaves tp as it was): a batch's 4096 buckets hold at most its size, and the
-        # per-step auc op would otherwise walk all of them.
-        used = (pos | neg).nonzero()[0] if pos.dtype.kind in "iu" else \
-            np.flatnonzero((pos != 0) | (neg != 0))
-        if 2 * used.size < pos.size:
-            pos, neg = pos[used], neg[used]
-    if xp is np and pos.dtype == np.int64 and neg.dtype == np.int64 and pos.size:
-        exact = _auc_exact(pos, neg)
+def auc_from_stats(xp, stat_pos, stat_neg, used=None) -> float:
+    """Trapezoid-rule ROC AUC over bucket counts, walking from the top bucket down.
+    `used` (optional): buckets that hold every non-zero count (a batch's own buckets)."""
+    if xp is np and stat_pos.dtype == np.int64 and stat_neg.dtype == np.int64 and stat_pos.size:
+        exact = _auc_exact_forward(stat_pos, stat_neg, used)
         if exact is not None:
             return exact
+    pos, neg = stat_pos[::-1], stat_neg[::-1]
+    # The float64 sum (counts whose int64 sum may round, other dtypes, other array modules).
+    if xp is np and pos.size > 64:
+        # Only buckets holding a prediction add area (an empty one adds a zero-width trapezoid
+        # and leaves tp as it was); leaving the empty ones out fixes the summation order
+        # this value has always had.
+        nonzero = (pos | neg).nonzero()[0] if pos.dtype.kind in "iu" else \
+            np.flatnonzero((pos != 0) | (neg != 0))
+        if 2 * nonzero.size < pos.size:
+            pos, neg = pos[nonzero], neg[nonzero]
     pos, neg = pos.astype(np.float64), neg.astype(np.float64)
     tp, fp = xp.cumsum(pos), xp.cumsum(neg)
     tot_pos, tot_neg = float(tp[-1]) if tp.size else 0.0, float(fp[-1]) if fp.size else 0.0
@@ -136,6 +141,34 @@ def auc_from_stats(xp, stat_pos, stat_neg) -> float:
     # Each bucket adds a trapezoid of width neg[b] and mean height (tp_prev + tp) / 2.
     area = float((neg * (2 * tp - pos)).sum()) / 2.0
     return area / tot_pos / tot_neg
+
+
+def _auc_exact_forward(pos, neg, used):
+    """_auc_exact of the counts in bucket order (no reversed view: numpy's loops over a
+    negative stride cost ~3x a contiguous one's, and the global AUC's 4096 buckets are
+    walked every step). `used`: the only buckets that may hold a count, or None."""
+    if used is not None and not used:
+        return 0.0  # an empty batch: no counts
+    if used is not None and len(used) <= 64:
+        picked = np.array(sorted(set(used), reverse=True), dtype=np.int64)
+        return _auc_exact(pos[picked], neg[picked])
+    if pos.size <= 64:
+        return _auc_exact(pos[::-1], neg[::-1])
+    if np.minimum.reduce(pos) < 0 or np.minimum.reduce(neg) < 0:
+        return None
+    cum = np.cumsum(pos)
+    tot_pos, tot_neg = int(cum[-1]), int(np.add.reduce(neg))
+    if tot_pos <= 0 or tot_neg <= 0:
+        return 0.0
+    if 2 * tot_pos * tot_neg >= _EXACT_IN_FLOAT:
+        return None
+    # Walking down, bucket b adds neg[b] * (2 * (positives at or above b) - pos[b]); the
+    # positives at or above b are tot_pos - cum[b] + pos[b]. The same integer area as
+    # _auc_exact's, so the same float64 value.
+    cum *= 2
+    cum -= pos
+    area = 2 * tot_pos * tot_neg - int(np.dot(neg, cum))
+    return float(area) / 2.0 / float(tot_pos) / float(tot_neg)
 
 
 def _auc_exact(pos, neg):
@@ -196,7 +229,11 @@ def auc(ctx):
     xp = ctx.xp
     t = int(ctx.attr("num_thresholds", 2 ** 12 - 1))
     steps = int(ctx.attr("slide_steps", 1))
-    pos, neg = bucket_counts(xp, ctx.input("Predict"), ctx.input("Label"), t)
+    used = None
+    if xp is np and steps == 1:  # the AUC of this batch: only its own buckets hold counts
+        pos, neg, used = bucket_counts(xp, ctx.input("Predict"), ctx.input("Label"), t, with_buckets=True)
+    else:
+        pos, neg = bucket_counts(xp, ctx.input("Predict"), ctx.input("Label"), t)
     stats = []
     for slot, batch in (("StatPos", pos), ("StatNeg", neg)):
         old = ctx.input(slot)
@@ -210,6 +247,9 @@ def auc(ctx):
         stats.append(new)
     ctx.set_output("StatPosOut", stats[0])
     ctx.set_output("StatNegOut", stats[1])
-    totals = [s[0] if s.shape[0] == 1 else s.sum(axis=0) for s in stats]
-    value = auc_from_stats(xp, totals[0], totals[1])
+    # A window's rows summed (PaddleRec's slide_steps=20: 20 x 4096 per stat per step);
+    # numpy's reduce without the .sum wrapper.
+    totals = [s[0] if s.shape[0] == 1 else np.add.reduce(s, axis=0) if xp is np else s.sum(axis=0)
+              for s in stats]
+    value = auc_from_stats(xp, totals[0], totals[1], used)
     ctx.set_output("AUC", xp.asarray([value], dtype=np.float64))
