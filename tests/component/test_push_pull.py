@@ -256,35 +256,3 @@ def test_a_partial_step_leaves_after_send_wait_s_and_a_flush_sends_it_at_once(se
         np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], w - LR * 4, rtol=1e-6)
     finally:
         comm.stop()
-
-
-def test_a_push_copies_into_a_sent_gradients_array_once_its_round_was_confirmed(served):
-    """The communicator reuses its own copy of a gradient whose push the pserver confirmed
-    (one array per queue in steady state, no new one per step), and what each step sends is
-    still that step's gradient: the caller overwrites its array after every push."""
-    client, ep, _ = served()
-    comm = Communicator(client, CommunicatorConfig(send_wait_s=0, max_stale_steps=None))
-    key = (ep, f"{W}@GRAD")
-    try:
-        w = comm.pull(ep, [W]).wait()[W]
-        grad = np.empty_like(w)
-        spare = None
-        for step in range(1, 7):
-            grad[...] = step
-            comm.push(ep, {f"{W}@GRAD": grad})
-            grad[...] = -100.0  # the caller's next use of its array reaches no request
-            comm.flush()
-            with comm._cond:
-                spares = list(comm._spares[key])
-            if spare is None:
-                [spare] = spares
-            assert len(spares) == 1 and spares[0] is spare, (step, spares)
-        np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], w - LR * 21.0, rtol=1e-6)
-        strided = np.ones((2 * w.shape[0],) + w.shape[1:], w.dtype)[::2]  # not C-ordered: a new copy
-        comm.push(ep, {f"{W}@GRAD": strided})
-        comm.flush()
-        with comm._cond:
-            assert comm._spares[key][0] is spare and len(comm._spares[key]) == 2
-        np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], w - LR * 22.0, rtol=1e-6)
-    finally:
-        comm.stop()

@@ -108,7 +108,6 @@ class _Done:
         return self.value
 
 
-_SPARES = 2  # recycled gradient arrays kept per queue (Communicator._recycle)
 _DONE = _Done()  # a trainer's push: nothing applied yet (immutable: shared by every push)
 
 
@@ -130,19 +129,9 @@ class _TimedHandle:
         return getattr(self.handle, name)
 
 
-def _copy(value, spares=None):
-    """The communicator's own copy of a pushed gradient: into a spare array of the same shape
-    and dtype from `spares` (a list of recycled C-ordered arrays, popped) when the value is a
-    C-ordered ndarray, else a new one. A new array of the ~0.5 MB a CTR weight's gradient
-    holds costs its pages' faults (measured ~10x a copy into a reused array)."""
+def _copy(value):
     if isinstance(value, SelectedRows):
         return SelectedRows(np.array(value.rows, copy=True), np.array(value.values, copy=True), value.height)
-    if spares and type(value) is np.ndarray and value.flags.c_contiguous:
-        spare = spares[-1]
-        if spare.shape == value.shape and spare.dtype == value.dtype:
-            spares.pop()
-            np.copyto(spare, value)
-            return spare
     return np.array(value, copy=True)
 
 
@@ -184,10 +173,6 @@ class Communicator:
         self._empty_queues = 0
         self._deep_queues = 0
         self._lods: dict[str, object] = {}
-        # (endpoint, name) -> arrays of that queue's gradients already sent and confirmed,
-        # which push copies into next (under the lock; at most _SPARES each). Nothing else holds
-        # them: a queued copy is the sender's alone, and its request is done once replied to.
-        self._spares: dict[tuple, list] = {}
         self._cond = threading.Condition()
         self._in_flight = 0
         self._cache: dict[str, np.ndarray] = {}
@@ -244,7 +229,7 @@ class Communicator:
                     self._cond.wait(0.5)
                     self.waits["push_block"] += time.perf_counter() - t0
                     self._raise_if_failed()
-                q.append(_copy(value, self._spares.get((endpoint, name))))
+                q.append(_copy(value))
                 if len(q) == 1:
                     self._empty_queues -= 1
                 elif len(q) == 2:
@@ -444,7 +429,6 @@ class Communicator:
                     self.waits["send_reply"] += time.perf_counter() - t0
                     self.sends += 1
                     with self._cond:
-                        self._recycle(batch)
                         self._applied += sum(len(items) for per_name in batch.values() for items in per_name.values())
                         if pulls:  # read after every gradient of this round was applied
                             self._refreshed(fresh, refreshes, self._applied)
@@ -492,16 +476,6 @@ class Communicator:
                         self._cond.notify_all()  # wake trainers blocked on full queues
                         return batch, self._pulls_riding_on(batch), self._refreshes
             self._wake.acquire(timeout=0.5 if t0 is None else left)
-
-    def _recycle(self, batch) -> None:
-        """Keep a confirmed round's gradient copies for push to copy into (under the lock):
-        the pservers replied, so no request reads them again."""
-        for ep, per_name in batch.items():
-            for name, items in per_name.items():
-                spares = self._spares.setdefault((ep, name), [])
-                for item in items:
-                    if len(spares) < _SPARES and type(item) is np.ndarray and item.flags.c_contiguous:
-                        spares.append(item)
 
     def _pulls_riding_on(self, batch) -> dict:
         """{endpoint: cached names} for this round's pushes to carry (under the lock), or {}.
