@@ -108,9 +108,6 @@ class _Done:
         return self.value
 
 
-_DONE = _Done()  # a trainer's push: nothing applied yet (immutable: shared by every push)
-
-
 class _TimedHandle:
     """A request's handle whose wait() adds the seconds it blocked to waits[key]."""
     __slots__ = ("handle", "waits", "key")
@@ -179,13 +176,6 @@ class Communicator:
         self._pulled: dict[str, np.ndarray] = {}  # name -> its latest pulled value (predict_pulls)
         self._watched: dict[str, list] = collections.defaultdict(list)  # endpoint -> names
         self._recv_due = threading.Event()
-        # The sender sleeps on this bare lock, held while no wake-up is pending; the trainer
-        # releases it (_wake_sender) after leaving the condition's lock. Notifying the condition
-        # instead woke the sender while the trainer still held that lock, so the sender woke,
-        # blocked on the lock and slept again: two thread switches per wake-up (measured:
-        # docs/performance.md).
-        self._wake = threading.Lock()
-        self._wake.acquire()
         self._stopped = False
         self._error: BaseException | None = None
         self.sends = 0
@@ -242,18 +232,9 @@ class Communicator:
                 wake = wake or self._queued == 1 or len(q) == 2
                 if lods and name in lods:
                     self._lods[name] = lods[name]
-            wake = wake or self._step_queued()
-        if wake:  # only the sender waits on a push (no trainer waits for a queue to grow)
-            self._wake_sender()
-        return _DONE
-
-    def _wake_sender(self) -> None:
-        """Wake the sender, or leave it a pending wake-up if it is not asleep: it then looks
-        at the queues once more before it sleeps."""
-        try:
-            self._wake.release()
-        except RuntimeError:  # already released: a wake-up is pending
-            pass
+            if wake or self._step_queued():
+                self._cond.notify_all()
+        return _Done()
 
     def _step_queued(self) -> bool:
         """Whether the queues hold a whole step's gradients (under the lock): every queue
@@ -307,7 +288,7 @@ class Communicator:
         with self._cond:
             while self._pushed - self._cache_basis > limit * max(len(self._queues), 1) and not self._stopped:
                 self._raise_if_failed()
-                if not self._queued and not self._in_flight:
+                if not any(self._queues.values()) and not self._in_flight:
                     self._recv_due.set()
                 self._cond.wait(0.1)
         self._raise_if_failed()
@@ -335,9 +316,9 @@ class Communicator:
         t_end = time.monotonic() + timeout_s
         with self._cond:
             self._flushing += 1  # the sender stops waiting for more gradients: send now
-            self._wake_sender()
+            self._cond.notify_all()
             try:
-                while self._queued or self._in_flight:
+                while any(self._queues.values()) or self._in_flight:
                     self._raise_if_failed()
                     if time.monotonic() > t_end:
                         raise TimeoutError(f"communicator could not send its queue within {timeout_s:.0f}s")
@@ -370,7 +351,6 @@ class Communicator:
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
-        self._wake_sender()
         self._recv_due.set()
         self._sender.join(timeout=10)
         if self._receiver.is_alive():
@@ -403,10 +383,25 @@ class Communicator:
     def _send_loop(self):
         try:
             while True:
-                round_ = self._next_round()
-                if round_ is None:
-                    return
-                batch, pulls, refreshes = round_
+                with self._cond:
+                    while not any(self._queues.values()) and not self._stopped:
+                        self._cond.wait(0.5)
+                    if self._stopped and not any(self._queues.values()):
+                        return
+                    t0 = time.monotonic()
+                    t_end = t0 + self.config.send_wait_s
+                    while not self._step_queued() and not (self._stopped or self._flushing):
+                        left = t_end - time.monotonic()
+                        if left <= 0:
+                            self.waits["send_wait_timeouts"] += 1
+                            break
+                        self._cond.wait(left)
+                    self.waits["send_wait"] += time.monotonic() - t0
+                    batch = self._take_batch()
+                    pulls = self._pulls_riding_on(batch)
+                    refreshes = self._refreshes
+                    self._in_flight += 1
+                    self._cond.notify_all()  # wake trainers blocked on full queues
                 try:
                     handles = []
                     for ep, per_name in batch.items():
@@ -448,34 +443,6 @@ class Communicator:
             self._error = exc
             with self._cond:
                 self._cond.notify_all()
-
-    def _next_round(self):
-        """Sleep until a round is due — a whole step's gradients are queued (_step_queued),
-        send_wait_s passed since the sender first found a gradient queued, or a flush or stop
-        asks — and take it: (batch, pulls riding on it, refresh() count), or None when stopped
-        with nothing queued. Woken by _wake_sender, not by the condition; a wake-up that came
-        before the sleep ends the sleep at once, so none is lost."""
-        t0 = None
-        while True:
-            with self._cond:
-                if not self._queued:
-                    if self._stopped:
-                        return None
-                else:
-                    now = time.monotonic()
-                    if t0 is None:
-                        t0 = now
-                    left = t0 + self.config.send_wait_s - now
-                    due = self._step_queued() or self._stopped or self._flushing
-                    if due or left <= 0:
-                        if not due:
-                            self.waits["send_wait_timeouts"] += 1
-                        self.waits["send_wait"] += now - t0
-                        batch = self._take_batch()
-                        self._in_flight += 1
-                        self._cond.notify_all()  # wake trainers blocked on full queues
-                        return batch, self._pulls_riding_on(batch), self._refreshes
-            self._wake.acquire(timeout=0.5 if t0 is None else left)
 
     def _pulls_riding_on(self, batch) -> dict:
         """{endpoint: cached names} for this round's pushes to carry (under the lock), or {}.
