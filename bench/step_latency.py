@@ -7,7 +7,8 @@ The model has PaddleRec's rank/dnn shape (26 sparse slots + 13 dense, a distribu
 table of 1,000,001 rows × 9, fc 512-256-128-32, Adam) on the synthetic CTR set. One
 `psjob launch` per runtime and round trains every batch size in turn (each for at least
 --seconds after 5 warm-up steps) and prints, per batch size: examples/s, wall ms per step,
-the trainer process's CPU ms per step (all its threads), and the communicator's waits per
+the trainer process's CPU ms per step (all its threads), its communicator's sender thread's
+(send cpu), and the communicator's waits per
 step (pull: the trainer waiting for a fresh-enough cache; prefetch: on embedding rows;
 push_block: on a full queue; send_wait: the sender waiting for the rest of a step's
 gradients, with the number of rounds that waited send_wait_s out; send_reply: on its
@@ -72,13 +73,14 @@ def worker(args):
             import cProfile
             profile = cProfile.Profile()
             profile.enable()
+        s0 = _sender_cpu()
         t0, c0, steps = time.perf_counter(), time.process_time(), 0
         for feed in feeds[5:]:
             exe.run(fleet.main_program, feed=feed, fetch_list=[model.loss])
             steps += 1
             if time.perf_counter() - t0 >= args.seconds and steps >= 10:
                 break
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        wall, cpu, send_cpu = time.perf_counter() - t0, time.process_time() - c0, _sender_cpu() - s0
         if profile is not None:
             import pstats
             profile.disable()
@@ -88,12 +90,21 @@ def worker(args):
                 stats.sort_stats("cumulative").print_stats(40)
                 stats.print_callees("communicator.py.*push|wait")
         waits = getattr(service, "waits", None)
-        results.append({"batch": batch, "steps": steps, "wall": wall, "cpu": cpu,
+        results.append({"batch": batch, "steps": steps, "wall": wall, "cpu": cpu, "send_cpu": send_cpu,
                         "waits": None if waits is None else
                         {k: waits.get(k, 0) - waits0.get(k, 0) for k in WAITS + ("send_wait_timeouts",)}})
     fleet.stop_worker()
     with open(os.path.join(args.out, f"result-{fleet.worker_index()}.json"), "w") as f:
         json.dump(results, f)
+
+
+def _sender_cpu() -> float:
+    """CPU seconds the communicator's sender thread (psjob-send) has used (0.0 if none)."""
+    import threading
+    for t in threading.enumerate():
+        if t.name == "psjob-send" and t.ident is not None:
+            return time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+    return 0.0
 
 
 def launch(args, runtime):
@@ -134,14 +145,14 @@ def fixed_cost(rows):
 
 def report(label, rows):
     print(f"{label}  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    print(f"  {'batch':>6} {'ex/s':>9} {'wall ms':>8} {'cpu ms':>7}   waits ms/step: "
+    print(f"  {'batch':>6} {'ex/s':>9} {'wall ms':>8} {'cpu ms':>7} {'send cpu':>8}   waits ms/step: "
           + " ".join(f"{w:>10}" for w in WAITS) + "  timeouts/step")
     for r in rows:
         s = r["steps"]
         w = r["waits"]
         cols = " ".join(f"{1e3 * w[k] / s:10.1f}" if w else f"{'-':>10}" for k in WAITS)
         print(f"  {r['batch']:6d} {r['batch'] * s / r['wall']:9,.0f} {1e3 * r['wall'] / s:8.1f} "
-              f"{1e3 * r['cpu'] / s:7.1f}   {'':14}{cols}  "
+              f"{1e3 * r['cpu'] / s:7.1f} {1e3 * r.get('send_cpu', 0) / s:8.2f}   {'':14}{cols}  "
               + (f"{w['send_wait_timeouts'] / s:.2f}" if w else "-"))
     a, b = fixed_cost(rows)
     print(f"  fixed cost per step (intercept of wall ms = a + b × batch): a = {a:.1f} ms, "

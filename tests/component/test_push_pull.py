@@ -224,3 +224,35 @@ def test_the_sender_does_not_wait_for_a_variable_a_step_did_not_push(served):
         np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], w - LR * 2, rtol=1e-6)
     finally:
         comm.stop()
+
+
+def test_a_partial_step_leaves_after_send_wait_s_and_a_flush_sends_it_at_once(served):
+    """The sender sleeps on its own wake-up (not the trainer's condition): a step that never
+    completes (the bias not pushed) still leaves send_wait_s after its first gradient, not
+    sooner; with a long send_wait_s, flush() wakes the sender and the partial step leaves."""
+    client, ep, _ = served(bias=True)
+    comm = Communicator(client, CommunicatorConfig(send_wait_s=0.3, max_stale_steps=None))
+    try:
+        w = comm.pull(ep, [W]).wait()[W]
+        comm.push(ep, {f"{W}@GRAD": np.ones_like(w), f"{B}@GRAD": np.ones((1,), w.dtype)})
+        with comm._cond:  # a whole step: it leaves without waiting
+            assert comm._cond.wait_for(lambda: comm._applied >= 2, timeout=60), comm.waits
+        assert comm.waits["send_wait_timeouts"] == 0, comm.waits
+        comm.push(ep, {f"{W}@GRAD": np.ones_like(w)})  # a partial step, and no next step
+        with comm._cond:
+            assert comm._cond.wait_for(lambda: comm._applied >= 3, timeout=60), comm.waits
+        assert comm.waits["send_wait_timeouts"] == 1, comm.waits
+        assert comm.waits["send_wait"] >= 0.3, comm.waits  # it waited send_wait_s out
+    finally:
+        comm.stop()
+    comm = Communicator(client, CommunicatorConfig(send_wait_s=120.0, max_stale_steps=None))
+    try:
+        comm.push(ep, {f"{W}@GRAD": np.ones_like(w), f"{B}@GRAD": np.ones((1,), w.dtype)})
+        with comm._cond:
+            assert comm._cond.wait_for(lambda: comm._applied >= 2, timeout=60), comm.waits
+        comm.push(ep, {f"{W}@GRAD": np.ones_like(w)})  # a partial step
+        comm.flush()  # wakes the sender, which would otherwise wait 120 s for the bias
+        assert comm._applied == 3 and comm.waits["send_wait_timeouts"] == 0, comm.waits
+        np.testing.assert_allclose(client.pull(ep, [W]).wait()[W], w - LR * 4, rtol=1e-6)
+    finally:
+        comm.stop()

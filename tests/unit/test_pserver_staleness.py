@@ -170,7 +170,9 @@ def test_push_results_that_are_not_ints_are_not_observations(result):
     record_staleness(None, 3)
     assert seen == []
     record_staleness(seen.append, np.int64(4))
-    assert seen == [4]
+    record_staleness(seen.append, 3)  # a plain int (the fast path) and a negative one, clamped
+    record_staleness(seen.append, -1)
+    assert seen == [4, 3, 0]
 
 
 def test_the_communicators_step_test_counts_what_walking_its_queues_finds():

@@ -296,9 +296,12 @@ def record_staleness(sink, result) -> None:
     (an int; 0 in sync mode). Anything else — None from a Communicator's queued
     push (not applied yet: its sender thread reports it when it is), or a reply
     object from a client without staleness — is not an observation."""
-    if sink is None or isinstance(result, bool) or not isinstance(result, numbers.Integral):
+    if sink is None or result is None:
         return
-    sink(max(int(result), 0))
+    if type(result) is int:  # the usual reply: skips the Integral ABC's check (once per push)
+        sink(max(result, 0))
+    elif not isinstance(result, bool) and isinstance(result, numbers.Integral):
+        sink(max(int(result), 0))
 
 
 class _InFlight:
