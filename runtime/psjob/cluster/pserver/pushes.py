@@ -48,7 +48,7 @@ def _declared(core: PserverCore, name: str, is_delta: bool) -> tuple[np.dtype, t
     """The declared dtype and shape of a variable a push may hold, or KeyError. Remembered per
     core: a program's declarations do not change while it serves, and looking them up (the
     block's var, numpy's dtype from its name) was a few microseconds per tensor of every push."""
-    memo: dict[tuple[str, bool], tuple[np.dtype, tuple]] = core.__dict__.setdefault("_push_declarations", {})
+    memo = core.push_declarations
     key = (name, is_delta)
     known = memo.get(key)
     if known is not None:

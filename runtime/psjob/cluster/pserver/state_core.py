@@ -94,6 +94,8 @@ class PserverCore:
         # and xp_for(name); None keeps every value in the executor's array module.
         self.placement: Any = None
         self.telemetry: Any = None  # the process's PserverTelemetry, when it exports metrics
+        # (name, is_delta) → the declared (dtype, shape) a push's value is checked against (pushes.py)
+        self.push_declarations: dict[tuple[str, bool], tuple[np.dtype, tuple]] = {}
 
     def xp_for(self, name: str) -> Any:
         """The array module variable `name` lives in."""
