@@ -172,35 +172,24 @@ def _auc_exact_forward(pos, neg, used):
 
 
 def _auc_exact(pos, neg):
-    """auc_from_stats' float64 result, from the same sum taken in integers; None where that
-    sum is not exact in float64 (counts below zero, or too many pairs) and may round."""
-    if pos.size <= 64:
-        # A batch's few buckets: Python's integers cost less than a dozen numpy calls.
-        ps, ns = pos.tolist(), neg.tolist()
-        if min(ps) < 0 or min(ns) < 0:
-            return None
-        tot_pos, tot_neg = sum(ps), sum(ns)
-        if tot_pos <= 0 or tot_neg <= 0:
-            return 0.0
-        if 2 * tot_pos * tot_neg >= _EXACT_IN_FLOAT:
-            return None
-        tp = area = 0
-        for p, n in zip(ps, ns):
-            tp += p
-            area += n * (2 * tp - p)
-        return float(area) / 2.0 / float(tot_pos) / float(tot_neg)
-    if np.minimum.reduce(pos) < 0 or np.minimum.reduce(neg) < 0:
+    """auc_from_stats' float64 result for a few buckets (at most 64, top bucket first), from
+    the same sum taken in Python's integers (cheaper than a dozen numpy calls at this size);
+    None where that sum is not exact in float64 (counts below zero, or too many pairs)."""
+    ps, ns = pos.tolist(), neg.tolist()
+    if min(ps) < 0 or min(ns) < 0:
         return None
-    tp = np.cumsum(pos)
-    tot_pos, tot_neg = int(tp[-1]), int(np.add.reduce(neg))
+    tot_pos, tot_neg = sum(ps), sum(ns)
     if tot_pos <= 0 or tot_neg <= 0:
         return 0.0
     if 2 * tot_pos * tot_neg >= _EXACT_IN_FLOAT:
         return None
-    # Every term and partial sum is a non-negative integer below 2**53: the float64 sum
-    # of auc_from_stats makes no rounding, so this integer equals it.
-    area = float(np.dot(neg, 2 * tp - pos)) / 2.0
-    return area / float(tot_pos) / float(tot_neg)
+    # Every term and partial sum is a non-negative integer below 2**53: the float64 sum of
+    # auc_from_stats makes no rounding, so this integer equals it.
+    tp = area = 0
+    for p, n in zip(ps, ns):
+        tp += p
+        area += n * (2 * tp - p)
+    return float(area) / 2.0 / float(tot_pos) / float(tot_neg)
 
 
 def _auc_shape(op):
