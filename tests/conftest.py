@@ -14,3 +14,6 @@ from psjob.foundation.roles import MATH_THREAD_ENV
 
 for _var in MATH_THREAD_ENV:
     os.environ.setdefault(_var, "1")
+
+# Third-party code the tests run as it was written (tests/thirdparty/README.md); its files are not tests.
+collect_ignore = ["thirdparty"]
