@@ -54,11 +54,11 @@ def by_hand(x, y, batch=8):
 def test_dataloader_feeds_train_exactly_as_hand_made_feeds(source):
     def loader(x, y):
         if source == "dataset":
-            return DataLoader(Pairs(), feed_list=[x, y], batch_size=8)
+            return DataLoader(Pairs(), feed_list=[x, y], return_list=False, batch_size=8)
         if source == "iterable":
-            return DataLoader(Stream(), feed_list=[x, y], batch_size=8)()
+            return DataLoader(Stream(), feed_list=[x, y], return_list=False, batch_size=8)()
         if source == "tensors":
-            return DataLoader(TensorDataset([X, Y]), feed_list=[x, y], batch_size=8)
+            return DataLoader(TensorDataset([X, Y]), feed_list=[x, y], return_list=False, batch_size=8)
         gen = psjob.io.DataLoader.from_generator(feed_list=[x, y], capacity=4)
         if source == "sample_generator":
             return gen.set_sample_generator(lambda: iter(Pairs()[i] for i in range(N)), 8, drop_last=False)
@@ -75,15 +75,22 @@ def test_dataloader_feeds_train_exactly_as_hand_made_feeds(source):
 
 def test_shuffling_batching_and_return_list():
     main, startup, x, y, loss = build()
-    loader = DataLoader(Pairs(), feed_list=[x, y], batch_size=8, shuffle=True, drop_last=True)
+    loader = DataLoader(Pairs(), feed_list=[x, y], return_list=False, batch_size=8, shuffle=True, drop_last=True)
     feeds = [f[0] for f in loader()]
     assert len(loader) == len(feeds) == 6 and all(f["x"].shape == (8, 5) and f["y"].shape == (8, 1) for f in feeds)
     rows = np.concatenate([f["x"] for f in feeds])
     assert len({r.tobytes() for r in rows}) == 48 and not np.array_equal(rows, X[:48])
     (first,) = list(DataLoader(Pairs(), feed_list=[x, y], return_list=True, batch_size=N))
     np.testing.assert_array_equal(first[0], X)
+    # return_list=True is Paddle 2.x's default, with or without a feed_list (PaddleRec's
+    # static_trainer makes its loader with neither and zips the arrays with its input names).
+    (by_default,) = list(DataLoader(Pairs(), feed_list=[x, y], batch_size=N))
+    (no_feed_list,) = list(DataLoader(Pairs(), batch_size=N))
+    for batch in (by_default, no_feed_list):
+        assert isinstance(batch, list) and len(batch) == 2
+        np.testing.assert_array_equal(batch[0], X)
     sampler = BatchSampler(Pairs(), batch_size=20)
-    assert [len(f[0]["x"]) for f in DataLoader(Pairs(), feed_list=[x, y], batch_sampler=sampler)] == [20, 20, 10]
+    assert [len(f[0]["x"]) for f in DataLoader(Pairs(), feed_list=[x, y], return_list=False, batch_sampler=sampler)] == [20, 20, 10]
     with pytest.raises(ValueError, match="a batch has 2 fields but feed_list names 1"):
         list(DataLoader(Pairs(), feed_list=[x], batch_size=4))
     with pytest.raises(ValueError, match="cannot be shuffled"):

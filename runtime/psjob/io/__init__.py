@@ -1,13 +1,16 @@
 """`paddle.io` in static mode: Dataset, IterableDataset, DataLoader (and DataLoader.from_generator).
 
-    loader = paddle.io.DataLoader(dataset, feed_list=[x, y], batch_size=32, shuffle=True)
+    loader = paddle.io.DataLoader(dataset, feed_list=[x, y], batch_size=32, shuffle=True,
+                                  return_list=False)
     for feed in loader():                 # or: for feed in loader
         exe.run(main, feed=feed, fetch_list=[loss])
 
-A batch is what `exe.run(feed=...)` takes: with return_list=False (the static
-default) a one-element list holding {variable name: array}, as Paddle yields
-for one place (Executor.run accepts it); with return_list=True the list of
-arrays in feed_list order. Samples are tuples with one field per feed
+With return_list=True (Paddle 2.x's default, static mode too) a batch is the list of arrays
+in feed_list order, or in the samples' field order without a feed_list (PaddleRec's
+static_trainer zips them with its input names); with return_list=False it is what
+`exe.run(feed=...)` takes: a one-element list holding {variable name: array}, as Paddle
+yields for one place (Executor.run accepts it). `DataLoader.from_generator` is Fluid's,
+whose return_list defaults to False. Samples are tuples with one field per feed
 variable; the default collate stacks each field and casts it to the variable's
 dtype and shape ([batch] + shape[1:]).
 
@@ -115,7 +118,7 @@ class _Feeder:
 
 
 class DataLoader:
-    def __init__(self, dataset, feed_list=None, places=None, return_list=False, batch_sampler=None,
+    def __init__(self, dataset, feed_list=None, places=None, return_list=True, batch_sampler=None,
                  batch_size=1, shuffle=False, drop_last=False, collate_fn=None, num_workers=0,
                  use_buffer_reader=True, use_shared_memory=True, timeout=0, worker_init_fn=None, **kwargs):
         if not isinstance(dataset, Dataset):
