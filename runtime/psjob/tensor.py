@@ -20,7 +20,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int_list, check_variable
 
 __all__ = [
-    "reshape", "concat", "cast", "mean", "sum", "square", "sqrt", "abs", "exp", "log", "pow",
+    "reshape", "concat", "cast", "mean", "sum", "square", "sqrt", "abs", "exp", "log", "log1p", "pow",
     "matmul", "multiply", "add", "subtract", "divide", "maximum", "minimum", "floor_divide",
     "remainder", "mod", "floor_mod", "scale", "sigmoid", "tanh",
     "clip", "squeeze", "unsqueeze", "split", "stack", "slice", "flatten", "transpose",
@@ -64,7 +64,16 @@ def split(x, num_or_sections, axis=0, name=None):
 
 
 def squeeze(x, axis=None, name=None):
-    return _layers.squeeze(x, _axes(axis, "squeeze"), name=name)
+    """Paddle 2.x's squeeze leaves a named axis whose size is not 1 in place (Fluid 1.x's
+    squeeze refused it): x.squeeze(2) of a [N, 50, 50] is x."""
+    axes = _axes(axis, "squeeze")
+    check_variable(x, "x", "squeeze")
+    if axes:
+        nd = len(x.shape)
+        axes = [a for a in axes if not (-nd <= a < nd) or x.shape[a] in (1, -1)]
+        if not axes:
+            return _layers.assign(x)
+    return _layers.squeeze(x, axes, name=name)
 
 
 def unsqueeze(x, axis, name=None):
@@ -138,7 +147,8 @@ def _unary(op_type):
     return fn
 
 
-square, sqrt, abs, exp, log = (_unary(t) for t in ("square", "sqrt", "abs", "exp", "log"))  # noqa: A001
+square, sqrt, abs, exp, log, log1p = (  # noqa: A001
+    _unary(t) for t in ("square", "sqrt", "abs", "exp", "log", "log1p"))
 sigmoid, tanh = _layers.sigmoid, _layers.tanh
 
 
@@ -314,7 +324,7 @@ __all__ += ["add_n"]
 
 # -- batched matrices, triangles, selection, shape, ranges, tiling (PaddleRec's model zoo) --
 
-__all__ += ["bmm", "tril", "triu", "masked_select", "shape", "arange", "tile", "assign"]
+__all__ += ["bmm", "tril", "triu", "masked_select", "shape", "arange", "tile", "expand", "assign"]
 
 
 def bmm(x, y, name=None):
@@ -396,6 +406,14 @@ def tile(x, repeat_times, name=None):
     return _op("tile", {"X": [x]}, {"repeat_times": reps}, name=name)
 
 
+def expand(x, shape, name=None):
+    """x broadcast to `shape` (-1 keeps x's dimension; x is aligned to the right), Paddle's
+    expand_v2: paddle.expand(x, shape), x.expand(shape)."""
+    check_variable(x, "x", "expand")
+    if isinstance(shape, Variable) or any(isinstance(d, Variable) for d in shape):
+        raise TypeError("paddle.expand: shape given as Variables is not supported; pass a list of ints")
+    return _op("expand_v2", {"X": [x]}, {"shape": check_int_list(list(shape), "shape", "expand")}, name=name)
+
 
 def assign(x, output=None):
     """A copy of x (a Variable: the assign op), or a constant made from a numpy array, list or
@@ -418,11 +436,11 @@ def assign(x, output=None):
 # x.sum(axis=1), x.tile([1, 2]). The same functions here, where Variable has no such attribute
 # of its own. Fluid 1.x Variables had none of them, so a Fluid-only program never sees them.
 _TENSOR_METHODS = (
-    "reshape", "cast", "mean", "sum", "square", "sqrt", "abs", "exp", "log", "pow", "matmul", "multiply",
+    "reshape", "cast", "mean", "sum", "square", "sqrt", "abs", "exp", "log", "log1p", "pow", "matmul", "multiply",
     "add", "subtract", "divide", "maximum", "minimum", "floor_divide", "remainder", "mod", "floor_mod",
     "scale", "tanh", "clip", "squeeze", "unsqueeze", "split", "flatten", "transpose", "argmax", "topk",
     "greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal", "bmm", "tril", "triu",
-    "masked_select", "tile",
+    "masked_select", "tile", "expand",
 )
 for _name in _TENSOR_METHODS:
     if not hasattr(Variable, _name):

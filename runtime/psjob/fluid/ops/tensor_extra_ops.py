@@ -1,5 +1,5 @@
 """Ops behind more of Paddle 2.x's tensor functions, as PaddleRec's model zoo uses them
-(`paddle.bmm`, `tril`/`triu`, `masked_select`, `shape`, `arange`, `tile`,
+(`paddle.bmm`, `tril`/`triu`, `masked_select`, `shape`, `arange`, `tile`, `expand`,
 `paddle.nn.functional.normalize`). Semantics follow Paddle's operators of the same type:
 
 * `bmm`: Out[b] = X[b] @ Y[b] for 3-D X [B, M, K] and Y [B, K, N] (no broadcasting).
@@ -264,3 +264,46 @@ def tile_grad(ctx):
     interleaved = [v for pair in zip(reps, shape) for v in pair]
     dx = dout.reshape(interleaved).sum(axis=tuple(range(0, len(interleaved), 2)))
     ctx.set_output("X@GRAD", dx.reshape(x.shape))
+
+
+
+# -- expand_v2 ---------------------------------------------------------------------------
+
+def _expand_target(x_shape, shape):
+    """Paddle's expand_v2: x aligned to the right of `shape`; -1 keeps x's dimension, a
+    dimension of x that is not 1 must equal its target."""
+    x_shape, shape = list(x_shape), [int(d) for d in shape]
+    if len(shape) < len(x_shape):
+        raise GraphError(f"expand: shape {shape} has fewer dimensions than x {x_shape}")
+    padded = [1] * (len(shape) - len(x_shape)) + x_shape
+    out = []
+    for i, (have, want) in enumerate(zip(padded, shape)):
+        if want == -1:
+            if i < len(shape) - len(x_shape):
+                raise GraphError(f"expand: shape {shape} has -1 for a new leading dimension")
+            out.append(have)
+        elif want < 1 or (have not in (1, -1) and have != want):
+            raise GraphError(f"expand: x {x_shape} cannot expand to {shape} (dimension {i})")
+        else:
+            out.append(want)
+    return out
+
+
+def _expand_shape(op):
+    x = in_var(op, "X")
+    set_out(op, "Out", _expand_target(x.shape, op.attr("shape")), x.dtype)
+
+
+@register_op("expand_v2", infer_shape=_expand_shape, grad=simple_grad("expand_v2_grad"))
+def expand_v2(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", ctx.xp.broadcast_to(x, _expand_target(x.shape, ctx.attr("shape"))).copy())
+
+
+@register_op("expand_v2_grad")
+def expand_v2_grad(ctx):
+    x, dout = ctx.input("X"), ctx.input("Out@GRAD")
+    lead = dout.ndim - x.ndim
+    dx = dout.sum(axis=tuple(range(lead))) if lead else dout
+    ones = tuple(i for i, d in enumerate(x.shape) if d == 1 and dx.shape[i] != 1)
+    ctx.set_output("X@GRAD", (dx.sum(axis=ones, keepdims=True) if ones else dx).reshape(x.shape))
