@@ -21,6 +21,7 @@ def load_all():
         math_ops,
         metric_ops,
         nn_ops,
+        pool_ops,
         optimizer_ops,
         reader_ops,
         reduce_ops,
