@@ -214,6 +214,7 @@ def _cases():
     c.append(Case("square", "square", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
     c.append(Case("exp", "exp", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
     c.append(Case("log", "log", {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))]}, {"Out": 1}))
+    c.append(Case("log1p", "log1p", {"X": [In("x", f64(3, 4, lo=-0.5, hi=2.0))]}, {"Out": 1}))
     c.append(Case("abs", "abs", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}))
     c.append(Case("sqrt", "sqrt", {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))]}, {"Out": 1}))
     c.append(Case("pow", "pow", {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))]}, {"Out": 1}, {"factor": 2.5}))
@@ -254,6 +255,12 @@ def _cases():
                       {"Out": 1}, dict(attrs, porder=p, epsilon=1e-12)))
     c.append(Case("tile-pad-x", "tile", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"repeat_times": [2, 1, 3]}))
     c.append(Case("tile-pad-repeats", "tile", {"X": [In("x", f64(2, 3, 2))]}, {"Out": 1}, {"repeat_times": [2]}))
+    c.append(Case("expand-lead-and-ones", "expand_v2", {"X": [In("x", f64(3, 1))]}, {"Out": 1},
+                  {"shape": [2, -1, 4]}))
+    c.append(Case("pool2d-max-overlapping-padded", "pool2d", {"X": [In("x", f64(2, 2, 5, 6))]}, {"Out": 1},
+                  {"pooling_type": "max", "ksize": [3, 3], "strides": [2, 2], "paddings": [1, 1]}))
+    c.append(Case("pool2d-avg-same", "pool2d", {"X": [In("x", f64(1, 2, 5, 7))]}, {"Out": 1},
+                  {"pooling_type": "avg", "ksize": [2, 3], "strides": [2, 2], "padding_algorithm": "SAME"}))
     c.append(Case("leaky_relu", "leaky_relu", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}, {"alpha": 0.1}))
     ln_x = f64(2, 3, 4) * 2 + 0.5
     c.append(Case("layer_norm-scale-bias", "layer_norm",

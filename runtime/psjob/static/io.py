@@ -156,8 +156,17 @@ def _read_paddle_pickle(path):
         parts = [state.pop(s) for s in info["slices"]]
         state[name] = np.concatenate(parts).reshape(info["OriginShape"])
     # Dygraph saves add a name map under "StructuredToParameterName@@": not an array.
-    return {n: np.asarray(a) for n, a in state.items()
+    return {n: _one_d(a) for n, a in state.items()
             if isinstance(n, str) and not n.startswith("StructuredToParameterName")}
+
+
+def _one_d(value):
+    """Paddle 3 saves the learning rate as a Python float and other scalars 0-D, where
+    psjob's program (as Fluid's) declares [1]."""
+    if isinstance(value, float):
+        return np.array([value], dtype=np.float32)
+    arr = np.asarray(value)
+    return arr.reshape(1) if arr.ndim == 0 else arr
 
 
 def _load_paddle_state(model_path, var_list):

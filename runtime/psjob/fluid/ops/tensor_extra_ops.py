@@ -266,7 +266,6 @@ def tile_grad(ctx):
     ctx.set_output("X@GRAD", dx.reshape(x.shape))
 
 
-
 # -- expand_v2 ---------------------------------------------------------------------------
 
 def _expand_target(x_shape, shape):
