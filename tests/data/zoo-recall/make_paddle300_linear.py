@@ -1,5 +1,6 @@
 """Writes tests/data/zoo-recall/paddle300_linear.* with Paddle 3.0.0's paddle.static.save."""
 import sys
+
 import numpy as np
 import paddle
 
