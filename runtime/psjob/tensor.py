@@ -20,7 +20,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int_list, check_variable
 
 __all__ = [
-    "reshape", "concat", "cast", "mean", "sum", "square", "sqrt", "abs", "exp", "log", "log1p", "pow",
+    "reshape", "concat", "cast", "mean", "sum", "max", "min", "square", "sqrt", "abs", "exp", "log", "log1p", "pow",
     "matmul", "multiply", "add", "subtract", "divide", "maximum", "minimum", "floor_divide",
     "remainder", "mod", "floor_mod", "scale", "sigmoid", "tanh",
     "clip", "squeeze", "unsqueeze", "split", "stack", "slice", "flatten", "transpose",
@@ -130,6 +130,14 @@ def mean(x, axis=None, keepdim=False, name=None):
     if axis is None and not keepdim:
         return _layers.mean(x, name=name)
     return _layers.reduce_mean(x, dim=axis, keep_dim=keepdim, name=name)
+
+
+def max(x, axis=None, keepdim=False, name=None):  # noqa: A001 (paddle.max)
+    return _layers.reduce_max(x, dim=axis, keep_dim=keepdim, name=name)
+
+
+def min(x, axis=None, keepdim=False, name=None):  # noqa: A001 (paddle.min)
+    return _layers.reduce_min(x, dim=axis, keep_dim=keepdim, name=name)
 
 
 def sum(x, axis=None, dtype=None, keepdim=False, name=None):  # noqa: A001 (paddle.sum)
@@ -392,7 +400,7 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
     out = _op("range", {"Start": [start_v], "End": [end_v], "Step": [step_v]}, dtype=dtype, name=name,
               stop_gradient=True)
     if numbers_only:
-        out.shape = (max(0, int(np.ceil((end - start) / step))),)
+        out.shape = (builtins.max(0, int(np.ceil((end - start) / step))),)
     return out
 
 
@@ -436,7 +444,7 @@ def assign(x, output=None):
 # x.sum(axis=1), x.tile([1, 2]). The same functions here, where Variable has no such attribute
 # of its own. Fluid 1.x Variables had none of them, so a Fluid-only program never sees them.
 _TENSOR_METHODS = (
-    "reshape", "cast", "mean", "sum", "square", "sqrt", "abs", "exp", "log", "log1p", "pow", "matmul", "multiply",
+    "reshape", "cast", "mean", "sum", "max", "min", "square", "sqrt", "abs", "exp", "log", "log1p", "pow", "matmul", "multiply",
     "add", "subtract", "divide", "maximum", "minimum", "floor_divide", "remainder", "mod", "floor_mod",
     "scale", "tanh", "clip", "squeeze", "unsqueeze", "split", "flatten", "transpose", "argmax", "topk",
     "greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal", "bmm", "tril", "triu",

@@ -259,6 +259,18 @@ def _cases():
                   {"shape": [2, -1, 4]}))
     c.append(Case("pool2d-max-overlapping-padded", "pool2d", {"X": [In("x", f64(2, 2, 5, 6))]}, {"Out": 1},
                   {"pooling_type": "max", "ksize": [3, 3], "strides": [2, 2], "paddings": [1, 1]}))
+    c.append(Case("rnn-gru-two-layers", "rnn", {
+        "Input": [In("x", f64(3, 2, 4))],
+        "WeightList": [In("w_ih0", f64(9, 4)), In("w_hh0", f64(9, 3)), In("w_ih1", f64(9, 3)), In("w_hh1", f64(9, 3)),
+                       In("b_ih0", f64(9)), In("b_hh0", f64(9)), In("b_ih1", f64(9)), In("b_hh1", f64(9))],
+        "PreState": [In("h0", f64(2, 2, 3))]},
+        {"Out": 1, "State": 1, "Reserve": 1, "DropoutState": 1},
+        {"mode": "GRU", "hidden_size": 3, "input_size": 4, "num_layers": 2, "is_bidirec": False, "dropout_prob": 0.0,
+         "is_test": False}))
+    c.append(Case("reduce_max-axis", "reduce_max", {"X": [In("x", f64(3, 4))]}, {"Out": 1},
+                  {"dim": [1], "keep_dim": False, "reduce_all": False}))
+    c.append(Case("reduce_min-all", "reduce_min", {"X": [In("x", f64(3, 4))]}, {"Out": 1},
+                  {"dim": [0], "keep_dim": False, "reduce_all": True}))
     c.append(Case("pool2d-avg-same", "pool2d", {"X": [In("x", f64(1, 2, 5, 7))]}, {"Out": 1},
                   {"pooling_type": "avg", "ksize": [2, 3], "strides": [2, 2], "padding_algorithm": "SAME"}))
     c.append(Case("leaky_relu", "leaky_relu", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}, {"alpha": 0.1}))

@@ -1,5 +1,5 @@
 """Paddle 2.x names PaddleRec's recall and match models need, against real Paddle 3.0.0:
-nn.Conv1D / F.conv1d, F.max_pool2d / avg_pool2d (the pool2d op), F.cosine_similarity,
+nn.GRU (the rnn op), paddle.max / min, nn.Conv1D / F.conv1d, F.max_pool2d / avg_pool2d (the pool2d op), F.cosine_similarity,
 paddle.log1p, paddle.expand, 2.x's squeeze of a non-1 axis, `x != 0`, Embedding's
 _embedding_dim, and paddle.static.load_program_state of a file Paddle itself saved.
 Op gradients are checked by finite differences in test_op_gradients.py."""
@@ -68,6 +68,43 @@ def test_recall_match_ops_train_as_paddle_does():
                                       30.575160026550293, 0.16820761561393738, 33.73567795753479,
                                       116.17374643683434, 81.32162702083588, 7.0, -13.194516226649284],
                                rtol=2e-6)
+
+
+def test_gru_and_max_min_train_as_paddle_does():
+    main, start = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, start):
+        x = paddle.static.data("x", [-1, 5, 4], "float32")
+        gru = paddle.nn.GRU(4, 3, num_layers=2)
+        out, h = gru(x)
+        m = paddle.max(out, axis=1)
+        loss = paddle.mean(m * m) + paddle.mean(h) + paddle.mean(paddle.min(out, axis=[1, 2]))
+        paddle.optimizer.SGD(0.5).minimize(loss)
+    assert (tuple(out.shape), tuple(h.shape), tuple(m.shape)) == ((-1, 5, 3), (2, -1, 3), (-1, 3))
+    # Paddle's names: two cells' weights and biases, and the flat weight no op reads.
+    assert [p.name for p in main.global_block().all_parameters()] == [
+        f"gru_cell_{i}.{s}" for i in (0, 1) for s in ("w_0", "w_1", "b_0", "b_1")] + ["gru_0.w_0"]
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    scope = paddle.static.global_scope()
+    for i, p in enumerate(main.global_block().all_parameters()[:8]):
+        shape = np.asarray(scope.find_var(p.name).get_tensor()).shape
+        scope.find_var(p.name).get_tensor().set(
+            np.random.RandomState(i).uniform(-0.5, 0.5, shape).astype("float32"), paddle.CPUPlace())
+    feed = {"x": np.random.RandomState(0).rand(2, 5, 4).astype("float32")}
+    for _ in range(3):
+        res = exe.run(main, feed=feed, fetch_list=[loss, out, h])
+    # Paddle 3.0.0, the same program, parameters and feed: loss, sum(out), sum(h) of the third step.
+    np.testing.assert_allclose([float(np.asarray(res[0]).reshape(-1)[0]), float(res[1].sum()), float(res[2].sum())],
+                               [-1.3801476955413818, -9.703449249267578, -6.449239730834961], rtol=2e-6)
+
+
+def test_gru_refuses_what_it_cannot_run():
+    with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        with pytest.raises(ValueError, match="direction='bidirect'"):
+            paddle.nn.GRU(4, 3, direction="bidirect")
+        x = paddle.static.data("x", [-1, 5, 4], "float32")
+        with pytest.raises(ValueError, match="sequence_length"):
+            paddle.nn.GRU(4, 3)(x, sequence_length=paddle.static.data("n", [-1], "int64"))
 
 
 def test_max_pool_gradient_goes_to_the_first_maximum_of_a_tie():

@@ -28,7 +28,7 @@ def metrics(log):
     for line in log.splitlines():
         if re.search(r"epoch: \d+(, batch_id: \d+| done)", line):
             head = line.split("avg_reader_cost")[0].split("epoch time")[0]
-            out.append([float(v) for v in re.findall(r"(?<![\w])(?:Loss|loss|cost|auc|Auc|acc): ([-0-9.e]+)", head)])
+            out.append([float(v) for v in re.findall(r"(?<![\w])(?:Loss|loss|cost|auc|Auc|acc|Acc): ([-0-9.e]+)", head)])
     return out
 
 

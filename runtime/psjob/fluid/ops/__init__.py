@@ -26,6 +26,7 @@ def load_all():
         reader_ops,
         reduce_ops,
         regularizer_ops,
+        rnn_ops,
         sequence_ops,
         shape_ops,
         similarity_ops,
