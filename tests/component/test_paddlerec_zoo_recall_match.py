@@ -38,7 +38,7 @@ MODELS = {
         [[1.3888445], [1.3211503], [1.2995299], [1.2855734], [1.2271395]], [0.88281876])),
     "recall/tisas": ("output_model_tisas", "tools", None),  # dropout: random by design
     "match/match-pyramid": ("output_model_pyramid", "tools", ([[1.000134]], [1.000134])),
-    "match/multiview-simnet": ("output_model_simnet", "tools", ([[0.5078125, 0.099298105]], [0.5078125, 0.099298105])),
+    "match/multiview-simnet": ("output_model_simnet", "tools", ([[0.515625, 0.100904316]], [0.515625, 0.100904316])),
 }
 # PaddleRec's static TiSAS declares item_indices [-1, 50, 50] but its reader yields one [101]
 # row of candidates per user (and pos/neg sequences in its config's train mode).

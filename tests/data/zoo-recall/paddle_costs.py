@@ -17,9 +17,21 @@ import numpy as np
 
 
 def init_params(shapes):
-    """{name: float32 array}: uniform(-0.1, 0.1), seeded by the name alone."""
-    return {n: np.random.RandomState(zlib.crc32(n.encode())).uniform(-0.1, 0.1, s).astype("float32")
-            for n, s in shapes.items()}
+    """{name: float32 array}: uniform(-0.1, 0.1), seeded by the name alone; a GRU's flat weight
+    is its cells' parameters, as in every file Paddle saves (below)."""
+    params = {n: np.random.RandomState(zlib.crc32(n.encode())).uniform(-0.1, 0.1, s).astype("float32")
+              for n, s in shapes.items()}
+    # Paddle's static nn.GRU coalesces its cells' parameters into one flat parameter (gru_N.w_0)
+    # in the startup program and its rnn op reads that buffer: keep the two equal, all the
+    # cells' weights (w_ih, w_hh) then all their biases (b_ih, b_hh). One GRU per model here.
+    cells = sorted({n.split(".")[0] for n in params if re.fullmatch(r"gru_cell_\d+\.[wb]_[01]", n)})
+    if "gru_0.w_0" in params and cells:
+        parts = ([params[f"{c}.w_{i}"] for c in cells for i in (0, 1)]
+                 + [params[f"{c}.b_{i}"] for c in cells for i in (0, 1)])
+        flat = np.concatenate([p.ravel() for p in parts])
+        if flat.shape == params["gru_0.w_0"].shape:
+            params["gru_0.w_0"] = flat
+    return params
 
 
 def metrics(log):
