@@ -48,9 +48,34 @@ def _axes(axis, what):
 
 # -- shape ------------------------------------------------------------------------------
 
+def _shape_tensors(shape, what):
+    """Paddle's runtime shape list: one int tensor per dimension (a one-element Variable kept,
+    an int made a constant) and the attribute with -1 where a Variable stands."""
+    dims = []
+    for i, d in enumerate(shape):
+        if isinstance(d, Variable):
+            if d.dtype not in ("int32", "int64") or int(np.prod(d.shape)) not in (1, -1):
+                raise TypeError(f"paddle.{what}: shape[{i}] {d.name}{list(d.shape)} must be a one-element "
+                                f"int32/int64 tensor, got {d.dtype}")
+            dims.append(d)
+        else:
+            dims.append(_layers.fill_constant([1], "int32", check_int_list([d], "shape", what)[0]))
+    return dims, [-1 if isinstance(d, Variable) else int(d) for d in shape]
+
+
 def reshape(x, shape, name=None):
     if isinstance(shape, Variable):
         raise TypeError("paddle.reshape: a shape Variable is not supported; pass a list of ints")
+    if any(isinstance(d, Variable) for d in shape):
+        # reshape2's ShapeTensor (e.g. [paddle.shape(x)[0], -1, 20]), read when the op runs.
+        check_variable(x, "x", "reshape")
+        dims, attr = _shape_tensors(list(shape), "reshape")
+        helper = LayerHelper("reshape2", name)
+        out = helper.create_variable_for_type_inference(x.dtype)
+        xshape = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+        helper.append_op(type="reshape2", inputs={"X": [x], "ShapeTensor": dims},
+                         outputs={"Out": [out], "XShape": [xshape]}, attrs={"shape": attr})
+        return out
     return _layers.reshape(x, list(shape), name=name)
 
 
@@ -332,7 +357,8 @@ __all__ += ["add_n"]
 
 # -- batched matrices, triangles, selection, shape, ranges, tiling (PaddleRec's model zoo) --
 
-__all__ += ["bmm", "tril", "triu", "masked_select", "shape", "arange", "tile", "expand", "assign"]
+__all__ += ["bmm", "tril", "triu", "masked_select", "shape", "arange", "tile", "expand", "assign", "gather",
+            "multinomial"]
 
 
 def bmm(x, y, name=None):
@@ -408,8 +434,12 @@ def tile(x, repeat_times, name=None):
     """x repeated repeat_times[i] times along dimension i (the shorter of x's rank and
     repeat_times is padded with leading 1s)."""
     check_variable(x, "x", "tile")
-    if isinstance(repeat_times, Variable) or any(isinstance(r, Variable) for r in repeat_times):
-        raise TypeError("paddle.tile: repeat_times given as Variables is not supported; pass a list of ints")
+    if isinstance(repeat_times, Variable):
+        raise TypeError("paddle.tile: a repeat_times Variable is not supported; pass a list")
+    if any(isinstance(r, Variable) for r in repeat_times):
+        # tile's repeat_times_tensor (e.g. [paddle.shape(x)[0], 1, 1]), read when the op runs.
+        dims, attr = _shape_tensors(list(repeat_times), "tile")
+        return _op("tile", {"X": [x], "repeat_times_tensor": dims}, {"repeat_times": attr}, name=name)
     reps = check_int_list(list(repeat_times), "repeat_times", "tile")
     return _op("tile", {"X": [x]}, {"repeat_times": reps}, name=name)
 
@@ -418,9 +448,31 @@ def expand(x, shape, name=None):
     """x broadcast to `shape` (-1 keeps x's dimension; x is aligned to the right), Paddle's
     expand_v2: paddle.expand(x, shape), x.expand(shape)."""
     check_variable(x, "x", "expand")
-    if isinstance(shape, Variable) or any(isinstance(d, Variable) for d in shape):
-        raise TypeError("paddle.expand: shape given as Variables is not supported; pass a list of ints")
+    if isinstance(shape, Variable):
+        raise TypeError("paddle.expand: a shape Variable is not supported; pass a list")
+    if any(isinstance(d, Variable) for d in shape):
+        # expand_v2's expand_shapes_tensor (e.g. [paddle.shape(x)[0], 20]), read when the op runs.
+        dims, attr = _shape_tensors(list(shape), "expand")
+        return _op("expand_v2", {"X": [x], "expand_shapes_tensor": dims}, {"shape": attr}, name=name)
     return _op("expand_v2", {"X": [x]}, {"shape": check_int_list(list(shape), "shape", "expand")}, name=name)
+
+
+def gather(x, index, axis=None, name=None):
+    """x's slices at `index` (int, [K] or [K, 1]) along `axis` (default 0): Paddle's gather op."""
+    check_variable(x, "x", "gather")
+    check_variable(index, "index", "gather")
+    if isinstance(axis, Variable):
+        raise TypeError("paddle.gather: an axis Variable is not supported; pass an int")
+    axis = 0 if axis is None else check_int_list([axis], "axis", "gather")[0]
+    return _op("gather", {"X": [x], "Index": [index]}, {"axis": axis}, name=name)
+
+
+def multinomial(x, num_samples=1, replacement=False, name=None):
+    """int64 category indices drawn from the weights of x (1-D, or one row per draw): random."""
+    check_variable(x, "x", "multinomial")
+    num_samples = check_int_list([num_samples], "num_samples", "multinomial")[0]
+    return _op("multinomial", {"X": [x]}, {"num_samples": num_samples, "replacement": builtins.bool(replacement)},
+               dtype="int64", name=name, stop_gradient=True)
 
 
 def assign(x, output=None):

@@ -1,6 +1,6 @@
 """PaddleRec's recall and match models (tests/thirdparty/paddlerec/models, unmodified) under
 `psjob as-paddle`: each model's own config.yaml through PaddleRec's tools/static_trainer.py for one
-epoch (word2vec: its config's two), then its inference on the saved model (tools/static_infer.py, or the model's own
+epoch (word2vec: its config's two; mind: three batches), then its inference on the saved model (tools/static_infer.py, or the model's own
 static_infer.py), in a copy laid out as PaddleRec lays it out.
 
 Where the model has no randomness after its initialisation, a second run starts from fixed
@@ -28,17 +28,22 @@ _spec = importlib.util.spec_from_file_location(
 paddle_costs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(paddle_costs)
 
-# model: (model_save_path of its config, inference script, pinned metrics: the first five
-# printed batches and the epoch line, as Paddle 3.0.0 printed them from init_params).
+# model: model_save_path of its config; inference script ("tools", the model's "own", None);
+# the pinned metrics (the first printed batches and the epoch line, as Paddle 3.0.0 printed them
+# from init_params; None where the model is random by design); -o overrides of the training run.
 MODELS = {
     "recall/ncf": ("output_model_ncf", "tools", (
         [[0.667523, 0.375], [0.6670064, 0.5], [0.66649693, 0.5555555555555556], [0.66623795, 0.515625],
-         [0.665909, 0.5]], [0.6603808, 0.5037499999999999])),
+         [0.665909, 0.5]], [0.6603808, 0.5037499999999999]), ["runner.epochs=1"]),
+    # Its own static_infer.py reads no -o overrides: it loads its config's epochs 0 and 1.
     "recall/word2vec": ("output_model_word2vec", "own", (
-        [[1.3888445], [1.3211503], [1.2995299], [1.2855734], [1.2271395]], [0.88281876])),
-    "recall/tisas": ("output_model_tisas", "tools", None),  # dropout: random by design
-    "match/match-pyramid": ("output_model_pyramid", "tools", ([[1.000134]], [1.000134])),
-    "match/multiview-simnet": ("output_model_simnet", "tools", ([[0.515625, 0.100904316]], [0.515625, 0.100904316])),
+        [[1.3888445], [1.3211503], [1.2995299], [1.2855734], [1.2271395]], [0.88281876]), ["runner.epochs=2"]),
+    "recall/tisas": ("output_model_tisas", "tools", None, ["runner.epochs=1"]),  # dropout
+    # Sampled softmax (paddle.multinomial); its static_infer.py needs faiss.
+    "recall/mind": ("output_model_mind", None, None, ["runner.epochs=1", "runner.batches_per_epoch=3"]),
+    "match/match-pyramid": ("output_model_pyramid", "tools", ([[1.000134]], [1.000134]), ["runner.epochs=1"]),
+    "match/multiview-simnet": ("output_model_simnet", "tools", ([[0.515625, 0.100904316]], [0.515625, 0.100904316]),
+                               ["runner.epochs=1"]),
 }
 # PaddleRec's static TiSAS declares item_indices [-1, 50, 50] but its reader yields one [101]
 # row of candidates per user (and pos/neg sequences in its config's train mode).
@@ -68,34 +73,31 @@ def _write_init(model_dir, save):
         pickle.dump(paddle_costs.init_params(shapes), f, protocol=4)
 
 
-@pytest.fixture(params=sorted(MODELS))
-def trained(request, tmp_path):
-    model = request.param
+def _train(model, tmp_path):
     for module in NEEDS.get(model, ()):
         pytest.importorskip(module, reason=f"PaddleRec's {model} reader imports {module}")
     model_dir = _layout(tmp_path, model)
-    # word2vec's own static_infer.py reads no -o overrides: it loads its config's epochs 0 and 1.
-    epochs = 2 if MODELS[model][1] == "own" else 1
-    rc, log = _as_paddle(model_dir, "../../../tools/static_trainer.py", [f"runner.epochs={epochs}"])
+    rc, log = _as_paddle(model_dir, "../../../tools/static_trainer.py", MODELS[model][3])
     assert rc == 0, log[-4000:]
-    return model, model_dir, log
+    return model_dir, log
 
 
-def test_trains_and_saves_every_epoch(trained):
-    model, model_dir, log = trained
-    save = MODELS[model][0]
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_trains_and_saves_every_epoch(model, tmp_path):
+    model_dir, log = _train(model, tmp_path)
     metrics = paddle_costs.metrics(log)
     assert metrics and all(math.isfinite(v) for line in metrics for v in line), log[-3000:]
-    epochs = 2 if MODELS[model][1] == "own" else 1
+    epochs = int(next(o for o in MODELS[model][3] if o.startswith("runner.epochs=")).split("=")[1])
     for epoch in range(epochs):
         assert f"epoch: {epoch} done" in log, log[-3000:]
-        assert (model_dir / save / str(epoch) / "rec_static.pdparams").is_file()
+        assert (model_dir / MODELS[model][0] / str(epoch) / "rec_static.pdparams").is_file()
 
 
-def test_infers_from_the_saved_model(trained, request):
-    model, model_dir, _ = trained
+@pytest.mark.parametrize("model", sorted(m for m in MODELS if MODELS[m][1]))
+def test_infers_from_the_saved_model(model, tmp_path, request):
     if model in INFER_XFAIL:
         request.applymarker(pytest.mark.xfail(reason=INFER_XFAIL[model], strict=True))
+    model_dir, _ = _train(model, tmp_path)
     own = MODELS[model][1] == "own"
     script = "static_infer.py" if own else "../../../tools/static_infer.py"
     rc, log = _as_paddle(model_dir, script, ["runner.infer_start_epoch=0", "runner.infer_end_epoch=1"])
@@ -104,14 +106,14 @@ def test_infers_from_the_saved_model(trained, request):
     assert lines and "done" in log, log[-3000:]
 
 
-def test_first_batches_equal_paddles_from_the_same_parameters(trained):
-    model, model_dir, _ = trained
-    save, _, pinned = MODELS[model]
-    if pinned is None:
-        pytest.skip(f"{model} is random by design (dropout, sampling): nothing to pin")
+@pytest.mark.parametrize("model", sorted(m for m in MODELS if MODELS[m][2]))
+def test_first_batches_equal_paddles_from_the_same_parameters(model, tmp_path):
+    model_dir, _ = _train(model, tmp_path)
+    save, _, pinned, overrides = MODELS[model]
     _write_init(model_dir, save)
     rc, log = _as_paddle(model_dir, "../../../tools/static_trainer.py",
-                         ["runner.epochs=1", "runner.print_interval=1", "runner.model_init_path=init_params"])
+                         [o for o in overrides if not o.startswith("runner.epochs=")]
+                         + ["runner.epochs=1", "runner.print_interval=1", "runner.model_init_path=init_params"])
     assert rc == 0, log[-3000:]
     got = paddle_costs.metrics(log)
     first, last = pinned

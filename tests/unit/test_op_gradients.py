@@ -267,6 +267,12 @@ def _cases():
         {"Out": 1, "State": 1, "Reserve": 1, "DropoutState": 1},
         {"mode": "GRU", "hidden_size": 3, "input_size": 4, "num_layers": 2, "is_bidirec": False, "dropout_prob": 0.0,
          "is_test": False}))
+    c.append(Case("gather-axis0-repeats", "gather", {"X": [In("x", f64(5, 3))],
+                                                     "Index": [In("i", np.array([[4], [0], [4]], np.int64), diff=False)]},
+                  {"Out": 1}, {"axis": 0}))
+    c.append(Case("gather-axis1", "gather", {"X": [In("x", f64(2, 4, 3))],
+                                             "Index": [In("i", np.array([3, 1, 3], np.int64), diff=False)]},
+                  {"Out": 1}, {"axis": 1}))
     c.append(Case("reduce_max-axis", "reduce_max", {"X": [In("x", f64(3, 4))]}, {"Out": 1},
                   {"dim": [1], "keep_dim": False, "reduce_all": False}))
     c.append(Case("reduce_min-all", "reduce_min", {"X": [In("x", f64(3, 4))]}, {"Out": 1},

@@ -1,5 +1,6 @@
 """Paddle 2.x names PaddleRec's recall and match models need, against real Paddle 3.0.0:
-nn.GRU (the rnn op), paddle.max / min, nn.Conv1D / F.conv1d, F.max_pool2d / avg_pool2d (the pool2d op), F.cosine_similarity,
+nn.GRU (the rnn op), paddle.max / min, paddle.gather / multinomial, shapes given as tensors
+(expand, reshape, tile), softmax over another axis, nn.Conv1D / F.conv1d, F.max_pool2d / avg_pool2d (the pool2d op), F.cosine_similarity,
 paddle.log1p, paddle.expand, 2.x's squeeze of a non-1 axis, `x != 0`, Embedding's
 _embedding_dim, and paddle.static.load_program_state of a file Paddle itself saved.
 Op gradients are checked by finite differences in test_op_gradients.py."""
@@ -105,6 +106,71 @@ def test_gru_refuses_what_it_cannot_run():
         x = paddle.static.data("x", [-1, 5, 4], "float32")
         with pytest.raises(ValueError, match="sequence_length"):
             paddle.nn.GRU(4, 3)(x, sequence_length=paddle.static.data("n", [-1], "int64"))
+
+
+def test_gather_runtime_shapes_and_softmax_axis_train_as_paddle_does():
+    main, start = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, start):
+        x = paddle.static.data("x", [-1, 4], "float32")
+        ids = paddle.static.data("ids", [-1, 1], "int64")
+        w = paddle.create_parameter([6, 4], "float32", default_initializer=paddle.nn.initializer.Assign(
+            np.arange(24, dtype="float32").reshape(6, 4) / 24))
+        rows = paddle.gather(w, ids)
+        cols = paddle.gather(x, paddle.assign(np.array([3, 1, 3])), axis=1)
+        batch = paddle.shape(x)[0]
+        e = paddle.arange(0, 4, 1).unsqueeze(0).expand(shape=(batch, 4)).reshape((batch, -1, 4))
+        t = paddle.tile(paddle.unsqueeze(rows, 1), [1, 2, 1])
+        t2 = paddle.tile(paddle.unsqueeze(x, 0), [batch, 1, 1])
+        soft = F.softmax(t * x.unsqueeze(1) + e.astype("float32"), axis=1)
+        loss = paddle.mean(soft * t) + paddle.mean(cols * cols) + paddle.mean(t2 * rows.unsqueeze(1))
+        paddle.optimizer.SGD(1.0).minimize(loss)
+    outs = [rows, cols, e, t, t2, soft]
+    # Paddle 3.0.0's static shapes and numbers for the same program and feed.
+    assert [tuple(o.shape) for o in outs] == [(-1, 4), (-1, 3), (-1, -1, 4), (-1, 2, 4), (-1, -1, 4), (-1, 2, 4)]
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    feed = {"x": np.random.RandomState(1).rand(3, 4).astype("float32") - 0.5,
+            "ids": np.array([[5], [0], [5]], dtype="int64")}
+    losses = []
+    for _ in range(3):
+        res = exe.run(main, feed=feed, fetch_list=[loss] + outs + [w])
+        losses.append(float(np.asarray(res[0]).reshape(-1)[0]))
+    np.testing.assert_allclose(losses, [0.2652096748352051, 0.24633216857910156, 0.22745464742183685], rtol=2e-6)
+    np.testing.assert_allclose([float(np.asarray(r, dtype="float64").sum()) for r in res[1:]],
+                               [6.235914934426546, -0.4822944700717926, 18.0, 12.471829868853092,
+                                -5.247878551483154, 12.0, 10.437323436141014], rtol=2e-6)
+
+
+def test_gather_gradient_along_another_axis_is_the_true_one():
+    # Paddle 3.0.0's CPU gather gradient with axis=1 gives every row row 0's values (dygraph and
+    # static alike); psjob gives d/dw sum(w[:, [3, 1, 3]] ** 2), computed here by hand.
+    main, start = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, start):
+        w = paddle.static.data("w", [6, 4], "float32")
+        w.stop_gradient = False
+        cols = paddle.gather(w, paddle.assign(np.array([3, 1, 3])), axis=1)
+        (dw,) = paddle.static.gradients([paddle.sum(cols * cols)], [w])
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    arr = np.arange(24, dtype="float32").reshape(6, 4) / 24
+    (got,) = exe.run(main, feed={"w": arr}, fetch_list=[dw])
+    want = np.zeros_like(arr)
+    want[:, 1], want[:, 3] = 2 * arr[:, 1], 4 * arr[:, 3]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_multinomial_draws_distinct_categories_by_weight():
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        p = paddle.assign(np.array([0.0, 1.0, 2.0, 97.0], dtype="float32"))
+        picks = paddle.multinomial(p, num_samples=3)
+        many = paddle.multinomial(p, num_samples=2000, replacement=True)
+        with pytest.raises(Exception, match="without replacement"):
+            paddle.multinomial(p, num_samples=5)
+    assert picks.dtype == "int64" and tuple(picks.shape) == (3,)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    got, drawn = exe.run(main, fetch_list=[picks, many])
+    assert sorted(got.tolist()) == [1, 2, 3]  # category 0 has no weight
+    assert 0.93 < float(np.mean(drawn == 3)) and not (drawn == 0).any()
 
 
 def test_max_pool_gradient_goes_to_the_first_maximum_of_a_tie():

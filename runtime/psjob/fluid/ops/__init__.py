@@ -13,6 +13,7 @@ def load_all():
         conv_ops,
         dist_ops,
         embedding_pool_ops,
+        gather_ops,
         heter_ops,
         index_ops,
         layer_norm_ops,

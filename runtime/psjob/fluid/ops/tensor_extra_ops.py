@@ -243,23 +243,35 @@ def _tile_padded(shape, repeat_times):
 def _tile_shape(op):
     x = in_var(op, "X")
     reps = op.attr("repeat_times")
+    if op.input("repeat_times_tensor"):  # repeats given as tensors are known when the op runs
+        shape, reps = _tile_padded(x.shape, reps)
+        set_out(op, "Out", [d * r if d >= 0 and r >= 1 else -1 for d, r in zip(shape, reps)], x.dtype)
+        return
     if not reps or any(r < 1 for r in reps):
         raise GraphError(f"tile: repeat_times {list(reps)} must be positive integers")
     shape, reps = _tile_padded(x.shape, reps)
     set_out(op, "Out", [d * r if d >= 0 else -1 for d, r in zip(shape, reps)], x.dtype)
 
 
-@register_op("tile", infer_shape=_tile_shape, grad=simple_grad("tile_grad"))
+def _repeats(ctx):
+    if ctx.has_input("repeat_times_tensor"):  # Paddle's runtime repeats: one int tensor each
+        return [int(t.reshape(-1)[0]) for t in ctx.input_list("repeat_times_tensor")]
+    return ctx.attr("repeat_times")
+
+
+@register_op("tile", infer_shape=_tile_shape, grad=simple_grad("tile_grad", inputs=("X", "repeat_times_tensor"),
+                                                                  grad_of=("X",)),
+             no_grad_inputs=("repeat_times_tensor",))
 def tile(ctx):
     x = ctx.input("X")
-    _, reps = _tile_padded(x.shape, ctx.attr("repeat_times"))
+    _, reps = _tile_padded(x.shape, _repeats(ctx))
     ctx.set_output("Out", ctx.xp.tile(x, reps))
 
 
 @register_op("tile_grad")
 def tile_grad(ctx):
     x, dout = ctx.input("X"), ctx.input("Out@GRAD")
-    shape, reps = _tile_padded(x.shape, ctx.attr("repeat_times"))
+    shape, reps = _tile_padded(x.shape, _repeats(ctx))
     # Out's dimension i is reps[i] copies of x's: split it in two and sum over the copies.
     interleaved = [v for pair in zip(reps, shape) for v in pair]
     dx = dout.reshape(interleaved).sum(axis=tuple(range(0, len(interleaved), 2)))
@@ -290,13 +302,20 @@ def _expand_target(x_shape, shape):
 
 def _expand_shape(op):
     x = in_var(op, "X")
-    set_out(op, "Out", _expand_target(x.shape, op.attr("shape")), x.dtype)
+    if op.input("expand_shapes_tensor"):  # dimensions given as tensors are known when the op runs
+        set_out(op, "Out", [int(d) for d in op.attr("shape")], x.dtype)
+    else:
+        set_out(op, "Out", _expand_target(x.shape, op.attr("shape")), x.dtype)
 
 
-@register_op("expand_v2", infer_shape=_expand_shape, grad=simple_grad("expand_v2_grad"))
+@register_op("expand_v2", infer_shape=_expand_shape, grad=simple_grad("expand_v2_grad"),
+             no_grad_inputs=("expand_shapes_tensor",))
 def expand_v2(ctx):
     x = ctx.input("X")
-    ctx.set_output("Out", ctx.xp.broadcast_to(x, _expand_target(x.shape, ctx.attr("shape"))).copy())
+    shape = ctx.attr("shape")
+    if ctx.has_input("expand_shapes_tensor"):  # Paddle's runtime shape: one int tensor per dimension
+        shape = [int(t.reshape(-1)[0]) for t in ctx.input_list("expand_shapes_tensor")]
+    ctx.set_output("Out", ctx.xp.broadcast_to(x, _expand_target(x.shape, shape)).copy())
 
 
 @register_op("expand_v2_grad")

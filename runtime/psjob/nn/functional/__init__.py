@@ -23,11 +23,21 @@ relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
 
 
 def softmax(x, axis=-1, dtype=None, name=None):
-    if axis not in (-1, len(x.shape) - 1):
-        raise ValueError(f"softmax: only the last axis is supported, got axis={axis}")
+    """Over `axis`: another axis than the last is moved last and back around the softmax op
+    (the same numbers as Paddle's softmax with its axis attribute)."""
+    check_variable(x, "x", "softmax")
+    nd = len(x.shape)
+    axis = check_int(axis, "axis", "softmax")
+    if not -nd <= axis < nd:
+        raise ValueError(f"softmax: axis {axis} is out of range for the {nd}-D {x.name}")
     if dtype is not None:
         x = _t.cast(x, dtype)
-    return _layers.softmax(x, name=name)
+    axis %= nd
+    if axis == nd - 1:
+        return _layers.softmax(x, name=name)
+    perm = [i for i in range(nd) if i != axis] + [axis]
+    back = [perm.index(i) for i in range(nd)]
+    return _layers.transpose(_layers.softmax(_layers.transpose(x, perm)), back)
 
 
 def log_softmax(x, axis=-1, dtype=None, name=None):
