@@ -20,7 +20,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int_list, check_variable
 
 __all__ = [
-    "reshape", "concat", "cast", "mean", "sum", "square", "sqrt", "abs", "exp", "log", "pow",
+    "reshape", "concat", "cast", "mean", "sum", "max", "min", "square", "sqrt", "abs", "exp", "log", "log1p", "pow",
     "matmul", "multiply", "add", "subtract", "divide", "maximum", "minimum", "floor_divide",
     "remainder", "mod", "floor_mod", "scale", "sigmoid", "tanh",
     "clip", "squeeze", "unsqueeze", "split", "stack", "slice", "flatten", "transpose",
@@ -48,9 +48,34 @@ def _axes(axis, what):
 
 # -- shape ------------------------------------------------------------------------------
 
+def _shape_tensors(shape, what):
+    """Paddle's runtime shape list: one int tensor per dimension (a one-element Variable kept,
+    an int made a constant) and the attribute with -1 where a Variable stands."""
+    dims = []
+    for i, d in enumerate(shape):
+        if isinstance(d, Variable):
+            if d.dtype not in ("int32", "int64") or int(np.prod(d.shape)) not in (1, -1):
+                raise TypeError(f"paddle.{what}: shape[{i}] {d.name}{list(d.shape)} must be a one-element "
+                                f"int32/int64 tensor, got {d.dtype}")
+            dims.append(d)
+        else:
+            dims.append(_layers.fill_constant([1], "int32", check_int_list([d], "shape", what)[0]))
+    return dims, [-1 if isinstance(d, Variable) else int(d) for d in shape]
+
+
 def reshape(x, shape, name=None):
     if isinstance(shape, Variable):
         raise TypeError("paddle.reshape: a shape Variable is not supported; pass a list of ints")
+    if any(isinstance(d, Variable) for d in shape):
+        # reshape2's ShapeTensor (e.g. [paddle.shape(x)[0], -1, 20]), read when the op runs.
+        check_variable(x, "x", "reshape")
+        dims, attr = _shape_tensors(list(shape), "reshape")
+        helper = LayerHelper("reshape2", name)
+        out = helper.create_variable_for_type_inference(x.dtype)
+        xshape = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+        helper.append_op(type="reshape2", inputs={"X": [x], "ShapeTensor": dims},
+                         outputs={"Out": [out], "XShape": [xshape]}, attrs={"shape": attr})
+        return out
     return _layers.reshape(x, list(shape), name=name)
 
 
@@ -64,7 +89,16 @@ def split(x, num_or_sections, axis=0, name=None):
 
 
 def squeeze(x, axis=None, name=None):
-    return _layers.squeeze(x, _axes(axis, "squeeze"), name=name)
+    """Paddle 2.x's squeeze leaves a named axis whose size is not 1 in place (Fluid 1.x's
+    squeeze refused it): x.squeeze(2) of a [N, 50, 50] is x."""
+    axes = _axes(axis, "squeeze")
+    check_variable(x, "x", "squeeze")
+    if axes:
+        nd = len(x.shape)
+        axes = [a for a in axes if not (-nd <= a < nd) or x.shape[a] in (1, -1)]
+        if not axes:
+            return _layers.assign(x)
+    return _layers.squeeze(x, axes, name=name)
 
 
 def unsqueeze(x, axis, name=None):
@@ -123,6 +157,14 @@ def mean(x, axis=None, keepdim=False, name=None):
     return _layers.reduce_mean(x, dim=axis, keep_dim=keepdim, name=name)
 
 
+def max(x, axis=None, keepdim=False, name=None):  # noqa: A001 (paddle.max)
+    return _layers.reduce_max(x, dim=axis, keep_dim=keepdim, name=name)
+
+
+def min(x, axis=None, keepdim=False, name=None):  # noqa: A001 (paddle.min)
+    return _layers.reduce_min(x, dim=axis, keep_dim=keepdim, name=name)
+
+
 def sum(x, axis=None, dtype=None, keepdim=False, name=None):  # noqa: A001 (paddle.sum)
     if dtype is not None:
         x = cast(x, dtype)
@@ -138,7 +180,8 @@ def _unary(op_type):
     return fn
 
 
-square, sqrt, abs, exp, log = (_unary(t) for t in ("square", "sqrt", "abs", "exp", "log"))  # noqa: A001
+square, sqrt, abs, exp, log, log1p = (  # noqa: A001
+    _unary(t) for t in ("square", "sqrt", "abs", "exp", "log", "log1p"))
 sigmoid, tanh = _layers.sigmoid, _layers.tanh
 
 
@@ -314,7 +357,8 @@ __all__ += ["add_n"]
 
 # -- batched matrices, triangles, selection, shape, ranges, tiling (PaddleRec's model zoo) --
 
-__all__ += ["bmm", "tril", "triu", "masked_select", "shape", "arange", "tile", "assign"]
+__all__ += ["bmm", "tril", "triu", "masked_select", "shape", "arange", "tile", "expand", "assign", "gather",
+            "multinomial"]
 
 
 def bmm(x, y, name=None):
@@ -382,7 +426,7 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
     out = _op("range", {"Start": [start_v], "End": [end_v], "Step": [step_v]}, dtype=dtype, name=name,
               stop_gradient=True)
     if numbers_only:
-        out.shape = (max(0, int(np.ceil((end - start) / step))),)
+        out.shape = (builtins.max(0, int(np.ceil((end - start) / step))),)
     return out
 
 
@@ -390,11 +434,45 @@ def tile(x, repeat_times, name=None):
     """x repeated repeat_times[i] times along dimension i (the shorter of x's rank and
     repeat_times is padded with leading 1s)."""
     check_variable(x, "x", "tile")
-    if isinstance(repeat_times, Variable) or any(isinstance(r, Variable) for r in repeat_times):
-        raise TypeError("paddle.tile: repeat_times given as Variables is not supported; pass a list of ints")
+    if isinstance(repeat_times, Variable):
+        raise TypeError("paddle.tile: a repeat_times Variable is not supported; pass a list")
+    if any(isinstance(r, Variable) for r in repeat_times):
+        # tile's repeat_times_tensor (e.g. [paddle.shape(x)[0], 1, 1]), read when the op runs.
+        dims, attr = _shape_tensors(list(repeat_times), "tile")
+        return _op("tile", {"X": [x], "repeat_times_tensor": dims}, {"repeat_times": attr}, name=name)
     reps = check_int_list(list(repeat_times), "repeat_times", "tile")
     return _op("tile", {"X": [x]}, {"repeat_times": reps}, name=name)
 
+
+def expand(x, shape, name=None):
+    """x broadcast to `shape` (-1 keeps x's dimension; x is aligned to the right), Paddle's
+    expand_v2: paddle.expand(x, shape), x.expand(shape)."""
+    check_variable(x, "x", "expand")
+    if isinstance(shape, Variable):
+        raise TypeError("paddle.expand: a shape Variable is not supported; pass a list")
+    if any(isinstance(d, Variable) for d in shape):
+        # expand_v2's expand_shapes_tensor (e.g. [paddle.shape(x)[0], 20]), read when the op runs.
+        dims, attr = _shape_tensors(list(shape), "expand")
+        return _op("expand_v2", {"X": [x], "expand_shapes_tensor": dims}, {"shape": attr}, name=name)
+    return _op("expand_v2", {"X": [x]}, {"shape": check_int_list(list(shape), "shape", "expand")}, name=name)
+
+
+def gather(x, index, axis=None, name=None):
+    """x's slices at `index` (int, [K] or [K, 1]) along `axis` (default 0): Paddle's gather op."""
+    check_variable(x, "x", "gather")
+    check_variable(index, "index", "gather")
+    if isinstance(axis, Variable):
+        raise TypeError("paddle.gather: an axis Variable is not supported; pass an int")
+    axis = 0 if axis is None else check_int_list([axis], "axis", "gather")[0]
+    return _op("gather", {"X": [x], "Index": [index]}, {"axis": axis}, name=name)
+
+
+def multinomial(x, num_samples=1, replacement=False, name=None):
+    """int64 category indices drawn from the weights of x (1-D, or one row per draw): random."""
+    check_variable(x, "x", "multinomial")
+    num_samples = check_int_list([num_samples], "num_samples", "multinomial")[0]
+    return _op("multinomial", {"X": [x]}, {"num_samples": num_samples, "replacement": builtins.bool(replacement)},
+               dtype="int64", name=name, stop_gradient=True)
 
 
 def assign(x, output=None):
@@ -418,11 +496,11 @@ def assign(x, output=None):
 # x.sum(axis=1), x.tile([1, 2]). The same functions here, where Variable has no such attribute
 # of its own. Fluid 1.x Variables had none of them, so a Fluid-only program never sees them.
 _TENSOR_METHODS = (
-    "reshape", "cast", "mean", "sum", "square", "sqrt", "abs", "exp", "log", "pow", "matmul", "multiply",
+    "reshape", "cast", "mean", "sum", "max", "min", "square", "sqrt", "abs", "exp", "log", "log1p", "pow", "matmul", "multiply",
     "add", "subtract", "divide", "maximum", "minimum", "floor_divide", "remainder", "mod", "floor_mod",
     "scale", "tanh", "clip", "squeeze", "unsqueeze", "split", "flatten", "transpose", "argmax", "topk",
     "greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal", "bmm", "tril", "triu",
-    "masked_select", "tile",
+    "masked_select", "tile", "expand",
 )
 for _name in _TENSOR_METHODS:
     if not hasattr(Variable, _name):

@@ -214,6 +214,7 @@ def _cases():
     c.append(Case("square", "square", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
     c.append(Case("exp", "exp", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
     c.append(Case("log", "log", {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))]}, {"Out": 1}))
+    c.append(Case("log1p", "log1p", {"X": [In("x", f64(3, 4, lo=-0.5, hi=2.0))]}, {"Out": 1}))
     c.append(Case("abs", "abs", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}))
     c.append(Case("sqrt", "sqrt", {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))]}, {"Out": 1}))
     c.append(Case("pow", "pow", {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))]}, {"Out": 1}, {"factor": 2.5}))
@@ -254,6 +255,30 @@ def _cases():
                       {"Out": 1}, dict(attrs, porder=p, epsilon=1e-12)))
     c.append(Case("tile-pad-x", "tile", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"repeat_times": [2, 1, 3]}))
     c.append(Case("tile-pad-repeats", "tile", {"X": [In("x", f64(2, 3, 2))]}, {"Out": 1}, {"repeat_times": [2]}))
+    c.append(Case("expand-lead-and-ones", "expand_v2", {"X": [In("x", f64(3, 1))]}, {"Out": 1},
+                  {"shape": [2, -1, 4]}))
+    c.append(Case("pool2d-max-overlapping-padded", "pool2d", {"X": [In("x", f64(2, 2, 5, 6))]}, {"Out": 1},
+                  {"pooling_type": "max", "ksize": [3, 3], "strides": [2, 2], "paddings": [1, 1]}))
+    c.append(Case("rnn-gru-two-layers", "rnn", {
+        "Input": [In("x", f64(3, 2, 4))],
+        "WeightList": [In("w_ih0", f64(9, 4)), In("w_hh0", f64(9, 3)), In("w_ih1", f64(9, 3)), In("w_hh1", f64(9, 3)),
+                       In("b_ih0", f64(9)), In("b_hh0", f64(9)), In("b_ih1", f64(9)), In("b_hh1", f64(9))],
+        "PreState": [In("h0", f64(2, 2, 3))]},
+        {"Out": 1, "State": 1, "Reserve": 1, "DropoutState": 1},
+        {"mode": "GRU", "hidden_size": 3, "input_size": 4, "num_layers": 2, "is_bidirec": False, "dropout_prob": 0.0,
+         "is_test": False}))
+    c.append(Case("gather-axis0-repeats", "gather", {"X": [In("x", f64(5, 3))],
+                                                     "Index": [In("i", np.array([[4], [0], [4]], np.int64), diff=False)]},
+                  {"Out": 1}, {"axis": 0}))
+    c.append(Case("gather-axis1", "gather", {"X": [In("x", f64(2, 4, 3))],
+                                             "Index": [In("i", np.array([3, 1, 3], np.int64), diff=False)]},
+                  {"Out": 1}, {"axis": 1}))
+    c.append(Case("reduce_max-axis", "reduce_max", {"X": [In("x", f64(3, 4))]}, {"Out": 1},
+                  {"dim": [1], "keep_dim": False, "reduce_all": False}))
+    c.append(Case("reduce_min-all", "reduce_min", {"X": [In("x", f64(3, 4))]}, {"Out": 1},
+                  {"dim": [0], "keep_dim": False, "reduce_all": True}))
+    c.append(Case("pool2d-avg-same", "pool2d", {"X": [In("x", f64(1, 2, 5, 7))]}, {"Out": 1},
+                  {"pooling_type": "avg", "ksize": [2, 3], "strides": [2, 2], "padding_algorithm": "SAME"}))
     c.append(Case("leaky_relu", "leaky_relu", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}, {"alpha": 0.1}))
     ln_x = f64(2, 3, 4) * 2 + 0.5
     c.append(Case("layer_norm-scale-bias", "layer_norm",

@@ -52,6 +52,10 @@ class VarType(str, enum.Enum):
 _arithmetic = None
 
 
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+
+
 def set_arithmetic(fn) -> None:
     """Install the builder of Variable arithmetic (psjob.fluid.layers does, on import)."""
     global _arithmetic
@@ -166,7 +170,16 @@ class Variable:
         return self._binary(o, "elementwise_pow", True)
 
     # Comparisons build bool ops as Paddle's do; == and != stay identity so that
-    # Variables keep working as dict keys and in `in` tests.
+    # Variables keep working as dict keys and in `in` tests — except against a number
+    # (`ids != 0`, PaddleRec's TiSAS), where identity could only ever say False.
+    def __eq__(self, o):
+        return self._binary(o, "equal") if _is_number(o) else self is o
+
+    def __ne__(self, o):
+        return self._binary(o, "not_equal") if _is_number(o) else self is not o
+
+    __hash__ = object.__hash__
+
     def __lt__(self, o):
         return self._binary(o, "less_than")
 

@@ -38,17 +38,18 @@ class Embedding(Layer):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, sparse=False,
                  weight_attr=None, name=None):
         super().__init__()
-        self._num = check_int(num_embeddings, "num_embeddings", "Embedding", minimum=1)
-        self._dim = check_int(embedding_dim, "embedding_dim", "Embedding", minimum=1)
+        # Paddle's attribute names, which models read (PaddleRec's TiSAS: item_emb._embedding_dim).
+        self._num_embeddings = check_int(num_embeddings, "num_embeddings", "Embedding", minimum=1)
+        self._embedding_dim = check_int(embedding_dim, "embedding_dim", "Embedding", minimum=1)
         self._padding_idx = padding_idx
         self._sparse = bool(sparse)
-        self.weight = self.create_parameter([self._num, self._dim], weight_attr)
+        self.weight = self.create_parameter([self._num_embeddings, self._embedding_dim], weight_attr)
 
     def forward(self, x):
         return F.embedding_lookup(x, self.weight, self._padding_idx, self._sparse)
 
     def extra_repr(self):
-        return f"{self._num}, {self._dim}, sparse={self._sparse}"
+        return f"{self._num_embeddings}, {self._embedding_dim}, sparse={self._sparse}"
 
 
 def _activation(name, fn):

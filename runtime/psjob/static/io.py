@@ -10,14 +10,20 @@ Files are named as Paddle 2.x names them, from a path prefix:
     <prefix>.pdiparams   (save_inference_model) the inference program's persistables, one .npz
 
 The content is psjob's, not Paddle's protobuf/pickle: a psjob save loads in psjob.
+load_program_state (and so set_program_state's usual input) also reads the parameters of a
+save made by Paddle 2.x/3.x itself: its .pdparams and .pdopt are pickled {name: ndarray}
+dicts (paddle.static.save, protocol 2-4), read here by an unpickler that builds nothing
+but numpy arrays, so a model initialised from Paddle's files starts where Paddle's did.
 Every file is written under a temporary name and renamed into place; a load checks every
 array against the sha256, shape and dtype recorded in the .pdmodel and against the program
 before anything is written into the scope, so a bad file raises and the scope keeps its values.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
+import pickle
 
 import numpy as np
 
@@ -116,8 +122,69 @@ def save(program, model_path, protocol=4, **configs):
     _write_model(path + ".pdmodel", {"format": FORMAT, "program": program_to_dict(program), "arrays": records})
 
 
+class _ArraysOnly(pickle.Unpickler):
+    """Paddle's pickled state: dicts, numbers, strings and numpy arrays, nothing else."""
+
+    _ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+                ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
+                ("numpy._core.multiarray", "scalar"), ("collections", "OrderedDict")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of a Paddle parameter file")
+        return super().find_class(module, name)
+
+
+def _is_paddle_pickle(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read(1) == b"\x80"
+    except OSError:
+        return False
+
+
+def _read_paddle_pickle(path):
+    try:
+        with open(path, "rb") as f:
+            state = _ArraysOnly(io.BytesIO(f.read())).load()
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError) as exc:
+        raise CheckpointError(f"cannot read Paddle's {path}: {exc}") from exc
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path} is not a Paddle parameter file (a {type(state).__name__}, not a dict)")
+    # Paddle splits arrays too big for protocol 2/3 into slices listed under this key.
+    for name, info in state.pop("UnpackBigParamInfor@@", {}).items():
+        parts = [state.pop(s) for s in info["slices"]]
+        state[name] = np.concatenate(parts).reshape(info["OriginShape"])
+    # Dygraph saves add a name map under "StructuredToParameterName@@": not an array.
+    return {n: _one_d(a) for n, a in state.items()
+            if isinstance(n, str) and not n.startswith("StructuredToParameterName")}
+
+
+def _one_d(value):
+    """Paddle 3 saves the learning rate as a Python float and other scalars 0-D, where
+    psjob's program (as Fluid's) declares [1]."""
+    if isinstance(value, float):
+        return np.array([value], dtype=np.float32)
+    arr = np.asarray(value)
+    return arr.reshape(1) if arr.ndim == 0 else arr
+
+
+def _load_paddle_state(model_path, var_list):
+    state = {}
+    for ext in (".pdparams", ".pdopt"):
+        if os.path.exists(model_path + ext):
+            state.update(_read_paddle_pickle(model_path + ext))
+    if var_list is not None:
+        wanted = {v.name if isinstance(v, Variable) else v for v in var_list}
+        state = {n: a for n, a in state.items() if n in wanted}
+    return state
+
+
 def load_program_state(model_path, var_list=None):
-    """{name: ndarray} of a paddle.static.save (parameters and, when saved, optimizer state)."""
+    """{name: ndarray} of a paddle.static.save (parameters and, when saved, optimizer state),
+    psjob's or Paddle's own."""
+    if _is_paddle_pickle(model_path + ".pdparams"):
+        return _load_paddle_state(model_path, var_list)
     doc = _read_model(model_path + ".pdmodel")
     state = {}
     for kind, ext in (("params", ".pdparams"), ("opt", ".pdopt")):

@@ -10,7 +10,7 @@ from psjob.fluid.framework import Variable, set_arithmetic
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers import nn, tensor
 
-_COMPARE = ("less_than", "less_equal", "greater_than", "greater_equal")
+_COMPARE = ("less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal")
 
 
 def _compare(op_type, x, y):

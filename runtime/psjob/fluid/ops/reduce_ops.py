@@ -1,5 +1,6 @@
-"""reduce_sum / reduce_mean over `dim` (a list of axes), or over everything
-with `reduce_all`. As in Fluid 1.x, a full reduction without keep_dim gives
+"""reduce_sum / reduce_mean / reduce_max / reduce_min over `dim` (a list of axes), or over
+everything with `reduce_all`. As Paddle's, max's and min's gradient goes to every element
+equal to the result (each of a tie gets all of it). As in Fluid 1.x, a full reduction without keep_dim gives
 shape [1], never a 0-D array, so the result can be a loss."""
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def _make(kind):
     def forward(ctx):
         x = ctx.input("X")
         axes = reduce_axes(x.ndim, ctx.attr("dim", [0]), ctx.attr("reduce_all", False), kind)
-        fn = x.sum if kind == "reduce_sum" else x.mean
+        fn = {"reduce_sum": x.sum, "reduce_mean": x.mean, "reduce_max": x.max, "reduce_min": x.min}[kind]
         out = fn(axis=axes, keepdims=True)
         ctx.set_output("Out", out.reshape(_out_shape(list(x.shape), axes, ctx.attr("keep_dim", False))))
 
@@ -55,6 +56,10 @@ def _make(kind):
             for a in axes:
                 count *= x.shape[a]
             g = g / x.dtype.type(max(count, 1))
+        if kind in ("reduce_max", "reduce_min"):
+            best = x.max(axis=axes, keepdims=True) if kind == "reduce_max" else x.min(axis=axes, keepdims=True)
+            ctx.set_output("X@GRAD", (g * (x == best)).astype(x.dtype, copy=False))
+            return
         ctx.set_output("X@GRAD", xp.broadcast_to(g, x.shape).astype(x.dtype, copy=True))
 
     register_op(kind, infer_shape=_reduce_shape, grad=_reduce_grad)(forward)
@@ -63,3 +68,5 @@ def _make(kind):
 
 _make("reduce_sum")
 _make("reduce_mean")
+_make("reduce_max")
+_make("reduce_min")

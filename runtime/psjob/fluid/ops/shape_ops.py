@@ -164,7 +164,11 @@ def resolve_shape(in_shape, target, what):
 
 def _reshape_shape(op):
     x = in_var(op, "X")
-    out = resolve_shape(list(x.shape), op.attr("shape", []), "reshape")
+    if op.input("ShapeTensor"):  # dimensions given as tensors are known when the op runs
+        out = [x.shape[i] if int(d) == 0 else (int(d) if int(d) > 0 else -1)
+               for i, d in enumerate(op.attr("shape", []))]
+    else:
+        out = resolve_shape(list(x.shape), op.attr("shape", []), "reshape")
     set_out(op, "Out", out, x.dtype, x.lod_level)
     set_out(op, "XShape", [0] + list(x.shape), x.dtype)
 
@@ -182,10 +186,13 @@ def _set_xshape(ctx, x):
         ctx.set_output("XShape", ctx.xp.empty((0,) + x.shape, dtype=x.dtype))
 
 
-@register_op("reshape2", infer_shape=_reshape_shape, grad=_xshape_grad("reshape2_grad"))
+@register_op("reshape2", infer_shape=_reshape_shape, grad=_xshape_grad("reshape2_grad"), no_grad_inputs=("ShapeTensor",))
 def reshape2(ctx):
     x = ctx.input("X")
-    shape = resolve_shape(list(x.shape), ctx.attr("shape", []), "reshape")
+    target = ctx.attr("shape", [])
+    if ctx.has_input("ShapeTensor"):  # Paddle's runtime shape: one int tensor per dimension
+        target = [int(t.reshape(-1)[0]) for t in ctx.input_list("ShapeTensor")]
+    shape = resolve_shape(list(x.shape), target, "reshape")
     _set_xshape(ctx, x)
     ctx.set_output("Out", x.reshape(shape), lod=ctx.input_lod("X"))
 

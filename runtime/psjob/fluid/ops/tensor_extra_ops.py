@@ -1,5 +1,5 @@
 """Ops behind more of Paddle 2.x's tensor functions, as PaddleRec's model zoo uses them
-(`paddle.bmm`, `tril`/`triu`, `masked_select`, `shape`, `arange`, `tile`,
+(`paddle.bmm`, `tril`/`triu`, `masked_select`, `shape`, `arange`, `tile`, `expand`,
 `paddle.nn.functional.normalize`). Semantics follow Paddle's operators of the same type:
 
 * `bmm`: Out[b] = X[b] @ Y[b] for 3-D X [B, M, K] and Y [B, K, N] (no broadcasting).
@@ -243,24 +243,85 @@ def _tile_padded(shape, repeat_times):
 def _tile_shape(op):
     x = in_var(op, "X")
     reps = op.attr("repeat_times")
+    if op.input("repeat_times_tensor"):  # repeats given as tensors are known when the op runs
+        shape, reps = _tile_padded(x.shape, reps)
+        set_out(op, "Out", [d * r if d >= 0 and r >= 1 else -1 for d, r in zip(shape, reps)], x.dtype)
+        return
     if not reps or any(r < 1 for r in reps):
         raise GraphError(f"tile: repeat_times {list(reps)} must be positive integers")
     shape, reps = _tile_padded(x.shape, reps)
     set_out(op, "Out", [d * r if d >= 0 else -1 for d, r in zip(shape, reps)], x.dtype)
 
 
-@register_op("tile", infer_shape=_tile_shape, grad=simple_grad("tile_grad"))
+def _repeats(ctx):
+    if ctx.has_input("repeat_times_tensor"):  # Paddle's runtime repeats: one int tensor each
+        return [int(t.reshape(-1)[0]) for t in ctx.input_list("repeat_times_tensor")]
+    return ctx.attr("repeat_times")
+
+
+@register_op("tile", infer_shape=_tile_shape, grad=simple_grad("tile_grad", inputs=("X", "repeat_times_tensor"),
+                                                                  grad_of=("X",)),
+             no_grad_inputs=("repeat_times_tensor",))
 def tile(ctx):
     x = ctx.input("X")
-    _, reps = _tile_padded(x.shape, ctx.attr("repeat_times"))
+    _, reps = _tile_padded(x.shape, _repeats(ctx))
     ctx.set_output("Out", ctx.xp.tile(x, reps))
 
 
 @register_op("tile_grad")
 def tile_grad(ctx):
     x, dout = ctx.input("X"), ctx.input("Out@GRAD")
-    shape, reps = _tile_padded(x.shape, ctx.attr("repeat_times"))
+    shape, reps = _tile_padded(x.shape, _repeats(ctx))
     # Out's dimension i is reps[i] copies of x's: split it in two and sum over the copies.
     interleaved = [v for pair in zip(reps, shape) for v in pair]
     dx = dout.reshape(interleaved).sum(axis=tuple(range(0, len(interleaved), 2)))
     ctx.set_output("X@GRAD", dx.reshape(x.shape))
+
+
+# -- expand_v2 ---------------------------------------------------------------------------
+
+def _expand_target(x_shape, shape):
+    """Paddle's expand_v2: x aligned to the right of `shape`; -1 keeps x's dimension, a
+    dimension of x that is not 1 must equal its target."""
+    x_shape, shape = list(x_shape), [int(d) for d in shape]
+    if len(shape) < len(x_shape):
+        raise GraphError(f"expand: shape {shape} has fewer dimensions than x {x_shape}")
+    padded = [1] * (len(shape) - len(x_shape)) + x_shape
+    out = []
+    for i, (have, want) in enumerate(zip(padded, shape)):
+        if want == -1:
+            if i < len(shape) - len(x_shape):
+                raise GraphError(f"expand: shape {shape} has -1 for a new leading dimension")
+            out.append(have)
+        elif want < 1 or (have not in (1, -1) and have != want):
+            raise GraphError(f"expand: x {x_shape} cannot expand to {shape} (dimension {i})")
+        else:
+            out.append(want)
+    return out
+
+
+def _expand_shape(op):
+    x = in_var(op, "X")
+    if op.input("expand_shapes_tensor"):  # dimensions given as tensors are known when the op runs
+        set_out(op, "Out", [int(d) for d in op.attr("shape")], x.dtype)
+    else:
+        set_out(op, "Out", _expand_target(x.shape, op.attr("shape")), x.dtype)
+
+
+@register_op("expand_v2", infer_shape=_expand_shape, grad=simple_grad("expand_v2_grad"),
+             no_grad_inputs=("expand_shapes_tensor",))
+def expand_v2(ctx):
+    x = ctx.input("X")
+    shape = ctx.attr("shape")
+    if ctx.has_input("expand_shapes_tensor"):  # Paddle's runtime shape: one int tensor per dimension
+        shape = [int(t.reshape(-1)[0]) for t in ctx.input_list("expand_shapes_tensor")]
+    ctx.set_output("Out", ctx.xp.broadcast_to(x, _expand_target(x.shape, shape)).copy())
+
+
+@register_op("expand_v2_grad")
+def expand_v2_grad(ctx):
+    x, dout = ctx.input("X"), ctx.input("Out@GRAD")
+    lead = dout.ndim - x.ndim
+    dx = dout.sum(axis=tuple(range(lead))) if lead else dout
+    ones = tuple(i for i, d in enumerate(x.shape) if d == 1 and dx.shape[i] != 1)
+    ctx.set_output("X@GRAD", (dx.sum(axis=ones, keepdims=True) if ones else dx).reshape(x.shape))

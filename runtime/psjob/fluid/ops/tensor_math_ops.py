@@ -4,7 +4,7 @@
 * `matmul` (Fluid's): Out = alpha * op(X) @ op(Y), op = transpose of the last two
   dimensions where `transpose_X`/`transpose_Y`; leading (batch) dimensions broadcast.
   Both inputs need at least 2 dimensions.
-* unary math with gradients: `square`, `exp`, `log`, `abs`, `sqrt`, `pow` (attr `factor`).
+* unary math with gradients: `square`, `exp`, `log`, `log1p`, `abs`, `sqrt`, `pow` (attr `factor`).
 * `slice` (axes, starts, ends; negative and out-of-range bounds clamp as Python's do),
   `stack` (axis), `where` (Condition, X and Y broadcast together as numpy's where).
 * no-gradient ops, whose outputs are stop_gradient: the comparisons (`less_than`,
@@ -110,6 +110,7 @@ def _unary(name, forward, backward):
 _unary("square", lambda xp, x, a: x * x, lambda xp, x, o, d, a: 2 * x * d)
 _unary("exp", lambda xp, x, a: xp.exp(x), lambda xp, x, o, d, a: o * d)
 _unary("log", lambda xp, x, a: xp.log(x), lambda xp, x, o, d, a: d / x)
+_unary("log1p", lambda xp, x, a: xp.log1p(x), lambda xp, x, o, d, a: d / (1 + x))
 _unary("abs", lambda xp, x, a: xp.abs(x), lambda xp, x, o, d, a: d * xp.sign(x))
 _unary("sqrt", lambda xp, x, a: xp.sqrt(x), lambda xp, x, o, d, a: d * 0.5 / o)
 _unary("pow", lambda xp, x, a: x ** a.get("factor", 1.0),

@@ -10,22 +10,34 @@ from psjob.fluid import layers as _layers
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int, check_variable
 from psjob.fluid.ops.nn_ops import NO_PADDING
-from psjob.nn.functional.conv import conv2d
+from psjob.nn.functional.conv import conv1d, conv2d
+from psjob.nn.functional.pooling import avg_pool2d, max_pool2d
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "linear", "embedding",
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "cross_entropy", "softmax_with_cross_entropy", "mse_loss", "square_error_cost",
-           "embedding_lookup", "normalize", "leaky_relu", "layer_norm", "conv2d"]
+           "embedding_lookup", "normalize", "leaky_relu", "layer_norm", "conv2d", "conv1d",
+           "cosine_similarity", "max_pool2d", "avg_pool2d"]
 
 relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
 
 
 def softmax(x, axis=-1, dtype=None, name=None):
-    if axis not in (-1, len(x.shape) - 1):
-        raise ValueError(f"softmax: only the last axis is supported, got axis={axis}")
+    """Over `axis`: another axis than the last is moved last and back around the softmax op
+    (the same numbers as Paddle's softmax with its axis attribute)."""
+    check_variable(x, "x", "softmax")
+    nd = len(x.shape)
+    axis = check_int(axis, "axis", "softmax")
+    if not -nd <= axis < nd:
+        raise ValueError(f"softmax: axis {axis} is out of range for the {nd}-D {x.name}")
     if dtype is not None:
         x = _t.cast(x, dtype)
-    return _layers.softmax(x, name=name)
+    axis %= nd
+    if axis == nd - 1:
+        return _layers.softmax(x, name=name)
+    perm = [i for i in range(nd) if i != axis] + [axis]
+    back = [perm.index(i) for i in range(nd)]
+    return _layers.transpose(_layers.softmax(_layers.transpose(x, perm)), back)
 
 
 def log_softmax(x, axis=-1, dtype=None, name=None):
@@ -117,6 +129,17 @@ def normalize(x, p=2, axis=1, epsilon=1e-12, name=None):
                      attrs={"axis": axis, "porder": float(p), "keepdim": True, "epsilon": float(epsilon)})
     eps = _t.full([1], epsilon, x.dtype)
     return _t.divide(x, _t.maximum(norm, eps), name=name)
+
+
+def cosine_similarity(x1, x2, axis=1, eps=1e-8):
+    """sum(x1 * x2) / sqrt(max(sum(x1 * x1) * sum(x2 * x2), eps**2)) along `axis`, which is
+    reduced away; x1 and x2 broadcast. The same ops as Paddle's (paddle.nn.functional.cosine_similarity)."""
+    check_variable(x1, "x1", "cosine_similarity")
+    check_variable(x2, "x2", "cosine_similarity")
+    w12 = _t.sum(_t.multiply(x1, x2), axis=axis)
+    w1 = _t.sum(_t.multiply(x1, x1), axis=axis)
+    w2 = _t.sum(_t.multiply(x2, x2), axis=axis)
+    return _t.divide(w12, _t.sqrt(_t.clip(_t.multiply(w1, w2), min=eps * eps)))
 
 
 def leaky_relu(x, negative_slope=0.01, name=None):

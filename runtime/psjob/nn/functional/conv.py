@@ -2,7 +2,12 @@
 plus the bias added along the channel axis. Arguments as Paddle's: `stride`,
 `dilation` an int or a pair; `padding` an int, [h, w], [top, bottom, left, right],
 Paddle's per-dimension pairs ([[0, 0], [0, 0], [top, bottom], [left, right]] for NCHW)
-or 'same' / 'valid'; `data_format` 'NCHW' or 'NHWC' (transposed around the op)."""
+or 'same' / 'valid'; `data_format` 'NCHW' or 'NHWC' (transposed around the op).
+
+conv1d is conv2d over a height of 1, as Paddle builds it (paddle.nn.functional.conv1d):
+x [N, C, L] (NCL) or [N, L, C] (NLC) and weight [O, C/groups, K] get a unit height, the
+`conv2d` op runs with stride, dilation and padding [1, s], [1, d], [0, p], and the height
+is squeezed away."""
 from __future__ import annotations
 
 import numbers
@@ -11,7 +16,7 @@ from psjob.fluid import layers as _layers
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_variable
 
-__all__ = ["conv2d"]
+__all__ = ["conv2d", "conv1d"]
 
 
 def _pair(value, what):
@@ -67,3 +72,39 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data
         check_variable(bias, "bias", "conv2d")
         out = _layers.elementwise_add(out, bias, axis=1)
     return _layers.transpose(out, [0, 2, 3, 1]) if channel_last else out
+
+
+def _conv1d_padding(padding):
+    """conv2d's padding (zero on the unit height) from conv1d's: an int, [p], [left, right],
+    or 'same' / 'valid'."""
+    if isinstance(padding, str):
+        return padding
+    pads = [padding] if isinstance(padding, numbers.Integral) else list(padding)
+    if len(pads) not in (1, 2) or not all(isinstance(p, numbers.Integral) for p in pads):
+        raise ValueError(f"conv1d: padding must be an int, [p], [left, right], 'same' or 'valid', "
+                         f"got {padding!r}")
+    return [0, 0] + ([pads[0]] * 2 if len(pads) == 1 else pads)
+
+
+def _single(value, what):
+    values = [value] if isinstance(value, numbers.Integral) else list(value)
+    if len(values) != 1:
+        raise ValueError(f"conv1d: {what} must be an int or a list of one, got {value!r}")
+    return [1, values[0]]
+
+
+def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCL", name=None):
+    """x [N, C, L] (or NLC) with weight [O, C/groups, K]; bias [O] or None."""
+    check_variable(x, "x", "conv1d")
+    check_variable(weight, "weight", "conv1d")
+    if data_format not in ("NCL", "NLC"):
+        raise ValueError(f"conv1d: data_format must be 'NCL' or 'NLC', got {data_format!r}")
+    if len(x.shape) != 3 or len(weight.shape) != 3:
+        raise ValueError(f"conv1d: x {x.name}{list(x.shape)} and weight {weight.name}"
+                         f"{list(weight.shape)} must be 3-D")
+    channel_last = data_format == "NLC"
+    unit = 1 if channel_last else 2
+    out = conv2d(_layers.unsqueeze(x, [unit]), _layers.unsqueeze(weight, [2]), bias,
+                 _single(stride, "stride"), _conv1d_padding(padding), _single(dilation, "dilation"),
+                 groups, "NHWC" if channel_last else "NCHW", name)
+    return _layers.squeeze(out, [unit])

@@ -1,0 +1,57 @@
+"""paddle.nn.functional.max_pool2d / avg_pool2d in static mode: one `pool2d` op
+(fluid/ops/pool_ops.py). Arguments as Paddle's: `kernel_size`, `stride` an int or a pair
+(stride None is the kernel size), `padding` as conv2d's (an int, a pair, four ints,
+'SAME' / 'VALID'), `data_format` 'NCHW' or 'NHWC' (transposed around the op)."""
+from __future__ import annotations
+
+import numbers
+
+from psjob.fluid import layers as _layers
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._checks import check_variable
+from psjob.nn.functional.conv import conv_padding
+
+__all__ = ["max_pool2d", "avg_pool2d"]
+
+
+def _pair(value, what, fn):
+    values = [value, value] if isinstance(value, numbers.Integral) else list(value)
+    if len(values) != 2 or not all(isinstance(v, numbers.Integral) and v >= 1 for v in values):
+        raise ValueError(f"{fn}: {what} must be a positive int or a pair of them, got {value!r}")
+    return [int(v) for v in values]
+
+
+def _pool2d(x, kind, kernel_size, stride, padding, ceil_mode, exclusive, data_format, name):
+    fn = f"{kind}_pool2d"
+    check_variable(x, "x", fn)
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError(f"{fn}: data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
+    if len(x.shape) != 4:
+        raise ValueError(f"{fn}: x {x.name}{list(x.shape)} must be 4-D")
+    ksize = _pair(kernel_size, "kernel_size", fn)
+    strides = ksize if stride is None else _pair(stride, "stride", fn)
+    channel_last = data_format == "NHWC"
+    paddings, algorithm = conv_padding(padding, channel_last)
+    if channel_last:
+        x = _layers.transpose(x, [0, 3, 1, 2])
+    helper = LayerHelper("pool2d", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="pool2d", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"pooling_type": kind, "ksize": ksize, "strides": strides, "paddings": paddings,
+                            "padding_algorithm": algorithm, "global_pooling": False,
+                            "ceil_mode": bool(ceil_mode), "exclusive": bool(exclusive), "data_format": "NCHW"})
+    return _layers.transpose(out, [0, 2, 3, 1]) if channel_last else out
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCHW",
+               name=None):
+    if return_mask:
+        raise ValueError("max_pool2d: return_mask=True is not supported by psjob")
+    return _pool2d(x, "max", kernel_size, stride, padding, ceil_mode, True, data_format, name)
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
+               data_format="NCHW", name=None):
+    if divisor_override is not None:
+        raise ValueError("avg_pool2d: divisor_override is not supported by psjob")
+    return _pool2d(x, "avg", kernel_size, stride, padding, ceil_mode, exclusive, data_format, name)
