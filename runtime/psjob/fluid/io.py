@@ -64,7 +64,8 @@ MODEL_FILE = "__model__"
 __all__ = ["CheckpointError", "save_vars", "save_params", "save_persistables", "load_vars", "load_params",
            "load_persistables", "save_inference_model", "load_inference_model",
            "load_inference_model_distributed", "is_parameter", "is_persistable", "is_belong_to_optimizer",
-           "get_program_parameter", "get_program_persistable_vars"]
+           "get_program_parameter", "get_program_persistable_vars", "save", "load", "load_program_state",
+           "set_program_state"]
 
 
 # -- predicates -------------------------------------------------------------------------
@@ -429,3 +430,8 @@ def get_program_parameter(program):
 
 def get_program_persistable_vars(program):
     return [v for v in program.list_vars() if is_persistable(v)]
+
+
+# fluid.io.save / load (Fluid 1.6+): a program's state under a path prefix. Imported last:
+# psjob.fluid.program_state builds on this module's savers.
+from psjob.fluid.program_state import load, load_program_state, save, set_program_state  # noqa: E402,F401
