@@ -21,8 +21,8 @@ import os
 from psjob.fluid import io as fluid_io
 from psjob.fluid.core import global_scope
 from psjob.fluid.framework import Variable, default_main_program
-from psjob.fluid.program_state import (  # noqa: F401  (save/load: paddle.static's names for them)
-    FORMAT,
+from psjob.fluid.io import PROGRAM_STATE_FORMAT as FORMAT
+from psjob.fluid.io import (  # noqa: F401  (save/load: paddle.static's names for them)
     _arrays,
     _into_scope,
     _prefix,

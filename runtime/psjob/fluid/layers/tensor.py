@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from psjob.fluid import unique_name
-from psjob.fluid.framework import convert_dtype as _convert_dtype
 from psjob.fluid.framework import Variable, default_main_program, default_startup_program
+from psjob.fluid.framework import convert_dtype as _convert_dtype
 from psjob.fluid.initializer import ConstantInitializer
 from psjob.fluid.layer_helper import LayerHelper
 
