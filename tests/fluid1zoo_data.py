@@ -193,7 +193,8 @@ def census(d, n=1000, seed=7, width=499):
 # own options (small sizes, one short epoch); lines: a regex every printed result line matches
 # (its groups: the numbers compared with Paddle's); count: how many such lines a run prints;
 # saved: the fluid.save prefixes it writes; pinned: compared with Paddle 1.8.5 from the same
-# initial parameters (tests/data/fluid1zoo/<name>.npz, .json), or why not.
+# initial parameters (tests/data/fluid1zoo/<name>.npz, .json), or why not; needs: modules the
+# example imports beyond numpy (the test skips without them).
 MODELS = {
     "wide_deep": dict(dir="ctr/wide_deep", data="wide_deep", script="train.py",
                       args=["--epochs", "1", "--batch_size", "40", "--use_gpu", "0", "--train_data_path",
@@ -206,7 +207,7 @@ MODELS = {
                       "--num_neg", "4", "--lr", "0.001", "--model_dir", "model_dir", "--num_users", "100",
                       "--num_items", "200"],
                 lines=r"batch_id: \d+, batch_time: \S+, loss: ([0-9.]+)", count=8,
-                saved=[], pinned=True),
+                saved=[], pinned=True, needs=["scipy"]),
     "deepfm": dict(dir="ctr/deepfm", data="deepfm", script="local_train.py",
                    args=["--num_epoch", "1", "--num_thread", "1", "--num_feat", "1400", "--model_output_dir",
                          "models", "--embedding_size", "4", "--layer_sizes", "16", "16"],
@@ -235,7 +236,8 @@ MODELS = {
                  lines=r"epoch_id:\d+,epoch_time:\S+ s,loss:\[([0-9.]+)\],train_auc_income:\[([0-9.]+)\],"
                        r"train_auc_marital:\[([0-9.]+)\],test_auc_income:\[([0-9.]+)\],"
                        r"test_auc_marital:\[([0-9.]+)\]", count=2,
-                 saved=["model_dir/epoch_1/checkpoint", "model_dir/epoch_2/checkpoint"], pinned=True),
+                 saved=["model_dir/epoch_1/checkpoint", "model_dir/epoch_2/checkpoint"], pinned=True,
+                 needs=["pandas"]),
     "share_bottom": dict(dir="multi_task/share_bottom", data="census", script="share_bottom.py",
                          args=["--use_gpu", "0", "--epochs", "2", "--train_data_path", "train_data",
                                "--test_data_path", "test_data", "--model_dir", "model_dir", "--batch_size", "32",
@@ -244,7 +246,8 @@ MODELS = {
                          lines=r"epoch_id:\d+,epoch_time:\S+ s,loss:\[([0-9.]+)\],train_auc_income:\[([0-9.]+)\],"
                                r"train_auc_marital:\[([0-9.]+)\],test_auc_income:\[([0-9.]+)\],"
                                r"test_auc_marital:\[([0-9.]+)\]", count=2,
-                         saved=["model_dir/epoch_1/checkpoint", "model_dir/epoch_2/checkpoint"], pinned=True),
+                         saved=["model_dir/epoch_1/checkpoint", "model_dir/epoch_2/checkpoint"], pinned=True,
+                 needs=["pandas"]),
     "din": dict(dir="ctr/din", data="din", script="train.py", args=["--epoch_num", "1", "--batch_size", "16"],
                 lines=None, count=0, saved=[],
                 pinned="random by design: reader.py shuffles the examples with an unseeded random.shuffle"),

@@ -61,7 +61,8 @@ def _close(got, want, what):
 
 
 def _check_run(name, tmp_path):
-    pytest.importorskip("pandas")  # mmoe and share_bottom's utils, youbube_dnn's train.py import it
+    for module in zoo.MODELS[name].get("needs", []):
+        pytest.importorskip(module)
     spec, work, proc = _run(name, tmp_path)
     assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{proc.stdout[-4000:]}"
     lines = zoo.results(spec, proc.stdout)
