@@ -257,6 +257,21 @@ MODELS = {
                            "--print_batch", "5", "--is_sparse"],
                      lines=r"TRAIN --> pass: 0 batch: \d+ loss: ([0-9.]+)", count=None, saved=[],
                      pinned="random by design: negative sampling and a shuffled reader"),
+    # Random data by design (numpy's unseeded global RNG); each prints float(np.array(fetched)),
+    # a one-element array NumPy 2.4 no longer converts (float_of_array: the test expects that).
+    "dssm": dict(dir="dssm", data=None, script="dssm.py",
+                 args=["--use_gpu", "0", "--batch_size", "16", "--TRIGRAM_D", "100", "--L1_N", "32", "--L2_N", "32",
+                       "--L3_N", "16", "--Neg", "4", "--base_lr", "0.01", "--model_dir", "model_dir"],
+                 lines=r"INFO - epoch_id: \d+, batch_time: \S+, loss: ([0-9.]+)", count=100, saved=[],
+                 pinned="random by design: its data is numpy's unseeded np.random", float_of_array=True),
+    "youbube_dnn": dict(dir="youbube_dnn", data=None, script="train.py",
+                        args=["--use_gpu", "0", "--batch_size", "32", "--epochs", "2", "--watch_vec_size", "16",
+                              "--search_vec_size", "16", "--other_feat_size", "16", "--output_size", "100",
+                              "--model_dir", "model_dir", "--test_epoch", "1", "--base_lr", "0.01",
+                              "--video_vec_path", "./video_vec.csv"],
+                        lines=r"INFO - epoch_id: \d+, batch_time: \S+, loss: ([0-9.]+), acc: ([0-9.]+)", count=200,
+                        saved=[], pinned="random by design: its data is numpy's unseeded np.random",
+                        float_of_array=True, needs=["pandas"]),
 }
 
 

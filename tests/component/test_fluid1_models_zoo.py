@@ -37,7 +37,6 @@ def _env():
     env = dict(os.environ, PYTHONHASHSEED="0", CPU_NUM="1", OMP_NUM_THREADS="1", GLOG_v="0")
     # The datasets' pipe_command runs `python reader.py`: this interpreter, with psjob.
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env.pop("PYTHONPATH", None)
     return env
 
 
@@ -45,7 +44,8 @@ def _run(name, tmp_path):
     spec = zoo.MODELS[name]
     work = tmp_path / name
     shutil.copytree(os.path.join(VENDORED, spec["dir"]), work)
-    zoo.WRITERS[spec["data"]](str(work))
+    if spec["data"]:
+        zoo.WRITERS[spec["data"]](str(work))
     script = [spec["script"]]
     if spec["pinned"] is True:
         script = [os.path.join(TESTS, "fluid1zoo_init.py"), "load", os.path.join(REFS, name + ".npz")] + script
@@ -61,8 +61,6 @@ def _close(got, want, what):
 
 
 def _check_run(name, tmp_path):
-    for module in zoo.MODELS[name].get("needs", []):
-        pytest.importorskip(module)
     spec, work, proc = _run(name, tmp_path)
     assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{proc.stdout[-4000:]}"
     lines = zoo.results(spec, proc.stdout)
@@ -91,6 +89,18 @@ def _check_run(name, tmp_path):
             assert abs(got[pname][1] - squares) <= 2e-3 * squares + 1e-6, what
 
 
+NUMPY_2_4 = tuple(int(x) for x in np.__version__.split(".")[:2]) >= (2, 4)
+
+
 @pytest.mark.parametrize("name", sorted(zoo.MODELS))
 def test_fluid1_example_runs_as_in_paddle(name, tmp_path):
+    for module in zoo.MODELS[name].get("needs", []):
+        pytest.importorskip(module)
+    if zoo.MODELS[name].get("float_of_array") and NUMPY_2_4:
+        # Trains, then stops at its first print in any framework: it must be that TypeError.
+        _, _, proc = _run(name, tmp_path)
+        assert proc.returncode != 0 and "only 0-dimensional arrays can be converted" in proc.stdout, \
+            proc.stdout[-3000:]
+        pytest.xfail("the script prints float(np.array(fetched)) of a one-element array, which NumPy >= 2.4 "
+                     "refuses: TypeError: only 0-dimensional arrays can be converted to Python scalars")
     _check_run(name, tmp_path)
