@@ -194,14 +194,21 @@ def census(d, n=1000, seed=7, width=499):
 # (its groups: the numbers compared with Paddle's); count: how many such lines a run prints;
 # saved: the fluid.save prefixes it writes; pinned: compared with Paddle 1.8.5 from the same
 # initial parameters (tests/data/fluid1zoo/<name>.npz, .json), or why not; needs: modules the
-# example imports beyond numpy (the test skips without them).
+# example imports beyond numpy (the test skips without them); infer: a second script run after
+# training in the same folder (copy: files it reads, made from the training data).
 MODELS = {
     "wide_deep": dict(dir="ctr/wide_deep", data="wide_deep", script="train.py",
                       args=["--epochs", "1", "--batch_size", "40", "--use_gpu", "0", "--train_data_path",
                             "train_data/train_data.csv", "--model_dir", "model_dir", "--hidden1_units", "16",
                             "--hidden2_units", "8", "--hidden3_units", "4"],
                       lines=r"loss:([0-9.]+), acc:([0-9.]+), auc:([0-9.]+)", count=50,
-                      saved=["model_dir/epoch_1/checkpoint"], pinned=True),
+                      saved=["model_dir/epoch_1/checkpoint"], pinned=True,
+                      # then infer.py on the saved epoch (fluid.load), over the training file
+                      infer=dict(script="infer.py", copy=[("train_data/train_data.csv", "test_data/test_data.csv")],
+                                 args=["--batch_size", "40", "--use_gpu", "0", "--test_epoch", "1",
+                                       "--test_data_path", "test_data/test_data.csv", "--model_dir", "model_dir",
+                                       "--hidden1_units", "16", "--hidden2_units", "8", "--hidden3_units", "4"],
+                                 lines=r"mean_acc:([0-9.]+), mean_auc:([0-9.]+)", count=1)),
     "ncf": dict(dir="ncf", data="ncf", script="train.py",
                 args=["--use_gpu", "0", "--NeuMF", "1", "--epochs", "1", "--batch_size", "256", "--num_factors", "8",
                       "--num_neg", "4", "--lr", "0.001", "--model_dir", "model_dir", "--num_users", "100",
@@ -280,6 +287,14 @@ def results(spec, text):
     if not spec["lines"]:
         return []
     return [[float(x) for x in (m if isinstance(m, tuple) else (m,))] for m in re.findall(spec["lines"], text)]
+
+
+def copy_inputs(work, infer):
+    """The files infer.py reads, copied from the training run's (the same examples)."""
+    import shutil
+    for src, dst in infer.get("copy", []):
+        os.makedirs(os.path.dirname(os.path.join(work, dst)), exist_ok=True)
+        shutil.copyfile(os.path.join(work, src), os.path.join(work, dst))
 
 
 def param_summary(prefix):

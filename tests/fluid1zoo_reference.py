@@ -55,6 +55,15 @@ def main(src, names):
             sys.exit("%s: Paddle exited %d:\n%s" % (name, proc.returncode, proc.stdout[-3000:]))
         ref = {"lines": zoo.results(spec, proc.stdout),
                "params": {p: zoo.param_summary(os.path.join(work, p)) for p in spec["saved"]}}
+        if spec.get("infer"):
+            infer = spec["infer"]
+            zoo.copy_inputs(work, infer)
+            proc = subprocess.run([sys.executable, "-u", infer["script"]] + infer["args"], cwd=work,
+                                  env=env_for(sys.executable), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True)
+            if proc.returncode != 0:
+                sys.exit("%s: Paddle's infer exited %d:\n%s" % (name, proc.returncode, proc.stdout[-3000:]))
+            ref["infer_lines"] = zoo.results(infer, proc.stdout)
         with open(os.path.join(OUT, name + ".json"), "w") as f:
             json.dump(ref, f, indent=1, sort_keys=True)
         print("%s: %d result lines, %d saves, init %d bytes" % (name, len(ref["lines"]), len(ref["params"]),

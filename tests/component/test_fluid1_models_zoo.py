@@ -60,6 +60,21 @@ def _close(got, want, what):
                                rtol=RTOL, atol=ATOL, err_msg=what)
 
 
+def _check_infer(name, spec, work):
+    """Run the example's infer script on what training saved; its result lines, or None."""
+    infer = spec.get("infer")
+    if not infer:
+        return None
+    zoo.copy_inputs(str(work), infer)
+    cmd = [sys.executable, "-m", "psjob.cli", "as-paddle", "--", sys.executable, "-u", infer["script"]]
+    proc = subprocess.run(cmd + infer["args"], cwd=work, env=_env(), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert proc.returncode == 0, f"{name} {infer['script']} exited {proc.returncode}:\n{proc.stdout[-4000:]}"
+    lines = zoo.results(infer, proc.stdout)
+    assert len(lines) == infer["count"] and all(math.isfinite(v) for row in lines for v in row), proc.stdout[-3000:]
+    return lines
+
+
 def _check_run(name, tmp_path):
     spec, work, proc = _run(name, tmp_path)
     assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{proc.stdout[-4000:]}"
@@ -69,11 +84,14 @@ def _check_run(name, tmp_path):
     assert all(math.isfinite(v) for row in lines for v in row)
     for prefix in spec["saved"]:
         assert os.path.getsize(work / (prefix + ".pdparams")) > 0
+    infer_lines = _check_infer(name, spec, work)
     if spec["pinned"] is not True:
         return
     with open(os.path.join(REFS, name + ".json")) as f:
         ref = json.load(f)
     _close(lines, ref["lines"], f"{name}: printed results differ from Paddle 1.8.5's")
+    if infer_lines is not None:
+        _close(infer_lines, ref["infer_lines"], f"{name}: infer.py's results differ from Paddle 1.8.5's")
     # The first save (after one epoch): the printed results cover the rest. Over more epochs Adam
     # amplifies float32 rounding in parameters whose gradient is zero in exact arithmetic (the
     # sum over a softmax gate's biases, fc biases in front of batch_norm): mmoe's second save
