@@ -296,6 +296,7 @@ class DatasetBase:
         self._slots: list[_Slot] = []
         self.pipe_command = "cat"
         self.filelist: list[str] = []
+        self._filelist_set = False  # set_filelist([]) is a pass over nothing; never calling it, a mistake
 
     def init(self, batch_size=1, thread_num=1, use_var=None, pipe_command="cat", input_type=0,
              fs_name="", fs_ugi="", download_cmd="cat", **kwargs):
@@ -334,6 +335,7 @@ class DatasetBase:
         if missing:
             raise FileNotFoundError(f"dataset files not found: {', '.join(map(str, missing))}")
         self.filelist = files
+        self._filelist_set = True
 
     def _parse_file(self, path) -> _Examples:
         """The examples `pipe_command` prints for the file, parsed block by block as it prints
@@ -499,8 +501,10 @@ class QueueDataset(DatasetBase):
     global_shuffle = local_shuffle
 
     def _thread_feeds(self, threads: int):
-        if not self.filelist:
+        if not self.filelist and not self._filelist_set:
             raise ValueError("set_filelist([...]) before training")
+        # An empty list trains nothing, as in Paddle (PaddleRec/ctr/dcn's last, partial
+        # epoch samples int(len(files) * fraction) files, which can be none).
         return [self._stream(self.filelist[i::threads]) for i in range(threads)]
 
     def _stream(self, files):

@@ -146,14 +146,15 @@ def set_gradient_clip(clip, param_list=None, program=None):
         p.gradient_clip_attr = copy.deepcopy(clip)
 
 
-def append_gradient_clip_ops(params_grads):
-    """Apply each parameter's clip attribute; returns the new (param, grad) list."""
+def append_gradient_clip_ops(params_grads, clip=None):
+    """Apply each parameter's clip attribute, or `clip` (an optimizer's grad_clip, Fluid 1.8)
+    to every gradient when given; returns the new (param, grad) list."""
     context: dict = {}
     todo = []
     for p, g in params_grads:
         if g is None:
             continue
-        attr = getattr(p, "gradient_clip_attr", None) or NullGradientClipAttr()
+        attr = clip or getattr(p, "gradient_clip_attr", None) or NullGradientClipAttr()
         if not isinstance(attr, BaseGradientClipAttr):
             raise TypeError(f"parameter {p.name!r}: gradient_clip must be a GradientClipBy* "
                             f"instance, got {type(attr).__name__}")

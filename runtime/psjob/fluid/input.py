@@ -28,8 +28,12 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
         raise ValueError(f"fluid.embedding: argument 'input' {input.name} needs a shape ([N] or [N, ...])")
     ends_in_one = len(shape) >= 2 and shape[-1] == 1
     if not ends_in_one and any(d < 0 for d in shape[1:]):
-        raise ValueError(f"fluid.embedding: ids {input.name}{shape} need known dimensions after the "
-                         "first (or a last dimension of 1)")
+        # Unknown dimensions after the first (ids [None, None], padded sequences as in
+        # PaddleRec/ctr/din): a trailing 1 makes them lookup_table ids, whose output is then
+        # ids.shape + [dim] whatever the batch and sequence lengths fed.
+        ids = _manip.unsqueeze(input, [len(shape)])
+        return _nn.embedding(ids, size, is_sparse=is_sparse, is_distributed=is_distributed,
+                             padding_idx=padding_idx, param_attr=param_attr, dtype=dtype)
     ids = input if ends_in_one else _manip.reshape(input, [-1, 1])
     rows = _nn.embedding(ids, size, is_sparse=is_sparse, is_distributed=is_distributed,
                          padding_idx=padding_idx, param_attr=param_attr, dtype=dtype)

@@ -37,12 +37,14 @@ import os
 import numpy as np
 
 from psjob._batch import batch  # noqa: F401
+from psjob.fluid import paddle_pickle
 from psjob.fluid.core import SelectedRows, global_scope, to_numpy
 from psjob.fluid.executor import Executor, ParallelExecutor
 from psjob.fluid.framework import Parameter, Program, Variable, VarType, default_main_program
 
 # Fluid 1.x's fluid.io also serves its Python readers and the reader decorators.
 from psjob.fluid.reader import DataLoader, PyReader  # noqa: F401
+from psjob.fluid.serialization import program_to_dict
 from psjob.foundation import hooks
 from psjob.foundation.checkpoint import storage
 from psjob.foundation.checkpoint.format import (  # noqa: F401
@@ -64,7 +66,8 @@ MODEL_FILE = "__model__"
 __all__ = ["CheckpointError", "save_vars", "save_params", "save_persistables", "load_vars", "load_params",
            "load_persistables", "save_inference_model", "load_inference_model",
            "load_inference_model_distributed", "is_parameter", "is_persistable", "is_belong_to_optimizer",
-           "get_program_parameter", "get_program_persistable_vars"]
+           "get_program_parameter", "get_program_persistable_vars", "save", "load", "load_program_state",
+           "set_program_state"]
 
 
 # -- predicates -------------------------------------------------------------------------
@@ -429,3 +432,147 @@ def get_program_parameter(program):
 
 def get_program_persistable_vars(program):
     return [v for v in program.list_vars() if is_persistable(v)]
+
+
+
+# -- fluid.io.save / fluid.io.load (Fluid 1.6+; paddle.static.save / load in 2.x) -------------
+# A program's state under a path prefix (Paddle's file names, psjob's content):
+#     <prefix>.pdparams  the parameters, one .npz
+#     <prefix>.pdopt     the other persistables (optimizer state, counters), one .npz
+#     <prefix>.pdmodel   the program (psjob.program JSON) and {name: shape, dtype, sha256}
+#                        of every array saved beside it
+# Every file is written under a temporary name and renamed into place; a load checks every array
+# against its record and the program before anything is written into the scope.
+# https://www.paddlepaddle.org.cn/documentation/docs/en/1.8/api/io/save.html
+
+PROGRAM_STATE_FORMAT = "psjob.paddle2"
+
+
+def _prefix(path, what):
+    if not isinstance(path, str) or not path or path.endswith(("/", os.sep)):
+        raise ValueError(f"{what}: the path must be a file prefix such as 'output/model', got {path!r}")
+    d = os.path.dirname(path)
+    if d:
+        os.makedirs(d, exist_ok=True)
+    return path
+
+
+def _arrays(scope, names, what):
+    out = {}
+    for name in names:
+        if name not in scope.vars:
+            raise CheckpointError(f"{what}: {name!r} has no value in the scope (run the startup program first)")
+        out[name] = _value_to_array(name, scope.vars[name])
+    return out
+
+
+def _write_npz(path, arrays):
+    atomic_write(path, lambda f: np.savez(f, **arrays))
+    return {n: {"shape": list(a.shape), "dtype": a.dtype.name, "sha256": array_sha256(a)}
+            for n, a in arrays.items()}
+
+
+def _write_model(path, doc):
+    data = json.dumps(doc, sort_keys=True).encode()
+    atomic_write(path, lambda f: f.write(data))
+
+
+def _read_model(path):
+    try:
+        with open(path, "rb") as f:
+            doc = json.loads(f.read())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"cannot read {path}: {exc}") from exc
+    if doc.get("format") != PROGRAM_STATE_FORMAT:
+        raise CheckpointError(f"{path} is not a psjob save (format {doc.get('format')!r})")
+    return doc
+
+
+def _read_npz(path, records):
+    """{name: array} of the names in `records`, each checked against its record."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {n: npz[n] for n in records}
+    except (OSError, KeyError, ValueError) as exc:
+        raise CheckpointError(f"cannot read {path}: {exc}") from exc
+    for name, arr in arrays.items():
+        rec = records[name]
+        if list(arr.shape) != rec["shape"] or arr.dtype.name != rec["dtype"] or array_sha256(arr) != rec["sha256"]:
+            raise CheckpointError(f"{path}: {name!r} does not match its record in the .pdmodel "
+                                  "(a corrupt or mixed-up file)")
+    return arrays
+
+
+def _into_scope(program, arrays, scope, xp=np):
+    """Check every array against the program, then write them all."""
+    block = program.global_block()
+    for name, arr in arrays.items():
+        var = block._find_var_recursive(name)
+        if var is not None:
+            _check_fits(name, arr, var)
+    for name, arr in arrays.items():
+        scope.vars[name] = arr if xp is np else xp.asarray(arr)
+
+
+# -- save / load ------------------------------------------------------------------------
+
+def save(program, model_path, protocol=4, **configs):
+    """Parameters to <model_path>.pdparams, other persistables to .pdopt, the program to .pdmodel."""
+    if not isinstance(program, Program):
+        raise TypeError(f"paddle.static.save needs a Program, got {type(program).__name__}")
+    path = _prefix(model_path, "paddle.static.save")
+    scope = global_scope()
+    persistables = [v for v in program.list_vars() if is_persistable(v)]
+    params = [v.name for v in persistables if is_parameter(v)]
+    others = [v.name for v in persistables if not is_parameter(v)]
+    records = {"params": _write_npz(path + ".pdparams", _arrays(scope, params, "paddle.static.save")),
+               "opt": _write_npz(path + ".pdopt", _arrays(scope, others, "paddle.static.save"))}
+    _write_model(path + ".pdmodel", {"format": PROGRAM_STATE_FORMAT, "program": program_to_dict(program), "arrays": records})
+
+
+def load_program_state(model_path, var_list=None):
+    """{name: ndarray} of a paddle.static.save (parameters and, when saved, optimizer state),
+    psjob's or Paddle's own (psjob.fluid.paddle_pickle)."""
+    if paddle_pickle.is_paddle_save(model_path):
+        wanted = None if var_list is None else {v.name if isinstance(v, Variable) else v for v in var_list}
+        return paddle_pickle.load_state(model_path, wanted)
+    doc = _read_model(model_path + ".pdmodel")
+    state = {}
+    for kind, ext in (("params", ".pdparams"), ("opt", ".pdopt")):
+        records = doc["arrays"].get(kind, {})
+        if var_list is not None:
+            wanted = {v.name if isinstance(v, Variable) else v for v in var_list}
+            records = {n: r for n, r in records.items() if n in wanted}
+        if records:
+            state.update(_read_npz(model_path + ext, records))
+    return state
+
+
+def set_program_state(program, state_dict):
+    """Write the arrays of `state_dict` that `program` declares into the global scope."""
+    declared = {v.name: v for v in program.list_vars() if is_persistable(v)}
+    arrays = {n: _as_declared(np.asarray(a), declared[n]) for n, a in state_dict.items() if n in declared}
+    _into_scope(program, arrays, global_scope())
+
+
+def _as_declared(arr, var):
+    """Paddle >= 2.5 keeps one-value state (the learning rate) 0-D; psjob declares it [1]."""
+    if arr.ndim == 0 and list(var.shape) == [1]:
+        return arr.reshape(1)
+    return arr
+
+
+def load(program, model_path, executor=None, var_list=None):
+    """Load a paddle.static.save into the scope: every persistable of `program` must be in it."""
+    if not isinstance(program, Program):
+        raise TypeError(f"paddle.static.load needs a Program, got {type(program).__name__}")
+    state = load_program_state(model_path, var_list)
+    wanted = [v for v in program.list_vars() if is_persistable(v)]
+    if var_list is not None:
+        names = {v.name if isinstance(v, Variable) else v for v in var_list}
+        wanted = [v for v in wanted if v.name in names]
+    missing = [v.name for v in wanted if v.name not in state]
+    if missing:
+        raise CheckpointError(f"paddle.static.load: {model_path} holds no {', '.join(sorted(missing)[:10])}")
+    xp = executor.xp if isinstance(executor, Executor) else np
+    _into_scope(program, {v.name: state[v.name] for v in wanted}, global_scope(), xp)

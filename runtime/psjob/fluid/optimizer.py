@@ -139,7 +139,7 @@ class Optimizer:
     # Fleet sets it from its strategy; a plain script may set it before minimize().
     table_optimizer = "same"
 
-    def __init__(self, learning_rate, regularization=None, name=None):
+    def __init__(self, learning_rate, regularization=None, name=None, grad_clip=None):
         owner = type(self).__name__
         if isinstance(learning_rate, Variable):
             if learning_rate.shape and _numel(learning_rate.shape) != 1:
@@ -153,6 +153,12 @@ class Optimizer:
         if regularization is not None and not isinstance(regularization, WeightDecayRegularizer):
             raise TypeError(f"{owner}: regularization must be a fluid.regularizer.L2Decay/L1Decay "
                             f"instance or None, got {type(regularization).__name__}")
+        from psjob.fluid.clip import BaseGradientClipAttr
+        if grad_clip is not None and not isinstance(grad_clip, BaseGradientClipAttr):
+            raise TypeError(f"{owner}: grad_clip must be a fluid.clip.GradientClipBy* instance or None, "
+                            f"got {type(grad_clip).__name__}")
+        # Fluid 1.8: a grad_clip given here clips every gradient and overrides set_gradient_clip.
+        self._fluid_grad_clip = grad_clip
         self._learning_rate = learning_rate
         self.regularization = regularization
         self._name = name
@@ -374,7 +380,7 @@ class Optimizer:
         # default startup program) even when called outside program_guard.
         with program_guard(program):
             params_grads, table_ops = self._process_distribute_lookuptable(params_grads, program)
-            params_grads = append_gradient_clip_ops(params_grads)
+            params_grads = append_gradient_clip_ops(params_grads, self._fluid_grad_clip)
             params_grads = append_regularization_ops(params_grads, self.regularization)
             ops = self._create_optimization_pass(params_grads, program)
         return table_ops + ops
@@ -395,8 +401,8 @@ class SGDOptimizer(Optimizer):
 
     type = "sgd"
 
-    def __init__(self, learning_rate, regularization=None, name=None):
-        super().__init__(learning_rate, regularization, name)
+    def __init__(self, learning_rate, regularization=None, name=None, grad_clip=None):
+        super().__init__(learning_rate, regularization, name, grad_clip)
 
 
 class MomentumOptimizer(Optimizer):
@@ -406,8 +412,8 @@ class MomentumOptimizer(Optimizer):
     type = "momentum"
     _slots = {"velocity": ("Velocity", "VelocityOut")}
 
-    def __init__(self, learning_rate, momentum, use_nesterov=False, regularization=None, name=None):
-        super().__init__(learning_rate, regularization, name)
+    def __init__(self, learning_rate, momentum, use_nesterov=False, regularization=None, name=None, grad_clip=None):
+        super().__init__(learning_rate, regularization, name, grad_clip)
         self._momentum = _at_least(type(self).__name__, "momentum", momentum)
         self._use_nesterov = bool(use_nesterov)
 
@@ -424,8 +430,8 @@ class LarsMomentumOptimizer(Optimizer):
     _slots = {"velocity": ("Velocity", "VelocityOut")}
 
     def __init__(self, learning_rate, momentum, lars_coeff=0.001, lars_weight_decay=0.0005,
-                 regularization=None, name=None):
-        super().__init__(learning_rate, regularization, name)
+                 regularization=None, name=None, grad_clip=None):
+        super().__init__(learning_rate, regularization, name, grad_clip)
         owner = type(self).__name__
         self._momentum = _at_least(owner, "momentum", momentum)
         self._lars_coeff = _at_least(owner, "lars_coeff", lars_coeff)
@@ -447,8 +453,8 @@ class AdamOptimizer(Optimizer):
               "beta2_pow_acc": ("Beta2Pow", "Beta2PowOut")}
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 regularization=None, name=None, lazy_mode=False):
-        super().__init__(learning_rate, regularization, name)
+                 regularization=None, name=None, lazy_mode=False, grad_clip=None):
+        super().__init__(learning_rate, regularization, name, grad_clip)
         owner = type(self).__name__
         self._beta1 = _open_unit(owner, "beta1", beta1)
         self._beta2 = _open_unit(owner, "beta2", beta2)
@@ -470,8 +476,8 @@ class AdamaxOptimizer(Optimizer):
               "beta1_pow_acc": ("Beta1Pow", "Beta1PowOut")}
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 regularization=None, name=None):
-        super().__init__(learning_rate, regularization, name)
+                 regularization=None, name=None, grad_clip=None):
+        super().__init__(learning_rate, regularization, name, grad_clip)
         owner = type(self).__name__
         self._beta1 = _open_unit(owner, "beta1", beta1)
         self._beta2 = _open_unit(owner, "beta2", beta2)
@@ -489,8 +495,8 @@ class AdagradOptimizer(Optimizer):
     _slots = {"moment": ("Moment", "MomentOut")}
 
     def __init__(self, learning_rate, epsilon=1.0e-6, regularization=None, name=None,
-                 initial_accumulator_value=0.0):
-        super().__init__(learning_rate, regularization, name)
+                 initial_accumulator_value=0.0, grad_clip=None):
+        super().__init__(learning_rate, regularization, name, grad_clip)
         owner = type(self).__name__
         self._epsilon = _positive(owner, "epsilon", epsilon)
         self._initial = _at_least(owner, "initial_accumulator_value", initial_accumulator_value)
@@ -507,8 +513,8 @@ class DecayedAdagradOptimizer(Optimizer):
     type = "decayed_adagrad"
     _slots = {"moment": ("Moment", "MomentOut")}
 
-    def __init__(self, learning_rate, decay=0.95, epsilon=1.0e-6, regularization=None, name=None):
-        super().__init__(learning_rate, regularization, name)
+    def __init__(self, learning_rate, decay=0.95, epsilon=1.0e-6, regularization=None, name=None, grad_clip=None):
+        super().__init__(learning_rate, regularization, name, grad_clip)
         owner = type(self).__name__
         self._decay = _half_open_unit(owner, "decay", decay)
         self._epsilon = _positive(owner, "epsilon", epsilon)
@@ -527,8 +533,8 @@ class RMSPropOptimizer(Optimizer):
               "mean_grad": ("MeanGrad", "MeanGradOut")}
 
     def __init__(self, learning_rate, rho=0.95, epsilon=1.0e-6, momentum=0.0, centered=False,
-                 regularization=None, name=None):
-        super().__init__(learning_rate, regularization, name)
+                 regularization=None, name=None, grad_clip=None):
+        super().__init__(learning_rate, regularization, name, grad_clip)
         owner = type(self).__name__
         self._rho = _half_open_unit(owner, "rho", rho)
         self._epsilon = _positive(owner, "epsilon", epsilon)
@@ -548,8 +554,8 @@ class FtrlOptimizer(Optimizer):
     _slots = {"squared": ("SquaredAccumulator", "SquaredAccumOut"),
               "linear": ("LinearAccumulator", "LinearAccumOut")}
 
-    def __init__(self, learning_rate, l1=0.0, l2=0.0, lr_power=-0.5, regularization=None, name=None):
-        super().__init__(learning_rate, regularization, name)
+    def __init__(self, learning_rate, l1=0.0, l2=0.0, lr_power=-0.5, regularization=None, name=None, grad_clip=None):
+        super().__init__(learning_rate, regularization, name, grad_clip)
         if isinstance(learning_rate, (int, float)) and learning_rate == 0:
             raise ValueError("FtrlOptimizer: learning_rate must be positive (ftrl divides by it)")
         owner = type(self).__name__

@@ -71,7 +71,7 @@ class DataGenerator:
             name, elements = item
             if not isinstance(name, str):
                 raise ValueError(f"slot name {name!r} must be a str")
-            if not isinstance(elements, list):
+            if not isinstance(elements, list) and not (self._str_values and isinstance(elements, str)):
                 raise ValueError(f"slot {name!r}: values must be a list, got {type(elements).__name__}")
             if not elements:
                 raise ValueError(f"slot {name!r} is empty: pad it in generate_sample (as Paddle requires)")
@@ -81,6 +81,8 @@ class DataGenerator:
         elif names != self._proto_info:
             raise ValueError(f"slots {names} differ from the first example's {self._proto_info}: every "
                              "example must carry the same slots in the same order")
+
+    _str_values = False  # a slot's values: a list (MultiSlotStringDataGenerator: also a str)
 
     def _gen_str(self, line):
         raise NotImplementedError
@@ -114,6 +116,10 @@ class MultiSlotDataGenerator(DataGenerator):
 
 
 class MultiSlotStringDataGenerator(DataGenerator):
+    # Paddle's _gen_str extends the line with the values as given: a str's values are its
+    # characters ('1' writes "1 1"), which PaddleRec's multi_task/esmm relies on for its labels.
+    _str_values = True
+
     def _gen_str(self, line):
         self._check_slots(line)
         parts = []

@@ -340,3 +340,46 @@ def _prod(dims):
     for d in dims:
         out *= int(d)
     return out
+
+
+def _conv_pair(value, what, minimum):
+    values = [value, value] if isinstance(value, int) else list(value)
+    if len(values) != 2 or not all(isinstance(v, int) and v >= minimum for v in values):
+        raise ValueError(f"conv2d: argument '{what}' must be an int >= {minimum} or a pair of them, got {value!r}")
+    return [int(v) for v in values]
+
+
+def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None,  # noqa: A002
+           param_attr=None, bias_attr=None, use_cudnn=True, act=None, name=None, data_format="NCHW"):
+    """Fluid 1.8's fluid.layers.conv2d on NCHW input: a filter [num_filters, C/groups, kh, kw]
+    made here (default Normal(0, sqrt(2 / (kh * kw * C))), as Fluid's), a bias [num_filters]
+    added on the channel axis unless bias_attr is False, then `act`. padding: an int or
+    [pad_h, pad_w]. use_cudnn has no effect."""
+    from psjob.fluid.initializer import NormalInitializer
+    layer = "conv2d"
+    _check_variable(input, "input", layer)
+    if data_format != "NCHW" or len(input.shape) != 4:
+        raise ValueError(f"{layer}: input must be a 4-D NCHW tensor, got {input.name}{list(input.shape)} "
+                         f"({data_format})")
+    channels = input.shape[1]
+    groups = 1 if groups is None else _check_int(groups, "groups", layer, minimum=1)
+    if channels < 1 or channels % groups:
+        raise ValueError(f"{layer}: the input's {channels} channels must be known and divisible by groups {groups}")
+    kernel = _conv_pair(filter_size, "filter_size", 1)
+    num_filters = _check_int(num_filters, "num_filters", layer, minimum=1)
+    helper = LayerHelper(layer, name=name)
+    std = (2.0 / (kernel[0] * kernel[1] * channels)) ** 0.5
+    w = helper.create_parameter(param_attr, [num_filters, channels // groups] + kernel, input.dtype,
+                                default_initializer=NormalInitializer(0.0, std))
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="conv2d", inputs={"Input": [input], "Filter": [w]}, outputs={"Output": [out]},
+                     attrs={"strides": _conv_pair(stride, "stride", 1), "paddings": _conv_pair(padding, "padding", 0),
+                            "dilations": _conv_pair(dilation, "dilation", 1), "groups": groups,
+                            "padding_algorithm": "EXPLICIT", "data_format": "NCHW"})
+    if bias_attr is not False:
+        b = helper.create_parameter(bias_attr, [num_filters], input.dtype, is_bias=True)
+        biased = helper.create_variable_for_type_inference(input.dtype)
+        helper.append_op(type="elementwise_add", inputs={"X": [out], "Y": [b]}, outputs={"Out": [biased]},
+                         attrs={"axis": 1})
+        out = biased
+    return helper.append_activation(out, act)

@@ -2,18 +2,45 @@
 from __future__ import annotations
 
 from psjob.fluid import unique_name
+from psjob.fluid.framework import Variable, default_main_program, default_startup_program
 from psjob.fluid.framework import convert_dtype as _convert_dtype
-from psjob.fluid.framework import default_main_program, default_startup_program
 from psjob.fluid.initializer import ConstantInitializer
 from psjob.fluid.layer_helper import LayerHelper
 
 
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
+    """A tensor of `shape` filled with `value`. As in Fluid 1.8, a dimension of `shape` may be a
+    one-element int tensor (e.g. fluid.layers.shape(x)[0]): the op then takes the whole shape
+    from its ShapeTensorList input when it runs, and that dimension is -1 until then."""
     helper = LayerHelper("fill_constant")
     out = out or helper.create_variable_for_type_inference(dtype, stop_gradient=True)
-    helper.append_op(type="fill_constant", outputs={"Out": [out]},
-                     attrs={"shape": list(shape), "dtype": dtype, "value": float(value)})
+    shape = list(shape)
+    inputs = {}
+    if any(isinstance(d, Variable) for d in shape):
+        inputs["ShapeTensorList"] = [_shape_dim(d, i) for i, d in enumerate(shape)]
+        shape = [-1 if isinstance(d, Variable) else int(d) for d in shape]
+    helper.append_op(type="fill_constant", inputs=inputs, outputs={"Out": [out]},
+                     attrs={"shape": shape, "dtype": dtype, "value": float(value)})
     out.stop_gradient = True
+    return out
+
+
+def _shape_dim(d, i):
+    """One entry of a ShapeTensorList: a one-element int tensor (an int becomes one)."""
+    if not isinstance(d, Variable):
+        return fill_constant([1], "int32", int(d))
+    if d.dtype not in ("int32", "int64") or len(d.shape) > 1 or d.shape[0] not in (1, -1):
+        raise TypeError(f"fill_constant: shape[{i}] {d.name}{list(d.shape)} must be a one-element "
+                        f"int32/int64 tensor, got {d.dtype}")
+    return d
+
+
+def shape(input):  # noqa: A002 (Fluid's name)
+    """input's runtime shape as an int32 [rank] tensor (fluid.layers.shape): a -1 dimension
+    reads the size fed at run time."""
+    helper = LayerHelper("shape")
+    out = helper.create_variable_for_type_inference("int32", stop_gradient=True)
+    helper.append_op(type="shape", inputs={"Input": [input]}, outputs={"Out": [out]})
     return out
 
 

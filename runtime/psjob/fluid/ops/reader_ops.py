@@ -50,6 +50,12 @@ class BlockingQueue:
     def state(self) -> str:
         return self._state
 
+    def size(self) -> int:
+        """Batches waiting now (Fluid's LoDTensorBlockingQueue.size(), which examples print
+        as `data_loader.queue.size()` to show whether the reader keeps up)."""
+        with self._cond:
+            return len(self._items)
+
     def open(self) -> int:
         """Enter `started`; returns the generation the producer must push under."""
         with self._cond:

@@ -1,0 +1,2 @@
+python infer.py --use_gpu 0 \
+               --model_dir 'model_dir'

@@ -1,0 +1,1 @@
+python get_topk.py --video_vec_path './video_vec.csv' --user_vec_path './user_vec.csv' --topk 5
