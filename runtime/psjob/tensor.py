@@ -20,7 +20,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int_list, check_variable
 
 __all__ = [
-    "reshape", "concat", "cast", "mean", "sum", "square", "sqrt", "abs", "exp", "log", "pow",
+    "reshape", "concat", "cast", "mean", "sum", "max", "min", "square", "sqrt", "abs", "exp", "log", "pow",
     "matmul", "multiply", "add", "subtract", "divide", "maximum", "minimum", "floor_divide",
     "remainder", "mod", "floor_mod", "scale", "sigmoid", "tanh",
     "clip", "squeeze", "unsqueeze", "split", "stack", "slice", "flatten", "transpose",
@@ -127,6 +127,14 @@ def sum(x, axis=None, dtype=None, keepdim=False, name=None):  # noqa: A001 (padd
     if dtype is not None:
         x = cast(x, dtype)
     return _layers.reduce_sum(x, dim=axis, keep_dim=keepdim, name=name)
+
+
+def max(x, axis=None, keepdim=False, name=None):  # noqa: A001 (paddle.max)
+    return _layers.reduce_max(x, dim=axis, keep_dim=keepdim, name=name)
+
+
+def min(x, axis=None, keepdim=False, name=None):  # noqa: A001 (paddle.min)
+    return _layers.reduce_min(x, dim=axis, keep_dim=keepdim, name=name)
 
 
 def _unary(op_type):
@@ -382,7 +390,7 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
     out = _op("range", {"Start": [start_v], "End": [end_v], "Step": [step_v]}, dtype=dtype, name=name,
               stop_gradient=True)
     if numbers_only:
-        out.shape = (max(0, int(np.ceil((end - start) / step))),)
+        out.shape = (builtins.max(0, int(np.ceil((end - start) / step))),)
     return out
 
 
@@ -422,7 +430,7 @@ _TENSOR_METHODS = (
     "add", "subtract", "divide", "maximum", "minimum", "floor_divide", "remainder", "mod", "floor_mod",
     "scale", "tanh", "clip", "squeeze", "unsqueeze", "split", "flatten", "transpose", "argmax", "topk",
     "greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal", "bmm", "tril", "triu",
-    "masked_select", "tile",
+    "masked_select", "tile", "max", "min",
 )
 for _name in _TENSOR_METHODS:
     if not hasattr(Variable, _name):

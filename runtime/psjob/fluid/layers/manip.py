@@ -6,7 +6,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int, check_int_list, check_variable
 
 __all__ = ["concat", "split", "reshape", "transpose", "squeeze", "unsqueeze",
-           "reduce_sum", "reduce_mean"]
+           "reduce_sum", "reduce_mean", "reduce_max", "reduce_min"]
 
 
 def _out(helper, x, stop_gradient=False):
@@ -120,3 +120,13 @@ def reduce_sum(input, dim=None, keep_dim=False, name=None):
 def reduce_mean(input, dim=None, keep_dim=False, name=None):
     """Mean over dim (an int or list of ints), or over everything when dim is None."""
     return _reduce("reduce_mean", input, dim, keep_dim, name)
+
+
+def reduce_max(input, dim=None, keep_dim=False, name=None):
+    """Maximum over dim (an int or list of ints), or over everything when dim is None."""
+    return _reduce("reduce_max", input, dim, keep_dim, name)
+
+
+def reduce_min(input, dim=None, keep_dim=False, name=None):
+    """Minimum over dim (an int or list of ints), or over everything when dim is None."""
+    return _reduce("reduce_min", input, dim, keep_dim, name)

@@ -1,6 +1,8 @@
-"""reduce_sum / reduce_mean over `dim` (a list of axes), or over everything
-with `reduce_all`. As in Fluid 1.x, a full reduction without keep_dim gives
-shape [1], never a 0-D array, so the result can be a loss."""
+"""reduce_sum / reduce_mean / reduce_max / reduce_min over `dim` (a list of axes), or
+over everything with `reduce_all`. As in Fluid 1.x, a full reduction without keep_dim
+gives shape [1], never a 0-D array, so the result can be a loss. The gradient of max and
+min goes to every element equal to the result, as Paddle's reduce_max_grad (its
+x == out mask) gives it."""
 from __future__ import annotations
 
 from psjob.fluid.framework import GraphError
@@ -42,7 +44,7 @@ def _make(kind):
     def forward(ctx):
         x = ctx.input("X")
         axes = reduce_axes(x.ndim, ctx.attr("dim", [0]), ctx.attr("reduce_all", False), kind)
-        fn = x.sum if kind == "reduce_sum" else x.mean
+        fn = {"reduce_sum": x.sum, "reduce_mean": x.mean, "reduce_max": x.max, "reduce_min": x.min}[kind]
         out = fn(axis=axes, keepdims=True)
         ctx.set_output("Out", out.reshape(_out_shape(list(x.shape), axes, ctx.attr("keep_dim", False))))
 
@@ -50,6 +52,10 @@ def _make(kind):
         xp, x, dout = ctx.xp, ctx.input("X"), ctx.input("Out@GRAD")
         axes = reduce_axes(x.ndim, ctx.attr("dim", [0]), ctx.attr("reduce_all", False), kind)
         g = dout.reshape(_out_shape(list(x.shape), axes, True))
+        if kind in ("reduce_max", "reduce_min"):
+            out = x.max(axis=axes, keepdims=True) if kind == "reduce_max" else x.min(axis=axes, keepdims=True)
+            ctx.set_output("X@GRAD", (g * (x == out)).astype(x.dtype, copy=False))
+            return
         if kind == "reduce_mean":
             count = 1
             for a in axes:
@@ -63,3 +69,5 @@ def _make(kind):
 
 _make("reduce_sum")
 _make("reduce_mean")
+_make("reduce_max")
+_make("reduce_min")

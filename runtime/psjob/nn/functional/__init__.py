@@ -10,12 +10,13 @@ from psjob.fluid import layers as _layers
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int, check_variable
 from psjob.fluid.ops.nn_ops import NO_PADDING
-from psjob.nn.functional.conv import conv2d
+from psjob.nn.functional.conv import conv1d, conv2d
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "linear", "embedding",
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "cross_entropy", "softmax_with_cross_entropy", "mse_loss", "square_error_cost",
-           "embedding_lookup", "normalize", "leaky_relu", "layer_norm", "conv2d"]
+           "embedding_lookup", "normalize", "leaky_relu", "layer_norm", "conv1d", "conv2d",
+           "cosine_similarity", "max_pool1d"]
 
 relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
 
@@ -155,6 +156,62 @@ def _layer_norm_op(x, scale, bias, begin_norm_axis, epsilon, name=None):
                      outputs={"Y": [out], "Mean": [mean], "Variance": [variance]},
                      attrs={"epsilon": float(epsilon), "begin_norm_axis": int(begin_norm_axis)})
     return out
+
+
+def cosine_similarity(x1, x2, axis=1, eps=1e-8):
+    """sum(x1*x2) / sqrt(max(sum(x1*x1) * sum(x2*x2), eps^2)) along axis, as Paddle builds it
+    (https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/nn/functional/cosine_similarity_en.html)."""
+    check_variable(x1, "x1", "cosine_similarity")
+    check_variable(x2, "x2", "cosine_similarity")
+    w12 = _t.sum(_t.multiply(x1, x2), axis=axis)
+    w1 = _t.sum(_t.multiply(x1, x1), axis=axis)
+    w2 = _t.sum(_t.multiply(x2, x2), axis=axis)
+    n12 = _t.sqrt(_t.clip(_t.multiply(w1, w2), min=eps * eps))
+    return _t.divide(w12, n12)
+
+
+def _strided(x, axis, start, end, stride):
+    helper = LayerHelper("strided_slice")
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="strided_slice", inputs={"Input": [x]}, outputs={"Out": [out]},
+                     attrs={"axes": [axis], "starts": [start], "ends": [end], "strides": [stride],
+                            "infer_flags": [1], "decrease_axis": []})
+    return out
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCL",
+               name=None):
+    """Max over windows of kernel_size along L of x [N, C, L] every `stride` (default
+    kernel_size). Supported: padding 0, ceil_mode=False, return_mask=False, 'NCL'. Where a
+    window holds equal maxima (padding positions often do) the gradient goes to the first of
+    them, as Paddle's pool2d_grad gives it: the window's values times the one-hot of their
+    first argmax, summed."""
+    check_variable(x, "x", "max_pool1d")
+    if padding not in (0, [0], (0,), "valid", "VALID") or ceil_mode or return_mask or data_format != "NCL":
+        raise ValueError("max_pool1d: psjob supports padding=0, ceil_mode=False, return_mask=False and "
+                         f"data_format='NCL' only, got padding={padding!r}, ceil_mode={ceil_mode}, "
+                         f"return_mask={return_mask}, data_format={data_format!r}")
+    if len(x.shape) != 3 or x.shape[2] < 0:
+        raise ValueError(f"max_pool1d: x {x.name}{list(x.shape)} must be [N, C, L] with L known")
+    k = check_int(kernel_size if isinstance(kernel_size, int) else list(kernel_size)[0], "kernel_size",
+                  "max_pool1d", minimum=1)
+    s = k if stride is None else check_int(stride if isinstance(stride, int) else list(stride)[0], "stride",
+                                           "max_pool1d", minimum=1)
+    length = x.shape[2]
+    if k > length:
+        raise ValueError(f"max_pool1d: kernel_size {k} is longer than {x.name}'s length {length}")
+    out_len = (length - k) // s + 1
+    if out_len == 1:
+        return _first_max(_strided(x, 2, 0, k, 1) if k < length else x, k, keepdim=True)
+    last = s * (out_len - 1)
+    taps = [_strided(x, 2, j, j + last + 1, s) for j in range(k)]
+    return _first_max(_t.stack(taps, axis=3), k, keepdim=False)
+
+
+def _first_max(x, size, keepdim):
+    """The maximum along x's last axis (of `size`), its gradient to the first maximum only."""
+    first = one_hot(_t.argmax(x, axis=-1), size)
+    return _t.sum(_t.multiply(x, first), axis=-1, keepdim=keepdim)
 
 
 # -- losses -----------------------------------------------------------------------------

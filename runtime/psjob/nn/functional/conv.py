@@ -11,7 +11,7 @@ from psjob.fluid import layers as _layers
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_variable
 
-__all__ = ["conv2d"]
+__all__ = ["conv1d", "conv2d"]
 
 
 def _pair(value, what):
@@ -67,3 +67,44 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data
         check_variable(bias, "bias", "conv2d")
         out = _layers.elementwise_add(out, bias, axis=1)
     return _layers.transpose(out, [0, 2, 3, 1]) if channel_last else out
+
+
+def _conv1d_padding(padding):
+    """Paddle's conv1d padding (an int, [p], [left, right] or 'same'/'valid') in conv2d's
+    forms, the height padded by nothing."""
+    if isinstance(padding, str):
+        return padding
+    if isinstance(padding, numbers.Integral):
+        return [0, int(padding)]
+    pads = list(padding)
+    if len(pads) == 1 and isinstance(pads[0], numbers.Integral):
+        return [0, int(pads[0])]
+    if len(pads) == 2 and all(isinstance(p, numbers.Integral) for p in pads):
+        return [0, 0, int(pads[0]), int(pads[1])]
+    raise ValueError(f"conv1d: invalid padding {padding!r}")
+
+
+def _single(value, what):
+    values = [value] if isinstance(value, numbers.Integral) else list(value)
+    if len(values) != 1:
+        raise ValueError(f"conv1d: {what} must be an int or a list of one, got {value!r}")
+    return [1, values[0]]
+
+
+def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCL", name=None):
+    """x [N, C, L] (or NLC) with weight [O, C/groups, K]: as Paddle builds it
+    (https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/nn/functional/conv1d_en.html),
+    conv2d over x with a height of 1 and the weight [O, C/groups, 1, K]."""
+    check_variable(x, "x", "conv1d")
+    check_variable(weight, "weight", "conv1d")
+    if data_format not in ("NCL", "NLC"):
+        raise ValueError(f"conv1d: data_format must be 'NCL' or 'NLC', got {data_format!r}")
+    if len(x.shape) != 3 or len(weight.shape) != 3:
+        raise ValueError(f"conv1d: x {x.name}{list(x.shape)} and weight {weight.name}{list(weight.shape)} "
+                         "must be 3-D")
+    channel_last = data_format == "NLC"
+    x4 = _layers.unsqueeze(x, [1 if channel_last else 2])
+    w4 = _layers.unsqueeze(weight, [2])
+    out = conv2d(x4, w4, bias, _single(stride, "stride"), _conv1d_padding(padding), _single(dilation, "dilation"),
+                 groups, "NHWC" if channel_last else "NCHW", name)
+    return _layers.squeeze(out, [1 if channel_last else 2])
