@@ -16,17 +16,25 @@ __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "line
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "cross_entropy", "softmax_with_cross_entropy", "mse_loss", "square_error_cost",
            "embedding_lookup", "normalize", "leaky_relu", "layer_norm", "conv1d", "conv2d",
-           "cosine_similarity", "max_pool1d"]
+           "cosine_similarity", "max_pool1d", "max_pool2d"]
 
 relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
 
 
 def softmax(x, axis=-1, dtype=None, name=None):
-    if axis not in (-1, len(x.shape) - 1):
-        raise ValueError(f"softmax: only the last axis is supported, got axis={axis}")
+    """Softmax along `axis`; another axis than the last is swapped with it around the op."""
+    ndim = len(x.shape)
+    axis = check_int(axis, "axis", "softmax")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"softmax: axis {axis} is out of range for {x.name}{list(x.shape)}")
     if dtype is not None:
         x = _t.cast(x, dtype)
-    return _layers.softmax(x, name=name)
+    axis %= ndim
+    if axis == ndim - 1:
+        return _layers.softmax(x, name=name)
+    perm = list(range(ndim))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    return _t.transpose(_layers.softmax(_t.transpose(x, perm)), perm)
 
 
 def log_softmax(x, axis=-1, dtype=None, name=None):
@@ -170,12 +178,14 @@ def cosine_similarity(x1, x2, axis=1, eps=1e-8):
     return _t.divide(w12, n12)
 
 
-def _strided(x, axis, start, end, stride):
+def _strided(x, axes, starts, ends, strides):
+    """x[..., start:end:stride, ...] along each of `axes` (ints or lists)."""
+    axes, starts, ends, strides = ([v] if isinstance(v, int) else list(v) for v in (axes, starts, ends, strides))
     helper = LayerHelper("strided_slice")
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op(type="strided_slice", inputs={"Input": [x]}, outputs={"Out": [out]},
-                     attrs={"axes": [axis], "starts": [start], "ends": [end], "strides": [stride],
-                            "infer_flags": [1], "decrease_axis": []})
+                     attrs={"axes": axes, "starts": starts, "ends": ends, "strides": strides,
+                            "infer_flags": [1] * len(axes), "decrease_axis": []})
     return out
 
 
@@ -206,6 +216,36 @@ def max_pool1d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_m
     last = s * (out_len - 1)
     taps = [_strided(x, 2, j, j + last + 1, s) for j in range(k)]
     return _first_max(_t.stack(taps, axis=3), k, keepdim=False)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCHW",
+               name=None):
+    """Max over kernel_size windows of x [N, C, H, W] every `stride` (default kernel_size),
+    its gradient to the window's first maximum in row-major order, as Paddle's pool2d_grad:
+    the maximum of the kernel's strided slices. Supported as max_pool1d: padding 0,
+    ceil_mode=False, return_mask=False, 'NCHW'."""
+    check_variable(x, "x", "max_pool2d")
+    if padding not in (0, [0, 0], (0, 0), "valid", "VALID") or ceil_mode or return_mask or data_format != "NCHW":
+        raise ValueError("max_pool2d: psjob supports padding=0, ceil_mode=False, return_mask=False and "
+                         f"data_format='NCHW' only, got padding={padding!r}, ceil_mode={ceil_mode}, "
+                         f"return_mask={return_mask}, data_format={data_format!r}")
+    if len(x.shape) != 4 or min(x.shape[2:]) < 0:
+        raise ValueError(f"max_pool2d: x {x.name}{list(x.shape)} must be [N, C, H, W] with H and W known")
+    ks = _pool_pair(kernel_size, "kernel_size")
+    ss = ks if stride is None else _pool_pair(stride, "stride")
+    outs = [(size - k) // s + 1 for size, k, s in zip(x.shape[2:], ks, ss)]
+    if min(outs) < 1:
+        raise ValueError(f"max_pool2d: kernel_size {ks} is larger than {x.name}'s {list(x.shape[2:])}")
+    taps = [_strided(x, [2, 3], [i, j], [i + ss[0] * (outs[0] - 1) + 1, j + ss[1] * (outs[1] - 1) + 1], ss)
+            for i in range(ks[0]) for j in range(ks[1])]
+    return _first_max(_t.stack(taps, axis=4), len(taps), keepdim=False)
+
+
+def _pool_pair(value, what):
+    values = [value, value] if isinstance(value, int) else list(value)
+    if len(values) != 2:
+        raise ValueError(f"max_pool2d: {what} must be an int or a pair, got {value!r}")
+    return [check_int(v, what, "max_pool2d", minimum=1) for v in values]
 
 
 def _first_max(x, size, keepdim):
