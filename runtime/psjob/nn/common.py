@@ -93,7 +93,7 @@ class BatchNorm1D(Layer):
     Training builds the batch_norm op on batch statistics, updating the moving mean and
     variance with `momentum`; eval() (or use_global_stats=True) builds it on the moving ones."""
 
-    _FORMATS = ("NC", "NCL")
+    _FORMATS: tuple[str, ...] = ("NC", "NCL")
 
     def __init__(self, num_features, momentum=0.9, epsilon=1e-05, weight_attr=None, bias_attr=None,
                  data_format="NCL", use_global_stats=None, name=None):
