@@ -56,8 +56,12 @@ BLOCKED: dict[str, str] = {}
 # paddle.static.save writes a .pdparams. Made by running that command under Paddle 3.0.0.
 PADDLE_COSTS = {
     "dselect_k": [4.6048393, 4.6048226, 4.605822, 4.604993],
-    "escm2": [1.5386081, 0.9869338, 0.9806575, 0.97964543, 0.97835183],
-    "esmm": [1.5295603, 0.98194283, 0.9833512, 0.981335, 0.97890353],
+    # esmm and escm2: the first batch only. Paddle's Adam moves their sparse embedding's rows
+    # by 0.744*lr on the first step (as if with the second step's beta pows) and moves the
+    # padding row; psjob by lr, as Paddle does in a small program (docs/user/paddle2.md). From
+    # this small init the later costs still agree to 4e-6, but they do not pin the update.
+    "escm2": [1.5386081],
+    "esmm": [1.5295603],
     "mmoe": [1.35881, 1.3362262, 1.3798835, 1.3606433, 1.2522162, 1.258082, 1.308472, 1.3048201],
     "ple": [1.3823043, 1.3664418, 1.3552349, 1.3572563, 1.2967271, 1.3273954, 1.3166476, 1.2703867],
     "share_bottom": [1.3568068, 1.2948457, 1.3833665, 1.3242247, 1.0612289, 1.0718014, 1.173211, 1.2030547],
