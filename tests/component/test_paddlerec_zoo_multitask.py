@@ -56,10 +56,11 @@ BLOCKED: dict[str, str] = {}
 # paddle.static.save writes a .pdparams. Made by running that command under Paddle 3.0.0.
 PADDLE_COSTS = {
     "dselect_k": [4.6048393, 4.6048226, 4.605822, 4.604993],
-    # esmm and escm2: the first batch only. Paddle's Adam moves their sparse embedding's rows
-    # by 0.744*lr on the first step (as if with the second step's beta pows) and moves the
-    # padding row; psjob by lr, as Paddle does in a small program (docs/user/paddle2.md). From
-    # this small init the later costs still agree to 4e-6, but they do not pin the update.
+    # esmm and escm2: the first batch only. Under the legacy executor PaddleRec's trainer picks
+    # (FLAGS_enable_pir_api=0) Paddle's Adam moves their sparse embedding's rows by 0.744*lr on
+    # the first step (as if with the second step's beta pows) and moves the padding row; psjob
+    # moves them by lr, as Paddle's PIR executor does (docs/user/paddle2.md). From this small
+    # init the later costs still agree to 4e-6, but they do not pin that update.
     "escm2": [1.5386081],
     "esmm": [1.5295603],
     "mmoe": [1.35881, 1.3362262, 1.3798835, 1.3606433, 1.2522162, 1.258082, 1.308472, 1.3048201],
