@@ -20,7 +20,8 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int_list, check_variable
 
 __all__ = [
-    "reshape", "concat", "cast", "mean", "sum", "max", "min", "square", "sqrt", "abs", "exp", "log", "log1p", "pow",
+    "reshape", "concat", "cast", "mean", "sum", "max", "min", "prod", "square", "sqrt", "abs", "exp", "log", "log1p",
+    "pow",
     "matmul", "multiply", "add", "subtract", "divide", "maximum", "minimum", "floor_divide",
     "remainder", "mod", "floor_mod", "scale", "sigmoid", "tanh",
     "clip", "squeeze", "unsqueeze", "split", "stack", "slice", "flatten", "transpose",
@@ -169,6 +170,12 @@ def sum(x, axis=None, dtype=None, keepdim=False, name=None):  # noqa: A001 (padd
     if dtype is not None:
         x = cast(x, dtype)
     return _layers.reduce_sum(x, dim=axis, keep_dim=keepdim, name=name)
+
+
+def prod(x, axis=None, keepdim=False, dtype=None, name=None):
+    if dtype is not None:
+        x = cast(x, dtype)
+    return _layers.reduce_prod(x, dim=axis, keep_dim=keepdim, name=name)
 
 
 def _unary(op_type):
@@ -337,6 +344,21 @@ greater_than, greater_equal, less_than, less_equal, equal, not_equal = (
     _compare(t) for t in ("greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal"))
 
 
+def _bitwise(op_type):
+    def fn(x, y, out=None, name=None):
+        check_variable(x, "x", op_type)
+        check_variable(y, "y", op_type)
+        if out is not None:
+            raise ValueError(f"paddle.{op_type}: out= is not supported")
+        return _op(op_type, {"X": [x], "Y": [y]}, name=name, stop_gradient=True)
+    fn.__name__ = op_type
+    return fn
+
+
+bitwise_and, bitwise_or, bitwise_xor = (_bitwise(t) for t in ("bitwise_and", "bitwise_or", "bitwise_xor"))
+__all__ += ["bitwise_and", "bitwise_or", "bitwise_xor"]
+
+
 def add_n(inputs, name=None):
     """The element-wise sum of a list of Variables of one shape and dtype (Paddle's `sum` op);
     a single Variable is returned summed with nothing (a copy)."""
@@ -500,7 +522,7 @@ _TENSOR_METHODS = (
     "add", "subtract", "divide", "maximum", "minimum", "floor_divide", "remainder", "mod", "floor_mod",
     "scale", "tanh", "clip", "squeeze", "unsqueeze", "split", "flatten", "transpose", "argmax", "topk",
     "greater_than", "greater_equal", "less_than", "less_equal", "equal", "not_equal", "bmm", "tril", "triu",
-    "masked_select", "tile", "expand",
+    "masked_select", "tile", "expand", "max", "min", "prod", "bitwise_and", "bitwise_or", "bitwise_xor",
 )
 for _name in _TENSOR_METHODS:
     if not hasattr(Variable, _name):

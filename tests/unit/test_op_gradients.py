@@ -151,7 +151,7 @@ def _cases():
     c.append(Case("squeeze2", "squeeze2", {"X": [In("x", f64(3, 1, 4))]}, {"Out": 1, "XShape": 1}, {"axes": [1]}))
     c.append(Case("unsqueeze2", "unsqueeze2", {"X": [In("x", f64(3, 4))]}, {"Out": 1, "XShape": 1},
                   {"axes": [0, 2]}))
-    for t in ("reduce_sum", "reduce_mean"):
+    for t in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"):
         c.append(Case(f"{t}-dim", t, {"X": [In("x", f64(2, 3, 4))]}, {"Out": 1},
                       {"dim": [1], "keep_dim": False, "reduce_all": False}))
         c.append(Case(f"{t}-dims-keep", t, {"X": [In("x", f64(2, 3, 4))]}, {"Out": 1},

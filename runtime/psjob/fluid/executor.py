@@ -294,7 +294,8 @@ class Executor:
                     # Fed arrays are copied, as Paddle's feed does: an op that writes its
                     # variable in place (a fed persistable, increment) must not reach the caller.
                     arr = arr.copy()
-                if arr is not value and type(value) is np.ndarray and arr.dtype == value.dtype:
+                if (arr is not value and type(value) is np.ndarray and arr.dtype == value.dtype
+                        and arr.shape == value.shape):
                     slot.accepted(value)  # checked: the next array of this dtype and shape skips the check
             scope.vars[name] = arr
             if lod is not None and len(lod):
@@ -392,6 +393,10 @@ def _check_feed(var, value) -> np.ndarray:
             raise FeedError(f"feed {var.name!r}: expected {want.name}, got {arr.dtype}")
         arr = arr.astype(want)
     shape = var.shape
+    if shape and arr.ndim < len(shape) and all(d == 1 for d in shape[arr.ndim:]):
+        # Paddle 3.0's executor takes a feed lacking the declared trailing 1s (PaddleRec's
+        # readers yield a [N] label for a [-1, 1] input): it gets the declared shape here.
+        arr = arr.reshape(arr.shape + (1,) * (len(shape) - arr.ndim))
     if shape:
         if arr.ndim != len(shape):
             raise FeedError(f"feed {var.name!r}: expected {len(shape)}-D data shaped {list(shape)}, "

@@ -30,12 +30,13 @@ class _ArraysOnly(pickle.Unpickler):
 
 
 def is_paddle_save(model_path) -> bool:
-    """A pickle (protocol 2+ starts with 0x80) where psjob writes an .npz (a zip, 'PK')."""
+    """Not psjob's: psjob's .pdmodel is JSON. Paddle's is a protobuf, or absent where only the
+    parameters were copied (PaddleRec's `model_init_path` often names such a .pdparams)."""
     try:
-        with open(model_path + ".pdparams", "rb") as f:
-            return f.read(1) == b"\x80"
-    except OSError:
-        return False
+        with open(model_path + ".pdmodel", "rb") as f:
+            return not f.read(1).startswith(b"{")
+    except FileNotFoundError:
+        return os.path.exists(model_path + ".pdparams")
 
 
 def _read(path):

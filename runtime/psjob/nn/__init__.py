@@ -5,7 +5,19 @@ Call `paddle.enable_static()` before building a Layer: psjob has no dygraph mode
 from psjob.nn import functional, initializer
 from psjob.nn.activation import LeakyReLU
 from psjob.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
-from psjob.nn.common import BatchNorm1D, Dropout, Embedding, Flatten, Linear, ReLU, Sigmoid, Softmax, Tanh
+from psjob.nn.common import (
+                             BatchNorm1D,
+                             BatchNorm2D,
+                             Dropout,
+                             Embedding,
+                             Flatten,
+                             Linear,
+                             MaxPool2D,
+                             ReLU,
+                             Sigmoid,
+                             Softmax,
+                             Tanh,
+)
 from psjob.nn.conv import Conv1D, Conv2D
 from psjob.nn.layer import Layer, LayerList, Sequential
 from psjob.nn.loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss

@@ -9,7 +9,7 @@ from psjob.nn import functional as F
 from psjob.nn.layer import Layer
 from psjob.param_attr import ParamAttr
 
-__all__ = ["Linear", "Embedding", "ReLU", "Sigmoid", "Tanh", "Softmax", "Dropout", "BatchNorm1D",
+__all__ = ["Linear", "Embedding", "ReLU", "Sigmoid", "Tanh", "Softmax", "Dropout", "BatchNorm1D", "BatchNorm2D", "MaxPool2D",
            "Flatten"]
 
 
@@ -94,12 +94,15 @@ class BatchNorm1D(Layer):
     Training builds the batch_norm op on batch statistics, updating the moving mean and
     variance with `momentum`; eval() (or use_global_stats=True) builds it on the moving ones."""
 
+    _FORMATS: tuple[str, ...] = ("NC", "NCL")
+
     def __init__(self, num_features, momentum=0.9, epsilon=1e-05, weight_attr=None, bias_attr=None,
                  data_format="NCL", use_global_stats=None, name=None):
         super().__init__()
-        if data_format not in ("NC", "NCL"):
-            raise ValueError(f"BatchNorm1D: data_format must be 'NC' or 'NCL', got {data_format!r}")
-        c = check_int(num_features, "num_features", "BatchNorm1D", minimum=1)
+        layer = type(self).__name__
+        if data_format not in self._FORMATS:
+            raise ValueError(f"{layer}: data_format must be one of {self._FORMATS}, got {data_format!r}")
+        c = check_int(num_features, "num_features", layer, minimum=1)
         self._momentum, self._epsilon, self._use_global_stats = float(momentum), float(epsilon), use_global_stats
         self.weight = self.create_parameter([c], weight_attr, default_initializer=ConstantInitializer(1.0))
         self.bias = self.create_parameter([c], bias_attr, is_bias=True)
@@ -126,6 +129,29 @@ class BatchNorm1D(Layer):
                    "data_layout": "NCHW", "use_global_stats": global_stats})
         return out
 
+
+class BatchNorm2D(BatchNorm1D):
+    """Batch normalization of [N, C, H, W] inputs per channel C (`batch_norm2d_N`), as
+    BatchNorm1D: the batch_norm op normalizes over every axis but the channel's."""
+
+    _FORMATS = ("NCHW",)
+
+    def __init__(self, num_features, momentum=0.9, epsilon=1e-05, weight_attr=None, bias_attr=None,
+                 data_format="NCHW", use_global_stats=None, name=None):
+        super().__init__(num_features, momentum, epsilon, weight_attr, bias_attr, data_format, use_global_stats,
+                         name)
+
+
+class MaxPool2D(Layer):
+    """paddle.nn.MaxPool2D: functional.max_pool2d with the layer's arguments."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False,
+                 data_format="NCHW", name=None):
+        super().__init__()
+        self._args = (kernel_size, stride, padding, return_mask, ceil_mode, data_format)
+
+    def forward(self, x):
+        return F.max_pool2d(x, *self._args)
 
 
 class Flatten(Layer):

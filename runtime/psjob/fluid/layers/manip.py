@@ -6,7 +6,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int, check_int_list, check_variable
 
 __all__ = ["concat", "split", "reshape", "transpose", "squeeze", "unsqueeze",
-           "reduce_sum", "reduce_mean", "reduce_max", "reduce_min"]
+           "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"]
 
 
 def _out(helper, x, stop_gradient=False):
@@ -130,3 +130,8 @@ def reduce_max(input, dim=None, keep_dim=False, name=None):
 def reduce_min(input, dim=None, keep_dim=False, name=None):
     """Minimum over dim (an int or list of ints), or over everything when dim is None."""
     return _reduce("reduce_min", input, dim, keep_dim, name)
+
+
+def reduce_prod(input, dim=None, keep_dim=False, name=None):
+    """Product over dim (an int or list of ints), or over everything when dim is None."""
+    return _reduce("reduce_prod", input, dim, keep_dim, name)

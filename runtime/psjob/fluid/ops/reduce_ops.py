@@ -1,7 +1,8 @@
-"""reduce_sum / reduce_mean / reduce_max / reduce_min over `dim` (a list of axes), or over
-everything with `reduce_all`. As Paddle's, max's and min's gradient goes to every element
-equal to the result (each of a tie gets all of it). As in Fluid 1.x, a full reduction without keep_dim gives
-shape [1], never a 0-D array, so the result can be a loss."""
+"""reduce_sum / reduce_mean / reduce_max / reduce_min / reduce_prod over `dim` (a list of axes), or
+over everything with `reduce_all`. As in Fluid 1.x, a full reduction without keep_dim
+gives shape [1], never a 0-D array, so the result can be a loss. The gradient of max and
+min goes to every element equal to the result, as Paddle's reduce_max_grad (its
+x == out mask) gives it; prod's is dout * out / x, as Paddle's reduce_prod_grad computes it."""
 from __future__ import annotations
 
 from psjob.fluid.framework import GraphError
@@ -43,7 +44,8 @@ def _make(kind):
     def forward(ctx):
         x = ctx.input("X")
         axes = reduce_axes(x.ndim, ctx.attr("dim", [0]), ctx.attr("reduce_all", False), kind)
-        fn = {"reduce_sum": x.sum, "reduce_mean": x.mean, "reduce_max": x.max, "reduce_min": x.min}[kind]
+        fn = {"reduce_sum": x.sum, "reduce_mean": x.mean, "reduce_max": x.max, "reduce_min": x.min,
+              "reduce_prod": x.prod}[kind]
         out = fn(axis=axes, keepdims=True)
         ctx.set_output("Out", out.reshape(_out_shape(list(x.shape), axes, ctx.attr("keep_dim", False))))
 
@@ -51,15 +53,18 @@ def _make(kind):
         xp, x, dout = ctx.xp, ctx.input("X"), ctx.input("Out@GRAD")
         axes = reduce_axes(x.ndim, ctx.attr("dim", [0]), ctx.attr("reduce_all", False), kind)
         g = dout.reshape(_out_shape(list(x.shape), axes, True))
+        if kind == "reduce_prod":
+            ctx.set_output("X@GRAD", (g * x.prod(axis=axes, keepdims=True) / x).astype(x.dtype, copy=False))
+            return
+        if kind in ("reduce_max", "reduce_min"):
+            out = x.max(axis=axes, keepdims=True) if kind == "reduce_max" else x.min(axis=axes, keepdims=True)
+            ctx.set_output("X@GRAD", (g * (x == out)).astype(x.dtype, copy=False))
+            return
         if kind == "reduce_mean":
             count = 1
             for a in axes:
                 count *= x.shape[a]
             g = g / x.dtype.type(max(count, 1))
-        if kind in ("reduce_max", "reduce_min"):
-            best = x.max(axis=axes, keepdims=True) if kind == "reduce_max" else x.min(axis=axes, keepdims=True)
-            ctx.set_output("X@GRAD", (g * (x == best)).astype(x.dtype, copy=False))
-            return
         ctx.set_output("X@GRAD", xp.broadcast_to(g, x.shape).astype(x.dtype, copy=True))
 
     register_op(kind, infer_shape=_reduce_shape, grad=_reduce_grad)(forward)
@@ -70,3 +75,4 @@ _make("reduce_sum")
 _make("reduce_mean")
 _make("reduce_max")
 _make("reduce_min")
+_make("reduce_prod")

@@ -252,6 +252,29 @@ for _op, _fn in _COMPARE.items():
     register_op(_op, infer_shape=_compare_shape)(_make_compare(_fn))
 
 
+# Paddle's bitwise_and / or / xor: integer or bool operands, broadcast as numpy's, no gradient.
+_BITWISE = {"bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor"}
+
+
+def _bitwise_shape(op):
+    x, y = in_var(op, "X"), in_var(op, "Y")
+    if x.dtype != y.dtype or not (x.dtype == "bool" or x.dtype.startswith(("int", "uint"))):
+        raise GraphError(f"{op.type}: X {x.name} ({x.dtype}) and Y {y.name} ({y.dtype}) must be one "
+                         "integer or bool type")
+    set_out(op, "Out", broadcast.infer(op, x, y), x.dtype)
+
+
+def _make_bitwise(fn_name):
+    def kernel(ctx):
+        x, y = broadcast.operands(ctx.input("X"), ctx.input("Y"), ctx.attr("axis", -1))
+        ctx.set_output("Out", getattr(ctx.xp, fn_name)(x, y))
+    return kernel
+
+
+for _op, _fn in _BITWISE.items():
+    register_op(_op, infer_shape=_bitwise_shape)(_make_bitwise(_fn))
+
+
 def _arg_max_shape(op):
     x = in_var(op, "X")
     shape = list(x.shape)

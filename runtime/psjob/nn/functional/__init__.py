@@ -11,13 +11,13 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int, check_variable
 from psjob.fluid.ops.nn_ops import NO_PADDING
 from psjob.nn.functional.conv import conv1d, conv2d
-from psjob.nn.functional.pooling import avg_pool2d, max_pool2d
+from psjob.nn.functional.pooling import avg_pool2d, max_pool1d, max_pool2d
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "linear", "embedding",
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "cross_entropy", "softmax_with_cross_entropy", "mse_loss", "square_error_cost",
            "embedding_lookup", "normalize", "leaky_relu", "layer_norm", "conv2d", "conv1d",
-           "cosine_similarity", "max_pool2d", "avg_pool2d"]
+           "cosine_similarity", "max_pool1d", "max_pool2d", "avg_pool2d"]
 
 relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
 

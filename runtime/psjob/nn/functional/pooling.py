@@ -1,5 +1,5 @@
 """paddle.nn.functional.max_pool2d / avg_pool2d in static mode: one `pool2d` op
-(fluid/ops/pool_ops.py). Arguments as Paddle's: `kernel_size`, `stride` an int or a pair
+(fluid/ops/pool_ops.py); max_pool1d is max_pool2d over a height of 1, as Paddle builds it. Arguments as Paddle's: `kernel_size`, `stride` an int or a pair
 (stride None is the kernel size), `padding` as conv2d's (an int, a pair, four ints,
 'SAME' / 'VALID'), `data_format` 'NCHW' or 'NHWC' (transposed around the op)."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_variable
 from psjob.nn.functional.conv import conv_padding
 
-__all__ = ["max_pool2d", "avg_pool2d"]
+__all__ = ["max_pool1d", "max_pool2d", "avg_pool2d"]
 
 
 def _pair(value, what, fn):
@@ -55,3 +55,39 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusiv
     if divisor_override is not None:
         raise ValueError("avg_pool2d: divisor_override is not supported by psjob")
     return _pool2d(x, "avg", kernel_size, stride, padding, ceil_mode, exclusive, data_format, name)
+
+
+def _one(value, what):
+    values = [value] if isinstance(value, numbers.Integral) else list(value)
+    if len(values) != 1:
+        raise ValueError(f"max_pool1d: {what} must be an int or a list of one, got {value!r}")
+    return [1, values[0]]
+
+
+def _padding_1d(padding):
+    """conv1d's padding forms (an int, [p], [left, right], 'SAME'/'VALID') as max_pool2d's,
+    the unit height padded by nothing."""
+    if isinstance(padding, str):
+        return padding
+    pads = [padding] if isinstance(padding, numbers.Integral) else list(padding)
+    if len(pads) == 1:
+        return [0, pads[0]]
+    if len(pads) == 2:
+        return [0, 0, pads[0], pads[1]]
+    raise ValueError(f"max_pool1d: padding must be an int, [p], [left, right], 'SAME' or 'VALID', got {padding!r}")
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCL",
+               name=None):
+    """x [N, C, L] (or NLC): the maximum of each window along L, its gradient to the window's
+    first maximum as Paddle's (textcnn's padded positions tie)."""
+    check_variable(x, "x", "max_pool1d")
+    if data_format not in ("NCL", "NLC"):
+        raise ValueError(f"max_pool1d: data_format must be 'NCL' or 'NLC', got {data_format!r}")
+    if len(x.shape) != 3:
+        raise ValueError(f"max_pool1d: x {x.name}{list(x.shape)} must be 3-D")
+    unit = 1 if data_format == "NLC" else 2
+    out = max_pool2d(_layers.unsqueeze(x, [unit]), _one(kernel_size, "kernel_size"),
+                     None if stride is None else _one(stride, "stride"), _padding_1d(padding), return_mask,
+                     ceil_mode, "NHWC" if data_format == "NLC" else "NCHW", name)
+    return _layers.squeeze(out, [unit])
