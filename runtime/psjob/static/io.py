@@ -22,7 +22,6 @@ import os
 import numpy as np
 
 from psjob.fluid import io as fluid_io
-from psjob.fluid import paddle_pickle
 from psjob.fluid.core import global_scope
 from psjob.fluid.executor import Executor
 from psjob.fluid.framework import Program, Variable, default_main_program
@@ -118,11 +117,7 @@ def save(program, model_path, protocol=4, **configs):
 
 
 def load_program_state(model_path, var_list=None):
-    """{name: ndarray} of a paddle.static.save (parameters and, when saved, optimizer state):
-    psjob's own, or real Paddle's pickled .pdparams/.pdopt (a model trained with Paddle)."""
-    if paddle_pickle.is_paddle_pickle(model_path + ".pdparams"):
-        wanted = None if var_list is None else {v.name if isinstance(v, Variable) else v for v in var_list}
-        return paddle_pickle.read_paddle_state(model_path, wanted)
+    """{name: ndarray} of a paddle.static.save (parameters and, when saved, optimizer state)."""
     doc = _read_model(model_path + ".pdmodel")
     state = {}
     for kind, ext in (("params", ".pdparams"), ("opt", ".pdopt")):
@@ -137,18 +132,8 @@ def load_program_state(model_path, var_list=None):
 
 def set_program_state(program, state_dict):
     """Write the arrays of `state_dict` that `program` declares into the global scope."""
-    declared = {v.name: v for v in program.list_vars() if fluid_io.is_persistable(v)}
-    _into_scope(program, {n: _one_value_as_declared(np.asarray(a), declared[n])
-                          for n, a in state_dict.items() if n in declared}, global_scope())
-
-
-def _one_value_as_declared(arr, var):
-    """Paddle 3 saves one-value persistables such as the learning rate 0-d; psjob's programs
-    declare them [1], as Paddle 2.x did: a single value takes the declared shape."""
-    shape = tuple(var.shape)
-    if arr.size == 1 and shape and all(d == 1 for d in shape) and arr.shape != shape:
-        return arr.reshape(shape)
-    return arr
+    names = {v.name for v in program.list_vars() if fluid_io.is_persistable(v)}
+    _into_scope(program, {n: np.asarray(a) for n, a in state_dict.items() if n in names}, global_scope())
 
 
 def load(program, model_path, executor=None, var_list=None):
