@@ -10,6 +10,9 @@ Files are named as Paddle 2.x names them, from a path prefix:
     <prefix>.pdiparams   (save_inference_model) the inference program's persistables, one .npz
 
 The content is psjob's, not Paddle's protobuf/pickle: a psjob save loads in psjob.
+load_program_state (and so load) also reads the parameters of a save made by Paddle itself:
+its .pdparams / .pdopt are pickled {name: ndarray} dicts, read with an unpickler that builds
+nothing but numpy arrays.
 Every file is written under a temporary name and renamed into place; a load checks every
 array against the sha256, shape and dtype recorded in the .pdmodel and against the program
 before anything is written into the scope, so a bad file raises and the scope keeps its values.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 
 import numpy as np
 
@@ -116,8 +120,57 @@ def save(program, model_path, protocol=4, **configs):
     _write_model(path + ".pdmodel", {"format": FORMAT, "program": program_to_dict(program), "arrays": records})
 
 
+class _ArrayUnpickler(pickle.Unpickler):
+    """Paddle pickles numpy arrays; any other class in the file is refused, not built."""
+    _ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
+                ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
+                ("numpy._core.multiarray", "scalar")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not a numpy array")
+        return super().find_class(module, name)
+
+
+def _read_paddle_pickle(path):
+    try:
+        with open(path, "rb") as f:
+            state = _ArrayUnpickler(f).load()
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError) as exc:
+        raise CheckpointError(f"cannot read {path} as a Paddle save: {exc}") from exc
+    if not isinstance(state, dict) or not all(isinstance(a, np.ndarray) for a in state.values()):
+        raise CheckpointError(f"{path} is not a Paddle save of {{name: array}}")
+    if "UnpackBigParamInfor@@" in state:
+        raise CheckpointError(f"{path} holds arrays Paddle split into slices (over 4 GB): not supported")
+    return state
+
+
+def _is_paddle_save(model_path):
+    """Paddle's own paddle.static.save: a .pdparams pickle beside a protobuf (or no) .pdmodel."""
+    try:
+        with open(model_path + ".pdmodel", "rb") as f:
+            return not f.read(1).startswith(b"{")
+    except FileNotFoundError:
+        return os.path.exists(model_path + ".pdparams")
+
+
+def _paddle_program_state(model_path, var_list):
+    """Paddle's load_program_state: .pdparams and, when present, .pdopt
+    (https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/static/load_program_state_en.html)."""
+    state = _read_paddle_pickle(model_path + ".pdparams")
+    if os.path.exists(model_path + ".pdopt"):
+        state.update(_read_paddle_pickle(model_path + ".pdopt"))
+    if var_list is not None:
+        wanted = {v.name if isinstance(v, Variable) else v for v in var_list}
+        state = {n: a for n, a in state.items() if n in wanted}
+    return state
+
+
 def load_program_state(model_path, var_list=None):
-    """{name: ndarray} of a paddle.static.save (parameters and, when saved, optimizer state)."""
+    """{name: ndarray} of a paddle.static.save (parameters and, when saved, optimizer state),
+    psjob's or Paddle's own."""
+    if _is_paddle_save(model_path):
+        return _paddle_program_state(model_path, var_list)
     doc = _read_model(model_path + ".pdmodel")
     state = {}
     for kind, ext in (("params", ".pdparams"), ("opt", ".pdopt")):
@@ -132,8 +185,16 @@ def load_program_state(model_path, var_list=None):
 
 def set_program_state(program, state_dict):
     """Write the arrays of `state_dict` that `program` declares into the global scope."""
-    names = {v.name for v in program.list_vars() if fluid_io.is_persistable(v)}
-    _into_scope(program, {n: np.asarray(a) for n, a in state_dict.items() if n in names}, global_scope())
+    declared = {v.name: v for v in program.list_vars() if fluid_io.is_persistable(v)}
+    arrays = {n: _as_declared(np.asarray(a), declared[n]) for n, a in state_dict.items() if n in declared}
+    _into_scope(program, arrays, global_scope())
+
+
+def _as_declared(arr, var):
+    """Paddle >= 2.5 keeps one-value state (the learning rate) 0-d; psjob declares it [1]."""
+    if arr.ndim == 0 and list(var.shape) == [1]:
+        return arr.reshape(1)
+    return arr
 
 
 def load(program, model_path, executor=None, var_list=None):
