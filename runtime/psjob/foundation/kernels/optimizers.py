@@ -364,10 +364,21 @@ def _adam_in_place(p: Array, g: Array, m1: Array, m2: Array, b1p: Array, b2p: Ar
     p -= t
 
 
+def _betas_of(param: Array, beta1: float, beta2: float) -> tuple[float, float]:
+    """beta1, beta2 rounded to param's float type, as Paddle's adam kernel takes them
+    (`beta1.to<T>()`) before it forms 1 - beta in T: with float32 0.999, 1 - beta2 is
+    0.00099998713, the same rounding the beta2 pow carries, so the first step's bias
+    correction cancels exactly as in Paddle (1 - beta of the rounded value is exact in double)."""
+    if getattr(param, "dtype", None) == np.float32:
+        return float(np.float32(beta1)), float(np.float32(beta2))
+    return float(beta1), float(beta2)
+
+
 def adam_update(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Array, beta1_pow: Array, beta2_pow: Array,
                 *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8) -> None:
     """Fluid 1.x adam: m1, m2 moving averages; lr_t = lr*sqrt(1-b2p)/(1-b1p);
     param -= lr_t*m1/(sqrt(m2) + epsilon*sqrt(1-b2p)); then b1p*=beta1, b2p*=beta2."""
+    beta1, beta2 = _betas_of(param, beta1, beta2)
     if (beta1_pow.size == 1 and beta2_pow.size == 1 and grad.shape == param.shape == moment1.shape == moment2.shape
             and native.fits(param, grad, moment1, moment2, beta1_pow, beta2_pow)):
         # What the checks below would pass (float32, equal shapes, [1] pows): the update and
@@ -405,6 +416,7 @@ def adam_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, mom
                      beta1_pow: Array, beta2_pow: Array, *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999,
                      epsilon: float = 1e-8, assume_unique: bool = False) -> None:
     """Lazy adam (Fluid's lazy_mode=True): only the rows present move."""
+    beta1, beta2 = _betas_of(param, beta1, beta2)
     if assume_unique and _native_rows_ok(param, rows, grad_values, moment1, moment2, beta1_pow, beta2_pow):
         # Every check of _prepare_rows but the rows' range holds; the C kernel checks that
         # before it writes anything (a table's push: no numpy pass over the rows first).
