@@ -3,9 +3,9 @@
 Call `paddle.enable_static()` before building a Layer: psjob has no dygraph mode.
 """
 from psjob.nn import functional, initializer
-from psjob.nn.activation import LeakyReLU
+from psjob.nn.activation import LeakyReLU, PReLU
 from psjob.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
-from psjob.nn.common import BatchNorm1D, Dropout, Embedding, Flatten, Linear, ReLU, Sigmoid, Softmax, Tanh
+from psjob.nn.common import BatchNorm, BatchNorm1D, Dropout, Embedding, Flatten, Linear, ReLU, Sigmoid, Softmax, Tanh
 from psjob.nn.conv import Conv2D
 from psjob.nn.layer import Layer, LayerList, Sequential
 from psjob.nn.loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
