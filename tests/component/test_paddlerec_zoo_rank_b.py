@@ -26,9 +26,14 @@ pytest.importorskip("yaml", reason="PaddleRec's trainers need pyyaml (the test e
 pytest.importorskip("six", reason="PaddleRec's trainers need six (the test extras)")
 
 PADDLEREC = os.path.join(os.path.dirname(__file__), "..", "thirdparty", "paddlerec")
-COST = re.compile(r"epoch: 0, batch_id: (\d+), cost: ([-0-9.e]+|nan|inf)")
+COST = re.compile(r"epoch: 0, batch_id: (\d+), (?:auc: [^,]*, )?cost: ([-0-9.e]+|nan|inf)")
 EPOCH_DONE = re.compile(r"epoch: (\d+) done")
 INIT_SEED = 2024
+
+# dmr takes seconds a batch (its tables of a million rows take dense Adam steps, under Paddle
+# too): its copy keeps the first 200 of its 500 sample lines, two batches of its 100.
+SHORTENED = {"dmr": ("data/sample_data/alimama_sampled_train.txt", 200)}
+INFER_OVERRIDES = {"dmr": ["runner.infer_batch_size=100"]}
 
 # name: save dir from its config.yaml
 MODELS = {
@@ -46,7 +51,6 @@ MODELS = {
 
 # What psjob prints for the models it cannot run yet (the last line of the trainer's error).
 BLOCKED = {
-    "dmr": "AttributeError: module 'psjob.nn' has no attribute 'PReLU'",
     "dsin": "AttributeError: module 'psjob.nn' has no attribute 'TransformerEncoderLayer'",
     "fastformer": "AttributeError: module 'psjob.nn' has no attribute 'Conv1D'",
     "naml": "ImportError: cannot import name 'Conv1D' from 'psjob.nn'",
@@ -58,6 +62,7 @@ BLOCKED = {
 # numpy.random.RandomState(2024).uniform(-0.02, 0.02, shape) as float32, pickled as Paddle's
 # paddle.static.save writes a .pdparams. Made by running that command under Paddle 3.0.0.
 PADDLE_COSTS = {
+    "dmr": [1.6455213, 1.6401455],
     "dnn": [0.6931496, 0.6940623, 0.6930665, 0.69191563, 0.69315165, 0.6931631, 0.68864566, 0.68735766],
     "fm": [0.6841974, 0.68351305, 0.6571089, 0.7120824, 0.7289287, 0.7036238, 0.64808017, 0.639792],
     "gatenet": [0.6929611, 0.6977317, 0.69735616, 0.6969241, 0.69295335, 0.6929521, 0.69574594, 0.6953665],
@@ -72,8 +77,14 @@ PADDLE_COSTS = {
 def _model_dir(tmp_path, name):
     root = tmp_path / "paddlerec"
     shutil.copytree(os.path.join(PADDLEREC, "tools"), root / "tools")
-    shutil.copytree(os.path.join(PADDLEREC, "models", "rank", name), root / "models" / "rank" / name)
-    return root / "models" / "rank" / name
+    model_dir = root / "models" / "rank" / name
+    shutil.copytree(os.path.join(PADDLEREC, "models", "rank", name), model_dir)
+    if name in SHORTENED:
+        path, lines = SHORTENED[name]
+        with open(model_dir / path) as f:
+            head = [next(f) for _ in range(lines)]
+        (model_dir / path).write_text("".join(head))
+    return model_dir
 
 
 def _run(model_dir, script, overrides, timeout=150):
@@ -109,7 +120,10 @@ def _train(model_dir, name, overrides=()):
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_static_trainer_then_static_infer(tmp_path, name):
+def test_static_trainer_static_infer_and_costs_from_the_same_parameters(tmp_path, name):
+    """Train one epoch, read the saved model back with static_infer; where pinned, train again
+    from a parameter file in Paddle's format and compare the first batches' costs with Paddle's.
+    (One test per model: the second training reuses the first one's save for its names.)"""
     model_dir = _model_dir(tmp_path, name)
     if name in BLOCKED:
         r, log = _run(model_dir, "static_trainer.py", ["runner.epochs=1"])
@@ -117,16 +131,13 @@ def test_static_trainer_then_static_infer(tmp_path, name):
         assert r.returncode != 0 and BLOCKED[name] in log, log[-3000:]
         pytest.xfail(BLOCKED[name])
     _train(model_dir, name)
-    r, log = _run(model_dir, "static_infer.py", ["runner.infer_start_epoch=0", "runner.infer_end_epoch=1"])
+    r, log = _run(model_dir, "static_infer.py", ["runner.infer_start_epoch=0", "runner.infer_end_epoch=1",
+                                                 *INFER_OVERRIDES.get(name, [])])
     assert r.returncode == 0, log[-3000:]
     assert EPOCH_DONE.findall(log) == ["0"], log[-3000:]
     assert "batch_id: 0," in log, log[-3000:]
-
-
-@pytest.mark.parametrize("name", sorted(PADDLE_COSTS))
-def test_costs_equal_paddle_from_the_same_parameters(tmp_path, name):
-    model_dir = _model_dir(tmp_path, name)
-    _train(model_dir, name)
+    if name not in PADDLE_COSTS:
+        return
     _write_init(model_dir / MODELS[name] / "0" / "rec_static", tmp_path / "init")
     got = _train(model_dir, name, ["runner.print_interval=1", f"runner.model_init_path={tmp_path / 'init'}"])
     want = PADDLE_COSTS[name]
