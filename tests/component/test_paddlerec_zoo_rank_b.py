@@ -6,7 +6,7 @@ the same initial parameters.
 Every run is in a copy under tmp_path (PaddleRec's layout: DIR/tools, DIR/models/rank/<name>) with
 `-o runner.epochs=1` so it takes a few seconds. dpin, fat_deepffm, fgcnn, flen, iprec and sign have
 dygraph code only (no static_model.py) and are out of static_trainer's reach; ffm runs and equals
-Paddle too but is not here (its 1000001 x 243 table makes a 1 GB save); slot_dnn has no
+Paddle too but is not here (its 1000001 x 351 table and Adam moments make a 4 GB save); slot_dnn has no
 config.yaml, and with config_queuedataset.yaml Paddle 3.0.0 itself aborts reading its demo
 data (psjob stops at paddle.distributed.ShowClickEntry); fastformer
 fails under Paddle 3.0.0 itself (its init_weights calls set_value with a Variable in static mode).
