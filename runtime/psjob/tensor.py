@@ -49,34 +49,49 @@ def _axes(axis, what):
 
 # -- shape ------------------------------------------------------------------------------
 
-def _shape_tensors(shape, what):
-    """Paddle's runtime shape list: one int tensor per dimension (a one-element Variable kept,
-    an int made a constant) and the attribute with -1 where a Variable stands."""
-    dims = []
-    for i, d in enumerate(shape):
-        if isinstance(d, Variable):
-            if d.dtype not in ("int32", "int64") or int(np.prod(d.shape)) not in (1, -1):
-                raise TypeError(f"paddle.{what}: shape[{i}] {d.name}{list(d.shape)} must be a one-element "
-                                f"int32/int64 tensor, got {d.dtype}")
-            dims.append(d)
+def _one_int_tensors(values, what):
+    """Paddle's list of runtime sizes (reshape's ShapeTensor, tile's repeat_times_tensor): each
+    entry a one-element int tensor, the ints made constants; the attribute holds -1 for the
+    Variables, the ints as given."""
+    tensors, attr = [], []
+    for i, v in enumerate(values):
+        if isinstance(v, Variable):
+            if v.dtype not in ("int32", "int64") or int(np.prod(v.shape)) not in (1, -1):
+                raise TypeError(f"{what}[{i}] {v.name}{list(v.shape)} must be a one-element int32/int64 tensor, "
+                                f"got {v.dtype}")
+            tensors.append(v)
+            attr.append(-1)
         else:
-            dims.append(_layers.fill_constant([1], "int32", check_int_list([d], "shape", what)[0]))
-    return dims, [-1 if isinstance(d, Variable) else int(d) for d in shape]
+            n = check_int_list([v], what, what.split("(")[0])[0]
+            tensors.append(_layers.fill_constant([1], "int32", n))
+            attr.append(n)
+    return tensors, attr
+
+
+def _int_vector(v, what):
+    if v.dtype not in ("int32", "int64") or len(v.shape) != 1 or v.shape[0] < 1:
+        raise TypeError(f"{what} {v.name}{list(v.shape)} must be a 1-D int32/int64 tensor of known length, got {v.dtype}")
+    return int(v.shape[0])
+
+
+def _reshape2(x, inputs, attr, name):
+    helper = LayerHelper("reshape2", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    xshape = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    helper.append_op(type="reshape2", inputs=dict(inputs, X=[x]), outputs={"Out": [out], "XShape": [xshape]},
+                     attrs={"shape": attr})
+    return out
 
 
 def reshape(x, shape, name=None):
+    """As paddle.reshape: `shape` a list of ints, a list holding one-element int Variables
+    (sizes read when the op runs, e.g. paddle.shape(y)[1]), or a 1-D int Variable."""
+    check_variable(x, "x", "reshape")
     if isinstance(shape, Variable):
-        raise TypeError("paddle.reshape: a shape Variable is not supported; pass a list of ints")
-    if any(isinstance(d, Variable) for d in shape):
-        # reshape2's ShapeTensor (e.g. [paddle.shape(x)[0], -1, 20]), read when the op runs.
-        check_variable(x, "x", "reshape")
-        dims, attr = _shape_tensors(list(shape), "reshape")
-        helper = LayerHelper("reshape2", name)
-        out = helper.create_variable_for_type_inference(x.dtype)
-        xshape = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
-        helper.append_op(type="reshape2", inputs={"X": [x], "ShapeTensor": dims},
-                         outputs={"Out": [out], "XShape": [xshape]}, attrs={"shape": attr})
-        return out
+        return _reshape2(x, {"Shape": [shape]}, [-1] * _int_vector(shape, "paddle.reshape: shape"), name)
+    if isinstance(shape, (list, tuple)) and any(isinstance(d, Variable) for d in shape):
+        tensors, attr = _one_int_tensors(list(shape), "reshape(shape)")
+        return _reshape2(x, {"ShapeTensor": tensors}, attr, name)
     return _layers.reshape(x, list(shape), name=name)
 
 
@@ -457,11 +472,11 @@ def tile(x, repeat_times, name=None):
     repeat_times is padded with leading 1s)."""
     check_variable(x, "x", "tile")
     if isinstance(repeat_times, Variable):
-        raise TypeError("paddle.tile: a repeat_times Variable is not supported; pass a list")
+        n = _int_vector(repeat_times, "paddle.tile: repeat_times")
+        return _op("tile", {"X": [x], "RepeatTimes": [repeat_times]}, {"repeat_times": [-1] * n}, name=name)
     if any(isinstance(r, Variable) for r in repeat_times):
-        # tile's repeat_times_tensor (e.g. [paddle.shape(x)[0], 1, 1]), read when the op runs.
-        dims, attr = _shape_tensors(list(repeat_times), "tile")
-        return _op("tile", {"X": [x], "repeat_times_tensor": dims}, {"repeat_times": attr}, name=name)
+        tensors, attr = _one_int_tensors(list(repeat_times), "tile(repeat_times)")
+        return _op("tile", {"X": [x], "repeat_times_tensor": tensors}, {"repeat_times": attr}, name=name)
     reps = check_int_list(list(repeat_times), "repeat_times", "tile")
     return _op("tile", {"X": [x]}, {"repeat_times": reps}, name=name)
 
@@ -474,7 +489,7 @@ def expand(x, shape, name=None):
         raise TypeError("paddle.expand: a shape Variable is not supported; pass a list")
     if any(isinstance(d, Variable) for d in shape):
         # expand_v2's expand_shapes_tensor (e.g. [paddle.shape(x)[0], 20]), read when the op runs.
-        dims, attr = _shape_tensors(list(shape), "expand")
+        dims, attr = _one_int_tensors(list(shape), "expand(shape)")
         return _op("expand_v2", {"X": [x], "expand_shapes_tensor": dims}, {"shape": attr}, name=name)
     return _op("expand_v2", {"X": [x]}, {"shape": check_int_list(list(shape), "shape", "expand")}, name=name)
 

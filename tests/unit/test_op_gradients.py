@@ -280,6 +280,10 @@ def _cases():
     c.append(Case("pool2d-avg-same", "pool2d", {"X": [In("x", f64(1, 2, 5, 7))]}, {"Out": 1},
                   {"pooling_type": "avg", "ksize": [2, 3], "strides": [2, 2], "padding_algorithm": "SAME"}))
     c.append(Case("leaky_relu", "leaky_relu", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}, {"alpha": 0.1}))
+    for mode, alpha, fmt in (("all", f64(1), "NCHW"), ("channel", f64(3), "NCHW"), ("channel", f64(2), "NHWC"),
+                             ("element", f64(3, 2), "NCHW")):
+        c.append(Case(f"prelu-{mode}-{fmt}", "prelu", {"X": [In("x", away_from_zero(4, 3, 2))], "Alpha": [In("a", alpha)]},
+                      {"Out": 1}, {"mode": mode, "data_format": fmt}))
     ln_x = f64(2, 3, 4) * 2 + 0.5
     c.append(Case("layer_norm-scale-bias", "layer_norm",
                   {"X": [In("x", ln_x)], "Scale": [In("s", f64(12, lo=0.5, hi=1.5))], "Bias": [In("b", f64(12))]},

@@ -310,9 +310,7 @@ def test_bad_input_is_refused_by_name():
         _build(F.normalize, ("a", [3], "float32"))
     with pytest.raises(ValueError, match="arange: step must not be 0"):
         paddle.arange(0, 5, 0)
-    with pytest.raises(TypeError, match="tile: a repeat_times Variable is not supported"):
-        _build(lambda a, r: paddle.tile(a, r), ("a", [None, 3], "float32"), ("r", [2], "int32"))
-    with pytest.raises(TypeError, match=r"tile: shape\[0\] r\[1\] must be a one-element int32/int64"):
+    with pytest.raises(TypeError, match=r"tile\(repeat_times\)\[0\] .* must be a one-element int32/int64"):
         _build(lambda a, r: paddle.tile(a, [r, 1]), ("a", [None, 3], "float32"), ("r", [1], "float32"))
     with pytest.raises(GraphError, match=r"tile: repeat_times \[0, 1\] must be positive"):
         _build(lambda a: paddle.tile(a, [0, 1]), ("a", [None, 3], "float32"))

@@ -3,9 +3,10 @@
 Call `paddle.enable_static()` before building a Layer: psjob has no dygraph mode.
 """
 from psjob.nn import functional, initializer
-from psjob.nn.activation import LeakyReLU
+from psjob.nn.activation import LeakyReLU, PReLU
 from psjob.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from psjob.nn.common import (
+                             BatchNorm,
                              BatchNorm1D,
                              BatchNorm2D,
                              Dropout,

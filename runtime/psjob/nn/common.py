@@ -9,7 +9,7 @@ from psjob.nn import functional as F
 from psjob.nn.layer import Layer
 from psjob.param_attr import ParamAttr
 
-__all__ = ["Linear", "Embedding", "ReLU", "Sigmoid", "Tanh", "Softmax", "Dropout", "BatchNorm1D", "BatchNorm2D", "MaxPool2D",
+__all__ = ["Linear", "Embedding", "ReLU", "Sigmoid", "Tanh", "Softmax", "Dropout", "BatchNorm1D", "BatchNorm", "BatchNorm2D", "MaxPool2D",
            "Flatten"]
 
 
@@ -112,20 +112,23 @@ class BatchNorm1D(Layer):
                                                               trainable=False))
 
     def forward(self, x):
+        global_stats = bool(self._use_global_stats) if self._use_global_stats is not None else not self.training
+        return self._batch_norm(x, not self.training, global_stats)
+
+    def _batch_norm(self, x, is_test, global_stats):
         from psjob.fluid.layer_helper import LayerHelper
-        helper = LayerHelper("batch_norm")
+        helper = LayerHelper("batch_norm", self._full_name)  # tmp names under the layer, as Paddle
         dtype = x.dtype
         saved_mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
         saved_var = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
         out = helper.create_variable_for_type_inference(dtype)
-        global_stats = bool(self._use_global_stats) if self._use_global_stats is not None else not self.training
         helper.append_op(
             type="batch_norm",
             inputs={"X": [x], "Scale": [self.weight], "Bias": [self.bias], "Mean": [self._mean],
                     "Variance": [self._variance]},
             outputs={"Y": [out], "MeanOut": [self._mean], "VarianceOut": [self._variance],
                      "SavedMean": [saved_mean], "SavedVariance": [saved_var]},
-            attrs={"momentum": self._momentum, "epsilon": self._epsilon, "is_test": not self.training,
+            attrs={"momentum": self._momentum, "epsilon": self._epsilon, "is_test": is_test,
                    "data_layout": "NCHW", "use_global_stats": global_stats})
         return out
 
@@ -152,6 +155,38 @@ class MaxPool2D(Layer):
 
     def forward(self, x):
         return F.max_pool2d(x, *self._args)
+
+
+class BatchNorm(BatchNorm1D):
+    """paddle.nn.BatchNorm, Fluid's dygraph BatchNorm kept in Paddle 2.x: per-channel (axis 1)
+    batch normalization, then `act`. As in Paddle's static mode, `is_test` and
+    `use_global_stats` are fixed at construction; the moving statistics may be named."""
+
+    def __init__(self, num_channels, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None,
+                 bias_attr=None, dtype="float32", data_layout="NCHW", in_place=False, moving_mean_name=None,
+                 moving_variance_name=None, do_model_average_for_mean_and_var=True, use_global_stats=False,
+                 trainable_statistics=False):
+        Layer.__init__(self)
+        if data_layout != "NCHW":
+            raise ValueError(f"BatchNorm: only data_layout 'NCHW' is supported, got {data_layout!r}")
+        if act is not None and not hasattr(F, act):
+            raise ValueError(f"BatchNorm: unknown act {act!r}")
+        if trainable_statistics:
+            raise ValueError("BatchNorm: trainable_statistics=True is not supported")
+        c = check_int(num_channels, "num_channels", "BatchNorm", minimum=1)
+        self._act, self._is_test, self._use_global_stats = act, bool(is_test), bool(use_global_stats)
+        self._momentum, self._epsilon = float(momentum), float(epsilon)
+        self.weight = self.create_parameter([c], param_attr, dtype, default_initializer=ConstantInitializer(1.0))
+        self.bias = self.create_parameter([c], bias_attr, dtype, is_bias=True)
+        self._mean = self.create_parameter([c], ParamAttr(name=moving_mean_name, trainable=False,
+                                                          initializer=ConstantInitializer(0.0)), dtype)
+        self._variance = self.create_parameter([c], ParamAttr(name=moving_variance_name, trainable=False,
+                                                              initializer=ConstantInitializer(1.0)), dtype)
+
+    def forward(self, x):
+        out = self._batch_norm(x, self._is_test, self._use_global_stats)
+        return getattr(F, self._act)(out) if self._act else out
+
 
 
 class Flatten(Layer):

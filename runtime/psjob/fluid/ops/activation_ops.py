@@ -83,3 +83,41 @@ _act("tanh", _tanh, _tanh_grad)
 _act("softmax", _softmax, _softmax_grad)
 _act("softsign", _softsign, _softsign_grad)
 _act("leaky_relu", _leaky_relu, _leaky_relu_grad)
+
+
+def _prelu_alpha(ctx, x):
+    """Alpha shaped to broadcast against X (Paddle's prelu op: mode all, channel or element)."""
+    alpha, mode = ctx.input("Alpha"), ctx.attr("mode", "all")
+    if mode == "all":
+        return alpha.reshape(())
+    if mode == "channel":
+        axis = 1 if ctx.attr("data_format", "NCHW") in ("NCHW", "NCL", "NCDHW") else x.ndim - 1
+        shape = [1] * x.ndim
+        shape[axis] = alpha.size
+        return alpha.reshape(shape)
+    if mode == "element":
+        return alpha.reshape((1,) + tuple(x.shape[1:]))
+    raise ValueError(f"prelu: mode must be 'all', 'channel' or 'element', got {mode!r}")
+
+
+def _prelu(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", ctx.xp.where(x > 0, x, x * _prelu_alpha(ctx, x)), lod=ctx.input_lod("X"))
+
+
+def _prelu_grad(ctx):
+    # Paddle's prelu_grad: dX = dOut where x > 0, alpha * dOut elsewhere; dAlpha sums
+    # x * dOut over the elements where x <= 0 that share each alpha.
+    xp, x, dout = ctx.xp, ctx.input("X"), ctx.input("Out@GRAD")
+    alpha = _prelu_alpha(ctx, x)
+    if ctx.has_output("X@GRAD"):
+        ctx.set_output("X@GRAD", xp.where(x > 0, dout, dout * alpha))
+    if ctx.has_output("Alpha@GRAD"):
+        contrib = xp.where(x > 0, x.dtype.type(0), x * dout)
+        shared = tuple(i for i in range(x.ndim) if alpha.ndim == 0 or alpha.shape[i] == 1)
+        ctx.set_output("Alpha@GRAD", contrib.sum(axis=shared).reshape(ctx.input("Alpha").shape))
+
+
+register_op("prelu", infer_shape=same_shape(),
+            grad=simple_grad("prelu_grad", inputs=("X", "Alpha")))(_prelu)
+register_op("prelu_grad")(_prelu_grad)

@@ -138,6 +138,21 @@ def _updatable(ctx, in_slot, out_slot):
     return value
 
 
+def _advance_adam_pows_first(states, hyper):
+    """Paddle's CPU adam kernel for a SelectedRows gradient (lazy or not) writes
+    Beta1PowOut = beta1 * Beta1Pow, and the same for beta2, before the update reads the pows;
+    in a program the two name one variable, so a sparse step's bias correction uses
+    beta ** (t + 1) where a dense step's uses beta ** t (Paddle 1.8 and 3.0 alike). To give
+    Paddle's result, the one-value pows advance first and keep that value after the update;
+    per-row pows (psjob's own) are left as they are. Returns the advanced pair, or None."""
+    b1p, b2p = states[2], states[3]
+    if b1p.size != 1 or b2p.size != 1:
+        return None
+    advanced = (b1p * hyper["beta1"], b2p * hyper["beta2"])
+    b1p[...], b2p[...] = advanced
+    return advanced
+
+
 def _make_kernel(op_type):
     state_slots = _STATE_SLOTS[op_type]
     hyper_spec = _HYPER[op_type]
@@ -162,10 +177,13 @@ def _make_kernel(op_type):
         grad = ctx.input("Grad")
         lr = ctx.input("LearningRate")
         if isinstance(grad, SelectedRows):
+            advanced = _advance_adam_pows_first(states, hyper) if op_type == "adam" else None
             if op_type == "adam" and not ctx.attr("lazy_mode", False):
                 dense_fn(xp, param, grad.to_dense(xp), *states, lr=lr, **hyper)
             else:
                 rows_fn(xp, param, grad.rows, grad.values, *states, lr=lr, assume_unique=grad.unique, **hyper)
+            if advanced is not None:
+                states[2][...], states[3][...] = advanced
         else:
             dense_fn(xp, param, grad, *states, lr=lr, **hyper)
 

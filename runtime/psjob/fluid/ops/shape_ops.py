@@ -164,13 +164,23 @@ def resolve_shape(in_shape, target, what):
 
 def _reshape_shape(op):
     x = in_var(op, "X")
-    if op.input("ShapeTensor"):  # dimensions given as tensors are known when the op runs
-        out = [x.shape[i] if int(d) == 0 else (int(d) if int(d) > 0 else -1)
-               for i, d in enumerate(op.attr("shape", []))]
+    target = op.attr("shape", [])
+    if op.input("Shape") or op.input("ShapeTensor"):
+        # sizes read when the op runs (-1 in the attribute): known only where given as ints
+        out = [x.shape[i] if d == 0 and i < len(x.shape) else (d if d > 0 else -1) for i, d in enumerate(target)]
     else:
-        out = resolve_shape(list(x.shape), op.attr("shape", []), "reshape")
+        out = resolve_shape(list(x.shape), target, "reshape")
     set_out(op, "Out", out, x.dtype, x.lod_level)
     set_out(op, "XShape", [0] + list(x.shape), x.dtype)
+
+
+def _reshape_target(ctx):
+    """Paddle's order: the ShapeTensor list, else the Shape tensor, else the attribute."""
+    if ctx.has_input("ShapeTensor"):
+        return [int(t.reshape(-1)[0]) for t in ctx.input_list("ShapeTensor")]
+    if ctx.has_input("Shape"):
+        return [int(d) for d in ctx.input("Shape").reshape(-1)]
+    return ctx.attr("shape", [])
 
 
 def _xshape_grad(grad_type):
@@ -186,13 +196,11 @@ def _set_xshape(ctx, x):
         ctx.set_output("XShape", ctx.xp.empty((0,) + x.shape, dtype=x.dtype))
 
 
-@register_op("reshape2", infer_shape=_reshape_shape, grad=_xshape_grad("reshape2_grad"), no_grad_inputs=("ShapeTensor",))
+@register_op("reshape2", infer_shape=_reshape_shape, grad=_xshape_grad("reshape2_grad"),
+             no_grad_inputs=("Shape", "ShapeTensor"))
 def reshape2(ctx):
     x = ctx.input("X")
-    target = ctx.attr("shape", [])
-    if ctx.has_input("ShapeTensor"):  # Paddle's runtime shape: one int tensor per dimension
-        target = [int(t.reshape(-1)[0]) for t in ctx.input_list("ShapeTensor")]
-    shape = resolve_shape(list(x.shape), target, "reshape")
+    shape = resolve_shape(list(x.shape), _reshape_target(ctx), "reshape")
     _set_xshape(ctx, x)
     ctx.set_output("Out", x.reshape(shape), lod=ctx.input_lod("X"))
 

@@ -243,35 +243,40 @@ def _tile_padded(shape, repeat_times):
 def _tile_shape(op):
     x = in_var(op, "X")
     reps = op.attr("repeat_times")
-    if op.input("repeat_times_tensor"):  # repeats given as tensors are known when the op runs
-        shape, reps = _tile_padded(x.shape, reps)
-        set_out(op, "Out", [d * r if d >= 0 and r >= 1 else -1 for d, r in zip(shape, reps)], x.dtype)
-        return
-    if not reps or any(r < 1 for r in reps):
+    # -1: a repeat count read when the op runs (inputs RepeatTimes or repeat_times_tensor)
+    runtime = bool(op.input("RepeatTimes") or op.input("repeat_times_tensor"))
+    if not reps or any(r < 1 and not (runtime and r == -1) for r in reps):
         raise GraphError(f"tile: repeat_times {list(reps)} must be positive integers")
     shape, reps = _tile_padded(x.shape, reps)
-    set_out(op, "Out", [d * r if d >= 0 else -1 for d, r in zip(shape, reps)], x.dtype)
+    set_out(op, "Out", [d * r if d >= 0 and r >= 0 else -1 for d, r in zip(shape, reps)], x.dtype)
 
 
-def _repeats(ctx):
-    if ctx.has_input("repeat_times_tensor"):  # Paddle's runtime repeats: one int tensor each
+def _tile_repeats(ctx):
+    """Paddle's order: the RepeatTimes tensor, else the repeat_times_tensor list, else the attribute."""
+    if ctx.has_input("RepeatTimes"):
+        return [int(r) for r in ctx.input("RepeatTimes").reshape(-1)]
+    if ctx.has_input("repeat_times_tensor"):
         return [int(t.reshape(-1)[0]) for t in ctx.input_list("repeat_times_tensor")]
     return ctx.attr("repeat_times")
 
 
-@register_op("tile", infer_shape=_tile_shape, grad=simple_grad("tile_grad", inputs=("X", "repeat_times_tensor"),
-                                                                  grad_of=("X",)),
-             no_grad_inputs=("repeat_times_tensor",))
+@register_op("tile", infer_shape=_tile_shape, grad=simple_grad("tile_grad"),
+             no_grad_inputs=("RepeatTimes", "repeat_times_tensor"))
 def tile(ctx):
     x = ctx.input("X")
-    _, reps = _tile_padded(x.shape, _repeats(ctx))
+    reps = _tile_repeats(ctx)
+    if any(r < 1 for r in reps):
+        raise ValueError(f"tile: repeat_times {reps} must be positive integers")
+    _, reps = _tile_padded(x.shape, reps)
     ctx.set_output("Out", ctx.xp.tile(x, reps))
 
 
 @register_op("tile_grad")
 def tile_grad(ctx):
     x, dout = ctx.input("X"), ctx.input("Out@GRAD")
-    shape, reps = _tile_padded(x.shape, _repeats(ctx))
+    shape, _ = _tile_padded(x.shape, [1] * len(ctx.attr("repeat_times")))
+    # the counts the forward used (read at run time or not): Out's shape over X's
+    reps = [o // d if d else 1 for o, d in zip(dout.shape, shape)]
     # Out's dimension i is reps[i] copies of x's: split it in two and sum over the copies.
     interleaved = [v for pair in zip(reps, shape) for v in pair]
     dx = dout.reshape(interleaved).sum(axis=tuple(range(0, len(interleaved), 2)))

@@ -16,7 +16,7 @@ from psjob.nn.functional.pooling import avg_pool2d, max_pool1d, max_pool2d
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "linear", "embedding",
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "cross_entropy", "softmax_with_cross_entropy", "mse_loss", "square_error_cost",
-           "embedding_lookup", "normalize", "leaky_relu", "layer_norm", "conv2d", "conv1d",
+           "embedding_lookup", "normalize", "leaky_relu", "prelu", "layer_norm", "conv2d", "conv1d",
            "cosine_similarity", "max_pool1d", "max_pool2d", "avg_pool2d"]
 
 relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
@@ -149,6 +149,29 @@ def leaky_relu(x, negative_slope=0.01, name=None):
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op(type="leaky_relu", inputs={"X": [x]}, outputs={"Out": [out]},
                      attrs={"alpha": float(negative_slope)})
+    return out
+
+
+def prelu(x, weight, data_format="NCHW", name=None):
+    """x where x > 0, else weight * x: one weight for all of x, or one per channel (axis 1 for
+    NC..., the last for N...C), as Paddle's paddle.nn.functional.prelu."""
+    check_variable(x, "x", "prelu")
+    check_variable(weight, "weight", "prelu")
+    if data_format not in ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC"):
+        raise ValueError(f"prelu: unknown data_format {data_format!r}")
+    n = int(weight.shape[0]) if len(weight.shape) == 1 else -1
+    if n < 1:
+        raise ValueError(f"prelu: weight must be 1-D, got shape {list(weight.shape)}")
+    mode = "all" if n == 1 else "channel"
+    if mode == "channel":
+        axis = 1 if data_format.startswith("NC") else len(x.shape) - 1
+        if len(x.shape) < 2 or x.shape[axis] not in (n, -1):
+            raise ValueError(f"prelu: weight has {n} elements but {x.name} has {list(x.shape)} "
+                             f"(channels on axis {axis} for {data_format})")
+    helper = LayerHelper("prelu", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="prelu", inputs={"X": [x], "Alpha": [weight]}, outputs={"Out": [out]},
+                     attrs={"mode": mode, "data_format": data_format})
     return out
 
 
