@@ -62,7 +62,7 @@ PADDLE_COSTS = {
     # to '1' (Paddle's PIR executor). Under the legacy executor Paddle moves their sparse
     # embeddings differently (Adam: by 0.744*lr on the first step, as with the second step's
     # beta pows; the padding row too), so only the costs up to their first update agree
-    # (docs/user/paddle2.md); psjob does as the PIR executor.
+    # (docs/user/paddle2.md); psjob's costs equal the PIR executor's over these batches.
     "escm2": [1.5386081, 0.9869339, 0.9806576, 0.9796456, 0.97835195],
     "esmm": [1.5295603, 0.9819443, 0.9833507, 0.98133314, 0.9788995],
     "mmoe": [1.35881, 1.3362262, 1.3798835, 1.3606433, 1.2522162, 1.258082, 1.308472, 1.3048201],
