@@ -393,7 +393,10 @@ def _check_feed(var, value) -> np.ndarray:
         arr = arr.astype(want)
     shape = var.shape
     if shape:
-        if arr.ndim != len(shape):
+        # Paddle's feed check (core.diff_tensor_shape, 1.8 and 2.x alike) compares only the fed
+        # dimensions with the declared leading ones, so [N] feeds a [-1, 1] label and keeps its
+        # shape [N]; more dimensions than declared, or none, are refused.
+        if not 1 <= arr.ndim <= len(shape):
             raise FeedError(f"feed {var.name!r}: expected {len(shape)}-D data shaped {list(shape)}, "
                             f"got shape {list(arr.shape)}")
         for i, (want_d, got_d) in enumerate(zip(shape, arr.shape)):

@@ -6,7 +6,7 @@ from psjob.nn import functional, initializer
 from psjob.nn.activation import LeakyReLU
 from psjob.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from psjob.nn.common import BatchNorm1D, Dropout, Embedding, Flatten, Linear, ReLU, Sigmoid, Softmax, Tanh
-from psjob.nn.conv import Conv2D
+from psjob.nn.conv import Conv1D, Conv2D
 from psjob.nn.layer import Layer, LayerList, Sequential
 from psjob.nn.loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
 from psjob.nn.norm import LayerNorm

@@ -2,7 +2,8 @@
 (`conv2d_N.w_0`) initialised as Paddle's (Normal(0, sqrt(2 / (kh * kw * in_channels))))
 unless weight_attr says otherwise, bias [out_channels] (`conv2d_N.b_0`, zeros;
 bias_attr=False for none). Arguments and defaults as Paddle's; padding_mode other
-than 'zeros' is refused."""
+than 'zeros' is refused. paddle.nn.Conv1D likewise, with weight
+[out_channels, in_channels/groups, k] (`conv1d_N.w_0`)."""
 from __future__ import annotations
 
 import numbers
@@ -15,14 +16,14 @@ from psjob.nn import functional as F
 from psjob.nn.functional.conv import conv_padding
 from psjob.nn.layer import Layer
 
-__all__ = ["Conv2D"]
+__all__ = ["Conv1D", "Conv2D"]
 
 
-def _pair(value, what):
-    values = [value, value] if isinstance(value, numbers.Integral) else list(value)
-    if len(values) != 2:
-        raise ValueError(f"Conv2D: {what} must be an int or a pair, got {value!r}")
-    return [check_int(v, what, "Conv2D", minimum=1) for v in values]
+def _pair(value, what, n=2, layer="Conv2D"):
+    values = [value] * n if isinstance(value, numbers.Integral) else list(value)
+    if len(values) != n:
+        raise ValueError(f"{layer}: {what} must be an int or {n} of them, got {value!r}")
+    return [check_int(v, what, layer, minimum=1) for v in values]
 
 
 class Conv2D(Layer):
@@ -51,6 +52,40 @@ class Conv2D(Layer):
 
     def forward(self, x):
         return F.conv2d(x, self.weight, self.bias, self._stride, self._padding, self._dilation, self._groups,
+                        self._data_format)
+
+    def extra_repr(self):
+        return (f"{self._in}, {self._out}, kernel_size={self._kernel}, stride={self._stride}, "
+                f"padding={self._padding}, dilation={self._dilation}, groups={self._groups}, "
+                f"data_format={self._data_format}")
+
+
+class Conv1D(Layer):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCL"):
+        super().__init__()
+        self._in = check_int(in_channels, "in_channels", "Conv1D", minimum=1)
+        self._out = check_int(out_channels, "out_channels", "Conv1D", minimum=1)
+        self._groups = check_int(groups, "groups", "Conv1D", minimum=1)
+        if self._in % self._groups or self._out % self._groups:
+            raise ValueError(f"Conv1D: groups {groups} must divide in_channels {in_channels} and "
+                             f"out_channels {out_channels}")
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv1D(padding_mode={padding_mode!r}) is not supported by psjob: only 'zeros' "
+                             "(pad the input yourself for reflect/replicate/circular)")
+        if data_format not in ("NCL", "NLC"):
+            raise ValueError(f"Conv1D: data_format must be 'NCL' or 'NLC', got {data_format!r}")
+        self._kernel = _pair(kernel_size, "kernel_size", 1, "Conv1D")
+        self._stride = _pair(stride, "stride", 1, "Conv1D")
+        self._dilation = _pair(dilation, "dilation", 1, "Conv1D")
+        self._padding, self._data_format = padding, data_format
+        std = (2.0 / (self._kernel[0] * self._in)) ** 0.5
+        self.weight = self.create_parameter([self._out, self._in // self._groups] + self._kernel, weight_attr,
+                                            default_initializer=NormalInitializer(0.0, float(std)))
+        self.bias = self.create_parameter([self._out], bias_attr, is_bias=True)
+
+    def forward(self, x):
+        return F.conv1d(x, self.weight, self.bias, self._stride, self._padding, self._dilation, self._groups,
                         self._data_format)
 
     def extra_repr(self):

@@ -1,0 +1,140 @@
+"""Names PaddleRec's rank models (AutoInt, DIN, BST, DIEN) need from Paddle 2.x in static mode:
+paddle.einsum, nn.Conv1D / functional.conv1d, nn.Embedding over ids whose sequence length is
+only known at run time, Paddle's feed rule for a fed array with fewer dimensions than declared,
+and paddle.framework.ParamAttr. Expected numbers were printed by real Paddle 3.0.0 (CPU) running
+the same program (the build functions below, with `import paddle`), as the comments say."""
+import numpy as np
+import pytest
+
+import psjob as paddle
+import psjob.fluid as fluid
+from psjob.fluid.executor import FeedError
+from psjob.fluid.framework import GraphError
+
+paddle.enable_static()
+
+
+def _run(build, feed, fetch_names=None):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        fetch = build()
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    feeds = feed if isinstance(feed, list) else [feed]
+    return [exe.run(main, feed=f, fetch_list=fetch, scope=scope) for f in feeds], fetch, scope
+
+
+def test_einsum_values_and_gradients_match_paddle():
+    def build():
+        x = paddle.static.data("x", [None, 3, 4], "float32")
+        x.stop_gradient = False
+        w = paddle.create_parameter([4, 5], "float32", default_initializer=paddle.nn.initializer.Assign(
+            np.arange(20, dtype="float32").reshape(4, 5) / 10 - 1))
+        v = paddle.create_parameter([3, 2], "float32", default_initializer=paddle.nn.initializer.Assign(
+            np.arange(6, dtype="float32").reshape(3, 2) / 5 - 0.5))
+        q = paddle.einsum("bnk,kj->bnj", x, w)
+        r = paddle.einsum("bik,bjk->bij", q, q)
+        s = paddle.einsum("bnk,nm", x, v)  # implicit output: the letters used once, sorted (bkm)
+        assert [list(t.shape) for t in (q, r, s)] == [[-1, 3, 5], [-1, 3, 3], [-1, 4, 2]]
+        loss = paddle.mean(r) + paddle.mean(s * s)
+        return [loss] + paddle.static.gradients([loss], [x, w, v])
+
+    xv = (np.arange(24, dtype="float32").reshape(2, 3, 4) % 7) / 3 - 1
+    [(loss, gx, gw, gv)], _, _ = _run(build, {"x": xv})
+    # Paddle 3.0.0, same program and feed:
+    np.testing.assert_allclose(loss, [0.994352], rtol=1e-5)
+    np.testing.assert_allclose(gx.ravel()[:5], [-0.405556, -0.171574, 0.062407, 0.290556, -0.392222], atol=2e-6)
+    np.testing.assert_allclose(gw.ravel()[:5], [-0.395062, -0.375309, -0.355556, -0.335802, -0.316049], atol=2e-6)
+    np.testing.assert_allclose(gv.ravel(), [-0.197222, -0.102778, 0.033333, 0.022222, 0.05, 0.127778], atol=2e-6)
+
+
+@pytest.mark.parametrize("equation, message", [
+    ("bn...k,kj->bnj", "ellipsis"),
+    ("bnk,kj,j->bnj", "3 operand terms but 2 operands"),
+    ("bn,kj->bnj", "must be 3 letters"),
+    ("bnn,kj->bnj", "repeats a letter"),
+    ("bnk,kj->bz", "must be distinct letters that the operand terms use"),
+])
+def test_einsum_refuses_what_it_cannot_do_by_name(equation, message):
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = paddle.static.data("x", [None, 3, 4], "float32")
+        w = paddle.static.data("w", [4, 5], "float32")
+        with pytest.raises(GraphError, match=message):
+            paddle.einsum(equation, x, w)
+
+
+def test_einsum_refuses_a_letter_of_two_sizes():
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = paddle.static.data("x", [None, 3, 4], "float32")
+        w = paddle.static.data("w", [5, 5], "float32")
+        with pytest.raises(GraphError, match="letter 'k' is 4 in one operand and 5"):
+            paddle.einsum("bnk,kj->bnj", x, w)
+
+
+def test_conv1d_matches_paddle_in_both_layouts():
+    def build():
+        x = paddle.static.data("x", [None, 3, 7], "float32")
+        c = paddle.nn.Conv1D(3, 4, 3, stride=2, padding=1, weight_attr=paddle.ParamAttr(
+            initializer=paddle.nn.initializer.Assign(np.arange(36, dtype="float32").reshape(4, 3, 3) / 50 - 0.3)),
+            bias_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.1)))
+        y = c(x)
+        c2 = paddle.nn.Conv1D(3, 2, 2, padding=[1, 0], data_format="NLC")
+        z = c2(paddle.transpose(x, [0, 2, 1]))
+        assert (c.weight.name, c2.weight.name, list(c2.weight.shape)) == ("conv1d_0.w_0", "conv1d_1.w_0", [2, 3, 2])
+        assert (list(y.shape), list(z.shape)) == ([-1, 4, 4], [-1, 7, 2])
+        return [y, z]
+
+    xv = (np.arange(42, dtype="float32").reshape(2, 3, 7) % 5) / 4
+    [(y, z)], _, _ = _run(build, {"x": xv})
+    assert y.shape == (2, 4, 4) and z.shape == (2, 7, 2)
+    # Paddle 3.0.0, same program and feed:
+    np.testing.assert_allclose(y.ravel()[:12], [-0.385, -0.82, -0.91, -0.435, 0.065, -0.1, -0.055, 0.015, 0.515,
+                                                0.62, 0.8, 0.465], atol=1e-6)
+
+
+def test_embedding_of_ids_with_a_runtime_length_trains_as_paddles():
+    def build():
+        ids = paddle.static.data("ids", [None, -1], "int64")
+        emb = paddle.nn.Embedding(10, 3, sparse=True, weight_attr=paddle.ParamAttr(
+            initializer=paddle.nn.initializer.Assign(np.arange(30, dtype="float32").reshape(10, 3))))
+        y = emb(ids)
+        assert list(y.shape) == [-1, -1, 3]
+        loss = paddle.mean(paddle.sum(y * y, axis=1))
+        paddle.optimizer.SGD(0.1).minimize(loss)
+        return [y, loss]
+
+    feeds = [{"ids": (np.arange(3 * n).reshape(3, n) * 7 % 10).astype("int64")} for n in (2, 4)]
+    (first, second), _, scope = _run(build, feeds)
+    assert first[0].shape == (3, 2, 3) and second[0].shape == (3, 4, 3)
+    # Paddle 3.0.0, same program and feeds:
+    np.testing.assert_allclose([first[1].item(), second[1].item()], [518.3333129882812, 1082.7606201171875],
+                               rtol=1e-6)
+    np.testing.assert_allclose(second[0][1, 0], [23.466667, 24.444445, 25.422222], rtol=1e-6)
+    w = np.asarray(scope.find_var("embedding_0.w_0").get_tensor())
+    np.testing.assert_allclose(w[:3].ravel(), [0.0, 0.934321, 1.868642, 2.868148, 3.824198, 4.780247, 5.866667,
+                                               6.844444, 7.822222], rtol=1e-6)
+
+
+@pytest.mark.parametrize("declared, fed", [([-1, 1], (4,)), ([-1, 3], (4,)), ([-1, -1, 1], (4, 3)), ([3, 1], (3,))])
+def test_a_feed_with_fewer_dimensions_is_taken_and_keeps_its_shape_as_in_paddle(declared, fed):
+    # Paddle 1.8.5 and 3.0.0 (static_trainer's old IR) accept these and run on the fed shape.
+    def build():
+        return [paddle.static.data("v", declared, "float32") * 2]
+
+    [(out,)], _, _ = _run(build, {"v": np.ones(fed, "float32")})
+    assert out.shape == fed
+
+
+@pytest.mark.parametrize("declared, fed, message", [
+    ([-1], (4, 1), r"expected 1-D data shaped \[-1\], got shape \[4, 1\]"),
+    ([-1, 1, 2], (4, 2), r"dimension 1 must be 1"),
+    ([3, 1], (4,), r"dimension 0 must be 3"),
+])
+def test_a_feed_paddle_refuses_is_refused(declared, fed, message):
+    with pytest.raises(FeedError, match=message):
+        _run(lambda: [paddle.static.data("v", declared, "float32") * 2], {"v": np.ones(fed, "float32")})
+
+
+def test_paddle_framework_param_attr_is_paddles():
+    assert paddle.framework.ParamAttr is paddle.ParamAttr
+    assert paddle.framework.get_default_dtype() == "float32"
