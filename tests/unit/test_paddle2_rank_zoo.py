@@ -1,8 +1,13 @@
 """Names PaddleRec's rank models (AutoInt, DIN, BST, DIEN) need from Paddle 2.x in static mode:
 paddle.einsum, nn.Conv1D / functional.conv1d, nn.Embedding over ids whose sequence length is
 only known at run time, Paddle's feed rule for a fed array with fewer dimensions than declared,
-and paddle.framework.ParamAttr. Expected numbers were printed by real Paddle 3.0.0 (CPU) running
+and paddle.framework.ParamAttr, and reading a paddle.static.save made by Paddle itself (PaddleRec's
+runner.model_init_path). Expected numbers were printed by real Paddle 3.0.0 (CPU) running
 the same program (the build functions below, with `import paddle`), as the comments say."""
+import os
+import pickle
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,6 +15,7 @@ import psjob as paddle
 import psjob.fluid as fluid
 from psjob.fluid.executor import FeedError
 from psjob.fluid.framework import GraphError
+from psjob.foundation.checkpoint.format import CheckpointError
 
 paddle.enable_static()
 
@@ -138,3 +144,46 @@ def test_a_feed_paddle_refuses_is_refused(declared, fed, message):
 def test_paddle_framework_param_attr_is_paddles():
     assert paddle.framework.ParamAttr is paddle.ParamAttr
     assert paddle.framework.get_default_dtype() == "float32"
+
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "zoo-rank-a"
+
+
+def _fc_adam():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = paddle.static.data("x", [None, 3], "float32")
+        y = paddle.nn.Linear(3, 2)(x)
+        loss = paddle.mean(y * y)
+        paddle.optimizer.Adam(0.01).minimize(loss)
+    return main, startup, loss
+
+
+def test_a_save_made_by_paddle_itself_loads_and_training_goes_on_as_in_paddle():
+    # tests/data/zoo-rank-a/make_paddle_save.py wrote the files with Paddle 3.0.0 and printed
+    # these numbers (learning_rate_0 is saved 0-D there; the program holds it as [1]).
+    main, startup, loss = _fc_adam()
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(fluid.Scope()):
+        exe.run(startup)
+        state = paddle.static.load_program_state(str(DATA / "paddle_fc_adam"))
+        assert state["learning_rate_0"].shape == () and len(state) == 11
+        paddle.static.set_program_state(main, state)
+        scope = fluid.global_scope()
+        np.testing.assert_allclose(np.asarray(scope.find_var("linear_0.w_0_moment1_0").get_tensor()).ravel(),
+                                   [0.007733, 0.032557, 0.013098, 0.047001, 0.018462, 0.061446], atol=1e-6)
+        out, = exe.run(main, feed={"x": np.arange(6, dtype="float32").reshape(2, 3) / 5}, fetch_list=[loss])
+        np.testing.assert_allclose(out.ravel(), [0.3354843854904175], rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(scope.find_var("linear_0.w_0").get_tensor()).ravel(),
+                                   [-1.082756, 0.325914, 0.642881, -0.087797, 0.345257, 0.911941], atol=1e-6)
+
+
+def test_a_pickle_that_is_not_arrays_is_refused(tmp_path):
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("true",))
+
+    with open(tmp_path / "m.pdparams", "wb") as f:
+        pickle.dump({"w": Evil()}, f, protocol=4)
+    with pytest.raises(CheckpointError, match="posix.system is not part of a saved array|system is not part"):
+        paddle.static.load_program_state(str(tmp_path / "m"))

@@ -10,14 +10,19 @@ Files are named as Paddle 2.x names them, from a path prefix:
     <prefix>.pdiparams   (save_inference_model) the inference program's persistables, one .npz
 
 The content is psjob's, not Paddle's protobuf/pickle: a psjob save loads in psjob.
+load_program_state / load also read the arrays of a save made by Paddle itself (its
+.pdparams and .pdopt are pickled {name: ndarray} dicts): a reader that builds numpy
+arrays and nothing else takes them, so a Paddle checkpoint can start a psjob run.
 Every file is written under a temporary name and renamed into place; a load checks every
 array against the sha256, shape and dtype recorded in the .pdmodel and against the program
 before anything is written into the scope, so a bad file raises and the scope keeps its values.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
+import pickle
 
 import numpy as np
 
@@ -92,9 +97,12 @@ def _read_npz(path, records):
 def _into_scope(program, arrays, scope, xp=np):
     """Check every array against the program, then write them all."""
     block = program.global_block()
-    for name, arr in arrays.items():
+    for name, arr in list(arrays.items()):
         var = block._find_var_recursive(name)
         if var is not None:
+            if arr.ndim == 0 and tuple(var.shape) == (1,):
+                # Paddle >= 2.5 saves a scalar (learning_rate_0) 0-D where the program holds [1].
+                arrays[name] = arr = arr.reshape(1)
             fluid_io._check_fits(name, arr, var)
     for name, arr in arrays.items():
         scope.vars[name] = arr if xp is np else xp.asarray(arr)
@@ -116,8 +124,53 @@ def save(program, model_path, protocol=4, **configs):
     _write_model(path + ".pdmodel", {"format": FORMAT, "program": program_to_dict(program), "arrays": records})
 
 
+class _ArrayUnpickler(pickle.Unpickler):
+    """Paddle's pickled {name: ndarray}: numpy's array reconstruction and nothing else."""
+
+    _ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+                ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
+                ("numpy._core.multiarray", "scalar")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of a saved array")
+        return super().find_class(module, name)
+
+
+def _read_paddle_pickle(path):
+    """{name: ndarray} of one of Paddle's own .pdparams / .pdopt files."""
+    try:
+        with open(path, "rb") as f:
+            loaded = _ArrayUnpickler(io.BufferedReader(f)).load()
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"cannot read {path} as Paddle's saved arrays: {exc}") from exc
+    if not isinstance(loaded, dict) or "UnpackBigParamInfor@@" in loaded:
+        raise CheckpointError(f"{path}: not a dict of arrays (or a parameter split in parts, which psjob "
+                              "does not read)")
+    bad = [n for n, a in loaded.items() if not isinstance(a, np.ndarray)]
+    if bad:
+        raise CheckpointError(f"{path}: {bad[0]!r} is not an array")
+    return loaded
+
+
+def _is_paddle_save(model_path):
+    try:
+        with open(model_path + ".pdparams", "rb") as f:
+            return f.read(1) == b"\x80"  # a pickle's PROTO opcode; psjob's .npz starts with PK
+    except OSError:
+        return False
+
+
 def load_program_state(model_path, var_list=None):
     """{name: ndarray} of a paddle.static.save (parameters and, when saved, optimizer state)."""
+    if _is_paddle_save(model_path):
+        state = _read_paddle_pickle(model_path + ".pdparams")
+        if os.path.exists(model_path + ".pdopt"):
+            state.update(_read_paddle_pickle(model_path + ".pdopt"))
+        if var_list is not None:
+            wanted = {v.name if isinstance(v, Variable) else v for v in var_list}
+            state = {n: a for n, a in state.items() if n in wanted}
+        return state
     doc = _read_model(model_path + ".pdmodel")
     state = {}
     for kind, ext in (("params", ".pdparams"), ("opt", ".pdopt")):
