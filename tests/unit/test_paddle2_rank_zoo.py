@@ -187,3 +187,26 @@ def test_a_pickle_that_is_not_arrays_is_refused(tmp_path):
         pickle.dump({"w": Evil()}, f, protocol=4)
     with pytest.raises(CheckpointError, match="posix.system is not part of a saved array|system is not part"):
         paddle.static.load_program_state(str(tmp_path / "m"))
+
+
+@pytest.mark.parametrize("lazy, want", [
+    (True, [0.0, 0.093612, 0.184758, 0.284755, 0.384753, 0.484753, 0.593612, 0.693612, 0.784751, 0.884751, 1.0, 1.1]),
+    (False, [0.0, 0.088379, 0.179396, 0.279384, 0.379379, 0.479376, 0.588379, 0.688379, 0.779372, 0.879371, 1.0, 1.1]),
+])
+def test_adam_on_a_sparse_embedding_steps_as_paddles_kernel(lazy, want):
+    # PaddleRec's AutoInt: nn.Embedding(sparse=True) with Adam(lazy_mode=True). Paddle 3.0.0 (and
+    # 1.8.5's fluid.optimizer.Adam) printed these weights after the three steps below.
+    def build():
+        ids = paddle.static.data("ids", [None, 3], "int64")
+        emb = paddle.nn.Embedding(6, 2, sparse=True, weight_attr=paddle.ParamAttr(
+            initializer=paddle.nn.initializer.Assign(np.arange(12, dtype="float32").reshape(6, 2) / 10)))
+        y = emb(ids)
+        loss = paddle.mean(paddle.sum(y * y, axis=1))
+        paddle.optimizer.Adam(0.01, lazy_mode=lazy).minimize(loss)
+        return [loss]
+
+    a, b = np.array([[1, 1, 2], [2, 4, 1]], "int64"), np.array([[0, 3, 3], [3, 3, 0]], "int64")
+    _, _, scope = _run(build, [{"ids": a}, {"ids": b}, {"ids": a}])
+    np.testing.assert_allclose(np.asarray(scope.find_var("embedding_0.w_0").get_tensor()).ravel(), want, atol=2e-6)
+    np.testing.assert_allclose(np.asarray(scope.find_var("embedding_0.w_0_beta1_pow_acc_0").get_tensor()), [0.6561],
+                               rtol=1e-6)

@@ -15,7 +15,9 @@ the CUDA versions). A kernel only decides dense versus sparse:
   each step is what the parameter-server design avoids. The one exception is
   adam, which keeps Paddle's `lazy_mode` switch: with lazy_mode=False (the
   default, as in Paddle) a sparse gradient is densified and every row's
-  moments decay.
+  moments decay. A sparse adam step with one beta-power value uses the powers
+  advanced once, as Paddle's own sparse kernel does (_sparse_adam_pows); per-row
+  powers (a distributed table's) keep the textbook rule.
 
 Updates are in place: ParamOut names the same variable as Param (and each
 state output its state input), as the optimizer layer builds them. If an
@@ -138,6 +140,15 @@ def _updatable(ctx, in_slot, out_slot):
     return value
 
 
+def _sparse_adam_pows(states, hyper):
+    """Paddle's adam kernel for a SelectedRows gradient (Fluid 1.8 and 2.x alike, lazy or not)
+    writes Beta1PowOut/Beta2PowOut, the same variables as Beta1Pow/Beta2Pow, before its row
+    update reads them: step t's update takes beta**(t+1). The states to update with (the pows
+    advanced once, as copies the update may advance again) and the pows to keep."""
+    advanced = [states[2] * states[2].dtype.type(hyper["beta1"]), states[3] * states[3].dtype.type(hyper["beta2"])]
+    return list(states[:2]) + [a.copy() for a in advanced], advanced
+
+
 def _make_kernel(op_type):
     state_slots = _STATE_SLOTS[op_type]
     hyper_spec = _HYPER[op_type]
@@ -162,10 +173,17 @@ def _make_kernel(op_type):
         grad = ctx.input("Grad")
         lr = ctx.input("LearningRate")
         if isinstance(grad, SelectedRows):
+            update_states, after = states, None
+            if op_type == "adam" and states[2].size == 1 and states[3].size == 1:
+                update_states, after = _sparse_adam_pows(states, hyper)
             if op_type == "adam" and not ctx.attr("lazy_mode", False):
-                dense_fn(xp, param, grad.to_dense(xp), *states, lr=lr, **hyper)
+                dense_fn(xp, param, grad.to_dense(xp), *update_states, lr=lr, **hyper)
             else:
-                rows_fn(xp, param, grad.rows, grad.values, *states, lr=lr, assume_unique=grad.unique, **hyper)
+                rows_fn(xp, param, grad.rows, grad.values, *update_states, lr=lr, assume_unique=grad.unique,
+                        **hyper)
+            if after is not None:
+                for pow_, value in zip(states[2:], after):
+                    pow_[...] = value
         else:
             dense_fn(xp, param, grad, *states, lr=lr, **hyper)
 
