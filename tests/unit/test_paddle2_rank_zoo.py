@@ -210,3 +210,26 @@ def test_adam_on_a_sparse_embedding_steps_as_paddles_kernel(lazy, want):
     np.testing.assert_allclose(np.asarray(scope.find_var("embedding_0.w_0").get_tensor()).ravel(), want, atol=2e-6)
     np.testing.assert_allclose(np.asarray(scope.find_var("embedding_0.w_0_beta1_pow_acc_0").get_tensor()), [0.6561],
                                rtol=1e-6)
+
+
+def test_paddle_seed_after_the_model_is_built_still_makes_its_start_reproducible(monkeypatch):
+    # PaddleRec's static_trainer builds the model, then calls paddle.seed, then runs the startup
+    # program; in Paddle the parameters come out the same every run.
+    from psjob.fluid import framework
+    monkeypatch.setattr(framework, "_global_seed", framework._global_seed)
+
+    def init_values(seed):
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            main.random_seed = startup.random_seed = 0
+            w = paddle.create_parameter([3, 3], "float32")
+            e = paddle.nn.Embedding(4, 2)
+        paddle.seed(seed)
+        exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+        exe.run(startup, scope=scope)
+        return np.array(scope.vars[w.name]), np.array(scope.vars[e.weight.name])
+
+    (a, ea), (b, eb), (c, _) = init_values(3), init_values(3), init_values(4)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(ea, eb)
+    assert not np.array_equal(a, c) and not np.array_equal(a.ravel()[:2], ea.ravel()[:2])
