@@ -2,8 +2,7 @@
 
 The equation is Paddle's: one term of letters per operand, comma-separated, then
 optionally `->` and the output's letters; without `->` the output holds the letters
-that occur once, in alphabetical order (https://www.paddlepaddle.org.cn/documentation/
-docs/en/api/paddle/einsum_en.html). A letter shared by terms must have the same size
+that occur once, in alphabetical order (Paddle's API docs: paddle.einsum). A letter shared by terms must have the same size
 in each. Ellipsis ("...") and a letter repeated within one term (a diagonal) are
 refused. The gradient of an operand is the einsum of Out@GRAD with the other
 operands into that operand's term, broadcast along letters found nowhere else
