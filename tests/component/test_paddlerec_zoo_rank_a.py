@@ -41,7 +41,7 @@ class Model:
 MODELS = {
     # its config says use_gpu: True
     "autoint": Model("data/sample_data/train/sample_train.txt", 8, "output_model_autoint", ("runner.use_gpu=False",)),
-    "bst": Model("data/train_data/paddle_train.txt", 10, "output_model_bst"),
+    "bst": Model("data/train_data/paddle_train.txt", 5, "output_model_bst"),  # one batch: ~5 s a step
     "dcn": Model("data/sample_data/sample_train.txt", 32, "output_model_deepCross"),
     "deepfefm": Model("data/sample_data/train/sample_train.txt", 32, "output_model_deepfefm"),
     "deepfm": Model("data/sample_data/train/sample_train.txt", 8, "output_model_deepfm"),

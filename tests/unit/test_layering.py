@@ -51,7 +51,8 @@ LAYERS = [
     ("checkpoint", (f"{F}.checkpoint",)),
     ("fluid", ("psjob.fluid", "psjob.base")),  # psjob.base: Paddle >= 2.5's name for fluid
     ("paddle2", ("psjob.static", "psjob.nn", "psjob.optimizer", "psjob.tensor", "psjob.regularizer",
-                 "psjob.device", "psjob.param_attr", "psjob._paddle2", "psjob.io", "psjob.utils")),
+                 "psjob.device", "psjob.param_attr", "psjob._paddle2", "psjob.io", "psjob.utils",
+                 "psjob.framework")),
     # The seam sits below rpc: the gRPC client and server implement its Protocols.
     ("seam", (C, f"{C}.protocol", f"{C}.checkpoint_protocol")),
     ("rpc", (f"{C}.rpc",)),
