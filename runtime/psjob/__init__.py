@@ -40,9 +40,10 @@ def __getattr__(name):
         # Paddle 2.x: paddle.distributed (fleet, datasets) and paddle.io (DataLoader).
         import psjob.distributed
         import psjob.io
-    elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device", "utils", "metric"):
+    elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device", "utils", "metric", "framework"):
         # Paddle 2.x's subpackages (docs/user/paddle2.md), which build on one another.
         import psjob.device
+        import psjob.framework
         import psjob.metric
         import psjob.nn
         import psjob.optimizer

@@ -22,7 +22,7 @@ from psjob.fluid.layers._checks import check_int_list, check_variable
 __all__ = [
     "reshape", "concat", "cast", "mean", "sum", "max", "min", "prod", "square", "sqrt", "abs", "exp", "log", "log1p",
     "pow",
-    "matmul", "multiply", "add", "subtract", "divide", "maximum", "minimum", "floor_divide",
+    "matmul", "einsum", "multiply", "add", "subtract", "divide", "maximum", "minimum", "floor_divide",
     "remainder", "mod", "floor_mod", "scale", "sigmoid", "tanh",
     "clip", "squeeze", "unsqueeze", "split", "stack", "slice", "flatten", "transpose",
     "ones", "zeros", "full", "full_like", "ones_like", "zeros_like", "argmax", "topk", "where",
@@ -223,6 +223,18 @@ def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
 
 def matmul(x, y, transpose_x=False, transpose_y=False, name=None):
     return _layers.matmul(x, y, transpose_x, transpose_y, 1.0, name)
+
+
+def einsum(equation, *operands):
+    """Einstein summation of operands by Paddle's equation (one `einsum` op; see
+    fluid/ops/einsum_ops.py for the equations psjob accepts)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not operands:
+        raise ValueError("paddle.einsum: no operands given")
+    for i, x in enumerate(operands):
+        check_variable(x, f"operands[{i}]", "einsum")
+    return _op("einsum", {"Operands": list(operands)}, {"equation": equation})
 
 
 def _binary(fluid_fn):

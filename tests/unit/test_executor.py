@@ -42,7 +42,7 @@ def test_tensors_set_through_the_scope_are_used_by_the_next_run():
 
 @pytest.mark.parametrize("value, message", [
     (np.ones((3, 5), np.float32), r"dimension 1 must be 4"),
-    (np.ones((3,), np.float32), r"expected 2-D data shaped \[-1, 4\]"),
+    (np.ones((3, 4, 1), np.float32), r"expected 2-D data shaped \[-1, 4\]"),
     (np.array([["a"] * 4]), r"expected float32"),
 ])
 def test_feeding_a_wrong_shape_or_dtype_names_the_input(value, message):

@@ -57,7 +57,11 @@ def test_a_fed_value_must_match_fluid_datas_rank_and_fixed_dimensions(programs):
     with pytest.raises(FeedError, match=r"dimension 1 must be 3"):
         exe.run(main, feed={"x": np.ones((5, 4), "float32")}, fetch_list=[out], scope=scope)
     with pytest.raises(FeedError, match=r"expected 2-D"):
-        exe.run(main, feed={"x": np.ones((5,), "float32")}, fetch_list=[out], scope=scope)
+        exe.run(main, feed={"x": np.ones((5, 3, 1), "float32")}, fetch_list=[out], scope=scope)
+    # Fewer dimensions than declared pass when they match the leading ones, as in Paddle 1.8.5
+    # (its feed check compares only the fed dimensions); the array keeps its own shape.
+    got, = exe.run(main, feed={"x": np.ones((3,), "float32")}, fetch_list=[out], scope=scope)
+    assert got.item() == 3.0
 
 
 # -- fluid.embedding ------------------------------------------------------------------------

@@ -290,6 +290,19 @@ def _cases():
                   {"Y": 1, "Mean": 1, "Variance": 1}, {"begin_norm_axis": 1, "epsilon": 1e-5}, rtol=1e-4, atol=1e-6))
     c.append(Case("layer_norm-last-axis-no-affine", "layer_norm", {"X": [In("x", ln_x)]},
                   {"Y": 1, "Mean": 1, "Variance": 1}, {"begin_norm_axis": 2, "epsilon": 1e-5}, rtol=1e-4, atol=1e-6))
+    # paddle.einsum (PaddleRec's AutoInt): a contraction, a batched product, an implicit output,
+    # a letter only one operand has (its gradient broadcast back) and three operands.
+    c.append(Case("einsum-contract", "einsum", {"Operands": [In("x", f64(2, 3, 4)), In("w", f64(4, 5))]},
+                  {"Out": 1}, {"equation": "bnk,kj->bnj"}))
+    c.append(Case("einsum-batched", "einsum", {"Operands": [In("q", f64(2, 2, 3, 4)), In("k", f64(2, 2, 5, 4))]},
+                  {"Out": 1}, {"equation": "bnik,bnjk->bnij"}))
+    c.append(Case("einsum-implicit-summed-letter", "einsum",
+                  {"Operands": [In("x", f64(2, 3, 4)), In("v", f64(3, 2))]}, {"Out": 1}, {"equation": "bnk,nm"}))
+    c.append(Case("einsum-letter-only-in-one-operand", "einsum",
+                  {"Operands": [In("a", f64(3, 4)), In("b", f64(4))]}, {"Out": 1}, {"equation": "ij,j->j"}))
+    c.append(Case("einsum-three-operands", "einsum",
+                  {"Operands": [In("a", f64(2, 3)), In("b", f64(3, 4)), In("c", f64(4))]}, {"Out": 1},
+                  {"equation": "ij,jk,k->i"}))
     return c
 
 

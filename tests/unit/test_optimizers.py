@@ -273,7 +273,7 @@ def test_sparse_gradients_update_only_their_rows_with_duplicate_ids_summed(case)
 
 
 def test_adam_without_lazy_mode_densifies_a_sparse_gradient_as_fluid_does():
-    _, ref, hyper, accs = CASES["adam"]
+    _, _, hyper, accs = CASES["adam"]
     main, exe, scope, _ = _sparse_program(
         lambda: fluid.optimizer.Adam(0.05, beta1=0.8, beta2=0.9, epsilon=1e-4))
     param = _read(scope, "emb")

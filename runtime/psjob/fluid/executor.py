@@ -393,12 +393,11 @@ def _check_feed(var, value) -> np.ndarray:
             raise FeedError(f"feed {var.name!r}: expected {want.name}, got {arr.dtype}")
         arr = arr.astype(want)
     shape = var.shape
-    if shape and arr.ndim < len(shape) and all(d == 1 for d in shape[arr.ndim:]):
-        # Paddle 3.0's executor takes a feed lacking the declared trailing 1s (PaddleRec's
-        # readers yield a [N] label for a [-1, 1] input): it gets the declared shape here.
-        arr = arr.reshape(arr.shape + (1,) * (len(shape) - arr.ndim))
     if shape:
-        if arr.ndim != len(shape):
+        # Paddle's feed check (core.diff_tensor_shape, 1.8 and 2.x alike) compares only the fed
+        # dimensions with the declared leading ones, so [N] feeds a [-1, 1] label and keeps its
+        # shape [N]; more dimensions than declared, or none, are refused.
+        if not 1 <= arr.ndim <= len(shape):
             raise FeedError(f"feed {var.name!r}: expected {len(shape)}-D data shaped {list(shape)}, "
                             f"got shape {list(arr.shape)}")
         for i, (want_d, got_d) in enumerate(zip(shape, arr.shape)):

@@ -506,9 +506,12 @@ def _read_npz(path, records):
 def _into_scope(program, arrays, scope, xp=np):
     """Check every array against the program, then write them all."""
     block = program.global_block()
-    for name, arr in arrays.items():
+    for name, arr in list(arrays.items()):
         var = block._find_var_recursive(name)
         if var is not None:
+            if arr.ndim == 0 and tuple(var.shape) == (1,):
+                # Paddle >= 2.5 saves one-value state (learning_rate_0) 0-D where the program holds [1].
+                arrays[name] = arr = arr.reshape(1)
             _check_fits(name, arr, var)
     for name, arr in arrays.items():
         scope.vars[name] = arr if xp is np else xp.asarray(arr)
@@ -550,16 +553,8 @@ def load_program_state(model_path, var_list=None):
 
 def set_program_state(program, state_dict):
     """Write the arrays of `state_dict` that `program` declares into the global scope."""
-    declared = {v.name: v for v in program.list_vars() if is_persistable(v)}
-    arrays = {n: _as_declared(np.asarray(a), declared[n]) for n, a in state_dict.items() if n in declared}
-    _into_scope(program, arrays, global_scope())
-
-
-def _as_declared(arr, var):
-    """Paddle >= 2.5 keeps one-value state (the learning rate) 0-D; psjob declares it [1]."""
-    if arr.ndim == 0 and list(var.shape) == [1]:
-        return arr.reshape(1)
-    return arr
+    names = {v.name for v in program.list_vars() if is_persistable(v)}
+    _into_scope(program, {n: np.asarray(a) for n, a in state_dict.items() if n in names}, global_scope())
 
 
 def load(program, model_path, executor=None, var_list=None):

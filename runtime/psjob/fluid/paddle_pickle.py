@@ -52,17 +52,17 @@ def _read(path):
         parts = [state.pop(s) for s in info["slices"]]
         state[name] = np.concatenate(parts).reshape(info["OriginShape"])
     # Dygraph saves add a name map under "StructuredToParameterName@@": not an array.
-    return {n: one_value_as_1(a) for n, a in state.items()
+    return {n: _array(a) for n, a in state.items()
             if isinstance(n, str) and not n.startswith("StructuredToParameterName")}
 
 
-def one_value_as_1(value):
-    """Paddle 3 saves the learning rate as a Python float and other one-value state 0-D, where
-    psjob's program (as Fluid's) declares [1]."""
+def _array(value):
+    """Paddle 3 saves the learning rate as a Python float and other one-value state 0-D, as its
+    own load_program_state returns them; loading into a program fits them to psjob's [1]
+    (fluid/io.py's _into_scope)."""
     if isinstance(value, float):
-        return np.array([value], dtype=np.float32)
-    arr = np.asarray(value)
-    return arr.reshape(1) if arr.ndim == 0 else arr
+        return np.array(value, dtype=np.float32)
+    return np.asarray(value)
 
 
 def load_state(model_path, wanted=None) -> dict:

@@ -25,7 +25,8 @@ NOTES = {
     "paddle.static.save": (DIFFERS, "writes psjob's format (.npz arrays and JSON with a sha256 per "
                                     "array), not Paddle's pickle and protobuf: the files load in psjob only"),
     "paddle.static.load": (DIFFERS, "reads psjob's format (paddle.static.save), checking every array "
-                                    "against its record before writing any"),
+                                    "against its record before writing any; also the arrays of Paddle's "
+                                    "own paddle.static.save (its pickled .pdparams/.pdopt)"),
     "paddle.static.save_inference_model": (DIFFERS, "psjob's format (program as JSON, arrays as .npz): "
                                                     "loads in psjob, not in Paddle Inference"),
     "paddle.static.load_inference_model": (DIFFERS, "loads psjob's inference format (and a directory "

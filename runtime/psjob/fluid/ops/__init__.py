@@ -12,6 +12,7 @@ def load_all():
         collective_ops,
         conv_ops,
         dist_ops,
+        einsum_ops,
         embedding_pool_ops,
         gather_ops,
         heter_ops,

@@ -15,7 +15,9 @@ the CUDA versions). A kernel only decides dense versus sparse:
   each step is what the parameter-server design avoids. The one exception is
   adam, which keeps Paddle's `lazy_mode` switch: with lazy_mode=False (the
   default, as in Paddle) a sparse gradient is densified and every row's
-  moments decay.
+  moments decay. A sparse adam step with one beta-power value uses the powers
+  advanced once, as Paddle's own sparse kernel does (_sparse_adam_pows); per-row
+  powers (a distributed table's) keep the textbook rule.
 
 Updates are in place: ParamOut names the same variable as Param (and each
 state output its state input), as the optimizer layer builds them. If an

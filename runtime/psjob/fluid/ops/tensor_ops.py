@@ -3,12 +3,16 @@
 Random initializer ops draw from a numpy Generator seeded by the op's `seed`
 attribute, on the host, then move the result to the place: the same seed gives
 the same values on CPU and GPU, in every process — the transpiler relies on
-that so pservers and trainers agree on initial parameters.
+that so pservers and trainers agree on initial parameters. An unseeded op run
+after paddle.seed draws from a seed derived from that value (_host_rng).
 """
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
+from psjob.fluid import framework
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.framework import GraphError
 from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out
@@ -20,6 +24,13 @@ def _shape_from_attr(op):
 
 def _host_rng(ctx):
     seed = int(ctx.attr("seed", 0) or 0)
+    if not seed and framework._global_seed:
+        # An op built before paddle.seed ran (PaddleRec's static_trainer builds its model, then
+        # seeds, then runs the startup program): Paddle draws it from the generator that
+        # paddle.seed reset, so the run is reproducible; here, a seed derived from paddle.seed's
+        # value and the output's name, as the initializers derive one from a program's seed.
+        name = ctx.output_name("Out")
+        seed = (framework._global_seed * 1_000_003 + zlib.crc32(name.encode())) % (2**31 - 1) or 1
     return np.random.default_rng(seed if seed else None)
 
 

@@ -83,7 +83,13 @@ def embedding_lookup(ids, weight, padding_idx=None, sparse=False, is_distributed
         pad = pad + vocab if pad < 0 else pad
     ids_shape = list(ids.shape)
     ends_in_one = len(ids_shape) >= 2 and ids_shape[-1] == 1
-    flat = ids if ends_in_one else _layers.reshape(ids, [-1, 1])
+    # A length only known at run time ([None, -1] ids, as in PaddleRec's DIN and BST): no static
+    # reshape restores ids.shape + [dim], so the lookup takes ids [..., 1] and gives that shape.
+    unknown = len(ids_shape) >= 2 and not ends_in_one and any(d < 0 for d in ids_shape[1:])
+    if unknown:
+        flat = _layers.unsqueeze(ids, [len(ids_shape)])
+    else:
+        flat = ids if ends_in_one else _layers.reshape(ids, [-1, 1])
     helper = LayerHelper("embedding")
     rows = helper.create_variable_for_type_inference(weight.dtype)
     helper.append_op(type="lookup_table", inputs={"Ids": [flat], "W": [weight]}, outputs={"Out": [rows]},
@@ -91,10 +97,8 @@ def embedding_lookup(ids, weight, padding_idx=None, sparse=False, is_distributed
                             "remote_prefetch": bool(sparse and not is_distributed), "padding_idx": pad})
     if ends_in_one:
         return _layers.unsqueeze(rows, [len(ids_shape) - 1])
-    if len(ids_shape) == 1:
+    if len(ids_shape) == 1 or unknown:
         return rows
-    if any(d < 0 for d in ids_shape[1:]):
-        raise ValueError(f"embedding: ids {ids.name}{ids_shape} need known dimensions after the first")
     return _layers.reshape(rows, [-1] + ids_shape[1:] + [dim])
 
 
