@@ -53,7 +53,7 @@ MODELS = {
 
 # What psjob prints for the models it cannot run yet (the last line of the trainer's error).
 BLOCKED = {
-    "dien": "AttributeError: module 'psjob.nn' has no attribute 'GRU'",
+    "dien": "AttributeError: module 'psjob.nn' has no attribute 'RNN'",
 }
 
 INIT_SEED = 2024

@@ -45,9 +45,9 @@ MODELS = {
     "match/multiview-simnet": ("output_model_simnet", "tools", ([[0.515625, 0.100904316]], [0.515625, 0.100904316]),
                                ["runner.epochs=1"]),
 }
-# PaddleRec's static TiSAS declares item_indices [-1, 50, 50] but its reader yields one [101]
-# row of candidates per user (and pos/neg sequences in its config's train mode).
-INFER_XFAIL = {"recall/tisas": "FeedError: feed 'item_indices': expected 3-D data shaped [-1, 50, 50]"}
+# Inference runs expected to fail, with the reason (none now: TiSAS's reader yields [N, 101]
+# for its [-1, 50, 50] item_indices, which Paddle's feed rule takes, as psjob's now does).
+INFER_XFAIL: dict[str, str] = {}
 NEEDS = {"recall/tisas": ("scipy", "tqdm")}
 
 
