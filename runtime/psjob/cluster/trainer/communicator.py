@@ -36,7 +36,8 @@ send/recv kernels need not know the mode:
   `push` returns a handle whose `wait()` is None: nothing is applied yet.
 
 Arrays given to `push` are copied before it returns (the caller may reuse
-them); arrays returned by `pull` are shared read-only cache entries.
+them), unless pushed `owned` (nothing writes them afterwards); arrays returned
+by `pull` are shared read-only cache entries.
 """
 from __future__ import annotations
 
@@ -203,7 +204,10 @@ class Communicator:
             self._receiver.start()
 
     # -- verbs --------------------------------------------------------------------------
-    def push(self, endpoint, values: dict, *, is_delta=False, lods=None):
+    def push(self, endpoint, values: dict, *, is_delta=False, lods=None, owned=False):
+        """Queue gradients for the sender. `owned`: nothing writes these arrays after the call
+        (the send op's program has no op that writes in place: dist_ops.sends_owned), so they
+        are queued as they are; otherwise each is copied (the caller may reuse it)."""
         if is_delta:
             return self.client.push(endpoint, values, is_delta=True, lods=lods)
         self._raise_if_failed()
@@ -219,7 +223,7 @@ class Communicator:
                     self._cond.wait(0.5)
                     self.waits["push_block"] += time.perf_counter() - t0
                     self._raise_if_failed()
-                q.append(_copy(value))
+                q.append(value if owned else _copy(value))
                 if len(q) == 1:
                     self._empty_queues -= 1
                 elif len(q) == 2:
