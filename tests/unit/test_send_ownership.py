@@ -6,6 +6,7 @@ are instead of copying each. Real: the transpiled programs, the pservers' Pserve
 (InMemoryCluster: only the wire is direct calls), the Communicator, the kernels.
 """
 import numpy as np
+import pytest
 
 import psjob.fluid as fluid
 from psjob.cluster.inmemory import InMemoryCluster
@@ -13,6 +14,7 @@ from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
 from psjob.fluid.embedding_fusion import execution_ops
 from psjob.fluid.ops.dist_ops import WRITES_NOTHING_IN_PLACE, sends_owned
 from psjob.fluid.transpiler import DistributeTranspiler
+from psjob.training.models import ctr as ctr_model
 
 EP = "127.0.0.1:6170"
 SLOTS, VOCAB, DIM, BATCH, STEPS = 6, 500, 8, 32, 6
@@ -38,6 +40,29 @@ def ctr_net():
                                              axis=1), label)
         fluid.optimizer.Adam(0.01).minimize(loss)
     return main, startup, loss
+
+
+def pooled_ctr_net():
+    """PaddleRec rank/dnn's shape: sequence_pool over each slot (one LoD shared by the slots)."""
+    cfg = ctr_model.CTRConfig(sparse_feature_dim=VOCAB, embedding_dim=DIM, hidden=(32, 16), is_distributed=True)
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = cfg.seed
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        model = ctr_model.build_network(cfg)
+        fluid.optimizer.Adam(0.01, lazy_mode=True).minimize(model.loss)
+    pooled_ctr_net.model = model
+    return main, startup, model.loss
+
+
+def pooled_feeds():
+    rng, model, lod = np.random.default_rng(4), pooled_ctr_net.model, [np.arange(BATCH + 1, dtype=np.int64)]
+    out = []
+    for _ in range(STEPS):
+        feed = {model.dense.name: rng.random((BATCH, 13)).astype(np.float32),
+                model.label.name: rng.integers(0, 2, (BATCH, 1)).astype(np.int64)}
+        feed.update({v.name: (rng.integers(0, VOCAB, (BATCH, 1)).astype(np.int64), lod) for v in model.slots})
+        out.append(feed)
+    return out
 
 
 def feeds():
@@ -90,16 +115,17 @@ def train(t, program, loss, batches, scope=None, pull=()):
     return recording.pushes, params
 
 
-def test_the_ctr_trainer_program_pushes_owned_and_no_kernel_writes_a_pushed_array_later():
-    t, program, loss = transpiled(ctr_net)
+@pytest.mark.parametrize("build,batches,has", [(ctr_net, feeds, "auc"), (pooled_ctr_net, pooled_feeds, "sequence_pool")])
+def test_a_ctr_trainer_program_pushes_owned_and_no_kernel_writes_a_pushed_array_later(build, batches, has):
+    t, program, loss = transpiled(build)
     types = {op.type for block in program.blocks for op in block.ops}
-    assert {"send", "prefetch", "mul_grad", "auc"} <= types
+    assert {"send", "prefetch", "mul_grad", has} <= types
     assert types <= WRITES_NOTHING_IN_PLACE, types - WRITES_NOTHING_IN_PLACE
     # The ops the executor runs in place of the program's (fused lookups) are covered too.
     ran = {op.type for op in execution_ops(program.global_block(), keep=[loss.name])}
     assert ran <= WRITES_NOTHING_IN_PLACE, ran - WRITES_NOTHING_IN_PLACE
     assert sends_owned(fluid.Executor(fluid.CPUPlace()), program)
-    pushes, _ = train(t, program, loss, feeds())
+    pushes, _ = train(t, program, loss, batches())
     assert pushes and all(owned for owned, _ in pushes)
     # Every array pushed unsnapshotted still holds what it held at its send, after the
     # later steps' kernels ran: a kernel of this program that wrote one in place fails here.

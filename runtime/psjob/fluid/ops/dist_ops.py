@@ -384,8 +384,8 @@ WRITES_NOTHING_IN_PLACE = frozenset({
     "embedding_pool", "embedding_pool_grad", "fill_constant", "lookup_table_grad", "mean",
     "mean_grad", "merge_ids", "merge_ids_pool", "merge_ids_pool_grad", "mul", "mul_grad",
     "prefetch", "recv", "relu", "relu_grad", "reshape2", "reshape2_grad", "scale", "send",
-    "sigmoid", "sigmoid_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits_grad",
-    "split_ids", "sum",
+    "sequence_pool", "sequence_pool_grad", "sigmoid", "sigmoid_cross_entropy_with_logits",
+    "sigmoid_cross_entropy_with_logits_grad", "split_ids", "sum",
 })
 _SENDS_OWNED = "_sends_owned"  # executor.services entry: {id(program): (program, its _version, owned)}
 
