@@ -177,3 +177,23 @@ def test_an_op_writing_a_sent_gradient_in_place_keeps_the_snapshot():
     assert set(got) == set(params)
     for name in params:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def test_a_fetched_selected_rows_is_a_snapshot():
+    """A sent SelectedRows gradient may sit unsnapshotted in the communicator's queue: what a
+    fetch returns must not share its arrays."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
+        emb = fluid.layers.embedding(ids, size=[50, 4], is_sparse=True, param_attr=fluid.ParamAttr(name="emb"))
+        loss = fluid.layers.mean(emb)
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    (grad,) = exe.run(main, feed={"ids": np.array([[1], [3], [3]], "int64")}, fetch_list=["emb@GRAD"], scope=scope)
+    held = scope.vars["emb@GRAD"]
+    assert type(grad) is type(held) and grad.height == held.height
+    np.testing.assert_array_equal(grad.rows, held.rows)
+    np.testing.assert_array_equal(grad.values, held.values)
+    grad.values[:] = 7.0
+    assert not np.shares_memory(grad.values, held.values) and not (held.values == 7.0).any()
