@@ -404,14 +404,19 @@ class Communicator:
         try:
             while True:
                 with self._cond:
+                    idled = False
                     while not any(self._queues.values()) and not self._stopped:
                         # Not woken by a step's first gradient: a timeout of at most send_wait_s
                         # finds it no later than send_wait_s after it came (the wait began before).
+                        idled = True
                         self._cond.wait(self._idle_wait_s or 0.5)
                     if self._stopped and not any(self._queues.values()):
                         return
-                    # A partial step leaves send_wait_s after its first gradient, as before.
-                    t0 = min(self._first_at, time.monotonic())
+                    # The rest of the step is waited for until send_wait_s after its first
+                    # gradient (the sender idled) or after now (they queued while it sent).
+                    t0 = time.monotonic()
+                    if idled:
+                        t0 = min(self._first_at, t0)
                     t_end = t0 + self.config.send_wait_s
                     while not self._step_queued() and not (self._stopped or self._flushing):
                         left = t_end - time.monotonic()

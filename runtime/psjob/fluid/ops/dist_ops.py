@@ -396,6 +396,8 @@ def sends_owned(executor, program) -> bool:
     cache = executor.services.setdefault(_SENDS_OWNED, {})
     seen = cache.get(id(program))
     if seen is None or seen[0] is not program or seen[1] != program._version:
+        if len(cache) > 64:  # programs rebuilt in a loop must not leak
+            cache.clear()
         owned = all(op.type in WRITES_NOTHING_IN_PLACE for block in program.blocks for op in block.ops)
         seen = cache[id(program)] = (program, program._version, owned)
     return seen[2]
