@@ -327,7 +327,9 @@ class Executor:
         if not return_numpy:
             return LoDTensor(scope, name)
         if isinstance(value, SelectedRows):
-            return value
+            # A snapshot too: a sent gradient's arrays may be queued unsnapshotted
+            # (dist_ops.sends_owned), and the caller may write what it fetched.
+            return SelectedRows(value.rows.copy(), value.values.copy(), value.height, unique=value.unique)
         # A snapshot: optimizer ops update persistable arrays in place on the next run.
         return value.copy() if isinstance(value, np.ndarray) else to_numpy(value)
 

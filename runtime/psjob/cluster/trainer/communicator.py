@@ -36,7 +36,8 @@ send/recv kernels need not know the mode:
   `push` returns a handle whose `wait()` is None: nothing is applied yet.
 
 Arrays given to `push` are copied before it returns (the caller may reuse
-them); arrays returned by `pull` are shared read-only cache entries.
+them), unless pushed `owned` (nothing writes them afterwards); arrays returned
+by `pull` are shared read-only cache entries.
 """
 from __future__ import annotations
 
@@ -91,6 +92,11 @@ class CommunicatorConfig:
             object.__setattr__(self, "mode", Mode(self.mode))  # a Mode, or its name
         except ValueError:
             raise ValueError(f"Communicator mode must be async or half_async, got {self.mode!r}") from None
+
+
+# The shortest send_wait_s an idle sender polls for a step's first gradient at (below it the
+# trainer wakes the sender on that gradient): 100 wake-ups a second at most while idle.
+IDLE_POLL_MIN_S = 0.01
 
 
 class CommunicatorError(RuntimeError):
@@ -185,6 +191,11 @@ class Communicator:
         self._last_pull = 0.0  # time.monotonic() when the latest refresh began (recv_interval_s)
         self._sent_since_recv = 0  # gradients sent since the latest cache refresh began
         self._flushing = 0  # callers blocked in flush()
+        self._first_at = 0.0  # time.monotonic() when the queues last went from empty to holding a gradient
+        # The idle sender's timeout, by which it finds a step's first gradient (not woken for
+        # it); None: woken for it (send_wait_s below IDLE_POLL_MIN_S: polling would spin).
+        wait = config.send_wait_s
+        self._idle_wait_s = min(wait, 0.5) if wait >= IDLE_POLL_MIN_S else None
         self._refreshes = 0  # refresh() calls: a background pull that began before one is dropped
         self._pushed = 0  # gradients the trainer pushed
         self._queued = 0  # of them, still queued (not taken by the sender)
@@ -203,7 +214,10 @@ class Communicator:
             self._receiver.start()
 
     # -- verbs --------------------------------------------------------------------------
-    def push(self, endpoint, values: dict, *, is_delta=False, lods=None):
+    def push(self, endpoint, values: dict, *, is_delta=False, lods=None, owned=False):
+        """Queue gradients for the sender. `owned`: nothing writes these arrays after the call
+        (the send op's program has no op that writes in place: dist_ops.sends_owned), so they
+        are queued as they are; otherwise each is copied (the caller may reuse it)."""
         if is_delta:
             return self.client.push(endpoint, values, is_delta=True, lods=lods)
         self._raise_if_failed()
@@ -219,17 +233,21 @@ class Communicator:
                     self._cond.wait(0.5)
                     self.waits["push_block"] += time.perf_counter() - t0
                     self._raise_if_failed()
-                q.append(_copy(value))
+                q.append(value if owned else _copy(value))
                 if len(q) == 1:
                     self._empty_queues -= 1
                 elif len(q) == 2:
                     self._deep_queues += 1
                 self._pushed += 1
                 self._queued += 1
-                # Only the sender waits on a push, and only for these: its first gradient (it
-                # idles), a second one in a queue (a step ended), or a full step's set. Waking it
-                # on every gradient cost the trainer a GIL hand-off per send op of backward.
-                wake = wake or self._queued == 1 or len(q) == 2
+                if self._queued == 1:
+                    self._first_at = time.monotonic()
+                # Only the sender waits on a push, and only for these: a second gradient in a
+                # queue (a step ended), or a full step's set (below); its first gradient only
+                # when send_wait_s is below IDLE_POLL_MIN_S. Each wake-up is a futex wake and a GIL
+                # hand-off on the trainer's thread; an idle sender notices a first gradient by
+                # its own timeout instead (_send_loop), in time for send_wait_s.
+                wake = wake or len(q) == 2 or (self._queued == 1 and self._idle_wait_s is None)
                 if lods and name in lods:
                     self._lods[name] = lods[name]
             if wake or self._step_queued():
@@ -378,17 +396,27 @@ class Communicator:
                 items = [q.popleft() for _ in range(n)]
                 self._queued -= n
                 batch[ep][name] = items
+        if self._queued:  # left over (more than max_merge_var_num queued): timed from now
+            self._first_at = time.monotonic()
         return batch
 
     def _send_loop(self):
         try:
             while True:
                 with self._cond:
+                    idled = False
                     while not any(self._queues.values()) and not self._stopped:
-                        self._cond.wait(0.5)
+                        # Not woken by a step's first gradient: a timeout of at most send_wait_s
+                        # finds it no later than send_wait_s after it came (the wait began before).
+                        idled = True
+                        self._cond.wait(self._idle_wait_s or 0.5)
                     if self._stopped and not any(self._queues.values()):
                         return
+                    # The rest of the step is waited for until send_wait_s after its first
+                    # gradient (the sender idled) or after now (they queued while it sent).
                     t0 = time.monotonic()
+                    if idled:
+                        t0 = min(self._first_at, t0)
                     t_end = t0 + self.config.send_wait_s
                     while not self._step_queued() and not (self._stopped or self._flushing):
                         left = t_end - time.monotonic()

@@ -370,14 +370,51 @@ def write_prefetched_rows(ctx):
     ctx.set_output("Written", written)
 
 
+# Op types whose kernels write into no array they did not make in the same call: each
+# output is a new array, or an input's array or a view of it, and none writes into an input
+# or into its output variable's previous array (read from their kernels; the fused ops
+# psjob.fluid.embedding_fusion runs in place of a program's lookups are among them). A
+# program made of these ops alone never changes an array once an op made it: the executor
+# stores every output anew, fetches copy, and the next run makes new arrays. So its `send`
+# ops hand their gradients to the client without a snapshot (`owned`: the communicator's
+# push skips its copy, the gRPC client its join). Any other op type in any block — an
+# optimizer op, `increment`, write_prefetched_rows, a control-flow op — keeps the snapshot.
+WRITES_NOTHING_IN_PLACE = frozenset({
+    "auc", "cast", "concat", "concat_grad", "elementwise_add", "elementwise_add_grad",
+    "embedding_pool", "embedding_pool_grad", "fill_constant", "lookup_table_grad", "mean",
+    "mean_grad", "merge_ids", "merge_ids_pool", "merge_ids_pool_grad", "mul", "mul_grad",
+    "prefetch", "recv", "relu", "relu_grad", "reshape2", "reshape2_grad", "scale", "send",
+    "sequence_pool", "sequence_pool_grad", "sigmoid", "sigmoid_cross_entropy_with_logits",
+    "sigmoid_cross_entropy_with_logits_grad", "split_ids", "sum",
+})
+_SENDS_OWNED = "_sends_owned"  # executor.services entry: {id(program): (program, its _version, owned)}
+
+
+def sends_owned(executor, program) -> bool:
+    """Whether no op of `program` (any block) writes an array in place, so that an array a
+    `send` op pushes stays unchanged after it (WRITES_NOTHING_IN_PLACE); per program version."""
+    cache = executor.services.setdefault(_SENDS_OWNED, {})
+    seen = cache.get(id(program))
+    if seen is None or seen[0] is not program or seen[1] != program._version:
+        if len(cache) > 64:  # programs rebuilt in a loop must not leak
+            cache.clear()
+        owned = all(op.type in WRITES_NOTHING_IN_PLACE for block in program.blocks for op in block.ops)
+        seen = cache[id(program)] = (program, program._version, owned)
+    return seen[2]
+
+
 @register_op("send")
 def send(ctx):
     client = _client(ctx)
     state = _inflight(ctx)
+    owned = sends_owned(ctx.executor, ctx.op.block.program)
     for ep, names in _by_endpoint(ctx.ins["X"], ctx.attr("epmap"), "send").items():
         values = {n: ctx.vals[n] for n in names}
         lods = {n: ctx.lods[n] for n in names if n in ctx.lods}
-        state.sends.append(client.push(ep, values, lods=lods) if lods else client.push(ep, values))
+        kwargs = {"owned": True} if owned else {}
+        if lods:
+            kwargs["lods"] = lods
+        state.sends.append(client.push(ep, values, **kwargs))
     if len(state.sends) > MAX_SENDS_IN_FLIGHT:
         state.drain()
 
