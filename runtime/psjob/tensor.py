@@ -554,3 +554,10 @@ _TENSOR_METHODS = (
 for _name in _TENSOR_METHODS:
     if not hasattr(Variable, _name):
         setattr(Variable, _name, globals()[_name])
+
+# Paddle's in-place variants are dygraph-only (its inplace_apis_in_dygraph_only): in static mode
+# x.unsqueeze_(-1) is x.unsqueeze(-1) and returns a new Variable, x keeping its value.
+unsqueeze_, squeeze_ = unsqueeze, squeeze
+for _name in ("unsqueeze_", "squeeze_"):
+    if not hasattr(Variable, _name):
+        setattr(Variable, _name, globals()[_name])

@@ -303,6 +303,18 @@ def _cases():
     c.append(Case("einsum-three-operands", "einsum",
                   {"Operands": [In("a", f64(2, 3)), In("b", f64(3, 4)), In("c", f64(4))]}, {"Out": 1},
                   {"equation": "ij,jk,k->i"}))
+    # the LSTM mode: two layers, both directions (weights per layer and direction, then biases)
+    weights, biases = [], []
+    for layer in range(2):
+        for d in ("f", "r"):
+            weights += [In(f"w_ih{layer}{d}", f64(8, 3 if layer == 0 else 4)), In(f"w_hh{layer}{d}", f64(8, 2))]
+            biases += [In(f"b_ih{layer}{d}", f64(8)), In(f"b_hh{layer}{d}", f64(8))]
+    c.append(Case("rnn-lstm-two-layers-bidirectional", "rnn", {
+        "Input": [In("x", f64(3, 2, 3))], "WeightList": weights + biases,
+        "PreState": [In("h0", f64(4, 2, 2)), In("c0", f64(4, 2, 2))]},
+        {"Out": 1, "State": 2, "Reserve": 1, "DropoutState": 1},
+        {"mode": "LSTM", "hidden_size": 2, "input_size": 3, "num_layers": 2, "is_bidirec": True, "dropout_prob": 0.0,
+         "is_test": False}))
     return c
 
 

@@ -15,8 +15,9 @@ class ParamAttr:
 
     @staticmethod
     def _to_attr(arg):
-        """None → default attr; str → named attr; False → no parameter (bias_attr=False)."""
-        if arg is None:
+        """None or True → default attr; str → named attr; False → no parameter (bias_attr=False),
+        as Paddle's ParamAttr._to_attr."""
+        if arg is None or arg is True:
             return ParamAttr()
         if isinstance(arg, ParamAttr):
             return arg
@@ -27,7 +28,7 @@ class ParamAttr:
         from psjob.fluid.initializer import Initializer
         if isinstance(arg, Initializer):
             return ParamAttr(initializer=arg)
-        raise TypeError(f"param_attr must be a ParamAttr, a name, an initializer or False, got {arg!r}")
+        raise TypeError(f"param_attr must be a ParamAttr, a name, an initializer, True or False, got {arg!r}")
 
 
 class WeightNormParamAttr(ParamAttr):

@@ -29,6 +29,7 @@ def load_all():
         reduce_ops,
         regularizer_ops,
         rnn_ops,
+        sequence_mask_ops,
         sequence_ops,
         shape_ops,
         similarity_ops,

@@ -12,19 +12,21 @@ Reserve / DropoutState (Paddle's scratch, written empty). Each step, as Paddle's
     c = tanh(W_ic x + b_ic + r * (W_hc h + b_hc))
     h = z * h + (1 - z) * c
 
-The gradient recomputes the gates and runs back through time. Dropout between layers and
-the other modes (LSTM, SimpleRNN), bidirectional runs and SequenceLength are refused by name.
+The gradient recomputes the gates and runs back through time. Mode 'LSTM' (forward or
+bidirectional) is rnn_lstm.py's. Dropout between layers, the SimpleRNN modes, bidirectional
+GRUs and SequenceLength are refused by name.
 """
 from __future__ import annotations
 
 from psjob.fluid.framework import GraphError
+from psjob.fluid.ops import rnn_lstm
 from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out
 
 
 def _check(op):
-    if op.attr("mode") != "GRU":
-        raise GraphError(f"rnn: mode {op.attr('mode')!r} is not supported by psjob (only 'GRU')")
-    if op.attr("is_bidirec", False):
+    if op.attr("mode") not in ("GRU", "LSTM"):
+        raise GraphError(f"rnn: mode {op.attr('mode')!r} is not supported by psjob (only 'GRU', 'LSTM')")
+    if op.attr("is_bidirec", False) and op.attr("mode") == "GRU":
         raise GraphError("rnn: bidirectional runs are not supported by psjob")
     if op.input("SequenceLength"):
         raise GraphError("rnn: SequenceLength is not supported by psjob (pad the batch to one length)")
@@ -34,6 +36,8 @@ def _check(op):
 
 def _rnn_shape(op):
     _check(op)
+    if op.attr("mode") == "LSTM":
+        return rnn_lstm.infer_shape(op)
     x = in_var(op, "Input")
     hidden, layers = int(op.attr("hidden_size")), int(op.attr("num_layers", 1))
     if len(x.shape) != 3:
@@ -80,6 +84,8 @@ def _layer_forward(xp, x, h, w_ih, w_hh, b_ih, b_hh):
     {"Input@GRAD": [grad_name(op.input("Input")[0])], "WeightList@GRAD": [grad_name(n) for n in op.input("WeightList")],
      "PreState@GRAD": [grad_name(n) for n in op.input("PreState")]}, dict(op.attrs))])
 def rnn(ctx):
+    if ctx.attr("mode") == "LSTM":
+        return rnn_lstm.forward(ctx)
     xp, x = ctx.xp, ctx.input("Input")
     layers = int(ctx.attr("num_layers", 1))
     h0 = ctx.input("PreState")
@@ -114,6 +120,8 @@ def _layer_backward(xp, x, steps, dout, dh, w_ih, w_hh):
 
 @register_op("rnn_grad")
 def rnn_grad(ctx):
+    if ctx.attr("mode") == "LSTM":
+        return rnn_lstm.backward(ctx)
     xp, x = ctx.xp, ctx.input("Input")
     layers = int(ctx.attr("num_layers", 1))
     weights, h0 = _weights(ctx, layers), ctx.input("PreState")

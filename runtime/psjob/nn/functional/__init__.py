@@ -17,7 +17,7 @@ __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "line
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "cross_entropy", "softmax_with_cross_entropy", "mse_loss", "square_error_cost",
            "embedding_lookup", "normalize", "leaky_relu", "prelu", "layer_norm", "conv2d", "conv1d",
-           "cosine_similarity", "max_pool1d", "max_pool2d", "avg_pool2d"]
+           "cosine_similarity", "max_pool1d", "max_pool2d", "avg_pool2d", "sequence_mask"]
 
 relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
 
@@ -286,3 +286,18 @@ def mse_loss(input, label, reduction="mean", name=None):
     return _reduce(_layers.square_error_cost(input, label), reduction, "mse_loss")
 
 
+
+
+def sequence_mask(x, maxlen=None, dtype="int64", name=None):
+    """paddle.nn.functional.sequence_mask: x.shape + [maxlen], element j of a row 1 where
+    j < that row's length in x. maxlen an int, a one-element int Variable, or None (max(x))."""
+    check_variable(x, "x", "sequence_mask")
+    helper = LayerHelper("sequence_mask", name)
+    out = helper.create_variable_for_type_inference(_t._dtype(dtype), stop_gradient=True)
+    inputs, attrs = {"X": [x]}, {"out_dtype": _t._dtype(dtype), "maxlen": -1}
+    if isinstance(maxlen, _t.Variable):
+        inputs["MaxLenTensor"] = [maxlen]
+    elif maxlen is not None:
+        attrs["maxlen"] = check_int(maxlen, "maxlen", "sequence_mask", minimum=0)
+    helper.append_op(type="sequence_mask", inputs=inputs, outputs={"Y": [out]}, attrs=attrs)
+    return out
