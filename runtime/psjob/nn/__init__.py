@@ -23,4 +23,4 @@ from psjob.nn.conv import Conv1D, Conv2D
 from psjob.nn.layer import Layer, LayerList, Sequential
 from psjob.nn.loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
 from psjob.nn.norm import LayerNorm
-from psjob.nn.rnn import GRU, GRUCell
+from psjob.nn.rnn import GRU, RNN, GRUCell
