@@ -24,5 +24,5 @@ from psjob.nn.layer import Layer, LayerList, Sequential
 from psjob.nn.loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
 from psjob.nn.lstm import LSTM, LSTMCell
 from psjob.nn.norm import LayerNorm
-from psjob.nn.rnn import GRU, GRUCell
+from psjob.nn.rnn import GRU, RNN, GRUCell
 from psjob.nn.transformer import MultiHeadAttention, TransformerEncoder, TransformerEncoderLayer

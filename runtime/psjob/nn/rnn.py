@@ -11,6 +11,12 @@ transposed to time-major around it, the initial state zeros unless given. As Pad
 keeps a flat all-weights parameter (`gru_N.w_0`, zeros), which no op reads, so a
 paddle.static.save holds the same names as Paddle's. Bidirectional runs, dropout between
 layers, sequence_length and bias-free cells are refused.
+
+RNN(cell, is_reverse, time_major) runs a cell over the time axis (paddle.nn.RNN). Paddle builds
+it in static mode as a while loop whose body is the cell's forward traced once; psjob has no
+while op, so an RNN over a GRUCell runs as the same one-layer `rnn` op GRU uses, over that
+cell's own four parameters (the same recurrence, gates r, z, c). Other cells, is_reverse and
+sequence_length are refused by name.
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int, check_variable
 from psjob.nn.layer import Layer
 
-__all__ = ["GRUCell", "GRU"]
+__all__ = ["GRUCell", "GRU", "RNN"]
 
 
 class GRUCell(Layer):
@@ -86,21 +92,59 @@ class GRU(Layer):
             raise ValueError("GRU: sequence_length is not supported by psjob (pad the batch to one length)")
         if len(inputs.shape) != 3:
             raise ValueError(f"GRU: inputs {inputs.name}{list(inputs.shape)} must be 3-D")
-        x = inputs if self.time_major else _layers.transpose(inputs, [1, 0, 2])
-        if initial_states is None:
-            batch = _t.shape(inputs)[1 if self.time_major else 0]
-            initial_states = _t.full([self.num_layers, batch, self.hidden_size], 0.0, inputs.dtype)
-        helper = LayerHelper("rnn")
-        out = helper.create_variable_for_type_inference(inputs.dtype)
-        state = helper.create_variable_for_type_inference(inputs.dtype)
-        reserve = helper.create_variable_for_type_inference("uint8", stop_gradient=True)
-        dropout_state = helper.create_variable_for_type_inference("uint8", stop_gradient=True)
-        helper.append_op(type="rnn",
-                         inputs={"Input": [x], "WeightList": self._all_weights, "PreState": [initial_states],
-                                 "SequenceLength": []},
-                         outputs={"Out": [out], "State": [state], "Reserve": [reserve],
-                                  "DropoutState": [dropout_state]},
-                         attrs={"dropout_prob": self.dropout, "is_bidirec": False, "input_size": self.input_size,
-                                "hidden_size": self.hidden_size, "num_layers": self.num_layers, "mode": "GRU",
-                                "is_test": not self.training})
-        return (out if self.time_major else _layers.transpose(out, [1, 0, 2])), state
+        out, state = _gru_op(inputs, initial_states, self.time_major, self._all_weights, self.input_size,
+                             self.hidden_size, self.num_layers, self.dropout, self.training)
+        return out, state
+
+
+class RNN(Layer):
+    """paddle.nn.RNN over a GRUCell: outputs [batch, time, H] ([time, batch, H] when time_major)
+    and the final state [batch, H]."""
+
+    def __init__(self, cell, is_reverse=False, time_major=False):
+        super().__init__()
+        if not isinstance(cell, GRUCell):
+            raise ValueError(f"RNN: a {type(cell).__name__} cell is not supported by psjob: only paddle.nn.GRUCell "
+                             "(psjob has no while loop to run another cell's forward step by step)")
+        if is_reverse:
+            raise ValueError("RNN(is_reverse=True) is not supported by psjob")
+        self.cell, self.is_reverse, self.time_major = cell, bool(is_reverse), bool(time_major)
+
+    def forward(self, inputs, initial_states=None, sequence_length=None, **kwargs):
+        check_variable(inputs, "inputs", "RNN")
+        if sequence_length is not None:
+            raise ValueError("RNN: sequence_length is not supported by psjob (pad the batch to one length)")
+        if kwargs:
+            raise ValueError(f"RNN: extra cell arguments {sorted(kwargs)} are not supported by psjob")
+        if len(inputs.shape) != 3:
+            raise ValueError(f"RNN: inputs {inputs.name}{list(inputs.shape)} must be 3-D")
+        if initial_states is not None:
+            check_variable(initial_states, "initial_states", "RNN")
+            initial_states = _layers.unsqueeze(initial_states, [0])
+        cell = self.cell
+        out, state = _gru_op(inputs, initial_states, self.time_major,
+                             [cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh],
+                             cell.input_size, cell.hidden_size, 1, 0.0, self.training)
+        return out, _layers.squeeze(state, [0])
+
+
+def _gru_op(inputs, initial_states, time_major, weights, input_size, hidden_size, num_layers, dropout, training):
+    """Append one `rnn` op in mode GRU; returns (outputs, final states [num_layers, B, H])."""
+    x = inputs if time_major else _layers.transpose(inputs, [1, 0, 2])
+    if initial_states is None:
+        batch = _t.shape(inputs)[1 if time_major else 0]
+        initial_states = _t.full([num_layers, batch, hidden_size], 0.0, inputs.dtype)
+    helper = LayerHelper("rnn")
+    out = helper.create_variable_for_type_inference(inputs.dtype)
+    state = helper.create_variable_for_type_inference(inputs.dtype)
+    reserve = helper.create_variable_for_type_inference("uint8", stop_gradient=True)
+    dropout_state = helper.create_variable_for_type_inference("uint8", stop_gradient=True)
+    helper.append_op(type="rnn",
+                     inputs={"Input": [x], "WeightList": list(weights), "PreState": [initial_states],
+                             "SequenceLength": []},
+                     outputs={"Out": [out], "State": [state], "Reserve": [reserve],
+                              "DropoutState": [dropout_state]},
+                     attrs={"dropout_prob": dropout, "is_bidirec": False, "input_size": input_size,
+                            "hidden_size": hidden_size, "num_layers": num_layers, "mode": "GRU",
+                            "is_test": not training})
+    return (out if time_major else _layers.transpose(out, [1, 0, 2])), state
