@@ -267,6 +267,19 @@ def _cases():
         {"Out": 1, "State": 1, "Reserve": 1, "DropoutState": 1},
         {"mode": "GRU", "hidden_size": 3, "input_size": 4, "num_layers": 2, "is_bidirec": False, "dropout_prob": 0.0,
          "is_test": False}))
+    # gru (Fluid 1.x dynamic_gru): ragged sequences with an empty one, both directions and modes.
+    gru_outs = {"Hidden": 1, "BatchGate": 1, "BatchResetHiddenPrev": 1, "BatchHidden": 1}
+    gru_lod = [[0, 3, 4, 4, 6]]
+    for reverse, origin, act, h0 in ((False, False, "tanh", True), (True, True, "relu", False),
+                                     (False, True, "identity", False), (True, False, "sigmoid", True)):
+        ins = {"Input": [In("x", f64(6, 9), gru_lod)], "Weight": [In("w", f64(3, 9))],
+               "Bias": [In("b", f64(1, 9))]}
+        if h0:
+            ins["H0"] = [In("h0", f64(4, 3))]
+        c.append(Case(f"gru-{'reverse' if reverse else 'forward'}-{'origin' if origin else 'default'}-{act}"
+                      f"{'-h0' if h0 else ''}", "gru", ins, gru_outs,
+                      {"is_reverse": reverse, "origin_mode": origin, "gate_activation": "sigmoid",
+                       "activation": act}))
     c.append(Case("gather-axis0-repeats", "gather", {"X": [In("x", f64(5, 3))],
                                                      "Index": [In("i", np.array([[4], [0], [4]], np.int64), diff=False)]},
                   {"Out": 1}, {"axis": 0}))

@@ -15,6 +15,7 @@ def load_all():
         einsum_ops,
         embedding_pool_ops,
         gather_ops,
+        gru_ops,
         heter_ops,
         index_ops,
         layer_norm_ops,
