@@ -2,8 +2,8 @@
 lists of a CTR slot)."""
 from __future__ import annotations
 
-from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.framework import Variable
+from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import FLOATS, check_choice, check_dtype, check_int, check_variable
 
 __all__ = ["sequence_pool", "dynamic_gru"]
