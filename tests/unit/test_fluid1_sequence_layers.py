@@ -91,3 +91,33 @@ def test_dynamic_gru_checks_its_arguments():
         assert h.shape[-1] == 2 and [p.shape for p in main.global_block().all_parameters()] == [(2, 6), (1, 6)]
         with pytest.raises(Exception, match="3 \\* size"):
             fluid.layers.dynamic_gru(x, 3)
+
+
+def test_expand_tiles_each_dimension_and_keeps_the_lod():
+    """fluid.layers.expand as Paddle 1.8.5 runs it: [[1, 2], [3, 4], [5, 6]] with
+    expand_times [1, 2] gives [[1, 2, 1, 2], ...] with X's LoD (the first dimension kept), and
+    with [2, 1] the rows repeated, without LoD."""
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 2], dtype="float32", lod_level=1)
+        wide = fluid.layers.expand(x, expand_times=[1, 2])
+        tall = fluid.layers.expand(x, expand_times=[2, 1])
+        assert wide.shape[1] == 4 and tall.shape[1] == 2
+        with pytest.raises(ValueError, match="one positive count per dimension"):
+            fluid.layers.expand(x, expand_times=[2])
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(start)
+    xv = np.arange(1, 7, dtype="float32").reshape(3, 2)
+    w, t = exe.run(main, feed={"x": fluid.create_lod_tensor(xv, [[1, 2]], fluid.CPUPlace())},
+                   fetch_list=[wide, tall], return_numpy=False)
+    np.testing.assert_array_equal(np.array(w), np.tile(xv, [1, 2]))
+    assert w.lod() == [[0, 1, 3]] and t.lod() == []
+    np.testing.assert_array_equal(np.array(t), np.tile(xv, [2, 1]))
+
+
+def test_get_float_element_reads_the_flattened_tensor():
+    t = fluid.LoDTensor()
+    t.set(np.array([[0.25], [0.5]], dtype="float32"), fluid.CPUPlace())
+    assert t._get_float_element(1) == 0.5 and isinstance(t._get_float_element(0), float)
+    with pytest.raises(IndexError, match="out of range"):
+        t._get_float_element(2)

@@ -267,6 +267,10 @@ def _cases():
         {"Out": 1, "State": 1, "Reserve": 1, "DropoutState": 1},
         {"mode": "GRU", "hidden_size": 3, "input_size": 4, "num_layers": 2, "is_bidirec": False, "dropout_prob": 0.0,
          "is_test": False}))
+    c.append(Case("expand-fluid1-lod", "expand", {"X": [In("x", f64(4, 2), [[0, 1, 4]])]}, {"Out": 1},
+                  {"expand_times": [1, 3]}))
+    c.append(Case("expand-fluid1-rows", "expand", {"X": [In("x", f64(2, 3, 1))]}, {"Out": 1},
+                  {"expand_times": [2, 1, 2]}))
     # gru (Fluid 1.x dynamic_gru): ragged sequences with an empty one, both directions and modes.
     gru_outs = {"Hidden": 1, "BatchGate": 1, "BatchResetHiddenPrev": 1, "BatchHidden": 1}
     gru_lod = [[0, 3, 4, 4, 6]]
