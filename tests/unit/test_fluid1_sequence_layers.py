@@ -121,3 +121,119 @@ def test_get_float_element_reads_the_flattened_tensor():
     assert t._get_float_element(1) == 0.5 and isinstance(t._get_float_element(0), float)
     with pytest.raises(IndexError, match="out of range"):
         t._get_float_element(2)
+
+
+def _conv_program(filter_size, padding_start, pool):
+    """ids [4, 5] → embedding → sequence_unpad (lengths 3, 5, 1, 2) → sequence_conv_pool (or
+    sequence_conv with padding_start, then sequence_pool) → softmax fc → cross entropy; SGD."""
+    rs = np.random.RandomState(1)
+    emb_w = rs.uniform(-1, 1, (10, 3)).astype("float32")
+    conv_w = rs.uniform(-0.5, 0.5, (filter_size * 3, 4)).astype("float32")
+    conv_b = rs.uniform(-0.1, 0.1, (4,)).astype("float32")
+    fc_w = rs.uniform(-0.5, 0.5, (4, 2)).astype("float32")
+    ids = rs.randint(0, 10, (4, 5)).astype("int64")
+    feed = {"ids": ids, "len": np.array([3, 5, 1, 2], dtype="int64"),
+            "label": np.array([[0], [1], [1], [0]], dtype="int64")}
+    init = fluid.initializer.NumpyArrayInitializer
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data(name="ids", shape=[None, 5], dtype="int64")
+        ln = fluid.data(name="len", shape=[None], dtype="int64")
+        y = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        emb = fluid.embedding(x, size=[10, 3], param_attr=fluid.ParamAttr(name="emb", initializer=init(emb_w)))
+        seq = fluid.layers.sequence_unpad(emb, length=ln)
+        attrs = dict(act="tanh", param_attr=fluid.ParamAttr(name="cw", initializer=init(conv_w)),
+                     bias_attr=fluid.ParamAttr(name="cb", initializer=init(conv_b)))
+        if padding_start is None:
+            pooled = fluid.nets.sequence_conv_pool(seq, 4, filter_size, pool_type=pool, **attrs)
+        else:
+            conv = fluid.layers.sequence_conv(seq, 4, filter_size, padding_start=padding_start, **attrs)
+            pooled = fluid.layers.sequence_pool(conv, pool)
+        pred = fluid.layers.fc(pooled, 2, act="softmax", bias_attr=False,
+                               param_attr=fluid.ParamAttr(name="fw", initializer=init(fc_w)))
+        loss = fluid.layers.mean(fluid.layers.cross_entropy(pred, y))
+        fluid.optimizer.SGD(learning_rate=0.5).minimize(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(start, scope=scope)
+    losses = []
+    for _ in range(3):
+        lv, sv = exe.run(main, feed=feed, fetch_list=[loss, seq], scope=scope, return_numpy=False)
+        losses.append(float(np.array(lv).reshape(-1)[0]))
+        assert sv.lod() == [[0, 3, 8, 9, 11]] and np.array(sv).shape == (11, 3)
+    return losses, {n: np.array(scope.find_var(n).get_tensor()) for n in ("emb", "cw", "cb", "fw")}
+
+
+# (filter_size, padding_start (None: sequence_conv_pool's default), pool type) -> Paddle 1.8.5's
+# losses of 3 SGD steps and each parameter's (sum, sum of squares) after them.
+CONV_PADDLE_185 = {
+    (3, None, "max"): ([0.6942821, 0.639574, 0.5977958],
+                       {"emb": (-3.972795, 11.469321), "cw": (-1.411321, 3.199857), "cb": (0.104488, 0.008164),
+                        "fw": (-0.17415, 0.929057)}),
+    (4, None, "max"): ([0.789799, 0.6788224, 0.6152881],
+                       {"emb": (-3.690337, 11.262989), "cw": (-0.978975, 4.089375), "cb": (0.11669, 0.004311),
+                        "fw": (0.943723, 0.5449)}),
+    (2, 0, "average"): ([0.7331883, 0.7113848, 0.692993],
+                        {"emb": (-3.855832, 11.318261), "cw": (-0.365696, 2.247114), "cb": (-0.141676, 0.01106),
+                         "fw": (-0.500116, 0.416579)}),
+    (3, -2, "sum"): ([0.9080896, 0.636107, 0.5530528],
+                     {"emb": (-3.706033, 11.350287), "cw": (-1.657684, 3.199689), "cb": (-0.028694, 0.05122),
+                      "fw": (-0.17415, 0.732434)}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONV_PADDLE_185, key=str), ids=lambda c: "-".join(map(str, c)))
+def test_sequence_unpad_and_conv_pool_match_paddle_185(case):
+    losses, params = _conv_program(*case)
+    want_losses, want_params = CONV_PADDLE_185[case]
+    np.testing.assert_allclose(losses, want_losses, rtol=2e-6, atol=1e-7)
+    for name, (s, sq) in want_params.items():
+        assert abs(params[name].sum() - s) < 5e-6 and abs((params[name] ** 2).sum() - sq) < 5e-6, name
+
+
+def test_sequence_expand_as_and_reshape_match_paddle_185():
+    """fc of x [3, 4] → sequence_expand_as y (lengths 2, 1, 3) → times y → sequence_reshape to 1
+    column, then to 2 → tanh → sum pool → mean of squares; SGD. Paddle 1.8.5: the LoDs
+    [[0, 2, 3, 6]] and [[0, 4, 6, 12]], the expanded values' sum -0.925956, losses
+    [0.5149561, 0.1892046, 0.0312048], the weight's (sum, sum of squares) (-1.503786, 0.582776)."""
+    rs = np.random.RandomState(2)
+    fc_w = rs.uniform(-1, 1, (4, 2)).astype("float32")
+    xv = rs.uniform(-1, 1, (3, 4)).astype("float32")
+    yv = rs.uniform(-1, 1, (6, 2)).astype("float32")
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 4], dtype="float32")
+        y = fluid.data(name="y", shape=[None, 2], dtype="float32", lod_level=1)
+        h = fluid.layers.fc(x, 2, bias_attr=False, param_attr=fluid.ParamAttr(
+            name="w", initializer=fluid.initializer.NumpyArrayInitializer(fc_w)))
+        e = fluid.layers.sequence_expand_as(h, y)
+        r = fluid.layers.sequence_reshape(fluid.layers.elementwise_mul(e, y), new_dim=1)
+        p = fluid.layers.sequence_pool(fluid.layers.tanh(fluid.layers.sequence_reshape(r, new_dim=2)), "sum")
+        loss = fluid.layers.mean(fluid.layers.elementwise_mul(p, p))
+        fluid.optimizer.SGD(learning_rate=0.5).minimize(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(start, scope=scope)
+    feed = {"x": xv, "y": fluid.create_lod_tensor(yv, [[2, 1, 3]], fluid.CPUPlace())}
+    losses = []
+    for step in range(3):
+        lv, ev, rv = exe.run(main, feed=feed, fetch_list=[loss, e, r], scope=scope, return_numpy=False)
+        losses.append(float(np.array(lv).reshape(-1)[0]))
+        if step == 0:
+            assert ev.lod() == [[0, 2, 3, 6]] and rv.lod() == [[0, 4, 6, 12]] and np.array(rv).shape == (12, 1)
+            assert abs(np.array(ev).sum() - -0.925956) < 2e-6
+    np.testing.assert_allclose(losses, [0.5149561, 0.1892046, 0.0312048], rtol=2e-6, atol=1e-7)
+    w = np.array(scope.find_var("w").get_tensor())
+    assert abs(w.sum() - -1.503786) < 5e-6 and abs((w * w).sum() - 0.582776) < 5e-6
+
+
+def test_sequence_layers_refuse_bad_input_by_name():
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 3], dtype="float32", lod_level=1)
+        r = fluid.layers.sequence_reshape(x, new_dim=2)
+        with pytest.raises(ValueError, match="filter_stride"):
+            fluid.layers.sequence_conv(x, 2, 3, filter_stride=2)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(start)
+    with pytest.raises(Exception, match="new_dim 2 does not divide"):
+        exe.run(main, feed={"x": fluid.create_lod_tensor(np.ones((3, 3), "float32"), [[1, 2]], fluid.CPUPlace())},
+                fetch_list=[r])

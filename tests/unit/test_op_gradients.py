@@ -271,6 +271,19 @@ def _cases():
                   {"expand_times": [1, 3]}))
     c.append(Case("expand-fluid1-rows", "expand", {"X": [In("x", f64(2, 3, 1))]}, {"Out": 1},
                   {"expand_times": [2, 1, 2]}))
+    # Fluid 1.x sequence ops over ragged LoD inputs (with an empty sequence).
+    seq_lod = [[0, 3, 3, 4, 7]]
+    for start, length in ((-1, 3), (0, 2), (-3, 4)):
+        c.append(Case(f"sequence_conv-start{start}-len{length}", "sequence_conv",
+                      {"X": [In("x", f64(7, 2), seq_lod)], "Filter": [In("f", f64(2 * length, 3))]}, {"Out": 1},
+                      {"contextStart": start, "contextLength": length, "contextStride": 1}))
+    c.append(Case("sequence_unpad", "sequence_unpad",
+                  {"X": [In("x", f64(3, 4, 2))], "Length": [In("len", np.array([2, 0, 4], np.int64), diff=False)]},
+                  {"Out": 1}))
+    c.append(Case("sequence_expand_as", "sequence_expand_as",
+                  {"X": [In("x", f64(4, 3))], "Y": [In("y", f64(7, 1), seq_lod, diff=False)]}, {"Out": 1}))
+    c.append(Case("sequence_reshape", "sequence_reshape", {"X": [In("x", f64(7, 2), seq_lod)]}, {"Out": 1},
+                  {"new_dim": 1}))
     # gru (Fluid 1.x dynamic_gru): ragged sequences with an empty one, both directions and modes.
     gru_outs = {"Hidden": 1, "BatchGate": 1, "BatchResetHiddenPrev": 1, "BatchHidden": 1}
     gru_lod = [[0, 3, 4, 4, 6]]

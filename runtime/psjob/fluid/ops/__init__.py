@@ -30,6 +30,7 @@ def load_all():
         reduce_ops,
         regularizer_ops,
         rnn_ops,
+        sequence_lod_ops,
         sequence_ops,
         shape_ops,
         similarity_ops,
