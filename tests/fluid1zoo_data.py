@@ -285,6 +285,15 @@ MODELS = {
                 infer=dict(script="infer.py", args=["--start_index", "1", "--last_index", "1", "--hid_size", "16",
                                                     "--emb_size", "16", "--batch_size", "10"],
                            lines=r"model:\S+ recall@20:([0-9.]+)", count=1)),
+    # Convolutions over LoD sequences (fluid.nets.sequence_conv_pool) on the example's own data.
+    "tagspace": dict(dir="tagspace", data=None, script="train.py",
+                     args=["--pass_num", "1", "--batch_size", "50", "--print_batch", "2"],
+                     lines=r"avg_cost: ([0-9.e-]+), acc: ([0-9.]+)", count=10, saved=[],
+                     pinned="random by design: the reader draws the negative tags with numpy's unseeded "
+                            "np.random.randint and shuffles with fluid.io.shuffle",
+                     infer=dict(script="infer.py", args=["--start_index", "1", "--last_index", "1", "--batch_size",
+                                                         "50"],
+                                lines=r"epoch:\d+\tacc:([0-9.]+)", count=1)),
     # Random data by design (numpy's unseeded global RNG); each prints float(np.array(fetched)),
     # a one-element array NumPy 2.4 no longer converts (float_of_array: the test expects that).
     "dssm": dict(dir="dssm", data=None, script="dssm.py",
@@ -300,6 +309,11 @@ MODELS = {
                         lines=r"INFO - epoch_id: \d+, batch_time: \S+, loss: ([0-9.]+), acc: ([0-9.]+)", count=200,
                         saved=[], pinned="random by design: its data is numpy's unseeded np.random",
                         float_of_array=True, needs=["pandas"]),
+    # sequence_unpad then sequence_conv_pool, 100 SGD steps on numpy's unseeded random batches.
+    "text_classification": dict(dir="text_classification", data=None, script="train.py", args=[],
+                                lines=r"step\d+ cost=([0-9.]+)", count=100, saved=[],
+                                pinned="random by design: its data is numpy's unseeded np.random",
+                                float_of_array=True),
 }
 
 
