@@ -237,3 +237,32 @@ def test_sequence_layers_refuse_bad_input_by_name():
     with pytest.raises(Exception, match="new_dim 2 does not divide"):
         exe.run(main, feed={"x": fluid.create_lod_tensor(np.ones((3, 3), "float32"), [[1, 2]], fluid.CPUPlace())},
                 fetch_list=[r])
+
+
+def test_dynamic_gru_h0_matches_paddle_185():
+    """h_0 = fc(h0 data) with an identity init; one SGD step (lr 1) on mean(h * h). Paddle 1.8.5:
+    hidden row 3 (the one-row sequence) and the h_0 fc weight after the step."""
+    d, width = 3, 4
+    rs = np.random.RandomState(0)
+    w_fc = rs.uniform(-0.5, 0.5, (width, 3 * d)).astype("float32")
+    w_gru = rs.uniform(-0.5, 0.5, (d, 3 * d)).astype("float32")
+    x_np = rs.uniform(-1, 1, (sum(LENS), width)).astype("float32")
+    h0_np = rs.uniform(-1, 1, (3, d)).astype("float32")
+    init = fluid.initializer.NumpyArrayInitializer
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, width], dtype="float32", lod_level=1)
+        h0_in = fluid.data(name="h0", shape=[None, d], dtype="float32")
+        h0 = fluid.layers.fc(h0_in, d, bias_attr=False, param_attr=fluid.ParamAttr(
+            name="w_h0", initializer=init(np.eye(d, dtype="float32"))))
+        fc0 = fluid.layers.fc(x, 3 * d, bias_attr=False, param_attr=fluid.ParamAttr(name="w_fc", initializer=init(w_fc)))
+        h = fluid.layers.dynamic_gru(fc0, d, h_0=h0, param_attr=fluid.ParamAttr(name="w_gru", initializer=init(w_gru)))
+        loss = fluid.layers.mean(fluid.layers.elementwise_mul(h, h))
+        fluid.optimizer.SGD(learning_rate=1.0).minimize(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(start, scope=scope)
+    hv, w = exe.run(main, feed={"x": fluid.create_lod_tensor(x_np, [LENS], fluid.CPUPlace()), "h0": h0_np},
+                    fetch_list=[h, "w_h0"], scope=scope, return_numpy=False)
+    np.testing.assert_allclose(np.array(hv)[3], [0.58364, -0.629012, 0.14338], atol=2e-6)
+    np.testing.assert_allclose(np.array(w), [[0.967242, 0.026633, -0.039003], [0.043139, 0.959311, 0.014587],
+                                             [0.012922, -0.031566, 0.923376]], atol=2e-6)
