@@ -266,3 +266,36 @@ def test_dynamic_gru_h0_matches_paddle_185():
     np.testing.assert_allclose(np.array(hv)[3], [0.58364, -0.629012, 0.14338], atol=2e-6)
     np.testing.assert_allclose(np.array(w), [[0.967242, 0.026633, -0.039003], [0.043139, 0.959311, 0.014587],
                                              [0.012922, -0.031566, 0.923376]], atol=2e-6)
+
+
+def test_bpr_loss_matches_paddle_185():
+    """fc scores [5, 4] of a LoD batch → bpr_loss → reduce_sum; 3 SGD steps. Paddle 1.8.5's
+    per-row losses (and LoD) of the first step, the summed losses, and the weight after."""
+    rs = np.random.RandomState(3)
+    w0 = rs.uniform(-1, 1, (3, 4)).astype("float32")
+    xv = rs.uniform(-1, 1, (5, 3)).astype("float32")
+    lab = np.array([[0], [3], [1], [2], [3]], dtype="int64")
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 3], dtype="float32", lod_level=1)
+        label = fluid.data(name="l", shape=[None, 1], dtype="int64", lod_level=1)
+        s = fluid.layers.fc(x, 4, bias_attr=False, param_attr=fluid.ParamAttr(
+            name="w", initializer=fluid.initializer.NumpyArrayInitializer(w0)))
+        y = fluid.layers.bpr_loss(s, label)
+        loss = fluid.layers.reduce_sum(y)
+        fluid.optimizer.SGD(learning_rate=0.5).minimize(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(start, scope=scope)
+    feed = {"x": fluid.create_lod_tensor(xv, [[2, 3]], fluid.CPUPlace()),
+            "l": fluid.create_lod_tensor(lab, [[2, 3]], fluid.CPUPlace())}
+    losses = []
+    for step in range(3):
+        lv, yv = exe.run(main, feed=feed, fetch_list=[loss, y], scope=scope, return_numpy=False)
+        losses.append(float(np.array(lv).reshape(-1)[0]))
+        if step == 0:
+            np.testing.assert_allclose(np.array(yv).reshape(-1), [1.030706, 0.385699, 1.071428, 0.563069, 1.121],
+                                       atol=2e-6)
+            assert yv.lod() == [[0, 2, 5]]
+    np.testing.assert_allclose(losses, [4.171902, 3.784368, 3.472954], atol=5e-6)
+    w = np.array(scope.find_var("w").get_tensor())
+    assert abs(w.sum() - -1.676535) < 5e-6 and abs((w * w).sum() - 3.007171) < 5e-6

@@ -284,6 +284,9 @@ def _cases():
                   {"X": [In("x", f64(4, 3))], "Y": [In("y", f64(7, 1), seq_lod, diff=False)]}, {"Out": 1}))
     c.append(Case("sequence_reshape", "sequence_reshape", {"X": [In("x", f64(7, 2), seq_lod)]}, {"Out": 1},
                   {"new_dim": 1}))
+    c.append(Case("bpr_loss", "bpr_loss", {"X": [In("x", f64(4, 3), [[0, 1, 4]])],
+                                           "Label": [In("l", np.array([[0], [2], [1], [2]], np.int64), diff=False)]},
+                  {"Y": 1}))
     # gru (Fluid 1.x dynamic_gru): ragged sequences with an empty one, both directions and modes.
     gru_outs = {"Hidden": 1, "BatchGate": 1, "BatchResetHiddenPrev": 1, "BatchHidden": 1}
     gru_lod = [[0, 3, 4, 4, 6]]
