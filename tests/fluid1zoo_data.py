@@ -276,6 +276,17 @@ MODELS = {
                     # then infer.py on the epoch's save_inference_model
                     infer=dict(script="infer.py", args=["--start_index", "1", "--last_index", "1"],
                                lines=r"step:\d+  recall@20:([0-9.]+)", count=20)),
+    # gru4rec's sampled-negative variant (bpr_loss; --loss ce: softmax cross entropy), then
+    # infer_sample_neg.py on its fluid.save.
+    "gru4rec_sample_neg": dict(dir="gru4rec", data=None, script="train_sample_neg.py",
+                               args=["--pass_num", "1", "--hid_size", "16", "--batch_size", "5", "--print_batch",
+                                     "2"],
+                               lines=r"step:\d+ ppl:([0-9.]+)", count=10, saved=["model_neg_recall20/epoch_1"],
+                               pinned="random by design: dropout, and negatives drawn with numpy's unseeded "
+                                      "np.random.shuffle",
+                               infer=dict(script="infer_sample_neg.py",
+                                          args=["--start_index", "1", "--last_index", "1", "--hid_size", "16"],
+                                          lines=r"model:\S+ recall@20:([0-9.]+)", count=1)),
     "ssr": dict(dir="ssr", data=None, script="train.py",
                 args=["--epochs", "1", "--hidden_size", "16", "--embedding_dim", "16", "--batch_size", "10",
                       "--print_batch", "2"],

@@ -299,3 +299,20 @@ def test_bpr_loss_matches_paddle_185():
     np.testing.assert_allclose(losses, [4.171902, 3.784368, 3.472954], atol=5e-6)
     w = np.array(scope.find_var("w").get_tensor())
     assert abs(w.sum() - -1.676535) < 5e-6 and abs((w * w).sum() - 3.007171) < 5e-6
+
+
+def test_reduce_keeps_the_lod_when_it_keeps_the_rows():
+    """As Paddle 1.8.5: reduce_sum over dim 1 and reduce_max over dim -1 keep X's LoD
+    [[0, 1, 4]]; reduce_sum over dim 0 has none."""
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 3], dtype="float32", lod_level=1)
+        outs = [fluid.layers.reduce_sum(x, dim=1, keep_dim=True), fluid.layers.reduce_max(x, dim=[-1]),
+                fluid.layers.reduce_sum(x, dim=0)]
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(start)
+    xv = np.arange(12, dtype="float32").reshape(4, 3)
+    got = exe.run(main, feed={"x": fluid.create_lod_tensor(xv, [[1, 3]], fluid.CPUPlace())}, fetch_list=outs,
+                  return_numpy=False)
+    assert [t.lod() for t in got] == [[[0, 1, 4]], [[0, 1, 4]], []]
+    np.testing.assert_array_equal(np.array(got[0]).reshape(-1), [3, 12, 21, 30])
