@@ -281,5 +281,5 @@ def bpr_loss_grad(ctx):
     # d/dX[i, j] = dy * sigmoid(X[i, j] - X[i, l]) / (C-1) for j != l; the positive column gets minus their sum
     g = xp.where(not_pos, dy * (e / (1 + e)) / (c - 1), 0)
     dx = g.copy()
-    xp.put_along_axis(dx, label.reshape(-1, 1), -g.sum(axis=1, keepdims=True), axis=1)
+    dx[xp.arange(x.shape[0]), label] = -g.sum(axis=1)
     ctx.set_output("X@GRAD", dx.astype(x.dtype, copy=False), lod=ctx.input_lod("X"))
