@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from psjob.fluid.core import scatter_add
 from psjob.fluid.framework import GraphError
 from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out, simple_grad
 from psjob.fluid.ops.sequence_ops import segments
@@ -86,7 +87,7 @@ def sequence_conv_grad(ctx):
         flat = src.reshape(-1)
         keep = flat >= 0
         dx = xp.zeros_like(x)
-        xp.add.at(dx, _to(xp, flat[keep]), dcols[_to(xp, keep)])
+        scatter_add(xp, dx, _to(xp, flat[keep]), dcols[_to(xp, keep)])
         ctx.set_output("X@GRAD", dx, lod=ctx.input_lod("X"))
 
 
@@ -160,7 +161,7 @@ def sequence_expand_as_grad(ctx):
     xp, x, dout = ctx.xp, ctx.input("X"), ctx.input("Out@GRAD")
     s = _expand_as_segments(ctx, x)
     dx = xp.zeros(x.shape, dtype=dout.dtype)
-    xp.add.at(dx, s.seg(xp), dout)
+    scatter_add(xp, dx, s.seg(xp), dout)
     ctx.set_output("X@GRAD", dx)
 
 
