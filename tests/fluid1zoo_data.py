@@ -195,7 +195,8 @@ def census(d, n=1000, seed=7, width=499):
 # saved: the fluid.save prefixes it writes; pinned: compared with Paddle 1.8.5 from the same
 # initial parameters (tests/data/fluid1zoo/<name>.npz, .json), or why not; needs: modules the
 # example imports beyond numpy (the test skips without them); infer: a second script run after
-# training in the same folder (copy: files it reads, made from the training data).
+# training in the same folder (copy: files it reads, made from the training data); env: extra
+# environment variables of both runs.
 MODELS = {
     "wide_deep": dict(dir="ctr/wide_deep", data="wide_deep", script="train.py",
                       args=["--epochs", "1", "--batch_size", "40", "--use_gpu", "0", "--train_data_path",
@@ -264,6 +265,46 @@ MODELS = {
                            "--print_batch", "5", "--is_sparse"],
                      lines=r"TRAIN --> pass: 0 batch: \d+ loss: ([0-9.]+)", count=None, saved=[],
                      pinned="random by design: negative sampling and a shuffled reader"),
+    # Sequence models over LoD batches (fluid.layers.dynamic_gru) on the data the examples ship
+    # (train_data/, test_data/: 100 sessions of item ids each).
+    "gru4rec": dict(dir="gru4rec", data=None, script="train.py",
+                    args=["--pass_num", "1", "--hid_size", "16", "--batch_size", "5", "--print_batch", "2"],
+                    # ce_mode: the example's continuous-evaluation switch, which reads the training
+                    # sessions in file order (fluid.io.batch) instead of an unseeded fluid.io.shuffle
+                    env={"ce_mode": "1"},
+                    lines=r"step:\d+ ppl:([0-9.]+)", count=10, saved=[], pinned=True,
+                    # then infer.py on the epoch's save_inference_model
+                    infer=dict(script="infer.py", args=["--start_index", "1", "--last_index", "1"],
+                               lines=r"step:\d+  recall@20:([0-9.]+)", count=20)),
+    # gru4rec's sampled-negative variant (bpr_loss; --loss ce: softmax cross entropy), then
+    # infer_sample_neg.py on its fluid.save.
+    "gru4rec_sample_neg": dict(dir="gru4rec", data=None, script="train_sample_neg.py",
+                               args=["--pass_num", "1", "--hid_size", "16", "--batch_size", "5", "--print_batch",
+                                     "2"],
+                               lines=r"step:\d+ ppl:([0-9.]+)", count=10, saved=["model_neg_recall20/epoch_1"],
+                               pinned="random by design: dropout, and negatives drawn with numpy's unseeded "
+                                      "np.random.shuffle",
+                               infer=dict(script="infer_sample_neg.py",
+                                          args=["--start_index", "1", "--last_index", "1", "--hid_size", "16"],
+                                          lines=r"model:\S+ recall@20:([0-9.]+)", count=1)),
+    "ssr": dict(dir="ssr", data=None, script="train.py",
+                args=["--epochs", "1", "--hidden_size", "16", "--embedding_dim", "16", "--batch_size", "10",
+                      "--print_batch", "2"],
+                lines=r"avg_cost: ([0-9.e-]+), acc: ([0-9.]+)", count=5, saved=["model_output/epoch_1"],
+                pinned="random by design: the reader draws each negative item with Python's unseeded "
+                       "random.randint and shuffles with fluid.io.shuffle",
+                infer=dict(script="infer.py", args=["--start_index", "1", "--last_index", "1", "--hid_size", "16",
+                                                    "--emb_size", "16", "--batch_size", "10"],
+                           lines=r"model:\S+ recall@20:([0-9.]+)", count=1)),
+    # Convolutions over LoD sequences (fluid.nets.sequence_conv_pool) on the example's own data.
+    "tagspace": dict(dir="tagspace", data=None, script="train.py",
+                     args=["--pass_num", "1", "--batch_size", "50", "--print_batch", "2"],
+                     lines=r"avg_cost: ([0-9.e-]+), acc: ([0-9.]+)", count=10, saved=[],
+                     pinned="random by design: the reader draws the negative tags with numpy's unseeded "
+                            "np.random.randint and shuffles with fluid.io.shuffle",
+                     infer=dict(script="infer.py", args=["--start_index", "1", "--last_index", "1", "--batch_size",
+                                                         "50"],
+                                lines=r"epoch:\d+\tacc:([0-9.]+)", count=1)),
     # Random data by design (numpy's unseeded global RNG); each prints float(np.array(fetched)),
     # a one-element array NumPy 2.4 no longer converts (float_of_array: the test expects that).
     "dssm": dict(dir="dssm", data=None, script="dssm.py",
@@ -279,6 +320,11 @@ MODELS = {
                         lines=r"INFO - epoch_id: \d+, batch_time: \S+, loss: ([0-9.]+), acc: ([0-9.]+)", count=200,
                         saved=[], pinned="random by design: its data is numpy's unseeded np.random",
                         float_of_array=True, needs=["pandas"]),
+    # sequence_unpad then sequence_conv_pool, 100 SGD steps on numpy's unseeded random batches.
+    "text_classification": dict(dir="text_classification", data=None, script="train.py", args=[],
+                                lines=r"step\d+ cost=([0-9.]+)", count=100, saved=[],
+                                pinned="random by design: its data is numpy's unseeded np.random",
+                                float_of_array=True),
 }
 
 

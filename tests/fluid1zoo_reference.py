@@ -27,8 +27,8 @@ VENDORED = os.path.join(HERE, "thirdparty", "models-fluid", "PaddleRec")
 OUT = os.path.join(HERE, "data", "fluid1zoo")
 
 
-def env_for(python):
-    env = dict(os.environ, PYTHONHASHSEED="0", CPU_NUM="1", OMP_NUM_THREADS="1", GLOG_v="0")
+def env_for(python, spec):
+    env = dict(os.environ, PYTHONHASHSEED="0", CPU_NUM="1", OMP_NUM_THREADS="1", GLOG_v="0", **spec.get("env", {}))
     env["PATH"] = os.path.dirname(python) + os.pathsep + env.get("PATH", "")
     env.pop("PYTHONPATH", None)
     return env
@@ -38,7 +38,8 @@ def prepare(name, root, src=VENDORED):
     spec = zoo.MODELS[name]
     work = os.path.join(root, name)
     shutil.copytree(os.path.join(src, spec["dir"]), work)
-    zoo.WRITERS[spec["data"]](work)
+    if spec["data"]:
+        zoo.WRITERS[spec["data"]](work)
     return spec, work
 
 
@@ -49,7 +50,7 @@ def main(src, names):
         spec, work = prepare(name, root, src)
         init = os.path.join(OUT, name + ".npz")
         cmd = [sys.executable, "-u", os.path.join(HERE, "fluid1zoo_init.py"), "dump", init, spec["script"]]
-        proc = subprocess.run(cmd + spec["args"], cwd=work, env=env_for(sys.executable),
+        proc = subprocess.run(cmd + spec["args"], cwd=work, env=env_for(sys.executable, spec),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if proc.returncode != 0:
             sys.exit("%s: Paddle exited %d:\n%s" % (name, proc.returncode, proc.stdout[-3000:]))
@@ -59,7 +60,7 @@ def main(src, names):
             infer = spec["infer"]
             zoo.copy_inputs(work, infer)
             proc = subprocess.run([sys.executable, "-u", infer["script"]] + infer["args"], cwd=work,
-                                  env=env_for(sys.executable), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  env=env_for(sys.executable, spec), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   text=True)
             if proc.returncode != 0:
                 sys.exit("%s: Paddle's infer exited %d:\n%s" % (name, proc.returncode, proc.stdout[-3000:]))

@@ -33,8 +33,8 @@ RTOL, ATOL = 2e-4, 2e-5
 pytestmark = pytest.mark.skipif(not os.path.isdir(VENDORED), reason="tests/thirdparty/models-fluid is absent")
 
 
-def _env():
-    env = dict(os.environ, PYTHONHASHSEED="0", CPU_NUM="1", OMP_NUM_THREADS="1", GLOG_v="0")
+def _env(spec):
+    env = dict(os.environ, PYTHONHASHSEED="0", CPU_NUM="1", OMP_NUM_THREADS="1", GLOG_v="0", **spec.get("env", {}))
     # The datasets' pipe_command runs `python reader.py`: this interpreter, with psjob.
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     return env
@@ -50,7 +50,7 @@ def _run(name, tmp_path):
     if spec["pinned"] is True:
         script = [os.path.join(TESTS, "fluid1zoo_init.py"), "load", os.path.join(REFS, name + ".npz")] + script
     cmd = [sys.executable, "-m", "psjob.cli", "as-paddle", "--", sys.executable, "-u"] + script + spec["args"]
-    proc = subprocess.run(cmd, cwd=work, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.run(cmd, cwd=work, env=_env(spec), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True, timeout=170)
     return spec, work, proc
 
@@ -67,7 +67,7 @@ def _check_infer(name, spec, work):
         return None
     zoo.copy_inputs(str(work), infer)
     cmd = [sys.executable, "-m", "psjob.cli", "as-paddle", "--", sys.executable, "-u", infer["script"]]
-    proc = subprocess.run(cmd + infer["args"], cwd=work, env=_env(), stdout=subprocess.PIPE,
+    proc = subprocess.run(cmd + infer["args"], cwd=work, env=_env(spec), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=120)
     assert proc.returncode == 0, f"{name} {infer['script']} exited {proc.returncode}:\n{proc.stdout[-4000:]}"
     lines = zoo.results(infer, proc.stdout)

@@ -267,6 +267,39 @@ def _cases():
         {"Out": 1, "State": 1, "Reserve": 1, "DropoutState": 1},
         {"mode": "GRU", "hidden_size": 3, "input_size": 4, "num_layers": 2, "is_bidirec": False, "dropout_prob": 0.0,
          "is_test": False}))
+    c.append(Case("expand-fluid1-lod", "expand", {"X": [In("x", f64(4, 2), [[0, 1, 4]])]}, {"Out": 1},
+                  {"expand_times": [1, 3]}))
+    c.append(Case("expand-fluid1-rows", "expand", {"X": [In("x", f64(2, 3, 1))]}, {"Out": 1},
+                  {"expand_times": [2, 1, 2]}))
+    # Fluid 1.x sequence ops over ragged LoD inputs (with an empty sequence).
+    seq_lod = [[0, 3, 3, 4, 7]]
+    for start, length in ((-1, 3), (0, 2), (-3, 4)):
+        c.append(Case(f"sequence_conv-start{start}-len{length}", "sequence_conv",
+                      {"X": [In("x", f64(7, 2), seq_lod)], "Filter": [In("f", f64(2 * length, 3))]}, {"Out": 1},
+                      {"contextStart": start, "contextLength": length, "contextStride": 1}))
+    c.append(Case("sequence_unpad", "sequence_unpad",
+                  {"X": [In("x", f64(3, 4, 2))], "Length": [In("len", np.array([2, 0, 4], np.int64), diff=False)]},
+                  {"Out": 1}))
+    c.append(Case("sequence_expand_as", "sequence_expand_as",
+                  {"X": [In("x", f64(4, 3))], "Y": [In("y", f64(7, 1), seq_lod, diff=False)]}, {"Out": 1}))
+    c.append(Case("sequence_reshape", "sequence_reshape", {"X": [In("x", f64(7, 2), seq_lod)]}, {"Out": 1},
+                  {"new_dim": 1}))
+    c.append(Case("bpr_loss", "bpr_loss", {"X": [In("x", f64(4, 3), [[0, 1, 4]])],
+                                           "Label": [In("l", np.array([[0], [2], [1], [2]], np.int64), diff=False)]},
+                  {"Y": 1}))
+    # gru (Fluid 1.x dynamic_gru): ragged sequences with an empty one, both directions and modes.
+    gru_outs = {"Hidden": 1, "BatchGate": 1, "BatchResetHiddenPrev": 1, "BatchHidden": 1}
+    gru_lod = [[0, 3, 4, 4, 6]]
+    for reverse, origin, act, h0 in ((False, False, "tanh", True), (True, True, "relu", False),
+                                     (False, True, "identity", False), (True, False, "sigmoid", True)):
+        ins = {"Input": [In("x", f64(6, 9), gru_lod)], "Weight": [In("w", f64(3, 9))],
+               "Bias": [In("b", f64(1, 9))]}
+        if h0:
+            ins["H0"] = [In("h0", f64(4, 3))]
+        c.append(Case(f"gru-{'reverse' if reverse else 'forward'}-{'origin' if origin else 'default'}-{act}"
+                      f"{'-h0' if h0 else ''}", "gru", ins, gru_outs,
+                      {"is_reverse": reverse, "origin_mode": origin, "gate_activation": "sigmoid",
+                       "activation": act}))
     c.append(Case("gather-axis0-repeats", "gather", {"X": [In("x", f64(5, 3))],
                                                      "Index": [In("i", np.array([[4], [0], [4]], np.int64), diff=False)]},
                   {"Out": 1}, {"axis": 0}))

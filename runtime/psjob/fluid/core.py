@@ -183,6 +183,14 @@ class LoDTensor:
 
     _get_dims = shape  # Paddle's private spelling, which PaddleRec's helpers call
 
+    def _get_float_element(self, index):
+        """Element `index` of the flattened tensor as a Python float (Paddle's private
+        accessor, which PaddlePaddle/models' Fluid 1.x examples call on fetched results)."""
+        flat = to_numpy(self._value()).reshape(-1)
+        if not 0 <= index < flat.size:
+            raise IndexError(f"_get_float_element: index {index} is out of range for {flat.size} elements")
+        return float(flat[index])
+
     def _value(self):
         try:
             value = self._scope.vars[self._name]

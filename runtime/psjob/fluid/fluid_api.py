@@ -16,6 +16,7 @@ from psjob.fluid import (
                    io,
                    layers,
                    metrics,
+                   nets,
                    optimizer,
                    reader,
                    regularizer,

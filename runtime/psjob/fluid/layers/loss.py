@@ -7,7 +7,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import FLOATS, INTS, check_dtype, check_int, check_variable
 
 __all__ = ["cross_entropy", "softmax_with_cross_entropy", "sigmoid_cross_entropy_with_logits",
-           "log_loss"]
+           "log_loss", "bpr_loss"]
 
 IGNORE_INDEX = -100
 
@@ -88,4 +88,18 @@ def log_loss(input, label, epsilon=1e-4, name=None):
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op(type="log_loss", inputs={"Predicted": [input], "Labels": [label]},
                      outputs={"Loss": [out]}, attrs={"epsilon": float(epsilon)})
+    return out
+
+
+def bpr_loss(input, label, name=None):
+    """Bayesian personalized ranking loss of scores [N, C] whose positive column is label [N, 1]:
+    the mean over the other columns j of log(1 + exp(input[j] - input[label])), [N, 1]
+    (Paddle 1.8 API docs, fluid.layers.bpr_loss)."""
+    check_variable(input, "input", "bpr_loss")
+    check_variable(label, "label", "bpr_loss")
+    check_dtype(input, "input", FLOATS, "bpr_loss")
+    check_dtype(label, "label", INTS, "bpr_loss")
+    helper = LayerHelper("bpr_loss", name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="bpr_loss", inputs={"X": [input], "Label": [label]}, outputs={"Y": [out]})
     return out

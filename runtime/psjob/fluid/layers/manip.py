@@ -5,7 +5,7 @@ from __future__ import annotations
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int, check_int_list, check_variable
 
-__all__ = ["concat", "split", "reshape", "transpose", "squeeze", "unsqueeze",
+__all__ = ["concat", "split", "reshape", "transpose", "squeeze", "unsqueeze", "expand",
            "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"]
 
 
@@ -63,6 +63,24 @@ def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
     helper.append_op(type="reshape2", inputs={"X": [x]}, outputs={"Out": [out], "XShape": [xshape]},
                      attrs={"shape": shape})
     return helper.append_activation(out, act)
+
+
+def expand(x, expand_times, name=None):
+    """Fluid 1.x expand: X tiled expand_times[i] times along dimension i (one count per
+    dimension; Paddle 1.8 API docs, fluid.layers.expand). Counts given as tensors are not
+    supported by psjob."""
+    check_variable(x, "x", "expand")
+    if not isinstance(expand_times, (list, tuple)):
+        raise TypeError(f"expand: argument 'expand_times' must be a list of ints (psjob does not take a "
+                        f"tensor here), got {type(expand_times).__name__}")
+    times = check_int_list(list(expand_times), "expand_times", "expand")
+    if len(times) != len(x.shape) or any(t < 1 for t in times):
+        raise ValueError(f"expand: argument 'expand_times' {times} must hold one positive count per "
+                         f"dimension of {x.name}{list(x.shape)}")
+    helper = LayerHelper("expand", name)
+    out = _out(helper, x)
+    helper.append_op(type="expand", inputs={"X": [x]}, outputs={"Out": [out]}, attrs={"expand_times": times})
+    return out
 
 
 def transpose(x, perm, name=None):

@@ -11,6 +11,22 @@ from psjob.fluid.layers._checks import check_dtype as _check_dtype
 from psjob.fluid.layers._checks import check_int as _check_int
 from psjob.fluid.layers._checks import check_int_list as _check_int_list
 from psjob.fluid.layers._checks import check_variable as _check_variable
+
+# Paddle 1.8 defines these in fluid/layers/nn.py: scripts reach them as
+# `paddle.fluid.layers.nn.reduce_max` and the like.
+from psjob.fluid.layers.manip import (  # noqa: F401
+    expand,
+    reduce_max,
+    reduce_mean,
+    reduce_min,
+    reduce_prod,
+    reduce_sum,
+    reshape,
+    split,
+    squeeze,
+    transpose,
+    unsqueeze,
+)
 from psjob.fluid.layers.manip import reshape as _reshape
 from psjob.fluid.param_attr import ParamAttr as _ParamAttr
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from psjob.fluid.framework import GraphError
-from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out, simple_grad
 
 
 def _hard_labels(xp, label, classes, ignore_index, op_type):
@@ -233,3 +233,53 @@ def log_loss_grad(ctx):
     p, y, dl = ctx.input("Predicted"), ctx.input("Labels"), ctx.input("Loss@GRAD")
     eps = p.dtype.type(ctx.attr("epsilon", 1e-4))
     ctx.set_output("Predicted@GRAD", (dl * (-y / (p + eps) + (1 - y) / (1 - p + eps))).astype(p.dtype, copy=False))
+
+
+# -- bpr_loss ----------------------------------------------------------------------------
+# Bayesian personalized ranking (Paddle 1.8 API docs, fluid.layers.bpr_loss): row i with
+# positive column l = Label[i] over C columns gives
+#     Y[i] = 1/(C-1) * sum_{j != l} log(1 + exp(X[i, j] - X[i, l]))
+# and Y keeps X's LoD. exp is clamped to float32's range as Paddle's TolerableValue does.
+
+def _bpr_shape(op):
+    x, label = in_var(op, "X"), in_var(op, "Label")
+    if len(x.shape) != 2 or tuple(label.shape[1:]) != (1,):
+        raise GraphError(f"bpr_loss: X {x.name}{list(x.shape)} must be [N, C] and Label "
+                         f"{label.name}{list(label.shape)} [N, 1]")
+    set_out(op, "Y", (x.shape[0], 1), x.dtype, x.lod_level)
+
+
+def _bpr_parts(ctx):
+    xp, x = ctx.xp, ctx.input("X")
+    label = ctx.input("Label").reshape(-1).astype(np.int64)
+    n, c = x.shape
+    if c < 2:
+        raise ValueError(f"bpr_loss: X needs at least 2 columns, got {c}")
+    if label.shape[0] != n or bool((label < 0).any()) or bool((label >= c).any()):
+        raise ValueError(f"bpr_loss: Label must hold one column index in [0, {c}) per row of X ({n} rows)")
+    pos = xp.take_along_axis(x, label.reshape(-1, 1), axis=1)
+    diff = xp.minimum(xp.exp(x - pos), np.finfo(x.dtype).max)
+    not_pos = xp.arange(c).reshape(1, -1) != label.reshape(-1, 1)
+    return x, label, diff, not_pos, c
+
+
+@register_op("bpr_loss", infer_shape=_bpr_shape, grad=simple_grad("bpr_loss_grad", inputs=("X", "Label"),
+                                                                   outputs=("Y",), grad_of=("X",)),
+             no_grad_inputs=("Label",))
+def bpr_loss(ctx):
+    xp = ctx.xp
+    x, _, e, not_pos, c = _bpr_parts(ctx)
+    y = xp.where(not_pos, xp.log1p(e), 0).sum(axis=1, keepdims=True) / (c - 1)
+    ctx.set_output("Y", y.astype(x.dtype, copy=False), lod=ctx.input_lod("X"))
+
+
+@register_op("bpr_loss_grad")
+def bpr_loss_grad(ctx):
+    xp = ctx.xp
+    x, label, e, not_pos, c = _bpr_parts(ctx)
+    dy = ctx.input("Y@GRAD").reshape(-1, 1)
+    # d/dX[i, j] = dy * sigmoid(X[i, j] - X[i, l]) / (C-1) for j != l; the positive column gets minus their sum
+    g = xp.where(not_pos, dy * (e / (1 + e)) / (c - 1), 0)
+    dx = g.copy()
+    dx[xp.arange(x.shape[0]), label] = -g.sum(axis=1)
+    ctx.set_output("X@GRAD", dx.astype(x.dtype, copy=False), lod=ctx.input_lod("X"))

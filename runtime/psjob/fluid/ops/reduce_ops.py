@@ -47,7 +47,10 @@ def _make(kind):
         fn = {"reduce_sum": x.sum, "reduce_mean": x.mean, "reduce_max": x.max, "reduce_min": x.min,
               "reduce_prod": x.prod}[kind]
         out = fn(axis=axes, keepdims=True)
-        ctx.set_output("Out", out.reshape(_out_shape(list(x.shape), axes, ctx.attr("keep_dim", False))))
+        # Paddle's reduce ops pass X's LoD on when they keep the first dimension (the rows).
+        keeps_rows = 0 not in axes and not ctx.attr("reduce_all", False)
+        ctx.set_output("Out", out.reshape(_out_shape(list(x.shape), axes, ctx.attr("keep_dim", False))),
+                       lod=ctx.input_lod("X") if keeps_rows else None)
 
     def backward(ctx):
         xp, x, dout = ctx.xp, ctx.input("X"), ctx.input("Out@GRAD")

@@ -283,6 +283,42 @@ def tile_grad(ctx):
     ctx.set_output("X@GRAD", dx.reshape(x.shape))
 
 
+# -- expand (Fluid 1.x) ------------------------------------------------------------------
+# fluid.layers.expand (Paddle 1.8 API docs): tile with one count per dimension of X (no
+# padding of the rank). Out keeps X's LoD when its first dimension is X's (Paddle's
+# expand_op shares the LoD then).
+
+def _expand_times(op_or_ctx, x_shape):
+    times = [int(t) for t in op_or_ctx.attr("expand_times") or []]
+    if len(times) != len(x_shape) or any(t < 1 for t in times):
+        raise GraphError(f"expand: expand_times {times} must hold one positive count per dimension of "
+                         f"X {list(x_shape)}")
+    return times
+
+
+def _fluid_expand_shape(op):
+    x = in_var(op, "X")
+    times = _expand_times(op, x.shape)
+    set_out(op, "Out", [d * t if d >= 0 else -1 for d, t in zip(x.shape, times)], x.dtype,
+            x.lod_level if times[0] == 1 else 0)
+
+
+@register_op("expand", infer_shape=_fluid_expand_shape, grad=simple_grad("expand_grad"))
+def fluid_expand(ctx):
+    x = ctx.input("X")
+    times = _expand_times(ctx, x.shape)
+    ctx.set_output("Out", ctx.xp.tile(x, times), lod=ctx.input_lod("X") if times[0] == 1 else None)
+
+
+@register_op("expand_grad")
+def fluid_expand_grad(ctx):
+    x, dout = ctx.input("X"), ctx.input("Out@GRAD")
+    times = _expand_times(ctx, x.shape)
+    interleaved = [v for pair in zip(times, x.shape) for v in pair]
+    dx = dout.reshape(interleaved).sum(axis=tuple(range(0, len(interleaved), 2)))
+    ctx.set_output("X@GRAD", dx.reshape(x.shape), lod=ctx.input_lod("X"))
+
+
 # -- expand_v2 ---------------------------------------------------------------------------
 
 def _expand_target(x_shape, shape):
