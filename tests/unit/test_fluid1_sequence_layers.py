@@ -316,3 +316,33 @@ def test_reduce_keeps_the_lod_when_it_keeps_the_rows():
                   return_numpy=False)
     assert [t.lod() for t in got] == [[[0, 1, 4]], [[0, 1, 4]], []]
     np.testing.assert_array_equal(np.array(got[0]).reshape(-1), [3, 12, 21, 30])
+
+
+def test_paddle2_static_nn_sequence_layers_build_fluids_ops():
+    """Paddle 2.x keeps Fluid's sequence layers in paddle.static.nn with Fluid's signatures: a 2.x
+    program written with them builds the same ops, and computes the same, as the Fluid one."""
+    import psjob as paddle
+
+    def build(nn):
+        main, start = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, start), fluid.unique_name.guard():
+            x = fluid.data(name="x", shape=[None, 4], dtype="float32", lod_level=1)
+            y = fluid.data(name="y", shape=[None, 2], dtype="float32", lod_level=1)
+            conv = nn.sequence_conv(x, 2, filter_size=3, param_attr=fluid.ParamAttr(
+                initializer=fluid.initializer.ConstantInitializer(0.1)))
+            pooled = nn.sequence_pool(nn.sequence_reshape(conv, 2), "sum")  # one row per sequence
+            out = nn.sequence_pool(nn.sequence_expand_as(pooled, y), "max")
+        return main, start, out
+
+    rs = np.random.RandomState(1)
+    x = fluid.create_lod_tensor(rs.uniform(-1, 1, (8, 4)).astype("float32"), [LENS + [0]], fluid.CPUPlace())
+    y = fluid.create_lod_tensor(rs.uniform(-1, 1, (8, 2)).astype("float32"), [LENS + [0]], fluid.CPUPlace())
+    results = []
+    for nn in (fluid.layers, paddle.static.nn):
+        main, start, out = build(nn)
+        exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+        exe.run(start, scope=scope)
+        results.append(([op.type for op in main.global_block().ops],
+                        exe.run(main, feed={"x": x, "y": y}, fetch_list=[out], scope=scope)[0]))
+    assert results[0][0] == results[1][0] and "sequence_conv" in results[0][0]
+    np.testing.assert_array_equal(results[0][1], results[1][1])

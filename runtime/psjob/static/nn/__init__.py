@@ -11,10 +11,19 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers import batch_norm
 from psjob.fluid.layers._checks import check_int, check_variable
 from psjob.static.nn import sequence_lod
-from psjob.static.nn.sequence_lod import sequence_first_step, sequence_last_step, sequence_pool
+from psjob.static.nn.sequence_lod import (
+    sequence_conv,
+    sequence_expand_as,
+    sequence_first_step,
+    sequence_last_step,
+    sequence_pool,
+    sequence_reshape,
+    sequence_unpad,
+)
 
 __all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "conv2d", "sequence_pool", "sequence_first_step",
-           "sequence_last_step", "layer_norm"]
+           "sequence_last_step", "sequence_conv", "sequence_unpad", "sequence_expand_as", "sequence_reshape",
+           "layer_norm"]
 
 
 def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation=None, name=None):
