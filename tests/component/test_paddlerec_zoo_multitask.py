@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import math
 import os
-import pickle
 import re
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from paddlereczoo import run_tool, write_paddle_init  # noqa: E402
 
 pytest.importorskip("yaml", reason="PaddleRec's trainers need pyyaml (the test extras)")
 pytest.importorskip("six", reason="PaddleRec's trainers need six (the test extras)")
@@ -27,7 +28,6 @@ pytest.importorskip("six", reason="PaddleRec's trainers need six (the test extra
 PADDLEREC = os.path.join(os.path.dirname(__file__), "..", "thirdparty", "paddlerec")
 COST = re.compile(r"epoch: 0, batch_id: (\d+), cost: ([-0-9.e]+|nan|inf)")
 EPOCH_DONE = re.compile(r"epoch: (\d+) done")
-INIT_SEED = 2024
 
 # The embedding tables are cut to 1000 rows (the sample data's ids stop at 966) so that a save
 # is 1 MB rather than 100 MB; nothing else is overridden.
@@ -84,33 +84,15 @@ def _model_dir(tmp_path, name):
     return root / "models" / group / name
 
 
-def _run(model_dir, script, overrides, timeout=150):
-    cmd = [sys.executable, "-m", "psjob.cli", "as-paddle", "--", sys.executable, "-u",
-           os.path.join("..", "..", "..", "tools", script), "-m", "config.yaml", "-o", *overrides]
-    r = subprocess.run(cmd, cwd=model_dir, capture_output=True, text=True, timeout=timeout)
-    return r, r.stdout + r.stderr
-
-
 def _costs(log):
     return [(int(b), float(c)) for b, c in COST.findall(log)]
-
-
-def _write_init(saved_prefix, init_dir):
-    """A Paddle-format .pdparams with the names and shapes of psjob's own save."""
-    with np.load(str(saved_prefix) + ".pdparams") as saved:
-        shapes = {n: saved[n].shape for n in saved.files}
-    rs = np.random.RandomState(INIT_SEED)
-    state = {n: rs.uniform(-0.02, 0.02, shapes[n]).astype(np.float32) for n in sorted(shapes)}
-    init_dir.mkdir()
-    with open(init_dir / "rec_static.pdparams", "wb") as f:
-        pickle.dump(state, f, protocol=4)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_static_trainer_then_static_infer(tmp_path, name):
     model_dir = _model_dir(tmp_path, name)
     _, save_dir, extra = MODELS[name]
-    r, log = _run(model_dir, "static_trainer.py", ["runner.epochs=1", *extra])
+    r, log = run_tool(model_dir, "static_trainer.py", ["runner.epochs=1", *extra])
     if name in BLOCKED:
         # still stopped where BLOCKED says (a model that runs, or stops elsewhere, fails here)
         assert r.returncode != 0 and BLOCKED[name] in log, log[-3000:]
@@ -122,7 +104,7 @@ def test_static_trainer_then_static_infer(tmp_path, name):
     saved = model_dir / save_dir / "0" / "rec_static.pdparams"
     assert saved.is_file(), sorted(os.listdir(model_dir))
 
-    r, log = _run(model_dir, "static_infer.py", ["runner.infer_start_epoch=0", "runner.infer_end_epoch=1", *extra])
+    r, log = run_tool(model_dir, "static_infer.py", ["runner.infer_start_epoch=0", "runner.infer_end_epoch=1", *extra])
     assert r.returncode == 0, log[-3000:]
     assert EPOCH_DONE.findall(log) == ["0"], log[-3000:]
     assert "batch_id: 0," in log, log[-3000:]
@@ -132,11 +114,11 @@ def test_static_trainer_then_static_infer(tmp_path, name):
 def test_costs_equal_paddle_from_the_same_parameters(tmp_path, name):
     model_dir = _model_dir(tmp_path, name)
     _, save_dir, extra = MODELS[name]
-    r, log = _run(model_dir, "static_trainer.py", ["runner.epochs=1", *extra])
+    r, log = run_tool(model_dir, "static_trainer.py", ["runner.epochs=1", *extra])
     assert r.returncode == 0, log[-3000:]
-    _write_init(model_dir / save_dir / "0" / "rec_static", tmp_path / "init")
+    write_paddle_init(model_dir / save_dir / "0" / "rec_static", tmp_path / "init")
 
-    r, log = _run(model_dir, "static_trainer.py", ["runner.epochs=1", "runner.print_interval=1",
+    r, log = run_tool(model_dir, "static_trainer.py", ["runner.epochs=1", "runner.print_interval=1",
                                                   f"runner.model_init_path={tmp_path / 'init'}", *extra])
     assert r.returncode == 0, log[-3000:]
     want = PADDLE_COSTS[name]

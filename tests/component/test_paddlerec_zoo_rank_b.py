@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import math
 import os
-import pickle
 import re
 import shutil
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from paddlereczoo import run_tool, write_paddle_init  # noqa: E402
 
 pytest.importorskip("yaml", reason="PaddleRec's trainers need pyyaml (the test extras)")
 pytest.importorskip("six", reason="PaddleRec's trainers need six (the test extras)")
@@ -30,7 +31,6 @@ pytest.importorskip("six", reason="PaddleRec's trainers need six (the test extra
 PADDLEREC = os.path.join(os.path.dirname(__file__), "..", "thirdparty", "paddlerec")
 COST = re.compile(r"epoch: 0, batch_id: (\d+), (?:auc: [^,]*, )?cost: ([-0-9.e]+|nan|inf)")
 EPOCH_DONE = re.compile(r"epoch: (\d+) done")
-INIT_SEED = 2024
 
 # dmr takes seconds a batch (its tables of a million rows take dense Adam steps, under Paddle
 # too): its copy keeps the first 200 of its 500 sample lines, two batches of its 100.
@@ -90,30 +90,12 @@ def _model_dir(tmp_path, name):
     return model_dir
 
 
-def _run(model_dir, script, overrides, timeout=150):
-    cmd = [sys.executable, "-m", "psjob.cli", "as-paddle", "--", sys.executable, "-u",
-           os.path.join("..", "..", "..", "tools", script), "-m", "config.yaml", "-o", *overrides]
-    r = subprocess.run(cmd, cwd=model_dir, capture_output=True, text=True, timeout=timeout)
-    return r, r.stdout + r.stderr
-
-
 def _costs(log):
     return [(int(b), float(c)) for b, c in COST.findall(log)]
 
 
-def _write_init(saved_prefix, init_dir):
-    """A Paddle-format .pdparams with the names and shapes of psjob's own save."""
-    with np.load(str(saved_prefix) + ".pdparams") as saved:
-        shapes = {n: saved[n].shape for n in saved.files}
-    rs = np.random.RandomState(INIT_SEED)
-    state = {n: rs.uniform(-0.02, 0.02, shapes[n]).astype(np.float32) for n in sorted(shapes)}
-    init_dir.mkdir()
-    with open(init_dir / "rec_static.pdparams", "wb") as f:
-        pickle.dump(state, f, protocol=4)
-
-
 def _train(model_dir, name, overrides=()):
-    r, log = _run(model_dir, "static_trainer.py", ["runner.epochs=1", *overrides])
+    r, log = run_tool(model_dir, "static_trainer.py", ["runner.epochs=1", *overrides])
     assert r.returncode == 0, log[-3000:]
     assert EPOCH_DONE.findall(log) == ["0"], log[-3000:]
     costs = _costs(log)
@@ -131,19 +113,19 @@ def test_static_trainer_static_infer_and_costs_from_the_same_parameters(tmp_path
         pytest.importorskip(READER_NEEDS[name], reason=f"{name}'s reader needs {READER_NEEDS[name]} (the test extras)")
     model_dir = _model_dir(tmp_path, name)
     if name in BLOCKED:
-        r, log = _run(model_dir, "static_trainer.py", ["runner.epochs=1"])
+        r, log = run_tool(model_dir, "static_trainer.py", ["runner.epochs=1"])
         # still stopped where BLOCKED says (a model that runs, or stops elsewhere, fails here)
         assert r.returncode != 0 and BLOCKED[name] in log, log[-3000:]
         pytest.xfail(BLOCKED[name])
     _train(model_dir, name)
-    r, log = _run(model_dir, "static_infer.py", ["runner.infer_start_epoch=0", "runner.infer_end_epoch=1",
+    r, log = run_tool(model_dir, "static_infer.py", ["runner.infer_start_epoch=0", "runner.infer_end_epoch=1",
                                                  *INFER_OVERRIDES.get(name, [])])
     assert r.returncode == 0, log[-3000:]
     assert EPOCH_DONE.findall(log) == ["0"], log[-3000:]
     assert "batch_id: 0," in log, log[-3000:]
     if name not in PADDLE_COSTS:
         return
-    _write_init(model_dir / MODELS[name] / "0" / "rec_static", tmp_path / "init")
+    write_paddle_init(model_dir / MODELS[name] / "0" / "rec_static", tmp_path / "init")
     got = _train(model_dir, name, ["runner.print_interval=1", f"runner.model_init_path={tmp_path / 'init'}"])
     want = PADDLE_COSTS[name]
     got = got[:len(want)]
