@@ -6,11 +6,12 @@ talks to it over HTTP with its own client, exactly as it would talk to MinIO or 
 Tests load this file by path (faultkit.load), like faultkit itself.
 """
 import os
-import socket
 import subprocess
 import time
 import urllib.request
 import uuid
+
+from psjob.launcher.local import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MOTO = os.path.join(REPO, ".venv-s3", "bin", "moto_server")
@@ -22,9 +23,7 @@ class S3Server:
 
     def __init__(self, log_path):
         subprocess.run([os.path.join(REPO, "scripts", "setup-s3-venv.sh")], check=True, timeout=600)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_ports(1)[0]  # outside the ephemeral range, where pservers' ports are drawn too
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen([MOTO, "-H", "127.0.0.1", "-p", str(self.port)], stdout=self._log,

@@ -29,7 +29,6 @@ import gzip
 import itertools
 import json
 import pathlib
-import socket
 import threading
 import time
 import urllib.error
@@ -41,6 +40,8 @@ from typing import Any, TypeVar
 
 import kmock
 from kmock._internal import enums, loading
+
+from psjob.launcher.local import free_ports
 
 T = TypeVar("T")
 NAMESPACE = "psjob-test"
@@ -77,9 +78,8 @@ def _selector_matches(selector: str, labels: dict[str, str]) -> bool:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A free port outside the ephemeral range, where no other test's bind(0) lands."""
+    return free_ports(1)[0]
 
 
 def wait_for(probe: Callable[[], T], timeout: float = 30.0, what: str = "condition") -> T:

@@ -8,7 +8,7 @@ import pytest
 from psjob.foundation import roles
 from psjob.foundation.jobspec import parse_job
 from psjob.launcher import launch, run_job
-from psjob.launcher.local import Deadline, LocalJob, conclude
+from psjob.launcher.local import Deadline, LocalJob, conclude, free_ports, listen_port_pool
 from psjob.launcher.supervisor import ProcessSpec
 
 
@@ -26,6 +26,21 @@ def yaml_run(tmp_path, spec):
 
 def env_of(specs, role, index=0):
     return next(sp.env for sp in specs if sp.role == role and sp.index == index)
+
+
+def test_local_listener_ports_are_distinct_free_and_outside_the_ephemeral_range():
+    # bind(0) and connect() draw from the ephemeral range; a port probed there can be taken by
+    # another process before the pserver binds it (a pserver then fails on every restart).
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low, high = (int(v) for v in f.read().split())
+    pool = listen_port_pool()
+    assert pool.stop <= low or pool.start > high
+    ports = free_ports(40)
+    assert len(set(ports)) == 40 and all(p in pool for p in ports)
+    import socket
+    for port in ports:  # each one binds now
+        with socket.socket() as s:
+            s.bind((roles.LOCAL_HOST, port))
 
 
 def test_geo_mode_exchanges_every_100_steps_by_default_in_both_fronts(tmp_path):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import socket
 import sys
@@ -49,14 +50,47 @@ def checkpoint_root(where: str) -> str:
     return os.path.abspath(where)
 
 
-def free_ports(n: int, host: str = roles.LOCAL_HOST) -> list[int]:
-    """n distinct free TCP ports (held open together so they differ)."""
-    socks = []
+# Local listeners take ports from below the kernel's ephemeral range. A port that bind(0)
+# hands out goes back to that range when the probe closes, and another process's bind(0) or
+# connect() can take it before our pserver binds it; the pserver then fails on every restart.
+# Below the range only other listeners compete, and the probe sees those.
+LISTEN_PORTS_FLOOR = 10000
+
+
+def listen_port_pool() -> range:
+    """Ports a local job's listeners choose from: the ones between LISTEN_PORTS_FLOOR and the
+    kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), or above that range."""
     try:
-        for _ in range(n):
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(v) for v in f.read().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999  # Linux's default
+    below = range(LISTEN_PORTS_FLOOR, low)
+    above = range(high + 1, 65536)
+    return below if len(below) >= len(above) else above
+
+
+def free_ports(n: int, host: str = roles.LOCAL_HOST) -> list[int]:
+    """n distinct TCP ports free on `host` now, outside the ephemeral range (held open
+    together while chosen, so they differ)."""
+    pool = listen_port_pool()
+    if len(pool) < 1000:  # the ephemeral range covers nearly everything: let the kernel choose
+        pool = range(0, 1)
+    chooser = random.SystemRandom()
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(50 * n + 50):
+            if len(socks) == n:
+                break
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
+            try:
+                s.bind((host, chooser.choice(pool)))
+            except OSError:  # taken (or chosen twice): draw again
+                s.close()
+                continue
             socks.append(s)
+        if len(socks) < n:
+            raise RuntimeError(f"no {n} free TCP ports on {host} in {pool.start}..{pool.stop - 1}")
         return [s.getsockname()[1] for s in socks]
     finally:
         for s in socks:
