@@ -348,6 +348,29 @@ def _cases():
         {"Out": 1, "State": 2, "Reserve": 1, "DropoutState": 1},
         {"mode": "LSTM", "hidden_size": 2, "input_size": 3, "num_layers": 2, "is_bidirec": True, "dropout_prob": 0.0,
          "is_test": False}))
+    # the SimpleRNN modes and GRU/LSTM with SequenceLength: steps past a row's length keep its state
+    # and output zeros, in both directions
+    lengths = In("len", np.array([4, 1, 3], np.int64), diff=False)
+
+    def rnn_case(name, mode, gates, layers, dirs, x_shape, hidden):
+        weights, biases = [], []
+        for layer in range(layers):
+            for d in range(dirs):
+                in_size = x_shape[2] if layer == 0 else dirs * hidden
+                weights += [In(f"w_ih{layer}{d}", f64(gates * hidden, in_size)),
+                            In(f"w_hh{layer}{d}", f64(gates * hidden, hidden))]
+                biases += [In(f"b_ih{layer}{d}", f64(gates * hidden)), In(f"b_hh{layer}{d}", f64(gates * hidden))]
+        states = [In(f"s{i}", f64(layers * dirs, x_shape[1], hidden)) for i in range(2 if mode == "LSTM" else 1)]
+        return Case(name, "rnn", {"Input": [In("x", f64(*x_shape))], "WeightList": weights + biases,
+                                  "PreState": states, "SequenceLength": [lengths]},
+                    {"Out": 1, "State": len(states), "Reserve": 1, "DropoutState": 1},
+                    {"mode": mode, "hidden_size": hidden, "input_size": x_shape[2], "num_layers": layers,
+                     "is_bidirec": dirs == 2, "dropout_prob": 0.0, "is_test": False})
+
+    c.append(rnn_case("rnn-tanh-two-layers-bidirectional-lengths", "RNN_TANH", 1, 2, 2, (4, 3, 2), 2))
+    c.append(rnn_case("rnn-relu-lengths", "RNN_RELU", 1, 1, 1, (4, 3, 2), 3))
+    c.append(rnn_case("rnn-gru-bidirectional-lengths", "GRU", 3, 1, 2, (4, 3, 2), 2))
+    c.append(rnn_case("rnn-lstm-bidirectional-lengths", "LSTM", 4, 1, 2, (4, 3, 2), 2))
     return c
 
 

@@ -99,15 +99,6 @@ def test_gru_and_max_min_train_as_paddle_does():
                                [-1.3801476955413818, -9.703449249267578, -6.449239730834961], rtol=2e-6)
 
 
-def test_gru_refuses_what_it_cannot_run():
-    with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
-        with pytest.raises(ValueError, match="direction='bidirect'"):
-            paddle.nn.GRU(4, 3, direction="bidirect")
-        x = paddle.static.data("x", [-1, 5, 4], "float32")
-        with pytest.raises(ValueError, match="sequence_length"):
-            paddle.nn.GRU(4, 3)(x, sequence_length=paddle.static.data("n", [-1], "int64"))
-
-
 def test_gather_runtime_shapes_and_softmax_axis_train_as_paddle_does():
     main, start = paddle.static.Program(), paddle.static.Program()
     with paddle.static.program_guard(main, start):

@@ -22,7 +22,6 @@ from psjob.nn.common import (
 from psjob.nn.conv import Conv1D, Conv2D
 from psjob.nn.layer import Layer, LayerList, Sequential
 from psjob.nn.loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
-from psjob.nn.lstm import LSTM, LSTMCell
 from psjob.nn.norm import LayerNorm
-from psjob.nn.rnn import GRU, RNN, GRUCell
+from psjob.nn.rnn import GRU, LSTM, RNN, BiRNN, GRUCell, LSTMCell, RNNCellBase, SimpleRNN, SimpleRNNCell
 from psjob.nn.transformer import MultiHeadAttention, TransformerEncoder, TransformerEncoderLayer
