@@ -137,7 +137,7 @@ def stack(x, axis=0, name=None):
 
 def slice(input, axes, starts, ends):  # noqa: A001 (paddle.slice)
     check_variable(input, "input", "slice")
-    return _op("slice", {"X": [input]}, {"axes": check_int_list(axes, "axes", "slice"),
+    return _op("slice", {"Input": [input]}, {"axes": check_int_list(axes, "axes", "slice"),
                                           "starts": check_int_list(starts, "starts", "slice"),
                                           "ends": check_int_list(ends, "ends", "slice")})
 

@@ -220,8 +220,11 @@ def _cases():
     c.append(Case("pow", "pow", {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))]}, {"Out": 1}, {"factor": 2.5}))
     c.append(Case("clip", "clip", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1},
                   {"min": -0.6, "max": 0.6}))
-    c.append(Case("slice-negative-and-clamped-bounds", "slice", {"X": [In("x", f64(4, 5, 3))]}, {"Out": 1},
+    c.append(Case("slice-negative-and-clamped-bounds", "slice", {"Input": [In("x", f64(4, 5, 3))]}, {"Out": 1},
                   {"axes": [0, 1], "starts": [1, -3], "ends": [100, -1]}))
+    c.append(Case("l1_norm", "l1_norm", {"X": [In("x", f64(3, 4) - 0.5)]}, {"Out": 1}, {}))
+    c.append(Case("slice-decrease-axis", "slice", {"Input": [In("x", f64(4, 5, 3))]}, {"Out": 1},
+                  {"axes": [0, 2], "starts": [1, 2], "ends": [2, 3], "decrease_axis": [0, 2]}))
     c.append(Case("strided_slice-steps-and-dropped-axes", "strided_slice", {"Input": [In("x", f64(4, 5, 3))]},
                   {"Out": 1}, {"axes": [0, 1, 2], "starts": [-1, 4, 0], "ends": [2 ** 31 - 1, -2 ** 31, 3],
                                "strides": [1, -2, 2], "decrease_axis": [0]}))

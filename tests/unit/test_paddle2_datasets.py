@@ -201,7 +201,7 @@ def test_bad_multislot_lines_and_commands_are_named(tmp_path):
         "1 1 3 0.1 0.2 0.3 0\n": "slot 2 ('ids'): count 0 but",
         "1 1 2 0.1 0.2 1 7\n": "slot 1 ('dense'): 2 values, the variable takes 3",
         "1 1 3 0.1 0.2 0.3 1 x\n": "value 'x' is not an integer",
-        "1 1 3 0.1 0.2 0.3 1 9223372036854775808\n": "value '9223372036854775808' does not fit int64",
+        "1 1 3 0.1 0.2 0.3 1 18446744073709551616\n": "value '18446744073709551616' does not fit int64",
         "1 1 3 0.1 0.2 0.3 1 7 9\n": "1 values left after the 3 slots",
     }
     for i, (line, message) in enumerate(cases.items()):

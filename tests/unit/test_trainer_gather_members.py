@@ -68,3 +68,29 @@ def test_a_job_of_fixed_size_still_waits_for_every_trainer_and_names_the_missing
     gather = TrainerGather(2, timeout_s=0.05)
     with pytest.raises(TimeoutError, match=r"round 0: trainers \[1\] did not contribute"):
         gather.gather(0, "fleet.util.barrier", 0, np.zeros(0))
+
+
+def test_trainers_calling_different_collectives_in_one_round_both_fail_naming_the_calls():
+    # PaddleRec's write_model_donefile returns before its barrier_worker() on the first worker
+    # only (when the donefile is new): the workers' next calls then differ. Both fail at once
+    # instead of waiting for each other until the timeout.
+    gather = TrainerGather(2, timeout_s=60)
+    errors = {}
+
+    def contribute(trainer, name):
+        try:
+            gather.gather(trainer, name, 7, np.zeros(0, np.int8))
+        except ValueError as exc:
+            errors[trainer] = str(exc)
+
+    threads = [threading.Thread(target=contribute, args=(0, "fleet.util.all_gather")),
+               threading.Thread(target=contribute, args=(1, "fleet.util.barrier"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert not any(t.is_alive() for t in threads)
+    assert set(errors) == {0, 1}
+    for message in errors.values():
+        assert "collective #7" in message and "'fleet.util.all_gather'" in message \
+            and "'fleet.util.barrier'" in message and "in the same order" in message

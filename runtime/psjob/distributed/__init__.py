@@ -1,4 +1,5 @@
-"""`paddle.distributed` (Paddle 2.x): `fleet`, the datasets, get_rank/get_world_size, and
+"""`paddle.distributed` (Paddle 2.x): `fleet`, the datasets, the sparse tables' entry policies,
+get_rank/get_world_size, and
 init_parallel_env, which forms the collective trainers' ring (docs/user/collective.md).
 spawn is refused with an error naming the alternative."""
 from __future__ import annotations
@@ -47,6 +48,9 @@ def __getattr__(name):
     # Loaded on first use: `import psjob.distributed` stays cheap.
     if name == "fleet":
         import psjob.distributed.fleet
+    elif name in ("EntryAttr", "ProbabilityEntry", "CountFilterEntry", "ShowClickEntry"):
+        from psjob.distributed import entry_attr
+        return getattr(entry_attr, name)
     elif name in ("InMemoryDataset", "QueueDataset"):
         from psjob.distributed import dataset
         globals().update(InMemoryDataset=dataset.InMemoryDataset, QueueDataset=dataset.QueueDataset)

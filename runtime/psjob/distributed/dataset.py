@@ -272,15 +272,33 @@ def _parse_uniform(data: bytes, slots):
     return _Examples(values, offsets)
 
 
+_UINT64_END = 2 ** 64
+
+
+def _as_dtype(tokens, dtype):
+    """Tokens as dtype. An int64 slot holds feature signs, which Paddle's MultiSlot feed reads
+    as uint64 (64-bit hashes up to 2**64 - 1) and keeps bit for bit in its int64 tensor: a sign
+    from 2**63 up becomes the negative int64 of the same bits, as there."""
+    try:
+        return np.array(tokens).astype(dtype)
+    except OverflowError:
+        if dtype != np.int64:
+            raise
+        values = [int(t) for t in tokens]
+        if any(not -2 ** 63 <= v < _UINT64_END for v in values):
+            raise
+        return np.array([v % _UINT64_END for v in values], dtype=np.uint64).view(np.int64)
+
+
 def _numbers(tokens, slot, offsets, source, line_numbers):
     """The slot's values as its dtype; a bad one is named with its line (its row found via
     offsets, the row's line number in `line_numbers`)."""
     try:
-        return np.array(tokens).astype(slot.dtype) if tokens else np.zeros(0, slot.dtype)
+        return _as_dtype(tokens, slot.dtype) if tokens else np.zeros(0, slot.dtype)
     except (ValueError, OverflowError):
         for k, t in enumerate(tokens):
             try:
-                np.array([t]).astype(slot.dtype)
+                _as_dtype([t], slot.dtype)
             except (ValueError, OverflowError) as error:
                 line = line_numbers[int(np.searchsorted(offsets, k, side="right")) - 1]
                 what = f"does not fit {slot.dtype}" if isinstance(error, OverflowError) else \
@@ -302,14 +320,51 @@ class DatasetBase:
              fs_name="", fs_ugi="", download_cmd="cat", **kwargs):
         if input_type != 0:
             raise ValueError(f"input_type={input_type}: psjob reads one example per line (input_type=0)")
-        if fs_name or fs_ugi:
-            raise ValueError("fs_name/fs_ugi name an HDFS cluster, which psjob does not read; give local paths")
+        self.set_hdfs_config(fs_name, fs_ugi)
         if download_cmd != "cat":
             raise ValueError("download_cmd is for HDFS reads, which psjob does not do; give local paths")
         self.set_batch_size(batch_size)
         self.set_thread(thread_num)
         self.set_use_var(use_var or [])
         self.set_pipe_command(pipe_command)
+
+    def set_hdfs_config(self, fs_name, fs_ugi):
+        """Paddle reads HDFS files through these; psjob reads local paths only, so both must be
+        empty (what a job on local or mounted storage passes)."""
+        if fs_name or fs_ugi:
+            raise ValueError(f"fs_name {fs_name!r} / fs_ugi name an HDFS cluster, which psjob's datasets do not "
+                             "read; give local (or mounted) paths")
+
+    def set_parse_ins_id(self, parse_ins_id):
+        """Lines led by an instance id (Paddle's parse_ins_id) are not read by psjob: False only."""
+        if parse_ins_id:
+            raise ValueError("set_parse_ins_id(True): psjob's MultiSlot reader takes lines without instance ids")
+
+    def set_parse_content(self, parse_content):
+        """Lines carrying a content field (Paddle's parse_content) are not read by psjob: False only."""
+        if parse_content:
+            raise ValueError("set_parse_content(True): psjob's MultiSlot reader takes lines without content fields")
+
+    def update_settings(self, **kwargs):
+        """Change what init set (batch_size, thread_num, use_var, pipe_command, fs_name/fs_ugi,
+        parse_ins_id, parse_content); the distributed-shuffle tuning keys Paddle also takes
+        (merge_size, fleet_send_batch_size, fleet_send_sleep_seconds, fea_eval, candidate_size)
+        do not apply to psjob's shuffle and are accepted as such."""
+        setters = {"batch_size": self.set_batch_size, "thread_num": self.set_thread, "use_var": self.set_use_var,
+                   "pipe_command": self.set_pipe_command, "parse_ins_id": self.set_parse_ins_id,
+                   "parse_content": self.set_parse_content}
+        tuning = {"merge_size", "fleet_send_batch_size", "fleet_send_sleep_seconds", "fea_eval", "candidate_size",
+                  "input_type", "download_cmd"}
+        unknown = set(kwargs) - set(setters) - tuning - {"fs_name", "fs_ugi"}
+        if unknown:
+            raise TypeError(f"update_settings: unknown settings {sorted(unknown)}")
+        if kwargs.get("input_type", 0) != 0 or kwargs.get("download_cmd", "cat") != "cat":
+            raise ValueError("update_settings: psjob reads local files one example per line (input_type=0, "
+                             "download_cmd='cat')")
+        self.set_hdfs_config(kwargs.get("fs_name", ""), kwargs.get("fs_ugi", ""))
+        for key, setter in setters.items():
+            if key in kwargs:
+                setter(kwargs[key])
 
     def set_batch_size(self, batch_size):
         if int(batch_size) < 1:
@@ -416,8 +471,10 @@ class InMemoryDataset(DatasetBase):
         self._rng = np.random.default_rng()
 
     def load_into_memory(self, is_shuffle=False):
-        """Run pipe_command over every file (thread_num at a time) and keep the examples."""
-        if not self.filelist:
+        """Run pipe_command over every file (thread_num at a time) and keep the examples. An
+        empty file list loads nothing, as in Paddle (a worker whose share of a pass's files,
+        fleet.util.get_file_shard, is empty)."""
+        if not self.filelist and not self._filelist_set:
             raise ValueError("set_filelist([...]) before load_into_memory()")
         with concurrent.futures.ThreadPoolExecutor(self.thread_num) as pool:
             parts = list(pool.map(self._parse_file, self.filelist))

@@ -588,9 +588,9 @@ class Program:
             p._bump()
         return p
 
-    def _prune(self, targets) -> Program:
-        """Keep only the ops needed to compute `targets` (forward only)."""
-        return prune_program(self, targets)
+    def _prune(self, targets, feeds=()) -> Program:
+        """Keep only the ops needed to compute `targets` (forward only) from `feeds`."""
+        return prune_program(self, targets, feeds)
 
     def to_dict(self) -> dict:
         return program_to_dict(self)
@@ -735,9 +735,12 @@ def _attr_from_json(program, v):
     return v
 
 
-def prune_program(program: Program, targets) -> Program:
-    """A copy holding only the global-block ops needed to compute `targets`."""
+def prune_program(program: Program, targets, feeds=()) -> Program:
+    """A copy holding only the global-block ops needed to compute `targets` from `feeds`
+    (names): as Paddle's _prune_with_input, what computes a fed variable is cut, the feed
+    standing in for it (an inference model fed with embedding lookups keeps no lookup)."""
     names = {t.name if isinstance(t, Variable) else t for t in targets}
+    fed = {f.name if isinstance(f, Variable) else f for f in feeds} - names
     p = program.clone()
     block = p.global_block()
     needed = set(names)
@@ -745,10 +748,10 @@ def prune_program(program: Program, targets) -> Program:
     for op in reversed(block.ops):
         if any(n in needed for n in op.output_arg_names):
             kept.append(op)
-            needed.update(op.input_arg_names)
+            needed.update(n for n in op.input_arg_names if n not in fed)
     kept.reverse()
     block.ops = kept
-    used = needed | {n for op in kept for n in op.output_arg_names}
+    used = needed | {n for op in kept for n in op.output_arg_names + op.input_arg_names}
     block.vars = {k: v for k, v in block.vars.items() if k in used}
     p.blocks = [block]
     p._bump()

@@ -335,12 +335,13 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_
     targets = target_vars if isinstance(target_vars, (list, tuple)) else [target_vars]
     if not all(isinstance(t, Variable) for t in targets):
         raise TypeError("target_vars must be Variables")
-    inference = program.clone(for_test=True)._prune(targets)
+    inference = program.clone(for_test=True)._prune(targets, feeded_var_names)
     block = inference.global_block()
     for n in feeded_var_names:
         if not block.has_var(n):
             raise ValueError(f"feed variable {n!r} is not needed to compute the targets "
                              "(or not in the program)")
+    _keep_tables(program, inference)
     os.makedirs(dirname, exist_ok=True)
     doc = program_to_dict(inference)
     doc["feed"] = list(feeded_var_names)
@@ -355,6 +356,20 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_
             params = [v for v in block.vars.values() if is_persistable(v)]
             save_vars(executor, dirname, inference, vars=params, filename=params_filename)
     return [t.name for t in targets]
+
+
+def _keep_tables(program, inference) -> None:
+    """A distributed program's tables travel with its inference model even where the model is
+    fed their lookups (PaddleRec's online models feed the embeddings), as Paddle's parameter
+    servers write them beside the dense part for the serving side that looks the ids up. The
+    pruned program holds them as variables no op reads (load_inference_model skips them)."""
+    if not getattr(inference, "_is_distributed", False):
+        return
+    block, source = inference.global_block(), program.global_block()
+    for name in getattr(inference, "_distributed_lookup_tables", None) or []:
+        if not block.has_var(name) and source.has_var(name):
+            var = source.var(name)
+            block.create_var(name=name, shape=var.shape, dtype=var.dtype, persistable=True)
 
 
 def load_inference_model(dirname, executor, model_filename=None, params_filename=None,
@@ -382,8 +397,11 @@ def load_inference_model(dirname, executor, model_filename=None, params_filename
     remote_tables = _remote_tables(program)
     if pserver_endpoints:
         _replace_endpoints(program, pserver_endpoints)
+    # Only what the program's ops read: a model fed with a table's lookups (PaddleRec's
+    # online models feed the embeddings) keeps the table's variable but never reads it.
+    read = {n for b in program.blocks for op in b.ops for n in op.input_arg_names}
     params = [v for v in program.global_block().vars.values()
-              if is_persistable(v) and not (pserver_endpoints and v.name in remote_tables)]
+              if is_persistable(v) and v.name in read and not (pserver_endpoints and v.name in remote_tables)]
     load_vars(executor, dirname, program, vars=params, filename=params_filename)
     block = program.global_block()
     return program, feed, [block.var(n) for n in fetch]

@@ -60,7 +60,7 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor, program=N
     fluid_io._check_executor(executor, "save_inference_model")
     feeds, fetches = _var_list(feed_vars, "feed_vars"), _var_list(fetch_vars, "fetch_vars")
     program = program if program is not None else default_main_program()
-    inference = program.clone(for_test=True)._prune(fetches)
+    inference = program.clone(for_test=True)._prune(fetches, feeds)
     block = inference.global_block()
     for v in feeds:
         if not block.has_var(v.name):

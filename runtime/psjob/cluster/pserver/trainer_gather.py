@@ -19,6 +19,11 @@ member when that set opened — or else into the next set to open; the differenc
 kept as its offset for the rest of its life, so its later calls pair with the
 members'. A collective that opened before a trainer joined completes without it.
 
+Trainers that call different collectives in one round (one called a barrier where another
+called all_gather: a script whose calls differ by trainer) would wait on each other for
+ever; both sets fail at once instead, naming the two calls. (Paddle's gloo matches calls
+by order alone and mixes them up silently.)
+
 A key is forgotten once every contributor still a member has collected it, so a
 retried contribution (same trainer, same key, before the others collected) is
 answered from the same set rather than counted twice; a contribution that arrives
@@ -38,6 +43,7 @@ class _Set:
     expected: set            # members when it opened, less those that left since
     got: dict = field(default_factory=dict)   # trainer → array
     collected: set = field(default_factory=set)
+    clash: str = ""          # set when another collective took this round on some trainer
 
     def complete(self) -> bool:
         return self.expected <= self.got.keys()
@@ -94,6 +100,15 @@ class TrainerGather:
         if s.complete() and all(t in s.collected or t not in self._members for t in s.got):
             del self._sets[key]
 
+    def _check_clash(self, key: tuple, s: _Set) -> None:
+        """Fail this set and any other open set of the same round under another name."""
+        for (name, round_), other in self._sets.items():
+            if round_ == key[1] and name != key[0] and not other.complete():
+                s.clash = other.clash = (
+                    f"collective #{round_}: trainer(s) {sorted(other.got)} called {name!r} where trainer(s) "
+                    f"{sorted(s.got)} called {key[0]!r}; every trainer must call fleet.util's collectives, "
+                    "barrier_worker and the collective saves in the same order")
+
     def gather(self, trainer_id: int, name: str, round_: int, value: np.ndarray) -> list:
         if not 0 <= trainer_id < self.trainers:
             raise ValueError(f"gather {name!r}: trainer id {trainer_id} outside 0..{self.trainers - 1}")
@@ -108,11 +123,14 @@ class TrainerGather:
                 raise ValueError(f"gather {name!r} round {round_}: trainer {trainer_id} contributed twice "
                                  "with different arrays")
             s.got[trainer_id] = value
+            self._check_clash(key, s)
             self._cond.notify_all()
-            if not self._cond.wait_for(lambda: self._closed or s.complete(), timeout=self.timeout_s):
+            if not self._cond.wait_for(lambda: self._closed or s.complete() or s.clash, timeout=self.timeout_s):
                 missing = sorted(s.expected - s.got.keys())
                 raise TimeoutError(f"gather {name!r} round {round_}: trainers {missing} did not contribute "
                                    f"within {self.timeout_s:.0f}s")
+            if s.clash:
+                raise ValueError(s.clash)
             if not s.complete():
                 raise ConnectionAbortedError(f"gather {name!r} round {round_}: the pserver is stopping")
             values = [s.got[t] for t in sorted(s.got)]

@@ -174,6 +174,30 @@ def _refetch_table_rows(scope):
                 values[chunk] = service.prefetch(ep, table.name, chunk).wait()
 
 
+def shrink(threshold=None):
+    """Paddle's fleet.shrink(): every worker calls it at a pass or day boundary, and the first
+    drops the sparse rows its tables' accessors judge stale by their show/click statistics.
+    psjob's tables keep no show/click statistics (entries admit every id), so no row qualifies:
+    the workers meet, as Paddle's do, and every row stays. Returns None."""
+    if _fleet.is_collective:
+        return None
+    if not _fleet.is_worker():
+        raise FleetError("fleet.shrink() is for workers (fleet.is_worker()); every worker calls it")
+    if threshold is not None:
+        raise ValueError(f"fleet.shrink(threshold={threshold!r}): a threshold belongs to Paddle's CommonSparseTable "
+                         "(fleet.shrink_sparse_table); MemorySparseTable takes none, as in Paddle")
+    util.barrier()
+    return None
+
+
+def load_model(path, mode=0):
+    """Paddle's fleet.load_model(path, mode): load a saved model into the running pservers.
+    psjob's pservers load a save when they start: pass it to fleet.init_server(path) (or a job's
+    checkpoint settings), which restores each pserver's slices before any worker trains."""
+    raise FleetError(f"fleet.load_model({path!r}, mode={mode}): psjob loads a save into the pservers as they "
+                     "start, not while workers train; call fleet.init_server(dirname) on the pservers instead")
+
+
 def _collective_save(api, dirname, write):
     """Paddle 2.x's saves are collective (the_one_ps: barrier, the first worker writes,
     barrier): every worker calls them, all wait for one another, worker 0 writes the whole

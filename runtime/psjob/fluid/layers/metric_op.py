@@ -7,11 +7,12 @@ the last `slide_steps` batches.
 """
 from __future__ import annotations
 
+from psjob.fluid import unique_name
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers import nn, tensor
 from psjob.fluid.layers._checks import FLOATS, INTS, check_dtype, check_int, check_variable
 
-__all__ = ["accuracy", "auc"]
+__all__ = ["accuracy", "auc", "ctr_metric_bundle"]
 
 
 def accuracy(input, label, k=1, correct=None, total=None):
@@ -68,3 +69,63 @@ def auc(input, label, curve="ROC", num_thresholds=2 ** 12 - 1, topk=1, slide_ste
                          outputs={"AUC": [out], "StatPosOut": [sp], "StatNegOut": [sn]},
                          attrs={"curve": curve, "num_thresholds": num_thresholds, "slide_steps": steps})
     return auc_out, batch_auc_out, [batch_pos, batch_neg, pos, neg]
+
+
+def ctr_metric_bundle(input, label, ins_tag_weight=None):
+    """paddle.static.ctr_metric_bundle: the sums a CTR job's global metrics (MAE, RMSE, actual
+    and predicted CTR, COPC) are computed from, accumulated over every batch run since the
+    startup program zeroed them, as Paddle's: (local_sqrerr, local_abserr, local_prob, local_q,
+    local_pos_num, local_ins_num), persistable float32 [1]. input is the predicted probability
+    and label the 0/1 label, both [N, 1]; as Paddle's, q sums sigmoid(input) and ins_tag_weight
+    (default [[1]]: a real batch) scales the batch's instance count and q."""
+    layer = "ctr_metric_bundle"
+    check_variable(input, "input", layer)
+    check_variable(label, "label", layer)
+    check_dtype(input, "input", FLOATS, layer, " (probabilities)")
+    check_dtype(label, "label", FLOATS, layer, " (cast the 0/1 label to float32)")
+    if tuple(input.shape) != tuple(label.shape):
+        raise ValueError(f"{layer}: input {input.name}{list(input.shape)} and label {label.name}"
+                         f"{list(label.shape)} must have one shape")
+    if ins_tag_weight is None:
+        ins_tag_weight = tensor.fill_constant([1, 1], "float32", 1.0)
+    helper = LayerHelper(layer)
+
+    def total(name):
+        return tensor.create_global_var([1], 0.0, "float32", persistable=True, name=unique_name.generate(f"{layer}_{name}"))
+
+    def tmp(dtype="float32"):
+        return helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+
+    sums = {k: total(k) for k in ("sqrerr", "abserr", "prob", "q", "pos_num", "ins_num")}
+
+    def accumulate(batch, key):
+        helper.append_op(type="elementwise_add", inputs={"X": [batch], "Y": [sums[key]]},
+                         outputs={"Out": [sums[key]]})
+
+    diff, sq, ab = tmp(), tmp(), tmp()
+    helper.append_op(type="elementwise_sub", inputs={"X": [input], "Y": [label]}, outputs={"Out": [diff]})
+    helper.append_op(type="squared_l2_norm", inputs={"X": [diff]}, outputs={"Out": [sq]})
+    accumulate(sq, "sqrerr")
+    helper.append_op(type="l1_norm", inputs={"X": [diff]}, outputs={"Out": [ab]})
+    accumulate(ab, "abserr")
+    prob, sig, q, pos = tmp(), tmp(), tmp(), tmp()
+    helper.append_op(type="reduce_sum", inputs={"X": [input]}, outputs={"Out": [prob]}, attrs={"reduce_all": True})
+    accumulate(prob, "prob")
+    helper.append_op(type="sigmoid", inputs={"X": [input]}, outputs={"Out": [sig]})
+    helper.append_op(type="reduce_sum", inputs={"X": [sig]}, outputs={"Out": [q]}, attrs={"reduce_all": True})
+    helper.append_op(type="reduce_sum", inputs={"X": [label]}, outputs={"Out": [pos]}, attrs={"reduce_all": True})
+    accumulate(pos, "pos_num")
+    ones, ins, tag = tmp(), tmp(), tmp()
+    helper.append_op(type="fill_constant_batch_size_like", inputs={"Input": [label]}, outputs={"Out": [ones]},
+                     attrs={"shape": [-1, 1], "dtype": "float32", "value": 1.0})
+    helper.append_op(type="reduce_sum", inputs={"X": [ones]}, outputs={"Out": [ins]}, attrs={"reduce_all": True})
+    helper.append_op(type="slice", inputs={"Input": [ins_tag_weight]}, outputs={"Out": [tag]},
+                     attrs={"axes": [0], "starts": [0], "ends": [1]})
+    weighted_ins, weighted_q = tmp(), tmp()
+    helper.append_op(type="elementwise_mul", inputs={"X": [ins], "Y": [tag]}, outputs={"Out": [weighted_ins]},
+                     attrs={"axis": 0})
+    accumulate(weighted_ins, "ins_num")
+    helper.append_op(type="elementwise_mul", inputs={"X": [q], "Y": [tag]}, outputs={"Out": [weighted_q]},
+                     attrs={"axis": 0})
+    accumulate(weighted_q, "q")
+    return tuple(sums[k] for k in ("sqrerr", "abserr", "prob", "q", "pos_num", "ins_num"))

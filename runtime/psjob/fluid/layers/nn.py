@@ -329,7 +329,7 @@ def slice(input, axes, starts, ends):  # noqa: A001 (Fluid's name)
         raise ValueError(f"slice: axes, starts and ends differ in length: {axes}, {starts}, {ends}")
     helper = LayerHelper("slice")
     out = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op(type="slice", inputs={"X": [input]}, outputs={"Out": [out]},
+    helper.append_op(type="slice", inputs={"Input": [input]}, outputs={"Out": [out]},
                      attrs={"axes": axes, "starts": starts, "ends": ends})
     return out
 

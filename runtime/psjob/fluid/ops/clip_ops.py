@@ -4,6 +4,7 @@ optimizer op of the gradient they clip).
 * `clip` (Paddle's): Out = min(max(X, min), max).
 * `clip_by_norm` (Paddle's): Out = X * max_norm / max(||X||_2, max_norm).
 * `squared_l2_norm` (Paddle's): Out[0] = sum(X^2).
+* `l1_norm` (Paddle's): Out[0] = sum(|X|) (paddle.static.ctr_metric_bundle's absolute error).
 * `clip_global_norm_scale` (psjob): Out[0] = clip_norm / max(sqrt(sum_i X_i), clip_norm),
   from the per-gradient squared norms X_i — Fluid spells this as sums, sqrt,
   fill_constant, elementwise_max and elementwise_div; one op keeps the
@@ -72,6 +73,18 @@ def squared_l2_norm(ctx):
     x = ctx.input("X")
     values, _ = _merged(xp, x)
     ctx.set_output("Out", (values.astype("float64") ** 2).sum().reshape(1).astype(values.dtype))
+
+
+@register_op("l1_norm", infer_shape=_scalar_out, grad=simple_grad("l1_norm_grad"))
+def l1_norm(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", ctx.xp.abs(x.astype("float64")).sum().reshape(1).astype(x.dtype))
+
+
+@register_op("l1_norm_grad")
+def l1_norm_grad(ctx):
+    x = ctx.input("X")
+    ctx.set_output("X@GRAD", ctx.xp.sign(x) * ctx.input("Out@GRAD").reshape(()))
 
 
 @register_op("clip_global_norm_scale", infer_shape=_scalar_out)

@@ -134,14 +134,23 @@ def _slice_bounds(shape, axes, starts, ends):
 
 
 def _slice_shape(op):
-    x = in_var(op, "X")
+    x = in_var(op, "Input")
     axes, starts, ends = op.attr("axes"), op.attr("starts"), op.attr("ends")
     if not len(axes) == len(starts) == len(ends):
         raise GraphError(f"slice: axes {axes}, starts {starts} and ends {ends} must have one length")
     shape = list(x.shape)
     for axis, start, stop in _slice_bounds(shape, axes, starts, ends):
         shape[axis] = stop - start if shape[axis] >= 0 else -1
-    set_out(op, "Out", shape, x.dtype)
+    set_out(op, "Out", _decreased(shape, op.attr("decrease_axis", [])), x.dtype)
+
+
+def _decreased(shape, decrease_axis):
+    """The shape without the sliced axes Paddle's `decrease_axis` names (each of size 1); [1]
+    when none is left, as Paddle 2.x's static slice gives."""
+    if not decrease_axis:
+        return list(shape)
+    drop = {int(a) % len(shape) for a in decrease_axis}
+    return [d for i, d in enumerate(shape) if i not in drop] or [1]
 
 
 def _slicer(shape, attrs):
@@ -152,18 +161,22 @@ def _slicer(shape, attrs):
 
 
 @register_op("slice", infer_shape=_slice_shape,
-             grad=simple_grad("slice_grad"))
+             grad=simple_grad("slice_grad", inputs=("Input",)))
 def slice_(ctx):
-    x = ctx.input("X")
-    ctx.set_output("Out", x[_slicer(x.shape, ctx.attrs)])
+    """Paddle's slice: Input[starts:ends] along axes, then the decrease_axis axes dropped."""
+    x = ctx.input("Input")
+    out = x[_slicer(x.shape, ctx.attrs)]
+    decrease = ctx.attr("decrease_axis", [])
+    ctx.set_output("Out", out.reshape(_decreased(out.shape, decrease)) if decrease else out)
 
 
 @register_op("slice_grad")
 def slice_grad(ctx):
-    x, dout = ctx.input("X"), ctx.input("Out@GRAD")
+    x, dout = ctx.input("Input"), ctx.input("Out@GRAD")
     dx = ctx.xp.zeros_like(x)
-    dx[_slicer(x.shape, ctx.attrs)] = dout
-    ctx.set_output("X@GRAD", dx)
+    index = _slicer(x.shape, ctx.attrs)
+    dx[index] = dout.reshape(dx[index].shape)
+    ctx.set_output("Input@GRAD", dx)
 
 
 # -- stack -------------------------------------------------------------------------------

@@ -53,6 +53,12 @@ def sparse_embedding(input, size, padding_idx=None, is_test=False, entry=None,
 
     `entry` (admission policies), `table_class` and `slot` are accepted and have no effect:
     psjob's table admits every id (docs/user/paddle2.md)."""
+    if entry is not None and not callable(getattr(entry, "_to_attr", None)):  # paddle.distributed's EntryAttr
+        raise ValueError("sparse_embedding: entry must be a paddle.distributed.ProbabilityEntry, CountFilterEntry "
+                         f"or ShowClickEntry, got {type(entry).__name__}")
+    if table_class not in ("CommonSparseTable", "SSDSparseTable", "MemorySparseTable"):
+        raise ValueError("sparse_embedding: table_class must be 'CommonSparseTable', 'SSDSparseTable' or "
+                         f"'MemorySparseTable', got {table_class!r}")
     return _layers.embedding(input, size, is_sparse=True, is_distributed=True, padding_idx=padding_idx,
                              param_attr=param_attr, dtype=dtype)
 
