@@ -527,7 +527,7 @@ def print_(ctx):
             lines.append(f"  - shape: {list(host.shape)}")
         if ctx.attr("print_tensor_lod", True) and ctx.input_lod("In"):
             lines.append(f"  - lod: {ctx.input_lod('In')}")
-        lines.append(f"  - data: [{' '.join(str(v) for v in values.tolist())}]")
+        lines.append(f"  - data: [{' '.join(str(v) for v in values)}]")
         sys.stdout.write("\n".join(line for line in lines if line) + "\n")
         sys.stdout.flush()
     ctx.set_output("Out", x, lod=ctx.input_lod("In"))
