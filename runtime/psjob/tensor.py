@@ -1135,6 +1135,10 @@ def randperm(n, dtype="int64", name=None):
     return _random("randperm", [n], dtype, {"n": n, "seed": 0}, floats=False)
 
 
+def shard_index(input, index_num, nshards, shard_id, ignore_value=-1):  # noqa: A002
+    return _layers.shard_index(input, index_num, nshards, shard_id, ignore_value)
+
+
 def bernoulli(x, name=None):
     """0/1 draws (x's dtype) with the probabilities in x."""
     check_variable(x, "x", "bernoulli")
@@ -1149,7 +1153,7 @@ __all__ += [
     "reciprocal", "erf", "log2", "log10", "amax", "amin", "logsumexp", "numel", "rank", "var", "std", "diag",
     "eye", "linspace", "meshgrid", "broadcast_to", "expand_as", "repeat_interleave", "outer", "dot", "mm", "t",
     "addmm", "clone", "increment", "norm", "allclose", "equal_all", "is_tensor", "count_nonzero", "diff", "trace",
-    "uniform", "rand", "randn", "normal", "standard_normal", "randint", "randperm", "bernoulli",
+    "uniform", "rand", "randn", "normal", "standard_normal", "randint", "randperm", "bernoulli", "shard_index",
 ]
 
 _TENSOR_METHODS_2 = (

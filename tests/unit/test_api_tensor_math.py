@@ -490,3 +490,12 @@ def test_one_hot_out_of_range_id_fails_unless_allowed():
         _eval(lambda i: fluid.layers.one_hot(i, 4), {"i": ids})
     got = _eval(lambda i: fluid.layers.one_hot(i, 4, allow_out_of_range=True), {"i": ids})
     np.testing.assert_array_equal(got[0], [[0, 1, 0, 0], [0, 0, 0, 0]])
+
+
+def test_shard_index_matches_paddle():
+    # Paddle 3.0.0, static mode: shard_index([[16], [1], [7], [13]], 20, 3, 1) and (..., 2, ignore_value=-7)
+    ids = np.array([[16], [1], [7], [13]], np.int64)
+    got = _eval(lambda x: [paddle.shard_index(x, index_num=20, nshards=3, shard_id=1),
+                           fluid.layers.shard_index(x, 20, 3, 2, ignore_value=-7)], {"x": ids})
+    assert got[0].tolist() == [[-1], [-1], [0], [6]]
+    assert got[1].tolist() == [[2], [-7], [-7], [-7]]

@@ -429,3 +429,17 @@ __all__ += ["mul", "reduce_all", "reduce_any", "argmax", "argmin", "argsort", "c
             "scatter", "scatter_nd_add", "where", "unique", "unique_with_counts", "strided_slice", "stack",
             "unstack", "expand_as", "one_hot", "reverse", "flip", "size", "rank", "sampling_id", "clip_by_norm",
             "l2_normalize"]
+
+
+def shard_index(input, index_num, nshards, shard_id, ignore_value=-1):  # noqa: A002
+    """int ids [..., 1] to their position within shard `shard_id` (shards of ceil(index_num /
+    nshards) ids), ids of other shards to ignore_value."""
+    _check_index(input, "input", "shard_index")
+    return _append("shard_index", {"X": [input]},
+                   {"index_num": check_int(index_num, "index_num", "shard_index", minimum=1),
+                    "nshards": check_int(nshards, "nshards", "shard_index", minimum=1),
+                    "shard_id": check_int(shard_id, "shard_id", "shard_index", minimum=0),
+                    "ignore_value": check_int(ignore_value, "ignore_value", "shard_index")}, stop_gradient=True)
+
+
+__all__ += ["shard_index"]

@@ -103,7 +103,7 @@ def argsort_grad(ctx):
     xp, x = ctx.xp, ctx.input("X")
     axis = _norm_axis(ctx.attr("axis", -1), x.ndim, "argsort")
     dx = xp.zeros_like(x)
-    xp.put_along_axis(dx, ctx.input("Indices"), ctx.input("Out@GRAD"), axis=axis)
+    dx[_along_where(xp, ctx.input("Indices"), axis)] = ctx.input("Out@GRAD")  # a permutation: no repeats
     ctx.set_output("X@GRAD", dx)
 
 
@@ -475,3 +475,29 @@ def _unstack_kernel(out_slot):
 register_op("unstack", infer_shape=lambda op: _unstack_shape(op, "Y"), grad=_unstack_grad("Y"))(_unstack_kernel("Y"))
 register_op("unbind", infer_shape=lambda op: _unstack_shape(op, "Out"),
             grad=_unstack_grad("Out"))(_unstack_kernel("Out"))
+
+
+# -- shard_index ---------------------------------------------------------------------------------
+
+def _shard_index_shape(op):
+    x = _int_index(op, "X", "shard_index")
+    n, shards, shard = int(op.attr("index_num")), int(op.attr("nshards")), int(op.attr("shard_id"))
+    if n <= 0 or shards <= 0 or not 0 <= shard < shards:
+        raise GraphError(f"shard_index: index_num {n} and nshards {shards} must be positive and shard_id {shard} "
+                         f"in [0, {shards})")
+    if not x.shape or x.shape[-1] != 1:
+        raise GraphError(f"shard_index: input {x.name}{list(x.shape)} must end in a dimension of 1")
+    set_out(op, "Out", x.shape, x.dtype, x.lod_level)
+
+
+@register_op("shard_index", infer_shape=_shard_index_shape)
+def shard_index(ctx):
+    """An id's position within its shard when the shard is `shard_id` (shards of
+    ceil(index_num / nshards) ids each), else `ignore_value`."""
+    x = ctx.input("X")
+    n, shards = int(ctx.attr("index_num")), int(ctx.attr("nshards"))
+    shard, size = int(ctx.attr("shard_id")), (int(ctx.attr("index_num")) + int(ctx.attr("nshards")) - 1) // shards
+    if x.size and (int(x.min()) < 0 or int(x.max()) >= n):
+        raise ValueError(f"shard_index: ids must lie in [0, {n}), got [{int(x.min())}, {int(x.max())}]")
+    out = ctx.xp.where(x // size == shard, x - shard * size, x.dtype.type(ctx.attr("ignore_value", -1)))
+    ctx.set_output("Out", out.astype(x.dtype), lod=ctx.input_lod("X"))
