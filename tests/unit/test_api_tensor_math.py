@@ -234,6 +234,93 @@ def test_paddle2_function_matches_paddle_3_0(paddle2_results, name):
     _check(paddle2_results[name], *PADDLE300[name], name)
 
 
+F6 = np.array([2.5, -1.5, 0.5, 1.0, 0.5, 2.5], np.float32)
+
+
+def build_paddle2_edges(x, f, i1):
+    """Edge cases: negative axes, keepdim, ties, int dtypes, 1-D inputs, a [1, 2] index."""
+    r = {}
+    r["take_bcast"] = paddle.take_along_axis(x, i1, axis=1)
+    r["index_select_neg"] = paddle.index_select(x, paddle.cast(i1[0], "int32"), axis=-1)
+    r["unique_float"] = paddle.unique(f)
+    r["unique_float_inv"] = paddle.unique(f, return_inverse=True)[1]
+    r["argmin_flat"] = paddle.argmin(x)
+    r["cumsum_dtype"] = paddle.cumsum(x, axis=0, dtype="float64")
+    r["any_all"] = paddle.any(x > 1)
+    r["linspace_int"] = paddle.linspace(0, 10, 4, dtype="int64")
+    r["linspace_neg"] = paddle.linspace(1.0, -1.0, 5)
+    r["diag_neg"] = paddle.diag(f[0:2], offset=-2)
+    r["roll_multi"] = paddle.roll(x, shifts=[-1, 2], axis=[0, 1])
+    r["flip_int"] = paddle.flip(x, axis=1)
+    r["where_int_x"] = paddle.where(x > 0.6, 1.0, x)
+    r["sort_1d_desc_ties"] = paddle.argsort(f, descending=True)
+    r["sort_1d_ties"] = paddle.argsort(f)
+    r["logsumexp_neg_axis"] = paddle.logsumexp(x, axis=-1)
+    r["amin_keep"] = paddle.amin(x, axis=[0, 1], keepdim=True)
+    r["var_unbiased_axis0"] = paddle.var(x, axis=0)
+    r["std_keep"] = paddle.std(x, axis=-1, keepdim=True, unbiased=False)
+    r["repeat_flat"] = paddle.repeat_interleave(f[0:3], 2)
+    r["gather_nd_1col"] = paddle.gather_nd(x, i1[:, 1:2])
+    r["diff_prepend"] = paddle.diff(f, prepend=f[0:2])
+    r["count_nonzero_all"] = paddle.count_nonzero(x)
+    r["trace_neg"] = paddle.trace(x, offset=-1)
+    r["norm_inf"] = paddle.norm(x, p=float("inf"), axis=0)
+    r["round_half"] = paddle.round(paddle.scale(f, 1.0))
+    r["searchsorted_left"] = paddle.searchsorted(paddle.sort(f), f)
+    r["nonzero_float"] = paddle.nonzero(x)
+    r["eye_sq"] = paddle.eye(3, dtype="int32")
+    r["expand_as_3d"] = paddle.expand_as(x[0], paddle.unsqueeze(x, 0))
+    return r
+
+
+# Paddle 3.0.0's values for build_paddle2_edges (made as PADDLE300's).
+PADDLE300_EDGES = {
+    'take_bcast': ([[3.0, -2.5], [-1.0, 0.7], [0.7, 0.0]], 'float32'),
+    'index_select_neg': ([[3.0, -2.5], [-1.0, 0.7], [0.7, 0.0]], 'float32'),
+    'unique_float': ([-1.5, 0.5, 1.0, 2.5], 'float32'),
+    'unique_float_inv': ([3, 0, 1, 2, 1, 3], 'int64'),
+    'argmin_flat': (1, 'int64'),
+    'cumsum_dtype': ([[0.5, -2.5, 0.7, 3.0], [2.0, -1.8, 1.4, 2.0], [4.5, -1.8, 0.9, 2.7]], 'float64'),
+    'any_all': (True, 'bool'),
+    'linspace_int': ([0, 3, 6, 10], 'int64'),
+    'linspace_neg': ([1.0, 0.5, 0.0, -0.5, -1.0], 'float32'),
+    'diag_neg': ([[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [2.5, 0.0, 0.0, 0.0], [0.0, -1.5, 0.0, 0.0]],
+                 'float32'),
+    'roll_multi': ([[0.7, -1.0, 1.5, 0.7], [-0.5, 0.7, 2.5, 0.0], [0.7, 3.0, 0.5, -2.5]], 'float32'),
+    'flip_int': ([[3.0, 0.7, -2.5, 0.5], [-1.0, 0.7, 0.7, 1.5], [0.7, -0.5, 0.0, 2.5]], 'float32'),
+    'where_int_x': ([[0.5, -2.5, 1.0, 1.0], [1.0, 1.0, 1.0, -1.0], [1.0, 0.0, -0.5, 1.0]], 'float32'),
+    'sort_1d_desc_ties': ([0, 5, 3, 2, 4, 1], 'int64'),
+    'sort_1d_ties': ([1, 2, 4, 3, 0, 5], 'int64'),
+    'logsumexp_neg_axis': ([3.170949, 2.183472, 2.760186], 'float32'),
+    'amin_keep': ([[-2.5]], 'float32'),
+    'var_unbiased_axis0': ([1.0, 2.83, 0.48, 4.03], 'float32'),
+    'std_keep': ([[1.953682], [0.912072], [1.136607]], 'float32'),
+    'repeat_flat': ([2.5, 2.5, -1.5, -1.5, 0.5, 0.5], 'float32'),
+    'gather_nd_1col': ([[1.5, 0.7, 0.7, -1.0]], 'float32'),
+    'diff_prepend': ([-4.0, 4.0, -4.0, 2.0, 0.5, -0.5, 2.0], 'float32'),
+    'count_nonzero_all': (11, 'int64'),
+    'trace_neg': (1.5, 'float32'),
+    'norm_inf': ([2.5, 2.5, 0.7, 3.0], 'float32'),
+    'round_half': ([3.0, -2.0, 1.0, 1.0, 1.0, 3.0], 'float32'),
+    'searchsorted_left': ([4, 0, 1, 3, 1, 4], 'int64'),
+    'nonzero_float': ([[0, 0], [0, 1], [0, 2], [0, 3], [1, 0], [1, 1], [1, 2], [1, 3], [2, 0], [2, 2], [2, 3]],
+                      'int64'),
+    'eye_sq': ([[1, 0, 0], [0, 1, 0], [0, 0, 1]], 'int32'),
+    'expand_as_3d': ([[[0.5, -2.5, 0.7, 3.0], [0.5, -2.5, 0.7, 3.0], [0.5, -2.5, 0.7, 3.0]]], 'float32'),
+}
+
+
+@pytest.fixture(scope="module")
+def edge_results():
+    return _run(build_paddle2_edges, [("x", [3, 4], "float32"), ("f", [6], "float32"), ("i1", [1, 2], "int64")],
+                {"x": X, "f": F6, "i1": np.array([[3, 1]], np.int64)})
+
+
+@pytest.mark.parametrize("name", sorted(PADDLE300_EDGES))
+def test_paddle2_edge_case_matches_paddle_3_0(edge_results, name):
+    _check(edge_results[name], *PADDLE300_EDGES[name], name)
+
+
 F = np.array([[0.5, -2.5, 0.7], [1.5, 0.7, 0.7]], np.float32)
 
 
