@@ -969,7 +969,9 @@ def repeat_interleave(x, repeats, axis=None, name=None):
     if isinstance(repeats, Variable):
         raise TypeError("paddle.repeat_interleave: a repeats tensor is not supported by psjob; pass an int")
     repeats = check_int_list([repeats], "repeats", "repeat_interleave")[0]
-    attrs = {"Repeats": repeats, "dim": None if axis is None else _axis_int(axis, x, "repeat_interleave")}
+    if axis is None:  # as Paddle: the flattened x, along its one axis
+        x, axis = flatten(x), 0
+    attrs = {"Repeats": repeats, "dim": _axis_int(axis, x, "repeat_interleave")}
     return _op("repeat_interleave", {"X": [x]}, attrs, name=name)
 
 
