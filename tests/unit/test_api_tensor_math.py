@@ -586,3 +586,26 @@ def test_shard_index_matches_paddle():
                            fluid.layers.shard_index(x, 20, 3, 2, ignore_value=-7)], {"x": ids})
     assert got[0].tolist() == [[-1], [-1], [0], [6]]
     assert got[1].tolist() == [[2], [-7], [-7], [-7]]
+
+
+def test_fluid_hash_matches_paddle_1_8():
+    # Paddle 1.8.5's hash op (its fluid.layers.hash fails its own argument check, so the op was
+    # appended directly) on these rows: int32 [[1, 2], [3, 4]] with mod_by 10000, num_hash 4; int64
+    # arange(27).reshape(3, 9) * 1000003 with mod_by 1000003, num_hash 2.
+    x32 = np.array([[1, 2], [3, 4]], np.int32)
+    x64 = np.arange(27, dtype=np.int64).reshape(3, 9) * 1000003
+    got = _eval(lambda a, b: [fluid.layers.hash(a, hash_size=10000, num_hash=4),
+                              fluid.layers.hash(b, hash_size=1000003, num_hash=2)], {"a": x32, "b": x64})
+    assert got[0].shape == (2, 4, 1) and got[0].dtype == np.int32
+    assert got[0].reshape(2, 4).tolist() == [[7722, 8407, 6337, 7395], [1603, 5590, 3386, 6901]]
+    assert got[1].reshape(3, 2).tolist() == [[965767, 263549], [29110, 75615], [870285, 380289]]
+
+
+def test_xxh64_known_values():
+    from psjob.fluid.ops.math_extra_ops import xxh64
+    assert xxh64(b"") == 0xEF46DB3751D8E999  # the empty input, seed 0 (xxHash's reference value)
+    # 44-byte rows (a 32-byte stripe, then 8- and 4-byte tails): Paddle 1.8.5's hash op, num_hash 3,
+    # mod_by 2**31 - 1, on int32 arange(22).reshape(2, 11) * 7919 - 50000.
+    rows = np.arange(22, dtype=np.int32).reshape(2, 11) * 7919 - 50000
+    got = [[xxh64(r.tobytes(), s) % (2 ** 31 - 1) for s in range(3)] for r in rows]
+    assert got == [[721240440, 1493591720, 585626491], [1281961122, 975111621, 1914588790]]

@@ -443,3 +443,15 @@ def shard_index(input, index_num, nshards, shard_id, ignore_value=-1):  # noqa: 
 
 
 __all__ += ["shard_index"]
+
+
+def hash(input, hash_size, num_hash=1, name=None):  # noqa: A001 (Fluid's name)
+    """Each row of int ids (the last dimension) hashed num_hash times (XXH64, seeds 0..num_hash-1)
+    into [0, hash_size): [..., num_hash, 1], input's dtype and LoD."""
+    _check_index(input, "input", "hash")
+    return _append("hash", {"X": [input]}, {"num_hash": check_int(num_hash, "num_hash", "hash", minimum=1),
+                                            "mod_by": check_int(hash_size, "hash_size", "hash", minimum=1)},
+                   name=name, stop_gradient=True)
+
+
+__all__ += ["hash"]

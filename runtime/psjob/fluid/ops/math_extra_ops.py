@@ -12,11 +12,13 @@ types and attribute names, Paddle 2.x API docs; Fluid 1.8 for `norm`, `one_hot`,
   `eye`, `linspace` (Start, Stop, Num one-element tensors), `trace`, `roll`, `flip`/`reverse`,
   `repeat_interleave`, `expand_as` (Fluid's: tiles X to Y's shape) and `expand_as_v2`
   (broadcasts X to Y's shape), `size` (int64 element count), `one_hot` (Fluid's: [N, 1] ids to
-  [N, depth]), `print` (Fluid's Print: writes the tensor to stdout, passes it on).
+  [N, depth]), `print` (Fluid's Print: writes the tensor to stdout, passes it on), `hash`
+  (Fluid's: XXH64 of each row's bytes, num_hash seeds, modulo mod_by; [..., num_hash, 1]).
 """
 from __future__ import annotations
 
 import math
+import struct
 import sys
 
 import numpy as np
@@ -531,3 +533,65 @@ def print_(ctx):
         sys.stdout.write("\n".join(line for line in lines if line) + "\n")
         sys.stdout.flush()
     ctx.set_output("Out", x, lod=ctx.input_lod("In"))
+
+
+# -- hash (Fluid's fluid.layers.hash) --------------------------------------------------------
+# XXH64 by its specification (github.com/Cyan4973/xxHash, doc/xxhash_spec.md): Paddle's hash
+# op hashes each row's bytes (the last dimension) once per seed 0..num_hash-1, modulo mod_by.
+
+_M64 = (1 << 64) - 1
+_P1, _P2, _P3, _P4, _P5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0x85EBCA77C2B2AE63,
+                           0x27D4EB2F165667C5)
+
+
+def _rotl(x, r):
+    return ((x << r) | (x >> (64 - r))) & _M64
+
+
+def _xxh_round(acc, lane):
+    return (_rotl((acc + lane * _P2) & _M64, 31) * _P1) & _M64
+
+
+def xxh64(data: bytes, seed: int = 0) -> int:
+    n, i = len(data), 0
+    if n >= 32:
+        acc = [(seed + _P1 + _P2) & _M64, (seed + _P2) & _M64, seed & _M64, (seed - _P1) & _M64]
+        while i + 32 <= n:
+            acc = [_xxh_round(a, lane) for a, lane in zip(acc, struct.unpack_from("<4Q", data, i))]
+            i += 32
+        h = (_rotl(acc[0], 1) + _rotl(acc[1], 7) + _rotl(acc[2], 12) + _rotl(acc[3], 18)) & _M64
+        for a in acc:
+            h = ((h ^ _xxh_round(0, a)) * _P1 + _P4) & _M64
+    else:
+        h = (seed + _P5) & _M64
+    h = (h + n) & _M64
+    while i + 8 <= n:
+        h = (_rotl(h ^ _xxh_round(0, struct.unpack_from("<Q", data, i)[0]), 27) * _P1 + _P4) & _M64
+        i += 8
+    if i + 4 <= n:
+        h = (_rotl(h ^ ((struct.unpack_from("<I", data, i)[0] * _P1) & _M64), 23) * _P2 + _P3) & _M64
+        i += 4
+    for byte in data[i:]:
+        h = (_rotl(h ^ ((byte * _P5) & _M64), 11) * _P1) & _M64
+    h = ((h ^ (h >> 33)) * _P2) & _M64
+    h = ((h ^ (h >> 29)) * _P3) & _M64
+    return h ^ (h >> 32)
+
+
+def _hash_shape(op):
+    x = in_var(op, "X")
+    if x.dtype not in ("int32", "int64") or len(x.shape) < 2:
+        raise GraphError(f"hash: input {x.name}{list(x.shape)} must be an int32/int64 tensor of 2 or more "
+                         f"dimensions, got {x.dtype}")
+    set_out(op, "Out", list(x.shape[:-1]) + [int(op.attr("num_hash", 1)), 1], x.dtype, x.lod_level)
+
+
+@register_op("hash", infer_shape=_hash_shape)
+def hash_(ctx):
+    x = ctx.input("X")
+    host = np.ascontiguousarray(x if ctx.xp is np else ctx.xp.asnumpy(x))
+    rows = host.reshape(-1, host.shape[-1])
+    num, mod = int(ctx.attr("num_hash", 1)), int(ctx.attr("mod_by"))
+    out = np.array([[xxh64(r.tobytes(), s) % mod for s in range(num)] for r in rows], dtype=host.dtype)
+    out = out.reshape(host.shape[:-1] + (num, 1))
+    ctx.set_output("Out", out if ctx.xp is np else ctx.xp.asarray(out), lod=ctx.input_lod("X"))
