@@ -342,9 +342,22 @@ def argmax(x, axis=None, keepdim=False, dtype="int64", name=None):
 
 
 def topk(x, k, axis=-1, largest=True, sorted=True, name=None):  # noqa: A002
-    if axis not in (-1, len(x.shape) - 1) or not largest:
-        raise ValueError("paddle.topk: only the largest values along the last axis are supported")
-    return _layers.topk(x, k, name)
+    """(values, int64 indices) of the k largest (or smallest) along axis, in order; among equal
+    values the lower index first. The largest along the last axis is Fluid's top_k op, the
+    rest Paddle 2.x's top_k_v2."""
+    check_variable(x, "x", "topk")
+    if isinstance(k, Variable):
+        raise TypeError("paddle.topk: a k Variable is not supported; pass an int")
+    axis = _axis_int(-1 if axis is None else axis, x, "topk")
+    if largest and axis in (-1, len(x.shape) - 1):
+        return _layers.topk(x, k, name)
+    helper = LayerHelper("top_k_v2", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    ids = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    helper.append_op(type="top_k_v2", inputs={"X": [x]}, outputs={"Out": [out], "Indices": [ids]},
+                     attrs={"k": check_int_list([k], "k", "topk")[0], "axis": axis,
+                            "largest": builtins.bool(largest), "sorted": True})
+    return out, ids
 
 
 def _compare(op_type):

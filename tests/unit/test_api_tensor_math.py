@@ -609,3 +609,16 @@ def test_xxh64_known_values():
     rows = np.arange(22, dtype=np.int32).reshape(2, 11) * 7919 - 50000
     got = [[xxh64(r.tobytes(), s) % (2 ** 31 - 1) for s in range(3)] for r in rows]
     assert got == [[721240440, 1493591720, 585626491], [1281961122, 975111621, 1914588790]]
+
+
+def test_topk_along_any_axis_largest_or_smallest():
+    # Paddle 3.0.0, static mode, on X: topk(x, 2, axis=0), topk(x, 3, largest=False),
+    # topk(x, 3, axis=-2, largest=False). Ties: psjob puts the lower index first; Paddle's
+    # order among ties is its partial sort's (row 1 of the second call gives [3, 2, 1] there).
+    got = _eval(lambda x: [*paddle.topk(x, 2, axis=0), *paddle.topk(x, 3, largest=False),
+                           *paddle.topk(x, 3, axis=-2, largest=False)], {"x": X})
+    np.testing.assert_allclose(got[0], [[2.5, 0.7, 0.7, 3.0], [1.5, 0.0, 0.7, 0.7]], rtol=1e-6)
+    assert got[1].tolist() == [[2, 1, 0, 0], [1, 2, 1, 2]] and got[1].dtype == np.int64
+    np.testing.assert_allclose(got[2], [[-2.5, 0.5, 0.7], [-1.0, 0.7, 0.7], [-0.5, 0.0, 0.7]], rtol=1e-6)
+    assert got[3].tolist() == [[1, 0, 2], [3, 1, 2], [2, 1, 3]]
+    assert got[5].tolist() == [[0, 0, 2, 1], [1, 2, 0, 2], [2, 1, 1, 0]]

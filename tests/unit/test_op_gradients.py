@@ -421,6 +421,9 @@ def _math_search_cases():
         c.append(Case(f"put_along_axis-{reduce}", "put_along_axis",
                       {"Input": [In("x", f64(3, 4))], "Index": [In("i", np.array([[3, 1], [0, 1], [2, 0]]), diff=False)],
                        "Value": [In("v", f64(3, 2))]}, {"Result": 1}, {"Axis": 1, "Reduce": reduce}))
+    for largest, axis in ((True, 0), (False, -1)):
+        c.append(Case(f"top_k_v2-largest-{largest}-axis{axis}", "top_k_v2", {"X": [In("x", distinct)]},
+                      {"Out": 1, "Indices": 1}, {"k": 2, "axis": axis, "largest": largest, "sorted": True}))
     c.append(Case("unstack-axis1", "unstack", {"X": [In("x", f64(2, 3, 4))]}, {"Y": 3}, {"axis": 1, "num": 3}))
     c.append(Case("unbind-negative-axis", "unbind", {"X": [In("x", f64(2, 3))]}, {"Out": 3}, {"axis": -1}))
     return c

@@ -501,3 +501,44 @@ def shard_index(ctx):
         raise ValueError(f"shard_index: ids must lie in [0, {n}), got [{int(x.min())}, {int(x.max())}]")
     out = ctx.xp.where(x // size == shard, x - shard * size, x.dtype.type(ctx.attr("ignore_value", -1)))
     ctx.set_output("Out", out.astype(x.dtype), lod=ctx.input_lod("X"))
+
+
+# -- top_k_v2 (paddle.topk along any axis, largest or smallest) ------------------------------
+
+def _top_k_v2_shape(op):
+    x = in_var(op, "X")
+    axis = _norm_axis(op.attr("axis", -1), len(x.shape), "topk")
+    k = int(op.attr("k", 1))
+    if k < 1 or 0 <= x.shape[axis] < k:
+        raise GraphError(f"topk: k={k} must lie in [1, {x.shape[axis]}] (axis {axis} of {x.name}{list(x.shape)})")
+    shape = list(x.shape)
+    shape[axis] = k
+    set_out(op, "Out", shape, x.dtype)
+    set_out(op, "Indices", shape, "int64")
+
+
+@register_op("top_k_v2", infer_shape=_top_k_v2_shape,
+             grad=lambda op: [GradOpSpec("top_k_v2_grad", {"X": op.input("X"), "Indices": op.output("Indices"),
+                                                           "Out@GRAD": [grad_name(op.output("Out")[0])]},
+                                         {"X@GRAD": [grad_name(op.input("X")[0])]}, dict(op.attrs))])
+def top_k_v2(ctx):
+    """The k largest (or smallest) along axis, in order; among equal values the lower index
+    comes first (a stable sort)."""
+    xp, x = ctx.xp, ctx.input("X")
+    axis = _norm_axis(ctx.attr("axis", -1), x.ndim, "topk")
+    k = int(ctx.attr("k", 1))
+    if k > x.shape[axis]:
+        raise ValueError(f"topk: k={k} exceeds the {x.shape[axis]} entries along axis {axis}")
+    order = _argsort_order(xp, x, axis, bool(ctx.attr("largest", True)))
+    idx = xp.take(order, xp.arange(k), axis=axis)
+    ctx.set_output("Out", xp.take_along_axis(x, idx, axis=axis))
+    ctx.set_output("Indices", idx.astype("int64"))
+
+
+@register_op("top_k_v2_grad")
+def top_k_v2_grad(ctx):
+    xp, x = ctx.xp, ctx.input("X")
+    axis = _norm_axis(ctx.attr("axis", -1), x.ndim, "topk")
+    dx = xp.zeros_like(x)
+    dx[_along_where(xp, ctx.input("Indices"), axis)] = ctx.input("Out@GRAD")  # distinct indices per line
+    ctx.set_output("X@GRAD", dx)
