@@ -854,6 +854,52 @@ def bucketize(x, sorted_sequence, out_int32=False, right=False, name=None):
 
 sign, floor, ceil, round, sin, cos, rsqrt, reciprocal, erf, log2, log10 = (  # noqa: A001
     _unary(t) for t in ("sign", "floor", "ceil", "round", "sin", "cos", "rsqrt", "reciprocal", "erf", "log2", "log10"))
+tan, asin, acos, atan, sinh, cosh, expm1 = (
+    _unary(t) for t in ("tan", "asin", "acos", "atan", "sinh", "cosh", "expm1"))
+
+
+def isclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
+    """Element-wise |x - y| <= atol + rtol * |y| (bool; x and y of one shape)."""
+    check_variable(x, "x", "isclose")
+    check_variable(y, "y", "isclose")
+    if x.dtype != y.dtype:
+        raise TypeError(f"paddle.isclose: x {x.name} is {x.dtype} but y {y.name} is {y.dtype}")
+    return _op("isclose", {"Input": [x], "Other": [y]}, {"rtol": float(rtol), "atol": float(atol),
+                                                        "equal_nan": builtins.bool(equal_nan)},
+               dtype="bool", name=name, stop_gradient=True)
+
+
+def bitwise_not(x, out=None, name=None):
+    check_variable(x, "x", "bitwise_not")
+    if out is not None:
+        raise ValueError("paddle.bitwise_not: out= is not supported")
+    return _op("bitwise_not", {"X": [x]}, name=name, stop_gradient=True)
+
+
+def masked_fill(x, mask, value, name=None):
+    """x with `value` (a number or a one-element tensor) where the bool mask (broadcast) is true."""
+    check_variable(x, "x", "masked_fill")
+    check_variable(mask, "mask", "masked_fill")
+    if mask.dtype != "bool":
+        raise TypeError(f"paddle.masked_fill: mask {mask.name} must be bool, got {mask.dtype}")
+    fill = full_like(x, value) if not isinstance(value, Variable) else cast(value, x.dtype)
+    return where(mask, fill, x, name=name)
+
+
+def scatter_nd(index, updates, shape, name=None):
+    """zeros of `shape` with each updates slice added at the coordinates in index's last dimension."""
+    _int_var(index, "index", "scatter_nd")
+    check_variable(updates, "updates", "scatter_nd")
+    return scatter_nd_add(zeros(shape, updates.dtype), index, updates, name=name)
+
+
+def mv(x, vec, name=None):
+    """The product of matrix x [M, N] and vector vec [N]: [M]."""
+    check_variable(x, "x", "mv")
+    check_variable(vec, "vec", "mv")
+    if len(x.shape) != 2 or len(vec.shape) != 1:
+        raise ValueError(f"paddle.mv: x {x.name}{list(x.shape)} must be 2-D and vec {vec.name}{list(vec.shape)} 1-D")
+    return reshape(matmul(x, unsqueeze(vec, [1])), [-1])
 
 
 def _reduce_amax(op_type, x, axis, keepdim, name):
@@ -1169,6 +1215,7 @@ __all__ += [
     "eye", "linspace", "meshgrid", "broadcast_to", "expand_as", "repeat_interleave", "outer", "dot", "mm", "t",
     "addmm", "clone", "increment", "norm", "allclose", "equal_all", "is_tensor", "count_nonzero", "diff", "trace",
     "uniform", "rand", "randn", "normal", "standard_normal", "randint", "randperm", "bernoulli", "shard_index",
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "expm1", "isclose", "bitwise_not", "masked_fill", "scatter_nd", "mv",
 ]
 
 _TENSOR_METHODS_2 = (
@@ -1177,7 +1224,8 @@ _TENSOR_METHODS_2 = (
     "logical_not", "isnan", "isinf", "isfinite", "any", "all", "argmin", "unique", "sign", "floor", "ceil", "round",
     "sin", "cos", "rsqrt", "reciprocal", "erf", "log2", "log10", "amax", "amin", "logsumexp", "numel", "var", "std",
     "broadcast_to", "expand_as", "repeat_interleave", "outer", "dot", "mm", "t", "clone", "norm", "allclose",
-    "equal_all", "count_nonzero", "diff", "trace", "gather", "sigmoid", "bernoulli",
+    "equal_all", "count_nonzero", "diff", "trace", "gather", "sigmoid", "bernoulli", "tan", "asin", "acos", "atan",
+    "sinh", "cosh", "expm1", "isclose", "bitwise_not", "masked_fill", "mv",
 )
 for _name in _TENSOR_METHODS_2:
     if not hasattr(Variable, _name):

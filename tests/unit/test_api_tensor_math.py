@@ -321,6 +321,64 @@ def test_paddle2_edge_case_matches_paddle_3_0(edge_results, name):
     _check(edge_results[name], *PADDLE300_EDGES[name], name)
 
 
+X_SMALL = np.array([[0.5, -0.25, 0.7, 0.3], [0.15, 0.7, 0.7, -0.1], [0.25, 0.0, -0.5, 0.7]], np.float32)
+
+
+def build_paddle2_more(x, ix):
+    r = {}
+    for n in ("tan", "asin", "acos", "atan", "sinh", "cosh", "expm1"):
+        r[n] = getattr(paddle, n)(x)
+    r["isclose"] = paddle.isclose(x, x * 1.00001 + 1e-8, rtol=1e-5, atol=0.0)
+    r["bitwise_not"] = paddle.bitwise_not(paddle.cast(x * 10, "int32"))
+    r["masked_fill"] = paddle.masked_fill(x, x > 0.4, -9.0)
+    r["scatter_nd"] = paddle.scatter_nd(ix, x[0:2], [4, 4])
+    r["mv"] = paddle.mv(x, x[0])
+    return r
+
+
+# Paddle 3.0.0's values for build_paddle2_more, on X_SMALL and ix [[3], [3]] (made as PADDLE300's).
+PADDLE300_MORE = {
+    'tan': ([[0.546302, -0.255342, 0.842288, 0.309336],
+             [0.151135, 0.842288, 0.842288, -0.100335],
+             [0.255342, 0.0, -0.546302, 0.842288]], 'float32'),
+    'asin': ([[0.523599, -0.25268, 0.775397, 0.304693],
+              [0.150568, 0.775397, 0.775397, -0.100167],
+              [0.25268, 0.0, -0.523599, 0.775397]], 'float32'),
+    'acos': ([[1.047198, 1.823477, 0.795399, 1.266104],
+              [1.420228, 0.795399, 0.795399, 1.670964],
+              [1.318116, 1.570796, 2.094395, 0.795399]], 'float32'),
+    'atan': ([[0.463648, -0.244979, 0.610726, 0.291457],
+              [0.14889, 0.610726, 0.610726, -0.099669],
+              [0.244979, 0.0, -0.463648, 0.610726]], 'float32'),
+    'sinh': ([[0.521095, -0.252612, 0.758584, 0.30452],
+              [0.150563, 0.758584, 0.758584, -0.100167],
+              [0.252612, 0.0, -0.521095, 0.758584]], 'float32'),
+    'cosh': ([[1.127626, 1.031413, 1.255169, 1.045339],
+              [1.011271, 1.255169, 1.255169, 1.005004],
+              [1.031413, 1.0, 1.127626, 1.255169]], 'float32'),
+    'expm1': ([[0.648721, -0.221199, 1.013753, 0.349859],
+               [0.161834, 1.013753, 1.013753, -0.095163],
+               [0.284025, 0.0, -0.393469, 1.013753]], 'float32'),
+    'isclose': ([[False, False, False, False], [False, False, False, True], [False, False, False, False]], 'bool'),
+    'bitwise_not': ([[-6, 1, -8, -4], [-2, -8, -8, 0], [-3, -1, 4, -8]], 'int32'),
+    'masked_fill': ([[-9.0, -0.25, -9.0, 0.3], [0.15, -9.0, -9.0, -0.1], [0.25, 0.0, -0.5, -9.0]], 'float32'),
+    'scatter_nd': ([[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.65, 0.45, 1.4, 0.2]],
+                   'float32'),
+    'mv': ([0.8925, 0.36, -0.015], 'float32'),
+}
+
+
+@pytest.fixture(scope="module")
+def more_results():
+    return _run(build_paddle2_more, [("x", [3, 4], "float32"), ("ix", [2, 1], "int64")],
+                {"x": X_SMALL, "ix": np.array([[3], [3]], np.int64)})
+
+
+@pytest.mark.parametrize("name", sorted(PADDLE300_MORE))
+def test_more_functions_match_paddle_3_0(more_results, name):
+    _check(more_results[name], *PADDLE300_MORE[name], name)
+
+
 F = np.array([[0.5, -2.5, 0.7], [1.5, 0.7, 0.7]], np.float32)
 
 

@@ -8,7 +8,8 @@ Fluid 1.8 for `isfinite`, `isinf`, `isnan`):
   whether any element is nan / any is inf / every element is finite.
 * `reduce_all`, `reduce_any` over `dim` (or everything with `reduce_all`), keep_dim.
 * `allclose` (|x - y| <= atol + rtol * |y|, `equal_nan`) and `equal_all` (same shape and
-  every element equal): one bool, shape [1].
+  every element equal): one bool, shape [1]; `isclose`: the same test element-wise (one shape).
+* `bitwise_not` of an integer or bool tensor.
 """
 from __future__ import annotations
 
@@ -97,3 +98,28 @@ def equal_all(ctx):
     x, y = ctx.input("X"), ctx.input("Y")
     same = x.shape == y.shape and bool((x == y).all())
     ctx.set_output("Out", ctx.xp.asarray([same]))
+
+
+def _isclose_shape(op):
+    x, y = in_var(op, "Input"), in_var(op, "Other")
+    if len(x.shape) != len(y.shape) or any(a >= 0 and b >= 0 and a != b for a, b in zip(x.shape, y.shape)):
+        raise GraphError(f"isclose: x {x.name}{list(x.shape)} and y {y.name}{list(y.shape)} must have one shape")
+    set_out(op, "Out", x.shape, "bool")
+
+
+@register_op("isclose", infer_shape=_isclose_shape)
+def isclose(ctx):
+    x, y = ctx.input("Input"), ctx.input("Other")
+    ctx.set_output("Out", ctx.xp.isclose(x, y, rtol=float(ctx.attr("rtol", 1e-5)), atol=float(ctx.attr("atol", 1e-8)),
+                                         equal_nan=bool(ctx.attr("equal_nan", False))))
+
+
+def _bitwise_not_shape(op):
+    x = in_var(op, "X")
+    if not (x.dtype == "bool" or x.dtype.startswith(("int", "uint"))):
+        raise GraphError(f"bitwise_not: X {x.name} must be an integer or bool tensor, got {x.dtype}")
+    set_out(op, "Out", x.shape, x.dtype)
+
+
+register_op("bitwise_not", infer_shape=_bitwise_not_shape)(
+    lambda ctx: ctx.set_output("Out", ctx.xp.invert(ctx.input("X"))))

@@ -2,7 +2,8 @@
 paddle.logsumexp, paddle.diag, fluid.layers.l2_normalize, fluid.layers.Print, ... (Paddle's op
 types and attribute names, Paddle 2.x API docs; Fluid 1.8 for `norm`, `one_hot`, `print`).
 
-* unary with gradients: `sin`, `cos`, `rsqrt`, `reciprocal`, `erf`, `log2`, `log10`; `floor`,
+* unary with gradients: `sin`, `cos`, `tan`, `asin`, `acos`, `atan`, `sinh`, `cosh`, `expm1`,
+  `rsqrt`, `reciprocal`, `erf`, `log2`, `log10`; `floor`,
   `ceil`, `round` and `sign` are piecewise constant, their gradient is 0 (as Paddle's).
   `round` rounds halves away from zero (C's round, which Paddle's kernel calls), not to even.
 * `cumsum` (axis, flatten, exclusive, reverse), `logsumexp` (axis list, keepdim, reduce_all),
@@ -76,6 +77,13 @@ _unary("reciprocal", lambda xp, x: 1 / x, lambda xp, x, o, d: -d * o * o, needs_
 _unary("erf", _erf, lambda xp, x, o, d: d * (2 / math.sqrt(math.pi)) * xp.exp(-x * x))
 _unary("log2", lambda xp, x: xp.log2(x), lambda xp, x, o, d: d / (x * _LN2))
 _unary("log10", lambda xp, x: xp.log10(x), lambda xp, x, o, d: d / (x * _LN10))
+_unary("tan", lambda xp, x: xp.tan(x), lambda xp, x, o, d: d * (1 + o * o), needs_out=True)
+_unary("atan", lambda xp, x: xp.arctan(x), lambda xp, x, o, d: d / (1 + x * x))
+_unary("asin", lambda xp, x: xp.arcsin(x), lambda xp, x, o, d: d / xp.sqrt(1 - x * x))
+_unary("acos", lambda xp, x: xp.arccos(x), lambda xp, x, o, d: -d / xp.sqrt(1 - x * x))
+_unary("sinh", lambda xp, x: xp.sinh(x), lambda xp, x, o, d: d * xp.cosh(x))
+_unary("cosh", lambda xp, x: xp.cosh(x), lambda xp, x, o, d: d * xp.sinh(x))
+_unary("expm1", lambda xp, x: xp.expm1(x), lambda xp, x, o, d: d * (o + 1), needs_out=True)
 for _name, _fn in (("floor", lambda xp, x: xp.floor(x)), ("ceil", lambda xp, x: xp.ceil(x)),
                    ("round", _round_half_away), ("sign", lambda xp, x: xp.sign(x))):
     _unary(_name, _fn, lambda xp, x, o, d: xp.zeros_like(d))
