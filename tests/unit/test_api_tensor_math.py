@@ -680,3 +680,19 @@ def test_topk_along_any_axis_largest_or_smallest():
     np.testing.assert_allclose(got[2], [[-2.5, 0.5, 0.7], [-1.0, 0.7, 0.7], [-0.5, 0.0, 0.7]], rtol=1e-6)
     assert got[3].tolist() == [[1, 0, 2], [3, 1, 2], [2, 1, 3]]
     assert got[5].tolist() == [[0, 0, 2, 1], [1, 2, 0, 2], [2, 1, 1, 0]]
+
+
+def test_fluid_eye_diag_and_random_batch_size_like():
+    # Paddle 1.8.5 gives the same values, shapes and dtypes for these layers on F.
+    got = _eval(lambda f: [fluid.layers.eye(2, 3), fluid.layers.eye(2, batch_shape=[3]),
+                           fluid.layers.diag(np.array([1, 2, 3], np.int64)), fluid.layers.diag(f[0]),
+                           fluid.layers.uniform_random_batch_size_like(f, [-1, 5], min=2.0, max=2.5),
+                           fluid.layers.gaussian_random_batch_size_like(f, [7, -1], input_dim_idx=1,
+                                                                        output_dim_idx=1, mean=4.0, std=0.0)],
+                {"f": F})
+    np.testing.assert_array_equal(got[0], np.eye(2, 3))
+    assert got[1].shape == (3, 2, 2) and (got[1] == np.eye(2)).all()
+    assert got[2].dtype == np.int64 and got[2].tolist() == np.diag([1, 2, 3]).tolist()
+    np.testing.assert_allclose(got[3], np.diag(F[0]))
+    assert got[4].shape == (2, 5) and 2.0 <= got[4].min() and got[4].max() < 2.5
+    np.testing.assert_array_equal(got[5], np.full((7, 3), 4.0, np.float32))

@@ -261,3 +261,70 @@ def gaussian_random(shape, mean=0.0, std=1.0, seed=0, dtype="float32"):
     """Normal values of mean and std; seed 0 draws fresh values each run."""
     return _random("gaussian_random", shape, dtype, {"mean": float(mean), "std": float(std), "seed": int(seed)},
                    "gaussian_random")
+
+
+def _random_batch_size_like(op_type, input, shape, dtype, input_dim_idx, output_dim_idx, attrs, layer):
+    _check_var(input, "input", layer)
+    dtype = _known_dtype(dtype, layer)
+    if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise TypeError(f"{layer}: argument 'shape' must be a list of ints, got {shape!r}")
+    helper = LayerHelper(op_type)
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op(type=op_type, inputs={"Input": [input]}, outputs={"Out": [out]},
+                     attrs=dict(attrs, shape=[int(d) for d in shape], dtype=dtype, input_dim_idx=int(input_dim_idx),
+                                output_dim_idx=int(output_dim_idx)))
+    return out
+
+
+def uniform_random_batch_size_like(input, shape, dtype="float32", input_dim_idx=0, output_dim_idx=0,  # noqa: A002
+                                   min=-1.0, max=1.0, seed=0):  # noqa: A002
+    """Uniform values in [min, max) of `shape`, whose output_dim_idx size is input's input_dim_idx size."""
+    return _random_batch_size_like("uniform_random_batch_size_like", input, shape, dtype, input_dim_idx,
+                                   output_dim_idx, {"min": float(min), "max": float(max), "seed": int(seed)},
+                                   "uniform_random_batch_size_like")
+
+
+def gaussian_random_batch_size_like(input, shape, input_dim_idx=0, output_dim_idx=0, mean=0.0, std=1.0,  # noqa: A002
+                                    seed=0, dtype="float32"):
+    """Normal values of `shape`, whose output_dim_idx size is input's input_dim_idx size."""
+    return _random_batch_size_like("gaussian_random_batch_size_like", input, shape, dtype, input_dim_idx,
+                                   output_dim_idx, {"mean": float(mean), "std": float(std), "seed": int(seed)},
+                                   "gaussian_random_batch_size_like")
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype="float32"):
+    """An identity matrix [num_rows, num_columns] (the `eye` op), tiled to batch_shape + that when given."""
+    for arg, v in (("num_rows", num_rows), ("num_columns", num_columns)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            raise TypeError(f"eye: argument {arg!r} must be a non-negative int, got {v!r}")
+    dtype = _known_dtype(dtype, "eye")
+    cols = num_rows if num_columns is None else num_columns
+    helper = LayerHelper("eye")
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op(type="eye", inputs={}, outputs={"Out": [out]},
+                     attrs={"num_rows": num_rows, "num_columns": cols, "dtype": dtype})
+    if batch_shape:
+        from psjob.fluid.layers.manip import expand, reshape
+        batch = [int(b) for b in batch_shape]
+        out = expand(reshape(out, [1] * len(batch) + [num_rows, cols]), batch + [1, 1])
+        out.stop_gradient = True
+    return out
+
+
+def diag(diagonal):
+    """A square matrix with `diagonal` (a 1-D Variable or numpy array) on its diagonal."""
+    if not isinstance(diagonal, Variable):
+        import numpy as np
+        arr = np.asarray(diagonal)
+        helper = LayerHelper("assign_value")
+        const = helper.create_variable_for_type_inference(_convert_dtype(str(arr.dtype)), stop_gradient=True)
+        helper.append_op(type="assign_value", inputs={}, outputs={"Out": [const]},
+                         attrs={"shape": list(arr.shape), "dtype": const.dtype, "values": arr.reshape(-1).tolist()})
+        diagonal = const
+    if len(diagonal.shape) != 1:
+        raise ValueError(f"diag: argument 'diagonal' {diagonal.name}{list(diagonal.shape)} must be 1-D")
+    helper = LayerHelper("diag_v2")
+    out = helper.create_variable_for_type_inference(diagonal.dtype)
+    helper.append_op(type="diag_v2", inputs={"X": [diagonal]}, outputs={"Out": [out]},
+                     attrs={"offset": 0, "padding_value": 0.0})
+    return out

@@ -1,7 +1,9 @@
 """Random ops beyond the initializers' (tensor_ops.py has uniform_random, gaussian_random):
 `randint` (int64/int32 in [low, high)), `bernoulli` (0/1 with X's probabilities, X's dtype),
 `sampling_id` (Fluid: one column index per row of X [N, K], drawn with the row's weights,
-int64 [N]) and `randperm` (a permutation of 0..n-1). Drawn on the host from the op's `seed`
+int64 [N]), `randperm` (a permutation of 0..n-1) and `uniform_random_batch_size_like` /
+`gaussian_random_batch_size_like` (Fluid: attr shape with shape[output_dim_idx] taken from
+Input's input_dim_idx size when run). Drawn on the host from the op's `seed`
 (0: fresh each run, or derived from paddle.seed as tensor_ops' _host_rng does), then moved to
 the place. No gradients (Paddle registers none)."""
 from __future__ import annotations
@@ -10,7 +12,7 @@ import numpy as np
 
 from psjob.fluid.framework import GraphError
 from psjob.fluid.ops.registry import in_var, register_op, same_shape, set_out
-from psjob.fluid.ops.tensor_ops import _host_rng, _to_place
+from psjob.fluid.ops.tensor_ops import _batch_size_like_shape, _host_rng, _to_place
 
 
 def _randint_shape(op):
@@ -59,3 +61,21 @@ def sampling_id(ctx):
     hit = np.cumsum(p, axis=1) > r
     out = np.where(hit.any(axis=1), hit.argmax(axis=1), p.shape[1] - 1).astype(np.int64)
     ctx.set_output("Out", _to_place(ctx, out))
+
+
+def _batch_shape(ctx):
+    shape = list(ctx.attr("shape"))
+    shape[int(ctx.attr("output_dim_idx", 0))] = ctx.input("Input").shape[int(ctx.attr("input_dim_idx", 0))]
+    return tuple(shape)
+
+
+@register_op("uniform_random_batch_size_like", infer_shape=_batch_size_like_shape)
+def uniform_random_batch_size_like(ctx):
+    arr = _host_rng(ctx).uniform(float(ctx.attr("min", -1.0)), float(ctx.attr("max", 1.0)), size=_batch_shape(ctx))
+    ctx.set_output("Out", _to_place(ctx, arr.astype(ctx.attr("dtype", "float32"))))
+
+
+@register_op("gaussian_random_batch_size_like", infer_shape=_batch_size_like_shape)
+def gaussian_random_batch_size_like(ctx):
+    arr = _host_rng(ctx).normal(float(ctx.attr("mean", 0.0)), float(ctx.attr("std", 1.0)), size=_batch_shape(ctx))
+    ctx.set_output("Out", _to_place(ctx, arr.astype(ctx.attr("dtype", "float32"))))
