@@ -42,8 +42,8 @@ from psjob.fluid.ops.shape_ops import _norm_axis
 
 
 def _erf(xp, x):
-    """erf by Abramowitz-Stegun 7.1.26 is too coarse for gradients; numpy has no erf, so use
-    math.erf element-wise on the host (the arrays behind these ops are small)."""
+    """numpy has no erf: math.erf element-wise on the host (exact to double precision, which
+    the finite-difference checks need; slow for large arrays, which erf rarely sees)."""
     host = np.asarray(x if xp is np else xp.asnumpy(x))
     out = np.vectorize(math.erf, otypes=[host.dtype])(host) if host.size else host.copy()
     return out if xp is np else xp.asarray(out)
@@ -394,7 +394,7 @@ def _repeat_shape(op):
     if r < 1:
         raise GraphError(f"repeat_interleave: repeats must be positive, got {r}")
     dim = op.attr("dim", None)
-    if dim is None or dim == -1 and len(x.shape) == 0:
+    if dim is None:  # the flattened x (paddle.repeat_interleave flattens first; kept for other writers)
         n = int(np.prod(x.shape)) * r if all(d >= 0 for d in x.shape) else -1
         set_out(op, "Out", [n], x.dtype)
         return
