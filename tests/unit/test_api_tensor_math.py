@@ -696,3 +696,16 @@ def test_fluid_eye_diag_and_random_batch_size_like():
     np.testing.assert_allclose(got[3], np.diag(F[0]))
     assert got[4].shape == (2, 5) and 2.0 <= got[4].min() and got[4].max() < 2.5
     np.testing.assert_array_equal(got[5], np.full((7, 3), 4.0, np.float32))
+
+
+def test_print_runs_when_its_output_is_unused_and_stops_after_first_n(capfd):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data("x", [2, 2], "float32")
+        y = x * 2.0
+        fluid.layers.Print(y, first_n=2, message="unused-output")  # as Fluid scripts write it
+        z = y + 1.0
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    for _ in range(3):
+        exe.run(main, feed={"x": np.ones((2, 2), np.float32)}, fetch_list=[z], scope=scope)
+    assert capfd.readouterr().out.count("unused-output") == 2

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import struct
 import sys
+import weakref
 
 import numpy as np
 
@@ -511,7 +512,7 @@ def one_hot(ctx):
     ctx.set_output("Out", (ids[..., None] == xp.arange(depth)).astype("float32"), lod=ctx.input_lod("X"))
 
 
-_print_counts: dict = {}
+_print_counts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # op -> runs printed
 
 
 @register_op("print", infer_shape=same_shape("In", "Out"),
@@ -521,10 +522,10 @@ def print_(ctx):
     """Fluid's Print: the tensor, with its message, name, dtype, shape and LoD, to stdout for the
     first `first_n` runs (all when -1), at most `summarize` values (all when -1)."""
     x, name = ctx.input("In"), ctx.ins["In"][0]
-    seen = _print_counts.get(id(ctx.op), 0)
+    seen = _print_counts.get(ctx.op, 0)
     first_n = int(ctx.attr("first_n", -1))
     if first_n < 0 or seen < first_n:
-        _print_counts[id(ctx.op)] = seen + 1
+        _print_counts[ctx.op] = seen + 1
         host = np.asarray(x if ctx.xp is np else ctx.xp.asnumpy(x))
         n = int(ctx.attr("summarize", 20))
         values = host.reshape(-1)[: n if n >= 0 else None]
