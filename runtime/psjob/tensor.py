@@ -601,6 +601,16 @@ def cumsum(x, axis=None, dtype=None, name=None):
                                       "reverse": False}, name=name)
 
 
+def cumprod(x, dim=None, dtype=None, name=None):
+    """The running product along dim; dim None multiplies along the flattened x."""
+    check_variable(x, "x", "cumprod")
+    if dtype is not None:
+        x = cast(x, dtype)
+    if dim is None:
+        x, dim = flatten(x), 0
+    return _op("cumprod", {"X": [x]}, {"dim": _axis_int(dim, x, "cumprod")}, name=name)
+
+
 def _argsort(x, axis, descending, name):
     check_variable(x, "x", "argsort")
     helper = LayerHelper("argsort", name)
@@ -1216,6 +1226,7 @@ __all__ += [
     "addmm", "clone", "increment", "norm", "allclose", "equal_all", "is_tensor", "count_nonzero", "diff", "trace",
     "uniform", "rand", "randn", "normal", "standard_normal", "randint", "randperm", "bernoulli", "shard_index",
     "tan", "asin", "acos", "atan", "sinh", "cosh", "expm1", "isclose", "bitwise_not", "masked_fill", "scatter_nd", "mv",
+    "cumprod",
 ]
 
 _TENSOR_METHODS_2 = (
@@ -1225,7 +1236,7 @@ _TENSOR_METHODS_2 = (
     "sin", "cos", "rsqrt", "reciprocal", "erf", "log2", "log10", "amax", "amin", "logsumexp", "numel", "var", "std",
     "broadcast_to", "expand_as", "repeat_interleave", "outer", "dot", "mm", "t", "clone", "norm", "allclose",
     "equal_all", "count_nonzero", "diff", "trace", "gather", "sigmoid", "bernoulli", "tan", "asin", "acos", "atan",
-    "sinh", "cosh", "expm1", "isclose", "bitwise_not", "masked_fill", "mv",
+    "sinh", "cosh", "expm1", "isclose", "bitwise_not", "masked_fill", "mv", "cumprod",
 )
 for _name in _TENSOR_METHODS_2:
     if not hasattr(Variable, _name):

@@ -709,3 +709,23 @@ def test_print_runs_when_its_output_is_unused_and_stops_after_first_n(capfd):
     for _ in range(3):
         exe.run(main, feed={"x": np.ones((2, 2), np.float32)}, fetch_list=[z], scope=scope)
     assert capfd.readouterr().out.count("unused-output") == 2
+
+
+def test_cumprod_and_its_gradient_through_zeros_match_paddle():
+    # Paddle 3.0.0, static mode: cumprod(x, dim=1), cumprod(x, dim=-2) and the gradient of
+    # sum(cumprod(x, dim=1) ** 2) by paddle.static.gradients, on a x holding zeros.
+    xz = np.array([[0.5, -2.5, 0.0, 3.0], [1.5, 0.7, 0.7, -1.0], [2.5, 0.0, -0.5, 0.7]], np.float32)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = paddle.create_parameter([3, 4], "float32", name="xz", default_initializer=paddle.nn.initializer.Assign(xz))
+        a, b = paddle.cumprod(x, dim=1), paddle.cumprod(x, dim=-2)
+        fluid.backward.append_backward(paddle.sum(a * a))
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    got_a, got_b, g = exe.run(main, fetch_list=[a, b, "xz@GRAD"], scope=scope)
+    np.testing.assert_allclose(got_a, [[0.5, -1.25, 0.0, 0.0], [1.5, 1.05, 0.735, -0.735], [2.5, 0.0, 0.0, 0.0]],
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got_b, [[0.5, -2.5, 0.0, 3.0], [0.75, -1.75, 0.0, -3.0], [1.875, 0.0, 0.0, -2.1]],
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(g, [[7.25, -1.25, 0.0, 0.0], [5.9106, 6.237, 3.087, -1.08045], [5.0, 0.0, 0.0, 0.0]],
+                               rtol=1e-5, atol=1e-6)

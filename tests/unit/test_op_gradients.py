@@ -365,6 +365,10 @@ def _math_search_cases():
                   {"flatten": True}):
         c.append(Case(f"cumsum-{'-'.join(f'{k}{v}' for k, v in attrs.items())}", "cumsum",
                       {"X": [In("x", f64(3, 4))]}, {"Out": 1}, attrs))
+    with_zero = f64(3, 4)
+    with_zero[1, 1] = 0.0  # the gradient there is not dout * out / x
+    c.append(Case("cumprod-dim1-with-zero", "cumprod", {"X": [In("x", with_zero)]}, {"Out": 1}, {"dim": 1}))
+    c.append(Case("cumprod-dim0", "cumprod", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"dim": -2}))
     c.append(Case("logsumexp-axis-keepdim", "logsumexp", {"X": [In("x", f64(2, 3, 4, lo=-3, hi=3))]}, {"Out": 1},
                   {"axis": [1, 2], "keepdim": True, "reduce_all": False}))
     c.append(Case("logsumexp-all", "logsumexp", {"X": [In("x", f64(3, 4, lo=-3, hi=3))]}, {"Out": 1},

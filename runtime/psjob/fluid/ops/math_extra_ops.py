@@ -6,7 +6,7 @@ types and attribute names, Paddle 2.x API docs; Fluid 1.8 for `norm`, `one_hot`,
   `rsqrt`, `reciprocal`, `erf`, `log2`, `log10`; `floor`,
   `ceil`, `round` and `sign` are piecewise constant, their gradient is 0 (as Paddle's).
   `round` rounds halves away from zero (C's round, which Paddle's kernel calls), not to even.
-* `cumsum` (axis, flatten, exclusive, reverse), `logsumexp` (axis list, keepdim, reduce_all),
+* `cumsum` (axis, flatten, exclusive, reverse), `cumprod` (dim), `logsumexp` (axis list, keepdim, reduce_all),
   `reduce_amax`/`reduce_amin` (the gradient split evenly among tied maxima, Paddle's rule).
 * `norm` (Fluid's l2_normalize: Out = X / sqrt(sum(X^2, axis) + epsilon), Norm kept).
 * `diag_v2` (a vector to a matrix with `offset`, `padding_value`; a matrix to its diagonal),
@@ -132,6 +132,38 @@ def cumsum_grad(ctx):
     dx = _cumsum(ctx.xp, dout.reshape(-1) if flat else dout, axis, ctx.attr("exclusive", False),
                  not ctx.attr("reverse", False))
     ctx.set_output("X@GRAD", dx.reshape(x.shape))
+
+
+# -- cumprod -----------------------------------------------------------------------------
+
+def _cumprod_shape(op):
+    x = in_var(op, "X")
+    _norm_axis(op.attr("dim", -1), len(x.shape), "cumprod")
+    set_out(op, "Out", x.shape, x.dtype)
+
+
+@register_op("cumprod", infer_shape=_cumprod_shape,
+             grad=lambda op: [GradOpSpec("cumprod_grad", {"X": op.input("X"),
+                                                          "Out@GRAD": [grad_name(op.output("Out")[0])]},
+                                         {"X@GRAD": [grad_name(op.input("X")[0])]}, dict(op.attrs))])
+def cumprod(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", ctx.xp.cumprod(x, axis=_norm_axis(ctx.attr("dim", -1), x.ndim, "cumprod"), dtype=x.dtype))
+
+
+@register_op("cumprod_grad")
+def cumprod_grad(ctx):
+    """dx_i = (x_0 ... x_{i-1}) * R_i with R_i = dout_i + x_{i+1} * R_{i+1}: exact where x holds
+    zeros too (no division by x)."""
+    xp, x = ctx.xp, ctx.input("X")
+    axis = _norm_axis(ctx.attr("dim", -1), x.ndim, "cumprod")
+    xs, dout = xp.moveaxis(x, axis, 0), xp.moveaxis(ctx.input("Out@GRAD"), axis, 0)
+    before = xp.concatenate([xp.ones_like(xs[:1]), xp.cumprod(xs[:-1], axis=0)], axis=0)
+    r = xp.empty_like(dout)
+    r[-1] = dout[-1]
+    for i in range(xs.shape[0] - 2, -1, -1):
+        r[i] = dout[i] + xs[i + 1] * r[i + 1]
+    ctx.set_output("X@GRAD", xp.moveaxis(before * r, 0, axis))
 
 
 # -- logsumexp, reduce_amax / reduce_amin -----------------------------------------------
