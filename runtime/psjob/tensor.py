@@ -89,7 +89,7 @@ def reshape(x, shape, name=None):
     check_variable(x, "x", "reshape")
     if isinstance(shape, Variable):
         return _reshape2(x, {"Shape": [shape]}, [-1] * _int_vector(shape, "paddle.reshape: shape"), name)
-    if isinstance(shape, (list, tuple)) and any(isinstance(d, Variable) for d in shape):
+    if isinstance(shape, (list, tuple)) and builtins.any(isinstance(d, Variable) for d in shape):
         tensors, attr = _one_int_tensors(list(shape), "reshape(shape)")
         return _reshape2(x, {"ShapeTensor": tensors}, attr, name)
     return _layers.reshape(x, list(shape), name=name)
@@ -272,10 +272,10 @@ def _dtype(dtype, default="float32"):
 
 
 def full(shape, fill_value, dtype=None, name=None):
-    if not isinstance(shape, Variable) and any(isinstance(d, Variable) for d in shape):
+    if not isinstance(shape, Variable) and builtins.any(isinstance(d, Variable) for d in shape):
         return _full_runtime_shape(list(shape), fill_value, _dtype(dtype))
     shape = check_int_list(list(shape), "shape", "full")
-    if any(d < 0 for d in shape):
+    if builtins.any(d < 0 for d in shape):
         raise ValueError(f"paddle.full: shape {shape} must be fully known (use full_like for a batch)")
     return _layers.fill_constant(shape, _dtype(dtype), fill_value)
 
@@ -342,17 +342,22 @@ def argmax(x, axis=None, keepdim=False, dtype="int64", name=None):
 
 
 def topk(x, k, axis=-1, largest=True, sorted=True, name=None):  # noqa: A002
-    if axis not in (-1, len(x.shape) - 1) or not largest:
-        raise ValueError("paddle.topk: only the largest values along the last axis are supported")
-    return _layers.topk(x, k, name)
-
-
-def where(condition, x=None, y=None, name=None):
-    if x is None or y is None:
-        raise ValueError("paddle.where(condition) without x and y (the indices form) is not supported")
-    for arg, v in (("condition", condition), ("x", x), ("y", y)):
-        check_variable(v, arg, "where")
-    return _op("where", {"Condition": [condition], "X": [x], "Y": [y]}, name=name)
+    """(values, int64 indices) of the k largest (or smallest) along axis, in order; among equal
+    values the lower index first. The largest along the last axis is Fluid's top_k op, the
+    rest Paddle 2.x's top_k_v2."""
+    check_variable(x, "x", "topk")
+    if isinstance(k, Variable):
+        raise TypeError("paddle.topk: a k Variable is not supported; pass an int")
+    axis = _axis_int(-1 if axis is None else axis, x, "topk")
+    if largest and axis in (-1, len(x.shape) - 1):
+        return _layers.topk(x, k, name)
+    helper = LayerHelper("top_k_v2", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    ids = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    helper.append_op(type="top_k_v2", inputs={"X": [x]}, outputs={"Out": [out], "Indices": [ids]},
+                     attrs={"k": check_int_list([k], "k", "topk")[0], "axis": axis,
+                            "largest": builtins.bool(largest), "sorted": True})
+    return out, ids
 
 
 def _compare(op_type):
@@ -394,7 +399,7 @@ def add_n(inputs, name=None):
         raise ValueError("paddle.add_n: inputs is empty")
     for i, v in enumerate(xs):
         check_variable(v, f"inputs[{i}]", "add_n")
-        if v.dtype != xs[0].dtype or len(v.shape) != len(xs[0].shape) or any(
+        if v.dtype != xs[0].dtype or len(v.shape) != len(xs[0].shape) or builtins.any(
                 a >= 0 and b >= 0 and a != b for a, b in zip(v.shape, xs[0].shape)):
             raise ValueError(f"paddle.add_n: inputs[{i}] {v.name} is {v.dtype}{list(v.shape)}, inputs[0] "
                              f"{xs[0].name} is {xs[0].dtype}{list(xs[0].shape)}: they must match")
@@ -464,9 +469,9 @@ def arange(start=0, end=None, step=1, dtype=None, name=None):
     if end is None:
         start, end = 0, start
     bounds = (start, end, step)
-    numbers_only = not any(isinstance(v, Variable) for v in bounds)
+    numbers_only = not builtins.any(isinstance(v, Variable) for v in bounds)
     if dtype is None:
-        floats = any(isinstance(v, float) or (isinstance(v, Variable) and "float" in v.dtype) for v in bounds)
+        floats = builtins.any(isinstance(v, float) or (isinstance(v, Variable) and "float" in v.dtype) for v in bounds)
         dtype = "float32" if floats else "int64"
     dtype = convert_dtype(dtype)
     if numbers_only and step == 0:
@@ -486,7 +491,7 @@ def tile(x, repeat_times, name=None):
     if isinstance(repeat_times, Variable):
         n = _int_vector(repeat_times, "paddle.tile: repeat_times")
         return _op("tile", {"X": [x], "RepeatTimes": [repeat_times]}, {"repeat_times": [-1] * n}, name=name)
-    if any(isinstance(r, Variable) for r in repeat_times):
+    if builtins.any(isinstance(r, Variable) for r in repeat_times):
         tensors, attr = _one_int_tensors(list(repeat_times), "tile(repeat_times)")
         return _op("tile", {"X": [x], "repeat_times_tensor": tensors}, {"repeat_times": attr}, name=name)
     reps = check_int_list(list(repeat_times), "repeat_times", "tile")
@@ -499,7 +504,7 @@ def expand(x, shape, name=None):
     check_variable(x, "x", "expand")
     if isinstance(shape, Variable):
         raise TypeError("paddle.expand: a shape Variable is not supported; pass a list")
-    if any(isinstance(d, Variable) for d in shape):
+    if builtins.any(isinstance(d, Variable) for d in shape):
         # expand_v2's expand_shapes_tensor (e.g. [paddle.shape(x)[0], 20]), read when the op runs.
         dims, attr = _one_int_tensors(list(shape), "expand(shape)")
         return _op("expand_v2", {"X": [x], "expand_shapes_tensor": dims}, {"shape": attr}, name=name)
@@ -559,5 +564,680 @@ for _name in _TENSOR_METHODS:
 # x.unsqueeze_(-1) is x.unsqueeze(-1) and returns a new Variable, x keeping its value.
 unsqueeze_, squeeze_ = unsqueeze, squeeze
 for _name in ("unsqueeze_", "squeeze_"):
+    if not hasattr(Variable, _name):
+        setattr(Variable, _name, globals()[_name])
+
+
+# -- search, sort, index, logic, element-wise math, creation, random (Paddle 2.x API docs) -----
+# Kernels: fluid/ops/search_ops.py, logic_ops.py, math_extra_ops.py, random_ops.py. Where a
+# Paddle 2.x function returns a 0-D tensor (numel, a full reduction) psjob returns shape [1],
+# as its reductions do.
+
+def _axis_int(axis, x, what):
+    if isinstance(axis, Variable):
+        raise TypeError(f"paddle.{what}: an axis Variable is not supported; pass an int")
+    axis = check_int_list([axis], "axis", what)[0]
+    nd = len(x.shape)
+    if not -nd <= axis < builtins.max(nd, 1):
+        raise ValueError(f"paddle.{what}: axis {axis} is out of range for {x.name}{list(x.shape)}")
+    return axis
+
+
+def _int_var(v, arg, what):
+    check_variable(v, arg, what)
+    if v.dtype not in ("int32", "int64"):
+        raise TypeError(f"paddle.{what}: {arg} {v.name} must be int32 or int64, got {v.dtype}")
+    return v
+
+
+def cumsum(x, axis=None, dtype=None, name=None):
+    """The running sum along axis; axis None sums over the flattened x (a 1-D result)."""
+    check_variable(x, "x", "cumsum")
+    if dtype is not None:
+        x = cast(x, dtype)
+    if axis is None:
+        return _op("cumsum", {"X": [x]}, {"axis": -1, "flatten": True, "exclusive": False, "reverse": False}, name=name)
+    return _op("cumsum", {"X": [x]}, {"axis": _axis_int(axis, x, "cumsum"), "flatten": False, "exclusive": False,
+                                      "reverse": False}, name=name)
+
+
+def cumprod(x, dim=None, dtype=None, name=None):
+    """The running product along dim; dim None multiplies along the flattened x."""
+    check_variable(x, "x", "cumprod")
+    if dtype is not None:
+        x = cast(x, dtype)
+    if dim is None:
+        x, dim = flatten(x), 0
+    return _op("cumprod", {"X": [x]}, {"dim": _axis_int(dim, x, "cumprod")}, name=name)
+
+
+def _argsort(x, axis, descending, name):
+    check_variable(x, "x", "argsort")
+    helper = LayerHelper("argsort", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    ids = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    helper.append_op(type="argsort", inputs={"X": [x]}, outputs={"Out": [out], "Indices": [ids]},
+                     attrs={"axis": _axis_int(axis, x, "argsort"), "descending": builtins.bool(descending)})
+    return out, ids
+
+
+def argsort(x, axis=-1, descending=False, stable=False, name=None):
+    """The int64 indices that sort x along axis (psjob's sort is always stable: ties keep order)."""
+    return _argsort(x, axis, descending, name)[1]
+
+
+def sort(x, axis=-1, descending=False, stable=False, name=None):
+    """x sorted along axis (stable)."""
+    return _argsort(x, axis, descending, name)[0]
+
+
+def _axes_list(x, axis, what):
+    axes = [axis] if isinstance(axis, numbers.Integral) else list(axis)
+    return [_axis_int(a, x, what) for a in axes]
+
+
+def flip(x, axis, name=None):
+    """x reversed along axis (an int or a list)."""
+    check_variable(x, "x", "flip")
+    return _op("flip", {"X": [x]}, {"axis": _axes_list(x, axis, "flip")}, name=name)
+
+
+def reverse(x, axis, name=None):
+    """paddle.reverse: flip."""
+    return flip(x, axis, name)
+
+
+def roll(x, shifts, axis=None, name=None):
+    """x's elements shifted along axis (wrapping round); axis None rolls the flattened x."""
+    check_variable(x, "x", "roll")
+    shifts = check_int_list(shifts, "shifts", "roll")
+    axes = [] if axis is None else _axes_list(x, axis, "roll")
+    if axes and len(axes) != len(shifts):
+        raise ValueError(f"paddle.roll: shifts {shifts} and axis {axes} must have one length")
+    return _op("roll", {"X": [x]}, {"shifts": shifts, "axis": axes}, name=name)
+
+
+def unbind(input, axis=0):  # noqa: A002
+    """input's slices along axis (that axis dropped), as a list."""
+    check_variable(input, "input", "unbind")
+    axis = _axis_int(axis, input, "unbind")
+    n = input.shape[axis]
+    if n < 0:
+        raise ValueError(f"paddle.unbind: axis {axis} of {input.name}{list(input.shape)} has unknown size")
+    helper = LayerHelper("unbind")
+    outs = [helper.create_variable_for_type_inference(input.dtype) for _ in range(n)]
+    helper.append_op(type="unbind", inputs={"X": [input]}, outputs={"Out": outs}, attrs={"axis": axis})
+    return outs
+
+
+def unstack(x, axis=0, num=None):
+    return _layers.unstack(x, axis, num)
+
+
+def chunk(x, chunks, axis=0, name=None):
+    """x split into `chunks` equal pieces along axis."""
+    check_variable(x, "x", "chunk")
+    chunks = check_int_list([chunks], "chunks", "chunk")[0]
+    axis = _axis_int(axis, x, "chunk")
+    if x.shape[axis] >= 0 and x.shape[axis] % chunks:
+        raise ValueError(f"paddle.chunk: axis {axis} of {x.name}{list(x.shape)} does not split into {chunks}")
+    return split(x, chunks, axis, name)
+
+
+def index_select(x, index, axis=0, name=None):
+    """x's slices at the 1-D int `index` along axis."""
+    check_variable(x, "x", "index_select")
+    _int_var(index, "index", "index_select")
+    return _op("index_select", {"X": [x], "Index": [index]}, {"dim": _axis_int(axis, x, "index_select")}, name=name)
+
+
+def index_sample(x, index):
+    """Per row i of 2-D x, the elements x[i, index[i, j]]: shape of index."""
+    check_variable(x, "x", "index_sample")
+    _int_var(index, "index", "index_sample")
+    return _op("index_sample", {"X": [x], "Index": [index]})
+
+
+def gather_nd(x, index, name=None):
+    check_variable(x, "x", "gather_nd")
+    _int_var(index, "index", "gather_nd")
+    return _op("gather_nd", {"X": [x], "Index": [index]}, name=name)
+
+
+def scatter(x, index, updates, overwrite=True, name=None):
+    return _layers.scatter(x, index, updates, name=name, overwrite=overwrite)
+
+
+def scatter_nd_add(x, index, updates, name=None):
+    return _layers.scatter_nd_add(x, index, updates, name=name)
+
+
+def take_along_axis(arr, indices, axis, broadcast=True):
+    """arr's elements at `indices` along axis (indices has arr's rank)."""
+    check_variable(arr, "arr", "take_along_axis")
+    _int_var(indices, "indices", "take_along_axis")
+    return _op("take_along_axis", {"Input": [arr], "Index": [indices]},
+               {"Axis": _axis_int(axis, arr, "take_along_axis")}, out_slot="Result")
+
+
+def put_along_axis(arr, indices, values, axis, reduce="assign", include_self=True, broadcast=True):
+    """arr with `values` written (reduce 'assign'), added ('add') or multiplied ('mul') at
+    `indices` along axis."""
+    check_variable(arr, "arr", "put_along_axis")
+    _int_var(indices, "indices", "put_along_axis")
+    if reduce not in ("assign", "add", "mul", "multiply"):
+        raise ValueError(f"paddle.put_along_axis: reduce must be 'assign', 'add' or 'mul', got {reduce!r}")
+    if not isinstance(values, Variable):
+        values = full([1] * len(arr.shape), values, arr.dtype)
+    return _op("put_along_axis", {"Input": [arr], "Index": [indices], "Value": [values]},
+               {"Axis": _axis_int(axis, arr, "put_along_axis"), "Reduce": reduce}, out_slot="Result")
+
+
+def nonzero(x, as_tuple=False):
+    """The int64 [N, rank] coordinates of x's non-zero elements; as_tuple: one [N] per dimension."""
+    check_variable(x, "x", "nonzero")
+    cond = x if x.dtype == "bool" else not_equal(x, 0)
+    out = _op("where_index", {"Condition": [cond]}, dtype="int64", stop_gradient=True)
+    if not as_tuple:
+        return out
+    return tuple(reshape(slice(out, [1], [i], [i + 1]), [-1]) for i in range(len(x.shape)))
+
+
+def _operand(v, like, what):
+    if isinstance(v, Variable):
+        return v
+    if not isinstance(v, numbers.Number):
+        raise TypeError(f"paddle.where: {what} must be a Variable or a number, got {v!r}")
+    return full_like(like, v)
+
+
+def where(condition, x=None, y=None, name=None):
+    """x where condition, else y (broadcast; a number counts as a tensor of it); with neither,
+    nonzero(condition, as_tuple=True)."""
+    check_variable(condition, "condition", "where")
+    if x is None and y is None:
+        return nonzero(condition, as_tuple=True)
+    if x is None or y is None:
+        raise ValueError("paddle.where: give both x and y, or neither")
+    like = x if isinstance(x, Variable) else y if isinstance(y, Variable) else None
+    if like is None:
+        raise TypeError("paddle.where: x or y must be a Variable")
+    x, y = _operand(x, like, "x"), _operand(y, like, "y")
+    return _op("where", {"Condition": [condition], "X": [x], "Y": [y]}, name=name)
+
+
+def _logical(op_type, binary):
+    def fn(x, y=None, out=None, name=None):
+        check_variable(x, "x", op_type)
+        if out is not None:
+            raise ValueError(f"paddle.{op_type}: out= is not supported")
+        inputs = {"X": [x]}
+        if binary:
+            check_variable(y, "y", op_type)
+            inputs["Y"] = [y]
+        return _op(op_type, inputs, dtype="bool", name=name, stop_gradient=True)
+    fn.__name__ = op_type
+    return fn
+
+
+logical_and, logical_or, logical_xor = (_logical(t, True) for t in ("logical_and", "logical_or", "logical_xor"))
+
+
+def logical_not(x, out=None, name=None):
+    return _logical("logical_not", False)(x, None, out, name)
+
+
+def _elementwise_check(op_type, what):
+    def fn(x, name=None):
+        check_variable(x, "x", what)
+        return _op(op_type, {"X": [x]}, dtype="bool", name=name, stop_gradient=True)
+    fn.__name__ = what
+    fn.__doc__ = f"paddle.{what}: element-wise bool."
+    return fn
+
+
+isnan, isinf, isfinite = (_elementwise_check(f"{w}_v2", w) for w in ("isnan", "isinf", "isfinite"))
+
+
+def _reduce_bool(op_type, x, axis, keepdim, name):
+    check_variable(x, "x", op_type)
+    if x.dtype != "bool":
+        x = cast(x, "bool")
+    dims = _axes(axis, op_type)
+    return _op(op_type, {"X": [x]}, {"dim": dims or [0], "keep_dim": builtins.bool(keepdim),
+                                     "reduce_all": axis is None}, dtype="bool", name=name, stop_gradient=True)
+
+
+def any(x, axis=None, keepdim=False, name=None):  # noqa: A001 (paddle.any)
+    return _reduce_bool("reduce_any", x, axis, keepdim, name)
+
+
+def all(x, axis=None, keepdim=False, name=None):  # noqa: A001 (paddle.all)
+    return _reduce_bool("reduce_all", x, axis, keepdim, name)
+
+
+def argmin(x, axis=None, keepdim=False, dtype="int64", name=None):
+    check_variable(x, "x", "argmin")
+    dtype = convert_dtype(dtype)
+    attrs = {"flatten": axis is None, "axis": -1 if axis is None else _axis_int(axis, x, "argmin"),
+             "keepdims": builtins.bool(keepdim), "dtype": dtype}
+    return _op("arg_min", {"X": [x]}, attrs, dtype=dtype, name=name, stop_gradient=True)
+
+
+def unique(x, return_index=False, return_inverse=False, return_counts=False, axis=None, dtype="int64", name=None):
+    """x's distinct values, sorted (of the flattened x), and as asked: the index of each one's
+    first occurrence, each element's position among them (inverse) and the counts (int `dtype`)."""
+    check_variable(x, "x", "unique")
+    if axis is not None:
+        raise ValueError("paddle.unique: axis is not supported by psjob (unique of the flattened x only)")
+    dtype = convert_dtype(dtype)
+    if dtype not in ("int32", "int64"):
+        raise TypeError(f"paddle.unique: dtype must be int32 or int64, got {dtype}")
+    helper = LayerHelper("unique", name)
+    out = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
+    extra = {k: helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+             for k, want in (("Indices", return_index), ("Index", return_inverse), ("Counts", return_counts)) if want}
+    helper.append_op(type="unique", inputs={"X": [x]}, outputs=dict({"Out": [out]}, **{k: [v] for k, v in extra.items()}),
+                     attrs={"dtype": dtype, "return_index": builtins.bool(return_index),
+                            "return_inverse": builtins.bool(return_inverse),
+                            "return_counts": builtins.bool(return_counts), "axis": [], "is_sorted": True})
+    return out if not extra else (out, *extra.values())
+
+
+def searchsorted(sorted_sequence, values, out_int32=False, right=False, name=None):
+    """For each value, the index where it would go in the (last dimension of) sorted_sequence."""
+    check_variable(sorted_sequence, "sorted_sequence", "searchsorted")
+    check_variable(values, "values", "searchsorted")
+    return _op("searchsorted", {"SortedSequence": [sorted_sequence], "Values": [values]},
+               {"out_int32": builtins.bool(out_int32), "right": builtins.bool(right)},
+               dtype="int32" if out_int32 else "int64", name=name, stop_gradient=True)
+
+
+def bucketize(x, sorted_sequence, out_int32=False, right=False, name=None):
+    """searchsorted of x in a 1-D sorted_sequence."""
+    check_variable(sorted_sequence, "sorted_sequence", "bucketize")
+    if len(sorted_sequence.shape) != 1:
+        raise ValueError(f"paddle.bucketize: sorted_sequence {sorted_sequence.name}"
+                         f"{list(sorted_sequence.shape)} must be 1-D")
+    return searchsorted(sorted_sequence, x, out_int32, right, name)
+
+
+sign, floor, ceil, round, sin, cos, rsqrt, reciprocal, erf, log2, log10 = (  # noqa: A001
+    _unary(t) for t in ("sign", "floor", "ceil", "round", "sin", "cos", "rsqrt", "reciprocal", "erf", "log2", "log10"))
+tan, asin, acos, atan, sinh, cosh, expm1 = (
+    _unary(t) for t in ("tan", "asin", "acos", "atan", "sinh", "cosh", "expm1"))
+
+
+def isclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
+    """Element-wise |x - y| <= atol + rtol * |y| (bool; x and y of one shape)."""
+    check_variable(x, "x", "isclose")
+    check_variable(y, "y", "isclose")
+    if x.dtype != y.dtype:
+        raise TypeError(f"paddle.isclose: x {x.name} is {x.dtype} but y {y.name} is {y.dtype}")
+    return _op("isclose", {"Input": [x], "Other": [y]}, {"rtol": float(rtol), "atol": float(atol),
+                                                        "equal_nan": builtins.bool(equal_nan)},
+               dtype="bool", name=name, stop_gradient=True)
+
+
+def bitwise_not(x, out=None, name=None):
+    check_variable(x, "x", "bitwise_not")
+    if out is not None:
+        raise ValueError("paddle.bitwise_not: out= is not supported")
+    return _op("bitwise_not", {"X": [x]}, name=name, stop_gradient=True)
+
+
+def masked_fill(x, mask, value, name=None):
+    """x with `value` (a number or a one-element tensor) where the bool mask (broadcast) is true."""
+    check_variable(x, "x", "masked_fill")
+    check_variable(mask, "mask", "masked_fill")
+    if mask.dtype != "bool":
+        raise TypeError(f"paddle.masked_fill: mask {mask.name} must be bool, got {mask.dtype}")
+    fill = full_like(x, value) if not isinstance(value, Variable) else cast(value, x.dtype)
+    return where(mask, fill, x, name=name)
+
+
+def scatter_nd(index, updates, shape, name=None):
+    """zeros of `shape` with each updates slice added at the coordinates in index's last dimension."""
+    _int_var(index, "index", "scatter_nd")
+    check_variable(updates, "updates", "scatter_nd")
+    return scatter_nd_add(zeros(shape, updates.dtype), index, updates, name=name)
+
+
+def mv(x, vec, name=None):
+    """The product of matrix x [M, N] and vector vec [N]: [M]."""
+    check_variable(x, "x", "mv")
+    check_variable(vec, "vec", "mv")
+    if len(x.shape) != 2 or len(vec.shape) != 1:
+        raise ValueError(f"paddle.mv: x {x.name}{list(x.shape)} must be 2-D and vec {vec.name}{list(vec.shape)} 1-D")
+    return reshape(matmul(x, unsqueeze(vec, [1])), [-1])
+
+
+def _reduce_amax(op_type, x, axis, keepdim, name):
+    check_variable(x, "x", op_type)
+    dims = _axes(axis, op_type)
+    return _op(op_type, {"X": [x]}, {"dim": dims or [0], "keep_dim": builtins.bool(keepdim),
+                                     "reduce_all": axis is None}, name=name)
+
+
+def amax(x, axis=None, keepdim=False, name=None):
+    """As max; the gradient is shared evenly by tied maxima."""
+    return _reduce_amax("reduce_amax", x, axis, keepdim, name)
+
+
+def amin(x, axis=None, keepdim=False, name=None):
+    """As min; the gradient is shared evenly by tied minima."""
+    return _reduce_amax("reduce_amin", x, axis, keepdim, name)
+
+
+def logsumexp(x, axis=None, keepdim=False, name=None):
+    """log(sum(exp(x))) over axis (all when None), computed without overflow."""
+    check_variable(x, "x", "logsumexp")
+    dims = _axes(axis, "logsumexp")
+    return _op("logsumexp", {"X": [x]}, {"axis": dims, "keepdim": builtins.bool(keepdim),
+                                         "reduce_all": axis is None or not dims}, name=name)
+
+
+def numel(x, name=None):
+    """x's number of elements, int64 [1] (read when the op runs)."""
+    check_variable(x, "x", "numel")
+    return _op("size", {"Input": [x]}, dtype="int64", name=name, stop_gradient=True)
+
+
+def rank(input):  # noqa: A002
+    """input's number of dimensions, a constant int32 [1]."""
+    return _layers.rank(input)
+
+
+def _count(x, axes):
+    """The number of elements reduced over `axes` (x's shape known there), else None."""
+    shape = x.shape if not axes else [x.shape[a] for a in axes]
+    return None if builtins.any(d < 0 for d in shape) else int(np.prod(shape))
+
+
+def var(x, axis=None, unbiased=True, keepdim=False, name=None):
+    """The variance over axis (all when None), divided by n - 1 when unbiased (Paddle's
+    composition: mean, squared deviations, sum, division)."""
+    check_variable(x, "x", "var")
+    if "float" not in x.dtype:
+        raise TypeError(f"paddle.var: x {x.name} must be a float tensor, got {x.dtype}")
+    axes = _axes(axis, "var")
+    u = mean(x, axis=axes or None, keepdim=True)
+    total = sum(square(subtract(x, u)), axis=axes or None, keepdim=keepdim)
+    n = _count(x, [a % builtins.max(len(x.shape), 1) for a in axes])
+    if n is not None:
+        denom = n - int(builtins.bool(unbiased))
+        return scale(total, 1.0 / denom if denom > 0 else float("nan"), name=name)
+    count = divide(cast(numel(x), x.dtype), cast(numel(u), x.dtype))
+    if unbiased:
+        count = scale(count, 1.0, -1.0)
+    return divide(total, count)
+
+
+def std(x, axis=None, unbiased=True, keepdim=False, name=None):
+    """The standard deviation: sqrt(var)."""
+    return sqrt(var(x, axis, unbiased, keepdim))
+
+
+def diag(x, offset=0, padding_value=0, name=None):
+    """A 1-D x as the diagonal (`offset` above the main one) of a square matrix padded with
+    padding_value; a 2-D x's diagonal."""
+    check_variable(x, "x", "diag")
+    if len(x.shape) not in (1, 2):
+        raise ValueError(f"paddle.diag: x {x.name}{list(x.shape)} must be 1-D or 2-D")
+    return _op("diag_v2", {"X": [x]}, {"offset": check_int_list([offset], "offset", "diag")[0],
+                                       "padding_value": float(padding_value)}, name=name)
+
+
+def eye(num_rows, num_columns=None, dtype=None, name=None):
+    rows = check_int_list([num_rows], "num_rows", "eye")[0]
+    cols = rows if num_columns is None else check_int_list([num_columns], "num_columns", "eye")[0]
+    if rows < 0 or cols < 0:
+        raise ValueError(f"paddle.eye: num_rows {rows} and num_columns {cols} must not be negative")
+    dtype = _dtype(dtype)
+    helper = LayerHelper("eye", name)
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op(type="eye", inputs={}, outputs={"Out": [out]},
+                     attrs={"num_rows": rows, "num_columns": cols, "dtype": dtype})
+    return out
+
+
+def linspace(start, stop, num, dtype=None, name=None):
+    return _layers.linspace(start, stop, num, _dtype(dtype), name)
+
+
+def meshgrid(*args, **kwargs):
+    """Coordinate grids of 1-D tensors (ij indexing): each input broadcast along the others' axes."""
+    xs = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+    for i, v in enumerate(xs):
+        check_variable(v, f"args[{i}]", "meshgrid")
+        if len(v.shape) != 1:
+            raise ValueError(f"paddle.meshgrid: args[{i}] {v.name}{list(v.shape)} must be 1-D")
+    n = len(xs)
+    shape = [v.shape[0] for v in xs]
+    outs = []
+    for i, v in enumerate(xs):
+        r = reshape(v, [-1 if j == i else 1 for j in range(n)])
+        outs.append(r if n == 1 else expand(r, shape))
+    return outs
+
+
+def broadcast_to(x, shape, name=None):
+    return expand(x, shape, name)
+
+
+def expand_as(x, y, name=None):
+    """x broadcast to y's shape (Paddle 2.x's expand_as_v2)."""
+    check_variable(x, "x", "expand_as")
+    check_variable(y, "y", "expand_as")
+    return _op("expand_as_v2", {"X": [x], "Y": [y]}, {"target_shape": list(y.shape)}, name=name)
+
+
+def repeat_interleave(x, repeats, axis=None, name=None):
+    """Each element of x repeated `repeats` times along axis (the flattened x when None)."""
+    check_variable(x, "x", "repeat_interleave")
+    if isinstance(repeats, Variable):
+        raise TypeError("paddle.repeat_interleave: a repeats tensor is not supported by psjob; pass an int")
+    repeats = check_int_list([repeats], "repeats", "repeat_interleave")[0]
+    if axis is None:  # as Paddle: the flattened x, along its one axis
+        x, axis = flatten(x), 0
+    attrs = {"Repeats": repeats, "dim": _axis_int(axis, x, "repeat_interleave")}
+    return _op("repeat_interleave", {"X": [x]}, attrs, name=name)
+
+
+def outer(x, y, name=None):
+    """The outer product of x and y (each flattened): [x.size, y.size]."""
+    check_variable(x, "x", "outer")
+    check_variable(y, "y", "outer")
+    return matmul(reshape(x, [-1, 1]), reshape(y, [1, -1]))
+
+
+def dot(x, y, name=None):
+    """The inner product of 1-D x and y ([1]), or row by row of 2-D x and y ([N])."""
+    check_variable(x, "x", "dot")
+    check_variable(y, "y", "dot")
+    if len(x.shape) not in (1, 2) or len(x.shape) != len(y.shape):
+        raise ValueError(f"paddle.dot: x {x.name}{list(x.shape)} and y {y.name}{list(y.shape)} must both be 1-D or 2-D")
+    return sum(multiply(x, y), axis=-1, keepdim=False, name=name)
+
+
+def mm(input, mat2, name=None):  # noqa: A002
+    return matmul(input, mat2, name=name)
+
+
+def t(input, name=None):  # noqa: A002
+    """The transpose of a matrix (a 0-D or 1-D input is returned as it is)."""
+    check_variable(input, "input", "t")
+    if len(input.shape) > 2:
+        raise ValueError(f"paddle.t: input {input.name}{list(input.shape)} has more than 2 dimensions")
+    return input if len(input.shape) < 2 else transpose(input, [1, 0], name)
+
+
+def addmm(input, x, y, beta=1.0, alpha=1.0, name=None):  # noqa: A002
+    """beta * input + alpha * (x @ y)."""
+    return add(scale(input, float(beta)), scale(matmul(x, y), float(alpha)))
+
+
+def clone(x, name=None):
+    return _layers.assign(x)
+
+
+def increment(x, value=1.0, name=None):
+    """x + value (Paddle's increment op, in place on x as Fluid's)."""
+    check_variable(x, "x", "increment")
+    return _layers.increment(x, value, in_place=True)
+
+
+def norm(x, p="fro", axis=None, keepdim=False, name=None):
+    """The p-norm of x over axis (all elements when None; 'fro' is the 2-norm), Paddle's p_norm."""
+    check_variable(x, "x", "norm")
+    porder = 2.0 if p == "fro" else float("inf") if p in ("inf", np.inf) else \
+        float("-inf") if p in ("-inf", -np.inf) else float(p)
+    if axis is None:
+        return _op("p_norm", {"X": [x]}, {"porder": porder, "axis": -1, "keepdim": builtins.bool(keepdim),
+                                          "asvector": True, "epsilon": 1e-12}, name=name)
+    axes = _axes(axis, "norm")
+    if len(axes) != 1:
+        raise ValueError(f"paddle.norm: psjob takes one axis, got {axes}")
+    return _op("p_norm", {"X": [x]}, {"porder": porder, "axis": axes[0], "keepdim": builtins.bool(keepdim),
+                                      "asvector": False, "epsilon": 1e-12}, name=name)
+
+
+def allclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
+    check_variable(x, "x", "allclose")
+    check_variable(y, "y", "allclose")
+    return _op("allclose", {"Input": [x], "Other": [y]}, {"rtol": float(rtol), "atol": float(atol),
+                                                         "equal_nan": builtins.bool(equal_nan)},
+               dtype="bool", name=name, stop_gradient=True)
+
+
+def equal_all(x, y, name=None):
+    check_variable(x, "x", "equal_all")
+    check_variable(y, "y", "equal_all")
+    return _op("equal_all", {"X": [x], "Y": [y]}, dtype="bool", name=name, stop_gradient=True)
+
+
+def is_tensor(x):
+    return isinstance(x, Variable)
+
+
+def count_nonzero(x, axis=None, keepdim=False, name=None):
+    """The int64 number of non-zero elements over axis (all when None)."""
+    check_variable(x, "x", "count_nonzero")
+    return sum(cast(not_equal(x, 0), "int64"), axis=axis, keepdim=keepdim, name=name)
+
+
+def diff(x, n=1, axis=-1, prepend=None, append=None, name=None):
+    """The n-th forward difference along axis (prepend/append joined first), as Paddle composes it."""
+    check_variable(x, "x", "diff")
+    axis = _axis_int(axis, x, "diff")
+    parts = [v for v in (prepend, x, append) if v is not None]
+    out = concat(parts, axis) if len(parts) > 1 else x
+    for _ in range(check_int_list([n], "n", "diff")[0]):
+        big = 2 ** 31 - 1
+        hi = _op("slice", {"X": [out]}, {"axes": [axis], "starts": [1], "ends": [big]})
+        lo = _op("slice", {"X": [out]}, {"axes": [axis], "starts": [0], "ends": [-1]})
+        out = (logical_xor(hi, lo) if out.dtype == "bool" else subtract(hi, lo))
+    return out
+
+
+def trace(x, offset=0, axis1=0, axis2=1, name=None):
+    """The sum of x's diagonal (`offset` above the main one) in the plane of axis1 and axis2."""
+    check_variable(x, "x", "trace")
+    return _op("trace", {"Input": [x]}, {"offset": check_int_list([offset], "offset", "trace")[0],
+                                         "axis1": _axis_int(axis1, x, "trace"), "axis2": _axis_int(axis2, x, "trace")},
+               name=name)
+
+
+# -- random --------------------------------------------------------------------------------
+
+def _random(op_type, shape, dtype, attrs, floats=True):
+    if isinstance(shape, Variable) or builtins.any(isinstance(d, Variable) for d in shape):
+        raise TypeError(f"paddle.{op_type}: a shape given as tensors is not supported by psjob; pass ints")
+    shape = check_int_list(list(shape), "shape", op_type)
+    if builtins.any(d < 0 for d in shape):
+        raise ValueError(f"paddle.{op_type}: shape {shape} must be fully known")
+    dtype = _dtype(dtype, "float32" if floats else "int64")
+    if floats and "float" not in dtype:
+        raise TypeError(f"paddle.{op_type}: dtype must be a float type, got {dtype}")
+    helper = LayerHelper(op_type)
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op(type=op_type, inputs={}, outputs={"Out": [out]}, attrs=dict(attrs, shape=shape, dtype=dtype))
+    return out
+
+
+def uniform(shape, dtype=None, min=-1.0, max=1.0, seed=0, name=None):  # noqa: A002
+    if float(min) >= float(max):
+        raise ValueError(f"paddle.uniform: min ({min}) must be below max ({max})")
+    return _random("uniform_random", shape, dtype, {"min": float(min), "max": float(max), "seed": int(seed)})
+
+
+def rand(shape, dtype=None, name=None):
+    return uniform(shape, dtype, 0.0, 1.0)
+
+
+def randn(shape, dtype=None, name=None):
+    return _random("gaussian_random", shape, dtype, {"mean": 0.0, "std": 1.0, "seed": 0})
+
+
+def normal(mean=0.0, std=1.0, shape=None, name=None):
+    """Normal values of mean and std (numbers) in `shape`."""
+    if isinstance(mean, Variable) or isinstance(std, Variable):
+        raise TypeError("paddle.normal: mean or std as a tensor is not supported by psjob; pass numbers")
+    return _random("gaussian_random", [1] if shape is None else shape, None,
+                   {"mean": float(mean), "std": float(std), "seed": 0})
+
+
+def standard_normal(shape, dtype=None, name=None):
+    return randn(shape, dtype)
+
+
+def randint(low=0, high=None, shape=(1,), dtype=None, name=None):
+    """int64 (or dtype) values in [low, high); randint(n) draws from [0, n)."""
+    if high is None:
+        low, high = 0, low
+    low, high = check_int_list([low], "low", "randint")[0], check_int_list([high], "high", "randint")[0]
+    if low >= high:
+        raise ValueError(f"paddle.randint: low ({low}) must be below high ({high})")
+    return _random("randint", shape, dtype, {"low": low, "high": high, "seed": 0}, floats=False)
+
+
+def randperm(n, dtype="int64", name=None):
+    n = check_int_list([n], "n", "randperm")[0]
+    return _random("randperm", [n], dtype, {"n": n, "seed": 0}, floats=False)
+
+
+def shard_index(input, index_num, nshards, shard_id, ignore_value=-1):  # noqa: A002
+    return _layers.shard_index(input, index_num, nshards, shard_id, ignore_value)
+
+
+def bernoulli(x, name=None):
+    """0/1 draws (x's dtype) with the probabilities in x."""
+    check_variable(x, "x", "bernoulli")
+    return _op("bernoulli", {"X": [x]}, {"seed": 0}, name=name, stop_gradient=True)
+
+
+__all__ += [
+    "cumsum", "argsort", "sort", "flip", "reverse", "roll", "unbind", "unstack", "chunk", "index_select",
+    "index_sample", "gather_nd", "scatter", "scatter_nd_add", "take_along_axis", "put_along_axis", "nonzero",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite", "any", "all",
+    "argmin", "unique", "searchsorted", "bucketize", "sign", "floor", "ceil", "round", "sin", "cos", "rsqrt",
+    "reciprocal", "erf", "log2", "log10", "amax", "amin", "logsumexp", "numel", "rank", "var", "std", "diag",
+    "eye", "linspace", "meshgrid", "broadcast_to", "expand_as", "repeat_interleave", "outer", "dot", "mm", "t",
+    "addmm", "clone", "increment", "norm", "allclose", "equal_all", "is_tensor", "count_nonzero", "diff", "trace",
+    "uniform", "rand", "randn", "normal", "standard_normal", "randint", "randperm", "bernoulli", "shard_index",
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "expm1", "isclose", "bitwise_not", "masked_fill", "scatter_nd", "mv",
+    "cumprod",
+]
+
+_TENSOR_METHODS_2 = (
+    "cumsum", "argsort", "sort", "flip", "roll", "unbind", "chunk", "index_select", "index_sample", "gather_nd",
+    "scatter", "take_along_axis", "put_along_axis", "nonzero", "logical_and", "logical_or", "logical_xor",
+    "logical_not", "isnan", "isinf", "isfinite", "any", "all", "argmin", "unique", "sign", "floor", "ceil", "round",
+    "sin", "cos", "rsqrt", "reciprocal", "erf", "log2", "log10", "amax", "amin", "logsumexp", "numel", "var", "std",
+    "broadcast_to", "expand_as", "repeat_interleave", "outer", "dot", "mm", "t", "clone", "norm", "allclose",
+    "equal_all", "count_nonzero", "diff", "trace", "gather", "sigmoid", "bernoulli", "tan", "asin", "acos", "atan",
+    "sinh", "cosh", "expm1", "isclose", "bitwise_not", "masked_fill", "mv", "cumprod",
+)
+for _name in _TENSOR_METHODS_2:
     if not hasattr(Variable, _name):
         setattr(Variable, _name, globals()[_name])

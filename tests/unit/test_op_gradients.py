@@ -374,6 +374,90 @@ def _cases():
     c.append(rnn_case("rnn-relu-lengths", "RNN_RELU", 1, 1, 1, (4, 3, 2), 3))
     c.append(rnn_case("rnn-gru-bidirectional-lengths", "GRU", 3, 1, 2, (4, 3, 2), 2))
     c.append(rnn_case("rnn-lstm-bidirectional-lengths", "LSTM", 4, 1, 2, (4, 3, 2), 2))
+    c.extend(_math_search_cases())
+    return c
+
+
+def _math_search_cases():
+    """ops/math_extra_ops.py and ops/search_ops.py (paddle.sin, paddle.cumsum, paddle.gather_nd, ...)."""
+    c = []
+    for t in ("sin", "cos", "erf", "floor", "ceil", "round", "sign"):
+        c.append(Case(t, t, {"X": [In("x", away_from_zero(3, 4) * 1.7)]}, {"Out": 1}))
+    for t in ("tan", "asin", "acos", "atan", "sinh", "cosh", "expm1"):
+        c.append(Case(t, t, {"X": [In("x", f64(3, 4, lo=-0.8, hi=0.8))]}, {"Out": 1}))
+    for t in ("rsqrt", "reciprocal", "log2", "log10"):
+        c.append(Case(t, t, {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))]}, {"Out": 1}))
+    for attrs in ({"axis": 1}, {"axis": -2, "exclusive": True}, {"axis": 0, "reverse": True, "exclusive": True},
+                  {"flatten": True}):
+        c.append(Case(f"cumsum-{'-'.join(f'{k}{v}' for k, v in attrs.items())}", "cumsum",
+                      {"X": [In("x", f64(3, 4))]}, {"Out": 1}, attrs))
+    with_zero = f64(3, 4)
+    with_zero[1, 1] = 0.0  # the gradient there is not dout * out / x
+    c.append(Case("cumprod-dim1-with-zero", "cumprod", {"X": [In("x", with_zero)]}, {"Out": 1}, {"dim": 1}))
+    c.append(Case("cumprod-dim0", "cumprod", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"dim": -2}))
+    c.append(Case("logsumexp-axis-keepdim", "logsumexp", {"X": [In("x", f64(2, 3, 4, lo=-3, hi=3))]}, {"Out": 1},
+                  {"axis": [1, 2], "keepdim": True, "reduce_all": False}))
+    c.append(Case("logsumexp-all", "logsumexp", {"X": [In("x", f64(3, 4, lo=-3, hi=3))]}, {"Out": 1},
+                  {"axis": [], "keepdim": False, "reduce_all": True}))
+    distinct = RNG.permutation(12).reshape(3, 4) / 12.0
+    for t in ("reduce_amax", "reduce_amin"):
+        c.append(Case(f"{t}-dim", t, {"X": [In("x", distinct)]}, {"Out": 1},
+                      {"dim": [1], "keep_dim": False, "reduce_all": False}))
+    c.append(Case("norm-l2_normalize", "norm", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1, "Norm": 1},
+                  {"axis": 1, "epsilon": 1e-10}))
+    c.append(Case("diag_v2-vector-offset", "diag_v2", {"X": [In("x", f64(3))]}, {"Out": 1},
+                  {"offset": 1, "padding_value": 0.5}))
+    c.append(Case("diag_v2-matrix-offset", "diag_v2", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"offset": -1}))
+    c.append(Case("trace-axes", "trace", {"Input": [In("x", f64(3, 2, 4))]}, {"Out": 1},
+                  {"offset": 1, "axis1": 2, "axis2": 0}))
+    c.append(Case("roll-axes", "roll", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"shifts": [1, -3], "axis": [0, 1]}))
+    c.append(Case("roll-flat", "roll", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"shifts": [5], "axis": []}))
+    for t in ("flip", "reverse"):
+        c.append(Case(t, t, {"X": [In("x", f64(2, 3, 4))]}, {"Out": 1}, {"axis": [0, -1]}))
+    c.append(Case("repeat_interleave-dim", "repeat_interleave", {"X": [In("x", f64(3, 4))]}, {"Out": 1},
+                  {"Repeats": 2, "dim": 1}))
+    c.append(Case("repeat_interleave-flat", "repeat_interleave", {"X": [In("x", f64(3, 2))]}, {"Out": 1},
+                  {"Repeats": 3, "dim": None}))
+    c.append(Case("expand_as-tile", "expand_as", {"X": [In("x", f64(2, 3))],
+                                                  "target_tensor": [In("t", f64(4, 6), diff=False)]}, {"Out": 1}))
+    c.append(Case("expand_as_v2-broadcast", "expand_as_v2", {"X": [In("x", f64(3, 1))],
+                                                             "Y": [In("y", f64(2, 3, 4), diff=False)]}, {"Out": 1},
+                  {"target_shape": [2, 3, 4]}))
+    c.append(Case("print", "print", {"In": [In("x", f64(2, 3))]}, {"Out": 1}, {"first_n": 0}))
+    for desc in (False, True):
+        c.append(Case(f"argsort-descending-{desc}", "argsort", {"X": [In("x", distinct)]}, {"Out": 1, "Indices": 1},
+                      {"axis": 0, "descending": desc}))
+    idx = np.array([2, 0, 2], np.int64)
+    c.append(Case("index_select-repeated", "index_select",
+                  {"X": [In("x", f64(3, 4))], "Index": [In("i", idx, diff=False)]}, {"Out": 1}, {"dim": 1}))
+    c.append(Case("index_sample", "index_sample",
+                  {"X": [In("x", f64(3, 4))], "Index": [In("i", np.array([[3, 3], [0, 1], [2, 0]]), diff=False)]},
+                  {"Out": 1}))
+    nd = np.array([[2, 1], [0, 3], [2, 1]], np.int64)
+    c.append(Case("gather_nd-points", "gather_nd",
+                  {"X": [In("x", f64(3, 4, 2))], "Index": [In("i", nd, diff=False)]}, {"Out": 1}))
+    c.append(Case("gather_nd-rows", "gather_nd",
+                  {"X": [In("x", f64(3, 4))], "Index": [In("i", np.array([[2], [0]]), diff=False)]}, {"Out": 1}))
+    for over in (True, False):
+        # distinct ids: an overwritten update has no effect, so its finite difference is 0
+        c.append(Case(f"scatter-overwrite-{over}", "scatter",
+                      {"X": [In("x", f64(4, 3))], "Ids": [In("i", np.array([3, 0]), diff=False)],
+                       "Updates": [In("u", f64(2, 3))]}, {"Out": 1}, {"overwrite": over}))
+    c.append(Case("scatter_nd_add-repeated", "scatter_nd_add",
+                  {"X": [In("x", f64(3, 4))], "Index": [In("i", nd[:, :2], diff=False)], "Updates": [In("u", f64(3))]},
+                  {"Out": 1}))
+    c.append(Case("take_along_axis", "take_along_axis",
+                  {"Input": [In("x", f64(3, 4))], "Index": [In("i", np.array([[3, 3], [0, 1], [2, 0]]), diff=False)]},
+                  {"Result": 1}, {"Axis": 1}))
+    for reduce in ("assign", "add"):
+        c.append(Case(f"put_along_axis-{reduce}", "put_along_axis",
+                      {"Input": [In("x", f64(3, 4))], "Index": [In("i", np.array([[3, 1], [0, 1], [2, 0]]), diff=False)],
+                       "Value": [In("v", f64(3, 2))]}, {"Result": 1}, {"Axis": 1, "Reduce": reduce}))
+    for largest, axis in ((True, 0), (False, -1)):
+        c.append(Case(f"top_k_v2-largest-{largest}-axis{axis}", "top_k_v2", {"X": [In("x", distinct)]},
+                      {"Out": 1, "Indices": 1}, {"k": 2, "axis": axis, "largest": largest, "sorted": True}))
+    c.append(Case("unstack-axis1", "unstack", {"X": [In("x", f64(2, 3, 4))]}, {"Y": 3}, {"axis": 1, "num": 3}))
+    c.append(Case("unbind-negative-axis", "unbind", {"X": [In("x", f64(2, 3))]}, {"Out": 3}, {"axis": -1}))
     return c
 
 

@@ -55,6 +55,12 @@ NOTES = {
                                                 "every parameter's update; use ClipGradByNorm or ClipGradByValue"),
     "paddle.io.DataLoader": (DIFFERS, "num_workers > 0 loads in the training process (no loader "
                                       "subprocesses)"),
+    # Tensor functions (docs/user/paddle2.md "Tensor functions").
+    "paddle.numel": (DIFFERS, "int64 of shape [1], not 0-D (psjob's full reductions are [1])"),
+    "paddle.unique": (DIFFERS, "of the flattened x only: axis= is refused"),
+    "paddle.repeat_interleave": (DIFFERS, "repeats must be an int: a repeats tensor is refused"),
+    "paddle.fluid.layers.rank": (DIFFERS, "int32 of shape [1], where Paddle 1.8 gives a 0-D tensor"),
+    "paddle.fluid.layers.Print": (DIFFERS, "prints in the forward pass only (print_phase is accepted)"),
 }
 
 # The names docs/user/paddle2.md's generated table reports on, beside every note's: the Paddle API that

@@ -29,3 +29,28 @@ abs = _unary("abs", "|x|, element-wise.")  # noqa: A001 (Fluid's name)
 exp = _unary("exp", "e ** x, element-wise.")
 log = _unary("log", "The natural logarithm of x, element-wise.")
 softsign = _unary("softsign", "x / (1 + |x|), element-wise.")
+
+# More element-wise layers of Fluid 1.8's layers/ops.py (kernels: ops/math_extra_ops.py).
+rsqrt = _unary("rsqrt", "1 / sqrt(x), element-wise.")
+sin = _unary("sin", "sin(x), element-wise.")
+cos = _unary("cos", "cos(x), element-wise.")
+floor = _unary("floor", "The largest integer not above x, element-wise (gradient 0).")
+ceil = _unary("ceil", "The smallest integer not below x, element-wise (gradient 0).")
+round = _unary("round", "x rounded to the nearest integer, halves away from zero (gradient 0).")  # noqa: A001
+sign = _unary("sign", "-1, 0 or 1 by the sign of x, element-wise (gradient 0).")
+reciprocal = _unary("reciprocal", "1 / x, element-wise.")
+
+
+def pow(x, factor=1.0, name=None):  # noqa: A001 (Fluid's name)
+    """x ** factor, element-wise (the `pow` op; Fluid 1.8 also takes a one-element factor
+    tensor, which psjob does not)."""
+    check_variable(x, "x", "pow")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)):
+        raise TypeError(f"pow: argument 'factor' must be a number, got {factor!r}")
+    helper = LayerHelper("pow", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="pow", inputs={"X": [x]}, outputs={"Out": [out]}, attrs={"factor": float(factor)})
+    return out
+
+
+__all__ += ["rsqrt", "sin", "cos", "floor", "ceil", "round", "sign", "reciprocal", "pow"]

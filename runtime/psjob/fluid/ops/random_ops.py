@@ -1,0 +1,81 @@
+"""Random ops beyond the initializers' (tensor_ops.py has uniform_random, gaussian_random):
+`randint` (int64/int32 in [low, high)), `bernoulli` (0/1 with X's probabilities, X's dtype),
+`sampling_id` (Fluid: one column index per row of X [N, K], drawn with the row's weights,
+int64 [N]), `randperm` (a permutation of 0..n-1) and `uniform_random_batch_size_like` /
+`gaussian_random_batch_size_like` (Fluid: attr shape with shape[output_dim_idx] taken from
+Input's input_dim_idx size when run). Drawn on the host from the op's `seed`
+(0: fresh each run, or derived from paddle.seed as tensor_ops' _host_rng does), then moved to
+the place. No gradients (Paddle registers none)."""
+from __future__ import annotations
+
+import numpy as np
+
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops.registry import in_var, register_op, same_shape, set_out
+from psjob.fluid.ops.tensor_ops import _batch_size_like_shape, _host_rng, _to_place
+
+
+def _randint_shape(op):
+    low, high = int(op.attr("low", 0)), int(op.attr("high"))
+    if low >= high:
+        raise GraphError(f"randint: low ({low}) must be below high ({high})")
+    set_out(op, "Out", op.attr("shape"), op.attr("dtype", "int64"))
+
+
+@register_op("randint", infer_shape=_randint_shape)
+def randint(ctx):
+    arr = _host_rng(ctx).integers(int(ctx.attr("low", 0)), int(ctx.attr("high")), size=tuple(ctx.attr("shape")))
+    ctx.set_output("Out", _to_place(ctx, arr.astype(ctx.attr("dtype", "int64"))))
+
+
+@register_op("randperm", infer_shape=lambda op: set_out(op, "Out", [int(op.attr("n"))], op.attr("dtype", "int64")))
+def randperm(ctx):
+    arr = _host_rng(ctx).permutation(int(ctx.attr("n")))
+    ctx.set_output("Out", _to_place(ctx, arr.astype(ctx.attr("dtype", "int64"))))
+
+
+@register_op("bernoulli", infer_shape=same_shape())
+def bernoulli(ctx):
+    x = ctx.input("X")
+    p = np.asarray(x if ctx.xp is np else ctx.xp.asnumpy(x))
+    if p.size and (p.min() < 0 or p.max() > 1):
+        raise ValueError("bernoulli: every probability in x must lie in [0, 1]")
+    draw = _host_rng(ctx).random(p.shape) < p
+    ctx.set_output("Out", _to_place(ctx, draw.astype(p.dtype)))
+
+
+def _sampling_id_shape(op):
+    x = in_var(op, "X")
+    if len(x.shape) != 2:
+        raise GraphError(f"sampling_id: x {x.name}{list(x.shape)} must be 2-D [batch, classes]")
+    set_out(op, "Out", [x.shape[0]], "int64")
+
+
+@register_op("sampling_id", infer_shape=_sampling_id_shape)
+def sampling_id(ctx):
+    """Paddle's kernel: a uniform draw r in [min, max); the first column whose running sum of
+    the row exceeds r (the last column if none does)."""
+    x = ctx.input("X")
+    p = np.asarray(x if ctx.xp is np else ctx.xp.asnumpy(x), dtype=np.float64)
+    r = _host_rng(ctx).uniform(float(ctx.attr("min", 0.0)), float(ctx.attr("max", 1.0)), size=(p.shape[0], 1))
+    hit = np.cumsum(p, axis=1) > r
+    out = np.where(hit.any(axis=1), hit.argmax(axis=1), p.shape[1] - 1).astype(np.int64)
+    ctx.set_output("Out", _to_place(ctx, out))
+
+
+def _batch_shape(ctx):
+    shape = list(ctx.attr("shape"))
+    shape[int(ctx.attr("output_dim_idx", 0))] = ctx.input("Input").shape[int(ctx.attr("input_dim_idx", 0))]
+    return tuple(shape)
+
+
+@register_op("uniform_random_batch_size_like", infer_shape=_batch_size_like_shape)
+def uniform_random_batch_size_like(ctx):
+    arr = _host_rng(ctx).uniform(float(ctx.attr("min", -1.0)), float(ctx.attr("max", 1.0)), size=_batch_shape(ctx))
+    ctx.set_output("Out", _to_place(ctx, arr.astype(ctx.attr("dtype", "float32"))))
+
+
+@register_op("gaussian_random_batch_size_like", infer_shape=_batch_size_like_shape)
+def gaussian_random_batch_size_like(ctx):
+    arr = _host_rng(ctx).normal(float(ctx.attr("mean", 0.0)), float(ctx.attr("std", 1.0)), size=_batch_shape(ctx))
+    ctx.set_output("Out", _to_place(ctx, arr.astype(ctx.attr("dtype", "float32"))))
