@@ -103,6 +103,26 @@ def _cases():
     c.append(Case("sigmoid", "sigmoid", {"X": [In("x", f64(3, 4, lo=-4, hi=4))]}, {"Out": 1}))
     c.append(Case("tanh", "tanh", {"X": [In("x", f64(3, 4, lo=-2, hi=2))]}, {"Out": 1}))
     c.append(Case("softmax", "softmax", {"X": [In("x", f64(3, 5, lo=-2, hi=2))]}, {"Out": 1}))
+    # Paddle 2.x's activations (activation_ops.py); kinks (relu6 at 0 and 6, hard_* at their ramp
+    # ends) are kept away from the sampled points.
+    kinked = away_from_zero(3, 4) * 2.5
+    for op, attrs, x in (("relu6", {"threshold": 6.0}, away_from_zero(3, 4) * 5.0),
+                         ("elu", {"alpha": 0.7}, kinked), ("selu", {}, kinked),
+                         ("gelu", {"approximate": False}, f64(3, 4, lo=-3, hi=3)),
+                         ("gelu", {"approximate": True}, f64(3, 4, lo=-3, hi=3)),
+                         ("silu", {}, f64(3, 4, lo=-4, hi=4)), ("swish", {"beta": 1.7}, f64(3, 4, lo=-4, hi=4)),
+                         ("hard_swish", {"threshold": 6.0, "scale": 6.0, "offset": 3.0},
+                          np.array([[-4.0, -2.5, -1.0, 0.3], [1.1, 2.2, 2.9, 3.4], [4.0, -0.2, -3.5, 5.0]])),
+                         ("hard_sigmoid", {"slope": 0.2, "offset": 0.5},
+                          np.array([[-3.0, -2.0, -0.5, 0.3], [1.1, 2.2, 2.6, 3.4], [4.0, -0.2, -3.5, 1.7]])),
+                         ("softplus", {"beta": 2.0, "threshold": 5.0},
+                          np.array([[-3.0, -1.0, 0.1, 1.0], [2.0, 2.4, 2.6, 4.0], [-0.4, 0.7, 1.9, 3.1]])),
+                         ("tanh_shrink", {}, f64(3, 4, lo=-2, hi=2)), ("mish", {}, f64(3, 4, lo=-4, hi=4)),
+                         ("logsigmoid", {}, f64(3, 4, lo=-5, hi=5))):
+        tag = "-approximate" if attrs.get("approximate") else ""
+        c.append(Case(f"{op}{tag}", op, {"X": [In("x", x)]}, {"Out": 1}, attrs))
+    c.append(Case("log_softmax-axis1", "log_softmax", {"X": [In("x", f64(2, 3, 4, lo=-2, hi=2))]}, {"Out": 1},
+                  {"axis": 1}))
 
     # -- lookup_table ----------------------------------------------------------------------
     table = f64(7, 3)
@@ -284,6 +304,31 @@ def _cases():
                   {"X": [In("x", f64(4, 3))], "Y": [In("y", f64(7, 1), seq_lod, diff=False)]}, {"Out": 1}))
     c.append(Case("sequence_reshape", "sequence_reshape", {"X": [In("x", f64(7, 2), seq_lod)]}, {"Out": 1},
                   {"new_dim": 1}))
+    # The rest of Fluid 1.8's sequence layers (sequence_layer_ops.py).
+    c.append(Case("sequence_softmax", "sequence_softmax", {"X": [In("x", f64(7, 1, lo=-2, hi=2), seq_lod)]},
+                  {"Out": 1}))
+    c.append(Case("sequence_concat", "sequence_concat",
+                  {"X": [In("a", f64(7, 2), seq_lod), In("b", f64(5, 2), [[0, 1, 2, 2, 5]])]}, {"Out": 1}))
+    c.append(Case("sequence_slice", "sequence_slice",
+                  {"X": [In("x", f64(7, 2), seq_lod)],
+                   "Offset": [In("o", np.array([[1], [0], [0], [1]], np.int64), diff=False)],
+                   "Length": [In("n", np.array([[2], [0], [1], [2]], np.int64), diff=False)]}, {"Out": 1}))
+    c.append(Case("sequence_pad", "sequence_pad",
+                  {"X": [In("x", f64(7, 2), seq_lod)], "PadValue": [In("pv", np.array([0.5]), diff=False)]},
+                  {"Out": 1, "Length": 1}, {"padded_length": 4}))
+    c.append(Case("sequence_expand-ref0", "sequence_expand",
+                  {"X": [In("x", f64(4, 2), [[0, 2, 4]])],
+                   "Y": [In("y", f64(8, 1), [[0, 2, 4], [0, 3, 6, 7, 8]], diff=False)]}, {"Out": 1}, {"ref_level": 0}))
+    c.append(Case("sequence_expand-rows", "sequence_expand",
+                  {"X": [In("x", f64(4, 3))], "Y": [In("y", f64(7, 1), seq_lod, diff=False)]}, {"Out": 1},
+                  {"ref_level": -1}))
+    c.append(Case("sequence_scatter", "sequence_scatter",
+                  {"X": [In("x", f64(3, 5))],
+                   "Ids": [In("i", np.array([[0], [4], [0], [1], [2], [2]], np.int64), [[0, 3, 3, 6]], diff=False)],
+                   "Updates": [In("u", f64(6, 1), [[0, 3, 3, 6]])]}, {"Out": 1}))
+    c.append(Case("sequence_reverse", "sequence_reverse", {"X": [In("x", f64(7, 2), seq_lod)]}, {"Y": 1}))
+    c.append(Case("lod_reset", "lod_reset", {"X": [In("x", f64(7, 2), seq_lod)]}, {"Out": 1},
+                  {"target_lod": [0, 2, 7]}))
     c.append(Case("bpr_loss", "bpr_loss", {"X": [In("x", f64(4, 3), [[0, 1, 4]])],
                                            "Label": [In("l", np.array([[0], [2], [1], [2]], np.int64), diff=False)]},
                   {"Y": 1}))
