@@ -329,6 +329,17 @@ def _cases():
     c.append(Case("sequence_reverse", "sequence_reverse", {"X": [In("x", f64(7, 2), seq_lod)]}, {"Y": 1}))
     c.append(Case("lod_reset", "lod_reset", {"X": [In("x", f64(7, 2), seq_lod)]}, {"Out": 1},
                   {"target_lod": [0, 2, 7]}))
+    # Fluid 1.8's pad, pad_constant_like, crop, label_smooth, rank_loss, margin_rank_loss.
+    c.append(Case("pad", "pad", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"paddings": [1, 0, 2, 1], "pad_value": 0.5}))
+    c.append(Case("pad_constant_like", "pad_constant_like",
+                  {"X": [In("x", f64(3, 4), diff=False)], "Y": [In("y", f64(2, 3))]}, {"Out": 1}, {"pad_value": 1.5}))
+    c.append(Case("crop", "crop", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"offsets": [1, 1], "shape": [2, 2]}))
+    c.append(Case("label_smooth", "label_smooth", {"X": [In("x", probs(3, 4))]}, {"Out": 1}, {"epsilon": 0.1}))
+    pair = {"Label": [In("lab", np.array([[1.0], [0.0], [1.0], [-1.0]]), diff=False)],
+            "Left": [In("l", np.array([[0.5], [0.2], [-1.0], [0.7]]))],
+            "Right": [In("r", np.array([[0.1], [0.4], [0.3], [0.2]]))]}
+    c.append(Case("rank_loss", "rank_loss", pair, {"Out": 1}))
+    c.append(Case("margin_rank_loss", "margin_rank_loss", pair, {"Out": 1, "Activated": 1}, {"margin": 0.3}))
     c.append(Case("bpr_loss", "bpr_loss", {"X": [In("x", f64(4, 3), [[0, 1, 4]])],
                                            "Label": [In("l", np.array([[0], [2], [1], [2]], np.int64), diff=False)]},
                   {"Y": 1}))

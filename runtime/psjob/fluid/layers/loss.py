@@ -7,7 +7,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import FLOATS, INTS, check_dtype, check_int, check_variable
 
 __all__ = ["cross_entropy", "softmax_with_cross_entropy", "sigmoid_cross_entropy_with_logits",
-           "log_loss", "bpr_loss"]
+           "log_loss", "bpr_loss", "label_smooth", "rank_loss", "margin_rank_loss"]
 
 IGNORE_INDEX = -100
 
@@ -103,3 +103,45 @@ def bpr_loss(input, label, name=None):
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op(type="bpr_loss", inputs={"X": [input], "Label": [label]}, outputs={"Y": [out]})
     return out
+
+
+def label_smooth(label, prior_dist=None, epsilon=0.1, dtype="float32", name=None):
+    """(1 - epsilon) * label + epsilon * prior_dist (uniform over the classes when None)
+    (Paddle 1.8 API docs, fluid.layers.label_smooth)."""
+    layer = "label_smooth"
+    check_variable(label, "label", layer)
+    if not 0.0 <= float(epsilon) <= 1.0:
+        raise ValueError(f"{layer}: argument 'epsilon' must lie in [0, 1], got {epsilon}")
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(label.dtype)
+    inputs = {"X": [label]}
+    if prior_dist is not None:
+        check_variable(prior_dist, "prior_dist", layer)
+        inputs["PriorDist"] = [prior_dist]
+    helper.append_op(type=layer, inputs=inputs, outputs={"Out": [out]}, attrs={"epsilon": float(epsilon)})
+    return out
+
+
+def _pair_loss(layer, label, left, right, attrs):
+    for arg, v in (("label", label), ("left", left), ("right", right)):
+        check_variable(v, arg, layer)
+    helper = LayerHelper(layer)
+    out = helper.create_variable_for_type_inference(left.dtype)
+    outputs = {"Out": [out]}
+    if layer == "margin_rank_loss":
+        outputs["Activated"] = [helper.create_variable_for_type_inference(left.dtype, stop_gradient=True)]
+    helper.append_op(type=layer, inputs={"Label": [label], "Left": [left], "Right": [right]}, outputs=outputs,
+                     attrs=attrs)
+    return out
+
+
+def rank_loss(label, left, right, name=None):
+    """RankNet's loss log(1 + exp(left - right)) - label * (left - right), each [batch, 1]
+    (Paddle 1.8 API docs, fluid.layers.rank_loss)."""
+    return _pair_loss("rank_loss", label, left, right, {})
+
+
+def margin_rank_loss(label, left, right, margin=0.1, name=None):
+    """max(0, -label * (left - right) + margin), each [batch, 1] (Paddle 1.8 API docs,
+    fluid.layers.margin_rank_loss)."""
+    return _pair_loss("margin_rank_loss", label, left, right, {"margin": float(margin)})

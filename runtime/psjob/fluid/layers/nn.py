@@ -399,3 +399,192 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
                          attrs={"axis": 1})
         out = biased
     return helper.append_activation(out, act)
+
+
+# -- activations with attributes (Paddle 1.8 API docs, fluid.layers.*; ops in activation_ops.py) --
+
+def _act_layer(op_type, x, attrs, name=None):
+    _check_variable(x, "x", op_type)
+    _check_dtype(x, "x", _FLOATS, op_type)
+    helper = LayerHelper(op_type, name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type=op_type, inputs={"X": [x]}, outputs={"Out": [out]}, attrs=attrs)
+    return out
+
+
+def leaky_relu(x, alpha=0.02, name=None):
+    """x where x > 0, else alpha * x."""
+    return _act_layer("leaky_relu", x, {"alpha": float(alpha)}, name)
+
+
+def elu(x, alpha=1.0, name=None):
+    """x where x > 0, else alpha * (exp(x) - 1)."""
+    return _act_layer("elu", x, {"alpha": float(alpha)}, name)
+
+
+def selu(x, scale=None, alpha=None, name=None):
+    """scale * (x where x > 0, else alpha * (exp(x) - 1)), by default the self-normalizing constants."""
+    attrs = {}
+    if scale is not None:
+        attrs["scale"] = float(scale)
+    if alpha is not None:
+        attrs["alpha"] = float(alpha)
+    return _act_layer("selu", x, attrs, name)
+
+
+def relu6(x, threshold=6.0, name=None):
+    """min(max(x, 0), threshold)."""
+    return _act_layer("relu6", x, {"threshold": float(threshold)}, name)
+
+
+def gelu(x, approximate=False):
+    """x * Phi(x) (approximate: the tanh form)."""
+    return _act_layer("gelu", x, {"approximate": bool(approximate)})
+
+
+def swish(x, beta=1.0, name=None):
+    """x * sigmoid(x). Paddle 1.8's fluid.layers.swish hands beta to the op as attribute 'slope',
+    which the swish op does not read (it reads 'beta', default 1): beta has no effect there, and
+    none here, so that a Fluid model computes what it computed under Paddle 1.8."""
+    return _act_layer("swish", x, {"slope": float(beta)}, name)
+
+
+def hard_swish(x, threshold=6.0, scale=6.0, offset=3.0, name=None):
+    """x * min(max(x + offset, 0), threshold) / scale."""
+    return _act_layer("hard_swish", x, {"threshold": float(threshold), "scale": float(scale),
+                                        "offset": float(offset)}, name)
+
+
+def hard_sigmoid(x, slope=0.2, offset=0.5, name=None):
+    """clip(slope * x + offset, 0, 1)."""
+    return _act_layer("hard_sigmoid", x, {"slope": float(slope), "offset": float(offset)}, name)
+
+
+def softplus(x, name=None):
+    """log(1 + exp(x))."""
+    return _act_layer("softplus", x, {"beta": 1.0, "threshold": 20.0}, name)
+
+
+def logsigmoid(x, name=None):
+    """log(sigmoid(x))."""
+    return _act_layer("logsigmoid", x, {}, name)
+
+
+def tanh_shrink(x, name=None):
+    """x - tanh(x)."""
+    return _act_layer("tanh_shrink", x, {}, name)
+
+
+def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05, param_attr=None,
+               bias_attr=None, act=None, name=None):
+    """Normalize over the dimensions from begin_norm_axis on, then a learned scale (ones) and
+    shift (zeros) of prod(those dimensions) elements (Paddle 1.8 API docs, fluid.layers.layer_norm)."""
+    layer = "layer_norm"
+    _check_variable(input, "input", layer)
+    _check_dtype(input, "input", _FLOATS, layer)
+    nd = len(input.shape)
+    begin = _check_int(begin_norm_axis, "begin_norm_axis", layer)
+    if not 0 < begin < nd:
+        raise ValueError(f"{layer}: argument 'begin_norm_axis' must lie in [1, {nd}) for "
+                         f"{input.name}{list(input.shape)}, got {begin}")
+    width = _prod(input.shape[begin:])
+    if width <= 0:
+        raise ValueError(f"{layer}: the normalized dimensions of {input.name}{list(input.shape)} must be known")
+    helper = LayerHelper(layer, name)
+    inputs = {"X": [input]}
+    if scale:
+        inputs["Scale"] = [helper.create_parameter(param_attr, [width], input.dtype,
+                                                   default_initializer=_Constant(1.0))]
+    if shift:
+        inputs["Bias"] = [helper.create_parameter(bias_attr, [width], input.dtype, is_bias=True)]
+    out = helper.create_variable_for_type_inference(input.dtype)
+    mean = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    variance = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op(type=layer, inputs=inputs, outputs={"Y": [out], "Mean": [mean], "Variance": [variance]},
+                     attrs={"epsilon": float(epsilon), "begin_norm_axis": begin})
+    return helper.append_activation(out, act)
+
+
+def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, global_pooling=False,
+           use_cudnn=True, ceil_mode=False, name=None, exclusive=True, data_format="NCHW"):
+    """Max or average pooling of an NCHW input (Paddle 1.8 API docs, fluid.layers.pool2d);
+    pool_padding an int, a pair, four values, or 'SAME' / 'VALID'."""
+    layer = "pool2d"
+    _check_variable(input, "input", layer)
+    _check_dtype(input, "input", _FLOATS, layer)
+    _check_choice(pool_type, "pool_type", ("max", "avg"), layer)
+    if data_format != "NCHW":
+        raise ValueError(f"{layer}: only data_format 'NCHW' is supported, got {data_format!r}")
+    if len(input.shape) != 4:
+        raise ValueError(f"{layer}: argument 'input' {input.name}{list(input.shape)} must be 4-D (NCHW)")
+    if not global_pooling and pool_size == -1:
+        raise ValueError(f"{layer}: give pool_size unless global_pooling is True")
+    ksize = [1, 1] if pool_size == -1 else _conv_pair(pool_size, "pool_size", 1)
+    strides = _conv_pair(pool_stride, "pool_stride", 1)
+    algorithm = "EXPLICIT"
+    if isinstance(pool_padding, str):
+        algorithm = _check_choice(pool_padding.upper(), "pool_padding", ("SAME", "VALID"), layer)
+        paddings = [0, 0]
+    else:
+        paddings = _check_int_list(pool_padding, "pool_padding", layer)
+        paddings = paddings * 2 if len(paddings) == 1 else paddings
+        if len(paddings) not in (2, 4):
+            raise ValueError(f"{layer}: argument 'pool_padding' must hold 1, 2 or 4 values, got {pool_padding!r}")
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=layer, inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"pooling_type": pool_type, "ksize": ksize, "strides": strides, "paddings": paddings,
+                            "padding_algorithm": algorithm, "global_pooling": bool(global_pooling),
+                            "ceil_mode": bool(ceil_mode), "exclusive": bool(exclusive),
+                            "use_cudnn": bool(use_cudnn), "data_format": data_format})
+    return out
+
+
+def pad(x, paddings, pad_value=0.0, name=None):
+    """x padded with pad_value: paddings holds [before, after] for every dimension in turn
+    (Paddle 1.8 API docs, fluid.layers.pad)."""
+    layer = "pad"
+    _check_variable(x, "x", layer)
+    paddings = _check_int_list(paddings, "paddings", layer)
+    if len(paddings) != 2 * len(x.shape) or any(p < 0 for p in paddings):
+        raise ValueError(f"{layer}: argument 'paddings' must hold two non-negative values per dimension of "
+                         f"{x.name}{list(x.shape)}, got {paddings}")
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type=layer, inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"paddings": paddings, "pad_value": float(pad_value)})
+    return out
+
+
+def pad_constant_like(x, y, pad_value=0.0, name=None):
+    """y padded at the end of every dimension with pad_value to x's shape (Paddle 1.8 API docs,
+    fluid.layers.pad_constant_like)."""
+    layer = "pad_constant_like"
+    _check_variable(x, "x", layer)
+    _check_variable(y, "y", layer)
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(y.dtype)
+    helper.append_op(type=layer, inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
+                     attrs={"pad_value": float(pad_value)})
+    return out
+
+
+def crop(x, shape=None, offsets=None, name=None):
+    """The block of x at offsets (zeros when None) of `shape`: a list, or a Variable whose shape
+    is taken (Paddle 1.8 API docs, fluid.layers.crop)."""
+    layer = "crop"
+    _check_variable(x, "x", layer)
+    inputs, attrs = {"X": [x]}, {}
+    if isinstance(shape, Variable):
+        inputs["Y"] = [shape]
+    elif shape is not None:
+        attrs["shape"] = _check_int_list(shape, "shape", layer)
+    else:
+        raise ValueError(f"{layer}: give shape (a list or a Variable)")
+    attrs["offsets"] = [0] * len(x.shape) if offsets is None else _check_int_list(offsets, "offsets", layer)
+    if len(attrs["offsets"]) != len(x.shape) or ("shape" in attrs and len(attrs["shape"]) != len(x.shape)):
+        raise ValueError(f"{layer}: shape and offsets need one value per dimension of {x.name}{list(x.shape)}")
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type=layer, inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+    return out

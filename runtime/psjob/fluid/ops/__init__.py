@@ -25,6 +25,7 @@ def load_all():
         metric_ops,
         nn_ops,
         optimizer_ops,
+        pad_ops,
         pool_ops,
         reader_ops,
         reduce_ops,
