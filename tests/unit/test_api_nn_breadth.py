@@ -10,6 +10,7 @@ tests/unit/test_op_gradients.py."""
 import numpy as np
 import pytest
 
+import psjob as paddle
 import psjob.fluid as fluid
 
 FLUID_185 = {
@@ -112,3 +113,262 @@ def test_fluid_layers_refuse_bad_arguments_by_name():
             fluid.layers.crop(x)
         with pytest.raises(TypeError, match="elu: argument 'x'"):
             fluid.layers.elu(fluid.data("i", [2], "int64"))
+
+
+# -- paddle.nn.functional against Paddle 3.0.0 ------------------------------------------------
+
+RS = np.random.RandomState(3)
+F_INPUTS = {
+    "x": np.array([[-3.0, -1.0, -0.25, 0.0], [0.5, 1.0, 2.5, 7.0]], "float64"),
+    "a": RS.uniform(-1, 1, (3, 4)), "b": RS.uniform(-1, 1, (3, 4)), "c": RS.uniform(-1, 1, (3, 4)),
+    "p": RS.uniform(0.05, 1, (3, 4)), "sign": np.array([[1.0], [-1.0], [1.0]]),
+    "img": RS.uniform(-1, 1, (2, 3, 5, 6)), "seq": RS.uniform(-1, 1, (2, 3, 7)),
+    "lab": np.array([2, 0, 3], "int64"), "w": np.array([0.5, 1.0, 2.0, 1.5]),
+    "bin": np.array([[1.0, 0, 1, 0], [0, 0, 1, 1], [1, 1, 0, 0]]),
+    "hinge": np.array([[1.0, -1, 1, -1], [-1, -1, 1, 1], [1, 1, -1, -1]]),
+    "bw": RS.uniform(-1, 1, (5, 4, 3)), "bb": RS.uniform(-1, 1, (1, 5)), "x2": RS.uniform(-1, 1, (3, 3)),
+}
+
+
+def f_calls(F, t):
+    """The calls, written for both Paddle 3.0.0 (dygraph tensors) and psjob (static Variables)."""
+    x, a, b, c, p = t["x"], t["a"], t["b"], t["c"], t["p"]
+    return {
+        "relu6": F.relu6(x), "elu": F.elu(x, 0.7), "selu": F.selu(x), "gelu": F.gelu(x),
+        "gelu_tanh": F.gelu(x, approximate=True), "silu": F.silu(x), "swish": F.swish(x),
+        "hardswish": F.hardswish(x), "hardsigmoid": F.hardsigmoid(x), "softplus": F.softplus(x, 2, 5),
+        "softsign": F.softsign(x), "tanhshrink": F.tanhshrink(x), "mish": F.mish(x),
+        "log_sigmoid": F.log_sigmoid(x), "log_softmax0": F.log_softmax(x, axis=0), "glu": F.glu(x),
+        "celu": F.celu(x, 0.5),
+        "l1": F.l1_loss(a, b), "l1_none": F.l1_loss(a, b, "none"), "smooth_l1": F.smooth_l1_loss(a, b, delta=0.5),
+        "smooth_l1_sum": F.smooth_l1_loss(a * 3, b, "sum"),
+        "kl": F.kl_div(F.log_softmax(a), F.softmax(b)), "kl_batchmean": F.kl_div(a, p, "batchmean"),
+        "kl_sum_logt": F.kl_div(a, b, "sum", log_target=True),
+        "mrl": F.margin_ranking_loss(a, b, t["hinge"], 0.2),
+        "nll": F.nll_loss(F.log_softmax(a), t["lab"]),
+        "nll_w_sum": F.nll_loss(F.log_softmax(a), t["lab"], t["w"], reduction="sum"),
+        "nll_w_mean": F.nll_loss(F.log_softmax(a), t["lab"], t["w"]),
+        "nll_ignore": F.nll_loss(F.log_softmax(a), t["lab"], ignore_index=0),
+        "focal": F.sigmoid_focal_loss(a, t["bin"]),
+        "focal_mean": F.sigmoid_focal_loss(a * 2, t["bin"], alpha=0.4, gamma=1.5, reduction="mean"),
+        "hinge": F.hinge_embedding_loss(a, t["hinge"], 0.5),
+        "pdist": F.pairwise_distance(a, b), "pdist_p1": F.pairwise_distance(a, b, 1.0, keepdim=True),
+        "triplet": F.triplet_margin_loss(a, b, c),
+        "triplet_swap": F.triplet_margin_loss(a, b, c, margin=0.5, swap=True, reduction="none"),
+        "label_smooth": F.label_smooth(t["bin"], epsilon=0.2),
+        "pad_all": F.pad(a, [1, 0, 0, 2], value=9.0), "pad_img": F.pad(t["img"], [1, 2, 0, 1], value=-1.0),
+        "pad_seq": F.pad(t["seq"], [2, 1], data_format="NCL"),
+        "avg_pool1d": F.avg_pool1d(t["seq"], 3, 2, 1),
+        "avg_pool1d_incl": F.avg_pool1d(t["seq"], 3, 2, 1, exclusive=False),
+        "aap1d": F.adaptive_avg_pool1d(t["seq"], 3), "amp1d": F.adaptive_max_pool1d(t["seq"], 4),
+        "aap2d": F.adaptive_avg_pool2d(t["img"], [2, 4]), "aap2d_1": F.adaptive_avg_pool2d(t["img"], 1),
+        "amp2d": F.adaptive_max_pool2d(t["img"], [3, 4]),
+        "bilinear": F.bilinear(a[:, :4], t["x2"], t["bw"], t["bb"]),
+        "unfold": F.unfold(t["img"], [2, 3]), "unfold_sp": F.unfold(t["img"], 2, strides=2, paddings=1, dilations=1),
+        "cos": F.cosine_similarity(a, b, axis=1),
+    }
+
+
+# name -> (shape, sum, weighted sum with weights linspace(-1, 1.3, size)) of Paddle 3.0.0's output
+PADDLE_300 = {
+    'relu6': ([2, 4], 10.0, 11.02857142857143),
+    'elu': ([2, 4], 9.737527126327283, 13.343904938135182),
+    'selu': ([2, 4], 8.386921569660071, 15.503724330031337),
+    'gelu': ([2, 4], 10.408523446776535, 12.30798564440321),
+    'gelu_tanh': ([2, 4], 10.409051683571608, 12.30800004528143),
+    'silu': ([2, 4], 9.825590520135773, 12.264215423335571),
+    'swish': ([2, 4], 9.825590520135773, 12.264215423335571),
+    'hardswish': ([2, 4], 9.802083333333334, 12.10952380952381),
+    'hardsigmoid': ([2, 4], 4.458333428949118, 2.414285852866514),
+    'softplus': ([2, 4], 11.871766453985533, 12.291787514571796),
+    'softsign': ([2, 4], 0.9726190476190475, 3.4118537414965986),
+    'tanhshrink': ([2, 4], 5.541243623735054, 11.602075122862757),
+    'mish': ([2, 4], 10.132748397610952, 12.568741135650503),
+    'log_sigmoid': ([2, 4], -6.748075511975407, 3.7952313173100203),
+    'log_softmax0': ([2, 4], -15.68911496954513, 5.86961814574559),
+    'glu': ([2, 2], -0.35231063854762823, 2.9753906161175534),
+    'celu': ([2, 4], 9.872172347562955, 13.185064237160068),
+    'l1': ([], 0.6227084223949193, -0.6227084223949193),
+    'l1_none': ([3, 4], 7.4725010687390325, 1.0556245867944274),
+    'smooth_l1': ([], 0.19760722735849764, -0.19760722735849764),
+    'smooth_l1_sum': ([], 13.553361523658726, -13.553361523658726),
+    'kl': ([], 0.04696205220666886, -0.04696205220666886),
+    'kl_batchmean': ([], -1.0706077806693246, 1.0706077806693246),
+    'kl_sum_logt': ([], 1.5582556586377387, -1.5582556586377387),
+    'mrl': ([], 0.7109337671899946, -0.7109337671899946),
+    'nll': ([], 1.2758638492566112, -1.2758638492566112),
+    'nll_w_sum': ([], 5.7735490407474845, -5.7735490407474845),
+    'nll_w_mean': ([], 1.4433872601868711, -1.4433872601868711),
+    'nll_ignore': ([], 1.4604777521603953, -1.4604777521603953),
+    'focal': ([], 1.90928202046528, -1.90928202046528),
+    'focal_mean': ([], 0.3569182755584081, -0.3569182755584081),
+    'hinge': ([], -0.006479497674672781, 0.006479497674672781),
+    'pdist': ([3], 4.337095208422224, 0.7019300744978993),
+    'pdist_p1': ([3, 1], 7.472497068739032, 1.5844093970725872),
+    'triplet': ([], 0.8050424189541934, -0.8050424189541934),
+    'triplet_swap': ([3], 2.1031441673019065, -0.4287925425593533),
+    'label_smooth': ([3, 4], 5.4000000804662704, 0.642727282304655),
+    'pad_all': ([4, 6], 106.3234655668223, -7.540797911348886),
+    'pad_img': ([2, 3, 6, 9], -149.62963478169053, -32.23480267872481),
+    'pad_seq': ([2, 3, 10], -0.026555560781678755, 3.4968538859989815),
+    'avg_pool1d': ([2, 3, 4], 1.1472357711801942, 2.5162394680399824),
+    'avg_pool1d_incl': ([2, 3, 4], 0.8073154817201988, 2.2469852301962483),
+    'aap1d': ([2, 3, 3], -0.4554430225098673, 1.3167066699587235),
+    'amp1d': ([2, 3, 4], 11.775801499099622, 3.9641365410289167),
+    'aap2d': ([2, 3, 2, 4], -0.07820663661570121, -0.911619393997047),
+    'aap2d_1': ([2, 3, 1, 1], -0.18765449272301724, -0.18872579754905466),
+    'amp2d': ([2, 3, 3, 4], 39.704291235874734, 4.331416434875587),
+    'bilinear': ([3, 5], -3.673475272249757, 0.20024419583429798),
+    'unfold': ([2, 18, 16], -16.444194917355148, -18.11046282007683),
+    'unfold_sp': ([2, 12, 12], -5.629634781690517, -3.9955354168893735),
+    'cos': ([3], -0.43557251079577175, 1.29182625878068),
+}
+
+
+def _digest(v):
+    v = np.asarray(v, dtype=np.float64)
+    return float(v.sum()), float((v.ravel() * np.linspace(-1, 1.3, v.size)).sum())
+
+
+def test_functional_matches_paddle_300():
+    paddle.enable_static()
+    main, start = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, start):
+        t = {k: paddle.static.data(k, list(v.shape), v.dtype.name) for k, v in F_INPUTS.items()}
+        outs = f_calls(paddle.nn.functional, t)
+    assert list(outs) == list(PADDLE_300)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    for (name, (shape, total, weighted)), value in zip(PADDLE_300.items(),
+                                                        exe.run(main, feed=F_INPUTS, fetch_list=list(outs.values()))):
+        # Paddle 3.0 reduces a loss to a 0-D tensor; psjob's reductions give [1], as Fluid's mean.
+        assert list(value.shape) == (shape or [1]), name
+        np.testing.assert_allclose(_digest(value), (total, weighted), rtol=1e-6, atol=1e-9, err_msg=name)
+
+
+# -- paddle.nn layers ----------------------------------------------------------------------------
+
+def _static():
+    paddle.enable_static()
+    return paddle.static.Program(), paddle.static.Program()
+
+
+def test_new_layers_name_their_parameters_as_paddle_300():
+    # Paddle 3.0.0 static mode printed these names and shapes for the same constructors.
+    main, start = _static()
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
+        layers = [paddle.nn.Bilinear(3, 4, 5), paddle.nn.GroupNorm(2, 4), paddle.nn.InstanceNorm1D(4),
+                  paddle.nn.InstanceNorm2D(4), paddle.nn.SyncBatchNorm(4)]
+        got = [[(p.name, list(p.shape)) for p in layer.parameters()] for layer in layers]
+    assert got == [
+        [("bilinear_0.w_0", [5, 3, 4]), ("bilinear_0.b_0", [1, 5])],
+        [("group_norm_0.w_0", [4]), ("group_norm_0.b_0", [4])],
+        [("instance_norm1d_0.w_0", [4]), ("instance_norm1d_0.b_0", [4])],
+        [("instance_norm2d_0.w_0", [4]), ("instance_norm2d_0.b_0", [4])],
+        [("sync_batch_norm_0.w_0", [4]), ("sync_batch_norm_0.b_0", [4]), ("sync_batch_norm_0.w_1", [4]),
+         ("sync_batch_norm_0.w_2", [4])]]
+
+
+def test_group_and_instance_norm_match_paddle_300():
+    # Paddle 3.0.0 (static, float32) on the same feeds: (sum, weighted sum) of each output.
+    main, start = _static()
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
+        x = paddle.static.data("x", [2, 4, 3, 5], "float32")
+        s = paddle.static.data("s", [2, 4, 6], "float32")
+        outs = [paddle.nn.GroupNorm(2, 4)(x), paddle.nn.InstanceNorm1D(4)(s), paddle.nn.InstanceNorm2D(4)(x)]
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    rs = np.random.RandomState(5)
+    feed = {"x": rs.uniform(-1, 1, (2, 4, 3, 5)).astype("float32"), "s": rs.uniform(-1, 1, (2, 4, 6)).astype("float32")}
+    want = [0.3141262864083547, 0.11055909211331194, -0.3857628811714271]
+    for value, weighted in zip(exe.run(main, feed=feed, fetch_list=outs), want):
+        total, got = _digest(value)
+        assert abs(total) < 1e-4
+        np.testing.assert_allclose(got, weighted, rtol=2e-5)
+
+
+def test_activation_and_loss_layers_call_their_functionals():
+    main, start = _static()
+    nn, F = paddle.nn, paddle.nn.functional
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
+        x = paddle.static.data("x", [2, 4], "float64")
+        y = paddle.static.data("y", [2, 4], "float64")
+        pairs = [(nn.GELU(approximate=True)(x), F.gelu(x, True)), (nn.ELU(0.3)(x), F.elu(x, 0.3)),
+                 (nn.Softplus(2.0, 5.0)(x), F.softplus(x, 2.0, 5.0)), (nn.LogSoftmax(0)(x), F.log_softmax(x, 0)),
+                 (nn.Hardswish()(x), F.hardswish(x)), (nn.ReLU6()(x), F.relu6(x)), (nn.Mish()(x), F.mish(x)),
+                 (nn.SELU()(x), F.selu(x)), (nn.GLU()(x), F.glu(x)), (nn.Identity(3, foo=1)(x), x),
+                 (nn.L1Loss("sum")(x, y), F.l1_loss(x, y, "sum")),
+                 (nn.SmoothL1Loss(delta=0.3)(x, y), F.smooth_l1_loss(x, y, delta=0.3)),
+                 (nn.KLDivLoss("sum")(x, y), F.kl_div(x, y, "sum")),
+                 (nn.CosineSimilarity(axis=1)(x, y), F.cosine_similarity(x, y, axis=1)),
+                 (nn.Pad1D([1, 2], value=3.0)(paddle.unsqueeze(x, [1])),
+                  F.pad(paddle.unsqueeze(x, [1]), [1, 2], value=3.0, data_format="NCL"))]
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    feed = {"x": np.linspace(-2, 2, 8).reshape(2, 4), "y": np.linspace(0.1, 0.9, 8).reshape(2, 4)}
+    vals = exe.run(main, feed=feed, fetch_list=[v for pair in pairs for v in pair])
+    for i in range(0, len(vals), 2):
+        np.testing.assert_allclose(vals[i], vals[i + 1], err_msg=str(i // 2))
+    with pytest.raises(TypeError, match="ELU"):
+        nn.ELU(beta=2)
+
+
+def test_layer_dict_and_parameter_list_register_with_their_owner():
+    main, start = _static()
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
+        class Net(paddle.nn.Layer):
+            def __init__(self):
+                super().__init__()
+                self.heads = paddle.nn.LayerDict({"ctr": paddle.nn.Linear(4, 1), "cvr": paddle.nn.Linear(4, 1)})
+                self.gates = paddle.nn.ParameterList(
+                    [self.create_parameter([4], default_initializer=fluid.initializer.Constant(1.0))
+                     for _ in range(2)])
+
+        net = Net()
+        assert list(net.heads.keys()) == ["ctr", "cvr"] and "ctr" in net.heads and len(net.gates) == 2
+        names = [n for n, _ in net.named_parameters()]
+        assert names == ["heads.ctr.weight", "heads.ctr.bias", "heads.cvr.weight", "heads.cvr.bias",
+                         "gates.0", "gates.1"]
+        net.heads["extra"] = paddle.nn.Linear(4, 2)
+        assert len(net.parameters()) == 8
+        assert net.heads.pop("extra") is not None and len(net.heads) == 2
+        with pytest.raises(ValueError, match="LayerDict.update"):
+            net.heads.update([paddle.nn.Linear(1, 1)])
+
+
+def test_a_model_with_the_new_layers_trains():
+    main, start = _static()
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
+        img = paddle.static.data("img", [None, 3, 6, 6], "float32")
+        label = paddle.static.data("label", [None, 1], "int64")
+        h = paddle.nn.GroupNorm(1, 3)(img)
+        h = paddle.nn.Hardswish()(paddle.nn.AdaptiveAvgPool2D(2)(h))
+        h = paddle.nn.Dropout2D(0.0)(h)
+        logits = paddle.nn.Linear(12, 4)(paddle.flatten(h, 1))
+        loss = paddle.nn.NLLLoss()(paddle.nn.LogSoftmax()(paddle.nn.GELU()(logits)), label)
+        paddle.optimizer.SGD(0.5).minimize(loss)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    rs = np.random.RandomState(0)
+    feed = {"img": rs.uniform(-1, 1, (8, 3, 6, 6)).astype("float32"), "label": rs.randint(0, 4, (8, 1)).astype("int64")}
+    losses = [float(exe.run(main, feed=feed, fetch_list=[loss])[0].reshape(-1)[0]) for _ in range(15)]
+    assert losses[-1] < losses[0]
+
+
+def test_functional_refuses_bad_arguments_by_name():
+    main, start = _static()
+    F = paddle.nn.functional
+    with paddle.static.program_guard(main, start):
+        x = paddle.static.data("x", [2, 3], "float32")
+        with pytest.raises(ValueError, match="glu: the size of axis"):
+            F.glu(x)
+        with pytest.raises(ValueError, match="l1_loss: reduction"):
+            F.l1_loss(x, x, "avg")
+        with pytest.raises(ValueError, match="pad: mode 'reflect'"):
+            F.pad(x, [1, 1, 1, 1], mode="reflect")
+        with pytest.raises(ValueError, match="nll_loss: input"):
+            F.nll_loss(paddle.unsqueeze(x, [0]), paddle.static.data("l", [2], "int64"))
+        with pytest.raises(ValueError, match="selu: scale"):
+            F.selu(x, scale=0.5)
+        with pytest.raises(ValueError, match="GroupNorm: num_channels"):
+            paddle.nn.GroupNorm(2, 3)

@@ -366,6 +366,9 @@ def _cases():
                   {"dim": [1], "keep_dim": False, "reduce_all": False}))
     c.append(Case("reduce_min-all", "reduce_min", {"X": [In("x", f64(3, 4))]}, {"Out": 1},
                   {"dim": [0], "keep_dim": False, "reduce_all": True}))
+    for kind in ("avg", "max"):
+        c.append(Case(f"pool2d-{kind}-adaptive", "pool2d", {"X": [In("x", f64(2, 2, 5, 7))]}, {"Out": 1},
+                      {"pooling_type": kind, "ksize": [2, 3], "adaptive": True}))
     c.append(Case("pool2d-avg-same", "pool2d", {"X": [In("x", f64(1, 2, 5, 7))]}, {"Out": 1},
                   {"pooling_type": "avg", "ksize": [2, 3], "strides": [2, 2], "padding_algorithm": "SAME"}))
     c.append(Case("leaky_relu", "leaky_relu", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}, {"alpha": 0.1}))

@@ -1,0 +1,129 @@
+"""paddle.nn.functional: pad (constant mode), bilinear, unfold, batch_norm, dropout2d (Paddle 2.x
+API docs, paddle.nn.functional.*), each built from ops with registered gradients."""
+from __future__ import annotations
+
+import numbers
+
+from psjob import tensor as _t
+from psjob.fluid import layers as _layers
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._checks import check_int_list, check_variable
+
+__all__ = ["pad", "bilinear", "unfold", "batch_norm", "dropout2d"]
+
+
+def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):  # noqa: A002 (Paddle's names)
+    """Constant padding. pad holds a (before, after) pair for every dimension of x in order, or, for
+    a 3-, 4- or 5-D x, pairs for its spatial dimensions from the last one back ([left, right,
+    top, bottom, front, back]), as Paddle's F.pad. Modes other than 'constant' are not supported."""
+    check_variable(x, "x", "pad")
+    if mode != "constant":
+        raise ValueError(f"pad: mode {mode!r} is not supported by psjob (only 'constant')")
+    pads = check_int_list(pad, "pad", "pad")
+    nd = len(x.shape)
+    if len(pads) == 2 * nd:
+        paddings = pads
+    else:
+        spatial = {"NCL": [2], "NLC": [1], "NCHW": [2, 3], "NHWC": [1, 2], "NCDHW": [2, 3, 4],
+                   "NDHWC": [1, 2, 3]}.get(data_format)
+        if spatial is None or len(spatial) != nd - 2 or len(pads) != 2 * len(spatial):
+            raise ValueError(f"pad: pad {pads} must hold 2 values per dimension of {x.name}{list(x.shape)} or per "
+                             f"spatial dimension of its data_format {data_format!r}")
+        paddings = [0] * (2 * nd)
+        for k, axis in enumerate(reversed(spatial)):
+            paddings[2 * axis], paddings[2 * axis + 1] = pads[2 * k], pads[2 * k + 1]
+    return _layers.pad(x, paddings, float(value), name)
+
+
+def bilinear(x1, x2, weight, bias=None, name=None):
+    """out[n, o] = x1[n] @ weight[o] @ x2[n] + bias[o]; weight [out, in1, in2], bias [1, out]."""
+    for arg, v in (("x1", x1), ("x2", x2), ("weight", weight)):
+        check_variable(v, arg, "bilinear")
+    out_f, in1, in2 = (int(d) for d in weight.shape)
+    if x1.shape[-1] not in (in1, -1) or x2.shape[-1] not in (in2, -1):
+        raise ValueError(f"bilinear: x1 {list(x1.shape)} and x2 {list(x2.shape)} must end in {in1} and {in2} "
+                         f"(weight {list(weight.shape)})")
+    w = _layers.reshape(_layers.transpose(weight, [1, 0, 2]), [in1, out_f * in2])
+    left = _layers.reshape(_layers.matmul(x1, w), [-1, out_f, in2])
+    out = _layers.reduce_sum(_layers.elementwise_mul(left, _layers.unsqueeze(x2, [1])), dim=2)
+    if bias is None:
+        return out
+    return _layers.elementwise_add(out, _layers.reshape(bias, [-1]))
+
+
+def _four(value, what, fn):
+    values = [value] * 2 if isinstance(value, numbers.Integral) else list(value)
+    if len(values) not in (2, 4) or not all(isinstance(v, numbers.Integral) for v in values):
+        raise ValueError(f"{fn}: {what} must be an int or a list of 2 (or for paddings 4), got {value!r}")
+    return [int(v) for v in values]
+
+
+def unfold(x, kernel_sizes, strides=1, paddings=0, dilations=1, name=None):
+    """im2col: x [N, C, H, W] to [N, C * kh * kw, L], column l holding the window at output position
+    l (row-major), its rows ordered (channel, kernel row, kernel column) as Paddle's unfold."""
+    fn = "unfold"
+    check_variable(x, "x", fn)
+    if len(x.shape) != 4 or any(d < 0 for d in x.shape[1:]):
+        raise ValueError(f"{fn}: x {x.name}{list(x.shape)} must be 4-D [N, C, H, W] with C, H, W known")
+    kh, kw = _four(kernel_sizes, "kernel_sizes", fn)[:2]
+    sh, sw = _four(strides, "strides", fn)[:2]
+    dh, dw = _four(dilations, "dilations", fn)[:2]
+    p = _four(paddings, "paddings", fn)
+    top, left, bottom, right = (p[0], p[1], p[0], p[1]) if len(p) == 2 else p
+    c, h, w = (int(d) for d in x.shape[1:])
+    if top or bottom or left or right:
+        x = _layers.pad(x, [0, 0, 0, 0, top, bottom, left, right])
+        h, w = h + top + bottom, w + left + right
+    oh, ow = (h - (dh * (kh - 1) + 1)) // sh + 1, (w - (dw * (kw - 1) + 1)) // sw + 1
+    if oh < 1 or ow < 1:
+        raise ValueError(f"{fn}: the kernel {[kh, kw]} (dilations {[dh, dw]}) does not fit x {list(x.shape)}")
+    cols = []
+    for i in range(kh):
+        for j in range(kw):
+            cols.append(x[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw])
+    stacked = _t.stack(cols, axis=2)  # [N, C, kh * kw, oh, ow]
+    return _layers.reshape(stacked, [-1, c * kh * kw, oh * ow])
+
+
+def batch_norm(x, running_mean, running_var, weight, bias, training=False, momentum=0.9, epsilon=1e-05,
+               data_format="NCHW", use_global_stats=None, name=None):
+    """Paddle's batch_norm op over given statistics and affine parameters: batch statistics while
+    training (the running ones updated with momentum), the running ones otherwise."""
+    for arg, v in (("x", x), ("running_mean", running_mean), ("running_var", running_var)):
+        check_variable(v, arg, "batch_norm")
+    layout = "NHWC" if data_format in ("NHWC", "NLC", "NDHWC") else "NCHW"
+    helper = LayerHelper("batch_norm", name)
+    dtype = x.dtype
+    saved_mean = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    saved_var = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    out = helper.create_variable_for_type_inference(dtype)
+    global_stats = (not training) if use_global_stats is None else bool(use_global_stats)
+    helper.append_op(
+        type="batch_norm",
+        inputs={"X": [x], "Scale": [weight], "Bias": [bias], "Mean": [running_mean], "Variance": [running_var]},
+        outputs={"Y": [out], "MeanOut": [running_mean], "VarianceOut": [running_var],
+                 "SavedMean": [saved_mean], "SavedVariance": [saved_var]},
+        attrs={"momentum": float(momentum), "epsilon": float(epsilon), "is_test": not training,
+               "data_layout": layout, "use_global_stats": global_stats})
+    return out
+
+
+def dropout2d(x, p=0.5, training=True, data_format="NCHW", name=None):
+    """Zero whole channels of x [N, C, H, W] with probability p while training, the rest scaled
+    by 1 / (1 - p); x itself when not training."""
+    check_variable(x, "x", "dropout2d")
+    if len(x.shape) != 4:
+        raise ValueError(f"dropout2d: x {x.name}{list(x.shape)} must be 4-D")
+    if not 0 <= float(p) <= 1:
+        raise ValueError(f"dropout2d: p must lie in [0, 1], got {p}")
+    if not training or float(p) == 0:
+        return x
+    if float(p) == 1:
+        return _t.zeros_like(x)
+    # Paddle's dropout op over ones shaped like the per-(sample, channel) mean: a [N, C, 1, 1]
+    # (or [N, 1, 1, C]) mask already scaled by 1 / (1 - p), for a batch size known only at run time.
+    axes = [1, 2] if data_format == "NHWC" else [2, 3]
+    ones = _t.ones_like(_layers.reduce_mean(x, dim=axes, keep_dim=True))
+    ones.stop_gradient = True
+    mask = _layers.dropout(ones, float(p), dropout_implementation="upscale_in_train")
+    return _layers.elementwise_mul(x, mask)
