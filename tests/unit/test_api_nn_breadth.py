@@ -372,3 +372,36 @@ def test_functional_refuses_bad_arguments_by_name():
             F.selu(x, scale=0.5)
         with pytest.raises(ValueError, match="GroupNorm: num_channels"):
             paddle.nn.GroupNorm(2, 3)
+
+
+def test_conv2d_transpose_matches_paddle_300():
+    # Paddle 3.0.0 (static, float64) on the same inputs: (shape, sum, weighted sum) of each output,
+    # and its Conv2DTranspose parameter names.
+    main, start = _static()
+    F = paddle.nn.functional
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
+        layer = paddle.nn.Conv2DTranspose(4, 2, 3)
+        x = paddle.static.data("x", [2, 4, 3, 5], "float64")
+        w = paddle.static.data("w", [4, 3, 3, 2], "float64")
+        b = paddle.static.data("b", [3], "float64")
+        g = paddle.static.data("g", [4, 1, 2, 2], "float64")
+        outs = [F.conv2d_transpose(x, w), F.conv2d_transpose(x, w, b, stride=2, padding=1, output_padding=1),
+                F.conv2d_transpose(x, w, stride=[2, 3], padding=[1, 0], dilation=2),
+                F.conv2d_transpose(x, g, groups=2, stride=2), F.conv2d_transpose(x, w, stride=2, output_size=[8, 10])]
+        with pytest.raises(ValueError, match="output_size"):
+            F.conv2d_transpose(x, w, stride=2, output_size=[6, 10])
+    assert [(p.name, list(p.shape)) for p in layer.parameters()] == [
+        ("conv2d_transpose_0.w_0", [4, 2, 3, 3]), ("conv2d_transpose_0.b_0", [2])]
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    rs = np.random.RandomState(7)
+    feed = {"x": rs.uniform(-1, 1, (2, 4, 3, 5)), "w": rs.uniform(-1, 1, (4, 3, 3, 2)), "b": rs.uniform(-1, 1, (3,)),
+            "g": rs.uniform(-1, 1, (4, 1, 2, 2))}
+    want = [([2, 3, 5, 6], -6.57403766818676, 6.43429161323313),
+            ([2, 3, 6, 9], -122.68278620170909, -13.900490787885396),
+            ([2, 3, 7, 15], -2.3032989184816763, 7.740408532418999),
+            ([2, 2, 6, 10], 1.086380038633458, 0.9267961417866988),
+            ([2, 3, 8, 10], -6.574037668186759, 6.619515852007457)]
+    for value, (shape, total, weighted) in zip(exe.run(main, feed=feed, fetch_list=outs), want):
+        assert list(value.shape) == shape
+        np.testing.assert_allclose(_digest(value), (total, weighted), rtol=1e-9)

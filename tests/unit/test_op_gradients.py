@@ -366,6 +366,14 @@ def _cases():
                   {"dim": [1], "keep_dim": False, "reduce_all": False}))
     c.append(Case("reduce_min-all", "reduce_min", {"X": [In("x", f64(3, 4))]}, {"Out": 1},
                   {"dim": [0], "keep_dim": False, "reduce_all": True}))
+    for tag, attrs, filt in (("plain", {}, f64(3, 2, 2, 3)),
+                             ("stride-pad-outpad", {"strides": [2, 2], "paddings": [1, 0], "output_padding": [1, 0]},
+                              f64(3, 2, 3, 2)),
+                             ("dilation", {"strides": [2, 1], "dilations": [2, 2], "paddings": [0, 1, 1, 0]},
+                              f64(3, 2, 2, 2)),
+                             ("groups", {"groups": 3, "strides": [2, 2]}, f64(3, 1, 2, 2))):
+        c.append(Case(f"conv2d_transpose-{tag}", "conv2d_transpose",
+                      {"Input": [In("x", f64(2, 3, 3, 4))], "Filter": [In("w", filt)]}, {"Output": 1}, attrs))
     for kind in ("avg", "max"):
         c.append(Case(f"pool2d-{kind}-adaptive", "pool2d", {"X": [In("x", f64(2, 2, 5, 7))]}, {"Out": 1},
                       {"pooling_type": kind, "ksize": [2, 3], "adaptive": True}))

@@ -47,7 +47,7 @@ from psjob.nn.common import (
                              Tanh,
                              Unfold,
 )
-from psjob.nn.conv import Conv1D, Conv2D
+from psjob.nn.conv import Conv1D, Conv2D, Conv2DTranspose
 from psjob.nn.layer import Layer, LayerDict, LayerList, ParameterList, Sequential
 from psjob.nn.loss import (
     BCELoss,
