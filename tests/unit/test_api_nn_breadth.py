@@ -405,3 +405,58 @@ def test_conv2d_transpose_matches_paddle_300():
     for value, (shape, total, weighted) in zip(exe.run(main, feed=feed, fetch_list=outs), want):
         assert list(value.shape) == shape
         np.testing.assert_allclose(_digest(value), (total, weighted), rtol=1e-9)
+
+
+def _nce_program(sampler, seed=0, fixed_negatives=True):
+    rs = np.random.RandomState(11)
+    wv = rs.uniform(-1, 1, (7, 3)).astype("float32")
+    bv = rs.uniform(-0.5, 0.5, (7, 1)).astype("float32")
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data("x", [4, 3], "float32")
+        label = fluid.data("l", [4, 1], "int64")
+        weight = fluid.data("s", [4, 1], "float32")
+        init = fluid.initializer.NumpyArrayInitializer
+        cost = fluid.layers.nce(x, label, 7, sample_weight=weight,
+                                param_attr=fluid.ParamAttr(name="nw", initializer=init(wv)),
+                                bias_attr=fluid.ParamAttr(name="nb", initializer=init(bv)), num_neg_samples=3,
+                                sampler=sampler, seed=seed,
+                                custom_dist=[0.05, 0.1, 0.2, 0.15, 0.25, 0.1, 0.15] if sampler == "custom_dist" else None)
+        nce_op = [op for op in main.global_block().ops if op.type == "nce"][0]
+        if fixed_negatives:
+            nce_op.attrs["custom_neg_classes"] = [2, 5, 3]
+        fluid.optimizer.SGD(0.5).minimize(fluid.layers.mean(cost))
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(start, scope=scope)
+    rs = np.random.RandomState(11)
+    rs.uniform(size=(7, 3)), rs.uniform(size=(7, 1))
+    feed = {"x": rs.uniform(-1, 1, (4, 3)).astype("float32"), "l": np.array([[1], [4], [6], [0]], "int64"),
+            "s": np.array([[1.0], [0.5], [2.0], [1.0]], "float32")}
+    return exe, main, scope, feed, cost, nce_op
+
+
+@pytest.mark.parametrize("sampler, want", [
+    # Paddle 1.8.5 ran the same program, its nce op's custom_neg_classes set to [2, 5, 3] (fixed
+    # negatives): cost per row, then after one SGD step sum(nw), sum(nw^2), sum(nb).
+    ("uniform", ([0.753003, 0.333386, 1.255799, 0.653904], (-2.370881, 8.688683, -0.586124))),
+    ("log_uniform", ([0.919568, 0.370978, 1.272881, 0.871083], (-2.400675, 8.718988, -0.605201))),
+    ("custom_dist", ([0.711265, 0.372969, 1.227738, 0.587074], (-2.3696, 8.706713, -0.589875)))])
+def test_nce_matches_paddle_185(sampler, want):
+    exe, main, scope, feed, cost, _ = _nce_program(sampler)
+    [value] = exe.run(main, feed=feed, fetch_list=[cost], scope=scope)
+    np.testing.assert_allclose(value.reshape(-1), want[0], atol=2e-6)
+    w = np.array(scope.find_var("nw").get_tensor())
+    b = np.array(scope.find_var("nb").get_tensor())
+    np.testing.assert_allclose([w.sum(), (w * w).sum(), b.sum()], want[1], atol=2e-5)
+
+
+@pytest.mark.parametrize("sampler", ["uniform", "log_uniform", "custom_dist"])
+def test_nce_samples_negatives_in_range_and_a_seed_repeats_them(sampler):
+    exe, main, scope, feed, cost, op = _nce_program(sampler, seed=5, fixed_negatives=False)
+    labels = main.global_block().var(op.outputs["SampleLabels"][0])
+    first = exe.run(main, feed=feed, fetch_list=[labels], scope=scope)[0]
+    again = exe.run(main, feed=feed, fetch_list=[labels], scope=scope)[0]
+    assert first.shape == (4, 4) and first.min() >= 0 and first.max() < 7
+    np.testing.assert_array_equal(first[:, 0], [1, 4, 6, 0])
+    np.testing.assert_array_equal(first, again)

@@ -340,6 +340,13 @@ def _cases():
             "Right": [In("r", np.array([[0.1], [0.4], [0.3], [0.2]]))]}
     c.append(Case("rank_loss", "rank_loss", pair, {"Out": 1}))
     c.append(Case("margin_rank_loss", "margin_rank_loss", pair, {"Out": 1, "Activated": 1}, {"margin": 0.3}))
+    nce_ins = {"Input": [In("x", f64(4, 3))], "Label": [In("l", np.array([[1], [4], [6], [0]], np.int64), diff=False)],
+               "Weight": [In("w", f64(7, 3))], "Bias": [In("b", f64(7, 1))],
+               "SampleWeight": [In("sw", np.array([[1.0], [0.5], [2.0], [1.0]]), diff=False)]}
+    for sampler in (0, 1):
+        c.append(Case(f"nce-sampler{sampler}", "nce", nce_ins, {"Cost": 1, "SampleLogits": 1, "SampleLabels": 1},
+                      {"num_total_classes": 7, "num_neg_samples": 3, "sampler": sampler,
+                       "custom_neg_classes": [2, 5, 3]}))
     c.append(Case("bpr_loss", "bpr_loss", {"X": [In("x", f64(4, 3), [[0, 1, 4]])],
                                            "Label": [In("l", np.array([[0], [2], [1], [2]], np.int64), diff=False)]},
                   {"Y": 1}))

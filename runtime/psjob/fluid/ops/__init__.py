@@ -23,6 +23,7 @@ def load_all():
         lr_ops,
         math_ops,
         metric_ops,
+        nce_ops,
         nn_ops,
         optimizer_ops,
         pad_ops,
