@@ -194,3 +194,16 @@ def test_sequence_layers_refuse_bad_input_by_name():
     with pytest.raises(ExecutionError, match="same number of sequences"):
         run(lambda: [fluid.layers.sequence_concat([seq("a"), seq("b")])],
             {"a": lt(X72[:3], [2, 1]), "b": lt(X72[3:7], [1, 2, 1])})
+
+
+def test_lod_reset_from_offsets_in_a_tensor_and_lod_append():
+    """PaddleRec's static_ps model_util builds lod_reset with Y an int32 [1, -1] of offsets."""
+    def build():
+        x = fluid.data("x", [None, 2], "float32")
+        offsets = fluid.data("o", [1, None], "int32")
+        return [fluid.layers.lod_reset(x, offsets), fluid.layers.lod_append(seq("z"), [0, 1, 3, 7])]
+    (a, lod_a), (b, lod_b) = run(build, {"x": X72, "o": np.array([[0, 5, 7]], "int32"), "z": lt(X72, [3, 4])})
+    np.testing.assert_array_equal(a, X72)
+    assert lod_a == [[0, 5, 7]] and lod_b == [[0, 3, 7], [0, 1, 3, 7]]
+    with pytest.raises(ExecutionError, match="must start at 0"):
+        run(build, {"x": X72, "o": np.array([[0, 5, 6]], "int32"), "z": lt(X72, [3, 4])})

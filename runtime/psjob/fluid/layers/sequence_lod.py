@@ -10,7 +10,7 @@ from psjob.fluid.layers._checks import FLOATS, check_choice, check_dtype, check_
 __all__ = ["sequence_pool", "dynamic_gru", "sequence_conv", "sequence_unpad", "sequence_expand_as",
            "sequence_reshape", "sequence_softmax", "sequence_first_step", "sequence_last_step",
            "sequence_concat", "sequence_slice", "sequence_enumerate", "sequence_pad", "sequence_expand",
-           "sequence_scatter", "sequence_reverse", "sequence_mask", "lod_reset"]
+           "sequence_scatter", "sequence_reverse", "sequence_mask", "lod_reset", "lod_append"]
 
 POOL_TYPES = ("sum", "average", "sqrt", "max", "first", "last")
 
@@ -297,3 +297,19 @@ def lod_reset(x, y=None, target_lod=None):
     else:
         raise ValueError(f"{layer}: give y or target_lod")
     return _one_op(layer, layer, inputs, attrs, x.dtype)
+
+
+def lod_append(x, level):
+    """x with `level` (a list of offsets, or a Variable holding them or carrying a LoD) pushed
+    after its LoD levels (Paddle 1.8 API docs, fluid.layers.lod_append)."""
+    layer = "lod_append"
+    check_variable(x, "x", layer)
+    inputs, attrs = {"X": [x]}, {"append": True}
+    if isinstance(level, Variable):
+        level.stop_gradient = True
+        inputs["Y"] = [level]
+    elif isinstance(level, (list, tuple)) and all(isinstance(v, int) for v in level):
+        attrs["target_lod"] = [int(v) for v in level]
+    else:
+        raise TypeError(f"{layer}: argument 'level' must be a list of ints or a Variable, got {level!r}")
+    return _one_op(layer, "lod_reset", inputs, attrs, x.dtype)

@@ -16,8 +16,9 @@ All read the last LoD level of their sequence input (offsets [0, o1, ..., T]) un
 * sequence_scatter: Out = X (dense [N, D]); for each j of sequence i of Ids/Updates,
   Out[i, Ids[j]] += Updates[j].
 * sequence_reverse: each sequence's rows in reverse order (output Y).
-* lod_reset: X's data with a new LoD level 0: Y's last LoD level when Y has a LoD, else Y's
-  values as offsets, else the attribute target_lod.
+* lod_reset: X's data with a new LoD: Y's last LoD level when Y has a LoD, else Y's values as
+  offsets, else the attribute target_lod; with `append` (fluid.layers.lod_append) that level is
+  pushed after X's own LoD levels instead of replacing them.
 """
 from __future__ import annotations
 
@@ -378,10 +379,12 @@ def _new_lod(ctx, x):
         level = list(y_lod[-1]) if y_lod else _host(ctx.xp, ctx.input("Y")).astype(np.int64).reshape(-1).tolist()
     else:
         level = [int(v) for v in ctx.attr("target_lod", [])]
+    old = ctx.input_lod("X") if ctx.attr("append", False) else None
     if not level or level[0] != 0 or level[-1] != x.shape[0] or any(b < a for a, b in zip(level, level[1:])):
         raise ValueError(f"lod_reset: the target LoD {level[:8]} must start at 0, never decrease and end at "
                          f"X's {x.shape[0]} rows")
-    return [[int(v) for v in level]]
+    # append (Paddle's LoDResetKernel): the level is pushed after X's own levels.
+    return ([list(lv) for lv in old] if old else []) + [[int(v) for v in level]]
 
 
 @register_op("lod_reset", infer_shape=lambda op: set_out(op, "Out", in_var(op, "X").shape, in_var(op, "X").dtype, 1),
