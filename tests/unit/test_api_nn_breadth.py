@@ -460,3 +460,35 @@ def test_nce_samples_negatives_in_range_and_a_seed_repeats_them(sampler):
     assert first.shape == (4, 4) and first.min() >= 0 and first.max() < 7
     np.testing.assert_array_equal(first[:, 0], [1, 4, 6, 0])
     np.testing.assert_array_equal(first, again)
+
+
+def test_interpolate_and_upsample_match_paddle_300():
+    # Paddle 3.0.0 (static, float64) on the same input: (shape, sum, weighted sum); its bilinear
+    # ratios are float32, hence rtol 1e-6.
+    main, start = _static()
+    F = paddle.nn.functional
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
+        x = paddle.static.data("x", [2, 3, 4, 5], "float64")
+        outs = [F.interpolate(x, size=[7, 3]), F.interpolate(x, scale_factor=2),
+                F.interpolate(x, scale_factor=[1.5, 0.6]), F.interpolate(x, size=[7, 9], mode="bilinear"),
+                F.interpolate(x, size=[3, 8], mode="bilinear", align_corners=True),
+                F.interpolate(x, size=[6, 4], mode="bilinear", align_mode=1),
+                F.interpolate(x, scale_factor=1.7, mode="bilinear"),
+                paddle.nn.UpsamplingBilinear2D(scale_factor=2)(x), paddle.nn.Upsample(size=[5, 5])(x)]
+        with pytest.raises(ValueError, match="mode 'bicubic'"):
+            F.interpolate(x, size=[2, 2], mode="bicubic")
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    want = [([2, 3, 7, 3], -7.504272286373197, 1.328452727406258),
+            ([2, 3, 8, 10], -13.785051703880482, -8.804861801937502),
+            ([2, 3, 6, 3], -4.949058701824134, 2.660497726846853),
+            ([2, 3, 7, 9], -11.281655646855038, -7.3700044761101156),
+            ([2, 3, 3, 8], 0.21135422417701655, -2.358543518395166),
+            ([2, 3, 6, 4], -4.5293125547060145, -2.668616206091464),
+            ([2, 3, 6, 8], -11.416609482646246, -5.187575078947258),
+            ([2, 3, 8, 10], -15.091522262664917, -9.39956485255874),
+            ([2, 3, 5, 5], -2.712424665877225, -1.658916312491627)]
+    feed = {"x": np.random.RandomState(9).uniform(-1, 1, (2, 3, 4, 5))}
+    for value, (shape, total, weighted) in zip(exe.run(main, feed=feed, fetch_list=outs), want):
+        assert list(value.shape) == shape
+        np.testing.assert_allclose(_digest(value), (total, weighted), rtol=1e-6)

@@ -381,6 +381,11 @@ def _cases():
                              ("groups", {"groups": 3, "strides": [2, 2]}, f64(3, 1, 2, 2))):
         c.append(Case(f"conv2d_transpose-{tag}", "conv2d_transpose",
                       {"Input": [In("x", f64(2, 3, 3, 4))], "Filter": [In("w", filt)]}, {"Output": 1}, attrs))
+    for op, attrs in (("nearest_interp_v2", {"out_h": 5, "out_w": 3}),
+                      ("bilinear_interp_v2", {"out_h": 5, "out_w": 7, "align_mode": 0}),
+                      ("bilinear_interp_v2", {"scale": [1.5, 0.7], "align_corners": True})):
+        tag = "-".join(f"{k}{v}" for k, v in attrs.items()).replace(" ", "")
+        c.append(Case(f"{op}-{tag}", op, {"X": [In("x", f64(2, 2, 3, 4))]}, {"Out": 1}, attrs))
     for kind in ("avg", "max"):
         c.append(Case(f"pool2d-{kind}-adaptive", "pool2d", {"X": [In("x", f64(2, 2, 5, 7))]}, {"Out": 1},
                       {"pooling_type": kind, "ksize": [2, 3], "adaptive": True}))

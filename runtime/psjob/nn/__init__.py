@@ -46,6 +46,9 @@ from psjob.nn.common import (
                              Softmax,
                              Tanh,
                              Unfold,
+                             Upsample,
+                             UpsamplingBilinear2D,
+                             UpsamplingNearest2D,
 )
 from psjob.nn.conv import Conv1D, Conv2D, Conv2DTranspose
 from psjob.nn.layer import Layer, LayerDict, LayerList, ParameterList, Sequential

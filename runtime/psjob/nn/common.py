@@ -11,7 +11,8 @@ from psjob.param_attr import ParamAttr
 
 __all__ = ["Linear", "Embedding", "ReLU", "Sigmoid", "Tanh", "Softmax", "Dropout", "BatchNorm1D", "BatchNorm", "BatchNorm2D", "MaxPool2D",
            "Flatten",
-           "Identity", "Pad1D", "Pad2D", "Dropout2D", "Bilinear", "Unfold", "CosineSimilarity", "PairwiseDistance"]
+           "Identity", "Pad1D", "Pad2D", "Dropout2D", "Bilinear", "Unfold", "CosineSimilarity", "PairwiseDistance",
+           "Upsample", "UpsamplingNearest2D", "UpsamplingBilinear2D"]
 
 
 class Linear(Layer):
@@ -289,3 +290,28 @@ class PairwiseDistance(Layer):
 
     def forward(self, x, y):
         return F.pairwise_distance(x, y, self._p, self._epsilon, self._keepdim)
+
+
+class Upsample(Layer):
+    """paddle.nn.Upsample: functional.interpolate with the layer's arguments."""
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=False, align_mode=0,
+                 data_format="NCHW", name=None):
+        super().__init__()
+        self._args = dict(size=size, scale_factor=scale_factor, mode=mode, align_corners=align_corners,
+                          align_mode=align_mode, data_format=data_format)
+
+    def forward(self, x):
+        return F.interpolate(x, **self._args)
+
+
+class UpsamplingNearest2D(Upsample):
+    def __init__(self, size=None, scale_factor=None, data_format="NCHW", name=None):
+        super().__init__(size, scale_factor, "nearest", False, 0, data_format)
+
+
+class UpsamplingBilinear2D(Upsample):
+    """Bilinear with align_corners=True, as Paddle's."""
+
+    def __init__(self, size=None, scale_factor=None, data_format="NCHW", name=None):
+        super().__init__(size, scale_factor, "bilinear", True, 0, data_format)

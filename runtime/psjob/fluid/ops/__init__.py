@@ -18,6 +18,7 @@ def load_all():
         gru_ops,
         heter_ops,
         index_ops,
+        interp_ops,
         layer_norm_ops,
         loss_ops,
         lr_ops,

@@ -1,4 +1,5 @@
-"""paddle.nn.functional: pad (constant mode), bilinear, unfold, batch_norm, dropout2d (Paddle 2.x
+"""paddle.nn.functional: pad (constant mode), bilinear, unfold, batch_norm, dropout2d, interpolate
+(nearest, bilinear) (Paddle 2.x
 API docs, paddle.nn.functional.*), each built from ops with registered gradients."""
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from psjob.fluid import layers as _layers
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int_list, check_variable
 
-__all__ = ["pad", "bilinear", "unfold", "batch_norm", "dropout2d"]
+__all__ = ["pad", "bilinear", "unfold", "batch_norm", "dropout2d", "interpolate", "upsample"]
 
 
 def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):  # noqa: A002 (Paddle's names)
@@ -127,3 +128,42 @@ def dropout2d(x, p=0.5, training=True, data_format="NCHW", name=None):
     ones.stop_gradient = True
     mask = _layers.dropout(ones, float(p), dropout_implementation="upscale_in_train")
     return _layers.elementwise_mul(x, mask)
+
+
+def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=False, align_mode=0,
+                data_format="NCHW", name=None):
+    """Resize the H, W of a 4-D x by `size` ([out_h, out_w] ints) or `scale_factor` (a number or a
+    pair): Paddle's nearest_interp_v2 / bilinear_interp_v2 ops. Other modes and sizes held in
+    Variables are refused."""
+    fn = "interpolate"
+    check_variable(x, "x", fn)
+    mode = str(mode).lower()
+    if mode not in ("nearest", "bilinear"):
+        raise ValueError(f"{fn}: mode {mode!r} is not supported by psjob (only 'nearest' and 'bilinear')")
+    if len(x.shape) != 4 or data_format not in ("NCHW", "NHWC"):
+        raise ValueError(f"{fn}: x {x.name}{list(x.shape)} must be 4-D, data_format 'NCHW' or 'NHWC'")
+    if mode == "nearest" and align_corners:
+        raise ValueError(f"{fn}: align_corners is only valid for 'bilinear' mode (as Paddle)")
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"{fn}: give exactly one of size and scale_factor")
+    attrs = {"out_d": -1, "out_h": -1, "out_w": -1, "scale": [], "interp_method": mode,
+             "align_corners": bool(align_corners), "align_mode": int(align_mode), "data_layout": "NCHW"}
+    if size is not None:
+        sizes = check_int_list(size, "size", fn)
+        if len(sizes) != 2 or min(sizes) < 1:
+            raise ValueError(f"{fn}: size must hold two positive ints [out_h, out_w], got {size!r}")
+        attrs["out_h"], attrs["out_w"] = sizes
+    else:
+        scales = [scale_factor] * 2 if isinstance(scale_factor, numbers.Real) else list(scale_factor)
+        if len(scales) != 2 or min(float(s) for s in scales) <= 0:
+            raise ValueError(f"{fn}: scale_factor must be a positive number or two of them, got {scale_factor!r}")
+        attrs["scale"] = [float(s) for s in scales]
+    if data_format == "NHWC":
+        x = _layers.transpose(x, [0, 3, 1, 2])
+    helper = LayerHelper(f"{mode}_interp_v2", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type=f"{mode}_interp_v2", inputs={"X": [x]}, outputs={"Out": [out]}, attrs=attrs)
+    return _layers.transpose(out, [0, 2, 3, 1]) if data_format == "NHWC" else out
+
+
+upsample = interpolate
