@@ -492,3 +492,24 @@ def test_interpolate_and_upsample_match_paddle_300():
     for value, (shape, total, weighted) in zip(exe.run(main, feed=feed, fetch_list=outs), want):
         assert list(value.shape) == shape
         np.testing.assert_allclose(_digest(value), (total, weighted), rtol=1e-6)
+
+
+def test_alpha_dropout_keeps_mean_and_variance_and_is_identity_in_eval():
+    main, start = _static()
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
+        x = paddle.static.data("x", [4000, 50], "float64")
+        layer = paddle.nn.AlphaDropout(0.3)
+        train = layer(x)
+        layer.eval()
+        held = layer(x)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    xv = np.random.RandomState(2).standard_normal((4000, 50))
+    out, same = exe.run(main, feed={"x": xv}, fetch_list=[train, held])
+    np.testing.assert_array_equal(same, xv)
+    alpha_p, p = -1.6732632423543772 * 1.0507009873554805, 0.3
+    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
+    dropped = np.isclose(out, a * alpha_p - a * alpha_p * p)  # a dropped element is a * alpha' + b
+    assert 0.27 < dropped.mean() < 0.33
+    np.testing.assert_allclose(out[~dropped], a * xv[~dropped] - a * alpha_p * p)
+    assert abs(out.mean()) < 0.02 and abs(out.var() - 1.0) < 0.03

@@ -26,6 +26,7 @@ from psjob.nn.activation import (
 )
 from psjob.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from psjob.nn.common import (
+                             AlphaDropout,
                              BatchNorm,
                              BatchNorm1D,
                              BatchNorm2D,

@@ -12,7 +12,7 @@ from psjob.param_attr import ParamAttr
 __all__ = ["Linear", "Embedding", "ReLU", "Sigmoid", "Tanh", "Softmax", "Dropout", "BatchNorm1D", "BatchNorm", "BatchNorm2D", "MaxPool2D",
            "Flatten",
            "Identity", "Pad1D", "Pad2D", "Dropout2D", "Bilinear", "Unfold", "CosineSimilarity", "PairwiseDistance",
-           "Upsample", "UpsamplingNearest2D", "UpsamplingBilinear2D"]
+           "Upsample", "UpsamplingNearest2D", "UpsamplingBilinear2D", "AlphaDropout"]
 
 
 class Linear(Layer):
@@ -315,3 +315,14 @@ class UpsamplingBilinear2D(Upsample):
 
     def __init__(self, size=None, scale_factor=None, data_format="NCHW", name=None):
         super().__init__(size, scale_factor, "bilinear", True, 0, data_format)
+
+
+class AlphaDropout(Layer):
+    """paddle.nn.AlphaDropout: functional.alpha_dropout while training, x itself in eval()."""
+
+    def __init__(self, p=0.5, name=None):
+        super().__init__()
+        self._p = p
+
+    def forward(self, x):
+        return F.alpha_dropout(x, self._p, self.training)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from psjob import tensor as _t
-from psjob.fluid import layers as _layers
 from psjob.fluid.initializer import ConstantInitializer
 from psjob.fluid.layers._checks import check_int, check_int_list
 from psjob.nn import functional as F
@@ -40,27 +38,6 @@ class LayerNorm(Layer):
         return f"normalized_shape={self._shape}, epsilon={self._epsilon}"
 
 
-def _normalize_groups(x, groups, epsilon):
-    """x [N, C, ...] normalized over each of `groups` runs of channels and their elements."""
-    shape = list(x.shape)
-    if any(d < 0 for d in shape[1:]):
-        raise ValueError(f"the dimensions after the batch of {x.name}{shape} must be known")
-    g = _layers.reshape(x, [-1, groups, int(np.prod(shape[1:])) // groups])
-    centered = _t.subtract(g, _layers.reduce_mean(g, dim=[2], keep_dim=True))
-    var = _layers.reduce_mean(_t.square(centered), dim=[2], keep_dim=True)
-    normed = _t.divide(centered, _t.sqrt(_t.scale(var, 1.0, bias=float(epsilon))))
-    return _layers.reshape(normed, [-1] + shape[1:])
-
-
-def _affine(x, weight, bias):
-    """x [N, C, ...] times weight [C] plus bias [C], per channel."""
-    if weight is not None:
-        x = _layers.elementwise_mul(x, weight, axis=1)
-    if bias is not None:
-        x = _layers.elementwise_add(x, bias, axis=1)
-    return x
-
-
 class GroupNorm(Layer):
     """paddle.nn.GroupNorm: the C channels of [N, C, ...] in num_groups groups, each normalized
     over its channels and elements per sample, then a per-channel scale and shift."""
@@ -83,7 +60,7 @@ class GroupNorm(Layer):
     def forward(self, x):
         if x.shape[1] not in (self._channels, -1):
             raise ValueError(f"GroupNorm: {x.name}{list(x.shape)} must have {self._channels} channels on axis 1")
-        return _affine(_normalize_groups(x, self._groups, self._epsilon), self.weight, self.bias)
+        return F.group_norm(x, self._groups, self._epsilon, self.weight, self.bias)
 
 
 class InstanceNorm1D(Layer):
@@ -106,7 +83,7 @@ class InstanceNorm1D(Layer):
         layer = type(self).__name__
         if len(x.shape) != self._DIMS or x.shape[1] not in (self._c, -1):
             raise ValueError(f"{layer}: {x.name}{list(x.shape)} must be {self._DIMS}-D with {self._c} channels")
-        return _affine(_normalize_groups(x, self._c, self._epsilon), self.scale, self.bias)
+        return F.instance_norm(x, weight=self.scale, bias=self.bias, eps=self._epsilon)
 
 
 class InstanceNorm2D(InstanceNorm1D):

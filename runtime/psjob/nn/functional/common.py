@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from psjob import tensor as _t
 from psjob.fluid import layers as _layers
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int_list, check_variable
 
-__all__ = ["pad", "bilinear", "unfold", "batch_norm", "dropout2d", "interpolate", "upsample"]
+__all__ = ["pad", "bilinear", "unfold", "batch_norm", "dropout2d", "interpolate", "upsample", "alpha_dropout",
+           "group_norm", "instance_norm"]
 
 
 def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):  # noqa: A002 (Paddle's names)
@@ -167,3 +170,58 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=F
 
 
 upsample = interpolate
+
+
+def alpha_dropout(x, p=0.5, training=True, name=None):
+    """SELU-preserving dropout (Klambauer et al.): dropped elements set to -alpha * scale, then
+    a * y + b keeps the mean and variance, as Paddle's alpha_dropout; x itself when not training."""
+    check_variable(x, "x", "alpha_dropout")
+    if not 0 <= float(p) <= 1:
+        raise ValueError(f"alpha_dropout: p must lie in [0, 1], got {p}")
+    if not training or float(p) == 0:
+        return x
+    alpha_p = -1.6732632423543772848170429916717 * 1.0507009873554804934193349852946
+    p = float(p)
+    a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
+    b = -a * alpha_p * p
+    ones = _t.ones_like(x)
+    ones.stop_gradient = True
+    keep = _layers.dropout(ones, p, dropout_implementation="downgrade_in_infer")  # 1 kept, 0 dropped
+    y = _t.add(_t.multiply(x, keep), _t.scale(keep, -alpha_p, bias=alpha_p))
+    return _t.scale(y, a, bias=b)
+
+
+def group_norm(x, num_groups, epsilon=1e-05, weight=None, bias=None, data_format="NCHW", name=None):
+    """x [N, C, ...]: each sample's num_groups runs of channels normalized over their elements,
+    then weight [C] and bias [C] per channel (built from reductions, with gradients)."""
+    check_variable(x, "x", "group_norm")
+    if data_format not in ("NCHW", "NCL", "NC", "NCDHW"):
+        raise ValueError(f"group_norm: only channel-first data_format is supported, got {data_format!r}")
+    shape = list(x.shape)
+    if len(shape) < 2 or any(d < 0 for d in shape[1:]) or shape[1] % int(num_groups):
+        raise ValueError(f"group_norm: {x.name}{shape} needs known dimensions after the batch and channels "
+                         f"divisible by num_groups {num_groups}")
+    g = _layers.reshape(x, [-1, int(num_groups), int(np.prod(shape[1:])) // int(num_groups)])
+    centered = _t.subtract(g, _layers.reduce_mean(g, dim=[2], keep_dim=True))
+    var = _layers.reduce_mean(_t.square(centered), dim=[2], keep_dim=True)
+    normed = _layers.reshape(_t.divide(centered, _t.sqrt(_t.scale(var, 1.0, bias=float(epsilon)))), [-1] + shape[1:])
+    if weight is not None:
+        normed = _layers.elementwise_mul(normed, weight, axis=1)
+    if bias is not None:
+        normed = _layers.elementwise_add(normed, bias, axis=1)
+    return normed
+
+
+def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.9, eps=1e-05, data_format="NCHW", name=None):
+    """Each channel of each sample normalized over its elements, then weight and bias per channel
+    (group_norm with one group per channel). Running statistics are not supported."""
+    if running_mean is not None or running_var is not None or not use_input_stats:
+        raise ValueError("instance_norm: running statistics (running_mean, running_var, use_input_stats=False) "
+                         "are not supported by psjob")
+    check_variable(x, "x", "instance_norm")
+    if data_format not in ("NCHW", "NCL", "NCDHW"):
+        raise ValueError(f"instance_norm: only channel-first data_format is supported, got {data_format!r}")
+    if len(x.shape) < 3 or x.shape[1] < 1:
+        raise ValueError(f"instance_norm: x {x.name}{list(x.shape)} must be [N, C, ...] with C known")
+    return group_norm(x, int(x.shape[1]), eps, weight, bias, "NCHW")
