@@ -513,3 +513,44 @@ def test_alpha_dropout_keeps_mean_and_variance_and_is_identity_in_eval():
     assert 0.27 < dropped.mean() < 0.33
     np.testing.assert_allclose(out[~dropped], a * xv[~dropped] - a * alpha_p * p)
     assert abs(out.mean()) < 0.02 and abs(out.var() - 1.0) < 0.03
+
+
+@pytest.mark.parametrize("custom", [False, True])
+def test_hsigmoid_matches_paddle_185(custom):
+    # Paddle 1.8.5 ran the same program: the loss per row, then after one SGD step on its mean
+    # sum(w), sum(w^2) (and sum(b) for the custom tree). Padding slots of the default tree's
+    # shorter paths add log 2 each, as Paddle's kernel does (row 0: label 0 has a 2-node path).
+    rs = np.random.RandomState(4)
+    nodes = 6 if custom else 5
+    xv = rs.uniform(-1, 1, (4, 3)).astype("float32")
+    wv = rs.uniform(-1, 1, (nodes, 3)).astype("float32")
+    bv = rs.uniform(-1, 1, (nodes, 1)).astype("float32")
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data("x", [4, 3], "float32")
+        x.stop_gradient = False
+        label = fluid.data("l", [4, 1], "int64")
+        init = fluid.initializer.NumpyArrayInitializer
+        extra = {}
+        if custom:
+            extra = dict(path_table=fluid.data("t", [4, 3], "int64"), path_code=fluid.data("c", [4, 3], "int64"),
+                         is_custom=True)
+        out = fluid.layers.hsigmoid(x, label, 6, param_attr=fluid.ParamAttr(name="hw", initializer=init(wv)),
+                                    bias_attr=fluid.ParamAttr(name="hb", initializer=init(bv)), **extra)
+        fluid.optimizer.SGD(0.5).minimize(fluid.layers.mean(out))
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(start, scope=scope)
+    feed = {"x": xv, "l": np.array([[0], [5], [2], [3]], "int64")}
+    if custom:
+        feed.update(t=np.array([[0, 2, -1], [1, 3, 4], [0, -1, -1], [5, 1, 2]], "int64"),
+                    c=np.array([[1, 0, 0], [0, 1, 1], [1, 0, 0], [0, 0, 1]], "int64"))
+    [value] = exe.run(main, feed=feed, fetch_list=[out], scope=scope)
+    w = np.array(scope.find_var("hw").get_tensor())
+    b = np.array(scope.find_var("hb").get_tensor())
+    if custom:
+        np.testing.assert_allclose(value.reshape(-1), [1.654026, 3.76447, 2.019011, 2.327546], atol=2e-6)
+        np.testing.assert_allclose([w.sum(), (w * w).sum(), b.sum()], [0.452411, 8.308249, -0.342519], atol=2e-5)
+    else:
+        np.testing.assert_allclose(value.reshape(-1), [1.981263, 2.1023, 3.02094, 2.289236], atol=2e-6)
+        np.testing.assert_allclose([w.sum(), (w * w).sum()], [1.0063491, 7.0307026], atol=2e-5)

@@ -347,6 +347,14 @@ def _cases():
         c.append(Case(f"nce-sampler{sampler}", "nce", nce_ins, {"Cost": 1, "SampleLogits": 1, "SampleLabels": 1},
                       {"num_total_classes": 7, "num_neg_samples": 3, "sampler": sampler,
                        "custom_neg_classes": [2, 5, 3]}))
+    hs = {"X": [In("x", f64(4, 3))], "W": [In("w", f64(5, 3))], "Bias": [In("b", f64(5, 1))],
+          "Label": [In("l", np.array([[0], [5], [2], [3]], np.int64), diff=False)]}
+    c.append(Case("hierarchical_sigmoid-default-tree", "hierarchical_sigmoid", hs, {"Out": 1, "PreOut": 1},
+                  {"num_classes": 6}))
+    c.append(Case("hierarchical_sigmoid-custom-tree", "hierarchical_sigmoid", dict(
+        hs, PathTable=[In("t", np.array([[0, 2, -1], [1, 3, 4], [0, -1, -1], [4, 1, 2]], np.int64), diff=False)],
+        PathCode=[In("c", np.array([[1, 0, 0], [0, 1, 1], [1, 0, 0], [0, 0, 1]], np.int64), diff=False)]),
+        {"Out": 1, "PreOut": 1}, {"num_classes": 6}))
     c.append(Case("bpr_loss", "bpr_loss", {"X": [In("x", f64(4, 3), [[0, 1, 4]])],
                                            "Label": [In("l", np.array([[0], [2], [1], [2]], np.int64), diff=False)]},
                   {"Y": 1}))

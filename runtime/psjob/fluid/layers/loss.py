@@ -11,7 +11,7 @@ from psjob.fluid.layers._checks import FLOATS, INTS, check_dtype, check_int, che
 from psjob.fluid.param_attr import ParamAttr
 
 __all__ = ["cross_entropy", "softmax_with_cross_entropy", "sigmoid_cross_entropy_with_logits",
-           "log_loss", "bpr_loss", "label_smooth", "rank_loss", "margin_rank_loss", "nce"]
+           "log_loss", "bpr_loss", "label_smooth", "rank_loss", "margin_rank_loss", "nce", "hsigmoid"]
 
 IGNORE_INDEX = -100
 
@@ -231,4 +231,40 @@ def nce(input, label, num_total_classes, sample_weight=None, param_attr=None, bi
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op(type="scale", inputs={"X": [cost]}, outputs={"Out": [out]},
                      attrs={"scale": 1.0 / (num_neg + 1), "bias": 0.0, "bias_after_scale": True})
+    return out
+
+
+def hsigmoid(input, label, num_classes, param_attr=None, bias_attr=None, name=None, path_table=None,
+             path_code=None, is_custom=False, is_sparse=False):
+    """The hierarchical sigmoid loss [N, 1] over Paddle's default binary tree of num_classes leaves,
+    or a custom tree (path_table, path_code, is_custom): weight hierarchical_sigmoid_N.w_0
+    [num_classes - 1, D] ([num_classes, D] custom), bias [.., 1] (Paddle 1.8 API docs,
+    fluid.layers.hsigmoid). is_sparse is accepted; the weight's gradient is dense here."""
+    layer = "hsigmoid"
+    check_variable(input, "input", layer)
+    check_variable(label, "label", layer)
+    check_dtype(input, "input", ("float32", "float64"), layer)
+    classes = check_int(num_classes, "num_classes", layer, minimum=2)
+    if len(input.shape) != 2 or input.shape[1] < 1:
+        raise ValueError(f"{layer}: input {input.name}{list(input.shape)} must be [N, D] with D known")
+    if is_custom and (path_table is None or path_code is None):
+        raise ValueError(f"{layer}: is_custom needs path_table and path_code")
+    if not is_custom and (path_table is not None or path_code is not None):
+        raise ValueError(f"{layer}: path_table and path_code need is_custom=True")
+    helper = LayerHelper("hierarchical_sigmoid", name)
+    nodes = classes if is_custom else classes - 1
+    weight = helper.create_parameter(param_attr, [nodes, input.shape[1]], input.dtype)
+    inputs = {"X": [input], "W": [weight], "Label": [label]}
+    if is_custom:
+        check_variable(path_table, "path_table", layer)
+        check_variable(path_code, "path_code", layer)
+        inputs["PathTable"], inputs["PathCode"] = [path_table], [path_code]
+    bias = helper.create_parameter(bias_attr, [nodes, 1], input.dtype, is_bias=True)
+    if bias is not None:
+        inputs["Bias"] = [bias]
+    out = helper.create_variable_for_type_inference(input.dtype)
+    pre_out = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op(type="hierarchical_sigmoid", inputs=inputs,
+                     outputs={"Out": [out], "PreOut": [pre_out], "W_Out": [weight]},
+                     attrs={"num_classes": classes, "is_sparse": bool(is_sparse), "remote_prefetch": bool(is_sparse)})
     return out

@@ -17,6 +17,7 @@ def load_all():
         gather_ops,
         gru_ops,
         heter_ops,
+        hsigmoid_ops,
         index_ops,
         interp_ops,
         layer_norm_ops,
