@@ -554,3 +554,52 @@ def test_hsigmoid_matches_paddle_185(custom):
     else:
         np.testing.assert_allclose(value.reshape(-1), [1.981263, 2.1023, 3.02094, 2.289236], atol=2e-6)
         np.testing.assert_allclose([w.sum(), (w * w).sum()], [1.0063491, 7.0307026], atol=2e-5)
+
+
+@pytest.mark.parametrize("hits, want", [
+    # Paddle 1.8.5 ran the same program with the same customized samples (row 1 samples its own
+    # label 7 again: an accidental hit): the loss per row, then sum(fw), sum(fw^2) after one SGD step.
+    (True, ([1.936724, 0.470869, 1.444958], (-2.615481, 17.770149))),
+    (False, ([1.936724, 0.798346, 1.444958], (-2.615481, 17.752134)))])
+def test_sampled_softmax_with_customized_samples_matches_paddle_185(hits, want):
+    rs = np.random.RandomState(8)
+    xv = rs.uniform(-1, 1, (3, 5)).astype("float32")
+    wv = rs.uniform(-1, 1, (5, 9)).astype("float32")
+    pv = rs.uniform(0.1, 0.9, (3, 5)).astype("float32")
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x, label = fluid.data("x", [3, 5], "float32"), fluid.data("l", [3, 1], "int64")
+        samples, probs = fluid.data("s", [3, 5], "int64"), fluid.data("p", [3, 5], "float32")
+        logits = fluid.layers.fc(x, 9, bias_attr=False, param_attr=fluid.ParamAttr(
+            name="fw", initializer=fluid.initializer.NumpyArrayInitializer(wv)))
+        loss = fluid.layers.sampled_softmax_with_cross_entropy(
+            logits, label, 4, remove_accidental_hits=hits, use_customized_samples=True, customized_samples=samples,
+            customized_probabilities=probs)
+        fluid.optimizer.SGD(0.5).minimize(fluid.layers.mean(loss))
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(start, scope=scope)
+    feed = {"x": xv, "l": np.array([[2], [7], [0]], "int64"), "p": pv,
+            "s": np.array([[2, 1, 5, 7, 3], [7, 1, 5, 7, 3], [0, 1, 5, 7, 3]], "int64")}
+    [value] = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+    np.testing.assert_allclose(value.reshape(-1), want[0], atol=2e-6)
+    w = np.array(scope.find_var("fw").get_tensor())
+    np.testing.assert_allclose([w.sum(), (w * w).sum()], want[1], atol=2e-5)
+
+
+def test_sampled_softmax_draws_distinct_negatives_shared_by_the_batch():
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        logits, label = fluid.data("x", [4, 50], "float32"), fluid.data("l", [4, 1], "int64")
+        loss = fluid.layers.sampled_softmax_with_cross_entropy(logits, label, 10, seed=3)
+        op = [o for o in main.global_block().ops if o.type == "sample_logits"][0]
+        samples = main.global_block().var(op.outputs["Samples"][0])
+        probs = main.global_block().var(op.outputs["Probabilities"][0])
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(start)
+    feed = {"x": np.random.RandomState(0).standard_normal((4, 50)).astype("float32"),
+            "l": np.array([[3], [0], [49], [7]], "int64")}
+    s, p, value = exe.run(main, feed=feed, fetch_list=[samples, probs, loss])
+    assert s.shape == (4, 11) and (s[:, 0] == [3, 0, 49, 7]).all()
+    assert all(len(set(row[1:])) == 10 for row in s) and (s[:, 1:] == s[0, 1:]).all()
+    assert ((p > 0) & (p <= 1)).all() and np.isfinite(value).all()

@@ -355,6 +355,13 @@ def _cases():
         hs, PathTable=[In("t", np.array([[0, 2, -1], [1, 3, 4], [0, -1, -1], [4, 1, 2]], np.int64), diff=False)],
         PathCode=[In("c", np.array([[1, 0, 0], [0, 1, 1], [1, 0, 0], [0, 0, 1]], np.int64), diff=False)]),
         {"Out": 1, "PreOut": 1}, {"num_classes": 6}))
+    c.append(Case("sample_logits-customized", "sample_logits", {
+        "Logits": [In("x", f64(3, 9))], "Labels": [In("l", np.array([[2], [7], [0]], np.int64), diff=False)],
+        "CustomizedSamples": [In("s", np.array([[2, 1, 5, 7, 3], [7, 1, 5, 7, 3], [0, 1, 5, 7, 3]], np.int64),
+                                 diff=False)],
+        "CustomizedProbabilities": [In("p", f64(3, 5, lo=0.1, hi=0.9), diff=False)]},
+        {"SampledLogits": 1, "SampledLabels": 1},
+        {"use_customized_samples": True, "uniq": True, "remove_accidental_hits": False, "num_samples": 4}))
     c.append(Case("bpr_loss", "bpr_loss", {"X": [In("x", f64(4, 3), [[0, 1, 4]])],
                                            "Label": [In("l", np.array([[0], [2], [1], [2]], np.int64), diff=False)]},
                   {"Y": 1}))

@@ -11,7 +11,8 @@ from psjob.fluid.layers._checks import FLOATS, INTS, check_dtype, check_int, che
 from psjob.fluid.param_attr import ParamAttr
 
 __all__ = ["cross_entropy", "softmax_with_cross_entropy", "sigmoid_cross_entropy_with_logits",
-           "log_loss", "bpr_loss", "label_smooth", "rank_loss", "margin_rank_loss", "nce", "hsigmoid"]
+           "log_loss", "bpr_loss", "label_smooth", "rank_loss", "margin_rank_loss", "nce", "hsigmoid",
+           "sampled_softmax_with_cross_entropy"]
 
 IGNORE_INDEX = -100
 
@@ -268,3 +269,39 @@ def hsigmoid(input, label, num_classes, param_attr=None, bias_attr=None, name=No
                      outputs={"Out": [out], "PreOut": [pre_out], "W_Out": [weight]},
                      attrs={"num_classes": classes, "is_sparse": bool(is_sparse), "remote_prefetch": bool(is_sparse)})
     return out
+
+
+def sampled_softmax_with_cross_entropy(logits, label, num_samples, num_true=1, remove_accidental_hits=True,
+                                       use_customized_samples=False, customized_samples=None,
+                                       customized_probabilities=None, seed=0):
+    """Softmax cross entropy over each row's true classes and num_samples sampled negatives, the
+    logits corrected by -log(sampling probability) (Paddle 1.8 API docs,
+    fluid.layers.sampled_softmax_with_cross_entropy): the sample_logits op, then
+    softmax_with_cross_entropy on the sampled logits, divided by num_true."""
+    layer = "sampled_softmax_with_cross_entropy"
+    check_variable(logits, "logits", layer)
+    check_variable(label, "label", layer)
+    check_dtype(label, "label", ("int64",), layer)
+    num_samples = check_int(num_samples, "num_samples", layer, minimum=1)
+    num_true = check_int(num_true, "num_true", layer, minimum=1)
+    if num_true != 1:
+        raise ValueError(f"{layer}: num_true must be 1 (Paddle's one_hot of the sampled labels needs it)")
+    helper = LayerHelper("sample_logits")
+    inputs = {"Logits": [logits], "Labels": [label]}
+    outputs = {}
+    if use_customized_samples:
+        check_variable(customized_samples, "customized_samples", layer)
+        check_variable(customized_probabilities, "customized_probabilities", layer)
+        inputs["CustomizedSamples"], inputs["CustomizedProbabilities"] = [customized_samples], [customized_probabilities]
+    else:
+        outputs["Samples"] = [helper.create_variable_for_type_inference("int64", stop_gradient=True)]
+        outputs["Probabilities"] = [helper.create_variable_for_type_inference(logits.dtype, stop_gradient=True)]
+    sampled_logits = helper.create_variable_for_type_inference(logits.dtype)
+    sampled_label = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    outputs.update(SampledLogits=[sampled_logits], SampledLabels=[sampled_label])
+    helper.append_op(type="sample_logits", inputs=inputs, outputs=outputs,
+                     attrs={"use_customized_samples": bool(use_customized_samples), "uniq": True,
+                            "remove_accidental_hits": bool(remove_accidental_hits), "num_samples": num_samples,
+                            "seed": int(seed)})
+    # Paddle one-hot encodes the sampled labels and takes the soft-label loss; the hard label is the same.
+    return softmax_with_cross_entropy(sampled_logits, sampled_label)

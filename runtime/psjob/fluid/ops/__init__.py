@@ -34,6 +34,7 @@ def load_all():
         reduce_ops,
         regularizer_ops,
         rnn_ops,
+        sample_logits_ops,
         sequence_layer_ops,
         sequence_lod_ops,
         sequence_mask_ops,
