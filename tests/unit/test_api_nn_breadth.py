@@ -603,3 +603,24 @@ def test_sampled_softmax_draws_distinct_negatives_shared_by_the_batch():
     assert s.shape == (4, 11) and (s[:, 0] == [3, 0, 49, 7]).all()
     assert all(len(set(row[1:])) == 10 for row in s) and (s[:, 1:] == s[0, 1:]).all()
     assert ((p > 0) & (p <= 1)).all() and np.isfinite(value).all()
+
+
+def test_fluid_act_strings_reach_the_new_activations():
+    """fc(act=...) appends the op of that name with its default attributes, as Fluid does."""
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data("x", [2, 4], "float32")
+        init = fluid.ParamAttr(initializer=fluid.initializer.Constant(0.25))
+        outs = {act: fluid.layers.fc(x, 3, act=act, param_attr=init, bias_attr=False)
+                for act in ("gelu", "elu", "relu6", "softplus", "leaky_relu", "hard_sigmoid", "swish")}
+        refs = {"gelu": fluid.layers.gelu, "elu": fluid.layers.elu, "relu6": fluid.layers.relu6,
+                "softplus": fluid.layers.softplus, "leaky_relu": fluid.layers.leaky_relu,
+                "hard_sigmoid": fluid.layers.hard_sigmoid, "swish": fluid.layers.swish}
+        pre = fluid.layers.fc(x, 3, param_attr=init, bias_attr=False)
+        want = {act: refs[act](pre) for act in outs}
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(start)
+    feed = {"x": np.array([[-3.0, -1.0, 0.5, 2.0], [4.0, 1.0, -6.0, 0.25]], "float32")}
+    got = exe.run(main, feed=feed, fetch_list=list(outs.values()) + list(want.values()))
+    for i, act in enumerate(outs):
+        np.testing.assert_allclose(got[i], got[i + len(outs)], err_msg=act)

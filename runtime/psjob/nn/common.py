@@ -139,7 +139,7 @@ class BatchNorm2D(BatchNorm1D):
     """Batch normalization of [N, C, H, W] inputs per channel C (`batch_norm2d_N`), as
     BatchNorm1D: the batch_norm op normalizes over every axis but the channel's."""
 
-    _FORMATS = ("NCHW",)
+    _FORMATS: tuple[str, ...] = ("NCHW",)
 
     def __init__(self, num_features, momentum=0.9, epsilon=1e-05, weight_attr=None, bias_attr=None,
                  data_format="NCHW", use_global_stats=None, name=None):

@@ -96,7 +96,7 @@ class SyncBatchNorm(BatchNorm2D):
     """paddle.nn.SyncBatchNorm: batch statistics synchronized across the devices of one trainer;
     a psjob trainer has one device, so this is BatchNorm2D's computation (any rank >= 2)."""
 
-    _FORMATS = ("NCHW", "NCL", "NC", "NCDHW")
+    _FORMATS: tuple[str, ...] = ("NCHW", "NCL", "NC", "NCDHW")
 
     @classmethod
     def convert_sync_batchnorm(cls, layer):
