@@ -624,3 +624,39 @@ def test_fluid_act_strings_reach_the_new_activations():
     got = exe.run(main, feed=feed, fetch_list=list(outs.values()) + list(want.values()))
     for i, act in enumerate(outs):
         np.testing.assert_allclose(got[i], got[i + len(outs)], err_msg=act)
+
+
+# Paddle 1.8.5 printed these for SHRINK_PROGRAM's outputs on SHRINK_X (rounded to 6 places); Paddle
+# 3.0.0's F.hardshrink / softshrink / thresholded_relu with the same arguments print the first six.
+SHRINK_X = np.array([[-3.0, -1.0, -0.25, 0.0, 0.6], [0.5, 1.0, 2.5, 7.0, 45.0]], "float32")
+SHRINK_185 = [
+    [[-3.0, -1.0, -0.0, 0.0, 0.6], [0.0, 1.0, 2.5, 7.0, 45.0]],
+    [[-3.0, -1.0, -0.0, 0.0, 0.0], [0.0, 1.0, 2.5, 7.0, 45.0]],
+    [[-2.5, -0.5, 0.0, 0.0, 0.1], [0.0, 0.5, 2.0, 6.5, 44.5]],
+    [[-2.2, -0.2, 0.0, 0.0, 0.0], [0.0, 0.2, 1.7, 6.2, 44.200001]],
+    [[-0.0, -0.0, -0.0, 0.0, 0.0], [0.0, 0.0, 2.5, 7.0, 45.0]],
+    [[-0.0, -0.0, -0.0, 0.0, 0.6], [0.5, 1.0, 2.5, 7.0, 45.0]],
+    [[0.2, 0.2, 0.2, 0.2, 0.6], [0.5, 1.0, 2.0, 2.0, 2.0]],
+    [[0.048587, 0.313262, 0.575939, 0.693147, 1.037488], [0.974077, 1.313262, 2.57889, 7.000912, 40.0]],
+    [[0.126928, 0.313262, 0.575939, 0.693147, 1.037488], [0.974077, 1.313262, 2.126928, 2.126928, 2.126928]],
+    [[-1.655376, -1.003767, -0.284755, 0.0, 0.654889], [0.554246, 1.003767, 1.599578, 1.71561, 1.7159]],
+    [[-1.810296, -0.924234, -0.248706, 0.0, 0.582625], [0.489837, 0.924234, 1.696567, 1.996356, 2.0]],
+]
+
+
+def test_shrink_and_clipped_activations_match_paddle():
+    main, start = _static()
+    F = paddle.nn.functional
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data("x", [2, 5], "float32")
+        L = fluid.layers
+        fluid_outs = [L.hard_shrink(x), L.hard_shrink(x, 0.9), L.softshrink(x), L.softshrink(x, 0.8),
+                      L.thresholded_relu(x), L.thresholded_relu(x, 0.4), L.brelu(x, 0.2, 2.0), L.soft_relu(x),
+                      L.soft_relu(x, 2.0), L.stanh(x), L.stanh(x, 0.5, 2.0)]
+        f_outs = [F.hardshrink(x), paddle.nn.Hardshrink(0.9)(x), F.softshrink(x), paddle.nn.Softshrink(0.8)(x),
+                  F.thresholded_relu(x), paddle.nn.ThresholdedReLU(0.4)(x)]
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    got = exe.run(main, feed={"x": SHRINK_X}, fetch_list=fluid_outs + f_outs)
+    for i, want in enumerate(SHRINK_185 + SHRINK_185[:6]):
+        np.testing.assert_allclose(got[i], want, rtol=2e-6, atol=1e-6, err_msg=str(i))

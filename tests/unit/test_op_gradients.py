@@ -121,6 +121,11 @@ def _cases():
                          ("logsigmoid", {}, f64(3, 4, lo=-5, hi=5))):
         tag = "-approximate" if attrs.get("approximate") else ""
         c.append(Case(f"{op}{tag}", op, {"X": [In("x", x)]}, {"Out": 1}, attrs))
+    kinks = np.array([[-2.0, -0.9, -0.3, 0.2], [0.7, 1.3, 2.2, -1.4], [3.1, -3.3, 0.45, 1.6]])
+    for op, attrs in (("hard_shrink", {"threshold": 0.6}), ("softshrink", {"lambda": 0.4}),
+                      ("thresholded_relu", {"threshold": 0.5}), ("brelu", {"t_min": -1.0, "t_max": 2.0}),
+                      ("soft_relu", {"threshold": 3.0}), ("stanh", {"scale_a": 0.8, "scale_b": 1.5})):
+        c.append(Case(op, op, {"X": [In("x", kinks)]}, {"Out": 1}, attrs))
     c.append(Case("log_softmax-axis1", "log_softmax", {"X": [In("x", f64(2, 3, 4, lo=-2, hi=2))]}, {"Out": 1},
                   {"axis": 1}))
 

@@ -8,7 +8,8 @@ from psjob.nn import functional as F
 from psjob.nn.layer import Layer
 
 __all__ = ["LeakyReLU", "PReLU", "ReLU6", "ELU", "CELU", "SELU", "GELU", "Silu", "Swish", "Mish", "Hardswish",
-           "Hardsigmoid", "Hardtanh", "Softplus", "Softsign", "Tanhshrink", "LogSigmoid", "LogSoftmax", "GLU"]
+           "Hardsigmoid", "Hardtanh", "Softplus", "Softsign", "Tanhshrink", "LogSigmoid", "LogSoftmax", "GLU",
+           "Hardshrink", "Softshrink", "ThresholdedReLU"]
 
 
 class LeakyReLU(Layer):
@@ -84,3 +85,6 @@ Tanhshrink = _activation("Tanhshrink", F.tanhshrink)
 LogSigmoid = _activation("LogSigmoid", F.log_sigmoid)
 LogSoftmax = _activation("LogSoftmax", F.log_softmax, "axis", axis=-1)
 GLU = _activation("GLU", F.glu, "axis", axis=-1)
+Hardshrink = _activation("Hardshrink", F.hardshrink, "threshold", threshold=0.5)
+Softshrink = _activation("Softshrink", F.softshrink, "threshold", threshold=0.5)
+ThresholdedReLU = _activation("ThresholdedReLU", F.thresholded_relu, "threshold", threshold=1.0)

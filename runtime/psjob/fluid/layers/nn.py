@@ -475,6 +475,36 @@ def tanh_shrink(x, name=None):
     return _act_layer("tanh_shrink", x, {}, name)
 
 
+def hard_shrink(x, threshold=None):
+    """x where |x| > threshold (0.5 when None), else 0."""
+    return _act_layer("hard_shrink", x, {"threshold": 0.5 if threshold is None else float(threshold)})
+
+
+def softshrink(x, alpha=None):
+    """x - alpha above alpha, x + alpha below -alpha, else 0 (alpha 0.5 when None; Paddle's lambda)."""
+    return _act_layer("softshrink", x, {"lambda": 0.5 if alpha is None else float(alpha)})
+
+
+def thresholded_relu(x, threshold=None):
+    """x where x > threshold (1.0 when None), else 0."""
+    return _act_layer("thresholded_relu", x, {"threshold": 1.0 if threshold is None else float(threshold)})
+
+
+def brelu(x, t_min=0.0, t_max=24.0, name=None):
+    """clip(x, t_min, t_max)."""
+    return _act_layer("brelu", x, {"t_min": float(t_min), "t_max": float(t_max)}, name)
+
+
+def soft_relu(x, threshold=40.0, name=None):
+    """log(1 + exp(clip(x, -threshold, threshold)))."""
+    return _act_layer("soft_relu", x, {"threshold": float(threshold)}, name)
+
+
+def stanh(x, scale_a=0.67, scale_b=1.7159, name=None):
+    """scale_b * tanh(scale_a * x)."""
+    return _act_layer("stanh", x, {"scale_a": float(scale_a), "scale_b": float(scale_b)}, name)
+
+
 def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05, param_attr=None,
                bias_attr=None, act=None, name=None):
     """Normalize over the dimensions from begin_norm_axis on, then a learned scale (ones) and

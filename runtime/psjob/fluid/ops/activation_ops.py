@@ -5,7 +5,9 @@ Beside relu, sigmoid, tanh, softmax, softsign, leaky_relu and prelu: the activat
 Paddle 2.x's paddle.nn.functional and Fluid 1.x's fluid.layers, by Paddle's op types and
 attributes: relu6 (threshold), elu (alpha), selu (scale, alpha), gelu (approximate), silu,
 swish (beta), hard_swish (threshold, scale, offset), hard_sigmoid (slope, offset), softplus
-(beta, threshold), tanh_shrink, mish (threshold), logsigmoid and log_softmax (axis)."""
+(beta, threshold), tanh_shrink, mish (threshold), logsigmoid, log_softmax (axis), hard_shrink
+(threshold), softshrink (lambda), thresholded_relu (threshold), brelu (t_min, t_max), soft_relu
+(threshold) and stanh (scale_a, scale_b)."""
 from __future__ import annotations
 
 import importlib
@@ -257,6 +259,24 @@ _elementwise_act("tanh_shrink", lambda xp, x, a: x - xp.tanh(x), lambda xp, x, o
 _elementwise_act("mish", _mish, _mish_grad)
 _elementwise_act("logsigmoid", lambda xp, x, a: -_softplus_raw(xp, -x),
                  lambda xp, x, o, d, a: d * _stable_sigmoid(xp, -x))
+
+
+# x times the mask, as Paddle's functors: a dropped negative is -0.0 there too.
+_elementwise_act("hard_shrink", lambda xp, x, a: x * (xp.abs(x) > _a(a, "threshold", 0.5)),
+                 lambda xp, x, o, d, a: d * (xp.abs(x) > _a(a, "threshold", 0.5)))
+_elementwise_act("softshrink", lambda xp, x, a: xp.where(x > _a(a, "lambda", 0.5), x - _a(a, "lambda", 0.5), xp.where(
+                     x < -_a(a, "lambda", 0.5), x + _a(a, "lambda", 0.5), 0)),
+                 lambda xp, x, o, d, a: d * (xp.abs(x) > _a(a, "lambda", 0.5)))
+_elementwise_act("thresholded_relu", lambda xp, x, a: x * (x > _a(a, "threshold", 1.0)),
+                 lambda xp, x, o, d, a: d * (x > _a(a, "threshold", 1.0)))
+_elementwise_act("brelu", lambda xp, x, a: xp.clip(x, _a(a, "t_min", 0.0), _a(a, "t_max", 24.0)),
+                 lambda xp, x, o, d, a: d * ((x > _a(a, "t_min", 0.0)) & (x < _a(a, "t_max", 24.0))))
+_elementwise_act("soft_relu", lambda xp, x, a: _softplus_raw(xp, xp.clip(x, -_a(a, "threshold", 40.0),
+                                                                          _a(a, "threshold", 40.0))),
+                 lambda xp, x, o, d, a: d * _stable_sigmoid(xp, x) * (xp.abs(x) < _a(a, "threshold", 40.0)))
+_elementwise_act("stanh", lambda xp, x, a: _a(a, "scale_b", 1.7159) * xp.tanh(_a(a, "scale_a", 0.67) * x),
+                 lambda xp, x, o, d, a: d * _a(a, "scale_a", 0.67) * _a(a, "scale_b", 1.7159) * (
+                     1 - xp.tanh(_a(a, "scale_a", 0.67) * x) ** 2))
 
 
 # -- log_softmax (attribute axis) -----------------------------------------------------------

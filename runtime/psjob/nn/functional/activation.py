@@ -10,7 +10,8 @@ from psjob.fluid.layers._checks import FLOATS, check_dtype, check_int, check_var
 from psjob.fluid.ops.activation_ops import SELU_ALPHA, SELU_SCALE
 
 __all__ = ["relu6", "elu", "selu", "gelu", "silu", "swish", "hardswish", "hardsigmoid", "softplus", "softsign",
-           "tanhshrink", "mish", "log_sigmoid", "log_softmax", "glu", "celu", "hardtanh"]
+           "tanhshrink", "mish", "log_sigmoid", "log_softmax", "glu", "celu", "hardtanh", "hardshrink", "softshrink",
+           "thresholded_relu"]
 
 
 def _act(api, op_type, x, attrs=None, name=None):
@@ -124,3 +125,20 @@ def glu(x, axis=-1, name=None):
         raise ValueError(f"glu: the size of axis {axis} of {x.name}{list(x.shape)} must be even, got {size}")
     a, b = _layers.split(x, 2, dim=axis)
     return _layers.elementwise_mul(a, _layers.sigmoid(b))
+
+
+def hardshrink(x, threshold=0.5, name=None):
+    """x where |x| > threshold, else 0."""
+    return _act("hardshrink", "hard_shrink", x, {"threshold": float(threshold)}, name)
+
+
+def softshrink(x, threshold=0.5, name=None):
+    """x - threshold above threshold, x + threshold below -threshold, else 0."""
+    if float(threshold) < 0:
+        raise ValueError(f"softshrink: threshold must be no less than zero, got {threshold}")
+    return _act("softshrink", "softshrink", x, {"lambda": float(threshold)}, name)
+
+
+def thresholded_relu(x, threshold=1.0, name=None):
+    """x where x > threshold, else 0."""
+    return _act("thresholded_relu", "thresholded_relu", x, {"threshold": float(threshold)}, name)
