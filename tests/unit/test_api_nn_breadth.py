@@ -660,3 +660,43 @@ def test_shrink_and_clipped_activations_match_paddle():
     got = exe.run(main, feed={"x": SHRINK_X}, fetch_list=fluid_outs + f_outs)
     for i, want in enumerate(SHRINK_185 + SHRINK_185[:6]):
         np.testing.assert_allclose(got[i], want, rtol=2e-6, atol=1e-6, err_msg=str(i))
+
+
+def test_pad_modes_match_paddle():
+    # Paddle 3.0.0 (F.pad, nn.Pad2D; float64) and Paddle 1.8.5 (fluid.layers.pad2d; float32) on the
+    # same inputs: (shape, sum, weighted sum) of each output.
+    main, start = _static()
+    F = paddle.nn.functional
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
+        a = paddle.static.data("a", [2, 3, 5], "float64")
+        b = paddle.static.data("b", [2, 3, 4, 5], "float64")
+        c = paddle.static.data("c", [1, 2, 3, 4, 3], "float64")
+        x = fluid.data("x", [2, 3, 4, 5], "float32")
+        outs = [F.pad(a, [2, 1], mode="reflect"), F.pad(a, [1, 3], mode="replicate", data_format="NLC"),
+                F.pad(a, [2, 2], mode="circular"), F.pad(b, [1, 2, 3, 0], mode="reflect"),
+                F.pad(b, [1, 2, 2, 1], mode="replicate", data_format="NHWC"), F.pad(b, [0, 1, 1, 0], value=4.0),
+                F.pad(c, [1, 1, 2, 0, 1, 2], mode="circular"), paddle.nn.Pad2D([1, 0, 0, 2], mode="reflect")(b),
+                fluid.layers.pad2d(x, [1, 2, 0, 3], mode="reflect"), fluid.layers.pad2d(x, [2, 0, 1, 1], mode="edge"),
+                fluid.layers.pad2d(x, [1, 1, 2, 2], pad_value=-2.0),
+                fluid.layers.pad2d(x, [1, 0, 2, 1], mode="reflect", data_format="NHWC")]
+        with pytest.raises(ValueError, match="pad: mode"):
+            F.pad(b, [1, 1, 1, 1], mode="mirror")
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    rs = np.random.RandomState(2)
+    feed = {"a": rs.uniform(-1, 1, (2, 3, 5)), "b": rs.uniform(-1, 1, (2, 3, 4, 5)),
+            "c": rs.uniform(-1, 1, (1, 2, 3, 4, 3)),
+            "x": np.random.RandomState(3).uniform(-1, 1, (2, 3, 4, 5)).astype("float32")}
+    want = [([2, 3, 8], -11.994835272097214, -4.001722202858956), ([2, 7, 5], -16.544048691523955, -5.32159128548212),
+            ([2, 3, 9], -13.254358191058317, -2.7736717184234805),
+            ([2, 3, 7, 8], -9.256523919808604, -13.773039990012943),
+            ([2, 6, 7, 5], -6.357870308990804, -21.989707099672714),
+            ([2, 3, 5, 6], 236.61085120183594, 15.63976719012473),
+            ([1, 2, 6, 6, 5], 9.677408011809666, 11.108009333507647),
+            ([2, 3, 6, 6], -6.5863706745773705, -3.987493489157446),
+            ([2, 3, 7, 8], -15.13991, 15.9322), ([2, 3, 6, 7], -4.40013, 2.95757), ([2, 3, 6, 9], -412.3074, -58.5862),
+            ([2, 4, 7, 5], 12.26038, 0.53513)]
+    for i, (value, (shape, total, weighted)) in enumerate(zip(exe.run(main, feed=feed, fetch_list=outs), want)):
+        assert list(value.shape) == shape
+        np.testing.assert_allclose(_digest(value), (total, weighted), rtol=1e-9 if i < 8 else 2e-5, atol=1e-4,
+                                   err_msg=str(i))

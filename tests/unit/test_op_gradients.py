@@ -338,6 +338,12 @@ def _cases():
     c.append(Case("pad", "pad", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"paddings": [1, 0, 2, 1], "pad_value": 0.5}))
     c.append(Case("pad_constant_like", "pad_constant_like",
                   {"X": [In("x", f64(3, 4), diff=False)], "Y": [In("y", f64(2, 3))]}, {"Out": 1}, {"pad_value": 1.5}))
+    for mode in ("constant", "reflect", "edge"):
+        c.append(Case(f"pad2d-{mode}", "pad2d", {"X": [In("x", f64(2, 2, 3, 4))]}, {"Out": 1},
+                      {"paddings": [1, 2, 0, 3], "mode": mode, "pad_value": 0.5, "data_format": "NCHW"}))
+    for mode in ("reflect", "replicate", "circular"):
+        c.append(Case(f"pad3d-{mode}-ndhwc", "pad3d", {"X": [In("x", f64(1, 3, 3, 4, 2))]}, {"Out": 1},
+                      {"paddings": [1, 2, 2, 0, 1, 1], "mode": mode, "value": 0.0, "data_format": "NDHWC"}))
     c.append(Case("crop", "crop", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"offsets": [1, 1], "shape": [2, 2]}))
     c.append(Case("label_smooth", "label_smooth", {"X": [In("x", probs(3, 4))]}, {"Out": 1}, {"epsilon": 0.1}))
     pair = {"Label": [In("lab", np.array([[1.0], [0.0], [1.0], [-1.0]]), diff=False)],

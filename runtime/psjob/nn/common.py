@@ -11,7 +11,7 @@ from psjob.param_attr import ParamAttr
 
 __all__ = ["Linear", "Embedding", "ReLU", "Sigmoid", "Tanh", "Softmax", "Dropout", "BatchNorm1D", "BatchNorm", "BatchNorm2D", "MaxPool2D",
            "Flatten",
-           "Identity", "Pad1D", "Pad2D", "Dropout2D", "Bilinear", "Unfold", "CosineSimilarity", "PairwiseDistance",
+           "Identity", "Pad1D", "Pad2D", "Dropout2D", "Bilinear", "Unfold", "CosineSimilarity", "PairwiseDistance", "Pad3D",
            "Upsample", "UpsamplingNearest2D", "UpsamplingBilinear2D", "AlphaDropout"]
 
 
@@ -230,13 +230,18 @@ class _Pad(Layer):
 
 
 class Pad1D(_Pad):
-    """Constant padding of [N, C, L] by [left, right] (paddle.nn.Pad1D)."""
+    """Padding of [N, C, L] by [left, right] (paddle.nn.Pad1D; modes as functional.pad)."""
     _FORMATS, _PAIRS = ("NCL", "NLC"), 1
 
 
 class Pad2D(_Pad):
-    """Constant padding of [N, C, H, W] by [left, right, top, bottom] (paddle.nn.Pad2D)."""
+    """Padding of [N, C, H, W] by [left, right, top, bottom] (paddle.nn.Pad2D; modes as functional.pad)."""
     _FORMATS, _PAIRS = ("NCHW", "NHWC"), 2
+
+
+class Pad3D(_Pad):
+    """Padding of [N, C, D, H, W] by [left, right, top, bottom, front, back] (paddle.nn.Pad3D)."""
+    _FORMATS, _PAIRS = ("NCDHW", "NDHWC"), 3
 
 
 class Dropout2D(Layer):

@@ -586,6 +586,25 @@ def pad(x, paddings, pad_value=0.0, name=None):
     return out
 
 
+def pad2d(input, paddings=[0, 0, 0, 0], mode="constant", pad_value=0.0, data_format="NCHW", name=None):  # noqa: B006 (Fluid's default)
+    """A 4-D input padded by paddings [top, bottom, left, right] in mode 'constant' (pad_value),
+    'reflect' or 'edge' (Paddle 1.8 API docs, fluid.layers.pad2d)."""
+    layer = "pad2d"
+    _check_variable(input, "input", layer)
+    paddings = _check_int_list(paddings, "paddings", layer)
+    _check_choice(mode, "mode", ("constant", "reflect", "edge"), layer)
+    _check_choice(data_format, "data_format", ("NCHW", "NHWC"), layer)
+    if len(input.shape) != 4 or len(paddings) != 4 or min(paddings) < 0:
+        raise ValueError(f"{layer}: input {input.name}{list(input.shape)} must be 4-D and paddings four values >= 0, "
+                         f"got {paddings}")
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=layer, inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"paddings": paddings, "mode": mode, "pad_value": float(pad_value),
+                            "data_format": data_format})
+    return out
+
+
 def pad_constant_like(x, y, pad_value=0.0, name=None):
     """y padded at the end of every dimension with pad_value to x's shape (Paddle 1.8 API docs,
     fluid.layers.pad_constant_like)."""

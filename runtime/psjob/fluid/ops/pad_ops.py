@@ -10,6 +10,8 @@ crop; Paddle 2.x's paddle.nn.functional.pad in constant mode builds `pad` too).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from psjob.fluid.framework import GraphError
 from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out, simple_grad
 
@@ -118,3 +120,81 @@ def crop_grad(ctx):
     dx = xp.zeros(x.shape, dtype=dout.dtype)
     dx[_crop_slices(ctx, x)] = dout
     ctx.set_output("X@GRAD", dx)
+
+
+# -- pad2d (Fluid 1.8) and pad3d (Paddle 2.x's F.pad beyond 'constant') --------------------------
+# pad2d: 4-D X, paddings [top, bottom, left, right], mode 'constant' (pad_value), 'reflect' or
+# 'edge'. pad3d: 5-D X, paddings [left, right, top, bottom, front, back], mode 'constant' (value),
+# 'reflect', 'replicate' or 'circular'. data_format puts the channels first or last. The gradient
+# sums Out@GRAD into the input position each output element was copied from, axis by axis.
+
+_NUMPY_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge", "replicate": "edge",
+                "circular": "wrap"}
+
+
+def _spatial_pads(op_or_ctx, ndim):
+    """[(axis, before, after)] and numpy's pad mode for pad2d / pad3d."""
+    pads = [int(p) for p in op_or_ctx.attr("paddings", [])]
+    mode = op_or_ctx.attr("mode", "constant")
+    fmt = op_or_ctx.attr("data_format", "NCHW" if ndim == 4 else "NCDHW")
+    kind = "pad2d" if ndim == 4 else "pad3d"
+    modes = ("constant", "reflect", "edge") if kind == "pad2d" else ("constant", "reflect", "replicate", "circular")
+    if mode not in modes:
+        raise GraphError(f"{kind}: mode must be one of {list(modes)}, got {mode!r}")
+    if len(pads) != 2 * (ndim - 2) or min(pads) < 0:
+        raise GraphError(f"{kind}: paddings {pads} must hold {2 * (ndim - 2)} non-negative values")
+    first = 1 if fmt in ("NHWC", "NDHWC") else 2
+    if kind == "pad2d":
+        pairs = [(pads[0], pads[1]), (pads[2], pads[3])]
+    else:
+        pairs = [(pads[4], pads[5]), (pads[2], pads[3]), (pads[0], pads[1])]
+    return [(first + i, b, a) for i, (b, a) in enumerate(pairs)], _NUMPY_MODES[mode]
+
+
+def _pad_nd_shape(op):
+    x = in_var(op, "X")
+    want = 4 if op.type == "pad2d" else 5
+    if len(x.shape) != want:
+        raise GraphError(f"{op.type}: X {x.name}{list(x.shape)} must be {want}-D")
+    shape = list(x.shape)
+    for axis, b, a in _spatial_pads(op, want)[0]:
+        shape[axis] = shape[axis] + b + a if shape[axis] >= 0 else -1
+    set_out(op, "Out", shape, x.dtype)
+
+
+def _pad_nd_value(ctx):
+    return float(ctx.attr("pad_value" if ctx.op_type.startswith("pad2d") else "value", 0.0))
+
+
+def _pad_nd(ctx):
+    xp, x = ctx.xp, ctx.input("X")
+    spec, mode = _spatial_pads(ctx, x.ndim)
+    widths = [(0, 0)] * x.ndim
+    for axis, b, a in spec:
+        if mode == "reflect" and (b >= x.shape[axis] or a >= x.shape[axis]):
+            raise ValueError(f"{ctx.op_type}: reflect padding ({b}, {a}) must be smaller than the padded "
+                             f"dimension ({x.shape[axis]})")
+        widths[axis] = (b, a)
+    kwargs = {"constant_values": x.dtype.type(_pad_nd_value(ctx))} if mode == "constant" else {}
+    ctx.set_output("Out", xp.pad(x, widths, mode=mode, **kwargs))
+
+
+def _pad_nd_grad(ctx):
+    xp, x, dout = ctx.xp, ctx.input("X"), ctx.input("Out@GRAD")
+    spec, mode = _spatial_pads(ctx, x.ndim)
+    g = dout
+    for axis, b, a in spec:
+        n = x.shape[axis]
+        # src[k]: the input index output k copies along this axis (-1: a constant).
+        src = np.pad(np.arange(n), (b, a), mode=mode, **({"constant_values": -1} if mode == "constant" else {}))
+        onehot = np.zeros((src.shape[0], n), dtype=dout.dtype)
+        keep = src >= 0
+        onehot[np.nonzero(keep)[0], src[keep]] = 1
+        m = onehot if xp is np else xp.asarray(onehot)
+        g = xp.moveaxis(xp.tensordot(xp.moveaxis(g, axis, -1), m, axes=([-1], [0])), -1, axis)
+    ctx.set_output("X@GRAD", g)
+
+
+for _op in ("pad2d", "pad3d"):
+    register_op(_op, infer_shape=_pad_nd_shape, grad=simple_grad(_op + "_grad"))(_pad_nd)
+    register_op(_op + "_grad")(_pad_nd_grad)

@@ -1,4 +1,4 @@
-"""paddle.nn.functional: pad (constant mode), bilinear, unfold, batch_norm, dropout2d, interpolate
+"""paddle.nn.functional: pad, bilinear, unfold, batch_norm, dropout2d, interpolate
 (nearest, bilinear) (Paddle 2.x
 API docs, paddle.nn.functional.*), each built from ops with registered gradients."""
 from __future__ import annotations
@@ -17,26 +17,35 @@ __all__ = ["pad", "bilinear", "unfold", "batch_norm", "dropout2d", "interpolate"
 
 
 def pad(x, pad, mode="constant", value=0.0, data_format="NCHW", name=None):  # noqa: A002 (Paddle's names)
-    """Constant padding. pad holds a (before, after) pair for every dimension of x in order, or, for
-    a 3-, 4- or 5-D x, pairs for its spatial dimensions from the last one back ([left, right,
-    top, bottom, front, back]), as Paddle's F.pad. Modes other than 'constant' are not supported."""
+    """As Paddle's F.pad: pad holding a (before, after) pair for every dimension of x in order
+    (mode 'constant'), Paddle's `pad` op; otherwise x is 3-, 4- or 5-D and pad holds pairs for
+    its spatial dimensions from the last one back ([left, right, top, bottom, front, back]),
+    Paddle's `pad3d` op over x unsqueezed to 5-D, in mode 'constant', 'reflect', 'replicate'
+    or 'circular'."""
     check_variable(x, "x", "pad")
-    if mode != "constant":
-        raise ValueError(f"pad: mode {mode!r} is not supported by psjob (only 'constant')")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
     pads = check_int_list(pad, "pad", "pad")
     nd = len(x.shape)
-    if len(pads) == 2 * nd:
-        paddings = pads
-    else:
-        spatial = {"NCL": [2], "NLC": [1], "NCHW": [2, 3], "NHWC": [1, 2], "NCDHW": [2, 3, 4],
-                   "NDHWC": [1, 2, 3]}.get(data_format)
-        if spatial is None or len(spatial) != nd - 2 or len(pads) != 2 * len(spatial):
-            raise ValueError(f"pad: pad {pads} must hold 2 values per dimension of {x.name}{list(x.shape)} or per "
-                             f"spatial dimension of its data_format {data_format!r}")
-        paddings = [0] * (2 * nd)
-        for k, axis in enumerate(reversed(spatial)):
-            paddings[2 * axis], paddings[2 * axis + 1] = pads[2 * k], pads[2 * k + 1]
-    return _layers.pad(x, paddings, float(value), name)
+    if mode == "constant" and len(pads) == 2 * nd:
+        return _layers.pad(x, pads, float(value), name)
+    if nd not in (3, 4, 5) or len(pads) != 2 * (nd - 2):
+        raise ValueError(f"pad: pad {pads} must hold 2 values per dimension of {x.name}{list(x.shape)} (mode "
+                         f"'constant'), or 2 per spatial dimension of a 3-, 4- or 5-D x")
+    if data_format not in ("NCL", "NLC", "NCHW", "NHWC", "NCDHW", "NDHWC"):
+        raise ValueError(f"pad: unknown data_format {data_format!r}")
+    # Only where the channels are matters, as in Paddle (a 3-D x with the default 'NCHW' is NCL).
+    channel_last = data_format in ("NLC", "NHWC", "NDHWC")
+    unsqueezed = {3: [1, 2] if channel_last else [2, 3], 4: [1] if channel_last else [2], 5: []}[nd]
+    pads = pads + [0] * (6 - len(pads))
+    if unsqueezed:
+        x = _layers.unsqueeze(x, unsqueezed)
+    helper = LayerHelper("pad3d", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="pad3d", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"paddings": pads, "mode": mode, "value": float(value),
+                            "data_format": "NDHWC" if channel_last else "NCDHW"})
+    return _layers.squeeze(out, unsqueezed) if unsqueezed else out
 
 
 def bilinear(x1, x2, weight, bias=None, name=None):
