@@ -700,3 +700,31 @@ def test_pad_modes_match_paddle():
         assert list(value.shape) == shape
         np.testing.assert_allclose(_digest(value), (total, weighted), rtol=1e-9 if i < 8 else 2e-5, atol=1e-4,
                                    err_msg=str(i))
+
+
+def test_continuous_value_model_matches_paddle_185():
+    # Paddle 1.8.5 printed Y and the gradient of sum(Y * Y) for X (whose show/click columns are CVM's)
+    # for use_cvm True and False on the same feeds.
+    rs = np.random.RandomState(6)
+    xv = np.concatenate([rs.randint(0, 9, (4, 2)).astype("float32"), rs.uniform(-1, 1, (4, 3)).astype("float32")], axis=1)
+    xv[:, 1] = np.minimum(xv[:, 1], xv[:, 0])
+    cv = rs.uniform(0, 3, (4, 2)).astype("float32")
+    want = {True: ([[1.38629, -0.0, -0.22005, -0.52037, -0.68877], [0.0, 0.0, 0.44866, 0.82839, -0.05395],
+                    [0.69315, -0.0, 0.35701, 0.60344, -0.08363], [0.69315, -0.0, 0.34767, -0.70431, -0.28581]],
+                   [[1.84943, 1.32753, -0.4401, -1.04074, -1.37754], [1.72786, 0.25452, 0.89731, 1.65678, -0.1079],
+                    [0.66985, 0.65367, 0.71402, 1.20688, -0.16726], [2.47678, 1.38072, 0.69534, -1.40862, -0.57162]]),
+            False: ([[-0.22005, -0.52037, -0.68877], [0.44866, 0.82839, -0.05395], [0.35701, 0.60344, -0.08363], [0.34767, -0.70431, -0.28581]],
+                    [[1.84943, 1.32753, -0.4401, -1.04074, -1.37754], [1.72786, 0.25452, 0.89731, 1.65678, -0.1079],
+                     [0.66985, 0.65367, 0.71402, 1.20688, -0.16726], [2.47678, 1.38072, 0.69534, -1.40862, -0.57162]])}
+    for use in (True, False):
+        main, start = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, start), fluid.unique_name.guard():
+            x = fluid.data("x", [4, 5], "float32")
+            x.stop_gradient = False
+            y = fluid.layers.continuous_value_model(x, fluid.data("c", [4, 2], "float32"), use)
+            g = fluid.gradients([fluid.layers.reduce_sum(fluid.layers.elementwise_mul(y, y))], [x])[0]
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(start)
+        yv, gv = exe.run(main, feed={"x": xv, "c": cv}, fetch_list=[y, g])
+        np.testing.assert_allclose(yv, want[use][0], atol=2e-5)
+        np.testing.assert_allclose(gv, want[use][1], atol=2e-5)

@@ -373,6 +373,12 @@ def _cases():
         "CustomizedProbabilities": [In("p", f64(3, 5, lo=0.1, hi=0.9), diff=False)]},
         {"SampledLogits": 1, "SampledLabels": 1},
         {"use_customized_samples": True, "uniq": True, "remove_accidental_hits": False, "num_samples": 4}))
+    # cvm's gradient is not a derivative in the show/click columns: Paddle hands back the CVM
+    # input there (checked against Paddle 1.8.5 in test_api_nn_breadth.py). With use_cvm off and
+    # CVM zero, those columns' gradient is 0, the derivative, and the rest is checked here.
+    c.append(Case("cvm-no-cvm", "cvm", {"X": [In("x", f64(4, 5), [[0, 1, 4]])],
+                                        "CVM": [In("c", np.zeros((2, 2)), diff=False)]},
+                  {"Y": 1}, {"use_cvm": False}))
     c.append(Case("bpr_loss", "bpr_loss", {"X": [In("x", f64(4, 3), [[0, 1, 4]])],
                                            "Label": [In("l", np.array([[0], [2], [1], [2]], np.int64), diff=False)]},
                   {"Y": 1}))

@@ -637,3 +637,19 @@ def crop(x, shape=None, offsets=None, name=None):
     out = helper.create_variable_for_type_inference(x.dtype)
     helper.append_op(type=layer, inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     return out
+
+
+def continuous_value_model(input, cvm, use_cvm=True):
+    """CTR embeddings whose first two columns are show and click (Paddle 1.8 API docs,
+    fluid.layers.continuous_value_model): use_cvm keeps them as log(show + 1) and
+    log(click + 1) - log(show + 1), else drops them; cvm [N, 2] is the show and click the
+    gradient carries back to those columns."""
+    layer = "continuous_value_model"
+    _check_variable(input, "input", layer)
+    _check_variable(cvm, "cvm", layer)
+    _check_dtype(input, "input", ("float32", "float64"), layer)
+    helper = LayerHelper("cvm")
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="cvm", inputs={"X": [input], "CVM": [cvm]}, outputs={"Y": [out]},
+                     attrs={"use_cvm": bool(use_cvm)})
+    return out

@@ -11,6 +11,7 @@ def load_all():
         clip_ops,
         collective_ops,
         conv_ops,
+        cvm_ops,
         dist_ops,
         einsum_ops,
         embedding_pool_ops,
