@@ -728,3 +728,25 @@ def test_continuous_value_model_matches_paddle_185():
         yv, gv = exe.run(main, feed={"x": xv, "c": cv}, fetch_list=[y, g])
         np.testing.assert_allclose(yv, want[use][0], atol=2e-5)
         np.testing.assert_allclose(gv, want[use][1], atol=2e-5)
+
+
+def test_fluid_resize_layers_match_paddle_185():
+    # Paddle 1.8.5 ran the same program (float32): (shape, sum, weighted sum) of each output.
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data("x", [2, 3, 4, 5], "float32")
+        L = fluid.layers
+        outs = [L.resize_bilinear(x, [7, 9]), L.resize_bilinear(x, scale=1.5),
+                L.resize_bilinear(x, [3, 8], align_corners=False),
+                L.resize_bilinear(x, [6, 4], align_corners=False, align_mode=0), L.resize_nearest(x, [7, 3]),
+                L.resize_nearest(x, scale=2.0), L.resize_nearest(x, [6, 8], align_corners=False),
+                L.image_resize(x, [5, 5], resample="NEAREST")]
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(start)
+    want = [([2, 3, 7, 9], 5.45593, 15.33439), ([2, 3, 6, 7], 3.05912, 12.16184), ([2, 3, 3, 8], 3.97012, 6.69639),
+            ([2, 3, 6, 4], 2.37451, 8.23885), ([2, 3, 7, 3], -6.16777, 9.00376), ([2, 3, 8, 10], 10.06784, 25.42335),
+            ([2, 3, 6, 8], 2.36246, 12.77529), ([2, 3, 5, 5], -3.04849, 6.66524)]
+    feed = {"x": np.random.RandomState(5).uniform(-1, 1, (2, 3, 4, 5)).astype("float32")}
+    for value, (shape, total, weighted) in zip(exe.run(main, feed=feed, fetch_list=outs), want):
+        assert list(value.shape) == shape
+        np.testing.assert_allclose(_digest(value), (total, weighted), atol=2e-5)

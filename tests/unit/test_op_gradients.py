@@ -415,7 +415,9 @@ def _cases():
                       {"Input": [In("x", f64(2, 3, 3, 4))], "Filter": [In("w", filt)]}, {"Output": 1}, attrs))
     for op, attrs in (("nearest_interp_v2", {"out_h": 5, "out_w": 3}),
                       ("bilinear_interp_v2", {"out_h": 5, "out_w": 7, "align_mode": 0}),
-                      ("bilinear_interp_v2", {"scale": [1.5, 0.7], "align_corners": True})):
+                      ("bilinear_interp_v2", {"scale": [1.5, 0.7], "align_corners": True}),
+                      ("nearest_interp", {"scale": 1.5, "align_corners": True}),
+                      ("bilinear_interp", {"out_h": 4, "out_w": 6, "align_corners": False, "align_mode": 1})):
         tag = "-".join(f"{k}{v}" for k, v in attrs.items()).replace(" ", "")
         c.append(Case(f"{op}-{tag}", op, {"X": [In("x", f64(2, 2, 3, 4))]}, {"Out": 1}, attrs))
     for kind in ("avg", "max"):

@@ -653,3 +653,50 @@ def continuous_value_model(input, cvm, use_cvm=True):
     helper.append_op(type="cvm", inputs={"X": [input], "CVM": [cvm]}, outputs={"Y": [out]},
                      attrs={"use_cvm": bool(use_cvm)})
     return out
+
+
+def image_resize(input, out_shape=None, scale=None, name=None, resample="BILINEAR", actual_shape=None,
+                 align_corners=True, align_mode=1, data_format="NCHW"):
+    """Resize the H, W of a 4-D input to out_shape [out_h, out_w] or by scale (Paddle 1.8 API docs,
+    fluid.layers.image_resize): resample 'BILINEAR' or 'NEAREST', Paddle's bilinear_interp /
+    nearest_interp ops. out_shape and scale held in Variables (actual_shape) are refused."""
+    layer = "image_resize"
+    _check_variable(input, "input", layer)
+    resample = str(resample).upper()
+    _check_choice(resample, "resample", ("BILINEAR", "NEAREST"), layer)
+    _check_choice(data_format, "data_format", ("NCHW", "NHWC"), layer)
+    if len(input.shape) != 4:
+        raise ValueError(f"{layer}: input {input.name}{list(input.shape)} must be 4-D")
+    if actual_shape is not None or isinstance(out_shape, Variable) or isinstance(scale, Variable):
+        raise ValueError(f"{layer}: sizes held in Variables (out_shape, scale, actual_shape) are not supported by psjob")
+    attrs = {"out_h": -1, "out_w": -1, "scale": 0.0, "interp_method": resample.lower(),
+             "align_corners": bool(align_corners), "align_mode": int(align_mode), "data_layout": "NCHW"}
+    if out_shape is not None:
+        sizes = _check_int_list(out_shape, "out_shape", layer)
+        if len(sizes) != 2 or min(sizes) < 1:
+            raise ValueError(f"{layer}: out_shape must be two positive ints [out_h, out_w], got {out_shape!r}")
+        attrs["out_h"], attrs["out_w"] = sizes
+    elif scale is not None and float(scale) > 0:
+        attrs["scale"] = float(scale)
+    else:
+        raise ValueError(f"{layer}: give out_shape or a positive scale")
+    if data_format == "NHWC":
+        input = transpose(input, [0, 3, 1, 2])
+    op_type = "bilinear_interp" if resample == "BILINEAR" else "nearest_interp"
+    helper = LayerHelper(op_type, name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=op_type, inputs={"X": [input]}, outputs={"Out": [out]}, attrs=attrs)
+    return transpose(out, [0, 2, 3, 1]) if data_format == "NHWC" else out
+
+
+def resize_bilinear(input, out_shape=None, scale=None, name=None, actual_shape=None, align_corners=True,
+                    align_mode=1, data_format="NCHW"):
+    """image_resize with resample 'BILINEAR'."""
+    return image_resize(input, out_shape, scale, name, "BILINEAR", actual_shape, align_corners, align_mode,
+                        data_format)
+
+
+def resize_nearest(input, out_shape=None, scale=None, name=None, actual_shape=None, align_corners=True,
+                   data_format="NCHW"):
+    """image_resize with resample 'NEAREST'."""
+    return image_resize(input, out_shape, scale, name, "NEAREST", actual_shape, align_corners, 1, data_format)

@@ -1,5 +1,7 @@
 """`nearest_interp_v2` and `bilinear_interp_v2`: resizing NCHW inputs, as Paddle 2.x's ops behind
-paddle.nn.functional.interpolate / paddle.nn.Upsample, with their gradients.
+paddle.nn.functional.interpolate / paddle.nn.Upsample, with their gradients; `nearest_interp` and
+`bilinear_interp` are Fluid 1.8's (fluid.layers.resize_nearest / resize_bilinear / image_resize):
+`scale` one number, and the ratio always from the sizes.
 
 Attributes as Paddle's: `out_h`, `out_w` (or `scale` [sh, sw], output = floor(in * scale)),
 `align_corners`, `align_mode` (bilinear: 0 maps output i to input (i + 0.5) * ratio - 0.5, 1 to
@@ -20,7 +22,8 @@ from psjob.fluid.ops.registry import in_var, register_op, set_out, simple_grad
 
 def _out_size(attrs, in_hw):
     out = [int(attrs.get("out_h", -1)), int(attrs.get("out_w", -1))]
-    scale = [float(s) for s in (attrs.get("scale") or [])]
+    raw = attrs.get("scale")
+    scale = [float(raw)] if isinstance(raw, (int, float)) else [float(s) for s in (raw or [])]
     if len(scale) == 1:
         scale = scale * 2
     if scale and min(scale) > 0:
@@ -35,7 +38,7 @@ def _interp_shape(op):
     if op.attr("data_layout", "NCHW") != "NCHW":
         raise GraphError(f"{op.type}: only data_layout 'NCHW' is supported (the layer transposes NHWC)")
     out, _ = _out_size(op.attrs, x.shape[2:])
-    if any(d == 0 or d < -1 for d in out) or (all(d < 0 for d in out) and not op.attr("scale")):
+    if any(d == 0 or d < -1 for d in out) or (all(d < 0 for d in out) and not _out_size(op.attrs, [1, 1])[1]):
         raise GraphError(f"{op.type}: give out_h/out_w or a positive scale (got {out})")
     set_out(op, "Out", list(x.shape[:2]) + out, x.dtype)
 
@@ -66,7 +69,8 @@ def _matrix(kind, n_in, n_out, scale, align_corners, align_mode):
 def _matrices(ctx, x):
     kind = "nearest" if ctx.op_type.startswith("nearest") else "bilinear"
     out, scale = _out_size(ctx.attrs, x.shape[2:])
-    scale = scale or [0.0, 0.0]
+    # v1 (Fluid 1.8) takes the ratio from the sizes even when a scale set them; v2 from 1 / scale.
+    scale = scale if scale and "_v2" in ctx.op_type else [0.0, 0.0]
     align, mode = bool(ctx.attr("align_corners", False)), int(ctx.attr("align_mode", 1))
     mats = [_matrix(kind, x.shape[2 + k], out[k], scale[k], align, mode) for k in range(2)]
     return [m.astype(x.dtype) if ctx.xp is np else ctx.xp.asarray(m, dtype=x.dtype) for m in mats]
@@ -89,3 +93,5 @@ def _register(op_type):
 
 _register("nearest_interp_v2")
 _register("bilinear_interp_v2")
+_register("nearest_interp")  # Fluid 1.8's resize_nearest / image_resize
+_register("bilinear_interp")  # Fluid 1.8's resize_bilinear
