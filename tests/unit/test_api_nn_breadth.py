@@ -750,3 +750,25 @@ def test_fluid_resize_layers_match_paddle_185():
     for value, (shape, total, weighted) in zip(exe.run(main, feed=feed, fetch_list=outs), want):
         assert list(value.shape) == shape
         np.testing.assert_allclose(_digest(value), (total, weighted), atol=2e-5)
+
+
+def test_hsigmoid_loss_matches_paddle_300():
+    # Paddle 3.0.0 (static, float32) printed the parameter names and both losses for the same feeds.
+    main, start = _static()
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
+        x = paddle.static.data("x", [4, 3], "float32")
+        label = paddle.static.data("l", [4, 1], "int64")
+        layer = paddle.nn.HSigmoidLoss(3, 6, weight_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.3)),
+                                       bias_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(-0.1)))
+        out = layer(x, label)
+        out2 = paddle.nn.functional.hsigmoid_loss(x, label, 6, paddle.static.data("w", [5, 3], "float32"))
+    assert [(p.name, list(p.shape)) for p in layer.parameters()] == [("h_sigmoid_loss_0.w_0", [5, 3]),
+                                                                     ("h_sigmoid_loss_0.b_0", [5, 1])]
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    rs = np.random.RandomState(4)
+    feed = {"x": rs.uniform(-1, 1, (4, 3)).astype("float32"), "l": np.array([[0], [5], [2], [3]], "int64")}
+    feed["w"] = rs.uniform(-1, 1, (5, 3)).astype("float32")
+    a, b = exe.run(main, feed=feed, fetch_list=[out, out2])
+    np.testing.assert_allclose(a.reshape(-1), [2.139397144, 2.091046333, 1.716408968, 2.011755705], rtol=1e-6)
+    np.testing.assert_allclose(b.reshape(-1), [1.666819334, 3.278629541, 2.901377201, 2.526025057], rtol=1e-6)

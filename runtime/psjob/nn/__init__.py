@@ -61,6 +61,7 @@ from psjob.nn.loss import (
     BCEWithLogitsLoss,
     CrossEntropyLoss,
     HingeEmbeddingLoss,
+    HSigmoidLoss,
     KLDivLoss,
     L1Loss,
     MarginRankingLoss,

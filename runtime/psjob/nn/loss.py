@@ -6,7 +6,7 @@ from psjob.nn import functional as F
 from psjob.nn.layer import Layer
 
 __all__ = ["BCEWithLogitsLoss", "BCELoss", "CrossEntropyLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "NLLLoss",
-           "MarginRankingLoss", "KLDivLoss", "HingeEmbeddingLoss", "TripletMarginLoss"]
+           "MarginRankingLoss", "KLDivLoss", "HingeEmbeddingLoss", "TripletMarginLoss", "HSigmoidLoss"]
 
 
 class BCEWithLogitsLoss(Layer):
@@ -111,3 +111,22 @@ class TripletMarginLoss(Layer):
 
     def forward(self, input, positive, negative):  # noqa: A002 (Paddle's name)
         return F.triplet_margin_loss(input, positive, negative, **self._args)
+
+
+class HSigmoidLoss(Layer):
+    """paddle.nn.HSigmoidLoss: weight [num_classes - 1, feature_size] ([num_classes, ...] with
+    is_custom), bias [num_classes - 1, 1]; functional.hsigmoid_loss on call."""
+
+    def __init__(self, feature_size, num_classes, weight_attr=None, bias_attr=None, is_custom=False, is_sparse=False,
+                 name=None):
+        super().__init__()
+        if num_classes < 2 and not is_custom:
+            raise ValueError(f"HSigmoidLoss: num_classes must be at least 2, got {num_classes}")
+        self._num_classes, self._is_sparse = int(num_classes), bool(is_sparse)
+        rows = int(num_classes) if is_custom else int(num_classes) - 1
+        self.weight = self.create_parameter([rows, int(feature_size)], weight_attr)
+        self.bias = self.create_parameter([rows, 1], bias_attr, is_bias=True)
+
+    def forward(self, input, label, path_table=None, path_code=None):  # noqa: A002 (Paddle's name)
+        return F.hsigmoid_loss(input, label, self._num_classes, self.weight, self.bias, path_table, path_code,
+                               self._is_sparse)

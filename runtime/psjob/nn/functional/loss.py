@@ -13,7 +13,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import FLOATS, check_dtype, check_variable
 
 __all__ = ["l1_loss", "smooth_l1_loss", "kl_div", "margin_ranking_loss", "nll_loss", "sigmoid_focal_loss",
-           "hinge_embedding_loss", "triplet_margin_loss", "pairwise_distance", "label_smooth"]
+           "hinge_embedding_loss", "triplet_margin_loss", "pairwise_distance", "label_smooth", "hsigmoid_loss"]
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -163,3 +163,27 @@ def triplet_margin_loss(input, positive, negative, margin=1.0, p=2, epsilon=1e-6
 def label_smooth(label, prior_dist=None, epsilon=0.1, name=None):
     """(1 - epsilon) * label + epsilon * prior_dist (uniform when None): Paddle's label_smooth op."""
     return _layers.label_smooth(label, prior_dist, epsilon, name=name)
+
+
+def hsigmoid_loss(input, label, num_classes, weight, bias=None, path_table=None, path_code=None, is_sparse=False,
+                  name=None):
+    """The hierarchical sigmoid loss [N, 1] (Paddle 2.x's hsigmoid_loss): Paddle's
+    hierarchical_sigmoid op over weight [num_classes - 1, D] (or a custom tree's path_table and
+    path_code), as fluid.layers.hsigmoid."""
+    check_variable(input, "input", "hsigmoid_loss")
+    check_variable(label, "label", "hsigmoid_loss")
+    check_variable(weight, "weight", "hsigmoid_loss")
+    if (path_table is None) != (path_code is None):
+        raise ValueError("hsigmoid_loss: give both path_table and path_code, or neither")
+    inputs = {"X": [input], "W": [weight], "Label": [label]}
+    if bias is not None:
+        inputs["Bias"] = [bias]
+    if path_table is not None:
+        inputs["PathTable"], inputs["PathCode"] = [path_table], [path_code]
+    helper = LayerHelper("hsigmoid_loss", name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    pre_out = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op(type="hierarchical_sigmoid", inputs=inputs,
+                     outputs={"Out": [out], "PreOut": [pre_out], "W_Out": [weight]},
+                     attrs={"num_classes": int(num_classes), "is_sparse": bool(is_sparse), "remote_prefetch": False})
+    return out
