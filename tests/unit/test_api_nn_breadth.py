@@ -772,3 +772,25 @@ def test_hsigmoid_loss_matches_paddle_300():
     a, b = exe.run(main, feed=feed, fetch_list=[out, out2])
     np.testing.assert_allclose(a.reshape(-1), [2.139397144, 2.091046333, 1.716408968, 2.011755705], rtol=1e-6)
     np.testing.assert_allclose(b.reshape(-1), [1.666819334, 3.278629541, 2.901377201, 2.526025057], rtol=1e-6)
+
+
+def test_fluid_conv2d_transpose_matches_paddle_185():
+    # Paddle 1.8.5 ran the same program: parameter names and shapes, the first output's
+    # (shape, sum, weighted sum) and the second's shape (filter_size derived from output_size).
+    rs = np.random.RandomState(7)
+    xv = rs.uniform(-1, 1, (2, 4, 3, 5)).astype("float32")
+    wv = rs.uniform(-1, 1, (4, 3, 3, 2)).astype("float32")
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data("x", [2, 4, 3, 5], "float32")
+        a = fluid.layers.conv2d_transpose(x, 3, filter_size=[3, 2], stride=2, padding=1, bias_attr=False, act="relu",
+                                          param_attr=fluid.ParamAttr(initializer=fluid.initializer.NumpyArrayInitializer(wv)))
+        b = fluid.layers.conv2d_transpose(x, 6, output_size=[7, 11], stride=2, groups=2)
+    assert [(p.name, list(p.shape)) for p in main.global_block().all_parameters()] == [
+        ("conv2d_transpose_0.w_0", [4, 3, 3, 2]), ("conv2d_transpose_1.w_0", [4, 3, 3, 3]),
+        ("conv2d_transpose_1.b_0", [6])]
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(start)
+    av, bv = exe.run(main, feed={"x": xv}, fetch_list=[a, b])
+    assert list(av.shape) == [2, 3, 5, 8] and list(bv.shape) == [2, 6, 7, 11]
+    np.testing.assert_allclose(_digest(av), (76.14841, 16.34538), atol=2e-5)

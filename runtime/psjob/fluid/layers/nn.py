@@ -700,3 +700,51 @@ def resize_nearest(input, out_shape=None, scale=None, name=None, actual_shape=No
                    data_format="NCHW"):
     """image_resize with resample 'NEAREST'."""
     return image_resize(input, out_shape, scale, name, "NEAREST", actual_shape, align_corners, 1, data_format)
+
+
+def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, padding=0, stride=1, dilation=1,  # noqa: A002
+                     groups=None, param_attr=None, bias_attr=None, use_cudnn=True, act=None, name=None,
+                     data_format="NCHW"):
+    """Fluid 1.8's fluid.layers.conv2d_transpose on NCHW input: Paddle's conv2d_transpose op with a
+    filter [C, num_filters / groups, kh, kw] made here (Fluid's default Xavier), filter_size derived
+    from output_size when None, a bias [num_filters] on the channel axis unless bias_attr is False,
+    then `act`. padding an int or [pad_h, pad_w]; use_cudnn has no effect."""
+    layer = "conv2d_transpose"
+    _check_variable(input, "input", layer)
+    if data_format != "NCHW" or len(input.shape) != 4 or input.shape[1] < 1:
+        raise ValueError(f"{layer}: input must be a 4-D NCHW tensor with known channels, got "
+                         f"{input.name}{list(input.shape)} ({data_format})")
+    groups = 1 if groups is None else _check_int(groups, "groups", layer, minimum=1)
+    num_filters = _check_int(num_filters, "num_filters", layer, minimum=1)
+    channels = input.shape[1]
+    if channels % groups or num_filters % groups:
+        raise ValueError(f"{layer}: groups {groups} must divide the {channels} input channels and num_filters")
+    strides, pads, dilations = (_conv_pair(stride, "stride", 1), _conv_pair(padding, "padding", 0),
+                                _conv_pair(dilation, "dilation", 1))
+    if filter_size is None:
+        if output_size is None:
+            raise ValueError(f"{layer}: give filter_size or output_size")
+        size = _conv_pair(output_size, "output_size", 1)
+        if any(d < 0 for d in input.shape[2:]):
+            raise ValueError(f"{layer}: deriving filter_size from output_size needs the input's H and W")
+        # Fluid's formula: k = (out - (in - 1) * stride + 2 * pad - 1) // dilation + 1.
+        kernel = [(size[i] - (input.shape[2 + i] - 1) * strides[i] + 2 * pads[i] - 1) // dilations[i] + 1
+                  for i in range(2)]
+        if min(kernel) < 1:
+            raise ValueError(f"{layer}: output_size {size} is smaller than the input allows")
+    else:
+        kernel = _conv_pair(filter_size, "filter_size", 1)
+    helper = LayerHelper(layer, name=name)
+    w = helper.create_parameter(param_attr, [channels, num_filters // groups] + kernel, input.dtype)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=layer, inputs={"Input": [input], "Filter": [w]}, outputs={"Output": [out]},
+                     attrs={"strides": strides, "paddings": pads, "dilations": dilations, "groups": groups,
+                            "output_padding": [0, 0], "output_size": [], "padding_algorithm": "EXPLICIT",
+                            "data_format": "NCHW"})
+    if bias_attr is not False:
+        b = helper.create_parameter(bias_attr, [num_filters], input.dtype, is_bias=True)
+        biased = helper.create_variable_for_type_inference(input.dtype)
+        helper.append_op(type="elementwise_add", inputs={"X": [out], "Y": [b]}, outputs={"Out": [biased]},
+                         attrs={"axis": 1})
+        out = biased
+    return helper.append_activation(out, act)
