@@ -103,6 +103,31 @@ def _cases():
     c.append(Case("sigmoid", "sigmoid", {"X": [In("x", f64(3, 4, lo=-4, hi=4))]}, {"Out": 1}))
     c.append(Case("tanh", "tanh", {"X": [In("x", f64(3, 4, lo=-2, hi=2))]}, {"Out": 1}))
     c.append(Case("softmax", "softmax", {"X": [In("x", f64(3, 5, lo=-2, hi=2))]}, {"Out": 1}))
+    # Paddle 2.x's activations (activation_ops.py); kinks (relu6 at 0 and 6, hard_* at their ramp
+    # ends) are kept away from the sampled points.
+    kinked = away_from_zero(3, 4) * 2.5
+    for op, attrs, x in (("relu6", {"threshold": 6.0}, away_from_zero(3, 4) * 5.0),
+                         ("elu", {"alpha": 0.7}, kinked), ("selu", {}, kinked),
+                         ("gelu", {"approximate": False}, f64(3, 4, lo=-3, hi=3)),
+                         ("gelu", {"approximate": True}, f64(3, 4, lo=-3, hi=3)),
+                         ("silu", {}, f64(3, 4, lo=-4, hi=4)), ("swish", {"beta": 1.7}, f64(3, 4, lo=-4, hi=4)),
+                         ("hard_swish", {"threshold": 6.0, "scale": 6.0, "offset": 3.0},
+                          np.array([[-4.0, -2.5, -1.0, 0.3], [1.1, 2.2, 2.9, 3.4], [4.0, -0.2, -3.5, 5.0]])),
+                         ("hard_sigmoid", {"slope": 0.2, "offset": 0.5},
+                          np.array([[-3.0, -2.0, -0.5, 0.3], [1.1, 2.2, 2.6, 3.4], [4.0, -0.2, -3.5, 1.7]])),
+                         ("softplus", {"beta": 2.0, "threshold": 5.0},
+                          np.array([[-3.0, -1.0, 0.1, 1.0], [2.0, 2.4, 2.6, 4.0], [-0.4, 0.7, 1.9, 3.1]])),
+                         ("tanh_shrink", {}, f64(3, 4, lo=-2, hi=2)), ("mish", {}, f64(3, 4, lo=-4, hi=4)),
+                         ("logsigmoid", {}, f64(3, 4, lo=-5, hi=5))):
+        tag = "-approximate" if attrs.get("approximate") else ""
+        c.append(Case(f"{op}{tag}", op, {"X": [In("x", x)]}, {"Out": 1}, attrs))
+    kinks = np.array([[-2.0, -0.9, -0.3, 0.2], [0.7, 1.3, 2.2, -1.4], [3.1, -3.3, 0.45, 1.6]])
+    for op, attrs in (("hard_shrink", {"threshold": 0.6}), ("softshrink", {"lambda": 0.4}),
+                      ("thresholded_relu", {"threshold": 0.5}), ("brelu", {"t_min": -1.0, "t_max": 2.0}),
+                      ("soft_relu", {"threshold": 3.0}), ("stanh", {"scale_a": 0.8, "scale_b": 1.5})):
+        c.append(Case(op, op, {"X": [In("x", kinks)]}, {"Out": 1}, attrs))
+    c.append(Case("log_softmax-axis1", "log_softmax", {"X": [In("x", f64(2, 3, 4, lo=-2, hi=2))]}, {"Out": 1},
+                  {"axis": 1}))
 
     # -- lookup_table ----------------------------------------------------------------------
     table = f64(7, 3)
@@ -287,6 +312,76 @@ def _cases():
                   {"X": [In("x", f64(4, 3))], "Y": [In("y", f64(7, 1), seq_lod, diff=False)]}, {"Out": 1}))
     c.append(Case("sequence_reshape", "sequence_reshape", {"X": [In("x", f64(7, 2), seq_lod)]}, {"Out": 1},
                   {"new_dim": 1}))
+    # The rest of Fluid 1.8's sequence layers (sequence_layer_ops.py).
+    c.append(Case("sequence_softmax", "sequence_softmax", {"X": [In("x", f64(7, 1, lo=-2, hi=2), seq_lod)]},
+                  {"Out": 1}))
+    c.append(Case("sequence_concat", "sequence_concat",
+                  {"X": [In("a", f64(7, 2), seq_lod), In("b", f64(5, 2), [[0, 1, 2, 2, 5]])]}, {"Out": 1}))
+    c.append(Case("sequence_slice", "sequence_slice",
+                  {"X": [In("x", f64(7, 2), seq_lod)],
+                   "Offset": [In("o", np.array([[1], [0], [0], [1]], np.int64), diff=False)],
+                   "Length": [In("n", np.array([[2], [0], [1], [2]], np.int64), diff=False)]}, {"Out": 1}))
+    c.append(Case("sequence_pad", "sequence_pad",
+                  {"X": [In("x", f64(7, 2), seq_lod)], "PadValue": [In("pv", np.array([0.5]), diff=False)]},
+                  {"Out": 1, "Length": 1}, {"padded_length": 4}))
+    c.append(Case("sequence_expand-ref0", "sequence_expand",
+                  {"X": [In("x", f64(4, 2), [[0, 2, 4]])],
+                   "Y": [In("y", f64(8, 1), [[0, 2, 4], [0, 3, 6, 7, 8]], diff=False)]}, {"Out": 1}, {"ref_level": 0}))
+    c.append(Case("sequence_expand-rows", "sequence_expand",
+                  {"X": [In("x", f64(4, 3))], "Y": [In("y", f64(7, 1), seq_lod, diff=False)]}, {"Out": 1},
+                  {"ref_level": -1}))
+    c.append(Case("sequence_scatter", "sequence_scatter",
+                  {"X": [In("x", f64(3, 5))],
+                   "Ids": [In("i", np.array([[0], [4], [0], [1], [2], [2]], np.int64), [[0, 3, 3, 6]], diff=False)],
+                   "Updates": [In("u", f64(6, 1), [[0, 3, 3, 6]])]}, {"Out": 1}))
+    c.append(Case("sequence_reverse", "sequence_reverse", {"X": [In("x", f64(7, 2), seq_lod)]}, {"Y": 1}))
+    c.append(Case("lod_reset", "lod_reset", {"X": [In("x", f64(7, 2), seq_lod)]}, {"Out": 1},
+                  {"target_lod": [0, 2, 7]}))
+    # Fluid 1.8's pad, pad_constant_like, crop, label_smooth, rank_loss, margin_rank_loss.
+    c.append(Case("pad", "pad", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"paddings": [1, 0, 2, 1], "pad_value": 0.5}))
+    c.append(Case("pad_constant_like", "pad_constant_like",
+                  {"X": [In("x", f64(3, 4), diff=False)], "Y": [In("y", f64(2, 3))]}, {"Out": 1}, {"pad_value": 1.5}))
+    for mode in ("constant", "reflect", "edge"):
+        c.append(Case(f"pad2d-{mode}", "pad2d", {"X": [In("x", f64(2, 2, 3, 4))]}, {"Out": 1},
+                      {"paddings": [1, 2, 0, 3], "mode": mode, "pad_value": 0.5, "data_format": "NCHW"}))
+    for mode in ("reflect", "replicate", "circular"):
+        c.append(Case(f"pad3d-{mode}-ndhwc", "pad3d", {"X": [In("x", f64(1, 3, 3, 4, 2))]}, {"Out": 1},
+                      {"paddings": [1, 2, 2, 0, 1, 1], "mode": mode, "value": 0.0, "data_format": "NDHWC"}))
+    c.append(Case("crop", "crop", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"offsets": [1, 1], "shape": [2, 2]}))
+    c.append(Case("label_smooth", "label_smooth", {"X": [In("x", probs(3, 4))]}, {"Out": 1}, {"epsilon": 0.1}))
+    pair = {"Label": [In("lab", np.array([[1.0], [0.0], [1.0], [-1.0]]), diff=False)],
+            "Left": [In("l", np.array([[0.5], [0.2], [-1.0], [0.7]]))],
+            "Right": [In("r", np.array([[0.1], [0.4], [0.3], [0.2]]))]}
+    c.append(Case("rank_loss", "rank_loss", pair, {"Out": 1}))
+    c.append(Case("margin_rank_loss", "margin_rank_loss", pair, {"Out": 1, "Activated": 1}, {"margin": 0.3}))
+    nce_ins = {"Input": [In("x", f64(4, 3))], "Label": [In("l", np.array([[1], [4], [6], [0]], np.int64), diff=False)],
+               "Weight": [In("w", f64(7, 3))], "Bias": [In("b", f64(7, 1))],
+               "SampleWeight": [In("sw", np.array([[1.0], [0.5], [2.0], [1.0]]), diff=False)]}
+    for sampler in (0, 1):
+        c.append(Case(f"nce-sampler{sampler}", "nce", nce_ins, {"Cost": 1, "SampleLogits": 1, "SampleLabels": 1},
+                      {"num_total_classes": 7, "num_neg_samples": 3, "sampler": sampler,
+                       "custom_neg_classes": [2, 5, 3]}))
+    hs = {"X": [In("x", f64(4, 3))], "W": [In("w", f64(5, 3))], "Bias": [In("b", f64(5, 1))],
+          "Label": [In("l", np.array([[0], [5], [2], [3]], np.int64), diff=False)]}
+    c.append(Case("hierarchical_sigmoid-default-tree", "hierarchical_sigmoid", hs, {"Out": 1, "PreOut": 1},
+                  {"num_classes": 6}))
+    c.append(Case("hierarchical_sigmoid-custom-tree", "hierarchical_sigmoid", dict(
+        hs, PathTable=[In("t", np.array([[0, 2, -1], [1, 3, 4], [0, -1, -1], [4, 1, 2]], np.int64), diff=False)],
+        PathCode=[In("c", np.array([[1, 0, 0], [0, 1, 1], [1, 0, 0], [0, 0, 1]], np.int64), diff=False)]),
+        {"Out": 1, "PreOut": 1}, {"num_classes": 6}))
+    c.append(Case("sample_logits-customized", "sample_logits", {
+        "Logits": [In("x", f64(3, 9))], "Labels": [In("l", np.array([[2], [7], [0]], np.int64), diff=False)],
+        "CustomizedSamples": [In("s", np.array([[2, 1, 5, 7, 3], [7, 1, 5, 7, 3], [0, 1, 5, 7, 3]], np.int64),
+                                 diff=False)],
+        "CustomizedProbabilities": [In("p", f64(3, 5, lo=0.1, hi=0.9), diff=False)]},
+        {"SampledLogits": 1, "SampledLabels": 1},
+        {"use_customized_samples": True, "uniq": True, "remove_accidental_hits": False, "num_samples": 4}))
+    # cvm's gradient is not a derivative in the show/click columns: Paddle hands back the CVM
+    # input there (checked against Paddle 1.8.5 in test_api_nn_breadth.py). With use_cvm off and
+    # CVM zero, those columns' gradient is 0, the derivative, and the rest is checked here.
+    c.append(Case("cvm-no-cvm", "cvm", {"X": [In("x", f64(4, 5), [[0, 1, 4]])],
+                                        "CVM": [In("c", np.zeros((2, 2)), diff=False)]},
+                  {"Y": 1}, {"use_cvm": False}))
     c.append(Case("bpr_loss", "bpr_loss", {"X": [In("x", f64(4, 3), [[0, 1, 4]])],
                                            "Label": [In("l", np.array([[0], [2], [1], [2]], np.int64), diff=False)]},
                   {"Y": 1}))
@@ -313,6 +408,24 @@ def _cases():
                   {"dim": [1], "keep_dim": False, "reduce_all": False}))
     c.append(Case("reduce_min-all", "reduce_min", {"X": [In("x", f64(3, 4))]}, {"Out": 1},
                   {"dim": [0], "keep_dim": False, "reduce_all": True}))
+    for tag, attrs, filt in (("plain", {}, f64(3, 2, 2, 3)),
+                             ("stride-pad-outpad", {"strides": [2, 2], "paddings": [1, 0], "output_padding": [1, 0]},
+                              f64(3, 2, 3, 2)),
+                             ("dilation", {"strides": [2, 1], "dilations": [2, 2], "paddings": [0, 1, 1, 0]},
+                              f64(3, 2, 2, 2)),
+                             ("groups", {"groups": 3, "strides": [2, 2]}, f64(3, 1, 2, 2))):
+        c.append(Case(f"conv2d_transpose-{tag}", "conv2d_transpose",
+                      {"Input": [In("x", f64(2, 3, 3, 4))], "Filter": [In("w", filt)]}, {"Output": 1}, attrs))
+    for op, attrs in (("nearest_interp_v2", {"out_h": 5, "out_w": 3}),
+                      ("bilinear_interp_v2", {"out_h": 5, "out_w": 7, "align_mode": 0}),
+                      ("bilinear_interp_v2", {"scale": [1.5, 0.7], "align_corners": True}),
+                      ("nearest_interp", {"scale": 1.5, "align_corners": True}),
+                      ("bilinear_interp", {"out_h": 4, "out_w": 6, "align_corners": False, "align_mode": 1})):
+        tag = "-".join(f"{k}{v}" for k, v in attrs.items()).replace(" ", "")
+        c.append(Case(f"{op}-{tag}", op, {"X": [In("x", f64(2, 2, 3, 4))]}, {"Out": 1}, attrs))
+    for kind in ("avg", "max"):
+        c.append(Case(f"pool2d-{kind}-adaptive", "pool2d", {"X": [In("x", f64(2, 2, 5, 7))]}, {"Out": 1},
+                      {"pooling_type": kind, "ksize": [2, 3], "adaptive": True}))
     c.append(Case("pool2d-avg-same", "pool2d", {"X": [In("x", f64(1, 2, 5, 7))]}, {"Out": 1},
                   {"pooling_type": "avg", "ksize": [2, 3], "strides": [2, 2], "padding_algorithm": "SAME"}))
     c.append(Case("leaky_relu", "leaky_relu", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}, {"alpha": 0.1}))

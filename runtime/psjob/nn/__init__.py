@@ -3,25 +3,82 @@
 Call `paddle.enable_static()` before building a Layer: psjob has no dygraph mode.
 """
 from psjob.nn import functional, initializer
-from psjob.nn.activation import LeakyReLU, PReLU
+from psjob.nn.activation import (
+    CELU,
+    ELU,
+    GELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    ReLU6,
+    Silu,
+    Softplus,
+    Softshrink,
+    Softsign,
+    Swish,
+    Tanhshrink,
+    ThresholdedReLU,
+)
 from psjob.nn.clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue
 from psjob.nn.common import (
-                             BatchNorm,
-                             BatchNorm1D,
-                             BatchNorm2D,
-                             Dropout,
-                             Embedding,
-                             Flatten,
-                             Linear,
-                             MaxPool2D,
-                             ReLU,
-                             Sigmoid,
-                             Softmax,
-                             Tanh,
+    AlphaDropout,
+    BatchNorm,
+    BatchNorm1D,
+    BatchNorm2D,
+    Bilinear,
+    CosineSimilarity,
+    Dropout,
+    Dropout2D,
+    Embedding,
+    Flatten,
+    Identity,
+    Linear,
+    MaxPool2D,
+    Pad1D,
+    Pad2D,
+    PairwiseDistance,
+    ReLU,
+    Sigmoid,
+    Softmax,
+    Tanh,
+    Unfold,
+    Upsample,
+    UpsamplingBilinear2D,
+    UpsamplingNearest2D,
 )
-from psjob.nn.conv import Conv1D, Conv2D
-from psjob.nn.layer import Layer, LayerList, Sequential
-from psjob.nn.loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, MSELoss
-from psjob.nn.norm import LayerNorm
+from psjob.nn.conv import Conv1D, Conv2D, Conv2DTranspose
+from psjob.nn.layer import Layer, LayerDict, LayerList, ParameterList, Sequential
+from psjob.nn.loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HingeEmbeddingLoss,
+    HSigmoidLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+    TripletMarginLoss,
+)
+from psjob.nn.norm import GroupNorm, InstanceNorm1D, InstanceNorm2D, LayerNorm, SyncBatchNorm
+from psjob.nn.pooling import (
+    AdaptiveAvgPool1D,
+    AdaptiveAvgPool2D,
+    AdaptiveMaxPool1D,
+    AdaptiveMaxPool2D,
+    AvgPool1D,
+    AvgPool2D,
+    MaxPool1D,
+)
 from psjob.nn.rnn import GRU, LSTM, RNN, BiRNN, GRUCell, LSTMCell, RNNCellBase, SimpleRNN, SimpleRNNCell
 from psjob.nn.transformer import MultiHeadAttention, TransformerEncoder, TransformerEncoderLayer

@@ -10,7 +10,9 @@ from psjob.nn.layer import Layer
 from psjob.param_attr import ParamAttr
 
 __all__ = ["Linear", "Embedding", "ReLU", "Sigmoid", "Tanh", "Softmax", "Dropout", "BatchNorm1D", "BatchNorm", "BatchNorm2D", "MaxPool2D",
-           "Flatten"]
+           "Flatten",
+           "Identity", "Pad1D", "Pad2D", "Dropout2D", "Bilinear", "Unfold", "CosineSimilarity", "PairwiseDistance", "Pad3D",
+           "Upsample", "UpsamplingNearest2D", "UpsamplingBilinear2D", "AlphaDropout"]
 
 
 class Linear(Layer):
@@ -137,7 +139,7 @@ class BatchNorm2D(BatchNorm1D):
     """Batch normalization of [N, C, H, W] inputs per channel C (`batch_norm2d_N`), as
     BatchNorm1D: the batch_norm op normalizes over every axis but the channel's."""
 
-    _FORMATS = ("NCHW",)
+    _FORMATS: tuple[str, ...] = ("NCHW",)
 
     def __init__(self, num_features, momentum=0.9, epsilon=1e-05, weight_attr=None, bias_attr=None,
                  data_format="NCHW", use_global_stats=None, name=None):
@@ -196,3 +198,136 @@ class Flatten(Layer):
 
     def forward(self, x):
         return _t.flatten(x, self._start, self._stop)
+
+
+class Identity(Layer):
+    """x itself (paddle.nn.Identity); its arguments are accepted and ignored, as Paddle's."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+class _Pad(Layer):
+    _FORMATS: tuple[str, ...] = ()
+    _PAIRS = 0
+
+    def __init__(self, padding, mode="constant", value=0.0, data_format=None, name=None):
+        super().__init__()
+        layer = type(self).__name__
+        data_format = data_format or self._FORMATS[0]
+        if data_format not in self._FORMATS:
+            raise ValueError(f"{layer}: data_format must be one of {list(self._FORMATS)}, got {data_format!r}")
+        pads = [padding] * (2 * self._PAIRS) if isinstance(padding, int) else list(padding)
+        if len(pads) != 2 * self._PAIRS:
+            raise ValueError(f"{layer}: padding must be an int or {2 * self._PAIRS} ints, got {padding!r}")
+        self._pad, self._mode, self._value, self._data_format = pads, mode, float(value), data_format
+
+    def forward(self, x):
+        return F.pad(x, self._pad, self._mode, self._value, self._data_format)
+
+
+class Pad1D(_Pad):
+    """Padding of [N, C, L] by [left, right] (paddle.nn.Pad1D; modes as functional.pad)."""
+    _FORMATS, _PAIRS = ("NCL", "NLC"), 1
+
+
+class Pad2D(_Pad):
+    """Padding of [N, C, H, W] by [left, right, top, bottom] (paddle.nn.Pad2D; modes as functional.pad)."""
+    _FORMATS, _PAIRS = ("NCHW", "NHWC"), 2
+
+
+class Pad3D(_Pad):
+    """Padding of [N, C, D, H, W] by [left, right, top, bottom, front, back] (paddle.nn.Pad3D)."""
+    _FORMATS, _PAIRS = ("NCDHW", "NDHWC"), 3
+
+
+class Dropout2D(Layer):
+    """Zero whole channels with probability p while training (paddle.nn.Dropout2D)."""
+
+    def __init__(self, p=0.5, data_format="NCHW", name=None):
+        super().__init__()
+        self._p, self._data_format = p, data_format
+
+    def forward(self, x):
+        return F.dropout2d(x, self._p, self.training, self._data_format)
+
+
+class Bilinear(Layer):
+    """out[n, o] = x1[n] @ weight[o] @ x2[n] + bias[o]; weight [out, in1, in2], bias [1, out]."""
+
+    def __init__(self, in1_features, in2_features, out_features, weight_attr=None, bias_attr=None, name=None):
+        super().__init__()
+        self._in1 = check_int(in1_features, "in1_features", "Bilinear", minimum=1)
+        self._in2 = check_int(in2_features, "in2_features", "Bilinear", minimum=1)
+        self._out = check_int(out_features, "out_features", "Bilinear", minimum=1)
+        self.weight = self.create_parameter([self._out, self._in1, self._in2], weight_attr)
+        self.bias = self.create_parameter([1, self._out], bias_attr, is_bias=True)
+
+    def forward(self, x1, x2):
+        return F.bilinear(x1, x2, self.weight, self.bias)
+
+
+class Unfold(Layer):
+    def __init__(self, kernel_sizes, dilations=1, paddings=0, strides=1, name=None):
+        super().__init__()
+        self._args = dict(kernel_sizes=kernel_sizes, strides=strides, paddings=paddings, dilations=dilations)
+
+    def forward(self, x):
+        return F.unfold(x, **self._args)
+
+
+class CosineSimilarity(Layer):
+    def __init__(self, axis=1, eps=1e-8):
+        super().__init__()
+        self._axis, self._eps = axis, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self._axis, self._eps)
+
+
+class PairwiseDistance(Layer):
+    def __init__(self, p=2.0, epsilon=1e-6, keepdim=False, name=None):
+        super().__init__()
+        self._p, self._epsilon, self._keepdim = p, epsilon, keepdim
+
+    def forward(self, x, y):
+        return F.pairwise_distance(x, y, self._p, self._epsilon, self._keepdim)
+
+
+class Upsample(Layer):
+    """paddle.nn.Upsample: functional.interpolate with the layer's arguments."""
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=False, align_mode=0,
+                 data_format="NCHW", name=None):
+        super().__init__()
+        self._args = dict(size=size, scale_factor=scale_factor, mode=mode, align_corners=align_corners,
+                          align_mode=align_mode, data_format=data_format)
+
+    def forward(self, x):
+        return F.interpolate(x, **self._args)
+
+
+class UpsamplingNearest2D(Upsample):
+    def __init__(self, size=None, scale_factor=None, data_format="NCHW", name=None):
+        super().__init__(size, scale_factor, "nearest", False, 0, data_format)
+
+
+class UpsamplingBilinear2D(Upsample):
+    """Bilinear with align_corners=True, as Paddle's."""
+
+    def __init__(self, size=None, scale_factor=None, data_format="NCHW", name=None):
+        super().__init__(size, scale_factor, "bilinear", True, 0, data_format)
+
+
+class AlphaDropout(Layer):
+    """paddle.nn.AlphaDropout: functional.alpha_dropout while training, x itself in eval()."""
+
+    def __init__(self, p=0.5, name=None):
+        super().__init__()
+        self._p = p
+
+    def forward(self, x):
+        return F.alpha_dropout(x, self._p, self.training)

@@ -19,7 +19,7 @@ from psjob.nn import functional as F
 from psjob.nn.functional.conv import conv_padding
 from psjob.nn.layer import Layer
 
-__all__ = ["Conv2D", "Conv1D"]
+__all__ = ["Conv2D", "Conv1D", "Conv2DTranspose"]
 
 
 def _pair(value, what):
@@ -98,3 +98,29 @@ class Conv1D(Layer):
         return (f"{self._in}, {self._out}, kernel_size={self._kernel}, stride={self._stride}, "
                 f"padding={self._padding}, dilation={self._dilation}, groups={self._groups}, "
                 f"data_format={self._data_format}")
+
+
+class Conv2DTranspose(Layer):
+    """paddle.nn.Conv2DTranspose: weight [in_channels, out_channels / groups, KH, KW]
+    (`conv2d_transpose_N.w_0`, Paddle's default Normal(0, sqrt(2 / (KH * KW * in_channels)))),
+    bias [out_channels]; functional.conv2d_transpose on call."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 dilation=1, weight_attr=None, bias_attr=None, data_format="NCHW"):
+        super().__init__()
+        self._in = check_int(in_channels, "in_channels", "Conv2DTranspose", minimum=1)
+        self._out = check_int(out_channels, "out_channels", "Conv2DTranspose", minimum=1)
+        self._groups = check_int(groups, "groups", "Conv2DTranspose", minimum=1)
+        if self._in % self._groups or self._out % self._groups:
+            raise ValueError(f"Conv2DTranspose: groups {groups} must divide in_channels {in_channels} and "
+                             f"out_channels {out_channels}")
+        self._kernel = _pair(kernel_size, "kernel_size")
+        self._args = dict(stride=stride, padding=padding, output_padding=output_padding, groups=self._groups,
+                          dilation=dilation, data_format=data_format)
+        std = (2.0 / (np.prod(self._kernel) * self._in)) ** 0.5
+        self.weight = self.create_parameter([self._in, self._out // self._groups] + self._kernel, weight_attr,
+                                            default_initializer=NormalInitializer(0.0, float(std)))
+        self.bias = self.create_parameter([self._out], bias_attr, is_bias=True)
+
+    def forward(self, x, output_size=None):
+        return F.conv2d_transpose(x, self.weight, self.bias, output_size=output_size, **self._args)

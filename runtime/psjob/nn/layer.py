@@ -1,4 +1,5 @@
-"""paddle.nn.Layer in static mode, and the containers Sequential and LayerList.
+"""paddle.nn.Layer in static mode, and the containers Sequential, LayerList, LayerDict and
+ParameterList.
 
 As in Paddle's static mode, a Layer creates its parameters when it is constructed — in
 the default main program, initialized by the default startup program — and each call
@@ -19,7 +20,7 @@ from psjob.fluid.framework import Parameter
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.param_attr import ParamAttr
 
-__all__ = ["Layer", "Sequential", "LayerList"]
+__all__ = ["Layer", "Sequential", "LayerList", "LayerDict", "ParameterList"]
 
 
 def _snake(name: str) -> str:
@@ -231,3 +232,79 @@ class LayerList(Layer):
 
     def __iter__(self):
         return iter(self._sub_layers.values())
+
+
+class LayerDict(Layer):
+    """Sublayers by name, in insertion order (paddle.nn.LayerDict), registered with the owner."""
+
+    def __init__(self, sublayers=None):
+        super().__init__()
+        if sublayers is not None:
+            self.update(sublayers)
+
+    def __getitem__(self, key):
+        return self._sub_layers[key]
+
+    def __setitem__(self, key, sublayer):
+        self.add_sublayer(key, sublayer)
+
+    def __delitem__(self, key):
+        del self._sub_layers[key]
+
+    def __len__(self):
+        return len(self._sub_layers)
+
+    def __iter__(self):
+        return iter(self._sub_layers)
+
+    def __contains__(self, key):
+        return key in self._sub_layers
+
+    def clear(self):
+        self._sub_layers.clear()
+
+    def pop(self, key):
+        return self._sub_layers.pop(key)
+
+    def keys(self):
+        return self._sub_layers.keys()
+
+    def items(self):
+        return self._sub_layers.items()
+
+    def values(self):
+        return self._sub_layers.values()
+
+    def update(self, sublayers):
+        """From a dict / LayerDict, or from an iterable of (name, layer) pairs."""
+        items = sublayers.items() if isinstance(sublayers, (dict, LayerDict)) else sublayers
+        for i, item in enumerate(items):
+            if not isinstance(item, (list, tuple)) or len(item) != 2:
+                raise ValueError(f"LayerDict.update: element {i} must be a (name, layer) pair, got {item!r}")
+            self.add_sublayer(item[0], item[1])
+
+
+class ParameterList(Layer):
+    """Parameters in a list (paddle.nn.ParameterList), registered as "0", "1", ... with the owner."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        for param in parameters or ():
+            self.append(param)
+
+    def append(self, parameter):
+        self.add_parameter(str(len(self._parameters)), parameter)
+        return self
+
+    def __getitem__(self, index):
+        return list(self._parameters.values())[index]
+
+    def __setitem__(self, index, parameter):
+        key = list(self._parameters)[index]
+        self.add_parameter(key, parameter)
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())

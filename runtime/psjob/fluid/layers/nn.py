@@ -399,3 +399,352 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
                          attrs={"axis": 1})
         out = biased
     return helper.append_activation(out, act)
+
+
+# -- activations with attributes (Paddle 1.8 API docs, fluid.layers.*; ops in activation_ops.py) --
+
+def _act_layer(op_type, x, attrs, name=None):
+    _check_variable(x, "x", op_type)
+    _check_dtype(x, "x", _FLOATS, op_type)
+    helper = LayerHelper(op_type, name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type=op_type, inputs={"X": [x]}, outputs={"Out": [out]}, attrs=attrs)
+    return out
+
+
+def leaky_relu(x, alpha=0.02, name=None):
+    """x where x > 0, else alpha * x."""
+    return _act_layer("leaky_relu", x, {"alpha": float(alpha)}, name)
+
+
+def elu(x, alpha=1.0, name=None):
+    """x where x > 0, else alpha * (exp(x) - 1)."""
+    return _act_layer("elu", x, {"alpha": float(alpha)}, name)
+
+
+def selu(x, scale=None, alpha=None, name=None):
+    """scale * (x where x > 0, else alpha * (exp(x) - 1)), by default the self-normalizing constants."""
+    attrs = {}
+    if scale is not None:
+        attrs["scale"] = float(scale)
+    if alpha is not None:
+        attrs["alpha"] = float(alpha)
+    return _act_layer("selu", x, attrs, name)
+
+
+def relu6(x, threshold=6.0, name=None):
+    """min(max(x, 0), threshold)."""
+    return _act_layer("relu6", x, {"threshold": float(threshold)}, name)
+
+
+def gelu(x, approximate=False):
+    """x * Phi(x) (approximate: the tanh form)."""
+    return _act_layer("gelu", x, {"approximate": bool(approximate)})
+
+
+def swish(x, beta=1.0, name=None):
+    """x * sigmoid(x). Paddle 1.8's fluid.layers.swish hands beta to the op as attribute 'slope',
+    which the swish op does not read (it reads 'beta', default 1): beta has no effect there, and
+    none here, so that a Fluid model computes what it computed under Paddle 1.8."""
+    return _act_layer("swish", x, {"slope": float(beta)}, name)
+
+
+def hard_swish(x, threshold=6.0, scale=6.0, offset=3.0, name=None):
+    """x * min(max(x + offset, 0), threshold) / scale."""
+    return _act_layer("hard_swish", x, {"threshold": float(threshold), "scale": float(scale),
+                                        "offset": float(offset)}, name)
+
+
+def hard_sigmoid(x, slope=0.2, offset=0.5, name=None):
+    """clip(slope * x + offset, 0, 1)."""
+    return _act_layer("hard_sigmoid", x, {"slope": float(slope), "offset": float(offset)}, name)
+
+
+def softplus(x, name=None):
+    """log(1 + exp(x))."""
+    return _act_layer("softplus", x, {"beta": 1.0, "threshold": 20.0}, name)
+
+
+def logsigmoid(x, name=None):
+    """log(sigmoid(x))."""
+    return _act_layer("logsigmoid", x, {}, name)
+
+
+def tanh_shrink(x, name=None):
+    """x - tanh(x)."""
+    return _act_layer("tanh_shrink", x, {}, name)
+
+
+def hard_shrink(x, threshold=None):
+    """x where |x| > threshold (0.5 when None), else 0."""
+    return _act_layer("hard_shrink", x, {"threshold": 0.5 if threshold is None else float(threshold)})
+
+
+def softshrink(x, alpha=None):
+    """x - alpha above alpha, x + alpha below -alpha, else 0 (alpha 0.5 when None; Paddle's lambda)."""
+    return _act_layer("softshrink", x, {"lambda": 0.5 if alpha is None else float(alpha)})
+
+
+def thresholded_relu(x, threshold=None):
+    """x where x > threshold (1.0 when None), else 0."""
+    return _act_layer("thresholded_relu", x, {"threshold": 1.0 if threshold is None else float(threshold)})
+
+
+def brelu(x, t_min=0.0, t_max=24.0, name=None):
+    """clip(x, t_min, t_max)."""
+    return _act_layer("brelu", x, {"t_min": float(t_min), "t_max": float(t_max)}, name)
+
+
+def soft_relu(x, threshold=40.0, name=None):
+    """log(1 + exp(clip(x, -threshold, threshold)))."""
+    return _act_layer("soft_relu", x, {"threshold": float(threshold)}, name)
+
+
+def stanh(x, scale_a=0.67, scale_b=1.7159, name=None):
+    """scale_b * tanh(scale_a * x)."""
+    return _act_layer("stanh", x, {"scale_a": float(scale_a), "scale_b": float(scale_b)}, name)
+
+
+def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05, param_attr=None,
+               bias_attr=None, act=None, name=None):
+    """Normalize over the dimensions from begin_norm_axis on, then a learned scale (ones) and
+    shift (zeros) of prod(those dimensions) elements (Paddle 1.8 API docs, fluid.layers.layer_norm)."""
+    layer = "layer_norm"
+    _check_variable(input, "input", layer)
+    _check_dtype(input, "input", _FLOATS, layer)
+    nd = len(input.shape)
+    begin = _check_int(begin_norm_axis, "begin_norm_axis", layer)
+    if not 0 < begin < nd:
+        raise ValueError(f"{layer}: argument 'begin_norm_axis' must lie in [1, {nd}) for "
+                         f"{input.name}{list(input.shape)}, got {begin}")
+    width = _prod(input.shape[begin:])
+    if width <= 0:
+        raise ValueError(f"{layer}: the normalized dimensions of {input.name}{list(input.shape)} must be known")
+    helper = LayerHelper(layer, name)
+    inputs = {"X": [input]}
+    if scale:
+        inputs["Scale"] = [helper.create_parameter(param_attr, [width], input.dtype,
+                                                   default_initializer=_Constant(1.0))]
+    if shift:
+        inputs["Bias"] = [helper.create_parameter(bias_attr, [width], input.dtype, is_bias=True)]
+    out = helper.create_variable_for_type_inference(input.dtype)
+    mean = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    variance = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op(type=layer, inputs=inputs, outputs={"Y": [out], "Mean": [mean], "Variance": [variance]},
+                     attrs={"epsilon": float(epsilon), "begin_norm_axis": begin})
+    return helper.append_activation(out, act)
+
+
+def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, global_pooling=False,
+           use_cudnn=True, ceil_mode=False, name=None, exclusive=True, data_format="NCHW"):
+    """Max or average pooling of an NCHW input (Paddle 1.8 API docs, fluid.layers.pool2d);
+    pool_padding an int, a pair, four values, or 'SAME' / 'VALID'."""
+    layer = "pool2d"
+    _check_variable(input, "input", layer)
+    _check_dtype(input, "input", _FLOATS, layer)
+    _check_choice(pool_type, "pool_type", ("max", "avg"), layer)
+    if data_format != "NCHW":
+        raise ValueError(f"{layer}: only data_format 'NCHW' is supported, got {data_format!r}")
+    if len(input.shape) != 4:
+        raise ValueError(f"{layer}: argument 'input' {input.name}{list(input.shape)} must be 4-D (NCHW)")
+    if not global_pooling and pool_size == -1:
+        raise ValueError(f"{layer}: give pool_size unless global_pooling is True")
+    ksize = [1, 1] if pool_size == -1 else _conv_pair(pool_size, "pool_size", 1)
+    strides = _conv_pair(pool_stride, "pool_stride", 1)
+    algorithm = "EXPLICIT"
+    if isinstance(pool_padding, str):
+        algorithm = _check_choice(pool_padding.upper(), "pool_padding", ("SAME", "VALID"), layer)
+        paddings = [0, 0]
+    else:
+        paddings = _check_int_list(pool_padding, "pool_padding", layer)
+        paddings = paddings * 2 if len(paddings) == 1 else paddings
+        if len(paddings) not in (2, 4):
+            raise ValueError(f"{layer}: argument 'pool_padding' must hold 1, 2 or 4 values, got {pool_padding!r}")
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=layer, inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"pooling_type": pool_type, "ksize": ksize, "strides": strides, "paddings": paddings,
+                            "padding_algorithm": algorithm, "global_pooling": bool(global_pooling),
+                            "ceil_mode": bool(ceil_mode), "exclusive": bool(exclusive),
+                            "use_cudnn": bool(use_cudnn), "data_format": data_format})
+    return out
+
+
+def pad(x, paddings, pad_value=0.0, name=None):
+    """x padded with pad_value: paddings holds [before, after] for every dimension in turn
+    (Paddle 1.8 API docs, fluid.layers.pad)."""
+    layer = "pad"
+    _check_variable(x, "x", layer)
+    paddings = _check_int_list(paddings, "paddings", layer)
+    if len(paddings) != 2 * len(x.shape) or any(p < 0 for p in paddings):
+        raise ValueError(f"{layer}: argument 'paddings' must hold two non-negative values per dimension of "
+                         f"{x.name}{list(x.shape)}, got {paddings}")
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type=layer, inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"paddings": paddings, "pad_value": float(pad_value)})
+    return out
+
+
+def pad2d(input, paddings=[0, 0, 0, 0], mode="constant", pad_value=0.0, data_format="NCHW", name=None):  # noqa: B006 (Fluid's default)
+    """A 4-D input padded by paddings [top, bottom, left, right] in mode 'constant' (pad_value),
+    'reflect' or 'edge' (Paddle 1.8 API docs, fluid.layers.pad2d)."""
+    layer = "pad2d"
+    _check_variable(input, "input", layer)
+    paddings = _check_int_list(paddings, "paddings", layer)
+    _check_choice(mode, "mode", ("constant", "reflect", "edge"), layer)
+    _check_choice(data_format, "data_format", ("NCHW", "NHWC"), layer)
+    if len(input.shape) != 4 or len(paddings) != 4 or min(paddings) < 0:
+        raise ValueError(f"{layer}: input {input.name}{list(input.shape)} must be 4-D and paddings four values >= 0, "
+                         f"got {paddings}")
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=layer, inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"paddings": paddings, "mode": mode, "pad_value": float(pad_value),
+                            "data_format": data_format})
+    return out
+
+
+def pad_constant_like(x, y, pad_value=0.0, name=None):
+    """y padded at the end of every dimension with pad_value to x's shape (Paddle 1.8 API docs,
+    fluid.layers.pad_constant_like)."""
+    layer = "pad_constant_like"
+    _check_variable(x, "x", layer)
+    _check_variable(y, "y", layer)
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(y.dtype)
+    helper.append_op(type=layer, inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
+                     attrs={"pad_value": float(pad_value)})
+    return out
+
+
+def crop(x, shape=None, offsets=None, name=None):
+    """The block of x at offsets (zeros when None) of `shape`: a list, or a Variable whose shape
+    is taken (Paddle 1.8 API docs, fluid.layers.crop)."""
+    layer = "crop"
+    _check_variable(x, "x", layer)
+    inputs, attrs = {"X": [x]}, {}
+    if isinstance(shape, Variable):
+        inputs["Y"] = [shape]
+    elif shape is not None:
+        attrs["shape"] = _check_int_list(shape, "shape", layer)
+    else:
+        raise ValueError(f"{layer}: give shape (a list or a Variable)")
+    attrs["offsets"] = [0] * len(x.shape) if offsets is None else _check_int_list(offsets, "offsets", layer)
+    if len(attrs["offsets"]) != len(x.shape) or ("shape" in attrs and len(attrs["shape"]) != len(x.shape)):
+        raise ValueError(f"{layer}: shape and offsets need one value per dimension of {x.name}{list(x.shape)}")
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type=layer, inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+    return out
+
+
+def continuous_value_model(input, cvm, use_cvm=True):
+    """CTR embeddings whose first two columns are show and click (Paddle 1.8 API docs,
+    fluid.layers.continuous_value_model): use_cvm keeps them as log(show + 1) and
+    log(click + 1) - log(show + 1), else drops them; cvm [N, 2] is the show and click the
+    gradient carries back to those columns."""
+    layer = "continuous_value_model"
+    _check_variable(input, "input", layer)
+    _check_variable(cvm, "cvm", layer)
+    _check_dtype(input, "input", ("float32", "float64"), layer)
+    helper = LayerHelper("cvm")
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="cvm", inputs={"X": [input], "CVM": [cvm]}, outputs={"Y": [out]},
+                     attrs={"use_cvm": bool(use_cvm)})
+    return out
+
+
+def image_resize(input, out_shape=None, scale=None, name=None, resample="BILINEAR", actual_shape=None,
+                 align_corners=True, align_mode=1, data_format="NCHW"):
+    """Resize the H, W of a 4-D input to out_shape [out_h, out_w] or by scale (Paddle 1.8 API docs,
+    fluid.layers.image_resize): resample 'BILINEAR' or 'NEAREST', Paddle's bilinear_interp /
+    nearest_interp ops. out_shape and scale held in Variables (actual_shape) are refused."""
+    layer = "image_resize"
+    _check_variable(input, "input", layer)
+    resample = str(resample).upper()
+    _check_choice(resample, "resample", ("BILINEAR", "NEAREST"), layer)
+    _check_choice(data_format, "data_format", ("NCHW", "NHWC"), layer)
+    if len(input.shape) != 4:
+        raise ValueError(f"{layer}: input {input.name}{list(input.shape)} must be 4-D")
+    if actual_shape is not None or isinstance(out_shape, Variable) or isinstance(scale, Variable):
+        raise ValueError(f"{layer}: sizes held in Variables (out_shape, scale, actual_shape) are not supported by psjob")
+    attrs = {"out_h": -1, "out_w": -1, "scale": 0.0, "interp_method": resample.lower(),
+             "align_corners": bool(align_corners), "align_mode": int(align_mode), "data_layout": "NCHW"}
+    if out_shape is not None:
+        sizes = _check_int_list(out_shape, "out_shape", layer)
+        if len(sizes) != 2 or min(sizes) < 1:
+            raise ValueError(f"{layer}: out_shape must be two positive ints [out_h, out_w], got {out_shape!r}")
+        attrs["out_h"], attrs["out_w"] = sizes
+    elif scale is not None and float(scale) > 0:
+        attrs["scale"] = float(scale)
+    else:
+        raise ValueError(f"{layer}: give out_shape or a positive scale")
+    if data_format == "NHWC":
+        input = transpose(input, [0, 3, 1, 2])
+    op_type = "bilinear_interp" if resample == "BILINEAR" else "nearest_interp"
+    helper = LayerHelper(op_type, name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=op_type, inputs={"X": [input]}, outputs={"Out": [out]}, attrs=attrs)
+    return transpose(out, [0, 2, 3, 1]) if data_format == "NHWC" else out
+
+
+def resize_bilinear(input, out_shape=None, scale=None, name=None, actual_shape=None, align_corners=True,
+                    align_mode=1, data_format="NCHW"):
+    """image_resize with resample 'BILINEAR'."""
+    return image_resize(input, out_shape, scale, name, "BILINEAR", actual_shape, align_corners, align_mode,
+                        data_format)
+
+
+def resize_nearest(input, out_shape=None, scale=None, name=None, actual_shape=None, align_corners=True,
+                   data_format="NCHW"):
+    """image_resize with resample 'NEAREST'."""
+    return image_resize(input, out_shape, scale, name, "NEAREST", actual_shape, align_corners, 1, data_format)
+
+
+def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, padding=0, stride=1, dilation=1,  # noqa: A002
+                     groups=None, param_attr=None, bias_attr=None, use_cudnn=True, act=None, name=None,
+                     data_format="NCHW"):
+    """Fluid 1.8's fluid.layers.conv2d_transpose on NCHW input: Paddle's conv2d_transpose op with a
+    filter [C, num_filters / groups, kh, kw] made here (Fluid's default Xavier), filter_size derived
+    from output_size when None, a bias [num_filters] on the channel axis unless bias_attr is False,
+    then `act`. padding an int or [pad_h, pad_w]; use_cudnn has no effect."""
+    layer = "conv2d_transpose"
+    _check_variable(input, "input", layer)
+    if data_format != "NCHW" or len(input.shape) != 4 or input.shape[1] < 1:
+        raise ValueError(f"{layer}: input must be a 4-D NCHW tensor with known channels, got "
+                         f"{input.name}{list(input.shape)} ({data_format})")
+    groups = 1 if groups is None else _check_int(groups, "groups", layer, minimum=1)
+    num_filters = _check_int(num_filters, "num_filters", layer, minimum=1)
+    channels = input.shape[1]
+    if channels % groups or num_filters % groups:
+        raise ValueError(f"{layer}: groups {groups} must divide the {channels} input channels and num_filters")
+    strides, pads, dilations = (_conv_pair(stride, "stride", 1), _conv_pair(padding, "padding", 0),
+                                _conv_pair(dilation, "dilation", 1))
+    if filter_size is None:
+        if output_size is None:
+            raise ValueError(f"{layer}: give filter_size or output_size")
+        size = _conv_pair(output_size, "output_size", 1)
+        if any(d < 0 for d in input.shape[2:]):
+            raise ValueError(f"{layer}: deriving filter_size from output_size needs the input's H and W")
+        # Fluid's formula: k = (out - (in - 1) * stride + 2 * pad - 1) // dilation + 1.
+        kernel = [(size[i] - (input.shape[2 + i] - 1) * strides[i] + 2 * pads[i] - 1) // dilations[i] + 1
+                  for i in range(2)]
+        if min(kernel) < 1:
+            raise ValueError(f"{layer}: output_size {size} is smaller than the input allows")
+    else:
+        kernel = _conv_pair(filter_size, "filter_size", 1)
+    helper = LayerHelper(layer, name=name)
+    w = helper.create_parameter(param_attr, [channels, num_filters // groups] + kernel, input.dtype)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=layer, inputs={"Input": [input], "Filter": [w]}, outputs={"Output": [out]},
+                     attrs={"strides": strides, "paddings": pads, "dilations": dilations, "groups": groups,
+                            "output_padding": [0, 0], "output_size": [], "padding_algorithm": "EXPLICIT",
+                            "data_format": "NCHW"})
+    if bias_attr is not False:
+        b = helper.create_parameter(bias_attr, [num_filters], input.dtype, is_bias=True)
+        biased = helper.create_variable_for_type_inference(input.dtype)
+        helper.append_op(type="elementwise_add", inputs={"X": [out], "Y": [b]}, outputs={"Out": [biased]},
+                         attrs={"axis": 1})
+        out = biased
+    return helper.append_activation(out, act)

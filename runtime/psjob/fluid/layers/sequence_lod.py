@@ -3,11 +3,14 @@ lists of a CTR slot)."""
 from __future__ import annotations
 
 from psjob.fluid.framework import Variable
+from psjob.fluid.framework import convert_dtype as _convert_dtype
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import FLOATS, check_choice, check_dtype, check_int, check_variable
 
 __all__ = ["sequence_pool", "dynamic_gru", "sequence_conv", "sequence_unpad", "sequence_expand_as",
-           "sequence_reshape"]
+           "sequence_reshape", "sequence_softmax", "sequence_first_step", "sequence_last_step",
+           "sequence_concat", "sequence_slice", "sequence_enumerate", "sequence_pad", "sequence_expand",
+           "sequence_scatter", "sequence_reverse", "sequence_mask", "lod_reset", "lod_append"]
 
 POOL_TYPES = ("sum", "average", "sqrt", "max", "first", "last")
 
@@ -141,3 +144,172 @@ def sequence_reshape(input, new_dim):
     helper.append_op(type="sequence_reshape", inputs={"X": [input]}, outputs={"Out": [out]},
                      attrs={"new_dim": new_dim})
     return out
+
+
+# -- the rest of Fluid 1.8's sequence_lod layers (ops in psjob.fluid.ops.sequence_layer_ops) ---
+
+_SEQ_DTYPES = ("float32", "float64", "int32", "int64")
+
+
+def _one_op(layer, op_type, inputs, attrs=None, dtype=None, out_slot="Out", name=None):
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op(type=op_type, inputs=inputs, outputs={out_slot: [out]}, attrs=attrs or {})
+    return out
+
+
+def sequence_softmax(input, use_cudnn=False, name=None):
+    """A softmax over the rows of each sequence of a LoD input [T, 1] (or [T]); the result keeps
+    the LoD (Paddle 1.8 API docs, fluid.layers.sequence_softmax)."""
+    check_variable(input, "input", "sequence_softmax")
+    check_dtype(input, "input", ("float32", "float64"), "sequence_softmax")
+    return _one_op("sequence_softmax", "sequence_softmax", {"X": [input]}, {"use_cudnn": bool(use_cudnn)},
+                   input.dtype, name=name)
+
+
+def sequence_first_step(input):
+    """The first row of each sequence: sequence_pool with pool_type 'first'."""
+    return sequence_pool(input, "first")
+
+
+def sequence_last_step(input):
+    """The last row of each sequence: sequence_pool with pool_type 'last'."""
+    return sequence_pool(input, "last")
+
+
+def sequence_concat(input, name=None):
+    """Sequence i of the result: sequence i of input[0], then of input[1], ... (Paddle 1.8 API
+    docs, fluid.layers.sequence_concat). Every input needs the same number of sequences."""
+    if not isinstance(input, (list, tuple)) or not input:
+        raise TypeError(f"sequence_concat: argument 'input' must be a non-empty list of Variables, got {input!r}")
+    for i, x in enumerate(input):
+        check_variable(x, f"input[{i}]", "sequence_concat")
+    return _one_op("sequence_concat", "sequence_concat", {"X": list(input)}, dtype=input[0].dtype, name=name)
+
+
+def sequence_slice(input, offset, length, name=None):
+    """Rows offset[i] .. offset[i] + length[i] - 1 of each sequence i (offset and length: int64
+    [N, 1]); one sequence each in the result (Paddle 1.8 API docs, fluid.layers.sequence_slice)."""
+    layer = "sequence_slice"
+    for arg, v in (("input", input), ("offset", offset), ("length", length)):
+        check_variable(v, arg, layer)
+    check_dtype(offset, "offset", ("int32", "int64"), layer)
+    check_dtype(length, "length", ("int32", "int64"), layer)
+    offset.stop_gradient = length.stop_gradient = True
+    return _one_op(layer, layer, {"X": [input], "Offset": [offset], "Length": [length]}, dtype=input.dtype,
+                   name=name)
+
+
+def sequence_enumerate(input, win_size, pad_value=0, name=None):
+    """Row t of int ids [T, 1] becomes [ids[t], ..., ids[t + win_size - 1]] within its sequence,
+    pad_value past its end (Paddle 1.8 API docs, fluid.layers.sequence_enumerate)."""
+    layer = "sequence_enumerate"
+    check_variable(input, "input", layer)
+    check_dtype(input, "input", ("int32", "int64"), layer)
+    win_size = check_int(win_size, "win_size", layer, minimum=1)
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op(type=layer, inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"win_size": win_size, "pad_value": check_int(pad_value, "pad_value", layer)})
+    return out
+
+
+def sequence_pad(x, pad_value, maxlen=None, name=None):
+    """(Out [N, maxlen, ...], Length [N] int64): each sequence padded with pad_value (a Variable of
+    one value or one row) to maxlen rows (None: the longest sequence) (Paddle 1.8 API docs,
+    fluid.layers.sequence_pad)."""
+    layer = "sequence_pad"
+    check_variable(x, "x", layer)
+    check_variable(pad_value, "pad_value", layer)
+    check_dtype(x, "x", _SEQ_DTYPES, layer)
+    maxlen = -1 if maxlen is None else check_int(maxlen, "maxlen", layer, minimum=1)
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    length = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    pad_value.stop_gradient = True
+    helper.append_op(type=layer, inputs={"X": [x], "PadValue": [pad_value]},
+                     outputs={"Out": [out], "Length": [length]}, attrs={"padded_length": maxlen})
+    return out, length
+
+
+def sequence_expand(x, y, ref_level=-1, name=None):
+    """Sequence i of x (row i when x has no LoD) repeated as many times as sequence i of y's LoD
+    level ref_level (-1: the last) has elements (Paddle 1.8 API docs, fluid.layers.sequence_expand)."""
+    layer = "sequence_expand"
+    check_variable(x, "x", layer)
+    check_variable(y, "y", layer)
+    check_dtype(x, "x", _SEQ_DTYPES, layer)
+    ref_level = check_int(ref_level, "ref_level", layer, minimum=-1)
+    return _one_op(layer, layer, {"X": [x], "Y": [y]}, {"ref_level": ref_level}, x.dtype, name=name)
+
+
+def sequence_scatter(input, index, updates, name=None):
+    """A copy of input [N, D] with updates[j] added at input[i, index[j]] for every j of sequence i
+    of index (Paddle 1.8 API docs, fluid.layers.sequence_scatter)."""
+    layer = "sequence_scatter"
+    for arg, v in (("input", input), ("index", index), ("updates", updates)):
+        check_variable(v, arg, layer)
+    check_dtype(index, "index", ("int32", "int64"), layer)
+    index.stop_gradient = True
+    return _one_op(layer, layer, {"X": [input], "Ids": [index], "Updates": [updates]}, dtype=input.dtype,
+                   name=name)
+
+
+def sequence_reverse(x, name=None):
+    """Each sequence's rows in reverse order; the LoD kept (Paddle 1.8 API docs,
+    fluid.layers.sequence_reverse)."""
+    check_variable(x, "x", "sequence_reverse")
+    check_dtype(x, "x", _SEQ_DTYPES + ("uint8",), "sequence_reverse")
+    return _one_op("sequence_reverse", "sequence_reverse", {"X": [x]}, dtype=x.dtype, out_slot="Y", name=name)
+
+
+def sequence_mask(x, maxlen=None, dtype="int64", name=None):
+    """x.shape + [maxlen]: element j of a row 1 where j < that row's length in x; maxlen an int,
+    a one-element int Variable, or None (max(x)) (Paddle 1.8 API docs, fluid.layers.sequence_mask)."""
+    layer = "sequence_mask"
+    check_variable(x, "x", layer)
+    dtype = _convert_dtype(dtype)
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    inputs, attrs = {"X": [x]}, {"out_dtype": dtype, "maxlen": -1}
+    if isinstance(maxlen, Variable):
+        inputs["MaxLenTensor"] = [maxlen]
+    elif maxlen is not None:
+        attrs["maxlen"] = check_int(maxlen, "maxlen", layer, minimum=0)
+    helper.append_op(type=layer, inputs=inputs, outputs={"Y": [out]}, attrs=attrs)
+    return out
+
+
+def lod_reset(x, y=None, target_lod=None):
+    """x's data with a new LoD: y's LoD when y has one, else y's values as offsets, else
+    target_lod (offsets) (Paddle 1.8 API docs, fluid.layers.lod_reset)."""
+    layer = "lod_reset"
+    check_variable(x, "x", layer)
+    inputs, attrs = {"X": [x]}, {}
+    if y is not None:
+        check_variable(y, "y", layer)
+        y.stop_gradient = True
+        inputs["Y"] = [y]
+    elif target_lod is not None:
+        if not isinstance(target_lod, (list, tuple)) or not all(isinstance(v, int) for v in target_lod):
+            raise TypeError(f"{layer}: argument 'target_lod' must be a list of ints, got {target_lod!r}")
+        attrs["target_lod"] = [int(v) for v in target_lod]
+    else:
+        raise ValueError(f"{layer}: give y or target_lod")
+    return _one_op(layer, layer, inputs, attrs, x.dtype)
+
+
+def lod_append(x, level):
+    """x with `level` (a list of offsets, or a Variable holding them or carrying a LoD) pushed
+    after its LoD levels (Paddle 1.8 API docs, fluid.layers.lod_append)."""
+    layer = "lod_append"
+    check_variable(x, "x", layer)
+    inputs, attrs = {"X": [x]}, {"append": True}
+    if isinstance(level, Variable):
+        level.stop_gradient = True
+        inputs["Y"] = [level]
+    elif isinstance(level, (list, tuple)) and all(isinstance(v, int) for v in level):
+        attrs["target_lod"] = [int(v) for v in level]
+    else:
+        raise TypeError(f"{layer}: argument 'level' must be a list of ints or a Variable, got {level!r}")
+    return _one_op(layer, "lod_reset", inputs, attrs, x.dtype)

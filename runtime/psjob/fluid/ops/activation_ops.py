@@ -1,6 +1,17 @@
 """Activations. Gradients read the forward output where that is cheaper
-(sigmoid, tanh, relu) — as Paddle's kernels do."""
+(sigmoid, tanh, relu) — as Paddle's kernels do.
+
+Beside relu, sigmoid, tanh, softmax, softsign, leaky_relu and prelu: the activations of
+Paddle 2.x's paddle.nn.functional and Fluid 1.x's fluid.layers, by Paddle's op types and
+attributes: relu6 (threshold), elu (alpha), selu (scale, alpha), gelu (approximate), silu,
+swish (beta), hard_swish (threshold, scale, offset), hard_sigmoid (slope, offset), softplus
+(beta, threshold), tanh_shrink, mish (threshold), logsigmoid, log_softmax (axis), hard_shrink
+(threshold), softshrink (lambda), thresholded_relu (threshold), brelu (t_min, t_max), soft_relu
+(threshold) and stanh (scale_a, scale_b)."""
 from __future__ import annotations
+
+import importlib
+import math
 
 from psjob.fluid.ops.registry import register_op, same_shape, simple_grad
 
@@ -121,3 +132,168 @@ def _prelu_grad(ctx):
 register_op("prelu", infer_shape=same_shape(),
             grad=simple_grad("prelu_grad", inputs=("X", "Alpha")))(_prelu)
 register_op("prelu_grad")(_prelu_grad)
+
+
+# -- element-wise activations of Paddle 2.x (paddle.nn.functional) and Fluid 1.x ---------------
+# Each: forward(xp, x, attrs) -> out and backward(xp, x, out, dout, attrs) -> dx, with Paddle's
+# op type and attribute names and defaults (Paddle 2.x API docs, paddle.nn.functional.*).
+
+def _elementwise_act(name, forward, backward):
+    def kernel(ctx):
+        x = ctx.input("X")
+        ctx.set_output("Out", forward(ctx.xp, x, ctx.attrs).astype(x.dtype, copy=False), lod=ctx.input_lod("X"))
+
+    def grad_kernel(ctx):
+        x, out, dout = ctx.input("X"), ctx.input("Out"), ctx.input("Out@GRAD")
+        ctx.set_output("X@GRAD", backward(ctx.xp, x, out, dout, ctx.attrs).astype(x.dtype, copy=False))
+
+    register_op(name, infer_shape=same_shape(), grad=simple_grad(name + "_grad", keep_outputs=True))(kernel)
+    register_op(name + "_grad")(grad_kernel)
+
+
+def _stable_sigmoid(xp, x):
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def _softplus_raw(xp, z):
+    """log(1 + exp(z)) without overflow."""
+    return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
+
+
+def _erf(xp, x):
+    """The error function: math.erf element-wise on the host, cupyx's on a GPU (numpy has none)."""
+    if xp.__name__ == "numpy":
+        return xp.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
+    return importlib.import_module("cupyx.scipy.special").erf(x)
+
+
+SELU_SCALE = 1.0507009873554804934193349852946
+SELU_ALPHA = 1.6732632423543772848170429916717
+
+
+def _a(attrs, key, default):
+    return float(attrs.get(key, default))
+
+
+def _gelu(xp, x, a):
+    if a.get("approximate", False):
+        return 0.5 * x * (1 + xp.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + _erf(xp, x / math.sqrt(2)))
+
+
+def _gelu_grad(xp, x, o, d, a):
+    if a.get("approximate", False):
+        k = math.sqrt(2 / math.pi)
+        t = xp.tanh(k * (x + 0.044715 * x ** 3))
+        return d * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x))
+    cdf = 0.5 * (1 + _erf(xp, x / math.sqrt(2)))
+    return d * (cdf + x * xp.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))
+
+
+def _softplus(xp, x, a):
+    beta, threshold = _a(a, "beta", 1.0), _a(a, "threshold", 20.0)
+    return xp.where(x * beta > threshold, x, _softplus_raw(xp, x * beta) / beta)
+
+
+def _softplus_grad(xp, x, o, d, a):
+    beta, threshold = _a(a, "beta", 1.0), _a(a, "threshold", 20.0)
+    return xp.where(x * beta > threshold, d, d * _stable_sigmoid(xp, x * beta))
+
+
+def _mish(xp, x, a):
+    threshold = _a(a, "threshold", 20.0)
+    sp = xp.where(x > threshold, x, _softplus_raw(xp, x))
+    return x * xp.tanh(sp)
+
+
+def _mish_grad(xp, x, o, d, a):
+    threshold = _a(a, "threshold", 20.0)
+    sp = xp.where(x > threshold, x, _softplus_raw(xp, x))
+    t = xp.tanh(sp)
+    dsp = xp.where(x > threshold, 1.0, _stable_sigmoid(xp, x))
+    return d * (t + x * (1 - t * t) * dsp)
+
+
+def _hard_swish_gate(xp, x, a):
+    return xp.minimum(xp.maximum(x + _a(a, "offset", 3.0), 0), _a(a, "threshold", 6.0))
+
+
+def _hard_swish_grad(xp, x, o, d, a):
+    threshold, scale, offset = _a(a, "threshold", 6.0), _a(a, "scale", 6.0), _a(a, "offset", 3.0)
+    z = x + offset
+    # Paddle's HardSwishGradFunctor: (2x + offset) / scale inside the ramp, 1 above it, 0 below.
+    return d * xp.where(z < 0, 0.0, xp.where(z < threshold, (2 * x + offset) / scale, 1.0))
+
+
+def _hard_sigmoid_grad(xp, x, o, d, a):
+    slope = _a(a, "slope", 0.2)
+    # Paddle reads Out: the slope where 0 < out < 1.
+    return d * xp.where((o > 0) & (o < 1), slope, 0.0)
+
+
+def _elu(xp, x, a):
+    alpha = _a(a, "alpha", 1.0)
+    return xp.where(x > 0, x, alpha * xp.expm1(xp.minimum(x, 0)))
+
+
+_elementwise_act("relu6", lambda xp, x, a: xp.minimum(xp.maximum(x, 0), _a(a, "threshold", 6.0)),
+                 lambda xp, x, o, d, a: d * ((x > 0) & (x < _a(a, "threshold", 6.0))))
+_elementwise_act("elu", _elu,
+                 lambda xp, x, o, d, a: xp.where(x > 0, d, d * _a(a, "alpha", 1.0) * xp.exp(xp.minimum(x, 0))))
+_elementwise_act("selu", lambda xp, x, a: _a(a, "scale", SELU_SCALE) * _elu(xp, x, {"alpha": _a(a, "alpha", SELU_ALPHA)}),
+                 lambda xp, x, o, d, a: d * _a(a, "scale", SELU_SCALE) * xp.where(
+                     x > 0, 1.0, _a(a, "alpha", SELU_ALPHA) * xp.exp(xp.minimum(x, 0))))
+_elementwise_act("gelu", _gelu, _gelu_grad)
+_elementwise_act("silu", lambda xp, x, a: x * _stable_sigmoid(xp, x),
+                 lambda xp, x, o, d, a: d * _stable_sigmoid(xp, x) * (1 + x * (1 - _stable_sigmoid(xp, x))))
+_elementwise_act("swish", lambda xp, x, a: x * _stable_sigmoid(xp, _a(a, "beta", 1.0) * x),
+                 lambda xp, x, o, d, a: d * (_stable_sigmoid(xp, _a(a, "beta", 1.0) * x) * (
+                     1 + _a(a, "beta", 1.0) * x * (1 - _stable_sigmoid(xp, _a(a, "beta", 1.0) * x)))))
+_elementwise_act("hard_swish", lambda xp, x, a: x * _hard_swish_gate(xp, x, a) / _a(a, "scale", 6.0),
+                 _hard_swish_grad)
+_elementwise_act("hard_sigmoid",
+                 lambda xp, x, a: xp.clip(_a(a, "slope", 0.2) * x + _a(a, "offset", 0.5), 0, 1), _hard_sigmoid_grad)
+_elementwise_act("softplus", _softplus, _softplus_grad)
+_elementwise_act("tanh_shrink", lambda xp, x, a: x - xp.tanh(x), lambda xp, x, o, d, a: d * xp.tanh(x) ** 2)
+_elementwise_act("mish", _mish, _mish_grad)
+_elementwise_act("logsigmoid", lambda xp, x, a: -_softplus_raw(xp, -x),
+                 lambda xp, x, o, d, a: d * _stable_sigmoid(xp, -x))
+
+
+# x times the mask, as Paddle's functors: a dropped negative is -0.0 there too.
+_elementwise_act("hard_shrink", lambda xp, x, a: x * (xp.abs(x) > _a(a, "threshold", 0.5)),
+                 lambda xp, x, o, d, a: d * (xp.abs(x) > _a(a, "threshold", 0.5)))
+_elementwise_act("softshrink", lambda xp, x, a: xp.where(x > _a(a, "lambda", 0.5), x - _a(a, "lambda", 0.5), xp.where(
+                     x < -_a(a, "lambda", 0.5), x + _a(a, "lambda", 0.5), 0)),
+                 lambda xp, x, o, d, a: d * (xp.abs(x) > _a(a, "lambda", 0.5)))
+_elementwise_act("thresholded_relu", lambda xp, x, a: x * (x > _a(a, "threshold", 1.0)),
+                 lambda xp, x, o, d, a: d * (x > _a(a, "threshold", 1.0)))
+_elementwise_act("brelu", lambda xp, x, a: xp.clip(x, _a(a, "t_min", 0.0), _a(a, "t_max", 24.0)),
+                 lambda xp, x, o, d, a: d * ((x > _a(a, "t_min", 0.0)) & (x < _a(a, "t_max", 24.0))))
+_elementwise_act("soft_relu", lambda xp, x, a: _softplus_raw(xp, xp.clip(x, -_a(a, "threshold", 40.0),
+                                                                          _a(a, "threshold", 40.0))),
+                 lambda xp, x, o, d, a: d * _stable_sigmoid(xp, x) * (xp.abs(x) < _a(a, "threshold", 40.0)))
+_elementwise_act("stanh", lambda xp, x, a: _a(a, "scale_b", 1.7159) * xp.tanh(_a(a, "scale_a", 0.67) * x),
+                 lambda xp, x, o, d, a: d * _a(a, "scale_a", 0.67) * _a(a, "scale_b", 1.7159) * (
+                     1 - xp.tanh(_a(a, "scale_a", 0.67) * x) ** 2))
+
+
+# -- log_softmax (attribute axis) -----------------------------------------------------------
+
+def _log_softmax(ctx):
+    xp, x = ctx.xp, ctx.input("X")
+    axis = int(ctx.attr("axis", -1))
+    z = x - x.max(axis=axis, keepdims=True)
+    ctx.set_output("Out", z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True)), lod=ctx.input_lod("X"))
+
+
+def _log_softmax_grad(ctx):
+    xp, out, dout = ctx.xp, ctx.input("Out"), ctx.input("Out@GRAD")
+    axis = int(ctx.attr("axis", -1))
+    ctx.set_output("X@GRAD", dout - xp.exp(out) * dout.sum(axis=axis, keepdims=True))
+
+
+register_op("log_softmax", infer_shape=same_shape(),
+            grad=simple_grad("log_softmax_grad", keep_outputs=True))(_log_softmax)
+register_op("log_softmax_grad")(_log_softmax_grad)

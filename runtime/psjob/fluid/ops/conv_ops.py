@@ -136,3 +136,99 @@ def conv2d_grad(ctx):
             dpadded[:, :, rows, cs] += dcols[:, :, i, j]
         h, wd = x.shape[2:]
         ctx.set_output("Input@GRAD", dpadded[:, :, pads[0]:pads[0] + h, pads[2]:pads[2] + wd])
+
+
+# -- conv2d_transpose ------------------------------------------------------------------------
+# Paddle's conv2d_transpose op (the gradient of conv2d with respect to its input): Input
+# [N, C, H, W], Filter [C, O/groups, KH, KW], Output [N, O, OH, OW] with OH = (H - 1) * stride_h
+# - pad_top - pad_bottom + dilation_h * (KH - 1) + 1 + output_padding_h. Every input pixel adds
+# x[n, c, i, j] * Filter[c, o, kh, kw] at (i * stride_h + kh * dilation_h - pad_top, ...).
+
+def _transpose_geometry(attrs, in_hw, k_hw):
+    strides = _pair(attrs.get("strides", [1, 1]), "strides")
+    dilations = _pair(attrs.get("dilations", [1, 1]), "dilations")
+    pads = [int(p) for p in attrs.get("paddings", [0, 0])]
+    if str(attrs.get("padding_algorithm", "EXPLICIT")).upper() == "VALID":
+        pads = [0, 0]
+    if len(pads) == 2:
+        pads = [pads[0], pads[0], pads[1], pads[1]]
+    extra = [int(p) for p in (attrs.get("output_padding") or [0, 0])]
+    if len(pads) != 4 or min(pads) < 0 or len(extra) != 2 or min(strides + dilations) < 1:
+        raise GraphError(f"conv2d_transpose: bad strides {strides}, dilations {dilations}, paddings "
+                         f"{attrs.get('paddings')} or output_padding {extra}")
+    out = []
+    for i, (size, k) in enumerate(zip(in_hw, k_hw)):
+        full = (size - 1) * strides[i] + dilations[i] * (k - 1) + 1
+        out.append(-1 if size < 0 else full - pads[2 * i] - pads[2 * i + 1] + extra[i])
+    return strides, dilations, pads, out
+
+
+def _transpose_shape(op):
+    x, w = in_var(op, "Input"), in_var(op, "Filter")
+    groups = int(op.attr("groups", 1) or 1)
+    if str(op.attr("padding_algorithm", "EXPLICIT")).upper() == "SAME":
+        raise GraphError("conv2d_transpose: padding 'SAME' is not supported by psjob (give the padding)")
+    if len(x.shape) != 4 or len(w.shape) != 4:
+        raise GraphError(f"conv2d_transpose: Input {x.name}{list(x.shape)} and Filter {w.name}{list(w.shape)} "
+                         "must be 4-D")
+    if x.shape[1] >= 0 and x.shape[1] != w.shape[0]:
+        raise GraphError(f"conv2d_transpose: Input has {x.shape[1]} channels but Filter {w.name}"
+                         f"{list(w.shape)} expects {w.shape[0]}")
+    _, _, _, out = _transpose_geometry(op.attrs, x.shape[2:], w.shape[2:])
+    if any(0 <= d < 1 for d in out):
+        raise GraphError(f"conv2d_transpose: the paddings leave no output for Input {list(x.shape)}")
+    set_out(op, "Output", [x.shape[0], w.shape[1] * groups] + out, x.dtype)
+
+
+def _transpose_slots(ctx, x, w):
+    """Per kernel offset: (kh, kw, rows slice, cols slice) into the uncropped output buffer."""
+    strides, dilations, pads, out = _transpose_geometry(ctx.attrs, x.shape[2:], w.shape[2:])
+    h, wd = x.shape[2:]
+    slots = [(a, b, slice(a * dilations[0], a * dilations[0] + (h - 1) * strides[0] + 1, strides[0]),
+              slice(b * dilations[1], b * dilations[1] + (wd - 1) * strides[1] + 1, strides[1]))
+             for a in range(w.shape[2]) for b in range(w.shape[3])]
+    full = [max((h - 1) * strides[0] + dilations[0] * (w.shape[2] - 1) + 1, pads[0] + out[0]),
+            max((wd - 1) * strides[1] + dilations[1] * (w.shape[3] - 1) + 1, pads[2] + out[1])]
+    crop = (slice(pads[0], pads[0] + out[0]), slice(pads[2], pads[2] + out[1]))
+    return slots, full, crop
+
+
+@register_op("conv2d_transpose", infer_shape=_transpose_shape, grad=lambda op: [GradOpSpec(
+    "conv2d_transpose_grad", {"Input": op.input("Input"), "Filter": op.input("Filter"),
+                              "Output@GRAD": [grad_name(op.output("Output")[0])]},
+    {"Input@GRAD": [grad_name(op.input("Input")[0])], "Filter@GRAD": [grad_name(op.input("Filter")[0])]},
+    dict(op.attrs))])
+def conv2d_transpose(ctx):
+    xp, x, w = ctx.xp, ctx.input("Input"), ctx.input("Filter")
+    g = int(ctx.attr("groups", 1) or 1)
+    slots, full, crop = _transpose_slots(ctx, x, w)
+    n, c = x.shape[:2]
+    og = w.shape[1]
+    buf = xp.zeros((n, og * g) + tuple(full), dtype=x.dtype)
+    xs = x.reshape(n, g, c // g, *x.shape[2:])
+    ws = w.reshape(g, c // g, og, *w.shape[2:])
+    for a, b, rows, cols in slots:
+        part = xp.einsum("ngchw,gco->ngohw", xs, ws[:, :, :, a, b]).reshape(n, g * og, *x.shape[2:])
+        buf[:, :, rows, cols] += part
+    ctx.set_output("Output", buf[:, :, crop[0], crop[1]].copy())
+
+
+@register_op("conv2d_transpose_grad")
+def conv2d_transpose_grad(ctx):
+    xp, x, w, dout = ctx.xp, ctx.input("Input"), ctx.input("Filter"), ctx.input("Output@GRAD")
+    g = int(ctx.attr("groups", 1) or 1)
+    slots, full, crop = _transpose_slots(ctx, x, w)
+    n, c = x.shape[:2]
+    og = w.shape[1]
+    dbuf = xp.zeros((n, og * g) + tuple(full), dtype=dout.dtype)
+    dbuf[:, :, crop[0], crop[1]] = dout
+    xs = x.reshape(n, g, c // g, *x.shape[2:])
+    ws = w.reshape(g, c // g, og, *w.shape[2:])
+    dx = xp.zeros_like(xs)
+    dw = xp.zeros_like(ws)
+    for a, b, rows, cols in slots:
+        d = dbuf[:, :, rows, cols].reshape(n, g, og, *x.shape[2:])
+        dx += xp.einsum("ngohw,gco->ngchw", d, ws[:, :, :, a, b])
+        dw[:, :, :, a, b] = xp.einsum("ngchw,ngohw->gco", xs, d)
+    ctx.set_output("Input@GRAD", dx.reshape(x.shape))
+    ctx.set_output("Filter@GRAD", dw.reshape(w.shape))

@@ -283,3 +283,78 @@ def bpr_loss_grad(ctx):
     dx = g.copy()
     dx[xp.arange(x.shape[0]), label] = -g.sum(axis=1)
     ctx.set_output("X@GRAD", dx.astype(x.dtype, copy=False), lod=ctx.input_lod("X"))
+
+
+# -- label_smooth, rank_loss, margin_rank_loss (Paddle 1.8 API docs, fluid.layers.*) ------------
+
+def _label_smooth_shape(op):
+    x = in_var(op, "X")
+    set_out(op, "Out", x.shape, x.dtype, x.lod_level)
+
+
+@register_op("label_smooth", infer_shape=_label_smooth_shape, grad=lambda op: [GradOpSpec(
+    "label_smooth_grad", {"Out@GRAD": [grad_name(op.output("Out")[0])]},
+    {"X@GRAD": [grad_name(op.input("X")[0])]}, dict(op.attrs))], no_grad_inputs=("PriorDist",))
+def label_smooth(ctx):
+    """(1 - epsilon) * X + epsilon * PriorDist, or + epsilon / classes without a prior."""
+    x, eps = ctx.input("X"), float(ctx.attr("epsilon", 0.0))
+    if ctx.has_input("PriorDist"):
+        prior = ctx.input("PriorDist").reshape(-1)
+        if prior.shape[0] != x.shape[-1]:
+            raise ValueError(f"label_smooth: PriorDist has {prior.shape[0]} values but X has {x.shape[-1]} classes")
+        smooth = eps * prior.astype(x.dtype)
+    else:
+        smooth = x.dtype.type(eps / x.shape[-1])
+    ctx.set_output("Out", (1 - eps) * x + smooth, lod=ctx.input_lod("X"))
+
+
+@register_op("label_smooth_grad")
+def label_smooth_grad(ctx):
+    dout = ctx.input("Out@GRAD")
+    ctx.set_output("X@GRAD", dout * dout.dtype.type(1 - float(ctx.attr("epsilon", 0.0))))
+
+
+def _pair_loss_shape(op):
+    left, right, label = in_var(op, "Left"), in_var(op, "Right"), in_var(op, "Label")
+    for v in (left, right, label):
+        if len(v.shape) != 2 or v.shape[1] not in (1, -1):
+            raise GraphError(f"{op.type}: {v.name}{list(v.shape)} must be [batch, 1]")
+    set_out(op, "Out", left.shape, left.dtype)
+    set_out(op, "Activated", left.shape, left.dtype)
+
+
+@register_op("rank_loss", infer_shape=_pair_loss_shape, grad=simple_grad(
+    "rank_loss_grad", inputs=("Label", "Left", "Right"), grad_of=("Left", "Right")), no_grad_inputs=("Label",))
+def rank_loss(ctx):
+    """RankNet: log(1 + exp(left - right)) - label * (left - right)."""
+    xp, label, d = ctx.xp, ctx.input("Label"), ctx.input("Left") - ctx.input("Right")
+    ctx.set_output("Out", xp.maximum(d, 0) + xp.log1p(xp.exp(-xp.abs(d))) - label * d)
+
+
+@register_op("rank_loss_grad")
+def rank_loss_grad(ctx):
+    xp, label, d = ctx.xp, ctx.input("Label"), ctx.input("Left") - ctx.input("Right")
+    e = xp.exp(-xp.abs(d))
+    g = ctx.input("Out@GRAD") * (xp.where(d >= 0, 1 / (1 + e), e / (1 + e)) - label)
+    ctx.set_output("Left@GRAD", g)
+    ctx.set_output("Right@GRAD", -g)
+
+
+@register_op("margin_rank_loss", infer_shape=_pair_loss_shape, grad=simple_grad(
+    "margin_rank_loss_grad", inputs=("Label", "Left", "Right"), outputs=("Out",), grad_of=("Left", "Right")),
+    no_grad_inputs=("Label",))
+def margin_rank_loss(ctx):
+    """max(0, -label * (left - right) + margin); Activated marks the rows where it is positive."""
+    xp, label = ctx.xp, ctx.input("Label")
+    z = -label * (ctx.input("Left") - ctx.input("Right")) + label.dtype.type(ctx.attr("margin", 0.0))
+    ctx.set_output("Out", xp.maximum(z, 0))
+    ctx.set_output("Activated", (z > 0).astype(z.dtype))
+
+
+@register_op("margin_rank_loss_grad")
+def margin_rank_loss_grad(ctx):
+    label = ctx.input("Label")
+    z = -label * (ctx.input("Left") - ctx.input("Right")) + label.dtype.type(ctx.attr("margin", 0.0))
+    g = ctx.input("Out@GRAD") * (z > 0) * label
+    ctx.set_output("Left@GRAD", -g)
+    ctx.set_output("Right@GRAD", g)

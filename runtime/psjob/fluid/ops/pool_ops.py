@@ -4,7 +4,8 @@
 Attributes as Paddle's: `pooling_type` 'max' or 'avg', `ksize`, `strides`, `paddings`
 ([h, w] or [top, bottom, left, right]), `padding_algorithm` 'EXPLICIT', 'VALID' (no
 padding) or 'SAME' (out = ceil(in / stride), the padding split with the odd one after),
-`global_pooling`, `exclusive` (an average over the window's unpadded elements only),
+`global_pooling`, `adaptive` (ksize is the output size; output i pools input
+[floor(i * in / out), ceil((i + 1) * in / out))), `exclusive` (an average over the window's unpadded elements only),
 `ceil_mode`. Padded elements never win a max. As Paddle's max-pool gradient, the whole
 gradient of a window goes to its first maximum (row-major order).
 """
@@ -20,6 +21,9 @@ def _geometry(in_hw, attrs):
     """(ksize, strides, [top, bottom, left, right], out_hw) for input spatial dims in_hw."""
     if attrs.get("global_pooling", False):
         return list(in_hw), [1, 1], [0, 0, 0, 0], [1, 1]
+    if attrs.get("adaptive", False):
+        out_hw = [int(k) for k in attrs["ksize"]]
+        return out_hw, [1, 1], [0, 0, 0, 0], out_hw
     ksize, strides = [int(k) for k in attrs["ksize"]], [int(s) for s in attrs.get("strides", [1, 1])]
     algorithm = attrs.get("padding_algorithm", "EXPLICIT")
     pads = [int(p) for p in attrs.get("paddings", [0, 0])]
@@ -59,12 +63,24 @@ def _windows(x, attrs):
     """Yield (i, j, h0, h1, w0, w1): output position and its window clipped to x."""
     ksize, strides, pads, out = _geometry(x.shape[2:], attrs)
     height, width = x.shape[2:]
+    if attrs.get("adaptive", False):
+        yield from _adaptive_windows(height, width, out)
+        return
     for i in range(out[0]):
         h0 = i * strides[0] - pads[0]
         for j in range(out[1]):
             w0 = j * strides[1] - pads[2]
             yield (i, j, max(h0, 0), min(h0 + ksize[0], height), max(w0, 0), min(w0 + ksize[1], width),
                    ksize[0] * ksize[1])
+
+
+def _adaptive_windows(height, width, out):
+    """Paddle's adaptive pooling: output i covers [floor(i * in / out), ceil((i + 1) * in / out))."""
+    for i in range(out[0]):
+        h0, h1 = (i * height) // out[0], -((-(i + 1) * height) // out[0])
+        for j in range(out[1]):
+            w0, w1 = (j * width) // out[1], -((-(j + 1) * width) // out[1])
+            yield i, j, h0, h1, w0, w1, (h1 - h0) * (w1 - w0)
 
 
 @register_op("pool2d", infer_shape=_pool_shape, grad=simple_grad("pool2d_grad", keep_outputs=True))

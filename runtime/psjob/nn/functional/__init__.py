@@ -10,14 +10,21 @@ from psjob.fluid import layers as _layers
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int, check_variable
 from psjob.fluid.ops.nn_ops import NO_PADDING
-from psjob.nn.functional.conv import conv1d, conv2d
-from psjob.nn.functional.pooling import avg_pool2d, max_pool1d, max_pool2d
+from psjob.nn.functional.activation import *  # noqa: F403
+from psjob.nn.functional.activation import __all__ as _activation_all
+from psjob.nn.functional.common import *  # noqa: F403
+from psjob.nn.functional.common import __all__ as _common_all
+from psjob.nn.functional.conv import conv1d, conv2d, conv2d_transpose
+from psjob.nn.functional.loss import *  # noqa: F403
+from psjob.nn.functional.loss import __all__ as _loss_all
+from psjob.nn.functional.pooling import *  # noqa: F403
+from psjob.nn.functional.pooling import __all__ as _pooling_all
 
-__all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "linear", "embedding",
+__all__ = ["relu", "sigmoid", "tanh", "softmax", "dropout", "linear", "embedding",
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "cross_entropy", "softmax_with_cross_entropy", "mse_loss", "square_error_cost",
            "embedding_lookup", "normalize", "leaky_relu", "prelu", "layer_norm", "conv2d", "conv1d",
-           "cosine_similarity", "max_pool1d", "max_pool2d", "avg_pool2d", "sequence_mask"]
+           "cosine_similarity", "sequence_mask", "conv2d_transpose"] + _activation_all + _common_all + _loss_all + _pooling_all
 
 relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
 
@@ -38,10 +45,6 @@ def softmax(x, axis=-1, dtype=None, name=None):
     perm = [i for i in range(nd) if i != axis] + [axis]
     back = [perm.index(i) for i in range(nd)]
     return _layers.transpose(_layers.softmax(_layers.transpose(x, perm)), back)
-
-
-def log_softmax(x, axis=-1, dtype=None, name=None):
-    return _t.log(softmax(x, axis, dtype, name))
 
 
 def dropout(x, p=0.5, axis=None, training=True, mode="upscale_in_train", name=None):

@@ -16,7 +16,7 @@ from psjob.fluid import layers as _layers
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_variable
 
-__all__ = ["conv2d", "conv1d"]
+__all__ = ["conv2d", "conv1d", "conv2d_transpose"]
 
 
 def _pair(value, what):
@@ -108,3 +108,48 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data
                  _single(stride, "stride"), _conv1d_padding(padding), _single(dilation, "dilation"),
                  groups, "NHWC" if channel_last else "NCHW", name)
     return _layers.squeeze(out, [unit])
+
+
+def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
+                     data_format="NCHW", output_size=None, name=None):
+    """The transposed convolution: x [N, C, H, W] (or NHWC), weight [C, O/groups, KH, KW]; output
+    (H - 1) * stride - pad_top - pad_bottom + dilation * (KH - 1) + 1 + output_padding (output_size,
+    when given, picks output_padding). Paddle's conv2d_transpose op; padding 'SAME' is refused."""
+    fn = "conv2d_transpose"
+    check_variable(x, "x", fn)
+    check_variable(weight, "weight", fn)
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError(f"{fn}: data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
+    if len(x.shape) != 4 or len(weight.shape) != 4:
+        raise ValueError(f"{fn}: x {x.name}{list(x.shape)} and weight {weight.name}{list(weight.shape)} must be 4-D")
+    channel_last = data_format == "NHWC"
+    paddings, algorithm = conv_padding(padding, channel_last)
+    if algorithm == "SAME":
+        raise ValueError(f"{fn}: padding 'SAME' is not supported by psjob; give the padding")
+    strides, dilations = _pair(stride, "stride"), _pair(dilation, "dilation")
+    extra = [output_padding] * 2 if isinstance(output_padding, numbers.Integral) else list(output_padding)
+    if len(extra) != 2 or not all(isinstance(v, numbers.Integral) and v >= 0 for v in extra):
+        raise ValueError(f"{fn}: output_padding must be an int >= 0 or a pair of them, got {output_padding!r}")
+    extra = [int(v) for v in extra]
+    if channel_last:
+        x = _layers.transpose(x, [0, 3, 1, 2])
+    if output_size is not None:
+        size = _pair(output_size, "output_size")
+        pads4 = [paddings[0], paddings[0], paddings[1], paddings[1]] if len(paddings) == 2 else paddings
+        for i in range(2):
+            base = ((x.shape[2 + i] - 1) * strides[i] - pads4[2 * i] - pads4[2 * i + 1]
+                    + dilations[i] * (weight.shape[2 + i] - 1) + 1)
+            if x.shape[2 + i] >= 0 and not 0 <= size[i] - base < max(strides[i], dilations[i]):
+                raise ValueError(f"{fn}: output_size {size} is not reachable from x {list(x.shape)} "
+                                 f"(dimension {i}: {base} to {base + max(strides[i], dilations[i]) - 1})")
+            extra[i] = size[i] - base if x.shape[2 + i] >= 0 else 0
+    helper = LayerHelper(fn, name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type=fn, inputs={"Input": [x], "Filter": [weight]}, outputs={"Output": [out]},
+                     attrs={"strides": strides, "paddings": paddings, "dilations": dilations, "groups": int(groups),
+                            "output_padding": extra, "output_size": [], "padding_algorithm": algorithm,
+                            "data_format": "NCHW"})
+    if bias is not None:
+        check_variable(bias, "bias", fn)
+        out = _layers.elementwise_add(out, bias, axis=1)
+    return _layers.transpose(out, [0, 2, 3, 1]) if channel_last else out

@@ -11,7 +11,8 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_variable
 from psjob.nn.functional.conv import conv_padding
 
-__all__ = ["max_pool1d", "max_pool2d", "avg_pool2d"]
+__all__ = ["max_pool1d", "max_pool2d", "avg_pool2d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+           "adaptive_max_pool1d", "adaptive_max_pool2d"]
 
 
 def _pair(value, what, fn):
@@ -91,3 +92,77 @@ def max_pool1d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_m
                      None if stride is None else _one(stride, "stride"), _padding_1d(padding), return_mask,
                      ceil_mode, "NHWC" if data_format == "NLC" else "NCHW", name)
     return _layers.squeeze(out, [unit])
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0, exclusive=True, ceil_mode=False, name=None):
+    """x [N, C, L]: the average of each window along L (avg_pool2d over a height of 1, as Paddle)."""
+    check_variable(x, "x", "avg_pool1d")
+    if len(x.shape) != 3:
+        raise ValueError(f"avg_pool1d: x {x.name}{list(x.shape)} must be 3-D [N, C, L]")
+    out = avg_pool2d(_layers.unsqueeze(x, [2]), _one(kernel_size, "kernel_size"),
+                     None if stride is None else _one(stride, "stride"), _padding_1d(padding), ceil_mode,
+                     exclusive, None, "NCHW", name)
+    return _layers.squeeze(out, [2])
+
+
+def _adaptive(x, kind, output_size, fn, name):
+    helper = LayerHelper("pool2d", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="pool2d", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"pooling_type": kind, "ksize": output_size, "adaptive": True, "strides": [1, 1],
+                            "paddings": [0, 0], "global_pooling": False, "exclusive": True,
+                            "data_format": "NCHW"})
+    return out
+
+
+def _output_size(value, x, dims, fn):
+    values = [value] * dims if isinstance(value, numbers.Integral) or value is None else list(value)
+    spatial = list(x.shape[-dims:])
+    values = [spatial[i] if v is None else v for i, v in enumerate(values)]
+    if len(values) != dims or not all(isinstance(v, numbers.Integral) and v >= 1 for v in values):
+        raise ValueError(f"{fn}: output_size must be a positive int or {dims} of them, got {value!r}")
+    return [int(v) for v in values]
+
+
+def adaptive_avg_pool2d(x, output_size, data_format="NCHW", name=None):
+    """x [N, C, H, W]: output (i, j) averages rows [floor(i * H / oh), ceil((i + 1) * H / oh)) and
+    likewise columns (Paddle's adaptive pool2d)."""
+    fn = "adaptive_avg_pool2d"
+    check_variable(x, "x", fn)
+    if len(x.shape) != 4 or data_format not in ("NCHW", "NHWC"):
+        raise ValueError(f"{fn}: x {x.name}{list(x.shape)} must be 4-D, data_format 'NCHW' or 'NHWC'")
+    if data_format == "NHWC":
+        x = _layers.transpose(x, [0, 3, 1, 2])
+    out = _adaptive(x, "avg", _output_size(output_size, x, 2, fn), fn, name)
+    return _layers.transpose(out, [0, 2, 3, 1]) if data_format == "NHWC" else out
+
+
+def _adaptive_1d(x, kind, output_size, fn, name):
+    check_variable(x, "x", fn)
+    if len(x.shape) != 3:
+        raise ValueError(f"{fn}: x {x.name}{list(x.shape)} must be 3-D [N, C, L]")
+    size = _output_size(output_size, x, 1, fn)
+    return _layers.squeeze(_adaptive(_layers.unsqueeze(x, [2]), kind, [1] + size, fn, name), [2])
+
+
+def adaptive_avg_pool1d(x, output_size, name=None):
+    """x [N, C, L]: output i averages [floor(i * L / out), ceil((i + 1) * L / out))."""
+    return _adaptive_1d(x, "avg", output_size, "adaptive_avg_pool1d", name)
+
+
+def adaptive_max_pool1d(x, output_size, return_mask=False, name=None):
+    """x [N, C, L]: output i is the maximum of [floor(i * L / out), ceil((i + 1) * L / out))."""
+    if return_mask:
+        raise ValueError("adaptive_max_pool1d: return_mask=True is not supported by psjob")
+    return _adaptive_1d(x, "max", output_size, "adaptive_max_pool1d", name)
+
+
+def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
+    """x [N, C, H, W]: the maximum of each adaptive window."""
+    fn = "adaptive_max_pool2d"
+    check_variable(x, "x", fn)
+    if return_mask:
+        raise ValueError(f"{fn}: return_mask=True is not supported by psjob")
+    if len(x.shape) != 4:
+        raise ValueError(f"{fn}: x {x.name}{list(x.shape)} must be 4-D")
+    return _adaptive(x, "max", _output_size(output_size, x, 2, fn), fn, name)
