@@ -289,6 +289,16 @@ def _numbers(tokens, slot, offsets, source, line_numbers):
         raise
 
 
+def _check_source_setting(key, value):
+    """init()/update_settings() settings of where examples come from: only the local defaults."""
+    if key == "input_type" and value != 0:
+        raise ValueError(f"input_type={value}: psjob reads one example per line (input_type=0)")
+    if key in ("fs_name", "fs_ugi") and value:
+        raise ValueError("fs_name/fs_ugi name an HDFS cluster, which psjob does not read; give local paths")
+    if key == "download_cmd" and value != "cat":
+        raise ValueError("download_cmd is for HDFS reads, which psjob does not do; give local paths")
+
+
 class DatasetBase:
     def __init__(self):
         self.batch_size = 1
@@ -300,16 +310,22 @@ class DatasetBase:
 
     def init(self, batch_size=1, thread_num=1, use_var=None, pipe_command="cat", input_type=0,
              fs_name="", fs_ugi="", download_cmd="cat", **kwargs):
-        if input_type != 0:
-            raise ValueError(f"input_type={input_type}: psjob reads one example per line (input_type=0)")
-        if fs_name or fs_ugi:
-            raise ValueError("fs_name/fs_ugi name an HDFS cluster, which psjob does not read; give local paths")
-        if download_cmd != "cat":
-            raise ValueError("download_cmd is for HDFS reads, which psjob does not do; give local paths")
+        for key, value in (("input_type", input_type), ("fs_name", fs_name), ("fs_ugi", fs_ugi),
+                           ("download_cmd", download_cmd)):
+            _check_source_setting(key, value)
         self.set_batch_size(batch_size)
         self.set_thread(thread_num)
         self.set_use_var(use_var or [])
         self.set_pipe_command(pipe_command)
+
+    def _set_use_ps_gpu(self, use_ps_gpu):
+        """Paddle's flag for its GPU parameter server (heterps builds); a Paddle build without
+        it resets the flag to 0 and reads on the CPU, as psjob does (PaddleRec's InMemoryDataset
+        helper calls this with runner.use_gpu)."""
+        if use_ps_gpu:
+            _note_once("InMemoryDataset._set_use_ps_gpu(True): psjob has no GPU parameter server "
+                       "(Paddle's heterps); the dataset is read on the CPU, as in a Paddle build without it")
+        self.use_ps_gpu = 0
 
     def set_batch_size(self, batch_size):
         if int(batch_size) < 1:
@@ -414,6 +430,34 @@ class InMemoryDataset(DatasetBase):
         self._preload: threading.Thread | None = None
         self._preload_error: BaseException | None = None
         self._rng = np.random.default_rng()
+
+    # update_settings keys psjob takes as Paddle does, and those whose Paddle defaults
+    # (False / off) are the only values psjob reads with.
+    _SETTERS = {"batch_size": "set_batch_size", "thread_num": "set_thread", "use_var": "set_use_var",
+                "pipe_command": "set_pipe_command"}
+    _OFF_ONLY = ("parse_ins_id", "parse_content", "fea_eval", "merge_by_sid", "parse_logkey", "enable_pv_merge")
+
+    def update_settings(self, **kwargs):
+        """Paddle's InMemoryDataset.update_settings: change settings given to init()
+        (https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/distributed/InMemoryDataset_en.html).
+        The send/merge tuning of Paddle's global shuffle (fleet_send_batch_size,
+        fleet_send_sleep_seconds, candidate_size) changes no example and is accepted; instance
+        ids, content, feature evaluation and merging by line id are not read by psjob, so
+        asking for them is an error rather than a silent difference."""
+        for key, value in kwargs.items():
+            if key in self._SETTERS:
+                getattr(self, self._SETTERS[key])(value)
+            elif key in ("input_type", "fs_name", "fs_ugi", "download_cmd"):
+                _check_source_setting(key, value)
+            elif key in self._OFF_ONLY:
+                if value:
+                    raise ValueError(f"update_settings({key}={value!r}): psjob reads MultiSlot lines without "
+                                     f"{key}; leave it False")
+            elif key == "merge_size":
+                if value is not None and int(value) > 0:
+                    raise ValueError(f"update_settings(merge_size={value}): psjob does not merge examples by line id")
+            elif key not in ("fleet_send_batch_size", "fleet_send_sleep_seconds", "candidate_size"):
+                raise TypeError(f"update_settings() got an unknown setting {key!r}")
 
     def load_into_memory(self, is_shuffle=False):
         """Run pipe_command over every file (thread_num at a time) and keep the examples."""
