@@ -4,6 +4,7 @@ own `paddle.static.save` format (a pickled {name: float32 array}) that both psjo
 through `runner.model_init_path`."""
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import subprocess
@@ -28,6 +29,11 @@ def write_paddle_init(saved_prefix, init_dir, seed=INIT_SEED):
     in sorted-name order, RandomState(seed).uniform(-0.02, 0.02, shape) as float32."""
     with np.load(str(saved_prefix) + ".pdparams") as saved:
         shapes = {n: saved[n].shape for n in saved.files}
+    write_init_from_shapes(shapes, init_dir, seed)
+
+
+def write_init_from_shapes(shapes, init_dir, seed=INIT_SEED):
+    """write_paddle_init's file from {parameter name: shape}."""
     rs = np.random.RandomState(seed)
     state = {n: rs.uniform(-0.02, 0.02, shapes[n]).astype(np.float32) for n in sorted(shapes)}
     init_dir.mkdir()
@@ -49,14 +55,14 @@ def write_psjob_init(init_dir, save_dir):
     write_manifest(str(save_dir), new_manifest(entries))
 
 
-def run_ps(model_dir, overrides, workers=1, timeout=240):
-    """PaddleRec's tools/static_ps_trainer.py -m config.yaml -o OVERRIDES as 1 pserver + `workers`
+def run_ps(model_dir, overrides, workers=1, timeout=240, config="config.yaml"):
+    """PaddleRec's tools/static_ps_trainer.py -m CONFIG -o OVERRIDES as 1 pserver + `workers`
     trainers under `psjob launch --as-paddle`, from the model's folder; (result, {log name: text}).
     `python` in a pipe_command is this interpreter (its folder first on PATH)."""
     log_dir = os.path.join(model_dir, "pslog")
     cmd = [sys.executable, "-m", "psjob.cli", "launch", "--as-paddle", "--server_num", "1",
            "--worker_num", str(workers), "--log_dir", log_dir, "--timeout", str(timeout),
-           os.path.join("..", "..", "..", "tools", "static_ps_trainer.py"), "-m", "config.yaml", "-o", *overrides]
+           os.path.join("..", "..", "..", "tools", "static_ps_trainer.py"), "-m", config, "-o", *overrides]
     env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
     r = subprocess.run(cmd, cwd=model_dir, capture_output=True, text=True, timeout=timeout + 60, env=env)
     logs = {}
@@ -107,3 +113,37 @@ def check_inference_model(model_dir, saved_dir, timeout=120):
     cmd = [sys.executable, "-m", "psjob.cli", "as-paddle", "--", sys.executable, "-c", INFER_CHECK, str(saved_dir)]
     r = subprocess.run(cmd, cwd=model_dir, capture_output=True, text=True, timeout=timeout)
     return r, r.stdout + r.stderr
+
+
+# Run under `psjob as-paddle` in a model's folder: builds the model's training program as
+# static_trainer.py does (create_feeds, net) and prints its parameters' shapes as JSON, the
+# names and shapes of static_trainer's save (what write_init_from_shapes needs), without training.
+PARAM_SHAPES = r"""
+import json, os, sys
+import paddle
+sys.path.insert(0, os.path.abspath(os.path.join("..", "..", "..", "tools")))
+from utils.static_ps.common_ps import YamlHelper
+paddle.enable_static()
+config = YamlHelper().load_yaml("config.yaml")
+for item in sys.argv[1:]:
+    key, value = item.split("=")
+    kind = type(config.get(key))  # as PaddleRec's trainers read -o key=value
+    config[key] = (value.lower() == "true") if kind is bool else kind(value) if kind in (int, float) else value
+config["config_abs_dir"] = os.getcwd()
+sys.path.insert(0, os.getcwd())
+from static_model import StaticModel
+model = StaticModel(config)
+model.net(model.create_feeds())
+main = paddle.static.default_main_program()
+print("PARAM-SHAPES " + json.dumps({p.name: list(p.shape) for p in main.all_parameters()}))
+"""
+
+
+def param_shapes(model_dir, overrides=(), timeout=120):
+    """{parameter name: shape} of the model's training program (PARAM_SHAPES)."""
+    cmd = [sys.executable, "-m", "psjob.cli", "as-paddle", "--", sys.executable, "-c", PARAM_SHAPES, *overrides]
+    r = subprocess.run(cmd, cwd=model_dir, capture_output=True, text=True, timeout=timeout)
+    lines = [line for line in r.stdout.splitlines() if line.startswith("PARAM-SHAPES ")]
+    if r.returncode != 0 or not lines:
+        raise RuntimeError(f"PARAM_SHAPES failed in {model_dir}:\n{(r.stdout + r.stderr)[-3000:]}")
+    return {n: tuple(s) for n, s in json.loads(lines[-1][len("PARAM-SHAPES "):]).items()}

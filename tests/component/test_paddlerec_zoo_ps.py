@@ -36,7 +36,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from paddlereczoo import check_inference_model, run_ps, run_tool, write_paddle_init, write_psjob_init  # noqa: E402
+from paddlereczoo import check_inference_model, param_shapes, run_ps, write_init_from_shapes, write_psjob_init  # noqa: E402
 
 pytest.importorskip("yaml", reason="PaddleRec's trainers need pyyaml (the test extras)")
 pytest.importorskip("six", reason="PaddleRec's trainers need six (the test extras)")
@@ -44,39 +44,66 @@ pytest.importorskip("six", reason="PaddleRec's trainers need six (the test extra
 PADDLEREC = os.path.join(HERE, "..", "thirdparty", "paddlerec")
 PIPE = os.path.join(HERE, "..", "paddlerec_pipe.py")
 # run_dataset prints "[thread T] batch N: Epoch E Var cost: [C], Epoch E Var auc: [A]"
-COST = re.compile(r"\[thread \d+\] batch (\d+): Epoch (\d+) Var cost: \[([^\]]+)\]")
+COST = re.compile(r"\[thread (\d+)\] batch (\d+): Epoch (\d+) Var cost: \[([^\]]+)\]")
 
 
 @dataclass(frozen=True)
 class Model:
     group: str
-    data: str | None  # the data file cut to `lines` (None: all data as shipped)
-    lines: int | None
-    save: str  # runner.model_save_path of its config.yaml (static_trainer's save, for the shapes)
+    data: str | None = None  # the data file cut to `lines` (None: all data as shipped)
+    lines: int | None = None
     overrides: tuple = ()
-    # the sync_mode of the 2-trainer run (geo needs runner.geo_step, an int only where the
-    # config has the key: PaddleRec's -o keeps other values strings, which Paddle's
-    # a_sync_configs refuses, and so does psjob's)
+    # the 2-trainer run: its sync_mode (geo needs runner.geo_step, an int only where the config
+    # has the key: PaddleRec's -o keeps other values strings, which Paddle's a_sync_configs
+    # refuses, and so does psjob's), reader type and Hogwild threads per trainer
     mode: str = "async"
+    reader: str = "QueueDataset"
+    threads: int = 1
+    # the second epoch's mean cost below the first's (tagspace's hinge loss is mostly 0 and
+    # match-pyramid's near 1 on the sample: for them, not above it)
+    falls: bool = True
 
 
 CRITEO = "data/sample_data/train/sample_train.txt"
 MODELS = {
-    "autoint": Model("rank", CRITEO, 8, "output_model_autoint", ("runner.use_gpu=False",)),
-    "dcn": Model("rank", "data/sample_data/sample_train.txt", 32, "output_model_deepCross", mode="sync"),
-    "deepfm": Model("rank", CRITEO, 8, "output_model_deepfm"),
-    "difm": Model("rank", CRITEO, 16, "output_model_difm"),
-    "dlrm": Model("rank", CRITEO, 8, "output_model_dlrm"),
-    "fm": Model("rank", CRITEO, 16, "output_model_fm", mode="sync"),
-    "gatenet": Model("rank", CRITEO, 16, "output_model_gatenet"),
-    "logistic_regression": Model("rank", CRITEO, 16, "output_model_lr"),
-    "xdeepfm": Model("rank", CRITEO, 16, "output_model_xdeepfm"),
+    "autoint": Model("rank", CRITEO, 8, ("runner.use_gpu=False",)),
+    "dcn": Model("rank", "data/sample_data/sample_train.txt", 32, mode="sync"),
+    "deepfm": Model("rank", CRITEO, 8, threads=2),
+    "difm": Model("rank", CRITEO, 16),
+    "dlrm": Model("rank", CRITEO, 8, reader="InmemoryDataset"),
+    "fm": Model("rank", CRITEO, 16, mode="sync"),
+    "gatenet": Model("rank", CRITEO, 16, threads=2),
+    "logistic_regression": Model("rank", CRITEO, 16),
+    "xdeepfm": Model("rank", CRITEO, 16),
+    "tagspace": Model("contentunderstanding", "data/train_data/small_train.csv", 80, falls=False),
+    "match-pyramid": Model("match", falls=False),
 }
+
+# Models static_ps_trainer.py stops on: the error line the run prints. Paddle 3.0.0 stops on
+# each as well: the first four kinds are PaddleRec's own Python (the trainer reads
+# model.inference_target_var, asserts create_feeds gave a list, counts a binary file's text
+# lines); for the [-1, -1] slots Paddle's QueueDataset resizes the batch to a negative
+# dimension (checked with a two-slot program); for a feed the inference targets do not use,
+# Paddle's save_inference_model raises too ("doesn't exist in pruned inference program").
+NO_TARGET = "object has no attribute 'inference_target_var'"
+BINARY = "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x80"
+OPEN_SLOT = "has an unknown dimension after the batch one; give it lod_level=1 for a variable-length slot"
+UNUSED_FEED = "is not needed to compute the targets (or not in the program)"
+BLOCKED = {
+    "bst": ("rank", OPEN_SLOT), "din": ("rank", OPEN_SLOT), "dien": ("rank", NO_TARGET),
+    "dmr": ("rank", NO_TARGET), "dsin": ("rank", BINARY),
+    "dselect_k": ("multitask", BINARY), "escm2": ("multitask", NO_TARGET), "esmm": ("multitask", NO_TARGET),
+    "mmoe": ("multitask", NO_TARGET), "ple": ("multitask", NO_TARGET), "share_bottom": ("multitask", NO_TARGET),
+    "mind": ("recall", NO_TARGET), "ncf": ("recall", UNUSED_FEED), "tisas": ("recall", "assert isinstance(input_var, list)"),
+    "word2vec": ("recall", NO_TARGET), "multiview-simnet": ("match", UNUSED_FEED),
+    "textcnn": ("contentunderstanding", NO_TARGET),
+}
+MODELS.update({name: Model(group) for name, (group, _) in BLOCKED.items()})
 
 # The single-process zoo tests' pins (Paddle 3.0.0's costs from write_paddle_init's parameters;
 # their data cuts are the ones above, or longer).
 _PINNED_IN = {"rank_a": ("autoint", "dcn", "deepfm", "difm", "dlrm"),
-              "rank_b": ("fm", "gatenet", "logistic_regression", "xdeepfm")}
+              "rank_b": ("fm", "gatenet", "logistic_regression", "xdeepfm"), "multitask": ("tagspace",)}
 
 
 def _pins():
@@ -93,10 +120,7 @@ def _pins():
 PADDLE_COSTS = _pins()
 # Batches of the cut data (the pins may go further; the last batch of a QueueDataset pass may be
 # partial, static_trainer's DataLoader drops it).
-PINNED_BATCHES = {"xdeepfm": 3}
-
-# What psjob prints for the models it cannot run in PS mode (the last error line): none.
-BLOCKED: dict[str, str] = {}
+PINNED_BATCHES = {"xdeepfm": 3, "tagspace": 8}
 
 
 def _model_dir(tmp_path, name):
@@ -121,9 +145,11 @@ def _ps_overrides(name, *extra):
 def _costs(log):
     """{epoch: [cost of batch 1, 2, ...]} from one trainer's log."""
     out: dict[int, list[float]] = {}
-    for batch, epoch, cost in COST.findall(log):
+    seen: dict[tuple, int] = {}
+    for thread, batch, epoch, cost in COST.findall(log):
+        seen[thread, epoch] = seen.get((thread, epoch), 0) + 1
+        assert seen[thread, epoch] == int(batch), log[-3000:]  # every batch printed, in order
         out.setdefault(int(epoch), []).append(float(cost))
-        assert len(out[int(epoch)]) == int(batch), log[-3000:]
     return out
 
 
@@ -135,12 +161,14 @@ def _tail(r, logs):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_two_trainers_train_and_save_a_loadable_inference_model(tmp_path, name):
     model_dir = _model_dir(tmp_path, name)
-    mode = MODELS[name].mode
-    r, logs = run_ps(model_dir, _ps_overrides(name, "runner.epochs=2", f"runner.sync_mode={mode}"),
-                 workers=2)
+    spec = MODELS[name]
+    r, logs = run_ps(model_dir, _ps_overrides(name, "runner.epochs=2", f"runner.sync_mode={spec.mode}",
+                                              f"runner.reader_type={spec.reader}", f"runner.thread_num={spec.threads}"),
+                     workers=2)
     if name in BLOCKED:
-        assert r.returncode != 0 and any(BLOCKED[name] in t for t in logs.values()), _tail(r, logs)
-        pytest.xfail(BLOCKED[name])
+        # still stopped where BLOCKED says (a model that runs, or stops elsewhere, fails here)
+        assert r.returncode != 0 and any(BLOCKED[name][1] in t for t in logs.values()), _tail(r, logs)
+        pytest.xfail(BLOCKED[name][1])
     assert r.returncode == 0, _tail(r, logs)
     first = last = 0.0
     for trainer in ("workerlog.0", "workerlog.1"):
@@ -149,7 +177,7 @@ def test_two_trainers_train_and_save_a_loadable_inference_model(tmp_path, name):
         costs = _costs(log)
         assert sorted(costs) == [0, 1] and all(math.isfinite(c) for cs in costs.values() for c in cs), costs
         first, last = first + np.mean(costs[0]), last + np.mean(costs[1])
-    assert last < first, f"{mode}: mean cost per epoch {first / 2} then {last / 2}"
+    assert last < first or (not spec.falls and last <= first), f"mean cost per epoch {first / 2}, then {last / 2}"
     r, out = check_inference_model(model_dir, model_dir / "ps_model" / "1")
     assert r.returncode == 0 and "INFER-OK" in out, out[-3000:]
 
@@ -158,10 +186,8 @@ def test_two_trainers_train_and_save_a_loadable_inference_model(tmp_path, name):
 @pytest.mark.parametrize("name", sorted(PADDLE_COSTS))
 def test_sync_pserver_from_the_pinned_start_equals_paddles_single_process_costs(tmp_path, name):
     model_dir = _model_dir(tmp_path, name)
-    # write_paddle_init takes the names and shapes from a psjob static_trainer save
-    r, log = run_tool(model_dir, "static_trainer.py", ["runner.epochs=1", *MODELS[name].overrides])
-    assert r.returncode == 0, log[-3000:]
-    write_paddle_init(model_dir / MODELS[name].save / "0" / "rec_static", tmp_path / "init")
+    # the parameters of static_trainer's save, as the zoo tests' write_paddle_init draws them
+    write_init_from_shapes(param_shapes(model_dir, MODELS[name].overrides), tmp_path / "init")
     write_psjob_init(tmp_path / "init", tmp_path / "init_ps")
     r, logs = run_ps(model_dir, _ps_overrides(name, "runner.epochs=1", "runner.sync_mode=sync",
                                               f"runner.warmup_model_path={tmp_path / 'init_ps'}"))
@@ -169,3 +195,29 @@ def test_sync_pserver_from_the_pinned_start_equals_paddles_single_process_costs(
     want = PADDLE_COSTS[name][:PINNED_BATCHES.get(name, len(PADDLE_COSTS[name]))]
     got = _costs(logs["workerlog.0"])[0][:len(want)]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.timeout(300)
+def test_dnn_trains_in_geo_mode_with_its_own_ps_config(tmp_path):
+    """rank/dnn's config_cpups.yaml (its own pipe reader, AUC statistics) in geo mode: geo needs
+    runner.geo_step, which only the configs that have the key take as an int from -o."""
+    root = tmp_path / "paddlerec"
+    shutil.copytree(os.path.join(PADDLEREC, "tools"), root / "tools")
+    model_dir = root / "models" / "rank" / "dnn"
+    shutil.copytree(os.path.join(PADDLEREC, "models", "rank", "dnn"), model_dir)
+    (model_dir / "ps_model").mkdir()
+    r, logs = run_ps(model_dir, ["runner.epochs=2", "runner.sync_mode=geo", "runner.geo_step=2", "runner.thread_num=1",
+                                 "runner.train_batch_size=8", "runner.print_interval=1", "runner.model_save_path=ps_model",
+                                 f"runner.pipe_command=python {model_dir / 'queuedataset_reader.py'}"],
+                     workers=2, config="config_cpups.yaml")
+    assert r.returncode == 0, _tail(r, logs)
+    for trainer in ("workerlog.0", "workerlog.1"):
+        assert "Run Success, Exit." in logs.get(trainer, ""), _tail(r, logs)
+        costs = _costs(logs[trainer])
+        assert sorted(costs) == [0, 1] and len(costs[0]) == 10, costs  # 80 lines, batches of 8
+        assert all(math.isfinite(c) for cs in costs.values() for c in cs) and np.mean(costs[1]) < np.mean(costs[0]), costs
+        # the trainer's global AUC (summed over both trainers' statistics) after each epoch
+        aucs = [float(a) for a in re.findall(r"Epoch: \d+, using time.*auc: ([0-9.]+)", logs[trainer])]
+        assert len(aucs) == 2 and aucs[1] > 0.6, aucs
+    r, out = check_inference_model(model_dir, model_dir / "ps_model" / "1")
+    assert r.returncode == 0 and "INFER-OK" in out, out[-3000:]
