@@ -163,11 +163,11 @@ def test_dataset_settings_the_online_trainer_makes():
     ds.set_hdfs_config("", "")
     ds.set_parse_ins_id(False)
     ds.set_parse_content(False)
-    ds.update_settings(batch_size=8, thread_num=2, merge_size=2, fleet_send_batch_size=1024)
+    ds.update_settings(batch_size=8, thread_num=2, fleet_send_batch_size=1024)
     assert (ds.batch_size, ds.thread_num) == (8, 2)
     with pytest.raises(ValueError, match="HDFS cluster"):
         ds.set_hdfs_config("hdfs://nn:9000", "u,p")
     with pytest.raises(ValueError, match="without instance ids"):
         ds.set_parse_ins_id(True)
-    with pytest.raises(TypeError, match="unknown settings"):
+    with pytest.raises(TypeError, match="unknown setting 'batchsize'"):
         ds.update_settings(batchsize=8)

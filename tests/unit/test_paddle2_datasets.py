@@ -432,3 +432,29 @@ def test_a_queue_dataset_stopped_early_stops_the_command_it_started_ahead(tmp_pa
     assert ahead is not None and ahead.path == files[1]
     stream.close()
     assert ahead.proc.returncode is not None and ahead.body.closed and ahead.stderr.closed
+
+
+def test_paddlerecs_in_memory_dataset_calls_set_what_paddle_sets_and_refuse_what_psjob_does_not_read(files, reader_cmd):
+    """PaddleRec's static_ps InmemoryDatset helper: _set_use_ps_gpu(use_gpu), init with an empty
+    fs_name/fs_ugi, then update_settings(parse_ins_id=False, parse_content=False). Paddle's
+    update_settings changes what init set; a Paddle build without its GPU PS (heterps) resets
+    use_ps_gpu to 0 and reads on the CPU."""
+    _, _, use_var, _ = build()
+    ds = InMemoryDataset()
+    ds._set_use_ps_gpu(True)
+    assert ds.use_ps_gpu == 0
+    ds.init(use_var=use_var, pipe_command="cat", batch_size=4, thread_num=1, fs_name="", fs_ugi="")
+    ds.set_filelist(files)
+    ds.update_settings(parse_ins_id=False, parse_content=False, pipe_command=reader_cmd, batch_size=100,
+                       thread_num=2, fleet_send_batch_size=1024)
+    assert (ds.batch_size, ds.thread_num, ds.pipe_command) == (100, 2, reader_cmd)
+    ds.load_into_memory()
+    assert [len(feed["label"]) for feed in ds._thread_feeds(1)[0]] == [100, 100, 25]
+    for setting, message in [({"parse_ins_id": True}, "without parse_ins_id"),
+                             ({"merge_size": 2}, "does not merge"),
+                             ({"fs_name": "hdfs://x", "fs_ugi": "u,p"}, "HDFS"),
+                             ({"input_type": 1}, "one example per line")]:
+        with pytest.raises(ValueError, match=message):
+            ds.update_settings(**setting)
+    with pytest.raises(TypeError, match="unknown setting 'bach_size'"):
+        ds.update_settings(bach_size=3)

@@ -307,6 +307,16 @@ def _numbers(tokens, slot, offsets, source, line_numbers):
         raise
 
 
+def _check_source_setting(key, value):
+    """init()/update_settings() settings of where examples come from: only the local defaults."""
+    if key == "input_type" and value != 0:
+        raise ValueError(f"input_type={value}: psjob reads one example per line (input_type=0)")
+    if key in ("fs_name", "fs_ugi") and value:
+        raise ValueError("fs_name/fs_ugi name an HDFS cluster, which psjob does not read; give local paths")
+    if key == "download_cmd" and value != "cat":
+        raise ValueError("download_cmd is for HDFS reads, which psjob does not do; give local paths")
+
+
 class DatasetBase:
     def __init__(self):
         self.batch_size = 1
@@ -318,11 +328,9 @@ class DatasetBase:
 
     def init(self, batch_size=1, thread_num=1, use_var=None, pipe_command="cat", input_type=0,
              fs_name="", fs_ugi="", download_cmd="cat", **kwargs):
-        if input_type != 0:
-            raise ValueError(f"input_type={input_type}: psjob reads one example per line (input_type=0)")
-        self.set_hdfs_config(fs_name, fs_ugi)
-        if download_cmd != "cat":
-            raise ValueError("download_cmd is for HDFS reads, which psjob does not do; give local paths")
+        for key, value in (("input_type", input_type), ("fs_name", fs_name), ("fs_ugi", fs_ugi),
+                           ("download_cmd", download_cmd)):
+            _check_source_setting(key, value)
         self.set_batch_size(batch_size)
         self.set_thread(thread_num)
         self.set_use_var(use_var or [])
@@ -331,9 +339,8 @@ class DatasetBase:
     def set_hdfs_config(self, fs_name, fs_ugi):
         """Paddle reads HDFS files through these; psjob reads local paths only, so both must be
         empty (what a job on local or mounted storage passes)."""
-        if fs_name or fs_ugi:
-            raise ValueError(f"fs_name {fs_name!r} / fs_ugi name an HDFS cluster, which psjob's datasets do not "
-                             "read; give local (or mounted) paths")
+        _check_source_setting("fs_name", fs_name)
+        _check_source_setting("fs_ugi", fs_ugi)
 
     def set_parse_ins_id(self, parse_ins_id):
         """Lines led by an instance id (Paddle's parse_ins_id) are not read by psjob: False only."""
@@ -345,26 +352,14 @@ class DatasetBase:
         if parse_content:
             raise ValueError("set_parse_content(True): psjob's MultiSlot reader takes lines without content fields")
 
-    def update_settings(self, **kwargs):
-        """Change what init set (batch_size, thread_num, use_var, pipe_command, fs_name/fs_ugi,
-        parse_ins_id, parse_content); the distributed-shuffle tuning keys Paddle also takes
-        (merge_size, fleet_send_batch_size, fleet_send_sleep_seconds, fea_eval, candidate_size)
-        do not apply to psjob's shuffle and are accepted as such."""
-        setters = {"batch_size": self.set_batch_size, "thread_num": self.set_thread, "use_var": self.set_use_var,
-                   "pipe_command": self.set_pipe_command, "parse_ins_id": self.set_parse_ins_id,
-                   "parse_content": self.set_parse_content}
-        tuning = {"merge_size", "fleet_send_batch_size", "fleet_send_sleep_seconds", "fea_eval", "candidate_size",
-                  "input_type", "download_cmd"}
-        unknown = set(kwargs) - set(setters) - tuning - {"fs_name", "fs_ugi"}
-        if unknown:
-            raise TypeError(f"update_settings: unknown settings {sorted(unknown)}")
-        if kwargs.get("input_type", 0) != 0 or kwargs.get("download_cmd", "cat") != "cat":
-            raise ValueError("update_settings: psjob reads local files one example per line (input_type=0, "
-                             "download_cmd='cat')")
-        self.set_hdfs_config(kwargs.get("fs_name", ""), kwargs.get("fs_ugi", ""))
-        for key, setter in setters.items():
-            if key in kwargs:
-                setter(kwargs[key])
+    def _set_use_ps_gpu(self, use_ps_gpu):
+        """Paddle's flag for its GPU parameter server (heterps builds); a Paddle build without
+        it resets the flag to 0 and reads on the CPU, as psjob does (PaddleRec's InMemoryDataset
+        helper calls this with runner.use_gpu)."""
+        if use_ps_gpu:
+            _note_once("InMemoryDataset._set_use_ps_gpu(True): psjob has no GPU parameter server "
+                       "(Paddle's heterps); the dataset is read on the CPU, as in a Paddle build without it")
+        self.use_ps_gpu = 0
 
     def set_batch_size(self, batch_size):
         if int(batch_size) < 1:
@@ -469,6 +464,34 @@ class InMemoryDataset(DatasetBase):
         self._preload: threading.Thread | None = None
         self._preload_error: BaseException | None = None
         self._rng = np.random.default_rng()
+
+    # update_settings keys psjob takes as Paddle does, and those whose Paddle defaults
+    # (False / off) are the only values psjob reads with.
+    _SETTERS = {"batch_size": "set_batch_size", "thread_num": "set_thread", "use_var": "set_use_var",
+                "pipe_command": "set_pipe_command"}
+    _OFF_ONLY = ("parse_ins_id", "parse_content", "fea_eval", "merge_by_sid", "parse_logkey", "enable_pv_merge")
+
+    def update_settings(self, **kwargs):
+        """Paddle's InMemoryDataset.update_settings: change settings given to init()
+        (https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/distributed/InMemoryDataset_en.html).
+        The send/merge tuning of Paddle's global shuffle (fleet_send_batch_size,
+        fleet_send_sleep_seconds, candidate_size) changes no example and is accepted; instance
+        ids, content, feature evaluation and merging by line id are not read by psjob, so
+        asking for them is an error rather than a silent difference."""
+        for key, value in kwargs.items():
+            if key in self._SETTERS:
+                getattr(self, self._SETTERS[key])(value)
+            elif key in ("input_type", "fs_name", "fs_ugi", "download_cmd"):
+                _check_source_setting(key, value)
+            elif key in self._OFF_ONLY:
+                if value:
+                    raise ValueError(f"update_settings({key}={value!r}): psjob reads MultiSlot lines without "
+                                     f"{key}; leave it False")
+            elif key == "merge_size":
+                if value is not None and int(value) > 0:
+                    raise ValueError(f"update_settings(merge_size={value}): psjob does not merge examples by line id")
+            elif key not in ("fleet_send_batch_size", "fleet_send_sleep_seconds", "candidate_size"):
+                raise TypeError(f"update_settings() got an unknown setting {key!r}")
 
     def load_into_memory(self, is_shuffle=False):
         """Run pipe_command over every file (thread_num at a time) and keep the examples. An
