@@ -53,7 +53,8 @@ class DataFeeder:
             if tail and all(d >= 0 for d in tail):
                 if arr.size != len(col) * int(np.prod(tail)):
                     raise DataFeederError(f"feed {var.name!r}: each sample must have {int(np.prod(tail))} "
-                                          f"values (shape {tail}), got array of shape {list(arr.shape)}")
+                                          f"values (shape {tail}), got {len(col)} samples as an array of shape "
+                                          f"{list(arr.shape)}")
                 arr = arr.reshape([len(col)] + tail)
             return arr
         seqs = [np.asarray(s, dtype=dtype).reshape(-1) for s in col]
