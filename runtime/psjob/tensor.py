@@ -297,6 +297,13 @@ def _full_runtime_shape(shape, fill_value, dtype):
     return _op("fill_constant", {"ShapeTensorList": dims}, attrs, dtype=dtype, stop_gradient=True)
 
 
+def fill_constant(shape, dtype, value, force_cpu=False, out=None, name=None):
+    """paddle.tensor.fill_constant (Paddle 2.x keeps Fluid's layer under paddle.tensor): a
+    dimension of `shape` may be a one-element int tensor, read when the op runs."""
+    shape = [shape] if isinstance(shape, int) else shape
+    return _layers.fill_constant(shape, _dtype(dtype), value, force_cpu=force_cpu, out=out)
+
+
 def ones(shape, dtype=None, name=None):
     return full(shape, 1.0, dtype)
 

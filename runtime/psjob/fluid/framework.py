@@ -202,6 +202,13 @@ class Variable:
         """A cast (Paddle 2.x's Variable.astype)."""
         return self._binary(convert_dtype(dtype), "cast")
 
+    def item(self):
+        """The Variable itself (Paddle's static `item`, there for code shared with dygraph, e.g.
+        `paddle.shape(x)[0].item()` as a dimension of paddle.full); more than 1-D is a TypeError."""
+        if len(self.shape) > 1:
+            raise TypeError(f"item: {self.name!r} must be a 0-D or 1-D Variable, got shape {list(self.shape)}")
+        return self
+
     def __getitem__(self, item):
         """x[1:3], x[:, 0], x[..., ::-1], x[None]: a strided_slice (layers/indexing.py)."""
         if _indexing is None:
