@@ -89,8 +89,8 @@ def _as_paddle(*argv):
 
 def _dist_base(workdir, case):
     work, env = workdir
-    proc = subprocess.run(_as_paddle("run_dist_base.py", case), cwd=work, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, errors="replace", timeout=150)
+    proc = subprocess.run(_as_paddle("run_dist_base.py", case), cwd=work, env=env, capture_output=True,
+                          text=True, errors="replace", timeout=150)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     assert proc.returncode == 0 and lines, f"{case}: exit {proc.returncode}\n{proc.stderr[-4000:]}"
     result = json.loads(lines[-1])

@@ -38,7 +38,7 @@ def _patch(module):
     module.download = download
 
 
-class _Hook(object):
+class _Hook:
     def find_spec(self, name, path=None, target=None):
         if name not in _NAMES:
             return None
