@@ -157,8 +157,8 @@ def test_fleet_ctr_pyreader(workdir, mode):
     for i, (code, out) in enumerate(zip(codes, outs)):
         assert code == 0, f"trainer {i} exited {code}:\n{out[-4000:]}"
         losses = [float(v) for v in re.findall(r"TRAIN ---> pass: 0 loss: (\S+)", out)]
-        # 2 x 2000 lines in batches of 128, the last one short: 32 steps, each printed
-        assert len(losses) == 32 and all(math.isfinite(v) for v in losses), out[-3000:]
+        # 2 x 1000 lines in batches of 128, the last one short: 16 steps, each printed
+        assert len(losses) == 16 and all(math.isfinite(v) for v in losses), out[-3000:]
 
 
 @pytest.mark.parametrize("mode", ["async", "geo"])

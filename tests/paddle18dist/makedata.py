@@ -17,7 +17,7 @@ def _add(tar, name, text):
     tar.addfile(info, io.BytesIO(data))
 
 
-def avazu_ctr(data_home, lines=2000, dnn_dim=1000, lr_dim=1000, seed=7):
+def avazu_ctr(data_home, lines=1000, dnn_dim=1000, lr_dim=1000, seed=7):
     """avazu_ctr_data.tgz as ctr_dataset_reader.py reads it: per line `dnn ids<TAB>lr id:1
     ...<TAB>click`, and data.meta.txt with the two input sizes; also extracted beside it (the
     reader extracts it there on first use: done once here so that four processes do not race)."""
