@@ -26,7 +26,9 @@ into a temporary DATA_HOME, and tests/paddle18dist/sitecustomize.py, on the PYTH
 these runs (and of the Paddle 1.8.5 reference runs alike), points DATA_HOME there and
 answers download() for those URLs with the file already in place.
 
-Paddle 1.8.5 itself hangs on train_from_dataset in sync (and half_async) mode with two
+Paddle 1.8.5 itself stops on the is_distributed (lookup-table) cases in its transpiler
+(IndexError in DistributeTranspiler._replace_lookup_table_op_with_prefetch); psjob passes the
+harness there too. Paddle 1.8.5 hangs on train_from_dataset in sync (and half_async) mode with two
 threads; psjob refuses sync mode with a clear error instead (checked below).
 """
 import json
