@@ -44,7 +44,7 @@ F, C = "psjob.foundation", "psjob.cluster"
 # Lowest first: (layer, module prefixes).
 LAYERS = [
     ("base", (F, f"{F}.hooks", f"{F}.roles", f"{F}.role_env", f"{F}.settings", f"{F}.progress", f"{F}.metrics",
-              "psjob.reader", "psjob.dataset", "psjob._batch")),
+              "psjob.reader", "psjob.dataset", "psjob._batch", "psjob.compat")),
     ("jobspec", (f"{F}.jobspec",)),
     ("kernels", (f"{F}.kernels", f"{F}.cuda")),
     ("tables", (f"{F}.tables",)),

@@ -3,7 +3,8 @@
 Trainer 0 writes the whole model: it pulls the pservers' parameter and
 optimizer slices and writes them whole, the pservers write their
 distributed-table shards keyed by feature id, and the manifest goes in last
-(cluster/trainer/checkpoint_save.py); other trainers save only what they hold."""
+(cluster/trainer/checkpoint_save.py); other trainers save only what they hold (an
+inference model's program file, then those variables)."""
 from __future__ import annotations
 
 from psjob.cluster.trainer import checkpoint_save
@@ -68,7 +69,15 @@ def save_inference_model(rm: RoleMakerBase, job: BuiltJob | None, executor, dirn
     untouched = job.transpiler.untouched_program if job is not None and job.transpiler is not None else None
     program, dist = checkpoint_target(rm, job, untouched)
     if not dist.is_chief:
-        raise FleetError("save_inference_model writes the whole model: call it on trainer 0")
+        # Fluid 1.x's transpiler fleet on trainers but 0: the model file (program only), then
+        # just the persistables the trainer holds; the pservers' parameters are trainer 0's to pull.
+        io.save_inference_model(dirname, feeded_var_names, target_vars, executor, program,
+                                export_for_deployment=export_for_deployment, program_only=True)
+        targets = target_vars if isinstance(target_vars, (list, tuple)) else [target_vars]
+        pruned = program.clone(for_test=True)._prune(targets)
+        remote = checkpoint_save.remote_groups(pruned, dist)
+        io.save_vars(executor, dirname, pruned, vars=checkpoint_save.local_vars(pruned, dist, remote))
+        return [t.name for t in targets]
     inference = program.clone()
     inference._is_distributed, inference._is_chief = True, True
     inference._endpoints, inference._ps_endpoint = list(dist.endpoints), ""

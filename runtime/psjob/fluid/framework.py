@@ -602,6 +602,18 @@ class Program:
     def to_dict(self) -> dict:
         return program_to_dict(self)
 
+    @staticmethod
+    def parse_from_string(binary_str) -> Program:
+        """Fluid's `Program.parse_from_string`: the Program in a saved program file's bytes
+        (an inference model's `__model__`, which psjob writes as its program JSON; the
+        feed/fetch names it also holds are ignored here, as Paddle's parse ignores them)."""
+        import json
+        try:
+            doc = json.loads(binary_str)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise ProgramFormatError(f"parse_from_string: not a psjob program: {exc}") from exc
+        return program_from_dict(doc)
+
     def __repr__(self):
         return "\n".join(repr(b) for b in self.blocks)
 

@@ -21,6 +21,14 @@ NOTES = {
     "paddle.DataParallel": (REFUSED, "dygraph data parallelism: static-graph collective training is "
                                      "fleet.init(is_collective=True) or ParallelExecutor(num_trainers=N)"),
     "paddle.Model": (REFUSED, "hapi: build a static Program and run it with paddle.static.Executor"),
+    "paddle.fluid.dygraph.guard": (REFUSED, "Fluid 1.x dygraph: the module imports (scripts that also hold "
+                                            "static code run), its names raise when used"),
+    "paddle.fluid.dygraph.to_variable": (REFUSED, "Fluid 1.x dygraph: build static Variables (fluid.data)"),
+    "paddle.fluid.dygraph.DataParallel": (REFUSED, "Fluid 1.x dygraph data parallelism: use fleet or "
+                                                   "DistributeTranspiler"),
+    "paddle.fluid.profiler.profiler": (DIFFERS, "checks its arguments as Paddle and prints the wall time "
+                                                "between start and stop; no per-op profile, nothing written"),
+    "paddle.fluid.profiler.cuda_profiler": (REFUSED, "nvprof: psjob runs no CUDA kernels of its own there"),
     # Files: psjob's own format (docs/user/paddle2.md, docs/user/checkpoints.md).
     "paddle.static.save": (DIFFERS, "writes psjob's format (.npz arrays and JSON with a sha256 per "
                                     "array), not Paddle's pickle and protobuf: the files load in psjob only"),
