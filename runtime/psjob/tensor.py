@@ -1141,8 +1141,8 @@ def diff(x, n=1, axis=-1, prepend=None, append=None, name=None):
     out = concat(parts, axis) if len(parts) > 1 else x
     for _ in range(check_int_list([n], "n", "diff")[0]):
         big = 2 ** 31 - 1
-        hi = _op("slice", {"X": [out]}, {"axes": [axis], "starts": [1], "ends": [big]})
-        lo = _op("slice", {"X": [out]}, {"axes": [axis], "starts": [0], "ends": [-1]})
+        hi = _op("slice", {"Input": [out]}, {"axes": [axis], "starts": [1], "ends": [big]})
+        lo = _op("slice", {"Input": [out]}, {"axes": [axis], "starts": [0], "ends": [-1]})
         out = (logical_xor(hi, lo) if out.dtype == "bool" else subtract(hi, lo))
     return out
 
