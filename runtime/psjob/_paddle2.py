@@ -27,5 +27,26 @@ def get_default_dtype():
     return "float32"
 
 
+class no_grad:  # noqa: N801 (Paddle's name)
+    """paddle.no_grad, as a context manager or a decorator: it stops gradients in Paddle's
+    dygraph mode and does nothing to a static graph, as in Paddle (code shared between the
+    modes uses it, e.g. around an evaluation step)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, func):
+        import functools
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self:
+                return func(*args, **kwargs)
+        return wrapper
+
+
 __all__ = (list(_device_names) + list(_tensor_names)
-           + ["Tensor", "ParamAttr", "save", "load", "DataParallel", "Model", "get_default_dtype"])
+           + ["Tensor", "ParamAttr", "save", "load", "DataParallel", "Model", "get_default_dtype", "no_grad"])

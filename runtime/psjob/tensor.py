@@ -544,12 +544,7 @@ def assign(x, output=None):
     arr = np.asarray(x)
     if arr.dtype.kind not in "fiub":
         raise TypeError(f"paddle.assign: x must be a Variable or numeric array-like, got {type(x).__name__}")
-    dtype = convert_dtype(str(arr.dtype))
-    attrs = {"shape": list(arr.shape) or [1], "dtype": dtype, "values": arr.reshape(-1).tolist()}
-    helper = LayerHelper("assign_value")
-    out = output or helper.create_variable_for_type_inference(dtype, stop_gradient=True)
-    helper.append_op(type="assign_value", inputs={}, outputs={"Out": [out]}, attrs=attrs)
-    return out
+    return _layers.assign_value(arr.astype(convert_dtype(str(arr.dtype))), output)
 
 # -- Tensor methods ------------------------------------------------------------------------
 # Paddle patches its tensor functions onto the static Variable as methods (Paddle's

@@ -57,3 +57,31 @@ def test_sparse_embedding_takes_an_entry_config():
     exe.run(startup)
     out, = exe.run(main, feed={"ids": np.array([[1], [7]], "int64")}, fetch_list=[emb])
     np.testing.assert_array_equal(out, np.full((2, 4), 0.25, "float32"))
+
+
+def test_paddle3_static_nn_names_fluid_assign_of_an_array_and_no_grad():
+    # paddle.static.nn keeps Fluid's layers under Paddle 3.0's names (PaddleRec's gpubox models
+    # call continuous_value_model there); Fluid's assign takes a numpy array (Paddle's own
+    # sequence_pad examples pad with assign(np.array([0.0], "float32"))).
+    import psjob.fluid as fluid
+    for name in ("continuous_value_model", "conv2d_transpose", "nce", "sequence_softmax", "sequence_expand"):
+        assert getattr(paddle.static.nn, name) is getattr(fluid.layers, name)
+    assert paddle.static.Print is fluid.layers.Print
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup), paddle.no_grad():
+        x = paddle.static.data("x", [-1, 1], "float32", lod_level=1)
+        pad = fluid.layers.assign(np.array([0.0], "float32"))
+        padded, length = fluid.layers.sequence_pad(x, pad)
+        with pytest.raises(TypeError, match="numpy.ndarray of bool, float32, int32 or int64, got float64"):
+            fluid.layers.assign(np.array([0.0]))
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    t = fluid.create_lod_tensor(np.array([[1], [2], [3]], "float32"), [[2, 1]], paddle.CPUPlace())
+    got, n = exe.run(main, feed={"x": t}, fetch_list=[padded, length], return_numpy=False)
+    assert np.asarray(got).reshape(2, 2).tolist() == [[1.0, 2.0], [3.0, 0.0]]
+    assert np.asarray(n).reshape(-1).tolist() == [2, 1]
+
+    @paddle.no_grad()
+    def evaluate():
+        return "ran"
+    assert evaluate() == "ran"

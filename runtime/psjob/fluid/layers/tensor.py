@@ -1,6 +1,8 @@
 """Tensor layers: constants, casts, parameters and global variables."""
 from __future__ import annotations
 
+import numpy as np
+
 from psjob.fluid import unique_name
 from psjob.fluid.framework import Variable, default_main_program, default_startup_program
 from psjob.fluid.framework import convert_dtype as _convert_dtype
@@ -72,10 +74,28 @@ def cast(x, dtype):
 
 
 def assign(input, output=None):
+    """A copy of a Variable (the assign op), or a constant from a numpy array of bool, float32,
+    int32 or int64 (assign_value), as Fluid 1.x's assign takes either."""
+    if not isinstance(input, Variable):
+        arr = np.asarray(input) if isinstance(input, np.ndarray) else None
+        if arr is None or arr.dtype.name not in ("bool", "float32", "int32", "int64"):
+            got = arr.dtype.name if arr is not None else type(input).__name__
+            raise TypeError(f"assign: input must be a Variable or a numpy.ndarray of bool, float32, int32 or int64, "
+                            f"got {got}")
+        return assign_value(arr, output)
     helper = LayerHelper("assign")
     output = output or helper.create_variable_for_type_inference(input.dtype)
     helper.append_op(type="assign", inputs={"X": [input]}, outputs={"Out": [output]})
     return output
+
+
+def assign_value(arr, output=None):
+    """A constant holding numpy array `arr` (the assign_value op; a 0-D array becomes [1])."""
+    attrs = {"shape": list(arr.shape) or [1], "dtype": arr.dtype.name, "values": arr.reshape(-1).tolist()}
+    helper = LayerHelper("assign_value")
+    out = output or helper.create_variable_for_type_inference(arr.dtype.name, stop_gradient=True)
+    helper.append_op(type="assign_value", inputs={}, outputs={"Out": [out]}, attrs=attrs)
+    return out
 
 
 def sums(input, out=None):

@@ -8,22 +8,27 @@ import numpy as np
 from psjob.fluid import layers as _layers
 from psjob.fluid.initializer import ConstantInitializer, NormalInitializer
 from psjob.fluid.layer_helper import LayerHelper
-from psjob.fluid.layers import batch_norm
+from psjob.fluid.layers import batch_norm, continuous_value_model, conv2d_transpose, nce
 from psjob.fluid.layers._checks import check_int, check_variable
 from psjob.static.nn import sequence_lod
 from psjob.static.nn.sequence_lod import (
     sequence_conv,
+    sequence_expand,
     sequence_expand_as,
     sequence_first_step,
     sequence_last_step,
     sequence_pool,
     sequence_reshape,
+    sequence_softmax,
     sequence_unpad,
 )
 
-__all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "conv2d", "sequence_pool", "sequence_first_step",
-           "sequence_last_step", "sequence_conv", "sequence_unpad", "sequence_expand_as", "sequence_reshape",
-           "layer_norm"]
+# Paddle 3.0's paddle.static.nn names psjob has: its own layer functions below, and Fluid's
+# layers Paddle keeps here (continuous_value_model, conv2d_transpose, nce, the sequence layers).
+__all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "conv2d", "conv2d_transpose", "layer_norm",
+           "continuous_value_model", "nce", "sequence_pool", "sequence_first_step", "sequence_last_step",
+           "sequence_conv", "sequence_softmax", "sequence_expand", "sequence_unpad", "sequence_expand_as",
+           "sequence_reshape"]
 
 
 def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation=None, name=None):
