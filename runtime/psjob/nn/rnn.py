@@ -65,20 +65,19 @@ class RNNCellBase(Layer):
 
     def get_initial_states(self, batch_ref, shape=None, dtype=None, init_value=0.0, batch_dim_idx=0):
         """States filled with init_value, [batch] + each shape of `shape` (the cell's state_shape
-        by default); the batch size is batch_ref's dimension batch_dim_idx."""
+        by default; a leading -1 is the batch); the batch size is batch_ref's dimension
+        batch_dim_idx, and the dtype batch_ref's unless given (one dtype for every state)."""
         ref = _leaves(batch_ref)[0]
         check_variable(ref, "batch_ref", "get_initial_states")
         batch = ref.shape[batch_dim_idx] if ref.shape[batch_dim_idx] > 0 else _t.shape(ref)[batch_dim_idx]
         shapes = self.state_shape if shape is None else shape
-        dtypes = dtype if dtype is not None else getattr(self, "state_dtype", None) or ref.dtype
+        dtype = dtype if isinstance(dtype, str) else ref.dtype
 
-        def fill(s, d=None):
+        def fill(s):
             dims = list(s)[1:] if list(s)[:1] == [-1] else list(s)
-            return _t.full([batch] + dims, float(init_value), d or (dtypes if isinstance(dtypes, str) else ref.dtype))
+            return _t.full([batch] + dims, float(init_value), dtype)
 
-        if _is_shape(shapes):
-            return fill(shapes)
-        return tuple(fill(s) for s in shapes)
+        return fill(shapes) if _is_shape(shapes) else tuple(fill(s) for s in shapes)
 
     @property
     def state_shape(self):
