@@ -365,6 +365,18 @@ def _conv_pair(value, what, minimum):
     return [int(v) for v in values]
 
 
+def _channel_bias_and_act(helper, out, bias_attr, num_filters, act):
+    """A convolution's output plus its per-channel bias [num_filters] (axis 1, NCHW) unless
+    bias_attr is False, then its activation."""
+    if bias_attr is not False:
+        b = helper.create_parameter(bias_attr, [num_filters], out.dtype, is_bias=True)
+        biased = helper.create_variable_for_type_inference(out.dtype)
+        helper.append_op(type="elementwise_add", inputs={"X": [out], "Y": [b]}, outputs={"Out": [biased]},
+                         attrs={"axis": 1})
+        out = biased
+    return helper.append_activation(out, act)
+
+
 def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None,  # noqa: A002
            param_attr=None, bias_attr=None, use_cudnn=True, act=None, name=None, data_format="NCHW"):
     """Fluid 1.8's fluid.layers.conv2d on NCHW input: a filter [num_filters, C/groups, kh, kw]
@@ -392,13 +404,7 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
                      attrs={"strides": _conv_pair(stride, "stride", 1), "paddings": _conv_pair(padding, "padding", 0),
                             "dilations": _conv_pair(dilation, "dilation", 1), "groups": groups,
                             "padding_algorithm": "EXPLICIT", "data_format": "NCHW"})
-    if bias_attr is not False:
-        b = helper.create_parameter(bias_attr, [num_filters], input.dtype, is_bias=True)
-        biased = helper.create_variable_for_type_inference(input.dtype)
-        helper.append_op(type="elementwise_add", inputs={"X": [out], "Y": [b]}, outputs={"Out": [biased]},
-                         attrs={"axis": 1})
-        out = biased
-    return helper.append_activation(out, act)
+    return _channel_bias_and_act(helper, out, bias_attr, num_filters, act)
 
 
 # -- activations with attributes (Paddle 1.8 API docs, fluid.layers.*; ops in activation_ops.py) --
@@ -741,10 +747,4 @@ def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, pad
                      attrs={"strides": strides, "paddings": pads, "dilations": dilations, "groups": groups,
                             "output_padding": [0, 0], "output_size": [], "padding_algorithm": "EXPLICIT",
                             "data_format": "NCHW"})
-    if bias_attr is not False:
-        b = helper.create_parameter(bias_attr, [num_filters], input.dtype, is_bias=True)
-        biased = helper.create_variable_for_type_inference(input.dtype)
-        helper.append_op(type="elementwise_add", inputs={"X": [out], "Y": [b]}, outputs={"Out": [biased]},
-                         attrs={"axis": 1})
-        out = biased
-    return helper.append_activation(out, act)
+    return _channel_bias_and_act(helper, out, bias_attr, num_filters, act)
