@@ -9,6 +9,7 @@ takes its public names.
 from psjob.fluid import (
                    clip,
                    compiler,
+                   contrib,
                    core,
                    dataset,
                    framework,

@@ -86,6 +86,7 @@ def ctr_metric_bundle(input, label, ins_tag_weight=None):
     if tuple(input.shape) != tuple(label.shape):
         raise ValueError(f"{layer}: input {input.name}{list(input.shape)} and label {label.name}"
                          f"{list(label.shape)} must have one shape")
+    weighted = ins_tag_weight is not False  # False: Fluid 1.8's contrib form, without the weight ops
     if ins_tag_weight is None:
         ins_tag_weight = tensor.fill_constant([1, 1], "float32", 1.0)
     helper = LayerHelper(layer)
@@ -119,6 +120,10 @@ def ctr_metric_bundle(input, label, ins_tag_weight=None):
     helper.append_op(type="fill_constant_batch_size_like", inputs={"Input": [label]}, outputs={"Out": [ones]},
                      attrs={"shape": [-1, 1], "dtype": "float32", "value": 1.0})
     helper.append_op(type="reduce_sum", inputs={"X": [ones]}, outputs={"Out": [ins]}, attrs={"reduce_all": True})
+    if not weighted:
+        accumulate(ins, "ins_num")
+        accumulate(q, "q")
+        return tuple(sums[k] for k in ("sqrerr", "abserr", "prob", "q", "pos_num", "ins_num"))
     helper.append_op(type="slice", inputs={"Input": [ins_tag_weight]}, outputs={"Out": [tag]},
                      attrs={"axes": [0], "starts": [0], "ends": [1]})
     weighted_ins, weighted_q = tmp(), tmp()

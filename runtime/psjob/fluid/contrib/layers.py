@@ -1,0 +1,66 @@
+"""fluid.contrib.layers (Fluid 1.8's names): ctr_metric_bundle, fused_embedding_seq_pool,
+partial_concat and partial_sum. The others of Fluid 1.8's list (the tdm and search-pyramid ops,
+rank_attention, basic_lstm/basic_gru, shuffle_batch, ...) are not in psjob."""
+from __future__ import annotations
+
+import copy
+
+from psjob.fluid import unique_name
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers import manip, metric_op, nn, sequence_lod, tensor
+from psjob.fluid.layers._checks import check_int, check_variable
+from psjob.fluid.param_attr import ParamAttr
+
+__all__ = ["ctr_metric_bundle", "fused_embedding_seq_pool", "partial_concat", "partial_sum"]
+
+
+def ctr_metric_bundle(input, label):
+    """Fluid 1.8's: the six running sums (squared and absolute error, predicted CTR, q,
+    positives, instances), persistable [1], as paddle.static.ctr_metric_bundle without the
+    instance-tag weight."""
+    return metric_op.ctr_metric_bundle(input, label, ins_tag_weight=False)
+
+
+def fused_embedding_seq_pool(input, size, is_sparse=False, padding_idx=None, combiner="sum", param_attr=None,
+                             dtype="float32"):
+    """The sum of each sequence's embedding rows: [num_seqs, dim] for LoD ids [N, 1] (Fluid's
+    fused op; the same values as embedding then sequence_pool 'sum'). The table is named after
+    the layer, `fused_embedding_seq_pool_N.w_0`, as Paddle's."""
+    layer = "fused_embedding_seq_pool"
+    check_variable(input, "input", layer)
+    if combiner != "sum":
+        raise ValueError(f"{layer}: combiner must be 'sum' (Paddle's only one), got {combiner!r}")
+    attr = ParamAttr._to_attr(param_attr)
+    if attr.name is None:  # Paddle names the table after this layer, not after an embedding
+        attr = copy.copy(attr)
+        attr.name = unique_name.generate(f"{LayerHelper(layer).name}.w")
+    rows = nn.embedding(input, size, is_sparse=is_sparse, padding_idx=padding_idx, param_attr=attr,
+                        dtype=dtype)
+    return sequence_lod.sequence_pool(rows, "sum")
+
+
+def _partial(kind, input, start_index, length):
+    xs = list(input)
+    for i, x in enumerate(xs):
+        check_variable(x, f"input[{i}]", kind)
+        if len(x.shape) != 2:
+            raise ValueError(f"{kind}: input[{i}] {x.name}{list(x.shape)} must be 2-D")
+    start = check_int(start_index, "start_index", kind)
+    length = check_int(length, "length", kind, minimum=-1)
+    width = xs[0].shape[1]
+    begin = start + width if start < 0 else start
+    end = width if length < 0 else begin + length
+    if not 0 <= begin < end <= width:
+        raise ValueError(f"{kind}: start_index {start_index} and length {length} fall outside the {width} columns")
+    return [nn.slice(x, axes=[1], starts=[begin], ends=[end]) for x in xs]
+
+
+def partial_concat(input, start_index=0, length=-1):
+    """Columns start_index..start_index+length of every input, concatenated (Fluid 1.8's op;
+    length -1: to the end)."""
+    return manip.concat(_partial("partial_concat", input, start_index, length), axis=1)
+
+
+def partial_sum(input, start_index=0, length=-1):
+    """Columns start_index..start_index+length of every input, summed (Fluid 1.8's op)."""
+    return tensor.sums(_partial("partial_sum", input, start_index, length))
