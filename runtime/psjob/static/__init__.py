@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from psjob.fluid.backward import append_backward, gradients
 from psjob.fluid.compiler import BuildStrategy, ExecutionStrategy
-from psjob.fluid.core import CPUPlace, CUDAPlace, global_scope, scope_guard
+from psjob.fluid.core import CPUPlace, CUDAPlace, Scope, global_scope, scope_guard
 from psjob.fluid.device_guard import device_guard
 from psjob.fluid.executor import CompiledProgram, Executor, ParallelExecutor
 from psjob.fluid.framework import (
@@ -36,8 +36,10 @@ from psjob.static.io import (
     load,
     load_inference_model,
     load_program_state,
+    load_vars,
     save,
     save_inference_model,
+    save_vars,
     set_program_state,
 )
 

@@ -32,9 +32,12 @@ from psjob.fluid.io import (  # noqa: F401  (save/load: paddle.static's names fo
     _read_npz,
     _write_model,
     _write_npz,
+    is_persistable,
     load,
     load_program_state,
+    load_vars,
     save,
+    save_vars,
     set_program_state,
 )
 from psjob.fluid.serialization import ProgramFormatError, program_from_dict, program_to_dict
