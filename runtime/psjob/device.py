@@ -14,7 +14,7 @@ from psjob.fluid.core import CPUPlace, CUDAPinnedPlace, CUDAPlace, is_compiled_w
 __all__ = ["enable_static", "disable_static", "in_dynamic_mode", "set_device", "get_device",
            "is_compiled_with_cuda", "is_compiled_with_custom_device", "is_compiled_with_xpu",
            "is_compiled_with_rocm", "seed", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace",
-           "require_static"]
+           "require_static", "cuda"]
 
 _static = False
 _device = "cpu"
@@ -89,3 +89,38 @@ def seed(value: int):
     framework.default_main_program().random_seed = int(value)
     framework.default_startup_program().random_seed = int(value)
     np.random.seed(int(value) % 2**32)
+
+
+class _Cuda:
+    """paddle.device.cuda, the part scripts use to size themselves: device_count() (0 without
+    CuPy or a visible GPU, as Paddle's CPU build answers) and get_device_properties(device)."""
+
+    @staticmethod
+    def device_count() -> int:
+        if not is_compiled_with_cuda():
+            return 0
+        from psjob.foundation.cuda._cupy import require_cupy
+        return int(require_cupy().cuda.runtime.getDeviceCount())
+
+    @staticmethod
+    def get_device_properties(device=None):
+        """The CUDA properties of `device` (an index, 'gpu:N' or a CUDAPlace; the current
+        device by default): name, major, minor, total_memory, multi_processor_count."""
+        from types import SimpleNamespace
+
+        from psjob.foundation.cuda._cupy import require_cupy
+        cupy = require_cupy()  # raises, naming why, where there is no GPU
+        if device is None:
+            index = int(_device.partition(":")[2] or 0)
+        elif isinstance(device, str):
+            index = int(device.partition(":")[2] or 0)
+        else:
+            index = int(getattr(device, "device_id", device))
+        props = cupy.cuda.runtime.getDeviceProperties(index)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        return SimpleNamespace(name=name, major=props["major"], minor=props["minor"],
+                               total_memory=props["totalGlobalMem"],
+                               multi_processor_count=props["multiProcessorCount"])
+
+
+cuda = _Cuda()

@@ -73,7 +73,7 @@ def test_a_name_psjob_lacks_is_an_import_error_naming_it():
         try:
             import paddle.fluid.contrib.slim
         except ImportError as exc:
-            assert isinstance(exc, ModuleNotFoundError) and exc.name == "paddle.fluid.contrib", exc
+            assert isinstance(exc, ModuleNotFoundError) and exc.name == "paddle.fluid.contrib.slim", exc
             print(exc)
         try:
             from paddle.fluid.layers import fc
@@ -83,8 +83,8 @@ def test_a_name_psjob_lacks_is_an_import_error_naming_it():
     """)
     assert r.returncode == 0, r.stderr
     first, second = r.stdout.splitlines()
-    assert first.startswith("No module named 'paddle.fluid.contrib': psjob stands in for paddle here "
-                            "(--as-paddle) and has no module psjob.fluid.contrib;")
+    assert first.startswith("No module named 'paddle.fluid.contrib.slim': psjob stands in for paddle here "
+                            "(--as-paddle) and has no module psjob.fluid.contrib.slim;")
     assert "psjob compat" in first
     assert second.startswith("No module named 'paddle.fluid.layers.fc'")
     assert "(psjob.fluid.layers.fc is a function, not a module)" in second

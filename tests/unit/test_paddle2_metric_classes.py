@@ -47,3 +47,25 @@ def test_static_io_and_utils_names():
     assert paddle.static.io.is_persistable is fluid.io.is_persistable
     assert paddle.static.Scope is fluid.core.Scope
     paddle.utils.require_version("1.6.0")
+
+
+def test_module_paths_paddles_static_ps_helpers_import():
+    # PaddleRec's tools/utils: place.py sizes itself with paddle.device.cuda.device_count(),
+    # static_ps/infer.py loads through paddle.distributed.io, model_util.py builds ops with
+    # paddle.common_ops_import's helpers; models name layers as paddle.nn.layer.X.
+    import psjob.common_ops_import as coi
+    import psjob.distributed.io as dio
+    import psjob.fluid as fluid
+    assert paddle.device.cuda.device_count() == (paddle.device.cuda.device_count() if paddle.is_compiled_with_cuda()
+                                                 else 0)
+    assert dio.load_inference_model_distributed is fluid.io.load_inference_model_distributed
+    assert paddle.nn.layer.Sigmoid is paddle.nn.Sigmoid and paddle.nn.layer.AdaptiveMaxPool1D is paddle.nn.AdaptiveMaxPool1D
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchLayer'"):
+        paddle.nn.layer.NoSuchLayer
+    with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        x = paddle.static.data("x", [-1, 2], "float32")
+        coi.check_variable_and_dtype(x, "x", ["float32", "float64"], "lod_reset")
+        with pytest.raises(TypeError, match=r"The data type of 'x' in lod_reset must be \['int64'\], but received float32"):
+            coi.check_variable_and_dtype(x, "x", ["int64"], "lod_reset")
+        with pytest.raises(TypeError, match="The type of 'y' in lod_reset must be"):
+            coi.check_type(3, "y", coi.Variable, "lod_reset")

@@ -51,6 +51,8 @@ def __getattr__(name):
     elif name in ("EntryAttr", "ProbabilityEntry", "CountFilterEntry", "ShowClickEntry"):
         from psjob.distributed import entry_attr
         return getattr(entry_attr, name)
+    elif name == "io":
+        import psjob.distributed.io
     elif name in ("InMemoryDataset", "QueueDataset"):
         from psjob.distributed import dataset
         globals().update(InMemoryDataset=dataset.InMemoryDataset, QueueDataset=dataset.QueueDataset)

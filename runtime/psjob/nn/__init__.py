@@ -3,6 +3,7 @@
 Call `paddle.enable_static()` before building a Layer: psjob has no dygraph mode.
 """
 from psjob.nn import functional, initializer
+from psjob.nn import layer as _layer_module
 from psjob.nn.activation import (
     CELU,
     ELU,
@@ -82,3 +83,14 @@ from psjob.nn.pooling import (
 )
 from psjob.nn.rnn import GRU, LSTM, RNN, BiRNN, GRUCell, LSTMCell, RNNCellBase, SimpleRNN, SimpleRNNCell
 from psjob.nn.transformer import MultiHeadAttention, TransformerEncoder, TransformerEncoderLayer
+
+
+def _layer_class(name):
+    # Paddle's paddle.nn.layer is the package of every layer class (paddle.nn.layer.Sigmoid);
+    # psjob keeps them in paddle.nn's modules: psjob.nn.layer answers with this package's names.
+    if name.startswith("_") or name not in globals() or name in ("functional", "initializer"):
+        raise AttributeError(f"module 'psjob.nn.layer' has no attribute {name!r}")
+    return globals()[name]
+
+
+vars(_layer_module)["__getattr__"] = _layer_class  # a module-level __getattr__ (PEP 562)

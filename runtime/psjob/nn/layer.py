@@ -308,3 +308,4 @@ class ParameterList(Layer):
 
     def __iter__(self):
         return iter(self._parameters.values())
+
