@@ -187,7 +187,9 @@ def test_a_third_trainer_joins_mid_job(tmp_path, mode):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_trainer_scaled_away_mid_job_leaves_cleanly(tmp_path, mode):
-    job = ElasticJob(tmp_path, mode, epochs=1 if mode == "sync" else 2)
+    # Async: enough epochs that trainer 1, running alone while trainer 0 is paused, is still
+    # training when its SIGTERM lands (at 2 epochs a fast machine finished it first).
+    job = ElasticJob(tmp_path, mode, epochs=1 if mode == "sync" else 10)
     try:
         job.start_trainer(0)
         job.start_trainer(1)
