@@ -22,6 +22,7 @@ import numpy as np
 from psjob.fluid.framework import GraphError
 from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out, simple_grad
 from psjob.fluid.ops.shape_ops import _norm_axis
+from psjob.fluid.ops.tensor_math_ops import arg_shape
 
 _INT = ("int32", "int64")
 
@@ -43,18 +44,7 @@ def _int_index(op, slot, what):
 
 # -- arg_min, argsort, where_index -----------------------------------------------------------
 
-def _arg_min_shape(op):
-    x = in_var(op, "X")
-    if op.attr("flatten", False):
-        out = [1]
-    else:
-        axis = _norm_axis(op.attr("axis", -1), len(x.shape), "argmin")
-        out = [1 if i == axis else d for i, d in enumerate(x.shape)] if op.attr("keepdims", False) \
-            else [d for i, d in enumerate(x.shape) if i != axis] or [1]
-    set_out(op, "Out", out, op.attr("dtype", "int64"))
-
-
-@register_op("arg_min", infer_shape=_arg_min_shape)
+@register_op("arg_min", infer_shape=arg_shape)
 def arg_min(ctx):
     x, xp = ctx.input("X"), ctx.xp
     dtype = ctx.attr("dtype", "int64")

@@ -288,19 +288,21 @@ for _op, _fn in _BITWISE.items():
     register_op(_op, infer_shape=_bitwise_shape)(_make_bitwise(_fn))
 
 
-def _arg_max_shape(op):
+def arg_shape(op):
+    """arg_max's and arg_min's output: one index per row along axis (kept as 1 with keepdims),
+    or [1] flattened."""
     x = in_var(op, "X")
     shape = list(x.shape)
     if op.attr("flatten", False):
         out = [1]
     else:
-        axis = _norm_axis(op.attr("axis", -1), len(shape), "argmax")
+        axis = _norm_axis(op.attr("axis", -1), len(shape), op.type.replace("arg_", "arg"))
         out = [1 if i == axis else d for i, d in enumerate(shape)] if op.attr("keepdims", False) \
             else [d for i, d in enumerate(shape) if i != axis] or [1]
     set_out(op, "Out", out, op.attr("dtype", "int64"))
 
 
-@register_op("arg_max", infer_shape=_arg_max_shape)
+@register_op("arg_max", infer_shape=arg_shape)
 def arg_max(ctx):
     x, xp = ctx.input("X"), ctx.xp
     dtype = ctx.attr("dtype", "int64")
