@@ -91,6 +91,9 @@ FAKE_HADOOP = textwrap.dedent("""\
       -ls) for f in "$1"/*; do
              if [ -d "$f" ]; then t=drwxr-xr-x; else t=-rw-r--r--; fi
              echo "$t 1 u g 0 2026-11-29 12:00 $f"; done ;;
+      -lsr) find "$1" -mindepth 1 | sort | while read -r f; do
+             if [ -d "$f" ]; then t=drwxr-xr-x; else t=-rw-r--r--; fi
+             echo "$t 1 u g 0 2026-11-29 12:00 $f"; done ;;
       -mkdir) [ "$1" = -p ] && shift; exec mkdir -p "$1" ;;
       -put|-get) exec cp -r "$1" "$2" ;;
       -cat) exec cat "$1" ;;
@@ -102,13 +105,18 @@ FAKE_HADOOP = textwrap.dedent("""\
     """)
 
 
-def test_hdfs_client_drives_hadoops_command_line(tmp_path, monkeypatch):
+def _fake_hadoop_home(tmp_path, monkeypatch):
     home = tmp_path / "hadoop"
     (home / "bin").mkdir(parents=True)
     script = home / "bin" / "hadoop"
     script.write_text(FAKE_HADOOP)
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("HADOOP_LOG", str(tmp_path / "conf.log"))
+    return home
+
+
+def test_hdfs_client_drives_hadoops_command_line(tmp_path, monkeypatch):
+    home = _fake_hadoop_home(tmp_path, monkeypatch)
     client = HDFSClient(str(home), {"fs.default.name": "hdfs://nn:9000", "hadoop.job.ugi": "u,p"},
                         time_out=20000, sleep_inter=10)
     remote = str(tmp_path / "remote")
@@ -130,6 +138,29 @@ def test_hdfs_client_drives_hadoops_command_line(tmp_path, monkeypatch):
     assert "fs.default.name=hdfs://nn:9000" in (tmp_path / "conf.log").read_text()
     with pytest.raises(ExecuteError, match="bin/hadoop not found"):
         HDFSClient(str(tmp_path / "nowhere"), {}).mkdirs("/x")
+
+
+def test_fluid18_hdfs_client_keeps_its_names_and_argument_order(tmp_path, monkeypatch):
+    """paddle.fluid.incubate.fleet.utils.hdfs.HDFSClient (Fluid 1.8): the HDFS path first,
+    full paths from ls/lsr, False instead of raising on a refused copy, split_files's shares."""
+    from psjob.fluid.incubate.fleet.utils.hdfs import HDFSClient as Fluid18HDFSClient
+    client = Fluid18HDFSClient(str(_fake_hadoop_home(tmp_path, monkeypatch)), {"fs.default.name": "hdfs://nn"})
+    remote, local = str(tmp_path / "remote"), tmp_path / "part-0"
+    local.write_text("1 5\n")
+    assert client.ls(remote) == [] and client.makedirs(remote + "/a/b")
+    assert client.upload(remote + "/a/b/part-0", str(local))
+    assert not client.upload(remote + "/a/b/part-0", str(local))  # exists, no overwrite
+    assert client.upload(remote + "/a/b/part-0", str(local), overwrite=True)
+    assert client.upload(remote + "/a/part-1.tmp", str(local))
+    assert client.ls(remote + "/a") == [remote + "/a/b", remote + "/a/part-1.tmp"]
+    assert client.lsr(remote, excludes=["*.tmp"]) == [remote + "/a/b/part-0"]
+    assert client.download(remote + "/a/b/part-0", str(tmp_path / "back"))
+    assert not client.download(remote + "/missing", str(tmp_path / "back2"))
+    assert client.rename(remote + "/a/part-1.tmp", remote + "/a/part-1") and client.is_file(remote + "/a/part-1")
+    assert client.delete(remote) and not client.is_exist(remote)
+    files = [f"f{i}" for i in range(7)]
+    shares = [Fluid18HDFSClient.split_files(files, t, 3) for t in range(3)]
+    assert shares == [["f0", "f1", "f2"], ["f3", "f4"], ["f5", "f6"]]  # the first 7 % 3 take one more, as Fluid 1.8
 
 
 def _slots(*names):

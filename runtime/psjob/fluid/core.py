@@ -13,6 +13,7 @@ so a set() through a view is visible to the next Executor.run.
 from __future__ import annotations
 
 import contextlib
+import enum
 import importlib
 
 import numpy as np
@@ -75,6 +76,40 @@ class CUDAPlace:
 class CUDAPinnedPlace(CPUPlace):
     def __repr__(self):
         return "CUDAPinnedPlace"
+
+
+class VarDesc:
+    """Fluid's `core.VarDesc.VarType`, which programs pass as a dtype
+    (`layers.cast(x, core.VarDesc.VarType.INT64)`) and compare with `Variable.dtype`.
+    psjob's dtypes are numpy's names, so the data types' members are those names
+    (`VarType.FP32 == "float32" == x.dtype`) and work wherever a dtype is taken;
+    the variable kinds are psjob's variable types' names."""
+
+    class VarType(str, enum.Enum):
+        BOOL = "bool"
+        INT8 = "int8"
+        UINT8 = "uint8"
+        INT16 = "int16"
+        INT32 = "int32"
+        INT64 = "int64"
+        FP16 = "float16"
+        FP32 = "float32"
+        FP64 = "float64"
+        LOD_TENSOR = "LOD_TENSOR"
+        SELECTED_ROWS = "SELECTED_ROWS"
+        LOD_TENSOR_ARRAY = "LOD_TENSOR_ARRAY"
+        FEED_MINIBATCH = "FEED_MINIBATCH"
+        FETCH_LIST = "FETCH_LIST"
+        STEP_SCOPES = "STEP_SCOPES"
+        LOD_RANK_TABLE = "LOD_RANK_TABLE"
+        PLACE_LIST = "PLACE_LIST"
+        READER = "READER"
+        RAW = "RAW"
+
+        def __str__(self):  # as Paddle prints it; the value is what a dtype reads
+            return f"VarType.{self.name}"
+
+        __hash__ = str.__hash__  # equal to its name string, so hashed as it
 
 
 def cpu_places(device_count=None) -> list:

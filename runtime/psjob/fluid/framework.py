@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from psjob.fluid import unique_name
-from psjob.fluid.base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError  # noqa: F401 - the IR's names
+from psjob.fluid.base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, convert_dtype  # noqa: F401 - the IR's names
 from psjob.fluid.ops.registry import infer_shape
 
 OP_ROLE_ATTR_NAME = "op_role"
@@ -74,18 +74,6 @@ def set_indexing(fn) -> None:
 
 def grad_var_name(name: str) -> str:
     return name + GRAD_SUFFIX
-
-
-def convert_dtype(dtype) -> str:
-    """Canonical dtype name ('float32', 'int64', ...) from a str or numpy dtype."""
-    if dtype is None:
-        return "float32"
-    if isinstance(dtype, str) and dtype in ("bool", "bool_"):
-        return "bool"
-    try:
-        return np.dtype(dtype).name
-    except TypeError as exc:
-        raise GraphError(f"unsupported dtype {dtype!r}") from exc
 
 
 class Variable:

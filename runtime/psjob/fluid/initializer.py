@@ -120,6 +120,27 @@ class NumpyArrayInitializer(Initializer):
                                       "values": self.value.astype(var.dtype).reshape(-1).tolist()})
 
 
+# set_global_initializer's choice: what parameters created after it start from when
+# their ParamAttr names no initializer (it outranks a layer's own default).
+_global = {"weight": None, "bias": None}
+
+
+def set_global_initializer(weight_init, bias_init=None):
+    """Paddle's set_global_initializer(weight_init, bias_init=None): the initializer of
+    every weight (bias) created afterwards whose ParamAttr sets none, in place of the
+    layer's default; None cancels it (Paddle 2.x docs, paddle.nn.initializer)."""
+    for what, init in (("weight_init", weight_init), ("bias_init", bias_init)):
+        if init is not None and not isinstance(init, Initializer):
+            raise TypeError(f"set_global_initializer: {what} must be an Initializer or None, "
+                            f"got {type(init).__name__}")
+    _global["weight"], _global["bias"] = weight_init, bias_init
+
+
+def global_initializer(is_bias: bool):
+    """The initializer set_global_initializer chose for weights (biases), or None."""
+    return _global["bias" if is_bias else "weight"]
+
+
 Constant = ConstantInitializer
 Uniform = UniformInitializer
 Normal = NormalInitializer

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from psjob.fluid import unique_name
 from psjob.fluid.framework import Variable, default_main_program, default_startup_program
-from psjob.fluid.initializer import ConstantInitializer, XavierInitializer
+from psjob.fluid.initializer import ConstantInitializer, XavierInitializer, global_initializer
 from psjob.fluid.param_attr import ParamAttr
 
 
@@ -42,7 +42,7 @@ class LayerHelper:
         if attr is False:
             return None
         name = attr.name or unique_name.generate(f"{self.name}.{'b' if is_bias else 'w'}")
-        init = attr.initializer or default_initializer or (
+        init = attr.initializer or global_initializer(is_bias) or default_initializer or (
             ConstantInitializer(0.0) if is_bias else XavierInitializer())
         main_block = self.main_program.global_block()
         if main_block.has_var(name):

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from psjob.fluid.base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError
+from psjob.fluid.base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, convert_dtype
 
 
 @dataclass
@@ -139,7 +139,8 @@ def set_out(op, slot: str, shape, dtype, lod_level=None, i: int = 0):
         return
     var = out_var(op, slot, i)
     var.shape = tuple(int(d) for d in shape)
-    var.dtype = dtype
+    # a dtype attr may be numpy's or Fluid's VarDesc.VarType: the variable keeps the plain name
+    var.dtype = dtype if dtype is None or type(dtype) is str else convert_dtype(dtype)
     if lod_level is not None:
         var.lod_level = lod_level
 

@@ -8,9 +8,10 @@ from psjob.fluid import initializer as _fi
 from psjob.fluid.framework import Variable
 
 __all__ = ["Constant", "Uniform", "Normal", "TruncatedNormal", "XavierUniform", "XavierNormal",
-           "KaimingNormal", "KaimingUniform", "Assign", "Initializer"]
+           "KaimingNormal", "KaimingUniform", "Assign", "Initializer", "set_global_initializer"]
 
 Initializer = _fi.Initializer
+set_global_initializer = _fi.set_global_initializer
 
 
 class Constant(_fi.ConstantInitializer):

@@ -1,0 +1,1 @@
+"""paddle.fluid.incubate.fleet.utils: Fluid 1.8's HDFS client (`hdfs.HDFSClient`)."""

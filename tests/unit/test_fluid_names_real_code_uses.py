@@ -1,0 +1,47 @@
+"""Names Fluid and Paddle 2.x programs reach for outside the layers: core.VarDesc.VarType as
+a dtype and in dtype comparisons, and set_global_initializer's precedence. Expected values
+come from the same programs run under Paddle 3.0.0 (FLAGS_enable_pir_api=0) and 1.8.5."""
+import numpy as np
+import pytest
+
+import psjob as paddle
+import psjob.fluid as fluid
+from psjob.fluid import core
+from psjob.nn.initializer import Constant, set_global_initializer
+
+
+def test_vardesc_vartype_is_a_dtype_and_equals_variables_dtypes():
+    vt = core.VarDesc.VarType
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 3], "float32")
+        y = fluid.layers.cast(x, vt.INT64)
+        z = fluid.layers.fill_constant([2], vt.INT32, 3)
+    assert x.dtype == vt.FP32 and y.dtype == vt.INT64 and z.dtype == vt.INT32
+    assert y.dtype == "int64" and type(y.dtype) is str  # the variable keeps the plain name
+    assert str(vt.INT64) == "VarType.INT64"  # as Paddle 1.8 prints it
+    out = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": np.full((2, 3), 2.7, "float32")},
+                                               fetch_list=[y, z])
+    assert out[0].dtype == np.int64 and out[0].tolist() == [[2, 2, 2]] * 2
+    assert out[1].dtype == np.int32 and out[1].tolist() == [3, 3]
+
+
+def test_set_global_initializer_outranks_layer_defaults_but_not_param_attrs():
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    try:
+        with paddle.static.program_guard(main, startup), fluid.unique_name.guard():
+            x = paddle.static.data("x", [None, 3], "float32")
+            set_global_initializer(Constant(0.5), Constant(0.1))
+            a = paddle.static.nn.fc(x, 2)
+            b = paddle.static.nn.fc(x, 2, weight_attr=paddle.ParamAttr(initializer=Constant(2.0)))
+            c = paddle.nn.Linear(3, 2)(x)
+    finally:
+        set_global_initializer(None)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    out = exe.run(main, feed={"x": np.ones((1, 3), "float32")}, fetch_list=[a, b, c])
+    # Paddle 3.0.0: [[1.6, 1.6]], [[6.1, 6.1]], [[1.6, 1.6]]
+    np.testing.assert_allclose(np.concatenate(out), [[1.6, 1.6], [6.1, 6.1], [1.6, 1.6]], rtol=1e-6)
+    with pytest.raises(TypeError, match="weight_init must be an Initializer or None, got str"):
+        set_global_initializer("x")
