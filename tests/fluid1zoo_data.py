@@ -320,6 +320,23 @@ MODELS = {
                         lines=r"INFO - epoch_id: \d+, batch_time: \S+, loss: ([0-9.]+), acc: ([0-9.]+)", count=200,
                         saved=[], pinned="random by design: its data is numpy's unseeded np.random",
                         float_of_array=True, needs=["pandas"]),
+    # A listwise reranker: sequence_unpad of a [batch, len] id column, embeddings, two dynamic_gru
+    # directions with h_0, auc; then infer.py on the epoch's fluid.save checkpoint.
+    "rerank_listwise": dict(dir="rerank/listwise", data=None, script="train.py",
+                            args=["--use_gpu", "0", "--epochs", "1", "--batch_size", "32", "--model_dir", "model_dir",
+                                  "--embd_dim", "16", "--hidden_size", "32", "--item_vocab", "200",
+                                  "--user_vocab", "200", "--item_len", "5", "--sample_size", "20",
+                                  "--base_lr", "0.01"],
+                            lines=r"INFO - epoch_id: \d+, batch_time: \S+, loss: ([0-9.]+), auc: ([0-9.]+)",
+                            count=20, saved=["model_dir/epoch_1/checkpoint"],
+                            pinned="random by design: its data is numpy's unseeded np.random",
+                            float_of_array=True,
+                            infer=dict(script="infer.py",
+                                       args=["--use_gpu", "0", "--model_dir", "model_dir", "--test_epoch", "1",
+                                             "--batch_size", "32", "--embd_dim", "16", "--hidden_size", "32",
+                                             "--item_vocab", "200", "--user_vocab", "200", "--item_len", "5",
+                                             "--sample_size", "20"],
+                                       lines=r"INFO - batch_time: \S+, loss: ([0-9.]+), auc: ([0-9.]+)", count=20)),
     # sequence_unpad then sequence_conv_pool, 100 SGD steps on numpy's unseeded random batches.
     "text_classification": dict(dir="text_classification", data=None, script="train.py", args=[],
                                 lines=r"step\d+ cost=([0-9.]+)", count=100, saved=[],

@@ -346,3 +346,23 @@ def test_paddle2_static_nn_sequence_layers_build_fluids_ops():
                         exe.run(main, feed={"x": x, "y": y}, fetch_list=[out], scope=scope)[0]))
     assert results[0][0] == results[1][0] and "sequence_conv" in results[0][0]
     np.testing.assert_array_equal(results[0][1], results[1][1])
+
+
+def test_sequence_unpad_of_a_2d_batch_keeps_a_column_as_paddle_185():
+    """[batch, max_len] unpads to [-1, 1] (Paddle 1.8.5: shape (-1, 1), lod_level 1; the rows
+    below and LoD [[0, 2, 5]] printed by it), so an embedding of it is [-1, 1, dim] — PaddleRec's
+    listwise rerank model squeezes that axis. The gradient goes back to the kept cells."""
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 5], dtype="float32")
+        x.stop_gradient = False
+        length = fluid.data(name="l", shape=[None], dtype="int64")
+        y = fluid.layers.sequence_unpad(x, length)
+        assert tuple(y.shape) == (-1, 1) and y.lod_level == 1
+        loss = fluid.layers.reduce_sum(y * y)
+        [dx] = fluid.gradients(loss, [x])
+    exe = fluid.Executor(fluid.CPUPlace())
+    feed = {"x": np.arange(10, dtype="float32").reshape(2, 5), "l": np.array([2, 3], "int64")}
+    out, g = exe.run(main, feed=feed, fetch_list=[y, dx], return_numpy=False)
+    assert np.array(out).tolist() == [[0.0], [1.0], [5.0], [6.0], [7.0]] and out.lod() == [[0, 2, 5]]
+    assert np.array(g).tolist() == [[0, 2, 0, 0, 0], [10, 12, 14, 0, 0]]

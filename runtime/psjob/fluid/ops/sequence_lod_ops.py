@@ -97,7 +97,7 @@ def _unpad_shape(op):
     x = in_var(op, "X")
     if len(x.shape) < 2:
         raise GraphError(f"sequence_unpad: X {x.name}{list(x.shape)} must be [batch, max_len, ...]")
-    set_out(op, "Out", (-1,) + tuple(x.shape[2:]), x.dtype, 1)
+    set_out(op, "Out", (-1,) + (tuple(x.shape[2:]) or (1,)), x.dtype, 1)  # [batch, max_len] -> [-1, 1], as Paddle
 
 
 def _unpad_rows(ctx, x):
@@ -117,7 +117,7 @@ def _unpad_rows(ctx, x):
 def sequence_unpad(ctx):
     x = ctx.input("X")
     rows, lod = _unpad_rows(ctx, x)
-    flat = x.reshape((x.shape[0] * x.shape[1],) + x.shape[2:])
+    flat = x.reshape((x.shape[0] * x.shape[1],) + (x.shape[2:] or (1,)))
     ctx.set_output("Out", flat[_to(ctx.xp, rows)], lod=lod)
 
 
@@ -125,7 +125,7 @@ def sequence_unpad(ctx):
 def sequence_unpad_grad(ctx):
     xp, x, dout = ctx.xp, ctx.input("X"), ctx.input("Out@GRAD")
     rows, _ = _unpad_rows(ctx, x)
-    dx = xp.zeros((x.shape[0] * x.shape[1],) + x.shape[2:], dtype=dout.dtype)
+    dx = xp.zeros((x.shape[0] * x.shape[1],) + (x.shape[2:] or (1,)), dtype=dout.dtype)
     dx[_to(xp, rows)] = dout
     ctx.set_output("X@GRAD", dx.reshape(x.shape))
 
