@@ -4,7 +4,8 @@ pserver and one worker: a day of passes over PaddleRec's own demo data (laid out
 prepare_online_data.sh), each pass an InMemoryDataset of fleet.util.get_file_shard's files,
 global AUC and the ctr_metric_bundle metrics through fleet.util.all_reduce, a checkpoint and a
 delta inference model per pass, fleet.shrink at the day's end, the next day's base model, the
-batch model and their donefiles.
+batch model and their donefiles. Then the job restarts for the next day and resumes from its
+donefile: fleet.load_model of the last save into the running pserver, then that day's passes.
 
 One worker, as the model's README runs it: with two, PaddleRec's write_model_donefile returns
 before its fleet.barrier_worker() on the first worker only (the first time it writes a local
@@ -74,6 +75,21 @@ def test_paddlerecs_online_trainer_runs_slot_dnn_for_a_day(tmp_path):
         (DAY, f"output_model/{DAY}/1/", "1"), (NEXT_DAY, f"output_model/{NEXT_DAY}/0/", "-1")]
     for saved in (out / DAY / "1", out / NEXT_DAY / "0"):
         assert (saved / "linear_0.w_0").exists() and (saved / "__tables__").is_dir(), sorted(os.listdir(saved))
+
+    # A restarted job resumes from its donefile: fleet.load_model of the last save (the next day's
+    # base) into the running pserver, then that day's passes.
+    config["runner"]["end_day"] = NEXT_DAY
+    with open(model / "config_test.yaml", "w") as f:
+        yaml.safe_dump(config, f)
+    shutil.rmtree(model / "log")
+    r = subprocess.run(cmd, cwd=model, env=env, capture_output=True, text=True, timeout=360)
+    resumed = (model / "log" / "workerlog.0").read_text(errors="replace")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:] + resumed[-3000:]
+    assert f"going to load model output_model/{NEXT_DAY}/0/" in resumed and "load model cost" in resumed
+    assert re.findall(r"Day:(\d+), Pass: (\d+), Train Global Metric", resumed) == [(NEXT_DAY, "1"), (NEXT_DAY, "2")]
+    assert "loaded" in (model / "log" / "serverlog.0").read_text(errors="replace")
+    donefile = [line.split("\t") for line in (out / "donefile.txt").read_text().splitlines()]
+    assert [(d[0], d[3]) for d in donefile][2:] == [(NEXT_DAY, "1"), ("20190722", "-1")], donefile
 
     # The next day's base inference model (the dense part, fed with the embeddings) loads and
     # scores in a fresh process. psjob's layout: the program and dense parameters in the folder,

@@ -35,6 +35,12 @@ program's checkpoint block as before (`sparse_table_save`, under the lock).
 A job may have several distributed tables; a pserver writes one shard of each
 (`{table: shard entry}`, the manifest's `tables`).
 
+Load (`psjob:load`, fleet.load_model): this pserver's part of the whole-model save in
+dirname replaces its variables and is imported into its tables (ids the save lacks keep
+their rows), once the updates already running finished and under the lock, so no update
+or read sees half of it; everything is read and checked first (checkpoint_restore), so a
+bad save raises and changes nothing. It reads only inside the save roots.
+
 Deltas (foundation/checkpoint/chain.py): a save naming a chain link hands each table's
 tracked changes (`SparseTable.take_changes`: rows changed, ids evicted) to
 that link and keeps them as pending until the link is committed; a delta
@@ -54,7 +60,7 @@ import time
 import numpy as np
 
 from psjob.cluster import checkpoint_protocol as protocol
-from psjob.cluster.pserver.checkpoint_restore import is_state_var, restore_newest
+from psjob.cluster.pserver.checkpoint_restore import is_state_var, load_pserver_slices, restore_newest
 from psjob.fluid.transpiler.pserver_pass import TABLE_PATH_VAR
 from psjob.foundation.checkpoint import storage, tables
 from psjob.foundation.checkpoint.backend import Storage
@@ -133,6 +139,9 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
             telemetry.m.last_checkpoint_failure_step.labels(error).set(int(step))
         state.last_checkpoint_failure = (int(step), error)
         return protocol.encode_reply({"incarnation": state.incarnation})
+    if command == protocol.LOAD:
+        check_save_dir(state, dirname)
+        return protocol.encode_reply({"incarnation": state.incarnation, **load_save(state, dirname)})
     if command == protocol.SAVE:
         check_save_dir(state, dirname)
         return protocol.encode_reply({"incarnation": state.incarnation,
@@ -206,6 +215,19 @@ def legacy_save(state, dirname: str) -> list[str]:
         state.scope.vars[TABLE_PATH_VAR] = str(dirname)
         state.exe.run_block(state.program, state.checkpoint_block, state.scope)
         return [f for op in ops for f in state.scope.vars[op.output("Out")[0]]]
+
+
+def load_save(state, dirname: str) -> dict:
+    """fleet.load_model: load this pserver's part of the whole-model save in `dirname` into the
+    live state (module docstring); the variables loaded and those the save lacks."""
+    t0 = time.monotonic()
+    with state.exclusive():
+        state.updates.wait_for_updates()
+        loaded, missing = load_pserver_slices(state.exe, dirname, state.program, scope=state.scope,
+                                              endpoint=state.endpoint)
+    log.info("pserver %s loaded %d variable(s) from %s in %.2fs%s", state.endpoint, len(loaded), dirname,
+             time.monotonic() - t0, f"; the save lacks {', '.join(missing[:8])}" if missing else "")
+    return {"loaded": loaded, "missing": missing}
 
 
 def _committed(state, link: str) -> None:

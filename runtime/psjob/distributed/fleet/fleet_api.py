@@ -5,8 +5,11 @@ and the package takes its public names. See the package's docstring for the API.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
+from psjob.cluster import checkpoint_protocol as protocol
 from psjob.cluster.trainer import client_service as _client_service
 from psjob.distributed.fleet import base
 from psjob.distributed.fleet.base.role_maker import PaddleCloudRoleMaker, Role, UserDefinedRoleMaker
@@ -191,14 +194,35 @@ def shrink(threshold=None):
 
 
 def load_model(path, mode=0):
-    """Paddle's fleet.load_model(path, mode): load a saved model into the running pservers.
-    psjob's pservers load a save when they start: pass it to fleet.init_server(path) (or a job's
-    checkpoint settings), which restores each pserver's slices before any worker trains."""
-    raise FleetError(f"fleet.load_model({path!r}, mode={mode}): psjob loads a save into the pservers as they "
-                     "start, not while workers train; call fleet.init_server(dirname) on the pservers instead")
+    """Paddle's fleet.load_model(path, mode=0): every worker calls it (after init_worker, before
+    training: an online job resuming from its last saved pass) and the pservers load their part
+    of the whole-model save in `path` (fleet.save_persistables's) in place, as init_server(path)
+    does at start. Each worker first sends its queued updates, worker 0 has the pservers load,
+    and every worker then reads the loaded parameters (and table rows it keeps). A bad save
+    raises on every worker and changes no pserver. Mode 0 only (Paddle's whole-model load)."""
+    if mode != 0:
+        raise ValueError(f"fleet.load_model({path!r}, mode={mode}): psjob loads mode 0, the whole-model save "
+                         "fleet.save_persistables writes")
+    if _fleet.is_collective:
+        raise FleetError("fleet.load_model() loads a save into the pservers; a collective job has none "
+                         "(load with paddle.static.load)")
+    service = _fleet.rpc_service
+    if service is not None and hasattr(service, "flush"):
+        service.flush()  # nothing this worker queued lands on the loaded values
+
+    def load():
+        if not os.path.isdir(path):
+            raise ValueError(f"There is no directory named {path!r}")
+        return service.checkpoint_notify(path, 0, protocol.tag(protocol.LOAD))
+
+    _collective_save("load_model", path, load, verb="load")
+    if service is not None:
+        if hasattr(service, "refresh"):
+            service.refresh()
+        _refetch_parameters()
 
 
-def _collective_save(api, dirname, write):
+def _collective_save(api, dirname, write, verb="write"):
     """Paddle 2.x's saves are collective (the_one_ps: barrier, the first worker writes,
     barrier): every worker calls them, all wait for one another, worker 0 writes the whole
     model, and every worker returns once it is written. The second meeting carries worker
@@ -220,7 +244,7 @@ def _collective_save(api, dirname, write):
     outcomes = util.all_gather(np.frombuffer(failure, dtype=np.uint8))
     message = bytes(np.asarray(outcomes[0], dtype=np.uint8)).decode(errors="replace")
     if message:
-        problem = FleetError(f"fleet.{api}({dirname!r}): worker 0's write failed: {message}")
+        problem = FleetError(f"fleet.{api}({dirname!r}): worker 0's {verb} failed: {message}")
         if failure:
             raise problem from error
         raise problem

@@ -1,0 +1,65 @@
+"""fleet.load_model under Paddle 2.x Fleet (only the imports name psjob): a distributed
+sparse_embedding table and an fc, trained with Adam through exe.run. The worker trains, saves
+(fleet.save_persistables), trains on, then loads the save into the running pservers and trains
+the same batches again: with one synchronous worker the losses after the load repeat those after
+the save exactly (parameters, table rows and Adam's accumulators all restored). A load of a
+folder that is not a save, tried right after the save, fails and changes nothing (the losses
+after it are the ones the load repeats). Each worker prints one RESULT json line."""
+import argparse
+import json
+
+import numpy as np
+
+import psjob as paddle
+import psjob.distributed.fleet as fleet
+
+p = argparse.ArgumentParser()
+p.add_argument("--save", required=True)
+p.add_argument("--not-a-save", required=True)
+p.add_argument("--sync", action="store_true")
+args = p.parse_args()
+
+paddle.enable_static()
+fleet.init()
+main, startup = paddle.static.Program(), paddle.static.Program()
+main.random_seed = startup.random_seed = 5
+with paddle.static.program_guard(main, startup):
+    slots = [paddle.static.data(f"s{i}", [None, 1], "int64") for i in range(3)]
+    y = paddle.static.data("y", [None, 1], "float32")
+    embs = [paddle.static.nn.sparse_embedding(s, size=[100000, 4], param_attr=paddle.ParamAttr(name="TABLE"))
+            for s in slots]
+    pred = paddle.static.nn.fc(paddle.concat(embs, axis=1), 1)
+    loss = paddle.mean(paddle.square(pred - y))
+    strategy = fleet.DistributedStrategy()
+    strategy.a_sync = not args.sync
+    fleet.distributed_optimizer(paddle.optimizer.Adam(0.05), strategy).minimize(loss)
+
+if fleet.is_server():
+    fleet.init_server()
+    fleet.run_server()
+else:
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    fleet.init_worker()
+    rng = np.random.default_rng(7 + fleet.worker_index())
+    batches = [rng.integers(0, 100000, size=(16, 3)) for _ in range(10)]
+    target = np.random.default_rng(0).normal(size=100000).astype("float32")
+
+    def train():
+        return [float(np.asarray(exe.run(main, feed={"s0": b[:, :1], "s1": b[:, 1:2], "s2": b[:, 2:],
+                                                     "y": target[b].sum(axis=1, keepdims=True)},
+                                         fetch_list=[loss])[0]).reshape(-1)[0]) for b in batches]
+
+    first = train()
+    fleet.save_persistables(exe, args.save)
+    try:
+        fleet.load_model(args.not_a_save, 0)
+        refused = ""
+    except Exception as exc:  # every worker sees worker 0's failure
+        refused = f"{type(exc).__name__}: {exc}"
+    after_save = train()  # after a refused load: from the saved state still
+    fleet.load_model(args.save, 0)
+    after_load = train()
+    print("RESULT " + json.dumps({"worker": fleet.worker_index(), "first": first, "after_save": after_save,
+                                  "after_load": after_load, "refused": refused}), flush=True)
+    fleet.stop_worker()

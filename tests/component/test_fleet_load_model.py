@@ -1,0 +1,49 @@
+"""fleet.load_model (Paddle 2.x Fleet): the pservers load a whole-model save in place while
+the workers wait, as PaddleRec's online trainer does when it resumes from its last saved pass.
+tests/component/scripts/fleet_load_model.py trains, saves, tries a folder that is not a save,
+trains on, loads the save and trains the same batches again."""
+import json
+import re
+
+import pytest
+
+
+def _results(read_logs, log_dir, workers):
+    results = [json.loads(m) for m in re.findall(r"^RESULT (.*)$", read_logs(log_dir), re.M)]
+    assert sorted(r["worker"] for r in results) == list(range(workers)), read_logs(log_dir)[-3000:]
+    return results
+
+
+def _refused_everywhere(results, not_a_save):
+    for r in results:
+        assert r["refused"].startswith(f"FleetError: fleet.load_model({str(not_a_save)!r}): worker 0's load failed")
+        assert "has no __manifest__.json" in r["refused"]
+
+
+@pytest.mark.timeout(240)
+def test_sync_training_after_a_load_repeats_training_after_the_save(tmp_path, launch, script, read_logs):
+    not_a_save = tmp_path / "notasave"
+    not_a_save.mkdir()
+    (not_a_save / "junk").write_text("x")
+    r = launch(["--server_num", "2", "--worker_num", "1", "--log_dir", str(tmp_path / "log"),
+                script("fleet_load_model.py"), "--save", str(tmp_path / "saved"), "--not-a-save", str(not_a_save),
+                "--sync"])
+    assert r.returncode == 0, r.stdout[-2000:] + read_logs(tmp_path / "log")[-3000:]
+    [result] = _results(read_logs, tmp_path / "log", 1)
+    _refused_everywhere([result], not_a_save)
+    # Parameters, table rows and Adam's moments and beta powers come back: the same ten losses.
+    assert result["after_load"] == result["after_save"]
+    assert result["after_save"] != result["first"]
+
+
+@pytest.mark.timeout(240)
+def test_async_workers_load_together_and_all_see_a_refused_load(tmp_path, launch, script, read_logs):
+    not_a_save = tmp_path / "notasave"
+    not_a_save.mkdir()
+    r = launch(["--server_num", "2", "--worker_num", "2", "--log_dir", str(tmp_path / "log"),
+                script("fleet_load_model.py"), "--save", str(tmp_path / "saved"), "--not-a-save", str(not_a_save)])
+    assert r.returncode == 0, r.stdout[-2000:] + read_logs(tmp_path / "log")[-3000:]
+    results = _results(read_logs, tmp_path / "log", 2)
+    _refused_everywhere(results, not_a_save)
+    for res in results:
+        assert len(res["after_load"]) == 10 and all(v == v for v in res["after_load"])
