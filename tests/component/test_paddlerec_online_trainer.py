@@ -4,8 +4,10 @@ pserver and one worker: a day of passes over PaddleRec's own demo data (laid out
 prepare_online_data.sh), each pass an InMemoryDataset of fleet.util.get_file_shard's files,
 global AUC and the ctr_metric_bundle metrics through fleet.util.all_reduce, a checkpoint and a
 delta inference model per pass, fleet.shrink at the day's end, the next day's base model, the
-batch model and their donefiles. Then the job restarts for the next day and resumes from its
-donefile: fleet.load_model of the last save into the running pserver, then that day's passes.
+batch model and their donefiles. Then PaddleRec's offline inference (static_ps_offline_infer.py)
+on the first pass's save, dumping every variable per instance id; then the job restarts for the
+next day and resumes from its donefile: fleet.load_model of the last save into the running
+pserver, then that day's passes.
 
 One worker, as the model's README runs it: with two, PaddleRec's write_model_donefile returns
 before its fleet.barrier_worker() on the first worker only (the first time it writes a local
@@ -75,6 +77,31 @@ def test_paddlerecs_online_trainer_runs_slot_dnn_for_a_day(tmp_path):
         (DAY, f"output_model/{DAY}/1/", "1"), (NEXT_DAY, f"output_model/{NEXT_DAY}/0/", "-1")]
     for saved in (out / DAY / "1", out / NEXT_DAY / "0"):
         assert (saved / "linear_0.w_0").exists() and (saved / "__tables__").is_dir(), sorted(os.listdir(saved))
+
+    # Offline inference (tools/static_ps_offline_infer.py, config_offline_infer.yaml) on the first
+    # pass's save: fleet.load_model by the first worker, an InMemoryDataset whose lines lead with
+    # an instance id (parse_ins_id), infer_from_dataset dumping every variable of the model per
+    # example. It pushes nothing: no gradient reaches the pserver.
+    offline = model / "infer_data" / "offline"
+    offline.mkdir(parents=True)
+    with open(model / "data" / "demo_10") as f:  # the reader splits `ins_id\tline`
+        (offline / "demo_0").write_text("".join(f"ins_{i}\t{line}" for i, line in enumerate(f)))
+    with open(model / "config_offline_infer.yaml") as f:
+        infer_config = yaml.safe_load(f)
+    infer_config["runner"].update(init_model_path=f"output_model/{DAY}/1",
+                                  pipe_command="python inmemorydataset_reader.py")
+    with open(model / "config_infer_test.yaml", "w") as f:
+        yaml.safe_dump(infer_config, f)
+    infer_cmd = cmd[:-3] + ["../../../tools/static_ps_offline_infer.py", "-m", "config_infer_test.yaml"]
+    shutil.rmtree(model / "log")
+    r = subprocess.run(infer_cmd, cwd=model, env=env, capture_output=True, text=True, timeout=360)
+    inferred = (model / "log" / "workerlog.0").read_text(errors="replace")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:] + inferred[-3000:]
+    assert "Infer Dataset Done" in inferred and "gradients sent" not in inferred, inferred[-3000:]
+    dumped = (model / "dump_offline_infer" / "part-000-00000").read_text().splitlines()
+    assert [line.split("\t")[0] for line in dumped] == [f"ins_{i}" for i in range(10)]
+    fields = [field.split(":")[:2] for field in dumped[0].split("\t")[1:]]
+    assert len(fields) > 300 and all(int(n) > 0 for _, n in fields), dumped[0][:500]
 
     # A restarted job resumes from its donefile: fleet.load_model of the last save (the next day's
     # base) into the running pserver, then that day's passes.

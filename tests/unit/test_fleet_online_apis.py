@@ -198,7 +198,57 @@ def test_dataset_settings_the_online_trainer_makes():
     assert (ds.batch_size, ds.thread_num) == (8, 2)
     with pytest.raises(ValueError, match="HDFS cluster"):
         ds.set_hdfs_config("hdfs://nn:9000", "u,p")
-    with pytest.raises(ValueError, match="without instance ids"):
-        ds.set_parse_ins_id(True)
     with pytest.raises(TypeError, match="unknown setting 'batchsize'"):
         ds.update_settings(batchsize=8)
+
+
+# An offline-inference dataset (PaddleRec's static_ps_offline_infer: parse_ins_id, a dump of
+# every variable of the model): lines `1 <ins id> [1 <content>]` then the MultiSlot slots.
+INFER_LINES = "1 ins_a 1 page_1 2 3 4 1 1\n1 ins_b 1 page_2 1 5 1 0\n\n1 ins_c 1 page_3 3 6 7 8 1 1\n"
+
+
+def _infer_program():
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+        ids = paddle.static.data("ids", [None, 1], "int64", lod_level=1)
+        label = paddle.static.data("label", [None, 1], "int64")
+        emb = paddle.fluid.layers.embedding(ids, [10, 2], param_attr=paddle.ParamAttr(
+            name="emb", initializer=paddle.nn.initializer.Assign(np.arange(20, dtype="float32").reshape(10, 2) / 8)))
+        pooled = paddle.static.nn.sequence_pool(emb, "sum")
+        score = paddle.sum(pooled, axis=1, keepdim=True)
+        loss = paddle.mean(paddle.square(score - paddle.cast(label, "float32")))
+        paddle.optimizer.SGD(0.1).minimize(loss)
+    return main, startup, [ids, label], pooled, score
+
+
+def test_parse_ins_id_and_content_lead_the_dump_of_infer_from_dataset(tmp_path):
+    """Paddle's dump lines (DeviceWorker::DumpField): `<ins id>\t<content>` then per field
+    `\t<name>:<count>:<v1>,<v2>` (C++ stream floats, int64 as uint64), one line per example
+    into <path>/part-<rank>-<thread>. A field that is not one row (or sequence) per example, or
+    that the program lacks, is skipped, as in Paddle."""
+    paddle.enable_static()
+    main, startup, use_var, pooled, score = _infer_program()
+    data = tmp_path / "part-0"
+    data.write_text(INFER_LINES)
+    ds = paddle.distributed.InMemoryDataset()
+    ds.init(use_var=use_var, pipe_command="cat", batch_size=2, thread_num=1)
+    ds.update_settings(parse_ins_id=True, parse_content=True)
+    ds.set_filelist([str(data)])
+    ds.load_into_memory()
+    main._fleet_opt = {"dump_fields_path": str(tmp_path / "dump"), "dump_fields": [pooled.name, score.name, "ids",
+                                                                                 "no_such_var"]}
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    exe.infer_from_dataset(main, ds)
+    lines = (tmp_path / "dump" / "part-000-00000").read_text().splitlines()
+    # emb rows: id k is [2k, 2k + 1] / 8; the first SGD step runs before ins_c's batch
+    assert lines[0] == f"ins_a\tpage_1\t{pooled.name}:2:1.75,2\t{score.name}:1:3.75\tids:2:3,4"
+    assert lines[1] == f"ins_b\tpage_2\t{pooled.name}:2:1.25,1.375\t{score.name}:1:2.625\tids:1:5"
+    assert lines[2].startswith(f"ins_c\tpage_3\t{pooled.name}:2:") and lines[2].endswith("\tids:3:6,7,8")
+    assert len(lines) == 3
+
+    bad = tmp_path / "bad"
+    bad.write_text("2 3 4 1 1\n")  # no instance id
+    ds.set_filelist([str(bad)])
+    with pytest.raises(MultiSlotError, match="line 1: the instance id .* must come first as `1 <token>`"):
+        ds.load_into_memory()

@@ -450,7 +450,7 @@ def test_paddlerecs_in_memory_dataset_calls_set_what_paddle_sets_and_refuse_what
     assert (ds.batch_size, ds.thread_num, ds.pipe_command) == (100, 2, reader_cmd)
     ds.load_into_memory()
     assert [len(feed["label"]) for feed in ds._thread_feeds(1)[0]] == [100, 100, 25]
-    for setting, message in [({"parse_ins_id": True}, "without parse_ins_id"),
+    for setting, message in [({"merge_by_sid": True}, "without merge_by_sid"),
                              ({"merge_size": 2}, "does not merge"),
                              ({"fs_name": "hdfs://x", "fs_ugi": "u,p"}, "HDFS"),
                              ({"input_type": 1}, "one example per line")]:

@@ -35,6 +35,7 @@ import numpy as np
 
 from psjob.dataset._text import count_lines, numbers, read_fields
 from psjob.dataset.sources import exists, is_uri, open_binary
+from psjob.fluid.dataset_trainer import INS_CONTENT_KEY, INS_ID_KEY
 
 log = logging.getLogger("psjob.distributed")
 
@@ -64,10 +65,12 @@ class _Slot:
 
 
 class _Examples:
-    """Parsed examples: per slot a flat value array and offsets (length n + 1)."""
+    """Parsed examples: per slot a flat value array and offsets (length n + 1); with
+    parse_ins_id / parse_content, each example's instance id / content (object arrays)."""
 
-    def __init__(self, values, offsets):
+    def __init__(self, values, offsets, ids=None, contents=None):
         self.values, self.offsets = values, offsets
+        self.ids, self.contents = ids, contents
 
     def __len__(self):
         return len(self.offsets[0]) - 1 if self.offsets else 0
@@ -79,6 +82,8 @@ class _Examples:
             return _Examples([np.zeros(0, s.dtype) for s in slots], [np.zeros(1, np.int64) for _ in slots])
         if len(parts) == 1:
             return parts[0]
+        ids = np.concatenate([p.ids for p in parts]) if parts[0].ids is not None else None
+        contents = np.concatenate([p.contents for p in parts]) if parts[0].contents is not None else None
         values, offsets, shared = [], [], {}
         for s in range(len(slots)):
             values.append(np.concatenate([p.values[s] for p in parts]))
@@ -88,7 +93,15 @@ class _Examples:
                 shared[key] = np.concatenate([np.zeros(1, np.int64)] +
                                              [p.offsets[s][1:] + k for p, k in zip(parts, shifts)])
             offsets.append(shared[key])
-        return _Examples(values, offsets)
+        return _Examples(values, offsets, ids, contents)
+
+    def _tag(self, feed, index):
+        """Add the chosen examples' instance ids / contents to a batch's feed."""
+        if self.ids is not None:
+            feed[INS_ID_KEY] = self.ids[index]
+        if self.contents is not None:
+            feed[INS_CONTENT_KEY] = self.contents[index]
+        return feed
 
     def gather(self, index, slots):
         """{name: feed value} of the examples at `index`, in that order."""
@@ -100,7 +113,7 @@ class _Examples:
             # Positions of the chosen examples' values: start of each, plus 0..length-1.
             pos = np.repeat(off[index] - new_off[:-1], lengths) + np.arange(new_off[-1])
             feed[slot.name] = slot.to_feed(vals[pos], new_off, len(index))
-        return feed
+        return self._tag(feed, index)
 
     def slice(self, start: int, stop: int, slots):
         """gather(np.arange(start, stop)) without the index arithmetic: a run of consecutive
@@ -120,7 +133,7 @@ class _Examples:
             if lod is None:
                 lod = lods[id(off)] = [off[start:stop + 1] - first]
             feed[slot.name] = (values.reshape(-1, 1), lod)
-        return feed
+        return self._tag(feed, slice(start, stop))
 
 
 def parse_multislot(data: bytes, slots, source: str, first_line: int = 1) -> _Examples:
@@ -159,6 +172,27 @@ def parse_multislot(data: bytes, slots, source: str, first_line: int = 1) -> _Ex
     numbers_of_rows = [number for number, _ in rows]
     values = [_numbers(col, slot, off, source, numbers_of_rows) for col, slot, off in zip(columns, slots, offsets)]
     return _Examples(values, offsets)
+
+
+def split_prefix(data: bytes, fields: int, source: str, first_line: int = 1):
+    """Lines led by `fields` string fields, each `1 <token>` (Paddle's MultiSlot lines with
+    parse_ins_id, then parse_content): (the lines without them, one object array of the
+    tokens per field). A blank line stays blank; a line lacking a field is named."""
+    lines = data.split(b"\n")
+    kept, columns = [], [[] for _ in range(fields)]
+    for number, line in enumerate(lines, first_line):
+        if not line.strip():
+            kept.append(line)
+            continue
+        parts = line.split(None, 2 * fields)
+        for f in range(fields):
+            what = ("instance id", "content")[f] if f < 2 else f"field {f}"
+            if len(parts) < 2 * f + 2 or parts[2 * f] != b"1":
+                raise MultiSlotError(f"{source}: line {number}: the {what} (set_parse_ins_id / set_parse_content) "
+                                     "must come first as `1 <token>`")
+            columns[f].append(parts[2 * f + 1].decode(errors="replace"))
+        kept.append(parts[2 * fields] if len(parts) > 2 * fields else b"")
+    return b"\n".join(kept), [np.array(c, dtype=object) for c in columns]
 
 
 # Bytes the vectorised path accepts besides space and newline: on these, pyarrow's numbers are
@@ -325,6 +359,7 @@ class DatasetBase:
         self.pipe_command = "cat"
         self.filelist: list[str] = []
         self._filelist_set = False  # set_filelist([]) is a pass over nothing; never calling it, a mistake
+        self._parse_ins_id = self._parse_content = False
 
     def init(self, batch_size=1, thread_num=1, use_var=None, pipe_command="cat", input_type=0,
              fs_name="", fs_ugi="", download_cmd="cat", **kwargs):
@@ -343,14 +378,25 @@ class DatasetBase:
         _check_source_setting("fs_ugi", fs_ugi)
 
     def set_parse_ins_id(self, parse_ins_id):
-        """Lines led by an instance id (Paddle's parse_ins_id) are not read by psjob: False only."""
-        if parse_ins_id:
-            raise ValueError("set_parse_ins_id(True): psjob's MultiSlot reader takes lines without instance ids")
+        """Paddle's parse_ins_id: each line starts with its instance id as `1 <id>` (a
+        MultiSlotStringDataGenerator's first slot); the ids lead the lines train_from_dataset
+        and infer_from_dataset dump (program._fleet_opt's dump_fields)."""
+        self._parse_ins_id = bool(parse_ins_id)
 
     def set_parse_content(self, parse_content):
-        """Lines carrying a content field (Paddle's parse_content) are not read by psjob: False only."""
-        if parse_content:
-            raise ValueError("set_parse_content(True): psjob's MultiSlot reader takes lines without content fields")
+        """Paddle's parse_content: after the instance id, a content field `1 <content>`
+        (only read with parse_ins_id, as Paddle's feed reads it); dumped after the id."""
+        self._parse_content = bool(parse_content)
+
+    def _parse(self, block: bytes, source: str, first_line: int) -> _Examples:
+        if not self._parse_ins_id:
+            return parse_multislot(block, self._slots, source, first_line)
+        fields = 2 if self._parse_content else 1
+        rest, columns = split_prefix(block, fields, source, first_line)
+        examples = parse_multislot(rest, self._slots, source, first_line)
+        examples.ids = columns[0]
+        examples.contents = columns[1] if fields == 2 else None
+        return examples
 
     def _set_use_ps_gpu(self, use_ps_gpu):
         """Paddle's flag for its GPU parameter server (heterps builds); a Paddle build without
@@ -421,7 +467,7 @@ class DatasetBase:
                 for block, first_line in _line_blocks(proc.stdout):
                     if error is None:  # after a bad line, read on to the end: the exit status comes first
                         try:
-                            parts.append(parse_multislot(block, self._slots, source, first_line))
+                            parts.append(self._parse(block, source, first_line))
                         except MultiSlotError as exc:
                             error = exc
             finally:
@@ -468,16 +514,17 @@ class InMemoryDataset(DatasetBase):
     # update_settings keys psjob takes as Paddle does, and those whose Paddle defaults
     # (False / off) are the only values psjob reads with.
     _SETTERS = {"batch_size": "set_batch_size", "thread_num": "set_thread", "use_var": "set_use_var",
-                "pipe_command": "set_pipe_command"}
-    _OFF_ONLY = ("parse_ins_id", "parse_content", "fea_eval", "merge_by_sid", "parse_logkey", "enable_pv_merge")
+                "pipe_command": "set_pipe_command", "parse_ins_id": "set_parse_ins_id",
+                "parse_content": "set_parse_content"}
+    _OFF_ONLY = ("fea_eval", "merge_by_sid", "parse_logkey", "enable_pv_merge")
 
     def update_settings(self, **kwargs):
         """Paddle's InMemoryDataset.update_settings: change settings given to init()
         (https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/distributed/InMemoryDataset_en.html).
         The send/merge tuning of Paddle's global shuffle (fleet_send_batch_size,
-        fleet_send_sleep_seconds, candidate_size) changes no example and is accepted; instance
-        ids, content, feature evaluation and merging by line id are not read by psjob, so
-        asking for them is an error rather than a silent difference."""
+        fleet_send_sleep_seconds, candidate_size) changes no example and is accepted; feature
+        evaluation, log keys and merging by line id are not read by psjob, so asking for them
+        is an error rather than a silent difference."""
         for key, value in kwargs.items():
             if key in self._SETTERS:
                 getattr(self, self._SETTERS[key])(value)

@@ -12,6 +12,15 @@ optimizer state, metric state) are shared and updated without locks, every
 other variable (activations, gradients, the feeds) lives in a per-thread
 scope, so threads never read each other's intermediate values.
 
+Dumps (`program._fleet_opt["dump_fields_path"]` and `["dump_fields"]`, which PaddleRec's
+offline inference sets): after every batch, one line per example into
+`<dump_fields_path>/part-<rank:03d>-<thread:05d>`, as Paddle's device workers write them
+(DeviceWorker::DumpField): the instance id (and content) the dataset parsed, then per
+field whose value is [batch, width] (or a one-level LoD over the batch)
+`\t<name>:<count>:<v1>,<v2>,...`, floats as C++ streams print them (6 significant
+digits), int64 as uint64. `dump_fields_mode` "a" appends to the files, anything else
+starts them afresh.
+
 Statistics variables (`program._fleet_opt["stat_var_names"]`, which fleet 2.x's
 minimize fills from `DistributedStrategy.trainer_desc_configs` and PaddleRec sets
 to the AUC histograms) are handled as Paddle's Hogwild workers handle them:
@@ -22,8 +31,12 @@ shared one — so concurrent threads never lose each other's counts.
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from collections import deque
 from collections.abc import MutableMapping
+
+import numpy as np
 
 from psjob.fluid.base import GraphError
 from psjob.fluid.core import Scope, global_scope
@@ -31,7 +44,10 @@ from psjob.fluid.pipeline import pipelined
 
 log = logging.getLogger("psjob.fluid")
 # _fleet_opt keys of Paddle's trainer that psjob's train_from_dataset does not act on.
-_UNHONOURED = ("dump_fields", "dump_param", "dump_fields_path", "worker_skipped_ops")
+_UNHONOURED = ("dump_param", "worker_skipped_ops")
+# Feed keys a dataset's batches carry their instance ids and contents under (set_parse_ins_id /
+# set_parse_content, psjob.distributed.dataset): taken out before a batch is fed, and dumped.
+INS_ID_KEY, INS_CONTENT_KEY = "@ins_id@", "@ins_content@"
 
 class _Overlay(MutableMapping):
     """Thread-local names over a shared dict: `shared_names` read and write `shared`."""
@@ -68,6 +84,100 @@ class ThreadScope(Scope):
         super().__init__()
         self.vars = _Overlay(parent.vars, persistable)
         self.lods = _Overlay(parent.lods, persistable)
+
+
+class _Dump:
+    """One trainer thread's dump file and the instance ids of the batches handed to it
+    but not yet run (a pipelined stream takes the next batch before this one runs)."""
+
+    def __init__(self, opt_info: dict, thread_index: int):
+        self.fields = [str(f) for f in opt_info.get("dump_fields") or ()]
+        folder = str(opt_info.get("dump_fields_path") or "")
+        self.path = os.path.join(folder, f"part-{int(opt_info.get('mpi_rank', 0) or 0):03d}-{thread_index:05d}")
+        os.makedirs(folder, exist_ok=True)
+        self.file = open(self.path, "a" if opt_info.get("dump_fields_mode") == "a" else "w")
+        self.pending: deque = deque()
+
+    def take_ids(self, feeds):
+        """The batches of `feeds` without their instance ids, which wait in `pending`."""
+        for feed in feeds:
+            self.pending.append((feed.pop(INS_ID_KEY, None), feed.pop(INS_CONTENT_KEY, None)))
+            yield feed
+
+    def write(self, run_scope, values) -> None:
+        """The lines of the batch that just ran; `values` are the dump fields' fetched values."""
+        ids, contents = self.pending.popleft()
+        columns = []
+        for name, value in zip(self.fields, values):
+            value = np.asarray(value)
+            lod = run_scope.lods.get(name)
+            columns.append((name, value, lod[0] if lod else None))
+        rows = len(ids) if ids is not None else next((len(v) if lod is None else len(lod) - 1
+                                                      for _, v, lod in columns if v.ndim == 2), 0)
+        lines = []
+        for i in range(rows):
+            line = "" if ids is None else str(ids[i]) + ("" if contents is None else "\t" + str(contents[i]))
+            for name, value, lod in columns:
+                if value.ndim != 2 or (value.shape[0] != rows if lod is None else len(lod) != rows + 1):
+                    continue  # Paddle skips a field that is not one row (or LoD sequence) per example
+                part = value[i] if lod is None else value[lod[i]:lod[i + 1]].reshape(-1)
+                line += f"\t{name}:{part.size}:" + ",".join(_dump_number(v) for v in part)
+            lines.append(line + "\n")
+        self.file.write("".join(lines))
+
+    def close(self):
+        self.file.close()
+
+
+def _dump_number(v) -> str:
+    if isinstance(v, np.integer):
+        return str(int(v) % 2 ** 64) if v.dtype.kind == "i" else str(int(v))
+    return f"{float(v):g}"
+
+
+# Ops infer_from_dataset leaves out: those that push to parameter servers (Paddle's infer
+# mode skips its push ops, send among them, in every device worker).
+INFER_SKIPPED_OPS = frozenset({"send", "push_dense", "push_sparse", "push_sparse_v2", "distributed_push_sparse"})
+_infer_programs: dict = {}  # id(program) -> (program, its version, the copy without pushes)
+
+
+def infer_program(program):
+    """`program` without its push ops (itself when it has none): a copy made once per
+    program version."""
+    if program is None or not any(op.type in INFER_SKIPPED_OPS for op in program.global_block().ops):
+        return program
+    seen = _infer_programs.get(id(program))
+    if seen is None or seen[0] is not program or seen[1] != program._version:
+        copy = program.clone()
+        copy._fleet_opt = program._fleet_opt  # the same dict: dump settings made later apply too
+        block = copy.global_block()
+        gone = {n for op in block.ops if op.type in INFER_SKIPPED_OPS for n in op.output_arg_names}
+        block.ops = [op for op in block.ops if op.type not in INFER_SKIPPED_OPS]
+        for op in block.ops:  # the recvs' control dependencies on the sends
+            for slot, names in op.inputs.items():
+                op.inputs[slot] = [n for n in names if n not in gone]
+        copy._bump()
+        if len(_infer_programs) > 16:
+            _infer_programs.clear()
+        seen = _infer_programs[id(program)] = (program, program._version, copy)
+    return seen[2]
+
+
+def _dump_fields(program, fields) -> list:
+    """The dump fields the program has; Paddle skips (and logs) the others."""
+    block = program.global_block()
+    missing = [f for f in fields if not block.has_var(f)]
+    if missing:
+        log.warning("dump_fields names %s, which the program does not have: not dumped", ", ".join(missing[:8]))
+    return [f for f in fields if block.has_var(f)]
+
+
+def _dump_config(program):
+    """program._fleet_opt when it asks for dumps (dump_fields_path and dump_fields), else None."""
+    opt_info = getattr(program, "_fleet_opt", None) or {}
+    if isinstance(opt_info, dict) and opt_info.get("dump_fields_path") and opt_info.get("dump_fields"):
+        return opt_info
+    return None
 
 
 def _stat_var_names(program, scope) -> list:
@@ -125,14 +235,41 @@ def run_dataset(executor, program, dataset, scope, thread, names, fetch_info, pr
         raise ValueError(f"fetch_info names {len(labels)} values but fetch_list has {len(names)}")
     period = max(1, int(print_period))
     streams = dataset._thread_feeds(thread)
+    dump_info = _dump_config(program)
+    dumps = [_Dump(dump_info, i) for i in range(len(streams))] if dump_info else None
+    if dumps:
+        streams = [dump.take_ids(feeds) for dump, feeds in zip(dumps, streams)]
+    else:
+        streams = [_without_ids(feeds) for feeds in streams]
+    fields = _dump_fields(program, dumps[0].fields) if dumps else []
+    for dump in dumps or ():
+        dump.fields = fields
 
     def run_stream(index, feeds, run_scope):
         for step, feed in enumerate(feeds, 1):
-            values = executor.run(program, feed=feed, fetch_list=names, scope=run_scope)
+            values = executor.run(program, feed=feed, fetch_list=names + fields, scope=run_scope)
+            if dumps:
+                dumps[index].write(run_scope, values[len(names):])
+                values = values[:len(names)]
             if names and (debug or step % period == 0):
                 shown = ", ".join(f"{label}: {value}" for label, value in zip(labels, values))
                 print(f"[thread {index}] batch {step}: {shown}", flush=True)
 
+    try:
+        return _run_streams(executor, program, scope, streams, run_stream, thread)
+    finally:
+        for dump in dumps or ():
+            dump.close()
+
+
+def _without_ids(feeds):
+    for feed in feeds:
+        feed.pop(INS_ID_KEY, None)
+        feed.pop(INS_CONTENT_KEY, None)
+        yield feed
+
+
+def _run_streams(executor, program, scope, streams, run_stream, thread):
     stats = _stat_var_names(program, scope)
     if thread == 1:   # the next batch's embedding rows are fetched while this one runs
         run_stream(0, pipelined(executor, program, streams[0]), scope)

@@ -162,9 +162,12 @@ class Executor:
 
     def infer_from_dataset(self, program=None, dataset=None, scope=None, thread=0, debug=False,
                            fetch_list=None, fetch_info=None, print_period=100, fetch_handler=None):
-        """train_from_dataset for an inference program (one without optimizer ops)."""
-        return self.train_from_dataset(program, dataset, scope, thread, debug, fetch_list, fetch_info,
-                                       print_period, fetch_handler)
+        """train_from_dataset that changes no parameter server: as Paddle's infer mode
+        (its device workers skip the push ops), a trainer program runs without its
+        `send` ops, so its gradients reach no pserver (dataset_trainer.infer_program)."""
+        from psjob.fluid.dataset_trainer import infer_program
+        return self.train_from_dataset(infer_program(_unwrap(program)), dataset, scope, thread, debug, fetch_list,
+                                       fetch_info, print_period, fetch_handler)
 
     def run_block(self, program: Program, block_idx: int, scope: Scope):
         """Run one block of `program` (pserver optimize blocks, sub-blocks)."""
