@@ -46,6 +46,8 @@ class VarType(str, enum.Enum):
     LOD_TENSOR = "LOD_TENSOR"
     SELECTED_ROWS = "SELECTED_ROWS"
     RAW = "RAW"  # control-dependency placeholders (send/recv "dummy" outputs)
+    STEP_SCOPES = "STEP_SCOPES"  # what a control-flow op keeps for its gradient
+    LOD_TENSOR_ARRAY = "LOD_TENSOR_ARRAY"  # a tensor array (fluid.layers.create_array)
 
 
 # fn(x, other, op_type, reverse) -> Variable: what `x + y` builds (layers/math_sugar.py).

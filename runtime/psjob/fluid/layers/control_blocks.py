@@ -1,0 +1,336 @@
+"""Control flow with sub-blocks, as Paddle's static graph builds it (paddle.static.nn.cond,
+while_loop; fluid.layers.cond, While, Switch; the tensor-array layers).
+
+`cond(pred, true_fn, false_fn)` builds each branch in a sub-block run by a
+`conditional_block` op (the false branch's condition is `logical_not(pred)`) and merges
+the branches' outputs with `select_input`, indexed by `cast(pred, int32)`. `While(cond)`
+builds its body in a sub-block run by a `while` op until `cond` is false; `while_loop`
+assigns the body's results back into the loop variables and recomputes the condition at
+the end of the body. An op that runs a sub-block lists the outer variables the block reads
+(`Input`, `X`) and writes (`Out`), so programs prune, clone, save and differentiate as
+plain ones (ops/control_flow_ops.py runs them; backward.py builds their gradients).
+
+Reference: Paddle's paddle.static.nn.cond / while_loop / While API docs (legacy static graph).
+"""
+from __future__ import annotations
+
+import contextlib
+import numbers
+
+from psjob.fluid import unique_name
+from psjob.fluid.framework import EMPTY_VAR_NAME, Variable, default_main_program
+from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._checks import check_variable
+
+__all__ = ["cond", "While", "while_loop", "create_array", "array_write", "array_read", "array_length"]
+
+STEP_SCOPES = "STEP_SCOPES"
+LOD_TENSOR_ARRAY = "LOD_TENSOR_ARRAY"
+
+
+def _check_scalar_bool(var, arg, api, kind=TypeError):
+    check_variable(var, arg, api)
+    if var.dtype != "bool":
+        raise TypeError(f"{api}: {arg} ({var.name}) must be a bool Variable, got dtype {var.dtype}")
+    numel = 1
+    for d in var.shape:
+        numel *= int(d)
+    if numel != 1:
+        raise kind(f"{api}: {arg} ({var.name}) must hold one value (shape [1] or []), got shape "
+                   f"{list(var.shape)}")
+
+
+@contextlib.contextmanager
+def _sub_block():
+    """Build ops in a new sub-block of the current block; yields the block."""
+    program = default_main_program()
+    block = program._create_block()
+    try:
+        yield block
+    finally:
+        program._rollback()
+
+
+def _block_io(block):
+    """(names the block reads from its parents, names it writes that live in its parents),
+    in first-use order; ops of nested blocks are listed by their own control-flow op."""
+    parent = block.parent_block
+    reads, writes, produced = {}, {}, set()
+    for op in block.ops:
+        for n in op.input_arg_names:
+            if n != EMPTY_VAR_NAME and n not in produced:
+                reads[n] = None
+        for n in op.output_arg_names:
+            if n != EMPTY_VAR_NAME:
+                produced.add(n)
+                writes[n] = None
+    inputs = [n for n in reads if not block.has_var(n) and parent._find_var_recursive(n) is not None]
+    outputs = [n for n in writes if not block.has_var(n) and parent._find_var_recursive(n) is not None]
+    return inputs, outputs
+
+
+def _flatten(structure):
+    if isinstance(structure, (list, tuple)):
+        return [v for item in structure for v in _flatten(item)]
+    if isinstance(structure, dict):
+        return [v for k in sorted(structure) for v in _flatten(structure[k])]
+    return [structure]
+
+
+def _pack(structure, flat):
+    """`flat` (an iterator) packed as `structure`."""
+    if isinstance(structure, (list, tuple)):
+        items = [_pack(item, flat) for item in structure]
+        return type(structure)(items) if isinstance(structure, list) else tuple(items)
+    if isinstance(structure, dict):
+        return {k: _pack(structure[k], flat) for k in sorted(structure)}
+    return next(flat)
+
+
+def _same_structure(a, b) -> str | None:
+    """None when `a` and `b` nest alike, else what differs."""
+    if isinstance(a, (list, tuple)) != isinstance(b, (list, tuple)) or isinstance(a, dict) != isinstance(b, dict):
+        return f"{type(a).__name__} against {type(b).__name__}"
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            return f"{len(a)} items against {len(b)}"
+        return next((d for d in map(_same_structure, a, b) if d), None)
+    if isinstance(a, dict):
+        if sorted(a) != sorted(b):
+            return f"keys {sorted(a)} against {sorted(b)}"
+        return next((d for d in (_same_structure(a[k], b[k]) for k in sorted(a)) if d), None)
+    return None
+
+
+# -- cond -----------------------------------------------------------------------------------
+
+def _copy_to_parent(value, helper):
+    """A branch output becomes a variable of the parent block, assigned at the branch's end."""
+    if not isinstance(value, Variable):
+        return value
+    program = default_main_program()
+    parent = program.block(program.current_block().parent_idx)
+    out = parent.create_var(name=unique_name.generate("_generated_var"), shape=value.shape, dtype=value.dtype,
+                            lod_level=value.lod_level, type=value.type, stop_gradient=value.stop_gradient)
+    helper.append_op(type="assign", inputs={"X": [value]}, outputs={"Out": [out]})
+    return out
+
+
+def _conditional_block(cond_var, fn, helper):
+    """Run `fn` in a conditional_block's sub-block; returns its outputs, copied to the parent."""
+    program = default_main_program()
+    with _sub_block() as block:
+        result = fn()
+        if result is not None:
+            flat = [_copy_to_parent(v, helper) for v in _flatten(result)]
+            result = _pack(result, iter(flat))
+    parent = program.current_block()
+    inputs, outputs = _block_io(block)
+    scope = parent.create_var(name=unique_name.generate("_generated_var"), type=STEP_SCOPES)
+    parent.append_op(type="conditional_block", inputs={"Cond": [cond_var], "Input": inputs},
+                     outputs={"Out": outputs, "Scope": [scope]},
+                     attrs={"sub_block": block, "is_scalar_condition": True})
+    return result
+
+
+def _merge(true_value, false_value, mask, helper):
+    if not isinstance(true_value, Variable) or not isinstance(false_value, Variable):
+        if isinstance(true_value, Variable) or isinstance(false_value, Variable) or true_value != false_value:
+            raise TypeError("cond: a branch output that is not a Variable must be the same value in both "
+                            f"branches, got {true_value!r} and {false_value!r}")
+        return true_value
+    if true_value.dtype != false_value.dtype:
+        raise TypeError(f"cond: true_fn returns {true_value.dtype} ({true_value.name}) where false_fn returns "
+                        f"{false_value.dtype} ({false_value.name})")
+    out = helper.create_variable_for_type_inference(true_value.dtype)
+    helper.append_op(type="select_input", inputs={"X": [false_value, true_value], "Mask": [mask]},
+                     outputs={"Out": [out]})
+    out.stop_gradient = true_value.stop_gradient and false_value.stop_gradient
+    return out
+
+
+def cond(pred, true_fn=None, false_fn=None, name=None, return_names=None):
+    """true_fn() if the scalar bool `pred` holds, else false_fn(); the outputs (any nesting of
+    Variables; None when both branches return None) are merged with select_input."""
+    from psjob.fluid.layers.control_flow import logical_not
+    from psjob.fluid.layers.tensor import cast
+    check_variable(pred, "pred", "paddle.static.nn.cond")
+    if pred.dtype != "bool":
+        raise TypeError(f"paddle.static.nn.cond: pred ({pred.name}) must be a bool Variable, got {pred.dtype}")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"paddle.static.nn.cond: name must be a str or None, got {type(name).__name__}")
+    _check_scalar_bool(pred, "pred", "paddle.static.nn.cond")
+    helper = LayerHelper("cond", name)
+    true_output = false_output = None
+    if true_fn is not None:
+        if not callable(true_fn):
+            raise TypeError(f"The true_fn in cond must be callable, but received {type(true_fn).__name__}")
+        true_output = _conditional_block(pred, true_fn, helper)
+    if false_fn is not None:
+        if not callable(false_fn):
+            raise TypeError(f"The false_fn in cond must be callable, but received {type(false_fn).__name__}")
+        false_output = _conditional_block(logical_not(pred), false_fn, helper)
+    if true_output is None and false_output is None:
+        return None
+    if true_output is None:
+        raise ValueError("Incompatible return values of true_fn and false_fn in cond: "
+                         "true_fn returns None while false_fn returns non-None")
+    if false_output is None:
+        raise ValueError("Incompatible return values of true_fn and false_fn in cond: "
+                         "true_fn returns non-None while false_fn returns None")
+    differs = _same_structure(true_output, false_output)
+    if differs:
+        raise ValueError(f"Incompatible return values of true_fn and false_fn in cond: {differs}")
+    mask = cast(pred, "int32")
+    merged = [_merge(t, f, mask, helper) for t, f in zip(_flatten(true_output), _flatten(false_output))]
+    return _pack(true_output, iter(merged))
+
+
+# -- while ----------------------------------------------------------------------------------
+
+class While:
+    """Fluid's While: `with loop.block():` builds the body, run while `cond` holds; the body
+    updates `cond` (fluid.layers.less_than(..., cond=cond) or assign)."""
+
+    def __init__(self, cond, is_test=False, name=None):
+        check_variable(cond, "cond", "static.nn.While")
+        if cond.dtype != "bool":
+            raise TypeError(f"static.nn.While: cond ({cond.name}) must be a bool Variable, got {cond.dtype}")
+        numel = 1
+        for d in cond.shape:
+            numel *= int(d)
+        if numel != 1:
+            raise TypeError(f"condition expected shape as [1], but given shape as {list(cond.shape)}.")
+        self.cond_var = cond
+        self.is_test = bool(is_test)
+        self.helper = LayerHelper("while", name)
+
+    @contextlib.contextmanager
+    def block(self):
+        program = default_main_program()
+        with _sub_block() as body:
+            yield
+        parent = program.current_block()
+        inputs, outputs = _block_io(body)
+        if self.cond_var.name not in outputs:
+            outputs.append(self.cond_var.name)  # Paddle lists the condition among the outputs
+        xs = list(dict.fromkeys(inputs + [o for o in outputs if o != self.cond_var.name]))
+        scopes = parent.create_var(name=unique_name.generate("_generated_var"), type=STEP_SCOPES)
+        parent.append_op(type="while", inputs={"X": xs, "Condition": [self.cond_var]},
+                         outputs={"Out": outputs, "StepScopes": [scopes]},
+                         attrs={"sub_block": body, "is_test": self.is_test})
+
+
+def _assign_loop_var(new, old):
+    from psjob.fluid.layers.tensor import assign
+    if isinstance(new, Variable) and isinstance(old, Variable):
+        if new.name != old.name:
+            assign(new, old)
+        return
+    if isinstance(old, Variable) and isinstance(new, (bool, numbers.Number)):
+        from psjob.fluid.layers.tensor import fill_constant
+        fill_constant(shape=list(old.shape) or [1], dtype=old.dtype, value=new, out=old)
+        return
+    if isinstance(old, Variable) or isinstance(new, Variable):
+        raise TypeError(f"while_loop: body returned {type(new).__name__} for the loop variable {old!r}")
+
+
+def while_loop(cond, body, loop_vars, is_test=False, name=None):
+    """Repeat `loop_vars = body(*loop_vars)` while `cond(*loop_vars)` holds; returns the loop
+    variables (the same Variables, updated in place, as Paddle's while_loop)."""
+    if not callable(cond):
+        raise TypeError("cond in while_loop should be callable")
+    if not callable(body):
+        raise TypeError("body in while_loop should be callable")
+    if not isinstance(loop_vars, (list, tuple)):
+        raise TypeError(f"static.nn.while_loop: loop_vars must be a list or tuple, got {type(loop_vars).__name__}")
+    if len(loop_vars) == 0:
+        raise ValueError("loop_vars in while_loop should not be empty")
+    pre_cond = cond(*loop_vars)
+    check_variable(pre_cond, "var of cond returned", "static.nn.while_loop")
+    if pre_cond.dtype != "bool":
+        raise TypeError(f"static.nn.while_loop: the var of cond returned ({pre_cond.name}) must be bool, "
+                        f"got {pre_cond.dtype}")
+    numel = 1
+    for d in pre_cond.shape:
+        numel *= int(d)
+    if numel != 1:
+        raise TypeError("the shape of the variable returned by cond should be [1],"
+                        f"but given shape as {list(pre_cond.shape)}.")
+    loop = While(pre_cond, is_test, name)
+    with loop.block():
+        output_vars = body(*loop_vars)
+        if not isinstance(output_vars, (list, tuple)):
+            output_vars = [output_vars]
+        differs = _same_structure(list(output_vars), list(loop_vars))
+        if differs:
+            raise ValueError("body in while_loop should return the same arity (length and structure) as "
+                             f"loop_vars: {differs}")
+        now_cond = cond(*output_vars)
+        for new, old in zip(_flatten(list(output_vars)), _flatten(list(loop_vars))):
+            _assign_loop_var(new, old)
+        from psjob.fluid.layers.tensor import assign
+        assign(now_cond, pre_cond)
+    return loop_vars
+
+
+# -- tensor arrays --------------------------------------------------------------------------
+
+def create_array(dtype="float32", initialized_list=None):
+    """An empty tensor array (a LOD_TENSOR_ARRAY variable), or one holding `initialized_list`."""
+    helper = LayerHelper("array")
+    array = helper.block().create_var(name=unique_name.generate(f"{helper.name}.out"), dtype=dtype,
+                                      type=LOD_TENSOR_ARRAY)
+    if initialized_list is not None:
+        if not isinstance(initialized_list, (list, tuple)):
+            raise TypeError(f"create_array: initialized_list must be a list, got {type(initialized_list).__name__}")
+        from psjob.fluid.layers.tensor import fill_constant
+        for i, value in enumerate(initialized_list):
+            check_variable(value, f"initialized_list[{i}]", "create_array")
+            array_write(value, fill_constant([1], "int64", i), array)
+    return array
+
+
+def _check_index(i, api):
+    check_variable(i, "i", api)
+    if i.dtype != "int64" or [int(d) for d in i.shape] not in ([1], []):
+        raise TypeError(f"{api}: i ({i.name}) must be an int64 Variable of shape [1], got "
+                        f"{i.dtype}{list(i.shape)}")
+
+
+def array_write(x, i, array=None):
+    """array[i] = x (the array grows as needed); a new array when `array` is None."""
+    check_variable(x, "x", "array_write")
+    _check_index(i, "array_write")
+    if array is None:
+        array = create_array(x.dtype)
+    elif array.type != LOD_TENSOR_ARRAY:
+        raise TypeError(f"array_write: array ({array.name}) must be a tensor array (create_array)")
+    if not array.shape:
+        array.shape = x.shape
+    LayerHelper("array_write").append_op(type="write_to_array", inputs={"X": [x], "I": [i]},
+                                         outputs={"Out": [array]})
+    return array
+
+
+def array_read(array, i):
+    """array[i]."""
+    check_variable(array, "array", "array_read")
+    if array.type != LOD_TENSOR_ARRAY:
+        raise TypeError(f"array_read: array ({array.name}) must be a tensor array (create_array)")
+    _check_index(i, "array_read")
+    helper = LayerHelper("array_read")
+    out = helper.create_variable_for_type_inference(array.dtype)
+    helper.append_op(type="read_from_array", inputs={"X": [array], "I": [i]}, outputs={"Out": [out]})
+    return out
+
+
+def array_length(array):
+    """The number of slots of `array`, an int64 [1]."""
+    check_variable(array, "array", "array_length")
+    if array.type != LOD_TENSOR_ARRAY:
+        raise TypeError(f"array_length: array ({array.name}) must be a tensor array (create_array)")
+    helper = LayerHelper("array_length")
+    out = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    helper.append_op(type="lod_array_length", inputs={"X": [array]}, outputs={"Out": [out]})
+    return out

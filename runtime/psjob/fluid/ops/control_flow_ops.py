@@ -1,0 +1,302 @@
+"""Control flow: `conditional_block`, `select_input`/`select_output`, `while` and their
+gradients, and the tensor-array ops (`write_to_array`, `read_from_array`, `lod_array_length`).
+
+As in Paddle's static graph, a control-flow op owns a sub-block (its `sub_block` attribute)
+that the Executor runs (executor.run_block). psjob's Scope is flat, so a sub-block runs in
+the scope of its parent: what a branch computes stays in the scope and can be fetched after
+the run, where Paddle keeps it in a child scope.
+
+`while` keeps what its gradient needs per iteration, as Paddle's step scopes do: before an
+iteration, the values of the outer variables it reads (X) that no op of the body both reads
+and writes (Paddle's rule: those are copied into the step scope); after it, the values of
+everything the body wrote. `while_grad` puts each iteration's values back, last iteration
+first, runs the gradient block, and then restores the forward's final values so the run's
+variables keep what the forward computed.
+
+Gradients (backward.py builds the gradient blocks): the gradient block of a branch or a loop
+body reads the gradients of the outer variables the forward wrote (Out@GRAD) and writes the
+gradients of the outer variables it read under their own `X@GRAD` names; the grad op copies
+those to its outputs. A branch not taken gives zero gradients. A loop's gradient of a
+variable it both reads and writes (a loop variable) runs back through the iterations; the
+gradient of one it only reads (a parameter) is the sum over the iterations.
+
+A tensor array (fluid.layers.create_array) is a Python list of arrays in the scope.
+"""
+from __future__ import annotations
+
+from psjob.fluid.base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError
+from psjob.fluid.ops.registry import GradOpSpec, in_var, register_op, set_out
+
+STEP_SCOPES = "STEP_SCOPES"
+LOD_TENSOR_ARRAY = "LOD_TENSOR_ARRAY"
+
+
+def _scalar_true(ctx, slot="Cond") -> bool:
+    value = ctx.input(slot)
+    size = int(getattr(value, "size", 1))
+    if size != 1:
+        raise GraphError(f"{ctx.op_type}: condition {ctx.ins[slot][0]!r} must hold one bool value, "
+                         f"got {size} values")
+    return bool(value.reshape(-1)[0])
+
+
+def block_writes(block) -> set[str]:
+    """Every name an op of `block`, or of a block nested in it, writes."""
+    names = set()
+    for op in block.ops:
+        names.update(n for n in op.output_arg_names if n != EMPTY_VAR_NAME)
+        sub = op.attr("sub_block")
+        if sub is not None:
+            names |= block_writes(sub)
+    return names
+
+
+def _zeros_like(xp, value):
+    if isinstance(value, list):
+        return [xp.zeros_like(v) for v in value]
+    return xp.zeros_like(value)
+
+
+def _copy_grads(ctx, names, outputs, ran_block):
+    """Outputs[i] = the gradient block's `names[i]@GRAD`, zeros where it wrote none."""
+    written = block_writes(ran_block) if ran_block is not None else set()
+    vals = ctx.vals
+    for name, out in zip(names, outputs):
+        if out == EMPTY_VAR_NAME:
+            continue
+        inner = name + GRAD_SUFFIX
+        if inner in written and inner in vals:
+            vals[out] = vals[inner]
+        elif name in vals:
+            vals[out] = _zeros_like(ctx.xp, vals[name])
+        ctx.lods.pop(out, None)
+
+
+# -- conditional_block ----------------------------------------------------------------------
+
+def _cond_shape(op):
+    in_var(op, "Cond")  # the condition must exist
+
+
+@register_op("conditional_block", infer_shape=_cond_shape, no_grad_inputs=("Cond",))
+def conditional_block(ctx):
+    """Run sub_block when the scalar Cond is true (is_scalar_condition, Paddle's cond), or
+    when every Cond input holds at least one element (the older IfElse form)."""
+    if ctx.attr("is_scalar_condition", False):
+        run = _scalar_true(ctx)
+    else:
+        run = all(int(getattr(v, "size", 0)) > 0 for v in ctx.input_list("Cond"))
+    if run:
+        block = ctx.attr("sub_block")
+        ctx.executor.run_block(block.program, block.idx, ctx.scope)
+
+
+@register_op("conditional_block_grad")
+def conditional_block_grad(ctx):
+    ran = None
+    if ctx.attr("is_scalar_condition", False):
+        taken = _scalar_true(ctx)
+    else:
+        taken = all(int(getattr(v, "size", 0)) > 0 for v in ctx.input_list("Cond"))
+    if taken:
+        ran = ctx.attr("sub_block")
+        given = set(ctx.ins.get("Out" + GRAD_SUFFIX, []))
+        for o in ctx.ins.get("Out", []):
+            # an output whose gradient never reaches the loss: zeros, as Paddle's fill_any_like
+            if o + GRAD_SUFFIX not in given and o in ctx.vals:
+                ctx.vals[o + GRAD_SUFFIX] = _zeros_like(ctx.xp, ctx.vals[o])
+        ctx.executor.run_block(ran.program, ran.idx, ctx.scope)
+    _copy_grads(ctx, ctx.ins.get("Input", []), ctx.outs.get("Input" + GRAD_SUFFIX, []), ran)
+
+
+# -- select_input / select_output: merge the branches' outputs ------------------------------
+
+def _select_input_shape(op):
+    xs = [op.block._var_recursive(n) for n in op.input("X")]
+    shape = xs[0].shape
+    for x in xs[1:]:
+        if len(x.shape) != len(shape):
+            shape = x.shape if not shape else shape
+            continue
+        shape = tuple(a if a == b else -1 for a, b in zip(shape, x.shape))
+    set_out(op, "Out", shape, xs[0].dtype, xs[0].lod_level)
+
+
+def _mask(ctx) -> int:
+    value = ctx.input("Mask")
+    return int(value.reshape(-1)[0])
+
+
+@register_op("select_input", infer_shape=_select_input_shape, no_grad_inputs=("Mask",),
+             grad=lambda op: [GradOpSpec("select_output",
+                                         {"Mask": op.input("Mask"), "X": [op.output("Out")[0] + GRAD_SUFFIX]},
+                                         {"Out": [n + GRAD_SUFFIX for n in op.input("X")]}, {})])
+def select_input(ctx):
+    """Out = X[Mask]: the output of the branch that ran (Mask 1 is cond's true branch)."""
+    names = ctx.ins["X"]
+    i = _mask(ctx)
+    if not 0 <= i < len(names):
+        raise GraphError(f"select_input: Mask {i} is out of range for {len(names)} inputs")
+    ctx.set_output("Out", ctx.vals[names[i]], lod=ctx.lods.get(names[i]))
+
+
+@register_op("select_output", no_grad_inputs=("Mask",))
+def select_output(ctx):
+    """Out[Mask] = X (the gradient of select_input); the other outputs are left unwritten,
+    as their branch did not run."""
+    names = ctx.outs["Out"]
+    i = _mask(ctx)
+    if not 0 <= i < len(names):
+        raise GraphError(f"select_output: Mask {i} is out of range for {len(names)} outputs")
+    if names[i] != EMPTY_VAR_NAME:
+        ctx.vals[names[i]] = ctx.input("X")
+
+
+# -- while ----------------------------------------------------------------------------------
+
+def _while_shape(op):
+    cond = in_var(op, "Condition")
+    if cond.dtype != "bool":
+        raise GraphError(f"while: Condition {cond.name} must be bool, got {cond.dtype}")
+
+
+def _read_and_written(block) -> set[str]:
+    """Names some op of `block` both reads and writes (Paddle's while copies none of them
+    into a step scope: their value at the start of an iteration is not kept)."""
+    names = set()
+    for op in block.ops:
+        names.update(set(op.input_arg_names) & set(op.output_arg_names))
+    return names
+
+
+class _Steps:
+    """What a `while` kept for its gradient: one (values before, values after) per iteration."""
+
+    __slots__ = ("steps", "final")
+
+    def __init__(self):
+        self.steps = []
+        self.final = {}
+
+
+@register_op("while", infer_shape=_while_shape, no_grad_inputs=("Condition",))
+def while_op(ctx):
+    """Run sub_block while Condition holds. Unless is_test, keep each iteration's values
+    for while_grad under StepScopes."""
+    block = ctx.attr("sub_block")
+    program, vals = block.program, ctx.vals
+    keep = not ctx.attr("is_test", False) and ctx.has_output("StepScopes")
+    if keep:
+        copied = [n for n in ctx.ins.get("X", ()) if n not in _read_and_written(block)]
+        written = sorted(block_writes(block))
+        record = _Steps()
+    while _scalar_true(ctx, "Condition"):
+        if keep:
+            before = {n: vals[n] for n in copied if n in vals}
+        ctx.executor.run_block(program, block.idx, ctx.scope)
+        if keep:
+            record.steps.append((before, {n: vals[n] for n in written if n in vals}))
+    if keep:
+        record.final = {n: vals[n] for n in written if n in vals}
+        vals[ctx.output_name("StepScopes")] = record
+
+
+def _while_grad_shape(op):
+    for x, g in zip(op.input("X"), op.output("X" + GRAD_SUFFIX)):
+        if g != EMPTY_VAR_NAME:
+            fwd = op.block._var_recursive(x)
+            set_out(op, "X" + GRAD_SUFFIX, fwd.shape, fwd.dtype, i=op.output("X" + GRAD_SUFFIX).index(g))
+
+
+@register_op("while_grad", infer_shape=_while_grad_shape)
+def while_grad(ctx):
+    """Back through the iterations, last first. A variable the loop reads and writes passes
+    its gradient from one iteration to the one before; one it only reads sums its
+    gradients over the iterations."""
+    record = ctx.input("StepScopes")
+    if not isinstance(record, _Steps):
+        raise GraphError("while_grad: the while op did not keep its iterations (is_test=True?)")
+    grad_block = ctx.attr("sub_block")
+    program, vals, xp = grad_block.program, ctx.vals, ctx.xp
+    written = block_writes(grad_block)
+    xs, outs = ctx.ins.get("X", []), ctx.ins.get("Out", [])
+    out_set = set(outs)
+    # the gradient flowing into the end of the current iteration, per loop output
+    given = set(ctx.ins.get("Out" + GRAD_SUFFIX, []))
+    og = {o: vals.get(o + GRAD_SUFFIX) if o + GRAD_SUFFIX in given else None for o in outs}
+    total = {}  # gradient sums of the variables the loop only reads
+    for before, after in reversed(record.steps):
+        vals.update(after)
+        vals.update(before)
+        for o in outs:
+            g = o + GRAD_SUFFIX
+            vals[g] = og[o] if og[o] is not None else _zeros_like(xp, record.final.get(o, vals.get(o)))
+        ctx.executor.run_block(program, grad_block.idx, ctx.scope)
+        for x in xs:
+            g = x + GRAD_SUFFIX
+            got = vals.get(g) if g in written else None
+            if x in out_set:
+                og[x] = got  # None: this iteration overwrote x without reading it
+            elif got is not None:
+                total[x] = got if x not in total else total[x] + got
+    vals.update(record.final)
+    for x, out in zip(xs, ctx.outs.get("X" + GRAD_SUFFIX, [])):
+        if out == EMPTY_VAR_NAME:
+            continue
+        value = og.get(x) if x in out_set else total.get(x)
+        if value is None:
+            value = _zeros_like(xp, vals[x])
+        vals[out] = value
+        ctx.lods.pop(out, None)
+
+
+# -- tensor arrays --------------------------------------------------------------------------
+
+def _index(ctx, slot="I") -> int:
+    i = int(ctx.input(slot).reshape(-1)[0])
+    if i < 0:
+        raise GraphError(f"{ctx.op_type}: index {i} must not be negative")
+    return i
+
+
+def _array_shape(op):
+    x = in_var(op, "X")
+    out = op.block._find_var_recursive(op.output("Out")[0])
+    if out is not None and out.dtype is None:
+        out.dtype = x.dtype
+
+
+@register_op("write_to_array", infer_shape=_array_shape, no_grad_inputs=("I",))
+def write_to_array(ctx):
+    """Out[I] = X; the array grows to I + 1 (its new slots empty until written)."""
+    i = _index(ctx)
+    name = ctx.output_name("Out")
+    array = list(ctx.vals.get(name) or [])  # a new list: the value a while step kept stays as it was
+    while len(array) <= i:
+        array.append(None)
+    array[i] = ctx.input("X")
+    ctx.vals[name] = array
+
+
+def _read_shape(op):
+    arr = in_var(op, "X")
+    set_out(op, "Out", arr.shape or (-1,), arr.dtype or "float32")
+
+
+@register_op("read_from_array", infer_shape=_read_shape, no_grad_inputs=("I",))
+def read_from_array(ctx):
+    array, i = ctx.input("X"), _index(ctx)
+    if not isinstance(array, list):
+        raise GraphError(f"read_from_array: {ctx.ins['X'][0]!r} is not a tensor array")
+    if i >= len(array) or array[i] is None:
+        raise GraphError(f"read_from_array: index {i} of {ctx.ins['X'][0]!r} was never written "
+                         f"(the array holds {len(array)} slots)")
+    ctx.set_output("Out", array[i])
+
+
+@register_op("lod_array_length", infer_shape=lambda op: set_out(op, "Out", (1,), "int64"))
+def lod_array_length(ctx):
+    array = ctx.input("X")
+    if not isinstance(array, list):
+        raise GraphError(f"lod_array_length: {ctx.ins['X'][0]!r} is not a tensor array")
+    ctx.set_output("Out", ctx.xp.asarray([len(array)], dtype="int64"))
