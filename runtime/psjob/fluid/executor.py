@@ -221,9 +221,12 @@ class Executor:
         steps = []
         for i, op in enumerate(ops):
             opdef = get_op_def(op.type)
+            # A while lists the variables its body writes among its inputs too (as Paddle's);
+            # the body's own ops check those it reads before writing.
+            own = set(op.output_arg_names) if op.attr("sub_block") is not None else ()
             for slot, names in ({} if opdef.inputs_arrive_at_run_time else op.inputs).items():
                 for n in names:
-                    if n == EMPTY_VAR_NAME or n in available:
+                    if n == EMPTY_VAR_NAME or n in available or n in own:
                         continue
                     later = producers.get(n)
                     if later is not None and later >= i:
@@ -237,9 +240,12 @@ class Executor:
                            "it is not fed, not initialized in the scope (did you run the startup "
                            "program?) and no earlier op writes it"))
             available.update(op.output_arg_names)
+            sub = op.attr("sub_block")
+            if sub is not None:  # what a control-flow op's sub-block computes can be fetched
+                available.update(_sub_block_outputs(sub))
             steps.append((opdef.kernel, KernelContext(op, self.xp, self.place, scope, self)))
         for n in fetch_names:
-            if n not in available and block._find_var_recursive(n) is None:
+            if n not in available and _find_in_program(program, n) is None:
                 raise GraphError(f"fetch target {n!r} is not a variable of the program")
             if n not in available:
                 raise GraphError(f"fetch target {n!r} is never computed by this program and not in the scope")
@@ -326,6 +332,8 @@ class Executor:
             raise GraphError(f"fetch target {name!r} was not computed") from None
         if not return_numpy:
             return LoDTensor(scope, name)
+        if isinstance(value, list):  # a tensor array: a list of arrays, as Paddle fetches one
+            return [v.copy() if isinstance(v, np.ndarray) else to_numpy(v) for v in value]
         if isinstance(value, SelectedRows):
             # A snapshot too: a sent gradient's arrays may be queued unsnapshotted
             # (dist_ops.sends_owned), and the caller may write what it fetched.
@@ -344,6 +352,24 @@ def _unwrap(program):
     if not isinstance(program, Program):
         raise TypeError(f"Executor.run needs a fluid Program or CompiledProgram, got {type(program).__name__}")
     return program
+
+
+def _sub_block_outputs(block) -> set[str]:
+    names = set()
+    for op in block.ops:
+        names.update(op.output_arg_names)
+        sub = op.attr("sub_block")
+        if sub is not None:
+            names |= _sub_block_outputs(sub)
+    return names
+
+
+def _find_in_program(program, name):
+    """The variable `name` of any block (a control-flow sub-block's too)."""
+    for block in program.blocks:
+        if name in block.vars:
+            return block.vars[name]
+    return None
 
 
 def _fetch_name(f) -> str:

@@ -773,7 +773,20 @@ def prune_program(program: Program, targets, feeds=()) -> Program:
     kept.reverse()
     block.ops = kept
     used = needed | {n for op in kept for n in op.output_arg_names + op.input_arg_names}
+    subs = [op.attr("sub_block") for op in kept if op.attr("sub_block") is not None]
+    for sub in subs:  # a control-flow op's sub-block (and the blocks nested in it) stays, as written
+        used |= _names_in_block(sub)
     block.vars = {k: v for k, v in block.vars.items() if k in used}
-    p.blocks = [block]
+    if not subs:
+        p.blocks = [block]
     p._bump()
     return p
+
+
+def _names_in_block(block) -> set[str]:
+    names = set()
+    for op in block.ops:
+        names.update(op.input_arg_names + op.output_arg_names)
+        if op.attr("sub_block") is not None:
+            names |= _names_in_block(op.attr("sub_block"))
+    return names

@@ -89,6 +89,8 @@ def conditional_block(ctx):
     if run:
         block = ctx.attr("sub_block")
         ctx.executor.run_block(block.program, block.idx, ctx.scope)
+    if ctx.has_output("Scope"):
+        ctx.vals[ctx.output_name("Scope")] = run  # Paddle's child scope; here whether the branch ran
 
 
 @register_op("conditional_block_grad")

@@ -1,0 +1,302 @@
+"""Static-graph control flow: paddle.static.nn.cond, while_loop, fluid.layers.While, tensor
+arrays, their gradients, and programs holding them through clone, prune and
+save/load_inference_model.
+
+The expected numbers were produced by running the same programs on real Paddle 3.0.0 with
+FLAGS_enable_pir_api=0 (its legacy static graph, which builds the same conditional_block /
+select_input / while ops with sub-blocks), CPU, fetching the listed variables. Where Paddle's
+own gradient is wrong (a cond inside a while_loop) the test checks finite differences
+instead, and says so.
+"""
+import numpy as np
+import pytest
+
+import psjob as paddle
+import psjob.fluid as fluid
+from psjob.fluid.framework import GraphError
+
+paddle.enable_static()
+C = paddle.nn.initializer.Constant
+
+
+def _run(build, feeds, scope=None):
+    main, start = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, start):
+        fetch = build()
+    scope = scope or fluid.Scope()
+    exe = paddle.static.Executor()
+    exe.run(start, scope=scope)
+    return main, [exe.run(main, feed=f, fetch_list=fetch, scope=scope) for f in feeds]
+
+
+def _close(got, want):
+    np.testing.assert_allclose(np.asarray(got, dtype="float64").reshape(-1),
+                               np.asarray(want, dtype="float64").reshape(-1), rtol=1e-5, atol=1e-6)
+
+
+# -- cond -------------------------------------------------------------------------------------
+
+def _cond_fc():
+    x = paddle.static.data("x", [None, 3], "float32")
+    y = paddle.static.nn.fc(x, 2, weight_attr=paddle.ParamAttr(name="w", initializer=C(0.3)),
+                            bias_attr=paddle.ParamAttr(name="b", initializer=C(0.1)))
+    pred = paddle.mean(y) > 0
+    a, b = paddle.static.nn.cond(pred, lambda: (y * 2, paddle.full([1], 1.0)),
+                                 lambda: (y * 3 + 1, paddle.full([1], 2.0)))
+    loss = paddle.mean(a)
+    paddle.optimizer.SGD(0.1).minimize(loss)
+    return [loss, a, b, "w", "b"]
+
+
+X_POS = np.array([[1, 2, 3], [0.5, -1, 2]], "float32")
+X_NEG = -X_POS
+
+
+def test_cond_trains_through_the_taken_branch_as_paddle():
+    main, runs = _run(_cond_fc, [{"x": X_POS}, {"x": X_NEG}, {"x": X_POS}])
+    # Paddle 3.0.0: loss, a, b, then w and b after each SGD step.
+    want = [
+        (2.450000286102295, [[3.8, 3.8], [1.1, 1.1]], [1.0], [[0.225] * 2, [0.25] * 2, [0.05] * 2], [0.0, 0.0]),
+        (-0.25625014305114746, [[-1.625, -1.625], [1.1125, 1.1125]], [2.0],
+         [[0.3375] * 2, [0.325] * 2, [0.425] * 2], [-0.15, -0.15]),
+        (2.65625, [[4.225, 4.225], [1.0875, 1.0875]], [1.0], [[0.2625] * 2, [0.275] * 2, [0.175] * 2], [-0.25, -0.25]),
+    ]
+    for got, exp in zip(runs, want):
+        for g, e in zip(got, exp):
+            _close(g, e)
+    types = [op.type for op in main.global_block().ops]
+    assert types.count("conditional_block") == 2 and types.count("select_input") == 2
+    assert types.count("conditional_block_grad") == 2 and "select_output" in types
+    assert main.num_blocks == 5  # two branches, two gradient blocks
+
+
+def test_cond_gradient_matches_finite_differences():
+    def build():
+        x = paddle.static.data("x", [3], "float32")
+        p = paddle.static.create_parameter([3], "float32", name="p", default_initializer=C(0.7))
+        pred = paddle.sum(x) > 0
+        out = paddle.static.nn.cond(pred, lambda: paddle.tanh(x * p), lambda: paddle.exp(x * p) * p)
+        loss = paddle.sum(out * out)
+        paddle.static.append_backward(loss)
+        return [loss, "p@GRAD"]
+    for xv in (np.array([0.5, -0.2, 1.0], "float32"), np.array([-0.5, -0.2, 0.3], "float32")):
+        main, start = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main, start):
+            fetch = build()
+        scope, exe = fluid.Scope(), paddle.static.Executor()
+        exe.run(start, scope=scope)
+        _, grad = exe.run(main, feed={"x": xv}, fetch_list=fetch, scope=scope)
+        p0 = scope.vars["p"].copy()
+        numeric = []
+        for j in range(3):
+            vals = []
+            for d in (1e-3, -1e-3):
+                p = p0.astype("float64").copy()
+                p[j] += d
+                scope.vars["p"] = p.astype("float32")
+                vals.append(float(exe.run(main, feed={"x": xv}, fetch_list=[fetch[0]], scope=scope)[0][0]))
+            numeric.append((vals[0] - vals[1]) / 2e-3)
+        scope.vars["p"] = p0
+        np.testing.assert_allclose(grad, numeric, rtol=2e-3, atol=2e-3)
+
+
+def test_cond_nested_outputs_none_branches_and_0d_pred():
+    def build():
+        x = paddle.static.data("x", [2], "float32")
+        pred = paddle.sum(x) > 0  # psjob's full reduction is [1]; a 0-D pred is checked below
+        out = paddle.static.nn.cond(pred, lambda: {"a": x + 1, "b": [x * 2, x - 1]},
+                                    lambda: {"a": x - 1, "b": [x * 3, x + 1]})
+        none = paddle.static.nn.cond(pred, lambda: None, lambda: None)
+        assert none is None
+        return [out["a"], out["b"][0], out["b"][1]]
+    _, runs = _run(build, [{"x": np.array([1, 2], "float32")}, {"x": np.array([-1, -2], "float32")}])
+    _close(runs[0][0], [2, 3])
+    _close(runs[0][1], [2, 4])
+    _close(runs[1][1], [-3, -6])
+    _close(runs[1][2], [0, -1])
+
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        pred0 = paddle.static.data("p", [], "bool")
+        got = paddle.static.nn.cond(pred0, lambda: paddle.full([1], 1.0), lambda: paddle.full([1], 2.0))
+    exe = paddle.static.Executor()
+    assert exe.run(main, feed={"p": np.array(True)}, fetch_list=[got], scope=fluid.Scope())[0][0] == 1.0
+    assert exe.run(main, feed={"p": np.array(False)}, fetch_list=[got], scope=fluid.Scope())[0][0] == 2.0
+
+
+def test_cond_errors_as_paddle():
+    with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        x = paddle.static.data("x", [2], "float32")
+        with pytest.raises(TypeError, match="bool"):
+            paddle.static.nn.cond(x, lambda: x, lambda: x)
+        with pytest.raises(TypeError, match=r"one value .*\[2\]"):
+            paddle.static.nn.cond(x > 0, lambda: x, lambda: x)
+        pred = paddle.sum(x) > 0
+        with pytest.raises(ValueError, match="true_fn returns None while false_fn returns non-None"):
+            paddle.static.nn.cond(pred, lambda: None, lambda: x)
+        with pytest.raises(ValueError, match="Incompatible return values"):
+            paddle.static.nn.cond(pred, lambda: (x, x), lambda: x)
+        with pytest.raises(TypeError, match="true_fn in cond must be callable"):
+            paddle.static.nn.cond(pred, 3, lambda: x)
+
+
+def test_variables_of_the_taken_branch_are_fetchable():
+    main, start = paddle.static.Program(), paddle.static.Program()
+    inner = {}
+    with paddle.static.program_guard(main, start):
+        x = paddle.static.data("x", [2], "float32")
+
+        def true_fn():
+            inner["t"] = x * 5
+            return inner["t"] + 1
+        out = fluid.layers.cond(paddle.sum(x) > 0, true_fn, lambda: x)
+    exe = paddle.static.Executor()
+    got = exe.run(main, feed={"x": np.array([1, 2], "float32")}, fetch_list=[out, inner["t"]], scope=fluid.Scope())
+    _close(got[1], [5, 10])
+    with pytest.raises(GraphError, match="was not computed"):
+        exe.run(main, feed={"x": np.array([-1, -2], "float32")}, fetch_list=[inner["t"]], scope=fluid.Scope())
+
+
+# -- while ------------------------------------------------------------------------------------
+
+def _while_tanh():
+    x = paddle.static.data("x", [2, 3], "float32")
+    x.stop_gradient = False
+    w = paddle.static.create_parameter([3], "float32", name="w", default_initializer=C(0.5))
+    i, n = paddle.full([1], 0, "int64"), paddle.full([1], 3, "int64")
+    i2, h2 = paddle.static.nn.while_loop(lambda i, h: i < n, lambda i, h: [i + 1, paddle.tanh(h * w + 0.1)],
+                                         [i, x * 1.0])
+    loss = paddle.mean(h2)
+    paddle.static.append_backward(loss)
+    return [loss, h2, i2, "w@GRAD"]
+
+
+def test_while_loop_forward_and_gradient_as_paddle():
+    xv = np.arange(6).reshape(2, 3).astype("float32") / 6
+    main, [got] = _run(_while_tanh, [{"x": xv}])
+    _close(got[0], 0.21677683293819427)
+    _close(got[1], [[0.17261558771133423, 0.19178354740142822, 0.20996776223182678],
+                    [0.22694750130176544, 0.24257469177246094, 0.25677189230918884]])
+    assert got[2].tolist() == [3]
+    _close(got[3], [0.11442168802022934, 0.14590811729431152, 0.17364777624607086])
+    assert [op.type for op in main.global_block().ops].count("while_grad") == 1
+
+
+def _power_loop():
+    x = paddle.static.data("x", [3], "float32")
+    x.stop_gradient = False
+    k = paddle.static.data("k", [1], "int64")
+    p = paddle.static.create_parameter([3], "float32", name="p", default_initializer=C(1.5))
+    _, h = paddle.static.nn.while_loop(lambda i, h: i < k, lambda i, h: [i + 1, h * p],
+                                       [paddle.full([1], 0, "int64"), x + 0.0])
+    loss = paddle.sum(h * h)
+    paddle.optimizer.SGD(0.01).minimize(loss)
+    return [loss, h, "p@GRAD", "p"]
+
+
+def test_while_multiplying_by_a_parameter_k_times_trains_as_paddle():
+    xv = np.array([1.0, -2.0, 0.5], "float32")
+    _, runs = _run(_power_loop, [{"x": xv, "k": np.array([3], "int64")}])
+    # Paddle 3.0.0 (append_backward): loss 59.80078125, h [3.375, -6.75, 1.6875], p@GRAD 6 x^2 p^5
+    _close(runs[0][0], 59.80078125)
+    _close(runs[0][1], [3.375, -6.75, 1.6875])
+    _close(runs[0][2], [45.5625, 182.25, 11.390625])
+    _close(runs[0][3], 1.5 - 0.01 * np.array([45.5625, 182.25, 11.390625]))
+    _, runs = _run(_power_loop, [{"x": xv, "k": np.array([1], "int64")}, {"x": xv, "k": np.array([0], "int64")}])
+    _close(runs[0][2], [3.0, 12.0, 0.75])  # Paddle 3.0.0, k = 1
+    # No iteration: h is x, p gets a zero gradient (Paddle 3.0.0 stops with "p@GRAD not in VariableScope").
+    _close(runs[1][0], float((xv * xv).sum()))
+    _close(runs[1][2], [0, 0, 0])
+
+
+def test_cond_inside_while_gradient_matches_finite_differences():
+    # Paddle 3.0.0's legacy graph returns p@GRAD [4.16, 0.32] here, the last iteration's
+    # contribution only; the derivative of h4 = x p^2 + p^2 + p is (2 x p + 2 p + 1) * 2 h4.
+    def build():
+        x = paddle.static.data("x", [2], "float32")
+        p = paddle.static.create_parameter([2], "float32", name="p", default_initializer=C(0.8))
+        two, zero = paddle.full([1], 2, "int64"), paddle.full([1], 0, "int64")
+
+        def body(i, h):
+            even = paddle.equal(i % two, zero)
+            return [i + 1, paddle.static.nn.cond(even, lambda: h * p, lambda: h + p)]
+        _, h = paddle.static.nn.while_loop(lambda i, h: i < paddle.full([1], 4, "int64"), body,
+                                           [paddle.full([1], 0, "int64"), x + 0.0])
+        loss = paddle.sum(h * h)
+        paddle.static.append_backward(loss)
+        return [loss, h, "p@GRAD"]
+    xv = np.array([1.0, -2.0], "float32")
+    _, [got] = _run(build, [{"x": xv}])
+    _close(got[1], [2.08, 0.16])  # Paddle 3.0.0's forward
+    p = 0.8
+    h4 = xv * p * p + p * p + p
+    _close(got[2], 2 * h4 * (2 * xv * p + 2 * p + 1))
+
+
+def test_fluid_while_with_a_tensor_array_as_paddle():
+    def build():
+        x = fluid.data("x", [2], "float32")
+        i, n = fluid.layers.fill_constant([1], "int64", 0), fluid.layers.fill_constant([1], "int64", 3)
+        arr = fluid.layers.create_array("float32")
+        cond = fluid.layers.less_than(i, n)
+        loop = fluid.layers.While(cond)
+        acc = fluid.layers.fill_constant([2], "float32", 0.0)
+        with loop.block():
+            y = x * fluid.layers.cast(i + 1, "float32")
+            fluid.layers.array_write(y, i, arr)
+            fluid.layers.assign(acc + y, acc)
+            fluid.layers.increment(i)
+            fluid.layers.less_than(i, n, cond=cond)
+        length = fluid.layers.array_length(arr)
+        last = fluid.layers.array_read(arr, fluid.layers.fill_constant([1], "int64", 2))
+        return [acc, length, last, i, arr]
+    _, [got] = _run(build, [{"x": np.array([1.0, 2.0], "float32")}])
+    # Paddle 3.0.0 (paddle.tensor.array_* and static.nn.control_flow.While): [6, 12], [3], [3, 6], [3]
+    _close(got[0], [6, 12])
+    assert got[1].tolist() == [3] and got[3].tolist() == [3]
+    _close(got[2], [3, 6])
+    assert [a.tolist() for a in got[4]] == [[1, 2], [2, 4], [3, 6]]
+
+
+def test_while_loop_errors_as_paddle():
+    with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        i = paddle.full([1], 0, "int64")
+        x = paddle.full([2], 1.0)
+        with pytest.raises(ValueError, match="same arity"):
+            paddle.static.nn.while_loop(lambda i, x: i < 3, lambda i, x: [i + 1], [i, x])
+        with pytest.raises(TypeError, match="must be bool"):
+            paddle.static.nn.while_loop(lambda i, x: x, lambda i, x: [i, x], [i, x])
+        with pytest.raises(TypeError, match="should be callable"):
+            paddle.static.nn.while_loop(None, lambda i: i, [i])
+        with pytest.raises(ValueError, match="should not be empty"):
+            paddle.static.nn.while_loop(lambda: i < 3, lambda: [], [])
+        with pytest.raises(TypeError, match=r"condition expected shape as \[1\]"):
+            fluid.layers.While(x > 0)
+
+
+# -- programs holding control flow ----------------------------------------------------------
+
+def test_clone_for_test_and_inference_model_keep_the_sub_blocks(tmp_path):
+    main, start = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, start):
+        x = paddle.static.data("x", [None, 3], "float32")
+        y = paddle.static.nn.fc(x, 2, weight_attr=paddle.ParamAttr(initializer=C(0.3)))
+        z = paddle.static.nn.cond(paddle.mean(y) > 0, lambda: y * 2, lambda: y * 3 + 1)
+        _, h = paddle.static.nn.while_loop(lambda i, h: i < 2, lambda i, h: [i + 1, h * 0.5],
+                                           [paddle.full([1], 0, "int64"), z])
+        loss = paddle.mean(h)
+        test_prog = main.clone(for_test=True)
+        paddle.optimizer.SGD(0.1).minimize(loss)
+    scope, exe = fluid.Scope(), paddle.static.Executor()
+    exe.run(start, scope=scope)
+    want = [exe.run(test_prog, feed={"x": v}, fetch_list=[h], scope=scope)[0] for v in (X_POS, X_NEG)]
+    _close(want[0], np.array([[1.8, 1.8], [0.45, 0.45]]) * 2 * 0.25)
+    assert test_prog.num_blocks == 4  # the global block, two branches, the loop body
+    with fluid.scope_guard(scope):
+        paddle.static.save_inference_model(str(tmp_path / "m"), [x], [h], exe, program=main)
+    infer_scope = fluid.Scope()
+    with fluid.scope_guard(infer_scope):
+        prog, feeds, fetches = paddle.static.load_inference_model(str(tmp_path / "m"), exe)
+    assert prog.num_blocks >= 4 and {op.type for op in prog.global_block().ops} >= {"conditional_block", "while"}
+    for v, w in zip((X_POS, X_NEG), want):
+        _close(exe.run(prog, feed={feeds[0]: v}, fetch_list=fetches, scope=infer_scope)[0], w)
