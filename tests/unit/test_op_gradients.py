@@ -97,6 +97,10 @@ def _cases():
     c.append(Case("sum", "sum", {"X": [In("a", f64(2, 3)), In("b", f64(2, 3)), In("c", f64(2, 3))]}, {"Out": 1}))
     c.append(Case("scale", "scale", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"scale": 2.5, "bias": 0.7}))
     c.append(Case("assign", "assign", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
+    # cond's merge: Out is X[Mask]; the branch not taken (X[0] here) gets no gradient
+    c.append(Case("select_input", "select_input",
+                  {"X": [In("f", f64(2, 3), diff=False), In("t", f64(2, 3))],
+                   "Mask": [In("m", np.array([1], np.int32), diff=False)]}, {"Out": 1}))
     c.append(Case("cast-float64-to-float32", "cast", {"X": [In("x", f64(3, 4))]}, {"Out": 1},
                   {"in_dtype": "float64", "out_dtype": "float32"}, eps=1e-3, rtol=1e-3, atol=1e-4))
     c.append(Case("relu", "relu", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}))
