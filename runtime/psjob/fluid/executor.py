@@ -355,7 +355,7 @@ def _unwrap(program):
 
 
 def _sub_block_outputs(block) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for op in block.ops:
         names.update(op.output_arg_names)
         sub = op.attr("sub_block")

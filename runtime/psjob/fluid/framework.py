@@ -784,7 +784,7 @@ def prune_program(program: Program, targets, feeds=()) -> Program:
 
 
 def _names_in_block(block) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for op in block.ops:
         names.update(op.input_arg_names + op.output_arg_names)
         if op.attr("sub_block") is not None:

@@ -42,7 +42,7 @@ def _scalar_true(ctx, slot="Cond") -> bool:
 
 def block_writes(block) -> set[str]:
     """Every name an op of `block`, or of a block nested in it, writes."""
-    names = set()
+    names: set[str] = set()
     for op in block.ops:
         names.update(n for n in op.output_arg_names if n != EMPTY_VAR_NAME)
         sub = op.attr("sub_block")
@@ -165,7 +165,7 @@ def _while_shape(op):
 def _read_and_written(block) -> set[str]:
     """Names some op of `block` both reads and writes (Paddle's while copies none of them
     into a step scope: their value at the start of an iteration is not kept)."""
-    names = set()
+    names: set[str] = set()
     for op in block.ops:
         names.update(set(op.input_arg_names) & set(op.output_arg_names))
     return names
