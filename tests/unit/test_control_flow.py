@@ -300,3 +300,52 @@ def test_clone_for_test_and_inference_model_keep_the_sub_blocks(tmp_path):
     assert prog.num_blocks >= 4 and {op.type for op in prog.global_block().ops} >= {"conditional_block", "while"}
     for v, w in zip((X_POS, X_NEG), want):
         _close(exe.run(prog, feed={feeds[0]: v}, fetch_list=fetches, scope=infer_scope)[0], w)
+
+
+# -- case, switch_case, Switch --------------------------------------------------------------
+
+def test_case_switch_case_and_switch_as_paddle():
+    def build():
+        x = paddle.static.data("x", [1], "float32")
+        x.stop_gradient = False
+        idx = paddle.static.data("idx", [1], "int32")
+        p = paddle.static.create_parameter([1], "float32", name="p", default_initializer=C(2.0))
+        a = paddle.static.nn.case([(x < 0, lambda: x * p), (x < 1, lambda: x + p)], default=lambda: x * x * p)
+        b = paddle.static.nn.switch_case(idx, {1: lambda: x * 10, 3: lambda: x * 30}, default=lambda: x - 1)
+        c = paddle.static.nn.switch_case(idx, [lambda: x + 100, lambda: x + 200])
+        out = paddle.full([1], 0.0)
+        with fluid.layers.Switch() as switch:
+            with switch.case(x < 0):
+                paddle.assign(x * 3, out)
+            with switch.case(x < 1):
+                paddle.assign(x * 5, out)
+            with switch.default():
+                paddle.assign(x * 7, out)
+        paddle.static.append_backward(paddle.sum(a * b))
+        return [a, b, c, out, "p@GRAD", "x@GRAD"]
+    feeds = [(-0.5, 1), (0.5, 3), (2.0, 0), (2.0, 7)]
+    _, runs = _run(build, [{"x": np.array([x], "float32"), "idx": np.array([i], "int32")} for x, i in feeds])
+    # Paddle 3.0.0 (Switch from paddle.static.nn.control_flow): a, b, c, out, p@GRAD, x@GRAD
+    want = [[-1.0, -5.0, 199.5, -1.5, 2.5, -20.0], [2.5, 15.0, 200.5, 2.5, 15.0, 90.0],
+            [8.0, 1.0, 102.0, 14.0, 4.0, 16.0], [8.0, 1.0, 202.0, 14.0, 4.0, 16.0]]
+    for got, exp in zip(runs, want):
+        _close([g.reshape(-1)[0] for g in got], exp)
+
+
+def test_case_and_switch_errors():
+    with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        x = paddle.static.data("x", [1], "float32")
+        i = paddle.static.data("i", [1], "int64")
+        with pytest.raises(TypeError, match="must be tuple"):
+            paddle.static.nn.case([[x < 0, lambda: x]])
+        with pytest.raises(TypeError, match="must be callable"):
+            paddle.static.nn.case([(x < 0, lambda: x)], default=1)
+        with pytest.raises(ValueError, match="must be unique"):
+            paddle.static.nn.switch_case(i, [(1, lambda: x), (1, lambda: x)])
+        with pytest.raises(TypeError, match="uint8, int32 or int64"):
+            paddle.static.nn.switch_case(x, [lambda: x])
+        switch = fluid.layers.Switch()
+        with pytest.raises(ValueError, match="inside with"):
+            switch.case(x < 0)
+        with switch, pytest.raises(ValueError, match="at least one condition"):
+            switch.default()

@@ -20,6 +20,10 @@ from psjob.fluid.ops.registry import GradOpSpec, get_op_def
 def _requires_grad(block, no_grad: set[str]) -> set[str]:
     """Forward pass: names whose value depends on a trainable parameter."""
     req = {p.name for p in block.all_parameters() if p.trainable and p.name not in no_grad}
+    # a fed variable the user marked stop_gradient=False gets its gradient too, as in Paddle
+    req.update(v.name for v in block.vars.values()
+               if v.is_data and not v.stop_gradient and v.name not in no_grad
+               and str(v.dtype).startswith(("float", "bfloat")))
     for op in block.ops:
         opdef = get_op_def(op.type)
         if any(n in req for slot, names in op.inputs.items()
@@ -101,10 +105,11 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     return params_grads
 
 
-def _grad_specs(ops, req: set[str], seeds: set[str]) -> list[GradOpSpec]:
+def _grad_specs(ops, req: set[str], seeds: set[str], tag: str = "") -> list[GradOpSpec]:
     """The gradient ops of `ops` (forward order), last op first, their duplicate writes
     summed and their unreached input gradients filled with zeros. `seeds`: the gradients
-    written before them (the loss's; a sub-block's output gradients)."""
+    written before them (the loss's; a sub-block's output gradients). `tag` keeps the renamed
+    parts of a gradient block apart from its parent's (one flat scope holds both)."""
     specs: list[GradOpSpec] = []
     written = set(seeds)
     for op in reversed(ops):
@@ -130,7 +135,7 @@ def _grad_specs(ops, req: set[str], seeds: set[str]) -> list[GradOpSpec]:
             if keep:
                 specs.append(spec)
                 written.update(n for names in spec.outputs.values() for n in names)
-    _rename_duplicate_writes(specs)
+    _rename_duplicate_writes(specs, tag)
     _fill_unreached_grads(specs, seeds)
     return specs
 
@@ -182,7 +187,7 @@ def _sub_block_grad(op, req: set[str], written: set[str], outs_slot: str):
     program.current_block_idx = saved
     grad_block.forward_block_idx = sub.idx
     seeds = {grad_var_name(n) for n in outs}
-    specs = _grad_specs(relevant, inner_req, seeds)
+    specs = _grad_specs(relevant, inner_req, seeds, tag=f"block{grad_block.idx}@")
     for n in outs:  # the output gradients the parent writes (declared there later)
         fwd = sub._var_recursive(n)
         if grad_block._find_var_recursive(grad_var_name(n)) is None:
@@ -224,7 +229,7 @@ def _while_grad(op, req, written):
 _SUB_BLOCK_GRADS = {"conditional_block": _conditional_block_grad, "while": _while_grad}
 
 
-def _rename_duplicate_writes(specs: list[GradOpSpec]):
+def _rename_duplicate_writes(specs: list[GradOpSpec], tag: str = ""):
     """Writers of one gradient are summed after the last of them. An op that reads a
     gradient and writes it again (while_grad: the gradient of a loop variable after the
     loop in, before the loop out) ends the writers before it and starts a new group."""
@@ -244,7 +249,7 @@ def _rename_duplicate_writes(specs: list[GradOpSpec]):
             continue
         parts = []
         for i, slot, j in places:
-            part = f"{name}@RENAME@{renamed[name]}"
+            part = f"{name}@RENAME@{tag}{renamed[name]}"
             renamed[name] += 1
             specs[i].outputs[slot][j] = part
             parts.append(part)

@@ -15,6 +15,7 @@ Reference: Paddle's paddle.static.nn.cond / while_loop / While API docs (legacy 
 from __future__ import annotations
 
 import contextlib
+import functools
 import numbers
 
 from psjob.fluid import unique_name
@@ -22,7 +23,8 @@ from psjob.fluid.framework import EMPTY_VAR_NAME, Variable, default_main_program
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_variable
 
-__all__ = ["cond", "While", "while_loop", "create_array", "array_write", "array_read", "array_length"]
+__all__ = ["cond", "case", "switch_case", "Switch", "While", "while_loop", "create_array", "array_write",
+           "array_read", "array_length"]
 
 STEP_SCOPES = "STEP_SCOPES"
 LOD_TENSOR_ARRAY = "LOD_TENSOR_ARRAY"
@@ -116,20 +118,27 @@ def _copy_to_parent(value, helper):
     return out
 
 
-def _conditional_block(cond_var, fn, helper):
-    """Run `fn` in a conditional_block's sub-block; returns its outputs, copied to the parent."""
+@contextlib.contextmanager
+def _conditional_block_guard(cond_var):
+    """Ops built inside run in a conditional_block's sub-block when the scalar `cond_var` holds."""
     program = default_main_program()
     with _sub_block() as block:
-        result = fn()
-        if result is not None:
-            flat = [_copy_to_parent(v, helper) for v in _flatten(result)]
-            result = _pack(result, iter(flat))
+        yield
     parent = program.current_block()
     inputs, outputs = _block_io(block)
     scope = parent.create_var(name=unique_name.generate("_generated_var"), type=STEP_SCOPES)
     parent.append_op(type="conditional_block", inputs={"Cond": [cond_var], "Input": inputs},
                      outputs={"Out": outputs, "Scope": [scope]},
                      attrs={"sub_block": block, "is_scalar_condition": True})
+
+
+def _conditional_block(cond_var, fn, helper):
+    """Run `fn` in a conditional_block's sub-block; returns its outputs, copied to the parent."""
+    with _conditional_block_guard(cond_var):
+        result = fn()
+        if result is not None:
+            flat = [_copy_to_parent(v, helper) for v in _flatten(result)]
+            result = _pack(result, iter(flat))
     return result
 
 
@@ -184,6 +193,116 @@ def cond(pred, true_fn=None, false_fn=None, name=None, return_names=None):
     mask = cast(pred, "int32")
     merged = [_merge(t, f, mask, helper) for t, f in zip(_flatten(true_output), _flatten(false_output))]
     return _pack(true_output, iter(merged))
+
+
+def case(pred_fn_pairs, default=None, name=None):
+    """The fn of the first (pred, fn) pair whose pred holds, else default() (the last pair's fn
+    when default is None): nested conds, as Paddle's case."""
+    if not isinstance(pred_fn_pairs, (list, tuple)):
+        raise TypeError(f"case: pred_fn_pairs must be a list or tuple, got {type(pred_fn_pairs).__name__}")
+    for pair in pred_fn_pairs:
+        if not isinstance(pair, tuple):
+            raise TypeError(f"The elements' type in 'pred_fn_pairs' of API 'case' must be tuple, but received "
+                            f"{type(pair).__name__}.")
+        if len(pair) != 2:
+            raise TypeError(f"The tuple's size in 'pred_fn_pairs' of API 'case' must be 2, but received "
+                            f"{len(pair)}-tuple.")
+        pred, fn = pair
+        check_variable(pred, "pred", "paddle.static.nn.case")
+        if pred.dtype != "bool":
+            raise TypeError(f"paddle.static.nn.case: pred ({pred.name}) must be a bool Variable, got {pred.dtype}")
+        if not callable(fn):
+            raise TypeError("The fn of pred_fn_pairs in Op(case) must be callable.")
+    pairs = list(pred_fn_pairs)
+    if default is None:
+        if not pairs:
+            raise ValueError("case: pred_fn_pairs is empty and there is no default")
+        default = pairs.pop()[1]
+    elif not callable(default):
+        raise TypeError("The default in Op(case) must be callable.")
+    false_fn = default
+    for pred, true_fn in reversed(pairs):
+        false_fn = functools.partial(cond, pred=pred, true_fn=true_fn, false_fn=false_fn)
+    return false_fn()
+
+
+def switch_case(branch_index, branch_fns, default=None, name=None):
+    """The branch of `branch_fns` (a dict or list of (int, fn), or a list of fns indexed from 0)
+    whose key equals the scalar branch_index, else default() (the largest key's fn when None)."""
+    from psjob.fluid.layers.control_flow import equal
+    from psjob.fluid.layers.tensor import cast, fill_constant
+    check_variable(branch_index, "branch_index", "static.nn.switch_case")
+    if branch_index.dtype not in ("uint8", "int32", "int64"):
+        raise TypeError(f"static.nn.switch_case: branch_index ({branch_index.name}) must be uint8, int32 or "
+                        f"int64, got {branch_index.dtype}")
+    if branch_index.dtype != "int64":
+        branch_index = cast(branch_index, "int64")
+    if not isinstance(branch_fns, (list, tuple, dict)):
+        raise TypeError(f"switch_case: branch_fns must be a dict, list or tuple, got {type(branch_fns).__name__}")
+    fns = list(branch_fns.items()) if isinstance(branch_fns, dict) else list(branch_fns)
+    if all(callable(fn) for fn in fns):
+        fns = list(enumerate(fns))
+    keys = set()
+    for pair in fns:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError(f"The elements of 'branch_fns' of API 'switch_case' must be (int, callable) "
+                            f"pairs, got {pair!r}")
+        key, fn = pair
+        if not isinstance(key, int) or isinstance(key, bool):
+            raise TypeError(f"The key's type in 'branch_fns' of API 'switch_case' must be int, but received "
+                            f"{type(key).__name__}.")
+        if key in keys:
+            raise ValueError(f"The key in 'branch_fns' must be unique, but '{key}' appears more than once.")
+        keys.add(key)
+        if not callable(fn):
+            raise TypeError(f"The type of function for key {key} in 'branch_fns' of API 'switch_case' must be "
+                            f"callable, but received {type(fn).__name__}.")
+    fns.sort(key=lambda pair: pair[0])
+    if default is None:
+        default = fns.pop()[1]
+    elif not callable(default):
+        raise TypeError("The default in Op(case) must be callable.")
+    pairs = [(equal(branch_index, fill_constant([1], "int64", key)), fn) for key, fn in fns]
+    false_fn = default
+    for pred, true_fn in pairs:  # Paddle nests them in this order: the first key is tested last
+        false_fn = functools.partial(cond, pred=pred, true_fn=true_fn, false_fn=false_fn)
+    return false_fn()
+
+
+class Switch:
+    """Fluid's Switch: `with switch.case(cond):` blocks, the first whose condition holds runs,
+    else the `with switch.default():` block; each a conditional_block (the conditions of the
+    cases before it negated and and-ed in)."""
+
+    def __init__(self, name=None):
+        self.helper = LayerHelper("switch", name)
+        self.inside_scope = False
+        self.pre_not_conditions = []
+
+    def case(self, condition):
+        from psjob.fluid.layers.control_flow import logical_and, logical_not
+        if not self.inside_scope:
+            raise ValueError("case should be called inside with")
+        _check_scalar_bool(condition, "condition", "the member function case of fluid.layers.Switch")
+        if not self.pre_not_conditions:
+            self.pre_not_conditions.append(logical_not(condition))
+            return _conditional_block_guard(condition)
+        before = self.pre_not_conditions[-1]
+        self.pre_not_conditions.append(logical_and(before, logical_not(condition)))
+        return _conditional_block_guard(logical_and(before, condition))
+
+    def default(self):
+        if not self.pre_not_conditions:
+            raise ValueError("there should be at least one condition")
+        return _conditional_block_guard(self.pre_not_conditions[-1])
+
+    def __enter__(self):
+        self.inside_scope = True
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self.inside_scope = False
+        return False
 
 
 # -- while ----------------------------------------------------------------------------------

@@ -93,7 +93,9 @@ def conditional_block(ctx):
         ctx.vals[ctx.output_name("Scope")] = run  # Paddle's child scope; here whether the branch ran
 
 
-@register_op("conditional_block_grad")
+# Its inputs are checked when it runs: the outputs of a branch that never ran (Out) exist
+# nowhere, and a branch not taken needs none of them.
+@register_op("conditional_block_grad", inputs_arrive_at_run_time=True)
 def conditional_block_grad(ctx):
     ran = None
     if ctx.attr("is_scalar_condition", False):
