@@ -21,7 +21,7 @@ C = paddle.nn.initializer.Constant
 
 def _run(build, feeds, scope=None):
     main, start = paddle.static.Program(), paddle.static.Program()
-    with paddle.static.program_guard(main, start):
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
         fetch = build()
     scope = scope or fluid.Scope()
     exe = paddle.static.Executor()
@@ -349,3 +349,57 @@ def test_case_and_switch_errors():
             switch.case(x < 0)
         with switch, pytest.raises(ValueError, match="at least one condition"):
             switch.default()
+
+
+# -- StaticRNN --------------------------------------------------------------------------------
+
+def test_static_rnn_trains_as_paddle_185():
+    # Paddle 3.0.0 has no StaticRNN; these numbers are Paddle 1.8.5's (fluid.layers.StaticRNN,
+    # its recurrent op, with x and h0 stop_gradient=False as its recurrent_grad requires).
+    def build():
+        x = fluid.data("x", [4, 2, 3], "float32")
+        h0 = fluid.data("h0", [2, 5], "float32")
+        rnn = fluid.layers.StaticRNN()
+        with rnn.step():
+            word = rnn.step_input(x)
+            prev = rnn.memory(init=h0)
+            acc = rnn.memory(shape=[-1, 3], batch_ref=word)
+            hidden = fluid.layers.fc(input=[word, prev], size=5, act="tanh",
+                                     param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.1)),
+                                     bias_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.05)))
+            new_acc = acc + word
+            rnn.update_memory(prev, hidden)
+            rnn.update_memory(acc, new_acc)
+            rnn.step_output(hidden)
+            rnn.step_output(new_acc)
+        out, accs = rnn()
+        loss = fluid.layers.mean(out) + fluid.layers.mean(accs)
+        fluid.optimizer.SGD(0.5).minimize(loss)
+        return [loss, out, accs, "fc_0.w_0@GRAD", "fc_0.w_1@GRAD", "fc_0.b_0@GRAD", "fc_0.w_0", "fc_0.b_0"]
+    xv = (np.arange(24).reshape(4, 2, 3).astype("float32") - 12) / 10
+    hv = (np.arange(10).reshape(2, 5).astype("float32") - 5) / 10
+    _, (first, second) = _run(build, [{"x": xv, "h0": hv}] * 2)
+    _close(first[0], -0.893545389175415)
+    _close(second[0], -1.1341562271118164)
+    _close(first[1][:, :, 0], [[-0.4053213, -0.0897578], [-0.2937456, -0.0548239], [-0.0667733, 0.1416295],
+                               [0.2228123, 0.3976166]])
+    _close(first[2], np.cumsum(xv, axis=0))
+    _close(first[3][:, 0], [-0.0789386, -0.0507945, -0.0226504])
+    _close(first[4][:, 0], [-0.0498744, -0.041553, -0.0332316, -0.0249102, -0.0165887])
+    _close(first[5], [0.2814413] * 5)
+    _close(second[6][:, 0], [0.17016209661960602, 0.1423002928495407, 0.11443860083818436])
+    _close(second[7], [-0.22861750423908234, -0.22692500054836273, -0.22523239254951477, -0.223539799451828,
+                       -0.2218472957611084])
+
+
+def test_static_rnn_misuse_is_named():
+    with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        x = fluid.data("x", [3, 2, 4], "float32")
+        rnn = fluid.layers.StaticRNN()
+        with pytest.raises(ValueError, match="inside `with rnn.step"):
+            rnn.step_input(x)
+        with pytest.raises(ValueError, match="never updated"), rnn.step():
+            rnn.step_input(x)
+            rnn.memory(shape=[-1, 4], batch_ref=x)
+        with pytest.raises(ValueError, match="only be retrieved after"):
+            fluid.layers.StaticRNN()()

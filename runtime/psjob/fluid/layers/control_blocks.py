@@ -24,7 +24,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_variable
 
 __all__ = ["cond", "case", "switch_case", "Switch", "While", "while_loop", "create_array", "array_write",
-           "array_read", "array_length"]
+           "array_read", "array_length", "StaticRNN"]
 
 STEP_SCOPES = "STEP_SCOPES"
 LOD_TENSOR_ARRAY = "LOD_TENSOR_ARRAY"
@@ -453,3 +453,133 @@ def array_length(array):
     out = helper.create_variable_for_type_inference("int64", stop_gradient=True)
     helper.append_op(type="lod_array_length", inputs={"X": [array]}, outputs={"Out": [out]})
     return out
+
+
+# -- StaticRNN --------------------------------------------------------------------------------
+
+class StaticRNN:
+    """Fluid's StaticRNN over time-major inputs [seq_len, batch, ...] of a length known when
+    the program is built. `with rnn.step():` builds one step (step_input, memory,
+    update_memory, step_output); `rnn()` returns the step outputs stacked over time.
+
+    Paddle runs the step block with a `recurrent` op; psjob unrolls it when the step is
+    built: the step's ops are copied once per time step into the parent block (step t reads
+    row t of each step input and the memories step t-1 wrote), so the values, and the
+    gradients plain backward derives, are those of the recurrence."""
+
+    def __init__(self, name=None):
+        self.helper = LayerHelper("static_rnn", name)
+        self.inputs = []     # (step variable, outer sequence)
+        self.memories = {}   # step variable name -> [initial value, updated step variable]
+        self.outputs = []    # step variables to stack
+        self.seq_len = None
+        self.result = None
+        self._block = None
+
+    def _in_step(self, api):
+        if self._block is None:
+            raise ValueError(f"StaticRNN.{api} must be called inside `with rnn.step():`")
+
+    @contextlib.contextmanager
+    def step(self):
+        if self.result is not None or self._block is not None:
+            raise ValueError("StaticRNN.step() can be entered once")
+        with _sub_block() as block:
+            self._block = block
+            yield
+        self._unroll(block)
+        self._block = None
+
+    def step_input(self, x):
+        self._in_step("step_input")
+        check_variable(x, "x", "StaticRNN.step_input")
+        if not x.shape or int(x.shape[0]) <= 0:
+            raise ValueError(f"StaticRNN.step_input: {x.name}{list(x.shape)} needs a known sequence length in its "
+                             "first dimension (time-major [seq_len, batch, ...])")
+        if self.seq_len is None:
+            self.seq_len = int(x.shape[0])
+        elif self.seq_len != int(x.shape[0]):
+            raise ValueError(f"StaticRNN.step_input: {x.name} has {x.shape[0]} steps, an earlier input "
+                             f"{self.seq_len}")
+        ipt = self._block.create_var(name=unique_name.generate(f"{self.helper.name}.step_in"),
+                                     shape=x.shape[1:], dtype=x.dtype)
+        self.inputs.append((ipt, x))
+        return ipt
+
+    def memory(self, init=None, shape=None, batch_ref=None, init_value=0.0, init_batch_dim_idx=0,
+               ref_batch_dim_idx=1):
+        """A state carried from step to step, starting from `init` (or `init_value` in `shape`,
+        its batch size that of `batch_ref`, as Fluid's)."""
+        self._in_step("memory")
+        if init is None:
+            if shape is None or batch_ref is None:
+                raise ValueError("if init is None, memory at least need shape and batch_ref")
+            from psjob.fluid.layers.tensor import fill_constant_batch_size_like
+            ref = next((x for ipt, x in self.inputs if ipt.name == batch_ref.name), batch_ref)
+            program = default_main_program()
+            inner, program.current_block_idx = program.current_block_idx, self._block.parent_idx
+            try:
+                init = fill_constant_batch_size_like(ref, list(shape), ref.dtype, init_value,
+                                                     input_dim_idx=ref_batch_dim_idx,
+                                                     output_dim_idx=init_batch_dim_idx)
+            finally:
+                program.current_block_idx = inner
+        check_variable(init, "init", "StaticRNN.memory")
+        pre = self._block.create_var(name=unique_name.generate(f"{self.helper.name}.mem"), shape=init.shape,
+                                     dtype=init.dtype)
+        self.memories[pre.name] = [init, None]
+        return pre
+
+    def update_memory(self, mem, var):
+        self._in_step("update_memory")
+        if mem.name not in self.memories:
+            raise ValueError(f"StaticRNN.update_memory: {mem.name} is not a memory of this StaticRNN")
+        check_variable(var, "var", "StaticRNN.update_memory")
+        self.memories[mem.name][1] = var
+
+    def step_output(self, o):
+        self._in_step("step_output")
+        check_variable(o, "o", "StaticRNN.step_output")
+        self.outputs.append(o)
+
+    def output(self, *outputs):
+        for o in outputs:
+            self.step_output(o)
+
+    def __call__(self, *args, **kwargs):
+        if self.result is None:
+            raise ValueError("RNN output can only be retrieved after rnn block")
+        return self.result[0] if len(self.result) == 1 else self.result
+
+    def _unroll(self, block):
+        from psjob.fluid.layers.manip import squeeze, stack
+        from psjob.fluid.layers.nn import slice as slice_
+        if self.seq_len is None:
+            raise ValueError("StaticRNN: the step has no step_input")
+        for name, (_, updated) in self.memories.items():
+            if updated is None:
+                raise ValueError(f"StaticRNN: memory {name} is never updated (call update_memory)")
+        if any(op.attr("sub_block") is not None for op in block.ops):
+            raise ValueError("StaticRNN: control flow inside a StaticRNN step is not supported by psjob")
+        parent = block.parent_block
+        steps = []
+        carried = {name: init.name for name, (init, _) in self.memories.items()}
+        for t in range(self.seq_len):
+            names = dict(carried)
+            for ipt, x in self.inputs:
+                names[ipt.name] = squeeze(slice_(x, axes=[0], starts=[t], ends=[t + 1]), axes=[0]).name
+            for name, var in block.vars.items():
+                if name not in names:
+                    names[name] = unique_name.generate(f"{name}@step{t}")
+                    parent.create_var(name=names[name], shape=var.shape, dtype=var.dtype, lod_level=var.lod_level,
+                                      stop_gradient=var.stop_gradient)
+            for op in block.ops:
+                parent.append_op(type=op.type,
+                                 inputs={k: [names.get(n, n) for n in v] for k, v in op.inputs.items()},
+                                 outputs={k: [names.get(n, n) for n in v] for k, v in op.outputs.items()},
+                                 attrs=dict(op.attrs))
+            carried = {name: names.get(updated.name, updated.name) for name, (_, updated) in self.memories.items()}
+            steps.append(names)
+        block.ops, block.vars = [], {}  # the step lives on in its copies
+        self.result = [stack([parent.var(s[o.name]) if o.name in s else parent._var_recursive(o.name) for s in steps],
+                             axis=0) for o in self.outputs]
