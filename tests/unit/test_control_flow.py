@@ -403,3 +403,41 @@ def test_static_rnn_misuse_is_named():
             rnn.memory(shape=[-1, 4], batch_ref=x)
         with pytest.raises(ValueError, match="only be retrieved after"):
             fluid.layers.StaticRNN()()
+
+
+# -- gradients through tensor arrays ------------------------------------------------------------
+
+def test_gradient_through_a_tensor_array_in_a_while_matches_finite_differences():
+    # Each step reads the array's slot i and writes slot i + 1 (the Fluid pattern). The same
+    # program on Paddle 3.0.0's legacy graph gives w@GRAD [2.1158, -2.8018] and x@GRAD
+    # [0.6383, 0.6739]; the derivatives (below, in float64) are these.
+    def build():
+        x = paddle.static.data("x", [2], "float32")
+        x.stop_gradient = False
+        w = paddle.static.create_parameter([2], "float32", name="w", default_initializer=C(0.7))
+        arr = paddle.tensor.create_array("float32")
+        i, n = paddle.full([1], 0, "int64"), paddle.full([1], 3, "int64")
+        paddle.tensor.array_write(x, paddle.full([1], 0, "int64"), arr)
+        cond = paddle.less_than(i, n)
+        loop = paddle.static.nn.control_flow.While(cond)
+        with loop.block():
+            h = paddle.tanh(paddle.tensor.array_read(arr, i) * w + 0.1)
+            nxt = i + 1
+            paddle.tensor.array_write(h, nxt, arr)
+            paddle.assign(nxt, i)
+            paddle.assign(paddle.less_than(nxt, n), cond)
+        outs = [paddle.tensor.array_read(arr, paddle.full([1], k, "int64")) for k in (1, 2, 3)]
+        loss = paddle.sum(outs[0]) + paddle.sum(outs[1] * outs[1]) + paddle.sum(outs[2] * 3.0)
+        paddle.static.append_backward(loss)
+        return [loss, "w@GRAD", "x@GRAD"]
+    xv = np.array([0.5, -1.0])
+    _, [got] = _run(build, [{"x": xv.astype("float32")}])
+
+    def loss(x, w):
+        h1 = np.tanh(x * w + 0.1)
+        h2 = np.tanh(h1 * w + 0.1)
+        return h1.sum() + (h2 * h2).sum() + 3 * np.tanh(h2 * w + 0.1).sum()
+    w, eye, e = np.full(2, 0.7), np.eye(2), 1e-6
+    _close(got[0], loss(xv, w))
+    _close(got[1], [(loss(xv, w + e * eye[j]) - loss(xv, w - e * eye[j])) / (2 * e) for j in range(2)])
+    _close(got[2], [(loss(xv + e * eye[j], w) - loss(xv - e * eye[j], w)) / (2 * e) for j in range(2)])

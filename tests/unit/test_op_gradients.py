@@ -97,6 +97,13 @@ def _cases():
     c.append(Case("sum", "sum", {"X": [In("a", f64(2, 3)), In("b", f64(2, 3)), In("c", f64(2, 3))]}, {"Out": 1}))
     c.append(Case("scale", "scale", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"scale": 2.5, "bias": 0.7}))
     c.append(Case("assign", "assign", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
+    # tensor arrays, given here as one stacked tensor: a read takes slot I, a write fills it
+    c.append(Case("read_from_array", "read_from_array",
+                  {"X": [In("arr", f64(3, 2, 4))], "I": [In("i", np.array([1], np.int64), diff=False)]},
+                  {"Out": 1}))
+    c.append(Case("write_to_array", "write_to_array",
+                  {"X": [In("x", f64(2, 4))], "I": [In("i", np.array([0], np.int64), diff=False)]},
+                  {"Out": 1}))
     # cond's merge: Out is X[Mask]; the branch not taken (X[0] here) gets no gradient
     c.append(Case("select_input", "select_input",
                   {"X": [In("f", f64(2, 3), diff=False), In("t", f64(2, 3))],

@@ -20,7 +20,10 @@ those to its outputs. A branch not taken gives zero gradients. A loop's gradient
 variable it both reads and writes (a loop variable) runs back through the iterations; the
 gradient of one it only reads (a parameter) is the sum over the iterations.
 
-A tensor array (fluid.layers.create_array) is a Python list of arrays in the scope.
+A tensor array (fluid.layers.create_array) is a Python list of arrays in the scope; its
+gradient is a list of the same length whose empty slots (None) are zeros: a read's gradient
+fills the slot it read, a write's gradient is the slot it wrote, and in a loop the gradient of
+an array passes from one iteration to the one before, each iteration's reads adding to it.
 """
 from __future__ import annotations
 
@@ -53,8 +56,23 @@ def block_writes(block) -> set[str]:
 
 def _zeros_like(xp, value):
     if isinstance(value, list):
-        return [xp.zeros_like(v) for v in value]
+        return [None if v is None else xp.zeros_like(v) for v in value]
     return xp.zeros_like(value)
+
+
+def _add(xp, a, b):
+    """a + b, where either may be a tensor array's gradient (a list; None slots are zero)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, list) or isinstance(b, list):
+        a, b = list(a), list(b)
+        size = max(len(a), len(b))
+        a += [None] * (size - len(a))
+        b += [None] * (size - len(b))
+        return [_add(xp, u, v) for u, v in zip(a, b)]
+    return a + b
 
 
 def _copy_grads(ctx, names, outputs, ran_block):
@@ -239,10 +257,13 @@ def while_grad(ctx):
         for x in xs:
             g = x + GRAD_SUFFIX
             got = vals.get(g) if g in written else None
-            if x in out_set:
+            if x in out_set and isinstance(record.final.get(x), list):
+                # a tensor array: its reads in this iteration add to the gradient of its slots
+                og[x] = _add(xp, og[x], got)
+            elif x in out_set:
                 og[x] = got  # None: this iteration overwrote x without reading it
             elif got is not None:
-                total[x] = got if x not in total else total[x] + got
+                total[x] = _add(xp, total.get(x), got)
     vals.update(record.final)
     for x, out in zip(xs, ctx.outs.get("X" + GRAD_SUFFIX, [])):
         if out == EMPTY_VAR_NAME:
@@ -270,7 +291,11 @@ def _array_shape(op):
         out.dtype = x.dtype
 
 
-@register_op("write_to_array", infer_shape=_array_shape, no_grad_inputs=("I",))
+@register_op("write_to_array", infer_shape=_array_shape, no_grad_inputs=("I",),
+             grad=lambda op: [GradOpSpec("write_to_array_grad",
+                                         {"X": op.input("X"), "I": op.input("I"),
+                                          "Out" + GRAD_SUFFIX: [op.output("Out")[0] + GRAD_SUFFIX]},
+                                         {"X" + GRAD_SUFFIX: [op.input("X")[0] + GRAD_SUFFIX]})])
 def write_to_array(ctx):
     """Out[I] = X; the array grows to I + 1 (its new slots empty until written)."""
     i = _index(ctx)
@@ -284,15 +309,20 @@ def write_to_array(ctx):
 
 def _read_shape(op):
     arr = in_var(op, "X")
-    set_out(op, "Out", arr.shape or (-1,), arr.dtype or "float32")
+    shape = arr.shape if arr.type == LOD_TENSOR_ARRAY else arr.shape[1:]  # the element's
+    set_out(op, "Out", shape or (-1,), arr.dtype or "float32")
 
 
-@register_op("read_from_array", infer_shape=_read_shape, no_grad_inputs=("I",))
+@register_op("read_from_array", infer_shape=_read_shape, no_grad_inputs=("I",),
+             grad=lambda op: [GradOpSpec("read_from_array_grad",
+                                         {"X": op.input("X"), "I": op.input("I"),
+                                          "Out" + GRAD_SUFFIX: [op.output("Out")[0] + GRAD_SUFFIX]},
+                                         {"X" + GRAD_SUFFIX: [op.input("X")[0] + GRAD_SUFFIX]})])
 def read_from_array(ctx):
     array, i = ctx.input("X"), _index(ctx)
-    if not isinstance(array, list):
+    if not isinstance(array, list) and getattr(array, "ndim", 0) < 1:
         raise GraphError(f"read_from_array: {ctx.ins['X'][0]!r} is not a tensor array")
-    if i >= len(array) or array[i] is None:
+    if i >= len(array) or array[i] is None:  # (an array given stacked, as one tensor, is read along axis 0)
         raise GraphError(f"read_from_array: index {i} of {ctx.ins['X'][0]!r} was never written "
                          f"(the array holds {len(array)} slots)")
     ctx.set_output("Out", array[i])
@@ -304,3 +334,25 @@ def lod_array_length(ctx):
     if not isinstance(array, list):
         raise GraphError(f"lod_array_length: {ctx.ins['X'][0]!r} is not a tensor array")
     ctx.set_output("Out", ctx.xp.asarray([len(array)], dtype="int64"))
+
+
+@register_op("write_to_array_grad", no_grad_inputs=("I",))
+def write_to_array_grad(ctx):
+    """X@GRAD = slot I of the array's gradient (zeros where nothing read that slot)."""
+    grads, i = ctx.input("Out" + GRAD_SUFFIX), _index(ctx)
+    got = grads[i] if grads is not None and i < len(grads) else None
+    ctx.set_output("X" + GRAD_SUFFIX, got if got is not None else ctx.xp.zeros_like(ctx.input("X")))
+
+
+@register_op("read_from_array_grad", no_grad_inputs=("I",))
+def read_from_array_grad(ctx):
+    """The array's gradient from one read: Out@GRAD in slot I, nothing elsewhere (several
+    reads' gradients are summed slot by slot)."""
+    array, i = ctx.input("X"), _index(ctx)
+    if not isinstance(array, list):  # an array given stacked, as one tensor
+        grads = ctx.xp.zeros_like(array)
+        grads[i] = ctx.input("Out" + GRAD_SUFFIX)
+    else:
+        grads = [None] * max(len(array), i + 1)
+        grads[i] = ctx.input("Out" + GRAD_SUFFIX)
+    ctx.set_output("X" + GRAD_SUFFIX, grads)
