@@ -18,7 +18,10 @@ def build():
     y = paddle.static.data("y", [None, 1], "float32")
     pred = paddle.static.nn.fc(x, 1, weight_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.1)))
     positive = paddle.mean(pred) > 0
-    out = paddle.static.nn.cond(positive, lambda: pred * 2.0, lambda: pred * 0.5 - 0.1)
+    # the true branch has a layer of its own: a parameter only a sub-block reads
+    branch = paddle.ParamAttr(name="branch_w", initializer=paddle.nn.initializer.Constant(0.3))
+    out = paddle.static.nn.cond(positive, lambda: pred * 2.0 + paddle.static.nn.fc(x, 1, weight_attr=branch),
+                                lambda: pred * 0.5 - 0.1)
     loss = paddle.mean(paddle.square(out - y))
     return loss, positive
 
