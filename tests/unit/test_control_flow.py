@@ -441,3 +441,46 @@ def test_gradient_through_a_tensor_array_in_a_while_matches_finite_differences()
     _close(got[0], loss(xv, w))
     _close(got[1], [(loss(xv, w + e * eye[j]) - loss(xv, w - e * eye[j])) / (2 * e) for j in range(2)])
     _close(got[2], [(loss(xv + e * eye[j], w) - loss(xv - e * eye[j], w)) / (2 * e) for j in range(2)])
+
+
+# -- IfElse -----------------------------------------------------------------------------------
+
+def test_ifelse_routes_rows_and_trains_as_paddle_185():
+    # Paddle 3.0.0 has no IfElse; these are Paddle 1.8.5's numbers (fluid.layers.IfElse).
+    def build():
+        x = fluid.data("x", [None, 3], "float32")
+        y = fluid.layers.fc(x, 2, param_attr=fluid.ParamAttr(name="w", initializer=fluid.initializer.Constant(0.2)),
+                            bias_attr=fluid.ParamAttr(name="b", initializer=fluid.initializer.Constant(0.1)))
+        limit = fluid.layers.fill_constant([1], "float32", 0.5)
+        ie = fluid.layers.IfElse(fluid.layers.less_than(fluid.layers.reduce_sum(x, dim=1, keep_dim=True), limit))
+        with ie.true_block():
+            ie.output(fluid.layers.scale(ie.input(y), 2.0))
+        with ie.false_block():
+            f = ie.input(y)
+            ie.output(f * f)
+        out = ie()[0]
+        loss = fluid.layers.mean(out)
+        fluid.optimizer.SGD(0.1).minimize(loss)
+        return [loss, out, "w@GRAD", "b@GRAD", "w", "b"]
+    xv = np.array([[1, 2, 3], [-1, 0, 0.5], [0.2, 0.1, 0.1], [2, -1, 1]], "float32")
+    _, (first, second) = _run(build, [{"x": xv}] * 2)
+    _close(first[0], 0.575)
+    _close(first[1][:, 0], [1.69, 0.0, 0.36, 0.25])
+    _close(first[2][:, 0], [0.375, 0.55, 1.25])
+    _close(first[3], [0.95, 0.95])
+    _close(second[0], 0.10310160368680954)
+    _close(second[1][:, 0], [0.46580618619918823, -0.24, 0.11900000274181366, 0.06759999692440033])
+    _close(second[4][:, 0], [0.1524374932050705, 0.11487500369548798, 0.0023125000298023224])
+    _close(second[5], [-0.06856250017881393] * 2)
+
+
+def test_ifelse_misuse_is_named():
+    with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        x = fluid.data("x", [None, 1], "float32")
+        ie = fluid.layers.IfElse(x > 0)
+        with pytest.raises(ValueError, match="input must in true/false blocks"):
+            ie.input(x)
+        with pytest.raises(ValueError, match="before __call__"):
+            ie()
+        with pytest.raises(TypeError, match="bool"):
+            fluid.layers.IfElse(x)

@@ -104,6 +104,14 @@ def _cases():
     c.append(Case("write_to_array", "write_to_array",
                   {"X": [In("x", f64(2, 4))], "I": [In("i", np.array([0], np.int64), diff=False)]},
                   {"Out": 1}))
+    # fluid.layers.IfElse's row routing
+    mask = np.array([[True], [False], [True], [True]])
+    c.append(Case("split_lod_tensor", "split_lod_tensor",
+                  {"X": [In("x", f64(4, 3))], "Mask": [In("mask", mask, diff=False)]},
+                  {"OutTrue": 1, "OutFalse": 1}, {"level": 0}))
+    c.append(Case("merge_lod_tensor", "merge_lod_tensor",
+                  {"X": [In("cond", mask, diff=False)], "Mask": [In("mask", mask, diff=False)],
+                   "InTrue": [In("t", f64(3, 2))], "InFalse": [In("f", f64(1, 2))]}, {"Out": 1}, {"level": 0}))
     # cond's merge: Out is X[Mask]; the branch not taken (X[0] here) gets no gradient
     c.append(Case("select_input", "select_input",
                   {"X": [In("f", f64(2, 3), diff=False), In("t", f64(2, 3))],

@@ -24,7 +24,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_variable
 
 __all__ = ["cond", "case", "switch_case", "Switch", "While", "while_loop", "create_array", "array_write",
-           "array_read", "array_length", "StaticRNN"]
+           "array_read", "array_length", "StaticRNN", "IfElse"]
 
 STEP_SCOPES = "STEP_SCOPES"
 LOD_TENSOR_ARRAY = "LOD_TENSOR_ARRAY"
@@ -130,6 +130,20 @@ def _conditional_block_guard(cond_var):
     parent.append_op(type="conditional_block", inputs={"Cond": [cond_var], "Input": inputs},
                      outputs={"Out": outputs, "Scope": [scope]},
                      attrs={"sub_block": block, "is_scalar_condition": True})
+
+
+@contextlib.contextmanager
+def _conditional_block_guard_any(cond_var):
+    """A conditional_block that runs whenever `cond_var` holds any element (Fluid's IfElse)."""
+    program = default_main_program()
+    with _sub_block() as block:
+        yield
+    parent = program.current_block()
+    inputs, outputs = _block_io(block)
+    scope = parent.create_var(name=unique_name.generate("_generated_var"), type=STEP_SCOPES)
+    parent.append_op(type="conditional_block", inputs={"Cond": [cond_var], "Input": inputs},
+                     outputs={"Out": outputs, "Scope": [scope]},
+                     attrs={"sub_block": block, "is_scalar_condition": False})
 
 
 def _conditional_block(cond_var, fn, helper):
@@ -583,3 +597,95 @@ class StaticRNN:
         block.ops, block.vars = [], {}  # the step lives on in its copies
         self.result = [stack([parent.var(s[o.name]) if o.name in s else parent._var_recursive(o.name) for s in steps],
                              axis=0) for o in self.outputs]
+
+
+# -- IfElse ---------------------------------------------------------------------------------
+
+class IfElse:
+    """Fluid's IfElse over the rows of a batch: `cond` is a [N, 1] bool; in `with
+    ie.true_block():` `ie.input(x)` is the rows of x where cond holds (in false_block, the
+    others), `ie.output(...)` names the block's results, and `ie()` merges each pair of
+    outputs back into N rows in their original order (split_lod_tensor / merge_lod_tensor,
+    each block a conditional_block, as Fluid 1.x builds it)."""
+
+    OUT, IN_TRUE, IN_FALSE = 0, 1, 2
+
+    def __init__(self, cond, name=None):
+        check_variable(cond, "cond", "fluid.layers.IfElse")
+        if cond.dtype != "bool":
+            raise TypeError(f"fluid.layers.IfElse: cond ({cond.name}) must be a bool Variable, got {cond.dtype}")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"fluid.layers.IfElse: name must be a str or None, got {type(name).__name__}")
+        self.helper = LayerHelper("ifelse", name)
+        self.cond = cond
+        self.input_table = {}
+        self.status = IfElse.OUT
+        self.output_table = ([], [])  # (false outputs, true outputs)
+
+    def _parent_block(self):
+        program = default_main_program()
+        return program.block(program.current_block().parent_idx)
+
+    def input(self, x):
+        if self.status == IfElse.OUT:
+            raise ValueError("input must in true/false blocks")
+        check_variable(x, "x", "fluid.layers.IfElse.input")
+        if x.name not in self.input_table:
+            parent = self._parent_block()
+            pair = tuple(parent.create_var(name=unique_name.generate(f"ifelse_input{self.helper.name}"),
+                                           dtype=x.dtype, shape=(-1,) + tuple(x.shape[1:])) for _ in range(2))
+            parent.append_op(type="split_lod_tensor", inputs={"X": [x], "Mask": [self.cond]},
+                             outputs={"OutTrue": [pair[0]], "OutFalse": [pair[1]]}, attrs={"level": 0})
+            self.input_table[x.name] = pair
+        out_true, out_false = self.input_table[x.name]
+        return out_true if self.status == IfElse.IN_TRUE else out_false
+
+    @contextlib.contextmanager
+    def _block(self, status):
+        if self.status != IfElse.OUT:
+            raise ValueError("IfElse blocks cannot be nested in one another")
+        with _conditional_block_guard_any(self.cond):
+            self.status = status
+            try:
+                yield
+            finally:
+                self.status = IfElse.OUT
+
+    def true_block(self):
+        return self._block(IfElse.IN_TRUE)
+
+    def false_block(self):
+        return self._block(IfElse.IN_FALSE)
+
+    def output(self, *outs):
+        from psjob.fluid.layers.tensor import assign
+        if self.status == IfElse.OUT:
+            raise ValueError("output can only be invoked in the sub-block")
+        table = self.output_table[1 if self.status == IfElse.IN_TRUE else 0]
+        parent = self._parent_block()
+        for out in outs:
+            check_variable(out, "each output", "fluid.layers.IfElse.output")
+            outside = parent.create_var(name=unique_name.generate(f"{self.helper.name}_output"), dtype=out.dtype,
+                                        shape=out.shape)
+            table.append(outside)
+            assign(out, outside)
+
+    def __call__(self):
+        if self.status != IfElse.OUT:
+            raise ValueError("IfElse::__call__ must be out of sub-block")
+        false_len, true_len = map(len, self.output_table)
+        if false_len == 0 and true_len == 0:
+            raise ValueError("Must invoke true_block/false_block before __call__")
+        if false_len != true_len and false_len != 0 and true_len != 0:
+            raise ValueError("The output side must be same")
+        if false_len == 0 or true_len == 0:
+            return self.output_table[0 if false_len != 0 else 1]
+        merged = []
+        for false_var, true_var in zip(*self.output_table):
+            out = self.helper.create_variable_for_type_inference(true_var.dtype)
+            self.helper.append_op(type="merge_lod_tensor",
+                                  inputs={"X": [self.cond], "Mask": [self.cond], "InTrue": [true_var],
+                                          "InFalse": [false_var]},
+                                  outputs={"Out": [out]}, attrs={"level": 0})
+            merged.append(out)
+        return merged

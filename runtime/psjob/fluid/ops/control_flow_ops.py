@@ -356,3 +356,58 @@ def read_from_array_grad(ctx):
         grads = [None] * max(len(array), i + 1)
         grads[i] = ctx.input("Out" + GRAD_SUFFIX)
     ctx.set_output("X" + GRAD_SUFFIX, grads)
+
+
+# -- split_lod_tensor / merge_lod_tensor: fluid.layers.IfElse's row routing ----------------------
+
+def _row_mask(ctx, data_slot):
+    mask = ctx.input("Mask").reshape(-1).astype(bool)
+    if ctx.lods.get(ctx.ins[data_slot][0]):
+        raise GraphError(f"{ctx.op_type}: {ctx.ins[data_slot][0]!r} holds sequences (LoD); psjob's IfElse "
+                         "routes the rows of tensors without LoD only")
+    return mask
+
+
+def _split_shape(op):
+    x = in_var(op, "X")
+    set_out(op, "OutTrue", (-1,) + tuple(x.shape[1:]), x.dtype)
+    set_out(op, "OutFalse", (-1,) + tuple(x.shape[1:]), x.dtype)
+
+
+@register_op("split_lod_tensor", infer_shape=_split_shape, no_grad_inputs=("Mask",),
+             grad=lambda op: [GradOpSpec("merge_lod_tensor",
+                                         {"X": op.input("X"), "Mask": op.input("Mask"),
+                                          "InTrue": [op.output("OutTrue")[0] + GRAD_SUFFIX],
+                                          "InFalse": [op.output("OutFalse")[0] + GRAD_SUFFIX]},
+                                         {"Out": [op.input("X")[0] + GRAD_SUFFIX]}, {"level": 0})])
+def split_lod_tensor(ctx):
+    """OutTrue: the rows of X whose Mask is true; OutFalse: the others (level 0, rows)."""
+    x, mask = ctx.input("X"), _row_mask(ctx, "X")
+    if mask.shape[0] != x.shape[0]:
+        raise GraphError(f"split_lod_tensor: Mask has {mask.shape[0]} rows, X {x.shape[0]}")
+    ctx.set_output("OutTrue", x[mask])
+    ctx.set_output("OutFalse", x[~mask])
+
+
+def _merge_shape(op):
+    t = in_var(op, "InTrue")
+    set_out(op, "Out", (-1,) + tuple(t.shape[1:]), t.dtype)
+
+
+@register_op("merge_lod_tensor", infer_shape=_merge_shape, no_grad_inputs=("Mask", "X"),
+             grad=lambda op: [GradOpSpec("split_lod_tensor",
+                                         {"X": [op.output("Out")[0] + GRAD_SUFFIX], "Mask": op.input("Mask")},
+                                         {"OutTrue": [op.input("InTrue")[0] + GRAD_SUFFIX],
+                                          "OutFalse": [op.input("InFalse")[0] + GRAD_SUFFIX]}, {"level": 0})])
+def merge_lod_tensor(ctx):
+    """Out: InTrue's rows where Mask is true, InFalse's elsewhere, in Mask's order."""
+    mask = _row_mask(ctx, "InTrue")
+    t, f = ctx.input("InTrue"), ctx.input("InFalse")
+    if t.shape[0] != int(mask.sum()) or f.shape[0] != mask.shape[0] - int(mask.sum()):
+        raise GraphError(f"merge_lod_tensor: {t.shape[0]} true and {f.shape[0]} false rows do not match a mask "
+                         f"of {int(mask.sum())} true rows out of {mask.shape[0]}")
+    xp = ctx.xp
+    out = xp.zeros((mask.shape[0],) + tuple(t.shape[1:]), dtype=t.dtype)
+    out[mask] = t
+    out[~mask] = f
+    ctx.set_output("Out", out)
