@@ -155,6 +155,10 @@ def test_variables_of_the_taken_branch_are_fetchable():
     _close(got[1], [5, 10])
     with pytest.raises(GraphError, match="was not computed"):
         exe.run(main, feed={"x": np.array([-1, -2], "float32")}, fetch_list=[inner["t"]], scope=fluid.Scope())
+    scope = fluid.Scope()  # a branch taken in an earlier run, not in this one
+    exe.run(main, feed={"x": np.array([1, 2], "float32")}, fetch_list=[inner["t"]], scope=scope)
+    with pytest.raises(GraphError, match="was not computed"):
+        exe.run(main, feed={"x": np.array([-1, -2], "float32")}, fetch_list=[inner["t"]], scope=scope)
 
 
 # -- while ------------------------------------------------------------------------------------

@@ -104,9 +104,14 @@ def conditional_block(ctx):
         run = _scalar_true(ctx)
     else:
         run = all(int(getattr(v, "size", 0)) > 0 for v in ctx.input_list("Cond"))
+    block = ctx.attr("sub_block")
     if run:
-        block = ctx.attr("sub_block")
         ctx.executor.run_block(block.program, block.idx, ctx.scope)
+    else:
+        # what the branch computed in an earlier run is not this run's: fetching it fails
+        # (the outer variables it writes keep their values, as in Paddle)
+        for name in block.vars:
+            ctx.vals.pop(name, None)
     if ctx.has_output("Scope"):
         ctx.vals[ctx.output_name("Scope")] = run  # Paddle's child scope; here whether the branch ran
 
@@ -251,8 +256,9 @@ def while_grad(ctx):
         vals.update(after)
         vals.update(before)
         for o in outs:
-            g = o + GRAD_SUFFIX
-            vals[g] = og[o] if og[o] is not None else _zeros_like(xp, record.final.get(o, vals.get(o)))
+            value = og[o] if og[o] is not None else record.final.get(o, vals.get(o))
+            if value is not None:
+                vals[o + GRAD_SUFFIX] = value if og[o] is not None else _zeros_like(xp, value)
         ctx.executor.run_block(program, grad_block.idx, ctx.scope)
         for x in xs:
             g = x + GRAD_SUFFIX
@@ -264,6 +270,9 @@ def while_grad(ctx):
                 og[x] = got  # None: this iteration overwrote x without reading it
             elif got is not None:
                 total[x] = _add(xp, total.get(x), got)
+    for _, after in record.steps:  # what an iteration wrote that the forward's end lacks
+        for name in after.keys() - record.final.keys():
+            vals.pop(name, None)
     vals.update(record.final)
     for x, out in zip(xs, ctx.outs.get("X" + GRAD_SUFFIX, [])):
         if out == EMPTY_VAR_NAME:
