@@ -488,3 +488,59 @@ def test_ifelse_misuse_is_named():
             ie()
         with pytest.raises(TypeError, match="bool"):
             fluid.layers.IfElse(x)
+
+
+# -- more shapes of programs, checked by finite differences ----------------------------------
+
+def _nested_while():
+    x = paddle.static.data("x", [3], "float32")
+    w = paddle.static.create_parameter([3], "float32", name="w", default_initializer=C(0.6))
+
+    def outer_body(i, h):
+        _, h2 = paddle.static.nn.while_loop(lambda j, h: j < 3, lambda j, h: [j + 1, paddle.tanh(h * w + 0.1)],
+                                            [paddle.full([1], 0, "int64"), h])
+        return [i + 1, h2 * 1.5]
+    _, h = paddle.static.nn.while_loop(lambda i, h: i < 2, outer_body, [paddle.full([1], 0, "int64"), x + 0.0])
+    return paddle.sum(h * h), {"x": np.array([0.3, -0.4, 0.9], "float32")}
+
+
+def _layer_in_a_loop_body():
+    x = paddle.static.data("x", [2, 3], "float32")
+    attr = paddle.ParamAttr(name="w", initializer=C(0.2))
+    _, h = paddle.static.nn.while_loop(
+        lambda i, h: i < 3, lambda i, h: [i + 1, paddle.tanh(paddle.static.nn.fc(h, 3, weight_attr=attr, bias_attr=False))],
+        [paddle.full([1], 0, "int64"), x + 0.0])
+    return paddle.mean(h * h), {"x": np.array([[0.3, -0.4, 0.9], [1, 2, -1]], "float32")}
+
+
+def _branch_returning_a_parameter(sign):
+    def build():
+        x = paddle.static.data("x", [3], "float32")
+        w = paddle.static.create_parameter([3], "float32", name="w", default_initializer=C(0.6))
+        out = paddle.static.nn.cond(paddle.sum(x) > 0, lambda: w, lambda: x * w * w)
+        return paddle.sum(out * x), {"x": sign * np.array([0.3, -0.4, 0.9], "float32")}
+    return build
+
+
+@pytest.mark.parametrize("build", [_nested_while, _layer_in_a_loop_body, _branch_returning_a_parameter(1),
+                                   _branch_returning_a_parameter(-1)],
+                         ids=["nested-while", "layer-in-a-loop-body", "branch-returns-w", "other-branch"])
+def test_gradient_of_w_matches_finite_differences(build):
+    main, start = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, start), fluid.unique_name.guard():
+        loss, feed = build()
+        paddle.static.append_backward(loss)
+    scope, exe = fluid.Scope(), paddle.static.Executor()
+    exe.run(start, scope=scope)
+    (grad,) = exe.run(main, feed=feed, fetch_list=["w@GRAD"], scope=scope)
+    w0 = scope.vars["w"].copy()
+    numeric = np.zeros(w0.size)
+    for j in range(w0.size):
+        vals = []
+        for d in (1e-3, -1e-3):
+            w = w0.astype("float64").reshape(-1).copy()
+            w[j] += d
+            scope.vars["w"] = w.reshape(w0.shape).astype("float32")
+            vals.append(float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0].reshape(-1)[0]))
+        numeric[j] = (vals[0] - vals[1]) / 2e-3
+    np.testing.assert_allclose(np.asarray(grad).reshape(-1), numeric, rtol=1e-2, atol=1e-3)
