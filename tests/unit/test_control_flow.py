@@ -115,6 +115,17 @@ def test_cond_nested_outputs_none_branches_and_0d_pred():
     _close(runs[1][1], [-3, -6])
     _close(runs[1][2], [0, -1])
 
+    # branches of two dtypes (PaddleRec's static_ps model_util: an int32 sum or an int64 zero)
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        m = paddle.static.data("m", [4], "int32")
+        mixed = paddle.static.nn.cond(paddle.sum(m) > 1, lambda: paddle.sum(m), lambda: paddle.zeros([1], "int64"))
+    exe = paddle.static.Executor()
+    assert exe.run(main, feed={"m": np.array([1, 0, 1, 1], "int32")}, fetch_list=[mixed],
+                   scope=fluid.Scope())[0].tolist() == [3]
+    assert exe.run(main, feed={"m": np.array([1, 0, 0, 0], "int32")}, fetch_list=[mixed],
+                   scope=fluid.Scope())[0].tolist() == [0]
+
     main = paddle.static.Program()
     with paddle.static.program_guard(main, paddle.static.Program()):
         pred0 = paddle.static.data("p", [], "bool")

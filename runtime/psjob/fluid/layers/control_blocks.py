@@ -162,9 +162,8 @@ def _merge(true_value, false_value, mask, helper):
             raise TypeError("cond: a branch output that is not a Variable must be the same value in both "
                             f"branches, got {true_value!r} and {false_value!r}")
         return true_value
-    if true_value.dtype != false_value.dtype:
-        raise TypeError(f"cond: true_fn returns {true_value.dtype} ({true_value.name}) where false_fn returns "
-                        f"{false_value.dtype} ({false_value.name})")
+    # The branches may differ in dtype (an int32 sum against an int64 zero): as Paddle's
+    # select_input, the value is the taken branch's, declared with the true branch's dtype.
     out = helper.create_variable_for_type_inference(true_value.dtype)
     helper.append_op(type="select_input", inputs={"X": [false_value, true_value], "Mask": [mask]},
                      outputs={"Out": [out]})
