@@ -555,3 +555,62 @@ def test_gradient_of_w_matches_finite_differences(build):
             vals.append(float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0].reshape(-1)[0]))
         numeric[j] = (vals[0] - vals[1]) / 2e-3
     np.testing.assert_allclose(np.asarray(grad).reshape(-1), numeric, rtol=1e-2, atol=1e-3)
+
+
+# -- DynamicRNN -------------------------------------------------------------------------------
+
+def test_dynamic_rnn_trains_as_paddle_185():
+    # Paddle 3.0.0 has no DynamicRNN; these are Paddle 1.8.5's numbers: three sequences of
+    # lengths 2, 5, 1, a memory from h0 (need_reorder), one from a value, a static input.
+    def build():
+        x = fluid.data("x", [None, 3], "float32", lod_level=1)
+        h0 = fluid.data("h0", [None, 4], "float32")
+        s = fluid.data("s", [None, 2], "float32")
+        drnn = fluid.layers.DynamicRNN()
+        with drnn.block():
+            word = drnn.step_input(x)
+            stat = drnn.static_input(s)
+            prev = drnn.memory(init=h0, need_reorder=True)
+            acc = drnn.memory(shape=[3], value=0.5)
+            hidden = fluid.layers.fc(input=[word, prev, stat], size=4, act="tanh",
+                                     param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.1)),
+                                     bias_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.05)))
+            new_acc = acc + word * 2.0
+            drnn.update_memory(prev, hidden)
+            drnn.update_memory(acc, new_acc)
+            drnn.output(hidden, new_acc)
+        out, accs = drnn()
+        loss = fluid.layers.mean(fluid.layers.sequence_last_step(out)) + fluid.layers.mean(accs)
+        fluid.optimizer.SGD(0.5).minimize(loss)
+        return [loss, out, accs, "fc_0.w_0@GRAD", "fc_0.w_1@GRAD", "fc_0.w_2@GRAD", "fc_0.b_0@GRAD", "fc_0.w_1",
+                "fc_0.b_0"]
+    xv = (np.arange(24).reshape(8, 3).astype("float32") - 12) / 10
+    feed = {"x": fluid.create_lod_tensor(xv, [[2, 5, 1]], fluid.CPUPlace()),
+            "h0": (np.arange(12).reshape(3, 4).astype("float32") - 6) / 10,
+            "s": np.array([[1, 0], [0, 1], [1, 1]], "float32")}
+    _, (first, second) = _run(build, [feed] * 2)
+    _close(first[0], -0.09744559973478317)
+    _close(second[0], -0.36156290769577026)
+    _close(first[1][:, 0], [-0.34521400928497314, -0.22421100735664368, -0.01999730058014393, 0.08181770145893097,
+                            0.20957529544830322, 0.3397679030895233, 0.45889219641685486, 0.5979819893836975])
+    # accs: per sequence, 0.5 + 2 * the running sum of its rows
+    _close(first[2], np.concatenate([0.5 + 2 * np.cumsum(xv[a:b], axis=0) for a, b in ((0, 2), (2, 7), (7, 8))]))
+    _close(first[3][:, 0], [-0.011966099962592125, 0.014381700195372105, 0.040729399770498276])
+    _close(first[4][:, 0], [-0.005741199944168329, 0.002542200032621622, 0.010825599543750286, 0.019108900800347328])
+    _close(first[5][:, 0], [0.16056379675865173, 0.15644830465316772])
+    _close(first[6], [0.26347729563713074] * 4)
+    _close(second[7][:, 0], [0.12203709781169891, 0.11312779784202576, 0.1042184978723526, 0.09530919790267944])
+    _close(second[8], [-0.22935859858989716, -0.22787480056285858, -0.22639110684394836, -0.22490739822387695])
+
+
+def test_dynamic_rnn_misuse_is_named():
+    with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()):
+        x = fluid.data("x", [None, 3], "float32", lod_level=1)
+        dense = fluid.data("d", [None, 3], "float32")
+        drnn = fluid.layers.DynamicRNN()
+        with pytest.raises(ValueError, match="inside rnn block"):
+            drnn.step_input(x)
+        with pytest.raises(ValueError, match="lod_level"), drnn.block():
+            drnn.step_input(dense)
+        with pytest.raises(ValueError, match="outside the rnn block"):
+            fluid.layers.DynamicRNN()()

@@ -104,6 +104,18 @@ def _cases():
     c.append(Case("write_to_array", "write_to_array",
                   {"X": [In("x", f64(2, 4))], "I": [In("i", np.array([0], np.int64), diff=False)]},
                   {"Out": 1}))
+    # DynamicRNN's ops; the rank table given as the level-0 offsets it is built from
+    table = np.array([0, 2, 3, 6], np.int64)  # lengths 2, 1, 3: rank order 2, 0, 1
+    c.append(Case("shrink_rnn_memory", "shrink_rnn_memory",
+                  {"X": [In("x", f64(3, 4))], "I": [In("i", np.array([1], np.int64), diff=False)],
+                   "RankTable": [In("table", table, diff=False)]}, {"Out": 1}))
+    c.append(Case("reorder_lod_tensor_by_rank", "reorder_lod_tensor_by_rank",
+                  {"X": [In("x", f64(3, 4))], "RankTable": [In("table", table, diff=False)]}, {"Out": 1}))
+    even = np.array([0, 2, 4], np.int64)  # two sequences of two steps: every step is [2, 3]
+    c.append(Case("lod_tensor_to_array", "lod_tensor_to_array",
+                  {"X": [In("x", f64(4, 3))], "RankTable": [In("table", even, diff=False)]}, {"Out": 1}))
+    c.append(Case("array_to_lod_tensor", "array_to_lod_tensor",
+                  {"X": [In("arr", f64(2, 2, 3))], "RankTable": [In("table", even, diff=False)]}, {"Out": 1}))
     # fluid.layers.IfElse's row routing
     mask = np.array([[True], [False], [True], [True]])
     c.append(Case("split_lod_tensor", "split_lod_tensor",

@@ -105,17 +105,24 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     return params_grads
 
 
-def _grad_specs(ops, req: set[str], seeds: set[str], tag: str = "") -> list[GradOpSpec]:
+def _grad_specs(ops, req: set[str], seeds: set[str], tag: str = "", step_back=False) -> list[GradOpSpec]:
     """The gradient ops of `ops` (forward order), last op first, their duplicate writes
     summed and their unreached input gradients filled with zeros. `seeds`: the gradients
     written before them (the loss's; a sub-block's output gradients). `tag` keeps the renamed
-    parts of a gradient block apart from its parent's (one flat scope holds both)."""
+    parts of a gradient block apart from its parent's (one flat scope holds both); `step_back`:
+    the ops are a loop body's, whose counters stepped in place are stepped back."""
     specs: list[GradOpSpec] = []
     written = set(seeds)
     for op in reversed(ops):
         opdef = get_op_def(op.type)
         if op.type in _SUB_BLOCK_GRADS:
             made = [_SUB_BLOCK_GRADS[op.type](op, req, written)]
+        elif step_back and _counts_in_place(op):
+            # A loop body's counter stepped in place (`increment(i)`, DynamicRNN's step index):
+            # the gradient block steps it back at the same point, as Paddle's increment grad
+            # does, so the gradients of the ops before it read the index they read.
+            made = [GradOpSpec("increment", {"X": op.output("Out")}, {"Out": op.input("X")},
+                               {"step": -float(op.attr("step", 1.0))})]
         elif opdef.grad is None:
             raise GraphError(f"op {op.type!r} has no gradient but lies between the parameters and the loss")
         else:
@@ -142,6 +149,10 @@ def _grad_specs(ops, req: set[str], seeds: set[str], tag: str = "") -> list[Grad
 
 # -- control flow: the gradient of an op that runs a sub-block is an op that runs a gradient
 # block, built here from the sub-block's ops (as Paddle's backward builds it).
+
+def _counts_in_place(op) -> bool:
+    return op.type == "increment" and op.input("X") == op.output("Out")
+
 
 def _is_float(block, name) -> bool:
     var = block._find_var_recursive(name)
@@ -173,6 +184,9 @@ def _sub_block_grad(op, req: set[str], written: set[str], outs_slot: str):
     given = [grad_var_name(n) for n in outs if grad_var_name(n) in written]
     needed, relevant = set(outs), []
     for inner in reversed(sub.ops):
+        if op.type == "while" and _counts_in_place(inner):
+            relevant.append(inner)  # its gradient block steps the counter back (below)
+            continue
         if not any(n in needed for n in inner.output_arg_names):
             continue
         if not any(n in inner_req for n in inner.input_arg_names):
@@ -187,7 +201,7 @@ def _sub_block_grad(op, req: set[str], written: set[str], outs_slot: str):
     program.current_block_idx = saved
     grad_block.forward_block_idx = sub.idx
     seeds = {grad_var_name(n) for n in outs}
-    specs = _grad_specs(relevant, inner_req, seeds, tag=f"block{grad_block.idx}@")
+    specs = _grad_specs(relevant, inner_req, seeds, tag=f"block{grad_block.idx}@", step_back=op.type == "while")
     for n in outs:  # the output gradients the parent writes (declared there later)
         fwd = sub._var_recursive(n)
         if grad_block._find_var_recursive(grad_var_name(n)) is None:
@@ -281,6 +295,8 @@ def _declare_grad_vars(block, spec: GradOpSpec):
         for n in names:
             if n == EMPTY_VAR_NAME or block.has_var(n):
                 continue
+            if not n.endswith(GRAD_SUFFIX) and block._find_var_recursive(n) is not None:
+                continue  # a forward variable (a loop counter stepped back) declared already
             base = n.split(GRAD_SUFFIX)[0]
             fwd = block._find_var_recursive(base)
             if fwd is not None:

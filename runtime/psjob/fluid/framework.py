@@ -48,6 +48,7 @@ class VarType(str, enum.Enum):
     RAW = "RAW"  # control-dependency placeholders (send/recv "dummy" outputs)
     STEP_SCOPES = "STEP_SCOPES"  # what a control-flow op keeps for its gradient
     LOD_TENSOR_ARRAY = "LOD_TENSOR_ARRAY"  # a tensor array (fluid.layers.create_array)
+    LOD_RANK_TABLE = "LOD_RANK_TABLE"  # sequences by length (fluid.layers.DynamicRNN)
 
 
 # fn(x, other, op_type, reverse) -> Variable: what `x + y` builds (layers/math_sugar.py).
@@ -408,10 +409,16 @@ class Block:
         return name in self.vars
 
     def _find_var_recursive(self, name: str):
+        """This block's variable `name`, or its parents'; a gradient block also sees the
+        block it differentiates (forward_block_idx), as in Paddle."""
         block = self
         while block is not None:
             if name in block.vars:
                 return block.vars[name]
+            if block.forward_block_idx >= 0:
+                var = self.program.block(block.forward_block_idx)._find_var_recursive(name)
+                if var is not None:
+                    return var
             block = block.parent_block
         return None
 

@@ -24,7 +24,7 @@ from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_variable
 
 __all__ = ["cond", "case", "switch_case", "Switch", "While", "while_loop", "create_array", "array_write",
-           "array_read", "array_length", "StaticRNN", "IfElse"]
+           "array_read", "array_length", "StaticRNN", "IfElse", "DynamicRNN"]
 
 STEP_SCOPES = "STEP_SCOPES"
 LOD_TENSOR_ARRAY = "LOD_TENSOR_ARRAY"
@@ -688,3 +688,172 @@ class IfElse:
                                   outputs={"Out": [out]}, attrs={"level": 0})
             merged.append(out)
         return merged
+
+
+# -- DynamicRNN -------------------------------------------------------------------------------
+
+class DynamicRNN:
+    """Fluid's DynamicRNN over a batch of sequences (a LoD level-1 step input), built as Fluid
+    1.x builds it: a rank table orders the sequences longest first, lod_tensor_to_array cuts
+    the input into one step per time step (one row per sequence still running), a while loop
+    runs the step block with a step index, memories live in tensor arrays and shrink to the
+    sequences still running (shrink_rnn_memory), and array_to_lod_tensor puts each output back
+    into the input's sequences."""
+
+    BEFORE_RNN, IN_RNN, AFTER_RNN = 0, 1, 2
+
+    def __init__(self, name=None):
+        self.helper = LayerHelper("dynamic_rnn", name)
+        self.status = DynamicRNN.BEFORE_RNN
+        self.lod_rank_table = self.max_seq_len = self.step_idx = self.zero_idx = None
+        self.mem_dict = {}
+        self.output_array, self.outputs, self.input_array, self.mem_link = [], [], [], []
+        self.cond = self.helper.create_variable_for_type_inference("bool", stop_gradient=True)
+        self.while_op = While(self.cond)
+
+    def _parent_block(self):
+        program = default_main_program()
+        return program.block(program.current_block().parent_idx)
+
+    def _in_block(self, api):
+        if self.status != DynamicRNN.IN_RNN:
+            raise ValueError(f"{api} can only be invoked inside rnn block.")
+
+    @contextlib.contextmanager
+    def block(self):
+        from psjob.fluid.layers.control_flow import less_than
+        from psjob.fluid.layers.tensor import fill_constant, increment
+        if self.status != DynamicRNN.BEFORE_RNN:
+            raise ValueError("rnn.block() can only be invoke once")
+        self.step_idx = fill_constant([1], "int64", 0)
+        self.status = DynamicRNN.IN_RNN
+        with self.while_op.block():
+            yield
+            if self.lod_rank_table is None:
+                raise ValueError("DynamicRNN: the block has no step_input")
+            increment(self.step_idx, 1.0, in_place=True)
+            for new_mem, mem_array in self.mem_link:
+                array_write(new_mem, self.step_idx, mem_array)
+            less_than(self.step_idx, self.max_seq_len, cond=self.cond)
+        self.status = DynamicRNN.AFTER_RNN
+        for array in self.output_array:
+            out = self.helper.create_variable_for_type_inference(array.dtype)
+            self.helper.append_op(type="array_to_lod_tensor", inputs={"X": [array], "RankTable": [self.lod_rank_table]},
+                                  outputs={"Out": [out]})
+            self.outputs.append(out)
+
+    def __call__(self, *args, **kwargs):
+        if self.status != DynamicRNN.AFTER_RNN:
+            raise ValueError("Output of the dynamic RNN can only be visited outside the rnn block.")
+        return self.outputs[0] if len(self.outputs) == 1 else self.outputs
+
+    def step_input(self, x, level=0):
+        """The rows of `x`'s sequences at the current step (one per sequence still running)."""
+        self._in_block("step_input")
+        check_variable(x, "x", "fluid.layers.DynamicRNN.step_input()")
+        if x.lod_level < 1 or level != 0:
+            raise ValueError(f"DynamicRNN.step_input: {x.name} must be a sequence (lod_level >= 1), stepped at "
+                             f"level 0; got lod_level {x.lod_level}, level {level}")
+        parent = self._parent_block()
+        if self.lod_rank_table is None:
+            self.lod_rank_table = parent.create_var(name=unique_name.generate("lod_rank_table"),
+                                                    type="LOD_RANK_TABLE", stop_gradient=True)
+            parent.append_op(type="lod_rank_table", inputs={"X": [x]}, outputs={"Out": [self.lod_rank_table]},
+                             attrs={"level": level})
+            self.max_seq_len = parent.create_var(name=unique_name.generate("dynamic_rnn_max_seq_len"),
+                                                 dtype="int64", shape=[1], stop_gradient=True)
+            parent.append_op(type="max_sequence_len", inputs={"RankTable": [self.lod_rank_table]},
+                             outputs={"Out": [self.max_seq_len]})
+            parent.append_op(type="less_than", inputs={"X": [self.step_idx], "Y": [self.max_seq_len]},
+                             outputs={"Out": [self.cond]})
+        array = parent.create_var(name=unique_name.generate("dynamic_rnn_input_array"), type=LOD_TENSOR_ARRAY,
+                                  dtype=x.dtype, shape=(-1,) + tuple(x.shape[1:]))
+        self.input_array.append((array, x.dtype))
+        parent.append_op(type="lod_tensor_to_array", inputs={"X": [x], "RankTable": [self.lod_rank_table]},
+                         outputs={"Out": [array]})
+        return array_read(array, self.step_idx)
+
+    def static_input(self, x):
+        """`x` (one row per sequence, no LoD) reordered longest sequence first and cut to the
+        sequences still running at each step."""
+        self._in_block("static_input")
+        check_variable(x, "x", "fluid.layers.DynamicRNN.static_input()")
+        if self.lod_rank_table is None:
+            raise RuntimeError("static_input() must be called after step_input().")
+        parent = self._parent_block()
+        reordered = parent.create_var(name=unique_name.generate("dynamic_rnn_static_input_reordered"),
+                                      dtype=x.dtype, shape=x.shape)
+        parent.append_op(type="reorder_lod_tensor_by_rank", inputs={"X": [x], "RankTable": [self.lod_rank_table]},
+                         outputs={"Out": [reordered]})
+        return self._shrink(reordered)
+
+    def _shrink(self, x):
+        out = self.helper.create_variable_for_type_inference(x.dtype)
+        self.helper.append_op(type="shrink_rnn_memory",
+                              inputs={"X": [x], "I": [self.step_idx], "RankTable": [self.lod_rank_table]},
+                              outputs={"Out": [out]})
+        return out
+
+    def memory(self, init=None, shape=None, value=0.0, need_reorder=False, dtype="float32"):
+        """A state carried between steps: `init` (rows in rank order, or in the sequences' order
+        with need_reorder=True), or `value` in `shape` per sequence."""
+        from psjob.fluid.layers.tensor import fill_constant
+        self._in_block("memory")
+        parent = self._parent_block()
+        if self.zero_idx is None:
+            program = default_main_program()
+            inner, program.current_block_idx = program.current_block_idx, parent.idx
+            try:
+                self.zero_idx = fill_constant([1], "int64", 0)
+            finally:
+                program.current_block_idx = inner
+        if shape is not None and not isinstance(shape, (list, tuple)):
+            raise TypeError(f"DynamicRNN.memory: shape must be a list or tuple, got {type(shape).__name__}")
+        if init is None:
+            if not self.input_array:
+                raise ValueError("step_input should be invoked before memory(shape=..., value=...)")
+            if shape is None:
+                raise ValueError("DynamicRNN.memory: give init or shape")
+            arr, in_dtype = self.input_array[0]
+            in0 = parent.create_var(name=unique_name.generate("in0"), dtype=in_dtype, shape=arr.shape)
+            parent.append_op(type="read_from_array", inputs={"X": [arr], "I": [self.zero_idx]}, outputs={"Out": [in0]})
+            init = parent.create_var(name=unique_name.generate("mem_init"), dtype=dtype, shape=[-1] + list(shape),
+                                     stop_gradient=True)
+            parent.append_op(type="fill_constant_batch_size_like", inputs={"Input": [in0]}, outputs={"Out": [init]},
+                             attrs={"shape": [-1] + list(shape), "value": float(value), "dtype": dtype})
+            return self.memory(init=init)
+        check_variable(init, "init", "fluid.layers.DynamicRNN.memory()")
+        if need_reorder:
+            if self.lod_rank_table is None:
+                raise ValueError("If set need_reorder to True, make sure step_input be invoked before "
+                                 "memory(init=init, need_reordered=True, ...).")
+            reordered = parent.create_var(name=unique_name.generate("dynamic_rnn_mem_init_reordered"),
+                                          dtype=init.dtype, shape=init.shape)
+            parent.append_op(type="reorder_lod_tensor_by_rank",
+                             inputs={"X": [init], "RankTable": [self.lod_rank_table]}, outputs={"Out": [reordered]})
+            init = reordered
+        mem_array = parent.create_var(name=unique_name.generate("dynamic_rnn_mem_array"), type=LOD_TENSOR_ARRAY,
+                                      dtype=init.dtype, shape=init.shape)
+        parent.append_op(type="write_to_array", inputs={"X": [init], "I": [self.zero_idx]},
+                         outputs={"Out": [mem_array]})
+        retv = self._shrink(array_read(mem_array, self.step_idx))
+        self.mem_dict[retv.name] = mem_array
+        return retv
+
+    def update_memory(self, ex_mem, new_mem):
+        self._in_block("update_memory")
+        check_variable(new_mem, "new_mem", "fluid.layers.DynamicRNN.update_memory()")
+        mem_array = self.mem_dict.get(ex_mem.name)
+        if mem_array is None:
+            raise ValueError("Please invoke memory before update_memory")
+        self.mem_link.append((new_mem, mem_array))
+
+    def output(self, *outputs):
+        self._in_block("output")
+        parent = self._parent_block()
+        for each in outputs:
+            check_variable(each, "outputs", "fluid.layers.DynamicRNN.output()")
+            array = parent.create_var(name=unique_name.generate(f"{self.helper.name}_output_array"),
+                                      type=LOD_TENSOR_ARRAY, dtype=each.dtype, shape=each.shape)
+            array_write(each, self.step_idx, array)
+            self.output_array.append(array)

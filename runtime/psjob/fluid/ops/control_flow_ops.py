@@ -28,7 +28,7 @@ an array passes from one iteration to the one before, each iteration's reads add
 from __future__ import annotations
 
 from psjob.fluid.base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError
-from psjob.fluid.ops.registry import GradOpSpec, in_var, register_op, set_out
+from psjob.fluid.ops.registry import GradOpSpec, in_var, register_op, same_shape, set_out
 
 STEP_SCOPES = "STEP_SCOPES"
 LOD_TENSOR_ARRAY = "LOD_TENSOR_ARRAY"
@@ -420,3 +420,157 @@ def merge_lod_tensor(ctx):
     out[mask] = t
     out[~mask] = f
     ctx.set_output("Out", out)
+
+
+# -- DynamicRNN's ops: a batch of sequences stepped through time, longest first -----------------
+# The rank table orders the sequences of an input's level-0 LoD by length, longest first (a
+# stable sort, as Paddle's LoDRankTable); step t of the recurrence holds one row per sequence
+# longer than t, in that order, so a step's batch is the first rows of the one before.
+
+class RankTable:
+    """(sequence index, length) longest first, and the level-0 offsets they came from."""
+
+    __slots__ = ("items", "offsets")
+
+    def __init__(self, offsets):
+        self.offsets = [int(o) for o in offsets]
+        lengths = [b - a for a, b in zip(self.offsets, self.offsets[1:])]
+        self.items = sorted(enumerate(lengths), key=lambda item: -item[1])
+
+    def alive(self, t: int) -> int:
+        """How many sequences are longer than t."""
+        return sum(1 for _, length in self.items if length > t)
+
+    def rows(self, t: int) -> list:
+        """The input rows of step t, in rank order."""
+        return [self.offsets[index] + t for index, length in self.items if length > t]
+
+
+def _table(ctx, slot="RankTable") -> RankTable:
+    """The rank table of input `slot`, or one built from the level-0 offsets it holds."""
+    table = ctx.input(slot)
+    if isinstance(table, RankTable):
+        return table
+    if getattr(table, "ndim", 0) == 1 and str(table.dtype).startswith("int"):
+        return RankTable([int(o) for o in table.tolist()])
+    raise GraphError(f"{ctx.op_type}: {ctx.ins[slot][0]!r} is not a rank table (lod_rank_table)")
+
+
+@register_op("lod_rank_table", infer_shape=lambda op: None)
+def lod_rank_table(ctx):
+    lod = ctx.input_lod("X")
+    level = int(ctx.attr("level", 0))
+    if not lod or level >= len(lod):
+        raise GraphError(f"lod_rank_table: {ctx.ins['X'][0]!r} has no LoD level {level}: DynamicRNN.step_input "
+                         "takes a sequence (LoD) input")
+    if level != 0 or len(lod) != 1:
+        raise GraphError("lod_rank_table: psjob's DynamicRNN steps through sequences of one LoD level (level 0)")
+    ctx.vals[ctx.output_name("Out")] = RankTable(lod[0])
+
+
+@register_op("max_sequence_len", infer_shape=lambda op: set_out(op, "Out", (1,), "int64"))
+def max_sequence_len(ctx):
+    table = _table(ctx)
+    ctx.set_output("Out", ctx.xp.asarray([table.items[0][1] if table.items else 0], dtype="int64"))
+
+
+def _to_array_grad(op):
+    return [GradOpSpec("array_to_lod_tensor", {"X": [op.output("Out")[0] + GRAD_SUFFIX],
+                                               "RankTable": op.input("RankTable")},
+                       {"Out": [op.input("X")[0] + GRAD_SUFFIX]}, {})]
+
+
+@register_op("lod_tensor_to_array", infer_shape=lambda op: None, no_grad_inputs=("RankTable",),
+             grad=_to_array_grad)
+def lod_tensor_to_array(ctx):
+    """Out[t]: the rows of step t of every sequence longer than t, longest sequence first."""
+    x, table = ctx.input("X"), _table(ctx)
+    steps = table.items[0][1] if table.items else 0
+    ctx.vals[ctx.output_name("Out")] = [x[table.rows(t)] for t in range(steps)]
+
+
+def _from_array_grad(op):
+    return [GradOpSpec("lod_tensor_to_array", {"X": [op.output("Out")[0] + GRAD_SUFFIX],
+                                               "RankTable": op.input("RankTable")},
+                       {"Out": [op.input("X")[0] + GRAD_SUFFIX]}, {})]
+
+
+def _from_array_shape(op):
+    arr = in_var(op, "X")
+    step = arr.shape if arr.type == LOD_TENSOR_ARRAY else arr.shape[1:]  # a step's shape
+    set_out(op, "Out", (-1,) + tuple(step[1:]), arr.dtype, lod_level=1)
+
+
+@register_op("array_to_lod_tensor", infer_shape=_from_array_shape, no_grad_inputs=("RankTable",),
+             grad=_from_array_grad)
+def array_to_lod_tensor(ctx):
+    """The inverse of lod_tensor_to_array: the steps' rows back in their sequences, in the
+    sequences' own order, with the table's LoD (empty slots of a gradient are zeros)."""
+    array, table = ctx.input("X"), _table(ctx)
+    total = table.offsets[-1] - table.offsets[0]
+    sample = next((a for a in array if a is not None), None)
+    if sample is None:
+        raise GraphError(f"array_to_lod_tensor: {ctx.ins['X'][0]!r} holds no step")
+    out = ctx.xp.zeros((total,) + tuple(sample.shape[1:]), dtype=sample.dtype)
+    for t, step in enumerate(array):
+        if step is not None:
+            out[[r - table.offsets[0] for r in table.rows(t)]] = step
+    ctx.set_output("Out", out, lod=[list(table.offsets)])
+
+
+def _shrink_grad(op):
+    return [GradOpSpec("shrink_rnn_memory_grad", {"X": op.input("X"), "Out" + GRAD_SUFFIX:
+                                                  [op.output("Out")[0] + GRAD_SUFFIX]},
+                       {"X" + GRAD_SUFFIX: [op.input("X")[0] + GRAD_SUFFIX]}, {})]
+
+
+def _rows_unknown(op):
+    x = in_var(op, "X")
+    set_out(op, "Out", (-1,) + tuple(x.shape[1:]), x.dtype)
+
+
+@register_op("shrink_rnn_memory", infer_shape=_rows_unknown, no_grad_inputs=("I", "RankTable"), grad=_shrink_grad)
+def shrink_rnn_memory(ctx):
+    """The first rows of X: one per sequence longer than step I."""
+    table, i = _table(ctx), _index(ctx)
+    ctx.set_output("Out", ctx.input("X")[: table.alive(i)])
+
+
+@register_op("shrink_rnn_memory_grad", infer_shape=same_shape("X", "X" + GRAD_SUFFIX))
+def shrink_rnn_memory_grad(ctx):
+    x, g = ctx.input("X"), ctx.input("Out" + GRAD_SUFFIX)
+    out = ctx.xp.zeros_like(x)
+    out[: g.shape[0]] = g
+    ctx.set_output("X" + GRAD_SUFFIX, out)
+
+
+def _reorder_grad(op):
+    return [GradOpSpec("reorder_lod_tensor_by_rank_grad",
+                       {"X": op.input("X"), "RankTable": op.input("RankTable"),
+                        "Out" + GRAD_SUFFIX: [op.output("Out")[0] + GRAD_SUFFIX]},
+                       {"X" + GRAD_SUFFIX: [op.input("X")[0] + GRAD_SUFFIX]}, {})]
+
+
+def _rank_order(ctx):
+    table = _table(ctx)
+    if ctx.input_lod("X"):
+        raise GraphError(f"{ctx.op_type}: {ctx.ins['X'][0]!r} holds sequences (LoD); psjob reorders the rows of a "
+                         "tensor without LoD (one per sequence)")
+    if ctx.input("X").shape[0] != len(table.items):
+        raise GraphError(f"{ctx.op_type}: {ctx.ins['X'][0]!r} has {ctx.input('X').shape[0]} rows for "
+                         f"{len(table.items)} sequences")
+    return [index for index, _ in table.items]
+
+
+@register_op("reorder_lod_tensor_by_rank", infer_shape=same_shape(), no_grad_inputs=("RankTable",),
+             grad=_reorder_grad)
+def reorder_lod_tensor_by_rank(ctx):
+    """X's rows (one per sequence) in the rank table's order, longest sequence first."""
+    ctx.set_output("Out", ctx.input("X")[_rank_order(ctx)])
+
+
+@register_op("reorder_lod_tensor_by_rank_grad", infer_shape=same_shape("X", "X" + GRAD_SUFFIX))
+def reorder_lod_tensor_by_rank_grad(ctx):
+    out = ctx.xp.zeros_like(ctx.input("X"))
+    out[_rank_order(ctx)] = ctx.input("Out" + GRAD_SUFFIX)
+    ctx.set_output("X" + GRAD_SUFFIX, out)
