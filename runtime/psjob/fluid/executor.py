@@ -205,7 +205,9 @@ class Executor:
         compiled = self._cache.get(key)
         if compiled is not None:
             return compiled
-        if len(self._cache) > 64:  # programs rebuilt in a loop must not leak
+        # programs rebuilt in a loop must not leak; one run of a program with control flow
+        # compiles each of its blocks
+        if len(self._cache) > max(64, 2 * program.num_blocks):
             self._cache.clear()
         # A local embedding table's lookups and pools run fused (embedding_fusion.py);
         # anything fetched is computed as written.
