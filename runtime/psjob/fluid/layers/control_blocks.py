@@ -1,5 +1,6 @@
 """Control flow with sub-blocks, as Paddle's static graph builds it (paddle.static.nn.cond,
-while_loop; fluid.layers.cond, While, Switch; the tensor-array layers).
+case, switch_case, while_loop; fluid.layers.cond, While, Switch, IfElse, StaticRNN,
+DynamicRNN; the tensor-array layers).
 
 `cond(pred, true_fn, false_fn)` builds each branch in a sub-block run by a
 `conditional_block` op (the false branch's condition is `logical_not(pred)`) and merges
@@ -119,8 +120,9 @@ def _copy_to_parent(value, helper):
 
 
 @contextlib.contextmanager
-def _conditional_block_guard(cond_var):
-    """Ops built inside run in a conditional_block's sub-block when the scalar `cond_var` holds."""
+def _conditional_block_guard(cond_var, is_scalar=True):
+    """Ops built inside run in a conditional_block's sub-block when the scalar `cond_var`
+    holds (is_scalar), or whenever it holds any element (Fluid's IfElse)."""
     program = default_main_program()
     with _sub_block() as block:
         yield
@@ -129,21 +131,7 @@ def _conditional_block_guard(cond_var):
     scope = parent.create_var(name=unique_name.generate("_generated_var"), type=STEP_SCOPES)
     parent.append_op(type="conditional_block", inputs={"Cond": [cond_var], "Input": inputs},
                      outputs={"Out": outputs, "Scope": [scope]},
-                     attrs={"sub_block": block, "is_scalar_condition": True})
-
-
-@contextlib.contextmanager
-def _conditional_block_guard_any(cond_var):
-    """A conditional_block that runs whenever `cond_var` holds any element (Fluid's IfElse)."""
-    program = default_main_program()
-    with _sub_block() as block:
-        yield
-    parent = program.current_block()
-    inputs, outputs = _block_io(block)
-    scope = parent.create_var(name=unique_name.generate("_generated_var"), type=STEP_SCOPES)
-    parent.append_op(type="conditional_block", inputs={"Cond": [cond_var], "Input": inputs},
-                     outputs={"Out": outputs, "Scope": [scope]},
-                     attrs={"sub_block": block, "is_scalar_condition": False})
+                     attrs={"sub_block": block, "is_scalar_condition": is_scalar})
 
 
 def _conditional_block(cond_var, fn, helper):
@@ -643,7 +631,7 @@ class IfElse:
     def _block(self, status):
         if self.status != IfElse.OUT:
             raise ValueError("IfElse blocks cannot be nested in one another")
-        with _conditional_block_guard_any(self.cond):
+        with _conditional_block_guard(self.cond, is_scalar=False):
             self.status = status
             try:
                 yield

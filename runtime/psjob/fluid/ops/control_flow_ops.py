@@ -1,5 +1,8 @@
 """Control flow: `conditional_block`, `select_input`/`select_output`, `while` and their
-gradients, and the tensor-array ops (`write_to_array`, `read_from_array`, `lod_array_length`).
+gradients; the tensor-array ops (`write_to_array`, `read_from_array`, `lod_array_length`);
+IfElse's row routing (`split_lod_tensor`, `merge_lod_tensor`); DynamicRNN's ops (`lod_rank_table`,
+`max_sequence_len`, `lod_tensor_to_array`, `array_to_lod_tensor`, `shrink_rnn_memory`,
+`reorder_lod_tensor_by_rank`).
 
 As in Paddle's static graph, a control-flow op owns a sub-block (its `sub_block` attribute)
 that the Executor runs (executor.run_block). psjob's Scope is flat, so a sub-block runs in
@@ -30,7 +33,6 @@ from __future__ import annotations
 from psjob.fluid.base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError
 from psjob.fluid.ops.registry import GradOpSpec, in_var, register_op, same_shape, set_out
 
-STEP_SCOPES = "STEP_SCOPES"
 LOD_TENSOR_ARRAY = "LOD_TENSOR_ARRAY"
 
 
