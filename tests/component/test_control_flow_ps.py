@@ -40,3 +40,17 @@ def test_a_model_with_cond_trains_under_the_transpiler_as_in_one_process(tmp_pat
     assert set(got) == set(params)
     for name in params:
         np.testing.assert_allclose(got[name], params[name], rtol=0, atol=1e-5, err_msg=name)
+
+
+def test_the_cond_model_trains_in_async_mode(tmp_path, launch, script, read_logs):
+    """Async: the pserver applies each gradient as it arrives (so no equality with one process,
+    and 12 batches are too few for a loss trend); the run completes and the branch's own
+    parameter moves through its conditional_block_grad."""
+    paddle.enable_static()
+    r = launch(["--server_num", "1", "--worker_num", "1", "--log_dir", str(tmp_path / "log"),
+                script("cond_train.py"), "--out", str(tmp_path), "--async"])
+    assert r.returncode == 0, r.stderr + read_logs(tmp_path / "log")
+    got = dict(np.load(tmp_path / "trainer0.npz"))
+    losses = got["losses"]
+    assert np.isfinite(losses).all() and len(losses) == 12
+    assert not np.allclose(got["branch_w"], 0.3)  # trained from its initial 0.3

@@ -37,11 +37,12 @@ def batches(n=12, size=16):
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
+    p.add_argument("--async", dest="a_sync", action="store_true")
     args = p.parse_args()
     paddle.enable_static()
     fleet.init(role_maker.PaddleCloudRoleMaker())
     strategy = fleet.DistributedStrategy()
-    strategy.a_sync = False
+    strategy.a_sync = args.a_sync
     main, startup = fluid.default_main_program(), fluid.default_startup_program()
     main.random_seed = startup.random_seed = 7
     loss, _ = build()
