@@ -614,3 +614,24 @@ def test_dynamic_rnn_misuse_is_named():
             drnn.step_input(dense)
         with pytest.raises(ValueError, match="outside the rnn block"):
             fluid.layers.DynamicRNN()()
+
+
+def test_kernel_timing_counts_a_loop_body_once():
+    """Executor.collect_timing: the body's ops are timed by themselves and the while op keeps
+    only the rest, so the per-op seconds add up to no more than the run."""
+    import time
+    main, start = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, start):
+        x = paddle.static.data("x", [None, 64], "float32")
+        _, h = paddle.static.nn.while_loop(lambda i, h: i < 30,
+                                           lambda i, h: [i + 1, paddle.tanh(paddle.matmul(h, h) * 0.01 + h)],
+                                           [paddle.full([1], 0, "int64"), x])
+    exe = paddle.static.Executor()
+    exe.run(start, scope=fluid.Scope())
+    exe.collect_timing = True
+    t0 = time.perf_counter()
+    exe.run(main, feed={"x": np.ones((64, 64), "float32")}, fetch_list=[h], scope=fluid.Scope())
+    wall = time.perf_counter() - t0
+    total = sum(exe.kernel_seconds.values())
+    assert 0 < total <= wall
+    assert exe.kernel_seconds["while"] < exe.kernel_seconds["matmul"] + exe.kernel_seconds["tanh"]

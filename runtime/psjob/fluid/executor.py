@@ -88,6 +88,7 @@ class Executor:
         self.collect_timing = False
         self.timing_clock = time.perf_counter
         self.kernel_seconds = defaultdict(float)
+        self._timed_total = 0.0  # every op's seconds so far (a sub-block's ops are subtracted from their op's)
 
     @property
     def xp(self):
@@ -186,9 +187,11 @@ class Executor:
     def _run_steps_timed(self, compiled: _Compiled):
         # One clock reading per op: each op's end is the next one's start (the loop's own
         # few instructions count to the op before), half the clock calls of a start/end pair.
+        # A control-flow op's sub-block times its own ops: the op keeps only the rest.
         clock, seconds = self.timing_clock, self.kernel_seconds
         t0 = clock()
         for kernel, ctx in compiled.steps:
+            inner = self._timed_total
             try:
                 kernel(ctx)
             except (ExecutionError, EOFException, KeyboardInterrupt):
@@ -196,7 +199,9 @@ class Executor:
             except Exception as exc:
                 raise _op_error(ctx, exc) from exc
             t1 = clock()
-            seconds[ctx.op_type] += t1 - t0
+            spent = t1 - t0 - (self._timed_total - inner)
+            seconds[ctx.op_type] += spent
+            self._timed_total += spent
             t0 = t1
 
     # -- compile ------------------------------------------------------------------------
