@@ -1243,3 +1243,7 @@ _TENSOR_METHODS_2 = (
 for _name in _TENSOR_METHODS_2:
     if not hasattr(Variable, _name):
         setattr(Variable, _name, globals()[_name])
+
+# paddle.tensor's tensor-array functions (paddle.tensor.create_array, ...). Paddle has no
+# top-level paddle.create_array, so they stay out of __all__ (which paddle.* re-exports).
+from psjob.fluid.layers.control_blocks import array_length, array_read, array_write, create_array  # noqa: E402,F401

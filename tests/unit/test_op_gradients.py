@@ -97,6 +97,37 @@ def _cases():
     c.append(Case("sum", "sum", {"X": [In("a", f64(2, 3)), In("b", f64(2, 3)), In("c", f64(2, 3))]}, {"Out": 1}))
     c.append(Case("scale", "scale", {"X": [In("x", f64(3, 4))]}, {"Out": 1}, {"scale": 2.5, "bias": 0.7}))
     c.append(Case("assign", "assign", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
+    # tensor arrays, given here as one stacked tensor: a read takes slot I, a write fills it
+    c.append(Case("read_from_array", "read_from_array",
+                  {"X": [In("arr", f64(3, 2, 4))], "I": [In("i", np.array([1], np.int64), diff=False)]},
+                  {"Out": 1}))
+    c.append(Case("write_to_array", "write_to_array",
+                  {"X": [In("x", f64(2, 4))], "I": [In("i", np.array([0], np.int64), diff=False)]},
+                  {"Out": 1}))
+    # DynamicRNN's ops; the rank table given as the level-0 offsets it is built from
+    table = np.array([0, 2, 3, 6], np.int64)  # lengths 2, 1, 3: rank order 2, 0, 1
+    c.append(Case("shrink_rnn_memory", "shrink_rnn_memory",
+                  {"X": [In("x", f64(3, 4))], "I": [In("i", np.array([1], np.int64), diff=False)],
+                   "RankTable": [In("table", table, diff=False)]}, {"Out": 1}))
+    c.append(Case("reorder_lod_tensor_by_rank", "reorder_lod_tensor_by_rank",
+                  {"X": [In("x", f64(3, 4))], "RankTable": [In("table", table, diff=False)]}, {"Out": 1}))
+    even = np.array([0, 2, 4], np.int64)  # two sequences of two steps: every step is [2, 3]
+    c.append(Case("lod_tensor_to_array", "lod_tensor_to_array",
+                  {"X": [In("x", f64(4, 3))], "RankTable": [In("table", even, diff=False)]}, {"Out": 1}))
+    c.append(Case("array_to_lod_tensor", "array_to_lod_tensor",
+                  {"X": [In("arr", f64(2, 2, 3))], "RankTable": [In("table", even, diff=False)]}, {"Out": 1}))
+    # fluid.layers.IfElse's row routing
+    mask = np.array([[True], [False], [True], [True]])
+    c.append(Case("split_lod_tensor", "split_lod_tensor",
+                  {"X": [In("x", f64(4, 3))], "Mask": [In("mask", mask, diff=False)]},
+                  {"OutTrue": 1, "OutFalse": 1}, {"level": 0}))
+    c.append(Case("merge_lod_tensor", "merge_lod_tensor",
+                  {"X": [In("cond", mask, diff=False)], "Mask": [In("mask", mask, diff=False)],
+                   "InTrue": [In("t", f64(3, 2))], "InFalse": [In("f", f64(1, 2))]}, {"Out": 1}, {"level": 0}))
+    # cond's merge: Out is X[Mask]; the branch not taken (X[0] here) gets no gradient
+    c.append(Case("select_input", "select_input",
+                  {"X": [In("f", f64(2, 3), diff=False), In("t", f64(2, 3))],
+                   "Mask": [In("m", np.array([1], np.int32), diff=False)]}, {"Out": 1}))
     c.append(Case("cast-float64-to-float32", "cast", {"X": [In("x", f64(3, 4))]}, {"Out": 1},
                   {"in_dtype": "float64", "out_dtype": "float32"}, eps=1e-3, rtol=1e-3, atol=1e-4))
     c.append(Case("relu", "relu", {"X": [In("x", away_from_zero(3, 4))]}, {"Out": 1}))

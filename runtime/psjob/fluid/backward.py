@@ -20,6 +20,10 @@ from psjob.fluid.ops.registry import GradOpSpec, get_op_def
 def _requires_grad(block, no_grad: set[str]) -> set[str]:
     """Forward pass: names whose value depends on a trainable parameter."""
     req = {p.name for p in block.all_parameters() if p.trainable and p.name not in no_grad}
+    # a fed variable the user marked stop_gradient=False gets its gradient too, as in Paddle
+    req.update(v.name for v in block.vars.values()
+               if v.is_data and not v.stop_gradient and v.name not in no_grad
+               and str(v.dtype).startswith(("float", "bfloat")))
     for op in block.ops:
         opdef = get_op_def(op.type)
         if any(n in req for slot, names in op.inputs.items()
@@ -77,28 +81,7 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
         if loss.name in op.output_arg_names:
             op.attrs["op_role"] = int(OpRole.Forward | OpRole.Loss)
 
-    specs: list[GradOpSpec] = []
-    for op in reversed(ops):
-        opdef = get_op_def(op.type)
-        if opdef.grad is None:
-            raise GraphError(f"op {op.type!r} has no gradient but lies between the parameters and the loss")
-        for spec in opdef.grad(op):
-            keep = False
-            for slot, names in spec.outputs.items():
-                new = []
-                for n in names:
-                    fwd = n[: -len(GRAD_SUFFIX)] if n.endswith(GRAD_SUFFIX) else None
-                    if fwd is not None and fwd not in req:
-                        new.append(EMPTY_VAR_NAME)
-                    else:
-                        new.append(n)
-                        keep = True
-                spec.outputs[slot] = new
-            if keep:
-                specs.append(spec)
-
-    _rename_duplicate_writes(specs)
-    _fill_unreached_grads(specs, grad_var_name(loss.name))
+    specs = _grad_specs(ops, req, {grad_var_name(loss.name)})
 
     with program._backward_role_guard():
         block.append_op(
@@ -122,20 +105,166 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     return params_grads
 
 
-def _rename_duplicate_writes(specs: list[GradOpSpec]):
-    writers = defaultdict(list)  # grad name -> [(spec index, slot, position)]
+def _grad_specs(ops, req: set[str], seeds: set[str], tag: str = "", step_back=False) -> list[GradOpSpec]:
+    """The gradient ops of `ops` (forward order), last op first, their duplicate writes
+    summed and their unreached input gradients filled with zeros. `seeds`: the gradients
+    written before them (the loss's; a sub-block's output gradients). `tag` keeps the renamed
+    parts of a gradient block apart from its parent's (one flat scope holds both); `step_back`:
+    the ops are a loop body's, whose counters stepped in place are stepped back."""
+    specs: list[GradOpSpec] = []
+    written = set(seeds)
+    for op in reversed(ops):
+        opdef = get_op_def(op.type)
+        if op.type in _SUB_BLOCK_GRADS:
+            made = [_SUB_BLOCK_GRADS[op.type](op, req, written)]
+        elif step_back and _counts_in_place(op):
+            # A loop body's counter stepped in place (`increment(i)`, DynamicRNN's step index):
+            # the gradient block steps it back at the same point, as Paddle's increment grad
+            # does, so the gradients of the ops before it read the index they read.
+            made = [GradOpSpec("increment", {"X": op.output("Out")}, {"Out": op.input("X")},
+                               {"step": -float(op.attr("step", 1.0))})]
+        elif opdef.grad is None:
+            raise GraphError(f"op {op.type!r} has no gradient but lies between the parameters and the loss")
+        else:
+            made = opdef.grad(op)
+        for spec in made:
+            keep = False
+            for slot, names in spec.outputs.items():
+                new = []
+                for n in names:
+                    fwd = n[: -len(GRAD_SUFFIX)] if n.endswith(GRAD_SUFFIX) else None
+                    if fwd is not None and fwd not in req:
+                        new.append(EMPTY_VAR_NAME)
+                    else:
+                        new.append(n)
+                        keep = True
+                spec.outputs[slot] = new
+            if keep:
+                specs.append(spec)
+                written.update(n for names in spec.outputs.values() for n in names)
+    _rename_duplicate_writes(specs, tag)
+    _fill_unreached_grads(specs, seeds)
+    return specs
+
+
+# -- control flow: the gradient of an op that runs a sub-block is an op that runs a gradient
+# block, built here from the sub-block's ops (as Paddle's backward builds it).
+
+def _counts_in_place(op) -> bool:
+    return op.type == "increment" and op.input("X") == op.output("Out")
+
+
+def _is_float(block, name) -> bool:
+    var = block._find_var_recursive(name)
+    return var is not None and str(var.dtype or "").startswith(("float", "bfloat"))
+
+
+def _sub_block_requires(sub, req: set[str]) -> set[str]:
+    """req extended by what the sub-block's float outputs depend on; repeated until nothing
+    changes, as a loop body's outputs feed its next iteration."""
+    req = set(req)
+    while True:
+        size = len(req)
+        for op in sub.ops:
+            opdef = get_op_def(op.type)
+            if any(n in req for slot, names in op.inputs.items()
+                   if slot not in opdef.no_grad_inputs for n in names):
+                req.update(n for n in op.output_arg_names if _is_float(sub, n))
+        if len(req) == size:
+            return req
+
+
+def _sub_block_grad(op, req: set[str], written: set[str], outs_slot: str):
+    """(gradient block, output gradients the parent wrote) for `op`'s sub-block."""
+    sub = op.attr("sub_block")
+    program = sub.program
+    inner_req = _sub_block_requires(sub, req)
+    req.update(n for n in op.output(outs_slot) if n in inner_req)
+    outs = [n for n in op.output(outs_slot) if n in inner_req]
+    given = [grad_var_name(n) for n in outs if grad_var_name(n) in written]
+    needed, relevant = set(outs), []
+    for inner in reversed(sub.ops):
+        if op.type == "while" and _counts_in_place(inner):
+            relevant.append(inner)  # its gradient block steps the counter back (below)
+            continue
+        if not any(n in needed for n in inner.output_arg_names):
+            continue
+        if not any(n in inner_req for n in inner.input_arg_names):
+            continue
+        relevant.append(inner)
+        opdef = get_op_def(inner.type)
+        needed.update(n for slot, names in inner.inputs.items() if slot not in opdef.no_grad_inputs
+                      for n in names if n in inner_req)
+    relevant.reverse()
+    saved = program.current_block_idx
+    grad_block = program._create_block(parent_idx=op.block.idx)
+    program.current_block_idx = saved
+    grad_block.forward_block_idx = sub.idx
+    seeds = {grad_var_name(n) for n in outs}
+    specs = _grad_specs(relevant, inner_req, seeds, tag=f"block{grad_block.idx}@", step_back=op.type == "while")
+    for n in outs:  # the output gradients the parent writes (declared there later)
+        fwd = sub._var_recursive(n)
+        if grad_block._find_var_recursive(grad_var_name(n)) is None:
+            grad_block.create_var(name=grad_var_name(n), shape=fwd.shape, dtype=fwd.dtype, lod_level=fwd.lod_level)
+    with program._backward_role_guard():
+        for spec in specs:
+            _declare_grad_vars(grad_block, spec)
+            spec.attrs.pop("op_role", None)
+            spec.attrs.pop("op_role_var", None)
+            grad_block.append_op(type=spec.type, inputs=spec.inputs, outputs=spec.outputs, attrs=spec.attrs)
+    return grad_block, given
+
+
+def _input_grads(op, slot, req):
+    return [grad_var_name(n) if n in req and _is_float(op.block, n) else EMPTY_VAR_NAME
+            for n in op.input(slot)]
+
+
+def _conditional_block_grad(op, req, written):
+    grad_block, given = _sub_block_grad(op, req, written, "Out")
+    return GradOpSpec(
+        "conditional_block_grad",
+        {"Cond": op.input("Cond"), "Input": op.input("Input"), "Out": op.output("Out"),
+         "Out" + GRAD_SUFFIX: given, "Scope": op.output("Scope")},
+        {"Input" + GRAD_SUFFIX: _input_grads(op, "Input", req)},
+        {"sub_block": grad_block, "is_scalar_condition": op.attr("is_scalar_condition", False)})
+
+
+def _while_grad(op, req, written):
+    grad_block, given = _sub_block_grad(op, req, written, "Out")
+    return GradOpSpec(
+        "while_grad",
+        {"X": op.input("X"), "Out": op.output("Out"), "Out" + GRAD_SUFFIX: given,
+         "StepScopes": op.output("StepScopes")},
+        {"X" + GRAD_SUFFIX: _input_grads(op, "X", req)},
+        {"sub_block": grad_block, "is_test": op.attr("is_test", False), "original_output_grad": given})
+
+
+_SUB_BLOCK_GRADS = {"conditional_block": _conditional_block_grad, "while": _while_grad}
+
+
+def _rename_duplicate_writes(specs: list[GradOpSpec], tag: str = ""):
+    """Writers of one gradient are summed after the last of them. An op that reads a
+    gradient and writes it again (while_grad: the gradient of a loop variable after the
+    loop in, before the loop out) ends the writers before it and starts a new group."""
+    groups = defaultdict(lambda: [[]])  # grad name -> groups of [(spec index, slot, position)]
     for i, spec in enumerate(specs):
+        reads = {n for names in spec.inputs.values() for n in names}
         for slot, names in spec.outputs.items():
             for j, n in enumerate(names):
                 if n != EMPTY_VAR_NAME and n.endswith(GRAD_SUFFIX):
-                    writers[n].append((i, slot, j))
+                    if n in reads and groups[n][-1]:
+                        groups[n].append([])
+                    groups[n][-1].append((i, slot, j))
     inserts = []
-    for name, places in writers.items():
+    renamed = defaultdict(int)  # grad name -> parts named so far, over its groups
+    for name, places in ((name, places) for name, gs in groups.items() for places in gs):
         if len(places) < 2:
             continue
         parts = []
-        for k, (i, slot, j) in enumerate(places):
-            part = f"{name}@RENAME@{k}"
+        for i, slot, j in places:
+            part = f"{name}@RENAME@{tag}{renamed[name]}"
+            renamed[name] += 1
             specs[i].outputs[slot][j] = part
             parts.append(part)
         inserts.append((places[-1][0], GradOpSpec("sum", {"X": parts}, {"Out": [name]}, {})))
@@ -143,11 +272,11 @@ def _rename_duplicate_writes(specs: list[GradOpSpec]):
         specs.insert(after + 1, spec)
 
 
-def _fill_unreached_grads(specs: list[GradOpSpec], loss_grad: str):
+def _fill_unreached_grads(specs: list[GradOpSpec], seeds: set[str]):
     """A grad op may read the gradient of a forward output that never reaches
     the loss (one piece of a `split`, an output in no_grad_set): nothing writes
     it, so a `fill_zeros_like` in front supplies zeros, as Fluid does."""
-    written = {loss_grad}
+    written = set(seeds)
     out = []
     for spec in specs:
         for names in spec.inputs.values():
@@ -166,6 +295,8 @@ def _declare_grad_vars(block, spec: GradOpSpec):
         for n in names:
             if n == EMPTY_VAR_NAME or block.has_var(n):
                 continue
+            if not n.endswith(GRAD_SUFFIX) and block._find_var_recursive(n) is not None:
+                continue  # a forward variable (a loop counter stepped back) declared already
             base = n.split(GRAD_SUFFIX)[0]
             fwd = block._find_var_recursive(base)
             if fwd is not None:

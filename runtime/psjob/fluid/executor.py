@@ -88,6 +88,7 @@ class Executor:
         self.collect_timing = False
         self.timing_clock = time.perf_counter
         self.kernel_seconds = defaultdict(float)
+        self._timed_total = 0.0  # every op's seconds so far (a sub-block's ops are subtracted from their op's)
 
     @property
     def xp(self):
@@ -189,9 +190,11 @@ class Executor:
     def _run_steps_timed(self, compiled: _Compiled):
         # One clock reading per op: each op's end is the next one's start (the loop's own
         # few instructions count to the op before), half the clock calls of a start/end pair.
+        # A control-flow op's sub-block times its own ops: the op keeps only the rest.
         clock, seconds = self.timing_clock, self.kernel_seconds
         t0 = clock()
         for kernel, ctx in compiled.steps:
+            inner = self._timed_total
             try:
                 kernel(ctx)
             except (ExecutionError, EOFException, KeyboardInterrupt):
@@ -199,7 +202,9 @@ class Executor:
             except Exception as exc:
                 raise _op_error(ctx, exc) from exc
             t1 = clock()
-            seconds[ctx.op_type] += t1 - t0
+            spent = t1 - t0 - (self._timed_total - inner)
+            seconds[ctx.op_type] += spent
+            self._timed_total += spent
             t0 = t1
 
     # -- compile ------------------------------------------------------------------------
@@ -208,7 +213,9 @@ class Executor:
         compiled = self._cache.get(key)
         if compiled is not None:
             return compiled
-        if len(self._cache) > 64:  # programs rebuilt in a loop must not leak
+        # programs rebuilt in a loop must not leak; one run of a program with control flow
+        # compiles each of its blocks
+        if len(self._cache) > max(64, 2 * program.num_blocks):
             self._cache.clear()
         # A local embedding table's lookups and pools run fused (embedding_fusion.py);
         # anything fetched is computed as written.
@@ -224,9 +231,12 @@ class Executor:
         steps = []
         for i, op in enumerate(ops):
             opdef = get_op_def(op.type)
+            # A while lists the variables its body writes among its inputs too (as Paddle's);
+            # the body's own ops check those it reads before writing.
+            own = set(op.output_arg_names) if op.attr("sub_block") is not None else ()
             for slot, names in ({} if opdef.inputs_arrive_at_run_time else op.inputs).items():
                 for n in names:
-                    if n == EMPTY_VAR_NAME or n in available:
+                    if n == EMPTY_VAR_NAME or n in available or n in own:
                         continue
                     later = producers.get(n)
                     if later is not None and later >= i:
@@ -240,9 +250,12 @@ class Executor:
                            "it is not fed, not initialized in the scope (did you run the startup "
                            "program?) and no earlier op writes it"))
             available.update(op.output_arg_names)
+            sub = op.attr("sub_block")
+            if sub is not None:  # what a control-flow op's sub-block computes can be fetched
+                available.update(_sub_block_outputs(sub))
             steps.append((opdef.kernel, KernelContext(op, self.xp, self.place, scope, self)))
         for n in fetch_names:
-            if n not in available and block._find_var_recursive(n) is None:
+            if n not in available and _find_in_program(program, n) is None:
                 raise GraphError(f"fetch target {n!r} is not a variable of the program")
             if n not in available:
                 raise GraphError(f"fetch target {n!r} is never computed by this program and not in the scope")
@@ -329,6 +342,8 @@ class Executor:
             raise GraphError(f"fetch target {name!r} was not computed") from None
         if not return_numpy:
             return LoDTensor(scope, name)
+        if isinstance(value, list):  # a tensor array: a list of arrays, as Paddle fetches one
+            return [v.copy() if isinstance(v, np.ndarray) else to_numpy(v) for v in value]
         if isinstance(value, SelectedRows):
             # A snapshot too: a sent gradient's arrays may be queued unsnapshotted
             # (dist_ops.sends_owned), and the caller may write what it fetched.
@@ -347,6 +362,24 @@ def _unwrap(program):
     if not isinstance(program, Program):
         raise TypeError(f"Executor.run needs a fluid Program or CompiledProgram, got {type(program).__name__}")
     return program
+
+
+def _sub_block_outputs(block) -> set[str]:
+    names: set[str] = set()
+    for op in block.ops:
+        names.update(op.output_arg_names)
+        sub = op.attr("sub_block")
+        if sub is not None:
+            names |= _sub_block_outputs(sub)
+    return names
+
+
+def _find_in_program(program, name):
+    """The variable `name` of any block (a control-flow sub-block's too)."""
+    for block in program.blocks:
+        if name in block.vars:
+            return block.vars[name]
+    return None
 
 
 def _fetch_name(f) -> str:

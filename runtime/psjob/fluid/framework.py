@@ -46,6 +46,9 @@ class VarType(str, enum.Enum):
     LOD_TENSOR = "LOD_TENSOR"
     SELECTED_ROWS = "SELECTED_ROWS"
     RAW = "RAW"  # control-dependency placeholders (send/recv "dummy" outputs)
+    STEP_SCOPES = "STEP_SCOPES"  # what a control-flow op keeps for its gradient
+    LOD_TENSOR_ARRAY = "LOD_TENSOR_ARRAY"  # a tensor array (fluid.layers.create_array)
+    LOD_RANK_TABLE = "LOD_RANK_TABLE"  # sequences by length (fluid.layers.DynamicRNN)
 
 
 # fn(x, other, op_type, reverse) -> Variable: what `x + y` builds (layers/math_sugar.py).
@@ -394,10 +397,16 @@ class Block:
         return name in self.vars
 
     def _find_var_recursive(self, name: str):
+        """This block's variable `name`, or its parents'; a gradient block also sees the
+        block it differentiates (forward_block_idx), as in Paddle."""
         block = self
         while block is not None:
             if name in block.vars:
                 return block.vars[name]
+            if block.forward_block_idx >= 0:
+                var = self.program.block(block.forward_block_idx)._find_var_recursive(name)
+                if var is not None:
+                    return var
             block = block.parent_block
         return None
 
@@ -759,7 +768,20 @@ def prune_program(program: Program, targets, feeds=()) -> Program:
     kept.reverse()
     block.ops = kept
     used = needed | {n for op in kept for n in op.output_arg_names + op.input_arg_names}
+    subs = [op.attr("sub_block") for op in kept if op.attr("sub_block") is not None]
+    for sub in subs:  # a control-flow op's sub-block (and the blocks nested in it) stays, as written
+        used |= _names_in_block(sub)
     block.vars = {k: v for k, v in block.vars.items() if k in used}
-    p.blocks = [block]
+    if not subs:
+        p.blocks = [block]
     p._bump()
     return p
+
+
+def _names_in_block(block) -> set[str]:
+    names: set[str] = set()
+    for op in block.ops:
+        names.update(op.input_arg_names + op.output_arg_names)
+        if op.attr("sub_block") is not None:
+            names |= _names_in_block(op.attr("sub_block"))
+    return names

@@ -69,6 +69,9 @@ NOTES = {
     "paddle.repeat_interleave": (DIFFERS, "repeats must be an int: a repeats tensor is refused"),
     "paddle.fluid.layers.rank": (DIFFERS, "int32 of shape [1], where Paddle 1.8 gives a 0-D tensor"),
     "paddle.fluid.layers.Print": (DIFFERS, "prints in the forward pass only (print_phase is accepted)"),
+    # Control flow (docs/user/paddle2.md "Control flow").
+    "paddle.fluid.layers.StaticRNN": (DIFFERS, "unrolled when its step is built (the step's ops once per time "
+                                               "step), not a recurrent op: the same values and gradients"),
 }
 
 # The names docs/user/paddle2.md's generated table reports on, beside every note's: the Paddle API that
@@ -121,7 +124,7 @@ SURFACE = (
     "paddle.reshape", "paddle.set_device", "paddle.square", "paddle.static.Executor",
     "paddle.static.auc", "paddle.static.cpu_places", "paddle.static.data",
     "paddle.static.default_main_program", "paddle.static.default_startup_program",
-    "paddle.static.global_scope", "paddle.static.nn.continuous_value_model",
+    "paddle.static.global_scope", "paddle.static.nn.cond", "paddle.static.nn.continuous_value_model",
     "paddle.static.nn.sparse_embedding", "paddle.static.save_inference_model", "paddle.sum",
     "paddle.unsqueeze",
 )

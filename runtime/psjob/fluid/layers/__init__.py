@@ -3,6 +3,7 @@
 Each sub-module's public names are re-exported here, as in Fluid.
 """
 from psjob.fluid.layers import (
+    control_blocks,
     control_flow,
     indexing,
     io,
@@ -16,6 +17,7 @@ from psjob.fluid.layers import (
     sequence_lod,
     tensor,
 )
+from psjob.fluid.layers.control_blocks import *
 from psjob.fluid.layers.control_flow import *
 from psjob.fluid.layers.io import *
 from psjob.fluid.layers.learning_rate_scheduler import *

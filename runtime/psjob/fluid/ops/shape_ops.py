@@ -340,4 +340,8 @@ register_op("unsqueeze2_grad")(_back_to_x)
 @register_op("fill_zeros_like", infer_shape=lambda op: set_out(
     op, "Out", in_var(op, "X").shape, in_var(op, "X").dtype))
 def fill_zeros_like(ctx):
-    ctx.set_output("Out", ctx.xp.zeros_like(ctx.input("X")))
+    x = ctx.input("X")
+    if isinstance(x, list):  # a tensor array's gradient: empty slots are zero
+        ctx.set_output("Out", [None] * len(x))
+        return
+    ctx.set_output("Out", ctx.xp.zeros_like(x))

@@ -146,6 +146,11 @@ def sum_op(ctx):
                                                xp.concatenate([s.values for s in sparse]),
                                                sparse[0].height))
         return
+    if isinstance(xs[0], list):  # tensor arrays' gradients: slot by slot, empty slots are zero
+        size = max(len(x) for x in xs)
+        slots = [[x[k] for x in xs if k < len(x) and x[k] is not None] for k in range(size)]
+        ctx.set_output("Out", [sum(s[1:], s[0].copy()) if s else None for s in slots])
+        return
     out = xs[0].copy()
     for x in xs[1:]:
         out += x

@@ -10,7 +10,8 @@ from psjob.fluid.initializer import ConstantInitializer, NormalInitializer
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers import batch_norm, continuous_value_model, conv2d_transpose, nce
 from psjob.fluid.layers._checks import check_int, check_variable
-from psjob.static.nn import sequence_lod
+from psjob.static.nn import control_flow, sequence_lod
+from psjob.static.nn.control_flow import case, cond, switch_case, while_loop
 from psjob.static.nn.sequence_lod import (
     sequence_conv,
     sequence_expand,
@@ -28,7 +29,7 @@ from psjob.static.nn.sequence_lod import (
 __all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "conv2d", "conv2d_transpose", "layer_norm",
            "continuous_value_model", "nce", "sequence_pool", "sequence_first_step", "sequence_last_step",
            "sequence_conv", "sequence_softmax", "sequence_expand", "sequence_unpad", "sequence_expand_as",
-           "sequence_reshape"]
+           "sequence_reshape", "cond", "case", "switch_case", "while_loop"]
 
 
 def fc(x, size, num_flatten_dims=1, weight_attr=None, bias_attr=None, activation=None, name=None):
