@@ -192,8 +192,10 @@ def test_bad_indexes_are_named():
             x[0, 0, 0]
         with pytest.raises(TypeError, match="selecting by a Variable, a list"):
             x[[0, 1]]
-        with pytest.raises(TypeError, match="selecting by a Variable"):
+        with pytest.raises(TypeError, match="psjob indexes by a bool mask or a 1-D int Variable"):
             x[x]
+        with pytest.raises(TypeError, match="selecting by a Variable"):
+            x[x, 0]
         with pytest.raises(ValueError, match="step cannot be zero"):
             x[::0]
         with pytest.raises(TypeError, match="not iterable in a static graph"):
@@ -202,6 +204,28 @@ def test_bad_indexes_are_named():
     exe = fluid.Executor(fluid.CPUPlace())
     with pytest.raises(ExecutionError, match="IndexError: strided_slice: index 7 is out of range for axis 0"):
         exe.run(y.block.program, feed={"x": np.zeros((2, 3), "float32")}, fetch_list=[y], scope=fluid.Scope())
+
+
+def test_variable_bounds_masks_and_row_indexes_equal_paddle_300():
+    """x[a:b] with Variable bounds (StartsTensorList / EndsTensorList), x[bool mask]
+    (where_index + gather_nd), x[int rows] (gather), and the gradient through all of them:
+    the values Paddle 3.0.0 (FLAGS_enable_pir_api=0) printed for this program."""
+    def build():
+        x = paddle.static.data("x", [6, 3], "float32")
+        x.stop_gradient = False
+        a, b = paddle.static.data("a", [1], "int64"), paddle.static.data("b", [1], "int64")
+        m, i = paddle.static.data("m", [6], "bool"), paddle.static.data("i", [2], "int64")
+        parts = [x[a:b], x[1:b, 1], x[m], x[i], x[a:]]
+        loss = sum(paddle.sum(p) * float(k + 1) for k, p in enumerate(parts))
+        return parts + paddle.static.gradients(loss, [x]), {}
+
+    feed = {"x": np.arange(18, dtype="float32").reshape(6, 3), "a": np.array([1]), "b": np.array([4]),
+            "m": np.array([True, False, True, False, False, True]), "i": np.array([5, 0])}
+    s1, s2, s3, s4, s5, g = (np.asarray(v).tolist() for v in run(build, feed)[0])
+    assert s1 == [[3, 4, 5], [6, 7, 8], [9, 10, 11]] and s2 == [4, 7, 10]
+    assert s3 == [[0, 1, 2], [6, 7, 8], [15, 16, 17]] and s4 == [[15, 16, 17], [0, 1, 2]]
+    assert s5 == [[3, 4, 5], [6, 7, 8], [9, 10, 11], [12, 13, 14], [15, 16, 17]]
+    assert g == [[7, 7, 7], [6, 8, 6], [9, 11, 9], [6, 8, 6], [5, 5, 5], [12, 12, 12]]
 
 
 # -- add_n --------------------------------------------------------------------------------

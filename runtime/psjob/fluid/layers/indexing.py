@@ -3,9 +3,15 @@ framework.Variable (`set_indexing`) on import of psjob.fluid.layers.
 
 Integers, slices (any step, negative bounds), `...` and `None` build one
 `strided_slice` op (an integer index is a one-element slice in `decrease_axis`,
-which drops that axis) and, for each `None`, an `unsqueeze2`. Indexing by a
-Variable, a list, an array or a bool selects elements data-dependently, which
-this refuses by name.
+which drops that axis) and, for each `None`, an `unsqueeze2`. A slice bound may
+be a one-element int Variable (`x[start:end]`): the op then reads every bound of
+that index from its StartsTensorList / EndsTensorList when it runs, as Paddle's.
+
+A Variable as the whole index selects data-dependently, as Paddle's static
+indexing does: a bool Variable (a mask over x's leading axes) gives the selected
+elements, [N, rest of x's shape] (`where_index` then `gather_nd`); a 1-D int
+Variable gives those rows (`gather` on axis 0). Lists, arrays and a bool, or a
+Variable among other indices, are refused by name.
 """
 from __future__ import annotations
 
@@ -14,7 +20,8 @@ import numbers
 from psjob.fluid.base import GraphError
 from psjob.fluid.framework import Variable, set_indexing
 from psjob.fluid.layer_helper import LayerHelper
-from psjob.fluid.layers.manip import unsqueeze
+from psjob.fluid.layers.manip import gather, gather_nd, unsqueeze
+from psjob.fluid.layers.tensor import fill_constant
 
 _INT_MAX = 2 ** 31 - 1  # "to the end", in the direction of the step
 
@@ -24,7 +31,7 @@ def _expand(item, ndim):
     items = list(item) if isinstance(item, tuple) else [item]
     for it in items:
         if isinstance(it, (bool, Variable)) or not (it is None or it is Ellipsis or isinstance(
-                it, (numbers.Integral, slice))):
+                it, (numbers.Integral, slice))) or (isinstance(it, slice) and isinstance(it.step, Variable)):
             raise TypeError(f"Variable index {it!r}: psjob indexes with integers, slices, ... and None; "
                             "selecting by a Variable, a list, an array or a bool is not supported")
     if sum(it is Ellipsis for it in items) > 1:
@@ -45,10 +52,40 @@ def _bounds(s: slice):
         raise ValueError("slice step cannot be zero")
     start = s.start if s.start is not None else (0 if step > 0 else _INT_MAX)
     stop = s.stop if s.stop is not None else (_INT_MAX if step > 0 else -_INT_MAX - 1)
-    return int(start), int(stop), step
+    return _bound(start), _bound(stop), step
+
+
+def _bound(b):
+    if isinstance(b, Variable):
+        if b.dtype not in ("int32", "int64") or any(d > 1 for d in b.shape):
+            raise TypeError(f"a slice bound Variable must be one int32/int64 element, got {b.name}{list(b.shape)} "
+                            f"{b.dtype}")
+        return b
+    return int(b)
+
+
+def _as_tensors(bounds):
+    """Every bound a one-element int64 Variable (ints become fill_constant's)."""
+    return [b if isinstance(b, Variable) else fill_constant([1], "int64", b) for b in bounds]
+
+
+def _select(x: Variable, index: Variable):
+    if index.dtype == "bool":
+        if len(index.shape) > len(x.shape):
+            raise IndexError(f"a bool index {index.name}{list(index.shape)} has more axes than {x.name}{list(x.shape)}")
+        helper = LayerHelper("where_index")
+        where = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+        helper.append_op(type="where_index", inputs={"Condition": [index]}, outputs={"Out": [where]})
+        return gather_nd(x, where)
+    if index.dtype in ("int32", "int64") and len(index.shape) == 1:
+        return gather(x, index)
+    raise TypeError(f"Variable index {index.name}{list(index.shape)} {index.dtype}: psjob indexes by a bool mask "
+                    "or a 1-D int Variable (rows)")
 
 
 def getitem(x: Variable, item):
+    if isinstance(item, Variable):
+        return _select(x, item)
     items = _expand(item, len(x.shape))
     axes, starts, ends, strides, decrease, nones = [], [], [], [], [], []
     axis = out_axis = 0
@@ -75,7 +112,11 @@ def getitem(x: Variable, item):
     if axes:
         helper = LayerHelper("strided_slice")
         out = helper.create_variable_for_type_inference(x.dtype)
-        helper.append_op(type="strided_slice", inputs={"Input": [x]}, outputs={"Out": [out]},
+        inputs = {"Input": [x]}
+        if any(isinstance(b, Variable) for b in starts + ends):  # read when the op runs
+            inputs.update(StartsTensorList=_as_tensors(starts), EndsTensorList=_as_tensors(ends))
+            starts, ends = [-1] * len(starts), [-1] * len(ends)
+        helper.append_op(type="strided_slice", inputs=inputs, outputs={"Out": [out]},
                          attrs={"axes": axes, "starts": starts, "ends": ends, "strides": strides,
                                 "decrease_axis": decrease})
         if decrease and len(decrease) == len(x.shape) and nones:

@@ -9,6 +9,11 @@ out-of-range bounds clamp), so an INT32 max or min stands for "to the end" in ei
 direction. When every axis is dropped the output has shape [1], as in Paddle before
 2.5 (psjob's reductions give [1] too). The gradient scatters Out@GRAD into zeros
 of X's shape.
+
+Bounds held in Variables (`x[a:b]` with `a` or `b` a Variable) come, as in Paddle's op,
+in the inputs `StartsTensorList` / `EndsTensorList`: one one-element int tensor per
+sliced axis, read when the op runs (the attributes then hold placeholders); those axes'
+lengths are unknown when the program is built.
 """
 from __future__ import annotations
 
@@ -33,6 +38,21 @@ def _check_attrs(attrs, ndim):
     return list(zip(axes, (int(s) for s in starts), (int(e) for e in ends), (int(s) for s in strides))), decrease
 
 
+_TENSOR_BOUNDS = ("StartsTensorList", "EndsTensorList")
+
+
+def _run_attrs(ctx):
+    """The op's attributes with the bounds its tensor lists hold at this run."""
+    attrs = ctx.attrs
+    for slot, key in zip(_TENSOR_BOUNDS, ("starts", "ends")):
+        names = ctx.ins.get(slot)
+        if names:
+            if len(names) != len(attrs.get("axes", ())):
+                raise GraphError(f"strided_slice: {slot} has {len(names)} tensors for {len(attrs['axes'])} axes")
+            attrs = dict(attrs, **{key: [int(ctx.xp.asarray(ctx.vals[n]).reshape(-1)[0]) for n in names]})
+    return attrs
+
+
 def _index(shape, attrs):
     """The numpy index tuple, and per sliced axis the slice object."""
     sliced, decrease = _check_attrs(attrs, len(shape))
@@ -50,9 +70,10 @@ def _out_shape(sliced_shape, decrease):
 def _infer(op):
     x = in_var(op, "Input")
     index, decrease = _index(x.shape, op.attrs)
+    unknown = set(op.attrs.get("axes", ())) if any(op.input(slot) for slot in _TENSOR_BOUNDS) else set()
     shape = []
     for axis, (size, s) in enumerate(zip(x.shape, index)):
-        if size < 0:
+        if size < 0 or axis in unknown:
             shape.append(1 if axis in decrease else -1)
             continue
         length = len(range(*s.indices(size)))
@@ -62,10 +83,11 @@ def _infer(op):
     set_out(op, "Out", _out_shape(shape, decrease), x.dtype)
 
 
-@register_op("strided_slice", infer_shape=_infer, grad=simple_grad("strided_slice_grad", inputs=("Input",)))
+@register_op("strided_slice", infer_shape=_infer, no_grad_inputs=_TENSOR_BOUNDS,
+             grad=simple_grad("strided_slice_grad", inputs=("Input",) + _TENSOR_BOUNDS, grad_of=("Input",)))
 def strided_slice(ctx):
     x = ctx.input("Input")
-    index, decrease = _index(x.shape, ctx.attrs)
+    index, decrease = _index(x.shape, _run_attrs(ctx))
     part = x[index]
     for axis in decrease:
         if part.shape[axis] != 1:
@@ -77,7 +99,7 @@ def strided_slice(ctx):
 @register_op("strided_slice_grad")
 def strided_slice_grad(ctx):
     x, dout = ctx.input("Input"), ctx.input("Out@GRAD")
-    index, _ = _index(x.shape, ctx.attrs)
+    index, _ = _index(x.shape, _run_attrs(ctx))
     dx = ctx.xp.zeros_like(x)
     dx[index] = dout.reshape(dx[index].shape)
     ctx.set_output("Input@GRAD", dx)
