@@ -182,6 +182,9 @@ def min(x, axis=None, keepdim=False, name=None):  # noqa: A001 (paddle.min)
 
 
 def sum(x, axis=None, dtype=None, keepdim=False, name=None):  # noqa: A001 (paddle.sum)
+    """paddle.sum; a bool or int32 x sums to int64 unless dtype says otherwise, as in Paddle."""
+    if dtype is None and getattr(x, "dtype", None) in ("bool", "int32"):
+        dtype = "int64"
     if dtype is not None:
         x = cast(x, dtype)
     return _layers.reduce_sum(x, dim=axis, keep_dim=keepdim, name=name)

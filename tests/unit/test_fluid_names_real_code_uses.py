@@ -45,3 +45,20 @@ def test_set_global_initializer_outranks_layer_defaults_but_not_param_attrs():
     np.testing.assert_allclose(np.concatenate(out), [[1.6, 1.6], [6.1, 6.1], [1.6, 1.6]], rtol=1e-6)
     with pytest.raises(TypeError, match="weight_init must be an Initializer or None, got str"):
         set_global_initializer("x")
+
+
+def test_sum_of_bool_or_int32_is_int64_as_paddle():
+    """paddle.sum of a bool or int32 tensor is int64 (Paddle 3.0.0: int64 for both, with or
+    without axis); PaddleRec's graph helpers count a mask with it."""
+    paddle.enable_static()
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main):
+        x = paddle.static.data("x", [3], "int32")
+        m = paddle.static.data("m", [3], "bool")
+        f = paddle.static.data("f", [3], "float32")
+        sums = [paddle.sum(x), paddle.sum(m, axis=0, keepdim=True), paddle.sum(f), paddle.sum(x, dtype="int32")]
+    assert [s.dtype for s in sums] == ["int64", "int64", "float32", "int32"]
+    out = paddle.static.Executor(paddle.CPUPlace()).run(
+        main, feed={"x": np.array([1, 2, 3], "int32"), "m": np.array([True, False, True]),
+                    "f": np.ones(3, "float32")}, fetch_list=sums[:2])
+    assert [o.dtype for o in out] == [np.int64, np.int64] and [o.tolist() for o in out] == [[6], [2]]
