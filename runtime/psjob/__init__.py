@@ -40,10 +40,12 @@ def __getattr__(name):
         # Paddle 2.x: paddle.distributed (fleet, datasets) and paddle.io (DataLoader).
         import psjob.distributed
         import psjob.io
-    elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device", "utils", "metric", "framework"):
+    elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device", "utils", "metric", "framework",
+                  "linalg"):
         # Paddle 2.x's subpackages (docs/user/paddle2.md), which build on one another.
         import psjob.device
         import psjob.framework
+        import psjob.linalg
         import psjob.metric
         import psjob.nn
         import psjob.optimizer
