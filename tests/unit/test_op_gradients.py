@@ -281,6 +281,10 @@ def _cases():
                      (1.5, {"axis": -1, "asvector": True}), (float("inf"), {"axis": 1})):
         c.append(Case(f"p_norm-p{p}-{'-'.join(sorted(attrs))}", "p_norm", {"X": [In("x", away_from_zero(3, 4))]},
                       {"Out": 1}, dict(attrs, porder=p, epsilon=1e-12)))
+    # ops/random_ops.py: shuffle_batch, its permutation fixed by the fed Seed (the same every run).
+    c.append(Case("shuffle_batch-3d", "shuffle_batch",
+                  {"X": [In("x", f64(3, 2, 4))], "Seed": [In("seed", np.array([11], np.int64), diff=False)]},
+                  {"Out": 1, "ShuffleIdx": 1, "SeedOut": 1}, {"startup_seed": 5}))
     c.append(Case("tile-pad-x", "tile", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"repeat_times": [2, 1, 3]}))
     c.append(Case("tile-pad-repeats", "tile", {"X": [In("x", f64(2, 3, 2))]}, {"Out": 1}, {"repeat_times": [2]}))
     c.append(Case("expand-lead-and-ones", "expand_v2", {"X": [In("x", f64(3, 1))]}, {"Out": 1},
