@@ -11,6 +11,7 @@ from psjob.fluid.layers._checks import check_dtype as _check_dtype
 from psjob.fluid.layers._checks import check_int as _check_int
 from psjob.fluid.layers._checks import check_int_list as _check_int_list
 from psjob.fluid.layers._checks import check_variable as _check_variable
+from psjob.fluid.layers.manip import concat as _concat
 
 # Paddle 1.8 defines these in fluid/layers/nn.py: scripts reach them as
 # `paddle.fluid.layers.nn.reduce_max` and the like.
@@ -28,6 +29,7 @@ from psjob.fluid.layers.manip import (  # noqa: F401
     unsqueeze,
 )
 from psjob.fluid.layers.manip import reshape as _reshape
+from psjob.fluid.layers.tensor import assign as _assign
 from psjob.fluid.param_attr import ParamAttr as _ParamAttr
 
 
@@ -748,3 +750,47 @@ def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, pad
                             "output_padding": [0, 0], "output_size": [], "padding_algorithm": "EXPLICIT",
                             "data_format": "NCHW"})
     return _channel_bias_and_act(helper, out, bias_attr, num_filters, act)
+
+
+def gru_unit(input, hidden, size, param_attr=None, bias_attr=None, activation="tanh", gate_activation="sigmoid",
+             origin_mode=False):
+    """One GRU step (Paddle 1.8 API docs, fluid.layers.gru_unit): input [N, size] is the projected
+    input (x_u, x_r, x_c; size = 3 * D), hidden [N, D] the previous state. Returns
+    (updated_hidden [N, D], reset_hidden_pre r * h [N, D], gate [N, 3D]: u, r, c after their
+    activations). Weight [D, 3D] is read as Paddle's kernel reads its memory (the first 2*D*D
+    values the gate weight [D, 2D], the last D*D the candidate weight [D, D], as dynamic_gru's),
+    bias [1, 3D]. Built from reshape/slice/matmul ops, whose gradients give its own (from updated_hidden only, as Paddle's). Paddle 1.8
+    checks `activation` and `gate_activation` but always runs tanh and sigmoid; so does psjob."""
+    layer = "gru_unit"
+    _check_variable(input, "input", layer)
+    _check_variable(hidden, "hidden", layer)
+    _check_dtype(input, "input", ("float32", "float64"), layer)
+    _check_dtype(hidden, "hidden", ("float32", "float64"), layer)
+    size = _check_int(size, "size", layer, minimum=3)
+    for arg, act in (("activation", activation), ("gate_activation", gate_activation)):
+        _check_choice(act, arg, ("identity", "sigmoid", "tanh", "relu"), layer)
+    d = size // 3
+    if size % 3 or (input.shape[-1] >= 0 and input.shape[-1] != size) or hidden.shape[-1] not in (-1, d):
+        raise ValueError(f"{layer}: size {size} must be 3 * D with input {input.name}{list(input.shape)} "
+                         f"[N, 3 * D] and hidden {hidden.name}{list(hidden.shape)} [N, D]")
+    helper = LayerHelper(layer)
+    weight = helper.create_parameter(param_attr, [d, 3 * d], input.dtype)
+    bias = helper.create_parameter(bias_attr, [1, 3 * d], input.dtype, is_bias=True)
+    x = input if bias is None else elementwise_add(input, bias)
+    flat = _reshape(weight, [3 * d * d])
+    w_gate = _reshape(slice(flat, [0], [0], [2 * d * d]), [d, 2 * d])
+    w_cand = _reshape(slice(flat, [0], [2 * d * d], [3 * d * d]), [d, d])
+    ur = sigmoid(elementwise_add(slice(x, [1], [0], [2 * d]), matmul(hidden, w_gate)))
+    u, r = slice(ur, [1], [0], [d]), slice(ur, [1], [d], [2 * d])
+    reset_hidden_pre = elementwise_mul(r, hidden)
+    c = tanh(elementwise_add(slice(x, [1], [2 * d], [3 * d]), matmul(reset_hidden_pre, w_cand)))
+    if origin_mode:  # h = u * h_prev + (1 - u) * c
+        updated = elementwise_add(c, elementwise_mul(u, elementwise_sub(hidden, c)))
+    else:  # h = (1 - u) * h_prev + u * c
+        updated = elementwise_add(hidden, elementwise_mul(u, elementwise_sub(c, hidden)))
+    # Paddle's Gate and ResetHiddenPrev are intermediate outputs: its gradient flows from Hidden
+    # only, so the copies returned here stop gradients.
+    gate = _concat([u, r, c], axis=1)
+    reset_out = _assign(reset_hidden_pre)
+    gate.stop_gradient = reset_out.stop_gradient = True
+    return updated, reset_out, gate
