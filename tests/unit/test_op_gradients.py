@@ -20,7 +20,7 @@ import pytest
 import psjob.fluid as fluid
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.framework import EMPTY_VAR_NAME, GRAD_SUFFIX, VarType
-from psjob.fluid.ops import registry
+from psjob.fluid.ops import py_func_ops, registry
 
 RNG = np.random.default_rng(20240601)
 
@@ -285,6 +285,12 @@ def _cases():
     c.append(Case("shuffle_batch-3d", "shuffle_batch",
                   {"X": [In("x", f64(3, 2, 4))], "Seed": [In("seed", np.array([11], np.int64), diff=False)]},
                   {"Out": 1, "ShuffleIdx": 1, "SeedOut": 1}, {"startup_seed": 5}))
+    # ops/py_func_ops.py: x * y and x + y by Python functions, their backward by another.
+    fwd = py_func_ops.register_callable(lambda a, b: (np.array(a) * np.array(b), np.array(a) + np.array(b)))
+    bwd = py_func_ops.register_callable(
+        lambda a, b, p, q, dp, dq: (np.array(dp) * np.array(b) + np.array(dq), np.array(dp) * np.array(a) + np.array(dq)))
+    c.append(Case("py_func-two-outputs", "py_func", {"X": [In("x", f64(3, 4)), In("y", f64(3, 4))]}, {"Out": 2},
+                  {"forward_callable_id": fwd, "backward_callable_id": bwd, "backward_skip_vars": []}))
     c.append(Case("tile-pad-x", "tile", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"repeat_times": [2, 1, 3]}))
     c.append(Case("tile-pad-repeats", "tile", {"X": [In("x", f64(2, 3, 2))]}, {"Out": 1}, {"repeat_times": [2]}))
     c.append(Case("expand-lead-and-ones", "expand_v2", {"X": [In("x", f64(3, 1))]}, {"Out": 1},

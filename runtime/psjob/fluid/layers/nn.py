@@ -794,3 +794,43 @@ def gru_unit(input, hidden, size, param_attr=None, bias_attr=None, activation="t
     reset_out = _assign(reset_hidden_pre)
     gate.stop_gradient = reset_out.stop_gradient = True
     return updated, reset_out, gate
+
+
+def _var_list(value, arg):
+    if value is None:
+        return []
+    items = [value] if isinstance(value, Variable) else list(value) if isinstance(value, (list, tuple)) else None
+    if items is None or not all(isinstance(v, Variable) for v in items):
+        raise TypeError(f"py_func: argument {arg!r} must be a Variable, a list of Variables or None, got {value!r}")
+    return items
+
+
+def py_func(func, x, out, backward_func=None, skip_vars_in_backward_input=None):
+    """Run a Python function as an op (Paddle 1.8 API docs, fluid.layers.py_func): func gets x's
+    LoDTensors and returns out's values; out are variables the caller created with their
+    shapes and dtypes (block.create_var). backward_func, when given, gets the forward inputs,
+    outputs and output gradients (less skip_vars_in_backward_input) and returns the inputs'
+    gradients; without it no gradient flows through. See psjob.fluid.ops.py_func_ops."""
+    from psjob.fluid.ops import py_func_ops
+    xs, outs = _var_list(x, "x"), _var_list(out, "out")
+    for v in outs:
+        if len(v.shape) == 0:
+            raise ValueError(f"py_func: output {v.name} has no shape: create it with its shape and dtype")
+    fwd_id = py_func_ops.register_callable(func)
+    bwd_id = -1 if backward_func is None else py_func_ops.register_callable(backward_func)
+    skip = []
+    if backward_func is not None and skip_vars_in_backward_input is not None:
+        known = {v.name for v in xs + outs}
+        for v in _var_list(skip_vars_in_backward_input, "skip_vars_in_backward_input"):
+            if v.name not in known:
+                raise ValueError(f"py_func: skip_vars_in_backward_input: {v.name} is not a forward input or output")
+            skip.append(v.name)
+    if backward_func is None:
+        # Paddle makes no gradient op, so the backward pass stops here (its inputs' producers
+        # get no gradient either); stopping the outputs' gradients does the same in psjob.
+        for v in outs:
+            v.stop_gradient = True
+    LayerHelper("py_func").append_op(type="py_func", inputs={"X": xs}, outputs={"Out": outs},
+                                     attrs={"forward_callable_id": fwd_id, "backward_callable_id": bwd_id,
+                                            "backward_skip_vars": sorted(set(skip))})
+    return out

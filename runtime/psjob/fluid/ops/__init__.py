@@ -33,6 +33,7 @@ def load_all():
         optimizer_ops,
         pad_ops,
         pool_ops,
+        py_func_ops,
         random_ops,
         reader_ops,
         reduce_ops,
