@@ -408,6 +408,18 @@ def _cases():
                       f"{'-h0' if h0 else ''}", "gru", ins, gru_outs,
                       {"is_reverse": reverse, "origin_mode": origin, "gate_activation": "sigmoid",
                        "activation": act}))
+    # lstm (Fluid 1.x dynamic_lstm): the gradient flows from Hidden only, as Paddle's.
+    lstm_outs = {"Hidden": 1, "Cell": 1, "BatchGate": 1, "BatchCellPreAct": 1}
+    for reverse, peep, cell_act, states in ((False, True, "tanh", True), (True, True, "relu", False),
+                                            (False, False, "identity", True)):
+        ins = {"Input": [In("x", f64(6, 12), gru_lod)], "Weight": [In("w", f64(3, 12))],
+               "Bias": [In("b", f64(1, 21 if peep else 12))]}
+        if states:
+            ins.update(H0=[In("h0", f64(4, 3))], C0=[In("c0", f64(4, 3))])
+        c.append(Case(f"lstm-{'reverse' if reverse else 'forward'}-{'peep' if peep else 'nopeep'}-{cell_act}"
+                      f"{'-states' if states else ''}", "lstm", ins, lstm_outs,
+                      {"is_reverse": reverse, "use_peepholes": peep, "gate_activation": "sigmoid",
+                       "cell_activation": cell_act, "candidate_activation": "tanh"}))
     c.append(Case("gather-axis0-repeats", "gather", {"X": [In("x", f64(5, 3))],
                                                      "Index": [In("i", np.array([[4], [0], [4]], np.int64), diff=False)]},
                   {"Out": 1}, {"axis": 0}))

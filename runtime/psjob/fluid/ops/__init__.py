@@ -25,6 +25,7 @@ def load_all():
         logic_ops,
         loss_ops,
         lr_ops,
+        lstm_ops,
         math_extra_ops,
         math_ops,
         metric_ops,
