@@ -1,5 +1,5 @@
 """fluid.contrib.layers (Fluid 1.8's names): ctr_metric_bundle, fused_embedding_seq_pool,
-partial_concat, partial_sum and shuffle_batch. The others of Fluid 1.8's list (the tdm and
+partial_concat, partial_sum, shuffle_batch, and basic_gru / basic_lstm (contrib/rnn_impl.py). The others of Fluid 1.8's list (the tdm and
 search-pyramid ops, ...) are not in psjob."""
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import copy
 import numpy as np
 
 from psjob.fluid import unique_name
+from psjob.fluid.contrib.rnn_impl import basic_gru, basic_lstm
 from psjob.fluid.framework import Variable
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers import manip, metric_op, nn, sequence_lod, tensor
 from psjob.fluid.layers._checks import check_int, check_variable
 from psjob.fluid.param_attr import ParamAttr
 
-__all__ = ["ctr_metric_bundle", "fused_embedding_seq_pool", "partial_concat", "partial_sum", "shuffle_batch"]
+__all__ = ["ctr_metric_bundle", "fused_embedding_seq_pool", "partial_concat", "partial_sum", "shuffle_batch",
+           "basic_gru", "basic_lstm"]
 
 
 def ctr_metric_bundle(input, label):
