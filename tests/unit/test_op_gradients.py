@@ -291,6 +291,16 @@ def _cases():
         lambda a, b, p, q, dp, dq: (np.array(dp) * np.array(b) + np.array(dq), np.array(dp) * np.array(a) + np.array(dq)))
     c.append(Case("py_func-two-outputs", "py_func", {"X": [In("x", f64(3, 4)), In("y", f64(3, 4))]}, {"Out": 2},
                   {"forward_callable_id": fwd, "backward_callable_id": bwd, "backward_skip_vars": []}))
+    # interp_ops.py: the v2 ops' runtime sizes (Scale tensor; SizeTensor beside an attribute).
+    c.append(Case("bilinear_interp_v2-scale-tensor", "bilinear_interp_v2",
+                  {"X": [In("x", f64(1, 2, 3, 4))], "Scale": [In("s", np.array([1.7, 0.6]), diff=False)]}, {"Out": 1},
+                  {"out_h": -1, "out_w": -1, "scale": [], "interp_method": "bilinear", "align_corners": False,
+                   "align_mode": 0, "data_layout": "NCHW"}))
+    c.append(Case("nearest_interp_v2-size-tensor", "nearest_interp_v2",
+                  {"X": [In("x", f64(1, 2, 3, 4))], "SizeTensor": [In("h", np.array([5], np.int32), diff=False),
+                                                                    In("w", np.array([3], np.int32), diff=False)]},
+                  {"Out": 1}, {"out_h": -1, "out_w": 3, "scale": [], "interp_method": "nearest",
+                               "align_corners": False, "align_mode": 0, "data_layout": "NCHW"}))
     c.append(Case("tile-pad-x", "tile", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"repeat_times": [2, 1, 3]}))
     c.append(Case("tile-pad-repeats", "tile", {"X": [In("x", f64(2, 3, 2))]}, {"Out": 1}, {"repeat_times": [2]}))
     c.append(Case("expand-lead-and-ones", "expand_v2", {"X": [In("x", f64(3, 1))]}, {"Out": 1},
