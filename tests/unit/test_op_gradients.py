@@ -445,7 +445,9 @@ def _cases():
                               f64(3, 2, 3, 2)),
                              ("dilation", {"strides": [2, 1], "dilations": [2, 2], "paddings": [0, 1, 1, 0]},
                               f64(3, 2, 2, 2)),
-                             ("groups", {"groups": 3, "strides": [2, 2]}, f64(3, 1, 2, 2))):
+                             ("groups", {"groups": 3, "strides": [2, 2]}, f64(3, 1, 2, 2)),
+                             ("same-dilation-ignored", {"strides": [2, 3], "dilations": [2, 2],
+                                                        "padding_algorithm": "SAME"}, f64(3, 2, 3, 2))):
         c.append(Case(f"conv2d_transpose-{tag}", "conv2d_transpose",
                       {"Input": [In("x", f64(2, 3, 3, 4))], "Filter": [In("w", filt)]}, {"Output": 1}, attrs))
     for op, attrs in (("nearest_interp_v2", {"out_h": 5, "out_w": 3}),

@@ -114,7 +114,8 @@ def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0
                      data_format="NCHW", output_size=None, name=None):
     """The transposed convolution: x [N, C, H, W] (or NHWC), weight [C, O/groups, KH, KW]; output
     (H - 1) * stride - pad_top - pad_bottom + dilation * (KH - 1) + 1 + output_padding (output_size,
-    when given, picks output_padding). Paddle's conv2d_transpose op; padding 'SAME' is refused."""
+    when given, picks output_padding). Paddle's conv2d_transpose op; padding 'VALID' is no padding,
+    'SAME' the padding a SAME conv2d of x would take (dilation taken as 1), as Paddle's."""
     fn = "conv2d_transpose"
     check_variable(x, "x", fn)
     check_variable(weight, "weight", fn)
@@ -124,8 +125,6 @@ def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0
         raise ValueError(f"{fn}: x {x.name}{list(x.shape)} and weight {weight.name}{list(weight.shape)} must be 4-D")
     channel_last = data_format == "NHWC"
     paddings, algorithm = conv_padding(padding, channel_last)
-    if algorithm == "SAME":
-        raise ValueError(f"{fn}: padding 'SAME' is not supported by psjob; give the padding")
     strides, dilations = _pair(stride, "stride"), _pair(dilation, "dilation")
     extra = [output_padding] * 2 if isinstance(output_padding, numbers.Integral) else list(output_padding)
     if len(extra) != 2 or not all(isinstance(v, numbers.Integral) and v >= 0 for v in extra):
@@ -136,12 +135,18 @@ def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0
     if output_size is not None:
         size = _pair(output_size, "output_size")
         pads4 = [paddings[0], paddings[0], paddings[1], paddings[1]] if len(paddings) == 2 else paddings
+        dil = dilations
+        if algorithm == "SAME":  # the op's padding (fluid/ops/conv_ops.py), the dilation taken as 1
+            dil, pads4 = [1, 1], []
+            for n_in, k, st in zip(x.shape[2:], weight.shape[2:], strides):
+                total = max((-(-n_in // st) - 1) * st + k - n_in, 0) if n_in >= 0 else 0
+                pads4 += [total // 2, total - total // 2]
         for i in range(2):
             base = ((x.shape[2 + i] - 1) * strides[i] - pads4[2 * i] - pads4[2 * i + 1]
-                    + dilations[i] * (weight.shape[2 + i] - 1) + 1)
-            if x.shape[2 + i] >= 0 and not 0 <= size[i] - base < max(strides[i], dilations[i]):
+                    + dil[i] * (weight.shape[2 + i] - 1) + 1)
+            if x.shape[2 + i] >= 0 and not 0 <= size[i] - base < max(strides[i], dil[i]):
                 raise ValueError(f"{fn}: output_size {size} is not reachable from x {list(x.shape)} "
-                                 f"(dimension {i}: {base} to {base + max(strides[i], dilations[i]) - 1})")
+                                 f"(dimension {i}: {base} to {base + max(strides[i], dil[i]) - 1})")
             extra[i] = size[i] - base if x.shape[2 + i] >= 0 else 0
     helper = LayerHelper(fn, name)
     out = helper.create_variable_for_type_inference(x.dtype)
