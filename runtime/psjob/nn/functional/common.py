@@ -262,13 +262,15 @@ def group_norm(x, num_groups, epsilon=1e-05, weight=None, bias=None, data_format
 def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.9, eps=1e-05, data_format="NCHW", name=None):
     """Each channel of each sample normalized over its elements, then weight and bias per channel
-    (group_norm with one group per channel). Running statistics are not supported."""
-    if running_mean is not None or running_var is not None or not use_input_stats:
-        raise ValueError("instance_norm: running statistics (running_mean, running_var, use_input_stats=False) "
-                         "are not supported by psjob")
+    (group_norm with one group per channel). As Paddle's static instance_norm op, which has no
+    running statistics: running_mean, running_var, use_input_stats and momentum are accepted and
+    have no effect (the statistics are always the input's), and weight and bias apply only when
+    both are given."""
     check_variable(x, "x", "instance_norm")
     if data_format not in ("NCHW", "NCL", "NCDHW"):
         raise ValueError(f"instance_norm: only channel-first data_format is supported, got {data_format!r}")
     if len(x.shape) < 3 or x.shape[1] < 1:
         raise ValueError(f"instance_norm: x {x.name}{list(x.shape)} must be [N, C, ...] with C known")
+    if weight is None or bias is None:  # Paddle's `if weight and bias`: one alone is dropped
+        weight = bias = None
     return group_norm(x, int(x.shape[1]), eps, weight, bias, "NCHW")
