@@ -69,9 +69,6 @@ NOTES = {
     "paddle.repeat_interleave": (DIFFERS, "repeats must be an int: a repeats tensor is refused"),
     "paddle.norm": (DIFFERS, "the matrix 2-norm, -2 and 'nuc' (axis of two ints) are refused: psjob has no svd; "
                              "a full reduction is [1], not 0-D"),
-    "paddle.nn.functional.instance_norm": (DIFFERS, "running_mean, running_var, use_input_stats and momentum "
-                                                    "have no effect: as Paddle's static op, the statistics are "
-                                                    "always the input's"),
     "paddle.linalg.matrix_norm": (DIFFERS, "p=2, -2 and 'nuc' are refused: psjob has no svd"),
     "paddle.fluid.layers.rank": (DIFFERS, "int32 of shape [1], where Paddle 1.8 gives a 0-D tensor"),
     "paddle.fluid.layers.Print": (DIFFERS, "prints in the forward pass only (print_phase is accepted)"),
