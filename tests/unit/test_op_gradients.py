@@ -301,6 +301,19 @@ def _cases():
                                                                     In("w", np.array([3], np.int32), diff=False)]},
                   {"Out": 1}, {"out_h": -1, "out_w": 3, "scale": [], "interp_method": "nearest",
                                "align_corners": False, "align_mode": 0, "data_layout": "NCHW"}))
+    # conv3d_ops.py: conv3d (groups, padding, dilation, SAME) and pool3d (max, avg, ceil_mode).
+    c.append(Case("conv3d-groups-pad-dilation", "conv3d",
+                  {"Input": [In("x", f64(2, 4, 3, 4, 3))], "Filter": [In("w", f64(4, 2, 2, 2, 2))]}, {"Output": 1},
+                  {"strides": [1, 2, 1], "paddings": [1, 0, 0, 1, 1, 0], "dilations": [1, 1, 2], "groups": 2}))
+    c.append(Case("conv3d-same", "conv3d",
+                  {"Input": [In("x", f64(1, 2, 3, 4, 3))], "Filter": [In("w", f64(3, 2, 2, 3, 2))]}, {"Output": 1},
+                  {"strides": [2, 2, 1], "paddings": [0, 0, 0], "dilations": [1, 1, 1], "groups": 1,
+                   "padding_algorithm": "SAME"}))
+    c.append(Case("pool3d-max-overlapping-padded", "pool3d", {"X": [In("x", f64(2, 2, 3, 4, 5))]}, {"Out": 1},
+                  {"pooling_type": "max", "ksize": [2, 3, 2], "strides": [1, 2, 2], "paddings": [1, 1, 0]}))
+    c.append(Case("pool3d-avg-inclusive-ceil", "pool3d", {"X": [In("x", f64(1, 2, 3, 4, 5))]}, {"Out": 1},
+                  {"pooling_type": "avg", "ksize": [3, 3, 3], "strides": [2, 2, 2], "paddings": [1, 1, 1],
+                   "exclusive": False, "ceil_mode": True}))
     c.append(Case("tile-pad-x", "tile", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"repeat_times": [2, 1, 3]}))
     c.append(Case("tile-pad-repeats", "tile", {"X": [In("x", f64(2, 3, 2))]}, {"Out": 1}, {"repeat_times": [2]}))
     c.append(Case("expand-lead-and-ones", "expand_v2", {"X": [In("x", f64(3, 1))]}, {"Out": 1},

@@ -574,7 +574,8 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, 
                      attrs={"pooling_type": pool_type, "ksize": ksize, "strides": strides, "paddings": paddings,
                             "padding_algorithm": algorithm, "global_pooling": bool(global_pooling),
                             "ceil_mode": bool(ceil_mode), "exclusive": bool(exclusive),
-                            "use_cudnn": bool(use_cudnn), "data_format": data_format})
+                            "use_cudnn": bool(use_cudnn), "data_format": data_format,
+                            "fluid1_inclusive_count": True})
     return out
 
 
@@ -833,4 +834,78 @@ def py_func(func, x, out, backward_func=None, skip_vars_in_backward_input=None):
     LayerHelper("py_func").append_op(type="py_func", inputs={"X": xs}, outputs={"Out": outs},
                                      attrs={"forward_callable_id": fwd_id, "backward_callable_id": bwd_id,
                                             "backward_skip_vars": sorted(set(skip))})
+    return out
+
+
+def _conv_triple(value, what, minimum, layer):
+    values = [value] * 3 if isinstance(value, int) else list(value)
+    if len(values) != 3 or not all(isinstance(v, int) and v >= minimum for v in values):
+        raise ValueError(f"{layer}: argument '{what}' must be an int >= {minimum} or three of them, got {value!r}")
+    return [int(v) for v in values]
+
+
+def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None,  # noqa: A002
+           param_attr=None, bias_attr=None, use_cudnn=True, act=None, name=None, data_format="NCDHW"):
+    """Fluid 1.8's fluid.layers.conv3d on NCDHW input: a filter [num_filters, C/groups, kd, kh, kw]
+    made here (default Normal(0, sqrt(2 / (kd * kh * kw * C))), as Fluid's), a bias [num_filters]
+    added on the channel axis unless bias_attr is False, then `act`. padding: an int or
+    [pad_d, pad_h, pad_w]. use_cudnn has no effect (the conv3d op: psjob.fluid.ops.conv3d_ops)."""
+    from psjob.fluid.initializer import NormalInitializer
+    layer = "conv3d"
+    _check_variable(input, "input", layer)
+    if data_format != "NCDHW" or len(input.shape) != 5:
+        raise ValueError(f"{layer}: input must be a 5-D NCDHW tensor, got {input.name}{list(input.shape)} "
+                         f"({data_format})")
+    channels = input.shape[1]
+    groups = 1 if groups is None else _check_int(groups, "groups", layer, minimum=1)
+    if channels < 1 or channels % groups:
+        raise ValueError(f"{layer}: the input's {channels} channels must be known and divisible by groups {groups}")
+    kernel = _conv_triple(filter_size, "filter_size", 1, layer)
+    num_filters = _check_int(num_filters, "num_filters", layer, minimum=1)
+    helper = LayerHelper(layer, name=name)
+    std = (2.0 / (kernel[0] * kernel[1] * kernel[2] * channels)) ** 0.5
+    w = helper.create_parameter(param_attr, [num_filters, channels // groups] + kernel, input.dtype,
+                                default_initializer=NormalInitializer(0.0, std))
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=layer, inputs={"Input": [input], "Filter": [w]}, outputs={"Output": [out]},
+                     attrs={"strides": _conv_triple(stride, "stride", 1, layer),
+                            "paddings": _conv_triple(padding, "padding", 0, layer),
+                            "dilations": _conv_triple(dilation, "dilation", 1, layer), "groups": groups,
+                            "padding_algorithm": "EXPLICIT", "data_format": "NCDHW"})
+    return _channel_bias_and_act(helper, out, bias_attr, num_filters, act)
+
+
+def pool3d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, global_pooling=False,
+           use_cudnn=True, ceil_mode=False, name=None, exclusive=True, data_format="NCDHW"):
+    """Max or average pooling of an NCDHW input (Paddle 1.8 API docs, fluid.layers.pool3d);
+    pool_padding an int, three or six values, or 'SAME' / 'VALID'."""
+    layer = "pool3d"
+    _check_variable(input, "input", layer)
+    _check_dtype(input, "input", _FLOATS, layer)
+    _check_choice(pool_type, "pool_type", ("max", "avg"), layer)
+    if data_format != "NCDHW":
+        raise ValueError(f"{layer}: only data_format 'NCDHW' is supported, got {data_format!r}")
+    if len(input.shape) != 5:
+        raise ValueError(f"{layer}: argument 'input' {input.name}{list(input.shape)} must be 5-D (NCDHW)")
+    if not global_pooling and pool_size == -1:
+        raise ValueError(f"{layer}: give pool_size unless global_pooling is True")
+    ksize = [1, 1, 1] if pool_size == -1 else _conv_triple(pool_size, "pool_size", 1, layer)
+    strides = _conv_triple(pool_stride, "pool_stride", 1, layer)
+    algorithm = "EXPLICIT"
+    if isinstance(pool_padding, str):
+        algorithm = _check_choice(pool_padding.upper(), "pool_padding", ("SAME", "VALID"), layer)
+        paddings = [0, 0, 0]
+    else:
+        paddings = _check_int_list(pool_padding, "pool_padding", layer)
+        paddings = paddings * 3 if len(paddings) == 1 else paddings
+        if len(paddings) not in (3, 6):
+            raise ValueError(f"{layer}: argument 'pool_padding' must hold 1, 3 or 6 values, got {pool_padding!r}")
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=layer, inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"pooling_type": pool_type, "ksize": ksize, "strides": strides, "paddings": paddings,
+                            "padding_algorithm": algorithm, "global_pooling": bool(global_pooling),
+                            "ceil_mode": bool(ceil_mode), "exclusive": bool(exclusive),
+                            "use_cudnn": bool(use_cudnn), "data_format": data_format,
+                            "fluid1_inclusive_count": True})
     return out

@@ -10,6 +10,7 @@ def load_all():
         activation_ops,
         clip_ops,
         collective_ops,
+        conv3d_ops,
         conv_ops,
         cvm_ops,
         dist_ops,

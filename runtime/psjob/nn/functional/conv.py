@@ -16,7 +16,7 @@ from psjob.fluid import layers as _layers
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_variable
 
-__all__ = ["conv2d", "conv1d", "conv2d_transpose"]
+__all__ = ["conv2d", "conv1d", "conv2d_transpose", "conv3d"]
 
 
 def _pair(value, what):
@@ -158,3 +158,63 @@ def conv2d_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0
         check_variable(bias, "bias", fn)
         out = _layers.elementwise_add(out, bias, axis=1)
     return _layers.transpose(out, [0, 2, 3, 1]) if channel_last else out
+
+
+def _triple(value, what, fn):
+    values = [value] * 3 if isinstance(value, numbers.Integral) else list(value)
+    if len(values) != 3 or not all(isinstance(v, numbers.Integral) and v >= 1 for v in values):
+        raise ValueError(f"{fn}: {what} must be a positive int or three of them, got {value!r}")
+    return [int(v) for v in values]
+
+
+def conv3d_padding(padding, channel_last, fn="conv3d"):
+    """(paddings, padding_algorithm) from Paddle's 3-D padding forms: an int, [d, h, w],
+    [front, back, top, bottom, left, right], per-dimension pairs, or 'same' / 'valid'."""
+    if isinstance(padding, str):
+        algorithm = padding.upper()
+        if algorithm not in ("SAME", "VALID"):
+            raise ValueError(f"{fn}: unknown padding {padding!r}; it can only be 'SAME' or 'VALID'")
+        return [0, 0, 0], algorithm
+    if isinstance(padding, numbers.Integral):
+        pads = [int(padding)] * 3
+    elif len(padding) == 5 and all(isinstance(p, (list, tuple)) for p in padding):
+        spatial = padding[1:4] if channel_last else padding[2:]
+        other = [padding[0], padding[4]] if channel_last else padding[:2]
+        if any(list(p) != [0, 0] for p in other):
+            raise ValueError(f"{fn}: non-zero padding {padding} in the batch or channel dimensions")
+        pads = [int(v) for pair in spatial for v in pair]
+    elif len(padding) in (3, 6) and all(isinstance(p, numbers.Integral) for p in padding):
+        pads = [int(p) for p in padding]
+    else:
+        raise ValueError(f"{fn}: invalid padding {padding!r}")
+    if min(pads) < 0:
+        raise ValueError(f"{fn}: padding must be >= 0, got {padding!r}")
+    return pads, "EXPLICIT"
+
+
+def conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, data_format="NCDHW", name=None):
+    """x [N, C, D, H, W] (or NDHWC) with weight [O, C/groups, KD, KH, KW]; bias [O] or None: one
+    `conv3d` op (fluid/ops/conv3d_ops.py), the bias added along the channels."""
+    fn = "conv3d"
+    check_variable(x, "x", fn)
+    check_variable(weight, "weight", fn)
+    if data_format not in ("NCDHW", "NDHWC"):
+        raise ValueError(f"{fn}: data_format must be 'NCDHW' or 'NDHWC', got {data_format!r}")
+    if len(x.shape) != 5 or len(weight.shape) != 5:
+        raise ValueError(f"{fn}: x {x.name}{list(x.shape)} and weight {weight.name}{list(weight.shape)} must be 5-D")
+    if not isinstance(groups, numbers.Integral) or groups < 1:
+        raise ValueError(f"{fn}: groups must be a positive int, got {groups!r}")
+    channel_last = data_format == "NDHWC"
+    paddings, algorithm = conv3d_padding(padding, channel_last)
+    if channel_last:
+        x = _layers.transpose(x, [0, 4, 1, 2, 3])
+    helper = LayerHelper(fn, name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type=fn, inputs={"Input": [x], "Filter": [weight]}, outputs={"Output": [out]},
+                     attrs={"strides": _triple(stride, "stride", fn), "paddings": paddings,
+                            "dilations": _triple(dilation, "dilation", fn), "groups": int(groups),
+                            "padding_algorithm": algorithm, "data_format": "NCDHW"})
+    if bias is not None:
+        check_variable(bias, "bias", fn)
+        out = _layers.elementwise_add(out, bias, axis=1)
+    return _layers.transpose(out, [0, 2, 3, 4, 1]) if channel_last else out
