@@ -792,3 +792,20 @@ def test_3d_bad_arguments_are_refused(call, message):
         w = paddle.static.data("w", [2, 2, 2, 2, 2], "float32")
         with pytest.raises(ValueError, match=message):
             call(paddle.nn.functional, x, w)
+
+
+def test_pool2d_inclusive_average_counts_as_each_paddle():
+    """avg pool 3x3, stride 2, padding 1, exclusive=False, ceil_mode on arange(20) [1, 1, 4, 5]: Paddle
+    3.0.0 (F.avg_pool2d) and Paddle 1.8.5 (fluid.layers.pool2d) gave these (4 decimals); they differ
+    on the last row of windows, which runs past the padded input."""
+    paddle300 = [[1.3333, 3.0, 2.6667], [7.0, 12.0, 9.0], [5.1667, 8.5, 6.1667]]
+    paddle185 = [[1.3333, 3.0, 2.6667], [7.0, 12.0, 9.0], [3.4444, 5.6667, 4.1111]]
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        x = paddle.static.data("x", [1, 1, 4, 5], "float32")
+        new = paddle.nn.functional.avg_pool2d(x, 3, 2, padding=1, exclusive=False, ceil_mode=True)
+        old = fluid.layers.pool2d(x, 3, "avg", 2, pool_padding=1, exclusive=False, ceil_mode=True)
+    got_new, got_old = paddle.static.Executor(paddle.CPUPlace()).run(
+        main, feed={"x": np.arange(20, dtype=np.float32).reshape(1, 1, 4, 5)}, fetch_list=[new, old])
+    np.testing.assert_allclose(got_new[0, 0], paddle300, atol=1e-4)
+    np.testing.assert_allclose(got_old[0, 0], paddle185, atol=1e-4)
