@@ -41,10 +41,11 @@ def __getattr__(name):
         import psjob.distributed
         import psjob.io
     elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device", "utils", "metric", "framework",
-                  "linalg"):
+                  "linalg", "incubate"):
         # Paddle 2.x's subpackages (docs/user/paddle2.md), which build on one another.
         import psjob.device
         import psjob.framework
+        import psjob.incubate
         import psjob.linalg
         import psjob.metric
         import psjob.nn

@@ -120,3 +120,28 @@ def test_bad_seed_is_refused():
             fluid.contrib.layers.shuffle_batch(x, seed=1.5)
         with pytest.raises(TypeError, match="int64"):
             fluid.contrib.layers.shuffle_batch(x, seed=fluid.layers.fill_constant([1], "int32", 3))
+
+
+def test_paddle2_incubate_layers_shuffle_batch_is_the_same_layer():
+    """Paddle 3.0.0's paddle.incubate.layers.shuffle_batch(x, seed=5) on arange(20) [10, 2], run three
+    times (legacy static graph, CPU), gave these first columns: each run a new order of the rows."""
+    paddle300 = [[18.0, 12.0, 0.0, 16.0, 10.0, 2.0, 4.0, 8.0, 6.0, 14.0],
+                 [8.0, 0.0, 10.0, 18.0, 4.0, 12.0, 14.0, 16.0, 2.0, 6.0],
+                 [18.0, 12.0, 14.0, 16.0, 0.0, 6.0, 10.0, 4.0, 8.0, 2.0]]
+    data = np.arange(20, dtype=np.float32).reshape(10, 2)
+    for run_ in paddle300:
+        assert sorted(run_) == data[:, 0].tolist()
+    import psjob as paddle
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [None, 2], "float32")
+        out = paddle.incubate.layers.shuffle_batch(x, seed=5)
+    assert paddle.incubate.layers.shuffle_batch is fluid.contrib.layers.shuffle_batch
+    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.Scope()
+    exe.run(startup, scope=scope)
+    runs = [exe.run(main, feed={"x": data}, fetch_list=[out], scope=scope)[0] for _ in range(3)]
+    for got in runs:
+        assert sorted(got[:, 0].tolist()) == data[:, 0].tolist()
+        np.testing.assert_array_equal(got[:, 1], got[:, 0] + 1)  # whole rows move
+    assert len({tuple(r[:, 0]) for r in runs}) == 3
