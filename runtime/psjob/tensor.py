@@ -1174,6 +1174,14 @@ def norm(x, p=None, axis=None, keepdim=False, name=None):
     raise ValueError(f"paddle.norm: axis must be None, an int or a list of one or two ints, got {axis!r}")
 
 
+def inverse(x, name=None):
+    """The inverse of each square matrix in x's last two dimensions (Paddle's inverse op)."""
+    check_variable(x, "x", "inverse")
+    if len(x.shape) < 2:
+        raise ValueError(f"paddle.inverse: x {x.name}{list(x.shape)} must have at least 2 dimensions")
+    return _op("inverse", {"Input": [x]}, out_slot="Output", name=name)
+
+
 def allclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
     check_variable(x, "x", "allclose")
     check_variable(y, "y", "allclose")
@@ -1295,7 +1303,7 @@ __all__ += [
     "argmin", "unique", "searchsorted", "bucketize", "sign", "floor", "ceil", "round", "sin", "cos", "rsqrt",
     "reciprocal", "erf", "log2", "log10", "amax", "amin", "logsumexp", "numel", "rank", "var", "std", "diag",
     "eye", "linspace", "meshgrid", "broadcast_to", "expand_as", "repeat_interleave", "outer", "dot", "mm", "t",
-    "addmm", "clone", "increment", "norm", "allclose", "equal_all", "is_tensor", "count_nonzero", "diff", "trace",
+    "addmm", "clone", "increment", "norm", "inverse", "allclose", "equal_all", "is_tensor", "count_nonzero", "diff", "trace",
     "uniform", "rand", "randn", "normal", "standard_normal", "randint", "randperm", "bernoulli", "shard_index",
     "tan", "asin", "acos", "atan", "sinh", "cosh", "expm1", "isclose", "bitwise_not", "masked_fill", "scatter_nd", "mv",
     "cumprod",

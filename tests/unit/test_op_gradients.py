@@ -314,6 +314,7 @@ def _cases():
     c.append(Case("pool3d-avg-inclusive-ceil", "pool3d", {"X": [In("x", f64(1, 2, 3, 4, 5))]}, {"Out": 1},
                   {"pooling_type": "avg", "ksize": [3, 3, 3], "strides": [2, 2, 2], "paddings": [1, 1, 1],
                    "exclusive": False, "ceil_mode": True}))
+    c.append(Case("inverse-batched", "inverse", {"Input": [In("x", f64(2, 3, 3) + 3 * np.eye(3))]}, {"Output": 1}))
     c.append(Case("tile-pad-x", "tile", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"repeat_times": [2, 1, 3]}))
     c.append(Case("tile-pad-repeats", "tile", {"X": [In("x", f64(2, 3, 2))]}, {"Out": 1}, {"repeat_times": [2]}))
     c.append(Case("expand-lead-and-ones", "expand_v2", {"X": [In("x", f64(3, 1))]}, {"Out": 1},

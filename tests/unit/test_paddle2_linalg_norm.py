@@ -138,3 +138,50 @@ def test_linalg_is_a_paddle_module():
     import psjob.linalg
     assert paddle.linalg is psjob.linalg
     assert paddle.linalg.norm is paddle.norm
+
+
+# paddle.linalg.inv / paddle.inverse: run_inverse below was run, unchanged but for `import paddle`, by
+# Paddle 3.0.0 (legacy static graph, CPU); its inverse, the inverse of one matrix and the gradient of
+# a weighted sum of squares are pasted (6 decimals).
+INV_RNG = np.random.RandomState(4)
+A = (INV_RNG.uniform(-1, 1, (2, 3, 3)) + 3 * np.eye(3)).astype(np.float32)
+
+
+def run_inverse(paddle):
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        a = paddle.static.data("a", [2, 3, 3], "float32")
+        a.stop_gradient = False
+        inv = paddle.linalg.inv(a)
+        inv2 = paddle.inverse(a[0])
+        loss = paddle.sum(inv * inv * paddle.arange(9, dtype="float32").reshape([3, 3])) + paddle.sum(inv2)
+        g = paddle.static.gradients([loss], [a])[0]
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    return exe.run(main, feed={"a": A}, fetch_list=[inv, inv2, g])
+
+
+
+PADDLE300_INVERSE = {'grad': [[[-0.240088, 0.237359, 0.629349], [0.2616, -0.67727, -1.109269], [0.677951, -0.977599, -2.365058]],
+          [[-0.013627, 0.08671, 0.119078], [0.037923, -0.255119, -0.354942],
+           [-0.048881, -0.306633, -0.927168]]],
+ 'inv': [[[0.287383, -0.042315, -0.118003], [-0.058485, 0.323901, 0.095455], [-0.132286, 0.143726, 0.481519]],
+         [[0.352043, -0.03254, 0.068867], [-0.072999, 0.274936, 0.050739], [-0.050563, 0.099645, 0.373735]]],
+ 'inv2': [[0.287383, -0.042315, -0.118003], [-0.058485, 0.323901, 0.095455], [-0.132286, 0.143726, 0.481519]]}
+
+
+def test_inverse_matches_paddle():
+    for name, got in zip(("inv", "inv2", "grad"), run_inverse(paddle)):
+        np.testing.assert_allclose(got, np.array(PADDLE300_INVERSE[name]), rtol=1e-5, atol=2e-6, err_msg=name)
+
+
+def test_inverse_of_a_singular_matrix_is_an_error():
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        a = paddle.static.data("a", [2, 2], "float32")
+        out = paddle.linalg.inv(a)
+        with pytest.raises(ValueError, match="square matrices"):
+            paddle.inverse(paddle.static.data("b", [2, 3], "float32"))
+    with pytest.raises(Exception, match="singular matrix"):
+        paddle.static.Executor(paddle.CPUPlace()).run(main, feed={"a": np.ones((2, 2), np.float32)},
+                                                      fetch_list=[out])
