@@ -315,6 +315,12 @@ def _cases():
                   {"pooling_type": "avg", "ksize": [3, 3, 3], "strides": [2, 2, 2], "paddings": [1, 1, 1],
                    "exclusive": False, "ceil_mode": True}))
     c.append(Case("inverse-batched", "inverse", {"Input": [In("x", f64(2, 3, 3) + 3 * np.eye(3))]}, {"Output": 1}))
+    # rank_attention_ops.py: RankParam's gradient (X gets none, as Paddle's); instance 1 has no rank.
+    c.append(Case("rank_attention", "rank_attention",
+                  {"X": [In("x", f64(3, 2), diff=False)],
+                   "RankOffset": [In("ro", np.array([[1, 1, 0, 2, 2], [-1, -1, -1, -1, -1], [2, 1, 0, 2, 2]],
+                                                    np.int32), diff=False)],
+                   "RankParam": [In("p", f64(8, 3))]}, {"Out": 1}, {"MaxRank": 2}))
     c.append(Case("tile-pad-x", "tile", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"repeat_times": [2, 1, 3]}))
     c.append(Case("tile-pad-repeats", "tile", {"X": [In("x", f64(2, 3, 2))]}, {"Out": 1}, {"repeat_times": [2]}))
     c.append(Case("expand-lead-and-ones", "expand_v2", {"X": [In("x", f64(3, 1))]}, {"Out": 1},

@@ -37,6 +37,7 @@ def load_all():
         pool_ops,
         py_func_ops,
         random_ops,
+        rank_attention_ops,
         reader_ops,
         reduce_ops,
         regularizer_ops,
