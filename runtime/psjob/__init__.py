@@ -40,10 +40,13 @@ def __getattr__(name):
         # Paddle 2.x: paddle.distributed (fleet, datasets) and paddle.io (DataLoader).
         import psjob.distributed
         import psjob.io
-    elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device", "utils", "metric", "framework"):
+    elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device", "utils", "metric", "framework",
+                  "linalg", "incubate"):
         # Paddle 2.x's subpackages (docs/user/paddle2.md), which build on one another.
         import psjob.device
         import psjob.framework
+        import psjob.incubate
+        import psjob.linalg
         import psjob.metric
         import psjob.nn
         import psjob.optimizer

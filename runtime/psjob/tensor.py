@@ -1092,19 +1092,97 @@ def increment(x, value=1.0, name=None):
     return _layers.increment(x, value, in_place=True)
 
 
-def norm(x, p="fro", axis=None, keepdim=False, name=None):
-    """The p-norm of x over axis (all elements when None; 'fro' is the 2-norm), Paddle's p_norm."""
-    check_variable(x, "x", "norm")
-    porder = 2.0 if p == "fro" else float("inf") if p in ("inf", np.inf) else \
-        float("-inf") if p in ("-inf", -np.inf) else float(p)
+def _porder(p, what):
+    """Paddle's p as a float: 'fro' (and None) is 2, the strings 'inf' / '-inf' are ±inf."""
+    if p is None or p == "fro":
+        return 2.0
+    if isinstance(p, str) and p in ("inf", "-inf"):
+        return float(p)
+    if isinstance(p, builtins.bool) or not isinstance(p, numbers.Real):
+        raise ValueError(f"paddle.{what}: p must be a number, 'fro', 'inf' or '-inf' for a vector norm, got {p!r}")
+    return float(p)
+
+
+def _norm_axis_list(axis, x, what):
+    """axis as non-negative ints (Paddle's negative axes count from the end)."""
+    axes = [axis] if isinstance(axis, numbers.Integral) else list(axis)
+    axes = check_int_list(axes, "axis", what)
+    rank = len(x.shape)
+    for a in axes:
+        if not -rank <= a < rank:
+            raise ValueError(f"paddle.{what}: axis {a} is out of range for {x.name}{list(x.shape)}")
+    out = [a % rank for a in axes]
+    if len(set(out)) != len(out):
+        raise ValueError(f"paddle.{what}: axis {axis} names a dimension twice")
+    return out
+
+
+def vector_norm(x, p=2.0, axis=None, keepdim=False, name=None):
+    """The p-norm of x as a vector over axis (all of x when None), as Paddle builds it: one p_norm
+    op for None or one axis; abs / pow / reduce_sum / pow (reduce_max or reduce_min for ±inf,
+    the count of non-zeros for 0) over several axes."""
+    check_variable(x, "x", "vector_norm")
+    porder = _porder(p, "vector_norm")
+    keep = builtins.bool(keepdim)
+    attrs = {"porder": porder, "keepdim": keep, "epsilon": 1e-12}
     if axis is None:
-        return _op("p_norm", {"X": [x]}, {"porder": porder, "axis": -1, "keepdim": builtins.bool(keepdim),
-                                          "asvector": True, "epsilon": 1e-12}, name=name)
-    axes = _axes(axis, "norm")
-    if len(axes) != 1:
-        raise ValueError(f"paddle.norm: psjob takes one axis, got {axes}")
-    return _op("p_norm", {"X": [x]}, {"porder": porder, "axis": axes[0], "keepdim": builtins.bool(keepdim),
-                                      "asvector": False, "epsilon": 1e-12}, name=name)
+        return _op("p_norm", {"X": [x]}, dict(attrs, axis=-1, asvector=True), name=name)
+    axes = _norm_axis_list(axis, x, "vector_norm")
+    if len(axes) == 1:
+        return _op("p_norm", {"X": [x]}, dict(attrs, axis=axes[0], asvector=False), name=name)
+    if porder in (np.inf, -np.inf):
+        reduce = max if porder > 0 else min
+        return reduce(abs(x), axis=axes, keepdim=keep, name=name)
+    if porder == 0:
+        return cast(count_nonzero(x, axis=axes, keepdim=keep), x.dtype)
+    return pow(sum(pow(abs(x), porder), axis=axes, keepdim=keep), 1.0 / porder, name=name)
+
+
+def matrix_norm(x, p="fro", axis=(-2, -1), keepdim=False, name=None):
+    """The matrix norm of x over the two dimensions in axis: 'fro' (sqrt of the sum of squares),
+    1 / -1 (max / min over columns of the column sums of |x|), inf / -inf (the same over rows).
+    The 2-norm, -2 and 'nuc' need a singular value decomposition, which psjob does not have."""
+    check_variable(x, "x", "matrix_norm")
+    axes = _norm_axis_list(axis, x, "matrix_norm")
+    if len(axes) != 2:
+        raise ValueError(f"paddle.matrix_norm: axis must name two dimensions, got {axis!r}")
+    keep = builtins.bool(keepdim)
+    if p == "fro":
+        return sqrt(sum(square(x), axis=axes, keepdim=keep), name=name)
+    if p in ("nuc", 2, -2):
+        raise ValueError(f"paddle.matrix_norm: p={p!r} needs singular values (svd), which psjob does not "
+                         "have; 'fro', 1, -1, inf and -inf are supported")
+    porder = _porder(p, "matrix_norm")
+    if builtins.abs(porder) not in (1.0, np.inf):
+        raise ValueError(f"paddle.matrix_norm: p must be 'fro', 1, -1, inf or -inf, got {p!r}")
+    # Paddle's composition: the 1-norms along one axis, then the max (p > 0) or min of those.
+    summed, across = (axes[1], axes[0]) if builtins.abs(porder) == np.inf else (axes[0], axes[1])
+    if not keep and summed < across:
+        across -= 1
+    col = _op("p_norm", {"X": [x]}, {"porder": 1.0, "axis": summed, "keepdim": keep, "asvector": False,
+                                     "epsilon": 1e-12})
+    return (max if porder > 0 else min)(col, axis=[across], keepdim=keep, name=name)
+
+
+def norm(x, p=None, axis=None, keepdim=False, name=None):
+    """Paddle's norm: a vector norm when axis is None (all of x) or one dimension ('fro' and None
+    are the 2-norm there), a matrix norm (vector_norm, matrix_norm) when axis names two."""
+    check_variable(x, "x", "norm")
+    if isinstance(axis, (list, tuple)) and len(axis) == 1:
+        axis = axis[0]
+    if axis is None or isinstance(axis, numbers.Integral):
+        return vector_norm(x, _porder(p, "norm"), axis, keepdim, name)
+    if isinstance(axis, (list, tuple)) and len(axis) == 2:
+        return matrix_norm(x, "fro" if p is None else p, axis, keepdim, name)
+    raise ValueError(f"paddle.norm: axis must be None, an int or a list of one or two ints, got {axis!r}")
+
+
+def inverse(x, name=None):
+    """The inverse of each square matrix in x's last two dimensions (Paddle's inverse op)."""
+    check_variable(x, "x", "inverse")
+    if len(x.shape) < 2:
+        raise ValueError(f"paddle.inverse: x {x.name}{list(x.shape)} must have at least 2 dimensions")
+    return _op("inverse", {"Input": [x]}, out_slot="Output", name=name)
 
 
 def allclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
@@ -1228,7 +1306,7 @@ __all__ += [
     "argmin", "unique", "searchsorted", "bucketize", "sign", "floor", "ceil", "round", "sin", "cos", "rsqrt",
     "reciprocal", "erf", "log2", "log10", "amax", "amin", "logsumexp", "numel", "rank", "var", "std", "diag",
     "eye", "linspace", "meshgrid", "broadcast_to", "expand_as", "repeat_interleave", "outer", "dot", "mm", "t",
-    "addmm", "clone", "increment", "norm", "allclose", "equal_all", "is_tensor", "count_nonzero", "diff", "trace",
+    "addmm", "clone", "increment", "norm", "inverse", "allclose", "equal_all", "is_tensor", "count_nonzero", "diff", "trace",
     "uniform", "rand", "randn", "normal", "standard_normal", "randint", "randperm", "bernoulli", "shard_index",
     "tan", "asin", "acos", "atan", "sinh", "cosh", "expm1", "isclose", "bitwise_not", "masked_fill", "scatter_nd", "mv",
     "cumprod",

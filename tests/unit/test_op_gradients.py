@@ -20,7 +20,7 @@ import pytest
 import psjob.fluid as fluid
 from psjob.fluid.core import SelectedRows
 from psjob.fluid.framework import EMPTY_VAR_NAME, GRAD_SUFFIX, VarType
-from psjob.fluid.ops import registry
+from psjob.fluid.ops import py_func_ops, registry
 
 RNG = np.random.default_rng(20240601)
 
@@ -312,6 +312,46 @@ def _cases():
                      (1.5, {"axis": -1, "asvector": True}), (float("inf"), {"axis": 1})):
         c.append(Case(f"p_norm-p{p}-{'-'.join(sorted(attrs))}", "p_norm", {"X": [In("x", away_from_zero(3, 4))]},
                       {"Out": 1}, dict(attrs, porder=p, epsilon=1e-12)))
+    # ops/random_ops.py: shuffle_batch, its permutation fixed by the fed Seed (the same every run).
+    c.append(Case("shuffle_batch-3d", "shuffle_batch",
+                  {"X": [In("x", f64(3, 2, 4))], "Seed": [In("seed", np.array([11], np.int64), diff=False)]},
+                  {"Out": 1, "ShuffleIdx": 1, "SeedOut": 1}, {"startup_seed": 5}))
+    # ops/py_func_ops.py: x * y and x + y by Python functions, their backward by another.
+    fwd = py_func_ops.register_callable(lambda a, b: (np.array(a) * np.array(b), np.array(a) + np.array(b)))
+    bwd = py_func_ops.register_callable(
+        lambda a, b, p, q, dp, dq: (np.array(dp) * np.array(b) + np.array(dq), np.array(dp) * np.array(a) + np.array(dq)))
+    c.append(Case("py_func-two-outputs", "py_func", {"X": [In("x", f64(3, 4)), In("y", f64(3, 4))]}, {"Out": 2},
+                  {"forward_callable_id": fwd, "backward_callable_id": bwd, "backward_skip_vars": []}))
+    # interp_ops.py: the v2 ops' runtime sizes (Scale tensor; SizeTensor beside an attribute).
+    c.append(Case("bilinear_interp_v2-scale-tensor", "bilinear_interp_v2",
+                  {"X": [In("x", f64(1, 2, 3, 4))], "Scale": [In("s", np.array([1.7, 0.6]), diff=False)]}, {"Out": 1},
+                  {"out_h": -1, "out_w": -1, "scale": [], "interp_method": "bilinear", "align_corners": False,
+                   "align_mode": 0, "data_layout": "NCHW"}))
+    c.append(Case("nearest_interp_v2-size-tensor", "nearest_interp_v2",
+                  {"X": [In("x", f64(1, 2, 3, 4))], "SizeTensor": [In("h", np.array([5], np.int32), diff=False),
+                                                                    In("w", np.array([3], np.int32), diff=False)]},
+                  {"Out": 1}, {"out_h": -1, "out_w": 3, "scale": [], "interp_method": "nearest",
+                               "align_corners": False, "align_mode": 0, "data_layout": "NCHW"}))
+    # conv3d_ops.py: conv3d (groups, padding, dilation, SAME) and pool3d (max, avg, ceil_mode).
+    c.append(Case("conv3d-groups-pad-dilation", "conv3d",
+                  {"Input": [In("x", f64(2, 4, 3, 4, 3))], "Filter": [In("w", f64(4, 2, 2, 2, 2))]}, {"Output": 1},
+                  {"strides": [1, 2, 1], "paddings": [1, 0, 0, 1, 1, 0], "dilations": [1, 1, 2], "groups": 2}))
+    c.append(Case("conv3d-same", "conv3d",
+                  {"Input": [In("x", f64(1, 2, 3, 4, 3))], "Filter": [In("w", f64(3, 2, 2, 3, 2))]}, {"Output": 1},
+                  {"strides": [2, 2, 1], "paddings": [0, 0, 0], "dilations": [1, 1, 1], "groups": 1,
+                   "padding_algorithm": "SAME"}))
+    c.append(Case("pool3d-max-overlapping-padded", "pool3d", {"X": [In("x", f64(2, 2, 3, 4, 5))]}, {"Out": 1},
+                  {"pooling_type": "max", "ksize": [2, 3, 2], "strides": [1, 2, 2], "paddings": [1, 1, 0]}))
+    c.append(Case("pool3d-avg-inclusive-ceil", "pool3d", {"X": [In("x", f64(1, 2, 3, 4, 5))]}, {"Out": 1},
+                  {"pooling_type": "avg", "ksize": [3, 3, 3], "strides": [2, 2, 2], "paddings": [1, 1, 1],
+                   "exclusive": False, "ceil_mode": True}))
+    c.append(Case("inverse-batched", "inverse", {"Input": [In("x", f64(2, 3, 3) + 3 * np.eye(3))]}, {"Output": 1}))
+    # rank_attention_ops.py: RankParam's gradient (X gets none, as Paddle's); instance 1 has no rank.
+    c.append(Case("rank_attention", "rank_attention",
+                  {"X": [In("x", f64(3, 2), diff=False)],
+                   "RankOffset": [In("ro", np.array([[1, 1, 0, 2, 2], [-1, -1, -1, -1, -1], [2, 1, 0, 2, 2]],
+                                                    np.int32), diff=False)],
+                   "RankParam": [In("p", f64(8, 3))]}, {"Out": 1}, {"MaxRank": 2}))
     c.append(Case("tile-pad-x", "tile", {"X": [In("x", f64(2, 3))]}, {"Out": 1}, {"repeat_times": [2, 1, 3]}))
     c.append(Case("tile-pad-repeats", "tile", {"X": [In("x", f64(2, 3, 2))]}, {"Out": 1}, {"repeat_times": [2]}))
     c.append(Case("expand-lead-and-ones", "expand_v2", {"X": [In("x", f64(3, 1))]}, {"Out": 1},
@@ -429,6 +469,18 @@ def _cases():
                       f"{'-h0' if h0 else ''}", "gru", ins, gru_outs,
                       {"is_reverse": reverse, "origin_mode": origin, "gate_activation": "sigmoid",
                        "activation": act}))
+    # lstm (Fluid 1.x dynamic_lstm): the gradient flows from Hidden only, as Paddle's.
+    lstm_outs = {"Hidden": 1, "Cell": 1, "BatchGate": 1, "BatchCellPreAct": 1}
+    for reverse, peep, cell_act, states in ((False, True, "tanh", True), (True, True, "relu", False),
+                                            (False, False, "identity", True)):
+        ins = {"Input": [In("x", f64(6, 12), gru_lod)], "Weight": [In("w", f64(3, 12))],
+               "Bias": [In("b", f64(1, 21 if peep else 12))]}
+        if states:
+            ins.update(H0=[In("h0", f64(4, 3))], C0=[In("c0", f64(4, 3))])
+        c.append(Case(f"lstm-{'reverse' if reverse else 'forward'}-{'peep' if peep else 'nopeep'}-{cell_act}"
+                      f"{'-states' if states else ''}", "lstm", ins, lstm_outs,
+                      {"is_reverse": reverse, "use_peepholes": peep, "gate_activation": "sigmoid",
+                       "cell_activation": cell_act, "candidate_activation": "tanh"}))
     c.append(Case("gather-axis0-repeats", "gather", {"X": [In("x", f64(5, 3))],
                                                      "Index": [In("i", np.array([[4], [0], [4]], np.int64), diff=False)]},
                   {"Out": 1}, {"axis": 0}))
@@ -444,7 +496,9 @@ def _cases():
                               f64(3, 2, 3, 2)),
                              ("dilation", {"strides": [2, 1], "dilations": [2, 2], "paddings": [0, 1, 1, 0]},
                               f64(3, 2, 2, 2)),
-                             ("groups", {"groups": 3, "strides": [2, 2]}, f64(3, 1, 2, 2))):
+                             ("groups", {"groups": 3, "strides": [2, 2]}, f64(3, 1, 2, 2)),
+                             ("same-dilation-ignored", {"strides": [2, 3], "dilations": [2, 2],
+                                                        "padding_algorithm": "SAME"}, f64(3, 2, 3, 2))):
         c.append(Case(f"conv2d_transpose-{tag}", "conv2d_transpose",
                       {"Input": [In("x", f64(2, 3, 3, 4))], "Filter": [In("w", filt)]}, {"Output": 1}, attrs))
     for op, attrs in (("nearest_interp_v2", {"out_h": 5, "out_w": 3}),

@@ -55,7 +55,7 @@ from psjob.nn.common import (
     UpsamplingBilinear2D,
     UpsamplingNearest2D,
 )
-from psjob.nn.conv import Conv1D, Conv2D, Conv2DTranspose
+from psjob.nn.conv import Conv1D, Conv2D, Conv2DTranspose, Conv3D
 from psjob.nn.layer import Layer, LayerDict, LayerList, ParameterList, Sequential
 from psjob.nn.loss import (
     BCELoss,
@@ -79,7 +79,9 @@ from psjob.nn.pooling import (
     AdaptiveMaxPool2D,
     AvgPool1D,
     AvgPool2D,
+    AvgPool3D,
     MaxPool1D,
+    MaxPool3D,
 )
 from psjob.nn.rnn import GRU, LSTM, RNN, BiRNN, GRUCell, LSTMCell, RNNCellBase, SimpleRNN, SimpleRNNCell
 from psjob.nn.transformer import MultiHeadAttention, TransformerEncoder, TransformerEncoderLayer

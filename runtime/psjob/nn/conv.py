@@ -6,7 +6,11 @@ than 'zeros' is refused.
 
 paddle.nn.Conv1D likewise: weight [out_channels, in_channels/groups, k] (`conv1d_N.w_0`),
 Normal(0, sqrt(2 / (k * in_channels))) by default, bias [out_channels] (`conv1d_N.b_0`);
-data_format 'NCL' or 'NLC'."""
+data_format 'NCL' or 'NLC'.
+
+paddle.nn.Conv3D: weight [out_channels, in_channels/groups, kd, kh, kw] (`conv3d_N.w_0`),
+Normal(0, sqrt(2 / (kd * kh * kw * in_channels))) by default, bias [out_channels]
+(`conv3d_N.b_0`); data_format 'NCDHW' or 'NDHWC'."""
 from __future__ import annotations
 
 import numbers
@@ -16,10 +20,10 @@ import numpy as np
 from psjob.fluid.initializer import NormalInitializer
 from psjob.fluid.layers._checks import check_int
 from psjob.nn import functional as F
-from psjob.nn.functional.conv import conv_padding
+from psjob.nn.functional.conv import _triple, conv3d_padding, conv_padding
 from psjob.nn.layer import Layer
 
-__all__ = ["Conv2D", "Conv1D", "Conv2DTranspose"]
+__all__ = ["Conv2D", "Conv1D", "Conv2DTranspose", "Conv3D"]
 
 
 def _pair(value, what):
@@ -124,3 +128,31 @@ class Conv2DTranspose(Layer):
 
     def forward(self, x, output_size=None):
         return F.conv2d_transpose(x, self.weight, self.bias, output_size=output_size, **self._args)
+
+
+class Conv3D(Layer):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCDHW"):
+        super().__init__()
+        self._in = check_int(in_channels, "in_channels", "Conv3D", minimum=1)
+        self._out = check_int(out_channels, "out_channels", "Conv3D", minimum=1)
+        self._groups = check_int(groups, "groups", "Conv3D", minimum=1)
+        if self._in % self._groups or self._out % self._groups:
+            raise ValueError(f"Conv3D: groups {groups} must divide in_channels {in_channels} and "
+                             f"out_channels {out_channels}")
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv3D(padding_mode={padding_mode!r}) is not supported by psjob: only 'zeros'")
+        if data_format not in ("NCDHW", "NDHWC"):
+            raise ValueError(f"Conv3D: data_format must be 'NCDHW' or 'NDHWC', got {data_format!r}")
+        self._kernel = _triple(kernel_size, "kernel_size", "Conv3D")
+        self._stride, self._dilation = _triple(stride, "stride", "Conv3D"), _triple(dilation, "dilation", "Conv3D")
+        conv3d_padding(padding, data_format == "NDHWC", "Conv3D")  # a bad padding fails here
+        self._padding, self._data_format = padding, data_format
+        std = (2.0 / (np.prod(self._kernel) * self._in)) ** 0.5
+        self.weight = self.create_parameter([self._out, self._in // self._groups] + self._kernel, weight_attr,
+                                            default_initializer=NormalInitializer(0.0, float(std)))
+        self.bias = self.create_parameter([self._out], bias_attr, is_bias=True)
+
+    def forward(self, x):
+        return F.conv3d(x, self.weight, self.bias, self._stride, self._padding, self._dilation, self._groups,
+                        self._data_format)

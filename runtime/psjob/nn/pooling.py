@@ -6,7 +6,7 @@ from psjob.nn import functional as F
 from psjob.nn.layer import Layer
 
 __all__ = ["MaxPool1D", "AvgPool1D", "AvgPool2D", "AdaptiveAvgPool1D", "AdaptiveAvgPool2D", "AdaptiveMaxPool1D",
-           "AdaptiveMaxPool2D"]
+           "AdaptiveMaxPool2D", "MaxPool3D", "AvgPool3D"]
 
 
 class MaxPool1D(Layer):
@@ -71,3 +71,25 @@ class AdaptiveMaxPool2D(Layer):
 
     def forward(self, x):
         return F.adaptive_max_pool2d(x, self._output_size, self._return_mask)
+
+
+class MaxPool3D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCDHW",
+                 name=None):
+        super().__init__()
+        self._args = dict(kernel_size=kernel_size, stride=stride, padding=padding, return_mask=return_mask,
+                          ceil_mode=ceil_mode, data_format=data_format)
+
+    def forward(self, x):
+        return F.max_pool3d(x, **self._args)
+
+
+class AvgPool3D(Layer):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
+                 data_format="NCDHW", name=None):
+        super().__init__()
+        self._args = dict(kernel_size=kernel_size, stride=stride, padding=padding, ceil_mode=ceil_mode,
+                          exclusive=exclusive, divisor_override=divisor_override, data_format=data_format)
+
+    def forward(self, x):
+        return F.avg_pool3d(x, **self._args)

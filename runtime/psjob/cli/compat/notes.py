@@ -67,6 +67,9 @@ NOTES = {
     "paddle.numel": (DIFFERS, "int64 of shape [1], not 0-D (psjob's full reductions are [1])"),
     "paddle.unique": (DIFFERS, "of the flattened x only: axis= is refused"),
     "paddle.repeat_interleave": (DIFFERS, "repeats must be an int: a repeats tensor is refused"),
+    "paddle.norm": (DIFFERS, "the matrix 2-norm, -2 and 'nuc' (axis of two ints) are refused: psjob has no svd; "
+                             "a full reduction is [1], not 0-D"),
+    "paddle.linalg.matrix_norm": (DIFFERS, "p=2, -2 and 'nuc' are refused: psjob has no svd"),
     "paddle.fluid.layers.rank": (DIFFERS, "int32 of shape [1], where Paddle 1.8 gives a 0-D tensor"),
     "paddle.fluid.layers.Print": (DIFFERS, "prints in the forward pass only (print_phase is accepted)"),
     # Control flow (docs/user/paddle2.md "Control flow").

@@ -1,17 +1,22 @@
 """fluid.contrib.layers (Fluid 1.8's names): ctr_metric_bundle, fused_embedding_seq_pool,
-partial_concat and partial_sum. The others of Fluid 1.8's list (the tdm and search-pyramid ops,
-rank_attention, basic_lstm/basic_gru, shuffle_batch, ...) are not in psjob."""
+partial_concat, partial_sum, shuffle_batch, rank_attention, and basic_gru / basic_lstm (contrib/rnn_impl.py). The others of Fluid 1.8's list (the tdm and
+search-pyramid ops, ...) are not in psjob."""
 from __future__ import annotations
 
 import copy
 
+import numpy as np
+
 from psjob.fluid import unique_name
+from psjob.fluid.contrib.rnn_impl import basic_gru, basic_lstm
+from psjob.fluid.framework import Variable
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers import manip, metric_op, nn, sequence_lod, tensor
 from psjob.fluid.layers._checks import check_int, check_variable
 from psjob.fluid.param_attr import ParamAttr
 
-__all__ = ["ctr_metric_bundle", "fused_embedding_seq_pool", "partial_concat", "partial_sum"]
+__all__ = ["ctr_metric_bundle", "fused_embedding_seq_pool", "partial_concat", "partial_sum", "shuffle_batch",
+           "basic_gru", "basic_lstm", "rank_attention"]
 
 
 def ctr_metric_bundle(input, label):
@@ -64,3 +69,55 @@ def partial_concat(input, start_index=0, length=-1):
 def partial_sum(input, start_index=0, length=-1):
     """Columns start_index..start_index+length of every input, summed (Fluid 1.8's op)."""
     return tensor.sums(_partial("partial_sum", input, start_index, length))
+
+
+def shuffle_batch(x, seed=None):
+    """x's rows (all dimensions but the last flattened) in a random order, the same shape and
+    LoD (Fluid 1.8's contrib shuffle_batch; the shuffle_batch op in psjob.fluid.ops.random_ops).
+    seed: an int starts the persistable int64 seed variable the op advances every run (None: the
+    program's random_seed, or a random int as Paddle draws one); a Variable is used as that
+    seed variable itself."""
+    layer = "shuffle_batch"
+    check_variable(x, "x", layer)
+    helper = LayerHelper(layer)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    idx = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    if seed is None and helper.main_program.random_seed != 0:
+        seed = helper.main_program.random_seed
+    if seed is None:
+        seed = int(np.random.randint(-65536, 65535))
+    attrs = {}
+    if not isinstance(seed, Variable):
+        attrs["startup_seed"] = check_int(seed, "seed", layer)
+        # Paddle leaves the seed variable empty and the op falls back to startup_seed on its
+        # first run; here the startup program writes startup_seed into it, the same first value.
+        seed = tensor.create_global_var([1], attrs["startup_seed"], "int64", persistable=True,
+                                        name=unique_name.generate("shuffle_batch_seed"))
+    elif seed.dtype != "int64":
+        raise TypeError(f"{layer}: a seed Variable must be int64, got {seed.name} of {seed.dtype}")
+    helper.append_op(type=layer, inputs={"X": [x], "Seed": [seed]},
+                     outputs={"Out": [out], "ShuffleIdx": [idx], "SeedOut": [seed]}, attrs=attrs)
+    return out
+
+
+def rank_attention(input, rank_offset, rank_param_shape, rank_param_attr, max_rank=3, max_size=0):
+    """Fluid 1.8's rank_attention (psjob.fluid.ops.rank_attention_ops): input [N, D], rank_offset
+    [N, 2 * max_rank + 1] int32, a parameter rank_param_shape = [D * max_rank^2, O] made here
+    (`rank_attention_N.w_0` unless named); returns [N, O]. max_size (Paddle 2.x's GPU buffer
+    size) has no effect."""
+    layer = "rank_attention"
+    check_variable(input, "input", layer)
+    check_variable(rank_offset, "rank_offset", layer)
+    max_rank = check_int(max_rank, "max_rank", layer, minimum=1)
+    shape = [check_int(d, "rank_param_shape", layer, minimum=1) for d in rank_param_shape]
+    if len(shape) != 2 or (input.shape[1] >= 0 and input.shape[1] * max_rank * max_rank != shape[0]):
+        raise ValueError(f"{layer}: rank_param_shape {rank_param_shape} must be [D * max_rank^2, O] for input "
+                         f"{input.name}{list(input.shape)} and max_rank {max_rank}")
+    if rank_offset.dtype != "int32":
+        raise TypeError(f"{layer}: rank_offset must be int32 (Paddle's), got {rank_offset.name} of {rank_offset.dtype}")
+    helper = LayerHelper(layer)
+    param = helper.create_parameter(rank_param_attr, shape, input.dtype)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=layer, inputs={"X": [input], "RankOffset": [rank_offset], "RankParam": [param]},
+                     outputs={"Out": [out]}, attrs={"MaxRank": max_rank, "MaxSize": int(max_size)})
+    return out

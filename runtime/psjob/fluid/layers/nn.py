@@ -11,6 +11,7 @@ from psjob.fluid.layers._checks import check_dtype as _check_dtype
 from psjob.fluid.layers._checks import check_int as _check_int
 from psjob.fluid.layers._checks import check_int_list as _check_int_list
 from psjob.fluid.layers._checks import check_variable as _check_variable
+from psjob.fluid.layers.manip import concat as _concat
 
 # Paddle 1.8 defines these in fluid/layers/nn.py: scripts reach them as
 # `paddle.fluid.layers.nn.reduce_max` and the like.
@@ -28,6 +29,7 @@ from psjob.fluid.layers.manip import (  # noqa: F401
     unsqueeze,
 )
 from psjob.fluid.layers.manip import reshape as _reshape
+from psjob.fluid.layers.tensor import assign as _assign
 from psjob.fluid.param_attr import ParamAttr as _ParamAttr
 
 
@@ -572,7 +574,8 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, 
                      attrs={"pooling_type": pool_type, "ksize": ksize, "strides": strides, "paddings": paddings,
                             "padding_algorithm": algorithm, "global_pooling": bool(global_pooling),
                             "ceil_mode": bool(ceil_mode), "exclusive": bool(exclusive),
-                            "use_cudnn": bool(use_cudnn), "data_format": data_format})
+                            "use_cudnn": bool(use_cudnn), "data_format": data_format,
+                            "fluid1_inclusive_count": True})
     return out
 
 
@@ -748,3 +751,161 @@ def conv2d_transpose(input, num_filters, output_size=None, filter_size=None, pad
                             "output_padding": [0, 0], "output_size": [], "padding_algorithm": "EXPLICIT",
                             "data_format": "NCHW"})
     return _channel_bias_and_act(helper, out, bias_attr, num_filters, act)
+
+
+def gru_unit(input, hidden, size, param_attr=None, bias_attr=None, activation="tanh", gate_activation="sigmoid",
+             origin_mode=False):
+    """One GRU step (Paddle 1.8 API docs, fluid.layers.gru_unit): input [N, size] is the projected
+    input (x_u, x_r, x_c; size = 3 * D), hidden [N, D] the previous state. Returns
+    (updated_hidden [N, D], reset_hidden_pre r * h [N, D], gate [N, 3D]: u, r, c after their
+    activations). Weight [D, 3D] is read as Paddle's kernel reads its memory (the first 2*D*D
+    values the gate weight [D, 2D], the last D*D the candidate weight [D, D], as dynamic_gru's),
+    bias [1, 3D]. Built from reshape/slice/matmul ops, whose gradients give its own (from updated_hidden only, as Paddle's). Paddle 1.8
+    checks `activation` and `gate_activation` but always runs tanh and sigmoid; so does psjob."""
+    layer = "gru_unit"
+    _check_variable(input, "input", layer)
+    _check_variable(hidden, "hidden", layer)
+    _check_dtype(input, "input", ("float32", "float64"), layer)
+    _check_dtype(hidden, "hidden", ("float32", "float64"), layer)
+    size = _check_int(size, "size", layer, minimum=3)
+    for arg, act in (("activation", activation), ("gate_activation", gate_activation)):
+        _check_choice(act, arg, ("identity", "sigmoid", "tanh", "relu"), layer)
+    d = size // 3
+    if size % 3 or (input.shape[-1] >= 0 and input.shape[-1] != size) or hidden.shape[-1] not in (-1, d):
+        raise ValueError(f"{layer}: size {size} must be 3 * D with input {input.name}{list(input.shape)} "
+                         f"[N, 3 * D] and hidden {hidden.name}{list(hidden.shape)} [N, D]")
+    helper = LayerHelper(layer)
+    weight = helper.create_parameter(param_attr, [d, 3 * d], input.dtype)
+    bias = helper.create_parameter(bias_attr, [1, 3 * d], input.dtype, is_bias=True)
+    x = input if bias is None else elementwise_add(input, bias)
+    flat = _reshape(weight, [3 * d * d])
+    w_gate = _reshape(slice(flat, [0], [0], [2 * d * d]), [d, 2 * d])
+    w_cand = _reshape(slice(flat, [0], [2 * d * d], [3 * d * d]), [d, d])
+    ur = sigmoid(elementwise_add(slice(x, [1], [0], [2 * d]), matmul(hidden, w_gate)))
+    u, r = slice(ur, [1], [0], [d]), slice(ur, [1], [d], [2 * d])
+    reset_hidden_pre = elementwise_mul(r, hidden)
+    c = tanh(elementwise_add(slice(x, [1], [2 * d], [3 * d]), matmul(reset_hidden_pre, w_cand)))
+    if origin_mode:  # h = u * h_prev + (1 - u) * c
+        updated = elementwise_add(c, elementwise_mul(u, elementwise_sub(hidden, c)))
+    else:  # h = (1 - u) * h_prev + u * c
+        updated = elementwise_add(hidden, elementwise_mul(u, elementwise_sub(c, hidden)))
+    # Paddle's Gate and ResetHiddenPrev are intermediate outputs: its gradient flows from Hidden
+    # only, so the copies returned here stop gradients.
+    gate = _concat([u, r, c], axis=1)
+    reset_out = _assign(reset_hidden_pre)
+    gate.stop_gradient = reset_out.stop_gradient = True
+    return updated, reset_out, gate
+
+
+def _var_list(value, arg):
+    if value is None:
+        return []
+    items = [value] if isinstance(value, Variable) else list(value) if isinstance(value, (list, tuple)) else None
+    if items is None or not all(isinstance(v, Variable) for v in items):
+        raise TypeError(f"py_func: argument {arg!r} must be a Variable, a list of Variables or None, got {value!r}")
+    return items
+
+
+def py_func(func, x, out, backward_func=None, skip_vars_in_backward_input=None):
+    """Run a Python function as an op (Paddle 1.8 API docs, fluid.layers.py_func): func gets x's
+    LoDTensors and returns out's values; out are variables the caller created with their
+    shapes and dtypes (block.create_var). backward_func, when given, gets the forward inputs,
+    outputs and output gradients (less skip_vars_in_backward_input) and returns the inputs'
+    gradients; without it no gradient flows through. See psjob.fluid.ops.py_func_ops."""
+    from psjob.fluid.ops import py_func_ops
+    xs, outs = _var_list(x, "x"), _var_list(out, "out")
+    for v in outs:
+        if len(v.shape) == 0:
+            raise ValueError(f"py_func: output {v.name} has no shape: create it with its shape and dtype")
+    fwd_id = py_func_ops.register_callable(func)
+    bwd_id = -1 if backward_func is None else py_func_ops.register_callable(backward_func)
+    skip = []
+    if backward_func is not None and skip_vars_in_backward_input is not None:
+        known = {v.name for v in xs + outs}
+        for v in _var_list(skip_vars_in_backward_input, "skip_vars_in_backward_input"):
+            if v.name not in known:
+                raise ValueError(f"py_func: skip_vars_in_backward_input: {v.name} is not a forward input or output")
+            skip.append(v.name)
+    if backward_func is None:
+        # Paddle makes no gradient op, so the backward pass stops here (its inputs' producers
+        # get no gradient either); stopping the outputs' gradients does the same in psjob.
+        for v in outs:
+            v.stop_gradient = True
+    LayerHelper("py_func").append_op(type="py_func", inputs={"X": xs}, outputs={"Out": outs},
+                                     attrs={"forward_callable_id": fwd_id, "backward_callable_id": bwd_id,
+                                            "backward_skip_vars": sorted(set(skip))})
+    return out
+
+
+def _conv_triple(value, what, minimum, layer):
+    values = [value] * 3 if isinstance(value, int) else list(value)
+    if len(values) != 3 or not all(isinstance(v, int) and v >= minimum for v in values):
+        raise ValueError(f"{layer}: argument '{what}' must be an int >= {minimum} or three of them, got {value!r}")
+    return [int(v) for v in values]
+
+
+def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None,  # noqa: A002
+           param_attr=None, bias_attr=None, use_cudnn=True, act=None, name=None, data_format="NCDHW"):
+    """Fluid 1.8's fluid.layers.conv3d on NCDHW input: a filter [num_filters, C/groups, kd, kh, kw]
+    made here (default Normal(0, sqrt(2 / (kd * kh * kw * C))), as Fluid's), a bias [num_filters]
+    added on the channel axis unless bias_attr is False, then `act`. padding: an int or
+    [pad_d, pad_h, pad_w]. use_cudnn has no effect (the conv3d op: psjob.fluid.ops.conv3d_ops)."""
+    from psjob.fluid.initializer import NormalInitializer
+    layer = "conv3d"
+    _check_variable(input, "input", layer)
+    if data_format != "NCDHW" or len(input.shape) != 5:
+        raise ValueError(f"{layer}: input must be a 5-D NCDHW tensor, got {input.name}{list(input.shape)} "
+                         f"({data_format})")
+    channels = input.shape[1]
+    groups = 1 if groups is None else _check_int(groups, "groups", layer, minimum=1)
+    if channels < 1 or channels % groups:
+        raise ValueError(f"{layer}: the input's {channels} channels must be known and divisible by groups {groups}")
+    kernel = _conv_triple(filter_size, "filter_size", 1, layer)
+    num_filters = _check_int(num_filters, "num_filters", layer, minimum=1)
+    helper = LayerHelper(layer, name=name)
+    std = (2.0 / (kernel[0] * kernel[1] * kernel[2] * channels)) ** 0.5
+    w = helper.create_parameter(param_attr, [num_filters, channels // groups] + kernel, input.dtype,
+                                default_initializer=NormalInitializer(0.0, std))
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=layer, inputs={"Input": [input], "Filter": [w]}, outputs={"Output": [out]},
+                     attrs={"strides": _conv_triple(stride, "stride", 1, layer),
+                            "paddings": _conv_triple(padding, "padding", 0, layer),
+                            "dilations": _conv_triple(dilation, "dilation", 1, layer), "groups": groups,
+                            "padding_algorithm": "EXPLICIT", "data_format": "NCDHW"})
+    return _channel_bias_and_act(helper, out, bias_attr, num_filters, act)
+
+
+def pool3d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, global_pooling=False,
+           use_cudnn=True, ceil_mode=False, name=None, exclusive=True, data_format="NCDHW"):
+    """Max or average pooling of an NCDHW input (Paddle 1.8 API docs, fluid.layers.pool3d);
+    pool_padding an int, three or six values, or 'SAME' / 'VALID'."""
+    layer = "pool3d"
+    _check_variable(input, "input", layer)
+    _check_dtype(input, "input", _FLOATS, layer)
+    _check_choice(pool_type, "pool_type", ("max", "avg"), layer)
+    if data_format != "NCDHW":
+        raise ValueError(f"{layer}: only data_format 'NCDHW' is supported, got {data_format!r}")
+    if len(input.shape) != 5:
+        raise ValueError(f"{layer}: argument 'input' {input.name}{list(input.shape)} must be 5-D (NCDHW)")
+    if not global_pooling and pool_size == -1:
+        raise ValueError(f"{layer}: give pool_size unless global_pooling is True")
+    ksize = [1, 1, 1] if pool_size == -1 else _conv_triple(pool_size, "pool_size", 1, layer)
+    strides = _conv_triple(pool_stride, "pool_stride", 1, layer)
+    algorithm = "EXPLICIT"
+    if isinstance(pool_padding, str):
+        algorithm = _check_choice(pool_padding.upper(), "pool_padding", ("SAME", "VALID"), layer)
+        paddings = [0, 0, 0]
+    else:
+        paddings = _check_int_list(pool_padding, "pool_padding", layer)
+        paddings = paddings * 3 if len(paddings) == 1 else paddings
+        if len(paddings) not in (3, 6):
+            raise ValueError(f"{layer}: argument 'pool_padding' must hold 1, 3 or 6 values, got {pool_padding!r}")
+    helper = LayerHelper(layer, name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=layer, inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"pooling_type": pool_type, "ksize": ksize, "strides": strides, "paddings": paddings,
+                            "padding_algorithm": algorithm, "global_pooling": bool(global_pooling),
+                            "ceil_mode": bool(ceil_mode), "exclusive": bool(exclusive),
+                            "use_cudnn": bool(use_cudnn), "data_format": data_format,
+                            "fluid1_inclusive_count": True})
+    return out

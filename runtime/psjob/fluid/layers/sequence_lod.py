@@ -7,7 +7,7 @@ from psjob.fluid.framework import convert_dtype as _convert_dtype
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import FLOATS, check_choice, check_dtype, check_int, check_variable
 
-__all__ = ["sequence_pool", "dynamic_gru", "sequence_conv", "sequence_unpad", "sequence_expand_as",
+__all__ = ["sequence_pool", "dynamic_gru", "dynamic_lstm", "sequence_conv", "sequence_unpad", "sequence_expand_as",
            "sequence_reshape", "sequence_softmax", "sequence_first_step", "sequence_last_step",
            "sequence_concat", "sequence_slice", "sequence_enumerate", "sequence_pad", "sequence_expand",
            "sequence_scatter", "sequence_reverse", "sequence_mask", "lod_reset", "lod_append"]
@@ -72,6 +72,50 @@ def dynamic_gru(input, size, param_attr=None, bias_attr=None, is_reverse=False,
                      attrs={"is_reverse": bool(is_reverse), "gate_activation": gate_activation,
                             "activation": candidate_activation, "origin_mode": bool(origin_mode)})
     return hidden
+
+
+def dynamic_lstm(input, size, h_0=None, c_0=None, param_attr=None, bias_attr=None, use_peepholes=True,
+                 is_reverse=False, gate_activation="sigmoid", cell_activation="tanh", candidate_activation="tanh",
+                 dtype="float32", name=None):
+    """An LSTM over every sequence of a LoD level-1 input [T, size] (the projected input, an fc
+    of width size = 4 * D in front): (hidden, cell), each [T, D] with the input's LoD (Paddle 1.8
+    API docs, fluid.layers.dynamic_lstm). Weight [D, 4D], bias [1, 7D] with use_peepholes (the
+    gate bias, then w_ic, w_fc, w_oc), else [1, 4D]; h_0 / c_0 [num_seqs, D] are the initial
+    states (zeros when None). See psjob.fluid.ops.lstm_ops."""
+    layer = "dynamic_lstm"
+    check_variable(input, "input", layer)
+    check_dtype(input, "input", ("float32", "float64"), layer)
+    size = check_int(size, "size", layer, minimum=4)
+    if size % 4:
+        raise ValueError(f"{layer}: size must be 4 * the hidden size, got {size}")
+    if bias_attr is False:
+        raise ValueError(f"{layer}: bias_attr must not be False (Paddle's lstm needs its bias)")
+    for arg, act in (("gate_activation", gate_activation), ("cell_activation", cell_activation),
+                     ("candidate_activation", candidate_activation)):
+        check_choice(act, arg, GRU_ACTIVATIONS, layer)
+    d = size // 4
+    inputs = {"Input": [input]}
+    for arg, state, slot in (("h_0", h_0, "H0"), ("c_0", c_0, "C0")):
+        if state is None:
+            continue
+        if not isinstance(state, Variable):
+            raise TypeError(f"{layer}: argument {arg!r} must be a fluid Variable or None, got {type(state).__name__}")
+        check_dtype(state, arg, ("float32", "float64"), layer)
+        if state.shape[-1] not in (-1, d):
+            raise ValueError(f"{layer}: {arg} {state.name}{list(state.shape)} must be [num_seqs, {d}]")
+        inputs[slot] = [state]
+    helper = LayerHelper("lstm", name)
+    weight = helper.create_parameter(param_attr, [d, 4 * d], dtype)
+    bias = helper.create_parameter(bias_attr, [1, (7 if use_peepholes else 4) * d], dtype, is_bias=True)
+    inputs.update(Weight=[weight], Bias=[bias])
+    hidden, cell = (helper.create_variable_for_type_inference(dtype) for _ in range(2))
+    scratch = {slot: [helper.create_variable_for_type_inference(dtype, stop_gradient=True)]
+               for slot in ("BatchGate", "BatchCellPreAct")}
+    helper.append_op(type="lstm", inputs=inputs, outputs=dict(Hidden=[hidden], Cell=[cell], **scratch),
+                     attrs={"use_peepholes": bool(use_peepholes), "is_reverse": bool(is_reverse),
+                            "gate_activation": gate_activation, "cell_activation": cell_activation,
+                            "candidate_activation": candidate_activation})
+    return hidden, cell
 
 
 def sequence_conv(input, num_filters, filter_size=3, filter_stride=1, padding=True, padding_start=None,

@@ -143,15 +143,25 @@ def conv2d_grad(ctx):
 # [N, C, H, W], Filter [C, O/groups, KH, KW], Output [N, O, OH, OW] with OH = (H - 1) * stride_h
 # - pad_top - pad_bottom + dilation_h * (KH - 1) + 1 + output_padding_h. Every input pixel adds
 # x[n, c, i, j] * Filter[c, o, kh, kw] at (i * stride_h + kh * dilation_h - pad_top, ...).
+# padding_algorithm "VALID" is no padding; "SAME" pads as a SAME conv2d of the op's input would
+# (ceil(H / stride) outputs), with the dilation taken as 1, as Paddle does.
 
 def _transpose_geometry(attrs, in_hw, k_hw):
     strides = _pair(attrs.get("strides", [1, 1]), "strides")
     dilations = _pair(attrs.get("dilations", [1, 1]), "dilations")
     pads = [int(p) for p in attrs.get("paddings", [0, 0])]
-    if str(attrs.get("padding_algorithm", "EXPLICIT")).upper() == "VALID":
+    algorithm = str(attrs.get("padding_algorithm", "EXPLICIT")).upper()
+    if algorithm == "VALID":
         pads = [0, 0]
     if len(pads) == 2:
         pads = [pads[0], pads[0], pads[1], pads[1]]
+    if algorithm == "SAME":
+        # Paddle's UpdatePaddingAndDilation on the op's input size: the padding a SAME conv2d of
+        # that input would take, split before/after, and the dilation taken as 1.
+        dilations, pads = [1, 1], []
+        for size, k, s in zip(in_hw, k_hw, strides):
+            total = max((-(-size // s) - 1) * s + k - size, 0) if size >= 0 else 0
+            pads += [total // 2, total - total // 2]
     extra = [int(p) for p in (attrs.get("output_padding") or [0, 0])]
     if len(pads) != 4 or min(pads) < 0 or len(extra) != 2 or min(strides + dilations) < 1:
         raise GraphError(f"conv2d_transpose: bad strides {strides}, dilations {dilations}, paddings "
@@ -166,8 +176,6 @@ def _transpose_geometry(attrs, in_hw, k_hw):
 def _transpose_shape(op):
     x, w = in_var(op, "Input"), in_var(op, "Filter")
     groups = int(op.attr("groups", 1) or 1)
-    if str(op.attr("padding_algorithm", "EXPLICIT")).upper() == "SAME":
-        raise GraphError("conv2d_transpose: padding 'SAME' is not supported by psjob (give the padding)")
     if len(x.shape) != 4 or len(w.shape) != 4:
         raise GraphError(f"conv2d_transpose: Input {x.name}{list(x.shape)} and Filter {w.name}{list(w.shape)} "
                          "must be 4-D")

@@ -9,6 +9,12 @@ i * ratio), `data_layout` 'NCHW'. Ratio = in / out (1 / scale when a scale is gi
 align_corners, (in - 1) / (out - 1) and nearest rounds. Each output axis is a linear map of the
 input axis: a [out, in] matrix of interpolation weights, so Out = A_h X A_w^T and the gradient
 is A_h^T dOut A_w.
+
+The v2 ops also take the size at run time, in Paddle's order of precedence: `SizeTensor` (one
+one-element int tensor per output dimension; the ratio then comes from the sizes), else the
+`Scale` tensor ([1] or [2] floats, replacing the attribute; output = int(in * scale)), then
+`OutSize` (an int tensor [out_h, out_w]) overriding the size a scale gave (the ratio stays
+1 / scale).
 """
 from __future__ import annotations
 
@@ -38,7 +44,11 @@ def _interp_shape(op):
     if op.attr("data_layout", "NCHW") != "NCHW":
         raise GraphError(f"{op.type}: only data_layout 'NCHW' is supported (the layer transposes NHWC)")
     out, _ = _out_size(op.attrs, x.shape[2:])
-    if any(d == 0 or d < -1 for d in out) or (all(d < 0 for d in out) and not _out_size(op.attrs, [1, 1])[1]):
+    if op.input("SizeTensor"):
+        out = [int(op.attr("out_h", -1)), int(op.attr("out_w", -1))]
+    elif op.input("OutSize") or op.input("Scale"):
+        out = [-1, -1]
+    elif any(d == 0 or d < -1 for d in out) or (all(d < 0 for d in out) and not _out_size(op.attrs, [1, 1])[1]):
         raise GraphError(f"{op.type}: give out_h/out_w or a positive scale (got {out})")
     set_out(op, "Out", list(x.shape[:2]) + out, x.dtype)
 
@@ -66,9 +76,35 @@ def _matrix(kind, n_in, n_out, scale, align_corners, align_mode):
     return a
 
 
+def _host(ctx, arr):
+    return np.asarray(arr if ctx.xp is np else ctx.xp.asnumpy(arr)).reshape(-1)
+
+
+def _runtime_size(ctx, x, out, scale):
+    """The v2 op's (output size, scale) with its SizeTensor / Scale / OutSize inputs applied."""
+    if ctx.has_input("SizeTensor"):
+        return [int(_host(ctx, t)[0]) for t in ctx.input_list("SizeTensor")], []
+    if ctx.has_input("Scale"):
+        scale = [float(v) for v in _host(ctx, ctx.input("Scale"))]
+        scale = (scale * 2)[:2] if len(scale) == 1 else scale[:2]
+        if len(scale) != 2 or min(scale) <= 0:
+            raise ValueError(f"{ctx.op_type}: the Scale tensor must hold one or two positive numbers, got {scale}")
+        out = [int(d * s) for d, s in zip(x.shape[2:], scale)]
+    if ctx.has_input("OutSize"):
+        size = _host(ctx, ctx.input("OutSize"))
+        if size.size != 2:
+            raise ValueError(f"{ctx.op_type}: the OutSize tensor must hold [out_h, out_w], got {size.tolist()}")
+        out = [int(v) for v in size]
+    return out, scale
+
+
 def _matrices(ctx, x):
     kind = "nearest" if ctx.op_type.startswith("nearest") else "bilinear"
     out, scale = _out_size(ctx.attrs, x.shape[2:])
+    if "_v2" in ctx.op_type:
+        out, scale = _runtime_size(ctx, x, out, scale)
+        if min(out) < 1:
+            raise ValueError(f"{ctx.op_type}: the output size must be positive, got {out}")
     # v1 (Fluid 1.8) takes the ratio from the sizes even when a scale set them; v2 from 1 / scale.
     scale = scale if scale and "_v2" in ctx.op_type else [0.0, 0.0]
     align, mode = bool(ctx.attr("align_corners", False)), int(ctx.attr("align_mode", 1))
@@ -87,7 +123,9 @@ def _register(op_type):
         a_h, a_w = _matrices(ctx, x)
         ctx.set_output("X@GRAD", ctx.xp.einsum("ph,ncpq,qw->nchw", a_h, dout, a_w))
 
-    register_op(op_type, infer_shape=_interp_shape, grad=simple_grad(op_type + "_grad"))(kernel)
+    sizes = ("OutSize", "SizeTensor", "Scale")
+    register_op(op_type, infer_shape=_interp_shape, no_grad_inputs=sizes,
+                grad=simple_grad(op_type + "_grad", inputs=("X",) + sizes, grad_of=("X",)))(kernel)
     register_op(op_type + "_grad")(grad_kernel)
 
 

@@ -5,7 +5,9 @@ Attributes as Paddle's: `pooling_type` 'max' or 'avg', `ksize`, `strides`, `padd
 ([h, w] or [top, bottom, left, right]), `padding_algorithm` 'EXPLICIT', 'VALID' (no
 padding) or 'SAME' (out = ceil(in / stride), the padding split with the odd one after),
 `global_pooling`, `adaptive` (ksize is the output size; output i pools input
-[floor(i * in / out), ceil((i + 1) * in / out))), `exclusive` (an average over the window's unpadded elements only),
+[floor(i * in / out), ceil((i + 1) * in / out))), `exclusive` (an average over the window's unpadded elements only; otherwise over the window
+clipped to the padded input, as Paddle 3.0, or the whole window, as Fluid 1.8, whose layers set
+psjob's `fluid1_inclusive_count`),
 `ceil_mode`. Padded elements never win a max. As Paddle's max-pool gradient, the whole
 gradient of a window goes to its first maximum (row-major order).
 """
@@ -63,6 +65,7 @@ def _windows(x, attrs):
     """Yield (i, j, h0, h1, w0, w1): output position and its window clipped to x."""
     ksize, strides, pads, out = _geometry(x.shape[2:], attrs)
     height, width = x.shape[2:]
+    fluid1 = bool(attrs.get("fluid1_inclusive_count", False))
     if attrs.get("adaptive", False):
         yield from _adaptive_windows(height, width, out)
         return
@@ -70,8 +73,12 @@ def _windows(x, attrs):
         h0 = i * strides[0] - pads[0]
         for j in range(out[1]):
             w0 = j * strides[1] - pads[2]
-            yield (i, j, max(h0, 0), min(h0 + ksize[0], height), max(w0, 0), min(w0 + ksize[1], width),
-                   ksize[0] * ksize[1])
+            # The inclusive count: Paddle 3.0's is the window clipped to the padded input (ceil_mode's
+            # last window can run past it); Fluid 1.8's layers (psjob's `fluid1_inclusive_count`
+            # attribute) count the whole window.
+            full = ksize[0] * ksize[1] if fluid1 else \
+                (min(h0 + ksize[0], height + pads[1]) - h0) * (min(w0 + ksize[1], width + pads[3]) - w0)
+            yield (i, j, max(h0, 0), min(h0 + ksize[0], height), max(w0, 0), min(w0 + ksize[1], width), full)
 
 
 def _adaptive_windows(height, width, out):

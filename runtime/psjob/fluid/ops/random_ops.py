@@ -5,13 +5,20 @@ int64 [N]), `randperm` (a permutation of 0..n-1) and `uniform_random_batch_size_
 `gaussian_random_batch_size_like` (Fluid: attr shape with shape[output_dim_idx] taken from
 Input's input_dim_idx size when run). Drawn on the host from the op's `seed`
 (0: fresh each run, or derived from paddle.seed as tensor_ops' _host_rng does), then moved to
-the place. No gradients (Paddle registers none)."""
+the place. No gradients (Paddle registers none), except for `shuffle_batch`.
+
+`shuffle_batch` (Fluid 1.8's fluid.contrib.layers.shuffle_batch): the rows of X seen as
+[prod(dims[:-1]), dims[-1]] in a random order (Out keeps X's shape and LoD), the order in
+ShuffleIdx (Out row i is X row ShuffleIdx[i]). The permutation is drawn from the int64 Seed
+and a new seed is written to SeedOut (the same variable), so each run shuffles differently and
+a program with the same starting seed replays the same orders; Paddle's C++ engine draws other
+orders from a seed than numpy does. The gradient un-permutes: dX[ShuffleIdx[i]] = dOut[i]."""
 from __future__ import annotations
 
 import numpy as np
 
 from psjob.fluid.framework import GraphError
-from psjob.fluid.ops.registry import in_var, register_op, same_shape, set_out
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out
 from psjob.fluid.ops.tensor_ops import _batch_size_like_shape, _host_rng, _to_place
 
 
@@ -79,3 +86,45 @@ def uniform_random_batch_size_like(ctx):
 def gaussian_random_batch_size_like(ctx):
     arr = _host_rng(ctx).normal(float(ctx.attr("mean", 0.0)), float(ctx.attr("std", 1.0)), size=_batch_shape(ctx))
     ctx.set_output("Out", _to_place(ctx, arr.astype(ctx.attr("dtype", "float32"))))
+
+
+# -- shuffle_batch -----------------------------------------------------------------------
+
+def _shuffle_batch_shape(op):
+    x = in_var(op, "X")
+    if not x.shape:
+        raise GraphError(f"shuffle_batch: x {x.name} must have at least one dimension")
+    set_out(op, "Out", x.shape, x.dtype, x.lod_level)
+    rows = -1 if any(d < 0 for d in x.shape[:-1]) else int(np.prod(x.shape[:-1], dtype=np.int64))
+    set_out(op, "ShuffleIdx", [rows], "int64")
+    set_out(op, "SeedOut", [1], "int64")
+
+
+def _shuffle_batch_grad(op):
+    return [GradOpSpec("shuffle_batch_grad",
+                       {"ShuffleIdx": op.output("ShuffleIdx"), "Out@GRAD": [grad_name(n) for n in op.output("Out")]},
+                       {"X@GRAD": [grad_name(n) for n in op.input("X")]}, dict(op.attrs))]
+
+
+@register_op("shuffle_batch", infer_shape=_shuffle_batch_shape, grad=_shuffle_batch_grad,
+             no_grad_inputs=("Seed",))
+def shuffle_batch(ctx):
+    x = ctx.input("X")
+    seed = int(np.asarray(ctx.input("Seed") if ctx.xp is np else ctx.xp.asnumpy(ctx.input("Seed"))).reshape(-1)[0]) \
+        if ctx.has_input("Seed") else int(ctx.attr("startup_seed", 0))
+    rng = np.random.default_rng(seed % 2**63)
+    rows = int(np.prod(x.shape[:-1], dtype=np.int64)) if x.ndim else 0
+    idx = rng.permutation(rows).astype(np.int64)
+    flat = x.reshape(rows, x.shape[-1] if x.ndim else 1)
+    ctx.set_output("Out", flat[_to_place(ctx, idx)].reshape(x.shape), lod=ctx.input_lod("X"))
+    ctx.set_output("ShuffleIdx", _to_place(ctx, idx))
+    ctx.set_output("SeedOut", _to_place(ctx, np.array([rng.integers(0, 2**31 - 1)], dtype=np.int64)))
+
+
+@register_op("shuffle_batch_grad")
+def shuffle_batch_grad(ctx):
+    dout, idx = ctx.input("Out@GRAD"), ctx.input("ShuffleIdx")
+    flat = dout.reshape(idx.shape[0], -1)
+    dx = ctx.xp.empty_like(flat)
+    dx[idx] = flat
+    ctx.set_output("X@GRAD", dx.reshape(dout.shape))

@@ -13,6 +13,8 @@
 * `p_norm`: the `porder`-norm of X along `axis` (or of all of X when `asvector`):
   (sum |x|^p)^(1/p); p = inf / -inf is max / min |x|, p = 0 counts the non-zeros. The
   gradient is Paddle's: |x|^(p-1) sign(x) / (norm^(p-1) + epsilon) * dOut.
+* `inverse`: Output = Input^-1 over the last two dimensions (square, batched; a singular
+  matrix is an error); the gradient is Paddle's: dInput = -Output^T dOutput Output^T.
 """
 from __future__ import annotations
 
@@ -366,3 +368,31 @@ def expand_v2_grad(ctx):
     dx = dout.sum(axis=tuple(range(lead))) if lead else dout
     ones = tuple(i for i, d in enumerate(x.shape) if d == 1 and dx.shape[i] != 1)
     ctx.set_output("X@GRAD", (dx.sum(axis=ones, keepdims=True) if ones else dx).reshape(x.shape))
+
+
+# -- inverse -----------------------------------------------------------------------------
+
+def _inverse_shape(op):
+    x = in_var(op, "Input")
+    if len(x.shape) < 2 or _known_mismatch(x.shape[-1], x.shape[-2]):
+        raise GraphError(f"inverse: Input {x.name}{list(x.shape)} must be square matrices [..., M, M]")
+    set_out(op, "Output", x.shape, x.dtype)
+
+
+@register_op("inverse", infer_shape=_inverse_shape,
+             grad=simple_grad("inverse_grad", inputs=(), outputs=("Output",), keep_outputs=True,
+                              grad_of=("Input",)))
+def inverse(ctx):
+    xp, x = ctx.xp, ctx.input("Input")
+    try:
+        out = xp.linalg.inv(x)
+    except Exception as exc:  # numpy's and cupy's LinAlgError
+        raise ValueError(f"inverse: Input {ctx.ins['Input'][0]} holds a singular matrix ({exc})") from None
+    ctx.set_output("Output", out.astype(x.dtype, copy=False))
+
+
+@register_op("inverse_grad")
+def inverse_grad(ctx):
+    out, dout = ctx.input("Output"), ctx.input("Output@GRAD")
+    out_t = ctx.xp.swapaxes(out, -1, -2)
+    ctx.set_output("Input@GRAD", -(out_t @ dout @ out_t))

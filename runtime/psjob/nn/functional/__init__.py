@@ -14,7 +14,7 @@ from psjob.nn.functional.activation import *  # noqa: F403
 from psjob.nn.functional.activation import __all__ as _activation_all
 from psjob.nn.functional.common import *  # noqa: F403
 from psjob.nn.functional.common import __all__ as _common_all
-from psjob.nn.functional.conv import conv1d, conv2d, conv2d_transpose
+from psjob.nn.functional.conv import conv1d, conv2d, conv2d_transpose, conv3d
 from psjob.nn.functional.loss import *  # noqa: F403
 from psjob.nn.functional.loss import __all__ as _loss_all
 from psjob.nn.functional.pooling import *  # noqa: F403
@@ -24,7 +24,7 @@ __all__ = ["relu", "sigmoid", "tanh", "softmax", "dropout", "linear", "embedding
            "one_hot", "log_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
            "cross_entropy", "softmax_with_cross_entropy", "mse_loss", "square_error_cost",
            "embedding_lookup", "normalize", "leaky_relu", "prelu", "layer_norm", "conv2d", "conv1d",
-           "cosine_similarity", "sequence_mask", "conv2d_transpose"] + _activation_all + _common_all + _loss_all + _pooling_all
+           "cosine_similarity", "sequence_mask", "conv2d_transpose", "conv3d"] + _activation_all + _common_all + _loss_all + _pooling_all
 
 relu, sigmoid, tanh = _layers.relu, _layers.sigmoid, _layers.tanh
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from psjob import tensor as _t
 from psjob.fluid import layers as _layers
+from psjob.fluid.framework import Variable
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int_list, check_variable
 
@@ -142,11 +143,45 @@ def dropout2d(x, p=0.5, training=True, data_format="NCHW", name=None):
     return _layers.elementwise_mul(x, mask)
 
 
+def _size_inputs(size, fn):
+    """size's runtime inputs, as Paddle builds them: a Variable is OutSize; a list holding
+    Variables is SizeTensor (ints become one-element int32 constants; the attributes keep the
+    ints and -1 for the Variables)."""
+    if isinstance(size, Variable):
+        if size.dtype not in ("int32", "int64"):
+            raise TypeError(f"{fn}: a size tensor must be int32 or int64, got {size.name} of {size.dtype}")
+        size.stop_gradient = True
+        return {"OutSize": [size]}, [-1, -1]
+    if not isinstance(size, (list, tuple)) or len(size) != 2:
+        raise ValueError(f"{fn}: size must hold two entries [out_h, out_w], got {size!r}")
+    if not any(isinstance(d, Variable) for d in size):
+        sizes = check_int_list(list(size), "size", fn)
+        if min(sizes) < 1:
+            raise ValueError(f"{fn}: size must hold two positive ints [out_h, out_w], got {size!r}")
+        return {}, sizes
+    tensors, attrs = [], []
+    for i, d in enumerate(size):
+        if isinstance(d, Variable):
+            if d.dtype not in ("int32", "int64"):
+                raise TypeError(f"{fn}: size[{i}] must be an int32/int64 tensor, got {d.name} of {d.dtype}")
+            d.stop_gradient = True
+            tensors.append(d)
+            attrs.append(-1)
+        else:
+            v = check_int_list([d], f"size[{i}]", fn)[0]
+            if v < 1:
+                raise ValueError(f"{fn}: size[{i}] must be positive, got {d!r}")
+            tensors.append(_layers.fill_constant([1], "int32", v, force_cpu=True))
+            attrs.append(v)
+    return {"SizeTensor": tensors}, attrs
+
+
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=False, align_mode=0,
                 data_format="NCHW", name=None):
-    """Resize the H, W of a 4-D x by `size` ([out_h, out_w] ints) or `scale_factor` (a number or a
-    pair): Paddle's nearest_interp_v2 / bilinear_interp_v2 ops. Other modes and sizes held in
-    Variables are refused."""
+    """Resize the H, W of a 4-D x by `size` ([out_h, out_w] of ints or one-element int tensors, or
+    an int tensor [2]) or `scale_factor` (a number, a pair, or a float tensor of one or two):
+    Paddle's nearest_interp_v2 / bilinear_interp_v2 ops, with OutSize / SizeTensor / Scale
+    inputs for the tensors. Other modes are refused."""
     fn = "interpolate"
     check_variable(x, "x", fn)
     mode = str(mode).lower()
@@ -160,11 +195,14 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=F
         raise ValueError(f"{fn}: give exactly one of size and scale_factor")
     attrs = {"out_d": -1, "out_h": -1, "out_w": -1, "scale": [], "interp_method": mode,
              "align_corners": bool(align_corners), "align_mode": int(align_mode), "data_layout": "NCHW"}
+    inputs = {}
     if size is not None:
-        sizes = check_int_list(size, "size", fn)
-        if len(sizes) != 2 or min(sizes) < 1:
-            raise ValueError(f"{fn}: size must hold two positive ints [out_h, out_w], got {size!r}")
-        attrs["out_h"], attrs["out_w"] = sizes
+        inputs, (attrs["out_h"], attrs["out_w"]) = _size_inputs(size, fn)
+    elif isinstance(scale_factor, Variable):
+        if scale_factor.dtype not in ("float32", "float64"):
+            raise TypeError(f"{fn}: a scale_factor tensor must be float32/float64, got {scale_factor.dtype}")
+        scale_factor.stop_gradient = True
+        inputs = {"Scale": [scale_factor]}
     else:
         scales = [scale_factor] * 2 if isinstance(scale_factor, numbers.Real) else list(scale_factor)
         if len(scales) != 2 or min(float(s) for s in scales) <= 0:
@@ -174,7 +212,7 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=F
         x = _layers.transpose(x, [0, 3, 1, 2])
     helper = LayerHelper(f"{mode}_interp_v2", name)
     out = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op(type=f"{mode}_interp_v2", inputs={"X": [x]}, outputs={"Out": [out]}, attrs=attrs)
+    helper.append_op(type=f"{mode}_interp_v2", inputs=dict(X=[x], **inputs), outputs={"Out": [out]}, attrs=attrs)
     return _layers.transpose(out, [0, 2, 3, 1]) if data_format == "NHWC" else out
 
 
@@ -224,13 +262,15 @@ def group_norm(x, num_groups, epsilon=1e-05, weight=None, bias=None, data_format
 def instance_norm(x, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.9, eps=1e-05, data_format="NCHW", name=None):
     """Each channel of each sample normalized over its elements, then weight and bias per channel
-    (group_norm with one group per channel). Running statistics are not supported."""
-    if running_mean is not None or running_var is not None or not use_input_stats:
-        raise ValueError("instance_norm: running statistics (running_mean, running_var, use_input_stats=False) "
-                         "are not supported by psjob")
+    (group_norm with one group per channel). As Paddle's static instance_norm op, which has no
+    running statistics: running_mean, running_var, use_input_stats and momentum are accepted and
+    have no effect (the statistics are always the input's), and weight and bias apply only when
+    both are given."""
     check_variable(x, "x", "instance_norm")
     if data_format not in ("NCHW", "NCL", "NCDHW"):
         raise ValueError(f"instance_norm: only channel-first data_format is supported, got {data_format!r}")
     if len(x.shape) < 3 or x.shape[1] < 1:
         raise ValueError(f"instance_norm: x {x.name}{list(x.shape)} must be [N, C, ...] with C known")
+    if weight is None or bias is None:  # Paddle's `if weight and bias`: one alone is dropped
+        weight = bias = None
     return group_norm(x, int(x.shape[1]), eps, weight, bias, "NCHW")

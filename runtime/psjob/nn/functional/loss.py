@@ -79,26 +79,47 @@ def margin_ranking_loss(input, other, label, margin=0.0, reduction="mean", name=
     return _reduce(_layers.relu(z), reduction)
 
 
-def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", name=None):
-    """-weight[label] * input[label] per row of log-probabilities input [N, C] (label [N] int64);
-    'mean' divides by the sum of the weights of the rows not labelled ignore_index."""
-    _check("nll_loss", reduction, input=input, label=label)
-    if len(input.shape) != 2:
-        raise ValueError(f"nll_loss: input {input.name}{list(input.shape)} must be [N, C] (psjob supports 2-D)")
-    check_dtype(label, "label", ("int64", "int32"), "nll_loss")
-    classes = int(input.shape[1])
-    if len(label.shape) == 2 and label.shape[1] == 1:
-        label = _layers.squeeze(label, [1])
+def _nll_rows(input, label, weight, ignore_index, classes):
+    """(-weight[label] * input[label] per row of input [M, C], the one-hot weights [M, C])."""
     keep = _t.cast(_t.not_equal(label, _t.full([1], int(ignore_index), label.dtype)), input.dtype)
     safe = _t.multiply(label, _t.cast(keep, label.dtype))
     hot = _t.multiply(_t.cast(_one_hot(safe, classes), input.dtype), _layers.unsqueeze(keep, [1]))
     if weight is not None:
         check_variable(weight, "weight", "nll_loss")
         hot = _layers.elementwise_mul(hot, weight, axis=-1)
-    loss = _t.scale(_layers.reduce_sum(_t.multiply(hot, input), dim=1), -1.0)
+    return _t.scale(_layers.reduce_sum(_t.multiply(hot, input), dim=1), -1.0), hot
+
+
+def nll_loss(input, label, weight=None, ignore_index=-100, reduction="mean", name=None):
+    """-weight[label] * input[label] for log-probabilities input [N, C] (label [N] int64) or
+    [N, C, d1, ..., dk] (label [N, d1, ..., dk]: one loss per position, the class axis second,
+    as Paddle's); 'mean' divides by the sum of the weights of the entries not labelled
+    ignore_index."""
+    _check("nll_loss", reduction, input=input, label=label)
+    check_dtype(label, "label", ("int64", "int32"), "nll_loss")
+    if len(input.shape) < 2:
+        raise ValueError(f"nll_loss: input {input.name}{list(input.shape)} must be [N, C] or [N, C, d1, ...]")
+    classes = int(input.shape[1])
+    rest = list(input.shape[2:])
+    if rest:
+        if len(label.shape) != len(input.shape) - 1:
+            raise ValueError(f"nll_loss: label {label.name}{list(label.shape)} must be [N, d1, ...] for input "
+                             f"{input.name}{list(input.shape)}")
+        if classes < 0 or any(d < 0 for d in rest):
+            raise ValueError(f"nll_loss: input {input.name}{list(input.shape)} needs known class and spatial sizes")
+        # The class axis moved last, every position a row: the 2-D loss, then its shape back.
+        perm = [0] + list(range(2, len(input.shape))) + [1]
+        rows, hot = _nll_rows(_layers.reshape(_layers.transpose(input, perm), [-1, classes]),
+                              _layers.reshape(label, [-1]), weight, ignore_index, classes)
+        if reduction == "none":
+            return _layers.reshape(rows, [-1] + rest)
+    else:
+        if len(label.shape) == 2 and label.shape[1] == 1:
+            label = _layers.squeeze(label, [1])
+        rows, hot = _nll_rows(input, label, weight, ignore_index, classes)
     if reduction == "mean":
-        return _t.divide(_layers.reduce_sum(loss), _layers.reduce_sum(hot))
-    return _reduce(loss, reduction)
+        return _t.divide(_layers.reduce_sum(rows), _layers.reduce_sum(hot))
+    return _reduce(rows, reduction)
 
 
 def _one_hot(ids, depth):

@@ -9,10 +9,10 @@ import numbers
 from psjob.fluid import layers as _layers
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_variable
-from psjob.nn.functional.conv import conv_padding
+from psjob.nn.functional.conv import _triple, conv3d_padding, conv_padding
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool2d", "avg_pool1d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-           "adaptive_max_pool1d", "adaptive_max_pool2d"]
+           "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool3d", "avg_pool3d"]
 
 
 def _pair(value, what, fn):
@@ -166,3 +166,43 @@ def adaptive_max_pool2d(x, output_size, return_mask=False, name=None):
     if len(x.shape) != 4:
         raise ValueError(f"{fn}: x {x.name}{list(x.shape)} must be 4-D")
     return _adaptive(x, "max", _output_size(output_size, x, 2, fn), fn, name)
+
+
+def _pool3d(x, kind, kernel_size, stride, padding, ceil_mode, exclusive, data_format, name):
+    """One `pool3d` op (fluid/ops/conv3d_ops.py) over x [N, C, D, H, W] (or NDHWC)."""
+    fn = f"{kind}_pool3d"
+    check_variable(x, "x", fn)
+    if data_format not in ("NCDHW", "NDHWC"):
+        raise ValueError(f"{fn}: data_format must be 'NCDHW' or 'NDHWC', got {data_format!r}")
+    if len(x.shape) != 5:
+        raise ValueError(f"{fn}: x {x.name}{list(x.shape)} must be 5-D")
+    ksize = _triple(kernel_size, "kernel_size", fn)
+    strides = ksize if stride is None else _triple(stride, "stride", fn)
+    channel_last = data_format == "NDHWC"
+    paddings, algorithm = conv3d_padding(padding, channel_last, fn)
+    if channel_last:
+        x = _layers.transpose(x, [0, 4, 1, 2, 3])
+    helper = LayerHelper("pool3d", name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="pool3d", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"pooling_type": kind, "ksize": ksize, "strides": strides, "paddings": paddings,
+                            "padding_algorithm": algorithm, "global_pooling": False, "adaptive": False,
+                            "ceil_mode": bool(ceil_mode), "exclusive": bool(exclusive), "data_format": "NCDHW"})
+    return _layers.transpose(out, [0, 2, 3, 4, 1]) if channel_last else out
+
+
+def max_pool3d(x, kernel_size, stride=None, padding=0, return_mask=False, ceil_mode=False, data_format="NCDHW",
+               name=None):
+    """The maximum of each window (stride None: the kernel size); its gradient to the window's
+    first maximum, as Paddle's."""
+    if return_mask:
+        raise ValueError("max_pool3d: return_mask=True is not supported by psjob")
+    return _pool3d(x, "max", kernel_size, stride, padding, ceil_mode, True, data_format, name)
+
+
+def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, exclusive=True, divisor_override=None,
+               data_format="NCDHW", name=None):
+    """The average of each window (exclusive: over its unpadded elements only)."""
+    if divisor_override is not None:
+        raise ValueError("avg_pool3d: divisor_override is not supported by psjob")
+    return _pool3d(x, "avg", kernel_size, stride, padding, ceil_mode, exclusive, data_format, name)

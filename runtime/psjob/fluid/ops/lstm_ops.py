@@ -1,0 +1,175 @@
+"""`lstm`: Fluid 1.x's LSTM over the sequences of a LoD tensor (behind
+fluid.layers.dynamic_lstm; Paddle 1.8 API docs, "dynamic_lstm").
+
+Input [T, 4D] is the projected input of every row, Weight [D, 4D] the hidden-to-gate weight,
+Bias [1, 4D] the gate bias, or [1, 7D] with `use_peepholes`: the gate bias, then the peephole
+weights w_ic, w_fc, w_oc [D] each. The four gate blocks are, in order, the candidate, the input
+gate, the forget gate and the output gate (Paddle's {W_ch, W_ih, W_fh, W_oh}). Each step, with h
+and c the previous states (H0's and C0's rows, or zeros, at a sequence's first step):
+
+    g = x_t + b + h @ W
+    cand = act_cand(g_c);  i = act_gate(g_i + c * w_ic);  f = act_gate(g_f + c * w_fc)
+    c' = cand * i + c * f;  o = act_gate(g_o + c' * w_oc);  h' = o * act_cell(c')
+
+is_reverse runs every sequence from its last row to its first. Hidden and Cell [T, D] keep
+Input's LoD; BatchGate [T, 4D] holds the activated gates (cand, i, f, o) and BatchCellPreAct
+[T, D] the cell before act_cell, in row order (Paddle keeps them in its own batch order:
+scratch outputs, not for users). The gradient reads them, Hidden and Cell. As Paddle's
+kernel, it flows from Hidden only: a loss on Cell sends no gradient back (Paddle zeroes the
+cell's output gradient, "support the case output cell has gradient" left to do).
+"""
+from __future__ import annotations
+
+from psjob.fluid.framework import GraphError
+from psjob.fluid.ops.gru_ops import ACTIVATIONS, _act, _act_grad, _checked_segments, _steps, _to
+from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out
+
+_ACTS = (("gate_activation", "sigmoid"), ("cell_activation", "tanh"), ("candidate_activation", "tanh"))
+
+
+def _acts(ctx_or_op):
+    names = []
+    for attr, default in _ACTS:
+        name = str(ctx_or_op.attr(attr, default))
+        if name not in ACTIVATIONS:
+            raise GraphError(f"lstm: {attr} must be one of {ACTIVATIONS}, got {name!r}")
+        names.append(name)
+    return names
+
+
+def _lstm_shape(op):
+    x, w = in_var(op, "Input"), in_var(op, "Weight")
+    _acts(op)
+    d = w.shape[0]
+    if tuple(w.shape) != (d, 4 * d):
+        raise GraphError(f"lstm: Weight {w.name}{list(w.shape)} must be [size, 4 * size]")
+    if x.shape[-1] >= 0 and x.shape[-1] != 4 * d:
+        raise GraphError(f"lstm: Input {x.name}{list(x.shape)} must have 4 * size = {4 * d} columns")
+    width = 7 * d if op.attr("use_peepholes", True) else 4 * d
+    if op.input("Bias") and tuple(in_var(op, "Bias").shape) != (1, width):
+        b = in_var(op, "Bias")
+        raise GraphError(f"lstm: Bias {b.name}{list(b.shape)} must be [1, {width}] "
+                         f"(use_peepholes={bool(op.attr('use_peepholes', True))})")
+    for slot, cols in (("Hidden", d), ("Cell", d), ("BatchGate", 4 * d), ("BatchCellPreAct", d)):
+        if op.outputs.get(slot):
+            set_out(op, slot, (-1, cols), x.dtype, max(x.lod_level, 1) if slot in ("Hidden", "Cell") else None)
+
+
+def _lstm_grad(op):
+    ins = {s: op.input(s) for s in ("Input", "Weight", "Bias", "H0", "C0") if op.input(s)}
+    ins.update({s: op.output(s) for s in ("Hidden", "Cell", "BatchGate", "BatchCellPreAct")})
+    ins["Hidden@GRAD"] = [grad_name(op.output("Hidden")[0])]
+    outs = {s + "@GRAD": [grad_name(n) for n in op.input(s)] for s in ("Input", "Weight", "Bias", "H0", "C0")
+            if op.input(s)}
+    return [GradOpSpec("lstm_grad", ins, outs, dict(op.attrs))]
+
+
+def _bias(ctx, x, d):
+    """(gate bias [4D] or 0, peepholes (w_ic, w_fc, w_oc) or None)."""
+    if not ctx.has_input("Bias"):
+        return 0, None
+    b = ctx.input("Bias").reshape(-1)
+    peep = (b[4 * d:5 * d], b[5 * d:6 * d], b[6 * d:7 * d]) if ctx.attr("use_peepholes", True) else None
+    return b[:4 * d], peep
+
+
+def _initial(ctx, slot, s, d, dtype):
+    xp = ctx.xp
+    return ctx.input(slot).astype(dtype, copy=True) if ctx.has_input(slot) else xp.zeros((s.num_seqs, d), dtype)
+
+
+@register_op("lstm", infer_shape=_lstm_shape, grad=_lstm_grad)
+def lstm(ctx):
+    xp = ctx.xp
+    x, s = _checked_segments(ctx, "lstm")
+    w = ctx.input("Weight")
+    d = w.shape[0]
+    act_g, act_cell, act_cand = _acts(ctx)
+    bias, peep = _bias(ctx, x, d)
+    g_all = x + bias
+    h, c = _initial(ctx, "H0", s, d, x.dtype), _initial(ctx, "C0", s, d, x.dtype)
+    gates = xp.empty_like(x)
+    hidden, cell = xp.empty((x.shape[0], d), x.dtype), xp.empty((x.shape[0], d), x.dtype)
+    for active, rows in _steps(s, bool(ctx.attr("is_reverse", False))):
+        rows_x, act_x = _to(xp, rows), _to(xp, active)
+        h_prev, c_prev = h[act_x], c[act_x]
+        g = g_all[rows_x] + h_prev @ w
+        cand = _act(xp, act_cand, g[:, :d])
+        gi, gf = g[:, d:2 * d], g[:, 2 * d:3 * d]
+        if peep is not None:
+            gi, gf = gi + c_prev * peep[0], gf + c_prev * peep[1]
+        i, f = _act(xp, act_g, gi), _act(xp, act_g, gf)
+        c_new = cand * i + c_prev * f
+        go = g[:, 3 * d:] + (c_new * peep[2] if peep is not None else 0)
+        o = _act(xp, act_g, go)
+        h_new = o * _act(xp, act_cell, c_new)
+        gates[rows_x] = xp.concatenate([cand, i, f, o], axis=1)
+        hidden[rows_x], cell[rows_x] = h_new, c_new
+        h[act_x], c[act_x] = h_new, c_new
+    lod = ctx.input_lod("Input")
+    ctx.set_output("Hidden", hidden, lod=lod)
+    ctx.set_output("Cell", cell, lod=lod)
+    ctx.set_output("BatchGate", gates)
+    ctx.set_output("BatchCellPreAct", cell.copy())
+
+
+def _previous_states(ctx, s, d, dtype, reverse):
+    """Each row's previous hidden and cell state (H0/C0 or zeros at a sequence's first step)."""
+    xp = ctx.xp
+    hidden, cell = ctx.input("Hidden"), ctx.input("Cell")
+    h, c = _initial(ctx, "H0", s, d, dtype), _initial(ctx, "C0", s, d, dtype)
+    h_prev, c_prev = xp.empty_like(hidden), xp.empty_like(cell)
+    for active, rows in _steps(s, reverse):
+        rows_x, act_x = _to(xp, rows), _to(xp, active)
+        h_prev[rows_x], c_prev[rows_x] = h[act_x], c[act_x]
+        h[act_x], c[act_x] = hidden[rows_x], cell[rows_x]
+    return h_prev, c_prev
+
+
+@register_op("lstm_grad")
+def lstm_grad(ctx):
+    xp = ctx.xp
+    x, s = _checked_segments(ctx, "lstm_grad")
+    w = ctx.input("Weight")
+    d = w.shape[0]
+    act_g, act_cell, act_cand = _acts(ctx)
+    _, peep = _bias(ctx, x, d)
+    reverse = bool(ctx.attr("is_reverse", False))
+    h_prev_all, c_prev_all = _previous_states(ctx, s, d, x.dtype, reverse)
+    gates, cell = ctx.input("BatchGate"), ctx.input("Cell")
+    dhidden = ctx.input("Hidden@GRAD")
+    dx = xp.zeros_like(x)
+    dpeep = [xp.zeros((d,), x.dtype) for _ in range(3)]
+    carry_h, carry_c = xp.zeros((s.num_seqs, d), x.dtype), xp.zeros((s.num_seqs, d), x.dtype)
+    for active, rows in reversed(list(_steps(s, reverse))):
+        rows_x, act_x = _to(xp, rows), _to(xp, active)
+        cand, i, f, o = (gates[rows_x, k * d:(k + 1) * d] for k in range(4))
+        c_new, c_prev = cell[rows_x], c_prev_all[rows_x]
+        c_act = _act(xp, act_cell, c_new)
+        dh = dhidden[rows_x] + carry_h[act_x]
+        dc = carry_c[act_x] + dh * o * _act_grad(act_cell, c_act)
+        do_pre = dh * c_act * _act_grad(act_g, o)
+        if peep is not None:
+            dc = dc + do_pre * peep[2]
+            dpeep[2] += (do_pre * c_new).sum(axis=0)
+        dcand_pre = dc * i * _act_grad(act_cand, cand)
+        di_pre = dc * cand * _act_grad(act_g, i)
+        df_pre = dc * c_prev * _act_grad(act_g, f)
+        dc_prev = dc * f
+        if peep is not None:
+            dc_prev = dc_prev + di_pre * peep[0] + df_pre * peep[1]
+            dpeep[0] += (di_pre * c_prev).sum(axis=0)
+            dpeep[1] += (df_pre * c_prev).sum(axis=0)
+        dg = xp.concatenate([dcand_pre, di_pre, df_pre, do_pre], axis=1)
+        dx[rows_x] = dg
+        carry_h[act_x], carry_c[act_x] = dg @ w.T, dc_prev
+    ctx.set_output("Input@GRAD", dx, lod=ctx.input_lod("Input"))
+    if ctx.has_output("Weight@GRAD"):
+        ctx.set_output("Weight@GRAD", h_prev_all.T @ dx)
+    if ctx.has_output("Bias@GRAD"):
+        parts = [dx.sum(axis=0)] + (dpeep if peep is not None else [])
+        ctx.set_output("Bias@GRAD", xp.concatenate(parts).reshape(ctx.input("Bias").shape))
+    if ctx.has_output("H0@GRAD"):
+        ctx.set_output("H0@GRAD", carry_h)
+    if ctx.has_output("C0@GRAD"):
+        ctx.set_output("C0@GRAD", carry_c)
