@@ -62,3 +62,23 @@ def test_sum_of_bool_or_int32_is_int64_as_paddle():
         main, feed={"x": np.array([1, 2, 3], "int32"), "m": np.array([True, False, True]),
                     "f": np.ones(3, "float32")}, fetch_list=sums[:2])
     assert [o.dtype for o in out] == [np.int64, np.int64] and [o.tolist() for o in out] == [[6], [2]]
+
+
+def test_fluid_one_hot_appends_a_depth_axis_as_fluid_18():
+    """fluid.one_hot (Fluid 1.8's fluid.input.one_hot, the one_hot_v2 op): [N, 2] ids give
+    [N, 2, depth]; out-of-range ids give zero rows with allow_out_of_range (Paddle 1.8.5's
+    values for these feeds)."""
+    main = fluid.Program()
+    with fluid.program_guard(main), fluid.unique_name.guard():
+        y = fluid.one_hot(fluid.data("x", [None, 2], "int64"), 4)
+        z = fluid.one_hot(fluid.data("w", [None, 2], "int64"), 3, allow_out_of_range=True)
+        bad = fluid.one_hot(fluid.data("v", [None, 2], "int64"), 3)
+    assert tuple(y.shape) == (-1, 2, 4) and y.dtype == "float32"
+    exe = fluid.Executor(fluid.CPUPlace())
+    yv, zv = exe.run(main, feed={"x": np.array([[1, 3], [0, 2]]), "w": np.array([[5, 1], [0, 2]]),
+                                 "v": np.array([[0, 1], [2, 0]])}, fetch_list=[y, z])
+    assert yv.tolist() == [[[0, 1, 0, 0], [0, 0, 0, 1]], [[1, 0, 0, 0], [0, 0, 1, 0]]]
+    assert zv.tolist() == [[[0, 0, 0], [0, 1, 0]], [[1, 0, 0], [0, 0, 1]]]
+    with pytest.raises(Exception, match="exceed depth 3"):
+        exe.run(main, feed={"x": np.array([[1, 3]]), "w": np.array([[0, 1]]), "v": np.array([[0, 4]])},
+                fetch_list=[bad])

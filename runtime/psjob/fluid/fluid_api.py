@@ -54,7 +54,7 @@ from psjob.fluid.framework import (
                    name_scope,
                    program_guard,
 )
-from psjob.fluid.input import embedding
+from psjob.fluid.input import embedding, one_hot
 from psjob.fluid.io import load, load_program_state, save, set_program_state
 from psjob.fluid.ops import load_all as _load_all_ops
 from psjob.fluid.param_attr import ParamAttr, WeightNormParamAttr

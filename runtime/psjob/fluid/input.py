@@ -14,7 +14,7 @@ from psjob.fluid.layers import manip as _manip
 from psjob.fluid.layers import nn as _nn
 from psjob.fluid.layers._checks import check_dtype, check_variable
 
-__all__ = ["embedding"]
+__all__ = ["embedding", "one_hot"]
 
 
 def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=None, param_attr=None,
@@ -40,3 +40,17 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
     if ends_in_one:
         return _manip.unsqueeze(rows, [len(shape) - 1])
     return _manip.reshape(rows, [-1] + shape[1:] + [int(size[1])])
+
+
+def one_hot(input, depth, allow_out_of_range=False):  # noqa: A002
+    """Fluid's `fluid.one_hot` (fluid.input.one_hot, the one_hot_v2 op): float32
+    input.shape + [depth], unlike `fluid.layers.one_hot`, which replaces a last dimension of
+    1; an id outside [0, depth) is an error unless allow_out_of_range (its row is all 0)."""
+    check_variable(input, "input", "one_hot")
+    check_dtype(input, "input", ("int32", "int64"), "fluid.one_hot")
+    from psjob.fluid.layer_helper import LayerHelper
+    helper = LayerHelper("one_hot_v2")
+    out = helper.create_variable_for_type_inference("float32", stop_gradient=True)
+    helper.append_op(type="one_hot_v2", inputs={"X": [input]}, outputs={"Out": [out]},
+                     attrs={"depth": int(depth), "allow_out_of_range": bool(allow_out_of_range)})
+    return out

@@ -322,8 +322,10 @@ def _one_hot_shape(op):
 
 @register_op("one_hot_v2", infer_shape=_one_hot_shape)
 def one_hot_v2(ctx):
+    """x.shape + [depth]; an id outside [0, depth) is an error unless allow_out_of_range
+    (its row is then all 0), as Paddle's one_hot_v2."""
     x, xp, depth = ctx.input("X"), ctx.xp, int(ctx.attr("depth"))
-    if x.size and (int(x.min()) < 0 or int(x.max()) >= depth):
+    if x.size and not ctx.attr("allow_out_of_range", False) and (int(x.min()) < 0 or int(x.max()) >= depth):
         raise ValueError(f"one_hot: ids in [{int(x.min())}, {int(x.max())}] exceed depth {depth}")
     ctx.set_output("Out", (x[..., None] == xp.arange(depth)).astype("float32"))
 
