@@ -82,3 +82,20 @@ def test_fluid_one_hot_appends_a_depth_axis_as_fluid_18():
     with pytest.raises(Exception, match="exceed depth 3"):
         exe.run(main, feed={"x": np.array([[1, 3]]), "w": np.array([[0, 1]]), "v": np.array([[0, 4]])},
                 fetch_list=[bad])
+
+
+def test_a_lod_tensor_fetched_with_return_numpy_false_is_its_own():
+    """exe.run(..., return_numpy=False) hands back LoDTensors of their own, as Paddle's fetch
+    list holds them: a script that keeps them across runs (an infer loop collecting LoD
+    outputs) still reads each run's values and LoD afterwards."""
+    main = fluid.Program()
+    with fluid.program_guard(main), fluid.unique_name.guard():
+        x = fluid.data("x", [None, 1], "float32", lod_level=1)
+        y = fluid.layers.scale(x, 2.0)
+    exe = fluid.Executor(fluid.CPUPlace())
+    kept = []
+    for values, lengths in (([1.0, 2.0, 3.0], [2, 1]), ([5.0], [1])):
+        t = fluid.create_lod_tensor(np.array(values, "float32").reshape(-1, 1), [lengths], fluid.CPUPlace())
+        kept.append(exe.run(main, feed={"x": t}, fetch_list=[y], return_numpy=False)[0])
+    assert np.array(kept[0]).reshape(-1).tolist() == [2, 4, 6] and kept[0].lod() == [[0, 2, 3]]
+    assert np.array(kept[1]).reshape(-1).tolist() == [10] and kept[1].lod() == [[0, 1]]

@@ -340,16 +340,26 @@ class Executor:
             value = scope.vars[name]
         except KeyError:
             raise GraphError(f"fetch target {name!r} was not computed") from None
-        if not return_numpy:
-            return LoDTensor(scope, name)
         if isinstance(value, list):  # a tensor array: a list of arrays, as Paddle fetches one
-            return [v.copy() if isinstance(v, np.ndarray) else to_numpy(v) for v in value]
-        if isinstance(value, SelectedRows):
+            value = [v.copy() if isinstance(v, np.ndarray) else to_numpy(v) for v in value]
+        elif isinstance(value, SelectedRows):
             # A snapshot too: a sent gradient's arrays may be queued unsnapshotted
             # (dist_ops.sends_owned), and the caller may write what it fetched.
-            return SelectedRows(value.rows.copy(), value.values.copy(), value.height, unique=value.unique)
-        # A snapshot: optimizer ops update persistable arrays in place on the next run.
-        return value.copy() if isinstance(value, np.ndarray) else to_numpy(value)
+            value = SelectedRows(value.rows.copy(), value.values.copy(), value.height, unique=value.unique)
+        elif not return_numpy:
+            value = value.copy()  # on the value's device: a LoDTensor keeps its place
+        else:
+            # A snapshot: optimizer ops update persistable arrays in place on the next run.
+            value = value.copy() if isinstance(value, np.ndarray) else to_numpy(value)
+        if return_numpy:
+            return value
+        # A LoDTensor of its own, as Paddle's fetch list holds: the next run changes nothing
+        # in what this run fetched (the scope's own tensor: scope.find_var(name).get_tensor()).
+        fetched = LoDTensor()
+        fetched._scope.vars[fetched._name] = value
+        if name in scope.lods:
+            fetched._scope.lods[fetched._name] = [np.array(level, copy=True) for level in scope.lods[name]]
+        return fetched
 
 
 def _unwrap(program):
