@@ -215,7 +215,7 @@ def _place(table: str, key: str, parts: list, value, out: dict) -> None:
 
 
 def resolve_accessor(table: str, parsed: dict, embedding_dim: int, *, initial_range: float,
-                     learning_rate: float) -> AccessorConfig:
+                     learning_rate: float | None) -> AccessorConfig:
     """Paddle's defaults filled in (the_one_ps ``Accessor._set``) for an embedding of
     ``embedding_dim`` columns: accessor SparseAccessor, fea_dim = dim + 2 (SparseAccessor)
     else dim, embedx_dim = dim - 1 (SparseAccessor) else dim - 3, rule SparseAdamSGDRule;
@@ -258,7 +258,7 @@ def resolve_accessor(table: str, parsed: dict, embedding_dim: int, *, initial_ra
         delete_after_unseen_days=float(ctr.get("delete_after_unseen_days", 30.0)))
 
 
-def _rule(table: str, side: str, given: dict, initial_range: float, learning_rate: float) -> SGDRuleConfig:
+def _rule(table: str, side: str, given: dict, initial_range: float, learning_rate: float | None) -> SGDRuleConfig:
     name = given.get("name", "SparseAdamSGDRule")
     sub = RULE_PARAMS[name]
     for other in ("naive", "adagrad", "adam"):
@@ -271,6 +271,10 @@ def _rule(table: str, side: str, given: dict, initial_range: float, learning_rat
     else:
         fields = {"learning_rate": learning_rate, "initial_range": initial_range}
     fields.update(params)
+    if fields["learning_rate"] is None:
+        raise AccessorConfigError(f"sparse_table_configs[{table!r}] {side}_sgd_param: {name} takes its default "
+                                  "learning_rate from the optimizer's constant learning rate, and this program's "
+                                  f"is not a constant: set {side}_sgd_param.{sub}.learning_rate")
     if sub == "adam":   # the_one_ps overwrites these three (Accessor._set)
         fields.update(beta1_decay_rate=0.9, beta2_decay_rate=0.999, ada_epsilon=1e-8)
     fields["weight_bounds"] = tuple(fields.get("weight_bounds", (-10.0, 10.0)))
