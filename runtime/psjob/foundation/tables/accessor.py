@@ -185,8 +185,10 @@ def _place(table: str, key: str, parts: list, value, out: dict) -> None:
         raise AccessorConfigError(f"{where}: unknown key; known: {', '.join(TABLE_FIELDS)} and accessor.*")
     field = parts[1]
     if len(parts) == 2 and field in ACCESSOR_FIELDS:
-        if field != "accessor_class":
-            _number(where, value)
+        if field != "accessor_class" and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+                                          or value < 0):
+            # integer fields of Paddle's TableAccessorParameter (a float is a TypeError there)
+            raise AccessorConfigError(f"{where}: {field} must be an int >= 0, got {value!r}")
         out["accessor"][field] = value
     elif field in ("embed_sgd_param", "embedx_sgd_param") and len(parts) == 3 and parts[2] == "name":
         if value not in SGD_RULES:
