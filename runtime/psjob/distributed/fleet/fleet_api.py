@@ -177,8 +177,9 @@ def _refetch_table_rows(scope):
 def shrink(threshold=None):
     """Paddle's fleet.shrink(): every worker calls it at a pass or day boundary, and the first
     drops the sparse rows its tables' accessors judge stale by their show/click statistics.
-    psjob's tables keep no show/click statistics (entries admit every id), so no row qualifies:
-    the workers meet, as Paddle's do, and every row stays. Returns None."""
+    psjob's workers meet, as Paddle's do, and every row stays: the call does not reach the
+    pservers (a table trained by sparse_table_configs counts shows, but evicts nothing; see
+    docs/user/paddle2.md). Returns None."""
     if _fleet.is_collective:
         return None
     if not _fleet.is_worker():
