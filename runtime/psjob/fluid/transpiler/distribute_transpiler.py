@@ -43,8 +43,8 @@ from psjob.fluid.transpiler.trainer_pass import (
 from psjob.foundation import hooks
 from psjob.foundation.roles import Mode
 from psjob.foundation.tables import OPTIMIZERS as TABLE_RULES
-from psjob.foundation.tables.accessor import AccessorConfigError, resolve_accessor
 from psjob.foundation.tables import OptimizerConfig as TableOptimizerConfig
+from psjob.foundation.tables.accessor import AccessorConfigError, resolve_accessor
 
 log = logging.getLogger("psjob.transpiler")
 

@@ -36,7 +36,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +71,7 @@ class AccessorConfigError(ValueError):
     """A sparse_table_configs entry psjob cannot honour as Paddle would."""
 
 
-def _number(where: str, value) -> float:
+def _number(where: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
         raise AccessorConfigError(f"{where} must be a finite number, got {value!r}")
     return float(value)
@@ -174,7 +175,7 @@ def parse_table_config(table: str, flat: Mapping) -> dict:
     return out
 
 
-def _place(table: str, key: str, parts: list, value, out: dict) -> None:
+def _place(table: str, key: str, parts: list, value: Any, out: dict) -> None:
     where = f"sparse_table_configs[{table!r}][{key!r}]"
     if len(parts) == 1 and parts[0] in TABLE_FIELDS:
         if parts[0] == "table_class" and value not in TABLE_CLASSES:
@@ -268,6 +269,7 @@ def _rule(table: str, side: str, given: dict, initial_range: float, learning_rat
             raise AccessorConfigError(f"sparse_table_configs[{table!r}]: {side}_sgd_param is {name}, which reads "
                                       f"{side}_sgd_param.{sub}.*, but {side}_sgd_param.{other}.* is set")
     params = dict(given.get(sub, {}))
+    fields: dict[str, Any]
     if sub == "adagrad":
         fields = {"learning_rate": 0.05, "initial_g2sum": 3.0, "initial_range": 1e-4}
     else:
@@ -369,7 +371,7 @@ class AccessorUpdate:
     def fills(self) -> dict[str, float]:
         return dict(self._fills)
 
-    def initialize(self, cols: dict[str, np.ndarray], rows) -> None:
+    def initialize(self, cols: dict[str, np.ndarray], rows: np.ndarray | slice) -> None:
         for name, fill in self._fills.items():
             cols[name][rows] = fill
 
@@ -382,7 +384,7 @@ class AccessorUpdate:
         return out
 
     def apply(self, cols: dict[str, np.ndarray], rows: np.ndarray, grads: np.ndarray, shows: np.ndarray,
-              clicks: np.ndarray, uniform) -> None:
+              clicks: np.ndarray, uniform: Callable[[np.ndarray], np.ndarray]) -> None:
         """Push summed ``grads`` of unique ``rows`` with their ``shows``/``clicks``.
         ``uniform(rows)`` gives [n, dim] draws in [-1, 1) for rows whose embedx is created."""
         value = cols["value"]

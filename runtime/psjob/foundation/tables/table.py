@@ -313,7 +313,8 @@ class SparseTable:
                 if clicks is not None:
                     np.add.at(cols["click"], rows, clicks)
 
-    def _push_accessor(self, rows: np.ndarray, grads: np.ndarray, shows, clicks) -> None:
+    def _push_accessor(self, rows: np.ndarray, grads: np.ndarray, shows: np.ndarray | None,
+                       clicks: np.ndarray | None) -> None:
         """One accessor update of the present ``rows``: gradients, shows and clicks of
         repeated rows summed first (Paddle's push merges a batch's occurrences of an id)."""
         n = rows.size
