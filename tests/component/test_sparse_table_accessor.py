@@ -23,11 +23,11 @@ def rules(name, sub, embed, embedx):
     return out
 
 
-def run(tmp_path, launch, script, read_logs, config, batches):
+def run(tmp_path, launch, script, read_logs, config, batches, shrink=0):
     log = tmp_path / "log"
     r = launch(["--server_num", "1", "--worker_num", "1", "--mode", "async", "--log_dir", str(log),
                 script("sparse_table_accessor.py"), "--config", json.dumps(config),
-                "--batches", json.dumps(batches)])
+                "--batches", json.dumps(batches), "--shrink", str(shrink)])
     text = (log / "workerlog.0").read_text() if (log / "workerlog.0").exists() else ""
     got = [json.loads(line[len("RESULT "):]) for line in text.splitlines() if line.startswith("RESULT ")]
     return r, got, read_logs(log) if log.exists() else r.stderr
@@ -55,6 +55,20 @@ def test_embedx_threshold_and_weight_bounds_on_the_pserver(tmp_path, launch, scr
     assert r.returncode == 0 and len(got) == 1, r.stderr + logs
     want = [[-0.16288, 0.021974, 0.00736795, -0.03], [-0.0500147, -0.03, -0.03, 0.02], [-0.185985, 0, 0, 0],
             [-0.01, 0, 0, 0], [0, 0, 0, 0]]
+    np.testing.assert_allclose(np.array(got[0]["rows"]), want, rtol=2e-5, atol=2e-6)
+
+
+def test_fleet_shrink_drops_the_rows_the_accessor_judges_stale(tmp_path, launch, script, read_logs):
+    config = rules("SparseAdaGradSGDRule", "adagrad", {"learning_rate": 0.1, "initial_range": 0.0},
+                   {"learning_rate": 0.1, "initial_range": 0.0})
+    config.update({A + "ctr_accessor_param.show_click_decay_rate": 0.5,
+                   A + "ctr_accessor_param.delete_threshold": 0.1})
+    r, got, logs = run(tmp_path, launch, script, read_logs, config, BATCHES[:2], shrink=1)
+    assert r.returncode == 0 and len(got) == 1, r.stderr + logs
+    # Scores after the decay: ids 1, 2: 0.15 (kept, trained); ids 3, 5: 0.05 (dropped: read
+    # again, they are new rows).
+    want = [[-0.146077, 0.1, -0.05, -0.025], [-0.0596077, 0.02, -0.04, -0.03], [0, 0, 0, 0],
+            [0, 0, 0, 0], [0, 0, 0, 0]]
     np.testing.assert_allclose(np.array(got[0]["rows"]), want, rtol=2e-5, atol=2e-6)
 
 

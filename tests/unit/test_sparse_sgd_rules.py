@@ -284,3 +284,37 @@ def test_an_accessor_table_stays_on_the_host():
     table = accessor_table({})
     with pytest.raises(RuntimeError, match="trained by Paddle's accessor"):
         table.to_device(np)
+
+
+def shrink_table(**ctr):
+    config = dict(CASES["SparseAdaGradSGDRule, 2 batches"][0])
+    config.update({f"{A}ctr_accessor_param.{k}": v for k, v in ctr.items()})
+    table = accessor_table(config)
+    train(table, BATCHES[:2])   # shows: id 1: 3, id 2: 3, id 3: 1, id 5: 1
+    return table
+
+
+def test_shrink_decays_shows_then_drops_rows_below_delete_threshold():
+    table = shrink_table(show_click_decay_rate=0.5, delete_threshold=0.1)
+    assert table.shrink() == 2        # scores 0.1 * show * 0.5: 0.15, 0.15, 0.05, 0.05
+    shard = table.export()
+    assert shard.ids.tolist() == [1, 2] and shard.meta["show"].tolist() == [1.5, 1.5]
+    assert table.stats().evicted == 2
+    np.testing.assert_allclose(shard.values[0], CASES["SparseAdaGradSGDRule, 2 batches"][2][1][1], rtol=2e-5)
+    assert table.shrink() == 2        # 0.075 each
+    assert len(table) == 0
+    np.testing.assert_array_equal(table.lookup(np.array([1], np.int64)), 0)   # a new row
+
+
+def test_shrink_drops_rows_unseen_for_more_than_delete_after_unseen_days():
+    table = shrink_table(delete_threshold=0.0, delete_after_unseen_days=1)
+    assert table.shrink() == 0 and table.shrink() == 0    # 0, then 1 day unseen
+    table.push(np.array([1], np.int64), np.zeros((1, 4), np.float32))   # id 1 seen again
+    assert table.shrink() == 3                            # 2 days > 1: ids 2, 3, 5
+    assert table.export().ids.tolist() == [1]
+    assert table.export().state["unseen_days"].tolist() == [[1.0]]
+
+
+def test_shrink_needs_an_accessor():
+    with pytest.raises(RuntimeError, match="has no accessor to shrink by"):
+        SparseTable(TableConfig(name="t", dim=2)).shrink()

@@ -29,6 +29,9 @@ uses the tag as a command and answers one JSON document:
     psjob:commit[;link=<l>]  after the manifest is written: the checkpoint of `step` in
                              dirname is complete (pservers export it as a metric); with
                              link=<l>, the next delta may be written on top of it
+    psjob:shrink             Paddle's fleet.shrink(): every table trained by Paddle's
+                             accessor (sparse_table_configs) drops the rows its rules
+                             judge stale; answers {table: rows removed}
     psjob:failed;error=<e>   the save of `step` into dirname failed with error <e> (no
                              manifest): pservers count it and export it as metrics, which
                              the operator's status reports (a failing save is otherwise
@@ -53,8 +56,8 @@ import json
 from psjob.foundation.settings import DEFAULT_BASE_EVERY, DEFAULT_FREEZE_LEASE_S, MAX_FREEZE_LEASE_S  # noqa: F401
 
 FREEZE, RENEW, SAVE, THAW, COMMIT = "psjob:freeze", "psjob:renew", "psjob:save", "psjob:thaw", "psjob:commit"
-FAILED = "psjob:failed"
-COMMANDS = (FREEZE, RENEW, SAVE, THAW, COMMIT, FAILED)
+FAILED, SHRINK = "psjob:failed", "psjob:shrink"
+COMMANDS = (FREEZE, RENEW, SAVE, THAW, COMMIT, FAILED, SHRINK)
 MAX_ERROR_CHARS = 300  # of a failed save's error in a FAILED command
 
 

@@ -2,7 +2,7 @@
 sparse_embedding "embedding" [1000, 4] trained by the accessor the configuration names, a
 loss linear in the rows (sum(emb * w), so the gradients do not depend on when a push lands),
 fixed batches. The trainer prints one RESULT json line: the rows the pserver holds after
-training, for ids 1, 2, 3, 5 and the never-pushed 7."""
+training (and --shrink calls of fleet.shrink()), for ids 1, 2, 3, 5 and the never-pushed 7."""
 import argparse
 import json
 
@@ -14,6 +14,7 @@ import psjob.distributed.fleet as fleet
 p = argparse.ArgumentParser()
 p.add_argument("--config", required=True, help="json {key below table_parameters.embedding.: value}")
 p.add_argument("--batches", required=True, help="json [[[id, w0, w1, w2, w3], ...], ...]")
+p.add_argument("--shrink", type=int, default=0, help="call fleet.shrink() this many times after training")
 args = p.parse_args()
 
 paddle.enable_static()
@@ -44,6 +45,8 @@ else:
         b = np.array(batch, dtype="float64")
         exe.run(main, feed={"ids": b[:, :1].astype("int64"), "w": b[:, 1:].astype("float32")}, fetch_list=[loss])
     fleet.barrier_worker()   # every push is applied once the workers meet
+    for _ in range(args.shrink):
+        fleet.shrink()
     from psjob.fleet import fleet as facade  # the Fleet behind paddle.distributed.fleet
     (endpoint,) = facade.transpiler.plan.endpoints
     probe = np.array([1, 2, 3, 5, 7], dtype="int64")

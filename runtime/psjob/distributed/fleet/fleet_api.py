@@ -5,8 +5,11 @@ and the package takes its public names. See the package's docstring for the API.
 """
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
+from psjob.cluster.checkpoint_protocol import SHRINK, decode_reply
 from psjob.cluster.trainer import client_service as _client_service
 from psjob.distributed.fleet import base
 from psjob.distributed.fleet.base.role_maker import PaddleCloudRoleMaker, Role, UserDefinedRoleMaker
@@ -19,6 +22,7 @@ from psjob.fleet import saving as _saving
 from psjob.foundation.roles import Mode
 
 fleet = _fleet
+log = logging.getLogger("psjob.distributed")
 util = UtilBase(_fleet)
 _init_strategy = None
 
@@ -177,9 +181,9 @@ def _refetch_table_rows(scope):
 def shrink(threshold=None):
     """Paddle's fleet.shrink(): every worker calls it at a pass or day boundary, and the first
     drops the sparse rows its tables' accessors judge stale by their show/click statistics.
-    psjob's workers meet, as Paddle's do, and every row stays: the call does not reach the
-    pservers (a table trained by sparse_table_configs counts shows, but evicts nothing; see
-    docs/user/paddle2.md). Returns None."""
+    In psjob the tables trained by Paddle's accessor (sparse_table_configs) do so: the first
+    worker asks every pserver to shrink them (foundation/tables/accessor.py), then the workers
+    meet again; tables without an accessor keep every row. Returns None."""
     if _fleet.is_collective:
         return None
     if not _fleet.is_worker():
@@ -187,6 +191,10 @@ def shrink(threshold=None):
     if threshold is not None:
         raise ValueError(f"fleet.shrink(threshold={threshold!r}): a threshold belongs to Paddle's CommonSparseTable "
                          "(fleet.shrink_sparse_table); MemorySparseTable takes none, as in Paddle")
+    util.barrier()
+    if _fleet.worker_index() == 0 and _fleet.rpc_service is not None:
+        removed = _fleet.rpc_service.checkpoint_notify("", 0, SHRINK)
+        log.info("fleet.shrink: %s", {ep: decode_reply(ep, files).get("removed") for ep, files in removed.items()})
     util.barrier()
     return None
 

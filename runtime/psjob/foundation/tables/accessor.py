@@ -26,7 +26,12 @@ semantics (Paddle's "Parameter Server" guide and the ``SparseCommonSGDRuleParame
   ``(show - click) * nonclk_coeff + click * click_coeff`` at or above
   ``embedx_threshold``, the embedx columns are created, uniform in
   ``[-initial_range, initial_range]`` of the embedx rule, and from the next push on the
-  embedx rule trains them (the push that creates them does not).
+  embedx rule trains them (the push that creates them does not);
+* `shrink` (Paddle's ``fleet.shrink()``): show and click decay by
+  ``show_click_decay_rate``, then a row goes when its score is below
+  ``delete_threshold`` or it was unseen for more than ``delete_after_unseen_days``
+  days. A push makes a row seen (0 days); psjob counts a day per shrink (PaddleRec's
+  online trainer shrinks once a day), where Paddle counts days by its day-end saves.
 
 Draws are a function of (table seed, id, column), as every psjob table's, not Paddle's
 thread-local random engine: only initial_range = 0 reproduces Paddle's values exactly.
@@ -349,6 +354,7 @@ class AccessorUpdate:
     `SparseTable` whose config has an accessor)."""
 
     READY = "embedx_ready"   # 1 once a row's embedx columns exist
+    UNSEEN = "unseen_days"   # shrinks since the row's last push
 
     def __init__(self, config: AccessorConfig) -> None:
         self.config = config
@@ -357,7 +363,8 @@ class AccessorUpdate:
         self._columns = {n: Column(np.dtype(np.float32), s) for rule in (self.embed, self.embedx)
                          for n, s in rule.shapes.items()}
         self._columns[self.READY] = Column(np.dtype(np.float32), (1,))
-        self._fills = {**self.embed.fills, **self.embedx.fills, self.READY: 0.0}
+        self._columns[self.UNSEEN] = Column(np.dtype(np.float32), (1,))
+        self._fills = {**self.embed.fills, **self.embedx.fills, self.READY: 0.0, self.UNSEEN: 0.0}
 
     @property
     def name(self) -> str:
@@ -388,6 +395,7 @@ class AccessorUpdate:
         """Push summed ``grads`` of unique ``rows`` with their ``shows``/``clicks``.
         ``uniform(rows)`` gives [n, dim] draws in [-1, 1) for rows whose embedx is created."""
         value = cols["value"]
+        cols[self.UNSEEN][rows] = 0.0
         cols["show"][rows] += shows
         cols["click"][rows] += clicks
         w = value[rows]
@@ -412,3 +420,13 @@ class AccessorUpdate:
             for n, fill in self.embedx.fills.items():
                 cols[n][r] = fill
             cols[self.READY][r] = 1.0
+
+    def shrink(self, cols: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
+        """Decay show/click of ``rows`` and count a day unseen; the mask of those to delete."""
+        c = self.config
+        cols["show"][rows] *= np.float32(c.show_click_decay_rate)
+        cols["click"][rows] *= np.float32(c.show_click_decay_rate)
+        score = c.score(cols["show"][rows], cols["click"][rows])
+        doomed = (score < c.delete_threshold) | (cols[self.UNSEEN][rows, 0] > c.delete_after_unseen_days)
+        cols[self.UNSEEN][rows[~doomed]] += 1.0
+        return doomed

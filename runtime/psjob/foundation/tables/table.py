@@ -374,16 +374,31 @@ class SparseTable:
                 show, click = cols["show"][rows], cols["click"][rows]
                 score = (show - click) * rule.nonclk_coeff + click * rule.click_coeff
                 doomed |= score < rule.delete_threshold
-            gone = rows[doomed]
-            if gone.size:
-                self._recent.clear()     # their ids may be in a remembered lookup
-            if self._tracking and gone.size:
-                self._tombstones.append(cols["id"][gone].copy())
-                self._dirty[gone[gone < self._dirty.size]] = False
-            self._index.remove(cols["id"][gone])
-            self._storage.release(gone)
-            self._evicted += gone.size
-            return int(gone.size)
+            return self._remove(rows[doomed])
+
+    def shrink(self) -> int:
+        """Paddle's fleet.shrink() on a table with an accessor: decay shows and clicks, remove
+        the rows its rules judge stale (foundation/tables/accessor.py); returns how many went."""
+        if self._accessor is None:
+            raise RuntimeError(f"table {self._config.name!r} has no accessor to shrink by")
+        with self._lock:
+            rows = self._storage.live_rows()
+            doomed = self._accessor.shrink(self._storage.cols, rows)
+            self._mark(rows[~doomed])     # decayed shows, one more day unseen
+            return self._remove(rows[doomed])
+
+    def _remove(self, gone: np.ndarray) -> int:
+        """Forget the rows ``gone`` (positions); the caller holds the lock."""
+        cols = self._storage.cols
+        if gone.size:
+            self._recent.clear()     # their ids may be in a remembered lookup
+        if self._tracking and gone.size:
+            self._tombstones.append(cols["id"][gone].copy())
+            self._dirty[gone[gone < self._dirty.size]] = False
+        self._index.remove(cols["id"][gone])
+        self._storage.release(gone)
+        self._evicted += gone.size
+        return int(gone.size)
 
     # ------------------------------------------------------------ stats
     def stats(self) -> TableStats:
