@@ -318,3 +318,23 @@ def test_shrink_drops_rows_unseen_for_more_than_delete_after_unseen_days():
 def test_shrink_needs_an_accessor():
     with pytest.raises(RuntimeError, match="has no accessor to shrink by"):
         SparseTable(TableConfig(name="t", dim=2)).shrink()
+
+
+def test_an_accessor_tables_rows_move_with_their_state():
+    """A checkpoint's export/import: the state (g2sums, embedx_ready, show, unseen days) moves,
+    so training continues as if uninterrupted; a table of another rule refuses the shard."""
+    config = CASES["SparseAdaGradSGDRule, 2 batches"][0]
+    whole = accessor_table(config)
+    train(whole, BATCHES)
+    first = accessor_table(config)
+    train(first, BATCHES[:2])
+    assert first.rule == "accessor:SparseAccessor" and SparseTable(TableConfig(name="t", dim=4)).rule == "sgd"
+    resumed = accessor_table(config)
+    resumed.import_rows(first.export())
+    train(resumed, BATCHES[2:])
+    a, b = whole.export(), resumed.export()
+    np.testing.assert_array_equal(a.values, b.values)
+    assert all(np.array_equal(a.state[n], b.state[n]) for n in a.state) and sorted(a.state) == sorted(b.state)
+    np.testing.assert_array_equal(a.meta["show"], b.meta["show"])
+    with pytest.raises(ValueError, match="does not match this table's 'sgd' state"):
+        SparseTable(TableConfig(name="embedding", dim=4)).import_rows(first.export())

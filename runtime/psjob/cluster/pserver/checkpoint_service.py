@@ -282,7 +282,7 @@ def save_table(state, dirname: str, step: int, params: dict | None = None) -> di
         for name, sparse in live.items():
             gone = changes[name][1] if delta and changes is not None else None
             out[name] = tables.save_shard(dirname, name, rows[name], index, num,
-                                          optimizer=sparse.config.optimizer.name, tombstones=gone)
+                                          optimizer=sparse.rule, tombstones=gone)
             log.info("pserver %s saved %d rows%s of table %r for step %s", state.endpoint, out[name]["rows"],
                      f" and {out[name]['tombstones']} tombstones (delta)" if delta else "", name, step)
         outcome = "ok"

@@ -142,6 +142,14 @@ class SparseTable:
         return self._dim
 
     @property
+    def rule(self) -> str:
+        """What trains the rows, as a checkpoint records it: the optimizer's name, or
+        ``accessor:<class>`` (their state columns differ)."""
+        if self._accessor is not None:
+            return f"accessor:{self._accessor.name}"
+        return self._config.optimizer.name
+
+    @property
     def step(self) -> int:
         return self._step
 
@@ -516,7 +524,7 @@ class SparseTable:
         expected = self._optimizer.columns
         if set(shard.state) != set(expected):
             raise ValueError(f"shard optimizer state {sorted(shard.state)} does not match this table's"
-                             f" {self._config.optimizer.name!r} state {sorted(expected)}")
+                             f" {self.rule!r} state {sorted(expected)}")
         state = {}
         for name, column in expected.items():
             want = (n,) + column.shape
