@@ -3,7 +3,7 @@ against Paddle 3.0.0's own parameter server.
 
 The reference numbers come from Paddle 3.0.0 (the paddlepaddle 3.0.0 CPU wheel: one
 pserver, one trainer, `train_from_dataset` one batch at a time with a client flush between,
-then `fleet.save_persistables`): a sparse_embedding "embedding" [1000, 4], the loss
+then `fleet.save_persistables`; bench/paddle_accessor_reference.py): a sparse_embedding "embedding" [1000, 4], the loss
 mean(sum(emb * w)) with w fed, and the `strategy.sparse_table_configs` of each case. Paddle's
 trainer pushes the gradient times the batch size, so the pushed gradient of an occurrence
 is its row of w; each case below pushes exactly that. A saved row is
