@@ -338,3 +338,23 @@ def test_an_accessor_tables_rows_move_with_their_state():
     np.testing.assert_array_equal(a.meta["show"], b.meta["show"])
     with pytest.raises(ValueError, match="does not match this table's 'sgd' state"):
         SparseTable(TableConfig(name="embedding", dim=4)).import_rows(first.export())
+
+
+def test_an_empty_entry_trains_as_paddles_default_accessor():
+    """Paddle 3.0.0 with no sparse_table_configs at all (its SparseAccessor defaults: SparseAdam
+    with the optimizer's learning rate, 0.1 here, and the initializer's range, 0.01): the embed
+    column and every rule's state as Paddle saved them. Its embedx draws are Paddle's random
+    engine's, so only their range is checked."""
+    shard = train(accessor_table({}, initial_range=0.01, learning_rate=0.1), BATCHES)
+    want = {1: (-0.285488, [0.191], [0.00203697], [-0.06, 0.005, 0.0725], [0.00108899, 0.000409745, 0.000312433]),
+            2: (-0.246474, [0.0485], [0.000299456], [0.054, 0.102, 0.034], [0.000969828, 0.000729351, 0.000399635]),
+            3: (-0.194283, [0.187], [0.00217828], [-0.05, 0.02, 0.01], [0.000249997, 3.99995e-05, 9.99987e-06])}
+    for i, key in enumerate(shard.ids.tolist()):
+        if key not in want:
+            continue
+        embed, gsum, g2sum, x_gsum, x_g2sum = want[key]
+        np.testing.assert_allclose(shard.values[i][0], embed, rtol=2e-5)
+        for name, expected in (("embed_gsum", gsum), ("embed_g2sum", g2sum), ("embedx_gsum", x_gsum),
+                               ("embedx_g2sum", x_g2sum)):
+            np.testing.assert_allclose(shard.state[name][i], expected, rtol=2e-5, atol=2e-7, err_msg=name)
+        assert np.abs(shard.values[i][1:]).max() < 0.01 + 3 * 0.1   # an initial draw plus 3 Adam steps
