@@ -96,11 +96,15 @@ def test_the_2x_strategy_defaults_to_async_and_accepts_paddlerec_fields(caplog):
     with caplog.at_level(logging.WARNING, logger="psjob.distributed"):
         s.a_sync_configs = {"k_steps": 4, "launch_barrier": False, "send_wait_times": 3}
         s.adam_d2sum = False
-        s.sparse_table_configs = {"table_class": "MemorySparseTable"}
+        s.sparse_table_configs = {"embedding": {"table_parameters.embedding.table_class": "MemorySparseTable"}}
         s.adam_d2sum = True
     resolved = strategies.resolve(s)
     assert (resolved.mode, resolved.k_steps, resolved.launch_barrier) == ("geo", 4, False)
-    assert s.adam_d2sum is True and s.sparse_table_configs == {"table_class": "MemorySparseTable"}
+    assert s.adam_d2sum is True
+    assert s.sparse_table_configs == {"embedding": {"table_parameters.embedding.table_class": "MemorySparseTable"}}
+    # sparse_table_configs is honoured (tests/unit/test_sparse_sgd_rules.py), and checked when set.
+    with pytest.raises(ValueError, match="sparse_table_configs\\['table_class'\\] must be a dict"):
+        s.sparse_table_configs = {"table_class": "MemorySparseTable"}
     warned = [r.getMessage() for r in caplog.records]
     assert sum("adam_d2sum is accepted but ignored" in m for m in warned) == 1  # once
     assert any("a_sync_configs['send_wait_times'] is accepted but ignored" in m for m in warned)

@@ -32,6 +32,9 @@ uses the tag as a command and answers one JSON document:
     psjob:load               fleet.load_model: load this pserver's part of the whole-model
                              save in dirname into its live variables and tables, under
                              the state's lock; answers the variables loaded and missing
+    psjob:shrink             Paddle's fleet.shrink(): every table trained by Paddle's
+                             accessor (sparse_table_configs) drops the rows its rules
+                             judge stale; answers {table: rows removed}
     psjob:failed;error=<e>   the save of `step` into dirname failed with error <e> (no
                              manifest): pservers count it and export it as metrics, which
                              the operator's status reports (a failing save is otherwise
@@ -56,8 +59,8 @@ import json
 from psjob.foundation.settings import DEFAULT_BASE_EVERY, DEFAULT_FREEZE_LEASE_S, MAX_FREEZE_LEASE_S  # noqa: F401
 
 FREEZE, RENEW, SAVE, THAW, COMMIT = "psjob:freeze", "psjob:renew", "psjob:save", "psjob:thaw", "psjob:commit"
-FAILED, LOAD = "psjob:failed", "psjob:load"
-COMMANDS = (FREEZE, RENEW, SAVE, THAW, COMMIT, FAILED, LOAD)
+FAILED, LOAD, SHRINK = "psjob:failed", "psjob:load", "psjob:shrink"
+COMMANDS = (FREEZE, RENEW, SAVE, THAW, COMMIT, FAILED, LOAD, SHRINK)
 MAX_ERROR_CHARS = 300  # of a failed save's error in a FAILED command
 
 

@@ -56,6 +56,7 @@ def build_job(rm: RoleMakerBase, strategy: ResolvedStrategy, table_optimizer: st
         config.table_optimizer = table_optimizer
     # An elastic job is transpiled for its capacity; the pservers learn the members at run time.
     config.elastic = bool(rm.worker_capacity())
+    config.sparse_table_accessors = dict(strategy.table_accessors)
     t = DistributeTranspiler(config)
     t.transpile(trainer_id=rm.worker_index(), program=main, pservers=",".join(rm.get_pserver_endpoints()),
                 trainers=rm.worker_capacity() or rm.worker_num(), sync_mode=strategy.sync_mode,

@@ -96,6 +96,9 @@ class ResolvedStrategy:
     # transpiler config does not.
     sparse_tables: bool = False
     table_optimizer: str | None = None  # None: the optimizer's own table_optimizer decides
+    # Paddle 2.x's sparse_table_configs, parsed: ((table name, entry), ...)
+    # (psjob.foundation.tables.accessor; the transpiler resolves them per table).
+    table_accessors: tuple = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", Mode(self.mode))  # a Mode, or its name
@@ -189,7 +192,9 @@ def resolve(strategy) -> ResolvedStrategy:
     resolved = _resolve(strategy)
     # How the distributed table is updated, from any strategy object that says (the Fleet's
     # table_optimizer attribute); None leaves it to the optimizer.
-    return dataclasses.replace(resolved, table_optimizer=getattr(strategy, "table_optimizer", None))
+    accessors = getattr(strategy, "sparse_table_accessors", None) or {}
+    return dataclasses.replace(resolved, table_optimizer=getattr(strategy, "table_optimizer", None),
+                               table_accessors=tuple(sorted(accessors.items())))
 
 
 def _resolve(strategy) -> ResolvedStrategy:

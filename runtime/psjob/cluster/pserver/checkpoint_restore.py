@@ -116,7 +116,7 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
             table = var.name
             if table in saved_tables:
                 live = scope.vars.get(table)
-                rule = live.config.optimizer.name if isinstance(live, SparseTable) else None
+                rule = live.rule if isinstance(live, SparseTable) else None
                 if chain is not None:  # the base, then every delta in order
                     table_rows[table] = chains.read_chain_rows(chain, table, shard[0], shard[1], rule)
                 else:

@@ -142,6 +142,8 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
     if command == protocol.LOAD:
         check_save_dir(state, dirname)
         return protocol.encode_reply({"incarnation": state.incarnation, **load_save(state, dirname)})
+    if command == protocol.SHRINK:
+        return protocol.encode_reply({"incarnation": state.incarnation, "removed": shrink_tables(state)})
     if command == protocol.SAVE:
         check_save_dir(state, dirname)
         return protocol.encode_reply({"incarnation": state.incarnation,
@@ -302,7 +304,7 @@ def save_table(state, dirname: str, step: int, params: dict | None = None) -> di
         for name, sparse in live.items():
             gone = changes[name][1] if delta and changes is not None else None
             out[name] = tables.save_shard(dirname, name, rows[name], index, num,
-                                          optimizer=sparse.config.optimizer.name, tombstones=gone)
+                                          optimizer=sparse.rule, tombstones=gone)
             log.info("pserver %s saved %d rows%s of table %r for step %s", state.endpoint, out[name]["rows"],
                      f" and {out[name]['tombstones']} tombstones (delta)" if delta else "", name, step)
         outcome = "ok"
@@ -313,6 +315,19 @@ def save_table(state, dirname: str, step: int, params: dict | None = None) -> di
     log.info("pserver %s saved its shard of %d table(s) for step %s in %.2fs", state.endpoint, len(out), step,
              time.monotonic() - t0)
     return out
+
+
+def shrink_tables(state) -> dict[str, int]:
+    """fleet.shrink() on this pserver: {table: rows removed} for its accessor tables."""
+    placement = table_placement(state.program)
+    removed = {}
+    for name in placement[0] if placement is not None else []:
+        sparse = state.scope.vars.get(name)
+        if isinstance(sparse, SparseTable) and sparse.config.accessor is not None:
+            removed[name] = sparse.shrink()
+    if removed:
+        log.info("pserver %s: fleet.shrink removed %s", state.endpoint, removed)
+    return removed
 
 
 def _export(sparse, changes, name: str, delta: bool):

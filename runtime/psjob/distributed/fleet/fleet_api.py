@@ -5,6 +5,7 @@ and the package takes its public names. See the package's docstring for the API.
 """
 from __future__ import annotations
 
+import logging
 import os
 
 import numpy as np
@@ -22,6 +23,7 @@ from psjob.fleet import saving as _saving
 from psjob.foundation.roles import Mode
 
 fleet = _fleet
+log = logging.getLogger("psjob.distributed")
 util = UtilBase(_fleet)
 _init_strategy = None
 
@@ -180,8 +182,9 @@ def _refetch_table_rows(scope):
 def shrink(threshold=None):
     """Paddle's fleet.shrink(): every worker calls it at a pass or day boundary, and the first
     drops the sparse rows its tables' accessors judge stale by their show/click statistics.
-    psjob's tables keep no show/click statistics (entries admit every id), so no row qualifies:
-    the workers meet, as Paddle's do, and every row stays. Returns None."""
+    In psjob the tables trained by Paddle's accessor (sparse_table_configs) do so: the first
+    worker asks every pserver to shrink them (foundation/tables/accessor.py), then the workers
+    meet again; tables without an accessor keep every row. Returns None."""
     if _fleet.is_collective:
         return None
     if not _fleet.is_worker():
@@ -189,7 +192,14 @@ def shrink(threshold=None):
     if threshold is not None:
         raise ValueError(f"fleet.shrink(threshold={threshold!r}): a threshold belongs to Paddle's CommonSparseTable "
                          "(fleet.shrink_sparse_table); MemorySparseTable takes none, as in Paddle")
-    util.barrier()
+
+    def shrink_tables():
+        if _fleet.rpc_service is not None:
+            removed = _fleet.rpc_service.checkpoint_notify("", 0, protocol.SHRINK)
+            log.info("fleet.shrink: %s", {ep: protocol.decode_reply(ep, files).get("removed")
+                                          for ep, files in removed.items()})
+
+    _collective_save("shrink", "", shrink_tables, verb="shrink")  # a failure raises on every worker
     return None
 
 

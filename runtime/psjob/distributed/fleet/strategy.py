@@ -22,8 +22,13 @@ geo) with Paddle 2.x's defaults and the fields PaddleRec's helpers set:
   into the main program's `_fleet_opt` (psjob.distributed.fleet), where
   train_from_dataset honours `stat_var_names` (fluid/dataset_trainer.py). As in
   Paddle, a key it does not know is an error and setting a list field extends it.
-- `adam_d2sum`, `fs_client_param`, `sparse_table_configs` (PSLib/PS-GPU
-  settings) are stored, readable, and logged once as ignored.
+- `sparse_table_configs` ({table name: {"table_parameters.<table>.<field>": value}},
+  the keys PaddleRec's program_helper builds) is checked when set (an unknown key, SGD
+  rule or accessor, or bad bounds, is an error naming it) and makes the named tables
+  train as Paddle's accessor and SGD rules do on the pservers
+  (psjob.foundation.tables.accessor; docs/user/paddle2.md lists what is honoured).
+- `adam_d2sum`, `fs_client_param` (PSLib/PS-GPU settings) are stored, readable, and
+  logged once as ignored.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ import logging
 
 from psjob.fleet.strategy import DEFAULT_A_SYNC_CONFIGS
 from psjob.fleet.strategy import DistributedStrategy as _FleetStrategy
+from psjob.foundation.tables.accessor import parse_table_config
 
 log = logging.getLogger("psjob.distributed")
 
@@ -39,7 +45,7 @@ IGNORED_A_SYNC_KEYS = ("independent_recv_thread", "min_send_grad_num_before_recv
                        "send_wait_times", "runtime_split_send_recv", "lr_decay_steps", "use_ps_gpu",
                        "use_gpu_graph")
 # Strategy fields PaddleRec's helpers set; psjob stores them and ignores them.
-IGNORED_FIELDS = {"adam_d2sum": bool, "fs_client_param": dict, "sparse_table_configs": dict}
+IGNORED_FIELDS = {"adam_d2sum": bool, "fs_client_param": dict}
 # Paddle's TrainerDescConfig (distributed_strategy.proto) with its defaults.
 TRAINER_DESC_DEFAULTS = {"dump_fields_path": "", "dump_fields": [], "dump_param": [], "stat_var_names": [],
                          "trainer": "", "device_worker": "", "local_sparse": [], "remote_sparse": []}
@@ -58,6 +64,8 @@ class DistributedStrategy(_FleetStrategy):
         super().__init__()
         self.a_sync = True  # Paddle 2.x's default
         self._ignored_fields = {name: kind() for name, kind in IGNORED_FIELDS.items()}
+        self._sparse_table_configs: dict = {}
+        self.sparse_table_accessors: dict = {}   # table -> parsed entry (psjob.fleet.strategy reads it)
         self._trainer_desc = {k: list(v) if isinstance(v, list) else v for k, v in TRAINER_DESC_DEFAULTS.items()}
 
     @property
@@ -83,6 +91,20 @@ class DistributedStrategy(_FleetStrategy):
                 if not isinstance(value, str):
                     raise TypeError(f"trainer_desc_configs[{key!r}] must be a string, got {value!r}")
                 self._trainer_desc[key] = value
+
+    @property
+    def sparse_table_configs(self) -> dict:
+        return {table: dict(entry) for table, entry in self._sparse_table_configs.items()}
+
+    @sparse_table_configs.setter
+    def sparse_table_configs(self, configs: dict):
+        if not isinstance(configs, dict):
+            raise TypeError(f"sparse_table_configs must be a dict {{table name: {{key: value}}}}, "
+                            f"got {type(configs).__name__}")
+        parsed = {str(table): parse_table_config(str(table), entry) for table, entry in configs.items()}
+        # As Paddle's setter, each assignment adds its tables (a later entry for a table wins).
+        self._sparse_table_configs.update({str(t): dict(e) for t, e in configs.items()})
+        self.sparse_table_accessors.update(parsed)
 
     @property
     def a_sync_configs(self) -> dict:

@@ -17,6 +17,7 @@ import numpy as np
 from psjob.fluid.core import SelectedRows, to_numpy
 from psjob.fluid.ops.registry import register_op
 from psjob.foundation.tables import InitializerConfig, OptimizerConfig, SparseTable, TableConfig
+from psjob.foundation.tables.accessor import AccessorConfig
 
 
 def _json_attr(attrs, name):
@@ -34,10 +35,24 @@ def table_config_from_attrs(attrs) -> TableConfig:
     if not attrs.get("table_name") or attrs.get("dim") is None:
         raise ValueError(f"create_sparse_table needs attrs table_name and dim, got {sorted(attrs)}")
     opt = _json_attr(attrs, "optimizer")
-    return TableConfig(name=attrs["table_name"], dim=int(attrs["dim"]), seed=int(attrs.get("seed", 0) or 0),
+    accessor = _json_attr(attrs, "accessor") if attrs.get("accessor") else None
+    return TableConfig(accessor=AccessorConfig(**accessor) if accessor else None,
+                       name=attrs["table_name"], dim=int(attrs["dim"]), seed=int(attrs.get("seed", 0) or 0),
                        initializer=InitializerConfig(**_json_attr(attrs, "initializer")),
                        optimizer=OptimizerConfig(name=opt.get("name", "sgd"), lr=float(opt.get("lr", 0.01)),
                                                  hyper=opt.get("hyper", {})))
+
+
+@register_op("scale_rows_by_batch")
+def scale_rows_by_batch(ctx):
+    """A trainer's SelectedRows table gradient times the batch size (the first dimension of
+    Ids), as Paddle's trainers push a sparse gradient to an accessor table
+    (FleetWrapper's push scales it by the batch size; foundation/tables/accessor.py)."""
+    grad = ctx.input("X")
+    if not isinstance(grad, SelectedRows):
+        raise TypeError(f"scale_rows_by_batch: X must be SelectedRows, got {type(grad).__name__}")
+    batch = int(np.shape(to_numpy(ctx.input("Ids")))[0])
+    ctx.set_output("Out", SelectedRows(grad.rows, to_numpy(grad.values) * np.float32(batch), grad.height))
 
 
 @register_op("create_sparse_table")

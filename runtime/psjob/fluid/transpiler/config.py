@@ -73,6 +73,10 @@ class DistributeTranspilerConfig:
         self.geo_sgd_need_push_nums = 100
         self.table_optimizer = "same"
         self.elastic = False
+        # psjob's: {table name: parsed sparse_table_configs entry} (Paddle 2.x's
+        # DistributedStrategy.sparse_table_configs, foundation/tables/accessor.py); a table
+        # named here is trained by Paddle's accessor and SGD rules on the pservers.
+        self.sparse_table_accessors = {}
 
     def validate(self) -> None:
         """Fill defaults and raise TranspilerConfigError naming the first bad attribute."""
@@ -123,4 +127,5 @@ class DistributeTranspilerConfig:
             "geo_sgd_mode": bool(self.geo_sgd_mode),
             "geo_sgd_need_push_nums": int(self.geo_sgd_need_push_nums),
             "table_optimizer": self.table_optimizer,
+            "sparse_table_accessors": sorted(self.sparse_table_accessors),
         }

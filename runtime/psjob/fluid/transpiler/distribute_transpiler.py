@@ -44,6 +44,7 @@ from psjob.foundation import hooks
 from psjob.foundation.roles import Mode
 from psjob.foundation.tables import OPTIMIZERS as TABLE_RULES
 from psjob.foundation.tables import OptimizerConfig as TableOptimizerConfig
+from psjob.foundation.tables.accessor import AccessorConfigError, resolve_accessor
 
 log = logging.getLogger("psjob.transpiler")
 
@@ -99,6 +100,7 @@ class DistributeTranspiler:
         opt = read_optimize_pass(self._origin)
         tables = [_table_plan(self._origin, self._origin_startup, opt, name, self.config.table_optimizer)
                   for name in find_distributed_lookup_tables(self._origin)]
+        _attach_accessors(tables, self.config.sparse_table_accessors, self._origin_startup)
         plan = build_plan(self._origin, opt, JobShape(tuple(endpoints), trainer_num, trainer_id, sync),
                           self.config, tables)
         sparse = [pp.param for pp in plan.params.values() if pp.sparse_grad] + [t.name for t in tables]
@@ -226,6 +228,40 @@ def _table_plan(program: Program, startup: Program, opt, name: str, table_optimi
                      opt_op.type, opt_op.input("LearningRate")[0],
                      _table_optimizer_config(name, opt_op, startup, table_optimizer), state,
                      trainer_keeps_rows=keeps == {True})
+
+
+def _attach_accessors(tables: list, accessors: dict, startup: Program) -> None:
+    """Resolve each sparse_table_configs entry for its table (Paddle's defaults, the dims
+    checked against the embedding). An entry naming no distributed table of the program
+    changes nothing, as in Paddle, and says so."""
+    by_name = {t.name: t for t in tables}
+    for name in sorted(set(accessors) - set(by_name)):
+        log.warning("sparse_table_configs[%r]: the program has no parameter-server table of that name "
+                    "(tables: %s); the entry changes nothing", name, sorted(by_name) or "none")
+    if not accessors:
+        return
+    inits = {op.output_arg_names[0]: op for op in startup.global_block().ops if len(op.output_arg_names) == 1}
+    for name, parsed in accessors.items():
+        table = by_name.get(name)
+        if table is None:
+            continue
+        init, lr_op = inits.get(name), inits.get(table.lr_var)
+        lr = float(lr_op.attr("value")) if lr_op is not None and lr_op.type == "fill_constant" else None
+        try:
+            table.accessor = resolve_accessor(name, parsed, table.width, initial_range=_initial_range(init),
+                                              learning_rate=lr).to_json()
+        except AccessorConfigError as exc:
+            raise TranspilerConfigError(str(exc)) from None
+
+
+def _initial_range(op) -> float:
+    """What Paddle's the_one_ps takes for a rule's default initial_range: the last attribute of
+    the embedding's initializer (uniform: max, gaussian: std, constant: value)."""
+    if op is None:
+        return 1e-4
+    key = {"uniform_random": "max", "gaussian_random": "std", "truncated_gaussian_random": "std",
+           "fill_constant": "value"}.get(op.type)
+    return abs(float(op.attr(key))) if key is not None and op.attr(key) is not None else 1e-4
 
 
 def _table_optimizer_config(name: str, opt_op, startup: Program, table_optimizer: str) -> dict:

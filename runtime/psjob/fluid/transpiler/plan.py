@@ -98,6 +98,9 @@ class TablePlan:
     # the parameter, initialized as the program says, and write each prefetch's rows into it,
     # as Paddle's trainers do, so programs cloned before minimize read it as they would.
     trainer_keeps_rows: bool = False
+    # Paddle's accessor for the table (AccessorConfig.to_json(), foundation/tables/accessor.py),
+    # from DistributedStrategy.sparse_table_configs; None: the per-row optimizer above.
+    accessor: dict | None = None
 
 
 @dataclass

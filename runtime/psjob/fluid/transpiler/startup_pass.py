@@ -135,10 +135,12 @@ def table_seed(op, program) -> int:
 
 
 def _init_table(sb, table: TablePlan, op) -> None:
-    sb.append_op("create_sparse_table", inputs={}, outputs={"Out": [table.name]},
-                 attrs={"table_name": table.name, "dim": int(table.width),
-                        "seed": table_seed(op, sb.program),
-                        "initializer": json.dumps(table_initializer(op)),
-                        # The per-row rule; the learning rate is not here: every push
-                        # passes the program's LR variable (schedules included).
-                        "optimizer": json.dumps(table.optimizer, sort_keys=True)})
+    attrs = {"table_name": table.name, "dim": int(table.width),
+             "seed": table_seed(op, sb.program),
+             "initializer": json.dumps(table_initializer(op)),
+             # The per-row rule; the learning rate is not here: every push
+             # passes the program's LR variable (schedules included).
+             "optimizer": json.dumps(table.optimizer, sort_keys=True)}
+    if table.accessor:   # Paddle's accessor (sparse_table_configs), when the strategy gives one
+        attrs["accessor"] = json.dumps(table.accessor, sort_keys=True)
+    sb.append_op("create_sparse_table", inputs={}, outputs={"Out": [table.name]}, attrs=attrs)

@@ -123,8 +123,10 @@ def rewrite_trainer_program(program, plan: TranspilePlan) -> None:
                             outputs={"Out": [pp.param]}, attrs={"axis": 0, OP_ROLE_ATTR_NAME: DIST})
 
     for table in plan.tables:
+        lookups = find_table_lookups(block, table.name)
+        batch_ids = lookups[0].input("Ids")[0] if lookups and table.accessor else None
         _replace_table_lookups(block, plan, table)
-        _split_and_send_table_grad(block, plan, table, send_deps[table.grad])
+        _split_and_send_table_grad(block, plan, table, send_deps[table.grad], batch_ids)
 
 
 def _declare_split_vars(block, plan: TranspilePlan) -> None:
@@ -240,13 +242,23 @@ def _prefetch_vars(block, plan: TranspilePlan, table: TablePlan, ids_var, out_dt
     return in_names, out_names
 
 
-def _split_and_send_table_grad(block, plan: TranspilePlan, table: TablePlan, dummy) -> None:
+def _split_and_send_table_grad(block, plan: TranspilePlan, table: TablePlan, dummy,
+                               batch_ids: str | None = None) -> None:
     idx = find_op_by_output_arg(block, table.grad, reverse=True)
     gvar = block.var(table.grad)
     names = table_grad_names(plan, table)
     for n in names:
         block.create_var(name=n, shape=gvar.shape, dtype=gvar.dtype, type=VarType.SELECTED_ROWS)
-    block._insert_op(idx + 1, "split_ids", inputs={"Ids": [table.grad]}, outputs={"Out": names},
+    sent = table.grad
+    if batch_ids is not None:
+        # A table with Paddle's accessor gets what Paddle's trainers push: the gradient
+        # times the batch size (the accessor's rules divide by the shows, not the batch).
+        sent = f"{table.grad}@BATCH_SCALED"
+        block.create_var(name=sent, shape=gvar.shape, dtype=gvar.dtype, type=VarType.SELECTED_ROWS)
+        block._insert_op(idx + 1, "scale_rows_by_batch", inputs={"X": [table.grad], "Ids": [batch_ids]},
+                         outputs={"Out": [sent]}, attrs={OP_ROLE_ATTR_NAME: DIST})
+        idx += 1
+    block._insert_op(idx + 1, "split_ids", inputs={"Ids": [sent]}, outputs={"Out": names},
                      attrs={OP_ROLE_ATTR_NAME: DIST})
     block._insert_op(idx + 2, "send", inputs={"X": names}, outputs={"Out": [dummy]},
                      attrs=_rpc_attrs(plan, epmap=list(plan.endpoints), sync_mode=not plan.sync_mode,

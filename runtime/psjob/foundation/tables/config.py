@@ -14,6 +14,7 @@ import types
 from collections.abc import Mapping
 
 from psjob.foundation.kernels import optimizers as _kernels
+from psjob.foundation.tables.accessor import AccessorConfig
 
 INITIALIZERS = ("uniform", "normal", "truncated_normal", "constant")
 # lars_momentum needs the norm of the whole parameter, which a sparse table
@@ -171,6 +172,8 @@ class TableConfig:
     ``seed`` (mixed with ``name``) keys the initializer and the admission
     draw, so two tables with the same seed still get different rows.
     ``initial_capacity`` only sizes the first allocation; storage grows.
+    ``accessor`` (Paddle's sparse-table accessor, foundation/tables/accessor.py), when
+    given, replaces ``initializer`` and ``optimizer``: it creates and trains the rows.
     """
     name: str
     dim: int
@@ -180,6 +183,7 @@ class TableConfig:
     admission: AdmissionConfig = AdmissionConfig()
     eviction: EvictionConfig = EvictionConfig()
     initial_capacity: int = 1024
+    accessor: AccessorConfig | None = None
 
     def __post_init__(self) -> None:
         _require(isinstance(self.name, str) and self.name != "",
@@ -194,3 +198,9 @@ class TableConfig:
                             ("admission", AdmissionConfig), ("eviction", EvictionConfig)):
             _require(isinstance(getattr(self, field), kind),
                      f"table {field} must be a {kind.__name__}, got {type(getattr(self, field)).__name__}")
+        if self.accessor is not None:
+            _require(isinstance(self.accessor, AccessorConfig),
+                     f"table accessor must be an AccessorConfig, got {type(self.accessor).__name__}")
+            _require(self.accessor.dim == self.dim,
+                     f"table {self.name!r}: its accessor trains 1 + embedx_dim = {self.accessor.dim} columns,"
+                     f" the table has {self.dim}")

@@ -43,8 +43,9 @@ import numpy.typing as npt
 from psjob.foundation.kernels import native
 from psjob.foundation.kernels.rows import take_rows
 from psjob.foundation.tables import inputs
+from psjob.foundation.tables.accessor import AccessorUpdate
 from psjob.foundation.tables.admission import Admission
-from psjob.foundation.tables.config import TableConfig
+from psjob.foundation.tables.config import InitializerConfig, TableConfig
 from psjob.foundation.tables.hashing import derive_key
 from psjob.foundation.tables.index import IdIndex
 from psjob.foundation.tables.initializers import initial_rows
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
     from psjob.foundation.tables.device import DeviceColumns
 
 _META_DTYPES = {"last_seen": np.int32, "show": np.float32, "click": np.float32}
+# An accessor table's draws: uniform in [-1, 1), scaled by each SGD rule's initial_range.
+_UNIT_UNIFORM = InitializerConfig(kind="uniform", low=-1.0, high=1.0)
 # Lookups remembered for pushes of the same ids: a trainer prefetches one batch
 # ahead (two lookups per trainer in flight), and several trainers share a pserver.
 _RECENT_LOOKUPS = 8
@@ -102,8 +105,12 @@ class SparseTable:
         self._dim = config.dim
         key = derive_key(config.seed, config.name)
         self._init_key = derive_key(key, "init")
-        self._optimizer = RowOptimizer(config.optimizer, config.dim)
-        self._meta = ["last_seen"] + (["show", "click"] if config.eviction.tracks_show_click else [])
+        # A Paddle accessor (show/click-driven SGD rules) or psjob's per-row optimizer.
+        self._accessor = AccessorUpdate(config.accessor) if config.accessor is not None else None
+        self._optimizer: RowOptimizer | AccessorUpdate = (
+            self._accessor if self._accessor is not None else RowOptimizer(config.optimizer, config.dim))
+        tracks = config.eviction.tracks_show_click or self._accessor is not None
+        self._meta = ["last_seen"] + (["show", "click"] if tracks else [])
         columns = {"id": Column(np.dtype(np.int64)), "value": Column(np.dtype(np.float32), (config.dim,))}
         columns.update(self._optimizer.columns)
         columns.update({name: Column(np.dtype(_META_DTYPES[name])) for name in self._meta})
@@ -135,6 +142,14 @@ class SparseTable:
         return self._dim
 
     @property
+    def rule(self) -> str:
+        """What trains the rows, as a checkpoint records it: the optimizer's name, or
+        ``accessor:<class>`` (their state columns differ)."""
+        if self._accessor is not None:
+            return f"accessor:{self._accessor.name}"
+        return self._config.optimizer.name
+
+    @property
     def step(self) -> int:
         return self._step
 
@@ -149,6 +164,9 @@ class SparseTable:
         with self._lock:
             if self._device is not None:
                 raise RuntimeError(f"table {self._config.name!r} is already device-resident")
+            if self._accessor is not None:
+                raise RuntimeError(f"table {self._config.name!r} is trained by Paddle's accessor, which "
+                                   "runs on the host only")
             device = DeviceColumns(xp, transfer)
             self._storage.place_on(device, ["value"] + list(self._optimizer.columns))
             self._device = device
@@ -225,7 +243,10 @@ class SparseTable:
         cols = self._storage.cols   # alloc may have grown (replaced) the columns
         cols["id"][where] = ids
         init = self._config.initializer
-        if self._device is None:
+        if self._accessor is not None:
+            cols["value"][where] = self._accessor.initial_values(self._draws(ids))
+            self._accessor.initialize(cols, where)
+        elif self._device is None:
             if run is not None:
                 initial_rows(init, self._init_key, ids, self._dim, out=cols["value"][run])
             else:
@@ -242,6 +263,10 @@ class SparseTable:
         self._mark(where)
         return rows
 
+    def _draws(self, ids: np.ndarray) -> np.ndarray:
+        """[len(ids), dim] uniform draws in [-1, 1): a function of (seed, id, column)."""
+        return initial_rows(_UNIT_UNIFORM, self._init_key, ids, self._dim)
+
     # -------------------------------------------------------------- push
     def push(self, ids: npt.ArrayLike, grads: npt.ArrayLike, *, lr: float | np.ndarray | None = None,
              shows: npt.ArrayLike | None = None, clicks: npt.ArrayLike | None = None) -> None:
@@ -250,7 +275,9 @@ class SparseTable:
         Repeated ids have their gradients summed before one optimizer step.
         ``lr`` overrides the configured learning rate (float or one-element
         array). ``shows``/``clicks`` (per id, default one show and no click)
-        feed the eviction score and are ignored by tables without one.
+        feed the eviction score and are ignored by tables without one. A table with an
+        accessor counts each occurrence of an id as one show (unless ``shows`` says
+        otherwise) and trains with its SGD rules' own learning rates (``lr`` is ignored).
         """
         ids = inputs.check_ids(ids)
         grads = inputs.check_rows("grads", grads, ids.size, self._dim)
@@ -270,6 +297,9 @@ class SparseTable:
                     clicks = None if clicks is None else clicks[keep]
             if rows.size == 0:
                 return
+            if self._accessor is not None:
+                self._push_accessor(rows, grads, shows, clicks)
+                return
             if distinct:
                 # Ascending ids (a prefetched batch: np.unique's order) are distinct, and
                 # so are their rows: nothing to merge. The optimizers only read grads.
@@ -277,10 +307,11 @@ class SparseTable:
             else:
                 unique_rows, summed = merge_rows(rows, grads, self._storage.cols["first_pos"])
             cols = self._storage.cols
+            opt = self._optimizer
+            assert isinstance(opt, RowOptimizer)
             if self._device is None:
-                self._optimizer.apply(cols, unique_rows, summed, lr)
+                opt.apply(cols, unique_rows, summed, lr)
             else:   # merged on the host, one upload, the lazy row update in place on the device
-                opt = self._optimizer
                 self._device.update_rows(opt.name, cols["value"], [cols[n] for n in opt.passed],
                                          unique_rows, summed, lr, opt.hyper)
             cols["last_seen"][unique_rows] = self._step
@@ -289,6 +320,24 @@ class SparseTable:
                 np.add.at(cols["show"], rows, 1.0 if shows is None else shows)
                 if clicks is not None:
                     np.add.at(cols["click"], rows, clicks)
+
+    def _push_accessor(self, rows: np.ndarray, grads: np.ndarray, shows: np.ndarray | None,
+                       clicks: np.ndarray | None) -> None:
+        """One accessor update of the present ``rows``: gradients, shows and clicks of
+        repeated rows summed first (Paddle's push merges a batch's occurrences of an id)."""
+        n = rows.size
+        stacked = np.empty((n, self._dim + 2), np.float32)
+        stacked[:, :self._dim] = grads
+        stacked[:, self._dim] = 1.0 if shows is None else shows
+        stacked[:, self._dim + 1] = 0.0 if clicks is None else clicks
+        cols = self._storage.cols
+        unique_rows, summed = merge_rows(np.ascontiguousarray(rows), stacked, cols["first_pos"])
+        accessor = self._accessor
+        assert accessor is not None
+        accessor.apply(cols, unique_rows, summed[:, :self._dim], summed[:, self._dim], summed[:, self._dim + 1],
+                       lambda r: self._draws(cols["id"][r]))
+        cols["last_seen"][unique_rows] = self._step
+        self._mark(unique_rows)
 
     def _rows_of_recent_lookup(self, ids: np.ndarray) -> np.ndarray | None:
         """The rows a recent lookup of exactly ``ids`` found (all present), or None."""
@@ -333,16 +382,31 @@ class SparseTable:
                 show, click = cols["show"][rows], cols["click"][rows]
                 score = (show - click) * rule.nonclk_coeff + click * rule.click_coeff
                 doomed |= score < rule.delete_threshold
-            gone = rows[doomed]
-            if gone.size:
-                self._recent.clear()     # their ids may be in a remembered lookup
-            if self._tracking and gone.size:
-                self._tombstones.append(cols["id"][gone].copy())
-                self._dirty[gone[gone < self._dirty.size]] = False
-            self._index.remove(cols["id"][gone])
-            self._storage.release(gone)
-            self._evicted += gone.size
-            return int(gone.size)
+            return self._remove(rows[doomed])
+
+    def shrink(self) -> int:
+        """Paddle's fleet.shrink() on a table with an accessor: decay shows and clicks, remove
+        the rows its rules judge stale (foundation/tables/accessor.py); returns how many went."""
+        if self._accessor is None:
+            raise RuntimeError(f"table {self._config.name!r} has no accessor to shrink by")
+        with self._lock:
+            rows = self._storage.live_rows()
+            doomed = self._accessor.shrink(self._storage.cols, rows)
+            self._mark(rows[~doomed])     # decayed shows, one more day unseen
+            return self._remove(rows[doomed])
+
+    def _remove(self, gone: np.ndarray) -> int:
+        """Forget the rows ``gone`` (positions); the caller holds the lock."""
+        cols = self._storage.cols
+        if gone.size:
+            self._recent.clear()     # their ids may be in a remembered lookup
+        if self._tracking and gone.size:
+            self._tombstones.append(cols["id"][gone].copy())
+            self._dirty[gone[gone < self._dirty.size]] = False
+        self._index.remove(cols["id"][gone])
+        self._storage.release(gone)
+        self._evicted += gone.size
+        return int(gone.size)
 
     # ------------------------------------------------------------ stats
     def stats(self) -> TableStats:
@@ -460,7 +524,7 @@ class SparseTable:
         expected = self._optimizer.columns
         if set(shard.state) != set(expected):
             raise ValueError(f"shard optimizer state {sorted(shard.state)} does not match this table's"
-                             f" {self._config.optimizer.name!r} state {sorted(expected)}")
+                             f" {self.rule!r} state {sorted(expected)}")
         state = {}
         for name, column in expected.items():
             want = (n,) + column.shape
