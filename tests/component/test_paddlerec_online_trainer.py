@@ -90,6 +90,10 @@ def test_paddlerecs_online_trainer_runs_slot_dnn_for_a_day(tmp_path):
         infer_config = yaml.safe_load(f)
     infer_config["runner"].update(init_model_path=f"output_model/{DAY}/1",
                                   pipe_command="python inmemorydataset_reader.py")
+    # The table as the online trainer trained it: the offline config names a CtrCommonAccessor
+    # (rows pulled with show and click, fea_dim 11) for the same 9-column embedding, which psjob
+    # refuses by name (docs/user/paddle2.md, sparse_table_configs).
+    infer_config["table_parameters"] = config["table_parameters"]
     with open(model / "config_infer_test.yaml", "w") as f:
         yaml.safe_dump(infer_config, f)
     infer_cmd = cmd[:-3] + ["../../../tools/static_ps_offline_infer.py", "-m", "config_infer_test.yaml"]
