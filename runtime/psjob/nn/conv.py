@@ -33,21 +33,30 @@ def _pair(value, what):
     return [check_int(v, what, "Conv2D", minimum=1) for v in values]
 
 
+def _channels(layer, in_channels, out_channels, groups, padding_mode, data_format, formats):
+    """A convolution layer's checked (in_channels, out_channels, groups), its padding mode and
+    data format checked too."""
+    cin = check_int(in_channels, "in_channels", layer, minimum=1)
+    cout = check_int(out_channels, "out_channels", layer, minimum=1)
+    g = check_int(groups, "groups", layer, minimum=1)
+    if cin % g or cout % g:
+        raise ValueError(f"{layer}: groups {groups} must divide in_channels {in_channels} and "
+                         f"out_channels {out_channels}")
+    if padding_mode != "zeros":
+        raise ValueError(f"{layer}(padding_mode={padding_mode!r}) is not supported by psjob: only 'zeros' "
+                         "(pad the input yourself for reflect/replicate/circular)")
+    if data_format not in formats:
+        raise ValueError(f"{layer}: data_format must be {' or '.join(repr(f) for f in formats)}, "
+                         f"got {data_format!r}")
+    return cin, cout, g
+
+
 class Conv2D(Layer):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCHW"):
         super().__init__()
-        self._in = check_int(in_channels, "in_channels", "Conv2D", minimum=1)
-        self._out = check_int(out_channels, "out_channels", "Conv2D", minimum=1)
-        self._groups = check_int(groups, "groups", "Conv2D", minimum=1)
-        if self._in % self._groups or self._out % self._groups:
-            raise ValueError(f"Conv2D: groups {groups} must divide in_channels {in_channels} and "
-                             f"out_channels {out_channels}")
-        if padding_mode != "zeros":
-            raise ValueError(f"Conv2D(padding_mode={padding_mode!r}) is not supported by psjob: only 'zeros' "
-                             "(pad the input yourself for reflect/replicate/circular)")
-        if data_format not in ("NCHW", "NHWC"):
-            raise ValueError(f"Conv2D: data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
+        self._in, self._out, self._groups = _channels("Conv2D", in_channels, out_channels, groups, padding_mode,
+                                                      data_format, ("NCHW", "NHWC"))
         self._kernel = _pair(kernel_size, "kernel_size")
         self._stride, self._dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
         conv_padding(padding, data_format == "NHWC")  # a bad padding fails here, not at the first call
@@ -134,16 +143,8 @@ class Conv3D(Layer):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCDHW"):
         super().__init__()
-        self._in = check_int(in_channels, "in_channels", "Conv3D", minimum=1)
-        self._out = check_int(out_channels, "out_channels", "Conv3D", minimum=1)
-        self._groups = check_int(groups, "groups", "Conv3D", minimum=1)
-        if self._in % self._groups or self._out % self._groups:
-            raise ValueError(f"Conv3D: groups {groups} must divide in_channels {in_channels} and "
-                             f"out_channels {out_channels}")
-        if padding_mode != "zeros":
-            raise ValueError(f"Conv3D(padding_mode={padding_mode!r}) is not supported by psjob: only 'zeros'")
-        if data_format not in ("NCDHW", "NDHWC"):
-            raise ValueError(f"Conv3D: data_format must be 'NCDHW' or 'NDHWC', got {data_format!r}")
+        self._in, self._out, self._groups = _channels("Conv3D", in_channels, out_channels, groups, padding_mode,
+                                                      data_format, ("NCDHW", "NDHWC"))
         self._kernel = _triple(kernel_size, "kernel_size", "Conv3D")
         self._stride, self._dilation = _triple(stride, "stride", "Conv3D"), _triple(dilation, "dilation", "Conv3D")
         conv3d_padding(padding, data_format == "NDHWC", "Conv3D")  # a bad padding fails here

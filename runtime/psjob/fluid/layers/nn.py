@@ -547,27 +547,37 @@ def pool2d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, 
            use_cudnn=True, ceil_mode=False, name=None, exclusive=True, data_format="NCHW"):
     """Max or average pooling of an NCHW input (Paddle 1.8 API docs, fluid.layers.pool2d);
     pool_padding an int, a pair, four values, or 'SAME' / 'VALID'."""
-    layer = "pool2d"
+    return _fluid_pool("pool2d", input, 2, pool_size, pool_type, pool_stride, pool_padding, global_pooling,
+                       use_cudnn, ceil_mode, name, exclusive, data_format)
+
+
+def _fluid_pool(layer, input, n, pool_size, pool_type, pool_stride, pool_padding, global_pooling,  # noqa: A002
+                use_cudnn, ceil_mode, name, exclusive, data_format):
+    """fluid.layers.pool2d / pool3d over n spatial axes: the pool2d / pool3d op, with Fluid 1.8's
+    whole-window count for an inclusive average (fluid1_inclusive_count)."""
+    layout = "NCHW" if n == 2 else "NCDHW"
     _check_variable(input, "input", layer)
     _check_dtype(input, "input", _FLOATS, layer)
     _check_choice(pool_type, "pool_type", ("max", "avg"), layer)
-    if data_format != "NCHW":
-        raise ValueError(f"{layer}: only data_format 'NCHW' is supported, got {data_format!r}")
-    if len(input.shape) != 4:
-        raise ValueError(f"{layer}: argument 'input' {input.name}{list(input.shape)} must be 4-D (NCHW)")
+    if data_format != layout:
+        raise ValueError(f"{layer}: only data_format '{layout}' is supported, got {data_format!r}")
+    if len(input.shape) != n + 2:
+        raise ValueError(f"{layer}: argument 'input' {input.name}{list(input.shape)} must be {n + 2}-D ({layout})")
     if not global_pooling and pool_size == -1:
         raise ValueError(f"{layer}: give pool_size unless global_pooling is True")
-    ksize = [1, 1] if pool_size == -1 else _conv_pair(pool_size, "pool_size", 1)
-    strides = _conv_pair(pool_stride, "pool_stride", 1)
+    spatial = _conv_pair if n == 2 else (lambda v, what, least: _conv_triple(v, what, least, layer))
+    ksize = [1] * n if pool_size == -1 else spatial(pool_size, "pool_size", 1)
+    strides = spatial(pool_stride, "pool_stride", 1)
     algorithm = "EXPLICIT"
     if isinstance(pool_padding, str):
         algorithm = _check_choice(pool_padding.upper(), "pool_padding", ("SAME", "VALID"), layer)
-        paddings = [0, 0]
+        paddings = [0] * n
     else:
         paddings = _check_int_list(pool_padding, "pool_padding", layer)
-        paddings = paddings * 2 if len(paddings) == 1 else paddings
-        if len(paddings) not in (2, 4):
-            raise ValueError(f"{layer}: argument 'pool_padding' must hold 1, 2 or 4 values, got {pool_padding!r}")
+        paddings = paddings * n if len(paddings) == 1 else paddings
+        if len(paddings) not in (n, 2 * n):
+            raise ValueError(f"{layer}: argument 'pool_padding' must hold 1, {n} or {2 * n} values, "
+                             f"got {pool_padding!r}")
     helper = LayerHelper(layer, name)
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op(type=layer, inputs={"X": [input]}, outputs={"Out": [out]},
@@ -879,33 +889,5 @@ def pool3d(input, pool_size=-1, pool_type="max", pool_stride=1, pool_padding=0, 
            use_cudnn=True, ceil_mode=False, name=None, exclusive=True, data_format="NCDHW"):
     """Max or average pooling of an NCDHW input (Paddle 1.8 API docs, fluid.layers.pool3d);
     pool_padding an int, three or six values, or 'SAME' / 'VALID'."""
-    layer = "pool3d"
-    _check_variable(input, "input", layer)
-    _check_dtype(input, "input", _FLOATS, layer)
-    _check_choice(pool_type, "pool_type", ("max", "avg"), layer)
-    if data_format != "NCDHW":
-        raise ValueError(f"{layer}: only data_format 'NCDHW' is supported, got {data_format!r}")
-    if len(input.shape) != 5:
-        raise ValueError(f"{layer}: argument 'input' {input.name}{list(input.shape)} must be 5-D (NCDHW)")
-    if not global_pooling and pool_size == -1:
-        raise ValueError(f"{layer}: give pool_size unless global_pooling is True")
-    ksize = [1, 1, 1] if pool_size == -1 else _conv_triple(pool_size, "pool_size", 1, layer)
-    strides = _conv_triple(pool_stride, "pool_stride", 1, layer)
-    algorithm = "EXPLICIT"
-    if isinstance(pool_padding, str):
-        algorithm = _check_choice(pool_padding.upper(), "pool_padding", ("SAME", "VALID"), layer)
-        paddings = [0, 0, 0]
-    else:
-        paddings = _check_int_list(pool_padding, "pool_padding", layer)
-        paddings = paddings * 3 if len(paddings) == 1 else paddings
-        if len(paddings) not in (3, 6):
-            raise ValueError(f"{layer}: argument 'pool_padding' must hold 1, 3 or 6 values, got {pool_padding!r}")
-    helper = LayerHelper(layer, name)
-    out = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op(type=layer, inputs={"X": [input]}, outputs={"Out": [out]},
-                     attrs={"pooling_type": pool_type, "ksize": ksize, "strides": strides, "paddings": paddings,
-                            "padding_algorithm": algorithm, "global_pooling": bool(global_pooling),
-                            "ceil_mode": bool(ceil_mode), "exclusive": bool(exclusive),
-                            "use_cudnn": bool(use_cudnn), "data_format": data_format,
-                            "fluid1_inclusive_count": True})
-    return out
+    return _fluid_pool("pool3d", input, 3, pool_size, pool_type, pool_stride, pool_padding, global_pooling,
+                       use_cudnn, ceil_mode, name, exclusive, data_format)
