@@ -347,7 +347,7 @@ class Executor:
             # (dist_ops.sends_owned), and the caller may write what it fetched.
             value = SelectedRows(value.rows.copy(), value.values.copy(), value.height, unique=value.unique)
         elif not return_numpy:
-            value = value.copy()  # on the value's device: a LoDTensor keeps its place
+            value = value.copy() if hasattr(value, "copy") else value  # a LoDTensor keeps its device
         else:
             # A snapshot: optimizer ops update persistable arrays in place on the next run.
             value = value.copy() if isinstance(value, np.ndarray) else to_numpy(value)
