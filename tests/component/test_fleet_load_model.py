@@ -34,6 +34,8 @@ def test_sync_training_after_a_load_repeats_training_after_the_save(tmp_path, la
     # Parameters, table rows and Adam's moments and beta powers come back: the same ten losses.
     assert result["after_load"] == result["after_save"]
     assert result["after_save"] != result["first"]
+    assert result["table_restored"]  # load_one_table put the trained-on rows back
+    assert "table_id 1 names no sparse table: the job's sparse tables are 0 (TABLE)" in result["bad_id"]
 
 
 @pytest.mark.timeout(240)

@@ -4,7 +4,8 @@ sparse_embedding table and an fc, trained with Adam through exe.run. The worker 
 the same batches again: with one synchronous worker the losses after the load repeat those after
 the save exactly (parameters, table rows and Adam's accumulators all restored). A load of a
 folder that is not a save, tried right after the save, fails and changes nothing (the losses
-after it are the ones the load repeats). Each worker prints one RESULT json line."""
+after it are the ones the load repeats). Then fleet.save_one_table / load_one_table put the
+table's rows back. Each worker prints one RESULT json line."""
 import argparse
 import json
 
@@ -50,6 +51,19 @@ else:
                                                      "y": target[b].sum(axis=1, keepdims=True)},
                                          fetch_list=[loss])[0]).reshape(-1)[0]) for b in batches]
 
+    from psjob.fleet import fleet as facade  # the Fleet behind paddle.distributed.fleet
+    from psjob.foundation.tables import shard_of
+
+    def table_rows(ids):
+        """TABLE's rows for `ids`, read from the pservers that hold them."""
+        ids = ids.reshape(-1)
+        endpoints = facade.transpiler.plan.endpoints
+        shards, rows = shard_of(ids, len(endpoints)), np.zeros((ids.size, 4), "float32")
+        for k, ep in enumerate(endpoints):
+            if (shards == k).any():
+                rows[shards == k] = facade.rpc_service.prefetch(ep, "TABLE", ids[shards == k]).wait()
+        return rows
+
     first = train()
     fleet.save_persistables(exe, args.save)
     try:
@@ -60,6 +74,20 @@ else:
     after_save = train()  # after a refused load: from the saved state still
     fleet.load_model(args.save, 0)
     after_load = train()
+    # One table: its rows go back to those of the save.
+    fleet.save_one_table(0, args.save + "_table", 0)
+    probe = batches[0][:4]
+    before = table_rows(probe)
+    train()
+    moved = not np.array_equal(table_rows(probe), before)
+    fleet.load_one_table(0, args.save + "_table", 0)
+    try:
+        fleet.load_one_table(1, args.save + "_table", 0)
+        bad_id = ""
+    except ValueError as exc:
+        bad_id = str(exc)
     print("RESULT " + json.dumps({"worker": fleet.worker_index(), "first": first, "after_save": after_save,
-                                  "after_load": after_load, "refused": refused}), flush=True)
+                                  "after_load": after_load, "refused": refused,
+                                  "table_restored": moved and bool(np.array_equal(table_rows(probe), before)),
+                                  "bad_id": bad_id}), flush=True)
     fleet.stop_worker()

@@ -83,8 +83,10 @@ def _endpoint_of(program, endpoint):
     return ep
 
 
-def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None, scope=None):
-    """Load this pserver's variables from the save in `dirname`; (loaded names, missing names)."""
+def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None, scope=None, tables_only=None):
+    """Load this pserver's variables from the save in `dirname`; (loaded names, missing names).
+    `tables_only`: load only these distributed tables' rows (fleet.load_one_table), which the
+    save must hold; every other variable keeps its value."""
     scope = scope if scope is not None else global_scope()
     overview = overview if overview is not None else getattr(program, "_parameters_on_pservers", None)
     endpoint = _endpoint_of(program, endpoint)
@@ -104,8 +106,12 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
 
     loaded, missing, params = {}, [], set()
     table_rows: dict = {}
+    if tables_only is not None:
+        unknown = sorted(set(tables_only) - table_names)
+        if unknown:
+            raise CheckpointError(f"{', '.join(unknown)} is not a distributed table of this pserver's program")
     for var in program.global_block().vars.values():
-        if not is_state_var(var):
+        if not is_state_var(var) or (tables_only is not None and var.name not in tables_only):
             continue
         shape = tuple(var.shape)
         dv = overview.get_distributed_var_by_slice(var.name) if overview is not None else None
@@ -147,8 +153,9 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
         raise CheckpointError(f"{dirname} lacks parameters this pserver holds: {', '.join(lost[:8])}")
     # The other dense files too — other pservers' variables, what only trainers hold — before
     # the scope is touched: the trainers resume from the checkpoint the pservers restore, so a
-    # damaged file anywhere makes it unusable for all (checkpoint.store.read_dense).
-    for name, entry in sorted(saved.items()):
+    # damaged file anywhere makes it unusable for all (checkpoint.store.read_dense). A table
+    # load (tables_only) reads the table alone.
+    for name, entry in sorted(saved.items()) if tables_only is None else ():
         if name not in cache:
             read_var(dirname, name, entry, npz)
     for table in table_rows:

@@ -210,11 +210,47 @@ def load_model(path, mode=0):
     does at start. Each worker first sends its queued updates, worker 0 has the pservers load,
     and every worker then reads the loaded parameters (and table rows it keeps). A bad save
     raises on every worker and changes no pserver. Mode 0 only (Paddle's whole-model load)."""
+    _load_into_pservers("load_model", path, mode)
+
+
+def load_one_table(table_id, path, mode=0):
+    """Paddle's fleet.load_one_table(table_id, path, mode=0): as load_model, for the rows of one
+    sparse table alone (its id: its place among the program's distributed tables, 0 first);
+    every other parameter keeps its value."""
+    _load_into_pservers("load_one_table", path, mode, table=_sparse_table_name("load_one_table", table_id))
+
+
+def save_one_table(table_id, path, mode=0):
+    """Paddle's fleet.save_one_table(table_id, path, mode=0), collective: psjob writes the
+    whole-model save (save_persistables's: the table's shards and the manifest that makes them
+    loadable, the dense parameters beside them), from which load_one_table(table_id, path) takes
+    the table. Mode 0 only (the whole table)."""
+    _sparse_table_name("save_one_table", table_id)
     if mode != 0:
-        raise ValueError(f"fleet.load_model({path!r}, mode={mode}): psjob loads mode 0, the whole-model save "
+        raise ValueError(f"fleet.save_one_table({table_id}, {path!r}, mode={mode}): psjob saves mode 0, the "
+                         "whole table")
+    from psjob.fluid.executor import Executor
+    return _collective_save("save_one_table", path, lambda: _fleet.save_persistables(Executor(), path))
+
+
+def _sparse_table_name(api, table_id):
+    """The distributed table of id `table_id`: ids number the program's distributed tables in
+    order from 0, as Paddle's parameter server numbers its sparse tables first."""
+    plan = _fleet.transpiler.plan if _fleet.transpiler is not None else None
+    names = [t.name for t in plan.tables] if plan is not None else []
+    if isinstance(table_id, bool) or not isinstance(table_id, int) or not 0 <= table_id < len(names):
+        raise ValueError(f"fleet.{api}: table_id {table_id!r} names no sparse table: the job's sparse tables are "
+                         + (", ".join(f"{i} ({n})" for i, n in enumerate(names)) or "none")
+                         + "; dense parameters are saved and loaded with save_persistables / load_model")
+    return names[table_id]
+
+
+def _load_into_pservers(api, path, mode, **params):
+    if mode != 0:
+        raise ValueError(f"fleet.{api}({path!r}, mode={mode}): psjob loads mode 0, the whole-model save "
                          "fleet.save_persistables writes")
     if _fleet.is_collective:
-        raise FleetError("fleet.load_model() loads a save into the pservers; a collective job has none "
+        raise FleetError(f"fleet.{api}() loads a save into the pservers; a collective job has none "
                          "(load with paddle.static.load)")
     service = _fleet.rpc_service
     if service is not None and hasattr(service, "flush"):
@@ -223,9 +259,9 @@ def load_model(path, mode=0):
     def load():
         if not os.path.isdir(path):
             raise ValueError(f"There is no directory named {path!r}")
-        return service.checkpoint_notify(path, 0, protocol.tag(protocol.LOAD))
+        return service.checkpoint_notify(path, 0, protocol.tag(protocol.LOAD, **params))
 
-    _collective_save("load_model", path, load, verb="load")
+    _collective_save(api, path, load, verb="load")
     if service is not None:
         if hasattr(service, "refresh"):
             service.refresh()
