@@ -246,6 +246,8 @@ def test_parse_ins_id_and_content_lead_the_dump_of_infer_from_dataset(tmp_path):
     assert lines[1] == f"ins_b\tpage_2\t{pooled.name}:2:1.25,1.375\t{score.name}:1:2.625\tids:1:5"
     assert lines[2].startswith(f"ins_c\tpage_3\t{pooled.name}:2:") and lines[2].endswith("\tids:3:6,7,8")
     assert len(lines) == 3
+    main._fleet_opt = None  # no dump: the ids are dropped before the batches are fed
+    exe.train_from_dataset(main, ds)
 
     bad = tmp_path / "bad"
     bad.write_text("2 3 4 1 1\n")  # no instance id

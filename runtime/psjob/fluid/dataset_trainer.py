@@ -239,7 +239,7 @@ def run_dataset(executor, program, dataset, scope, thread, names, fetch_info, pr
     dumps = [_Dump(dump_info, i) for i in range(len(streams))] if dump_info else None
     if dumps:
         streams = [dump.take_ids(feeds) for dump, feeds in zip(dumps, streams)]
-    else:
+    elif getattr(dataset, "_parse_ins_id", False):  # ids the batches carry but nothing dumps
         streams = [_without_ids(feeds) for feeds in streams]
     fields = _dump_fields(program, dumps[0].fields) if dumps else []
     for dump in dumps or ():
