@@ -2,28 +2,33 @@
 
 Files are named as Paddle 2.x names them, from a path prefix:
 
-    <prefix>.pdmodel     the program (psjob.program JSON) and, for inference models, the
-                         feed and fetch names; plus {name: shape, dtype, sha256} of every
-                         array saved beside it
+    <prefix>.pdmodel     (save_inference_model) Paddle's own ProgramDesc protobuf, with the
+                         feed and fetch ops Paddle adds (psjob.fluid.paddle_format)
+    <prefix>.pdiparams   (save_inference_model) the inference program's persistables in
+                         Paddle's combined tensor format, sorted by name
+    <prefix>.pdmodel     (save) the program (psjob.program JSON) plus {name: shape, dtype,
+                         sha256} of every array saved beside it
     <prefix>.pdparams    (save) the parameters, one .npz
     <prefix>.pdopt       (save) the other persistables (optimizer state, counters), one .npz
-    <prefix>.pdiparams   (save_inference_model) the inference program's persistables, one .npz
 
-The content is psjob's, not Paddle's protobuf/pickle: a psjob save loads in psjob.
-load_program_state (so load and set_program_state's usual input) also reads a save made by
-Paddle 2.x/3.x itself: its pickled .pdparams/.pdopt (psjob.fluid.paddle_pickle).
+An inference model is Paddle's: Paddle Inference, Paddle Serving and real Paddle's
+load_inference_model load what psjob saves, and psjob loads what Paddle saves (and the JSON
+inference models earlier psjob versions wrote). `save`'s files are psjob's, not Paddle's
+pickle; load_program_state (so load and set_program_state's usual input) also reads a save
+made by Paddle 2.x/3.x itself: its pickled .pdparams/.pdopt (psjob.fluid.paddle_pickle).
 Every file is written under a temporary name and renamed into place; a load checks every
-array against the sha256, shape and dtype recorded in the .pdmodel and against the program
-before anything is written into the scope, so a bad file raises and the scope keeps its values.
+array against the program (and, for `save`'s files, against the sha256 recorded in the
+.pdmodel) before anything is written into the scope, so a bad file raises and the scope
+keeps its values.
 """
 from __future__ import annotations
 
 import os
 
 from psjob.fluid import io as fluid_io
+from psjob.fluid import paddle_format
 from psjob.fluid.core import global_scope
 from psjob.fluid.framework import Variable, default_main_program
-from psjob.fluid.io import PROGRAM_STATE_FORMAT as FORMAT
 from psjob.fluid.io import (  # noqa: F401  (save/load: paddle.static's names for them)
     _arrays,
     _into_scope,
@@ -40,8 +45,8 @@ from psjob.fluid.io import (  # noqa: F401  (save/load: paddle.static's names fo
     save_vars,
     set_program_state,
 )
-from psjob.fluid.serialization import ProgramFormatError, program_from_dict, program_to_dict
-from psjob.foundation.checkpoint.format import CheckpointError
+from psjob.fluid.serialization import ProgramFormatError, program_from_dict
+from psjob.foundation.checkpoint.format import CheckpointError, atomic_write
 
 __all__ = ["save", "load", "save_inference_model", "load_inference_model", "load_program_state",
            "set_program_state"]
@@ -59,7 +64,8 @@ def _var_list(value, what):
 
 def save_inference_model(path_prefix, feed_vars, fetch_vars, executor, program=None, **kwargs):
     """The program pruned to what `fetch_vars` need (for test: dropout and batch_norm in
-    inference mode) to <path_prefix>.pdmodel, its persistables to <path_prefix>.pdiparams."""
+    inference mode) to <path_prefix>.pdmodel, its persistables to <path_prefix>.pdiparams,
+    both in Paddle's own format."""
     fluid_io._check_executor(executor, "save_inference_model")
     feeds, fetches = _var_list(feed_vars, "feed_vars"), _var_list(fetch_vars, "fetch_vars")
     program = program if program is not None else default_main_program()
@@ -71,10 +77,10 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor, program=N
                              "the fetch_vars (or not in the program)")
     path = _prefix(path_prefix, "save_inference_model")
     names = [v.name for v in block.vars.values() if fluid_io.is_persistable(v)]
-    records = _write_npz(path + ".pdiparams", _arrays(global_scope(), names, "save_inference_model"))
-    _write_model(path + ".pdmodel", {"format": FORMAT, "program": program_to_dict(inference),
-                                     "feed": [v.name for v in feeds], "fetch": [v.name for v in fetches],
-                                     "arrays": {"inference": records}})
+    model = paddle_format.program_to_bytes(inference, [v.name for v in feeds], [v.name for v in fetches])
+    params = paddle_format.params_to_bytes(_arrays(global_scope(), names, "save_inference_model"))
+    atomic_write(path + ".pdiparams", lambda f: f.write(params))
+    atomic_write(path + ".pdmodel", lambda f: f.write(model))
 
 
 def load_inference_model(path_prefix, executor, **kwargs):
@@ -95,13 +101,39 @@ def load_inference_model(path_prefix, executor, **kwargs):
         raise ValueError(f"load_inference_model: {path_prefix} is a directory (a Fluid-style save, as "
                          "fleet.save_inference_model writes); load it as Paddle does, with "
                          "model_filename=None (its __model__) and params_filename=None")
-    doc = _read_model(path_prefix + ".pdmodel")
+    program, feed, fetch, arrays = read_inference_model(path_prefix + ".pdmodel", path_prefix + ".pdiparams")
+    _into_scope(program, arrays, global_scope(), executor.xp)
+    block = program.global_block()
+    return [program, feed, [block.var(n) for n in fetch]]
+
+
+def read_inference_model(model_path, params_path):
+    """(program, feed names, fetch names, {name: array}) of an inference model's two files,
+    in Paddle's format or the JSON one psjob wrote before; nothing is loaded anywhere."""
+    try:
+        with open(model_path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {model_path}: {exc}") from exc
+    if not paddle_format.is_program_bytes(data):
+        return _read_json_inference_model(model_path, params_path)
+    try:
+        program, feed, fetch = paddle_format.program_from_bytes(data)
+        names = [v.name for v in program.global_block().vars.values() if fluid_io.is_persistable(v)]
+        with open(params_path, "rb") as f:
+            arrays = paddle_format.params_from_bytes(f.read(), names, params_path)
+    except ProgramFormatError as exc:
+        raise CheckpointError(f"{model_path}: not a Paddle inference model this psjob reads: {exc}") from exc
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {params_path}: {exc}") from exc
+    return program, feed, fetch, arrays
+
+
+def _read_json_inference_model(model_path, params_path):
+    doc = _read_model(model_path)
     try:
         program = program_from_dict(doc["program"])
         feed, fetch = doc["feed"], doc["fetch"]
     except (ProgramFormatError, KeyError) as exc:
-        raise CheckpointError(f"{path_prefix}.pdmodel is not a psjob inference model: {exc}") from exc
-    arrays = _read_npz(path_prefix + ".pdiparams", doc["arrays"]["inference"])
-    _into_scope(program, arrays, global_scope(), executor.xp)
-    block = program.global_block()
-    return [program, feed, [block.var(n) for n in fetch]]
+        raise CheckpointError(f"{model_path} is not a psjob inference model: {exc}") from exc
+    return program, feed, fetch, _read_npz(params_path, doc["arrays"]["inference"])

@@ -75,6 +75,34 @@ def lookup_table(ctx):
     ctx.set_output("Out", out.reshape(ids.shape[:-1] + w.shape[1:]), lod=ctx.input_lod("Ids"))
 
 
+def _lookup_v2_shape(op):
+    w, ids = in_var(op, "W"), in_var(op, "Ids")
+    if len(w.shape) != 2:
+        raise GraphError(f"lookup_table_v2: W {w.name}{list(w.shape)} must be a 2-D [vocab, dim] table")
+    if not np.issubdtype(np.dtype(ids.dtype), np.integer):
+        raise GraphError(f"lookup_table_v2: Ids {ids.name} must hold integer ids, got {ids.dtype}")
+    set_out(op, "Out", tuple(ids.shape) + (w.shape[1],), w.dtype, ids.lod_level)
+
+
+def _lookup_v2_grad(op):
+    return [GradOpSpec("lookup_table_grad", {"W": op.input("W"), "Ids": op.input("Ids"),
+                                             "Out@GRAD": [grad_name(op.output("Out")[0])]},
+                       {"W@GRAD": [grad_name(op.input("W")[0])]}, dict(op.attrs))]
+
+
+@register_op("lookup_table_v2", infer_shape=_lookup_v2_shape, grad=_lookup_v2_grad, no_grad_inputs=("Ids",))
+def lookup_table_v2(ctx):
+    """Paddle 2.x's embedding op (what real Paddle's saved models hold): one row per id, the
+    ids' whole shape kept (lookup_table drops their last dimension of 1)."""
+    w, ids = ctx.input("W"), ctx.input("Ids")
+    flat = _flat_ids(ctx.xp, ids, w.shape[0], "lookup_table_v2")
+    out = ctx.xp.take(w, flat, axis=0)
+    pad = ctx.attr("padding_idx", NO_PADDING)
+    if pad != NO_PADDING:
+        out[flat == (pad if pad >= 0 else pad + w.shape[0])] = 0
+    ctx.set_output("Out", out.reshape(ids.shape + w.shape[1:]), lod=ctx.input_lod("Ids"))
+
+
 def _lookup_grad_shape(op):
     w = in_var(op, "W")
     set_out(op, "W@GRAD", w.shape, w.dtype)

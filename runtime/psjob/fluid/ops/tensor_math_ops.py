@@ -89,6 +89,73 @@ def matmul_grad(ctx):
         ctx.set_output("Y@GRAD", _swap_last(xp, db) if ctx.attr("transpose_Y", False) else db)
 
 
+# matmul_v2 (Paddle 2.x's `paddle.matmul`, what real Paddle's saved programs hold): numpy's
+# matmul after the optional transposes (`trans_x`, `trans_y`), 1-D operands included (a vector
+# is a row on the left and a column on the right, its dimension dropped from the result).
+
+def _v2_dims(shape, trans):
+    shape = list(shape)
+    if trans and len(shape) >= 2:
+        shape[-1], shape[-2] = shape[-2], shape[-1]
+    return shape
+
+
+def _matmul_v2_shape(op):
+    x, y = in_var(op, "X"), in_var(op, "Y")
+    xs, ys = _v2_dims(x.shape, op.attr("trans_x", False)), _v2_dims(y.shape, op.attr("trans_y", False))
+    if not xs or not ys:
+        raise GraphError(f"matmul_v2: X {x.name}{list(x.shape)} and Y {y.name}{list(y.shape)} need at least 1 "
+                         "dimension each")
+    k_x, k_y = xs[-1], ys[0] if len(ys) == 1 else ys[-2]
+    if k_x >= 0 and k_y >= 0 and k_x != k_y:
+        raise GraphError(f"matmul_v2: X {x.name}{list(x.shape)} has {k_x} columns but Y {y.name}{list(y.shape)} "
+                         f"has {k_y} rows (trans_x={op.attr('trans_x', False)}, trans_y={op.attr('trans_y', False)})")
+    bx, by = xs[:-2], ys[:-2]
+    out = list(bx if len(bx) >= len(by) else by)
+    out += ([xs[-2]] if len(xs) >= 2 else []) + ([ys[-1]] if len(ys) >= 2 else [])
+    set_out(op, "Out", out, x.dtype, x.lod_level)
+
+
+def _v2_operand(xp, a, trans, left):
+    a2 = a if a.ndim >= 2 else (a.reshape(1, -1) if left else a.reshape(-1, 1))
+    return _swap_last(xp, a2) if trans and a.ndim >= 2 else a2
+
+
+def _matmul_v2_grad(op):
+    x, y, out = op.input("X")[0], op.input("Y")[0], op.output("Out")[0]
+    return [GradOpSpec("matmul_v2_grad", {"X": [x], "Y": [y], "Out@GRAD": [grad_name(out)]},
+                       {"X@GRAD": [grad_name(x)], "Y@GRAD": [grad_name(y)]}, dict(op.attrs))]
+
+
+@register_op("matmul_v2", infer_shape=_matmul_v2_shape, grad=_matmul_v2_grad)
+def matmul_v2(ctx):
+    xp, x, y = ctx.xp, ctx.input("X"), ctx.input("Y")
+    a = _swap_last(xp, x) if ctx.attr("trans_x", False) and x.ndim >= 2 else x
+    b = _swap_last(xp, y) if ctx.attr("trans_y", False) and y.ndim >= 2 else y
+    ctx.set_output("Out", xp.matmul(a, b))
+
+
+@register_op("matmul_v2_grad")
+def matmul_v2_grad(ctx):
+    xp, x, y = ctx.xp, ctx.input("X"), ctx.input("Y")
+    tx, ty = ctx.attr("trans_x", False), ctx.attr("trans_y", False)
+    a, b = _v2_operand(xp, x, tx, True), _v2_operand(xp, y, ty, False)
+    dout = ctx.input("Out@GRAD").reshape(a.shape[:-1] + b.shape[-1:]) if min(x.ndim, y.ndim) == 1 and \
+        max(x.ndim, y.ndim) <= 2 else ctx.input("Out@GRAD")
+    if x.ndim == 1 and y.ndim > 2:
+        dout = xp.expand_dims(dout, -2)
+    if y.ndim == 1 and x.ndim > 2:
+        dout = xp.expand_dims(dout, -1)
+    if ctx.has_output("X@GRAD"):
+        da = _sum_to(xp, dout @ _swap_last(xp, b), a.shape)
+        dx = _swap_last(xp, da) if tx and x.ndim >= 2 else da
+        ctx.set_output("X@GRAD", dx.reshape(x.shape))
+    if ctx.has_output("Y@GRAD"):
+        db = _sum_to(xp, _swap_last(xp, a) @ dout, b.shape)
+        dy = _swap_last(xp, db) if ty and y.ndim >= 2 else db
+        ctx.set_output("Y@GRAD", dy.reshape(y.shape))
+
+
 # -- unary math --------------------------------------------------------------------------
 
 def _unary(name, forward, backward):

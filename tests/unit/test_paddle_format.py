@@ -1,0 +1,244 @@
+"""Inference models in Paddle's own files (psjob.fluid.paddle_format): a model real Paddle 3.0.0
+saved loads in psjob and predicts what Paddle predicted; what psjob saves is a ProgramDesc that
+protobuf's own parser accepts, laid out and typed as Paddle's loader reads it; bad files raise
+naming the problem and load nothing."""
+import importlib
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+import psjob as paddle
+from psjob.fluid import paddle_format
+from psjob.fluid.backward import append_backward
+from psjob.fluid.framework import Program, program_guard
+from psjob.foundation.checkpoint.format import CheckpointError
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "paddle_format")
+
+
+@pytest.fixture(autouse=True)
+def _static():
+    paddle.enable_static()
+
+
+@pytest.fixture(scope="module")
+def schema(tmp_path_factory):
+    """Paddle's ProgramDesc messages compiled by protoc (framework_subset.proto)."""
+    protoc = pytest.importorskip("grpc_tools.protoc")
+    out = tmp_path_factory.mktemp("proto")
+    assert protoc.main(["protoc", f"-I{DATA}", f"--python_out={out}", os.path.join(DATA, "framework_subset.proto")]) == 0
+    sys.path.insert(0, str(out))
+    try:
+        return importlib.import_module("framework_subset_pb2")
+    finally:
+        sys.path.remove(str(out))
+
+
+def _exe():
+    return paddle.static.Executor(paddle.CPUPlace())
+
+
+def _ctr_model():
+    main, startup = Program(), Program()
+    with program_guard(main, startup):
+        dense = paddle.static.data("dense", [-1, 4], "float32")
+        ids = paddle.static.data("ids", [-1, 1], "int64")
+        emb = paddle.reshape(paddle.nn.Embedding(10, 3, padding_idx=0)(ids), [-1, 3])
+        h = paddle.static.nn.fc(paddle.concat([dense, emb], axis=1), 5, activation="relu")
+        first = h[:, 0:1]                                              # strided_slice
+        cond = paddle.greater_than(first, paddle.zeros([1], "float32"))
+        picked = paddle.where(cond, h, paddle.full([1, 5], 0.5))     # operands broadcast
+        prob = paddle.nn.functional.sigmoid(paddle.static.nn.fc(picked, 1))
+    return main, startup, dense, ids, prob
+
+
+FEED = {"dense": np.linspace(-1, 1, 12, dtype="float32").reshape(3, 4),
+        "ids": np.array([[0], [4], [9]], dtype="int64")}
+
+
+def _saved(tmp_path):
+    main, startup, dense, ids, prob = _ctr_model()
+    exe = _exe()
+    exe.run(startup)
+    want = exe.run(main, feed=FEED, fetch_list=[prob])[0]
+    prefix = str(tmp_path / "model")
+    paddle.static.save_inference_model(prefix, [dense, ids], [prob], exe, program=main)
+    return prefix, want
+
+
+def test_a_model_paddle_saved_predicts_what_paddle_predicted():
+    expected = json.load(open(os.path.join(DATA, "expected.json")))
+    exe = _exe()
+    program, feeds, fetches = paddle.static.load_inference_model(os.path.join(DATA, "ctr"), exe)
+    assert feeds == ["dense", "ids"] and [v.name for v in fetches] == ["softmax_0.tmp_0", "fc_1.tmp_1"]
+    feed = {"dense": np.array(expected["feed"]["dense"], "float32"), "ids": np.array(expected["feed"]["ids"], "int64")}
+    for got, want in zip(exe.run(program, feed=feed, fetch_list=fetches), expected["fetch"]):
+        np.testing.assert_allclose(got, np.array(want), rtol=1e-5, atol=1e-6)
+
+
+def test_parameters_rewrite_to_paddles_bytes():
+    program, _, _ = paddle_format.program_from_bytes(open(os.path.join(DATA, "ctr.pdmodel"), "rb").read())
+    names = [v.name for v in program.global_block().vars.values() if v.persistable]
+    data = open(os.path.join(DATA, "ctr.pdiparams"), "rb").read()
+    arrays = paddle_format.params_from_bytes(data, names, "ctr.pdiparams")
+    assert paddle_format.params_to_bytes(arrays) == data
+
+
+def test_a_saved_model_is_a_program_desc_as_paddle_lays_it_out(tmp_path, schema):
+    prefix, _ = _saved(tmp_path)
+    desc = schema.ProgramDesc()
+    desc.ParseFromString(open(prefix + ".pdmodel", "rb").read())
+    assert desc.IsInitialized()  # every required field of every message is there
+    ops = list(desc.blocks[0].ops)
+    # Paddle prepends one feed op per input (so in reverse) and appends one fetch op per output.
+    assert [(o.type, o.outputs[0].arguments[0], o.attrs[0].i) for o in ops[:2]] == [("feed", "ids", 1),
+                                                                                   ("feed", "dense", 0)]
+    assert ops[-1].type == "fetch" and ops[-1].inputs[0].arguments == ["sigmoid_0.tmp_0"]
+    kinds = {v.name: v.type.type for v in desc.blocks[0].vars}
+    assert kinds["feed"] == schema.VarType.FEED_MINIBATCH and kinds["fetch"] == schema.VarType.FETCH_LIST
+    attrs = {(o.type, a.name): a for o in ops for a in o.attrs}
+    assert attrs[("lookup_table", "padding_idx")].type == schema.LONG      # int64 in Paddle
+    assert attrs[("fill_constant", "shape")].type == schema.LONGS
+    assert attrs[("fill_constant", "dtype")].type == schema.INT and attrs[("fill_constant", "dtype")].i == 5
+    assert list(attrs[("strided_slice", "infer_flags")].ints) == [1]     # Paddle's shape inference reads it
+    # the broadcasting where, as paddle.where builds it: operands of one shape
+    assert [o.type for o in ops].count("fill_any_like") == 3
+    params = {v.name for v in desc.blocks[0].vars if v.persistable} - {"feed", "fetch"}
+    assert {v.name for v in desc.blocks[0].vars if v.is_parameter} == params
+
+
+def test_psjob_reloads_what_it_saved(tmp_path):
+    prefix, want = _saved(tmp_path)
+    exe = _exe()
+    with paddle.static.scope_guard(paddle.static.Scope()):
+        program, feeds, fetches = paddle.static.load_inference_model(prefix, exe)
+        got = exe.run(program, feed=FEED, fetch_list=fetches)[0]
+    assert feeds == ["dense", "ids"]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_an_earlier_psjob_json_inference_model_still_loads(tmp_path):
+    from psjob.fluid import io as fluid_io
+    from psjob.fluid.serialization import program_to_dict
+    main, startup, dense, ids, prob = _ctr_model()
+    exe = _exe()
+    exe.run(startup)
+    want = exe.run(main, feed=FEED, fetch_list=[prob])[0]
+    inference = main.clone(for_test=True)._prune([prob], [dense, ids])
+    prefix = str(tmp_path / "old")
+    names = [v.name for v in inference.global_block().vars.values() if v.persistable]
+    records = fluid_io._write_npz(prefix + ".pdiparams", fluid_io._arrays(paddle.static.global_scope(), names, "t"))
+    fluid_io._write_model(prefix + ".pdmodel", {"format": fluid_io.PROGRAM_STATE_FORMAT,
+                                                "program": program_to_dict(inference), "feed": ["dense", "ids"],
+                                                "fetch": [prob.name], "arrays": {"inference": records}})
+    with paddle.static.scope_guard(paddle.static.Scope()):
+        program, _, fetches = paddle.static.load_inference_model(prefix, exe)
+        np.testing.assert_array_equal(exe.run(program, feed=FEED, fetch_list=fetches)[0], want)
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda b: b[:-7], "ends inside its tensor"),
+    (lambda b: b + b"\0" * 16, "bytes follow the last parameter"),
+    (lambda b: b[: len(b) // 3], "ends"),
+])
+def test_a_damaged_parameter_file_raises_and_loads_nothing(tmp_path, damage, message):
+    prefix, _ = _saved(tmp_path)
+    data = open(prefix + ".pdiparams", "rb").read()
+    open(prefix + ".pdiparams", "wb").write(damage(data))
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope), pytest.raises(CheckpointError, match=message):
+        paddle.static.load_inference_model(prefix, _exe())
+    assert not scope.vars
+
+
+def test_parameters_of_another_model_are_refused_by_name(tmp_path):
+    prefix, _ = _saved(tmp_path)
+    shutil.copy(os.path.join(DATA, "ctr.pdiparams"), prefix + ".pdiparams")
+    with pytest.raises(CheckpointError, match="model.pdiparams"):
+        paddle.static.load_inference_model(prefix, _exe())
+
+
+def test_a_file_that_is_not_a_program_is_refused(tmp_path):
+    prefix, _ = _saved(tmp_path)
+    open(prefix + ".pdmodel", "wb").write(b"\x0a\xff\xff\xff\xff\x0f garbage")
+    with pytest.raises(CheckpointError, match="not a Paddle inference model"):
+        paddle.static.load_inference_model(prefix, _exe())
+
+
+def test_a_tensor_of_the_wrong_dtype_is_refused(tmp_path):
+    prefix, _ = _saved(tmp_path)
+    program, _, _ = paddle_format.program_from_bytes(open(prefix + ".pdmodel", "rb").read())
+    names = sorted(v.name for v in program.global_block().vars.values() if v.persistable)
+    arrays = paddle_format.params_from_bytes(open(prefix + ".pdiparams", "rb").read(), names, "p")
+    arrays[names[0]] = arrays[names[0]].astype("float64")
+    open(prefix + ".pdiparams", "wb").write(paddle_format.params_to_bytes(arrays))
+    with pytest.raises(CheckpointError, match=f"{names[0]!r}.*float64"):
+        paddle.static.load_inference_model(prefix, _exe())
+
+
+def test_attributes_round_trip():
+    main, _, _, _, prob = _ctr_model()
+    back, feeds, fetches = paddle_format.program_from_bytes(paddle_format.program_to_bytes(main, ["dense"], [prob.name]))
+    assert (feeds, fetches) == (["dense"], [prob.name])
+    ops = [op for op in back.global_block().ops if op.type != "where" and ".where_" not in op.output_arg_names[0]]
+    originals = [op for op in main.global_block().ops if op.type != "where"]
+    for mine, theirs in zip(originals, ops):
+        assert mine.type == theirs.type
+        for name, value in mine.attrs.items():
+            if value is not None and value != []:
+                got = theirs.attrs[name]
+                assert got == pytest.approx(value) if isinstance(value, float) else got == value, (mine.type, name)
+
+
+@pytest.mark.parametrize("xs, ys, tx, ty", [((3, 4), (4, 5), False, False), ((4, 3), (5, 4), True, True),
+                                             ((2, 3, 4), (4, 5), False, False), ((4,), (4, 5), False, False),
+                                             ((3, 4), (4,), False, False), ((4,), (4,), False, False),
+                                             ((2, 1, 3, 4), (5, 4, 2), False, False)])
+def test_matmul_v2_values_and_gradients(xs, ys, tx, ty):
+    """Paddle 2.x's matmul op (what Paddle-saved programs hold), against numpy and finite differences."""
+    main, startup = Program(), Program()
+    with program_guard(main, startup):
+        x = paddle.static.data("x", xs, "float64")
+        y = paddle.static.data("y", ys, "float64")
+        x.stop_gradient = y.stop_gradient = False
+        out = main.global_block().create_var(name="out", dtype="float64")
+        main.global_block().append_op("matmul_v2", {"X": [x], "Y": [y]}, {"Out": [out]}, {"trans_x": tx, "trans_y": ty})
+        append_backward(paddle.sum(out * out))
+    rng = np.random.default_rng(0)
+    xv, yv = rng.normal(size=xs), rng.normal(size=ys)
+
+    def f(a, b):
+        a = np.swapaxes(a, -1, -2) if tx and a.ndim > 1 else a
+        b = np.swapaxes(b, -1, -2) if ty and b.ndim > 1 else b
+        return np.matmul(a, b)
+
+    o, gx, gy = _exe().run(main, feed={"x": xv, "y": yv}, fetch_list=["out", "x@GRAD", "y@GRAD"])
+    np.testing.assert_allclose(o, f(xv, yv))
+    for value, grad, other_first in ((xv, gx, True), (yv, gy, False)):
+        numeric = np.zeros_like(value)
+        for i in np.ndindex(value.shape):
+            d = np.zeros_like(value)
+            d[i] = 1e-6
+            plus = f(value + d, yv) if other_first else f(xv, value + d)
+            minus = f(value - d, yv) if other_first else f(xv, value - d)
+            numeric[i] = ((plus ** 2).sum() - (minus ** 2).sum()) / 2e-6
+        np.testing.assert_allclose(grad, numeric, atol=1e-5)
+
+
+def test_lookup_table_v2_keeps_the_ids_shape_and_zeroes_the_padding_row():
+    main, startup = Program(), Program()
+    with program_guard(main, startup):
+        ids = paddle.static.data("ids", [-1, 3], "int64")
+        w = paddle.static.create_parameter([6, 2], "float32")
+        out = main.global_block().create_var(name="emb", dtype="float32")
+        main.global_block().append_op("lookup_table_v2", {"Ids": [ids], "W": [w]}, {"Out": [out]}, {"padding_idx": 2})
+    exe = _exe()
+    exe.run(startup)
+    table = np.asarray(paddle.static.global_scope().vars[w.name])
+    got = exe.run(main, feed={"ids": np.array([[1, 2, 5]], "int64")}, fetch_list=[out])[0]
+    assert got.shape == (1, 3, 2)
+    np.testing.assert_array_equal(got[0], np.stack([table[1], np.zeros(2, "float32"), table[5]]))
