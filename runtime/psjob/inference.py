@@ -282,10 +282,10 @@ class Config:
 
     def summary(self) -> str:
         """The settings as a table, as Paddle prints it."""
-        if self._model_dir:
-            rows = [[("model_dir", self._model_dir)]]
-        else:
+        if self._prog_file or self._params_file:  # what create_predictor reads when both are set
             rows = [[("model_file", self._prog_file), ("params_file", self._params_file)]]
+        else:
+            rows = [[("model_dir", self._model_dir)]]
         rows.append([("cpu_math_thread", str(self._threads)), ("enable_mkldnn", _bool(self._switches["mkldnn"]))])
         rows.append([("use_gpu", "false")])
         rows.append([("ir_optim", _bool(self._switches["ir_optim"])),
