@@ -75,7 +75,7 @@ class PlaceType(_Enum):
     CUSTOM = 4
 
 
-_DTYPES = {np.dtype("float32"): DataType.FLOAT32, np.dtype("int64"): DataType.INT64,
+_DTYPES: dict[np.dtype, DataType] = {np.dtype("float32"): DataType.FLOAT32, np.dtype("int64"): DataType.INT64,
            np.dtype("int32"): DataType.INT32, np.dtype("uint8"): DataType.UINT8, np.dtype("int8"): DataType.INT8,
            np.dtype("float16"): DataType.FLOAT16, np.dtype("bool"): DataType.BOOL,
            np.dtype("float64"): DataType.FLOAT64}
@@ -438,7 +438,8 @@ class Predictor:
             self._program, feeds, fetches = _source._program, _source._feeds, _source._fetches
             for name in _source._persistables():
                 self._scope.vars[name] = _source._scope.vars[name]
-        self._feeds, self._fetches = list(feeds), list(fetches)
+        self._feeds: list[str] = list(feeds)
+        self._fetches: list = list(fetches)
         block = self._program.global_block()
         self._inputs = {n: Tensor(self, n, block.var(n), True) for n in self._feeds}
         self._outputs = {v.name: Tensor(self, v.name, v, False) for v in self._fetches}
