@@ -27,6 +27,7 @@ GPU, XPU, custom devices, TensorRT, ONNX Runtime, OpenVINO, IPU, and models from
 from __future__ import annotations
 
 import enum
+import numbers
 import os
 import tempfile
 
@@ -205,9 +206,9 @@ class Config:
     def set_cpu_math_library_num_threads(self, n: int):
         """Recorded (and shown by summary()); no effect: psjob's BLAS threads are set when its
         process starts (the launcher sizes them to the host's cores)."""
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
             raise ValueError(f"set_cpu_math_library_num_threads: a thread count >= 1, got {n!r}")
-        self._threads = n
+        self._threads = int(n)
 
     def cpu_math_library_num_threads(self) -> int:
         return self._threads
@@ -526,10 +527,10 @@ class PredictorPool:
     """`size` predictors over one model's parameters (the first loads it, the others are its clones)."""
 
     def __init__(self, config: Config, size: int = 1):
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
             raise ValueError(f"PredictorPool: size must be an int >= 1, got {size!r}")
         first = create_predictor(config)
-        self._predictors = [first] + [first.clone() for _ in range(size - 1)]
+        self._predictors: list[Predictor] = [first] + [first.clone() for _ in range(int(size) - 1)]
 
     def retrive(self, idx: int) -> Predictor:  # Paddle's spelling
         if not 0 <= idx < len(self._predictors):
