@@ -3,6 +3,7 @@ Executor gives for the same program and parameters; each has its own scope; erro
 import os
 import re
 import shutil
+import threading
 
 import numpy as np
 import pytest
@@ -135,6 +136,32 @@ def test_clone_shares_parameters_not_inputs(model):
     np.testing.assert_array_equal(pool.retrive(1).run([X, IDS])[0].numpy(), want)
     with pytest.raises(IndexError, match="holds 2 predictors"):
         pool.retrive(2)
+
+
+def test_clones_run_in_threads_at_once(model):
+    """Paddle's use of clone(): one predictor a serving thread, over one copy of the parameters."""
+    prefix, want = model
+    first = _predictor(prefix)
+    clones = [first] + [first.clone() for _ in range(3)]
+    start = threading.Barrier(len(clones))
+    results: dict = {}
+
+    def serve(i, p):
+        start.wait()
+        rows = slice(i % 4, i % 4 + 1)
+        results[i] = [p.run([X[rows], IDS[rows]])[0].numpy() for _ in range(30)]
+
+    threads = [threading.Thread(target=serve, args=(i, p)) for i, p in enumerate(clones)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(len(clones)):
+        rows = slice(i % 4, i % 4 + 1)
+        alone = first.run([X[rows], IDS[rows]])[0].numpy()  # the same row run by itself, no threads
+        np.testing.assert_allclose(alone, want[rows], rtol=1e-6)
+        for got in results[i]:
+            np.testing.assert_array_equal(got, alone)
 
 
 def test_files_of_other_names_and_fluid_saves(tmp_path, model):
