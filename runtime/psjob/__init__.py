@@ -40,6 +40,9 @@ def __getattr__(name):
         # Paddle 2.x: paddle.distributed (fleet, datasets) and paddle.io (DataLoader).
         import psjob.distributed
         import psjob.io
+    elif name == "inference":
+        # paddle.inference: Config and create_predictor over the saved inference models.
+        import psjob.inference
     elif name in ("static", "nn", "optimizer", "regularizer", "tensor", "device", "utils", "metric", "framework",
                   "linalg", "incubate"):
         # Paddle 2.x's subpackages (docs/user/paddle2.md), which build on one another.

@@ -53,7 +53,7 @@ LAYERS = [
     ("paddle2", ("psjob.static", "psjob.nn", "psjob.optimizer", "psjob.tensor", "psjob.regularizer",
                  "psjob.device", "psjob.param_attr", "psjob._paddle2", "psjob.io", "psjob.utils",
                  "psjob.metric", "psjob.framework", "psjob.common_ops_import", "psjob.linalg",
-                 "psjob.incubate")),
+                 "psjob.incubate", "psjob.inference")),
     # The seam sits below rpc: the gRPC client and server implement its Protocols.
     ("seam", (C, f"{C}.protocol", f"{C}.checkpoint_protocol")),
     ("rpc", (f"{C}.rpc",)),

@@ -141,7 +141,8 @@ def is_compiled_with_cuda() -> bool:
 def to_numpy(value) -> np.ndarray:
     """Host copy of an array of any array module (cupy arrays have .get())."""
     if isinstance(value, np.ndarray):
-        return value
+        # a subclass (psjob.io's EagerTensor) as the plain array it views
+        return value if type(value) is np.ndarray else value.view(np.ndarray)
     get = getattr(value, "get", None)
     return get() if callable(get) else np.asarray(value)
 

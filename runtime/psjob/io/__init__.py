@@ -14,6 +14,12 @@ whose return_list defaults to False. Samples are tuples with one field per feed
 variable; the default collate stacks each field and casts it to the variable's
 dtype and shape ([batch] + shape[1:]).
 
+In dynamic mode (Paddle's default: no `paddle.enable_static()` call) a DataLoader without a
+feed_list yields, as Paddle's does, a list of tensors per batch: here EagerTensors, numpy
+arrays that also answer `.numpy()` (what Paddle's inference scripts read them with, e.g.
+PaddleRec's tools/paddle_infer.py). With a feed_list, or after enable_static, batches are as
+above: Fluid 1.x programs never call enable_static and keep their arrays.
+
 Behaves differently: num_workers > 0 loads in this process (psjob has no
 worker subprocesses; the parse is vectorised where it matters: the CTR
 readers, the datasets); places only CPU/one device.
@@ -27,6 +33,7 @@ import numbers
 
 import numpy as np
 
+from psjob.device import in_dynamic_mode
 from psjob.fluid.reader import GeneratorLoader as FluidGeneratorLoader
 from psjob.foundation.settings import process_settings
 
@@ -69,6 +76,18 @@ class TensorDataset(Dataset):
 
     def __len__(self):
         return len(self.tensors[0])
+
+
+class EagerTensor(np.ndarray):
+    """A batch field in dynamic mode: a numpy array with Paddle's eager Tensor's `.numpy()`."""
+
+    def numpy(self):
+        """A plain numpy copy, as Paddle's Tensor.numpy() returns."""
+        return np.array(self.view(np.ndarray))
+
+
+def eager_tensor(array) -> EagerTensor:
+    return np.asarray(array).view(EagerTensor)
 
 
 def default_collate_fn(samples):
@@ -133,7 +152,9 @@ class DataLoader:
         self.dataset, self.batch_size, self.shuffle, self.drop_last = dataset, batch_size, shuffle, drop_last
         self.batch_sampler = batch_sampler
         self.collate_fn = collate_fn or default_collate_fn
-        self._feed = _Feeder(feed_list, return_list)
+        # Paddle's dygraph DataLoader ignores return_list (always a list of tensors).
+        self._eager = in_dynamic_mode() and not feed_list
+        self._feed = _Feeder(feed_list, return_list or self._eager)
 
     def _sample_batches(self):
         if isinstance(self.dataset, IterableDataset):
@@ -149,7 +170,9 @@ class DataLoader:
 
     def __iter__(self):
         for samples in self._sample_batches():
-            yield self._feed(self.collate_fn(samples))
+            batch = self._feed(self.collate_fn(samples))
+            # a custom collate_fn's other values (dicts, strings) are left as it made them
+            yield [eager_tensor(a) if isinstance(a, np.ndarray) else a for a in batch] if self._eager else batch
 
     def __call__(self):
         return iter(self)

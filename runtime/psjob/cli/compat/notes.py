@@ -14,7 +14,8 @@ NOTES = {
     # The package itself.
     "paddle.__version__": (DIFFERS, "psjob's version, not Paddle's: code comparing it with a Paddle "
                                     "release reads another number"),
-    "paddle.in_dynamic_mode": (DIFFERS, "always False: psjob has static graphs only"),
+    "paddle.in_dynamic_mode": (DIFFERS, "True until paddle.enable_static(), as in Paddle, but psjob has "
+                                        "static graphs only: no eager ops run in dynamic mode"),
     "paddle.Tensor": (DIFFERS, "the static-graph Variable (paddle.static.Variable): no eager tensors"),
     "paddle.save": (REFUSED, "dygraph: use paddle.static.save(program, path) or fleet.save_persistables"),
     "paddle.load": (REFUSED, "dygraph: use paddle.static.load(program, path)"),
@@ -63,7 +64,16 @@ NOTES = {
                                                 "every parameter's update; use ClipGradByNorm or ClipGradByValue"),
     "paddle.io.DataLoader": (DIFFERS, "num_workers > 0 loads in the training process (no loader "
                                       "subprocesses)"),
-    # Tensor functions (docs/user/paddle2.md "Tensor functions").
+    # Inference (docs/user/paddle2.md "paddle.inference").
+    "paddle.inference.create_predictor": (DIFFERS, "runs psjob's inference models (save_inference_model's "
+                                                   "files) with psjob's Executor on the CPU"),
+    "paddle.inference.Config.enable_use_gpu": (REFUSED, "CPU inference only (so are enable_xpu, "
+                                                        "enable_tensorrt_engine and the other devices)"),
+    "paddle.inference.Config.enable_mkldnn": (DIFFERS, "accepted, no effect (as are switch_ir_optim, "
+                                                       "enable_memory_optim, switch_use_feed_fetch_ops)"),
+    "paddle.inference.Config.set_cpu_math_library_num_threads": (DIFFERS, "recorded, no effect: the BLAS "
+                                                                          "threads are set at process start"),
+
     "paddle.numel": (DIFFERS, "int64 of shape [1], not 0-D (psjob's full reductions are [1])"),
     "paddle.unique": (DIFFERS, "of the flattened x only: axis= is refused"),
     "paddle.repeat_interleave": (DIFFERS, "repeats must be an int: a repeats tensor is refused"),
@@ -80,7 +90,8 @@ NOTES = {
 # The names docs/user/paddle2.md's generated table reports on, beside every note's: the Paddle API that
 # parameter-server scripts use: every name `psjob compat` reads in PaddleRec's rank models
 # (github.com/PaddlePaddle/PaddleRec models/rank/{dnn,wide_deep,deepfm}: static_model.py, net.py,
-# the readers), its PS trainer (tools/static_ps_trainer.py, tools/utils/static_ps/*), and
+# the readers), its PS trainer (tools/static_ps_trainer.py, tools/utils/static_ps/*), its serving
+# script (tools/paddle_infer.py's paddle.inference names), and
 # PaddlePaddle/models' Fluid 1.x CTR-DNN (PaddleRec/ctr/dnn). Extend it when psjob is checked
 # on more code; whether psjob has each name is looked up, never written here.
 SURFACE = (
@@ -116,6 +127,7 @@ SURFACE = (
     "paddle.fluid.layers.sequence_pool", "paddle.fluid.layers.square",
     "paddle.fluid.layers.squeeze", "paddle.fluid.optimizer.Adam",
     "paddle.fluid.param_attr.ParamAttr", "paddle.fluid.require_version", "paddle.full_like",
+    "paddle.inference.Config", "paddle.inference.PrecisionType", "paddle.inference.create_predictor",
     "paddle.io.DataLoader", "paddle.io.DataLoader.from_generator", "paddle.io.IterableDataset",
     "paddle.is_compiled_with_custom_device", "paddle.mean", "paddle.multiply", "paddle.nn",
     "paddle.nn.Embedding", "paddle.nn.Layer", "paddle.nn.Linear", "paddle.nn.ReLU",
