@@ -36,11 +36,10 @@ NOTES = {
     "paddle.static.load": (DIFFERS, "reads psjob's format (paddle.static.save), checking every array "
                                     "against its record before writing any; also the arrays of Paddle's "
                                     "own paddle.static.save (its pickled .pdparams/.pdopt)"),
-    "paddle.static.save_inference_model": (DIFFERS, "psjob's format (program as JSON, arrays as .npz): "
-                                                    "loads in psjob, not in Paddle Inference"),
-    "paddle.static.load_inference_model": (DIFFERS, "loads psjob's inference format (and a directory "
-                                                    "saved by fluid.io/fleet when model_filename= or "
-                                                    "params_filename= is passed)"),
+    "paddle.static.load_inference_model": (DIFFERS, "reads Paddle's .pdmodel/.pdiparams (psjob's and Paddle "
+                                                    "2.x/3.x legacy-IR saves; not Paddle 3's PIR .json "
+                                                    "programs), and a directory saved by fluid.io/fleet when "
+                                                    "model_filename= or params_filename= is passed"),
     "paddle.fluid.io.save_persistables": (DIFFERS, "psjob's format, not Paddle's: the files load in psjob only"),
     "paddle.fluid.io.save_inference_model": (DIFFERS, "psjob's format: loads in psjob, not in Paddle Inference"),
     # Fleet in parameter-server mode.
@@ -65,8 +64,9 @@ NOTES = {
     "paddle.io.DataLoader": (DIFFERS, "num_workers > 0 loads in the training process (no loader "
                                       "subprocesses)"),
     # Inference (docs/user/paddle2.md "paddle.inference").
-    "paddle.inference.create_predictor": (DIFFERS, "runs psjob's inference models (save_inference_model's "
-                                                   "files) with psjob's Executor on the CPU"),
+    "paddle.inference.create_predictor": (DIFFERS, "runs inference models in Paddle's format "
+                                                   "(save_inference_model's files) with psjob's Executor on "
+                                                   "the CPU"),
     "paddle.inference.Config.enable_use_gpu": (REFUSED, "CPU inference only (so are enable_xpu, "
                                                         "enable_tensorrt_engine and the other devices)"),
     "paddle.inference.Config.enable_mkldnn": (DIFFERS, "accepted, no effect (as are switch_ir_optim, "
