@@ -172,6 +172,12 @@ def _cases():
                       {"W": [In("w", table)], "Ids": [In("ids", dup, lod, diff=False)]}, {"Out": 1},
                       {"is_sparse": sparse, "padding_idx": 4}, samples=21))
 
+    grid = np.array([[1, 4, 1], [6, 0, 4]], dtype=np.int64)  # lookup_table_v2 keeps the ids' shape
+    for sparse in (False, True):
+        c.append(Case(f"lookup_table_v2-{'sparse' if sparse else 'dense'}-padding-idx", "lookup_table_v2",
+                      {"W": [In("w", table)], "Ids": [In("ids", grid, diff=False)]}, {"Out": 1},
+                      {"is_sparse": sparse, "padding_idx": 4}, samples=21))
+
     # -- sequence_pool: every type, several LoD shapes ------------------------------------------
     lods = {
         "ragged": [2, 1, 3, 2],            # positions path, padding
@@ -267,6 +273,11 @@ def _cases():
             c.append(Case(f"matmul-batch-broadcast-tx{int(tx)}-ty{int(ty)}", "matmul",
                           {"X": [In("x", x)], "Y": [In("y", y)]}, {"Out": 1},
                           {"transpose_X": tx, "transpose_Y": ty, "alpha": 1.5}))
+    for xs, ys, tx, ty in (((2, 4, 3), (4, 5), True, False), ((3, 4), (5, 4), False, True), ((4,), (2, 4, 5), False, False),
+                           ((2, 3, 4), (4,), False, False), ((4,), (4,), False, False)):
+        c.append(Case(f"matmul_v2-{'x'.join(map(str, xs))}-{'x'.join(map(str, ys))}-tx{int(tx)}-ty{int(ty)}",
+                      "matmul_v2", {"X": [In("x", f64(*xs))], "Y": [In("y", f64(*ys))]}, {"Out": 1},
+                      {"trans_x": tx, "trans_y": ty}))
     c.append(Case("square", "square", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
     c.append(Case("exp", "exp", {"X": [In("x", f64(3, 4))]}, {"Out": 1}))
     c.append(Case("log", "log", {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))]}, {"Out": 1}))
