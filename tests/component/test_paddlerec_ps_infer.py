@@ -60,10 +60,11 @@ for saved in sys.argv[3:]:
     program, feeds, fetches = paddle.static.load_inference_model(saved, exe, model_filename=None,
                                                                  params_filename=None)
     block = program.global_block()
-    for v in block.vars.values():
-        if v.persistable and v.name.startswith("auc_"):
-            tensor = paddle.static.global_scope().find_var(v.name).get_tensor()
-            tensor.set(np.zeros_like(np.array(tensor)), paddle.CPUPlace())
+    stats = {n for op in block.ops if op.type == "auc" for n in op.input("StatPos") + op.input("StatNeg")}
+    assert stats, "no auc op in the inference model"
+    for name in stats:
+        tensor = paddle.static.global_scope().find_var(name).get_tensor()
+        tensor.set(np.zeros_like(np.array(tensor)), paddle.CPUPlace())
     predict = [op for op in block.ops if op.type == "softmax"][-1].output("Out")[0]
     costs, aucs = [], []
     for start in range(0, len(examples), size):
