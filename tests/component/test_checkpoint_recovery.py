@@ -160,7 +160,9 @@ def test_a_corrupt_trainer_side_file_makes_pservers_and_trainers_resume_from_the
     root = workdir / "checkpoints"
     newest = store.newest_good(str(root))
     assert newest is not None and newest.step == 15, [c.path for c in store.scan(str(root))]
-    name = next(n for n in newest.manifest["vars"] if n.endswith("batch_stat_neg"))
+    # the AUC op's statistics: int64 variables named as Paddle names them (_generated_var_<n>)
+    name = sorted(n for n, e in newest.manifest["vars"].items()
+                  if n.startswith("_generated_var_") and e["dtype"] == "int64")[1]
     victim = os.path.join(newest.path, newest.manifest["vars"][name]["file"])
     with open(victim, "r+b") as f:  # the last byte: inside the data, after the .npy header
         f.seek(-1, os.SEEK_END)

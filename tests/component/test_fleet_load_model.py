@@ -36,6 +36,13 @@ def test_sync_training_after_a_load_repeats_training_after_the_save(tmp_path, la
     assert result["after_save"] != result["first"]
     assert result["table_restored"]  # load_one_table put the trained-on rows back
     assert "table_id 1 names no sparse table: the job's sparse tables are 0 (TABLE)" in result["bad_id"]
+    # load_inference_model: the saved parameters and rows (the first loss repeats), Adam's
+    # accumulators as trained on (the following ones do not)
+    infer_save, infer_load = result["after_infer_save"], result["after_infer_load"]
+    assert infer_load[0] == infer_save[0] and infer_load[1:] != infer_save[1:], (infer_save, infer_load)
+    whole = result["after_whole_as_infer"]  # the whole save, whose accumulators it leaves
+    assert whole[0] == result["after_save"][0] and whole[1:] != result["after_save"][1:], whole
+    assert "mode=1): psjob loads mode 0, the whole save fleet.save_inference_model writes" in result["infer_mode"]
 
 
 @pytest.mark.timeout(240)

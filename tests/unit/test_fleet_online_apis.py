@@ -38,6 +38,24 @@ def test_ctr_metric_bundle_accumulates_paddles_sums():
                                             paddle.static.data("b", [-1, 2], "float32"))
 
 
+def test_auc_and_ctr_metric_bundle_name_their_global_variables_as_paddle_does():
+    """Paddle 3.0.0 (FLAGS_enable_pir_api=0) named these variables of this program so; PaddleRec's
+    metric_helper.get_global_auc() reads _generated_var_2 / _3 by default (a model's first auc's
+    stat_pos / stat_neg), as its feature_importance.py does."""
+    with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()), paddle.utils.unique_name.guard():
+        x = paddle.static.data("x", [-1, 2], "float32")
+        y = paddle.static.data("y", [-1, 1], "int64")
+        bundle = paddle.static.ctr_metric_bundle(x[:, 1:], paddle.cast(y, "float32"))
+        _, _, first = paddle.static.auc(input=x, label=y)
+        _, _, second = paddle.static.auc(input=x, label=y)
+    assert [v.name for v in bundle] == [f"_generated_var_{i}" for i in (1, 0, 2, 3, 4, 5)]
+    assert [v.name for v in first + second] == [f"_generated_var_{i}" for i in range(15, 23)]
+    with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()), paddle.utils.unique_name.guard():
+        x = paddle.static.data("x", [-1, 2], "float32")
+        _, _, stats = paddle.static.auc(input=x, label=paddle.static.data("y", [-1, 1], "int64"))
+    assert [v.name for v in stats] == [f"_generated_var_{i}" for i in range(4)]
+
+
 def test_entry_policies_check_their_arguments_as_paddle_and_sparse_embedding_takes_only_them():
     assert paddle.distributed.ShowClickEntry("show", "click")._to_attr() == "show_click_entry:show:click"
     assert paddle.distributed.CountFilterEntry(10)._to_attr() == "count_filter_entry:10"

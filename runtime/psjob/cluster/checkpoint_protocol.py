@@ -29,10 +29,13 @@ uses the tag as a command and answers one JSON document:
     psjob:commit[;link=<l>]  after the manifest is written: the checkpoint of `step` in
                              dirname is complete (pservers export it as a metric); with
                              link=<l>, the next delta may be written on top of it
-    psjob:load[;table=<t>]   fleet.load_model: load this pserver's part of the whole-model
+    psjob:load[;table=<t>][;params=1]
+                             fleet.load_model: load this pserver's part of the whole-model
                              save in dirname into its live variables and tables, under
                              the state's lock; answers the variables loaded and missing.
-                             With table=<t> (fleet.load_one_table): that table's rows only
+                             With table=<t> (fleet.load_one_table): that table's rows only;
+                             with params=1 (fleet.load_inference_model): the parameters
+                             and the tables' rows, no optimizer accumulators
     psjob:shrink             Paddle's fleet.shrink(): every table trained by Paddle's
                              accessor (sparse_table_configs) drops the rows its rules
                              judge stale; answers {table: rows removed}

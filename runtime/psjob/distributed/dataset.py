@@ -115,6 +115,19 @@ class _Examples:
             feed[slot.name] = slot.to_feed(vals[pos], new_off, len(index))
         return self._tag(feed, index)
 
+    def with_slots_from(self, source, replaced):
+        """These examples with the slots at positions `replaced` taken from others: example i
+        gets example source[i]'s values of each (all of them, so its length moves too); every
+        other slot, the ids and contents stay (their arrays shared)."""
+        values, offsets = list(self.values), list(self.offsets)
+        for s in replaced:
+            off, vals = self.offsets[s], self.values[s]
+            lengths = off[source + 1] - off[source]
+            new_off = np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths)])
+            pos = np.repeat(off[source] - new_off[:-1], lengths) + np.arange(new_off[-1])
+            values[s], offsets[s] = vals[pos], new_off
+        return _Examples(values, offsets, self.ids, self.contents)
+
     def slice(self, start: int, stop: int, slots):
         """gather(np.arange(start, stop)) without the index arithmetic: a run of consecutive
         examples is a slice of every slot's values. The values are views (the executor copies
@@ -351,6 +364,38 @@ def _check_source_setting(key, value):
         raise ValueError("download_cmd is for HDFS reads, which psjob does not do; give local paths")
 
 
+def candidate_sources(count: int, capacity: int, rng) -> np.ndarray:
+    """For examples 0..count-1 in turn, the example each takes its shuffled slots from, drawn
+    as Paddle's slots shuffle draws it (its RecordCandidateList): each example joins a
+    reservoir of `capacity` candidates (the first `capacity` fill it, then example i replaces
+    a random one with probability capacity / (i + 1)), and one of the reservoir's candidates is
+    drawn for it, itself included. So example i's source is uniform over examples 0..i while
+    they fit the reservoir, then over a uniform sample of them. Vectorized: the source of a
+    draw from reservoir place k at step i is the last example written there by then."""
+    steps = np.arange(count, dtype=np.int64)
+    if count == 0:
+        return steps
+    # Step i < capacity: the reservoir holds examples 0..i and one of them is drawn.
+    sources = rng.integers(0, steps[:capacity] + 1)
+    if count <= capacity:
+        return sources
+    later = steps[capacity:]
+    place = rng.integers(0, later + 1)          # example i replaces place `place` if < capacity
+    drawn = rng.integers(0, capacity, size=later.size)  # the place drawn from at step i
+    writes = place < capacity
+    if not writes.any():  # no later example entered: every place holds the example that filled it
+        return np.concatenate([sources, drawn])
+    w_place, w_step = place[writes], later[writes]
+    order = np.lexsort((w_step, w_place))       # writes by place, then by step
+    w_key = w_place[order] * count + w_step[order]
+    at = np.searchsorted(w_key, drawn * count + later, side="right") - 1
+    hit = at >= 0
+    hit[hit] = w_place[order][at[hit]] == drawn[hit]
+    # A place no later example wrote still holds the example that filled it (example k at place k).
+    later_sources = np.where(hit, w_step[order][np.maximum(at, 0)], drawn)
+    return np.concatenate([sources, later_sources])
+
+
 class DatasetBase:
     def __init__(self):
         self.batch_size = 1
@@ -510,23 +555,33 @@ class InMemoryDataset(DatasetBase):
         self._preload: threading.Thread | None = None
         self._preload_error: BaseException | None = None
         self._rng = np.random.default_rng()
+        # slots_shuffle (feature evaluation): its candidate count once set_fea_eval turned it
+        # on, its draws (seeded, so a run repeats: Paddle's draws repeat run to run too), and
+        # the examples as loaded, from which every shuffle starts
+        self._fea_eval_candidates: int | None = None
+        self._slots_rng = np.random.default_rng(0)
+        self._unshuffled_slots: _Examples | None = None
 
     # update_settings keys psjob takes as Paddle does, and those whose Paddle defaults
     # (False / off) are the only values psjob reads with.
     _SETTERS = {"batch_size": "set_batch_size", "thread_num": "set_thread", "use_var": "set_use_var",
                 "pipe_command": "set_pipe_command", "parse_ins_id": "set_parse_ins_id",
                 "parse_content": "set_parse_content"}
-    _OFF_ONLY = ("fea_eval", "merge_by_sid", "parse_logkey", "enable_pv_merge")
+    _OFF_ONLY = ("merge_by_sid", "parse_logkey", "enable_pv_merge")
 
     def update_settings(self, **kwargs):
         """Paddle's InMemoryDataset.update_settings: change settings given to init()
         (https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/distributed/InMemoryDataset_en.html).
         The send/merge tuning of Paddle's global shuffle (fleet_send_batch_size,
-        fleet_send_sleep_seconds, candidate_size) changes no example and is accepted; feature
-        evaluation, log keys and merging by line id are not read by psjob, so asking for them
-        is an error rather than a silent difference."""
+        fleet_send_sleep_seconds) changes no example and is accepted; fea_eval=True turns on
+        slots_shuffle with `candidate_size` candidates (10000 when not given), as Paddle's does;
+        log keys and merging by line id are not read by psjob, so asking for them is an error
+        rather than a silent difference."""
         for key, value in kwargs.items():
-            if key in self._SETTERS:
+            if key == "fea_eval":
+                if value:
+                    self.set_fea_eval(kwargs.get("candidate_size", 10000), True)
+            elif key in self._SETTERS:
                 getattr(self, self._SETTERS[key])(value)
             elif key in ("input_type", "fs_name", "fs_ugi", "download_cmd"):
                 _check_source_setting(key, value)
@@ -549,6 +604,7 @@ class InMemoryDataset(DatasetBase):
         with concurrent.futures.ThreadPoolExecutor(self.thread_num) as pool:
             parts = list(pool.map(self._parse_file, self.filelist))
         self._examples = _Examples.concat(parts, self._slots)
+        self._unshuffled_slots = None
         self._order = np.arange(len(self._examples), dtype=np.int64)
         self._in_file_order = True
         if is_shuffle:
@@ -581,7 +637,58 @@ class InMemoryDataset(DatasetBase):
         return self._examples
 
     def set_shuffle_seed(self, seed):
+        """The seed of local_shuffle's permutation and of slots_shuffle's draws."""
         self._rng = np.random.default_rng(seed)
+        self._slots_rng = np.random.default_rng(seed)
+
+    def set_fea_eval(self, record_candidate_size, fea_eval=True):
+        """Paddle's set_fea_eval (fluid's name; paddle.distributed's is _set_fea_eval): feature
+        evaluation mode, which slots_shuffle needs, drawing each example's shuffled slots from
+        `record_candidate_size` candidates (https://www.paddlepaddle.org.cn/documentation/docs/
+        en/api/paddle/distributed/InMemoryDataset_en.html). fea_eval=False turns it off."""
+        if not fea_eval:
+            self._fea_eval_candidates = None
+            return
+        if isinstance(record_candidate_size, bool) or not isinstance(record_candidate_size, (int, np.integer)) \
+                or record_candidate_size < 1:
+            raise ValueError(f"set_fea_eval(record_candidate_size={record_candidate_size!r}): the candidate count "
+                             "must be an int >= 1")
+        self._fea_eval_candidates = int(record_candidate_size)
+
+    _set_fea_eval = set_fea_eval
+
+    def slots_shuffle(self, slots):
+        """Paddle's slots_shuffle(slots): the named slots' values move between the loaded
+        examples, every other slot staying, to measure each feature's importance by how much a
+        metric (AUC) drops (Paddle's docs, link at set_fea_eval). Each example takes all the
+        values of those slots (their count too) from one candidate example drawn as Paddle
+        draws it (candidate_sources); the examples keep their order. Every call shuffles the
+        examples as loaded, not the previous shuffle's result, as Paddle's does. Paddle moves
+        feature ids only (int64 slots): it leaves a float slot, or a name that is no slot, as it
+        is, which reads as an unimportant feature; psjob names either instead. Needs
+        set_fea_eval(candidate_size) first (Paddle's raises without it, too)."""
+        if self._fea_eval_candidates is None:
+            raise ValueError("slots_shuffle() needs feature evaluation on: call set_fea_eval(record_candidate_size, "
+                             "True) first")
+        names = [slots] if isinstance(slots, str) else list(slots)
+        positions = {slot.name: k for k, slot in enumerate(self._slots)}
+        unknown = [n for n in names if n not in positions]
+        if unknown:
+            raise ValueError(f"slots_shuffle: {', '.join(map(repr, unknown))} is not a slot of use_var "
+                             f"({', '.join(positions)})")
+        floats = [n for n in names if self._slots[positions[n]].dtype.kind == "f"]
+        if floats:
+            raise ValueError(f"slots_shuffle: {', '.join(map(repr, floats))} is a float slot; Paddle's slots "
+                             "shuffle moves feature ids (int64 slots) only and leaves it as it is")
+        if self._unshuffled_slots is None:
+            self._unshuffled_slots = self._loaded()
+        original = self._unshuffled_slots
+        order = self._order  # the examples in the order a pass reads them, as Paddle's channel holds them
+        drawn = candidate_sources(len(order), self._fea_eval_candidates, self._slots_rng)
+        source = np.empty(len(original), dtype=np.int64)
+        source[order] = order[drawn]
+        replaced = sorted({positions[n] for n in names})
+        self._examples = original.with_slots_from(source, replaced)
 
     def local_shuffle(self):
         self._loaded()
@@ -598,6 +705,7 @@ class InMemoryDataset(DatasetBase):
 
     def release_memory(self):
         self._examples, self._order = None, np.zeros(0, np.int64)
+        self._unshuffled_slots = None
 
     def get_memory_data_size(self, fleet=None):
         size = len(self._order)

@@ -5,7 +5,10 @@ the same batches again: with one synchronous worker the losses after the load re
 the save exactly (parameters, table rows and Adam's accumulators all restored). A load of a
 folder that is not a save, tried right after the save, fails and changes nothing (the losses
 after it are the ones the load repeats). Then fleet.save_one_table / load_one_table put the
-table's rows back. Each worker prints one RESULT json line."""
+table's rows back. Last, fleet.save_inference_model, training on, and fleet.load_inference_model:
+the parameters and table rows go back to the save's (the first loss of the same batches again
+repeats), Adam's dense accumulators keep their trained-on values (the next losses differ), as
+Paddle's load_inference_model loads parameters only: from a whole save (which holds them) too. Each worker prints one RESULT json line."""
 import argparse
 import json
 
@@ -86,8 +89,22 @@ else:
         bad_id = ""
     except ValueError as exc:
         bad_id = str(exc)
+    table_restored = moved and bool(np.array_equal(table_rows(probe), before))
+    # An inference model: its parameters and rows, not the optimizer's state.
+    fleet.save_inference_model(exe, args.save + "_infer", ["s0", "s1", "s2"], pred)
+    after_infer_save = train()
+    try:
+        fleet.load_inference_model(args.save + "_infer", 1)
+        infer_mode = ""
+    except ValueError as exc:
+        infer_mode = str(exc)
+    fleet.load_inference_model(args.save + "_infer", 0)
+    after_infer_load = train()
+    fleet.load_inference_model(args.save, 0)  # a whole save: its accumulators are not loaded
+    after_whole_as_infer = train()
     print("RESULT " + json.dumps({"worker": fleet.worker_index(), "first": first, "after_save": after_save,
-                                  "after_load": after_load, "refused": refused,
-                                  "table_restored": moved and bool(np.array_equal(table_rows(probe), before)),
-                                  "bad_id": bad_id}), flush=True)
+                                  "after_load": after_load, "refused": refused, "table_restored": table_restored,
+                                  "bad_id": bad_id, "after_infer_save": after_infer_save,
+                                  "after_infer_load": after_infer_load, "infer_mode": infer_mode,
+                                  "after_whole_as_infer": after_whole_as_infer}), flush=True)
     fleet.stop_worker()

@@ -56,7 +56,9 @@ NOTES = {
     "paddle.distributed.fleet.barrier_worker": (DIFFERS, "also sends this worker's queued updates first "
                                                          "and refreshes its parameters after"),
     "paddle.distributed.InMemoryDataset": (DIFFERS, "global_shuffle shuffles each trainer's own examples "
-                                                    "(trainers exchange no data); HDFS (fs_name) is refused"),
+                                                    "(trainers exchange no data); HDFS (fs_name) is refused; "
+                                                    "slots_shuffle refuses a float slot or an unknown name, "
+                                                    "which Paddle leaves as it is"),
     "paddle.static.nn.sparse_embedding": (DIFFERS, "entry, table_class and slot are accepted and have no "
                                                    "effect: psjob's table admits every id"),
     "paddle.nn.ClipGradByGlobalNorm": (DIFFERS, "refused by the transpiler (Fleet): a global norm couples "

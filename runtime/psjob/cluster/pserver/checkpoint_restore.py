@@ -83,10 +83,13 @@ def _endpoint_of(program, endpoint):
     return ep
 
 
-def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None, scope=None, tables_only=None):
+def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None, scope=None, tables_only=None,
+                        params_only=False):
     """Load this pserver's variables from the save in `dirname`; (loaded names, missing names).
     `tables_only`: load only these distributed tables' rows (fleet.load_one_table), which the
-    save must hold; every other variable keeps its value."""
+    save must hold; every other variable keeps its value. `params_only`: the parameters and
+    the tables' rows alone (fleet.load_inference_model); optimizer accumulators and counters
+    keep their values even where the save holds them."""
     scope = scope if scope is not None else global_scope()
     overview = overview if overview is not None else getattr(program, "_parameters_on_pservers", None)
     endpoint = _endpoint_of(program, endpoint)
@@ -117,6 +120,8 @@ def load_pserver_slices(executor, dirname, program, overview=None, endpoint=None
         dv = overview.get_distributed_var_by_slice(var.name) if overview is not None else None
         if dv is not None and dv.vtype == "Param":
             params.add(var.name)
+        if params_only and var.name not in params and var.name not in table_names:
+            continue
         if var.name in table_names:
             params.add(var.name)
             table = var.name

@@ -142,7 +142,8 @@ def handle(state, dirname: str, step: int, tag: str) -> list[str]:
     if command == protocol.LOAD:
         check_save_dir(state, dirname)
         only = [params["table"]] if params.get("table") else None
-        return protocol.encode_reply({"incarnation": state.incarnation, **load_save(state, dirname, only)})
+        return protocol.encode_reply({"incarnation": state.incarnation,
+                                      **load_save(state, dirname, only, params_only=params.get("params") == "1")})
     if command == protocol.SHRINK:
         return protocol.encode_reply({"incarnation": state.incarnation, "removed": shrink_tables(state)})
     if command == protocol.SAVE:
@@ -220,15 +221,17 @@ def legacy_save(state, dirname: str) -> list[str]:
         return [f for op in ops for f in state.scope.vars[op.output("Out")[0]]]
 
 
-def load_save(state, dirname: str, tables_only=None) -> dict:
+def load_save(state, dirname: str, tables_only=None, params_only=False) -> dict:
     """fleet.load_model: load this pserver's part of the whole-model save in `dirname` into the
     live state (module docstring); the variables loaded and those the save lacks. `tables_only`
-    (fleet.load_one_table): those tables' rows alone."""
+    (fleet.load_one_table): those tables' rows alone; `params_only` (fleet.load_inference_model):
+    the parameters and tables' rows, no optimizer state."""
     t0 = time.monotonic()
     with state.exclusive():
         state.updates.wait_for_updates()
         loaded, missing = load_pserver_slices(state.exe, dirname, state.program, scope=state.scope,
-                                              endpoint=state.endpoint, tables_only=tables_only)
+                                              endpoint=state.endpoint, tables_only=tables_only,
+                                              params_only=params_only)
     log.info("pserver %s loaded %d variable(s) from %s in %.2fs%s", state.endpoint, len(loaded), dirname,
              time.monotonic() - t0, f"; the save lacks {', '.join(missing[:8])}" if missing else "")
     return {"loaded": loaded, "missing": missing}

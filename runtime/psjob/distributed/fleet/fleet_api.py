@@ -220,6 +220,17 @@ def load_one_table(table_id, path, mode=0):
     _load_into_pservers("load_one_table", path, mode, table=_sparse_table_name("load_one_table", table_id))
 
 
+def load_inference_model(path, mode):
+    """Paddle's fleet.load_inference_model(path, mode): every worker calls it, and the pservers
+    load the parameters and the sparse tables' rows of the inference model fleet.save_inference_model
+    wrote in `path` (Paddle's parameter-server runtime loads its dense parameters and every
+    sparse table the same way), in place, as load_model does; optimizer accumulators keep their
+    values, as in Paddle. Every worker then reads the loaded parameters, so what it runs next
+    (infer_from_dataset) scores with the saved model. Mode 0 only: the whole save, which is
+    what save_inference_model writes."""
+    _load_into_pservers("load_inference_model", path, mode, params="1")
+
+
 def save_one_table(table_id, path, mode=0):
     """Paddle's fleet.save_one_table(table_id, path, mode=0), collective: psjob writes the
     whole-model save (save_persistables's: the table's shards and the manifest that makes them
@@ -246,9 +257,11 @@ def _sparse_table_name(api, table_id):
 
 
 def _load_into_pservers(api, path, mode, **params):
-    if mode != 0:
-        raise ValueError(f"fleet.{api}({path!r}, mode={mode}): psjob loads mode 0, the whole-model save "
-                         "fleet.save_persistables writes")
+    if isinstance(mode, bool) or mode != 0:
+        saver = "save_inference_model" if api == "load_inference_model" else "save_persistables"
+        raise ValueError(f"fleet.{api}({path!r}, mode={mode!r}): psjob loads mode 0, the whole save "
+                         f"fleet.{saver} writes (the other modes are Paddle's sparse-table modes, "
+                         "such as a delta's rows, which psjob's saves do not write)")
     if _fleet.is_collective:
         raise FleetError(f"fleet.{api}() loads a save into the pservers; a collective job has none "
                          "(load with paddle.static.load)")

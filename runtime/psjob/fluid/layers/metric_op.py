@@ -4,6 +4,13 @@
 program zeroes, so the global AUC accumulates over every batch run since —
 until the startup program (or the caller) resets them. The batch AUC covers
 the last `slide_steps` batches.
+
+The global variables of `auc` and `ctr_metric_bundle` are named as Paddle names them: the
+next `_generated_var_<n>` each, in Paddle's order (Paddle's LayerHelper.create_global_variable
+gives a variable without a name that name). Programs and helpers find them by those names:
+PaddleRec's metric_helper.get_global_auc() reads `_generated_var_2` and `_generated_var_3`
+by default, the global AUC statistics of a model's first auc, and a save Paddle wrote holds
+them under those names.
 """
 from __future__ import annotations
 
@@ -57,12 +64,12 @@ def auc(input, label, curve="ROC", num_thresholds=2 ** 12 - 1, topk=1, slide_ste
     auc_out = helper.create_variable_for_type_inference("float64", stop_gradient=True)
     batch_auc_out = helper.create_variable_for_type_inference("float64", stop_gradient=True)
 
-    def stat(kind, rows):
+    def stat(rows):
         return tensor.create_global_var([rows, num_thresholds + 1], 0, "int64", persistable=True,
-                                        name=f"{helper.name}.{kind}")
+                                        name=unique_name.generate("_generated_var"))
 
-    batch_pos, batch_neg = stat("batch_stat_pos", max(slide_steps, 1)), stat("batch_stat_neg", max(slide_steps, 1))
-    pos, neg = stat("stat_pos", 1), stat("stat_neg", 1)
+    batch_pos, batch_neg = stat(max(slide_steps, 1)), stat(max(slide_steps, 1))
+    pos, neg = stat(1), stat(1)
     for out, sp, sn, steps in ((batch_auc_out, batch_pos, batch_neg, slide_steps), (auc_out, pos, neg, 0)):
         helper.append_op(type="auc",
                          inputs={"Predict": [input], "Label": [label], "StatPos": [sp], "StatNeg": [sn]},
@@ -91,32 +98,37 @@ def ctr_metric_bundle(input, label, ins_tag_weight=None):
         ins_tag_weight = tensor.fill_constant([1, 1], "float32", 1.0)
     helper = LayerHelper(layer)
 
-    def total(name):
-        return tensor.create_global_var([1], 0.0, "float32", persistable=True, name=unique_name.generate(f"{layer}_{name}"))
+    def total():
+        return tensor.create_global_var([1], 0.0, "float32", persistable=True,
+                                        name=unique_name.generate("_generated_var"))
 
     def tmp(dtype="float32"):
         return helper.create_variable_for_type_inference(dtype, stop_gradient=True)
 
-    sums = {k: total(k) for k in ("sqrerr", "abserr", "prob", "q", "pos_num", "ins_num")}
+    def batch_var():
+        # one of Paddle's nine per-batch global temporaries (not persistable): named as there
+        return helper.main_program.global_block().create_var(name=unique_name.generate("_generated_var"),
+                                                             dtype="float32", stop_gradient=True)
+
+    sums = {k: total() for k in ("abserr", "sqrerr", "prob", "q", "pos_num", "ins_num")}  # Paddle's order
+    diff, sig, ones, prob, ab, sq, q, pos, ins = (batch_var() for _ in range(9))  # Paddle's order
 
     def accumulate(batch, key):
         helper.append_op(type="elementwise_add", inputs={"X": [batch], "Y": [sums[key]]},
                          outputs={"Out": [sums[key]]})
 
-    diff, sq, ab = tmp(), tmp(), tmp()
     helper.append_op(type="elementwise_sub", inputs={"X": [input], "Y": [label]}, outputs={"Out": [diff]})
     helper.append_op(type="squared_l2_norm", inputs={"X": [diff]}, outputs={"Out": [sq]})
     accumulate(sq, "sqrerr")
     helper.append_op(type="l1_norm", inputs={"X": [diff]}, outputs={"Out": [ab]})
     accumulate(ab, "abserr")
-    prob, sig, q, pos = tmp(), tmp(), tmp(), tmp()
     helper.append_op(type="reduce_sum", inputs={"X": [input]}, outputs={"Out": [prob]}, attrs={"reduce_all": True})
     accumulate(prob, "prob")
     helper.append_op(type="sigmoid", inputs={"X": [input]}, outputs={"Out": [sig]})
     helper.append_op(type="reduce_sum", inputs={"X": [sig]}, outputs={"Out": [q]}, attrs={"reduce_all": True})
     helper.append_op(type="reduce_sum", inputs={"X": [label]}, outputs={"Out": [pos]}, attrs={"reduce_all": True})
     accumulate(pos, "pos_num")
-    ones, ins, tag = tmp(), tmp(), tmp()
+    tag = tmp()
     helper.append_op(type="fill_constant_batch_size_like", inputs={"Input": [label]}, outputs={"Out": [ones]},
                      attrs={"shape": [-1, 1], "dtype": "float32", "value": 1.0})
     helper.append_op(type="reduce_sum", inputs={"X": [ones]}, outputs={"Out": [ins]}, attrs={"reduce_all": True})
