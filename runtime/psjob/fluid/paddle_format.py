@@ -9,12 +9,10 @@ The wire formats are Paddle's public ones:
   inputs and outputs by slot name and its attributes typed (AttrType). An inference model's
   program also holds the `feed` / `fetch` ops Paddle's save_inference_model adds: one
   `feed` op per input (X = the `feed` variable, Out = the input, attribute `col` its position),
-  one `fetch` op per output. Encoded and decoded here by hand (varints, length-delimited
-  fields), so psjob needs no generated Paddle code.
+  one `fetch` op per output. Encoded and decoded here by hand on psjob.foundation.checkpoint.paddle_wire's
+  protobuf primitives, so psjob needs no generated Paddle code.
 - a parameter file (`.pdiparams`, Paddle's save_combine): the persistable variables sorted by
-  name, each a DenseTensor: uint32 version 0, uint64 LoD level count (and per level its byte
-  size and offsets), uint32 version 0, int32 size of a TensorDesc message (data type, dims),
-  that message, then the raw little-endian data.
+  name, each a serialized DenseTensor (psjob.foundation.checkpoint.paddle_wire).
 
 Reading checks everything before anything is used: every tensor's dtype and dims against its
 variable, the file consumed exactly; a mismatch names the variable.
@@ -27,11 +25,29 @@ import numpy as np
 
 from psjob.fluid import paddle_attr_types
 from psjob.fluid.framework import Block, Operator, Parameter, Program, ProgramFormatError, Variable, VarType
+from psjob.foundation.checkpoint.paddle_wire import (  # noqa: F401  (the tensor functions: this module's API too)
+    DTYPE_CODES,
+    DTYPES,
+    PaddleFormatError,
+    bytes_field,
+    double_field,
+    float_field,
+    int_field,
+    ints,
+    last,
+    params_from_bytes,
+    params_to_bytes,
+    parse_fields,
+    read_tensor_desc,
+    signed,
+    str_field,
+    tensor_desc,
+    tensor_from_bytes,
+    tensor_to_bytes,
+    text,
+)
 
-# VarType.Type's data types and Paddle's variable kinds (framework.proto).
-DTYPE_CODES = {"bool": 0, "int16": 1, "int32": 2, "int64": 3, "float16": 4, "float32": 5, "float64": 6,
-               "uint8": 20, "int8": 21, "complex64": 23, "complex128": 24}
-DTYPES = {code: name for name, code in DTYPE_CODES.items()}
+# Paddle's variable kinds (framework.proto's VarType.Type).
 KIND_CODES = {VarType.LOD_TENSOR: 7, VarType.SELECTED_ROWS: 8, VarType.STEP_SCOPES: 11,
               VarType.LOD_RANK_TABLE: 12, VarType.LOD_TENSOR_ARRAY: 13, VarType.RAW: 17}
 KINDS = {code: kind for kind, code in KIND_CODES.items()}
@@ -46,141 +62,27 @@ _DTYPE_ATTRS = {"dtype", "in_dtype", "out_dtype"}
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
-# -- the protobuf wire format ------------------------------------------------------------------
-
-def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1  # negative int32/int64 travel as their 64-bit two's complement
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _int(field: int, n: int) -> bytes:
-    return _varint(field << 3) + _varint(int(n))
-
-
-def _bytes(field: int, data: bytes) -> bytes:
-    return _varint(field << 3 | 2) + _varint(len(data)) + data
-
-
-def _str(field: int, s: str) -> bytes:
-    return _bytes(field, s.encode())
-
-
-def _float(field: int, x: float) -> bytes:
-    return _varint(field << 3 | 5) + struct.pack("<f", float(x))
-
-
-def _double(field: int, x: float) -> bytes:
-    return _varint(field << 3 | 1) + struct.pack("<d", float(x))
-
-
-def _fields(data: bytes, what: str) -> dict[int, list]:
-    """{field number: [values]}: varints as ints, length-delimited fields as bytes, fixed
-    fields as their raw 4 or 8 bytes."""
-    out: dict[int, list] = {}
-    i, end = 0, len(data)
-    try:
-        while i < end:
-            key, i = _read_varint(data, i)
-            field, wire = key >> 3, key & 7
-            value: int | bytes
-            if wire == 0:
-                value, i = _read_varint(data, i)
-            elif wire == 2:
-                size, i = _read_varint(data, i)
-                if i + size > end:
-                    raise ValueError("a field runs past the end")
-                value, i = data[i:i + size], i + size
-            elif wire in (1, 5):
-                width = 8 if wire == 1 else 4
-                if i + width > end:
-                    raise ValueError("a field runs past the end")
-                value, i = data[i:i + width], i + width
-            else:
-                raise ValueError(f"wire type {wire} is not used by Paddle's messages")
-            out.setdefault(field, []).append(value)
-    except (ValueError, IndexError) as exc:
-        raise ProgramFormatError(f"{what}: not a protobuf message ({exc})") from exc
-    return out
-
-
-def _read_varint(data: bytes, i: int) -> tuple[int, int]:
-    n = shift = 0
-    while True:
-        byte = data[i]
-        i += 1
-        n |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return n, i
-        shift += 7
-        if shift > 63:
-            raise ValueError("a varint longer than 10 bytes")
-
-
-def _signed(n: int, bits: int = 64) -> int:
-    n &= (1 << 64) - 1
-    n = n - (1 << 64) if n >= 1 << 63 else n
-    return n if bits == 64 else (n + (1 << 31)) % (1 << 32) - (1 << 31)
-
-
-def _ints(values: list, bits: int = 64) -> list[int]:
-    """A repeated integer field, written packed or not."""
-    out: list[int] = []
-    for v in values:
-        if isinstance(v, bytes):
-            i = 0
-            while i < len(v):
-                n, i = _read_varint(v, i)
-                out.append(_signed(n, bits))
-        else:
-            out.append(_signed(v, bits))
-    return out
-
-
-def _one(fields: dict, n: int, default=None):
-    values = fields.get(n)
-    return values[-1] if values else default
-
-
-def _text(fields: dict, n: int, default: str = "") -> str:
-    value = _one(fields, n)
-    return value.decode() if value is not None else default
-
-
 # -- the program -----------------------------------------------------------------------------
-
-def _tensor_desc(dtype: str, dims) -> bytes:
-    if dtype not in DTYPE_CODES:
-        raise ProgramFormatError(f"dtype {dtype!r} has no Paddle data type")
-    return _int(1, DTYPE_CODES[dtype]) + b"".join(_int(2, d) for d in dims)
-
 
 def _var_desc(var: Variable) -> bytes:
     kind = KIND_CODES.get(var.type, 7)
-    vtype = _int(1, kind)
+    vtype = int_field(1, kind)
     if var.type == VarType.LOD_TENSOR:
-        vtype += _bytes(3, _bytes(1, _tensor_desc(var.dtype, var.shape)) + _int(2, var.lod_level))
+        vtype += bytes_field(3, bytes_field(1, tensor_desc(var.dtype, var.shape)) + int_field(2, var.lod_level))
     elif var.type == VarType.SELECTED_ROWS:
-        vtype += _bytes(2, _tensor_desc(var.dtype, var.shape))
+        vtype += bytes_field(2, tensor_desc(var.dtype, var.shape))
     elif var.type == VarType.LOD_TENSOR_ARRAY:
-        vtype += _bytes(4, _bytes(1, _tensor_desc(var.dtype, var.shape)) + _int(2, var.lod_level))
-    out = _str(1, var.name) + _bytes(2, vtype) + _int(3, var.persistable)
+        vtype += bytes_field(4, bytes_field(1, tensor_desc(var.dtype, var.shape)) + int_field(2, var.lod_level))
+    out = str_field(1, var.name) + bytes_field(2, vtype) + int_field(3, var.persistable)
     if var.is_data:
-        out += _int(4, True)
+        out += int_field(4, True)
     if isinstance(var, Parameter):
-        out += _int(5, True)
-    return out + _int(6, var.stop_gradient)
+        out += int_field(5, True)
+    return out + int_field(6, var.stop_gradient)
 
 
 def _special_var(name: str, kind: int) -> bytes:
-    return _str(1, name) + _bytes(2, _int(1, kind)) + _int(3, True)
+    return str_field(1, name) + bytes_field(2, int_field(1, kind)) + int_field(3, True)
 
 
 def _declared(op_type: str, name: str):
@@ -189,10 +91,10 @@ def _declared(op_type: str, name: str):
 
 def _scalar_msg(v) -> bytes:
     if isinstance(v, bool):
-        return _int(1, 1) + _int(2, v)
+        return int_field(1, 1) + int_field(2, v)
     if isinstance(v, int):
-        return _int(1, 2) + _int(3, v)
-    return _int(1, 3) + _double(4, float(v))
+        return int_field(1, 2) + int_field(3, v)
+    return int_field(1, 3) + double_field(4, float(v))
 
 
 def _typed(head: bytes, kind: int, value) -> bytes | None:
@@ -203,47 +105,47 @@ def _typed(head: bytes, kind: int, value) -> bytes | None:
     if kind in (INT, LONG, FLOAT, FLOAT64, STRING, BOOLEAN, BLOCK, SCALAR) and many:
         return None
     if kind == INT and isinstance(value, (int, float)):
-        return head + _int(2, INT) + _int(3, int(value))
+        return head + int_field(2, INT) + int_field(3, int(value))
     if kind == LONG and isinstance(value, (int, float)):
-        return head + _int(2, LONG) + _int(13, int(value))
+        return head + int_field(2, LONG) + int_field(13, int(value))
     if kind == FLOAT and isinstance(value, (int, float)):
-        return head + _int(2, FLOAT) + _float(4, value)
+        return head + int_field(2, FLOAT) + float_field(4, value)
     if kind == FLOAT64 and isinstance(value, (int, float)):
-        return head + _int(2, FLOAT64) + _double(19, value)
+        return head + int_field(2, FLOAT64) + double_field(19, value)
     if kind == BOOLEAN and isinstance(value, (bool, int)):
-        return head + _int(2, BOOLEAN) + _int(10, bool(value))
+        return head + int_field(2, BOOLEAN) + int_field(10, bool(value))
     if kind == STRING and isinstance(value, str):
-        return head + _int(2, STRING) + _str(5, value)
+        return head + int_field(2, STRING) + str_field(5, value)
     if kind == SCALAR and isinstance(value, (int, float)):
-        return head + _int(2, SCALAR) + _bytes(20, _scalar_msg(value))
+        return head + int_field(2, SCALAR) + bytes_field(20, _scalar_msg(value))
     if kind == BLOCK and isinstance(value, Block):
-        return head + _int(2, BLOCK) + _int(12, value.idx)
+        return head + int_field(2, BLOCK) + int_field(12, value.idx)
     if not many:
         return None
     fields = {INTS: (6, int), LONGS: (15, int), BOOLEANS: (11, bool)}
     if kind in fields and all(isinstance(v, (int, float)) for v in value):
         n, cast = fields[kind]
-        return head + _int(2, kind) + b"".join(_int(n, cast(v)) for v in value)
+        return head + int_field(2, kind) + b"".join(int_field(n, cast(v)) for v in value)
     if kind in (FLOATS, FLOAT64S) and all(isinstance(v, (int, float)) for v in value):
-        write = _float if kind == FLOATS else _double
-        return head + _int(2, kind) + b"".join(write(7 if kind == FLOATS else 16, v) for v in value)
+        write = float_field if kind == FLOATS else double_field
+        return head + int_field(2, kind) + b"".join(write(7 if kind == FLOATS else 16, v) for v in value)
     if kind == STRINGS and all(isinstance(v, str) for v in value):
-        return head + _int(2, STRINGS) + b"".join(_str(8, v) for v in value)
+        return head + int_field(2, STRINGS) + b"".join(str_field(8, v) for v in value)
     if kind == SCALARS and all(isinstance(v, (int, float)) for v in value):
-        return head + _int(2, SCALARS) + b"".join(_bytes(21, _scalar_msg(v)) for v in value)
+        return head + int_field(2, SCALARS) + b"".join(bytes_field(21, _scalar_msg(v)) for v in value)
     if kind == BLOCKS and all(isinstance(v, Block) for v in value):
-        return head + _int(2, BLOCKS) + b"".join(_int(14, v.idx) for v in value)
+        return head + int_field(2, BLOCKS) + b"".join(int_field(14, v.idx) for v in value)
     return None
 
 
 def _attr(name: str, value, op_type: str) -> bytes | None:
     """One OpDesc.Attr: of the type Paddle's operator declares for it (paddle_attr_types), else
     typed from the Python value; None: not written (Paddle's default applies)."""
-    head = _str(1, name)
+    head = str_field(1, name)
     if name in _DTYPE_ATTRS and isinstance(value, str):
         if value not in DTYPE_CODES:
             raise ProgramFormatError(f"op {op_type!r}: {name} {value!r} has no Paddle data type")
-        return head + _int(2, INT) + _int(3, DTYPE_CODES[value])
+        return head + int_field(2, INT) + int_field(3, DTYPE_CODES[value])
     if isinstance(value, np.ndarray):
         value = value.ravel().tolist()
     if isinstance(value, np.generic):
@@ -260,43 +162,43 @@ def _attr(name: str, value, op_type: str) -> bytes | None:
         if typed is not None:
             return typed
     if isinstance(value, Block):
-        return head + _int(2, BLOCK) + _int(12, value.idx)
+        return head + int_field(2, BLOCK) + int_field(12, value.idx)
     if isinstance(value, bool):
-        return head + _int(2, BOOLEAN) + _int(10, value)
+        return head + int_field(2, BOOLEAN) + int_field(10, value)
     if isinstance(value, int):
         if not _INT32[0] <= value <= _INT32[1]:
-            return head + _int(2, LONG) + _int(13, value)
-        return head + _int(2, INT) + _int(3, value)
+            return head + int_field(2, LONG) + int_field(13, value)
+        return head + int_field(2, INT) + int_field(3, value)
     if isinstance(value, float):
-        return head + _int(2, FLOAT) + _float(4, value)
+        return head + int_field(2, FLOAT) + float_field(4, value)
     if isinstance(value, str):
-        return head + _int(2, STRING) + _str(5, value)
+        return head + int_field(2, STRING) + str_field(5, value)
     if isinstance(value, list):
         if not value:
             return None
         if all(isinstance(v, Block) for v in value):
-            return head + _int(2, BLOCKS) + b"".join(_int(14, v.idx) for v in value)
+            return head + int_field(2, BLOCKS) + b"".join(int_field(14, v.idx) for v in value)
         if all(isinstance(v, bool) for v in value):
-            return head + _int(2, BOOLEANS) + b"".join(_int(11, v) for v in value)
+            return head + int_field(2, BOOLEANS) + b"".join(int_field(11, v) for v in value)
         if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
             if not all(_INT32[0] <= v <= _INT32[1] for v in value):
-                return head + _int(2, LONGS) + b"".join(_int(15, v) for v in value)
-            return head + _int(2, INTS) + b"".join(_int(6, v) for v in value)
+                return head + int_field(2, LONGS) + b"".join(int_field(15, v) for v in value)
+            return head + int_field(2, INTS) + b"".join(int_field(6, v) for v in value)
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-            return head + _int(2, FLOATS) + b"".join(_float(7, v) for v in value)
+            return head + int_field(2, FLOATS) + b"".join(float_field(7, v) for v in value)
         if all(isinstance(v, str) for v in value):
-            return head + _int(2, STRINGS) + b"".join(_str(8, v) for v in value)
+            return head + int_field(2, STRINGS) + b"".join(str_field(8, v) for v in value)
     raise ProgramFormatError(f"op {op_type!r}: attribute {name!r} = {value!r} has no Paddle attribute type")
 
 
 def _op_desc(op_type: str, inputs: dict, outputs: dict, attrs: dict) -> bytes:
-    out = b"".join(_bytes(1, _str(1, slot) + b"".join(_str(2, n) for n in names)) for slot, names in inputs.items())
-    out += b"".join(_bytes(2, _str(1, slot) + b"".join(_str(2, n) for n in names)) for slot, names in outputs.items())
-    out += _str(3, op_type)
+    out = b"".join(bytes_field(1, str_field(1, slot) + b"".join(str_field(2, n) for n in names)) for slot, names in inputs.items())
+    out += b"".join(bytes_field(2, str_field(1, slot) + b"".join(str_field(2, n) for n in names)) for slot, names in outputs.items())
+    out += str_field(3, op_type)
     for name, value in attrs.items():
         encoded = _attr(name, value, op_type)
         if encoded is not None:
-            out += _bytes(4, encoded)
+            out += bytes_field(4, encoded)
     return out
 
 
@@ -336,7 +238,7 @@ def _where_as_paddle(op, block, taken: set) -> tuple[list, list]:
         taken.add(n)
         names[part] = n
     shapes = {"zx": x.shape, "zy": y.shape, "cc": c.shape, "zc": c.shape}
-    var_descs = [_str(1, names[p]) + _bytes(2, _int(1, 7) + _bytes(3, _bytes(1, _tensor_desc(
+    var_descs = [str_field(1, names[p]) + bytes_field(2, int_field(1, 7) + bytes_field(3, bytes_field(1, tensor_desc(
         "bool" if p == "c" else dtype, shapes.get(p, dims))))) for p in names]
 
     def add(a, b, out):
@@ -362,80 +264,72 @@ def program_to_bytes(program: Program, feed_names=(), fetch_names=()) -> bytes:
     ops, in reverse order as Paddle prepends them, and a `fetch` op per output after)."""
     blocks = []
     for block in program.blocks:
-        body = _int(1, block.idx) + _int(2, block.parent_idx)
-        body += b"".join(_bytes(3, _var_desc(v)) for v in block.vars.values())
+        body = int_field(1, block.idx) + int_field(2, block.parent_idx)
+        body += b"".join(bytes_field(3, _var_desc(v)) for v in block.vars.values())
         ops: list[bytes] = []
         taken: set[str] = set()
         for op in block.ops:
             if op.type == "where":
                 where_ops, where_vars = _where_as_paddle(op, block, taken)
                 ops += where_ops
-                body += b"".join(_bytes(3, v) for v in where_vars)
+                body += b"".join(bytes_field(3, v) for v in where_vars)
             else:
                 ops.append(_op_desc(op.type, op.inputs, op.outputs, _paddle_attrs(op)))
         if block.idx == 0 and (feed_names or fetch_names):
-            body += _bytes(3, _special_var("feed", FEED_MINIBATCH)) + _bytes(3, _special_var("fetch", FETCH_LIST))
+            body += bytes_field(3, _special_var("feed", FEED_MINIBATCH)) + bytes_field(3, _special_var("fetch", FETCH_LIST))
             feeds = [_op_desc("feed", {"X": ["feed"]}, {"Out": [n]}, {"col": i}) for i, n in enumerate(feed_names)]
             fetches = [_op_desc("fetch", {"X": [n]}, {"Out": ["fetch"]}, {"col": i})
                        for i, n in enumerate(fetch_names)]
             ops = feeds[::-1] + ops + fetches
-        body += b"".join(_bytes(4, op) for op in ops)
-        body += _int(5, block.forward_block_idx)
+        body += b"".join(bytes_field(4, op) for op in ops)
+        body += int_field(5, block.forward_block_idx)
         blocks.append(body)
-    return b"".join(_bytes(1, b) for b in blocks) + _bytes(4, _int(1, PROGRAM_VERSION))
-
-
-def _read_tensor_desc(data: bytes, what: str) -> tuple[str, list[int]]:
-    f = _fields(data, what)
-    code = _one(f, 1, -1)
-    if code not in DTYPES:
-        raise ProgramFormatError(f"{what}: data type {code} is not one psjob reads")
-    return DTYPES[code], _ints(f.get(2, []))
+    return b"".join(bytes_field(1, b) for b in blocks) + bytes_field(4, int_field(1, PROGRAM_VERSION))
 
 
 def _read_var(block: Block, data: bytes):
-    f = _fields(data, "a VarDesc")
-    name = _text(f, 1)
-    vtype = _fields(_one(f, 2, b""), f"variable {name!r}'s type")
-    kind = _one(vtype, 1, 7)
+    f = parse_fields(data, "a VarDesc")
+    name = text(f, 1)
+    vtype = parse_fields(last(f, 2, b""), f"variable {name!r}'s type")
+    kind = last(vtype, 1, 7)
     if kind in (FEED_MINIBATCH, FETCH_LIST):
         return None
     if kind not in KINDS:
         raise ProgramFormatError(f"variable {name!r}: Paddle variable type {kind} is not one psjob runs")
     dtype, dims, lod_level = "float32", list[int](), 0
     if kind in (7, 13):
-        dense = _fields(_one(vtype, 3 if kind == 7 else 4, b""), f"variable {name!r}")
+        dense = parse_fields(last(vtype, 3 if kind == 7 else 4, b""), f"variable {name!r}")
         if 1 in dense:
-            dtype, dims = _read_tensor_desc(_one(dense, 1), f"variable {name!r}")
-        lod_level = _signed(_one(dense, 2, 0), 32)
+            dtype, dims = read_tensor_desc(last(dense, 1), f"variable {name!r}")
+        lod_level = signed(last(dense, 2, 0), 32)
     elif kind == 8 and 2 in vtype:
-        dtype, dims = _read_tensor_desc(_one(vtype, 2), f"variable {name!r}")
-    persistable = bool(_one(f, 3, 0))
-    if _one(f, 5, 0) and dims and all(d > 0 for d in dims):
+        dtype, dims = read_tensor_desc(last(vtype, 2), f"variable {name!r}")
+    persistable = bool(last(f, 3, 0))
+    if last(f, 5, 0) and dims and all(d > 0 for d in dims):
         return Parameter(block, name, dims, dtype, lod_level=lod_level, persistable=persistable, type=KINDS[kind])
-    return Variable(block, name, dims, dtype, stop_gradient=bool(_one(f, 6, 0)), is_data=bool(_one(f, 4, 0)),
+    return Variable(block, name, dims, dtype, stop_gradient=bool(last(f, 6, 0)), is_data=bool(last(f, 4, 0)),
                     lod_level=lod_level, persistable=persistable, type=KINDS[kind])
 
 
 def _read_attr(program: Program, data: bytes, op_type: str):
-    f = _fields(data, f"an attribute of op {op_type!r}")
-    name, kind = _text(f, 1), _one(f, 2, -1)
+    f = parse_fields(data, f"an attribute of op {op_type!r}")
+    name, kind = text(f, 1), last(f, 2, -1)
     if kind == INT:
-        return name, _signed(_one(f, 3, 0), 32)
+        return name, signed(last(f, 3, 0), 32)
     if kind == LONG:
-        return name, _signed(_one(f, 13, 0))
+        return name, signed(last(f, 13, 0))
     if kind == FLOAT:
-        return name, struct.unpack("<f", _one(f, 4, b"\0\0\0\0"))[0]
+        return name, struct.unpack("<f", last(f, 4, b"\0\0\0\0"))[0]
     if kind == FLOAT64:
-        return name, struct.unpack("<d", _one(f, 19, b"\0" * 8))[0]
+        return name, struct.unpack("<d", last(f, 19, b"\0" * 8))[0]
     if kind == STRING:
-        return name, _text(f, 5)
+        return name, text(f, 5)
     if kind == BOOLEAN:
-        return name, bool(_one(f, 10, 0))
+        return name, bool(last(f, 10, 0))
     if kind == INTS:
-        return name, _ints(f.get(6, []), 32)
+        return name, ints(f.get(6, []), 32)
     if kind == LONGS:
-        return name, _ints(f.get(15, []))
+        return name, ints(f.get(15, []))
     if kind == FLOATS:
         return name, _unpack_reals(f.get(7, []), "<f")
     if kind == FLOAT64S:
@@ -443,13 +337,13 @@ def _read_attr(program: Program, data: bytes, op_type: str):
     if kind == STRINGS:
         return name, [s.decode() for s in f.get(8, [])]
     if kind == BOOLEANS:
-        return name, [bool(v) for v in _ints(f.get(11, []))]
+        return name, [bool(v) for v in ints(f.get(11, []))]
     if kind == BLOCK:
-        return name, ("__block__", _signed(_one(f, 12, 0), 32))
+        return name, ("__block__", signed(last(f, 12, 0), 32))
     if kind == BLOCKS:
-        return name, ("__blocks__", _ints(f.get(14, []), 32))
+        return name, ("__blocks__", ints(f.get(14, []), 32))
     if kind == SCALAR:
-        return name, _scalar(_one(f, 20, b""))
+        return name, _scalar(last(f, 20, b""))
     if kind == SCALARS:
         return name, [_scalar(s) for s in f.get(21, [])]
     if kind in (VAR, VARS):
@@ -466,26 +360,26 @@ def _unpack_reals(values: list, fmt: str) -> list[float]:
 
 
 def _scalar(data: bytes):
-    f = _fields(data, "a Scalar attribute")
-    kind = _one(f, 1, 0)
+    f = parse_fields(data, "a Scalar attribute")
+    kind = last(f, 1, 0)
     if kind == 1:
-        return bool(_one(f, 2, 0))
+        return bool(last(f, 2, 0))
     if kind == 2:
-        return _signed(_one(f, 3, 0))
+        return signed(last(f, 3, 0))
     if kind == 3:
-        return struct.unpack("<d", _one(f, 4, b"\0" * 8))[0]
+        return struct.unpack("<d", last(f, 4, b"\0" * 8))[0]
     raise ProgramFormatError(f"a Scalar attribute of kind {kind} (complex) is not one psjob reads")
 
 
 def _read_op(program: Program, block: Block, data: bytes):
-    f = _fields(data, "an OpDesc")
-    op_type = _text(f, 3)
+    f = parse_fields(data, "an OpDesc")
+    op_type = text(f, 3)
 
     def slots(values):
         out = {}
         for v in values:
-            s = _fields(v, f"an input or output of op {op_type!r}")
-            out[_text(s, 1)] = [n.decode() for n in s.get(2, [])]
+            s = parse_fields(v, f"an input or output of op {op_type!r}")
+            out[text(s, 1)] = [n.decode() for n in s.get(2, [])]
         return out
 
     attrs = dict(_read_attr(program, a, op_type) for a in f.get(4, []))
@@ -502,7 +396,7 @@ def _read_op(program: Program, block: Block, data: bytes):
 def program_from_bytes(data: bytes) -> tuple[Program, list[str], list[str]]:
     """(program, feed names, fetch names) of a ProgramDesc; the feed and fetch ops and
     variables are taken out (their names come back in `col` order)."""
-    top = _fields(bytes(data), "the program")
+    top = parse_fields(bytes(data), "the program")
     raw_blocks = top.get(1, [])
     if not raw_blocks:
         raise ProgramFormatError("the program has no blocks (not a Paddle ProgramDesc)")
@@ -510,9 +404,9 @@ def program_from_bytes(data: bytes) -> tuple[Program, list[str], list[str]]:
     program.blocks = []
     parsed = []
     for raw in raw_blocks:
-        b = _fields(raw, "a BlockDesc")
-        block = Block(program, _signed(_one(b, 1, 0), 32), _signed(_one(b, 2, -1), 32))
-        block.forward_block_idx = _signed(_one(b, 5, -1), 32)
+        b = parse_fields(raw, "a BlockDesc")
+        block = Block(program, signed(last(b, 1, 0), 32), signed(last(b, 2, -1), 32))
+        block.forward_block_idx = signed(last(b, 5, -1), 32)
         program.blocks.append(block)
         parsed.append(b)
     feeds: dict[int, str] = {}
@@ -554,66 +448,3 @@ def is_program_bytes(data: bytes) -> bool:
     return bool(data) and data[:1] == b"\x0a"
 
 
-# -- the parameters ---------------------------------------------------------------------------
-
-def tensor_to_bytes(array: np.ndarray, lod=()) -> bytes:
-    """One DenseTensor as Paddle's SerializeToStream writes it."""
-    arr = np.ascontiguousarray(array)
-    if arr.dtype.name not in DTYPE_CODES:
-        raise ProgramFormatError(f"dtype {arr.dtype.name} has no Paddle data type")
-    out = struct.pack("<IQ", 0, len(lod))
-    for level in lod:
-        offsets = np.asarray(level, dtype="<u8")
-        out += struct.pack("<Q", offsets.nbytes) + offsets.tobytes()
-    desc = _tensor_desc(arr.dtype.name, arr.shape)
-    return out + struct.pack("<Ii", 0, len(desc)) + desc + arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
-
-
-def tensor_from_bytes(data, offset: int, what: str) -> tuple[np.ndarray, list, int]:
-    """(array, LoD, offset after it) of the DenseTensor at `offset`."""
-    try:
-        version, levels = struct.unpack_from("<IQ", data, offset)
-        offset += 12
-        if version != 0:
-            raise ProgramFormatError(f"{what}: tensor format version {version} (Paddle writes 0)")
-        lod = []
-        for _ in range(levels):
-            (size,) = struct.unpack_from("<Q", data, offset)
-            offset += 8
-            lod.append(np.frombuffer(data, dtype="<u8", count=size // 8, offset=offset).tolist())
-            offset += size
-        version, desc_size = struct.unpack_from("<Ii", data, offset)
-        offset += 8
-        if version != 0 or desc_size < 0:
-            raise ProgramFormatError(f"{what}: not a serialized Paddle tensor")
-        dtype, dims = _read_tensor_desc(bytes(data[offset:offset + desc_size]), what)
-        offset += desc_size
-        count = int(np.prod(dims, dtype=np.int64)) if dims else 1
-        if any(d < 0 for d in dims):
-            raise ProgramFormatError(f"{what}: negative dimension in {dims}")
-        arr = np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<"), count=count, offset=offset)
-    except (struct.error, ValueError) as exc:
-        raise ProgramFormatError(f"{what}: the file ends inside its tensor ({exc})") from exc
-    offset += arr.nbytes
-    return arr.astype(dtype).reshape(dims), lod, offset
-
-
-def params_to_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """A combined parameter file: the arrays sorted by name (Paddle's save_combine order)."""
-    return b"".join(tensor_to_bytes(arrays[name]) for name in sorted(arrays))
-
-
-def params_from_bytes(data: bytes, names, what: str) -> dict[str, np.ndarray]:
-    """{name: array} of a combined parameter file holding `names` (sorted, as Paddle writes)."""
-    view = memoryview(data)
-    out: dict[str, np.ndarray] = {}
-    offset = 0
-    for name in sorted(names):
-        if offset >= len(view):
-            raise ProgramFormatError(f"{what}: the file ends before {name!r} "
-                                     f"({len(out)} of {len(names)} parameters read)")
-        out[name], _, offset = tensor_from_bytes(view, offset, f"{what}: {name!r}")
-    if offset != len(view):
-        raise ProgramFormatError(f"{what}: {len(view) - offset} bytes follow the last parameter "
-                                 f"({len(names)} expected): not this program's parameter file")
-    return out
