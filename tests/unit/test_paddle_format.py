@@ -206,3 +206,109 @@ def test_lookup_table_v2_keeps_the_ids_shape_and_zeroes_the_padding_row():
     got = exe.run(main, feed={"ids": np.array([[1, 2, 5]], "int64")}, fetch_list=[out])[0]
     assert got.shape == (1, 3, 2)
     np.testing.assert_array_equal(got[0], np.stack([table[1], np.zeros(2, "float32"), table[5]]))
+
+
+# -- the Fluid 1.x directory form (fluid.io.save_inference_model, save_persistables) ------------------
+
+FLUID18 = os.path.join(DATA, "fluid18")
+
+
+def _fluid_ctr():
+    """The model of make_fluid18_reference.py, built by psjob (same names)."""
+    import psjob.fluid as fluid
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        dense = fluid.layers.data(name="dense", shape=[4], dtype="float32")
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64", lod_level=1)
+        label = fluid.layers.data(name="label", shape=[1], dtype="int64")
+        pooled = fluid.layers.sequence_pool(fluid.layers.embedding(ids, size=[20, 3], is_sparse=True), "sum")
+        h = fluid.layers.fc(fluid.layers.concat([dense, pooled], axis=1), 6, act="relu")
+        prob = fluid.layers.fc(h, 2, act="softmax")
+        fluid.optimizer.SGD(0.1).minimize(fluid.layers.mean(fluid.layers.cross_entropy(prob, label)))
+    return main, startup, prob
+
+
+def _fluid_feed(expected):
+    import psjob.fluid as fluid
+    ids = fluid.create_lod_tensor(np.array(expected["feed"]["ids"], "int64"), [[2, 1, 3]], fluid.CPUPlace())
+    return {"dense": np.array(expected["feed"]["dense"], "float32"), "ids": ids}
+
+
+@pytest.mark.parametrize("form, kwargs", [("fluid", {}), ("combined", {"params_filename": "__params__"})])
+def test_a_fluid_model_paddle_1_8_saved_predicts_what_paddle_predicted(form, kwargs):
+    import psjob.fluid as fluid
+    expected = json.load(open(os.path.join(FLUID18, "expected.json")))
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(fluid.Scope()):
+        program, feeds, fetches = fluid.io.load_inference_model(os.path.join(FLUID18, form), exe, **kwargs)
+        got = exe.run(program, feed=_fluid_feed(expected), fetch_list=fetches)[0]
+    assert feeds == expected["feeds"]
+    np.testing.assert_allclose(got, np.array(expected["fetch"]), rtol=1e-5, atol=1e-6)
+
+
+def test_load_persistables_reads_paddles_save_persistables():
+    """A Paddle checkpoint directory (one tensor file a variable, no manifest) starts a psjob program."""
+    import psjob.fluid as fluid
+    expected = json.load(open(os.path.join(FLUID18, "expected.json")))["persistables"]
+    main, startup, _ = _fluid_ctr()
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        fluid.io.load_persistables(exe, os.path.join(FLUID18, "persistables"), main_program=main)
+    assert set(expected) <= set(scope.vars)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(np.asarray(scope.vars[name]), np.array(value, dtype=np.asarray(scope.vars[name]).dtype))
+
+
+def test_a_paddle_directory_missing_a_file_loads_nothing(tmp_path):
+    import psjob.fluid as fluid
+    shutil.copytree(os.path.join(FLUID18, "persistables"), tmp_path / "p")
+    os.remove(tmp_path / "p" / "fc_1.w_0")
+    main, startup, _ = _fluid_ctr()
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        before = {k: np.array(v) for k, v in scope.vars.items()}
+        with pytest.raises(CheckpointError, match="fc_1.w_0"):
+            fluid.io.load_persistables(exe, str(tmp_path / "p"), main_program=main)
+    assert all(np.array_equal(np.asarray(scope.vars[k]), v) for k, v in before.items())
+
+
+@pytest.mark.parametrize("params_filename", [None, "__params__"])
+def test_fluid_save_inference_model_writes_paddles_files(tmp_path, schema, params_filename):
+    """psjob's Fluid-form inference model: Paddle's __model__ and tensor files (Paddle 1.8.5's
+    fluid.io.load_inference_model and Paddle 3.0's Config(model_dir) load them), the manifest beside
+    them keeping psjob's checksums."""
+    import psjob.fluid as fluid
+    from psjob.foundation.checkpoint import paddle_wire
+    main, startup, prob = _fluid_ctr()
+    exe = fluid.Executor(fluid.CPUPlace())
+    expected = json.load(open(os.path.join(FLUID18, "expected.json")))
+    with fluid.scope_guard(fluid.Scope()):
+        exe.run(startup)
+        want = exe.run(main.clone(for_test=True), feed={**_fluid_feed(expected), "label": np.zeros((3, 1), "int64")},
+                       fetch_list=[prob])[0]
+        fluid.io.save_inference_model(str(tmp_path), ["dense", "ids"], [prob], exe, main_program=main,
+                                      params_filename=params_filename)
+    desc = schema.ProgramDesc()
+    desc.ParseFromString(open(tmp_path / "__model__", "rb").read())
+    assert desc.IsInitialized()
+    pool = next(o for o in desc.blocks[0].ops if o.type == "sequence_pool")
+    assert {v.parameter for v in pool.outputs} == {"Out", "MaxIndex"}  # Paddle's kernel requires MaxIndex
+    params = sorted(v.name for v in desc.blocks[0].vars if v.persistable and v.name not in ("feed", "fetch"))
+    if params_filename:
+        tensors = paddle_wire.tensors_from_bytes(open(tmp_path / params_filename, "rb").read(), "p")
+    else:
+        tensors = [paddle_wire.tensor_from_bytes(open(tmp_path / n, "rb").read(), 0, n)[0] for n in params]
+    assert [t.shape for t in tensors] == [(20, 3), (6,), (7, 6), (2,), (6, 2)]  # sorted by name
+    with fluid.scope_guard(fluid.Scope()):
+        program, _, fetches = fluid.io.load_inference_model(str(tmp_path), exe, params_filename=params_filename)
+        np.testing.assert_array_equal(exe.run(program, feed=_fluid_feed(expected), fetch_list=fetches)[0], want)
+    damaged = tmp_path / (params_filename or "fc_0.w_0")
+    data = bytearray(open(damaged, "rb").read())
+    data[-1] ^= 0xFF
+    open(damaged, "wb").write(bytes(data))
+    with fluid.scope_guard(fluid.Scope()), pytest.raises(CheckpointError, match="checksum"):
+        fluid.io.load_inference_model(str(tmp_path), exe, params_filename=params_filename)

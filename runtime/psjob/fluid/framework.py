@@ -59,6 +59,16 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
 
 
+# fn(bytes) -> Program, or None for bytes that are not Paddle's ProgramDesc: how
+# Program.parse_from_string reads Paddle's format (paddle_format.py installs it, on import).
+_paddle_program_reader = None
+
+
+def set_paddle_program_reader(fn) -> None:
+    global _paddle_program_reader
+    _paddle_program_reader = fn
+
+
 def set_arithmetic(fn) -> None:
     """Install the builder of Variable arithmetic (psjob.fluid.layers does, on import)."""
     global _arithmetic
@@ -602,9 +612,12 @@ class Program:
     @staticmethod
     def parse_from_string(binary_str) -> Program:
         """Fluid's `Program.parse_from_string`: the Program in a saved program file's bytes
-        (an inference model's `__model__`, which psjob writes as its program JSON; the
-        feed/fetch names it also holds are ignored here, as Paddle's parse ignores them)."""
+        (an inference model's `__model__`: Paddle's ProgramDesc, or the JSON document of a
+        distributed one). The feed and fetch ops are taken out."""
         import json
+        program = _paddle_program_reader(binary_str) if _paddle_program_reader is not None else None
+        if program is not None:
+            return program
         try:
             doc = json.loads(binary_str)
         except (UnicodeDecodeError, ValueError) as exc:

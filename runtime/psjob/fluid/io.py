@@ -37,7 +37,7 @@ import os
 import numpy as np
 
 from psjob._batch import batch  # noqa: F401
-from psjob.fluid import paddle_pickle
+from psjob.fluid import paddle_format, paddle_pickle
 from psjob.fluid.core import SelectedRows, global_scope, to_numpy
 from psjob.fluid.executor import Executor, ParallelExecutor
 from psjob.fluid.framework import Parameter, Program, Variable, VarType, default_main_program
@@ -46,10 +46,11 @@ from psjob.fluid.framework import Parameter, Program, Variable, VarType, default
 from psjob.fluid.reader import DataLoader, PyReader  # noqa: F401
 from psjob.fluid.serialization import program_to_dict
 from psjob.foundation import hooks
-from psjob.foundation.checkpoint import storage
+from psjob.foundation.checkpoint import paddle_wire, storage
 from psjob.foundation.checkpoint.format import (  # noqa: F401
     FORMAT,
     MANIFEST,
+    PADDLE_TENSORS,
     VERSION,
     CheckpointError,
     array_sha256,
@@ -120,7 +121,10 @@ def _value_to_array(name, value) -> np.ndarray:
 # -- save ---------------------------------------------------------------------------------
 
 def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None,
-              scope=None):
+              scope=None, paddle_tensors=False):
+    """`paddle_tensors`: write the arrays in Paddle's tensor format (one file a variable, or
+    `filename` holding them sorted by name, as Paddle's save_combine), the manifest recording
+    their checksums as for .npy; what inference models do, so Paddle reads them too."""
     _check_executor(executor)
     program = _check_program(main_program)
     scope = scope or global_scope()
@@ -135,7 +139,9 @@ def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
         arrays[name] = _value_to_array(name, scope.vars[name])
         lods[name] = [np.asarray(level).tolist() for level in scope.lods.get(name, [])]
     entries = {}
-    if filename is None:
+    if paddle_tensors:
+        entries = _write_paddle_tensors(dirname, arrays, lods, filename)
+    elif filename is None:
         for name, arr in arrays.items():
             entries[name] = write_array(storage.join(dirname, name), arr)
             entries[name]["file"] = name
@@ -147,6 +153,23 @@ def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     for name in entries:
         entries[name]["lod"] = lods[name]
     _write_manifest(dirname, entries)
+
+
+def _write_paddle_tensors(dirname, arrays, lods, filename):
+    def entry(arr, file, **extra):
+        return {"file": file, "format": PADDLE_TENSORS, "shape": list(arr.shape), "dtype": arr.dtype.name,
+                "bytes": int(arr.nbytes), "sha256": array_sha256(arr), **extra}
+
+    if filename is None:
+        entries = {}
+        for name, arr in arrays.items():
+            data = paddle_wire.tensor_to_bytes(arr, lods[name])
+            atomic_write(storage.join(dirname, name), lambda f, data=data: f.write(data))
+            entries[name] = entry(arr, name, file_bytes=len(data))
+        return entries
+    data = paddle_wire.params_to_bytes(arrays)
+    atomic_write(storage.join(dirname, filename), lambda f: f.write(data))
+    return {name: entry(arrays[name], filename, index=i) for i, name in enumerate(sorted(arrays))}
 
 
 def _write_manifest(dirname, entries):
@@ -217,11 +240,16 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     _check_executor(executor)
     program = _check_program(main_program)
     scope = scope or global_scope()
-    manifest = _read_manifest(dirname)
-    tables = manifest.get("tables", {})
     selected = _select(program, vars, predicate)
+    loaded: dict = {}
+    npz_cache: dict = {}
+    manifest = _read_manifest(dirname, required=False)
+    if manifest is None and selected and os.path.isdir(dirname):
+        manifest = _paddle_save_manifest(dirname, selected, filename, npz_cache)
+    elif manifest is None:
+        manifest = _read_manifest(dirname)  # raises, naming what is missing
+    tables = manifest.get("tables", {})
     table_states = _table_state_sources(program, tables)
-    loaded, npz_cache = {}, {}
     for var in selected:
         name = var.name
         entry = manifest["vars"].get(name)
@@ -250,6 +278,34 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
         scope.vars[name] = arr if xp is np else xp.asarray(arr)
         if lod:
             scope.lods[name] = [np.asarray(level, dtype=np.int64) for level in lod]
+
+
+def _paddle_save_manifest(dirname, selected, filename, tensor_cache) -> dict:
+    """A directory without a manifest is taken for one Paddle wrote (fluid.io.save_vars /
+    save_persistables / save_inference_model): one file a variable in Paddle's tensor format, or
+    `filename` holding them sorted by name. Their entries, read and checked as a manifest's are
+    (the checksums are computed here: nothing was recorded to compare them with)."""
+    entries = {}
+    names = sorted(v.name for v in selected)
+    for i, name in enumerate(names):
+        file = filename or name
+        entry = {"file": file, "format": PADDLE_TENSORS, "index": i if filename else 0}
+        path = storage.join(dirname, file)
+        try:
+            if path not in tensor_cache:
+                with storage.for_path(path).open_read(path) as f:
+                    tensor_cache[path] = paddle_wire.tensors_from_bytes(f.read(), path)
+        except OSError as exc:
+            raise CheckpointError(f"{dirname!r} has no {MANIFEST}: not a complete psjob save, nor a Paddle "
+                                  f"one ({name!r}: {exc.strerror or exc})") from exc
+        except paddle_wire.PaddleFormatError as exc:
+            raise CheckpointError(f"{dirname!r} has no manifest, and {path} is not a Paddle tensor file: {exc}") from exc
+        tensors = tensor_cache[path]
+        if entry["index"] >= len(tensors) or (filename and len(tensors) != len(names)):
+            raise CheckpointError(f"{path} holds {len(tensors)} tensors, the program reads {len(names)} from it")
+        arr = tensors[entry["index"]]
+        entries[name] = {**entry, "shape": list(arr.shape), "dtype": arr.dtype.name, "sha256": array_sha256(arr)}
+    return {"vars": entries}
 
 
 def _table_state_sources(program, tables) -> dict:
@@ -343,19 +399,25 @@ def save_inference_model(dirname, feeded_var_names, target_vars, executor, main_
                              "(or not in the program)")
     _keep_tables(program, inference)
     os.makedirs(dirname, exist_ok=True)
-    doc = program_to_dict(inference)
-    doc["feed"] = list(feeded_var_names)
-    doc["fetch"] = [t.name for t in targets]
-    data = json.dumps(doc, sort_keys=True).encode()
+    distributed = getattr(inference, "_is_distributed", False)
+    fetch_names = [t.name for t in targets]
+    if distributed:
+        # Its lookups name pservers and its tables are shards: psjob's own program document.
+        doc = program_to_dict(inference)
+        doc["feed"], doc["fetch"] = list(feeded_var_names), fetch_names
+        data = json.dumps(doc, sort_keys=True).encode()
+    else:  # Paddle's ProgramDesc: Paddle Inference's Config(dirname) serves it
+        data = paddle_format.program_to_bytes(inference, list(feeded_var_names), fetch_names)
     atomic_write(os.path.join(dirname, model_filename or MODEL_FILE), lambda f: f.write(data))
     if not program_only:
-        if getattr(inference, "_is_distributed", False) and params_filename is None:
+        if distributed and params_filename is None:
             # A transpiled program: its parameters live on the pservers (trainer 0 pulls them).
             _save_distributed_persistables(executor, dirname, inference)
         else:
             params = [v for v in block.vars.values() if is_persistable(v)]
-            save_vars(executor, dirname, inference, vars=params, filename=params_filename)
-    return [t.name for t in targets]
+            save_vars(executor, dirname, inference, vars=params, filename=params_filename,
+                      paddle_tensors=not distributed)
+    return fetch_names
 
 
 def _keep_tables(program, inference) -> None:
@@ -379,21 +441,11 @@ def load_inference_model(dirname, executor, model_filename=None, params_filename
     `pserver_endpoints`: a model saved from a transpiled trainer program looks its
     distributed table up on pservers; these endpoints replace the ones it was saved
     with (same count, same order), and the table is not loaded locally."""
-    from psjob.fluid.serialization import ProgramFormatError, program_from_dict
     _check_executor(executor, "load_inference_model")
     if not os.path.isdir(dirname):
         raise ValueError(f"There is no directory named '{dirname}'")
     path = os.path.join(dirname, os.path.basename(model_filename or MODEL_FILE))
-    try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"cannot read inference model {path}: {exc}") from exc
-    try:
-        program = program_from_dict(doc)
-        feed, fetch = doc["feed"], doc["fetch"]
-    except (ProgramFormatError, KeyError) as exc:
-        raise CheckpointError(f"{path} is not a psjob inference model: {exc}") from exc
+    program, feed, fetch = _read_inference_program(path)
     remote_tables = _remote_tables(program)
     if pserver_endpoints:
         _replace_endpoints(program, pserver_endpoints)
@@ -402,9 +454,33 @@ def load_inference_model(dirname, executor, model_filename=None, params_filename
     read = {n for b in program.blocks for op in b.ops for n in op.input_arg_names}
     params = [v for v in program.global_block().vars.values()
               if is_persistable(v) and v.name in read and not (pserver_endpoints and v.name in remote_tables)]
+    if params_filename is not None and _read_manifest(dirname, required=False) is None:
+        # Paddle's own combined save holds every persistable of the program, sorted by name.
+        params = [v for v in program.global_block().vars.values() if is_persistable(v)]
     load_vars(executor, dirname, program, vars=params, filename=params_filename)
     block = program.global_block()
     return program, feed, [block.var(n) for n in fetch]
+
+
+def _read_inference_program(path):
+    """(program, feed names, fetch names) of an inference model's program file: Paddle's
+    ProgramDesc (psjob's saves and Paddle's), or the JSON document of a distributed one."""
+    from psjob.fluid.serialization import ProgramFormatError, program_from_dict
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise CheckpointError(f"cannot read inference model {path}: {exc}") from exc
+    if paddle_format.is_program_bytes(data):
+        try:
+            return paddle_format.program_from_bytes(data)
+        except (ProgramFormatError, paddle_wire.PaddleFormatError) as exc:
+            raise CheckpointError(f"{path}: not a Paddle inference model this psjob reads: {exc}") from exc
+    try:
+        doc = json.loads(data)
+        return program_from_dict(doc), doc["feed"], doc["fetch"]
+    except (UnicodeDecodeError, json.JSONDecodeError, ProgramFormatError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{path} is neither a Paddle nor a psjob inference model: {exc}") from exc
 
 
 def load_inference_model_distributed(dirname, executor, model_filename=None, params_filename=None,

@@ -24,7 +24,16 @@ import struct
 import numpy as np
 
 from psjob.fluid import paddle_attr_types
-from psjob.fluid.framework import Block, Operator, Parameter, Program, ProgramFormatError, Variable, VarType
+from psjob.fluid.framework import (
+    Block,
+    Operator,
+    Parameter,
+    Program,
+    ProgramFormatError,
+    Variable,
+    VarType,
+    set_paddle_program_reader,
+)
 from psjob.foundation.checkpoint.paddle_wire import (  # noqa: F401  (the tensor functions: this module's API too)
     DTYPE_CODES,
     DTYPES,
@@ -211,6 +220,29 @@ def _paddle_attrs(op) -> dict:
     return attrs
 
 
+# Outputs Paddle's operators require that psjob's ops leave out (nothing reads them in an
+# inference program): op -> {slot: dtype}; written as fresh variables.
+_REQUIRED_OUTPUTS = {"sequence_pool": {"MaxIndex": "int32"}}
+
+
+def _with_required_outputs(op, block, taken: set) -> tuple[dict, list[bytes]]:
+    """The op's outputs plus Paddle's required ones it lacks, and the var descs they need."""
+    outputs, var_descs = dict(op.outputs), []
+    for slot, dtype in _REQUIRED_OUTPUTS.get(op.type, {}).items():
+        if outputs.get(slot):
+            continue
+        base = f"{(op.output_arg_names or [op.type])[0]}.{slot.lower()}"
+        name, i = base, 0
+        while name in block.vars or name in taken:
+            i += 1
+            name = f"{base}_{i}"
+        taken.add(name)
+        outputs[slot] = [name]
+        var_descs.append(str_field(1, name) + bytes_field(2, int_field(1, 7) + bytes_field(
+            3, bytes_field(1, tensor_desc(dtype, [-1, 1])))))
+    return outputs, var_descs
+
+
 def _broadcast_dims(*shapes) -> list[int]:
     rank = max(len(sh) for sh in shapes)
     dims = []
@@ -274,7 +306,9 @@ def program_to_bytes(program: Program, feed_names=(), fetch_names=()) -> bytes:
                 ops += where_ops
                 body += b"".join(bytes_field(3, v) for v in where_vars)
             else:
-                ops.append(_op_desc(op.type, op.inputs, op.outputs, _paddle_attrs(op)))
+                outputs, extra_vars = _with_required_outputs(op, block, taken)
+                ops.append(_op_desc(op.type, op.inputs, outputs, _paddle_attrs(op)))
+                body += b"".join(bytes_field(3, v) for v in extra_vars)
         if block.idx == 0 and (feed_names or fetch_names):
             body += bytes_field(3, _special_var("feed", FEED_MINIBATCH)) + bytes_field(3, _special_var("fetch", FETCH_LIST))
             feeds = [_op_desc("feed", {"X": ["feed"]}, {"Out": [n]}, {"col": i}) for i, n in enumerate(feed_names)]
@@ -448,3 +482,16 @@ def is_program_bytes(data: bytes) -> bool:
     return bool(data) and data[:1] == b"\x0a"
 
 
+
+
+def _parse_from_string(data: bytes) -> Program | None:
+    """Program.parse_from_string's reader of Paddle's ProgramDesc (None: not one)."""
+    if not is_program_bytes(data):
+        return None
+    try:
+        return program_from_bytes(data)[0]
+    except PaddleFormatError as exc:
+        raise ProgramFormatError(f"parse_from_string: {exc}") from exc
+
+
+set_paddle_program_reader(_parse_from_string)

@@ -119,12 +119,14 @@ def read_inference_model(model_path, params_path):
         return _read_json_inference_model(model_path, params_path)
     try:
         program, feed, fetch = paddle_format.program_from_bytes(data)
-    except (ProgramFormatError, CheckpointError) as exc:
+    except (ProgramFormatError, paddle_format.PaddleFormatError) as exc:
         raise CheckpointError(f"{model_path}: not a Paddle inference model this psjob reads: {exc}") from exc
     names = [v.name for v in program.global_block().vars.values() if fluid_io.is_persistable(v)]
     try:
         with open(params_path, "rb") as f:
             arrays = paddle_format.params_from_bytes(f.read(), names, params_path)
+    except paddle_format.PaddleFormatError as exc:
+        raise CheckpointError(str(exc)) from exc
     except OSError as exc:
         raise CheckpointError(f"cannot read {params_path}: {exc}") from exc
     return program, feed, fetch, arrays

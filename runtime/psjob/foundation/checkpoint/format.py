@@ -36,7 +36,7 @@ from typing import Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from psjob.foundation.checkpoint import storage
+from psjob.foundation.checkpoint import paddle_wire, storage
 from psjob.foundation.checkpoint.backend import BinaryFile
 
 MANIFEST = "__manifest__.json"
@@ -54,6 +54,9 @@ VERSION = 1
 # load it as a whole model. Bases stay version 1.
 DELTA_VERSION = 2
 VERSIONS = (VERSION, DELTA_VERSION)
+# A manifest entry's "format" for a variable written in Paddle's tensor format (paddle_wire)
+# instead of .npy/.npz: an inference model saved for Paddle Inference to read as well.
+PADDLE_TENSORS = "paddle"
 CHUNK_BYTES = 16 << 20
 
 
@@ -197,8 +200,12 @@ def read_array(path: str, entry: dict, what: str = "") -> np.ndarray:
 
 def read_var(dirname: str, name: str, entry: dict, npz_cache: dict | None = None) -> np.ndarray:
     """A variable of a manifest: its own .npy file, or its member of a combined .npz
-    (`save_vars(filename=...)`); checksum-verified either way."""
+    (`save_vars(filename=...)`), or one in Paddle's tensor format (an entry with "format":
+    "paddle": its own file, or the "index"-th tensor of a combined file); checksum-verified
+    every way."""
     path = storage.join(dirname, entry["file"])
+    if entry.get("format") == PADDLE_TENSORS:
+        return _read_paddle_var(path, name, entry, npz_cache if npz_cache is not None else {})
     if entry["file"] == name:
         return read_array(path, entry, name)
     cache = npz_cache if npz_cache is not None else {}
@@ -210,6 +217,28 @@ def read_var(dirname: str, name: str, entry: dict, npz_cache: dict | None = None
         raise CorruptFileError(f"cannot read {name!r} from {path}: {exc}") from exc
     if array_sha256(arr) != entry["sha256"]:
         raise CorruptFileError(f"{path}: checksum mismatch for {name!r} (file corrupt or truncated)")
+    return arr
+
+
+def _read_paddle_var(path: str, name: str, entry: dict, cache: dict) -> np.ndarray:
+    try:
+        if path not in cache:
+            with storage.for_path(path).open_read(path) as f:
+                cache[path] = paddle_wire.tensors_from_bytes(f.read(), path)
+        tensors = cache[path]
+        index = int(entry.get("index", 0))
+        if index >= len(tensors):
+            raise CorruptFileError(f"{path}: holds {len(tensors)} tensors, the manifest puts {name!r} at {index}")
+        arr = tensors[index]
+    except paddle_wire.PaddleFormatError as exc:
+        raise CorruptFileError(f"{path}: {name!r}: {exc}") from exc
+    except OSError as exc:
+        raise CorruptFileError(f"cannot read {name!r} from {path}: {exc}") from exc
+    if list(arr.shape) != list(entry["shape"]) or arr.dtype.name != entry["dtype"]:
+        raise CorruptFileError(f"{path}: holds {arr.dtype.name}{list(arr.shape)}, the manifest says "
+                               f"{entry['dtype']}{list(entry['shape'])} for {name!r}")
+    if array_sha256(arr) != entry["sha256"]:
+        raise CorruptFileError(f"{path}: checksum mismatch for {name!r} (file corrupt or replaced)")
     return arr
 
 

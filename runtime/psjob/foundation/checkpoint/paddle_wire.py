@@ -2,7 +2,7 @@
 length-delimited fields, as the messages of Paddle's framework.proto use it) and the serialized
 DenseTensor of Paddle's parameter files (one tensor a file, or several back to back as
 save_combine writes them). psjob.fluid.paddle_format builds Paddle's ProgramDesc on these; the
-checkpoint readers use the tensor format for directories Paddle wrote.
+checkpoint readers (format.read_var) read variables saved in Paddle's tensor format with them.
 
 A DenseTensor, as Paddle's SerializeToStream writes it: uint32 version 0, uint64 LoD level count
 (and per level its byte size and uint64 offsets), uint32 version 0, int32 size of a TensorDesc
@@ -17,16 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from psjob.foundation.checkpoint.format import CorruptFileError
-
 # framework.proto's VarType.Type data types.
 DTYPE_CODES = {"bool": 0, "int16": 1, "int32": 2, "int64": 3, "float16": 4, "float32": 5, "float64": 6,
                "uint8": 20, "int8": 21, "complex64": 23, "complex128": 24}
 DTYPES = {code: name for name, code in DTYPE_CODES.items()}
 
 
-class PaddleFormatError(CorruptFileError):
-    """Bytes that are not the Paddle message or tensor they should be."""
+class PaddleFormatError(ValueError):
+    """Bytes that are not the Paddle message or tensor they should be (the checkpoint readers
+    raise it on as a CorruptFileError naming the file)."""
 
 
 # -- protobuf's wire format ------------------------------------------------------------------
@@ -224,4 +223,14 @@ def params_from_bytes(data: bytes, names: Iterable[str], what: str) -> dict[str,
     if offset != len(view):
         raise PaddleFormatError(f"{what}: {len(view) - offset} bytes follow the last parameter "
                                 f"({len(names)} expected): not this program's parameter file")
+    return out
+
+
+def tensors_from_bytes(data: bytes, what: str) -> list[np.ndarray]:
+    """Every tensor of a combined file, in file order; the file must end after the last."""
+    view, offset = memoryview(data), 0
+    out: list[np.ndarray] = []
+    while offset < len(view):
+        arr, _, offset = tensor_from_bytes(view, offset, f"{what} (tensor {len(out)})")
+        out.append(arr)
     return out
