@@ -41,7 +41,10 @@ NOTES = {
                                                     "programs), and a directory saved by fluid.io/fleet when "
                                                     "model_filename= or params_filename= is passed"),
     "paddle.fluid.io.save_persistables": (DIFFERS, "psjob's format, not Paddle's: the files load in psjob only"),
-    "paddle.fluid.io.save_inference_model": (DIFFERS, "psjob's format: loads in psjob, not in Paddle Inference"),
+    "paddle.fluid.io.save_inference_model": (DIFFERS, "Paddle's __model__ and tensor files (Paddle Inference "
+                                                      "loads them), plus psjob's checksum manifest; a "
+                                                      "transpiled (distributed) program's model is psjob's "
+                                                      "own format"),
     # Fleet in parameter-server mode.
     "paddle.distributed.fleet.init": (DIFFERS, "is_collective=True all-reduces gradients over a CPU ring "
                                                "over TCP, not NCCL (docs/user/collective.md)"),
