@@ -1,6 +1,6 @@
 """Paddle's own inference-model files: the program as a protobuf ProgramDesc, the parameters
 as serialized DenseTensors, so a model psjob trains is served by Paddle Inference (C++ or
-`paddle.inference`), Paddle Serving or real Paddle's `load_inference_model`, and a model real
+`paddle.inference`) or real Paddle's `load_inference_model`, and a model real
 Paddle saved loads in psjob.
 
 The wire formats are Paddle's public ones:

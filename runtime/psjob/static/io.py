@@ -11,7 +11,7 @@ Files are named as Paddle 2.x names them, from a path prefix:
     <prefix>.pdparams    (save) the parameters, one .npz
     <prefix>.pdopt       (save) the other persistables (optimizer state, counters), one .npz
 
-An inference model is Paddle's: Paddle Inference, Paddle Serving and real Paddle's
+An inference model is Paddle's: Paddle Inference and real Paddle's
 load_inference_model load what psjob saves, and psjob loads what Paddle saves (and the JSON
 inference models earlier psjob versions wrote). `save`'s files are psjob's, not Paddle's
 pickle; load_program_state (so load and set_program_state's usual input) also reads a save
