@@ -312,3 +312,32 @@ def test_fluid_save_inference_model_writes_paddles_files(tmp_path, schema, param
     open(damaged, "wb").write(bytes(data))
     with fluid.scope_guard(fluid.Scope()), pytest.raises(CheckpointError, match="checksum"):
         fluid.io.load_inference_model(str(tmp_path), exe, params_filename=params_filename)
+
+
+def test_control_flow_saves_its_sub_blocks(tmp_path, schema):
+    """cond and while_loop keep their sub-blocks (BLOCK attributes, parents); the reloaded program
+    predicts the same (Paddle 3.0.0's predictor runs this model too: scripts/check-paddle-inference.py
+    covers PaddleRec's; this one was checked by hand)."""
+    main, startup = Program(), Program()
+    with program_guard(main, startup), paddle.utils.unique_name.guard():
+        x = paddle.static.data("x", [-1, 4], "float32")
+        h = paddle.static.nn.fc(x, 4, activation="relu")
+        y = paddle.static.nn.cond(paddle.mean(h) > 0.1, lambda: h * 2.0, lambda: h - 1.0)
+        ten = paddle.full([1], 3, "int64")
+        _, z = paddle.static.nn.while_loop(lambda i, acc: i < ten, lambda i, acc: [i + 1, acc + 0.5],
+                                           [paddle.full([1], 0, "int64"), y])
+        out = paddle.nn.functional.sigmoid(z)
+    exe = _exe()
+    exe.run(startup)
+    xv = np.linspace(-1, 1, 8, dtype="float32").reshape(2, 4)
+    want = exe.run(main, feed={"x": xv}, fetch_list=[out])[0]
+    prefix = str(tmp_path / "cf")
+    paddle.static.save_inference_model(prefix, [x], [out], exe, program=main)
+    desc = schema.ProgramDesc()
+    desc.ParseFromString(open(prefix + ".pdmodel", "rb").read())
+    assert desc.IsInitialized() and len(desc.blocks) > 2
+    blocks = [a.block_idx for o in desc.blocks[0].ops for a in o.attrs if a.type == schema.BLOCK]
+    assert blocks and all(desc.blocks[b].parent_idx == 0 for b in blocks)
+    with paddle.static.scope_guard(paddle.static.Scope()):
+        program, _, fetches = paddle.static.load_inference_model(prefix, exe)
+        np.testing.assert_array_equal(exe.run(program, feed={"x": xv}, fetch_list=fetches)[0], want)
