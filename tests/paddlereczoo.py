@@ -27,8 +27,8 @@ def run_tool(model_dir, script, overrides, timeout=150):
 def write_paddle_init(saved_prefix, init_dir, seed=INIT_SEED):
     """A Paddle-format .pdparams with the names and shapes of psjob's own save: every parameter,
     in sorted-name order, RandomState(seed).uniform(-0.02, 0.02, shape) as float32."""
-    with np.load(str(saved_prefix) + ".pdparams") as saved:
-        shapes = {n: saved[n].shape for n in saved.files}
+    from psjob.fluid.paddle_pickle import read_arrays
+    shapes = {n: a.shape for n, a in read_arrays(str(saved_prefix) + ".pdparams").items()}
     write_init_from_shapes(shapes, init_dir, seed)
 
 

@@ -109,8 +109,8 @@ def _run(model_dir, script, overrides, timeout=180):
 
 def _write_init(saved_prefix, init_dir):
     """A Paddle-format .pdparams with the names and shapes of psjob's own save."""
-    with np.load(str(saved_prefix) + ".pdparams") as saved:
-        shapes = {n: saved[n].shape for n in saved.files}
+    from psjob.fluid.paddle_pickle import read_arrays
+    shapes = {n: a.shape for n, a in read_arrays(str(saved_prefix) + ".pdparams").items()}
     rs = np.random.RandomState(INIT_SEED)
     state = {n: rs.uniform(-0.02, 0.02, shapes[n]).astype(np.float32) for n in sorted(shapes)}
     for flat, cells in FLAT_GRU.items():

@@ -66,8 +66,8 @@ def _as_paddle(cwd, script, overrides):
 
 def _write_init(model_dir, save):
     """init_params for the parameters psjob saved (names and shapes), as Paddle's pickled .pdparams."""
-    with np.load(model_dir / save / "0" / "rec_static.pdparams", allow_pickle=False) as npz:
-        shapes = {n: npz[n].shape for n in npz.files}
+    from psjob.fluid.paddle_pickle import read_arrays
+    shapes = {n: a.shape for n, a in read_arrays(str(model_dir / save / "0" / "rec_static.pdparams")).items()}
     (model_dir / "init_params").mkdir()
     with open(model_dir / "init_params" / "rec_static.pdparams", "wb") as f:
         pickle.dump(paddle_costs.init_params(shapes), f, protocol=4)

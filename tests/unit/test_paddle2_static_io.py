@@ -146,3 +146,21 @@ def test_static_data_input_spec_and_places():
     assert paddle.static.InputSpec.from_tensor(v).name == "v"
     assert len(paddle.static.cpu_places(2)) == 2
     main._fleet_opt = {"worker": {}}  # PaddleRec's helpers set private program attributes
+
+
+def test_a_save_holds_paddles_pickles(tmp_path):
+    """.pdparams / .pdopt are what Paddle's paddle.static.save writes and its load reads: pickled
+    {name: ndarray} dicts (read here with the plain pickle module, as Paddle reads them)."""
+    import pickle
+    main, _, _, _, scope, _ = trained()
+    prefix = str(tmp_path / "m")
+    with paddle.static.scope_guard(scope):
+        paddle.static.save(main, prefix)
+    with open(prefix + ".pdparams", "rb") as f:
+        params = pickle.load(f)
+    with open(prefix + ".pdopt", "rb") as f:
+        opt = pickle.load(f)
+    assert set(params) == {p.name for p in main.all_parameters()} and "linear_0.w_0_moment1_0" in opt
+    for name, value in {**params, **opt}.items():
+        assert type(value) is np.ndarray
+        np.testing.assert_array_equal(value, np.asarray(scope.vars[name]))

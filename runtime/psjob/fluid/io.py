@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 
 import numpy as np
 
@@ -530,11 +531,11 @@ def get_program_persistable_vars(program):
 
 
 # -- fluid.io.save / fluid.io.load (Fluid 1.6+; paddle.static.save / load in 2.x) -------------
-# A program's state under a path prefix (Paddle's file names, psjob's content):
-#     <prefix>.pdparams  the parameters, one .npz
-#     <prefix>.pdopt     the other persistables (optimizer state, counters), one .npz
+# A program's state under a path prefix (Paddle's file names):
+#     <prefix>.pdparams  the parameters, Paddle's pickled {name: ndarray} (earlier psjob: .npz)
+#     <prefix>.pdopt     the other persistables (optimizer state, counters), the same way
 #     <prefix>.pdmodel   the program (psjob.program JSON) and {name: shape, dtype, sha256}
-#                        of every array saved beside it
+#                        of every array saved beside it (Paddle's load reads only the pickles)
 # Every file is written under a temporary name and renamed into place; a load checks every array
 # against its record and the program before anything is written into the scope.
 # https://www.paddlepaddle.org.cn/documentation/docs/en/1.8/api/io/save.html
@@ -582,11 +583,27 @@ def _read_model(path):
     return doc
 
 
+def _write_paddle_pickle(path, arrays, protocol=4):
+    """{name: array} pickled as Paddle's paddle.static.save pickles a .pdparams/.pdopt (so real
+    Paddle's paddle.static.load / load_program_state read it); their records for the .pdmodel."""
+    atomic_write(path, lambda f: pickle.dump({n: np.ascontiguousarray(a) for n, a in arrays.items()}, f,
+                                             protocol=protocol))
+    return {n: {"shape": list(a.shape), "dtype": a.dtype.name, "sha256": array_sha256(a)}
+            for n, a in arrays.items()}
+
+
 def _read_npz(path, records):
-    """{name: array} of the names in `records`, each checked against its record."""
+    """{name: array} of the names in `records`, each checked against its record: from a .npz
+    (psjob's saves before they wrote Paddle's pickles) or a Paddle pickle."""
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {n: npz[n] for n in records}
+        with open(path, "rb") as f:
+            zipped = f.read(4) == b"PK\x03\x04"
+        if zipped:
+            with np.load(path, allow_pickle=False) as npz:
+                arrays = {n: npz[n] for n in records}
+        else:
+            saved = paddle_pickle.read_arrays(path)
+            arrays = {n: saved[n] for n in records}
     except (OSError, KeyError, ValueError) as exc:
         raise CheckpointError(f"cannot read {path}: {exc}") from exc
     for name, arr in arrays.items():
@@ -614,7 +631,11 @@ def _into_scope(program, arrays, scope, xp=np):
 # -- save / load ------------------------------------------------------------------------
 
 def save(program, model_path, protocol=4, **configs):
-    """Parameters to <model_path>.pdparams, other persistables to .pdopt, the program to .pdmodel."""
+    """Parameters to <model_path>.pdparams, other persistables to .pdopt (Paddle's pickles of
+    {name: array}: real Paddle loads them), the program and every array's checksum to .pdmodel
+    (psjob's JSON, which Paddle's load does not read)."""
+    if protocol not in (2, 3, 4):
+        raise ValueError(f"paddle.static.save: protocol must be 2, 3 or 4, got {protocol!r}")
     if not isinstance(program, Program):
         raise TypeError(f"paddle.static.save needs a Program, got {type(program).__name__}")
     path = _prefix(model_path, "paddle.static.save")
@@ -622,8 +643,9 @@ def save(program, model_path, protocol=4, **configs):
     persistables = [v for v in program.list_vars() if is_persistable(v)]
     params = [v.name for v in persistables if is_parameter(v)]
     others = [v.name for v in persistables if not is_parameter(v)]
-    records = {"params": _write_npz(path + ".pdparams", _arrays(scope, params, "paddle.static.save")),
-               "opt": _write_npz(path + ".pdopt", _arrays(scope, others, "paddle.static.save"))}
+    records = {"params": _write_paddle_pickle(path + ".pdparams", _arrays(scope, params, "paddle.static.save"),
+                                              protocol),
+               "opt": _write_paddle_pickle(path + ".pdopt", _arrays(scope, others, "paddle.static.save"), protocol)}
     _write_model(path + ".pdmodel", {"format": PROGRAM_STATE_FORMAT, "program": program_to_dict(program), "arrays": records})
 
 

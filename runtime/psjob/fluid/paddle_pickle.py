@@ -39,7 +39,7 @@ def is_paddle_save(model_path) -> bool:
         return os.path.exists(model_path + ".pdparams")
 
 
-def _read(path):
+def read_arrays(path):
     try:
         with open(path, "rb") as f:
             state = _ArraysOnly(io.BytesIO(f.read())).load()
@@ -70,7 +70,7 @@ def load_state(model_path, wanted=None) -> dict:
     state = {}
     for ext in (".pdparams", ".pdopt"):
         if os.path.exists(model_path + ext):
-            state.update(_read(model_path + ext))
+            state.update(read_arrays(model_path + ext))
     if wanted is not None:
         state = {n: a for n, a in state.items() if n in wanted}
     return state

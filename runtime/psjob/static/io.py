@@ -8,14 +8,15 @@ Files are named as Paddle 2.x names them, from a path prefix:
                          Paddle's combined tensor format, sorted by name
     <prefix>.pdmodel     (save) the program (psjob.program JSON) plus {name: shape, dtype,
                          sha256} of every array saved beside it
-    <prefix>.pdparams    (save) the parameters, one .npz
-    <prefix>.pdopt       (save) the other persistables (optimizer state, counters), one .npz
+    <prefix>.pdparams    (save) the parameters, Paddle's pickled {name: ndarray}
+    <prefix>.pdopt       (save) the other persistables (optimizer state, counters), the same
 
 An inference model is Paddle's: Paddle Inference and real Paddle's
 load_inference_model load what psjob saves, and psjob loads what Paddle saves (and the JSON
-inference models earlier psjob versions wrote). `save`'s files are psjob's, not Paddle's
-pickle; load_program_state (so load and set_program_state's usual input) also reads a save
-made by Paddle 2.x/3.x itself: its pickled .pdparams/.pdopt (psjob.fluid.paddle_pickle).
+inference models earlier psjob versions wrote). `save`'s .pdparams/.pdopt are Paddle's
+pickles too (real Paddle's paddle.static.load reads them), its .pdmodel psjob's record of the
+program and of every array's checksum; load_program_state (so load and set_program_state's
+usual input) also reads a save made by Paddle 2.x/3.x itself (psjob.fluid.paddle_pickle).
 Every file is written under a temporary name and renamed into place; a load checks every
 array against the program (and, for `save`'s files, against the sha256 recorded in the
 .pdmodel) before anything is written into the scope, so a bad file raises and the scope

@@ -30,12 +30,11 @@ NOTES = {
     "paddle.fluid.profiler.profiler": (DIFFERS, "checks its arguments as Paddle and prints the wall time "
                                                 "between start and stop; no per-op profile, nothing written"),
     "paddle.fluid.profiler.cuda_profiler": (REFUSED, "nvprof: psjob runs no CUDA kernels of its own there"),
-    # Files: psjob's own format (docs/user/paddle2.md, docs/user/checkpoints.md).
-    "paddle.static.save": (DIFFERS, "writes psjob's format (.npz arrays and JSON with a sha256 per "
-                                    "array), not Paddle's pickle and protobuf: the files load in psjob only"),
-    "paddle.static.load": (DIFFERS, "reads psjob's format (paddle.static.save), checking every array "
-                                    "against its record before writing any; also the arrays of Paddle's "
-                                    "own paddle.static.save (its pickled .pdparams/.pdopt)"),
+    # Files (docs/user/paddle2.md, docs/user/checkpoints.md).
+    "paddle.static.save": (DIFFERS, ".pdparams/.pdopt are Paddle's pickles (real Paddle's load reads "
+                                    "them); the .pdmodel is psjob's JSON program with a sha256 per array"),
+    "paddle.static.load": (DIFFERS, "reads psjob's saves, checking every array against its record "
+                                    "before writing any, and Paddle's own (its pickled .pdparams/.pdopt)"),
     "paddle.static.load_inference_model": (DIFFERS, "reads Paddle's .pdmodel/.pdiparams (psjob's and Paddle "
                                                     "2.x/3.x legacy-IR saves; not Paddle 3's PIR .json "
                                                     "programs), and a directory saved by fluid.io/fleet when "
