@@ -27,18 +27,23 @@ NO_PADDING = -1
 
 # -- lookup_table ------------------------------------------------------------------------
 
-def _lookup_shape(op):
+def _lookup_operands(op):
     w, ids = in_var(op, "W"), in_var(op, "Ids")
     if len(w.shape) != 2:
-        raise GraphError(f"lookup_table: W {w.name}{list(w.shape)} must be a 2-D [vocab, dim] table")
+        raise GraphError(f"{op.type}: W {w.name}{list(w.shape)} must be a 2-D [vocab, dim] table")
     if not np.issubdtype(np.dtype(ids.dtype), np.integer):
-        raise GraphError(f"lookup_table: Ids {ids.name} must hold integer ids (int64), got {ids.dtype}")
+        raise GraphError(f"{op.type}: Ids {ids.name} must hold integer ids (int64), got {ids.dtype}")
+    pad = int(op.attr("padding_idx", NO_PADDING))
+    if pad != NO_PADDING and not 0 <= pad < w.shape[0]:
+        raise GraphError(f"{op.type}: padding_idx {pad} is outside the table of {w.shape[0]} rows")
+    return w, ids
+
+
+def _lookup_shape(op):
+    w, ids = _lookup_operands(op)
     if not ids.shape or ids.shape[-1] != 1:
         raise GraphError(f"lookup_table: Ids {ids.name}{list(ids.shape)} must end in a dimension of 1 "
                          "(one id per row, e.g. [-1, 1])")
-    pad = int(op.attr("padding_idx", NO_PADDING))
-    if pad != NO_PADDING and not 0 <= pad < w.shape[0]:
-        raise GraphError(f"lookup_table: padding_idx {pad} is outside the table of {w.shape[0]} rows")
     set_out(op, "Out", tuple(ids.shape[:-1]) + (w.shape[1],), w.dtype, ids.lod_level)
 
 
@@ -76,21 +81,11 @@ def lookup_table(ctx):
 
 
 def _lookup_v2_shape(op):
-    w, ids = in_var(op, "W"), in_var(op, "Ids")
-    if len(w.shape) != 2:
-        raise GraphError(f"lookup_table_v2: W {w.name}{list(w.shape)} must be a 2-D [vocab, dim] table")
-    if not np.issubdtype(np.dtype(ids.dtype), np.integer):
-        raise GraphError(f"lookup_table_v2: Ids {ids.name} must hold integer ids, got {ids.dtype}")
+    w, ids = _lookup_operands(op)
     set_out(op, "Out", tuple(ids.shape) + (w.shape[1],), w.dtype, ids.lod_level)
 
 
-def _lookup_v2_grad(op):
-    return [GradOpSpec("lookup_table_grad", {"W": op.input("W"), "Ids": op.input("Ids"),
-                                             "Out@GRAD": [grad_name(op.output("Out")[0])]},
-                       {"W@GRAD": [grad_name(op.input("W")[0])]}, dict(op.attrs))]
-
-
-@register_op("lookup_table_v2", infer_shape=_lookup_v2_shape, grad=_lookup_v2_grad, no_grad_inputs=("Ids",))
+@register_op("lookup_table_v2", infer_shape=_lookup_v2_shape, grad=_lookup_grad, no_grad_inputs=("Ids",))
 def lookup_table_v2(ctx):
     """Paddle 2.x's embedding op (what real Paddle's saved models hold): one row per id, the
     ids' whole shape kept (lookup_table drops their last dimension of 1)."""
@@ -99,7 +94,7 @@ def lookup_table_v2(ctx):
     out = ctx.xp.take(w, flat, axis=0)
     pad = ctx.attr("padding_idx", NO_PADDING)
     if pad != NO_PADDING:
-        out[flat == (pad if pad >= 0 else pad + w.shape[0])] = 0
+        out[flat == pad] = 0
     ctx.set_output("Out", out.reshape(ids.shape + w.shape[1:]), lod=ctx.input_lod("Ids"))
 
 
