@@ -53,9 +53,22 @@ def _tanh_grad(ctx):
     ctx.set_output("X@GRAD", dout * (1 - out * out))
 
 
+# Paddle's CPU softmax kernels (softmax, log_softmax, softmax_with_cross_entropy) clamp the
+# shifted logits x - max(x) at -64 before exponentiating: a class more than 64 below the largest
+# keeps a probability of ~1.6e-28 and a log-probability of -64, so a cross-entropy loss is at
+# most ~64 per example (and finite for a -inf logit).
+SHIFT_FLOOR = -64.0
+
+
+def shifted_logits(xp, x, axis=-1):
+    """x - max(x) along `axis`, clamped at SHIFT_FLOOR as Paddle's kernels clamp it."""
+    z = x - x.max(axis=axis, keepdims=True)
+    return xp.maximum(z, x.dtype.type(SHIFT_FLOOR), out=z)
+
+
 def _softmax(ctx):
     xp, x = ctx.xp, ctx.input("X")
-    z = x - x.max(axis=-1, keepdims=True)
+    z = shifted_logits(xp, x)
     e = xp.exp(z)
     ctx.set_output("Out", e / e.sum(axis=-1, keepdims=True), lod=ctx.input_lod("X"))
 
@@ -284,7 +297,7 @@ _elementwise_act("stanh", lambda xp, x, a: _a(a, "scale_b", 1.7159) * xp.tanh(_a
 def _log_softmax(ctx):
     xp, x = ctx.xp, ctx.input("X")
     axis = int(ctx.attr("axis", -1))
-    z = x - x.max(axis=axis, keepdims=True)
+    z = shifted_logits(xp, x, axis)
     ctx.set_output("Out", z - xp.log(xp.exp(z).sum(axis=axis, keepdims=True)), lod=ctx.input_lod("X"))
 
 

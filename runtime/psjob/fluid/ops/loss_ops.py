@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from psjob.fluid.framework import GraphError
+from psjob.fluid.ops.activation_ops import shifted_logits
 from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, set_out, simple_grad
 
 
@@ -121,8 +122,7 @@ def _swce_grad(op):
 def softmax_with_cross_entropy(ctx):
     xp, logits, label = ctx.xp, ctx.input("Logits"), ctx.input("Label")
     c = logits.shape[-1]
-    z = logits.reshape(-1, c)
-    z = z - z.max(axis=1, keepdims=True)
+    z = shifted_logits(xp, logits.reshape(-1, c), axis=1)
     e = xp.exp(z)
     total = e.sum(axis=1, keepdims=True)
     log_sm = z - xp.log(total)  # log-softmax, never log(0)
