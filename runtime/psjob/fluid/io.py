@@ -11,8 +11,14 @@ On-disk format (version 1), one directory per save (docs/user/checkpoints.md):
                                   "vars": {name: {"file", "shape", "dtype",
                                   "bytes", "sha256", "lod", "file_bytes"}},
                                   "tables": {...}, "step": ...}  (optional keys)
-    <dirname>/__model__          (inference models) the pruned program plus its
-                                 feed and fetch names, as psjob.program JSON
+    <dirname>/__model__          (inference models) the pruned program with its feed
+                                 and fetch ops: Paddle's ProgramDesc, its arrays
+                                 Paddle's tensor files (entries with "format":
+                                 "paddle"), so Paddle Inference serves the directory;
+                                 a transpiled program's is psjob.program JSON
+
+A directory without a manifest is read as one Paddle wrote (Paddle's tensor files; the
+Fluid saves of Paddle 1.x/2.x), each tensor checked against its variable.
 
 Every file is written under a temporary name and renamed into place, and the
 manifest is renamed in last, so a crash mid-save never leaves a directory
