@@ -1,4 +1,4 @@
-"""paddle.inference: Paddle's inference API (Config, create_predictor) over psjob's saved models.
+"""paddle.inference: Paddle's inference API (Config, create_predictor) over saved inference models.
 
     config = paddle.inference.Config("model/rec_inference.pdmodel", "model/rec_inference.pdiparams")
     config.disable_gpu()
@@ -12,7 +12,8 @@ Paddle 3.0's API (https://www.paddlepaddle.org.cn/inference/ and the paddle.infe
 reference). A predictor reads the model with psjob.static.load_inference_model into a scope of
 its own (two predictors never share parameters; a clone() shares its original's, as Paddle's
 does), runs the inference program with an Executor on the CPU and hands outputs back as numpy
-arrays. The models are what psjob's save_inference_model writes:
+arrays. The models are Paddle's files, as psjob's and Paddle's save_inference_model write them
+(psjob.fluid.paddle_format):
 
     Config(prog_file, params_file)   a Paddle 2.x save: <prefix>.pdmodel + <prefix>.pdiparams
                                      (other names too); a Fluid combined save: __model__ and
@@ -37,7 +38,7 @@ from psjob.fluid.core import CPUPlace, LoDTensor, Scope, scope_guard
 from psjob.fluid.executor import Executor
 from psjob.fluid.io import is_persistable
 from psjob.io import eager_tensor
-from psjob.static.io import load_inference_model
+from psjob.static.io import load_inference_files, load_inference_model
 
 __all__ = ["Config", "Predictor", "PredictorPool", "Tensor", "DataType", "PrecisionType", "PlaceType",
            "create_predictor", "get_num_bytes_of_data_type"]
@@ -333,14 +334,7 @@ def _load(config, executor):
         _need_file(prog, "program file")
         _need_file(params, "parameters file")
         if prog.endswith(".pdmodel"):
-            prefix = prog[:-len(".pdmodel")]
-            if os.path.abspath(params) == os.path.abspath(prefix + ".pdiparams"):
-                return load_inference_model(prefix, executor)
-            # Other names than a prefix's pair: the pair under one prefix, as links.
-            with tempfile.TemporaryDirectory(prefix="psjob-inference-") as d:
-                os.symlink(os.path.abspath(prog), os.path.join(d, "model.pdmodel"))
-                os.symlink(os.path.abspath(params), os.path.join(d, "model.pdiparams"))
-                return load_inference_model(os.path.join(d, "model"), executor)
+            return load_inference_files(prog, params, executor)
         # A Fluid combined save (__model__ and __params__, or the names its saver was given).
         if os.path.dirname(os.path.abspath(prog)) == os.path.dirname(os.path.abspath(params)):
             return load_inference_model(os.path.dirname(os.path.abspath(prog)), executor,

@@ -102,7 +102,13 @@ def load_inference_model(path_prefix, executor, **kwargs):
         raise ValueError(f"load_inference_model: {path_prefix} is a directory (a Fluid-style save, as "
                          "fleet.save_inference_model writes); load it as Paddle does, with "
                          "model_filename=None (its __model__) and params_filename=None")
-    program, feed, fetch, arrays = read_inference_model(path_prefix + ".pdmodel", path_prefix + ".pdiparams")
+    return load_inference_files(path_prefix + ".pdmodel", path_prefix + ".pdiparams", executor)
+
+
+def load_inference_files(model_path, params_path, executor):
+    """load_inference_model of a program file and a parameters file of any names (what
+    paddle.inference's Config(prog_file, params_file) names)."""
+    program, feed, fetch, arrays = read_inference_model(model_path, params_path)
     _into_scope(program, arrays, global_scope(), executor.xp)
     block = program.global_block()
     return [program, feed, [block.var(n) for n in fetch]]
