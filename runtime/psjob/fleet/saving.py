@@ -54,7 +54,8 @@ def save_persistables(rm: RoleMakerBase, job: BuiltJob | None, executor, dirname
     program, dist = checkpoint_target(rm, job, main_program)
     if not dist.is_chief:
         remote = checkpoint_save.remote_groups(program, dist)
-        io.save_vars(executor, dirname, program, vars=checkpoint_save.local_vars(program, dist, remote))
+        io.save_vars(executor, dirname, program, vars=checkpoint_save.local_vars(program, dist, remote),
+                     paddle_tensors=False)
         return None
     return checkpoint_save.save(executor, dirname, program, dist,
                                 checkpoint_save.SaveRequest(mode=job.strategy.mode, kind="persistables"))
@@ -76,7 +77,8 @@ def save_inference_model(rm: RoleMakerBase, job: BuiltJob | None, executor, dirn
         targets = target_vars if isinstance(target_vars, (list, tuple)) else [target_vars]
         pruned = program.clone(for_test=True)._prune(targets)
         remote = checkpoint_save.remote_groups(pruned, dist)
-        io.save_vars(executor, dirname, pruned, vars=checkpoint_save.local_vars(pruned, dist, remote))
+        io.save_vars(executor, dirname, pruned, vars=checkpoint_save.local_vars(pruned, dist, remote),
+                     paddle_tensors=False)
         return [t.name for t in targets]
     inference = program.clone()
     inference._is_distributed, inference._is_chief = True, True

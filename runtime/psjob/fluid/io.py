@@ -2,9 +2,12 @@
 
 On-disk format (version 1), one directory per save (docs/user/checkpoints.md):
 
-    <dirname>/<var name>         one .npy file per variable (numpy's format,
-                                 loaded with allow_pickle=False), or
-    <dirname>/<filename>         all variables in one .npz when `filename` is given
+    <dirname>/<var name>         one file per variable: Paddle's serialized tensor for a
+                                 single-process program (real Paddle reads the directory;
+                                 manifest entries with "format": "paddle"), numpy's .npy
+                                 (loaded with allow_pickle=False) in distributed saves; or
+    <dirname>/<filename>         all variables in one file when `filename` is given
+                                 (Paddle's save_combine layout, or a .npz)
     <dirname>/__tables__/...     distributed-table shards keyed by feature id
                                  (distributed saves only)
     <dirname>/__manifest__.json  {"format": "psjob.vars", "version": 1, "time": ...,
@@ -12,10 +15,9 @@ On-disk format (version 1), one directory per save (docs/user/checkpoints.md):
                                   "bytes", "sha256", "lod", "file_bytes"}},
                                   "tables": {...}, "step": ...}  (optional keys)
     <dirname>/__model__          (inference models) the pruned program with its feed
-                                 and fetch ops: Paddle's ProgramDesc, its arrays
-                                 Paddle's tensor files (entries with "format":
-                                 "paddle"), so Paddle Inference serves the directory;
-                                 a transpiled program's is psjob.program JSON
+                                 and fetch ops: Paddle's ProgramDesc, so Paddle Inference
+                                 serves the directory; a transpiled program's is
+                                 psjob.program JSON
 
 A directory without a manifest is read as one Paddle wrote (Paddle's tensor files; the
 Fluid saves of Paddle 1.x/2.x), each tensor checked against its variable.
@@ -128,12 +130,16 @@ def _value_to_array(name, value) -> np.ndarray:
 # -- save ---------------------------------------------------------------------------------
 
 def save_vars(executor, dirname, main_program=None, vars=None, predicate=None, filename=None,
-              scope=None, paddle_tensors=False):
-    """`paddle_tensors`: write the arrays in Paddle's tensor format (one file a variable, or
-    `filename` holding them sorted by name, as Paddle's save_combine), the manifest recording
-    their checksums as for .npy; what inference models do, so Paddle reads them too."""
+              scope=None, paddle_tensors=None):
+    """The arrays in Paddle's tensor format (one file a variable, or `filename` holding them
+    sorted by name, as Paddle's save_combine writes them), so real Paddle's load_vars /
+    load_persistables / load_inference_model read the directory too; the manifest records
+    their checksums. `paddle_tensors=False` writes .npy / .npz instead, as the distributed
+    saves do (their default, and None's for a transpiled program)."""
     _check_executor(executor)
     program = _check_program(main_program)
+    if paddle_tensors is None:
+        paddle_tensors = not getattr(program, "_is_distributed", False)
     scope = scope or global_scope()
     selected = _select(program, vars, predicate)
     storage.for_path(dirname).makedirs(dirname)  # a directory, or s3://BUCKET/PREFIX

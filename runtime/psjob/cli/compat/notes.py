@@ -39,7 +39,9 @@ NOTES = {
                                                     "2.x/3.x legacy-IR saves; not Paddle 3's PIR .json "
                                                     "programs), and a directory saved by fluid.io/fleet when "
                                                     "model_filename= or params_filename= is passed"),
-    "paddle.fluid.io.save_persistables": (DIFFERS, "psjob's format, not Paddle's: the files load in psjob only"),
+    "paddle.fluid.io.save_persistables": (DIFFERS, "Paddle's tensor files plus psjob's checksum manifest "
+                                                   "(Paddle's load_persistables reads them); a transpiled "
+                                                   "program's distributed save is psjob's own format"),
     "paddle.fluid.io.save_inference_model": (DIFFERS, "Paddle's __model__ and tensor files (Paddle Inference "
                                                       "loads them), plus psjob's checksum manifest; a "
                                                       "transpiled (distributed) program's model is psjob's "

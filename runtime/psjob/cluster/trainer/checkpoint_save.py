@@ -455,6 +455,6 @@ def save_persistables(executor, dirname, program, scope=None):
     dist = DistInfo.of(program)
     if not dist.is_chief:
         save_vars(executor, dirname, program, vars=local_vars(program, dist, remote_groups(program, dist)),
-                  scope=scope)
+                  scope=scope, paddle_tensors=False)
         return None
     return save(executor, dirname, program, dist, scope=scope)
