@@ -51,6 +51,15 @@ def _channels(layer, in_channels, out_channels, groups, padding_mode, data_forma
     return cin, cout, g
 
 
+def _create_parameters(layer, weight_shape, weight_attr, bias_attr):
+    """A conv layer's weight, Normal(0, sqrt(2 / fan_in)) with fan_in = in_channels x the
+    kernel's size (Paddle's default for its conv layers), then its bias."""
+    std = (2.0 / (np.prod(layer._kernel) * layer._in)) ** 0.5
+    layer.weight = layer.create_parameter(weight_shape, weight_attr,
+                                          default_initializer=NormalInitializer(0.0, float(std)))
+    layer.bias = layer.create_parameter([layer._out], bias_attr, is_bias=True)
+
+
 class Conv2D(Layer):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  padding_mode="zeros", weight_attr=None, bias_attr=None, data_format="NCHW"):
@@ -61,10 +70,7 @@ class Conv2D(Layer):
         self._stride, self._dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
         conv_padding(padding, data_format == "NHWC")  # a bad padding fails here, not at the first call
         self._padding, self._data_format = padding, data_format
-        std = (2.0 / (np.prod(self._kernel) * self._in)) ** 0.5
-        self.weight = self.create_parameter([self._out, self._in // self._groups] + self._kernel, weight_attr,
-                                            default_initializer=NormalInitializer(0.0, float(std)))
-        self.bias = self.create_parameter([self._out], bias_attr, is_bias=True)
+        _create_parameters(self, [self._out, self._in // self._groups] + self._kernel, weight_attr, bias_attr)
 
     def forward(self, x):
         return F.conv2d(x, self.weight, self.bias, self._stride, self._padding, self._dilation, self._groups,
@@ -98,10 +104,7 @@ class Conv1D(Layer):
             raise ValueError(f"Conv1D: kernel_size must be an int or a list of one, got {kernel_size!r}")
         self._stride, self._padding, self._dilation = stride, padding, dilation
         self._data_format = data_format
-        std = (2.0 / (self._kernel[0] * self._in)) ** 0.5
-        self.weight = self.create_parameter([self._out, self._in // self._groups] + self._kernel, weight_attr,
-                                            default_initializer=NormalInitializer(0.0, float(std)))
-        self.bias = self.create_parameter([self._out], bias_attr, is_bias=True)
+        _create_parameters(self, [self._out, self._in // self._groups] + self._kernel, weight_attr, bias_attr)
 
     def forward(self, x):
         return F.conv1d(x, self.weight, self.bias, self._stride, self._padding, self._dilation, self._groups,
@@ -130,10 +133,7 @@ class Conv2DTranspose(Layer):
         self._kernel = _pair(kernel_size, "kernel_size")
         self._args = dict(stride=stride, padding=padding, output_padding=output_padding, groups=self._groups,
                           dilation=dilation, data_format=data_format)
-        std = (2.0 / (np.prod(self._kernel) * self._in)) ** 0.5
-        self.weight = self.create_parameter([self._in, self._out // self._groups] + self._kernel, weight_attr,
-                                            default_initializer=NormalInitializer(0.0, float(std)))
-        self.bias = self.create_parameter([self._out], bias_attr, is_bias=True)
+        _create_parameters(self, [self._in, self._out // self._groups] + self._kernel, weight_attr, bias_attr)
 
     def forward(self, x, output_size=None):
         return F.conv2d_transpose(x, self.weight, self.bias, output_size=output_size, **self._args)
@@ -149,10 +149,7 @@ class Conv3D(Layer):
         self._stride, self._dilation = _triple(stride, "stride", "Conv3D"), _triple(dilation, "dilation", "Conv3D")
         conv3d_padding(padding, data_format == "NDHWC", "Conv3D")  # a bad padding fails here
         self._padding, self._data_format = padding, data_format
-        std = (2.0 / (np.prod(self._kernel) * self._in)) ** 0.5
-        self.weight = self.create_parameter([self._out, self._in // self._groups] + self._kernel, weight_attr,
-                                            default_initializer=NormalInitializer(0.0, float(std)))
-        self.bias = self.create_parameter([self._out], bias_attr, is_bias=True)
+        _create_parameters(self, [self._out, self._in // self._groups] + self._kernel, weight_attr, bias_attr)
 
     def forward(self, x):
         return F.conv3d(x, self.weight, self.bias, self._stride, self._padding, self._dilation, self._groups,
