@@ -379,6 +379,20 @@ def _channel_bias_and_act(helper, out, bias_attr, num_filters, act):
     return helper.append_activation(out, act)
 
 
+def _conv_input(input, data_format, layout, groups, layer):  # noqa: A002
+    """(channels, groups) of a Fluid conv layer's input: a Variable in `layout` (NCHW, NCDHW) whose
+    known channel count the groups divide."""
+    _check_variable(input, "input", layer)
+    if data_format != layout or len(input.shape) != len(layout):
+        raise ValueError(f"{layer}: input must be a {len(layout)}-D {layout} tensor, got "
+                         f"{input.name}{list(input.shape)} ({data_format})")
+    channels = input.shape[1]
+    groups = 1 if groups is None else _check_int(groups, "groups", layer, minimum=1)
+    if channels < 1 or channels % groups:
+        raise ValueError(f"{layer}: the input's {channels} channels must be known and divisible by groups {groups}")
+    return channels, groups
+
+
 def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, groups=None,  # noqa: A002
            param_attr=None, bias_attr=None, use_cudnn=True, act=None, name=None, data_format="NCHW"):
     """Fluid 1.8's fluid.layers.conv2d on NCHW input: a filter [num_filters, C/groups, kh, kw]
@@ -387,14 +401,7 @@ def conv2d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
     [pad_h, pad_w]. use_cudnn has no effect."""
     from psjob.fluid.initializer import NormalInitializer
     layer = "conv2d"
-    _check_variable(input, "input", layer)
-    if data_format != "NCHW" or len(input.shape) != 4:
-        raise ValueError(f"{layer}: input must be a 4-D NCHW tensor, got {input.name}{list(input.shape)} "
-                         f"({data_format})")
-    channels = input.shape[1]
-    groups = 1 if groups is None else _check_int(groups, "groups", layer, minimum=1)
-    if channels < 1 or channels % groups:
-        raise ValueError(f"{layer}: the input's {channels} channels must be known and divisible by groups {groups}")
+    channels, groups = _conv_input(input, data_format, "NCHW", groups, layer)
     kernel = _conv_pair(filter_size, "filter_size", 1)
     num_filters = _check_int(num_filters, "num_filters", layer, minimum=1)
     helper = LayerHelper(layer, name=name)
@@ -862,14 +869,7 @@ def conv3d(input, num_filters, filter_size, stride=1, padding=0, dilation=1, gro
     [pad_d, pad_h, pad_w]. use_cudnn has no effect (the conv3d op: psjob.fluid.ops.conv3d_ops)."""
     from psjob.fluid.initializer import NormalInitializer
     layer = "conv3d"
-    _check_variable(input, "input", layer)
-    if data_format != "NCDHW" or len(input.shape) != 5:
-        raise ValueError(f"{layer}: input must be a 5-D NCDHW tensor, got {input.name}{list(input.shape)} "
-                         f"({data_format})")
-    channels = input.shape[1]
-    groups = 1 if groups is None else _check_int(groups, "groups", layer, minimum=1)
-    if channels < 1 or channels % groups:
-        raise ValueError(f"{layer}: the input's {channels} channels must be known and divisible by groups {groups}")
+    channels, groups = _conv_input(input, data_format, "NCDHW", groups, layer)
     kernel = _conv_triple(filter_size, "filter_size", 1, layer)
     num_filters = _check_int(num_filters, "num_filters", layer, minimum=1)
     helper = LayerHelper(layer, name=name)
