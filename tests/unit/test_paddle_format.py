@@ -14,7 +14,7 @@ import pytest
 import psjob as paddle
 from psjob.fluid import paddle_format
 from psjob.fluid.framework import Program, program_guard
-from psjob.foundation.checkpoint.format import CheckpointError
+from psjob.foundation.checkpoint.format import CheckpointError, array_sha256
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "paddle_format")
 
@@ -130,7 +130,10 @@ def test_an_earlier_psjob_json_inference_model_still_loads(tmp_path):
     inference = main.clone(for_test=True)._prune([prob], [dense, ids])
     prefix = str(tmp_path / "old")
     names = [v.name for v in inference.global_block().vars.values() if v.persistable]
-    records = fluid_io._write_npz(prefix + ".pdiparams", fluid_io._arrays(paddle.static.global_scope(), names, "t"))
+    arrays = fluid_io._arrays(paddle.static.global_scope(), names, "t")
+    with open(prefix + ".pdiparams", "wb") as f:  # what earlier psjob versions wrote: an .npz
+        np.savez(f, **arrays)
+    records = {n: {"shape": list(a.shape), "dtype": a.dtype.name, "sha256": array_sha256(a)} for n, a in arrays.items()}
     fluid_io._write_model(prefix + ".pdmodel", {"format": fluid_io.PROGRAM_STATE_FORMAT,
                                                 "program": program_to_dict(inference), "feed": ["dense", "ids"],
                                                 "fetch": [prob.name], "arrays": {"inference": records}})

@@ -573,12 +573,6 @@ def _arrays(scope, names, what):
     return out
 
 
-def _write_npz(path, arrays):
-    atomic_write(path, lambda f: np.savez(f, **arrays))
-    return {n: {"shape": list(a.shape), "dtype": a.dtype.name, "sha256": array_sha256(a)}
-            for n, a in arrays.items()}
-
-
 def _write_model(path, doc):
     data = json.dumps(doc, sort_keys=True).encode()
     atomic_write(path, lambda f: f.write(data))
@@ -604,7 +598,7 @@ def _write_paddle_pickle(path, arrays, protocol=4):
             for n, a in arrays.items()}
 
 
-def _read_npz(path, records):
+def _read_saved_arrays(path, records):
     """{name: array} of the names in `records`, each checked against its record: from a .npz
     (psjob's saves before they wrote Paddle's pickles) or a Paddle pickle."""
     try:
@@ -675,7 +669,7 @@ def load_program_state(model_path, var_list=None):
             wanted = {v.name if isinstance(v, Variable) else v for v in var_list}
             records = {n: r for n, r in records.items() if n in wanted}
         if records:
-            state.update(_read_npz(model_path + ext, records))
+            state.update(_read_saved_arrays(model_path + ext, records))
     return state
 
 

@@ -35,9 +35,7 @@ from psjob.fluid.io import (  # noqa: F401  (save/load: paddle.static's names fo
     _into_scope,
     _prefix,
     _read_model,
-    _read_npz,
-    _write_model,
-    _write_npz,
+    _read_saved_arrays,
     is_persistable,
     load,
     load_program_state,
@@ -146,4 +144,4 @@ def _read_json_inference_model(model_path, params_path):
         feed, fetch = doc["feed"], doc["fetch"]
     except (ProgramFormatError, KeyError) as exc:
         raise CheckpointError(f"{model_path} is not a psjob inference model: {exc}") from exc
-    return program, feed, fetch, _read_npz(params_path, doc["arrays"]["inference"])
+    return program, feed, fetch, _read_saved_arrays(params_path, doc["arrays"]["inference"])
