@@ -781,6 +781,140 @@ def test_an_async_trainer_allowed_no_stale_step_is_not_pipelined_and_trains_as_s
     np.testing.assert_allclose(runs[False][1], runs[True][1], rtol=1e-5, atol=1e-7)
 
 
+class _CallLog:
+    """A trainer's client (the Communicator), logging its prefetch and push calls in order."""
+
+    def __init__(self, service):
+        self.service, self.calls = service, []
+
+    def prefetch(self, *args):
+        self.calls.append("prefetch")
+        return self.service.prefetch(*args)
+
+    def push(self, *args, **kwargs):
+        self.calls.append("push")
+        return self.service.push(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.service, name)
+
+
+def _deferring_trainer(exe, **config):
+    """An async trainer's executor behind a Communicator whose calls are logged → the log."""
+    from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
+    log = exe.services["rpc"] = _CallLog(Communicator(exe.services["rpc"], CommunicatorConfig(**config)))
+    return log
+
+
+def test_an_async_run_defers_its_backward_until_the_next_run_has_sent_its_prefetches():
+    """exe.run(feed=...) of an async program ends once its fetches are computed: its
+    backward and sends run at the start of the next run, after that run's embedding
+    prefetches left (one per pserver per step, never twice), so the rows travel while
+    the backward computes. Every step's pushes are made, the last ones when the scope is
+    next read; the trainer still learns."""
+    feeds = pooled_feeds(1, 10) * 6
+    program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
+
+    def body(tid, exe):
+        scope = fluid.Scope()
+        log = _deferring_trainer(exe)
+        exe.run(startup, scope=scope)
+        losses, after_run = [], []
+        for feed in feeds:
+            losses.append(float(exe.run(program, feed=feed, fetch_list=[loss], scope=scope)[0][0]))
+            after_run.append(list(log.calls))
+        before_read = log.calls.count("push")
+        scope.find_var("emb")  # reading the scope finishes the last run
+        pushes_per_step = log.calls.count("push") - before_read
+        log.service.stop()
+        return losses, after_run, pushes_per_step
+
+    [(losses, after_run, per_step)] = cluster.run_trainers(body, 1)
+    assert per_step > 0
+    assert after_run[0] == ["prefetch"] * 2  # the first run pushed nothing yet
+    for i in range(1, len(feeds)):  # run i: its prefetches, then run i-1's pushes
+        assert after_run[i][len(after_run[i - 1]):] == ["prefetch"] * 2 + ["push"] * per_step
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+def test_what_a_deferred_run_leaves_in_the_scope_equals_what_op_by_op_execution_leaves():
+    """Two identical trainers run one step: the first fetches the loss (its backward is
+    deferred) and then reads a gradient and a pooled embedding's gradient through the
+    scope; the second fetches them with the loss (nothing of theirs deferred). Equal, bit
+    for bit; and so is the loss."""
+    grads = ["fc_0.w_0@GRAD", "fc_0.b_0@GRAD"]
+    feed = pooled_feeds(1, 10)[0]
+    seen = {}
+    for fetch_grads in (False, True):
+        program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
+
+        def body(tid, exe):
+            scope = fluid.Scope()
+            log = _deferring_trainer(exe)
+            exe.run(startup, scope=scope)
+            out = exe.run(program, feed=feed, fetch_list=[loss] + (grads if fetch_grads else []), scope=scope)
+            deferred = "push" not in log.calls
+            values = out[1:] if fetch_grads else [np.array(scope.find_var(g).get_tensor()) for g in grads]
+            log.service.stop()
+            return out[0], values, deferred
+
+        [seen[fetch_grads]] = cluster.run_trainers(body, 1)
+    assert seen[False][2] is True  # the backward waited for the read
+    np.testing.assert_array_equal(seen[False][0], seen[True][0])
+    for a, b in zip(seen[False][1], seen[True][1]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_run_of_another_program_close_and_fleets_calls_finish_a_deferred_run_first():
+    """What the deferred ops do lands before anything else the trainer does: a run of
+    another program (here the startup program, which rewrites the parameters: run after
+    the pushes, its values stay), close(), and a read through global_scope()."""
+    from psjob.fluid import core
+    feed = pooled_feeds(1, 10)[0]
+    program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
+
+    def body(tid, exe):
+        log = _deferring_trainer(exe)
+        scope = fluid.Scope()
+        exe.run(startup, scope=scope)
+        order = []
+        exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
+        order.append(log.calls.count("push"))
+        exe.run(startup, scope=scope)   # another program: the pushes go first
+        order.append(log.calls.count("push"))
+        exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
+        with fluid.scope_guard(scope):
+            core.global_scope()
+        order.append(log.calls.count("push"))
+        exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
+        exe.close()
+        order.append(log.calls.count("push"))
+        log.service.stop()
+        return order
+
+    [order] = cluster.run_trainers(body, 1)
+    per_step = order[1]
+    assert order == [0, per_step, 2 * per_step, 3 * per_step] and per_step > 0
+
+
+def test_an_async_run_allowed_no_stale_read_is_not_deferred():
+    """max_stale_steps=0 asks for exact reads: each run pushes before it returns (a sync
+    program's rounds, with their barriers, never defer either: _NOT_DEFERRED)."""
+    feed = pooled_feeds(1, 10)[0]
+    program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
+
+    def body(tid, exe):
+        log = _deferring_trainer(exe, max_stale_steps=0)
+        exe.run(startup)
+        exe.run(program, feed=feed, fetch_list=[loss])
+        pushed = log.calls.count("push")
+        log.service.stop()
+        return pushed
+
+    [pushed] = cluster.run_trainers(body, 1)
+    assert pushed > 0
+
+
 class _RecordingPulls:
     """The in-memory client, recording each pull's endpoint and names."""
 

@@ -46,6 +46,7 @@ from psjob.fleet.server import init_pserver, run_pserver
 from psjob.fleet.sparse_tables import RemoteTableView, promote_sparse_embedding
 from psjob.fleet.worker import WorkerConnection
 from psjob.fluid import io as fluid_io
+from psjob.fluid.core import settle_deferred
 from psjob.fluid.executor import Executor
 from psjob.fluid.framework import default_startup_program
 from psjob.fluid.optimizer import Optimizer, check_table_optimizer
@@ -288,6 +289,7 @@ class Fleet:
             return
         if self._worker is None:
             raise FleetError("stop_worker() without init_worker()")
+        settle_deferred()  # the last run's backward and sends (psjob.fluid.executor)
         worker, self._worker = self._worker, None
         hooks.unregister(hooks.REMOTE_TABLE_VIEW)
         worker.close()
@@ -333,6 +335,7 @@ class _PSWorkerHandle:
     def client_flush(self):
         """Send every update this trainer's communicator still queues (a no-op in sync mode,
         where each step sends before it ends, and before init_worker)."""
+        settle_deferred()
         service = self._fleet.rpc_service
         if service is not None and hasattr(service, "flush"):
             service.flush()

@@ -12,6 +12,7 @@ from psjob.fleet.build import BuiltJob
 from psjob.fleet.errors import FleetError
 from psjob.fleet.role_maker import RoleMakerBase
 from psjob.fluid import io
+from psjob.fluid.core import settle_deferred
 from psjob.fluid.executor import CompiledProgram, Executor, ParallelExecutor
 from psjob.fluid.framework import Program
 from psjob.fluid.transpiler.vars_distributed import VarsDistributed
@@ -19,6 +20,7 @@ from psjob.foundation.roles import Mode
 
 
 def check_save_args(api, executor, main_program) -> None:
+    settle_deferred()  # a save reads the scope op-by-op execution leaves (psjob.fluid.executor)
     if isinstance(executor, ParallelExecutor):
         raise TypeError(f"in fleet.{api}() function, executor must be as Executor type, "
                         "ParallelExecutor is not allowed")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import importlib
+import threading
 
 import numpy as np
 
@@ -197,9 +198,11 @@ class LoDTensor:
         # A copy, as Paddle's: the scope's arrays are updated in place by optimizer
         # ops, which must never rewrite the caller's array.
         xp = (place or CPUPlace()).array_module()
+        settle_deferred()
         self._scope.vars[self._name] = xp.array(array, copy=True)
 
     def set_lod(self, lod):
+        settle_deferred()
         self._scope.lods[self._name] = [np.asarray(level, dtype=np.int64) for level in lod]
 
     def set_recursive_sequence_lengths(self, lengths):
@@ -209,6 +212,7 @@ class LoDTensor:
         self.set_lod(lod)
 
     def lod(self):
+        settle_deferred()
         return [np.asarray(level).tolist() for level in self._scope.lods.get(self._name, [])]
 
     def recursive_sequence_lengths(self):
@@ -228,6 +232,7 @@ class LoDTensor:
         return float(flat[index])
 
     def _value(self):
+        settle_deferred()
         try:
             value = self._scope.vars[self._name]
         except KeyError:
@@ -266,34 +271,42 @@ class ScopeVar:
         return LoDTensor(self._scope, self._name)
 
     def get_selected_rows(self) -> SelectedRows:
+        settle_deferred()
         value = self._scope.vars.get(self._name)
         if not isinstance(value, SelectedRows):
             raise TypeError(f"variable {self._name!r} does not hold SelectedRows")
         return value
 
     def is_initialized(self) -> bool:
+        settle_deferred()
         return self._name in self._scope.vars
 
 
 class Scope:
-    """Name → value store shared by successive Executor.run calls."""
+    """Name → value store shared by successive Executor.run calls. Its Paddle methods
+    (and global_scope(), LoDTensor's reads and writes) first finish what an executor
+    deferred on this thread (`defer`): the user sees the scope op-by-op execution leaves."""
 
     def __init__(self):
         self.vars: dict[str, object] = {}
         self.lods: dict[str, list] = {}
 
     def var(self, name: str) -> ScopeVar:
+        settle_deferred()
         return ScopeVar(self, name)
 
     def find_var(self, name: str) -> ScopeVar | None:
+        settle_deferred()
         return ScopeVar(self, name) if name in self.vars else None
 
     def erase(self, names):
+        settle_deferred()
         for n in names:
             self.vars.pop(n, None)
             self.lods.pop(n, None)
 
     def local_var_names(self):
+        settle_deferred()
         return list(self.vars)
 
     def new_scope(self) -> Scope:
@@ -304,7 +317,54 @@ _global_scope = Scope()
 
 
 def global_scope() -> Scope:
+    settle_deferred()
     return _global_scope
+
+
+def current_scope() -> Scope:
+    """global_scope() for the executor itself, which settles its own deferred work when
+    it is due (a run of the same program first sends the next batch's prefetches)."""
+    return _global_scope
+
+
+# Work an executor finished its run without (psjob.fluid.executor: an async step's
+# backward and sends, run at the start of the next run so that the next batch's
+# embedding prefetches travel meanwhile), by thread: thread id -> settle functions.
+# Reading or writing a scope from outside a run (above), fleet's calls and a run of
+# another program settle it first. Another thread's reads settle nothing: they could
+# have come mid-step anyway.
+_deferred: dict[int, list] = {}
+
+
+def defer(settle) -> None:
+    """Register `settle()`, to be called (once) before this thread next touches a scope."""
+    _deferred.setdefault(threading.get_ident(), []).append(settle)
+
+
+def undefer(settle) -> None:
+    """Forget `settle` (its owner ran the work itself)."""
+    ident = threading.get_ident()
+    pending = _deferred.get(ident)
+    if pending and settle in pending:
+        pending.remove(settle)
+        if not pending:
+            _deferred.pop(ident, None)
+
+
+def settle_deferred() -> None:
+    """Run what this thread's executors deferred."""
+    if not _deferred:  # the common case: one dict test
+        return
+    ident = threading.get_ident()
+    pending = _deferred.pop(ident, None)
+    while pending:
+        settle = pending.pop(0)
+        try:
+            settle()
+        except BaseException:
+            if pending:
+                _deferred.setdefault(ident, []).extend(pending)
+            raise
 
 
 @contextlib.contextmanager

@@ -12,6 +12,18 @@ service not set there is made on first use by the factory the runtime layer
 registered under its name (psjob.foundation.hooks): the framework never imports it. `close()` runs registered close hooks — for a trainer this tells
 the pservers it has completed, as `exe.close()` does in Fluid.
 
+Deferred tails. Where the next batch's embedding prefetches may travel ahead of it (an
+async or half-async communicator that allows a stale step, the ids fed: what
+psjob.fluid.pipeline does for train_from_dataset), a run ends once it has computed what
+it fetches: the ops after the last one writing a fetch target (the backward and the
+sends) run at the start of the next run of the same program, right after that run's
+feed has sent its prefetches, so they compute while the rows travel. Anything else
+first finishes them: reading or writing a scope (its methods, global_scope(),
+LoDTensor), a run of another program or scope, fleet's calls, close(). Every variable
+holds, whenever the user can look, what op-by-op execution gives; the only difference
+is the async staleness a pipelined dataset already has (the rows of batch N+1 are read
+before batch N's gradients are sent).
+
 Step observers (`observe_steps(program, fn)`) are called after every
 successful `run` of one program, by any Executor: psjob.fleet counts a
 trainer's steps, examples, loss and AUC this way without wrapping the user's
@@ -19,16 +31,19 @@ training loop. A run of a program nobody observes costs one dict lookup.
 """
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from collections import defaultdict
 
 import numpy as np
 
-from psjob.fluid.core import CPUPlace, EOFException, LoDTensor, Scope, SelectedRows, global_scope, to_numpy
+from psjob.fluid import core
+from psjob.fluid.core import CPUPlace, EOFException, LoDTensor, Scope, SelectedRows, to_numpy
 from psjob.fluid.embedding_fusion import execution_ops
 from psjob.fluid.framework import EMPTY_VAR_NAME, GraphError, Program, Variable
 from psjob.fluid.ops.registry import KernelContext, get_op_def
+from psjob.fluid.pipeline import ALREADY_ISSUED, CANNOT_ISSUE, ahead_of_run
 from psjob.foundation import hooks
 
 # Runtime services a kernel may need, created on first use when nobody
@@ -38,14 +53,26 @@ from psjob.foundation import hooks
 
 # program → observers called after each run of it; weak keys, so an observer goes with its program.
 _STEP_OBSERVERS: weakref.WeakKeyDictionary[Program, tuple] = weakref.WeakKeyDictionary()
+_OBSERVED_READS: weakref.WeakKeyDictionary[Program, frozenset] = weakref.WeakKeyDictionary()
+
+# Ops whose effect reaches past the scope and the communicator (files, the user's Python,
+# the terminal, barriers with other processes): a run whose tail holds one is not deferred.
+_NOT_DEFERRED = frozenset({
+    "print", "py_func", "save", "save_combine", "load", "load_combine", "checkpoint_notify",
+    "send_barrier", "fetch_barrier", "recv_save", "listen_and_serv", "barrier"})
 
 
-def observe_steps(program, fn):
+def observe_steps(program, fn, reads=()):
     """Call `fn(executor, program, feed, scope, seconds)` after every successful `Executor.run`
-    of `program` (`seconds`: the whole run, feed to fetch). Returns a function that removes
-    the observer. Runs of clones of `program` are not observed."""
+    of `program` (`seconds`: the whole run, feed to fetch). `reads`: the variables `fn` reads
+    from the scope, computed before it is called as if fetched (a deferred tail comes after).
+    Returns a function that removes the observer. Runs of clones of `program` are not observed."""
     program = _unwrap(program)
     _STEP_OBSERVERS[program] = _STEP_OBSERVERS.get(program, ()) + (fn,)
+    reads = {n for n in reads if n} - _OBSERVED_READS.get(program, frozenset())
+    if reads:
+        _OBSERVED_READS[program] = _OBSERVED_READS.get(program, frozenset()) | reads
+        program._bump()  # compiled runs split their ops again (_tail_from)
 
     def remove():
         rest = tuple(f for f in _STEP_OBSERVERS.get(program, ()) if f is not fn)
@@ -53,6 +80,7 @@ def observe_steps(program, fn):
             _STEP_OBSERVERS[program] = rest
         else:
             _STEP_OBSERVERS.pop(program, None)
+            _OBSERVED_READS.pop(program, None)
     return remove
 
 
@@ -65,11 +93,23 @@ class FeedError(ValueError):
 
 
 class _Compiled:
-    __slots__ = ("steps", "block")
+    __slots__ = ("steps", "block", "head", "tail")
 
-    def __init__(self, block, steps):
+    def __init__(self, block, steps, tail_from: int | None = None):
         self.block = block
         self.steps = steps  # list of (kernel, ctx)
+        # A run that may end early (deferred tails, above): the steps up to the last one
+        # writing a fetched or observed variable, and the rest. tail None: runs whole.
+        self.head, self.tail = (steps, None) if tail_from is None else (steps[:tail_from], steps[tail_from:])
+
+
+class _Tail:
+    """The deferred rest of one run."""
+
+    __slots__ = ("program", "scope", "steps", "thread")
+
+    def __init__(self, program, scope, steps):
+        self.program, self.scope, self.steps, self.thread = program, scope, steps, threading.get_ident()
 
 
 class Executor:
@@ -89,6 +129,7 @@ class Executor:
         self.timing_clock = time.perf_counter
         self.kernel_seconds = defaultdict(float)
         self._timed_total = 0.0  # every op's seconds so far (a sub-block's ops are subtracted from their op's)
+        self._tail: _Tail | None = None  # the last run's deferred ops
 
     @property
     def xp(self):
@@ -115,6 +156,7 @@ class Executor:
         """Release runtime resources; a trainer tells its pservers it completed."""
         if self._closed:
             return
+        self.settle()
         self._closed = True
         hooks, self._close_hooks = self._close_hooks, []
         for fn in reversed(hooks):
@@ -129,7 +171,7 @@ class Executor:
         observers = _STEP_OBSERVERS.get(program) if _STEP_OBSERVERS else None
         if observers:
             t0 = time.perf_counter()
-        scope = scope if scope is not None else global_scope()
+        scope = scope if scope is not None else core.current_scope()
         if not isinstance(scope, Scope):
             raise TypeError(f"scope must be a fluid Scope, got {type(scope).__name__}")
         feed = feed or {}
@@ -137,18 +179,51 @@ class Executor:
             feed = feed[0]  # one place's feed, as paddle.io.DataLoader yields it (return_list=False)
         if not isinstance(feed, dict):
             raise TypeError(f"feed must be a dict of name → value, got {type(feed).__name__}")
+        ahead = None
+        if self._tail is not None:
+            tail = self._tail
+            if tail.program is program and tail.scope is scope and tail.thread == threading.get_ident():
+                try:
+                    ahead = ahead_of_run(self, program, feed, issue=True)  # they travel while the tail runs
+                except (TypeError, ValueError):
+                    ahead = None  # a malformed feed, which _feed names below
+            self.settle()
+        core.settle_deferred()  # another executor's, on this thread
         block = program.global_block()
         self._set_scheduled_lr(program, scope)
         self._feed(block, feed, scope)
         fetch_names = [_fetch_name(f) for f in (fetch_list or [])]
         compiled = self._compile(program, block, scope, tuple(sorted(feed)), tuple(fetch_names))
-        self._run_steps(compiled)
+        if compiled.tail is None:
+            self._run_steps(compiled.steps)
+        else:
+            if ahead is None:
+                ahead = ahead_of_run(self, program, feed, issue=False)
+            if ahead in (CANNOT_ISSUE, ALREADY_ISSUED):  # nothing to overlap, or pipelined already
+                self._run_steps(compiled.steps)
+            else:
+                self._run_steps(compiled.head)
+                self._tail = _Tail(program, scope, compiled.tail)
+                core.defer(self.settle)
         fetched = [self._fetch(scope, n, return_numpy) for n in fetch_names]
         if observers:
             seconds = time.perf_counter() - t0
             for fn in observers:
                 fn(self, program, feed, scope, seconds)
         return fetched
+
+    def settle(self):
+        """Run what the last run deferred (the module docstring), if anything."""
+        tail, self._tail = self._tail, None
+        if tail is None:
+            return
+        core.undefer(self.settle)
+        try:
+            self._run_steps(tail.steps)
+        except ExecutionError as exc:
+            exc.add_note("(raised by the previous Executor.run's backward, which psjob runs at the start of "
+                         "the next run or before the scope is read: see psjob.fluid.executor)")
+            raise
 
     def train_from_dataset(self, program=None, dataset=None, scope=None, thread=0, debug=False,
                            fetch_list=None, fetch_info=None, print_period=100, fetch_handler=None):
@@ -159,6 +234,7 @@ class Executor:
             raise NotImplementedError("train_from_dataset(fetch_handler=...) is not supported by psjob; "
                                       "use fetch_list with fetch_info and print_period")
         names = [_fetch_name(f) for f in (fetch_list or [])]
+        self.settle()
         return run_dataset(self, _unwrap(program), dataset, scope, thread, names, fetch_info, print_period, debug)
 
     def infer_from_dataset(self, program=None, dataset=None, scope=None, thread=0, debug=False,
@@ -174,12 +250,12 @@ class Executor:
         """Run one block of `program` (pserver optimize blocks, sub-blocks)."""
         block = program.block(block_idx)
         compiled = self._compile(program, block, scope, (), ())
-        self._run_steps(compiled)
+        self._run_steps(compiled.steps)
 
-    def _run_steps(self, compiled: _Compiled):
+    def _run_steps(self, steps: list):
         if self.collect_timing:
-            return self._run_steps_timed(compiled)
-        for kernel, ctx in compiled.steps:
+            return self._run_steps_timed(steps)
+        for kernel, ctx in steps:
             try:
                 kernel(ctx)
             except (ExecutionError, EOFException, KeyboardInterrupt):
@@ -187,13 +263,13 @@ class Executor:
             except Exception as exc:
                 raise _op_error(ctx, exc) from exc
 
-    def _run_steps_timed(self, compiled: _Compiled):
+    def _run_steps_timed(self, steps: list):
         # One clock reading per op: each op's end is the next one's start (the loop's own
         # few instructions count to the op before), half the clock calls of a start/end pair.
         # A control-flow op's sub-block times its own ops: the op keeps only the rest.
         clock, seconds = self.timing_clock, self.kernel_seconds
         t0 = clock()
-        for kernel, ctx in compiled.steps:
+        for kernel, ctx in steps:
             inner = self._timed_total
             try:
                 kernel(ctx)
@@ -259,7 +335,8 @@ class Executor:
                 raise GraphError(f"fetch target {n!r} is not a variable of the program")
             if n not in available:
                 raise GraphError(f"fetch target {n!r} is never computed by this program and not in the scope")
-        compiled = _Compiled(block, steps)
+        compiled = _Compiled(block, steps, _tail_from(ops, fetch_names, _OBSERVED_READS.get(program, ()))
+                             if block.idx == 0 else None)
         self._cache[key] = compiled
         return compiled
 
@@ -360,6 +437,25 @@ class Executor:
         if name in scope.lods:
             fetched._scope.lods[fetched._name] = [np.array(level, copy=True) for level in scope.lods[name]]
         return fetched
+
+
+def _tail_from(ops, fetch_names, observed) -> int | None:
+    """Where a run of `ops` may stop until the next run (the module docstring): after
+    the last op writing a fetched or observed variable, when what follows sends
+    something and touches nothing past the scope and the communicator; else None."""
+    wanted = set(fetch_names) | set(observed)
+    start = 0
+    for i, op in enumerate(ops):
+        if wanted.intersection(op.output_arg_names):
+            start = i + 1
+    tail = ops[start:]
+    if not any(op.type == "send" for op in tail):
+        return None
+    if any(op.type in _NOT_DEFERRED or op.attr("sub_block") is not None for op in tail):
+        return None
+    if not any(op.type == "prefetch" for op in ops[:start]):
+        return None  # no embedding prefetch to send ahead: nothing would overlap
+    return start
 
 
 def _unwrap(program):
@@ -554,7 +650,7 @@ class ParallelExecutor:
         self._program = collective_program(program, _num_trainers(num_trainers, build_strategy),
                                            build_strategy)
         self._exe = Executor(CUDAPlace(0) if use_cuda else CPUPlace())
-        self._scope = scope or (share_vars_from._scope if share_vars_from else global_scope())
+        self._scope = scope or (share_vars_from._scope if share_vars_from else core.global_scope())
 
     def run(self, fetch_list, feed=None, feed_dict=None, return_numpy=True):
         return self._exe.run(self._program, feed=feed or feed_dict, fetch_list=fetch_list,

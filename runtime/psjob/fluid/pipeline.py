@@ -21,6 +21,7 @@ import weakref
 
 import numpy as np
 
+from psjob.fluid.core import LoDTensor
 from psjob.fluid.framework import default_main_program
 from psjob.fluid.ops.dist_ops import PREFETCH_AHEAD, split_wanted_ids
 
@@ -58,17 +59,66 @@ def prefetch_ahead(executor, program, feed: dict) -> bool:
             exe.run(program, feed=feed, ...)
     """
     program = default_main_program() if program is None else getattr(program, "_program", program)
+    plan = _ahead_plan(executor, program, feed)
+    if plan is None:
+        return False
+    _issue(executor, feed, *plan)
+    return True
+
+
+# What ahead_of_run found (Executor.run's deferred tails, executor.py).
+ISSUED, ALREADY_ISSUED, CANNOT_ISSUE = "issued", "already issued", "cannot issue"
+
+
+def ahead_of_run(executor, program, feed: dict, issue: bool) -> str:
+    """For a run of `program` fed `feed` that is about to start: whether its prefetches
+    can travel ahead of it (CANNOT_ISSUE where prefetch_ahead would issue nothing),
+    were issued already (ALREADY_ISSUED: `pipelined` or prefetch_ahead by hand), or,
+    with `issue`, are issued now (ISSUED; without it, the answer is that they could be)."""
+    plan = _ahead_plan(executor, program, feed)
+    if plan is None:
+        return CANNOT_ISSUE
+    pairs, client = plan
+    split = pairs[0][0]
+    queue = executor.services.get(PREFETCH_AHEAD, {}).get(id(split))
+    if queue:
+        wanted = _wanted(split, feed)
+        if any(len(entry[0]) == len(wanted) and np.array_equal(entry[0], wanted) for entry in queue):
+            return ALREADY_ISSUED
+    if issue:
+        _issue(executor, feed, pairs, client)
+    return ISSUED
+
+
+def _ahead_plan(executor, program, feed: dict):
+    """(the (split_ids, prefetch) pairs, the client) when `program`'s prefetches may be
+    issued ahead of its run fed `feed`, else None."""
     pairs = _prefetch_pairs(program.global_block())
     if not pairs or not all(name in feed for split, _ in pairs for name in split.input("Ids")):
-        return False
+        return None
     client = executor.service("rpc", pairs[0][1])
     if not getattr(client, "reads_may_lag", False):
-        return False
+        return None
+    return pairs, client
+
+
+def _fed_ids(value) -> np.ndarray:
+    """A fed id input as a flat int64 array, as split_ids will read it from the scope."""
+    if isinstance(value, tuple):  # (array, lod)
+        value = value[0]
+    if isinstance(value, LoDTensor):  # its value without settling anything: the caller is a run
+        value = value._scope.vars.get(value._name)
+    return np.asarray(value, dtype=np.int64).reshape(-1)
+
+
+def _wanted(split, feed: dict) -> np.ndarray:
+    return np.concatenate([_fed_ids(feed[name]) for name in split.input("Ids")])
+
+
+def _issue(executor, feed: dict, pairs, client) -> None:
     issued = executor.services.setdefault(PREFETCH_AHEAD, {})
     for split, op in pairs:
-        fed = [feed[name] for name in split.input("Ids")]
-        wanted = np.concatenate([np.asarray(v[0] if isinstance(v, tuple) else v, dtype=np.int64).reshape(-1)
-                                 for v in fed])
+        wanted = _wanted(split, feed)
         split_out = split_wanted_ids(wanted, len(op.input("X")), with_index=bool(split.output("Index")))
         requests = [(ids, client.prefetch(ep, table, ids) if ids.size else None)
                     for ids, ep, table in zip(split_out[0], op.attr("epmap"), op.attr("table_names"))]
@@ -77,7 +127,6 @@ def prefetch_ahead(executor, program, feed: dict) -> bool:
             queue = issued.setdefault(key, [])
             del queue[:-MAX_PREFETCH_AHEAD + 1]  # batches prepared but never run (a skipped feed)
             queue.append(entry)
-    return True
 
 
 def pipelined(executor, program, items, feed_of=None):

@@ -52,7 +52,7 @@ class TrainerMonitor:
                                          on_window=self.telemetry.window, out=out)
         self._executors: set[int] = set()
         self._failed = False
-        self._remove = observe_steps(program, self._observe)
+        self._remove = observe_steps(program, self._observe, reads=(loss_name, self._auc))
 
     def _observe(self, executor, program, feed, scope, seconds) -> None:
         if self._failed:

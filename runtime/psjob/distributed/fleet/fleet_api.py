@@ -20,6 +20,7 @@ from psjob.distributed.fleet.util import UtilBase
 from psjob.fleet import FleetError
 from psjob.fleet import fleet as _fleet
 from psjob.fleet import saving as _saving
+from psjob.fluid.core import settle_deferred
 from psjob.foundation.roles import Mode
 
 fleet = _fleet
@@ -122,6 +123,7 @@ def barrier_worker():
     updates and, past the barrier, refreshes its copy of the parameters: after barrier_worker()
     every worker's program reads what all workers trained (in Paddle that depends on the
     communicator's timing). In geo mode the flush sends the current partial interval."""
+    settle_deferred()  # the last run's sends go before the barrier (psjob.fluid.executor)
     service = _fleet.rpc_service
     if service is not None and hasattr(service, "flush"):
         service.flush()
@@ -265,6 +267,7 @@ def _load_into_pservers(api, path, mode, **params):
     if _fleet.is_collective:
         raise FleetError(f"fleet.{api}() loads a save into the pservers; a collective job has none "
                          "(load with paddle.static.load)")
+    settle_deferred()  # the last run's sends (psjob.fluid.executor) go before the load too
     service = _fleet.rpc_service
     if service is not None and hasattr(service, "flush"):
         service.flush()  # nothing this worker queued lands on the loaded values
@@ -289,6 +292,7 @@ def _collective_save(api, dirname, write, verb="write"):
     The workers meet on pserver 0, as fleet.util's collectives do (fleet/util.py). In a
     collective job (no pserver) every trainer holds the whole model and the save is a plain
     one on the trainer that calls it, as Paddle's collective runtime saves."""
+    settle_deferred()  # the last run's backward and sends (psjob.fluid.executor)
     if _fleet.is_collective:
         return write()
     if not _fleet.is_worker():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from psjob.cluster.collective.service import ring as collective_ring
+from psjob.fluid.core import settle_deferred
 
 MODES = ("sum", "min", "max")
 _REDUCE = {"sum": np.sum, "min": np.min, "max": np.max}
@@ -54,6 +55,7 @@ class UtilBase:
         self._calls = 0  # collectives so far: the round that pairs this worker's call with the others'
 
     def _gather(self, call: str, value, comm_world: str) -> list:
+        settle_deferred()  # a meeting point: this worker's last run finishes first (psjob.fluid.executor)
         if comm_world not in ("worker", "server", "all"):
             raise ValueError(f"comm_world must be 'worker', 'server' or 'all', got {comm_world!r}")
         if comm_world != "worker":
