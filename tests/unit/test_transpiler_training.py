@@ -799,6 +799,16 @@ class _CallLog:
         return getattr(self.service, name)
 
 
+def _on_this_thread(cluster, body):
+    """body(0, executor) on the calling (main) thread: only its runs defer (Hogwild threads'
+    run whole); the executor is closed afterwards, as run_trainers closes its own."""
+    exe = cluster.executor(0)
+    try:
+        return [body(0, exe)]
+    finally:
+        exe.close()
+
+
 def _deferring_trainer(exe, **config):
     """An async trainer's executor behind a Communicator whose calls are logged → the log."""
     from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
@@ -829,7 +839,7 @@ def test_an_async_run_defers_its_backward_until_the_next_run_has_sent_its_prefet
         log.service.stop()
         return losses, after_run, pushes_per_step
 
-    [(losses, after_run, per_step)] = cluster.run_trainers(body, 1)
+    [(losses, after_run, per_step)] = _on_this_thread(cluster, body)
     assert per_step > 0
     assert after_run[0] == ["prefetch"] * 2  # the first run pushed nothing yet
     for i in range(1, len(feeds)):  # run i: its prefetches, then run i-1's pushes
@@ -858,7 +868,7 @@ def test_what_a_deferred_run_leaves_in_the_scope_equals_what_op_by_op_execution_
             log.service.stop()
             return out[0], values, deferred
 
-        [seen[fetch_grads]] = cluster.run_trainers(body, 1)
+        [seen[fetch_grads]] = _on_this_thread(cluster, body)
     assert seen[False][2] is True  # the backward waited for the read
     np.testing.assert_array_equal(seen[False][0], seen[True][0])
     for a, b in zip(seen[False][1], seen[True][1]):
@@ -892,26 +902,31 @@ def test_a_run_of_another_program_close_and_fleets_calls_finish_a_deferred_run_f
         log.service.stop()
         return order
 
-    [order] = cluster.run_trainers(body, 1)
+    [order] = _on_this_thread(cluster, body)
     per_step = order[1]
     assert order == [0, per_step, 2 * per_step, 3 * per_step] and per_step > 0
 
 
-def test_an_async_run_allowed_no_stale_read_is_not_deferred():
+@pytest.mark.parametrize("case", ["max_stale_steps=0", "another thread"])
+def test_runs_that_allow_no_stale_read_or_run_off_the_main_thread_are_not_deferred(case):
     """max_stale_steps=0 asks for exact reads: each run pushes before it returns (a sync
-    program's rounds, with their barriers, never defer either: _NOT_DEFERRED)."""
+    program's rounds, with their barriers, never defer either: _NOT_DEFERRED). Runs on
+    another thread than the main one (train_from_dataset's Hogwild threads) run whole: a
+    thread may end with nothing left to finish its last run."""
     feed = pooled_feeds(1, 10)[0]
     program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
+    config = {"max_stale_steps": 0} if case == "max_stale_steps=0" else {}
 
     def body(tid, exe):
-        log = _deferring_trainer(exe, max_stale_steps=0)
-        exe.run(startup)
-        exe.run(program, feed=feed, fetch_list=[loss])
+        log = _deferring_trainer(exe, **config)
+        scope = fluid.Scope()
+        exe.run(startup, scope=scope)
+        exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
         pushed = log.calls.count("push")
         log.service.stop()
         return pushed
 
-    [pushed] = cluster.run_trainers(body, 1)
+    [pushed] = _on_this_thread(cluster, body) if config else cluster.run_trainers(body, 1)
     assert pushed > 0
 
 

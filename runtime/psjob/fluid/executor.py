@@ -22,7 +22,8 @@ first finishes them: reading or writing a scope (its methods, global_scope(),
 LoDTensor), a run of another program or scope, fleet's calls, close(). Every variable
 holds, whenever the user can look, what op-by-op execution gives; the only difference
 is the async staleness a pipelined dataset already has (the rows of batch N+1 are read
-before batch N's gradients are sent).
+before batch N's gradients are sent). Only the main thread's runs defer: a Hogwild
+thread may end with nothing left to finish its last run.
 
 Step observers (`observe_steps(program, fn)`) are called after every
 successful `run` of one program, by any Executor: psjob.fleet counts a
@@ -129,7 +130,8 @@ class Executor:
         self.timing_clock = time.perf_counter
         self.kernel_seconds = defaultdict(float)
         self._timed_total = 0.0  # every op's seconds so far (a sub-block's ops are subtracted from their op's)
-        self._tail: _Tail | None = None  # the last run's deferred ops
+        self._tail: _Tail | None = None  # the last run's deferred ops (main thread's runs only)
+        self._tail_lock = threading.Lock()
 
     @property
     def xp(self):
@@ -194,8 +196,8 @@ class Executor:
         self._feed(block, feed, scope)
         fetch_names = [_fetch_name(f) for f in (fetch_list or [])]
         compiled = self._compile(program, block, scope, tuple(sorted(feed)), tuple(fetch_names))
-        if compiled.tail is None:
-            self._run_steps(compiled.steps)
+        if compiled.tail is None or threading.current_thread() is not threading.main_thread():
+            self._run_steps(compiled.steps)  # other threads' runs (Hogwild's) run whole: one may end first
         else:
             if ahead is None:
                 ahead = ahead_of_run(self, program, feed, issue=False)
@@ -214,7 +216,8 @@ class Executor:
 
     def settle(self):
         """Run what the last run deferred (the module docstring), if anything."""
-        tail, self._tail = self._tail, None
+        with self._tail_lock:
+            tail, self._tail = self._tail, None
         if tail is None:
             return
         core.undefer(self.settle)
