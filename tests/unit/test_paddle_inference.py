@@ -87,7 +87,8 @@ def test_handles_give_the_executors_output(model):
     ids.copy_from_cpu(IDS[:2])
     p.run()
     assert out.shape() == [2, 1]
-    np.testing.assert_array_equal(out.copy_to_cpu(), want[:2])
+    # not bit for bit: a matrix product of 2 rows may round differently from one of 4 (BLAS blocking)
+    np.testing.assert_allclose(out.copy_to_cpu(), want[:2], rtol=1e-6)
 
 
 def test_run_with_a_list_returns_tensors_with_numpy(model):
