@@ -907,6 +907,31 @@ def test_a_run_of_another_program_close_and_fleets_calls_finish_a_deferred_run_f
     assert order == [0, per_step, 2 * per_step, 3 * per_step] and per_step > 0
 
 
+def test_an_error_in_a_deferred_op_names_the_op_and_says_it_came_from_the_previous_run():
+    """The deferred ops fail in the call that runs them: its ExecutionError names the op
+    and carries a note saying so (here a forward value the backward reads was taken from
+    under it, which no Paddle call can do: the scope's dict, directly)."""
+    from psjob.fluid.executor import ExecutionError
+    feed = pooled_feeds(1, 10)[0]
+    program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
+
+    def body(tid, exe):
+        log = _deferring_trainer(exe)
+        scope = fluid.Scope()
+        exe.run(startup, scope=scope)
+        exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
+        scope.vars.pop("elementwise_mul_0.tmp_0")  # the loss's input, which mean_grad reads
+        try:
+            with pytest.raises(ExecutionError) as err:
+                exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
+        finally:
+            log.service.stop()
+        return err.value
+
+    [err] = _on_this_thread(cluster, body)
+    assert "mean_grad" in str(err) and any("previous Executor.run" in note for note in err.__notes__)
+
+
 @pytest.mark.parametrize("case", ["max_stale_steps=0", "another thread"])
 def test_runs_that_allow_no_stale_read_or_run_off_the_main_thread_are_not_deferred(case):
     """max_stale_steps=0 asks for exact reads: each run pushes before it returns (a sync

@@ -67,14 +67,14 @@ def prefetch_ahead(executor, program, feed: dict) -> bool:
 
 
 # What ahead_of_run found (Executor.run's deferred tails, executor.py).
-ISSUED, ALREADY_ISSUED, CANNOT_ISSUE = "issued", "already issued", "cannot issue"
+ISSUED, ISSUABLE, ALREADY_ISSUED, CANNOT_ISSUE = "issued", "issuable", "already issued", "cannot issue"
 
 
 def ahead_of_run(executor, program, feed: dict, issue: bool) -> str:
     """For a run of `program` fed `feed` that is about to start: whether its prefetches
     can travel ahead of it (CANNOT_ISSUE where prefetch_ahead would issue nothing),
-    were issued already (ALREADY_ISSUED: `pipelined` or prefetch_ahead by hand), or,
-    with `issue`, are issued now (ISSUED; without it, the answer is that they could be)."""
+    were issued already (ALREADY_ISSUED: `pipelined` or prefetch_ahead by hand), are
+    issued now (ISSUED, with `issue`) or could be (ISSUABLE, without)."""
     plan = _ahead_plan(executor, program, feed)
     if plan is None:
         return CANNOT_ISSUE
@@ -85,8 +85,9 @@ def ahead_of_run(executor, program, feed: dict, issue: bool) -> str:
         wanted = _wanted(split, feed)
         if any(len(entry[0]) == len(wanted) and np.array_equal(entry[0], wanted) for entry in queue):
             return ALREADY_ISSUED
-    if issue:
-        _issue(executor, feed, pairs, client)
+    if not issue:
+        return ISSUABLE
+    _issue(executor, feed, pairs, client)
     return ISSUED
 
 
