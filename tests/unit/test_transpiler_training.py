@@ -932,6 +932,33 @@ def test_an_error_in_a_deferred_op_names_the_op_and_says_it_came_from_the_previo
     assert "mean_grad" in str(err) and any("previous Executor.run" in note for note in err.__notes__)
 
 
+def test_a_malformed_feed_after_a_deferred_run_is_named_sends_no_prefetch_and_loses_no_step():
+    """Float ids fed after a deferred run: the run's FeedError names the input, no prefetch
+    of made-up ids leaves (a prefetch creates the rows it asks for), and the previous run's
+    pushes are made all the same; the next good run trains on."""
+    from psjob.fluid.executor import FeedError
+    feeds = pooled_feeds(2, 10)
+    bad = dict(feeds[1], s0=(feeds[1]["s0"][0].astype("float32") + 0.5, feeds[1]["s0"][1]))
+    program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
+
+    def body(tid, exe):
+        log = _deferring_trainer(exe)
+        scope = fluid.Scope()
+        exe.run(startup, scope=scope)
+        exe.run(program, feed=feeds[0], fetch_list=[loss], scope=scope)
+        before = list(log.calls)
+        with pytest.raises(FeedError, match="'s0'"):
+            exe.run(program, feed=bad, fetch_list=[loss], scope=scope)
+        after_bad = log.calls[len(before):]
+        exe.run(program, feed=feeds[1], fetch_list=[loss], scope=scope)
+        log.service.stop()
+        return before, after_bad
+
+    [(before, after_bad)] = _on_this_thread(cluster, body)
+    assert before == ["prefetch"] * 2
+    assert after_bad and set(after_bad) == {"push"}  # the first run's pushes; no prefetch
+
+
 @pytest.mark.parametrize("case", ["max_stale_steps=0", "another thread"])
 def test_runs_that_allow_no_stale_read_or_run_off_the_main_thread_are_not_deferred(case):
     """max_stale_steps=0 asks for exact reads: each run pushes before it returns (a sync

@@ -109,7 +109,10 @@ def _fed_ids(value) -> np.ndarray:
         value = value[0]
     if isinstance(value, LoDTensor):  # its value without settling anything: the caller is a run
         value = value._scope.vars.get(value._name)
-    return np.asarray(value, dtype=np.int64).reshape(-1)
+    ids = np.asarray(value)
+    if ids.dtype.kind not in "iu":  # no prefetch of ids a cast made up: the run's feed check names it
+        raise TypeError(f"ids must be integers, got {ids.dtype}")
+    return ids.astype(np.int64, copy=False).reshape(-1)
 
 
 def _wanted(split, feed: dict) -> np.ndarray:
