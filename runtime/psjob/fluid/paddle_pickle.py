@@ -46,6 +46,8 @@ class _PaddleObjects(_ArraysOnly):
     (a (name, ndarray) tuple); protocol 2's bytes (_codecs.encode). Nothing else is built."""
 
     def find_class(self, module, name):
+        if module == "__builtin__":  # protocol 2's name (Python 2's) for builtins
+            module = "builtins"
         if (module, name) == ("builtins", "eval"):
             return _tensor_marker
         if (module, name) in {("builtins", "tuple"), ("builtins", "list"), ("builtins", "set"),
