@@ -13,9 +13,7 @@ import io
 import json
 import os
 import pickle
-import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -290,7 +288,3 @@ def test_real_paddle_reads_psjob_files(net, tmp_path):
     ops = [line for line in out.stdout.splitlines() if line.startswith("OPS ")][0][4:].split(",")
     assert ops == [op.type for op in main.global_block().ops]
 
-
-def test_reference_script_is_kept():
-    assert os.path.exists(os.path.join(DATA, "make_reference.py"))
-    assert shutil.which("python3") or sys.executable
