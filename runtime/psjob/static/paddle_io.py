@@ -32,6 +32,7 @@ import pickle
 
 import numpy as np
 
+from psjob.device import DynamicModeError, in_dynamic_mode
 from psjob.fluid import io as fluid_io
 from psjob.fluid import paddle_format, paddle_pickle
 from psjob.fluid.core import LoDTensor, SelectedRows, to_numpy
@@ -123,8 +124,16 @@ def _encode(obj, protocol: int, use_binary_format: bool) -> bytes:
     return buf.getvalue()
 
 
+def _require_static(api: str) -> None:
+    if in_dynamic_mode():
+        raise DynamicModeError(f"paddle.{api} in dynamic (dygraph) mode is not supported by psjob (no eager "
+                               "tensors): call paddle.enable_static() first, then save/load a program's "
+                               "state (program.state_dict()), tensors or the Program")
+
+
 def save(obj, path, protocol: int = 4, **configs) -> None:
     """paddle.save in static mode (see the module's docstring for what is written)."""
+    _require_static("save")
     unknown = [k for k in configs if k not in _SAVE_CONFIGS]
     if unknown:
         raise ValueError(f"The additional config ({unknown[0]}) of `paddle.save` is not supported.")
@@ -233,6 +242,7 @@ def _load_bytes(data: bytes, what: str, config: dict):
 
 def load(path, **configs):
     """paddle.load in static mode (see the module's docstring for what it reads)."""
+    _require_static("load")
     for key in configs:
         if key not in _LOAD_CONFIGS:
             raise ValueError(f"The additional config ({key}) of `paddle.load` is not supported.")
