@@ -6,6 +6,7 @@ from psjob.device import *  # noqa: F403
 from psjob.device import __all__ as _device_names
 from psjob.fluid.framework import Variable as Tensor
 from psjob.param_attr import ParamAttr
+from psjob.static.paddle_io import load, save
 from psjob.tensor import *  # noqa: F403
 from psjob.tensor import __all__ as _tensor_names
 
@@ -17,8 +18,6 @@ def _refuse(name, alternative):
     return refused
 
 
-save = _refuse("save", "use paddle.static.save(program, path) or fleet's save_persistables")
-load = _refuse("load", "use paddle.static.load(program, path)")
 DataParallel = _refuse("DataParallel", "psjob trains with parameter servers: use paddle.distributed.fleet")
 Model = _refuse("Model", "build a static Program and run it with paddle.static.Executor")
 

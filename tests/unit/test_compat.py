@@ -28,7 +28,7 @@ h = fluid.layers.no_such_layer(h)
 exe = fluid.Executor(fluid.CPUPlace()).run(fluid.default_startup_program())
 y = snn.fc(dense(h, 4), 1)
 fleet.util.all_reduce(np.zeros(1))
-paddle.save(None, "x")
+paddle.Model(None)
 
 
 def build():
@@ -59,6 +59,7 @@ def test_collect_resolves_aliases_and_records_each_use(tree):
     assert [pathlib.Path(f).name for f in files] == ["py2.py", "train.py", "reader.py"]
     assert len(unparsed) == 1 and unparsed[0].startswith(f"{tree / 'py2.py'}:1: SyntaxError")
     assert sorted(uses) == [
+        "paddle.Model",
         "paddle.distributed.fleet",
         "paddle.distributed.fleet.base.role_maker",
         "paddle.distributed.fleet.base.role_maker.PaddleCloudRoleMaker",
@@ -67,7 +68,6 @@ def test_collect_resolves_aliases_and_records_each_use(tree):
         "paddle.fluid.CPUPlace", "paddle.fluid.Executor", "paddle.fluid.default_startup_program",
         "paddle.fluid.layers.fc", "paddle.fluid.layers.no_such_layer",
         "paddle.io.DataLoader",
-        "paddle.save",
         "paddle.static.data", "paddle.static.nn", "paddle.static.nn.fc",
     ]
     train = str(tree / "train.py")
@@ -81,7 +81,7 @@ def test_each_name_is_judged_on_psjob(tree):
     verdicts = {v.name: v for v in compat.judge_all(uses, uses)}
     assert verdicts["paddle.fluid.layers.no_such_layer"].status == "missing"
     assert verdicts["paddle.fluid.layers.no_such_layer"].note == "psjob has no psjob.fluid.layers.no_such_layer"
-    assert verdicts["paddle.save"].status == "refused"
+    assert verdicts["paddle.Model"].status == "refused"
     assert verdicts["paddle.distributed.fleet.util.all_reduce"].status == "differs"
     assert verdicts["paddle.io.DataLoader"].status == "differs"
     assert verdicts["paddle.fluid.layers.fc"].status == "present" and verdicts["paddle.fluid.layers.fc"].uses == 2
@@ -129,9 +129,9 @@ def test_the_command_prints_a_table_json_and_markdown_and_exits_1_on_missing_nam
     assert lines[-1].startswith(f"not read: {tree / 'py2.py'}:1: SyntaxError")
     data = json.loads(cli("--json", str(tree)).stdout)
     assert data["files"] == 3 and data["counts"] == {"present": 11, "differs": 2, "refused": 1, "missing": 1}
-    assert {n["name"]: n["status"] for n in data["names"]}["paddle.save"] == "refused"
+    assert {n["name"]: n["status"] for n in data["names"]}["paddle.Model"] == "refused"
     markdown = cli("--markdown", str(tree)).stdout
-    assert "| `paddle.save` | refused | dygraph: use paddle.static.save(program, path) or fleet.save_persistables |" \
+    assert "| `paddle.Model` | refused | hapi: build a static Program and run it with paddle.static.Executor |" \
         in markdown
     assert "| `paddle.fluid.layers`: `fc` | present | |" in markdown
     ok = tree / "sub"

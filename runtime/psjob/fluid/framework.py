@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from psjob.fluid import core as _core
 from psjob.fluid import unique_name
 from psjob.fluid.base import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, convert_dtype  # noqa: F401 - the IR's names
 from psjob.fluid.ops.registry import infer_shape
@@ -221,6 +222,27 @@ class Variable:
         # __getitem__ alone would make Python iterate x[0], x[1], ... without end on a -1 dimension.
         raise TypeError(f"Variable {self.name!r} is not iterable in a static graph: index it (x[i]) or "
                         "split it (paddle.split)")
+
+    # -- values in a scope (Paddle's Variable.get_value / set_value) --------------------
+    def get_value(self, scope=None):
+        """The variable's tensor in `scope` (the global scope by default): a LoDTensor viewing
+        the scope's slot, as Paddle returns the scope's tensor."""
+        scope = _scope_of(scope)
+        if scope.find_var(self.name) is None:
+            raise ValueError(f"Can not find Variable '{self.name}' in the Scope.")
+        return _core.LoDTensor(scope, self.name)
+
+    def set_value(self, value, scope=None):
+        """Write `value` (an ndarray or a tensor) into the variable's slot in `scope`. As in
+        Paddle, a shape other than the variable's is a ValueError naming it; a value of another
+        dtype is cast to the declared one where the kind agrees (float to float, int to int;
+        Paddle stores the given dtype), else a ValueError."""
+        scope = _scope_of(scope)
+        if scope.find_var(self.name) is None:
+            raise ValueError(f"Can not find Variable '{self.name}' in the Scope.")
+        arr = _fit_value(self, value)
+        xp = _array_module_of(scope.vars[self.name])
+        scope.vars[self.name] = arr if xp is np else xp.asarray(arr)
 
 
 class Parameter(Variable):
@@ -559,6 +581,16 @@ class Program:
         for block in self.blocks:
             yield from block.vars.values()
 
+    def state_dict(self, mode: str = "all", scope=None) -> dict:
+        """{name: LoDTensor} of the persistables in `scope` (Paddle's Program.state_dict):
+        "param" the Parameters, "opt" the other persistables (optimizer state, learning
+        rate, counters), "all" both."""
+        return _program_state_dict(self, mode, scope)
+
+    def set_state_dict(self, state_dict: dict, scope=None) -> None:
+        """Set the persistables named in `state_dict` (Paddle's Program.set_state_dict)."""
+        _program_set_state_dict(self, state_dict, scope)
+
     def all_parameters(self) -> list[Parameter]:
         return [p for b in self.blocks for p in b.all_parameters()]
 
@@ -798,3 +830,87 @@ def _names_in_block(block) -> set[str]:
         if op.attr("sub_block") is not None:
             names |= _names_in_block(op.attr("sub_block"))
     return names
+
+
+# -- values in a scope: Variable.get_value/set_value, Program.state_dict/set_state_dict --------
+
+def _scope_of(scope):
+    if scope is None:
+        return _core.global_scope()
+    if not isinstance(scope, _core.Scope):
+        raise TypeError(f"`scope` should be None or `paddle.static.Scope` type, but received {type(scope)}.")
+    _core.settle_deferred()
+    return scope
+
+
+def _array_module_of(value):
+    import sys
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(value, cupy.ndarray):
+        return cupy
+    return np
+
+
+def _fit_value(var: Variable, value) -> np.ndarray:
+    """`value` as an array the variable holds: its shape (-1 matches any size; a 0-D value
+    fits a [1] variable, as Paddle >= 2.5 saves one-value state 0-D) and its dtype."""
+    if not (isinstance(value, np.ndarray) or hasattr(value, "__array__")):
+        raise TypeError(f"`value` should be `numpy.ndarray` or `DenseTensor`, but received {type(value)}.")
+    arr = np.array(value, copy=True)
+    want = [int(d) for d in (var.shape or [])]
+    if arr.ndim == 0 and want == [1]:
+        arr = arr.reshape(1)
+    if len(want) != arr.ndim or any(w >= 0 and w != a for w, a in zip(want, arr.shape)):
+        raise ValueError(f"{var.name} expected a shape {want}, but the received shape is {list(arr.shape)}.")
+    dtype = np.dtype(convert_dtype(var.dtype)) if var.dtype else arr.dtype
+    if arr.dtype != dtype:
+        if arr.dtype.kind != dtype.kind and not (arr.dtype.kind in "iu" and dtype.kind in "iu"):
+            raise ValueError(f"{var.name} expected dtype {dtype.name}, but the received dtype is {arr.dtype.name}.")
+        arr = arr.astype(dtype)
+    return arr
+
+
+def _in_state_dict(var: Variable, mode: str) -> bool:
+    """Paddle's Program.state_dict condition: a Parameter ("param"), a persistable that is
+    no Parameter and no feed/fetch/reader holder ("opt"), either ("all")."""
+    if mode not in ("param", "opt", "all"):
+        raise ValueError(f"`mode` string should be 'param', 'opt' or 'all', but received {mode}.")
+    is_param = isinstance(var, Parameter)
+    is_opt = (not is_param and bool(var.persistable) and var.type != VarType.RAW
+              and var.name not in ("feed", "fetch"))
+    return {"param": is_param, "opt": is_opt, "all": is_param or is_opt}[mode]
+
+
+def _program_state_dict(program: Program, mode: str = "all", scope=None) -> dict:
+    scope = _scope_of(scope)
+    out = {}
+    for var in program.list_vars():
+        if not _in_state_dict(var, mode):
+            continue
+        if scope.find_var(var.name) is None:
+            raise ValueError(f"Can not find Variable '{var.name}' in the scope. Make sure it is initialized")
+        out[var.name] = _core.LoDTensor(scope, var.name)
+    return out
+
+
+def _program_set_state_dict(program: Program, state_dict: dict, scope=None) -> None:
+    """Paddle's semantics: each name the program's state_dict("all") holds is set with
+    Variable.set_value; a name the program lacks, or a value set_value refuses (its shape),
+    is skipped with a warning naming it."""
+    import warnings
+    scope = _scope_of(scope)
+    if not isinstance(state_dict, dict):
+        raise TypeError(f"set_state_dict needs a dict of name -> tensor, got {type(state_dict).__name__}")
+    targets = {v.name: v for v in program.list_vars() if _in_state_dict(v, "all")}
+    renames = state_dict.get("StructuredToParameterName@@") or {}
+    for name, value in state_dict.items():
+        if name == "StructuredToParameterName@@":
+            continue
+        name = renames.get(name, name)
+        if name not in targets:
+            warnings.warn(f"Skip loading for '{name}'. Because '{name}' not in the program.", stacklevel=3)
+            continue
+        try:
+            targets[name].set_value(value, scope)
+        except (ValueError, TypeError) as err:
+            warnings.warn(f"Skip loading for '{name}'. {err}", stacklevel=3)

@@ -17,8 +17,13 @@ NOTES = {
     "paddle.in_dynamic_mode": (DIFFERS, "True until paddle.enable_static(), as in Paddle, but psjob has "
                                         "static graphs only: no eager ops run in dynamic mode"),
     "paddle.Tensor": (DIFFERS, "the static-graph Variable (paddle.static.Variable): no eager tensors"),
-    "paddle.save": (REFUSED, "dygraph: use paddle.static.save(program, path) or fleet.save_persistables"),
-    "paddle.load": (REFUSED, "dygraph: use paddle.static.load(program, path)"),
+    "paddle.save": (DIFFERS, "static mode only, in Paddle's files (state dicts, tensors, nested objects, "
+                             "Programs; real Paddle 3.0.0 loads them); psjob refuses objects its load cannot "
+                             "read back (Layers, arbitrary classes) instead of pickling them"),
+    "paddle.load": (DIFFERS, "static mode only: Paddle's pickles, tensors, Programs, save_inference_model "
+                             "prefixes and Fluid directories; arrays come back as detached LoDTensors "
+                             "(return_numpy=True: ndarrays); only containers, numbers, strings and arrays "
+                             "are unpickled, never arbitrary classes; a prefix load keeps the saved names"),
     "paddle.DataParallel": (REFUSED, "dygraph data parallelism: static-graph collective training is "
                                      "fleet.init(is_collective=True) or ParallelExecutor(num_trainers=N)"),
     "paddle.Model": (REFUSED, "hapi: build a static Program and run it with paddle.static.Executor"),
