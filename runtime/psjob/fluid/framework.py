@@ -835,6 +835,7 @@ def _names_in_block(block) -> set[str]:
 # -- values in a scope: Variable.get_value/set_value, Program.state_dict/set_state_dict --------
 
 def _scope_of(scope):
+    _core.settle_deferred()  # an async run's deferred backward first (psjob.fluid.executor)
     if scope is None:
         return _core.global_scope()
     if not isinstance(scope, _core.Scope):
