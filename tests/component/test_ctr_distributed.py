@@ -108,6 +108,10 @@ def test_async_adam_ctr_training_reads_extrapolated_parameters_by_default(tmp_pa
     # 2 pull intervals ahead (the table's rows are prefetched, never cached). Measured here
     # (loaded 2-core machine): 0.006-0.013 below the single process in nine runs, against
     # 0.014-0.029 in six runs with predict_pulls 0, the earlier default (0.009-0.010 with 1).
+    # Since fleet_train.py's exe.run loop defers each step's backward past the next step's
+    # prefetch (psjob.fluid.executor), its rows are read a step earlier: 0.009-0.013 below in
+    # eight runs (four beside a busy loop), the rows bounded by max_stale_steps
+    # (Communicator.ready_to_read_ahead); without that bound one run of seven fell 0.024 below.
     single = _single_process_auc(ctr_data, fluid.optimizer.Adam(1e-3, lazy_mode=True))
     got = _distributed_auc(tmp_path, launch, script, read_logs, ctr_data, "async",
                            ["--distributed_table", "--optimizer", "adam", "--lr", "1e-3"])

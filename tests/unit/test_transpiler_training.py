@@ -907,6 +907,62 @@ def test_a_run_of_another_program_close_and_fleets_calls_finish_a_deferred_run_f
     assert order == [0, per_step, 2 * per_step, 3 * per_step] and per_step > 0
 
 
+class _GatedPushes:
+    """The in-memory client whose push replies wait for `gate` (a pserver slow to apply)."""
+
+    def __init__(self, client, gate):
+        self.client, self.gate = client, gate
+
+    def _gated(self, handle):
+        gate = self.gate
+
+        class Handle:
+            def wait(self):
+                gate.wait(10)
+                return handle.wait()
+        return Handle()
+
+    def push(self, *args, **kwargs):
+        return self._gated(self.client.push(*args, **kwargs))
+
+    def push_pull(self, *args, **kwargs):
+        return self._gated(self.client.push_pull(*args, **kwargs))
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+def test_rows_read_ahead_wait_until_the_step_before_last_is_applied():
+    """max_stale_steps (1) bounds the rows read ahead too: run 3's prefetches, sent while run 2's
+    backward is still to come, wait until the pservers applied run 1's gradients (here held
+    back by a gate a timer opens), so the rows miss one step of the trainer's own
+    gradients, not two."""
+    import threading
+
+    from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
+    feeds = pooled_feeds(3, 10)
+    program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
+    gate = threading.Event()
+
+    def body(tid, exe):
+        exe.services["rpc"] = _GatedPushes(exe.services["rpc"], gate)
+        log = exe.services["rpc"] = _CallLog(Communicator(exe.services["rpc"], CommunicatorConfig()))
+        scope = fluid.Scope()
+        exe.run(startup, scope=scope)
+        exe.run(program, feed=feeds[0], fetch_list=[loss], scope=scope)
+        exe.run(program, feed=feeds[1], fetch_list=[loss], scope=scope)  # run 1's pushes queued
+        timer = threading.Timer(0.3, lambda: (log.calls.append("applied"), gate.set()))
+        timer.start()
+        exe.run(program, feed=feeds[2], fetch_list=[loss], scope=scope)
+        timer.join()
+        log.service.stop()
+        return log.calls
+
+    [calls] = _on_this_thread(cluster, body)
+    third = [i for i, c in enumerate(calls) if c == "prefetch"][4]
+    assert calls.index("applied") < third, calls
+
+
 def test_an_error_in_a_deferred_op_names_the_op_and_says_it_came_from_the_previous_run():
     """The deferred ops fail in the call that runs them: its ExecutionError names the op
     and carries a note saying so (here a forward value the backward reads was taken from

@@ -9,7 +9,9 @@ the issued replies when their ids match — they do when the feed is what that r
 
 Only where reads may lag pushes anyway (the client is an async or half-async
 communicator: `reads_may_lag`): the rows are read before the current batch's gradients
-reach the pservers, one step of extra staleness on top of the asynchronous push. Sync
+reach the pservers, one step of extra staleness on top of the asynchronous push, and no
+more: a communicator's `ready_to_read_ahead` first waits until the pservers applied all
+but the last max_stale_steps - 1 steps of its pushes. Sync
 programs keep their exact rounds, an async communicator allowed no stale step
 (`max_stale_steps=0`: exact reads) its exact rows, and programs whose prefetched ids are
 not all fed are left alone: nothing is issued ahead and every prefetch fetches in its own
@@ -120,6 +122,9 @@ def _wanted(split, feed: dict) -> np.ndarray:
 
 
 def _issue(executor, feed: dict, pairs, client) -> None:
+    ready = getattr(client, "ready_to_read_ahead", None)
+    if ready is not None:
+        ready()
     issued = executor.services.setdefault(PREFETCH_AHEAD, {})
     for split, op in pairs:
         wanted = _wanted(split, feed)

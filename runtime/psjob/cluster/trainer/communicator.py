@@ -314,6 +314,23 @@ class Communicator:
     def prefetch(self, endpoint, table, ids):
         return _TimedHandle(self.client.prefetch(endpoint, table, ids), self.waits, "prefetch")
 
+    def ready_to_read_ahead(self):
+        """Block until rows read now, for a step that runs after one more step's pushes
+        (psjob.fluid.pipeline: a prefetch issued ahead), miss at most max_stale_steps steps
+        of this trainer's gradients: every push but the last max_stale_steps - 1 steps'
+        applied by the pservers."""
+        limit = self.config.max_stale_steps
+        if limit is None or self.config.mode is not Mode.ASYNC:
+            return
+        t0 = time.perf_counter()
+        with self._cond:
+            while (self._pushed - self._applied > (limit - 1) * max(len(self._queues), 1)
+                   and not self._stopped):
+                self._raise_if_failed()
+                self._cond.wait(0.1)
+        self.waits["prefetch"] += time.perf_counter() - t0
+        self._raise_if_failed()
+
     def barrier(self, kind, endpoints=None):
         return []  # no rounds in async modes
 
