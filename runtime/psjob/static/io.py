@@ -13,7 +13,9 @@ Files are named as Paddle 2.x names them, from a path prefix:
 
 An inference model is Paddle's: Paddle Inference and real Paddle's
 load_inference_model load what psjob saves, and psjob loads what Paddle saves (and the JSON
-inference models earlier psjob versions wrote). `save`'s .pdparams/.pdopt are Paddle's
+inference models earlier psjob versions wrote); load_inference_model also reads the
+<prefix>.json program Paddle 3.x writes with PIR on where no <prefix>.pdmodel is next to it
+(psjob.fluid.paddle_pir; psjob writes only the .pdmodel). `save`'s .pdparams/.pdopt are Paddle's
 pickles too (real Paddle's paddle.static.load reads them), its .pdmodel psjob's record of the
 program and of every array's checksum; load_program_state (so load and set_program_state's
 usual input) also reads a save made by Paddle 2.x/3.x itself (psjob.fluid.paddle_pickle).
