@@ -96,7 +96,8 @@ class _Reader:
         return out
 
     def attr_value(self, at: dict, name: str) -> Any:
-        kind, value = at.get("#"), at.get("D")
+        kind: Any = at.get("#")
+        value: Any = at.get("D")
         checks: dict[str, Callable[[Any], bool]] = {
             "0.a_bool": lambda v: isinstance(v, bool),
             "0.a_i32": lambda v: isinstance(v, int) and not isinstance(v, bool),
