@@ -200,3 +200,20 @@ def test_truncated_params_are_refused(tmp_path):
 def test_program_from_json_names_the_file():
     with pytest.raises(ProgramFormatError, match="^somewhere/x.json: "):
         paddle_pir.program_from_json(b"{", "somewhere/x.json")
+
+
+def test_infinite_and_nan_constants(tmp_path):
+    """Paddle 3.0.0 writes a full's infinite or NaN value as {"#": "0.a_f64", "VD": "INF"} ("-INF", "NaN")."""
+    doc = _doc()
+    add_full = next(op for op in _ops(doc) if op["#"] == "1.full" and op["A"][1]["AT"].get("D") == 0.25)
+    add_full["A"][1]["AT"] = {"#": "0.a_f64", "VD": "-INF"}
+    prefix = _copy(tmp_path, json_text=json.dumps(doc))
+    exe = _exe()
+    with paddle.static.scope_guard(paddle.static.Scope()):
+        program, feeds, fetches = paddle.static.load_inference_model(prefix, exe)
+        fill = next(op for op in program.global_block().ops if op.type == "fill_constant"
+                    and op.attr("dtype") == "float32")
+        assert fill.attr("value") == float("-inf")
+        outs = exe.run(program, feed=_feed(EXPECTED["ops"]), fetch_list=fetches)
+    # h + (-inf) = -inf, then tanh(-inf) * 1.5 - sigmoid(-inf) = -1.5 everywhere: fc_1's output is constant
+    assert np.allclose(outs[1], outs[1][0])

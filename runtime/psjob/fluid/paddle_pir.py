@@ -43,6 +43,7 @@ _DTYPES = {"t_f16": "float16", "t_bf16": "bfloat16", "t_f32": "float32", "t_f64"
            "t_i8": "int8", "t_ui8": "uint8", "t_i16": "int16", "t_i32": "int32", "t_i64": "int64",
            "t_bool": "bool"}
 _UNDEFINED_DTYPE = "Undefined(ALL_DTYPE)"
+_SPECIAL_FLOATS = {"INF": float("inf"), "-INF": float("-inf"), "NaN": float("nan")}
 _ELEMENTWISE = {"pd_op.add": "elementwise_add", "pd_op.subtract": "elementwise_sub",
                 "pd_op.multiply": "elementwise_mul"}
 _UNARY = {"pd_op.relu": "relu", "pd_op.sigmoid": "sigmoid", "pd_op.tanh": "tanh", "pd_op.square": "square"}
@@ -98,6 +99,8 @@ class _Reader:
     def attr_value(self, at: dict, name: str) -> Any:
         kind: Any = at.get("#")
         value: Any = at.get("D")
+        if kind in ("0.a_f32", "0.a_f64") and "D" not in at and at.get("VD") in _SPECIAL_FLOATS:
+            return _SPECIAL_FLOATS[at["VD"]]  # Paddle writes infinities and NaN as strings under "VD"
         checks: dict[str, Callable[[Any], bool]] = {
             "0.a_bool": lambda v: isinstance(v, bool),
             "0.a_i32": lambda v: isinstance(v, int) and not isinstance(v, bool),
