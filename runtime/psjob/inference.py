@@ -16,8 +16,10 @@ arrays. The models are Paddle's files, as psjob's and Paddle's save_inference_mo
 (psjob.fluid.paddle_format):
 
     Config(prog_file, params_file)   a Paddle 2.x save: <prefix>.pdmodel + <prefix>.pdiparams
-                                     (other names too); a Fluid combined save: __model__ and
-                                     its params file (any names not ending in .pdmodel)
+                                     (other names too); a Paddle 3.x save with PIR on:
+                                     <prefix>.json + <prefix>.pdiparams (psjob.fluid.paddle_pir);
+                                     a Fluid combined save: __model__ and its params file (any
+                                     names not ending in .pdmodel or .json)
     Config(model_dir)                a Fluid save: model_dir/__model__, its parameters one file
                                      each (or one file named __params__)
 
@@ -333,7 +335,7 @@ def _load(config, executor):
         prog, params = config._prog_file, config._params_file
         _need_file(prog, "program file")
         _need_file(params, "parameters file")
-        if prog.endswith(".pdmodel"):
+        if prog.endswith((".pdmodel", ".json")):  # a Paddle 2.x save, or a Paddle 3.x one with PIR on
             return load_inference_files(prog, params, executor)
         # A Fluid combined save (__model__ and __params__, or the names its saver was given).
         if os.path.dirname(os.path.abspath(prog)) == os.path.dirname(os.path.abspath(params)):

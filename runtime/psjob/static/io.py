@@ -13,7 +13,9 @@ Files are named as Paddle 2.x names them, from a path prefix:
 
 An inference model is Paddle's: Paddle Inference and real Paddle's
 load_inference_model load what psjob saves, and psjob loads what Paddle saves (and the JSON
-inference models earlier psjob versions wrote). `save`'s .pdparams/.pdopt are Paddle's
+inference models earlier psjob versions wrote); load_inference_model also reads the
+<prefix>.json program Paddle 3.x writes with PIR on where no <prefix>.pdmodel is next to it
+(psjob.fluid.paddle_pir; psjob writes only the .pdmodel). `save`'s .pdparams/.pdopt are Paddle's
 pickles too (real Paddle's paddle.static.load reads them), its .pdmodel psjob's record of the
 program and of every array's checksum; load_program_state (so load and set_program_state's
 usual input) also reads a save made by Paddle 2.x/3.x itself (psjob.fluid.paddle_pickle).
@@ -27,7 +29,7 @@ from __future__ import annotations
 import os
 
 from psjob.fluid import io as fluid_io
-from psjob.fluid import paddle_format
+from psjob.fluid import paddle_format, paddle_pir
 from psjob.fluid.core import global_scope
 from psjob.fluid.framework import Variable, default_main_program
 from psjob.fluid.io import (  # noqa: F401  (save/load: paddle.static's names for them)
@@ -96,11 +98,16 @@ def load_inference_model(path_prefix, executor, **kwargs):
                                                              kwargs.get("params_filename"))
         return [program, feed, fetch]
     fluid_io._check_executor(executor, "load_inference_model")
-    if os.path.isdir(path_prefix) and not os.path.exists(path_prefix + ".pdmodel"):
+    legacy, pir = path_prefix + ".pdmodel", path_prefix + ".json"
+    if os.path.isdir(path_prefix) and not os.path.exists(legacy) and not os.path.exists(pir):
         raise ValueError(f"load_inference_model: {path_prefix} is a directory (a Fluid-style save, as "
                          "fleet.save_inference_model writes); load it as Paddle does, with "
                          "model_filename=None (its __model__) and params_filename=None")
-    return load_inference_files(path_prefix + ".pdmodel", path_prefix + ".pdiparams", executor)
+    # Paddle 3.0 reads <prefix>.pdmodel with PIR off (the static graph psjob runs, and what psjob
+    # writes) and <prefix>.json with it on: the .pdmodel wins where both exist, the .json (a
+    # Paddle 3.x PIR save) is read where it alone does.
+    model = pir if os.path.exists(pir) and not os.path.exists(legacy) else legacy
+    return load_inference_files(model, path_prefix + ".pdiparams", executor)
 
 
 def load_inference_files(model_path, params_path, executor):
@@ -120,12 +127,18 @@ def read_inference_model(model_path, params_path):
             data = f.read()
     except OSError as exc:
         raise CheckpointError(f"cannot read {model_path}: {exc}") from exc
-    if not paddle_format.is_program_bytes(data):
+    if paddle_pir.is_pir_path(model_path):
+        try:
+            program, feed, fetch = paddle_pir.program_from_json(data, model_path)
+        except ProgramFormatError as exc:
+            raise CheckpointError(str(exc)) from exc
+    elif not paddle_format.is_program_bytes(data):
         return _read_json_inference_model(model_path, params_path)
-    try:
-        program, feed, fetch = paddle_format.program_from_bytes(data)
-    except (ProgramFormatError, paddle_format.PaddleFormatError) as exc:
-        raise CheckpointError(f"{model_path}: not a Paddle inference model this psjob reads: {exc}") from exc
+    else:
+        try:
+            program, feed, fetch = paddle_format.program_from_bytes(data)
+        except (ProgramFormatError, paddle_format.PaddleFormatError) as exc:
+            raise CheckpointError(f"{model_path}: not a Paddle inference model this psjob reads: {exc}") from exc
     names = [v.name for v in program.global_block().vars.values() if fluid_io.is_persistable(v)]
     try:
         with open(params_path, "rb") as f:

@@ -41,9 +41,11 @@ NOTES = {
     "paddle.static.load": (DIFFERS, "reads psjob's saves, checking every array against its record "
                                     "before writing any, and Paddle's own (its pickled .pdparams/.pdopt)"),
     "paddle.static.load_inference_model": (DIFFERS, "reads Paddle's .pdmodel/.pdiparams (psjob's and Paddle "
-                                                    "2.x/3.x legacy-IR saves; not Paddle 3's PIR .json "
-                                                    "programs), and a directory saved by fluid.io/fleet when "
-                                                    "model_filename= or params_filename= is passed"),
+                                                    "2.x/3.x legacy-IR saves), Paddle 3's PIR .json programs "
+                                                    "of fc/CTR ops where no .pdmodel is next to them (other "
+                                                    "ops refused by name), and a directory saved by "
+                                                    "fluid.io/fleet when model_filename= or params_filename= "
+                                                    "is passed"),
     "paddle.fluid.io.save_persistables": (DIFFERS, "Paddle's tensor files plus psjob's checksum manifest "
                                                    "(Paddle's load_persistables reads them); a transpiled "
                                                    "program's distributed save is psjob's own format"),
