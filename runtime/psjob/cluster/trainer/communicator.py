@@ -324,10 +324,17 @@ class Communicator:
             return
         t0 = time.perf_counter()
         with self._cond:
-            while (self._pushed - self._applied > (limit - 1) * max(len(self._queues), 1)
-                   and not self._stopped):
-                self._raise_if_failed()
-                self._cond.wait(0.1)
+            if self._pushed - self._applied <= (limit - 1) * max(len(self._queues), 1):
+                return  # the common case: applied already
+            self._flushing += 1  # as flush(): the sender sends what it holds without waiting for more
+            self._cond.notify_all()
+            try:
+                while (self._pushed - self._applied > (limit - 1) * max(len(self._queues), 1)
+                       and not self._stopped):
+                    self._raise_if_failed()
+                    self._cond.wait(0.1)
+            finally:
+                self._flushing -= 1
         self.waits["prefetch"] += time.perf_counter() - t0
         self._raise_if_failed()
 
