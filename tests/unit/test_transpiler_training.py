@@ -809,11 +809,14 @@ def _on_this_thread(cluster, body):
         exe.close()
 
 
-def _deferring_trainer(exe, **config):
-    """An async trainer's executor behind a Communicator whose calls are logged → the log."""
+def _deferring_trainer(exe, startup, **config):
+    """An async trainer's executor behind a Communicator whose calls are logged, its startup
+    program run in a scope of its own → (the log, the scope)."""
     from psjob.cluster.trainer.communicator import Communicator, CommunicatorConfig
     log = exe.services["rpc"] = _CallLog(Communicator(exe.services["rpc"], CommunicatorConfig(**config)))
-    return log
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    return log, scope
 
 
 def test_an_async_run_defers_its_backward_until_the_next_run_has_sent_its_prefetches():
@@ -826,9 +829,7 @@ def test_an_async_run_defers_its_backward_until_the_next_run_has_sent_its_prefet
     program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
 
     def body(tid, exe):
-        scope = fluid.Scope()
-        log = _deferring_trainer(exe)
-        exe.run(startup, scope=scope)
+        log, scope = _deferring_trainer(exe, startup)
         losses, after_run = [], []
         for feed in feeds:
             losses.append(float(exe.run(program, feed=feed, fetch_list=[loss], scope=scope)[0][0]))
@@ -859,9 +860,7 @@ def test_what_a_deferred_run_leaves_in_the_scope_equals_what_op_by_op_execution_
         program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
 
         def body(tid, exe):
-            scope = fluid.Scope()
-            log = _deferring_trainer(exe)
-            exe.run(startup, scope=scope)
+            log, scope = _deferring_trainer(exe, startup)
             out = exe.run(program, feed=feed, fetch_list=[loss] + (grads if fetch_grads else []), scope=scope)
             deferred = "push" not in log.calls
             values = out[1:] if fetch_grads else [np.array(scope.find_var(g).get_tensor()) for g in grads]
@@ -884,9 +883,7 @@ def test_a_run_of_another_program_close_and_fleets_calls_finish_a_deferred_run_f
     program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
 
     def body(tid, exe):
-        log = _deferring_trainer(exe)
-        scope = fluid.Scope()
-        exe.run(startup, scope=scope)
+        log, scope = _deferring_trainer(exe, startup)
         order = []
         exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
         order.append(log.calls.count("push"))
@@ -972,9 +969,7 @@ def test_an_error_in_a_deferred_op_names_the_op_and_says_it_came_from_the_previo
     program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
 
     def body(tid, exe):
-        log = _deferring_trainer(exe)
-        scope = fluid.Scope()
-        exe.run(startup, scope=scope)
+        log, scope = _deferring_trainer(exe, startup)
         exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
         scope.vars.pop("elementwise_mul_0.tmp_0")  # the loss's input, which mean_grad reads
         try:
@@ -998,9 +993,7 @@ def test_a_malformed_feed_after_a_deferred_run_is_named_sends_no_prefetch_and_lo
     program, startup, loss, cluster = _pooled_on_two_pservers(False, lr=0.05)
 
     def body(tid, exe):
-        log = _deferring_trainer(exe)
-        scope = fluid.Scope()
-        exe.run(startup, scope=scope)
+        log, scope = _deferring_trainer(exe, startup)
         exe.run(program, feed=feeds[0], fetch_list=[loss], scope=scope)
         before = list(log.calls)
         with pytest.raises(FeedError, match="'s0'"):
@@ -1026,9 +1019,7 @@ def test_runs_that_allow_no_stale_read_or_run_off_the_main_thread_are_not_deferr
     config = {"max_stale_steps": 0} if case == "max_stale_steps=0" else {}
 
     def body(tid, exe):
-        log = _deferring_trainer(exe, **config)
-        scope = fluid.Scope()
-        exe.run(startup, scope=scope)
+        log, scope = _deferring_trainer(exe, startup, **config)
         exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
         pushed = log.calls.count("push")
         log.service.stop()
