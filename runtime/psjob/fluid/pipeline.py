@@ -9,9 +9,11 @@ the issued replies when their ids match — they do when the feed is what that r
 
 Only where reads may lag pushes anyway (the client is an async or half-async
 communicator: `reads_may_lag`): the rows are read before the current batch's gradients
-reach the pservers, one step of extra staleness on top of the asynchronous push, and no
-more: a communicator's `ready_to_read_ahead` first waits until the pservers applied all
-but the last max_stale_steps - 1 steps of its pushes. Sync
+reach the pservers, one step of extra staleness on top of the asynchronous push. For an
+exe.run whose backward is deferred (ahead_of_run), no more: a communicator's
+`ready_to_read_ahead` first waits until the pservers applied all but the last
+max_stale_steps - 1 steps of its pushes (nearly always done: the last push left a step
+ago). Sync
 programs keep their exact rounds, an async communicator allowed no stale step
 (`max_stale_steps=0`: exact reads) its exact rows, and programs whose prefetched ids are
 not all fed are left alone: nothing is issued ahead and every prefetch fetches in its own
@@ -89,6 +91,11 @@ def ahead_of_run(executor, program, feed: dict, issue: bool) -> str:
             return ALREADY_ISSUED
     if not issue:
         return ISSUABLE
+    # The run before this one pushed a step ago (its backward was deferred to the start of
+    # this run): its rows wait until that push is applied, which it nearly always is by now.
+    ready = getattr(client, "ready_to_read_ahead", None)
+    if ready is not None:
+        ready()
     _issue(executor, feed, pairs, client)
     return ISSUED
 
@@ -122,9 +129,6 @@ def _wanted(split, feed: dict) -> np.ndarray:
 
 
 def _issue(executor, feed: dict, pairs, client) -> None:
-    ready = getattr(client, "ready_to_read_ahead", None)
-    if ready is not None:
-        ready()
     issued = executor.services.setdefault(PREFETCH_AHEAD, {})
     for split, op in pairs:
         wanted = _wanted(split, feed)

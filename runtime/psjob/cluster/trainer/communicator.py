@@ -316,9 +316,10 @@ class Communicator:
 
     def ready_to_read_ahead(self):
         """Block until rows read now, for a step that runs after one more step's pushes
-        (psjob.fluid.pipeline: a prefetch issued ahead), miss at most max_stale_steps steps
-        of this trainer's gradients: every push but the last max_stale_steps - 1 steps'
-        applied by the pservers."""
+        (psjob.fluid.pipeline.ahead_of_run: an exe.run whose backward was deferred), miss at
+        most max_stale_steps steps of this trainer's gradients: every push but the last
+        max_stale_steps - 1 steps' applied by the pservers. (pipelined datasets issue right
+        after a step's push, so they do not wait: their rows may miss one step more.)"""
         limit = self.config.max_stale_steps
         if limit is None or self.config.mode is not Mode.ASYNC:
             return
