@@ -200,7 +200,10 @@ class Executor:
             self._run_steps(compiled.steps)  # other threads' runs (Hogwild's) run whole: one may end first
         else:
             if ahead is None:
-                ahead = ahead_of_run(self, program, feed, issue=False)
+                try:
+                    ahead = ahead_of_run(self, program, feed, issue=False)
+                except (TypeError, ValueError):  # ids the feed check let through as another dtype
+                    ahead = CANNOT_ISSUE
             if ahead in (CANNOT_ISSUE, ALREADY_ISSUED):  # nothing to overlap, or pipelined already
                 self._run_steps(compiled.steps)
             else:
