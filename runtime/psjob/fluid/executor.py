@@ -105,12 +105,12 @@ class _Compiled:
 
 
 class _Tail:
-    """The deferred rest of one run."""
+    """The deferred rest of one run (a main-thread run: only those defer)."""
 
-    __slots__ = ("program", "scope", "steps", "thread")
+    __slots__ = ("program", "scope", "steps")
 
     def __init__(self, program, scope, steps):
-        self.program, self.scope, self.steps, self.thread = program, scope, steps, threading.get_ident()
+        self.program, self.scope, self.steps = program, scope, steps
 
 
 class Executor:
@@ -182,9 +182,10 @@ class Executor:
         if not isinstance(feed, dict):
             raise TypeError(f"feed must be a dict of name → value, got {type(feed).__name__}")
         ahead = None
+        on_main = threading.current_thread() is threading.main_thread()
         if self._tail is not None:
             tail = self._tail
-            if tail.program is program and tail.scope is scope and tail.thread == threading.get_ident():
+            if tail.program is program and tail.scope is scope and on_main:
                 try:
                     ahead = ahead_of_run(self, program, feed, issue=True)  # they travel while the tail runs
                 except (TypeError, ValueError):
@@ -196,7 +197,7 @@ class Executor:
         self._feed(block, feed, scope)
         fetch_names = [_fetch_name(f) for f in (fetch_list or [])]
         compiled = self._compile(program, block, scope, tuple(sorted(feed)), tuple(fetch_names))
-        if compiled.tail is None or threading.current_thread() is not threading.main_thread():
+        if compiled.tail is None or not on_main:
             self._run_steps(compiled.steps)  # other threads' runs (Hogwild's) run whole: one may end first
         else:
             if ahead is None:
