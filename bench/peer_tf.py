@@ -27,7 +27,9 @@ every psjob side runs, then TF, so every psjob/TF ratio compares adjacent runs. 
   feed side and TF, after the first --warmup steps (each system's own figure: the script's
   examples_per_s_after_warmup_total, TF's examples_per_s_after_warmup, TF's measured on its
   coordinator); dataset side, the whole epoch (train_from_dataset has no warm-up split);
-- AUC: trainer 0's progressive AUC over the first epoch (TF: every worker's, 4096 buckets);
+- AUC: the progressive AUC over the first epoch of every trainer's predictions together, as
+  TF's is every worker's (4096 buckets; psjob's dataset side: the auc ops' buckets summed over
+  trainers); trainer 0's alone beside it (the trainer that starts first scores lowest);
 - CPU-s per 1M examples per role: psjob's processes sampled from /proc over the trainers'
   windows (bench/peer_paddle.py), TF's as its coordinator reads /proc at the window's edges.
 
@@ -103,8 +105,12 @@ def run_script(script, data, servers, trainers, reader, batch, warmup, period_s,
         raise RuntimeError(f"psjob {reader} run: {len(ends)} epoch lines, {len(starts)} trainer processes, "
                            f"{len(per)} trainers")
     windows = [(s + end - r["train_s"], s + end) for s, end, r in zip(starts, ends, per)]
+    trainer0 = result["trainer0"]["auc_first_epoch_progressive"]
+    # One epoch: the anchor's last epoch is the first, pooled over every trainer's predictions
+    # (feed) or AUC buckets (dataset), as TF's figure pools its workers'.
     summary = peer_paddle._summary(sampler, windows, [r["examples_trained"] for r in per],
-                                   result["trainer0"]["auc_first_epoch_progressive"], reader)
+                                   result.get("auc_last_epoch_all_trainers", trainer0), reader)
+    summary["auc_trainer0"] = trainer0
     summary["rate"] = result["examples_per_s_after_warmup_total"]
     return summary
 
@@ -130,8 +136,10 @@ def _epoch_ends(log_dir):
 
 def run_side(side, args, data, servers, trainers, batch=1024):
     if side == "worker":
-        return peer_paddle.run_psjob(data, servers, trainers, args.sample_s, args.timeout, side="worker",
-                                     extra=("--batch", str(batch)))
+        r = peer_paddle.run_psjob(data, servers, trainers, args.sample_s, args.timeout, side="worker",
+                                  extra=("--batch", str(batch)))
+        r["auc_trainer0"], r["auc"] = r["auc"], r["auc_all"]
+        return r
     return run_script(os.path.join(args.paddle_anchor, "paddle_ctr_ps.py"), data, servers, trainers, side,
                       batch, args.warmup, args.sample_s, args.timeout)
 
@@ -172,7 +180,8 @@ def _fmt(r):
     roles = "  ".join(f"{role} {cpu[role]:5.1f}" for role in ROLES if role in cpu)
     mem = "  ".join(f"{role} {rss[role] / 2**20:5.0f}" for role in ROLES if role in rss)
     note = f"  [{r['note']}]" if r.get("note") else ""
-    return (f"{r['rate']:9,.0f} ex/s  AUC {r['auc']:.4f}  CPU-s/1M: {roles}  (sum {sum(cpu.values()):5.1f})  "
+    first = f" (trainer 0 {r['auc_trainer0']:.4f})" if "auc_trainer0" in r else ""
+    return (f"{r['rate']:9,.0f} ex/s  AUC {r['auc']:.4f}{first}  CPU-s/1M: {roles}  (sum {sum(cpu.values()):5.1f})  "
             f"peak RSS MiB: {mem}{note}")
 
 
@@ -213,7 +222,8 @@ def compare(args, data, tf):
                       flush=True)
             runs.append(pair)
 
-    print("\nsummary: median (min–max) over repetitions; targets psjob/TF ex/s >= 2, AUC psjob-TF >= -0.005")
+    print("\nsummary: median (min–max) over repetitions; targets psjob/TF ex/s >= 2, AUC psjob-TF >= -0.005 "
+          "(AUC: every trainer's predictions together)")
     print(f"  {'config':6s} {'side':7s} {'ex/s':>28s} {'AUC':>22s} {'psjob/TF ex/s':>22s} {'AUC psjob-TF':>26s}")
     for name, _, _ in configs:
         mine = [r for r in runs if r["config"] == name]
@@ -229,7 +239,10 @@ def compare(args, data, tf):
                 gain = _spread([r[side]["auc"] - r["tf"]["auc"] for r in rs], lambda x: f"{x:+.3f}")
             cpu = {role: [r[side]["cpu_per_1m"][role] for r in rs if role in r[side]["cpu_per_1m"]] for role in ROLES}
             cpu_text = "  ".join(f"{role} {statistics.median(v):.1f}" for role, v in cpu.items() if v)
-            print(f"  {name:6s} {side:7s} {rate:>28s} {auc:>22s} {ratio:>22s} {gain:>26s}   CPU-s/1M {cpu_text}")
+            first = [r[side]["auc_trainer0"] for r in rs if "auc_trainer0" in r[side]]
+            first_text = f"   AUC trainer 0 {_spread(first, lambda x: f'{x:.3f}')}" if first else ""
+            print(f"  {name:6s} {side:7s} {rate:>28s} {auc:>22s} {ratio:>22s} {gain:>26s}   CPU-s/1M {cpu_text}"
+                  + first_text)
     return runs
 
 
