@@ -57,14 +57,14 @@ def write_psjob_init(init_dir, save_dir):
 
 def run_ps(model_dir, overrides, workers=1, timeout=240, config="config.yaml", tool="static_ps_trainer.py",
            log_dir="pslog"):
-    """PaddleRec's tools/<tool> (static_ps_trainer.py) -m CONFIG -o OVERRIDES as 1 pserver +
+    """PaddleRec's tools/<tool> (static_ps_trainer.py) -m CONFIG [-o OVERRIDES] as 1 pserver +
     `workers` trainers under `psjob launch --as-paddle`, from the model's folder, logging into
     its `log_dir`; (result, {log name: text}). `python` in a pipe_command is this interpreter
     (its folder first on PATH)."""
     log_dir = os.path.join(model_dir, log_dir)
     cmd = [sys.executable, "-m", "psjob.cli", "launch", "--as-paddle", "--server_num", "1",
            "--worker_num", str(workers), "--log_dir", log_dir, "--timeout", str(timeout),
-           os.path.join("..", "..", "..", "tools", tool), "-m", config, "-o", *overrides]
+           os.path.join("..", "..", "..", "tools", tool), "-m", config, *(["-o", *overrides] if overrides else [])]
     env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
     r = subprocess.run(cmd, cwd=model_dir, capture_output=True, text=True, timeout=timeout + 60, env=env)
     logs = {}

@@ -214,8 +214,12 @@ def test_dataset_settings_the_online_trainer_makes():
     ds.set_parse_content(False)
     ds.update_settings(batch_size=8, thread_num=2, fleet_send_batch_size=1024)
     assert (ds.batch_size, ds.thread_num) == (8, 2)
-    with pytest.raises(ValueError, match="HDFS cluster"):
-        ds.set_hdfs_config("hdfs://nn:9000", "u,p")
+    # Paddle uses them only for hdfs:/afs: entries of the file list; psjob keeps them and
+    # refuses such entries (it reads local files and s3:// objects)
+    ds.set_hdfs_config("afs://xxx", "xxx,xxx")
+    assert (ds.fs_name, ds.fs_ugi) == ("afs://xxx", "xxx,xxx")
+    with pytest.raises(OSError, match="unsupported scheme 'afs'"):
+        ds.set_filelist(["afs://xxx/day/part-0"])
     with pytest.raises(TypeError, match="unknown setting 'batchsize'"):
         ds.update_settings(batchsize=8)
 

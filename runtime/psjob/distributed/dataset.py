@@ -355,11 +355,10 @@ def _numbers(tokens, slot, offsets, source, line_numbers):
 
 
 def _check_source_setting(key, value):
-    """init()/update_settings() settings of where examples come from: only the local defaults."""
+    """init()/update_settings() settings of where examples come from: only the local defaults
+    (fs_name/fs_ugi are set_hdfs_config's)."""
     if key == "input_type" and value != 0:
         raise ValueError(f"input_type={value}: psjob reads one example per line (input_type=0)")
-    if key in ("fs_name", "fs_ugi") and value:
-        raise ValueError("fs_name/fs_ugi name an HDFS cluster, which psjob does not read; give local paths")
     if key == "download_cmd" and value != "cat":
         raise ValueError("download_cmd is for HDFS reads, which psjob does not do; give local paths")
 
@@ -405,22 +404,26 @@ class DatasetBase:
         self.filelist: list[str] = []
         self._filelist_set = False  # set_filelist([]) is a pass over nothing; never calling it, a mistake
         self._parse_ins_id = self._parse_content = False
+        self.fs_name = self.fs_ugi = ""
 
     def init(self, batch_size=1, thread_num=1, use_var=None, pipe_command="cat", input_type=0,
              fs_name="", fs_ugi="", download_cmd="cat", **kwargs):
-        for key, value in (("input_type", input_type), ("fs_name", fs_name), ("fs_ugi", fs_ugi),
-                           ("download_cmd", download_cmd)):
+        for key, value in (("input_type", input_type), ("download_cmd", download_cmd)):
             _check_source_setting(key, value)
+        self.set_hdfs_config(fs_name, fs_ugi)
         self.set_batch_size(batch_size)
         self.set_thread(thread_num)
         self.set_use_var(use_var or [])
         self.set_pipe_command(pipe_command)
 
     def set_hdfs_config(self, fs_name, fs_ugi):
-        """Paddle reads HDFS files through these; psjob reads local paths only, so both must be
-        empty (what a job on local or mounted storage passes)."""
-        _check_source_setting("fs_name", fs_name)
-        _check_source_setting("fs_ugi", fs_ugi)
+        """Paddle hands these to its `hadoop fs` client, which it uses only for the file list's
+        entries that begin with hdfs: or afs:; every other entry it reads as a local file
+        whatever they say (Paddle 3.0.0 trains from local files with fs_name="afs://xxx", as
+        PaddleRec's configs ship it). psjob keeps them and reads no file through them: it reads
+        local files and s3:// objects, and set_filelist refuses an hdfs:// or afs:// entry
+        (psjob.dataset.sources: an unsupported scheme)."""
+        self.fs_name, self.fs_ugi = fs_name, fs_ugi
 
     def set_parse_ins_id(self, parse_ins_id):
         """Paddle's parse_ins_id: each line starts with its instance id as `1 <id>` (a
@@ -583,7 +586,9 @@ class InMemoryDataset(DatasetBase):
                     self.set_fea_eval(kwargs.get("candidate_size", 10000), True)
             elif key in self._SETTERS:
                 getattr(self, self._SETTERS[key])(value)
-            elif key in ("input_type", "fs_name", "fs_ugi", "download_cmd"):
+            elif key in ("fs_name", "fs_ugi"):
+                setattr(self, key, value)
+            elif key in ("input_type", "download_cmd"):
                 _check_source_setting(key, value)
             elif key in self._OFF_ONLY:
                 if value:

@@ -67,7 +67,9 @@ NOTES = {
     "paddle.distributed.fleet.barrier_worker": (DIFFERS, "also sends this worker's queued updates first "
                                                          "and refreshes its parameters after"),
     "paddle.distributed.InMemoryDataset": (DIFFERS, "global_shuffle shuffles each trainer's own examples "
-                                                    "(trainers exchange no data); HDFS (fs_name) is refused; "
+                                                    "(trainers exchange no data); an hdfs:// file is refused "
+                                                    "(fs_name/fs_ugi are kept, as Paddle reads local files "
+                                                    "whatever they say); "
                                                     "slots_shuffle refuses a float slot or an unknown name, "
                                                     "which Paddle leaves as it is"),
     "paddle.static.nn.sparse_embedding": (DIFFERS, "entry, table_class and slot are accepted and have no "

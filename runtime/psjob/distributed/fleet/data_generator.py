@@ -63,6 +63,11 @@ class DataGenerator:
         sys.stdout.flush()
 
     def _check_slots(self, line):
+        """The sample as a list or tuple of (name, values), checked. A zip of names and values
+        is taken too, as Paddle's _gen_str takes it (it lists it first): PaddleRec's
+        match/dssm bq_reader_train_insid.py yields zip(feature_name, input_data)."""
+        if isinstance(line, zip):
+            line = list(line)
         if not isinstance(line, (list, tuple)):
             raise ValueError(f"generate_sample must yield a list or tuple of (name, values), got "
                              f"{type(line).__name__}")
@@ -81,6 +86,7 @@ class DataGenerator:
         elif names != self._proto_info:
             raise ValueError(f"slots {names} differ from the first example's {self._proto_info}: every "
                              "example must carry the same slots in the same order")
+        return line
 
     _str_values = False  # a slot's values: a list (MultiSlotStringDataGenerator: also a str)
 
@@ -90,7 +96,7 @@ class DataGenerator:
 
 class MultiSlotDataGenerator(DataGenerator):
     def _gen_str(self, line):
-        self._check_slots(line)
+        line = self._check_slots(line)
         parts = []
         append = parts.append
         for _, elements in line:
@@ -121,7 +127,7 @@ class MultiSlotStringDataGenerator(DataGenerator):
     _str_values = True
 
     def _gen_str(self, line):
-        self._check_slots(line)
+        line = self._check_slots(line)
         parts = []
         for _, elements in line:
             parts.append(str(len(elements)))
