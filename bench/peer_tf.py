@@ -31,7 +31,10 @@ every psjob side runs, then TF, so every psjob/TF ratio compares adjacent runs. 
   TF's is every worker's (4096 buckets; psjob's dataset side: the auc ops' buckets summed over
   trainers); trainer 0's alone beside it (the trainer that starts first scores lowest);
 - CPU-s per 1M examples per role: psjob's processes sampled from /proc over the trainers'
-  windows (bench/peer_paddle.py), TF's as its coordinator reads /proc at the window's edges.
+  windows (bench/peer_paddle.py), TF's as its coordinator reads /proc at the window's edges;
+- with single and 1x1 among --configs: per side, 1+1's examples/s over the single process's and
+  the distributed overhead (1+1 trainer + pserver CPU-s per 1M minus the single process's),
+  beside the MLP floor (bench/mlp_floor.py, run before and after).
 
 --batch-sweep B1,B2,... runs the 1+1 async configuration at each batch size for psjob's worker
 and feed sides, Paddle 3.0.0 (the Paddle anchor's run.sh, InMemoryDataset, as bench/peer_paddle.py
@@ -47,6 +50,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -204,8 +208,43 @@ def _available(name, python, setup):
     return False
 
 
+def mlp_floor():
+    """bench/mlp_floor.py's figure on this machine now (one BLAS thread, its own process: the
+    thread count is read when numpy loads)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, os.path.join(HERE, "mlp_floor.py")], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return float(re.search(r": ([\d.]+) CPU-s per 1M", out).group(1))
+
+
+def _distributed_costs(runs, sides, floors):
+    """What the distributed path costs each side, from the runs' single and 1x1 pairs (same
+    repetition): 1x1 examples/s over the single process's, and the distributed overhead —
+    (1x1 trainer + pserver CPU-s per 1M) minus the single process's — with the MLP floor."""
+    single = {r["rep"]: r for r in runs if r["config"] == "single"}
+    pairs = [(single[r["rep"]], r) for r in runs if r["config"] == "1x1" and r["rep"] in single]
+    print(f"\nMLP floor (bench/mlp_floor.py, one thread): {' and '.join(f'{f:.2f}' for f in floors)} CPU-s per "
+          "1M examples (before and after the runs)")
+    if not pairs:
+        return
+    print("distributed path, per side over repetitions (targets: 1+1 >= 0.95x single, overhead <= 4 CPU-s/1M):")
+    for side in sides:
+        measured = [(alone, one) for alone, one in pairs if alone[side]["rate"] and one[side]["cpu_per_1m"]]
+        if not measured:
+            print(f"  {side:7s} not measured (too few rows for its window)")
+            continue
+        ratio = [one[side]["rate"] / alone[side]["rate"] for alone, one in measured]
+        over = [sum(one[side]["cpu_per_1m"].values()) - alone[side]["cpu_per_1m"]["trainer"]
+                for alone, one in measured]
+        above = [alone[side]["cpu_per_1m"]["trainer"] - statistics.mean(floors) for alone, _ in measured]
+        print(f"  {side:7s} 1+1 / single {_spread(ratio, lambda x: f'{x:.2f}')}   overhead "
+              f"{_spread(over, lambda x: f'{x:.1f}')} CPU-s/1M   single process above the floor "
+              f"{_spread(above, lambda x: f'{x:.1f}')}")
+
+
 def compare(args, data, tf):
     _header(args, "async, batch 1024")
+    floors = [mlp_floor()]
     configs = [peer_paddle._config(c) for c in args.configs.split(",")]
     runs = []
     for rep in range(args.reps):
@@ -243,6 +282,8 @@ def compare(args, data, tf):
             first_text = f"   AUC trainer 0 {_spread(first, lambda x: f'{x:.3f}')}" if first else ""
             print(f"  {name:6s} {side:7s} {rate:>28s} {auc:>22s} {ratio:>22s} {gain:>26s}   CPU-s/1M {cpu_text}"
                   + first_text)
+    floors.append(mlp_floor())
+    _distributed_costs(runs, args.sides, floors)
     return runs
 
 
