@@ -5,8 +5,8 @@
 Forward and backward of the fully connected layers (x @ W, dY @ W.T, x.T @ dY per layer, the
 1-unit output layer included), one BLAS thread, float32, on random data — what any
 trainer of this model must compute per example whatever its framework. A trainer's CPU per
-1M examples minus this is its framework's (and its parameter server's) overhead. The peer
-benches print it beside their figures (`floor_cpu_s_per_1m`).
+1M examples minus this is its framework's (and its parameter server's) overhead.
+bench/peer_tf.py prints it before and after its runs, beside the distributed overhead.
 """
 from __future__ import annotations
 
