@@ -31,6 +31,8 @@ _init_strategy = None
 
 def init(role_maker=None, is_collective=False, strategy=None, log_level="INFO"):
     global _init_strategy
+    if role_maker is None and not is_collective:
+        role_maker = PaddleCloudRoleMaker()  # Paddle 2.x's: a process no launcher started runs alone
     _fleet.init(role_maker, is_collective=is_collective)
     _init_strategy = strategy
 
@@ -90,10 +92,29 @@ class _DistributedOptimizer:
         return getattr(self._inner, name)
 
 
+class _LocalOptimizer:
+    """distributed_optimizer's answer in a non-distributed run (fleet.init() in a process no
+    launcher started): as in Paddle, minimize adds the optimizer's own update ops to the
+    program, which then trains in this process alone; the strategy's parameter-server
+    settings have nothing to act on."""
+
+    def __init__(self, inner, strategy):
+        self._inner, self._strategy = inner, strategy
+
+    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        # Positional: paddle.optimizer's name the parameters `parameters`, Fluid's `parameter_list`.
+        return self._inner.minimize(loss, startup_program, parameter_list, no_grad_set)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
 def distributed_optimizer(optimizer, strategy=None):
     """strategy: this call's, else fleet.init's, else DistributedStrategy() (async, Paddle's default)."""
     strategy = strategy if strategy is not None else _init_strategy
     strategy = strategy if strategy is not None else DistributedStrategy()
+    if getattr(_fleet._role_maker, "_non_distributed", False):
+        return _LocalOptimizer(optimizer, strategy)
     return _DistributedOptimizer(_fleet.distributed_optimizer(optimizer, strategy), strategy)
 
 
