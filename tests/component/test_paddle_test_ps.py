@@ -23,7 +23,9 @@ on `paddle.static.auc`, which returns one stat variable there, not four), pinned
 - run_minimize, debug_new_minimize 0 (fleet.distributed_optimizer(Adam, async).minimize): the
   worker's program sends its gradients and has no optimizer op (Paddle: send,
   distributed_push_sparse; psjob: send); Paddle's server program is empty, psjob's is not
-  (its server keeps the program the transpiler rewrote; only the file is checked).
+  (its server keeps the program the transpiler rewrote; only the file is checked). The same
+  with the config's runner.sync_mode "sync" (a copy made by the test): both add one
+  send_barrier (psjob also a fetch_barrier).
 - without a launcher (`python ps_dnn_trainer.py ...`): Paddle's role maker falls back to one
   non-distributed worker. It writes only the worker's file, logs "Not Find Distributed env" to
   ./ps_usr_print_log, and with run_minimize the program holds the 9 Adam ops of its 9
@@ -72,8 +74,8 @@ def _tree(tmp_path):
     return cwd
 
 
-def _args(**flags):
-    args = ["../ps/ps_dnn_trainer.py", "-m", "../ps/cpu_async_ps_config.yaml"]
+def _args(config="../ps/cpu_async_ps_config.yaml", **flags):
+    args = ["../ps/ps_dnn_trainer.py", "-m", config]
     for name, value in {**FLAGS, **flags}.items():
         args += [f"--{name}", value]
     return args
@@ -146,15 +148,23 @@ def test_the_one_ps_new_runtime_is_paddle_internal(tmp_path):
 
 
 @pytest.mark.timeout(240)
-def test_minimize_in_async_mode_builds_a_worker_program_that_sends(tmp_path):
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_minimize_builds_a_worker_program_that_sends(tmp_path, mode):
     cwd = _tree(tmp_path)
-    r, logs = _launch(cwd, run_minimize="1")
+    config = "../ps/cpu_async_ps_config.yaml"
+    if mode == "sync":  # the test's copy of Paddle's config with runner.sync_mode "sync"
+        text = (tmp_path / "test" / "ps" / "cpu_async_ps_config.yaml").read_text()
+        (tmp_path / "test" / "ps" / "cpu_sync_ps_config.yaml").write_text(
+            text.replace('sync_mode: "async"', 'sync_mode: "sync"'))
+        config = "../ps/cpu_sync_ps_config.yaml"
+    r, logs = _launch(cwd, config=config, run_minimize="1")
     assert r.returncode == 0, _tail(r, logs)
     assert "entering run_minimize -- old" in logs["workerlog.0"], _tail(r, logs)
-    assert _files(cwd) == ["async_run_minimize_debug:_0_server_main.prototxt",
-                           "async_run_minimize_debug:_0_worker_main.prototxt"]
-    ops, persist, _ = _dump(cwd / "ps_log" / "async_run_minimize_debug:_0_worker_main.prototxt")
+    assert _files(cwd) == [f"{mode}_run_minimize_debug:_0_server_main.prototxt",
+                           f"{mode}_run_minimize_debug:_0_worker_main.prototxt"]
+    ops, persist, _ = _dump(cwd / "ps_log" / f"{mode}_run_minimize_debug:_0_worker_main.prototxt")
     assert ops["send"] >= 1 and ops["adam"] == 0, ops  # the pserver runs the optimizer
+    assert ops["send_barrier"] == (1 if mode == "sync" else 0), ops  # Paddle 3.0.0's: the same
     assert ops["reshape2_grad"] == 26 and ops["auc"] == 2, ops
 
 
