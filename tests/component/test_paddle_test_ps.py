@@ -16,16 +16,20 @@ on `paddle.static.auc`, which returns one stat variable there, not four), pinned
   the parameters of PARAMS, the feeds, and the ops of SHARED_OPS (Paddle's lookup_table_v2,
   matmul_v2 and reduce_mean are lookup_table + unsqueeze2, mul and reduce_sum/mean in psjob's
   program, which is printed in psjob's listing, not Paddle's Program text).
-- run_the_one_ps, debug_the_one_ps 1 (its second launch): Paddle's internal
-  ParameterServerOptimizer and TheOnePSRuntime build the C++ descriptors of its brpc servers;
+- run_the_one_ps, debug_the_one_ps 1 (its second launch): Paddle's internal TheOnePSRuntime
+  builds the C++ descriptors of its brpc servers from ParameterServerOptimizer's pass context;
   Paddle's server writes async_new_server_ps_desc, its worker stops (ValueError in
-  build_worker_desc). psjob has neither class: a strict xfail on psjob's error naming it.
+  build_worker_desc). run_single_pass (test/distributed_passes' pass tests) applies one of
+  Paddle's program passes; Paddle 3.0.0 writes both roles' programs. psjob has neither the
+  runtime nor the passes: strict xfails on psjob's error naming what is missing.
 - run_minimize, debug_new_minimize 0 (fleet.distributed_optimizer(Adam, async).minimize): the
   worker's program sends its gradients and has no optimizer op (Paddle: send,
   distributed_push_sparse; psjob: send); Paddle's server program is empty, psjob's is not
   (its server keeps the program the transpiler rewrote; only the file is checked). The same
   with the config's runner.sync_mode "sync" (a copy made by the test): both add one
-  send_barrier (psjob also a fetch_barrier).
+  send_barrier (psjob also a fetch_barrier). debug_new_minimize 1 drives Paddle's
+  ParameterServerOptimizer directly (_set_basic_info, minimize_impl): the same programs as
+  debug 0, in Paddle 3.0.0 (53124 bytes each time) and in psjob.
 - without a launcher (`python ps_dnn_trainer.py ...`): Paddle's role maker falls back to one
   non-distributed worker. It writes only the worker's file, logs "Not Find Distributed env" to
   ./ps_usr_print_log, and with run_minimize the program holds the 9 Adam ops of its 9
@@ -137,19 +141,31 @@ def test_the_one_ps_cpu_async_writes_the_programs_paddle_writes(tmp_path):
     assert not any(t.endswith("_grad") or t in ("adam", "send") for t in ops), ops
 
 
+# The variants that drive Paddle's brpc machinery (Paddle 3.0.0 runs the single passes; on
+# debug_the_one_ps=1 its own worker stops in build_worker_desc): psjob's error for each.
+INTERNAL = {
+    "the_one_ps_new": ({"run_the_one_ps": "1", "debug_the_one_ps": "1"},
+                       "TheOnePSRuntime is Paddle's internal runtime"),
+    "single_pass_new": ({"run_single_pass": "1", "debug_new_pass": "1", "applied_pass_name": "append_send_ops_pass"},
+                        "ParameterServerOptimizer._init_ps_pass_context is Paddle's pass machinery"),
+    "single_pass_old": ({"run_single_pass": "1", "applied_pass_name": "append_send_ops_pass"},
+                        "No module named 'paddle.incubate.distributed'"),
+}
+
+
 @pytest.mark.timeout(240)
-def test_the_one_ps_new_runtime_is_paddle_internal(tmp_path):
+@pytest.mark.parametrize("variant", sorted(INTERNAL))
+def test_the_variants_on_paddles_brpc_internals_stop_naming_them(tmp_path, variant):
     cwd = _tree(tmp_path)
-    r, logs = _launch(cwd, run_the_one_ps="1", debug_the_one_ps="1")
-    refused = "ParameterServerOptimizer is Paddle's internal meta optimizer"
+    flags, refused = INTERNAL[variant]
+    r, logs = _launch(cwd, **flags)
     assert r.returncode != 0 and refused in logs.get("workerlog.0", ""), _tail(r, logs)
-    pytest.xfail("debug_the_one_ps=1 builds Paddle's brpc descriptors with its internal ParameterServerOptimizer "
-                 "and TheOnePSRuntime, which psjob does not have (Paddle 3.0.0's own worker stops there too)")
+    pytest.xfail(f"{variant}: Paddle's brpc descriptors and program passes are Paddle-internal ({refused})")
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("mode", ["async", "sync"])
-def test_minimize_builds_a_worker_program_that_sends(tmp_path, mode):
+@pytest.mark.parametrize("mode,debug", [("async", "0"), ("async", "1"), ("sync", "0")])
+def test_minimize_builds_a_worker_program_that_sends(tmp_path, mode, debug):
     cwd = _tree(tmp_path)
     config = "../ps/cpu_async_ps_config.yaml"
     if mode == "sync":  # the test's copy of Paddle's config with runner.sync_mode "sync"
@@ -157,12 +173,12 @@ def test_minimize_builds_a_worker_program_that_sends(tmp_path, mode):
         (tmp_path / "test" / "ps" / "cpu_sync_ps_config.yaml").write_text(
             text.replace('sync_mode: "async"', 'sync_mode: "sync"'))
         config = "../ps/cpu_sync_ps_config.yaml"
-    r, logs = _launch(cwd, config=config, run_minimize="1")
+    r, logs = _launch(cwd, config=config, run_minimize="1", debug_new_minimize=debug)
     assert r.returncode == 0, _tail(r, logs)
-    assert "entering run_minimize -- old" in logs["workerlog.0"], _tail(r, logs)
-    assert _files(cwd) == [f"{mode}_run_minimize_debug:_0_server_main.prototxt",
-                           f"{mode}_run_minimize_debug:_0_worker_main.prototxt"]
-    ops, persist, _ = _dump(cwd / "ps_log" / f"{mode}_run_minimize_debug:_0_worker_main.prototxt")
+    assert f"entering run_minimize -- {'new' if debug == '1' else 'old'}" in logs["workerlog.0"], _tail(r, logs)
+    assert _files(cwd) == [f"{mode}_run_minimize_debug:_{debug}_server_main.prototxt",
+                           f"{mode}_run_minimize_debug:_{debug}_worker_main.prototxt"]
+    ops, persist, _ = _dump(cwd / "ps_log" / f"{mode}_run_minimize_debug:_{debug}_worker_main.prototxt")
     assert ops["send"] >= 1 and ops["adam"] == 0, ops  # the pserver runs the optimizer
     assert ops["send_barrier"] == (1 if mode == "sync" else 0), ops  # Paddle 3.0.0's: the same
     assert ops["reshape2_grad"] == 26 and ops["auc"] == 2, ops

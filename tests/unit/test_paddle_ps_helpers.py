@@ -59,6 +59,22 @@ def test_a_non_distributed_minimize_adds_the_optimizers_own_ops(monkeypatch):
     assert types.count("adam") == 2 and "send" not in types  # the weight and the bias, trained here
 
 
+def test_parameter_server_optimizer_builds_the_job_as_the_fleets_minimize(monkeypatch):
+    from psjob.distributed.fleet.meta_optimizers.ps_optimizer import ParameterServerOptimizer
+    local = Fleet()
+    monkeypatch.setattr(fleet_api, "_fleet", local)
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [None, 4], "float32")
+        loss = paddle.mean(paddle.nn.Linear(4, 1)(x))
+        inner = paddle.optimizer.Adam(0.01)
+        ps = ParameterServerOptimizer(inner)
+        ps._set_basic_info(loss, PaddleCloudRoleMaker(environ={}), inner, DistributedStrategy())
+        ps.minimize_impl(loss)  # fleet.init with the role maker given, as the fleet was not yet
+    assert local.initialized and [op.type for op in main.global_block().ops].count("adam") == 2
+
+
 def test_debug_program_writes_the_program_under_a_new_folder(tmp_path):
     from psjob.distributed.ps.utils.ps_program_builder import debug_program, ps_log_root_dir
     assert ps_log_root_dir == "./ps_log/"
@@ -74,8 +90,8 @@ def test_paddles_internal_ps_classes_are_refused_by_name():
     from psjob.distributed.fleet.meta_optimizers.ps_optimizer import ParameterServerOptimizer
     from psjob.distributed.ps.the_one_ps import TheOnePSRuntime
     from psjob.distributed.ps.utils.ps_program_builder import new_pass
-    with pytest.raises(NotImplementedError, match="ParameterServerOptimizer is Paddle's internal"):
-        ParameterServerOptimizer(paddle.optimizer.Adam(0.01))
+    with pytest.raises(NotImplementedError, match="ParameterServerOptimizer.pass_ctx is Paddle's pass machinery"):
+        ParameterServerOptimizer(paddle.optimizer.Adam(0.01)).pass_ctx
     with pytest.raises(NotImplementedError, match="TheOnePSRuntime is Paddle's internal"):
         TheOnePSRuntime()
     with pytest.raises(NotImplementedError, match="new_pass\\('append_send_ops_pass'\\)"):

@@ -74,7 +74,8 @@ NOTES = {
                                                              "parameter servers: fleet.distributed_optimizer"
                                                              "(...).minimize builds psjob's programs"),
     "paddle.distributed.fleet.meta_optimizers.ps_optimizer.ParameterServerOptimizer": (
-        REFUSED, "Paddle's internal pass-based meta optimizer: use fleet.distributed_optimizer(...).minimize"),
+        DIFFERS, "minimize_impl builds the job as fleet.distributed_optimizer(...).minimize; Paddle's pass "
+                 "context (pass_ctx, _init_ps_pass_context) is refused"),
     "paddle.distributed.ps.the_one_ps.TheOnePSRuntime": (REFUSED, "Paddle's internal brpc runtime and its "
                                                                   "C++ table descriptors: psjob's servers start "
                                                                   "with fleet.init_server/run_server"),
