@@ -118,8 +118,18 @@ def distributed_optimizer(optimizer, strategy=None):
     return _DistributedOptimizer(_fleet.distributed_optimizer(optimizer, strategy), strategy)
 
 
+def _require_a_job(call):
+    """A non-distributed run (no launcher set this process's role) has no servers to start or
+    connect to: say so, rather than that minimize was not called."""
+    if getattr(_fleet._role_maker, "_non_distributed", False):
+        raise FleetError(f"fleet.{call}(): no launcher started this process (its environment names no role "
+                         "and no pservers), so it runs alone, without parameter servers; start it with "
+                         "`psjob launch --server_num N --worker_num M` (or under Paddle's launcher's variables)")
+
+
 def init_worker(scopes=None):
     """Connect this worker to the pservers (a no-op when its startup program already did)."""
+    _require_a_job("init_worker")
     if _fleet.rpc_service is None:
         _fleet.init_worker(scopes)
 
@@ -129,6 +139,7 @@ def stop_worker():
 
 
 def init_server(dirname=None, var_names=None, **kwargs):
+    _require_a_job("init_server")
     if var_names is not None:
         raise FleetError("init_server(var_names=...) loads a subset of a save; psjob loads the whole "
                          "save (init_server(dirname))")
@@ -136,6 +147,7 @@ def init_server(dirname=None, var_names=None, **kwargs):
 
 
 def run_server():
+    _require_a_job("run_server")
     _fleet.run_server()
 
 
