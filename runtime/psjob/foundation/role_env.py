@@ -45,7 +45,20 @@ from psjob.foundation.roles import (
 )
 from psjob.foundation.settings import Settings, SettingsError, parse_mode, process_environment
 
-__all__ = ["CollectiveEnv", "RoleEnv", "RoleEnvError", "process_environment"]
+__all__ = ["CollectiveEnv", "RoleEnv", "RoleEnvError", "names_no_job", "process_environment"]
+
+# What a launcher sets (Paddle 2.x's names, then the Fluid ones psjob's launchers also set):
+# an environment with none of them belongs to a process started by hand.
+_JOB_NAMES = ("TRAINING_ROLE", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_TRAINING_ROLE",
+              "PADDLE_PSERVER_ENDPOINTS", "PADDLE_PSERVER_IPS")
+
+
+def names_no_job(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether `environ` (this process's by default) names neither a role nor pservers, in
+    Paddle 2.x's names or Fluid's: a script run without a launcher, which Paddle 2.x's
+    PaddleCloudRoleMaker runs as a single, non-distributed worker (RoleEnv.non_distributed)."""
+    env = process_environment() if environ is None else environ
+    return not any(env.get(name) for name in _JOB_NAMES)
 
 
 class RoleEnvError(ValueError):
@@ -148,6 +161,14 @@ class RoleEnv:
                    auth_token_file=env.get("PSJOB_AUTH_TOKEN_FILE", ""), max_trainers=max_trainers,
                    environ=types.MappingProxyType(env), settings=Settings(env))
 
+    @classmethod
+    def non_distributed(cls, environ: Mapping[str, str] | None = None) -> RoleEnv:
+        """The role of a process no launcher started (names_no_job): the single trainer of a job
+        without pservers, as Paddle 2.x's PaddleCloudRoleMaker falls back to when
+        PADDLE_PSERVERS_IP_PORT_LIST is unset. Its settings are the environment's."""
+        env = dict(process_environment() if environ is None else environ)
+        return cls(role=TRAINER, pserver_endpoints=(), trainers=1, index=0,
+                   environ=types.MappingProxyType(env), settings=Settings(env))
 
     @classmethod
     def for_command(cls, role: str, prog: str, environ: Mapping[str, str],

@@ -66,6 +66,19 @@ NOTES = {
                                                        "comm_world='worker' only"),
     "paddle.distributed.fleet.barrier_worker": (DIFFERS, "also sends this worker's queued updates first "
                                                          "and refreshes its parameters after"),
+    # Paddle's own parameter-server test programs (test/ps; docs/user/paddle2.md).
+    "paddle.distributed.ps.utils.public.debug_program": (DIFFERS, "writes psjob's program listing (each "
+                                                                  "block's variables, then its ops), not "
+                                                                  "Paddle's Program text"),
+    "paddle.distributed.ps.utils.public.new_pass": (REFUSED, "Paddle's program passes for its brpc "
+                                                             "parameter servers: fleet.distributed_optimizer"
+                                                             "(...).minimize builds psjob's programs"),
+    "paddle.distributed.fleet.meta_optimizers.ps_optimizer.ParameterServerOptimizer": (
+        DIFFERS, "minimize_impl builds the job as fleet.distributed_optimizer(...).minimize; Paddle's pass "
+                 "context (pass_ctx, _init_ps_pass_context) is refused"),
+    "paddle.distributed.ps.the_one_ps.TheOnePSRuntime": (REFUSED, "Paddle's internal brpc runtime and its "
+                                                                  "C++ table descriptors: psjob's servers start "
+                                                                  "with fleet.init_server/run_server"),
     "paddle.distributed.InMemoryDataset": (DIFFERS, "global_shuffle shuffles each trainer's own examples "
                                                     "(trainers exchange no data); an hdfs:// file is refused "
                                                     "(fs_name/fs_ugi are kept, as Paddle reads local files "

@@ -31,6 +31,8 @@ _init_strategy = None
 
 def init(role_maker=None, is_collective=False, strategy=None, log_level="INFO"):
     global _init_strategy
+    if role_maker is None and not is_collective:
+        role_maker = PaddleCloudRoleMaker()  # Paddle 2.x's: a process no launcher started runs alone
     _fleet.init(role_maker, is_collective=is_collective)
     _init_strategy = strategy
 
@@ -90,15 +92,44 @@ class _DistributedOptimizer:
         return getattr(self._inner, name)
 
 
+class _LocalOptimizer:
+    """distributed_optimizer's answer in a non-distributed run (fleet.init() in a process no
+    launcher started): as in Paddle, minimize adds the optimizer's own update ops to the
+    program, which then trains in this process alone; the strategy's parameter-server
+    settings have nothing to act on."""
+
+    def __init__(self, inner, strategy):
+        self._inner, self._strategy = inner, strategy
+
+    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        # Positional: paddle.optimizer's name the parameters `parameters`, Fluid's `parameter_list`.
+        return self._inner.minimize(loss, startup_program, parameter_list, no_grad_set)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
 def distributed_optimizer(optimizer, strategy=None):
     """strategy: this call's, else fleet.init's, else DistributedStrategy() (async, Paddle's default)."""
     strategy = strategy if strategy is not None else _init_strategy
     strategy = strategy if strategy is not None else DistributedStrategy()
+    if getattr(_fleet._role_maker, "_non_distributed", False):
+        return _LocalOptimizer(optimizer, strategy)
     return _DistributedOptimizer(_fleet.distributed_optimizer(optimizer, strategy), strategy)
+
+
+def _require_a_job(call):
+    """A non-distributed run (no launcher set this process's role) has no servers to start or
+    connect to: say so, rather than that minimize was not called."""
+    if getattr(_fleet._role_maker, "_non_distributed", False):
+        raise FleetError(f"fleet.{call}(): no launcher started this process (its environment names no role "
+                         "and no pservers), so it runs alone, without parameter servers; start it with "
+                         "`psjob launch --server_num N --worker_num M` (or under Paddle's launcher's variables)")
 
 
 def init_worker(scopes=None):
     """Connect this worker to the pservers (a no-op when its startup program already did)."""
+    _require_a_job("init_worker")
     if _fleet.rpc_service is None:
         _fleet.init_worker(scopes)
 
@@ -108,6 +139,7 @@ def stop_worker():
 
 
 def init_server(dirname=None, var_names=None, **kwargs):
+    _require_a_job("init_server")
     if var_names is not None:
         raise FleetError("init_server(var_names=...) loads a subset of a save; psjob loads the whole "
                          "save (init_server(dirname))")
@@ -115,6 +147,7 @@ def init_server(dirname=None, var_names=None, **kwargs):
 
 
 def run_server():
+    _require_a_job("run_server")
     _fleet.run_server()
 
 

@@ -5,21 +5,82 @@ PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ID,
 POD_IP, PADDLE_PORT) or the Fluid one psjob's launchers also set.
 `UserDefinedRoleMaker` takes 2.x's arguments: the number of workers is
 `worker_num` or, as in Paddle, the length of `worker_endpoints`.
+Without a launcher (no role and no pservers in the environment) `PaddleCloudRoleMaker` is,
+as Paddle's, the single worker of a non-distributed run (`_is_non_distributed()`): worker
+0 of 1, no servers; `fleet.distributed_optimizer(...).minimize` then adds the optimizer's
+own update ops, as Paddle's does.
+Both also answer Paddle 2.x's underscored names (`_generate_role`, `_is_worker`,
+`_is_server`, `_is_heter_worker`, `_worker_index`, `_server_index`, ...).
 """
 from __future__ import annotations
 
 from psjob.fleet.role_maker import PaddleCloudRoleMaker as _CloudRoleMaker
 from psjob.fleet.role_maker import Role, RoleMakerBase, RoleMakerError  # noqa: F401
 from psjob.fleet.role_maker import UserDefinedRoleMaker as _UserDefinedRoleMaker
+from psjob.foundation.role_env import RoleEnv, names_no_job
 
 
-class PaddleCloudRoleMaker(_CloudRoleMaker):
+class _PrivateNames:
+    """The underscored methods of Paddle 2.x's role makers, which Paddle's own programs call
+    (its parameter-server tests: `role_maker._generate_role()`, `_is_heter_worker()`), over
+    psjob's public ones. `_generate_role` reads the role once, as Paddle's does."""
+
+    _non_distributed = False
+
+    def _is_non_distributed(self):
+        """Whether this process runs without a job: no launcher set its role."""
+        return self._non_distributed
+
+    def _generate_role(self):
+        if not self._generated:
+            self.generate_role()
+
+    def _is_worker(self):
+        return self.is_worker()
+
+    def _is_server(self):
+        return self.is_server()
+
+    def _is_heter_worker(self):
+        return self.is_heter_worker()
+
+    def _is_first_worker(self):
+        return self.is_first_worker()
+
+    def _worker_index(self):
+        return self.worker_index()
+
+    def _server_index(self):
+        return self.server_index()
+
+    def _role_id(self):
+        return self.role_id()
+
+    def _server_num(self):
+        return self.server_num()
+
+    def _get_pserver_endpoints(self):
+        return self.get_pserver_endpoints()
+
+    def _get_trainer_endpoints(self):
+        return self.get_trainer_endpoints()
+
+    def _get_heter_worker_endpoints(self):
+        return self.get_heter_worker_endpoints()
+
+
+class PaddleCloudRoleMaker(_PrivateNames, _CloudRoleMaker):
     def __init__(self, is_collective=False, **kwargs):
         # Paddle's kwargs (path, init_gloo, ...) configure gloo, which psjob does not use.
-        super().__init__(is_collective=is_collective, environ=kwargs.get("environ"))
+        environ = kwargs.get("environ")
+        # As Paddle's: a process no launcher started (no role, no pservers in its environment)
+        # is the single worker of a non-distributed run.
+        self._non_distributed = not is_collective and names_no_job(environ)
+        role_env = RoleEnv.non_distributed(environ) if self._non_distributed else None
+        super().__init__(is_collective=is_collective, environ=environ, role_env=role_env)
 
 
-class UserDefinedRoleMaker(_UserDefinedRoleMaker):
+class UserDefinedRoleMaker(_PrivateNames, _UserDefinedRoleMaker):
     def __init__(self, is_collective=False, init_gloo=False, current_id=0, role=Role.WORKER,
                  worker_endpoints=None, server_endpoints=None, worker_num=None, **kwargs):
         if is_collective:
