@@ -50,6 +50,7 @@ from psjob.fluid import paddle_format, paddle_pickle
 from psjob.fluid.core import SelectedRows, global_scope, to_numpy
 from psjob.fluid.executor import Executor, ParallelExecutor
 from psjob.fluid.framework import Parameter, Program, Variable, VarType, default_main_program
+from psjob.fluid.ops.metric_ops import restack_stat
 
 # Fluid 1.x's fluid.io also serves its Python readers and the reader decorators.
 from psjob.fluid.reader import DataLoader, PyReader  # noqa: F401
@@ -238,6 +239,19 @@ def _read_array(dirname, entry, name, npz_cache) -> np.ndarray:
     return read_var(dirname, name, entry, npz_cache)
 
 
+def _restacked(program, name, arr, var):
+    """`arr` as `var` holds it where `var` is a sliding auc statistic saved in the other layout
+    (fluid.layers.auc's rows, paddle.static.auc's flat array: metric_ops.restack_stat), else `arr`."""
+    if arr.shape == tuple(var.shape):
+        return arr
+    for op in program.global_block().ops:
+        if op.type == "auc" and name in op.input("StatPos") + op.input("StatNeg"):
+            restacked = restack_stat(arr, tuple(var.shape), int(op.attr("slide_steps", 1)),
+                                     int(op.attr("num_thresholds", 2 ** 12 - 1)))
+            return arr if restacked is None else restacked
+    return arr
+
+
 def _check_fits(name, arr, var):
     want = tuple(var.shape)
     if want and (len(want) != arr.ndim or any(w >= 0 and w != a for w, a in zip(want, arr.shape))):
@@ -282,7 +296,7 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
         if entry is None:
             raise CheckpointError(f"{dirname!r} holds no variable {name!r} "
                                   f"(it has: {', '.join(sorted(manifest['vars'])[:10])}...)")
-        arr = _read_array(dirname, entry, name, npz_cache)
+        arr = _restacked(program, name, _read_array(dirname, entry, name, npz_cache), var)
         _check_fits(name, arr, var)
         loaded[name] = (arr, entry.get("lod") or [])
     # Only now touch the scope: a failed load leaves it as it was.
@@ -629,6 +643,7 @@ def _into_scope(program, arrays, scope, xp=np):
             if arr.ndim == 0 and tuple(var.shape) == (1,):
                 # Paddle >= 2.5 saves one-value state (learning_rate_0) 0-D where the program holds [1].
                 arrays[name] = arr = arr.reshape(1)
+            arrays[name] = arr = _restacked(program, name, arr, var)
             _check_fits(name, arr, var)
     for name, arr in arrays.items():
         scope.vars[name] = arr if xp is np else xp.asarray(arr)

@@ -28,7 +28,8 @@ from psjob.fluid.framework import (
 )
 from psjob.fluid.layers import create_global_var, create_parameter
 from psjob.fluid.layers.control_flow import Print
-from psjob.fluid.layers.metric_op import accuracy, auc, ctr_metric_bundle
+from psjob.fluid.layers.metric_op import accuracy, ctr_metric_bundle
+from psjob.fluid.layers.metric_op import static_auc as auc
 from psjob.fluid.layers.nn import py_func
 from psjob.fluid.param_attr import WeightNormParamAttr
 from psjob.foundation.settings import process_settings

@@ -18,6 +18,7 @@ from psjob.fluid import unique_name
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers import nn, tensor
 from psjob.fluid.layers._checks import FLOATS, INTS, check_dtype, check_int, check_variable
+from psjob.fluid.ops.metric_ops import stat_shape
 
 __all__ = ["accuracy", "auc", "ctr_metric_bundle"]
 
@@ -48,8 +49,25 @@ def auc(input, label, curve="ROC", num_thresholds=2 ** 12 - 1, topk=1, slide_ste
     """ROC AUC of positive-class probabilities (the last column of input).
 
     Returns (auc_out, batch_auc_out, [batch_stat_pos, batch_stat_neg,
-    stat_pos, stat_neg]) as Fluid does.
+    stat_pos, stat_neg]) as Fluid does; the batch stats in Fluid 1.x's layout,
+    [slide_steps, num_thresholds + 1] (psjob.fluid.ops.metric_ops).
     """
+    return _auc(input, label, curve, num_thresholds, topk, slide_steps, flat=False)
+
+
+def static_auc(input, label, curve="ROC", num_thresholds=2 ** 12 - 1, topk=1, slide_steps=1,
+               ins_tag_weight=None):
+    """paddle.static.auc: fluid.layers.auc with Paddle 2.x's layout of the batch stats, flat
+    [(slide_steps + 1) * (num_thresholds + 1) + 1] (psjob.fluid.ops.metric_ops), so a save
+    of its statistics loads in Paddle and Paddle's in psjob. ins_tag_weight is checked and,
+    as in Paddle's static graph (whose auc ops are not given it), has no effect."""
+    if ins_tag_weight is not None:
+        check_variable(ins_tag_weight, "ins_tag_weight", "auc")
+        check_dtype(ins_tag_weight, "ins_tag_weight", FLOATS, "auc")
+    return _auc(input, label, curve, num_thresholds, topk, slide_steps, flat=True)
+
+
+def _auc(input, label, curve, num_thresholds, topk, slide_steps, flat):
     layer = "auc"
     check_variable(input, "input", layer)
     check_variable(label, "label", layer)
@@ -64,12 +82,12 @@ def auc(input, label, curve="ROC", num_thresholds=2 ** 12 - 1, topk=1, slide_ste
     auc_out = helper.create_variable_for_type_inference("float64", stop_gradient=True)
     batch_auc_out = helper.create_variable_for_type_inference("float64", stop_gradient=True)
 
-    def stat(rows):
-        return tensor.create_global_var([rows, num_thresholds + 1], 0, "int64", persistable=True,
-                                        name=unique_name.generate("_generated_var"))
+    def stat(steps):
+        return tensor.create_global_var(list(stat_shape(steps, num_thresholds, flat)), 0, "int64",
+                                        persistable=True, name=unique_name.generate("_generated_var"))
 
-    batch_pos, batch_neg = stat(max(slide_steps, 1)), stat(max(slide_steps, 1))
-    pos, neg = stat(1), stat(1)
+    batch_pos, batch_neg = stat(slide_steps), stat(slide_steps)
+    pos, neg = stat(0), stat(0)
     for out, sp, sn, steps in ((batch_auc_out, batch_pos, batch_neg, slide_steps), (auc_out, pos, neg, 0)):
         helper.append_op(type="auc",
                          inputs={"Predict": [input], "Label": [label], "StatPos": [sp], "StatNeg": [sn]},

@@ -6,10 +6,16 @@ op keeps per-bucket counts of positives and negatives in persistable int64
 "stat" variables and integrates the ROC curve over the buckets with the
 trapezoid rule. With `slide_steps == 0` the stats accumulate over every batch
 since the startup program zeroed them (the global AUC); with `slide_steps=k`
-the stat variable holds one row per recent batch, shifted each run, and the
-AUC covers the last k batches. Predictions in one bucket count as ties (half
-a correctly ordered pair), so the result is within the within-bucket pair
-fraction of the exact ROC AUC.
+the AUC covers the last k batches, kept in one of two layouts, told apart by the
+stat variable's rank:
+- Fluid 1.x's (`fluid.layers.auc`): [k, num_thresholds + 1], one row per recent
+  batch, shifted each run;
+- Paddle 2.x's (`paddle.static.auc`): flat [(k + 1) * (num_thresholds + 1) + 1]:
+  k rows used in turn (row `counter % k`), the window's sum in row k, and the
+  counter — the batches run — in the last element (of both stats), as Paddle's
+  auc kernel keeps them, so either framework loads the other's saves.
+Predictions in one bucket count as ties (half a correctly ordered pair), so the
+result is within the within-bucket pair fraction of the exact ROC AUC.
 """
 from __future__ import annotations
 
@@ -198,19 +204,31 @@ def _auc_shape(op):
         raise GraphError(f"auc: only curve='ROC' is implemented, got {op.attr('curve')!r}")
     t = int(op.attr("num_thresholds", 2 ** 12 - 1))
     steps = int(op.attr("slide_steps", 1))
+    shapes = []
     for slot in ("StatPos", "StatNeg"):
         v = in_var(op, slot)
-        want = (max(steps, 1), t + 1)
+        want = stat_shape(steps, t, flat=len(v.shape) == 1)
         if tuple(v.shape) != want:
             raise GraphError(f"auc: {slot} {v.name}{list(v.shape)} must have shape {list(want)} "
                              f"(slide_steps={steps}, num_thresholds={t})")
+        shapes.append(want)
     if predict.shape and label.shape and predict.shape[0] >= 0 and label.shape[0] >= 0 \
             and predict.shape[0] != label.shape[0]:
         raise GraphError(f"auc: Predict {predict.name}{list(predict.shape)} and Label "
                          f"{label.name}{list(label.shape)} differ in batch size")
     set_out(op, "AUC", (1,), "float64")
-    set_out(op, "StatPosOut", (max(steps, 1), t + 1), "int64")
-    set_out(op, "StatNegOut", (max(steps, 1), t + 1), "int64")
+    set_out(op, "StatPosOut", shapes[0], "int64")
+    set_out(op, "StatNegOut", shapes[1], "int64")
+
+
+def stat_shape(slide_steps: int, num_thresholds: int, flat: bool) -> tuple:
+    """The shape of an auc op's stat variables: Paddle 2.x's flat layout (`flat`) or Fluid 1.x's
+    rows (module docstring); the global AUC's (slide_steps 0) is [1, num_thresholds + 1] in both."""
+    if slide_steps == 0:
+        return (1, num_thresholds + 1)
+    if flat:
+        return ((slide_steps + 1) * (num_thresholds + 1) + 1,)
+    return (slide_steps, num_thresholds + 1)
 
 
 @register_op("auc", infer_shape=_auc_shape)
@@ -223,6 +241,9 @@ def auc(ctx):
         pos, neg, used = bucket_counts(xp, ctx.input("Predict"), ctx.input("Label"), t, with_buckets=True)
     else:
         pos, neg = bucket_counts(xp, ctx.input("Predict"), ctx.input("Label"), t)
+    if steps and ctx.input("StatPos").ndim == 1:
+        _auc_paddle2(ctx, xp, t, steps, pos, neg, used)
+        return
     stats = []
     for slot, batch in (("StatPos", pos), ("StatNeg", neg)):
         old = ctx.input(slot)
@@ -242,3 +263,44 @@ def auc(ctx):
               for s in stats]
     value = auc_from_stats(xp, totals[0], totals[1], used)
     ctx.set_output("AUC", xp.asarray([value], dtype=np.float64))
+
+
+def _auc_paddle2(ctx, xp, t, steps, pos, neg, used):
+    """A sliding window in Paddle 2.x's flat layout (module docstring): the row the counter
+    names leaves the window's sum and takes this batch, which joins the sum."""
+    size = t + 1
+    row = int(ctx.input("StatPos")[(steps + 1) * size]) % steps  # the positives' counter, as Paddle
+    mine, window = slice(row * size, (row + 1) * size), slice(steps * size, (steps + 1) * size)
+    stats = []
+    for slot, batch in (("StatPos", pos), ("StatNeg", neg)):
+        new = ctx.input(slot).copy()
+        new[window] -= new[mine]
+        new[mine] = batch
+        new[window] += batch
+        new[-1] += 1
+        stats.append(new)
+    ctx.set_output("StatPosOut", stats[0])
+    ctx.set_output("StatNegOut", stats[1])
+    value = auc_from_stats(xp, stats[0][window], stats[1][window], used if steps == 1 else None)
+    ctx.set_output("AUC", xp.asarray([value], dtype=np.float64))
+
+
+def restack_stat(arr: np.ndarray, shape: tuple, slide_steps: int, num_thresholds: int) -> np.ndarray | None:
+    """A sliding auc statistic saved in one layout (module docstring) in the other's `shape`,
+    the same window of batches (oldest first in Fluid 1.x's rows; the counter naming the oldest
+    in Paddle 2.x's), or None where `arr` is neither layout of these settings. A save of
+    fluid.layers.auc's, an earlier psjob's or Paddle 2.0-2.3's then loads into paddle.static.auc's
+    program, and Paddle 2.x's into fluid.layers.auc's."""
+    k, size = slide_steps, num_thresholds + 1
+    rows, flat = (k, size), ((k + 1) * size + 1,)
+    if k == 0 or {tuple(arr.shape), tuple(shape)} != {rows, flat}:
+        return None
+    if arr.shape == rows:
+        out = np.zeros(flat, dtype=arr.dtype)
+        out[:k * size] = arr.reshape(-1)  # rows 0..k-1, the counter k: row 0, the oldest, goes next
+        out[k * size:(k + 1) * size] = arr.sum(axis=0)
+        out[-1] = k
+        return out
+    counter = int(arr[-1])
+    return np.stack([arr[((counter + i) % k) * size:((counter + i) % k + 1) * size] for i in range(k)])
+
