@@ -69,7 +69,16 @@ INFER_XFAIL: dict[str, str] = {}
 NEEDS = {"recall/tisas": ("scipy", "tqdm")}
 
 
+# Models whose files this repository does not hold (they came from a fetched snapshot, which
+# stays out of commits): their tests run where a copy sits in tests/thirdparty/paddlerec (git
+# ignores it there; tests/thirdparty/README.md says where it comes from) and skip elsewhere.
+NOT_COMMITTED = {"match/dssm"}
+
+
 def _layout(tmp_path, model):
+    if model in NOT_COMMITTED and not os.path.isdir(os.path.join(PADDLEREC, "models", model)):
+        pytest.skip(f"PaddleRec's models/{model} is not in this repository (tests/thirdparty/README.md): "
+                    f"copy it from PaddleRec @656326ad to tests/thirdparty/paddlerec/models/{model} to run this")
     shutil.copytree(os.path.join(PADDLEREC, "tools"), tmp_path / "tools")
     shutil.copytree(os.path.join(PADDLEREC, "models", model), tmp_path / "models" / model)
     return tmp_path / "models" / model
