@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from psjob.fluid import unique_name
 from psjob.fluid.core import CPUPlace, CUDAPinnedPlace, CUDAPlace, is_compiled_with_cuda
 
 __all__ = ["enable_static", "disable_static", "in_dynamic_mode", "set_device", "get_device",
@@ -25,8 +26,12 @@ class DynamicModeError(RuntimeError):
 
 
 def enable_static():
+    """Paddle's switch to static graphs. It also turns on Paddle 3.0's per-program names (each
+    Program counts its own `fc_0`, `_generated_var_0`, ...: psjob.fluid.unique_name), which
+    sets a Paddle 2.x/3.x script apart from a Fluid 1.x one: only the former calls this."""
     global _static
     _static = True
+    unique_name.use_per_program_names(True)
 
 
 def disable_static(place=None):

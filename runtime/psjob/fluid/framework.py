@@ -397,7 +397,7 @@ class Block:
     # -- variables ----------------------------------------------------------------
     def create_var(self, name=None, shape=None, dtype=None, **kwargs) -> Variable:
         if name is None:
-            name = unique_name.generate("_generated_var")
+            name = unique_name.generate_in(self.program, "_generated_var")
         if name in self.vars:
             # Fluid returns the existing var; keep that, but fill in a missing shape.
             var = self.vars[name]
@@ -548,6 +548,8 @@ class Program:
         # Paddle's trainer settings for train_from_dataset, which fleet 2.x's minimize fills
         # (psjob.distributed.fleet); None until then, and not copied by clone(), as in Paddle.
         self._fleet_opt = None
+        # Paddle 3.0's per-program names (psjob.fluid.unique_name.generate_in); clone() copies it.
+        self._name_generator = unique_name.UniqueNameGenerator()
 
     def _bump(self):
         self._version += 1
@@ -623,6 +625,7 @@ class Program:
                      "_distributed_lookup_tables", "_trainers_endpoints"):
             setattr(p, attr, copy.copy(getattr(self, attr)))
         p._parameters_on_pservers = self._parameters_on_pservers
+        p._name_generator = self._name_generator.clone()
         if for_test:
             training_roles = OpRole.Backward | OpRole.Optimize | OpRole.LRSched
             for block in p.blocks:

@@ -15,7 +15,7 @@ class LayerHelper:
     def __init__(self, layer_type: str, name: str | None = None, **kwargs):
         self.layer_type = layer_type
         self.kwargs = kwargs
-        self.name = name or unique_name.generate(layer_type)
+        self.name = name or unique_name.generate_in(self.main_program, layer_type)
 
     @property
     def main_program(self):
@@ -32,7 +32,7 @@ class LayerHelper:
         return self.block().append_op(*args, **kwargs)
 
     def create_variable_for_type_inference(self, dtype="float32", stop_gradient=False, shape=None):
-        return self.block().create_var(name=unique_name.generate(f"{self.name}.tmp"),
+        return self.block().create_var(name=unique_name.generate_in(self.main_program, f"{self.name}.tmp"),
                                        dtype=dtype, shape=shape, stop_gradient=stop_gradient)
 
     create_tmp_variable = create_variable_for_type_inference
@@ -41,7 +41,7 @@ class LayerHelper:
         attr = ParamAttr._to_attr(attr)
         if attr is False:
             return None
-        name = attr.name or unique_name.generate(f"{self.name}.{'b' if is_bias else 'w'}")
+        name = attr.name or unique_name.generate_in(self.main_program, f"{self.name}.{'b' if is_bias else 'w'}")
         init = attr.initializer or global_initializer(is_bias) or default_initializer or (
             ConstantInitializer(0.0) if is_bias else XavierInitializer())
         main_block = self.main_program.global_block()

@@ -113,7 +113,7 @@ def _copy_to_parent(value, helper):
         return value
     program = default_main_program()
     parent = program.block(program.current_block().parent_idx)
-    out = parent.create_var(name=unique_name.generate("_generated_var"), shape=value.shape, dtype=value.dtype,
+    out = parent.create_var(shape=value.shape, dtype=value.dtype,
                             lod_level=value.lod_level, type=value.type, stop_gradient=value.stop_gradient)
     helper.append_op(type="assign", inputs={"X": [value]}, outputs={"Out": [out]})
     return out
@@ -128,7 +128,7 @@ def _conditional_block_guard(cond_var, is_scalar=True):
         yield
     parent = program.current_block()
     inputs, outputs = _block_io(block)
-    scope = parent.create_var(name=unique_name.generate("_generated_var"), type=STEP_SCOPES)
+    scope = parent.create_var(type=STEP_SCOPES)
     parent.append_op(type="conditional_block", inputs={"Cond": [cond_var], "Input": inputs},
                      outputs={"Out": outputs, "Scope": [scope]},
                      attrs={"sub_block": block, "is_scalar_condition": is_scalar})
@@ -335,7 +335,7 @@ class While:
         if self.cond_var.name not in outputs:
             outputs.append(self.cond_var.name)  # Paddle lists the condition among the outputs
         xs = list(dict.fromkeys(inputs + [o for o in outputs if o != self.cond_var.name]))
-        scopes = parent.create_var(name=unique_name.generate("_generated_var"), type=STEP_SCOPES)
+        scopes = parent.create_var(type=STEP_SCOPES)
         parent.append_op(type="while", inputs={"X": xs, "Condition": [self.cond_var]},
                          outputs={"Out": outputs, "StepScopes": [scopes]},
                          attrs={"sub_block": body, "is_test": self.is_test})

@@ -84,7 +84,7 @@ def _auc(input, label, curve, num_thresholds, topk, slide_steps, flat):
 
     def stat(steps):
         return tensor.create_global_var(list(stat_shape(steps, num_thresholds, flat)), 0, "int64",
-                                        persistable=True, name=unique_name.generate("_generated_var"))
+                                        persistable=True, name=unique_name.generate_in(helper.main_program, "_generated_var"))
 
     batch_pos, batch_neg = stat(slide_steps), stat(slide_steps)
     pos, neg = stat(0), stat(0)
@@ -118,14 +118,14 @@ def ctr_metric_bundle(input, label, ins_tag_weight=None):
 
     def total():
         return tensor.create_global_var([1], 0.0, "float32", persistable=True,
-                                        name=unique_name.generate("_generated_var"))
+                                        name=unique_name.generate_in(helper.main_program, "_generated_var"))
 
     def tmp(dtype="float32"):
         return helper.create_variable_for_type_inference(dtype, stop_gradient=True)
 
     def batch_var():
         # one of Paddle's nine per-batch global temporaries (not persistable): named as there
-        return helper.main_program.global_block().create_var(name=unique_name.generate("_generated_var"),
+        return helper.main_program.global_block().create_var(name=unique_name.generate_in(helper.main_program, "_generated_var"),
                                                              dtype="float32", stop_gradient=True)
 
     sums = {k: total() for k in ("abserr", "sqrerr", "prob", "q", "pos_num", "ins_num")}  # Paddle's order

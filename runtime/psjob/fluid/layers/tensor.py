@@ -48,7 +48,7 @@ def shape(input):  # noqa: A002 (Fluid's name)
 
 def create_global_var(shape, value, dtype, persistable=False, force_cpu=False, name=None):
     """A variable living in both programs, initialized in the startup program."""
-    name = name or unique_name.generate("global_var")
+    name = name or unique_name.generate_in(default_main_program(), "global_var")
     main = default_main_program().global_block()
     var = main.create_var(name=name, shape=shape, dtype=dtype, persistable=persistable, stop_gradient=True)
     startup = default_startup_program().global_block()
