@@ -9,7 +9,7 @@ DataLoader reader (the one static_trainer.py uses) yields, field by field.
 Two checks, each in a copy under tmp_path whose data file is cut to a few batches:
 - every model, 1 pserver + 2 trainers (async, or sync, as MODELS says; QueueDataset, or
   InmemoryDataset; 1 or 2 Hogwild threads each), 2 epochs: the launch exits 0, both trainers log
-  "Run Success, Exit.", every printed cost is finite and the second epoch's mean cost is below the
+  "Run Success, Exit.", every printed cost is finite and (but for autoint, MODELS) the second epoch's mean cost is below the
   first's, and the last epoch's inference model (fleet.save_inference_model) loads in a fresh
   process and scores a batch of the model's own data to finite values. (static_infer.py reads
   static_trainer.py's `rec_static` saves, not inference models, so it has nothing to read here.)
@@ -62,13 +62,16 @@ class Model:
     reader: str = "QueueDataset"
     threads: int = 1
     # the second epoch's mean cost below the first's (tagspace's hinge loss is mostly 0 and
-    # match-pyramid's near 1 on the sample: for them, not above it)
-    falls: bool = True
+    # match-pyramid's near 1 on the sample: for them, not above it; None: not compared)
+    falls: bool | None = True
 
 
 CRITEO = "data/sample_data/train/sample_train.txt"
 MODELS = {
-    "autoint": Model("rank", CRITEO, 8, ("runner.use_gpu=False",)),
+    # AutoInt's four Adam steps a trainer (batch 2) move its cost on these lines either way: its
+    # second epoch's mean rose in 1 of 8 runs (1.77 -> 2.02; the runtime before this check's
+    # last change too, 1 of 5), with 32 lines in 2 of 5 (0.65 -> 1.04): not compared.
+    "autoint": Model("rank", CRITEO, 8, ("runner.use_gpu=False",), falls=None),
     "dcn": Model("rank", "data/sample_data/sample_train.txt", 32, mode="sync"),
     "deepfm": Model("rank", CRITEO, 8, threads=2),
     "difm": Model("rank", CRITEO, 16),
@@ -184,7 +187,8 @@ def test_two_trainers_train_and_save_a_loadable_inference_model(tmp_path, name):
         costs = _costs(log)
         assert sorted(costs) == [0, 1] and all(math.isfinite(c) for cs in costs.values() for c in cs), costs
         first, last = first + np.mean(costs[0]), last + np.mean(costs[1])
-    assert last < first or (not spec.falls and last <= first), f"mean cost per epoch {first / 2}, then {last / 2}"
+    assert spec.falls is None or last < first or (not spec.falls and last <= first), \
+        f"mean cost per epoch {first / 2}, then {last / 2}"
     r, out = check_inference_model(model_dir, model_dir / "ps_model" / "1")
     assert r.returncode == 0 and "INFER-OK" in out, out[-3000:]
 
