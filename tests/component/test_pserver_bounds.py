@@ -68,9 +68,21 @@ class Pserver:
         return env
 
     def client(self, **kw) -> GrpcPSClient:
+        """A client once the pserver serves; a pserver that exits first fails the test with its log."""
         c = GrpcPSClient([self.endpoint], 0, auth_token=self.token, retry=QUICK, **kw)
-        c.wait_server_ready(timeout_s=90)
-        return c
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                c.wait_server_ready(timeout_s=5)
+                return c
+            except TimeoutError:
+                if self.proc.poll() is not None:
+                    c.close()
+                    raise AssertionError(f"the pserver exited ({self.proc.returncode}) before serving:\n"
+                                         f"{self.log.read_text()[-3000:]}") from None
+                if time.monotonic() > deadline:
+                    c.close()
+                    raise AssertionError(f"the pserver did not serve in 90 s:\n{self.log.read_text()[-3000:]}") from None
 
     def trainer(self):
         log = self.tmp_path / "trainer.log"
