@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/check-paddle-inference.py --paddle-python PY [--models rank/dnn,...]
 
-For each model of tests/thirdparty/paddlerec (PaddleRec's code, unmodified): psjob builds the model's
+For each model of PaddleRec's local copy (tests/thirdparty/README.md; its code, unmodified): psjob builds the model's
 StaticModel under `psjob as-paddle`, initialises it and saves an inference model of its
 inference_target_var with paddle.static.save_inference_model (Paddle's .pdmodel/.pdiparams); psjob
 loads it back and predicts a batch of 4 generated inputs (ids 0-2, normal floats); then Paddle's own

@@ -17,3 +17,15 @@ for _var in MATH_THREAD_ENV:
 
 # Third-party code the tests run as it was written (tests/thirdparty/README.md); its files are not tests.
 collect_ignore = ["thirdparty"]
+
+
+def pytest_configure(config):
+    """PaddleRec's files, exported from a local clone when none are in tests/thirdparty (once, in
+    the process that starts the xdist workers: before any of them collects)."""
+    if not hasattr(config, "workerinput"):
+        import sys
+
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from thirdparty_code import provide_paddlerec
+
+        provide_paddlerec()

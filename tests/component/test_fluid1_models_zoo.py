@@ -24,13 +24,12 @@ import pytest
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, TESTS)
 import fluid1zoo_data as zoo  # noqa: E402
+from thirdparty_code import require  # noqa: E402
 
-VENDORED = os.path.join(TESTS, "thirdparty", "models-fluid", "PaddleRec")
+VENDORED = require("models-fluid/PaddleRec")
 REFS = os.path.join(TESTS, "data", "fluid1zoo")
 # Printed numbers carry 5-6 significant digits.
 RTOL, ATOL = 2e-4, 2e-5
-
-pytestmark = pytest.mark.skipif(not os.path.isdir(VENDORED), reason="tests/thirdparty/models-fluid is absent")
 
 
 def _env(spec):

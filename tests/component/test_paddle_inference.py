@@ -16,11 +16,12 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from paddlereczoo import run_tool, write_paddle_init  # noqa: E402
+from thirdparty_code import require  # noqa: E402
 
 pytest.importorskip("yaml", reason="PaddleRec's trainers need pyyaml (the test extras)")
 pytest.importorskip("six", reason="PaddleRec's trainers need six (the test extras)")
 
-PADDLEREC = os.path.join(os.path.dirname(__file__), "..", "thirdparty", "paddlerec")
+PADDLEREC = require("paddlerec")
 DATA = "data/sample_data/train"
 BATCH = 5
 # paddle_infer.py prints [output[0]] per batch: the first row's prediction

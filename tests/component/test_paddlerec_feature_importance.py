@@ -28,10 +28,13 @@ import sys
 
 import pytest
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from thirdparty_code import require  # noqa: E402
+
 yaml = pytest.importorskip("yaml")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VENDOR = os.path.join(ROOT, "tests", "thirdparty", "paddlerec")
+VENDOR = require("paddlerec")
 
 MODEL = '''
 from slot_dnn_static_model import StaticModel as SlotDNN

@@ -29,10 +29,13 @@ import sys
 import numpy as np
 import pytest
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from thirdparty_code import require  # noqa: E402
+
 yaml = pytest.importorskip("yaml")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VENDOR = os.path.join(ROOT, "tests", "thirdparty", "paddlerec")
+VENDOR = require("paddlerec")
 DAY, NEXT_DAY = "20190720", "20190721"
 
 

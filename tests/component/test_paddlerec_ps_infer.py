@@ -24,11 +24,12 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from paddlereczoo import run_ps  # noqa: E402
+from thirdparty_code import require  # noqa: E402
 
 pytest.importorskip("yaml", reason="PaddleRec's tools need pyyaml (the test extras)")
 pytest.importorskip("six", reason="PaddleRec's tools need six (the test extras)")
 
-PADDLEREC = os.path.join(HERE, "..", "thirdparty", "paddlerec")
+PADDLEREC = require("paddlerec")
 BATCH = 16  # 80 lines: five batches an epoch
 COST = re.compile(r"\[thread 0\] batch (\d+): Epoch (\d+) Var cost: \[([^\]]+)\], Epoch \d+ Var auc: \[([^\]]+)\]")
 GLOBAL_AUC = re.compile(r"Epoch: (\d+), using time.*auc: ([0-9.]+)")

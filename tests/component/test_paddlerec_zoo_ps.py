@@ -39,11 +39,12 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from paddlereczoo import check_inference_model, param_shapes, run_ps, write_init_from_shapes, write_psjob_init  # noqa: E402
+from thirdparty_code import require  # noqa: E402
 
 pytest.importorskip("yaml", reason="PaddleRec's trainers need pyyaml (the test extras)")
 pytest.importorskip("six", reason="PaddleRec's trainers need six (the test extras)")
 
-PADDLEREC = os.path.join(HERE, "..", "thirdparty", "paddlerec")
+PADDLEREC = require("paddlerec")
 PIPE = os.path.join(HERE, "..", "paddlerec_pipe.py")
 # run_dataset prints "[thread T] batch N: Epoch E Var cost: [C], Epoch E Var auc: [A]"
 COST = re.compile(r"\[thread (\d+)\] batch (\d+): Epoch (\d+) Var cost: \[([^\]]+)\]")

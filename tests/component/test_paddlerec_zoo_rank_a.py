@@ -21,10 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from thirdparty_code import require  # noqa: E402
+
 pytest.importorskip("yaml", reason="PaddleRec's trainers need pyyaml (the test extras)")
 pytest.importorskip("six", reason="PaddleRec's trainers need six (the test extras)")
 
-PADDLEREC = os.path.join(os.path.dirname(__file__), "..", "thirdparty", "paddlerec")
+PADDLEREC = require("paddlerec")
 # static_trainer prints "epoch: E, batch_id: B, cost: C, auc: ..." (dien: auc before cost)
 COST = re.compile(r"epoch: (\d+), batch_id: (\d+),.*? cost: ([-0-9.e]+|nan|inf)")
 EPOCH_DONE = re.compile(r"epoch: (\d+) done")

@@ -33,12 +33,13 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from paddlereczoo import param_shapes, run_ps, write_psjob_init  # noqa: E402
+from thirdparty_code import require  # noqa: E402
 
 pytest.importorskip("yaml", reason="PaddleRec's trainers need pyyaml (the test extras)")
 pytest.importorskip("six", reason="PaddleRec's trainers need six (the test extras)")
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-PADDLEREC = os.path.join(ROOT, "tests", "thirdparty", "paddlerec")
+PADDLEREC = require("paddlerec")
 _spec = importlib.util.spec_from_file_location(
     "paddle_costs", os.path.join(ROOT, "tests", "data", "zoo-recall", "paddle_costs.py"))
 paddle_costs = importlib.util.module_from_spec(_spec)
@@ -69,16 +70,7 @@ INFER_XFAIL: dict[str, str] = {}
 NEEDS = {"recall/tisas": ("scipy", "tqdm")}
 
 
-# Models whose files this repository does not hold (they came from a fetched snapshot, which
-# stays out of commits): their tests run where a copy sits in tests/thirdparty/paddlerec (git
-# ignores it there; tests/thirdparty/README.md says where it comes from) and skip elsewhere.
-NOT_COMMITTED = {"match/dssm"}
-
-
 def _layout(tmp_path, model):
-    if model in NOT_COMMITTED and not os.path.isdir(os.path.join(PADDLEREC, "models", model)):
-        pytest.skip(f"PaddleRec's models/{model} is not in this repository (tests/thirdparty/README.md): "
-                    f"copy it from PaddleRec @656326ad to tests/thirdparty/paddlerec/models/{model} to run this")
     shutil.copytree(os.path.join(PADDLEREC, "tools"), tmp_path / "tools")
     shutil.copytree(os.path.join(PADDLEREC, "models", model), tmp_path / "models" / model)
     return tmp_path / "models" / model

@@ -1,2 +1,0 @@
-python infer.py --use_gpu 0 \
-               --model_dir 'model_dir'

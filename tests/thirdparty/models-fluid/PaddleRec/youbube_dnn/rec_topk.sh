@@ -1,1 +1,0 @@
-python get_topk.py --video_vec_path './video_vec.csv' --user_vec_path './user_vec.csv' --topk 5
