@@ -240,6 +240,14 @@ def _distributed_costs(runs, sides, floors):
         print(f"  {side:7s} 1+1 / single {_spread(ratio, lambda x: f'{x:.2f}')}   overhead "
               f"{_spread(over, lambda x: f'{x:.1f}')} CPU-s/1M   single process above the floor "
               f"{_spread(above, lambda x: f'{x:.1f}')}")
+    tf_single = [alone["tf"]["cpu_per_1m"]["trainer"] for alone, _ in pairs
+                 if "tf" in alone and alone["tf"]["cpu_per_1m"].get("trainer")]
+    if tf_single:
+        # A one-thread process that did nothing but the MLP's products would spend the floor
+        # per example: TF's single-process CPU over it bounds any single process's ratio to TF.
+        print(f"  ceiling: TF's single process spends {_spread(tf_single, lambda x: f'{x:.1f}')} CPU-s/1M, so a "
+              f"one-thread single process at the floor would run "
+              f"{_spread([t / statistics.mean(floors) for t in tf_single], lambda x: f'{x:.2f}')}x TF's examples/s")
 
 
 def compare(args, data, tf):
