@@ -5,7 +5,7 @@
         [--paddle-python /tmp/probe/vpaddle300/bin/python] [--filter REGEX] [--timeout 60]
 
 Paddle documents each public API with runnable examples (``>>>`` doctest lines in its
-docstrings, https://www.paddlepaddle.org.cn/documentation/docs/en/api/index_en.html). This
+docstrings; Paddle 1.x's are indented code blocks, https://www.paddlepaddle.org.cn/documentation/docs/en/api/index_en.html). This
 tool reads them at run time from an installed Paddle (nothing of Paddle's is kept in this
 repository), writes each example to DIR/examples/, runs it in a fresh directory under both,
 and classifies it:
@@ -38,10 +38,12 @@ import importlib, inspect, json, re, sys
 modules, filt = json.loads(sys.argv[1]), re.compile(sys.argv[2])
 
 def examples(doc):
+    """Each `.. code-block:: python` block's source: its `>>>`/`...` lines (Paddle 2.x/3.x), or
+    the indented block itself (Paddle 1.x's examples carry no prompts)."""
     text = doc or ""
-    parts = re.split(r"\.\. code-block:: python", text)
+    parts = re.split(r"\.\. code-block:: python[^\n]*\n", text)
     found = []
-    for part in parts[1:] if len(parts) > 1 else parts:
+    for part in parts[1:]:
         src = []
         for line in part.splitlines():
             s = line.strip()
@@ -49,8 +51,23 @@ def examples(doc):
                 src.append(s[4:])
             elif (s.startswith("... ") or s == "...") and src:
                 src.append(s[4:])
+        if not src:
+            lines = part.splitlines()
+            while lines and not lines[0].strip():
+                lines.pop(0)
+            if not lines:
+                continue
+            indent = len(lines[0]) - len(lines[0].lstrip())
+            if indent == 0:
+                continue
+            block = []
+            for line in lines:
+                if line.strip() and len(line) - len(line.lstrip()) < indent:
+                    break
+                block.append(line[indent:] if line.strip() else "")
+            src = block
         if src:
-            found.append("\n".join(src))
+            found.append("\n".join(src).rstrip())
     return found
 
 result = {}
