@@ -629,8 +629,8 @@ class InMemoryDataset(DatasetBase):
 
     def _init_distributed_settings(self, **kwargs):
         """Paddle 2.x's InMemoryDataset._init_distributed_settings: the distributed-related
-        settings, once, before or after init() (https://www.paddlepaddle.org.cn/documentation/
-        docs/en/api/paddle/distributed/InMemoryDataset_en.html). merge_size <= 0 (Paddle's
+        settings, once, before or after init() (Paddle's InMemoryDataset docs, link at
+        set_fea_eval). merge_size <= 0 (Paddle's
         default -1) is off; a positive one is refused, as by update_settings. A key Paddle does
         not read here is an error naming it (Paddle ignores it)."""
         unknown = sorted(set(kwargs) - set(self._DISTRIBUTED_SETTINGS))
