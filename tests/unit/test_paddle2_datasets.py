@@ -469,7 +469,7 @@ def test_paddlerecs_in_memory_dataset_calls_set_what_paddle_sets_and_refuse_what
     assert [len(feed["label"]) for feed in ds._thread_feeds(1)[0]] == [100, 100, 25]
     for setting, message in [({"merge_by_sid": True}, "without merge_by_sid"),
                              ({"merge_size": 2}, "does not merge"),
-                             ({"input_type": 1}, "one example per line")]:
+                             ({"input_type": 2}, r"0 \(one example per line\) or 1")]:
         with pytest.raises(ValueError, match=message):
             ds.update_settings(**setting)
     with pytest.raises(TypeError, match="unknown setting 'bach_size'"):

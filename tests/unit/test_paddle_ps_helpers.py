@@ -57,8 +57,8 @@ def test_a_non_distributed_minimize_adds_the_optimizers_own_ops(monkeypatch):
         fleet_api.distributed_optimizer(paddle.optimizer.Adam(0.01), DistributedStrategy()).minimize(loss)
     types = [op.type for op in main.global_block().ops]
     assert types.count("adam") == 2 and "send" not in types  # the weight and the bias, trained here
-    with pytest.raises(fleet_api.FleetError, match=r"fleet.init_worker\(\): no launcher started this process"):
-        fleet_api.init_worker()
+    # Paddle 3.0.0's non-distributed fleet: the job's calls log that they do nothing, and return None
+    assert fleet_api.init_worker() is None and fleet_api.stop_worker() is None
 
 
 def test_parameter_server_optimizer_builds_the_job_as_the_fleets_minimize(monkeypatch):

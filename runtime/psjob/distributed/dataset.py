@@ -356,9 +356,10 @@ def _numbers(tokens, slot, offsets, source, line_numbers):
 
 def _check_source_setting(key, value):
     """init()/update_settings() settings of where examples come from: only the local defaults
-    (fs_name/fs_ugi are set_hdfs_config's)."""
-    if key == "input_type" and value != 0:
-        raise ValueError(f"input_type={value}: psjob reads one example per line (input_type=0)")
+    (fs_name/fs_ugi are set_hdfs_config's). input_type 0 reads one example per line, 1 one
+    batch per line (Paddle's DataFeedDesc.input_type); see DatasetBase._batches."""
+    if key == "input_type" and (isinstance(value, bool) or value not in (0, 1)):
+        raise ValueError(f"input_type={value!r}: it is 0 (one example per line) or 1 (one batch per line)")
     if key == "download_cmd" and value != "cat":
         raise ValueError("download_cmd is for HDFS reads, which psjob does not do; give local paths")
 
@@ -405,11 +406,13 @@ class DatasetBase:
         self._filelist_set = False  # set_filelist([]) is a pass over nothing; never calling it, a mistake
         self._parse_ins_id = self._parse_content = False
         self.fs_name = self.fs_ugi = ""
+        self.input_type = 0
 
     def init(self, batch_size=1, thread_num=1, use_var=None, pipe_command="cat", input_type=0,
              fs_name="", fs_ugi="", download_cmd="cat", **kwargs):
         for key, value in (("input_type", input_type), ("download_cmd", download_cmd)):
             _check_source_setting(key, value)
+        self.input_type = input_type
         self.set_hdfs_config(fs_name, fs_ugi)
         self.set_batch_size(batch_size)
         self.set_thread(thread_num)
@@ -454,6 +457,30 @@ class DatasetBase:
             _note_once("InMemoryDataset._set_use_ps_gpu(True): psjob has no GPU parameter server "
                        "(Paddle's heterps); the dataset is read on the CPU, as in a Paddle build without it")
         self.use_ps_gpu = 0
+
+    # Paddle 2.x's underscored setters (paddle/distributed/fleet/dataset/dataset.py), which
+    # Paddle's own programs and PaddleRec call.
+    def _set_batch_size(self, batch_size):
+        self.set_batch_size(batch_size)
+
+    def _set_thread(self, thread_num):
+        self.set_thread(thread_num)
+
+    def _set_use_var(self, var_list):
+        self.set_use_var(var_list)
+
+    def _set_pipe_command(self, pipe_command):
+        self.set_pipe_command(pipe_command)
+
+    def _set_hdfs_config(self, fs_name, fs_ugi):
+        self.set_hdfs_config(fs_name, fs_ugi)
+
+    def _set_input_type(self, input_type):
+        _check_source_setting("input_type", input_type)
+        self.input_type = input_type
+
+    def _set_download_cmd(self, download_cmd):
+        _check_source_setting("download_cmd", download_cmd)
 
     def set_batch_size(self, batch_size):
         if int(batch_size) < 1:
@@ -539,10 +566,19 @@ class DatasetBase:
 
     def _batches(self, examples: _Examples, order, starts=None):
         """Feed dicts of the batches beginning at `starts` (default: all, in order); `order`
-        None is the examples' own order (each batch a slice)."""
+        None is the examples' own order (each batch a slice).
+
+        With input_type=1 each line is a whole batch, which Paddle's reader takes only with
+        batch_size=1 (a line per batch, read as input_type 0 reads it); Paddle 3.0.0 fails a
+        pass whose batch would hold two lines ("the sparse tensor lod size must be 2"), and so
+        does psjob, naming the setting."""
         count = len(examples) if order is None else len(order)
         for start in (starts if starts is not None else range(0, count, self.batch_size)):
             stop = min(start + self.batch_size, count)
+            if self.input_type == 1 and stop - start > 1:
+                raise ValueError(f"input_type=1 reads each line as one whole batch, so batch_size must be 1, "
+                                 f"got {self.batch_size}: set batch_size=1, or input_type=0 to read one "
+                                 "example per line and batch them")
             if order is None:
                 yield examples.slice(start, stop, self._slots)
             else:
@@ -572,6 +608,52 @@ class InMemoryDataset(DatasetBase):
                 "parse_content": "set_parse_content"}
     _OFF_ONLY = ("merge_by_sid", "parse_logkey", "enable_pv_merge")
 
+    def _set_parse_ins_id(self, parse_ins_id):
+        self.set_parse_ins_id(parse_ins_id)
+
+    def _set_parse_content(self, parse_content):
+        self.set_parse_content(parse_content)
+
+    def _set_merge_by_lineid(self, merge_size=2):
+        raise ValueError(f"_set_merge_by_lineid({merge_size!r}): psjob does not merge examples by line id")
+
+    def _set_fleet_send_batch_size(self, fleet_send_batch_size=1024):
+        """The batching of Paddle's global-shuffle sends; it changes no example (accepted)."""
+
+    def _set_fleet_send_sleep_seconds(self, fleet_send_sleep_seconds=0):
+        """The pause between Paddle's global-shuffle sends; it changes no example (accepted)."""
+
+    # The keys Paddle's _init_distributed_settings reads.
+    _DISTRIBUTED_SETTINGS = ("merge_size", "parse_ins_id", "parse_content", "fleet_send_batch_size",
+                             "fleet_send_sleep_seconds", "fea_eval", "candidate_size")
+
+    def _init_distributed_settings(self, **kwargs):
+        """Paddle 2.x's InMemoryDataset._init_distributed_settings: the distributed-related
+        settings, once, before or after init() (Paddle's InMemoryDataset docs, link at
+        set_fea_eval). merge_size <= 0 (Paddle's
+        default -1) is off; a positive one is refused, as by update_settings. A key Paddle does
+        not read here is an error naming it (Paddle ignores it)."""
+        unknown = sorted(set(kwargs) - set(self._DISTRIBUTED_SETTINGS))
+        if unknown:
+            raise TypeError(f"_init_distributed_settings() got unknown setting(s) {unknown}; it takes "
+                            f"{', '.join(self._DISTRIBUTED_SETTINGS)}")
+        merge_size = kwargs.get("merge_size", -1)
+        if merge_size is not None and int(merge_size) > 0:
+            self._set_merge_by_lineid(merge_size)
+        self.set_parse_ins_id(kwargs.get("parse_ins_id", False))
+        self.set_parse_content(kwargs.get("parse_content", False))
+        if kwargs.get("fea_eval", False):
+            self.set_fea_eval(kwargs.get("candidate_size", 10000), True)
+
+    def set_date(self, date):
+        """Paddle's set_date("YYYYMMDD"): the day of the data, which Paddle's GPU parameter
+        server (heterps builds) reads; a CPU build, as psjob, only parses it. A date that is not
+        eight digits is an error."""
+        text = str(date)
+        if not (len(text) == 8 and text.isdigit()):
+            raise ValueError(f"set_date({date!r}): the date is eight digits, YYYYMMDD (e.g. '20211111')")
+        self.date = (int(text[:4]), int(text[4:6]), int(text[6:]))
+
     def update_settings(self, **kwargs):
         """Paddle's InMemoryDataset.update_settings: change settings given to init()
         (https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/distributed/InMemoryDataset_en.html).
@@ -588,7 +670,9 @@ class InMemoryDataset(DatasetBase):
                 getattr(self, self._SETTERS[key])(value)
             elif key in ("fs_name", "fs_ugi"):
                 setattr(self, key, value)
-            elif key in ("input_type", "download_cmd"):
+            elif key == "input_type":
+                self._set_input_type(value)
+            elif key == "download_cmd":
                 _check_source_setting(key, value)
             elif key in self._OFF_ONLY:
                 if value:

@@ -235,6 +235,12 @@ def run_dataset(executor, program, dataset, scope, thread, names, fetch_info, pr
         raise ValueError(f"fetch_info names {len(labels)} values but fetch_list has {len(names)}")
     period = max(1, int(print_period))
     streams = dataset._thread_feeds(thread)
+    # Paddle's data feed writes every use_var into the thread's scope by name, whether or not the
+    # program reads it; a slot the program does not have is then simply unread (Paddle 3.0.0
+    # trains an empty program from a dataset), so it is not fed.
+    absent = [slot.name for slot in getattr(dataset, "_slots", ()) if not program.global_block().has_var(slot.name)]
+    if absent:
+        streams = [_without(feeds, absent) for feeds in streams]
     dump_info = _dump_config(program)
     dumps = [_Dump(dump_info, i) for i in range(len(streams))] if dump_info else None
     if dumps:
@@ -260,6 +266,13 @@ def run_dataset(executor, program, dataset, scope, thread, names, fetch_info, pr
     finally:
         for dump in dumps or ():
             dump.close()
+
+
+def _without(feeds, names):
+    for feed in feeds:
+        for name in names:
+            feed.pop(name, None)
+        yield feed
 
 
 def _without_ids(feeds):

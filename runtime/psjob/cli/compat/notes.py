@@ -79,10 +79,28 @@ NOTES = {
     "paddle.distributed.ps.the_one_ps.TheOnePSRuntime": (REFUSED, "Paddle's internal brpc runtime and its "
                                                                   "C++ table descriptors: psjob's servers start "
                                                                   "with fleet.init_server/run_server"),
+    "paddle.distributed.fleet.save_dense_params": (REFUSED, "in a job: psjob saves the dense parameters "
+                                                            "with the whole model (fleet.save_persistables); "
+                                                            "a non-distributed run does nothing, as Paddle's"),
+    "paddle.distributed.fleet.save_cache_model": (REFUSED, "in a job: psjob's sparse tables have no cache tier "
+                                                           "(PSLib/GPU-PS); a non-distributed run does nothing, "
+                                                           "as Paddle's"),
+    "paddle.distributed.fleet.save_cache_table": (REFUSED, "in a job: psjob's sparse tables have no cache tier "
+                                                           "(PSLib/GPU-PS); a non-distributed run does nothing, "
+                                                           "as Paddle's"),
+    "paddle.distributed.fleet.set_date": (REFUSED, "in a job: psjob's sparse tables keep no date; a "
+                                                   "non-distributed run does nothing, as Paddle's"),
+    "paddle.distributed.fleet.print_table_stat": (REFUSED, "in a job: psjob's pservers keep no per-pass table "
+                                                           "statistics; a non-distributed run does nothing, "
+                                                           "as Paddle's"),
+    "paddle.distributed.fleet.DistributedStrategy.save_to_prototxt": (
+        DIFFERS, "sparse_table_configs is refused (Paddle writes downpour_table_param messages); psjob's own "
+                 "a_sync_configs keys are written too, which Paddle's reader does not know"),
     "paddle.distributed.InMemoryDataset": (DIFFERS, "global_shuffle shuffles each trainer's own examples "
                                                     "(trainers exchange no data); an hdfs:// file is refused "
                                                     "(fs_name/fs_ugi are kept, as Paddle reads local files "
-                                                    "whatever they say); "
+                                                    "whatever they say); a file that does not exist is "
+                                                    "named by set_filelist (Paddle reads nothing from it); "
                                                     "slots_shuffle refuses a float slot or an unknown name, "
                                                     "which Paddle leaves as it is"),
     "paddle.static.nn.sparse_embedding": (DIFFERS, "entry, table_class and slot are accepted and have no "

@@ -109,8 +109,32 @@ class _LocalOptimizer:
         return getattr(self._inner, name)
 
 
+class _OptimizerBeforeInit:
+    """distributed_optimizer's answer before fleet.init(): Paddle's keeps the optimizer and the
+    strategy and returns, and minimize needs the fleet's role; so does this one, which resolves
+    into the fleet's optimizer at minimize, once fleet.init() has run, and otherwise names the
+    missing call (Paddle 3.0.0 fails there on the role maker being None)."""
+
+    def __init__(self, inner, strategy):
+        self._inner, self._strategy = inner, strategy
+
+    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        if not _fleet.initialized:
+            raise FleetError("fleet.distributed_optimizer(...).minimize(loss): call fleet.init() (or "
+                             "fleet.init(role_maker)) first; the fleet needs this process's role to build "
+                             "the job")
+        return distributed_optimizer(self._inner, self._strategy).minimize(
+            loss, startup_program, parameter_list, no_grad_set)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
 def distributed_optimizer(optimizer, strategy=None):
-    """strategy: this call's, else fleet.init's, else DistributedStrategy() (async, Paddle's default)."""
+    """strategy: this call's, else fleet.init's, else DistributedStrategy() (async, Paddle's default).
+    Before fleet.init() it only keeps them, as Paddle's does (_OptimizerBeforeInit)."""
+    if not _fleet.initialized:
+        return _OptimizerBeforeInit(optimizer, strategy)
     strategy = strategy if strategy is not None else _init_strategy
     strategy = strategy if strategy is not None else DistributedStrategy()
     if getattr(_fleet._role_maker, "_non_distributed", False):
@@ -118,36 +142,54 @@ def distributed_optimizer(optimizer, strategy=None):
     return _DistributedOptimizer(_fleet.distributed_optimizer(optimizer, strategy), strategy)
 
 
-def _require_a_job(call):
-    """A non-distributed run (no launcher set this process's role) has no servers to start or
-    connect to: say so, rather than that minimize was not called."""
-    if getattr(_fleet._role_maker, "_non_distributed", False):
-        raise FleetError(f"fleet.{call}(): no launcher started this process (its environment names no role "
-                         "and no pservers), so it runs alone, without parameter servers; start it with "
-                         "`psjob launch --server_num N --worker_num M` (or under Paddle's launcher's variables)")
+def _non_distributed() -> bool:
+    return bool(getattr(_fleet._role_maker, "_non_distributed", False))
 
 
+def _no_op_without_a_job(api):
+    """Paddle 2.x's rule for a non-distributed fleet (fleet.init() in a process no launcher
+    started, which trains alone): the job's calls (init_worker, init_server, run_server,
+    stop_worker, the saves and loads, shrink, ...) log that they do nothing there and return
+    None, as Paddle 3.0.0's `is_non_distributed_check` does (paddle/distributed/fleet/fleet.py),
+    so a fleet script also runs as a plain local one. Note that the saves save nothing then, as
+    in Paddle: a non-distributed run saves with paddle.static.save / save_inference_model."""
+    def wrap(func):
+        def call(*args, **kwargs):
+            if _non_distributed():
+                log.warning("%s() function doesn't work when use non_distributed fleet: no launcher started "
+                            "this process, so it has no parameter servers and fleet.%s() does nothing "
+                            "(as in Paddle); start it with `psjob launch --server_num N --worker_num M`",
+                            api, api)
+                return None
+            return func(*args, **kwargs)
+        call.__name__, call.__qualname__, call.__doc__ = func.__name__, func.__qualname__, func.__doc__
+        call.__wrapped__ = func  # type: ignore[attr-defined]
+        return call
+    return wrap
+
+
+@_no_op_without_a_job("init_worker")
 def init_worker(scopes=None):
     """Connect this worker to the pservers (a no-op when its startup program already did)."""
-    _require_a_job("init_worker")
     if _fleet.rpc_service is None:
         _fleet.init_worker(scopes)
 
 
+@_no_op_without_a_job("stop_worker")
 def stop_worker():
     _fleet.stop_worker()
 
 
+@_no_op_without_a_job("init_server")
 def init_server(dirname=None, var_names=None, **kwargs):
-    _require_a_job("init_server")
     if var_names is not None:
         raise FleetError("init_server(var_names=...) loads a subset of a save; psjob loads the whole "
                          "save (init_server(dirname))")
     _fleet.init_server(dirname)
 
 
+@_no_op_without_a_job("run_server")
 def run_server():
-    _require_a_job("run_server")
     _fleet.run_server()
 
 
@@ -214,6 +256,7 @@ def _refetch_table_rows(scope):
                 values[chunk] = service.prefetch(ep, table.name, chunk).wait()
 
 
+@_no_op_without_a_job("shrink")
 def shrink(threshold=None):
     """Paddle's fleet.shrink(): every worker calls it at a pass or day boundary, and the first
     drops the sparse rows its tables' accessors judge stale by their show/click statistics.
@@ -238,6 +281,7 @@ def shrink(threshold=None):
     return None
 
 
+@_no_op_without_a_job("load_model")
 def load_model(path, mode=0):
     """Paddle's fleet.load_model(path, mode=0): every worker calls it (after init_worker, before
     training: an online job resuming from its last saved pass) and the pservers load their part
@@ -248,6 +292,7 @@ def load_model(path, mode=0):
     _load_into_pservers("load_model", path, mode)
 
 
+@_no_op_without_a_job("load_one_table")
 def load_one_table(table_id, path, mode=0):
     """Paddle's fleet.load_one_table(table_id, path, mode=0): as load_model, for the rows of one
     sparse table alone (its id: its place among the program's distributed tables, 0 first);
@@ -255,6 +300,7 @@ def load_one_table(table_id, path, mode=0):
     _load_into_pservers("load_one_table", path, mode, table=_sparse_table_name("load_one_table", table_id))
 
 
+@_no_op_without_a_job("load_inference_model")
 def load_inference_model(path, mode):
     """Paddle's fleet.load_inference_model(path, mode): every worker calls it, and the pservers
     load the parameters and the sparse tables' rows of the inference model fleet.save_inference_model
@@ -266,6 +312,7 @@ def load_inference_model(path, mode):
     _load_into_pservers("load_inference_model", path, mode, params="1")
 
 
+@_no_op_without_a_job("save_one_table")
 def save_one_table(table_id, path, mode=0):
     """Paddle's fleet.save_one_table(table_id, path, mode=0), collective: psjob writes the
     whole-model save (save_persistables's: the table's shards and the manifest that makes them
@@ -347,6 +394,7 @@ def _collective_save(api, dirname, write, verb="write"):
     return result
 
 
+@_no_op_without_a_job("save_persistables")
 def save_persistables(executor, dirname, main_program=None, mode=0):
     """Every worker calls it; worker 0 writes every persistable of the job into dirname (the
     pservers' parameter and optimizer slices whole, the distributed table by feature id:
@@ -356,6 +404,7 @@ def save_persistables(executor, dirname, main_program=None, mode=0):
                             lambda: _fleet.save_persistables(executor, dirname, main_program))
 
 
+@_no_op_without_a_job("save_inference_model")
 def save_inference_model(executor, dirname, feeded_var_names, target_vars, main_program=None,
                          export_for_deployment=True, mode=0):
     """Every worker calls it; worker 0 writes the pruned inference program and its parameters
@@ -364,6 +413,31 @@ def save_inference_model(executor, dirname, feeded_var_names, target_vars, main_
     return _collective_save("save_inference_model", dirname, lambda: _fleet.save_inference_model(
         executor, dirname, feeded_var_names, target_vars, main_program, export_for_deployment))
 
+
+
+def _not_in_psjob(api, what):
+    """A Paddle Fleet call for a feature psjob's parameter servers do not have: a no-op in a
+    non-distributed run (as Paddle's), an error naming what is missing in a job."""
+    @_no_op_without_a_job(api)
+    def refuse(*args, **kwargs):
+        raise FleetError(f"fleet.{api}(): {what}")
+    refuse.__name__ = refuse.__qualname__ = api
+    return refuse
+
+
+save_dense_params = _not_in_psjob(
+    "save_dense_params", "psjob saves the dense parameters with the whole model: call "
+    "fleet.save_persistables(exe, dirname) (load it with fleet.load_model or init_server(dirname))")
+save_cache_model = _not_in_psjob(
+    "save_cache_model", "psjob's sparse tables have no cache tier (Paddle's PSLib/GPU-PS cache); save the "
+    "whole model with fleet.save_persistables")
+save_cache_table = _not_in_psjob(
+    "save_cache_table", "psjob's sparse tables have no cache tier (Paddle's PSLib/GPU-PS cache); save a "
+    "table with fleet.save_one_table")
+print_table_stat = _not_in_psjob(
+    "print_table_stat", "psjob's pservers keep no per-pass table statistics to print")
+set_date = _not_in_psjob(
+    "set_date", "psjob's sparse tables keep no date (Paddle's day-based decay of PSLib/GPU-PS tables)")
 
 is_server = _fleet.is_server
 is_worker = _fleet.is_worker

@@ -28,11 +28,17 @@ geo) with Paddle 2.x's defaults and the fields PaddleRec's helpers set:
   train as Paddle's accessor and SGD rules do on the pservers
   (psjob.foundation.tables.accessor; docs/user/paddle2.md lists what is honoured).
 - `adam_d2sum`, `fs_client_param` (PSLib/PS-GPU settings) are stored, readable, and
-  logged once as ignored.
+  logged once as ignored. As in Paddle, assigning fs_client_param a dict sets the fields it
+  names (uri, user, passwd, hadoop_bin; another key is an error) and keeps the others, and
+  the getter answers them as attributes.
+- `save_to_prototxt` / `load_from_prototxt` write and read the strategy in protobuf's text
+  format, as Paddle's do (the end of this module).
 """
 from __future__ import annotations
 
+import ast
 import logging
+import re
 
 from psjob.fleet.strategy import DEFAULT_A_SYNC_CONFIGS
 from psjob.fleet.strategy import DistributedStrategy as _FleetStrategy
@@ -45,7 +51,38 @@ IGNORED_A_SYNC_KEYS = ("independent_recv_thread", "min_send_grad_num_before_recv
                        "send_wait_times", "runtime_split_send_recv", "lr_decay_steps", "use_ps_gpu",
                        "use_gpu_graph")
 # Strategy fields PaddleRec's helpers set; psjob stores them and ignores them.
-IGNORED_FIELDS = {"adam_d2sum": bool, "fs_client_param": dict}
+IGNORED_FIELDS = {"adam_d2sum": bool}
+# Paddle's FsClientParameter (distributed_strategy.proto) with its defaults.
+FS_CLIENT_FIELDS = ("uri", "user", "passwd", "hadoop_bin")
+
+
+class FsClientParam:
+    """DistributedStrategy.fs_client_param, as Paddle's getter returns it (its FsClientParameter
+    message): the fields as attributes (`strategy.fs_client_param.uri`), printed as the proto
+    prints the fields set; psjob also takes `param["uri"]` and dict(param)."""
+
+    def __init__(self) -> None:
+        for name in FS_CLIENT_FIELDS:
+            setattr(self, name, "")
+
+    def __getitem__(self, name: str) -> str:
+        if name not in FS_CLIENT_FIELDS:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def keys(self):
+        return [name for name in FS_CLIENT_FIELDS if getattr(self, name)]
+
+    def __bool__(self) -> bool:
+        return bool(self.keys())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, FsClientParam):
+            other = dict(other)
+        return dict(self) == other
+
+    def __repr__(self) -> str:
+        return "".join(f"{name}: \"{getattr(self, name)}\"\n" for name in self.keys())
 # Paddle's TrainerDescConfig (distributed_strategy.proto) with its defaults.
 TRAINER_DESC_DEFAULTS = {"dump_fields_path": "", "dump_fields": [], "dump_param": [], "stat_var_names": [],
                          "trainer": "", "device_worker": "", "local_sparse": [], "remote_sparse": []}
@@ -67,6 +104,26 @@ class DistributedStrategy(_FleetStrategy):
         self._sparse_table_configs: dict = {}
         self.sparse_table_accessors: dict = {}   # table -> parsed entry (psjob.fleet.strategy reads it)
         self._trainer_desc = {k: list(v) if isinstance(v, list) else v for k, v in TRAINER_DESC_DEFAULTS.items()}
+        self._fs_client_param = FsClientParam()
+
+    @property
+    def fs_client_param(self) -> FsClientParam:
+        return self._fs_client_param
+
+    @fs_client_param.setter
+    def fs_client_param(self, configs: dict):
+        if not isinstance(configs, dict):
+            raise TypeError(f"fs_client_param must be a dict of {', '.join(FS_CLIENT_FIELDS)}, "
+                            f"got {type(configs).__name__}")
+        unknown = sorted(set(configs) - set(FS_CLIENT_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown fs_client_param key(s) {unknown}; known: {list(FS_CLIENT_FIELDS)}")
+        bad = {k: v for k, v in configs.items() if not isinstance(v, str)}
+        if bad:
+            raise TypeError(f"fs_client_param values are strings, got {bad}")
+        _ignored("fs_client_param")
+        for key, value in configs.items():
+            setattr(self._fs_client_param, key, value)
 
     @property
     def trainer_desc_configs(self) -> dict:
@@ -137,3 +194,151 @@ def _ignored_field(name: str, kind: type) -> property:
 
 for _name, _kind in IGNORED_FIELDS.items():
     setattr(DistributedStrategy, _name, _ignored_field(_name, _kind))
+
+
+# -- save_to_prototxt / load_from_prototxt -------------------------------------------------
+# Paddle writes its DistributedStrategy proto in protobuf's text format, the fields set, one
+# `name: value` a line and a message as `name { ... }` (a repeated field once per value). psjob
+# writes the fields it keeps in that format (the ones that differ from its defaults) and reads
+# such a file back, so a strategy saved by either is read by psjob.
+_PROTO_SKIPPED = ("a_sync", "table_optimizer", "sparse_table_accessors")
+
+
+def _proto_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    raise TypeError(f"a value of type {type(value).__name__} ({value!r}) has no prototxt form")
+
+
+def _proto_lines(name: str, value, indent: str) -> list:
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        inner = [line for key, v in value.items() for line in _proto_lines(key, v, indent + "  ")]
+        return [f"{indent}{name} {{", *inner, f"{indent}}}"]
+    if isinstance(value, (list, tuple)):
+        return [line for v in value for line in _proto_lines(name, v, indent)]
+    return [f"{indent}{name}: {_proto_value(value)}"]
+
+
+_TOKEN = re.compile(r'\s*(?:(#[^\n]*)|("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')|([{}:])|([^\s{}:"\']+))')
+
+
+def _parse_prototxt(text: str, source: str) -> dict:
+    """{name: value} of a text-format message: a repeated name's values become a list."""
+    tokens, pos = [], 0
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            if text[pos:].strip() == "":
+                break
+            raise ValueError(f"{source}: cannot read the prototxt at line {text.count(chr(10), 0, pos) + 1}")
+        pos = m.end()
+        if m.group(1) is None and m.group(0).strip():
+            tokens.append((m.group(0).strip(), text.count("\n", 0, m.start()) + 1))
+
+    def scalar(tok: str):
+        if tok[0] in "\"'":
+            return ast.literal_eval(tok)
+        if tok in ("true", "True"):
+            return True
+        if tok in ("false", "False"):
+            return False
+        try:
+            return int(tok)
+        except ValueError:
+            try:
+                return float(tok)
+            except ValueError:
+                return tok  # an enum's name
+
+    def message(i: int, closing: bool):
+        fields: dict = {}
+        while i < len(tokens):
+            tok, line = tokens[i]
+            if tok == "}":
+                if not closing:
+                    raise ValueError(f"{source}: line {line}: '}}' closes no message")
+                return fields, i + 1
+            if not re.fullmatch(r"[A-Za-z_]\w*", tok):
+                raise ValueError(f"{source}: line {line}: expected a field name, got {tok!r}")
+            nxt = tokens[i + 1][0] if i + 1 < len(tokens) else None
+            if nxt == ":" and i + 2 < len(tokens) and tokens[i + 2][0] == "{":
+                i += 1
+                nxt = "{"
+            if nxt == "{":
+                value, i = message(i + 2, True)
+            elif nxt == ":" and i + 2 < len(tokens) and tokens[i + 2][0] not in "{}:":
+                value, i = scalar(tokens[i + 2][0]), i + 3
+            else:
+                raise ValueError(f"{source}: line {line}: field {tok!r} has no value")
+            if tok in fields:
+                fields[tok] = (fields[tok] if isinstance(fields[tok], list) else [fields[tok]]) + [value]
+            else:
+                fields[tok] = value
+        if closing:
+            raise ValueError(f"{source}: a message is not closed ('}}' missing)")
+        return fields, i
+
+    return message(0, False)[0]
+
+
+def _save_to_prototxt(self, output) -> None:
+    """Paddle's DistributedStrategy.save_to_prototxt(output): the strategy in protobuf's text
+    format (https://www.paddlepaddle.org.cn/documentation/docs/en/api/paddle/distributed/fleet/
+    DistributedStrategy_en.html). psjob writes a_sync (when False: Paddle's default is True),
+    the a_sync_configs and trainer_desc_configs that differ from the defaults, adam_d2sum,
+    fs_client_param, and any other field set on the strategy (amp, recompute_configs, ...).
+    psjob's own a_sync_configs keys (max_stale_steps, predict_pulls) are written too when set:
+    Paddle's reader does not know them. sparse_table_configs has no form here (Paddle writes
+    its tables as downpour_table_param messages): saving a strategy that has them is an error."""
+    if self._sparse_table_configs:
+        raise ValueError("save_to_prototxt: psjob does not write sparse_table_configs to a prototxt (Paddle "
+                         "writes them as downpour_table_param messages); set them in the script instead")
+    lines = [] if self.a_sync else ["a_sync: false"]
+    for name, value in vars(self).items():
+        if not name.startswith("_") and name not in _PROTO_SKIPPED:
+            lines += _proto_lines(name, value, "")
+    if self.adam_d2sum:
+        lines += _proto_lines("adam_d2sum", True, "")
+    changed = {k: v for k, v in self.a_sync_configs.items() if DEFAULT_A_SYNC_CONFIGS.get(k, object()) != v}
+    if changed:
+        lines += _proto_lines("a_sync_configs", changed, "")
+    desc = {k: v for k, v in self._trainer_desc.items() if v != TRAINER_DESC_DEFAULTS[k]}
+    if desc:
+        lines += _proto_lines("trainer_desc_configs", desc, "")
+    if self.fs_client_param:
+        lines += _proto_lines("fs_client_param", dict(self.fs_client_param), "")
+    with open(output, "w") as f:
+        f.write("\n".join(lines) + ("\n" if lines else ""))
+
+
+_LIST_CONFIG_KEYS = {k for k, v in TRAINER_DESC_DEFAULTS.items() if isinstance(v, list)}
+
+
+def _load_from_prototxt(self, pb_file) -> None:
+    """Paddle's DistributedStrategy.load_from_prototxt(pb_file): merge the fields of a prototxt
+    (save_to_prototxt's, Paddle's or psjob's) into this strategy, as Paddle merges them: the
+    fields the file names change, the rest keep their values, and a repeated field's values
+    are appended. An unreadable file is an error naming the file and line."""
+    with open(pb_file) as f:
+        fields = _parse_prototxt(f.read(), str(pb_file))
+    for name, value in fields.items():
+        if name == "a_sync_configs":
+            self.a_sync_configs = value if isinstance(value, dict) else {}
+        elif name == "trainer_desc_configs":
+            self.trainer_desc_configs = {k: (v if isinstance(v, list) else [v]) if k in _LIST_CONFIG_KEYS else v
+                                         for k, v in value.items()}
+        elif name == "sparse_table_configs" or name == "downpour_table_param":
+            raise ValueError(f"load_from_prototxt({pb_file!r}): psjob does not read {name} from a prototxt; "
+                             "set sparse_table_configs in the script")
+        else:
+            setattr(self, name, value)
+
+
+DistributedStrategy.save_to_prototxt = _save_to_prototxt  # type: ignore[attr-defined]
+DistributedStrategy.load_from_prototxt = _load_from_prototxt  # type: ignore[attr-defined]
