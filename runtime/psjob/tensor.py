@@ -1325,6 +1325,41 @@ for _name in _TENSOR_METHODS_2:
     if not hasattr(Variable, _name):
         setattr(Variable, _name, globals()[_name])
 
+
+
+# Paddle's static Variable also has these (its framework.Variable): x.T reverses the dimensions,
+# x.detach() is a copy no gradient flows back through, x.cpu() / x.cuda() a copy (psjob runs a
+# program on one place: the Executor's), x.size() the number of elements (int64 [1]).
+def _variable_T(self):
+    check_variable(self, "x", "Variable.T")
+    return _layers.transpose(self, list(range(len(self.shape)))[::-1])
+
+
+def _variable_copy(self, what, stop_gradient=False):
+    check_variable(self, "x", what)
+    helper = LayerHelper(what)
+    out = helper.create_variable_for_type_inference(self.dtype, stop_gradient=stop_gradient)
+    helper.append_op(type="assign", inputs={"X": [self]}, outputs={"Out": [out]})
+    return out
+
+
+def _variable_detach(self):
+    return _variable_copy(self, "detach", stop_gradient=True)
+
+
+def _variable_cpu(self):
+    return _variable_copy(self, "memcpy_d2h")
+
+
+def _variable_cuda(self, device_id=None, blocking=True):
+    return _variable_copy(self, "memcpy_h2d")
+
+
+for _name, _fn in (("T", property(_variable_T)), ("detach", _variable_detach), ("cpu", _variable_cpu),
+                   ("cuda", _variable_cuda), ("size", numel)):
+    if not hasattr(Variable, _name):
+        setattr(Variable, _name, _fn)
+
 # paddle.tensor's tensor-array functions (paddle.tensor.create_array, ...). Paddle has no
 # top-level paddle.create_array, so they stay out of __all__ (which paddle.* re-exports).
 from psjob.fluid.layers.control_blocks import array_length, array_read, array_write, create_array  # noqa: E402,F401

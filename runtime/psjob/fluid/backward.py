@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from psjob.fluid import unique_name
 from psjob.fluid.framework import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, OpRole, Parameter, Variable, grad_var_name
 from psjob.fluid.ops.registry import GradOpSpec, get_op_def
 
@@ -306,12 +307,32 @@ def _declare_grad_vars(block, spec: GradOpSpec):
 
 
 def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
-    """d(sum of targets)/d(inputs) for scalar targets (Fluid's calc_gradient)."""
-    targets = targets if isinstance(targets, (list, tuple)) else [targets]
-    inputs = inputs if isinstance(inputs, (list, tuple)) else [inputs]
-    if len(targets) != 1 or target_gradients is not None:
-        raise GraphError("gradients() supports one scalar target without target_gradients")
+    """The gradients of the targets' sum with respect to `inputs` (Paddle's
+    paddle.static.gradients, Fluid's calc_gradient): sum_i J_i^T g_i over the targets, g_i being
+    target_gradients[i] (a Variable of the target's shape) or ones where it is None, so a
+    target need not be a scalar. An input the targets do not depend on gets None."""
+    targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
+    inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    for what, vs in (("targets", targets), ("inputs", inputs)):
+        if not vs or not all(isinstance(v, Variable) for v in vs):
+            raise TypeError(f"gradients: {what} must be a Variable or a non-empty list of Variables, got "
+                            f"{[type(v).__name__ for v in vs]}")
+    if target_gradients is None:
+        target_gradients = [None] * len(targets)
+    elif not isinstance(target_gradients, (list, tuple)):
+        target_gradients = [target_gradients]
+    if len(target_gradients) != len(targets):
+        raise ValueError(f"gradients: {len(target_gradients)} target_gradients for {len(targets)} targets "
+                         "(give one per target, None for ones)")
+    for t, g in zip(targets, target_gradients):
+        if g is not None and (not isinstance(g, Variable) or len(g.shape) != len(t.shape)
+                              or any(a != b and a >= 0 and b >= 0 for a, b in zip(g.shape, t.shape))):
+            raise ValueError(f"gradients: target_gradient {getattr(g, 'name', g)!r} must be a Variable of "
+                             f"target {t.name!r}'s shape {list(t.shape)}, got {list(getattr(g, 'shape', []))}")
     block = targets[0].block
+    if any(t.block is not block for t in targets):
+        raise GraphError("gradients: the targets must all be in one block")
+    loss = _gradient_seed(block, targets, target_gradients)
     for v in inputs:
         v.stop_gradient = False
     # Treat the inputs as parameters for the requires-grad pass.
@@ -321,10 +342,36 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
             saved[v.name] = v
             block.vars[v.name] = _as_param(v)
     try:
-        append_backward(targets[0], no_grad_set=no_grad_set)
+        append_backward(loss, no_grad_set=no_grad_set)
     finally:
         block.vars.update(saved)
     return [block.vars.get(grad_var_name(v.name)) for v in inputs]
+
+
+def _gradient_seed(block, targets, target_gradients) -> Variable:
+    """A scalar whose gradient is what `gradients` asks for: the target itself when it is one
+    scalar seeded with 1, else sum_i reduce_sum(target_i * g_i) (g_i kept out of the gradient)."""
+    t0 = targets[0]
+    if len(targets) == 1 and target_gradients[0] is None and all(d == 1 for d in t0.shape):
+        return t0
+    pieces = []
+    for t, g in zip(targets, target_gradients):
+        weighted = t
+        if g is not None:
+            g.stop_gradient = True
+            weighted = block.create_var(name=unique_name.generate_in(block.program, "target_grad_mul.tmp"),
+                                        dtype=t.dtype)
+            block.append_op(type="elementwise_mul", inputs={"X": [t], "Y": [g]}, outputs={"Out": [weighted]},
+                            attrs={"axis": -1})
+        total = block.create_var(name=unique_name.generate_in(block.program, "target_sum.tmp"), dtype=t.dtype)
+        block.append_op(type="reduce_sum", inputs={"X": [weighted]}, outputs={"Out": [total]},
+                        attrs={"dim": [0], "keep_dim": False, "reduce_all": True})
+        pieces.append(total)
+    if len(pieces) == 1:
+        return pieces[0]
+    loss = block.create_var(name=unique_name.generate_in(block.program, "targets_sum.tmp"), dtype=t0.dtype)
+    block.append_op(type="sum", inputs={"X": pieces}, outputs={"Out": [loss]})
+    return loss
 
 
 def _as_param(v: Variable) -> Parameter:

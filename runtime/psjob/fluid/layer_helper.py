@@ -51,7 +51,9 @@ class LayerHelper:
         param = main_block.create_parameter(
             name, shape, dtype, trainable=attr.trainable,
             optimize_attr={"learning_rate": attr.learning_rate}, regularizer=attr.regularizer,
-            initializer=init, gradient_clip_attr=attr.gradient_clip)
+            initializer=init, gradient_clip_attr=attr.gradient_clip,
+            do_model_average=getattr(attr, "do_model_average", True))
+        param.need_clip = getattr(attr, "need_clip", True)
         startup_block = self.startup_program.global_block()
         if not startup_block.has_var(name):
             svar = startup_block.create_var(name=name, shape=shape, dtype=dtype, persistable=True)

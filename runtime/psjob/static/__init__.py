@@ -34,14 +34,22 @@ from psjob.fluid.layers.nn import py_func
 from psjob.fluid.param_attr import WeightNormParamAttr
 from psjob.foundation.settings import process_settings
 from psjob.static import nn
+from psjob.static.ema import ExponentialMovingAverage
 from psjob.static.io import (
+    deserialize_persistables,
+    deserialize_program,
     load,
+    load_from_file,
     load_inference_model,
     load_program_state,
     load_vars,
+    normalize_program,
     save,
     save_inference_model,
+    save_to_file,
     save_vars,
+    serialize_persistables,
+    serialize_program,
     set_program_state,
 )
 

@@ -8,7 +8,7 @@ import numpy as np
 from psjob.fluid import layers as _layers
 from psjob.fluid.initializer import ConstantInitializer, NormalInitializer
 from psjob.fluid.layer_helper import LayerHelper
-from psjob.fluid.layers import batch_norm, continuous_value_model, conv2d_transpose, nce
+from psjob.fluid.layers import batch_norm, continuous_value_model, conv2d_transpose, data_norm, nce
 from psjob.fluid.layers._checks import check_int, check_variable
 from psjob.static.nn import control_flow, sequence_lod
 from psjob.static.nn.control_flow import case, cond, switch_case, while_loop
@@ -27,7 +27,7 @@ from psjob.static.nn.sequence_lod import (
 # Paddle 3.0's paddle.static.nn names psjob has: its own layer functions below, and Fluid's
 # layers Paddle keeps here (continuous_value_model, conv2d_transpose, nce, the sequence layers).
 __all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "conv2d", "conv2d_transpose", "layer_norm",
-           "continuous_value_model", "nce", "sequence_pool", "sequence_first_step", "sequence_last_step",
+           "continuous_value_model", "data_norm", "nce", "sequence_pool", "sequence_first_step", "sequence_last_step",
            "sequence_conv", "sequence_softmax", "sequence_expand", "sequence_unpad", "sequence_expand_as",
            "sequence_reshape", "cond", "case", "switch_case", "while_loop"]
 
