@@ -360,3 +360,81 @@ def test_ema_thres_steps_caps_the_decay():
         (d,) = exe.run(main, feed={"x": XV}, fetch_list=["scheduled_ema_decay_rate"])
         seen.append(float(np.asarray(d).reshape(-1)[0]))
     assert seen == pytest.approx([2 / 11, 3 / 12, 4 / 13])
+
+
+# What Paddle 3.0.0 wrote to stdout for test_print_and_tensor_text's program (one run), and
+# print() of the fetched LoDTensor and of a float64 tensor without LoD.
+PADDLE300_PRINTED = """\
+Variable: x
+  - message: hello
+  - lod: {{0, 1, 2}}
+  - place: Place(cpu)
+  - shape: [2, 3]
+  - layout: NCHW
+  - dtype: float32
+  - data: [0.1 2.5 -3 1e-07]
+  - place: Place(cpu)
+  - shape: [2, 3]
+  - layout: NCHW
+  - data: [0.2 5 -6 2e-07 246914 14]
+Variable: i
+  - lod: {}
+  - place: Place(cpu)
+  - layout: NCHW
+  - dtype: int64
+  - data: [5 -7]
+Variable: x
+  - message: once
+  - lod: {{0, 1, 2}}
+  - place: Place(cpu)
+  - shape: [2, 3]
+  - layout: NCHW
+  - dtype: float32
+  - data: [0.1 2.5 -3 1e-07 123457 7]
+"""
+PADDLE300_TENSORS = """\
+  - lod: {{0, 1, 2}}
+  - shape: [2, 3]
+  - layout: NCHW
+  - place: Place(cpu)
+  - dtype: float32
+  - data: [0.1 2.5 -3 1e-07 123457 7]
+  - shape: [10, 3]
+  - layout: NCHW
+  - place: Place(cpu)
+  - dtype: float64
+  - data: [0 0.142857 0.285714 0.428571 0.571429 0.714286 0.857143 1 1.14286 1.28571 1.42857 1.57143 1.71429 1.85714 2 2.14286 2.28571 2.42857 2.57143 2.71429 2.85714 3 3.14286 3.28571 3.42857 3.57143 3.71429 3.85714 4 4.14286]
+"""
+
+
+def test_print_and_tensor_text(capfd):
+    """paddle.static.Print's lines and print(LoDTensor), as Paddle 3.0.0 writes them."""
+    main, startup = _programs(paddle)
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [None, 3], "float32", lod_level=1)
+        i = paddle.static.data("i", [2], "int64")
+        a = paddle.static.Print(x, message="hello", summarize=4)
+        b = paddle.static.Print(x * 2.0, print_tensor_name=False, print_tensor_type=False, print_tensor_lod=False)
+        c = paddle.static.Print(i, print_tensor_shape=False, summarize=-1)
+        d = paddle.static.Print(x, first_n=1, message="once")
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    t = paddle.fluid.create_lod_tensor(np.array([[0.1, 2.5, -3.0], [1e-7, 123456.789, 7.0]], np.float32), [[1, 1]],
+                                       paddle.CPUPlace())
+    capfd.readouterr()
+    r = exe.run(main, feed={"x": t, "i": np.array([5, -7], np.int64)}, fetch_list=[a, b, c, d], return_numpy=False)
+    assert capfd.readouterr().out == PADDLE300_PRINTED
+    print(r[0])
+    print(paddle.fluid.create_lod_tensor(np.arange(30, dtype=np.float64).reshape(10, 3) / 7, [], paddle.CPUPlace()))
+    assert capfd.readouterr().out == PADDLE300_TENSORS
+
+
+def test_fetched_int64_prints_as_paddles():
+    """Paddle 3.0.0's Executor returns int64 as C long long: repr() shows dtype=int64."""
+    main, startup = _programs(paddle)
+    with paddle.static.program_guard(main, startup):
+        i = paddle.full([1], 10, "int64")
+        f = paddle.full([2], 1.5, "float32")
+    (got_i, got_f) = paddle.static.Executor(paddle.CPUPlace()).run(main, fetch_list=[i, f])
+    assert repr(got_i) == "array([10], dtype=int64)" and got_i.dtype == np.int64
+    assert repr(got_f) == "array([1.5, 1.5], dtype=float32)"

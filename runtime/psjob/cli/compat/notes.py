@@ -85,6 +85,14 @@ NOTES = {
                                                     "whatever they say); "
                                                     "slots_shuffle refuses a float slot or an unknown name, "
                                                     "which Paddle leaves as it is"),
+    "paddle.static.normalize_program": (DIFFERS, "the pruned inference program without Paddle's feed and fetch "
+                                                 "ops (psjob's Executor feeds and fetches by name); "
+                                                 "serialize_program writes them"),
+    "paddle.static.deserialize_program": (DIFFERS, "drops the program's feed and fetch ops, as "
+                                                   "load_inference_model does"),
+    "paddle.static.nn.data_norm": (DIFFERS, "summary_decay_rate, sync_stats and in_place have no effect, as on "
+                                            "Paddle's CPU: the statistics are parameters the optimizer updates "
+                                            "with the batch's count, sum and square sum"),
     "paddle.static.nn.sparse_embedding": (DIFFERS, "entry, table_class and slot are accepted and have no "
                                                    "effect: psjob's table admits every id"),
     "paddle.nn.ClipGradByGlobalNorm": (DIFFERS, "refused by the transpiler (Fleet): a global norm couples "
