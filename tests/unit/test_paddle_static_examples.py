@@ -187,6 +187,37 @@ def case_need_clip(paddle):
     return [_r(np.asarray(scope.find_var(n).get_tensor())) for n in ("fc_0.w_0", "fc_0.b_0")]
 
 
+def case_weight_norm(paddle):
+    """WeightNormParamAttr on a static.nn.fc weight: parameters <name>_g and <name>_v, w = v * g /
+    ||v||; two SGD steps with dim=None (Paddle 3.0.0's legacy graph fails to train with a dim),
+    the forward with dim 0 and 1 after g is doubled."""
+    res = {}
+    w0 = np.array([[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]], np.float32)
+    for dim in (None, 0, 1):
+        main, startup = _programs(paddle)
+        with paddle.static.program_guard(main, startup):
+            x = paddle.static.data("x", [None, 3], "float32")
+            attr = paddle.static.WeightNormParamAttr(dim=dim, name="wn", initializer=paddle.nn.initializer.Assign(w0))
+            h = paddle.static.nn.fc(x, 2, weight_attr=attr, bias_attr=False)
+            loss = paddle.mean(h * h)
+            if dim is None:
+                paddle.optimizer.SGD(0.1).minimize(loss)
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        names = [p.name for p in main.all_parameters()]
+        shapes = [list(p.shape) for p in main.all_parameters()]
+        scope = paddle.static.global_scope()
+        if dim is not None:
+            g = scope.find_var("wn_g").get_tensor()
+            g.set(np.asarray(g) * 2, paddle.CPUPlace())
+        steps = []
+        for _ in range(2 if dim is None else 1):
+            outs = exe.run(main, feed={"x": XV}, fetch_list=[h] + names)
+            steps.append([_r(o) for o in outs])
+        res[str(dim)] = [names, shapes, steps]
+    return res
+
+
 CASES = {name[5:]: fn for name, fn in dict(globals()).items() if name.startswith("case_")}
 
 
@@ -269,7 +300,18 @@ PADDLE300 = {'ema': {'log': [['before', [[[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]], [
                                  "optimize_attr: {'learning_rate': 1.0}\n"
                                  'regularizer: None\n'
                                  'do_model_average: True\n'
-                                 'need_clip: True\n']}}
+                                 'need_clip: True\n']},
+ 'weight_norm': {'0': [['wn_g', 'wn_v'], [[3, 1], [3, 2]],
+                       [[[[16.0, 14.0], [8.0, -4.0]], [[4.47214], [6.08276], [4.47214]],
+                         [[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]]]]],
+                 '1': [['wn_g', 'wn_v'], [[1, 2], [3, 2]],
+                       [[[[16.0, 14.0], [8.0, -4.0]], [[4.58258, 7.48331]],
+                         [[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]]]]],
+                 'None': [['wn_g', 'wn_v'], [[1, 1], [3, 2]],
+                          [[[[8.0, 7.0], [4.0, -2.0]], [[2.87181]],
+                            [[0.84545, -2.99091], [0.07273, 3.23636], [1.09091, 0.49545]]],
+                           [[[2.63607, 3.07167], [1.56534, -2.31289]], [[2.45075]],
+                            [[0.78715, -3.21774], [-0.03779, 3.15634], [0.8108, 0.38135]]]]]}}
 
 
 def _close(got, want, path="run"):
@@ -440,3 +482,11 @@ def test_fetched_int64_prints_as_paddles():
     (got_i, got_f) = paddle.static.Executor(paddle.CPUPlace()).run(main, fetch_list=[i, f])
     assert repr(got_i) == "array([10], dtype=int64)" and got_i.dtype == np.int64
     assert repr(got_f) == "array([1.5, 1.5], dtype=float32)"
+
+
+def test_weight_norm_refuses_a_dim_outside_the_weight():
+    main, startup = _programs(paddle)
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [None, 3], "float32")
+        with pytest.raises(ValueError, match="dim must be None or an axis"):
+            paddle.static.nn.fc(x, 2, weight_attr=paddle.static.WeightNormParamAttr(dim=2))
