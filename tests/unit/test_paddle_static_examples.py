@@ -71,7 +71,7 @@ def case_variable_methods(paddle):
 def case_gradients(paddle):
     """gradients of a non-scalar target, and of two targets with a target_gradient and None."""
     res = {}
-    for which in ("one", "two"):
+    for which in ("one", "two", "again"):
         main, startup = _programs(paddle)
         with paddle.static.program_guard(main, startup):
             x = paddle.static.data("x", [None, 3], "float32")
@@ -82,6 +82,9 @@ def case_gradients(paddle):
             z = paddle.sum(paddle.exp(x * 0.5) * u, axis=1)
             if which == "one":
                 grads = paddle.static.gradients([y], [x, u])
+            elif which == "again":  # a second pass over the same program writes its own gradients
+                first = paddle.static.gradients([y], [x])
+                grads = first + paddle.static.gradients([y, z], [x, u], target_gradients=[g, None])
             else:
                 grads = paddle.static.gradients([y, z], [x, u], target_gradients=[g, None])
         exe = paddle.static.Executor(paddle.CPUPlace())
@@ -281,7 +284,10 @@ PADDLE300 = {'ema': {'log': [['before', [[[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]], [
                  ['restored',
                   [[[0.49712, 0.49712], [0.27238, 0.27238], [0.54682, 0.54682]], [0.01652, 0.01652]]]],
          'vars': ['@EMA_STEP_COUNTER@', 'fc_0.w_0.ema_tmp_0', 'fc_0.w_0_ema_0', 'scheduled_ema_decay_rate']},
- 'gradients': {'one': [[[2.0, -8.0, 24.0], [2.0, -8.0, 24.0]], [[1.0, 4.0, 9.0], [0.25, 1.0, 4.0]]],
+ 'gradients': {'again': [[[2.0, -8.0, 24.0], [2.0, -8.0, 24.0]],
+                         [[0.82436, -10.71828, 56.96338], [7.28403, -30.78694, 128.15485]],
+                         [[1.64872, 6.71828, 22.48169], [2.03403, 4.60653, 22.71828]]],
+               'one': [[[2.0, -8.0, 24.0], [2.0, -8.0, 24.0]], [[1.0, 4.0, 9.0], [0.25, 1.0, 4.0]]],
                'two': [[[0.82436, -10.71828, 56.96338], [7.28403, -30.78694, 128.15485]],
                        [[1.64872, 6.71828, 22.48169], [2.03403, 4.60653, 22.71828]]]},
  'need_clip': [[[0.835, 0.835], [0.77, 0.77], [0.48, 0.48]], [0.995, 0.995]],

@@ -14,8 +14,20 @@ from __future__ import annotations
 from collections import defaultdict
 
 from psjob.fluid import unique_name
-from psjob.fluid.framework import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, OpRole, Parameter, Variable, grad_var_name
+from psjob.fluid.framework import (
+    EMPTY_VAR_NAME,
+    GRAD_SUFFIX,
+    Block,
+    GraphError,
+    OpRole,
+    Parameter,
+    Variable,
+    grad_var_name,
+)
 from psjob.fluid.ops.registry import GradOpSpec, get_op_def
+
+
+_PASS_PREFIX = "grad/"  # a later gradients() pass's gradient names: grad/x@GRAD
 
 
 def _requires_grad(block, no_grad: set[str]) -> set[str]:
@@ -56,8 +68,10 @@ def _relevant_ops(block, loss_name: str, req: set[str]) -> list:
     return relevant
 
 
-def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callbacks=None):
-    """Append gradient ops for `loss`; returns [(param, grad_var)]."""
+def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callbacks=None, *, _prefix: str = ""):
+    """Append gradient ops for `loss`; returns [(param, grad_var)]. (`_prefix`, for
+    `gradients`: prepended to every gradient variable's name, so that another pass over a
+    program that has gradients already writes its own, as Paddle's `grad/x@GRAD`.)"""
     if not isinstance(loss, Variable):
         raise TypeError(f"append_backward needs the loss Variable, got {type(loss).__name__}")
     block = loss.block
@@ -83,11 +97,13 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
             op.attrs["op_role"] = int(OpRole.Forward | OpRole.Loss)
 
     specs = _grad_specs(ops, req, {grad_var_name(loss.name)})
+    if _prefix:
+        _prefix_grad_names(specs, _prefix)
 
     with program._backward_role_guard():
         block.append_op(
             type="fill_constant",
-            outputs={"Out": [grad_var_name(loss.name)]},
+            outputs={"Out": [_prefix + grad_var_name(loss.name)]},
             attrs={"shape": [1], "value": 1.0, "dtype": loss.dtype,
                    "op_role": int(OpRole.Backward | OpRole.Loss)})
         for spec in specs:
@@ -100,7 +116,7 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     params_grads = []
     for p in params:
         p = block.var(p) if isinstance(p, str) else p
-        g = grad_var_name(p.name)
+        g = _prefix + grad_var_name(p.name)
         if p.trainable and p.name not in no_grad and block.has_var(g):
             params_grads.append((p, block.var(g)))
     return params_grads
@@ -290,6 +306,19 @@ def _fill_unreached_grads(specs: list[GradOpSpec], seeds: set[str]):
     specs[:] = out
 
 
+def _prefix_grad_names(specs: list[GradOpSpec], prefix: str) -> None:
+    """Prepend `prefix` to every gradient name the specs read or write (forward names stay)."""
+    for spec in specs:
+        for value in spec.attrs.values():
+            if isinstance(value, Block) or (isinstance(value, list) and any(isinstance(b, Block) for b in value)):
+                raise GraphError(f"gradients: this program has gradients already and op {spec.type!r} holds a "
+                                 "sub-block (control flow): psjob takes one gradients() pass over such a "
+                                 "program (build the second in its own Program)")
+        for slots in (spec.inputs, spec.outputs):
+            for slot, names in slots.items():
+                slots[slot] = [prefix + n if n != EMPTY_VAR_NAME and GRAD_SUFFIX in n else n for n in names]
+
+
 def _declare_grad_vars(block, spec: GradOpSpec):
     """Create grad vars shaped like their forward vars (infer_shape may refine)."""
     for names in spec.outputs.values():
@@ -300,6 +329,9 @@ def _declare_grad_vars(block, spec: GradOpSpec):
                 continue  # a forward variable (a loop counter stepped back) declared already
             base = n.split(GRAD_SUFFIX)[0]
             fwd = block._find_var_recursive(base)
+            while fwd is None and base.startswith(_PASS_PREFIX):  # gradients' later passes: grad/x@GRAD
+                base = base[len(_PASS_PREFIX):]
+                fwd = block._find_var_recursive(base)
             if fwd is not None:
                 block.create_var(name=n, shape=fwd.shape, dtype=fwd.dtype, lod_level=fwd.lod_level)
             else:
@@ -332,6 +364,11 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
     block = targets[0].block
     if any(t.block is not block for t in targets):
         raise GraphError("gradients: the targets must all be in one block")
+    # A program that holds gradients already (an earlier gradients() or minimize) gets this
+    # pass's under new names, grad/x@GRAD (then grad/grad/x@GRAD ...), as Paddle names them.
+    prefix = ""
+    while any(GRAD_SUFFIX in n and n.startswith(prefix) for n in block.vars):
+        prefix += _PASS_PREFIX
     loss = _gradient_seed(block, targets, target_gradients)
     for v in inputs:
         v.stop_gradient = False
@@ -342,10 +379,10 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
             saved[v.name] = v
             block.vars[v.name] = _as_param(v)
     try:
-        append_backward(loss, no_grad_set=no_grad_set)
+        append_backward(loss, no_grad_set=no_grad_set, _prefix=prefix)
     finally:
         block.vars.update(saved)
-    return [block.vars.get(grad_var_name(v.name)) for v in inputs]
+    return [block.vars.get(prefix + grad_var_name(v.name)) for v in inputs]
 
 
 def _gradient_seed(block, targets, target_gradients) -> Variable:
