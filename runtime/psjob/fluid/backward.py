@@ -26,7 +26,6 @@ from psjob.fluid.framework import (
 )
 from psjob.fluid.ops.registry import GradOpSpec, get_op_def
 
-
 _PASS_PREFIX = "grad/"  # a later gradients() pass's gradient names: grad/x@GRAD
 
 
