@@ -336,9 +336,37 @@ def create_parameter(shape, dtype, name=None, attr=None, is_bias=False, default_
 
 
 def to_tensor(data, dtype=None, place=None, stop_gradient=True):
-    raise RuntimeError("paddle.to_tensor builds an eager (dygraph) tensor, which psjob does not have: "
-                       "declare an input with paddle.static.data and feed the array to Executor.run, "
-                       "or make a constant with paddle.full / nn.initializer.Assign")
+    """In static mode, as Paddle's static to_tensor: a constant Variable holding `data` (an
+    assign_value op, an assign of a Variable). Python ints become int64, Python floats float32,
+    numpy data keeps its dtype; a scalar is [1] (psjob's one-value shape, where Paddle's is 0-D).
+    In dynamic mode it would build an eager tensor, which psjob does not have: refused."""
+    from psjob import device
+    if device.in_dynamic_mode():
+        raise RuntimeError("paddle.to_tensor builds an eager (dygraph) tensor, which psjob does not have: "
+                           "call paddle.enable_static() first (it is then a constant of the static graph), "
+                           "declare an input with paddle.static.data and feed the array to Executor.run, "
+                           "or make a constant with paddle.full / nn.initializer.Assign")
+    if isinstance(data, Variable):
+        out = _layers.assign(data)
+        out = out if dtype is None or convert_dtype(dtype) == out.dtype else cast(out, dtype)
+        out.stop_gradient = builtins.bool(stop_gradient)
+        return out
+    arr = np.asarray(data)
+    if not isinstance(data, (np.ndarray, np.generic)):
+        if arr.dtype.kind == "f":
+            arr = arr.astype("float32")
+        elif arr.dtype.kind in "iu":
+            arr = arr.astype("int64")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"paddle.to_tensor: data must be numbers, bools or arrays of them, got dtype {arr.dtype}")
+    if dtype is not None:
+        arr = arr.astype(convert_dtype(dtype))
+    helper = LayerHelper("assign")
+    out = helper.create_variable_for_type_inference(arr.dtype.name, stop_gradient=builtins.bool(stop_gradient))
+    helper.append_op(type="assign_value", inputs={}, outputs={"Out": [out]},
+                     attrs={"shape": list(arr.shape) or [1], "dtype": arr.dtype.name,
+                            "values": arr.reshape(-1).tolist()})
+    return out
 
 
 # -- search and compare -----------------------------------------------------------------

@@ -258,6 +258,31 @@ def case_norm_and_prelu_layers(paddle):
     return res
 
 
+def case_to_tensor_and_name_scope(paddle):
+    """Static-mode to_tensor: a constant of the graph, its dtype as Paddle picks it (values
+    flattened: Paddle's scalars are 0-D, psjob's [1]); and name_scope's op_namescope."""
+    main, startup = _programs(paddle)
+    with paddle.static.program_guard(main, startup):
+        data = (3, 2.5, [1, 2], [[1.5, 2.0]], np.array([1, 2], np.int32), True, np.float64(3.0))
+        consts = [paddle.to_tensor(d) for d in data] + [paddle.to_tensor([1, 2], dtype="float32",
+                                                                           stop_gradient=False)]
+        x = paddle.static.data("x", [None, 1], "float32")
+        with paddle.static.name_scope("s1"):
+            a = x + 1.0
+            with paddle.static.name_scope("s2"):
+                b = a * 2.0
+        with paddle.static.name_scope("s1"):
+            c = paddle.exp(b)
+        d = paddle.sqrt(c)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    values = exe.run(main, feed={"x": np.ones((2, 1), np.float32)}, fetch_list=consts + [d])
+    scopes = {op.type: op.attr("op_namescope") for op in main.global_block().ops if op.type != "assign_value"}
+    return {"dtypes": [str(t.dtype).replace("paddle.", "") for t in consts],
+            "stop_gradient": [t.stop_gradient for t in consts],
+            "values": [np.asarray(v, np.float64).reshape(-1).round(5).tolist() for v in values],
+            "scopes": {k: v for k, v in scopes.items() if v not in (None, "/")}}
+
+
 CASES = {name[5:]: fn for name, fn in dict(globals()).items() if name.startswith("case_")}
 
 
@@ -483,6 +508,12 @@ PADDLE300 = {'ema': {'log': [['before', [[[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]], [
                'params_len': 192,
                'params_sha256': 'd8204771e269e078faaade29608e192aeabbacf57247014098c19277c398095f',
                'want': [[-0.2, -0.2], [1.10141, 1.53288]]},
+ 'to_tensor_and_name_scope': {'dtypes': ['int64', 'float32', 'int64', 'float32', 'int32', 'bool', 'float64',
+                                         'float32'],
+                              'scopes': {'exp': '/s1_1/', 'scale': '/s1/s2/'},
+                              'stop_gradient': [True, True, True, True, True, True, True, False],
+                              'values': [[3.0], [2.5], [1.0, 2.0], [1.5, 2.0], [1.0, 2.0], [1.0], [3.0],
+                                         [1.0, 2.0], [7.38906, 7.38906]]},
  'variable_methods': {'shapes': [[3, 2], [2, 3], True],
                       'values': [[[1.0, 0.5], [2.0, -1.0], [3.0, 2.0]], [[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]],
                                  [[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]], [6.0],

@@ -572,6 +572,8 @@ class Block:
             attrs[OP_ROLE_VAR_ATTR_NAME] = list(self.program._op_role_var)
         if _current_device is not None and self.program._current_role == OpRole.Forward:
             attrs.setdefault(OP_DEVICE_ATTR_NAME, _current_device)
+        if len(_name_scopes) > 1:
+            attrs.setdefault("op_namescope", _current_name_scope())
         op = Operator(self, type, inputs, outputs, attrs)
         infer_shape(op)
         return op
@@ -799,8 +801,29 @@ def program_guard(main_program: Program, startup_program: Program | None = None)
 
 @contextlib.contextmanager
 def name_scope(prefix=None):
-    # Names only decorate graph visualisations in Fluid; nothing depends on them.
-    yield
+    """Ops built inside get the attribute op_namescope '/outer/inner/' (Paddle's name_scope: a
+    prefix used again at one level becomes prefix_1, prefix_2, ...). Names only decorate
+    graph visualisations; nothing depends on them."""
+    if not prefix:
+        yield
+        return
+    node = _name_scopes[-1]
+    used = node["used"].get(prefix, 0)
+    node["used"][prefix] = used + 1
+    child = {"name": prefix if used == 0 else f"{prefix}_{used}", "used": {}}
+    _name_scopes.append(child)
+    try:
+        yield
+    finally:
+        _name_scopes.pop()
+
+
+# The name_scope nesting: its root, then each scope entered ("used": prefix -> times used there).
+_name_scopes: list[dict] = [{"name": "", "used": {}}]
+
+
+def _current_name_scope() -> str:
+    return "/" + "".join(node["name"] + "/" for node in _name_scopes[1:])
 
 
 def generate_control_dev_var_name() -> str:
