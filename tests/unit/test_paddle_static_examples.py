@@ -283,6 +283,28 @@ def case_to_tensor_and_name_scope(paddle):
             "scopes": {k: v for k, v in scopes.items() if v not in (None, "/")}}
 
 
+def case_bilinear_tensor_product(paddle):
+    """static.nn.bilinear_tensor_product with tanh: one SGD step; out, both inputs' gradients
+    and the parameters after the step."""
+    rng = np.random.RandomState(2)
+    xv, yv = rng.uniform(-1, 1, (3, 4)).astype(np.float32), rng.uniform(-1, 1, (3, 2)).astype(np.float32)
+    w0 = rng.uniform(-1, 1, (5, 4, 2)).astype(np.float32)
+    main, startup = _programs(paddle)
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [None, 4], "float32")
+        y = paddle.static.data("y", [None, 2], "float32")
+        x.stop_gradient = y.stop_gradient = False
+        out = paddle.static.nn.bilinear_tensor_product(
+            x, y, 5, act="tanh", param_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Assign(w0)),
+            bias_attr=paddle.ParamAttr(initializer=paddle.nn.initializer.Constant(0.1)))
+        paddle.optimizer.SGD(0.1).minimize(paddle.sum(out * out))
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    names = [p.name for p in main.all_parameters()]
+    outs = exe.run(main, feed={"x": xv, "y": yv}, fetch_list=[out, "x@GRAD", "y@GRAD"] + names)
+    return [names, [list(p.shape) for p in main.all_parameters()], [_r(o) for o in outs]]
+
+
 CASES = {name[5:]: fn for name, fn in dict(globals()).items() if name.startswith("case_")}
 
 
@@ -291,7 +313,25 @@ def run(paddle, case):
 
 
 # Paddle 3.0.0's run(paddle, case) for each case.
-PADDLE300 = {'ema': {'log': [['before', [[[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]], [0.1, 0.1]]],
+PADDLE300 = {'bilinear_tensor_product': [['bilinear_tensor_product_0.w_0', 'bilinear_tensor_product_0.b_0'],
+                             [[5, 4, 2], [1, 5]],
+                             [[[0.1337, -0.29011, 0.56663, 0.27752, -0.12517],
+                               [0.64908, 0.18283, -0.301, 0.14214, 0.19629],
+                               [-0.16054, 0.41124, -0.17388, -0.18628, 0.11281]],
+                              [[-0.62568, -0.65314, 0.42123, -0.3677], [-1.03948, 0.0076, -0.79139, 0.75374],
+                               [-0.60239, -0.49207, 0.17264, -0.01176]],
+                              [[-1.07295, 0.17002], [-0.24663, 1.14707], [0.71994, -0.19964]],
+                              [[[0.67424, -0.83365], [-0.03412, -0.85404], [-0.16449, -0.78177],
+                                [-0.73556, 0.18334]],
+                               [[-0.52717, -0.7834], [-0.50757, -0.29524], [-0.09318, -0.58427],
+                                [0.28834, -0.03881]],
+                               [[-0.00079, -0.23077], [0.53455, 0.15157], [-0.64362, 0.38275],
+                                [0.91498, 0.00772]],
+                               [[0.76125, -0.3139], [0.08095, -0.138], [-0.127, 0.56227], [0.07204, 0.90385]],
+                               [[0.09325, -0.83257], [-0.25097, 0.70826], [-0.20713, -0.93274],
+                                [-0.49855, -0.87092]]],
+                              [[0.02989, 0.04946, 0.11153, 0.05688, 0.06462]]]],
+ 'ema': {'log': [['before', [[[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]], [0.1, 0.1]]],
                  ['applied', [[[0.41188, 0.41188], [0.36625, 0.36625], [0.225, 0.225]], [0.00125, 0.00125]],
                   [[1.82063, 1.82063], [0.29094, 0.29094]]],
                  ['restored', [[[0.41188, 0.41188], [0.36625, 0.36625], [0.225, 0.225]], [0.00125, 0.00125]]],

@@ -27,7 +27,7 @@ from psjob.static.nn.sequence_lod import (
 # Paddle 3.0's paddle.static.nn names psjob has: its own layer functions below, and Fluid's
 # layers Paddle keeps here (continuous_value_model, conv2d_transpose, nce, the sequence layers).
 __all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "conv2d", "conv2d_transpose", "conv3d", "layer_norm",
-           "group_norm", "instance_norm", "prelu",
+           "group_norm", "instance_norm", "prelu", "bilinear_tensor_product",
            "continuous_value_model", "data_norm", "nce", "sequence_pool", "sequence_first_step", "sequence_last_step",
            "sequence_conv", "sequence_softmax", "sequence_expand", "sequence_unpad", "sequence_expand_as",
            "sequence_reshape", "cond", "case", "switch_case", "while_loop"]
@@ -184,3 +184,26 @@ def prelu(x, mode, param_attr=None, data_format="NCHW", name=None):
     helper.append_op(type="prelu", inputs={"X": [x], "Alpha": [alpha]}, outputs={"Out": [out]},
                      attrs={"mode": mode, "data_format": data_format})
     return out
+
+
+def bilinear_tensor_product(x, y, size, act=None, name=None, param_attr=None, bias_attr=None):
+    """out[n, k] = x[n] @ W[k] @ y[n] + b[k]: weight [size, M, N] for x [B, M] and y [B, N], bias
+    [1, size] (bias_attr=False: none), as Paddle's paddle.static.nn.bilinear_tensor_product; built
+    from matmul, reshape and a reduction, so its gradients are theirs."""
+    for arg, v in (("x", x), ("y", y)):
+        check_variable(v, arg, "bilinear_tensor_product")
+        if len(v.shape) != 2 or v.shape[1] < 1:
+            raise ValueError(f"bilinear_tensor_product: {arg} {v.name}{list(v.shape)} must be 2-D [batch, features] "
+                             "with its features known")
+    size = check_int(size, "size", "bilinear_tensor_product", minimum=1)
+    m, n = int(x.shape[1]), int(y.shape[1])
+    helper = LayerHelper("bilinear_tensor_product", name)
+    w = helper.create_parameter(param_attr, [size, m, n], x.dtype)
+    # x @ W laid out [M, size * N]: each sample's row of x times every W[k], then dotted with y
+    w_flat = _layers.reshape(_layers.transpose(w, [1, 0, 2]), [m, size * n])
+    xw = _layers.reshape(_layers.matmul(x, w_flat), [-1, size, n])
+    out = _layers.reduce_sum(_layers.elementwise_mul(xw, _layers.unsqueeze(y, [1])), dim=[2])
+    bias = helper.create_parameter(bias_attr, [1, size], x.dtype, is_bias=True)
+    if bias is not None:
+        out = _layers.elementwise_add(out, bias)
+    return out if act is None else getattr(_layers, act)(out)
