@@ -291,3 +291,56 @@ def test_data_norm_refuses_a_feed_of_the_wrong_width():
         x = paddle.static.data("x", [-1, -1], "float32")
         with pytest.raises(ValueError, match="column count"):
             paddle.static.nn.data_norm(x)
+
+
+def test_data_norm_trains_the_same_through_the_transpiler_and_two_pservers():
+    """A sync transpiled job (two in-memory pservers: psjob.cluster.inmemory) moves data_norm's
+    statistics and its scale and shift exactly as the single-process program does: its
+    statistic "gradients" travel and are applied like any dense gradient."""
+    import psjob.fluid as fluid
+    from psjob.cluster.inmemory import InMemoryCluster
+    from psjob.cluster.pserver.pserver_state import PserverOptions
+    from psjob.fluid.transpiler import DistributeTranspiler
+    from psjob.fluid.transpiler import deserialize_dist_program as load
+    from psjob.fluid.transpiler import serialize_dist_program as dump
+
+    eps = ["127.0.0.1:6170", "127.0.0.1:6171"]
+    xv = np.random.RandomState(0).uniform(-1, 2, (6, 4)).astype(np.float32)
+    xv[1, 0] = xv[4, 2] = 0.0  # two hidden slots
+    yv = (xv.sum(1, keepdims=True) > 2).astype(np.float32)
+    names = ["dn.batch_size", "dn.batch_sum", "dn.batch_square_sum", "dn.scale_w", "dn.bias"]
+
+    def build():
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup):
+            x, y = fluid.data("x", [-1, 4], "float32"), fluid.data("y", [-1, 1], "float32")
+            h = fluid.layers.data_norm(x, slot_dim=2, enable_scale_and_shift=True)
+            p = fluid.layers.fc(h, 1, act="sigmoid", param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.3)))
+            loss = fluid.layers.mean(fluid.layers.square(p - y))
+            fluid.optimizer.SGD(0.1).minimize(loss)
+        return main, startup
+
+    main, startup = build()
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    for _ in range(4):
+        exe.run(main, feed={"x": xv, "y": yv}, scope=scope)
+    local = [np.asarray(scope.vars[n]).copy() for n in names]
+
+    main, startup = build()
+    tr = DistributeTranspiler()
+    tr.transpile(0, program=main, startup_program=startup, pservers=",".join(eps), trainers=1, sync_mode=True)
+    trainer, trainer_startup = load(dump(tr.get_trainer_program(wait_port=False))), load(dump(startup))
+    cluster = InMemoryCluster({ep: tuple(load(dump(p)) for p in tr.get_pserver_programs(ep)) for ep in eps},
+                              options=PserverOptions(30.0))
+
+    def body(t, exe):
+        sc = fluid.Scope()
+        exe.run(trainer_startup, scope=sc)
+        for _ in range(4):
+            exe.run(trainer, feed={"x": xv, "y": yv}, scope=sc)
+        return [np.asarray(sc.vars[n]).copy() for n in names]
+
+    for name, want, got in zip(names, local, cluster.run_trainers(body, 1)[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=name)
+    assert local[0][0] == pytest.approx(1e4 - 0.1 * 4 * 1, rel=1e-6)  # every slot shown each step
