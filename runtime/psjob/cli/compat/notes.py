@@ -24,6 +24,8 @@ NOTES = {
                              "prefixes and Fluid directories; arrays come back as detached LoDTensors "
                              "(return_numpy=True: ndarrays); only containers, numbers, strings and arrays "
                              "are unpickled, never arbitrary classes; a prefix load keeps the saved names"),
+    "paddle.to_tensor": (DIFFERS, "static mode only (a constant of the graph, as Paddle's static to_tensor); "
+                                  "a scalar is [1], not 0-D; refused in dynamic mode (no eager tensors)"),
     "paddle.DataParallel": (REFUSED, "dygraph data parallelism: static-graph collective training is "
                                      "fleet.init(is_collective=True) or ParallelExecutor(num_trainers=N)"),
     "paddle.Model": (REFUSED, "hapi: build a static Program and run it with paddle.static.Executor"),
