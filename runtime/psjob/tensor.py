@@ -15,7 +15,8 @@ import numbers
 import numpy as np
 
 from psjob.fluid import layers as _layers
-from psjob.fluid.framework import Variable, convert_dtype
+from psjob.fluid import unique_name as _unique_name
+from psjob.fluid.framework import Variable, convert_dtype, default_main_program
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int_list, check_variable
 
@@ -280,6 +281,9 @@ def full(shape, fill_value, dtype=None, name=None):
     shape = check_int_list(list(shape), "shape", "full")
     if builtins.any(d < 0 for d in shape):
         raise ValueError(f"paddle.full: shape {shape} must be fully known (use full_like for a batch)")
+    # Paddle 3.0's full (ones, zeros) takes two fill_constant names and names its output by the
+    # second: the first program's is fill_constant_1.tmp_0, as there.
+    _unique_name.generate_in(default_main_program(), "fill_constant")
     return _layers.fill_constant(shape, _dtype(dtype), fill_value)
 
 
@@ -318,8 +322,11 @@ def zeros(shape, dtype=None, name=None):
 def full_like(x, fill_value, dtype=None, name=None):
     check_variable(x, "x", "full_like")
     dtype = _dtype(dtype, x.dtype)
-    return _op("fill_any_like", {"X": [x]}, {"value": float(fill_value), "dtype": dtype},
-               dtype=dtype, name=name, stop_gradient=True)
+    helper = LayerHelper("full_like", name)  # Paddle's names: full_like_0.tmp_0 (the op is fill_any_like)
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op(type="fill_any_like", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"value": float(fill_value), "dtype": dtype})
+    return out
 
 
 def ones_like(x, dtype=None, name=None):

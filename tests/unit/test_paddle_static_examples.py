@@ -305,6 +305,20 @@ def case_bilinear_tensor_product(paddle):
     return [names, [list(p.shape) for p in main.all_parameters()], [_r(o) for o in outs]]
 
 
+def case_creation_names(paddle):
+    """The names of paddle.full / ones / zeros / full_like / ones_like outputs in a fresh Program."""
+    main, startup = _programs(paddle)
+    with paddle.static.program_guard(main, startup):
+        a = paddle.full([2], 3, "int64")
+        b = paddle.full([2], 1.0)
+        c = paddle.ones([2])
+        d = paddle.zeros([1])
+        e = paddle.full_like(a, 2)
+        f = paddle.ones_like(b)
+        g = paddle.full([2], 3, "int64")
+    return [v.name for v in (a, b, c, d, e, f, g)]
+
+
 CASES = {name[5:]: fn for name, fn in dict(globals()).items() if name.startswith("case_")}
 
 
@@ -331,6 +345,9 @@ PADDLE300 = {'bilinear_tensor_product': [['bilinear_tensor_product_0.w_0', 'bili
                                [[0.09325, -0.83257], [-0.25097, 0.70826], [-0.20713, -0.93274],
                                 [-0.49855, -0.87092]]],
                               [[0.02989, 0.04946, 0.11153, 0.05688, 0.06462]]]],
+ 'creation_names': ['fill_constant_1.tmp_0', 'fill_constant_3.tmp_0', 'fill_constant_5.tmp_0',
+                    'fill_constant_7.tmp_0', 'full_like_0.tmp_0', 'full_like_1.tmp_0',
+                    'fill_constant_9.tmp_0'],
  'ema': {'log': [['before', [[[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]], [0.1, 0.1]]],
                  ['applied', [[[0.41188, 0.41188], [0.36625, 0.36625], [0.225, 0.225]], [0.00125, 0.00125]],
                   [[1.82063, 1.82063], [0.29094, 0.29094]]],
