@@ -12,5 +12,5 @@ class ParamAttr(_FluidParamAttr):
     def __init__(self, name=None, initializer=None, learning_rate=1.0, regularizer=None,
                  trainable=True, do_model_average=True, need_clip=True):
         super().__init__(name=name, initializer=initializer, learning_rate=learning_rate,
-                         regularizer=regularizer, trainable=trainable, do_model_average=do_model_average)
-        self.need_clip = bool(need_clip)
+                         regularizer=regularizer, trainable=trainable, do_model_average=do_model_average,
+                         need_clip=need_clip)

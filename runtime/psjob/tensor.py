@@ -15,7 +15,8 @@ import numbers
 import numpy as np
 
 from psjob.fluid import layers as _layers
-from psjob.fluid.framework import Variable, convert_dtype
+from psjob.fluid import unique_name as _unique_name
+from psjob.fluid.framework import Variable, convert_dtype, default_main_program
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int_list, check_variable
 
@@ -280,6 +281,9 @@ def full(shape, fill_value, dtype=None, name=None):
     shape = check_int_list(list(shape), "shape", "full")
     if builtins.any(d < 0 for d in shape):
         raise ValueError(f"paddle.full: shape {shape} must be fully known (use full_like for a batch)")
+    # Paddle 3.0's full (ones, zeros) takes two fill_constant names and names its output by the
+    # second: the first program's is fill_constant_1.tmp_0, as there.
+    _unique_name.generate_in(default_main_program(), "fill_constant")
     return _layers.fill_constant(shape, _dtype(dtype), fill_value)
 
 
@@ -318,8 +322,11 @@ def zeros(shape, dtype=None, name=None):
 def full_like(x, fill_value, dtype=None, name=None):
     check_variable(x, "x", "full_like")
     dtype = _dtype(dtype, x.dtype)
-    return _op("fill_any_like", {"X": [x]}, {"value": float(fill_value), "dtype": dtype},
-               dtype=dtype, name=name, stop_gradient=True)
+    helper = LayerHelper("full_like", name)  # Paddle's names: full_like_0.tmp_0 (the op is fill_any_like)
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op(type="fill_any_like", inputs={"X": [x]}, outputs={"Out": [out]},
+                     attrs={"value": float(fill_value), "dtype": dtype})
+    return out
 
 
 def ones_like(x, dtype=None, name=None):
@@ -336,9 +343,37 @@ def create_parameter(shape, dtype, name=None, attr=None, is_bias=False, default_
 
 
 def to_tensor(data, dtype=None, place=None, stop_gradient=True):
-    raise RuntimeError("paddle.to_tensor builds an eager (dygraph) tensor, which psjob does not have: "
-                       "declare an input with paddle.static.data and feed the array to Executor.run, "
-                       "or make a constant with paddle.full / nn.initializer.Assign")
+    """In static mode, as Paddle's static to_tensor: a constant Variable holding `data` (an
+    assign_value op, an assign of a Variable). Python ints become int64, Python floats float32,
+    numpy data keeps its dtype; a scalar is [1] (psjob's one-value shape, where Paddle's is 0-D).
+    In dynamic mode it would build an eager tensor, which psjob does not have: refused."""
+    from psjob import device
+    if device.in_dynamic_mode():
+        raise RuntimeError("paddle.to_tensor builds an eager (dygraph) tensor, which psjob does not have: "
+                           "call paddle.enable_static() first (it is then a constant of the static graph), "
+                           "declare an input with paddle.static.data and feed the array to Executor.run, "
+                           "or make a constant with paddle.full / nn.initializer.Assign")
+    if isinstance(data, Variable):
+        out = _layers.assign(data)
+        out = out if dtype is None or convert_dtype(dtype) == out.dtype else cast(out, dtype)
+        out.stop_gradient = builtins.bool(stop_gradient)
+        return out
+    arr = np.asarray(data)
+    if not isinstance(data, (np.ndarray, np.generic)):
+        if arr.dtype.kind == "f":
+            arr = arr.astype("float32")
+        elif arr.dtype.kind in "iu":
+            arr = arr.astype("int64")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"paddle.to_tensor: data must be numbers, bools or arrays of them, got dtype {arr.dtype}")
+    if dtype is not None:
+        arr = arr.astype(convert_dtype(dtype))
+    helper = LayerHelper("assign")
+    out = helper.create_variable_for_type_inference(arr.dtype.name, stop_gradient=builtins.bool(stop_gradient))
+    helper.append_op(type="assign_value", inputs={}, outputs={"Out": [out]},
+                     attrs={"shape": list(arr.shape) or [1], "dtype": arr.dtype.name,
+                            "values": arr.reshape(-1).tolist()})
+    return out
 
 
 # -- search and compare -----------------------------------------------------------------
@@ -1324,6 +1359,41 @@ _TENSOR_METHODS_2 = (
 for _name in _TENSOR_METHODS_2:
     if not hasattr(Variable, _name):
         setattr(Variable, _name, globals()[_name])
+
+
+
+# Paddle's static Variable also has these (its framework.Variable): x.T reverses the dimensions,
+# x.detach() is a copy no gradient flows back through, x.cpu() / x.cuda() a copy (psjob runs a
+# program on one place: the Executor's), x.size() the number of elements (int64 [1]).
+def _variable_T(self):
+    check_variable(self, "x", "Variable.T")
+    return _layers.transpose(self, list(range(len(self.shape)))[::-1])
+
+
+def _variable_copy(self, what, stop_gradient=False):
+    check_variable(self, "x", what)
+    helper = LayerHelper(what)
+    out = helper.create_variable_for_type_inference(self.dtype, stop_gradient=stop_gradient)
+    helper.append_op(type="assign", inputs={"X": [self]}, outputs={"Out": [out]})
+    return out
+
+
+def _variable_detach(self):
+    return _variable_copy(self, "detach", stop_gradient=True)
+
+
+def _variable_cpu(self):
+    return _variable_copy(self, "memcpy_d2h")
+
+
+def _variable_cuda(self, device_id=None, blocking=True):
+    return _variable_copy(self, "memcpy_h2d")
+
+
+for _name, _fn in (("T", property(_variable_T)), ("detach", _variable_detach), ("cpu", _variable_cpu),
+                   ("cuda", _variable_cuda), ("size", numel)):
+    if not hasattr(Variable, _name):
+        setattr(Variable, _name, _fn)
 
 # paddle.tensor's tensor-array functions (paddle.tensor.create_array, ...). Paddle has no
 # top-level paddle.create_array, so they stay out of __all__ (which paddle.* re-exports).

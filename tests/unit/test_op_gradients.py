@@ -535,6 +535,14 @@ def _cases():
                   {"Y": 1, "Mean": 1, "Variance": 1}, {"begin_norm_axis": 1, "epsilon": 1e-5}, rtol=1e-4, atol=1e-6))
     c.append(Case("layer_norm-last-axis-no-affine", "layer_norm", {"X": [In("x", ln_x)]},
                   {"Y": 1, "Mean": 1, "Variance": 1}, {"begin_norm_axis": 2, "epsilon": 1e-5}, rtol=1e-4, atol=1e-6))
+    # data_norm: X, scale_w and bias get true derivatives; the statistics' "gradients" are the
+    # batch's count, sum and square sum (tests/unit/test_paddle_static_data_norm.py pins them).
+    c.append(Case("data_norm-scale-shift", "data_norm",
+                  {"X": [In("x", f64(4, 3) * 2)], "BatchSize": [In("n", f64(3, lo=5, hi=9), diff=False)],
+                   "BatchSum": [In("s", f64(3), diff=False)],
+                   "BatchSquareSum": [In("q", f64(3, lo=4, hi=8), diff=False)],
+                   "scale_w": [In("w", f64(3, lo=0.5, hi=1.5))], "bias": [In("b", f64(3))]},
+                  {"Y": 1, "Means": 1, "Scales": 1}, {"epsilon": 1e-5, "enable_scale_and_shift": True}))
     # paddle.einsum (PaddleRec's AutoInt): a contraction, a batched product, an implicit output,
     # a letter only one operand has (its gradient broadcast back) and three operands.
     c.append(Case("einsum-contract", "einsum", {"Operands": [In("x", f64(2, 3, 4)), In("w", f64(4, 5))]},

@@ -142,7 +142,10 @@ def test_static_data_input_spec_and_places():
             paddle.static.data("v", [None, 4], "int64")
     assert list(v.shape) == [-1, 3, -1] and v.dtype == "int64" and v.lod_level == 1 and v.stop_gradient
     spec = paddle.static.InputSpec([None, 3], "float32", "x")
-    assert spec.shape == (-1, 3) and spec.batch(8).shape == (8, -1, 3) and spec.unbatch().shape == (3,)
+    assert spec.shape == (-1, 3) and spec.batch(8).shape == (8, -1, 3)
+    # batch and unbatch change the spec itself and return it, as Paddle 3.0.0's do
+    assert spec.shape == (8, -1, 3) and spec.unbatch() is spec and spec.shape == (-1, 3)
+    assert repr(spec) == "InputSpec(shape=(-1, 3), dtype=paddle.float32, name=x, stop_gradient=False)"
     assert paddle.static.InputSpec.from_tensor(v).name == "v"
     assert len(paddle.static.cpu_places(2)) == 2
     main._fleet_opt = {"worker": {}}  # PaddleRec's helpers set private program attributes

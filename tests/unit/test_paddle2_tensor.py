@@ -113,8 +113,9 @@ def test_top_level_names_resolve_and_refusals_name_the_alternative():
     assert isinstance(paddle.set_device("cpu"), paddle.CPUPlace)
     with pytest.raises(RuntimeError, match="psjob runs static graphs only"):
         paddle.disable_static()
-    with pytest.raises(RuntimeError, match="paddle.static.data"):
-        paddle.to_tensor([1.0])
+    # static mode: a constant of the graph, as Paddle 3.0's static to_tensor (an assign_value)
+    const = paddle.to_tensor([1.0])
+    assert const.dtype == "float32" and list(const.shape) == [1] and const.stop_gradient
     from psjob import device
     device._static = False  # dygraph: paddle.save/load are refused there (static mode has them)
     try:
@@ -122,6 +123,8 @@ def test_top_level_names_resolve_and_refusals_name_the_alternative():
             paddle.save({}, "x")
         with pytest.raises(RuntimeError, match="enable_static"):
             paddle.load("x")
+        with pytest.raises(RuntimeError, match="eager"):
+            paddle.to_tensor([1.0])
     finally:
         device._static = True
     with pytest.raises(AttributeError):

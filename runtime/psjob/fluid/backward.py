@@ -13,8 +13,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from psjob.fluid.framework import EMPTY_VAR_NAME, GRAD_SUFFIX, GraphError, OpRole, Parameter, Variable, grad_var_name
+from psjob.fluid import unique_name
+from psjob.fluid.framework import (
+    EMPTY_VAR_NAME,
+    GRAD_SUFFIX,
+    Block,
+    GraphError,
+    OpRole,
+    Parameter,
+    Variable,
+    grad_var_name,
+)
 from psjob.fluid.ops.registry import GradOpSpec, get_op_def
+
+_PASS_PREFIX = "grad/"  # a later gradients() pass's gradient names: grad/x@GRAD
 
 
 def _requires_grad(block, no_grad: set[str]) -> set[str]:
@@ -55,8 +67,10 @@ def _relevant_ops(block, loss_name: str, req: set[str]) -> list:
     return relevant
 
 
-def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callbacks=None):
-    """Append gradient ops for `loss`; returns [(param, grad_var)]."""
+def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callbacks=None, *, _prefix: str = ""):
+    """Append gradient ops for `loss`; returns [(param, grad_var)]. (`_prefix`, for
+    `gradients`: prepended to every gradient variable's name, so that another pass over a
+    program that has gradients already writes its own, as Paddle's `grad/x@GRAD`.)"""
     if not isinstance(loss, Variable):
         raise TypeError(f"append_backward needs the loss Variable, got {type(loss).__name__}")
     block = loss.block
@@ -82,11 +96,13 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
             op.attrs["op_role"] = int(OpRole.Forward | OpRole.Loss)
 
     specs = _grad_specs(ops, req, {grad_var_name(loss.name)})
+    if _prefix:
+        _prefix_grad_names(specs, _prefix)
 
     with program._backward_role_guard():
         block.append_op(
             type="fill_constant",
-            outputs={"Out": [grad_var_name(loss.name)]},
+            outputs={"Out": [_prefix + grad_var_name(loss.name)]},
             attrs={"shape": [1], "value": 1.0, "dtype": loss.dtype,
                    "op_role": int(OpRole.Backward | OpRole.Loss)})
         for spec in specs:
@@ -99,7 +115,7 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     params_grads = []
     for p in params:
         p = block.var(p) if isinstance(p, str) else p
-        g = grad_var_name(p.name)
+        g = _prefix + grad_var_name(p.name)
         if p.trainable and p.name not in no_grad and block.has_var(g):
             params_grads.append((p, block.var(g)))
     return params_grads
@@ -289,6 +305,19 @@ def _fill_unreached_grads(specs: list[GradOpSpec], seeds: set[str]):
     specs[:] = out
 
 
+def _prefix_grad_names(specs: list[GradOpSpec], prefix: str) -> None:
+    """Prepend `prefix` to every gradient name the specs read or write (forward names stay)."""
+    for spec in specs:
+        for value in spec.attrs.values():
+            if isinstance(value, Block) or (isinstance(value, list) and any(isinstance(b, Block) for b in value)):
+                raise GraphError(f"gradients: this program has gradients already and op {spec.type!r} holds a "
+                                 "sub-block (control flow): psjob takes one gradients() pass over such a "
+                                 "program (build the second in its own Program)")
+        for slots in (spec.inputs, spec.outputs):
+            for slot, names in slots.items():
+                slots[slot] = [prefix + n if n != EMPTY_VAR_NAME and GRAD_SUFFIX in n else n for n in names]
+
+
 def _declare_grad_vars(block, spec: GradOpSpec):
     """Create grad vars shaped like their forward vars (infer_shape may refine)."""
     for names in spec.outputs.values():
@@ -299,6 +328,9 @@ def _declare_grad_vars(block, spec: GradOpSpec):
                 continue  # a forward variable (a loop counter stepped back) declared already
             base = n.split(GRAD_SUFFIX)[0]
             fwd = block._find_var_recursive(base)
+            while fwd is None and base.startswith(_PASS_PREFIX):  # gradients' later passes: grad/x@GRAD
+                base = base[len(_PASS_PREFIX):]
+                fwd = block._find_var_recursive(base)
             if fwd is not None:
                 block.create_var(name=n, shape=fwd.shape, dtype=fwd.dtype, lod_level=fwd.lod_level)
             else:
@@ -306,12 +338,37 @@ def _declare_grad_vars(block, spec: GradOpSpec):
 
 
 def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
-    """d(sum of targets)/d(inputs) for scalar targets (Fluid's calc_gradient)."""
-    targets = targets if isinstance(targets, (list, tuple)) else [targets]
-    inputs = inputs if isinstance(inputs, (list, tuple)) else [inputs]
-    if len(targets) != 1 or target_gradients is not None:
-        raise GraphError("gradients() supports one scalar target without target_gradients")
+    """The gradients of the targets' sum with respect to `inputs` (Paddle's
+    paddle.static.gradients, Fluid's calc_gradient): sum_i J_i^T g_i over the targets, g_i being
+    target_gradients[i] (a Variable of the target's shape) or ones where it is None, so a
+    target need not be a scalar. An input the targets do not depend on gets None."""
+    targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
+    inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    for what, vs in (("targets", targets), ("inputs", inputs)):
+        if not vs or not all(isinstance(v, Variable) for v in vs):
+            raise TypeError(f"gradients: {what} must be a Variable or a non-empty list of Variables, got "
+                            f"{[type(v).__name__ for v in vs]}")
+    if target_gradients is None:
+        target_gradients = [None] * len(targets)
+    elif not isinstance(target_gradients, (list, tuple)):
+        target_gradients = [target_gradients]
+    if len(target_gradients) != len(targets):
+        raise ValueError(f"gradients: {len(target_gradients)} target_gradients for {len(targets)} targets "
+                         "(give one per target, None for ones)")
+    for t, g in zip(targets, target_gradients):
+        if g is not None and (not isinstance(g, Variable) or len(g.shape) != len(t.shape)
+                              or any(a != b and a >= 0 and b >= 0 for a, b in zip(g.shape, t.shape))):
+            raise ValueError(f"gradients: target_gradient {getattr(g, 'name', g)!r} must be a Variable of "
+                             f"target {t.name!r}'s shape {list(t.shape)}, got {list(getattr(g, 'shape', []))}")
     block = targets[0].block
+    if any(t.block is not block for t in targets):
+        raise GraphError("gradients: the targets must all be in one block")
+    # A program that holds gradients already (an earlier gradients() or minimize) gets this
+    # pass's under new names, grad/x@GRAD (then grad/grad/x@GRAD ...), as Paddle names them.
+    prefix = ""
+    while any(GRAD_SUFFIX in n and n.startswith(prefix) for n in block.vars):
+        prefix += _PASS_PREFIX
+    loss = _gradient_seed(block, targets, target_gradients)
     for v in inputs:
         v.stop_gradient = False
     # Treat the inputs as parameters for the requires-grad pass.
@@ -321,10 +378,36 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
             saved[v.name] = v
             block.vars[v.name] = _as_param(v)
     try:
-        append_backward(targets[0], no_grad_set=no_grad_set)
+        append_backward(loss, no_grad_set=no_grad_set, _prefix=prefix)
     finally:
         block.vars.update(saved)
-    return [block.vars.get(grad_var_name(v.name)) for v in inputs]
+    return [block.vars.get(prefix + grad_var_name(v.name)) for v in inputs]
+
+
+def _gradient_seed(block, targets, target_gradients) -> Variable:
+    """A scalar whose gradient is what `gradients` asks for: the target itself when it is one
+    scalar seeded with 1, else sum_i reduce_sum(target_i * g_i) (g_i kept out of the gradient)."""
+    t0 = targets[0]
+    if len(targets) == 1 and target_gradients[0] is None and all(d == 1 for d in t0.shape):
+        return t0
+    pieces = []
+    for t, g in zip(targets, target_gradients):
+        weighted = t
+        if g is not None:
+            g.stop_gradient = True
+            weighted = block.create_var(name=unique_name.generate_in(block.program, "target_grad_mul.tmp"),
+                                        dtype=t.dtype)
+            block.append_op(type="elementwise_mul", inputs={"X": [t], "Y": [g]}, outputs={"Out": [weighted]},
+                            attrs={"axis": -1})
+        total = block.create_var(name=unique_name.generate_in(block.program, "target_sum.tmp"), dtype=t.dtype)
+        block.append_op(type="reduce_sum", inputs={"X": [weighted]}, outputs={"Out": [total]},
+                        attrs={"dim": [0], "keep_dim": False, "reduce_all": True})
+        pieces.append(total)
+    if len(pieces) == 1:
+        return pieces[0]
+    loss = block.create_var(name=unique_name.generate_in(block.program, "targets_sum.tmp"), dtype=t0.dtype)
+    block.append_op(type="sum", inputs={"X": pieces}, outputs={"Out": [loss]})
+    return loss
 
 
 def _as_param(v: Variable) -> Parameter:

@@ -19,6 +19,8 @@ import threading
 
 import numpy as np
 
+from psjob.fluid import tensor_text
+
 
 class PlaceError(RuntimeError):
     pass
@@ -251,6 +253,14 @@ class LoDTensor:
 
     def __repr__(self):
         return f"LoDTensor({self._name}, shape={self.shape()}, lod={self.lod()})"
+
+    def __str__(self):
+        """Paddle's text of the tensor (lod, shape, layout, place, dtype, data), as print() of a
+        fetched tensor shows it there."""
+        value = self._value()
+        place = CUDAPlace(getattr(value.device, "id", 0)) if not isinstance(value, np.ndarray) \
+            and hasattr(value, "device") else CPUPlace()
+        return tensor_text.tensor_text(to_numpy(value), self.lod(), place)
 
 
 def create_lod_tensor(data, recursive_seq_lens, place=None) -> LoDTensor:

@@ -435,6 +435,10 @@ class Executor:
         else:
             # A snapshot: optimizer ops update persistable arrays in place on the next run.
             value = value.copy() if isinstance(value, np.ndarray) else to_numpy(value)
+            if value.dtype.char == "l" and np.dtype(np.longlong).itemsize == 8:
+                # Paddle hands int64 out as C's long long ('q'; numpy prints dtype=int64), the same
+                # type as numpy's int64 ('l') but for its repr: fetched ids print as Paddle's do.
+                value = value.view(np.longlong)
         if return_numpy:
             return value
         # A LoDTensor of its own, as Paddle's fetch list holds: the next run changes nothing

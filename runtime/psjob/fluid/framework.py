@@ -86,6 +86,20 @@ def set_indexing(fn) -> None:
     _indexing = fn
 
 
+# What Paddle 3.0 calls psjob's (Fluid's) variable types when it prints a program.
+_PADDLE3_TYPE_NAMES = {"LOD_TENSOR": "DENSE_TENSOR", "LOD_TENSOR_ARRAY": "DENSE_TENSOR_ARRAY"}
+
+
+_PROTO_DTYPES = {"bool": "BOOL", "int8": "INT8", "uint8": "UINT8", "int16": "INT16", "int32": "INT32",
+                 "int64": "INT64", "float16": "FP16", "bfloat16": "BF16", "float32": "FP32", "float64": "FP64",
+                 "complex64": "COMPLEX64", "complex128": "COMPLEX128"}
+
+
+def _proto_dtype(dtype) -> str:
+    """Paddle's VarType name of a dtype, as its VarDesc's text shows it (float32 -> FP32)."""
+    return _PROTO_DTYPES.get(str(dtype), str(dtype).upper())
+
+
 def grad_var_name(name: str) -> str:
     return name + GRAD_SUFFIX
 
@@ -121,10 +135,81 @@ class Variable:
         }
 
     def __repr__(self):
-        flags = "persist " if self.persistable else ""
-        return f"{flags}{self.type.value} {self.name} : {self.dtype}{list(self.shape)}"
+        """Paddle 3.0's legacy-graph text of a variable (its Variable._to_readable_code), e.g.
+        `persist trainable param fc_0.w_0 : DENSE_TENSOR.shape(3, 2).dtype(float32).stop_gradient(False)`."""
+        kind = _PADDLE3_TYPE_NAMES.get(self.type.value, self.type.value)
+        if self.type in (VarType.LOD_TENSOR, VarType.SELECTED_ROWS):
+            text = (f"{self.name} : {kind}.shape{tuple(self.shape)}.dtype({self.dtype})"
+                    f".stop_gradient({self.stop_gradient})")
+        else:
+            text = f"{self.name} : {kind})"
+        if self.is_parameter:
+            text = ("trainable param " if getattr(self, "trainable", True) else "param ") + text
+        else:
+            text = "var " + text
+        return ("persist " + text) if self.persistable else text
 
     __str__ = __repr__
+
+    def to_string(self, throw_on_error=True, with_details=False) -> str:
+        """Paddle 3.0's text of the variable's VarDesc (protobuf text format); with_details adds
+        its Python-side attributes (for a Parameter: trainable, optimize_attr, ...)."""
+        kind = _PADDLE3_TYPE_NAMES.get(self.type.value, self.type.value)
+        lines = [f'name: "{self.name}"', "type {", f"  type: {kind}"]
+        if self.type in (VarType.LOD_TENSOR, VarType.LOD_TENSOR_ARRAY):
+            holder = "dense_tensor" if self.type == VarType.LOD_TENSOR else "tensor_array"
+            lines += [f"  {holder} {{", "    tensor {", f"      data_type: {_proto_dtype(self.dtype)}"]
+            if self.type == VarType.LOD_TENSOR:
+                lines += [f"      dims: {d}" for d in self.shape]
+            lines.append("    }")
+            if self.type == VarType.LOD_TENSOR and not self.is_parameter:
+                lines.append(f"    legacy_lod_level: {self.lod_level}")
+            lines.append("  }")
+        lines.append("}")
+        if self.type != VarType.LOD_TENSOR_ARRAY:
+            lines.append(f"persistable: {str(bool(self.persistable)).lower()}")
+        if self.is_parameter:
+            lines.append("is_parameter: true")
+        if self.is_data:
+            lines.append("need_check_feed: true")
+        lines.append(f"stop_gradient: {str(bool(self.stop_gradient)).lower()}")
+        if with_details:
+            lines.append(f"error_clip: {getattr(self, 'error_clip', None)}")
+            if isinstance(self, Parameter):
+                lines += [f"trainable: {self.trainable}", f"optimize_attr: {self.optimize_attr}",
+                          f"regularizer: {self.regularizer}",
+                          f"do_model_average: {True if self.do_model_average is None else self.do_model_average}",
+                          f"need_clip: {getattr(self, 'need_clip', True)}"]
+        return "\n".join(lines) + "\n"
+
+    # -- Paddle's descriptive attributes of a static Variable ----------------------------
+    @property
+    def is_parameter(self) -> bool:
+        return isinstance(self, Parameter)
+
+    @property
+    def grad_name(self) -> str:
+        """The name of this variable's gradient (name@GRAD)."""
+        return grad_var_name(self.name)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        """The number of dimensions (Paddle's Variable.dim / ndimension / ndim)."""
+        return len(self.shape)
+
+    ndimension = dim
+
+    def element_size(self) -> int:
+        """Bytes per element of the variable's dtype (bool 1, float16 2, float32 4, ...)."""
+        if self.dtype in ("bfloat16", "float16"):
+            return 2
+        try:
+            return int(np.dtype(self.dtype).itemsize)
+        except TypeError as exc:
+            raise ValueError(f"element_size: variable {self.name!r} has no element dtype ({self.dtype})") from exc
 
     # Arithmetic sugar as in Fluid (x + y builds an elementwise op). The ops are the
     # layers' (above this module), which install the builder: set_arithmetic.
@@ -487,6 +572,8 @@ class Block:
             attrs[OP_ROLE_VAR_ATTR_NAME] = list(self.program._op_role_var)
         if _current_device is not None and self.program._current_role == OpRole.Forward:
             attrs.setdefault(OP_DEVICE_ATTR_NAME, _current_device)
+        if len(_name_scopes) > 1:
+            attrs.setdefault("op_namescope", _current_name_scope())
         op = Operator(self, type, inputs, outputs, attrs)
         infer_shape(op)
         return op
@@ -714,8 +801,29 @@ def program_guard(main_program: Program, startup_program: Program | None = None)
 
 @contextlib.contextmanager
 def name_scope(prefix=None):
-    # Names only decorate graph visualisations in Fluid; nothing depends on them.
-    yield
+    """Ops built inside get the attribute op_namescope '/outer/inner/' (Paddle's name_scope: a
+    prefix used again at one level becomes prefix_1, prefix_2, ...). Names only decorate
+    graph visualisations; nothing depends on them."""
+    if not prefix:
+        yield
+        return
+    node = _name_scopes[-1]
+    used = node["used"].get(prefix, 0)
+    node["used"][prefix] = used + 1
+    child = {"name": prefix if used == 0 else f"{prefix}_{used}", "used": {}}
+    _name_scopes.append(child)
+    try:
+        yield
+    finally:
+        _name_scopes.pop()
+
+
+# The name_scope nesting: its root, then each scope entered ("used": prefix -> times used there).
+_name_scopes: list[dict] = [{"name": "", "used": {}}]
+
+
+def _current_name_scope() -> str:
+    return "/" + "".join(node["name"] + "/" for node in _name_scopes[1:])
 
 
 def generate_control_dev_var_name() -> str:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 class ParamAttr:
     def __init__(self, name=None, initializer=None, learning_rate=1.0, regularizer=None,
-                 trainable=True, gradient_clip=None, do_model_average=False):
+                 trainable=True, gradient_clip=None, do_model_average=True, need_clip=True):
+        # do_model_average (default True, as Paddle 1.8's and 3.0's): whether
+        # paddle.static.ExponentialMovingAverage averages the parameter; need_clip=False exempts it
+        # from an optimizer's grad_clip.
         self.name = name
         self.initializer = initializer
         self.learning_rate = learning_rate
@@ -12,6 +15,7 @@ class ParamAttr:
         self.trainable = trainable
         self.gradient_clip = gradient_clip
         self.do_model_average = do_model_average
+        self.need_clip = bool(need_clip)
 
     @staticmethod
     def _to_attr(arg):

@@ -34,14 +34,22 @@ from psjob.fluid.layers.nn import py_func
 from psjob.fluid.param_attr import WeightNormParamAttr
 from psjob.foundation.settings import process_settings
 from psjob.static import nn
+from psjob.static.ema import ExponentialMovingAverage
 from psjob.static.io import (
+    deserialize_persistables,
+    deserialize_program,
     load,
+    load_from_file,
     load_inference_model,
     load_program_state,
     load_vars,
+    normalize_program,
     save,
     save_inference_model,
+    save_to_file,
     save_vars,
+    serialize_persistables,
+    serialize_program,
     set_program_state,
 )
 
@@ -68,12 +76,16 @@ def data(name, shape, dtype=None, lod_level=0):
 
 
 class InputSpec:
-    """The shape, dtype and name of a model input (Paddle 2.x's paddle.static.InputSpec)."""
+    """The shape, dtype and name of a model input (Paddle 2.x's paddle.static.InputSpec);
+    batch() and unbatch() change the spec in place and return it, as Paddle's."""
 
-    def __init__(self, shape, dtype="float32", name=None):
+    def __init__(self, shape, dtype="float32", name=None, stop_gradient=False):
+        if not isinstance(shape, (list, tuple)):
+            raise TypeError(f"InputSpec: shape must be a list or tuple, got {type(shape).__name__}")
         self.shape = tuple(-1 if d is None else int(d) for d in shape)
         self.dtype = convert_dtype(dtype)
         self.name = name
+        self.stop_gradient = bool(stop_gradient)
 
     @classmethod
     def from_tensor(cls, tensor, name=None):
@@ -84,19 +96,34 @@ class InputSpec:
         return cls(ndarray.shape, ndarray.dtype, name)
 
     def batch(self, batch_size):
-        return InputSpec((batch_size,) + self.shape, self.dtype, self.name)
+        """Prepend the batch dimension (an int, or a list of one int) to the shape."""
+        if isinstance(batch_size, (list, tuple)):
+            if len(batch_size) != 1:
+                raise ValueError(f"InputSpec.batch: batch_size must be an int or a list of one, got {batch_size!r}")
+            batch_size = batch_size[0]
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+            raise TypeError(f"InputSpec.batch: batch_size must be an int, got {type(batch_size).__name__}")
+        self.shape = (batch_size,) + self.shape
+        return self
 
     def unbatch(self):
+        """Drop the first (batch) dimension of the shape."""
         if not self.shape:
             raise ValueError("InputSpec.unbatch: the spec has no dimensions")
-        return InputSpec(self.shape[1:], self.dtype, self.name)
+        self.shape = self.shape[1:]
+        return self
 
     def __eq__(self, other):
         return (isinstance(other, InputSpec)
-                and (self.shape, self.dtype, self.name) == (other.shape, other.dtype, other.name))
+                and (self.shape, self.dtype, self.name, self.stop_gradient)
+                == (other.shape, other.dtype, other.name, other.stop_gradient))
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.name, self.stop_gradient))
 
     def __repr__(self):
-        return f"InputSpec(shape={self.shape}, dtype={self.dtype}, name={self.name})"
+        return (f"InputSpec(shape={self.shape}, dtype=paddle.{self.dtype}, name={self.name}, "
+                f"stop_gradient={self.stop_gradient})")
 
 
 def cpu_places(device_count=None):

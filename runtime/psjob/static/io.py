@@ -31,7 +31,7 @@ import os
 from psjob.fluid import io as fluid_io
 from psjob.fluid import paddle_format, paddle_pir
 from psjob.fluid.core import global_scope
-from psjob.fluid.framework import Variable, default_main_program
+from psjob.fluid.framework import Program, Variable, default_main_program
 from psjob.fluid.io import (  # noqa: F401  (save/load: paddle.static's names for them)
     _arrays,
     _into_scope,
@@ -50,17 +50,42 @@ from psjob.fluid.serialization import ProgramFormatError, program_from_dict
 from psjob.foundation.checkpoint.format import CheckpointError, atomic_write
 
 __all__ = ["save", "load", "save_inference_model", "load_inference_model", "load_program_state",
-           "set_program_state"]
+           "set_program_state", "normalize_program", "serialize_program", "serialize_persistables",
+           "deserialize_program", "deserialize_persistables", "save_to_file", "load_from_file"]
 
 
 # -- inference models -------------------------------------------------------------------
 
-def _var_list(value, what):
+def _var_list(value, what, api="save_inference_model"):
     items = value if isinstance(value, (list, tuple)) else [value]
     for v in items:
         if not isinstance(v, Variable):
-            raise TypeError(f"save_inference_model: {what} must be Variables, got {type(v).__name__}")
+            raise TypeError(f"{api}: {what} must be Variables, got {type(v).__name__}")
     return list(items)
+
+
+def _inference_program(feed_vars, fetch_vars, program, what, prune=True):
+    """(program, feeds, fetches): `program` (the default main program if None) cloned for test
+    and pruned to what `fetch_vars` need from `feed_vars`."""
+    feeds, fetches = _var_list(feed_vars, "feed_vars", what), _var_list(fetch_vars, "fetch_vars", what)
+    program = program if program is not None else default_main_program()
+    if not isinstance(program, Program):
+        raise TypeError(f"{what}: program must be a paddle.static.Program, got {type(program).__name__}")
+    if not program.global_block().ops:
+        raise ValueError(f"{what}: the program has no operators")
+    inference = program.clone(for_test=True)
+    if prune:
+        inference = inference._prune(fetches, feeds)
+    block = inference.global_block()
+    for v in feeds:
+        if not block.has_var(v.name):
+            raise ValueError(f"{what}: feed variable {v.name!r} is not needed to compute "
+                             "the fetch_vars (or not in the program)")
+    return inference, feeds, fetches
+
+
+def _persistable_names(program):
+    return sorted(v.name for v in program.global_block().vars.values() if fluid_io.is_persistable(v))
 
 
 def save_inference_model(path_prefix, feed_vars, fetch_vars, executor, program=None, **kwargs):
@@ -68,20 +93,102 @@ def save_inference_model(path_prefix, feed_vars, fetch_vars, executor, program=N
     inference mode) to <path_prefix>.pdmodel, its persistables to <path_prefix>.pdiparams,
     both in Paddle's own format."""
     fluid_io._check_executor(executor, "save_inference_model")
-    feeds, fetches = _var_list(feed_vars, "feed_vars"), _var_list(fetch_vars, "fetch_vars")
-    program = program if program is not None else default_main_program()
-    inference = program.clone(for_test=True)._prune(fetches, feeds)
-    block = inference.global_block()
-    for v in feeds:
-        if not block.has_var(v.name):
-            raise ValueError(f"save_inference_model: feed variable {v.name!r} is not needed to compute "
-                             "the fetch_vars (or not in the program)")
+    inference, feeds, fetches = _inference_program(feed_vars, fetch_vars, program, "save_inference_model")
     path = _prefix(path_prefix, "save_inference_model")
-    names = [v.name for v in block.vars.values() if fluid_io.is_persistable(v)]
     model = paddle_format.program_to_bytes(inference, [v.name for v in feeds], [v.name for v in fetches])
-    params = paddle_format.params_to_bytes(_arrays(global_scope(), names, "save_inference_model"))
+    params = paddle_format.params_to_bytes(_arrays(global_scope(), _persistable_names(inference),
+                                                   "save_inference_model"))
     atomic_write(path + ".pdiparams", lambda f: f.write(params))
     atomic_write(path + ".pdmodel", lambda f: f.write(model))
+
+
+# -- the same in memory (Paddle 2.x's serialize_* / deserialize_*, save_to_file, load_from_file) --
+
+def normalize_program(program, feed_vars, fetch_vars, **kwargs):
+    """`program` cloned for inference and pruned to what `fetch_vars` need from `feed_vars`
+    (skip_prune_program=True: not pruned), as save_inference_model saves it. Paddle's also holds
+    feed and fetch ops; psjob's programs have none (its Executor feeds and fetches by name), and
+    serialize_program adds Paddle's when it writes the program."""
+    unknown = set(kwargs) - {"skip_prune_program"}
+    if unknown:
+        raise TypeError(f"normalize_program: unexpected keyword argument(s) {sorted(unknown)}")
+    if not isinstance(program, Program):
+        raise TypeError(f"normalize_program: program must be a paddle.static.Program, got {type(program).__name__}")
+    return _inference_program(feed_vars, fetch_vars, program, "normalize_program",
+                              prune=not kwargs.get("skip_prune_program", False))[0]
+
+
+def serialize_program(feed_vars, fetch_vars, **kwargs):
+    """The inference program (normalize_program of kwargs' `program`, else the default main
+    program) as bytes of Paddle's ProgramDesc, with its feed and fetch ops: what
+    save_inference_model writes to the .pdmodel."""
+    unknown = set(kwargs) - {"program", "legacy_format"}
+    if unknown:
+        raise TypeError(f"serialize_program: unexpected keyword argument(s) {sorted(unknown)}")
+    inference, feeds, fetches = _inference_program(feed_vars, fetch_vars, kwargs.get("program"),
+                                                   "serialize_program")
+    return paddle_format.program_to_bytes(inference, [v.name for v in feeds], [v.name for v in fetches])
+
+
+def serialize_persistables(feed_vars, fetch_vars, executor, **kwargs):
+    """The inference program's persistables, from the global scope, as bytes of Paddle's
+    combined parameter file (sorted by name): what save_inference_model writes to the .pdiparams."""
+    unknown = set(kwargs) - {"program"}
+    if unknown:
+        raise TypeError(f"serialize_persistables: unexpected keyword argument(s) {sorted(unknown)}")
+    fluid_io._check_executor(executor, "serialize_persistables")
+    inference, _, _ = _inference_program(feed_vars, fetch_vars, kwargs.get("program"), "serialize_persistables")
+    return paddle_format.params_to_bytes(_arrays(global_scope(), _persistable_names(inference),
+                                                 "serialize_persistables"))
+
+
+def deserialize_program(data):
+    """The Program of serialize_program's bytes (Paddle's ProgramDesc; its feed and fetch ops are
+    dropped, as psjob's Executor feeds and fetches by name)."""
+    if not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"deserialize_program: data must be bytes, got {type(data).__name__}")
+    if not paddle_format.is_program_bytes(bytes(data)):
+        raise ValueError("deserialize_program: data is not a serialized Paddle program (ProgramDesc bytes, "
+                         "as serialize_program returns)")
+    try:
+        return paddle_format.program_from_bytes(bytes(data))[0]
+    except (ProgramFormatError, paddle_format.PaddleFormatError) as exc:
+        raise ValueError(f"deserialize_program: not a Paddle program psjob reads: {exc}") from exc
+
+
+def deserialize_persistables(program, data, executor):
+    """Load serialize_persistables' bytes into the global scope: one array per persistable of
+    `program`, by sorted name, each checked against its variable before any is written."""
+    if not isinstance(program, Program):
+        raise TypeError(f"deserialize_persistables: program must be a paddle.static.Program, "
+                        f"got {type(program).__name__}")
+    fluid_io._check_executor(executor, "deserialize_persistables")
+    names = _persistable_names(program)
+    if data is None:
+        if any(fluid_io.is_parameter(program.global_block().var(n)) for n in names):
+            raise ValueError("deserialize_persistables: data is None but the program has parameters")
+        return None
+    if not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"deserialize_persistables: data must be bytes, got {type(data).__name__}")
+    try:
+        arrays = paddle_format.params_from_bytes(bytes(data), names, "deserialize_persistables")
+    except paddle_format.PaddleFormatError as exc:
+        raise ValueError(str(exc)) from exc
+    _into_scope(program, arrays, global_scope(), executor.xp)
+    return None
+
+
+def save_to_file(path, content):
+    """Write bytes (serialize_program's or serialize_persistables') to `path`."""
+    if not isinstance(content, (bytes, bytearray)):
+        raise ValueError(f"save_to_file: content must be bytes, got {type(content).__name__}")
+    atomic_write(path, lambda f: f.write(content))
+
+
+def load_from_file(path):
+    """The bytes of the file at `path` (what save_to_file wrote)."""
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def load_inference_model(path_prefix, executor, **kwargs):

@@ -24,6 +24,8 @@ NOTES = {
                              "prefixes and Fluid directories; arrays come back as detached LoDTensors "
                              "(return_numpy=True: ndarrays); only containers, numbers, strings and arrays "
                              "are unpickled, never arbitrary classes; a prefix load keeps the saved names"),
+    "paddle.to_tensor": (DIFFERS, "static mode only (a constant of the graph, as Paddle's static to_tensor); "
+                                  "a scalar is [1], not 0-D; refused in dynamic mode (no eager tensors)"),
     "paddle.DataParallel": (REFUSED, "dygraph data parallelism: static-graph collective training is "
                                      "fleet.init(is_collective=True) or ParallelExecutor(num_trainers=N)"),
     "paddle.Model": (REFUSED, "hapi: build a static Program and run it with paddle.static.Executor"),
@@ -103,6 +105,14 @@ NOTES = {
                                                     "named by set_filelist (Paddle reads nothing from it); "
                                                     "slots_shuffle refuses a float slot or an unknown name, "
                                                     "which Paddle leaves as it is"),
+    "paddle.static.normalize_program": (DIFFERS, "the pruned inference program without Paddle's feed and fetch "
+                                                 "ops (psjob's Executor feeds and fetches by name); "
+                                                 "serialize_program writes them"),
+    "paddle.static.deserialize_program": (DIFFERS, "drops the program's feed and fetch ops, as "
+                                                   "load_inference_model does"),
+    "paddle.static.nn.data_norm": (DIFFERS, "summary_decay_rate, sync_stats and in_place have no effect, as on "
+                                            "Paddle's CPU: the statistics are parameters the optimizer updates "
+                                            "with the batch's count, sum and square sum"),
     "paddle.static.nn.sparse_embedding": (DIFFERS, "entry, table_class and slot are accepted and have no "
                                                    "effect: psjob's table admits every id"),
     "paddle.nn.ClipGradByGlobalNorm": (DIFFERS, "refused by the transpiler (Fleet): a global norm couples "

@@ -187,8 +187,10 @@ def nce(input, label, num_total_classes, sample_weight=None, param_attr=None, bi
         name=None, sampler="uniform", custom_dist=None, seed=0, is_sparse=False):
     """Noise-contrastive estimation loss [N, 1], divided by num_neg_samples + 1 (Paddle 1.8 API docs,
     fluid.layers.nce): weight nce_N.w_0 [num_total_classes, D], bias nce_N.b_0 [num_total_classes, 1].
-    is_sparse is accepted; the weight's gradient is dense here."""
+    is_sparse is accepted; the weight's gradient is dense here. Each call prints Paddle's line
+    about prefetching to stdout, as Paddle's nce does (whatever is_sparse is)."""
     layer = "nce"
+    print("With sparse mode, if your models has only small parameter prefetch may cause speed down")
     check_variable(input, "input", layer)
     check_variable(label, "label", layer)
     check_dtype(input, "input", ("float32", "float64"), layer)

@@ -187,7 +187,7 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
 
 def batch_norm(input, act=None, is_test=False, momentum=0.9, epsilon=1e-05, param_attr=None,
                bias_attr=None, data_layout="NCHW", in_place=False, name=None, moving_mean_name=None,
-               moving_variance_name=None, do_model_average_for_mean_and_var=False,
+               moving_variance_name=None, do_model_average_for_mean_and_var=True,
                fuse_with_relu=False, use_global_stats=False):
     """Normalize per channel with batch statistics (training) or the moving
     mean/variance (is_test, use_global_stats); the moving statistics are
@@ -679,6 +679,70 @@ def continuous_value_model(input, cvm, use_cvm=True):
     helper.append_op(type="cvm", inputs={"X": [input], "CVM": [cvm]}, outputs={"Y": [out]},
                      attrs={"use_cvm": bool(use_cvm)})
     return out
+
+
+def data_norm(input, act=None, epsilon=1e-05, param_attr=None, data_layout="NCHW", in_place=False,  # noqa: A002
+              name=None, moving_mean_name=None, moving_variance_name=None,
+              do_model_average_for_mean_and_var=True, slot_dim=-1, sync_stats=False,
+              summary_decay_rate=0.9999999, enable_scale_and_shift=False):
+    """Normalize a [N, C] batch by running statistics kept in three parameters of [C],
+    <name>.batch_size, <name>.batch_sum and <name>.batch_square_sum (name defaults to 'dn', as
+    in Paddle), whose gradients are the batch's statistics (the data_norm op,
+    psjob/fluid/ops/data_norm_ops.py). param_attr, a dict, sets their starting values
+    ('batch_size' 1e4, 'batch_sum' 0, 'batch_square' 1e4 and, with enable_scale_and_shift, the
+    learned 'scale_w' 1 and 'bias' 0). slot_dim > 0: slots of that many columns led by a show
+    count; a slot not shown in a row outputs 0 there (Paddle 3.0 API docs,
+    paddle.static.nn.data_norm; Paddle 1.8's fluid.layers.data_norm).
+
+    in_place writes a new variable all the same; moving_mean_name, moving_variance_name,
+    do_model_average_for_mean_and_var and sync_stats (multi-GPU) have no effect here, as on
+    Paddle's CPU."""
+    layer = "data_norm"
+    _check_variable(input, "input", layer)
+    _check_dtype(input, "input", ("float32", "float64"), layer)
+    if len(input.shape) != 2:
+        raise ValueError(f"{layer}: argument 'input' {input.name}{list(input.shape)} must be 2-D [N, C] "
+                         "(Paddle's data_norm op normalizes rows of features)")
+    _check_choice(data_layout, "data_layout", ("NCHW", "NHWC"), layer)
+    channels = input.shape[1]
+    if channels < 1:
+        raise ValueError(f"{layer}: the column count of {input.name}{list(input.shape)} must be known")
+    if not 0.0 <= float(epsilon) <= 1e-3:
+        raise ValueError(f"{layer}: epsilon must lie in [0, 0.001] (as Paddle's), got {epsilon}")
+    slot_dim = _check_int(slot_dim, "slot_dim", layer)
+    if slot_dim > 0 and channels % slot_dim:
+        raise ValueError(f"{layer}: {input.name}{list(input.shape)} has {channels} columns, not a whole "
+                         f"number of slots of slot_dim {slot_dim}")
+    if param_attr is not None and not isinstance(param_attr, dict):
+        raise TypeError(f"{layer}: param_attr must be a dict of starting values ('batch_size', 'batch_sum', "
+                        f"'batch_square', 'scale_w', 'bias') or None, got {type(param_attr).__name__}")
+    starts = {"batch_size": 1e4, "batch_sum": 0.0, "batch_square": 1e4, "scale_w": 1.0, "bias": 0.0}
+    starts.update(param_attr or {})
+    prefix = name if name is not None else "dn"
+    helper = LayerHelper(layer, name)
+
+    def stat(suffix, key):
+        return helper.create_parameter(_ParamAttr(name=f"{prefix}.{suffix}", initializer=_Constant(float(starts[key])),
+                                                  trainable=True), [channels], input.dtype)
+
+    inputs = {}
+    if enable_scale_and_shift:
+        inputs["scale_w"], inputs["bias"] = [stat("scale_w", "scale_w")], [stat("bias", "bias")]
+    inputs.update({"X": [input], "BatchSize": [stat("batch_size", "batch_size")],
+                   "BatchSum": [stat("batch_sum", "batch_sum")],
+                   "BatchSquareSum": [stat("batch_square_sum", "batch_square")]})
+    attrs = {"epsilon": float(epsilon), "data_layout": data_layout, "sync_stats": bool(sync_stats),
+             "summary_decay_rate": float(summary_decay_rate)}
+    if slot_dim > 0:
+        attrs["slot_dim"] = slot_dim
+    if enable_scale_and_shift:
+        attrs["enable_scale_and_shift"] = True
+    out = helper.create_variable_for_type_inference(input.dtype)
+    means = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    scales = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op(type=layer, inputs=inputs, outputs={"Y": [out], "Means": [means], "Scales": [scales]},
+                     attrs=attrs)
+    return helper.append_activation(out, act)
 
 
 def image_resize(input, out_shape=None, scale=None, name=None, resample="BILINEAR", actual_shape=None,

@@ -14,6 +14,7 @@ def load_all():
         conv3d_ops,
         conv_ops,
         cvm_ops,
+        data_norm_ops,
         dist_ops,
         einsum_ops,
         embedding_pool_ops,

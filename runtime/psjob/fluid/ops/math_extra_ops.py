@@ -25,6 +25,7 @@ import weakref
 
 import numpy as np
 
+from psjob.fluid import tensor_text
 from psjob.fluid.framework import GraphError
 from psjob.fluid.ops import broadcast
 from psjob.fluid.ops.reduce_ops import _out_shape, reduce_axes
@@ -551,7 +552,8 @@ _print_counts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # op -> 
              grad=lambda op: [GradOpSpec("assign", {"X": [grad_name(op.output("Out")[0])]},
                                          {"Out": [grad_name(op.input("In")[0])]})])
 def print_(ctx):
-    """Fluid's Print: the tensor, with its message, name, dtype, shape and LoD, to stdout for the
+    """Fluid's Print: the tensor in Paddle's format (psjob/fluid/tensor_text.py: its name,
+    message, LoD, place, shape, layout, dtype and values, as the flags choose) to stdout for the
     first `first_n` runs (all when -1), at most `summarize` values (all when -1)."""
     x, name = ctx.input("In"), ctx.ins["In"][0]
     seen = _print_counts.get(ctx.op, 0)
@@ -559,19 +561,13 @@ def print_(ctx):
     if first_n < 0 or seen < first_n:
         _print_counts[ctx.op] = seen + 1
         host = np.asarray(x if ctx.xp is np else ctx.xp.asnumpy(x))
-        n = int(ctx.attr("summarize", 20))
-        values = host.reshape(-1)[: n if n >= 0 else None]
-        lines = [ctx.attr("message", "") or ""]
-        if ctx.attr("print_tensor_name", True):
-            lines.append(f"  - name: {name}")
-        if ctx.attr("print_tensor_type", True):
-            lines.append(f"  - dtype: {host.dtype}")
-        if ctx.attr("print_tensor_shape", True):
-            lines.append(f"  - shape: {list(host.shape)}")
-        if ctx.attr("print_tensor_lod", True) and ctx.input_lod("In"):
-            lines.append(f"  - lod: {ctx.input_lod('In')}")
-        lines.append(f"  - data: [{' '.join(str(v) for v in values)}]")
-        sys.stdout.write("\n".join(line for line in lines if line) + "\n")
+        lod = [np.asarray(level).tolist() for level in (ctx.input_lod("In") or [])]
+        text = tensor_text.print_op_text(
+            host, lod, ctx.place, name=name if ctx.attr("print_tensor_name", True) else None,
+            message=ctx.attr("message", "") or "", summarize=int(ctx.attr("summarize", 20)),
+            print_lod=bool(ctx.attr("print_tensor_lod", True)), print_shape=bool(ctx.attr("print_tensor_shape", True)),
+            print_dtype=bool(ctx.attr("print_tensor_type", True)))
+        sys.stdout.write(text + "\n")
         sys.stdout.flush()
     ctx.set_output("Out", x, lod=ctx.input_lod("In"))
 

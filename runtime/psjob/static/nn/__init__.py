@@ -8,7 +8,7 @@ import numpy as np
 from psjob.fluid import layers as _layers
 from psjob.fluid.initializer import ConstantInitializer, NormalInitializer
 from psjob.fluid.layer_helper import LayerHelper
-from psjob.fluid.layers import batch_norm, continuous_value_model, conv2d_transpose, nce
+from psjob.fluid.layers import batch_norm, continuous_value_model, conv2d_transpose, conv3d, data_norm, nce
 from psjob.fluid.layers._checks import check_int, check_variable
 from psjob.static.nn import control_flow, sequence_lod
 from psjob.static.nn.control_flow import case, cond, switch_case, while_loop
@@ -26,8 +26,9 @@ from psjob.static.nn.sequence_lod import (
 
 # Paddle 3.0's paddle.static.nn names psjob has: its own layer functions below, and Fluid's
 # layers Paddle keeps here (continuous_value_model, conv2d_transpose, nce, the sequence layers).
-__all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "conv2d", "conv2d_transpose", "layer_norm",
-           "continuous_value_model", "nce", "sequence_pool", "sequence_first_step", "sequence_last_step",
+__all__ = ["fc", "embedding", "sparse_embedding", "batch_norm", "conv2d", "conv2d_transpose", "conv3d", "layer_norm",
+           "group_norm", "instance_norm", "prelu", "bilinear_tensor_product",
+           "continuous_value_model", "data_norm", "nce", "sequence_pool", "sequence_first_step", "sequence_last_step",
            "sequence_conv", "sequence_softmax", "sequence_expand", "sequence_unpad", "sequence_expand_as",
            "sequence_reshape", "cond", "case", "switch_case", "while_loop"]
 
@@ -111,4 +112,98 @@ def layer_norm(input, scale=True, shift=True, begin_norm_axis=1, epsilon=1e-05, 
         if scale else None
     b = helper.create_parameter(bias_attr, size, input.dtype, is_bias=True) if shift else None
     out = _layer_norm_op(input, w, b, begin_norm_axis, epsilon)
+    return out if act is None else getattr(_layers, act)(out)
+
+
+def group_norm(input, groups, epsilon=1e-05, param_attr=None, bias_attr=None, act=None,  # noqa: A002
+               data_layout="NCHW", name=None):
+    """Each sample's `groups` runs of channels normalized over their elements. As Paddle 3.0's
+    legacy static group_norm, the scale (ones) and bias (zeros) of [C] are created only when
+    param_attr / bias_attr are given (a ParamAttr, a name or True): with the defaults there
+    are none."""
+    from psjob.nn.functional import group_norm as _group_norm
+    check_variable(input, "input", "group_norm")
+    if len(input.shape) < 2:
+        raise ValueError(f"group_norm: input {input.name}{list(input.shape)} needs at least 2 dimensions [N, C, ...]")
+    if data_layout != "NCHW":
+        raise ValueError(f"group_norm: only data_layout 'NCHW' is supported, got {data_layout!r}")
+    groups = check_int(groups, "groups", "group_norm", minimum=1)
+    helper = LayerHelper("group_norm", name)
+    channels = [int(input.shape[1])]
+    scale = helper.create_parameter(param_attr, channels, input.dtype, default_initializer=ConstantInitializer(1.0)) \
+        if param_attr else None
+    bias = helper.create_parameter(bias_attr, channels, input.dtype, is_bias=True) if bias_attr else None
+    out = _group_norm(input, groups, epsilon, scale, bias, "NCHW")
+    return out if act is None else getattr(_layers, act)(out)
+
+
+def instance_norm(input, epsilon=1e-05, param_attr=None, bias_attr=None, name=None):  # noqa: A002
+    """Each channel of each sample normalized over its own elements (input 2-D to 5-D, channels
+    on axis 1). As Paddle 3.0's legacy static instance_norm, the scale (ones) and bias (zeros)
+    of [C] are created only when both param_attr and bias_attr are given."""
+    from psjob.nn.functional import group_norm as _group_norm
+    check_variable(input, "input", "instance_norm")
+    if not 2 <= len(input.shape) <= 5 or input.shape[1] < 1:
+        raise ValueError(f"instance_norm: input {input.name}{list(input.shape)} must be 2-D to 5-D with its "
+                         "channels (axis 1) known")
+    if param_attr is False and bias_attr is not False:
+        raise ValueError("instance_norm: param_attr and bias_attr must be False together")
+    helper = LayerHelper("instance_norm", name)
+    channels = int(input.shape[1])
+    scale = bias = None
+    if param_attr and bias_attr:
+        scale = helper.create_parameter(param_attr, [channels], input.dtype,
+                                        default_initializer=ConstantInitializer(1.0))
+        bias = helper.create_parameter(bias_attr, [channels], input.dtype, is_bias=True)
+    return _group_norm(input, channels, epsilon, scale, bias, "NCHW")
+
+
+def prelu(x, mode, param_attr=None, data_format="NCHW", name=None):
+    """x where x > 0, else alpha * x, alpha a parameter (0.25 at start) of [1] (mode 'all'),
+    [1, C, 1, 1] or [1, 1, 1, C] for NHWC ('channel'), or [1] + x.shape[1:] ('element'), as
+    Paddle's paddle.static.nn.prelu shapes it."""
+    check_variable(x, "x", "prelu")
+    if mode not in ("all", "channel", "element"):
+        raise ValueError(f"prelu: mode must be 'all', 'channel' or 'element', got {mode!r}")
+    shape = [1]
+    if mode == "channel":
+        if data_format not in ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC"):
+            raise ValueError(f"prelu: data_format must be one of 'NC', 'NCL', 'NCHW', 'NCDHW', 'NLC', 'NHWC', "
+                             f"'NDHWC', got {data_format!r}")
+        if len(x.shape) < 2:
+            raise ValueError(f"prelu: mode 'channel' needs x of at least 2 dimensions, got {x.name}{list(x.shape)}")
+        data_format = "NCHW" if data_format[1] == "C" else "NHWC"
+        shape = [1, 1, 1, int(x.shape[-1])] if data_format == "NHWC" else [1, int(x.shape[1]), 1, 1]
+    elif mode == "element":
+        shape = [1] + [int(d) for d in x.shape[1:]]
+    if any(d < 1 for d in shape):
+        raise ValueError(f"prelu: the dimensions of {x.name}{list(x.shape)} alpha covers must be known")
+    helper = LayerHelper("prelu", name)
+    alpha = helper.create_parameter(param_attr, shape, x.dtype, default_initializer=ConstantInitializer(0.25))
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="prelu", inputs={"X": [x], "Alpha": [alpha]}, outputs={"Out": [out]},
+                     attrs={"mode": mode, "data_format": data_format})
+    return out
+
+
+def bilinear_tensor_product(x, y, size, act=None, name=None, param_attr=None, bias_attr=None):
+    """out[n, k] = x[n] @ W[k] @ y[n] + b[k]: weight [size, M, N] for x [B, M] and y [B, N], bias
+    [1, size] (bias_attr=False: none), as Paddle's paddle.static.nn.bilinear_tensor_product; built
+    from matmul, reshape and a reduction, so its gradients are theirs."""
+    for arg, v in (("x", x), ("y", y)):
+        check_variable(v, arg, "bilinear_tensor_product")
+        if len(v.shape) != 2 or v.shape[1] < 1:
+            raise ValueError(f"bilinear_tensor_product: {arg} {v.name}{list(v.shape)} must be 2-D [batch, features] "
+                             "with its features known")
+    size = check_int(size, "size", "bilinear_tensor_product", minimum=1)
+    m, n = int(x.shape[1]), int(y.shape[1])
+    helper = LayerHelper("bilinear_tensor_product", name)
+    w = helper.create_parameter(param_attr, [size, m, n], x.dtype)
+    # x @ W laid out [M, size * N]: each sample's row of x times every W[k], then dotted with y
+    w_flat = _layers.reshape(_layers.transpose(w, [1, 0, 2]), [m, size * n])
+    xw = _layers.reshape(_layers.matmul(x, w_flat), [-1, size, n])
+    out = _layers.reduce_sum(_layers.elementwise_mul(xw, _layers.unsqueeze(y, [1])), dim=[2])
+    bias = helper.create_parameter(bias_attr, [1, size], x.dtype, is_bias=True)
+    if bias is not None:
+        out = _layers.elementwise_add(out, bias)
     return out if act is None else getattr(_layers, act)(out)
