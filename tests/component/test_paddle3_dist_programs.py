@@ -35,6 +35,22 @@ looked at. Before psjob took the dense slots as Paddle does (psjob.distributed.d
 in tests/unit/test_paddle2_datasets.py), it refused the dataset cases' data at load time ("7
 values, the variable takes 1").
 
+The single-process test_dist_fleet_ps*.py cases build a network under a fleet role and
+minimize it (no cluster); Paddle 3.0.0 passes them on the legacy static graph
+(FLAGS_enable_pir_api=0) and fails them with PIR on, as they are not PIR-ready
+("bool(Tensor) is not supported in static graph mode" from `paddle.shape(x)[0].item()`, or
+lookup_table_v2's TypeError). Their verdict is unittest's:
+
+- test_dist_fleet_ps3's TestPSPassWithBow (a worker, async, dense embeddings, then
+  `fleet.shrink(10)`): passes. psjob refused the threshold before; Paddle 3.0.0 warns that
+  MemorySparseTable ignores it, and with no pserver reached yet shrinks nothing, as psjob now
+  does (tests/unit/test_paddle2_fleet_opt.py).
+- test_dist_fleet_ps2's TestPSPassWithBow (a pserver, sparse_embedding with
+  sparse_table_configs, `paddle.static.nn.data_norm`): a strict xfail, pinned to its reason:
+  psjob has no data_norm (the layer or its op), which this task left alone (module-level
+  summary statistics trained by their own rule; paddle.static.nn's builders are another
+  task's).
+
 Left out: test_dist_fleet_ctr2's TestDistMnistSync2x2, which Paddle skips itself
 (`unittest.skip`); the Paddle 2.0-era Fluid-importing cases (test_dist_fleet_geo.py,
 test_dist_fleet_sparse_embedding_ctr.py, test_dist_fleet_a_sync_optimizer_*.py as stored),
@@ -116,3 +132,21 @@ def test_paddle3_fleet_case(case, tmp_path):
     for trainer, log in sorted(logs.items()):
         assert re.search(CASES[case], log), f"{case}: trainer {trainer} stopped otherwise:\n{log[-6000:]}"
     raise HarnessFailedAsPaddle(f"{case}: both trainers stopped as Paddle 3.0.0's do")
+
+
+# Single-process cases: the reason of the failure psjob is known to have (module docstring), or None.
+SINGLE = {
+    "test_dist_fleet_ps3.TestPSPassWithBow": None,
+    "test_dist_fleet_ps2.TestPSPassWithBow": r"AttributeError: module 'psjob\.static\.nn' has no attribute 'data_norm'",
+}
+
+
+@pytest.mark.parametrize("case", sorted(SINGLE))
+def test_paddle3_single_process_case(case, tmp_path):
+    """unittest's verdict; a known psjob gap xfails only on its own reason, and a pass of
+    such a case fails (as a strict xfail would), so that its entry is dropped."""
+    rc, text = _run_unittest(case, tmp_path)
+    if SINGLE[case] is not None and rc != 0 and re.search(SINGLE[case], text):
+        pytest.xfail(f"psjob gap: {SINGLE[case]}")
+    assert rc == 0 and "\nOK" in text and "Ran 1 test" in text, f"{case} exited {rc}:\n{text[-6000:]}"
+    assert SINGLE[case] is None, f"{case} now passes: drop its expected failure ({SINGLE[case]})"
