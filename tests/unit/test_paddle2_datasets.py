@@ -474,3 +474,35 @@ def test_paddlerecs_in_memory_dataset_calls_set_what_paddle_sets_and_refuse_what
             ds.update_settings(**setting)
     with pytest.raises(TypeError, match="unknown setting 'bach_size'"):
         ds.update_settings(bach_size=3)
+
+
+def test_a_dense_slot_with_a_minus_one_batch_dimension_takes_a_multiple_of_its_width_per_example(tmp_path):
+    """Paddle's dense slot (lod_level 0) infers a -1 batch dimension from the batch's values:
+    Paddle 3.0.0 (legacy static graph) feeds `paddle.static.data("x", [-1, 1], "int64")` from
+    MultiSlot lines `2 1 2 1 7`, `3 4 5 6 1 8`, `1 9 1 10` with batch_size 2 as x = [[1], [2],
+    [4], [5], [6]] (shape [5, 1], no LoD), then [[9]] (paddle.static.Print of x in
+    train_from_dataset). Paddle's own dist_fleet_ctr.py feeds its [-1, 1] id slots so. A count
+    that is no multiple of the width is still refused (no tensor has that many values)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[-1, 1], dtype="int64")
+        y = fluid.data(name="y", shape=[-1, 1], dtype="int64")
+        pair = fluid.data(name="pair", shape=[-1, 2], dtype="float32")
+    data = tmp_path / "part-0"
+    data.write_text("2 1 2 1 7 2 0.5 1.5\n3 4 5 6 1 8 4 1 2 3 4\n1 9 1 10 2 7 8\n")
+    for kind in (InMemoryDataset, QueueDataset):
+        ds = dataset_of(kind, [x, y, pair], [str(data)], "cat", batch_size=2)
+        if kind is InMemoryDataset:
+            ds.load_into_memory()
+        batches = list(ds._thread_feeds(1)[0])
+        assert [b["x"].tolist() for b in batches] == [[[1], [2], [4], [5], [6]], [[9]]], kind
+        assert [b["y"].tolist() for b in batches] == [[[7], [8]], [[10]]], kind
+        assert [b["pair"].shape for b in batches] == [(3, 2), (1, 2)], kind
+    for line, message in {"1 1 1 2 3 0.1 0.2 0.3\n": "slot 2 ('pair'): 3 values, the variable takes 2 or a multiple",
+                          "1 1 1 2 0 \n": "slot 2 ('pair'): count 0 but"}.items():
+        bad = tmp_path / "bad"
+        bad.write_text(line)
+        ds = dataset_of(InMemoryDataset, [x, y, pair], [str(bad)], "cat")
+        with pytest.raises(MultiSlotError, match="line 1") as err:
+            ds.load_into_memory()
+        assert message in str(err.value)

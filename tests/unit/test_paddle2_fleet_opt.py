@@ -123,3 +123,16 @@ def test_a_stat_var_name_the_scope_lacks_is_named(rows):
     fluid.Executor(fluid.CPUPlace()).run(startup, scope=scope)
     with pytest.raises(GraphError, match=r"stat_var_names'\] names 'auc_9.stat_pos'"):
         run_epoch(main, feeds, rows, scope, [pos, "auc_9.stat_pos"])
+
+
+def test_shrink_with_a_threshold_warns_as_paddle_and_before_init_worker_does_nothing(front, caplog):
+    """Paddle 3.0.0's fleet.shrink(threshold) warns "The param threshold is not used in
+    MemorySparseTable, ..." and shrinks as the accessor says (TheOnePSRuntime._shrink); its own
+    test_dist_fleet_ps3.py calls fleet.shrink(10) on a worker after minimize, without
+    init_worker, and passes. psjob warns the same and, with no pserver reached yet, shrinks
+    nothing and meets no one."""
+    minimized(fleet.DistributedStrategy())
+    with pytest.warns(UserWarning, match="The param threshold is not used in MemorySparseTable"):
+        assert fleet.shrink(10) is None
+    assert "before fleet.init_worker()" in caplog.text
+    assert fleet.shrink() is None

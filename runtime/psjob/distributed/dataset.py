@@ -13,7 +13,9 @@ block by block as it prints it, as MultiSlot lines
 (psjob.distributed.fleet.data_generator): per example, for each variable of
 `use_var` in order, a value count and the values. An int64 variable with
 lod_level >= 1 takes any number of ids per example (fed with its LoD); any
-other variable takes exactly prod(shape[1:]) values per example.
+other variable takes prod(shape[1:]) values per example, or, where its batch dimension is
+-1, any multiple of that: Paddle's dense slot infers that dimension from the batch's values
+(shape [-1, 1] fed lines of 2 and 3 ids is one [5, 1] tensor, without a LoD, in Paddle 3.0.0).
 A malformed line stops the load with a MultiSlotError naming the file, the
 line and the problem (Paddle aborts too).
 
@@ -57,11 +59,21 @@ class _Slot:
                              "after the batch one; give it lod_level=1 for a variable-length slot")
         self.tail = tail
         self.width = None if self.ragged else math.prod(tail)
+        # Paddle's dense slot: a -1 batch dimension is inferred from the batch's values, so an
+        # example may hold any multiple of width (a [-1, 1] id slot: several ids per example).
+        shape = list(var.shape or [])
+        self.inductive = not self.ragged and bool(shape) and int(shape[0]) < 0 and bool(self.width)
+
+    def fits(self, n: int) -> bool:
+        """Whether an example may hold n values (n >= 1)."""
+        if self.width is None:
+            return True
+        return n % self.width == 0 if self.inductive else n == self.width
 
     def to_feed(self, values, offsets, rows):
         if self.ragged:
             return values.reshape(-1, 1), [offsets]
-        return values.reshape([rows] + self.tail)
+        return values.reshape([-1 if self.inductive else rows] + self.tail)
 
 
 class _Examples:
@@ -172,8 +184,9 @@ def parse_multislot(data: bytes, slots, source: str, first_line: int = 1) -> _Ex
                 raise MultiSlotError(f"{where}: count {tokens[pos]!r} is not an integer") from None
             if n < 1 or pos + 1 + n > len(tokens):
                 raise MultiSlotError(f"{where}: count {n} but {len(tokens) - pos - 1} values follow")
-            if slot.width is not None and n != slot.width:
-                raise MultiSlotError(f"{where}: {n} values, the variable takes {slot.width} "
+            if not slot.fits(n):
+                more = " or a multiple of it" if slot.inductive else ""
+                raise MultiSlotError(f"{where}: {n} values, the variable takes {slot.width}{more} "
                                      f"(shape {[-1] + slot.tail})")
             columns[s].extend(tokens[pos + 1:pos + 1 + n])
             counts[s].append(n)
@@ -294,7 +307,7 @@ def _parse_uniform(data: bytes, slots):
         if slot.dtype not in _UNIFORM_DTYPES or pos >= len(first) or not first[pos].isdigit():
             return None
         n = int(first[pos])
-        if n < 1 or (slot.width is not None and n != slot.width):
+        if n < 1 or not slot.fits(n):
             return None
         layout.append((pos, n))
         types += ["int64"] + ["int64" if slot.dtype.kind == "i" else "float64"] * n

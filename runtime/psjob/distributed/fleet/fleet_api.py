@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 
 import numpy as np
 
@@ -262,14 +263,25 @@ def shrink(threshold=None):
     drops the sparse rows its tables' accessors judge stale by their show/click statistics.
     In psjob the tables trained by Paddle's accessor (sparse_table_configs) do so: the first
     worker asks every pserver to shrink them (foundation/tables/accessor.py), then the workers
-    meet again; tables without an accessor keep every row. Returns None."""
+    meet again; tables without an accessor keep every row. Returns None.
+
+    A `threshold` is Paddle's CommonSparseTable's: Paddle 3.0.0's MemorySparseTable ignores it,
+    with a warning, and shrinks as its accessor says; so does psjob."""
     if _fleet.is_collective:
         return None
     if not _fleet.is_worker():
         raise FleetError("fleet.shrink() is for workers (fleet.is_worker()); every worker calls it")
     if threshold is not None:
-        raise ValueError(f"fleet.shrink(threshold={threshold!r}): a threshold belongs to Paddle's CommonSparseTable "
-                         "(fleet.shrink_sparse_table); MemorySparseTable takes none, as in Paddle")
+        warnings.warn("The param threshold is not used in MemorySparseTable, if you need to shrink, please set "
+                      "the config of accessor", stacklevel=3)
+    if _fleet.rpc_service is None:
+        # fleet.init_worker() never ran: no pserver to ask, none to meet on. Paddle's barrier
+        # there (gloo not started) warns and passes, and its first worker shrinks the program's
+        # sparse tables through a client that reaches no server (Paddle's test_dist_fleet_ps3
+        # calls fleet.shrink(10) after minimize alone, and passes).
+        log.warning("fleet.shrink() before fleet.init_worker(): this worker reaches no pserver, so nothing "
+                    "is shrunk")
+        return None
 
     def shrink_tables():
         if _fleet.rpc_service is not None:

@@ -1,0 +1,152 @@
+"""Paddle 2.x/3.x's own parameter-server test programs (PaddlePaddle/Paddle's
+test/legacy_test, formerly python/paddle/fluid/tests/unittests: the `paddle.distributed.fleet`
+versions of test_dist_fleet_base.py, dist_fleet_ctr.py, ctr_dataset_reader.py,
+dist_fleet_simnet_bow.py and the cases test_dist_fleet_ctr.py, test_dist_fleet_ctr2.py,
+test_dist_fleet_simnet.py that drive them) run by their own harness under `psjob as-paddle`.
+
+Each case is `python -m unittest <module>.<Case>` in a copy of the folder, as Paddle's CI runs
+them, inside `psjob as-paddle`, so that every process the harness starts (2 pservers and 2
+trainers on 127.0.0.1, the dataset's `python ctr_dataset_reader.py` pipe) imports psjob as
+`paddle`. The verdict is the harness's: TestFleetBase._run_cluster asserts that both trainers
+exit 0 (these cases compare no losses).
+
+Paddle 3.0.0 itself fails every one of these cases on this machine (run the same way with
+/tmp/probe/vpaddle300, and again with the legacy static graph forced on in every process by a
+sitecustomize.py setting FLAGS_enable_pir_api=0):
+
+- the PyReader cases (test_dist_fleet_ctr's TestDistMnistAsync2x2, TestDistCtrHalfAsync2x2):
+  as CI runs them, each process imports paddle (through ctr_dataset_reader) before the
+  harness's `FLAGS_enable_pir_api=0`, and `base.io.PyReader` stops on PIR dtypes (TypeError in
+  `set_dtypes`); on the legacy graph the trainers stop at the first step: "The fed Variable
+  dnn_data should have dimensions = 2, shape = [-1, 1], but received fed shape [4, 16]" (the
+  program's reader yields 16 ids per sample for a [-1, 1] variable).
+- the dataset cases (TestDistMnistAsyncInMemoryDataset2x2, test_dist_fleet_ctr2's
+  TestDistMnistAsyncDataset2x2): PIR: a TypeError building lookup_table_v2; legacy graph: the
+  dense [-1, 1] slots take the 7 (5) ids of each line as a [7 * batch, 1] tensor without a LoD,
+  and `sequence_pool` stops the trainers ("does not contain LoD information", then an abort).
+- test_dist_fleet_simnet's TestDistSimnetASync2x2 (its program imports the harness first, so
+  the legacy graph): `sequence_pool` on the embedding of a [-1, 1] variable, no LoD, the same
+  stop.
+
+These cases are therefore strict xfails, each pinned to Paddle's reason: a case xfails only
+when both trainers stop where Paddle 3.0.0's stop, for that reason (HarnessFailedAsPaddle);
+any other failure fails the test, and a pass turns the strict xfail into a failure too, to be
+looked at. Before psjob took the dense slots as Paddle does (psjob.distributed.dataset, tested
+in tests/unit/test_paddle2_datasets.py), it refused the dataset cases' data at load time ("7
+values, the variable takes 1").
+
+The single-process test_dist_fleet_ps*.py cases build a network under a fleet role and
+minimize it (no cluster); Paddle 3.0.0 passes them on the legacy static graph
+(FLAGS_enable_pir_api=0) and fails them with PIR on, as they are not PIR-ready
+("bool(Tensor) is not supported in static graph mode" from `paddle.shape(x)[0].item()`, or
+lookup_table_v2's TypeError). Their verdict is unittest's:
+
+- test_dist_fleet_ps3's TestPSPassWithBow (a worker, async, dense embeddings, then
+  `fleet.shrink(10)`): passes. psjob refused the threshold before; Paddle 3.0.0 warns that
+  MemorySparseTable ignores it, and with no pserver reached yet shrinks nothing, as psjob now
+  does (tests/unit/test_paddle2_fleet_opt.py).
+- test_dist_fleet_ps2's TestPSPassWithBow (a pserver, sparse_embedding with
+  sparse_table_configs, `paddle.static.nn.data_norm`): a strict xfail, pinned to its reason:
+  psjob has no data_norm (the layer or its op), which this task left alone (module-level
+  summary statistics trained by their own rule; paddle.static.nn's builders are another
+  task's).
+
+Left out: test_dist_fleet_ctr2's TestDistMnistSync2x2, which Paddle skips itself
+(`unittest.skip`); the Paddle 2.0-era Fluid-importing cases (test_dist_fleet_geo.py,
+test_dist_fleet_sparse_embedding_ctr.py, test_dist_fleet_a_sync_optimizer_*.py as stored),
+which Paddle 3.0.0 cannot import (no `paddle.fluid`).
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, TESTS)
+from thirdparty_code import require  # noqa: E402
+
+VENDORED = os.path.dirname(require("paddle3-dist/test_dist_fleet_base.py"))
+
+
+class HarnessFailedAsPaddle(AssertionError):
+    """The harness failed the case, both trainers having stopped as Paddle 3.0.0's do."""
+
+
+# psjob's words for the stop Paddle 3.0.0 makes (module docstring).
+FED_SHAPE = (r"feed 'dnn_data': each sample must have 1 values \(shape \[1\]\), "
+             r"got 4 samples as an array of shape \[4, 16\]")
+NO_LOD = r"'sequence_pool' failed: ValueError: sequence_pool needs a LoD \(sequence\) input"
+
+CASES = {
+    "test_dist_fleet_ctr.TestDistMnistAsync2x2": FED_SHAPE,
+    "test_dist_fleet_ctr.TestDistCtrHalfAsync2x2": FED_SHAPE,
+    "test_dist_fleet_ctr.TestDistMnistAsyncInMemoryDataset2x2": NO_LOD,
+    "test_dist_fleet_ctr2.TestDistMnistAsyncDataset2x2": NO_LOD,
+    "test_dist_fleet_simnet.TestDistSimnetASync2x2": NO_LOD,
+}
+
+# _run_cluster prints every log when a trainer fails, each between these lines.
+_LOG = re.compile(r"=+ Error (\S*tr([01])_stderr\.log) begin =+\n(.*?)=+ Error \1 end =+", re.S)
+
+
+def _run_unittest(name, tmp_path):
+    work = tmp_path / "work"
+    shutil.copytree(VENDORED, work)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    env.pop("PADDLE_DIST_UT_PORT", None)
+    # `python` (the dataset's pipe command) is this interpreter, with psjob.
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    cmd = [sys.executable, "-m", "psjob.cli", "as-paddle", "--", sys.executable, "-m", "unittest", "-v", name]
+    # Its own session: whatever the harness started and left goes with it. The harness bounds
+    # the trainers (60 s) itself; this bounds the whole.
+    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    return proc.returncode, out.decode(errors="replace")
+
+
+@pytest.mark.xfail(strict=True, raises=HarnessFailedAsPaddle,
+                   reason="Paddle 3.0.0 fails these cases itself (module docstring)")
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_paddle3_fleet_case(case, tmp_path):
+    rc, text = _run_unittest(case, tmp_path)
+    if rc == 0:
+        assert "\nOK" in text and "Ran 1 test" in text, text[-3000:]
+        return
+    assert "AssertionError: 1 != 0 : something wrong in tr" in text, f"{case} exited {rc}:\n{text[-6000:]}"
+    logs = {m.group(2): m.group(3) for m in _LOG.finditer(text)}
+    assert sorted(logs) == ["0", "1"], f"{case}: no trainer logs in its output:\n{text[-6000:]}"
+    for trainer, log in sorted(logs.items()):
+        assert re.search(CASES[case], log), f"{case}: trainer {trainer} stopped otherwise:\n{log[-6000:]}"
+    raise HarnessFailedAsPaddle(f"{case}: both trainers stopped as Paddle 3.0.0's do")
+
+
+# Single-process cases: the reason of the failure psjob is known to have (module docstring), or None.
+SINGLE = {
+    "test_dist_fleet_ps3.TestPSPassWithBow": None,
+    "test_dist_fleet_ps2.TestPSPassWithBow": r"AttributeError: module 'psjob\.static\.nn' has no attribute 'data_norm'",
+}
+
+
+@pytest.mark.parametrize("case", sorted(SINGLE))
+def test_paddle3_single_process_case(case, tmp_path):
+    """unittest's verdict; a known psjob gap xfails only on its own reason, and a pass of
+    such a case fails (as a strict xfail would), so that its entry is dropped."""
+    rc, text = _run_unittest(case, tmp_path)
+    if SINGLE[case] is not None and rc != 0 and re.search(SINGLE[case], text):
+        pytest.xfail(f"psjob gap: {SINGLE[case]}")
+    assert rc == 0 and "\nOK" in text and "Ran 1 test" in text, f"{case} exited {rc}:\n{text[-6000:]}"
+    assert SINGLE[case] is None, f"{case} now passes: drop its expected failure ({SINGLE[case]})"
