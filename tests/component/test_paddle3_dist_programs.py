@@ -46,10 +46,10 @@ lookup_table_v2's TypeError). Their verdict is unittest's:
   MemorySparseTable ignores it, and with no pserver reached yet shrinks nothing, as psjob now
   does (tests/unit/test_paddle2_fleet_opt.py).
 - test_dist_fleet_ps2's TestPSPassWithBow (a pserver, sparse_embedding with
-  sparse_table_configs, `paddle.static.nn.data_norm`): a strict xfail, pinned to its reason:
-  psjob has no data_norm (the layer or its op), which this task left alone (module-level
-  summary statistics trained by their own rule; paddle.static.nn's builders are another
-  task's).
+  sparse_table_configs, `paddle.static.nn.data_norm`): passes. It needed data_norm, and a
+  SparseNaiveSGDRule whose default learning rate psjob refused to take from a per-parameter
+  (scaled) rate; Paddle 3.0.0's the_one_ps takes the optimizer's base rate then, as psjob now
+  does (tests/unit/test_sparse_sgd_rules.py).
 
 Left out: test_dist_fleet_ctr2's TestDistMnistSync2x2, which Paddle skips itself
 (`unittest.skip`); the Paddle 2.0-era Fluid-importing cases (test_dist_fleet_geo.py,
@@ -137,7 +137,7 @@ def test_paddle3_fleet_case(case, tmp_path):
 # Single-process cases: the reason of the failure psjob is known to have (module docstring), or None.
 SINGLE = {
     "test_dist_fleet_ps3.TestPSPassWithBow": None,
-    "test_dist_fleet_ps2.TestPSPassWithBow": r"AttributeError: module 'psjob\.static\.nn' has no attribute 'data_norm'",
+    "test_dist_fleet_ps2.TestPSPassWithBow": None,
 }
 
 

@@ -358,3 +358,33 @@ def test_an_empty_entry_trains_as_paddles_default_accessor():
                                ("embedx_g2sum", x_g2sum)):
             np.testing.assert_allclose(shard.state[name][i], expected, rtol=2e-5, atol=2e-7, err_msg=name)
         assert np.abs(shard.values[i][1:]).max() < 0.01 + 3 * 0.1   # an initial draw plus 3 Adam steps
+
+
+def test_a_scaled_learning_rate_gives_the_rules_the_optimizers_base_rate(caplog):
+    """A table with ParamAttr(learning_rate=3) learns at a scale op's output, not a constant;
+    Paddle 3.0.0's the_one_ps then gives the naive and adam rules the optimizer's base rate (the
+    startup value of learning_rate_0) and warns (its test_dist_fleet_ps2.py trains so)."""
+    import json
+
+    import psjob.fluid as fluid
+    from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig
+
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
+        y = fluid.layers.data(name="y", shape=[1])
+        emb = fluid.layers.embedding(ids, size=[50, 4], is_sparse=True, is_distributed=True,
+                                     param_attr=fluid.ParamAttr(name="emb", learning_rate=3.0))
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(emb, 1), y))
+        fluid.optimizer.SGD(0.01).minimize(loss)
+    config = DistributeTranspilerConfig()
+    config.sparse_table_accessors = {"emb": parse_table_config("emb", {
+        "table_parameters.emb.accessor.embed_sgd_param.name": "SparseNaiveSGDRule",
+        "table_parameters.emb.accessor.embedx_sgd_param.name": "SparseAdamSGDRule"})}
+    t = DistributeTranspiler(config)
+    t.transpile(0, program=main, startup_program=startup, pservers="127.0.0.1:6170", trainers=1, sync_mode=False)
+    pserver_startup = t.get_startup_program("127.0.0.1:6170", t.get_pserver_program("127.0.0.1:6170"))
+    (accessor,) = [json.loads(op.attr("accessor")) for op in pserver_startup.global_block().ops if op.attr("accessor")]
+    assert accessor["embed"]["learning_rate"] == pytest.approx(0.01)
+    assert accessor["embedx"]["learning_rate"] == pytest.approx(0.01)
+    assert "learning_rate_0 = 0.01" in caplog.text

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 
 from psjob.fluid.framework import GraphError, Program, default_main_program, default_startup_program
 from psjob.fluid.ops.optimizer_ops import kernel_hyperparameters, state_specs
@@ -241,12 +242,21 @@ def _attach_accessors(tables: list, accessors: dict, startup: Program) -> None:
     if not accessors:
         return
     inits = {op.output_arg_names[0]: op for op in startup.global_block().ops if len(op.output_arg_names) == 1}
+    constants = {n: float(op.attr("value")) for n, op in inits.items() if op.type == "fill_constant"}
+    base_rates = sorted(n for n in constants if re.fullmatch(r"learning_rate_\d+", n))
     for name, parsed in accessors.items():
         table = by_name.get(name)
         if table is None:
             continue
-        init, lr_op = inits.get(name), inits.get(table.lr_var)
-        lr = float(lr_op.attr("value")) if lr_op is not None and lr_op.type == "fill_constant" else None
+        init, lr = inits.get(name), constants.get(table.lr_var)
+        if lr is None and base_rates:
+            # A per-parameter learning rate (ParamAttr(learning_rate=...): a scale of the
+            # optimizer's rate) or a schedule: Paddle's the_one_ps gives the rules the optimizer's
+            # base rate, the startup value of learning_rate_<program>, and warns; so does psjob.
+            lr = constants[base_rates[0]]
+            log.warning("sparse_table_configs[%r]: the table's learning rate %r is not a constant (a "
+                        "per-parameter rate or a schedule); its SGD rules take the optimizer's base rate, "
+                        "%s = %g, as Paddle's parameter servers do", name, table.lr_var, base_rates[0], lr)
         try:
             table.accessor = resolve_accessor(name, parsed, table.width, initial_range=_initial_range(init),
                                               learning_rate=lr).to_json()
