@@ -57,6 +57,12 @@ def _relevant_ops(block, loss_name: str, req: set[str]) -> list:
 
 def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callbacks=None):
     """Append gradient ops for `loss`; returns [(param, grad_var)]."""
+    return _append_backward(loss, parameter_list, no_grad_set, scalar_only=True)
+
+
+def _append_backward(loss: Variable, parameter_list=None, no_grad_set=None, scalar_only=True):
+    """append_backward's work; `scalar_only=False` (fluid.gradients) seeds a target of any
+    shape with ones, the gradient of the sum of its elements, as Paddle 1.8's calc_gradient."""
     if not isinstance(loss, Variable):
         raise TypeError(f"append_backward needs the loss Variable, got {type(loss).__name__}")
     block = loss.block
@@ -66,7 +72,7 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     numel = 1
     for d in loss.shape:
         numel *= max(int(d), 1)
-    if numel != 1:
+    if numel != 1 and scalar_only:
         raise GraphError(f"loss {loss.name!r} must be a scalar (shape [1]), got {list(loss.shape)}; "
                          "reduce it with fluid.layers.mean")
 
@@ -84,11 +90,19 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     specs = _grad_specs(ops, req, {grad_var_name(loss.name)})
 
     with program._backward_role_guard():
-        block.append_op(
-            type="fill_constant",
-            outputs={"Out": [grad_var_name(loss.name)]},
-            attrs={"shape": [1], "value": 1.0, "dtype": loss.dtype,
-                   "op_role": int(OpRole.Backward | OpRole.Loss)})
+        if numel == 1:
+            block.append_op(
+                type="fill_constant",
+                outputs={"Out": [grad_var_name(loss.name)]},
+                attrs={"shape": [1], "value": 1.0, "dtype": loss.dtype,
+                       "op_role": int(OpRole.Backward | OpRole.Loss)})
+        else:
+            block.create_var(name=grad_var_name(loss.name), shape=loss.shape, dtype=loss.dtype)
+            block.append_op(
+                type="fill_any_like", inputs={"X": [loss.name]},
+                outputs={"Out": [grad_var_name(loss.name)]},
+                attrs={"value": 1.0, "dtype": loss.dtype,
+                       "op_role": int(OpRole.Backward | OpRole.Loss)})
         for spec in specs:
             _declare_grad_vars(block, spec)
             spec.attrs.pop("op_role", None)
@@ -306,11 +320,12 @@ def _declare_grad_vars(block, spec: GradOpSpec):
 
 
 def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
-    """d(sum of targets)/d(inputs) for scalar targets (Fluid's calc_gradient)."""
+    """d(sum of the target's elements)/d(inputs) (Fluid's calc_gradient): a target of any
+    shape, its gradient seeded with ones."""
     targets = targets if isinstance(targets, (list, tuple)) else [targets]
     inputs = inputs if isinstance(inputs, (list, tuple)) else [inputs]
     if len(targets) != 1 or target_gradients is not None:
-        raise GraphError("gradients() supports one scalar target without target_gradients")
+        raise GraphError("gradients() supports one target without target_gradients")
     block = targets[0].block
     for v in inputs:
         v.stop_gradient = False
@@ -321,7 +336,7 @@ def gradients(targets, inputs, target_gradients=None, no_grad_set=None):
             saved[v.name] = v
             block.vars[v.name] = _as_param(v)
     try:
-        append_backward(targets[0], no_grad_set=no_grad_set)
+        _append_backward(targets[0], no_grad_set=no_grad_set, scalar_only=False)
     finally:
         block.vars.update(saved)
     return [block.vars.get(grad_var_name(v.name)) for v in inputs]

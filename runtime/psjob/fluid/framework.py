@@ -126,6 +126,20 @@ class Variable:
 
     __str__ = __repr__
 
+    def to_string(self, throw_on_error: bool = True, with_details: bool = False) -> str:
+        """Fluid 1.8's Variable.to_string: psjob's one-line description (Paddle prints its protobuf)."""
+        if not isinstance(throw_on_error, bool) or not isinstance(with_details, bool):
+            raise TypeError("to_string: throw_on_error and with_details must be bools")
+        text = repr(self)
+        if with_details:
+            text += f" (stop_gradient={self.stop_gradient}, lod_level={self.lod_level})"
+        return text
+
+    @property
+    def grad_name(self) -> str:
+        """The name of this variable's gradient, `name@GRAD` (Fluid 1.8)."""
+        return self.name + "@GRAD"
+
     # Arithmetic sugar as in Fluid (x + y builds an elementwise op). The ops are the
     # layers' (above this module), which install the builder: set_arithmetic.
     def _binary(self, other, op_type, reverse=False):
@@ -663,6 +677,12 @@ class Program:
         return "\n".join(repr(b) for b in self.blocks)
 
     to_string = lambda self, throw_on_error=False, with_details=False: repr(self)
+
+    def global_seed(self, seed: int = 0) -> None:
+        """Fluid 1.8's Program.global_seed: the random_seed of this Program and of every
+        Program created after it."""
+        global_seed(seed)
+        self.random_seed = int(seed)
 
 
 # -- default programs and guards --------------------------------------------------------

@@ -1,0 +1,237 @@
+"""Fluid 1.8 API behaviour that Paddle's own documented examples of paddle.fluid rely on,
+pinned with small programs of our own. Real Paddle 1.8.5 (CPU build, Python 3.7) produced
+every expected value here: gradients of a non-scalar target, a fetch_list that is one
+Variable or name, loading from a program with nothing to load, transpiling an empty
+program, Program.global_seed, Variable.grad_name and get_flags/set_flags."""
+import numpy as np
+import pytest
+
+import psjob.fluid as fluid
+from psjob.fluid.dygraph import DygraphNotSupported
+
+
+def _const_fc_program():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        x.stop_gradient = False
+        h = fluid.layers.fc(x, 2, param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.5)),
+                            bias_attr=False)
+        y = h * h
+    return main, startup, x, y
+
+
+def test_gradients_of_a_non_scalar_target_sum_its_elements():
+    main, startup, x, y = _const_fc_program()
+    with fluid.program_guard(main, startup):
+        (g,) = fluid.gradients([y], x)
+    assert g.name == "x@GRAD"
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    xv = np.array([[1, 2, 3], [-1, 0, 2]], dtype="float32")
+    (gv,) = exe.run(main, feed={"x": xv}, fetch_list=[g])
+    # Paddle 1.8.5: [[6, 6, 6], [1, 1, 1]] (d/dx of sum((0.5 * sum(x))^2) over both outputs).
+    np.testing.assert_allclose(gv, [[6.0, 6.0, 6.0], [1.0, 1.0, 1.0]])
+
+
+def test_append_backward_still_wants_a_scalar_loss():
+    main, startup, _, y = _const_fc_program()
+    with fluid.program_guard(main, startup), pytest.raises(fluid.framework.GraphError, match="scalar"):
+        fluid.backward.append_backward(y)
+
+
+def test_fetch_list_may_be_one_variable_or_one_name():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        y = fluid.layers.reduce_sum(x * 2.0)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    feed = {"x": np.ones((3, 2), "float32")}
+    for target in (y, y.name):
+        out = exe.run(main, feed=feed, fetch_list=target)
+        assert isinstance(out, list) and len(out) == 1  # Paddle 1.8.5: [array([12.])]
+        assert np.asarray(out[0]).reshape(-1).tolist() == [12.0]
+    with pytest.raises(TypeError, match="fetch_list"):
+        exe.run(main, feed=feed, fetch_list=[3])
+
+
+def test_loading_a_program_with_nothing_to_load_reads_no_file(tmp_path):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        fluid.data(name="x", shape=[None, 2], dtype="float32")
+    exe = fluid.Executor(fluid.CPUPlace())
+    missing = str(tmp_path / "never_saved")
+    fluid.io.load_params(exe, missing, main_program=main)  # Paddle 1.8.5 returns quietly
+    fluid.io.load_persistables(exe, missing, main_program=main)
+
+
+def test_loading_a_parameter_from_a_missing_directory_still_fails(tmp_path):
+    main, startup, _, _ = _const_fc_program()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    with pytest.raises(Exception, match="never_saved"):
+        fluid.io.load_params(exe, str(tmp_path / "never_saved"), main_program=main)
+
+
+def test_an_empty_program_transpiles_to_barriers_and_an_empty_pserver():
+    t = fluid.DistributeTranspiler()
+    t.transpile(1, program=fluid.Program(), startup_program=fluid.Program(),
+                pservers="127.0.0.1:6174", trainers=2)
+    trainer = t.get_trainer_program(wait_port=False)
+    # Paddle 1.8.5: ['send_barrier', 'fetch_barrier'] / ['listen_and_serv'] in 2 blocks / [].
+    assert [op.type for op in trainer.global_block().ops] == ["send_barrier", "fetch_barrier"]
+    pserver, pstartup = t.get_pserver_programs("127.0.0.1:6174")
+    assert [op.type for op in pserver.global_block().ops] == ["listen_and_serv"]
+    assert pserver.num_blocks == 2
+    assert [op.type for op in pstartup.global_block().ops] == []
+
+
+def test_a_program_with_ops_but_no_optimizer_is_still_refused():
+    main, startup, _, y = _const_fc_program()
+    t = fluid.DistributeTranspiler()
+    with pytest.raises(fluid.framework.GraphError, match="no optimizer ops"):
+        t.transpile(0, program=main, startup_program=startup, pservers="127.0.0.1:6174", trainers=1)
+
+
+def test_program_global_seed_seeds_this_and_later_programs():
+    p = fluid.Program()
+    try:
+        p.global_seed(7)
+        assert (p.random_seed, fluid.Program().random_seed) == (7, 7)  # Paddle 1.8.5: 7 7
+    finally:
+        p.global_seed(0)
+    assert fluid.Program().random_seed == 0
+
+
+def test_variable_grad_name_and_to_string():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data(name="x", shape=[-1, 23, 48], dtype="float32")
+    assert x.grad_name == "x@GRAD"
+    assert "x" in x.to_string(True) and "stop_gradient" in x.to_string(True, True)
+    with pytest.raises(TypeError, match="bools"):
+        x.to_string("yes")
+
+
+def test_get_and_set_flags():
+    try:
+        assert fluid.get_flags(["FLAGS_eager_delete_tensor_gb", "FLAGS_check_nan_inf"]) == {
+            "FLAGS_eager_delete_tensor_gb": 0.0, "FLAGS_check_nan_inf": False}
+        fluid.set_flags({"FLAGS_eager_delete_tensor_gb": 1, "FLAGS_check_nan_inf": 1})
+        got = fluid.get_flags(("FLAGS_eager_delete_tensor_gb",))["FLAGS_eager_delete_tensor_gb"]
+        assert got == 1.0 and isinstance(got, float)  # Paddle 1.8.5 converts to the flag's type
+        assert fluid.get_flags("FLAGS_check_nan_inf") == {"FLAGS_check_nan_inf": True}
+    finally:
+        fluid.set_flags({"FLAGS_eager_delete_tensor_gb": 0.0, "FLAGS_check_nan_inf": False})
+    with pytest.raises(ValueError, match="FLAGS_nope cannot get"):
+        fluid.get_flags("FLAGS_nope")
+    with pytest.raises(ValueError, match="FLAGS_nope cannot set"):
+        fluid.set_flags({"FLAGS_nope": 1})
+    with pytest.raises(TypeError, match="dict"):
+        fluid.set_flags(["FLAGS_check_nan_inf"])
+    with pytest.raises(TypeError, match="list, tuple or string"):
+        fluid.get_flags(3)
+
+
+def test_dygraph_switches():
+    assert fluid.in_dygraph_mode() is False
+    fluid.disable_dygraph()
+    fluid.disable_imperative()
+    with pytest.raises(DygraphNotSupported, match="static graphs only"):
+        fluid.enable_dygraph()
+    with pytest.raises(DygraphNotSupported):
+        fluid.enable_imperative(fluid.CPUPlace())
+    with pytest.raises(DygraphNotSupported):
+        fluid.dygraph.guard()
+
+
+def _recompute_losses(make_optimizer, checkpoints=True):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[None, 3], dtype="float32")
+        y = fluid.data(name="y", shape=[None, 1], dtype="float32")
+        h = fluid.layers.fc(x, 4, act="tanh", bias_attr=False,
+                            param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.1)))
+        p = fluid.layers.fc(h, 1, bias_attr=False,
+                            param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.2)))
+        loss = fluid.layers.mean(fluid.layers.square_error_cost(p, y))
+        opt = make_optimizer()
+        if checkpoints:
+            opt._set_checkpoints([h])
+        _, params_grads = opt.minimize(loss)
+    assert sorted(pv.name for pv, _ in params_grads) == ["fc_0.w_0", "fc_1.w_0"]
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        feed = {"x": np.array([[1, 2, 3], [0.5, -1, 2]], "float32"), "y": np.array([[1.0], [-0.5]], "float32")}
+        return [float(exe.run(main, feed=feed, fetch_list=[loss])[0][0]) for _ in range(4)]
+
+
+def test_recompute_optimizer_trains_as_the_optimizer_it_wraps():
+    with fluid.unique_name.guard():
+        got = _recompute_losses(lambda: fluid.optimizer.RecomputeOptimizer(fluid.optimizer.SGD(0.1)))
+    # Paddle 1.8.5: 0.354303, 0.304251, 0.255693, 0.208115
+    np.testing.assert_allclose(got, [0.354303, 0.304251, 0.255693, 0.208115], rtol=1e-5)
+
+
+def test_recompute_optimizer_checks_its_arguments():
+    with pytest.raises(TypeError, match="wraps a fluid.optimizer"):
+        fluid.optimizer.RecomputeOptimizer("sgd")
+    opt = fluid.optimizer.RecomputeOptimizer(fluid.optimizer.Adam(0.01))
+    with pytest.raises(TypeError, match="list of Variables"):
+        opt._set_checkpoints("fc_0.tmp_0")
+    with pytest.raises(NotImplementedError, match="not supported by Recompute Optimizer"):
+        opt.load({})
+    with fluid.unique_name.guard(), pytest.raises(ValueError, match="_set_checkpoints"):
+        _recompute_losses(lambda: fluid.optimizer.RecomputeOptimizer(fluid.optimizer.SGD(0.1)),
+                          checkpoints=False)
+
+
+def test_nets_glu_and_image_conv_helpers():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        d = fluid.data(name="d", shape=[-1, 4, 3], dtype="float32")
+        g = fluid.nets.glu(d, dim=1)
+        img = fluid.data(name="img", shape=[-1, 1, 6, 6], dtype="float32")
+        c = fluid.nets.simple_img_conv_pool(
+            img, num_filters=2, filter_size=3, pool_size=2, pool_stride=2, act="relu",
+            param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.1)),
+            bias_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.05)))
+        q = fluid.nets.img_conv_group(img, conv_num_filter=[2, 3], pool_size=2, pool_stride=2, conv_act="relu",
+                                      conv_with_batchnorm=[True, False],
+                                      param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.2)))
+        with pytest.raises(ValueError, match="conv_padding has 3 entries for 2 convs"):
+            fluid.nets.img_conv_group(img, conv_num_filter=[2, 3], pool_size=2, conv_padding=[1, 1, 1])
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    dv = np.arange(24, dtype="float32").reshape(2, 4, 3) / 10 - 1
+    iv = (np.arange(72, dtype="float32").reshape(2, 1, 6, 6) % 7) / 3 - 1
+    gv, cv, qv = exe.run(main, feed={"d": dv, "img": iv}, fetch_list=[g, c, q])
+    # Paddle 1.8.5's outputs (rounded to 5 places).
+    np.testing.assert_allclose(gv.ravel(), [-0.40131, -0.383, -0.36013, -0.33251, -0.3, -0.26249, 0.13799,
+                                            0.21328, 0.29242, 0.37513, 0.46111, 0.55008], atol=1e-5)
+    np.testing.assert_allclose(cv.ravel(), [0.25, 0.05, 0.41667, 0.25, 0.25, 0.05, 0.41667, 0.25,
+                                            0.0, 0.35, 0.41667, 0.0, 0.0, 0.35, 0.41667, 0.0], atol=1e-5)
+    assert qv.shape == (2, 3, 3, 3)
+    np.testing.assert_allclose(qv.ravel()[:6], [0.9256, 0.38167, 0.75877, 3.87611, 3.00307, 0.38167], atol=1e-4)
+
+
+def test_create_random_int_lodtensor_and_lod_tensor_array():
+    t = fluid.create_random_int_lodtensor(recursive_seq_lens=[[2, 3]], base_shape=[4], place=fluid.CPUPlace(),
+                                          low=0, high=2)
+    a = np.array(t)
+    # Paddle 1.8.5: shape [5, 4], int64, lengths [[2, 3]], lod [[0, 2, 5]], values in [0, 2] inclusive.
+    assert t.shape() == [5, 4] and a.dtype == np.int64
+    assert t.recursive_sequence_lengths() == [[2, 3]] and t.lod() == [[0, 2, 5]]
+    assert a.min() >= 0 and a.max() <= 2
+    with pytest.raises(TypeError, match="base_shape must be a list"):
+        fluid.create_random_int_lodtensor([[2]], (4,), fluid.CPUPlace(), 0, 1)
+    with pytest.raises(ValueError, match="high"):
+        fluid.create_random_int_lodtensor([[2]], [4], fluid.CPUPlace(), 3, 1)
+    arr = fluid.LoDTensorArray()
+    arr.append(t)
+    assert len(arr) == 1 and arr[0] is t
+    with pytest.raises(TypeError, match="holds LoDTensors"):
+        arr.append(3)
