@@ -235,3 +235,61 @@ def test_create_random_int_lodtensor_and_lod_tensor_array():
     assert len(arr) == 1 and arr[0] is t
     with pytest.raises(TypeError, match="holds LoDTensors"):
         arr.append(3)
+
+
+def test_bilinear_initializer_gives_paddle_185s_kernel():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 2, 3, 3], dtype="float32")
+        y = fluid.layers.conv2d_transpose(x, num_filters=2, filter_size=4, padding=1, stride=2, groups=2,
+                                          bias_attr=False,
+                                          param_attr=fluid.ParamAttr(name="wb", initializer=fluid.initializer.Bilinear()))
+        fluid.layers.create_parameter([1, 1, 3, 3], "float32", name="w3",
+                                      default_initializer=fluid.initializer.Bilinear())
+        with pytest.raises(ValueError, match="4-D"):
+            fluid.layers.create_parameter([2, 3], "float32", default_initializer=fluid.initializer.Bilinear())
+        with pytest.raises(ValueError, match="square kernel"):
+            fluid.layers.create_parameter([1, 1, 3, 4], "float32", default_initializer=fluid.initializer.Bilinear())
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        wb = np.array(scope.find_var("wb").get_tensor())
+        w3 = np.array(scope.find_var("w3").get_tensor())
+        (out,) = exe.run(main, feed={"x": np.arange(18, dtype="float32").reshape(1, 2, 3, 3)}, fetch_list=[y])
+    # Paddle 1.8.5's kernels (every [i, j] slice alike) and the first output row of channel 1.
+    assert wb.shape == (2, 1, 4, 4) and np.abs(wb - wb[0, 0]).max() == 0
+    np.testing.assert_allclose(wb[0, 0], [[0.0625, 0.28125, 0.375, 0.15625], [0.1875, 0.65625, 0.75, 0.21875],
+                                          [0.1875, 0.46875, 0.375, 0.09375], [0.0625, 0.09375, 0.0, -0.03125]])
+    np.testing.assert_allclose(w3[0, 0], [[0.0625, 0.3125, 0.4375], [0.1875, 0.6875, 0.6875],
+                                          [0.1875, 0.4375, 0.3125]])
+    np.testing.assert_allclose(out[0, 1, 0], [5.9062, 8.625, 8.5312, 9.5625, 9.4062, 8.25], atol=1e-4)
+
+
+def test_tdm_child_looks_up_children_and_items():
+    tree = np.array([[0, 0, 0, 1, 2], [0, 1, 0, 3, 4], [0, 1, 0, 5, 6], [0, 2, 1, 0, 0], [1, 2, 1, 0, 0],
+                     [2, 2, 2, 0, 0], [3, 2, 2, 0, 0]], dtype="int32")  # item, layer, ancestor, 2 children
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[None, 1], dtype="int32", lod_level=1)
+        x2 = fluid.data(name="x2", shape=[None, 3], dtype="int32")
+        attr = fluid.ParamAttr(name="tree", initializer=fluid.initializer.NumpyArrayInitializer(tree))
+        child, leaf = fluid.contrib.layers.tdm_child(x, 7, 2, param_attr=attr)
+        c2, l2 = fluid.contrib.tdm_child(x2, 7, 2, param_attr=fluid.ParamAttr(
+            name="tree2", initializer=fluid.initializer.NumpyArrayInitializer(tree)))
+        with pytest.raises(TypeError, match="dtype must be"):
+            fluid.contrib.layers.tdm_child(x, 7, 2, dtype="float32")
+    assert child.shape == (-1, 1, 2) and leaf.dtype == "int32" and c2.shape == (-1, 3, 2)
+    tree_param = main.global_block().var("tree")
+    assert tree_param.shape == (7, 5) and tree_param.stop_gradient
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    feed = {"x": np.array([[0], [1], [2], [3], [6]], "int32"), "x2": np.array([[1, 2, 0], [4, 5, 6]], "int32")}
+    cv, lv, c2v, l2v = exe.run(main, feed=feed, fetch_list=[child, leaf, c2, l2])
+    # Paddle 1.8.5's outputs.
+    assert cv.tolist() == [[[0, 0]], [[3, 4]], [[5, 6]], [[0, 0]], [[0, 0]]]
+    assert lv.tolist() == [[[0, 0]], [[0, 1]], [[1, 1]], [[0, 0]], [[0, 0]]]
+    assert c2v.tolist() == [[[3, 4], [5, 6], [0, 0]], [[0, 0], [0, 0], [0, 0]]]
+    assert l2v.tolist() == [[[0, 1], [1, 1], [0, 0]], [[0, 0], [0, 0], [0, 0]]]
+    with pytest.raises(Exception, match="node id 9 is outside"):
+        exe.run(main, feed={"x": np.array([[9]], "int32"), "x2": feed["x2"]}, fetch_list=[child])
