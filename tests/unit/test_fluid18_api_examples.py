@@ -293,3 +293,17 @@ def test_tdm_child_looks_up_children_and_items():
     assert l2v.tolist() == [[[0, 1], [1, 1], [0, 0]], [[0, 0], [0, 0], [0, 0]]]
     with pytest.raises(Exception, match="node id 9 is outside"):
         exe.run(main, feed={"x": np.array([[9]], "int32"), "x2": feed["x2"]}, fetch_list=[child])
+
+
+def test_fluid18_dygraph_classes_import_and_refuse_when_made():
+    from psjob.fluid.dygraph import Layer, Linear
+
+    class Net(fluid.dygraph.Layer):  # a script's dygraph class beside its static code
+        pass
+
+    assert fluid.dygraph.Layer is Layer
+    for make in (Net, lambda: Linear(10, 10)):
+        with pytest.raises(DygraphNotSupported, match="static graphs only"):
+            make()
+    with pytest.raises(AttributeError, match="no attribute 'NotADygraphName'"):
+        fluid.dygraph.NotADygraphName  # noqa: B018
