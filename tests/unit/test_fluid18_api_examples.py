@@ -307,3 +307,23 @@ def test_fluid18_dygraph_classes_import_and_refuse_when_made():
             make()
     with pytest.raises(AttributeError, match="no attribute 'NotADygraphName'"):
         fluid.dygraph.NotADygraphName  # noqa: B018
+
+
+def test_name_scope_paths_and_repeated_prefixes():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data(name="x", shape=[None, 2], dtype="float32")
+        with fluid.name_scope("f18enc"):
+            a = fluid.layers.relu(x)
+            with fluid.name_scope("inner"):
+                b = fluid.layers.sigmoid(a)
+            with fluid.name_scope("inner"):
+                c = fluid.layers.tanh(b)
+        with fluid.name_scope("f18enc"):
+            fluid.layers.exp(c)
+        with pytest.raises(ValueError, match="non-empty prefix"), fluid.name_scope(""):
+            pass
+    scopes = [(op.type, op.desc.attr("op_namescope")) for op in main.global_block().ops]
+    # Paddle 1.8.5 (its scopes named enc): /enc/, /enc/inner/, /enc/inner_1/, /enc_1/; the tree is
+    # process-wide, so the prefix here is one no other test uses
+    assert scopes == [("relu", "/f18enc/"), ("sigmoid", "/f18enc/inner/"), ("tanh", "/f18enc/inner_1/"), ("exp", "/f18enc_1/")]

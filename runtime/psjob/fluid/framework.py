@@ -501,6 +501,8 @@ class Block:
             attrs[OP_ROLE_VAR_ATTR_NAME] = list(self.program._op_role_var)
         if _current_device is not None and self.program._current_role == OpRole.Forward:
             attrs.setdefault(OP_DEVICE_ATTR_NAME, _current_device)
+        if _name_scope.parent is not None:  # inside fluid.name_scope (ops outside carry none)
+            attrs.setdefault("op_namescope", _name_scope.full())
         op = Operator(self, type, inputs, outputs, attrs)
         infer_shape(op)
         return op
@@ -732,10 +734,43 @@ def program_guard(main_program: Program, startup_program: Program | None = None)
             switch_startup_program(old_startup)
 
 
+class _NameScope:
+    """A node of Fluid's name-scope tree: a child prefix used again under one parent gets
+    `_1`, `_2`, ... as in Paddle 1.8."""
+
+    def __init__(self, name: str = "", parent: _NameScope | None = None):
+        self.name, self.parent = name, parent
+        self._children: dict[str, int] = {}
+
+    def child(self, prefix: str) -> _NameScope:
+        n = self._children.get(prefix, 0)
+        self._children[prefix] = n + 1
+        return _NameScope(prefix if n == 0 else f"{prefix}_{n}", self)
+
+    def full(self) -> str:
+        parts = []
+        node: _NameScope | None = self
+        while node is not None:
+            parts.append(node.name)
+            node = node.parent
+        return "/".join(reversed(parts)) + "/"
+
+
+_name_scope = _NameScope()
+
+
 @contextlib.contextmanager
 def name_scope(prefix=None):
-    # Names only decorate graph visualisations in Fluid; nothing depends on them.
-    yield
+    """Ops built inside carry the scope's path in their `op_namescope` attribute ("/s1/s2/"),
+    as Fluid's; names only decorate graph visualisations, nothing else reads them."""
+    global _name_scope
+    if not prefix or not isinstance(prefix, str):
+        raise ValueError(f"name_scope needs a non-empty prefix string, got {prefix!r}")
+    _name_scope = _name_scope.child(prefix)
+    try:
+        yield
+    finally:
+        _name_scope = _name_scope.parent or _NameScope()
 
 
 def generate_control_dev_var_name() -> str:
