@@ -327,3 +327,33 @@ def test_name_scope_paths_and_repeated_prefixes():
     # Paddle 1.8.5 (its scopes named enc): /enc/, /enc/inner/, /enc/inner_1/, /enc_1/; the tree is
     # process-wide, so the prefix here is one no other test uses
     assert scopes == [("relu", "/f18enc/"), ("sigmoid", "/f18enc/inner/"), ("tanh", "/f18enc/inner_1/"), ("exp", "/f18enc_1/")]
+
+
+def test_nets_scaled_dot_product_attention_one_and_two_heads():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        q = fluid.data(name="q", shape=[2, 3, 4], dtype="float32")
+        k = fluid.data(name="k", shape=[2, 5, 4], dtype="float32")
+        v = fluid.data(name="v", shape=[2, 5, 6], dtype="float32")
+        c1 = fluid.nets.scaled_dot_product_attention(q, k, v)
+        c2 = fluid.nets.scaled_dot_product_attention(q, k, v, num_heads=2)
+        with pytest.raises(ValueError, match="multiples of num_heads"):
+            fluid.nets.scaled_dot_product_attention(q, k, v, num_heads=3)
+    params = sorted(p.name for p in main.global_block().all_parameters())
+    assert params == ["fc_0.b_0", "fc_0.w_0", "fc_1.b_0", "fc_1.w_0", "fc_2.b_0", "fc_2.w_0"]
+    assert c1.shape == (2, 3, 6) and c2.shape == (2, 3, 6)
+    scope = fluid.Scope()
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        for name in params:
+            shape = np.array(scope.find_var(name).get_tensor()).shape
+            value = (np.arange(np.prod(shape)).reshape(shape) % 5 / 10 - 0.2).astype("float32")
+            scope.find_var(name).get_tensor().set(value, fluid.CPUPlace())
+        feed = {"q": (np.arange(24).reshape(2, 3, 4) % 7 / 5 - 0.5).astype("float32"),
+                "k": (np.arange(40).reshape(2, 5, 4) % 6 / 4 - 0.6).astype("float32"),
+                "v": (np.arange(60).reshape(2, 5, 6) % 9 / 3 - 1).astype("float32")}
+        a, b = exe.run(main, feed=feed, fetch_list=[c1, c2])
+    # Paddle 1.8.5's first six outputs of each.
+    np.testing.assert_allclose(a.ravel()[:6], [-0.15852, 0.17481, 0.50814, -0.12548, 0.20786, 0.54119], atol=1e-5)
+    np.testing.assert_allclose(b.ravel()[:6], [-0.32106, -0.14633, 0.19506, 0.10008, 0.17266, -0.32045], atol=1e-5)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from psjob.fluid.layers import sequence_lod
 
-__all__ = ["sequence_conv_pool", "simple_img_conv_pool", "img_conv_group", "glu"]
+__all__ = ["sequence_conv_pool", "simple_img_conv_pool", "img_conv_group", "glu", "scaled_dot_product_attention"]
 
 
 def sequence_conv_pool(input, num_filters, filter_size, param_attr=None, act="sigmoid", pool_type="max",
@@ -69,3 +69,49 @@ def glu(input, dim=-1):
     from psjob.fluid import layers
     a, b = layers.split(input, num_or_sections=2, dim=dim)
     return layers.elementwise_mul(a, layers.sigmoid(b))
+
+
+def scaled_dot_product_attention(queries, keys, values, num_heads=1, dropout_rate=0.0):
+    """softmax(Q K^T / sqrt(d_k)) V over 3-D [batch, length, width] inputs. With num_heads > 1,
+    Q, K and V first go through fc projections (with bias) of their own width (parameters made
+    here), are split into num_heads heads (d_k is the key width per head) and the heads'
+    contexts are joined again: [batch, query length, value width]."""
+    from psjob.fluid import layers
+    for name, v in (("queries", queries), ("keys", keys), ("values", values)):
+        if len(v.shape) != 3:
+            raise ValueError(f"scaled_dot_product_attention: {name} must be 3-D [batch, length, width], "
+                             f"{v.name} is {list(v.shape)}")
+    if queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(f"scaled_dot_product_attention: queries and keys must have the same width, got "
+                         f"{queries.shape[-1]} and {keys.shape[-1]}")
+    if keys.shape[-2] != values.shape[-2]:
+        raise ValueError(f"scaled_dot_product_attention: keys and values must have the same length, got "
+                         f"{keys.shape[-2]} and {values.shape[-2]}")
+    if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
+        raise ValueError(f"scaled_dot_product_attention: num_heads must be a positive int, got {num_heads!r}")
+    if keys.shape[-1] % num_heads or values.shape[-1] % num_heads:
+        raise ValueError(f"scaled_dot_product_attention: the key width {keys.shape[-1]} and value width "
+                         f"{values.shape[-1]} must be multiples of num_heads ({num_heads})")
+
+    def project(x):
+        if num_heads == 1:
+            return x
+        return layers.fc(input=x, size=x.shape[-1], num_flatten_dims=2)
+
+    def split_heads(x):
+        if num_heads == 1:
+            return x
+        x = layers.reshape(x=x, shape=[0, 0, num_heads, x.shape[-1] // num_heads])
+        return layers.transpose(x=x, perm=[0, 2, 1, 3])
+
+    q, k, v = (split_heads(project(x)) for x in (queries, keys, values))
+    scaled_q = layers.scale(x=q, scale=float(keys.shape[-1] // num_heads) ** -0.5)
+    product = layers.matmul(x=scaled_q, y=k, transpose_y=True)
+    weights = layers.softmax(product)  # over the last axis, the keys
+    if dropout_rate:
+        weights = layers.dropout(weights, dropout_prob=dropout_rate, is_test=False)
+    ctx = layers.matmul(weights, v)
+    if num_heads == 1:
+        return ctx
+    ctx = layers.transpose(ctx, perm=[0, 2, 1, 3])
+    return layers.reshape(x=ctx, shape=[0, 0, ctx.shape[2] * ctx.shape[3]])
