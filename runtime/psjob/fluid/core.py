@@ -271,6 +271,28 @@ def create_lod_tensor(data, recursive_seq_lens, place=None) -> LoDTensor:
     return t
 
 
+def create_random_int_lodtensor(recursive_seq_lens, base_shape, place, low, high) -> LoDTensor:
+    """Fluid 1.8's test helper: an int64 LoDTensor of sum(last level's lengths) rows shaped
+    base_shape, drawn uniformly from [low, high] (both ends included, as Paddle's
+    np.random.random_integers)."""
+    if not isinstance(base_shape, list):
+        raise TypeError(f"create_random_int_lodtensor: base_shape must be a list, got {base_shape!r}")
+    if high < low:
+        raise ValueError(f"create_random_int_lodtensor: high ({high}) is below low ({low})")
+    rows = sum(recursive_seq_lens[-1])
+    data = np.random.randint(low, high + 1, size=[rows] + base_shape).astype("int64")
+    return create_lod_tensor(data, recursive_seq_lens, place)
+
+
+class LoDTensorArray(list):
+    """Fluid's LoDTensorArray: a list of LoDTensors (what a tensor-array variable holds)."""
+
+    def append(self, tensor) -> None:
+        if not isinstance(tensor, LoDTensor):
+            raise TypeError(f"LoDTensorArray holds LoDTensors, got {type(tensor).__name__}")
+        super().append(tensor)
+
+
 class ScopeVar:
     """What `scope.find_var(name)` returns."""
 

@@ -176,6 +176,8 @@ class Executor:
         scope = scope if scope is not None else core.current_scope()
         if not isinstance(scope, Scope):
             raise TypeError(f"scope must be a fluid Scope, got {type(scope).__name__}")
+        if isinstance(fetch_list, (Variable, str)):
+            fetch_list = [fetch_list]  # one target, not in a list: Paddle 1.8 fetches it as [target]
         feed = feed or {}
         if isinstance(feed, list) and len(feed) == 1 and isinstance(feed[0], dict):
             feed = feed[0]  # one place's feed, as paddle.io.DataLoader yields it (return_list=False)

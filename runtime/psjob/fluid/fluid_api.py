@@ -12,6 +12,7 @@ from psjob.fluid import (
                    contrib,
                    core,
                    dataset,
+                   dygraph,
                    framework,
                    initializer,
                    io,
@@ -30,10 +31,12 @@ from psjob.fluid.core import (
                    CUDAPinnedPlace,
                    CUDAPlace,
                    LoDTensor,
+                   LoDTensorArray,
                    Scope,
                    SelectedRows,
                    cpu_places,
                    create_lod_tensor,
+                   create_random_int_lodtensor,
                    cuda_places,
                    global_scope,
                    is_compiled_with_cuda,
@@ -44,6 +47,15 @@ from psjob.fluid.data_feeder import DataFeeder
 from psjob.fluid.dataset import DatasetFactory
 from psjob.fluid.device_guard import device_guard
 from psjob.fluid.executor import CompiledProgram, Executor, ParallelExecutor
+from psjob.fluid.flags import (
+                   disable_dygraph,
+                   disable_imperative,
+                   enable_dygraph,
+                   enable_imperative,
+                   get_flags,
+                   in_dygraph_mode,
+                   set_flags,
+)
 from psjob.fluid.framework import (
                    OpRole,
                    Parameter,

@@ -154,6 +154,8 @@ class Variable:
     def to_string(self, throw_on_error=True, with_details=False) -> str:
         """Paddle 3.0's text of the variable's VarDesc (protobuf text format); with_details adds
         its Python-side attributes (for a Parameter: trainable, optimize_attr, ...)."""
+        if not isinstance(throw_on_error, bool) or not isinstance(with_details, bool):
+            raise TypeError("to_string: throw_on_error and with_details must be bools")
         kind = _PADDLE3_TYPE_NAMES.get(self.type.value, self.type.value)
         lines = [f'name: "{self.name}"', "type {", f"  type: {kind}"]
         if self.type in (VarType.LOD_TENSOR, VarType.LOD_TENSOR_ARRAY):
@@ -751,6 +753,12 @@ class Program:
 
     to_string = lambda self, throw_on_error=False, with_details=False: repr(self)
 
+    def global_seed(self, seed: int = 0) -> None:
+        """Fluid 1.8's Program.global_seed: the random_seed of this Program and of every
+        Program created after it."""
+        global_seed(seed)
+        self.random_seed = int(seed)
+
 
 # -- default programs and guards --------------------------------------------------------
 def global_seed(seed: int):
@@ -804,9 +812,8 @@ def name_scope(prefix=None):
     """Ops built inside get the attribute op_namescope '/outer/inner/' (Paddle's name_scope: a
     prefix used again at one level becomes prefix_1, prefix_2, ...). Names only decorate
     graph visualisations; nothing depends on them."""
-    if not prefix:
-        yield
-        return
+    if not prefix or not isinstance(prefix, str):  # Paddle asserts the same
+        raise ValueError(f"name_scope needs a non-empty prefix string, got {prefix!r}")
     node = _name_scopes[-1]
     used = node["used"].get(prefix, 0)
     node["used"][prefix] = used + 1

@@ -120,6 +120,36 @@ class NumpyArrayInitializer(Initializer):
                                       "values": self.value.astype(var.dtype).reshape(-1).tolist()})
 
 
+class BilinearInitializer(Initializer):
+    """The bilinear-interpolation kernel for a conv2d_transpose that upsamples (Fluid 1.8's
+    Bilinear): a 4-D [out, in, K, K] weight whose every K x K slice is
+    (1 - |x/f - c|) * (1 - |y/f - c|) with f = ceil(K/2) and c = (2f - 1 - f % 2) / (2f),
+    with Paddle 1.8.5's y (see below), so the values are the ones it gives."""
+
+    def __call__(self, var, block):
+        shape = [int(d) for d in var.shape]
+        if len(shape) != 4:
+            raise ValueError(f"Bilinear initializer: {var.name!r} must be 4-D [out, in, K, K], "
+                             f"it is declared {shape}")
+        if shape[2] != shape[3]:
+            raise ValueError(f"Bilinear initializer: {var.name!r} needs a square kernel, "
+                             f"its last two dimensions are {shape[2]} and {shape[3]}")
+        if var.dtype not in ("float32", "float64"):
+            raise TypeError(f"Bilinear initializer: {var.name!r} must be float32 or float64, got {var.dtype}")
+        size = shape[3]
+        f = float(np.ceil(size / 2.0))
+        c = (2 * f - 1 - f % 2) / (2.0 * f)
+        xs = np.arange(size, dtype=np.float64)
+        # Paddle 1.8.5 (Python 3) takes the row of flat index i as (i / K) % H, a true division,
+        # so a row's factor slides with x: row r, column x uses y = r + x / K. Kept, for its values.
+        ys = np.arange(shape[2], dtype=np.float64)[:, None] + xs[None, :] / size
+        kernel = (1 - np.abs(xs / f - c))[None, :] * (1 - np.abs(ys / f - c))  # [row, column]
+        weight = np.broadcast_to(kernel, shape).astype(np.float32)
+        return block.append_op(type="assign_value", outputs={"Out": [var.name]},
+                               attrs={"shape": shape, "dtype": var.dtype,
+                                      "values": weight.reshape(-1).tolist()})
+
+
 # set_global_initializer's choice: what parameters created after it start from when
 # their ParamAttr names no initializer (it outranks a layer's own default).
 _global = {"weight": None, "bias": None}
@@ -147,3 +177,4 @@ Normal = NormalInitializer
 TruncatedNormal = TruncatedNormalInitializer
 Xavier = XavierInitializer
 MSRA = MSRAInitializer
+Bilinear = BilinearInitializer

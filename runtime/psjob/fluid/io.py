@@ -268,6 +268,8 @@ def load_vars(executor, dirname, main_program=None, vars=None, predicate=None, f
     program = _check_program(main_program)
     scope = scope or global_scope()
     selected = _select(program, vars, predicate)
+    if not selected:
+        return  # nothing to load (Paddle 1.8 reads no file then, whatever dirname holds)
     loaded: dict = {}
     npz_cache: dict = {}
     manifest = _read_manifest(dirname, required=False)

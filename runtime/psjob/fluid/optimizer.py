@@ -64,7 +64,7 @@ __all__ = [
     "Optimizer", "SGD", "Momentum", "LarsMomentum", "Adam", "Adamax", "Adagrad",
     "DecayedAdagrad", "RMSProp", "Ftrl", "SGDOptimizer", "MomentumOptimizer",
     "LarsMomentumOptimizer", "AdamOptimizer", "AdamaxOptimizer", "AdagradOptimizer",
-    "DecayedAdagradOptimizer", "RMSPropOptimizer", "FtrlOptimizer",
+    "DecayedAdagradOptimizer", "RMSPropOptimizer", "FtrlOptimizer", "RecomputeOptimizer",
 ]
 
 
@@ -567,6 +567,71 @@ class FtrlOptimizer(Optimizer):
 
     def _op_attrs(self):
         return {"l1": self._l1, "l2": self._l2, "lr_power": self._lr_power}
+
+
+class RecomputeOptimizer(Optimizer):
+    """Fluid 1.8's RecomputeOptimizer(optimizer): the wrapped optimizer's training, whose
+    forward activations between the checkpoints Paddle recomputes in the backward pass to save
+    GPU memory. psjob keeps the activations (a CPU parameter-server program is not short of
+    them), so the checkpoints are checked and recorded and the gradients, the optimizer ops and
+    the trained values are the wrapped optimizer's."""
+
+    def __init__(self, optimizer):
+        if not isinstance(optimizer, Optimizer) or isinstance(optimizer, RecomputeOptimizer):
+            raise TypeError("RecomputeOptimizer wraps a fluid.optimizer optimizer (SGD, Adam, ...), "
+                            f"got {type(optimizer).__name__}")
+        self._optimizer = optimizer
+        self._checkpoints: list | None = None
+        self._learning_rate = optimizer._learning_rate
+        self._learning_rate_map = optimizer._learning_rate_map
+
+    def __getattr__(self, name):
+        if name == "_optimizer":
+            raise AttributeError(name)
+        return getattr(self._optimizer, name)
+
+    @property
+    def table_optimizer(self) -> str:  # type: ignore[override]
+        return self._optimizer.table_optimizer
+
+    @table_optimizer.setter
+    def table_optimizer(self, value: str) -> None:
+        self._optimizer.table_optimizer = value
+
+    @property
+    def regularization(self):  # type: ignore[override]
+        return self._optimizer.regularization
+
+    def _set_checkpoints(self, checkpoints):
+        if not isinstance(checkpoints, (list, tuple)) or not all(
+                isinstance(c, (Variable, str)) for c in checkpoints):
+            raise TypeError("RecomputeOptimizer._set_checkpoints takes a list of Variables (or their "
+                            f"names), got {checkpoints!r}")
+        self._checkpoints = list(checkpoints)
+
+    def load(self, stat_dict):
+        raise NotImplementedError("load function is not supported by Recompute Optimizer for now")
+
+    def backward(self, loss, startup_program=None, parameter_list=None, no_grad_set=None,
+                 callbacks=None, checkpoints=None):
+        if checkpoints is not None:
+            self._set_checkpoints(checkpoints)
+        if self._checkpoints is None:
+            raise ValueError("RecomputeOptimizer: call _set_checkpoints([...]) before backward/minimize")
+        return self._optimizer.backward(loss, startup_program, parameter_list, no_grad_set, callbacks)
+
+    def apply_gradients(self, params_grads):
+        return self._optimizer.apply_gradients(params_grads)
+
+    def apply_optimize(self, loss, startup_program, params_grads):
+        return self._optimizer.apply_optimize(loss, startup_program, params_grads)
+
+    def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        if not isinstance(loss, Variable):
+            raise TypeError(f"minimize needs the loss Variable, got {type(loss).__name__}")
+        params_grads = self.backward(loss, startup_program, parameter_list, no_grad_set)
+        optimize_ops = self.apply_optimize(loss, startup_program, params_grads)
+        return optimize_ops, params_grads
 
 
 SGD = SGDOptimizer

@@ -138,6 +138,21 @@ NOTES = {
     "paddle.linalg.matrix_norm": (DIFFERS, "p=2, -2 and 'nuc' are refused: psjob has no svd"),
     "paddle.fluid.layers.rank": (DIFFERS, "int32 of shape [1], where Paddle 1.8 gives a 0-D tensor"),
     "paddle.fluid.layers.Print": (DIFFERS, "prints in the forward pass only (print_phase is accepted)"),
+    # Fluid 1.8 (checked against Paddle 1.8.5 with its own API examples).
+    "paddle.fluid.optimizer.Adam": (DIFFERS, "epsilon is scaled by sqrt(1 - beta2^t) as in Paddle 2.x/3.x; "
+                                             "Paddle 1.8.5 adds it unscaled, so weights whose gradients are "
+                                             "near epsilon move by other amounts"),
+    "paddle.fluid.optimizer.Ftrl": (DIFFERS, "l2 is applied as given; Paddle 1.8.5's FtrlOptimizer passes l1 "
+                                             "as the op's l2 (its l2 argument has no effect)"),
+    "paddle.fluid.optimizer.RecomputeOptimizer": (DIFFERS, "keeps the activations instead of recomputing them "
+                                                           "(checkpoints are checked and recorded): the "
+                                                           "gradients and trained values are the wrapped "
+                                                           "optimizer's"),
+    "paddle.fluid.set_flags": (DIFFERS, "Paddle 1.8's public flags are recorded and read back by get_flags; "
+                                        "they tune Paddle's C++ allocator and executor, so nothing else "
+                                        "changes; unknown flags are refused as in Paddle"),
+    "paddle.fluid.enable_dygraph": (REFUSED, "Fluid 1.8 dygraph: psjob runs static graphs only "
+                                             "(disable_dygraph is a no-op, in_dygraph_mode() is False)"),
     # Control flow (docs/user/paddle2.md "Control flow").
     "paddle.fluid.layers.StaticRNN": (DIFFERS, "unrolled when its step is built (the step's ops once per time "
                                                "step), not a recurrent op: the same values and gradients"),

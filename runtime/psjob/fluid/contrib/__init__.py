@@ -2,6 +2,12 @@
 (`fluid.contrib.layers`), and HDFSClient (the Fleet file-system client, as
 paddle.distributed.fleet.utils.fs's)."""
 from psjob.fluid.contrib import layers
-from psjob.fluid.contrib.layers import ctr_metric_bundle, fused_embedding_seq_pool, partial_concat, partial_sum
+from psjob.fluid.contrib.layers import (
+    ctr_metric_bundle,
+    fused_embedding_seq_pool,
+    partial_concat,
+    partial_sum,
+    tdm_child,
+)
 
-__all__ = ["layers", "ctr_metric_bundle", "fused_embedding_seq_pool", "partial_concat", "partial_sum"]
+__all__ = ["layers", "ctr_metric_bundle", "fused_embedding_seq_pool", "partial_concat", "partial_sum", "tdm_child"]

@@ -15,7 +15,7 @@ from psjob.fluid.layers import manip, metric_op, nn, sequence_lod, tensor
 from psjob.fluid.layers._checks import check_int, check_variable
 from psjob.fluid.param_attr import ParamAttr
 
-__all__ = ["ctr_metric_bundle", "fused_embedding_seq_pool", "partial_concat", "partial_sum", "shuffle_batch",
+__all__ = ["tdm_child", "ctr_metric_bundle", "fused_embedding_seq_pool", "partial_concat", "partial_sum", "shuffle_batch",
            "basic_gru", "basic_lstm", "rank_attention"]
 
 
@@ -121,3 +121,30 @@ def rank_attention(input, rank_offset, rank_param_shape, rank_param_attr, max_ra
     helper.append_op(type=layer, inputs={"X": [input], "RankOffset": [rank_offset], "RankParam": [param]},
                      outputs={"Out": [out]}, attrs={"MaxRank": max_rank, "MaxSize": int(max_size)})
     return out
+
+
+def tdm_child(x, node_nums, child_nums, param_attr=None, dtype="int32"):
+    """Fluid 1.8's tdm_child (psjob.fluid.ops.tdm_ops): the children of the node ids in x and
+    whether each is an item, from a tree-info parameter [node_nums, 3 + child_nums] made here
+    (`tdm_child_N.w_0` unless named; Constant(0) unless param_attr says, never trained);
+    returns (child, leaf_mask), each shaped x.shape + [child_nums], of dtype."""
+    layer = "tdm_child"
+    check_variable(x, "x", layer)
+    if x.dtype not in ("int32", "int64"):
+        raise TypeError(f"{layer}: x must hold int32 or int64 node ids, got {x.name} of {x.dtype}")
+    node_nums = check_int(node_nums, "node_nums", layer, minimum=1)
+    child_nums = check_int(child_nums, "child_nums", layer, minimum=1)
+    if dtype not in ("int32", "int64"):
+        raise TypeError(f"{layer}: dtype must be 'int32' or 'int64', got {dtype!r}")
+    from psjob.fluid.initializer import ConstantInitializer
+    helper = LayerHelper(layer)
+    tree = helper.create_parameter(param_attr, [node_nums, 3 + child_nums], dtype,
+                                   default_initializer=ConstantInitializer(0.0))
+    tree.stop_gradient = True
+    child = helper.create_variable_for_type_inference(dtype)
+    leaf_mask = helper.create_variable_for_type_inference(dtype)
+    helper.append_op(type=layer, inputs={"X": [x], "TreeInfo": [tree]},
+                     outputs={"Child": [child], "LeafMask": [leaf_mask]},
+                     attrs={"child_nums": child_nums, "dtype": dtype})
+    child.stop_gradient = leaf_mask.stop_gradient = True
+    return child, leaf_mask

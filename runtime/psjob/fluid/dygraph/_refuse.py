@@ -14,3 +14,13 @@ def refuse(name: str):
             "(build a Program with fluid.layers and run it with fluid.Executor)")
     refused.__name__ = refused.__qualname__ = name
     return refused
+
+
+def refuse_class(name: str) -> type:
+    """A stand-in class for `paddle.fluid.dygraph.<name>`: scripts may subclass it (class Net(
+    fluid.dygraph.Layer)) and import it; making an instance raises DygraphNotSupported."""
+    def __init__(self, *args, **kwargs):
+        raise DygraphNotSupported(
+            f"paddle.fluid.dygraph.{name} is not supported by psjob: it runs static graphs only "
+            "(build a Program with fluid.layers and run it with fluid.Executor)")
+    return type(name, (), {"__init__": __init__, "__module__": "paddle.fluid.dygraph"})

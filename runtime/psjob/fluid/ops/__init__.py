@@ -53,6 +53,7 @@ def load_all():
         shape_ops,
         similarity_ops,
         table_ops,
+        tdm_ops,
         tensor_extra_ops,
         tensor_math_ops,
         tensor_ops,
