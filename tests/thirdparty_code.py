@@ -111,3 +111,35 @@ def _export(git_dir: str, paths: list[str], staging: str) -> str | None:
         if not os.path.isdir(os.path.join(PADDLEREC, "tools")):  # not another session's copy
             raise
     return None
+
+
+def run_unittest_as_paddle(name: str, source: str, tmp_path, timeout: float, pythonpath: str | None = None) -> tuple:
+    """Paddle's own test `python -m unittest -v NAME`, as Paddle's CI runs it, in a copy of the
+    folder `source` under tmp_path, inside `psjob as-paddle` (every process its harness starts
+    imports psjob as paddle); → (exit status, output). The run has a session of its own:
+    whatever the harness started and left (a pserver it could not stop) goes with it."""
+    import signal
+    import sys
+
+    work = tmp_path / "work"
+    shutil.copytree(source, work)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp))
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    env.pop("PADDLE_DIST_UT_PORT", None)
+    # `python` (a dataset's pipe command) is this interpreter, with psjob.
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    cmd = [sys.executable, "-m", "psjob.cli", "as-paddle", "--", sys.executable, "-m", "unittest", "-v", name]
+    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    return proc.returncode, out.decode(errors="replace")

@@ -26,9 +26,6 @@ tests/paddle18_data.py writes synthetic files in the exact format into a downloa
 sitecustomize.py (on PYTHONPATH, which the harnesses pass on) that serves them.
 """
 import os
-import shutil
-import signal
-import subprocess
 import sys
 
 import pytest
@@ -36,6 +33,7 @@ import pytest
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, TESTS)
 import paddle18_data  # noqa: E402
+from thirdparty_code import run_unittest_as_paddle  # noqa: E402
 
 VENDORED = os.path.join(TESTS, "thirdparty", "paddle18")
 
@@ -67,29 +65,8 @@ def site(tmp_path_factory):
 
 
 def _run_unittest(name, site, tmp_path):
-    work = tmp_path / "work"
-    shutil.copytree(VENDORED, work)
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=os.pathsep.join([site, TESTS]))
-    env.pop("PADDLE_DIST_UT_PORT", None)
-    # `python` (the dataset's pipe command) is this interpreter, with psjob.
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    cmd = [sys.executable, "-m", "psjob.cli", "as-paddle", "--", sys.executable, "-m", "unittest", "-v", name]
-    # Its own session: whatever the harness started and left (a pserver it could not stop)
-    # goes with it.
-    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=150)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-    text = out.decode(errors="replace")
-    assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{text[-6000:]}"
+    rc, text = run_unittest_as_paddle(name, VENDORED, tmp_path, 150, pythonpath=os.pathsep.join([site, TESTS]))
+    assert rc == 0, f"{name} exited {rc}:\n{text[-6000:]}"
     assert "\nOK" in text and "Ran 1 test" in text, text[-3000:]
 
 

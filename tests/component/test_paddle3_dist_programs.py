@@ -58,16 +58,13 @@ which Paddle 3.0.0 cannot import (no `paddle.fluid`).
 """
 import os
 import re
-import shutil
-import signal
-import subprocess
 import sys
 
 import pytest
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, TESTS)
-from thirdparty_code import require  # noqa: E402
+from thirdparty_code import require, run_unittest_as_paddle  # noqa: E402
 
 VENDORED = os.path.dirname(require("paddle3-dist/test_dist_fleet_base.py"))
 
@@ -94,28 +91,8 @@ _LOG = re.compile(r"=+ Error (\S*tr([01])_stderr\.log) begin =+\n(.*?)=+ Error \
 
 
 def _run_unittest(name, tmp_path):
-    work = tmp_path / "work"
-    shutil.copytree(VENDORED, work)
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env = dict(os.environ, TMPDIR=str(tmp))
-    env.pop("PADDLE_DIST_UT_PORT", None)
-    # `python` (the dataset's pipe command) is this interpreter, with psjob.
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    cmd = [sys.executable, "-m", "psjob.cli", "as-paddle", "--", sys.executable, "-m", "unittest", "-v", name]
-    # Its own session: whatever the harness started and left goes with it. The harness bounds
-    # the trainers (60 s) itself; this bounds the whole.
-    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=180)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-    return proc.returncode, out.decode(errors="replace")
+    # The harness bounds its trainers (60 s) itself; this bounds the whole.
+    return run_unittest_as_paddle(name, VENDORED, tmp_path, 180)
 
 
 @pytest.mark.xfail(strict=True, raises=HarnessFailedAsPaddle,
