@@ -14,6 +14,7 @@ from psjob.fluid.layers import (
     metric_op,
     nn,
     ops,
+    preview,
     sequence_lod,
     tensor,
 )
@@ -26,5 +27,6 @@ from psjob.fluid.layers.manip import *
 from psjob.fluid.layers.metric_op import *
 from psjob.fluid.layers.nn import *
 from psjob.fluid.layers.ops import *
+from psjob.fluid.layers.preview import *
 from psjob.fluid.layers.sequence_lod import *
 from psjob.fluid.layers.tensor import *
