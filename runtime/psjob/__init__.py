@@ -36,6 +36,11 @@ def __getattr__(name):
     elif name == "base":
         # Paddle >= 2.5's name for fluid: the same module (psjob/base.py).
         import psjob.base
+    elif name == "core":
+        # Paddle 2.x/3.x's `paddle.core` is an attribute (paddle.base.core), not a module:
+        # scripts catch `paddle.core.EOFException` after a non-iterable DataLoader's pass.
+        from psjob.fluid import core
+        globals()[name] = core
     elif name in ("distributed", "io"):
         # Paddle 2.x: paddle.distributed (fleet, datasets) and paddle.io (DataLoader).
         import psjob.distributed

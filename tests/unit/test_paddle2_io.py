@@ -98,3 +98,31 @@ def test_shuffling_batching_and_return_list():
     # iterable=False is Fluid's start()/reset() loader (tests/unit/test_fluid1x_names.py)
     with fluid.program_guard(fluid.Program(), fluid.Program()):  # its read op goes to a program
         assert not DataLoader.from_generator(feed_list=[x, y], capacity=2, iterable=False).iterable
+
+
+def test_paddle_core_is_the_framework_core_so_a_non_iterable_loaders_pass_ends_as_paddle_3s():
+    """Paddle 2.x/3.x scripts end a pass of a non-iterable loader with `except paddle.core.EOFException`
+    (PaddleRec's tools/static_ps_trainer.py, reader_type DataLoader): paddle.core is paddle.base.core
+    (an attribute, `import paddle.core` fails in Paddle 3.0.0 too)."""
+    assert psjob.core is fluid.core and psjob.core.EOFException is fluid.core.EOFException
+    psjob.enable_static()
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = psjob.static.data("x", [None, 5], "float32")
+        loader = DataLoader.from_generator(feed_list=[x], capacity=4, iterable=False, use_double_buffer=False)
+        total = psjob.sum(x)
+    loader.set_sample_generator(lambda: ((X[i],) for i in range(N)), batch_size=20, drop_last=True,
+                                places=psjob.static.cpu_places())
+    exe = psjob.static.Executor(psjob.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    for _ in range(2):  # a second pass after reset(), as the trainer's epochs
+        loader.start()
+        sums = []
+        while True:
+            try:
+                sums.append(exe.run(main, fetch_list=[total], scope=scope)[0].item())
+            except psjob.core.EOFException:
+                loader.reset()
+                break
+        np.testing.assert_allclose(sums, [X[:20].sum(), X[20:40].sum()], rtol=1e-5)
