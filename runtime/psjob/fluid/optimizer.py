@@ -445,9 +445,15 @@ class LarsMomentumOptimizer(Optimizer):
 class AdamOptimizer(Optimizer):
     """Adam with bias correction folded into the step size (Fluid's adam op).
     lazy_mode=True: a sparse gradient updates only its rows; False (Fluid's
-    default): it is densified and every row's moments decay."""
+    default): it is densified and every row's moments decay.
+
+    Paddle 1.8's adam op adds epsilon as it is (param -= lr_t * m1 / (sqrt(m2) + epsilon));
+    Paddle 2.x/3.x's scales it by sqrt(1 - beta2^t). The op's `scale_epsilon` attribute
+    carries the rule wherever the op runs (a pserver, a distributed table's per-row rule):
+    False here, True for paddle.optimizer.Adam/AdamW."""
 
     type = "adam"
+    _scale_epsilon = False
     _slots = {"moment1": ("Moment1", "Moment1Out"), "moment2": ("Moment2", "Moment2Out"),
               "beta1_pow_acc": ("Beta1Pow", "Beta1PowOut"),
               "beta2_pow_acc": ("Beta2Pow", "Beta2PowOut")}
@@ -464,7 +470,7 @@ class AdamOptimizer(Optimizer):
 
     def _op_attrs(self):
         return {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon,
-                "lazy_mode": self._lazy_mode}
+                "lazy_mode": self._lazy_mode, "scale_epsilon": self._scale_epsilon}
 
 
 class AdamaxOptimizer(Optimizer):

@@ -117,6 +117,8 @@ class Adagrad(Optimizer, _fo.AdagradOptimizer):
 
 
 class Adam(Optimizer, _fo.AdamOptimizer):
+    _scale_epsilon = True  # Paddle 2.x/3.x's adam op: epsilon * sqrt(1 - beta2^t)
+
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, parameters=None,
                  weight_decay=None, grad_clip=None, lazy_mode=False, multi_precision=False, name=None):
         _fo.AdamOptimizer.__init__(self, self._lr_value(learning_rate), beta1, beta2, epsilon,

@@ -57,7 +57,11 @@ _HYPER = {
     "momentum": {"mu": ("mu", 0.9), "use_nesterov": ("use_nesterov", False)},
     "lars_momentum": {"mu": ("mu", 0.9), "lars_coeff": ("lars_coeff", 0.001),
                       "lars_weight_decay": ("lars_weight_decay", 0.0005)},
-    "adam": {"beta1": ("beta1", 0.9), "beta2": ("beta2", 0.999), "epsilon": ("epsilon", 1e-8)},
+    # scale_epsilon (psjob's attribute): Paddle 2.x/3.x's epsilon * sqrt(1 - beta2^t), the
+    # default (Paddle 3's programs, and programs loaded from Paddle's files); False: Paddle 1.8's
+    # plain epsilon, which fluid.optimizer.Adam writes (kernels.optimizers.adam_update).
+    "adam": {"beta1": ("beta1", 0.9), "beta2": ("beta2", 0.999), "epsilon": ("epsilon", 1e-8),
+             "scale_epsilon": ("scale_epsilon", True)},
     "adamax": {"beta1": ("beta1", 0.9), "beta2": ("beta2", 0.999), "epsilon": ("epsilon", 1e-8)},
     "adagrad": {"epsilon": ("epsilon", 1e-6)},
     "decayed_adagrad": {"decay": ("decay", 0.95), "epsilon": ("epsilon", 1e-6)},

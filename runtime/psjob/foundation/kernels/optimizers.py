@@ -329,12 +329,13 @@ def lars_momentum_update_rows(xp: Any, param: Array, rows: Array, grad_values: A
 
 def _adam_core(xp: Any) -> Core:
     def core(p: Array, g: Array, m1: Array, m2: Array, b1p: Array, b2p: Array, lr: float | Array, beta1: float,
-             beta2: float, epsilon: float) -> tuple[Array, Array, Array]:
+             beta2: float, epsilon: float, scale_epsilon: bool) -> tuple[Array, Array, Array]:
         m1 = beta1 * m1 + (1.0 - beta1) * g
         m2 = beta2 * m2 + (1.0 - beta2) * g * g
         correction = xp.sqrt(1.0 - b2p)
         lr_t = lr * correction / (1.0 - b1p)
-        return p - lr_t * (m1 / (xp.sqrt(m2) + epsilon * correction)), m1, m2
+        eps = epsilon * correction if scale_epsilon else epsilon
+        return p - lr_t * (m1 / (xp.sqrt(m2) + eps)), m1, m2
     return core
 
 
@@ -344,7 +345,7 @@ def _in_place_ok(xp: Any, param: Array, grad: Array, *states: Array) -> bool:
 
 
 def _adam_in_place(p: Array, g: Array, m1: Array, m2: Array, b1p: Array, b2p: Array, lr: float | Array, beta1: float,
-                   beta2: float, epsilon: float) -> None:
+                   beta2: float, epsilon: float, scale_epsilon: bool) -> None:
     """`_adam_core` on numpy, written into p, m1 and m2 with one scratch array instead of a
     new array per operation (each a fresh mapping, page-faulted, for a parameter of some
     hundred KB). The operations and their order are the core's: bitwise the same result."""
@@ -358,7 +359,7 @@ def _adam_in_place(p: Array, g: Array, m1: Array, m2: Array, b1p: Array, b2p: Ar
     correction = np.sqrt(1.0 - b2p)
     lr_t = lr * correction / (1.0 - b1p)
     np.sqrt(m2, out=t)
-    t += epsilon * correction
+    t += epsilon * correction if scale_epsilon else epsilon
     np.divide(m1, t, out=t)
     t *= lr_t
     p -= t
@@ -375,9 +376,14 @@ def _betas_of(param: Array, beta1: float, beta2: float) -> tuple[float, float]:
 
 
 def adam_update(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Array, beta1_pow: Array, beta2_pow: Array,
-                *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8) -> None:
-    """Fluid 1.x adam: m1, m2 moving averages; lr_t = lr*sqrt(1-b2p)/(1-b1p);
-    param -= lr_t*m1/(sqrt(m2) + epsilon*sqrt(1-b2p)); then b1p*=beta1, b2p*=beta2."""
+                *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
+                scale_epsilon: bool = True) -> None:
+    """Adam: m1, m2 moving averages; lr_t = lr*sqrt(1-b2p)/(1-b1p);
+    param -= lr_t*m1/(sqrt(m2) + eps); then b1p*=beta1, b2p*=beta2.
+
+    eps is epsilon*sqrt(1-b2p) with scale_epsilon (Paddle 2.x/3.x's adam op, the default)
+    and plain epsilon without it (Paddle 1.8's adam op, which Fluid 1.x programs get: their
+    AdamOptimizer writes the op's scale_epsilon attribute False)."""
     beta1, beta2 = _betas_of(param, beta1, beta2)
     if (beta1_pow.size == 1 and beta2_pow.size == 1 and grad.shape == param.shape == moment1.shape == moment2.shape
             and native.fits(param, grad, moment1, moment2, beta1_pow, beta2_pow)):
@@ -385,12 +391,12 @@ def adam_update(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Arr
         # both pows' advance in one pass, without their per-call cost (a pserver runs this
         # for every dense parameter of every push).
         native.adam_dense(param, grad, moment1, moment2, beta1_pow, beta2_pow, lr=_lr(xp, lr, param.dtype),
-                          beta1=beta1, beta2=beta2, epsilon=epsilon)
+                          beta1=beta1, beta2=beta2, epsilon=epsilon, scale_epsilon=scale_epsilon)
         return
     check_dense_shapes(param, grad, {"moment1": moment1, "moment2": moment2})
     _check_pow("beta1_pow", param, beta1_pow)
     _check_pow("beta2_pow", param, beta2_pow)
-    hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon))
+    hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon), bool(scale_epsilon))
     if _in_place_ok(xp, param, grad, moment1, moment2, beta1_pow, beta2_pow):
         _adam_in_place(param, grad, moment1, moment2, beta1_pow, beta2_pow, *hyper)
     else:
@@ -414,14 +420,16 @@ def _native_rows_ok(param: Array, rows: Array, values: Array, m1: Array, m2: Arr
 
 def adam_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, moment1: Array, moment2: Array,
                      beta1_pow: Array, beta2_pow: Array, *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999,
-                     epsilon: float = 1e-8, assume_unique: bool = False) -> None:
-    """Lazy adam (Fluid's lazy_mode=True): only the rows present move."""
+                     epsilon: float = 1e-8, scale_epsilon: bool = True, assume_unique: bool = False) -> None:
+    """Lazy adam (Fluid's lazy_mode=True): only the rows present move (scale_epsilon: as
+    `adam_update`)."""
     beta1, beta2 = _betas_of(param, beta1, beta2)
     if assume_unique and _native_rows_ok(param, rows, grad_values, moment1, moment2, beta1_pow, beta2_pow):
         # Every check of _prepare_rows but the rows' range holds; the C kernel checks that
         # before it writes anything (a table's push: no numpy pass over the rows first).
         native.adam_rows(param, moment1, moment2, beta1_pow, beta2_pow, rows, grad_values,
                          lr=_lr(xp, lr, param.dtype), beta1=beta1, beta2=beta2, epsilon=epsilon,
+                         scale_epsilon=scale_epsilon,
                          per_row=pow_is_per_row(param, beta1_pow))
         return
     rows, values = _prepare_rows(xp, param, rows, grad_values,
@@ -434,10 +442,11 @@ def adam_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, mom
         # each row updated where it lies, its pows (per-row ones) advanced with it
         native.adam_rows(param, moment1, moment2, beta1_pow, beta2_pow, rows, values,
                          lr=_lr(xp, lr, param.dtype), beta1=beta1, beta2=beta2, epsilon=epsilon,
+                         scale_epsilon=scale_epsilon,
                          per_row=per_row)
         return
     b1p, b2p = _rows_of(param, beta1_pow, rows), _rows_of(param, beta2_pow, rows)
-    hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon))
+    hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon), bool(scale_epsilon))
     if not _in_place_ok(xp, param, values, moment1, moment2, beta1_pow, beta2_pow):
         _run_rows(_adam_core(xp), param, rows, values, (moment1, moment2), b1p, b2p, *hyper)
         _advance_pow(param, beta1_pow, float(beta1), rows)
