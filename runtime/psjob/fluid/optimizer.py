@@ -47,7 +47,7 @@ from psjob.fluid.clip import append_gradient_clip_ops
 from psjob.fluid.framework import GraphError, OpRole, Parameter, Program, Variable, default_main_program, program_guard
 from psjob.fluid.layers.tensor import create_global_var
 from psjob.fluid.regularizer import WeightDecayRegularizer, append_regularization_ops
-from psjob.foundation.kernels.optimizers import ACCUMULATORS, ORIGIN_SHAPED
+from psjob.foundation.kernels.optimizers import ACCUMULATORS, ORIGIN_SHAPED, WHOLE_PARAMETER
 
 log = logging.getLogger("psjob.fluid.optimizer")
 
@@ -56,15 +56,16 @@ log = logging.getLogger("psjob.fluid.optimizer")
 # learning rate (Fluid 1.x). DistributeTranspilerConfig.table_optimizer and
 # Fleet strategies accept the same values.
 TABLE_OPTIMIZERS = ("same", "sgd")
-# Rules a per-row table cannot run: lars_momentum scales by the norm of the
-# whole parameter, which no pserver holds (psjob.foundation.tables.OPTIMIZERS omits it).
-_NO_TABLE_RULE = ("lars_momentum",)
+# Rules a per-row table cannot run: lars_momentum and lamb scale by the norm of the
+# whole parameter, which no pserver holds (psjob.foundation.tables.OPTIMIZERS omits them).
+_NO_TABLE_RULE = WHOLE_PARAMETER
 
 __all__ = [
     "Optimizer", "SGD", "Momentum", "LarsMomentum", "Adam", "Adamax", "Adagrad",
     "DecayedAdagrad", "RMSProp", "Ftrl", "SGDOptimizer", "MomentumOptimizer",
     "LarsMomentumOptimizer", "AdamOptimizer", "AdamaxOptimizer", "AdagradOptimizer",
     "DecayedAdagradOptimizer", "RMSPropOptimizer", "FtrlOptimizer", "RecomputeOptimizer",
+    "Adadelta", "AdadeltaOptimizer", "Lamb", "LambOptimizer",
 ]
 
 
@@ -135,6 +136,8 @@ class Optimizer:
 
     type = ""
     _slots: dict[str, tuple[str, str]] = {}
+    # Accumulators the op reads but does not write (Paddle 1.8's lamb: its beta pows).
+    _read_only_slots: tuple[str, ...] = ()
     # How minimize() updates a distributed lookup table: see TABLE_OPTIMIZERS.
     # Fleet sets it from its strategy; a plain script may set it before minimize().
     table_optimizer = "same"
@@ -244,6 +247,10 @@ class Optimizer:
     def _op_attrs(self) -> dict:
         return {}
 
+    def _param_op_attrs(self, param) -> dict:
+        """The op's attributes for one parameter (Lamb excludes some from weight decay)."""
+        return self._op_attrs()
+
     def _append_optimize_op(self, block, param_and_grad):
         param, grad = param_and_grad
         inputs = {"Param": [param], "Grad": [grad],
@@ -253,9 +260,10 @@ class Optimizer:
             in_slot, out_slot = self._slots[spec.name]
             acc = self._get_accumulator(spec.name, param)
             inputs[in_slot] = [acc]
-            outputs[out_slot] = [acc]
+            if spec.name not in self._read_only_slots:
+                outputs[out_slot] = [acc]
         return block.append_op(type=self.type, inputs=inputs, outputs=outputs,
-                               attrs=self._op_attrs())
+                               attrs=self._param_op_attrs(param))
 
     def _create_optimization_pass(self, params_grads, program: Program):
         block = program.global_block()
@@ -575,6 +583,60 @@ class FtrlOptimizer(Optimizer):
         return {"l1": self._l1, "l2": self._l2, "lr_power": self._lr_power}
 
 
+class AdadeltaOptimizer(Optimizer):
+    """avg_sq_grad = rho*asg + (1-rho)*g^2; update = -sqrt((asu + eps)/(asg + eps))*g;
+    avg_sq_update = rho*asu + (1-rho)*update^2. Paddle 1.8.5's adadelta op takes no learning
+    rate (the optimizer still creates learning_rate_0) and moves the parameter by
+    -sqrt((new avg_sq_update + eps)/(asg + eps))*g; its op here reads the rate and ignores it
+    (paddle18_rule), where paddle.optimizer.Adadelta's op steps by lr * update.
+    Sparse gradients update only their rows (Fluid's op is dense only)."""
+
+    type = "adadelta"
+    _slots = {"_avg_squared_grad": ("AvgSquaredGrad", "AvgSquaredGradOut"),
+              "_avg_squared_update": ("AvgSquaredUpdate", "AvgSquaredUpdateOut")}
+    _paddle18_rule = True
+
+    def __init__(self, learning_rate, epsilon=1.0e-6, rho=0.95, regularization=None, name=None, grad_clip=None):
+        super().__init__(learning_rate, regularization, name, grad_clip)
+        owner = type(self).__name__
+        self._epsilon = _positive(owner, "epsilon", epsilon)
+        self._rho = _half_open_unit(owner, "rho", rho)
+
+    def _op_attrs(self):
+        return {"epsilon": self._epsilon, "rho": self._rho, "paddle18_rule": self._paddle18_rule}
+
+
+class LambOptimizer(AdamOptimizer):
+    """LAMB: Adam's bias-corrected step plus lamb_weight_decay * param, scaled by the trust
+    ratio |param| / |step| of the whole parameter (kernels.optimizers.lamb_update).
+    exclude_from_weight_decay_fn(param) -> True drops the decay for that parameter.
+    As Paddle 1.8.5's lamb op: the ratio is always taken, the moments are not bias-corrected
+    and the beta pows (created, saved) never advance: the op has no Beta1PowOut/Beta2PowOut.
+    A distributed lookup table cannot use it (the ratio needs the whole table)."""
+
+    type = "lamb"
+    _read_only_slots = ("beta1_pow_acc", "beta2_pow_acc")
+    _always_adapt = True
+
+    def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6,
+                 regularization=None, grad_clip=None, exclude_from_weight_decay_fn=None, name=None):
+        super().__init__(learning_rate, beta1, beta2, epsilon, regularization, name, grad_clip=grad_clip)
+        self._weight_decay = _at_least(type(self).__name__, "lamb_weight_decay", lamb_weight_decay)
+        if exclude_from_weight_decay_fn is not None and not callable(exclude_from_weight_decay_fn):
+            raise TypeError(f"{type(self).__name__}: exclude_from_weight_decay_fn must be callable")
+        self._exclude_from_weight_decay_fn = exclude_from_weight_decay_fn
+
+    def _op_attrs(self):
+        return {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon,
+                "weight_decay": self._weight_decay, "always_adapt": self._always_adapt}
+
+    def _param_op_attrs(self, param):
+        attrs = self._op_attrs()
+        if self._exclude_from_weight_decay_fn is not None and self._exclude_from_weight_decay_fn(param):
+            attrs["weight_decay"] = 0.0
+        return attrs
+
+
 class RecomputeOptimizer(Optimizer):
     """Fluid 1.8's RecomputeOptimizer(optimizer): the wrapped optimizer's training, whose
     forward activations between the checkpoints Paddle recomputes in the backward pass to save
@@ -649,6 +711,8 @@ Adagrad = AdagradOptimizer
 DecayedAdagrad = DecayedAdagradOptimizer
 RMSProp = RMSPropOptimizer
 Ftrl = FtrlOptimizer
+Adadelta = AdadeltaOptimizer
+Lamb = LambOptimizer
 
 
 def accumulator_slots(op_type: str) -> dict[str, str]:

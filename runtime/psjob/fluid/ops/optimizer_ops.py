@@ -1,5 +1,5 @@
 """Optimizer ops: sgd, momentum, lars_momentum, adam, adamax, adagrad,
-decayed_adagrad, rmsprop, ftrl — Paddle's op types and slot names.
+decayed_adagrad, rmsprop, ftrl, adadelta, lamb — Paddle's op types and slot names.
 
 The math is not here: each kernel gathers its slots and calls the matching
 update function of `psjob.foundation.kernels.optimizers` (one implementation of each
@@ -49,6 +49,11 @@ _STATE_SLOTS = {
     "rmsprop": (("MeanSquare", "MeanSquareOut"), ("Moment", "MomentOut"),
                 ("MeanGrad", "MeanGradOut")),
     "ftrl": (("SquaredAccumulator", "SquaredAccumOut"), ("LinearAccumulator", "LinearAccumOut")),
+    "adadelta": (("AvgSquaredGrad", "AvgSquaredGradOut"), ("AvgSquaredUpdate", "AvgSquaredUpdateOut")),
+    # Paddle 1.8's lamb op has no Beta1PowOut/Beta2PowOut (no bias correction, its pows never
+    # advance); 2.x's has.
+    "lamb": (("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"),
+             ("Beta1Pow", "Beta1PowOut"), ("Beta2Pow", "Beta2PowOut")),
 }
 
 # op type -> {op attribute: (kernel keyword, default)}
@@ -69,6 +74,13 @@ _HYPER = {
     "rmsprop": {"decay": ("rho", 0.95), "epsilon": ("epsilon", 1e-6),
                 "momentum": ("momentum", 0.0), "centered": ("centered", False)},
     "ftrl": {"l1": ("l1", 0.0), "l2": ("l2", 0.0), "lr_power": ("lr_power", -0.5)},
+    # paddle18_rule (psjob's attribute): Paddle 1.8's adadelta op (no learning rate; the step
+    # reads the updated avg_squared_update), which fluid.optimizer.Adadelta writes; Paddle
+    # 2.x/3.x's (param += lr * update) by default (kernels.optimizers.adadelta_update).
+    "adadelta": {"rho": ("rho", 0.95), "epsilon": ("epsilon", 1e-6),
+                 "paddle18_rule": ("paddle18_rule", False)},
+    "lamb": {"beta1": ("beta1", 0.9), "beta2": ("beta2", 0.999), "epsilon": ("epsilon", 1e-6),
+             "weight_decay": ("weight_decay", 0.01), "always_adapt": ("always_adapt", False)},
 }
 
 _BETA_POW_SLOTS = ("Beta1Pow", "Beta2Pow")
@@ -178,6 +190,8 @@ def _make_kernel(op_type):
             if not ctx.ins.get(in_slot):
                 raise GraphError(f"op {op_type!r} of parameter {ctx.ins['Param'][0]!r} needs "
                                  f"the accumulator input {in_slot!r}")
+        if op_type == "lamb":  # Paddle 1.8's op (no Beta1PowOut): no bias correction, pows unchanged
+            hyper["bias_correction"] = ctx.has_output("Beta1PowOut")
         param = _updatable(ctx, "Param", "ParamOut")
         states = [_updatable(ctx, i, o) for i, o in slots]
         grad = ctx.input("Grad")

@@ -1,4 +1,4 @@
-"""Update math of the nine Fluid optimizers, generic over the array module.
+"""Update math of the Fluid optimizers, generic over the array module.
 
 Each optimizer has two entry points:
 
@@ -27,7 +27,7 @@ the global step count; per-row pows advance only for the rows present.
 
 The formulas follow PaddlePaddle Fluid 1.x's operators (sgd_op, momentum_op,
 lars_momentum_op, adam_op, adamax_op, adagrad_op, decayed_adagrad_op,
-rmsprop_op, ftrl_op). `ACCUMULATORS` lists each optimizer's state under the
+rmsprop_op, ftrl_op, adadelta_op, lamb_op). `ACCUMULATORS` lists each optimizer's state under the
 names Fluid saves (the optimizer layer creates ``<param>_<name>_0``), in the
 order the update functions take them.
 """
@@ -48,7 +48,7 @@ Array = Any
 Core = Callable[..., tuple]
 
 __all__ = [
-    "ACCUMULATORS", "AccumulatorSpec", "DENSE_UPDATES", "ROW_UPDATES",
+    "ACCUMULATORS", "AccumulatorSpec", "DENSE_UPDATES", "ROW_UPDATES", "WHOLE_PARAMETER",
     "merge_duplicate_rows", "pow_is_per_row", "check_dense_shapes", "check_row_shapes",
     "sgd_update", "sgd_update_rows",
     "momentum_update", "momentum_update_rows",
@@ -59,6 +59,8 @@ __all__ = [
     "decayed_adagrad_update", "decayed_adagrad_update_rows",
     "rmsprop_update", "rmsprop_update_rows",
     "ftrl_update", "ftrl_update_rows",
+    "adadelta_update", "adadelta_update_rows",
+    "lamb_update", "lamb_update_rows",
 ]
 
 PARAM_SHAPED = "param"    # same shape as the parameter; sliced with it
@@ -106,7 +108,18 @@ ACCUMULATORS: dict[str, tuple[AccumulatorSpec, ...]] = {
         AccumulatorSpec("mean_grad", used_when="centered"),
     ),
     "ftrl": (AccumulatorSpec("squared"), AccumulatorSpec("linear")),
+    # Fluid names them "_avg_squared_grad"/"_avg_squared_update" (<param>__avg_squared_grad_0).
+    "adadelta": (AccumulatorSpec("_avg_squared_grad"), AccumulatorSpec("_avg_squared_update")),
+    "lamb": (
+        AccumulatorSpec("moment1"),
+        AccumulatorSpec("moment2"),
+        AccumulatorSpec("beta1_pow_acc", ORIGIN_SHAPED, "beta1"),
+        AccumulatorSpec("beta2_pow_acc", ORIGIN_SHAPED, "beta2"),
+    ),
 }
+# Optimizers whose step reads the whole parameter (a norm): a sparse table, which holds rows,
+# cannot run them, and a pserver runs them only on an unsliced parameter.
+WHOLE_PARAMETER = ("lars_momentum", "lamb")
 
 
 # --------------------------------------------------------------- validation
@@ -625,15 +638,107 @@ def ftrl_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, squ
               float(l1), float(l2), float(lr_power))
 
 
+# --------------------------------------------------------------- adadelta
+
+def _adadelta_core(xp: Any) -> Core:
+    def core(p: Array, g: Array, avg_sq_grad: Array, avg_sq_update: Array, lr: float | Array, rho: float,
+             epsilon: float, paddle18_rule: bool) -> tuple[Array, Array, Array]:
+        avg_sq_grad = rho * avg_sq_grad + (1.0 - rho) * g * g
+        update = -xp.sqrt((avg_sq_update + epsilon) / (avg_sq_grad + epsilon)) * g
+        avg_sq_update = rho * avg_sq_update + (1.0 - rho) * update * update
+        if paddle18_rule:
+            # Paddle 1.8's op evaluates the step after writing avg_sq_update in place (a lazy
+            # Eigen expression over the same buffer): the step reads the new value.
+            return p - xp.sqrt((avg_sq_update + epsilon) / (avg_sq_grad + epsilon)) * g, avg_sq_grad, avg_sq_update
+        return p + lr * update, avg_sq_grad, avg_sq_update
+    return core
+
+
+def adadelta_update(xp: Any, param: Array, grad: Array, avg_squared_grad: Array, avg_squared_update: Array, *,
+                    lr: float | Array, rho: float = 0.95, epsilon: float = 1e-6,
+                    paddle18_rule: bool = False) -> None:
+    """asg = rho*asg + (1-rho)*g^2; update = -sqrt((asu + eps)/(asg + eps)) * g;
+    asu = rho*asu + (1-rho)*update^2; param += lr*update (Paddle 2.x/3.x's adadelta op).
+    paddle18_rule: Paddle 1.8.5's op, which takes no learning rate and steps by
+    -sqrt((new asu + eps)/(asg + eps)) * g (checked against Paddle 1.8.5)."""
+    check_dense_shapes(param, grad, {"_avg_squared_grad": avg_squared_grad,
+                                     "_avg_squared_update": avg_squared_update})
+    _run_dense(_adadelta_core(xp), param, grad, (avg_squared_grad, avg_squared_update),
+               _lr(xp, lr, param.dtype), float(rho), float(epsilon), bool(paddle18_rule))
+
+
+def adadelta_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, avg_squared_grad: Array,
+                         avg_squared_update: Array, *, lr: float | Array, rho: float = 0.95, epsilon: float = 1e-6,
+                         paddle18_rule: bool = False, assume_unique: bool = False) -> None:
+    rows, values = _prepare_rows(xp, param, rows, grad_values, {"_avg_squared_grad": avg_squared_grad,
+                                                                "_avg_squared_update": avg_squared_update},
+                                 assume_unique)
+    _run_rows(_adadelta_core(xp), param, rows, values, (avg_squared_grad, avg_squared_update),
+              _lr(xp, lr, param.dtype), float(rho), float(epsilon), bool(paddle18_rule))
+
+
+# --------------------------------------------------------------- lamb
+
+def lamb_update(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Array, beta1_pow: Array,
+                beta2_pow: Array, *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999,
+                epsilon: float = 1e-6, weight_decay: float = 0.01, always_adapt: bool = False,
+                bias_correction: bool = True) -> None:
+    """LAMB (Paddle's lamb op): Adam's moments, the bias-corrected step
+    u = (m1/(1-b1p)) / (sqrt(m2/(1-b2p)) + epsilon) + weight_decay*param, scaled by the trust
+    ratio |param|/|u| (1 where either norm is 0) over the whole parameter:
+    param -= lr * ratio * u; then the pows advance. Paddle 2.x/3.x take the ratio only when
+    weight_decay > 0 or always_adapt. Paddle 1.8.5's op (bias_correction=False) divides by
+    neither 1 - b1p nor 1 - b2p and leaves the pows as they are (its op has no Beta1PowOut);
+    it always takes the ratio (always_adapt=True). Both checked against real Paddle."""
+    check_dense_shapes(param, grad, {"moment1": moment1, "moment2": moment2})
+    for name, pow_ in (("beta1_pow", beta1_pow), ("beta2_pow", beta2_pow)):
+        if pow_.size != 1:
+            raise ValueError(f"lamb's {name} must hold one value, got shape {pow_.shape}")
+    lr = _lr(xp, lr, param.dtype)
+    beta1, beta2 = _betas_of(param, beta1, beta2)
+    m1 = beta1 * moment1 + (1.0 - beta1) * grad
+    m2 = beta2 * moment2 + (1.0 - beta2) * grad * grad
+    if bias_correction:
+        step = (m1 / (1.0 - beta1_pow)) / (xp.sqrt(m2 / (1.0 - beta2_pow)) + epsilon) + weight_decay * param
+    else:
+        step = m1 / (xp.sqrt(m2) + epsilon) + weight_decay * param
+    if always_adapt or weight_decay > 0:
+        p_norm, s_norm = xp.sqrt((param * param).sum()), xp.sqrt((step * step).sum())
+        ratio = xp.where((p_norm > 0) & (s_norm > 0), p_norm / xp.where(s_norm > 0, s_norm, 1.0), 1.0)
+        param[...] = param - (lr * ratio).astype(param.dtype) * step
+    else:
+        param[...] = param - lr * step
+    moment1[...], moment2[...] = m1, m2
+    if bias_correction:
+        _advance_pow(param, beta1_pow, float(beta1))
+        _advance_pow(param, beta2_pow, float(beta2))
+
+
+def lamb_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, moment1: Array, moment2: Array,
+                     beta1_pow: Array, beta2_pow: Array, *, lr: float | Array, beta1: float = 0.9,
+                     beta2: float = 0.999, epsilon: float = 1e-6, weight_decay: float = 0.01,
+                     always_adapt: bool = False, bias_correction: bool = True, assume_unique: bool = False) -> None:
+    """A sparse gradient as Paddle's lamb takes it: the rows it lacks have gradient 0, and every
+    row's moments decay (the trust ratio is over the whole parameter)."""
+    rows, values = _prepare_rows(xp, param, rows, grad_values, {"moment1": moment1, "moment2": moment2},
+                                 assume_unique)
+    dense = xp.zeros_like(param)
+    put_rows(dense, rows, values)
+    lamb_update(xp, param, dense, moment1, moment2, beta1_pow, beta2_pow, lr=lr, beta1=beta1, beta2=beta2,
+                epsilon=epsilon, weight_decay=weight_decay, always_adapt=always_adapt,
+                bias_correction=bias_correction)
+
+
 DENSE_UPDATES: dict[str, Callable[..., None]] = {
     "sgd": sgd_update, "momentum": momentum_update, "lars_momentum": lars_momentum_update,
     "adam": adam_update, "adamax": adamax_update, "adagrad": adagrad_update,
     "decayed_adagrad": decayed_adagrad_update, "rmsprop": rmsprop_update, "ftrl": ftrl_update,
+    "adadelta": adadelta_update, "lamb": lamb_update,
 }
 ROW_UPDATES: dict[str, Callable[..., None]] = {
     "sgd": sgd_update_rows, "momentum": momentum_update_rows,
     "lars_momentum": lars_momentum_update_rows, "adam": adam_update_rows,
     "adamax": adamax_update_rows, "adagrad": adagrad_update_rows,
     "decayed_adagrad": decayed_adagrad_update_rows, "rmsprop": rmsprop_update_rows,
-    "ftrl": ftrl_update_rows,
+    "ftrl": ftrl_update_rows, "adadelta": adadelta_update_rows, "lamb": lamb_update_rows,
 }
