@@ -65,7 +65,7 @@ __all__ = [
     "DecayedAdagrad", "RMSProp", "Ftrl", "SGDOptimizer", "MomentumOptimizer",
     "LarsMomentumOptimizer", "AdamOptimizer", "AdamaxOptimizer", "AdagradOptimizer",
     "DecayedAdagradOptimizer", "RMSPropOptimizer", "FtrlOptimizer", "RecomputeOptimizer",
-    "Adadelta", "AdadeltaOptimizer", "Lamb", "LambOptimizer",
+    "Adadelta", "AdadeltaOptimizer", "Lamb", "LambOptimizer", "Dpsgd", "DpsgdOptimizer",
 ]
 
 
@@ -637,6 +637,31 @@ class LambOptimizer(AdamOptimizer):
         return attrs
 
 
+class DpsgdOptimizer(Optimizer):
+    """Differentially private SGD (Paddle 1.8's dpsgd op, kernels.optimizers.dpsgd_update): each
+    step clips the parameter's gradient to L2 norm `clip` and adds one Gaussian draw of std
+    `sigma`, divided by `batch_size`, to every element. The op's `seed` attribute is 0, so each
+    step seeds its generator from the current time in seconds, as Paddle's does; set
+    `optimizer._seed` (Paddle's debugging property) before minimize() for a fixed draw, which,
+    the generator being seeded afresh each step, is the same every step. Dense gradients only."""
+
+    type = "dpsgd"
+
+    def __init__(self, learning_rate=0.001, clip=0.9, batch_size=0.999, sigma=1e-8):
+        super().__init__(learning_rate)
+        owner = type(self).__name__
+        self._clip = _positive(owner, "clip", clip)
+        self._batch_size = _positive(owner, "batch_size", batch_size)
+        self._sigma = _at_least(owner, "sigma", sigma)
+        self._seed = None
+
+    def _op_attrs(self):
+        seed = 0 if self._seed is None else self._seed
+        if isinstance(seed, bool) or not isinstance(seed, int) or not -2 ** 31 <= seed < 2 ** 31:
+            raise TypeError(f"DpsgdOptimizer: _seed must be an int32, got {seed!r}")
+        return {"clip": self._clip, "batch_size": self._batch_size, "sigma": self._sigma, "seed": seed}
+
+
 class RecomputeOptimizer(Optimizer):
     """Fluid 1.8's RecomputeOptimizer(optimizer): the wrapped optimizer's training, whose
     forward activations between the checkpoints Paddle recomputes in the backward pass to save
@@ -713,6 +738,7 @@ RMSProp = RMSPropOptimizer
 Ftrl = FtrlOptimizer
 Adadelta = AdadeltaOptimizer
 Lamb = LambOptimizer
+Dpsgd = DpsgdOptimizer
 
 
 def accumulator_slots(op_type: str) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """Optimizer ops: sgd, momentum, lars_momentum, adam, adamax, adagrad,
-decayed_adagrad, rmsprop, ftrl, adadelta, lamb — Paddle's op types and slot names.
+decayed_adagrad, rmsprop, ftrl, adadelta, lamb, dpsgd — Paddle's op types and slot names.
 
 The math is not here: each kernel gathers its slots and calls the matching
 update function of `psjob.foundation.kernels.optimizers` (one implementation of each
@@ -50,6 +50,7 @@ _STATE_SLOTS = {
                 ("MeanGrad", "MeanGradOut")),
     "ftrl": (("SquaredAccumulator", "SquaredAccumOut"), ("LinearAccumulator", "LinearAccumOut")),
     "adadelta": (("AvgSquaredGrad", "AvgSquaredGradOut"), ("AvgSquaredUpdate", "AvgSquaredUpdateOut")),
+    "dpsgd": (),
     # Paddle 1.8's lamb op has no Beta1PowOut/Beta2PowOut (no bias correction, its pows never
     # advance); 2.x's has.
     "lamb": (("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"),
@@ -79,6 +80,8 @@ _HYPER = {
     # 2.x/3.x's (param += lr * update) by default (kernels.optimizers.adadelta_update).
     "adadelta": {"rho": ("rho", 0.95), "epsilon": ("epsilon", 1e-6),
                  "paddle18_rule": ("paddle18_rule", False)},
+    "dpsgd": {"clip": ("clip", 0.9), "batch_size": ("batch_size", 0.999), "sigma": ("sigma", 1e-8),
+              "seed": ("seed", 0)},
     "lamb": {"beta1": ("beta1", 0.9), "beta2": ("beta2", 0.999), "epsilon": ("epsilon", 1e-6),
              "weight_decay": ("weight_decay", 0.01), "always_adapt": ("always_adapt", False)},
 }

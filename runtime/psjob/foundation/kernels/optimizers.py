@@ -27,13 +27,14 @@ the global step count; per-row pows advance only for the rows present.
 
 The formulas follow PaddlePaddle Fluid 1.x's operators (sgd_op, momentum_op,
 lars_momentum_op, adam_op, adamax_op, adagrad_op, decayed_adagrad_op,
-rmsprop_op, ftrl_op, adadelta_op, lamb_op). `ACCUMULATORS` lists each optimizer's state under the
+rmsprop_op, ftrl_op, adadelta_op, lamb_op, dpsgd_op). `ACCUMULATORS` lists each optimizer's state under the
 names Fluid saves (the optimizer layer creates ``<param>_<name>_0``), in the
 order the update functions take them.
 """
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -61,6 +62,7 @@ __all__ = [
     "ftrl_update", "ftrl_update_rows",
     "adadelta_update", "adadelta_update_rows",
     "lamb_update", "lamb_update_rows",
+    "dpsgd_update", "dpsgd_update_rows", "dpsgd_noise",
 ]
 
 PARAM_SHAPED = "param"    # same shape as the parameter; sliced with it
@@ -108,6 +110,7 @@ ACCUMULATORS: dict[str, tuple[AccumulatorSpec, ...]] = {
         AccumulatorSpec("mean_grad", used_when="centered"),
     ),
     "ftrl": (AccumulatorSpec("squared"), AccumulatorSpec("linear")),
+    "dpsgd": (),
     # Fluid names them "_avg_squared_grad"/"_avg_squared_update" (<param>__avg_squared_grad_0).
     "adadelta": (AccumulatorSpec("_avg_squared_grad"), AccumulatorSpec("_avg_squared_update")),
     "lamb": (
@@ -119,7 +122,7 @@ ACCUMULATORS: dict[str, tuple[AccumulatorSpec, ...]] = {
 }
 # Optimizers whose step reads the whole parameter (a norm): a sparse table, which holds rows,
 # cannot run them, and a pserver runs them only on an unsliced parameter.
-WHOLE_PARAMETER = ("lars_momentum", "lamb")
+WHOLE_PARAMETER = ("lars_momentum", "lamb", "dpsgd")
 
 
 # --------------------------------------------------------------- validation
@@ -729,11 +732,61 @@ def lamb_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, mom
                 bias_correction=bias_correction)
 
 
+# --------------------------------------------------------------- dpsgd
+
+_MINSTD_MULTIPLIER, _MINSTD_MODULUS = 48271, 2147483647
+
+
+def dpsgd_noise(seed: int, sigma: float) -> np.float32:
+    """The one Gaussian draw of a dpsgd step, as Paddle 1.8's dpsgd op makes it (float32): a
+    std::minstd_rand seeded with `seed` (0: the current time in seconds, as the op does), two
+    uniform floats per try of the polar Box-Muller method, X = V1*sqrt(-2 ln S / S); times sigma.
+    The generator is seeded afresh at each step, so a fixed seed draws the same noise every step."""
+    if int(seed) == 0:
+        seed = int(time.time())
+    state = int(seed) % (2 ** 32) % _MINSTD_MODULUS or 1
+    f32 = np.float32
+    # std::generate_canonical<float>: (x - 1) / float(2147483646), the divisor rounded to 2^31
+    divisor = f32(_MINSTD_MODULUS - 1)
+    while True:
+        uniforms = []
+        for _ in range(2):
+            state = state * _MINSTD_MULTIPLIER % _MINSTD_MODULUS
+            u = f32(state - 1) / divisor
+            uniforms.append(u if u < 1 else np.nextafter(f32(1), f32(0)))
+        v1, v2 = f32(2) * uniforms[0] - f32(1), f32(2) * uniforms[1] - f32(1)
+        square = v1 * v1 + v2 * v2
+        if 0 < square < 1:
+            break
+    x = v1 * np.sqrt(f32(-2) * np.log(square) / square)
+    return f32(0) + x * f32(sigma)
+
+
+def dpsgd_update(xp: Any, param: Array, grad: Array, *, lr: float | Array, clip: float = 0.9,
+                 batch_size: float = 0.999, sigma: float = 1e-8, seed: float = 0) -> None:
+    """Differentially private SGD (Paddle 1.8's dpsgd op): the gradient scaled down to L2 norm
+    `clip` when it is longer (scale = |g| / clip), one Gaussian draw of std `sigma` for the whole
+    parameter (`dpsgd_noise`), param -= lr * (g / scale + noise / batch_size)."""
+    check_dense_shapes(param, grad, {})
+    lr = _lr(xp, lr, param.dtype)
+    norm = float(xp.sqrt((grad.astype("float64") ** 2).sum()))
+    scale = np.float32(norm / float(clip)) if norm > float(clip) else np.float32(1.0)
+    noise = dpsgd_noise(int(seed), float(sigma)) / np.float32(batch_size)
+    param[...] = param - lr * (grad / scale + noise)
+
+
+def dpsgd_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, *, lr: float | Array,
+                      clip: float = 0.9, batch_size: float = 0.999, sigma: float = 1e-8, seed: float = 0,
+                      assume_unique: bool = False) -> None:
+    raise TypeError("dpsgd takes dense gradients only (as Paddle's DpsgdOptimizer): build the embedding "
+                    "with is_sparse=False, or use another optimizer for sparse parameters")
+
+
 DENSE_UPDATES: dict[str, Callable[..., None]] = {
     "sgd": sgd_update, "momentum": momentum_update, "lars_momentum": lars_momentum_update,
     "adam": adam_update, "adamax": adamax_update, "adagrad": adagrad_update,
     "decayed_adagrad": decayed_adagrad_update, "rmsprop": rmsprop_update, "ftrl": ftrl_update,
-    "adadelta": adadelta_update, "lamb": lamb_update,
+    "adadelta": adadelta_update, "lamb": lamb_update, "dpsgd": dpsgd_update,
 }
 ROW_UPDATES: dict[str, Callable[..., None]] = {
     "sgd": sgd_update_rows, "momentum": momentum_update_rows,
@@ -741,4 +794,5 @@ ROW_UPDATES: dict[str, Callable[..., None]] = {
     "adamax": adamax_update_rows, "adagrad": adagrad_update_rows,
     "decayed_adagrad": decayed_adagrad_update_rows, "rmsprop": rmsprop_update_rows,
     "ftrl": ftrl_update_rows, "adadelta": adadelta_update_rows, "lamb": lamb_update_rows,
+    "dpsgd": dpsgd_update_rows,
 }
