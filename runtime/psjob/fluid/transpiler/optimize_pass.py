@@ -27,8 +27,15 @@ PARAM_SHAPED_SLOTS = {
     "decayed_adagrad": ("Moment",),
     "rmsprop": ("Moment", "MeanSquare", "MeanGrad"),
     "ftrl": ("SquaredAccumulator", "LinearAccumulator"),
+    "adadelta": ("AvgSquaredGrad", "AvgSquaredUpdate"),
+    "lamb": ("Moment1", "Moment2"),
+    "dpsgd": (),
 }
 SUPPORTED_OPTIMIZERS = tuple(PARAM_SHAPED_SLOTS)
+# Optimizers whose step needs the whole parameter or gradient (lamb's trust ratio, dpsgd's
+# clipping norm and its one noise draw): a pserver runs them on an unsliced parameter only, and
+# the plan refuses to slice one (lars_momentum, Fluid's own, keeps Fluid's per-block norms).
+UNSLICEABLE = ("lamb", "dpsgd")
 CORE_SLOTS = ("Param", "Grad", "LearningRate")
 
 
