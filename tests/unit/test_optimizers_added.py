@@ -385,3 +385,79 @@ def test_a_scheduler_does_not_reach_the_pservers_of_a_transpiled_program():
     exe = fluid.Executor(fluid.CPUPlace())
     with pytest.raises(Exception, match="OneCycleLR does not reach the parameter servers"):
         exe.run(main, feed=batches("ids", 1, 2)[0], scope=fluid.Scope())
+
+
+# -- fluid.optimizer.ModelAverage --------------------------------------------------------------------
+
+# Paddle 1.8.5: SGD(0.1) on _program() (b with do_model_average=False), then
+# ModelAverage(0.5, min_average_window=2, max_average_window=3); w's counters after each of 6 steps
+# (num_accumulates, old_num_accumulates, num_updates), its sums after the 6th, and w (and the loss of
+# the test program) inside apply() after steps 3 and 6.
+MA_COUNTS = [(1, 0, 1), (0, 2, 2), (1, 2, 3), (0, 2, 4), (1, 2, 5), (2, 2, 6)]
+MA_SUM1_STEP6 = [[-1.159587383, -0.94937849, -0.852506638], [-0.109489739, 0.112310871, 0.422177851],
+                 [0.161411554, 0.30582732, 0.592822671], [0.299739391, 0.562029481, 0.38035357]]
+MA_SUM3_STEP6 = [[-1.151755095, -0.940956235, -0.8411268], [-0.12775299, 0.080793574, 0.406666309],
+                 [0.169063419, 0.331130445, 0.588093281], [0.321287036, 0.5762918, 0.419929385]]
+MA_APPLIED = {2: ([[-0.561753154, -0.45705381, -0.398403883], [-0.090335123, 0.009737144, 0.166938946],
+                   [0.089020513, 0.177755758, 0.293734521], [0.204359397, 0.32556051, 0.282386839]],
+                  0.06719092279672623),
+              5: ([[-0.577835619, -0.472583681, -0.423408359], [-0.059310682, 0.048276111, 0.207211047],
+                   [0.082618743, 0.159239441, 0.295228988], [0.155256599, 0.28458032, 0.200070739]],
+                  0.005981868598610163)}
+
+
+def _model_average_program():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.layers.data(name="x", shape=[4], dtype="float32")
+        h = fluid.layers.fc(x, 3, param_attr=fluid.ParamAttr(
+            name="w", initializer=fluid.initializer.NumpyArrayInitializer(W0)), bias_attr=fluid.ParamAttr(
+            name="b", initializer=fluid.initializer.NumpyArrayInitializer(B0), do_model_average=False))
+        loss = fluid.layers.reduce_mean(h * h)
+        test = main.clone(for_test=True)
+        O.SGD(0.1).minimize(loss)
+        average = O.ModelAverage(0.5, min_average_window=2, max_average_window=3)
+    return main, startup, test, loss, average
+
+
+def test_model_average_sums_windows_and_applies_the_average_as_paddle_1_8_5():
+    main, startup, test, loss, average = _model_average_program()
+    assert sorted(v.name for v in main.list_vars() if v.persistable) == [
+        "b", "learning_rate_0", "w", "w_num_accumulates_0", "w_num_updates_0", "w_old_num_accumulates_0",
+        "w_sum_1_0", "w_sum_2_0", "w_sum_3_0"]
+    assert [op.type for op in main.global_block().ops][-3:] == ["sgd", "sgd", "average_accumulates"]
+    assert [op.type for op in average.apply_program.global_block().ops] == [
+        "assign", "sum", "sum", "cast", "cast", "elementwise_div"]
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        for step in range(6):
+            exe.run(main, feed={"x": X})
+            counts = tuple(int(np.array(scope.vars[f"w_{n}_0"])[0])
+                           for n in ("num_accumulates", "old_num_accumulates", "num_updates"))
+            assert counts == MA_COUNTS[step]
+            if step in MA_APPLIED:
+                trained = {n: np.array(scope.vars[n]) for n in ("w", "b")}
+                with average.apply(exe):
+                    np.testing.assert_allclose(np.array(scope.vars["w"]), MA_APPLIED[step][0], rtol=1e-6, atol=1e-6)
+                    np.testing.assert_array_equal(np.array(scope.vars["b"]), trained["b"])  # not averaged
+                    (value,) = exe.run(test, feed={"x": X}, fetch_list=[loss.name])
+                    assert float(np.array(value).reshape(-1)[0]) == pytest.approx(MA_APPLIED[step][1], rel=1e-5)
+                np.testing.assert_array_equal(np.array(scope.vars["w"]), trained["w"])  # restored
+        np.testing.assert_allclose(np.array(scope.vars["w_sum_1_0"]), MA_SUM1_STEP6, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(np.array(scope.vars["w_sum_3_0"]), MA_SUM3_STEP6, rtol=1e-6, atol=1e-6)
+        trained = np.array(scope.vars["w"])
+        with average.apply(exe, need_restore=False):
+            pass
+        np.testing.assert_allclose(np.array(scope.vars["w"]), MA_APPLIED[5][0], rtol=1e-6, atol=1e-6)
+        average.restore(exe)
+        np.testing.assert_array_equal(np.array(scope.vars["w"]), trained)
+
+
+def test_model_average_is_refused_by_the_transpiler_and_by_minimize():
+    main, startup, _, loss, average = _model_average_program()
+    with pytest.raises(UnsupportedOptimizerError, match="ModelAverage .* not supported for distributed training"):
+        DistributeTranspiler().transpile(0, program=main, startup_program=startup, pservers=EPS[0], trainers=1)
+    with pytest.raises(GraphError, match="build it after optimizer.minimize"):
+        average.minimize(loss)

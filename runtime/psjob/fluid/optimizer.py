@@ -36,6 +36,7 @@ the pservers will (docs/dev/transpiler.md).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import numbers
@@ -65,7 +66,7 @@ __all__ = [
     "DecayedAdagrad", "RMSProp", "Ftrl", "SGDOptimizer", "MomentumOptimizer",
     "LarsMomentumOptimizer", "AdamOptimizer", "AdamaxOptimizer", "AdagradOptimizer",
     "DecayedAdagradOptimizer", "RMSPropOptimizer", "FtrlOptimizer", "RecomputeOptimizer",
-    "Adadelta", "AdadeltaOptimizer", "Lamb", "LambOptimizer", "Dpsgd", "DpsgdOptimizer",
+    "Adadelta", "AdadeltaOptimizer", "Lamb", "LambOptimizer", "Dpsgd", "DpsgdOptimizer", "ModelAverage",
 ]
 
 
@@ -660,6 +661,108 @@ class DpsgdOptimizer(Optimizer):
         if isinstance(seed, bool) or not isinstance(seed, int) or not -2 ** 31 <= seed < 2 ** 31:
             raise TypeError(f"DpsgdOptimizer: _seed must be an int32, got {seed!r}")
         return {"clip": self._clip, "batch_size": self._batch_size, "sigma": self._sigma, "seed": seed}
+
+
+class ParameterSwap:
+    """Swapping averaged values into the parameters for a while: `apply_program` keeps each
+    parameter in its temporary and writes the average; `restore_program` writes the parameter
+    back from the temporary (ModelAverage here, paddle.static.ExponentialMovingAverage)."""
+
+    apply_program: Program
+    restore_program: Program
+    _params_tmps: list
+
+    def _build_restore_program(self) -> None:
+        from psjob.fluid import layers
+        self.restore_program = Program()
+        block = self.restore_program.global_block()
+        with program_guard(self.restore_program):
+            for param, tmp in self._params_tmps:
+                layers.assign(block._clone_variable(tmp), output=block._clone_variable(param))
+
+    @contextlib.contextmanager
+    def apply(self, executor, need_restore=True):
+        """Parameters := their averages for the with-block; then (need_restore) their trained
+        values again."""
+        executor.run(self.apply_program)
+        try:
+            yield
+        finally:
+            if need_restore:
+                self.restore(executor)
+
+    def restore(self, executor):
+        """Write back the parameters apply() replaced."""
+        executor.run(self.restore_program)
+
+
+class ModelAverage(ParameterSwap, Optimizer):
+    """Fluid 1.8's ModelAverage: made after minimize(), in the training program's guard. Each
+    run of the program adds every parameter (but those with do_model_average=False) to a
+    window of sums (the average_accumulates op, op_role Optimize: <param>_sum_1_0, _sum_2_0,
+    _sum_3_0 and int64 counters <param>_num_accumulates_0, _old_num_accumulates_0,
+    _num_updates_0); a window closes once it holds min_average_window values and
+    min(max_average_window, num_updates * average_window_rate). `with apply(exe):` sets each
+    parameter to (sum_1 + sum_2 + sum_3) / (num_accumulates + old_num_accumulates), i.e. the
+    open and the last closed window, and restores the trained values on leaving (or restore()).
+    The DistributeTranspiler refuses it (the sums would live on the trainer while the
+    parameters are updated on the pservers)."""
+
+    def __init__(self, average_window_rate, min_average_window=10000, max_average_window=10000,
+                 regularization=None, name=None):
+        super().__init__(0.0, regularization=regularization, name=name)
+        owner = "ModelAverage"
+        self.average_window = _positive(owner, "average_window_rate", average_window_rate)
+        for what, value in (("min_average_window", min_average_window), ("max_average_window", max_average_window)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{owner}: {what} must be a non-negative int, got {value!r}")
+        self.min_average_window, self.max_average_window = min_average_window, max_average_window
+        main = default_main_program()
+        block = main.global_block()
+        self.params_grads = []
+        for param in block.all_parameters():
+            if getattr(param, "do_model_average", None) is not False:
+                tmp = block.create_var(name=unique_name.generate(f"{param.name}.tmp"), dtype=param.dtype,
+                                       shape=param.shape, persistable=False, stop_gradient=True)
+                self.params_grads.append((param, tmp))
+        self._params_tmps = self.params_grads
+        for param, tmp in self.params_grads:
+            with main._optimized_guard([param, tmp]):
+                self._append_average_accumulate_op(block, param)
+        self._build_apply_program()
+        self._build_restore_program()
+
+    def _append_average_accumulate_op(self, block, param):
+        sums = [self._add_accumulator(name, param) for name in ("sum_1", "sum_2", "sum_3")]
+        counts = [self._add_accumulator(name, param, dtype="int64", shape=[1])
+                  for name in ("num_accumulates", "old_num_accumulates", "num_updates")]
+        names = ("sum_1", "sum_2", "sum_3", "num_accumulates", "old_num_accumulates", "num_updates")
+        inputs = {"param": [param], **{f"in_{n}": [v] for n, v in zip(names, sums + counts)}}
+        outputs = {f"out_{n}": [v] for n, v in zip(names, sums + counts)}
+        block.append_op(type="average_accumulates", inputs=inputs, outputs=outputs,
+                        attrs={"average_window": self.average_window,
+                               "min_average_window": self.min_average_window,
+                               "max_average_window": self.max_average_window})
+
+    def _build_apply_program(self):
+        from psjob.fluid import layers
+        self.apply_program = Program()
+        block = self.apply_program.global_block()
+        with program_guard(self.apply_program):
+            for param, tmp in self.params_grads:
+                acc = {n: block._clone_variable(self._get_accumulator(n, param))
+                       for n in ("sum_1", "sum_2", "sum_3", "num_accumulates", "old_num_accumulates")}
+                param = block._clone_variable(param)
+                layers.assign(param, output=block._clone_variable(tmp))
+                count = layers.sums([acc["num_accumulates"], acc["old_num_accumulates"]])
+                total = layers.sums([acc["sum_1"], acc["sum_2"], acc["sum_3"]])
+                count, total = layers.cast(count, param.dtype), layers.cast(total, param.dtype)
+                block.append_op(type="elementwise_div", inputs={"X": [total], "Y": [count]},
+                                outputs={"Out": [param]}, attrs={"axis": -1})
+
+    def minimize(self, *args, **kwargs):
+        raise GraphError("ModelAverage averages the parameters another optimizer trains: build it after "
+                         "optimizer.minimize(loss), and use apply()/restore()")
 
 
 class RecomputeOptimizer(Optimizer):

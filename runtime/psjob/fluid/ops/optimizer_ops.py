@@ -219,3 +219,47 @@ OPTIMIZER_OP_TYPES = tuple(_STATE_SLOTS)
 
 for _t in OPTIMIZER_OP_TYPES:
     register_op(_t, infer_shape=_infer(_t))(_make_kernel(_t))
+
+
+# -- average_accumulates (fluid.optimizer.ModelAverage) ---------------------------------------------
+
+# Paddle's kMaxNumAccumulates: every this many updates sum_1 moves into sum_2 (precision).
+_MAX_NUM_ACCUMULATES = 16384
+_AVERAGE_SUMS = ("sum_1", "sum_2", "sum_3")
+_AVERAGE_COUNTS = ("num_accumulates", "old_num_accumulates", "num_updates")
+
+
+def _infer_average_accumulates(op):
+    param = in_var(op, "param")
+    for name in _AVERAGE_SUMS:
+        set_out(op, f"out_{name}", param.shape, param.dtype)
+    for name in _AVERAGE_COUNTS:
+        set_out(op, f"out_{name}", (1,), "int64")
+
+
+@register_op("average_accumulates", infer_shape=_infer_average_accumulates)
+def average_accumulates_kernel(ctx):
+    """Paddle's average_accumulates op (ModelAverage's window of parameter sums): the parameter
+    is added to sum_1; every 16384 updates sum_1 moves into sum_2; once the window holds at
+    least min_average_window and min(max_average_window, int(num_updates * average_window))
+    values, sum_3 takes sum_1 + sum_2 (the finished window), whose count becomes
+    old_num_accumulates, and a new window starts."""
+    xp = ctx.xp
+    param = ctx.input("param")
+    sum_1, sum_2, sum_3 = (ctx.input(f"in_{name}") for name in _AVERAGE_SUMS)
+    num_accumulates, old_num_accumulates, num_updates = (int(xp.asarray(ctx.input(f"in_{name}")).reshape(-1)[0])
+                                                         for name in _AVERAGE_COUNTS)
+    num_updates += 1
+    num_accumulates += 1
+    sum_1 = sum_1 + param
+    if num_updates % _MAX_NUM_ACCUMULATES == 0:
+        sum_2, sum_1 = sum_2 + sum_1, xp.zeros_like(sum_1)
+    window = min(int(ctx.attr("max_average_window", 10000)), int(num_updates * float(ctx.attr("average_window"))))
+    if num_accumulates >= int(ctx.attr("min_average_window", 10000)) and num_accumulates >= window:
+        sum_3 = sum_1 + sum_2
+        sum_1, sum_2 = xp.zeros_like(sum_1), xp.zeros_like(sum_2)
+        old_num_accumulates, num_accumulates = num_accumulates, 0
+    for name, value in zip(_AVERAGE_SUMS, (sum_1, sum_2, sum_3)):
+        ctx.set_output(f"out_{name}", value)
+    for name, value in zip(_AVERAGE_COUNTS, (num_accumulates, old_num_accumulates, num_updates)):
+        ctx.set_output(f"out_{name}", xp.asarray([value], dtype="int64"))
