@@ -616,7 +616,7 @@ class LambOptimizer(AdamOptimizer):
     A distributed lookup table cannot use it (the ratio needs the whole table)."""
 
     type = "lamb"
-    _read_only_slots = ("beta1_pow_acc", "beta2_pow_acc")
+    _read_only_slots: tuple[str, ...] = ("beta1_pow_acc", "beta2_pow_acc")
     _always_adapt = True
 
     def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6,

@@ -157,7 +157,7 @@ class Lamb(Optimizer, _fo.LambOptimizer):
     """Paddle 2.x/3.x's lamb op: the beta pows advance after each step, and the trust ratio is
     taken where the parameter's weight decay is positive or always_adapt is set."""
 
-    _read_only_slots = ()
+    _read_only_slots: tuple[str, ...] = ()
 
     def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-06,
                  parameters=None, grad_clip=None, exclude_from_weight_decay_fn=None, multi_precision=False,
