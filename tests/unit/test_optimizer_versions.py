@@ -126,27 +126,34 @@ def test_a_program_without_the_attribute_runs_paddle_2_rule():
 VOCAB, DIM = 1024, 16  # test_transpiler_training's ids and table
 
 
-def _adam_net(opt_kind, distributed_table=False):
-    """A dense layer and a sparse (or distributed) embedding trained by Adam with epsilon 1e-2."""
+def pserver_net(make_opt, sparse=True, distributed_table=False, hidden=None):
+    """A builder of ids -> embedding (sparse, or a distributed table) [-> fc(hidden, tanh)] ->
+    fc(1), square error, trained by make_opt(): test_transpiler_training's data and table."""
     def build():
         main, startup = fluid.Program(), fluid.Program()
         main.random_seed = startup.random_seed = 11
         with fluid.program_guard(main, startup), fluid.unique_name.guard():
             ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
             y = fluid.layers.data(name="y", shape=[1])
-            emb = fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=True, is_distributed=distributed_table,
-                                         param_attr=fluid.ParamAttr(
-                                             name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5)))
-            loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(emb, 1), y))
-            if opt_kind == "fluid":
-                opt = fluid.optimizer.Adam(0.02, epsilon=1e-2)
-            elif opt_kind == "fluid_lazy":
-                opt = fluid.optimizer.Adam(0.02, epsilon=1e-2, lazy_mode=True)
-            else:
-                opt = psjob.optimizer.Adam(0.02, epsilon=1e-2)
-            opt.minimize(loss)
+            h = fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=sparse or distributed_table,
+                                       is_distributed=distributed_table, param_attr=fluid.ParamAttr(
+                                           name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5)))
+            if hidden:
+                h = fluid.layers.fc(h, hidden, act="tanh")
+            loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(h, 1), y))
+            make_opt().minimize(loss)
         return main, startup, loss
     return build
+
+
+ADAM = {"fluid": lambda: fluid.optimizer.Adam(0.02, epsilon=1e-2),
+        "fluid_lazy": lambda: fluid.optimizer.Adam(0.02, epsilon=1e-2, lazy_mode=True),
+        "paddle2": lambda: psjob.optimizer.Adam(0.02, epsilon=1e-2)}
+
+
+def _adam_net(opt_kind, distributed_table=False):
+    """A sparse (or distributed) embedding and a dense layer trained by Adam with epsilon 1e-2."""
+    return pserver_net(ADAM[opt_kind], distributed_table=distributed_table)
 
 
 def _flipped(build):

@@ -28,6 +28,7 @@ from psjob.fluid.framework import GraphError
 from psjob.fluid.transpiler import DistributeTranspiler, DistributeTranspilerConfig, UnsupportedOptimizerError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_optimizer_versions import pserver_net  # noqa: E402
 from test_transpiler_training import EPS, batches, distributed, single_machine, table_rows  # noqa: E402
 
 W0 = (np.arange(12, dtype="float32").reshape(4, 3) - 5.0) / 10.0
@@ -293,24 +294,8 @@ def test_schedulers_drive_a_static_program_as_paddle_3_0_0(case):
 
 # -- on parameter servers ------------------------------------------------------------------------------
 
-VOCAB, DIM = 1024, 16  # test_transpiler_training's ids and table
-
-
 def _net(make_opt, distributed_table=False, hidden=8):
-    def build():
-        main, startup = fluid.Program(), fluid.Program()
-        main.random_seed = startup.random_seed = 11
-        with fluid.program_guard(main, startup), fluid.unique_name.guard():
-            ids = fluid.layers.data(name="ids", shape=[1], dtype="int64")
-            y = fluid.layers.data(name="y", shape=[1])
-            emb = fluid.layers.embedding(ids, size=[VOCAB, DIM], is_sparse=distributed_table,
-                                         is_distributed=distributed_table, param_attr=fluid.ParamAttr(
-                                             name="emb", initializer=fluid.initializer.Uniform(-0.5, 0.5)))
-            h = fluid.layers.fc(emb, hidden, act="tanh")
-            loss = fluid.layers.mean(fluid.layers.square_error_cost(fluid.layers.fc(h, 1), y))
-            make_opt().minimize(loss)
-        return main, startup, loss
-    return build
+    return pserver_net(make_opt, sparse=False, distributed_table=distributed_table, hidden=hidden)
 
 
 def _seeded_dpsgd():
