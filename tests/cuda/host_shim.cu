@@ -40,11 +40,12 @@ static psjob::Layout host_layout(const long long* rows, long long count, long lo
                                      T* beta1_pow, T* beta2_pow, int pow_per_row,               \
                                      const long long* rows, long long count, long long width,   \
                                      long long height, const T* lr_ptr, int use_lr_ptr, T lr,   \
-                                     T beta1, T beta2, T epsilon) {                             \
+                                     T beta1, T beta2, T epsilon, int scale_epsilon) {          \
     const psjob::Layout l = host_layout(rows, count, width, height);                            \
     const psjob::AdamState<T> s =                                                               \
         psjob::adam_state(param, grad, moment1, moment2, beta1_pow, beta2_pow, pow_per_row,     \
-                          psjob::pick_lr(lr_ptr, use_lr_ptr, lr), beta1, beta2, epsilon);       \
+                          psjob::pick_lr(lr_ptr, use_lr_ptr, lr), beta1, beta2, epsilon,        \
+                          scale_epsilon);                                                       \
     psjob::adam_range(l, s, 0, 1);                                                              \
     psjob::adam_advance_pows(l, s, 0, 1);                                                       \
   }

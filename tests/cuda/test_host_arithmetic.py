@@ -113,10 +113,13 @@ def test_sparse_host_build_matches_numpy_reference_with_duplicate_rows(host_libr
         assert_close(got, want, dtype)
 
 
+@pytest.mark.parametrize("scale_epsilon", [True, False])
 @pytest.mark.parametrize("layout", ["dense", "rows"])
-def test_per_row_adam_pows_match_reference_and_advance_only_where_visited(host_library, layout):
+def test_per_row_adam_pows_match_reference_and_advance_only_where_visited(host_library, layout, scale_epsilon):
+    """Also both epsilon rules (scale_epsilon: Paddle 2.x/3.x; without: Paddle 1.8), with an
+    epsilon large enough to tell them apart."""
     rng = np.random.default_rng(13)
-    hyper = HYPER["adam"]
+    hyper = {**HYPER["adam"], "epsilon": 0.5, "scale_epsilon": scale_epsilon}
     param = rng.standard_normal(SHAPE).astype(np.float32)
     state = make_state("adam", np.float32, rng, per_row_pows=True)
     host_param, host_state = param.copy(), [s.copy() for s in state]

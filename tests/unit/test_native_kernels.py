@@ -52,9 +52,10 @@ def _adam_state(rng, height, dim, per_row):
             (0.999 ** rng.integers(1, 60, pow_shape)).astype(np.float32)]
 
 
+@pytest.mark.parametrize("scale_epsilon", [True, False], ids=["Paddle 2 epsilon", "Paddle 1.8 epsilon"])
 @pytest.mark.parametrize("per_row", [True, False], ids=["per-row pows", "one pow pair"])
 @pytest.mark.parametrize("lr", [1e-3, np.array([0.02], np.float32)], ids=["float lr", "lr variable"])
-def test_adam_rows_are_bitwise_numpys(monkeypatch, per_row, lr):
+def test_adam_rows_are_bitwise_numpys(monkeypatch, per_row, lr, scale_epsilon):
     rng = np.random.default_rng(7)
     before = _adam_state(rng, 5000, 16, per_row)
     rows = rng.choice(5000, 1200, replace=False)
@@ -62,7 +63,7 @@ def test_adam_rows_are_bitwise_numpys(monkeypatch, per_row, lr):
 
     def update(p, m1, m2, b1, b2):
         K.adam_update_rows(np, p, rows, grads, m1, m2, b1, b2, lr=lr, beta1=0.85, beta2=0.995,
-                           epsilon=1e-7, assume_unique=True)
+                           epsilon=1e-2, scale_epsilon=scale_epsilon, assume_unique=True)
 
     ours, reference = _both(monkeypatch, update, before)
     _assert_bitwise(ours, reference)
@@ -84,7 +85,8 @@ def test_adam_rows_with_repeated_ids_merge_first_and_still_match(monkeypatch):
     _assert_bitwise(*_both(monkeypatch, update, _adam_state(rng, 300, 8, True)))
 
 
-def test_dense_adam_is_bitwise_numpys_and_advances_the_pows(monkeypatch):
+@pytest.mark.parametrize("scale_epsilon", [True, False], ids=["Paddle 2 epsilon", "Paddle 1.8 epsilon"])
+def test_dense_adam_is_bitwise_numpys_and_advances_the_pows(monkeypatch, scale_epsilon):
     rng = np.random.default_rng(5)
     arrays = [rng.standard_normal((429, 256)).astype(np.float32),
               rng.standard_normal((429, 256)).astype(np.float32),
@@ -93,7 +95,8 @@ def test_dense_adam_is_bitwise_numpys_and_advances_the_pows(monkeypatch):
 
     def update(p, g, m1, m2, b1, b2):
         for _ in range(3):
-            K.adam_update(np, p, g, m1, m2, b1, b2, lr=np.array([1e-3], np.float32))
+            K.adam_update(np, p, g, m1, m2, b1, b2, lr=np.array([1e-3], np.float32), epsilon=0.5,
+                          scale_epsilon=scale_epsilon)
 
     ours, reference = _both(monkeypatch, update, arrays)
     _assert_bitwise(ours, reference)

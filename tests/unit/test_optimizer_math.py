@@ -280,9 +280,11 @@ def test_accumulator_table_uses_the_names_fluid_saves():
         "sgd": [], "adam": ["moment1", "moment2"], "adagrad": ["moment"],
         "adamax": ["moment", "inf_norm"], "momentum": ["velocity"], "lars_momentum": ["velocity"],
         "rmsprop": ["mean_square", "momentum", "mean_grad"], "decayed_adagrad": ["moment"],
-        "ftrl": ["squared", "linear"]}
+        "ftrl": ["squared", "linear"], "adadelta": ["_avg_squared_grad", "_avg_squared_update"],
+        "lamb": ["moment1", "moment2"], "dpsgd": []}
     assert {k: v for k, v in origin_shaped.items() if v} == {
-        "adam": ["beta1_pow_acc", "beta2_pow_acc"], "adamax": ["beta1_pow_acc"]}
+        "adam": ["beta1_pow_acc", "beta2_pow_acc"], "adamax": ["beta1_pow_acc"],
+        "lamb": ["beta1_pow_acc", "beta2_pow_acc"]}
     assert set(opt.DENSE_UPDATES) == set(opt.ROW_UPDATES) == set(opt.ACCUMULATORS)
 
 

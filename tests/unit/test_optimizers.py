@@ -44,7 +44,8 @@ def ref_adam(p, g, s, lr, h):
     s["moment2"] = b2 * s["moment2"] + (1 - b2) * g * g
     b1p, b2p = s["beta1_pow_acc"], s["beta2_pow_acc"]
     lr_t = lr * np.sqrt(1 - b2p) / (1 - b1p)
-    out = p - lr_t * s["moment1"] / (np.sqrt(s["moment2"]) + h["eps"] * np.sqrt(1 - b2p))
+    # Fluid 1.x (Paddle 1.8's adam op): epsilon as it is, not scaled by sqrt(1 - b2p)
+    out = p - lr_t * s["moment1"] / (np.sqrt(s["moment2"]) + h["eps"])
     s["beta1_pow_acc"], s["beta2_pow_acc"] = b1p * b1, b2p * b2
     return out
 
@@ -434,7 +435,7 @@ def test_a_distributed_lookup_table_is_updated_per_row_by_the_optimizers_own_rul
         m1[rows] = b1 * m1[rows] + (1 - b1) * g[rows]
         m2[rows] = b2 * m2[rows] + (1 - b2) * g[rows] ** 2
         corr = np.sqrt(1 - pows[rows, 1:2])
-        p[rows] -= lr * corr / (1 - pows[rows, 0:1]) * m1[rows] / (np.sqrt(m2[rows]) + eps * corr)
+        p[rows] -= lr * corr / (1 - pows[rows, 0:1]) * m1[rows] / (np.sqrt(m2[rows]) + eps)
         pows[rows] *= [b1, b2]
     np.testing.assert_allclose(_read(scope, "table"), p, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(_read(scope, "table_beta1_pow_acc_0")[:, 0], pows[:, 0], rtol=1e-6)

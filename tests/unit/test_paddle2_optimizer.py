@@ -49,6 +49,13 @@ def assert_same_training(a, b):
         np.testing.assert_allclose(a[1][name], b[1][name], rtol=1e-6, atol=1e-7, err_msg=name)
 
 
+def _fluid_adam_with_2x_epsilon(*args, **kwargs):
+    """fluid.optimizer.Adam with Paddle 2.x's epsilon rule (its own is Paddle 1.8's)."""
+    opt = fluid.optimizer.Adam(*args, **kwargs)
+    opt._scale_epsilon = True
+    return opt
+
+
 TWINS = {
     "SGD": (lambda: paddle.optimizer.SGD(0.1), lambda: fluid.optimizer.SGD(0.1)),
     "Momentum": (lambda: paddle.optimizer.Momentum(0.1, momentum=0.8, use_nesterov=True),
@@ -56,14 +63,14 @@ TWINS = {
     "Adagrad": (lambda: paddle.optimizer.Adagrad(0.1, initial_accumulator_value=0.1),
                 lambda: fluid.optimizer.Adagrad(0.1, initial_accumulator_value=0.1)),
     "Adam": (lambda: paddle.optimizer.Adam(0.05, beta1=0.8, lazy_mode=True),
-             lambda: fluid.optimizer.Adam(0.05, beta1=0.8, lazy_mode=True)),
+             lambda: _fluid_adam_with_2x_epsilon(0.05, beta1=0.8, lazy_mode=True)),
     "Adamax": (lambda: paddle.optimizer.Adamax(0.05), lambda: fluid.optimizer.Adamax(0.05)),
     "RMSProp": (lambda: paddle.optimizer.RMSProp(0.05, rho=0.9, momentum=0.5, centered=True),
                 lambda: fluid.optimizer.RMSProp(0.05, rho=0.9, momentum=0.5, centered=True)),
     "weight_decay-float": (lambda: paddle.optimizer.SGD(0.1, weight_decay=0.01),
                            lambda: fluid.optimizer.SGD(0.1, regularization=fluid.regularizer.L2Decay(0.01))),
     "weight_decay-L1": (lambda: paddle.optimizer.Adam(0.05, weight_decay=paddle.regularizer.L1Decay(0.01)),
-                        lambda: fluid.optimizer.Adam(0.05, regularization=fluid.regularizer.L1Decay(0.01))),
+                        lambda: _fluid_adam_with_2x_epsilon(0.05, regularization=fluid.regularizer.L1Decay(0.01))),
 }
 
 

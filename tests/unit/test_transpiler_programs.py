@@ -612,7 +612,7 @@ def table_config(t, ep=EPS[0]):
 
 @pytest.mark.parametrize("make_opt, name, hyper", [
     (lambda: fluid.optimizer.Adam(0.01, beta1=0.8, beta2=0.99, epsilon=1e-6), "adam",
-     {"beta1": 0.8, "beta2": 0.99, "epsilon": 1e-6}),
+     {"beta1": 0.8, "beta2": 0.99, "epsilon": 1e-6, "scale_epsilon": False}),
     (lambda: fluid.optimizer.Adagrad(0.1, epsilon=1e-5), "adagrad", {"epsilon": 1e-5}),
     (lambda: fluid.optimizer.Momentum(0.1, 0.7, use_nesterov=True), "momentum", {"mu": 0.7, "use_nesterov": True}),
     (lambda: fluid.optimizer.RMSProp(0.1, rho=0.9, epsilon=1e-4, momentum=0.5, centered=True), "rmsprop",

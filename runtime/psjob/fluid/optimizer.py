@@ -36,6 +36,7 @@ the pservers will (docs/dev/transpiler.md).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import numbers
@@ -47,7 +48,7 @@ from psjob.fluid.clip import append_gradient_clip_ops
 from psjob.fluid.framework import GraphError, OpRole, Parameter, Program, Variable, default_main_program, program_guard
 from psjob.fluid.layers.tensor import create_global_var
 from psjob.fluid.regularizer import WeightDecayRegularizer, append_regularization_ops
-from psjob.foundation.kernels.optimizers import ACCUMULATORS, ORIGIN_SHAPED
+from psjob.foundation.kernels.optimizers import ACCUMULATORS, ORIGIN_SHAPED, WHOLE_PARAMETER
 
 log = logging.getLogger("psjob.fluid.optimizer")
 
@@ -56,15 +57,16 @@ log = logging.getLogger("psjob.fluid.optimizer")
 # learning rate (Fluid 1.x). DistributeTranspilerConfig.table_optimizer and
 # Fleet strategies accept the same values.
 TABLE_OPTIMIZERS = ("same", "sgd")
-# Rules a per-row table cannot run: lars_momentum scales by the norm of the
-# whole parameter, which no pserver holds (psjob.foundation.tables.OPTIMIZERS omits it).
-_NO_TABLE_RULE = ("lars_momentum",)
+# Rules a per-row table cannot run: lars_momentum and lamb scale by the norm of the
+# whole parameter, which no pserver holds (psjob.foundation.tables.OPTIMIZERS omits them).
+_NO_TABLE_RULE = WHOLE_PARAMETER
 
 __all__ = [
     "Optimizer", "SGD", "Momentum", "LarsMomentum", "Adam", "Adamax", "Adagrad",
     "DecayedAdagrad", "RMSProp", "Ftrl", "SGDOptimizer", "MomentumOptimizer",
     "LarsMomentumOptimizer", "AdamOptimizer", "AdamaxOptimizer", "AdagradOptimizer",
     "DecayedAdagradOptimizer", "RMSPropOptimizer", "FtrlOptimizer", "RecomputeOptimizer",
+    "Adadelta", "AdadeltaOptimizer", "Lamb", "LambOptimizer", "Dpsgd", "DpsgdOptimizer", "ModelAverage",
 ]
 
 
@@ -135,6 +137,8 @@ class Optimizer:
 
     type = ""
     _slots: dict[str, tuple[str, str]] = {}
+    # Accumulators the op reads but does not write (Paddle 1.8's lamb: its beta pows).
+    _read_only_slots: tuple[str, ...] = ()
     # How minimize() updates a distributed lookup table: see TABLE_OPTIMIZERS.
     # Fleet sets it from its strategy; a plain script may set it before minimize().
     table_optimizer = "same"
@@ -244,6 +248,10 @@ class Optimizer:
     def _op_attrs(self) -> dict:
         return {}
 
+    def _param_op_attrs(self, param) -> dict:
+        """The op's attributes for one parameter (Lamb excludes some from weight decay)."""
+        return self._op_attrs()
+
     def _append_optimize_op(self, block, param_and_grad):
         param, grad = param_and_grad
         inputs = {"Param": [param], "Grad": [grad],
@@ -253,9 +261,10 @@ class Optimizer:
             in_slot, out_slot = self._slots[spec.name]
             acc = self._get_accumulator(spec.name, param)
             inputs[in_slot] = [acc]
-            outputs[out_slot] = [acc]
+            if spec.name not in self._read_only_slots:
+                outputs[out_slot] = [acc]
         return block.append_op(type=self.type, inputs=inputs, outputs=outputs,
-                               attrs=self._op_attrs())
+                               attrs=self._param_op_attrs(param))
 
     def _create_optimization_pass(self, params_grads, program: Program):
         block = program.global_block()
@@ -445,9 +454,15 @@ class LarsMomentumOptimizer(Optimizer):
 class AdamOptimizer(Optimizer):
     """Adam with bias correction folded into the step size (Fluid's adam op).
     lazy_mode=True: a sparse gradient updates only its rows; False (Fluid's
-    default): it is densified and every row's moments decay."""
+    default): it is densified and every row's moments decay.
+
+    Paddle 1.8's adam op adds epsilon as it is (param -= lr_t * m1 / (sqrt(m2) + epsilon));
+    Paddle 2.x/3.x's scales it by sqrt(1 - beta2^t). The op's `scale_epsilon` attribute
+    carries the rule wherever the op runs (a pserver, a distributed table's per-row rule):
+    False here, True for paddle.optimizer.Adam/AdamW."""
 
     type = "adam"
+    _scale_epsilon = False
     _slots = {"moment1": ("Moment1", "Moment1Out"), "moment2": ("Moment2", "Moment2Out"),
               "beta1_pow_acc": ("Beta1Pow", "Beta1PowOut"),
               "beta2_pow_acc": ("Beta2Pow", "Beta2PowOut")}
@@ -464,7 +479,7 @@ class AdamOptimizer(Optimizer):
 
     def _op_attrs(self):
         return {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon,
-                "lazy_mode": self._lazy_mode}
+                "lazy_mode": self._lazy_mode, "scale_epsilon": self._scale_epsilon}
 
 
 class AdamaxOptimizer(Optimizer):
@@ -569,6 +584,187 @@ class FtrlOptimizer(Optimizer):
         return {"l1": self._l1, "l2": self._l2, "lr_power": self._lr_power}
 
 
+class AdadeltaOptimizer(Optimizer):
+    """avg_sq_grad = rho*asg + (1-rho)*g^2; update = -sqrt((asu + eps)/(asg + eps))*g;
+    avg_sq_update = rho*asu + (1-rho)*update^2. Paddle 1.8.5's adadelta op takes no learning
+    rate (the optimizer still creates learning_rate_0) and moves the parameter by
+    -sqrt((new avg_sq_update + eps)/(asg + eps))*g; its op here reads the rate and ignores it
+    (paddle18_rule), where paddle.optimizer.Adadelta's op steps by lr * update.
+    Sparse gradients update only their rows (Fluid's op is dense only)."""
+
+    type = "adadelta"
+    _slots = {"_avg_squared_grad": ("AvgSquaredGrad", "AvgSquaredGradOut"),
+              "_avg_squared_update": ("AvgSquaredUpdate", "AvgSquaredUpdateOut")}
+    _paddle18_rule = True
+
+    def __init__(self, learning_rate, epsilon=1.0e-6, rho=0.95, regularization=None, name=None, grad_clip=None):
+        super().__init__(learning_rate, regularization, name, grad_clip)
+        owner = type(self).__name__
+        self._epsilon = _positive(owner, "epsilon", epsilon)
+        self._rho = _half_open_unit(owner, "rho", rho)
+
+    def _op_attrs(self):
+        return {"epsilon": self._epsilon, "rho": self._rho, "paddle18_rule": self._paddle18_rule}
+
+
+class LambOptimizer(AdamOptimizer):
+    """LAMB: Adam's bias-corrected step plus lamb_weight_decay * param, scaled by the trust
+    ratio |param| / |step| of the whole parameter (kernels.optimizers.lamb_update).
+    exclude_from_weight_decay_fn(param) -> True drops the decay for that parameter.
+    As Paddle 1.8.5's lamb op: the ratio is always taken, the moments are not bias-corrected
+    and the beta pows (created, saved) never advance: the op has no Beta1PowOut/Beta2PowOut.
+    A distributed lookup table cannot use it (the ratio needs the whole table)."""
+
+    type = "lamb"
+    _read_only_slots: tuple[str, ...] = ("beta1_pow_acc", "beta2_pow_acc")
+    _always_adapt = True
+
+    def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6,
+                 regularization=None, grad_clip=None, exclude_from_weight_decay_fn=None, name=None):
+        super().__init__(learning_rate, beta1, beta2, epsilon, regularization, name, grad_clip=grad_clip)
+        self._weight_decay = _at_least(type(self).__name__, "lamb_weight_decay", lamb_weight_decay)
+        if exclude_from_weight_decay_fn is not None and not callable(exclude_from_weight_decay_fn):
+            raise TypeError(f"{type(self).__name__}: exclude_from_weight_decay_fn must be callable")
+        self._exclude_from_weight_decay_fn = exclude_from_weight_decay_fn
+
+    def _op_attrs(self):
+        return {"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon,
+                "weight_decay": self._weight_decay, "always_adapt": self._always_adapt}
+
+    def _param_op_attrs(self, param):
+        attrs = self._op_attrs()
+        if self._exclude_from_weight_decay_fn is not None and self._exclude_from_weight_decay_fn(param):
+            attrs["weight_decay"] = 0.0
+        return attrs
+
+
+class DpsgdOptimizer(Optimizer):
+    """Differentially private SGD (Paddle 1.8's dpsgd op, kernels.optimizers.dpsgd_update): each
+    step clips the parameter's gradient to L2 norm `clip` and adds one Gaussian draw of std
+    `sigma`, divided by `batch_size`, to every element. The op's `seed` attribute is 0, so each
+    step seeds its generator from the current time in seconds, as Paddle's does; set
+    `optimizer._seed` (Paddle's debugging property) before minimize() for a fixed draw, which,
+    the generator being seeded afresh each step, is the same every step. Dense gradients only."""
+
+    type = "dpsgd"
+
+    def __init__(self, learning_rate=0.001, clip=0.9, batch_size=0.999, sigma=1e-8):
+        super().__init__(learning_rate)
+        owner = type(self).__name__
+        self._clip = _positive(owner, "clip", clip)
+        self._batch_size = _positive(owner, "batch_size", batch_size)
+        self._sigma = _at_least(owner, "sigma", sigma)
+        self._seed = None
+
+    def _op_attrs(self):
+        seed = 0 if self._seed is None else self._seed
+        if isinstance(seed, bool) or not isinstance(seed, int) or not -2 ** 31 <= seed < 2 ** 31:
+            raise TypeError(f"DpsgdOptimizer: _seed must be an int32, got {seed!r}")
+        return {"clip": self._clip, "batch_size": self._batch_size, "sigma": self._sigma, "seed": seed}
+
+
+class ParameterSwap:
+    """Swapping averaged values into the parameters for a while: `apply_program` keeps each
+    parameter in its temporary and writes the average; `restore_program` writes the parameter
+    back from the temporary (ModelAverage here, paddle.static.ExponentialMovingAverage)."""
+
+    apply_program: Program
+    restore_program: Program
+    _params_tmps: list
+
+    def _build_restore_program(self) -> None:
+        from psjob.fluid import layers
+        self.restore_program = Program()
+        block = self.restore_program.global_block()
+        with program_guard(self.restore_program):
+            for param, tmp in self._params_tmps:
+                layers.assign(block._clone_variable(tmp), output=block._clone_variable(param))
+
+    @contextlib.contextmanager
+    def apply(self, executor, need_restore=True):
+        """Parameters := their averages for the with-block; then (need_restore) their trained
+        values again."""
+        executor.run(self.apply_program)
+        try:
+            yield
+        finally:
+            if need_restore:
+                self.restore(executor)
+
+    def restore(self, executor):
+        """Write back the parameters apply() replaced."""
+        executor.run(self.restore_program)
+
+
+class ModelAverage(ParameterSwap, Optimizer):
+    """Fluid 1.8's ModelAverage: made after minimize(), in the training program's guard. Each
+    run of the program adds every parameter (but those with do_model_average=False) to a
+    window of sums (the average_accumulates op, op_role Optimize: <param>_sum_1_0, _sum_2_0,
+    _sum_3_0 and int64 counters <param>_num_accumulates_0, _old_num_accumulates_0,
+    _num_updates_0); a window closes once it holds min_average_window values and
+    min(max_average_window, num_updates * average_window_rate). `with apply(exe):` sets each
+    parameter to (sum_1 + sum_2 + sum_3) / (num_accumulates + old_num_accumulates), i.e. the
+    open and the last closed window, and restores the trained values on leaving (or restore()).
+    The DistributeTranspiler refuses it (the sums would live on the trainer while the
+    parameters are updated on the pservers)."""
+
+    def __init__(self, average_window_rate, min_average_window=10000, max_average_window=10000,
+                 regularization=None, name=None):
+        super().__init__(0.0, regularization=regularization, name=name)
+        owner = "ModelAverage"
+        self.average_window = _positive(owner, "average_window_rate", average_window_rate)
+        for what, value in (("min_average_window", min_average_window), ("max_average_window", max_average_window)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{owner}: {what} must be a non-negative int, got {value!r}")
+        self.min_average_window, self.max_average_window = min_average_window, max_average_window
+        main = default_main_program()
+        block = main.global_block()
+        self.params_grads = []
+        for param in block.all_parameters():
+            if getattr(param, "do_model_average", None) is not False:
+                tmp = block.create_var(name=unique_name.generate(f"{param.name}.tmp"), dtype=param.dtype,
+                                       shape=param.shape, persistable=False, stop_gradient=True)
+                self.params_grads.append((param, tmp))
+        self._params_tmps = self.params_grads
+        for param, tmp in self.params_grads:
+            with main._optimized_guard([param, tmp]):
+                self._append_average_accumulate_op(block, param)
+        self._build_apply_program()
+        self._build_restore_program()
+
+    def _append_average_accumulate_op(self, block, param):
+        sums = [self._add_accumulator(name, param) for name in ("sum_1", "sum_2", "sum_3")]
+        counts = [self._add_accumulator(name, param, dtype="int64", shape=[1])
+                  for name in ("num_accumulates", "old_num_accumulates", "num_updates")]
+        names = ("sum_1", "sum_2", "sum_3", "num_accumulates", "old_num_accumulates", "num_updates")
+        inputs = {"param": [param], **{f"in_{n}": [v] for n, v in zip(names, sums + counts)}}
+        outputs = {f"out_{n}": [v] for n, v in zip(names, sums + counts)}
+        block.append_op(type="average_accumulates", inputs=inputs, outputs=outputs,
+                        attrs={"average_window": self.average_window,
+                               "min_average_window": self.min_average_window,
+                               "max_average_window": self.max_average_window})
+
+    def _build_apply_program(self):
+        from psjob.fluid import layers
+        self.apply_program = Program()
+        block = self.apply_program.global_block()
+        with program_guard(self.apply_program):
+            for param, tmp in self.params_grads:
+                acc = {n: block._clone_variable(self._get_accumulator(n, param))
+                       for n in ("sum_1", "sum_2", "sum_3", "num_accumulates", "old_num_accumulates")}
+                param = block._clone_variable(param)
+                layers.assign(param, output=block._clone_variable(tmp))
+                count = layers.sums([acc["num_accumulates"], acc["old_num_accumulates"]])
+                total = layers.sums([acc["sum_1"], acc["sum_2"], acc["sum_3"]])
+                count, total = layers.cast(count, param.dtype), layers.cast(total, param.dtype)
+                block.append_op(type="elementwise_div", inputs={"X": [total], "Y": [count]},
+                                outputs={"Out": [param]}, attrs={"axis": -1})
+
+    def minimize(self, *args, **kwargs):
+        raise GraphError("ModelAverage averages the parameters another optimizer trains: build it after "
+                         "optimizer.minimize(loss), and use apply()/restore()")
+
+
 class RecomputeOptimizer(Optimizer):
     """Fluid 1.8's RecomputeOptimizer(optimizer): the wrapped optimizer's training, whose
     forward activations between the checkpoints Paddle recomputes in the backward pass to save
@@ -643,6 +839,9 @@ Adagrad = AdagradOptimizer
 DecayedAdagrad = DecayedAdagradOptimizer
 RMSProp = RMSPropOptimizer
 Ftrl = FtrlOptimizer
+Adadelta = AdadeltaOptimizer
+Lamb = LambOptimizer
+Dpsgd = DpsgdOptimizer
 
 
 def accumulator_slots(op_type: str) -> dict[str, str]:

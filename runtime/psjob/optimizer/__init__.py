@@ -22,7 +22,8 @@ from psjob.fluid.regularizer import L2DecayRegularizer, WeightDecayRegularizer
 from psjob.optimizer import lr
 from psjob.optimizer.lr import LRScheduler
 
-__all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adam", "AdamW", "Adamax", "RMSProp", "lr"]
+__all__ = ["Optimizer", "SGD", "Momentum", "Adagrad", "Adam", "AdamW", "Adamax", "RMSProp", "Adadelta", "Lamb",
+           "lr"]
 
 
 def _weight_decay(owner, value):
@@ -117,6 +118,8 @@ class Adagrad(Optimizer, _fo.AdagradOptimizer):
 
 
 class Adam(Optimizer, _fo.AdamOptimizer):
+    _scale_epsilon = True  # Paddle 2.x/3.x's adam op: epsilon * sqrt(1 - beta2^t)
+
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, parameters=None,
                  weight_decay=None, grad_clip=None, lazy_mode=False, multi_precision=False, name=None):
         _fo.AdamOptimizer.__init__(self, self._lr_value(learning_rate), beta1, beta2, epsilon,
@@ -137,6 +140,31 @@ class RMSProp(Optimizer, _fo.RMSPropOptimizer):
                  parameters=None, weight_decay=None, grad_clip=None, name=None):
         _fo.RMSPropOptimizer.__init__(self, self._lr_value(learning_rate), rho, epsilon, momentum, centered,
                                       _weight_decay("RMSProp", weight_decay), name)
+        self._init_2x(learning_rate, parameters, grad_clip)
+
+
+class Adadelta(Optimizer, _fo.AdadeltaOptimizer):
+    _paddle18_rule = False  # Paddle 2.x/3.x's adadelta op: param += lr * update
+
+    def __init__(self, learning_rate=0.001, epsilon=1e-06, rho=0.95, parameters=None, weight_decay=None,
+                 grad_clip=None, name=None):
+        _fo.AdadeltaOptimizer.__init__(self, self._lr_value(learning_rate), epsilon, rho,
+                                       _weight_decay("Adadelta", weight_decay), name)
+        self._init_2x(learning_rate, parameters, grad_clip)
+
+
+class Lamb(Optimizer, _fo.LambOptimizer):
+    """Paddle 2.x/3.x's lamb op: the beta pows advance after each step, and the trust ratio is
+    taken where the parameter's weight decay is positive or always_adapt is set."""
+
+    _read_only_slots: tuple[str, ...] = ()
+
+    def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-06,
+                 parameters=None, grad_clip=None, exclude_from_weight_decay_fn=None, multi_precision=False,
+                 always_adapt=False, name=None):
+        _fo.LambOptimizer.__init__(self, self._lr_value(learning_rate), lamb_weight_decay, beta1, beta2, epsilon,
+                                   None, None, exclude_from_weight_decay_fn, name)
+        self._always_adapt = bool(always_adapt)
         self._init_2x(learning_rate, parameters, grad_clip)
 
 

@@ -14,7 +14,8 @@ import numpy as np
 
 __all__ = ["LRScheduler", "NoamDecay", "PiecewiseDecay", "NaturalExpDecay", "InverseTimeDecay",
            "PolynomialDecay", "LinearWarmup", "ExponentialDecay", "MultiStepDecay", "StepDecay",
-           "LambdaDecay", "ReduceOnPlateau", "CosineAnnealingDecay", "MultiplicativeDecay"]
+           "LambdaDecay", "ReduceOnPlateau", "CosineAnnealingDecay", "MultiplicativeDecay", "OneCycleLR",
+           "CyclicLR"]
 
 
 def _number(owner, name, value):
@@ -264,3 +265,106 @@ class ReduceOnPlateau(LRScheduler):
         if self.mode == "min":
             return current < (best - best * self.threshold if self.threshold_mode == "rel" else best - self.threshold)
         return current > (best + best * self.threshold if self.threshold_mode == "rel" else best + self.threshold)
+
+
+def _anneal(strategy, start, end, pct):
+    if strategy == "cos":
+        return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+    return start + (end - start) * pct
+
+
+class OneCycleLR(LRScheduler):
+    """The one-cycle policy (Paddle 2.x's formula): from max_learning_rate / divide_factor up to
+    max_learning_rate over the first phase_pct of total_steps, then down to end_learning_rate
+    (three_phase: back to the initial rate first, then down), annealed by cosine or linearly.
+    Stepping past total_steps raises, as in Paddle."""
+
+    def __init__(self, max_learning_rate, total_steps, divide_factor=25.0, end_learning_rate=0.0001,
+                 phase_pct=0.3, anneal_strategy="cos", three_phase=False, last_epoch=-1, verbose=False):
+        owner = "OneCycleLR"
+        top = _number(owner, "max_learning_rate", max_learning_rate)
+        end = _number(owner, "end_learning_rate", end_learning_rate)
+        if top < 0 or end < 0:
+            raise ValueError(f"{owner}: max_learning_rate and end_learning_rate must be >= 0")
+        if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps <= 0:
+            raise ValueError(f"{owner}: total_steps must be a positive int, got {total_steps!r}")
+        if not isinstance(phase_pct, float) or not 0.0 <= phase_pct <= 1.0:
+            raise ValueError(f"{owner}: phase_pct must be a float in [0, 1], got {phase_pct!r}")
+        if anneal_strategy not in ("cos", "linear"):
+            raise ValueError(f"{owner}: anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}")
+        if three_phase and phase_pct >= 0.5:
+            raise ValueError(f"{owner}: with three_phase=True, phase_pct must be below 0.5")
+        start = top / _number(owner, "divide_factor", divide_factor)
+        self.total_steps, self.anneal_strategy = total_steps, anneal_strategy
+        last = total_steps - 1
+        up_end = phase_pct * total_steps - 1
+        if three_phase:
+            down_end = 2 * phase_pct * total_steps - 2
+            # (end step, start rate, end rate, length) of each phase; the last repeats for the last step
+            self._phases = [(up_end, start, top, up_end), (down_end, top, start, down_end - up_end),
+                            (last, start, end, last - down_end)]
+        else:
+            self._phases = [(up_end, start, top, up_end), (last, top, end, last - up_end)]
+        super().__init__(start, last_epoch, verbose)
+
+    def get_lr(self):
+        step = self.last_epoch
+        if step > self.total_steps:
+            raise ValueError(f"OneCycleLR: stepped {step} times, past total_steps={self.total_steps}")
+        begin = 0.0
+        for k, (end_step, lr_from, lr_to, length) in enumerate(self._phases):
+            if step <= end_step or k == len(self._phases) - 1:
+                return _anneal(self.anneal_strategy, lr_from, lr_to, (step - begin) / length)
+            begin = end_step
+        raise AssertionError("unreachable")
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates (Paddle 2.x's formula): triangular cycles between
+    base_learning_rate and max_learning_rate, step_size_up steps up and step_size_down (default
+    step_size_up) down; the height scaled by mode ('triangular': 1, 'triangular2': halved each
+    cycle, 'exp_range': exp_gamma ** iteration) or by scale_fn of the cycle or iteration number."""
+
+    def __init__(self, base_learning_rate, max_learning_rate, step_size_up, step_size_down=None,
+                 mode="triangular", exp_gamma=1.0, scale_fn=None, scale_mode="cycle", last_epoch=-1,
+                 verbose=False):
+        owner = "CyclicLR"
+        top = _number(owner, "max_learning_rate", max_learning_rate)
+        if top < 0:
+            raise ValueError(f"{owner}: max_learning_rate must be >= 0, got {top}")
+        for name, value in (("step_size_up", step_size_up), ("step_size_down", step_size_down)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise ValueError(f"{owner}: {name} must be a positive int, got {value!r}")
+        if not isinstance(exp_gamma, float):
+            raise TypeError(f"{owner}: exp_gamma must be a float, got {exp_gamma!r}")
+        if scale_fn is None and mode not in ("triangular", "triangular2", "exp_range"):
+            raise ValueError(f"{owner}: mode must be 'triangular', 'triangular2' or 'exp_range' "
+                             f"(or give scale_fn), got {mode!r}")
+        if scale_mode not in ("cycle", "iterations"):
+            raise ValueError(f"{owner}: scale_mode must be 'cycle' or 'iterations', got {scale_mode!r}")
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.cycle_size, self.step_up_pct = up + down, up / (up + down)
+        self.max_lr = top
+        self.amplitude = top - _number(owner, "base_learning_rate", base_learning_rate)
+        self.mode, self.gamma = mode, exp_gamma
+        if scale_fn is not None:
+            self.scale_fn, self.scale_mode = scale_fn, scale_mode
+        elif mode == "triangular":
+            self.scale_fn, self.scale_mode = (lambda x: 1.0), "cycle"
+        elif mode == "triangular2":
+            self.scale_fn, self.scale_mode = (lambda x: 1 / (2.0 ** (x - 1))), "cycle"
+        else:
+            self.scale_fn, self.scale_mode = (lambda x: self.gamma ** x), "iterations"
+        super().__init__(base_learning_rate, last_epoch, verbose)
+
+    def get_lr(self):
+        iteration = self.last_epoch
+        cycle = 1 + iteration // self.cycle_size
+        pct = 1.0 + iteration / self.cycle_size - cycle
+        if pct <= self.step_up_pct:
+            height = pct / self.step_up_pct
+        else:
+            height = (1 - pct) / (1 - self.step_up_pct)
+        return self.base_lr + self.amplitude * height * self.scale_fn(
+            cycle if self.scale_mode == "cycle" else iteration)

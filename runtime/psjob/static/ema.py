@@ -17,18 +17,17 @@ ema / (1 - decay ** t) into the parameters, t counting the train program's runs
 """
 from __future__ import annotations
 
-import contextlib
-
 from psjob.fluid import layers as _layers
 from psjob.fluid import unique_name
 from psjob.fluid.framework import Program, Variable, default_main_program, name_scope, program_guard
 from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.optimizer import ParameterSwap
 
 _STEP_COUNTER = "@EMA_STEP_COUNTER@"
 _DECAY = "scheduled_ema_decay_rate"
 
 
-class ExponentialMovingAverage:
+class ExponentialMovingAverage(ParameterSwap):
     """The moving average of the default main program's parameters (decay in (0, 1))."""
 
     def __init__(self, decay=0.999, thres_steps=None, name=None):
@@ -79,13 +78,7 @@ class ExponentialMovingAverage:
                 corrected = _layers.elementwise_div(ema, _layers.cast(correction, ema.dtype))
                 _layers.assign(corrected, output=param)
 
-        self.restore_program = Program()
-        restore_block = self.restore_program.global_block()
-        with program_guard(self.restore_program):
-            for param, tmp in self._params_tmps:
-                tmp = restore_block._clone_variable(tmp)
-                param = restore_block._clone_variable(param)
-                _layers.assign(tmp, output=param)
+        self._build_restore_program()
 
     def _get_ema_decay(self):
         main = default_main_program()
@@ -116,21 +109,6 @@ class ExponentialMovingAverage:
                     _layers.cast(self._decay_var, param.dtype)
                 ema_t = ema * decay + param * (1.0 - decay)
                 _layers.assign(ema_t, output=ema)
-
-    @contextlib.contextmanager
-    def apply(self, executor, need_restore=True):
-        """Parameters := their bias-corrected averages for the with-block; then (need_restore)
-        their trained values again."""
-        executor.run(self.apply_program)
-        try:
-            yield
-        finally:
-            if need_restore:
-                self.restore(executor)
-
-    def restore(self, executor):
-        """Write back the parameters apply() replaced."""
-        executor.run(self.restore_program)
 
 
 def _where(condition, x, y):

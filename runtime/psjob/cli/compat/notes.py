@@ -139,9 +139,6 @@ NOTES = {
     "paddle.fluid.layers.rank": (DIFFERS, "int32 of shape [1], where Paddle 1.8 gives a 0-D tensor"),
     "paddle.fluid.layers.Print": (DIFFERS, "prints in the forward pass only (print_phase is accepted)"),
     # Fluid 1.8 (checked against Paddle 1.8.5 with its own API examples).
-    "paddle.fluid.optimizer.Adam": (DIFFERS, "epsilon is scaled by sqrt(1 - beta2^t) as in Paddle 2.x/3.x; "
-                                             "Paddle 1.8.5 adds it unscaled, so weights whose gradients are "
-                                             "near epsilon move by other amounts"),
     "paddle.fluid.optimizer.Ftrl": (DIFFERS, "l2 is applied as given; Paddle 1.8.5's FtrlOptimizer passes l1 "
                                              "as the op's l2 (its l2 argument has no effect)"),
     "paddle.fluid.optimizer.RecomputeOptimizer": (DIFFERS, "keeps the activations instead of recomputing them "

@@ -1,5 +1,5 @@
 """Optimizer ops: sgd, momentum, lars_momentum, adam, adamax, adagrad,
-decayed_adagrad, rmsprop, ftrl — Paddle's op types and slot names.
+decayed_adagrad, rmsprop, ftrl, adadelta, lamb, dpsgd — Paddle's op types and slot names.
 
 The math is not here: each kernel gathers its slots and calls the matching
 update function of `psjob.foundation.kernels.optimizers` (one implementation of each
@@ -49,6 +49,12 @@ _STATE_SLOTS = {
     "rmsprop": (("MeanSquare", "MeanSquareOut"), ("Moment", "MomentOut"),
                 ("MeanGrad", "MeanGradOut")),
     "ftrl": (("SquaredAccumulator", "SquaredAccumOut"), ("LinearAccumulator", "LinearAccumOut")),
+    "adadelta": (("AvgSquaredGrad", "AvgSquaredGradOut"), ("AvgSquaredUpdate", "AvgSquaredUpdateOut")),
+    "dpsgd": (),
+    # Paddle 1.8's lamb op has no Beta1PowOut/Beta2PowOut (no bias correction, its pows never
+    # advance); 2.x's has.
+    "lamb": (("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"),
+             ("Beta1Pow", "Beta1PowOut"), ("Beta2Pow", "Beta2PowOut")),
 }
 
 # op type -> {op attribute: (kernel keyword, default)}
@@ -57,7 +63,11 @@ _HYPER = {
     "momentum": {"mu": ("mu", 0.9), "use_nesterov": ("use_nesterov", False)},
     "lars_momentum": {"mu": ("mu", 0.9), "lars_coeff": ("lars_coeff", 0.001),
                       "lars_weight_decay": ("lars_weight_decay", 0.0005)},
-    "adam": {"beta1": ("beta1", 0.9), "beta2": ("beta2", 0.999), "epsilon": ("epsilon", 1e-8)},
+    # scale_epsilon (psjob's attribute): Paddle 2.x/3.x's epsilon * sqrt(1 - beta2^t), the
+    # default (Paddle 3's programs, and programs loaded from Paddle's files); False: Paddle 1.8's
+    # plain epsilon, which fluid.optimizer.Adam writes (kernels.optimizers.adam_update).
+    "adam": {"beta1": ("beta1", 0.9), "beta2": ("beta2", 0.999), "epsilon": ("epsilon", 1e-8),
+             "scale_epsilon": ("scale_epsilon", True)},
     "adamax": {"beta1": ("beta1", 0.9), "beta2": ("beta2", 0.999), "epsilon": ("epsilon", 1e-8)},
     "adagrad": {"epsilon": ("epsilon", 1e-6)},
     "decayed_adagrad": {"decay": ("decay", 0.95), "epsilon": ("epsilon", 1e-6)},
@@ -65,6 +75,15 @@ _HYPER = {
     "rmsprop": {"decay": ("rho", 0.95), "epsilon": ("epsilon", 1e-6),
                 "momentum": ("momentum", 0.0), "centered": ("centered", False)},
     "ftrl": {"l1": ("l1", 0.0), "l2": ("l2", 0.0), "lr_power": ("lr_power", -0.5)},
+    # paddle18_rule (psjob's attribute): Paddle 1.8's adadelta op (no learning rate; the step
+    # reads the updated avg_squared_update), which fluid.optimizer.Adadelta writes; Paddle
+    # 2.x/3.x's (param += lr * update) by default (kernels.optimizers.adadelta_update).
+    "adadelta": {"rho": ("rho", 0.95), "epsilon": ("epsilon", 1e-6),
+                 "paddle18_rule": ("paddle18_rule", False)},
+    "dpsgd": {"clip": ("clip", 0.9), "batch_size": ("batch_size", 0.999), "sigma": ("sigma", 1e-8),
+              "seed": ("seed", 0)},
+    "lamb": {"beta1": ("beta1", 0.9), "beta2": ("beta2", 0.999), "epsilon": ("epsilon", 1e-6),
+             "weight_decay": ("weight_decay", 0.01), "always_adapt": ("always_adapt", False)},
 }
 
 _BETA_POW_SLOTS = ("Beta1Pow", "Beta2Pow")
@@ -174,6 +193,8 @@ def _make_kernel(op_type):
             if not ctx.ins.get(in_slot):
                 raise GraphError(f"op {op_type!r} of parameter {ctx.ins['Param'][0]!r} needs "
                                  f"the accumulator input {in_slot!r}")
+        if op_type == "lamb":  # Paddle 1.8's op (no Beta1PowOut): no bias correction, pows unchanged
+            hyper["bias_correction"] = ctx.has_output("Beta1PowOut")
         param = _updatable(ctx, "Param", "ParamOut")
         states = [_updatable(ctx, i, o) for i, o in slots]
         grad = ctx.input("Grad")
@@ -198,3 +219,47 @@ OPTIMIZER_OP_TYPES = tuple(_STATE_SLOTS)
 
 for _t in OPTIMIZER_OP_TYPES:
     register_op(_t, infer_shape=_infer(_t))(_make_kernel(_t))
+
+
+# -- average_accumulates (fluid.optimizer.ModelAverage) ---------------------------------------------
+
+# Paddle's kMaxNumAccumulates: every this many updates sum_1 moves into sum_2 (precision).
+_MAX_NUM_ACCUMULATES = 16384
+_AVERAGE_SUMS = ("sum_1", "sum_2", "sum_3")
+_AVERAGE_COUNTS = ("num_accumulates", "old_num_accumulates", "num_updates")
+
+
+def _infer_average_accumulates(op):
+    param = in_var(op, "param")
+    for name in _AVERAGE_SUMS:
+        set_out(op, f"out_{name}", param.shape, param.dtype)
+    for name in _AVERAGE_COUNTS:
+        set_out(op, f"out_{name}", (1,), "int64")
+
+
+@register_op("average_accumulates", infer_shape=_infer_average_accumulates)
+def average_accumulates_kernel(ctx):
+    """Paddle's average_accumulates op (ModelAverage's window of parameter sums): the parameter
+    is added to sum_1; every 16384 updates sum_1 moves into sum_2; once the window holds at
+    least min_average_window and min(max_average_window, int(num_updates * average_window))
+    values, sum_3 takes sum_1 + sum_2 (the finished window), whose count becomes
+    old_num_accumulates, and a new window starts."""
+    xp = ctx.xp
+    param = ctx.input("param")
+    sum_1, sum_2, sum_3 = (ctx.input(f"in_{name}") for name in _AVERAGE_SUMS)
+    num_accumulates, old_num_accumulates, num_updates = (int(xp.asarray(ctx.input(f"in_{name}")).reshape(-1)[0])
+                                                         for name in _AVERAGE_COUNTS)
+    num_updates += 1
+    num_accumulates += 1
+    sum_1 = sum_1 + param
+    if num_updates % _MAX_NUM_ACCUMULATES == 0:
+        sum_2, sum_1 = sum_2 + sum_1, xp.zeros_like(sum_1)
+    window = min(int(ctx.attr("max_average_window", 10000)), int(num_updates * float(ctx.attr("average_window"))))
+    if num_accumulates >= int(ctx.attr("min_average_window", 10000)) and num_accumulates >= window:
+        sum_3 = sum_1 + sum_2
+        sum_1, sum_2 = xp.zeros_like(sum_1), xp.zeros_like(sum_2)
+        old_num_accumulates, num_accumulates = num_accumulates, 0
+    for name, value in zip(_AVERAGE_SUMS, (sum_1, sum_2, sum_3)):
+        ctx.set_output(f"out_{name}", value)
+    for name, value in zip(_AVERAGE_COUNTS, (num_accumulates, old_num_accumulates, num_updates)):
+        ctx.set_output(f"out_{name}", xp.asarray([value], dtype="int64"))

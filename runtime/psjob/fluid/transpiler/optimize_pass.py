@@ -27,8 +27,15 @@ PARAM_SHAPED_SLOTS = {
     "decayed_adagrad": ("Moment",),
     "rmsprop": ("Moment", "MeanSquare", "MeanGrad"),
     "ftrl": ("SquaredAccumulator", "LinearAccumulator"),
+    "adadelta": ("AvgSquaredGrad", "AvgSquaredUpdate"),
+    "lamb": ("Moment1", "Moment2"),
+    "dpsgd": (),
 }
 SUPPORTED_OPTIMIZERS = tuple(PARAM_SHAPED_SLOTS)
+# Optimizers whose step needs the whole parameter or gradient (lamb's trust ratio, dpsgd's
+# clipping norm and its one noise draw): a pserver runs them on an unsliced parameter only, and
+# the plan refuses to slice one (lars_momentum, Fluid's own, keeps Fluid's per-block norms).
+UNSLICEABLE = ("lamb", "dpsgd")
 CORE_SLOTS = ("Param", "Grad", "LearningRate")
 
 
@@ -81,6 +88,13 @@ def read_optimize_pass(program: Program) -> OptimizePass:
     if not any(is_optimizer_op(op) for op in opt_ops):
         raise GraphError("the program has no optimizer ops: call optimizer.minimize(loss) on it "
                          "before DistributeTranspiler.transpile()")
+    averaged = [op.input("param")[0] for op in opt_ops if op.type == "average_accumulates"]
+    if averaged:
+        raise UnsupportedOptimizerError(
+            f"fluid.optimizer.ModelAverage (its average_accumulates ops, parameters {averaged}) is not "
+            "supported for distributed training: its sums of the parameters would stay on the trainer while "
+            "the pservers update the parameters. Transpile the program built without ModelAverage, and "
+            "average in a single-process program, or evaluate the trained parameters as they are")
     lr_role = int(OpRole.LRSched)
     lr_ops = [op for op in block.ops if _role(op) in (lr_role, lr_role | int(OpRole.Optimize))]
 

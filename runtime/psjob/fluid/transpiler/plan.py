@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from psjob.fluid.framework import GraphError, VarType
-from psjob.fluid.transpiler.optimize_pass import OptimizePass, is_param_shaped
+from psjob.fluid.transpiler.optimize_pass import UNSLICEABLE, OptimizePass, UnsupportedOptimizerError, is_param_shaped
 from psjob.fluid.transpiler.slicing import block_name, block_rows, row_width, slice_variable, trainer_name
 
 
@@ -182,6 +182,14 @@ def build_plan(program, opt: OptimizePass, job: JobShape, config, tables: list) 
     for i in order:
         p, g = params[i], grads[i]
         vblocks = by_var[p.name]
+        opt_op = opt.optimizer_of.get(p.name)
+        if len(vblocks) > 1 and opt_op is not None and opt_op.type in UNSLICEABLE:
+            raise UnsupportedOptimizerError(
+                f"parameter {p.name!r} ({int(np.prod(p.shape))} elements) would be split into "
+                f"{len(vblocks)} blocks across the pservers, but its optimizer {opt_op.type!r} needs the "
+                "whole parameter in one place (a norm over all of it): set "
+                "DistributeTranspilerConfig.slice_var_up = False (each parameter whole on one pserver), "
+                "or raise min_block_size above its size, or use Adam/AdamW")
         rows = block_rows(vblocks, p.shape)
         names = [block_name(p.name, b.block_id) if len(vblocks) > 1 else p.name for b in vblocks]
         eps = dispatcher.dispatch(names)

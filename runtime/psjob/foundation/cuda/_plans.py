@@ -122,7 +122,7 @@ def plan_adagrad(xp: Any, param: Array, grad: Array, moment: Array, *, lr: float
 
 def plan_adam(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Array, beta1_pow: Array, beta2_pow: Array, *,
               lr: float | Array, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
-              rows: Array | None = None, assume_unique: bool = False) -> LaunchPlan:
+              scale_epsilon: bool = True, rows: Array | None = None, assume_unique: bool = False) -> LaunchPlan:
     layout, dtype, values, geometry, lr_args, count = _common(
         xp, param, grad, rows, {"moment1": moment1, "moment2": moment2}, lr, assume_unique)
     per_row = []
@@ -136,7 +136,7 @@ def plan_adam(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Array
         raise ValueError("beta1_pow and beta2_pow must both be per-row or both be origin-shaped")
     scalar = np.dtype(dtype).type
     args = ((param, values, moment1, moment2, beta1_pow, beta2_pow, np.int32(per_row[0]))
-            + geometry + lr_args + (scalar(beta1), scalar(beta2), scalar(epsilon)))
+            + geometry + lr_args + (scalar(beta1), scalar(beta2), scalar(epsilon), np.int32(bool(scale_epsilon))))
     return LaunchPlan("adam", layout, dtype, args, count, param)
 
 

@@ -50,11 +50,12 @@ __device__ void adam_kernel(bool dense, T* param, const T* grad, T* moment1, T* 
                             T* beta1_pow, T* beta2_pow, int pow_per_row, const long long* rows,
                             long long count, long long width, long long height, const T* lr_ptr,
                             int use_lr_ptr, T lr, T beta1, T beta2, T epsilon,
-                            unsigned int* ticket) {
+                            int scale_epsilon, unsigned int* ticket) {
   const psjob::Layout l = make_layout(rows, dense, count, width, height);
   const psjob::AdamState<T> s =
       psjob::adam_state(param, grad, moment1, moment2, beta1_pow, beta2_pow, pow_per_row,
-                        psjob::pick_lr(lr_ptr, use_lr_ptr, lr), beta1, beta2, epsilon);
+                        psjob::pick_lr(lr_ptr, use_lr_ptr, lr), beta1, beta2, epsilon,
+                        scale_epsilon);
   psjob::adam_range(l, s, thread_begin(), grid_step());
   if (last_block_done(ticket)) {
     psjob::adam_advance_pows(l, s, (long long)threadIdx.x, (long long)blockDim.x);
@@ -89,9 +90,11 @@ __device__ void adam_kernel(bool dense, T* param, const T* grad, T* moment1, T* 
   extern "C" __global__ void psjob_adam_##LAYOUT##_##SUFFIX(                                      \
       T* param, const T* grad, T* moment1, T* moment2, T* beta1_pow, T* beta2_pow,                \
       int pow_per_row, const long long* rows, long long count, long long width, long long height, \
-      const T* lr_ptr, int use_lr_ptr, T lr, T beta1, T beta2, T epsilon, unsigned int* ticket) { \
+      const T* lr_ptr, int use_lr_ptr, T lr, T beta1, T beta2, T epsilon, int scale_epsilon,      \
+      unsigned int* ticket) {                                                                     \
     adam_kernel<T>(DENSE, param, grad, moment1, moment2, beta1_pow, beta2_pow, pow_per_row, rows, \
-                   count, width, height, lr_ptr, use_lr_ptr, lr, beta1, beta2, epsilon, ticket);  \
+                   count, width, height, lr_ptr, use_lr_ptr, lr, beta1, beta2, epsilon,           \
+                   scale_epsilon, ticket);                                                        \
   }
 
 PSJOB_OPTIMIZER_KERNELS(float, f32, dense, true)

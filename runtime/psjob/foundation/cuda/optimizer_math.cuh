@@ -59,14 +59,16 @@ PSJOB_HD void adagrad_element(T& p, T& moment, T g, T lr, T epsilon) {
 }
 
 // b1p, b2p: the beta pows *before* this step (advanced after all reads).
+// scale_epsilon: epsilon * sqrt(1 - b2p) (Paddle 2.x/3.x); 0: plain epsilon (Paddle 1.8).
 template <typename T>
 PSJOB_HD void adam_element(T& p, T& m1, T& m2, T g, T b1p, T b2p, T lr, T beta1,
-                           T beta2, T epsilon) {
+                           T beta2, T epsilon, int scale_epsilon) {
   m1 = beta1 * m1 + (T(1) - beta1) * g;
   m2 = beta2 * m2 + (T(1) - beta2) * g * g;
   const T correction = root(T(1) - b2p);
   const T lr_t = lr * correction / (T(1) - b1p);
-  p = p - lr_t * (m1 / (root(m2) + epsilon * correction));
+  const T eps = scale_epsilon ? epsilon * correction : epsilon;
+  p = p - lr_t * (m1 / (root(m2) + eps));
 }
 
 // ------------------------------------------------------------- layout
@@ -133,12 +135,13 @@ struct AdamState {
   T* beta2_pow;
   int pow_per_row;
   T lr, beta1, beta2, epsilon;
+  int scale_epsilon;
 };
 
 template <typename T>
 PSJOB_HD AdamState<T> adam_state(T* param, const T* grad, T* moment1, T* moment2, T* beta1_pow,
                                  T* beta2_pow, int pow_per_row, T lr, T beta1, T beta2,
-                                 T epsilon) {
+                                 T epsilon, int scale_epsilon) {
   AdamState<T> s;
   s.param = param;
   s.grad = grad;
@@ -151,6 +154,7 @@ PSJOB_HD AdamState<T> adam_state(T* param, const T* grad, T* moment1, T* moment2
   s.beta1 = beta1;
   s.beta2 = beta2;
   s.epsilon = epsilon;
+  s.scale_epsilon = scale_epsilon;
   return s;
 }
 
@@ -161,7 +165,7 @@ PSJOB_HD void adam_range(const Layout& l, const AdamState<T>& s, long long begin
     if (!locate(l, i, &row, &off)) continue;
     const long long pow_index = s.pow_per_row ? row : 0;
     adam_element(s.param[off], s.moment1[off], s.moment2[off], s.grad[i], s.beta1_pow[pow_index],
-                 s.beta2_pow[pow_index], s.lr, s.beta1, s.beta2, s.epsilon);
+                 s.beta2_pow[pow_index], s.lr, s.beta1, s.beta2, s.epsilon, s.scale_epsilon);
   }
 }
 

@@ -65,16 +65,18 @@ def adagrad_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, 
 
 
 def adam_update(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Array, beta1_pow: Array, beta2_pow: Array,
-                *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8) -> None:
+                *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
+                scale_epsilon: bool = True) -> None:
     _run(xp, _plans.plan_adam, param, grad, moment1, moment2, beta1_pow, beta2_pow, lr=lr,
-         beta1=beta1, beta2=beta2, epsilon=epsilon)
+         beta1=beta1, beta2=beta2, epsilon=epsilon, scale_epsilon=scale_epsilon)
 
 
 def adam_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, moment1: Array, moment2: Array,
                      beta1_pow: Array, beta2_pow: Array, *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999,
-                     epsilon: float = 1e-8, assume_unique: bool = False) -> None:
+                     epsilon: float = 1e-8, scale_epsilon: bool = True, assume_unique: bool = False) -> None:
     _run(xp, _plans.plan_adam, param, grad_values, moment1, moment2, beta1_pow, beta2_pow, lr=lr,
-         beta1=beta1, beta2=beta2, epsilon=epsilon, rows=rows, assume_unique=assume_unique)
+         beta1=beta1, beta2=beta2, epsilon=epsilon, scale_epsilon=scale_epsilon, rows=rows,
+         assume_unique=assume_unique)
 
 
 _FUSED_DENSE: dict[str, Callable[..., None]] = {

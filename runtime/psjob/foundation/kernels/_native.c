@@ -222,13 +222,14 @@ static PyObject *adagrad_rows(PyObject *self, PyObject *args) {
 
 typedef struct {
     float beta1, beta2, one_minus_beta1, one_minus_beta2, epsilon, lr;
+    int scale_epsilon; /* Paddle 2.x/3.x: epsilon * sqrt(1 - b2p); 0: plain epsilon (Paddle 1.8) */
 } AdamHyper;
 
-static AdamHyper adam_hyper(double lr, double beta1, double beta2, double epsilon) {
+static AdamHyper adam_hyper(double lr, double beta1, double beta2, double epsilon, int scale_epsilon) {
     /* numpy rounds each Python float to float32 where it meets a float32 array; (1 - beta)
      * is computed by Python (in double) before that. */
     AdamHyper h = {(float)beta1, (float)beta2, (float)(1.0 - beta1), (float)(1.0 - beta2),
-                   (float)epsilon, (float)lr};
+                   (float)epsilon, (float)lr, scale_epsilon};
     return h;
 }
 
@@ -238,7 +239,7 @@ static inline void adam_span(float *p, float *m1, float *m2, const float *g, Py_
                              float b1p, float b2p, const AdamHyper *h) {
     const float correction = sqrtf(1.0f - b2p);
     const float lr_t = h->lr * correction / (1.0f - b1p);
-    const float eps = h->epsilon * correction;
+    const float eps = h->scale_epsilon ? h->epsilon * correction : h->epsilon;
     for (Py_ssize_t j = 0; j < width; j++) {
         const float gj = g[j];
         const float a = m1[j] * h->beta1 + gj * h->one_minus_beta1;
@@ -282,9 +283,9 @@ static void adam_rows_loop(float *param, float *m1, float *m2, float *b1p, float
 static PyObject *adam_rows(PyObject *self, PyObject *args) {
     PyObject *param_o, *m1_o, *m2_o, *b1p_o, *b2p_o, *rows_o, *grads_o;
     double lr, beta1, beta2, epsilon;
-    int per_row;
-    if (!PyArg_ParseTuple(args, "OOOOOOOddddp:adam_rows", &param_o, &m1_o, &m2_o, &b1p_o, &b2p_o, &rows_o,
-                          &grads_o, &lr, &beta1, &beta2, &epsilon, &per_row)) {
+    int scale_epsilon, per_row;
+    if (!PyArg_ParseTuple(args, "OOOOOOOddddpp:adam_rows", &param_o, &m1_o, &m2_o, &b1p_o, &b2p_o, &rows_o,
+                          &grads_o, &lr, &beta1, &beta2, &epsilon, &scale_epsilon, &per_row)) {
         return NULL;
     }
     Array a[7] = {{0}};
@@ -302,7 +303,7 @@ static PyObject *adam_rows(PyObject *self, PyObject *args) {
     const int64_t *rows = a[1].view.buf;
     const float *grads = a[2].view.buf;
     Py_ssize_t n = n_items(&a[1]);
-    const AdamHyper h = adam_hyper(lr, beta1, beta2, epsilon);
+    const AdamHyper h = adam_hyper(lr, beta1, beta2, epsilon, scale_epsilon);
     Py_BEGIN_ALLOW_THREADS
     adam_rows_loop(param, m1, m2, b1p, b2p, rows, grads, n, width, per_row, &h);
     Py_END_ALLOW_THREADS
@@ -319,8 +320,9 @@ static void adam_dense_loop(float *p, float *m1, float *m2, const float *g, Py_s
 static PyObject *adam_dense(PyObject *self, PyObject *args) {
     PyObject *param_o, *grad_o, *m1_o, *m2_o, *b1p_o, *b2p_o;
     double lr, beta1, beta2, epsilon;
-    if (!PyArg_ParseTuple(args, "OOOOOOdddd:adam_dense", &param_o, &grad_o, &m1_o, &m2_o, &b1p_o, &b2p_o, &lr,
-                          &beta1, &beta2, &epsilon)) {
+    int scale_epsilon;
+    if (!PyArg_ParseTuple(args, "OOOOOOddddp:adam_dense", &param_o, &grad_o, &m1_o, &m2_o, &b1p_o, &b2p_o, &lr,
+                          &beta1, &beta2, &epsilon, &scale_epsilon)) {
         return NULL;
     }
     Array a[6] = {{0}};
@@ -334,7 +336,7 @@ static PyObject *adam_dense(PyObject *self, PyObject *args) {
         return NULL;
     }
     float *b1p = a[4].view.buf, *b2p = a[5].view.buf;
-    const AdamHyper h = adam_hyper(lr, beta1, beta2, epsilon);
+    const AdamHyper h = adam_hyper(lr, beta1, beta2, epsilon, scale_epsilon);
     Py_BEGIN_ALLOW_THREADS
     adam_dense_loop(a[0].view.buf, a[2].view.buf, a[3].view.buf, a[1].view.buf, n_items(&a[0]), b1p[0], b2p[0], &h);
     b1p[0] = b1p[0] * h.beta1;
@@ -881,11 +883,13 @@ static PyMethodDef methods[] = {
     {"adagrad_rows", adagrad_rows, METH_VARARGS,
      "adagrad_rows(param, moment, rows, grads, lr, epsilon): Adagrad on param[rows] (rows unique)."},
     {"adam_rows", adam_rows, METH_VARARGS,
-     "adam_rows(param, m1, m2, beta1_pow, beta2_pow, rows, grads, lr, beta1, beta2, epsilon, per_row):\n"
+     "adam_rows(param, m1, m2, beta1_pow, beta2_pow, rows, grads, lr, beta1, beta2, epsilon, scale_epsilon,\n"
+     "per_row):\n"
      "lazy Adam on param[rows] (rows unique); per_row: the pows are per row, advanced with their row,\n"
      "else one pair, advanced once."},
     {"adam_dense", adam_dense, METH_VARARGS,
-     "adam_dense(param, grad, m1, m2, beta1_pow, beta2_pow, lr, beta1, beta2, epsilon): Adam on a whole\n"
+     "adam_dense(param, grad, m1, m2, beta1_pow, beta2_pow, lr, beta1, beta2, epsilon, scale_epsilon): Adam\n"
+     "on a whole "
      "parameter; the pows ([1] each) advance."},
     {"index_find", index_find, METH_VARARGS,
      "index_find(entries, reach, ids, bits, window, rows_out, slots_out) -> ids not at their home slot:\n"

@@ -66,15 +66,16 @@ def adagrad_rows(param: np.ndarray, moment: np.ndarray, rows: np.ndarray, grads:
 
 def adam_rows(param: np.ndarray, m1: np.ndarray, m2: np.ndarray, beta1_pow: np.ndarray, beta2_pow: np.ndarray,
               rows: np.ndarray, grads: np.ndarray, *, lr: float, beta1: float, beta2: float, epsilon: float,
-              per_row: bool) -> None:
+              per_row: bool, scale_epsilon: bool = True) -> None:
     _native.adam_rows(param, m1, m2, beta1_pow, beta2_pow, _rows(rows), grads, float(lr), float(beta1),
-                      float(beta2), float(epsilon), bool(per_row))
+                      float(beta2), float(epsilon), bool(scale_epsilon), bool(per_row))
 
 
 def adam_dense(param: np.ndarray, grad: np.ndarray, m1: np.ndarray, m2: np.ndarray, beta1_pow: np.ndarray,
-               beta2_pow: np.ndarray, *, lr: float, beta1: float, beta2: float, epsilon: float) -> None:
+               beta2_pow: np.ndarray, *, lr: float, beta1: float, beta2: float, epsilon: float,
+               scale_epsilon: bool = True) -> None:
     _native.adam_dense(param, grad, m1, m2, beta1_pow, beta2_pow, float(lr), float(beta1), float(beta2),
-                       float(epsilon))
+                       float(epsilon), bool(scale_epsilon))
 
 
 def index_find(entries: np.ndarray, reach: np.ndarray, ids: np.ndarray, bits: int,

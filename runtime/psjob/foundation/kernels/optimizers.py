@@ -1,4 +1,4 @@
-"""Update math of the nine Fluid optimizers, generic over the array module.
+"""Update math of the Fluid optimizers, generic over the array module.
 
 Each optimizer has two entry points:
 
@@ -27,13 +27,14 @@ the global step count; per-row pows advance only for the rows present.
 
 The formulas follow PaddlePaddle Fluid 1.x's operators (sgd_op, momentum_op,
 lars_momentum_op, adam_op, adamax_op, adagrad_op, decayed_adagrad_op,
-rmsprop_op, ftrl_op). `ACCUMULATORS` lists each optimizer's state under the
+rmsprop_op, ftrl_op, adadelta_op, lamb_op, dpsgd_op). `ACCUMULATORS` lists each optimizer's state under the
 names Fluid saves (the optimizer layer creates ``<param>_<name>_0``), in the
 order the update functions take them.
 """
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -48,7 +49,7 @@ Array = Any
 Core = Callable[..., tuple]
 
 __all__ = [
-    "ACCUMULATORS", "AccumulatorSpec", "DENSE_UPDATES", "ROW_UPDATES",
+    "ACCUMULATORS", "AccumulatorSpec", "DENSE_UPDATES", "ROW_UPDATES", "WHOLE_PARAMETER",
     "merge_duplicate_rows", "pow_is_per_row", "check_dense_shapes", "check_row_shapes",
     "sgd_update", "sgd_update_rows",
     "momentum_update", "momentum_update_rows",
@@ -59,6 +60,9 @@ __all__ = [
     "decayed_adagrad_update", "decayed_adagrad_update_rows",
     "rmsprop_update", "rmsprop_update_rows",
     "ftrl_update", "ftrl_update_rows",
+    "adadelta_update", "adadelta_update_rows",
+    "lamb_update", "lamb_update_rows",
+    "dpsgd_update", "dpsgd_update_rows", "dpsgd_noise",
 ]
 
 PARAM_SHAPED = "param"    # same shape as the parameter; sliced with it
@@ -106,7 +110,19 @@ ACCUMULATORS: dict[str, tuple[AccumulatorSpec, ...]] = {
         AccumulatorSpec("mean_grad", used_when="centered"),
     ),
     "ftrl": (AccumulatorSpec("squared"), AccumulatorSpec("linear")),
+    "dpsgd": (),
+    # Fluid names them "_avg_squared_grad"/"_avg_squared_update" (<param>__avg_squared_grad_0).
+    "adadelta": (AccumulatorSpec("_avg_squared_grad"), AccumulatorSpec("_avg_squared_update")),
+    "lamb": (
+        AccumulatorSpec("moment1"),
+        AccumulatorSpec("moment2"),
+        AccumulatorSpec("beta1_pow_acc", ORIGIN_SHAPED, "beta1"),
+        AccumulatorSpec("beta2_pow_acc", ORIGIN_SHAPED, "beta2"),
+    ),
 }
+# Optimizers whose step reads the whole parameter (a norm): a sparse table, which holds rows,
+# cannot run them, and a pserver runs them only on an unsliced parameter.
+WHOLE_PARAMETER = ("lars_momentum", "lamb", "dpsgd")
 
 
 # --------------------------------------------------------------- validation
@@ -329,12 +345,13 @@ def lars_momentum_update_rows(xp: Any, param: Array, rows: Array, grad_values: A
 
 def _adam_core(xp: Any) -> Core:
     def core(p: Array, g: Array, m1: Array, m2: Array, b1p: Array, b2p: Array, lr: float | Array, beta1: float,
-             beta2: float, epsilon: float) -> tuple[Array, Array, Array]:
+             beta2: float, epsilon: float, scale_epsilon: bool) -> tuple[Array, Array, Array]:
         m1 = beta1 * m1 + (1.0 - beta1) * g
         m2 = beta2 * m2 + (1.0 - beta2) * g * g
         correction = xp.sqrt(1.0 - b2p)
         lr_t = lr * correction / (1.0 - b1p)
-        return p - lr_t * (m1 / (xp.sqrt(m2) + epsilon * correction)), m1, m2
+        eps = epsilon * correction if scale_epsilon else epsilon
+        return p - lr_t * (m1 / (xp.sqrt(m2) + eps)), m1, m2
     return core
 
 
@@ -344,7 +361,7 @@ def _in_place_ok(xp: Any, param: Array, grad: Array, *states: Array) -> bool:
 
 
 def _adam_in_place(p: Array, g: Array, m1: Array, m2: Array, b1p: Array, b2p: Array, lr: float | Array, beta1: float,
-                   beta2: float, epsilon: float) -> None:
+                   beta2: float, epsilon: float, scale_epsilon: bool) -> None:
     """`_adam_core` on numpy, written into p, m1 and m2 with one scratch array instead of a
     new array per operation (each a fresh mapping, page-faulted, for a parameter of some
     hundred KB). The operations and their order are the core's: bitwise the same result."""
@@ -358,7 +375,7 @@ def _adam_in_place(p: Array, g: Array, m1: Array, m2: Array, b1p: Array, b2p: Ar
     correction = np.sqrt(1.0 - b2p)
     lr_t = lr * correction / (1.0 - b1p)
     np.sqrt(m2, out=t)
-    t += epsilon * correction
+    t += epsilon * correction if scale_epsilon else epsilon
     np.divide(m1, t, out=t)
     t *= lr_t
     p -= t
@@ -375,9 +392,14 @@ def _betas_of(param: Array, beta1: float, beta2: float) -> tuple[float, float]:
 
 
 def adam_update(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Array, beta1_pow: Array, beta2_pow: Array,
-                *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8) -> None:
-    """Fluid 1.x adam: m1, m2 moving averages; lr_t = lr*sqrt(1-b2p)/(1-b1p);
-    param -= lr_t*m1/(sqrt(m2) + epsilon*sqrt(1-b2p)); then b1p*=beta1, b2p*=beta2."""
+                *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999, epsilon: float = 1e-8,
+                scale_epsilon: bool = True) -> None:
+    """Adam: m1, m2 moving averages; lr_t = lr*sqrt(1-b2p)/(1-b1p);
+    param -= lr_t*m1/(sqrt(m2) + eps); then b1p*=beta1, b2p*=beta2.
+
+    eps is epsilon*sqrt(1-b2p) with scale_epsilon (Paddle 2.x/3.x's adam op, the default)
+    and plain epsilon without it (Paddle 1.8's adam op, which Fluid 1.x programs get: their
+    AdamOptimizer writes the op's scale_epsilon attribute False)."""
     beta1, beta2 = _betas_of(param, beta1, beta2)
     if (beta1_pow.size == 1 and beta2_pow.size == 1 and grad.shape == param.shape == moment1.shape == moment2.shape
             and native.fits(param, grad, moment1, moment2, beta1_pow, beta2_pow)):
@@ -385,12 +407,12 @@ def adam_update(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Arr
         # both pows' advance in one pass, without their per-call cost (a pserver runs this
         # for every dense parameter of every push).
         native.adam_dense(param, grad, moment1, moment2, beta1_pow, beta2_pow, lr=_lr(xp, lr, param.dtype),
-                          beta1=beta1, beta2=beta2, epsilon=epsilon)
+                          beta1=beta1, beta2=beta2, epsilon=epsilon, scale_epsilon=scale_epsilon)
         return
     check_dense_shapes(param, grad, {"moment1": moment1, "moment2": moment2})
     _check_pow("beta1_pow", param, beta1_pow)
     _check_pow("beta2_pow", param, beta2_pow)
-    hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon))
+    hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon), bool(scale_epsilon))
     if _in_place_ok(xp, param, grad, moment1, moment2, beta1_pow, beta2_pow):
         _adam_in_place(param, grad, moment1, moment2, beta1_pow, beta2_pow, *hyper)
     else:
@@ -414,14 +436,16 @@ def _native_rows_ok(param: Array, rows: Array, values: Array, m1: Array, m2: Arr
 
 def adam_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, moment1: Array, moment2: Array,
                      beta1_pow: Array, beta2_pow: Array, *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999,
-                     epsilon: float = 1e-8, assume_unique: bool = False) -> None:
-    """Lazy adam (Fluid's lazy_mode=True): only the rows present move."""
+                     epsilon: float = 1e-8, scale_epsilon: bool = True, assume_unique: bool = False) -> None:
+    """Lazy adam (Fluid's lazy_mode=True): only the rows present move (scale_epsilon: as
+    `adam_update`)."""
     beta1, beta2 = _betas_of(param, beta1, beta2)
     if assume_unique and _native_rows_ok(param, rows, grad_values, moment1, moment2, beta1_pow, beta2_pow):
         # Every check of _prepare_rows but the rows' range holds; the C kernel checks that
         # before it writes anything (a table's push: no numpy pass over the rows first).
         native.adam_rows(param, moment1, moment2, beta1_pow, beta2_pow, rows, grad_values,
                          lr=_lr(xp, lr, param.dtype), beta1=beta1, beta2=beta2, epsilon=epsilon,
+                         scale_epsilon=scale_epsilon,
                          per_row=pow_is_per_row(param, beta1_pow))
         return
     rows, values = _prepare_rows(xp, param, rows, grad_values,
@@ -434,10 +458,11 @@ def adam_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, mom
         # each row updated where it lies, its pows (per-row ones) advanced with it
         native.adam_rows(param, moment1, moment2, beta1_pow, beta2_pow, rows, values,
                          lr=_lr(xp, lr, param.dtype), beta1=beta1, beta2=beta2, epsilon=epsilon,
+                         scale_epsilon=scale_epsilon,
                          per_row=per_row)
         return
     b1p, b2p = _rows_of(param, beta1_pow, rows), _rows_of(param, beta2_pow, rows)
-    hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon))
+    hyper = (_lr(xp, lr, param.dtype), float(beta1), float(beta2), float(epsilon), bool(scale_epsilon))
     if not _in_place_ok(xp, param, values, moment1, moment2, beta1_pow, beta2_pow):
         _run_rows(_adam_core(xp), param, rows, values, (moment1, moment2), b1p, b2p, *hyper)
         _advance_pow(param, beta1_pow, float(beta1), rows)
@@ -616,15 +641,158 @@ def ftrl_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, squ
               float(l1), float(l2), float(lr_power))
 
 
+# --------------------------------------------------------------- adadelta
+
+def _adadelta_core(xp: Any) -> Core:
+    def core(p: Array, g: Array, avg_sq_grad: Array, avg_sq_update: Array, lr: float | Array, rho: float,
+             epsilon: float, paddle18_rule: bool) -> tuple[Array, Array, Array]:
+        avg_sq_grad = rho * avg_sq_grad + (1.0 - rho) * g * g
+        update = -xp.sqrt((avg_sq_update + epsilon) / (avg_sq_grad + epsilon)) * g
+        avg_sq_update = rho * avg_sq_update + (1.0 - rho) * update * update
+        if paddle18_rule:
+            # Paddle 1.8's op evaluates the step after writing avg_sq_update in place (a lazy
+            # Eigen expression over the same buffer): the step reads the new value.
+            return p - xp.sqrt((avg_sq_update + epsilon) / (avg_sq_grad + epsilon)) * g, avg_sq_grad, avg_sq_update
+        return p + lr * update, avg_sq_grad, avg_sq_update
+    return core
+
+
+def adadelta_update(xp: Any, param: Array, grad: Array, avg_squared_grad: Array, avg_squared_update: Array, *,
+                    lr: float | Array, rho: float = 0.95, epsilon: float = 1e-6,
+                    paddle18_rule: bool = False) -> None:
+    """asg = rho*asg + (1-rho)*g^2; update = -sqrt((asu + eps)/(asg + eps)) * g;
+    asu = rho*asu + (1-rho)*update^2; param += lr*update (Paddle 2.x/3.x's adadelta op).
+    paddle18_rule: Paddle 1.8.5's op, which takes no learning rate and steps by
+    -sqrt((new asu + eps)/(asg + eps)) * g (checked against Paddle 1.8.5)."""
+    check_dense_shapes(param, grad, {"_avg_squared_grad": avg_squared_grad,
+                                     "_avg_squared_update": avg_squared_update})
+    _run_dense(_adadelta_core(xp), param, grad, (avg_squared_grad, avg_squared_update),
+               _lr(xp, lr, param.dtype), float(rho), float(epsilon), bool(paddle18_rule))
+
+
+def adadelta_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, avg_squared_grad: Array,
+                         avg_squared_update: Array, *, lr: float | Array, rho: float = 0.95, epsilon: float = 1e-6,
+                         paddle18_rule: bool = False, assume_unique: bool = False) -> None:
+    rows, values = _prepare_rows(xp, param, rows, grad_values, {"_avg_squared_grad": avg_squared_grad,
+                                                                "_avg_squared_update": avg_squared_update},
+                                 assume_unique)
+    _run_rows(_adadelta_core(xp), param, rows, values, (avg_squared_grad, avg_squared_update),
+              _lr(xp, lr, param.dtype), float(rho), float(epsilon), bool(paddle18_rule))
+
+
+# --------------------------------------------------------------- lamb
+
+def lamb_update(xp: Any, param: Array, grad: Array, moment1: Array, moment2: Array, beta1_pow: Array,
+                beta2_pow: Array, *, lr: float | Array, beta1: float = 0.9, beta2: float = 0.999,
+                epsilon: float = 1e-6, weight_decay: float = 0.01, always_adapt: bool = False,
+                bias_correction: bool = True) -> None:
+    """LAMB (Paddle's lamb op): Adam's moments, the bias-corrected step
+    u = (m1/(1-b1p)) / (sqrt(m2/(1-b2p)) + epsilon) + weight_decay*param, scaled by the trust
+    ratio |param|/|u| (1 where either norm is 0) over the whole parameter:
+    param -= lr * ratio * u; then the pows advance. Paddle 2.x/3.x take the ratio only when
+    weight_decay > 0 or always_adapt. Paddle 1.8.5's op (bias_correction=False) divides by
+    neither 1 - b1p nor 1 - b2p and leaves the pows as they are (its op has no Beta1PowOut);
+    it always takes the ratio (always_adapt=True). Both checked against real Paddle."""
+    check_dense_shapes(param, grad, {"moment1": moment1, "moment2": moment2})
+    for name, pow_ in (("beta1_pow", beta1_pow), ("beta2_pow", beta2_pow)):
+        if pow_.size != 1:
+            raise ValueError(f"lamb's {name} must hold one value, got shape {pow_.shape}")
+    lr = _lr(xp, lr, param.dtype)
+    beta1, beta2 = _betas_of(param, beta1, beta2)
+    m1 = beta1 * moment1 + (1.0 - beta1) * grad
+    m2 = beta2 * moment2 + (1.0 - beta2) * grad * grad
+    if bias_correction:
+        step = (m1 / (1.0 - beta1_pow)) / (xp.sqrt(m2 / (1.0 - beta2_pow)) + epsilon) + weight_decay * param
+    else:
+        step = m1 / (xp.sqrt(m2) + epsilon) + weight_decay * param
+    if always_adapt or weight_decay > 0:
+        p_norm, s_norm = xp.sqrt((param * param).sum()), xp.sqrt((step * step).sum())
+        ratio = xp.where((p_norm > 0) & (s_norm > 0), p_norm / xp.where(s_norm > 0, s_norm, 1.0), 1.0)
+        param[...] = param - (lr * ratio).astype(param.dtype) * step
+    else:
+        param[...] = param - lr * step
+    moment1[...], moment2[...] = m1, m2
+    if bias_correction:
+        _advance_pow(param, beta1_pow, float(beta1))
+        _advance_pow(param, beta2_pow, float(beta2))
+
+
+def lamb_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, moment1: Array, moment2: Array,
+                     beta1_pow: Array, beta2_pow: Array, *, lr: float | Array, beta1: float = 0.9,
+                     beta2: float = 0.999, epsilon: float = 1e-6, weight_decay: float = 0.01,
+                     always_adapt: bool = False, bias_correction: bool = True, assume_unique: bool = False) -> None:
+    """A sparse gradient as Paddle's lamb takes it: the rows it lacks have gradient 0, and every
+    row's moments decay (the trust ratio is over the whole parameter)."""
+    rows, values = _prepare_rows(xp, param, rows, grad_values, {"moment1": moment1, "moment2": moment2},
+                                 assume_unique)
+    dense = xp.zeros_like(param)
+    put_rows(dense, rows, values)
+    lamb_update(xp, param, dense, moment1, moment2, beta1_pow, beta2_pow, lr=lr, beta1=beta1, beta2=beta2,
+                epsilon=epsilon, weight_decay=weight_decay, always_adapt=always_adapt,
+                bias_correction=bias_correction)
+
+
+# --------------------------------------------------------------- dpsgd
+
+_MINSTD_MULTIPLIER, _MINSTD_MODULUS = 48271, 2147483647
+
+
+def dpsgd_noise(seed: int, sigma: float) -> np.float32:
+    """The one Gaussian draw of a dpsgd step, as Paddle 1.8's dpsgd op makes it (float32): a
+    std::minstd_rand seeded with `seed` (0: the current time in seconds, as the op does), two
+    uniform floats per try of the polar Box-Muller method, X = V1*sqrt(-2 ln S / S); times sigma.
+    The generator is seeded afresh at each step, so a fixed seed draws the same noise every step."""
+    if int(seed) == 0:
+        seed = int(time.time())
+    state = int(seed) % (2 ** 32) % _MINSTD_MODULUS or 1
+    f32 = np.float32
+    # std::generate_canonical<float>: (x - 1) / float(2147483646), the divisor rounded to 2^31
+    divisor = f32(_MINSTD_MODULUS - 1)
+    while True:
+        uniforms = []
+        for _ in range(2):
+            state = state * _MINSTD_MULTIPLIER % _MINSTD_MODULUS
+            u = f32(state - 1) / divisor
+            uniforms.append(u if u < 1 else np.nextafter(f32(1), f32(0)))
+        v1, v2 = f32(2) * uniforms[0] - f32(1), f32(2) * uniforms[1] - f32(1)
+        square = v1 * v1 + v2 * v2
+        if 0 < square < 1:
+            break
+    x = v1 * np.sqrt(f32(-2) * np.log(square) / square)
+    return f32(0) + x * f32(sigma)
+
+
+def dpsgd_update(xp: Any, param: Array, grad: Array, *, lr: float | Array, clip: float = 0.9,
+                 batch_size: float = 0.999, sigma: float = 1e-8, seed: float = 0) -> None:
+    """Differentially private SGD (Paddle 1.8's dpsgd op): the gradient scaled down to L2 norm
+    `clip` when it is longer (scale = |g| / clip), one Gaussian draw of std `sigma` for the whole
+    parameter (`dpsgd_noise`), param -= lr * (g / scale + noise / batch_size)."""
+    check_dense_shapes(param, grad, {})
+    lr = _lr(xp, lr, param.dtype)
+    norm = float(xp.sqrt((grad.astype("float64") ** 2).sum()))
+    scale = np.float32(norm / float(clip)) if norm > float(clip) else np.float32(1.0)
+    noise = dpsgd_noise(int(seed), float(sigma)) / np.float32(batch_size)
+    param[...] = param - lr * (grad / scale + noise)
+
+
+def dpsgd_update_rows(xp: Any, param: Array, rows: Array, grad_values: Array, *, lr: float | Array,
+                      clip: float = 0.9, batch_size: float = 0.999, sigma: float = 1e-8, seed: float = 0,
+                      assume_unique: bool = False) -> None:
+    raise TypeError("dpsgd takes dense gradients only (as Paddle's DpsgdOptimizer): build the embedding "
+                    "with is_sparse=False, or use another optimizer for sparse parameters")
+
+
 DENSE_UPDATES: dict[str, Callable[..., None]] = {
     "sgd": sgd_update, "momentum": momentum_update, "lars_momentum": lars_momentum_update,
     "adam": adam_update, "adamax": adamax_update, "adagrad": adagrad_update,
     "decayed_adagrad": decayed_adagrad_update, "rmsprop": rmsprop_update, "ftrl": ftrl_update,
+    "adadelta": adadelta_update, "lamb": lamb_update, "dpsgd": dpsgd_update,
 }
 ROW_UPDATES: dict[str, Callable[..., None]] = {
     "sgd": sgd_update_rows, "momentum": momentum_update_rows,
     "lars_momentum": lars_momentum_update_rows, "adam": adam_update_rows,
     "adamax": adamax_update_rows, "adagrad": adagrad_update_rows,
     "decayed_adagrad": decayed_adagrad_update_rows, "rmsprop": rmsprop_update_rows,
-    "ftrl": ftrl_update_rows,
+    "ftrl": ftrl_update_rows, "adadelta": adadelta_update_rows, "lamb": lamb_update_rows,
+    "dpsgd": dpsgd_update_rows,
 }

@@ -17,9 +17,9 @@ from psjob.foundation.kernels import optimizers as _kernels
 from psjob.foundation.tables.accessor import AccessorConfig
 
 INITIALIZERS = ("uniform", "normal", "truncated_normal", "constant")
-# lars_momentum needs the norm of the whole parameter, which a sparse table
+# lars_momentum and lamb need the norm of the whole parameter, which a sparse table
 # never has in one place; every other Fluid optimizer is elementwise per row.
-OPTIMIZERS = tuple(name for name in _kernels.DENSE_UPDATES if name != "lars_momentum")
+OPTIMIZERS = tuple(name for name in _kernels.DENSE_UPDATES if name not in _kernels.WHOLE_PARAMETER)
 
 
 def _require(condition: bool, message: str) -> None:
