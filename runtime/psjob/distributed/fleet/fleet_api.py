@@ -77,11 +77,33 @@ def _set_fleet_opt(program, strategy) -> None:
     program._fleet_opt = opt_info
 
 
+def _one_loss(losses: list, startup_programs: object, collective: bool) -> tuple:
+    """minimize([loss], [startup]): Paddle's parameter-server fleet takes a list of losses (one
+    program each; their startup programs a list too, which may be left out for one loss) and
+    refuses one elsewhere. psjob builds one program per process: a list of one loss is that
+    loss; several are refused."""
+    if collective:
+        raise ValueError("loss can be list only in PS mode")
+    if isinstance(startup_programs, (list, tuple)):
+        if len(startup_programs) != len(losses):
+            raise ValueError(f"{len(losses)} losses need as many startup programs, got {len(startup_programs)}")
+        startup_programs = startup_programs[0] if startup_programs else None
+    elif startup_programs is not None or len(losses) != 1:
+        raise ValueError("startup_program can't be None when loss is list." if startup_programs is None
+                         else "startup_program must be a list, one per loss, when loss is a list")
+    if len(losses) != 1:
+        raise FleetError(f"minimize got {len(losses)} losses: psjob's parameter-server fleet builds one program "
+                         "per process (Paddle's several programs in one job are not supported); minimize one loss")
+    return losses[0], startup_programs
+
+
 class _DistributedOptimizer:
     def __init__(self, inner, strategy):
         self._inner, self._strategy = inner, strategy
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        if isinstance(loss, list):
+            loss, startup_program = _one_loss(loss, startup_program, _fleet.is_collective)
         result = self._inner.minimize(loss, startup_program=startup_program, parameter_list=parameter_list,
                                       no_grad_set=no_grad_set)
         _set_fleet_opt(loss.block.program, self._strategy)
@@ -103,6 +125,8 @@ class _LocalOptimizer:
         self._inner, self._strategy = inner, strategy
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        if isinstance(loss, list):
+            _one_loss(loss, startup_program, True)
         # Positional: paddle.optimizer's name the parameters `parameters`, Fluid's `parameter_list`.
         return self._inner.minimize(loss, startup_program, parameter_list, no_grad_set)
 
