@@ -72,6 +72,14 @@ Later files (their cases skip where a copy lacks them), Paddle 3.0.0 run as abov
   (a_sync_optimizer_async's trainer case, a_sync_optimizer_sync), and psjob refuses to
   transpile a transpiled program again, which trainer_desc_config's second minimize on the same
   program asks (Paddle appends a second backward pass).
+- test_dist_fleet_infer's TestDistCtrInfer and TestDistCtrTrainInfer (dist_fleet_ctr.py, then
+  its saved model inferred): Paddle 3.0.0's trainers stop on the fed shape [4, 16] in the first
+  training (PIR: PyReader's set_dtypes TypeError), so the inference never runs; strict xfails
+  on FED_SHAPE.
+- test_dist_fleet_a_sync_optimizer_auto, _auto_async, _auto_geo (`strategy.auto = True` alone,
+  then `fleet._final_strategy()`): Paddle 3.0.0 passes them on the legacy graph; psjob had no
+  strict auto, no `_final_strategy` and no `paddle.paddle` (Paddle's package is its own
+  attribute); now they pass (tests/unit/test_fleet_strict_auto.py).
 
 Left out: the cases Paddle skips itself (`unittest.skip`: test_dist_fleet_ctr2's and
 test_dist_fleet_sparse_embedding_ctr's TestDistMnistSync2x2, the latter's
@@ -104,6 +112,8 @@ CASES = {
     "test_dist_fleet_ctr.TestDistMnistAsync2x2": FED_SHAPE,
     "test_dist_fleet_ctr.TestDistCtrHalfAsync2x2": FED_SHAPE,
     "test_dist_fleet_geo.TestDistGeoCtr_2x2": FED_SHAPE,
+    "test_dist_fleet_infer.TestDistCtrInfer": FED_SHAPE,
+    "test_dist_fleet_infer.TestDistCtrTrainInfer": FED_SHAPE,
     "test_dist_fleet_sparse_embedding_ctr.TestDistMnistAsync2x2": FED_SHAPE,
     "test_dist_fleet_sparse_embedding_ctr.TestDistMnistAsync2x2WithDecay": FED_SHAPE,
     "test_dist_fleet_sparse_embedding_ctr.TestDistMnistAsync2x2WithUniform": FED_SHAPE,
@@ -125,7 +135,9 @@ def _run_unittest(name, tmp_path):
 
 
 _LATER = ("test_dist_fleet_geo", "test_dist_fleet_decay", "test_dist_fleet_a_sync_optimizer_async",
-          "test_dist_fleet_a_sync_optimizer_sync", "test_dist_fleet_trainer_desc_config")
+          "test_dist_fleet_a_sync_optimizer_sync", "test_dist_fleet_trainer_desc_config", "test_dist_fleet_infer",
+          "test_dist_fleet_a_sync_optimizer_auto", "test_dist_fleet_a_sync_optimizer_auto_async",
+          "test_dist_fleet_a_sync_optimizer_auto_geo")
 _MODULE_FILES = {m: (m,) for m in _LATER} | {
     "test_dist_fleet_sparse_embedding_ctr": ("test_dist_fleet_sparse_embedding_ctr", "dist_fleet_sparse_embedding_ctr")}
 
@@ -160,6 +172,9 @@ SINGLE = {
     "test_dist_fleet_a_sync_optimizer_async.TestFleetGradientMergeMetaOptimizer.test_a_sync_optimizer_trainer":
         FETCH_BARRIER_LAST,
     "test_dist_fleet_a_sync_optimizer_sync.TestFleetGradientMergeMetaOptimizer": FETCH_BARRIER_LAST,
+    "test_dist_fleet_a_sync_optimizer_auto.TestFleetGradientMergeMetaOptimizer": None,
+    "test_dist_fleet_a_sync_optimizer_auto_async.TestFleetGradientMergeMetaOptimizer": None,
+    "test_dist_fleet_a_sync_optimizer_auto_geo.TestFleetGradientMergeMetaOptimizer": None,
     # A second fleet minimize on the program the first one built (Paddle 3.0.0 appends a second
     # backward pass to it); psjob's transpiler refuses a transpiled program.
     "test_dist_fleet_trainer_desc_config.TestDistStrategyTrainerDescConfig":
