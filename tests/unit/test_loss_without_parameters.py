@@ -15,6 +15,9 @@ programs:
   3.0.0: a list of one loss, its startup programs left out, builds as that loss; a list
   elsewhere is refused with "loss can be list only in PS mode"). psjob builds one program per
   process, so it refuses a list of several losses by name.
+- a second fleet minimize of the same loss, on the program the first rewrote, returns no
+  optimizer op (Paddle 3.0.0 appends a backward pass it sends nothing from); psjob keeps the
+  job it built.
 """
 import numpy as np
 import pytest
@@ -134,3 +137,37 @@ def test_a_list_of_losses_outside_parameter_server_mode_is_refused_as_in_paddle(
         loss = _square_error()
         with pytest.raises(ValueError, match="loss can be list only in PS mode"):
             fleet_api.distributed_optimizer(paddle.optimizer.SGD(0.01)).minimize([loss])
+
+
+def test_a_second_minimize_of_the_built_loss_keeps_the_job(static, worker, caplog):
+    # Paddle 3.0.0 (legacy graph), a trainer of an async job: the second
+    # distributed_optimizer(...).minimize(loss) on the program the first rewrote returns no
+    # optimizer op and the (param, grad) pairs, appending a backward pass whose gradients are
+    # not sent; psjob keeps the built job (same sends), and fills _fleet_opt again.
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup), fluid.unique_name.guard():
+        loss = paddle.mean(paddle.static.nn.fc(paddle.static.data("x", [None, 2], "float32"), 1))
+        worker.distributed_optimizer(paddle.optimizer.SGD(0.01)).minimize(loss)
+        before = [op.type for op in main.global_block().ops]
+        strategy = worker.DistributedStrategy()
+        strategy.trainer_desc_configs = {"dump_param": ["w"]}
+        ops, pairs = worker.distributed_optimizer(paddle.optimizer.SGD(0.01), strategy).minimize([loss])
+        assert ops == [] and sorted(p.name for p, _ in pairs) == ["fc_0.b_0", "fc_0.w_0"]
+        assert [op.type for op in main.global_block().ops] == before and before.count("send") == 2
+        assert main._fleet_opt["dump_param"] == ["w"]
+        assert "already built for the fleet" in caplog.text
+        other = paddle.mean(paddle.static.nn.fc(paddle.static.data("y", [None, 2], "float32"), 1))
+        with pytest.raises(fluid.framework.GraphError, match="already transpiled"):
+            worker.distributed_optimizer(paddle.optimizer.SGD(0.01)).minimize(other)
+
+
+def test_a_second_minimize_on_a_pserver_returns_nothing(static, monkeypatch):
+    # Paddle 3.0.0: a pserver's second minimize of the same loss returns ([], []).
+    monkeypatch.setattr(fleet_api, "_fleet", Fleet())
+    monkeypatch.setattr(fleet_api, "_init_strategy", None)
+    fleet_api.init(UserDefinedRoleMaker(current_id=0, role=Role.SERVER, worker_num=2,
+                                        server_endpoints=EPS.split(",")))
+    with paddle.static.program_guard(paddle.static.Program(), paddle.static.Program()), fluid.unique_name.guard():
+        loss = paddle.mean(paddle.static.nn.fc(paddle.static.data("x", [None, 2], "float32"), 1))
+        assert len(fleet_api.distributed_optimizer(paddle.optimizer.SGD(0.01)).minimize(loss)[1]) == 2
+        assert fleet_api.distributed_optimizer(paddle.optimizer.SGD(0.01)).minimize(loss) == ([], [])
