@@ -418,8 +418,8 @@ class DistributedOptimizer:
     def _built_for(self, loss) -> bool:
         """Whether the fleet's job was built by a minimize of this very loss, in the mode the
         fleet's strategy now asks for."""
-        job = self._fleet._job
-        if job is None or job.loss_name != loss.name or job.strategy.mode is not self._fleet._strategy.mode:
+        job, strategy = self._fleet._job, self._fleet._strategy
+        if job is None or strategy is None or job.loss_name != loss.name or job.strategy.mode is not strategy.mode:
             return False
         program = loss.block.program
         return program is job.geo_program or (job.transpiler is not None and job.transpiler.origin_program is program)
