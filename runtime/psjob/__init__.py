@@ -24,7 +24,12 @@ __version__ = "0.1.0"
 def __getattr__(name):
     # `import psjob.x` (not `from . import x`, which would ask this function again)
     # loads the submodule and binds it as this package's attribute.
-    if name == "batch":
+    if name == "paddle":
+        # Paddle 3.0.0's package has itself as an attribute (`paddle.paddle is paddle`), which
+        # some of its own test programs reach (`paddle.paddle.nn.initializer.Constant`).
+        import psjob
+        globals()[name] = psjob
+    elif name == "batch":
         from psjob._batch import batch
         globals()[name] = batch
     elif name == "reader":

@@ -37,6 +37,8 @@ connection (fleet/worker.py) and saving (fleet/saving.py).
 """
 from __future__ import annotations
 
+import logging
+
 from psjob.fleet import saving
 from psjob.fleet import strategy as strategies
 from psjob.fleet.build import BuiltJob, build_job
@@ -55,6 +57,8 @@ from psjob.foundation import hooks
 from psjob.foundation.role_env import CollectiveEnv
 from psjob.foundation.roles import Mode
 from psjob.foundation.settings import Settings
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DistributedOptimizer", "Fleet", "FleetError"]
 
@@ -386,6 +390,18 @@ class DistributedOptimizer:
         self._fleet, self._optimizer, self._table_optimizer = fleet_, optimizer, table_optimizer
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        if self._built_for(loss):
+            # Paddle 3.0.0 takes a second minimize of the program its fleet already rewrote: it
+            # appends a second backward pass, whose gradients its parameter-server passes do not
+            # send, and returns no optimizer op. psjob keeps the job it built, which trains the same.
+            log.warning("minimize(%s): this program was already built for the fleet by an earlier minimize of "
+                        "the same loss; psjob keeps that job", loss.name)
+            if self._fleet._job.pserver_main is not None:
+                return [], []  # Paddle's pserver program has no backward pass to repeat
+            block = loss.block
+            pairs = [(p, block.var(p.name + "@GRAD")) for p in block.all_parameters()
+                     if p.trainable and block.has_var(p.name + "@GRAD")]
+            return [], pairs
         if self._fleet._sparse_tables:
             promote_sparse_embedding(loss.block.program, self._fleet._strategy.mode)
         saved = self._optimizer.table_optimizer
@@ -398,6 +414,15 @@ class DistributedOptimizer:
             self._optimizer.table_optimizer = saved
         self._fleet._build(loss, startup_program)
         return result
+
+    def _built_for(self, loss) -> bool:
+        """Whether the fleet's job was built by a minimize of this very loss, in the mode the
+        fleet's strategy now asks for."""
+        job, strategy = self._fleet._job, self._fleet._strategy
+        if job is None or strategy is None or job.loss_name != loss.name or job.strategy.mode is not strategy.mode:
+            return False
+        program = loss.block.program
+        return program is job.geo_program or (job.transpiler is not None and job.transpiler.origin_program is program)
 
     def __getattr__(self, name):
         return getattr(self._optimizer, name)

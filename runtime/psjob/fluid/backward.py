@@ -87,9 +87,9 @@ def append_backward(loss: Variable, parameter_list=None, no_grad_set=None, callb
     no_grad = {n.name if isinstance(n, Variable) else n for n in (no_grad_set or ())}
     no_grad.update(v.name for v in block.vars.values() if v.stop_gradient and not isinstance(v, Parameter))
     req = _requires_grad(block, no_grad)
+    # A loss no trainable parameter reaches gets its own gradient and nothing else: no
+    # (param, grad) pairs, so minimize adds no update (Paddle 1.8.5's and 3.0.0's ([], [])).
     ops = _relevant_ops(block, loss.name, req)
-    if not ops:
-        raise GraphError(f"loss {loss.name!r} does not depend on any trainable parameter")
 
     for op in block.ops:
         if loss.name in op.output_arg_names:

@@ -92,6 +92,9 @@ class RoleEnv:
     # Elastic jobs (PSJOB_MAX_TRAINERS): the most trainers at once, which the programs are
     # transpiled for; trainer ids run below it. 0: the trainer count is fixed.
     max_trainers: int = 0
+    # A trainer's id came from the environment (PADDLE_TRAINER_ID or PSJOB_TRAINER_ID); without
+    # one a trainer is trainer 0, as Fluid 1.x's role makers had it (Paddle 2.x's refuses it).
+    trainer_id_named: bool = True
 
     @property
     def is_pserver(self) -> bool:
@@ -151,6 +154,7 @@ class RoleEnv:
                     raise RoleEnvError(f"PADDLE_TRAINER_ID {index} out of range (PADDLE_TRAINERS={trainers}"
                                        + (f", PSJOB_MAX_TRAINERS={max_trainers})" if max_trainers else ")"))
         return cls(role=role, pserver_endpoints=tuple(pservers), trainers=trainers, index=index,
+                   trainer_id_named=role != TRAINER or any(n in env for n in ("PADDLE_TRAINER_ID", "PSJOB_TRAINER_ID")),
                    current_endpoint=current, heter_endpoints=tuple(heter),
                    trainer_endpoints=tuple(trainer_endpoints),
                    heter_trainers=_int(env, "PSJOB_HETER_TRAINERS", 0, minimum=0),

@@ -5,6 +5,7 @@ and the package takes its public names. See the package's docstring for the API.
 """
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import warnings
@@ -16,7 +17,7 @@ from psjob.cluster.trainer import client_service as _client_service
 from psjob.distributed.fleet import base
 from psjob.distributed.fleet.base.role_maker import PaddleCloudRoleMaker, Role, UserDefinedRoleMaker
 from psjob.distributed.fleet.data_generator import MultiSlotDataGenerator, MultiSlotStringDataGenerator
-from psjob.distributed.fleet.strategy import DistributedStrategy
+from psjob.distributed.fleet.strategy import AUTO_GEO_K_STEPS, DistributedStrategy
 from psjob.distributed.fleet.util import UtilBase
 from psjob.fleet import FleetError
 from psjob.fleet import fleet as _fleet
@@ -77,13 +78,115 @@ def _set_fleet_opt(program, strategy) -> None:
     program._fleet_opt = opt_info
 
 
+def _one_loss(losses: list, startup_programs: object, collective: bool) -> tuple:
+    """minimize([loss], [startup]): Paddle's parameter-server fleet takes a list of losses (one
+    program each; their startup programs a list too, which may be left out for one loss) and
+    refuses one elsewhere. psjob builds one program per process: a list of one loss is that
+    loss; several are refused."""
+    if collective:
+        raise ValueError("loss can be list only in PS mode")
+    if isinstance(startup_programs, (list, tuple)):
+        if len(startup_programs) != len(losses):
+            raise ValueError(f"{len(losses)} losses need as many startup programs, got {len(startup_programs)}")
+        startup_programs = startup_programs[0] if startup_programs else None
+    elif startup_programs is not None or len(losses) != 1:
+        raise ValueError("startup_program can't be None when loss is list." if startup_programs is None
+                         else "startup_program must be a list, one per loss, when loss is a list")
+    if len(losses) != 1:
+        raise FleetError(f"minimize got {len(losses)} losses: psjob's parameter-server fleet builds one program "
+                         "per process (Paddle's several programs in one job are not supported); minimize one loss")
+    return losses[0], startup_programs
+
+
+# The strategy the last minimize trained with (Paddle's fleet context "valid_strategy"):
+# the user's, with what strict auto chose.
+_valid_strategy = None
+
+
+def _final_strategy():
+    """Paddle's fleet._final_strategy(): the strategy minimize trained with; {} before one."""
+    if _valid_strategy is None:
+        print("WARNING: You may need to call minimize function before this function is called")
+        return {}
+    return _valid_strategy
+
+
+def _can_apply_geo(optimizer, program) -> bool:
+    """Paddle 3.0.0's ParameterServerOptimizer._can_apply_geo: an SGD optimizer, and a program
+    whose estimated memory fits in this machine's free memory: its dense persistable variables
+    five times over, plus every other dense variable its ops write (a -1 dimension counted as a
+    batch of 1024)."""
+    from psjob.fluid.framework import VarType
+    from psjob.optimizer import SGD
+
+    if not isinstance(optimizer, SGD):
+        return False
+    block = program.global_block()
+
+    def size(var, batch: int) -> int:
+        count, negative = 1, 0
+        for d in var.shape:
+            if d < 0:
+                negative += 1
+                if negative > 1:
+                    raise ValueError(f"Var {var.name} has more than one negative dim.")
+            count *= abs(int(d)) * (batch if d < 0 else 1)
+        return count * np.dtype(str(var.dtype)).itemsize
+
+    seen = {"@EMPTY@"}
+    use = 0
+    for name, var in block.vars.items():
+        if var.persistable and var.type == VarType.LOD_TENSOR:
+            use += size(var, 1)
+            seen.add(name)
+    use *= 5
+    for op in block.ops:
+        for name in op.output_arg_names:
+            if name in seen:
+                continue
+            seen.add(name)
+            var = block.vars[name]
+            if var.type == VarType.LOD_TENSOR:
+                use += size(var, 1024)
+    return use < _free_memory()
+
+
+def _free_memory() -> int:
+    """MemFree of /proc/meminfo, in bytes (what Paddle's geo estimate compares with)."""
+    with open("/proc/meminfo", "rb") as f:
+        for line in f:
+            fields = line.split()
+            if fields and fields[0] == b"MemFree:":
+                return int(fields[1]) * 1024
+    raise ValueError("/proc/meminfo has no MemFree line")
+
+
+def _apply_strict_auto(strategy, optimizer, program):
+    """A copy of `strategy` with what Paddle 3.0.0's strict auto makes of it in a
+    parameter-server job (ParameterServerOptimizer._enable_strategy): a_sync on, and k_steps
+    800 (geo) when _can_apply_geo, else 0 (async). Paddle's other meta optimizers it turns on
+    cannot apply in a parameter-server job, so Paddle turns them off again."""
+    valid = copy.deepcopy(strategy)
+    valid.a_sync = True  # Paddle sets it with its setter: strict auto ends here, for later strategies too
+    valid.a_sync_configs = {"k_steps": AUTO_GEO_K_STEPS if _can_apply_geo(optimizer, program) else 0}
+    return valid
+
+
 class _DistributedOptimizer:
     def __init__(self, inner, strategy):
         self._inner, self._strategy = inner, strategy
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        global _valid_strategy
+        if isinstance(loss, list):
+            loss, startup_program = _one_loss(loss, startup_program, _fleet.is_collective)
+        valid = self._strategy
+        if not _fleet.is_collective and isinstance(valid, DistributedStrategy) and valid._is_strict_auto():
+            valid = _apply_strict_auto(valid, self._inner._optimizer, loss.block.program)
+            self._inner = _fleet.distributed_optimizer(self._inner._optimizer, valid)
         result = self._inner.minimize(loss, startup_program=startup_program, parameter_list=parameter_list,
                                       no_grad_set=no_grad_set)
+        _valid_strategy = copy.deepcopy(valid)
         _set_fleet_opt(loss.block.program, self._strategy)
         if _fleet.is_worker() and not _fleet.is_collective:
             _client_service.install(_WorkerConnection())
@@ -103,6 +206,8 @@ class _LocalOptimizer:
         self._inner, self._strategy = inner, strategy
 
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
+        if isinstance(loss, list):
+            _one_loss(loss, startup_program, True)
         # Positional: paddle.optimizer's name the parameters `parameters`, Fluid's `parameter_list`.
         return self._inner.minimize(loss, startup_program, parameter_list, no_grad_set)
 

@@ -33,6 +33,9 @@ geo) with Paddle 2.x's defaults and the fields PaddleRec's helpers set:
   the getter answers them as attributes.
 - `save_to_prototxt` / `load_from_prototxt` write and read the strategy in protobuf's text
   format, as Paddle's do (the end of this module).
+- `auto` (strict auto): on, with no other field of any strategy set in the process (Paddle's
+  process-wide rule, `_is_strict_auto`), a parameter-server minimize picks the mode as Paddle
+  3.0.0's does (fleet_api._apply_strict_auto: geo with k_steps 800 or async).
 """
 from __future__ import annotations
 
@@ -89,6 +92,12 @@ TRAINER_DESC_DEFAULTS = {"dump_fields_path": "", "dump_fields": [], "dump_param"
 
 _warned: set[str] = set()
 
+# Paddle's strict auto (`strategy.auto = True`): it applies only while no other field of any
+# DistributedStrategy has been set in this process (Paddle keeps that in a module-level flag,
+# non_auto_func_called, which every setter but auto's clears and nothing sets again).
+_other_field_set = [False]
+AUTO_GEO_K_STEPS = 800  # the k_steps Paddle's ParameterServerOptimizer picks when auto trains geo
+
 
 def _ignored(what: str) -> None:
     if what not in _warned:
@@ -97,6 +106,8 @@ def _ignored(what: str) -> None:
 
 
 class DistributedStrategy(_FleetStrategy):
+    auto = False  # Paddle's default; an instance sets its own
+
     def __init__(self):
         super().__init__()
         self.a_sync = True  # Paddle 2.x's default
@@ -105,6 +116,20 @@ class DistributedStrategy(_FleetStrategy):
         self.sparse_table_accessors: dict = {}   # table -> parsed entry (psjob.fleet.strategy reads it)
         self._trainer_desc = {k: list(v) if isinstance(v, list) else v for k, v in TRAINER_DESC_DEFAULTS.items()}
         self._fs_client_param = FsClientParam()
+        self._constructed = True
+
+    def __setattr__(self, name: str, value) -> None:
+        if name == "auto":
+            if not isinstance(value, bool):
+                log.warning("auto should have value of bool type")  # and it stays, as in Paddle
+                return
+        elif not name.startswith("_") and self.__dict__.get("_constructed"):
+            _other_field_set[0] = True
+        super().__setattr__(name, value)
+
+    def _is_strict_auto(self) -> bool:
+        """Paddle's: auto is on and no other strategy field has been set in this process."""
+        return bool(self.auto) and not _other_field_set[0]
 
     @property
     def fs_client_param(self) -> FsClientParam:
@@ -327,6 +352,15 @@ def _load_from_prototxt(self, pb_file) -> None:
     are appended. An unreadable file is an error naming the file and line."""
     with open(pb_file) as f:
         fields = _parse_prototxt(f.read(), str(pb_file))
+    # Paddle merges the file into its proto without its setters: strict auto is kept.
+    other_field_set = _other_field_set[0]
+    try:
+        _merge_fields(self, fields, pb_file)
+    finally:
+        _other_field_set[0] = other_field_set
+
+
+def _merge_fields(self, fields: dict, pb_file) -> None:
     for name, value in fields.items():
         if name == "a_sync_configs":
             self.a_sync_configs = value if isinstance(value, dict) else {}

@@ -81,9 +81,10 @@ class OptimizePass:
 def read_optimize_pass(program: Program) -> OptimizePass:
     block = program.global_block()
     opt_ops = [op for op in block.ops if _role(op) == int(OpRole.Optimize)]
-    if not block.ops:
-        # An empty program (Paddle 1.8 transpiles it too): nothing to place on the pservers,
-        # so the trainer program sends nothing and each pserver serves no parameter.
+    if not block.ops or (not opt_ops and not any(p.trainable for p in block.all_parameters())):
+        # An empty program, or one whose loss no trainable parameter reaches (minimize made no
+        # update; Paddle 1.8 transpiles both): nothing to place on the pservers, so the trainer
+        # program sends nothing and each pserver serves no parameter.
         return OptimizePass([], [], [], {}, {})
     if not any(is_optimizer_op(op) for op in opt_ops):
         raise GraphError("the program has no optimizer ops: call optimizer.minimize(loss) on it "

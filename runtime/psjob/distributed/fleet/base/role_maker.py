@@ -70,14 +70,55 @@ class _PrivateNames:
 
 
 class PaddleCloudRoleMaker(_PrivateNames, _CloudRoleMaker):
+    """Paddle's reads the environment when the role is generated (`_generate_role`, which
+    fleet.init and every role query call first), not when it is made: an environment psjob
+    cannot read makes the role maker all the same, and its error (a ValueError) is raised by
+    generate_role, which reads the environment again, and by every role query before it."""
+
     def __init__(self, is_collective=False, **kwargs):
+        self._args = (is_collective, kwargs)
+        self._env_error: RoleMakerError | None = None
         # Paddle's kwargs (path, init_gloo, ...) configure gloo, which psjob does not use.
         environ = kwargs.get("environ")
         # As Paddle's: a process no launcher started (no role, no pservers in its environment)
         # is the single worker of a non-distributed run.
         self._non_distributed = not is_collective and names_no_job(environ)
         role_env = RoleEnv.non_distributed(environ) if self._non_distributed else None
-        super().__init__(is_collective=is_collective, environ=environ, role_env=role_env)
+        try:
+            super().__init__(is_collective=is_collective, environ=environ, role_env=role_env)
+            if not (is_collective or self._non_distributed) and not self.role_env.trainer_id_named:
+                # Paddle 2.x's trainer needs its id (Fluid's, psjob.fleet's, defaulted it to 0).
+                raise RoleMakerError("Can not find PADDLE_TRAINER_ID, please check your environment.")
+        except RoleMakerError as exc:
+            RoleMakerBase.__init__(self)
+            self._env_error = exc
+
+    def generate_role(self):
+        if self._env_error is not None:
+            is_collective, kwargs = self._args
+            self.__init__(is_collective, **kwargs)  # the environment as it is now, as Paddle reads it
+            if self._env_error is not None:
+                raise self._env_error
+            return
+        super().generate_role()
+
+
+def _generating_first(name: str):
+    query = getattr(_CloudRoleMaker, name)
+
+    def generating_first(self, *args, **kwargs):
+        if self._env_error is not None:
+            self.generate_role()
+        return query(self, *args, **kwargs)
+    generating_first.__name__ = name
+    generating_first.__doc__ = query.__doc__
+    return generating_first
+
+
+for _name in ("settings", "is_worker", "is_server", "is_heter_worker", "is_first_worker", "worker_index",
+              "server_index", "role_id", "worker_num", "worker_capacity", "server_num", "get_pserver_endpoints",
+              "get_heter_worker_endpoints", "get_trainer_endpoints", "current_endpoint"):
+    setattr(PaddleCloudRoleMaker, _name, _generating_first(_name))
 
 
 class UserDefinedRoleMaker(_PrivateNames, _UserDefinedRoleMaker):
