@@ -4,6 +4,7 @@ Each appends the op of its name; the gradients are the ops' (ops/tensor_math_ops
 """
 from __future__ import annotations
 
+from psjob.fluid.framework import Variable
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import FLOATS, check_dtype, check_variable
 
@@ -42,14 +43,21 @@ reciprocal = _unary("reciprocal", "1 / x, element-wise.")
 
 
 def pow(x, factor=1.0, name=None):  # noqa: A001 (Fluid's name)
-    """x ** factor, element-wise (the `pow` op; Fluid 1.8 also takes a one-element factor
-    tensor, which psjob does not)."""
+    """x ** factor, element-wise (the `pow` op); factor may be a one-element float32 tensor
+    (Fluid 1.8's FactorTensor), read when the op runs."""
     check_variable(x, "x", "pow")
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)):
-        raise TypeError(f"pow: argument 'factor' must be a number, got {factor!r}")
+    inputs, attrs = {"X": [x]}, {}
+    if isinstance(factor, Variable):
+        check_dtype(factor, "factor", ("float32",), "pow")
+        factor.stop_gradient = True
+        inputs["FactorTensor"] = [factor]
+    elif isinstance(factor, bool) or not isinstance(factor, (int, float)):
+        raise TypeError(f"pow: argument 'factor' must be a number or a Variable, got {factor!r}")
+    else:
+        attrs["factor"] = float(factor)
     helper = LayerHelper("pow", name)
     out = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op(type="pow", inputs={"X": [x]}, outputs={"Out": [out]}, attrs={"factor": float(factor)})
+    helper.append_op(type="pow", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     return out
 
 
