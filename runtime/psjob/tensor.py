@@ -285,13 +285,9 @@ def zeros(shape, dtype=None, name=None):
 
 
 def full_like(x, fill_value, dtype=None, name=None):
+    """Fluid 1.8's full_like (the fill_any_like op; Paddle's names: full_like_0.tmp_0)."""
     check_variable(x, "x", "full_like")
-    dtype = _dtype(dtype, x.dtype)
-    helper = LayerHelper("full_like", name)  # Paddle's names: full_like_0.tmp_0 (the op is fill_any_like)
-    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
-    helper.append_op(type="fill_any_like", inputs={"X": [x]}, outputs={"Out": [out]},
-                     attrs={"value": float(fill_value), "dtype": dtype})
-    return out
+    return _layers.full_like(x, fill_value, dtype=_dtype(dtype, x.dtype), name=name)
 
 
 def ones_like(x, dtype=None, name=None):
@@ -1186,11 +1182,7 @@ def inverse(x, name=None):
 
 
 def allclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
-    check_variable(x, "x", "allclose")
-    check_variable(y, "y", "allclose")
-    return _op("allclose", {"Input": [x], "Other": [y]}, {"rtol": float(rtol), "atol": float(atol),
-                                                         "equal_nan": builtins.bool(equal_nan)},
-               dtype="bool", name=name, stop_gradient=True)
+    return _layers.allclose(x, y, float(rtol), float(atol), builtins.bool(equal_nan), name=name)
 
 
 def equal_all(x, y, name=None):

@@ -5,6 +5,7 @@ Each sub-module's public names are re-exported here, as in Fluid.
 from psjob.fluid.layers import (
     control_blocks,
     control_flow,
+    fluid18_nn,
     indexing,
     io,
     learning_rate_scheduler,
@@ -20,6 +21,7 @@ from psjob.fluid.layers import (
 )
 from psjob.fluid.layers.control_blocks import *
 from psjob.fluid.layers.control_flow import *
+from psjob.fluid.layers.fluid18_nn import *
 from psjob.fluid.layers.io import *
 from psjob.fluid.layers.learning_rate_scheduler import *
 from psjob.fluid.layers.loss import *

@@ -18,6 +18,7 @@ def load_all():
         dist_ops,
         einsum_ops,
         embedding_pool_ops,
+        fluid18_ops,
         gather_ops,
         gru_ops,
         heter_ops,
