@@ -738,6 +738,15 @@ def _math_search_cases():
                    "FgNum": [In("fg", np.array([3], np.int32), diff=False)]}, {"Out": 1}, {"gamma": 2.0, "alpha": 0.25}))
     c.append(Case("lstm_unit", "lstm_unit", {"X": [In("x", f64(3, 8))], "C_prev": [In("c", f64(3, 2))]},
                   {"C": 1, "H": 1}, {"forget_bias": 0.5}))
+    crf_outs = {"Alpha": 1, "EmissionExps": 1, "TransitionExps": 1, "LogLikelihood": 1}
+    c.append(Case("linear_chain_crf-lod", "linear_chain_crf",
+                  {"Emission": [In("em", f64(6, 4), [[0, 2, 3, 6]])], "Transition": [In("w", f64(6, 4))],
+                   "Label": [In("lab", np.array([[1], [3], [0], [2], [2], [1]], np.int64), [[0, 2, 3, 6]], diff=False)]},
+                  crf_outs))
+    c.append(Case("linear_chain_crf-padded", "linear_chain_crf",
+                  {"Emission": [In("em", f64(2, 3, 4))], "Transition": [In("w", f64(6, 4))],
+                   "Label": [In("lab", np.array([[1, 3, 0], [2, 2, 1]], np.int64), diff=False)],
+                   "Length": [In("len", np.array([3, 2], np.int64), diff=False)]}, crf_outs))
     return c
 
 

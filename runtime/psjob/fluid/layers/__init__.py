@@ -5,6 +5,7 @@ Each sub-module's public names are re-exported here, as in Fluid.
 from psjob.fluid.layers import (
     control_blocks,
     control_flow,
+    crf,
     fluid18_nn,
     indexing,
     io,
@@ -21,6 +22,7 @@ from psjob.fluid.layers import (
 )
 from psjob.fluid.layers.control_blocks import *
 from psjob.fluid.layers.control_flow import *
+from psjob.fluid.layers.crf import *
 from psjob.fluid.layers.fluid18_nn import *
 from psjob.fluid.layers.io import *
 from psjob.fluid.layers.learning_rate_scheduler import *

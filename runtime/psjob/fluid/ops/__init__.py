@@ -13,6 +13,7 @@ def load_all():
         control_flow_ops,
         conv3d_ops,
         conv_ops,
+        crf_ops,
         cvm_ops,
         data_norm_ops,
         dist_ops,
