@@ -264,3 +264,70 @@ def test_fluid18_layers_bad_input():
             L.merge_selected_rows(m)
         with pytest.raises(Exception, match="space_to_depth"):
             L.space_to_depth(x, 2)  # 6 channels: not a multiple of 4
+
+
+# prelu / group_norm / instance_norm: outputs, parameter gradients (all in one program) and each
+# layer's input gradient alone, as Paddle 1.8.5 printed them (sum of absolute values, sin-weighted sum)
+NORM_185 = {"gn": [57.93571, 3.53663], "gn_p": [53.8747, 7.94389], "in": [61.11987, 4.8008],
+            "prelu_all": [35.15215, 3.82008], "prelu_ch": [38.28313, 3.09728], "prelu_el": [35.15215, 3.82008],
+            "g_prelu_0.w_0": [50.72428, 42.68301], "g_prelu_1.w_0": [72.72589, -19.3274],
+            "g_prelu_2.w_0": [76.08643, 15.92993], "g_group_norm_1.w_0": [53.42351, -13.78588],
+            "g_group_norm_1.b_0": [35.77843, -12.65166], "g_instance_norm_0.w_0": [189.19667, 8.58814],
+            "g_instance_norm_0.b_0": [43.30147, 1.80226]}
+NORM_NAMES_185 = {"gn": "_generated_var_2", "gn_p": "group_norm_1.tmp_0", "in": "instance_norm_0.tmp_2",
+                  "prelu_all": "prelu_0.tmp_0", "prelu_ch": "prelu_1.tmp_0", "prelu_el": "prelu_2.tmp_0"}
+# d/dx alone; "gn" (no scale) is the finite-difference value: Paddle 1.8.5 printed [44.32425, 1.11468],
+# its group_norm gradient without a Scale being wrong
+NORM_X_GRADS_185 = {"prelu_all": [33.64325, 2.48966], "prelu_ch": [36.53307, 1.66982], "prelu_el": [33.64325, 2.48966],
+                    "gn": [38.5955, 1.53021], "gn_p": [80.7229, -4.34073], "in": [31.9047, -4.76198]}
+
+
+def _norm_layers(x, which=None):
+    build = {"prelu_all": lambda: L.prelu(x, "all"),
+             "prelu_ch": lambda: L.prelu(x, "channel", param_attr=fluid.ParamAttr(
+                 initializer=fluid.initializer.NumpyArrayInitializer(
+                     np.linspace(0.1, 0.6, 6).reshape(1, 6, 1, 1).astype("float32")))),
+             "prelu_el": lambda: L.prelu(x, "element"),
+             "gn": lambda: L.group_norm(x, groups=3),
+             "gn_p": lambda: L.group_norm(x, groups=2, param_attr=fluid.ParamAttr(
+                 initializer=fluid.initializer.Constant(1.5)), bias_attr=fluid.ParamAttr(
+                 initializer=fluid.initializer.Constant(0.3)), act="relu"),
+             "in": lambda: L.instance_norm(x)}
+    if which:
+        return build[which]()
+    return {k: build[k]() for k in ("prelu_all", "prelu_ch", "prelu_el", "gn", "gn_p", "in")}
+
+
+def _abs_fingerprint(v):
+    v = np.asarray(v, dtype=np.float64).reshape(-1)
+    return [float(np.abs(v).sum()), float((v * np.sin(np.arange(v.size) + 1.0)).sum())]
+
+
+def test_prelu_group_norm_instance_norm_equal_paddle_185():
+    x_v = np.random.RandomState(5).randn(2, 6, 3, 2).astype("float32")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[2, 6, 3, 2], dtype="float32")
+        x.stop_gradient = False
+        o = _norm_layers(x)
+        names = sorted(o)
+        loss = L.sums([L.reduce_sum(L.elementwise_mul(o[k], L.sin(o[k]))) * float(i + 1) for i, k in enumerate(names)])
+        params = main.global_block().all_parameters()
+        grads = fluid.gradients([loss], params)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    values = exe.run(main, feed={"x": x_v}, fetch_list=[o[n] for n in names] + grads)
+    for name, value in zip(names + ["g_" + p.name for p in params], values):
+        np.testing.assert_allclose(_abs_fingerprint(value), NORM_185[name], rtol=2e-5, atol=2e-5, err_msg=name)
+    assert {n: o[n].name for n in names} == NORM_NAMES_185
+    assert [tuple(p.shape) for p in params] == [(1,), (1, 6, 1, 1), (1, 6, 3, 2), (6,), (6,), (6,), (6,)]
+    for which in names:
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            x = fluid.data(name="x", shape=[2, 6, 3, 2], dtype="float32")
+            x.stop_gradient = False
+            out = _norm_layers(x, which)
+            (gx,) = fluid.gradients([L.reduce_sum(L.elementwise_mul(out, L.sin(out)))], [x])
+        exe.run(startup)
+        (g,) = exe.run(main, feed={"x": x_v}, fetch_list=[gx])
+        np.testing.assert_allclose(_abs_fingerprint(g), NORM_X_GRADS_185[which], rtol=2e-5, atol=2e-5, err_msg=which)

@@ -747,6 +747,15 @@ def _math_search_cases():
                   {"Emission": [In("em", f64(2, 3, 4))], "Transition": [In("w", f64(6, 4))],
                    "Label": [In("lab", np.array([[1, 3, 0], [2, 2, 1]], np.int64), diff=False)],
                    "Length": [In("len", np.array([3, 2], np.int64), diff=False)]}, crf_outs))
+    for layout, shape in (("NCHW", (2, 6, 3, 2)), ("NHWC", (2, 3, 2, 6))):
+        c.append(Case(f"group_norm-{layout}", "group_norm",
+                      {"X": [In("x", f64(*shape))], "Scale": [In("s", f64(6, lo=0.5, hi=1.5))], "Bias": [In("b", f64(6))]},
+                      {"Y": 1, "Mean": 1, "Variance": 1}, {"groups": 3, "epsilon": 1e-5, "data_layout": layout}))
+    c.append(Case("group_norm-no-scale", "group_norm", {"X": [In("x", f64(2, 4, 5))]},
+                  {"Y": 1, "Mean": 1, "Variance": 1}, {"groups": 2, "epsilon": 1e-5}))
+    c.append(Case("instance_norm", "instance_norm",
+                  {"X": [In("x", f64(2, 3, 4, 2))], "Scale": [In("s", f64(3, lo=0.5, hi=1.5))], "Bias": [In("b", f64(3))]},
+                  {"Y": 1, "SavedMean": 1, "SavedVariance": 1}, {"epsilon": 1e-5}))
     return c
 
 

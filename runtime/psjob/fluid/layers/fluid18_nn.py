@@ -25,7 +25,8 @@ __all__ = ["randint", "randn", "randperm", "full", "full_like", "meshgrid", "all
            "addcmul", "scatter_nd", "mish", "unfold", "is_empty", "maxout", "multiplex", "smooth_l1",
            "kldiv_loss", "npair_loss", "sigmoid_focal_loss", "shuffle_channel", "space_to_depth", "pixel_shuffle",
            "lrn", "tensor_array_to_tensor", "reorder_lod_tensor_by_rank",
-           "get_tensor_from_selected_rows", "merge_selected_rows", "autoincreased_step_counter", "lstm_unit"]
+           "get_tensor_from_selected_rows", "merge_selected_rows", "autoincreased_step_counter", "lstm_unit",
+           "prelu", "group_norm", "instance_norm"]
 
 _ANY = ("bool", "float16", "float32", "float64", "int32", "int64")
 
@@ -422,3 +423,83 @@ def merge_selected_rows(x, name=None):
     out.type = "SELECTED_ROWS"
     return out
 
+
+# -- normalization and activation with parameters ---------------------------------------
+
+def prelu(x, mode, param_attr=None, name=None, data_format="NCHW"):
+    """x where x > 0, else alpha * x, alpha a parameter (0.25 at start) of [1] (mode 'all'),
+    [1, C, 1, 1] ('channel'; [1, 1, 1, C] for an NHWC data_format, as paddle.static.nn.prelu
+    takes it) or [1] + x.shape[1:] ('element'), as Paddle shapes it."""
+    check_variable(x, "x", "prelu")
+    if mode not in ("all", "channel", "element"):
+        raise ValueError(f"prelu: mode must be 'all', 'channel' or 'element', got {mode!r}")
+    shape = [1]
+    if mode == "channel":
+        if data_format not in ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC"):
+            raise ValueError(f"prelu: data_format must be one of 'NC', 'NCL', 'NCHW', 'NCDHW', 'NLC', 'NHWC', "
+                             f"'NDHWC', got {data_format!r}")
+        if len(x.shape) < 2:
+            raise ValueError(f"prelu: mode 'channel' needs x of at least 2 dimensions, got {x.name}{list(x.shape)}")
+        data_format = "NCHW" if data_format[1] == "C" else "NHWC"
+        shape = [1, 1, 1, int(x.shape[-1])] if data_format == "NHWC" else [1, int(x.shape[1]), 1, 1]
+    elif mode == "element":
+        shape = [1] + [int(d) for d in x.shape[1:]]
+    if any(d < 1 for d in shape):
+        raise ValueError(f"prelu: the dimensions of {x.name}{list(x.shape)} alpha covers must be known")
+    helper = LayerHelper("prelu", name)
+    alpha = helper.create_parameter(param_attr, shape, x.dtype, default_initializer=ConstantInitializer(0.25))
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="prelu", inputs={"X": [x], "Alpha": [alpha]}, outputs={"Out": [out]},
+                     attrs={"mode": mode, "data_format": data_format})
+    return out
+
+
+def group_norm(input, groups, epsilon=1e-05, param_attr=None, bias_attr=None, act=None,  # noqa: A002
+               data_layout="NCHW", name=None):
+    """Each sample's `groups` runs of channels normalized over their elements (the group_norm
+    op). As Fluid 1.8, the scale (ones) and bias (zeros) of [C] are created only when
+    param_attr / bias_attr are given."""
+    check_variable(input, "input", "group_norm")
+    check_dtype(input, "input", ("float32", "float64"), "group_norm")
+    if data_layout not in ("NCHW", "NHWC"):
+        raise ValueError(f"group_norm: data_layout must be 'NCHW' or 'NHWC', got {data_layout!r}")
+    if len(input.shape) < 2:
+        raise ValueError(f"group_norm: input {input.name}{list(input.shape)} needs at least 2 dimensions")
+    helper = LayerHelper("group_norm", name)
+    channels = [int(input.shape[1] if data_layout == "NCHW" else input.shape[-1])]
+    inputs = {"X": [input]}
+    if param_attr:
+        inputs["Scale"] = [helper.create_parameter(param_attr, channels, input.dtype,
+                                                   default_initializer=ConstantInitializer(1.0))]
+    if bias_attr:
+        inputs["Bias"] = [helper.create_parameter(bias_attr, channels, input.dtype, is_bias=True)]
+    # Paddle 1.8 names these _generated_var_N (LayerHelper.create_variable without a name)
+    mean, variance = (helper.block().create_var(dtype=input.dtype, stop_gradient=True) for _ in range(2))
+    out = helper.block().create_var(dtype=input.dtype)
+    helper.append_op(type="group_norm", inputs=inputs, outputs={"Y": [out], "Mean": [mean], "Variance": [variance]},
+                     attrs={"epsilon": float(epsilon), "groups": check_int(groups, "groups", "group_norm", minimum=1),
+                            "data_layout": data_layout})
+    return helper.append_activation(out, act)
+
+
+def instance_norm(input, epsilon=1e-05, param_attr=None, bias_attr=None, name=None):  # noqa: A002
+    """Each channel of each sample normalized over its own elements (the instance_norm op), then
+    scaled and shifted by [C] parameters (ones and zeros at start), as Fluid 1.8."""
+    check_variable(input, "input", "instance_norm")
+    check_dtype(input, "input", ("float32", "float64"), "instance_norm")
+    if bias_attr is False:
+        raise ValueError("instance_norm: bias_attr must not be False")
+    if len(input.shape) < 2 or input.shape[1] < 1:
+        raise ValueError(f"instance_norm: input {input.name}{list(input.shape)} needs its channels (axis 1) known")
+    helper = LayerHelper("instance_norm", name)
+    channels = [int(input.shape[1])]
+    scale = helper.create_parameter(param_attr, channels, input.dtype, default_initializer=ConstantInitializer(1.0))
+    bias = helper.create_parameter(bias_attr, channels, input.dtype, is_bias=True,
+                                   default_initializer=ConstantInitializer(0.0))
+    saved_mean, saved_var = (helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+                             for _ in range(2))
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="instance_norm", inputs={"X": [input], "Scale": [scale], "Bias": [bias]},
+                     outputs={"Y": [out], "SavedMean": [saved_mean], "SavedVariance": [saved_var]},
+                     attrs={"epsilon": float(epsilon)})
+    return out

@@ -590,3 +590,115 @@ def lstm_unit_grad(ctx):
         ctx.set_output("X@GRAD", dx.astype(dtype, copy=False))
     if ctx.has_output("C_prev@GRAD"):
         ctx.set_output("C_prev@GRAD", (dc_total * f).astype(dtype, copy=False))
+
+
+# -- group_norm, instance_norm -----------------------------------------------------------
+# Paddle's ops: X [N, C, ...] (group_norm also NHWC) normalized over each sample's groups of
+# C / groups channels (instance_norm: groups = C) with the biased variance, then each channel
+# scaled and shifted when Scale / Bias are given. group_norm's Mean / Variance are [N, groups];
+# instance_norm's SavedMean / SavedVariance [N * C], the variance saved as 1 / sqrt(var + eps)
+# as Paddle's kernel keeps it.
+
+def _norm_channel_first(x, layout):
+    return x if layout != "NHWC" else x.transpose((0, x.ndim - 1) + tuple(range(1, x.ndim - 1)))
+
+
+def _norm_channel_back(x, layout):
+    return x if layout != "NHWC" else x.transpose((0,) + tuple(range(2, x.ndim)) + (1,))
+
+
+def _group_stats(ctx, groups_of):
+    x = ctx.input("X")
+    layout = ctx.attr("data_layout", "NCHW")
+    xc = _norm_channel_first(x, layout).astype(np.float64)
+    n, c = xc.shape[:2]
+    g = groups_of(c)
+    xg = xc.reshape(n, g, -1)
+    mean = xg.mean(axis=2, keepdims=True)
+    var = xg.var(axis=2, keepdims=True)
+    inv = 1.0 / np.sqrt(var + float(ctx.attr("epsilon", 1e-5)))
+    return x, layout, xc.shape, n, c, g, (xg - mean) * inv, mean, var, inv
+
+
+def _affine(ctx, xhat, n, c, shape):
+    y = xhat.reshape(shape)
+    per_channel = (1, c) + (1,) * (len(shape) - 2)
+    if ctx.has_input("Scale"):
+        y = y * ctx.input("Scale").astype(np.float64).reshape(per_channel)
+    if ctx.has_input("Bias"):
+        y = y + ctx.input("Bias").astype(np.float64).reshape(per_channel)
+    return y
+
+
+def _norm_shape(out_slot, stat_slots, per_group):
+    def infer(op):
+        x = in_var(op, "X")
+        set_out(op, out_slot, x.shape, x.dtype)
+        layout = op.attr("data_layout", "NCHW")
+        c = x.shape[-1] if layout == "NHWC" else x.shape[1]
+        if per_group:
+            g = int(op.attr("groups"))
+            if c >= 0 and (g < 1 or c % g):
+                raise GraphError(f"group_norm: the {c} channels of X {x.name}{list(x.shape)} must be a multiple of "
+                                 f"groups ({g})")
+            stat = [x.shape[0], g]
+        else:
+            stat = [x.shape[0] * c if x.shape[0] >= 0 and c >= 0 else -1]
+        for slot in stat_slots:
+            set_out(op, slot, stat, x.dtype)
+    return infer
+
+
+def _norm_grad(op_type, out_slot):
+    def make(op):
+        ins = {s: op.input(s) for s in ("X", "Scale", "Bias") if op.input(s)}
+        ins[out_slot + "@GRAD"] = [grad_name(op.output(out_slot)[0])]
+        outs = {s + "@GRAD": [grad_name(op.input(s)[0])] for s in ("X", "Scale", "Bias") if op.input(s)}
+        return [GradOpSpec(op_type + "_grad", ins, outs, dict(op.attrs))]
+    return make
+
+
+def _norm_backward(ctx, out_slot, groups_of):
+    x, layout, shape, n, c, g, xhat, _, _, inv = _group_stats(ctx, groups_of)
+    dy = _norm_channel_first(ctx.input(out_slot + "@GRAD"), layout).astype(np.float64)
+    per_channel = (1, c) + (1,) * (len(shape) - 2)
+    reduce_axes = (0,) + tuple(range(2, len(shape)))
+    xhat_full = xhat.reshape(shape)
+    if ctx.has_output("Scale@GRAD"):
+        ctx.set_output("Scale@GRAD", (dy * xhat_full).sum(axis=reduce_axes).astype(x.dtype))
+    if ctx.has_output("Bias@GRAD"):
+        ctx.set_output("Bias@GRAD", dy.sum(axis=reduce_axes).astype(x.dtype))
+    if ctx.has_output("X@GRAD"):
+        gy = dy * ctx.input("Scale").astype(np.float64).reshape(per_channel) if ctx.has_input("Scale") else dy
+        gg = gy.reshape(n, g, -1)
+        dx = inv * (gg - gg.mean(axis=2, keepdims=True) - xhat * (gg * xhat).mean(axis=2, keepdims=True))
+        ctx.set_output("X@GRAD", _norm_channel_back(dx.reshape(shape), layout).astype(x.dtype))
+
+
+@register_op("group_norm", infer_shape=_norm_shape("Y", ("Mean", "Variance"), True),
+             grad=_norm_grad("group_norm", "Y"))
+def group_norm(ctx):
+    x, layout, shape, n, c, g, xhat, mean, var, _ = _group_stats(ctx, lambda c: int(ctx.attr("groups")))
+    y = _affine(ctx, xhat, n, c, shape)
+    ctx.set_output("Y", _norm_channel_back(y, layout).astype(x.dtype))
+    ctx.set_output("Mean", mean.reshape(n, g).astype(x.dtype))
+    ctx.set_output("Variance", var.reshape(n, g).astype(x.dtype))
+
+
+@register_op("group_norm_grad")
+def group_norm_grad(ctx):
+    _norm_backward(ctx, "Y", lambda c: int(ctx.attr("groups")))
+
+
+@register_op("instance_norm", infer_shape=_norm_shape("Y", ("SavedMean", "SavedVariance"), False),
+             grad=_norm_grad("instance_norm", "Y"))
+def instance_norm(ctx):
+    x, layout, shape, n, c, _, xhat, mean, _, inv = _group_stats(ctx, lambda c: c)
+    ctx.set_output("Y", _affine(ctx, xhat, n, c, shape).astype(x.dtype))
+    ctx.set_output("SavedMean", mean.reshape(-1).astype(x.dtype))
+    ctx.set_output("SavedVariance", inv.reshape(-1).astype(x.dtype))
+
+
+@register_op("instance_norm_grad")
+def instance_norm_grad(ctx):
+    _norm_backward(ctx, "Y", lambda c: c)
