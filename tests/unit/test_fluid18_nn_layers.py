@@ -331,3 +331,44 @@ def test_prelu_group_norm_instance_norm_equal_paddle_185():
         exe.run(startup)
         (g,) = exe.run(main, feed={"x": x_v}, fetch_list=[gx])
         np.testing.assert_allclose(_abs_fingerprint(g), NORM_X_GRADS_185[which], rtol=2e-5, atol=2e-5, err_msg=which)
+
+
+# filter_by_instag: (out, its LoD, loss weight, d/dins of sum(out^2) + 0.5 sum(out)) per filter,
+# as Paddle 1.8.5 printed them; instances tagged [1, 5], [9, 2], [5], [3]
+INSTAG_185 = {
+    (True, 0): ([[0.0, 0.25], [0.5, 0.75], [2.5, 2.75], [3.0, 3.25], [3.5, 3.75]], [[2, 1, 2]], [[1.0]] * 3,
+                [[0.5, 1.0], [1.5, 2.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [5.5, 6.0], [6.5, 7.0], [7.5, 8.0]]),
+    (True, 1): ([[1.0, 1.25], [1.5, 1.75], [2.0, 2.25], [2.5, 2.75]], [[3, 1]], [[1.0]] * 2,
+                [[0.0, 0.0], [0.0, 0.0], [2.5, 3.0], [3.5, 4.0], [4.5, 5.0], [5.5, 6.0], [0.0, 0.0], [0.0, 0.0]]),
+    (True, 2): ([[7.0, 7.0]], [[1]], [[0.0]], [[0.0, 0.0]] * 8),
+    (False, 0): ([[0.0, 0.25], [1.0, 1.25], [1.5, 1.75]], [[1, 1, 1]], [[1.0]] * 3,
+                 [[0.5, 1.0], [0.0, 0.0], [2.5, 3.0], [3.5, 4.0]]),
+    (False, 1): ([[0.5, 0.75], [1.0, 1.25]], [[1, 1]], [[1.0]] * 2, [[0.0, 0.0], [1.5, 2.0], [2.5, 3.0], [0.0, 0.0]]),
+    (False, 2): ([[7.0, 7.0]], [[1]], [[0.0]], [[0.0, 0.0]] * 4),
+}
+
+
+@pytest.mark.parametrize("is_lod", [True, False])
+def test_filter_by_instag_equal_paddle_185(is_lod):
+    place = fluid.CPUPlace()
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ins = fluid.data(name="ins", shape=[-1, 2], dtype="float32", lod_level=1 if is_lod else 0)
+        ins.stop_gradient = False
+        tag = fluid.data(name="tag", shape=[-1, 1], dtype="int64", lod_level=1)
+        flt = fluid.data(name="flt", shape=[-1], dtype="int64")
+        out, weight = L.filter_by_instag(ins, tag, flt, is_lod, out_val_if_empty=7)
+        (grad,) = fluid.gradients([L.reduce_sum(out * out) + L.reduce_sum(out) * 0.5], [ins])
+    assert (out.name, weight.name) == ("filter_by_instag_0.tmp_0", "filter_by_instag_0.tmp_1")
+    exe = fluid.Executor(place)
+    exe.run(startup)
+    rows = 8 if is_lod else 4
+    values = np.arange(rows * 2, dtype="float32").reshape(rows, 2) / 4.0
+    tags = fluid.create_lod_tensor(np.array([[1], [5], [9], [2], [5], [3]], "int64"), [[2, 1, 2, 1]], place)
+    for case, wanted in enumerate(([5, 3], [9, 2], [100])):
+        feed = {"ins": fluid.create_lod_tensor(values, [[2, 3, 1, 2]], place) if is_lod else values,
+                "tag": tags, "flt": np.array(wanted, "int64")}
+        o, w, g = exe.run(main, feed=feed, fetch_list=[out, weight, grad], return_numpy=False)
+        want = INSTAG_185[(is_lod, case)]
+        assert np.array(o).tolist() == want[0] and o.recursive_sequence_lengths() == want[1]
+        assert np.array(w).tolist() == want[2] and np.array(g).tolist() == want[3]

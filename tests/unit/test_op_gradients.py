@@ -756,6 +756,11 @@ def _math_search_cases():
     c.append(Case("instance_norm", "instance_norm",
                   {"X": [In("x", f64(2, 3, 4, 2))], "Scale": [In("s", f64(3, lo=0.5, hi=1.5))], "Bias": [In("b", f64(3))]},
                   {"Y": 1, "SavedMean": 1, "SavedVariance": 1}, {"epsilon": 1e-5}))
+    c.append(Case("filter_by_instag", "filter_by_instag",
+                  {"Ins": [In("ins", f64(5, 2), [[0, 2, 3, 5]])],
+                   "Ins_tag": [In("tag", np.array([[1], [4], [2], [4]], np.int64), [[0, 2, 3, 4]], diff=False)],
+                   "Filter_tag": [In("flt", np.array([4], np.int64), diff=False)]},
+                  {"Out": 1, "LossWeight": 1, "IndexMap": 1}, {"is_lod": True, "out_val_if_empty": 0}))
     return c
 
 

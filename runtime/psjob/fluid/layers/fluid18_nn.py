@@ -26,7 +26,7 @@ __all__ = ["randint", "randn", "randperm", "full", "full_like", "meshgrid", "all
            "kldiv_loss", "npair_loss", "sigmoid_focal_loss", "shuffle_channel", "space_to_depth", "pixel_shuffle",
            "lrn", "tensor_array_to_tensor", "reorder_lod_tensor_by_rank",
            "get_tensor_from_selected_rows", "merge_selected_rows", "autoincreased_step_counter", "lstm_unit",
-           "prelu", "group_norm", "instance_norm"]
+           "prelu", "group_norm", "instance_norm", "filter_by_instag"]
 
 _ANY = ("bool", "float16", "float32", "float64", "int32", "int64")
 
@@ -503,3 +503,22 @@ def instance_norm(input, epsilon=1e-05, param_attr=None, bias_attr=None, name=No
                      outputs={"Y": [out], "SavedMean": [saved_mean], "SavedVariance": [saved_var]},
                      attrs={"epsilon": float(epsilon)})
     return out
+
+
+def filter_by_instag(ins, ins_tag, filter_tag, is_lod, out_val_if_empty=0):
+    """The instances of ins (its sequences, or its rows when not is_lod) whose tags (ins_tag,
+    one int64 sequence per instance) include one of filter_tag, and a loss weight of 1.0 per
+    kept instance; with none kept, one row of out_val_if_empty and a weight of 0. Returns
+    [out, loss_weight]."""
+    check_variable(ins, "ins", "filter_by_instag")
+    for arg, v in (("ins_tag", ins_tag), ("filter_tag", filter_tag)):
+        check_variable(v, arg, "filter_by_instag")
+        check_dtype(v, arg, ("int64",), "filter_by_instag")
+    helper = LayerHelper("filter_by_instag")
+    out = helper.create_variable_for_type_inference(ins.dtype)
+    loss_weight = helper.create_variable_for_type_inference("float32", stop_gradient=True)
+    index_map = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    helper.append_op(type="filter_by_instag", inputs={"Ins": [ins], "Ins_tag": [ins_tag], "Filter_tag": [filter_tag]},
+                     outputs={"Out": [out], "LossWeight": [loss_weight], "IndexMap": [index_map]},
+                     attrs={"is_lod": bool(is_lod), "out_val_if_empty": int(out_val_if_empty)})
+    return [out, loss_weight]

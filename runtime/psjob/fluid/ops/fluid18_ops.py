@@ -41,6 +41,10 @@ from psjob.fluid.framework import GraphError
 from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out, simple_grad
 
 
+def _host(ctx, v):
+    return np.asarray(v if ctx.xp is np else ctx.xp.asnumpy(v))
+
+
 def _sigmoid(xp, x):
     return 1.0 / (1.0 + xp.exp(-x))
 
@@ -702,3 +706,72 @@ def instance_norm(ctx):
 @register_op("instance_norm_grad")
 def instance_norm_grad(ctx):
     _norm_backward(ctx, "Y", lambda c: c)
+
+
+# -- filter_by_instag --------------------------------------------------------------------
+# Fluid 1.8's filter_by_instag: the instances of Ins (its sequences, or its rows when is_lod is
+# false) whose tag list (Ins_tag's sequences) shares a tag with Filter_tag, in order. Out keeps
+# their rows with one LoD entry per instance; LossWeight is 1.0 per kept instance; IndexMap
+# [kept, 3] holds (Out offset, Ins offset, rows). With nothing kept, Out is one row of
+# out_val_if_empty and LossWeight [[0]]. The gradient sends Out's rows back to where they came from.
+
+def _instag_shape(op):
+    x = in_var(op, "Ins")
+    set_out(op, "Out", [-1] + list(x.shape[1:]), x.dtype, 1)
+    set_out(op, "LossWeight", [-1, 1], "float32")
+    set_out(op, "IndexMap", [-1, 3], "int64")
+
+
+def _instag_keep(ctx):
+    x = ctx.input("Ins")
+    if ctx.attr("is_lod", True):
+        lod = ctx.input_lod("Ins")
+        if not lod:
+            raise GraphError(f"filter_by_instag: Ins {ctx.ins['Ins'][0]} needs a LoD when is_lod is true")
+        offsets = [int(o) for o in lod[0]]
+    else:
+        offsets = list(range(x.shape[0] + 1))
+    tag_lod = ctx.input_lod("Ins_tag")
+    tags = _host(ctx, ctx.input("Ins_tag")).reshape(-1)
+    tag_offsets = [int(o) for o in tag_lod[0]] if tag_lod else list(range(len(tags) + 1))
+    if len(tag_offsets) != len(offsets):
+        raise ValueError(f"filter_by_instag: {len(offsets) - 1} instances but {len(tag_offsets) - 1} tag lists")
+    wanted = set(_host(ctx, ctx.input("Filter_tag")).reshape(-1).tolist())
+    rows = []
+    for k in range(len(offsets) - 1):
+        if wanted.intersection(tags[tag_offsets[k]:tag_offsets[k + 1]].tolist()):
+            rows.append((offsets[k], offsets[k + 1] - offsets[k]))
+    return x, rows
+
+
+@register_op("filter_by_instag", infer_shape=_instag_shape, no_grad_inputs=("Ins_tag", "Filter_tag"),
+             grad=lambda op: [GradOpSpec("filter_by_instag_grad",
+                                         {"Ins": op.input("Ins"), "Ins_tag": op.input("Ins_tag"),
+                                          "Filter_tag": op.input("Filter_tag"),
+                                          "Out@GRAD": [grad_name(op.output("Out")[0])]},
+                                         {"Ins@GRAD": [grad_name(op.input("Ins")[0])]}, dict(op.attrs))])
+def filter_by_instag(ctx):
+    x, rows = _instag_keep(ctx)
+    xp = ctx.xp
+    if not rows:
+        ctx.set_output("Out", xp.full((1,) + x.shape[1:], ctx.attr("out_val_if_empty", 0), dtype=x.dtype), lod=[[0, 1]])
+        ctx.set_output("LossWeight", xp.zeros((1, 1), np.float32))
+        ctx.set_output("IndexMap", xp.zeros((1, 3), np.int64))
+        return
+    out = xp.concatenate([x[a:a + n] for a, n in rows])
+    offsets = np.cumsum([0] + [n for _, n in rows]).tolist()
+    ctx.set_output("Out", out, lod=[offsets])
+    ctx.set_output("LossWeight", xp.ones((len(rows), 1), np.float32))
+    ctx.set_output("IndexMap", xp.asarray([[offsets[k], a, n] for k, (a, n) in enumerate(rows)], dtype=np.int64))
+
+
+@register_op("filter_by_instag_grad")
+def filter_by_instag_grad(ctx):
+    x, rows = _instag_keep(ctx)
+    dout = ctx.input("Out@GRAD")
+    dx = ctx.xp.zeros_like(x)
+    at = 0
+    for a, n in rows:
+        dx[a:a + n] = dout[at:at + n]
+        at += n
+    ctx.set_output("Ins@GRAD", dx, lod=ctx.input_lod("Ins"))
