@@ -372,3 +372,41 @@ def test_filter_by_instag_equal_paddle_185(is_lod):
         want = INSTAG_185[(is_lod, case)]
         assert np.array(o).tolist() == want[0] and o.recursive_sequence_lengths() == want[1]
         assert np.array(w).tolist() == want[2] and np.array(g).tolist() == want[3]
+
+
+# center_loss over two runs (the centers move between them): loss, d/dx of sum(loss^2), centers
+# after the run, as Paddle 1.8.5 printed them
+CENTER_LOSS_185 = [[[5.4988, 3.72615, 3.84872, 4.76479, 2.13136],
+                    [1.97299, -0.40841, -36.4152, 13.38957, -15.27724, 1.09572, 8.4598, -9.43827, -17.18802, -5.43363, 7.50586,
+                     27.92037, 0.84391, -5.85909, 6.51274],
+                    [-0.46832, -0.14546, 0.62059, -0.74787, 0.00903, -0.87811, 0.04303, -0.08588, -0.82129, -0.42435, -0.11804,
+                     -0.19818]],
+                   [[3.80523, 2.73367, 2.48517, 3.44256, 1.45784],
+                    [0.39238, 0.6788, -20.98039, 8.73262, -9.33577, -0.11184, 4.82717, -5.46652, -8.3429, -3.33693, 4.60954,
+                     17.1466, -0.00436, -3.00911, 3.96634],
+                    [-0.36604, -0.24652, 0.17705, -0.74787, 0.00903, -0.87811, 0.20261, -0.35984, -0.6873, -0.49705, -0.01761,
+                     0.17538]]]
+
+
+def test_center_loss_equal_paddle_185():
+    rng = np.random.RandomState(2)
+    x_v = rng.randn(5, 3).astype("float32")
+    centers_v = rng.randn(4, 3).astype("float32")
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[-1, 3], dtype="float32")
+        x.stop_gradient = False
+        lab = fluid.data(name="lab", shape=[-1, 1], dtype="int64")
+        init = fluid.initializer.NumpyArrayInitializer(centers_v)
+        loss = L.center_loss(x, lab, num_classes=4, alpha=0.3,
+                             param_attr=fluid.ParamAttr(name="centers", initializer=init), update_center=True)
+        (grad,) = fluid.gradients([L.reduce_sum(loss * loss)], [x])
+    assert loss.name == "center_loss_0.tmp_1"
+    assert sorted(v.name for v in main.global_block().vars.values() if v.persistable) == ["centerloss_alpha", "centers"]
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    for want in CENTER_LOSS_185:
+        got = exe.run(main, feed={"x": x_v, "lab": np.array([[0], [2], [0], [3], [2]], "int64")},
+                      fetch_list=[loss, grad, "centers"])
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.reshape(-1), w, rtol=1e-5, atol=1e-5)

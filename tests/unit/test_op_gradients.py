@@ -761,6 +761,11 @@ def _math_search_cases():
                    "Ins_tag": [In("tag", np.array([[1], [4], [2], [4]], np.int64), [[0, 2, 3, 4]], diff=False)],
                    "Filter_tag": [In("flt", np.array([4], np.int64), diff=False)]},
                   {"Out": 1, "LossWeight": 1, "IndexMap": 1}, {"is_lod": True, "out_val_if_empty": 0}))
+    c.append(Case("center_loss-no-update", "center_loss",
+                  {"X": [In("x", f64(4, 3))], "Label": [In("lab", np.array([[1], [0], [1], [2]], np.int64), diff=False)],
+                   "Centers": [In("ctr", f64(3, 3), diff=False)],
+                   "CenterUpdateRate": [In("rate", np.array([0.5]), diff=False)]},
+                  {"SampleCenterDiff": 1, "Loss": 1, "CentersOut": 1}, {"cluster_num": 3, "need_update": False}))
     return c
 
 

@@ -12,7 +12,7 @@ Paddle's.
 from __future__ import annotations
 
 from psjob.fluid import unique_name
-from psjob.fluid.framework import default_main_program, default_startup_program
+from psjob.fluid.framework import Variable, default_main_program, default_startup_program
 from psjob.fluid.initializer import ConstantInitializer
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers import loss as _loss
@@ -26,7 +26,7 @@ __all__ = ["randint", "randn", "randperm", "full", "full_like", "meshgrid", "all
            "kldiv_loss", "npair_loss", "sigmoid_focal_loss", "shuffle_channel", "space_to_depth", "pixel_shuffle",
            "lrn", "tensor_array_to_tensor", "reorder_lod_tensor_by_rank",
            "get_tensor_from_selected_rows", "merge_selected_rows", "autoincreased_step_counter", "lstm_unit",
-           "prelu", "group_norm", "instance_norm", "filter_by_instag"]
+           "prelu", "group_norm", "instance_norm", "filter_by_instag", "center_loss"]
 
 _ANY = ("bool", "float16", "float32", "float64", "int32", "int64")
 
@@ -522,3 +522,36 @@ def filter_by_instag(ins, ins_tag, filter_tag, is_lod, out_val_if_empty=0):
                      outputs={"Out": [out], "LossWeight": [loss_weight], "IndexMap": [index_map]},
                      attrs={"is_lod": bool(is_lod), "out_val_if_empty": int(out_val_if_empty)})
     return [out, loss_weight]
+
+
+def center_loss(input, label, num_classes, alpha, param_attr, update_center=True):  # noqa: A002
+    """Half the squared distance of each row of input [N, D] to its class center ([N, 1]); the
+    centers, a [num_classes, D] parameter not trained by the optimizer, move towards their rows
+    by alpha (a float, kept in the persistable centerloss_alpha, or a [1] Variable) each run
+    when update_center."""
+    check_variable(input, "input", "center_loss")
+    check_dtype(input, "input", ("float32", "float64"), "center_loss")
+    check_variable(label, "label", "center_loss")
+    check_dtype(label, "label", ("int32", "int64"), "center_loss")
+    helper = LayerHelper("center_loss")
+    centers = helper.create_parameter(param_attr, [check_int(num_classes, "num_classes", "center_loss", minimum=1),
+                                                   int(input.shape[1])], input.dtype)
+    centers.stop_gradient = True
+    if isinstance(alpha, Variable):
+        rate = alpha
+    else:
+        if not isinstance(alpha, float):
+            raise TypeError(f"center_loss: alpha must be a float or a Variable, got {alpha!r}")
+        main = default_main_program().global_block()
+        rate = main.create_var(name="centerloss_alpha", shape=[1], dtype="float32", persistable=True,
+                               stop_gradient=True)
+        startup = default_startup_program().global_block()
+        ConstantInitializer(alpha)(startup.create_var(name="centerloss_alpha", shape=[1], dtype="float32",
+                                                      persistable=True), startup)
+    diff = helper.create_variable_for_type_inference(input.dtype)
+    loss = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="center_loss", inputs={"X": [input], "Label": [label], "Centers": [centers],
+                                                 "CenterUpdateRate": [rate]},
+                     outputs={"SampleCenterDiff": [diff], "Loss": [loss], "CentersOut": [centers]},
+                     attrs={"cluster_num": int(num_classes), "need_update": bool(update_center)})
+    return loss

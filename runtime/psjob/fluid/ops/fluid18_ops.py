@@ -775,3 +775,50 @@ def filter_by_instag_grad(ctx):
         dx[a:a + n] = dout[at:at + n]
         at += n
     ctx.set_output("Ins@GRAD", dx, lod=ctx.input_lod("Ins"))
+
+
+# -- center_loss -------------------------------------------------------------------------
+# Fluid 1.8's center_loss: SampleCenterDiff = X - Centers[Label], Loss [N, 1] half its squared
+# norm per row; with need_update the centers move towards their samples (CentersOut, Centers
+# itself): center c += rate * sum of its rows' diffs / (1 + its row count), from the centers
+# the loss used. The gradient goes to X only (Paddle's).
+
+def _center_loss_shape(op):
+    x = in_var(op, "X")
+    set_out(op, "SampleCenterDiff", x.shape, x.dtype)
+    set_out(op, "Loss", [x.shape[0], 1], x.dtype)
+    centers = in_var(op, "Centers")
+    set_out(op, "CentersOut", centers.shape, centers.dtype)
+
+
+@register_op("center_loss", infer_shape=_center_loss_shape,
+             no_grad_inputs=("Label", "Centers", "CenterUpdateRate"),
+             grad=lambda op: [GradOpSpec("center_loss_grad",
+                                         {"SampleCenterDiff": op.output("SampleCenterDiff"),
+                                          "Loss@GRAD": [grad_name(op.output("Loss")[0])]},
+                                         {"X@GRAD": [grad_name(op.input("X")[0])]})])
+def center_loss(ctx):
+    x, centers, xp = ctx.input("X"), ctx.input("Centers"), ctx.xp
+    label = _host(ctx, ctx.input("Label")).reshape(-1).astype(np.int64)
+    clusters = int(ctx.attr("cluster_num", centers.shape[0]))
+    if label.size and (label.min() < 0 or label.max() >= clusters):
+        raise ValueError(f"center_loss: labels must lie in [0, {clusters})")
+    idx = xp.asarray(label)
+    diff = x - centers[idx]
+    ctx.set_output("SampleCenterDiff", diff)
+    ctx.set_output("Loss", (0.5 * (diff * diff).sum(axis=1, keepdims=True)).astype(x.dtype, copy=False))
+    if ctx.attr("need_update", True):
+        rate = float(_host(ctx, ctx.input("CenterUpdateRate")).reshape(-1)[0])
+        acc = xp.zeros_like(centers)
+        from psjob.fluid.core import scatter_add
+        scatter_add(xp, acc, idx, diff)
+        count = np.ones(centers.shape[0]) + np.bincount(label, minlength=centers.shape[0])
+        ctx.set_output("CentersOut", (centers + rate * acc / xp.asarray(count[:, None])).astype(centers.dtype))
+    else:
+        ctx.set_output("CentersOut", centers)
+
+
+@register_op("center_loss_grad")
+def center_loss_grad(ctx):
+    diff = ctx.input("SampleCenterDiff")
+    ctx.set_output("X@GRAD", (diff * ctx.input("Loss@GRAD").reshape(-1, 1)).astype(diff.dtype, copy=False))
