@@ -766,6 +766,14 @@ def _math_search_cases():
                    "Centers": [In("ctr", f64(3, 3), diff=False)],
                    "CenterUpdateRate": [In("rate", np.array([0.5]), diff=False)]},
                   {"SampleCenterDiff": 1, "Loss": 1, "CentersOut": 1}, {"cluster_num": 3, "need_update": False}))
+    lstmp_outs = {"Projection": 1, "Cell": 1, "BatchHidden": 1, "BatchGate": 1, "BatchCellPreAct": 1}
+    lod = [[0, 2, 3, 6]]
+    for peep, reverse in ((True, False), (False, True)):
+        c.append(Case(f"lstmp-peepholes-{peep}-reverse-{reverse}", "lstmp",
+                      {"Input": [In("x", f64(6, 8), lod)], "Weight": [In("w", f64(3, 8) * 0.5)],
+                       "ProjWeight": [In("pw", f64(2, 3))], "Bias": [In("b", f64(1, 14 if peep else 8))],
+                       "H0": [In("h0", f64(3, 3))], "C0": [In("c0", f64(3, 2))]},
+                      lstmp_outs, {"use_peepholes": peep, "is_reverse": reverse, "proj_activation": "tanh"}))
     return c
 
 
