@@ -57,3 +57,20 @@ def test_dynamic_lstmp_equal_paddle_185(k):
         v = np.array(got).astype(np.float64).reshape(-1)
         np.testing.assert_allclose([np.abs(v).sum(), (v * np.sin(np.arange(v.size) + 1.0)).sum()], want,
                                    rtol=2e-5, atol=2e-5)
+
+
+def test_cudnn_lstm_builds_as_paddle_185_and_refuses_to_run():
+    """fluid.layers.lstm: Paddle 1.8.5 builds it (one flat weight of 480 values for 2
+    bidirectional layers of 3 over 4 inputs; Out (-1, 5, 3) as it infers it) and its CPU build
+    stops at run time ("CPU is not support for this kernel now"); psjob does the same."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        data = fluid.data(name="x", shape=[-1, 5, 4], dtype="float32")
+        init = L.fill_constant([2, 2, 3], "float32", 0.0)
+        out, last_h, last_c = L.lstm(data, init, init, 5, 3, 2, is_bidirec=True)
+    assert out.shape == (-1, 5, 3) and last_h.shape == (2, 2, 3)
+    assert [(p.name, tuple(p.shape)) for p in main.global_block().all_parameters()] == [("cudnn_lstm_0.w_0", (480,))]
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    with pytest.raises(Exception, match="only a cuDNN kernel"):
+        exe.run(main, feed={"x": np.ones((2, 5, 4), "float32")}, fetch_list=[out])

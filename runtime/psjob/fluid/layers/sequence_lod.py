@@ -7,7 +7,7 @@ from psjob.fluid.framework import convert_dtype as _convert_dtype
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import FLOATS, check_choice, check_dtype, check_int, check_variable
 
-__all__ = ["sequence_pool", "dynamic_gru", "dynamic_lstm", "dynamic_lstmp", "sequence_conv", "sequence_unpad", "sequence_expand_as",
+__all__ = ["sequence_pool", "dynamic_gru", "dynamic_lstm", "dynamic_lstmp", "lstm", "sequence_conv", "sequence_unpad", "sequence_expand_as",
            "sequence_reshape", "sequence_softmax", "sequence_first_step", "sequence_last_step",
            "sequence_concat", "sequence_slice", "sequence_enumerate", "sequence_pad", "sequence_expand",
            "sequence_scatter", "sequence_reverse", "sequence_mask", "lod_reset", "lod_append"]
@@ -167,6 +167,37 @@ def dynamic_lstmp(input, size, proj_size, param_attr=None, bias_attr=None, use_p
                             "candidate_activation": candidate_activation, "proj_activation": proj_activation,
                             "cell_clip": float(cell_clip or 0.0), "proj_clip": float(proj_clip or 0.0)})
     return projection, cell
+
+
+def lstm(input, init_h, init_c, max_len, hidden_size, num_layers, dropout_prob=0.0, is_bidirec=False,  # noqa: A002
+         is_test=False, name=None, default_initializer=None, seed=-1):
+    """Fluid 1.8's cuDNN LSTM (the cudnn_lstm op, one flat weight parameter): the program builds
+    as Paddle's, but it does not run: Paddle 1.8 has only a cuDNN kernel (its CPU build stops
+    with 'CPU is not support for this kernel now') and psjob has none. Returns (out, last_h,
+    last_c)."""
+    layer = "lstm"
+    for arg, v in (("input", input), ("init_h", init_h), ("init_c", init_c)):
+        check_variable(v, arg, layer)
+    hidden_size = check_int(hidden_size, "hidden_size", layer, minimum=1)
+    num_layers = check_int(num_layers, "num_layers", layer, minimum=1)
+    input_size = int(input.shape[-1])
+    dirs = 2 if is_bidirec else 1
+    weight_size = 0
+    for i in range(num_layers):
+        in_w = input_size if i == 0 else hidden_size * dirs
+        weight_size += dirs * ((in_w + hidden_size) * hidden_size * 4 + hidden_size * 8)
+    helper = LayerHelper("cudnn_lstm", name)
+    weight = helper.create_parameter(None, [weight_size], input.dtype, default_initializer=default_initializer)
+    out, last_h, last_c = (helper.create_variable_for_type_inference(input.dtype) for _ in range(3))
+    # Paddle's op also reads a persistable RAW Cache (cuDNN's state); psjob names it, nothing reads it
+    helper.block().create_var(persistable=True, type="RAW", stop_gradient=True)
+    helper.append_op(type="cudnn_lstm", inputs={"Input": [input], "InitH": [init_h], "InitC": [init_c],
+                                                "W": [weight]},
+                     outputs={"Out": [out], "last_h": [last_h], "last_c": [last_c]},
+                     attrs={"max_len": int(max_len), "is_bidirec": bool(is_bidirec), "input_size": input_size,
+                            "hidden_size": hidden_size, "num_layers": num_layers, "is_test": bool(is_test),
+                            "dropout_prob": float(dropout_prob), "seed": int(seed)})
+    return out, last_h, last_c
 
 
 def sequence_conv(input, num_filters, filter_size=3, filter_stride=1, padding=True, padding_start=None,

@@ -323,3 +323,23 @@ def lstmp_grad(ctx):
         ctx.set_output("H0@GRAD", carry_r)
     if ctx.has_output("C0@GRAD"):
         ctx.set_output("C0@GRAD", carry_c)
+
+
+# -- cudnn_lstm --------------------------------------------------------------------------
+# fluid.layers.lstm's op. Paddle 1.8 has only a cuDNN kernel: on CPU it stops with "CPU is not
+# support for this kernel now"; psjob has none at all, so a program holding it builds (shapes
+# as Paddle infers them) and stops when it runs. The op reads no Cache here.
+
+def _cudnn_lstm_shape(op):
+    x = in_var(op, "Input")
+    # as Paddle 1.8 infers it: hidden_size wide, bidirectional or not
+    set_out(op, "Out", list(x.shape[:-1]) + [int(op.attr("hidden_size"))], x.dtype)
+    for slot, init in (("last_h", "InitH"), ("last_c", "InitC")):
+        set_out(op, slot, in_var(op, init).shape, x.dtype)
+
+
+@register_op("cudnn_lstm", infer_shape=_cudnn_lstm_shape)
+def cudnn_lstm(ctx):
+    raise NotImplementedError("cudnn_lstm (fluid.layers.lstm): Paddle 1.8 has only a cuDNN kernel for it "
+                              "(on CPU: 'CPU is not support for this kernel now') and psjob has none; "
+                              "use fluid.layers.dynamic_lstm, or paddle.nn.LSTM in Paddle 2.x code")
