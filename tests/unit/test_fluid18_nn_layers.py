@@ -410,3 +410,68 @@ def test_center_loss_equal_paddle_185():
                       fetch_list=[loss, grad, "centers"])
         for g, w in zip(got, want):
             np.testing.assert_allclose(g.reshape(-1), w, rtol=1e-5, atol=1e-5)
+
+
+# teacher_student_sigmoid_loss, huber_loss, add_position_encoding (padded and LoD), dice_loss,
+# their gradients, and edit_distance (normalized; unnormalized with token 0 erased): shape and
+# (sum of absolute values, sin-weighted sum) as Paddle 1.8.5 printed them
+MORE_185 = {'ape': ((2, 3, 6), [45.19918, -20.55838]),
+            'apel': ((5, 4), [20.68009, -2.3626]),
+            'd1': ((2, 1), [1.0, 0.86408]),
+            'd2': ((2, 1), [2.0, 1.75077]),
+            'dice': ((1,), [0.69947, 0.58858]),
+            'ga': ((4, 3), [10.35689, -1.38452]),
+            'gb': ((4, 3), [10.35689, 1.38452]),
+            'ge': ((2, 3, 6), [13.90937, 1.64539]),
+            'gel': ((5, 4), [21.85642, 2.24433]),
+            'gp': ((3, 4), [1.00709, -0.71393]),
+            'gx': ((6, 1), [32.99599, 25.05072]),
+            'hub': ((4, 3), [13.53343, 1.13003]),
+            'n1': ((1,), [2.0, 1.68294]),
+            'n2': ((1,), [2.0, 1.68294]),
+            'ts': ((6, 1), [43.92904, -18.0512])}
+MORE_NAMES_185 = {'ape': 'add_position_encoding_0.tmp_0',
+                  'apel': 'add_position_encoding_1.tmp_0',
+                  'dice': 'reduce_mean_0.tmp_0',
+                  'hub': 'huber_loss_0.tmp_1',
+                  'ts': '_generated_var_0'}
+
+
+def test_more_fluid18_losses_equal_paddle_185():
+    place = fluid.CPUPlace()
+    rng = np.random.RandomState(8)
+    feed = {"x": (rng.randn(6, 1) * 8).astype("float32"),
+            "lab": np.array([[-2.0], [-1.0], [0.3], [1.7], [0.0], [1.0]], "float32"),
+            "a": rng.randn(4, 3).astype("float32"), "b": (rng.randn(4, 3) * 2).astype("float32"),
+            "e": rng.randn(2, 3, 6).astype("float32")}
+    feed["el"] = fluid.create_lod_tensor(rng.randn(5, 4).astype("float32"), [[2, 3]], place)
+    feed.update(p=rng.rand(3, 4).astype("float32"), pl=np.array([[1], [3], [0]], "int64"))
+    feed["hy"] = fluid.create_lod_tensor(np.array([[1], [2], [0], [3], [4], [4], [0]], "int64"), [[4, 3]], place)
+    feed["rf"] = fluid.create_lod_tensor(np.array([[1], [3], [0], [4], [5], [0]], "int64"), [[3, 3]], place)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        d = {}
+        for k, shape, dtype, lod in (("x", [-1, 1], "float32", 0), ("lab", [-1, 1], "float32", 0),
+                                     ("a", [4, 3], "float32", 0), ("b", [4, 3], "float32", 0),
+                                     ("e", [2, 3, 6], "float32", 0), ("el", [-1, 4], "float32", 1),
+                                     ("p", [3, 4], "float32", 0), ("pl", [3, 1], "int64", 0),
+                                     ("hy", [-1, 1], "int64", 1), ("rf", [-1, 1], "int64", 1)):
+            d[k] = fluid.data(name=k, shape=shape, dtype=dtype, lod_level=lod)
+            d[k].stop_gradient = k in ("lab", "pl", "hy", "rf")
+        o = {"ts": L.teacher_student_sigmoid_loss(d["x"], d["lab"]), "hub": L.huber_loss(d["a"], d["b"], 1.0),
+             "ape": L.add_position_encoding(d["e"], 0.5, 2.0), "apel": L.add_position_encoding(d["el"], 1.0, 1.0),
+             "dice": L.dice_loss(d["p"], d["pl"])}
+        names = sorted(o)
+        loss = L.sums([L.reduce_sum(L.elementwise_mul(o[k], L.sin(o[k]))) for k in names])
+        grads = fluid.gradients([loss], [d[k] for k in ("x", "a", "b", "e", "el", "p")])
+        d1, n1 = L.edit_distance(d["hy"], d["rf"])
+        d2, n2 = L.edit_distance(d["hy"], d["rf"], normalized=False, ignored_tokens=[0])
+    assert {k: o[k].name for k in names} == MORE_NAMES_185
+    exe = fluid.Executor(place)
+    exe.run(startup)
+    res = exe.run(main, feed=feed, fetch_list=[o[k] for k in names] + grads + [d1, n1, d2, n2])
+    for name, value in zip(names + ["gx", "ga", "gb", "ge", "gel", "gp", "d1", "n1", "d2", "n2"], res):
+        shape, want = MORE_185[name]
+        assert value.shape == shape, name
+        np.testing.assert_allclose(_abs_fingerprint(value), want, rtol=2e-5, atol=2e-5, err_msg=name)
+    assert res[-4].dtype == np.float32 and res[-3].dtype == np.int64

@@ -774,6 +774,14 @@ def _math_search_cases():
                        "ProjWeight": [In("pw", f64(2, 3))], "Bias": [In("b", f64(1, 14 if peep else 8))],
                        "H0": [In("h0", f64(3, 3))], "C0": [In("c0", f64(3, 2))]},
                       lstmp_outs, {"use_peepholes": peep, "is_reverse": reverse, "proj_activation": "tanh"}))
+    c.append(Case("teacher_student_sigmoid_loss", "teacher_student_sigmoid_loss",
+                  {"X": [In("x", f64(6, 1, lo=-3, hi=3))],
+                   "Label": [In("lab", np.array([[-2.0], [-1.0], [0.3], [1.7], [0.0], [1.0]]), diff=False)]},
+                  {"Y": 1}, {"soft_max_lower_bound": -15.0, "soft_max_up_bound": 15.0}))
+    c.append(Case("huber_loss", "huber_loss", {"X": [In("x", f64(3, 4) * 2)], "Y": [In("y", f64(3, 4))]},
+                  {"Out": 1, "Residual": 1}, {"delta": 0.7}))
+    c.append(Case("add_position_encoding", "add_position_encoding", {"X": [In("x", f64(2, 3, 4))]}, {"Out": 1},
+                  {"alpha": 0.5, "beta": 2.0}))
     return c
 
 

@@ -26,7 +26,8 @@ __all__ = ["randint", "randn", "randperm", "full", "full_like", "meshgrid", "all
            "kldiv_loss", "npair_loss", "sigmoid_focal_loss", "shuffle_channel", "space_to_depth", "pixel_shuffle",
            "lrn", "tensor_array_to_tensor", "reorder_lod_tensor_by_rank",
            "get_tensor_from_selected_rows", "merge_selected_rows", "autoincreased_step_counter", "lstm_unit",
-           "prelu", "group_norm", "instance_norm", "filter_by_instag", "center_loss"]
+           "prelu", "group_norm", "instance_norm", "filter_by_instag", "center_loss", "teacher_student_sigmoid_loss",
+           "huber_loss", "add_position_encoding", "edit_distance", "dice_loss"]
 
 _ANY = ("bool", "float16", "float32", "float64", "int32", "int64")
 
@@ -555,3 +556,77 @@ def center_loss(input, label, num_classes, alpha, param_attr, update_center=True
                      outputs={"SampleCenterDiff": [diff], "Loss": [loss], "CentersOut": [centers]},
                      attrs={"cluster_num": int(num_classes), "need_update": bool(update_center)})
     return loss
+
+
+def teacher_student_sigmoid_loss(input, label, soft_max_up_bound=15.0, soft_max_lower_bound=-15.0):  # noqa: A002
+    """CTR distillation's loss: the sigmoid cross entropy of input against the click in label
+    (< -1 non-click, [-1, 0) click, [0, 1) non-click with teacher score label, [1, 2] click
+    with teacher score label - 1), plus against the teacher score where there is one."""
+    for arg, v in (("input", input), ("label", label)):
+        check_variable(v, arg, "teacher_student_sigmoid_loss")
+        check_dtype(v, arg, ("float32", "float64"), "teacher_student_sigmoid_loss")
+    helper = LayerHelper("teacher_student_sigmoid_loss")
+    out = helper.block().create_var(dtype=input.dtype)  # Paddle 1.8 names it _generated_var_N
+    helper.append_op(type="teacher_student_sigmoid_loss", inputs={"X": [input], "Label": [label]},
+                     outputs={"Y": [out]}, attrs={"soft_max_lower_bound": float(soft_max_lower_bound),
+                                                  "soft_max_up_bound": float(soft_max_up_bound)})
+    return out
+
+
+def huber_loss(input, label, delta):  # noqa: A002
+    """The Huber loss of label - input: r^2 / 2 within delta, delta (|r| - delta / 2) beyond."""
+    for arg, v in (("input", input), ("label", label)):
+        check_variable(v, arg, "huber_loss")
+        check_dtype(v, arg, ("float32", "float64"), "huber_loss")
+    helper = LayerHelper("huber_loss")
+    residual = helper.create_variable_for_type_inference(input.dtype)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="huber_loss", inputs={"X": [input], "Y": [label]},
+                     outputs={"Out": [out], "Residual": [residual]}, attrs={"delta": float(delta)})
+    return out
+
+
+def add_position_encoding(input, alpha, beta, name=None):  # noqa: A002
+    """alpha * input + beta * the sinusoidal position encoding (the Transformer's), input
+    [N, L, P] or LoD sequences [T, P]."""
+    check_variable(input, "input", "add_position_encoding")
+    check_dtype(input, "input", ("float32", "float64"), "add_position_encoding")
+    return _op("add_position_encoding", {"X": [input]}, {"alpha": float(alpha), "beta": float(beta)},
+               helper=LayerHelper("add_position_encoding", name))
+
+
+def edit_distance(input, label, normalized=True, ignored_tokens=None, input_length=None,  # noqa: A002
+                  label_length=None):
+    """The Levenshtein distance of each hypothesis (input) to its reference (label), int64 LoD
+    sequences or padded with lengths, divided by the reference length when normalized; tokens
+    in ignored_tokens are erased first. Returns (distance [N, 1], number of sequences [1])."""
+    helper = LayerHelper("edit_distance")
+    if ignored_tokens:
+        erased = []
+        for v in (input, label):
+            out = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+            helper.append_op(type="sequence_erase", inputs={"X": [v]}, outputs={"Out": [out]},
+                             attrs={"tokens": [int(t) for t in ignored_tokens]})
+            erased.append(out)
+        input, label = erased
+    inputs = {"Hyps": [input], "Refs": [label]}
+    if input_length is not None and label_length is not None:
+        inputs.update(HypsLength=[input_length], RefsLength=[label_length])
+    dist = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    count = helper.create_variable_for_type_inference("int64", stop_gradient=True)
+    helper.append_op(type="edit_distance", inputs=inputs, outputs={"Out": [dist], "SequenceNum": [count]},
+                     attrs={"normalized": bool(normalized)})
+    dist.dtype = "float32"
+    return dist, count
+
+
+def dice_loss(input, label, epsilon=1e-05, name=None):  # noqa: A002
+    """1 - 2 |input . one_hot(label)| / (|input| + |label|), averaged (Fluid 1.8's composition)."""
+    check_variable(input, "input", "dice_loss")
+    one_hot_label = manip.one_hot(label, depth=input.shape[-1])
+    dims = list(range(1, len(input.shape)))
+    inse = manip.reduce_sum(nn.elementwise_mul(input, one_hot_label), dim=dims)
+    denominator = nn.elementwise_add(manip.reduce_sum(input, dim=dims), manip.reduce_sum(one_hot_label, dim=dims))
+    score = nn.scale(nn.elementwise_div(nn.scale(inse, scale=2.0), nn.scale(denominator, bias=float(epsilon))),
+                     scale=-1.0, bias=1.0)
+    return manip.reduce_mean(score)

@@ -822,3 +822,174 @@ def center_loss(ctx):
 def center_loss_grad(ctx):
     diff = ctx.input("SampleCenterDiff")
     ctx.set_output("X@GRAD", (diff * ctx.input("Loss@GRAD").reshape(-1, 1)).astype(diff.dtype, copy=False))
+
+
+# -- teacher_student_sigmoid_loss, huber_loss --------------------------------------------
+# teacher_student_sigmoid_loss (Fluid 1.8, for CTR distillation): Label < -1 a non-click without
+# a teacher score, [-1, 0) a click without one, [0, 1) a non-click with teacher score Label,
+# [1, 2] a click with teacher score Label - 1; Y is the sigmoid cross entropy of X against the
+# click plus, with a teacher score, against that score. The gradient is Paddle's: the sigmoid of
+# X less the targets, 0 where X reaches soft_max_lower_bound or soft_max_up_bound.
+
+def _softplus_part(xp, x):
+    return xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
+
+
+def _teacher_targets(xp, label):
+    """(click, teacher score, has a teacher)."""
+    click = ((label >= -1) & (label < 0)) | (label >= 1)
+    teacher = label >= 0
+    score = xp.where(label >= 1, label - 1, label)
+    return click.astype(label.dtype), xp.where(teacher, score, 0), teacher.astype(label.dtype)
+
+
+@register_op("teacher_student_sigmoid_loss", infer_shape=lambda op: set_out(op, "Y", in_var(op, "X").shape,
+                                                                            in_var(op, "X").dtype),
+             no_grad_inputs=("Label",),
+             grad=simple_grad("teacher_student_sigmoid_loss_grad", inputs=("X", "Label"), outputs=("Y",),
+                              grad_of=("X",)))
+def teacher_student_sigmoid_loss(ctx):
+    x, xp = ctx.input("X"), ctx.xp
+    click, score, teacher = _teacher_targets(xp, ctx.input("Label").astype(x.dtype))
+    sp = _softplus_part(xp, x)
+    ctx.set_output("Y", (sp - x * click + teacher * (sp - x * score)).astype(x.dtype, copy=False))
+
+
+@register_op("teacher_student_sigmoid_loss_grad")
+def teacher_student_sigmoid_loss_grad(ctx):
+    x, xp = ctx.input("X"), ctx.xp
+    click, score, teacher = _teacher_targets(xp, ctx.input("Label").astype(x.dtype))
+    lo, hi = float(ctx.attr("soft_max_lower_bound", -15.0)), float(ctx.attr("soft_max_up_bound", 15.0))
+    held = xp.clip(x, lo, hi)
+    p = _sigmoid(xp, held)
+    dx = xp.where((held >= hi) | (held <= lo), 0, (p - click) + teacher * (p - score))
+    ctx.set_output("X@GRAD", (dx * ctx.input("Y@GRAD")).astype(x.dtype, copy=False))
+
+
+def _huber_shape(op):
+    x = in_var(op, "X")
+    set_out(op, "Out", x.shape, x.dtype)
+    set_out(op, "Residual", x.shape, x.dtype)
+
+
+@register_op("huber_loss", infer_shape=_huber_shape,
+             grad=lambda op: [GradOpSpec("huber_loss_grad", {"Residual": op.output("Residual"),
+                                                             "Out@GRAD": [grad_name(op.output("Out")[0])]},
+                                         {"X@GRAD": [grad_name(op.input("X")[0])],
+                                          "Y@GRAD": [grad_name(op.input("Y")[0])]}, dict(op.attrs))])
+def huber_loss(ctx):
+    """Residual = Y - X; Out = r^2 / 2 where |r| <= delta, else delta (|r| - delta / 2)."""
+    x, xp = ctx.input("X"), ctx.xp
+    delta = float(ctx.attr("delta"))
+    r = ctx.input("Y") - x
+    a = xp.abs(r)
+    ctx.set_output("Residual", r)
+    ctx.set_output("Out", xp.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta)).astype(x.dtype, copy=False))
+
+
+@register_op("huber_loss_grad")
+def huber_loss_grad(ctx):
+    r, xp = ctx.input("Residual"), ctx.xp
+    delta = float(ctx.attr("delta"))
+    g = xp.where(xp.abs(r) <= delta, r, delta * xp.sign(r)) * ctx.input("Out@GRAD")
+    if ctx.has_output("X@GRAD"):
+        ctx.set_output("X@GRAD", (-g).astype(r.dtype, copy=False))
+    if ctx.has_output("Y@GRAD"):
+        ctx.set_output("Y@GRAD", g.astype(r.dtype, copy=False))
+
+
+# -- add_position_encoding ---------------------------------------------------------------
+# Out = alpha * X + beta * PE over X [N, L, P] (or LoD sequences [T, P]): at position j, column
+# k < P/2 gets sin(j / 10000^(k / (P/2 - 1))), column P/2 + k its cos (Paddle's kernel; P/2 = 1
+# divides by 10000). The gradient is alpha * Out@GRAD.
+
+def _position_table(length, size, dtype):
+    half = size // 2
+    pos = np.arange(length, dtype=np.float64)[:, None]
+    k = np.arange(half, dtype=np.float64)[None, :]
+    val = pos / np.power(10000.0, k / (half - 1)) if half > 1 else pos / 10000.0
+    return np.concatenate([np.sin(val), np.cos(val)], axis=1).astype(dtype)
+
+
+@register_op("add_position_encoding", infer_shape=same_shape(),
+             grad=simple_grad("add_position_encoding_grad"))
+def add_position_encoding(ctx):
+    x, xp = ctx.input("X"), ctx.xp
+    alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
+    lod = ctx.input_lod("X")
+    if x.ndim == 3:
+        pe = _position_table(x.shape[1], x.shape[2], x.dtype)[None]
+    else:
+        offsets = lod[0] if lod else [0, x.shape[0]]
+        table = _position_table(max(int(offsets[k + 1]) - int(offsets[k]) for k in range(len(offsets) - 1)),
+                                x.shape[1], x.dtype)
+        pe = np.concatenate([table[:int(offsets[k + 1]) - int(offsets[k])] for k in range(len(offsets) - 1)])
+    ctx.set_output("Out", (alpha * x + beta * xp.asarray(pe)).astype(x.dtype, copy=False), lod=lod)
+
+
+@register_op("add_position_encoding_grad")
+def add_position_encoding_grad(ctx):
+    dout = ctx.input("Out@GRAD")
+    ctx.set_output("X@GRAD", (float(ctx.attr("alpha", 1.0)) * dout).astype(dout.dtype, copy=False),
+                   lod=ctx.input_lod("X"))
+
+
+# -- edit_distance -----------------------------------------------------------------------
+# The Levenshtein distance of each hypothesis to its reference (LoD int64 sequences, or padded
+# with HypsLength / RefsLength), divided by the reference's length when normalized: Out
+# float32 [N, 1], SequenceNum int64 [1].
+
+def _levenshtein(a, b):
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+        prev = cur
+    return prev[-1]
+
+
+def _edit_seqs(ctx, slot, len_slot):
+    v = _host(ctx, ctx.input(slot))
+    if ctx.has_input(len_slot):
+        lengths = _host(ctx, ctx.input(len_slot)).reshape(-1)
+        rows = v.reshape(v.shape[0], -1)
+        return [rows[k, :int(n)].tolist() for k, n in enumerate(lengths)]
+    lod = ctx.input_lod(slot)
+    if not lod:
+        raise GraphError(f"edit_distance: {slot} needs a LoD (sequences) or a length input")
+    flat = v.reshape(-1)
+    return [flat[int(lod[0][k]):int(lod[0][k + 1])].tolist() for k in range(len(lod[0]) - 1)]
+
+
+@register_op("edit_distance", infer_shape=lambda op: (set_out(op, "Out", [-1, 1], "float32"),
+                                                      set_out(op, "SequenceNum", [1], "int64")))
+def edit_distance(ctx):
+    hyps, refs = _edit_seqs(ctx, "Hyps", "HypsLength"), _edit_seqs(ctx, "Refs", "RefsLength")
+    if len(hyps) != len(refs):
+        raise ValueError(f"edit_distance: {len(hyps)} hypotheses but {len(refs)} references")
+    out = []
+    for h, r in zip(hyps, refs):
+        d = float(_levenshtein(h, r))
+        if ctx.attr("normalized", True):
+            if not r:
+                raise ValueError("edit_distance: a reference is empty, so the normalized distance is undefined")
+            d /= len(r)
+        out.append([d])
+    ctx.set_output("Out", ctx.xp.asarray(np.asarray(out, np.float32).reshape(-1, 1)))
+    ctx.set_output("SequenceNum", ctx.xp.asarray([len(hyps)], dtype=np.int64))
+
+
+# -- sequence_erase ----------------------------------------------------------------------
+
+@register_op("sequence_erase", infer_shape=lambda op: set_out(op, "Out", [-1, 1], in_var(op, "X").dtype, 1))
+def sequence_erase(ctx):
+    """The LoD sequences of X with every token in `tokens` removed (the LoD shrinks to match)."""
+    x = _host(ctx, ctx.input("X")).reshape(-1)
+    lod = ctx.input_lod("X")
+    offsets = [int(o) for o in lod[0]] if lod else [0, x.shape[0]]
+    keep = ~np.isin(x, np.asarray(ctx.attr("tokens", []), dtype=x.dtype))
+    new = [0]
+    for k in range(len(offsets) - 1):
+        new.append(new[-1] + int(keep[offsets[k]:offsets[k + 1]].sum()))
+    ctx.set_output("Out", ctx.xp.asarray(x[keep].reshape(-1, 1)), lod=[new])
