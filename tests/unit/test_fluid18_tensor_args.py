@@ -103,7 +103,7 @@ def test_variable_arguments_bad_input():
         f = L.fill_constant([1], "float32", 2.0)
         with pytest.raises(TypeError, match="one-element int32/int64"):
             L.reshape(x, [f, 3])
-        with pytest.raises(TypeError, match="1-D int32/int64"):
+        with pytest.raises(TypeError, match="int32/int64 tensor of known size"):
             L.reshape(x, f)
         with pytest.raises(ValueError, match="holds 3 counts"):
             L.expand(x, L.assign(np.array([1, 2, 3], "int32")))
@@ -113,3 +113,26 @@ def test_variable_arguments_bad_input():
             L.topk(x, k=f)
         with pytest.raises(TypeError, match="factor"):
             L.pow(x, factor=L.fill_constant([1], "int32", 2))
+
+
+def test_fill_constant_value_and_shape_tensors_sign_of_an_array_and_cond_of_an_unknown_pred():
+    """Paddle 1.8.5's documented examples: fill_constant with shape an int tensor of shape [1, 2]
+    holding [2, 2] and with value a one-element tensor; sign of a numpy array (assigned); cond
+    over a pred of shape [-1, 1], which Paddle builds and checks when it runs."""
+    L = fluid.layers
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        shape = L.fill_constant([1, 2], "int32", 2)
+        a = L.fill_constant(shape=shape, dtype="bool", value=True)
+        b = L.fill_constant(shape=[2, 1], value=L.fill_constant([1], "float32", 2.0), dtype="float32")
+        s = L.sign(np.array([3.0, 0.0, -2.0], "float32"))
+        x = fluid.data(name="x", shape=[-1, 1], dtype="float32")
+        y = fluid.data(name="y", shape=[-1, 1], dtype="float32")
+        out = L.cond(x < y, lambda: x + y, lambda: x * y)
+    exe = fluid.Executor(fluid.CPUPlace())
+    av, bv, sv, ov = exe.run(main, feed={"x": np.array([[2.0]], "float32"), "y": np.array([[3.0]], "float32")},
+                             fetch_list=[a, b, s, out])
+    assert av.tolist() == [[True, True], [True, True]] and bv.tolist() == [[2.0], [2.0]]
+    assert sv.tolist() == [1.0, 0.0, -1.0] and ov.tolist() == [[5.0]]
+    with pytest.raises(Exception, match="one bool value"):
+        exe.run(main, feed={"x": np.ones((2, 1), "float32"), "y": np.ones((2, 1), "float32")}, fetch_list=[out])

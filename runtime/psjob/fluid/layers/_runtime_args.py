@@ -42,12 +42,15 @@ def _runtime_ints(values, what, helper=None):
 
 
 def _int_vector_len(v, what):
-    """The length of a 1-D int32/int64 tensor holding a runtime list (a ShapeTensor)."""
-    if v.dtype not in ("int32", "int64") or len(v.shape) != 1 or v.shape[0] < 1:
-        raise TypeError(f"{what} {v.name}{list(v.shape)} must be a 1-D int32/int64 tensor of known length, "
-                        f"got {v.dtype}")
+    """The number of ints an int32/int64 tensor holding a runtime list (a ShapeTensor) holds:
+    its element count, which must be known when the program is built ([2] or [1, 2] alike)."""
+    numel = 1
+    for d in v.shape:
+        numel *= int(d)
+    if v.dtype not in ("int32", "int64") or not v.shape or numel < 1:
+        raise TypeError(f"{what} {v.name}{list(v.shape)} must be an int32/int64 tensor of known size, got {v.dtype}")
     v.stop_gradient = True
-    return int(v.shape[0])
+    return numel
 
 
 def _shape_inputs(shape, layer):

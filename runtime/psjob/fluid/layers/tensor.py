@@ -12,15 +12,21 @@ from psjob.fluid.layers._runtime_args import _shape_inputs
 
 
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
-    """A tensor of `shape` filled with `value`. As in Fluid 1.8, `shape` may be a 1-D int tensor
+    """A tensor of `shape` filled with `value` (a number, or a one-element tensor read when the op
+    runs). As in Fluid 1.8, `shape` may be an int tensor holding the sizes
     (the ShapeTensor input), or a list in which a dimension is a one-element int tensor (e.g.
     fluid.layers.shape(x)[0]; the ShapeTensorList input): the op reads them when it runs, and
     those dimensions are -1 until then."""
     helper = LayerHelper("fill_constant")
     out = out or helper.create_variable_for_type_inference(dtype, stop_gradient=True)
     inputs, shape = _shape_inputs(shape, "fill_constant")
-    helper.append_op(type="fill_constant", inputs=inputs, outputs={"Out": [out]},
-                     attrs={"shape": shape, "dtype": dtype, "value": float(value)})
+    attrs = {"shape": shape, "dtype": dtype}
+    if isinstance(value, Variable):  # Fluid 1.8's ValueTensor: a one-element tensor, read when the op runs
+        inputs["ValueTensor"] = [value]
+        attrs["value"] = 0.0
+    else:
+        attrs["value"] = float(value)
+    helper.append_op(type="fill_constant", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     out.stop_gradient = True
     return out
 

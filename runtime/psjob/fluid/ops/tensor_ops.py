@@ -52,7 +52,10 @@ def _to_place(ctx, arr):
 @register_op("fill_constant", infer_shape=_shape_from_attr)
 def fill_constant(ctx):
     xp = ctx.xp
-    ctx.set_output("Out", xp.full(_run_shape(ctx), ctx.attr("value", 0.0), dtype=ctx.attr("dtype", "float32")))
+    value = ctx.attr("value", 0.0)
+    if ctx.has_input("ValueTensor"):  # Fluid 1.8's value given as a tensor
+        value = ctx.input("ValueTensor").reshape(-1)[0].item()
+    ctx.set_output("Out", xp.full(_run_shape(ctx), value, dtype=ctx.attr("dtype", "float32")))
 
 
 def _batch_size_like_shape(op):
