@@ -99,7 +99,15 @@ tanh = _unary("tanh")
 
 
 def softmax(input, use_cudnn=False, name=None, axis=-1):
-    return _unary("softmax")(input, name)
+    """exp(x) / sum(exp(x)) along axis (the last by default; Paddle's softmax op attribute)."""
+    _check_var(input, "softmax input")
+    axis = _check_int(axis, "axis", "softmax")
+    if not -len(input.shape) <= axis < max(len(input.shape), 1):
+        raise ValueError(f"softmax: axis {axis} is out of range for {input.name}{list(input.shape)}")
+    helper = LayerHelper("softmax", name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="softmax", inputs={"X": [input]}, outputs={"Out": [out]}, attrs={"axis": axis})
+    return out
 
 
 def _elementwise(op_type):
