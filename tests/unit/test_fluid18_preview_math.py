@@ -105,3 +105,56 @@ def test_softmax_along_another_axis_equal_paddle_185():
             feed={"x": np.arange(6, dtype="float32").reshape(2, 3)}, fetch_list=[y, g])
     np.testing.assert_allclose(out, [[0.047426] * 3, [0.952574] * 3], rtol=1e-5)
     np.testing.assert_allclose(grad, [[-0.057475] * 3, [0.057475] * 3], rtol=1e-4)
+
+
+# kron, cross, dist (p 2, 1, inf, 3), diag_embed and the gradients, as Paddle 1.8.5 printed them
+PREVIEW2_185 = {'cross': ((4, 3), [17.06414, 4.32589]),
+                'cross1': ((4, 3), [17.06414, 4.32589]),
+                'de': ((2, 3, 3), [5.38545, 3.97521]),
+                'de2': ((4, 2, 4), [5.38545, 3.68762]),
+                'dist1': ((1,), [15.34501, 12.91238]),
+                'dist2': ((1,), [5.6272, 4.73513]),
+                'dist3': ((1,), [2.11792, 1.78217]),
+                'distinf': ((1,), [3.23105, 2.71884]),
+                'g_a': ((2, 3), [17.40897, 2.39463]),
+                'g_b': ((3, 2), [21.91071, 4.27737]),
+                'g_c': ((4, 3), [170.89767, 9.70561]),
+                'g_e': ((4, 3), [173.0884, -7.66999]),
+                'g_f': ((2, 3), [0.38939, 0.08311]),
+                'kron': ((6, 6), [26.25104, 1.48541])}
+PREVIEW2_NAMES_185 = {'cross': 'cross_0.tmp_0',
+                      'cross1': 'cross_1.tmp_0',
+                      'dist1': 'dist_1.tmp_0',
+                      'dist2': 'dist_0.tmp_0',
+                      'dist3': 'dist_3.tmp_0',
+                      'distinf': 'dist_2.tmp_0',
+                      'kron': 'kron_0.tmp_0'}
+
+
+def test_kron_cross_dist_diag_embed_equal_paddle_185():
+    rng = np.random.RandomState(12)
+    feed = {"a": rng.randn(2, 3).astype("float32"), "b": rng.randn(3, 2).astype("float32"),
+            "c": rng.randn(4, 3).astype("float32"), "e": rng.randn(4, 3).astype("float32"),
+            "f": rng.randn(2, 3).astype("float32")}
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        d = {}
+        for k, v in feed.items():
+            d[k] = fluid.data(name=k, shape=list(v.shape), dtype="float32")
+            d[k].stop_gradient = False
+        o = {"kron": L.kron(d["a"], d["b"]), "cross": L.cross(d["c"], d["e"]), "cross1": L.cross(d["c"], d["e"], dim=1),
+             "dist2": L.dist(d["c"], d["e"]), "dist1": L.dist(d["c"], d["e"], p=1),
+             "distinf": L.dist(d["c"], d["e"], p=float("inf")), "dist3": L.dist(d["a"], d["f"], p=3)}
+        de, de2 = L.diag_embed(d["a"]), L.diag_embed(d["a"], offset=1, dim1=0, dim2=2)
+        names = sorted(o)
+        loss = L.sums([L.reduce_sum(L.elementwise_mul(o[k], L.sin(o[k]))) for k in names])
+        gnames = ["a", "b", "c", "e", "f"]
+        grads = fluid.gradients([loss], [d[k] for k in gnames])
+    assert {k: o[k].name for k in names} == PREVIEW2_NAMES_185
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    res = exe.run(main, feed=feed, fetch_list=[o[k] for k in names] + grads + [de, de2])
+    for name, value in zip(names + ["g_" + g for g in gnames] + ["de", "de2"], res):
+        shape, want = PREVIEW2_185[name]
+        assert value.shape == shape, name
+        np.testing.assert_allclose(_fingerprint(value), want, rtol=2e-5, atol=2e-5, err_msg=name)

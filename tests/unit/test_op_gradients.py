@@ -782,6 +782,11 @@ def _math_search_cases():
                   {"Out": 1, "Residual": 1}, {"delta": 0.7}))
     c.append(Case("add_position_encoding", "add_position_encoding", {"X": [In("x", f64(2, 3, 4))]}, {"Out": 1},
                   {"alpha": 0.5, "beta": 2.0}))
+    c.append(Case("kron-ranks", "kron", {"X": [In("x", f64(2, 3))], "Y": [In("y", f64(2, 1, 2))]}, {"Out": 1}))
+    c.append(Case("cross", "cross", {"X": [In("x", f64(4, 3))], "Y": [In("y", f64(4, 3))]}, {"Out": 1}, {"dim": 1}))
+    for p in (2.0, 1.0, 3.0, float("inf")):
+        c.append(Case(f"dist-p{p}", "dist", {"X": [In("x", away_from_zero(3, 4))], "Y": [In("y", f64(4) * 0.1)]},
+                      {"Out": 1}, {"p": p}))
     return c
 
 

@@ -16,7 +16,7 @@ from psjob.fluid.layers.ops import _unary
 
 __all__ = ["sum", "mse_loss", "tril", "triu", "arange", "log1p", "erf", "atan", "asin", "acos", "bmm", "t",
            "addmm", "dot", "index_select", "index_sample", "roll", "trace", "clamp", "log_softmax", "logsumexp",
-           "nonzero"]
+           "nonzero", "kron", "cross", "dist", "diag_embed"]
 
 log1p = _unary("log1p", "log(1 + x), element-wise.")
 erf = _unary("erf", "The error function of x, element-wise.")
@@ -232,3 +232,34 @@ def nonzero(input, as_tuple=False):  # noqa: A002
     if not as_tuple:
         return out
     return tuple(nn.slice(out, axes=[1], starts=[i], ends=[i + 1]) for i in range(len(input.shape)))
+
+
+def kron(x, y, out=None, name=None):
+    """The Kronecker product of x and y (the kron op; ranks aligned with leading 1s)."""
+    check_variable(x, "x", "kron")
+    check_variable(y, "y", "kron")
+    helper = LayerHelper("kron", name)
+    out = out or helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="kron", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]})
+    return out
+
+
+def cross(input, other, dim=None):  # noqa: A002
+    """The cross product of 3-vectors along dim (the first dimension of size 3 when None)."""
+    check_variable(input, "input", "cross")
+    check_variable(other, "other", "cross")
+    return _one_op("cross", {"X": [input], "Y": [other]}, {} if dim is None else {"dim": int(dim)})
+
+
+def dist(x, y, p=2):
+    """The p-norm of x - y (broadcast), a [1] value (p 0: the non-zero count; inf / -inf: the
+    largest / smallest absolute difference)."""
+    check_variable(x, "x", "dist")
+    check_variable(y, "y", "dist")
+    return _one_op("dist", {"X": [x], "Y": [y]}, {"p": float(p)})
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
+    """A tensor with input's last dimension on the offset diagonal of its (dim1, dim2) planes."""
+    check_variable(input, "input", "diag_embed")
+    return _one_op("diag_embed", {"Input": [input]}, {"offset": int(offset), "dim1": int(dim1), "dim2": int(dim2)})

@@ -993,3 +993,160 @@ def sequence_erase(ctx):
     for k in range(len(offsets) - 1):
         new.append(new[-1] + int(keep[offsets[k]:offsets[k + 1]].sum()))
     ctx.set_output("Out", ctx.xp.asarray(x[keep].reshape(-1, 1)), lod=[new])
+
+
+# -- kron, cross, dist, diag_embed (Fluid 1.8's 2.0-preview ops) ---------------------------
+
+def _kron_parts(x_shape, y_shape):
+    n = max(len(x_shape), len(y_shape))
+    xs = (1,) * (n - len(x_shape)) + tuple(x_shape)
+    ys = (1,) * (n - len(y_shape)) + tuple(y_shape)
+    return n, xs, ys
+
+
+def _kron_shape(op):
+    x, y = in_var(op, "X"), in_var(op, "Y")
+    _, xs, ys = _kron_parts(x.shape, y.shape)
+    set_out(op, "Out", [a * b if a >= 0 and b >= 0 else -1 for a, b in zip(xs, ys)], x.dtype)
+
+
+@register_op("kron", infer_shape=_kron_shape, grad=simple_grad("kron_grad", inputs=("X", "Y")))
+def kron(ctx):
+    """The Kronecker product of X and Y (ranks aligned with leading 1s)."""
+    x, y = ctx.input("X"), ctx.input("Y")
+    _, xs, ys = _kron_parts(x.shape, y.shape)
+    xb = x.reshape([v for d in xs for v in (d, 1)])
+    yb = y.reshape([v for d in ys for v in (1, d)])
+    ctx.set_output("Out", (xb * yb).reshape([a * b for a, b in zip(xs, ys)]).astype(x.dtype, copy=False))
+
+
+@register_op("kron_grad")
+def kron_grad(ctx):
+    x, y, dout = ctx.input("X"), ctx.input("Y"), ctx.input("Out@GRAD")
+    n, xs, ys = _kron_parts(x.shape, y.shape)
+    d = dout.reshape([v for pair in zip(xs, ys) for v in pair])
+    xb = x.reshape([v for dim in xs for v in (dim, 1)])
+    yb = y.reshape([v for dim in ys for v in (1, dim)])
+    if ctx.has_output("X@GRAD"):
+        ctx.set_output("X@GRAD", (d * yb).sum(axis=tuple(range(1, 2 * n, 2))).reshape(x.shape).astype(x.dtype))
+    if ctx.has_output("Y@GRAD"):
+        ctx.set_output("Y@GRAD", (d * xb).sum(axis=tuple(range(0, 2 * n, 2))).reshape(y.shape).astype(y.dtype))
+
+
+def _cross_axis(attrs, shape):
+    dim = attrs.get("dim", None)
+    if dim is None or int(dim) == -100:  # Paddle's "not given": the first axis of size 3
+        for i, s in enumerate(shape):
+            if s == 3:
+                return i
+        raise GraphError(f"cross: no dimension of size 3 in {list(shape)}")
+    axis = int(dim) % len(shape)
+    if shape[axis] != 3 and shape[axis] >= 0:
+        raise GraphError(f"cross: dimension {dim} of {list(shape)} must have size 3")
+    return axis
+
+
+def _cross_shape(op):
+    x = in_var(op, "X")
+    _cross_axis(op.attrs, x.shape)
+    set_out(op, "Out", x.shape, x.dtype)
+
+
+@register_op("cross", infer_shape=_cross_shape, grad=simple_grad("cross_grad", inputs=("X", "Y")))
+def cross(ctx):
+    x, y = ctx.input("X"), ctx.input("Y")
+    ctx.set_output("Out", ctx.xp.cross(x, y, axis=_cross_axis(ctx.attrs, x.shape)).astype(x.dtype, copy=False))
+
+
+@register_op("cross_grad")
+def cross_grad(ctx):
+    x, y, dout, xp = ctx.input("X"), ctx.input("Y"), ctx.input("Out@GRAD"), ctx.xp
+    axis = _cross_axis(ctx.attrs, x.shape)
+    if ctx.has_output("X@GRAD"):
+        ctx.set_output("X@GRAD", xp.cross(y, dout, axis=axis).astype(x.dtype, copy=False))
+    if ctx.has_output("Y@GRAD"):
+        ctx.set_output("Y@GRAD", xp.cross(dout, x, axis=axis).astype(y.dtype, copy=False))
+
+
+def _dist_value(xp, d, p):
+    a = xp.abs(d)
+    if p == 0:
+        return float((a != 0).sum())
+    if np.isinf(p):
+        return float(a.max() if p > 0 else a.min())
+    return float((a ** p).sum() ** (1.0 / p))
+
+
+@register_op("dist", infer_shape=lambda op: set_out(op, "Out", [1], in_var(op, "X").dtype),
+             grad=simple_grad("dist_grad", inputs=("X", "Y"), keep_outputs=True))
+def dist(ctx):
+    """The p-norm of X - Y (broadcast): p = 0 counts the non-zeros, inf / -inf take the max / min."""
+    x, y, xp = ctx.input("X"), ctx.input("Y"), ctx.xp
+    ctx.set_output("Out", xp.asarray([_dist_value(xp, x - y, float(ctx.attr("p", 2.0)))], dtype=x.dtype))
+
+
+def _sum_to(xp, g, shape):
+    while g.ndim > len(shape):
+        g = g.sum(axis=0)
+    for i, s in enumerate(shape):
+        if s == 1 and g.shape[i] != 1:
+            g = g.sum(axis=i, keepdims=True)
+    return g
+
+
+@register_op("dist_grad")
+def dist_grad(ctx):
+    x, y, xp = ctx.input("X"), ctx.input("Y"), ctx.xp
+    p, out = float(ctx.attr("p", 2.0)), float(ctx.input("Out").reshape(-1)[0])
+    dout = float(ctx.input("Out@GRAD").reshape(-1)[0])
+    d = x - y
+    a = xp.abs(d)
+    if p == 0 or out == 0:
+        g = xp.zeros_like(d)
+    elif np.isinf(p):
+        g = xp.sign(d) * (a == out)
+    else:
+        g = xp.sign(d) * a ** (p - 1) / out ** (p - 1)
+    g = g * dout
+    if ctx.has_output("X@GRAD"):
+        ctx.set_output("X@GRAD", _sum_to(xp, g, x.shape).astype(x.dtype, copy=False))
+    if ctx.has_output("Y@GRAD"):
+        ctx.set_output("Y@GRAD", _sum_to(xp, -g, y.shape).astype(y.dtype, copy=False))
+
+
+def _diag_embed_dims(attrs, nd_out):
+    d1, d2 = int(attrs.get("dim1", -2)) % nd_out, int(attrs.get("dim2", -1)) % nd_out
+    if d1 == d2:
+        raise GraphError("diag_embed: dim1 and dim2 must differ")
+    return d1, d2
+
+
+def _diag_embed_shape(op):
+    x = in_var(op, "Input")
+    nd = len(x.shape) + 1
+    d1, d2 = _diag_embed_dims(op.attrs, nd)
+    n = x.shape[-1] + abs(int(op.attr("offset", 0))) if x.shape[-1] >= 0 else -1
+    rest = list(x.shape[:-1])
+    shape = []
+    for i in range(nd):
+        shape.append(n if i in (d1, d2) else rest.pop(0))
+    set_out(op, "Out", shape, x.dtype)
+
+
+@register_op("diag_embed", infer_shape=_diag_embed_shape)
+def diag_embed(ctx):
+    """Input's last dimension on the offset diagonal of the (dim1, dim2) planes of a new tensor."""
+    x, xp = ctx.input("Input"), ctx.xp
+    offset = int(ctx.attr("offset", 0))
+    nd = x.ndim + 1
+    d1, d2 = _diag_embed_dims(ctx.attrs, nd)
+    n = x.shape[-1] + abs(offset)
+    tmp = xp.zeros(x.shape[:-1] + (n, n), dtype=x.dtype)
+    k = xp.arange(x.shape[-1])
+    rows, cols = (k, k + offset) if offset >= 0 else (k - offset, k)
+    tmp[..., rows, cols] = x
+    # tmp is [..., dim1, dim2]; move those two to their places
+    order = [i for i in range(nd) if i not in (d1, d2)]
+    src = list(range(nd - 2)) + [nd - 2, nd - 1]
+    dest = order + [d1, d2]
+    ctx.set_output("Out", xp.moveaxis(tmp, src, dest))
