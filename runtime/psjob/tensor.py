@@ -19,7 +19,7 @@ from psjob.fluid import unique_name as _unique_name
 from psjob.fluid.framework import Variable, convert_dtype, default_main_program
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int_list, check_variable
-from psjob.fluid.layers._runtime_args import _int_vector_len, _runtime_ints
+from psjob.fluid.layers._runtime_args import _int_vector_len, _runtime_ints, _shape_inputs
 
 __all__ = [
     "reshape", "concat", "cast", "mean", "sum", "max", "min", "prod", "square", "sqrt", "abs", "exp", "log", "log1p",
@@ -1226,17 +1226,20 @@ def trace(x, offset=0, axis1=0, axis2=1, name=None):
 # -- random --------------------------------------------------------------------------------
 
 def _random(op_type, shape, dtype, attrs, floats=True):
+    inputs = {}
     if isinstance(shape, Variable) or builtins.any(isinstance(d, Variable) for d in shape):
-        raise TypeError(f"paddle.{op_type}: a shape given as tensors is not supported by psjob; pass ints")
-    shape = check_int_list(list(shape), "shape", op_type)
-    if builtins.any(d < 0 for d in shape):
-        raise ValueError(f"paddle.{op_type}: shape {shape} must be fully known")
+        # sizes read when the op runs (a shape tensor, or a list holding one-element int tensors)
+        inputs, shape = _shape_inputs(shape, f"paddle.{op_type}")
+    else:
+        shape = check_int_list(list(shape), "shape", op_type)
+        if builtins.any(d < 0 for d in shape):
+            raise ValueError(f"paddle.{op_type}: shape {shape} must be fully known")
     dtype = _dtype(dtype, "float32" if floats else "int64")
     if floats and "float" not in dtype:
         raise TypeError(f"paddle.{op_type}: dtype must be a float type, got {dtype}")
     helper = LayerHelper(op_type)
     out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
-    helper.append_op(type=op_type, inputs={}, outputs={"Out": [out]}, attrs=dict(attrs, shape=shape, dtype=dtype))
+    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]}, attrs=dict(attrs, shape=shape, dtype=dtype))
     return out
 
 

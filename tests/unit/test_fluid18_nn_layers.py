@@ -475,3 +475,19 @@ def test_more_fluid18_losses_equal_paddle_185():
         assert value.shape == shape, name
         np.testing.assert_allclose(_abs_fingerprint(value), want, rtol=2e-5, atol=2e-5, err_msg=name)
     assert res[-4].dtype == np.float32 and res[-3].dtype == np.int64
+
+
+def test_fluid18_module_layout():
+    """Where Paddle 1.8 scripts reach these: fluid.layers.bilinear_tensor_product (the one
+    paddle.static.nn.bilinear_tensor_product calls; the probe of Paddle 1.8.5's example gives its
+    output) and the control-flow classes under fluid.layers.control_flow."""
+    import psjob.static.nn as snn
+    assert L.bilinear_tensor_product is not snn.bilinear_tensor_product
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = fluid.data(name="x", shape=[-1, 3], dtype="float32")
+        y = fluid.data(name="y", shape=[-1, 4], dtype="float32")
+        out = L.bilinear_tensor_product(x, y, 5, act="sigmoid")
+        assert out.shape[-1] == 5
+    for name in ("Switch", "While", "IfElse", "StaticRNN", "DynamicRNN", "cond", "case", "switch_case",
+                 "while_loop", "array_write", "array_read", "array_length", "create_array"):
+        assert getattr(L.control_flow, name) is getattr(L, name)

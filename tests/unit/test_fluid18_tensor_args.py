@@ -136,3 +136,20 @@ def test_fill_constant_value_and_shape_tensors_sign_of_an_array_and_cond_of_an_u
     assert sv.tolist() == [1.0, 0.0, -1.0] and ov.tolist() == [[5.0]]
     with pytest.raises(Exception, match="one bool value"):
         exe.run(main, feed={"x": np.ones((2, 1), "float32"), "y": np.ones((2, 1), "float32")}, fetch_list=[out])
+
+
+def test_paddle2_random_shapes_from_tensors():
+    """paddle.uniform / randint / randn take the same runtime shapes (Paddle's ShapeTensor /
+    ShapeTensorList inputs): shapes and ranges, not values."""
+    import psjob as paddle
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = paddle.static.data(name="x", shape=[-1, 3], dtype="float32")
+        u = paddle.uniform([paddle.shape(x)[0], 4], min=0.0, max=1.0)
+        r = paddle.randint(0, 5, shape=paddle.shape(x))
+        n = paddle.randn([paddle.shape(x)[0], 2])
+    assert u.shape == (-1, 4) and r.shape == (-1, -1)
+    uv, rv, nv = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": np.ones((5, 3), "float32")},
+                                                      fetch_list=[u, r, n])
+    assert uv.shape == (5, 4) and (uv >= 0).all() and (uv < 1).all()
+    assert rv.shape == (5, 3) and rv.dtype == np.int64 and rv.min() >= 0 and rv.max() < 5 and nv.shape == (5, 2)

@@ -34,3 +34,10 @@ from psjob.fluid.layers.ops import *
 from psjob.fluid.layers.preview import *
 from psjob.fluid.layers.sequence_lod import *
 from psjob.fluid.layers.tensor import *
+
+# Paddle 1.8 defines its control-flow classes and functions (Switch, While, cond, ...) in
+# fluid/layers/control_flow.py, and scripts reach them there: fluid.layers.control_flow.Switch.
+# psjob keeps them in control_blocks (which itself uses control_flow's comparisons).
+for _name in control_blocks.__all__:
+    setattr(control_flow, _name, getattr(control_blocks, _name))
+del _name

@@ -1,13 +1,14 @@
 """More of Fluid 1.8's fluid.layers (Paddle 1.8 API docs): the 2.0-preview creation and
 comparison layers (randint, randn, randperm, full, full_like, meshgrid, allclose,
-elementwise_equal, addcmul, scatter_nd), the losses of rec/CTR and metric-learning programs
-(smooth_l1, kldiv_loss, npair_loss, sigmoid_focal_loss), lstm_unit, the tensor moves (maxout,
-multiplex, shuffle_channel, space_to_depth, pixel_shuffle, unfold), lrn, mish, and the
+elementwise_equal, addcmul, scatter_nd), the losses of rec/CTR, NLP and metric-learning programs
+(smooth_l1, kldiv_loss, npair_loss, sigmoid_focal_loss, center_loss,
+teacher_student_sigmoid_loss, huber_loss, dice_loss), lstm_unit, the tensor moves (maxout,
+multiplex, shuffle_channel, space_to_depth, pixel_shuffle, unfold), lrn, mish, prelu,
+group_norm, instance_norm, add_position_encoding, edit_distance, filter_by_instag and the
 program utilities (autoincreased_step_counter, is_empty, tensor_array_to_tensor,
-reorder_lod_tensor_by_rank, get_tensor_from_selected_rows,
-merge_selected_rows). Each appends Paddle 1.8's op (kernels: fluid/ops/fluid18_ops.py and
-the existing ones) or Paddle 1.8's own composition of layers, so values and gradients are
-Paddle's.
+reorder_lod_tensor_by_rank, get_tensor_from_selected_rows, merge_selected_rows). Each appends
+Paddle 1.8's op (kernels: fluid/ops/fluid18_ops.py and the existing ones) or Paddle 1.8's own
+composition of layers, so values and gradients are Paddle's.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ __all__ = ["randint", "randn", "randperm", "full", "full_like", "meshgrid", "all
            "lrn", "tensor_array_to_tensor", "reorder_lod_tensor_by_rank",
            "get_tensor_from_selected_rows", "merge_selected_rows", "autoincreased_step_counter", "lstm_unit",
            "prelu", "group_norm", "instance_norm", "filter_by_instag", "center_loss", "teacher_student_sigmoid_loss",
-           "huber_loss", "add_position_encoding", "edit_distance", "dice_loss"]
+           "huber_loss", "add_position_encoding", "edit_distance", "dice_loss", "bilinear_tensor_product"]
 
 _ANY = ("bool", "float16", "float32", "float64", "int32", "int64")
 
@@ -630,3 +631,26 @@ def dice_loss(input, label, epsilon=1e-05, name=None):  # noqa: A002
     score = nn.scale(nn.elementwise_div(nn.scale(inse, scale=2.0), nn.scale(denominator, bias=float(epsilon))),
                      scale=-1.0, bias=1.0)
     return manip.reduce_mean(score)
+
+
+def bilinear_tensor_product(x, y, size, act=None, name=None, param_attr=None, bias_attr=None):
+    """out[n, k] = x[n] @ W[k] @ y[n] + b[k]: weight [size, M, N] for x [B, M] and y [B, N], bias
+    [1, size] (bias_attr=False: none), as Paddle's fluid.layers / paddle.static.nn.bilinear_tensor_product; built
+    from matmul, reshape and a reduction, so its gradients are theirs."""
+    for arg, v in (("x", x), ("y", y)):
+        check_variable(v, arg, "bilinear_tensor_product")
+        if len(v.shape) != 2 or v.shape[1] < 1:
+            raise ValueError(f"bilinear_tensor_product: {arg} {v.name}{list(v.shape)} must be 2-D [batch, features] "
+                             "with its features known")
+    size = check_int(size, "size", "bilinear_tensor_product", minimum=1)
+    m, n = int(x.shape[1]), int(y.shape[1])
+    helper = LayerHelper("bilinear_tensor_product", name)
+    w = helper.create_parameter(param_attr, [size, m, n], x.dtype)
+    # x @ W laid out [M, size * N]: each sample's row of x times every W[k], then dotted with y
+    w_flat = manip.reshape(manip.transpose(w, [1, 0, 2]), [m, size * n])
+    xw = manip.reshape(nn.matmul(x, w_flat), [-1, size, n])
+    out = manip.reduce_sum(nn.elementwise_mul(xw, manip.unsqueeze(y, [1])), dim=[2])
+    bias = helper.create_parameter(bias_attr, [1, size], x.dtype, is_bias=True)
+    if bias is not None:
+        out = nn.elementwise_add(out, bias)
+    return out if act is None else helper.append_activation(out, act)

@@ -1,7 +1,10 @@
 """Layers Fluid 1.8 added ahead of Paddle 2.0's API (Paddle 1.8 API docs, fluid.layers): the
-n-ary `sum`, `mse_loss`, `tril`/`triu`, `arange` and the element-wise `log1p`, `erf`, `atan`,
-`asin`, `acos`. They are Paddle 1.8's ops (kernels and gradients in fluid/ops); kept in their own
-module because `sum` and `range` would shadow Python's in a module that uses them.
+n-ary `sum`, `mse_loss`, `tril`/`triu`, `arange`, the element-wise `log1p`, `erf`, `atan`,
+`asin`, `acos`, and the 2.0-preview math (`bmm`, `t`, `addmm`, `dot`, `index_select`,
+`index_sample`, `roll`, `trace`, `clamp`, `log_softmax`, `logsumexp`, `nonzero`, `kron`,
+`cross`, `dist`, `diag_embed`). They are Paddle 1.8's ops (kernels and gradients in fluid/ops)
+or its compositions; kept in their own module because `sum` and `range` would shadow Python's
+in a module that uses them.
 """
 from __future__ import annotations
 

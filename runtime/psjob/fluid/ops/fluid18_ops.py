@@ -31,12 +31,16 @@ fluid.layers; each checked against Paddle 1.8.5's CPU kernels on the same feeds)
   others (labels -1 ignored), p = sigmoid(X), fg = max(FgNum, 1). Gradient for X.
 - `lstm_unit`: one LSTM step from the gate pre-activations X [N, 4D] (i, f, o, g) and C_prev:
   C = f C_prev + i g, H = o tanh(C), f = sigmoid(x_f + forget_bias). Gradients for both.
+
+Further down, each with its own note: `group_norm` / `instance_norm`, `filter_by_instag`,
+`center_loss`, `teacher_student_sigmoid_loss`, `huber_loss`, `add_position_encoding`,
+`edit_distance` / `sequence_erase`, and the 2.0-preview `kron`, `cross`, `dist`, `diag_embed`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from psjob.fluid.core import SelectedRows
+from psjob.fluid.core import SelectedRows, scatter_add
 from psjob.fluid.framework import GraphError
 from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out, simple_grad
 
@@ -118,7 +122,6 @@ def merge_selected_rows(ctx):
     rows, inverse = np.unique(np.asarray(x.rows if xp is np else xp.asnumpy(x.rows)), return_inverse=True)
     values = xp.zeros((len(rows),) + tuple(x.values.shape[1:]), dtype=x.values.dtype)
     if len(rows):
-        from psjob.fluid.core import scatter_add
         scatter_add(xp, values, xp.asarray(inverse), x.values)
     ctx.set_output("Out", SelectedRows(xp.asarray(rows.astype(np.int64)), values, x.height, unique=True))
 
@@ -810,7 +813,6 @@ def center_loss(ctx):
     if ctx.attr("need_update", True):
         rate = float(_host(ctx, ctx.input("CenterUpdateRate")).reshape(-1)[0])
         acc = xp.zeros_like(centers)
-        from psjob.fluid.core import scatter_add
         scatter_add(xp, acc, idx, diff)
         count = np.ones(centers.shape[0]) + np.bincount(label, minlength=centers.shape[0])
         ctx.set_output("CentersOut", (centers + rate * acc / xp.asarray(count[:, None])).astype(centers.dtype))

@@ -165,23 +165,6 @@ def prelu(x, mode, param_attr=None, data_format="NCHW", name=None):
 
 
 def bilinear_tensor_product(x, y, size, act=None, name=None, param_attr=None, bias_attr=None):
-    """out[n, k] = x[n] @ W[k] @ y[n] + b[k]: weight [size, M, N] for x [B, M] and y [B, N], bias
-    [1, size] (bias_attr=False: none), as Paddle's paddle.static.nn.bilinear_tensor_product; built
-    from matmul, reshape and a reduction, so its gradients are theirs."""
-    for arg, v in (("x", x), ("y", y)):
-        check_variable(v, arg, "bilinear_tensor_product")
-        if len(v.shape) != 2 or v.shape[1] < 1:
-            raise ValueError(f"bilinear_tensor_product: {arg} {v.name}{list(v.shape)} must be 2-D [batch, features] "
-                             "with its features known")
-    size = check_int(size, "size", "bilinear_tensor_product", minimum=1)
-    m, n = int(x.shape[1]), int(y.shape[1])
-    helper = LayerHelper("bilinear_tensor_product", name)
-    w = helper.create_parameter(param_attr, [size, m, n], x.dtype)
-    # x @ W laid out [M, size * N]: each sample's row of x times every W[k], then dotted with y
-    w_flat = _layers.reshape(_layers.transpose(w, [1, 0, 2]), [m, size * n])
-    xw = _layers.reshape(_layers.matmul(x, w_flat), [-1, size, n])
-    out = _layers.reduce_sum(_layers.elementwise_mul(xw, _layers.unsqueeze(y, [1])), dim=[2])
-    bias = helper.create_parameter(bias_attr, [1, size], x.dtype, is_bias=True)
-    if bias is not None:
-        out = _layers.elementwise_add(out, bias)
-    return out if act is None else getattr(_layers, act)(out)
+    """out[n, k] = x[n] @ W[k] @ y[n] + b[k]: Fluid 1.8's fluid.layers.bilinear_tensor_product."""
+    return _layers.bilinear_tensor_product(x, y, size, act=act, name=name, param_attr=param_attr,
+                                           bias_attr=bias_attr)
