@@ -19,6 +19,7 @@ from psjob.fluid import unique_name as _unique_name
 from psjob.fluid.framework import Variable, convert_dtype, default_main_program
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int_list, check_variable
+from psjob.fluid.layers._runtime_args import _int_vector_len, _runtime_ints, _shape_inputs
 
 __all__ = [
     "reshape", "concat", "cast", "mean", "sum", "max", "min", "prod", "square", "sqrt", "abs", "exp", "log", "log1p",
@@ -51,49 +52,21 @@ def _axes(axis, what):
 # -- shape ------------------------------------------------------------------------------
 
 def _one_int_tensors(values, what):
-    """Paddle's list of runtime sizes (reshape's ShapeTensor, tile's repeat_times_tensor): each
-    entry a one-element int tensor, the ints made constants; the attribute holds -1 for the
-    Variables, the ints as given."""
-    tensors, attr = [], []
-    for i, v in enumerate(values):
-        if isinstance(v, Variable):
-            if v.dtype not in ("int32", "int64") or int(np.prod(v.shape)) not in (1, -1):
-                raise TypeError(f"{what}[{i}] {v.name}{list(v.shape)} must be a one-element int32/int64 tensor, "
-                                f"got {v.dtype}")
-            tensors.append(v)
-            attr.append(-1)
-        else:
-            n = check_int_list([v], what, what.split("(")[0])[0]
-            tensors.append(_layers.fill_constant([1], "int32", n))
-            attr.append(n)
-    return tensors, attr
+    """Paddle's list of runtime sizes (reshape's ShapeTensor, tile's repeat_times_tensor): Fluid
+    1.8's, fluid.layers.tensor._runtime_ints."""
+    return _runtime_ints(values, what)
 
 
 def _int_vector(v, what):
-    if v.dtype not in ("int32", "int64") or len(v.shape) != 1 or v.shape[0] < 1:
-        raise TypeError(f"{what} {v.name}{list(v.shape)} must be a 1-D int32/int64 tensor of known length, got {v.dtype}")
-    return int(v.shape[0])
-
-
-def _reshape2(x, inputs, attr, name):
-    helper = LayerHelper("reshape2", name)
-    out = helper.create_variable_for_type_inference(x.dtype)
-    xshape = helper.create_variable_for_type_inference(x.dtype, stop_gradient=True)
-    helper.append_op(type="reshape2", inputs=dict(inputs, X=[x]), outputs={"Out": [out], "XShape": [xshape]},
-                     attrs={"shape": attr})
-    return out
+    return _int_vector_len(v, what)
 
 
 def reshape(x, shape, name=None):
     """As paddle.reshape: `shape` a list of ints, a list holding one-element int Variables
-    (sizes read when the op runs, e.g. paddle.shape(y)[1]), or a 1-D int Variable."""
+    (sizes read when the op runs, e.g. paddle.shape(y)[1]), or a 1-D int Variable (Fluid 1.8's
+    reshape, which takes them all)."""
     check_variable(x, "x", "reshape")
-    if isinstance(shape, Variable):
-        return _reshape2(x, {"Shape": [shape]}, [-1] * _int_vector(shape, "paddle.reshape: shape"), name)
-    if isinstance(shape, (list, tuple)) and builtins.any(isinstance(d, Variable) for d in shape):
-        tensors, attr = _one_int_tensors(list(shape), "reshape(shape)")
-        return _reshape2(x, {"ShapeTensor": tensors}, attr, name)
-    return _layers.reshape(x, list(shape), name=name)
+    return _layers.reshape(x, shape if isinstance(shape, Variable) else list(shape), name=name)
 
 
 def concat(x, axis=0, name=None):
@@ -290,18 +263,10 @@ def full(shape, fill_value, dtype=None, name=None):
 def _full_runtime_shape(shape, fill_value, dtype):
     """Paddle's fill_constant with a ShapeTensorList: one int tensor per dimension, read when
     the op runs (e.g. [paddle.shape(x)[0], 1]); a Variable's dimension is -1 until then."""
-    dims = []
-    for i, d in enumerate(shape):
-        if isinstance(d, Variable):
-            if d.dtype not in ("int32", "int64") or int(np.prod(d.shape)) not in (1, -1):
-                raise TypeError(f"paddle.full: shape[{i}] {d.name}{list(d.shape)} must be a one-element "
-                                f"int32/int64 tensor, got {d.dtype}")
-            dims.append(d)
-        else:
-            dims.append(_layers.fill_constant([1], "int32", check_int_list([d], "shape", "full")[0]))
-    attr = [-1 if isinstance(d, Variable) else int(d) for d in shape]
-    attrs = {"shape": attr, "dtype": dtype, "value": float(fill_value)}
-    return _op("fill_constant", {"ShapeTensorList": dims}, attrs, dtype=dtype, stop_gradient=True)
+    try:
+        return _layers.fill_constant(shape, dtype, fill_value)
+    except TypeError as exc:  # named as the caller knows it
+        raise TypeError(str(exc).replace("fill_constant:", "paddle.full:", 1)) from None
 
 
 def fill_constant(shape, dtype, value, force_cpu=False, out=None, name=None):
@@ -320,13 +285,9 @@ def zeros(shape, dtype=None, name=None):
 
 
 def full_like(x, fill_value, dtype=None, name=None):
+    """Fluid 1.8's full_like (the fill_any_like op; Paddle's names: full_like_0.tmp_0)."""
     check_variable(x, "x", "full_like")
-    dtype = _dtype(dtype, x.dtype)
-    helper = LayerHelper("full_like", name)  # Paddle's names: full_like_0.tmp_0 (the op is fill_any_like)
-    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
-    helper.append_op(type="fill_any_like", inputs={"X": [x]}, outputs={"Out": [out]},
-                     attrs={"value": float(fill_value), "dtype": dtype})
-    return out
+    return _layers.full_like(x, fill_value, dtype=_dtype(dtype, x.dtype), name=name)
 
 
 def ones_like(x, dtype=None, name=None):
@@ -1221,11 +1182,7 @@ def inverse(x, name=None):
 
 
 def allclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
-    check_variable(x, "x", "allclose")
-    check_variable(y, "y", "allclose")
-    return _op("allclose", {"Input": [x], "Other": [y]}, {"rtol": float(rtol), "atol": float(atol),
-                                                         "equal_nan": builtins.bool(equal_nan)},
-               dtype="bool", name=name, stop_gradient=True)
+    return _layers.allclose(x, y, float(rtol), float(atol), builtins.bool(equal_nan), name=name)
 
 
 def equal_all(x, y, name=None):
@@ -1269,17 +1226,20 @@ def trace(x, offset=0, axis1=0, axis2=1, name=None):
 # -- random --------------------------------------------------------------------------------
 
 def _random(op_type, shape, dtype, attrs, floats=True):
+    inputs = {}
     if isinstance(shape, Variable) or builtins.any(isinstance(d, Variable) for d in shape):
-        raise TypeError(f"paddle.{op_type}: a shape given as tensors is not supported by psjob; pass ints")
-    shape = check_int_list(list(shape), "shape", op_type)
-    if builtins.any(d < 0 for d in shape):
-        raise ValueError(f"paddle.{op_type}: shape {shape} must be fully known")
+        # sizes read when the op runs (a shape tensor, or a list holding one-element int tensors)
+        inputs, shape = _shape_inputs(shape, f"paddle.{op_type}")
+    else:
+        shape = check_int_list(list(shape), "shape", op_type)
+        if builtins.any(d < 0 for d in shape):
+            raise ValueError(f"paddle.{op_type}: shape {shape} must be fully known")
     dtype = _dtype(dtype, "float32" if floats else "int64")
     if floats and "float" not in dtype:
         raise TypeError(f"paddle.{op_type}: dtype must be a float type, got {dtype}")
     helper = LayerHelper(op_type)
     out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
-    helper.append_op(type=op_type, inputs={}, outputs={"Out": [out]}, attrs=dict(attrs, shape=shape, dtype=dtype))
+    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]}, attrs=dict(attrs, shape=shape, dtype=dtype))
     return out
 
 

@@ -60,6 +60,11 @@ def probs(*shape):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def distinct_values(*shape):
+    """Values at least 1/size apart (a max or a sort has no ties to break)."""
+    return RNG.permutation(int(np.prod(shape))).reshape(shape) / float(np.prod(shape))
+
+
 def ids(values, lengths=None):
     arr = np.asarray(values, dtype=np.int64).reshape(-1, 1)
     if lengths is None:
@@ -675,6 +680,113 @@ def _math_search_cases():
                       {"Out": 1, "Indices": 1}, {"k": 2, "axis": axis, "largest": largest, "sorted": True}))
     c.append(Case("unstack-axis1", "unstack", {"X": [In("x", f64(2, 3, 4))]}, {"Y": 3}, {"axis": 1, "num": 3}))
     c.append(Case("unbind-negative-axis", "unbind", {"X": [In("x", f64(2, 3))]}, {"Out": 3}, {"axis": -1}))
+    # Fluid 1.8's layers (ops/fluid18_ops.py) and the inputs read at run time (FactorTensor...)
+    one = lambda v, dt=np.int32: In(f"t{v}", np.array([v], dt), diff=False)  # noqa: E731
+    c.append(Case("pow-factor-tensor", "pow", {"X": [In("x", f64(3, 4, lo=0.5, hi=2.0))],
+                                               "FactorTensor": [In("f", np.array([1.5]), diff=False)]}, {"Out": 1}))
+    c.append(Case("scale-scale-tensor", "scale", {"X": [In("x", f64(3, 4))],
+                                                  "ScaleTensor": [In("s", np.array([-1.5]), diff=False)]},
+                  {"Out": 1}, {"bias": 0.5}))
+    c.append(Case("slice-starts-tensor", "slice", {"Input": [In("x", f64(4, 5))],
+                                                   "StartsTensor": [In("st", np.array([1, 2], np.int32), diff=False)],
+                                                   "EndsTensorList": [one(3), one(5)]},
+                  {"Out": 1}, {"axes": [0, 1], "starts": [-1, -1], "ends": [-1, -1]}))
+    c.append(Case("strided_slice-strides-tensor", "strided_slice",
+                  {"Input": [In("x", f64(4, 5))], "StridesTensorList": [one(2)]}, {"Out": 1},
+                  {"axes": [1], "starts": [0], "ends": [5], "strides": [-1], "decrease_axis": []}))
+    c.append(Case("expand-times-tensor", "expand", {"X": [In("x", f64(2, 3))],
+                                                    "ExpandTimes": [In("e", np.array([2, 1], np.int32), diff=False)]},
+                  {"Out": 1}))
+    c.append(Case("expand-times-tensor-list", "expand", {"X": [In("x", f64(2, 3))],
+                                                         "expand_times_tensor": [one(1), one(3)]},
+                  {"Out": 1}, {"expand_times": [-1, -1]}))
+    c.append(Case("meshgrid", "meshgrid", {"X": [In("a", f64(3)), In("b", f64(2)), In("c", f64(4))]}, {"Out": 3}))
+    c.append(Case("tensor_array_to_tensor-concat", "tensor_array_to_tensor", {"X": [In("arr", f64(3, 2, 4))]},
+                  {"Out": 1, "OutIndex": 1}, {"axis": 1, "use_stack": False}))
+    c.append(Case("tensor_array_to_tensor-stack", "tensor_array_to_tensor", {"X": [In("arr", f64(3, 2, 4))]},
+                  {"Out": 1, "OutIndex": 1}, {"axis": 0, "use_stack": True}))
+    for axis in (1, 3):
+        c.append(Case(f"maxout-axis{axis}", "maxout", {"X": [In("x", distinct_values(2, 4, 3, 4))]}, {"Out": 1},
+                      {"groups": 2, "axis": axis}))
+    c.append(Case("multiplex", "multiplex", {"X": [In("a", f64(4, 3)), In("b", f64(4, 3)), In("c", f64(4, 3))],
+                                             "Ids": [In("ids", np.array([[2], [0], [2], [1]], np.int32), diff=False)]},
+                  {"Out": 1}))
+    big = f64(3, 4) * 2.0  # both branches of the smooth L1 (|d| below and above 1 / sigma^2)
+    c.append(Case("smooth_l1_loss-weighted", "smooth_l1_loss",
+                  {"X": [In("x", big)], "Y": [In("y", f64(3, 4))], "InsideWeight": [In("iw", f64(3, 4, lo=0.5, hi=1.5),
+                                                                                        diff=False)],
+                   "OutsideWeight": [In("ow", f64(3, 4, lo=0.5, hi=1.5), diff=False)]},
+                  {"Diff": 1, "Out": 1}, {"sigma": 1.5}, eps=1e-7, rtol=1e-4))
+    for reduction in ("none", "batchmean", "mean", "sum"):
+        t = f64(3, 4, lo=-0.2, hi=1.0)  # some targets <= 0: no loss there
+        c.append(Case(f"kldiv_loss-{reduction}", "kldiv_loss", {"X": [In("x", f64(3, 4))],
+                                                                 "Target": [In("t", t, diff=False)]},
+                      {"Loss": 1}, {"reduction": reduction}))
+    for op_type, attrs, shape in (("shuffle_channel", {"group": 3}, (2, 6, 2, 3)),
+                                  ("pixel_shuffle", {"upscale_factor": 2}, (2, 8, 2, 3)),
+                                  ("space_to_depth", {"blocksize": 2}, (2, 4, 4, 2))):
+        c.append(Case(op_type, op_type, {"X": [In("x", f64(*shape))]}, {"Out": 1}, attrs))
+    c.append(Case("lrn", "lrn", {"X": [In("x", f64(2, 5, 2, 3))]}, {"Out": 1, "MidOut": 1},
+                  {"n": 3, "k": 1.0, "alpha": 0.3, "beta": 0.75}))
+    c.append(Case("lrn-nhwc", "lrn", {"X": [In("x", f64(2, 2, 3, 6))]}, {"Out": 1, "MidOut": 1},
+                  {"n": 4, "k": 2.0, "alpha": 0.2, "beta": 0.5, "data_format": "NHWC"}))
+    c.append(Case("unfold-padded-strided", "unfold", {"X": [In("x", f64(2, 2, 4, 5))]}, {"Y": 1},
+                  {"kernel_sizes": [2, 3], "strides": [2, 1], "paddings": [1, 0, 0, 1], "dilations": [1, 2]}))
+    c.append(Case("sigmoid_focal_loss", "sigmoid_focal_loss",
+                  {"X": [In("x", f64(5, 3, lo=-3, hi=3))],
+                   "Label": [In("lab", np.array([[0], [1], [3], [-1], [2]], np.int32), diff=False)],
+                   "FgNum": [In("fg", np.array([3], np.int32), diff=False)]}, {"Out": 1}, {"gamma": 2.0, "alpha": 0.25}))
+    c.append(Case("lstm_unit", "lstm_unit", {"X": [In("x", f64(3, 8))], "C_prev": [In("c", f64(3, 2))]},
+                  {"C": 1, "H": 1}, {"forget_bias": 0.5}))
+    crf_outs = {"Alpha": 1, "EmissionExps": 1, "TransitionExps": 1, "LogLikelihood": 1}
+    c.append(Case("linear_chain_crf-lod", "linear_chain_crf",
+                  {"Emission": [In("em", f64(6, 4), [[0, 2, 3, 6]])], "Transition": [In("w", f64(6, 4))],
+                   "Label": [In("lab", np.array([[1], [3], [0], [2], [2], [1]], np.int64), [[0, 2, 3, 6]], diff=False)]},
+                  crf_outs))
+    c.append(Case("linear_chain_crf-padded", "linear_chain_crf",
+                  {"Emission": [In("em", f64(2, 3, 4))], "Transition": [In("w", f64(6, 4))],
+                   "Label": [In("lab", np.array([[1, 3, 0], [2, 2, 1]], np.int64), diff=False)],
+                   "Length": [In("len", np.array([3, 2], np.int64), diff=False)]}, crf_outs))
+    for layout, shape in (("NCHW", (2, 6, 3, 2)), ("NHWC", (2, 3, 2, 6))):
+        c.append(Case(f"group_norm-{layout}", "group_norm",
+                      {"X": [In("x", f64(*shape))], "Scale": [In("s", f64(6, lo=0.5, hi=1.5))], "Bias": [In("b", f64(6))]},
+                      {"Y": 1, "Mean": 1, "Variance": 1}, {"groups": 3, "epsilon": 1e-5, "data_layout": layout}))
+    c.append(Case("group_norm-no-scale", "group_norm", {"X": [In("x", f64(2, 4, 5))]},
+                  {"Y": 1, "Mean": 1, "Variance": 1}, {"groups": 2, "epsilon": 1e-5}))
+    c.append(Case("instance_norm", "instance_norm",
+                  {"X": [In("x", f64(2, 3, 4, 2))], "Scale": [In("s", f64(3, lo=0.5, hi=1.5))], "Bias": [In("b", f64(3))]},
+                  {"Y": 1, "SavedMean": 1, "SavedVariance": 1}, {"epsilon": 1e-5}))
+    c.append(Case("filter_by_instag", "filter_by_instag",
+                  {"Ins": [In("ins", f64(5, 2), [[0, 2, 3, 5]])],
+                   "Ins_tag": [In("tag", np.array([[1], [4], [2], [4]], np.int64), [[0, 2, 3, 4]], diff=False)],
+                   "Filter_tag": [In("flt", np.array([4], np.int64), diff=False)]},
+                  {"Out": 1, "LossWeight": 1, "IndexMap": 1}, {"is_lod": True, "out_val_if_empty": 0}))
+    c.append(Case("center_loss-no-update", "center_loss",
+                  {"X": [In("x", f64(4, 3))], "Label": [In("lab", np.array([[1], [0], [1], [2]], np.int64), diff=False)],
+                   "Centers": [In("ctr", f64(3, 3), diff=False)],
+                   "CenterUpdateRate": [In("rate", np.array([0.5]), diff=False)]},
+                  {"SampleCenterDiff": 1, "Loss": 1, "CentersOut": 1}, {"cluster_num": 3, "need_update": False}))
+    lstmp_outs = {"Projection": 1, "Cell": 1, "BatchHidden": 1, "BatchGate": 1, "BatchCellPreAct": 1}
+    lod = [[0, 2, 3, 6]]
+    for peep, reverse in ((True, False), (False, True)):
+        c.append(Case(f"lstmp-peepholes-{peep}-reverse-{reverse}", "lstmp",
+                      {"Input": [In("x", f64(6, 8), lod)], "Weight": [In("w", f64(3, 8) * 0.5)],
+                       "ProjWeight": [In("pw", f64(2, 3))], "Bias": [In("b", f64(1, 14 if peep else 8))],
+                       "H0": [In("h0", f64(3, 3))], "C0": [In("c0", f64(3, 2))]},
+                      lstmp_outs, {"use_peepholes": peep, "is_reverse": reverse, "proj_activation": "tanh"}))
+    c.append(Case("teacher_student_sigmoid_loss", "teacher_student_sigmoid_loss",
+                  {"X": [In("x", f64(6, 1, lo=-3, hi=3))],
+                   "Label": [In("lab", np.array([[-2.0], [-1.0], [0.3], [1.7], [0.0], [1.0]]), diff=False)]},
+                  {"Y": 1}, {"soft_max_lower_bound": -15.0, "soft_max_up_bound": 15.0}))
+    c.append(Case("huber_loss", "huber_loss", {"X": [In("x", f64(3, 4) * 2)], "Y": [In("y", f64(3, 4))]},
+                  {"Out": 1, "Residual": 1}, {"delta": 0.7}))
+    c.append(Case("add_position_encoding", "add_position_encoding", {"X": [In("x", f64(2, 3, 4))]}, {"Out": 1},
+                  {"alpha": 0.5, "beta": 2.0}))
+    c.append(Case("kron-ranks", "kron", {"X": [In("x", f64(2, 3))], "Y": [In("y", f64(2, 1, 2))]}, {"Out": 1}))
+    c.append(Case("cross", "cross", {"X": [In("x", f64(4, 3))], "Y": [In("y", f64(4, 3))]}, {"Out": 1}, {"dim": 1}))
+    for p in (2.0, 1.0, 3.0, float("inf")):
+        c.append(Case(f"dist-p{p}", "dist", {"X": [In("x", away_from_zero(3, 4))], "Y": [In("y", f64(4) * 0.1)]},
+                      {"Out": 1}, {"p": p}))
     return c
 
 

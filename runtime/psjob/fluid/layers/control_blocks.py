@@ -35,10 +35,8 @@ def _check_scalar_bool(var, arg, api, kind=TypeError):
     check_variable(var, arg, api)
     if var.dtype != "bool":
         raise TypeError(f"{api}: {arg} ({var.name}) must be a bool Variable, got dtype {var.dtype}")
-    numel = 1
-    for d in var.shape:
-        numel *= int(d)
-    if numel != 1:
+    # a size unknown until the program runs (a [-1, 1] pred) is checked then, as Paddle does
+    if any(int(d) not in (1, -1) for d in var.shape):
         raise kind(f"{api}: {arg} ({var.name}) must hold one value (shape [1] or []), got shape "
                    f"{list(var.shape)}")
 

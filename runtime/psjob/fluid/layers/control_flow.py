@@ -4,8 +4,10 @@ x and y are Variables of one dtype; y broadcasts against x as numpy broadcasts. 
 when given, is the bool Variable to write (Fluid's out argument)."""
 from __future__ import annotations
 
+from psjob.fluid import unique_name
+from psjob.fluid.framework import default_main_program
 from psjob.fluid.layer_helper import LayerHelper
-from psjob.fluid.layers._checks import check_variable
+from psjob.fluid.layers._checks import check_int, check_variable
 
 __all__ = ["less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal"]
 
@@ -83,3 +85,15 @@ def Print(input, first_n=-1, message=None, summarize=20, print_tensor_name=True,
 
 
 __all__ += ["logical_and", "logical_or", "logical_xor", "logical_not", "Print"]
+
+
+def lod_rank_table(x, level=0):
+    """The sequences of x's LoD (level 0) ranked by length, longest first (a rank table, for
+    reorder_lod_tensor_by_rank). Fluid 1.8 keeps it in fluid.layers.control_flow only, unexported."""
+    check_variable(x, "x", "lod_rank_table")
+    helper = LayerHelper("lod_rank_table")
+    table = helper.block().create_var(name=unique_name.generate_in(default_main_program(), "lod_rank_table"),
+                                      type="LOD_RANK_TABLE", stop_gradient=True)
+    helper.append_op(type="lod_rank_table", inputs={"X": [x]}, outputs={"Out": [table]},
+                     attrs={"level": check_int(level, "level", "lod_rank_table")})
+    return table

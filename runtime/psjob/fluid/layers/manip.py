@@ -2,8 +2,10 @@
 unsqueeze, reduce_sum, reduce_mean, reduce_max, reduce_min (Fluid 1.x signatures)."""
 from __future__ import annotations
 
+from psjob.fluid.framework import Variable
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import check_int, check_int_list, check_variable
+from psjob.fluid.layers._runtime_args import _int_vector_len, _runtime_ints
 
 __all__ = ["concat", "split", "reshape", "transpose", "squeeze", "unsqueeze", "expand",
            "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"]
@@ -49,37 +51,64 @@ def split(input, num_or_sections, dim=-1, name=None):
 
 
 def reshape(x, shape, actual_shape=None, act=None, inplace=False, name=None):
-    """New shape for the same data: 0 copies the input dimension, one -1 is inferred."""
+    """New shape for the same data: 0 copies the input dimension, one -1 is inferred. As in
+    Fluid 1.8, `shape` may be a 1-D int tensor (the Shape input) or a list holding one-element
+    int tensors (ShapeTensor, e.g. [fluid.layers.shape(y)[0], 10]), read when the op runs; an
+    `actual_shape` tensor, when given, is the Shape input (and wins over `shape`)."""
     check_variable(x, "x", "reshape")
-    if actual_shape is not None:
-        raise ValueError("reshape: argument 'actual_shape' (a shape tensor) is not supported; "
-                         "pass the shape as a list of ints")
-    if not isinstance(shape, (list, tuple)):
-        raise TypeError(f"reshape: argument 'shape' must be a list or tuple of ints, got {shape!r}")
-    shape = check_int_list(list(shape), "shape", "reshape")
     helper = LayerHelper("reshape2", name)
+    inputs, attr = {}, []
+    if isinstance(shape, Variable):
+        inputs["Shape"] = [shape]
+        attr = [-1] * _int_vector_len(shape, "reshape: shape")
+    elif isinstance(shape, (list, tuple)) and any(isinstance(d, Variable) for d in shape):
+        tensors, attr = _runtime_ints(list(shape), "reshape: shape", helper)
+        inputs["ShapeTensor"] = tensors
+    elif isinstance(shape, (list, tuple)):
+        attr = check_int_list(list(shape), "shape", "reshape")
+    else:
+        raise TypeError(f"reshape: argument 'shape' must be a list, a tuple or a Variable, got {shape!r}")
+    if actual_shape is not None:
+        check_variable(actual_shape, "actual_shape", "reshape")
+        inputs["Shape"] = [actual_shape]
     out = _out(helper, x)
     xshape = _out(helper, x, stop_gradient=True)
-    helper.append_op(type="reshape2", inputs={"X": [x]}, outputs={"Out": [out], "XShape": [xshape]},
-                     attrs={"shape": shape})
+    helper.append_op(type="reshape2", inputs=dict(inputs, X=[x]), outputs={"Out": [out], "XShape": [xshape]},
+                     attrs={"shape": attr})
     return helper.append_activation(out, act)
 
 
 def expand(x, expand_times, name=None):
     """Fluid 1.x expand: X tiled expand_times[i] times along dimension i (one count per
-    dimension; Paddle 1.8 API docs, fluid.layers.expand). Counts given as tensors are not
-    supported by psjob."""
+    dimension; Paddle 1.8 API docs, fluid.layers.expand). The counts may be a 1-D int tensor
+    (ExpandTimes) or a list holding one-element int tensors (expand_times_tensor), read when
+    the op runs."""
     check_variable(x, "x", "expand")
-    if not isinstance(expand_times, (list, tuple)):
-        raise TypeError(f"expand: argument 'expand_times' must be a list of ints (psjob does not take a "
-                        f"tensor here), got {type(expand_times).__name__}")
-    times = check_int_list(list(expand_times), "expand_times", "expand")
-    if len(times) != len(x.shape) or any(t < 1 for t in times):
-        raise ValueError(f"expand: argument 'expand_times' {times} must hold one positive count per "
-                         f"dimension of {x.name}{list(x.shape)}")
     helper = LayerHelper("expand", name)
+    inputs = {"X": [x]}
+    attrs = {}
+    if isinstance(expand_times, Variable):
+        n = _int_vector_len(expand_times, "expand: expand_times")
+        if n != len(x.shape):
+            raise ValueError(f"expand: expand_times {expand_times.name} holds {n} counts for the "
+                             f"{len(x.shape)} dimensions of {x.name}{list(x.shape)}")
+        inputs["ExpandTimes"] = [expand_times]
+    elif not isinstance(expand_times, (list, tuple)):
+        raise TypeError(f"expand: argument 'expand_times' must be a list, a tuple or a Variable, "
+                        f"got {type(expand_times).__name__}")
+    else:
+        if any(isinstance(t, Variable) for t in expand_times):
+            tensors, times = _runtime_ints(list(expand_times), "expand: expand_times", helper)
+            inputs["expand_times_tensor"] = tensors
+        else:
+            times = check_int_list(list(expand_times), "expand_times", "expand")
+        if len(times) != len(x.shape) or any(t < 1 and t != -1 for t in times) or (
+                "expand_times_tensor" not in inputs and any(t < 1 for t in times)):
+            raise ValueError(f"expand: argument 'expand_times' {times} must hold one positive count per "
+                             f"dimension of {x.name}{list(x.shape)}")
+        attrs["expand_times"] = times
     out = _out(helper, x)
-    helper.append_op(type="expand", inputs={"X": [x]}, outputs={"Out": [out]}, attrs={"expand_times": times})
+    helper.append_op(type="expand", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     return out
 
 
@@ -313,17 +342,44 @@ def unique_with_counts(x, dtype="int32"):
     return _unique("unique_with_counts", x, dtype, "Count")
 
 
+def _bounds(values, key, layer, inputs, n, helper):
+    """starts / ends / strides of slice and strided_slice as Paddle 1.8 takes them: a list of
+    ints, a list holding one-element int tensors (<Key>TensorList) or a 1-D int tensor
+    (<Key>Tensor), the tensors read when the op runs. Returns the attribute (-1 per tensor)."""
+    cap = key.capitalize()
+    if isinstance(values, Variable):
+        m = _int_vector_len(values, f"{layer}: {key}")
+        if m != n:
+            raise ValueError(f"{layer}: {key} {values.name} holds {m} values for {n} axes")
+        inputs[cap + "Tensor"] = [values]
+        return [-1] * n
+    if isinstance(values, (list, tuple)) and any(isinstance(v, Variable) for v in values):
+        tensors, attr = _runtime_ints(list(values), f"{layer}: {key}", helper)
+        inputs[cap + "TensorList"] = tensors
+    else:
+        attr = check_int_list(values, key, layer)
+    if len(attr) != n:
+        raise ValueError(f"{layer}: axes, starts, ends{', strides' if layer == 'strided_slice' else ''} "
+                         f"must have one length ({key} has {len(attr)} for {n} axes)")
+    return attr
+
+
 def strided_slice(input, axes, starts, ends, strides):  # noqa: A002
-    """input[starts:ends:strides] along axes (negative bounds and steps as Python's)."""
+    """input[starts:ends:strides] along axes (negative bounds and steps as Python's). starts,
+    ends and strides may hold one-element int tensors or be 1-D int tensors, read when the op
+    runs (Fluid 1.8)."""
     check_variable(input, "input", "strided_slice")
-    axes, starts, ends, strides = (check_int_list(v, a, "strided_slice") for v, a in
-                                   ((axes, "axes"), (starts, "starts"), (ends, "ends"), (strides, "strides")))
-    if not len(axes) == len(starts) == len(ends) == len(strides):
-        raise ValueError("strided_slice: axes, starts, ends and strides must have one length")
+    axes = check_int_list(axes, "axes", "strided_slice")
+    inputs = {"Input": [input]}
+    helper = LayerHelper("strided_slice")
+    starts, ends, strides = (_bounds(v, k, "strided_slice", inputs, len(axes), helper)
+                             for v, k in ((starts, "starts"), (ends, "ends"), (strides, "strides")))
     if 0 in strides:
         raise ValueError("strided_slice: a stride of 0 is not allowed")
-    return _append("strided_slice", {"Input": [input]}, {"axes": axes, "starts": starts, "ends": ends,
-                                                         "strides": strides, "decrease_axis": []})
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="strided_slice", inputs=inputs, outputs={"Out": [out]},
+                     attrs={"axes": axes, "starts": starts, "ends": ends, "strides": strides, "decrease_axis": []})
+    return out
 
 
 def stack(x, axis=0, name=None):

@@ -11,11 +11,11 @@ from psjob.fluid.layers._checks import check_dtype as _check_dtype
 from psjob.fluid.layers._checks import check_int as _check_int
 from psjob.fluid.layers._checks import check_int_list as _check_int_list
 from psjob.fluid.layers._checks import check_variable as _check_variable
-from psjob.fluid.layers.manip import concat as _concat
 
 # Paddle 1.8 defines these in fluid/layers/nn.py: scripts reach them as
 # `paddle.fluid.layers.nn.reduce_max` and the like.
 from psjob.fluid.layers.manip import (  # noqa: F401
+    _bounds,
     expand,
     reduce_max,
     reduce_mean,
@@ -28,6 +28,7 @@ from psjob.fluid.layers.manip import (  # noqa: F401
     transpose,
     unsqueeze,
 )
+from psjob.fluid.layers.manip import concat as _concat
 from psjob.fluid.layers.manip import reshape as _reshape
 from psjob.fluid.layers.tensor import assign as _assign
 from psjob.fluid.param_attr import ParamAttr as _ParamAttr
@@ -98,7 +99,15 @@ tanh = _unary("tanh")
 
 
 def softmax(input, use_cudnn=False, name=None, axis=-1):
-    return _unary("softmax")(input, name)
+    """exp(x) / sum(exp(x)) along axis (the last by default; Paddle's softmax op attribute)."""
+    _check_var(input, "softmax input")
+    axis = _check_int(axis, "axis", "softmax")
+    if not -len(input.shape) <= axis < max(len(input.shape), 1):
+        raise ValueError(f"softmax: axis {axis} is out of range for {input.name}{list(input.shape)}")
+    helper = LayerHelper("softmax", name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="softmax", inputs={"X": [input]}, outputs={"Out": [out]}, attrs={"axis": axis})
+    return out
 
 
 def _elementwise(op_type):
@@ -136,10 +145,18 @@ def square_error_cost(input, label):
 
 
 def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):
+    """scale * x + bias (or scale * (x + bias)); scale may be a one-element float tensor (Fluid
+    1.8's ScaleTensor), read when the op runs."""
+    _check_variable(x, "x", "scale")
+    inputs = {"X": [x]}
+    attrs = {"bias": float(bias), "bias_after_scale": bias_after_scale}
+    if isinstance(scale, Variable):
+        inputs["ScaleTensor"] = [scale]
+    else:
+        attrs["scale"] = float(scale)
     helper = LayerHelper("scale", name)
     out = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op(type="scale", inputs={"X": [x]}, outputs={"Out": [out]},
-                     attrs={"scale": float(scale), "bias": float(bias), "bias_after_scale": bias_after_scale})
+    helper.append_op(type="scale", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     return helper.append_activation(out, act)
 
 
@@ -261,20 +278,27 @@ def dropout(x, dropout_prob, is_test=False, seed=None, name=None,
 
 
 def topk(input, k, name=None):
-    """The k largest entries of the last dimension and their indices (int64)."""
+    """The k largest entries of the last dimension and their indices (int64). k may be a
+    one-element int tensor (Fluid 1.8's K input), read when the op runs; that dimension of
+    the outputs is then -1 until it runs."""
     layer = "topk"
     _check_variable(input, "input", layer)
-    k = _check_int(k, "k", layer, minimum=1)
-    if input.shape and 0 <= input.shape[-1] < k:
-        raise ValueError(f"{layer}: argument 'k' ({k}) exceeds the last dimension of "
-                         f"{input.name}{list(input.shape)}")
+    inputs, attrs = {"X": [input]}, {}
+    if isinstance(k, Variable):
+        if k.dtype not in ("int32", "int64"):
+            raise TypeError(f"{layer}: argument 'k' {k.name} must be an int32/int64 tensor, got {k.dtype}")
+        inputs["K"] = [k]
+    else:
+        k = _check_int(k, "k", layer, minimum=1)
+        if input.shape and 0 <= input.shape[-1] < k:
+            raise ValueError(f"{layer}: argument 'k' ({k}) exceeds the last dimension of "
+                             f"{input.name}{list(input.shape)}")
+        attrs["k"] = k
     helper = LayerHelper("top_k", name)
     values = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
     indices = helper.create_variable_for_type_inference("int64", stop_gradient=True)
-    helper.append_op(type="top_k", inputs={"X": [input]}, outputs={"Out": [values], "Indices": [indices]},
-                     attrs={"k": k})
+    helper.append_op(type="top_k", inputs=inputs, outputs={"Out": [values], "Indices": [indices]}, attrs=attrs)
     return values, indices
-
 
 
 def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0, name=None):
@@ -323,16 +347,19 @@ def clip(x, min, max, name=None):  # noqa: A002 (Fluid's names)
 
 
 def slice(input, axes, starts, ends):  # noqa: A001 (Fluid's name)
-    """input[starts:ends] along each of axes (negative indices count from the end, as in Python)."""
+    """input[starts:ends] along each of axes (negative indices count from the end, as in Python).
+    starts and ends may hold one-element int tensors or be 1-D int tensors, read when the op
+    runs (Fluid 1.8's StartsTensorList / StartsTensor, the same for ends)."""
     _check_variable(input, "input", "slice")
-    axes, starts, ends = (_check_int_list(v, arg, "slice") for v, arg in
-                          ((axes, "axes"), (starts, "starts"), (ends, "ends")))
-    if not len(axes) == len(starts) == len(ends):
-        raise ValueError(f"slice: axes, starts and ends differ in length: {axes}, {starts}, {ends}")
+    axes = _check_int_list(axes, "axes", "slice")
+    inputs = {"Input": [input]}
     helper = LayerHelper("slice")
+    starts, ends = (_bounds(v, k, "slice", inputs, len(axes), helper) for v, k in ((starts, "starts"), (ends, "ends")))
+    attrs = {"axes": axes, "starts": starts, "ends": ends}
+    if len(inputs) > 1:  # Paddle 1.8's infer_flags: -1 for a bound read at run time
+        attrs["infer_flags"] = [-1] * len(axes)
     out = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op(type="slice", inputs={"Input": [input]}, outputs={"Out": [out]},
-                     attrs={"axes": axes, "starts": starts, "ends": ends})
+    helper.append_op(type="slice", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     return out
 
 

@@ -4,8 +4,12 @@ Each appends the op of its name; the gradients are the ops' (ops/tensor_math_ops
 """
 from __future__ import annotations
 
+import numpy as np
+
+from psjob.fluid.framework import Variable
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import FLOATS, check_dtype, check_variable
+from psjob.fluid.layers.tensor import assign as _assign
 
 __all__ = ["square", "sqrt", "abs", "exp", "log", "softsign"]
 
@@ -37,19 +41,34 @@ cos = _unary("cos", "cos(x), element-wise.")
 floor = _unary("floor", "The largest integer not above x, element-wise (gradient 0).")
 ceil = _unary("ceil", "The smallest integer not below x, element-wise (gradient 0).")
 round = _unary("round", "x rounded to the nearest integer, halves away from zero (gradient 0).")  # noqa: A001
-sign = _unary("sign", "-1, 0 or 1 by the sign of x, element-wise (gradient 0).")
+_sign = _unary("sign", "-1, 0 or 1 by the sign of x, element-wise (gradient 0).")
+
+
+def sign(x, name=None):
+    """-1, 0 or 1 by the sign of x, element-wise (gradient 0); x a Variable or, as Fluid 1.8
+    takes it, a numpy array (made a constant with assign)."""
+    if isinstance(x, np.ndarray):
+        x = _assign(x)
+    return _sign(x, name)
 reciprocal = _unary("reciprocal", "1 / x, element-wise.")
 
 
 def pow(x, factor=1.0, name=None):  # noqa: A001 (Fluid's name)
-    """x ** factor, element-wise (the `pow` op; Fluid 1.8 also takes a one-element factor
-    tensor, which psjob does not)."""
+    """x ** factor, element-wise (the `pow` op); factor may be a one-element float32 tensor
+    (Fluid 1.8's FactorTensor), read when the op runs."""
     check_variable(x, "x", "pow")
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)):
-        raise TypeError(f"pow: argument 'factor' must be a number, got {factor!r}")
+    inputs, attrs = {"X": [x]}, {}
+    if isinstance(factor, Variable):
+        check_dtype(factor, "factor", ("float32",), "pow")
+        factor.stop_gradient = True
+        inputs["FactorTensor"] = [factor]
+    elif isinstance(factor, bool) or not isinstance(factor, (int, float)):
+        raise TypeError(f"pow: argument 'factor' must be a number or a Variable, got {factor!r}")
+    else:
+        attrs["factor"] = float(factor)
     helper = LayerHelper("pow", name)
     out = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op(type="pow", inputs={"X": [x]}, outputs={"Out": [out]}, attrs={"factor": float(factor)})
+    helper.append_op(type="pow", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     return out
 
 

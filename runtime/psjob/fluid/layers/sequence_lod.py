@@ -7,7 +7,7 @@ from psjob.fluid.framework import convert_dtype as _convert_dtype
 from psjob.fluid.layer_helper import LayerHelper
 from psjob.fluid.layers._checks import FLOATS, check_choice, check_dtype, check_int, check_variable
 
-__all__ = ["sequence_pool", "dynamic_gru", "dynamic_lstm", "sequence_conv", "sequence_unpad", "sequence_expand_as",
+__all__ = ["sequence_pool", "dynamic_gru", "dynamic_lstm", "dynamic_lstmp", "lstm", "sequence_conv", "sequence_unpad", "sequence_expand_as",
            "sequence_reshape", "sequence_softmax", "sequence_first_step", "sequence_last_step",
            "sequence_concat", "sequence_slice", "sequence_enumerate", "sequence_pad", "sequence_expand",
            "sequence_scatter", "sequence_reverse", "sequence_mask", "lod_reset", "lod_append"]
@@ -116,6 +116,88 @@ def dynamic_lstm(input, size, h_0=None, c_0=None, param_attr=None, bias_attr=Non
                             "gate_activation": gate_activation, "cell_activation": cell_activation,
                             "candidate_activation": candidate_activation})
     return hidden, cell
+
+
+def dynamic_lstmp(input, size, proj_size, param_attr=None, bias_attr=None, use_peepholes=True, is_reverse=False,  # noqa: A002
+                  gate_activation="sigmoid", cell_activation="tanh", candidate_activation="tanh",
+                  proj_activation="tanh", dtype="float32", name=None, h_0=None, c_0=None, cell_clip=None,
+                  proj_clip=None):
+    """dynamic_lstm with a projection of the hidden state (Paddle 1.8 API docs,
+    fluid.layers.dynamic_lstmp): r = proj_activation(h @ P) [T, proj_size] is fed back instead
+    of h. Weight [proj_size, size], projection weight P [size / 4, proj_size] (both from
+    param_attr), bias as dynamic_lstm's; h_0 [num_seqs, proj_size] and c_0 [num_seqs, size / 4]
+    the initial projection and cell. Returns (projection, cell). See psjob.fluid.ops.lstm_ops."""
+    layer = "dynamic_lstmp"
+    check_variable(input, "input", layer)
+    check_dtype(input, "input", ("float32", "float64"), layer)
+    size = check_int(size, "size", layer, minimum=4)
+    proj_size = check_int(proj_size, "proj_size", layer, minimum=1)
+    if size % 4:
+        raise ValueError(f"{layer}: size must be 4 * the hidden size, got {size}")
+    if bias_attr is False:
+        raise ValueError(f"{layer}: bias_attr must not be False")
+    for arg, act in (("gate_activation", gate_activation), ("cell_activation", cell_activation),
+                     ("candidate_activation", candidate_activation), ("proj_activation", proj_activation)):
+        check_choice(act, arg, GRU_ACTIVATIONS, layer)
+    for arg, clip in (("cell_clip", cell_clip), ("proj_clip", proj_clip)):
+        if clip is not None and clip < 0:
+            raise ValueError(f"{layer}: {arg} must not be negative, got {clip}")
+    d = size // 4
+    inputs = {"Input": [input]}
+    for arg, state, slot, width in (("h_0", h_0, "H0", proj_size), ("c_0", c_0, "C0", d)):
+        if state is None:
+            continue
+        check_variable(state, arg, layer)
+        check_dtype(state, arg, ("float32", "float64"), layer)
+        if state.shape[-1] not in (-1, width):
+            raise ValueError(f"{layer}: {arg} {state.name}{list(state.shape)} must be [num_seqs, {width}]")
+        inputs[slot] = [state]
+    helper = LayerHelper("lstmp", name)
+    weight = helper.create_parameter(param_attr, [proj_size, 4 * d], dtype)
+    proj_weight = helper.create_parameter(param_attr, [d, proj_size], dtype)
+    bias = helper.create_parameter(bias_attr, [1, (7 if use_peepholes else 4) * d], dtype, is_bias=True)
+    inputs.update(Weight=[weight], ProjWeight=[proj_weight], Bias=[bias])
+    projection, cell = (helper.create_variable_for_type_inference(dtype) for _ in range(2))
+    helper.create_variable_for_type_inference(dtype)  # Paddle 1.8's ordered_proj0, never used: names as Paddle's
+    scratch = {slot: [helper.create_variable_for_type_inference(dtype, stop_gradient=True)]
+               for slot in ("BatchHidden", "BatchGate", "BatchCellPreAct")}
+    helper.append_op(type="lstmp", inputs=inputs, outputs=dict(Projection=[projection], Cell=[cell], **scratch),
+                     attrs={"use_peepholes": bool(use_peepholes), "is_reverse": bool(is_reverse),
+                            "gate_activation": gate_activation, "cell_activation": cell_activation,
+                            "candidate_activation": candidate_activation, "proj_activation": proj_activation,
+                            "cell_clip": float(cell_clip or 0.0), "proj_clip": float(proj_clip or 0.0)})
+    return projection, cell
+
+
+def lstm(input, init_h, init_c, max_len, hidden_size, num_layers, dropout_prob=0.0, is_bidirec=False,  # noqa: A002
+         is_test=False, name=None, default_initializer=None, seed=-1):
+    """Fluid 1.8's cuDNN LSTM (the cudnn_lstm op, one flat weight parameter): the program builds
+    as Paddle's, but it does not run: Paddle 1.8 has only a cuDNN kernel (its CPU build stops
+    with 'CPU is not support for this kernel now') and psjob has none. Returns (out, last_h,
+    last_c)."""
+    layer = "lstm"
+    for arg, v in (("input", input), ("init_h", init_h), ("init_c", init_c)):
+        check_variable(v, arg, layer)
+    hidden_size = check_int(hidden_size, "hidden_size", layer, minimum=1)
+    num_layers = check_int(num_layers, "num_layers", layer, minimum=1)
+    input_size = int(input.shape[-1])
+    dirs = 2 if is_bidirec else 1
+    weight_size = 0
+    for i in range(num_layers):
+        in_w = input_size if i == 0 else hidden_size * dirs
+        weight_size += dirs * ((in_w + hidden_size) * hidden_size * 4 + hidden_size * 8)
+    helper = LayerHelper("cudnn_lstm", name)
+    weight = helper.create_parameter(None, [weight_size], input.dtype, default_initializer=default_initializer)
+    out, last_h, last_c = (helper.create_variable_for_type_inference(input.dtype) for _ in range(3))
+    # Paddle's op also reads a persistable RAW Cache (cuDNN's state); psjob names it, nothing reads it
+    helper.block().create_var(persistable=True, type="RAW", stop_gradient=True)
+    helper.append_op(type="cudnn_lstm", inputs={"Input": [input], "InitH": [init_h], "InitC": [init_c],
+                                                "W": [weight]},
+                     outputs={"Out": [out], "last_h": [last_h], "last_c": [last_c]},
+                     attrs={"max_len": int(max_len), "is_bidirec": bool(is_bidirec), "input_size": input_size,
+                            "hidden_size": hidden_size, "num_layers": num_layers, "is_test": bool(is_test),
+                            "dropout_prob": float(dropout_prob), "seed": int(seed)})
+    return out, last_h, last_c
 
 
 def sequence_conv(input, num_filters, filter_size=3, filter_stride=1, padding=True, padding_start=None,

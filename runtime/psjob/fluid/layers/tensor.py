@@ -8,33 +8,27 @@ from psjob.fluid.framework import Variable, default_main_program, default_startu
 from psjob.fluid.framework import convert_dtype as _convert_dtype
 from psjob.fluid.initializer import ConstantInitializer
 from psjob.fluid.layer_helper import LayerHelper
+from psjob.fluid.layers._runtime_args import _shape_inputs
 
 
 def fill_constant(shape, dtype, value, force_cpu=False, out=None):
-    """A tensor of `shape` filled with `value`. As in Fluid 1.8, a dimension of `shape` may be a
-    one-element int tensor (e.g. fluid.layers.shape(x)[0]): the op then takes the whole shape
-    from its ShapeTensorList input when it runs, and that dimension is -1 until then."""
+    """A tensor of `shape` filled with `value` (a number, or a one-element tensor read when the op
+    runs). As in Fluid 1.8, `shape` may be an int tensor holding the sizes
+    (the ShapeTensor input), or a list in which a dimension is a one-element int tensor (e.g.
+    fluid.layers.shape(x)[0]; the ShapeTensorList input): the op reads them when it runs, and
+    those dimensions are -1 until then."""
     helper = LayerHelper("fill_constant")
     out = out or helper.create_variable_for_type_inference(dtype, stop_gradient=True)
-    shape = list(shape)
-    inputs = {}
-    if any(isinstance(d, Variable) for d in shape):
-        inputs["ShapeTensorList"] = [_shape_dim(d, i) for i, d in enumerate(shape)]
-        shape = [-1 if isinstance(d, Variable) else int(d) for d in shape]
-    helper.append_op(type="fill_constant", inputs=inputs, outputs={"Out": [out]},
-                     attrs={"shape": shape, "dtype": dtype, "value": float(value)})
+    inputs, shape = _shape_inputs(shape, "fill_constant")
+    attrs = {"shape": shape, "dtype": dtype}
+    if isinstance(value, Variable):  # Fluid 1.8's ValueTensor: a one-element tensor, read when the op runs
+        inputs["ValueTensor"] = [value]
+        attrs["value"] = 0.0
+    else:
+        attrs["value"] = float(value)
+    helper.append_op(type="fill_constant", inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
     out.stop_gradient = True
     return out
-
-
-def _shape_dim(d, i):
-    """One entry of a ShapeTensorList: a one-element int tensor (an int becomes one)."""
-    if not isinstance(d, Variable):
-        return fill_constant([1], "int32", int(d))
-    if d.dtype not in ("int32", "int64") or len(d.shape) > 1 or d.shape[0] not in (1, -1):
-        raise TypeError(f"fill_constant: shape[{i}] {d.name}{list(d.shape)} must be a one-element "
-                        f"int32/int64 tensor, got {d.dtype}")
-    return d
 
 
 def shape(input):  # noqa: A002 (Fluid's name)
@@ -262,10 +256,15 @@ def _random(op_type, shape, dtype, attrs, layer):
     dtype = _known_dtype(dtype, layer)
     if dtype not in ("float16", "float32", "float64"):
         raise TypeError(f"{layer}: argument 'dtype' must be a float type, got {dtype}")
+    if isinstance(shape, Variable) or (isinstance(shape, (list, tuple)) and any(isinstance(d, Variable)
+                                                                               for d in shape)):
+        inputs, shape = _shape_inputs(shape, layer)  # sizes read when the op runs, as Paddle 1.8's
+    else:
+        inputs, shape = {}, _fixed_shape(shape, layer)
     helper = LayerHelper(op_type)
     out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
-    helper.append_op(type=op_type, inputs={}, outputs={"Out": [out]},
-                     attrs=dict(attrs, shape=_fixed_shape(shape, layer), dtype=dtype))
+    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]},
+                     attrs=dict(attrs, shape=shape, dtype=dtype))
     return out
 
 

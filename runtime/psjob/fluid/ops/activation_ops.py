@@ -68,14 +68,15 @@ def shifted_logits(xp, x, axis=-1):
 
 def _softmax(ctx):
     xp, x = ctx.xp, ctx.input("X")
-    z = shifted_logits(xp, x)
-    e = xp.exp(z)
-    ctx.set_output("Out", e / e.sum(axis=-1, keepdims=True), lod=ctx.input_lod("X"))
+    axis = int(ctx.attr("axis", -1))  # Paddle's attribute (a saved program's, fluid.layers.softmax's)
+    e = xp.exp(shifted_logits(xp, x, axis))
+    ctx.set_output("Out", e / e.sum(axis=axis, keepdims=True), lod=ctx.input_lod("X"))
 
 
 def _softmax_grad(ctx):
     out, dout = ctx.input("Out"), ctx.input("Out@GRAD")
-    ctx.set_output("X@GRAD", out * (dout - (dout * out).sum(axis=-1, keepdims=True)))
+    axis = int(ctx.attr("axis", -1))
+    ctx.set_output("X@GRAD", out * (dout - (dout * out).sum(axis=axis, keepdims=True)))
 
 
 def _softsign(ctx):

@@ -38,18 +38,29 @@ def _check_attrs(attrs, ndim):
     return list(zip(axes, (int(s) for s in starts), (int(e) for e in ends), (int(s) for s in strides))), decrease
 
 
-_TENSOR_BOUNDS = ("StartsTensorList", "EndsTensorList")
+# Paddle's bound inputs: a 1-D int tensor per bound (StartsTensor...) or a list of one-element
+# int tensors (StartsTensorList...), read when the op runs; slice has no strides.
+_TENSOR_BOUNDS = ("StartsTensorList", "EndsTensorList", "StridesTensorList",
+                  "StartsTensor", "EndsTensor", "StridesTensor")
 
 
-def _run_attrs(ctx):
-    """The op's attributes with the bounds its tensor lists hold at this run."""
+def _run_attrs(ctx, op_type="strided_slice"):
+    """The op's attributes with the bounds its tensors hold at this run (a 1-D tensor before
+    a list, as Paddle reads them)."""
     attrs = ctx.attrs
-    for slot, key in zip(_TENSOR_BOUNDS, ("starts", "ends")):
-        names = ctx.ins.get(slot)
-        if names:
-            if len(names) != len(attrs.get("axes", ())):
-                raise GraphError(f"strided_slice: {slot} has {len(names)} tensors for {len(attrs['axes'])} axes")
-            attrs = dict(attrs, **{key: [int(ctx.xp.asarray(ctx.vals[n]).reshape(-1)[0]) for n in names]})
+    n = len(attrs.get("axes", ()))
+    for key in ("starts", "ends", "strides"):
+        cap = key.capitalize()
+        whole, names = ctx.ins.get(cap + "Tensor"), ctx.ins.get(cap + "TensorList")
+        if whole:
+            values = [int(v) for v in ctx.xp.asarray(ctx.vals[whole[0]]).reshape(-1)]
+        elif names:
+            values = [int(ctx.xp.asarray(ctx.vals[m]).reshape(-1)[0]) for m in names]
+        else:
+            continue
+        if len(values) != n:
+            raise GraphError(f"{op_type}: {len(values)} {key} at run time for {n} axes")
+        attrs = dict(attrs, **{key: values})
     return attrs
 
 

@@ -340,8 +340,9 @@ def linspace(ctx):
 
 
 def _trace_axes(op_or_ctx, ndim):
-    a1 = _norm_axis(op_or_ctx.attrs.get("axis1", 0), ndim, "trace")
-    a2 = _norm_axis(op_or_ctx.attrs.get("axis2", 1), ndim, "trace")
+    # Paddle 2.x names them axis1 / axis2, Paddle 1.8's op dim1 / dim2
+    a1 = _norm_axis(op_or_ctx.attrs.get("axis1", op_or_ctx.attrs.get("dim1", 0)), ndim, "trace")
+    a2 = _norm_axis(op_or_ctx.attrs.get("axis2", op_or_ctx.attrs.get("dim2", 1)), ndim, "trace")
     if a1 == a2:
         raise GraphError(f"trace: axis1 and axis2 must differ, both are {a1}")
     return a1, a2
@@ -380,7 +381,7 @@ def trace_grad(ctx):
 # -- roll, flip / reverse, repeat_interleave -----------------------------------------------
 
 def _roll_args(attrs, ndim):
-    shifts, axes = list(attrs.get("shifts", [])), list(attrs.get("axis", []))
+    shifts, axes = list(attrs.get("shifts", [])), list(attrs.get("axis", attrs.get("dims", [])))  # 1.8: dims
     if axes and len(shifts) != len(axes):
         raise GraphError(f"roll: shifts {shifts} and axis {axes} must have one length")
     return shifts, [_norm_axis(a, ndim, "roll") for a in axes]

@@ -28,6 +28,11 @@ from psjob.fluid.ops.registry import in_var, register_op, set_out
 
 def _topk_shape(op):
     x = in_var(op, "X")
+    if op.input("K"):  # k read when the op runs (Paddle 1.8's topk with k a Variable)
+        shape = tuple(x.shape[:-1]) + (-1,)
+        set_out(op, "Out", shape, x.dtype, x.lod_level)
+        set_out(op, "Indices", shape, "int64", x.lod_level)
+        return
     k = int(op.attr("k", 1))
     if k < 1 or (x.shape and 0 <= x.shape[-1] < k):
         raise GraphError(f"top_k: k={k} must lie in [1, {x.shape[-1] if x.shape else '?'}] "
@@ -37,13 +42,13 @@ def _topk_shape(op):
     set_out(op, "Indices", shape, "int64", x.lod_level)
 
 
-@register_op("top_k", infer_shape=_topk_shape)
+@register_op("top_k", infer_shape=_topk_shape, no_grad_inputs=("K",))
 def top_k(ctx):
     xp, x = ctx.xp, ctx.input("X")
-    k = int(ctx.attr("k", 1))
+    k = int(ctx.input("K").reshape(-1)[0]) if ctx.has_input("K") else int(ctx.attr("k", 1))
     c = x.shape[-1]
-    if k > c:
-        raise ValueError(f"top_k: k={k} exceeds the {c} entries of the last dimension")
+    if k < 1 or k > c:
+        raise ValueError(f"top_k: k={k} must lie in [1, {c}] (the entries of the last dimension)")
     x2 = x.reshape(-1, c)
     if k == 1:
         idx = x2.argmax(axis=1).reshape(-1, 1)

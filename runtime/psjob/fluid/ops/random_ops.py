@@ -19,19 +19,23 @@ import numpy as np
 
 from psjob.fluid.framework import GraphError
 from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out
-from psjob.fluid.ops.tensor_ops import _batch_size_like_shape, _host_rng, _to_place
+from psjob.fluid.ops.tensor_ops import _batch_size_like_shape, _host_rng, _run_shape, _to_place
 
 
 def _randint_shape(op):
     low, high = int(op.attr("low", 0)), int(op.attr("high"))
     if low >= high:
         raise GraphError(f"randint: low ({low}) must be below high ({high})")
-    set_out(op, "Out", op.attr("shape"), op.attr("dtype", "int64"))
+    shape = op.attr("shape") or []
+    if op.input("ShapeTensor") or op.input("ShapeTensorList"):  # sizes read when the op runs
+        n = len(op.input("ShapeTensorList")) or in_var(op, "ShapeTensor").shape[0]
+        shape = [d if d > 0 else -1 for d in shape] if len(shape) == n else [-1] * n
+    set_out(op, "Out", shape, op.attr("dtype", "int64"))
 
 
 @register_op("randint", infer_shape=_randint_shape)
 def randint(ctx):
-    arr = _host_rng(ctx).integers(int(ctx.attr("low", 0)), int(ctx.attr("high")), size=tuple(ctx.attr("shape")))
+    arr = _host_rng(ctx).integers(int(ctx.attr("low", 0)), int(ctx.attr("high")), size=_run_shape(ctx))
     ctx.set_output("Out", _to_place(ctx, arr.astype(ctx.attr("dtype", "int64"))))
 
 

@@ -290,32 +290,58 @@ def tile_grad(ctx):
 # padding of the rank). Out keeps X's LoD when its first dimension is X's (Paddle's
 # expand_op shares the LoD then).
 
-def _expand_times(op_or_ctx, x_shape):
+def _expand_times(op_or_ctx, x_shape, runtime=False):
     times = [int(t) for t in op_or_ctx.attr("expand_times") or []]
+    if runtime:  # -1: a count read when the op runs
+        times = [t if t != -1 else 1 for t in times] or [1] * len(x_shape)
     if len(times) != len(x_shape) or any(t < 1 for t in times):
         raise GraphError(f"expand: expand_times {times} must hold one positive count per dimension of "
                          f"X {list(x_shape)}")
     return times
 
 
+_EXPAND_TENSORS = ("ExpandTimes", "expand_times_tensor")
+
+
 def _fluid_expand_shape(op):
     x = in_var(op, "X")
-    times = _expand_times(op, x.shape)
-    set_out(op, "Out", [d * t if d >= 0 else -1 for d, t in zip(x.shape, times)], x.dtype,
-            x.lod_level if times[0] == 1 else 0)
+    if op.input("ExpandTimes"):  # a 1-D tensor of counts (Paddle 1.8's expand_times a Variable)
+        set_out(op, "Out", [-1] * len(x.shape), x.dtype)
+        return
+    runtime = bool(op.input("expand_times_tensor"))
+    times = _expand_times(op, x.shape, runtime)
+    attr = [int(t) for t in op.attr("expand_times") or []]
+    set_out(op, "Out", [d * t if d >= 0 and not (runtime and a == -1) else -1
+                        for d, t, a in zip(x.shape, times, attr or times)], x.dtype,
+            x.lod_level if attr and attr[0] == 1 else 0)
 
 
-@register_op("expand", infer_shape=_fluid_expand_shape, grad=simple_grad("expand_grad"))
+def _run_expand_times(ctx, x_shape):
+    """Paddle's order: the ExpandTimes tensor, else the expand_times_tensor list, else the attribute."""
+    if ctx.has_input("ExpandTimes"):
+        times = [int(t) for t in ctx.input("ExpandTimes").reshape(-1)]
+    elif ctx.has_input("expand_times_tensor"):
+        times = [int(t.reshape(-1)[0]) for t in ctx.input_list("expand_times_tensor")]
+    else:
+        return _expand_times(ctx, x_shape)
+    if len(times) != len(x_shape) or any(t < 1 for t in times):
+        raise ValueError(f"expand: expand_times {times} must hold one positive count per dimension of "
+                         f"X {list(x_shape)}")
+    return times
+
+
+@register_op("expand", infer_shape=_fluid_expand_shape, no_grad_inputs=_EXPAND_TENSORS,
+             grad=simple_grad("expand_grad", inputs=("X",) + _EXPAND_TENSORS, grad_of=("X",)))
 def fluid_expand(ctx):
     x = ctx.input("X")
-    times = _expand_times(ctx, x.shape)
+    times = _run_expand_times(ctx, x.shape)
     ctx.set_output("Out", ctx.xp.tile(x, times), lod=ctx.input_lod("X") if times[0] == 1 else None)
 
 
 @register_op("expand_grad")
 def fluid_expand_grad(ctx):
     x, dout = ctx.input("X"), ctx.input("Out@GRAD")
-    times = _expand_times(ctx, x.shape)
+    times = _run_expand_times(ctx, x.shape)
     interleaved = [v for pair in zip(times, x.shape) for v in pair]
     dx = dout.reshape(interleaved).sum(axis=tuple(range(0, len(interleaved), 2)))
     ctx.set_output("X@GRAD", dx.reshape(x.shape), lod=ctx.input_lod("X"))

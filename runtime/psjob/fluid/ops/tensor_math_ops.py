@@ -18,6 +18,7 @@ import numpy as np
 
 from psjob.fluid.framework import GraphError
 from psjob.fluid.ops import broadcast
+from psjob.fluid.ops.index_ops import _TENSOR_BOUNDS, _run_attrs
 from psjob.fluid.ops.registry import GradOpSpec, grad_name, in_var, register_op, same_shape, set_out, simple_grad
 from psjob.fluid.ops.shape_ops import _norm_axis
 
@@ -180,8 +181,27 @@ _unary("log", lambda xp, x, a: xp.log(x), lambda xp, x, o, d, a: d / x)
 _unary("log1p", lambda xp, x, a: xp.log1p(x), lambda xp, x, o, d, a: d / (1 + x))
 _unary("abs", lambda xp, x, a: xp.abs(x), lambda xp, x, o, d, a: d * xp.sign(x))
 _unary("sqrt", lambda xp, x, a: xp.sqrt(x), lambda xp, x, o, d, a: d * 0.5 / o)
-_unary("pow", lambda xp, x, a: x ** a.get("factor", 1.0),
-       lambda xp, x, o, d, a: d * a.get("factor", 1.0) * x ** (a.get("factor", 1.0) - 1))
+
+
+def _pow_factor(ctx):
+    """pow's exponent: the FactorTensor (Paddle 1.8's factor given as a Variable, read when the
+    op runs), else the attribute."""
+    if ctx.has_input("FactorTensor"):
+        return float(ctx.input("FactorTensor").reshape(-1)[0])
+    return float(ctx.attr("factor", 1.0))
+
+
+@register_op("pow", infer_shape=same_shape(), no_grad_inputs=("FactorTensor",),
+             grad=simple_grad("pow_grad", inputs=("X", "FactorTensor"), grad_of=("X",)))
+def pow_(ctx):
+    x = ctx.input("X")
+    ctx.set_output("Out", (x ** _pow_factor(ctx)).astype(x.dtype, copy=False), lod=ctx.input_lod("X"))
+
+
+@register_op("pow_grad")
+def pow_grad(ctx):
+    x, dout, f = ctx.input("X"), ctx.input("Out@GRAD"), _pow_factor(ctx)
+    ctx.set_output("X@GRAD", (dout * f * x ** (f - 1)).astype(x.dtype, copy=False))
 
 
 # -- slice -------------------------------------------------------------------------------
@@ -206,8 +226,10 @@ def _slice_shape(op):
     if not len(axes) == len(starts) == len(ends):
         raise GraphError(f"slice: axes {axes}, starts {starts} and ends {ends} must have one length")
     shape = list(x.shape)
+    runtime = any(op.input(slot) for slot in _TENSOR_BOUNDS)
     for axis, start, stop in _slice_bounds(shape, axes, starts, ends):
-        shape[axis] = stop - start if shape[axis] >= 0 else -1
+        # bounds read when the op runs: that axis's length is unknown until then
+        shape[axis] = stop - start if shape[axis] >= 0 and not runtime else -1
     set_out(op, "Out", _decreased(shape, op.attr("decrease_axis", [])), x.dtype)
 
 
@@ -227,12 +249,13 @@ def _slicer(shape, attrs):
     return tuple(index)
 
 
-@register_op("slice", infer_shape=_slice_shape,
-             grad=simple_grad("slice_grad", inputs=("Input",)))
+@register_op("slice", infer_shape=_slice_shape, no_grad_inputs=_TENSOR_BOUNDS,
+             grad=simple_grad("slice_grad", inputs=("Input",) + _TENSOR_BOUNDS, grad_of=("Input",)))
 def slice_(ctx):
-    """Paddle's slice: Input[starts:ends] along axes, then the decrease_axis axes dropped."""
+    """Paddle's slice: Input[starts:ends] along axes, then the decrease_axis axes dropped; bounds
+    given as tensors (StartsTensor / StartsTensorList, the same for ends) are read when it runs."""
     x = ctx.input("Input")
-    out = x[_slicer(x.shape, ctx.attrs)]
+    out = x[_slicer(x.shape, _run_attrs(ctx, "slice"))]
     decrease = ctx.attr("decrease_axis", [])
     ctx.set_output("Out", out.reshape(_decreased(out.shape, decrease)) if decrease else out)
 
@@ -241,7 +264,7 @@ def slice_(ctx):
 def slice_grad(ctx):
     x, dout = ctx.input("Input"), ctx.input("Out@GRAD")
     dx = ctx.xp.zeros_like(x)
-    index = _slicer(x.shape, ctx.attrs)
+    index = _slicer(x.shape, _run_attrs(ctx, "slice"))
     dx[index] = dout.reshape(dx[index].shape)
     ctx.set_output("Input@GRAD", dx)
 

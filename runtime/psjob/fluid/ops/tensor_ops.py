@@ -22,6 +22,17 @@ def _shape_from_attr(op):
     set_out(op, "Out", op.attr("shape"), op.attr("dtype", "float32"))
 
 
+def _run_shape(ctx):
+    """The output shape of fill_constant and the random ops, in Paddle's order: the ShapeTensor
+    (a 1-D int tensor), else the ShapeTensorList (one one-element int tensor per dimension), else
+    the attribute."""
+    if ctx.has_input("ShapeTensor"):
+        return tuple(int(d) for d in ctx.input("ShapeTensor").reshape(-1))
+    if ctx.has_input("ShapeTensorList"):
+        return tuple(int(t.reshape(-1)[0]) for t in ctx.input_list("ShapeTensorList"))
+    return tuple(ctx.attr("shape"))
+
+
 def _host_rng(ctx):
     seed = int(ctx.attr("seed", 0) or 0)
     if not seed and framework._global_seed:
@@ -41,10 +52,10 @@ def _to_place(ctx, arr):
 @register_op("fill_constant", infer_shape=_shape_from_attr)
 def fill_constant(ctx):
     xp = ctx.xp
-    shape = tuple(ctx.attr("shape"))
-    if ctx.has_input("ShapeTensorList"):  # Paddle's runtime shape: one int tensor per dimension
-        shape = tuple(int(t.reshape(-1)[0]) for t in ctx.input_list("ShapeTensorList"))
-    ctx.set_output("Out", xp.full(shape, ctx.attr("value", 0.0), dtype=ctx.attr("dtype", "float32")))
+    value = ctx.attr("value", 0.0)
+    if ctx.has_input("ValueTensor"):  # Fluid 1.8's value given as a tensor
+        value = ctx.input("ValueTensor").reshape(-1)[0].item()
+    ctx.set_output("Out", xp.full(_run_shape(ctx), value, dtype=ctx.attr("dtype", "float32")))
 
 
 def _batch_size_like_shape(op):
@@ -71,14 +82,14 @@ def fill_constant_batch_size_like(ctx):
 @register_op("uniform_random", infer_shape=_shape_from_attr)
 def uniform_random(ctx):
     rng = _host_rng(ctx)
-    arr = rng.uniform(ctx.attr("min", -1.0), ctx.attr("max", 1.0), size=tuple(ctx.attr("shape")))
+    arr = rng.uniform(ctx.attr("min", -1.0), ctx.attr("max", 1.0), size=_run_shape(ctx))
     ctx.set_output("Out", _to_place(ctx, arr.astype(ctx.attr("dtype", "float32"))))
 
 
 @register_op("gaussian_random", infer_shape=_shape_from_attr)
 def gaussian_random(ctx):
     rng = _host_rng(ctx)
-    arr = rng.normal(ctx.attr("mean", 0.0), ctx.attr("std", 1.0), size=tuple(ctx.attr("shape")))
+    arr = rng.normal(ctx.attr("mean", 0.0), ctx.attr("std", 1.0), size=_run_shape(ctx))
     ctx.set_output("Out", _to_place(ctx, arr.astype(ctx.attr("dtype", "float32"))))
 
 
@@ -158,15 +169,19 @@ def sum_op(ctx):
 
 
 def _scale_grad(op):
-    return [GradOpSpec("scale", {"X": [grad_name(op.output("Out")[0])]},
+    # a ScaleTensor (Paddle 1.8's scale given as a Variable) is read by the gradient op too
+    extra = {"ScaleTensor": op.input("ScaleTensor")} if op.input("ScaleTensor") else {}
+    return [GradOpSpec("scale", {"X": [grad_name(op.output("Out")[0])], **extra},
                        {"Out": [grad_name(op.input("X")[0])]},
                        {"scale": op.attr("scale", 1.0), "bias": 0.0})]
 
 
-@register_op("scale", infer_shape=same_shape(), grad=_scale_grad)
+@register_op("scale", infer_shape=same_shape(), grad=_scale_grad, no_grad_inputs=("ScaleTensor",))
 def scale(ctx):
     x = ctx.input("X")
     s, b = ctx.attr("scale", 1.0), ctx.attr("bias", 0.0)
+    if ctx.has_input("ScaleTensor"):  # read when the op runs, as Paddle's
+        s = float(ctx.input("ScaleTensor").reshape(-1)[0])
     after = ctx.attr("bias_after_scale", True)
     if isinstance(x, SelectedRows):
         if b:

@@ -159,51 +159,12 @@ def instance_norm(input, epsilon=1e-05, param_attr=None, bias_attr=None, name=No
 
 
 def prelu(x, mode, param_attr=None, data_format="NCHW", name=None):
-    """x where x > 0, else alpha * x, alpha a parameter (0.25 at start) of [1] (mode 'all'),
-    [1, C, 1, 1] or [1, 1, 1, C] for NHWC ('channel'), or [1] + x.shape[1:] ('element'), as
-    Paddle's paddle.static.nn.prelu shapes it."""
-    check_variable(x, "x", "prelu")
-    if mode not in ("all", "channel", "element"):
-        raise ValueError(f"prelu: mode must be 'all', 'channel' or 'element', got {mode!r}")
-    shape = [1]
-    if mode == "channel":
-        if data_format not in ("NC", "NCL", "NCHW", "NCDHW", "NLC", "NHWC", "NDHWC"):
-            raise ValueError(f"prelu: data_format must be one of 'NC', 'NCL', 'NCHW', 'NCDHW', 'NLC', 'NHWC', "
-                             f"'NDHWC', got {data_format!r}")
-        if len(x.shape) < 2:
-            raise ValueError(f"prelu: mode 'channel' needs x of at least 2 dimensions, got {x.name}{list(x.shape)}")
-        data_format = "NCHW" if data_format[1] == "C" else "NHWC"
-        shape = [1, 1, 1, int(x.shape[-1])] if data_format == "NHWC" else [1, int(x.shape[1]), 1, 1]
-    elif mode == "element":
-        shape = [1] + [int(d) for d in x.shape[1:]]
-    if any(d < 1 for d in shape):
-        raise ValueError(f"prelu: the dimensions of {x.name}{list(x.shape)} alpha covers must be known")
-    helper = LayerHelper("prelu", name)
-    alpha = helper.create_parameter(param_attr, shape, x.dtype, default_initializer=ConstantInitializer(0.25))
-    out = helper.create_variable_for_type_inference(x.dtype)
-    helper.append_op(type="prelu", inputs={"X": [x], "Alpha": [alpha]}, outputs={"Out": [out]},
-                     attrs={"mode": mode, "data_format": data_format})
-    return out
+    """x where x > 0, else alpha * x: Fluid 1.8's prelu (fluid.layers.prelu), with
+    data_format as paddle.static.nn.prelu takes it."""
+    return _layers.prelu(x, mode, param_attr=param_attr, name=name, data_format=data_format)
 
 
 def bilinear_tensor_product(x, y, size, act=None, name=None, param_attr=None, bias_attr=None):
-    """out[n, k] = x[n] @ W[k] @ y[n] + b[k]: weight [size, M, N] for x [B, M] and y [B, N], bias
-    [1, size] (bias_attr=False: none), as Paddle's paddle.static.nn.bilinear_tensor_product; built
-    from matmul, reshape and a reduction, so its gradients are theirs."""
-    for arg, v in (("x", x), ("y", y)):
-        check_variable(v, arg, "bilinear_tensor_product")
-        if len(v.shape) != 2 or v.shape[1] < 1:
-            raise ValueError(f"bilinear_tensor_product: {arg} {v.name}{list(v.shape)} must be 2-D [batch, features] "
-                             "with its features known")
-    size = check_int(size, "size", "bilinear_tensor_product", minimum=1)
-    m, n = int(x.shape[1]), int(y.shape[1])
-    helper = LayerHelper("bilinear_tensor_product", name)
-    w = helper.create_parameter(param_attr, [size, m, n], x.dtype)
-    # x @ W laid out [M, size * N]: each sample's row of x times every W[k], then dotted with y
-    w_flat = _layers.reshape(_layers.transpose(w, [1, 0, 2]), [m, size * n])
-    xw = _layers.reshape(_layers.matmul(x, w_flat), [-1, size, n])
-    out = _layers.reduce_sum(_layers.elementwise_mul(xw, _layers.unsqueeze(y, [1])), dim=[2])
-    bias = helper.create_parameter(bias_attr, [1, size], x.dtype, is_bias=True)
-    if bias is not None:
-        out = _layers.elementwise_add(out, bias)
-    return out if act is None else getattr(_layers, act)(out)
+    """out[n, k] = x[n] @ W[k] @ y[n] + b[k]: Fluid 1.8's fluid.layers.bilinear_tensor_product."""
+    return _layers.bilinear_tensor_product(x, y, size, act=act, name=name, param_attr=param_attr,
+                                           bias_attr=bias_attr)
