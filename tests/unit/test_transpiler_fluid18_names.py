@@ -79,6 +79,8 @@ def test_square_error_cost_is_sub_then_square():
         fluid.backward.append_backward(loss)
     types = [op.type for op in main.global_block().ops]
     assert types[:2] == ["elementwise_sub", "square"]
+    assert cost.name == "square_error_cost_0.tmp_1"
+    assert main.global_block().ops[0].output("Out") == ["square_error_cost_0.tmp_0"]
     assert types.index("square_grad") < types.index("elementwise_sub_grad")
     xv = np.array([[1.0, -2.0, 0.5]], dtype="float32")
     yv = np.array([[0.0, 1.0, 0.5]], dtype="float32")
