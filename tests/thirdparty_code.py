@@ -45,7 +45,8 @@ HOW = {
     "models-fluid": "PaddlePaddle/models @afaf06e7's PaddleRec folder (Fluid 1.x) copied to "
                     "tests/thirdparty/models-fluid/PaddleRec",
     "paddle-ps": "Paddle's test/ps files copied to tests/thirdparty/paddle-ps/test/ps",
-    "paddle18": "Paddle 1.8's distributed test programs copied to tests/thirdparty/paddle18",
+    "paddle18": "Paddle 1.8's distributed test programs (and test_dist_transpiler.py) copied to "
+                "tests/thirdparty/paddle18",
     "paddle3-dist": "Paddle 2.x/3.x's fleet parameter-server test programs (test/legacy_test) copied to "
                     "tests/thirdparty/paddle3-dist",
 }

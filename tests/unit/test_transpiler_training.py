@@ -971,7 +971,7 @@ def test_an_error_in_a_deferred_op_names_the_op_and_says_it_came_from_the_previo
     def body(tid, exe):
         log, scope = _deferring_trainer(exe, startup)
         exe.run(program, feed=feed, fetch_list=[loss], scope=scope)
-        scope.vars.pop("elementwise_mul_0.tmp_0")  # the loss's input, which mean_grad reads
+        scope.vars.pop("square_error_cost_0.tmp_1")  # the loss's input, which mean_grad reads
         try:
             with pytest.raises(ExecutionError) as err:
                 exe.run(program, feed=feed, fetch_list=[loss], scope=scope)

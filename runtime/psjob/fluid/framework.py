@@ -705,6 +705,16 @@ class Program:
     def _backward_role_guard(self):
         return self._role_guard(OpRole.Backward)
 
+    @property
+    def _distributed_lookup_table(self) -> str | None:
+        """Fluid 1.x's single-table attribute: the first distributed lookup table, or None."""
+        return self._distributed_lookup_tables[0] if self._distributed_lookup_tables else None
+
+    @_distributed_lookup_table.setter
+    def _distributed_lookup_table(self, name: str | None) -> None:
+        rest = [t for t in self._distributed_lookup_tables if t != name]
+        self._distributed_lookup_tables = ([name] if name else []) + (rest if name else [])
+
     # -- copies ---------------------------------------------------------------------
     def clone(self, for_test: bool = False) -> Program:
         """Deep copy. for_test=True keeps only forward ops and sets `is_test`."""

@@ -137,11 +137,17 @@ elementwise_mod = _elementwise("elementwise_mod")
 
 
 def square_error_cost(input, label):
-    """(input - label)^2, element-wise."""
+    """(input - label)^2, element-wise: an elementwise_sub then a square op, as Fluid builds it
+    (and so named: square_error_cost_N.tmp_0, the difference, and .tmp_1, the result)."""
     _check_var(input, "square_error_cost input")
     _check_var(label, "square_error_cost label")
-    diff = elementwise_sub(input, label)
-    return elementwise_mul(diff, diff)
+    helper = LayerHelper("square_error_cost")
+    diff = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="elementwise_sub", inputs={"X": [input], "Y": [label]}, outputs={"Out": [diff]},
+                     attrs={"axis": -1})
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="square", inputs={"X": [diff]}, outputs={"Out": [out]})
+    return out
 
 
 def scale(x, scale=1.0, bias=0.0, bias_after_scale=True, act=None, name=None):

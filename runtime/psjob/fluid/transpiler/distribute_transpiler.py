@@ -115,6 +115,9 @@ class DistributeTranspiler:
         mark_distributed(program, plan, self._overview, current_endpoint, trainer_id == 0)
         self._plan = plan
         self._trainer_finalized = False
+        # Fluid 1.x's names for its single distributed table (the first, where psjob has several).
+        self.table_name = tables[0].name if tables else None
+        self.has_distributed_lookup_table = self.table_name is not None
         self.trainer_id, self.trainer_num, self.sync_mode = trainer_id, trainer_num, sync
         self.pserver_endpoints = endpoints
         self.vars_overview = self._overview
@@ -195,6 +198,19 @@ class DistributeTranspiler:
     def get_pserver_programs(self, endpoint: str) -> tuple[Program, Program]:
         main = self.get_pserver_program(endpoint)
         return main, self.get_startup_program(endpoint, main)
+
+
+def delete_ops(block, ops) -> None:
+    """Remove each of `ops` from `block` (Fluid 1.x's `distribute_transpiler.delete_ops`, which
+    programs and Paddle's tests import). An op that is not in the block is reported and skipped,
+    as Fluid does."""
+    for op in ops:
+        for index, candidate in enumerate(block.ops):
+            if candidate is op:
+                block._remove_op(index)
+                break
+        else:
+            log.warning("delete_ops: %s is not an op of block %d", getattr(op, "type", op), block.idx)
 
 
 def _check_trainers(trainers) -> int:
