@@ -126,6 +126,21 @@ def _previous_states(ctx, s, d, dtype, reverse):
     return h_prev, c_prev
 
 
+def _gate_grads(xp, dc, do_pre, i, f, cand, c_prev, peep, dpeep, act_g, act_cand):
+    """One step's gate gradients of an LSTM cell (lstm's and lstmp's alike) from the cell
+    state's gradient `dc`: the pre-activation gradients in the gates' order (candidate, input,
+    forget, output) and the previous cell state's gradient; adds the peepholes' to `dpeep`."""
+    dcand_pre = dc * i * _act_grad(act_cand, cand)
+    di_pre = dc * cand * _act_grad(act_g, i)
+    df_pre = dc * c_prev * _act_grad(act_g, f)
+    dc_prev = dc * f
+    if peep is not None:
+        dc_prev = dc_prev + di_pre * peep[0] + df_pre * peep[1]
+        dpeep[0] += (di_pre * c_prev).sum(axis=0)
+        dpeep[1] += (df_pre * c_prev).sum(axis=0)
+    return xp.concatenate([dcand_pre, di_pre, df_pre, do_pre], axis=1), dc_prev
+
+
 @register_op("lstm_grad")
 def lstm_grad(ctx):
     xp = ctx.xp
@@ -152,15 +167,7 @@ def lstm_grad(ctx):
         if peep is not None:
             dc = dc + do_pre * peep[2]
             dpeep[2] += (do_pre * c_new).sum(axis=0)
-        dcand_pre = dc * i * _act_grad(act_cand, cand)
-        di_pre = dc * cand * _act_grad(act_g, i)
-        df_pre = dc * c_prev * _act_grad(act_g, f)
-        dc_prev = dc * f
-        if peep is not None:
-            dc_prev = dc_prev + di_pre * peep[0] + df_pre * peep[1]
-            dpeep[0] += (di_pre * c_prev).sum(axis=0)
-            dpeep[1] += (df_pre * c_prev).sum(axis=0)
-        dg = xp.concatenate([dcand_pre, di_pre, df_pre, do_pre], axis=1)
+        dg, dc_prev = _gate_grads(xp, dc, do_pre, i, f, cand, c_prev, peep, dpeep, act_g, act_cand)
         dx[rows_x] = dg
         carry_h[act_x], carry_c[act_x] = dg @ w.T, dc_prev
     ctx.set_output("Input@GRAD", dx, lod=ctx.input_lod("Input"))
@@ -300,15 +307,7 @@ def lstmp_grad(ctx):
             dpeep[2] += (do_pre * c_new).sum(axis=0)
         if cell_clip > 0:
             dc = dc * (xp.abs(c_new) < cell_clip)
-        dcand_pre = dc * i * _act_grad(act_cand, cand)
-        di_pre = dc * cand * _act_grad(act_g, i)
-        df_pre = dc * c_prev * _act_grad(act_g, f)
-        dc_prev = dc * f
-        if peep is not None:
-            dc_prev = dc_prev + di_pre * peep[0] + df_pre * peep[1]
-            dpeep[0] += (di_pre * c_prev).sum(axis=0)
-            dpeep[1] += (df_pre * c_prev).sum(axis=0)
-        dg = xp.concatenate([dcand_pre, di_pre, df_pre, do_pre], axis=1)
+        dg, dc_prev = _gate_grads(xp, dc, do_pre, i, f, cand, c_prev, peep, dpeep, act_g, act_cand)
         dx[rows_x] = dg
         carry_r[act_x], carry_c[act_x] = dg @ w.T, dc_prev
     ctx.set_output("Input@GRAD", dx, lod=ctx.input_lod("Input"))
