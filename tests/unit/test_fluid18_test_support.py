@@ -1,7 +1,8 @@
 """The Fluid 1.x APIs Paddle 1.8's own distributed test programs needed (tests/component/
 test_paddle18_dist_programs.py): paddle.dataset.common's download cache, paddle.compat,
-fluid.profiler, an importable fluid.dygraph that refuses use, and Program.parse_from_string.
-Expected values follow Paddle 1.8.5's python/paddle/dataset/common.py and compat.py."""
+fluid.profiler, an importable fluid.dygraph that refuses use, Program.parse_from_string, and
+fluid.log_helper.get_logger (dist_ctr_reader.py's logger). Expected values follow Paddle 1.8.5's
+python/paddle/dataset/common.py, compat.py and log_helper.py."""
 import hashlib
 import os
 
@@ -123,3 +124,21 @@ def test_fleet1_save_inference_model_on_a_non_chief_trainer(tmp_path):
     assert [op.type for op in program.global_block().ops] == ["mul", "elementwise_add", "mean"]
     params = [v.name for v in program.global_block().all_parameters()]
     assert params and not any((tmp_path / name).exists() for name in params)
+
+
+def test_log_helper_get_logger_as_fluid_18_builds_it(capsys):
+    """Paddle 1.8.5's get_logger: that name and level, one stderr handler formatted by fmt,
+    no propagation to the root logger (checked against Paddle 1.8.5)."""
+    import logging
+
+    from psjob.fluid.log_helper import get_logger
+
+    logger = get_logger("psjob-test-log-helper", logging.INFO, fmt="%(levelname)s|%(message)s")
+    assert logger is logging.getLogger("psjob-test-log-helper")
+    assert logger.level == logging.INFO and logger.propagate is False
+    assert len(logger.handlers) == 1 and isinstance(logger.handlers[0], logging.StreamHandler)
+    logger.info("dnn input dim: %d", 1000)
+    logger.debug("not shown")
+    assert capsys.readouterr().err == "INFO|dnn input dim: 1000\n"
+    plain = get_logger("psjob-test-log-helper-plain", logging.WARNING)
+    assert plain.level == logging.WARNING and plain.handlers[0].formatter is None
