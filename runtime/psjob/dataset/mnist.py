@@ -44,8 +44,8 @@ def reader_creator(image_filename: str, label_filename: str,
         _, count = struct.unpack_from(">II", labels, 0)
         pixels = rows * cols
         for start in range(0, count, buffer_size):
-            block = np.frombuffer(images, np.uint8, buffer_size * pixels, 16 + start * pixels)
-            block = block.reshape(buffer_size, pixels).astype("float32") / 255.0 * 2.0 - 1.0
+            raw = np.frombuffer(images, np.uint8, buffer_size * pixels, 16 + start * pixels)
+            block = raw.reshape(buffer_size, pixels).astype("float32") / 255.0 * 2.0 - 1.0
             digits = np.frombuffer(labels, np.uint8, buffer_size, 8 + start)
             for i in range(buffer_size):
                 yield block[i, :], int(digits[i])
