@@ -1,4 +1,4 @@
-"""Synthetic stand-ins for the two downloads of Paddle 1.8's distributed test programs
+"""Synthetic stand-ins for the downloads of Paddle 1.8's distributed test programs
 (tests/thirdparty/paddle18), and the download cache that serves them.
 
 Paddle's programs fetch their data through `paddle.dataset.common.download(url, module,
@@ -20,6 +20,9 @@ path, the MD5 check, the retries) is psjob's own and runs unchanged.
   `<dnn ids>\\t<lr id:1 ...>\\t<click>`, data.meta.txt the two lines `dnn_input_dim: N`
   and `lr_input_dim: M`. The archive is also unpacked beside it, as Paddle leaves it after
   the first run (its four processes would otherwise unpack it at once, over each other).
+- text_classification (dist_text_classification.py): DATA_HOME/text_classification/imdb.vocab,
+  one word a line, and text_classification.tar.gz holding {train,test}/{pos,neg}/<n>.txt,
+  one short review each (words from the vocabulary, some punctuation the reader strips).
 
 Generated from fixed seeds: the same bytes every run.
 """
@@ -34,6 +37,8 @@ import tarfile
 
 SIMNET_URL = "http://paddle-dist-ce-data.bj.bcebos.com/simnet.train.1000"
 CTR_URL = "http://paddle-ctr-data.bj.bcebos.com/avazu_ctr_data.tgz"
+TEXT_VOCAB_URL = "http://paddle-dist-ce-data.bj.bcebos.com/imdb.vocab"
+TEXT_DATA_URL = "http://paddle-dist-ce-data.bj.bcebos.com/text_classification.tar.gz"
 SIMNET_LINES = 300
 CTR_LINES = 300
 DICT_DIM = 1500  # dist_simnet_bow.py's dict_dim
@@ -89,8 +94,37 @@ def ctr_tgz() -> bytes:
     return out.getvalue()
 
 
+TEXT_VOCAB = [f"word{i}" for i in range(200)]
+
+
+def text_members(per_folder: int = 40, seed: int = 5) -> dict[str, bytes]:
+    rng = random.Random(seed)
+    members = {}
+    for split in ("train", "test"):
+        for label in ("pos", "neg"):
+            for n in range(per_folder if split == "train" else per_folder // 4):
+                words = [rng.choice(TEXT_VOCAB) for _ in range(rng.randint(4, 20))]
+                text = " ".join(words).capitalize() + rng.choice([".", "!", "?"]) + "\n"
+                members[f"{split}/{label}/{n}.txt"] = text.encode()
+    return members
+
+
+def tar_gz(members: dict[str, bytes]) -> bytes:
+    """A gzipped tar of members, byte-identical every time (fixed mtimes, owners, header)."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as gz:
+        gz.write(raw.getvalue())
+    return out.getvalue()
+
+
 def write_cache(data_home: str) -> dict[str, str]:
-    """Write both cached downloads under data_home; {url: md5 of the file written}."""
+    """Write the cached downloads under data_home; {url: md5 of the file written}."""
     simnet = os.path.join(data_home, "simnet", "train")
     os.makedirs(os.path.dirname(simnet), exist_ok=True)
     with open(simnet, "w") as f:
@@ -103,9 +137,18 @@ def write_cache(data_home: str) -> dict[str, str]:
     for name, data in ctr_members().items():
         with open(os.path.join(ctr_dir, name), "wb") as f:
             f.write(data)
+    text_dir = os.path.join(data_home, "text_classification")
+    os.makedirs(text_dir, exist_ok=True)
+    vocab = ("\n".join(TEXT_VOCAB) + "\n").encode()
+    text_tgz = tar_gz(text_members())
+    with open(os.path.join(text_dir, "imdb.vocab"), "wb") as f:
+        f.write(vocab)
+    with open(os.path.join(text_dir, "text_classification.tar.gz"), "wb") as f:
+        f.write(text_tgz)
     with open(simnet, "rb") as f:
         simnet_md5 = hashlib.md5(f.read()).hexdigest()
-    return {SIMNET_URL: simnet_md5, CTR_URL: hashlib.md5(tgz).hexdigest()}
+    return {SIMNET_URL: simnet_md5, CTR_URL: hashlib.md5(tgz).hexdigest(),
+            TEXT_VOCAB_URL: hashlib.md5(vocab).hexdigest(), TEXT_DATA_URL: hashlib.md5(text_tgz).hexdigest()}
 
 
 def install(data_home: str, md5s: dict[str, str]) -> None:

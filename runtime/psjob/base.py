@@ -15,7 +15,7 @@ from psjob import fluid
 
 # Every module of the framework is aliased: its API (psjob.fluid loads it on first use) and
 # the modules the API does not load itself.
-from psjob.fluid import dataset_trainer, fluid_api, pipeline, profiler  # noqa: F401
+from psjob.fluid import dataset_trainer, fluid_api, log_helper, pipeline, profiler  # noqa: F401
 from psjob.fluid.dygraph import base as _dygraph_base  # noqa: F401
 from psjob.fluid.dygraph import parallel as _dygraph_parallel  # noqa: F401
 from psjob.fluid.transpiler import heter_split  # noqa: F401

@@ -1,7 +1,8 @@
 """The Fluid 1.x APIs Paddle 1.8's own distributed test programs needed (tests/component/
 test_paddle18_dist_programs.py): paddle.dataset.common's download cache, paddle.compat,
-fluid.profiler, an importable fluid.dygraph that refuses use, and Program.parse_from_string.
-Expected values follow Paddle 1.8.5's python/paddle/dataset/common.py and compat.py."""
+fluid.profiler, an importable fluid.dygraph that refuses use, Program.parse_from_string, and
+fluid.log_helper.get_logger (dist_ctr_reader.py's logger), paddle.dataset.mnist (dist_mnist.py's data). Expected values follow Paddle 1.8.5's
+python/paddle/dataset/common.py, compat.py, log_helper.py and dataset/mnist.py."""
 import hashlib
 import os
 
@@ -123,3 +124,76 @@ def test_fleet1_save_inference_model_on_a_non_chief_trainer(tmp_path):
     assert [op.type for op in program.global_block().ops] == ["mul", "elementwise_add", "mean"]
     params = [v.name for v in program.global_block().all_parameters()]
     assert params and not any((tmp_path / name).exists() for name in params)
+
+
+def test_log_helper_get_logger_as_fluid_18_builds_it(capsys):
+    """Paddle 1.8.5's get_logger: that name and level, one stderr handler formatted by fmt,
+    no propagation to the root logger (checked against Paddle 1.8.5)."""
+    import logging
+
+    from psjob.fluid.log_helper import get_logger
+
+    logger = get_logger("psjob-test-log-helper", logging.INFO, fmt="%(levelname)s|%(message)s")
+    assert logger is logging.getLogger("psjob-test-log-helper")
+    assert logger.level == logging.INFO and logger.propagate is False
+    assert len(logger.handlers) == 1 and isinstance(logger.handlers[0], logging.StreamHandler)
+    logger.info("dnn input dim: %d", 1000)
+    logger.debug("not shown")
+    assert capsys.readouterr().err == "INFO|dnn input dim: 1000\n"
+    plain = get_logger("psjob-test-log-helper-plain", logging.WARNING)
+    assert plain.level == logging.WARNING and plain.handlers[0].formatter is None
+
+
+def _idx_files(tmp_path, n=200):
+    import gzip
+    import struct
+
+    rng = np.random.RandomState(0)
+    images = rng.randint(0, 256, (n, 28, 28)).astype(np.uint8)
+    labels = rng.randint(0, 10, n).astype(np.uint8)
+    image_file, label_file = tmp_path / "images.gz", tmp_path / "labels.gz"
+    image_file.write_bytes(gzip.compress(struct.pack(">IIII", 2051, n, 28, 28) + images.tobytes()))
+    label_file.write_bytes(gzip.compress(struct.pack(">II", 2049, n) + labels.tobytes()))
+    return str(image_file), str(label_file), images, labels
+
+
+def test_mnist_reader_yields_pixels_in_minus_one_to_one_and_int_labels(tmp_path):
+    """The same IDX pair through Paddle 1.8.5's paddle.dataset.mnist.reader_creator gave
+    200 samples, labels starting 8, 6, 5, 2, 0 and first pixels (float32, as Python floats)
+    0.3490196466445923, -0.6313725709915161, -0.08235293626785278, every image equal to
+    psjob's bit for bit."""
+    from psjob.dataset import mnist
+
+    image_file, label_file, images, labels = _idx_files(tmp_path)
+    samples = list(mnist.reader_creator(image_file, label_file, 100)())
+    assert len(samples) == 200
+    assert [label for _, label in samples[:5]] == [8, 6, 5, 2, 0]
+    assert all(type(label) is int for _, label in samples)
+    first = samples[0][0]
+    assert first.dtype == np.float32 and first.shape == (784,)
+    assert [float(x) for x in first[:3]] == [0.3490196466445923, -0.6313725709915161, -0.08235293626785278]
+    got = np.stack([image for image, _ in samples])
+    np.testing.assert_array_equal(got, images.reshape(200, 784).astype(np.float32) / 255.0 * 2.0 - 1.0)
+    assert [label for _, label in samples] == labels.tolist()
+
+
+def test_mnist_train_test_and_fetch_go_through_the_download_cache(tmp_path, monkeypatch):
+    from psjob.dataset import mnist
+
+    image_file, label_file, _, _ = _idx_files(tmp_path)
+    calls = []
+
+    def download(url, module, md5, save_name=None):
+        calls.append((url.rsplit("/", 1)[1], module, md5))
+        return image_file if "images" in url else label_file
+
+    monkeypatch.setattr(common, "download", download)
+    assert len(list(mnist.train()())) == 200 and len(list(mnist.test()())) == 200
+    assert calls == [("train-images-idx3-ubyte.gz", "mnist", "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
+                     ("train-labels-idx1-ubyte.gz", "mnist", "d53e105ee54ea40749a09fcbcd1e9432"),
+                     ("t10k-images-idx3-ubyte.gz", "mnist", "9fb629c4189551a2d022fa330f9573f3"),
+                     ("t10k-labels-idx1-ubyte.gz", "mnist", "ec29112dd5afa0611ce80d1b7f02629c")]
+    calls.clear()
+    mnist.fetch()
+    assert [c[0] for c in calls] == ["train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                                     "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]
