@@ -401,6 +401,11 @@ class Optimizer:
     def minimize(self, loss, startup_program=None, parameter_list=None, no_grad_set=None):
         """backward + apply_gradients; returns (optimize_ops, params_grads)."""
         params_grads = self.backward(loss, startup_program, parameter_list, no_grad_set)
+        if not params_grads:
+            # Paddle returns ([], []) here without a word; a forgotten parameter or a
+            # stop_gradient in the wrong place would otherwise train nothing silently.
+            log.warning("minimize(%s): no trainable parameter reaches this loss, so nothing is trained",
+                        loss.name)
         optimize_ops = self.apply_optimize(loss, startup_program, params_grads)
         return optimize_ops, params_grads
 
