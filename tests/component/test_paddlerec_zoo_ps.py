@@ -63,7 +63,7 @@ class Model:
     reader: str = "QueueDataset"
     threads: int = 1
     # the second epoch's mean cost below the first's (tagspace's hinge loss is mostly 0 and
-    # match-pyramid's near 1 on the sample: for them, not above it; None: not compared)
+    # match-pyramid's near 1 on the sample: for them, not above it, within 1e-4; None: not compared)
     falls: bool | None = True
 
 
@@ -188,7 +188,10 @@ def test_two_trainers_train_and_save_a_loadable_inference_model(tmp_path, name):
         costs = _costs(log)
         assert sorted(costs) == [0, 1] and all(math.isfinite(c) for cs in costs.values() for c in cs), costs
         first, last = first + np.mean(costs[0]), last + np.mean(costs[1])
-    assert spec.falls is None or last < first or (not spec.falls and last <= first), \
+    # "Not above" allows 1e-4 relative: match-pyramid's flat cost (one update a pass per trainer)
+    # lands a few 1e-6 either side of the first epoch's, by which of the two async trainers'
+    # updates each read (0.99997723 then 0.99997992 in one run of many); a real rise is far larger.
+    assert spec.falls is None or last < first or (not spec.falls and last <= first * (1 + 1e-4)), \
         f"mean cost per epoch {first / 2}, then {last / 2}"
     r, out = check_inference_model(model_dir, model_dir / "ps_model" / "1")
     assert r.returncode == 0 and "INFER-OK" in out, out[-3000:]
