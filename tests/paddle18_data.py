@@ -82,16 +82,7 @@ def ctr_members() -> dict[str, bytes]:
 
 def ctr_tgz() -> bytes:
     """The archive, byte-identical every time (fixed mtimes, owners and gzip header)."""
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        for name, data in ctr_members().items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime, info.mode = len(data), 0, 0o644
-            tar.addfile(info, io.BytesIO(data))
-    out = io.BytesIO()
-    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as gz:
-        gz.write(raw.getvalue())
-    return out.getvalue()
+    return tar_gz(ctr_members())
 
 
 TEXT_VOCAB = [f"word{i}" for i in range(200)]
